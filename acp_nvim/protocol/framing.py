@@ -1,0 +1,113 @@
+"""Newline-delimited framing of the stdio transport, with a byte cap per line."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_MAX_LINE", "LineReader", "encode_line"]
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from .errors import ConnectionClosed, LineTooLong
+
+DEFAULT_MAX_LINE = 64 * 1024 * 1024
+_CHUNK = 65536
+
+# What a broken or closed byte stream raises; translated to ConnectionClosed here.
+_STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+class LineReader:
+    """Reads `\\n`-terminated lines from a byte stream.
+
+    Lines come back without the `\\n` and without a trailing `\\r`; empty lines are
+    skipped. A line longer than `max_line` is discarded chunk by chunk as it arrives
+    (memory stays bounded by `max_line` plus one chunk) and `LineTooLong` is raised
+    once its end is reached, so the caller can log it and read on. At EOF a final
+    unterminated line is returned first, then `ConnectionClosed` is raised.
+    """
+
+    def __init__(self, stream: ByteReceiveStream, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self._stream = stream
+        self._max_line = max_line
+        self._buf = bytearray()
+        # Bytes of _buf already searched for b"\n": each byte is scanned once, so a
+        # 50 MB line costs O(n), not O(n^2).
+        self._scanned = 0
+        self._eof = False
+
+    def __repr__(self) -> str:
+        return f"<LineReader {len(self._buf)} bytes buffered{', eof' if self._eof else ''}>"
+
+    async def receive_line(self) -> bytes:
+        buf = self._buf
+        while True:
+            nl = buf.find(b"\n", self._scanned)
+            if nl >= 0:
+                self._scanned = 0
+                if nl > self._max_line:
+                    del buf[: nl + 1]
+                    raise LineTooLong(nl, self._max_line)
+                line = self._take(nl, nl + 1)
+                if line:
+                    return line
+                continue
+            if self._eof:
+                if buf:
+                    # The last line had no terminator; still a message.
+                    line = self._take(len(buf), len(buf))
+                    if line:
+                        return line
+                raise ConnectionClosed("end of stream")
+            if len(buf) > self._max_line:
+                await self._skip_long_line()
+            self._scanned = len(buf)
+            chunk = await self._receive()
+            if chunk is None:
+                self._eof = True
+            else:
+                buf += chunk
+
+    def _take(self, end: int, consumed: int) -> bytes:
+        """Return buf[:end] (minus a trailing \\r) as bytes and drop `consumed` bytes."""
+        if end and self._buf[end - 1] == 0x0D:  # CRLF
+            end -= 1
+        with memoryview(self._buf) as view:
+            line = view[:end].tobytes()  # one copy, even for a 50 MB line
+        # Deleting from the front of a bytearray is O(1) in CPython (it moves a start
+        # offset), so many small lines in one chunk stay cheap.
+        del self._buf[:consumed]
+        return line
+
+    async def _skip_long_line(self) -> None:
+        size = len(self._buf)
+        self._buf.clear()
+        self._scanned = 0
+        while True:
+            chunk = await self._receive()
+            if chunk is None:
+                self._eof = True
+                raise LineTooLong(size, self._max_line)
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                self._buf += chunk[nl + 1 :]
+                raise LineTooLong(size + nl, self._max_line)
+            size += len(chunk)
+
+    async def _receive(self) -> bytes | None:
+        """One chunk, or None at EOF. Stream failures become ConnectionClosed."""
+        try:
+            chunk = await self._stream.receive(_CHUNK)
+        except anyio.EndOfStream:
+            return None
+        except _STREAM_GONE as exc:
+            raise ConnectionClosed(f"read failed: {exc!r}") from exc
+        # A well-behaved stream raises EndOfStream, but b"" must not spin forever.
+        return chunk or None
+
+
+def encode_line(payload: bytes) -> bytes:
+    """Frame one encoded JSON message for the wire."""
+    # msgspec escapes newlines inside strings and never pretty-prints, so a raw
+    # newline here would be a bug of ours that corrupts the stream.
+    assert b"\n" not in payload, "JSON message contains a raw newline"
+    return payload + b"\n"

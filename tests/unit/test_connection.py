@@ -1,0 +1,644 @@
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from acp_nvim.protocol import (
+    Connection,
+    ConnectionClosed,
+    ProtocolError,
+    RequestError,
+    default_convert,
+)
+
+pytestmark = pytest.mark.anyio
+
+LOGGER = "acp_nvim.protocol"
+
+
+class Echo(msgspec.Struct):
+    text: str
+    times: int = 1
+
+
+class Echoed(msgspec.Struct):
+    text: str
+
+
+class Update(msgspec.Struct):
+    n: int
+
+
+class Options(msgspec.Struct):
+    verbose: bool = False
+
+
+async def echo(p: Echo) -> Echoed:
+    return Echoed(p.text * p.times)
+
+
+# --- two Connections talking -----------------------------------------------------------
+
+
+async def test_requests_both_directions(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    a.on_request("echo", Echo, echo)
+    b.on_request("echo", Echo, echo)
+    async with serving(a, b):
+        assert await b.request("echo", Echo("hi", 2), Echoed) == Echoed("hihi")
+        assert await a.request("echo", {"text": "yo"}, Echoed) == Echoed("yo")
+        raw = await a.request("echo", Echo("raw"))
+        assert isinstance(raw, msgspec.Raw)
+        assert msgspec.json.decode(raw) == {"text": "raw"}
+
+
+async def test_concurrent_requests_and_slow_handler(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    release = anyio.Event()
+
+    async def slow(p: Echo) -> str:
+        await release.wait()
+        return "slow"
+
+    b.on_request("slow", Echo, slow)
+    b.on_request("echo", Echo, echo)
+    results: dict[str, Any] = {}
+    async with serving(a, b):
+        async with anyio.create_task_group() as tg:
+
+            async def call_slow() -> None:
+                results["slow"] = await a.request("slow", Echo("x"), str)
+
+            tg.start_soon(call_slow)
+            # A long handler must not block later messages.
+            assert await a.request("echo", Echo("fast"), Echoed) == Echoed("fast")
+            assert "slow" not in results
+            release.set()
+        assert results["slow"] == "slow"
+
+
+async def test_notifications_in_order(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    seen: list[int] = []
+    done = anyio.Event()
+
+    async def on_update(u: Update) -> None:
+        seen.append(u.n)
+        if u.n == 99:
+            done.set()
+
+    b.on_notification("session/update", Update, on_update)
+    async with serving(a, b):
+        for i in range(100):
+            await a.notify("session/update", Update(i))
+        await done.wait()
+    assert seen == list(range(100))
+
+
+async def test_error_codes_and_data(connection_pair, serving) -> None:
+    a, b = connection_pair()
+
+    async def needs_auth(p: Echo) -> None:
+        raise RequestError(RequestError.AUTH_REQUIRED, "Authentication required", {"m": 1})
+
+    async def missing(p: Echo) -> None:
+        raise RequestError.resource_not_found("file:///x")
+
+    b.on_request("auth", Echo, needs_auth)
+    b.on_request("missing", Echo, missing)
+    async with serving(a, b):
+        with pytest.raises(RequestError) as info:
+            await a.request("auth", Echo("x"))
+        assert (info.value.code, info.value.message, info.value.data) == (
+            -32000,
+            "Authentication required",
+            {"m": 1},
+        )
+        with pytest.raises(RequestError) as info:
+            await a.request("missing", Echo("x"))
+        assert info.value.code == RequestError.RESOURCE_NOT_FOUND
+        assert info.value.data == {"uri": "file:///x"}
+
+
+async def test_method_not_found(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    async with serving(a, b):
+        with pytest.raises(RequestError) as info:
+            await a.request("foo/bar", {})
+    assert info.value.code == -32601
+    assert str(info.value) == "-32601 Method not found: foo/bar"
+
+
+async def test_invalid_params(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    b.on_request("echo", Echo, echo)
+    async with serving(a, b):
+        with pytest.raises(RequestError) as info:
+            await a.request("echo", {"text": 5})
+        assert info.value.code == -32602
+        assert "Expected `str`, got `int`" in info.value.message
+        with pytest.raises(RequestError) as info:
+            await a.request("echo", None)  # params omitted
+        assert info.value.code == -32602
+
+
+async def test_internal_error_logged_with_traceback(connection_pair, serving, caplog) -> None:
+    a, b = connection_pair()
+
+    async def broken(p: Echo) -> None:
+        raise ValueError("kaput")
+
+    b.on_request("broken", Echo, broken)
+    async with serving(a, b):
+        with pytest.raises(RequestError) as info:
+            await a.request("broken", Echo("x"))
+    assert info.value.code == -32603
+    assert "kaput" in info.value.message
+    records = [r for r in caplog.records if r.name == LOGGER and r.exc_info]
+    assert records and records[0].exc_info[0] is ValueError
+
+
+async def test_unencodable_result_is_internal_error(connection_pair, serving) -> None:
+    a, b = connection_pair()
+
+    async def odd(p: Echo) -> object:
+        return object()
+
+    b.on_request("odd", Echo, odd)
+    async with serving(a, b):
+        with pytest.raises(RequestError) as info:
+            await a.request("odd", Echo("x"))
+    assert info.value.code == -32603
+
+
+async def test_enc_hook(connection_pair, serving) -> None:
+    class Point:
+        def __init__(self, x: int) -> None:
+            self.x = x
+
+    a, b = connection_pair(enc_hook=lambda obj: {"x": obj.x})
+
+    async def point(p: Any) -> Point:
+        return Point(p["x"] + 1)
+
+    b.on_request("point", dict, point)
+    async with serving(a, b):
+        assert await a.request("point", Point(1), dict) == {"x": 2}
+
+
+async def test_invalid_result_is_protocol_error(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    b.on_request("echo", Echo, echo)
+    async with serving(a, b):
+        with pytest.raises(ProtocolError, match="invalid result for echo"):
+            await a.request("echo", Echo("x"), int)
+
+
+async def test_unknown_notification_ignored_and_handler_errors_logged(
+    connection_pair, serving, caplog
+) -> None:
+    a, b = connection_pair()
+
+    async def boom(u: Update) -> None:
+        raise RuntimeError("bad handler")
+
+    b.on_notification("boom", Update, boom)
+    b.on_request("echo", Echo, echo)
+    caplog.set_level(logging.DEBUG, LOGGER)
+    async with serving(a, b):
+        await a.notify("qwen/notify/session/mode-update", {"mode": "x"})
+        await a.notify("boom", Update(1))
+        await a.notify("boom", {"n": "not an int"})
+        # Still alive, and the notifications above were handled first (in order).
+        assert await a.request("echo", Echo("ok"), Echoed) == Echoed("ok")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("ignoring notification qwen/notify/session/mode-update" in m for m in messages)
+    assert any("notification handler for boom failed" in m for m in messages)
+    assert any("invalid params for notification boom" in m for m in messages)
+
+
+async def test_local_cancel_sends_cancel_request(connection_pair, serving) -> None:
+    a, b = connection_pair(send_cancel_requests=True)
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def wait_forever(p: Echo) -> None:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    b.on_request("wait", Echo, wait_forever)
+    b.on_request("echo", Echo, echo)
+    async with serving(a, b):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                await a.request("wait", Echo("x"))
+
+            tg.start_soon(call)
+            await started.wait()
+            tg.cancel_scope.cancel()
+        # b's handler is cancelled by the $/cancel_request; its -32800 reply reaches a
+        # after the request is gone and is dropped.
+        await cancelled.wait()
+        assert await a.request("echo", Echo("after"), Echoed) == Echoed("after")
+        assert "0 pending" in repr(a)
+
+
+async def test_peer_cancel_request_answers_32800(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    started = anyio.Event()
+
+    async def wait_forever(p: Echo) -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    conn.on_request("wait", Echo, wait_forever)
+    async with serving(conn):
+        await peer.send_json(
+            {"jsonrpc": "2.0", "id": "s-1", "method": "wait", "params": {"text": "x"}}
+        )
+        await started.wait()
+        assert "1 handling" in repr(conn)
+        # Unknown ids and malformed cancels are ignored.
+        await peer.send_json({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {}})
+        await peer.send_json(
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 42}}
+        )
+        await peer.send_json(
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "s-1"}}
+        )
+        reply = await peer.receive_json()
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": "s-1",
+        "error": {"code": -32800, "message": "Request cancelled"},
+    }
+
+
+async def test_cancel_request_in_same_chunk_as_request(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    conn.on_request("wait", Echo, lambda p: anyio.sleep_forever())
+    async with serving(conn):
+        # Both lines arrive together: the cancel is read before the handler task runs.
+        await peer.send_stream.send(
+            b'{"jsonrpc":"2.0","id":3,"method":"wait","params":{"text":""}}\n'
+            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}\n'
+        )
+        reply = await peer.receive_json()
+    assert reply["id"] == 3
+    assert reply["error"]["code"] == -32800
+
+
+async def test_no_cancel_request_by_default(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    async with serving(conn):
+        with anyio.CancelScope() as scope:
+
+            async def call() -> None:
+                await conn.request("slow", {})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                request = await peer.receive_json()
+                scope.cancel()
+        assert request["method"] == "slow"
+        await conn.notify("next", {})
+        assert (await peer.receive_json())["method"] == "next"
+        # The late response is dropped quietly.
+        await peer.send_json({"jsonrpc": "2.0", "id": request["id"], "result": {}})
+        await conn.notify("after", None)
+        assert await peer.receive_json() == {"jsonrpc": "2.0", "method": "after"}
+
+
+async def test_eof_fails_pending_requests(raw_peer) -> None:
+    conn, peer = raw_peer()
+    errors: list[BaseException] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(conn.serve)
+
+        async def call() -> None:
+            try:
+                await conn.request("x", {})
+            except ConnectionClosed as exc:
+                errors.append(exc)
+
+        tg.start_soon(call)
+        tg.start_soon(call)
+        await peer.receive_json()
+        await peer.receive_json()
+        assert "2 pending" in repr(conn)
+        await peer.send_stream.aclose()  # EOF: serve() returns, tg can finish
+    assert len(errors) == 2
+    assert conn.closed
+    assert repr(conn) == "<Connection conn closed, 0 pending>"
+    with pytest.raises(ConnectionClosed):
+        await conn.request("x", {})
+    with pytest.raises(ConnectionClosed):
+        await conn.notify("x", {})
+
+
+async def test_eof_cancels_running_handlers(raw_peer) -> None:
+    conn, peer = raw_peer()
+    started = anyio.Event()
+    cancelled = anyio.Event()
+
+    async def wait_forever(p: Echo) -> None:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    conn.on_request("wait", Echo, wait_forever)
+    async with anyio.create_task_group() as tg:
+        await tg.start(conn.serve)
+        await peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "wait", "params": {"text": ""}})
+        await started.wait()
+        await peer.send_stream.aclose()
+    assert cancelled.is_set()
+
+
+async def test_request_after_aclose(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    async with serving(a, b):
+        await a.aclose()
+        assert a.closed
+        with pytest.raises(ConnectionClosed, match="closed locally"):
+            await a.request("x", {})
+        await a.aclose()  # idempotent
+
+
+async def test_broken_pipe_on_write(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    async with serving(conn):
+        await peer.receive_stream.aclose()
+        with pytest.raises(ConnectionClosed) as info:
+            await conn.notify("x", {})
+        assert isinstance(info.value.__cause__, anyio.BrokenResourceError)
+        assert conn.closed
+
+
+# --- framing limits through the connection --------------------------------------------
+
+
+async def test_70mb_line_rejected_next_message_delivered(scripted, pipe, caplog) -> None:
+    chunk = b"x" * 65536
+    n_chunks = 70 * 1024 * 1024 // len(chunk)
+
+    def lazy():
+        yield b'{"jsonrpc":"2.0","method":"u","params":{"n":"'
+        for _ in range(n_chunks):
+            yield chunk
+        yield b'"}}\n{"jsonrpc":"2.0","method":"u","params":{"n":7}}\n'
+
+    send, _ = pipe()
+    conn = Connection(scripted(lazy()), send)
+    seen: list[int] = []
+
+    async def on_u(u: Update) -> None:
+        seen.append(u.n)
+
+    conn.on_notification("u", Update, on_u)
+    await conn.serve()  # returns at EOF, after both lines
+    assert seen == [7]
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "exceeds the 67108864-byte limit" in errors[0].getMessage()
+
+
+async def test_564kb_message_accepted(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    b.on_request("echo", Echo, echo)
+    text = "é" * (564 * 1024 // 2)
+    async with serving(a, b):
+        assert await a.request("echo", Echo(text), Echoed) == Echoed(text)
+
+
+# --- malformed input from a raw peer ---------------------------------------------------
+
+
+async def test_invalid_json_then_alive(raw_peer, serving, caplog) -> None:
+    conn, peer = raw_peer()
+    conn.on_request("echo", Echo, echo)
+    async with serving(conn):
+        await peer.send_line(b'{"jsonrpc": "2.0", "id": 1, "meth')
+        reply = await peer.receive_json()
+        assert reply["id"] is None
+        assert reply["error"]["code"] == -32700
+        await peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": {"text": "a"}})
+        assert await peer.receive_json() == {"jsonrpc": "2.0", "id": 2, "result": {"text": "a"}}
+    assert any("invalid JSON" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("message", "reply_id"),
+    [
+        (b"5", None),
+        (b'"hello"', None),
+        (b'{"foo": 1}', None),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', 7),
+        (b'{"jsonrpc": "1.0", "id": "q", "method": "echo"}', "q"),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "echo"}', None),
+    ],
+)
+async def test_not_jsonrpc_is_invalid_request(raw_peer, serving, message, reply_id) -> None:
+    conn, peer = raw_peer()
+    async with serving(conn):
+        await peer.send_line(message)
+        reply = await peer.receive_json()
+    assert reply["id"] == reply_id
+    assert reply["error"]["code"] == -32600
+
+
+async def test_response_id_echoes_string_and_int(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    conn.on_request("echo", Echo, echo)
+    async with serving(conn):
+        for msg_id in ["abc", 0, -3, ""]:
+            await peer.send_json(
+                {"jsonrpc": "2.0", "id": msg_id, "method": "echo", "params": {"text": "t"}}
+            )
+            assert (await peer.receive_json())["id"] == msg_id
+
+
+async def test_malformed_response_fails_its_request(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    async with serving(conn):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                with pytest.raises(ProtocolError, match="malformed response to x"):
+                    await conn.request("x", {})
+
+            tg.start_soon(call)
+            request = await peer.receive_json()
+            await peer.send_json({"jsonrpc": "2.0", "id": request["id"], "error": "oops"})
+        # A response is never answered: the next line we see is our own notification.
+        await conn.notify("next", None)
+        assert (await peer.receive_json())["method"] == "next"
+
+
+async def test_unknown_response_id_ignored(raw_peer, serving, caplog) -> None:
+    conn, peer = raw_peer(id_start=100)
+    async with serving(conn):
+        await peer.send_json({"jsonrpc": "2.0", "id": 5, "result": None})
+        await peer.send_json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700}})
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                assert await conn.request("x", {}, type(None)) is None
+
+            tg.start_soon(call)
+            request = await peer.receive_json()
+            assert request["id"] == 100
+            await peer.send_json({"jsonrpc": "2.0", "id": 100, "result": None})
+    assert any("unknown request id 5" in r.getMessage() for r in caplog.records)
+
+
+async def test_traffic_hook(raw_peer, serving) -> None:
+    traffic: list[tuple[str, bytes]] = []
+    conn, peer = raw_peer(on_traffic=lambda d, line: traffic.append((d, line)))
+    conn.on_request("echo", Echo, echo)
+    async with serving(conn):
+        await peer.send_line(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}\r')
+        await peer.receive_json()
+    assert traffic == [
+        ("in", b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}'),
+        ("out", b'{"jsonrpc":"2.0","id":1,"result":{"text":"t"}}'),
+    ]
+
+
+# --- batches ---------------------------------------------------------------------------
+
+
+async def test_batch_mixed(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    conn.on_request("echo", Echo, echo)
+    seen: list[int] = []
+
+    async def on_u(u: Update) -> None:
+        seen.append(u.n)
+
+    conn.on_notification("u", Update, on_u)
+    release = anyio.Event()
+
+    async def slow(p: Echo) -> str:
+        await release.wait()
+        return "late"
+
+    conn.on_request("slow", Echo, slow)
+    async with serving(conn):
+        await peer.send_json(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"text": "a"}},
+                {"bad": True},
+                {"jsonrpc": "2.0", "method": "u", "params": {"n": 1}},
+                {"jsonrpc": "2.0", "id": "s", "method": "slow", "params": {"text": ""}},
+                {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+                17,
+            ]
+        )
+        # Nothing is sent until every request of the batch is answered.
+        await conn.notify("marker", None)
+        assert (await peer.receive_json())["method"] == "marker"
+        release.set()
+        reply = await peer.receive_json()
+    assert seen == [1]
+    assert isinstance(reply, list)
+    by_id = {}
+    invalid = []
+    for entry in reply:
+        if entry["id"] is None:
+            invalid.append(entry["error"]["code"])
+        else:
+            by_id[entry["id"]] = entry
+    assert invalid == [-32600, -32600]
+    assert by_id[1]["result"] == {"text": "a"}
+    assert by_id["s"]["result"] == "late"
+    assert by_id[2]["error"]["code"] == -32601
+    assert len(reply) == 5
+
+
+async def test_empty_batch(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    async with serving(conn):
+        await peer.send_line(b"[]")
+        reply = await peer.receive_json()
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32600
+
+
+async def test_notification_only_batch_gets_no_reply(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    seen: list[int] = []
+
+    async def on_u(u: Update) -> None:
+        seen.append(u.n)
+
+    conn.on_notification("u", Update, on_u)
+    async with serving(conn):
+        await peer.send_json(
+            [{"jsonrpc": "2.0", "method": "u", "params": {"n": i}} for i in (1, 2)]
+        )
+        await conn.notify("marker", None)
+        assert (await peer.receive_json())["method"] == "marker"
+    assert seen == [1, 2]
+
+
+async def test_batch_of_responses(raw_peer, serving) -> None:
+    conn, peer = raw_peer()
+    results: dict[int, Any] = {}
+    async with serving(conn), anyio.create_task_group() as tg:
+
+        async def call(i: int) -> None:
+            results[i] = await conn.request("x", {"i": i}, dict)
+
+        tg.start_soon(call, 0)
+        tg.start_soon(call, 1)
+        ids = [(await peer.receive_json())["id"] for _ in range(2)]
+        await peer.send_json([{"jsonrpc": "2.0", "id": i, "result": {"r": i}} for i in ids])
+    assert results == {0: {"r": 0}, 1: {"r": 1}}
+
+
+# --- misc ------------------------------------------------------------------------------
+
+
+def test_default_convert() -> None:
+    assert default_convert(msgspec.Raw(b'{"text":"x"}'), Echo) == Echo("x")
+    assert default_convert(None, type(None)) is None
+    raw = msgspec.Raw(b"[1]")
+    assert default_convert(raw, msgspec.Raw) is raw
+    with pytest.raises(msgspec.ValidationError):
+        default_convert(msgspec.Raw(b"{}"), Echo)
+    # Omitted params: `{}` when `null` does not fit, else the `null` error.
+    assert default_convert(None, Update | None) is None
+    assert default_convert(None, Options) == Options()
+    with pytest.raises(msgspec.ValidationError, match="Expected `object`, got `null`"):
+        default_convert(None, Echo)
+
+
+def test_repr_and_errors() -> None:
+    assert str(RequestError.cancelled()) == "-32800 Request cancelled"
+    assert RequestError.internal("x").code == -32603
+    assert RequestError.invalid_params("bad").message == "Invalid params: bad"
+    assert str(ConnectionClosed()) == "connection closed"
+    assert str(ConnectionClosed("eof")) == "connection closed: eof"
+
+
+async def test_serve_twice_refused(connection_pair, serving) -> None:
+    a, b = connection_pair()
+    async with serving(a, b):
+        with pytest.raises(RuntimeError):
+            await a.serve()
+
+
+def test_repr_new() -> None:
+    a = Connection(None, None, name="claude")  # type: ignore[arg-type]
+    assert repr(a) == "<Connection claude open, 0 pending>"
