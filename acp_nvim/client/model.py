@@ -1,0 +1,210 @@
+"""The one session model, shaped like ACP v2 (the superset of v1).
+
+Per-version adapters turn wire updates into the patches defined here; the model
+applies them and reports what changed so the view can redraw just that item.
+Nothing in this module knows a protocol version or a wire type.
+
+- Messages are keyed by id: chunks append, a whole-message patch replaces.
+- Tool calls are keyed by id: a patch names only the fields it sets
+  (``UNSET`` = leave alone), and the first patch for an unknown id creates it.
+- The turn state is ``idle`` / ``running`` / ``requires_action`` with the last
+  stop reason.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "UNSET",
+    "ContentPart",
+    "DiffPart",
+    "Location",
+    "Message",
+    "MessagePatch",
+    "PlanEntry",
+    "Session",
+    "TerminalPart",
+    "TextPart",
+    "ToolCall",
+    "ToolCallPatch",
+    "TurnState",
+]
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from msgspec import UNSET, UnsetType
+
+Role = Literal["user", "agent", "thought"]
+TurnState = Literal["idle", "running", "requires_action"]
+# Tool call statuses that mean "still going"; at turn end they are shown cancelled.
+UNFINISHED = ("pending", "in_progress")
+
+
+@dataclass
+class TextPart:
+    """Displayable text (markdown); non-text content arrives already described."""
+
+    text: str
+
+
+@dataclass
+class DiffPart:
+    """A file change: ``old_text`` None means a new file."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass
+class TerminalPart:
+    terminal_id: str
+
+
+ContentPart = TextPart | DiffPart | TerminalPart
+
+
+@dataclass
+class Location:
+    path: str
+    line: int | None = None
+
+
+@dataclass
+class Message:
+    id: str
+    role: Role
+    text: str = ""
+
+
+@dataclass
+class MessagePatch:
+    """Append ``text`` to a message (``replace`` False) or set its whole text."""
+
+    message_id: str | None
+    role: Role
+    text: str
+    replace: bool = False
+
+
+@dataclass
+class ToolCall:
+    id: str
+    title: str = ""
+    kind: str = "other"
+    status: str = "pending"
+    content: list[ContentPart] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
+    raw_input: Any = None
+
+
+@dataclass
+class ToolCallPatch:
+    """Fields to set on a tool call; UNSET leaves a field as it is.
+
+    ``append_content`` adds to the content instead of replacing it (v2 chunks).
+    """
+
+    id: str
+    title: str | UnsetType = UNSET
+    kind: str | UnsetType = UNSET
+    status: str | UnsetType = UNSET
+    content: list[ContentPart] | UnsetType = UNSET
+    append_content: list[ContentPart] | UnsetType = UNSET
+    locations: list[Location] | UnsetType = UNSET
+    raw_input: Any = UNSET
+
+
+@dataclass
+class PlanEntry:
+    content: str
+    status: str = "pending"
+    priority: str = "medium"
+
+
+@dataclass
+class Session:
+    """State of one ACP session as the user sees it.
+
+    ``items`` is the transcript order: ("message" | "tool" | "plan", id) pairs.
+    """
+
+    session_id: str = ""
+    state: TurnState = "idle"
+    stop_reason: str | None = None
+    title: str | None = None
+    items: list[tuple[str, str]] = field(default_factory=list)
+    messages: dict[str, Message] = field(default_factory=dict)
+    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
+    plans: dict[str, list[PlanEntry]] = field(default_factory=dict)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=itertools.count, repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Session {self.session_id or '?'} {self.state}, "
+            f"{len(self.messages)} messages, {len(self.tool_calls)} tool calls>"
+        )
+
+    def new_id(self, prefix: str) -> str:
+        """A local id for items the wire does not name (v1 messages, turn marks)."""
+        return f"{prefix}{next(self._ids)}"
+
+    def apply_message(self, patch: MessagePatch) -> tuple[Message, bool]:
+        """Apply a chunk or a replacement. Returns the message and whether it is new.
+
+        Without an id a chunk continues the last item when that is a message of
+        the same role (v1 has no message ids), else it starts a new message.
+        """
+        message_id = patch.message_id or self._continued_message(patch.role)
+        message = self.messages.get(message_id) if message_id else None
+        created = message is None
+        if message is None:
+            message = Message(message_id or self.new_id("m"), patch.role)
+            self.messages[message.id] = message
+            self.items.append(("message", message.id))
+        message.text = patch.text if patch.replace else message.text + patch.text
+        return message, created
+
+    def _continued_message(self, role: Role) -> str | None:
+        if not self.items or self.items[-1][0] != "message":
+            return None
+        last = self.messages[self.items[-1][1]]
+        return last.id if last.role == role else None
+
+    def apply_tool_call(self, patch: ToolCallPatch) -> tuple[ToolCall, bool]:
+        """Upsert a tool call; the first patch for an unknown id creates it."""
+        call = self.tool_calls.get(patch.id)
+        created = call is None
+        if call is None:
+            call = ToolCall(patch.id)
+            self.tool_calls[call.id] = call
+            self.items.append(("tool", call.id))
+        if not isinstance(patch.title, UnsetType):
+            call.title = patch.title
+        if not isinstance(patch.kind, UnsetType):
+            call.kind = patch.kind
+        if not isinstance(patch.status, UnsetType):
+            call.status = patch.status
+        if not isinstance(patch.content, UnsetType):
+            call.content = list(patch.content)
+        if not isinstance(patch.append_content, UnsetType):
+            call.content.extend(patch.append_content)
+        if not isinstance(patch.locations, UnsetType):
+            call.locations = list(patch.locations)
+        if not isinstance(patch.raw_input, UnsetType):
+            call.raw_input = patch.raw_input
+        return call, created
+
+    def apply_plan(self, plan_id: str, entries: list[PlanEntry]) -> bool:
+        """Replace a plan's entries; returns whether the plan is new."""
+        created = plan_id not in self.plans
+        self.plans[plan_id] = entries
+        if created:
+            self.items.append(("plan", plan_id))
+        return created
+
+    def unfinished_tool_calls(self) -> list[ToolCall]:
+        return [call for call in self.tool_calls.values() if call.status in UNFINISHED]

@@ -1,0 +1,165 @@
+"""The agent subprocess: spawn, stderr ring, and a kill that leaves no orphans.
+
+Each agent runs in its own process group (``start_new_session``) so closing it
+also ends whatever it spawned (shells, language servers, MCP servers). Every
+live group is remembered so :func:`kill_all` can end them from ``atexit`` or a
+signal handler, when no event loop is left to await anything.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AgentProcess", "SpawnError", "kill_all"]
+
+import collections
+import os
+import shutil
+import signal
+from collections.abc import Callable, Mapping, Sequence
+
+import anyio
+import anyio.abc
+
+_live_groups: set[int] = set()
+
+
+class SpawnError(RuntimeError):
+    """The agent could not be started; the message is advice for the user."""
+
+
+def kill_all() -> None:
+    """SIGKILL every agent process group still alive (for atexit and signals)."""
+    for pgid in list(_live_groups):
+        _signal_group(pgid, signal.SIGKILL)
+    _live_groups.clear()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class AgentProcess:
+    """One agent subprocess with piped stdio.
+
+    Args:
+        name: the agent's name, for messages.
+        cmd: argv; ``cmd[0]`` is looked up on PATH.
+        env: added to the user's full environment (agents need PATH, HOME, API keys).
+        cwd: working directory of the agent.
+        on_stderr: called with each stderr line (for the protocol log).
+        stderr_lines: how many stderr lines to keep for error messages.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        on_stderr: Callable[[bytes], None] | None = None,
+        stderr_lines: int = 200,
+    ) -> None:
+        self.name = name
+        self.cmd = list(cmd)
+        self.env = {**os.environ, **(env or {})}
+        self.cwd = cwd
+        self._on_stderr = on_stderr
+        self._stderr: collections.deque[str] = collections.deque(maxlen=stderr_lines)
+        self._process: anyio.abc.Process | None = None
+        self.returncode: int | None = None
+
+    def __repr__(self) -> str:
+        pid = self._process.pid if self._process else None
+        state = "exited" if self.returncode is not None else ("running" if pid else "new")
+        return f"<AgentProcess {self.name} {state} pid={pid}>"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream:
+        assert self._process is not None and self._process.stdin is not None
+        return self._process.stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream:
+        assert self._process is not None and self._process.stdout is not None
+        return self._process.stdout
+
+    def stderr_tail(self, count: int = 20) -> list[str]:
+        """The last ``count`` lines the agent wrote to stderr."""
+        return list(self._stderr)[-count:]
+
+    async def start(self) -> None:
+        """Spawn the process.
+
+        Raises:
+            SpawnError: not installed / not on PATH / not executable / bad cwd.
+        """
+        program = self.cmd[0]
+        if os.sep not in program and shutil.which(program, path=self.env.get("PATH")) is None:
+            raise SpawnError(
+                f"agent {self.name!r}: {program!r} is not installed or not on PATH"
+            )
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            raise SpawnError(f"agent {self.name!r}: working directory {self.cwd!r} does not exist")
+        try:
+            self._process = await anyio.open_process(
+                self.cmd, env=self.env, cwd=self.cwd, start_new_session=True
+            )
+        except FileNotFoundError:
+            raise SpawnError(f"agent {self.name!r}: {program!r} not found") from None
+        except PermissionError:
+            raise SpawnError(f"agent {self.name!r}: {program!r} is not executable") from None
+        except OSError as err:
+            raise SpawnError(f"agent {self.name!r}: cannot start {program!r}: {err}") from None
+        _live_groups.add(self._process.pid)
+
+    async def drain_stderr(self) -> None:
+        """Read stderr into the ring until the agent closes it. Run as a task."""
+        assert self._process is not None and self._process.stderr is not None
+        pending = b""
+        try:
+            async for data in self._process.stderr:
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self._keep_stderr(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        if pending:
+            self._keep_stderr(pending)
+
+    def _keep_stderr(self, line: bytes) -> None:
+        self._stderr.append(line.decode("utf-8", "replace").rstrip("\r"))
+        if self._on_stderr is not None:
+            self._on_stderr(line)
+
+    async def wait(self) -> int:
+        """Wait for the agent to exit; returns its exit code."""
+        assert self._process is not None
+        self.returncode = await self._process.wait()
+        return self.returncode
+
+    async def aclose(self, grace: float = 2.0) -> None:
+        """End the agent's whole process group: close stdin, SIGTERM, then SIGKILL."""
+        process = self._process
+        if process is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            if process.returncode is None:
+                _signal_group(process.pid, signal.SIGTERM)
+                with anyio.move_on_after(grace):
+                    await process.wait()
+            # The group may outlive its leader (a shell's children): always finish it.
+            _signal_group(process.pid, signal.SIGKILL)
+            await process.wait()
+            self.returncode = process.returncode
+            _live_groups.discard(process.pid)
+            await process.aclose()

@@ -1,0 +1,115 @@
+"""The handler object behind both entries, and the stdio entry itself.
+
+Lua talks to us with ``rpcnotify(chan, "acp", method, params)`` for commands
+(they return at once; the work runs on the worker loop) and
+``rpcrequest(chan, "acp", "log")`` for the few answers read from thread-safe
+state. We talk back only through :class:`NvimEditor`'s batched ``exec_lua``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Host", "run_stdio"]
+
+import atexit
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+import anyio.abc
+import pynvim
+
+from acp_nvim.client.app import App
+from acp_nvim.client.process import kill_all
+from acp_nvim.nvim.editor import NvimEditor
+from acp_nvim.nvim.worker import Worker
+
+log = logging.getLogger("acp_nvim")
+
+
+class Host:
+    """Receives Lua's calls; owns the worker thread and the App on it."""
+
+    def __init__(self, nvim: pynvim.Nvim) -> None:
+        self.nvim = nvim
+        self.editor = NvimEditor(nvim)
+        self.app: App | None = None
+        self.worker = Worker(self._main)
+        self._started = False
+        atexit.register(kill_all)
+
+    def __repr__(self) -> str:
+        return f"<Host {self.app!r}>"
+
+    async def _main(self, tasks: anyio.abc.TaskGroup) -> None:
+        self.app = App(self.editor, tasks)
+        tasks.start_soon(self.editor.run)
+
+    def _ensure_started(self) -> App:
+        if not self._started:
+            self.worker.start()
+            self._started = True
+        assert self.app is not None
+        return self.app
+
+    # -- from Lua --------------------------------------------------------------
+
+    def on_notification(self, name: str, args: list[Any]) -> None:
+        if name != "acp" or not args:
+            return
+        method, params = args[0], (args[1] if len(args) > 1 else {})
+        app = self._ensure_started()
+        params = params if isinstance(params, dict) else {}
+        match method:
+            case "setup":
+                self.worker.call(app.setup, params.get("options"))
+            case "open":
+                cwd = params.get("cwd") or os.getcwd()
+                self.worker.submit(app.open, params["chat"], params.get("agent"), cwd)
+            case "send":
+                self.worker.submit(app.send, params["chat"], params["text"])
+            case "cancel":
+                self.worker.submit(app.cancel, params["chat"])
+            case "close":
+                self.worker.submit(app.close, params["chat"])
+            case "shutdown":
+                self.shutdown()
+            case _:
+                log.warning("unknown method from Lua: %s", method)
+
+    def on_request(self, name: str, args: list[Any]) -> Any:
+        if name != "acp" or not args:
+            raise ValueError(f"unknown request {name}")
+        app = self._ensure_started()
+        match args[0]:
+            case "log":
+                return app.log.lines()
+            case "ping":
+                return "pong"
+            case other:
+                raise ValueError(f"unknown request acp/{other}")
+
+    def shutdown(self) -> None:
+        """End every agent and the worker (Neovim is closing or the channel went away)."""
+        if self._started and self.app is not None:
+            self.worker.stop(self.app.shutdown)
+        kill_all()
+
+
+def run_stdio() -> None:
+    """Entry for ``python -m acp_nvim``: serve the Neovim that started us on stdio."""
+    logging.basicConfig(
+        level=os.environ.get("ACP_NVIM_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format="acp_nvim %(levelname)s %(name)s: %(message)s",
+    )
+    # Neovim killing us (or a terminal hang-up) must still end the agents.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(0))
+    nvim = pynvim.attach("stdio")
+    host = Host(nvim)
+    try:
+        nvim.run_loop(host.on_request, host.on_notification)
+    finally:
+        host.shutdown()

@@ -1,0 +1,271 @@
+-- Chat windows: a transcript buffer (markdown, read-only) over an input buffer.
+-- Each chat is bound to one session on the Python side by its integer id.
+local config = require("acp.config")
+local host = require("acp.host")
+local render = require("acp.render")
+
+local M = {}
+local api = vim.api
+
+---@class acp.Chat
+---@field id integer
+---@field transcript integer buffer
+---@field input integer buffer
+---@field blocks acp.Blocks
+---@field status table
+
+---@type table<integer, acp.Chat>
+M.chats = {}
+---@type integer? the chat :AcpChat focuses
+M.current = nil
+local next_id = 1
+
+local function valid(chat)
+  return chat and api.nvim_buf_is_valid(chat.transcript) and api.nvim_buf_is_valid(chat.input)
+end
+
+--- The chat of the current buffer, else the last opened one.
+---@return acp.Chat?
+function M.get()
+  local buf = api.nvim_get_current_buf()
+  for _, chat in pairs(M.chats) do
+    if chat.transcript == buf or chat.input == buf then
+      return chat
+    end
+  end
+  local chat = M.current and M.chats[M.current]
+  return valid(chat) and chat or nil
+end
+
+local function scratch(name, filetype)
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(buf, name)
+  vim.bo[buf].filetype = filetype
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  return buf
+end
+
+local function winbar(chat)
+  local s = chat.status
+  local parts = { "acp", s.agent_title or s.agent or "?" }
+  if s.protocol_version then
+    table.insert(parts, "ACP v" .. s.protocol_version)
+  end
+  table.insert(parts, s.state or "starting")
+  if s.mode then
+    table.insert(parts, "mode " .. s.mode)
+  end
+  return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
+end
+
+local function update_winbar(chat)
+  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+    vim.wo[win].winbar = winbar(chat)
+  end
+end
+
+local function set_window_options(win, is_transcript)
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = "no"
+  wo.winfixwidth = true
+  if is_transcript then
+    wo.foldmethod = "expr"
+    wo.foldexpr = "v:lua.require'acp.chat'.foldexpr(v:lnum)"
+    wo.foldlevel = 99
+    wo.conceallevel = 2
+  end
+end
+
+--- Show a chat's buffers in a split (or focus them when already visible).
+local function show(chat)
+  local wins = vim.fn.win_findbuf(chat.input)
+  if #wins > 0 then
+    api.nvim_set_current_win(wins[1])
+    return
+  end
+  local opts = config.options.chat or {}
+  local position = opts.position or "right"
+  if position == "tab" then
+    vim.cmd("tabnew")
+  elseif position == "bottom" then
+    vim.cmd(("botright %dsplit"):format(opts.height or 20))
+  else
+    vim.cmd(("%s %dvsplit"):format(position == "left" and "topleft" or "botright", opts.width or 80))
+  end
+  local transcript_win = api.nvim_get_current_win()
+  api.nvim_win_set_buf(transcript_win, chat.transcript)
+  set_window_options(transcript_win, true)
+  vim.cmd(("belowright %dsplit"):format(opts.input_height or 5))
+  local input_win = api.nvim_get_current_win()
+  api.nvim_win_set_buf(input_win, chat.input)
+  set_window_options(input_win, false)
+  vim.wo[input_win].winfixheight = true
+  update_winbar(chat)
+end
+
+local function map(chat)
+  local function send()
+    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+    local text = vim.trim(table.concat(lines, "\n"))
+    if text == "" then
+      return
+    end
+    api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+    M.send(chat, text)
+  end
+  local function cancel()
+    M.cancel(chat)
+  end
+  vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
+    vim.keymap.set("n", "q", function()
+      for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+        pcall(api.nvim_win_close, win, false)
+      end
+      for _, win in ipairs(vim.fn.win_findbuf(chat.input)) do
+        pcall(api.nvim_win_close, win, false)
+      end
+    end, { buffer = buf, desc = "acp: hide the chat" })
+  end
+end
+
+local function create()
+  local id = next_id
+  next_id = next_id + 1
+  local chat = {
+    id = id,
+    transcript = scratch("acp://chat/" .. id, "markdown"),
+    input = scratch("acp://input/" .. id, "markdown"),
+    blocks = render.new_blocks(),
+    status = { state = "starting" },
+  }
+  vim.bo[chat.transcript].modifiable = false
+  M.chats[id] = chat
+  map(chat)
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = chat.transcript,
+    once = true,
+    callback = function()
+      M.close(chat)
+    end,
+  })
+  return chat
+end
+
+--- Put `chat` in the windows that show `old`; false when none do.
+local function take_windows(old, chat)
+  local shown = false
+  for _, pair in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
+    for _, win in ipairs(vim.fn.win_findbuf(pair[1])) do
+      api.nvim_win_set_buf(win, pair[2])
+      shown = true
+    end
+  end
+  local input_win = vim.fn.win_findbuf(chat.input)[1]
+  if input_win then
+    api.nvim_set_current_win(input_win)
+  end
+  return shown
+end
+
+---@param opts {agent?: string, new?: boolean}
+---@return acp.Chat
+function M.open(opts)
+  if opts.agent == vim.NIL then
+    opts.agent = nil
+  end
+  local existing = M.current and M.chats[M.current]
+  if not valid(existing) then
+    existing = nil
+  end
+  if existing and not opts.new and (not opts.agent or opts.agent == existing.status.agent) then
+    show(existing)
+    return existing
+  end
+  local chat = create()
+  chat.status.agent = opts.agent or config.options.default_agent
+  M.current = chat.id
+  -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
+  -- the previous chat stays alive in its hidden buffers.
+  if not (existing and take_windows(existing, chat)) then
+    show(chat)
+  end
+  update_winbar(chat)
+  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd() })
+  return chat
+end
+
+---@param chat acp.Chat
+---@param text string
+function M.send(chat, text)
+  host.notify("send", { chat = chat.id, text = text })
+end
+
+---@param chat acp.Chat
+function M.cancel(chat)
+  host.notify("cancel", { chat = chat.id })
+end
+
+---@param chat acp.Chat
+function M.close(chat)
+  if not M.chats[chat.id] then
+    return
+  end
+  M.chats[chat.id] = nil
+  if M.current == chat.id then
+    M.current = nil
+  end
+  host.notify("close", { chat = chat.id })
+  for _, buf in ipairs({ chat.input, chat.transcript }) do
+    if api.nvim_buf_is_valid(buf) then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+end
+
+--- Render ops from Python for chat `id`.
+function M.render(id, ops)
+  local chat = M.chats[id]
+  if not valid(chat) then
+    return
+  end
+  local status = render.apply(chat.transcript, chat.blocks, ops)
+  if next(status) then
+    for key, value in pairs(status) do
+      -- Python's None arrives as vim.NIL: the field is cleared.
+      chat.status[key] = value ~= vim.NIL and value or nil
+    end
+    update_winbar(chat)
+  end
+end
+
+--- The Python host died: every chat is in error.
+function M.host_exited(message)
+  for _, chat in pairs(M.chats) do
+    chat.status.state = "error"
+    chat.status.error = message
+    update_winbar(chat)
+  end
+end
+
+function M.foldexpr(lnum)
+  local buf = api.nvim_get_current_buf()
+  for _, chat in pairs(M.chats) do
+    if chat.transcript == buf then
+      local kind, first = render.kind_at(buf, chat.blocks, lnum)
+      if (kind == "thought" or kind == "tool") and not first then
+        return 1
+      end
+      return 0
+    end
+  end
+  return 0
+end
+
+return M

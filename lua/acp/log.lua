@@ -1,0 +1,21 @@
+-- :AcpLog — the bounded protocol log (both directions and agent stderr).
+local M = {}
+
+function M.open()
+  local lines = require("acp.host").request("log")
+  local name = "acp://log"
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].filetype = "acplog"
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, #lines > 0 and lines or { "(the protocol log is empty)" })
+  vim.bo[buf].modifiable = false
+  vim.cmd("tab sbuffer " .. buf)
+  vim.cmd("normal! G")
+  return buf
+end
+
+return M

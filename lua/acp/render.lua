@@ -1,0 +1,174 @@
+-- Applies one batch of transcript render ops to a chat buffer.
+--
+-- Each block (message, tool call, plan, notice) starts at an extmark in our
+-- namespace; a blank separator line precedes every block but the first.
+-- Streaming appends touch only the block's last line; replacing a block
+-- rewrites only its rows. Old text is never rewritten, so the cost of a chunk
+-- does not grow with the transcript.
+local M = {}
+
+M.ns = vim.api.nvim_create_namespace("acp.blocks")
+M.ns_hl = vim.api.nvim_create_namespace("acp.highlights")
+
+local api = vim.api
+
+local header_hl = {
+  user = "AcpUserHeader",
+  agent = "AcpAgentHeader",
+  thought = "AcpThoughtHeader",
+  tool = "AcpToolHeader",
+  plan = "AcpPlanHeader",
+}
+local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo" }
+local status_hl = {
+  completed = "AcpToolCompleted",
+  failed = "AcpToolFailed",
+  cancelled = "AcpToolCancelled",
+  in_progress = "AcpToolRunning",
+  pending = "AcpToolPending",
+}
+
+---@class acp.Block
+---@field mark integer extmark id of the first row
+---@field kind string
+---@field prefix string prepended to streamed lines
+---@field index integer position in the transcript
+---@field status? string
+
+---@class acp.Blocks
+---@field order string[]
+---@field by_id table<string, acp.Block>
+---@field by_mark table<integer, string>
+
+---@return acp.Blocks
+function M.new_blocks()
+  return { order = {}, by_id = {}, by_mark = {} }
+end
+
+local function start_row(buf, block)
+  return api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
+end
+
+--- Rows [first, last) of a block (last exclusive, before the next separator).
+local function rows(buf, blocks, block)
+  local first = start_row(buf, block)
+  local next_id = blocks.order[block.index + 1]
+  local last = next_id and (start_row(buf, blocks.by_id[next_id]) - 1) or api.nvim_buf_line_count(buf)
+  return first, last
+end
+
+local function highlight(buf, block, first, last)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, first, last)
+  local group = header_hl[block.kind]
+  if group then
+    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = group })
+    first = first + 1
+  end
+  if block.kind == "tool" and block.status and first < last then
+    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = status_hl[block.status] or "AcpToolPending" })
+  end
+  group = body_hl[block.kind]
+  if group then
+    for row = first, last - 1 do
+      api.nvim_buf_set_extmark(buf, M.ns_hl, row, 0, { line_hl_group = group })
+    end
+  end
+end
+
+local function put_block(buf, blocks, op)
+  local block = blocks.by_id[op.id]
+  if block then
+    local first, last = rows(buf, blocks, block)
+    block.status = op.status
+    api.nvim_buf_set_lines(buf, first, last, false, op.lines)
+    highlight(buf, block, first, first + #op.lines)
+    return
+  end
+  local count = api.nvim_buf_line_count(buf)
+  local first
+  if count == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "" and #blocks.order == 0 then
+    first = 0
+    api.nvim_buf_set_lines(buf, 0, 1, false, op.lines)
+  else
+    first = count + 1
+    local lines = { "" }
+    vim.list_extend(lines, op.lines)
+    api.nvim_buf_set_lines(buf, count, count, false, lines)
+  end
+  local mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
+  block = { mark = mark, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
+  table.insert(blocks.order, op.id)
+  blocks.by_id[op.id] = block
+  blocks.by_mark[mark] = op.id
+  highlight(buf, block, first, first + #op.lines)
+end
+
+local function append(buf, blocks, op)
+  local block = blocks.by_id[op.id]
+  if not block then
+    return
+  end
+  local _, last = rows(buf, blocks, block)
+  local row = last - 1
+  local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  local parts = vim.split(op.text, "\n", { plain = true })
+  for i = 2, #parts do
+    parts[i] = block.prefix .. parts[i]
+  end
+  api.nvim_buf_set_text(buf, row, col, row, col, parts)
+  local group = body_hl[block.kind]
+  if group and #parts > 1 then
+    for r = row + 1, row + #parts - 1 do
+      api.nvim_buf_set_extmark(buf, M.ns_hl, r, 0, { line_hl_group = group })
+    end
+  end
+end
+
+--- Apply ops to the transcript buffer; windows at the end keep following it.
+---@param buf integer
+---@param blocks acp.Blocks
+---@param ops table[]
+---@return table status fields seen in this batch
+function M.apply(buf, blocks, ops)
+  local following = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if api.nvim_win_get_cursor(win)[1] >= api.nvim_buf_line_count(buf) then
+      table.insert(following, win)
+    end
+  end
+  local status = {}
+  vim.bo[buf].modifiable = true
+  for _, op in ipairs(ops) do
+    if op.op == "append" then
+      append(buf, blocks, op)
+    elseif op.op == "block" then
+      put_block(buf, blocks, op)
+    elseif op.op == "status" then
+      for key, value in pairs(op) do
+        if key ~= "op" then
+          status[key] = value
+        end
+      end
+    end
+  end
+  vim.bo[buf].modifiable = false
+  local last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(following) do
+    api.nvim_win_set_cursor(win, { last, 0 })
+  end
+  return status
+end
+
+--- The block kind at a 1-based line, for folding.
+---@return string? kind, boolean? is_first_row
+function M.kind_at(buf, blocks, lnum)
+  local marks = api.nvim_buf_get_extmarks(buf, M.ns, { lnum - 1, 0 }, 0, { limit = 1 })
+  local mark = marks[1]
+  if not mark then
+    return nil
+  end
+  local block = blocks.by_id[blocks.by_mark[mark[1]]]
+  return block and block.kind, mark[2] == lnum - 1
+end
+
+return M

@@ -1,0 +1,153 @@
+"""A real headless Neovim per test, with isolated XDG dirs and the plugin on 'rtp'.
+
+Waits are conditions evaluated inside Neovim with ``vim.wait`` (which keeps
+processing events, including the Python host's RPC), never sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pynvim
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE = ROOT / "tests" / "fakes" / "agent.py"
+
+
+def nvim_binary() -> str:
+    explicit = os.environ.get("NVIM_BIN")
+    if explicit:
+        return explicit
+    beside = Path(sys.executable).parent / "nvim"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nvim")
+    if found is None:
+        pytest.skip("no Neovim found (set NVIM_BIN)")
+    return found
+
+
+class Editor:
+    """The test's handle on a child Neovim."""
+
+    def __init__(self, nvim: pynvim.Nvim, marker: str, tmp: Path) -> None:
+        self.nvim = nvim
+        self.marker = marker
+        self.tmp = tmp
+        self.pid: int = nvim.funcs.getpid()
+
+    def quit(self) -> None:
+        """End the child Neovim and the pynvim session (no transport left open)."""
+        try:
+            self.nvim.command("qa!")
+        except (OSError, EOFError):
+            pass  # the channel closes under the request
+        self.nvim.close()
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.nvim.exec_lua(code, *args)
+
+    def wait(self, condition: str, timeout: float = 15, what: str | None = None) -> None:
+        """Wait until the Lua expression ``condition`` is true, processing events."""
+        ok = self.lua(
+            f"return vim.wait({int(timeout * 1000)}, function() return {condition} end, 5)"
+        )
+        if not ok:
+            raise AssertionError(f"timed out waiting for {what or condition}; {self.debug()}")
+
+    def debug(self) -> str:
+        status = self.lua("return require('acp').status()")
+        events = self.lua("return _G.acp_events")
+        notices = self.lua("return _G.acp_notices")
+        return f"status={status} events={events} notices={notices}"
+
+    def setup(self, **options: Any) -> None:
+        options.setdefault("python", sys.executable)
+        self.lua("require('acp').setup(...)", options)
+
+    def fake_agent(self, scenario: str) -> dict[str, Any]:
+        return {"cmd": [sys.executable, str(FAKE), scenario]}
+
+    def open_chat(self, agent: str | None = None, *, ready: bool = True) -> dict[str, Any]:
+        self.lua("require('acp').open({agent = ...})", agent)
+        if ready:
+            self.wait_event("AcpSessionReady")
+        status: dict[str, Any] = self.lua("return require('acp').status()")
+        return status
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        events = self.lua("return _G.acp_events")
+        return [e.get("data", {}) for e in events if e["name"] == name]
+
+    def wait_event(self, name: str, count: int = 1, timeout: float = 15) -> dict[str, Any]:
+        self.wait(
+            f"#vim.tbl_filter(function(e) return e.name == {name!r} end, _G.acp_events) >= {count}",
+            timeout,
+            what=f"{count} × {name}",
+        )
+        return self.events(name)[count - 1]
+
+    def transcript(self) -> list[str]:
+        buf = self.lua("return require('acp').status().transcript_buf")
+        return list(self.nvim.buffers[buf][:])
+
+    def transcript_text(self) -> str:
+        return "\n".join(self.transcript())
+
+    def agent_pids(self) -> list[int]:
+        """Processes started from this test's Neovim (Python host, agents): they carry
+        the test's marker in their environment."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if self.marker.encode() in environ and ") Z " not in stat and int(entry.name) != self.pid:
+                pids.append(int(entry.name))
+        return pids
+
+
+@pytest.fixture
+def editor(tmp_path: Path) -> Iterator[Editor]:
+    marker = f"ACP_TEST_MARKER_{uuid.uuid4().hex}"
+    env = {
+        **os.environ,
+        "ACP_TEST_ROOT": str(ROOT),
+        "ACP_DEMO_DELAY": "0",
+        marker: "1",
+    }
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        path = tmp_path / f"xdg-{name.lower()}"
+        path.mkdir()
+        env[f"XDG_{name}_HOME"] = str(path)
+    argv = [
+        nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n",
+        "-u", str(ROOT / "tests" / "nvim" / "init.lua"),
+    ]
+    old_env = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        nvim = pynvim.attach("child", argv=argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(old_env)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    nvim.command(f"cd {cwd}")
+    handle = Editor(nvim, marker, tmp_path)
+    try:
+        yield handle
+    finally:
+        handle.quit()

@@ -1,0 +1,13 @@
+-- Records what a user would see but a headless Neovim cannot show: events, notices.
+_G.acp_events = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = { "AcpSessionReady", "AcpTurnEnd", "AcpError" },
+  callback = function(ev)
+    table.insert(_G.acp_events, { name = ev.match, data = ev.data })
+  end,
+})
+
+_G.acp_notices = {}
+vim.notify = function(msg, level)
+  table.insert(_G.acp_notices, { msg = msg, level = level })
+end

@@ -1,0 +1,269 @@
+"""The chat as a user sees it, on a real headless Neovim against real ACP agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+
+from tests.nvim.conftest import Editor
+
+
+def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
+    """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
+    deadline = time.monotonic() + timeout
+    survivors = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, deadline - time.monotonic()) * 1000):
+                survivors.append(pid)
+        finally:
+            os.close(fd)
+    return survivors
+
+
+def test_streamed_reply_appears_in_transcript(editor: Editor) -> None:
+    editor.setup()
+    status = editor.open_chat()
+    assert status["state"] == "ready"
+    assert status["agent"] == "demo"
+    assert status["protocol_version"] == 1
+    assert status["session_id"] == "demo-1"
+
+    editor.lua("require('acp').send('hello there')")
+    end = editor.wait_event("AcpTurnEnd")
+    assert end["stop_reason"] == "end_turn"
+
+    text = editor.transcript_text()
+    assert "## You\nhello there" in text
+    assert "### Thinking\n> The user wrote 11 characters. I will answer" in text
+    assert "## Agent\nYou said: *hello there*" in text
+    assert '```python\ndef greet(name: str) -> str:\n    return f"Hello, {name}!"\n```' in text
+    assert text.rstrip().endswith("*— end_turn —*")
+    status = editor.lua("return require('acp').status()")
+    assert status["state"] == "ready" and status["stop_reason"] == "end_turn"
+
+
+def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(editor: Editor) -> None:
+    editor.setup()
+    status = editor.open_chat()
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd")
+    buf = status["transcript_buf"]
+    assert editor.lua(f"return vim.bo[{buf}].modifiable") is False
+    assert editor.lua(f"return vim.bo[{buf}].filetype") == "markdown"
+    lines = editor.transcript()
+    thought_row = next(i for i, line in enumerate(lines) if line.startswith("> The user wrote"))
+    groups = editor.lua(
+        """
+        local buf, row = ...
+        local ns = vim.api.nvim_get_namespaces()["acp.highlights"]
+        local marks = vim.api.nvim_buf_get_extmarks(buf, ns, {row, 0}, {row, -1}, {details = true})
+        return vim.tbl_map(function(m) return m[4].line_hl_group end, marks)
+        """,
+        buf,
+        thought_row,
+    )
+    assert groups == ["AcpThought"]
+    win = editor.lua(f"return vim.fn.win_findbuf({buf})[1]")
+    assert editor.lua(f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({thought_row + 1}) end)") == 1
+    agent_row = lines.index("## Agent") + 2
+    assert editor.lua(f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({agent_row}) end)") == 0
+
+
+def test_enter_in_input_sends_and_clears_it(editor: Editor) -> None:
+    editor.setup()
+    status = editor.open_chat()
+    input_buf = status["input_buf"]
+    editor.lua(
+        "local buf = ...; vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1]);"
+        "vim.api.nvim_buf_set_lines(buf, 0, -1, false, {'first line', 'second line'})",
+        input_buf,
+    )
+    editor.nvim.input("<Esc><CR>")
+    editor.wait_event("AcpTurnEnd")
+    assert "## You\nfirst line\nsecond line" in editor.transcript_text()
+    assert editor.nvim.buffers[input_buf][:] == [""]
+
+
+def test_acp_send_command(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("AcpSend from the command line")
+    editor.wait_event("AcpTurnEnd")
+    assert "You said: *from the command line*" in editor.transcript_text()
+
+
+def test_cancel_mid_stream_ends_turn_cancelled(editor: Editor) -> None:
+    editor.setup(agents={"endless": editor.fake_agent("endless")}, default_agent="endless")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.wait("vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('tick3') ~= nil")
+    editor.nvim.command("AcpCancel")
+    end = editor.wait_event("AcpTurnEnd")
+    assert end["stop_reason"] == "cancelled"
+    assert editor.transcript()[-1] == "*— cancelled —*"
+    assert editor.lua("return require('acp').status().state") == "ready"
+
+
+def test_ctrl_c_in_chat_buffers_cancels(editor: Editor) -> None:
+    editor.setup(agents={"endless": editor.fake_agent("endless")}, default_agent="endless")
+    status = editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait("require('acp').status().state == 'running'")
+    for buf in (status["transcript_buf"], status["input_buf"]):
+        desc = editor.lua(
+            f"return vim.api.nvim_buf_call({buf}, function() return vim.fn.maparg('<C-c>', 'n', false, true).desc end)"
+        )
+        assert desc == "acp: cancel the turn"
+    editor.lua(f"vim.api.nvim_buf_call({status['input_buf']}, function() vim.fn.maparg('<C-c>', 'n', false, true).callback() end)")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+
+
+def test_agent_crash_during_turn_shows_error_and_stderr_tail(editor: Editor) -> None:
+    editor.setup(agents={"crashy": editor.fake_agent("crash_mid_turn")}, default_agent="crashy")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    error = editor.wait_event("AcpError")
+    assert "exited during the turn (exit code 2)" in error["message"]
+    text = editor.transcript_text()
+    assert "about to crash" in text
+    assert "**Error:** agent 'crashy' exited during the turn (exit code 2)" in text
+    assert "fatal: the fake agent broke on purpose" in text
+    assert editor.lua("return require('acp').status().state") == "error"
+
+
+def test_missing_agent_program_is_advice(editor: Editor) -> None:
+    editor.setup(agents={"ghost": {"cmd": ["no-such-agent-binary"]}}, default_agent="ghost")
+    editor.open_chat(ready=False)
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'ghost': 'no-such-agent-binary' is not installed or not on PATH"
+
+
+def test_invalid_option_is_reported_with_its_key(editor: Editor) -> None:
+    editor.setup(agents={"claude": {"cmd": "claude-agent-acp"}})
+    editor.open_chat(ready=False)
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "invalid option agents.claude.cmd: Input should be a valid list"
+    notices = editor.lua("return _G.acp_notices")
+    assert any("agents.claude.cmd" in n["msg"] for n in notices)
+    assert "invalid option agents.claude.cmd" in editor.transcript_text()
+
+
+def test_agent_answering_another_version_is_refused(editor: Editor) -> None:
+    editor.setup(agents={"future": editor.fake_agent("bad_version")}, default_agent="future")
+    editor.open_chat(ready=False)
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'future' speaks ACP version 7; acp.nvim speaks version 1"
+
+
+def test_initialize_advertises_only_what_works(editor: Editor) -> None:
+    editor.setup(agents={"caps": editor.fake_agent("capabilities")}, default_agent="caps")
+    editor.open_chat()
+    editor.lua("require('acp').send('show')")
+    editor.wait_event("AcpTurnEnd")
+    line = next(line for line in editor.transcript() if line.startswith('{"clientCapabilities"'))
+    sent = json.loads(line)
+    assert sent["protocolVersion"] == 1
+    assert sent["clientInfo"]["name"] == "acp.nvim"
+    capabilities = sent["clientCapabilities"]
+    # Omitted capabilities are unsupported (ACP: "MUST treat omitted as UNSUPPORTED").
+    assert not capabilities.get("terminal")
+    assert not capabilities.get("fs", {}).get("readTextFile")
+    assert not capabilities.get("fs", {}).get("writeTextFile")
+
+
+def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> None:
+    editor.setup(
+        agents={"vendor": editor.fake_agent("vendor"), "garbage": editor.fake_agent("garbage")},
+        default_agent="vendor",
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send('x')")
+    editor.wait_event("AcpTurnEnd")
+    assert "vendor request answered -32601. still here" in editor.transcript_text()
+
+    editor.lua("require('acp').open({agent = 'garbage'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.lua("require('acp').send('x')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "after garbage" in editor.transcript_text()
+
+
+def test_second_acpchat_focuses_and_bang_starts_new_session(editor: Editor) -> None:
+    editor.setup()
+    first = editor.open_chat()
+    editor.nvim.command("wincmd p")
+    editor.nvim.command("AcpChat")
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == first["input_buf"]
+    assert editor.lua("return require('acp').status().chat") == first["chat"]
+
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    second = editor.lua("return require('acp').status()")
+    assert second["chat"] != first["chat"]
+    assert second["session_id"] == "demo-2"  # same agent process, new session
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == second["input_buf"]
+
+
+def test_protocol_log_shows_both_directions(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("AcpLog")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert 'demo >> {"jsonrpc":"2.0","id":0,"method":"initialize"' in text
+    assert "demo << " in text and '"protocolVersion":1' in text
+
+
+def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
+    editor.setup(agents={"ghost": {"cmd": ["no-such-agent-binary"]}})
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "OK Neovim" in text
+    assert "OK msgspec" in text and "OK pydantic" in text
+    assert "OK options are valid; default agent: demo" in text
+    assert "ERROR ghost: \"no-such-agent-binary\" is not installed" in text
+
+
+def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    pids = editor.agent_pids()
+    assert len(pids) >= 2  # the Python host and the demo agent
+    host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    editor.nvim.command("AcpClose")
+    assert wait_gone([pid for pid in pids if pid != host_pid]) == []
+    assert editor.agent_pids() == [host_pid]
+
+
+def test_quitting_leaves_no_process(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    pids = editor.agent_pids()
+    assert pids
+    try:
+        editor.nvim.command("qa!")
+    except (OSError, EOFError):
+        pass  # the channel closes under the request
+    assert wait_gone(pids) == []
+
+
+def test_killed_neovim_leaves_no_process(editor: Editor) -> None:
+    editor.setup(agents={"endless": editor.fake_agent("endless")}, default_agent="endless")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait("require('acp').status().state == 'running'")
+    nvim_pid = editor.lua("return vim.fn.getpid()")
+    pids = editor.agent_pids()
+    assert len(pids) >= 2
+    os.kill(nvim_pid, signal.SIGKILL)
+    assert wait_gone(pids) == []

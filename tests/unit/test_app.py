@@ -1,0 +1,75 @@
+"""The client core against real agent processes, with the in-memory Editor."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_nvim.client.app import App
+from acp_nvim.client.editor import RecordingEditor
+
+pytestmark = pytest.mark.anyio
+FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "agent.py")
+
+
+async def wait_for(condition, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
+    with anyio.fail_after(timeout):
+        while not condition():
+            await anyio.sleep(0.005)
+
+
+@pytest.fixture(autouse=True)
+def fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
+
+
+async def test_demo_turn_and_close_kills_the_process_group(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        assert app.chats[1].state == "ready"
+        await app.send(1, "hello")
+        assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
+        reply = next(lines for lines in editor.transcript(1).values() if lines[0] == "## Agent")
+        assert reply[1] == "You said: *hello*"
+        pid = app.agents["demo"].process.pid
+        assert pid is not None
+        await app.close(1)
+        assert app.agents == {}
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pid, 0)
+        tasks.cancel_scope.cancel()
+
+
+async def test_cancel_while_streaming(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"endless": {"cmd": [sys.executable, FAKE, "endless"]}}})
+        await app.open(1, "endless", str(tmp_path))
+        tasks.start_soon(app.send, 1, "go")
+        await wait_for(lambda: any("tick2" in "".join(lines) for lines in editor.transcript(1).values()))
+        await app.cancel(1)
+        await wait_for(lambda: editor.events[-1][0] == "AcpTurnEnd")
+        assert editor.events[-1][1]["stop_reason"] == "cancelled"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_agent_exit_between_turns_is_reported(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        pid = app.agents["demo"].process.pid
+        assert pid is not None
+        os.kill(pid, 9)
+        await wait_for(lambda: editor.events[-1][0] == "AcpError")
+        assert "agent 'demo' exited (exit code -9)" in editor.events[-1][1]["message"]
+        assert app.chats[1].state == "error"
+        tasks.cancel_scope.cancel()

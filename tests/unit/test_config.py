@@ -1,0 +1,46 @@
+"""Options are validated key by key; errors name the dotted key."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from acp_nvim.client.config import ConfigError, load_config
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"agents": {"claude": {"cmd": "claude"}}}, "agents.claude.cmd: Input should be a valid list"),
+        ({"agents": {"a": {"cmd": []}}}, "agents.a.cmd: List should have at least 1 item"),
+        ({"agents": {"a": {"cmd": [" "]}}}, "agents.a.cmd: Value error, the first item must name a program"),
+        ({"agents": {"a": {"cmd": ["x"], "env": {"K": 1}}}}, "agents.a.env.K: Input should be a valid string"),
+        ({"agents": {"a": {"cmd": ["x"], "bogus": 1}}}, "agents.a.bogus: unknown option"),
+        ({"bogus": True}, "bogus: unknown option"),
+        ({"protocol_version": 3}, "protocol_version: Input should be 1 or 2"),
+        ({"permission_policy": "yes"}, "permission_policy: Input should be 'ask', 'allow_reads' or 'allow_all'"),
+        ({"chat": {"position": "top"}}, "chat.position: Input should be"),
+        ({"chat": {"width": 3}}, "chat.width: Input should be greater than or equal to 20"),
+        ({"default_agent": "nope"}, "default_agent: unknown agent 'nope'"),
+        ("x", "options must be a table"),
+    ],
+)
+def test_invalid_options_name_the_key(raw: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    assert str(err.value).startswith(message)
+
+
+def test_defaults_and_builtin_demo_agent() -> None:
+    config = load_config([])  # an empty Lua table arrives as a list
+    name, agent = config.agent(None)
+    assert name == "demo"
+    assert agent.cmd == [sys.executable, "-m", "acp_nvim.demo_agent"]
+
+
+def test_configured_agent_overrides_builtin_and_unknown_agent_lists_known() -> None:
+    config = load_config({"agents": {"claude": {"cmd": ["my-claude"]}}, "default_agent": "claude"})
+    assert config.agent(None)[1].cmd == ["my-claude"]
+    with pytest.raises(ConfigError, match=r"unknown agent 'x' \(configured: claude, codex, demo"):
+        config.agent("x")

@@ -1,0 +1,96 @@
+"""The session model and the v1 adapter, through what the Editor is asked to show."""
+
+from __future__ import annotations
+
+from acp_nvim.client import adapter_v1
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.model import MessagePatch, Session, ToolCallPatch
+from acp_nvim.protocol import schema_v1 as v1
+
+
+def update(json: bytes) -> object:
+    return v1.decode(b'{"sessionId": "s", "update": ' + json + b"}", v1.SessionNotification).update
+
+
+def make_chat() -> tuple[Chat, RecordingEditor]:
+    editor = RecordingEditor()
+    chat = Chat(1, "demo", editor)
+    chat.ready("s", 1, "Demo")
+    return chat, editor
+
+
+def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
+    chat, editor = make_chat()
+    chat.start_turn("hi")
+    for text in (b"Hel", b"lo"):
+        adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "' + text + b'"}}'))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm\\nyes"}}'))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "again"}}'))
+    blocks = editor.transcript(1)
+    assert list(blocks.values()) == [
+        ["## You", "hi"],
+        ["## Agent", "Hello"],
+        ["### Thinking", "> hm", "> yes"],
+        ["## Agent", "again"],
+    ]
+    # Streaming is an append, not a redraw of the block.
+    assert [op["op"] for op in editor.ops[1] if op.get("id") == "m1"] == ["block", "append"]
+
+
+def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
+    chat, editor = make_chat()
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"}'))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'))
+    adapter_v1.apply_update(chat, update(
+        b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",'
+        b' "content": [{"type": "diff", "path": "/p/a.py", "oldText": "a\\n", "newText": "b\\n"}],'
+        b' "locations": [{"path": "/p/a.py", "line": 3}]}'
+    ))
+    assert list(chat.session.tool_calls) == ["t1"]
+    call = chat.session.tool_calls["t1"]
+    # A duplicate tool_call does not reset the status an update set before it.
+    assert (call.title, call.kind, call.status) == ("Read a.py", "read", "completed")
+    lines = editor.transcript(1)["t1"]
+    assert lines[:2] == ["#### Read a.py", "`read` · completed"]
+    assert "```diff" in lines and "-a" in lines and "+b" in lines
+    assert lines[-1] == "→ /p/a.py:3"
+
+
+def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
+    chat, editor = make_chat()
+    chat.start_turn("go")
+    chat.on_tool_call(ToolCallPatch("t1", title="Run", status="in_progress"))
+    chat.on_tool_call(ToolCallPatch("t2", title="Done", status="completed"))
+    chat.end_turn("cancelled")
+    assert chat.session.tool_calls["t1"].status == "cancelled"
+    assert chat.session.tool_calls["t2"].status == "completed"
+    assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "cancelled"})
+    assert editor.last_status(1)["stop_reason"] == "cancelled"
+
+
+def test_unknown_update_and_content_never_crash() -> None:
+    chat, editor = make_chat()
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "brand_new_thing", "x": 1}'))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "hologram"}}'))
+    assert editor.transcript(1)["m0"] == ["## Agent", "[hologram content]"]
+    assert editor.last_status(1)["unknown_update"] == "brand_new_thing"
+
+
+def test_plan_is_one_block_per_turn_replaced_in_place() -> None:
+    chat, editor = make_chat()
+    chat.start_turn("plan it")
+    entry = b'{"content": "step", "priority": "high", "status": "%s"}'
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"pending" + b"]}"))
+    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"completed" + b"]}"))
+    assert editor.transcript(1)["plan1"] == ["### Plan", "- [x] step"]
+
+
+def test_message_patch_with_id_replaces_whole_message() -> None:
+    session = Session()
+    session.apply_message(MessagePatch("a", "agent", "one"))
+    session.apply_message(MessagePatch("a", "agent", " two"))
+    message, created = session.apply_message(MessagePatch("a", "agent", "new", replace=True))
+    assert (message.text, created) == ("new", False)
+    assert repr(session) == "<Session ? idle, 1 messages, 0 tool calls>"
