@@ -1,0 +1,504 @@
+"""The generated ACP types: real-shaped messages decode, unknowns survive, encoding is wire JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from acp_nvim.protocol import schema_v1 as v1
+from acp_nvim.protocol import schema_v2 as v2
+from acp_nvim.protocol.unknown import Unknown
+
+REPO = Path(__file__).resolve().parents[2]
+GEN = REPO / "scripts/gen_types.py"
+SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+
+
+def wire(obj: Any) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def v1_update(update: dict[str, Any]) -> v1.SessionNotification:
+    raw = wire({"sessionId": "sess_1", "update": update})
+    return v1.decode(msgspec.Raw(raw), v1.SessionNotification)
+
+
+def roundtrip(obj: Any) -> Any:
+    return json.loads(v1.encode(obj))
+
+
+# --- v1: every session/update variant the client renders ------------------------------
+
+
+def test_v1_agent_message_chunk() -> None:
+    update = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "Hello"},
+    }
+    note = v1_update(update)
+    assert note.session_id == "sess_1"
+    assert isinstance(note.update, v1.SessionUpdateAgentMessageChunk)
+    assert isinstance(note.update, v1.ContentChunk)
+    assert isinstance(note.update.content, v1.ContentBlockText)
+    assert note.update.content.text == "Hello"
+    assert note.update.message_id is None
+    assert roundtrip(note) == {"sessionId": "sess_1", "update": update}
+
+
+def test_v1_tool_call_with_diff_and_locations() -> None:
+    update = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_1",
+        "title": "Edit main.py",
+        "kind": "edit",
+        "status": "pending",
+        "content": [
+            {"type": "diff", "path": "/w/main.py", "oldText": "a\n", "newText": "b\n"},
+            {"type": "content", "content": {"type": "text", "text": "done"}},
+            {"type": "terminal", "terminalId": "term_1"},
+        ],
+        "locations": [{"path": "/w/main.py", "line": 3}],
+        "rawInput": {"path": "/w/main.py"},
+    }
+    call = v1_update(update).update
+    assert isinstance(call, v1.SessionUpdateToolCall)
+    assert (call.tool_call_id, call.title, call.kind, call.status) == (
+        "call_1",
+        "Edit main.py",
+        "edit",
+        "pending",
+    )
+    assert call.content is not None
+    diff, text, term = call.content
+    assert isinstance(diff, v1.ToolCallContentDiff)
+    assert (diff.path, diff.old_text, diff.new_text) == ("/w/main.py", "a\n", "b\n")
+    assert isinstance(text, v1.ToolCallContentContent)
+    assert isinstance(text.content, v1.ContentBlockText)
+    assert isinstance(term, v1.ToolCallContentTerminal)
+    assert term.terminal_id == "term_1"
+    assert call.locations == [v1.ToolCallLocation(path="/w/main.py", line=3)]
+    assert call.raw_input == {"path": "/w/main.py"}
+    assert roundtrip(call) == update
+
+
+def test_v1_tool_call_update() -> None:
+    update = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call_1",
+        "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}],
+    }
+    patch = v1_update(update).update
+    assert isinstance(patch, v1.SessionUpdateToolCallUpdate)
+    assert patch.status == "completed"
+    assert patch.title is None
+    assert patch.kind is None
+    assert roundtrip(patch) == update
+
+
+def test_v1_plan() -> None:
+    update = {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "Read the code", "priority": "high", "status": "completed"},
+            {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+        ],
+    }
+    plan = v1_update(update).update
+    assert isinstance(plan, v1.SessionUpdatePlan)
+    assert [(e.content, e.priority, e.status) for e in plan.entries] == [
+        ("Read the code", "high", "completed"),
+        ("Fix it", "medium", "in_progress"),
+    ]
+    assert roundtrip(plan) == update
+
+
+def test_v1_available_commands_update() -> None:
+    update = {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [
+            {"name": "web", "description": "Search the web", "input": {"hint": "query"}},
+            {"name": "init", "description": "Create AGENTS.md"},
+        ],
+    }
+    cmds = v1_update(update).update
+    assert isinstance(cmds, v1.SessionUpdateAvailableCommandsUpdate)
+    web, init = cmds.available_commands
+    assert web.description == "Search the web"
+    assert isinstance(web.input, v1.UnstructuredCommandInput)
+    assert web.input.hint == "query"
+    assert init.input is None
+    assert roundtrip(cmds) == update
+
+
+# --- unknown variants ----------------------------------------------------------------
+
+
+def test_unknown_update_tag_is_kept_at_top_level() -> None:
+    update = {"sessionUpdate": "_vendor_widget", "widget": {"size": 3}}
+    note = v1_update(update)
+    assert isinstance(note.update, Unknown)
+    assert note.update.tag == "_vendor_widget"
+    assert note.update.raw == update
+    assert roundtrip(note) == {"sessionId": "sess_1", "update": update}
+    # and through a default msgspec encoder, no hook needed
+    assert json.loads(msgspec.json.encode(note))["update"] == update
+
+
+def test_unknown_tool_call_content_keeps_the_tool_call() -> None:
+    hologram = {"type": "hologram", "frames": [1, 2]}
+    update = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_2",
+        "title": "Render",
+        "content": [
+            hologram,
+            {"type": "content", "content": {"type": "video", "url": "x"}},
+            {"type": "diff", "path": "/a", "newText": "b"},
+        ],
+    }
+    call = v1_update(update).update
+    assert isinstance(call, v1.SessionUpdateToolCall)
+    assert call.content is not None
+    first, nested, diff = call.content
+    assert isinstance(first, Unknown)
+    assert first.raw == hologram
+    assert isinstance(nested, v1.ToolCallContentContent)
+    assert isinstance(nested.content, Unknown)  # innermost level only
+    assert isinstance(diff, v1.ToolCallContentDiff)
+    assert roundtrip(call) == update
+
+
+def test_unknown_enum_values_decode_as_str() -> None:
+    update = {"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t", "kind": "teleport"}
+    call = v1_update(update).update
+    assert isinstance(call, v1.SessionUpdateToolCall)
+    assert call.kind == "teleport"
+    assert "teleport" not in v1.TOOL_KIND_VALUES
+
+
+def test_malformed_known_variant_is_an_error_with_a_path() -> None:
+    update = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c",
+        "title": "t",
+        "content": [{"type": "diff", "path": 3, "newText": "b"}],
+    }
+    with pytest.raises(
+        msgspec.ValidationError, match=r"`str`, got `int` - at `\$\.update\.content"
+    ):
+        v1_update(update)
+
+
+def test_union_alias_as_decode_target() -> None:
+    assert isinstance(
+        v1.decode(b'{"type":"text","text":"x"}', v1.ContentBlock), v1.ContentBlockText
+    )
+    unknown = v1.decode(b'{"type":"smell"}', v1.ContentBlock)
+    assert isinstance(unknown, Unknown)
+    assert unknown.tag == "smell"
+
+
+def test_decode_accepts_dicts_and_absent_params() -> None:
+    chunk = {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}}
+    note = v1.decode({"sessionId": "s", "update": chunk}, v1.SessionNotification)
+    assert isinstance(note.update, v1.SessionUpdateAgentThoughtChunk)
+    assert v1.convert(chunk, v1.SessionUpdate) == note.update
+    assert v1.decode(None, v1.LogoutRequest) == v1.LogoutRequest()
+
+
+# --- v1 requests and responses ------------------------------------------------------
+
+
+def test_permission_option_without_kind() -> None:
+    params = {
+        "sessionId": "s",
+        "toolCall": {"toolCallId": "call_1", "title": "Run ls"},
+        "options": [
+            {"optionId": "allow", "name": "Allow"},
+            {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
+        ],
+    }
+    request = v1.decode(wire(params), v1.RequestPermissionRequest)
+    allow, deny = request.options
+    assert allow.kind is None
+    assert deny.kind == "reject_once"
+    assert request.tool_call.title == "Run ls"
+    response = v1.RequestPermissionResponse(
+        outcome=v1.RequestPermissionOutcomeSelected(option_id="allow")
+    )
+    assert roundtrip(response) == {"outcome": {"outcome": "selected", "optionId": "allow"}}
+    cancelled = v1.RequestPermissionResponse(outcome=v1.RequestPermissionOutcomeCancelled())
+    assert roundtrip(cancelled) == {"outcome": {"outcome": "cancelled"}}
+
+
+def test_initialize_roundtrip() -> None:
+    request = v1.InitializeRequest(
+        protocol_version=1,
+        client_capabilities=v1.ClientCapabilities(
+            fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=True,
+        ),
+        client_info=v1.Implementation(name="acp.nvim", version="0.1.0"),
+        meta={"nvim": {"version": "0.11"}},
+    )
+    encoded = roundtrip(request)
+    assert encoded["protocolVersion"] == 1
+    assert encoded["clientCapabilities"]["fs"] == {"readTextFile": True, "writeTextFile": True}
+    assert encoded["clientCapabilities"]["terminal"] is True
+    assert encoded["clientInfo"] == {"name": "acp.nvim", "version": "0.1.0"}
+    assert encoded["_meta"] == {"nvim": {"version": "0.11"}}
+    assert v1.decode(v1.encode(request), v1.InitializeRequest) == request
+
+    result = {
+        "protocolVersion": 1,
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": True, "embeddedContext": True},
+            "_meta": {"claude": {"x": 1}},
+        },
+        "authMethods": [
+            {"id": "login", "name": "Log in"},
+            {"type": "terminal", "id": "tui", "name": "Log in in a terminal", "args": ["-l"]},
+            {"type": "_vendor_sso", "id": "sso", "name": "SSO"},
+        ],
+        "agentInfo": {"name": "claude-code", "version": "1.0"},
+    }
+    response = v1.decode(wire(result), v1.InitializeResponse)
+    caps = response.agent_capabilities
+    assert caps.load_session is True
+    assert caps.prompt_capabilities.image is True
+    assert caps.prompt_capabilities.audio is False
+    assert caps.mcp_capabilities.http is False  # schema default
+    assert caps.meta == {"claude": {"x": 1}}
+    agent, terminal, sso = response.auth_methods
+    assert isinstance(agent, v1.AuthMethodAgent)
+    assert isinstance(terminal, v1.AuthMethodTerminal)
+    assert terminal.args == ["-l"]
+    assert isinstance(sso, Unknown)
+    assert json.loads(v1.encode(response))["authMethods"] == result["authMethods"]
+    assert v1.decode(b'{"protocolVersion": 1}', v1.InitializeResponse).auth_methods == []
+
+
+def test_method_constants_and_table() -> None:
+    assert v1.ClientMethod.SESSION_UPDATE == "session/update"
+    assert v1.AgentMethod.SESSION_PROMPT == "session/prompt"
+    assert v1.ProtocolMethod.CANCEL_REQUEST == "$/cancel_request"
+    assert v1.METHODS["session/prompt"] == (v1.PromptRequest, v1.PromptResponse)
+    assert v1.METHODS["session/update"] == (v1.SessionNotification, None)
+    assert v2.AgentMethod.AUTH_LOGIN == "auth/login"
+    assert v2.METHODS["session/update"] == (v2.UpdateSessionNotification, None)
+    assert (v1.PROTOCOL_VERSION, v2.PROTOCOL_VERSION) == (1, 2)
+
+
+# --- v2 ------------------------------------------------------------------------------
+
+
+def v2_update(update: dict[str, Any]) -> Any:
+    raw = wire({"sessionId": "s", "update": update})
+    return v2.decode(raw, v2.UpdateSessionNotification).update
+
+
+def test_v2_tool_call_update_three_state() -> None:
+    omitted = v2_update({"sessionUpdate": "tool_call_update", "toolCallId": "c"})
+    assert isinstance(omitted, v2.SessionUpdateToolCallUpdate)
+    for name in ("title", "kind", "status", "content", "locations", "raw_input", "meta"):
+        assert getattr(omitted, name) is msgspec.UNSET, name
+
+    cleared = v2_update(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c",
+            "title": None,
+            "content": None,
+            "rawInput": None,
+            "_meta": None,
+        }
+    )
+    assert cleared.title is None
+    assert cleared.content is None
+    assert cleared.raw_input is None
+    assert cleared.meta is None
+    assert cleared.status is msgspec.UNSET
+
+    valued = v2_update(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c",
+            "title": "Read",
+            "status": "cancelled",
+            "content": [{"type": "content", "content": {"type": "text", "text": "x"}}],
+        }
+    )
+    assert valued.title == "Read"
+    assert valued.status == "cancelled"
+    assert isinstance(valued.content[0], v2.ToolCallContentContent)
+
+    # null and omitted stay distinct on the way out too
+    out = json.loads(v2.encode(cleared))
+    assert out == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "title": None,
+        "content": None,
+        "rawInput": None,
+        "_meta": None,
+    }
+
+
+def test_v2_message_upsert_three_state() -> None:
+    def message(**extra: Any) -> Any:
+        return v2_update({"sessionUpdate": "agent_message", "messageId": "m1", **extra})
+
+    assert message().content is msgspec.UNSET
+    assert message(content=None).content is None
+    assert message(content=[]).content == []
+    full = message(content=[{"type": "text", "text": "hi"}, {"type": "_x_sticker", "id": 1}])
+    assert isinstance(full, v2.SessionUpdateAgentMessage)
+    assert isinstance(full.content[0], v2.ContentBlockText)
+    assert isinstance(full.content[1], Unknown)
+
+
+def test_v2_plain_optional_fields_are_not_three_state() -> None:
+    chunk = v2_update(
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "messageId": "m",
+            "content": {"type": "text", "text": "a"},
+        }
+    )
+    assert isinstance(chunk, v2.SessionUpdateAgentMessageChunk)
+    assert chunk.meta is None
+    assert chunk.content.annotations is None
+
+
+def test_v2_state_update_and_unknown_tags() -> None:
+    idle = v2_update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+    assert isinstance(idle, v2.SessionUpdateStateUpdate)
+    assert (idle.state, idle.stop_reason) == ("idle", "end_turn")
+    assert v2_update({"sessionUpdate": "state_update", "state": "paused"}).state == "paused"
+    future = v2_update({"sessionUpdate": "future_thing", "a": 1})
+    assert isinstance(future, Unknown)
+    assert future.tag == "future_thing"
+
+
+def test_v2_structured_diff_with_unknown_operation() -> None:
+    content = {
+        "type": "diff",
+        "changes": [
+            {"operation": "modify", "path": "/w/a.py", "fileType": "text"},
+            {"operation": "move", "oldPath": "/w/b.py", "path": "/w/c.py"},
+            {"operation": "_vendor_chmod", "path": "/w/d", "mode": 755},
+        ],
+        "patch": {"format": "git_patch", "text": "diff --git a/w/a.py b/w/a.py\n"},
+    }
+    chunk = v2_update(
+        {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "c", "content": content}
+    )
+    assert isinstance(chunk, v2.SessionUpdateToolCallContentChunk)
+    diff = chunk.content
+    assert isinstance(diff, v2.ToolCallContentDiff)
+    modify, move, chmod = diff.changes
+    assert isinstance(modify, v2.DiffChangeModify)
+    assert (modify.path, modify.file_type) == ("/w/a.py", "text")
+    assert isinstance(move, v2.DiffChangeMove)
+    assert move.old_path == "/w/b.py"
+    assert isinstance(chmod, Unknown)
+    assert diff.patch is not None
+    assert diff.patch.format == "git_patch"
+    assert json.loads(v2.encode(chunk))["content"] == content
+
+
+def test_v2_permission_request_subjects() -> None:
+    params = {
+        "sessionId": "s",
+        "title": "Run tests?",
+        "subject": {"type": "command", "command": "pytest", "cwd": "/w"},
+        "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}],
+    }
+    request = v2.decode(wire(params), v2.RequestPermissionRequest)
+    assert isinstance(request.subject, v2.RequestPermissionSubjectCommand)
+    assert request.subject.command == "pytest"
+    absent = v2.decode(wire({**params, "subject": None}), v2.RequestPermissionRequest)
+    assert absent.subject is None
+    unknown = v2.decode(wire({**params, "subject": {"type": "_net"}}), v2.RequestPermissionRequest)
+    assert isinstance(unknown.subject, Unknown)
+
+
+def test_v2_single_variant_unions() -> None:
+    items = {"type": "items", "planId": "p", "entries": []}
+    plan = v2_update({"sessionUpdate": "plan_update", "plan": items})
+    assert isinstance(plan.plan, v2.PlanUpdateContentItems)
+    markdown = v2_update(
+        {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p"}}
+    )
+    assert isinstance(markdown.plan, Unknown)
+    resume = v2.ResumeSessionRequest(session_id="s", cwd="/w", replay_from=v2.ReplayFromStart())
+    assert json.loads(v2.encode(resume)) == {
+        "sessionId": "s",
+        "cwd": "/w",
+        "replayFrom": {"type": "start"},
+    }
+
+
+# --- generic properties of the generated modules ---------------------------------------
+
+
+@pytest.mark.parametrize("module", [v1, v2], ids=["v1", "v2"])
+def test_every_type_resolves(module: Any) -> None:
+    """Every struct's annotations resolve for msgspec and every union decoder builds."""
+    from acp_nvim.protocol.unknown import UnionDecoder
+
+    for name, obj in vars(module).items():
+        if isinstance(obj, type) and issubclass(obj, msgspec.Struct):
+            msgspec.json.Decoder(obj)
+        elif isinstance(obj, UnionDecoder):
+            obj.prepare()
+            assert name == f"_{obj.name}Decoder"
+
+
+def test_plain_msgspec_decoder_gets_the_same_leniency() -> None:
+    """The fallback lives in the structs, so a bare msgspec Decoder needs no hooks."""
+    raw = wire({"sessionId": "s", "update": {"sessionUpdate": "nope"}})
+    note = msgspec.json.decode(raw, type=v1.SessionNotification)
+    assert isinstance(note.update, Unknown)
+
+
+# --- the generator ---------------------------------------------------------------------
+
+
+def run_generator(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(GEN), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_generated_modules_are_up_to_date() -> None:
+    done = run_generator("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert v1.__file__ is not None
+    first = Path(v1.__file__).read_text().splitlines()[0]
+    assert first == (
+        "# Generated by scripts/gen_types.py from spec/acp/schema/v1/schema.json — do not edit."
+    )
+
+
+def test_check_reports_drift(tmp_path: Path) -> None:
+    schemas = tmp_path / "schema"
+    shutil.copytree(SCHEMA_DIR, schemas)
+    assert run_generator("--check", "--schema-dir", str(schemas)).returncode == 0
+    path = schemas / "v2/schema.json"
+    schema = json.loads(path.read_text())
+    schema["$defs"]["Cost"]["description"] = "Money."
+    path.write_text(json.dumps(schema))
+    done = run_generator("--check", "--schema-dir", str(schemas))
+    assert done.returncode == 1
+    assert "schema_v2.py" in done.stderr
+    assert "schema_v1.py" not in done.stderr
