@@ -1,0 +1,51 @@
+"""Review of agent changes: per-turn changesets, hunks, merges and patches.
+
+Pure Python, no Neovim and no I/O: callers pass texts in and write the texts
+they get back. See ``ReviewStore`` for the session-level entry point.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Changeset",
+    "Conflict",
+    "FileChange",
+    "FileKind",
+    "FilePatch",
+    "Hunk",
+    "HunkStatus",
+    "LineEdit",
+    "MergeResult",
+    "PatchError",
+    "PatchHunk",
+    "ReviewError",
+    "ReviewStore",
+    "WriteOutcome",
+    "apply_patch",
+    "compute_hunks",
+    "format_unified",
+    "line_edits",
+    "merge3",
+    "parse_unified",
+    "split_lines",
+]
+
+from ._changeset import (
+    Changeset,
+    FileChange,
+    FileKind,
+    ReviewError,
+    ReviewStore,
+    WriteOutcome,
+)
+from ._diff import (
+    Hunk,
+    HunkStatus,
+    LineEdit,
+    compute_hunks,
+    format_unified,
+    line_edits,
+    split_lines,
+)
+from ._merge import Conflict, MergeResult, merge3
+from ._patch import FilePatch, PatchError, PatchHunk, apply_patch, parse_unified

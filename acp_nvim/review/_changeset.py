@@ -1,0 +1,667 @@
+"""Per-turn changesets: what the agent changed, file by file, hunk by hunk.
+
+A :class:`FileChange` keeps two line lists, the *baseline* (text before the
+turn's first change, plus hunks accepted since) and the *current* text.
+Pending hunks are exactly the differences between the two, kept with stable
+ids: accepting a hunk copies it into the baseline, rejecting copies the
+baseline back into current, and every other hunk's position is shifted, never
+recomputed, so ids and positions stay meaningful. Only a new agent write or a
+user edit recomputes hunks, and then hunks with unchanged content keep their
+ids.
+
+Edits the user makes between agent writes are folded into the baseline (they
+are not the agent's), unless they fall inside an agent hunk.
+
+Nothing here does I/O: callers pass texts in and write the returned text out.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Changeset",
+    "FileChange",
+    "FileKind",
+    "ReviewError",
+    "ReviewStore",
+    "WriteOutcome",
+]
+
+import copy
+import difflib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+from ._diff import Hunk, Region, diff_regions, split_lines, strip_eol
+from ._merge import Conflict, MergeResult, merge3, merge3_lines
+
+# write: through the client's fs/write_text_file; disk: the agent wrote the
+# file itself; patch: from a structured (v2) diff.
+FileKind = Literal["write", "disk", "patch"]
+
+
+class ReviewError(Exception):
+    """A review request that cannot be honoured (unknown file/hunk, clash)."""
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What an agent write turned into.
+
+    ``text`` is what the buffer/file must now hold (the agent's text merged
+    with the user's edits); ``conflicts`` are the hunks where the user's text
+    was kept and the agent's lines await a decision.
+    """
+
+    text: str
+    conflicts: list[Hunk]
+
+
+def _map_pos(regions: Sequence[Region], pos: int) -> int:
+    """Where line ``pos`` of a diff's old side ended up on the new side."""
+    delta = 0
+    for i1, i2, j1, j2 in regions:
+        if pos < i1:
+            break
+        if pos < i2:
+            return j1
+        delta = j2 - i2
+    return pos + delta
+
+
+def _map_range(regions: Sequence[Region], start: int, end: int) -> tuple[int, int]:
+    """Map old lines ``[start, end)``; a change overlapping an edge widens the range."""
+    new_start = _map_pos(regions, start)
+    if start == end:
+        return new_start, new_start
+    delta = 0
+    for i1, i2, _j1, j2 in regions:
+        if i1 >= end:
+            break
+        if i2 >= end:
+            return new_start, max(new_start, j2)
+        delta = j2 - i2
+    return new_start, max(new_start, end + delta)
+
+
+def _copy(hunk: Hunk) -> Hunk:
+    return replace(
+        hunk,
+        base_lines=list(hunk.base_lines),
+        new_lines=list(hunk.new_lines),
+        proposed=None if hunk.proposed is None else list(hunk.proposed),
+    )
+
+
+class FileChange:
+    """One file's changes within one turn. Built and driven by :class:`Changeset`."""
+
+    def __init__(self, path: str, turn: int, kind: FileKind, baseline: str | None) -> None:
+        self.path = path
+        self.turn = turn
+        self.kind: FileKind = kind
+        #: The text before the turn's first change (``None``: no file).
+        self.original = baseline
+        self._base_exists = baseline is not None
+        self._base = split_lines(baseline)
+        self._cur_exists = self._base_exists
+        self._cur = list(self._base)
+        self._hunks: list[Hunk] = []
+        self._next_id = 1
+
+    def __repr__(self) -> str:
+        open_ = sum(h.status in ("pending", "conflict") for h in self._hunks)
+        return f"<FileChange {self.path} turn {self.turn} {self.kind}, {open_} open hunks>"
+
+    @property
+    def baseline(self) -> str | None:
+        """What rejecting every open hunk now restores (original + accepted hunks)."""
+        return "".join(self._base) if self._base_exists else None
+
+    @property
+    def current(self) -> str | None:
+        """The text the file should hold now (``None``: deleted)."""
+        return "".join(self._cur) if self._cur_exists else None
+
+    @property
+    def open(self) -> bool:
+        """Whether any hunk still awaits a decision."""
+        return any(h.status in ("pending", "conflict") for h in self._hunks)
+
+    def hunks(self) -> list[Hunk]:
+        """Copies of all hunks (decided ones too), in file order."""
+        return [_copy(h) for h in self._hunks]
+
+    def hunk(self, hunk_id: int) -> Hunk:
+        """A copy of hunk ``hunk_id``. Raises :class:`ReviewError` when unknown."""
+        return _copy(self._find(hunk_id))
+
+    # -- recording -----------------------------------------------------------------
+
+    def set_current(self, text: str | None) -> None:
+        """The agent changed the file to ``text``; recompute pending hunks."""
+        lines = split_lines(text)
+        moves = diff_regions(self._cur, lines)
+        for hunk in self._hunks:
+            if hunk.status == "conflict":
+                start, end = _map_range(moves, hunk.new_start, hunk.new_end)
+                hunk.new_start, hunk.new_lines = start, lines[start:end]
+            elif hunk.status != "pending":
+                hunk.new_start = _map_pos(moves, hunk.new_start)
+        self._cur = lines
+        self._cur_exists = text is not None
+        self._rediff()
+
+    def user_edit(self, text: str | None) -> None:
+        """The user changed the file to ``text``: fold that into the baseline.
+
+        Edits outside agent hunks move into the baseline (so they are not
+        shown as agent changes and survive a reject); edits inside an agent
+        hunk become part of that hunk.
+        """
+        lines = split_lines(text)
+        if lines == self._cur and (text is not None) == self._cur_exists:
+            return
+        # base = current, ours = baseline (kept on a clash), theirs = user's text.
+        new_base, _ = merge3_lines(self._cur, self._base, lines)
+        moves = diff_regions(self._base, new_base)
+        for hunk in self._hunks:
+            if hunk.status != "pending":
+                hunk.base_start = _map_pos(moves, hunk.base_start)
+        self._base = new_base
+        self.set_current(text)
+
+    def add_conflicts(self, conflicts: Sequence[Conflict]) -> list[Hunk]:
+        """Record merge clashes (positions in the current text) as conflict hunks.
+
+        A clash over an older conflict replaces it and keeps its id.
+        """
+        added: list[Hunk] = []
+        for conflict in conflicts:
+            start, end = conflict.start, conflict.start + len(conflict.ours_lines)
+            older = [
+                h
+                for h in self._hunks
+                if h.status == "conflict"
+                and ((h.new_start < end and start < h.new_end) or h.new_start == start)
+            ]
+            hunk = Hunk(
+                older[0].id if older else self._new_id(),
+                self._cur_to_base(start),
+                list(conflict.base_lines),
+                start,
+                list(conflict.ours_lines),
+                "conflict",
+                list(conflict.theirs_lines),
+            )
+            self._hunks = [h for h in self._hunks if h not in older] + [hunk]
+            added.append(_copy(hunk))
+        self._sort()
+        return added
+
+    # -- decisions -----------------------------------------------------------------
+
+    def accept(self, hunk_id: int | None = None, *, include_conflicts: bool = False) -> str | None:
+        """Accept one hunk, or every pending hunk; returns the text the file must hold.
+
+        Accepting a conflict hunk replaces the user's lines with the agent's
+        proposal. ``accept()`` without an id leaves conflicts alone unless
+        ``include_conflicts``: it never overwrites user edits by surprise.
+        Raises :class:`ReviewError` for an unknown hunk or one already rejected.
+        """
+        for hunk in self._targets(hunk_id, "accepted", include_conflicts):
+            if hunk.status == "conflict":
+                self._accept_conflict(hunk)
+            else:
+                self._accept_pending(hunk)
+        return self.current
+
+    def reject(self, hunk_id: int | None = None) -> str | None:
+        """Reject one hunk, or all open hunks; returns the text the file must hold.
+
+        A rejected hunk's region gets its baseline lines back, other hunks are
+        untouched. Rejecting everything restores :attr:`baseline` exactly,
+        ``None`` meaning the file must be deleted. Rejecting a conflict keeps
+        the user's text. Raises :class:`ReviewError` for an unknown hunk or one
+        already accepted.
+        """
+        for hunk in self._targets(hunk_id, "rejected", True):
+            if hunk.status == "conflict":
+                hunk.status = "rejected"
+            else:
+                self._reject_pending(hunk)
+        return self.current
+
+    # -- internals -----------------------------------------------------------------
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _sort(self) -> None:
+        self._hunks.sort(key=lambda h: (h.new_start, h.id))
+
+    def _find(self, hunk_id: int) -> Hunk:
+        for hunk in self._hunks:
+            if hunk.id == hunk_id:
+                return hunk
+        raise ReviewError(f"{self.path}: no hunk {hunk_id} in turn {self.turn}")
+
+    def _targets(self, hunk_id: int | None, decision: str, conflicts: bool) -> list[Hunk]:
+        if hunk_id is None:
+            wanted = {"pending", "conflict"} if conflicts else {"pending"}
+            hunks = [h for h in self._hunks if h.status in wanted]
+        else:
+            hunk = self._find(hunk_id)
+            if hunk.status == decision:
+                return []  # deciding twice the same way is a no-op
+            if hunk.status not in ("pending", "conflict"):
+                raise ReviewError(f"{self.path}: hunk {hunk_id} is already {hunk.status}")
+            hunks = [hunk]
+        # Bottom-up, so the shifts of one decision never touch the next target.
+        return sorted(hunks, key=lambda h: h.new_start, reverse=True)
+
+    def _rediff(self) -> None:
+        """Recompute pending hunks; unchanged ones keep their ids."""
+        old = [h for h in self._hunks if h.status == "pending"]
+        fresh = [
+            Hunk(0, i1, self._base[i1:i2], j1, self._cur[j1:j2])
+            for i1, i2, j1, j2 in diff_regions(self._base, self._cur)
+        ]
+        if not fresh and self._base_exists != self._cur_exists:
+            fresh = [Hunk(0, 0, [], 0, [])]  # an empty file created or deleted
+
+        def key(h: Hunk) -> tuple[tuple[str, ...], tuple[str, ...]]:
+            return tuple(h.base_lines), tuple(h.new_lines)
+
+        matcher = difflib.SequenceMatcher(
+            None, [key(h) for h in old], [key(h) for h in fresh], autojunk=False
+        )
+        for block in matcher.get_matching_blocks():
+            for k in range(block.size):
+                fresh[block.b + k].id = old[block.a + k].id
+        for hunk in fresh:
+            if not hunk.id:
+                hunk.id = self._new_id()
+        self._hunks = [*(h for h in self._hunks if h.status != "pending"), *fresh]
+        self._sort()
+
+    def _shift(
+        self,
+        skip: Hunk,
+        *,
+        base_from: int = -1,
+        base_by: int = 0,
+        new_from: int = -1,
+        new_by: int = 0,
+    ) -> None:
+        for hunk in self._hunks:
+            if hunk is skip:
+                continue
+            if base_by and base_from >= 0 and hunk.base_start >= base_from:
+                hunk.base_start += base_by
+            if new_by and new_from >= 0 and hunk.new_start >= new_from:
+                hunk.new_start += new_by
+
+    def _accept_pending(self, hunk: Hunk) -> None:
+        end = hunk.base_end
+        self._base[hunk.base_start : end] = hunk.new_lines
+        self._shift(hunk, base_from=end, base_by=len(hunk.new_lines) - len(hunk.base_lines))
+        hunk.status = "accepted"
+        self._settle_existence(accepted=True)
+
+    def _reject_pending(self, hunk: Hunk) -> None:
+        end = hunk.new_end
+        self._cur[hunk.new_start : end] = hunk.base_lines
+        self._shift(hunk, new_from=end, new_by=len(hunk.base_lines) - len(hunk.new_lines))
+        hunk.status = "rejected"
+        self._settle_existence(accepted=False)
+
+    def _settle_existence(self, *, accepted: bool) -> None:
+        # A created or deleted file is one whole-file hunk: its decision
+        # decides whether the file exists.
+        if self._base_exists == self._cur_exists or any(h.status == "pending" for h in self._hunks):
+            return
+        if accepted:
+            self._base_exists = self._cur_exists
+        else:
+            self._cur_exists = self._base_exists
+
+    def _cur_to_base(self, pos: int) -> int:
+        """Map a current-text line to the baseline (exact outside pending hunks)."""
+        delta = 0
+        for hunk in self._hunks:
+            if hunk.status == "pending" and hunk.new_end <= pos:
+                delta += len(hunk.base_lines) - len(hunk.new_lines)
+        return pos + delta
+
+    def _accept_conflict(self, hunk: Hunk) -> None:
+        assert hunk.proposed is not None
+        start, end, proposed = hunk.new_start, hunk.new_end, hunk.proposed
+        user_lines = hunk.new_lines
+        base_at = self._cur_to_base(start)
+        clear = (
+            not any(
+                h.status == "pending" and h.new_start <= end and start <= h.new_end
+                for h in self._hunks
+            )
+            and self._base[base_at : base_at + len(user_lines)] == user_lines
+        )
+        self._cur[start:end] = proposed
+        self._shift(hunk, new_from=end, new_by=len(proposed) - len(user_lines))
+        hunk.status = "accepted"
+        hunk.base_start, hunk.base_lines, hunk.new_lines = base_at, list(user_lines), proposed
+        if clear:
+            # The region is identical in baseline and current: accept in both.
+            self._base[base_at : base_at + len(user_lines)] = proposed
+            self._shift(
+                hunk, base_from=base_at + len(user_lines), base_by=len(proposed) - len(user_lines)
+            )
+        else:
+            # Tangled with a pending agent hunk: the proposal joins it for review.
+            self._rediff()
+
+
+class Changeset:
+    """Every file the agent changed in one turn."""
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self._files: dict[str, FileChange] = {}
+
+    def __repr__(self) -> str:
+        open_ = sum(f.open for f in self._files.values())
+        return f"<Changeset turn {self.turn}: {len(self._files)} files, {open_} open>"
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and _norm(path) in self._files
+
+    def files(self) -> list[FileChange]:
+        """Changed files in the order they were first recorded."""
+        return list(self._files.values())
+
+    def file(self, path: str) -> FileChange:
+        """The change to ``path``. Raises :class:`ReviewError` when none was recorded."""
+        try:
+            return self._files[_norm(path)]
+        except KeyError:
+            raise ReviewError(f"{path}: no changes in turn {self.turn}") from None
+
+    def record(
+        self, path: str, baseline: str | None, current: str | None, kind: FileKind
+    ) -> FileChange:
+        """Record that ``path`` went from ``baseline`` to ``current``.
+
+        The first record of a path fixes its baseline. A later record whose
+        ``baseline`` differs from the last recorded current text means someone
+        else (the user) changed the file in between: that edit is folded into
+        the baseline first (see :meth:`FileChange.user_edit`). ``None`` means
+        the file does not exist. The first ``kind`` sticks.
+        """
+        key = _norm(path)
+        change = self._files.get(key)
+        if change is None:
+            change = self._files[key] = FileChange(key, self.turn, kind, baseline)
+        elif baseline != change.current:
+            change.user_edit(baseline)
+        change.set_current(current)
+        return change
+
+    def write(
+        self,
+        path: str,
+        agent_text: str,
+        *,
+        editor_text: str | None,
+        agent_read: str | None,
+        kind: FileKind = "write",
+    ) -> WriteOutcome:
+        """An agent write of ``agent_text``, merged with edits the agent has not seen.
+
+        ``editor_text`` is what the buffer (or disk) holds now, ``agent_read``
+        the text the agent last read or wrote (``None``: unknown, the agent's
+        text wins). Changes on both sides merge; where the user changed the
+        same lines since the agent's read, the user's lines stay and a
+        conflict hunk holds the agent's.
+        """
+        merged = (
+            MergeResult(agent_text, [])
+            if editor_text is None or agent_read is None
+            else merge3(agent_read, editor_text, agent_text)
+        )
+        change = self.record(path, editor_text, merged.text, kind)
+        return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
+
+    def hunks(self, path: str) -> list[Hunk]:
+        """All hunks of ``path`` with their status, in file order."""
+        return self.file(path).hunks()
+
+    def accept(
+        self, path: str, hunk_id: int | None = None, *, include_conflicts: bool = False
+    ) -> str | None:
+        """See :meth:`FileChange.accept`."""
+        return self.file(path).accept(hunk_id, include_conflicts=include_conflicts)
+
+    def reject(self, path: str, hunk_id: int | None = None) -> str | None:
+        """See :meth:`FileChange.reject`."""
+        return self.file(path).reject(hunk_id)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Plain data for Lua: one dict per file (see :meth:`ReviewStore.changes`)."""
+        return [_file_summary(change) for change in self._files.values()]
+
+
+class ReviewStore:
+    """The changesets of one session, one per turn, plus what the agent has seen."""
+
+    def __init__(self) -> None:
+        self._turns: list[Changeset] = []
+        # path -> the text the agent last read or wrote: the merge base of its next write.
+        self._agent_view: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"<ReviewStore {len(self._turns)} turns>"
+
+    def begin_turn(self) -> Changeset:
+        """Start the next turn's changeset (turns count from 1)."""
+        changeset = Changeset(len(self._turns) + 1)
+        self._turns.append(changeset)
+        return changeset
+
+    @property
+    def current(self) -> Changeset | None:
+        """The latest turn's changeset."""
+        return self._turns[-1] if self._turns else None
+
+    def turns(self) -> list[Changeset]:
+        """All changesets, oldest first."""
+        return list(self._turns)
+
+    def turn(self, number: int) -> Changeset:
+        """Changeset of turn ``number``. Raises :class:`ReviewError` when unknown."""
+        if not 1 <= number <= len(self._turns):
+            raise ReviewError(f"no turn {number}")
+        return self._turns[number - 1]
+
+    def note_read(self, path: str, text: str) -> None:
+        """The agent read ``path`` (fs/read_text_file) and saw ``text``."""
+        self._agent_view[_norm(path)] = text
+
+    def write(
+        self, path: str, agent_text: str, *, editor_text: str | None, kind: FileKind = "write"
+    ) -> WriteOutcome:
+        """Merge an agent write into the current turn (see :meth:`Changeset.write`)."""
+        key = _norm(path)
+        outcome = self._now().write(
+            key,
+            agent_text,
+            editor_text=editor_text,
+            agent_read=self._agent_view.get(key),
+            kind=kind,
+        )
+        self._agent_view[key] = agent_text
+        return outcome
+
+    def record(
+        self, path: str, baseline: str | None, current: str | None, kind: FileKind
+    ) -> FileChange:
+        """Record a change the agent made itself (see :meth:`Changeset.record`)."""
+        change = self._now().record(path, baseline, current, kind)
+        if current is None:
+            self._agent_view.pop(change.path, None)
+        else:
+            self._agent_view[change.path] = current
+        return change
+
+    def hunks(self, path: str, turn: int | None = None) -> list[Hunk]:
+        """Hunks of ``path`` in ``turn`` (default: the latest turn that changed it)."""
+        return self._changeset_for(path, turn).hunks(path)
+
+    def accept(
+        self,
+        path: str,
+        hunk_id: int | None = None,
+        *,
+        turn: int | None = None,
+        include_conflicts: bool = False,
+    ) -> str | None:
+        """Accept in ``turn`` (default: latest that changed ``path``); returns the file's text.
+
+        See :meth:`FileChange.accept`; an earlier turn is handled as in :meth:`reject`.
+        """
+        return self._decide(
+            path, turn, lambda c: c.accept(path, hunk_id, include_conflicts=include_conflicts)
+        )
+
+    def reject(
+        self, path: str, hunk_id: int | None = None, *, turn: int | None = None
+    ) -> str | None:
+        """Reject in ``turn`` (default: latest that changed ``path``); returns the file's text.
+
+        When a later turn changed the file too, the revert is merged onto the
+        latest text and shows up in that later turn as a user edit. Raises
+        :class:`ReviewError` when the revert clashes with the later changes
+        (nothing is changed then).
+        """
+        return self._decide(path, turn, lambda c: c.reject(path, hunk_id))
+
+    def changes(self, turn: int | None = None, *, all_turns: bool = False) -> list[dict[str, Any]]:
+        """Plain-data summary for Lua (msgpack-safe), one dict per changed file.
+
+        ``turn`` defaults to the latest; ``all_turns`` lists every turn, newest
+        first. Each dict: ``path, kind, turn, created, deleted, open`` and
+        ``hunks: [{id, status, base_start, base_count, new_start, new_count,
+        header, preview, proposed}]``. Positions are 0-based lines; ``preview``
+        holds ``-``/``+`` diff lines without terminators; ``proposed`` (conflict
+        hunks) the agent's lines.
+        """
+        if all_turns:
+            return [item for cs in reversed(self._turns) for item in cs.summary()]
+        if turn is None:
+            return self._turns[-1].summary() if self._turns else []
+        return self.turn(turn).summary()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _now(self) -> Changeset:
+        return self._turns[-1] if self._turns else self.begin_turn()
+
+    def _changeset_for(self, path: str, turn: int | None) -> Changeset:
+        if turn is not None:
+            return self.turn(turn)
+        for changeset in reversed(self._turns):
+            if path in changeset:
+                return changeset
+        raise ReviewError(f"{path}: no recorded changes")
+
+    def _decide(
+        self, path: str, turn: int | None, decide: Callable[[_Decides], str | None]
+    ) -> str | None:
+        changeset = self._changeset_for(path, turn)
+        latest = self._changeset_for(path, None)
+        if latest is changeset:
+            return decide(changeset)
+        # An earlier turn: try the decision on a copy, merge its effect onto
+        # the latest text, and only then commit it.
+        change = changeset.file(path)
+        trial = copy.deepcopy(change)
+        before, after = change.current, decide(_Single(trial))
+        now = latest.file(path).current
+        if before == now:
+            final = after
+        elif before == after:
+            final = now
+        else:
+            merged = merge3(before or "", now or "", after or "")
+            if merged.conflicts:
+                raise ReviewError(
+                    f"{path}: turn {latest.turn} changed the same lines; review that turn first"
+                )
+            final = merged.text
+        decide(changeset)
+        if final != now:
+            latest.file(path).user_edit(final)
+        return final
+
+
+class _Decides(Protocol):
+    def accept(
+        self, path: str, hunk_id: int | None = None, *, include_conflicts: bool = False
+    ) -> str | None: ...
+
+    def reject(self, path: str, hunk_id: int | None = None) -> str | None: ...
+
+
+class _Single:
+    """A one-file stand-in for a Changeset, for trial decisions."""
+
+    def __init__(self, change: FileChange) -> None:
+        self._change = change
+
+    def accept(
+        self, path: str, hunk_id: int | None = None, *, include_conflicts: bool = False
+    ) -> str | None:
+        return self._change.accept(hunk_id, include_conflicts=include_conflicts)
+
+    def reject(self, path: str, hunk_id: int | None = None) -> str | None:
+        return self._change.reject(hunk_id)
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def _preview(hunk: Hunk) -> list[str]:
+    if hunk.status == "conflict" and hunk.proposed is not None:
+        old, new = hunk.new_lines, hunk.proposed
+    else:
+        old, new = hunk.base_lines, hunk.new_lines
+    return ["-" + strip_eol(line) for line in old] + ["+" + strip_eol(line) for line in new]
+
+
+def _file_summary(change: FileChange) -> dict[str, Any]:
+    return {
+        "path": change.path,
+        "kind": change.kind,
+        "turn": change.turn,
+        "created": change.original is None and change.current is not None,
+        "deleted": change.original is not None and change.current is None,
+        "open": change.open,
+        "hunks": [
+            {
+                "id": h.id,
+                "status": h.status,
+                "base_start": h.base_start,
+                "base_count": len(h.base_lines),
+                "new_start": h.new_start,
+                "new_count": len(h.new_lines),
+                "header": h.header,
+                "preview": _preview(h),
+                "proposed": None
+                if h.proposed is None
+                else [strip_eol(line) for line in h.proposed],
+            }
+            for h in change.hunks()
+        ],
+    }
