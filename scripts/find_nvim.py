@@ -19,7 +19,8 @@ def main() -> int:
     if found is None:
         return 1
     try:
-        out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10).stdout
+        version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10)
+        out = version.stdout
     except (OSError, subprocess.TimeoutExpired):
         return 1
     match = re.search(r"NVIM v(\d+)\.(\d+)", out)

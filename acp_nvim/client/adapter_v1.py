@@ -42,7 +42,8 @@ def apply_update(chat: Chat, update: Any) -> None:
         case v1.SessionUpdatePlan(entries=entries):
             chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
         case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
-            chat.on_info(commands=[{"name": c.name, "description": c.description} for c in commands])
+            listed = [{"name": c.name, "description": c.description} for c in commands]
+            chat.on_info(commands=listed)
         case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
             chat.on_info(mode=mode)
         case v1.SessionUpdateSessionInfoUpdate(title=title):

@@ -11,21 +11,25 @@ from __future__ import annotations
 __all__ = ["AgentConnection", "AgentFailed"]
 
 import os
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import msgspec
 
 from acp_nvim import __version__
-from acp_nvim.client import adapter_v1
+from acp_nvim.client import adapter_v1, adapter_v2, files, negotiate, permissions
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.process import AgentProcess, SpawnError
+from acp_nvim.client.terminals import Terminals
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 from acp_nvim.protocol import schema_v1 as v1
 
 SUPPORTED_VERSIONS = (1,)
+T = TypeVar("T")
 
 
 class AgentFailed(Exception):
@@ -40,27 +44,43 @@ class AgentConnection:
     """Process + connection + negotiated protocol for one agent."""
 
     def __init__(
-        self, name: str, config: AgentConfig, *, cwd: str, log: ProtocolLog
+        self,
+        name: str,
+        config: AgentConfig,
+        *,
+        cwd: str,
+        log: ProtocolLog,
+        protocol_version: int = 1,
     ) -> None:
         self.name = name
+        self.config = config
         self.cwd = os.path.abspath(config.cwd or cwd)
         self.log = log
-        self.process = AgentProcess(
-            name,
-            config.cmd,
-            env=config.env,
-            cwd=self.cwd,
-            on_stderr=lambda line: log.add(name, "!!", line),
-        )
+        self.process = self._new_process()
+        self.offer_version = protocol_version
+        # The v2 surface, once v2 is agreed; None on a v1 connection.
+        self.v2: adapter_v2.SessionsV2 | None = None
         self.protocol_version: int | None = None
         self.agent_title: str | None = None
         self.chats: dict[str, Chat] = {}  # by session id
+        # v1 terminal/* commands and the display-terminal sink (v2), in editor buffers.
+        self.terminals = Terminals(self.chats, self.cwd)
+        self.permissions = permissions.Permissions()
         self._connection: Connection | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
         self.exited = anyio.Event()
 
     def __repr__(self) -> str:
         return f"<AgentConnection {self.name} v{self.protocol_version} {len(self.chats)} sessions>"
+
+    def _new_process(self) -> AgentProcess:
+        return AgentProcess(
+            self.name,
+            self.config.cmd,
+            env=self.config.env,
+            cwd=self.cwd,
+            on_stderr=lambda line: self.log.add(self.name, "!!", line),
+        )
 
     @property
     def alive(self) -> bool:
@@ -75,11 +95,24 @@ class AgentConnection:
             AgentFailed: spawn failed, the agent exited, or it speaks another version.
         """
         self._tasks = tasks
+        self.terminals.start(tasks)
+        if self.offer_version == 2 and await self._start_v2(tasks):
+            return
+        connection = await self._open()
+        connection.on_notification("session/update", v1.SessionNotification, self._on_update)
+        permissions.register(connection, self)
+        files.register(connection, self)
+        self.terminals.register(connection)
+        self._run(tasks, connection)
+        await self._initialize(connection)
+
+    async def _open(self) -> Connection:
+        """Spawn the agent; the connection is served once handlers are registered."""
         try:
             await self.process.start()
         except SpawnError as err:
             raise AgentFailed(str(err)) from None
-        connection = Connection(
+        return Connection(
             self.process.stdout,
             self.process.stdin,
             convert=v1.decode,
@@ -87,30 +120,72 @@ class AgentConnection:
             on_traffic=self._traffic,
             name=self.name,
         )
-        connection.on_notification("session/update", v1.SessionNotification, self._on_update)
+
+    def _run(self, tasks: anyio.abc.TaskGroup, connection: Connection) -> None:
         self._connection = connection
         tasks.start_soon(self.process.drain_stderr)
-        tasks.start_soon(self._serve, connection)
-        await self._initialize(connection)
+        tasks.start_soon(self._serve, connection, self.process, self.exited)
+
+    async def _start_v2(self, tasks: anyio.abc.TaskGroup) -> bool:
+        """Offer v2. False when the agent answered 1: it was stopped, to restart with v1.
+
+        Restarting (rather than continuing on the same connection) lets the v1
+        ``initialize`` advertise our file and terminal capabilities (ADR 0005).
+        """
+        connection = await self._open()
+        self._run(tasks, connection)
+        try:
+            response = await negotiate.offer_v2(connection, self.name)
+        except negotiate.Fallback:
+            await self.aclose()
+            self.process = self._new_process()
+            self.exited = anyio.Event()
+            self._connection = None
+            return False
+        except negotiate.VersionMismatch as err:
+            await self.aclose()
+            raise AgentFailed(str(err)) from None
+        except ConnectionClosed:
+            raise self.exit_failure("exited during initialize") from None
+        except RequestError as err:
+            raise AgentFailed(f"agent {self.name!r} refused initialize: {err}") from None
+        except msgspec.MsgspecError as err:
+            await self.aclose()
+            message = f"agent {self.name!r} sent an invalid initialize answer: {err}"
+            raise AgentFailed(message) from None
+        self.protocol_version = 2
+        self.agent_title = response.info.title or response.info.name
+        self.v2 = adapter_v2.SessionsV2(
+            connection,
+            response,
+            cwd=self.cwd,
+            chats=self.chats,
+            terminals=self.terminals,
+            ask_permission=self.permissions.ask,
+        )
+        return True
 
     def _traffic(self, direction: str, line: bytes) -> None:
         self.log.add(self.name, ">>" if direction == "out" else "<<", line)
 
-    async def _serve(self, connection: Connection) -> None:
+    async def _serve(
+        self, connection: Connection, process: AgentProcess, exited: anyio.Event
+    ) -> None:
+        # The process and event of *this* start: a v1 fallback replaces both.
         try:
             await connection.serve()
         finally:
             # EOF on stdout: the agent is gone or going; collect its exit code.
             with anyio.move_on_after(2):
-                await self.process.wait()
-            self.exited.set()
+                await process.wait()
+            exited.set()
 
     async def _initialize(self, connection: Connection) -> None:
         params = v1.InitializeRequest(
             protocol_version=1,
             client_capabilities=v1.ClientCapabilities(
-                fs=v1.FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                terminal=False,
+                fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True,
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
@@ -144,6 +219,10 @@ class AgentConnection:
             AgentFailed: the agent refused or died.
         """
         connection = self._require_connection()
+        if self.v2 is not None:
+            session_id = await self._call(self.v2.new_session(chat), "creating a session")
+            chat.ready(session_id, 2, self.agent_title)
+            return
         params = v1.NewSessionRequest(cwd=self.cwd, mcp_servers=[])
         try:
             response = await connection.request("session/new", params, v1.NewSessionResponse)
@@ -160,6 +239,9 @@ class AgentConnection:
     async def prompt(self, chat: Chat, text: str) -> None:
         """Run one turn; it ends with the agent's stop reason or an error in the chat."""
         connection = self._require_connection()
+        if self.v2 is not None:
+            await self._prompt_v2(self.v2, chat, text)
+            return
         chat.start_turn(text)
         params = v1.PromptRequest(
             session_id=chat.session.session_id, prompt=[v1.ContentBlockText(text=text)]
@@ -174,19 +256,116 @@ class AgentConnection:
         except RequestError as err:
             chat.fail(f"agent error {err}")
         else:
+            if chat.changes is not None:
+                await chat.changes.end_turn()  # the review is current when AcpTurnEnd fires
             chat.end_turn(response.stop_reason)
+        # The turn is over: nobody waits for the answers any more.
+        self.permissions.cancel(chat)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``."""
         connection = self._require_connection()
         try:
-            params = v1.CancelNotification(session_id=chat.session.session_id)
-            await connection.notify("session/cancel", params)
+            if self.v2 is not None:
+                await self.v2.cancel(chat)
+            else:
+                params = v1.CancelNotification(session_id=chat.session.session_id)
+                await connection.notify("session/cancel", params)
         except ConnectionClosed:
             pass
+        self.permissions.cancel(chat)
+
+    async def _prompt_v2(self, sessions: adapter_v2.SessionsV2, chat: Chat, text: str) -> None:
+        """A v2 turn ends on the agent's idle update, or when the agent exits first."""
+
+        async def turn() -> None:
+            try:
+                await sessions.prompt(chat, text)
+            except RequestError as err:
+                chat.fail(f"agent error {err}")
+            except ConnectionClosed:
+                return  # reported below, once the exit code is known
+            tasks.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(turn)
+            await self.exited.wait()
+            tasks.cancel_scope.cancel()
+        if chat.state == "running":
+            failure = self.exit_failure("exited during the turn")
+            chat.fail(str(failure), failure.details)
+
+    # -- v2 session surface ------------------------------------------------------
+
+    def _sessions(self, what: str) -> adapter_v2.SessionsV2:
+        self._require_connection()
+        if self.v2 is None:
+            raise AgentFailed(f"{what} needs ACP v2; agent {self.name!r} speaks version 1")
+        return self.v2
+
+    async def _call(self, call: Awaitable[T], doing: str) -> T:
+        """Await a request; a refusal or an exit becomes AgentFailed naming ``doing``."""
+        try:
+            return await call
+        except ConnectionClosed:
+            raise self.exit_failure(f"exited while {doing}") from None
+        except RequestError as err:
+            raise AgentFailed(f"agent {self.name!r} failed {doing}: {err}") from None
+
+    async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
+        """The agent's sessions (for ``cwd`` when given), as it reports them."""
+        sessions = self._sessions("listing sessions")
+        return await self._call(sessions.list_sessions(cwd), "listing sessions")
+
+    async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
+        """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
+        sessions = self._sessions("resuming a session")
+        await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
+        chat.ready(session_id, 2, self.agent_title)
+
+    async def delete_session(self, session_id: str) -> None:
+        sessions = self._sessions("deleting a session")
+        if not sessions.can_delete:
+            raise AgentFailed(f"agent {self.name!r} does not offer deleting sessions")
+        await self._call(sessions.delete(session_id), "deleting a session")
+
+    async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None:
+        sessions = self._sessions("changing a setting")
+        await self._call(sessions.set_config(chat, config_id, value), "changing a setting")
+
+    def auth_methods(self) -> list[tuple[str, str]]:
+        """(method id, name) of the login methods the agent offers (v2)."""
+        return self.v2.auth_methods if self.v2 is not None else []
+
+    async def login(self, method_id: str | None) -> None:
+        sessions = self._sessions("logging in")
+        methods = [m for m, _ in sessions.auth_methods]
+        if not methods:
+            raise AgentFailed(f"agent {self.name!r} offers no login")
+        await self._call(sessions.login(method_id or methods[0]), "logging in")
+
+    async def logout(self) -> None:
+        sessions = self._sessions("logging out")
+        if not sessions.auth_methods:
+            raise AgentFailed(f"agent {self.name!r} offers no login")
+        await self._call(sessions.logout(), "logging out")
+
+    async def release(self, chat: Chat) -> None:
+        """Forget ``chat``'s session; over v2 the agent is told (``session/close``).
+
+        Its terminals are stopped and their buffers deleted.
+        """
+        self.detach(chat)
+        await self.terminals.end_session(chat)
+        if self.v2 is not None and self.alive and chat.session.session_id:
+            try:
+                await self.v2.close(chat)
+            except (ConnectionClosed, RequestError):
+                pass  # closing anyway
 
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)
+        self.permissions.forget(chat)
 
     async def _on_update(self, params: Any) -> None:
         chat = self.chats.get(params.session_id)

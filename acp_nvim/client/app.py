@@ -9,12 +9,14 @@ from __future__ import annotations
 
 __all__ = ["App"]
 
+import base64
 from typing import Any
 
 import anyio
 import anyio.abc
 
 from acp_nvim.client.agent import AgentConnection, AgentFailed
+from acp_nvim.client.changes import SessionChanges
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
@@ -36,6 +38,8 @@ class App:
         # A rejected options table: chats refuse to start until setup() is fixed,
         # rather than silently running with defaults the user did not ask for.
         self.config_error: str | None = None
+        # Neovim is closing: nothing may wait on the editor any more.
+        self._shutting_down = False
 
     def __repr__(self) -> str:
         return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
@@ -50,10 +54,20 @@ class App:
             return False
         self.config_error = None
         self.log = ProtocolLog(self.config.log_lines)
+        for connection in self.agents.values():
+            connection.permissions.policy = self.config.permission_policy
+        for chat in self.chats.values():
+            if chat.changes is not None:
+                chat.changes.auto_save = self.config.auto_save
         return True
 
-    async def open(self, chat_id: int, agent: str | None, cwd: str) -> None:
-        """Start (or reuse) the agent and create a session for a new chat."""
+    async def open(
+        self, chat_id: int, agent: str | None, cwd: str, session_id: str | None = None
+    ) -> None:
+        """Start (or reuse) the agent and create a session for a new chat.
+
+        With ``session_id`` the chat resumes that session (its history replayed).
+        """
         if self.config_error is not None:
             chat = self.chats[chat_id] = Chat(chat_id, agent or "?", self.editor)
             chat.fail(self.config_error)
@@ -70,7 +84,18 @@ class App:
         try:
             connection = await self._agent(name, agent_config, cwd)
             self._agent_of[chat_id] = connection
-            await connection.new_session(chat)
+            chat.changes = SessionChanges(
+                self.editor,
+                chat_id,
+                connection.cwd,
+                self.tasks,
+                auto_save=self.config.auto_save,
+                missing_file_as_empty=agent_config.missing_file_as_empty,
+            )
+            if session_id is None:
+                await connection.new_session(chat)
+            else:
+                await connection.resume(chat, session_id)
         except AgentFailed as err:
             chat.fail(str(err), err.details)
 
@@ -83,7 +108,14 @@ class App:
             return existing
         self._starting[name] = done = anyio.Event()
         try:
-            connection = AgentConnection(name, agent_config, cwd=cwd, log=self.log)
+            connection = AgentConnection(
+                name,
+                agent_config,
+                cwd=cwd,
+                log=self.log,
+                protocol_version=self.config.protocol_version,
+            )
+            connection.permissions.policy = self.config.permission_policy
             try:
                 await connection.start(self.tasks)
             except AgentFailed:
@@ -99,6 +131,9 @@ class App:
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
         await connection.exited.wait()
+        if not self._shutting_down:
+            # No orphans: its commands die with it (at shutdown the editor kills them).
+            await connection.terminals.end_all()
         if self.agents.get(connection.name) is connection:
             del self.agents[connection.name]
         for chat in list(connection.chats.values()):
@@ -127,6 +162,29 @@ class App:
             except AgentFailed:
                 pass
 
+    async def review(
+        self,
+        chat_id: int,
+        decision: str,
+        path: str | None = None,
+        hunk: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        """Accept or reject agent changes of chat ``chat_id`` (see SessionChanges.decide)."""
+        chat = self.chats.get(chat_id)
+        if chat is None or chat.changes is None:
+            self.editor.notify("no changes to review in this chat", "warn")
+            return
+        if decision not in ("accept", "reject"):
+            raise ValueError(f"unknown review decision {decision!r}")
+        await chat.changes.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+
+    async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
+        """The user answered a permission prompt of chat ``chat_id``."""
+        connection = self._agent_of.get(chat_id)
+        if connection is None or not connection.permissions.answer(request_id, option_id):
+            self.editor.notify("that permission request is no longer pending", "warn")
+
     async def close(self, chat_id: int) -> None:
         """Forget a chat; its agent ends when no other chat uses it."""
         chat = self.chats.pop(chat_id, None)
@@ -135,11 +193,72 @@ class App:
             return
         if chat.state == "running":
             await self.cancel_quietly(connection, chat)
-        connection.detach(chat)
+        await connection.release(chat)
         chat.state = "closed"
         if not connection.chats and connection not in self._agent_of.values():
             self.agents.pop(connection.name, None)
             await connection.aclose()
+
+    # -- session surface (sessions, settings, login) --------------------------------------
+
+    async def list_sessions(self, chat_id: int) -> None:
+        """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks)."""
+        connection = self._connection(chat_id)
+        if connection is None:
+            return
+        try:
+            sessions = await connection.list_sessions(connection.cwd)
+        except AgentFailed as err:
+            self.editor.notify(str(err))
+            return
+        data = {"chat": chat_id, "agent": connection.name, "sessions": sessions}
+        self.editor.emit("AcpSessionList", data)
+
+    async def delete_session(self, chat_id: int, session_id: str) -> None:
+        connection = self._connection(chat_id)
+        if connection is not None:
+            try:
+                await connection.delete_session(session_id)
+            except AgentFailed as err:
+                self.editor.notify(str(err))
+                return
+            self.editor.notify(f"deleted session {session_id}", "info")
+
+    async def set_config(self, chat_id: int, config_id: str, value: str | bool) -> None:
+        """Change a session setting (mode, model, ...); the header shows the result."""
+        connection = self._connection(chat_id)
+        chat = self.chats.get(chat_id)
+        if connection is not None and chat is not None:
+            try:
+                await connection.set_config(chat, config_id, value)
+            except AgentFailed as err:
+                self.editor.notify(str(err))
+
+    async def login(self, chat_id: int, method_id: str | None) -> None:
+        connection = self._connection(chat_id)
+        if connection is not None:
+            try:
+                await connection.login(method_id)
+            except AgentFailed as err:
+                self.editor.notify(str(err))
+                return
+            self.editor.notify(f"logged in to {connection.name}", "info")
+
+    async def logout(self, chat_id: int) -> None:
+        connection = self._connection(chat_id)
+        if connection is not None:
+            try:
+                await connection.logout()
+            except AgentFailed as err:
+                self.editor.notify(str(err))
+                return
+            self.editor.notify(f"logged out of {connection.name}", "info")
+
+    def _connection(self, chat_id: int) -> AgentConnection | None:
+        connection = self._agent_of.get(chat_id)
+        if connection is None:
+            self.editor.notify("the chat has no running agent", "warn")
+        return connection
 
     async def cancel_quietly(self, connection: AgentConnection, chat: Chat) -> None:
         try:
@@ -147,8 +266,21 @@ class App:
         except AgentFailed:
             pass
 
+    def terminal_output(self, chunks: list[dict[str, Any]]) -> None:
+        """Output and exit codes of terminal commands, batched by the editor.
+
+        Each chunk is ``{key, data?: base64, exit?: int}``, in the order it happened.
+        """
+        for chunk in chunks:
+            data = base64.b64decode(chunk.get("data") or "")
+            exit_code = chunk.get("exit")
+            for connection in self.agents.values():
+                if connection.terminals.feed(str(chunk["key"]), data, exit_code):
+                    break
+
     async def shutdown(self) -> None:
         """End every agent (Neovim is closing)."""
+        self._shutting_down = True
         with anyio.CancelScope(shield=True):
             for connection in list(self.agents.values()):
                 await connection.aclose()

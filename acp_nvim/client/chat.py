@@ -11,11 +11,22 @@ from __future__ import annotations
 
 __all__ = ["Chat", "ChatState"]
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from acp_nvim.client import view
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.model import MessagePatch, PlanEntry, Session, ToolCallPatch
+from acp_nvim.client.model import (
+    ConfigOption,
+    MessagePatch,
+    PermissionPrompt,
+    PlanEntry,
+    Session,
+    TerminalPart,
+    ToolCallPatch,
+)
+
+if TYPE_CHECKING:
+    from acp_nvim.client.changes import SessionChanges
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 
@@ -31,6 +42,8 @@ class Chat:
         self.state: ChatState = "starting"
         self.protocol_version: int | None = None
         self.turn = 0
+        # Review of the agent's file changes; attached once the agent is known.
+        self.changes: SessionChanges | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -65,7 +78,12 @@ class Chat:
         """Show the user's message and mark the turn running."""
         self.turn += 1
         self.session.state = "running"
-        self.on_message(MessagePatch(None, "user", text, replace=True), force_new=True)
+        if self.changes is not None:
+            self.changes.begin_turn()
+        patch = MessagePatch(None, "user", text, replace=True)
+        self.on_message(patch, force_new=True)
+        # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
+        self.session.pending_echo = patch.message_id
         self.set_state("running")
 
     def end_turn(self, stop_reason: str) -> None:
@@ -75,10 +93,29 @@ class Chat:
                 self.on_tool_call(ToolCallPatch(call.id, status="cancelled"))
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
+        self.session.pending_echo = None
+        if self.changes is not None:
+            self.changes.turn_ended()
         block = self.session.new_id("turn")
         self.editor.render(self.id, [view.notice_op(block, "turn", [f"*— {stop_reason} —*"])])
-        self.set_state("ready", stop_reason=stop_reason)
+        self.set_state("ready", stop_reason=stop_reason, turn_state="idle")
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
+
+    def on_state(self, state: str, stop_reason: str | None = None) -> None:
+        """The agent reports its foreground work (v2 ``state_update``).
+
+        ``idle`` ends a running turn with its stop reason; ``running`` also covers
+        work the agent starts on its own; an unknown state is only shown.
+        """
+        if state == "idle":
+            if self.state == "running":
+                self.end_turn(stop_reason or "idle")
+        elif state in ("running", "requires_action"):
+            self.session.state = "running" if state == "running" else "requires_action"
+            if self.state in ("ready", "running"):
+                self.set_state("running", turn_state=state)
+        else:
+            self.on_info(turn_state=state)
 
     def fail(self, message: str, details: list[str] | None = None) -> None:
         """Show an error in the transcript (with e.g. the agent's stderr tail)."""
@@ -86,6 +123,8 @@ class Chat:
         if details:
             lines += ["```", *details, "```"]
         block = self.session.new_id("error")
+        if self.changes is not None:
+            self.changes.turn_ended()
         self.editor.render(self.id, [view.notice_op(block, "error", lines)])
         self.set_state("error", error=message)
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
@@ -107,7 +146,23 @@ class Chat:
 
     def on_tool_call(self, patch: ToolCallPatch) -> None:
         call, _ = self.session.apply_tool_call(patch)
-        self.editor.render(self.id, [view.tool_call_op(call)])
+        if self.changes is not None:
+            self.changes.on_tool_call(call)
+        self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+
+    def on_terminal(self, terminal_id: str) -> None:
+        """A terminal's output or exit changed: redraw the tool calls showing it."""
+        for call in self.session.tool_calls.values():
+            parts = call.content
+            if any(isinstance(p, TerminalPart) and p.terminal_id == terminal_id for p in parts):
+                self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+
+    def on_permission(self, call_id: str, prompt: PermissionPrompt | None) -> None:
+        """Show a permission prompt (or its outcome) at its tool call; None removes it."""
+        call = self.session.tool_calls.get(call_id)
+        if call is not None:
+            call.permission = prompt
+            self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
@@ -124,3 +179,8 @@ class Chat:
         if "commands" in fields:
             self.session.commands = fields["commands"]
         self.editor.render(self.id, [view.status_op(**fields)])
+
+    def on_config(self, options: list[ConfigOption]) -> None:
+        """The session's settings, whole (v2 ``configOptions``); the header shows them."""
+        self.session.config_options = options
+        self.editor.render(self.id, [view.status_op(**view.config_fields(options))])

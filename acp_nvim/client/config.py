@@ -29,6 +29,9 @@ class AgentConfig(_Strict):
     cmd: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    # gemini-cli probes a path with fs/read_text_file before creating the file
+    # and gives up on any error: answer a missing file with "" for such agents.
+    missing_file_as_empty: bool = False
 
     @field_validator("cmd")
     @classmethod
@@ -93,7 +96,7 @@ def builtin_agents() -> dict[str, AgentConfig]:
         "demo": AgentConfig(cmd=[sys.executable, "-m", "acp_nvim.demo_agent"]),
         "claude": AgentConfig(cmd=["claude-agent-acp"]),
         "codex": AgentConfig(cmd=["codex-acp"]),
-        "gemini": AgentConfig(cmd=["gemini", "--acp"]),
+        "gemini": AgentConfig(cmd=["gemini", "--acp"], missing_file_as_empty=True),
         "opencode": AgentConfig(cmd=["opencode", "acp"]),
         "qwen": AgentConfig(cmd=["qwen", "--acp"]),
     }

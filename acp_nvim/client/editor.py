@@ -8,9 +8,14 @@ so a ``render`` followed by an ``emit`` reaches the user in that order.
 
 from __future__ import annotations
 
-__all__ = ["Editor", "EditorError", "RecordingEditor", "RenderOp"]
+__all__ = ["BufferState", "Editor", "EditorError", "RecordingEditor", "RenderOp"]
 
+import os
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from acp_nvim.client.text import Eol, join_text
+from acp_nvim.review import LineEdit
 
 # One instruction for the transcript, as plain data (it crosses msgpack to Lua):
 #   {"op": "block", "id", "kind", "lines", "prefix"?}  create or replace a block
@@ -21,6 +26,53 @@ RenderOp = dict[str, Any]
 
 class EditorError(Exception):
     """The editor could not do what was asked (a Lua error, a vanished buffer)."""
+
+
+class BufferState:
+    """A loaded file buffer: its lines, how :write would end them, and its changedtick.
+
+    Give ``lines``, or ``joined`` (the lines joined with ``\\n``, none holding one):
+    then ``text`` needs no list of lines, which for a 100k-line buffer costs more
+    than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
+    """
+
+    def __init__(
+        self,
+        lines: list[str] | None = None,
+        eol: Eol = "\n",
+        final_newline: bool = True,
+        modified: bool = False,
+        tick: int = 0,
+        *,
+        joined: str | None = None,
+    ) -> None:
+        if (lines is None) == (joined is None):
+            raise TypeError("BufferState needs exactly one of lines and joined")
+        self._lines = lines
+        self._joined = joined
+        self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
+
+    def __repr__(self) -> str:
+        return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            assert self._joined is not None
+            self._lines = self._joined.split("\n")
+        return self._lines
+
+    @property
+    def text(self) -> str:
+        """The text :write would put on disk (one empty line is the empty file)."""
+        if self._lines is None and self._joined is not None:
+            if not self._joined:
+                return ""
+            body = self._joined if self.eol == "\n" else self._joined.replace("\n", self.eol)
+            return body + self.eol if self.final_newline else body
+        if self.lines == [""]:
+            return ""
+        return join_text(self.lines, self.eol, self.final_newline)
 
 
 class Editor(Protocol):
@@ -35,6 +87,51 @@ class Editor(Protocol):
     def notify(self, message: str, level: str = "error") -> None:
         """Tell the user one short line (``acp:`` prefixed by the editor)."""
 
+    def review(self, chat: int, summary: dict[str, Any]) -> None:
+        """Queue the review state of chat ``chat`` (``{turn, files}``, plain data)."""
+
+    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
+        """The loaded buffer of absolute ``path``, or None.
+
+        With ``load``, a buffer without a window is created for the file first.
+        """
+
+    async def edit_buffer(
+        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+    ) -> int | None:
+        """Apply ``edits`` (bottom to top) as one undo step if the buffer is still at ``tick``.
+
+        Writes the buffer when ``save``. Returns the new tick, or None when the
+        buffer changed (or vanished) since ``tick``: read it again and retry.
+        """
+
+    async def reload_buffers(self, paths: list[str]) -> list[str]:
+        """Reload the buffers of ``paths`` from disk; returns those with unsaved edits (kept)."""
+
+    async def open_terminal(
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+    ) -> int:
+        """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``.
+
+        Returns the process id (its process group). Output and the exit code come
+        back through the host (:meth:`~acp_nvim.client.terminals.Terminals.feed`).
+        """
+
+    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
+        """Show ``text`` (escapes and all) in display-only terminal ``key``, created on
+        first write; ``reset`` first clears everything shown before."""
+
+    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
+        """Stop the commands of terminals ``keys`` still running; ``wipe`` also
+        deletes their buffers."""
+
+
+@dataclass
+class _FakeBuffer:
+    state: BufferState
+    windows: int = 0
+    undo: list[list[str]] = field(default_factory=list)
+
 
 class RecordingEditor:
     """An Editor that records everything, for tests and scripted use."""
@@ -43,6 +140,10 @@ class RecordingEditor:
         self.ops: dict[int, list[RenderOp]] = {}
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.notices: list[tuple[str, str]] = []
+        self.reviews: dict[int, dict[str, Any]] = {}
+        self.buffers: dict[str, _FakeBuffer] = {}
+        # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
+        self.terminals: dict[str, dict[str, Any]] = {}
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         self.ops.setdefault(chat, []).extend(ops)
@@ -52,6 +153,95 @@ class RecordingEditor:
 
     def notify(self, message: str, level: str = "error") -> None:
         self.notices.append((level, message))
+
+    def review(self, chat: int, summary: dict[str, Any]) -> None:
+        self.reviews[chat] = summary
+
+    # -- buffers: an in-memory model of Neovim's, saved with plain file writes
+
+    def open_buffer(self, path: str, lines: list[str] | None = None, **state: Any) -> BufferState:
+        """Load ``path`` into a buffer (from disk unless ``lines`` are given)."""
+        if lines is None:
+            with open(path, newline="") as f:
+                text = f.read()
+            eol = "\r\n" if "\r\n" in text else "\n"
+            lines = text.split(eol)
+            state.setdefault("final_newline", lines[-1] == "" and len(lines) > 1)
+            state.setdefault("eol", eol)
+            if state["final_newline"]:
+                lines.pop()
+        buffer = self.buffers[path] = _FakeBuffer(BufferState(list(lines), **state))
+        return buffer.state
+
+    def type_in(self, path: str, row: int, line: str) -> None:
+        """The user replaces line ``row`` (0-based) without saving."""
+        state = self.buffers[path].state
+        state.lines[row] = line
+        state.modified = True
+        state.tick += 1
+
+    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
+        if path not in self.buffers and load:
+            if os.path.exists(path):
+                self.open_buffer(path)
+            else:
+                self.open_buffer(path, [""])
+        buffer = self.buffers.get(path)
+        if buffer is None:
+            return None
+        s = buffer.state
+        return BufferState(list(s.lines), s.eol, s.final_newline, s.modified, s.tick)
+
+    async def edit_buffer(
+        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+    ) -> int | None:
+        buffer = self.buffers.get(path)
+        if buffer is None or buffer.state.tick != tick:
+            return None
+        state = buffer.state
+        if edits:
+            buffer.undo.append(list(state.lines))
+            for edit in edits:
+                state.lines[edit.start : edit.end] = edit.lines
+            state.modified = True
+            state.tick += 1
+        if save and (state.modified or not os.path.exists(path)):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", newline="") as f:
+                f.write(state.text)
+            state.modified = False
+        return state.tick
+
+    async def reload_buffers(self, paths: list[str]) -> list[str]:
+        dirty = []
+        for path in paths:
+            buffer = self.buffers.get(path)
+            if buffer is not None and buffer.state.modified:
+                dirty.append(path)
+            elif buffer is not None and os.path.exists(path):
+                self.open_buffer(path, tick=buffer.state.tick + 1)
+        return dirty
+
+    # -- terminals: recorded; a test plays the command's output and exit itself
+
+    async def open_terminal(
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+    ) -> int:
+        if isinstance(cmd, list) and not cmd[0]:
+            raise EditorError("empty command")
+        self.terminals[key] = {
+            "cmd": cmd, "cwd": cwd, "env": env, "data": "", "stopped": False, "wiped": False
+        }
+        return 10_000 + len(self.terminals)
+
+    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
+        term = self.terminals.setdefault(key, {"data": "", "stopped": False, "wiped": False})
+        term["data"] = text if reset else term["data"] + text
+
+    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
+        for key in keys:
+            self.terminals[key]["stopped"] = True
+            self.terminals[key]["wiped"] |= wipe
 
     def transcript(self, chat: int) -> dict[str, list[str]]:
         """Replay the render ops into block id -> lines (what Lua would show)."""

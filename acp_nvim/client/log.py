@@ -17,18 +17,27 @@ _MAX_LINE = 4000
 
 class ProtocolLog:
     def __init__(self, max_lines: int = 5000) -> None:
-        self._lines: collections.deque[str] = collections.deque(maxlen=max_lines)
+        # Raw entries (wall time, source, direction, data cut to _MAX_LINE, full
+        # length): a 10k-chunk stream logs 10k lines, formatted only when read.
+        self._entries: collections.deque[tuple[float, str, str, bytes | str, int]] = (
+            collections.deque(maxlen=max_lines)
+        )
 
     def __len__(self) -> int:
-        return len(self._lines)
+        return len(self._entries)
 
     def add(self, source: str, direction: str, data: bytes | str) -> None:
         """Record one line; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        if len(text) > _MAX_LINE:
-            text = f"{text[:_MAX_LINE]}… ({len(text)} chars)"
-        stamp = time.strftime("%H:%M:%S")
-        self._lines.append(f"{stamp} {source} {direction} {text}")
+        self._entries.append((time.time(), source, direction, data[:_MAX_LINE], len(data)))
 
     def lines(self) -> list[str]:
-        return list(self._lines)
+        """The log as text, oldest first."""
+        return [_format(*entry) for entry in list(self._entries)]
+
+
+def _format(when: float, source: str, direction: str, data: bytes | str, size: int) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    if size > len(data):
+        unit = "bytes" if isinstance(data, bytes) else "chars"
+        text = f"{text}… ({size} {unit})"
+    return f"{time.strftime('%H:%M:%S', time.localtime(when))} {source} {direction} {text}"

@@ -15,14 +15,21 @@ from __future__ import annotations
 
 __all__ = [
     "UNSET",
+    "ChangesPart",
+    "ConfigOption",
     "ContentPart",
     "DiffPart",
+    "ExitStatus",
+    "FileOp",
     "Location",
     "Message",
     "MessagePatch",
+    "PermissionOption",
+    "PermissionPrompt",
     "PlanEntry",
     "Session",
     "TerminalPart",
+    "TerminalView",
     "TextPart",
     "ToolCall",
     "ToolCallPatch",
@@ -39,6 +46,8 @@ Role = Literal["user", "agent", "thought"]
 TurnState = Literal["idle", "running", "requires_action"]
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.
 UNFINISHED = ("pending", "in_progress")
+# Streamed chunks joined into one run of a message (see Message).
+_RUN = 256
 
 
 @dataclass
@@ -58,11 +67,56 @@ class DiffPart:
 
 
 @dataclass
+class FileOp:
+    """One file-level change of a structured diff (v2 ``changes``).
+
+    ``operation`` is add / delete / modify / move / copy, or a newer one kept as is;
+    ``old_path`` is set for move and copy.
+    """
+
+    operation: str
+    path: str
+    old_path: str | None = None
+    file_type: str | None = None
+
+
+@dataclass
+class ChangesPart:
+    """File changes with optional renderable patch text (``git_patch``)."""
+
+    changes: list[FileOp]
+    patch: str | None = None
+    patch_format: str | None = None
+
+
+@dataclass
 class TerminalPart:
     terminal_id: str
 
 
-ContentPart = TextPart | DiffPart | TerminalPart
+@dataclass
+class ExitStatus:
+    """How a terminal's command ended: an exit code, or the signal that killed it."""
+
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+@dataclass
+class TerminalView:
+    """What the transcript shows of a terminal (v1 command or display terminal).
+
+    ``key`` names its editor buffer (``:AcpTerminal key``); ``lines`` are the
+    last lines of its output, escape-free; ``exit_status`` None while it runs.
+    """
+
+    key: str
+    label: str = ""
+    lines: list[str] = field(default_factory=list)
+    exit_status: ExitStatus | None = None
+
+
+ContentPart = TextPart | DiffPart | ChangesPart | TerminalPart
 
 
 @dataclass
@@ -73,9 +127,36 @@ class Location:
 
 @dataclass
 class Message:
+    """A message; streamed chunks are kept in runs and joined when ``text`` is read.
+
+    Appending each chunk to one growing str would copy the whole message per
+    chunk: 100k chunks of 20 bytes cost seconds (quadratic), while a list of runs
+    costs O(1) per chunk and a few bytes of overhead per 256 chunks.
+    """
+
     id: str
     role: Role
-    text: str = ""
+    _runs: list[str] = field(default_factory=list, repr=False)
+    _chunks: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def text(self) -> str:
+        text = "".join([*self._runs, *self._chunks])
+        self._runs[:] = [text]
+        self._chunks.clear()
+        return text
+
+    @text.setter
+    def text(self, text: str) -> None:
+        self._runs[:] = [text]
+        self._chunks.clear()
+
+    def append(self, text: str) -> None:
+        chunks = self._chunks
+        chunks.append(text)
+        if len(chunks) >= _RUN:
+            self._runs.append("".join(chunks))
+            chunks.clear()
 
 
 @dataclass
@@ -89,6 +170,25 @@ class MessagePatch:
 
 
 @dataclass
+class PermissionOption:
+    """One answer to a permission request; ``kind`` None when the agent sent none."""
+
+    id: str
+    name: str
+    kind: str | None = None
+    key: str | None = None  # the key that picks it in the chat
+
+
+@dataclass
+class PermissionPrompt:
+    """A permission request shown at its tool call; ``outcome`` None while pending."""
+
+    id: str
+    options: list[PermissionOption]
+    outcome: str | None = None
+
+
+@dataclass
 class ToolCall:
     id: str
     title: str = ""
@@ -97,6 +197,7 @@ class ToolCall:
     content: list[ContentPart] = field(default_factory=list)
     locations: list[Location] = field(default_factory=list)
     raw_input: Any = None
+    permission: PermissionPrompt | None = None
 
 
 @dataclass
@@ -114,6 +215,23 @@ class ToolCallPatch:
     append_content: list[ContentPart] | UnsetType = UNSET
     locations: list[Location] | UnsetType = UNSET
     raw_input: Any = UNSET
+
+
+@dataclass
+class ConfigOption:
+    """A session setting (v2 config option; v1 modes map onto category ``mode``).
+
+    ``type`` is ``select`` or ``boolean`` (newer types are listed, not editable);
+    ``choices`` are (value, name) pairs of a select.
+    """
+
+    id: str
+    name: str
+    type: str
+    current: str | bool | None
+    category: str | None = None
+    description: str | None = None
+    choices: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -139,7 +257,14 @@ class Session:
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     plans: dict[str, list[PlanEntry]] = field(default_factory=dict)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    config_options: list[ConfigOption] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    # By terminal id as tool call content names it; kept after release (still shown).
+    terminals: dict[str, TerminalView] = field(default_factory=dict)
+    # The local echo of the user's prompt, until the agent acknowledges it with its
+    # own message id; that id is then an alias of the echo (one message, not two).
+    pending_echo: str | None = None
+    aliases: dict[str, str] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count, repr=False)
 
     def __repr__(self) -> str:
@@ -156,8 +281,12 @@ class Session:
         """Apply a chunk or a replacement. Returns the message and whether it is new.
 
         Without an id a chunk continues the last item when that is a message of
-        the same role (v1 has no message ids), else it starts a new message.
+        the same role (v1 has no message ids), else it starts a new message. The
+        first user message with an unseen id while an echo is pending takes the
+        echo over: its content replaces the echo's.
         """
+        if patch.message_id is not None:
+            self._adopt_echo(patch)
         message_id = patch.message_id or self._continued_message(patch.role)
         message = self.messages.get(message_id) if message_id else None
         created = message is None
@@ -165,8 +294,24 @@ class Session:
             message = Message(message_id or self.new_id("m"), patch.role)
             self.messages[message.id] = message
             self.items.append(("message", message.id))
-        message.text = patch.text if patch.replace else message.text + patch.text
+        if patch.replace:
+            message.text = patch.text
+        else:
+            message.append(patch.text)
         return message, created
+
+    def _adopt_echo(self, patch: MessagePatch) -> None:
+        assert patch.message_id is not None
+        if (
+            patch.role == "user"
+            and self.pending_echo is not None
+            and patch.message_id not in self.messages
+            and patch.message_id not in self.aliases
+        ):
+            self.aliases[patch.message_id] = self.pending_echo
+            self.pending_echo = None
+            patch.replace = True  # a first chunk of the ack starts the text afresh
+        patch.message_id = self.aliases.get(patch.message_id, patch.message_id)
 
     def _continued_message(self, role: Role) -> str | None:
         if not self.items or self.items[-1][0] != "message":

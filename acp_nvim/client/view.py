@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "append_op",
+    "config_fields",
     "message_op",
     "notice_op",
     "plan_op",
@@ -16,11 +17,25 @@ __all__ = [
     "tool_call_op",
 ]
 
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from acp_nvim.client.editor import RenderOp
-from acp_nvim.client.model import DiffPart, Message, PlanEntry, TerminalPart, TextPart, ToolCall
-from acp_nvim.review import format_unified
+from acp_nvim.client.model import (
+    ChangesPart,
+    ConfigOption,
+    ContentPart,
+    DiffPart,
+    Message,
+    PermissionPrompt,
+    PlanEntry,
+    TerminalPart,
+    TerminalView,
+    TextPart,
+    ToolCall,
+)
+from acp_nvim.review import PatchError, format_unified, parse_unified
 
 _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
@@ -46,24 +61,169 @@ def append_op(block_id: str, text: str) -> RenderOp:
     return {"op": "append", "id": block_id, "text": text}
 
 
-def tool_call_op(call: ToolCall) -> RenderOp:
-    """A tool call block: title, kind and status, content, locations."""
-    lines = [f"#### {call.title or call.kind}", f"`{call.kind}` · {call.status}"]
+def tool_call_op(call: ToolCall, terminals: Mapping[str, TerminalView] | None = None) -> RenderOp:
+    """A tool call block: title, kind and status, content, locations, permission prompt.
+
+    ``locations`` and ``permission`` tell Lua which rows of the block (offsets from
+    its header) ``<CR>`` and the prompt keys act on. ``terminals`` (by terminal id)
+    gives the live view of terminal content.
+    """
+    title = call.title or call.kind
+    lines = [f"#### {title}", f"`{call.kind}` · {call.status}"]
     for part in call.content:
-        lines.extend(_content_lines(part))
+        if isinstance(part, TerminalPart):
+            lines.extend(_terminal_lines(part.terminal_id, (terminals or {}).get(part.terminal_id)))
+        else:
+            lines.extend(_content_lines(part))
+    op: RenderOp = {"op": "block", "id": call.id, "kind": "tool", "status": call.status}
+    locations: list[dict[str, Any]] = []
     for location in call.locations:
         suffix = f":{location.line}" if location.line else ""
+        where: dict[str, Any] = {"row": len(lines), "path": location.path}
+        if location.line:
+            where["line"] = location.line
+        locations.append(where)
         lines.append(f"→ {location.path}{suffix}")
-    return {"op": "block", "id": call.id, "kind": "tool", "lines": lines, "status": call.status}
+    if locations:
+        op["locations"] = locations
+    if call.permission is not None:
+        op["permission"] = _permission(call.permission, title, lines)
+    op["lines"] = lines
+    return op
 
 
-def _content_lines(part: TextPart | DiffPart | TerminalPart) -> list[str]:
+def _permission(prompt: PermissionPrompt, title: str, lines: list[str]) -> dict[str, Any]:
+    """Append the prompt (or its outcome) to ``lines``; returns what Lua needs of it."""
+    data: dict[str, Any] = {"id": prompt.id, "row": len(lines), "title": title}
+    if prompt.outcome is not None:
+        lines.append(f"**Permission:** {prompt.outcome}")
+        return {**data, "pending": False}
+    lines.append("**Permission needed:** press a key, or `<CR>` for a menu")
+    options = []
+    for option in prompt.options:
+        item: dict[str, Any] = {"id": option.id, "name": option.name, "row": len(lines)}
+        if option.kind is not None:
+            item["kind"] = option.kind
+        if option.key is not None:
+            item["key"] = option.key
+        options.append(item)
+        lines.append(f"- `{option.key}` {option.name}" if option.key else f"- {option.name}")
+    return {**data, "pending": True, "options": options}
+
+
+def _content_lines(part: ContentPart) -> list[str]:
     if isinstance(part, TextPart):
         return part.text.split("\n")
     if isinstance(part, DiffPart):
-        diff = format_unified(part.path, part.old_text or "", part.new_text)
-        return ["```diff", *diff.splitlines(), "```"]
-    return [f"[terminal {part.terminal_id}]"]
+        return list(_diff_lines(part.path, part.old_text or "", part.new_text))
+    if isinstance(part, ChangesPart):
+        return _changes_lines(part)
+    return _terminal_lines(part.terminal_id, None)
+
+
+@lru_cache(maxsize=16)
+def _diff_lines(path: str, old: str, new: str) -> tuple[str, ...]:
+    # A tool call's block is re-rendered on each of its updates (status, locations,
+    # permission), mostly with the same diff: diff it once.
+    return ("```diff", *format_unified(path, old, new).splitlines(), "```")
+
+
+def _terminal_lines(terminal_id: str, terminal: TerminalView | None) -> list[str]:
+    """``[terminal KEY · state] command``, then the last output lines in a fence."""
+    if terminal is None:
+        return [f"[terminal {terminal_id}]"]
+    status = terminal.exit_status
+    if status is None:
+        state = "running"
+    elif status.signal:
+        state = f"killed by {status.signal}"
+    else:
+        state = f"exit {status.exit_code if status.exit_code is not None else '?'}"
+    head = f"[terminal {terminal.key} · {state}]" + (f" {terminal.label}" if terminal.label else "")
+    if not terminal.lines:
+        return [head]
+    # A fence longer than any backtick run that starts an output line.
+    ticks = max((len(line) - len(line.lstrip("`")) for line in terminal.lines), default=0)
+    fence = "`" * max(3, ticks + 1)
+    return [head, fence + "text", *terminal.lines, fence]
+
+
+_OPERATIONS = {
+    "add": "added",
+    "delete": "deleted",
+    "modify": "modified",
+    "move": "moved",
+    "copy": "copied",
+}
+
+
+def _changes_lines(part: ChangesPart) -> list[str]:
+    """One header per changed file, each followed by its section of the patch.
+
+    Changes with no text (binary, symlink, directory, or no patch at all) get
+    the header only; a patch in a format we do not know is shown as is.
+    """
+    sections = _patch_sections(part.patch) if part.patch_format == "git_patch" else {}
+    lines: list[str] = []
+    for change in part.changes:
+        what = _OPERATIONS.get(change.operation, change.operation)
+        where = f"{change.old_path} → {change.path}" if change.old_path else change.path
+        kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
+        lines.append(f"**{what}** {where}{kind}")
+        section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
+        if section:
+            lines += ["```diff", *section, "```"]
+    rest = [line for section in sections.values() for line in section]
+    if part.patch and part.patch_format != "git_patch":
+        rest = part.patch.splitlines()
+    if rest:
+        lines += ["```diff", *rest, "```"]
+    return lines
+
+
+def _patch_sections(text: str | None) -> dict[str, list[str]]:
+    """Split git patch text into its ``diff --git`` sections, keyed by file path."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in (text or "").splitlines():
+        if line.startswith("diff --git ") or not sections:
+            current = [line]
+            sections[f"#{len(sections)}"] = current
+        else:
+            current.append(line)
+    keyed: dict[str, list[str]] = {}
+    for key, section in sections.items():
+        try:
+            paths = [p.path for p in parse_unified("\n".join(section) + "\n")]
+        except PatchError:
+            paths = []
+        keyed[paths[0] if paths else key] = section
+    return keyed
+
+
+def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
+    """Status fields for the header and ``status()``: the options, and the current
+    value of the well-known categories (mode, model, thought_level)."""
+    fields: dict[str, Any] = {
+        "config_options": [
+            {
+                "id": o.id,
+                "name": o.name,
+                "type": o.type,
+                "category": o.category,
+                "current": o.current,
+                "choices": [{"value": v, "name": n} for v, n in o.choices],
+            }
+            for o in options
+        ]
+    }
+    for option in options:
+        if option.category in ("mode", "model", "thought_level"):
+            current = option.current
+            if isinstance(current, str):
+                current = dict(option.choices).get(current, current)
+            fields[option.category] = current
+    return fields
 
 
 def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:

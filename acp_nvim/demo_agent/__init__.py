@@ -10,13 +10,18 @@ from __future__ import annotations
 
 __all__ = ["DemoAgent", "main"]
 
+import itertools
 import os
 import re
+import sys
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent.v2 import DemoAgentV2
+from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol.stdio import stdio_streams
 
@@ -28,7 +33,29 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
 - `long`: a long reply (try `:AcpCancel` or `<C-c>` while it streams)
 - `fail`: the agent answers the prompt with an error
 - `crash`: the agent exits in the middle of the turn
+- `permission`: the agent asks before it runs a (pretend) command; answer with the
+  key shown in the chat, `<CR>` on the prompt, or `:AcpPermission`
+- `edit [PATH]`: reads PATH (default: `demo.txt` in the session's directory) through
+  the editor with fs/read_text_file, asks permission, and adds a comment line at its
+  top with fs/write_text_file; unsaved text in its buffer is kept (`:AcpReview`)
+- `run`: runs a short shell command in a terminal the chat shows live (`<CR>` on
+  its `[terminal …]` line or `:AcpTerminal` opens it), then reports its output
+- `disk [PATH]`: appends a line to PATH on disk by itself and reports it only in a
+  tool call, as Claude's and Codex's agents do (`:AcpReview` catches it)
+- over ACP v2 (`protocol_version = 2`), `help` lists more
 """
+
+# Comment leaders for the line `edit` adds, by file extension.
+_COMMENT = {".lua": "--", ".sql": "--", ".hs": "--", ".vim": '"', ".c": "//", ".h": "//",
+            ".cpp": "//", ".go": "//", ".rs": "//", ".js": "//", ".ts": "//"}  # fmt: skip
+
+
+_CALL_IDS = itertools.count(1)
+_PERMISSION_OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
 
 
 def _chunks(text: str) -> list[str]:
@@ -39,16 +66,35 @@ def _chunks(text: str) -> list[str]:
 class DemoAgent:
     """The agent side of one connection."""
 
-    def __init__(self, connection: Connection, delay: float) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        delay: float,
+        tasks: anyio.abc.TaskGroup | None = None,
+        *,
+        offer_v2: bool = True,
+    ) -> None:
         self.connection = connection
         self.delay = delay
+        # v2 turns run as tasks (the prompt response only accepts); without a task
+        # group, or with ``offer_v2`` False, the demo answers every client with v1.
+        self.tasks = tasks
+        self.offer_v2 = offer_v2
         self.sessions: dict[str, anyio.CancelScope | None] = {}
+        self.cwds: dict[str, str] = {}
+        self.client_fs: Params = {}
+        self.client_terminal = False
         connection.on_request("initialize", dict, self.initialize)
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
 
     async def initialize(self, params: Params) -> Params:
+        self.client_fs = (params.get("clientCapabilities") or {}).get("fs") or {}
+        self.client_terminal = bool((params.get("clientCapabilities") or {}).get("terminal"))
+        if params.get("protocolVersion") == 2 and self.offer_v2 and self.tasks is not None:
+            DemoAgentV2(self.connection, self.delay, self.tasks, _chunks, HELP)
+            return v2_initialize_result()
         return {
             "protocolVersion": 1,
             "agentCapabilities": {"loadSession": False, "promptCapabilities": {}},
@@ -61,6 +107,7 @@ class DemoAgent:
             raise RequestError.invalid_params("cwd must be an absolute path")
         session_id = f"demo-{len(self.sessions) + 1}"
         self.sessions[session_id] = None
+        self.cwds[session_id] = params["cwd"]
         return {"sessionId": session_id}
 
     async def cancel(self, params: Params) -> None:
@@ -72,9 +119,8 @@ class DemoAgent:
         session_id = params["sessionId"]
         if session_id not in self.sessions:
             raise RequestError.resource_not_found(f"session {session_id}")
-        text = " ".join(
-            block.get("text", "") for block in params.get("prompt", []) if block.get("type") == "text"
-        )
+        blocks = params.get("prompt", [])
+        text = " ".join(block.get("text", "") for block in blocks if block.get("type") == "text")
         words = set(re.findall(r"[a-z]+", text.lower()))
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
@@ -85,13 +131,27 @@ class DemoAgent:
         return {"stopReason": "cancelled" if scope.cancel_called else "end_turn"}
 
     async def _reply(self, session_id: str, text: str, words: set[str]) -> None:
-        await self._stream(session_id, "agent_thought_chunk", f"The user wrote {len(text)} characters. ")
+        thought = f"The user wrote {len(text)} characters. "
+        await self._stream(session_id, "agent_thought_chunk", thought)
         await self._stream(session_id, "agent_thought_chunk", "I will answer with a short example.")
         if "crash" in words:
             await self._stream(session_id, "agent_message_chunk", "Crashing now, as asked…")
             os._exit(3)
         if "help" in words:
             await self._stream(session_id, "agent_message_chunk", HELP)
+            return
+        if "permission" in words:
+            await self._pretend_command(session_id)
+            return
+        if "run" in words:
+            await self._run_command(session_id)
+            return
+        if "edit" in words or "disk" in words:
+            path = self._target(session_id, text)
+            if "edit" in words:
+                await self._edit_through_editor(session_id, path)
+            if "disk" in words:
+                await self._edit_on_disk(session_id, path)
             return
         reply = (
             f"You said: *{text.strip()}*\n\n"
@@ -102,6 +162,156 @@ class DemoAgent:
         if "long" in words:
             reply += "\n\n" + " ".join(f"word{i}" for i in range(2000))
         await self._stream(session_id, "agent_message_chunk", reply)
+
+    async def _ask_permission(self, session_id: str, tool_call: Params) -> str | None:
+        """Ask before a tool call runs: the kind of the chosen option, None if cancelled.
+
+        ``tool_call`` is the request's ``toolCall`` (at least ``toolCallId``); the
+        option ids are Claude's, so the client has to go by kind.
+        """
+        params = {"sessionId": session_id, "toolCall": tool_call, "options": _PERMISSION_OPTIONS}
+        answer = await self.connection.request("session/request_permission", params, dict)
+        outcome = answer.get("outcome") or {}
+        if outcome.get("outcome") != "selected":
+            return None
+        kinds = {option["optionId"]: option["kind"] for option in _PERMISSION_OPTIONS}
+        return kinds.get(outcome.get("optionId", ""))  # an id we never offered: no approval
+
+    async def _pretend_command(self, session_id: str) -> None:
+        """A command that needs permission; like gemini, the call exists first in the request."""
+        call = {
+            "toolCallId": f"demo-run-{next(_CALL_IDS)}",
+            "title": "Run `make clean`",
+            "kind": "execute",
+            "rawInput": {"command": "make clean"},
+        }
+        kind = await self._ask_permission(session_id, call)
+        if kind is None:
+            return
+        allowed = kind.startswith("allow")
+        result = "removed build/ (pretend)" if allowed else "Rejected by the user."
+        update = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call["toolCallId"],
+            "status": "completed" if allowed else "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": result}}],
+        }
+        await self._send_update(session_id, update)
+        reply = "Done: `make clean` ran." if allowed else "Understood, I left it alone."
+        await self._stream(session_id, "agent_message_chunk", reply)
+
+    def _target(self, session_id: str, text: str) -> str:
+        """The first word of the prompt naming an existing file, else demo.txt."""
+        cwd = self.cwds[session_id]
+        for word in text.split():
+            path = os.path.join(cwd, os.path.expanduser(word.strip("`'\",;")))
+            if os.path.isfile(path):
+                return os.path.normpath(path)
+        return os.path.join(cwd, "demo.txt")
+
+    async def _edit_through_editor(self, session_id: str, path: str) -> None:
+        """Read with fs/read_text_file, ask, add a comment line, fs/write_text_file."""
+        if not (self.client_fs.get("readTextFile") and self.client_fs.get("writeTextFile")):
+            await self._stream(session_id, "agent_message_chunk", "This client offers no fs/*.")
+            return
+        try:
+            read = await self.connection.request(
+                "fs/read_text_file", {"sessionId": session_id, "path": path}, dict
+            )
+            old: str | None = read["content"]
+        except RequestError as err:
+            if err.code != RequestError.RESOURCE_NOT_FOUND:
+                await self._stream(session_id, "agent_message_chunk", f"Cannot read it: {err}")
+                return
+            old = None  # a new file
+        leader = _COMMENT.get(os.path.splitext(path)[1], "#")
+        new = f"{leader} Edited by the acp.nvim demo agent (review: :AcpReview)\n" + (old or "")
+        call_id = f"demo-edit-{next(_CALL_IDS)}"
+        call = {
+            "toolCallId": call_id,
+            "title": f"Edit {os.path.basename(path)}",
+            "kind": "edit",
+            "locations": [{"path": path, "line": 1}],
+            "content": [{"type": "diff", "path": path, "oldText": old, "newText": new}],
+        }
+        await self._send_update(
+            session_id, {"sessionUpdate": "tool_call", **call, "status": "pending"}
+        )
+        kind = await self._ask_permission(session_id, call)
+        allowed = kind is not None and kind.startswith("allow")
+        if allowed:
+            params = {"sessionId": session_id, "path": path, "content": new}
+            await self.connection.request("fs/write_text_file", params)
+        status = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+        await self._send_update(
+            session_id, {**status, "status": "completed" if allowed else "failed"}
+        )
+        reply = f"I added a comment line at the top of `{path}`." if allowed else "I left it alone."
+        await self._stream(session_id, "agent_message_chunk", reply)
+
+    async def _edit_on_disk(self, session_id: str, path: str) -> None:
+        """Write the file directly; the client learns of it only from the tool call."""
+        call_id = f"demo-disk-{next(_CALL_IDS)}"
+        locations = [{"path": path}]
+        await self._send_update(
+            session_id,
+            {"sessionUpdate": "tool_call", "toolCallId": call_id, "status": "pending",
+             "title": f"Write {os.path.basename(path)}", "kind": "edit", "locations": locations},
+        )  # fmt: skip
+        old = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        new = (old or "") + "Written to disk directly by the acp.nvim demo agent.\n"
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+        diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
+        await self._send_update(
+            session_id,
+            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
+             "content": [diff], "locations": locations},
+        )  # fmt: skip
+        await self._stream(session_id, "agent_message_chunk", f"I appended a line to `{path}`.")
+
+    async def _run_command(self, session_id: str) -> None:
+        """Run a short shell line in a client terminal shown in a tool call, the way
+        Claude's older adapter does (whole line in ``command``, no args, no cwd)."""
+        if not self.client_terminal:
+            await self._stream(session_id, "agent_message_chunk", "This client has no terminals.")
+            return
+        command = (
+            "echo hi; printf 'counting:'; for i in 1 2 3; do printf ' %s' $i; sleep 0.3; done;"
+            " printf '\\n\\033[32mdone\\033[0m\\n'"
+        )
+        sid = {"sessionId": session_id}
+        params = {**sid, "command": command, "args": [], "outputByteLimit": 32000}
+        created = await self.connection.request("terminal/create", params, dict)
+        term = {**sid, "terminalId": created["terminalId"]}
+        call_id = f"run{next(_CALL_IDS)}"
+        content = [{"type": "terminal", "terminalId": created["terminalId"]}]
+        await self._send_update(
+            session_id,
+            {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "Run a command",
+             "kind": "execute", "status": "in_progress", "content": content,
+             "rawInput": {"command": command}},
+        )  # fmt: skip
+        try:
+            exit_status = await self.connection.request("terminal/wait_for_exit", term, dict)
+            output = await self.connection.request("terminal/output", term, dict)
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled turn releases it too
+                await self.connection.request("terminal/release", term, dict)
+        code = exit_status.get("exitCode")
+        await self._send_update(
+            session_id,
+            {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+             "status": "completed" if code == 0 else "failed"},
+        )  # fmt: skip
+        reply = f"The command exited with code {code} and printed:\n\n```\n{output['output']}```"
+        await self._stream(session_id, "agent_message_chunk", reply)
+
+    async def _send_update(self, session_id: str, update: Params) -> None:
+        await self.connection.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
         for piece in _chunks(text):
@@ -116,12 +326,18 @@ class DemoAgent:
             await anyio.sleep(self.delay)
 
 
-async def _serve() -> None:
+async def _serve(offer_v2: bool) -> None:
     receive, send = stdio_streams()
     connection = Connection(receive, send, name="demo")
-    DemoAgent(connection, float(os.environ.get("ACP_DEMO_DELAY", "0.02")))
-    await connection.serve()
+    delay = float(os.environ.get("ACP_DEMO_DELAY", "0.02"))
+    async with anyio.create_task_group() as tasks:
+        DemoAgent(connection, delay, tasks, offer_v2=offer_v2)
+        await connection.serve()
+        tasks.cancel_scope.cancel()
 
 
 def main() -> None:
-    anyio.run(_serve)
+    """``python -m acp_nvim.demo_agent [--v1]``; ``--v1`` (or ``ACP_DEMO_PROTOCOL=1``)
+    answers a v2 ``initialize`` with version 1, to try the client's fallback."""
+    force_v1 = "--v1" in sys.argv[1:] or os.environ.get("ACP_DEMO_PROTOCOL") == "1"
+    anyio.run(_serve, not force_v1)

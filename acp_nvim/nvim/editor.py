@@ -18,7 +18,8 @@ import anyio.from_thread
 import anyio.lowlevel
 import pynvim
 
-from acp_nvim.client.editor import EditorError, RenderOp
+from acp_nvim.client.editor import BufferState, EditorError, RenderOp
+from acp_nvim.review import LineEdit
 
 _APPLY = "require('acp.host').apply(...)"
 # Joined text of a pending append op is kept as a list of parts until the flush.
@@ -61,6 +62,52 @@ class NvimEditor:
     def notify(self, message: str, level: str = "error") -> None:
         self._pending.append(["notify", message, level])
         self._wake.set()
+
+    def review(self, chat: int, summary: dict[str, Any]) -> None:
+        # Only the latest state matters: an older one still queued is dropped.
+        self._pending = [i for i in self._pending if not (i[0] == "review" and i[1] == chat)]
+        self._pending.append(["review", chat, summary])
+        self._wake.set()
+
+    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
+        raw = await self.call_lua("return require('acp.buffers').read(...)", path, load)
+        if not raw:
+            return None
+        if raw["text"].count("\n") != raw["count"] - 1:
+            # A NUL byte reads as "\n" inside a line: only the list of lines is exact.
+            raw = await self.call_lua("return require('acp.buffers').read(...)", path, load, True)
+            if not raw:
+                return None
+        state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), int(raw["tick"]))
+        if "lines" in raw:
+            return BufferState(list(raw["lines"]), *state)
+        return BufferState(None, *state, joined=raw["text"])
+
+    async def edit_buffer(
+        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+    ) -> int | None:
+        plain = [[e.start, e.end, e.lines] for e in edits]
+        result = await self.call_lua(
+            "return require('acp.buffers').edit(...)", path, tick, plain, save
+        )
+        return None if result is False or result is None else int(result)
+
+    async def reload_buffers(self, paths: list[str]) -> list[str]:
+        if not paths:
+            return []
+        return list(await self.call_lua("return require('acp.buffers').reload(...)", paths))
+
+    async def open_terminal(
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+    ) -> int:
+        pid = await self.call_lua("return require('acp.terminal').create(...)", key, cmd, cwd, env)
+        return int(pid)
+
+    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
+        await self.call_lua("require('acp.terminal').write(...)", key, text, reset)
+
+    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
+        await self.call_lua("require('acp.terminal').stop(...)", keys, wipe)
 
     async def run(self) -> None:
         """Flush queued items, at most once per interval, until cancelled."""

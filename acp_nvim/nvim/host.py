@@ -66,13 +66,37 @@ class Host:
                 self.worker.call(app.setup, params.get("options"))
             case "open":
                 cwd = params.get("cwd") or os.getcwd()
-                self.worker.submit(app.open, params["chat"], params.get("agent"), cwd)
+                resume = params.get("session_id")
+                self.worker.submit(app.open, params["chat"], params.get("agent"), cwd, resume)
             case "send":
                 self.worker.submit(app.send, params["chat"], params["text"])
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
+            case "answer":
+                self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
+            case "review":
+                self.worker.submit(
+                    app.review,
+                    params["chat"],
+                    params["decision"],
+                    params.get("path"),
+                    params.get("hunk"),
+                    params.get("turn"),
+                )
             case "close":
                 self.worker.submit(app.close, params["chat"])
+            case "list_sessions":
+                self.worker.submit(app.list_sessions, params["chat"])
+            case "delete_session":
+                self.worker.submit(app.delete_session, params["chat"], params["session_id"])
+            case "set_config":
+                self.worker.submit(app.set_config, params["chat"], params["id"], params["value"])
+            case "login":
+                self.worker.submit(app.login, params["chat"], params.get("method"))
+            case "logout":
+                self.worker.submit(app.logout, params["chat"])
+            case "terminal_output":
+                self.worker.call(app.terminal_output, params.get("chunks") or [])
             case "shutdown":
                 self.shutdown()
             case _:

@@ -13,6 +13,9 @@ local api = vim.api
 ---@field input integer buffer
 ---@field blocks acp.Blocks
 ---@field status table
+---@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
+---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
+---@field followed? table<string, string> last location followed per tool call (acp.tools)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -52,9 +55,12 @@ local function winbar(chat)
   if s.protocol_version then
     table.insert(parts, "ACP v" .. s.protocol_version)
   end
-  table.insert(parts, s.state or "starting")
+  table.insert(parts, s.turn_state == "requires_action" and "waiting for you" or s.state or "starting")
   if s.mode then
     table.insert(parts, "mode " .. s.mode)
+  end
+  if s.model then
+    table.insert(parts, s.model)
   end
   return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
 end
@@ -122,6 +128,11 @@ local function map(chat)
     M.cancel(chat)
   end
   vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
+  -- One <CR> for the transcript (acp.tools.enter): a permission prompt's picker,
+  -- a location's file, a terminal, else the usual <CR>.
+  vim.keymap.set("n", "<CR>", function()
+    require("acp.tools").enter(chat)
+  end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
@@ -174,7 +185,7 @@ local function take_windows(old, chat)
   return shown
 end
 
----@param opts {agent?: string, new?: boolean}
+---@param opts {agent?: string, new?: boolean, session_id?: string}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -184,7 +195,7 @@ function M.open(opts)
   if not valid(existing) then
     existing = nil
   end
-  if existing and not opts.new and (not opts.agent or opts.agent == existing.status.agent) then
+  if existing and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
     show(existing)
     return existing
   end
@@ -197,7 +208,7 @@ function M.open(opts)
     show(chat)
   end
   update_winbar(chat)
-  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd() })
+  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd(), session_id = opts.session_id })
   return chat
 end
 
@@ -236,6 +247,8 @@ function M.render(id, ops)
     return
   end
   local status = render.apply(chat.transcript, chat.blocks, ops)
+  require("acp.prompt").update(chat, ops)
+  require("acp.tools").follow(chat, ops)
   if next(status) then
     for key, value in pairs(status) do
       -- Python's None arrives as vim.NIL: the field is cleared.

@@ -7,6 +7,7 @@ local M = {}
 ---@field cmd string[]              argv of the agent; cmd[1] is looked up on PATH
 ---@field env? table<string,string> added to Neovim's environment
 ---@field cwd? string               working directory (default: Neovim's cwd)
+---@field missing_file_as_empty? boolean read a missing file as "" (default: true for gemini, which probes first)
 
 ---@class (exact) acp.ChatOptions
 ---@field position? "right"|"left"|"bottom"|"tab"  where the chat opens
@@ -17,10 +18,10 @@ local M = {}
 ---@class (exact) acp.Options
 ---@field agents? table<string,acp.AgentSpec> agents by name (built in: demo, claude, codex, gemini, opencode, qwen)
 ---@field default_agent? string    agent used by :AcpChat without a name
----@field protocol_version? 1|2    ACP version offered first
----@field permission_policy? "ask"|"allow_reads"|"allow_all" how agent permission requests are answered
----@field auto_save? boolean       write buffers the agent edited to disk
----@field follow_agent? boolean    show the file and line the agent works on
+---@field protocol_version? 1|2    ACP version offered first (2 falls back to 1, see |acp-v2|)
+---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
+---@field auto_save? boolean       save buffers the agent edited (else left unsaved)
+---@field follow_agent? boolean    show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field python? string           Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin"    how the Python side runs
 ---@field log_lines? integer       lines kept by :AcpLog

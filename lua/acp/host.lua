@@ -130,6 +130,8 @@ function M.apply(batch)
       vim.api.nvim_exec_autocmds("User", { pattern = item[2], data = item[3], modeline = false })
     elseif kind == "notify" then
       util.notify(item[2], item[3])
+    elseif kind == "review" then
+      require("acp.review").update(item[2], item[3])
     end
   end
 end

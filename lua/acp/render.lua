@@ -34,20 +34,22 @@ local status_hl = {
 ---@field prefix string prepended to streamed lines
 ---@field index integer position in the transcript
 ---@field status? string
+---@field permission? table a tool call's permission prompt (rows are offsets in the block)
+---@field locations? table[] a tool call's locations {row, path, line?}
 
 ---@class acp.Blocks
 ---@field order string[]
 ---@field by_id table<string, acp.Block>
----@field by_mark table<integer, string>
 
 ---@return acp.Blocks
 function M.new_blocks()
-  return { order = {}, by_id = {}, by_mark = {} }
+  return { order = {}, by_id = {} }
 end
 
 local function start_row(buf, block)
   return api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
 end
+M.start_row = start_row
 
 --- Rows [first, last) of a block (last exclusive, before the next separator).
 local function rows(buf, blocks, block)
@@ -59,6 +61,9 @@ end
 
 local function highlight(buf, block, first, last)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first, last)
+  if block.kind == "tool" then
+    require("acp.tools").highlight(buf, M.ns_hl, block, first, last)
+  end
   local group = header_hl[block.kind]
   if group then
     api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = group })
@@ -79,7 +84,7 @@ local function put_block(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if block then
     local first, last = rows(buf, blocks, block)
-    block.status = op.status
+    block.status, block.permission, block.locations = op.status, op.permission, op.locations
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)
     return
@@ -97,9 +102,9 @@ local function put_block(buf, blocks, op)
   end
   local mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
   block = { mark = mark, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
+  block.permission, block.locations = op.permission, op.locations
   table.insert(blocks.order, op.id)
   blocks.by_id[op.id] = block
-  blocks.by_mark[mark] = op.id
   highlight(buf, block, first, first + #op.lines)
 end
 
@@ -159,16 +164,34 @@ function M.apply(buf, blocks, ops)
   return status
 end
 
+--- The block holding a 0-based row.
+---
+--- Blocks are only appended, so their start rows grow with their order: a binary
+--- search over them. (A reverse nvim_buf_get_extmarks walks every mark before the
+--- row, and foldexpr asks this for each line: quadratic in the transcript.)
+---@return string? id, acp.Block? block, integer? first_row
+function M.block_at(buf, blocks, row)
+  local lo, hi, id, first = 1, #blocks.order, nil, nil
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local start = start_row(buf, blocks.by_id[blocks.order[mid]])
+    if start <= row then
+      lo, id, first = mid + 1, blocks.order[mid], start
+    else
+      hi = mid - 1
+    end
+  end
+  return id, id and blocks.by_id[id], first
+end
+
 --- The block kind at a 1-based line, for folding.
 ---@return string? kind, boolean? is_first_row
 function M.kind_at(buf, blocks, lnum)
-  local marks = api.nvim_buf_get_extmarks(buf, M.ns, { lnum - 1, 0 }, 0, { limit = 1 })
-  local mark = marks[1]
-  if not mark then
+  local _, block, first = M.block_at(buf, blocks, lnum - 1)
+  if not block then
     return nil
   end
-  local block = blocks.by_id[blocks.by_mark[mark[1]]]
-  return block and block.kind, mark[2] == lnum - 1
+  return block.kind, first == lnum - 1
 end
 
 return M

@@ -16,8 +16,8 @@ import anyio
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from acp_nvim.protocol import Connection, RequestError  # noqa: E402
-from acp_nvim.protocol.stdio import stdio_streams  # noqa: E402
+from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 IDLE_EXIT = 97
@@ -82,9 +82,129 @@ class Fake:
                 await self.send.send(b"{not json\n")
                 await self.send.send(b'{"jsonrpc": "2.0", "method": "x", "params": ' + b"1" * 70_000_000 + b"}\n")
                 await self.say("after garbage")
+            case "permission":
+                return await self.ask_permission(text)
+            case "tool_calls":
+                await self.tool_call_with_location(text)
+            case "terminal":
+                await self.run_terminal(json.loads(text))
+            case "files":
+                await self.file_steps(json.loads(text))
             case _:
                 await self.say(f"echo: {text}")
         return {"stopReason": "end_turn"}
+
+    async def file_steps(self, steps: list[Params]) -> None:
+        """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
+        requests, answers said as ``RESULT <json>`` lines) and ``{"disk": {path,
+        content}}`` (an edit made on disk, reported only as a tool call, like
+        Claude's and Codex's adapters)."""
+        for n, step in enumerate(steps):
+            [(kind, args)] = step.items()
+            if kind == "disk":
+                path = args["path"]
+                old = None
+                if os.path.exists(path):
+                    with open(path) as f:
+                        old = f.read()
+                call = {"toolCallId": f"edit{n}", "title": f"Edit {path}", "kind": "edit"}
+                await self.tool_update({"sessionUpdate": "tool_call", **call, "status": "pending",
+                                        "locations": [{"path": path}]})
+                with open(path, "w") as f:
+                    f.write(args["content"])
+                diff = {"type": "diff", "path": path, "oldText": old, "newText": args["content"]}
+                await self.tool_update({"sessionUpdate": "tool_call_update", "toolCallId": f"edit{n}",
+                                        "status": "completed", "content": [diff]})
+                continue
+            try:
+                result: Any = await self.c.request(f"fs/{kind}_text_file", {"sessionId": "fake-1", **args}, dict)
+            except RequestError as err:
+                result = {"error": err.code, "message": err.message}
+            await self.say("RESULT " + json.dumps(result) + "\n")
+
+    async def run_terminal(self, script: Params) -> None:
+        """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?}`` (JSON): run a
+        terminal shown in a tool call, then report what came back as JSON."""
+        sid = {"sessionId": "fake-1"}
+        created = await self.c.request("terminal/create", {**sid, **script["create"]}, dict)
+        term = {**sid, "terminalId": created["terminalId"]}
+        await self.tool_update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "run",
+                "title": "Run",
+                "kind": "execute",
+                "status": "in_progress",
+                "content": [{"type": "terminal", "terminalId": created["terminalId"]}],
+            }
+        )
+        report: Params = {"terminalId": created["terminalId"]}
+        if script.get("kill"):
+            await self.c.request("terminal/kill", term, dict)
+        if script.get("wait", True):
+            report["exit"] = await self.c.request("terminal/wait_for_exit", term, dict)
+            report |= await self.c.request("terminal/output", term, dict)
+        if script.get("release", True):
+            await self.c.request("terminal/release", term, dict)
+            try:
+                await self.c.request("terminal/output", term, dict)
+            except RequestError as err:
+                report["after_release"] = err.code
+        await self.say(json.dumps(report))
+
+    async def tool_update(self, update: Params) -> None:
+        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+
+    async def ask_permission(self, text: str) -> Params:
+        """Prompt ``KIND [nokind] [at PATH:LINE]``: ask like gemini (the tool call exists
+        only in the request), then report the outcome as a message."""
+        words = text.split()
+        call: Params = {
+            "toolCallId": f"call-{words[0]}",
+            "title": f"Fake {words[0]}",
+            "kind": words[0],
+        }
+        if "at" in words:
+            path, line = words[words.index("at") + 1].rsplit(":", 1)
+            call["locations"] = [{"path": path, "line": int(line)}]
+        if "nokind" in words:  # the older Claude adapter
+            options = [{"optionId": "yes", "name": "Yes"}, {"optionId": "no", "name": "No"}]
+        else:
+            options = [
+                {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "proceed_always", "name": "Always allow", "kind": "allow_always"},
+                {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "never", "name": "Never", "kind": "reject_always"},
+            ]
+        params = {"sessionId": "fake-1", "toolCall": call, "options": options}
+        answer = await self.c.request("session/request_permission", params, dict)
+        outcome = answer["outcome"]
+        await self.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
+        return {"stopReason": "cancelled" if self.cancelled.is_set() else "end_turn"}
+
+    async def tool_call_with_location(self, text: str) -> None:
+        """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
+        path, line = text.split()[0].rsplit(":", 1)
+        location = {"path": path, "line": int(line)}
+        await self.tool_update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t1",
+                "title": "Edit file",
+                "kind": "edit",
+                "status": "in_progress",
+                "locations": [location],
+            }
+        )
+        diff = {"type": "diff", "path": path, "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+        await self.tool_update(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "t1",
+                "status": "completed",
+                "content": [diff],
+            }
+        )
 
 
 async def main(scenario: str) -> None:

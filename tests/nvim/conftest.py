@@ -42,9 +42,15 @@ class Editor:
         self.marker = marker
         self.tmp = tmp
         self.pid: int = nvim.funcs.getpid()
+        self.closed = False
 
     def quit(self) -> None:
-        """End the child Neovim and the pynvim session (no transport left open)."""
+        """End the child Neovim and the pynvim session (no transport left open).
+
+        A test may quit itself; the fixture's quit is then a no-op."""
+        if self.closed:
+            return
+        self.closed = True
         try:
             self.nvim.command("qa!")
         except (OSError, EOFError):
@@ -90,7 +96,7 @@ class Editor:
         self.wait(
             f"#vim.tbl_filter(function(e) return e.name == {name!r} end, _G.acp_events) >= {count}",
             timeout,
-            what=f"{count} × {name}",
+            what=f"{count} x {name}",
         )
         return self.events(name)[count - 1]
 

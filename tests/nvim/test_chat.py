@@ -8,6 +8,8 @@ import select
 import signal
 import time
 
+import pytest
+
 from tests.nvim.conftest import Editor
 
 
@@ -30,12 +32,13 @@ def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
     return survivors
 
 
-def test_streamed_reply_appears_in_transcript(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_streamed_reply_appears_in_transcript(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     status = editor.open_chat()
     assert status["state"] == "ready"
     assert status["agent"] == "demo"
-    assert status["protocol_version"] == 1
+    assert status["protocol_version"] == version
     assert status["session_id"] == "demo-1"
 
     editor.lua("require('acp').send('hello there')")
@@ -52,8 +55,11 @@ def test_streamed_reply_appears_in_transcript(editor: Editor) -> None:
     assert status["state"] == "ready" and status["stop_reason"] == "end_turn"
 
 
-def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
     status = editor.open_chat()
     editor.lua("require('acp').send('hi')")
     editor.wait_event("AcpTurnEnd")
@@ -79,8 +85,9 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(editor
     assert editor.lua(f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({agent_row}) end)") == 0
 
 
-def test_enter_in_input_sends_and_clears_it(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_enter_in_input_sends_and_clears_it(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     status = editor.open_chat()
     input_buf = status["input_buf"]
     editor.lua(
@@ -94,8 +101,9 @@ def test_enter_in_input_sends_and_clears_it(editor: Editor) -> None:
     assert editor.nvim.buffers[input_buf][:] == [""]
 
 
-def test_acp_send_command(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_acp_send_command(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     editor.open_chat()
     editor.nvim.command("AcpSend from the command line")
     editor.wait_event("AcpTurnEnd")
@@ -176,10 +184,11 @@ def test_initialize_advertises_only_what_works(editor: Editor) -> None:
     assert sent["protocolVersion"] == 1
     assert sent["clientInfo"]["name"] == "acp.nvim"
     capabilities = sent["clientCapabilities"]
-    # Omitted capabilities are unsupported (ACP: "MUST treat omitted as UNSUPPORTED").
-    assert not capabilities.get("terminal")
-    assert not capabilities.get("fs", {}).get("readTextFile")
-    assert not capabilities.get("fs", {}).get("writeTextFile")
+    # Exactly what works: files from buffers and real terminals; nothing else is claimed
+    # (ACP: omitted capabilities are unsupported).
+    assert capabilities["fs"] == {"readTextFile": True, "writeTextFile": True}
+    assert capabilities["terminal"] is True
+    assert {key for key, value in capabilities.items() if value} == {"fs", "terminal"}
 
 
 def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> None:

@@ -1,0 +1,506 @@
+"""ACP v2 on the one session model: wire updates → Chat calls, and the v2 requests.
+
+v2 is shaped like the model, so this is mostly renaming: messages and tool
+calls are upserts by id (omitted = unchanged, ``null`` = cleared, value =
+replaced, chunks append), the turn follows ``state_update``, plans carry ids,
+modes are config options. Unknown variants arrive as ``Unknown`` and are shown
+generically. v2 has no client file system or terminals: nothing here serves
+``fs/*`` or ``terminal/*``; agent-owned display terminals go to the
+``terminals`` sink.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SessionsV2",
+    "TerminalSink",
+    "apply_update",
+    "config_options",
+    "content_text",
+    "initialize_request",
+    "tool_call_patch",
+]
+
+import base64
+import binascii
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import anyio
+from msgspec import UnsetType
+
+from acp_nvim import __version__
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.model import (
+    ChangesPart,
+    ConfigOption,
+    ContentPart,
+    FileOp,
+    Location,
+    MessagePatch,
+    PermissionOption,
+    PlanEntry,
+    Role,
+    TerminalPart,
+    TextPart,
+    ToolCallPatch,
+)
+from acp_nvim.protocol import Connection
+from acp_nvim.protocol import schema_v2 as v2
+from acp_nvim.protocol.unknown import Unknown
+
+
+class TerminalSink(Protocol):
+    """Where agent-owned display terminals go (``terminal_update`` / ``_output_chunk``).
+
+    ``output`` and ``exit_status`` follow the patch rule: UNSET leaves the value,
+    None clears it; ``output`` is the whole decoded byte snapshot.
+    """
+
+    def update(
+        self,
+        chat: Chat,
+        terminal_id: str,
+        *,
+        command: str | UnsetType | None,
+        cwd: str | UnsetType | None,
+        output: bytes | UnsetType | None,
+        exit_status: dict[str, Any] | UnsetType | None,
+    ) -> None: ...
+
+    def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
+        """Append one base64 chunk (decoded by the sink, which keeps split state)."""
+
+
+# The permission service (permissions.Permissions.ask): the prompt is shown at a
+# tool call; returns the chosen option id, or None for "cancelled".
+AskPermission = Callable[[Chat, ToolCallPatch, list[PermissionOption]], Awaitable[str | None]]
+
+
+def initialize_request() -> v2.InitializeRequest:
+    """What we offer: v2 with no client capabilities (v2 has no client fs/terminals)."""
+    return v2.InitializeRequest(
+        protocol_version=2,
+        info=v2.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
+        capabilities=v2.ClientCapabilities(),
+    )
+
+
+# -- updates ---------------------------------------------------------------------------
+
+_CHUNK_ROLES: dict[type, Role] = {
+    v2.SessionUpdateUserMessageChunk: "user",
+    v2.SessionUpdateAgentMessageChunk: "agent",
+    v2.SessionUpdateAgentThoughtChunk: "thought",
+}
+_WHOLE_ROLES: dict[type, Role] = {
+    v2.SessionUpdateUserMessage: "user",
+    v2.SessionUpdateAgentMessage: "agent",
+    v2.SessionUpdateAgentThought: "thought",
+}
+
+
+def apply_update(chat: Chat, update: Any, terminals: TerminalSink) -> None:
+    """Apply one ``UpdateSessionNotification.update`` to the chat."""
+    role = _CHUNK_ROLES.get(type(update))
+    if role is not None:
+        chat.on_message(MessagePatch(update.message_id, role, content_text(update.content)))
+        return
+    role = _WHOLE_ROLES.get(type(update))
+    if role is not None:
+        # Omitted content: only _meta changed. null or [] clears, a list replaces.
+        if not isinstance(update.content, UnsetType):
+            text = "".join(content_text(block) for block in update.content or [])
+            chat.on_message(MessagePatch(update.message_id, role, text, replace=True))
+        return
+    match update:
+        case v2.SessionUpdateStateUpdate(state=state, stop_reason=stop_reason):
+            chat.on_state(state, stop_reason)
+        case v2.SessionUpdateToolCallUpdate():
+            chat.on_tool_call(tool_call_patch(update))
+        case v2.SessionUpdateToolCallContentChunk(tool_call_id=call_id, content=item):
+            chat.on_tool_call(ToolCallPatch(call_id, append_content=[_content_part(item)]))
+        case v2.SessionUpdateTerminalUpdate():
+            terminals.update(
+                chat,
+                update.terminal_id,
+                command=update.command,
+                cwd=update.cwd,
+                output=_snapshot(update.output),
+                exit_status=_exit_status(update.exit_status),
+            )
+        case v2.SessionUpdateTerminalOutputChunk(terminal_id=terminal_id, data=data):
+            terminals.chunk(chat, terminal_id, data)
+        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentItems() as plan):
+            chat.on_plan(
+                plan.plan_id, [PlanEntry(e.content, e.status, e.priority) for e in plan.entries]
+            )
+        case v2.SessionUpdatePlanUpdate(plan=Unknown() as plan):
+            kind = plan.tag or "unknown"
+            chat.on_plan(str(plan.get("planId", kind)), [PlanEntry(f"({kind} plan)", "unknown")])
+        case v2.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
+            chat.on_info(commands=[_command(c) for c in commands])
+        case v2.SessionUpdateConfigOptionUpdate(config_options=options):
+            chat.on_config(config_options(options))
+        case v2.SessionUpdateSessionInfoUpdate(title=title):
+            if not isinstance(title, UnsetType):
+                chat.on_info(title=title)
+        case v2.SessionUpdateUsageUpdate(used=used, size=size):
+            chat.on_info(usage={"used": used, "size": size})
+        case Unknown(tag=tag):
+            # Newer or vendor (`_`) updates: never a crash; the header names the last one.
+            chat.on_info(unknown_update=str(tag))
+        case _:
+            pass
+
+
+def tool_call_patch(update: v2.ToolCallUpdate) -> ToolCallPatch:
+    """Omitted fields stay UNSET; ``null`` clears (the field's empty value)."""
+    patch = ToolCallPatch(update.tool_call_id)
+    if not isinstance(update.title, UnsetType):
+        patch.title = update.title or ""
+    if not isinstance(update.kind, UnsetType):
+        patch.kind = update.kind or "other"
+    if not isinstance(update.status, UnsetType):
+        patch.status = update.status or "pending"
+    if not isinstance(update.content, UnsetType):
+        patch.content = [_content_part(item) for item in update.content or []]
+    if not isinstance(update.locations, UnsetType):
+        patch.locations = [Location(loc.path, loc.line) for loc in update.locations or []]
+    if not isinstance(update.raw_input, UnsetType):
+        patch.raw_input = update.raw_input
+    return patch
+
+
+def _content_part(item: Any) -> ContentPart:
+    match item:
+        case v2.ToolCallContentContent(content=content):
+            return TextPart(content_text(content))
+        case v2.ToolCallContentDiff(changes=changes, patch=patch):
+            return ChangesPart(
+                [_file_op(change) for change in changes],
+                patch.text if patch is not None else None,
+                patch.format if patch is not None else None,
+            )
+        case v2.ToolCallContentTerminal(terminal_id=terminal_id):
+            return TerminalPart(terminal_id)
+        case Unknown(tag=tag):
+            return TextPart(f"[{tag or 'unknown'} content]")
+        case _:
+            return TextPart(f"[{type(item).__name__}]")
+
+
+def _file_op(change: Any) -> FileOp:
+    if isinstance(change, Unknown):
+        return FileOp(str(change.tag), str(change.get("path", "?")), change.get("oldPath"))
+    tag = type(change).__struct_config__.tag
+    return FileOp(str(tag), change.path, getattr(change, "old_path", None), change.file_type)
+
+
+def content_text(block: Any) -> str:
+    """Markdown for one content block; non-text content is described, not dropped."""
+    match block:
+        case v2.ContentBlockText(text=text):
+            return str(text)
+        case v2.ContentBlockResourceLink(uri=uri, name=name):
+            return f"[{name or uri}]({uri})"
+        case v2.ContentBlockResource(resource=Unknown() as resource):
+            return f"[resource {resource.get('uri', '?')}]"
+        case v2.ContentBlockResource(
+            resource=v2.TextResourceContents() | v2.BlobResourceContents() as resource
+        ):
+            return f"[resource {resource.uri}]"
+        case v2.ContentBlockImage():
+            return "[image]"
+        case v2.ContentBlockAudio():
+            return "[audio]"
+        case Unknown(tag=tag):
+            return f"[{tag or 'unknown'} content]"
+        case _:
+            return f"[{type(block).__name__}]"
+
+
+def _snapshot(output: v2.TerminalOutput | UnsetType | None) -> bytes | UnsetType | None:
+    if output is None or isinstance(output, UnsetType):
+        return output
+    try:
+        return base64.b64decode(output.data, validate=True)
+    except binascii.Error:
+        return b"[invalid terminal snapshot]"
+
+
+def _exit_status(
+    status: v2.TerminalExitStatus | UnsetType | None,
+) -> dict[str, Any] | UnsetType | None:
+    if status is None or isinstance(status, UnsetType):
+        return status
+    return {"exit_code": status.exit_code, "signal": status.signal}
+
+
+def _command(command: v2.AvailableCommand) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": command.name, "description": command.description}
+    match command.input:
+        case v2.AvailableCommandInputText(hint=hint):
+            entry["hint"] = hint
+        case Unknown(tag=tag):
+            entry["input"] = str(tag)  # an input kind we cannot offer: plain text
+        case _:
+            pass
+    return entry
+
+
+def config_options(options: Sequence[Any]) -> list[ConfigOption]:
+    """The model's settings from v2 ``configOptions``; unknown kinds are listed only."""
+    result = []
+    for option in options:
+        match option:
+            case v2.SessionConfigOptionSelect():
+                result.append(
+                    ConfigOption(
+                        option.config_id,
+                        option.name,
+                        "select",
+                        option.current_value,
+                        option.category,
+                        option.description,
+                        _choices(option.options),
+                    )
+                )
+            case v2.SessionConfigOptionBoolean():
+                result.append(
+                    ConfigOption(
+                        option.config_id,
+                        option.name,
+                        "boolean",
+                        option.current_value,
+                        option.category,
+                        option.description,
+                    )
+                )
+            case Unknown(tag=tag):
+                current = option.get("currentValue")
+                result.append(
+                    ConfigOption(
+                        str(option.get("configId", "?")),
+                        str(option.get("name", "?")),
+                        str(tag),
+                        current if isinstance(current, str | bool) else None,
+                        option.get("category"),
+                    )
+                )
+    return result
+
+
+def _choices(options: Any) -> list[tuple[str, str]]:
+    if isinstance(options, Unknown):
+        return []
+    choices = []
+    for item in options:
+        if isinstance(item, v2.SessionConfigSelectGroup):
+            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+        else:
+            choices.append((item.value, item.name))
+    return choices
+
+
+# -- requests --------------------------------------------------------------------------
+
+
+class SessionsV2:
+    """The v2 surface of one connection: sessions, turns, settings, permissions.
+
+    Requests raise ``RequestError`` / ``ConnectionClosed``; the caller turns them
+    into user messages. ``chats`` is the connection's chats by session id.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        init: v2.InitializeResponse,
+        *,
+        cwd: str,
+        chats: dict[str, Chat],
+        terminals: TerminalSink,
+        ask_permission: AskPermission | None = None,
+    ) -> None:
+        self.connection = connection
+        self.init = init
+        self.cwd = cwd
+        self.chats = chats
+        self.terminals = terminals
+        self.ask_permission = ask_permission
+        self._idle: dict[str, anyio.Event] = {}
+        self._permission_ids = itertools.count(1)
+        connection.on_notification("session/update", v2.UpdateSessionNotification, self._on_update)
+        connection.on_request(
+            "session/request_permission", v2.RequestPermissionRequest, self._on_permission
+        )
+
+    def __repr__(self) -> str:
+        return f"<SessionsV2 {len(self.chats)} sessions, {len(self._idle)} turns>"
+
+    @property
+    def can_delete(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.delete is not None
+
+    @property
+    def auth_methods(self) -> list[tuple[str, str]]:
+        """(method id, name) of the advertised protocol-driven login methods."""
+        return [
+            (m.method_id, m.name)
+            for m in self.init.auth_methods or []
+            if isinstance(m, v2.AuthMethodAgent)
+        ]
+
+    async def new_session(self, chat: Chat) -> str:
+        response = await self.connection.request(
+            "session/new", v2.NewSessionRequest(cwd=self.cwd), v2.NewSessionResponse
+        )
+        self.chats[response.session_id] = chat
+        self._take_config(chat, response.config_options)
+        return response.session_id
+
+    async def prompt(self, chat: Chat, text: str) -> None:
+        """Send the prompt; returns when the agent reports idle (the response only accepts)."""
+        session_id = chat.session.session_id
+        idle = self._idle[session_id] = anyio.Event()
+        chat.start_turn(text)
+        params = v2.PromptRequest(session_id=session_id, prompt=[v2.ContentBlockText(text=text)])
+        try:
+            await self.connection.request("session/prompt", params, v2.PromptResponse)
+        except BaseException:
+            self._idle.pop(session_id, None)
+            raise
+        await idle.wait()
+
+    async def cancel(self, chat: Chat) -> None:
+        """The turn ends on the agent's idle update (stop reason ``cancelled``)."""
+        params = v2.CancelSessionNotification(session_id=chat.session.session_id)
+        await self.connection.notify("session/cancel", params)
+
+    async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
+        sessions: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            params = v2.ListSessionsRequest(cwd=cwd, cursor=cursor)
+            page = await self.connection.request("session/list", params, v2.ListSessionsResponse)
+            sessions += [
+                {
+                    "session_id": s.session_id,
+                    "cwd": s.cwd,
+                    "title": s.title,
+                    "updated_at": s.updated_at,
+                }
+                for s in page.sessions
+            ]
+            cursor = page.next_cursor
+            if not cursor or not page.sessions:
+                return sessions
+
+    async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
+        """Reattach to a session; ``replay`` asks for its history first.
+
+        The chat is registered before the request so replayed updates land in it.
+        """
+        self.chats[session_id] = chat
+        chat.session.session_id = session_id
+        params = v2.ResumeSessionRequest(
+            session_id=session_id,
+            cwd=self.cwd,
+            replay_from=v2.ReplayFromStart() if replay else None,
+        )
+        try:
+            response = await self.connection.request(
+                "session/resume", params, v2.ResumeSessionResponse
+            )
+        except BaseException:
+            self.chats.pop(session_id, None)
+            raise
+        self._take_config(chat, response.config_options)
+
+    async def close(self, chat: Chat) -> None:
+        params = v2.CloseSessionRequest(session_id=chat.session.session_id)
+        await self.connection.request("session/close", params, v2.CloseSessionResponse)
+
+    async def delete(self, session_id: str) -> None:
+        params = v2.DeleteSessionRequest(session_id=session_id)
+        await self.connection.request("session/delete", params, v2.DeleteSessionResponse)
+
+    async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None:
+        session_id = chat.session.session_id
+        params: Any
+        if isinstance(value, bool):
+            params = v2.SetSessionConfigOptionRequestBoolean(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        else:
+            params = v2.SetSessionConfigOptionRequestId(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        response = await self.connection.request(
+            "session/set_config_option", params, v2.SetSessionConfigOptionResponse
+        )
+        self._take_config(chat, response.config_options)
+
+    async def login(self, method_id: str) -> None:
+        params = v2.LoginAuthRequest(method_id=method_id)
+        await self.connection.request("auth/login", params, v2.LoginAuthResponse)
+
+    async def logout(self) -> None:
+        await self.connection.request("auth/logout", v2.LogoutAuthRequest(), v2.LogoutAuthResponse)
+
+    def _take_config(self, chat: Chat, options: Sequence[Any] | None) -> None:
+        if options is not None:
+            chat.on_config(config_options(options))
+
+    # -- from the agent
+
+    async def _on_update(self, params: v2.UpdateSessionNotification) -> None:
+        chat = self.chats.get(params.session_id)
+        if chat is None:
+            return
+        apply_update(chat, params.update, self.terminals)
+        if chat.state != "running":
+            idle = self._idle.pop(params.session_id, None)
+            if idle is not None:
+                idle.set()
+
+    async def _on_permission(
+        self, params: v2.RequestPermissionRequest
+    ) -> v2.RequestPermissionResponse:
+        cancelled = v2.RequestPermissionResponse(outcome=v2.RequestPermissionOutcomeCancelled())
+        chat = self.chats.get(params.session_id)
+        if chat is None or self.ask_permission is None:
+            return cancelled
+        options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
+        chosen = await self.ask_permission(chat, self._permission_anchor(chat, params), options)
+        # Only an option the agent offered is an answer; anything else is a refusal.
+        if chosen is None or chosen not in {o.id for o in options}:
+            return cancelled
+        return v2.RequestPermissionResponse(
+            outcome=v2.RequestPermissionOutcomeSelected(option_id=chosen)
+        )
+
+    def _permission_anchor(self, chat: Chat, params: v2.RequestPermissionRequest) -> ToolCallPatch:
+        """The tool call the prompt is shown at.
+
+        A ``tool_call`` subject is that call, applied as an upsert (the prompt copy
+        does not touch it). Otherwise a call of its own carries the copy: a
+        ``command`` subject with its cwd, an absent or unknown subject generically.
+        """
+        subject = params.subject
+        if isinstance(subject, v2.RequestPermissionSubjectToolCall):
+            return tool_call_patch(subject.tool_call)
+        lines = [params.description] if params.description else []
+        kind = "other"
+        call_id = f"permission:{next(self._permission_ids)}"
+        if isinstance(subject, v2.RequestPermissionSubjectCommand):
+            kind = "execute"
+            lines += [f"`$ {subject.command}`", f"in `{subject.cwd}`"]
+        elif isinstance(subject, Unknown):
+            lines.append(f"({subject.tag or 'unknown'} request)")
+        return ToolCallPatch(
+            call_id, title=params.title, kind=kind, content=[TextPart("\n".join(lines))]
+        )

@@ -1,0 +1,445 @@
+"""One session's review service: every agent change of a turn, against a baseline.
+
+Three ways a change arrives, all ending in the session's
+:class:`~acp_nvim.review.ReviewStore`:
+
+- ``fs/write_text_file``: merged into the buffer (or file) as a minimal edit,
+  with the text the agent last read as the merge base, so user edits it has
+  not seen survive and a clash becomes a conflict hunk;
+- files named by tool calls (diff content, locations) that changed on disk;
+- other files under the session's cwd that changed during the turn, found by
+  comparing (size, mtime_ns) against a bounded scan taken at turn start.
+
+Disk checks run when a tool call completes (the files it names, plus the
+bounded scan; completions arriving while a check runs are merged into the next
+one, so a burst of them costs a few checks, not one each) and when the turn
+ends (every file named during the turn). The
+baseline of a file changed on disk is, in this order: its text recorded
+earlier in the turn; a snapshot taken when a tool call first named it while
+pending; its loaded, unmodified buffer; the tool call's ``oldText`` (whole
+file, or a fragment found once in the new text); nothing at all for a file
+created during the turn. doc/decisions/0005-review-baselines.md explains why.
+
+Not here: pixels (Lua draws the review from the plain-data summary pushed
+with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Scan", "SessionChanges", "scan_tree"]
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from acp_nvim.client import files
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.files import FileError
+from acp_nvim.client.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.text import slice_lines, split_text
+from acp_nvim.review import Changeset, ReviewError, ReviewStore
+
+# Directories never scanned: version control, dependencies, caches.
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
+)  # fmt: skip
+SCAN_MAX_FILES = 20_000
+SCAN_MAX_SECONDS = 0.25
+# A tool call naming a bigger file gets no content snapshot.
+SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
+
+Stat = tuple[int, int]  # (size, mtime_ns)
+Decision = Literal["accept", "reject"]
+
+
+@dataclass
+class Scan:
+    """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
+
+    stats: dict[str, Stat] = field(default_factory=dict)
+    complete: bool = True
+
+
+def scan_tree(
+    root: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
+) -> Scan:
+    """Stat the files under ``root``, skipping :data:`SKIP_DIRS` and symlinks.
+
+    Stops after ``max_files`` files or ``max_seconds`` (then ``complete`` is
+    False: files not reached are only checked when a tool call names them).
+    """
+    deadline = time.monotonic() + max_seconds
+    scan = Scan()
+    stack = [root]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS:
+                            stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        scan.stats[entry.path] = (st.st_size, st.st_mtime_ns)
+                except OSError:
+                    continue
+                if len(scan.stats) >= max_files or time.monotonic() > deadline:
+                    scan.complete = False
+                    return scan
+    return scan
+
+
+def stat_of(path: str) -> Stat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+class _Nothing:
+    """No baseline from this source."""
+
+
+NOTHING = _Nothing()
+Baseline = str | None | _Nothing
+
+
+def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
+    """The file before a tool call's diff, given the file after it.
+
+    Agents send the whole file (some without its final newline) or only the
+    replaced fragment; ``NOTHING`` when ``current`` matches neither.
+    """
+    eol = split_text(current)[1]
+    whole = current in (new, new + eol)
+    if old is None:
+        return None if whole else NOTHING
+    if current == new:
+        return old
+    if current == new + eol:
+        return old + eol
+    if new and current.count(new) == 1:
+        return current.replace(new, old)
+    return NOTHING
+
+
+class SessionChanges:
+    """Review state of one session, its fs/* answers and its turn hooks.
+
+    ``tasks`` runs the disk checks a completed tool call asks for; every
+    operation holds one lock, so checks, writes and decisions never interleave.
+    """
+
+    def __init__(
+        self,
+        editor: Editor,
+        chat_id: int,
+        cwd: str,
+        tasks: anyio.abc.TaskGroup,
+        *,
+        auto_save: bool = True,
+        missing_file_as_empty: bool = False,
+    ) -> None:
+        self.editor = editor
+        self.chat_id = chat_id
+        self.cwd = os.path.normpath(cwd)
+        self.store = ReviewStore()
+        self.auto_save = auto_save
+        self.missing_file_as_empty = missing_file_as_empty
+        self._tasks = tasks
+        self._lock = anyio.Lock()
+        self._start = Scan()  # the turn-start scan
+        self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
+        self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
+        self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
+        self._checked: set[str] = set()  # tool calls whose completion was checked
+        self._due: dict[str, None] = {}  # paths named by completions not yet checked
+        self._check_queued = False
+        self._turn_open = False
+
+    def __repr__(self) -> str:
+        return f"<SessionChanges {self.cwd} {self.store!r}>"
+
+    # -- fs/* ------------------------------------------------------------------------
+
+    async def read(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        """Answer ``fs/read_text_file``: buffer text (unsaved edits too), else the disk's.
+
+        Raises:
+            FileError: relative path, missing file (unless the agent's
+                ``missing_file_as_empty``), directory, binary, line past the end.
+        """
+        path = files.absolute(path)
+        async with self._lock:
+            doc = await files.load(self.editor, path)
+        if doc.text is None:
+            if self.missing_file_as_empty:
+                return ""
+            raise FileError("missing", f"{path}: no such file")
+        try:
+            content = slice_lines(doc.text, line, limit)
+        except ValueError as err:
+            raise FileError("range", f"{path}: {err}") from None
+        self.store.note_read(path, doc.text)
+        return content
+
+    async def write(self, path: str, content: str) -> None:
+        """Answer ``fs/write_text_file``: merge into the buffer or file and record it.
+
+        Raises:
+            FileError: relative path, directory, binary file, write failure.
+        """
+        path = files.absolute(path)
+        async with self._lock:
+            doc = await files.load(self.editor, path)
+            existed = doc.text is not None
+            if doc.buffer is None and not self.auto_save:
+                # Left unsaved, as asked: the edit needs a buffer to live in.
+                doc = await files.load(self.editor, path, load_buffer=True)
+            outcome = self.store.write(
+                path, doc.conform(content), editor_text=doc.text if existed else None
+            )
+            final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
+            if final != outcome.text:
+                self._latest(path).file(path).user_edit(final)
+            self._known[path] = stat_of(path)
+            if outcome.conflicts:
+                self.editor.notify(
+                    f"{self._name(path)}: the agent changed lines you edited; "
+                    "your text was kept (:AcpReview)",
+                    "warn",
+                )
+            self._publish()
+
+    # -- turn hooks ------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        """A turn starts: new changeset, and the scan later checks compare against."""
+        self.store.begin_turn()
+        self._start = scan_tree(self.cwd)
+        self._known = dict(self._start.stats)
+        self._named.clear()
+        self._snapshots.clear()
+        self._diffs.clear()
+        self._checked.clear()
+        self._due.clear()
+        self._turn_open = True
+        self._publish()
+
+    def on_tool_call(self, call: ToolCall) -> None:
+        """Note the files a tool call names; check the disk once it completes."""
+        paths = self._paths(call)
+        for path, diff in paths:
+            self._named[path] = None
+            if diff is not None:
+                self._diffs[path] = (diff.old_text, diff.new_text)
+            if call.status in ("pending", "in_progress") and path not in self._snapshots:
+                self._snapshot(path)
+        if call.status in ("completed", "failed") and call.id not in self._checked:
+            self._checked.add(call.id)
+            self._due.update((path, None) for path, _ in paths)
+            if not self._check_queued:
+                self._check_queued = True
+                self._tasks.start_soon(self._check_due)
+
+    def turn_ended(self) -> None:
+        """The turn ended without :meth:`end_turn` awaited (e.g. a v2 state update)."""
+        if self._turn_open:
+            self._tasks.start_soon(self.end_turn)
+
+    async def end_turn(self) -> None:
+        """Final disk check of the turn (idempotent)."""
+        if self._turn_open:
+            self._turn_open = False
+            await self.check()
+
+    async def check(self) -> None:
+        """Record files changed on disk since they were last seen."""
+        async with self._lock:
+            await self._check(self._named)
+
+    async def _check_due(self) -> None:
+        async with self._lock:
+            self._check_queued = False
+            due, self._due = self._due, {}
+            await self._check(due)
+
+    async def _check(self, named: dict[str, None]) -> None:
+        """Check ``named`` and what the scan finds changed; call with the lock held."""
+        now = await anyio.to_thread.run_sync(scan_tree, self.cwd)
+        candidates = dict(named)
+        candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
+        if self._start.complete and now.complete:
+            candidates.update(
+                (p, None) for p, st in self._known.items() if st is not None and p not in now.stats
+            )
+        changed = [path for path in candidates if await self._check_one(path)]
+        if not changed:
+            return
+        for path in await self.editor.reload_buffers(changed):
+            self.editor.notify(
+                f"{self._name(path)} changed on disk; your buffer has unsaved edits "
+                "and was not reloaded",
+                "warn",
+            )
+        self._publish()
+
+    # -- review ----------------------------------------------------------------------
+
+    async def decide(
+        self,
+        decision: Decision,
+        path: str | None = None,
+        hunk: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        """Accept or reject one hunk, one file (every turn), or everything.
+
+        Rejecting restores the hunk's baseline in the buffer and on disk.
+        Problems (unknown hunk, a clash with a later turn) are told to the user.
+        """
+        async with self._lock:
+            for target_path, target_turn in self._targets(path, hunk, turn):
+                try:
+                    await self._decide_one(decision, target_path, hunk, target_turn)
+                except (ReviewError, FileError) as err:
+                    self.editor.notify(str(err), "warn")
+            self._publish()
+
+    def summary(self) -> dict[str, Any]:
+        """Plain data for Lua: ``{turn, files}``, files of every turn, newest first."""
+        current = self.store.current
+        return {
+            "turn": current.turn if current is not None else 0,
+            "files": self.store.changes(all_turns=True),
+        }
+
+    # -- internals -------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        self.editor.review(self.chat_id, self.summary())
+
+    def _name(self, path: str) -> str:
+        rel = os.path.relpath(path, self.cwd)
+        return path if rel.startswith("..") else rel
+
+    def _paths(self, call: ToolCall) -> list[tuple[str, DiffPart | None]]:
+        found: list[tuple[str, DiffPart | None]] = []
+        for part in call.content:
+            if isinstance(part, DiffPart):
+                found.append((part.path, part))
+            elif isinstance(part, ChangesPart):
+                for op in part.changes:
+                    found += [(p, None) for p in (op.path, op.old_path) if p]
+        found += [(loc.path, None) for loc in call.locations]
+        return [(os.path.normpath(os.path.join(self.cwd, p)), d) for p, d in found]
+
+    def _snapshot(self, path: str) -> None:
+        stat = stat_of(path)
+        if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
+            return
+        if path in self._known and self._known[path] != stat:
+            return  # already changed since the turn began: not a "before" text
+        try:
+            text = files.read_disk(path).text
+        except FileError:
+            return
+        if stat_of(path) != stat:
+            return  # the agent was writing it while we read
+        self._snapshots[path] = text
+        self._known.setdefault(path, stat)
+
+    def _latest(self, path: str) -> Changeset:
+        for changeset in reversed(self.store.turns()):
+            if path in changeset:
+                return changeset
+        raise ReviewError(f"{path}: no recorded changes")
+
+    async def _check_one(self, path: str) -> bool:
+        stat = stat_of(path)
+        if path in self._known and self._known[path] == stat:
+            return False
+        try:
+            current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
+        except FileError:
+            self._known[path] = stat
+            return False
+        baseline = await self._baseline(path, current)
+        self._known[path] = stat
+        if isinstance(baseline, _Nothing) or baseline == current:
+            return False
+        self.store.record(path, baseline, current, "disk")
+        return True
+
+    async def _baseline(self, path: str, current: str | None) -> Baseline:
+        """What ``path`` held before the agent changed it (see the module docstring).
+
+        The first source that differs from ``current`` wins; sources that agree
+        with it (a buffer Neovim already reloaded) do not hide a later one.
+        """
+        changeset = self.store.current
+        if changeset is not None and path in changeset:
+            return changeset.file(path).current
+        state = await self.editor.read_buffer(path)
+        diff = self._diffs.get(path)
+        under_cwd = os.path.commonpath([self.cwd, path]) == self.cwd
+        sources: list[Baseline] = [
+            self._snapshots.get(path, NOTHING),
+            state.text if state is not None and not state.modified else NOTHING,
+            baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
+            None
+            if under_cwd and self._start.complete and path not in self._start.stats
+            else NOTHING,
+        ]
+        known = [text for text in sources if not isinstance(text, _Nothing)]
+        return next((text for text in known if text != current), known[0] if known else NOTHING)
+
+    def _targets(
+        self, path: str | None, hunk: int | None, turn: int | None
+    ) -> list[tuple[str, int | None]]:
+        if path is not None:
+            path = os.path.normpath(path)
+        if hunk is not None or turn is not None:
+            return [(path, turn)] if path is not None else []
+        return [
+            (change.path, changeset.turn)
+            for changeset in reversed(self.store.turns())
+            for change in changeset.files()
+            if change.open and (path is None or change.path == path)
+        ]
+
+    async def _decide_one(
+        self, decision: Decision, path: str, hunk: int | None, turn: int | None
+    ) -> None:
+        latest = self._latest(path)
+        change = (self.store.turn(turn) if turn is not None else latest).file(path)
+        doc = await files.load(self.editor, path)
+        if change.kind == "disk" and doc.buffer is not None and doc.buffer.modified:
+            # The user's unsaved text is not the disk's: decide against the file.
+            doc = await anyio.to_thread.run_sync(files.read_disk, path)
+        if doc.text != latest.file(path).current:
+            latest.file(path).user_edit(doc.text)
+        if decision == "accept":
+            text = self.store.accept(path, hunk, turn=turn)
+        else:
+            text = self.store.reject(path, hunk, turn=turn)
+        if text == doc.text:
+            return
+        final = await files.save(
+            self.editor, doc, text, to_disk=self.auto_save or change.kind == "disk"
+        )
+        if final != text:
+            latest.file(path).user_edit(final)
+        self._known[path] = stat_of(path)

@@ -1,0 +1,226 @@
+"""Where a file's text lives (a loaded buffer, else the disk) and the fs/* handlers.
+
+A :class:`Document` is one file as the editor sees it right now: the buffer's
+text when one is loaded (unsaved edits included), else the disk's, decoded
+the way Neovim would ('fileencodings' ucs-bom,utf-8,latin1; 'fileformats'
+unix,dos,mac). Texts are kept with their real line endings, so a CRLF file
+reads, diffs and writes back as CRLF.
+
+``fs/read_text_file`` and ``fs/write_text_file`` are answered here, on behalf
+of the session's :class:`~acp_nvim.client.changes.SessionChanges`, which
+records every write for review. OS errors are translated here, once, into
+:class:`FileError` and then into JSON-RPC errors.
+
+Not here: files other than regular text files (binary files and directories
+are refused), and the review state itself.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Document", "FileError", "load", "register", "save"]
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio.to_thread
+
+from acp_nvim.client.editor import BufferState, Editor
+from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
+from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import schema_v1 as v1
+from acp_nvim.review import line_edits, merge3
+
+if TYPE_CHECKING:
+    from acp_nvim.client.agent import AgentConnection
+
+# Files bigger than this are not read as text (an agent asking for a 200 MB log
+# would stall the editor and its own context alike).
+MAX_BYTES = 16 * 1024 * 1024
+# Attempts at applying an edit while the user keeps typing in the buffer.
+_RETRIES = 5
+
+FileErrorKind = Literal["relative", "missing", "directory", "binary", "too_large", "range", "io"]
+
+
+class FileError(Exception):
+    """A file the agent named cannot be read or written as text."""
+
+    def __init__(self, kind: FileErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: FileErrorKind = kind
+
+    def request_error(self) -> RequestError:
+        """The JSON-RPC error answering the agent."""
+        if self.kind == "missing":
+            return RequestError.resource_not_found(str(self))
+        if self.kind == "io":
+            return RequestError.internal(str(self))
+        return RequestError.invalid_params(str(self))
+
+
+@dataclass
+class Document:
+    """One file's text as the editor holds it now.
+
+    ``text`` is None when there is no file (and no buffer). ``buffer`` is set
+    when a buffer holds it; ``encoding`` (disk only) is how to write it back.
+    """
+
+    path: str
+    text: str | None
+    buffer: BufferState | None = None
+    encoding: DecodedFile | None = None
+
+    @property
+    def eol(self) -> Eol:
+        if self.buffer is not None:
+            return self.buffer.eol
+        return split_text(self.text or "")[1]
+
+    def conform(self, content: str) -> str:
+        """``content`` with this file's line endings and final newline.
+
+        The agent's own endings count only for an empty or new file on disk; a
+        buffer always writes with its 'fileformat' and 'eol'/'fixeol'.
+        """
+        lines = split_text(content)[0]
+        if self.buffer is not None:
+            return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text
+        if not self.text:
+            return content
+        _, eol, final_newline = split_text(self.text)
+        return join_text(lines, eol, final_newline)
+
+
+def absolute(path: str) -> str:
+    """``path`` normalized; raises :class:`FileError` when it is relative (ACP wants absolute)."""
+    if not os.path.isabs(path):
+        raise FileError("relative", f"path must be absolute: {path!r}")
+    return os.path.normpath(path)
+
+
+def read_disk(path: str) -> Document:
+    """The file at ``path`` from disk (``text`` None when missing).
+
+    Raises:
+        FileError: a directory, a binary file, too large, or unreadable.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return Document(path, None)
+    except IsADirectoryError:
+        raise FileError("directory", f"{path} is a directory") from None
+    except OSError as err:
+        raise FileError("io", f"{path}: {err.strerror or err}") from None
+    if len(data) > MAX_BYTES:
+        raise FileError("too_large", f"{path} is larger than {MAX_BYTES // 2**20} MB")
+    # A NUL byte marks binary data; other non-UTF-8 bytes read as latin-1, as in Neovim.
+    if b"\0" in data[:8192]:
+        raise FileError("binary", f"{path} is a binary file")
+    decoded = decode_file(data)
+    return Document(path, decoded.text, encoding=decoded)
+
+
+def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
+    """Write ``text`` to ``path`` (parents created) in the encoding of ``like``."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(encode_file(text, like))
+    except OSError as err:
+        raise FileError("io", f"cannot write {path}: {err.strerror or err}") from None
+
+
+def remove_disk(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise FileError("io", f"cannot delete {path}: {err.strerror or err}") from None
+
+
+async def load(editor: Editor, path: str, *, load_buffer: bool = False) -> Document:
+    """``path`` from its loaded buffer, else from disk (see :class:`Document`).
+
+    With ``load_buffer`` a buffer without a window is created when none exists.
+
+    Raises:
+        FileError: see :func:`read_disk`.
+    """
+    if load_buffer and os.path.isdir(path):
+        raise FileError("directory", f"{path} is a directory")
+    buffer = await editor.read_buffer(path, load=load_buffer)
+    if buffer is not None:
+        return Document(path, buffer.text, buffer)
+    return await anyio.to_thread.run_sync(read_disk, path)
+
+
+async def save(
+    editor: Editor, doc: Document, text: str | None, *, to_disk: bool = True
+) -> str | None:
+    """Make ``doc``'s file hold ``text`` (None: delete it); returns what it holds after.
+
+    A buffer gets only the changed lines (cursor, marks and folds elsewhere
+    survive) and is written when ``to_disk``. If the user typed in the buffer
+    since ``doc`` was read, the change is merged onto their text (theirs wins
+    on a clash), so the result may differ from ``text``. Without a buffer the
+    file is written directly, with its encoding.
+
+    Raises:
+        FileError: the file cannot be written.
+    """
+    if doc.buffer is None or text is None:
+        if text is None:
+            await anyio.to_thread.run_sync(remove_disk, doc.path)
+        else:
+            await anyio.to_thread.run_sync(write_disk, doc.path, text, doc.encoding)
+        return text
+    buffer = doc.buffer
+    for _ in range(_RETRIES):
+        lines = split_text(doc.conform(text))[0]
+        tick = await editor.edit_buffer(
+            doc.path, buffer.tick, line_edits(buffer.lines, lines), save=to_disk
+        )
+        if tick is not None:
+            return BufferState(lines, buffer.eol, buffer.final_newline).text
+        fresh = await editor.read_buffer(doc.path)
+        if fresh is None:  # the buffer went away: write the file instead
+            disk = await anyio.to_thread.run_sync(read_disk, doc.path)
+            return await save(editor, disk, text, to_disk=to_disk)
+        text = merge3(buffer.text, fresh.text, text).text
+        doc, buffer = Document(doc.path, fresh.text, fresh), fresh
+    raise FileError("io", f"{doc.path}: the buffer keeps changing; the edit was not applied")
+
+
+# -- the fs/* requests ------------------------------------------------------------------
+
+
+def register(connection: Connection, agent: AgentConnection) -> None:
+    """Answer ``fs/read_text_file`` and ``fs/write_text_file`` for ``agent``'s sessions."""
+
+    def changes(session_id: str) -> Any:
+        chat = agent.chats.get(session_id)
+        if chat is None or chat.changes is None:
+            raise RequestError.invalid_params(f"unknown session {session_id!r}")
+        return chat.changes
+
+    async def read(params: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
+        try:
+            content = await changes(params.session_id).read(params.path, params.line, params.limit)
+        except FileError as err:
+            raise err.request_error() from None
+        return v1.ReadTextFileResponse(content=content)
+
+    async def write(params: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        try:
+            await changes(params.session_id).write(params.path, params.content)
+        except FileError as err:
+            raise err.request_error() from None
+        return v1.WriteTextFileResponse()
+
+    connection.on_request("fs/read_text_file", v1.ReadTextFileRequest, read)
+    connection.on_request("fs/write_text_file", v1.WriteTextFileRequest, write)

@@ -1,0 +1,206 @@
+"""Permission requests: the policy, remembered choices, prompts waiting for the user.
+
+An agent asks before a tool call runs (``session/request_permission``). The
+request's tool call is applied as an upsert first (gemini sends a rejected
+edit's call only here). Then either the policy or an earlier "always" answer
+decides, or the prompt waits at its tool call until the user picks an option.
+A pending prompt is answered ``cancelled`` when the turn is cancelled or ends,
+and disappears when the agent goes away or withdraws the request.
+
+Options are chosen by their ``kind``, never by their ids (every agent names
+them differently). An option without a kind is only ever chosen by the user,
+and an answer this module does not recognise is never taken as approval.
+"""
+
+from __future__ import annotations
+
+__all__ = ["READ_KINDS", "Permissions", "Policy", "assign_keys", "register"]
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from acp_nvim.client import adapter_v1
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.model import PermissionOption, PermissionPrompt, ToolCallPatch
+from acp_nvim.protocol import Connection
+from acp_nvim.protocol import schema_v1 as v1
+
+if TYPE_CHECKING:
+    from acp_nvim.client.agent import AgentConnection
+
+Policy = Literal["ask", "allow_reads", "allow_all"]
+
+# Tool kinds ``allow_reads`` allows: they look, they do not change anything.
+READ_KINDS = frozenset({"read", "search", "think"})
+# Tool kinds an "always" answer is remembered for. ``other`` (and kinds this client
+# does not know) lump unrelated tools together, so those are asked every time.
+_REMEMBERED_TOOL_KINDS = frozenset(
+    {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}
+)
+_KIND_KEYS = {"allow_once": "a", "allow_always": "A", "reject_once": "r", "reject_always": "R"}
+# A remembered "always" answer picks the option of its kind, else its one-time sibling.
+_ONCE = {"allow_always": "allow_once", "reject_always": "reject_once"}
+
+
+def assign_keys(options: list[PermissionOption]) -> None:
+    """Give each option its key: ``a`` ``A`` ``r`` ``R`` by kind, else its position.
+
+    Options without a kind, or a second option of one kind (qwen offers two
+    ``allow_always``), get the digit of their position (1-9); later ones none.
+    """
+    used: set[str] = set()
+    for position, option in enumerate(options, 1):
+        key = _KIND_KEYS.get(option.kind or "")
+        if key is None or key in used:
+            key = str(position) if position <= 9 else None
+        option.key = key
+        if key is not None:
+            used.add(key)
+
+
+@dataclass
+class _Pending:
+    id: str
+    chat: Chat
+    call_id: str
+    tool_kind: str
+    options: list[PermissionOption]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    choice: PermissionOption | None = None
+
+
+class Permissions:
+    """Pending requests and remembered answers for the chats of one agent.
+
+    ``policy`` is the user's ``permission_policy`` option; the App keeps it current.
+    """
+
+    def __init__(self, policy: Policy = "ask") -> None:
+        self.policy: Policy = policy
+        self._pending: dict[str, _Pending] = {}
+        self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"<Permissions {self.policy}, {len(self._pending)} pending>"
+
+    def pending(self, chat: Chat) -> list[str]:
+        """Ids of the requests of ``chat`` waiting for the user, oldest first."""
+        return [p.id for p in self._pending.values() if p.chat is chat]
+
+    async def ask(
+        self, chat: Chat, tool_call: ToolCallPatch, options: list[PermissionOption]
+    ) -> str | None:
+        """Decide or ask the user; returns the chosen option id, None for ``cancelled``.
+
+        Example::
+
+            option_id = await permissions.ask(chat, ToolCallPatch("c1", kind="edit"), options)
+        """
+        chat.on_tool_call(tool_call)
+        call = chat.session.tool_calls[tool_call.id]
+        request_id = f"permission{next(self._ids)}"
+        assign_keys(options)
+        decided = self._decide(chat, call.kind, options)
+        if decided is not None:
+            option, why = decided
+            chat.on_permission(
+                call.id, PermissionPrompt(request_id, options, f"{option.name} ({why})")
+            )
+            return option.id
+        pending = _Pending(request_id, chat, call.id, call.kind, options)
+        self._pending[request_id] = pending
+        chat.on_permission(call.id, PermissionPrompt(request_id, options))
+        if chat.state == "running":
+            chat.on_state("requires_action")  # the winbar says the agent waits for you
+        try:
+            await pending.done.wait()
+        finally:
+            del self._pending[request_id]
+            if not pending.done.is_set():
+                # Cancelled task: the agent died or withdrew the request ($/cancel_request).
+                self._resolve_view(pending, None)
+            if chat.state == "running" and not self.pending(chat):
+                chat.on_state("running")
+        choice = pending.choice
+        outcome = choice.name if choice is not None else "cancelled"
+        self._resolve_view(pending, PermissionPrompt(request_id, options, outcome))
+        return choice.id if choice is not None else None
+
+    def answer(self, request_id: str, option_id: str) -> bool:
+        """The user picked ``option_id``; False when the request or option is unknown."""
+        pending = self._pending.get(request_id)
+        if pending is None or pending.done.is_set():
+            return False
+        option = next((o for o in pending.options if o.id == option_id), None)
+        if option is None:
+            return False
+        pending.choice = option
+        if option.kind in _ONCE and pending.tool_kind in _REMEMBERED_TOOL_KINDS:
+            self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
+        pending.done.set()
+        return True
+
+    def cancel(self, chat: Chat) -> None:
+        """Answer every pending request of ``chat`` with ``cancelled``."""
+        for pending in self._pending.values():
+            if pending.chat is chat:
+                pending.done.set()
+
+    def forget(self, chat: Chat) -> None:
+        """The chat is closing: cancel what it waits for and drop its remembered answers."""
+        self.cancel(chat)
+        self._remembered.pop(chat.id, None)
+
+    def _decide(
+        self, chat: Chat, tool_kind: str, options: list[PermissionOption]
+    ) -> tuple[PermissionOption, str] | None:
+        """The option to answer with without asking, and why; None: ask the user."""
+        by_kind: dict[str, PermissionOption] = {}
+        for option in options:
+            if option.kind in _KIND_KEYS:
+                by_kind.setdefault(option.kind, option)
+        remembered = self._remembered.get(chat.id, {}).get(tool_kind)
+        if remembered is not None:
+            for kind in (remembered, _ONCE[remembered]):
+                if kind in by_kind:
+                    return by_kind[kind], f"remembered for `{tool_kind}`"
+        if self.policy == "allow_all" or (self.policy == "allow_reads" and tool_kind in READ_KINDS):
+            for kind in ("allow_once", "allow_always"):
+                if kind in by_kind:
+                    return by_kind[kind], f"policy {self.policy}"
+        return None
+
+    @staticmethod
+    def _resolve_view(pending: _Pending, prompt: PermissionPrompt | None) -> None:
+        # A newer request may have taken over the tool call's prompt: leave that one.
+        call = pending.chat.session.tool_calls.get(pending.call_id)
+        if call is not None and call.permission is not None and call.permission.id == pending.id:
+            pending.chat.on_permission(pending.call_id, prompt)
+
+
+def register(connection: Connection, agent: AgentConnection) -> None:
+    """Answer the agent's permission requests through ``agent.permissions``."""
+
+    async def request_permission(
+        params: v1.RequestPermissionRequest,
+    ) -> v1.RequestPermissionResponse:
+        chat = agent.chats.get(params.session_id)
+        choice = None
+        if chat is not None:
+            options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
+            patch = adapter_v1.tool_call_patch(params.tool_call)
+            choice = await agent.permissions.ask(chat, patch, options)
+        outcome: v1.RequestPermissionOutcome = (
+            v1.RequestPermissionOutcomeCancelled()
+            if choice is None
+            else v1.RequestPermissionOutcomeSelected(option_id=choice)
+        )
+        return v1.RequestPermissionResponse(outcome=outcome)
+
+    connection.on_request(
+        "session/request_permission", v1.RequestPermissionRequest, request_permission
+    )

@@ -1,0 +1,455 @@
+"""Terminals: ACP v1 ``terminal/*`` commands and agent-owned display terminals.
+
+A v1 terminal runs a real command in an editor terminal buffer (a PTY the user
+can open and watch); the editor sends its raw output back in batches
+(:meth:`Terminals.feed`), kept here in a bounded byte buffer that answers
+``terminal/output`` and feeds the live tail shown in tool call blocks. A
+display terminal (ACP v2 ``terminal_update`` / ``terminal_output_chunk``, see
+:class:`acp_nvim.client.adapter_v2.TerminalSink`) has no process: the agent
+sends the bytes and the editor shows them in an input-less terminal buffer.
+
+Both keep raw bytes and derive text only when it is shown or asked for, so a
+UTF-8 character or an escape sequence split across chunks is whole by then;
+what goes to a display terminal's buffer passes a :class:`ChunkDecoder` first.
+Keys naming terminal buffers in the editor are unique editor-wide; a v1
+terminal's id is its key.
+
+Not here: terminal emulation for the transcript tail (escapes are stripped and
+a carriage return only keeps the text after it), and input from the agent to a
+command (ACP has none).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Terminals", "tail_lines"]
+
+import base64
+import codecs
+import itertools
+import logging
+import os
+import shlex
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from msgspec import UnsetType
+
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.editor import EditorError
+from acp_nvim.client.model import ExitStatus, TerminalView
+from acp_nvim.client.text import ChunkDecoder, strip_ansi, truncate_from_start, utf8_tail
+from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import schema_v1 as v1
+
+log = logging.getLogger("acp_nvim")
+
+# Raw bytes kept without an ``outputByteLimit``: escape sequences make raw output
+# bigger than the text it yields, so a limit keeps twice its size (plus slack).
+DEFAULT_RAW_CAP = 4 * 1024 * 1024
+_SLACK = 64 * 1024
+# The tool call block shows this many last lines, computed from this many bytes.
+TAIL_LINES = 10
+_TAIL_BYTES = 16 * 1024
+_TAIL_WIDTH = 400
+# Re-render a tool call block showing a terminal at most this often.
+REFRESH_INTERVAL = 0.05
+# Waiting longer than this for the editor to stop terminals would only hang a close.
+_STOP_TIMEOUT = 2.0
+
+# Terminal buffers of every agent share the editor: one counter for all keys.
+_keys = itertools.count(1)
+
+
+def _new_key() -> str:
+    return f"t{next(_keys)}"
+
+
+class _Output:
+    """A bounded raw byte buffer: the newest ``cap`` bytes, cut after a newline when
+    one is near so no half escape sequence starts it, else at a character boundary."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.raw = bytearray()
+        self.dropped = False
+
+    def append(self, data: bytes) -> None:
+        self.raw += data
+        # Trim in steps of a quarter cap: each trim copies the buffer.
+        if len(self.raw) > self.cap + self.cap // 4:
+            self._trim()
+
+    def replace(self, data: bytes) -> None:
+        self.raw = bytearray(data)
+        self.dropped = False
+        self._trim()
+
+    def _trim(self) -> None:
+        excess = len(self.raw) - self.cap
+        if excess <= 0:
+            return
+        newline = self.raw.find(b"\n", excess, excess + 4096)
+        if newline >= 0:
+            cut = newline + 1
+        else:
+            cut = len(self.raw) - len(utf8_tail(bytes(self.raw), self.cap))
+        del self.raw[:cut]
+        self.dropped = True
+
+    def text(self) -> str:
+        """All kept output as text; an incomplete character at the end waits for its rest."""
+        return codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.raw))
+
+
+def tail_lines(raw: bytes | bytearray, count: int = TAIL_LINES) -> list[str]:
+    """The last ``count`` displayable lines of raw terminal output.
+
+    Escapes are stripped; a carriage return inside a line keeps only what follows
+    it (a progress bar shows its last frame). A line cut by the byte window is
+    dropped rather than shown half.
+    """
+    # Only the window is copied: the buffer may hold megabytes.
+    window = utf8_tail(bytes(raw[-(_TAIL_BYTES + 4) :]), _TAIL_BYTES)
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(window)
+    lines = text.split("\n")
+    if len(window) < len(raw):
+        lines = lines[1:]
+    if lines and lines[-1].strip("\r") == "":
+        lines.pop()
+    shown = [strip_ansi(line.rstrip("\r").rsplit("\r", 1)[-1]) for line in lines[-count:]]
+    return [line[:_TAIL_WIDTH] for line in shown]
+
+
+def _label(command: str | None) -> str:
+    """One line naming the command (shell lines may span several)."""
+    text = " ⏎ ".join(line for line in (command or "").splitlines() if line.strip())
+    return text[:200]
+
+
+@dataclass(eq=False)
+class _Shown:
+    """A terminal as the transcript shows it: its chat, wire id, and raw output."""
+
+    key: str
+    terminal_id: str
+    chat: Chat
+    output: _Output
+    view: TerminalView
+
+    def refresh(self) -> None:
+        self.view.lines = tail_lines(self.output.raw)
+        self.chat.on_terminal(self.terminal_id)
+
+
+@dataclass(eq=False)
+class _Command(_Shown):
+    """A v1 terminal: a command running in an editor terminal buffer."""
+
+    session_id: str = ""
+    limit: int | None = None
+    pid: int | None = None
+    status: ExitStatus | None = None
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    released: bool = False
+    kill_sent: bool = False
+
+
+@dataclass(eq=False)
+class _Display(_Shown):
+    """A display terminal: output from the agent, waiting to be written to the editor.
+
+    The editor's terminal shows a character split across two writes as two
+    replacement marks, so text goes out only whole (the decoder holds the rest).
+    """
+
+    decoder: ChunkDecoder = field(default_factory=lambda: ChunkDecoder(strip=False))
+    pending: list[str] = field(default_factory=list)
+    reset: bool = False
+
+    def add(self, text: str) -> None:
+        self.output.append(text.encode("utf-8", "surrogatepass"))
+        self.pending.append(text)
+
+
+class Terminals:
+    """The terminals of one agent connection.
+
+    ``register`` adds the v1 ``terminal/*`` handlers; the ``update`` / ``chunk``
+    methods make this the connection's display-terminal sink (ACP v2). ``start``
+    must run first: refreshes of the transcript are throttled on its task group.
+
+    Args:
+        chats: the connection's chats by session id (shared, not copied).
+        cwd: the session working directory, for commands that name none.
+    """
+
+    def __init__(self, chats: Mapping[str, Chat], cwd: str) -> None:
+        self._chats = chats
+        self._cwd = cwd
+        self._commands: dict[str, _Command] = {}  # by key (= v1 terminal id)
+        self._displays: dict[tuple[int, str], _Display] = {}  # by (chat id, terminal id)
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._dirty: dict[int, _Shown] = {}
+        self._refresh_scheduled = False
+
+    def __repr__(self) -> str:
+        running = sum(1 for c in self._commands.values() if c.status is None)
+        return (
+            f"<Terminals {len(self._commands)} commands ({running} running), "
+            f"{len(self._displays)} displays>"
+        )
+
+    def start(self, tasks: anyio.abc.TaskGroup) -> None:
+        self._tasks = tasks
+
+    def register(self, connection: Connection) -> None:
+        """Answer the ACP v1 ``terminal/*`` requests on ``connection``."""
+        on = connection.on_request
+        on("terminal/create", v1.CreateTerminalRequest, self.create)
+        on("terminal/output", v1.TerminalOutputRequest, self.output)
+        on("terminal/wait_for_exit", v1.WaitForTerminalExitRequest, self.wait_for_exit)
+        on("terminal/kill", v1.KillTerminalRequest, self.kill)
+        on("terminal/release", v1.ReleaseTerminalRequest, self.release)
+
+    # -- v1 requests -------------------------------------------------------------------
+
+    async def create(self, params: v1.CreateTerminalRequest) -> v1.CreateTerminalResponse:
+        """Start the command in a new editor terminal; answers at once with its id.
+
+        Without ``args`` the command is a shell line, run by the user's shell (real
+        agents send whole lines); with ``args`` it is run directly. No ``cwd``
+        means the session's.
+        """
+        chat = self._chat(params.session_id)
+        cwd = params.cwd or self._cwd
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params(f"cwd must be an absolute path: {cwd!r}")
+        if not os.path.isdir(cwd):
+            raise RequestError.invalid_params(f"cwd is not a directory: {cwd!r}")
+        limit = params.output_byte_limit
+        if limit is not None and limit < 0:
+            raise RequestError.invalid_params("outputByteLimit must be 0 or more")
+        args = params.args or []
+        cmd: str | list[str] = [params.command, *args] if args else params.command
+        label = shlex.join(cmd) if isinstance(cmd, list) else cmd
+        env = {var.name: var.value for var in params.env or []}
+        key = _new_key()
+        cap = DEFAULT_RAW_CAP if limit is None else max(2 * limit, limit + _SLACK)
+        view = TerminalView(key, _label(label))
+        term = _Command(
+            key, key, chat, _Output(cap), view, session_id=params.session_id, limit=limit
+        )
+        # Known before the editor starts it: its first output may arrive at once.
+        self._commands[key] = term
+        chat.session.terminals[key] = view
+        try:
+            term.pid = await chat.editor.open_terminal(key, cmd, cwd, env)
+        except EditorError as err:
+            del self._commands[key]
+            chat.session.terminals.pop(key, None)
+            raise RequestError.internal(f"cannot run {label!r}: {err}") from None
+        return v1.CreateTerminalResponse(terminal_id=key)
+
+    async def output(self, params: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
+        term = self._command(params.session_id, params.terminal_id)
+        text = strip_ansi(term.output.text())
+        truncated = term.output.dropped
+        if term.limit is not None:
+            text, cut = truncate_from_start(text, term.limit)
+            truncated = truncated or cut
+        return v1.TerminalOutputResponse(
+            output=text, truncated=truncated, exit_status=_wire(term.status)
+        )
+
+    async def wait_for_exit(
+        self, params: v1.WaitForTerminalExitRequest
+    ) -> v1.WaitForTerminalExitResponse:
+        term = self._command(params.session_id, params.terminal_id)
+        await term.exited.wait()
+        status = term.status or ExitStatus()
+        return v1.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill(self, params: v1.KillTerminalRequest) -> v1.KillTerminalResponse:
+        term = self._command(params.session_id, params.terminal_id)
+        await self._stop([term])
+        return v1.KillTerminalResponse()
+
+    async def release(self, params: v1.ReleaseTerminalRequest) -> v1.ReleaseTerminalResponse:
+        """Kill the command if it runs and forget the id; the buffer and the tool
+        call's view of it stay for the user."""
+        term = self._command(params.session_id, params.terminal_id)
+        term.released = True
+        await self._stop([term])
+        if term.status is not None:
+            del self._commands[term.key]
+        return v1.ReleaseTerminalResponse()
+
+    def _chat(self, session_id: str) -> Chat:
+        chat = self._chats.get(session_id)
+        if chat is None:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        return chat
+
+    def _command(self, session_id: str, terminal_id: str) -> _Command:
+        term = self._commands.get(terminal_id)
+        if term is None or term.released or term.session_id != session_id:
+            raise RequestError.resource_not_found(f"terminal {terminal_id}")
+        return term
+
+    async def _stop(self, terms: list[_Command], *, wipe: bool = False) -> None:
+        running = [t for t in terms if t.status is None]
+        for term in running:
+            term.kill_sent = True
+        keys = [t.key for t in (terms if wipe else running)]
+        if not keys:
+            return
+        with anyio.move_on_after(_STOP_TIMEOUT):
+            try:
+                await terms[0].chat.editor.stop_terminals(keys, wipe=wipe)
+            except EditorError as err:
+                log.warning("could not stop terminals %s: %s", keys, err)
+
+    # -- from the editor -------------------------------------------------------------
+
+    def feed(self, key: str, data: bytes = b"", exit_code: int | None = None) -> bool:
+        """Output (and, once, the exit code) of terminal ``key``; False if not ours.
+
+        The editor reports a death by signal as 128 + the signal number; after
+        we stopped the command that is shown as the signal.
+        """
+        term = self._commands.get(key)
+        if term is None:
+            return False
+        if data:
+            term.output.append(data)
+            self._mark(term)
+        if exit_code is not None and term.status is None:
+            term.status = _exit_status(exit_code, term.kill_sent)
+            term.view.exit_status = term.status
+            term.exited.set()
+            self._dirty.pop(id(term), None)
+            term.refresh()
+            if term.released:
+                del self._commands[key]
+        return True
+
+    # -- display terminals (the adapter_v2.TerminalSink protocol) --------------------
+
+    def update(
+        self,
+        chat: Chat,
+        terminal_id: str,
+        *,
+        command: str | UnsetType | None,
+        cwd: str | UnsetType | None,
+        output: bytes | UnsetType | None,
+        exit_status: dict[str, Any] | UnsetType | None,
+    ) -> None:
+        """Upsert a display terminal: UNSET leaves a field, None clears it, and
+        ``output`` replaces every byte shown so far."""
+        term = self._display(chat, terminal_id)
+        if not isinstance(command, UnsetType):
+            term.view.label = _label(command)
+        if not isinstance(output, UnsetType):
+            term.output.replace(b"")
+            term.decoder.reset()
+            term.pending, term.reset = [], True
+            term.add(term.decoder.feed(base64.b64encode(output or b"").decode()))
+        if not isinstance(exit_status, UnsetType):
+            if exit_status is None:
+                term.view.exit_status = None
+            else:
+                term.view.exit_status = ExitStatus(
+                    exit_status.get("exit_code"), exit_status.get("signal")
+                )
+                term.add(term.decoder.flush())
+        self._mark(term)
+
+    def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
+        """Append one base64 chunk, decoded on its own."""
+        term = self._display(chat, terminal_id)
+        try:
+            term.add(term.decoder.feed(data))
+        except ValueError as err:
+            chat.on_info(unknown_update=f"terminal {terminal_id}: {err}")
+            return
+        self._mark(term)
+
+    def _display(self, chat: Chat, terminal_id: str) -> _Display:
+        term = self._displays.get((chat.id, terminal_id))
+        if term is None:
+            key = _new_key()
+            view = TerminalView(key, "")
+            term = _Display(key, terminal_id, chat, _Output(DEFAULT_RAW_CAP), view)
+            self._displays[(chat.id, terminal_id)] = term
+            chat.session.terminals[terminal_id] = view
+        return term
+
+    # -- throttled refresh -----------------------------------------------------------
+
+    def _mark(self, term: _Shown) -> None:
+        self._dirty[id(term)] = term
+        if not self._refresh_scheduled and self._tasks is not None:
+            self._refresh_scheduled = True
+            self._tasks.start_soon(self._refresh_later)
+
+    async def _refresh_later(self) -> None:
+        await anyio.sleep(REFRESH_INTERVAL)
+        self._refresh_scheduled = False
+        dirty, self._dirty = list(self._dirty.values()), {}
+        for term in dirty:
+            term.refresh()
+        for term in dirty:
+            if isinstance(term, _Display) and (term.pending or term.reset):
+                data, reset = "".join(term.pending), term.reset
+                term.pending, term.reset = [], False
+                try:
+                    await term.chat.editor.write_terminal(term.key, data, reset=reset)
+                except EditorError as err:
+                    log.warning("could not show terminal %s: %s", term.key, err)
+
+    # -- session end -----------------------------------------------------------------
+
+    async def end_session(self, chat: Chat, *, wipe: bool = True) -> None:
+        """The chat closed: stop its commands and (with ``wipe``) delete its buffers."""
+        commands = [t for t in self._commands.values() if t.chat is chat]
+        displays = [k for k, t in self._displays.items() if t.chat is chat]
+        for term in commands:
+            term.released = True
+        keys = [self._displays.pop(k).key for k in displays]
+        await self._stop(commands, wipe=wipe)
+        for term in commands:
+            if term.status is not None:
+                self._commands.pop(term.key, None)
+        if wipe and keys:
+            with anyio.move_on_after(_STOP_TIMEOUT):
+                try:
+                    await chat.editor.stop_terminals(keys, wipe=True)
+                except EditorError as err:
+                    log.warning("could not close terminals %s: %s", keys, err)
+
+    async def end_all(self) -> None:
+        """The agent is gone: stop every command still running (buffers stay)."""
+        terms = list(self._commands.values())
+        for term in terms:
+            term.released = True
+        await self._stop(terms)
+
+
+def _exit_status(code: int, killed: bool) -> ExitStatus:
+    if killed and 128 < code < 128 + 65:
+        try:
+            return ExitStatus(None, signal.Signals(code - 128).name)
+        except ValueError:
+            pass
+    return ExitStatus(code, None)
+
+
+def _wire(status: ExitStatus | None) -> v1.TerminalExitStatus | None:
+    if status is None:
+        return None
+    return v1.TerminalExitStatus(exit_code=status.exit_code, signal=status.signal)

@@ -1,0 +1,229 @@
+-- Permission prompts in the transcript: keys while a prompt is pending, a picker
+-- (vim.ui.select), and a notice when the chat is not on screen. Python owns the
+-- requests and assigns the keys; this maps them and sends the user's answer.
+local host = require("acp.host")
+local render = require("acp.render")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+---@class acp.PermissionOption
+---@field id string
+---@field name string
+---@field kind? string
+---@field key? string
+---@field row integer offset in the tool block
+
+---@class acp.Permission
+---@field id string request id
+---@field row integer offset of the prompt in the tool block
+---@field title string the tool call's title
+---@field pending boolean
+---@field options? acp.PermissionOption[]
+
+--- Pending prompts of a chat, oldest first: the tool block holding each and its request id.
+---@return {block: string, id: string}[]
+local function pending(chat)
+  chat.prompts = chat.prompts or {}
+  return chat.prompts
+end
+
+---@return acp.Permission
+local function permission_of(chat, entry)
+  return chat.blocks.by_id[entry.block].permission
+end
+
+---@param permission acp.Permission
+---@param option acp.PermissionOption
+function M.answer(chat, permission, option)
+  host.notify("answer", { chat = chat.id, request = permission.id, option = option.id })
+end
+
+--- Pick an option of `permission` with vim.ui.select.
+---@param permission acp.Permission
+function M.pick(chat, permission)
+  vim.ui.select(permission.options, {
+    prompt = ("acp: allow %s?"):format(permission.title),
+    kind = "acp.permission",
+    format_item = function(option)
+      return option.key and ("[%s] %s"):format(option.key, option.name) or option.name
+    end,
+  }, function(option)
+    if option then
+      M.answer(chat, permission, option)
+    end
+  end)
+end
+
+--- The pending prompt whose tool block holds the cursor (transcript window only).
+local function at_cursor(chat)
+  if api.nvim_get_current_buf() ~= chat.transcript then
+    return nil
+  end
+  local id = render.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
+  for _, entry in ipairs(pending(chat)) do
+    if entry.block == id then
+      return entry
+    end
+  end
+end
+
+--- A prompt key: answer the prompt at the cursor, else the oldest one with that key.
+function M.press(chat, key)
+  local first = at_cursor(chat)
+  local entries = { first }
+  vim.list_extend(entries, pending(chat))
+  for _, entry in ipairs(entries) do
+    local permission = permission_of(chat, entry)
+    for _, option in ipairs(permission.options) do
+      if option.key == key then
+        return M.answer(chat, permission, option)
+      end
+    end
+  end
+end
+
+--- <CR> on a pending prompt (`offset` in its tool block) opens the picker: a key
+--- answers in one stroke, <CR> never does (it also moves the cursor down).
+---@return boolean handled
+function M.enter(chat, block, offset)
+  local permission = block.permission
+  if not (permission and permission.pending and offset >= permission.row) then
+    return false
+  end
+  M.pick(chat, permission)
+  return true
+end
+
+--- :AcpPermission: the picker for the prompt at the cursor, else the current
+--- chat's oldest, else any chat's.
+function M.open()
+  local chats = require("acp.chat")
+  local current = chats.get()
+  local order = { current }
+  for _, chat in pairs(chats.chats) do
+    if chat ~= current then
+      table.insert(order, chat)
+    end
+  end
+  for _, chat in ipairs(order) do
+    local entry = at_cursor(chat) or pending(chat)[1]
+    if entry then
+      return M.pick(chat, permission_of(chat, entry))
+    end
+  end
+  util.notify("no permission request is pending", "info")
+end
+
+--- The prompt keys are mapped on the transcript only while a prompt offers them.
+local function map_keys(chat)
+  local wanted = {}
+  for _, entry in ipairs(pending(chat)) do
+    for _, option in ipairs(permission_of(chat, entry).options) do
+      if option.key then
+        wanted[option.key] = true
+      end
+    end
+  end
+  local mapped = chat.prompt_keys or {}
+  for key in pairs(mapped) do
+    if not wanted[key] then
+      pcall(vim.keymap.del, "n", key, { buffer = chat.transcript })
+    end
+  end
+  for key in pairs(wanted) do
+    if not mapped[key] then
+      vim.keymap.set("n", key, function()
+        M.press(chat, key)
+      end, { buffer = chat.transcript, nowait = true, desc = "acp: answer the permission prompt" })
+    end
+  end
+  chat.prompt_keys = wanted
+end
+
+local function shown_in(chat)
+  local tab = api.nvim_get_current_tabpage()
+  return vim.tbl_filter(function(win)
+    return api.nvim_win_get_tabpage(win) == tab
+  end, vim.fn.win_findbuf(chat.transcript))
+end
+
+--- A new prompt: open its fold where the chat is shown, else tell the user.
+local function announce(chat, entry)
+  local permission = permission_of(chat, entry)
+  local wins = shown_in(chat)
+  if #wins == 0 then
+    local agent = chat.status.agent_title or chat.status.agent or "the agent"
+    util.notify(("%s asks permission: %s (:AcpPermission)"):format(agent, permission.title), "warn")
+    return
+  end
+  local lnum = render.start_row(chat.transcript, chat.blocks.by_id[entry.block]) + permission.row + 1
+  for _, win in ipairs(wins) do
+    api.nvim_win_call(win, function()
+      if vim.fn.foldclosed(lnum) ~= -1 then
+        vim.cmd(lnum .. "foldopen!")
+      end
+    end)
+  end
+end
+
+--- After a render batch: track the prompts it showed or resolved.
+function M.update(chat, ops)
+  local entries, changed, new = pending(chat), false, {}
+  for _, op in ipairs(ops) do
+    if op.op == "block" and op.kind == "tool" then
+      local permission = op.permission
+      local request = permission and permission.pending and permission.id or nil
+      local known = false
+      for i = #entries, 1, -1 do
+        if entries[i].block == op.id then
+          if entries[i].id == request then
+            known = true
+          else
+            table.remove(entries, i)
+            changed = true
+          end
+        end
+      end
+      if request and not known then
+        local entry = { block = op.id, id = request }
+        table.insert(entries, entry)
+        table.insert(new, entry)
+        changed = true
+      end
+    end
+  end
+  if changed then
+    map_keys(chat)
+  end
+  for _, entry in ipairs(new) do
+    announce(chat, entry)
+  end
+end
+
+--- Highlights of a tool block's prompt; `lines` are the block's rows from `first`.
+function M.highlight(buf, ns, block, first, lines)
+  local permission = block.permission
+  if not permission then
+    return
+  end
+  local row = first + permission.row
+  if not permission.pending then
+    api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "AcpPermissionAnswer" })
+    return
+  end
+  api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "AcpPermission" })
+  for _, option in ipairs(permission.options) do
+    local line = lines[option.row + 1]
+    local from, to = nil, nil
+    if line and option.key then
+      from, to = line:find("`" .. option.key .. "`", 1, true)
+    end
+    if from then
+      api.nvim_buf_set_extmark(buf, ns, first + option.row, from - 1, { end_col = to, hl_group = "AcpPermissionKey" })
+    end
+  end
+end
+
+return M

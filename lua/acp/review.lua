@@ -1,0 +1,338 @@
+-- Review of the agent's file changes: marks in edited buffers and the :AcpReview
+-- buffer. Python owns the review state and pushes it whole ({turn, files}) in
+-- render batches; this module draws it and sends the user's decisions back.
+local buffers = require("acp.buffers")
+local host = require("acp.host")
+
+local M = {}
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("acp.review")
+
+---@class acp.ReviewHunk
+---@field id integer
+---@field status "pending"|"accepted"|"rejected"|"conflict"
+---@field base_start integer 0-based
+---@field base_count integer
+---@field new_start integer 0-based row in the file now
+---@field new_count integer
+---@field header string
+---@field preview string[] "-" and "+" lines
+---@field proposed? string[] the agent's lines of a conflict
+
+---@class acp.ReviewFile
+---@field path string
+---@field kind "write"|"disk"|"patch"
+---@field turn integer
+---@field created boolean
+---@field deleted boolean
+---@field open boolean
+---@field hunks acp.ReviewHunk[]
+
+---@type table<integer, {turn: integer, files: acp.ReviewFile[]}> by chat id
+M.state = {}
+local marked = {} ---@type table<integer, true> buffers holding our marks
+local views = {} ---@type table<integer, {chat: integer, rows: table<integer, table>}> by review buffer
+
+local function is_open(hunk)
+  return hunk.status == "pending" or hunk.status == "conflict"
+end
+
+--- The chat the API acts on: the current one, else the newest with changes.
+---@return integer?
+local function chat_id()
+  local chat = require("acp.chat").get()
+  if chat then
+    return chat.id
+  end
+  local newest
+  for id in pairs(M.state) do
+    newest = math.max(newest or id, id)
+  end
+  return newest
+end
+
+-- Marks -----------------------------------------------------------------------
+
+local function mark_hunk(buf, hunk)
+  local count = api.nvim_buf_line_count(buf)
+  local conflict = hunk.status == "conflict"
+  if hunk.new_count == 0 then
+    -- Removed lines: shown as virtual lines where they were.
+    local removed = {}
+    for _, line in ipairs(hunk.preview) do
+      if line:sub(1, 1) == "-" then
+        table.insert(removed, { { line:sub(2), "AcpReviewDelete" } })
+      end
+    end
+    local row = math.min(hunk.new_start, count - 1)
+    pcall(api.nvim_buf_set_extmark, buf, M.ns, row, 0, {
+      sign_text = "▁",
+      sign_hl_group = "AcpReviewSignDelete",
+      virt_lines = removed,
+      virt_lines_above = hunk.new_start < count,
+    })
+    return
+  end
+  for row = hunk.new_start, math.min(hunk.new_start + hunk.new_count, count) - 1 do
+    pcall(api.nvim_buf_set_extmark, buf, M.ns, row, 0, {
+      sign_text = "┃",
+      sign_hl_group = conflict and "AcpReviewSignConflict"
+        or (hunk.base_count == 0 and "AcpReviewSignAdd" or "AcpReviewSignChange"),
+      line_hl_group = conflict and "AcpReviewConflict" or "AcpReviewAdd",
+    })
+  end
+  if conflict and hunk.proposed then
+    local lines = { { { "agent proposed (:AcpReview):", "AcpReviewSignConflict" } } }
+    for _, line in ipairs(hunk.proposed) do
+      table.insert(lines, { { line, "AcpReviewConflict" } })
+    end
+    local last = math.min(hunk.new_start + hunk.new_count, count) - 1
+    pcall(api.nvim_buf_set_extmark, buf, M.ns, last, 0, { virt_lines = lines })
+  end
+end
+
+--- Redraw the marks of every open hunk (the newest turn that changed each file).
+function M.mark_buffers()
+  for buf in pairs(marked) do
+    if api.nvim_buf_is_valid(buf) then
+      api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+    end
+  end
+  marked = {}
+  local seen = {}
+  for _, state in pairs(M.state) do
+    for _, file in ipairs(state.files) do -- newest turn first
+      local buf = not seen[file.path] and buffers.find(file.path)
+      seen[file.path] = true
+      if buf and file.open then
+        marked[buf] = true
+        for _, hunk in ipairs(file.hunks) do
+          if is_open(hunk) then
+            mark_hunk(buf, hunk)
+          end
+        end
+      end
+    end
+  end
+end
+
+-- The review buffer -------------------------------------------------------------
+
+local function relative(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+local function compose(chat)
+  local state = M.state[chat] or { turn = 0, files = {} }
+  local lines, hls, rows = {}, {}, {}
+  local function add(text, group, entry)
+    table.insert(lines, text)
+    if group then
+      table.insert(hls, { #lines - 1, group })
+    end
+    rows[#lines] = entry
+  end
+  local open = 0
+  for _, file in ipairs(state.files) do
+    for _, hunk in ipairs(file.hunks) do
+      open = open + (is_open(hunk) and 1 or 0)
+    end
+  end
+  add(("acp review · %d open hunks · a/r accept/reject · A/R all · ]c/[c · <CR> open · q"):format(open), "AcpReviewHunk")
+  if #state.files == 0 then
+    add("No changes by the agent yet.", "AcpReviewDecided")
+  end
+  local turn
+  for _, file in ipairs(state.files) do
+    if file.turn ~= turn then
+      turn = file.turn
+      add("")
+      add(("Turn %d%s"):format(turn, turn == state.turn and " (latest)" or ""), "AcpReviewFile")
+    end
+    local flag = file.created and "A" or (file.deleted and "D" or "M")
+    local entry = { path = file.path, turn = file.turn }
+    add(("%s %s  [%s]%s"):format(flag, relative(file.path), file.kind, file.open and "" or "  reviewed"), "AcpReviewFile", entry)
+    for _, hunk in ipairs(file.hunks) do
+      local hunk_entry = { path = file.path, turn = file.turn, hunk = hunk.id, row = hunk.new_start, header = true }
+      local decided = not is_open(hunk)
+      add(("  %s %s"):format(hunk.header, hunk.status), decided and "AcpReviewDecided" or "AcpReviewHunk", hunk_entry)
+      local body = vim.tbl_extend("force", hunk_entry, { header = false })
+      for _, line in ipairs(hunk.preview) do
+        local group = decided and "AcpReviewDecided"
+          or (line:sub(1, 1) == "+" and (hunk.status == "conflict" and "AcpReviewConflict" or "AcpReviewAdd") or "AcpReviewDelete")
+        add("  " .. line, group, body)
+      end
+    end
+  end
+  return lines, hls, rows
+end
+
+local function draw(buf)
+  local view = views[buf]
+  local lines, hls, rows = compose(view.chat)
+  view.rows = rows
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  for _, hl in ipairs(hls) do
+    api.nvim_buf_set_extmark(buf, M.ns, hl[1], 0, { line_hl_group = hl[2] })
+  end
+end
+
+local function entry_at(buf)
+  return views[buf].rows[api.nvim_win_get_cursor(0)[1]]
+end
+
+--- Send a decision for chat `chat`.
+---@param decision "accept"|"reject"
+function M.decide(chat, decision, path, hunk, turn)
+  if not chat then
+    require("acp.util").user_error("no chat has changes to review")
+  end
+  host.notify("review", {
+    chat = chat,
+    decision = decision,
+    path = path and vim.fn.fnamemodify(path, ":p") or nil,
+    hunk = hunk,
+    turn = turn,
+  })
+end
+
+local function jump(buf, step)
+  local row = api.nvim_win_get_cursor(0)[1]
+  local last = api.nvim_buf_line_count(buf)
+  local r = row + step
+  while r >= 1 and r <= last do
+    local e = views[buf].rows[r]
+    if e and e.header then
+      api.nvim_win_set_cursor(0, { r, 0 })
+      return
+    end
+    r = r + step
+  end
+end
+
+local function map(buf)
+  local view = views[buf]
+  local function key(lhs, fn, desc)
+    vim.keymap.set("n", lhs, fn, { buffer = buf, desc = "acp review: " .. desc, nowait = true })
+  end
+  local function on_entry(decision)
+    return function()
+      local e = entry_at(buf)
+      if e then
+        M.decide(view.chat, decision, e.path, e.hunk, e.turn)
+      end
+    end
+  end
+  key("a", on_entry("accept"), "accept the hunk (or file) at the cursor")
+  key("r", on_entry("reject"), "reject the hunk (or file) at the cursor")
+  key("A", function()
+    M.decide(view.chat, "accept")
+  end, "accept all")
+  key("R", function()
+    M.decide(view.chat, "reject")
+  end, "reject all")
+  key("]c", function()
+    jump(buf, 1)
+  end, "next hunk")
+  key("[c", function()
+    jump(buf, -1)
+  end, "previous hunk")
+  key("<CR>", function()
+    local e = entry_at(buf)
+    if e then
+      vim.cmd("aboveleft split " .. vim.fn.fnameescape(e.path))
+      local row = math.min((e.row or 0) + 1, api.nvim_buf_line_count(0))
+      api.nvim_win_set_cursor(0, { row, 0 })
+    end
+  end, "open the file at the hunk")
+  key("q", function()
+    if #api.nvim_list_tabpages() > 1 then
+      vim.cmd("tabclose")
+    else
+      api.nvim_buf_delete(buf, { force = true })
+    end
+  end, "close")
+end
+
+--- Open the review of the current chat's changes in a new tab page.
+function M.open()
+  local chat = chat_id()
+  if not chat then
+    require("acp.util").user_error("no chat has changes to review (:AcpChat)")
+  end
+  local name = "acp://review/" .. chat
+  local buf = vim.fn.bufnr(name)
+  if buf < 0 or not views[buf] then
+    buf = api.nvim_create_buf(false, true)
+    api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = "wipe"
+    vim.bo[buf].swapfile = false
+    vim.bo[buf].filetype = "acpreview"
+    views[buf] = { chat = chat, rows = {} }
+    map(buf)
+    api.nvim_create_autocmd("BufWipeout", {
+      buffer = buf,
+      once = true,
+      callback = function()
+        views[buf] = nil
+      end,
+    })
+  end
+  vim.cmd("tab split")
+  api.nvim_win_set_buf(0, buf)
+  vim.wo.number = false
+  vim.wo.relativenumber = false
+  draw(buf)
+  jump(buf, 1)
+  return buf
+end
+
+--- New review state from Python for chat `chat`.
+function M.update(chat, summary)
+  M.state[chat] = summary
+  M.mark_buffers()
+  for buf, view in pairs(views) do
+    if view.chat == chat and api.nvim_buf_is_valid(buf) then
+      local wins = vim.fn.win_findbuf(buf)
+      local cursors = vim.tbl_map(api.nvim_win_get_cursor, wins)
+      draw(buf)
+      for i, win in ipairs(wins) do
+        local row = math.min(cursors[i][1], api.nvim_buf_line_count(buf))
+        api.nvim_win_set_cursor(win, { row, 0 })
+      end
+    end
+  end
+end
+
+--- Files (and hunks) the agent changed: the latest turn's, or every turn's with `all`.
+---@param opts? {all?: boolean}
+---@return acp.ReviewFile[]
+function M.changes(opts)
+  local state = M.state[chat_id() or -1]
+  if not state then
+    return {}
+  end
+  local all = opts and opts.all
+  return vim.deepcopy(vim.tbl_filter(function(file)
+    return all or file.turn == state.turn
+  end, state.files))
+end
+
+M.chat_id = chat_id
+
+-- A buffer loaded after the review state arrived gets its marks too.
+api.nvim_create_autocmd("BufReadPost", {
+  group = api.nvim_create_augroup("acp.review", { clear = true }),
+  callback = function()
+    if next(M.state) then
+      vim.schedule(M.mark_buffers)
+    end
+  end,
+})
+
+return M

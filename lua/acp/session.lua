@@ -1,0 +1,99 @@
+-- Session surface pickers: settings (mode, model, thinking, ...), saved sessions,
+-- login. Thin glue over vim.ui.select; the Python side does the work and reports
+-- back through the chat status (settings) or the AcpSessionList event (sessions).
+local host = require("acp.host")
+
+local M = {}
+
+local function option_label(option)
+  local current = option.current
+  for _, choice in ipairs(option.choices or {}) do
+    if choice.value == current then
+      current = choice.name
+    end
+  end
+  local category = option.category ~= vim.NIL and option.category or nil
+  local suffix = category and (" (" .. category .. ")") or ""
+  return ("%s: %s%s"):format(option.name, tostring(current), suffix)
+end
+
+--- Change a setting of `chat`: with `id` and `value` directly, else with pickers.
+--- Options of a type this client does not know are listed but not editable.
+function M.config(chat, id, value)
+  if id and value ~= nil then
+    host.notify("set_config", { chat = chat.id, id = id, value = value })
+    return
+  end
+  local options = chat.status.config_options or {}
+  if #options == 0 then
+    require("acp.util").notify("the agent offers no settings", "warn")
+    return
+  end
+  vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
+    if not option then
+      return
+    end
+    if option.type == "boolean" then
+      M.config(chat, option.id, not option.current)
+    elseif option.type == "select" then
+      vim.ui.select(option.choices, {
+        prompt = option.name,
+        format_item = function(choice)
+          return choice.name
+        end,
+      }, function(choice)
+        if choice then
+          M.config(chat, option.id, choice.value)
+        end
+      end)
+    else
+      require("acp.util").notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
+    end
+  end)
+end
+
+--- List the agent's sessions and resume the one picked in a new chat.
+function M.sessions(chat)
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AcpSessionList",
+    once = true,
+    callback = function(ev)
+      local sessions = ev.data.sessions or {}
+      if #sessions == 0 then
+        require("acp.util").notify("the agent has no saved sessions", "info")
+        return
+      end
+      vim.ui.select(sessions, {
+        prompt = "Resume session",
+        format_item = function(s)
+          local title = s.title ~= vim.NIL and s.title or "(untitled)"
+          return ("%s  %s"):format(s.session_id, title)
+        end,
+      }, function(s)
+        if s then
+          M.resume(ev.data.agent, s.session_id)
+        end
+      end)
+    end,
+  })
+  host.notify("list_sessions", { chat = chat.id })
+end
+
+--- Open a new chat on session `session_id` of `agent`, its history replayed.
+function M.resume(agent, session_id)
+  return require("acp.chat").open({ agent = agent, new = true, session_id = session_id })
+end
+
+function M.delete(chat, session_id)
+  host.notify("delete_session", { chat = chat.id, session_id = session_id })
+end
+
+function M.login(chat, method)
+  host.notify("login", { chat = chat.id, method = method })
+end
+
+function M.logout(chat)
+  host.notify("logout", { chat = chat.id })
+end
+
+return M

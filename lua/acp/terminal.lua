@@ -1,0 +1,238 @@
+-- Terminal buffers: agent commands (a real PTY each) and display-only terminals.
+-- Python owns what they mean; this file owns jobs, buffers and windows, and sends
+-- each command's raw output back in batches (one notification per ~10 ms, not one
+-- per read).
+local host = require("acp.host")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+---@class acp.Terminal
+---@field buf integer
+---@field job? integer job id of a command (nil for a display terminal)
+---@field pid? integer process id = process group of a command
+---@field chan? integer channel of a display terminal (nvim_open_term)
+---@field running boolean
+
+---@type table<string, acp.Terminal>
+M.terminals = {}
+---@type string? the newest terminal, for :AcpTerminal without a key
+M.last = nil
+
+local FLUSH_MS = 10
+-- Output not yet sent, in order: {key, parts, exit?}; `open` holds each key's entry
+-- that more output may still join.
+local queue, open = {}, {}
+local flush_timer = nil
+
+local function flush()
+  -- Never start a Python host just for this (it stopped, or Neovim is exiting).
+  if #queue == 0 or vim.v.exiting ~= vim.NIL or not (host.chan or host.rplugin_ready) then
+    queue, open = {}, {}
+    return
+  end
+  local chunks = {}
+  for _, entry in ipairs(queue) do
+    local chunk = { key = entry.key, exit = entry.exit }
+    if #entry.parts > 0 then
+      chunk.data = vim.base64.encode(table.concat(entry.parts))
+    end
+    table.insert(chunks, chunk)
+  end
+  queue, open = {}, {}
+  host.notify("terminal_output", { chunks = chunks })
+end
+
+local function entry_for(key)
+  local entry = open[key]
+  if not entry then
+    entry = { key = key, parts = {} }
+    open[key] = entry
+    table.insert(queue, entry)
+  end
+  return entry
+end
+
+local function on_output(key, data)
+  local text = table.concat(data, "\n")
+  if text == "" then
+    return
+  end
+  table.insert(entry_for(key).parts, text)
+  if not flush_timer then
+    flush_timer = vim.defer_fn(function()
+      flush_timer = nil
+      flush()
+    end, FLUSH_MS)
+  end
+end
+
+local function on_exit(key, code)
+  local term = M.terminals[key]
+  if term then
+    term.running = false
+  end
+  entry_for(key).exit = code
+  open[key] = nil
+  flush()
+end
+
+-- Neovim's own exit only hangs up on PTY jobs (a command ignoring SIGHUP would
+-- survive it): kill each running command's whole process group.
+local function kill_all()
+  for _, term in pairs(M.terminals) do
+    if term.running and term.pid then
+      pcall(vim.fn.jobstop, term.job)
+      pcall(vim.uv.kill, -term.pid, "sigkill")
+    end
+  end
+end
+
+local function remember(key, term)
+  if next(M.terminals) == nil then
+    api.nvim_create_autocmd("VimLeavePre", {
+      group = api.nvim_create_augroup("acp.terminals", { clear = true }),
+      callback = kill_all,
+    })
+  end
+  M.terminals[key] = term
+  M.last = key
+  pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+end
+
+--- Run `cmd` (a string: through 'shell'; a list: argv) in a new hidden terminal buffer.
+---@param key string
+---@param cmd string|string[]
+---@param cwd string
+---@param env table<string, string>
+---@return integer pid
+function M.create(key, cmd, cwd, env)
+  local buf = api.nvim_create_buf(false, true)
+  local ok, job = pcall(api.nvim_buf_call, buf, function()
+    return vim.fn.jobstart(cmd, {
+      term = true,
+      cwd = cwd,
+      env = next(env) and env or nil,
+      on_stdout = function(_, data)
+        on_output(key, data)
+      end,
+      on_exit = function(_, code)
+        on_exit(key, code)
+      end,
+    })
+  end)
+  if not ok or job <= 0 then
+    pcall(api.nvim_buf_delete, buf, { force = true })
+    local program = type(cmd) == "table" and cmd[1] or vim.o.shell
+    error(ok and (program .. " is not executable") or job, 0)
+  end
+  local pid = vim.fn.jobpid(job)
+  remember(key, { buf = buf, job = job, pid = pid, running = true })
+  return pid
+end
+
+local function new_display()
+  local buf = api.nvim_create_buf(false, true)
+  return buf, api.nvim_open_term(buf, {})
+end
+
+--- Show bytes in display-only terminal `key` (no input); `reset` starts a fresh screen.
+---@param key string
+---@param data string
+---@param reset boolean
+function M.write(key, data, reset)
+  local term = M.terminals[key]
+  if not term or not api.nvim_buf_is_valid(term.buf) then
+    local buf, chan = new_display()
+    term = { buf = buf, chan = chan, running = false }
+    remember(key, term)
+  elseif reset then
+    -- A terminal cannot forget its scrollback: swap in a new buffer where the old one shows.
+    local old = term.buf
+    term.buf, term.chan = new_display()
+    for _, win in ipairs(vim.fn.win_findbuf(old)) do
+      api.nvim_win_set_buf(win, term.buf)
+    end
+    pcall(api.nvim_buf_delete, old, { force = true })
+    pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+  end
+  if data ~= "" then
+    api.nvim_chan_send(term.chan, data)
+  end
+end
+
+--- Stop the commands of `keys` that still run (Neovim hangs up, then escalates to
+--- SIGTERM and SIGKILL on the process group); `wipe` also deletes the buffers.
+---@param keys string[]
+---@param wipe boolean
+function M.stop(keys, wipe)
+  for _, key in ipairs(keys) do
+    local term = M.terminals[key]
+    if term then
+      if term.running and term.job then
+        vim.fn.jobstop(term.job)
+      end
+      if wipe then
+        M.terminals[key] = nil
+        if M.last == key then
+          M.last = nil
+        end
+        pcall(api.nvim_buf_delete, term.buf, { force = true })
+      end
+    end
+  end
+end
+
+--- Open terminal `key` (default: the newest) in a split, or focus the window showing it.
+---@param key? string
+---@return integer buf
+function M.open(key)
+  key = key or M.last
+  local term = key and M.terminals[key]
+  if not term or not api.nvim_buf_is_valid(term.buf) then
+    util.user_error(key and ("no terminal %s"):format(key) or "no terminal yet")
+  end
+  local win = vim.fn.win_findbuf(term.buf)[1]
+  if win then
+    api.nvim_set_current_win(win)
+  else
+    vim.cmd("botright 15split")
+    api.nvim_win_set_buf(0, term.buf)
+    -- Follow the output as it arrives.
+    api.nvim_win_set_cursor(0, { api.nvim_buf_line_count(term.buf), 0 })
+  end
+  return term.buf
+end
+
+--- In a transcript: open the terminal whose `[terminal KEY · …]` line is at or above
+--- the cursor within the same tool call. Returns whether there was one.
+---@return boolean
+function M.open_at_cursor()
+  local buf = api.nvim_get_current_buf()
+  local row = api.nvim_win_get_cursor(0)[1]
+  local lines = api.nvim_buf_get_lines(buf, math.max(0, row - 200), row, false)
+  for i = #lines, 1, -1 do
+    local key = lines[i]:match("^%[terminal (%S+) ·")
+    if key and M.terminals[key] then
+      M.open(key)
+      return true
+    end
+    if lines[i]:match("^#### ") then
+      break
+    end
+  end
+  return false
+end
+
+--- Keys of the terminals, newest last (for completion).
+---@return string[]
+function M.keys()
+  local keys = vim.tbl_keys(M.terminals)
+  table.sort(keys, function(a, b)
+    return (tonumber(a:match("%d+")) or 0) < (tonumber(b:match("%d+")) or 0)
+  end)
+  return keys
+end
+
+return M

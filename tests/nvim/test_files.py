@@ -1,0 +1,154 @@
+"""fs/read_text_file and fs/write_text_file against real Neovim buffers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.nvim.conftest import Editor
+
+
+def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]:
+    """Send a script to the `files` fake agent; returns its RESULT lines, decoded."""
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpTurnEnd", count=turn)
+    return [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in editor.transcript()
+        if line.startswith("RESULT ")
+    ]
+
+
+def start(editor: Editor, open_path: Path | None = None) -> int | None:
+    """Optionally :edit a file in the main window, then open a chat on the fake agent."""
+    buf = None
+    if open_path is not None:
+        editor.nvim.command(f"edit {open_path}")
+        buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.setup(agents={"files": editor.fake_agent("files")})
+    editor.open_chat("files")
+    return buf
+
+
+def lines(editor: Editor, buf: int) -> list[str]:
+    return list(editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf))
+
+
+def test_agent_reads_unsaved_buffer_text_with_line_and_limit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.py"
+    path.write_text("on disk\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, -1, false, {'one', 'two', 'three'})", buf)
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(path)}},
+            {"read": {"path": str(path), "line": 2, "limit": 1}},
+            {"read": {"path": str(path), "line": 3}},
+        ],
+    )
+    assert results == [
+        {"content": "one\ntwo\nthree\n"},
+        {"content": "two\n"},
+        {"content": "three\n"},
+    ]
+
+
+def test_read_errors_are_clear(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "dir").mkdir()
+    (project / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (project / "two.txt").write_text("1\n2\n")
+    start(editor)
+    results = run(
+        editor,
+        [
+            {"read": {"path": "relative.txt"}},
+            {"read": {"path": str(project / "nope.txt")}},
+            {"read": {"path": str(project / "dir")}},
+            {"read": {"path": str(project / "img.png")}},
+            {"read": {"path": str(project / "two.txt"), "line": 3}},
+        ],
+    )
+    assert [(r["error"], r["message"]) for r in results] == [
+        (-32602, "Invalid params: path must be absolute: 'relative.txt'"),
+        (-32002, f"Resource not found: {project / 'nope.txt'}: no such file"),
+        (-32602, f"Invalid params: {project / 'dir'} is a directory"),
+        (-32602, f"Invalid params: {project / 'img.png'} is a binary file"),
+        (
+            -32602,
+            f"Invalid params: {project / 'two.txt'}: line 3 is past the end of the file (2 lines)",
+        ),
+    ]
+
+
+def test_write_is_a_minimal_edit_one_undo_step_and_keeps_cursor_and_user_edits(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("".join(f"line{i}\n" for i in range(1, 9)))
+    buf = start(editor, path)
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    # The agent reads, then the user edits line 8 and parks the cursor on line 6.
+    original = run(editor, [{"read": {"path": str(path)}}])[0]["content"]
+    editor.lua("vim.api.nvim_buf_set_lines(..., 7, 8, false, {'user edit'})", buf)
+    editor.lua("vim.api.nvim_win_set_cursor(..., {6, 2})", win)
+    agent = "# header\n" + original.replace("line2\n", "LINE2\n")
+    run(editor, [{"write": {"path": str(path), "content": agent}}], turn=2)
+
+    expected = ["# header", "line1", "LINE2", *[f"line{i}" for i in range(3, 8)], "user edit"]
+    assert lines(editor, buf) == expected
+    assert editor.lua("return vim.api.nvim_win_get_cursor(...)", win) == [7, 2]  # still on line6
+    assert path.read_text() == "\n".join(expected) + "\n"  # auto_save
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent undo') end)", buf)
+    assert lines(editor, buf) == [*[f"line{i}" for i in range(1, 8)], "user edit"]
+
+
+def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"a\r\nb\r\n")
+    closed.write_bytes(b"a\r\nb\r\n")
+    buf = start(editor, loaded)
+    assert editor.lua("return vim.bo[...].fileformat", buf) == "dos"
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(loaded)}},
+            {"write": {"path": str(loaded), "content": "a\nB\n"}},
+            {"write": {"path": str(closed), "content": "a\nB"}},
+        ],
+    )
+    assert results[0] == {"content": "a\r\nb\r\n"}
+    assert loaded.read_bytes() == b"a\r\nB\r\n"
+    assert closed.read_bytes() == b"a\r\nB\r\n"
+
+
+def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    existing = project / "plain.txt"
+    existing.write_text("old\n")
+    start(editor)
+    windows = editor.lua("return #vim.api.nvim_list_wins()")
+    new = project / "deep" / "er" / "new.txt"
+    run(
+        editor,
+        [
+            {"write": {"path": str(existing), "content": "new\n"}},
+            {"write": {"path": str(new), "content": "created\n"}},
+        ],
+    )
+    assert existing.read_text() == "new\n"
+    assert new.read_text() == "created\n"
+    assert editor.lua("return #vim.api.nvim_list_wins()") == windows
+    assert editor.lua("return vim.fn.bufnr(...)", str(existing)) == -1
+    assert editor.lua("return vim.fn.bufnr(...)", str(new)) == -1
+

@@ -1,0 +1,283 @@
+"""Permission prompts and tool call blocks as a user sees them in a headless Neovim."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from tests.nvim.conftest import Editor
+
+PROMPT = "**Permission needed:** press a key, or `<CR>` for a menu"
+
+# Replaces vim.ui.select: records what it was offered and picks item `_G.pick`.
+STUB_SELECT = """
+_G.selects = {}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.selects, {
+    prompt = opts.prompt,
+    items = vim.tbl_map(opts.format_item, items),
+  })
+  on_choice(items[_G.pick], _G.pick)
+end
+"""
+
+
+def start(editor: Editor, scenario: str = "permission", **options: Any) -> dict[str, Any]:
+    editor.setup(agents={"fake": editor.fake_agent(scenario)}, **options)
+    return editor.open_chat("fake")
+
+
+def wait_text(editor: Editor, text: str) -> None:
+    buf = editor.lua("return require('acp').status().transcript_buf")
+    editor.wait(
+        f"table.concat(vim.api.nvim_buf_get_lines({buf}, 0, -1, false), '\\n'):find({text!r}, 1, true) ~= nil",
+        what=repr(text),
+    )
+
+
+def focus_transcript(editor: Editor, row: int | None = None) -> None:
+    """Make the transcript window current, the cursor on 0-based ``row`` if given."""
+    editor.lua(
+        """
+        local buf, row = require('acp').status().transcript_buf, ...
+        local win = vim.fn.win_findbuf(buf)[1]
+        vim.api.nvim_set_current_win(win)
+        if row ~= vim.NIL then vim.api.nvim_win_set_cursor(win, {row + 1, 0}) end
+        """,
+        row,
+    )
+
+
+def mapped(editor: Editor, key: str) -> bool:
+    """Whether ``key`` has a normal-mode mapping on the transcript buffer."""
+    return bool(
+        editor.lua(
+            """
+            local buf, key = require('acp').status().transcript_buf, ...
+            for _, map in ipairs(vim.api.nvim_buf_get_keymap(buf, 'n')) do
+              if map.lhs == key then return true end
+            end
+            return false
+            """,
+            key,
+        )
+    )
+
+
+def groups_at(editor: Editor, row: int) -> list[str]:
+    """Highlight groups of our extmarks on a 0-based transcript row."""
+    return list(
+        editor.lua(
+            """
+            local buf = require('acp').status().transcript_buf
+            local ns = vim.api.nvim_get_namespaces()["acp.highlights"]
+            local marks = vim.api.nvim_buf_get_extmarks(buf, ns, {..., 0}, {..., -1}, {details = true})
+            return vim.tbl_map(function(m) return m[4].line_hl_group or m[4].hl_group end, marks)
+            """,
+            row,
+        )
+    )
+
+
+def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    lines = editor.transcript()
+    # gemini style: the tool call exists only in the request; the prompt sits under it.
+    head = lines.index("#### Fake edit")
+    assert lines[head : head + 7] == [
+        "#### Fake edit",
+        "`edit` · pending",
+        PROMPT,
+        "- `a` Allow",
+        "- `A` Always allow",
+        "- `r` Reject",
+        "- `R` Never",
+    ]
+    assert groups_at(editor, head + 2) == ["AcpPermission"]
+    winbar = editor.lua(
+        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
+    )
+    assert winbar.endswith("· waiting for you")
+    assert groups_at(editor, head + 5) == ["AcpPermissionKey"]
+    focus_transcript(editor)
+    assert all(mapped(editor, key) for key in "aArR")
+
+    editor.nvim.input("r")
+    end = editor.wait_event("AcpTurnEnd")
+    assert end["stop_reason"] == "end_turn"
+    text = editor.transcript_text()
+    assert "permission: selected cancel" in text  # the agent saw the reject option's id
+    assert "**Permission:** Reject" in text
+    assert PROMPT not in text
+    assert not any(mapped(editor, key) for key in "aArR")
+    assert "waiting for you" not in editor.lua(
+        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
+    )
+
+
+def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('execute nokind')")
+    wait_text(editor, PROMPT)
+    assert "- `1` Yes" in editor.transcript() and "- `2` No" in editor.transcript()
+    focus_transcript(editor)
+    editor.nvim.input("2")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected no" in editor.transcript_text()
+
+
+def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
+    start(editor)
+    editor.lua(STUB_SELECT + "_G.pick = 2")
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor, editor.transcript().index(PROMPT))
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd")
+    selects = editor.lua("return _G.selects")
+    assert selects == [
+        {
+            "prompt": "acp: allow Fake edit?",
+            "items": ["[a] Allow", "[A] Always allow", "[r] Reject", "[R] Never"],
+        }
+    ]
+    assert "permission: selected proceed_always" in editor.transcript_text()
+
+    # The next edit is answered without asking, with the option of the same kind.
+    editor.lua("require('acp').send('edit')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    text = editor.transcript_text()
+    assert text.count("permission: selected proceed_always") == 2
+    assert "**Permission:** Always allow (remembered for `edit`)" in text
+    assert len(editor.lua("return _G.selects")) == 1
+
+
+def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor) -> None:
+    start(editor)
+    editor.lua(STUB_SELECT + "_G.pick = 1")
+    editor.nvim.command("AcpPermission")
+    assert (
+        editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
+        == "acp: no permission request is pending"
+    )
+    # Hide the chat (its `q`), then the agent asks.
+    focus_transcript(editor)
+    editor.nvim.input("q")
+    editor.wait("#vim.fn.win_findbuf(require('acp').status().transcript_buf) == 0")
+    editor.lua("require('acp').send('read')")
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
+    )
+    notice = editor.lua("return _G.acp_notices[#_G.acp_notices]")
+    assert notice["msg"] == "acp: fake asks permission: Fake read (:AcpPermission)"
+    editor.nvim.command("AcpPermission")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected proceed_once" in editor.transcript_text()
+
+
+def test_allow_reads_policy_answers_reads_only(editor: Editor) -> None:
+    start(editor, permission_policy="allow_reads")
+    editor.lua("require('acp').send('search')")
+    editor.wait_event("AcpTurnEnd")
+    assert "**Permission:** Allow (policy allow_reads)" in editor.transcript_text()
+    editor.lua("require('acp').send('execute')")
+    wait_text(editor, PROMPT)
+
+
+def test_cancel_while_pending_answers_cancelled(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    editor.lua("require('acp').cancel()")
+    end = editor.wait_event("AcpTurnEnd")
+    assert end["stop_reason"] == "cancelled"
+    text = editor.transcript_text()
+    assert "permission: cancelled" in text
+    assert "**Permission:** cancelled" in text
+    assert "`edit` · cancelled" in text
+    focus_transcript(editor)
+    assert not mapped(editor, "a")
+
+
+def test_prompt_disappears_when_the_agent_dies(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    fake = [
+        pid
+        for pid in editor.agent_pids()
+        if b"agent.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert len(fake) == 1
+    os.kill(fake[0], signal.SIGKILL)
+    editor.wait_event("AcpError")
+    editor.wait(
+        f"not vim.tbl_contains(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false), {PROMPT!r})"
+    )
+    focus_transcript(editor)
+    assert not mapped(editor, "a")
+
+
+def write_file(editor: Editor, name: str = "notes.txt") -> str:
+    path = editor.tmp / "project" / name
+    path.write_text("".join(f"line {i}\n" for i in range(1, 8)))
+    return str(path)
+
+
+def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
+    start(editor, "tool_calls")
+    path = write_file(editor)
+    editor.lua("require('acp').send(...)", f"{path}:3")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    row = lines.index(f"→ {path}:3")
+    # The diff renders as a unified diff with our highlights on its lines.
+    assert groups_at(editor, lines.index("-two")) == ["AcpDiffDelete"]
+    assert groups_at(editor, lines.index("+2")) == ["AcpDiffAdd"]
+    assert groups_at(editor, next(i for i, line in enumerate(lines) if line.startswith("@@"))) == [
+        "AcpDiffHunk"
+    ]
+    assert groups_at(editor, row) == ["AcpLocation"]
+
+    focus_transcript(editor, row)
+    editor.nvim.input("<CR>")
+    editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}")
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)") == [3, 0]
+    assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
+
+
+def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) -> None:
+    start(editor, "tool_calls", follow_agent=True)
+    path = write_file(editor)
+    input_win = editor.lua("return vim.api.nvim_get_current_win()")
+    editor.lua("require('acp').send(...)", f"{path}:5")
+    editor.wait_event("AcpTurnEnd")
+    shown = editor.lua(
+        """
+        for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          if vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) == ... then
+            return vim.api.nvim_win_get_cursor(win)
+          end
+        end
+        """,
+        path,
+    )
+    assert shown == [5, 0]
+    assert editor.lua("return vim.api.nvim_get_current_win()") == input_win
+
+
+def test_tool_block_folds_under_its_visible_header(editor: Editor) -> None:
+    start(editor, "tool_calls")
+    path = write_file(editor)
+    editor.lua("require('acp').send(...)", f"{path}:3")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    head = lines.index("#### Edit file")
+    focus_transcript(editor, head + 2)
+    editor.nvim.command("normal! zc")
+    assert editor.lua(f"return vim.fn.foldclosed({head + 2})") == head + 2  # folds below the header
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == -1  # the header stays visible

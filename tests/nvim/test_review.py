@@ -1,0 +1,153 @@
+"""Reviewing the agent's changes: marks, :AcpReview, accept/reject from keys and Lua."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.nvim.conftest import Editor
+from tests.nvim.test_files import lines, run, start
+
+
+def statuses(editor: Editor) -> list[str]:
+    changes = editor.lua("return require('acp').changes()")
+    return [h["status"] for f in changes for h in f["hunks"]]
+
+
+def marks(editor: Editor, buf: int) -> list[int]:
+    """Rows carrying review marks in `buf`."""
+    return list(
+        editor.lua(
+            """local buf = ...
+            local ns = vim.api.nvim_get_namespaces()['acp.review']
+            return vim.tbl_map(function(m) return m[2] end,
+              vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {}))""",
+            buf,
+        )
+    )
+
+
+def test_rejecting_a_hunk_restores_buffer_and_disk(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n5\n6\n7\neight\n"}}])
+    [file] = editor.lua("return require('acp').changes()")
+    assert file["path"] == str(path) and file["kind"] == "write" and file["turn"] == 1
+    first, second = file["hunks"]
+    assert (first["preview"], second["preview"]) == (["-1", "+one"], ["-8", "+eight"])
+    assert marks(editor, buf) == [0, 7]  # signs/highlights on the agent's lines
+
+    editor.lua("require('acp').reject(...)", str(path), first["id"])
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert lines(editor, buf)[0] == "1"
+    assert path.read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
+    assert marks(editor, buf) == [7]
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].hunks[2].status == 'accepted'")
+    assert marks(editor, buf) == []
+
+
+def test_conflicting_user_edit_survives(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start(editor, path)
+    run(editor, [{"read": {"path": str(path)}}])
+    editor.lua("vim.api.nvim_buf_set_lines(..., 1, 2, false, {'mine'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "a\nagent\nc\n"}}], turn=2)
+    assert lines(editor, buf) == ["a", "mine", "c"]
+    [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
+    assert hunk["status"] == "conflict" and hunk["proposed"] == ["agent"]
+    assert any("your text was kept" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+
+
+def test_direct_disk_edit_shows_in_acp_review_and_is_rejected_with_a_key(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    buf = start(editor, path)
+    run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 3\n"}}])
+    assert lines(editor, buf) == ["x = 1", "y = 3"]  # the unmodified buffer was reloaded
+    editor.nvim.command("AcpReview")
+    review = editor.lua("return vim.api.nvim_get_current_buf()")
+    text = lines(editor, review)
+    assert "M b.py  [disk]" in text
+    assert "  @@ -2 +2 @@ pending" in text
+    assert text[editor.lua("return vim.fn.line('.')") - 1] == "  @@ -2 +2 @@ pending"  # on the hunk
+    editor.nvim.input("r")
+    editor.wait(
+        "vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), '  @@ -2 +2 @@ rejected')"
+    )
+    assert path.read_text() == "x = 1\ny = 2\n"
+    assert lines(editor, buf) == ["x = 1", "y = 2"]
+
+
+def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "k.txt").write_text("k\n")
+    start(editor)
+    steps = [
+        {"write": {"path": str(project / "k.txt"), "content": "K\n"}},
+        {"write": {"path": str(project / "n.txt"), "content": "n\n"}},
+    ]
+    run(editor, steps)
+    editor.nvim.command("AcpReview")
+    editor.nvim.input("R")
+    editor.wait(
+        "#vim.tbl_filter(function(s) return s == 'rejected' end, "
+        "vim.tbl_map(function(f) return f.hunks[1].status end, require('acp').changes())) == 2"
+    )
+    assert (project / "k.txt").read_text() == "k\n"
+    assert not (project / "n.txt").exists()
+    editor.nvim.input("q")
+    # The agent reads again: a write from its old view would keep the rejection.
+    run(editor, [{"read": {"path": str(project / "k.txt")}}, *steps], turn=2)
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[2].hunks[1].status == 'accepted'")
+    assert statuses(editor) == ["accepted", "accepted"]
+    assert (project / "k.txt").read_text() == "K\n"
+    assert len(editor.lua("return require('acp').changes({all = true})")) == 4
+
+
+def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("".join(f"{i}\n" for i in range(20)))
+    start(editor)
+    content = path.read_text().replace("1\n", "one\n", 1).replace("18\n", "eighteen\n")
+    run(editor, [{"write": {"path": str(path), "content": content}}])
+    editor.nvim.command("AcpReview")
+    first = editor.lua("return vim.fn.getline('.')")
+    editor.nvim.input("]c")
+    editor.wait("vim.fn.getline('.') ~= " + repr(first))
+    second = editor.lua("return vim.fn.getline('.')")
+    assert first.startswith("  @@ -2 ") and second.startswith("  @@ -19 ")
+    editor.nvim.input("[c")
+    editor.wait("vim.fn.getline('.') == " + repr(first))
+
+
+def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "hello.py"
+    path.write_text("print('hi')\n")
+    editor.nvim.command(f"edit {path}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 1, 1, false, {'unsaved = 1'})", buf)
+    editor.setup(permission_policy="allow_all")
+    editor.open_chat()
+    editor.lua("require('acp').send('edit hello.py')")
+    editor.wait_event("AcpTurnEnd")
+    header = "# Edited by the acp.nvim demo agent (review: :AcpReview)"
+    assert lines(editor, buf) == [header, "print('hi')", "unsaved = 1"]
+    assert path.read_text() == f"{header}\nprint('hi')\nunsaved = 1\n"
+    [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
+    assert hunk["preview"] == ["+" + header]
+
+    editor.lua("require('acp').send('disk hello.py')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    appended = "Written to disk directly by the acp.nvim demo agent."
+    assert lines(editor, buf)[-1] == appended  # reloaded
+    [file] = editor.lua("return require('acp').changes()")
+    assert file["kind"] == "disk" and file["hunks"][0]["preview"] == ["+" + appended]
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert appended not in path.read_text()
+    assert len(editor.lua("return require('acp').changes({all = true})")) == 2

@@ -1,0 +1,175 @@
+"""Agent terminals as a user sees them: real PTY buffers, live tool call output, no orphans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.nvim.conftest import Editor
+from tests.nvim.test_chat import wait_gone
+
+
+def run(editor: Editor, script: dict[str, Any], turn: int = 1) -> dict[str, Any]:
+    """Send the fake agent a terminal script; returns its JSON report."""
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait_event("AcpTurnEnd", count=turn)
+    lines = editor.transcript()
+    reply = max(i for i, line in enumerate(lines) if line == "## Agent") + 1
+    report: dict[str, Any] = json.loads(lines[reply])
+    return report
+
+
+def open_fake(editor: Editor) -> dict[str, Any]:
+    editor.setup(agents={"fake": editor.fake_agent("terminal")}, default_agent="fake")
+    return editor.open_chat()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def test_shell_line_runs_in_session_cwd_with_env_and_reports_exit(editor: Editor) -> None:
+    status = open_fake(editor)
+    cwd = editor.lua("return vim.fn.getcwd()")
+    report = run(
+        editor,
+        {
+            "create": {
+                "command": "printf 'hi\\n'; pwd; echo \"$GREETING\"; exit 3",
+                "args": [],
+                "env": [{"name": "GREETING", "value": "hello there"}],
+                "outputByteLimit": 32000,
+            }
+        },
+    )
+    assert report["output"] == f"hi\n{cwd}\nhello there\n"
+    assert report["truncated"] is False
+    assert report["exit"] == {"exitCode": 3}
+    assert report["exitStatus"] == {"exitCode": 3}
+    assert report["after_release"] == -32002  # released: the id is gone
+
+    # The tool call shows the terminal's last lines and its exit, after release too.
+    key = report["terminalId"]
+    text = editor.transcript_text()
+    assert f"[terminal {key} · exit 3] printf 'hi\\n'; pwd" in text
+    assert f"```text\nhi\n{cwd}\nhello there\n```" in text
+
+    # <CR> on that line opens the real terminal buffer in a split.
+    lines = editor.transcript()
+    row = next(i for i, line in enumerate(lines) if line.startswith(f"[terminal {key}")) + 1
+    win = editor.lua(f"return vim.fn.win_findbuf({status['transcript_buf']})[1]")
+    editor.lua(f"vim.api.nvim_set_current_win({win}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
+    editor.nvim.feedkeys(editor.nvim.replace_termcodes("<CR>", True, False, True), "x")
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(f"acp://terminal/{key}")
+    assert editor.lua("return vim.bo.buftype") == "terminal"
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|'):find('hello there') ~= nil"
+    )
+
+
+def test_args_run_directly_and_acp_terminal_opens_the_newest(editor: Editor) -> None:
+    open_fake(editor)
+    report = run(editor, {"create": {"command": "printf", "args": ["%s|%s", "a b", "$HOME"]}})
+    assert report["output"] == "a b|$HOME"  # no shell between: nothing expanded
+    assert report["exit"]["exitCode"] == 0
+    editor.nvim.command("AcpTerminal")
+    assert editor.lua("return vim.bo.buftype") == "terminal"
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(report["terminalId"])
+
+
+def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
+    open_fake(editor)
+    # 1 + 3 * 3 bytes; the last 7 start inside the first "€", so it goes whole.
+    report = run(editor, {"create": {"command": "printf 'x€€€'", "outputByteLimit": 7}})
+    assert (report["output"], report["truncated"]) == ("€€", True)
+
+
+def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
+    open_fake(editor)
+    report = run(editor, {"create": {"command": "sleep", "args": ["100"]}, "kill": True})
+    assert report["exit"] == {"signal": "SIGHUP"}
+
+
+def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
+    open_fake(editor)
+    pidfile = editor.tmp / "pid"
+    report = run(
+        editor,
+        {
+            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP; sleep 1000; sleep 1000"},
+            "wait": False,
+            "release": False,
+        },
+    )
+    assert report == {"terminalId": report["terminalId"]}
+    editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
+    pgid = int(pidfile.read_text())
+    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")  # the sleep runs
+    members = group_members(pgid)
+    assert len(members) == 2
+    editor.lua("require('acp').close()")
+    # Hang-up is ignored; Neovim escalates to SIGTERM after 2 s.
+    assert wait_gone(members, timeout=10) == []
+    assert editor.lua(f"return require('acp.terminal').terminals[{report['terminalId']!r}]") is None
+
+
+def test_quitting_neovim_kills_running_commands(editor: Editor) -> None:
+    open_fake(editor)
+    pidfile = editor.tmp / "pid"
+    run(
+        editor,
+        {
+            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP TERM; sleep 1000; sleep 1000"},
+            "wait": False,
+            "release": False,
+        },
+    )
+    editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
+    pgid = int(pidfile.read_text())
+    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")
+    members = group_members(pgid)
+    editor.quit()
+    assert wait_gone(members, timeout=10) == []
+
+
+def test_display_terminal_buffer_takes_split_chunks_and_snapshots(editor: Editor) -> None:
+    editor.setup()
+    term = "require('acp.terminal')"
+    # An escape sequence split across writes (Python sends only whole characters).
+    editor.lua(f"{term}.write('d1', 'ok café \\x1b[1', false)")
+    editor.lua(f"{term}.write('d1', 'mbold\\x1b[0m', false)")
+    buf = editor.lua(f"return {term}.terminals.d1.buf")
+    assert editor.lua(f"return vim.bo[{buf}].buftype") == "terminal"
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'ok café bold'")
+    editor.lua(f"{term}.open('d1')")
+    editor.lua(f"{term}.write('d1', 'fresh', true)")
+    new = editor.lua(f"return {term}.terminals.d1.buf")
+    assert new != buf and editor.lua(f"return vim.api.nvim_buf_is_valid({buf})") is False
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == new  # the window follows
+    editor.wait(f"vim.api.nvim_buf_get_lines({new}, 0, 1, false)[1] == 'fresh'")
+
+
+def test_demo_agent_runs_a_command_shown_live_in_the_chat(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('run something')")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert "#### Run a command\n`execute` · completed\n[terminal t" in text
+    assert "· exit 0] echo hi; printf 'counting:'" in text
+    assert "```text\nhi\ncounting: 1 2 3\ndone\n```" in text
+    assert (
+        "The command exited with code 0 and printed:\n\n```\nhi\ncounting: 1 2 3\ndone\n```" in text
+    )

@@ -1,0 +1,97 @@
+"""ACP v2 as a user sees it: negotiation, the v2 turn, settings and resume, in Neovim."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.nvim.conftest import Editor
+
+DEMO_V1_ONLY = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent", "--v1"]}
+
+
+def winbar(editor: Editor) -> str:
+    buf = editor.lua("return require('acp').status().transcript_buf")
+    return str(editor.lua(f"return vim.wo[vim.fn.win_findbuf({buf})[1]].winbar"))
+
+
+def test_v2_is_negotiated_and_shown(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    status = editor.open_chat()
+    assert status["protocol_version"] == 2
+    assert editor.events("AcpSessionReady")[0]["protocol_version"] == 2
+    assert "ACP v2" in winbar(editor)
+    assert status["mode"] == "Ask" and status["model"] == "Demo small"
+
+
+def test_v1_answer_falls_back_to_v1(editor: Editor) -> None:
+    editor.setup(protocol_version=2, agents={"old": DEMO_V1_ONLY}, default_agent="old")
+    status = editor.open_chat()
+    assert status["protocol_version"] == 1
+    assert "ACP v1" in winbar(editor)
+    editor.lua("require('acp').send('hi')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+
+
+def test_v2_turn_streams_and_renders_features(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    editor.lua("require('acp').send('show me a diff and a plan')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    text = editor.transcript_text()
+    assert text.count("## You\nshow me a diff and a plan") == 1  # the ack replaced the echo
+    assert "## Agent\nYou said: *show me a diff and a plan*" in text
+    assert "**modified** " in text and "+  \"debug\": true" in text
+    assert "### Plan\n- [x] Read the code\n- [~] Write the fix" in text
+    assert text.rstrip().endswith("*— end_turn —*")
+
+
+def test_v2_cancel_mid_stream(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    editor.lua("require('acp').send('long')")
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('word3') ~= nil"
+    )
+    editor.nvim.command("AcpCancel")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert editor.transcript()[-1] == "*— cancelled —*"
+    assert editor.lua("return require('acp').status().state") == "ready"
+
+
+def test_config_and_resume(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    first = editor.open_chat()
+    editor.nvim.command("AcpConfig mode code")
+    editor.wait("require('acp').status().mode == 'Code'")
+    editor.lua("require('acp').send('remember me')")
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.command(f"AcpResume {first['session_id']}")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false), '\\n'):find('You said: %*remember me%*') ~= nil"
+    )
+    assert "## You\nremember me" in editor.transcript_text()
+
+
+def test_acpconfig_picks_a_setting_then_its_value(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    # Stand-in for the user: pick "Mode" from the settings, then "Code".
+    editor.lua(
+        """
+        _G.picked = {}
+        vim.ui.select = function(items, opts, on_choice)
+          local labels = vim.tbl_map(opts.format_item, items)
+          table.insert(_G.picked, labels)
+          on_choice(items[#_G.picked == 1 and 1 or 2])
+        end
+        """
+    )
+    editor.nvim.command("AcpConfig")
+    editor.wait("require('acp').status().mode == 'Code'")
+    picked = editor.lua("return _G.picked")
+    assert picked[0] == ["Mode: Ask (mode)", "Model: Demo small (model)", "Thinking: Low (thought_level)"]
+    assert picked[1] == ["Ask", "Code"]
+    assert "mode Code" in winbar(editor)

@@ -1,0 +1,316 @@
+"""fs/* answers and the per-session review, with the in-memory Editor (no Neovim)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_nvim.client.changes import SessionChanges, baseline_from_diff, scan_tree
+from acp_nvim.client.config import Config, load_config
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.files import FileError
+from acp_nvim.client.model import DiffPart, Location, ToolCall
+from acp_nvim.protocol import RequestError
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[tuple[SessionChanges, RecordingEditor]]:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        changes.begin_turn()
+        yield changes, editor
+        tasks.cancel_scope.cancel()
+
+
+def hunks(changes: SessionChanges) -> list[tuple[str, str, list[str]]]:
+    return [
+        (os.path.basename(f["path"]), h["status"], h["preview"])
+        for f in changes.summary()["files"]
+        for h in f["hunks"]
+    ]
+
+
+# -- fs/read_text_file -------------------------------------------------------------
+
+
+async def test_read_gives_the_buffers_unsaved_text_with_line_and_limit(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = tmp_path / "a.py"
+    path.write_text("saved\n")
+    editor.open_buffer(str(path), ["one", "two", "three"], modified=True)
+    assert await changes.read(str(path)) == "one\ntwo\nthree\n"
+    assert await changes.read(str(path), line=2) == "two\nthree\n"
+    assert await changes.read(str(path), line=2, limit=1) == "two\n"
+
+
+async def test_read_from_disk_keeps_crlf_and_decodes_latin1(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    (tmp_path / "dos.txt").write_bytes(b"a\r\nb\r\n")
+    (tmp_path / "old.txt").write_bytes(b"caf\xe9\n")
+    assert await changes.read(str(tmp_path / "dos.txt"), line=2) == "b\r\n"
+    assert await changes.read(str(tmp_path / "old.txt")) == "café\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "code", "message"),
+    [
+        ("rel/a.txt", None, RequestError.INVALID_PARAMS, "path must be absolute"),
+        ("missing.txt", None, RequestError.RESOURCE_NOT_FOUND, "no such file"),
+        ("dir", None, RequestError.INVALID_PARAMS, "is a directory"),
+        ("bin", None, RequestError.INVALID_PARAMS, "is a binary file"),
+        (
+            "short.txt",
+            5,
+            RequestError.INVALID_PARAMS,
+            "line 5 is past the end of the file (2 lines)",
+        ),
+    ],
+)
+async def test_read_errors(
+    session: tuple[SessionChanges, RecordingEditor],
+    tmp_path: Path,
+    name: str,
+    line: int | None,
+    code: int,
+    message: str,
+) -> None:
+    changes, _ = session
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "bin").write_bytes(b"\x89PNG\0\0")
+    (tmp_path / "short.txt").write_text("1\n2\n")
+    path = name if name.startswith("rel") else str(tmp_path / name)
+    with pytest.raises(FileError) as info:
+        await changes.read(path, line=line)
+    err = info.value.request_error()
+    assert err.code == code
+    assert message in err.message
+
+
+async def test_missing_file_as_empty(tmp_path: Path) -> None:
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(
+            RecordingEditor(), 1, str(tmp_path), tasks, missing_file_as_empty=True
+        )
+        assert await changes.read(str(tmp_path / "new.py")) == ""
+        tasks.cancel_scope.cancel()
+
+
+# -- fs/write_text_file ------------------------------------------------------------
+
+
+async def test_write_edits_only_changed_lines_and_keeps_unseen_user_edits(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = str(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("a\nb\nc\nd\n")
+    editor.open_buffer(path)
+    seen = await changes.read(path)
+    editor.type_in(path, 3, "D by user")  # after the agent's read
+    await changes.write(path, seen.replace("b\n", "B\n"))
+    buffer = editor.buffers[path]
+    assert buffer.state.lines == ["a", "B", "c", "D by user"]
+    assert len(buffer.undo) == 1  # one edit call: one undo step
+    assert (tmp_path / "a.py").read_text() == "a\nB\nc\nD by user\n"  # auto_save
+    assert hunks(changes) == [("a.py", "pending", ["-b", "+B"])]
+
+
+async def test_conflicting_user_edit_survives_as_a_conflict(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = str(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    editor.open_buffer(path)
+    await changes.read(path)
+    editor.type_in(path, 1, "mine")
+    await changes.write(path, "a\nagent\nc\n")
+    assert editor.buffers[path].state.lines == ["a", "mine", "c"]
+    assert hunks(changes) == [("a.py", "conflict", ["-mine", "+agent"])]
+    assert editor.notices[-1][0] == "warn"
+
+
+async def test_write_without_buffer_keeps_crlf_and_final_newline(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = tmp_path / "dos.txt"
+    path.write_bytes(b"a\r\nb\r\n")
+    await changes.write(str(path), "a\nB")  # LF and no final newline, like many agents
+    assert path.read_bytes() == b"a\r\nB\r\n"
+    assert editor.buffers == {}  # written without a buffer (so without a window)
+
+
+async def test_write_creates_file_and_parents(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    path = tmp_path / "new" / "dir" / "x.txt"
+    await changes.write(str(path), "hello\n")
+    assert path.read_text() == "hello\n"
+    [file] = changes.summary()["files"]
+    assert file["created"] is True and file["kind"] == "write"
+
+
+async def test_auto_save_off_leaves_the_buffer_unsaved(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    path = tmp_path / "a.txt"
+    path.write_text("old\n")
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), tasks, auto_save=False)
+        changes.begin_turn()
+        await changes.write(str(path), "new\n")
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == "old\n"
+    assert editor.buffers[str(path)].state.lines == ["new"]
+    assert editor.buffers[str(path)].state.modified
+
+
+async def test_write_refuses_a_directory(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    with pytest.raises(FileError, match="is a directory"):
+        await changes.write(str(tmp_path), "x")
+
+
+# -- review --------------------------------------------------------------------------
+
+
+async def test_reject_one_hunk_restores_buffer_and_disk(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = str(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
+    editor.open_buffer(path)
+    await changes.write(path, "one\n2\n3\n4\n5\n6\n7\neight\n")
+    first, _second = changes.summary()["files"][0]["hunks"]
+    await changes.decide("reject", path, first["id"])
+    assert editor.buffers[path].state.lines[0] == "1"
+    assert (tmp_path / "a.py").read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
+    assert [h["status"] for h in changes.summary()["files"][0]["hunks"]] == ["rejected", "pending"]
+    await changes.decide("accept")
+    assert [h["status"] for h in changes.summary()["files"][0]["hunks"]] == ["rejected", "accepted"]
+    assert editor.reviews[1] == changes.summary()
+
+
+async def test_reject_all_deletes_a_created_file(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    (tmp_path / "keep.txt").write_text("k\n")
+    await changes.write(str(tmp_path / "new.txt"), "n\n")
+    await changes.write(str(tmp_path / "keep.txt"), "K\n")
+    await changes.decide("reject")
+    assert not (tmp_path / "new.txt").exists()
+    assert (tmp_path / "keep.txt").read_text() == "k\n"
+
+
+async def test_direct_disk_edit_named_by_a_tool_call_is_recorded_and_rejectable(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _editor = session
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    call = ToolCall("t1", status="pending", locations=[Location(str(path))])
+    changes.on_tool_call(call)  # pending: the file's text is snapshotted
+    path.write_text("x = 2\n")  # the agent edits the disk itself
+    call.status = "completed"
+    changes.on_tool_call(call)
+    await changes.end_turn()
+    assert hunks(changes) == [("a.py", "pending", ["-x = 1", "+x = 2"])]
+    await changes.decide("reject", str(path))
+    assert path.read_text() == "x = 1\n"
+
+
+async def test_turn_scan_finds_unnamed_disk_changes_and_reloads_clean_buffers(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "sub" / "b.txt"
+    path.write_text("old\n")
+    changes.begin_turn()  # the scan sees b.txt
+    editor.open_buffer(str(path))
+    os.utime(path, ns=(0, 0))
+    path.write_text("new\n")  # e.g. a shell command; no tool call names it
+    (tmp_path / "made.txt").write_text("made\n")
+    await changes.end_turn()
+    assert sorted(hunks(changes)) == [
+        ("b.txt", "pending", ["-old", "+new"]),
+        ("made.txt", "pending", ["+made"]),
+    ]
+    assert editor.buffers[str(path)].state.lines == ["new"]  # reloaded
+
+
+async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, editor = session
+    path = tmp_path / "c.txt"
+    path.write_text("v1\n")
+    diff = DiffPart(str(path), "v1", "v2")  # whole file minus its final newline
+    changes.on_tool_call(ToolCall("t", status="completed", content=[diff]))
+    editor.open_buffer(str(path), ["mine"], modified=True)
+    path.write_text("v2\n")
+    await changes.end_turn()
+    assert hunks(changes) == [("c.txt", "pending", ["-v1", "+v2"])]  # from oldText
+    assert editor.buffers[str(path)].state.lines == ["mine"]
+    assert "unsaved edits" in editor.notices[-1][1]
+
+
+def test_baseline_from_diff_handles_whole_files_and_fragments() -> None:
+    assert baseline_from_diff("a\nB\n", "a\nb\n", "a\nB\n") == "a\nb\n"
+    assert baseline_from_diff("a\nB\n", "a\nb", "a\nB") == "a\nb\n"
+    assert baseline_from_diff("a\nB\nc\n", "b", "B") == "a\nb\nc\n"
+    assert baseline_from_diff("new\n", None, "new") is None
+    assert not isinstance(baseline_from_diff("zzz\n", "b", "B"), str)
+
+
+def test_scan_skips_vendored_dirs_and_stops_at_the_cap(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "x.js").write_text("")
+    for i in range(5):
+        (tmp_path / f"f{i}").write_text("")
+    full = scan_tree(str(tmp_path))
+    assert full.complete and len(full.stats) == 5
+    capped = scan_tree(str(tmp_path), max_files=3)
+    assert not capped.complete and len(capped.stats) == 3
+
+
+async def test_summary_shape(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    await changes.write(str(tmp_path / "n.txt"), "a\n")
+    summary = changes.summary()
+    assert summary["turn"] == 1
+    [file] = summary["files"]
+    assert set(file) == {"path", "kind", "turn", "created", "deleted", "open", "hunks"}
+    assert set(file["hunks"][0]) == {
+        "id", "status", "base_start", "base_count", "new_start", "new_count",
+        "header", "preview", "proposed",
+    }  # fmt: skip
+
+
+def test_gemini_reads_missing_files_as_empty_by_default() -> None:
+    agents = Config().all_agents()
+    assert agents["gemini"].missing_file_as_empty is True
+    assert agents["claude"].missing_file_as_empty is False
+    assert (
+        load_config({"agents": {"x": {"cmd": ["x"], "missing_file_as_empty": True}}})
+        .agents["x"]
+        .missing_file_as_empty
+    )

@@ -1,0 +1,297 @@
+"""Terminals in the core: v1 terminal/* handlers and display terminals, with the fake
+editor playing each command's output and exit the way Neovim's job callbacks do."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+from msgspec import UNSET
+
+from acp_nvim.client import terminals as terminals_module
+from acp_nvim.client.app import App
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.model import TerminalPart, ToolCallPatch
+from acp_nvim.client.terminals import Terminals, tail_lines
+from acp_nvim.protocol import RequestError
+from acp_nvim.protocol import schema_v1 as v1
+
+pytestmark = pytest.mark.anyio
+SID = "s1"
+
+
+class Rig:
+    def __init__(self, tasks: anyio.abc.TaskGroup, cwd: Path) -> None:
+        self.editor = RecordingEditor()
+        self.chat = Chat(1, "fake", self.editor)
+        self.chat.session.session_id = SID
+        self.terminals = Terminals({SID: self.chat}, str(cwd))
+        self.terminals.start(tasks)
+
+    async def create(self, command: str, **fields: object) -> str:
+        params = v1.CreateTerminalRequest(session_id=SID, command=command, **fields)  # type: ignore[arg-type]
+        return (await self.terminals.create(params)).terminal_id
+
+    async def output(self, terminal_id: str) -> v1.TerminalOutputResponse:
+        return await self.terminals.output(
+            v1.TerminalOutputRequest(session_id=SID, terminal_id=terminal_id)
+        )
+
+    def block(self, call_id: str) -> list[str]:
+        return self.editor.transcript(1)[call_id]
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    async with anyio.create_task_group() as tasks:
+        yield Rig(tasks, tmp_path)
+        tasks.cancel_scope.cancel()
+
+
+async def test_shell_line_runs_in_the_session_cwd_and_argv_runs_directly(
+    rig: Rig, tmp_path: Path
+) -> None:
+    line = await rig.create("echo hi; printf 'x\\n'", args=[])
+    argv = await rig.create(
+        "printenv", args=["GREETING"], env=[v1.EnvVariable(name="GREETING", value="hello")], cwd="/"
+    )
+    assert rig.editor.terminals[line] | {"data": None} == {
+        "cmd": "echo hi; printf 'x\\n'",
+        "cwd": str(tmp_path),
+        "env": {},
+        "data": None,
+        "stopped": False,
+        "wiped": False,
+    }
+    assert rig.editor.terminals[argv]["cmd"] == ["printenv", "GREETING"]
+    assert rig.editor.terminals[argv]["cwd"] == "/"
+    assert rig.editor.terminals[argv]["env"] == {"GREETING": "hello"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"cwd": "relative/dir"}, "cwd must be an absolute path"),
+        ({"cwd": "/no/such/dir"}, "cwd is not a directory"),
+        ({"output_byte_limit": -1}, "outputByteLimit must be 0 or more"),
+    ],
+)
+async def test_bad_create_params_are_refused(
+    rig: Rig, fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(RequestError) as err:
+        await rig.create("true", **fields)
+    assert err.value.code == RequestError.invalid_params().code
+    assert message in str(err.value)
+
+
+async def test_output_is_escape_free_with_the_exit_status(rig: Rig) -> None:
+    tid = await rig.create("make")
+    rig.terminals.feed(tid, b"hi\r\n\x1b[31mre")
+    early = await rig.output(tid)
+    assert (early.output, early.exit_status) == ("hi\nre", None)
+    rig.terminals.feed(tid, b"d\x1b[0m caf\xc3")  # a character split across reads
+    assert (await rig.output(tid)).output == "hi\nred caf"
+    rig.terminals.feed(tid, b"\xa9\r\n", exit_code=2)
+    done = await rig.output(tid)
+    assert done.output == "hi\nred café\n"
+    assert done.truncated is False
+    assert done.exit_status == v1.TerminalExitStatus(exit_code=2, signal=None)
+
+
+async def test_truncation_keeps_the_end_at_a_character_boundary(rig: Rig) -> None:
+    tid = await rig.create("cat", output_byte_limit=5)
+    rig.terminals.feed(tid, "a€€".encode(), exit_code=0)  # 1 + 3 + 3 bytes
+    out = await rig.output(tid)
+    # The last 5 bytes would start inside the first €: it goes whole.
+    assert (out.output, out.truncated) == ("€", True)
+
+
+async def test_the_raw_buffer_is_bounded_and_reports_what_it_dropped(rig: Rig) -> None:
+    tid = await rig.create("yes", output_byte_limit=10)
+    cap = 10 + terminals_module._SLACK
+    for i in range(200):
+        rig.terminals.feed(tid, f"line {i} ".encode() * 100 + b"\r\n")
+    term = rig.terminals._commands[tid]
+    assert len(term.output.raw) <= cap + cap // 4
+    out = await rig.output(tid)
+    assert out.truncated and out.output.endswith("line 199 \n")
+    assert len(out.output.encode()) <= 10
+
+
+async def test_wait_for_exit_and_kill_report_the_signal(rig: Rig) -> None:
+    tid = await rig.create("sleep 100")
+    got: list[v1.WaitForTerminalExitResponse] = []
+
+    async def wait() -> None:
+        params = v1.WaitForTerminalExitRequest(session_id=SID, terminal_id=tid)
+        got.append(await rig.terminals.wait_for_exit(params))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(wait)
+        await anyio.sleep(0.01)
+        assert got == []
+        await rig.terminals.kill(v1.KillTerminalRequest(session_id=SID, terminal_id=tid))
+        assert rig.editor.terminals[tid]["stopped"]
+        rig.terminals.feed(tid, exit_code=128 + 15)  # how Neovim reports SIGTERM
+    assert got == [v1.WaitForTerminalExitResponse(exit_code=None, signal="SIGTERM")]
+    # Still valid after kill: output and exit status stay readable.
+    out = await rig.output(tid)
+    assert out.exit_status == v1.TerminalExitStatus(signal="SIGTERM")
+
+
+async def test_an_exit_code_above_128_without_kill_is_a_code(rig: Rig) -> None:
+    tid = await rig.create("exit 130")
+    rig.terminals.feed(tid, exit_code=130)
+    assert (await rig.output(tid)).exit_status == v1.TerminalExitStatus(exit_code=130)
+
+
+async def test_release_stops_and_invalidates_but_the_tool_call_keeps_showing_it(rig: Rig) -> None:
+    tid = await rig.create("tail -f log")
+    rig.chat.on_tool_call(
+        ToolCallPatch("call1", title="Tail", kind="execute", content=[TerminalPart(tid)])
+    )
+    rig.terminals.feed(tid, b"first\r\n")
+    await rig.terminals.release(v1.ReleaseTerminalRequest(session_id=SID, terminal_id=tid))
+    assert (
+        rig.editor.terminals[tid] | {"stopped": True, "wiped": False} == rig.editor.terminals[tid]
+    )
+    for method in (rig.output,):
+        with pytest.raises(RequestError) as err:
+            await method(tid)
+        assert err.value.code == RequestError.resource_not_found().code
+    rig.terminals.feed(tid, exit_code=129)  # the hang-up arrives after the release
+    assert rig.block("call1")[2:] == [
+        f"[terminal {tid} · killed by SIGHUP] tail -f log",
+        "```text",
+        "first",
+        "```",
+    ]
+    assert tid not in rig.terminals._commands
+
+
+async def test_unknown_session_and_terminal(rig: Rig) -> None:
+    with pytest.raises(RequestError):
+        await rig.terminals.create(v1.CreateTerminalRequest(session_id="nope", command="true"))
+    with pytest.raises(RequestError):
+        await rig.output("t999999")
+
+
+async def test_tool_call_block_shows_the_live_tail_throttled(rig: Rig) -> None:
+    tid = await rig.create("for i in $(seq 20); do echo $i; done")
+    rig.chat.on_tool_call(
+        ToolCallPatch("c", title="Count", kind="execute", content=[TerminalPart(tid)])
+    )
+    assert rig.block("c")[2] == f"[terminal {tid} · running] for i in $(seq 20); do echo $i; done"
+    before = len(rig.editor.ops[1])
+    for i in range(1, 21):
+        rig.terminals.feed(tid, f"{i}\r\n".encode())
+    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    assert len(rig.editor.ops[1]) == before + 1  # twenty reads, one redraw
+    assert rig.block("c")[3:] == ["```text", *[str(i) for i in range(11, 21)], "```"]
+    rig.terminals.feed(tid, exit_code=0)  # the exit shows at once
+    assert rig.block("c")[2].startswith(f"[terminal {tid} · exit 0]")
+
+
+def test_tail_lines_shows_the_last_frame_of_a_progress_bar() -> None:
+    raw = b"build\r\n\x1b[32m10%\r50%\r100%\x1b[0m\r\ndone\r\n"
+    assert tail_lines(raw) == ["build", "100%", "done"]
+    # A window that starts mid-line drops that line.
+    assert tail_lines(b"x" * 20000 + b"\nlast\n") == ["last"]
+
+
+async def test_display_terminal_chunks_split_a_character_and_an_escape(rig: Rig) -> None:
+    rig.chat.on_tool_call(
+        ToolCallPatch("c", title="Run", kind="execute", content=[TerminalPart("term_1")])
+    )
+    data = "ok \x1b[1mcafé\x1b[0m\n".encode()
+    cut_char = data.index(b"\xc3") + 1
+    cut_escape = data.index(b"\x1b[0m") + 2
+    for piece in (data[:cut_char], data[cut_char:cut_escape], data[cut_escape:]):
+        rig.terminals.chunk(rig.chat, "term_1", base64.b64encode(piece).decode())
+    rig.terminals.update(
+        rig.chat, "term_1", command="make", cwd=UNSET, output=UNSET, exit_status=UNSET
+    )
+    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    key = rig.chat.session.terminals["term_1"].key
+    assert rig.block("c")[2:] == [f"[terminal {key} · running] make", "```text", "ok café", "```"]
+    # The editor's terminal gets the text as sent, escapes and all.
+    assert rig.editor.terminals[key]["data"] == data.decode()
+
+    rig.terminals.update(
+        rig.chat,
+        "term_1",
+        command=UNSET,
+        cwd=UNSET,
+        output=b"fresh\n",
+        exit_status={"exit_code": 0},
+    )
+    rig.terminals.chunk(rig.chat, "term_1", base64.b64encode(b"more\n").decode())
+    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    assert rig.block("c")[2:] == [
+        f"[terminal {key} · exit 0] make",
+        "```text",
+        "fresh",
+        "more",
+        "```",
+    ]
+    assert rig.editor.terminals[key]["data"] == "fresh\nmore\n"
+
+
+async def test_a_bad_display_chunk_is_reported_not_raised(rig: Rig) -> None:
+    rig.terminals.chunk(rig.chat, "term_1", "not base64!")
+    assert "is not base64" in rig.editor.last_status(1)["unknown_update"]
+
+
+async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> None:
+    running = await rig.create("sleep 100")
+    done = await rig.create("true")
+    rig.terminals.feed(done, exit_code=0)
+    rig.terminals.chunk(rig.chat, "d", base64.b64encode(b"x").decode())
+    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    display = rig.chat.session.terminals["d"].key
+    await rig.terminals.end_session(rig.chat)
+    for key in (running, done, display):
+        assert rig.editor.terminals[key]["wiped"], key
+    assert rig.editor.terminals[running]["stopped"]
+    with pytest.raises(RequestError):
+        await rig.output(running)
+
+
+async def test_agent_exit_stops_what_runs(rig: Rig) -> None:
+    tid = await rig.create("sleep 100")
+    await rig.terminals.end_all()
+    assert (
+        rig.editor.terminals[tid] | {"stopped": True, "wiped": False} == rig.editor.terminals[tid]
+    )
+
+
+async def test_the_app_routes_editor_output_to_the_agent_that_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        tasks.start_soon(app.send, 1, "run")  # the demo agent checks we offer terminals
+        with anyio.fail_after(10):
+            while not editor.terminals:
+                await anyio.sleep(0.005)
+        key, term = next(iter(editor.terminals.items()))
+        assert term["cmd"].startswith("echo hi;") and term["cwd"] == str(tmp_path)
+        data = base64.b64encode(b"hi\r\ncounting: 1 2 3\r\n").decode()
+        app.terminal_output([{"key": key, "data": data}, {"key": key, "exit": 0}])
+        with anyio.fail_after(10):
+            while not editor.events or editor.events[-1][0] != "AcpTurnEnd":
+                await anyio.sleep(0.005)
+        reply = next(lines for lines in editor.transcript(1).values() if lines[0] == "## Agent")
+        assert "The command exited with code 0 and printed:" in reply
+        assert reply[-3:] == ["hi", "counting: 1 2 3", "```"]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()

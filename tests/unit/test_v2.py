@@ -1,0 +1,561 @@
+"""ACP v2 against the core: wire fixtures through a Connection, and the demo agent.
+
+Fixture transcripts are JSON lines an agent sends (one ``session/update`` per
+line, or a batch array); they go through a real Connection over memory streams
+into the v2 adapter and a RecordingEditor. A permission request sent last is the
+barrier: notifications are handled in order, so once it is answered every
+update before it has been applied.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_nvim.client import terminals as terminals_module
+from acp_nvim.client.adapter_v2 import SessionsV2
+from acp_nvim.client.app import App
+from acp_nvim.client.chat import Chat
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.model import PermissionOption, ToolCallPatch
+from acp_nvim.client.terminals import Terminals
+from acp_nvim.protocol import schema_v2 as v2
+
+pytestmark = pytest.mark.anyio
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
+FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "agent.py")
+DEMO = [sys.executable, "-m", "acp_nvim.demo_agent"]
+
+INIT = v2.decode(
+    b'{"protocolVersion": 2, "info": {"name": "fake", "version": "0"},'
+    b' "capabilities": {"session": {}}}',
+    v2.InitializeResponse,
+)
+
+
+def update(body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s1", "update": body},
+    }
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class Client:
+    """The client side of one v2 session, fed by a raw agent peer."""
+
+    def __init__(self, raw_peer: Any, answer: str | None = None) -> None:
+        self.conn, self.peer = raw_peer(convert=v2.decode, enc_hook=v2.enc_hook)
+        self.editor = RecordingEditor()
+        self.chat = Chat(1, "fake", self.editor)
+        self.chat.ready("s1", 2, None)
+        self.terminals = Terminals({"s1": self.chat}, "/w")
+        self.asked: list[tuple[ToolCallPatch, list[PermissionOption]]] = []
+        self.answer = answer
+
+        async def ask(
+            chat: Chat, call: ToolCallPatch, options: list[PermissionOption]
+        ) -> str | None:
+            chat.on_tool_call(call)
+            self.asked.append((call, options))
+            return self.answer
+
+        self.sessions = SessionsV2(
+            self.conn,
+            INIT,
+            cwd="/w",
+            chats={"s1": self.chat},
+            terminals=self.terminals,
+            ask_permission=ask,
+        )
+        self._barrier = 1000
+
+    async def send(self, *messages: Any) -> None:
+        for message in messages:
+            await self.peer.send_json(message)
+
+    async def barrier(self, subject: dict[str, Any] | None = None) -> Any:
+        """A permission request; returns its response once every earlier line is applied."""
+        self._barrier += 1
+        params: dict[str, Any] = {
+            "sessionId": "s1",
+            "title": "Barrier?",
+            "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
+        }
+        if subject is not None:
+            params["subject"] = subject
+        await self.peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": self._barrier,
+                "method": "session/request_permission",
+                "params": params,
+            }
+        )
+        return await self.peer.receive_json()
+
+    def blocks(self) -> dict[str, list[str]]:
+        return self.editor.transcript(1)
+
+    def text(self) -> str:
+        return "\n".join("\n".join(lines) for lines in self.blocks().values())
+
+
+def fixture(name: str) -> list[Any]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line.strip()]
+
+
+# -- messages ------------------------------------------------------------------------
+
+
+async def test_whole_message_replaces_clears_and_chunks_append_after(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        await client.send(*fixture("messages.jsonl"))
+        await client.barrier()
+    blocks = client.blocks()
+    assert blocks["a1"] == ["## Agent", "C and more"]  # [A, B] replaced by [C], then a chunk
+    assert blocks["a2"] == ["## Agent", ""]  # content null clears
+    assert blocks["a3"] == ["## Agent", ""]  # content [] clears
+    assert blocks["a4"] == ["## Agent", "kept"]  # omitted content: only _meta changed
+    assert blocks["t1"] == ["### Thinking", "> hmm"]
+
+
+async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        client.chat.start_turn("hello")
+        await client.send(
+            update(
+                {
+                    "sessionUpdate": "user_message",
+                    "messageId": "u-9",
+                    "content": [{"type": "text", "text": "hello"}],
+                }
+            ),
+            update(
+                {
+                    "sessionUpdate": "user_message_chunk",
+                    "messageId": "u-9",
+                    "content": {"type": "text", "text": " (seen)"},
+                }
+            ),
+        )
+        await client.barrier()
+    users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
+    assert users == [["## You", "hello (seen)"]]  # one message, not echo + ack
+
+
+# -- the turn ------------------------------------------------------------------------
+
+
+async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
+    raw_peer, serving
+) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        client.chat.start_turn("go")
+        await client.send(update({"sessionUpdate": "state_update", "state": "running"}))
+        await client.send(update({"sessionUpdate": "state_update", "state": "requires_action"}))
+        await client.barrier()
+        assert client.editor.last_status(1)["turn_state"] == "requires_action"
+        assert client.chat.state == "running"
+        await client.send(
+            update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "max_tokens"}),
+            update(
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "messageId": "late",
+                    "content": {"type": "text", "text": "background"},
+                }
+            ),
+            update({"sessionUpdate": "state_update", "state": "_paused"}),
+        )
+        await client.barrier()
+    assert client.chat.state == "ready"
+    assert ("AcpTurnEnd", {"chat": 1, "stop_reason": "max_tokens"}) in client.editor.events
+    assert client.blocks()["late"] == ["## Agent", "background"]
+    assert client.editor.last_status(1)["turn_state"] == "_paused"  # unknown state: shown
+
+
+# -- tool calls ----------------------------------------------------------------------
+
+
+async def test_tool_call_upserts(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        await client.send(*fixture("tool_calls.jsonl"))
+        await client.barrier()
+    call = client.chat.session.tool_calls["c1"]
+    assert (call.title, call.kind, call.status) == ("", "read", "cancelled")  # title null cleared
+    lines = client.blocks()["c1"]
+    assert lines[:2] == ["#### read", "`read` · cancelled"]
+    assert lines[2:] == ["replaced", "appended", "[_hologram content]"]
+    assert client.chat.session.tool_calls["c2"].content == []  # content null cleared
+
+
+# -- diffs ---------------------------------------------------------------------------
+
+
+async def test_structured_diff_rendered_per_file(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        await client.send(*fixture("diff.jsonl"))
+        await client.barrier()
+    lines = client.blocks()["e1"]
+    text = "\n".join(lines)
+    assert "**modified** /w/a.txt\n```diff\ndiff --git /w/a.txt /w/a.txt" in text
+    assert "-old\n+new\n```" in text
+    assert "**added** /w/new.txt\n```diff\ndiff --git /w/new.txt /w/new.txt\nnew file mode" in text
+    assert "**deleted** /w/gone.txt" in text
+    assert "**moved** /w/x.md → /w/y.md" in text
+    assert "**copied** /w/c1 → /w/c2" in text
+    assert "**modified** /w/logo.png (binary)" in text
+    assert "**modified** /w/link (symlink)" in text
+    assert "**added** /w/dir (directory)" in text
+    assert "**_splice** /w/odd" in text  # an unknown operation is listed as is
+    # Patch-less changes have no diff block of their own.
+    assert lines[lines.index("**deleted** /w/gone.txt") + 1].startswith("**")
+
+
+# -- terminals -----------------------------------------------------------------------
+
+
+async def test_terminal_chunks_split_utf8_and_escapes_then_snapshot(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    data = "caf\u00e9 \x1b[31mred\x1b[0m done\n".encode()
+    cut_utf8 = data.index("\u00e9".encode()) + 1
+    cut_escape = data.index(b"\x1b[31m") + 3
+    pieces = [data[:cut_utf8], data[cut_utf8:cut_escape], data[cut_escape:]]
+    async with anyio.create_task_group() as tasks, serving(client.conn):
+        client.terminals.start(tasks)
+        await client.send(
+            update(
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": "run",
+                    "title": "Run",
+                    "kind": "execute",
+                    "content": [{"type": "terminal", "terminalId": "t1"}],
+                }
+            ),
+            update(
+                {
+                    "sessionUpdate": "terminal_update",
+                    "terminalId": "t1",
+                    "command": "make",
+                    "cwd": "/w",
+                }
+            ),
+        )
+        for piece in pieces:
+            await client.send(
+                update(
+                    {
+                        "sessionUpdate": "terminal_output_chunk",
+                        "terminalId": "t1",
+                        "data": b64(piece),
+                    }
+                )
+            )
+        await client.barrier()
+        await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+        key = client.chat.session.terminals["t1"].key
+        assert client.blocks()["run"][2:] == [
+            f"[terminal {key} · running] make",
+            "```text",
+            "caf\u00e9 red done",
+            "```",
+        ]
+        assert (
+            client.editor.terminals[key]["data"] == data.decode()
+        )  # the text as sent, escapes and all, for a real terminal
+        await client.send(
+            update(
+                {
+                    "sessionUpdate": "terminal_update",
+                    "terminalId": "t1",
+                    "output": {"data": b64(b"fresh\n")},
+                    "exitStatus": {"exitCode": 2},
+                }
+            ),
+            update(
+                {
+                    "sessionUpdate": "terminal_output_chunk",
+                    "terminalId": "t1",
+                    "data": b64(b"tail\n"),
+                }
+            ),
+        )
+        await client.barrier()
+        await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+        assert client.blocks()["run"][2:] == [
+            f"[terminal {key} · exit 2] make",
+            "```text",
+            "fresh",
+            "tail",
+            "```",
+        ]
+        assert client.editor.terminals[key]["data"] == "fresh\ntail\n"
+        tasks.cancel_scope.cancel()
+
+
+# -- unknown variants and batches ----------------------------------------------------
+
+
+async def test_unknown_variants_are_shown_generically(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        await client.send(*fixture("unknown.jsonl"))
+        await client.barrier()
+        assert client.chat.state == "ready"
+    status = client.editor.last_status(1)
+    assert status["unknown_update"] == "_sparkle"
+    assert client.blocks()["m1"] == ["## Agent", "[_hologram content]"]
+    assert client.blocks()["p9"] == ["### Plan", "- [ ] (_markdown plan)"]
+    assert client.chat.session.commands == [
+        {"name": "search", "description": "Search", "hint": "query"},
+        {"name": "pick", "description": "Pick", "input": "_choice"},
+    ]
+    assert [o.type for o in client.chat.session.config_options] == ["select", "_slider"]
+
+
+async def test_batch_with_an_invalid_entry(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    async with serving(client.conn):
+        await client.send(
+            [
+                update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "b1",
+                        "content": {"type": "text", "text": "one"},
+                    }
+                ),
+                {"jsonrpc": "2.0", "id": 7},
+                update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "b1",
+                        "content": {"type": "text", "text": " two"},
+                    }
+                ),
+            ]
+        )
+        errors = await client.peer.receive_json()
+        await client.barrier()
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [(7, -32600)]
+    assert client.blocks()["b1"] == ["## Agent", "one two"]
+
+
+# -- plans ---------------------------------------------------------------------------
+
+
+async def test_plans_are_keyed_by_id(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+
+    def plan(plan_id: str, status: str) -> dict[str, Any]:
+        entry = {"content": "step", "priority": "high", "status": status}
+        return update(
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {"type": "items", "planId": plan_id, "entries": [entry]},
+            }
+        )
+
+    async with serving(client.conn):
+        await client.send(plan("p1", "pending"), plan("p2", "pending"), plan("p1", "completed"))
+        await client.barrier()
+    assert client.blocks()["p1"] == ["### Plan", "- [x] step"]
+    assert client.blocks()["p2"] == ["### Plan", "- [ ] step"]
+
+
+# -- permissions ---------------------------------------------------------------------
+
+
+async def test_permission_subjects(raw_peer, serving) -> None:
+    client = Client(raw_peer, answer="ok")
+    async with serving(client.conn):
+        tool = {
+            "type": "tool_call",
+            "toolCall": {
+                "toolCallId": "c7",
+                "title": "Edit a.txt",
+                "kind": "edit",
+                "status": "pending",
+            },
+        }
+        answer = await client.barrier(tool)
+        assert answer["result"]["outcome"] == {"outcome": "selected", "optionId": "ok"}
+        await client.barrier({"type": "command", "command": "make test", "cwd": "/w"})
+        await client.barrier({"type": "_robot", "arm": 1})
+        await client.barrier()
+        client.answer = "not-offered"
+        refused = await client.barrier()
+    assert refused["result"]["outcome"] == {"outcome": "cancelled"}
+    calls = [call for call, _ in client.asked]
+    assert calls[0].id == "c7" and client.chat.session.tool_calls["c7"].title == "Edit a.txt"
+    command = client.chat.session.tool_calls[calls[1].id]
+    assert (command.title, command.kind) == ("Barrier?", "execute")
+    assert "`$ make test`\nin `/w`" in command.content[0].text  # type: ignore[union-attr]
+    assert "(_robot request)" in client.chat.session.tool_calls[calls[2].id].content[0].text  # type: ignore[union-attr]
+    assert [o.id for o in client.asked[0][1]] == ["ok"]
+
+
+# -- against the demo agent ----------------------------------------------------------
+
+
+async def wait_for(condition, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
+    with anyio.fail_after(timeout):
+        while not condition():
+            await anyio.sleep(0.005)
+
+
+@pytest.fixture(autouse=True)
+def fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
+
+
+def agent_text(editor: RecordingEditor, chat: int) -> str:
+    return "\n".join("\n".join(lines) for lines in editor.transcript(chat).values())
+
+
+async def test_demo_v2_turn_features_and_session_surface(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup({"protocol_version": 2})
+        await app.open(1, None, str(tmp_path))
+        assert app.chats[1].protocol_version == 2
+        assert editor.last_status(1)["mode"] == "Ask"
+        await app.send(1, "hello tool diff terminal plan fix unknown")
+        assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
+        text = agent_text(editor, 1)
+        assert text.count("## You\nhello tool") == 1
+        assert "You said: *hello tool diff terminal plan fix unknown*" in text
+        assert "first line of notes\nsecond line of notes" in text
+        assert "**moved** " in text and "(binary)" in text
+        await wait_for(lambda: "passed: caf\u00e9 \u2713" in agent_text(editor, 1))
+        assert "· exit 0] make test" in agent_text(editor, 1)
+        assert "The answer is 42. (corrected)" in text and "answer is 41" not in text
+
+        await app.set_config(1, "mode", "code")
+        assert editor.last_status(1)["mode"] == "Code"
+
+        await app.list_sessions(1)
+        listed = editor.events[-1]
+        assert listed[0] == "AcpSessionList" and listed[1]["sessions"][0]["session_id"] == "demo-1"
+
+        # Resume in a second chat: the history is replayed into it.
+        await app.open(2, None, str(tmp_path), session_id="demo-1")
+        assert app.chats[2].state == "ready"
+        assert "You said: *hello tool diff terminal plan fix unknown*" in agent_text(editor, 2)
+
+        await app.login(1, None)
+        await app.logout(1)
+        await app.delete_session(1, "demo-1")
+        assert [n for n in editor.notices if n[0] == "error"] == []
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_demo_v2_cancel_ends_on_idle_cancelled(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"protocol_version": 2})
+        await app.open(1, None, str(tmp_path))
+        tasks.start_soon(app.send, 1, "long")
+        await wait_for(lambda: "word5 " in agent_text(editor, 1))
+        await app.cancel(1)
+        await wait_for(lambda: editor.events[-1][0] == "AcpTurnEnd")
+        assert editor.events[-1][1]["stop_reason"] == "cancelled"
+        assert app.chats[1].state == "ready"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_v1_answer_restarts_the_agent_with_v1(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"protocol_version": 2, "agents": {"old": {"cmd": [*DEMO, "--v1"]}}})
+        await app.open(1, "old", str(tmp_path))
+        assert app.chats[1].protocol_version == 1
+        inits = [line for line in app.log.lines() if '"method":"initialize"' in line]
+        assert (
+            len(inits) == 2
+            and '"protocolVersion":2' in inits[0]
+            and '"protocolVersion":1' in inits[1]
+        )
+        await app.send(1, "hi")
+        assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
+        await app.list_sessions(1)
+        assert (
+            editor.notices[-1][1] == "listing sessions needs ACP v2; agent 'old' speaks version 1"
+        )
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_other_version_ends_the_connection(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup(
+            {
+                "protocol_version": 2,
+                "agents": {"future": {"cmd": [sys.executable, FAKE, "bad_version"]}},
+            }
+        )
+        await app.open(1, "future", str(tmp_path))
+        assert editor.events[-1][1]["message"] == (
+            "agent 'future' speaks ACP version 7; acp.nvim speaks versions 1 and 2"
+        )
+        assert app.agents == {}
+        tasks.cancel_scope.cancel()
+
+
+async def test_v2_agent_exit_mid_turn_is_reported(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"protocol_version": 2})
+        await app.open(1, None, str(tmp_path))
+        await app.send(1, "crash")
+        assert app.chats[1].state == "error"
+        assert "exited during the turn (exit code 3)" in editor.events[-1][1]["message"]
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("policy", "verdict"), [("allow_all", "You allowed it"), ("ask", "Not allowed")]
+)
+async def test_demo_v2_permission_for_a_command(tmp_path: Path, policy: str, verdict: str) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"protocol_version": 2, "permission_policy": policy})
+        await app.open(1, None, str(tmp_path))
+        tasks.start_soon(app.send, 1, "permission")
+        if policy == "ask":
+            await wait_for(lambda: editor.last_status(1).get("turn_state") == "requires_action")
+            await wait_for(lambda: app.agents["demo"].permissions.pending(app.chats[1]) != [])
+            (request,) = app.agents["demo"].permissions.pending(app.chats[1])
+            await app.answer(1, request, "no")
+        await wait_for(lambda: editor.events[-1][0] == "AcpTurnEnd")
+        text = agent_text(editor, 1)
+        assert verdict in text
+        assert "`$ rm -rf build`\nin `" in text and "clean the build directory" in text
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
