@@ -1,0 +1,228 @@
+"""``make bench`` / ``python -m bench``: run the figures, print one table.
+
+Examples::
+
+    python -m bench                         # every figure, 5 runs each
+    python -m bench --runs 3 --only stream,startup
+    python -m bench --agent 'claude-agent-acp'   # start-up against a real agent
+    python -m bench --json results.json     # also keep the raw per-run figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench import figures
+from bench.harness import ROOT, nvim_binary
+
+# One table row: label, target, value of one run's figures, pass test on the median.
+Row = tuple[
+    str, str, Callable[[dict[str, Any]], float], Callable[[float, dict[str, float]], bool] | None
+]
+
+
+def _ratio(a: str, b: str) -> Callable[[dict[str, Any]], float]:
+    return lambda f: float(f[a]) / float(f[b])
+
+
+def _key(name: str) -> Callable[[dict[str, Any]], float]:
+    return lambda f: float(f[name])
+
+
+ROWS: dict[str, list[Row]] = {
+    "stream": [
+        (
+            "10k chunks: last byte written → text in transcript (ms)",
+            "≤ 250",
+            _key("plugin_tail"),
+            lambda m, _: m <= 250,
+        ),
+        ("10k chunks: first byte → text in transcript (ms)", "—", _key("plugin_total"), None),
+        ("  Lua floor: first byte → text in buffer (ms)", "—", _key("floor_total"), None),
+        (
+            "  plugin total / floor total",
+            "≤ 1.5x",
+            _ratio("plugin_total", "floor_total"),
+            lambda m, _: m <= 1.5,
+        ),
+        (
+            "second client round trip during the burst, p99 (ms)",
+            "≤ 20",
+            _key("plugin_p99"),
+            lambda m, _: m <= 20,
+        ),
+        ("  Lua floor: same p99 (ms)", "—", _key("floor_p99"), None),
+        (
+            "  plugin p99 / floor p99",
+            "≤ 2x",
+            _ratio("plugin_p99", "floor_p99"),
+            lambda m, _: m <= 2,
+        ),
+        ("cost per chunk, empty transcript (µs)", "—", _key("chunk_us_empty"), None),
+        ("cost per chunk, 100k-line transcript (µs)", "—", _key("chunk_us_full"), None),
+        (
+            "  100k-line / empty",
+            "≤ 1.5",
+            _ratio("chunk_us_full", "chunk_us_empty"),
+            lambda m, _: m <= 1.5,
+        ),
+    ],
+    "fs": [
+        (
+            f"fs/read_text_file p50, loaded buffer of {label} lines (ms)",
+            f"≤ {target}",
+            _key(f"read_p50_{size}"),
+            (lambda t: lambda m, _: m <= t)(target),
+        )
+        for size, label, target in ((100, "100", 2), (10_000, "10k", 8), (100_000, "100k", 80))
+    ],
+    "startup": [
+        (":AcpChat → session ready (ms)", "—", _key("startup_total"), None),
+        ("  the agent's own start alone (ms)", "—", _key("agent_own"), None),
+        (
+            "  :AcpChat → ready minus the agent's own start (ms)",
+            "≤ 300",
+            _key("startup_plugin"),
+            lambda m, _: m <= 300,
+        ),
+    ],
+    "tools": [
+        (
+            "1,000 tool calls with 5 KB diffs: first byte → rendered (ms)",
+            "≤ 1000",
+            _key("tools_total"),
+            lambda m, _: m <= 1000,
+        ),
+        ("  last byte written → rendered (ms)", "—", _key("tools_tail"), None),
+    ],
+    "memory": [
+        (
+            "Python RSS after 100k chunks + 1,000 tool calls (MB)",
+            "≤ 80",
+            _key("rss_mb_1"),
+            lambda m, _: m <= 80,
+        ),
+        (
+            "  same after closing it and a second identical chat (MB)",
+            "≤ 80",
+            _key("rss_mb_2"),
+            lambda m, _: m <= 80,
+        ),
+        (
+            "  growth over the second run (MB)",
+            "flat (≤ 2)",
+            _key("rss_growth_mb"),
+            lambda m, _: m <= 2,
+        ),
+    ],
+}
+RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "stream": figures.streaming,
+    "fs": figures.fs_read,
+    "startup": figures.startup,
+    "tools": figures.tools,
+    "memory": figures.memory,
+}
+
+
+def machine() -> str:
+    with open("/proc/cpuinfo") as f:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    nvim = subprocess.run(
+        [nvim_binary(), "--version"], capture_output=True, text=True
+    ).stdout.split("\n")[0]
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout.strip()
+    return (
+        f"{cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {nvim}; "
+        f"Python {platform.python_version()}; {platform.system()} {platform.release()}; "
+        f"commit {commit}{'+dirty' if dirty else ''}"
+    )
+
+
+def fmt(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--runs", type=int, default=5, help="repetitions of each figure (default 5)"
+    )
+    parser.add_argument(
+        "--only", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}"
+    )
+    parser.add_argument("--agent", help="a real agent command: measures start-up against it only")
+    parser.add_argument("--json", help="write the raw per-run figures here")
+    args = parser.parse_args()
+    groups = ["startup"] if args.agent else [g.strip() for g in args.only.split(",") if g.strip()]
+    unknown = set(groups) - set(ROWS)
+    if unknown:
+        parser.error(f"unknown figure group(s): {', '.join(sorted(unknown))}")
+
+    print(f"machine: {machine()}", flush=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    started = time.monotonic()
+    for group in groups:
+        runs: list[dict[str, Any]] = []
+        for run in range(args.runs):
+            kwargs = {"agent": args.agent} if group == "startup" else {}
+            result = RUNNERS[group](run, **kwargs)
+            runs.append(result)
+            print(
+                f"  {group} run {run + 1}/{args.runs}: "
+                + ", ".join(
+                    f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in result.items()
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+            if "skip" in result:
+                break
+        results[group] = runs
+
+    print(
+        f"\n{args.runs} runs per figure; median (min-max); load at end {os.getloadavg()[0]:.2f}; "
+        f"took {time.monotonic() - started:.0f} s"
+    )
+    print("| figure | target | median | spread | |\n|---|---|---|---|---|")
+    for group in groups:
+        runs = results[group]
+        if runs and "skip" in runs[0]:
+            print(f"| {group}: skipped — {runs[0]['skip']} | | | | |")
+            continue
+        medians: dict[str, float] = {}
+        for label, target, value, passes in ROWS[group]:
+            values = [value(r) for r in runs]
+            med = statistics.median(values)
+            medians[label] = med
+            verdict = "" if passes is None else ("ok" if passes(med, medians) else "MISSED")
+            spread = f"{fmt(min(values))}-{fmt(max(values))}"
+            print(f"| {label} | {target} | {fmt(med)} | {spread} | {verdict} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine(), "runs": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

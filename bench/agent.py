@@ -1,0 +1,247 @@
+"""The fast fake agent of the benchmarks: ``python bench/agent.py STAMPS_FILE``.
+
+Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
+
+- ``burst N NONCE``: N ``agent_message_chunk`` of exactly 20 bytes of text (every
+  4th ends a line; the last one holds NONCE), pre-encoded, then written with one
+  blocking write loop, as fast as the pipe takes them.
+- ``fill LINES``: a message of LINES lines (1000 lines per chunk), to grow the transcript.
+- ``tools N NONCE``: N ``tool_call`` + N ``tool_call_update`` with a 5 KB diff each;
+  the last update's location holds NONCE.
+- ``read N PATH...``: N ``fs/read_text_file`` round trips per path, timed here.
+
+Before answering the prompt it appends one JSON line to STAMPS_FILE with its own
+``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of Neovim's ``vim.uv.hrtime()``)
+just before the first write and just after the last one returned. The same
+program and bytes serve the plugin and the Lua floor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+CHUNK = 20
+STDOUT = 1
+_stdin = os.fdopen(0, "rb", buffering=1 << 16)
+
+
+def write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(STDOUT, view) :]
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def update(session: str, body: dict[str, Any]) -> bytes:
+    params = {"sessionId": session, "update": body}
+    return line({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def chunk_text(i: int, count: int, nonce: str) -> str:
+    """Exactly CHUNK ASCII bytes; every 4th chunk ends a line of 80 bytes."""
+    end = "\n" if i % 4 == 3 or i == count - 1 else " "
+    body = f"END{nonce}" if i == count - 1 else f"w{i:07d} lorem ips"
+    return body[: CHUNK - 1].ljust(CHUNK - 1, ".") + end
+
+
+def burst_text(count: int, nonce: str) -> str:
+    """The whole text a burst streams (the bench checks the transcript against it)."""
+    return "".join(chunk_text(i, count, nonce) for i in range(count))
+
+
+def burst(session: str, count: int, nonce: str) -> list[bytes]:
+    body = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""}}
+    out = []
+    for i in range(count):
+        body["content"]["text"] = chunk_text(i, count, nonce)
+        out.append(update(session, body))
+    return [b"".join(out)]
+
+
+def fill(session: str, lines: int) -> list[bytes]:
+    out = []
+    for start in range(0, lines, 1000):
+        text = "".join(
+            f"filler line {n:08d} of the long transcript\n"
+            for n in range(start, min(lines, start + 1000))
+        )
+        out.append(
+            update(
+                session,
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
+            )
+        )
+    return out
+
+
+def file_text(i: int, changed: bool) -> str:
+    """About 5 KB of code; ``changed`` edits a few lines, as an agent's edit would."""
+    rows = [f"def function_{i}_{n}(value: int) -> int:  # line {n}" for n in range(100)]
+    if changed:
+        for n in (10, 50, 90):
+            rows[n] = f"def function_{i}_{n}(value: int) -> str:  # edited {n}"
+    return "\n".join(rows) + "\n"
+
+
+def tools(session: str, count: int, nonce: str, root: str) -> list[bytes]:
+    out = []
+    for i in range(count):
+        call = f"bench-tool-{i}"
+        out.append(
+            update(
+                session,
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": call,
+                    "title": f"Edit file_{i}.py",
+                    "kind": "edit",
+                    "status": "pending",
+                },
+            )
+        )
+        path = f"{root}/file_{i}.py"
+        last = i == count - 1
+        out.append(
+            update(
+                session,
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call,
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "diff",
+                            "path": path,
+                            "oldText": file_text(i, False),
+                            "newText": file_text(i, True),
+                        }
+                    ],
+                    "locations": [{"path": f"{root}/END{nonce}.py" if last else path, "line": 11}],
+                },
+            )
+        )
+    return out
+
+
+class Agent:
+    def __init__(self, stamps: str) -> None:
+        self.stamps = stamps
+        self.next_id = 1000
+        self.capabilities: dict[str, Any] = {}
+
+    def receive(self) -> dict[str, Any]:
+        raw = _stdin.readline()
+        if not raw:
+            sys.exit(0)
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def stamp(self, record: dict[str, Any]) -> None:
+        with open(self.stamps, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def serve(self) -> None:
+        while True:
+            message = self.receive()
+            method, msg_id = message.get("method"), message.get("id")
+            if method == "initialize":
+                self.capabilities = message["params"].get("clientCapabilities", {})
+                result: Any = {
+                    "protocolVersion": 1,
+                    "agentCapabilities": {},
+                    "agentInfo": {"name": "bench", "version": "0"},
+                    "authMethods": [],
+                }
+            elif method == "session/new":
+                result = {"sessionId": f"bench-{msg_id}"}
+            elif method == "session/prompt":
+                params = message["params"]
+                self.prompt(params["sessionId"], params["prompt"][0]["text"].split())
+                result = {"stopReason": "end_turn"}
+            elif msg_id is None:
+                continue  # session/cancel and other notifications
+            else:
+                write(
+                    line(
+                        {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no"}}
+                    )
+                )
+                continue
+            write(line({"jsonrpc": "2.0", "id": msg_id, "result": result}))
+
+    def prompt(self, session: str, words: list[str]) -> None:
+        command, args = words[0], words[1:]
+        if command == "read":
+            self.stamp(self.read(session, int(args[0]), args[1:]))
+            return
+        if command == "burst":
+            payload = burst(session, int(args[0]), args[1])
+        elif command == "fill":
+            payload = fill(session, int(args[0]))
+        elif command == "tools":
+            payload = tools(session, int(args[0]), args[1], os.getcwd())
+        else:
+            payload = [
+                update(
+                    session,
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "unknown command"},
+                    },
+                )
+            ]
+        first = time.monotonic_ns()
+        for data in payload:
+            write(data)
+        last = time.monotonic_ns()
+        self.stamp(
+            {
+                "command": command,
+                "first_ns": first,
+                "last_ns": last,
+                "bytes": sum(len(d) for d in payload),
+            }
+        )
+
+    def read(self, session: str, count: int, paths: list[str]) -> dict[str, Any]:
+        """Round trips of fs/read_text_file as this agent sees them, in ns per path."""
+        record: dict[str, Any] = {
+            "command": "read",
+            "advertised": self.capabilities.get("fs", {}),
+            "times": {},
+        }
+        for path in paths:
+            times = []
+            for _ in range(count):
+                self.next_id += 1
+                request = {
+                    "jsonrpc": "2.0",
+                    "id": self.next_id,
+                    "method": "fs/read_text_file",
+                    "params": {"sessionId": session, "path": path},
+                }
+                start = time.monotonic_ns()
+                write(line(request))
+                while True:  # updates or other requests may come first; skip them
+                    reply = self.receive()
+                    if reply.get("id") == self.next_id and "method" not in reply:
+                        break
+                times.append(time.monotonic_ns() - start)
+                if "error" in reply:
+                    record["error"] = reply["error"]
+                    return record
+                size = len(reply["result"]["content"])
+            record["times"][path] = times
+            record.setdefault("sizes", {})[path] = size
+        return record
+
+
+if __name__ == "__main__":
+    Agent(sys.argv[1]).serve()

@@ -1,0 +1,118 @@
+-- Benchmark probes inside the benchmarked Neovim, and the Lua floor client.
+-- Every probe reports to the driver with rpcnotify(chan, "bench", tag, ...),
+-- timestamps from vim.uv.hrtime() (CLOCK_MONOTONIC, the agent's clock too).
+local api = vim.api
+local M = {}
+
+local function report(chan, tag, ...)
+  local args = { ... }
+  vim.schedule(function()
+    vim.rpcnotify(chan, "bench", tag, unpack(args))
+  end)
+end
+
+--- Report `tag` with the time `needle` first appears in the last lines of `buf`.
+--- Checked on every change of the buffer (nvim_buf_attach on_bytes), so the time
+--- is that of the edit that made the text complete.
+function M.watch(buf, needle, chan, tag, timeout_ms)
+  local done = false
+  api.nvim_buf_attach(buf, false, {
+    on_bytes = function()
+      if done then
+        return true
+      end
+      local count = api.nvim_buf_line_count(buf)
+      for _, text in ipairs(api.nvim_buf_get_lines(buf, math.max(0, count - 6), count, false)) do
+        if text:find(needle, 1, true) then
+          done = true
+          report(chan, tag, vim.uv.hrtime())
+          return true
+        end
+      end
+    end,
+  })
+  vim.defer_fn(function()
+    if not done then
+      done = true
+      report(chan, tag, vim.NIL, "timeout")
+    end
+  end, timeout_ms or 120000)
+end
+
+--- Wake the driver after `ms` (its wait for a notification has no timeout).
+function M.tick(chan, ms)
+  vim.defer_fn(function()
+    vim.rpcnotify(chan, "bench", "tick")
+  end, ms)
+end
+
+--- Report every AcpTurnEnd and AcpSessionReady (with its time) to the driver.
+function M.events(chan)
+  api.nvim_create_autocmd("User", {
+    pattern = { "AcpTurnEnd", "AcpSessionReady", "AcpError" },
+    callback = function(ev)
+      report(chan, ev.match, vim.uv.hrtime(), ev.data)
+    end,
+  })
+end
+
+--- The least any client must do: read the agent's NDJSON from a job, decode each
+--- line with vim.json.decode, append the text of all chunks read in one callback
+--- with one nvim_buf_set_text. Shown in a window like a transcript.
+function M.floor(cmd, prompt, chan)
+  vim.cmd("botright 80vsplit")
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_win_set_buf(0, buf)
+  vim.wo.wrap = true
+  local job
+  local partial = ""
+  local function send(id, method, params)
+    vim.fn.chansend(job, vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params }) .. "\n")
+  end
+  job = vim.fn.jobstart(cmd, {
+    on_stdout = function(_, data)
+      data[1] = partial .. data[1]
+      partial = table.remove(data)
+      local texts = {}
+      for _, line in ipairs(data) do
+        local msg = vim.json.decode(line)
+        if msg.method == "session/update" then
+          if msg.params.update.sessionUpdate == "agent_message_chunk" then
+            texts[#texts + 1] = msg.params.update.content.text
+          end
+        elseif msg.id == 1 then
+          send(2, "session/new", { cwd = vim.fn.getcwd(), mcpServers = {} })
+        elseif msg.id == 2 then
+          local session = msg.result.sessionId
+          send(3, "session/prompt", { sessionId = session, prompt = { { type = "text", text = prompt } } })
+        elseif msg.id == 3 then
+          vim.fn.jobstop(job)
+          report(chan, "floor_end", vim.uv.hrtime())
+        end
+      end
+      if #texts > 0 then
+        local lines = vim.split(table.concat(texts), "\n", { plain = true })
+        local row = api.nvim_buf_line_count(buf) - 1
+        local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+        api.nvim_buf_set_text(buf, row, col, row, col, lines)
+      end
+    end,
+  })
+  send(1, "initialize", { protocolVersion = 1, clientCapabilities = vim.empty_dict() })
+  return buf
+end
+
+--- `:AcpChat` timed from the command to AcpSessionReady.
+function M.startup(chan, agent)
+  local start = vim.uv.hrtime()
+  api.nvim_create_autocmd("User", {
+    pattern = "AcpSessionReady",
+    once = true,
+    callback = function()
+      report(chan, "startup", vim.uv.hrtime() - start)
+    end,
+  })
+  vim.cmd("AcpChat " .. agent)
+end
+
+return M

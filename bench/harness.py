@@ -1,0 +1,188 @@
+"""A benchmarked Neovim: headless, isolated XDG dirs, the plugin, bench.lua, a socket.
+
+The driver embeds Neovim (pynvim, stdio) and waits for the probes' ``bench``
+notifications with ``next_message``, so waiting never runs Lua in Neovim (a
+``vim.wait`` would itself change what is measured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pynvim
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+AGENT = [sys.executable, str(BENCH / "agent.py")]
+
+
+def nvim_binary() -> str:
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "find_nvim.py")], capture_output=True, text=True
+    ).stdout.strip()
+    if found:
+        return found
+    return str(Path(sys.executable).parent / "nvim")
+
+
+class Nvim:
+    """One headless Neovim with the plugin loaded and the bench probes."""
+
+    def __init__(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="acp-bench-"))
+        self.project = self.tmp / "project"
+        self.project.mkdir()
+        self.socket = str(self.tmp / "nvim.sock")
+        self.stamps = str(self.tmp / "stamps.jsonl")
+        env = {**os.environ, "ACP_DEMO_DELAY": "0"}
+        for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+            path = self.tmp / f"xdg-{name.lower()}"
+            path.mkdir()
+            env[f"XDG_{name}_HOME"] = str(path)
+        init = (
+            f"set rtp^={ROOT} | set noswapfile | runtime plugin/acp.lua"
+            f" | lua _G.bench = dofile('{BENCH / 'bench.lua'}')"
+        )
+        argv = [
+            nvim_binary(),
+            "--embed",
+            "--headless",
+            "--clean",
+            "-i",
+            "NONE",
+            "-n",
+            "--listen",
+            self.socket,
+            "--cmd",
+            init,
+        ]
+        old = os.environ.copy()
+        os.environ.update(env)
+        try:
+            self.nvim = pynvim.attach("child", argv=argv)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        self.nvim.command(f"cd {self.project}")
+        self.chan: int = self.nvim.channel_id
+        self.lua("_G.bench.events(...)", self.chan)
+        self._queued: list[list[Any]] = []
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.nvim.exec_lua(code, *args)
+
+    def setup(self, agent_cmd: list[str] | None = None) -> None:
+        agents = {"bench": {"cmd": agent_cmd or [*AGENT, self.stamps]}}
+        self.lua("require('acp').setup(...)", {"python": sys.executable, "agents": agents})
+
+    def wait(self, tag: str, timeout: float = 120) -> list[Any]:
+        """Block until a probe reports ``tag``; returns its arguments."""
+        for i, args in enumerate(self._queued):
+            if args[0] == tag:
+                return self._queued.pop(i)[1:]
+        # next_message has no timeout: a Lua timer wakes us instead.
+        self.lua("_G.bench.tick(...)", self.chan, int(timeout * 1000))
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.nvim.next_message()
+            if message is None or message[0] != "notification" or message[1] != "bench":
+                continue
+            args = message[2]
+            if args[0] == tag:
+                return list(args[1:])
+            if args[0] == "AcpError":
+                raise RuntimeError(f"chat error: {args[2]}")
+            if args[0] != "tick":
+                self._queued.append(list(args))
+            elif time.monotonic() >= deadline:
+                raise TimeoutError(f"no {tag} within {timeout} s")
+
+    def open_chat(self, agent: str = "bench") -> int:
+        """Open a chat and wait for its session; returns the transcript buffer."""
+        self.lua("require('acp').open({agent = ..., new = true})", agent)
+        self.wait("AcpSessionReady")
+        return int(self.lua("return require('acp').status().transcript_buf"))
+
+    def host_pid(self) -> int:
+        return int(self.lua("return vim.fn.jobpid(require('acp.host').chan)"))
+
+    def turn(
+        self, buf: int, prompt: str, needle: str, timeout: float = 120
+    ) -> tuple[int, dict[str, Any]]:
+        """Send ``prompt``; returns (time ``needle`` appeared, the agent's stamp)."""
+        self.lua("_G.bench.watch(...)", buf, needle, self.chan, "seen", int(timeout * 1000))
+        self.lua("require('acp').send(...)", prompt)
+        seen = self.wait("seen", timeout)
+        if seen[0] is None:
+            raise TimeoutError(f"{needle} not seen after {prompt!r}")
+        self.wait("AcpTurnEnd", timeout)
+        return int(seen[0]), self.last_stamp()
+
+    def floor(
+        self, prompt: str, needle: str, timeout: float = 120
+    ) -> tuple[int, dict[str, Any], int]:
+        """The same prompt through the Lua floor client; returns (seen, stamp, its buffer)."""
+        buf = int(self.lua("return _G.bench.floor(...)", [*AGENT, self.stamps], prompt, self.chan))
+        self.lua("_G.bench.watch(...)", buf, needle, self.chan, "seen", int(timeout * 1000))
+        seen = self.wait("seen", timeout)
+        if seen[0] is None:
+            raise TimeoutError(f"{needle} not seen by the floor")
+        self.wait("floor_end", timeout)
+        return int(seen[0]), self.last_stamp(), buf
+
+    def last_stamp(self) -> dict[str, Any]:
+        with open(self.stamps) as f:
+            record: dict[str, Any] = json.loads(f.readlines()[-1])
+        return record
+
+    def buffer_text(self, buf: int) -> str:
+        return "\n".join(self.nvim.buffers[buf][:])
+
+    def quit(self) -> None:
+        try:
+            self.nvim.command("qa!")
+        except (OSError, EOFError):
+            pass
+        self.nvim.close()
+
+
+def nonce() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def rss_kb(pid: int) -> int:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class Pinger:
+    """The second RPC client, in its own process; samples while it runs."""
+
+    def __init__(self, socket: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(BENCH / "pinger.py"), socket],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("pinger did not start")
+
+    def stop(self) -> list[tuple[int, int, int, int]]:
+        out, _ = self.proc.communicate("", timeout=30)
+        samples = [tuple(s) for s in json.loads(out)]
+        # The clocks must agree: Neovim ran each request between its send and answer.
+        if not all(begun <= answered <= begun + rtt for begun, rtt, _, answered in samples):
+            raise RuntimeError("Neovim's vim.uv.hrtime() and time.monotonic_ns() disagree")
+        return samples  # type: ignore[return-value]
