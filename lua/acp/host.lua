@@ -49,6 +49,10 @@ local function start_job()
     on_stderr = keep_stderr,
     on_exit = function(_, code)
       M.chan = nil
+      -- The agents died with the host: their commands must not outlive them.
+      if package.loaded["acp.terminal"] then
+        require("acp.terminal").kill_running()
+      end
       if code ~= 0 and not M.stopping then
         local tail = table.concat(stderr_tail, "\n")
         util.notify(("Python host exited with code %d\n%s"):format(code, tail))

@@ -79,8 +79,9 @@ local function on_exit(key, code)
 end
 
 -- Neovim's own exit only hangs up on PTY jobs (a command ignoring SIGHUP would
--- survive it): kill each running command's whole process group.
-local function kill_all()
+-- survive it): kill each running command's whole process group. Also used when the
+-- Python host dies, since nobody would end the agent's commands then.
+function M.kill_running()
   for _, term in pairs(M.terminals) do
     if term.running and term.pid then
       pcall(vim.fn.jobstop, term.job)
@@ -93,7 +94,7 @@ local function remember(key, term)
   if next(M.terminals) == nil then
     api.nvim_create_autocmd("VimLeavePre", {
       group = api.nvim_create_augroup("acp.terminals", { clear = true }),
-      callback = kill_all,
+      callback = M.kill_running,
     })
   end
   M.terminals[key] = term

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +144,27 @@ def test_quitting_neovim_kills_running_commands(editor: Editor) -> None:
     members = group_members(pgid)
     editor.quit()
     assert wait_gone(members, timeout=10) == []
+
+
+def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
+    open_fake(editor)
+    pidfile = editor.tmp / "pid"
+    run(
+        editor,
+        {
+            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP TERM; sleep 1000; sleep 1000"},
+            "wait": False,
+            "release": False,
+        },
+    )
+    editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
+    pgid = int(pidfile.read_text())
+    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")
+    members = group_members(pgid)
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    os.kill(host, signal.SIGKILL)
+    assert wait_gone(members, timeout=10) == []
+    assert editor.lua("return require('acp').status().state") == "error"
 
 
 def test_display_terminal_buffer_takes_split_chunks_and_snapshots(editor: Editor) -> None:
