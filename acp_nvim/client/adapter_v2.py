@@ -75,7 +75,9 @@ class TerminalSink(Protocol):
 
 # The permission service (permissions.Permissions.ask): the prompt is shown at a
 # tool call; returns the chosen option id, or None for "cancelled".
-AskPermission = Callable[[Chat, ToolCallPatch, list[PermissionOption]], Awaitable[str | None]]
+AskPermission = Callable[
+    [Chat, ToolCallPatch, list[PermissionOption], str | None], Awaitable[str | None]
+]
 
 
 def initialize_request() -> v2.InitializeRequest:
@@ -475,7 +477,8 @@ class SessionsV2:
         if chat is None or self.ask_permission is None:
             return cancelled
         options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
-        chosen = await self.ask_permission(chat, self._permission_anchor(chat, params), options)
+        anchor, question = self._permission_anchor(chat, params)
+        chosen = await self.ask_permission(chat, anchor, options, question)
         # Only an option the agent offered is an answer; anything else is a refusal.
         if chosen is None or chosen not in {o.id for o in options}:
             return cancelled
@@ -483,16 +486,20 @@ class SessionsV2:
             outcome=v2.RequestPermissionOutcomeSelected(option_id=chosen)
         )
 
-    def _permission_anchor(self, chat: Chat, params: v2.RequestPermissionRequest) -> ToolCallPatch:
-        """The tool call the prompt is shown at.
+    def _permission_anchor(
+        self, chat: Chat, params: v2.RequestPermissionRequest
+    ) -> tuple[ToolCallPatch, str | None]:
+        """The tool call the prompt is shown at, and the prompt's own wording.
 
-        A ``tool_call`` subject is that call, applied as an upsert (the prompt copy
-        does not touch it). Otherwise a call of its own carries the copy: a
-        ``command`` subject with its cwd, an absent or unknown subject generically.
+        A ``tool_call`` subject is that call, applied as an upsert (the prompt's
+        title and description are shown with the prompt, not as the call's title).
+        Otherwise a call of its own carries the copy: a ``command`` subject with its
+        cwd, an absent or unknown subject generically.
         """
         subject = params.subject
         if isinstance(subject, v2.RequestPermissionSubjectToolCall):
-            return tool_call_patch(subject.tool_call)
+            question = "\n".join(t for t in (params.title, params.description) if t)
+            return tool_call_patch(subject.tool_call), question or None
         lines = [params.description] if params.description else []
         kind = "other"
         call_id = f"permission:{next(self._permission_ids)}"
@@ -501,6 +508,7 @@ class SessionsV2:
             lines += [f"`$ {subject.command}`", f"in `{subject.cwd}`"]
         elif isinstance(subject, Unknown):
             lines.append(f"({subject.tag or 'unknown'} request)")
-        return ToolCallPatch(
+        patch = ToolCallPatch(
             call_id, title=params.title, kind=kind, content=[TextPart("\n".join(lines))]
         )
+        return patch, None

@@ -181,11 +181,16 @@ class PermissionOption:
 
 @dataclass
 class PermissionPrompt:
-    """A permission request shown at its tool call; ``outcome`` None while pending."""
+    """A permission request shown at its tool call; ``outcome`` None while pending.
+
+    ``question`` is the request's own wording (v2 ``title``/``description``) when the
+    tool call's title alone does not carry it.
+    """
 
     id: str
     options: list[PermissionOption]
     outcome: str | None = None
+    question: str | None = None
 
 
 @dataclass

@@ -92,7 +92,11 @@ class Permissions:
         return [p.id for p in self._pending.values() if p.chat is chat]
 
     async def ask(
-        self, chat: Chat, tool_call: ToolCallPatch, options: list[PermissionOption]
+        self,
+        chat: Chat,
+        tool_call: ToolCallPatch,
+        options: list[PermissionOption],
+        question: str | None = None,
     ) -> str | None:
         """Decide or ask the user; returns the chosen option id, None for ``cancelled``.
 
@@ -108,12 +112,13 @@ class Permissions:
         if decided is not None:
             option, why = decided
             chat.on_permission(
-                call.id, PermissionPrompt(request_id, options, f"{option.name} ({why})")
+                call.id,
+                PermissionPrompt(request_id, options, f"{option.name} ({why})", question),
             )
             return option.id
         pending = _Pending(request_id, chat, call.id, call.kind, options)
         self._pending[request_id] = pending
-        chat.on_permission(call.id, PermissionPrompt(request_id, options))
+        chat.on_permission(call.id, PermissionPrompt(request_id, options, question=question))
         if chat.state == "running":
             chat.on_state("requires_action")  # the winbar says the agent waits for you
         try:
@@ -127,7 +132,7 @@ class Permissions:
                 chat.on_state("running")
         choice = pending.choice
         outcome = choice.name if choice is not None else "cancelled"
-        self._resolve_view(pending, PermissionPrompt(request_id, options, outcome))
+        self._resolve_view(pending, PermissionPrompt(request_id, options, outcome, question))
         return choice.id if choice is not None else None
 
     def answer(self, request_id: str, option_id: str) -> bool:

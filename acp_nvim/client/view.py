@@ -94,6 +94,8 @@ def tool_call_op(call: ToolCall, terminals: Mapping[str, TerminalView] | None = 
 
 def _permission(prompt: PermissionPrompt, title: str, lines: list[str]) -> dict[str, Any]:
     """Append the prompt (or its outcome) to ``lines``; returns what Lua needs of it."""
+    if prompt.question:
+        lines.extend(prompt.question.split("\n"))
     data: dict[str, Any] = {"id": prompt.id, "row": len(lines), "title": title}
     if prompt.outcome is not None:
         lines.append(f"**Permission:** {prompt.outcome}")

@@ -183,6 +183,25 @@ async def test_upsert_creates_the_call_and_shows_the_prompt_with_keys() -> None:
     assert editor.transcript(1)["edit-1"][-1] == "**Permission:** Reject"
 
 
+async def test_the_requests_own_question_is_shown_above_the_options() -> None:
+    editor = RecordingEditor()
+    chat = new_chat(editor)
+    perms = Permissions()
+    async with anyio.create_task_group() as tasks:
+        patch = ToolCallPatch("c1", title="Edit a.txt", kind="edit")
+        tasks.start_soon(perms.ask, chat, patch, options(GEMINI), "Overwrite a.txt?\nIt has local changes.")
+        await wait_for(lambda: bool(perms.pending(chat)))
+        lines = editor.transcript(1)["c1"]
+        assert lines[2:5] == [
+            "Overwrite a.txt?",
+            "It has local changes.",
+            "**Permission needed:** press a key, or `<CR>` for a menu",
+        ]
+        assert editor.ops[1][-1]["permission"]["row"] == 4
+        perms.answer(perms.pending(chat)[0], "cancel")
+    assert editor.transcript(1)["c1"][0] == "#### Edit a.txt"  # the call keeps its own title
+
+
 async def test_cancel_answers_cancelled_and_a_withdrawn_request_disappears() -> None:
     editor = RecordingEditor()
     chat = new_chat(editor)

@@ -61,13 +61,15 @@ class Client:
         self.chat.ready("s1", 2, None)
         self.terminals = Terminals({"s1": self.chat}, "/w")
         self.asked: list[tuple[ToolCallPatch, list[PermissionOption]]] = []
+        self.questions: list[str | None] = []
         self.answer = answer
 
         async def ask(
-            chat: Chat, call: ToolCallPatch, options: list[PermissionOption]
+            chat: Chat, call: ToolCallPatch, options: list[PermissionOption], question: str | None
         ) -> str | None:
             chat.on_tool_call(call)
             self.asked.append((call, options))
+            self.questions.append(question)
             return self.answer
 
         self.sessions = SessionsV2(
@@ -405,6 +407,9 @@ async def test_permission_subjects(raw_peer, serving) -> None:
     assert refused["result"]["outcome"] == {"outcome": "cancelled"}
     calls = [call for call, _ in client.asked]
     assert calls[0].id == "c7" and client.chat.session.tool_calls["c7"].title == "Edit a.txt"
+    # The request's own title goes with the prompt, not onto the tool call.
+    assert client.questions[0] == "Barrier?"
+    assert client.questions[1] is None  # the command's own call already carries it
     command = client.chat.session.tool_calls[calls[1].id]
     assert (command.title, command.kind) == ("Barrier?", "execute")
     assert "`$ make test`\nin `/w`" in command.content[0].text  # type: ignore[union-attr]
