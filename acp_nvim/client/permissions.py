@@ -119,6 +119,17 @@ class Permissions:
         pending = _Pending(request_id, chat, call.id, call.kind, options)
         self._pending[request_id] = pending
         chat.on_permission(call.id, PermissionPrompt(request_id, options, question=question))
+        chat.editor.emit(
+            "AcpPermissionRequest",
+            {
+                "chat": chat.id,
+                "request": request_id,
+                "tool_call": call.id,
+                "title": call.title,
+                "kind": call.kind,
+                "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in options],
+            },
+        )
         if chat.state == "running":
             chat.on_state("requires_action")  # the winbar says the agent waits for you
         try:

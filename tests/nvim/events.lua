@@ -1,7 +1,7 @@
 -- Records what a user would see but a headless Neovim cannot show: events, notices.
 _G.acp_events = {}
 vim.api.nvim_create_autocmd("User", {
-  pattern = { "AcpSessionReady", "AcpTurnEnd", "AcpError" },
+  pattern = { "AcpSessionReady", "AcpTurnEnd", "AcpError", "AcpPermissionRequest" },
   callback = function(ev)
     table.insert(_G.acp_events, { name = ev.match, data = ev.data })
   end,
