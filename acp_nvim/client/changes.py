@@ -16,9 +16,11 @@ one, so a burst of them costs a few checks, not one each) and when the turn
 ends (every file named during the turn). The
 baseline of a file changed on disk is, in this order: its text recorded
 earlier in the turn; a snapshot taken when a tool call first named it while
-pending; its loaded, unmodified buffer; the tool call's ``oldText`` (whole
-file, or a fragment found once in the new text); nothing at all for a file
-created during the turn. doc/decisions/0005-review-baselines.md explains why.
+pending (or, in a git work tree, when the turn started with the file dirty);
+its loaded, unmodified buffer; the tool call's ``oldText`` (whole file, or a
+fragment found once in the new text); its git index entry when it was clean
+at turn start; nothing at all for a file created during the turn.
+doc/decisions/0005-review-baselines.md explains why.
 
 Not here: pixels (Lua draws the review from the plain-data summary pushed
 with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
@@ -40,6 +42,7 @@ import anyio.to_thread
 from acp_nvim.client import files
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.files import FileError
+from acp_nvim.client.gitbase import GitState
 from acp_nvim.client.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.text import slice_lines, split_text
 from acp_nvim.review import Changeset, ReviewError, ReviewStore
@@ -53,6 +56,8 @@ SCAN_MAX_FILES = 20_000
 SCAN_MAX_SECONDS = 0.25
 # A tool call naming a bigger file gets no content snapshot.
 SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
+# Dirty files of a git work tree snapshotted at turn start, at most.
+SNAPSHOT_MAX_DIRTY = 200
 
 Stat = tuple[int, int]  # (size, mtime_ns)
 Decision = Literal["accept", "reject"]
@@ -160,6 +165,7 @@ class SessionChanges:
         self._tasks = tasks
         self._lock = anyio.Lock()
         self._start = Scan()  # the turn-start scan
+        self._git: GitState | None = None  # dirty files at turn start, in a git work tree
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
@@ -232,6 +238,12 @@ class SessionChanges:
         self._known = dict(self._start.stats)
         self._named.clear()
         self._snapshots.clear()
+        self._git = GitState.read(self.cwd)
+        if self._git is not None:
+            # Git knows the clean files; the dirty ones' text exists only now.
+            for path in sorted(self._git.dirty)[:SNAPSHOT_MAX_DIRTY]:
+                if path in self._known:
+                    self._snapshot(path)
         self._diffs.clear()
         self._checked.clear()
         self._due.clear()
@@ -399,12 +411,20 @@ class SessionChanges:
             self._snapshots.get(path, NOTHING),
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
+            await self._git_text(path),
             None
             if under_cwd and self._start.complete and path not in self._start.stats
             else NOTHING,
         ]
         known = [text for text in sources if not isinstance(text, _Nothing)]
         return next((text for text in known if text != current), known[0] if known else NOTHING)
+
+    async def _git_text(self, path: str) -> Baseline:
+        git = self._git
+        if git is None:
+            return NOTHING
+        text = await anyio.to_thread.run_sync(git.clean_text, path)
+        return NOTHING if text is None else text
 
     def _targets(
         self, path: str | None, hunk: int | None, turn: int | None

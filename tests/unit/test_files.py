@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -314,3 +316,37 @@ def test_gemini_reads_missing_files_as_empty_by_default() -> None:
         .agents["x"]
         .missing_file_as_empty
     )
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd, check=True, capture_output=True,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: Path) -> None:
+    clean, dirty = tmp_path / "clean.txt", tmp_path / "dirty.txt"
+    clean.write_text("committed\n")
+    dirty.write_text("committed\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "init")
+    dirty.write_text("my own edit\n")  # dirty before the turn: git does not know this text
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        changes.begin_turn()
+        # A shell command rewrites both: no buffer, no tool call names them.
+        clean.write_text("by the agent\n")
+        dirty.write_text("by the agent\n")
+        await changes.end_turn()
+        assert sorted(hunks(changes)) == [
+            ("clean.txt", "pending", ["-committed", "+by the agent"]),
+            ("dirty.txt", "pending", ["-my own edit", "+by the agent"]),
+        ]
+        await changes.decide("reject", None, None, None)
+        tasks.cancel_scope.cancel()
+    assert clean.read_text() == "committed\n"
+    assert dirty.read_text() == "my own edit\n"

@@ -1,0 +1,78 @@
+"""Baselines from git for files an agent's commands change behind our back.
+
+A file that a shell command rewrites, with no buffer open and no tool call
+naming it, has no "before" text anywhere but on disk, where it is already
+gone. In a git work tree it is still known: a file that was clean at turn
+start equals its index entry, so ``git show :path`` is its baseline. Files
+that were dirty (or untracked) at turn start are few; the review service
+snapshots their text instead. Outside git there is no such source and those
+files are not recorded (doc/decisions/0005-review-baselines.md).
+"""
+
+from __future__ import annotations
+
+__all__ = ["GitState"]
+
+import os
+import shutil
+import subprocess
+
+from acp_nvim.client.text import decode_file
+
+_TIMEOUT = 2.0
+
+
+class GitState:
+    """Which files under a git work tree were dirty when the turn started."""
+
+    def __init__(self, root: str, dirty: set[str]) -> None:
+        self.root = root
+        self.dirty = dirty
+
+    def __repr__(self) -> str:
+        return f"<GitState {self.root} {len(self.dirty)} dirty>"
+
+    @classmethod
+    def read(cls, cwd: str) -> GitState | None:
+        """The state of the work tree holding ``cwd``; None outside git (or no git)."""
+        if shutil.which("git") is None:
+            return None
+        top = _git(cwd, "rev-parse", "--show-toplevel")
+        if top is None:
+            return None
+        root = os.path.normpath(os.fsdecode(top).strip())
+        status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+        if status is None:
+            return None
+        dirty: set[str] = set()
+        entries = iter(status.split(b"\0"))
+        for entry in entries:
+            if len(entry) < 4:
+                continue
+            dirty.add(os.path.join(root, os.fsdecode(entry[3:])))
+            if entry[:1] in (b"R", b"C"):  # a rename/copy is followed by its source path
+                source = next(entries, b"")
+                dirty.add(os.path.join(root, os.fsdecode(source)))
+        return cls(root, dirty)
+
+    def clean_text(self, path: str) -> str | None:
+        """The text ``path`` had at turn start if git knows it (clean and tracked)."""
+        if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
+            return None
+        data = _git(self.root, "show", f":{os.path.relpath(path, self.root)}")
+        if data is None or b"\0" in data[:8192]:
+            return None
+        return decode_file(data).text
+
+
+def _git(cwd: str, *args: str) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", cwd, *args],
+            capture_output=True,
+            timeout=_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
