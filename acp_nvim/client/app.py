@@ -22,6 +22,8 @@ from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.log import ProtocolLog
 
+_SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
+
 
 class App:
     """All chats of one editor. ``tasks`` is the worker's task group."""
@@ -229,6 +231,13 @@ class App:
         connection = self._connection(chat_id)
         chat = self.chats.get(chat_id)
         if connection is not None and chat is not None:
+            option = next((o for o in chat.session.config_options if o.id == config_id), None)
+            if option is not None and option.type == "boolean" and isinstance(value, str):
+                # Typed on the command line (`:AcpConfig thinking on`): a word, not a bool.
+                if value.lower() not in _SWITCH_WORDS:
+                    self.editor.notify(f"{config_id} is on or off, not {value!r}")
+                    return
+                value = _SWITCH_WORDS[value.lower()]
             try:
                 await connection.set_config(chat, config_id, value)
             except AgentFailed as err:

@@ -81,6 +81,7 @@ class _Session:
     config: dict[str, str] = field(
         default_factory=lambda: {"mode": "ask", "model": "demo-small", "thought": "low"}
     )
+    suggestions: bool = True
     turn: anyio.CancelScope | None = None
     title: str | None = None
 
@@ -169,6 +170,11 @@ class DemoAgentV2:
     async def set_config_option(self, params: Params) -> Params:
         session = self._session(params)
         config_id, value = params.get("configId"), params.get("value")
+        if config_id == "suggest":
+            if not isinstance(value, bool):
+                raise RequestError.invalid_params("suggest takes a boolean")
+            session.suggestions = value
+            return {"configOptions": self._config(session)}
         allowed = {"mode": _MODES, "model": _MODELS, "thought": _THOUGHT}.get(str(config_id))
         if allowed is None or value not in {v for v, _ in allowed}:
             raise RequestError.invalid_params(f"no value {value!r} for {config_id!r}")
@@ -195,6 +201,12 @@ class DemoAgentV2:
             select("mode", "Mode", "mode", _MODES),
             select("model", "Model", "model", _MODELS),
             select("thought", "Thinking", "thought_level", _THOUGHT),
+            {
+                "type": "boolean",
+                "configId": "suggest",
+                "name": "Suggest follow-ups",
+                "currentValue": session.suggestions,
+            },
         ]
 
     # -- turns

@@ -7,6 +7,9 @@ local M = {}
 
 local function option_label(option)
   local current = option.current
+  if type(current) == "boolean" then
+    current = current and "on" or "off"
+  end
   for _, choice in ipairs(option.choices or {}) do
     if choice.value == current then
       current = choice.name

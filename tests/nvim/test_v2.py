@@ -92,6 +92,18 @@ def test_acpconfig_picks_a_setting_then_its_value(editor: Editor) -> None:
     editor.nvim.command("AcpConfig")
     editor.wait("require('acp').status().mode == 'Code'")
     picked = editor.lua("return _G.picked")
-    assert picked[0] == ["Mode: Ask (mode)", "Model: Demo small (model)", "Thinking: Low (thought_level)"]
+    assert picked[0] == [
+        "Mode: Ask (mode)",
+        "Model: Demo small (model)",
+        "Thinking: Low (thought_level)",
+        "Suggest follow-ups: on",
+    ]
     assert picked[1] == ["Ask", "Code"]
     assert "mode Code" in winbar(editor)
+    # A switch flips from the picker, and takes a word on the command line.
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[4]) end")
+    editor.nvim.command("AcpConfig")
+    suggest = "require('acp').status().config_options[4].current"
+    editor.wait(f"{suggest} == false")
+    editor.nvim.command("AcpConfig suggest on")
+    editor.wait(f"{suggest} == true")

@@ -456,6 +456,14 @@ async def test_demo_v2_turn_features_and_session_surface(tmp_path: Path) -> None
 
         await app.set_config(1, "mode", "code")
         assert editor.last_status(1)["mode"] == "Code"
+        # A switch typed as a word (`:AcpConfig suggest off`) is sent as a boolean.
+        suggest = next(o for o in app.chats[1].session.config_options if o.id == "suggest")
+        assert (suggest.type, suggest.current) == ("boolean", True)
+        await app.set_config(1, "suggest", "off")
+        suggest = next(o for o in app.chats[1].session.config_options if o.id == "suggest")
+        assert suggest.current is False
+        await app.set_config(1, "suggest", "maybe")
+        assert editor.notices.pop() == ("error", "suggest is on or off, not 'maybe'")
 
         await app.list_sessions(1)
         listed = editor.events[-1]
