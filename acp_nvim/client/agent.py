@@ -12,14 +12,14 @@ __all__ = ["AgentConnection", "AgentFailed"]
 
 import os
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
 import msgspec
 
 from acp_nvim import __version__
-from acp_nvim.client import adapter_v1, adapter_v2, files, negotiate, permissions
+from acp_nvim.client import adapter_v1, files, permissions
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.log import ProtocolLog
@@ -27,6 +27,9 @@ from acp_nvim.client.process import AgentProcess, SpawnError
 from acp_nvim.client.terminals import Terminals
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 from acp_nvim.protocol import schema_v1 as v1
+
+if TYPE_CHECKING:
+    from acp_nvim.client import adapter_v2
 
 SUPPORTED_VERSIONS = (1,)
 T = TypeVar("T")
@@ -130,8 +133,11 @@ class AgentConnection:
         """Offer v2. False when the agent answered 1: it was stopped, to restart with v1.
 
         Restarting (rather than continuing on the same connection) lets the v1
-        ``initialize`` advertise our file and terminal capabilities (ADR 0005).
+        ``initialize`` advertise our file and terminal capabilities (doc/decisions/0004).
         """
+        # Imported here: the v2 types cost start-up time to every v1 session.
+        from acp_nvim.client import adapter_v2, negotiate
+
         connection = await self._open()
         self._run(tasks, connection)
         try:

@@ -146,6 +146,20 @@ local function map(chat)
   end
 end
 
+-- markdown.vim parses 50 lines above the window on each redraw that needs a
+-- syntax sync, and a growing transcript needs one per batch: that made Neovim
+-- answer other clients 50-100 ms late during a stream. Ten lines keep it at the
+-- floor's latency (doc/decisions/0008-transcript-highlighting.md).
+local function bound_syntax_sync(buf)
+  local function apply()
+    api.nvim_buf_call(buf, function()
+      vim.cmd("syntax sync minlines=10 maxlines=10")
+    end)
+  end
+  apply()
+  api.nvim_create_autocmd("Syntax", { buffer = buf, callback = apply })
+end
+
 local function create()
   local id = next_id
   next_id = next_id + 1
@@ -157,6 +171,7 @@ local function create()
     status = { state = "starting" },
   }
   vim.bo[chat.transcript].modifiable = false
+  bound_syntax_sync(chat.transcript)
   M.chats[id] = chat
   map(chat)
   api.nvim_create_autocmd("BufWipeout", {
