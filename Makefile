@@ -31,6 +31,9 @@ gen: $(STAMP) ## regenerate protocol types and doc sections
 	$(PY) scripts/gen_types.py
 	$(PY) scripts/gen_doc.py
 
+doc: $(STAMP) ## regenerate the options and highlights sections of doc/acp.txt
+	$(PY) scripts/gen_doc.py
+
 check: $(STAMP) ## fail when generated files drift from their sources
 	$(PY) scripts/gen_types.py --check
 	$(PY) scripts/gen_doc.py --check

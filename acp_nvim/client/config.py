@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConfig", "ChatOptions", "Config", "ConfigError", "builtin_agents", "load_config"]
 
+import os
 import sys
 from typing import Any, Literal
 
@@ -32,6 +33,11 @@ class AgentConfig(_Strict):
     # gemini-cli probes a path with fs/read_text_file before creating the file
     # and gives up on any error: answer a missing file with "" for such agents.
     missing_file_as_empty: bool = False
+
+    @field_validator("cwd")
+    @classmethod
+    def _expand_home(cls, cwd: str | None) -> str | None:
+        return os.path.expanduser(cwd) if cwd is not None else None
 
     @field_validator("cmd")
     @classmethod

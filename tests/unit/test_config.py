@@ -44,3 +44,9 @@ def test_configured_agent_overrides_builtin_and_unknown_agent_lists_known() -> N
     assert config.agent(None)[1].cmd == ["my-claude"]
     with pytest.raises(ConfigError, match=r"unknown agent 'x' \(configured: claude, codex, demo"):
         config.agent("x")
+
+
+def test_agent_cwd_expands_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/someone")
+    config = load_config({"agents": {"mine": {"cmd": ["x"], "cwd": "~/project"}}})
+    assert config.agent("mine")[1].cwd == "/home/someone/project"
