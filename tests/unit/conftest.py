@@ -175,3 +175,16 @@ def raw_peer(pipe: Pipes) -> Callable[..., tuple[Connection, RawPeer]]:
         return conn, RawPeer(to_conn_send, from_conn_recv)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo agent streams without its human-friendly pauses."""
+    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
+    """Wait until ``condition()`` holds, re-checking after the loop runs other tasks."""
+    with anyio.fail_after(timeout):
+        while not condition():
+            await anyio.sleep(0.005)

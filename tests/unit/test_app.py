@@ -11,20 +11,10 @@ import pytest
 
 from acp_nvim.client.app import App
 from acp_nvim.client.editor import RecordingEditor
+from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "agent.py")
-
-
-async def wait_for(condition, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.005)
-
-
-@pytest.fixture(autouse=True)
-def fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
 
 
 async def test_demo_turn_and_close_kills_the_process_group(tmp_path: Path) -> None:

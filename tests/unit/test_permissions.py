@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -17,6 +16,7 @@ from acp_nvim.client.model import PermissionOption, ToolCallPatch
 from acp_nvim.client.permissions import Permissions, assign_keys
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v1 as v1
+from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -38,12 +38,6 @@ def new_chat(editor: RecordingEditor, chat_id: int = 1) -> Chat:
     chat = Chat(chat_id, "fake", editor)
     chat.ready(f"s{chat_id}", 1, None)
     return chat
-
-
-async def wait_for(condition: Callable[[], bool]) -> None:
-    with anyio.fail_after(5):
-        while not condition():
-            await anyio.sleep(0)
 
 
 async def outcome(
@@ -286,9 +280,8 @@ async def test_request_on_the_wire(pipe: Any) -> None:
 
 
 async def test_demo_agent_asks_and_the_answer_decides(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any
 ) -> None:
-    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)

@@ -20,6 +20,7 @@ from acp_nvim.client.model import TerminalPart, ToolCallPatch
 from acp_nvim.client.terminals import Terminals, tail_lines
 from acp_nvim.protocol import RequestError
 from acp_nvim.protocol import schema_v1 as v1
+from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 SID = "s1"
@@ -134,7 +135,7 @@ async def test_wait_for_exit_and_kill_report_the_signal(rig: Rig) -> None:
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(wait)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert got == []
         await rig.terminals.kill(v1.KillTerminalRequest(session_id=SID, terminal_id=tid))
         assert rig.editor.terminals[tid]["stopped"]
@@ -191,7 +192,8 @@ async def test_tool_call_block_shows_the_live_tail_throttled(rig: Rig) -> None:
     before = len(rig.editor.ops[1])
     for i in range(1, 21):
         rig.terminals.feed(tid, f"{i}\r\n".encode())
-    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    assert len(rig.editor.ops[1]) == before  # throttled: nothing drawn per read
+    await wait_for(lambda: len(rig.editor.ops[1]) > before)
     assert len(rig.editor.ops[1]) == before + 1  # twenty reads, one redraw
     assert rig.block("c")[3:] == ["```text", *[str(i) for i in range(11, 21)], "```"]
     rig.terminals.feed(tid, exit_code=0)  # the exit shows at once
@@ -217,7 +219,7 @@ async def test_display_terminal_chunks_split_a_character_and_an_escape(rig: Rig)
     rig.terminals.update(
         rig.chat, "term_1", command="make", cwd=UNSET, output=UNSET, exit_status=UNSET
     )
-    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    await wait_for(lambda: "ok café" in rig.block("c"))
     key = rig.chat.session.terminals["term_1"].key
     assert rig.block("c")[2:] == [f"[terminal {key} · running] make", "```text", "ok café", "```"]
     # The editor's terminal gets the text as sent, escapes and all.
@@ -232,7 +234,7 @@ async def test_display_terminal_chunks_split_a_character_and_an_escape(rig: Rig)
         exit_status={"exit_code": 0},
     )
     rig.terminals.chunk(rig.chat, "term_1", base64.b64encode(b"more\n").decode())
-    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+    await wait_for(lambda: "more" in rig.block("c"))
     assert rig.block("c")[2:] == [
         f"[terminal {key} · exit 0] make",
         "```text",
@@ -253,8 +255,10 @@ async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> 
     done = await rig.create("true")
     rig.terminals.feed(done, exit_code=0)
     rig.terminals.chunk(rig.chat, "d", base64.b64encode(b"x").decode())
-    await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
-    display = rig.chat.session.terminals["d"].key
+    terminals = rig.chat.session.terminals
+    # The display terminal's buffer opens with the next (throttled) redraw.
+    await wait_for(lambda: "d" in terminals and terminals["d"].key in rig.editor.terminals)
+    display = terminals["d"].key
     await rig.terminals.end_session(rig.chat)
     for key in (running, done, display):
         assert rig.editor.terminals[key]["wiped"], key
@@ -272,24 +276,19 @@ async def test_agent_exit_stops_what_runs(rig: Rig) -> None:
 
 
 async def test_the_app_routes_editor_output_to_the_agent_that_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
         await app.open(1, None, str(tmp_path))
         tasks.start_soon(app.send, 1, "run")  # the demo agent checks we offer terminals
-        with anyio.fail_after(10):
-            while not editor.terminals:
-                await anyio.sleep(0.005)
+        await wait_for(lambda: bool(editor.terminals))
         key, term = next(iter(editor.terminals.items()))
         assert term["cmd"].startswith("echo hi;") and term["cwd"] == str(tmp_path)
         data = base64.b64encode(b"hi\r\ncounting: 1 2 3\r\n").decode()
         app.terminal_output([{"key": key, "data": data}, {"key": key, "exit": 0}])
-        with anyio.fail_after(10):
-            while not editor.events or editor.events[-1][0] != "AcpTurnEnd":
-                await anyio.sleep(0.005)
+        await wait_for(lambda: bool(editor.events) and editor.events[-1][0] == "AcpTurnEnd")
         reply = next(lines for lines in editor.transcript(1).values() if lines[0] == "## Agent")
         assert "The command exited with code 0 and printed:" in reply
         assert reply[-3:] == ["hi", "counting: 1 2 3", "```"]

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_nvim.client import terminals as terminals_module
 from acp_nvim.client.adapter_v2 import SessionsV2
 from acp_nvim.client.app import App
 from acp_nvim.client.chat import Chat
@@ -26,6 +25,7 @@ from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.model import PermissionOption, ToolCallPatch
 from acp_nvim.client.terminals import Terminals
 from acp_nvim.protocol import schema_v2 as v2
+from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
@@ -271,7 +271,7 @@ async def test_terminal_chunks_split_utf8_and_escapes_then_snapshot(raw_peer, se
                 )
             )
         await client.barrier()
-        await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+        await wait_for(lambda: "caf\u00e9 red done" in client.blocks().get("run", []))
         key = client.chat.session.terminals["t1"].key
         assert client.blocks()["run"][2:] == [
             f"[terminal {key} · running] make",
@@ -300,7 +300,7 @@ async def test_terminal_chunks_split_utf8_and_escapes_then_snapshot(raw_peer, se
             ),
         )
         await client.barrier()
-        await anyio.sleep(terminals_module.REFRESH_INTERVAL * 3)
+        await wait_for(lambda: "tail" in client.blocks()["run"])
         assert client.blocks()["run"][2:] == [
             f"[terminal {key} · exit 2] make",
             "```text",
@@ -418,17 +418,6 @@ async def test_permission_subjects(raw_peer, serving) -> None:
 
 
 # -- against the demo agent ----------------------------------------------------------
-
-
-async def wait_for(condition, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.005)
-
-
-@pytest.fixture(autouse=True)
-def fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACP_DEMO_DELAY", "0")
 
 
 def agent_text(editor: RecordingEditor, chat: int) -> str:
