@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
-import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,8 +21,9 @@ from acp_nvim import __version__
 from acp_nvim.client import adapter_v1, files, permissions
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.config import AgentConfig
+from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.client.process import AgentProcess, SpawnError
+from acp_nvim.client.process import AgentProcess, SpawnError, agent_cwd, agent_process
 from acp_nvim.client.terminals import Terminals
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 from acp_nvim.protocol import schema_v1 as v1
@@ -33,14 +33,6 @@ if TYPE_CHECKING:
 
 SUPPORTED_VERSIONS = (1,)
 T = TypeVar("T")
-
-
-class AgentFailed(Exception):
-    """The agent could not be started or initialized; ``details`` has its stderr tail."""
-
-    def __init__(self, message: str, details: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.details = details or []
 
 
 class AgentConnection:
@@ -54,12 +46,14 @@ class AgentConnection:
         cwd: str,
         log: ProtocolLog,
         protocol_version: int = 1,
+        process: AgentProcess | None = None,
     ) -> None:
         self.name = name
         self.config = config
-        self.cwd = os.path.abspath(config.cwd or cwd)
+        self.cwd = agent_cwd(config, cwd)
         self.log = log
-        self.process = self._new_process()
+        # Started already when the app spawned it before importing this module.
+        self.process = process or self._new_process()
         self.offer_version = protocol_version
         # The v2 surface, once v2 is agreed; None on a v1 connection.
         self.v2: adapter_v2.SessionsV2 | None = None
@@ -77,13 +71,7 @@ class AgentConnection:
         return f"<AgentConnection {self.name} v{self.protocol_version} {len(self.chats)} sessions>"
 
     def _new_process(self) -> AgentProcess:
-        return AgentProcess(
-            self.name,
-            self.config.cmd,
-            env=self.config.env,
-            cwd=self.cwd,
-            on_stderr=lambda line: self.log.add(self.name, "!!", line),
-        )
+        return agent_process(self.name, self.config, self.cwd, self.log)
 
     @property
     def alive(self) -> bool:
@@ -111,10 +99,11 @@ class AgentConnection:
 
     async def _open(self) -> Connection:
         """Spawn the agent; the connection is served once handlers are registered."""
-        try:
-            await self.process.start()
-        except SpawnError as err:
-            raise AgentFailed(str(err)) from None
+        if self.process.pid is None:
+            try:
+                await self.process.start()
+            except SpawnError as err:
+                raise AgentFailed(str(err)) from None
         return Connection(
             self.process.stdout,
             self.process.stdin,

@@ -10,17 +10,23 @@ from __future__ import annotations
 __all__ = ["App"]
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
-from acp_nvim.client.agent import AgentConnection, AgentFailed
-from acp_nvim.client.changes import SessionChanges
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
+from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.process import SpawnError, agent_process
+
+if TYPE_CHECKING:
+    # The protocol stack (generated types, fs/terminal/permission services) is
+    # imported after the first agent is spawned, so its import overlaps the
+    # agent's own start-up (doc/performance.md, start-up).
+    from acp_nvim.client.agent import AgentConnection
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -86,6 +92,8 @@ class App:
         try:
             connection = await self._agent(name, agent_config, cwd)
             self._agent_of[chat_id] = connection
+            from acp_nvim.client.changes import SessionChanges
+
             chat.changes = SessionChanges(
                 self.editor,
                 chat_id,
@@ -110,12 +118,20 @@ class App:
             return existing
         self._starting[name] = done = anyio.Event()
         try:
+            process = agent_process(name, agent_config, cwd, self.log)
+            try:
+                await process.start()
+            except SpawnError as err:
+                raise AgentFailed(str(err)) from None
+            from acp_nvim.client.agent import AgentConnection
+
             connection = AgentConnection(
                 name,
                 agent_config,
                 cwd=cwd,
                 log=self.log,
                 protocol_version=self.config.protocol_version,
+                process=process,
             )
             connection.permissions.policy = self.config.permission_policy
             try:

@@ -8,7 +8,7 @@ signal handler, when no event loop is left to await anything.
 
 from __future__ import annotations
 
-__all__ = ["AgentProcess", "SpawnError", "kill_all"]
+__all__ = ["AgentProcess", "SpawnError", "agent_cwd", "agent_process", "kill_all"]
 
 import collections
 import os
@@ -18,6 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 import anyio.abc
+
+from acp_nvim.client.config import AgentConfig
+from acp_nvim.client.log import ProtocolLog
 
 _live_groups: set[int] = set()
 
@@ -163,3 +166,19 @@ class AgentProcess:
             self.returncode = process.returncode
             _live_groups.discard(process.pid)
             await process.aclose()
+
+
+def agent_cwd(config: AgentConfig, cwd: str) -> str:
+    """The agent's working directory: its own option, else the editor's."""
+    return os.path.abspath(config.cwd or cwd)
+
+
+def agent_process(name: str, config: AgentConfig, cwd: str, log: ProtocolLog) -> AgentProcess:
+    """The (unstarted) process of agent ``name``; its stderr goes to the protocol log."""
+    return AgentProcess(
+        name,
+        config.cmd,
+        env=config.env,
+        cwd=agent_cwd(config, cwd),
+        on_stderr=lambda line: log.add(name, "!!", line),
+    )
