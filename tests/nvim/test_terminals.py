@@ -104,13 +104,15 @@ def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
     assert report["exit"] == {"signal": "SIGHUP"}
 
 
-def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
+def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]]:
+    """Have the agent run a shell that ignores the signals ``ignores`` (e.g. "HUP TERM")
+    around a running sleep; returns the terminal id and the group's processes."""
     open_fake(editor)
     pidfile = editor.tmp / "pid"
     report = run(
         editor,
         {
-            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP; sleep 1000; sleep 1000"},
+            "create": {"command": f"echo $$ > {pidfile}; trap '' {ignores}; sleep 1000; sleep 1000"},
             "wait": False,
             "release": False,
         },
@@ -121,46 +123,25 @@ def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -
     editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")  # the sleep runs
     members = group_members(pgid)
     assert len(members) == 2
+    return report["terminalId"], members
+
+
+def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
+    terminal_id, members = start_stubborn_command(editor, "HUP")
     editor.lua("require('acp').close()")
     # Hang-up is ignored; Neovim escalates to SIGTERM after 2 s.
     assert wait_gone(members, timeout=10) == []
-    assert editor.lua(f"return require('acp.terminal').terminals[{report['terminalId']!r}]") is None
+    assert editor.lua(f"return require('acp.terminal').terminals[{terminal_id!r}]") is None
 
 
 def test_quitting_neovim_kills_running_commands(editor: Editor) -> None:
-    open_fake(editor)
-    pidfile = editor.tmp / "pid"
-    run(
-        editor,
-        {
-            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP TERM; sleep 1000; sleep 1000"},
-            "wait": False,
-            "release": False,
-        },
-    )
-    editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
-    pgid = int(pidfile.read_text())
-    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")
-    members = group_members(pgid)
+    _, members = start_stubborn_command(editor, "HUP TERM")
     editor.quit()
     assert wait_gone(members, timeout=10) == []
 
 
 def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
-    open_fake(editor)
-    pidfile = editor.tmp / "pid"
-    run(
-        editor,
-        {
-            "create": {"command": f"echo $$ > {pidfile}; trap '' HUP TERM; sleep 1000; sleep 1000"},
-            "wait": False,
-            "release": False,
-        },
-    )
-    editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
-    pgid = int(pidfile.read_text())
-    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")
-    members = group_members(pgid)
+    _, members = start_stubborn_command(editor, "HUP TERM")
     host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
     os.kill(host, signal.SIGKILL)
     assert wait_gone(members, timeout=10) == []
