@@ -278,6 +278,7 @@ function M.host_exited(message)
   for _, chat in pairs(M.chats) do
     chat.status.state = "error"
     chat.status.error = message
+    require("acp.prompt").forget_all(chat)
     update_winbar(chat)
   end
 end

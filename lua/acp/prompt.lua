@@ -168,6 +168,13 @@ local function announce(chat, entry)
   end
 end
 
+--- The Python host is gone, and the requests with it: forget every prompt and unmap
+--- its keys (a key press would otherwise start a new host that knows nothing of it).
+function M.forget_all(chat)
+  chat.prompts = {}
+  map_keys(chat)
+end
+
 --- After a render batch: track the prompts it showed or resolved.
 function M.update(chat, ops)
   local entries, changed, new = pending(chat), false, {}

@@ -225,6 +225,19 @@ def test_prompt_disappears_when_the_agent_dies(editor: Editor) -> None:
     assert not mapped(editor, "a")
 
 
+def test_prompt_keys_go_when_the_python_host_dies(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor)
+    assert mapped(editor, "a")
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait("require('acp').status().state == 'error'")
+    # A key press must not start a new host that knows nothing of the request.
+    assert not mapped(editor, "a")
+    assert editor.lua("return require('acp.host').chan") is None
+
+
 def write_file(editor: Editor, name: str = "notes.txt") -> str:
     path = editor.tmp / "project" / name
     path.write_text("".join(f"line {i}\n" for i in range(1, 8)))
