@@ -102,6 +102,26 @@ local function remember(key, term)
   pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
 end
 
+-- Neovim drops PTY output still unread when the process exits (neovim#37982,
+-- #26543): the agent would read a command's output without its end. A /bin/sh
+-- wrapper keeps the terminal's process alive a moment after the command ends, so
+-- every byte is read first. (A hang-up ends the wrapper at once; M.stop ends the
+-- rest of the group.)
+local DRAIN = '"$@"; rc=$?; sleep 0.05; exit $rc'
+
+--- argv for `cmd` (a string: through 'shell' and 'shellcmdflag'; a list: argv).
+local function drained(cmd)
+  local argv = cmd
+  if type(cmd) == "string" then
+    argv = vim.split(vim.o.shell, " ", { trimempty = true })
+    vim.list_extend(argv, vim.split(vim.o.shellcmdflag, " ", { trimempty = true }))
+    table.insert(argv, cmd)
+  elseif vim.fn.executable(cmd[1]) ~= 1 then
+    error(cmd[1] .. " is not executable", 0)
+  end
+  return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh" }, argv)
+end
+
 --- Run `cmd` (a string: through 'shell'; a list: argv) in a new hidden terminal buffer.
 ---@param key string
 ---@param cmd string|string[]
@@ -109,9 +129,10 @@ end
 ---@param env table<string, string>
 ---@return integer pid
 function M.create(key, cmd, cwd, env)
+  local argv = drained(cmd)
   local buf = api.nvim_create_buf(false, true)
   local ok, job = pcall(api.nvim_buf_call, buf, function()
-    return vim.fn.jobstart(cmd, {
+    return vim.fn.jobstart(argv, {
       term = true,
       cwd = cwd,
       env = next(env) and env or nil,
@@ -173,6 +194,14 @@ function M.stop(keys, wipe)
     if term then
       if term.running and term.job then
         vim.fn.jobstop(term.job)
+        -- The hang-up ends the wrapper; what ignores it lives on in the group.
+        local group = -term.pid
+        vim.defer_fn(function()
+          pcall(vim.uv.kill, group, "sigterm")
+        end, 2000)
+        vim.defer_fn(function()
+          pcall(vim.uv.kill, group, "sigkill")
+        end, 4000)
       end
       if wipe then
         M.terminals[key] = nil

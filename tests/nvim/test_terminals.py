@@ -98,6 +98,15 @@ def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
     assert (report["output"], report["truncated"]) == ("€€", True)
 
 
+def test_a_command_that_prints_much_and_exits_at_once_loses_no_output(editor: Editor) -> None:
+    # Neovim drops unread PTY output when the process exits (neovim#37982): without
+    # the draining wrapper this output ends thousands of lines early, every time.
+    open_fake(editor)
+    report = run(editor, {"create": {"command": "seq 20000", "outputByteLimit": 200_000}})
+    assert report["output"] == "".join(f"{i}\n" for i in range(1, 20001))
+    assert report["exit"] == {"exitCode": 0}
+
+
 def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
     open_fake(editor)
     report = run(editor, {"create": {"command": "sleep", "args": ["100"]}, "kill": True})
@@ -119,10 +128,11 @@ def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]
     )
     assert report == {"terminalId": report["terminalId"]}
     editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
-    pgid = int(pidfile.read_text())
-    editor.wait(f"#vim.api.nvim_get_proc_children({pgid}) > 0")  # the sleep runs
+    shell = int(pidfile.read_text())
+    editor.wait(f"#vim.api.nvim_get_proc_children({shell}) > 0")  # the sleep runs
+    pgid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[2])
     members = group_members(pgid)
-    assert len(members) == 2
+    assert len(members) == 3  # the output-draining wrapper, the shell, its sleep
     return report["terminalId"], members
 
 
