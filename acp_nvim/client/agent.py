@@ -184,12 +184,8 @@ class AgentConnection:
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
-        try:
-            response = await connection.request("initialize", params, v1.InitializeResponse)
-        except ConnectionClosed:
-            raise self.exit_failure("exited during initialize") from None
-        except RequestError as err:
-            raise AgentFailed(f"agent {self.name!r} refused initialize: {err}") from None
+        request = connection.request("initialize", params, v1.InitializeResponse)
+        response = await self._call(request, "initializing")
         if response.protocol_version not in SUPPORTED_VERSIONS:
             await self.aclose()
             raise AgentFailed(
@@ -219,12 +215,8 @@ class AgentConnection:
             chat.ready(session_id, 2, self.agent_title)
             return
         params = v1.NewSessionRequest(cwd=self.cwd, mcp_servers=[])
-        try:
-            response = await connection.request("session/new", params, v1.NewSessionResponse)
-        except ConnectionClosed:
-            raise self.exit_failure("exited while creating a session") from None
-        except RequestError as err:
-            raise AgentFailed(f"agent {self.name!r} could not create a session: {err}") from None
+        request = connection.request("session/new", params, v1.NewSessionResponse)
+        response = await self._call(request, "creating a session")
         self.chats[response.session_id] = chat
         assert self.protocol_version is not None
         chat.ready(response.session_id, self.protocol_version, self.agent_title)
