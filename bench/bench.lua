@@ -115,4 +115,28 @@ function M.startup(chan, agent)
   vim.cmd("AcpChat " .. agent)
 end
 
+local typing
+
+--- Change line 10 of the buffers of `paths` every `ms` (an empty list stops it),
+--- as a user typing while the agent reads.
+function M.typist(paths, ms)
+  if typing then
+    typing:stop()
+    typing:close()
+    typing = nil
+  end
+  if #paths == 0 then
+    return
+  end
+  local count = 0
+  typing = vim.uv.new_timer()
+  typing:start(ms, ms, vim.schedule_wrap(function()
+    count = count + 1
+    for _, path in ipairs(paths) do
+      local buf = vim.fn.bufnr(path)
+      vim.api.nvim_buf_set_lines(buf, 9, 10, false, { ("typed = %d"):format(count) })
+    end
+  end))
+end
+
 return M

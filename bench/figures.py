@@ -95,6 +95,13 @@ def streaming(run: int, count: int = 10_000, fill: int = 100_000) -> Figures:
         n.quit()
 
 
+def _reads(n: Nvim, count: int, paths: list[str]) -> dict[str, Any]:
+    """One prompt making the agent read each of ``paths`` ``count`` times; its stamp."""
+    n.lua("require('acp').send(...)", f"read {count} {' '.join(paths)}")
+    n.wait("AcpTurnEnd")
+    return n.last_stamp()
+
+
 def fs_read(run: int, sizes: tuple[int, ...] = (100, 10_000, 100_000), count: int = 20) -> Figures:
     """``fs/read_text_file`` round trips seen by the agent, on loaded buffers."""
     n = Nvim()
@@ -110,17 +117,20 @@ def fs_read(run: int, sizes: tuple[int, ...] = (100, 10_000, 100_000), count: in
             )
             n.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(path))
             paths.append(str(path))
-        buf = n.open_chat()
-        n.lua("require('acp').send(...)", f"read {count} {' '.join(paths)}")
-        n.wait("AcpTurnEnd")
-        stamp = n.last_stamp()
-        if "error" in stamp:
-            return {"skip": f"fs/read_text_file answered {stamp['error']}"}
-        del buf
-        return {
-            f"read_p50_{size}": statistics.median(stamp["times"][path]) / MS
-            for size, path in zip(sizes, paths, strict=True)
-        }
+        n.open_chat()
+        cold = _reads(n, count, paths)
+        if "error" in cold:
+            return {"skip": f"fs/read_text_file answered {cold['error']}"}
+        # Like a user typing in each buffer while the agent reads it again.
+        n.lua("bench.typist(...)", paths, 5)
+        edited = _reads(n, count, paths)
+        n.lua("bench.typist({})")
+        figures: Figures = {}
+        for size, path in zip(sizes, paths, strict=True):
+            figures[f"read_first_{size}"] = cold["times"][path][0] / MS
+            figures[f"read_p50_{size}"] = statistics.median(cold["times"][path]) / MS
+            figures[f"read_edited_p50_{size}"] = statistics.median(edited["times"][path]) / MS
+        return figures
     finally:
         n.quit()
 

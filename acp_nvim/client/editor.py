@@ -230,7 +230,12 @@ class RecordingEditor:
         if isinstance(cmd, list) and not cmd[0]:
             raise EditorError("empty command")
         self.terminals[key] = {
-            "cmd": cmd, "cwd": cwd, "env": env, "data": "", "stopped": False, "wiped": False
+            "cmd": cmd,
+            "cwd": cwd,
+            "env": env,
+            "data": "",
+            "stopped": False,
+            "wiped": False,
         }
         return 10_000 + len(self.terminals)
 

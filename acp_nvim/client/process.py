@@ -105,9 +105,7 @@ class AgentProcess:
         """
         program = self.cmd[0]
         if os.sep not in program and shutil.which(program, path=self.env.get("PATH")) is None:
-            raise SpawnError(
-                f"agent {self.name!r}: {program!r} is not installed or not on PATH"
-            )
+            raise SpawnError(f"agent {self.name!r}: {program!r} is not installed or not on PATH")
         if self.cwd is not None and not os.path.isdir(self.cwd):
             raise SpawnError(f"agent {self.name!r}: working directory {self.cwd!r} does not exist")
         try:

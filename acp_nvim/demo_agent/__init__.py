@@ -156,7 +156,7 @@ class DemoAgent:
         reply = (
             f"You said: *{text.strip()}*\n\n"
             "Here is some code:\n\n"
-            "```python\ndef greet(name: str) -> str:\n    return f\"Hello, {name}!\"\n```\n\n"
+            '```python\ndef greet(name: str) -> str:\n    return f"Hello, {name}!"\n```\n\n'
             "Type `help` to see what else I can do."
         )
         if "long" in words:

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["NvimEditor"]
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -19,9 +20,11 @@ import anyio.lowlevel
 import pynvim
 
 from acp_nvim.client.editor import BufferState, EditorError, RenderOp
+from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
 from acp_nvim.review import LineEdit
 
 _APPLY = "require('acp.host').apply(...)"
+_READ = "return require('acp.buffers').read(...)"
 # Joined text of a pending append op is kept as a list of parts until the flush.
 _PARTS = "_parts"
 
@@ -35,6 +38,8 @@ class NvimEditor:
         self._pending: list[list[Any]] = []
         self._wake = anyio.Event()
         self._last_flush = 0.0
+        # Touched only on the pynvim thread (events and reads both run there).
+        self.mirrors = BufferMirrors()
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         for op in ops:
@@ -70,18 +75,59 @@ class NvimEditor:
         self._wake.set()
 
     async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
-        raw = await self.call_lua("return require('acp.buffers').read(...)", path, load)
-        if not raw:
-            return None
-        if raw["text"].count("\n") != raw["count"] - 1:
-            # A NUL byte reads as "\n" inside a line: only the list of lines is exact.
-            raw = await self.call_lua("return require('acp.buffers').read(...)", path, load, True)
+        return await self._on_nvim(self._read_buffer, path, load)  # type: ignore[no-any-return]
+
+    def _read_buffer(self, path: str, load: bool) -> BufferState | None:
+        """On the pynvim thread: the buffer's state, its text from our copy when current.
+
+        A buffer read for the first time is attached first and then read, so
+        every change after the read reaches its copy (see :mod:`.mirror`).
+        """
+        mirrors = self.mirrors
+        known = mirrors.known(path)
+        want = "text" if known else "meta"
+        for _ in range(4):
+            raw = self._nvim.exec_lua(_READ, path, load, want, known)
             if not raw:
                 return None
-        state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), int(raw["tick"]))
-        if "lines" in raw:
-            return BufferState(list(raw["lines"]), *state)
-        return BufferState(None, *state, joined=raw["text"])
+            buf, tick = int(raw["buf"]), int(raw["tick"])
+            state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
+            if not mirrors.is_attached(buf) and self._nvim.request(
+                "nvim_buf_attach", buf, False, {}
+            ):
+                mirrors.attached(buf)
+                want, known = "text", None
+                continue
+            text: str | None
+            if "lines" in raw:
+                text = "\n".join(nul_bytes(line) for line in raw["lines"])
+                mirrors.seed(path, buf, tick, text)
+            elif "text" not in raw:
+                text = mirrors.text(buf, tick)
+            elif raw["text"].count("\n") == raw["count"] - 1:
+                text = raw["text"]
+                mirrors.seed(path, buf, tick, text)
+            else:  # a NUL byte read as "\n" inside a line: only the list of lines is exact
+                want = "lines"
+                continue
+            if text is not None:
+                return BufferState(None, *state, joined=text)
+            want, known = "text", None
+        raise EditorError(f"{path}: the buffer kept changing while it was read")
+
+    def _attach(self, buf: int) -> bool:
+        """Have Neovim send ``buf``'s changes to this channel (no callbacks run in Neovim)."""
+        return bool(self._nvim.request("nvim_buf_attach", buf, False, {}))
+
+    def buffer_event(self, name: str, args: list[Any]) -> None:
+        """An ``nvim_buf_*_event`` for a buffer we attached to (on the pynvim thread)."""
+        buf = args[0].handle if isinstance(args[0], pynvim.api.Buffer) else int(args[0])
+        if name == "nvim_buf_lines_event":
+            self.mirrors.on_lines(buf, args[1], args[2], args[3], args[4])
+        elif name == "nvim_buf_changedtick_event":
+            self.mirrors.on_changedtick(buf, args[1])
+        elif name == "nvim_buf_detach_event":
+            self.mirrors.on_detach(buf)
 
     async def edit_buffer(
         self, path: str, tick: int, edits: list[LineEdit], *, save: bool
@@ -144,6 +190,10 @@ class NvimEditor:
         Raises:
             EditorError: the Lua code raised.
         """
+        return await self._on_nvim(self._nvim.exec_lua, code, *args)
+
+    async def _on_nvim(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on the pynvim thread (where it may make requests); await it."""
         self.flush()
         done = anyio.Event()
         token = anyio.lowlevel.current_token()
@@ -151,8 +201,8 @@ class NvimEditor:
 
         def run() -> None:  # on the pynvim thread
             try:
-                outcome["value"] = self._nvim.exec_lua(code, *args)
-            except pynvim.NvimError as err:
+                outcome["value"] = fn(*args)
+            except (pynvim.NvimError, EditorError) as err:
                 outcome["error"] = str(err)
             finally:
                 anyio.from_thread.run_sync(done.set, token=token)

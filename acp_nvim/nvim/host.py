@@ -8,7 +8,7 @@ state. We talk back only through :class:`NvimEditor`'s batched ``exec_lua``.
 
 from __future__ import annotations
 
-__all__ = ["Host", "run_stdio"]
+__all__ = ["BUFFER_EVENTS", "Host", "run_stdio"]
 
 import atexit
 import logging
@@ -26,6 +26,9 @@ from acp_nvim.nvim.editor import NvimEditor
 from acp_nvim.nvim.worker import Worker
 
 log = logging.getLogger("acp_nvim")
+
+# Neovim's notifications for the buffers the agent reads (acp_nvim/nvim/mirror.py).
+BUFFER_EVENTS = ("nvim_buf_lines_event", "nvim_buf_changedtick_event", "nvim_buf_detach_event")
 
 
 class Host:
@@ -56,6 +59,9 @@ class Host:
     # -- from Lua --------------------------------------------------------------
 
     def on_notification(self, name: str, args: list[Any]) -> None:
+        if name in BUFFER_EVENTS and args:
+            self.editor.buffer_event(name, args)
+            return
         if name != "acp" or not args:
             return
         method, params = args[0], (args[1] if len(args) > 1 else {})

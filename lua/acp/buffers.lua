@@ -23,34 +23,42 @@ end
 -- The text crosses msgpack as ONE string (pynvim converts a list of 100k lines
 -- item by item), joined by Vimscript's join(): making 100k Lua strings first
 -- took twice as long (bench/: 120 vs 70 ms). `count` lets Python notice a line
--- holding "\n" (a NUL byte) and ask for the list instead (`as_lines`).
-local function state(buf, as_lines)
+-- holding "\n" (a NUL byte) and ask for the list instead.
+local function state(buf, want, known)
   local bo = vim.bo[buf]
+  local tick = api.nvim_buf_get_changedtick(buf)
+  -- Python's copy of this buffer is current: the text need not cross at all.
+  local current = type(known) == "table" and known[1] == buf and known[2] == tick
   return {
-    text = not as_lines and api.nvim_eval(('join(getbufline(%d, 1, "$"), "\\n")'):format(buf)) or nil,
-    lines = as_lines and api.nvim_buf_get_lines(buf, 0, -1, false) or nil,
+    buf = buf,
+    text = want == "text" and not current and api.nvim_eval(('join(getbufline(%d, 1, "$"), "\\n")'):format(buf)) or nil,
+    lines = want == "lines" and api.nvim_buf_get_lines(buf, 0, -1, false) or nil,
     count = api.nvim_buf_line_count(buf),
     eol = eols[bo.fileformat] or "\n",
     -- What :write does: 'fixeol' adds a missing final newline.
     final_newline = bo.eol or (bo.fixeol and not bo.binary),
     modified = bo.modified,
-    tick = api.nvim_buf_get_changedtick(buf),
+    tick = tick,
   }
 end
 
---- Text (or with `as_lines` the lines) and file format of the buffer of `path`;
---- with `load`, a hidden buffer is created for it (no window) when none is loaded.
+--- The state of the buffer of `path` (absolute), or nil when none is loaded; with
+--- `load`, a hidden buffer is created for it (no window) first. `want` is "meta"
+--- (no text), "text" (the lines joined by "\n") or "lines". `known` is {buf, tick}
+--- of Python's copy of a buffer (acp_nvim/nvim/mirror.py): when that is this buffer
+--- at its current changedtick, the text is left out.
 ---@param path string
 ---@param load boolean
----@param as_lines? boolean
-function M.read(path, load, as_lines)
+---@param want "meta"|"text"|"lines"
+---@param known? {[1]: integer, [2]: integer}
+function M.read(path, load, want, known)
   local buf = M.find(path)
   if not buf and load then
     buf = vim.fn.bufadd(path)
     vim.bo[buf].buflisted = true
     vim.fn.bufload(buf)
   end
-  return buf and state(buf, as_lines) or nil
+  return buf and state(buf, want, known) or nil
 end
 
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at

@@ -26,6 +26,20 @@ class AcpRemotePlugin:
     def request(self, args: list[Any]) -> Any:
         return self.host.on_request("acp", args)
 
+    # Updates of the buffers the agent reads (acp_nvim/nvim/mirror.py) come to
+    # this shared host under Neovim's own names.
+    @pynvim.rpc_export("nvim_buf_lines_event")
+    def lines_event(self, *args: Any) -> None:
+        self.host.on_notification("nvim_buf_lines_event", list(args))
+
+    @pynvim.rpc_export("nvim_buf_changedtick_event")
+    def changedtick_event(self, *args: Any) -> None:
+        self.host.on_notification("nvim_buf_changedtick_event", list(args))
+
+    @pynvim.rpc_export("nvim_buf_detach_event")
+    def detach_event(self, *args: Any) -> None:
+        self.host.on_notification("nvim_buf_detach_event", list(args))
+
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
         self.host.shutdown()

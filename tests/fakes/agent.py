@@ -49,7 +49,10 @@ class Fake:
     async def say(self, text: str, kind: str = "agent_message_chunk") -> None:
         await self.c.notify(
             "session/update",
-            {"sessionId": "fake-1", "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}},
+            {
+                "sessionId": "fake-1",
+                "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}},
+            },
         )
 
     async def prompt(self, params: Params) -> Params:
@@ -80,7 +83,9 @@ class Fake:
                 await self.say("still here")
             case "garbage":
                 await self.send.send(b"{not json\n")
-                await self.send.send(b'{"jsonrpc": "2.0", "method": "x", "params": ' + b"1" * 70_000_000 + b"}\n")
+                await self.send.send(
+                    b'{"jsonrpc": "2.0", "method": "x", "params": ' + b"1" * 70_000_000 + b"}\n"
+                )
                 await self.say("after garbage")
             case "permission":
                 return await self.ask_permission(text)
@@ -108,16 +113,30 @@ class Fake:
                     with open(path) as f:
                         old = f.read()
                 call = {"toolCallId": f"edit{n}", "title": f"Edit {path}", "kind": "edit"}
-                await self.tool_update({"sessionUpdate": "tool_call", **call, "status": "pending",
-                                        "locations": [{"path": path}]})
+                await self.tool_update(
+                    {
+                        "sessionUpdate": "tool_call",
+                        **call,
+                        "status": "pending",
+                        "locations": [{"path": path}],
+                    }
+                )
                 with open(path, "w") as f:
                     f.write(args["content"])
                 diff = {"type": "diff", "path": path, "oldText": old, "newText": args["content"]}
-                await self.tool_update({"sessionUpdate": "tool_call_update", "toolCallId": f"edit{n}",
-                                        "status": "completed", "content": [diff]})
+                await self.tool_update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": f"edit{n}",
+                        "status": "completed",
+                        "content": [diff],
+                    }
+                )
                 continue
             try:
-                result: Any = await self.c.request(f"fs/{kind}_text_file", {"sessionId": "fake-1", **args}, dict)
+                result: Any = await self.c.request(
+                    f"fs/{kind}_text_file", {"sessionId": "fake-1", **args}, dict
+                )
             except RequestError as err:
                 result = {"error": err.code, "message": err.message}
             await self.say("RESULT " + json.dumps(result) + "\n")

@@ -119,7 +119,11 @@ class Editor:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if self.marker.encode() in environ and ") Z " not in stat and int(entry.name) != self.pid:
+            if (
+                self.marker.encode() in environ
+                and ") Z " not in stat
+                and int(entry.name) != self.pid
+            ):
                 pids.append(int(entry.name))
         return pids
 
@@ -138,8 +142,14 @@ def editor(tmp_path: Path) -> Iterator[Editor]:
         path.mkdir()
         env[f"XDG_{name}_HOME"] = str(path)
     argv = [
-        nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n",
-        "-u", str(ROOT / "tests" / "nvim" / "init.lua"),
+        nvim_binary(),
+        "--embed",
+        "--headless",
+        "-i",
+        "NONE",
+        "-n",
+        "-u",
+        str(ROOT / "tests" / "nvim" / "init.lua"),
     ]
     old_env = os.environ.copy()
     os.environ.clear()

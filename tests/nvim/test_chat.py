@@ -80,9 +80,19 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     )
     assert groups == ["AcpThought"]
     win = editor.lua(f"return vim.fn.win_findbuf({buf})[1]")
-    assert editor.lua(f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({thought_row + 1}) end)") == 1
+    assert (
+        editor.lua(
+            f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({thought_row + 1}) end)"
+        )
+        == 1
+    )
     agent_row = lines.index("## Agent") + 2
-    assert editor.lua(f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({agent_row}) end)") == 0
+    assert (
+        editor.lua(
+            f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({agent_row}) end)"
+        )
+        == 0
+    )
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -115,7 +125,9 @@ def test_cancel_mid_stream_ends_turn_cancelled(editor: Editor) -> None:
     editor.open_chat()
     editor.lua("require('acp').send('go')")
     editor.wait("require('acp').status().state == 'running'")
-    editor.wait("vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('tick3') ~= nil")
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('tick3') ~= nil"
+    )
     editor.nvim.command("AcpCancel")
     end = editor.wait_event("AcpTurnEnd")
     assert end["stop_reason"] == "cancelled"
@@ -133,7 +145,9 @@ def test_ctrl_c_in_chat_buffers_cancels(editor: Editor) -> None:
             f"return vim.api.nvim_buf_call({buf}, function() return vim.fn.maparg('<C-c>', 'n', false, true).desc end)"
         )
         assert desc == "acp: cancel the turn"
-    editor.lua(f"vim.api.nvim_buf_call({status['input_buf']}, function() vim.fn.maparg('<C-c>', 'n', false, true).callback() end)")
+    editor.lua(
+        f"vim.api.nvim_buf_call({status['input_buf']}, function() vim.fn.maparg('<C-c>', 'n', false, true).callback() end)"
+    )
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
 
 
@@ -154,7 +168,9 @@ def test_missing_agent_program_is_advice(editor: Editor) -> None:
     editor.setup(agents={"ghost": {"cmd": ["no-such-agent-binary"]}}, default_agent="ghost")
     editor.open_chat(ready=False)
     error = editor.wait_event("AcpError")
-    assert error["message"] == "agent 'ghost': 'no-such-agent-binary' is not installed or not on PATH"
+    assert (
+        error["message"] == "agent 'ghost': 'no-such-agent-binary' is not installed or not on PATH"
+    )
 
 
 def test_invalid_option_is_reported_with_its_key(editor: Editor) -> None:
@@ -240,7 +256,7 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     assert "OK Neovim" in text
     assert "OK msgspec" in text and "OK pydantic" in text
     assert "OK options are valid; default agent: demo" in text
-    assert "ERROR ghost: \"no-such-agent-binary\" is not installed" in text
+    assert 'ERROR ghost: "no-such-agent-binary" is not installed' in text
 
 
 def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:

@@ -152,3 +152,34 @@ def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     assert editor.lua("return vim.fn.bufnr(...)", str(existing)) == -1
     assert editor.lua("return vim.fn.bufnr(...)", str(new)) == -1
 
+
+def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path) -> None:
+    # After the first read the host keeps a copy patched by Neovim's buffer events;
+    # each read must still equal the buffer, whatever changed it.
+    path = tmp_path / "project" / "a.py"
+    path.write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    buf = start(editor, path)
+    changes = [
+        "call nvim_buf_set_lines(0, 3, 5, v:false, ['three', 'and', 'more'])",
+        "call nvim_buf_set_lines(0, 0, 0, v:false, ['top'])",
+        "$-1,$delete",
+        "undo",
+        "%s/line/LINE/",
+        "call setline(2, 'NUL here: a\\nb')",  # a NUL byte (the API shows it as \n)
+        "normal! GoA typed line",
+        "set fileformat=dos",
+        "edit!",  # reload from disk: Neovim detaches, the next read attaches again
+        "bwipeout! | execute 'badd' fnameescape(expand('" + str(path) + "')) | buffer a.py",
+        "normal! ggdG",
+    ]
+    run(editor, [{"read": {"path": str(path)}}])
+    window = editor.lua("return vim.fn.bufwinid(...)", buf)
+    for turn, change in enumerate(changes, start=2):
+        editor.lua("vim.api.nvim_set_current_win(...)", window)
+        editor.nvim.command(change)
+        buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+        fileformat = editor.lua("return vim.bo[...].fileformat", buf)
+        eol = "\r\n" if fileformat == "dos" else "\n"
+        expected = eol.join(line.replace("\n", "\0") for line in lines(editor, buf)) + eol
+        result = run(editor, [{"read": {"path": str(path)}}], turn=turn)[-1]
+        assert result == {"content": expected if expected != eol else ""}, change

@@ -40,7 +40,8 @@ def _child(tmp_path: Path, init: str, extra_env: dict[str, str] | None = None) -
     os.environ.update(env)
     try:
         nvim = pynvim.attach(
-            "child", argv=[nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)]
+            "child",
+            argv=[nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)],
         )
     finally:
         os.environ.clear()
@@ -53,7 +54,10 @@ def test_packadd_route(tmp_path: Path) -> None:
     pack = tmp_path / "xdg-data" / "nvim" / "site" / "pack" / "acp" / "opt"
     pack.mkdir(parents=True)
     (pack / "acp.nvim").symlink_to(ROOT)
-    editor = _child(tmp_path, f"vim.cmd.packadd('acp.nvim')\nrequire('acp').setup({{ python = {str(sys.executable)!r} }})\n")
+    editor = _child(
+        tmp_path,
+        f"vim.cmd.packadd('acp.nvim')\nrequire('acp').setup({{ python = {str(sys.executable)!r} }})\n",
+    )
     try:
         assert editor.lua("return vim.fn.exists(':AcpChat')") == 2
         chat_round_trip(editor)

@@ -100,7 +100,12 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
     assert groups_at(editor, head + 2) == ["AcpPermission"]
     request = editor.wait_event("AcpPermissionRequest")
     assert request["title"] == "Fake edit" and request["kind"] == "edit"
-    assert [o["kind"] for o in request["options"]] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert [o["kind"] for o in request["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
     winbar = editor.lua(
         "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
     )

@@ -6,7 +6,10 @@ from tests.nvim.conftest import Editor
 
 
 def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> None:
-    ops = [{"op": "block", "id": f"b{i}", "kind": "tool", "lines": [f"#### b{i}", "x"]} for i in range(40)]
+    ops = [
+        {"op": "block", "id": f"b{i}", "kind": "tool", "lines": [f"#### b{i}", "x"]}
+        for i in range(40)
+    ]
     ops += [
         # Grow a block in the middle, shrink another, stream onto the last one.
         {"op": "block", "id": "b7", "kind": "tool", "lines": ["#### b7", "a", "b", "c", "d"]},
@@ -38,5 +41,12 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
     assert owners == expected
     assert [line for line, _, _ in owners if line.startswith("#### b7")] == ["#### b7"]
     lines = [line for line, _, _ in owners]
-    assert lines[lines.index("#### b7") : lines.index("#### b7") + 6] == ["#### b7", "a", "b", "c", "d", ""]
+    assert lines[lines.index("#### b7") : lines.index("#### b7") + 6] == [
+        "#### b7",
+        "a",
+        "b",
+        "c",
+        "d",
+        "",
+    ]
     assert lines[-3:] == ["#### b39", "xy", "z"]

@@ -121,7 +121,9 @@ def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]
     report = run(
         editor,
         {
-            "create": {"command": f"echo $$ > {pidfile}; trap '' {ignores}; sleep 1000; sleep 1000"},
+            "create": {
+                "command": f"echo $$ > {pidfile}; trap '' {ignores}; sleep 1000; sleep 1000"
+            },
             "wait": False,
             "release": False,
         },

@@ -40,7 +40,7 @@ def test_v2_turn_streams_and_renders_features(editor: Editor) -> None:
     text = editor.transcript_text()
     assert text.count("## You\nshow me a diff and a plan") == 1  # the ack replaced the echo
     assert "## Agent\nYou said: *show me a diff and a plan*" in text
-    assert "**modified** " in text and "+  \"debug\": true" in text
+    assert "**modified** " in text and '+  "debug": true' in text
     assert "### Plan\n- [x] Read the code\n- [~] Write the fix" in text
     assert text.rstrip().endswith("*— end_turn —*")
 

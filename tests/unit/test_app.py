@@ -43,7 +43,9 @@ async def test_cancel_while_streaming(tmp_path: Path) -> None:
         app.setup({"agents": {"endless": {"cmd": [sys.executable, FAKE, "endless"]}}})
         await app.open(1, "endless", str(tmp_path))
         tasks.start_soon(app.send, 1, "go")
-        await wait_for(lambda: any("tick2" in "".join(lines) for lines in editor.transcript(1).values()))
+        await wait_for(
+            lambda: any("tick2" in "".join(lines) for lines in editor.transcript(1).values())
+        )
         await app.cancel(1)
         await wait_for(lambda: editor.events[-1][0] == "AcpTurnEnd")
         assert editor.events[-1][1]["stop_reason"] == "cancelled"

@@ -12,14 +12,26 @@ from acp_nvim.client.config import ConfigError, load_config
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"agents": {"claude": {"cmd": "claude"}}}, "agents.claude.cmd: Input should be a valid list"),
+        (
+            {"agents": {"claude": {"cmd": "claude"}}},
+            "agents.claude.cmd: Input should be a valid list",
+        ),
         ({"agents": {"a": {"cmd": []}}}, "agents.a.cmd: List should have at least 1 item"),
-        ({"agents": {"a": {"cmd": [" "]}}}, "agents.a.cmd: Value error, the first item must name a program"),
-        ({"agents": {"a": {"cmd": ["x"], "env": {"K": 1}}}}, "agents.a.env.K: Input should be a valid string"),
+        (
+            {"agents": {"a": {"cmd": [" "]}}},
+            "agents.a.cmd: Value error, the first item must name a program",
+        ),
+        (
+            {"agents": {"a": {"cmd": ["x"], "env": {"K": 1}}}},
+            "agents.a.env.K: Input should be a valid string",
+        ),
         ({"agents": {"a": {"cmd": ["x"], "bogus": 1}}}, "agents.a.bogus: unknown option"),
         ({"bogus": True}, "bogus: unknown option"),
         ({"protocol_version": 3}, "protocol_version: Input should be 1 or 2"),
-        ({"permission_policy": "yes"}, "permission_policy: Input should be 'ask', 'allow_reads' or 'allow_all'"),
+        (
+            {"permission_policy": "yes"},
+            "permission_policy: Input should be 'ask', 'allow_reads' or 'allow_all'",
+        ),
         ({"chat": {"position": "top"}}, "chat.position: Input should be"),
         ({"chat": {"width": 3}}, "chat.width: Input should be greater than or equal to 20"),
         ({"default_agent": "nope"}, "default_agent: unknown agent 'nope'"),

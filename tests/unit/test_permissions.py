@@ -183,7 +183,9 @@ async def test_the_requests_own_question_is_shown_above_the_options() -> None:
     perms = Permissions()
     async with anyio.create_task_group() as tasks:
         patch = ToolCallPatch("c1", title="Edit a.txt", kind="edit")
-        tasks.start_soon(perms.ask, chat, patch, options(GEMINI), "Overwrite a.txt?\nIt has local changes.")
+        tasks.start_soon(
+            perms.ask, chat, patch, options(GEMINI), "Overwrite a.txt?\nIt has local changes."
+        )
         await wait_for(lambda: bool(perms.pending(chat)))
         lines = editor.transcript(1)["c1"]
         assert lines[2:5] == [
@@ -279,9 +281,7 @@ async def test_request_on_the_wire(pipe: Any) -> None:
     ]
 
 
-async def test_demo_agent_asks_and_the_answer_decides(
-    tmp_path: Any
-) -> None:
+async def test_demo_agent_asks_and_the_answer_decides(tmp_path: Any) -> None:
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)

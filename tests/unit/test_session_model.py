@@ -24,9 +24,26 @@ def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
     chat, editor = make_chat()
     chat.start_turn("hi")
     for text in (b"Hel", b"lo"):
-        adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "' + text + b'"}}'))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm\\nyes"}}'))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "again"}}'))
+        adapter_v1.apply_update(
+            chat,
+            update(
+                b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "'
+                + text
+                + b'"}}'
+            ),
+        )
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm\\nyes"}}'
+        ),
+    )
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "again"}}'
+        ),
+    )
     blocks = editor.transcript(1)
     assert list(blocks.values()) == [
         ["## You", "hi"],
@@ -40,14 +57,32 @@ def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
 
 def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
     chat, editor = make_chat()
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"}'))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'))
-    adapter_v1.apply_update(chat, update(
-        b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",'
-        b' "content": [{"type": "diff", "path": "/p/a.py", "oldText": "a\\n", "newText": "b\\n"}],'
-        b' "locations": [{"path": "/p/a.py", "line": 3}]}'
-    ))
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"}'
+        ),
+    )
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'
+        ),
+    )
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.py", "kind": "read"}'
+        ),
+    )
+    adapter_v1.apply_update(
+        chat,
+        update(
+            b'{"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",'
+            b' "content": [{"type": "diff", "path": "/p/a.py", "oldText": "a\\n", "newText": "b\\n"}],'
+            b' "locations": [{"path": "/p/a.py", "line": 3}]}'
+        ),
+    )
     assert list(chat.session.tool_calls) == ["t1"]
     call = chat.session.tool_calls["t1"]
     # A duplicate tool_call does not reset the status an update set before it.
@@ -73,7 +108,9 @@ def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
 def test_unknown_update_and_content_never_crash() -> None:
     chat, editor = make_chat()
     adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "brand_new_thing", "x": 1}'))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "hologram"}}'))
+    adapter_v1.apply_update(
+        chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "hologram"}}')
+    )
     assert editor.transcript(1)["m0"] == ["## Agent", "[hologram content]"]
     assert editor.last_status(1)["unknown_update"] == "brand_new_thing"
 
@@ -82,8 +119,12 @@ def test_plan_is_one_block_per_turn_replaced_in_place() -> None:
     chat, editor = make_chat()
     chat.start_turn("plan it")
     entry = b'{"content": "step", "priority": "high", "status": "%s"}'
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"pending" + b"]}"))
-    adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"completed" + b"]}"))
+    adapter_v1.apply_update(
+        chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"pending" + b"]}")
+    )
+    adapter_v1.apply_update(
+        chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"completed" + b"]}")
+    )
     assert editor.transcript(1)["plan1"] == ["### Plan", "- [x] step"]
 
 

@@ -275,9 +275,7 @@ async def test_agent_exit_stops_what_runs(rig: Rig) -> None:
     )
 
 
-async def test_the_app_routes_editor_output_to_the_agent_that_asked(
-    tmp_path: Path
-) -> None:
+async def test_the_app_routes_editor_output_to_the_agent_that_asked(tmp_path: Path) -> None:
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
