@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
+import itertools
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -90,7 +91,7 @@ class AgentConnection:
         if self.offer_version == 2 and await self._start_v2(tasks):
             return
         connection = await self._open()
-        connection.on_notification("session/update", v1.SessionNotification, self._on_update)
+        connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         permissions.register(connection, self)
         files.register(connection, self)
         self.terminals.register(connection)
@@ -354,10 +355,12 @@ class AgentConnection:
         self.chats.pop(chat.session.session_id, None)
         self.permissions.forget(chat)
 
-    async def _on_update(self, params: Any) -> None:
-        chat = self.chats.get(params.session_id)
-        if chat is not None:
-            adapter_v1.apply_update(chat, params.update)
+    async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
+        # A run of updates as one read of the stream brought them, split by session.
+        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+            chat = self.chats.get(session_id)
+            if chat is not None:
+                adapter_v1.apply_updates(chat, [n.update for n in group])
 
     def _require_connection(self) -> Connection:
         if self._connection is None or self.exited.is_set():

@@ -142,12 +142,19 @@ def _error_response(msg_id: Id, err: RequestError) -> _OutResponse:
 # --- bookkeeping ----------------------------------------------------------------------
 
 
-class _Route:
-    __slots__ = ("handler", "params_type")
+# A notification whose params did not convert (already logged).
+_INVALID: Any = object()
 
-    def __init__(self, params_type: Any, handler: Callable[[Any], Awaitable[Any]]) -> None:
+
+class _Route:
+    __slots__ = ("batched", "handler", "params_type")
+
+    def __init__(
+        self, params_type: Any, handler: Callable[[Any], Awaitable[Any]], batched: bool = False
+    ) -> None:
         self.params_type = params_type
         self.handler = handler
+        self.batched = batched
 
 
 class _Pending:
@@ -246,6 +253,17 @@ class Connection:
         """Route incoming `method` notifications to `handler` (run inline, in order)."""
         self._notifications[method] = _Route(params_type, handler)
 
+    def on_notifications(
+        self, method: str, params_type: type[P], handler: Callable[[list[P]], Awaitable[None]]
+    ) -> None:
+        """Like `on_notification`, but `handler` gets a run of consecutive `method`
+        notifications at once: all that one read of the stream delivered in a row.
+
+        For floods of small notifications (streamed text), where per-message work
+        would dominate. Order with every other message is kept.
+        """
+        self._notifications[method] = _Route(params_type, handler, batched=True)
+
     # -- outgoing
 
     @overload
@@ -320,33 +338,67 @@ class Connection:
             try:
                 while True:
                     try:
-                        line = await reader.receive_line()
+                        lines = await reader.receive_lines()
                     except LineTooLong as exc:
                         logger.error("%s: dropped incoming message: %s", self.name, exc)
                         continue
-                    if self._on_traffic is not None:
-                        self._on_traffic("in", line)
-                    await self._handle_line(line)
+                    await self._handle_lines(lines)
             except ConnectionClosed as exc:
                 reason = exc.reason or reason
             finally:
                 self._mark_closed(reason)
                 tg.cancel_scope.cancel()
 
-    async def _handle_line(self, line: bytes) -> None:
+    async def _handle_lines(self, lines: list[bytes]) -> None:
+        """Handle one read's lines in order; a run of notifications for a batched
+        route is decoded as it comes and handed over in one call."""
+        run: list[Any] = []
+        run_route: _Route | None = None
+        for line in lines:
+            if self._on_traffic is not None:
+                self._on_traffic("in", line)
+            msg = await self._decode_line(line)
+            if msg is None:
+                continue
+            if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
+                route = self._notifications.get(msg.method)
+                if route is not None and route.batched:
+                    if route is not run_route and run_route is not None:
+                        await self._run_batch(run_route, run)
+                        run = []
+                    run_route = route
+                    value = self._params(msg.method, msg.params, route)
+                    if value is not _INVALID:
+                        run.append(value)
+                    continue
+            if run_route is not None:
+                await self._run_batch(run_route, run)
+                run, run_route = [], None
+            if isinstance(msg, _Envelope):
+                await self._handle_message(msg, None, line)
+            else:
+                await self._handle_batch(msg)
+        if run_route is not None:
+            await self._run_batch(run_route, run)
+
+    async def _decode_line(self, line: bytes) -> _Envelope | list[Raw] | None:
+        """One line as a message or a batch; None (answered or logged) when invalid."""
         try:
-            msg = _ANY_MESSAGE.decode(line)
+            return _ANY_MESSAGE.decode(line)
         except msgspec.ValidationError as exc:
             await self._reject_invalid(line, str(exc), None)
-            return
         except msgspec.DecodeError as exc:
             logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
             await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
+        return None
+
+    async def _run_batch(self, route: _Route, values: list[Any]) -> None:
+        if not values:
             return
-        if type(msg) is _Envelope:
-            await self._handle_message(msg, None, line)
-        else:
-            await self._handle_batch(msg)  # type: ignore[arg-type]
+        try:
+            await route.handler(values)
+        except Exception:
+            logger.exception("%s: notification handler failed", self.name)
 
     async def _handle_message(self, msg: _Envelope, batch: _Batch | None, raw: bytes) -> None:
         method = msg.method
@@ -388,23 +440,28 @@ class Connection:
         await self._batch_reply(batch, None)
 
     async def _handle_notification(self, method: str, params: Raw) -> None:
-        raw = params if params else None
         if method == CANCEL_REQUEST_METHOD:
-            self._handle_cancel_request(raw)
+            self._handle_cancel_request(params if params else None)
             return
         route = self._notifications.get(method)
         if route is None:
             logger.debug("%s: ignoring notification %s", self.name, method)
             return
-        try:
-            value = self._convert(raw, route.params_type)
-        except Exception as exc:
-            logger.warning("%s: invalid params for notification %s: %s", self.name, method, exc)
+        value = self._params(method, params, route)
+        if value is _INVALID:
             return
         try:
-            await route.handler(value)
+            await (route.handler([value]) if route.batched else route.handler(value))
         except Exception:
             logger.exception("%s: notification handler for %s failed", self.name, method)
+
+    def _params(self, method: str, params: Raw, route: _Route) -> Any:
+        """A notification's params as the route's type, or `_INVALID` (logged)."""
+        try:
+            return self._convert(params if params else None, route.params_type)
+        except Exception as exc:
+            logger.warning("%s: invalid params for notification %s: %s", self.name, method, exc)
+            return _INVALID
 
     def _handle_cancel_request(self, raw: Raw | None) -> None:
         try:

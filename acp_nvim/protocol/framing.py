@@ -34,38 +34,62 @@ class LineReader:
         # 50 MB line costs O(n), not O(n^2).
         self._scanned = 0
         self._eof = False
+        self._too_long: LineTooLong | None = None
 
     def __repr__(self) -> str:
         return f"<LineReader {len(self._buf)} bytes buffered{', eof' if self._eof else ''}>"
 
     async def receive_line(self) -> bytes:
-        buf = self._buf
         while True:
-            nl = buf.find(b"\n", self._scanned)
-            if nl >= 0:
-                self._scanned = 0
-                if nl > self._max_line:
-                    del buf[: nl + 1]
-                    raise LineTooLong(nl, self._max_line)
-                line = self._take(nl, nl + 1)
-                if line:
-                    return line
-                continue
+            line = self._complete_line()
+            if line is not None:
+                return line
             if self._eof:
-                if buf:
-                    # The last line had no terminator; still a message.
-                    line = self._take(len(buf), len(buf))
-                    if line:
-                        return line
                 raise ConnectionClosed("end of stream")
-            if len(buf) > self._max_line:
+            if len(self._buf) > self._max_line:
                 await self._skip_long_line()
-            self._scanned = len(buf)
+            self._scanned = len(self._buf)
             chunk = await self._receive()
             if chunk is None:
                 self._eof = True
             else:
-                buf += chunk
+                self._buf += chunk
+
+    async def receive_lines(self) -> list[bytes]:
+        """The next line and every further line already buffered (one read's worth).
+
+        A too-long line among them ends the list; its `LineTooLong` is raised by
+        the next call, so the lines before it are not lost.
+        """
+        if self._too_long is not None:
+            error, self._too_long = self._too_long, None
+            raise error
+        lines = [await self.receive_line()]
+        try:
+            while (line := self._complete_line()) is not None:
+                lines.append(line)
+        except LineTooLong as exc:
+            self._too_long = exc
+        return lines
+
+    def _complete_line(self) -> bytes | None:
+        """The next non-empty complete line in the buffer, or None (also at EOF: the
+        unterminated rest). Raises `LineTooLong` (the line is dropped)."""
+        buf = self._buf
+        while True:
+            nl = buf.find(b"\n", self._scanned)
+            if nl < 0:
+                if self._eof and buf:
+                    # The last line had no terminator; still a message.
+                    return self._take(len(buf), len(buf)) or None
+                return None
+            self._scanned = 0
+            if nl > self._max_line:
+                del buf[: nl + 1]
+                raise LineTooLong(nl, self._max_line)
+            line = self._take(nl, nl + 1)
+            if line:
+                return line
 
     def _take(self, end: int, consumed: int) -> bytes:
         """Return buf[:end] (minus a trailing \\r) as bytes and drop `consumed` bytes."""

@@ -72,6 +72,23 @@ async def test_line_at_limit_accepted_one_more_rejected(scripted) -> None:
     assert await reader.receive_line() == b"ok"
 
 
+async def test_receive_lines_returns_what_one_read_holds(scripted) -> None:
+    reader = LineReader(scripted([b'{"a":1}\n\n{"b":2}\r\n{"c"', b":3}\n"]))
+    assert await reader.receive_lines() == [b'{"a":1}', b'{"b":2}']
+    assert await reader.receive_lines() == [b'{"c":3}']
+    with pytest.raises(ConnectionClosed):
+        await reader.receive_lines()
+
+
+async def test_receive_lines_keeps_the_lines_before_a_long_one(scripted) -> None:
+    wire = b"one\ntwo\n" + b"y" * 11 + b"\nok\n"
+    reader = LineReader(scripted([wire]), max_line=10)
+    assert await reader.receive_lines() == [b"one", b"two"]
+    with pytest.raises(LineTooLong):
+        await reader.receive_lines()
+    assert await reader.receive_lines() == [b"ok"]
+
+
 async def test_long_line_skipped_across_chunks(scripted) -> None:
     chunks = [b"a" * 7 for _ in range(5)] + [b"aa\nnext\n"]
     reader = LineReader(scripted(chunks), max_line=10)
