@@ -29,7 +29,8 @@ local status_hl = {
 }
 
 ---@class acp.Block
----@field mark integer extmark id of the first row
+---@field mark? integer extmark id of the first row
+---@field first? integer the first row while the block is being inserted (no mark yet)
 ---@field kind string
 ---@field prefix string prepended to streamed lines
 ---@field index integer position in the transcript
@@ -47,7 +48,7 @@ function M.new_blocks()
 end
 
 local function start_row(buf, block)
-  return api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
+  return block.first or api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
 end
 M.start_row = start_row
 
@@ -90,21 +91,23 @@ local function put_block(buf, blocks, op)
     return
   end
   local count = api.nvim_buf_line_count(buf)
-  local first
-  if count == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "" and #blocks.order == 0 then
-    first = 0
+  local empty = count == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "" and #blocks.order == 0
+  local first = empty and 0 or count + 1
+  -- Known before its lines exist: foldexpr runs while they are inserted, and a row
+  -- it places in the previous block keeps that fold level.
+  block = { first = first, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
+  block.permission, block.locations = op.permission, op.locations
+  table.insert(blocks.order, op.id)
+  blocks.by_id[op.id] = block
+  if empty then
     api.nvim_buf_set_lines(buf, 0, 1, false, op.lines)
   else
-    first = count + 1
     local lines = { "" }
     vim.list_extend(lines, op.lines)
     api.nvim_buf_set_lines(buf, count, count, false, lines)
   end
-  local mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
-  block = { mark = mark, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
-  block.permission, block.locations = op.permission, op.locations
-  table.insert(blocks.order, op.id)
-  blocks.by_id[op.id] = block
+  block.mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
+  block.first = nil
   highlight(buf, block, first, first + #op.lines)
 end
 
