@@ -16,7 +16,7 @@ import shutil
 import sys
 from typing import Any
 
-DEPENDENCIES = ("pynvim", "anyio", "msgspec", "pydantic")
+DEPENDENCIES = ("pynvim", "anyio", "msgspec")
 
 
 def report(raw_options: Any) -> dict[str, Any]:

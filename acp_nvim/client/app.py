@@ -15,18 +15,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from acp_nvim.client.chat import Chat
-from acp_nvim.client.config import Config, ConfigError, load_config
+from acp_nvim.client.config import AgentConfig, Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.client.process import SpawnError, agent_process
+from acp_nvim.client.process import AgentProcess, SpawnError, agent_process
 
 if TYPE_CHECKING:
-    # The protocol stack (generated types, fs/terminal/permission services) is
-    # imported after the first agent is spawned, so its import overlaps the
-    # agent's own start-up (doc/performance.md, start-up).
+    # The chat (model, view, review) and the protocol stack (generated types,
+    # fs/terminal/permission services) are imported after the first agent is
+    # spawned, so their import overlaps the agent's own start-up
+    # (doc/performance.md, start-up).
     from acp_nvim.client.agent import AgentConnection
+    from acp_nvim.client.chat import Chat
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -77,8 +78,7 @@ class App:
         With ``session_id`` the chat resumes that session (its history replayed).
         """
         if self.config_error is not None:
-            chat = self.chats[chat_id] = Chat(chat_id, agent or "?", self.editor)
-            chat.fail(self.config_error)
+            self._new_chat(chat_id, agent or "?").fail(self.config_error)
             return
         try:
             name, agent_config = self.config.agent(agent)
@@ -86,11 +86,13 @@ class App:
             self.editor.notify(str(err))
             self.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
             return
-        chat = Chat(chat_id, name, self.editor)
-        self.chats[chat_id] = chat
+        # The agent's own start is the long pole: spawn it first, then import and
+        # build the chat while it boots (doc/performance.md, start-up).
+        spawned = await self._spawn(name, agent_config, cwd)
+        chat = self._new_chat(chat_id, name)
         chat.set_state("starting", agent=name)
         try:
-            connection = await self._agent(name, agent_config, cwd)
+            connection = await self._agent(name, agent_config, cwd, spawned)
             self._agent_of[chat_id] = connection
             from acp_nvim.client.changes import SessionChanges
 
@@ -109,20 +111,50 @@ class App:
         except AgentFailed as err:
             chat.fail(str(err), err.details)
 
-    async def _agent(self, name: str, agent_config: Any, cwd: str) -> AgentConnection:
-        """The live connection to ``name``, started once even if two chats ask at once."""
-        while name in self._starting:
-            await self._starting[name].wait()
+    def _new_chat(self, chat_id: int, agent: str) -> Chat:
+        from acp_nvim.client.chat import Chat
+
+        chat = self.chats[chat_id] = Chat(chat_id, agent, self.editor)
+        return chat
+
+    async def _spawn(
+        self, name: str, agent_config: AgentConfig, cwd: str
+    ) -> AgentProcess | AgentFailed | None:
+        """Start ``name``'s process, unless it runs or is starting already (None).
+
+        Otherwise the caller owns the start and must finish it with :meth:`_agent`;
+        a failure to spawn is handed over too, for the chat to show.
+        """
         existing = self.agents.get(name)
-        if existing is not None and existing.alive:
-            return existing
-        self._starting[name] = done = anyio.Event()
+        if name in self._starting or (existing is not None and existing.alive):
+            return None
+        self._starting[name] = anyio.Event()
+        process = agent_process(name, agent_config, cwd, self.log)
         try:
-            process = agent_process(name, agent_config, cwd, self.log)
-            try:
-                await process.start()
-            except SpawnError as err:
-                raise AgentFailed(str(err)) from None
+            await process.start()
+        except SpawnError as err:
+            return AgentFailed(str(err))
+        return process
+
+    async def _agent(
+        self,
+        name: str,
+        agent_config: AgentConfig,
+        cwd: str,
+        spawned: AgentProcess | AgentFailed | None,
+    ) -> AgentConnection:
+        """The live connection to ``name``, started once even if two chats ask at once."""
+        while spawned is None:
+            while name in self._starting:
+                await self._starting[name].wait()
+            existing = self.agents.get(name)
+            if existing is not None and existing.alive:
+                return existing
+            spawned = await self._spawn(name, agent_config, cwd)
+        done = self._starting[name]
+        try:
+            if isinstance(spawned, AgentFailed):
+                raise spawned
             from acp_nvim.client.agent import AgentConnection
 
             connection = AgentConnection(
@@ -131,7 +163,7 @@ class App:
                 cwd=cwd,
                 log=self.log,
                 protocol_version=self.config.protocol_version,
-                process=process,
+                process=spawned,
             )
             connection.permissions.policy = self.config.permission_policy
             try:

@@ -1,8 +1,11 @@
-"""User configuration, validated once with pydantic.
+"""User configuration, validated once with msgspec.
 
 ``require("acp").setup(opts)`` hands the raw Lua table to :func:`load_config`;
 a wrong option becomes a :class:`ConfigError` naming the dotted key, e.g.
-``agents.claude.cmd: Input should be a valid list``. Unknown keys are errors.
+``agents.claude.cmd: expected a list, got a string``. Unknown keys are errors.
+
+msgspec, not pydantic: this runs before the first agent can start, and importing
+pydantic cost more than the rest of the start-up (decision 0010).
 """
 
 from __future__ import annotations
@@ -10,56 +13,47 @@ from __future__ import annotations
 __all__ = ["AgentConfig", "ChatOptions", "Config", "ConfigError", "builtin_agents", "load_config"]
 
 import os
+import re
 import sys
-from typing import Any, Literal
+import typing
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import msgspec
+from msgspec import Meta
 
 
 class ConfigError(ValueError):
-    """A user option is wrong; ``str()`` is one line per problem, key first."""
+    """A user option is wrong; ``str()`` names the key first."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AgentConfig(_Strict):
+class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """How to launch one agent: argv, extra environment, working directory."""
 
-    cmd: list[str] = Field(min_length=1)
-    env: dict[str, str] = Field(default_factory=dict)
+    cmd: Annotated[list[str], Meta(min_length=1)]
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     cwd: str | None = None
     # gemini-cli probes a path with fs/read_text_file before creating the file
     # and gives up on any error: answer a missing file with "" for such agents.
     missing_file_as_empty: bool = False
 
-    @field_validator("cwd")
-    @classmethod
-    def _expand_home(cls, cwd: str | None) -> str | None:
-        return os.path.expanduser(cwd) if cwd is not None else None
-
-    @field_validator("cmd")
-    @classmethod
-    def _program_named(cls, cmd: list[str]) -> list[str]:
-        if not cmd[0].strip():
-            raise ValueError("the first item must name a program")
-        return cmd
+    def __post_init__(self) -> None:
+        if self.cwd is not None:
+            msgspec.structs.force_setattr(self, "cwd", os.path.expanduser(self.cwd))
 
 
-class ChatOptions(_Strict):
+class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Where and how big the chat windows are (used by the Lua side)."""
 
     position: Literal["right", "left", "bottom", "tab"] = "right"
-    width: int = Field(default=80, ge=20)
-    height: int = Field(default=20, ge=5)
-    input_height: int = Field(default=5, ge=1)
+    width: Annotated[int, Meta(ge=20)] = 80
+    height: Annotated[int, Meta(ge=5)] = 20
+    input_height: Annotated[int, Meta(ge=1)] = 5
 
 
-class Config(_Strict):
+class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
-    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
     default_agent: str = "demo"
     protocol_version: Literal[1, 2] = 1
     permission_policy: Literal["ask", "allow_reads", "allow_all"] = "ask"
@@ -67,16 +61,8 @@ class Config(_Strict):
     follow_agent: bool = False
     python: str | None = None
     host: Literal["job", "rplugin"] = "job"
-    log_lines: int = Field(default=5000, ge=100, le=1_000_000)
-    chat: ChatOptions = Field(default_factory=ChatOptions)
-
-    @field_validator("agents")
-    @classmethod
-    def _names(cls, agents: dict[str, AgentConfig]) -> dict[str, AgentConfig]:
-        for name in agents:
-            if not name or any(c.isspace() for c in name):
-                raise ValueError(f"agent name {name!r} must be a non-empty word")
-        return agents
+    log_lines: Annotated[int, Meta(ge=100, le=1_000_000)] = 5000
+    chat: ChatOptions = msgspec.field(default_factory=ChatOptions)
 
     def all_agents(self) -> dict[str, AgentConfig]:
         """The built-in agents overlaid with the configured ones."""
@@ -112,7 +98,7 @@ def load_config(raw: Any) -> Config:
     """Validate the options table coming from Lua.
 
     Raises:
-        ConfigError: one line per wrong key, e.g. ``agents.x.cmd: Field required``.
+        ConfigError: the first wrong key, e.g. ``agents.x.cmd: object missing required field``.
     """
     if raw is None or raw == []:  # an empty Lua table arrives as a list
         raw = {}
@@ -120,18 +106,74 @@ def load_config(raw: Any) -> Config:
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
     # Empty Lua tables arrive as lists; where a dict is expected, read them as one.
     raw = {k: ({} if v == [] and k in ("agents", "chat") else v) for k, v in raw.items()}
+    agents = raw.pop("agents", {})
+    if not isinstance(agents, dict):
+        raise ConfigError("agents: expected a table of agents by name")
     try:
-        config = Config.model_validate(raw)
-    except ValidationError as err:
-        raise ConfigError("\n".join(_describe(e) for e in err.errors())) from None
+        config = msgspec.convert(raw, Config)
+    except msgspec.ValidationError as err:
+        raise ConfigError(_describe(str(err))) from None
+    # One by one, so that an error names the agent (msgspec shows a dict key as [...]).
+    config = msgspec.structs.replace(
+        config, agents={name: _agent(name, spec) for name, spec in agents.items()}
+    )
     if config.default_agent not in config.all_agents():
         raise ConfigError(f"default_agent: unknown agent {config.default_agent!r}")
     return config
 
 
-def _describe(error: Any) -> str:
-    key = ".".join(str(part) for part in error["loc"])
-    message = str(error["msg"])
-    if error["type"] == "extra_forbidden":
-        message = "unknown option"
-    return f"{key}: {message}"
+def _agent(name: Any, spec: Any) -> AgentConfig:
+    key = f"agents.{name}"
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ConfigError(f"agents: agent name {name!r} must be a non-empty word")
+    if isinstance(spec, dict) and isinstance(spec.get("env"), (dict, list)):
+        env = spec["env"] or {}
+        spec = {**spec, "env": env}
+        for var, value in env.items() if isinstance(env, dict) else ():
+            if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
+                raise ConfigError(f"{key}.env.{var}: expected a string")
+    try:
+        agent = msgspec.convert(spec, AgentConfig)
+    except msgspec.ValidationError as err:
+        raise ConfigError(_describe(str(err), key)) from None
+    if not agent.cmd[0].strip():
+        raise ConfigError(f"{key}.cmd: the first item must name a program")
+    return agent
+
+
+# msgspec names JSON types; the options are a Lua table.
+_TYPE_WORDS = {
+    "array": "a list",
+    "object": "a table",
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "null": "nil",
+}
+
+
+def _describe(error: str, prefix: str = "") -> str:
+    """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``."""
+    message, _, path = error.partition(" - at `$")
+    key = ".".join(k for k in (prefix, path.rstrip("`").lstrip(".")) if k)
+    unknown = re.fullmatch(r"Object contains unknown field `(.+)`", message)
+    if unknown:
+        return f"{key + '.' if key else ''}{unknown.group(1)}: unknown option"
+    missing = re.fullmatch(r"Object missing required field `(.+)`", message)
+    if missing:
+        return f"{key + '.' if key else ''}{missing.group(1)}: required"
+    if message.startswith("Invalid enum value"):
+        choices = " or ".join(repr(c) for c in _choices(key))
+        return f"{key}: expected {choices}, got {message.removeprefix('Invalid enum value ')}"
+    message = re.sub(r"`(\w+)`", lambda m: _TYPE_WORDS.get(m.group(1), m.group(1)), message)
+    return f"{key}: {message[:1].lower()}{message[1:]}"
+
+
+def _choices(key: str) -> tuple[Any, ...]:
+    """The values a Literal option at dotted ``key`` may take."""
+    owner: Any = Config
+    for part in key.split("."):
+        field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == part)
+        owner = field.type
+    return typing.get_args(owner)

@@ -12,10 +12,13 @@ __all__ = ["BufferState", "Editor", "EditorError", "RecordingEditor", "RenderOp"
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_nvim.client.text import Eol, join_text
-from acp_nvim.review import LineEdit
+
+if TYPE_CHECKING:
+    # Annotations only: the review package is imported once a chat needs it.
+    from acp_nvim.review import LineEdit
 
 # One instruction for the transcript, as plain data (it crosses msgpack to Lua):
 #   {"op": "block", "id", "kind", "lines", "prefix"?}  create or replace a block

@@ -12,7 +12,7 @@ __all__ = ["NvimEditor"]
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -21,7 +21,10 @@ import pynvim
 
 from acp_nvim.client.editor import BufferState, EditorError, RenderOp
 from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
-from acp_nvim.review import LineEdit
+
+if TYPE_CHECKING:
+    # Annotations only: the review package is imported once a chat needs it.
+    from acp_nvim.review import LineEdit
 
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.buffers').read(...)"

@@ -1,5 +1,5 @@
 -- Options with their defaults: the single source for the docs.
--- Python validates the whole table (pydantic) when the host starts; wrong keys
+-- Python validates the whole table (msgspec) when the first chat starts; wrong keys
 -- are reported by their dotted name.
 local M = {}
 

@@ -28,6 +28,8 @@ end
 ---@param opts? {agent?: string, new?: boolean}
 ---@return integer chat id
 function M.open(opts)
+  -- The Python host starts first, so its start-up overlaps drawing the chat.
+  require("acp.host").ensure()
   require("acp.highlights").setup()
   M._ensure_autocmds()
   return chat_module().open(opts or {}).id

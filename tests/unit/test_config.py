@@ -14,27 +14,30 @@ from acp_nvim.client.config import ConfigError, load_config
     [
         (
             {"agents": {"claude": {"cmd": "claude"}}},
-            "agents.claude.cmd: Input should be a valid list",
+            "agents.claude.cmd: expected a list, got a string",
         ),
-        ({"agents": {"a": {"cmd": []}}}, "agents.a.cmd: List should have at least 1 item"),
+        ({"agents": {"a": {"cmd": []}}}, "agents.a.cmd: expected a list of length >= 1"),
         (
             {"agents": {"a": {"cmd": [" "]}}},
-            "agents.a.cmd: Value error, the first item must name a program",
+            "agents.a.cmd: the first item must name a program",
         ),
         (
             {"agents": {"a": {"cmd": ["x"], "env": {"K": 1}}}},
-            "agents.a.env.K: Input should be a valid string",
+            "agents.a.env.K: expected a string",
         ),
         ({"agents": {"a": {"cmd": ["x"], "bogus": 1}}}, "agents.a.bogus: unknown option"),
         ({"bogus": True}, "bogus: unknown option"),
-        ({"protocol_version": 3}, "protocol_version: Input should be 1 or 2"),
+        ({"protocol_version": 3}, "protocol_version: expected 1 or 2, got 3"),
         (
             {"permission_policy": "yes"},
-            "permission_policy: Input should be 'ask', 'allow_reads' or 'allow_all'",
+            "permission_policy: expected 'ask' or 'allow_reads' or 'allow_all', got 'yes'",
         ),
-        ({"chat": {"position": "top"}}, "chat.position: Input should be"),
-        ({"chat": {"width": 3}}, "chat.width: Input should be greater than or equal to 20"),
+        ({"chat": {"position": "top"}}, "chat.position: expected 'right' or"),
+        ({"chat": {"width": 3}}, "chat.width: expected an integer >= 20"),
         ({"default_agent": "nope"}, "default_agent: unknown agent 'nope'"),
+        ({"agents": {"a": {}}}, "agents.a.cmd: required"),
+        ({"agents": {"a b": {"cmd": ["x"]}}}, "agents: agent name 'a b' must be a non-empty word"),
+        ({"auto_save": 1}, "auto_save: expected a boolean, got an integer"),
         ("x", "options must be a table"),
     ],
 )
