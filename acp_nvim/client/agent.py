@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["AgentConnection", "AgentFailed"]
 
 import itertools
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -161,8 +161,8 @@ class AgentConnection:
         )
         return True
 
-    def _traffic(self, direction: str, line: bytes) -> None:
-        self.log.add(self.name, ">>" if direction == "out" else "<<", line)
+    def _traffic(self, direction: str, lines: Sequence[bytes]) -> None:
+        self.log.add(self.name, ">>" if direction == "out" else "<<", *lines)
 
     async def _serve(
         self, connection: Connection, process: AgentProcess, exited: anyio.Event

@@ -26,9 +26,10 @@ class ProtocolLog:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def add(self, source: str, direction: str, data: bytes | str) -> None:
-        """Record one line; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
-        self._entries.append((time.time(), source, direction, data[:_MAX_LINE], len(data)))
+    def add(self, source: str, direction: str, *lines: bytes | str) -> None:
+        """Record lines; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
+        now = time.time()
+        self._entries.extend((now, source, direction, d[:_MAX_LINE], len(d)) for d in lines)
 
     def lines(self) -> list[str]:
         """The log as text, oldest first."""

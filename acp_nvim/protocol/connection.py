@@ -12,7 +12,7 @@ __all__ = ["CANCEL_REQUEST_METHOD", "Connection", "Convert", "default_convert"]
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 import anyio
@@ -189,6 +189,8 @@ class Connection:
       the user for minutes); incoming notifications run inline in the read loop, in
       order, so their handlers must be quick and must not await `request()`.
     - `$/cancel_request` from the peer cancels the handler's task; it answers -32800.
+    - `on_traffic(direction, lines)` sees every line: those one read brought in, or
+      the one written.
     - At EOF `serve()` returns, pending `request()`s raise `ConnectionClosed`, and so
       does every later call.
     """
@@ -201,7 +203,7 @@ class Connection:
         convert: Convert = default_convert,
         enc_hook: Callable[[Any], Any] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
-        on_traffic: Callable[[Direction, bytes], None] | None = None,
+        on_traffic: Callable[[Direction, Sequence[bytes]], None] | None = None,
         name: str = "peer",
         send_cancel_requests: bool = False,
         id_start: int = 0,
@@ -352,16 +354,22 @@ class Connection:
     async def _handle_lines(self, lines: list[bytes]) -> None:
         """Handle one read's lines in order; a run of notifications for a batched
         route is decoded as it comes and handed over in one call."""
+        if self._on_traffic is not None:
+            self._on_traffic("in", lines)
         run: list[Any] = []
         run_route: _Route | None = None
+        routes = self._notifications
         for line in lines:
-            if self._on_traffic is not None:
-                self._on_traffic("in", line)
-            msg = await self._decode_line(line)
-            if msg is None:
+            try:
+                msg: _Envelope | list[Raw] = _ANY_MESSAGE.decode(line)
+            except msgspec.DecodeError as exc:  # ValidationError too
+                if run_route is not None:
+                    await self._run_batch(run_route, run)
+                    run, run_route = [], None
+                await self._reject_line(line, exc)
                 continue
             if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
-                route = self._notifications.get(msg.method)
+                route = routes.get(msg.method)
                 if route is not None and route.batched:
                     if route is not run_route and run_route is not None:
                         await self._run_batch(run_route, run)
@@ -381,16 +389,13 @@ class Connection:
         if run_route is not None:
             await self._run_batch(run_route, run)
 
-    async def _decode_line(self, line: bytes) -> _Envelope | list[Raw] | None:
-        """One line as a message or a batch; None (answered or logged) when invalid."""
-        try:
-            return _ANY_MESSAGE.decode(line)
-        except msgspec.ValidationError as exc:
+    async def _reject_line(self, line: bytes, exc: msgspec.DecodeError) -> None:
+        """Answer a line that is not JSON (-32700) or not a JSON-RPC message (-32600)."""
+        if isinstance(exc, msgspec.ValidationError):
             await self._reject_invalid(line, str(exc), None)
-        except msgspec.DecodeError as exc:
-            logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
-            await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
-        return None
+            return
+        logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
+        await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
 
     async def _run_batch(self, route: _Route, values: list[Any]) -> None:
         if not values:
@@ -578,7 +583,7 @@ class Connection:
         # cancelled mid-send cannot leave half a line on the wire.
         async with self._write_lock:
             if self._on_traffic is not None:
-                self._on_traffic("out", payload)
+                self._on_traffic("out", (payload,))
             try:
                 await self._send.send(line)
             except _STREAM_GONE as exc:

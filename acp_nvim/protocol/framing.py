@@ -65,6 +65,20 @@ class LineReader:
             error, self._too_long = self._too_long, None
             raise error
         lines = [await self.receive_line()]
+        buf = self._buf
+        end = buf.rfind(b"\n")
+        if end < 0:
+            return lines
+        with memoryview(buf) as view:
+            parts = view[:end].tobytes().split(b"\n")
+        if max(map(len, parts)) <= self._max_line:
+            # The common case, in C: split once instead of a find and a copy per line.
+            del buf[: end + 1]
+            self._scanned = 0
+            if any(part.endswith(b"\r") for part in parts):
+                parts = [part[:-1] if part.endswith(b"\r") else part for part in parts]
+            lines.extend(filter(None, parts))
+            return lines
         try:
             while (line := self._complete_line()) is not None:
                 lines.append(line)

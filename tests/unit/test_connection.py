@@ -504,7 +504,7 @@ async def test_unknown_response_id_ignored(raw_peer, serving, caplog) -> None:
 
 async def test_traffic_hook(raw_peer, serving) -> None:
     traffic: list[tuple[str, bytes]] = []
-    conn, peer = raw_peer(on_traffic=lambda d, line: traffic.append((d, line)))
+    conn, peer = raw_peer(on_traffic=lambda d, lines: traffic.extend((d, line) for line in lines))
     conn.on_request("echo", Echo, echo)
     async with serving(conn):
         await peer.send_line(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}\r')
