@@ -502,6 +502,48 @@ async def test_unknown_response_id_ignored(raw_peer, serving, caplog) -> None:
     assert any("unknown request id 5" in r.getMessage() for r in caplog.records)
 
 
+async def test_batched_notifications_arrive_in_runs_and_keep_their_order(raw_peer, serving) -> None:
+    seen: list[Any] = []
+    done = anyio.Event()
+
+    async def updates(batch: list[Update]) -> None:
+        seen.append([u.n for u in batch])
+        if batch[-1].n == 5:
+            done.set()
+
+    async def other(p: Options) -> None:
+        seen.append("other")
+
+    async def echo_seen(p: Echo) -> Echoed:
+        seen.append("request")
+        return Echoed(p.text)
+
+    conn, peer = raw_peer()
+    conn.on_notifications("update", Update, updates)
+    conn.on_notification("other", Options, other)
+    conn.on_request("echo", Echo, echo_seen)
+
+    def note(method: str, params: dict[str, Any]) -> str:
+        return msgspec.json.encode({"jsonrpc": "2.0", "method": method, "params": params}).decode()
+
+    lines = [
+        note("update", {"n": 1}),
+        note("update", {"n": 2}),
+        note("update", {"n": "not a number"}),  # logged and skipped, the run goes on
+        note("update", {"n": 3}),
+        note("other", {}),
+        note("update", {"n": 4}),
+        '{"jsonrpc":"2.0","id":7,"method":"echo","params":{"text":"t"}}',
+    ]
+    async with serving(conn):
+        # One write, so one read: the runs are what batching may join.
+        await peer.send_line("\n".join(lines))
+        assert await peer.receive_json() == {"jsonrpc": "2.0", "id": 7, "result": {"text": "t"}}
+        await peer.send_line(note("update", {"n": 5}))
+        await done.wait()
+    assert seen == [[1, 2, 3], "other", [4], "request", [5]]
+
+
 async def test_traffic_hook(raw_peer, serving) -> None:
     traffic: list[tuple[str, bytes]] = []
     conn, peer = raw_peer(on_traffic=lambda d, lines: traffic.extend((d, line) for line in lines))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from acp_nvim.client import adapter_v1
 from acp_nvim.client.chat import Chat
 from acp_nvim.client.editor import RecordingEditor
@@ -135,3 +137,42 @@ def test_message_patch_with_id_replaces_whole_message() -> None:
     message, created = session.apply_message(MessagePatch("a", "agent", "new", replace=True))
     assert (message.text, created) == ("new", False)
     assert repr(session) == "<Session ? idle, 1 messages, 0 tool calls>"
+
+
+def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:
+    # The connection hands a read's run of session/update over at once; joining
+    # the chunks of one message must not change what the transcript shows.
+    def chunk(kind: str, text: str, message_id: str | None = None) -> object:
+        body = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+        if message_id is not None:
+            body["messageId"] = message_id
+        return update(msgspec.json.encode(body))
+
+    updates = [
+        chunk("agent_message_chunk", "Hel"),
+        chunk("agent_message_chunk", "lo\nthere"),
+        chunk("agent_thought_chunk", "hm"),
+        chunk("agent_thought_chunk", "\nyes"),
+        chunk("agent_message_chunk", "one", "a"),
+        chunk("agent_message_chunk", " two", "b"),
+        chunk("agent_message_chunk", " more", "a"),
+        update(b'{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read"}'),
+        chunk("agent_message_chunk", "after"),
+        chunk("agent_message_chunk", " the call"),
+    ]
+    one_by_one, editor_one = make_chat()
+    for item in updates:
+        adapter_v1.apply_update(one_by_one, item)
+    batched, editor_batched = make_chat()
+    adapter_v1.apply_updates(batched, updates)
+    assert list(editor_batched.transcript(1).values()) == [
+        ["## Agent", "Hello", "there"],
+        ["### Thinking", "> hm", "> yes"],
+        ["## Agent", "one more"],  # message ids keep interleaved messages apart
+        ["## Agent", " two"],
+        ["#### Read", "`other` · pending"],
+        ["## Agent", "after the call"],
+    ]
+    assert editor_batched.transcript(1) == editor_one.transcript(1)
+    # Fewer render steps: one per run of a message, not one per chunk.
+    assert len(editor_batched.ops[1]) < len(editor_one.ops[1])
