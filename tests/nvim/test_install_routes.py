@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -80,5 +81,28 @@ def test_remote_plugin_route(tmp_path: Path) -> None:
         editor.lua("require('acp').setup({ host = 'rplugin' })")
         chat_round_trip(editor)
         assert editor.lua("return require('acp.host').chan") is None  # no job of our own
+        # Buffer reads: Neovim's updates of a read buffer reach the shared host, which
+        # must route them to us (no "no handler" errors) and answer the new text.
+        path = tmp_path / "read.txt"
+        path.write_text("one\n")
+        editor.nvim.command(f"edit {path}")
+        editor.lua(
+            "require('acp').setup(...)",
+            {"host": "rplugin", "agents": {"files": editor.fake_agent("files")}},
+        )
+        editor.lua("require('acp').open({agent = 'files', new = true})")
+        editor.wait_event("AcpSessionReady", count=2)
+        read = json.dumps([{"read": {"path": str(path)}}])
+        for turn, text in ((2, "one"), (3, "two")):
+            editor.lua(
+                "vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 0, -1, false, {select(2, ...)})",
+                str(path),
+                text,
+            )
+            editor.lua("require('acp').send(...)", read)
+            editor.wait_event("AcpTurnEnd", count=turn)
+            results = [line for line in editor.transcript() if line.startswith("RESULT ")]
+            assert results[-1] == f"RESULT {json.dumps({'content': text + chr(10)})}"
+        assert editor.nvim.vvars["errmsg"] == ""
     finally:
         editor.quit()
