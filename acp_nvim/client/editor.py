@@ -111,6 +111,13 @@ class Editor(Protocol):
     async def reload_buffers(self, paths: list[str]) -> list[str]:
         """Reload the buffers of ``paths`` from disk; returns those with unsaved edits (kept)."""
 
+    async def delete_buffer(self, path: str, tick: int) -> bool:
+        """Delete the buffer of ``path`` (its file is gone) if it is still at ``tick``.
+
+        Windows showing it keep their place with another buffer. False when the
+        buffer changed since ``tick`` (the user's text is kept) or there is none.
+        """
+
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
     ) -> int:
@@ -224,6 +231,13 @@ class RecordingEditor:
             elif buffer is not None and os.path.exists(path):
                 self.open_buffer(path, tick=buffer.state.tick + 1)
         return dirty
+
+    async def delete_buffer(self, path: str, tick: int) -> bool:
+        buffer = self.buffers.get(path)
+        if buffer is None or buffer.state.tick != tick:
+            return False
+        del self.buffers[path]
+        return True
 
     # -- terminals: recorded; a test plays the command's output and exit itself
 

@@ -168,16 +168,20 @@ async def save(
     survive) and is written when ``to_disk``. If the user typed in the buffer
     since ``doc`` was read, the change is merged onto their text (theirs wins
     on a clash), so the result may differ from ``text``. Without a buffer the
-    file is written directly, with its encoding.
+    file is written directly, with its encoding. Deleting the file also deletes
+    its buffer, unless the user typed in it since ``doc`` was read.
 
     Raises:
         FileError: the file cannot be written.
     """
-    if doc.buffer is None or text is None:
-        if text is None:
-            await anyio.to_thread.run_sync(remove_disk, doc.path)
-        else:
-            await anyio.to_thread.run_sync(write_disk, doc.path, text, doc.encoding)
+    if text is None:
+        await anyio.to_thread.run_sync(remove_disk, doc.path)
+        if doc.buffer is not None:
+            # Gone with its file, unless the user typed in it since it was read.
+            await editor.delete_buffer(doc.path, doc.buffer.tick)
+        return None
+    if doc.buffer is None:
+        await anyio.to_thread.run_sync(write_disk, doc.path, text, doc.encoding)
         return text
     buffer = doc.buffer
     for _ in range(_RETRIES):

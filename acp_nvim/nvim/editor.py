@@ -146,6 +146,9 @@ class NvimEditor:
             return []
         return list(await self.call_lua("return require('acp.buffers').reload(...)", paths))
 
+    async def delete_buffer(self, path: str, tick: int) -> bool:
+        return bool(await self.call_lua("return require('acp.buffers').delete(...)", path, tick))
+
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
     ) -> int:

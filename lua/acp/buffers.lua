@@ -91,6 +91,27 @@ function M.edit(path, tick, edits, save)
   return api.nvim_buf_get_changedtick(buf)
 end
 
+--- Delete the buffer of `path` (its file was deleted) when it is still at `tick`;
+--- windows showing it get the alternate buffer, or a new empty one.
+---@param path string
+---@param tick integer
+---@return boolean
+function M.delete(path, tick)
+  local buf = M.find(path)
+  if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
+    return false
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local alt = api.nvim_win_call(win, function()
+      return vim.fn.bufnr("#")
+    end)
+    local other = alt > 0 and alt ~= buf and vim.fn.buflisted(alt) == 1 and alt or api.nvim_create_buf(true, false)
+    api.nvim_win_set_buf(win, other)
+  end
+  api.nvim_buf_delete(buf, { force = true })
+  return true
+end
+
 --- Reload the buffers of `paths` that have no unsaved edits (cursor kept);
 --- returns the paths whose buffers do have unsaved edits.
 ---@param paths string[]

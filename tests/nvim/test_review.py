@@ -109,6 +109,29 @@ def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
     assert len(editor.lua("return require('acp').changes({all = true})")) == 4
 
 
+def test_rejecting_a_created_file_deletes_its_buffer_and_keeps_the_window(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    kept, created = project / "k.txt", project / "n.txt"
+    kept.write_text("k\n")
+    start(editor, kept)
+    window = editor.lua("return vim.fn.bufwinid(vim.fn.bufnr(...))", str(kept))
+    run(editor, [{"write": {"path": str(created), "content": "n\n"}}])
+    # The user looks at the new file in the window that showed k.txt.
+    editor.lua(
+        "local win, path = ...; vim.api.nvim_win_call(win, function() vim.cmd.edit(path) end)",
+        window,
+        str(created),
+    )
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not created.exists()
+    assert editor.lua("return vim.fn.bufnr(...)", str(created)) == -1
+    shown = editor.lua("return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...))", window)
+    assert shown == str(kept)  # the window stays, on the buffer it showed before
+
+
 def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("".join(f"{i}\n" for i in range(20)))
