@@ -128,12 +128,16 @@ class App:
         existing = self.agents.get(name)
         if name in self._starting or (existing is not None and existing.alive):
             return None
-        self._starting[name] = anyio.Event()
+        self._starting[name] = started = anyio.Event()
         process = agent_process(name, agent_config, cwd, self.log)
         try:
             await process.start()
         except SpawnError as err:
             return AgentFailed(str(err))
+        except BaseException:  # cancelled: no start left for the others to wait on
+            del self._starting[name]
+            started.set()
+            raise
         return process
 
     async def _agent(

@@ -65,3 +65,23 @@ async def test_agent_exit_between_turns_is_reported(tmp_path: Path) -> None:
         assert "agent 'demo' exited (exit code -9)" in editor.events[-1][1]["message"]
         assert app.chats[1].state == "error"
         tasks.cancel_scope.cancel()
+
+
+async def test_two_chats_opened_at_once_share_one_agent_process(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        async with anyio.create_task_group() as opening:
+            opening.start_soon(app.open, 1, None, str(tmp_path))
+            opening.start_soon(app.open, 2, None, str(tmp_path))
+        assert [app.chats[n].state for n in (1, 2)] == ["ready", "ready"]
+        assert list(app.agents) == ["demo"]
+        assert app._agent_of[1] is app._agent_of[2]
+        # A later chat on a dead agent starts it again.
+        first = app.agents["demo"]
+        await first.aclose()
+        await wait_for(lambda: "demo" not in app.agents)
+        await app.open(3, None, str(tmp_path))
+        assert app.chats[3].state == "ready" and app.agents["demo"] is not first
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
