@@ -13,12 +13,11 @@ __all__ = ["apply_update", "apply_updates", "content_text"]
 from collections.abc import Sequence
 from typing import Any
 
-from acp_nvim.client.chat import Chat
+from acp_nvim.client.chat import Chat, Chunk
 from acp_nvim.client.model import (
     ContentPart,
     DiffPart,
     Location,
-    MessagePatch,
     PlanEntry,
     Role,
     TerminalPart,
@@ -43,27 +42,13 @@ def apply_update(chat: Chat, update: Any) -> None:
 
 
 def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
-    """Apply consecutive updates of one session, in order.
+    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
+    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update))
 
-    A run of chunks of one message (same kind, same id) becomes one patch with
-    their texts joined: the same result as one patch each, without paying the
-    model, view and render steps per 20-byte chunk of a stream.
-    """
-    texts: list[str] = []
-    run: tuple[Role, str | None] | None = None
-    for update in updates:
-        role = _CHUNK_ROLES.get(type(update))
-        key = (role, update.message_id) if role is not None else None
-        if run is not None and key != run:
-            chat.on_message(MessagePatch(run[1], run[0], "".join(texts)))
-            texts.clear()
-        run = key
-        if key is not None:
-            texts.append(content_text(update.content))
-        else:
-            _apply_other(chat, update)
-    if run is not None:
-        chat.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+
+def _chunk(update: Any) -> Chunk | None:
+    role = _CHUNK_ROLES.get(type(update))
+    return None if role is None else (role, update.message_id, content_text(update.content))
 
 
 def _apply_other(chat: Chat, update: Any) -> None:

@@ -15,6 +15,7 @@ __all__ = [
     "SessionsV2",
     "TerminalSink",
     "apply_update",
+    "apply_updates",
     "config_options",
     "content_text",
     "initialize_request",
@@ -31,7 +32,7 @@ import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
-from acp_nvim.client.chat import Chat
+from acp_nvim.client.chat import Chat, Chunk
 from acp_nvim.client.model import (
     ChangesPart,
     ConfigOption,
@@ -105,10 +106,20 @@ _WHOLE_ROLES: dict[type, Role] = {
 
 def apply_update(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     """Apply one ``UpdateSessionNotification.update`` to the chat."""
+    apply_updates(chat, [update], terminals)
+
+
+def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -> None:
+    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
+    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+
+
+def _chunk(update: Any) -> Chunk | None:
     role = _CHUNK_ROLES.get(type(update))
-    if role is not None:
-        chat.on_message(MessagePatch(update.message_id, role, content_text(update.content)))
-        return
+    return None if role is None else (role, update.message_id, content_text(update.content))
+
+
+def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     role = _WHOLE_ROLES.get(type(update))
     if role is not None:
         # Omitted content: only _meta changed. null or [] clears, a list replaces.
@@ -334,7 +345,9 @@ class SessionsV2:
         self.ask_permission = ask_permission
         self._idle: dict[str, anyio.Event] = {}
         self._permission_ids = itertools.count(1)
-        connection.on_notification("session/update", v2.UpdateSessionNotification, self._on_update)
+        connection.on_notifications(
+            "session/update", v2.UpdateSessionNotification, self._on_updates
+        )
         connection.on_request(
             "session/request_permission", v2.RequestPermissionRequest, self._on_permission
         )
@@ -459,15 +472,17 @@ class SessionsV2:
 
     # -- from the agent
 
-    async def _on_update(self, params: v2.UpdateSessionNotification) -> None:
-        chat = self.chats.get(params.session_id)
-        if chat is None:
-            return
-        apply_update(chat, params.update, self.terminals)
-        if chat.state != "running":
-            idle = self._idle.pop(params.session_id, None)
-            if idle is not None:
-                idle.set()
+    async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
+        # A run of updates as one read of the stream brought them, split by session.
+        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+            chat = self.chats.get(session_id)
+            if chat is None:
+                continue
+            apply_updates(chat, [n.update for n in group], self.terminals)
+            if chat.state != "running":
+                idle = self._idle.pop(session_id, None)
+                if idle is not None:
+                    idle.set()
 
     async def _on_permission(
         self, params: v2.RequestPermissionRequest

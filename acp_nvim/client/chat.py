@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["Chat", "ChatState"]
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from acp_nvim.client import view
@@ -20,6 +21,7 @@ from acp_nvim.client.model import (
     MessagePatch,
     PermissionPrompt,
     PlanEntry,
+    Role,
     Session,
     TerminalPart,
     ToolCallPatch,
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from acp_nvim.client.changes import SessionChanges
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
+# A streamed chunk as (role, message id, text); see Chat.on_updates.
+Chunk = tuple[Role, str | None, str]
 
 
 class Chat:
@@ -134,6 +138,35 @@ class Chat:
         self.editor.render(self.id, [view.notice_op(block, "info", text.split("\n"))])
 
     # -- updates from the adapters -------------------------------------------
+
+    def on_updates(
+        self,
+        updates: Sequence[Any],
+        chunk: Callable[[Any], Chunk | None],
+        other: Callable[[Any], None],
+    ) -> None:
+        """Apply a run of this session's updates, in order, for an adapter.
+
+        ``chunk`` reads a streamed message chunk (None for any other update, which
+        goes to ``other``). Consecutive chunks of one message (same role, same id)
+        are applied as one patch with their texts joined: what one patch each would
+        show, without the model, view and render steps per 20-byte chunk.
+        """
+        run: tuple[Role, str | None] | None = None
+        texts: list[str] = []
+        for update in updates:
+            item = chunk(update)
+            key = item[:2] if item is not None else None
+            if run is not None and key != run:
+                self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+                texts.clear()
+            run = key
+            if item is not None:
+                texts.append(item[2])
+            else:
+                other(update)
+        if run is not None:
+            self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
 
     def on_message(self, patch: MessagePatch, *, force_new: bool = False) -> None:
         if force_new and patch.message_id is None:

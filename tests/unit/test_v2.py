@@ -133,6 +133,32 @@ async def test_whole_message_replaces_clears_and_chunks_append_after(raw_peer, s
     assert blocks["t1"] == ["### Thinking", "> hmm"]
 
 
+async def test_chunks_read_at_once_are_joined_per_message(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+
+    def chunk(message_id: str, text: str, kind: str = "agent_message_chunk") -> str:
+        body = {"sessionUpdate": kind, "messageId": message_id}
+        return json.dumps(update({**body, "content": {"type": "text", "text": text}}))
+
+    lines = [
+        chunk("a1", "Hel"),
+        chunk("a1", "lo"),
+        chunk("t1", "hm", "agent_thought_chunk"),
+        chunk("a1", "!"),  # back to a1: its block, after the thought
+        chunk("a2", "second"),
+    ]
+    async with serving(client.conn):
+        await client.peer.send_line("\n".join(lines))  # one read: one run
+        await client.barrier()
+    blocks = client.blocks()
+    assert [blocks[i] for i in ("a1", "t1", "a2")] == [
+        ["## Agent", "Hello!"],
+        ["### Thinking", "> hm"],
+        ["## Agent", "second"],
+    ]
+    assert list(blocks)[:3] == ["a1", "t1", "a2"]
+
+
 async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> None:
     client = Client(raw_peer)
     async with serving(client.conn):
