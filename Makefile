@@ -46,5 +46,5 @@ check: $(STAMP) ## fail when generated files drift from their sources
 bench: $(STAMP) ## benchmarks against a fast fake agent (not run in CI)
 	$(PY) -m bench $(ARGS)
 
-clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+clean: ## remove the virtual environment (and its editable link tree) and caches
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .mypy_cache
