@@ -13,7 +13,9 @@ help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
 # editable_mode=strict: a plain path in a .pth, where the default editable finder
-# cost every Python start ~30 ms (the host runs the working tree via PYTHONPATH).
+# cost every Python start ~30 ms. Its link tree misses modules added later; the host
+# and the demo agent run the working tree through PYTHONPATH, so only other uses of
+# .venv's python need `make clean` after adding one.
 # compileall: bytecode now, so the host starts fast even under PYTHONDONTWRITEBYTECODE.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

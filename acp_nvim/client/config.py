@@ -85,13 +85,21 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 def builtin_agents() -> dict[str, AgentConfig]:
     """Agents usable without configuration: the offline demo and the usual CLIs on PATH."""
     return {
-        "demo": AgentConfig(cmd=[sys.executable, "-m", "acp_nvim.demo_agent"]),
+        "demo": AgentConfig(cmd=[sys.executable, "-m", "acp_nvim.demo_agent"], env=_this_tree()),
         "claude": AgentConfig(cmd=["claude-agent-acp"]),
         "codex": AgentConfig(cmd=["codex-acp"]),
         "gemini": AgentConfig(cmd=["gemini", "--acp"], missing_file_as_empty=True),
         "opencode": AgentConfig(cmd=["opencode", "acp"]),
         "qwen": AgentConfig(cmd=["qwen", "--acp"]),
     }
+
+
+def _this_tree() -> dict[str, str]:
+    """The demo agent runs the code of the host that starts it, whatever is installed
+    (a strict editable install, for one, lacks modules added since)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": root + os.pathsep + path if path else root}
 
 
 def load_config(raw: Any) -> Config:

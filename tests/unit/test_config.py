@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +67,14 @@ def test_agent_cwd_expands_home(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/someone")
     config = load_config({"agents": {"mine": {"cmd": ["x"], "cwd": "~/project"}}})
     assert config.agent("mine")[1].cwd == "/home/someone/project"
+
+
+def test_demo_agent_runs_the_tree_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not whatever acp_nvim the venv has installed: a strict editable install lacks
+    # modules added since, and the host itself runs from the tree (PYTHONPATH).
+    import acp_nvim
+
+    tree = str(Path(acp_nvim.__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = load_config({}).agent("demo")[1].env
+    assert env["PYTHONPATH"].split(os.pathsep) == [tree, "/elsewhere"]

@@ -517,7 +517,9 @@ async def test_v1_answer_restarts_the_agent_with_v1(tmp_path: Path) -> None:
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
-        app.setup({"protocol_version": 2, "agents": {"old": {"cmd": [*DEMO, "--v1"]}}})
+        # Configured like any agent, so it needs the tree on its path (the built-in demo has it).
+        old = {"cmd": [*DEMO, "--v1"], "env": {"PYTHONPATH": str(Path(__file__).parents[2])}}
+        app.setup({"protocol_version": 2, "agents": {"old": old}})
         await app.open(1, "old", str(tmp_path))
         assert app.chats[1].protocol_version == 1
         inits = [line for line in app.log.lines() if '"method":"initialize"' in line]
