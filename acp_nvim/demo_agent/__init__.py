@@ -12,7 +12,6 @@ __all__ = ["DemoAgent", "main"]
 
 import itertools
 import os
-import re
 import sys
 from typing import Any
 
@@ -20,6 +19,7 @@ import anyio
 import anyio.abc
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent._text import HELP, chunks, prompt_words, reply, thought
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
 from acp_nvim.protocol import Connection, RequestError
@@ -27,23 +27,6 @@ from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 
-HELP = """I am the offline demo agent of acp.nvim. Try:
-
-- anything: a short streamed reply with a code block
-- `long`: a long reply (try `:AcpCancel` or `<C-c>` while it streams)
-- `fail`: the agent answers the prompt with an error
-- `crash`: the agent exits in the middle of the turn
-- `permission`: the agent asks before it runs a (pretend) command; answer with the
-  key shown in the chat, `<CR>` on the prompt, or `:AcpPermission`
-- `edit [PATH]`: reads PATH (default: `demo.txt` in the session's directory) through
-  the editor with fs/read_text_file, asks permission, and adds a comment line at its
-  top with fs/write_text_file; unsaved text in its buffer is kept (`:AcpReview`)
-- `run`: runs a short shell command in a terminal the chat shows live (`<CR>` on
-  its `[terminal …]` line or `:AcpTerminal` opens it), then reports its output
-- `disk [PATH]`: appends a line to PATH on disk by itself and reports it only in a
-  tool call, as Claude's and Codex's agents do (`:AcpReview` catches it)
-- over ACP v2 (`protocol_version = 2`), `help` lists more
-"""
 
 # Comment leaders for the line `edit` adds, by file extension.
 _COMMENT = {".lua": "--", ".sql": "--", ".hs": "--", ".vim": '"', ".c": "//", ".h": "//",
@@ -56,11 +39,6 @@ _PERMISSION_OPTIONS = [
     {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
-
-
-def _chunks(text: str) -> list[str]:
-    """Split text into words with their spacing, the way a model streams tokens."""
-    return re.findall(r"\S+\s*|\s+", text)
 
 
 class DemoAgent:
@@ -93,7 +71,7 @@ class DemoAgent:
         self.client_fs = (params.get("clientCapabilities") or {}).get("fs") or {}
         self.client_terminal = bool((params.get("clientCapabilities") or {}).get("terminal"))
         if params.get("protocolVersion") == 2 and self.offer_v2 and self.tasks is not None:
-            DemoAgentV2(self.connection, self.delay, self.tasks, _chunks, HELP)
+            DemoAgentV2(self.connection, self.delay, self.tasks)
             return v2_initialize_result()
         return {
             "protocolVersion": 1,
@@ -121,7 +99,7 @@ class DemoAgent:
             raise RequestError.resource_not_found(f"session {session_id}")
         blocks = params.get("prompt", [])
         text = " ".join(block.get("text", "") for block in blocks if block.get("type") == "text")
-        words = set(re.findall(r"[a-z]+", text.lower()))
+        words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
         with anyio.CancelScope() as scope:
@@ -131,9 +109,7 @@ class DemoAgent:
         return {"stopReason": "cancelled" if scope.cancel_called else "end_turn"}
 
     async def _reply(self, session_id: str, text: str, words: set[str]) -> None:
-        thought = f"The user wrote {len(text)} characters. "
-        await self._stream(session_id, "agent_thought_chunk", thought)
-        await self._stream(session_id, "agent_thought_chunk", "I will answer with a short example.")
+        await self._stream(session_id, "agent_thought_chunk", thought(text))
         if "crash" in words:
             await self._stream(session_id, "agent_message_chunk", "Crashing now, as asked…")
             os._exit(3)
@@ -153,15 +129,7 @@ class DemoAgent:
             if "disk" in words:
                 await self._edit_on_disk(session_id, path)
             return
-        reply = (
-            f"You said: *{text.strip()}*\n\n"
-            "Here is some code:\n\n"
-            '```python\ndef greet(name: str) -> str:\n    return f"Hello, {name}!"\n```\n\n'
-            "Type `help` to see what else I can do."
-        )
-        if "long" in words:
-            reply += "\n\n" + " ".join(f"word{i}" for i in range(2000))
-        await self._stream(session_id, "agent_message_chunk", reply)
+        await self._stream(session_id, "agent_message_chunk", reply(text, words))
 
     async def _ask_permission(self, session_id: str, tool_call: Params) -> str | None:
         """Ask before a tool call runs: the kind of the chosen option, None if cancelled.
@@ -314,7 +282,7 @@ class DemoAgent:
         await self.connection.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
-        for piece in _chunks(text):
+        for piece in chunks(text):
             await self.connection.notify(
                 "session/update",
                 {

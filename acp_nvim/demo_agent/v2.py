@@ -14,8 +14,6 @@ __all__ = ["HELP_V2", "DemoAgentV2", "initialize_result"]
 import base64
 import itertools
 import os
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +22,7 @@ import anyio.abc
 import msgspec
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent._text import HELP, chunks, prompt_words, reply, thought
 from acp_nvim.protocol import Connection, RequestError
 
 Params = dict[str, Any]
@@ -94,14 +93,11 @@ class DemoAgentV2:
         connection: Connection,
         delay: float,
         tasks: anyio.abc.TaskGroup,
-        chunks: Callable[[str], list[str]],
-        help_text: str,
     ) -> None:
         self.c = connection
         self.delay = delay
         self.tasks = tasks
-        self.chunks = chunks
-        self.help_text = help_text + "\n" + HELP_V2
+        self.help_text = HELP + "\n" + HELP_V2
         self.sessions: dict[str, _Session] = {}
         self._ids = itertools.count(1)
         self._permission: anyio.Event | None = None
@@ -222,7 +218,7 @@ class DemoAgentV2:
             raise RequestError.invalid_request("a turn is already running")
         blocks = params.get("prompt", [])
         text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        words = set(re.findall(r"[a-z]+", text.lower()))
+        words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
         session.turn = anyio.CancelScope()
@@ -243,7 +239,7 @@ class DemoAgentV2:
             )
             await self._state(session, "running")
             session.title = session.title or text[:40]
-            await self._stream(session, "agent_thought_chunk", f"thought-{n}", self._thought(text))
+            await self._stream(session, "agent_thought_chunk", f"thought-{n}", thought(text))
             if "crash" in words:
                 await self._stream(session, "agent_message_chunk", f"reply-{n}", "Crashing now…")
                 os._exit(3)
@@ -266,21 +262,8 @@ class DemoAgentV2:
         with anyio.CancelScope(shield=True):
             await self._state(session, "idle", stop)
 
-    def _thought(self, text: str) -> str:
-        return f"The user wrote {len(text)} characters. I will answer with a short example."
-
     def _reply(self, text: str, words: set[str]) -> str:
-        if "help" in words:
-            return self.help_text
-        reply = (
-            f"You said: *{text.strip()}*\n\n"
-            "Here is some code:\n\n"
-            '```python\ndef greet(name: str) -> str:\n    return f"Hello, {name}!"\n```\n\n'
-            "Type `help` to see what else I can do."
-        )
-        if "long" in words:
-            reply += "\n\n" + " ".join(f"word{i}" for i in range(2000))
-        return reply
+        return self.help_text if "help" in words else reply(text, words)
 
     async def _tool(self, session: _Session, n: int) -> None:
         call = f"read-{n}"
@@ -426,7 +409,7 @@ class DemoAgentV2:
         await self._notify(session, {"sessionUpdate": "tool_call_update", **fields})
 
     async def _stream(self, session: _Session, kind: str, message_id: str, text: str) -> None:
-        for piece in self.chunks(text):
+        for piece in chunks(text):
             update = {
                 "sessionUpdate": kind,
                 "messageId": message_id,
