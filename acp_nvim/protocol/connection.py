@@ -360,29 +360,27 @@ class Connection:
         run_route: _Route | None = None
         routes = self._notifications
         for line in lines:
+            msg: _Envelope | list[Raw] | msgspec.DecodeError
             try:
-                msg: _Envelope | list[Raw] = _ANY_MESSAGE.decode(line)
+                msg = _ANY_MESSAGE.decode(line)
             except msgspec.DecodeError as exc:  # ValidationError too
-                if run_route is not None:
-                    await self._run_batch(run_route, run)
-                    run, run_route = [], None
-                await self._reject_line(line, exc)
-                continue
+                msg = exc
+            route = None
             if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
                 route = routes.get(msg.method)
-                if route is not None and route.batched:
-                    if route is not run_route and run_route is not None:
-                        await self._run_batch(run_route, run)
-                        run = []
-                    run_route = route
-                    value = self._params(msg.method, msg.params, route)
-                    if value is not _INVALID:
-                        run.append(value)
-                    continue
-            if run_route is not None:
+                route = route if route is not None and route.batched else None
+            if run_route is not None and route is not run_route:
                 await self._run_batch(run_route, run)
                 run, run_route = [], None
-            if isinstance(msg, _Envelope):
+            if route is not None:
+                assert isinstance(msg, _Envelope) and isinstance(msg.method, str)
+                run_route = route
+                value = self._params(msg.method, msg.params, route)
+                if value is not _INVALID:
+                    run.append(value)
+            elif isinstance(msg, msgspec.DecodeError):
+                await self._reject_line(line, msg)
+            elif isinstance(msg, _Envelope):
                 await self._handle_message(msg, None, line)
             else:
                 await self._handle_batch(msg)
