@@ -95,9 +95,7 @@ class NvimEditor:
                 return None
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
-            if not mirrors.is_attached(buf) and self._nvim.request(
-                "nvim_buf_attach", buf, False, {}
-            ):
+            if not mirrors.is_attached(buf) and self._attach(buf):
                 mirrors.attached(buf)
                 want, known = "text", None
                 continue
