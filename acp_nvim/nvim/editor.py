@@ -96,7 +96,7 @@ class NvimEditor:
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
             if not mirrors.is_attached(buf) and self._attach(buf):
-                mirrors.attached(buf)
+                mirrors.mark_attached(buf)
                 want, known = "text", None
                 continue
             text: str | None

@@ -66,7 +66,7 @@ class BufferMirrors:
     def is_attached(self, buf: int) -> bool:
         return buf in self._attached
 
-    def attached(self, buf: int) -> None:
+    def mark_attached(self, buf: int) -> None:
         """Neovim now sends ``buf``'s changes to us."""
         self._attached.add(buf)
 

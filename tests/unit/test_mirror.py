@@ -9,7 +9,7 @@ PATH = "/p/a.py"
 
 def seeded(text: str = "a\nb\nc", tick: int = 5) -> BufferMirrors:
     mirrors = BufferMirrors()
-    mirrors.attached(1)
+    mirrors.mark_attached(1)
     mirrors.seed(PATH, 1, tick, text)
     return mirrors
 
