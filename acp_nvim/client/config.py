@@ -106,14 +106,12 @@ def load_config(raw: Any) -> Config:
     """Validate the options table coming from Lua.
 
     Raises:
-        ConfigError: the first wrong key, e.g. ``agents.x.cmd: object missing required field``.
+        ConfigError: the first wrong key, e.g. ``agents.x.cmd: required``.
     """
-    if raw is None or raw == []:  # an empty Lua table arrives as a list
-        raw = {}
+    raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    # Empty Lua tables arrive as lists; where a dict is expected, read them as one.
-    raw = {k: ({} if v == [] and k in ("agents", "chat") else v) for k, v in raw.items()}
+    raw = {k: (_table(v) if k in ("agents", "chat") else v) for k, v in raw.items()}
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError("agents: expected a table of agents by name")
@@ -130,14 +128,18 @@ def load_config(raw: Any) -> Config:
     return config
 
 
+def _table(value: Any) -> Any:
+    """An empty Lua table arrives as a list; where a table is expected it is one."""
+    return {} if value == [] else value
+
+
 def _agent(name: Any, spec: Any) -> AgentConfig:
     key = f"agents.{name}"
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
         raise ConfigError(f"agents: agent name {name!r} must be a non-empty word")
-    if isinstance(spec, dict) and isinstance(spec.get("env"), (dict, list)):
-        env = spec["env"] or {}
-        spec = {**spec, "env": env}
-        for var, value in env.items() if isinstance(env, dict) else ():
+    if isinstance(spec, dict) and "env" in spec:
+        spec = {**spec, "env": _table(spec["env"])}
+        for var, value in spec["env"].items() if isinstance(spec["env"], dict) else ():
             if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
                 raise ConfigError(f"{key}.env.{var}: expected a string")
     try:

@@ -78,3 +78,10 @@ def test_demo_agent_runs_the_tree_of_the_host(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     env = load_config({}).agent("demo")[1].env
     assert env["PYTHONPATH"].split(os.pathsep) == [tree, "/elsewhere"]
+
+
+def test_empty_lua_tables_read_as_tables() -> None:
+    # Lua cannot tell an empty list from an empty table; pynvim sends [] for both.
+    config = load_config({"agents": {"a": {"cmd": ["x"], "env": []}}, "chat": []})
+    assert config.agents["a"].env == {} and config.chat.width == 80
+    assert load_config([]) == load_config(None) == load_config({})
