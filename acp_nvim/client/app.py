@@ -15,19 +15,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.config import AgentConfig, Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.client.process import AgentProcess, SpawnError, agent_process
 
 if TYPE_CHECKING:
     # The chat (model, view, review) and the protocol stack (generated types,
     # fs/terminal/permission services) are imported after the first agent is
     # spawned, so their import overlaps the agent's own start-up
     # (doc/performance.md, start-up).
-    from acp_nvim.client.agent import AgentConnection
-    from acp_nvim.client.chat import Chat
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.client.session.chat import Chat
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -41,6 +42,9 @@ class App:
         self.config = Config()
         self.log = ProtocolLog(self.config.log_lines)
         self.chats: dict[int, Chat] = {}
+        # The review of each chat's agent changes, by chat id (the same object as
+        # the chat's ``changes``, typed as the service it is).
+        self.reviews: dict[int, SessionChanges] = {}
         self.agents: dict[str, AgentConnection] = {}
         self._agent_of: dict[int, AgentConnection] = {}
         self._starting: dict[str, anyio.Event] = {}
@@ -65,9 +69,8 @@ class App:
         self.log = ProtocolLog(self.config.log_lines)
         for connection in self.agents.values():
             connection.permissions.policy = self.config.permission_policy
-        for chat in self.chats.values():
-            if chat.changes is not None:
-                chat.changes.auto_save = self.config.auto_save
+        for review in self.reviews.values():
+            review.auto_save = self.config.auto_save
         return True
 
     async def open(
@@ -94,9 +97,9 @@ class App:
         try:
             connection = await self._agent(name, agent_config, cwd, spawned)
             self._agent_of[chat_id] = connection
-            from acp_nvim.client.changes import SessionChanges
+            from acp_nvim.client.services.changes import SessionChanges
 
-            chat.changes = SessionChanges(
+            chat.changes = self.reviews[chat_id] = SessionChanges(
                 self.editor,
                 chat_id,
                 connection.cwd,
@@ -112,7 +115,7 @@ class App:
             chat.fail(str(err), err.details)
 
     def _new_chat(self, chat_id: int, agent: str) -> Chat:
-        from acp_nvim.client.chat import Chat
+        from acp_nvim.client.session.chat import Chat
 
         chat = self.chats[chat_id] = Chat(chat_id, agent, self.editor)
         return chat
@@ -159,13 +162,14 @@ class App:
         try:
             if isinstance(spawned, AgentFailed):
                 raise spawned
-            from acp_nvim.client.agent import AgentConnection
+            from acp_nvim.client.agent.connection import AgentConnection
 
             connection = AgentConnection(
                 name,
                 agent_config,
                 cwd=cwd,
                 log=self.log,
+                reviews=self.reviews,
                 protocol_version=self.config.protocol_version,
                 process=spawned,
             )
@@ -225,13 +229,13 @@ class App:
         turn: int | None = None,
     ) -> None:
         """Accept or reject agent changes of chat ``chat_id`` (see SessionChanges.decide)."""
-        chat = self.chats.get(chat_id)
-        if chat is None or chat.changes is None:
+        review = self.reviews.get(chat_id)
+        if review is None:
             self.editor.notify("no changes to review in this chat", "warn")
             return
         if decision not in ("accept", "reject"):
             raise ValueError(f"unknown review decision {decision!r}")
-        await chat.changes.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+        await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
 
     async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
         """The user answered a permission prompt of chat ``chat_id``."""
@@ -242,6 +246,7 @@ class App:
     async def close(self, chat_id: int) -> None:
         """Forget a chat; its agent ends when no other chat uses it."""
         chat = self.chats.pop(chat_id, None)
+        self.reviews.pop(chat_id, None)
         connection = self._agent_of.pop(chat_id, None)
         if chat is None or connection is None:
             return

@@ -124,7 +124,7 @@ class Editor(Protocol):
         """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``.
 
         Returns the process id (its process group). Output and the exit code come
-        back through the host (:meth:`~acp_nvim.client.terminals.Terminals.feed`).
+        back through the host (:meth:`~acp_nvim.client.services.terminals.Terminals.feed`).
         """
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:

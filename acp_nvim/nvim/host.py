@@ -20,8 +20,8 @@ from typing import Any
 import anyio.abc
 import pynvim
 
+from acp_nvim.client.agent.process import kill_all
 from acp_nvim.client.app import App
-from acp_nvim.client.process import kill_all
 from acp_nvim.nvim.editor import NvimEditor
 from acp_nvim.nvim.worker import Worker
 

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import msgspec
 import pytest
@@ -119,12 +120,12 @@ class RawPeer:
 
 
 @asynccontextmanager
-async def _serving(*conns: Connection) -> AsyncIterator[None]:
+async def _serving(*conns: Connection) -> AsyncIterator[anyio.abc.TaskGroup]:
     async with anyio.create_task_group() as tg:
         for conn in conns:
             await tg.start(conn.serve)
         try:
-            yield
+            yield tg
         finally:
             for conn in conns:
                 await conn.aclose()
@@ -132,7 +133,7 @@ async def _serving(*conns: Connection) -> AsyncIterator[None]:
 
 @pytest.fixture
 def serving() -> Callable[..., Any]:
-    """`async with serving(conn, ...)`: run serve() for each, aclose on exit."""
+    """`async with serving(conn, ...) as tasks`: run serve() for each, aclose on exit."""
     return _serving
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_nvim.client.changes import SessionChanges, baseline_from_diff, scan_tree
+from acp_nvim.client.agent.v1 import request_error
 from acp_nvim.client.config import Config, load_config
 from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.files import FileError
-from acp_nvim.client.model import DiffPart, Location, ToolCall
+from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
+from acp_nvim.client.services.files import FileError
+from acp_nvim.client.session.model import DiffPart, Location, ToolCall
 from acp_nvim.protocol import RequestError
 
 pytestmark = pytest.mark.anyio
@@ -94,7 +95,7 @@ async def test_read_errors(
     path = name if name.startswith("rel") else str(tmp_path / name)
     with pytest.raises(FileError) as info:
         await changes.read(path, line=line)
-    err = info.value.request_error()
+    err = request_error(info.value)
     assert err.code == code
     assert message in err.message
 

@@ -8,12 +8,12 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from acp_nvim.client import permissions
+from acp_nvim.client.agent.v1 import SessionsV1
 from acp_nvim.client.app import App
-from acp_nvim.client.chat import Chat
 from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.model import PermissionOption, ToolCallPatch
-from acp_nvim.client.permissions import Permissions, assign_keys
+from acp_nvim.client.services.permissions import Permissions, assign_keys
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v1 as v1
 from tests.unit.conftest import wait_for
@@ -247,8 +247,8 @@ async def test_request_on_the_wire(pipe: Any) -> None:
     agent = Connection(agent_in, to_client, name="agent")
     editor = RecordingEditor()
     chat = new_chat(editor)
-    owner = SimpleNamespace(chats={"s1": chat}, permissions=Permissions())
-    permissions.register(client, cast(Any, owner))
+    owner = SimpleNamespace(chats={"s1": chat}, permissions=Permissions(), reviews={}, cwd="/")
+    SessionsV1(client, cast(Any, owner))
     request = {
         "sessionId": "s1",
         "toolCall": {"toolCallId": "g1", "title": "WriteFile x.py", "kind": "edit"},

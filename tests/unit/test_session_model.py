@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
-from acp_nvim.client import adapter_v1
-from acp_nvim.client.chat import Chat
+from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.model import MessagePatch, Session, ToolCallPatch
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import MessagePatch, Session, ToolCallPatch
 from acp_nvim.protocol import schema_v1 as v1
 
 

@@ -1,5 +1,6 @@
-"""Terminals in the core: v1 terminal/* handlers and display terminals, with the fake
-editor playing each command's output and exit the way Neovim's job callbacks do."""
+"""Terminals in the core: the command service behind v1 terminal/* and display terminals,
+with the fake editor playing each command's output and exit the way Neovim's job
+callbacks do."""
 
 from __future__ import annotations
 
@@ -12,14 +13,13 @@ import anyio.abc
 import pytest
 from msgspec import UNSET
 
-from acp_nvim.client import terminals as terminals_module
 from acp_nvim.client.app import App
-from acp_nvim.client.chat import Chat
 from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.model import TerminalPart, ToolCallPatch
-from acp_nvim.client.terminals import Terminals, tail_lines
-from acp_nvim.protocol import RequestError
-from acp_nvim.protocol import schema_v1 as v1
+from acp_nvim.client.services import terminals as terminals_module
+from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.terminals import CommandOutput, Terminals, tail_lines
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import ExitStatus, TerminalPart, ToolCallPatch
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -34,14 +34,11 @@ class Rig:
         self.terminals = Terminals({SID: self.chat}, str(cwd))
         self.terminals.start(tasks)
 
-    async def create(self, command: str, **fields: object) -> str:
-        params = v1.CreateTerminalRequest(session_id=SID, command=command, **fields)  # type: ignore[arg-type]
-        return (await self.terminals.create(params)).terminal_id
+    async def create(self, command: str, args: list[str] | None = None, **fields: object) -> str:
+        return await self.terminals.create(SID, command, args or [], **fields)  # type: ignore[arg-type]
 
-    async def output(self, terminal_id: str) -> v1.TerminalOutputResponse:
-        return await self.terminals.output(
-            v1.TerminalOutputRequest(session_id=SID, terminal_id=terminal_id)
-        )
+    async def output(self, terminal_id: str) -> CommandOutput:
+        return self.terminals.output(SID, terminal_id)
 
     def block(self, call_id: str) -> list[str]:
         return self.editor.transcript(1)[call_id]
@@ -59,7 +56,7 @@ async def test_shell_line_runs_in_the_session_cwd_and_argv_runs_directly(
 ) -> None:
     line = await rig.create("echo hi; printf 'x\\n'", args=[])
     argv = await rig.create(
-        "printenv", args=["GREETING"], env=[v1.EnvVariable(name="GREETING", value="hello")], cwd="/"
+        "printenv", args=["GREETING"], env={"GREETING": "hello"}, cwd="/"
     )
     assert rig.editor.terminals[line] | {"data": None} == {
         "cmd": "echo hi; printf 'x\\n'",
@@ -79,15 +76,15 @@ async def test_shell_line_runs_in_the_session_cwd_and_argv_runs_directly(
     [
         ({"cwd": "relative/dir"}, "cwd must be an absolute path"),
         ({"cwd": "/no/such/dir"}, "cwd is not a directory"),
-        ({"output_byte_limit": -1}, "outputByteLimit must be 0 or more"),
+        ({"limit": -1}, "outputByteLimit must be 0 or more"),
     ],
 )
 async def test_bad_create_params_are_refused(
     rig: Rig, fields: dict[str, object], message: str
 ) -> None:
-    with pytest.raises(RequestError) as err:
+    with pytest.raises(ServiceError) as err:
         await rig.create("true", **fields)
-    assert err.value.code == RequestError.invalid_params().code
+    assert err.value.kind == "invalid"
     assert message in str(err.value)
 
 
@@ -95,61 +92,60 @@ async def test_output_is_escape_free_with_the_exit_status(rig: Rig) -> None:
     tid = await rig.create("make")
     rig.terminals.feed(tid, b"hi\r\n\x1b[31mre")
     early = await rig.output(tid)
-    assert (early.output, early.exit_status) == ("hi\nre", None)
+    assert (early.text, early.exit_status) == ("hi\nre", None)
     rig.terminals.feed(tid, b"d\x1b[0m caf\xc3")  # a character split across reads
-    assert (await rig.output(tid)).output == "hi\nred caf"
+    assert (await rig.output(tid)).text == "hi\nred caf"
     rig.terminals.feed(tid, b"\xa9\r\n", exit_code=2)
     done = await rig.output(tid)
-    assert done.output == "hi\nred café\n"
+    assert done.text == "hi\nred café\n"
     assert done.truncated is False
-    assert done.exit_status == v1.TerminalExitStatus(exit_code=2, signal=None)
+    assert done.exit_status == ExitStatus(exit_code=2, signal=None)
 
 
 async def test_truncation_keeps_the_end_at_a_character_boundary(rig: Rig) -> None:
-    tid = await rig.create("cat", output_byte_limit=5)
+    tid = await rig.create("cat", limit=5)
     rig.terminals.feed(tid, "a€€".encode(), exit_code=0)  # 1 + 3 + 3 bytes
     out = await rig.output(tid)
     # The last 5 bytes would start inside the first €: it goes whole.
-    assert (out.output, out.truncated) == ("€", True)
+    assert (out.text, out.truncated) == ("€", True)
 
 
 async def test_the_raw_buffer_is_bounded_and_reports_what_it_dropped(rig: Rig) -> None:
-    tid = await rig.create("yes", output_byte_limit=10)
+    tid = await rig.create("yes", limit=10)
     cap = 10 + terminals_module._SLACK
     for i in range(200):
         rig.terminals.feed(tid, f"line {i} ".encode() * 100 + b"\r\n")
     term = rig.terminals._commands[tid]
     assert len(term.output.raw) <= cap + cap // 4
     out = await rig.output(tid)
-    assert out.truncated and out.output.endswith("line 199 \n")
-    assert len(out.output.encode()) <= 10
+    assert out.truncated and out.text.endswith("line 199 \n")
+    assert len(out.text.encode()) <= 10
 
 
 async def test_wait_for_exit_and_kill_report_the_signal(rig: Rig) -> None:
     tid = await rig.create("sleep 100")
-    got: list[v1.WaitForTerminalExitResponse] = []
+    got: list[ExitStatus] = []
 
     async def wait() -> None:
-        params = v1.WaitForTerminalExitRequest(session_id=SID, terminal_id=tid)
-        got.append(await rig.terminals.wait_for_exit(params))
+        got.append(await rig.terminals.wait_for_exit(SID, tid))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(wait)
         await anyio.wait_all_tasks_blocked()
         assert got == []
-        await rig.terminals.kill(v1.KillTerminalRequest(session_id=SID, terminal_id=tid))
+        await rig.terminals.kill(SID, tid)
         assert rig.editor.terminals[tid]["stopped"]
         rig.terminals.feed(tid, exit_code=128 + 15)  # how Neovim reports SIGTERM
-    assert got == [v1.WaitForTerminalExitResponse(exit_code=None, signal="SIGTERM")]
+    assert got == [ExitStatus(exit_code=None, signal="SIGTERM")]
     # Still valid after kill: output and exit status stay readable.
     out = await rig.output(tid)
-    assert out.exit_status == v1.TerminalExitStatus(signal="SIGTERM")
+    assert out.exit_status == ExitStatus(signal="SIGTERM")
 
 
 async def test_an_exit_code_above_128_without_kill_is_a_code(rig: Rig) -> None:
     tid = await rig.create("exit 130")
     rig.terminals.feed(tid, exit_code=130)
-    assert (await rig.output(tid)).exit_status == v1.TerminalExitStatus(exit_code=130)
+    assert (await rig.output(tid)).exit_status == ExitStatus(exit_code=130)
 
 
 async def test_release_stops_and_invalidates_but_the_tool_call_keeps_showing_it(rig: Rig) -> None:
@@ -158,14 +154,14 @@ async def test_release_stops_and_invalidates_but_the_tool_call_keeps_showing_it(
         ToolCallPatch("call1", title="Tail", kind="execute", content=[TerminalPart(tid)])
     )
     rig.terminals.feed(tid, b"first\r\n")
-    await rig.terminals.release(v1.ReleaseTerminalRequest(session_id=SID, terminal_id=tid))
+    await rig.terminals.release(SID, tid)
     assert (
         rig.editor.terminals[tid] | {"stopped": True, "wiped": False} == rig.editor.terminals[tid]
     )
     for method in (rig.output,):
-        with pytest.raises(RequestError) as err:
+        with pytest.raises(ServiceError) as err:
             await method(tid)
-        assert err.value.code == RequestError.resource_not_found().code
+        assert err.value.kind == "not_found"
     rig.terminals.feed(tid, exit_code=129)  # the hang-up arrives after the release
     assert rig.block("call1")[2:] == [
         f"[terminal {tid} · killed by SIGHUP] tail -f log",
@@ -177,9 +173,9 @@ async def test_release_stops_and_invalidates_but_the_tool_call_keeps_showing_it(
 
 
 async def test_unknown_session_and_terminal(rig: Rig) -> None:
-    with pytest.raises(RequestError):
-        await rig.terminals.create(v1.CreateTerminalRequest(session_id="nope", command="true"))
-    with pytest.raises(RequestError):
+    with pytest.raises(ServiceError):
+        await rig.terminals.create("nope", "true", [])
+    with pytest.raises(ServiceError):
         await rig.output("t999999")
 
 
@@ -263,7 +259,7 @@ async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> 
     for key in (running, done, display):
         assert rig.editor.terminals[key]["wiped"], key
     assert rig.editor.terminals[running]["stopped"]
-    with pytest.raises(RequestError):
+    with pytest.raises(ServiceError):
         await rig.output(running)
 
 

@@ -13,17 +13,19 @@ import base64
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import pytest
 
-from acp_nvim.client.adapter_v2 import SessionsV2
+from acp_nvim.client.agent.sessions import Services
+from acp_nvim.client.agent.v2 import SessionsV2
 from acp_nvim.client.app import App
-from acp_nvim.client.chat import Chat
 from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.model import PermissionOption, ToolCallPatch
-from acp_nvim.client.terminals import Terminals
+from acp_nvim.client.services.terminals import Terminals
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
 from acp_nvim.protocol import schema_v2 as v2
 from tests.unit.conftest import wait_for
 
@@ -72,14 +74,12 @@ class Client:
             self.questions.append(question)
             return self.answer
 
-        self.sessions = SessionsV2(
-            self.conn,
-            INIT,
-            cwd="/w",
-            chats={"s1": self.chat},
-            terminals=self.terminals,
-            ask_permission=ask,
-        )
+        # ``tasks`` is the serving task group, set by tests whose agent works on its own.
+        self.services = Services(
+            {"s1": self.chat}, {}, self.terminals, cast(Any, SimpleNamespace(ask=ask)),
+            cast(Any, None), "/w",
+        )  # fmt: skip
+        self.sessions = SessionsV2(self.conn, INIT, self.services)
         self._barrier = 1000
 
     async def send(self, *messages: Any) -> None:
@@ -191,7 +191,8 @@ async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
     raw_peer, serving
 ) -> None:
     client = Client(raw_peer)
-    async with serving(client.conn):
+    async with serving(client.conn) as tasks:
+        client.services.tasks = tasks
         client.chat.start_turn("go")
         await client.send(update({"sessionUpdate": "state_update", "state": "running"}))
         await client.send(update({"sessionUpdate": "state_update", "state": "requires_action"}))
@@ -210,7 +211,7 @@ async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
             update({"sessionUpdate": "state_update", "state": "_paused"}),
         )
         await client.barrier()
-    assert client.chat.state == "ready"
+        await wait_for(lambda: client.chat.state == "ready")
     assert ("AcpTurnEnd", {"chat": 1, "stop_reason": "max_tokens"}) in client.editor.events
     assert client.blocks()["late"] == ["## Agent", "background"]
     assert client.editor.last_status(1)["turn_state"] == "_paused"  # unknown state: shown
@@ -531,9 +532,7 @@ async def test_v1_answer_restarts_the_agent_with_v1(tmp_path: Path) -> None:
         await app.send(1, "hi")
         assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
         await app.list_sessions(1)
-        assert (
-            editor.notices[-1][1] == "listing sessions needs ACP v2; agent 'old' speaks version 1"
-        )
+        assert editor.notices[-1][1] == "agent 'old': listing sessions is not offered over ACP v1"
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

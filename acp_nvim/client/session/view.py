@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from acp_nvim.client.editor import RenderOp
-from acp_nvim.client.model import (
+from acp_nvim.client.session.model import (
     ChangesPart,
     ConfigOption,
     ContentPart,

@@ -1,11 +1,11 @@
 """Terminals: ACP v1 ``terminal/*`` commands and agent-owned display terminals.
 
-A v1 terminal runs a real command in an editor terminal buffer (a PTY the user
-can open and watch); the editor sends its raw output back in batches
-(:meth:`Terminals.feed`), kept here in a bounded byte buffer that answers
-``terminal/output`` and feeds the live tail shown in tool call blocks. A
-display terminal (ACP v2 ``terminal_update`` / ``terminal_output_chunk``, see
-:class:`acp_nvim.client.adapter_v2.TerminalSink`) has no process: the agent
+A command terminal (ACP v1 ``terminal/*``) runs a real command in an editor
+terminal buffer (a PTY the user can open and watch); the editor sends its raw
+output back in batches (:meth:`Terminals.feed`), kept here in a bounded byte
+buffer that answers the agent's output requests and feeds the live tail shown
+in tool call blocks. A display terminal (ACP v2 ``terminal_update`` / ``terminal_output_chunk``, see
+:class:`acp_nvim.client.agent.v2.TerminalSink`) has no process: the agent
 sends the bytes and the editor shows them in an input-less terminal buffer.
 
 Both keep raw bytes and derive text only when it is shown or asked for, so a
@@ -21,7 +21,7 @@ command (ACP has none).
 
 from __future__ import annotations
 
-__all__ = ["Terminals", "tail_lines"]
+__all__ = ["CommandOutput", "Terminals", "tail_lines"]
 
 import base64
 import codecs
@@ -38,12 +38,11 @@ import anyio
 import anyio.abc
 from msgspec import UnsetType
 
-from acp_nvim.client.chat import Chat
 from acp_nvim.client.editor import EditorError
-from acp_nvim.client.model import ExitStatus, TerminalView
+from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import ExitStatus, TerminalView
 from acp_nvim.client.text import ChunkDecoder, strip_ansi, truncate_from_start, utf8_tail
-from acp_nvim.protocol import Connection, RequestError
-from acp_nvim.protocol import schema_v1 as v1
 
 log = logging.getLogger("acp_nvim")
 
@@ -66,6 +65,15 @@ _keys = itertools.count(1)
 
 def _new_key() -> str:
     return f"t{next(_keys)}"
+
+
+@dataclass
+class CommandOutput:
+    """A command's output as an agent asks for it: text, whether it was cut, exit."""
+
+    text: str
+    truncated: bool
+    exit_status: ExitStatus | None
 
 
 class _Output:
@@ -147,7 +155,7 @@ class _Shown:
 
 @dataclass(eq=False)
 class _Command(_Shown):
-    """A v1 terminal: a command running in an editor terminal buffer."""
+    """A command running in an editor terminal buffer (ACP v1 ``terminal/*``)."""
 
     session_id: str = ""
     limit: int | None = None
@@ -178,8 +186,8 @@ class _Display(_Shown):
 class Terminals:
     """The terminals of one agent connection.
 
-    ``register`` adds the v1 ``terminal/*`` handlers; the ``update`` / ``chunk``
-    methods make this the connection's display-terminal sink (ACP v2). ``start``
+    ``create`` ... ``release`` serve commands (ACP v1 ``terminal/*``); the ``update`` /
+    ``chunk`` methods make this the connection's display-terminal sink (ACP v2). ``start``
     must run first: refreshes of the transcript are throttled on its task group.
 
     Args:
@@ -206,98 +214,89 @@ class Terminals:
     def start(self, tasks: anyio.abc.TaskGroup) -> None:
         self._tasks = tasks
 
-    def register(self, connection: Connection) -> None:
-        """Answer the ACP v1 ``terminal/*`` requests on ``connection``."""
-        on = connection.on_request
-        on("terminal/create", v1.CreateTerminalRequest, self.create)
-        on("terminal/output", v1.TerminalOutputRequest, self.output)
-        on("terminal/wait_for_exit", v1.WaitForTerminalExitRequest, self.wait_for_exit)
-        on("terminal/kill", v1.KillTerminalRequest, self.kill)
-        on("terminal/release", v1.ReleaseTerminalRequest, self.release)
+    # -- commands (ACP v1 terminal/*) ----------------------------------------------
 
-    # -- v1 requests -------------------------------------------------------------------
-
-    async def create(self, params: v1.CreateTerminalRequest) -> v1.CreateTerminalResponse:
-        """Start the command in a new editor terminal; answers at once with its id.
+    async def create(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        limit: int | None = None,
+    ) -> str:
+        """Start the command in a new editor terminal; returns its id at once.
 
         Without ``args`` the command is a shell line, run by the user's shell (real
         agents send whole lines); with ``args`` it is run directly. No ``cwd``
-        means the session's.
+        means the session's. ``limit`` bounds the output kept (bytes).
+
+        Raises:
+            ServiceError: a bad cwd or limit, or the editor could not start it.
         """
-        chat = self._chat(params.session_id)
-        cwd = params.cwd or self._cwd
+        chat = self._chat(session_id)
+        cwd = cwd or self._cwd
         if not os.path.isabs(cwd):
-            raise RequestError.invalid_params(f"cwd must be an absolute path: {cwd!r}")
+            raise ServiceError(f"cwd must be an absolute path: {cwd!r}")
         if not os.path.isdir(cwd):
-            raise RequestError.invalid_params(f"cwd is not a directory: {cwd!r}")
-        limit = params.output_byte_limit
+            raise ServiceError(f"cwd is not a directory: {cwd!r}")
         if limit is not None and limit < 0:
-            raise RequestError.invalid_params("outputByteLimit must be 0 or more")
-        args = params.args or []
-        cmd: str | list[str] = [params.command, *args] if args else params.command
+            raise ServiceError("outputByteLimit must be 0 or more")
+        cmd: str | list[str] = [command, *args] if args else command
         label = shlex.join(cmd) if isinstance(cmd, list) else cmd
-        env = {var.name: var.value for var in params.env or []}
         key = _new_key()
         cap = DEFAULT_RAW_CAP if limit is None else max(2 * limit, limit + _SLACK)
         view = TerminalView(key, _label(label))
-        term = _Command(
-            key, key, chat, _Output(cap), view, session_id=params.session_id, limit=limit
-        )
+        term = _Command(key, key, chat, _Output(cap), view, session_id=session_id, limit=limit)
         # Known before the editor starts it: its first output may arrive at once.
         self._commands[key] = term
         chat.session.terminals[key] = view
         try:
-            term.pid = await chat.editor.open_terminal(key, cmd, cwd, env)
+            term.pid = await chat.editor.open_terminal(key, cmd, cwd, dict(env or {}))
         except EditorError as err:
             del self._commands[key]
             chat.session.terminals.pop(key, None)
-            raise RequestError.internal(f"cannot run {label!r}: {err}") from None
-        return v1.CreateTerminalResponse(terminal_id=key)
+            raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
+        return key
 
-    async def output(self, params: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
-        term = self._command(params.session_id, params.terminal_id)
+    def output(self, session_id: str, terminal_id: str) -> CommandOutput:
+        """The command's output so far, escape-free and cut to its limit."""
+        term = self._command(session_id, terminal_id)
         text = strip_ansi(term.output.text())
         truncated = term.output.dropped
         if term.limit is not None:
             text, cut = truncate_from_start(text, term.limit)
             truncated = truncated or cut
-        return v1.TerminalOutputResponse(
-            output=text, truncated=truncated, exit_status=_wire(term.status)
-        )
+        return CommandOutput(text, truncated, term.status)
 
-    async def wait_for_exit(
-        self, params: v1.WaitForTerminalExitRequest
-    ) -> v1.WaitForTerminalExitResponse:
-        term = self._command(params.session_id, params.terminal_id)
+    async def wait_for_exit(self, session_id: str, terminal_id: str) -> ExitStatus:
+        term = self._command(session_id, terminal_id)
         await term.exited.wait()
-        status = term.status or ExitStatus()
-        return v1.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+        return term.status or ExitStatus()
 
-    async def kill(self, params: v1.KillTerminalRequest) -> v1.KillTerminalResponse:
-        term = self._command(params.session_id, params.terminal_id)
-        await self._stop([term])
-        return v1.KillTerminalResponse()
+    async def kill(self, session_id: str, terminal_id: str) -> None:
+        await self._stop([self._command(session_id, terminal_id)])
 
-    async def release(self, params: v1.ReleaseTerminalRequest) -> v1.ReleaseTerminalResponse:
+    async def release(self, session_id: str, terminal_id: str) -> None:
         """Kill the command if it runs and forget the id; the buffer and the tool
         call's view of it stay for the user."""
-        term = self._command(params.session_id, params.terminal_id)
+        term = self._command(session_id, terminal_id)
         term.released = True
         await self._stop([term])
         if term.status is not None:
             del self._commands[term.key]
-        return v1.ReleaseTerminalResponse()
 
     def _chat(self, session_id: str) -> Chat:
         chat = self._chats.get(session_id)
         if chat is None:
-            raise RequestError.resource_not_found(f"session {session_id}")
+            raise ServiceError(f"unknown session {session_id}", "not_found")
         return chat
 
     def _command(self, session_id: str, terminal_id: str) -> _Command:
         term = self._commands.get(terminal_id)
         if term is None or term.released or term.session_id != session_id:
-            raise RequestError.resource_not_found(f"terminal {terminal_id}")
+            raise ServiceError(f"unknown terminal {terminal_id}", "not_found")
         return term
 
     async def _stop(self, terms: list[_Command], *, wipe: bool = False) -> None:
@@ -337,7 +336,7 @@ class Terminals:
                 del self._commands[key]
         return True
 
-    # -- display terminals (the adapter_v2.TerminalSink protocol) --------------------
+    # -- display terminals (the agent.v2.TerminalSink protocol) --------------------
 
     def update(
         self,
@@ -447,9 +446,3 @@ def _exit_status(code: int, killed: bool) -> ExitStatus:
         except ValueError:
             pass
     return ExitStatus(code, None)
-
-
-def _wire(status: ExitStatus | None) -> v1.TerminalExitStatus | None:
-    if status is None:
-        return None
-    return v1.TerminalExitStatus(exit_code=status.exit_code, signal=status.signal)

@@ -14,22 +14,16 @@ and an answer this module does not recognise is never taken as approval.
 
 from __future__ import annotations
 
-__all__ = ["READ_KINDS", "Permissions", "Policy", "assign_keys", "register"]
+__all__ = ["READ_KINDS", "Permissions", "Policy", "assign_keys"]
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import anyio
 
-from acp_nvim.client import adapter_v1
-from acp_nvim.client.chat import Chat
-from acp_nvim.client.model import PermissionOption, PermissionPrompt, ToolCallPatch
-from acp_nvim.protocol import Connection
-from acp_nvim.protocol import schema_v1 as v1
-
-if TYPE_CHECKING:
-    from acp_nvim.client.agent import AgentConnection
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import PermissionOption, PermissionPrompt, ToolCallPatch
 
 Policy = Literal["ask", "allow_reads", "allow_all"]
 
@@ -196,27 +190,3 @@ class Permissions:
         call = pending.chat.session.tool_calls.get(pending.call_id)
         if call is not None and call.permission is not None and call.permission.id == pending.id:
             pending.chat.on_permission(pending.call_id, prompt)
-
-
-def register(connection: Connection, agent: AgentConnection) -> None:
-    """Answer the agent's permission requests through ``agent.permissions``."""
-
-    async def request_permission(
-        params: v1.RequestPermissionRequest,
-    ) -> v1.RequestPermissionResponse:
-        chat = agent.chats.get(params.session_id)
-        choice = None
-        if chat is not None:
-            options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
-            patch = adapter_v1.tool_call_patch(params.tool_call)
-            choice = await agent.permissions.ask(chat, patch, options)
-        outcome: v1.RequestPermissionOutcome = (
-            v1.RequestPermissionOutcomeCancelled()
-            if choice is None
-            else v1.RequestPermissionOutcomeSelected(option_id=choice)
-        )
-        return v1.RequestPermissionResponse(outcome=outcome)
-
-    connection.on_request(
-        "session/request_permission", v1.RequestPermissionRequest, request_permission
-    )

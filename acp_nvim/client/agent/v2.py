@@ -1,4 +1,7 @@
-"""ACP v2 on the one session model: wire updates → Chat calls, and the v2 requests.
+"""ACP v2 on the one session model: every v2 message is translated here.
+
+:class:`SessionsV2` is the v2 :class:`~acp_nvim.client.agent.sessions.Sessions`;
+wire updates become Chat calls.
 
 v2 is shaped like the model, so this is mostly renaming: messages and tool
 calls are upserts by id (omitted = unchanged, ``null`` = cleared, value =
@@ -25,15 +28,16 @@ __all__ = [
 import base64
 import binascii
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
-from acp_nvim.client.chat import Chat, Chunk
-from acp_nvim.client.model import (
+from acp_nvim.client.agent.sessions import NotOffered, Services
+from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.model import (
     ChangesPart,
     ConfigOption,
     ContentPart,
@@ -72,13 +76,6 @@ class TerminalSink(Protocol):
 
     def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
         """Append one base64 chunk (decoded by the sink, which keeps split state)."""
-
-
-# The permission service (permissions.Permissions.ask): the prompt is shown at a
-# tool call; returns the chosen option id, or None for "cancelled".
-AskPermission = Callable[
-    [Chat, ToolCallPatch, list[PermissionOption], str | None], Awaitable[str | None]
-]
 
 
 def initialize_request() -> v2.InitializeRequest:
@@ -320,30 +317,29 @@ def _choices(options: Any) -> list[tuple[str, str]]:
 # -- requests --------------------------------------------------------------------------
 
 
+# session/list pages read at most, and the reason to stop early: an agent that
+# repeats a cursor would otherwise be paged forever.
+MAX_LIST_PAGES = 100
+
+
 class SessionsV2:
     """The v2 surface of one connection: sessions, turns, settings, permissions.
 
-    Requests raise ``RequestError`` / ``ConnectionClosed``; the caller turns them
-    into user messages. ``chats`` is the connection's chats by session id.
+    A turn ends on the agent's ``state_update`` idle, not with the prompt's answer
+    (which only accepts it). ``init`` is the agent's ``initialize`` answer.
     """
 
+    version = 2
+
     def __init__(
-        self,
-        connection: Connection,
-        init: v2.InitializeResponse,
-        *,
-        cwd: str,
-        chats: dict[str, Chat],
-        terminals: TerminalSink,
-        ask_permission: AskPermission | None = None,
+        self, connection: Connection, init: v2.InitializeResponse, services: Services
     ) -> None:
         self.connection = connection
         self.init = init
-        self.cwd = cwd
-        self.chats = chats
-        self.terminals = terminals
-        self.ask_permission = ask_permission
-        self._idle: dict[str, anyio.Event] = {}
+        self.services = services
+        self.agent_title: str | None = init.info.title or init.info.name
+        self._idle: dict[str, anyio.Event] = {}  # prompts waiting for idle, by session
+        self._ending: set[str] = set()  # sessions whose own work is being ended
         self._permission_ids = itertools.count(1)
         connection.on_notifications(
             "session/update", v2.UpdateSessionNotification, self._on_updates
@@ -353,12 +349,7 @@ class SessionsV2:
         )
 
     def __repr__(self) -> str:
-        return f"<SessionsV2 {len(self.chats)} sessions, {len(self._idle)} turns>"
-
-    @property
-    def can_delete(self) -> bool:
-        session = self.init.capabilities.session
-        return session is not None and session.delete is not None
+        return f"<SessionsV2 {len(self.services.chats)} sessions, {len(self._idle)} turns>"
 
     @property
     def auth_methods(self) -> list[tuple[str, str]]:
@@ -371,24 +362,23 @@ class SessionsV2:
 
     async def new_session(self, chat: Chat) -> str:
         response = await self.connection.request(
-            "session/new", v2.NewSessionRequest(cwd=self.cwd), v2.NewSessionResponse
+            "session/new", v2.NewSessionRequest(cwd=self.services.cwd), v2.NewSessionResponse
         )
-        self.chats[response.session_id] = chat
+        self.services.chats[response.session_id] = chat
         self._take_config(chat, response.config_options)
         return response.session_id
 
-    async def prompt(self, chat: Chat, text: str) -> None:
-        """Send the prompt; returns when the agent reports idle (the response only accepts)."""
+    async def prompt(self, chat: Chat, text: str) -> str:
+        """Send the prompt; returns the stop reason once the agent reports idle."""
         session_id = chat.session.session_id
         idle = self._idle[session_id] = anyio.Event()
-        chat.start_turn(text)
         params = v2.PromptRequest(session_id=session_id, prompt=[v2.ContentBlockText(text=text)])
         try:
             await self.connection.request("session/prompt", params, v2.PromptResponse)
-        except BaseException:
+            await idle.wait()
+        finally:
             self._idle.pop(session_id, None)
-            raise
-        await idle.wait()
+        return chat.session.stop_reason or "idle"
 
     async def cancel(self, chat: Chat) -> None:
         """The turn ends on the agent's idle update (stop reason ``cancelled``)."""
@@ -398,7 +388,8 @@ class SessionsV2:
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
         sessions: list[dict[str, Any]] = []
         cursor: str | None = None
-        while True:
+        seen: set[str] = set()
+        for _ in range(MAX_LIST_PAGES):
             params = v2.ListSessionsRequest(cwd=cwd, cursor=cursor)
             page = await self.connection.request("session/list", params, v2.ListSessionsResponse)
             sessions += [
@@ -411,19 +402,22 @@ class SessionsV2:
                 for s in page.sessions
             ]
             cursor = page.next_cursor
-            if not cursor or not page.sessions:
-                return sessions
+            if not cursor or not page.sessions or cursor in seen:
+                break
+            seen.add(cursor)
+        return sessions
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
         """Reattach to a session; ``replay`` asks for its history first.
 
         The chat is registered before the request so replayed updates land in it.
         """
-        self.chats[session_id] = chat
+        chats = self.services.chats
+        chats[session_id] = chat
         chat.session.session_id = session_id
         params = v2.ResumeSessionRequest(
             session_id=session_id,
-            cwd=self.cwd,
+            cwd=self.services.cwd,
             replay_from=v2.ReplayFromStart() if replay else None,
         )
         try:
@@ -431,7 +425,7 @@ class SessionsV2:
                 "session/resume", params, v2.ResumeSessionResponse
             )
         except BaseException:
-            self.chats.pop(session_id, None)
+            chats.pop(session_id, None)
             raise
         self._take_config(chat, response.config_options)
 
@@ -440,6 +434,9 @@ class SessionsV2:
         await self.connection.request("session/close", params, v2.CloseSessionResponse)
 
     async def delete(self, session_id: str) -> None:
+        session = self.init.capabilities.session
+        if session is None or session.delete is None:
+            raise NotOffered("deleting sessions is not offered by this agent")
         params = v2.DeleteSessionRequest(session_id=session_id)
         await self.connection.request("session/delete", params, v2.DeleteSessionResponse)
 
@@ -475,25 +472,35 @@ class SessionsV2:
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
         for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
-            chat = self.chats.get(session_id)
+            chat = self.services.chats.get(session_id)
             if chat is None:
                 continue
-            apply_updates(chat, [n.update for n in group], self.terminals)
-            if chat.state != "running":
-                idle = self._idle.pop(session_id, None)
+            apply_updates(chat, [n.update for n in group], self.services.terminals)
+            if chat.state == "running" and chat.session.state == "idle":
+                idle = self._idle.get(session_id)
                 if idle is not None:
                     idle.set()
+                elif session_id not in self._ending:
+                    # Work the agent started on its own: no prompt waits to end it.
+                    self._ending.add(session_id)
+                    self.services.tasks.start_soon(self._end_own_work, chat)
+
+    async def _end_own_work(self, chat: Chat) -> None:
+        try:
+            await chat.finish_turn(chat.session.stop_reason or "idle")
+        finally:
+            self._ending.discard(chat.session.session_id)
 
     async def _on_permission(
         self, params: v2.RequestPermissionRequest
     ) -> v2.RequestPermissionResponse:
         cancelled = v2.RequestPermissionResponse(outcome=v2.RequestPermissionOutcomeCancelled())
-        chat = self.chats.get(params.session_id)
-        if chat is None or self.ask_permission is None:
+        chat = self.services.chats.get(params.session_id)
+        if chat is None:
             return cancelled
         options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
         anchor, question = self._permission_anchor(chat, params)
-        chosen = await self.ask_permission(chat, anchor, options, question)
+        chosen = await self.services.permissions.ask(chat, anchor, options, question)
         # Only an option the agent offered is an answer; anything else is a refusal.
         if chosen is None or chosen not in {o.id for o in options}:
             return cancelled

@@ -1,22 +1,22 @@
 """One chat: an ACP session, its model, and what the user sees of it.
 
 Adapters call the ``on_*`` methods with version-neutral patches; this class
-applies them to the :class:`~acp_nvim.client.model.Session` and hands the
+applies them to the :class:`~acp_nvim.client.session.model.Session` and hands the
 matching render ops to the Editor. Turn bookkeeping (start, stop reason,
 unfinished tool calls shown as cancelled) lives here too, so v1 and v2 end a
-turn the same way.
+turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 """
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState"]
+__all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-from acp_nvim.client import view
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.model import (
+from acp_nvim.client.session import view
+from acp_nvim.client.session.model import (
     ConfigOption,
     MessagePatch,
     PermissionPrompt,
@@ -24,15 +24,28 @@ from acp_nvim.client.model import (
     Role,
     Session,
     TerminalPart,
+    ToolCall,
     ToolCallPatch,
 )
-
-if TYPE_CHECKING:
-    from acp_nvim.client.changes import SessionChanges
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
 Chunk = tuple[Role, str | None, str]
+# Stop reasons after which tool calls still running are shown as cancelled.
+_ABANDONED = frozenset({"cancelled", "error"})
+
+
+class TurnReview(Protocol):
+    """What a chat tells the review of its agent's changes (services.changes)."""
+
+    def begin_turn(self) -> None: ...
+
+    def on_tool_call(self, call: ToolCall) -> None: ...
+
+    def turn_ended(self) -> None: ...
+
+    async def end_turn(self) -> None:
+        """The final disk check of the turn; the review is complete when it returns."""
 
 
 class Chat:
@@ -47,7 +60,7 @@ class Chat:
         self.protocol_version: int | None = None
         self.turn = 0
         # Review of the agent's file changes; attached once the agent is known.
-        self.changes: SessionChanges | None = None
+        self.changes: TurnReview | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -90,9 +103,24 @@ class Chat:
         self.session.pending_echo = patch.message_id
         self.set_state("running")
 
+    async def finish_turn(
+        self, stop_reason: str, error: str | None = None, details: list[str] | None = None
+    ) -> None:
+        """End the turn once the review has checked the disk, so whoever reads
+        ``changes()`` at ``AcpTurnEnd`` sees every file the agent wrote.
+
+        ``error`` (a turn the agent answered with an error) is shown first; the
+        turn still ends and the session stays usable.
+        """
+        if self.changes is not None:
+            await self.changes.end_turn()
+        if error is not None:
+            self._error(error, details)
+        self.end_turn(stop_reason)
+
     def end_turn(self, stop_reason: str) -> None:
         """Close the turn: unfinished tool calls become cancelled, then the stop line."""
-        if stop_reason == "cancelled":
+        if stop_reason in _ABANDONED:
             for call in self.session.unfinished_tool_calls():
                 self.on_tool_call(ToolCallPatch(call.id, status="cancelled"))
         self.session.state = "idle"
@@ -108,12 +136,14 @@ class Chat:
     def on_state(self, state: str, stop_reason: str | None = None) -> None:
         """The agent reports its foreground work (v2 ``state_update``).
 
-        ``idle`` ends a running turn with its stop reason; ``running`` also covers
-        work the agent starts on its own; an unknown state is only shown.
+        ``idle`` marks a running turn over (``session.state``); whoever runs the
+        turn then ends it with :meth:`finish_turn`. ``running`` also covers work
+        the agent starts on its own; an unknown state is only shown.
         """
         if state == "idle":
             if self.state == "running":
-                self.end_turn(stop_reason or "idle")
+                self.session.state = "idle"
+                self.session.stop_reason = stop_reason or "idle"
         elif state in ("running", "requires_action"):
             self.session.state = "running" if state == "running" else "requires_action"
             if self.state in ("ready", "running"):
@@ -122,15 +152,19 @@ class Chat:
             self.on_info(turn_state=state)
 
     def fail(self, message: str, details: list[str] | None = None) -> None:
-        """Show an error in the transcript (with e.g. the agent's stderr tail)."""
+        """The chat cannot go on (the agent died or never started): show why and
+        stay in ``error`` (with e.g. the agent's stderr tail)."""
+        if self.changes is not None:
+            self.changes.turn_ended()
+        self._error(message, details)
+        self.set_state("error", error=message)
+
+    def _error(self, message: str, details: list[str] | None) -> None:
         lines = [f"**Error:** {message}"]
         if details:
             lines += ["```", *details, "```"]
         block = self.session.new_id("error")
-        if self.changes is not None:
-            self.changes.turn_ended()
         self.editor.render(self.id, [view.notice_op(block, "error", lines)])
-        self.set_state("error", error=message)
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
 
     def info(self, text: str) -> None:

@@ -39,11 +39,11 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from acp_nvim.client import files
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.files import FileError
-from acp_nvim.client.gitbase import GitState
-from acp_nvim.client.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.services import files
+from acp_nvim.client.services.files import FileError
+from acp_nvim.client.services.git import GitState
+from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.text import slice_lines, split_text
 from acp_nvim.review import Changeset, ReviewError, ReviewStore
 

@@ -6,10 +6,10 @@ the way Neovim would ('fileencodings' ucs-bom,utf-8,latin1; 'fileformats'
 unix,dos,mac). Texts are kept with their real line endings, so a CRLF file
 reads, diffs and writes back as CRLF.
 
-``fs/read_text_file`` and ``fs/write_text_file`` are answered here, on behalf
-of the session's :class:`~acp_nvim.client.changes.SessionChanges`, which
+Agents' reads and writes (v1 ``fs/*``, the editor MCP server) go through the
+session's :class:`~acp_nvim.client.services.changes.SessionChanges`, which
 records every write for review. OS errors are translated here, once, into
-:class:`FileError` and then into JSON-RPC errors.
+:class:`FileError`.
 
 Not here: files other than regular text files (binary files and directories
 are refused), and the review state itself.
@@ -17,22 +17,18 @@ are refused), and the review state itself.
 
 from __future__ import annotations
 
-__all__ = ["Document", "FileError", "load", "register", "save"]
+__all__ = ["Document", "FileError", "load", "save"]
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 import anyio.to_thread
 
 from acp_nvim.client.editor import BufferState, Editor
+from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
 from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
-from acp_nvim.protocol import Connection, RequestError
-from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.review import line_edits, merge3
-
-if TYPE_CHECKING:
-    from acp_nvim.client.agent import AgentConnection
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
@@ -43,20 +39,15 @@ _RETRIES = 5
 FileErrorKind = Literal["relative", "missing", "directory", "binary", "too_large", "range", "io"]
 
 
-class FileError(Exception):
-    """A file the agent named cannot be read or written as text."""
+_SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {"missing": "not_found", "io": "internal"}
 
-    def __init__(self, kind: FileErrorKind, message: str) -> None:
-        super().__init__(message)
-        self.kind: FileErrorKind = kind
 
-    def request_error(self) -> RequestError:
-        """The JSON-RPC error answering the agent."""
-        if self.kind == "missing":
-            return RequestError.resource_not_found(str(self))
-        if self.kind == "io":
-            return RequestError.internal(str(self))
-        return RequestError.invalid_params(str(self))
+class FileError(ServiceError):
+    """A file the agent named cannot be read or written as text (``reason`` says how)."""
+
+    def __init__(self, reason: FileErrorKind, message: str) -> None:
+        super().__init__(message, _SERVICE_KINDS.get(reason, "invalid"))
+        self.reason: FileErrorKind = reason
 
 
 @dataclass
@@ -198,33 +189,3 @@ async def save(
         text = merge3(buffer.text, fresh.text, text).text
         doc, buffer = Document(doc.path, fresh.text, fresh), fresh
     raise FileError("io", f"{doc.path}: the buffer keeps changing; the edit was not applied")
-
-
-# -- the fs/* requests ------------------------------------------------------------------
-
-
-def register(connection: Connection, agent: AgentConnection) -> None:
-    """Answer ``fs/read_text_file`` and ``fs/write_text_file`` for ``agent``'s sessions."""
-
-    def changes(session_id: str) -> Any:
-        chat = agent.chats.get(session_id)
-        if chat is None or chat.changes is None:
-            raise RequestError.invalid_params(f"unknown session {session_id!r}")
-        return chat.changes
-
-    async def read(params: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
-        try:
-            content = await changes(params.session_id).read(params.path, params.line, params.limit)
-        except FileError as err:
-            raise err.request_error() from None
-        return v1.ReadTextFileResponse(content=content)
-
-    async def write(params: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
-        try:
-            await changes(params.session_id).write(params.path, params.content)
-        except FileError as err:
-            raise err.request_error() from None
-        return v1.WriteTextFileResponse()
-
-    connection.on_request("fs/read_text_file", v1.ReadTextFileRequest, read)
-    connection.on_request("fs/write_text_file", v1.WriteTextFileRequest, write)

@@ -1,0 +1,308 @@
+"""One running agent: its process, the JSON-RPC connection, and its sessions.
+
+Several chats may share one agent (``:AcpChat!`` opens a second session on the
+same connection); the agent process ends when its last chat closes. Everything
+version-specific goes through the :class:`~acp_nvim.client.agent.sessions.Sessions`
+chosen by negotiation; this module never asks which version is spoken.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AgentConnection", "AgentFailed"]
+
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+import anyio
+import anyio.abc
+import msgspec
+
+from acp_nvim.client.agent import v1
+from acp_nvim.client.agent.negotiate import negotiate
+from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_cwd, agent_process
+from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions
+from acp_nvim.client.config import AgentConfig
+from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.services.terminals import Terminals
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
+from acp_nvim.protocol.unknown import decode, enc_hook
+
+T = TypeVar("T")
+
+
+class AgentConnection:
+    """Process + connection + negotiated sessions for one agent.
+
+    ``reviews`` is the app's review of each chat's changes, by chat id (live).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: AgentConfig,
+        *,
+        cwd: str,
+        log: ProtocolLog,
+        reviews: Mapping[int, SessionChanges],
+        protocol_version: int = 1,
+        process: AgentProcess | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.cwd = agent_cwd(config, cwd)
+        self.log = log
+        self.reviews = reviews
+        # Started already when the app spawned it before importing this module.
+        self.process = process or self._new_process()
+        self.offer_version = protocol_version
+        self.sessions: Sessions | None = None
+        self.chats: dict[str, Chat] = {}  # by session id
+        # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
+        self.terminals = Terminals(self.chats, self.cwd)
+        self.permissions = Permissions()
+        self._connection: Connection | None = None
+        self.exited = anyio.Event()
+
+    def __repr__(self) -> str:
+        return f"<AgentConnection {self.name} v{self.protocol_version} {len(self.chats)} sessions>"
+
+    def _new_process(self) -> AgentProcess:
+        return agent_process(self.name, self.config, self.cwd, self.log)
+
+    @property
+    def alive(self) -> bool:
+        return self._connection is not None and not self.exited.is_set()
+
+    @property
+    def protocol_version(self) -> int | None:
+        return self.sessions.version if self.sessions is not None else None
+
+    @property
+    def agent_title(self) -> str | None:
+        return self.sessions.agent_title if self.sessions is not None else None
+
+    # -- start ---------------------------------------------------------------
+
+    async def start(self, tasks: anyio.abc.TaskGroup) -> None:
+        """Spawn the agent and initialize the connection in the version agreed.
+
+        Raises:
+            AgentFailed: spawn failed, the agent exited, refused, answered
+                nonsense, or speaks another version.
+        """
+        self.terminals.start(tasks)
+        services = Services(
+            self.chats, self.reviews, self.terminals, self.permissions, tasks, self.cwd
+        )
+
+        def serve(connection: Connection) -> None:
+            self._connection = connection
+            tasks.start_soon(self.process.drain_stderr)
+            tasks.start_soon(self._serve, connection, self.process, self.exited)
+
+        try:
+            self.sessions = await self._call(
+                negotiate(
+                    self.name,
+                    self.offer_version,
+                    services,
+                    connect=self._open,
+                    serve=serve,
+                    restart=self._restart,
+                ),
+                "initializing",
+            )
+        except v1.VersionMismatch as err:
+            raise AgentFailed(str(err)) from None
+
+    async def _open(self) -> Connection:
+        """Spawn the agent (unless the app did); its connection, not served yet."""
+        if self.process.pid is None:
+            try:
+                await self.process.start()
+            except SpawnError as err:
+                raise AgentFailed(str(err)) from None
+        return Connection(
+            self.process.stdout,
+            self.process.stdin,
+            convert=decode,
+            enc_hook=enc_hook,
+            on_traffic=self._traffic,
+            name=self.name,
+        )
+
+    async def _restart(self) -> None:
+        """End the agent so that the next :meth:`_open` starts a fresh one."""
+        await self.aclose()
+        self.process = self._new_process()
+        self.exited = anyio.Event()
+        self._connection = None
+
+    def _traffic(self, direction: str, lines: Sequence[bytes]) -> None:
+        self.log.add(self.name, ">>" if direction == "out" else "<<", *lines)
+
+    async def _serve(
+        self, connection: Connection, process: AgentProcess, exited: anyio.Event
+    ) -> None:
+        # The process and event of *this* start: a v1 fallback replaces both.
+        try:
+            await connection.serve()
+        finally:
+            # EOF on stdout: the agent is gone or going; collect its exit code.
+            with anyio.move_on_after(2):
+                await process.wait()
+            exited.set()
+
+    def exit_failure(self, what: str) -> AgentFailed:
+        code = self.process.returncode
+        status = f" (exit code {code})" if code is not None else ""
+        return AgentFailed(f"agent {self.name!r} {what}{status}", self.process.stderr_tail())
+
+    async def _call(self, call: Awaitable[T], doing: str) -> T:
+        """Await a request; a refusal, nonsense or an exit becomes AgentFailed naming ``doing``."""
+        try:
+            return await call
+        except ConnectionClosed:
+            raise self.exit_failure(f"exited while {doing}") from None
+        except RequestError as err:
+            raise AgentFailed(f"agent {self.name!r} failed {doing}: {err}") from None
+        except NotOffered as err:
+            raise AgentFailed(f"agent {self.name!r}: {err}") from None
+        except (ProtocolError, msgspec.MsgspecError) as err:
+            message = f"agent {self.name!r} answered nonsense while {doing}: {err}"
+            raise AgentFailed(message) from None
+
+    def _sessions(self) -> Sessions:
+        if self.sessions is None or self._connection is None or self.exited.is_set():
+            raise AgentFailed(f"agent {self.name!r} is not running")
+        return self.sessions
+
+    # -- sessions -------------------------------------------------------------
+
+    async def new_session(self, chat: Chat) -> None:
+        """Create a session for ``chat`` and mark it ready.
+
+        Raises:
+            AgentFailed: the agent refused or died.
+        """
+        sessions = self._sessions()
+        session_id = await self._call(sessions.new_session(chat), "creating a session")
+        chat.ready(session_id, sessions.version, sessions.agent_title)
+
+    async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
+        """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
+        sessions = self._sessions()
+        await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
+        chat.ready(session_id, sessions.version, sessions.agent_title)
+
+    async def prompt(self, chat: Chat, text: str) -> None:
+        """Run one turn. It ends with the agent's stop reason, or with the agent's
+        error shown (the session stays usable), or with the chat failed when the
+        agent exits during it."""
+        sessions = self._sessions()
+        chat.start_turn(text)
+        try:
+            stop_reason = await self._until_exit(sessions.prompt(chat, text))
+        except RequestError as err:
+            await chat.finish_turn("error", f"agent error {err}")
+        except (ProtocolError, msgspec.MsgspecError) as err:
+            await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
+        except ConnectionClosed:
+            with anyio.move_on_after(2):
+                await self.exited.wait()
+            failure = self.exit_failure("exited during the turn")
+            chat.fail(str(failure), failure.details)
+        else:
+            await chat.finish_turn(stop_reason)
+        finally:
+            # The turn is over: nobody waits for the answers any more.
+            self.permissions.cancel(chat)
+
+    async def _until_exit(self, call: Awaitable[T]) -> T:
+        """``call``'s result, or ConnectionClosed as soon as the agent exits
+        (a v2 turn waits on notifications, which an exit never sends)."""
+        outcome: list[Any] = []  # the result, or the exception the call raised
+        async with anyio.create_task_group() as tasks:
+
+            async def run() -> None:
+                try:
+                    outcome.append((await call,))
+                except Exception as err:  # re-raised below, outside the task group
+                    outcome.append(err)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(run)
+            await self.exited.wait()
+            tasks.cancel_scope.cancel()
+        if not outcome:
+            raise ConnectionClosed("the agent exited")
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return cast(T, outcome[0][0])
+
+    async def cancel(self, chat: Chat) -> None:
+        """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``."""
+        sessions = self._sessions()
+        try:
+            await sessions.cancel(chat)
+        except ConnectionClosed:
+            pass
+        self.permissions.cancel(chat)
+
+    async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
+        """The agent's sessions (for ``cwd`` when given), as it reports them."""
+        return await self._call(self._sessions().list_sessions(cwd), "listing sessions")
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._call(self._sessions().delete(session_id), "deleting a session")
+
+    async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None:
+        sessions = self._sessions()
+        await self._call(sessions.set_config(chat, config_id, value), "changing a setting")
+
+    def auth_methods(self) -> list[tuple[str, str]]:
+        """(method id, name) of the login methods the agent offers."""
+        return self.sessions.auth_methods if self.sessions is not None else []
+
+    async def login(self, method_id: str | None) -> None:
+        sessions = self._sessions()
+        methods = [m for m, _ in sessions.auth_methods]
+        if not methods:
+            raise AgentFailed(f"agent {self.name!r} offers no login")
+        await self._call(sessions.login(method_id or methods[0]), "logging in")
+
+    async def logout(self) -> None:
+        sessions = self._sessions()
+        if not sessions.auth_methods:
+            raise AgentFailed(f"agent {self.name!r} offers no login")
+        await self._call(sessions.logout(), "logging out")
+
+    async def release(self, chat: Chat) -> None:
+        """Forget ``chat``'s session; the agent is told where it offers that.
+
+        Its terminals are stopped and their buffers deleted.
+        """
+        self.detach(chat)
+        await self.terminals.end_session(chat)
+        if self.sessions is not None and self.alive and chat.session.session_id:
+            try:
+                await self.sessions.close(chat)
+            except (ConnectionClosed, RequestError, ProtocolError, msgspec.MsgspecError):
+                pass  # closing anyway
+
+    def detach(self, chat: Chat) -> None:
+        self.chats.pop(chat.session.session_id, None)
+        self.permissions.forget(chat)
+
+    async def aclose(self) -> None:
+        """End the connection and the agent's whole process group."""
+        with anyio.CancelScope(shield=True):
+            if self._connection is not None:
+                await self._connection.aclose()
+            await self.process.aclose()
+            self.exited.set()
+

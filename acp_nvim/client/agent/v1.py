@@ -1,0 +1,373 @@
+"""ACP v1: every v1 message is translated here, in both directions.
+
+- :class:`SessionsV1`, the v1 :class:`~acp_nvim.client.agent.sessions.Sessions`:
+  ``initialize`` (advertising our files and terminals), sessions, a turn that
+  ends with the ``session/prompt`` answer, cancel;
+- the agent's requests to the editor (``fs/*``, ``terminal/*``,
+  ``session/request_permission``), answered by the services;
+- ``session/update`` → model patches. v1 has no message ids (consecutive chunks
+  of one role form a message), one plan per turn, and ``tool_call`` /
+  ``tool_call_update`` that real agents mix freely (the same ``tool_call``
+  twice, an update before its create): both are applied as one upsert.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SessionsV1",
+    "VersionMismatch",
+    "apply_update",
+    "apply_updates",
+    "content_text",
+    "request_error",
+    "tool_call_patch",
+]
+
+import itertools
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+from acp_nvim import __version__
+from acp_nvim.client.agent.sessions import NotOffered, Services
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.model import (
+    ContentPart,
+    DiffPart,
+    Location,
+    PermissionOption,
+    PlanEntry,
+    Role,
+    TerminalPart,
+    TextPart,
+    ToolCallPatch,
+)
+from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import schema_v1 as v1
+from acp_nvim.protocol.unknown import Unknown
+
+# The streamed kinds: consecutive chunks of one message are applied as one.
+_CHUNK_ROLES: dict[type, Role] = {
+    v1.SessionUpdateAgentMessageChunk: "agent",
+    v1.SessionUpdateAgentThoughtChunk: "thought",
+    # Replayed history (session/load) or an agent echo of the prompt.
+    v1.SessionUpdateUserMessageChunk: "user",
+}
+
+
+def apply_update(chat: Chat, update: Any) -> None:
+    """Apply one ``SessionNotification.update`` to the chat."""
+    apply_updates(chat, [update])
+
+
+def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
+    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
+    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update))
+
+
+def _chunk(update: Any) -> Chunk | None:
+    role = _CHUNK_ROLES.get(type(update))
+    return None if role is None else (role, update.message_id, content_text(update.content))
+
+
+def _apply_other(chat: Chat, update: Any) -> None:
+    match update:
+        case v1.SessionUpdateToolCall() | v1.SessionUpdateToolCallUpdate():
+            chat.on_tool_call(tool_call_patch(update))
+        case v1.SessionUpdatePlan(entries=entries):
+            chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
+        case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
+            listed = [{"name": c.name, "description": c.description} for c in commands]
+            chat.on_info(commands=listed)
+        case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
+            chat.on_info(mode=mode)
+        case v1.SessionUpdateSessionInfoUpdate(title=title):
+            chat.on_info(title=title)
+        case v1.SessionUpdateUsageUpdate(used=used, size=size):
+            chat.on_info(usage={"used": used, "size": size})
+        case v1.SessionUpdateConfigOptionUpdate():
+            chat.on_info(config_changed=True)
+        case Unknown(raw=raw):
+            # Newer agents may send updates this version doesn't know: never a crash.
+            chat.on_info(unknown_update=str(raw.get("sessionUpdate", "?")))
+        case _:
+            pass
+
+
+def tool_call_patch(update: Any) -> ToolCallPatch:
+    """A ``tool_call`` sets what it carries; an update only its non-null fields.
+
+    Also used for the ``toolCall`` of a permission request.
+    """
+    patch = ToolCallPatch(update.tool_call_id)
+    if update.title is not None:
+        patch.title = update.title
+    if update.kind is not None:
+        patch.kind = update.kind
+    if update.status is not None:
+        patch.status = update.status
+    if update.content is not None:
+        patch.content = [_content_part(item) for item in update.content]
+    if update.locations is not None:
+        patch.locations = [Location(loc.path, loc.line) for loc in update.locations]
+    if update.raw_input is not None:
+        patch.raw_input = update.raw_input
+    return patch
+
+
+def _content_part(item: Any) -> ContentPart:
+    match item:
+        case v1.ToolCallContentDiff(path=path, old_text=old_text, new_text=new_text):
+            return DiffPart(path, old_text, new_text)
+        case v1.ToolCallContentTerminal(terminal_id=terminal_id):
+            return TerminalPart(terminal_id)
+        case v1.ToolCallContentContent(content=content):
+            return TextPart(content_text(content))
+        case _:
+            return TextPart(content_text(item))
+
+
+def content_text(block: Any) -> str:
+    """Markdown for one content block; non-text content is described, not dropped."""
+    match block:
+        case v1.ContentBlockText(text=text):
+            return str(text)
+        case v1.ContentBlockResourceLink(uri=uri, name=name):
+            return f"[{name or uri}]({uri})"
+        case v1.ContentBlockResource(resource=resource):
+            return f"[resource {getattr(resource, 'uri', '?')}]"
+        case v1.ContentBlockImage():
+            return "[image]"
+        case v1.ContentBlockAudio():
+            return "[audio]"
+        case Unknown(raw=raw):
+            return f"[{raw.get('type', 'unknown')} content]"
+        case _:
+            return f"[{type(block).__name__}]"
+
+
+# -- errors ----------------------------------------------------------------------------
+
+
+class VersionMismatch(Exception):
+    """The agent speaks a version we do not; ``str()`` names both sides' versions."""
+
+    def __init__(self, agent: str, version: object, offered: tuple[int, ...]) -> None:
+        ours = " and ".join(str(v) for v in offered)
+        plural = "s" if len(offered) > 1 else ""
+        super().__init__(
+            f"agent {agent!r} speaks ACP version {version}; acp.nvim speaks version{plural} {ours}"
+        )
+
+
+def request_error(err: ServiceError) -> RequestError:
+    """The JSON-RPC error answering the agent for a service's refusal."""
+    if err.kind == "not_found":
+        return RequestError.resource_not_found(str(err))
+    if err.kind == "internal":
+        return RequestError.internal(str(err))
+    return RequestError.invalid_params(str(err))
+
+
+@contextmanager
+def _answering() -> Iterator[None]:
+    """Answer the agent's request with the JSON-RPC error for a service's refusal."""
+    try:
+        yield
+    except ServiceError as err:
+        raise request_error(err) from None
+
+
+# -- the v1 sessions -------------------------------------------------------------------
+
+
+class SessionsV1:
+    """ACP v1 over one connection; registers the handlers of the agent's requests.
+
+    Construct it before the connection is served: the agent may ask for files
+    as soon as it has a session.
+    """
+
+    version = 1
+
+    def __init__(self, connection: Connection, services: Services) -> None:
+        self.connection = connection
+        self.services = services
+        self.agent_title: str | None = None
+        connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
+        on = connection.on_request
+        on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
+        on("fs/read_text_file", v1.ReadTextFileRequest, self._on_read)
+        on("fs/write_text_file", v1.WriteTextFileRequest, self._on_write)
+        on("terminal/create", v1.CreateTerminalRequest, self._on_terminal_create)
+        on("terminal/output", v1.TerminalOutputRequest, self._on_terminal_output)
+        on("terminal/wait_for_exit", v1.WaitForTerminalExitRequest, self._on_terminal_wait)
+        on("terminal/kill", v1.KillTerminalRequest, self._on_terminal_kill)
+        on("terminal/release", v1.ReleaseTerminalRequest, self._on_terminal_release)
+
+    def __repr__(self) -> str:
+        return f"<SessionsV1 {len(self.services.chats)} sessions>"
+
+    async def initialize(self, agent: str) -> None:
+        """Offer v1 with our file system and terminals.
+
+        Raises:
+            VersionMismatch: the agent answered another version.
+        """
+        params = v1.InitializeRequest(
+            protocol_version=1,
+            client_capabilities=v1.ClientCapabilities(
+                fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True,
+            ),
+            client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
+        )
+        response = await self.connection.request("initialize", params, v1.InitializeResponse)
+        if response.protocol_version != 1:
+            raise VersionMismatch(agent, response.protocol_version, (1,))
+        info = response.agent_info
+        self.agent_title = (info.title or info.name) if info is not None else None
+
+    @property
+    def auth_methods(self) -> list[tuple[str, str]]:
+        return []
+
+    async def new_session(self, chat: Chat) -> str:
+        params = v1.NewSessionRequest(cwd=self.services.cwd, mcp_servers=[])
+        response = await self.connection.request("session/new", params, v1.NewSessionResponse)
+        self.services.chats[response.session_id] = chat
+        if response.modes is not None:
+            chat.on_info(mode=response.modes.current_mode_id)
+        return response.session_id
+
+    async def prompt(self, chat: Chat, text: str) -> str:
+        """The turn ends with the answer to ``session/prompt``."""
+        params = v1.PromptRequest(
+            session_id=chat.session.session_id, prompt=[v1.ContentBlockText(text=text)]
+        )
+        response = await self.connection.request("session/prompt", params, v1.PromptResponse)
+        return str(response.stop_reason)
+
+    async def cancel(self, chat: Chat) -> None:
+        params = v1.CancelNotification(session_id=chat.session.session_id)
+        await self.connection.notify("session/cancel", params)
+
+    async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
+        _not_offered("listing sessions")
+
+    async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
+        _not_offered("resuming a session")
+
+    async def close(self, chat: Chat) -> None:
+        pass  # nothing to tell a v1 agent
+
+    async def delete(self, session_id: str) -> None:
+        _not_offered("deleting sessions")
+
+    async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None:
+        _not_offered("changing a setting")
+
+    async def login(self, method_id: str) -> None:
+        _not_offered("logging in")
+
+    async def logout(self) -> None:
+        _not_offered("logging out")
+
+    # -- from the agent
+
+    async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
+        # A run of updates as one read of the stream brought them, split by session.
+        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+            chat = self.services.chats.get(session_id)
+            if chat is not None:
+                apply_updates(chat, [n.update for n in group])
+
+    async def _on_permission(
+        self, params: v1.RequestPermissionRequest
+    ) -> v1.RequestPermissionResponse:
+        chat = self.services.chats.get(params.session_id)
+        choice = None
+        if chat is not None:
+            options = [PermissionOption(o.option_id, o.name, o.kind) for o in params.options]
+            patch = tool_call_patch(params.tool_call)
+            choice = await self.services.permissions.ask(chat, patch, options)
+        outcome: v1.RequestPermissionOutcome = (
+            v1.RequestPermissionOutcomeCancelled()
+            if choice is None
+            else v1.RequestPermissionOutcomeSelected(option_id=choice)
+        )
+        return v1.RequestPermissionResponse(outcome=outcome)
+
+    def _review(self, session_id: str) -> SessionChanges:
+        chat = self.services.chats.get(session_id)
+        review = self.services.reviews.get(chat.id) if chat is not None else None
+        if review is None:
+            raise RequestError.invalid_params(f"unknown session {session_id!r}")
+        return review
+
+    async def _on_read(self, params: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
+        review = self._review(params.session_id)
+        with _answering():
+            content = await review.read(params.path, params.line, params.limit)
+        return v1.ReadTextFileResponse(content=content)
+
+    async def _on_write(self, params: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        review = self._review(params.session_id)
+        with _answering():
+            await review.write(params.path, params.content)
+        return v1.WriteTextFileResponse()
+
+    async def _on_terminal_create(
+        self, params: v1.CreateTerminalRequest
+    ) -> v1.CreateTerminalResponse:
+        with _answering():
+            terminal_id = await self.services.terminals.create(
+                params.session_id,
+                params.command,
+                params.args or [],
+                cwd=params.cwd,
+                env={var.name: var.value for var in params.env or []},
+                limit=params.output_byte_limit,
+            )
+        return v1.CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def _on_terminal_output(
+        self, params: v1.TerminalOutputRequest
+    ) -> v1.TerminalOutputResponse:
+        with _answering():
+            out = self.services.terminals.output(params.session_id, params.terminal_id)
+        status = out.exit_status
+        return v1.TerminalOutputResponse(
+            output=out.text,
+            truncated=out.truncated,
+            exit_status=None
+            if status is None
+            else v1.TerminalExitStatus(exit_code=status.exit_code, signal=status.signal),
+        )
+
+    async def _on_terminal_wait(
+        self, params: v1.WaitForTerminalExitRequest
+    ) -> v1.WaitForTerminalExitResponse:
+        with _answering():
+            status = await self.services.terminals.wait_for_exit(
+                params.session_id, params.terminal_id
+            )
+        return v1.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def _on_terminal_kill(self, params: v1.KillTerminalRequest) -> v1.KillTerminalResponse:
+        with _answering():
+            await self.services.terminals.kill(params.session_id, params.terminal_id)
+        return v1.KillTerminalResponse()
+
+    async def _on_terminal_release(
+        self, params: v1.ReleaseTerminalRequest
+    ) -> v1.ReleaseTerminalResponse:
+        with _answering():
+            await self.services.terminals.release(params.session_id, params.terminal_id)
+        return v1.ReleaseTerminalResponse()
+
+
+def _not_offered(what: str) -> NoReturn:
+    raise NotOffered(f"{what} is not offered over ACP v1")
