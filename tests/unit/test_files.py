@@ -221,12 +221,29 @@ async def test_reject_all_deletes_a_created_file(
     assert (tmp_path / "keep.txt").read_text() == "k\n"
 
 
+async def test_a_file_created_before_its_announcement_is_handled_is_reviewable(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    """A fast agent writes a new file before the client handles the pending call
+    naming it: absent at turn start, so its baseline is no file, not its own text."""
+    changes, _editor = session
+    path = tmp_path / "new.py"
+    path.write_text("made = True\n")
+    changes.on_tool_call(ToolCall("t1", status="pending", locations=[Location(str(path))]))
+    await changes.end_turn()
+    [file] = changes.summary()["files"]
+    assert (file["created"], hunks(changes)) == (True, [("new.py", "pending", ["+made = True"])])
+    await changes.decide("reject", str(path))
+    assert not path.exists()
+
+
 async def test_direct_disk_edit_named_by_a_tool_call_is_recorded_and_rejectable(
     session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
 ) -> None:
     changes, _editor = session
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")
+    changes.begin_turn()  # a.py exists when the turn starts
     call = ToolCall("t1", status="pending", locations=[Location(str(path))])
     changes.on_tool_call(call)  # pending: the file's text is snapshotted
     path.write_text("x = 2\n")  # the agent edits the disk itself

@@ -358,7 +358,19 @@ class SessionChanges:
         found += [(loc.path, None) for loc in call.locations]
         return [(os.path.normpath(os.path.join(self.cwd, p)), d) for p, d in found]
 
+    def _absent_at_start(self, path: str) -> bool:
+        """True when the turn-start scan proves ``path`` did not exist then."""
+        rel = os.path.relpath(path, self.cwd)
+        if rel.startswith("..") or not self._start.complete:
+            return False
+        scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+        return scanned and path not in self._start.stats
+
     def _snapshot(self, path: str) -> None:
+        if self._absent_at_start(path):
+            # Whatever it holds by now (a fast agent writes before we read the
+            # announcement) is the agent's: its "before" is no file at all.
+            return
         stat = stat_of(path)
         if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
             return
@@ -406,15 +418,12 @@ class SessionChanges:
             return changeset.file(path).current
         state = await self.editor.read_buffer(path)
         diff = self._diffs.get(path)
-        under_cwd = os.path.commonpath([self.cwd, path]) == self.cwd
         sources: list[Baseline] = [
             self._snapshots.get(path, NOTHING),
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
             await self._git_text(path),
-            None
-            if under_cwd and self._start.complete and path not in self._start.stats
-            else NOTHING,
+            None if self._absent_at_start(path) else NOTHING,
         ]
         known = [text for text in sources if not isinstance(text, _Nothing)]
         return next((text for text in known if text != current), known[0] if known else NOTHING)
