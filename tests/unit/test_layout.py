@@ -1,0 +1,145 @@
+"""The package's shape: no import cycle (annotation imports included), imports point down.
+
+Every ``import`` statement counts, wherever it stands: module top, function
+body, ``if TYPE_CHECKING``. The layers are drawn in doc/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "acp_nvim"
+
+# A module may import its own layer and the layers below it, never one above.
+LAYERS = [
+    ("protocol", ["acp_nvim.protocol"]),
+    ("review", ["acp_nvim.review"]),
+    (
+        "client basics",
+        [
+            "acp_nvim.client.config",
+            "acp_nvim.client.editor",
+            "acp_nvim.client.errors",
+            "acp_nvim.client.log",
+            "acp_nvim.client.text",
+        ],
+    ),
+    ("session", ["acp_nvim.client.session"]),
+    ("services", ["acp_nvim.client.services"]),
+    ("agent", ["acp_nvim.client.agent"]),
+    ("app", ["acp_nvim.client.app"]),
+    ("nvim", ["acp_nvim.nvim", "acp_nvim.health", "acp_nvim.__main__"]),
+]
+# Programs of their own: they use the protocol layer only.
+STANDALONE = {"acp_nvim.demo_agent": "protocol"}
+# Importable from anywhere: the version string.
+ANYWHERE = {"acp_nvim"}
+# Wire types are translated in the protocol adapters and nowhere else above them.
+WIRE = ("acp_nvim.protocol.schema_v1", "acp_nvim.protocol.schema_v2")
+WIRE_ALLOWED = ("acp_nvim.client.agent.", "acp_nvim.demo_agent", "acp_nvim.protocol")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path, name: str) -> set[str]:
+    """The acp_nvim modules ``path`` imports (``from a import b`` counts ``a.b`` when
+    that is a module, else ``a``)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in MODULES else base)
+    return {m for m in found if m == "acp_nvim" or m.startswith("acp_nvim.")}
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+GRAPH = {name: imports(path, name) for name, path in MODULES.items()}
+
+
+def layer_of(module: str) -> int:
+    for standalone, below in STANDALONE.items():
+        if module == standalone or module.startswith(standalone + "."):
+            return next(i for i, (layer, _) in enumerate(LAYERS) if layer == below)
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for module in MODULES:
+        if module not in ANYWHERE:
+            layer_of(module)
+
+
+def test_imports_only_point_down() -> None:
+    upward = [
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+        for module, targets in GRAPH.items()
+        if module not in ANYWHERE
+        for target in targets
+        if target not in ANYWHERE and layer_of(target) > layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_cycle() -> None:
+    cycles: list[list[str]] = []
+    state: dict[str, str] = {}
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(GRAPH.get(module, ())):
+            if target not in MODULES or target == module:
+                continue
+            if state.get(target) == "open":
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target, [*stack, target])
+        state[module] = "done"
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_wire_types_stay_in_the_adapters() -> None:
+    leaks = [
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if target in WIRE and not module.startswith(WIRE_ALLOWED)
+    ]
+    assert leaks == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from acp_nvim.client.session.chat import Chat", {"acp_nvim.client.session.chat"}),
+        ("if TYPE_CHECKING:\n    from acp_nvim.client import app", {"acp_nvim.client.app"}),
+        ("def f():\n    import acp_nvim.review", {"acp_nvim.review"}),
+    ],
+)
+def test_every_kind_of_import_is_seen(tmp_path: Path, source: str, expected: set[str]) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(source)
+    assert imports(probe, "acp_nvim.client.session.probe") == expected
