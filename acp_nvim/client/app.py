@@ -48,6 +48,10 @@ class App:
         self.agents: dict[str, AgentConnection] = {}
         self._agent_of: dict[int, AgentConnection] = {}
         self._starting: dict[str, anyio.Event] = {}
+        self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
+        self._cwds: dict[int, str] = {}  # where each chat was opened
+        # Prompts typed while the chat was busy, sent in order when it is ready.
+        self._queues: dict[int, list[str]] = {}
         # A rejected options table: chats refuse to start until setup() is fixed,
         # rather than silently running with defaults the user did not ask for.
         self.config_error: str | None = None
@@ -69,6 +73,7 @@ class App:
         self.log = ProtocolLog(self.config.log_lines)
         for connection in self.agents.values():
             connection.permissions.policy = self.config.permission_policy
+            connection.cancel_grace = self.config.timeouts.cancel
         for review in self.reviews.values():
             review.auto_save = self.config.auto_save
         return True
@@ -81,7 +86,7 @@ class App:
         With ``session_id`` the chat resumes that session (its history replayed).
         """
         if self.config_error is not None:
-            self._new_chat(chat_id, agent or "?").fail(self.config_error)
+            self._new_chat(chat_id, agent or "?", cwd).fail(self.config_error)
             return
         try:
             name, agent_config = self.config.agent(agent)
@@ -92,32 +97,123 @@ class App:
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self._spawn(name, agent_config, cwd)
-        chat = self._new_chat(chat_id, name)
-        chat.set_state("starting", agent=name)
-        try:
-            connection = await self._agent(name, agent_config, cwd, spawned)
-            self._agent_of[chat_id] = connection
-            from acp_nvim.client.services.changes import SessionChanges
+        chat = self._new_chat(chat_id, name, cwd)
+        await self._start(chat, agent_config, spawned, session_id)
 
-            chat.changes = self.reviews[chat_id] = SessionChanges(
+    async def restart(self, chat_id: int) -> None:
+        """Start the chat's agent again and go on in the same transcript: the agent's
+        session is resumed where it offers that, else a new one begins."""
+        chat = self.chats.get(chat_id)
+        if chat is None:
+            self.editor.notify("no such chat to restart", "warn")
+            return
+        if chat.id in self._opening:
+            return  # starting already
+        if self.config_error is not None:
+            chat.fail(self.config_error)
+            return
+        try:
+            name, agent_config = self.config.agent(chat.agent)
+        except ConfigError as err:
+            chat.fail(str(err))
+            return
+        if chat.state == "running":
+            self.editor.notify("cannot restart during a turn: cancel it first", "warn")
+            return
+        old = self._agent_of.get(chat_id)
+        if old is not None:
+            await self._release(chat)
+            await old.aclose()  # asked to restart it: even a live agent goes
+        spawned = await self._spawn(name, agent_config, self._cwds[chat_id])
+        await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
+
+    async def _start(
+        self,
+        chat: Chat,
+        agent_config: AgentConfig,
+        spawned: AgentProcess | AgentFailed | None,
+        session_id: str | None,
+        *,
+        again: bool = False,
+    ) -> None:
+        """Connect ``chat`` to its agent within ``timeouts.start``; ``cancel()`` and
+        ``close()`` end the wait. ``again``: the chat goes on after a restart."""
+        name = chat.agent
+        chat.set_state("starting", agent=name)
+        timeout = self.config.timeouts.start
+        connection: AgentConnection | None = None
+        with anyio.CancelScope() as scope:
+            self._opening[chat.id] = scope
+            try:
+                with anyio.fail_after(timeout):
+                    connection = await self._agent(name, agent_config, self._cwds[chat.id], spawned)
+                    self._agent_of[chat.id] = connection
+                    self._attach_review(chat, connection, agent_config)
+                    await self._session(connection, chat, session_id, again=again)
+            except TimeoutError:
+                chat.fail(
+                    f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
+                    ":AcpRestart tries again"
+                )
+            except AgentFailed as err:
+                chat.fail(str(err), err.details)
+            finally:
+                del self._opening[chat.id]
+        if scope.cancelled_caught and chat.state != "closed":
+            chat.fail("the start was cancelled; :AcpRestart tries again")
+        if chat.state == "ready":
+            await self._drain(chat)
+        elif connection is not None and chat.state != "closed":
+            await self._release(chat)
+
+    async def _session(
+        self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
+    ) -> None:
+        if session_id is None:
+            await connection.new_session(chat)
+        elif not again:
+            await connection.resume(chat, session_id)
+        else:
+            # The transcript already shows the history: resume without a replay.
+            try:
+                await connection.resume(chat, session_id, replay=False)
+            except AgentFailed as err:
+                chat.info(f"*A new session begins ({err}).*")
+                await connection.new_session(chat)
+
+    def _attach_review(
+        self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig
+    ) -> None:
+        from acp_nvim.client.services.changes import SessionChanges
+
+        review = self.reviews.get(chat.id)
+        if review is None or review.cwd != connection.cwd:
+            review = self.reviews[chat.id] = SessionChanges(
                 self.editor,
-                chat_id,
+                chat.id,
                 connection.cwd,
                 self.tasks,
                 auto_save=self.config.auto_save,
                 missing_file_as_empty=agent_config.missing_file_as_empty,
             )
-            if session_id is None:
-                await connection.new_session(chat)
-            else:
-                await connection.resume(chat, session_id)
-        except AgentFailed as err:
-            chat.fail(str(err), err.details)
+        chat.changes = review
 
-    def _new_chat(self, chat_id: int, agent: str) -> Chat:
+    async def _release(self, chat: Chat) -> None:
+        """Detach ``chat`` from its agent; the agent ends when no other chat uses it."""
+        connection = self._agent_of.pop(chat.id, None)
+        if connection is None:
+            return
+        await connection.release(chat)
+        if not connection.chats and connection not in self._agent_of.values():
+            if self.agents.get(connection.name) is connection:
+                del self.agents[connection.name]
+            await connection.aclose()
+
+    def _new_chat(self, chat_id: int, agent: str, cwd: str) -> Chat:
         from acp_nvim.client.session.chat import Chat
 
         chat = self.chats[chat_id] = Chat(chat_id, agent, self.editor)
+        self._cwds[chat_id] = cwd
         return chat
 
     async def _spawn(
@@ -174,9 +270,10 @@ class App:
                 process=spawned,
             )
             connection.permissions.policy = self.config.permission_policy
+            connection.cancel_grace = self.config.timeouts.cancel
             try:
                 await connection.start(self.tasks)
-            except AgentFailed:
+            except BaseException:  # failed, timed out or cancelled: no agent left behind
                 await connection.aclose()
                 raise
             self.agents[name] = connection
@@ -200,19 +297,70 @@ class App:
                 chat.fail(str(failure), failure.details)
 
     async def send(self, chat_id: int, text: str) -> None:
+        """Send ``text``, or queue it while the chat is busy; a chat whose agent
+        failed is restarted first. Text that cannot be sent goes back to the input."""
         chat = self.chats.get(chat_id)
-        connection = self._agent_of.get(chat_id)
-        if chat is None or connection is None or chat.state not in ("ready",):
-            state = chat.state if chat else "closed"
-            self.editor.notify(f"cannot send: the chat is {state}", "warn")
+        if chat is None or chat.state == "closed":
+            self.editor.notify("cannot send: the chat is closed", "warn")
+            self._return_input(chat_id, text)
             return
-        try:
-            await connection.prompt(chat, text)
-        except AgentFailed as err:
-            chat.fail(str(err), err.details)
+        queue = self._queues.setdefault(chat_id, [])
+        queue.append(text)
+        if chat.state == "ready":
+            await self._drain(chat)
+        elif chat.state == "error":
+            self._show_queue(chat)
+            await self.restart(chat_id)
+        else:  # starting or running: it goes when the chat is ready
+            self._show_queue(chat)
+
+    async def _drain(self, chat: Chat) -> None:
+        """Run the queued prompts of a ready chat, in order."""
+        queue = self._queues.get(chat.id)
+        while queue and chat.state == "ready" and self.chats.get(chat.id) is chat:
+            text = queue.pop(0)
+            self._show_queue(chat)
+            connection = self._agent_of.get(chat.id)
+            try:
+                if connection is None:
+                    raise AgentFailed(f"agent {chat.agent!r} is not running")
+                await connection.prompt(chat, text)
+            except AgentFailed as err:
+                self._return_input(chat.id, text)
+                chat.fail(str(err), err.details)
+
+    def queue(self, chat_id: int) -> list[str]:
+        return list(self._queues.get(chat_id, []))
+
+    def dequeue(self, chat_id: int, index: int, edit: bool = False) -> None:
+        """Drop queued prompt ``index`` (0-based); ``edit`` puts its text back in the input."""
+        queue = self._queues.get(chat_id, [])
+        chat = self.chats.get(chat_id)
+        if not 0 <= index < len(queue) or chat is None:
+            self.editor.notify("that prompt is no longer queued", "warn")
+            return
+        text = queue.pop(index)
+        self._show_queue(chat)
+        if edit:
+            self._return_input(chat_id, text)
+
+    def _show_queue(self, chat: Chat) -> None:
+        from acp_nvim.client.session import view
+
+        queued = self._queues.get(chat.id, [])
+        self.editor.render(chat.id, [view.status_op(queued=len(queued), queue=list(queued))])
+
+    def _return_input(self, chat_id: int, text: str) -> None:
+        """Put text that was not handed over back in the chat's input."""
+        self.editor.render(chat_id, [{"op": "input", "text": text}])
 
     async def cancel(self, chat_id: int) -> None:
+        """Cancel the running turn, or stop waiting for a starting agent."""
         chat = self.chats.get(chat_id)
+        opening = self._opening.get(chat_id)
+        if opening is not None:
+            opening.cancel()
+            return
         connection = self._agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
             try:
@@ -245,18 +393,20 @@ class App:
 
     async def close(self, chat_id: int) -> None:
         """Forget a chat; its agent ends when no other chat uses it."""
+        opening = self._opening.get(chat_id)
+        if opening is not None:
+            opening.cancel()
         chat = self.chats.pop(chat_id, None)
         self.reviews.pop(chat_id, None)
-        connection = self._agent_of.pop(chat_id, None)
-        if chat is None or connection is None:
+        self._queues.pop(chat_id, None)
+        self._cwds.pop(chat_id, None)
+        if chat is None:
             return
-        if chat.state == "running":
+        connection = self._agent_of.get(chat_id)
+        if connection is not None and chat.state == "running":
             await self.cancel_quietly(connection, chat)
-        await connection.release(chat)
         chat.state = "closed"
-        if not connection.chats and connection not in self._agent_of.values():
-            self.agents.pop(connection.name, None)
-            await connection.aclose()
+        await self._release(chat)
 
     # -- session surface (sessions, settings, login) --------------------------------------
 

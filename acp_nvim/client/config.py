@@ -10,7 +10,15 @@ pydantic cost more than the rest of the start-up (decision 0010).
 
 from __future__ import annotations
 
-__all__ = ["AgentConfig", "ChatOptions", "Config", "ConfigError", "builtin_agents", "load_config"]
+__all__ = [
+    "AgentConfig",
+    "ChatOptions",
+    "Config",
+    "ConfigError",
+    "TimeoutOptions",
+    "builtin_agents",
+    "load_config",
+]
 
 import os
 import re
@@ -50,6 +58,17 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     input_height: Annotated[int, Meta(ge=1)] = 5
 
 
+class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How long to wait for an agent before giving up on it (seconds)."""
+
+    # initialize, session/new, load and resume: a chat that waits longer is failed
+    # and an agent started for it is stopped.
+    start: Annotated[float, Meta(gt=0)] = 30.0
+    # After session/cancel, an agent that has not ended the turn is left behind:
+    # the turn ends here as cancelled and its late output is ignored.
+    cancel: Annotated[float, Meta(gt=0)] = 5.0
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
@@ -63,6 +82,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     host: Literal["job", "rplugin"] = "job"
     log_lines: Annotated[int, Meta(ge=100, le=1_000_000)] = 5000
     chat: ChatOptions = msgspec.field(default_factory=ChatOptions)
+    timeouts: TimeoutOptions = msgspec.field(default_factory=TimeoutOptions)
 
     def all_agents(self) -> dict[str, AgentConfig]:
         """The built-in agents overlaid with the configured ones."""
@@ -111,7 +131,7 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    raw = {k: (_table(v) if k in ("agents", "chat") else v) for k, v in raw.items()}
+    raw = {k: (_table(v) if k in ("agents", "chat", "timeouts") else v) for k, v in raw.items()}
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError("agents: expected a table of agents by name")

@@ -78,6 +78,11 @@ class Host:
                 self.worker.submit(app.send, params["chat"], params["text"])
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
+            case "restart":
+                self.worker.submit(app.restart, params["chat"])
+            case "dequeue":
+                edit = bool(params.get("edit"))
+                self.worker.call(app.dequeue, params["chat"], params["index"], edit)
             case "answer":
                 self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
             case "review":

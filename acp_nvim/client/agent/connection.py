@@ -32,6 +32,12 @@ from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, Reque
 from acp_nvim.protocol.unknown import decode, enc_hook
 
 T = TypeVar("T")
+# Seconds a closing chat waits for the agent to acknowledge session/close.
+_CLOSE_TIMEOUT = 2.0
+
+
+class _Abandoned(Exception):
+    """The agent did not end a cancelled turn in time."""
 
 
 class AgentConnection:
@@ -64,7 +70,11 @@ class AgentConnection:
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats, self.cwd)
         self.permissions = Permissions()
+        # Seconds an agent gets to end a turn after session/cancel (timeouts.cancel).
+        self.cancel_grace = 5.0
         self._connection: Connection | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
         self.exited = anyio.Event()
 
     def __repr__(self) -> str:
@@ -94,6 +104,7 @@ class AgentConnection:
             AgentFailed: spawn failed, the agent exited, refused, answered
                 nonsense, or speaks another version.
         """
+        self._tasks = tasks
         self.terminals.start(tasks)
         services = Services(
             self.chats, self.reviews, self.terminals, self.permissions, tasks, self.cwd
@@ -201,12 +212,20 @@ class AgentConnection:
 
     async def prompt(self, chat: Chat, text: str) -> None:
         """Run one turn. It ends with the agent's stop reason, or with the agent's
-        error shown (the session stays usable), or with the chat failed when the
-        agent exits during it."""
+        error shown (the session stays usable), or here as ``cancelled`` when the
+        agent ignores a cancel, or with the chat failed when the agent exits."""
         sessions = self._sessions()
         chat.start_turn(text)
+        abandon = self._abandon[chat.id] = anyio.Event()
         try:
-            stop_reason = await self._until_exit(sessions.prompt(chat, text))
+            stop_reason = await self._until_exit(sessions.prompt(chat, text), abandon)
+        except _Abandoned:
+            chat.abandoned = True
+            chat.info(
+                f"*The agent did not stop within {self.cancel_grace:g} s of the cancel: "
+                "the turn ends here and what it still sends is not shown.*"
+            )
+            await chat.finish_turn("cancelled")
         except RequestError as err:
             await chat.finish_turn("error", f"agent error {err}")
         except (ProtocolError, msgspec.MsgspecError) as err:
@@ -219,12 +238,14 @@ class AgentConnection:
         else:
             await chat.finish_turn(stop_reason)
         finally:
+            del self._abandon[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
 
-    async def _until_exit(self, call: Awaitable[T]) -> T:
-        """``call``'s result, or ConnectionClosed as soon as the agent exits
-        (a v2 turn waits on notifications, which an exit never sends)."""
+    async def _until_exit(self, call: Awaitable[T], abandon: anyio.Event) -> T:
+        """``call``'s result, or ConnectionClosed as soon as the agent exits (a v2
+        turn waits on notifications, which an exit never sends), or _Abandoned
+        once ``abandon`` is set."""
         outcome: list[Any] = []  # the result, or the exception the call raised
         async with anyio.create_task_group() as tasks:
 
@@ -235,23 +256,40 @@ class AgentConnection:
                     outcome.append(err)
                 tasks.cancel_scope.cancel()
 
+            async def give_up() -> None:
+                await abandon.wait()
+                tasks.cancel_scope.cancel()
+
             tasks.start_soon(run)
+            tasks.start_soon(give_up)
             await self.exited.wait()
             tasks.cancel_scope.cancel()
         if not outcome:
+            if abandon.is_set() and not self.exited.is_set():
+                raise _Abandoned
             raise ConnectionClosed("the agent exited")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return cast(T, outcome[0][0])
 
     async def cancel(self, chat: Chat) -> None:
-        """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``."""
+        """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``,
+        or here after :attr:`cancel_grace` seconds (the spec lets a client stop
+        waiting; pending permission requests are answered ``cancelled`` at once)."""
         sessions = self._sessions()
+        chat.on_info(turn_state="cancelling")
         try:
             await sessions.cancel(chat)
         except ConnectionClosed:
             pass
         self.permissions.cancel(chat)
+        abandon = self._abandon.get(chat.id)
+        if abandon is not None and self._tasks is not None:
+            self._tasks.start_soon(self._abandon_after_grace, abandon)
+
+    async def _abandon_after_grace(self, abandon: anyio.Event) -> None:
+        await anyio.sleep(self.cancel_grace)
+        abandon.set()  # a no-op when the turn ended meanwhile: nobody waits on it
 
     async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
         """The agent's sessions (for ``cwd`` when given), as it reports them."""
@@ -289,10 +327,12 @@ class AgentConnection:
         self.detach(chat)
         await self.terminals.end_session(chat)
         if self.sessions is not None and self.alive and chat.session.session_id:
-            try:
-                await self.sessions.close(chat)
-            except (ConnectionClosed, RequestError, ProtocolError, msgspec.MsgspecError):
-                pass  # closing anyway
+            # Closing anyway: a refusal, nonsense or no answer at all changes nothing.
+            with anyio.move_on_after(_CLOSE_TIMEOUT):
+                try:
+                    await self.sessions.close(chat)
+                except (ConnectionClosed, RequestError, ProtocolError, msgspec.MsgspecError):
+                    pass
 
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)

@@ -61,6 +61,9 @@ class Chat:
         self.turn = 0
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
+        # The turn was ended here while the agent went on (it ignored a cancel):
+        # what it still sends about that turn is not shown.
+        self.abandoned = False
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -94,6 +97,7 @@ class Chat:
     def start_turn(self, text: str) -> None:
         """Show the user's message and mark the turn running."""
         self.turn += 1
+        self.abandoned = False
         self.session.state = "running"
         if self.changes is not None:
             self.changes.begin_turn()
@@ -186,6 +190,8 @@ class Chat:
         are applied as one patch with their texts joined: what one patch each would
         show, without the model, view and render steps per 20-byte chunk.
         """
+        if self.abandoned:
+            return
         run: tuple[Role, str | None] | None = None
         texts: list[str] = []
         for update in updates:
