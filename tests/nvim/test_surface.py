@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import typing
+from pathlib import Path
 from typing import Any
 
 from acp_nvim.client.editor import Event
@@ -108,10 +111,15 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     status = editor.open_chat()
     required = {name for name, (_, optional) in annotated.items() if not optional}
     assert required <= set(status)
-    # A finished turn (stop_reason) and then a failed one (error): every field is set.
+    # A finished turn (stop_reason), then the agent dies (error): every field is set.
     editor.lua("require('acp').send('hi')")
     editor.wait_event("AcpTurnEnd")
-    editor.lua("require('acp').send('fail')")
+    (agent,) = (
+        pid
+        for pid in editor.agent_pids()
+        if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+    os.kill(agent, signal.SIGKILL)
     editor.wait_event("AcpError")
     status = editor.lua("return require('acp').status()")
     assert set(status) == set(annotated), "status() and acp.Status"
