@@ -34,15 +34,18 @@ lint: $(STAMP) ## ruff and mypy --strict
 	$(PY) -m ruff check acp_nvim scripts tests bench
 	$(PY) -m mypy acp_nvim
 
-gen: $(STAMP) ## regenerate protocol types and doc sections
+gen: $(STAMP) ## regenerate protocol types, lua/acp/defaults.lua and doc sections
 	$(PY) scripts/gen_types.py
+	$(PY) scripts/gen_defaults.py
 	$(PY) scripts/gen_doc.py
 
-doc: $(STAMP) ## regenerate the options and highlights sections of doc/acp.txt
+doc: $(STAMP) ## regenerate lua/acp/defaults.lua and the generated sections of doc/acp.txt
+	$(PY) scripts/gen_defaults.py
 	$(PY) scripts/gen_doc.py
 
 check: $(STAMP) ## fail when generated files drift from their sources
 	$(PY) scripts/gen_types.py --check
+	$(PY) scripts/gen_defaults.py --check
 	$(PY) scripts/gen_doc.py --check
 
 bench: $(STAMP) ## benchmarks against a fast fake agent (not run in CI)

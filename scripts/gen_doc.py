@@ -1,11 +1,11 @@
-"""Rewrite the generated sections of doc/acp.txt from the Lua sources.
+"""Rewrite the generated sections of doc/acp.txt from the code.
 
-- Options: the ``---@field`` annotations of ``acp.Options`` and its nested
-  classes in ``lua/acp/config.lua`` with the defaults from ``M.defaults``.
+- Options and built-in agents: the msgspec Structs of ``acp_nvim/client/config.py``,
+  read through ``scripts/gen_defaults.py`` (which also writes lua/acp/defaults.lua).
 - Highlights: the ``M.groups`` list of ``lua/acp/highlights.lua``.
 
 ``--check`` writes nothing and exits 1 when doc/acp.txt is out of date.
-It parses the few Lua shapes those two files use, not Lua in general.
+It parses the one Lua shape highlights.lua uses, not Lua in general.
 """
 
 from __future__ import annotations
@@ -15,68 +15,26 @@ import re
 import sys
 from pathlib import Path
 
+from gen_defaults import Option, agent_rows, option_rows
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "doc" / "acp.txt"
-CONFIG = ROOT / "lua" / "acp" / "config.lua"
 HIGHLIGHTS = ROOT / "lua" / "acp" / "highlights.lua"
-
-FIELD = re.compile(r"^---@field (\w+)(\??) (\S+)\s*(.*)$")
-CLASS = re.compile(r"^---@class \(exact\) (\S+)")
-# Nested option classes are documented under the key that holds them.
-NESTED = {"acp.AgentSpec": "agents.{name}", "acp.ChatOptions": "chat"}
-
-
-def parse_classes(lua: str) -> dict[str, list[tuple[str, str, str]]]:
-    classes: dict[str, list[tuple[str, str, str]]] = {}
-    current = None
-    for line in lua.splitlines():
-        if match := CLASS.match(line):
-            current = classes.setdefault(match[1], [])
-        elif (match := FIELD.match(line)) and current is not None:
-            current.append((match[1], match[3], match[4].strip()))
-        elif not line.startswith("---"):
-            current = None
-    return classes
-
-
-def parse_defaults(lua: str) -> dict[str, str]:
-    """Flat ``key`` / ``table.key`` -> Lua literal, from ``M.defaults = { ... }``."""
-    body = lua[lua.index("M.defaults = {") :]
-    defaults: dict[str, str] = {}
-    stack: list[str] = []
-    for line in body.splitlines()[1:]:
-        line = line.strip()
-        if line.startswith("}"):
-            if not stack:
-                break
-            stack.pop()
-            continue
-        if match := re.match(r"(\w+) = \{$", line):
-            defaults[".".join([*stack, match[1]])] = "{ … }"
-            stack.append(match[1])
-        elif match := re.match(r"(\w+) = (.*?),?$", line):
-            defaults[".".join([*stack, match[1]])] = match[2]
-    return defaults
 
 
 def options_section() -> str:
-    lua = CONFIG.read_text()
-    classes = parse_classes(lua)
-    defaults = parse_defaults(lua)
-    out = []
-    for name, type_, text in classes["acp.Options"]:
-        out.append(_option(name, type_, text, defaults.get(name, "nil")))
-        for nested, prefix in NESTED.items():
-            if type_ == nested or type_.endswith(f",{nested}>"):
-                for sub, sub_type, sub_text in classes[nested]:
-                    key = f"{prefix.format(name='{name}')}.{sub}"
-                    out.append(_option(key, sub_type, sub_text, defaults.get(key, "nil")))
-    return "\n".join(out)
+    return "\n".join(_option(option) for option in option_rows())
 
 
-def _option(key: str, type_: str, text: str, default: str) -> str:
-    tag = f"*acp-option-{key}*"
-    return f"{tag:>78}\n{key}  `{type_}`  (default: `{default}`)\n    {text}\n"
+def _option(option: Option) -> str:
+    tag = f"*acp-option-{option.key}*"
+    default = "required" if option.required else f"default: `{option.default}`"
+    facts = ", ".join(f for f in (default, option.bounds) if f)
+    return f"{tag:>78}\n{option.key}  `{option.lua_type}`  ({facts})\n    {option.text}\n"
+
+
+def agents_section() -> str:
+    return "\n".join(f"    {name:<12}{command}" for name, command in agent_rows())
 
 
 def highlights_section() -> str:
@@ -90,7 +48,12 @@ def highlights_section() -> str:
 
 
 def render(doc: str) -> str:
-    for section, body in (("options", options_section()), ("highlights", highlights_section())):
+    sections = {
+        "options": options_section(),
+        "agents": agents_section(),
+        "highlights": highlights_section(),
+    }
+    for section, body in sections.items():
         start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
         head, rest = doc.split(start, 1)
         _, tail = rest.split(end, 1)

@@ -4,6 +4,11 @@
 a wrong option becomes a :class:`ConfigError` naming the dotted key, e.g.
 ``agents.claude.cmd: expected a list, got a string``. Unknown keys are errors.
 
+The single source of the options: their types, defaults and built-in agents here,
+the docstring under each field its description. ``make doc`` writes from them
+lua/acp/defaults.lua (for Lua that needs them before this process answers) and
+the option sections of doc/acp.txt; ``make check`` fails when those drift.
+
 msgspec, not pydantic: this runs before the first agent can start, and importing
 pydantic cost more than the rest of the start-up (decision 0010).
 """
@@ -38,11 +43,15 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """How to launch one agent: argv, extra environment, working directory."""
 
     cmd: Annotated[list[str], Meta(min_length=1)]
+    """argv of the agent; cmd[1] is looked up on PATH"""
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    """added to Neovim's environment"""
     cwd: str | None = None
+    """working directory (default: Neovim's cwd)"""
     # gemini-cli probes a path with fs/read_text_file before creating the file
     # and gives up on any error: answer a missing file with "" for such agents.
     missing_file_as_empty: bool = False
+    """read a missing file as "" (the built-in gemini does: it probes first)"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
@@ -53,36 +62,52 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """Where and how big the chat windows are (used by the Lua side)."""
 
     position: Literal["right", "left", "bottom", "tab"] = "right"
+    """where the chat opens"""
     width: Annotated[int, Meta(ge=20)] = 80
+    """columns, for right/left"""
     height: Annotated[int, Meta(ge=5)] = 20
+    """lines, for bottom"""
     input_height: Annotated[int, Meta(ge=1)] = 5
+    """lines of the input window"""
 
 
 class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """How long to wait for an agent before giving up on it (seconds)."""
 
-    # initialize, session/new, load and resume: a chat that waits longer is failed
-    # and an agent started for it is stopped.
     start: Annotated[float, Meta(gt=0)] = 30.0
-    # After session/cancel, an agent that has not ended the turn is left behind:
-    # the turn ends here as cancelled and its late output is ignored.
+    """for initialize, session/new, load and resume: a chat that waits longer fails
+    and an agent started for it is stopped"""
     cancel: Annotated[float, Meta(gt=0)] = 5.0
+    """after a cancel, for the agent to end the turn; then it ends here as cancelled
+    and what the agent still sends about it is not shown"""
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
     agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
+    """agents by name, added to the built-in ones or replacing them (see |acp-agents|)"""
     default_agent: str = "demo"
+    """agent used by :AcpChat without a name"""
     protocol_version: Literal[1, 2] = 1
+    """ACP version offered first (2 falls back to 1, see |acp-v2|)"""
     permission_policy: Literal["ask", "allow_reads", "allow_all"] = "ask"
+    """answer permission requests without asking: never, for reads (read/search/think),
+    always (see |acp-permissions|)"""
     auto_save: bool = True
+    """save buffers the agent edited (else left unsaved)"""
     follow_agent: bool = False
+    """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
     python: str | None = None
+    """Python for the host (default: plugin venv, then g:python3_host_prog, then python3)"""
     host: Literal["job", "rplugin"] = "job"
+    """how the Python side runs"""
     log_lines: Annotated[int, Meta(ge=100, le=1_000_000)] = 5000
+    """lines kept by :AcpLog"""
     chat: ChatOptions = msgspec.field(default_factory=ChatOptions)
+    """chat window layout"""
     timeouts: TimeoutOptions = msgspec.field(default_factory=TimeoutOptions)
+    """seconds to wait for an agent (see |acp-timeouts|)"""
 
     def all_agents(self) -> dict[str, AgentConfig]:
         """The built-in agents overlaid with the configured ones."""

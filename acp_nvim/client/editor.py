@@ -8,11 +8,11 @@ so a ``render`` followed by an ``emit`` reaches the user in that order.
 
 from __future__ import annotations
 
-__all__ = ["BufferState", "Editor", "EditorError", "RecordingEditor", "RenderOp"]
+__all__ = ["BufferState", "Editor", "EditorError", "Event", "RecordingEditor", "RenderOp"]
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from acp_nvim.client.text import Eol, join_text
 
@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 #   {"op": "append", "id", "text"}                     stream text onto a block
 #   {"op": "status", ...fields}                        chat header / status()
 RenderOp = dict[str, Any]
+# The public events (``User`` autocmds), every one documented in doc/acp.txt
+# (tests/nvim/test_surface.py holds the two together).
+Event = Literal[
+    "AcpSessionReady", "AcpTurnEnd", "AcpSessionList", "AcpPermissionRequest", "AcpError"
+]
 
 
 class EditorError(Exception):
@@ -84,7 +89,7 @@ class Editor(Protocol):
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         """Queue transcript changes for chat ``chat``."""
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: Event, data: dict[str, Any]) -> None:
         """Fire a public event (a ``User`` autocmd in Neovim)."""
 
     def notify(self, message: str, level: str = "error") -> None:
@@ -148,7 +153,7 @@ class RecordingEditor:
 
     def __init__(self) -> None:
         self.ops: dict[int, list[RenderOp]] = {}
-        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.events: list[tuple[Event, dict[str, Any]]] = []
         self.notices: list[tuple[str, str]] = []
         self.reviews: dict[int, dict[str, Any]] = {}
         self.buffers: dict[str, _FakeBuffer] = {}
@@ -158,7 +163,7 @@ class RecordingEditor:
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         self.ops.setdefault(chat, []).extend(ops)
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: Event, data: dict[str, Any]) -> None:
         self.events.append((event, data))
 
     def notify(self, message: str, level: str = "error") -> None:

@@ -16,7 +16,7 @@ _MAX_LINE = 4000
 
 
 class ProtocolLog:
-    def __init__(self, max_lines: int = 5000) -> None:
+    def __init__(self, max_lines: int) -> None:
         # Raw entries (wall time, source, direction, data cut to _MAX_LINE, full
         # length): a 10k-chunk stream logs 10k lines, formatted only when read.
         self._entries: collections.deque[tuple[float, str, str, bytes | str, int]] = (

@@ -19,7 +19,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import pynvim
 
-from acp_nvim.client.editor import BufferState, EditorError, RenderOp
+from acp_nvim.client.editor import BufferState, EditorError, Event, RenderOp
 from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class NvimEditor:
         else:
             self._pending.append(["render", chat, [op]])
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: Event, data: dict[str, Any]) -> None:
         self._pending.append(["event", event, data])
         self._wake.set()
 

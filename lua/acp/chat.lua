@@ -94,19 +94,18 @@ local function show(chat)
     api.nvim_set_current_win(wins[1])
     return
   end
-  local opts = config.options.chat or {}
-  local position = opts.position or "right"
-  if position == "tab" then
+  local opts = config.options.chat
+  if opts.position == "tab" then
     vim.cmd("tabnew")
-  elseif position == "bottom" then
-    vim.cmd(("botright %dsplit"):format(opts.height or 20))
+  elseif opts.position == "bottom" then
+    vim.cmd(("botright %dsplit"):format(opts.height))
   else
-    vim.cmd(("%s %dvsplit"):format(position == "left" and "topleft" or "botright", opts.width or 80))
+    vim.cmd(("%s %dvsplit"):format(opts.position == "left" and "topleft" or "botright", opts.width))
   end
   local transcript_win = api.nvim_get_current_win()
   api.nvim_win_set_buf(transcript_win, chat.transcript)
   set_window_options(transcript_win, true)
-  vim.cmd(("belowright %dsplit"):format(opts.input_height or 5))
+  vim.cmd(("belowright %dsplit"):format(opts.input_height))
   local input_win = api.nvim_get_current_win()
   api.nvim_win_set_buf(input_win, chat.input)
   set_window_options(input_win, false)

@@ -62,7 +62,7 @@ function M.check()
   end
 
   health.start("Log")
-  health.info(("protocol log keeps %d lines; open it with :AcpLog"):format(config.options.log_lines or 5000))
+  health.info(("protocol log keeps %d lines; open it with :AcpLog"):format(config.options.log_lines))
 end
 
 return M

@@ -36,10 +36,20 @@ M.groups = {
   { "AcpInfo", "Comment", "Notices from acp.nvim in the chat" },
 }
 
-function M.setup()
+local function apply()
   for _, group in ipairs(M.groups) do
     vim.api.nvim_set_hl(0, group[1], { link = group[2], default = true })
   end
+end
+
+--- Define the groups, and again after each colorscheme (its `:hi clear` resets
+--- them); `default` lets what the colorscheme or the user sets win.
+function M.setup()
+  apply()
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = vim.api.nvim_create_augroup("acp.highlights", { clear = true }),
+    callback = apply,
+  })
 end
 
 return M

@@ -130,17 +130,20 @@ function M.logout()
   require("acp.session").logout(require_chat())
 end
 
----@class acp.Status
----@field chat integer
----@field agent string
+-- Every field status() returns (tests/nvim/test_surface.py holds them to it).
+---@class (exact) acp.Status
+---@field chat integer chat id
+---@field agent string agent name
+---@field agent_title? string the agent's own name for itself
 ---@field session_id? string
----@field protocol_version? integer
+---@field protocol_version? integer negotiated ACP version
 ---@field state "starting"|"ready"|"running"|"error"|"closed"
----@field stop_reason? string
----@field turn_state? "running"|"requires_action"|"idle"|string the agent's report (ACP v2)
+---@field stop_reason? string of the last turn
+---@field error? string the last error message
 ---@field mode? string
 ---@field model? string
 ---@field thought_level? string
+---@field turn_state? "running"|"requires_action"|"idle"|string the agent's report (ACP v2)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field transcript_buf integer
 ---@field input_buf integer

@@ -1,0 +1,131 @@
+"""The public surface is pinned: every `require("acp")` function, user command and
+`User` event has its tag in doc/acp.txt and every such tag names one that exists;
+`status()` returns exactly the fields `acp.Status` annotates (and the doc shows)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import typing
+from pathlib import Path
+from typing import Any
+
+from acp_nvim.client.editor import Event
+from tests.nvim.conftest import ROOT, Editor
+
+DOC = (ROOT / "doc" / "acp.txt").read_text()
+TAGS = set(re.findall(r"\*([^*\s]+)\*", DOC))
+
+PUBLIC_FUNCTIONS = """
+local names = {}
+for name, value in pairs(require("acp")) do
+  if type(value) == "function" and not name:match("^_") then
+    table.insert(names, name)
+  end
+end
+return names
+"""
+
+
+def same(found: set[str], tagged: set[str], what: str) -> None:
+    assert not found - tagged, f"{what} without a tag in doc/acp.txt: {sorted(found - tagged)}"
+    assert not tagged - found, f"tags in doc/acp.txt naming no {what}: {sorted(tagged - found)}"
+
+
+def test_every_public_function_has_a_tag_and_every_tag_a_function(editor: Editor) -> None:
+    tagged = {m[1] for t in TAGS if (m := re.fullmatch(r"acp\.(\w+)\(\)", t))}
+    same(set(editor.lua(PUBLIC_FUNCTIONS)), tagged, "functions")
+
+
+def test_every_command_has_a_tag_and_every_tag_a_command(editor: Editor) -> None:
+    commands = {
+        name: info
+        for name, info in editor.lua("return vim.api.nvim_get_commands({})").items()
+        if name.startswith("Acp")
+    }
+    tags = {t[1:] for t in TAGS if t.startswith(":Acp")}
+    same(set(commands), {t.removesuffix("!") for t in tags}, "commands")
+    # `:AcpChat!` is documented: the command takes a bang.
+    for tag in (t for t in tags if t.endswith("!")):
+        assert commands[tag[:-1]]["bang"], tag
+
+
+def test_every_event_has_a_tag_and_every_tag_an_event() -> None:
+    # Bare Acp* tags are events (options are acp-option-*, highlights hl-Acp*).
+    tagged = {t for t in TAGS if re.fullmatch(r"Acp\w+", t)}
+    same(set(typing.get_args(Event)), tagged, "events")
+    # Lua fires no User event of its own: it relays the ones Python emits (typed Event).
+    fired = [
+        (path.name, pattern)
+        for path in (ROOT / "lua").rglob("*.lua")
+        for pattern in re.findall(
+            r'nvim_exec_autocmds\(\s*"User",\s*\{\s*pattern\s*=\s*([^,]+),', path.read_text()
+        )
+    ]
+    assert fired == [("host.lua", "item[2]")]
+
+
+def annotated_status() -> dict[str, tuple[str, bool]]:
+    """``acp.Status`` of lua/acp/init.lua: field -> (LuaLS type, optional)."""
+    lua = (ROOT / "lua" / "acp" / "init.lua").read_text()
+    block = lua.split("---@class (exact) acp.Status\n", 1)[1]
+    fields = {}
+    for line in block.splitlines():
+        if not (m := re.match(r"---@field (\w+)(\??) (\S+)", line)):
+            break
+        fields[m[1]] = (m[3], m[2] == "?")
+    return fields
+
+
+def documented_status() -> set[str]:
+    """The keys of the example under *acp.status()* in doc/acp.txt."""
+    example = DOC.split("*acp.status()*", 1)[1].split("\n<\n", 1)[0]
+    code = "\n".join(line.split("--")[0] for line in example.splitlines())
+    return set(re.findall(r"(\w+) = ", code))
+
+
+def lua_type_holds(lua_type: str, value: Any) -> bool:
+    for alternative in lua_type.split("|"):
+        if alternative.startswith('"'):
+            if value == alternative.strip('"'):
+                return True
+        elif alternative == "integer":
+            if isinstance(value, int) and not isinstance(value, bool):
+                return True
+        elif alternative == "string":
+            if isinstance(value, str):
+                return True
+        elif alternative == "table[]":
+            if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+                return True
+        else:
+            raise AssertionError(f"acp.Status: no check for the type {alternative!r}")
+    return False
+
+
+def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
+    annotated = annotated_status()
+    assert set(annotated) == documented_status(), "acp.Status and the example in doc/acp.txt"
+    editor.setup(protocol_version=2)  # the demo's v2 settings fill mode, model, ...
+    status = editor.open_chat()
+    required = {name for name, (_, optional) in annotated.items() if not optional}
+    assert required <= set(status)
+    # A finished turn (stop_reason), then the agent dies (error): every field is set.
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd")
+    (agent,) = (
+        pid
+        for pid in editor.agent_pids()
+        if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+    os.kill(agent, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    status = editor.lua("return require('acp').status()")
+    assert set(status) == set(annotated), "status() and acp.Status"
+    wrong = {
+        name: (value, annotated[name][0])
+        for name, value in status.items()
+        if not lua_type_holds(annotated[name][0], value)
+    }
+    assert not wrong
