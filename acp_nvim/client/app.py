@@ -85,14 +85,19 @@ class App:
 
         With ``session_id`` the chat resumes that session (its history replayed).
         """
+        self._queues.setdefault(chat_id, [])  # prompts sent before the chat is ready
         if self.config_error is not None:
-            self._new_chat(chat_id, agent or "?", cwd).fail(self.config_error)
+            chat = self._new_chat(chat_id, agent or "?", cwd)
+            chat.fail(self.config_error)
+            self._give_back_queue(chat)
             return
         try:
             name, agent_config = self.config.agent(agent)
         except ConfigError as err:
             self.editor.notify(str(err))
             self.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
+            for text in self._queues.pop(chat_id, []):
+                self._return_input(chat_id, text)
             return
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
@@ -163,8 +168,10 @@ class App:
             chat.fail("the start was cancelled; :AcpRestart tries again")
         if chat.state == "ready":
             await self._drain(chat)
-        elif connection is not None and chat.state != "closed":
-            await self._release(chat)
+        elif chat.state != "closed":
+            self._give_back_queue(chat)
+            if connection is not None:
+                await self._release(chat)
 
     async def _session(
         self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
@@ -300,12 +307,14 @@ class App:
         """Send ``text``, or queue it while the chat is busy; a chat whose agent
         failed is restarted first. Text that cannot be sent goes back to the input."""
         chat = self.chats.get(chat_id)
-        if chat is None or chat.state == "closed":
+        queue = self._queues.get(chat_id)  # there from open() to close()
+        if queue is None or (chat is not None and chat.state == "closed"):
             self.editor.notify("cannot send: the chat is closed", "warn")
             self._return_input(chat_id, text)
             return
-        queue = self._queues.setdefault(chat_id, [])
         queue.append(text)
+        if chat is None:
+            return  # still being opened: sent once the chat is ready
         if chat.state == "ready":
             await self._drain(chat)
         elif chat.state == "error":
@@ -328,6 +337,17 @@ class App:
             except AgentFailed as err:
                 self._return_input(chat.id, text)
                 chat.fail(str(err), err.details)
+        if chat.state == "error":
+            self._give_back_queue(chat)
+
+    def _give_back_queue(self, chat: Chat) -> None:
+        """The chat failed: what waited to be sent goes back to the input, not lost
+        in a queue the user may not see."""
+        queue = self._queues.get(chat.id)
+        if queue:
+            self._return_input(chat.id, "\n\n".join(queue))
+            queue.clear()
+            self._show_queue(chat)
 
     def queue(self, chat_id: int) -> list[str]:
         return list(self._queues.get(chat_id, []))

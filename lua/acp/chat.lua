@@ -2,6 +2,7 @@
 -- Each chat is bound to one session on the Python side by its integer id.
 local config = require("acp.config")
 local host = require("acp.host")
+local util = require("acp.util")
 local render = require("acp.render")
 
 local M = {}
@@ -16,6 +17,7 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.tools)
+---@field host_dead? boolean the Python host that served this chat died
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -55,7 +57,16 @@ local function winbar(chat)
   if s.protocol_version then
     table.insert(parts, "ACP v" .. s.protocol_version)
   end
-  table.insert(parts, s.turn_state == "requires_action" and "waiting for you" or s.state or "starting")
+  local state = s.state or "starting"
+  if state == "running" and s.turn_state == "requires_action" then
+    state = "waiting for you"
+  elseif state == "running" and s.turn_state == "cancelling" then
+    state = "cancelling…"
+  end
+  table.insert(parts, state)
+  if (s.queued or 0) > 0 then
+    table.insert(parts, s.queued .. " queued")
+  end
   if s.mode then
     table.insert(parts, "mode " .. s.mode)
   end
@@ -209,7 +220,8 @@ function M.open(opts)
   if not valid(existing) then
     existing = nil
   end
-  if existing and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
+  -- A chat whose Python host died cannot go on: a new one takes its windows.
+  if existing and not existing.host_dead and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
     show(existing)
     return existing
   end
@@ -226,10 +238,62 @@ function M.open(opts)
   return chat
 end
 
+--- Put text that was not handed over back in the input (after what is there).
+local function give_back(chat, text)
+  if not api.nvim_buf_is_valid(chat.input) then
+    return
+  end
+  local lines = vim.split(text, "\n", { plain = true })
+  local current = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  if #current == 1 and current[1] == "" then
+    api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
+  else
+    api.nvim_buf_set_lines(chat.input, -1, -1, false, lines)
+  end
+end
+
 ---@param chat acp.Chat
 ---@param text string
 function M.send(chat, text)
+  if chat.host_dead then
+    give_back(chat, text)
+    util.notify("this chat ended with its Python host: :AcpChat starts a new one", "warn")
+    return
+  end
   host.notify("send", { chat = chat.id, text = text })
+end
+
+---@param chat acp.Chat
+function M.restart(chat)
+  if chat.host_dead then
+    M.open({ agent = chat.status.agent, new = true })
+  else
+    host.notify("restart", { chat = chat.id })
+  end
+end
+
+---@param chat acp.Chat
+function M.edit_queue(chat)
+  local queue = chat.status.queue or {}
+  if #queue == 0 then
+    util.notify("no prompt is queued", "info")
+    return
+  end
+  vim.ui.select(queue, {
+    prompt = "Queued prompt",
+    format_item = function(text)
+      return (text:gsub("\n", " ⏎ "))
+    end,
+  }, function(_, index)
+    if not index then
+      return
+    end
+    vim.ui.select({ "edit", "remove" }, { prompt = "Queued prompt " .. index }, function(action)
+      if action then
+        host.notify("dequeue", { chat = chat.id, index = index - 1, edit = action == "edit" })
+      end
+    end)
+  end)
 end
 
 ---@param chat acp.Chat
@@ -260,6 +324,11 @@ function M.render(id, ops)
   if not valid(chat) then
     return
   end
+  for _, op in ipairs(ops) do
+    if op.op == "input" then
+      give_back(chat, op.text)
+    end
+  end
   local status = render.apply(chat.transcript, chat.blocks, ops)
   require("acp.prompt").update(chat, ops)
   require("acp.tools").follow(chat, ops)
@@ -272,14 +341,26 @@ function M.render(id, ops)
   end
 end
 
---- The Python host died: every chat is in error.
+--- The Python host died: every chat is in error and says so; returns their ids.
+--- :AcpChat then opens a new chat (a new host) in the dead chat's windows.
+---@return integer[]
 function M.host_exited(message)
-  for _, chat in pairs(M.chats) do
+  local text = message .. " — :AcpChat starts a new chat (:AcpLog has the details)"
+  local ids = {}
+  for id, chat in pairs(M.chats) do
+    table.insert(ids, id)
+    chat.host_dead = true
     chat.status.state = "error"
     chat.status.error = message
     require("acp.prompt").forget_all(chat)
+    if valid(chat) then
+      render.apply(chat.transcript, chat.blocks, {
+        { op = "block", id = "host-exit", kind = "error", lines = { "**Error:** " .. text } },
+      })
+    end
     update_winbar(chat)
   end
+  return ids
 end
 
 function M.foldexpr(lnum)

@@ -56,7 +56,12 @@ local function start_job()
       if code ~= 0 and not M.stopping then
         local tail = table.concat(stderr_tail, "\n")
         util.notify(("Python host exited with code %d\n%s"):format(code, tail))
-        require("acp.chat").host_exited("Python host exited with code " .. code)
+        local message = "Python host exited with code " .. code
+        local events = {}
+        for _, id in ipairs(require("acp.chat").host_exited(message)) do
+          table.insert(events, { "event", "AcpError", { chat = id, message = message } })
+        end
+        M.apply(events)
       end
     end,
   })

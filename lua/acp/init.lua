@@ -46,6 +46,26 @@ function M.cancel()
   chat_module().cancel(require_chat())
 end
 
+--- Start the current chat's agent again and go on in the same transcript (the
+--- agent's session is resumed where it offers that). After the Python host
+--- died, a new chat takes the dead one's windows.
+function M.restart()
+  chat_module().restart(require_chat())
+end
+
+--- Prompts of the current chat waiting to be sent, oldest first (sent one by one
+--- when the running turn ends).
+---@return string[]
+function M.queue()
+  local chat = chat_module().get()
+  return chat and vim.deepcopy(chat.status.queue or {}) or {}
+end
+
+--- Pick a queued prompt to edit (back into the input) or remove.
+function M.edit_queue()
+  chat_module().edit_queue(require_chat())
+end
+
 --- Close the current chat; its agent stops when no other chat uses it.
 function M.close()
   local chat = chat_module().get()
@@ -143,7 +163,8 @@ end
 ---@field mode? string
 ---@field model? string
 ---@field thought_level? string
----@field turn_state? "running"|"requires_action"|"idle"|string the agent's report (ACP v2)
+---@field turn_state? "running"|"requires_action"|"cancelling"|"idle"|string the agent's report (ACP v2), or "cancelling" after a cancel
+---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field transcript_buf integer
 ---@field input_buf integer
@@ -169,6 +190,7 @@ function M.status()
     model = s.model,
     thought_level = s.thought_level,
     turn_state = s.turn_state,
+    queued = s.queued or 0,
     config_options = s.config_options,
     transcript_buf = chat.transcript,
     input_buf = chat.input,

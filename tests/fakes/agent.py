@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from typing import Any
 
@@ -37,10 +39,14 @@ class Fake:
 
     async def initialize(self, params: Params) -> Params:
         self.init_params = params
+        if self.scenario == "silent_init":
+            await anyio.sleep_forever()
         version = 7 if self.scenario == "bad_version" else 1
         return {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
 
     async def new_session(self, params: Params) -> Params:
+        if self.scenario == "silent_new":
+            await anyio.sleep_forever()
         return {"sessionId": "fake-1"}
 
     async def cancel(self, params: Params) -> None:
@@ -67,6 +73,31 @@ class Fake:
                     with anyio.move_on_after(0.005):
                         await self.cancelled.wait()
                 return {"stopReason": "cancelled"}
+            case "ignore_cancel":
+                # Goes on for 30 s whatever the client says, then ends the turn.
+                with anyio.move_on_after(30):
+                    for i in range(100_000):
+                        await self.say(f"still working {i}\n")
+                        await anyio.sleep(0.02)
+            case "hold" if text == "hold":
+                await self.say("holding")
+                await self.cancelled.wait()
+                self.cancelled = anyio.Event()
+                return {"stopReason": "cancelled"}
+            case "stubborn":
+                # Deaf to hang-ups, a grandchild in its group, reports both pids.
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
+                child = subprocess.Popen(["sleep", "300"])
+                await self.say(f"pids {os.getpid()} {child.pid}")
+            case "huge_line":
+                await self.say("x" * 2_000_000 + "\nafter the long line")
+            case "stderr_flood":
+                # 8 MB of stderr without a newline, then a crash.
+                for _ in range(8):
+                    sys.stderr.write("e" * 1_000_000)
+                sys.stderr.flush()
+                os._exit(3)
             case "crash_mid_turn":
                 await self.say("about to crash")
                 sys.stderr.write("fatal: the fake agent broke on purpose\n")
@@ -142,8 +173,9 @@ class Fake:
             await self.say("RESULT " + json.dumps(result) + "\n")
 
     async def run_terminal(self, script: Params) -> None:
-        """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?}`` (JSON): run a
-        terminal shown in a tool call, then report what came back as JSON."""
+        """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
+        run a terminal shown in a tool call, then report what came back as JSON (said,
+        and written to the file ``report_to``)."""
         sid = {"sessionId": "fake-1"}
         created = await self.c.request("terminal/create", {**sid, **script["create"]}, dict)
         term = {**sid, "terminalId": created["terminalId"]}
@@ -169,6 +201,9 @@ class Fake:
                 await self.c.request("terminal/output", term, dict)
             except RequestError as err:
                 report["after_release"] = err.code
+        if "report_to" in script:  # whole, where a transcript line would be cut
+            with open(script["report_to"], "w") as f:
+                json.dump(report, f)
         await self.say(json.dumps(report))
 
     async def tool_update(self, update: Params) -> None:
@@ -232,6 +267,8 @@ async def main(scenario: str) -> None:
     Fake(connection, send, scenario)
     with anyio.move_on_after(60):
         await connection.serve()
+        if scenario == "stubborn":
+            await anyio.sleep(300)  # stdin closed: a stubborn agent stays anyway
         return
     sys.exit(IDLE_EXIT)
 

@@ -7,8 +7,10 @@ processing events, including the Python host's RPC), never sleeps.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +41,25 @@ def nvim_binary() -> str:
             pytest.fail("no Neovim found under CI=true (set NVIM_BIN)", pytrace=False)
         pytest.skip("no Neovim found (set NVIM_BIN)")
     return found
+
+
+def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
+    """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
+    deadline = time.monotonic() + timeout
+    survivors = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, deadline - time.monotonic()) * 1000):
+                survivors.append(pid)
+        finally:
+            os.close(fd)
+    return survivors
 
 
 class Editor:

@@ -4,32 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
-import time
 
 import pytest
 
-from tests.nvim.conftest import Editor
-
-
-def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
-    """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
-    deadline = time.monotonic() + timeout
-    survivors = []
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            if not poller.poll(max(0, deadline - time.monotonic()) * 1000):
-                survivors.append(pid)
-        finally:
-            os.close(fd)
-    return survivors
+from tests.nvim.conftest import Editor, wait_gone
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -8,17 +8,15 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from tests.nvim.conftest import Editor
-from tests.nvim.test_chat import wait_gone
+from tests.nvim.conftest import Editor, wait_gone
 
 
 def run(editor: Editor, script: dict[str, Any], turn: int = 1) -> dict[str, Any]:
     """Send the fake agent a terminal script; returns its JSON report."""
-    editor.lua("require('acp').send(...)", json.dumps(script))
+    path = editor.tmp / f"report{turn}.json"
+    editor.lua("require('acp').send(...)", json.dumps({**script, "report_to": str(path)}))
     editor.wait_event("AcpTurnEnd", count=turn)
-    lines = editor.transcript()
-    reply = max(i for i, line in enumerate(lines) if line == "## Agent") + 1
-    report: dict[str, Any] = json.loads(lines[reply])
+    report: dict[str, Any] = json.loads(path.read_text())
     return report
 
 

@@ -3,7 +3,10 @@
 Each agent runs in its own process group (``start_new_session``) so closing it
 also ends whatever it spawned (shells, language servers, MCP servers). Every
 live group is remembered so :func:`kill_all` can end them from ``atexit`` or a
-signal handler, when no event loop is left to await anything.
+signal handler, when no event loop is left to await anything. And since neither
+runs when this process is killed outright, a reaper outlives it: a small shell
+in a session of its own that holds every live group and SIGKILLs them once this
+process is gone (its end of the reaper's stdin closes, however it ended).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import collections
 import os
 import shutil
 import signal
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 import anyio
@@ -23,6 +27,22 @@ from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.log import ProtocolLog
 
 _live_groups: set[int] = set()
+# Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
+_REAPER = """
+trap '' HUP INT TERM
+groups=" "
+while read -r pg; do
+  case "$pg" in
+    -*) groups=$(printf '%s' "$groups" | sed "s/ ${pg#-} / /") ;;
+    *) groups="$groups$pg " ;;
+  esac
+done
+for pg in $groups; do kill -s KILL -- "-$pg" 2>/dev/null; done
+"""
+_reaper: subprocess.Popen[bytes] | None = None
+# A stderr line longer than this is cut: one line without an end must not grow
+# without bound (nor be re-split on every read).
+STDERR_LINE_MAX = 4096
 
 
 class SpawnError(RuntimeError):
@@ -33,7 +53,28 @@ def kill_all() -> None:
     """SIGKILL every agent process group still alive (for atexit and signals)."""
     for pgid in list(_live_groups):
         _signal_group(pgid, signal.SIGKILL)
+        _tell_reaper(f"-{pgid}")
     _live_groups.clear()
+
+
+def _tell_reaper(line: str) -> None:
+    """Hand a group to the reaper (``"123"``) or take it back (``"-123"``)."""
+    global _reaper
+    try:
+        if _reaper is None or _reaper.poll() is not None:
+            _reaper = subprocess.Popen(
+                ["/bin/sh", "-c", _REAPER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": os.environ.get("PATH", os.defpath)},  # it needs nothing else
+            )
+        assert _reaper.stdin is not None
+        _reaper.stdin.write(line.encode() + b"\n")
+        _reaper.stdin.flush()
+    except OSError:
+        pass  # no reaper: kill_all and aclose still end the groups on a normal exit
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -119,21 +160,24 @@ class AgentProcess:
         except OSError as err:
             raise SpawnError(f"agent {self.name!r}: cannot start {program!r}: {err}") from None
         _live_groups.add(self._process.pid)
+        _tell_reaper(str(self._process.pid))
 
     async def drain_stderr(self) -> None:
         """Read stderr into the ring until the agent closes it. Run as a task."""
         assert self._process is not None and self._process.stderr is not None
-        pending = b""
+        line = bytearray()  # the line being read, cut at STDERR_LINE_MAX
         try:
             async for data in self._process.stderr:
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self._keep_stderr(line)
+                start = 0
+                while (end := data.find(b"\n", start)) >= 0:
+                    self._keep_stderr(bytes(_bounded(line, data[start:end])))
+                    line.clear()
+                    start = end + 1
+                _bounded(line, data[start:])
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
-        if pending:
-            self._keep_stderr(pending)
+        if line:
+            self._keep_stderr(bytes(line))
 
     def _keep_stderr(self, line: bytes) -> None:
         self._stderr.append(line.decode("utf-8", "replace").rstrip("\r"))
@@ -163,7 +207,16 @@ class AgentProcess:
             await process.wait()
             self.returncode = process.returncode
             _live_groups.discard(process.pid)
+            _tell_reaper(f"-{process.pid}")
             await process.aclose()
+
+
+def _bounded(line: bytearray, more: bytes) -> bytearray:
+    """``line`` with as much of ``more`` as fits in :data:`STDERR_LINE_MAX`."""
+    room = STDERR_LINE_MAX - len(line)
+    if room > 0:
+        line += more[:room]
+    return line
 
 
 def agent_cwd(config: AgentConfig, cwd: str) -> str:

@@ -14,7 +14,7 @@ __all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
-from acp_nvim.client.editor import Editor
+from acp_nvim.client.editor import Editor, RenderOp
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
     ConfigOption,
@@ -72,7 +72,7 @@ class Chat:
 
     def set_state(self, state: ChatState, **fields: Any) -> None:
         self.state = state
-        self.editor.render(self.id, [view.status_op(state=state, **fields)])
+        self._draw(view.status_op(state=state, **fields))
 
     def ready(self, session_id: str, protocol_version: int, agent_title: str | None) -> None:
         self.session.session_id = session_id
@@ -133,7 +133,7 @@ class Chat:
         if self.changes is not None:
             self.changes.turn_ended()
         block = self.session.new_id("turn")
-        self.editor.render(self.id, [view.notice_op(block, "turn", [f"*— {stop_reason} —*"])])
+        self._draw(view.notice_op(block, "turn", [f"*— {stop_reason} —*"]))
         self.set_state("ready", stop_reason=stop_reason, turn_state="idle")
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
 
@@ -168,12 +168,15 @@ class Chat:
         if details:
             lines += ["```", *details, "```"]
         block = self.session.new_id("error")
-        self.editor.render(self.id, [view.notice_op(block, "error", lines)])
+        self._draw(view.notice_op(block, "error", lines))
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
+
+    def _draw(self, op: RenderOp) -> None:
+        self.editor.render(self.id, [view.bounded(op)])
 
     def info(self, text: str) -> None:
         block = self.session.new_id("info")
-        self.editor.render(self.id, [view.notice_op(block, "info", text.split("\n"))])
+        self._draw(view.notice_op(block, "info", text.split("\n")))
 
     # -- updates from the adapters -------------------------------------------
 
@@ -213,35 +216,36 @@ class Chat:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
         if created or patch.replace:
-            self.editor.render(self.id, [view.message_op(message)])
+            self._draw(view.message_op(message))
         elif patch.text:
-            self.editor.render(self.id, [view.append_op(message.id, patch.text)])
+            shown = view.visible_append(message.line_before_append, patch.text)
+            self._draw(view.append_op(message.id, shown))
 
     def on_tool_call(self, patch: ToolCallPatch) -> None:
         call, _ = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
-        self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+        self._draw(view.tool_call_op(call, self.session.terminals))
 
     def on_terminal(self, terminal_id: str) -> None:
         """A terminal's output or exit changed: redraw the tool calls showing it."""
         for call in self.session.tool_calls.values():
             parts = call.content
             if any(isinstance(p, TerminalPart) and p.terminal_id == terminal_id for p in parts):
-                self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+                self._draw(view.tool_call_op(call, self.session.terminals))
 
     def on_permission(self, call_id: str, prompt: PermissionPrompt | None) -> None:
         """Show a permission prompt (or its outcome) at its tool call; None removes it."""
         call = self.session.tool_calls.get(call_id)
         if call is not None:
             call.permission = prompt
-            self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+            self._draw(view.tool_call_op(call, self.session.terminals))
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
         plan_id = plan_id or f"plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
-        self.editor.render(self.id, [view.plan_op(plan_id, entries)])
+        self._draw(view.plan_op(plan_id, entries))
 
     def on_info(self, **fields: Any) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""
@@ -251,9 +255,9 @@ class Chat:
             self.session.usage = fields["usage"]
         if "commands" in fields:
             self.session.commands = fields["commands"]
-        self.editor.render(self.id, [view.status_op(**fields)])
+        self._draw(view.status_op(**fields))
 
     def on_config(self, options: list[ConfigOption]) -> None:
         """The session's settings, whole (v2 ``configOptions``); the header shows them."""
         self.session.config_options = options
-        self.editor.render(self.id, [view.status_op(**view.config_fields(options))])
+        self._draw(view.status_op(**view.config_fields(options)))

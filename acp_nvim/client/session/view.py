@@ -43,6 +43,38 @@ _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
 
 
+# Characters of one transcript line shown at most: a multi-megabyte line would
+# hold Neovim's redraw for seconds. The model keeps the whole text.
+LINE_MAX = 10_000
+LINE_CUT = f" … [line cut at {LINE_MAX:,} characters]"
+
+
+def bounded(op: RenderOp) -> RenderOp:
+    """``op`` with the lines of a block cut at :data:`LINE_MAX`."""
+    lines = op.get("lines")
+    if lines is None or all(len(line) <= LINE_MAX for line in lines):
+        return op
+    return {**op, "lines": [line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
+                            for line in lines]}  # fmt: skip
+
+
+def visible_append(last_line: int, text: str) -> str:
+    """What of ``text``, streamed onto a line of ``last_line`` characters, is shown:
+    a line is cut once at :data:`LINE_MAX` (with a note) until the next newline."""
+    if last_line + len(text) <= LINE_MAX:
+        return text
+    shown = []
+    for index, piece in enumerate(text.split("\n")):
+        before = last_line if index == 0 else 0
+        if before + len(piece) <= LINE_MAX:
+            shown.append(piece)
+        elif before > LINE_MAX:
+            shown.append("")  # cut earlier: the note is there already
+        else:
+            shown.append(piece[: LINE_MAX - before] + LINE_CUT)
+    return "\n".join(shown)
+
+
 def message_op(message: Message) -> RenderOp:
     """The whole block of a message (on creation or replacement)."""
     prefix = _PREFIXES[message.role]

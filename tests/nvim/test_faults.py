@@ -1,0 +1,197 @@
+"""Faults as a user meets them: agents that hang, ignore a cancel, flood, or outlive
+their host; a host that dies. Nothing stays stuck, nothing typed is lost, nothing
+is orphaned."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from tests.nvim.conftest import Editor, wait_gone
+
+
+def fake_pids(editor: Editor, scenario: str) -> list[int]:
+    """Running fake agents of ``scenario`` started from this test's Neovim."""
+    found = []
+    for pid in editor.agent_pids():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if scenario.encode() in argv and any(a.endswith(b"agent.py") for a in argv):
+            found.append(pid)
+    return found
+
+
+def test_an_agent_that_never_answers_initialize_times_out_and_is_stopped(
+    editor: Editor,
+) -> None:
+    editor.setup(
+        agents={"mute": editor.fake_agent("silent_init")},
+        default_agent="mute",
+        timeouts={"start": 1},
+    )
+    editor.open_chat(ready=False)
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("agent 'mute' did not answer within 1 s")
+    assert editor.lua("return require('acp').status().state") == "error"
+    assert wait_gone(fake_pids(editor, "silent_init")) == []
+    # The start was released: the same agent, now working, starts from the chat.
+    editor.setup(agents={"mute": editor.fake_agent("echo")}, default_agent="mute")
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady")
+    editor.lua("require('acp').send('hello again')")
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: hello again" in editor.transcript_text()
+
+
+def test_cancel_ends_a_start_that_hangs(editor: Editor) -> None:
+    editor.setup(agents={"mute": editor.fake_agent("silent_init")}, default_agent="mute")
+    editor.open_chat(ready=False)
+    editor.wait("require('acp').status().state == 'starting'")
+    editor.wait("require('acp.host').request('log')[1] ~= nil", what="initialize sent")
+    editor.lua("require('acp').cancel()")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "the start was cancelled; :AcpRestart tries again"
+    assert wait_gone(fake_pids(editor, "silent_init")) == []
+
+
+def test_session_new_never_answered_times_out(editor: Editor) -> None:
+    editor.setup(
+        agents={"mute": editor.fake_agent("silent_new")},
+        default_agent="mute",
+        timeouts={"start": 1},
+    )
+    editor.open_chat(ready=False)
+    assert "did not answer within 1 s" in editor.wait_event("AcpError")["message"]
+    assert wait_gone(fake_pids(editor, "silent_new")) == []
+
+
+def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor) -> None:
+    editor.setup(
+        agents={"deaf": editor.fake_agent("ignore_cancel")},
+        default_agent="deaf",
+        timeouts={"cancel": 0.5},
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.wait("vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$')[4] ~= nil")
+    editor.lua("require('acp').cancel()")
+    editor.wait("require('acp').status().turn_state == 'cancelling'")
+    assert "cancelling…" in editor.lua(
+        "return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    )
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert editor.lua("return require('acp').status().state") == "ready"
+    shown = editor.transcript_text()
+    assert "did not stop within 0.5 s of the cancel" in shown
+    # The agent goes on: more of its output reaches the host, none reaches the chat.
+    logged = editor.lua(
+        "return #vim.tbl_filter(function(l) return l:find('still working') end,"
+        " require('acp.host').request('log'))"
+    )
+    editor.wait(
+        "#vim.tbl_filter(function(l) return l:find('still working') end,"
+        f" require('acp.host').request('log')) > {logged + 5}",
+        what="more late output in the log",
+    )
+    assert editor.transcript_text() == shown
+
+
+def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) -> None:
+    editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
+    status = editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    # Typed and sent with <CR> while the turn runs.
+    editor.nvim.buffers[status["input_buf"]][:] = ["second prompt"]
+    editor.lua(
+        f"vim.api.nvim_buf_call({status['input_buf']}, function()"
+        " vim.fn.maparg('<CR>', 'n', false, true).callback() end)"
+    )
+    editor.wait("require('acp').status().queued == 1")
+    assert editor.lua("return require('acp').queue()") == ["second prompt"]
+    assert "1 queued" in editor.lua(
+        "return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    )
+    assert "echo: second prompt" not in editor.transcript_text()
+    editor.lua("require('acp').cancel()")  # the held turn ends; the queued one goes
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "echo: second prompt" in editor.transcript_text()
+    assert editor.lua("return require('acp').status().queued") == 0
+
+
+def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat(ready=False)
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    assert "You said: *hello*" in editor.transcript_text()
+
+
+def test_queued_prompts_come_back_to_the_input_when_the_agent_dies(editor: Editor) -> None:
+    editor.setup(agents={"crashy": editor.fake_agent("crash_mid_turn")}, default_agent="crashy")
+    status = editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.lua("require('acp').send('do not lose me')")
+    editor.wait_event("AcpError")
+    editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, -1, false)[1] ~= ''")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["do not lose me"]
+
+
+def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> None:
+    editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
+    first = editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpTurnEnd")
+    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
+    agent_pid, child_pid = (int(p) for p in line.split()[1:])
+    host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    os.kill(host_pid, signal.SIGKILL)
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("Python host exited")
+    assert "**Error:** Python host exited" in editor.transcript_text()
+    assert editor.lua("return require('acp').status().state") == "error"
+    # Neither the agent (deaf to hang-ups and EOF) nor what it started survive.
+    assert wait_gone([agent_pid, child_pid]) == []
+    editor.setup()
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return require('acp').status().chat") != first["chat"]
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "You said: *hello*" in editor.transcript_text()
+
+
+def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
+    editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpTurnEnd")
+    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
+    pids = [int(p) for p in line.split()[1:]]
+    editor.quit()
+    assert wait_gone(pids) == []
+
+
+def test_a_huge_line_is_cut_on_screen(editor: Editor) -> None:
+    editor.setup(agents={"huge": editor.fake_agent("huge_line")}, default_agent="huge")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    longest = max(lines, key=len)
+    assert longest.endswith("… [line cut at 10,000 characters]")
+    assert len(longest) < 10_100
+    assert "after the long line" in lines
+
+
+def test_a_stderr_flood_without_newlines_is_bounded(editor: Editor) -> None:
+    editor.setup(agents={"noisy": editor.fake_agent("stderr_flood")}, default_agent="noisy")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    error = editor.wait_event("AcpError", timeout=30)
+    assert "exited during the turn (exit code 3)" in error["message"]
+    assert max(len(line) for line in editor.transcript()) <= 4096
