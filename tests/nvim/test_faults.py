@@ -195,3 +195,30 @@ def test_a_stderr_flood_without_newlines_is_bounded(editor: Editor) -> None:
     error = editor.wait_event("AcpError", timeout=30)
     assert "exited during the turn (exit code 3)" in error["message"]
     assert max(len(line) for line in editor.transcript()) <= 4096
+
+
+def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None:
+    # The demo agent answers "fail" with a JSON-RPC error, as rate limits do.
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('fail')")
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("agent error")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "error"
+    assert editor.lua("return require('acp').status().state") == "ready"
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "You said: *hello*" in editor.transcript_text()
+
+
+def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
+    editor.setup(agents={"crashy": editor.fake_agent("crash_mid_turn")}, default_agent="crashy")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpError")
+    editor.setup(agents={"crashy": editor.fake_agent("echo")}, default_agent="crashy")
+    editor.lua("require('acp').send('are you back')")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert text.index("about to crash") < text.index("echo: are you back")
+    assert "A new session begins" in text  # the fake offers no resume over v1
