@@ -88,9 +88,8 @@ def lua_type(t: Any) -> str:
         return f"{lua_type(args[0])}[]"
     if origin is dict:
         return f"table<{lua_type(args[0])},{lua_type(args[1])}>"
-    if origin in (Union, UnionType) and type(None) in args:
-        (inner,) = (a for a in args if a is not type(None))
-        return lua_type(inner)
+    if origin in (Union, UnionType):
+        return "|".join(lua_type(a) for a in args if a is not type(None))
     if isinstance(t, type) and issubclass(t, msgspec.Struct):
         return LUA_CLASS[t.__name__]
     if t in SCALARS:

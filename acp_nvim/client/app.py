@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.model import ConfigOption
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -155,6 +156,7 @@ class App:
                     self._agent_of[chat.id] = connection
                     self._attach_review(chat, connection, agent_config)
                     await self._session(connection, chat, session_id, again=again)
+                    await self._apply_defaults(connection, chat, agent_config)
             except TimeoutError:
                 chat.fail(
                     f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
@@ -187,6 +189,31 @@ class App:
             except AgentFailed as err:
                 chat.info(f"*A new session begins ({err}).*")
                 await connection.new_session(chat)
+
+    async def _apply_defaults(
+        self, connection: AgentConnection, chat: Chat, agent_config: AgentConfig
+    ) -> None:
+        """The agent's configured mode, model and settings, before the first prompt.
+        One the agent does not offer is reported, not dropped silently."""
+        wanted: list[tuple[str, str, str | bool]] = [
+            (f"{category} {value!r}", category, value)
+            for category, value in (("mode", agent_config.mode), ("model", agent_config.model))
+            if value is not None
+        ]
+        wanted += [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
+        for what, key, value in wanted:
+            option = _setting(chat, key)
+            choices = [v for v, _ in option.choices] if option is not None else []
+            if option is None or (option.type == "select" and value not in choices):
+                offered = f" (offered: {', '.join(choices)})" if choices else ""
+                message = f"{chat.agent} does not offer {what}{offered}"
+                chat.info(f"*{message}*")
+                self.editor.notify(message, "warn")
+            elif option.current != value:
+                try:
+                    await connection.set_config(chat, option.id, value)
+                except AgentFailed as err:
+                    chat.info(f"*{what}: {err}*")
 
     def _attach_review(
         self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig
@@ -490,6 +517,22 @@ class App:
                 return
             self.editor.notify(f"logged out of {connection.name}", "info")
 
+    async def set_category(self, chat_id: int, category: str, value: str) -> None:
+        """Switch the chat's mode or model (the setting of that ``category``); ``value``
+        is a choice's id or name."""
+        chat = self.chats.get(chat_id)
+        option = _setting(chat, category) if chat is not None else None
+        if chat is None or option is None:
+            self.editor.notify(f"the agent offers no {category} to choose", "warn")
+            return
+        by_name = {name: value_id for value_id, name in option.choices}
+        value = by_name.get(value, value)
+        if option.choices and value not in dict(option.choices):
+            names = ", ".join(v for v, _ in option.choices)
+            self.editor.notify(f"no {category} {value!r} (offered: {names})", "warn")
+            return
+        await self.set_config(chat_id, option.id, value)
+
     def _connection(self, chat_id: int) -> AgentConnection | None:
         connection = self._agent_of.get(chat_id)
         if connection is None:
@@ -521,3 +564,11 @@ class App:
             for connection in list(self.agents.values()):
                 await connection.aclose()
             self.agents.clear()
+
+
+def _setting(chat: Chat, key: str) -> ConfigOption | None:
+    """The chat's setting with id ``key``, else the one of category ``key``."""
+    options = chat.session.config_options
+    return next((o for o in options if o.id == key), None) or next(
+        (o for o in options if o.category == key), None
+    )

@@ -52,6 +52,13 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     # and gives up on any error: answer a missing file with "" for such agents.
     missing_file_as_empty: bool = False
     """read a missing file as "" (the built-in gemini does: it probes first)"""
+    mode: str | None = None
+    """mode to switch each new session to (e.g. "default" for qwen, which starts in
+    "auto"); a mode the agent does not offer is reported"""
+    model: str | None = None
+    """model to switch each new session to"""
+    config_options: dict[str, str | bool] = msgspec.field(default_factory=dict)
+    """session settings to apply to each new session, by setting id"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
@@ -182,8 +189,9 @@ def _agent(name: Any, spec: Any) -> AgentConfig:
     key = f"agents.{name}"
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
         raise ConfigError(f"agents: agent name {name!r} must be a non-empty word")
+    if isinstance(spec, dict):
+        spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
     if isinstance(spec, dict) and "env" in spec:
-        spec = {**spec, "env": _table(spec["env"])}
         for var, value in spec["env"].items() if isinstance(spec["env"], dict) else ():
             if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
                 raise ConfigError(f"{key}.env.{var}: expected a string")

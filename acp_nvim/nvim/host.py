@@ -100,6 +100,9 @@ class Host:
                 self.worker.submit(app.list_sessions, params["chat"])
             case "delete_session":
                 self.worker.submit(app.delete_session, params["chat"], params["session_id"])
+            case "set_mode" | "set_model":
+                category = method.removeprefix("set_")
+                self.worker.submit(app.set_category, params["chat"], category, params["value"])
             case "set_config":
                 self.worker.submit(app.set_config, params["chat"], params["id"], params["value"])
             case "login":

@@ -9,6 +9,9 @@ local M = {}
 ---@field env? table<string,string> added to Neovim's environment
 ---@field cwd? string working directory (default: Neovim's cwd)
 ---@field missing_file_as_empty? boolean read a missing file as "" (the built-in gemini does: it probes first)
+---@field mode? string mode to switch each new session to (e.g. "default" for qwen, which starts in "auto"); a mode the agent does not offer is reported
+---@field model? string model to switch each new session to
+---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
 
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions

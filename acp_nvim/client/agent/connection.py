@@ -220,7 +220,7 @@ class AgentConnection:
         try:
             stop_reason = await self._until_exit(sessions.prompt(chat, text), abandon)
         except _Abandoned:
-            chat.abandoned = True
+            chat.muted = True
             chat.info(
                 f"*The agent did not stop within {self.cancel_grace:g} s of the cancel: "
                 "the turn ends here and what it still sends is not shown.*"

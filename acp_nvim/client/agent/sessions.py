@@ -11,9 +11,17 @@ connection turns each into a message for the user.
 
 from __future__ import annotations
 
-__all__ = ["NotOffered", "Services", "Sessions"]
+__all__ = [
+    "MAX_LIST_PAGES",
+    "NotOffered",
+    "Page",
+    "Services",
+    "Sessions",
+    "every_page",
+    "session_info",
+]
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -85,3 +93,37 @@ class Sessions(Protocol):
     async def login(self, method_id: str) -> None: ...
 
     async def logout(self) -> None: ...
+
+
+# session/list pages read at most: an agent that keeps sending cursors (or repeats
+# one) would otherwise be paged forever.
+MAX_LIST_PAGES = 100
+# One page of session/list: the sessions as plain dicts, and the next cursor.
+Page = tuple[list[dict[str, Any]], str | None]
+
+
+async def every_page(fetch: Callable[[str | None], Awaitable[Page]]) -> list[dict[str, Any]]:
+    """All sessions of a paginated ``session/list``: ``fetch(cursor)`` reads one page.
+
+    Stops at an empty page, a repeated cursor or :data:`MAX_LIST_PAGES`.
+    """
+    sessions: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_LIST_PAGES):
+        page, cursor = await fetch(cursor)
+        sessions += page
+        if not cursor or not page or cursor in seen:
+            break
+        seen.add(cursor)
+    return sessions
+
+
+def session_info(info: Any) -> dict[str, Any]:
+    """One ``session/list`` entry (v1 and v2 name these fields alike) as plain data."""
+    return {
+        "session_id": info.session_id,
+        "cwd": info.cwd,
+        "title": info.title,
+        "updated_at": info.updated_at,
+    }

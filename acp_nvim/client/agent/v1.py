@@ -28,12 +28,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+import msgspec
+
 from acp_nvim import __version__
-from acp_nvim.client.agent.sessions import NotOffered, Services
+from acp_nvim.client.agent.sessions import NotOffered, Page, Services, every_page, session_info
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
+    ConfigOption,
     ContentPart,
     DiffPart,
     Location,
@@ -82,18 +85,116 @@ def _apply_other(chat: Chat, update: Any) -> None:
             listed = [{"name": c.name, "description": c.description} for c in commands]
             chat.on_info(commands=listed)
         case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
-            chat.on_info(mode=mode)
+            chat.on_current("mode", mode)
         case v1.SessionUpdateSessionInfoUpdate(title=title):
             chat.on_info(title=title)
         case v1.SessionUpdateUsageUpdate(used=used, size=size):
             chat.on_info(usage={"used": used, "size": size})
-        case v1.SessionUpdateConfigOptionUpdate():
-            chat.on_info(config_changed=True)
+        case v1.SessionUpdateConfigOptionUpdate(config_options=options):
+            chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
         case Unknown(raw=raw):
             # Newer agents may send updates this version doesn't know: never a crash.
             chat.on_info(unknown_update=str(raw.get("sessionUpdate", "?")))
         case _:
             pass
+
+
+def config_options(options: Sequence[Any]) -> list[ConfigOption]:
+    """The model's settings from v1 ``configOptions``; unknown kinds are listed only."""
+    result = []
+    for option in options:
+        match option:
+            case v1.SessionConfigOptionSelect():
+                choices = _choices(option.options)
+                result.append(_option(option, "select", option.current_value, choices))
+            case v1.SessionConfigOptionBoolean():
+                result.append(_option(option, "boolean", option.current_value))
+            case Unknown(tag=tag):
+                current = option.get("currentValue")
+                result.append(
+                    ConfigOption(
+                        str(option.get("id", "?")),
+                        str(option.get("name", "?")),
+                        str(tag),
+                        current if isinstance(current, str | bool) else None,
+                        option.get("category"),
+                    )
+                )
+    return result
+
+
+def _option(
+    option: Any, kind: str, current: str | bool, choices: list[tuple[str, str]] | None = None
+) -> ConfigOption:
+    return ConfigOption(
+        option.id, option.name, kind, current, option.category, option.description, choices or []
+    )
+
+
+def _choices(options: Any) -> list[tuple[str, str]]:
+    if isinstance(options, Unknown):
+        return []
+    choices = []
+    for item in options:
+        if isinstance(item, v1.SessionConfigSelectGroup):
+            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+        else:
+            choices.append((item.value, item.name))
+    return choices
+
+
+class _Model(msgspec.Struct):
+    model_id: str = msgspec.field(name="modelId")
+    name: str = ""
+
+
+class _Models(msgspec.Struct):
+    current_model_id: str = msgspec.field(name="currentModelId")
+    available_models: list[_Model] = msgspec.field(default_factory=list, name="availableModels")
+
+
+class _Beside(msgspec.Struct):
+    """What agents send beside a session answer outside the pinned schema: Claude,
+    gemini and qwen offer ``models`` (changed with ``session/set_model``)."""
+
+    models: _Models | None = None
+
+
+def _models(raw: Any) -> _Models | None:
+    try:
+        return msgspec.json.decode(raw, type=_Beside).models
+    except msgspec.MsgspecError:
+        return None  # malformed extras are only not offered
+
+
+def settings(
+    options: Sequence[Any] | None, modes: v1.SessionModeState | None, models: _Models | None
+) -> list[ConfigOption]:
+    """A session's settings: its config options, plus its modes and models as
+    settings of category ``mode`` / ``model`` where no config option has that
+    category (config options win: session-config-options.mdx)."""
+    result = config_options(options or [])
+    taken = {o.category for o in result} | {o.id for o in result}
+    if modes is not None and "mode" not in taken:
+        choices = [(m.id, m.name) for m in modes.available_modes]
+        result.append(
+            ConfigOption(
+                "mode", "Mode", "select", modes.current_mode_id, "mode", None, choices, "modes"
+            )
+        )
+    if models is not None and "model" not in taken:
+        choices = [(m.model_id, m.name or m.model_id) for m in models.available_models]
+        current = models.current_model_id
+        result.append(
+            ConfigOption("model", "Model", "select", current, "model", None, choices, "models")
+        )
+    return result
+
+
+def _keep_shown(options: list[ConfigOption], before: list[ConfigOption]) -> list[ConfigOption]:
+    """New config options, plus the modes/models settings they do not replace."""
+    taken = {o.category for o in options} | {o.id for o in options}
+    return options + [o for o in before if o.source != "config" and o.category not in taken]
 
 
 def tool_call_patch(update: Any) -> ToolCallPatch:
@@ -196,6 +297,7 @@ class SessionsV1:
         self.connection = connection
         self.services = services
         self.agent_title: str | None = None
+        self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -227,20 +329,39 @@ class SessionsV1:
         response = await self.connection.request("initialize", params, v1.InitializeResponse)
         if response.protocol_version != 1:
             raise VersionMismatch(agent, response.protocol_version, (1,))
+        self.init = response
         info = response.agent_info
         self.agent_title = (info.title or info.name) if info is not None else None
 
     @property
+    def _capabilities(self) -> v1.AgentCapabilities:
+        return self.init.agent_capabilities
+
+    @property
     def auth_methods(self) -> list[tuple[str, str]]:
-        return []
+        """The methods ``authenticate`` runs (terminal and variable methods need more)."""
+        return [
+            (m.id, m.name) for m in self.init.auth_methods if isinstance(m, v1.AuthMethodAgent)
+        ]
 
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(cwd=self.services.cwd, mcp_servers=[])
-        response = await self.connection.request("session/new", params, v1.NewSessionResponse)
+        raw = await self.connection.request("session/new", params)
+        response = v1.decode(raw, v1.NewSessionResponse)
         self.services.chats[response.session_id] = chat
-        if response.modes is not None:
-            chat.on_info(mode=response.modes.current_mode_id)
+        self._settings(chat, response.config_options, response.modes, _models(raw))
         return response.session_id
+
+    def _settings(
+        self,
+        chat: Chat,
+        options: Sequence[Any] | None,
+        modes: v1.SessionModeState | None,
+        models: _Models | None,
+    ) -> None:
+        found = settings(options, modes, models)
+        if found:
+            chat.on_config(found)
 
     async def prompt(self, chat: Chat, text: str) -> str:
         """The turn ends with the answer to ``session/prompt``."""
@@ -255,25 +376,97 @@ class SessionsV1:
         await self.connection.notify("session/cancel", params)
 
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
-        _not_offered("listing sessions")
+        if self._capabilities.session_capabilities.list is None:
+            _not_offered("listing sessions")
+
+        async def page(cursor: str | None) -> Page:
+            params = v1.ListSessionsRequest(cwd=cwd, cursor=cursor)
+            page = await self.connection.request("session/list", params, v1.ListSessionsResponse)
+            return [session_info(s) for s in page.sessions], page.next_cursor
+
+        return await every_page(page)
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
-        _not_offered("resuming a session")
+        """``session/load`` replays the history, ``session/resume`` does not: with
+        ``replay`` load is preferred, without it resume (a load is then not shown)."""
+        can_load = self._capabilities.load_session
+        can_resume = self._capabilities.session_capabilities.resume is not None
+        if not (can_load or can_resume):
+            _not_offered("resuming a session")
+        chats = self.services.chats
+        # Registered first: a load replays the history as updates of this session.
+        chats[session_id] = chat
+        chat.session.session_id = session_id
+        cwd = self.services.cwd
+        try:
+            if can_load and (replay or not can_resume):
+                chat.muted = not replay
+                params = v1.LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                raw = await self.connection.request("session/load", params)
+                response: Any = v1.decode(raw, v1.LoadSessionResponse)
+            else:
+                resume = v1.ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                raw = await self.connection.request("session/resume", resume)
+                response = v1.decode(raw, v1.ResumeSessionResponse)
+                if replay:
+                    chat.info("*The agent resumes this session without showing its history.*")
+        except BaseException:
+            chats.pop(session_id, None)
+            raise
+        finally:
+            chat.muted = False
+        self._settings(chat, response.config_options, response.modes, _models(raw))
 
     async def close(self, chat: Chat) -> None:
-        pass  # nothing to tell a v1 agent
+        if self._capabilities.session_capabilities.close is not None:
+            params = v1.CloseSessionRequest(session_id=chat.session.session_id)
+            await self.connection.request("session/close", params, v1.CloseSessionResponse)
 
     async def delete(self, session_id: str) -> None:
-        _not_offered("deleting sessions")
+        if self._capabilities.session_capabilities.delete is None:
+            _not_offered("deleting sessions")
+        params = v1.DeleteSessionRequest(session_id=session_id)
+        await self.connection.request("session/delete", params, v1.DeleteSessionResponse)
 
     async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None:
-        _not_offered("changing a setting")
+        """A config option with ``session/set_config_option``; modes and models shown
+        as settings with ``session/set_mode`` / ``session/set_model``."""
+        session_id = chat.session.session_id
+        option = next((o for o in chat.session.config_options if o.id == config_id), None)
+        source = option.source if option is not None else "config"
+        if source != "config":
+            if isinstance(value, bool):
+                raise NotOffered(f"{config_id} takes a value, not on/off")
+            if source == "modes":
+                params: Any = v1.SetSessionModeRequest(session_id=session_id, mode_id=value)
+                await self.connection.request("session/set_mode", params, v1.SetSessionModeResponse)
+            else:  # outside the pinned schema, as the agents that offer models send it
+                params = {"sessionId": session_id, "modelId": value}
+                await self.connection.request("session/set_model", params)
+            chat.on_current("mode" if source == "modes" else "model", value)
+            return
+        if isinstance(value, bool):
+            params = v1.SetSessionConfigOptionRequestBoolean(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        else:
+            params = v1.SetSessionConfigOptionRequestValueId(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        response = await self.connection.request(
+            "session/set_config_option", params, v1.SetSessionConfigOptionResponse
+        )
+        options = config_options(response.config_options)
+        chat.on_config(_keep_shown(options, chat.session.config_options))
 
     async def login(self, method_id: str) -> None:
-        _not_offered("logging in")
+        params = v1.AuthenticateRequest(method_id=method_id)
+        await self.connection.request("authenticate", params, v1.AuthenticateResponse)
 
     async def logout(self) -> None:
-        _not_offered("logging out")
+        if self._capabilities.auth.logout is None:
+            _not_offered("logging out")
+        await self.connection.request("logout", v1.LogoutRequest(), v1.LogoutResponse)
 
     # -- from the agent
 

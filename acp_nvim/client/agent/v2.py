@@ -35,7 +35,7 @@ import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
-from acp_nvim.client.agent.sessions import NotOffered, Services
+from acp_nvim.client.agent.sessions import NotOffered, Page, Services, every_page, session_info
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     ChangesPart,
@@ -317,11 +317,6 @@ def _choices(options: Any) -> list[tuple[str, str]]:
 # -- requests --------------------------------------------------------------------------
 
 
-# session/list pages read at most, and the reason to stop early: an agent that
-# repeats a cursor would otherwise be paged forever.
-MAX_LIST_PAGES = 100
-
-
 class SessionsV2:
     """The v2 surface of one connection: sessions, turns, settings, permissions.
 
@@ -386,26 +381,12 @@ class SessionsV2:
         await self.connection.notify("session/cancel", params)
 
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
-        sessions: list[dict[str, Any]] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_LIST_PAGES):
+        async def page(cursor: str | None) -> Page:
             params = v2.ListSessionsRequest(cwd=cwd, cursor=cursor)
             page = await self.connection.request("session/list", params, v2.ListSessionsResponse)
-            sessions += [
-                {
-                    "session_id": s.session_id,
-                    "cwd": s.cwd,
-                    "title": s.title,
-                    "updated_at": s.updated_at,
-                }
-                for s in page.sessions
-            ]
-            cursor = page.next_cursor
-            if not cursor or not page.sessions or cursor in seen:
-                break
-            seen.add(cursor)
-        return sessions
+            return [session_info(s) for s in page.sessions], page.next_cursor
+
+        return await every_page(page)
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
         """Reattach to a session; ``replay`` asks for its history first.

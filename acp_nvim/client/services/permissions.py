@@ -98,7 +98,7 @@ class Permissions:
 
             option_id = await permissions.ask(chat, ToolCallPatch("c1", kind="edit"), options)
         """
-        if chat.abandoned:
+        if chat.muted:
             return None  # the turn already ended here: nobody is asked any more
         chat.on_tool_call(tool_call)
         call = chat.session.tool_calls[tool_call.id]

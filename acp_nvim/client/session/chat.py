@@ -61,9 +61,9 @@ class Chat:
         self.turn = 0
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
-        # The turn was ended here while the agent went on (it ignored a cancel):
-        # what it still sends about that turn is not shown.
-        self.abandoned = False
+        # Updates are not shown: the turn was ended here while the agent went on
+        # (it ignored a cancel), or history is loaded again that the chat shows.
+        self.muted = False
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -97,7 +97,7 @@ class Chat:
     def start_turn(self, text: str) -> None:
         """Show the user's message and mark the turn running."""
         self.turn += 1
-        self.abandoned = False
+        self.muted = False
         self.session.state = "running"
         if self.changes is not None:
             self.changes.begin_turn()
@@ -193,7 +193,7 @@ class Chat:
         are applied as one patch with their texts joined: what one patch each would
         show, without the model, view and render steps per 20-byte chunk.
         """
-        if self.abandoned:
+        if self.muted:
             return
         run: tuple[Role, str | None] | None = None
         texts: list[str] = []
@@ -256,6 +256,16 @@ class Chat:
         if "commands" in fields:
             self.session.commands = fields["commands"]
         self._draw(view.status_op(**fields))
+
+    def on_current(self, category: str, value: str) -> None:
+        """The current value of the setting of ``category`` changed (e.g. a mode)."""
+        options = [o for o in self.session.config_options if o.category == category]
+        for option in options:
+            option.current = value
+        if options:
+            self.on_config(self.session.config_options)
+        else:  # a setting the agent never listed: shown as it is
+            self.on_info(**{category: value})
 
     def on_config(self, options: list[ConfigOption]) -> None:
         """The session's settings, whole (v2 ``configOptions``); the header shows them."""

@@ -232,10 +232,12 @@ class ToolCallPatch:
 
 @dataclass
 class ConfigOption:
-    """A session setting (v2 config option; v1 modes map onto category ``mode``).
+    """A session setting: a config option, or an agent's modes or models shown as one
+    (category ``mode`` / ``model``) when it sends no config option of that category.
 
     ``type`` is ``select`` or ``boolean`` (newer types are listed, not editable);
-    ``choices`` are (value, name) pairs of a select.
+    ``choices`` are (value, name) pairs of a select; ``source`` is what the agent
+    sent: ``config`` (a config option), ``modes`` or ``models``.
     """
 
     id: str
@@ -245,6 +247,7 @@ class ConfigOption:
     category: str | None = None
     description: str | None = None
     choices: list[tuple[str, str]] = field(default_factory=list)
+    source: Literal["config", "modes", "models"] = "config"
 
 
 @dataclass
