@@ -16,6 +16,9 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.tools)
+---@field opened {agent?: string, session_id?: string} what the chat was opened with
+---@field host_failed? boolean the Python side failed under this chat (M.fail)
+---@field failures? integer failures shown in the transcript
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -200,6 +203,16 @@ local function take_windows(old, chat)
   return shown
 end
 
+--- Ask the Python side for the chat's session, or show why it cannot start.
+local function start(chat)
+  if host.ensure() then
+    local opened = chat.opened
+    host.notify("open", { chat = chat.id, agent = opened.agent, cwd = vim.fn.getcwd(), session_id = opened.session_id })
+  else
+    M.fail(chat, host.failure.message)
+  end
+end
+
 ---@param opts {agent?: string, new?: boolean, session_id?: string}
 ---@return acp.Chat
 function M.open(opts)
@@ -210,12 +223,21 @@ function M.open(opts)
   if not valid(existing) then
     existing = nil
   end
-  if existing and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
+  local reuse = existing
+    and not opts.new
+    and not opts.session_id
+    and (not opts.agent or opts.agent == existing.status.agent)
+  -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
+  if reuse and not (existing.host_failed and existing.status.session_id) then
     show(existing)
+    if existing.host_failed then
+      M.retry(existing)
+    end
     return existing
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
+  chat.opened = { agent = opts.agent, session_id = opts.session_id }
   M.current = chat.id
   -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers.
@@ -223,8 +245,19 @@ function M.open(opts)
     show(chat)
   end
   update_winbar(chat)
-  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd(), session_id = opts.session_id })
+  start(chat)
   return chat
+end
+
+--- Start again, in place, a chat whose Python side failed before its session
+--- began: the transcript only held the failure, the input keeps what was typed.
+---@param chat acp.Chat
+function M.retry(chat)
+  chat.host_failed = nil
+  chat.blocks = render.reset(chat.transcript)
+  chat.status = { state = "starting", agent = chat.status.agent }
+  update_winbar(chat)
+  start(chat)
 end
 
 ---@param chat acp.Chat
@@ -247,7 +280,9 @@ function M.close(chat)
   if M.current == chat.id then
     M.current = nil
   end
-  host.notify("close", { chat = chat.id })
+  if host.running() then
+    host.notify("close", { chat = chat.id })
+  end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
@@ -273,13 +308,47 @@ function M.render(id, ops)
   end
 end
 
---- The Python host died: every chat is in error.
-function M.host_exited(message)
+--- Show in `chat` why the Python side is not running (one paragraph with the
+--- fix): the chat is in error and AcpError fires. The next :AcpChat retries.
+---@param chat acp.Chat
+---@param message string
+function M.fail(chat, message)
+  chat.host_failed = true
+  chat.failures = (chat.failures or 0) + 1
+  M.render(chat.id, {
+    { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+    { op = "status", state = "error", error = message },
+  })
+  require("acp.prompt").forget_all(chat)
+  api.nvim_exec_autocmds("User", { pattern = "AcpError", data = { chat = chat.id, message = message }, modeline = false })
+end
+
+--- The Python side failed to start or died: every chat it served says so.
+---@param message string
+function M.host_failed(message)
   for _, chat in pairs(M.chats) do
-    chat.status.state = "error"
-    chat.status.error = message
-    require("acp.prompt").forget_all(chat)
-    update_winbar(chat)
+    if not chat.host_failed then
+      M.fail(chat, message)
+    end
+  end
+end
+
+--- Whether a window shows a chat that shows why the Python side is not running.
+function M.failure_shown()
+  for _, chat in pairs(M.chats) do
+    if chat.host_failed and valid(chat) and #vim.fn.win_findbuf(chat.transcript) > 0 then
+      return true
+    end
+  end
+  return false
+end
+
+--- After :AcpInstall: start again the chats whose Python side never started.
+function M.retry_failed()
+  for _, chat in pairs(M.chats) do
+    if chat.host_failed and not chat.status.session_id and valid(chat) then
+      M.retry(chat)
+    end
   end
 end
 
