@@ -18,7 +18,7 @@ function M.check()
   local python, source = host.python()
   local fix = { host.fix() }
   if config.options.host ~= "rplugin" and (source == "PATH" or source == "g:python3_host_prog") then
-    health.warn(("the plugin's own Python environment (%s/.venv) is missing; using %s"):format(util.root(), python), {
+    health.warn(("the plugin's own Python environment (%s) is missing; using %s"):format(host.venv(), python), {
       "Run :AcpInstall to build it",
     })
   end

@@ -22,9 +22,12 @@ local LOG_LINES = 200
 -- The host's stderr, as :AcpLog shows it.
 local stderr_log = {}
 
---- The plugin's own Python (what :AcpInstall builds).
+--- The plugin's own virtual environment (what :AcpInstall builds) and its Python.
+function M.venv()
+  return util.root() .. "/.venv"
+end
 function M.venv_python()
-  return util.root() .. "/.venv/bin/python"
+  return M.venv() .. "/bin/python"
 end
 
 --- The Python the host runs with, and where that choice came from.

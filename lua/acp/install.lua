@@ -37,9 +37,8 @@ end
 
 --- The steps, each {title, cmd}; nil and a message when nothing can build it.
 ---@param base? string the Python to create the venv with (it is then always built anew)
-local function plan(root, base)
-  local venv = root .. "/.venv"
-  local python = venv .. "/bin/python"
+local function plan(base)
+  local venv, python = host.venv(), host.venv_python()
   local uv = vim.fn.exepath("uv")
   local steps = {}
   if base or not usable(python, uv == "") then
@@ -56,14 +55,14 @@ local function plan(root, base)
     end
     if uv ~= "" then
       -- Without --python, uv picks (or fetches) one that pyproject.toml's requires-python allows.
-      local cmd = base and { uv, "venv", "--python", base, ".venv" } or { uv, "venv", ".venv" }
+      local cmd = base and { uv, "venv", "--python", base, venv } or { uv, "venv", venv }
       table.insert(steps, { "creating .venv with uv", cmd })
     else
       base = base or (vim.fn.executable("python3") == 1 and "python3" or "python")
       if vim.fn.executable(base) ~= 1 then
         return nil, "no Python found on PATH: install Python 3.10 or newer (or uv), or name one: :AcpInstall /path/to/python3"
       end
-      table.insert(steps, { "creating .venv", { base, "-m", "venv", ".venv" } })
+      table.insert(steps, { "creating .venv", { base, "-m", "venv", venv } })
       -- A Python's bundled pip may predate editable installs from pyproject.toml.
       table.insert(steps, { "upgrading pip", { python, "-m", "pip", "install", "--upgrade", "pip" } })
     end
@@ -95,8 +94,8 @@ end
 
 --- After the last step: start the Python side and the chats that waited for it.
 ---@param was_running boolean the Python side ran during the install (with the old modules)
-local function started(root, seconds, was_running)
-  local where = root .. "/.venv"
+local function started(seconds, was_running)
+  local where = host.venv()
   if require("acp.config").options.host == "rplugin" then
     util.notify(("installed %s in %d s (the rplugin host uses g:python3_host_prog)"):format(where, seconds), "info")
     return
@@ -122,7 +121,7 @@ local function run_step(root, steps, i, started_at)
   if not step then
     local was_running = current.was_running
     current = nil
-    started(root, os.time() - started_at, was_running)
+    started(os.time() - started_at, was_running)
     return
   end
   local title, cmd = step[1], step[2]
@@ -155,7 +154,7 @@ function M.run(opts)
     return
   end
   local root = util.root()
-  local steps, problem = plan(root, opts.python)
+  local steps, problem = plan(opts.python)
   if not steps then
     util.notify("install failed: " .. problem)
     return

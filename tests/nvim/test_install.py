@@ -196,7 +196,8 @@ def test_failing_install_reports_the_command_and_its_output(tmp_path: Path, plug
         notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
         assert notices[0] == "acp: install 1/5: creating .venv"
         assert notices[-1] == (
-            "acp: install failed: python3 -m venv .venv exited with code 4:\ncannot make a venv here"
+            f"acp: install failed: python3 -m venv {plugin}/.venv exited with code 4:\n"
+            "cannot make a venv here"
         )
     finally:
         editor.quit()
