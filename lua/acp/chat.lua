@@ -315,12 +315,19 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
-  M.render(chat.id, {
-    { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
-    { op = "status", state = "error", error = message },
+  -- The batch the Python side would send, through the one place that fires events.
+  host.apply({
+    {
+      "render",
+      chat.id,
+      {
+        { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+        { op = "status", state = "error", error = message },
+      },
+    },
+    { "event", "AcpError", { chat = chat.id, message = message } },
   })
   require("acp.prompt").forget_all(chat)
-  api.nvim_exec_autocmds("User", { pattern = "AcpError", data = { chat = chat.id, message = message }, modeline = false })
 end
 
 --- The Python side failed to start or died: every chat it served says so.
