@@ -17,11 +17,13 @@ help: ## list the targets
 # and the demo agent run the working tree through PYTHONPATH, so only other uses of
 # .venv's python need `make clean` after adding one.
 # compileall: bytecode now, so the host starts fast even under PYTHONDONTWRITEBYTECODE.
+# --stamp: what :checkhealth acp compares with pyproject.toml (the steps are :AcpInstall's).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
 	$(PY) -m compileall -q acp_nvim
+	$(PY) -m acp_nvim.health --stamp
 	@touch $@
 
 demo: $(STAMP) ## open Neovim with the plugin and the offline demo agent, chat open

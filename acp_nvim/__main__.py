@@ -1,8 +1,38 @@
-"""``python -m acp_nvim``: the process Lua starts with ``jobstart(..., {rpc = true})``."""
+"""``python -m acp_nvim``: the process Lua starts with ``jobstart(..., {rpc = true})``.
 
-from __future__ import annotations
+A Python too old for acp.nvim, or one without its dependencies, stops here with a
+traceback (for ``:AcpLog``) and then one line starting with :data:`START_ERROR`
+that says what failed; Lua shows that line in the chat with the fix.
+"""
 
-from acp_nvim.nvim.host import run_stdio
+# No `from __future__` and nothing newer than Python 3.7 in this file: an old
+# Python must get far enough to say that it is too old.
+import sys
+from typing import NoReturn
+
+__all__ = ["START_ERROR", "main"]
+
+START_ERROR = "acp.nvim start error: "
+
+
+def _fail(what: str) -> NoReturn:
+    sys.stderr.write(START_ERROR + what + "\n")
+    sys.exit(3)
+
+
+def main() -> None:
+    version = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info < (3, 10):  # noqa: UP036 -- the check is for Pythons we do not support
+        _fail(f"{sys.executable} is Python {version}; acp.nvim needs Python 3.10 or newer")
+    try:
+        from acp_nvim.nvim.host import run_stdio
+    except ImportError as err:
+        import traceback
+
+        traceback.print_exc()
+        _fail(f"{sys.executable} (Python {version}) lacks a module acp.nvim needs: {err}")
+    run_stdio()
+
 
 if __name__ == "__main__":
-    run_stdio()
+    main()

@@ -1,27 +1,76 @@
 """``python -m acp_nvim.health``: facts for ``:checkhealth acp`` as one JSON object.
 
 Reads the user's options (JSON) on stdin and reports the Python environment,
-the dependency versions, whether the options are valid, and for each agent
-whether its program can be found. It never starts an agent.
+the dependency versions, whether the environment is older than the project's
+dependencies, whether the options are valid, and for each agent whether its
+program can be found. It never starts an agent. Options and agents are only
+checked when the dependencies are there.
+
+``python -m acp_nvim.health --stamp`` records in the virtual environment it
+runs in which dependencies it was built for (``:AcpInstall`` and ``make`` do
+this last), so an update that changes them shows as ``stale``.
 """
 
 from __future__ import annotations
 
-__all__ = ["report"]
+__all__ = ["STAMP", "dependencies_digest", "report", "write_stamp"]
 
+import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 DEPENDENCIES = ("pynvim", "anyio", "msgspec")
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+# In the environment's root (sys.prefix), beside pyvenv.cfg.
+STAMP = "acp-nvim-dependencies"
+
+
+def dependencies_digest(pyproject: str) -> str:
+    """A digest of what the environment must provide: ``requires-python`` and the
+    ``[project]`` dependencies (not the extras, nor anything else in the file).
+
+    Read with a regular expression: ``tomllib`` needs Python 3.11, we support 3.10,
+    and the file is ours.
+    """
+    requires = re.search(r'^requires-python\s*=\s*"([^"]*)"', pyproject, re.M)
+    listed = re.search(r"^dependencies\s*=\s*\[(.*?)\]", pyproject, re.M | re.S)
+    names = re.findall(r'"([^"]+)"', listed[1]) if listed else []
+    facts = [requires[1] if requires else "", *names]
+    return hashlib.sha256("\n".join(facts).encode()).hexdigest()
+
+
+def _in_venv() -> bool:
+    return sys.prefix != sys.base_prefix
+
+
+def _stale() -> bool | None:
+    """Whether this environment was built for other dependencies (or by hand: no
+    stamp); None when that cannot be told (no venv, or no pyproject.toml)."""
+    if not _in_venv() or not PYPROJECT.exists():
+        return None
+    try:
+        recorded = (Path(sys.prefix) / STAMP).read_text().strip()
+    except OSError:
+        return True
+    return recorded != dependencies_digest(PYPROJECT.read_text())
+
+
+def write_stamp() -> None:
+    """Record the current dependencies in the running virtual environment."""
+    if not _in_venv():
+        sys.exit("acp_nvim.health --stamp: not running in a virtual environment")
+    digest = dependencies_digest(PYPROJECT.read_text())
+    (Path(sys.prefix) / STAMP).write_text(digest + "\n")
 
 
 def report(raw_options: Any) -> dict[str, Any]:
     from acp_nvim import __version__
-    from acp_nvim.client.config import Config, ConfigError, load_config
 
     versions: dict[str, str | None] = {}
     for name in DEPENDENCIES:
@@ -29,6 +78,17 @@ def report(raw_options: Any) -> dict[str, Any]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
+    facts: dict[str, Any] = {
+        "python": sys.executable,
+        "python_version": sys.version.split()[0],
+        "acp_nvim": __version__,
+        "dependencies": versions,
+        "stale": _stale(),
+    }
+    if None in versions.values():
+        return facts
+    from acp_nvim.client.config import Config, ConfigError, load_config
+
     config_error = None
     try:
         config = load_config(raw_options)
@@ -41,10 +101,7 @@ def report(raw_options: Any) -> dict[str, Any]:
         found = shutil.which(program, path={**os.environ, **agent.env}.get("PATH"))
         agents[name] = {"cmd": agent.cmd, "found": found, "configured": name in config.agents}
     return {
-        "python": sys.executable,
-        "python_version": sys.version.split()[0],
-        "acp_nvim": __version__,
-        "dependencies": versions,
+        **facts,
         "config_error": config_error,
         "default_agent": config.default_agent,
         "agents": agents,
@@ -52,5 +109,8 @@ def report(raw_options: Any) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    text = sys.stdin.read()
-    print(json.dumps(report(json.loads(text) if text.strip() else {})))
+    if sys.argv[1:] == ["--stamp"]:
+        write_stamp()
+    else:
+        text = sys.stdin.read()
+        print(json.dumps(report(json.loads(text) if text.strip() else {})))

@@ -68,6 +68,13 @@ end, { nargs = "?", desc = "Log in to the agent" })
 command("AcpLogout", function()
   acp().logout()
 end, { desc = "Log out of the agent" })
+command("AcpInstall", function(args)
+  require("acp.install").run({ python = args.fargs[1] })
+end, {
+  nargs = "?",
+  complete = "file",
+  desc = "Build or repair the plugin's Python environment ([python]: anew, with it)",
+})
 command("AcpLog", function()
   require("acp.log").open()
 end, { desc = "Show the protocol log" })

@@ -17,7 +17,9 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.tools)
----@field host_dead? boolean the Python host that served this chat died
+---@field opened {agent?: string, session_id?: string} what the chat was opened with
+---@field host_failed? boolean the Python side failed under this chat (M.fail)
+---@field failures? integer failures shown in the transcript
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -210,6 +212,16 @@ local function take_windows(old, chat)
   return shown
 end
 
+--- Ask the Python side for the chat's session, or show why it cannot start.
+local function start(chat)
+  if host.ensure() then
+    local opened = chat.opened
+    host.notify("open", { chat = chat.id, agent = opened.agent, cwd = vim.fn.getcwd(), session_id = opened.session_id })
+  else
+    M.fail(chat, host.failure.message)
+  end
+end
+
 ---@param opts {agent?: string, new?: boolean, session_id?: string}
 ---@return acp.Chat
 function M.open(opts)
@@ -220,13 +232,21 @@ function M.open(opts)
   if not valid(existing) then
     existing = nil
   end
-  -- A chat whose Python host died cannot go on: a new one takes its windows.
-  if existing and not existing.host_dead and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
+  local reuse = existing
+    and not opts.new
+    and not opts.session_id
+    and (not opts.agent or opts.agent == existing.status.agent)
+  -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
+  if reuse and not (existing.host_failed and existing.status.session_id) then
     show(existing)
+    if existing.host_failed then
+      M.retry(existing)
+    end
     return existing
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
+  chat.opened = { agent = opts.agent, session_id = opts.session_id }
   M.current = chat.id
   -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers.
@@ -234,7 +254,7 @@ function M.open(opts)
     show(chat)
   end
   update_winbar(chat)
-  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd(), session_id = opts.session_id })
+  start(chat)
   return chat
 end
 
@@ -252,12 +272,23 @@ local function give_back(chat, text)
   end
 end
 
+--- Start again, in place, a chat whose Python side failed before its session
+--- began: the transcript only held the failure, the input keeps what was typed.
+---@param chat acp.Chat
+function M.retry(chat)
+  chat.host_failed = nil
+  chat.blocks = render.reset(chat.transcript)
+  chat.status = { state = "starting", agent = chat.status.agent }
+  update_winbar(chat)
+  start(chat)
+end
+
 ---@param chat acp.Chat
 ---@param text string
 function M.send(chat, text)
-  if chat.host_dead then
+  if chat.host_failed then
     give_back(chat, text)
-    util.notify("this chat ended with its Python host: :AcpChat starts a new one", "warn")
+    util.notify("the Python side is not running: :AcpChat starts it again", "warn")
     return
   end
   host.notify("send", { chat = chat.id, text = text })
@@ -265,8 +296,8 @@ end
 
 ---@param chat acp.Chat
 function M.restart(chat)
-  if chat.host_dead then
-    M.open({ agent = chat.status.agent, new = true })
+  if chat.host_failed then
+    M.open({ agent = chat.status.agent })
   else
     host.notify("restart", { chat = chat.id })
   end
@@ -310,7 +341,9 @@ function M.close(chat)
   if M.current == chat.id then
     M.current = nil
   end
-  host.notify("close", { chat = chat.id })
+  if host.running() then
+    host.notify("close", { chat = chat.id })
+  end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
@@ -341,24 +374,54 @@ function M.render(id, ops)
   end
 end
 
---- The Python host died: every chat is in error and says so; returns their ids.
---- :AcpChat then opens a new chat (a new host) in the dead chat's windows.
----@return integer[]
-function M.host_exited(message)
-  local text = message .. " — :AcpChat starts a new chat (:AcpLog has the details)"
-  local ids = {}
-  for id, chat in pairs(M.chats) do
-    table.insert(ids, id)
-    chat.host_dead = true
-    chat.status.state = "error"
-    chat.status.error = message
-    require("acp.prompt").forget_all(chat)
-    if valid(chat) then
-      render.apply(chat.transcript, chat.blocks, {
-        { op = "block", id = "host-exit", kind = "error", lines = { "**Error:** " .. text } },
-      })
+--- Show in `chat` why the Python side is not running (one paragraph with the
+--- fix): the chat is in error and AcpError fires. The next :AcpChat retries.
+---@param chat acp.Chat
+---@param message string
+function M.fail(chat, message)
+  chat.host_failed = true
+  chat.failures = (chat.failures or 0) + 1
+  -- The batch the Python side would send, through the one place that fires events.
+  host.apply({
+    {
+      "render",
+      chat.id,
+      {
+        { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+        { op = "status", state = "error", error = message },
+      },
+    },
+    { "event", "AcpError", { chat = chat.id, message = message } },
+  })
+  require("acp.prompt").forget_all(chat)
+end
+
+--- The Python side failed to start or died: every chat it served says so.
+---@param message string
+function M.host_failed(message)
+  for _, chat in pairs(M.chats) do
+    if not chat.host_failed then
+      M.fail(chat, message)
     end
-    update_winbar(chat)
+  end
+end
+
+--- Whether a window shows a chat that shows why the Python side is not running.
+function M.failure_shown()
+  for _, chat in pairs(M.chats) do
+    if chat.host_failed and valid(chat) and #vim.fn.win_findbuf(chat.transcript) > 0 then
+      return true
+    end
+  end
+  return false
+end
+
+--- After :AcpInstall: start again the chats whose Python side never started.
+function M.retry_failed()
+  for _, chat in pairs(M.chats) do
+    if chat.host_failed and not chat.status.session_id and valid(chat) then
+      M.retry(chat)
+    end
   end
   return ids
 end

@@ -15,11 +15,15 @@ function M.check()
   end
 
   health.start("Python")
-  local python = host.python()
-  if vim.fn.executable(python) ~= 1 then
-    health.error(("Python %q not found"):format(python), {
-      "Run `make venv`-style set-up in the plugin directory, or set `python` in setup()",
+  local python, source = host.python()
+  local fix = { host.fix() }
+  if config.options.host ~= "rplugin" and (source == "PATH" or source == "g:python3_host_prog") then
+    health.warn(("the plugin's own Python environment (%s) is missing; using %s"):format(host.venv(), python), {
+      "Run :AcpInstall to build it",
     })
+  end
+  if vim.fn.executable(python) ~= 1 then
+    health.error(("Python %q not found"):format(python), fix)
     return
   end
   local path = vim.env.PYTHONPATH
@@ -29,17 +33,35 @@ function M.check()
     text = true,
   }):wait(20000)
   if result.code ~= 0 then
-    health.error("the Python side does not start: " .. python, { vim.trim(result.stderr or "") })
+    health.error("the Python side does not start: " .. python, { vim.trim(result.stderr or ""), fix[1] })
     return
   end
   local report = vim.json.decode(result.stdout)
   health.ok(("Python %s (%s), acp.nvim %s"):format(report.python_version, report.python, report.acp_nvim))
-  for name, version in pairs(report.dependencies) do
+  if vim.version.lt(report.python_version, "3.10") then
+    health.error("acp.nvim needs Python 3.10 or newer", fix)
+  end
+  local missing = {}
+  local names = vim.tbl_keys(report.dependencies)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local version = report.dependencies[name]
     if version == vim.NIL then
-      health.error(name .. " is not installed for " .. python)
+      table.insert(missing, name)
     else
       health.ok(name .. " " .. version)
     end
+  end
+  if #missing > 0 then
+    health.error(("%s not installed for %s"):format(table.concat(missing, ", "), python), fix)
+  end
+  if source == "venv" and report.stale then
+    health.warn("the plugin's Python environment was built for other dependencies (or by hand)", {
+      "Run :AcpInstall to bring it up to date",
+    })
+  end
+  if #missing > 0 then
+    return
   end
 
   health.start("Options")

@@ -1,5 +1,11 @@
 -- Starts and stops the Python process, sends commands, receives render batches.
 -- No protocol knowledge here: Python owns state, Lua owns pixels.
+--
+-- A host that cannot start (no Python, a Python too old or without the
+-- dependencies) or that dies becomes one paragraph saying what failed and the
+-- fix (M.failure): every chat shows it and fires AcpError, while the host's
+-- stderr (the traceback) goes to :AcpLog. Only :AcpChat and :AcpInstall start
+-- it again (M.retry).
 local config = require("acp.config")
 local util = require("acp.util")
 
@@ -7,103 +13,205 @@ local M = {}
 
 ---@type integer? channel of the Python process (job mode)
 M.chan = nil
-M.stderr_tail = {}
-local stderr_tail = M.stderr_tail
+---@type {message: string}? why the host is not running
+M.failure = nil
 
-local function python()
-  local opts = config.options
-  if opts.python then
-    return opts.python
+-- The line `python -m acp_nvim` ends with when it cannot start (acp_nvim/__main__.py).
+local START_ERROR = "acp.nvim start error: "
+local LOG_LINES = 200
+-- The host's stderr, as :AcpLog shows it.
+local stderr_log = {}
+
+--- The plugin's own virtual environment (what :AcpInstall builds) and its Python.
+function M.venv()
+  return util.root() .. "/.venv"
+end
+function M.venv_python()
+  return M.venv() .. "/bin/python"
+end
+
+--- The Python the host runs with, and where that choice came from.
+---@return string python
+---@return "option"|"venv"|"g:python3_host_prog"|"PATH" source
+function M.python()
+  if config.options.python then
+    return config.options.python, "option"
   end
-  local venv = util.root() .. "/.venv/bin/python"
+  local venv = M.venv_python()
   if vim.fn.executable(venv) == 1 then
-    return venv
+    return venv, "venv"
   end
   local prog = vim.g.python3_host_prog
   if type(prog) == "string" and prog ~= "" then
-    return vim.fn.expand(prog)
+    return vim.fn.expand(prog), "g:python3_host_prog"
   end
-  return "python3"
+  return "python3", "PATH"
 end
-M.python = python
 
-local function keep_stderr(_, data)
-  for _, line in ipairs(data) do
-    if line ~= "" then
-      table.insert(stderr_tail, line)
-      if #stderr_tail > 50 then
-        table.remove(stderr_tail, 1)
-      end
-    end
+--- What the user does about a Python that cannot run the host.
+---@return string
+function M.fix()
+  local python, source = M.python()
+  if source == "option" then
+    return ("Remove the `python` option from setup() and run :AcpInstall (or install pynvim, anyio and msgspec into %s), then :AcpChat again."):format(
+      python
+    )
   end
+  return ("Run :AcpInstall to %s the plugin's own Python environment, then :AcpChat again."):format(
+    source == "venv" and "repair" or "build"
+  )
+end
+
+local function fail(message)
+  M.failure = { message = message }
+  local chat = require("acp.chat")
+  chat.host_failed(message)
+  -- A chat on screen says it already (a long message would wait for <CR>); else
+  -- it is a message. Scheduled: the chat that :AcpChat is opening counts too.
+  vim.schedule(function()
+    if M.failure and M.failure.message == message and not chat.failure_shown() then
+      util.notify(message)
+    end
+  end)
+end
+
+local function cannot_start(what)
+  fail(("cannot start the Python side: %s. %s Details: :AcpLog."):format(what, M.fix()))
+end
+
+local function log(line)
+  table.insert(stderr_log, os.date("%H:%M:%S") .. " host !! " .. line)
+  if #stderr_log > LOG_LINES then
+    table.remove(stderr_log, 1)
+  end
+end
+
+--- The host's stderr lines (timestamped), oldest first.
+---@return string[]
+function M.stderr_lines()
+  return vim.list_slice(stderr_log)
 end
 
 local function start_job()
+  local python = M.python()
   local root = util.root()
   local path = vim.env.PYTHONPATH
-  stderr_tail = {}
-  M.stderr_tail = stderr_tail
-  local ok, chan = pcall(vim.fn.jobstart, { python(), "-m", "acp_nvim" }, {
+  local partial, start_error, last = "", nil, nil
+  local function line_in(line)
+    if line == "" then
+      return
+    end
+    log(line)
+    last = line
+    if vim.startswith(line, START_ERROR) then
+      start_error = line:sub(#START_ERROR + 1)
+    end
+  end
+  local ok, chan = pcall(vim.fn.jobstart, { python, "-m", "acp_nvim" }, {
     rpc = true,
     env = { PYTHONPATH = path and (root .. ":" .. path) or root },
-    on_stderr = keep_stderr,
+    on_stderr = function(_, data)
+      -- Chunks split lines anywhere: the last item continues in the next chunk.
+      data[1] = partial .. data[1]
+      partial = table.remove(data)
+      vim.tbl_map(line_in, data)
+    end,
     on_exit = function(_, code)
+      line_in(partial)
       M.chan = nil
       -- The agents died with the host: their commands must not outlive them.
       if package.loaded["acp.terminal"] then
         require("acp.terminal").kill_running()
       end
-      if code ~= 0 and not M.stopping then
-        local tail = table.concat(stderr_tail, "\n")
-        util.notify(("Python host exited with code %d\n%s"):format(code, tail))
-        local message = "Python host exited with code " .. code
-        local events = {}
-        for _, id in ipairs(require("acp.chat").host_exited(message)) do
-          table.insert(events, { "event", "AcpError", { chat = id, message = message } })
-        end
-        M.apply(events)
+      if code == 0 or M.stopping then
+        return
+      end
+      if start_error then
+        cannot_start(start_error)
+      else
+        fail(
+          ("the Python side exited with code %d%s. :AcpChat starts it again. Details: :AcpLog."):format(
+            code,
+            last and (" (" .. last .. ")") or ""
+          )
+        )
       end
     end,
   })
   if not ok or chan <= 0 then
-    util.user_error(("cannot start %s -m acp_nvim (:checkhealth acp)"):format(python()))
+    log(("cannot run %s: %s"):format(python, ok and "jobstart failed" or chan))
+    cannot_start(("%s is not an executable Python"):format(python))
+    return false
   end
   M.chan = chan
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = vim.api.nvim_create_augroup("acp.shutdown", { clear = true }),
+    callback = M.stop,
+  })
+  return true
 end
 
---- Start the Python side if needed and hand it the options.
+--- Whether the Python side runs (it is not started by asking).
+function M.running()
+  return M.chan ~= nil or (config.options.host == "rplugin" and M.rplugin_ready == true)
+end
+
+--- Start the Python side if needed and hand it the options. False when it cannot
+--- start (M.failure says why): only M.retry tries again.
+---@return boolean
 function M.ensure()
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
       vim.fn.AcpHostNotify("setup", { options = config.options })
     end
-    return
+    return true
   end
   if M.chan then
-    return
+    return true
+  end
+  if M.failure then
+    return false
+  end
+  if package.loaded["acp.install"] and require("acp.install").busy() then
+    M.failure = { message = "the Python environment is being built (:AcpInstall); the chat starts when it is done." }
+    return false
   end
   M.stopping = false
-  start_job()
+  if not start_job() then
+    return false
+  end
   vim.rpcnotify(M.chan, "acp", "setup", { options = config.options })
+  return true
+end
+
+--- Forget why the last start failed and start again (:AcpChat, :AcpInstall).
+---@return boolean
+function M.retry()
+  M.failure = nil
+  return M.ensure()
 end
 
 --- Send a command; it returns at once, results arrive through M.apply.
 ---@param method string
 ---@param params table
 function M.notify(method, params)
-  M.ensure()
-  if config.options.host == "rplugin" then
+  if not M.ensure() then
+    util.notify(M.failure.message)
+  elseif config.options.host == "rplugin" then
     vim.fn.AcpHostNotify(method, params)
   else
-    vim.rpcnotify(M.chan, "acp", method, params)
+    -- The channel may be closing under us: the exit handler reports that.
+    pcall(vim.rpcnotify, M.chan, "acp", method, params)
   end
 end
 
 --- Ask for state the Python side keeps thread-safe (never agent I/O).
 ---@param method string
 function M.request(method)
-  M.ensure()
+  if not M.ensure() then
+    util.user_error(M.failure.message)
+  end
   if config.options.host == "rplugin" then
     return vim.fn.AcpHostRequest(method)
   end

@@ -28,10 +28,10 @@ end
 ---@param opts? {agent?: string, new?: boolean}
 ---@return integer chat id
 function M.open(opts)
-  -- The Python host starts first, so its start-up overlaps drawing the chat.
-  require("acp.host").ensure()
+  -- The Python host starts first, so its start-up overlaps drawing the chat; a
+  -- start that failed before is tried again.
+  require("acp.host").retry()
   require("acp.highlights").setup()
-  M._ensure_autocmds()
   return chat_module().open(opts or {}).id
 end
 
@@ -195,20 +195,6 @@ function M.status()
     transcript_buf = chat.transcript,
     input_buf = chat.input,
   }
-end
-
-local autocmds = false
-function M._ensure_autocmds()
-  if autocmds then
-    return
-  end
-  autocmds = true
-  vim.api.nvim_create_autocmd("VimLeavePre", {
-    group = vim.api.nvim_create_augroup("acp.shutdown", { clear = true }),
-    callback = function()
-      require("acp.host").stop()
-    end,
-  })
 end
 
 return M

@@ -1,8 +1,13 @@
--- :AcpLog — the bounded protocol log (both directions and agent stderr).
+-- :AcpLog — the Python side's stderr, then the bounded protocol log (both
+-- directions and agent stderr).
 local M = {}
 
 function M.open()
-  local lines = require("acp.host").request("log")
+  local host = require("acp.host")
+  local lines = host.stderr_lines()
+  if host.running() then
+    vim.list_extend(lines, host.request("log"))
+  end
   local name = "acp://log"
   local buf = vim.fn.bufnr(name)
   if buf == -1 then

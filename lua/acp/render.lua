@@ -132,6 +132,18 @@ local function append(buf, blocks, op)
   end
 end
 
+--- Empty a transcript; returns its new (empty) blocks.
+---@param buf integer
+---@return acp.Blocks
+function M.reset(buf)
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  vim.bo[buf].modifiable = false
+  api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
+  return M.new_blocks()
+end
+
 --- Apply ops to the transcript buffer; windows at the end keep following it.
 ---@param buf integer
 ---@param blocks acp.Blocks

@@ -156,6 +156,33 @@ class Editor:
         return pids
 
 
+def child_editor(tmp_path: Path, init: str, extra_env: dict[str, str] | None = None) -> Editor:
+    """A Neovim started with ``init`` (Lua) instead of the test init; the caller quits it.
+
+    Events are recorded (tests/nvim/events.lua) unless ``init`` itself loads them."""
+    env = {**os.environ, "ACP_DEMO_DELAY": "0", **(extra_env or {})}
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        path = tmp_path / f"xdg-{name.lower()}"
+        path.mkdir(exist_ok=True)
+        env[f"XDG_{name}_HOME"] = str(path)
+    init_file = tmp_path / "init.lua"
+    init_file.write_text(init)
+    saved = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        nvim = pynvim.attach(
+            "child",
+            argv=[nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)],
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if not nvim.exec_lua("return _G.acp_events ~= nil"):
+        nvim.exec_lua("dofile(...)", str(ROOT / "tests" / "nvim" / "events.lua"))
+    return Editor(nvim, "unused", tmp_path)
+
+
 @pytest.fixture
 def editor(tmp_path: Path) -> Iterator[Editor]:
     marker = f"ACP_TEST_MARKER_{uuid.uuid4().hex}"

@@ -151,8 +151,8 @@ def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> N
     host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
     os.kill(host_pid, signal.SIGKILL)
     error = editor.wait_event("AcpError")
-    assert error["message"].startswith("Python host exited")
-    assert "**Error:** Python host exited" in editor.transcript_text()
+    assert error["message"].startswith("the Python side exited with code")
+    assert "**Error:** the Python side exited with code" in editor.transcript_text()
     assert editor.lua("return require('acp').status().state") == "error"
     # Neither the agent (deaf to hang-ups and EOF) nor what it started survive.
     assert wait_gone([agent_pid, child_pid]) == []

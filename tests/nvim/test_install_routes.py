@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
-import pynvim
-
-from tests.nvim.conftest import ROOT, Editor, nvim_binary
+from tests.nvim.conftest import ROOT, Editor, child_editor
 
 
 def chat_round_trip(editor: Editor) -> None:
@@ -28,34 +25,11 @@ def test_default_host_runs_from_the_plugin_venv(editor: Editor) -> None:
     chat_round_trip(editor)
 
 
-def _child(tmp_path: Path, init: str, extra_env: dict[str, str] | None = None) -> Editor:
-    env = {**os.environ, "ACP_DEMO_DELAY": "0", **(extra_env or {})}
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        path = tmp_path / f"xdg-{name.lower()}"
-        path.mkdir(exist_ok=True)
-        env[f"XDG_{name}_HOME"] = str(path)
-    init_file = tmp_path / "init.lua"
-    init_file.write_text(init)
-    saved = os.environ.copy()
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        nvim = pynvim.attach(
-            "child",
-            argv=[nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)],
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    nvim.exec_lua("dofile(...)", str(ROOT / "tests" / "nvim" / "events.lua"))
-    return Editor(nvim, "unused", tmp_path)
-
-
 def test_packadd_route(tmp_path: Path) -> None:
     pack = tmp_path / "xdg-data" / "nvim" / "site" / "pack" / "acp" / "opt"
     pack.mkdir(parents=True)
     (pack / "acp.nvim").symlink_to(ROOT)
-    editor = _child(
+    editor = child_editor(
         tmp_path,
         f"vim.cmd.packadd('acp.nvim')\nrequire('acp').setup({{ python = {str(sys.executable)!r} }})\n",
     )
@@ -72,7 +46,7 @@ def test_remote_plugin_route(tmp_path: Path) -> None:
         f"vim.opt.runtimepath:prepend({str(ROOT)!r})\n"
         "vim.cmd('runtime plugin/acp.lua')\n"
     )
-    editor = _child(tmp_path, init, {"PYTHONPATH": str(ROOT)})
+    editor = child_editor(tmp_path, init, {"PYTHONPATH": str(ROOT)})
     try:
         editor.nvim.command("UpdateRemotePlugins")
         manifest = editor.lua("return vim.fn.stdpath('data') .. '/rplugin.vim'")

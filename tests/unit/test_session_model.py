@@ -95,6 +95,30 @@ def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> Non
     assert lines[-1] == "→ /p/a.py:3"
 
 
+def test_v1_diff_without_old_text_reads_as_a_new_file() -> None:
+    chat, editor = make_chat()
+    cases = {
+        "null": b'"oldText": null, ',
+        "absent": b"",
+        "empty": b'"oldText": "", ',  # an existing empty file: a modification
+    }
+    for call_id, old in cases.items():
+        adapter_v1.apply_update(
+            chat,
+            update(
+                b'{"sessionUpdate": "tool_call", "toolCallId": "' + call_id.encode() + b'",'
+                b' "title": "Write", "kind": "edit", "content": [{"type": "diff",'
+                b' "path": "/p/new.py", ' + old + b'"newText": "x = 1\\n"}]}'
+            ),
+        )
+    for call_id in ("null", "absent"):
+        lines = editor.transcript(1)[call_id]
+        assert "new file mode 100644" in lines, lines
+        assert lines[lines.index("--- /dev/null") + 1] == "+++ /p/new.py", lines
+    lines = editor.transcript(1)["empty"]
+    assert "--- /p/new.py" in lines and "--- /dev/null" not in lines, lines
+
+
 def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
     chat, editor = make_chat()
     chat.start_turn("go")

@@ -149,14 +149,14 @@ def _content_lines(part: ContentPart) -> list[str]:
     if isinstance(part, TextPart):
         return part.text.split("\n")
     if isinstance(part, DiffPart):
-        return list(_diff_lines(part.path, part.old_text or "", part.new_text))
+        return list(_diff_lines(part.path, part.old_text, part.new_text))
     if isinstance(part, ChangesPart):
         return _changes_lines(part)
     return _terminal_lines(part.terminal_id, None)
 
 
 @lru_cache(maxsize=16)
-def _diff_lines(path: str, old: str, new: str) -> tuple[str, ...]:
+def _diff_lines(path: str, old: str | None, new: str) -> tuple[str, ...]:
     # A tool call's block is re-rendered on each of its updates (status, locations,
     # permission), mostly with the same diff: diff it once.
     return ("```diff", *format_unified(path, old, new).splitlines(), "```")
