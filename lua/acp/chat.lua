@@ -286,12 +286,12 @@ end
 ---@param chat acp.Chat
 ---@param text string
 function M.send(chat, text)
-  if chat.host_failed then
+  if chat.host_failed or not host.notify("send", { chat = chat.id, text = text }) then
     give_back(chat, text)
-    util.notify("the Python side is not running: :AcpChat starts it again", "warn")
-    return
+    if chat.host_failed then
+      util.notify(host.failure and host.failure.message or "the Python side is not running")
+    end
   end
-  host.notify("send", { chat = chat.id, text = text })
 end
 
 ---@param chat acp.Chat

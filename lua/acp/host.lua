@@ -192,18 +192,20 @@ function M.retry()
   return M.ensure()
 end
 
---- Send a command; it returns at once, results arrive through M.apply.
+--- Send a command; it returns at once, results arrive through M.apply. False when
+--- the Python side is not running (the user was told why).
 ---@param method string
 ---@param params table
 function M.notify(method, params)
   if not M.ensure() then
     util.notify(M.failure.message)
+    return false
   elseif config.options.host == "rplugin" then
     vim.fn.AcpHostNotify(method, params)
-  else
-    -- The channel may be closing under us: the exit handler reports that.
-    pcall(vim.rpcnotify, M.chan, "acp", method, params)
+    return true
   end
+  -- The channel may be closing under us: the exit handler reports that.
+  return (pcall(vim.rpcnotify, M.chan, "acp", method, params))
 end
 
 --- Ask for state the Python side keeps thread-safe (never agent I/O).
