@@ -142,7 +142,8 @@ def builtin_agents() -> dict[str, AgentConfig]:
         "codex": AgentConfig(cmd=["codex-acp"]),
         "gemini": AgentConfig(cmd=["gemini", "--acp"], missing_file_as_empty=True),
         "opencode": AgentConfig(cmd=["opencode", "acp"]),
-        "qwen": AgentConfig(cmd=["qwen", "--acp"]),
+        # qwen starts sessions in "auto", where nothing is asked (decision 0014).
+        "qwen": AgentConfig(cmd=["qwen", "--acp"], mode="default"),
     }
 
 

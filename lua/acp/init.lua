@@ -120,6 +120,19 @@ function M.config(id, value)
   require("acp.session").config(require_chat(), id, value)
 end
 
+--- Switch the current chat's mode (an id or a name); without one, pick it. Uses
+--- the agent's config option of category "mode" where it has one, else its modes.
+---@param id? string
+function M.set_mode(id)
+  require("acp.session").choose(require_chat(), "mode", id)
+end
+
+--- Switch the current chat's model (an id or a name); without one, pick it.
+---@param id? string
+function M.set_model(id)
+  require("acp.session").choose(require_chat(), "model", id)
+end
+
 --- Pick one of the agent's saved sessions and resume it in a new chat (ACP v2).
 function M.sessions()
   require("acp.session").sessions(require_chat())
@@ -151,6 +164,10 @@ function M.logout()
 end
 
 -- Every field status() returns (tests/nvim/test_surface.py holds them to it).
+---@class (exact) acp.Choices
+---@field current string the id of the current choice
+---@field available {id: string, name: string}[]
+
 ---@class (exact) acp.Status
 ---@field chat integer chat id
 ---@field agent string agent name
@@ -166,8 +183,22 @@ end
 ---@field turn_state? "running"|"requires_action"|"cancelling"|"idle"|string the agent's report (ACP v2), or "cancelling" after a cancel
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
+---@field modes? acp.Choices the agent's modes
+---@field models? acp.Choices the agent's models
 ---@field transcript_buf integer
 ---@field input_buf integer
+
+local function choices_of(chat, category)
+  local option = require("acp.session").setting(chat, category)
+  if not option then
+    return nil
+  end
+  local available = {}
+  for _, choice in ipairs(option.choices or {}) do
+    table.insert(available, { id = choice.value, name = choice.name })
+  end
+  return { current = option.current, available = available }
+end
 
 --- State of the current chat, or nil when none is open.
 ---@return acp.Status?
@@ -192,6 +223,8 @@ function M.status()
     turn_state = s.turn_state,
     queued = s.queued or 0,
     config_options = s.config_options,
+    modes = choices_of(chat, "mode"),
+    models = choices_of(chat, "model"),
     transcript_buf = chat.transcript,
     input_buf = chat.input,
   }

@@ -55,6 +55,39 @@ function M.config(chat, id, value)
   end)
 end
 
+--- The setting of `category` ("mode", "model") among the chat's settings.
+function M.setting(chat, category)
+  for _, option in ipairs(chat.status.config_options or {}) do
+    if option.category == category then
+      return option
+    end
+  end
+end
+
+--- Switch `chat`'s mode or model (`category`) to `value` (an id or a name), else
+--- pick one with vim.ui.select.
+function M.choose(chat, category, value)
+  if value then
+    host.notify("set_" .. category, { chat = chat.id, value = value })
+    return
+  end
+  local option = M.setting(chat, category)
+  if not option or #(option.choices or {}) == 0 then
+    require("acp.util").notify(("the agent offers no %s to choose"):format(category), "warn")
+    return
+  end
+  vim.ui.select(option.choices, {
+    prompt = option.name,
+    format_item = function(choice)
+      return choice.name .. (choice.value == option.current and " (current)" or "")
+    end,
+  }, function(choice)
+    if choice then
+      M.choose(chat, category, choice.value)
+    end
+  end)
+end
+
 --- List the agent's sessions and resume the one picked in a new chat.
 function M.sessions(chat)
   vim.api.nvim_create_autocmd("User", {

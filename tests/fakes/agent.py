@@ -36,27 +36,102 @@ class Fake:
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
+        # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
+        self.calls: list[list[Any]] = []
+        for method in (
+            "session/set_mode",
+            "session/set_model",
+            "session/set_config_option",
+            "session/list",
+            "session/load",
+            "session/close",
+        ):
+            connection.on_request(method, dict, self.recorder(method))
 
     async def initialize(self, params: Params) -> Params:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
         version = 7 if self.scenario == "bad_version" else 1
-        return {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
+        result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
+        if self.scenario == "history":
+            result["agentCapabilities"] = {
+                "loadSession": True,
+                "sessionCapabilities": {"list": {}, "close": {}},
+            }
+        return result
 
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
             await anyio.sleep_forever()
-        return {"sessionId": "fake-1"}
+        result: Params = {"sessionId": "fake-1"}
+        if self.scenario in ("settings", "configs"):
+            # qwen starts in "auto": its own classifier approves edits and commands.
+            result["modes"] = {
+                "currentModeId": "auto",
+                "availableModes": [
+                    {"id": "auto", "name": "Auto"},
+                    {"id": "default", "name": "Default"},
+                    {"id": "plan", "name": "Plan"},
+                ],
+            }
+            result["models"] = {
+                "currentModelId": "small",
+                "availableModels": [
+                    {"modelId": "small", "name": "Small"},
+                    {"modelId": "large", "name": "Large"},
+                ],
+            }
+        if self.scenario == "configs":  # config options win over modes and models
+            result["configOptions"] = self.config_options("auto")
+        return result
+
+    @staticmethod
+    def config_options(mode: str) -> list[Params]:
+        return [
+            {
+                "type": "select",
+                "id": "approval",
+                "name": "Approval",
+                "category": "mode",
+                "currentValue": mode,
+                "options": [{"value": "auto", "name": "Auto"}, {"value": "ask", "name": "Ask"}],
+            }
+        ]
+
+    def recorder(self, method: str) -> Any:
+        async def record(params: Params) -> Params:
+            self.calls.append([method, params])
+            match method:
+                case "session/set_config_option":
+                    return {"configOptions": self.config_options(params["value"])}
+                case "session/list":
+                    return self.session_page(params.get("cursor"))
+                case "session/load":
+                    session = params["sessionId"]
+                    await self.say("an old question", "user_message_chunk", session)
+                    await self.say("an old answer", session=session)
+            return {}
+
+        return record
+
+    @staticmethod
+    def session_page(cursor: str | None) -> Params:
+        if cursor is None:
+            return {"sessions": [{"sessionId": "old-1", "cwd": "/p", "title": "First"}],
+                    "nextCursor": "page2"}  # fmt: skip
+        return {"sessions": [{"sessionId": "old-2", "cwd": "/p", "title": "Second"}]}
 
     async def cancel(self, params: Params) -> None:
         self.cancelled.set()
 
-    async def say(self, text: str, kind: str = "agent_message_chunk") -> None:
+    async def say(
+        self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
+    ) -> None:
         await self.c.notify(
             "session/update",
             {
-                "sessionId": "fake-1",
+                "sessionId": session,
                 "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}},
             },
         )
@@ -84,6 +159,8 @@ class Fake:
                 await self.cancelled.wait()
                 self.cancelled = anyio.Event()
                 return {"stopReason": "cancelled"}
+            case "settings" | "configs" | "history" if text == "calls":
+                await self.say(json.dumps(self.calls))
             case "stubborn":
                 # Deaf to hang-ups, a grandchild in its group, reports both pids.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -96,6 +96,9 @@ def lua_type_holds(lua_type: str, value: Any) -> bool:
         elif alternative == "string":
             if isinstance(value, str):
                 return True
+        elif alternative == "acp.Choices":
+            if isinstance(value, dict) and {"current", "available"} <= set(value):
+                return True
         elif alternative == "table[]":
             if isinstance(value, list) and all(isinstance(v, dict) for v in value):
                 return True

@@ -1,0 +1,125 @@
+"""Modes, models and settings, and session history, over ACP v1 (as released agents
+speak it) and v2: what reaches the agent and what the user sees."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.nvim.conftest import Editor
+
+
+def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
+    """The settings and history requests the fake agent received, in order."""
+    editor.lua("require('acp').send('calls')")
+    editor.wait_event("AcpTurnEnd", count=turn)
+    [line] = [ln for ln in editor.transcript() if ln.startswith("[")][-1:]
+    return list(json.loads(line))
+
+
+def winbar(editor: Editor) -> str:
+    return str(
+        editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
+    )
+
+
+def test_a_configured_mode_is_set_before_the_first_prompt(editor: Editor) -> None:
+    # qwen starts in "auto", where nothing asks the user: the preset asks for "default".
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
+        default_agent="qwen",
+    )
+    status = editor.open_chat()
+    assert calls(editor) == [["session/set_mode", {"sessionId": "fake-1", "modeId": "default"}]]
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"] == {
+        "current": "default",
+        "available": [
+            {"id": "auto", "name": "Auto"},
+            {"id": "default", "name": "Default"},
+            {"id": "plan", "name": "Plan"},
+        ],
+    }
+    assert status["models"]["current"] == "small"
+    assert "mode Default" in winbar(editor) and "Small" in winbar(editor)
+
+
+def test_acpmode_and_acpmodel_switch_over_v1(editor: Editor) -> None:
+    editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
+    editor.open_chat()
+    editor.nvim.command("AcpMode plan")
+    editor.wait("require('acp').status().modes.current == 'plan'")
+    editor.lua("require('acp').set_model('Large')")  # a name works as well as an id
+    editor.wait("require('acp').status().models.current == 'large'")
+    assert calls(editor) == [
+        ["session/set_mode", {"sessionId": "fake-1", "modeId": "plan"}],
+        ["session/set_model", {"sessionId": "fake-1", "modelId": "large"}],
+    ]
+    assert editor.lua("return vim.fn.getcompletion('AcpMode ', 'cmdline')") == [
+        "auto",
+        "default",
+        "plan",
+    ]
+
+
+def test_a_default_the_agent_does_not_offer_is_reported(editor: Editor) -> None:
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "model": "huge"}},
+        default_agent="qwen",
+    )
+    editor.open_chat()
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: qwen does not offer model \\'huge\\' (offered: small, large)')"
+    )
+    assert "qwen does not offer model 'huge' (offered: small, large)" in editor.transcript_text()
+    assert calls(editor) == []
+
+
+def test_config_options_win_over_modes(editor: Editor) -> None:
+    editor.setup(agents={"codex": editor.fake_agent("configs")}, default_agent="codex")
+    editor.open_chat()
+    editor.lua("require('acp').set_mode('ask')")
+    editor.wait("require('acp').status().modes.current == 'ask'")
+    assert calls(editor) == [
+        [
+            "session/set_config_option",
+            {"sessionId": "fake-1", "configId": "approval", "value": "ask"},
+        ]
+    ]
+    # The models, which no config option covers, stay offered.
+    assert editor.lua("return require('acp').status().models.current") == "small"
+
+
+def test_set_mode_over_v2_uses_the_mode_setting(editor: Editor) -> None:
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    before = editor.lua("return require('acp').status().modes")
+    other = next(c for c in before["available"] if c["id"] != before["current"])
+    editor.lua("require('acp').set_mode(...)", other["name"])
+    editor.wait(f"require('acp').status().modes.current == {other['id']!r}")
+
+
+def test_session_history_over_v1(editor: Editor) -> None:
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    # The picker offers the listed sessions (both pages); the first one is picked.
+    editor.lua(
+        "vim.ui.select = function(items, _, on_choice)"
+        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
+        " on_choice(items[1]) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return _G.offered") == ["old-1", "old-2"]
+    assert editor.lua("return require('acp').status().session_id") == "old-1"
+    text = editor.transcript_text()
+    assert "## You\nan old question" in text and "## Agent\nan old answer" in text
+    editor.nvim.command("AcpClose")
+    editor.nvim.command("AcpChat")  # the first chat, whose agent logged the calls
+    assert [c[0] for c in calls(editor)] == [
+        "session/list",
+        "session/list",
+        "session/load",
+        "session/close",
+    ]
