@@ -160,9 +160,13 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     editor.wait_event("AcpTurnEnd")
     header = "# Edited by the acp.nvim demo agent (review: :AcpReview)"
     assert lines(editor, buf) == [header, "print('hi')", "unsaved = 1"]
-    assert path.read_text() == f"{header}\nprint('hi')\nunsaved = 1\n"
+    # The disk gets the agent's change only: the unsaved line is the user's to save.
+    assert path.read_text() == f"{header}\nprint('hi')\n"
+    assert editor.lua("return vim.bo[...].modified", buf) is True
     [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
     assert hunk["preview"] == ["+" + header]
+    # The user saves (:write would first ask: the file changed since it was read).
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent write!') end)", buf)
 
     editor.lua("require('acp').send('disk hello.py')")
     editor.wait_event("AcpTurnEnd", count=2)
@@ -174,3 +178,4 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert appended not in path.read_text()
     assert len(editor.lua("return require('acp').changes({all = true})")) == 2
+

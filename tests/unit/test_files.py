@@ -125,7 +125,9 @@ async def test_write_edits_only_changed_lines_and_keeps_unseen_user_edits(
     buffer = editor.buffers[path]
     assert buffer.state.lines == ["a", "B", "c", "D by user"]
     assert len(buffer.undo) == 1  # one edit call: one undo step
-    assert (tmp_path / "a.py").read_text() == "a\nB\nc\nD by user\n"  # auto_save
+    # auto_save writes the agent's change, never the user's unsaved line.
+    assert (tmp_path / "a.py").read_text() == "a\nB\nc\nd\n"
+    assert buffer.state.modified
     assert hunks(changes) == [("a.py", "pending", ["-b", "+B"])]
 
 

@@ -204,23 +204,39 @@ class SessionChanges:
     async def write(self, path: str, content: str) -> None:
         """Answer ``fs/write_text_file``: merge into the buffer or file and record it.
 
+        The user's unsaved text is never replaced nor saved: the agent's change
+        is merged into it (base: what the agent last read through us, else the
+        disk's text), and the disk gets only the agent's change.
+
         Raises:
             FileError: relative path, directory, binary file, write failure.
         """
         path = files.absolute(path)
         async with self._lock:
-            doc = await files.load(self.editor, path)
+            doc = await files.load(self.editor, path, check=True)
             existed = doc.text is not None
             if doc.buffer is None and not self.auto_save:
                 # Left unsaved, as asked: the edit needs a buffer to live in.
                 doc = await files.load(self.editor, path, load_buffer=True)
+            disk = doc
+            if doc.buffer is not None and doc.buffer.modified:
+                disk = await anyio.to_thread.run_sync(files.read_disk, path)
             outcome = self.store.write(
-                path, doc.conform(content), editor_text=doc.text if existed else None
+                path,
+                doc.conform(content),
+                editor_text=doc.text if existed else None,
+                unseen=disk.text or "",
             )
             final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
             self._known[path] = stat_of(path)
+            if doc.buffer is not None and doc.buffer.moved:
+                self.editor.notify(
+                    f"{self._name(path)} changed on disk behind your unsaved edits; "
+                    "the agent's change went to both, :write will ask before replacing the file",
+                    "warn",
+                )
             if outcome.conflicts:
                 self.editor.notify(
                     f"{self._name(path)}: the agent changed lines you edited; "
