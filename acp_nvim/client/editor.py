@@ -42,8 +42,8 @@ class BufferState:
     Give ``lines``, or ``joined`` (the lines joined with ``\\n``, none holding one):
     then ``text`` needs no list of lines, which for a 100k-line buffer costs more
     than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
-    ``moved``: a checked read found the file changed on disk behind the buffer's
-    unsaved edits.
+    ``readonly``: 'readonly' or 'nomodifiable' is set. ``moved``: a checked read
+    found the file changed on disk behind the buffer's unsaved edits.
     """
 
     def __init__(
@@ -55,6 +55,7 @@ class BufferState:
         tick: int = 0,
         *,
         joined: str | None = None,
+        readonly: bool = False,
         moved: bool = False,
     ) -> None:
         if (lines is None) == (joined is None):
@@ -62,7 +63,7 @@ class BufferState:
         self._lines = lines
         self._joined = joined
         self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
-        self.moved = moved
+        self.readonly, self.moved = readonly, moved
 
     def __repr__(self) -> str:
         return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"
@@ -237,7 +238,10 @@ class RecordingEditor:
             return None
         moved = check and self._checktime(path)
         s = self.buffers[path].state
-        return BufferState(list(s.lines), s.eol, s.final_newline, s.modified, s.tick, moved=moved)
+        return BufferState(
+            list(s.lines), s.eol, s.final_newline, s.modified, s.tick,
+            readonly=s.readonly, moved=moved,
+        )  # fmt: skip
 
     def _checktime(self, path: str) -> bool:
         """Neovim's check of a buffer against its file (see ``lua/acp/buffers.lua``)."""
@@ -246,7 +250,7 @@ class RecordingEditor:
         if now is None or now == buffer.seen:
             return False
         if not buffer.state.modified:
-            self.open_buffer(path, tick=buffer.state.tick + 1)
+            self.open_buffer(path, tick=buffer.state.tick + 1, readonly=buffer.state.readonly)
             return False
         buffer.seen = now
         return True

@@ -67,6 +67,7 @@ local function state(buf, want, known)
     -- What :write does: 'fixeol' adds a missing final newline.
     final_newline = bo.eol or (bo.fixeol and not bo.binary),
     modified = bo.modified,
+    readonly = bo.readonly or not bo.modifiable,
     tick = tick,
   }
 end

@@ -262,3 +262,28 @@ def test_write_to_a_stale_buffer_with_unsaved_edits_leaves_the_newer_disk_text(
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert any("changed on disk behind your unsaved edits" in n for n in notices), notices
 
+
+def test_read_only_buffer_or_file_is_refused_with_a_clear_error(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    locked, closed, plain = project / "locked.txt", project / "closed.txt", project / "plain.txt"
+    for path in (locked, closed, plain):
+        path.write_text("keep\n")
+    locked.chmod(0o444)
+    closed.chmod(0o444)
+    buf = start(editor, plain)
+    editor.lua("vim.bo[...].readonly = true", buf)
+    editor.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(locked))  # Neovim sets 'readonly'
+    results = run(
+        editor,
+        [{"write": {"path": str(path), "content": "agent\n"}} for path in (plain, locked, closed)],
+    )
+    in_editor = "is read-only in the editor ('readonly' or 'nomodifiable')"
+    assert [(r["error"], r["message"]) for r in results] == [
+        (-32602, f"Invalid params: {plain} {in_editor}"),
+        (-32602, f"Invalid params: {locked} {in_editor}"),
+        (-32602, f"Invalid params: {closed} is read-only (no write permission)"),
+    ]
+    assert {p.read_text() for p in (locked, closed, plain)} == {"keep\n"}
+    assert lines(editor, buf) == ["keep"]

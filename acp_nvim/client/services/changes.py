@@ -209,11 +209,13 @@ class SessionChanges:
         disk's text), and the disk gets only the agent's change.
 
         Raises:
-            FileError: relative path, directory, binary file, write failure.
+            FileError: relative path, directory, binary file, read-only file or
+                buffer, write failure.
         """
         path = files.absolute(path)
         async with self._lock:
             doc = await files.load(self.editor, path, check=True)
+            files.check_writable(doc)
             existed = doc.text is not None
             if doc.buffer is None and not self.auto_save:
                 # Left unsaved, as asked: the edit needs a buffer to live in.

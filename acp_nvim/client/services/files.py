@@ -17,7 +17,7 @@ are refused), and the review state itself.
 
 from __future__ import annotations
 
-__all__ = ["Document", "FileError", "applied", "load", "save"]
+__all__ = ["Document", "FileError", "applied", "check_writable", "load", "save"]
 
 import os
 from dataclasses import dataclass
@@ -36,10 +36,16 @@ MAX_BYTES = 16 * 1024 * 1024
 # Attempts at applying an edit while the user keeps typing in the buffer.
 _RETRIES = 5
 
-FileErrorKind = Literal["relative", "missing", "directory", "binary", "too_large", "range", "io"]
+FileErrorKind = Literal[
+    "relative", "missing", "directory", "binary", "too_large", "range", "readonly", "io"
+]
 
 
-_SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {"missing": "not_found", "io": "internal"}
+_SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {
+    "missing": "not_found",
+    "readonly": "denied",
+    "io": "internal",
+}
 
 
 class FileError(ServiceError):
@@ -153,6 +159,25 @@ async def load(
     if buffer is not None:
         return Document(path, buffer.text, buffer)
     return await anyio.to_thread.run_sync(read_disk, path)
+
+
+def check_writable(doc: Document) -> None:
+    """Refuse to write a file its buffer or its mode marks read-only.
+
+    Raises:
+        FileError: ``readonly``, saying which.
+    """
+    if doc.buffer is not None and doc.buffer.readonly:
+        raise FileError(
+            "readonly", f"{doc.path} is read-only in the editor ('readonly' or 'nomodifiable')"
+        )
+    try:
+        mode = os.stat(doc.path).st_mode
+    except OSError:
+        return  # a new file: its directory says, when it is written
+    # The mode bits too: root may write anything, but 0444 still means "do not".
+    if not mode & 0o222 or not os.access(doc.path, os.W_OK):
+        raise FileError("readonly", f"{doc.path} is read-only (no write permission)")
 
 
 def applied(change: tuple[str, str], disk: str | None) -> str:
