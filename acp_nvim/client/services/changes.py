@@ -15,11 +15,13 @@ bounded scan; completions arriving while a check runs are merged into the next
 one, so a burst of them costs a few checks, not one each) and when the turn
 ends (every file named during the turn). The
 baseline of a file changed on disk is, in this order: its text recorded
-earlier in the turn; a snapshot taken when a tool call first named it while
-pending (or, in a git work tree, when the turn started with the file dirty);
-its loaded, unmodified buffer; the tool call's ``oldText`` (whole file, or a
-fragment found once in the new text); its git index entry when it was clean
-at turn start; nothing at all for a file created during the turn.
+earlier in the turn; nothing at all for a file the turn-start scan did not
+find; a snapshot taken when a tool call first named it while pending (or, in
+a git work tree, when the turn started with the file dirty); its loaded,
+unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
+found once in the new text); its git index entry when it was clean at turn
+start. An ``fs/write_text_file`` first records such a change to its file
+(opencode writes the file itself too, racing its own request).
 doc/decisions/0005-review-baselines.md explains why.
 
 Not here: pixels (Lua draws the review from the plain-data summary pushed
@@ -214,6 +216,9 @@ class SessionChanges:
         """
         path = files.absolute(path)
         async with self._lock:
+            # Some agents also write the file themselves (opencode, racing its own
+            # request): record that first, against the usual baselines.
+            await self._check_one(path)
             doc = await files.load(self.editor, path, check=True)
             files.check_writable(doc)
             existed = doc.text is not None
@@ -434,6 +439,10 @@ class SessionChanges:
         changeset = self.store.current
         if changeset is not None and path in changeset:
             return changeset.file(path).current
+        if self._absent_at_start(path):
+            # Not there when the turn began, and nothing recorded it since: whatever
+            # a tool call's oldText or a buffer says (opencode sends "" for a new file).
+            return None
         state = await self.editor.read_buffer(path)
         diff = self._diffs.get(path)
         sources: list[Baseline] = [
@@ -441,7 +450,6 @@ class SessionChanges:
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
             await self._git_text(path),
-            None if self._absent_at_start(path) else NOTHING,
         ]
         known = [text for text in sources if not isinstance(text, _Nothing)]
         return next((text for text in known if text != current), known[0] if known else NOTHING)
