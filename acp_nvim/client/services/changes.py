@@ -43,6 +43,7 @@ import anyio.to_thread
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
+from acp_nvim.client.services.access import FileAccess
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
@@ -146,6 +147,7 @@ class SessionChanges:
 
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
+    ``access``, when set, decides which paths the agent may read and write.
     """
 
     def __init__(
@@ -164,6 +166,7 @@ class SessionChanges:
         self.store = ReviewStore()
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
+        self.access: FileAccess | None = None
         self._tasks = tasks
         self._lock = anyio.Lock()
         self._start = Scan()  # the turn-start scan
@@ -188,8 +191,11 @@ class SessionChanges:
         Raises:
             FileError: relative path, missing file (unless the agent's
                 ``missing_file_as_empty``), directory, binary, line past the end.
+            ServiceError: access denied (``fs_access``).
         """
         path = files.absolute(path)
+        if self.access is not None:
+            await self.access.check(path, write=False)  # the user may take a while: no lock
         async with self._lock:
             doc = await files.load(self.editor, path)
         if doc.text is None:
@@ -213,8 +219,11 @@ class SessionChanges:
         Raises:
             FileError: relative path, directory, binary file, read-only file or
                 buffer, write failure.
+            ServiceError: access denied (``fs_access``).
         """
         path = files.absolute(path)
+        if self.access is not None:
+            await self.access.check(path, write=True)
         async with self._lock:
             # Some agents also write the file themselves (opencode, racing its own
             # request): record that first, against the usual baselines.
