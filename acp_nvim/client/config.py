@@ -117,7 +117,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """answer permission requests without asking: never, for reads (read/search/think),
     always (see |acp-permissions|)"""
     auto_save: bool = True
-    """save buffers the agent edited (else left unsaved)"""
+    """save buffers the agent edited (else left unsaved); never your unsaved edits"""
     fs_access: FileAccessOptions = msgspec.field(default_factory=FileAccessOptions)
     """files agents may read and write (see |acp-fs-access|)"""
     follow_agent: bool = False

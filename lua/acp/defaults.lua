@@ -36,7 +36,7 @@ local M = {}
 ---@field default_agent? string agent used by :AcpChat without a name
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
----@field auto_save? boolean save buffers the agent edited (else left unsaved)
+---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
