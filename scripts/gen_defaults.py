@@ -37,6 +37,7 @@ LUA_CLASS = {
     "AgentConfig": "acp.AgentSpec",
     "ChatOptions": "acp.ChatOptions",
     "TimeoutOptions": "acp.TimeoutOptions",
+    "FileAccessOptions": "acp.FileAccessOptions",
 }
 SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 

@@ -77,6 +77,8 @@ class App:
             connection.cancel_grace = self.config.timeouts.cancel
         for review in self.reviews.values():
             review.auto_save = self.config.auto_save
+            if review.access is not None:
+                review.access.options = self.config.fs_access
         return True
 
     async def open(
@@ -218,6 +220,7 @@ class App:
     def _attach_review(
         self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig
     ) -> None:
+        from acp_nvim.client.services.access import FileAccess
         from acp_nvim.client.services.changes import SessionChanges
 
         review = self.reviews.get(chat.id)
@@ -230,6 +233,10 @@ class App:
                 auto_save=self.config.auto_save,
                 missing_file_as_empty=agent_config.missing_file_as_empty,
             )
+        # Asks through this connection's prompts (a restart brings new ones).
+        review.access = FileAccess(
+            chat, connection.permissions, connection.cwd, self.config.fs_access
+        )
         chat.changes = review
 
     async def _release(self, chat: Chat) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "ChatOptions",
     "Config",
     "ConfigError",
+    "FileAccessOptions",
     "TimeoutOptions",
     "builtin_agents",
     "load_config",
@@ -89,6 +90,20 @@ class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     and what the agent still sends about it is not shown"""
 
 
+class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Where agents may read and write files without asking (fs/*, symlinks resolved)."""
+
+    outside: Literal["ask", "allow", "deny"] = "ask"
+    """a read or write outside the session's directory and `roots`: ask in the chat,
+    allow, or deny (the agent gets an error)"""
+    roots: list[str] = msgspec.field(default_factory=list)
+    """more directories agents may use like the session's own (absolute or ~/...)"""
+
+    def __post_init__(self) -> None:
+        roots = [os.path.expanduser(root) for root in self.roots]
+        msgspec.structs.force_setattr(self, "roots", roots)
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
@@ -102,7 +117,9 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """answer permission requests without asking: never, for reads (read/search/think),
     always (see |acp-permissions|)"""
     auto_save: bool = True
-    """save buffers the agent edited (else left unsaved)"""
+    """save buffers the agent edited (else left unsaved); never your unsaved edits"""
+    fs_access: FileAccessOptions = msgspec.field(default_factory=FileAccessOptions)
+    """files agents may read and write (see |acp-fs-access|)"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
     python: str | None = None
@@ -164,7 +181,8 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    raw = {k: (_table(v) if k in ("agents", "chat", "timeouts") else v) for k, v in raw.items()}
+    tables = ("agents", "chat", "timeouts", "fs_access")
+    raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError("agents: expected a table of agents by name")
@@ -176,6 +194,9 @@ def load_config(raw: Any) -> Config:
     config = msgspec.structs.replace(
         config, agents={name: _agent(name, spec) for name, spec in agents.items()}
     )
+    for root in config.fs_access.roots:
+        if not os.path.isabs(root):
+            raise ConfigError(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
     if config.default_agent not in config.all_agents():
         raise ConfigError(f"default_agent: unknown agent {config.default_agent!r}")
     return config

@@ -42,6 +42,8 @@ class BufferState:
     Give ``lines``, or ``joined`` (the lines joined with ``\\n``, none holding one):
     then ``text`` needs no list of lines, which for a 100k-line buffer costs more
     than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
+    ``readonly``: 'readonly' or 'nomodifiable' is set. ``moved``: a checked read
+    found the file changed on disk behind the buffer's unsaved edits.
     """
 
     def __init__(
@@ -53,12 +55,15 @@ class BufferState:
         tick: int = 0,
         *,
         joined: str | None = None,
+        readonly: bool = False,
+        moved: bool = False,
     ) -> None:
         if (lines is None) == (joined is None):
             raise TypeError("BufferState needs exactly one of lines and joined")
         self._lines = lines
         self._joined = joined
         self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
+        self.readonly, self.moved = readonly, moved
 
     def __repr__(self) -> str:
         return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"
@@ -98,19 +103,33 @@ class Editor(Protocol):
     def review(self, chat: int, summary: dict[str, Any]) -> None:
         """Queue the review state of chat ``chat`` (``{turn, files}``, plain data)."""
 
-    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
+    async def read_buffer(
+        self, path: str, *, load: bool = False, check: bool = False
+    ) -> BufferState | None:
         """The loaded buffer of absolute ``path``, or None.
 
         With ``load``, a buffer without a window is created for the file first.
+        With ``check``, the buffer is first compared with its file as Neovim's
+        :checktime does: reloaded when unmodified and the file changed, else
+        ``moved`` tells that the file changed behind its unsaved edits.
         """
 
     async def edit_buffer(
-        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+        self,
+        path: str,
+        tick: int,
+        edits: list[LineEdit],
+        *,
+        save: bool,
+        disk_changed: bool = False,
     ) -> int | None:
         """Apply ``edits`` (bottom to top) as one undo step if the buffer is still at ``tick``.
 
-        Writes the buffer when ``save``. Returns the new tick, or None when the
-        buffer changed (or vanished) since ``tick``: read it again and retry.
+        Writes the buffer when ``save``, unless its file changed on disk since it
+        was read (then it is reloaded instead, and None returned). ``disk_changed``:
+        the caller just wrote the file behind the buffer's unsaved edits, which the
+        editor then takes as seen. Returns the new tick, or None when the buffer
+        changed (or vanished) since ``tick``: read it again and retry.
         """
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:
@@ -146,6 +165,16 @@ class _FakeBuffer:
     state: BufferState
     windows: int = 0
     undo: list[list[str]] = field(default_factory=list)
+    # (size, mtime_ns) of the file when last read or written, as Neovim keeps it.
+    seen: tuple[int, int] | None = None
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 class RecordingEditor:
@@ -185,7 +214,8 @@ class RecordingEditor:
             state.setdefault("eol", eol)
             if state["final_newline"]:
                 lines.pop()
-        buffer = self.buffers[path] = _FakeBuffer(BufferState(list(lines), **state))
+        buffer = _FakeBuffer(BufferState(list(lines), **state), seen=_stat(path))
+        self.buffers[path] = buffer
         return buffer.state
 
     def type_in(self, path: str, row: int, line: str) -> None:
@@ -195,7 +225,9 @@ class RecordingEditor:
         state.modified = True
         state.tick += 1
 
-    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
+    async def read_buffer(
+        self, path: str, *, load: bool = False, check: bool = False
+    ) -> BufferState | None:
         if path not in self.buffers and load:
             if os.path.exists(path):
                 self.open_buffer(path)
@@ -204,13 +236,38 @@ class RecordingEditor:
         buffer = self.buffers.get(path)
         if buffer is None:
             return None
-        s = buffer.state
-        return BufferState(list(s.lines), s.eol, s.final_newline, s.modified, s.tick)
+        moved = check and self._checktime(path)
+        s = self.buffers[path].state
+        return BufferState(
+            list(s.lines), s.eol, s.final_newline, s.modified, s.tick,
+            readonly=s.readonly, moved=moved,
+        )  # fmt: skip
+
+    def _checktime(self, path: str) -> bool:
+        """Neovim's check of a buffer against its file (see ``lua/acp/buffers.lua``)."""
+        buffer = self.buffers[path]
+        now = _stat(path)
+        if now is None or now == buffer.seen:
+            return False
+        if not buffer.state.modified:
+            self.open_buffer(path, tick=buffer.state.tick + 1, readonly=buffer.state.readonly)
+            return False
+        buffer.seen = now
+        return True
 
     async def edit_buffer(
-        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+        self,
+        path: str,
+        tick: int,
+        edits: list[LineEdit],
+        *,
+        save: bool,
+        disk_changed: bool = False,
     ) -> int | None:
         buffer = self.buffers.get(path)
+        if buffer is not None and (disk_changed or (save and not buffer.state.modified)):
+            self._checktime(path)
+            buffer = self.buffers[path]
         if buffer is None or buffer.state.tick != tick:
             return None
         state = buffer.state
@@ -225,6 +282,7 @@ class RecordingEditor:
             with open(path, "w", newline="") as f:
                 f.write(state.text)
             state.modified = False
+            buffer.seen = _stat(path)
         return state.tick
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:

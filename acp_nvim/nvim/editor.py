@@ -77,10 +77,12 @@ class NvimEditor:
         self._pending.append(["review", chat, summary])
         self._wake.set()
 
-    async def read_buffer(self, path: str, *, load: bool = False) -> BufferState | None:
-        return await self._on_nvim(self._read_buffer, path, load)  # type: ignore[no-any-return]
+    async def read_buffer(
+        self, path: str, *, load: bool = False, check: bool = False
+    ) -> BufferState | None:
+        return await self._on_nvim(self._read_buffer, path, load, check)  # type: ignore[no-any-return]
 
-    def _read_buffer(self, path: str, load: bool) -> BufferState | None:
+    def _read_buffer(self, path: str, load: bool, check: bool) -> BufferState | None:
         """On the pynvim thread: the buffer's state, its text from our copy when current.
 
         A buffer read for the first time is attached first and then read, so
@@ -89,12 +91,16 @@ class NvimEditor:
         mirrors = self.mirrors
         known = mirrors.known(path)
         want = "text" if known else "meta"
+        moved = False
         for _ in range(4):
-            raw = self._nvim.exec_lua(_READ, path, load, want, known)
+            raw = self._nvim.exec_lua(_READ, path, load, want, known, check)
             if not raw:
                 return None
+            # Only the first call checks the file: what it found holds for the retries.
+            moved, check = moved or bool(raw.get("moved")), False
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
+            readonly = bool(raw["readonly"])
             if not mirrors.is_attached(buf) and self._attach(buf):
                 mirrors.mark_attached(buf)
                 want, known = "text", None
@@ -112,7 +118,7 @@ class NvimEditor:
                 want = "lines"
                 continue
             if text is not None:
-                return BufferState(None, *state, joined=text)
+                return BufferState(None, *state, joined=text, readonly=readonly, moved=moved)
             want, known = "text", None
         raise EditorError(f"{path}: the buffer kept changing while it was read")
 
@@ -131,11 +137,17 @@ class NvimEditor:
             self.mirrors.on_detach(buf)
 
     async def edit_buffer(
-        self, path: str, tick: int, edits: list[LineEdit], *, save: bool
+        self,
+        path: str,
+        tick: int,
+        edits: list[LineEdit],
+        *,
+        save: bool,
+        disk_changed: bool = False,
     ) -> int | None:
         plain = [[e.start, e.end, e.lines] for e in edits]
         result = await self.call_lua(
-            "return require('acp.buffers').edit(...)", path, tick, plain, save
+            "return require('acp.buffers').edit(...)", path, tick, plain, save, disk_changed
         )
         return None if result is False or result is None else int(result)
 

@@ -489,15 +489,25 @@ class ReviewStore:
         self._agent_view[_norm(path)] = text
 
     def write(
-        self, path: str, agent_text: str, *, editor_text: str | None, kind: FileKind = "write"
+        self,
+        path: str,
+        agent_text: str,
+        *,
+        editor_text: str | None,
+        unseen: str | None = None,
+        kind: FileKind = "write",
     ) -> WriteOutcome:
-        """Merge an agent write into the current turn (see :meth:`Changeset.write`)."""
+        """Merge an agent write into the current turn (see :meth:`Changeset.write`).
+
+        The merge base is the text the agent last read or wrote through us; for a
+        file it has not, ``unseen`` (the disk's text, which it read on its own).
+        """
         key = _norm(path)
         outcome = self._now().write(
             key,
             agent_text,
             editor_text=editor_text,
-            agent_read=self._agent_view.get(key),
+            agent_read=self._agent_view.get(key, unseen),
             kind=kind,
         )
         self._agent_view[key] = agent_text

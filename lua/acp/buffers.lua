@@ -20,6 +20,35 @@ function M.find(path)
   return nil
 end
 
+-- Neovim's own check of a buffer against its file (:checktime, W11/W12), settled
+-- without a prompt: an unmodified buffer whose file changed is reloaded (as
+-- 'autoread' would); a modified one keeps the user's text and Neovim takes the
+-- file's new time as seen. Returns true when the file had changed behind unsaved
+-- edits. Neovim's "changed since reading it" question still guards the next :write.
+local function checktime(buf)
+  if vim.fn.filereadable(api.nvim_buf_get_name(buf)) == 0 then
+    return false
+  end
+  if not vim.bo[buf].modified then
+    local autoread = vim.bo[buf].autoread
+    vim.bo[buf].autoread = true
+    pcall(vim.cmd.checktime, buf)
+    vim.bo[buf].autoread = autoread
+    return false
+  end
+  local moved = false
+  local id = api.nvim_create_autocmd("FileChangedShell", {
+    buffer = buf,
+    callback = function()
+      moved = vim.v.fcs_reason == "conflict"
+      vim.v.fcs_choice = ""
+    end,
+  })
+  pcall(vim.cmd.checktime, buf)
+  api.nvim_del_autocmd(id)
+  return moved
+end
+
 -- The text crosses msgpack as ONE string (pynvim converts a list of 100k lines
 -- item by item), joined by Vimscript's join(): making 100k Lua strings first
 -- took twice as long (bench/: 120 vs 70 ms). `count` lets Python notice a line
@@ -38,6 +67,7 @@ local function state(buf, want, known)
     -- What :write does: 'fixeol' adds a missing final newline.
     final_newline = bo.eol or (bo.fixeol and not bo.binary),
     modified = bo.modified,
+    readonly = bo.readonly or not bo.modifiable,
     tick = tick,
   }
 end
@@ -46,29 +76,45 @@ end
 --- `load`, a hidden buffer is created for it (no window) first. `want` is "meta"
 --- (no text), "text" (the lines joined by "\n") or "lines". `known` is {buf, tick}
 --- of Python's copy of a buffer (acp_nvim/nvim/mirror.py): when that is this buffer
---- at its current changedtick, the text is left out.
+--- at its current changedtick, the text is left out. With `check` the buffer is
+--- first checked against its file (see checktime() above): `moved` is then true
+--- when the file changed behind the buffer's unsaved edits.
 ---@param path string
 ---@param load boolean
 ---@param want "meta"|"text"|"lines"
 ---@param known? {[1]: integer, [2]: integer}
-function M.read(path, load, want, known)
+---@param check? boolean
+function M.read(path, load, want, known, check)
   local buf = M.find(path)
   if not buf and load then
     buf = vim.fn.bufadd(path)
     vim.bo[buf].buflisted = true
     vim.fn.bufload(buf)
   end
-  return buf and state(buf, want, known) or nil
+  if not buf then
+    return nil
+  end
+  local moved = check and checktime(buf) or nil
+  local result = state(buf, want, known)
+  result.moved = moved
+  return result
 end
 
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at
---- `tick`; one undo step; then write it when `save`. Returns false when stale.
+--- `tick`; one undo step; then write it when `save`. Returns false when stale,
+--- including when the file changed on disk since the buffer was read (it is
+--- reloaded first, never written over). `disk_changed`: Python just wrote the file
+--- behind the buffer's unsaved edits; Neovim takes that as seen (no W12 for it).
 ---@param path string
 ---@param tick integer
 ---@param edits {[1]: integer, [2]: integer, [3]: string[]}[]
 ---@param save boolean
-function M.edit(path, tick, edits, save)
+---@param disk_changed? boolean
+function M.edit(path, tick, edits, save, disk_changed)
   local buf = M.find(path)
+  if buf and (disk_changed or (save and not vim.bo[buf].modified)) then
+    checktime(buf)
+  end
   if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
     return false
   end
@@ -121,12 +167,10 @@ function M.reload(paths)
   for _, path in ipairs(paths) do
     local buf = M.find(path)
     if buf and vim.bo[buf].modified then
+      -- Left to Neovim's own W12 warning: the user decides.
       table.insert(dirty, path)
-    elseif buf and vim.fn.filereadable(path) == 1 then
-      local autoread = vim.bo[buf].autoread
-      vim.bo[buf].autoread = true
-      pcall(vim.cmd.checktime, buf)
-      vim.bo[buf].autoread = autoread
+    elseif buf then
+      checktime(buf)
     end
   end
   return dirty

@@ -13,6 +13,11 @@ local M = {}
 ---@field model? string model to switch each new session to
 ---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
 
+--- Where agents may read and write files without asking (fs/*, symlinks resolved).
+---@class (exact) acp.FileAccessOptions
+---@field outside? "ask"|"allow"|"deny" a read or write outside the session's directory and `roots`: ask in the chat, allow, or deny (the agent gets an error)
+---@field roots? string[] more directories agents may use like the session's own (absolute or ~/...)
+
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions
 ---@field position? "right"|"left"|"bottom"|"tab" where the chat opens
@@ -31,7 +36,8 @@ local M = {}
 ---@field default_agent? string agent used by :AcpChat without a name
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
----@field auto_save? boolean save buffers the agent edited (else left unsaved)
+---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
+---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin" how the Python side runs
@@ -46,6 +52,10 @@ M.options = {
   protocol_version = 1,
   permission_policy = "ask",
   auto_save = true,
+  fs_access = {
+    outside = "ask",
+    roots = {},
+  },
   follow_agent = false,
   python = nil,
   host = "job",

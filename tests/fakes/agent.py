@@ -209,11 +209,15 @@ class Fake:
 
     async def file_steps(self, steps: list[Params]) -> None:
         """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
-        requests, answers said as ``RESULT <json>`` lines) and ``{"disk": {path,
+        requests, answers said as ``RESULT <json>`` lines), ``{"disk": {path,
         content}}`` (an edit made on disk, reported only as a tool call, like
-        Claude's and Codex's adapters)."""
+        Claude's and Codex's adapters) and ``{"opencode": {path, content}}`` (see
+        :meth:`opencode_write`)."""
         for n, step in enumerate(steps):
             [(kind, args)] = step.items()
+            if kind == "opencode":
+                await self.opencode_write(f"write{n}", args["path"], args["content"])
+                continue
             if kind == "disk":
                 path = args["path"]
                 old = None
@@ -248,6 +252,48 @@ class Fake:
             except RequestError as err:
                 result = {"error": err.code, "message": err.message}
             await self.say("RESULT " + json.dumps(result) + "\n")
+
+    async def opencode_write(self, call_id: str, path: str, content: str) -> None:
+        """Write a file as opencode 1.18 does: a call without locations, the location
+        while in progress, a permission request carrying the diff (``oldText`` "" for
+        a new file), once allowed the file written on disk and ``fs/write_text_file``,
+        then a completion with text content only."""
+        call = {"toolCallId": call_id, "title": "write", "kind": "edit"}
+        await self.tool_update({"sessionUpdate": "tool_call", **call, "status": "pending"})
+        location = {"locations": [{"path": path}]}
+        await self.tool_update(
+            {"sessionUpdate": "tool_call_update", **call, "status": "in_progress", **location}
+        )
+        diff = {"type": "diff", "path": path, "oldText": "", "newText": content}
+        options = [
+            {"optionId": "once", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]
+        answer = await self.c.request(
+            "session/request_permission",
+            {
+                "sessionId": "fake-1",
+                "toolCall": {**call, "status": "in_progress", **location, "content": [diff]},
+                "options": options,
+            },
+            dict,
+        )
+        if answer["outcome"].get("optionId") not in ("once", "always"):
+            await self.say("RESULT " + json.dumps({"rejected": True}) + "\n")
+            return
+        # opencode does not await its fs/write_text_file: its own write tool then
+        # writes the same file, usually before the client handled the request.
+        with open(path, "w") as f:
+            f.write(content)
+        result = await self.c.request(
+            "fs/write_text_file", {"sessionId": "fake-1", "path": path, "content": content}, dict
+        )
+        text = {"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}
+        await self.tool_update(
+            {"sessionUpdate": "tool_call_update", **call, "status": "completed", "content": [text]}
+        )
+        await self.say("RESULT " + json.dumps(result) + "\n")
 
     async def run_terminal(self, script: Params) -> None:
         """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):

@@ -102,8 +102,9 @@ def test_write_is_a_minimal_edit_one_undo_step_and_keeps_cursor_and_user_edits(
     expected = ["# header", "line1", "LINE2", *[f"line{i}" for i in range(3, 8)], "user edit"]
     assert lines(editor, buf) == expected
     assert editor.lua("return vim.api.nvim_win_get_cursor(...)", win) == [7, 2]  # still on line6
-    assert path.read_text() == "\n".join(expected) + "\n"  # auto_save
-    assert editor.lua("return vim.bo[...].modified", buf) is False
+    # auto_save: the disk gets the agent's change, the user's unsaved line stays theirs.
+    assert path.read_text() == "\n".join([*expected[:-1], "line8"]) + "\n"
+    assert editor.lua("return vim.bo[...].modified", buf) is True
     editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent undo') end)", buf)
     assert lines(editor, buf) == [*[f"line{i}" for i in range(1, 8)], "user edit"]
 
@@ -183,3 +184,106 @@ def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path
         expected = eol.join(line.replace("\n", "\0") for line in lines(editor, buf)) + eol
         result = run(editor, [{"read": {"path": str(path)}}], turn=turn)[-1]
         assert result == {"content": expected if expected != eol else ""}, change
+
+
+def modified(editor: Editor, buf: int) -> bool:
+    return bool(editor.lua("return vim.bo[...].modified", buf))
+
+
+def hunks(editor: Editor) -> list[tuple[str, list[str]]]:
+    return [
+        (h["status"], h["preview"])
+        for f in editor.lua("return require('acp').changes()")
+        for h in f["hunks"]
+    ]
+
+
+def test_write_never_read_merges_into_unsaved_text_and_saves_only_the_agents_change(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # The agent read the file on its own (from disk), never through the editor.
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 4, 5, false, {'five, unsaved'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n5\n"}}])
+    assert lines(editor, buf) == ["one", "2", "3", "4", "five, unsaved"]
+    assert path.read_text() == "one\n2\n3\n4\n5\n"  # auto_save: the agent's change only
+    assert modified(editor, buf)
+    assert hunks(editor) == [("pending", ["-1", "+one"])]
+
+
+def test_write_clashing_with_unsaved_text_keeps_it_as_a_conflict_and_off_the_disk(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'mine'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "agent\n2\n3\n4\nfive\n"}}])
+    assert lines(editor, buf) == ["mine", "2", "3", "4", "five"]
+    assert hunks(editor) == [("conflict", ["-mine", "+agent"]), ("pending", ["-5", "+five"])]
+    assert any("your text was kept" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+    assert path.read_text() == "1\n2\n3\n4\nfive\n"  # never "mine", unsaved
+    assert modified(editor, buf)
+    # Accepting the agent's lines takes them to the disk too; the buffer stays unsaved.
+    conflict = editor.lua("return require('acp').changes()")[0]["hunks"][0]["id"]
+    editor.lua("require('acp').accept(...)", str(path), conflict)
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    assert lines(editor, buf)[0] == "agent"
+    assert path.read_text() == "agent\n2\n3\n4\nfive\n"
+
+
+def test_write_to_a_stale_buffer_reloads_it_first_and_keeps_the_newer_disk_text(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start(editor, path)
+    run(editor, [{"read": {"path": str(path)}}])
+    path.write_text("a\nb\nc\nd from git\n")  # `git checkout .` in a shell, say
+    run(editor, [{"write": {"path": str(path), "content": "A\nb\nc\n"}}], turn=2)
+    assert path.read_text() == "A\nb\nc\nd from git\n"
+    assert lines(editor, buf) == ["A", "b", "c", "d from git"]
+    assert not modified(editor, buf)
+
+
+def test_write_to_a_stale_buffer_with_unsaved_edits_leaves_the_newer_disk_text(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 1, 2, false, {'b, unsaved'})", buf)
+    path.write_text("a\nb\nc\nd from git\n")
+    run(editor, [{"write": {"path": str(path), "content": "A\nb\nc\nd from git\n"}}])
+    assert path.read_text() == "A\nb\nc\nd from git\n"
+    assert lines(editor, buf)[:2] == ["A", "b, unsaved"] and modified(editor, buf)
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert any("changed on disk behind your unsaved edits" in n for n in notices), notices
+
+
+def test_read_only_buffer_or_file_is_refused_with_a_clear_error(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    locked, closed, plain = project / "locked.txt", project / "closed.txt", project / "plain.txt"
+    for path in (locked, closed, plain):
+        path.write_text("keep\n")
+    locked.chmod(0o444)
+    closed.chmod(0o444)
+    buf = start(editor, plain)
+    editor.lua("vim.bo[...].readonly = true", buf)
+    editor.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(locked))  # Neovim sets 'readonly'
+    results = run(
+        editor,
+        [{"write": {"path": str(path), "content": "agent\n"}} for path in (plain, locked, closed)],
+    )
+    in_editor = "is read-only in the editor ('readonly' or 'nomodifiable')"
+    assert [(r["error"], r["message"]) for r in results] == [
+        (-32602, f"Invalid params: {plain} {in_editor}"),
+        (-32602, f"Invalid params: {locked} {in_editor}"),
+        (-32602, f"Invalid params: {closed} is read-only (no write permission)"),
+    ]
+    assert {p.read_text() for p in (locked, closed, plain)} == {"keep\n"}
+    assert lines(editor, buf) == ["keep"]

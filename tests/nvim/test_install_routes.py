@@ -59,6 +59,7 @@ def test_remote_plugin_route(tmp_path: Path) -> None:
         # must route them to us (no "no handler" errors) and answer the new text.
         path = tmp_path / "read.txt"
         path.write_text("one\n")
+        editor.nvim.command(f"cd {tmp_path}")  # the session's directory (fs_access)
         editor.nvim.command(f"edit {path}")
         editor.lua(
             "require('acp').setup(...)",

@@ -160,9 +160,13 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     editor.wait_event("AcpTurnEnd")
     header = "# Edited by the acp.nvim demo agent (review: :AcpReview)"
     assert lines(editor, buf) == [header, "print('hi')", "unsaved = 1"]
-    assert path.read_text() == f"{header}\nprint('hi')\nunsaved = 1\n"
+    # The disk gets the agent's change only: the unsaved line is the user's to save.
+    assert path.read_text() == f"{header}\nprint('hi')\n"
+    assert editor.lua("return vim.bo[...].modified", buf) is True
     [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
     assert hunk["preview"] == ["+" + header]
+    # The user saves (:write would first ask: the file changed since it was read).
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent write!') end)", buf)
 
     editor.lua("require('acp').send('disk hello.py')")
     editor.wait_event("AcpTurnEnd", count=2)
@@ -174,3 +178,21 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert appended not in path.read_text()
     assert len(editor.lua("return require('acp').changes({all = true})")) == 2
+
+
+def test_opencode_new_file_after_a_permission_is_created_and_rejectable(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # opencode 1.18: pending call without locations, the location in progress, a
+    # permission request whose diff has oldText "", the file written on disk and by
+    # fs/write_text_file, completed.
+    path = tmp_path / "project" / "new.py"
+    editor.setup(agents={"files": editor.fake_agent("files")}, permission_policy="allow_all")
+    editor.open_chat("files")
+    assert run(editor, [{"opencode": {"path": str(path), "content": "made = 1\n"}}]) == [{}]
+    [file] = editor.lua("return require('acp').changes()")
+    assert (file["path"], file["created"]) == (str(path), True)
+    assert [h["preview"] for h in file["hunks"]] == [["+made = 1"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not path.exists()

@@ -40,6 +40,14 @@ from acp_nvim.client.config import ConfigError, load_config
         ({"agents": {"a": {}}}, "agents.a.cmd: required"),
         ({"agents": {"a b": {"cmd": ["x"]}}}, "agents: agent name 'a b' must be a non-empty word"),
         ({"auto_save": 1}, "auto_save: expected a boolean, got an integer"),
+        (
+            {"fs_access": {"outside": "yes"}},
+            "fs_access.outside: expected 'ask' or 'allow' or 'deny', got 'yes'",
+        ),
+        (
+            {"fs_access": {"roots": ["notes"]}},
+            "fs_access.roots: 'notes' is not an absolute path (nor ~/...)",
+        ),
         ("x", "options must be a table"),
     ],
 )
@@ -85,3 +93,8 @@ def test_empty_lua_tables_read_as_tables() -> None:
     config = load_config({"agents": {"a": {"cmd": ["x"], "env": []}}, "chat": []})
     assert config.agents["a"].env == {} and config.chat.width == 80
     assert load_config([]) == load_config(None) == load_config({})
+
+
+def test_fs_access_roots_expand_home() -> None:
+    access = load_config({"fs_access": {"roots": ["~/notes", "/srv"]}}).fs_access
+    assert (access.outside, access.roots) == ("ask", [os.path.expanduser("~/notes"), "/srv"])

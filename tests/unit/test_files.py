@@ -118,6 +118,7 @@ async def test_write_edits_only_changed_lines_and_keeps_unseen_user_edits(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("a\nb\nc\nd\n")
+    changes.begin_turn()  # a.py exists when the turn starts
     editor.open_buffer(path)
     seen = await changes.read(path)
     editor.type_in(path, 3, "D by user")  # after the agent's read
@@ -125,7 +126,9 @@ async def test_write_edits_only_changed_lines_and_keeps_unseen_user_edits(
     buffer = editor.buffers[path]
     assert buffer.state.lines == ["a", "B", "c", "D by user"]
     assert len(buffer.undo) == 1  # one edit call: one undo step
-    assert (tmp_path / "a.py").read_text() == "a\nB\nc\nD by user\n"  # auto_save
+    # auto_save writes the agent's change, never the user's unsaved line.
+    assert (tmp_path / "a.py").read_text() == "a\nB\nc\nd\n"
+    assert buffer.state.modified
     assert hunks(changes) == [("a.py", "pending", ["-b", "+B"])]
 
 
@@ -135,6 +138,7 @@ async def test_conflicting_user_edit_survives_as_a_conflict(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("a\nb\nc\n")
+    changes.begin_turn()
     editor.open_buffer(path)
     await changes.read(path)
     editor.type_in(path, 1, "mine")
@@ -197,6 +201,7 @@ async def test_reject_one_hunk_restores_buffer_and_disk(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
+    changes.begin_turn()
     editor.open_buffer(path)
     await changes.write(path, "one\n2\n3\n4\n5\n6\n7\neight\n")
     first, _second = changes.summary()["files"][0]["hunks"]
@@ -214,6 +219,7 @@ async def test_reject_all_deletes_a_created_file(
 ) -> None:
     changes, _ = session
     (tmp_path / "keep.txt").write_text("k\n")
+    changes.begin_turn()
     await changes.write(str(tmp_path / "new.txt"), "n\n")
     await changes.write(str(tmp_path / "keep.txt"), "K\n")
     await changes.decide("reject")
@@ -281,6 +287,7 @@ async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
     changes, editor = session
     path = tmp_path / "c.txt"
     path.write_text("v1\n")
+    changes.begin_turn()
     diff = DiffPart(str(path), "v1", "v2")  # whole file minus its final newline
     changes.on_tool_call(ToolCall("t", status="completed", content=[diff]))
     editor.open_buffer(str(path), ["mine"], modified=True)

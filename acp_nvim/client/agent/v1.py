@@ -269,6 +269,7 @@ def request_error(err: ServiceError) -> RequestError:
         return RequestError.resource_not_found(str(err))
     if err.kind == "internal":
         return RequestError.internal(str(err))
+    # invalid, denied: the agent should not ask this again as it is.
     return RequestError.invalid_params(str(err))
 
 

@@ -15,11 +15,13 @@ bounded scan; completions arriving while a check runs are merged into the next
 one, so a burst of them costs a few checks, not one each) and when the turn
 ends (every file named during the turn). The
 baseline of a file changed on disk is, in this order: its text recorded
-earlier in the turn; a snapshot taken when a tool call first named it while
-pending (or, in a git work tree, when the turn started with the file dirty);
-its loaded, unmodified buffer; the tool call's ``oldText`` (whole file, or a
-fragment found once in the new text); its git index entry when it was clean
-at turn start; nothing at all for a file created during the turn.
+earlier in the turn; nothing at all for a file the turn-start scan did not
+find; a snapshot taken when a tool call first named it while pending (or, in
+a git work tree, when the turn started with the file dirty); its loaded,
+unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
+found once in the new text); its git index entry when it was clean at turn
+start. An ``fs/write_text_file`` first records such a change to its file
+(opencode writes the file itself too, racing its own request).
 doc/decisions/0005-review-baselines.md explains why.
 
 Not here: pixels (Lua draws the review from the plain-data summary pushed
@@ -41,6 +43,7 @@ import anyio.to_thread
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
+from acp_nvim.client.services.access import FileAccess
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
@@ -144,6 +147,7 @@ class SessionChanges:
 
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
+    ``access``, when set, decides which paths the agent may read and write.
     """
 
     def __init__(
@@ -162,6 +166,7 @@ class SessionChanges:
         self.store = ReviewStore()
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
+        self.access: FileAccess | None = None
         self._tasks = tasks
         self._lock = anyio.Lock()
         self._start = Scan()  # the turn-start scan
@@ -186,8 +191,11 @@ class SessionChanges:
         Raises:
             FileError: relative path, missing file (unless the agent's
                 ``missing_file_as_empty``), directory, binary, line past the end.
+            ServiceError: access denied (``fs_access``).
         """
         path = files.absolute(path)
+        if self.access is not None:
+            await self.access.check(path, write=False)  # the user may take a while: no lock
         async with self._lock:
             doc = await files.load(self.editor, path)
         if doc.text is None:
@@ -204,23 +212,47 @@ class SessionChanges:
     async def write(self, path: str, content: str) -> None:
         """Answer ``fs/write_text_file``: merge into the buffer or file and record it.
 
+        The user's unsaved text is never replaced nor saved: the agent's change
+        is merged into it (base: what the agent last read through us, else the
+        disk's text), and the disk gets only the agent's change.
+
         Raises:
-            FileError: relative path, directory, binary file, write failure.
+            FileError: relative path, directory, binary file, read-only file or
+                buffer, write failure.
+            ServiceError: access denied (``fs_access``).
         """
         path = files.absolute(path)
+        if self.access is not None:
+            await self.access.check(path, write=True)
         async with self._lock:
-            doc = await files.load(self.editor, path)
+            # Some agents also write the file themselves (opencode, racing its own
+            # request): record that first, against the usual baselines.
+            await self._check_one(path)
+            doc = await files.load(self.editor, path, check=True)
+            files.check_writable(doc)
             existed = doc.text is not None
             if doc.buffer is None and not self.auto_save:
                 # Left unsaved, as asked: the edit needs a buffer to live in.
                 doc = await files.load(self.editor, path, load_buffer=True)
+            disk = doc
+            if doc.buffer is not None and doc.buffer.modified:
+                disk = await anyio.to_thread.run_sync(files.read_disk, path)
             outcome = self.store.write(
-                path, doc.conform(content), editor_text=doc.text if existed else None
+                path,
+                doc.conform(content),
+                editor_text=doc.text if existed else None,
+                unseen=disk.text or "",
             )
             final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
             self._known[path] = stat_of(path)
+            if doc.buffer is not None and doc.buffer.moved:
+                self.editor.notify(
+                    f"{self._name(path)} changed on disk behind your unsaved edits; "
+                    "the agent's change went to both, :write will ask before replacing the file",
+                    "warn",
+                )
             if outcome.conflicts:
                 self.editor.notify(
                     f"{self._name(path)}: the agent changed lines you edited; "
@@ -416,6 +448,10 @@ class SessionChanges:
         changeset = self.store.current
         if changeset is not None and path in changeset:
             return changeset.file(path).current
+        if self._absent_at_start(path):
+            # Not there when the turn began, and nothing recorded it since: whatever
+            # a tool call's oldText or a buffer says (opencode sends "" for a new file).
+            return None
         state = await self.editor.read_buffer(path)
         diff = self._diffs.get(path)
         sources: list[Baseline] = [
@@ -423,7 +459,6 @@ class SessionChanges:
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
             await self._git_text(path),
-            None if self._absent_at_start(path) else NOTHING,
         ]
         known = [text for text in sources if not isinstance(text, _Nothing)]
         return next((text for text in known if text != current), known[0] if known else NOTHING)

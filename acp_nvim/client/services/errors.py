@@ -7,8 +7,9 @@ __all__ = ["ServiceError", "ServiceErrorKind"]
 from typing import Literal
 
 # invalid: the request itself is wrong; not_found: what it names does not exist;
-# internal: the editor could not do it.
-ServiceErrorKind = Literal["invalid", "not_found", "internal"]
+# denied: the user (or the file's mode) does not allow it; internal: the editor
+# could not do it.
+ServiceErrorKind = Literal["invalid", "not_found", "denied", "internal"]
 
 
 class ServiceError(Exception):

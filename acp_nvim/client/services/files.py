@@ -17,7 +17,7 @@ are refused), and the review state itself.
 
 from __future__ import annotations
 
-__all__ = ["Document", "FileError", "load", "save"]
+__all__ = ["Document", "FileError", "applied", "check_writable", "load", "save"]
 
 import os
 from dataclasses import dataclass
@@ -36,10 +36,16 @@ MAX_BYTES = 16 * 1024 * 1024
 # Attempts at applying an edit while the user keeps typing in the buffer.
 _RETRIES = 5
 
-FileErrorKind = Literal["relative", "missing", "directory", "binary", "too_large", "range", "io"]
+FileErrorKind = Literal[
+    "relative", "missing", "directory", "binary", "too_large", "range", "readonly", "io"
+]
 
 
-_SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {"missing": "not_found", "io": "internal"}
+_SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {
+    "missing": "not_found",
+    "readonly": "denied",
+    "io": "internal",
+}
 
 
 class FileError(ServiceError):
@@ -134,20 +140,54 @@ def remove_disk(path: str) -> None:
         raise FileError("io", f"cannot delete {path}: {err.strerror or err}") from None
 
 
-async def load(editor: Editor, path: str, *, load_buffer: bool = False) -> Document:
+async def load(
+    editor: Editor, path: str, *, load_buffer: bool = False, check: bool = False
+) -> Document:
     """``path`` from its loaded buffer, else from disk (see :class:`Document`).
 
     With ``load_buffer`` a buffer without a window is created when none exists.
+    With ``check`` (before a write) a buffer is first compared with its file, as
+    Neovim's W11/W12 check does: reloaded when unmodified and the file changed on
+    disk, else ``buffer.moved`` says the file changed behind its unsaved edits.
 
     Raises:
         FileError: see :func:`read_disk`.
     """
     if load_buffer and os.path.isdir(path):
         raise FileError("directory", f"{path} is a directory")
-    buffer = await editor.read_buffer(path, load=load_buffer)
+    buffer = await editor.read_buffer(path, load=load_buffer, check=check)
     if buffer is not None:
         return Document(path, buffer.text, buffer)
     return await anyio.to_thread.run_sync(read_disk, path)
+
+
+def check_writable(doc: Document) -> None:
+    """Refuse to write a file its buffer or its mode marks read-only.
+
+    Raises:
+        FileError: ``readonly``, saying which.
+    """
+    if doc.buffer is not None and doc.buffer.readonly:
+        raise FileError(
+            "readonly", f"{doc.path} is read-only in the editor ('readonly' or 'nomodifiable')"
+        )
+    try:
+        mode = os.stat(doc.path).st_mode
+    except OSError:
+        return  # a new file: its directory says, when it is written
+    # The mode bits too: root may write anything, but 0444 still means "do not".
+    if not mode & 0o222 or not os.access(doc.path, os.W_OK):
+        raise FileError("readonly", f"{doc.path} is read-only (no write permission)")
+
+
+def applied(change: tuple[str, str], disk: str | None) -> str:
+    """The change ``(before, after)`` of a buffer applied to its file's ``disk`` text.
+
+    Lines the buffer holds unsaved (where it differs from the disk) stay the disk's,
+    unless the change itself replaces them. A missing file counts as empty.
+    """
+    before, after = change
+    return merge3(before, after, disk or "").text
 
 
 async def save(
@@ -158,9 +198,12 @@ async def save(
     A buffer gets only the changed lines (cursor, marks and folds elsewhere
     survive) and is written when ``to_disk``. If the user typed in the buffer
     since ``doc`` was read, the change is merged onto their text (theirs wins
-    on a clash), so the result may differ from ``text``. Without a buffer the
-    file is written directly, with its encoding. Deleting the file also deletes
-    its buffer, unless the user typed in it since ``doc`` was read.
+    on a clash), so the result may differ from ``text``. A buffer with unsaved
+    edits is never written (they are the user's to publish): its file gets the
+    change alone, applied to the disk's text (:func:`applied`), and the buffer
+    stays modified. Without a buffer the file is written directly, with its
+    encoding. Deleting the file also deletes its buffer, unless the user typed
+    in it since ``doc`` was read.
 
     Raises:
         FileError: the file cannot be written.
@@ -175,17 +218,29 @@ async def save(
         await anyio.to_thread.run_sync(write_disk, doc.path, text, doc.encoding)
         return text
     buffer = doc.buffer
+    change = (buffer.text, doc.conform(text))
+    beside = False  # the change was written to the file behind the buffer
     for _ in range(_RETRIES):
+        if to_disk and buffer.modified and not beside:
+            disk = await anyio.to_thread.run_sync(read_disk, doc.path)
+            target = disk.conform(applied(change, disk.text))
+            if target != (disk.text or ""):
+                await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
+            beside = True
         lines = split_text(doc.conform(text))[0]
         tick = await editor.edit_buffer(
-            doc.path, buffer.tick, line_edits(buffer.lines, lines), save=to_disk
+            doc.path,
+            buffer.tick,
+            line_edits(buffer.lines, lines),
+            save=to_disk and not buffer.modified,
+            disk_changed=beside,
         )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text
         fresh = await editor.read_buffer(doc.path)
         if fresh is None:  # the buffer went away: write the file instead
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-            return await save(editor, disk, text, to_disk=to_disk)
+            return await save(editor, disk, applied(change, disk.text), to_disk=to_disk)
         text = merge3(buffer.text, fresh.text, text).text
         doc, buffer = Document(doc.path, fresh.text, fresh), fresh
     raise FileError("io", f"{doc.path}: the buffer keeps changing; the edit was not applied")

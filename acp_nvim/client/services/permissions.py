@@ -62,6 +62,7 @@ class _Pending:
     call_id: str
     tool_kind: str
     options: list[PermissionOption]
+    remember: bool
     done: anyio.Event = field(default_factory=anyio.Event)
     choice: PermissionOption | None = None
 
@@ -91,8 +92,14 @@ class Permissions:
         tool_call: ToolCallPatch,
         options: list[PermissionOption],
         question: str | None = None,
+        *,
+        remember: bool = True,
     ) -> str | None:
         """Decide or ask the user; returns the chosen option id, None for ``cancelled``.
+
+        ``remember`` False: a question the policy and remembered answers by tool
+        kind do not cover (file access): always asked, and the answer is the
+        caller's to remember.
 
         Example::
 
@@ -104,7 +111,7 @@ class Permissions:
         call = chat.session.tool_calls[tool_call.id]
         request_id = f"permission{next(self._ids)}"
         assign_keys(options)
-        decided = self._decide(chat, call.kind, options)
+        decided = self._decide(chat, call.kind, options) if remember else None
         if decided is not None:
             option, why = decided
             chat.on_permission(
@@ -112,7 +119,7 @@ class Permissions:
                 PermissionPrompt(request_id, options, f"{option.name} ({why})", question),
             )
             return option.id
-        pending = _Pending(request_id, chat, call.id, call.kind, options)
+        pending = _Pending(request_id, chat, call.id, call.kind, options, remember)
         self._pending[request_id] = pending
         chat.on_permission(call.id, PermissionPrompt(request_id, options, question=question))
         chat.editor.emit(
@@ -151,7 +158,11 @@ class Permissions:
         if option is None:
             return False
         pending.choice = option
-        if option.kind in _ONCE and pending.tool_kind in _REMEMBERED_TOOL_KINDS:
+        if (
+            pending.remember
+            and option.kind in _ONCE
+            and pending.tool_kind in _REMEMBERED_TOOL_KINDS
+        ):
             self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
         pending.done.set()
         return True

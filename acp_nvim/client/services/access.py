@@ -1,0 +1,103 @@
+"""Which files an agent may read and write: the user's ``fs_access`` option.
+
+Inside the session's directory and the extra ``roots`` the user names, agents
+read and write as the editor allows. Elsewhere (paths resolved through
+symlinks, so a link inside the directory that leads out of it is outside)
+``outside`` decides: ``ask`` the user at a prompt in the chat (allow once,
+allow this path for the session, reject), ``allow``, or ``deny``. A refused
+access is shown in the transcript and raised as a :class:`ServiceError`
+(``denied``) for the adapter to answer the agent with.
+
+The session's review (:class:`~acp_nvim.client.services.changes.SessionChanges`)
+checks every ``fs/*`` path here, so whatever reads and writes through it (ACP
+v1, the editor MCP server) gets the same policy. Not here: terminals, whose
+commands may touch any file (the agent asks for those with its own permission
+requests).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FileAccess"]
+
+import itertools
+import os
+
+from acp_nvim.client.config import FileAccessOptions
+from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import PermissionOption, TextPart, ToolCallPatch
+
+_ALLOW, _ALWAYS, _REJECT = "allow", "allow_path", "reject"
+_OPTIONS = (
+    (_ALLOW, "Allow once", "allow_once"),
+    (_ALWAYS, "Allow this path for the session", "allow_always"),
+    (_REJECT, "Reject", "reject_once"),
+)
+
+
+class FileAccess:
+    """The file access policy of one chat's session.
+
+    ``options`` is the user's ``fs_access``; the App keeps it current.
+    """
+
+    def __init__(
+        self, chat: Chat, permissions: Permissions, root: str, options: FileAccessOptions
+    ) -> None:
+        self.chat = chat
+        self.permissions = permissions
+        self.root = root
+        self.options = options
+        self._allowed: set[str] = set()  # resolved paths the user allowed for the session
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"<FileAccess {self.root} outside={self.options.outside}>"
+
+    def inside(self, path: str) -> bool:
+        """Whether absolute ``path``, symlinks resolved, lies in the session's
+        directory or one of the roots."""
+        real = os.path.realpath(path)
+        for root in (self.root, *self.options.roots):
+            top = os.path.realpath(root)
+            if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+                return True
+        return False
+
+    async def check(self, path: str, *, write: bool) -> None:
+        """Let the agent read (or ``write``) absolute ``path``, or refuse.
+
+        Raises:
+            ServiceError: ``denied``, by the policy or by the user; the
+                transcript says which.
+        """
+        real = os.path.realpath(path)
+        if self.options.outside == "allow" or real in self._allowed or self.inside(path):
+            return
+        verb = "write" if write else "read"
+        where = "outside the session's directory"
+        if real != os.path.normpath(path):
+            where = f"{where} (a link to {real})"
+        call = ToolCallPatch(
+            f"fs_access{next(self._ids)}",
+            title=f"{verb.capitalize()} {path}",
+            kind="edit" if write else "read",
+            status="pending",
+        )
+        if self.options.outside == "deny":
+            why = "denied by fs_access.outside"
+        else:
+            options = [PermissionOption(*option) for option in _OPTIONS]
+            question = f"The agent asks to {verb} a file {where}."
+            choice = await self.permissions.ask(self.chat, call, options, question, remember=False)
+            if choice == _ALWAYS:
+                self._allowed.add(real)
+            if choice in (_ALLOW, _ALWAYS):
+                self.chat.on_tool_call(ToolCallPatch(call.id, status="completed"))
+                return
+            why = "not allowed by the user"
+        call.status = "failed"
+        call.content = [TextPart(f"Refused to {verb} a file {where}: {why} (fs_access).")]
+        self.chat.on_tool_call(call)
+        raise ServiceError(f"{path} is {where}: {why}", "denied")
