@@ -62,6 +62,10 @@ local function choices(category)
     end, option and option.choices or {})
   end
 end
+command("AcpAdd", function(args)
+  acp().add({ file = args.args, range = args.range > 0 and { args.line1, args.line2 } or nil })
+end, { nargs = "?", range = true, complete = "file", desc = "Mention a file, or the selected lines, in the chat input" })
+vim.keymap.set("x", "<Plug>(AcpAdd)", ":AcpAdd<CR>", { silent = true, desc = "acp: add the selection to the chat input" })
 command("AcpMode", function(args)
   acp().set_mode(args.fargs[1])
 end, { nargs = "?", desc = "Switch the agent's mode (no argument: pick)", complete = choices("mode") })

@@ -10,6 +10,8 @@ from __future__ import annotations
 __all__ = ["App"]
 
 import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,7 +31,15 @@ if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.client.session.model import ConfigOption
+    from acp_nvim.client.session.model import Attachment, ConfigOption
+
+@dataclass
+class _Prompt:
+    """A prompt waiting to be sent: its text and what the user attached."""
+
+    text: str
+    attachments: list[Attachment]
+
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -52,7 +62,7 @@ class App:
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
         self._cwds: dict[int, str] = {}  # where each chat was opened
         # Prompts typed while the chat was busy, sent in order when it is ready.
-        self._queues: dict[int, list[str]] = {}
+        self._queues: dict[int, list[_Prompt]] = {}
         # A rejected options table: chats refuse to start until setup() is fixed,
         # rather than silently running with defaults the user did not ask for.
         self.config_error: str | None = None
@@ -99,8 +109,8 @@ class App:
         except ConfigError as err:
             self.editor.notify(str(err))
             self.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
-            for text in self._queues.pop(chat_id, []):
-                self._return_input(chat_id, text)
+            for prompt in self._queues.pop(chat_id, []):
+                self._return_input(chat_id, prompt.text)
             return
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
@@ -337,16 +347,28 @@ class App:
                 failure = connection.exit_failure("exited")
                 chat.fail(str(failure), failure.details)
 
-    async def send(self, chat_id: int, text: str) -> None:
-        """Send ``text``, or queue it while the chat is busy; a chat whose agent
-        failed is restarted first. Text that cannot be sent goes back to the input."""
+    async def send(
+        self, chat_id: int, text: str, context: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Send ``text`` with ``context`` (files, selections, diagnostics, images the
+        user attached: services.context), or queue it while the chat is busy; a chat
+        whose agent failed is restarted first. What cannot be sent goes back to the
+        input."""
         chat = self.chats.get(chat_id)
         queue = self._queues.get(chat_id)  # there from open() to close()
         if queue is None or (chat is not None and chat.state == "closed"):
             self.editor.notify("cannot send: the chat is closed", "warn")
             self._return_input(chat_id, text)
             return
-        queue.append(text)
+        attachments: list[Attachment] = []
+        if context:
+            from acp_nvim.client.services.context import resolve
+
+            # What the user sees now is what goes, even if the prompt waits in the queue.
+            attachments, warnings = await resolve(self.editor, context, self._cwds[chat_id])
+            for warning in warnings:
+                self.editor.notify(warning, "warn")
+        queue.append(_Prompt(text, attachments))
         if chat is None:
             return  # still being opened: sent once the chat is ready
         if chat.state == "ready":
@@ -361,15 +383,15 @@ class App:
         """Run the queued prompts of a ready chat, in order."""
         queue = self._queues.get(chat.id)
         while queue and chat.state == "ready" and self.chats.get(chat.id) is chat:
-            text = queue.pop(0)
+            prompt = queue.pop(0)
             self._show_queue(chat)
             connection = self._agent_of.get(chat.id)
             try:
                 if connection is None:
                     raise AgentFailed(f"agent {chat.agent!r} is not running")
-                await connection.prompt(chat, text)
+                await connection.prompt(chat, prompt.text, prompt.attachments)
             except AgentFailed as err:
-                self._return_input(chat.id, text)
+                self._return_input(chat.id, prompt.text)
                 chat.fail(str(err), err.details)
         if chat.state == "error":
             self._give_back_queue(chat)
@@ -379,12 +401,9 @@ class App:
         in a queue the user may not see."""
         queue = self._queues.get(chat.id)
         if queue:
-            self._return_input(chat.id, "\n\n".join(queue))
+            self._return_input(chat.id, "\n\n".join(p.text for p in queue))
             queue.clear()
             self._show_queue(chat)
-
-    def queue(self, chat_id: int) -> list[str]:
-        return list(self._queues.get(chat_id, []))
 
     def dequeue(self, chat_id: int, index: int, edit: bool = False) -> None:
         """Drop queued prompt ``index`` (0-based); ``edit`` puts its text back in the input."""
@@ -393,16 +412,17 @@ class App:
         if not 0 <= index < len(queue) or chat is None:
             self.editor.notify("that prompt is no longer queued", "warn")
             return
-        text = queue.pop(index)
+        prompt = queue.pop(index)
         self._show_queue(chat)
         if edit:
-            self._return_input(chat_id, text)
+            self._return_input(chat_id, prompt.text)
 
     def _show_queue(self, chat: Chat) -> None:
         from acp_nvim.client.session import view
 
         queued = self._queues.get(chat.id, [])
-        self.editor.render(chat.id, [view.status_op(queued=len(queued), queue=list(queued))])
+        texts = [p.text for p in queued]
+        self.editor.render(chat.id, [view.status_op(queued=len(texts), queue=texts)])
 
     def _return_input(self, chat_id: int, text: str) -> None:
         """Put text that was not handed over back in the chat's input."""

@@ -19,7 +19,16 @@ import anyio
 import anyio.abc
 
 from acp_nvim import __version__
-from acp_nvim.demo_agent._text import HELP, chunks, prompt_words, reply, thought
+from acp_nvim.demo_agent._text import (
+    COMMANDS,
+    HELP,
+    MODELS,
+    MODES,
+    chunks,
+    prompt_words,
+    reply,
+    thought,
+)
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
 from acp_nvim.protocol import Connection, RequestError
@@ -60,12 +69,22 @@ class DemoAgent:
         self.offer_v2 = offer_v2
         self.sessions: dict[str, anyio.CancelScope | None] = {}
         self.cwds: dict[str, str] = {}
+        # What session/list and session/load show: (role, text) per session, and titles.
+        self.history: dict[str, list[tuple[str, str]]] = {}
+        self.titles: dict[str, str] = {}
+        self.used = 0  # context tokens, for usage_update
         self.client_fs: Params = {}
         self.client_terminal = False
         connection.on_request("initialize", dict, self.initialize)
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
+        connection.on_request("session/set_mode", dict, self.set_mode)
+        connection.on_request("session/set_model", dict, self.set_model)
+        connection.on_request("session/list", dict, self.list_sessions)
+        connection.on_request("session/load", dict, self.load_session)
+        connection.on_request("session/close", dict, self.close_session)
+        connection.on_request("authenticate", dict, self.authenticate)
 
     async def initialize(self, params: Params) -> Params:
         self.client_fs = (params.get("clientCapabilities") or {}).get("fs") or {}
@@ -75,18 +94,89 @@ class DemoAgent:
             return v2_initialize_result()
         return {
             "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": False, "promptCapabilities": {}},
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {},
+                "sessionCapabilities": {"list": {}, "close": {}},
+            },
             "agentInfo": {"name": "demo", "title": "Demo agent", "version": __version__},
-            "authMethods": [],
+            "authMethods": [{"id": "demo-login", "name": "Demo login"}],
         }
 
     async def new_session(self, params: Params) -> Params:
         if not os.path.isabs(params.get("cwd", "")):
             raise RequestError.invalid_params("cwd must be an absolute path")
         session_id = f"demo-{len(self.sessions) + 1}"
+        self._open(session_id, params["cwd"])
+        return {"sessionId": session_id, **self._settings()}
+
+    def _open(self, session_id: str, cwd: str) -> None:
         self.sessions[session_id] = None
-        self.cwds[session_id] = params["cwd"]
-        return {"sessionId": session_id}
+        self.cwds[session_id] = cwd
+        self.history.setdefault(session_id, [])
+        if self.tasks is not None:  # after the answer, as real agents send it
+            self.tasks.start_soon(self._send_commands, session_id)
+
+    def _settings(self) -> Params:
+        """Modes and models (v1 style: no config options), current first."""
+        return {
+            "modes": {
+                "currentModeId": MODES[0][0],
+                "availableModes": [{"id": i, "name": n} for i, n in MODES],
+            },
+            "models": {
+                "currentModelId": MODELS[0][0],
+                "availableModels": [{"modelId": i, "name": n} for i, n in MODELS],
+            },
+        }
+
+    async def _send_commands(self, session_id: str) -> None:
+        commands = [
+            {"name": name, "description": description} | ({"input": {"hint": hint}} if hint else {})
+            for name, description, hint in COMMANDS
+        ]
+        update = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+        await self._send_update(session_id, update)
+
+    async def set_mode(self, params: Params) -> Params:
+        mode = params.get("modeId")
+        if mode not in dict(MODES):
+            raise RequestError.invalid_params(f"no mode {mode!r}")
+        update = {"sessionUpdate": "current_mode_update", "currentModeId": mode}
+        await self._send_update(params["sessionId"], update)
+        return {}
+
+    async def set_model(self, params: Params) -> Params:
+        if params.get("modelId") not in dict(MODELS):
+            raise RequestError.invalid_params(f"no model {params.get('modelId')!r}")
+        return {}
+
+    async def list_sessions(self, params: Params) -> Params:
+        cwd = params.get("cwd")
+        sessions = [
+            {"sessionId": sid, "cwd": self.cwds[sid], "title": self.titles.get(sid)}
+            for sid in self.history
+            if cwd is None or self.cwds.get(sid) == cwd
+        ]
+        return {"sessions": sessions}
+
+    async def load_session(self, params: Params) -> Params:
+        session_id = params.get("sessionId", "")
+        if session_id not in self.history:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        self._open(session_id, params.get("cwd") or self.cwds[session_id])
+        for role, text in self.history[session_id]:
+            await self._say(session_id, f"{role}_message_chunk", text)
+        return self._settings()
+
+    async def close_session(self, params: Params) -> Params:
+        self.sessions.pop(params.get("sessionId", ""), None)
+        return {}
+
+    async def authenticate(self, params: Params) -> Params:
+        if params.get("methodId") != "demo-login":
+            raise RequestError.invalid_params(f"no login method {params.get('methodId')!r}")
+        return {}
 
     async def cancel(self, params: Params) -> None:
         scope = self.sessions.get(params.get("sessionId", ""))
@@ -102,11 +192,24 @@ class DemoAgent:
         words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
+        self.history[session_id].append(("user", text))
         with anyio.CancelScope() as scope:
             self.sessions[session_id] = scope
             await self._reply(session_id, text, words)
         self.sessions[session_id] = None
+        await self._account(session_id, text)
         return {"stopReason": "cancelled" if scope.cancel_called else "end_turn"}
+
+    async def _account(self, session_id: str, text: str) -> None:
+        """After a turn: its title (from the first prompt) and the context meter."""
+        if session_id not in self.titles:
+            self.titles[session_id] = " ".join(text.split()[:6])[:60] or "Untitled"
+            update = {"sessionUpdate": "session_info_update", "title": self.titles[session_id]}
+            await self._send_update(session_id, update)
+        self.used += 1000 + 4 * len(text)
+        cost = {"amount": round(self.used * 3e-6, 4), "currency": "USD"}
+        usage = {"sessionUpdate": "usage_update", "used": self.used, "size": 200_000, "cost": cost}
+        await self._send_update(session_id, usage)
 
     async def _reply(self, session_id: str, text: str, words: set[str]) -> None:
         await self._stream(session_id, "agent_thought_chunk", thought(text))
@@ -281,7 +384,14 @@ class DemoAgent:
     async def _send_update(self, session_id: str, update: Params) -> None:
         await self.connection.notify("session/update", {"sessionId": session_id, "update": update})
 
+    async def _say(self, session_id: str, kind: str, text: str) -> None:
+        """One whole message chunk (a replayed one)."""
+        content = {"type": "text", "text": text}
+        await self._send_update(session_id, {"sessionUpdate": kind, "content": content})
+
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
+        if kind == "agent_message_chunk":
+            self.history[session_id].append(("agent", text))
         for piece in chunks(text):
             await self.connection.notify(
                 "session/update",

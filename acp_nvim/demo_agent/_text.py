@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["HELP", "chunks", "prompt_words", "reply", "thought"]
+__all__ = ["COMMANDS", "HELP", "MODELS", "MODES", "chunks", "prompt_words", "reply", "thought"]
 
 import re
 
@@ -21,8 +21,20 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
   its `[terminal …]` line or `:AcpTerminal` opens it), then reports its output
 - `disk [PATH]`: appends a line to PATH on disk by itself and reports it only in a
   tool call, as Claude's and Codex's agents do (`:AcpReview` catches it)
+- `:AcpMode`, `:AcpModel`: the demo's modes and models; `/` shows its commands;
+  `:AcpSessions` lists this process's sessions (`session/list`, `session/load`);
+  `:AcpLogin` runs its login; the winbar shows a title and a context meter
 - over ACP v2 (`protocol_version = 2`), `help` lists more
 """
+
+# What the demo offers over both versions: (id, name) pairs, and slash commands.
+MODES = [("ask", "Ask"), ("code", "Code")]
+MODELS = [("demo-small", "Demo small"), ("demo-large", "Demo large")]
+# Slash commands: (name, description, input hint or None).
+COMMANDS = [
+    ("help", "What the demo agent can do", None),
+    ("explain", "Explain some code", "what to explain"),
+]
 
 
 def chunks(text: str) -> list[str]:

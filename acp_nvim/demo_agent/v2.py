@@ -22,7 +22,16 @@ import anyio.abc
 import msgspec
 
 from acp_nvim import __version__
-from acp_nvim.demo_agent._text import HELP, chunks, prompt_words, reply, thought
+from acp_nvim.demo_agent._text import (
+    COMMANDS,
+    HELP,
+    MODELS,
+    MODES,
+    chunks,
+    prompt_words,
+    reply,
+    thought,
+)
 from acp_nvim.protocol import Connection, RequestError
 
 Params = dict[str, Any]
@@ -40,8 +49,6 @@ HELP_V2 = """Over ACP v2 I can also show:
 Settings: `:AcpConfig` (mode, model, thinking). Sessions: `:AcpSessions`.
 """
 
-_MODES = [("ask", "Ask"), ("code", "Code")]
-_MODELS = [("demo-small", "Demo small"), ("demo-large", "Demo large")]
 _THOUGHT = [("low", "Low"), ("high", "High")]
 
 _PATCH = """diff --git {d}/src/config.json {d}/src/config.json
@@ -83,6 +90,7 @@ class _Session:
     suggestions: bool = True
     turn: anyio.CancelScope | None = None
     title: str | None = None
+    used: int = 0  # context tokens, for usage_update
 
 
 class DemoAgentV2:
@@ -132,7 +140,17 @@ class DemoAgentV2:
             raise RequestError.invalid_params("cwd must be an absolute path")
         session = _Session(f"demo-{len(self.sessions) + 1}", cwd)
         self.sessions[session.id] = session
+        self.tasks.start_soon(self._send_commands, session)  # after the answer
         return {"sessionId": session.id, "configOptions": self._config(session)}
+
+    async def _send_commands(self, session: _Session) -> None:
+        commands = [
+            {"name": name, "description": description}
+            | ({"input": {"type": "text", "hint": hint}} if hint else {})
+            for name, description, hint in COMMANDS
+        ]
+        update = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+        await self._notify(session, update, record=False)
 
     async def list_sessions(self, params: Params) -> Params:
         cwd = params.get("cwd")
@@ -171,7 +189,7 @@ class DemoAgentV2:
                 raise RequestError.invalid_params("suggest takes a boolean")
             session.suggestions = value
             return {"configOptions": self._config(session)}
-        allowed = {"mode": _MODES, "model": _MODELS, "thought": _THOUGHT}.get(str(config_id))
+        allowed = {"mode": MODES, "model": MODELS, "thought": _THOUGHT}.get(str(config_id))
         if allowed is None or value not in {v for v, _ in allowed}:
             raise RequestError.invalid_params(f"no value {value!r} for {config_id!r}")
         session.config[str(config_id)] = str(value)
@@ -194,8 +212,8 @@ class DemoAgentV2:
             }
 
         return [
-            select("mode", "Mode", "mode", _MODES),
-            select("model", "Model", "model", _MODELS),
+            select("mode", "Mode", "mode", MODES),
+            select("model", "Model", "model", MODELS),
             select("thought", "Thinking", "thought_level", _THOUGHT),
             {
                 "type": "boolean",
@@ -238,7 +256,10 @@ class DemoAgentV2:
                 },
             )
             await self._state(session, "running")
-            session.title = session.title or text[:40]
+            if session.title is None:
+                session.title = text[:40]
+                info = {"sessionUpdate": "session_info_update", "title": session.title}
+                await self._notify(session, info, record=False)
             await self._stream(session, "agent_thought_chunk", f"thought-{n}", thought(text))
             if "crash" in words:
                 await self._stream(session, "agent_message_chunk", f"reply-{n}", "Crashing now…")
@@ -260,6 +281,10 @@ class DemoAgentV2:
         stop = "cancelled" if session.turn.cancel_called else "end_turn"
         session.turn = None
         with anyio.CancelScope(shield=True):
+            session.used += 1000 + 4 * len(text)
+            cost = {"amount": round(session.used * 3e-6, 4), "currency": "USD"}
+            usage = {"sessionUpdate": "usage_update", "used": session.used, "size": 200_000}
+            await self._notify(session, {**usage, "cost": cost}, record=False)
             await self._state(session, "idle", stop)
 
     def _reply(self, text: str, words: set[str]) -> str:

@@ -75,7 +75,8 @@ class Host:
                 resume = params.get("session_id")
                 self.worker.submit(app.open, params["chat"], params.get("agent"), cwd, resume)
             case "send":
-                self.worker.submit(app.send, params["chat"], params["text"])
+                context = params.get("context") or []
+                self.worker.submit(app.send, params["chat"], params["text"], context)
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
             case "restart":

@@ -31,14 +31,22 @@ local function valid(chat)
   return chat and api.nvim_buf_is_valid(chat.transcript) and api.nvim_buf_is_valid(chat.input)
 end
 
---- The chat of the current buffer, else the last opened one.
+--- The chat whose transcript or input is `buf`.
 ---@return acp.Chat?
-function M.get()
-  local buf = api.nvim_get_current_buf()
+function M.of_buffer(buf)
   for _, chat in pairs(M.chats) do
     if chat.transcript == buf or chat.input == buf then
       return chat
     end
+  end
+end
+
+--- The chat of the current buffer, else the last opened one.
+---@return acp.Chat?
+function M.get()
+  local own = M.of_buffer(api.nvim_get_current_buf())
+  if own then
+    return own
   end
   local chat = M.current and M.chats[M.current]
   return valid(chat) and chat or nil
@@ -75,7 +83,34 @@ local function winbar(chat)
   if s.model then
     table.insert(parts, s.model)
   end
+  local usage = M.usage_text(s.usage)
+  if usage then
+    table.insert(parts, usage)
+  end
+  if s.title then
+    table.insert(parts, s.title)
+  end
   return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
+end
+
+local function tokens(n)
+  return n >= 1000 and ("%dk"):format(math.floor(n / 1000 + 0.5)) or tostring(n)
+end
+
+--- "ctx 12k/200k 6% $0.04" from a usage_update (nil without one).
+---@param usage? {used: integer, size: integer, cost?: {amount: number, currency: string}}
+---@return string?
+function M.usage_text(usage)
+  if type(usage) ~= "table" or not usage.size or usage.size <= 0 then
+    return nil
+  end
+  local text = ("ctx %s/%s %d%%"):format(tokens(usage.used), tokens(usage.size), math.floor(100 * usage.used / usage.size + 0.5))
+  local cost = usage.cost
+  if type(cost) == "table" and cost.amount then
+    local sign = cost.currency == "USD" and "$" or ""
+    text = text .. (" %s%.2f%s"):format(sign, cost.amount, sign == "" and (" " .. cost.currency) or "")
+  end
+  return text
 end
 
 local function update_winbar(chat)
@@ -186,6 +221,7 @@ local function create()
   bound_syntax_sync(chat.transcript)
   M.chats[id] = chat
   map(chat)
+  require("acp.complete").attach(chat)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
@@ -283,10 +319,15 @@ function M.retry(chat)
   start(chat)
 end
 
+--- Send `text`; `context` items (acp.context) are attached, and the `@` mentions
+--- in `text` add theirs.
 ---@param chat acp.Chat
 ---@param text string
-function M.send(chat, text)
-  if chat.host_failed or not host.notify("send", { chat = chat.id, text = text }) then
+---@param context? table[]
+function M.send(chat, text, context)
+  context = vim.list_extend(vim.deepcopy(context or {}), require("acp.context").items(chat, text))
+  local params = { chat = chat.id, text = text, context = context }
+  if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
     if chat.host_failed then
       util.notify(host.failure and host.failure.message or "the Python side is not running")

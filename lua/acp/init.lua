@@ -35,10 +35,25 @@ function M.open(opts)
   return chat_module().open(opts or {}).id
 end
 
---- Send a message to the current chat's agent.
+--- Send a message to the current chat's agent. `opts.context`: what to attach,
+--- each `{type="file", path=...}`, `{type="buffer", bufnr=...}`,
+--- `{type="selection", bufnr=..., range={l1, l2}}`, `{type="diagnostics", bufnr=...}`
+--- or `{type="image", path=...}`; `@` mentions in `text` attach too.
 ---@param text string
-function M.send(text)
-  chat_module().send(require_chat(), text)
+---@param opts? {context?: table[]}
+function M.send(text, opts)
+  local context = {}
+  for _, item in ipairs((opts or {}).context or {}) do
+    table.insert(context, require("acp.context").normalize(item))
+  end
+  chat_module().send(require_chat(), text, context)
+end
+
+--- Mention a file, or lines of the current buffer, in the chat's input (like
+--- |:AcpAdd|): `{file = path}` or `{range = {l1, l2}}`.
+---@param opts {file?: string, range?: integer[]}
+function M.add(opts)
+  require("acp.context").add(opts or {})
 end
 
 --- Cancel the current turn (the turn ends with stop reason "cancelled").
@@ -168,6 +183,16 @@ end
 ---@field current string the id of the current choice
 ---@field available {id: string, name: string}[]
 
+---@class (exact) acp.Usage
+---@field used integer tokens in the context window
+---@field size integer the context window's size
+---@field cost? {amount: number, currency: string} the session's cost so far
+
+---@class (exact) acp.Command
+---@field name string without the leading /
+---@field description string
+---@field hint? string what to type after it
+
 ---@class (exact) acp.Status
 ---@field chat integer chat id
 ---@field agent string agent name
@@ -183,10 +208,33 @@ end
 ---@field turn_state? "running"|"requires_action"|"cancelling"|"idle"|string the agent's report (ACP v2), or "cancelling" after a cancel
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
+---@field title? string the session's title, as the agent names it
+---@field usage? acp.Usage the context window and cost, as the agent reports them
+---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
 ---@field models? acp.Choices the agent's models
 ---@field transcript_buf integer
 ---@field input_buf integer
+
+--- One line for a statusline: the current chat's agent, state, mode and context
+--- meter, e.g. `acp demo · running · Ask · ctx 12k/200k 6%`; "" without a chat.
+---@return string
+function M.statusline()
+  local chat = chat_module().get()
+  if not chat then
+    return ""
+  end
+  local s = chat.status
+  local parts = { "acp " .. (s.agent or "?"), s.state or "starting" }
+  if s.mode then
+    table.insert(parts, s.mode)
+  end
+  local usage = chat_module().usage_text(s.usage)
+  if usage then
+    table.insert(parts, usage)
+  end
+  return table.concat(parts, " · ")
+end
 
 local function choices_of(chat, category)
   local option = require("acp.session").setting(chat, category)
@@ -223,6 +271,9 @@ function M.status()
     turn_state = s.turn_state,
     queued = s.queued or 0,
     config_options = s.config_options,
+    title = s.title,
+    usage = s.usage,
+    commands = s.commands,
     modes = choices_of(chat, "mode"),
     models = choices_of(chat, "model"),
     transcript_buf = chat.transcript,

@@ -54,6 +54,13 @@ class Fake:
             await anyio.sleep_forever()
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
+        if self.scenario.startswith("blocks"):  # "blocks", "blocks+embed", "blocks+embed+image"
+            result["agentCapabilities"] = {
+                "promptCapabilities": {
+                    "embeddedContext": "+embed" in self.scenario,
+                    "image": "+image" in self.scenario,
+                }
+            }
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
@@ -138,6 +145,9 @@ class Fake:
 
     async def prompt(self, params: Params) -> Params:
         text = params["prompt"][0]["text"]
+        if self.scenario.startswith("blocks"):  # the prompt's blocks, as received
+            await self.say(json.dumps(params["prompt"]))
+            return {"stopReason": "end_turn"}
         match self.scenario:
             case "endless":
                 # Stream until cancelled; then answer the way every real agent does.

@@ -96,6 +96,12 @@ def lua_type_holds(lua_type: str, value: Any) -> bool:
         elif alternative == "string":
             if isinstance(value, str):
                 return True
+        elif alternative == "acp.Usage":
+            if isinstance(value, dict) and {"used", "size"} <= set(value):
+                return True
+        elif alternative == "acp.Command[]":
+            if isinstance(value, list) and all("name" in v for v in value):
+                return True
         elif alternative == "acp.Choices":
             if isinstance(value, dict) and {"current", "available"} <= set(value):
                 return True

@@ -28,6 +28,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import Attachment
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -210,15 +211,19 @@ class AgentConnection:
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
-    async def prompt(self, chat: Chat, text: str) -> None:
+    async def prompt(
+        self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()
+    ) -> None:
         """Run one turn. It ends with the agent's stop reason, or with the agent's
         error shown (the session stays usable), or here as ``cancelled`` when the
         agent ignores a cancel, or with the chat failed when the agent exits."""
         sessions = self._sessions()
-        chat.start_turn(text)
+        chat.start_turn(text, attachments)
         abandon = self._abandon[chat.id] = anyio.Event()
         try:
-            stop_reason = await self._until_exit(sessions.prompt(chat, text), abandon)
+            stop_reason = await self._until_exit(
+                sessions.prompt(chat, text, attachments), abandon
+            )
         except _Abandoned:
             chat.muted = True
             chat.info(

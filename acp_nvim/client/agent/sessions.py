@@ -17,20 +17,24 @@ __all__ = [
     "Page",
     "Services",
     "Sessions",
+    "content_block",
     "every_page",
     "session_info",
 ]
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol
 
 import anyio.abc
 
 from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.context import PromptForm
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import Attachment
 
 
 class NotOffered(Exception):
@@ -67,8 +71,11 @@ class Sessions(Protocol):
     async def new_session(self, chat: Chat) -> str:
         """Create a session for ``chat`` (registered in ``chats``); returns its id."""
 
-    async def prompt(self, chat: Chat, text: str) -> str:
+    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """Send one prompt; returns the stop reason once the agent ended the turn.
+
+        Attachments go in the form the agent accepts (``services.context.prompt_form``);
+        one it cannot take is left out, and the chat says so.
 
         The chat's turn is started by the caller; ending it is the caller's too
         (``Chat.finish_turn``), so both versions end a turn the same way.
@@ -127,3 +134,24 @@ def session_info(info: Any) -> dict[str, Any]:
         "title": info.title,
         "updated_at": info.updated_at,
     }
+
+
+def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) -> Any:
+    """The content block of an attachment in ``form`` (None for ``skip``), built from
+    ``schema``, the generated types of the version spoken: v1 and v2 name and shape
+    these blocks alike."""
+    uri, text = attachment.uri, attachment.text or ""
+    match form:
+        case "resource":
+            resource = schema.TextResourceContents(
+                uri=uri, text=text, mime_type=attachment.mime_type
+            )
+            return schema.ContentBlockResource(resource=resource)
+        case "link":
+            return schema.ContentBlockResourceLink(uri=uri, name=attachment.label)
+        case "text":
+            return schema.ContentBlockText(text=f"{attachment.label}:\n```\n{text}\n```")
+        case "image":
+            data, mime = attachment.data or "", attachment.mime_type or "image/png"
+            return schema.ContentBlockImage(data=data, mime_type=mime, uri=uri)
+    return None

@@ -31,11 +31,20 @@ from typing import Any, NoReturn
 import msgspec
 
 from acp_nvim import __version__
-from acp_nvim.client.agent.sessions import NotOffered, Page, Services, every_page, session_info
+from acp_nvim.client.agent.sessions import (
+    NotOffered,
+    Page,
+    Services,
+    content_block,
+    every_page,
+    session_info,
+)
 from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.context import prompt_form
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
+    Attachment,
     ConfigOption,
     ContentPart,
     DiffPart,
@@ -82,14 +91,13 @@ def _apply_other(chat: Chat, update: Any) -> None:
         case v1.SessionUpdatePlan(entries=entries):
             chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
         case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
-            listed = [{"name": c.name, "description": c.description} for c in commands]
-            chat.on_info(commands=listed)
+            chat.on_info(commands=[_command(c) for c in commands])
         case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
             chat.on_current("mode", mode)
         case v1.SessionUpdateSessionInfoUpdate(title=title):
             chat.on_info(title=title)
-        case v1.SessionUpdateUsageUpdate(used=used, size=size):
-            chat.on_info(usage={"used": used, "size": size})
+        case v1.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
+            chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
         case Unknown(raw=raw):
@@ -97,6 +105,13 @@ def _apply_other(chat: Chat, update: Any) -> None:
             chat.on_info(unknown_update=str(raw.get("sessionUpdate", "?")))
         case _:
             pass
+
+
+def _command(command: v1.AvailableCommand) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": command.name, "description": command.description}
+    if isinstance(command.input, v1.UnstructuredCommandInput):
+        entry["hint"] = command.input.hint
+    return entry
 
 
 def config_options(options: Sequence[Any]) -> list[ConfigOption]:
@@ -364,11 +379,18 @@ class SessionsV1:
         if found:
             chat.on_config(found)
 
-    async def prompt(self, chat: Chat, text: str) -> str:
+    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """The turn ends with the answer to ``session/prompt``."""
-        params = v1.PromptRequest(
-            session_id=chat.session.session_id, prompt=[v1.ContentBlockText(text=text)]
-        )
+        accepts = self._capabilities.prompt_capabilities
+        blocks: list[Any] = [v1.ContentBlockText(text=text)]
+        for attachment in attachments:
+            form = prompt_form(attachment, embed=accepts.embedded_context, image=accepts.image)
+            block = content_block(attachment, form, v1)
+            if block is None:
+                chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
+            else:
+                blocks.append(block)
+        params = v1.PromptRequest(session_id=chat.session.session_id, prompt=blocks)
         response = await self.connection.request("session/prompt", params, v1.PromptResponse)
         return str(response.stop_reason)
 

@@ -35,9 +35,18 @@ import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
-from acp_nvim.client.agent.sessions import NotOffered, Page, Services, every_page, session_info
+from acp_nvim.client.agent.sessions import (
+    NotOffered,
+    Page,
+    Services,
+    content_block,
+    every_page,
+    session_info,
+)
+from acp_nvim.client.services.context import prompt_form
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
+    Attachment,
     ChangesPart,
     ConfigOption,
     ContentPart,
@@ -156,8 +165,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
         case v2.SessionUpdateSessionInfoUpdate(title=title):
             if not isinstance(title, UnsetType):
                 chat.on_info(title=title)
-        case v2.SessionUpdateUsageUpdate(used=used, size=size):
-            chat.on_info(usage={"used": used, "size": size})
+        case v2.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
+            chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case Unknown(tag=tag):
             # Newer or vendor (`_`) updates: never a crash; the header names the last one.
             chat.on_info(unknown_update=str(tag))
@@ -363,11 +372,22 @@ class SessionsV2:
         self._take_config(chat, response.config_options)
         return response.session_id
 
-    async def prompt(self, chat: Chat, text: str) -> str:
+    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """Send the prompt; returns the stop reason once the agent reports idle."""
         session_id = chat.session.session_id
+        accepts = (self.init.capabilities.session or v2.SessionCapabilities()).prompt
+        accepts = accepts or v2.PromptCapabilities()
+        embed, image = accepts.embedded_context is not None, accepts.image is not None
+        blocks: list[Any] = [v2.ContentBlockText(text=text)]
+        for attachment in attachments:
+            form = prompt_form(attachment, embed=embed, image=image)
+            block = content_block(attachment, form, v2)
+            if block is None:
+                chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
+            else:
+                blocks.append(block)
         idle = self._idle[session_id] = anyio.Event()
-        params = v2.PromptRequest(session_id=session_id, prompt=[v2.ContentBlockText(text=text)])
+        params = v2.PromptRequest(session_id=session_id, prompt=blocks)
         try:
             await self.connection.request("session/prompt", params, v2.PromptResponse)
             await idle.wait()

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 from acp_nvim.client.editor import Editor, RenderOp
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
+    Attachment,
     ConfigOption,
     MessagePatch,
     PermissionPrompt,
@@ -94,13 +95,15 @@ class Chat:
             },
         )
 
-    def start_turn(self, text: str) -> None:
-        """Show the user's message and mark the turn running."""
+    def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+        """Show the user's message (and what is attached) and mark the turn running."""
         self.turn += 1
         self.muted = False
         self.session.state = "running"
         if self.changes is not None:
             self.changes.begin_turn()
+        if attachments:
+            text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
@@ -256,6 +259,13 @@ class Chat:
         if "commands" in fields:
             self.session.commands = fields["commands"]
         self._draw(view.status_op(**fields))
+
+    def on_usage(self, used: int, size: int, cost: tuple[float, str] | None) -> None:
+        """The context window (tokens used of size) and the session's cost so far."""
+        usage: dict[str, Any] = {"used": used, "size": size}
+        if cost is not None:
+            usage["cost"] = {"amount": cost[0], "currency": cost[1]}
+        self.on_info(usage=usage)
 
     def on_current(self, category: str, value: str) -> None:
         """The current value of the setting of ``category`` changed (e.g. a mode)."""

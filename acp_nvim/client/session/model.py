@@ -15,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "UNSET",
+    "Attachment",
     "ChangesPart",
     "ConfigOption",
     "ContentPart",
@@ -44,6 +45,23 @@ from msgspec import UNSET, UnsetType
 
 Role = Literal["user", "agent", "thought"]
 TurnState = Literal["idle", "running", "requires_action"]
+
+
+@dataclass
+class Attachment:
+    """Context the user sends with a prompt: a file, a selection, diagnostics, an image.
+
+    ``text`` is what the user sees (a buffer's unsaved text included); None sends
+    only a link to ``uri``. ``data`` is an image's bytes, base64. ``label`` names it
+    in the transcript (``a.py``, ``a.py:10-20``).
+    """
+
+    kind: Literal["file", "selection", "diagnostics", "image"]
+    label: str
+    uri: str
+    text: str | None = None
+    mime_type: str | None = None
+    data: str | None = None
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.
 UNFINISHED = ("pending", "in_progress")
 # Streamed chunks joined into one run of a message (see Message).

@@ -1,0 +1,47 @@
+-- A blink.cmp source for the chat input (optional): the same slash commands and
+-- `@` context as the built-in completion (acp.complete). In your blink.cmp spec:
+--   sources = { per_filetype = { markdown = { inherit_defaults = true, "acp" } },
+--               providers = { acp = { name = "acp", module = "acp.completion.blink" } } }
+local complete = require("acp.complete")
+
+local source = {}
+
+function source.new()
+  return setmetatable({}, { __index = source })
+end
+
+function source:enabled()
+  return require("acp.chat").of_buffer(vim.api.nvim_get_current_buf()) ~= nil
+end
+
+function source:get_trigger_characters()
+  return { "/", "@" }
+end
+
+function source:get_completions(ctx, callback)
+  local chat = require("acp.chat").of_buffer(ctx.bufnr)
+  local before = ctx.line:sub(1, ctx.cursor[2])
+  local start, word = before:match("()([@/][^%s]*)$")
+  if not chat or not start then
+    callback({ items = {}, is_incomplete_forward = false, is_incomplete_backward = false })
+    return
+  end
+  local items = {}
+  for _, item in ipairs(complete.items(chat, word)) do
+    table.insert(items, {
+      label = item.word,
+      labelDetails = { description = item.menu },
+      documentation = item.info ~= "" and item.info or nil,
+      textEdit = {
+        newText = item.word,
+        range = {
+          start = { line = ctx.cursor[1] - 1, character = start - 1 },
+          ["end"] = { line = ctx.cursor[1] - 1, character = ctx.cursor[2] },
+        },
+      },
+    })
+  end
+  callback({ items = items, is_incomplete_forward = false, is_incomplete_backward = false })
+end
+
+return source

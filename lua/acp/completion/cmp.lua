@@ -1,0 +1,43 @@
+-- An nvim-cmp source for the chat input (optional): the same slash commands and
+-- `@` context as the built-in completion (acp.complete). Register it:
+--   require("cmp").register_source("acp", require("acp.completion.cmp").new())
+-- and add { name = "acp" } to the sources of the markdown filetype.
+local complete = require("acp.complete")
+
+local source = {}
+
+function source.new()
+  return setmetatable({}, { __index = source })
+end
+
+function source:is_available()
+  return require("acp.chat").of_buffer(vim.api.nvim_get_current_buf()) ~= nil
+end
+
+function source:get_trigger_characters()
+  return { "/", "@" }
+end
+
+function source:get_keyword_pattern()
+  return [[[@/]\S*]]
+end
+
+function source:complete(params, callback)
+  local chat = require("acp.chat").of_buffer(vim.api.nvim_get_current_buf())
+  local word = params.context.cursor_before_line:match("([@/][^%s]*)$")
+  if not chat or not word then
+    callback({ items = {}, isIncomplete = false })
+    return
+  end
+  local items = {}
+  for _, item in ipairs(complete.items(chat, word)) do
+    table.insert(items, {
+      label = item.word,
+      detail = item.menu,
+      documentation = item.info ~= "" and item.info or nil,
+    })
+  end
+  callback({ items = items, isIncomplete = false })
+end
+
+return source

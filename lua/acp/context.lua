@@ -1,0 +1,169 @@
+-- Context for a prompt: `@` mentions in the input become items the Python side
+-- reads (a buffer's unsaved text included) and sends the way the agent accepts.
+--   @path          a file (an image when it is png/jpeg/gif/webp)
+--   @path:10-20    lines 10 to 20 of a file (@path:10 one line)
+--   @selection     the last visual selection in the window you came from
+--   @diagnostics   the diagnostics of that window's buffer
+-- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input.
+local M = {}
+
+local api = vim.api
+
+local IMAGE = { png = true, jpg = true, jpeg = true, gif = true, webp = true }
+
+--- The window the user worked in before the chat: the previous window when it
+--- shows no chat buffer, else the first window that shows a file.
+local function work_window(chat)
+  local function is_chat(win)
+    local buf = api.nvim_win_get_buf(win)
+    return buf == chat.transcript or buf == chat.input or vim.bo[buf].buftype ~= ""
+  end
+  local previous = vim.fn.win_getid(vim.fn.winnr("#"))
+  if previous ~= 0 and not is_chat(previous) then
+    return previous
+  end
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if not is_chat(win) then
+      return win
+    end
+  end
+end
+
+local function relative(path)
+  return vim.fn.fnamemodify(path, ":.")
+end
+
+local function lines_of(path, first, last)
+  local buf = vim.fn.bufnr(path)
+  if buf ~= -1 and api.nvim_buf_is_loaded(buf) then
+    return api.nvim_buf_get_lines(buf, first - 1, last, false)
+  end
+  local ok, all = pcall(vim.fn.readfile, path, "", last)
+  return ok and vim.list_slice(all, first, last) or {}
+end
+
+local function selection_item(buf, first, last)
+  local path = api.nvim_buf_get_name(buf)
+  return {
+    type = "selection",
+    path = path,
+    range = { first, last },
+    text = table.concat(api.nvim_buf_get_lines(buf, first - 1, last, false), "\n"),
+  }
+end
+
+local function diagnostics_item(buf)
+  local items = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    table.insert(items, { lnum = d.lnum, col = d.col, severity = d.severity, message = d.message, source = d.source })
+  end
+  return { type = "diagnostics", path = api.nvim_buf_get_name(buf), items = items }
+end
+
+--- One mention (without its @) as an item, or nil with the reason.
+---@return table?, string?
+local function item(chat, mention)
+  if mention == "selection" or mention == "diagnostics" then
+    local win = work_window(chat)
+    if not win then
+      return nil, "no window to take the " .. mention .. " from"
+    end
+    local buf = api.nvim_win_get_buf(win)
+    if mention == "diagnostics" then
+      return diagnostics_item(buf)
+    end
+    local first, last = api.nvim_buf_get_mark(buf, "<")[1], api.nvim_buf_get_mark(buf, ">")[1]
+    if first == 0 then
+      return nil, "no visual selection in " .. relative(api.nvim_buf_get_name(buf))
+    end
+    return selection_item(buf, first, last)
+  end
+  local path, first, last = mention:match("^(.-):(%d+)%-(%d+)$")
+  if not path then
+    path, first = mention:match("^(.-):(%d+)$")
+    last = first
+  end
+  path = path or mention
+  local full = vim.fn.fnamemodify(path, ":p")
+  if vim.fn.filereadable(full) == 0 and vim.fn.bufnr(full) == -1 then
+    return nil -- not a file: an @ that is only text
+  end
+  if first then
+    first, last = tonumber(first), tonumber(last)
+    return { type = "selection", path = full, range = { first, last }, text = table.concat(lines_of(full, first, last), "\n") }
+  end
+  local ext = full:match("%.(%w+)$")
+  return { type = (ext and IMAGE[ext:lower()]) and "image" or "file", path = full }
+end
+
+--- The context items of the `@` mentions in `text`; a mention that names nothing
+--- is left as text, one that cannot be read is reported.
+---@return table[]
+function M.items(chat, text)
+  local items, seen = {}, {}
+  for mention in text:gmatch("%f[%S]@([^%s]+)") do
+    mention = mention:gsub("[,.;:!?)]+$", "")
+    if not seen[mention] then
+      seen[mention] = true
+      local found, why = item(chat, mention)
+      if found then
+        table.insert(items, found)
+      elseif why then
+        require("acp.util").notify(("@%s: %s"):format(mention, why), "warn")
+      end
+    end
+  end
+  return items
+end
+
+--- An item of |acp.send()|'s `context` as the Python side takes it: buffers by
+--- number become paths (their unsaved text is what is read), selections and
+--- diagnostics carry what the editor holds.
+---@param item table
+---@return table
+function M.normalize(item)
+  local buf = item.bufnr and (item.bufnr == 0 and api.nvim_get_current_buf() or item.bufnr)
+  if item.type == "buffer" then
+    return { type = "file", path = api.nvim_buf_get_name(buf) }
+  elseif item.type == "selection" and buf then
+    return selection_item(buf, item.range[1], item.range[2])
+  elseif item.type == "diagnostics" and buf then
+    return diagnostics_item(buf)
+  end
+  return item
+end
+
+--- Put `text` at the end of the chat's input (a space apart from what is there).
+local function insert(chat, text)
+  local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local last = lines[#lines]
+  lines[#lines] = last == "" and text or (last .. " " .. text)
+  api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
+end
+
+--- :AcpAdd [file] (a range: those lines of the current buffer): mention it in the
+--- input of the current chat.
+---@param opts {file?: string, range?: integer[]}
+function M.add(opts)
+  local chat = require("acp.chat").get()
+  if not chat then
+    require("acp.util").user_error("no chat is open (:AcpChat)")
+  end
+  local mention
+  if opts.file and opts.file ~= "" then
+    mention = "@" .. relative(vim.fn.fnamemodify(opts.file, ":p"))
+  else
+    local name = api.nvim_buf_get_name(0)
+    if name == "" or api.nvim_get_current_buf() == chat.input then
+      require("acp.util").user_error(":AcpAdd needs a file, or a range of a file's buffer")
+    end
+    mention = "@" .. relative(name)
+    if opts.range then
+      local first, last = opts.range[1], opts.range[2]
+      mention = mention .. (first == last and (":" .. first) or (":%d-%d"):format(first, last))
+    end
+  end
+  insert(chat, mention .. " ")
+end
+
+return M
