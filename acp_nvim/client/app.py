@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import msgspec
 
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.config import AgentConfig, Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.errors import ServiceError
 
 if TYPE_CHECKING:
     # The chat (model, view, review) and the protocol stack (generated types,
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.client.session.model import Attachment, ConfigOption
+    from acp_nvim.client.session.model import Attachment, ConfigOption, LoginMethod
 
 @dataclass
 class _Prompt:
@@ -63,6 +65,8 @@ class App:
         self._cwds: dict[int, str] = {}  # where each chat was opened
         # Prompts typed while the chat was busy, sent in order when it is ready.
         self._queues: dict[int, list[_Prompt]] = {}
+        # Values of login variables, by agent: added to its environment when it starts.
+        self._secrets: dict[str, dict[str, str]] = {}
         # A rejected options table: chats refuse to start until setup() is fixed,
         # rather than silently running with defaults the user did not ask for.
         self.config_error: str | None = None
@@ -105,7 +109,7 @@ class App:
             self._give_back_queue(chat)
             return
         try:
-            name, agent_config = self.config.agent(agent)
+            name, agent_config = self._agent_config(agent)
         except ConfigError as err:
             self.editor.notify(str(err))
             self.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
@@ -131,7 +135,7 @@ class App:
             chat.fail(self.config_error)
             return
         try:
-            name, agent_config = self.config.agent(chat.agent)
+            name, agent_config = self._agent_config(chat.agent)
         except ConfigError as err:
             chat.fail(str(err))
             return
@@ -144,6 +148,15 @@ class App:
             await old.aclose()  # asked to restart it: even a live agent goes
         spawned = await self._spawn(name, agent_config, self._cwds[chat_id])
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
+
+    def _agent_config(self, agent: str | None) -> tuple[str, AgentConfig]:
+        """An agent's options, with the values of its login variables in its env."""
+        name, agent_config = self.config.agent(agent)
+        secrets = self._secrets.get(name)
+        if secrets:
+            env = {**agent_config.env, **secrets}
+            agent_config = msgspec.structs.replace(agent_config, env=env)
+        return name, agent_config
 
     async def _start(
         self,
@@ -166,6 +179,7 @@ class App:
                 with anyio.fail_after(timeout):
                     connection = await self._agent(name, agent_config, self._cwds[chat.id], spawned)
                     self._agent_of[chat.id] = connection
+                    chat.on_info(login_methods=[_plain(m) for m in connection.auth_methods()])
                     self._attach_review(chat, connection, agent_config)
                     await self._session(connection, chat, session_id, again=again)
                     await self._apply_defaults(connection, chat, agent_config)
@@ -175,6 +189,8 @@ class App:
                     ":AcpRestart tries again"
                 )
             except AgentFailed as err:
+                if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:
+                    err = AgentFailed(f"{err}: log in with :AcpLogin, then send again", err.details)
                 chat.fail(str(err), err.details)
             finally:
                 del self._opening[chat.id]
@@ -184,8 +200,8 @@ class App:
             await self._drain(chat)
         elif chat.state != "closed":
             self._give_back_queue(chat)
-            if connection is not None:
-                await self._release(chat)
+            if connection is not None and not connection.auth_methods():
+                await self._release(chat)  # kept while a login may still come
 
     async def _session(
         self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
@@ -524,15 +540,49 @@ class App:
             except AgentFailed as err:
                 self.editor.notify(str(err))
 
-    async def login(self, chat_id: int, method_id: str | None) -> None:
+    async def login(
+        self, chat_id: int, method_id: str | None, values: dict[str, str] | None = None
+    ) -> None:
+        """Run one of the agent's login methods (by id; the first when None), then go
+        on: the agent restarts to see a terminal login's or a variable's result, and
+        a chat that waited for the login gets its session.
+
+        ``values`` are a variable method's values; they go only into the agent's
+        environment (never a log).
+        """
         connection = self._connection(chat_id)
-        if connection is not None:
-            try:
-                await connection.login(method_id)
-            except AgentFailed as err:
-                self.editor.notify(str(err))
-                return
-            self.editor.notify(f"logged in to {connection.name}", "info")
+        chat = self.chats.get(chat_id)
+        if connection is None or chat is None:
+            return
+        methods = connection.auth_methods()
+        method = next((m for m in methods if m.id == method_id or method_id is None), None)
+        if method is None:
+            offered = ", ".join(m.id for m in methods)
+            message = f"no login {method_id!r} (offered: {offered})" if offered else "no login"
+            self.editor.notify(f"agent {connection.name!r} offers {message}")
+            return
+        try:
+            if method.kind == "agent":
+                await connection.login(method.id)
+            elif method.kind == "terminal":
+                argv = [*connection.config.cmd, *method.args]
+                env = {**connection.config.env, **method.env}
+                status = await connection.terminals.run(chat, argv, env, f"login: {method.name}")
+                if status.exit_code != 0:
+                    raise AgentFailed(f"the login in the terminal ended with {status}")
+            else:
+                missing = [v for v in method.vars if not (values or {}).get(v)]
+                if missing:
+                    raise AgentFailed(f"the login needs a value for {', '.join(missing)}")
+                self._secrets[connection.name] = {v: (values or {})[v] for v in method.vars}
+        except (AgentFailed, ServiceError) as err:
+            self.editor.notify(f"login to {connection.name} failed: {err}")
+            return
+        self.editor.notify(f"logged in to {connection.name}", "info")
+        if method.kind != "agent":
+            await self.restart(chat_id)  # its new credentials or environment
+        elif chat.state == "error":
+            await self._start(chat, connection.config, None, chat.session.session_id or None)
 
     async def logout(self, chat_id: int) -> None:
         connection = self._connection(chat_id)
@@ -591,6 +641,11 @@ class App:
             for connection in list(self.agents.values()):
                 await connection.aclose()
             self.agents.clear()
+
+
+def _plain(method: LoginMethod) -> dict[str, Any]:
+    """A login method for Lua's picker (which asks for the variables' values)."""
+    return {"id": method.id, "name": method.name, "kind": method.kind, "vars": method.vars}
 
 
 def _setting(chat: Chat, key: str) -> ConfigOption | None:

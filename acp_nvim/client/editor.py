@@ -143,9 +143,10 @@ class Editor(Protocol):
         """
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:
-        """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``.
+        """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``;
+        ``show`` opens it for the user to type in.
 
         Returns the process id (its process group). Output and the exit code come
         back through the host (:meth:`~acp_nvim.client.services.terminals.Terminals.feed`).
@@ -305,7 +306,7 @@ class RecordingEditor:
     # -- terminals: recorded; a test plays the command's output and exit itself
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:
         if isinstance(cmd, list) and not cmd[0]:
             raise EditorError("empty command")
@@ -313,6 +314,7 @@ class RecordingEditor:
             "cmd": cmd,
             "cwd": cwd,
             "env": env,
+            "shown": show,
             "data": "",
             "stopped": False,
             "wiped": False,

@@ -6,8 +6,15 @@ __all__ = ["AgentFailed"]
 
 
 class AgentFailed(Exception):
-    """The agent could not be started or initialized; ``details`` has its stderr tail."""
+    """The agent could not be started or initialized; ``details`` has its stderr tail,
+    ``code`` the JSON-RPC error code when the agent refused a request."""
 
-    def __init__(self, message: str, details: list[str] | None = None) -> None:
+    # The agent's answer when it needs a login first (RequestError.AUTH_REQUIRED).
+    AUTH_REQUIRED = -32000
+
+    def __init__(
+        self, message: str, details: list[str] | None = None, code: int | None = None
+    ) -> None:
         super().__init__(message)
         self.details = details or []
+        self.code = code

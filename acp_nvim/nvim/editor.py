@@ -160,10 +160,10 @@ class NvimEditor:
         return bool(await self.call_lua("return require('acp.buffers').delete(...)", path, tick))
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str]
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:
-        pid = await self.call_lua("return require('acp.terminal').create(...)", key, cmd, cwd, env)
-        return int(pid)
+        create = "return require('acp.terminal').create(...)"
+        return int(await self.call_lua(create, key, cmd, cwd, env, show))
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
         await self.call_lua("require('acp.terminal').write(...)", key, text, reset)

@@ -107,7 +107,8 @@ class Host:
             case "set_config":
                 self.worker.submit(app.set_config, params["chat"], params["id"], params["value"])
             case "login":
-                self.worker.submit(app.login, params["chat"], params.get("method"))
+                values = params.get("values") or None
+                self.worker.submit(app.login, params["chat"], params.get("method"), values)
             case "logout":
                 self.worker.submit(app.logout, params["chat"])
             case "terminal_output":

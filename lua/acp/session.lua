@@ -124,8 +124,46 @@ function M.delete(chat, session_id)
   host.notify("delete_session", { chat = chat.id, session_id = session_id })
 end
 
+--- Log in to `chat`'s agent with `method` (an id), else the only one, else a pick.
+--- A method that takes variables asks for their values without showing them; the
+--- values go only into the agent's environment.
 function M.login(chat, method)
-  host.notify("login", { chat = chat.id, method = method })
+  local methods = chat.status.login_methods or {}
+  local function run(chosen)
+    local values = nil
+    if chosen.kind == "env" then
+      values = {}
+      for _, var in ipairs(chosen.vars or {}) do
+        local value = vim.fn.inputsecret(var .. ": ")
+        if value == "" then
+          return
+        end
+        values[var] = value
+      end
+    end
+    host.notify("login", { chat = chat.id, method = chosen.id, values = values })
+  end
+  if method or #methods <= 1 then
+    local chosen = { id = method } -- an id the agent does not offer: the Python side says so
+    for _, m in ipairs(methods) do
+      if m.id == method or not method then
+        chosen = m
+        break
+      end
+    end
+    run(chosen)
+    return
+  end
+  vim.ui.select(methods, {
+    prompt = "Log in with",
+    format_item = function(m)
+      return ("%s (%s)"):format(m.name, m.kind)
+    end,
+  }, function(chosen)
+    if chosen then
+      run(chosen)
+    end
+  end)
 end
 
 function M.logout(chat)

@@ -122,13 +122,15 @@ local function drained(cmd)
   return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh" }, argv)
 end
 
---- Run `cmd` (a string: through 'shell'; a list: argv) in a new hidden terminal buffer.
+--- Run `cmd` (a string: through 'shell'; a list: argv) in a new terminal buffer,
+--- hidden unless `show` (then opened in Terminal mode, for the user to type in).
 ---@param key string
 ---@param cmd string|string[]
 ---@param cwd string
 ---@param env table<string, string>
+---@param show? boolean
 ---@return integer pid
-function M.create(key, cmd, cwd, env)
+function M.create(key, cmd, cwd, env, show)
   local argv = drained(cmd)
   local buf = api.nvim_create_buf(false, true)
   local ok, job = pcall(api.nvim_buf_call, buf, function()
@@ -151,6 +153,14 @@ function M.create(key, cmd, cwd, env)
   end
   local pid = vim.fn.jobpid(job)
   remember(key, { buf = buf, job = job, pid = pid, running = true })
+  if show then
+    vim.schedule(function()
+      if api.nvim_buf_is_valid(buf) then
+        M.open(key)
+        vim.cmd.startinsert()
+      end
+    end)
+  end
   return pid
 end
 

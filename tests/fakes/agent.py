@@ -36,6 +36,8 @@ class Fake:
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
+        connection.on_request("authenticate", dict, self.authenticate)
+        self.authenticated = False
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
         for method in (
@@ -61,6 +63,13 @@ class Fake:
                     "image": "+image" in self.scenario,
                 }
             }
+        if self.scenario == "auth":
+            result["authMethods"] = [
+                {"id": "browser", "name": "Browser login"},
+                {"id": "tui", "name": "Terminal login", "type": "terminal",
+                 "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
+                {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
+            ]  # fmt: skip
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
@@ -71,6 +80,8 @@ class Fake:
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
             await anyio.sleep_forever()
+        if self.scenario == "auth" and not self.logged_in():
+            raise RequestError(-32000, "Authentication required")
         result: Params = {"sessionId": "fake-1"}
         if self.scenario in ("settings", "configs"):
             # qwen starts in "auto": its own classifier approves edits and commands.
@@ -92,6 +103,18 @@ class Fake:
         if self.scenario == "configs":  # config options win over modes and models
             result["configOptions"] = self.config_options("auto")
         return result
+
+    def logged_in(self) -> bool:
+        marker = os.environ.get("FAKE_AUTH_MARKER", "")
+        return (
+            self.authenticated
+            or os.environ.get("FAKE_KEY") == "sekret"
+            or bool(marker and os.path.exists(marker))
+        )
+
+    async def authenticate(self, params: Params) -> Params:
+        self.authenticated = params.get("methodId") == "browser"
+        return {}
 
     @staticmethod
     def config_options(mode: str) -> list[Params]:
@@ -406,5 +429,17 @@ async def main(scenario: str) -> None:
     sys.exit(IDLE_EXIT)
 
 
+def login_tui() -> None:
+    """The interactive login of the "auth" scenario: a line typed in the terminal."""
+    print("Press Enter to log in", flush=True)
+    sys.stdin.readline()
+    with open(os.environ["FAKE_AUTH_MARKER"], "w") as f:
+        f.write("logged in\n")
+    print("Logged in.", flush=True)
+
+
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "echo")
+    if "login-tui" in sys.argv and os.environ.get("FAKE_TUI") == "1":
+        login_tui()
+    else:
+        anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "echo")

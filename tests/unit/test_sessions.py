@@ -1,4 +1,5 @@
-"""The one Sessions interface: both protocol versions end a turn the same way."""
+"""The one Sessions interface: both protocol versions start a session and end a turn
+the same way."""
 
 from __future__ import annotations
 
@@ -35,7 +36,14 @@ WRITER = textwrap.dedent(
                       else {"protocolVersion": 1, "agentInfo": info})
         elif method == "session/new":
             path = params["cwd"] + "/made.txt"
-            result = {"sessionId": "s1"}
+            # The answer and the session's commands in one write, as fast agents do.
+            commands = {"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "s1", "update": {"sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "go", "description": "Go"}]}}}
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s1"}}
+            sys.stdout.write(json.dumps(answer) + "\\n" + json.dumps(commands) + "\\n")
+            sys.stdout.flush()
+            continue
         elif method == "session/prompt":
             kind = "tool_call_update" if VERSION == 2 else "tool_call"
             update({"sessionUpdate": kind, "toolCallId": "w", "title": "Write made.txt",
@@ -89,6 +97,8 @@ async def test_changes_are_complete_when_the_turn_ends(tmp_path: Path, version: 
         )
         await app.open(1, None, str(project))
         assert app.chats[1].protocol_version == version
+        # Sent before the chat knew its session id, kept for it.
+        assert [c["name"] for c in app.chats[1].session.commands] == ["go"]
         await app.send(1, "write it")
         assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
         assert editor.review_at_turn_end == [["made.txt"]]

@@ -65,6 +65,7 @@ async def test_shell_line_runs_in_the_session_cwd_and_argv_runs_directly(
         "data": None,
         "stopped": False,
         "wiped": False,
+        "shown": False,
     }
     assert rig.editor.terminals[argv]["cmd"] == ["printenv", "GREETING"]
     assert rig.editor.terminals[argv]["cwd"] == "/"

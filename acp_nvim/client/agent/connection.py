@@ -28,7 +28,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment
+from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -181,7 +181,8 @@ class AgentConnection:
         except ConnectionClosed:
             raise self.exit_failure(f"exited while {doing}") from None
         except RequestError as err:
-            raise AgentFailed(f"agent {self.name!r} failed {doing}: {err}") from None
+            message = f"agent {self.name!r} failed {doing}: {err}"
+            raise AgentFailed(message, code=err.code) from None
         except NotOffered as err:
             raise AgentFailed(f"agent {self.name!r}: {err}") from None
         except (ProtocolError, msgspec.MsgspecError) as err:
@@ -307,22 +308,16 @@ class AgentConnection:
         sessions = self._sessions()
         await self._call(sessions.set_config(chat, config_id, value), "changing a setting")
 
-    def auth_methods(self) -> list[tuple[str, str]]:
-        """(method id, name) of the login methods the agent offers."""
+    def auth_methods(self) -> list[LoginMethod]:
+        """The login methods the agent offers."""
         return self.sessions.auth_methods if self.sessions is not None else []
 
-    async def login(self, method_id: str | None) -> None:
-        sessions = self._sessions()
-        methods = [m for m, _ in sessions.auth_methods]
-        if not methods:
-            raise AgentFailed(f"agent {self.name!r} offers no login")
-        await self._call(sessions.login(method_id or methods[0]), "logging in")
+    async def login(self, method_id: str) -> None:
+        """Run a login method of kind ``agent`` (the agent's own flow)."""
+        await self._call(self._sessions().login(method_id), "logging in")
 
     async def logout(self) -> None:
-        sessions = self._sessions()
-        if not sessions.auth_methods:
-            raise AgentFailed(f"agent {self.name!r} offers no login")
-        await self._call(sessions.logout(), "logging out")
+        await self._call(self._sessions().logout(), "logging out")
 
     async def release(self, chat: Chat) -> None:
         """Forget ``chat``'s session; the agent is told where it offers that.

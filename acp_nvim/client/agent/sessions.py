@@ -13,16 +13,19 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_LIST_PAGES",
+    "EarlyUpdates",
     "NotOffered",
     "Page",
     "Services",
     "Sessions",
     "content_block",
     "every_page",
+    "login_method",
     "session_info",
 ]
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -34,7 +37,8 @@ from acp_nvim.client.services.context import PromptForm
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment
+from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.protocol.unknown import Unknown
 
 
 class NotOffered(Exception):
@@ -65,8 +69,8 @@ class Sessions(Protocol):
     agent_title: str | None
 
     @property
-    def auth_methods(self) -> list[tuple[str, str]]:
-        """(method id, name) of the login methods the client can run."""
+    def auth_methods(self) -> list[LoginMethod]:
+        """The login methods the agent advertises, in the forms this client runs."""
 
     async def new_session(self, chat: Chat) -> str:
         """Create a session for ``chat`` (registered in ``chats``); returns its id."""
@@ -97,9 +101,44 @@ class Sessions(Protocol):
 
     async def set_config(self, chat: Chat, config_id: str, value: str | bool) -> None: ...
 
-    async def login(self, method_id: str) -> None: ...
+    async def login(self, method_id: str) -> None:
+        """Run a login method of kind ``agent``."""
 
     async def logout(self) -> None: ...
+
+
+class EarlyUpdates:
+    """Updates for a session id no chat has yet, held while a session is created.
+
+    Agents send a session's commands (or its mode) right after answering
+    ``session/new``; the answer is where the client learns the id, and the next
+    lines of the stream are read before the chat is registered under it.
+    """
+
+    LIMIT = 1000  # updates held at most: an unknown id must not fill memory
+
+    def __init__(self) -> None:
+        self._creating = 0
+        self._held: dict[str, list[Any]] = {}
+
+    @contextmanager
+    def creating(self) -> Iterator[None]:
+        """While a session is created: updates of unknown ids are held."""
+        self._creating += 1
+        try:
+            yield
+        finally:
+            self._creating -= 1
+            if not self._creating:
+                self._held.clear()
+
+    def hold(self, session_id: str, updates: list[Any]) -> None:
+        if self._creating and sum(map(len, self._held.values())) < self.LIMIT:
+            self._held.setdefault(session_id, []).extend(updates)
+
+    def take(self, session_id: str) -> list[Any]:
+        """The updates held for ``session_id``, once its chat is registered."""
+        return self._held.pop(session_id, [])
 
 
 # session/list pages read at most: an agent that keeps sending cursors (or repeats
@@ -124,6 +163,31 @@ async def every_page(fetch: Callable[[str | None], Awaitable[Page]]) -> list[dic
             break
         seen.add(cursor)
     return sessions
+
+
+def login_method(method: Any) -> LoginMethod | None:
+    """A login method as v1 and v2 advertise it (agent and terminal types, and the
+    ``env_var`` type codex sends outside the schema); None for one this client
+    cannot run. v1 names the id ``id``, v2 ``methodId``."""
+    if isinstance(method, Unknown):
+        if method.tag != "env_var":
+            return None
+        names = [v if isinstance(v, str) else v.get("name") for v in method.get("vars") or []]
+        method_id = method.get("id") or method.get("methodId")
+        return LoginMethod(
+            str(method_id), str(method.get("name", method_id)), "env",
+            method.get("description"), vars=[str(n) for n in names if n],
+        )  # fmt: skip
+    method_id = getattr(method, "id", None) or method.method_id
+    meta = method.meta or {}
+    if getattr(method, "args", None) is not None or meta.get("type") == "terminal":
+        # qwen marks an agent-type method as a terminal one in _meta.
+        args = getattr(method, "args", None) or list(meta.get("args") or [])
+        env = getattr(method, "env", None) or {}
+        if isinstance(env, list):  # v2: a list of {name, value}
+            env = {var.name: var.value for var in env}
+        return LoginMethod(method_id, method.name, "terminal", method.description, args, env)
+    return LoginMethod(method_id, method.name, "agent", method.description)
 
 
 def session_info(info: Any) -> dict[str, Any]:

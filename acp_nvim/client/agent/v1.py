@@ -32,11 +32,13 @@ import msgspec
 
 from acp_nvim import __version__
 from acp_nvim.client.agent.sessions import (
+    EarlyUpdates,
     NotOffered,
     Page,
     Services,
     content_block,
     every_page,
+    login_method,
     session_info,
 )
 from acp_nvim.client.services.changes import SessionChanges
@@ -49,6 +51,7 @@ from acp_nvim.client.session.model import (
     ContentPart,
     DiffPart,
     Location,
+    LoginMethod,
     PermissionOption,
     PlanEntry,
     Role,
@@ -314,6 +317,7 @@ class SessionsV1:
         self.services = services
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
+        self._early = EarlyUpdates()
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -339,6 +343,7 @@ class SessionsV1:
             client_capabilities=v1.ClientCapabilities(
                 fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True),
                 terminal=True,
+                auth=v1.AuthCapabilities(terminal=True),
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
@@ -354,18 +359,18 @@ class SessionsV1:
         return self.init.agent_capabilities
 
     @property
-    def auth_methods(self) -> list[tuple[str, str]]:
-        """The methods ``authenticate`` runs (terminal and variable methods need more)."""
-        return [
-            (m.id, m.name) for m in self.init.auth_methods if isinstance(m, v1.AuthMethodAgent)
-        ]
+    def auth_methods(self) -> list[LoginMethod]:
+        found = (login_method(m) for m in self.init.auth_methods)
+        return [m for m in found if m is not None]
 
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(cwd=self.services.cwd, mcp_servers=[])
-        raw = await self.connection.request("session/new", params)
-        response = v1.decode(raw, v1.NewSessionResponse)
-        self.services.chats[response.session_id] = chat
-        self._settings(chat, response.config_options, response.modes, _models(raw))
+        with self._early.creating():
+            raw = await self.connection.request("session/new", params)
+            response = v1.decode(raw, v1.NewSessionResponse)
+            self.services.chats[response.session_id] = chat
+            self._settings(chat, response.config_options, response.modes, _models(raw))
+            apply_updates(chat, self._early.take(response.session_id))
         return response.session_id
 
     def _settings(
@@ -497,7 +502,9 @@ class SessionsV1:
         # A run of updates as one read of the stream brought them, split by session.
         for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
             chat = self.services.chats.get(session_id)
-            if chat is not None:
+            if chat is None:
+                self._early.hold(session_id, [n.update for n in group])
+            else:
                 apply_updates(chat, [n.update for n in group])
 
     async def _on_permission(

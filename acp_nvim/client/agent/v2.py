@@ -36,11 +36,13 @@ from msgspec import UnsetType
 
 from acp_nvim import __version__
 from acp_nvim.client.agent.sessions import (
+    EarlyUpdates,
     NotOffered,
     Page,
     Services,
     content_block,
     every_page,
+    login_method,
     session_info,
 )
 from acp_nvim.client.services.context import prompt_form
@@ -52,6 +54,7 @@ from acp_nvim.client.session.model import (
     ContentPart,
     FileOp,
     Location,
+    LoginMethod,
     MessagePatch,
     PermissionOption,
     PlanEntry,
@@ -92,7 +95,9 @@ def initialize_request() -> v2.InitializeRequest:
     return v2.InitializeRequest(
         protocol_version=2,
         info=v2.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
-        capabilities=v2.ClientCapabilities(),
+        capabilities=v2.ClientCapabilities(
+            auth=v2.AuthCapabilities(terminal=v2.TerminalAuthCapabilities())
+        ),
     )
 
 
@@ -344,6 +349,7 @@ class SessionsV2:
         self.agent_title: str | None = init.info.title or init.info.name
         self._idle: dict[str, anyio.Event] = {}  # prompts waiting for idle, by session
         self._ending: set[str] = set()  # sessions whose own work is being ended
+        self._early = EarlyUpdates()
         self._permission_ids = itertools.count(1)
         connection.on_notifications(
             "session/update", v2.UpdateSessionNotification, self._on_updates
@@ -356,20 +362,19 @@ class SessionsV2:
         return f"<SessionsV2 {len(self.services.chats)} sessions, {len(self._idle)} turns>"
 
     @property
-    def auth_methods(self) -> list[tuple[str, str]]:
-        """(method id, name) of the advertised protocol-driven login methods."""
-        return [
-            (m.method_id, m.name)
-            for m in self.init.auth_methods or []
-            if isinstance(m, v2.AuthMethodAgent)
-        ]
+    def auth_methods(self) -> list[LoginMethod]:
+        found = (login_method(m) for m in self.init.auth_methods or [])
+        return [m for m in found if m is not None]
 
     async def new_session(self, chat: Chat) -> str:
-        response = await self.connection.request(
-            "session/new", v2.NewSessionRequest(cwd=self.services.cwd), v2.NewSessionResponse
-        )
-        self.services.chats[response.session_id] = chat
-        self._take_config(chat, response.config_options)
+        params = v2.NewSessionRequest(cwd=self.services.cwd)
+        with self._early.creating():
+            response = await self.connection.request(
+                "session/new", params, v2.NewSessionResponse
+            )
+            self.services.chats[response.session_id] = chat
+            self._take_config(chat, response.config_options)
+            apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
         return response.session_id
 
     async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
@@ -475,6 +480,7 @@ class SessionsV2:
         for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
             chat = self.services.chats.get(session_id)
             if chat is None:
+                self._early.hold(session_id, [n.update for n in group])
                 continue
             apply_updates(chat, [n.update for n in group], self.services.terminals)
             if chat.state == "running" and chat.session.state == "idle":

@@ -260,6 +260,31 @@ class Terminals:
             raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
         return key
 
+    async def run(
+        self, chat: Chat, argv: list[str], env: Mapping[str, str], label: str
+    ) -> ExitStatus:
+        """Run ``argv`` in a terminal the user sees and types in (a login the agent's
+        program runs interactively); returns how it ended. Its tool call block in
+        the chat names it ``label``.
+
+        Raises:
+            ServiceError: the editor could not start it.
+        """
+        key = _new_key()
+        view = TerminalView(key, _label(label))
+        term = _Command(key, key, chat, _Output(DEFAULT_RAW_CAP), view)
+        self._commands[key] = term
+        chat.session.terminals[key] = view
+        try:
+            term.pid = await chat.editor.open_terminal(key, argv, self._cwd, dict(env), show=True)
+        except EditorError as err:
+            del self._commands[key]
+            raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
+        await term.exited.wait()
+        term.released = True
+        del self._commands[key]
+        return term.status or ExitStatus()
+
     def output(self, session_id: str, terminal_id: str) -> CommandOutput:
         """The command's output so far, escape-free and cut to its limit."""
         term = self._command(session_id, terminal_id)

@@ -23,6 +23,7 @@ __all__ = [
     "ExitStatus",
     "FileOp",
     "Location",
+    "LoginMethod",
     "Message",
     "MessagePatch",
     "PermissionOption",
@@ -45,6 +46,22 @@ from msgspec import UNSET, UnsetType
 
 Role = Literal["user", "agent", "thought"]
 TurnState = Literal["idle", "running", "requires_action"]
+
+
+@dataclass
+class LoginMethod:
+    """A way to log in to the agent: ``agent`` (it runs its own flow on request),
+    ``terminal`` (its program runs with ``args``/``env`` in a terminal the user
+    works in), or ``env`` (the user gives the values of ``vars``, passed in the
+    agent's environment)."""
+
+    id: str
+    name: str
+    kind: Literal["agent", "terminal", "env"]
+    description: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    vars: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,0 +1,54 @@
+"""Login over v1: an agent that needs it says so at session/new, and each kind of
+method (the agent's own flow, a terminal, a variable) gets the chat going."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.nvim.conftest import Editor
+
+
+def open_needing_login(editor: Editor) -> dict[str, Any]:
+    marker = editor.tmp / "logged-in"
+    agent = {**editor.fake_agent("auth"), "env": {"FAKE_AUTH_MARKER": str(marker)}}
+    editor.setup(agents={"locked": agent}, default_agent="locked")
+    editor.open_chat(ready=False)
+    error = editor.wait_event("AcpError")
+    assert "Authentication required: log in with :AcpLogin" in error["message"]
+    editor.wait("#(require('acp.chat').get().status.login_methods or {}) == 3")
+    status: dict[str, Any] = editor.lua("return require('acp').status()")
+    return status
+
+
+def test_the_agents_own_login_then_the_session_starts(editor: Editor) -> None:
+    open_needing_login(editor)
+    editor.nvim.command("AcpLogin browser")
+    editor.wait_event("AcpSessionReady")
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: hello" in editor.transcript_text()
+    assert any('"method":"authenticate"' in line for line in editor.lua("return require('acp.host').request('log')"))
+
+
+def test_a_variable_login_asks_hidden_and_never_logs_the_value(editor: Editor) -> None:
+    open_needing_login(editor)
+    editor.lua("vim.fn.inputsecret = function(prompt) _G.asked = prompt return 'sekret' end")
+    editor.lua("require('acp').login('key')")
+    editor.wait_event("AcpSessionReady")
+    assert editor.lua("return _G.asked") == "FAKE_KEY: "
+    log = "\n".join(editor.lua("return require('acp.host').request('log')"))
+    assert "sekret" not in log
+
+
+def test_a_terminal_login_runs_the_agent_interactively(editor: Editor) -> None:
+    open_needing_login(editor)
+    editor.lua("require('acp').login('tui')")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(b) return vim.bo[b].buftype end,"
+        " vim.api.nvim_list_bufs()), 'terminal')"
+    )
+    editor.wait("vim.bo.buftype == 'terminal'", what="the login terminal in front")
+    editor.wait("vim.fn.join(vim.api.nvim_buf_get_lines(0, 0, -1, false)):find('Press Enter') ~= nil")
+    editor.lua("vim.api.nvim_chan_send(vim.bo.channel, '\\r')")
+    editor.wait_event("AcpSessionReady")
+    assert (editor.tmp / "logged-in").exists()
