@@ -38,6 +38,7 @@ lint: $(STAMP) ## ruff and mypy --strict
 
 gen: $(STAMP) ## regenerate protocol types, lua/acp/defaults.lua and doc sections
 	$(PY) scripts/gen_types.py
+	$(PY) scripts/gen_presets.py
 	$(PY) scripts/gen_defaults.py
 	$(PY) scripts/gen_doc.py
 
@@ -47,6 +48,7 @@ doc: $(STAMP) ## regenerate lua/acp/defaults.lua and the generated sections of d
 
 check: $(STAMP) ## fail when generated files drift from their sources
 	$(PY) scripts/gen_types.py --check
+	$(PY) scripts/gen_presets.py --check
 	$(PY) scripts/gen_defaults.py --check
 	$(PY) scripts/gen_doc.py --check
 

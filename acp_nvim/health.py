@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 DEPENDENCIES = ("pynvim", "anyio", "msgspec")
+# What a launcher needs, for presets that cannot start here.
+_NEEDS = {"npx": "npx (Node.js)", "uvx": "uvx (uv)"}
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 # In the environment's root (sys.prefix), beside pyvenv.cfg.
 STAMP = "acp-nvim-dependencies"
@@ -99,7 +101,12 @@ def report(raw_options: Any) -> dict[str, Any]:
     for name, agent in sorted(config.all_agents().items()):
         program = agent.cmd[0]
         found = shutil.which(program, path={**os.environ, **agent.env}.get("PATH"))
-        agents[name] = {"cmd": agent.cmd, "found": found, "configured": name in config.agents}
+        agents[name] = {
+            "cmd": agent.cmd,
+            "found": found,
+            "configured": name in config.agents,
+            "needs": _NEEDS.get(program, f"{program!r} on PATH"),
+        }
     return {
         **facts,
         "config_error": config_error,

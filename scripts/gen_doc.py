@@ -34,7 +34,7 @@ def _option(option: Option) -> str:
 
 
 def agents_section() -> str:
-    return "\n".join(f"    {name:<12}{command}" for name, command in agent_rows())
+    return "\n".join(f"    {name:<16}{command}" for name, command in agent_rows())
 
 
 def highlights_section() -> str:

@@ -151,9 +151,25 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
         return name, agents[name]
 
 
+# Per-agent quirks of registry presets, as data (the hand-tuned entries carry theirs).
+_PRESET_QUIRKS: dict[str, dict[str, Any]] = {
+    # qwen starts sessions in "auto", where nothing is asked (decision 0014).
+    "qwen-code": {"mode": "default"},
+}
+
+
 def builtin_agents() -> dict[str, AgentConfig]:
-    """Agents usable without configuration: the offline demo and the usual CLIs on PATH."""
-    return {
+    """Agents usable without configuration: every agent of the ACP registry, launched
+    the way it says (npx, uvx, a binary on PATH), then the offline demo and the
+    released agents' own CLIs (tuned by hand, these win over a registry entry of
+    the same name)."""
+    from acp_nvim.client.presets import REGISTRY
+
+    registry = {
+        name: AgentConfig(cmd=entry["cmd"], env=entry["env"], **_PRESET_QUIRKS.get(name, {}))
+        for name, entry in REGISTRY.items()
+    }
+    return registry | {
         "demo": AgentConfig(cmd=[sys.executable, "-m", "acp_nvim.demo_agent"], env=_this_tree()),
         "claude": AgentConfig(cmd=["claude-agent-acp"]),
         "codex": AgentConfig(cmd=["codex-acp"]),

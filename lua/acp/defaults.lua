@@ -73,6 +73,6 @@ M.options = {
 }
 
 --- Agents usable without configuration.
-M.agents = { "demo", "claude", "codex", "gemini", "opencode", "qwen" }
+M.agents = { "auggie", "claude-code-acp", "codex-acp", "factory-droid", "gemini", "github-copilot", "kimi", "mistral-vibe", "opencode", "qoder", "qwen-code", "demo", "claude", "codex", "qwen" }
 
 return M

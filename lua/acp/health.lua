@@ -79,7 +79,7 @@ function M.check()
     elseif agent.configured or name == report.default_agent then
       health.error(("%s: %q is not installed or not on PATH"):format(name, agent.cmd[1]))
     else
-      health.info(("%s: not installed (%s)"):format(name, cmd))
+      health.info(("%s: cannot start here, needs %s (%s)"):format(name, agent.needs, cmd))
     end
   end
 

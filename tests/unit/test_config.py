@@ -67,7 +67,7 @@ def test_defaults_and_builtin_demo_agent() -> None:
 def test_configured_agent_overrides_builtin_and_unknown_agent_lists_known() -> None:
     config = load_config({"agents": {"claude": {"cmd": ["my-claude"]}}, "default_agent": "claude"})
     assert config.agent(None)[1].cmd == ["my-claude"]
-    with pytest.raises(ConfigError, match=r"unknown agent 'x' \(configured: claude, codex, demo"):
+    with pytest.raises(ConfigError, match=r"unknown agent 'x' \(configured: auggie, claude, claude-code-acp, codex"):
         config.agent("x")
 
 

@@ -22,6 +22,7 @@ LAYERS = [
         "client basics",
         [
             "acp_nvim.client.config",
+            "acp_nvim.client.presets",
             "acp_nvim.client.editor",
             "acp_nvim.client.errors",
             "acp_nvim.client.log",
