@@ -176,11 +176,11 @@ local function remove(id)
       end)
     end
     if entry.scratch_win and api.nvim_win_is_valid(entry.scratch_win) then
-      api.nvim_win_close(entry.scratch_win, true)
+      pcall(api.nvim_win_close, entry.scratch_win, true)
     end
   end
   if view.win and api.nvim_win_is_valid(view.win) then
-    api.nvim_win_close(view.win, false)
+    pcall(api.nvim_win_close, view.win, false) -- not the tab's last window
   end
   local created = view.created
   if created and api.nvim_buf_is_valid(created) and not vim.bo[created].modified and #vim.fn.win_findbuf(created) == 0 then
