@@ -267,3 +267,31 @@ def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path
     assert editor.lua("return vim.fn.maparg(']h', 'n')") == ""
     editor.nvim.command("AcpHunk reject")  # the command still works
     assert any("no agent hunk" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+
+
+def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
+    editor: Editor, tmp_path: Path
+) -> None:
+    outside = tmp_path / "notes.txt"  # the session's directory is tmp_path/project
+    outside.write_text("keep\nold\n")
+    start(editor)
+    editor.lua(
+        "require('acp').send(...)",
+        json.dumps([{"write": {"path": str(outside), "content": "keep\nnew\n"}}]),
+    )
+    editor.wait_event("AcpPermissionRequest")
+    editor.wait(f"vim.fn.bufwinid({str(outside)!r}) ~= -1")
+    buf = editor.lua("return vim.fn.bufnr(...)", str(outside))
+    assert [
+        (m["row"], m["line_hl"], m["virt_lines"]) for m in marks(editor, buf, "acp.preview")
+    ] == [
+        (1, "AcpReviewDelete", []),
+        (1, "", ["new"]),
+    ]
+    assert outside.read_text() == "keep\nold\n"
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", str(outside))
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert outside.read_text() == "keep\nnew\n"
+    # The buffer loaded for the preview went with it.
+    assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
