@@ -115,6 +115,27 @@ ROWS: dict[str, list[Row]] = {
         ),
         ("  last byte written → rendered (ms)", "—", _key("tools_tail"), None),
     ],
+    "edits": [
+        (
+            "preview of a 1,000-line edit at its permission prompt: drawn (ms)",
+            "≤ 16",
+            _key("ask_draw"),
+            lambda m, _: m <= 16,
+        ),
+        (
+            "  the whole batch, with the tool call's diff in the chat (ms)",
+            "—",
+            _key("ask_batch"),
+            None,
+        ),
+        (
+            "marks of a 1,000-line edit after the agent wrote it: drawn (ms)",
+            "≤ 16",
+            _key("write_draw"),
+            lambda m, _: m <= 16,
+        ),
+        ("  the whole batch (ms)", "—", _key("write_batch"), None),
+    ],
     "memory": [
         (
             "Python RSS after 100k chunks + 1,000 tool calls (MB)",
@@ -141,6 +162,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "fs": figures.fs_read,
     "startup": figures.startup,
     "tools": figures.tools,
+    "edits": figures.edits,
     "memory": figures.memory,
 }
 

@@ -9,6 +9,9 @@ Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
 - ``tools N NONCE``: N ``tool_call`` + N ``tool_call_update`` with a 5 KB diff each;
   the last update's location holds NONCE.
 - ``read N PATH...``: N ``fs/read_text_file`` round trips per path, timed here.
+- ``ask PATH N``: a permission request for an edit of PATH (a diff with the whole
+  file) replacing N of its lines, in hunks of 10 lines 40 lines apart.
+- ``write PATH N``: the same edit through ``fs/write_text_file``.
 
 Before answering the prompt it appends one JSON line to STAMPS_FILE with its own
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of Neovim's ``vim.uv.hrtime()``)
@@ -132,6 +135,17 @@ def tools(session: str, count: int, nonce: str, root: str) -> list[bytes]:
     return out
 
 
+def edited(path: str, count: int) -> tuple[str, str]:
+    """PATH's text, and the same with ``count`` lines replaced in hunks of 10, 40 apart."""
+    with open(path) as f:
+        old = f.read()
+    rows = old.split("\n")
+    for n in range(count):
+        row = n // 10 * 40 + n % 10
+        rows[row] = f"edited_{n} = {n}  # a line the agent replaced"
+    return old, "\n".join(rows)
+
+
 class Agent:
     def __init__(self, stamps: str) -> None:
         self.stamps = stamps
@@ -180,10 +194,34 @@ class Agent:
                 continue
             write(line({"jsonrpc": "2.0", "id": msg_id, "result": result}))
 
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request; its reply (updates and other messages first are skipped)."""
+        self.next_id += 1
+        write(line({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
+        while True:
+            reply = self.receive()
+            if reply.get("id") == self.next_id and "method" not in reply:
+                return reply
+
     def prompt(self, session: str, words: list[str]) -> None:
         command, args = words[0], words[1:]
         if command == "read":
             self.stamp(self.read(session, int(args[0]), args[1:]))
+            return
+        if command in ("ask", "write"):
+            path, count = args[0], int(args[1])
+            old, new = edited(path, count)
+            if command == "write":
+                reply = self.request(
+                    "fs/write_text_file", {"sessionId": session, "path": path, "content": new}
+                )
+            else:
+                diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
+                call = {"toolCallId": "bench-ask", "title": "Edit", "kind": "edit"}
+                option = {"optionId": "allow", "name": "Allow", "kind": "allow_once"}
+                params = {"sessionId": session, "toolCall": {**call, "content": [diff]}}
+                reply = self.request("session/request_permission", {**params, "options": [option]})
+            self.stamp({"command": command, "reply": reply})
             return
         if command == "burst":
             payload = burst(session, int(args[0]), args[1])
@@ -224,19 +262,8 @@ class Agent:
         for path in paths:
             times = []
             for _ in range(count):
-                self.next_id += 1
-                request = {
-                    "jsonrpc": "2.0",
-                    "id": self.next_id,
-                    "method": "fs/read_text_file",
-                    "params": {"sessionId": session, "path": path},
-                }
                 start = time.monotonic_ns()
-                write(line(request))
-                while True:  # updates or other requests may come first; skip them
-                    reply = self.receive()
-                    if reply.get("id") == self.next_id and "method" not in reply:
-                        break
+                reply = self.request("fs/read_text_file", {"sessionId": session, "path": path})
                 times.append(time.monotonic_ns() - start)
                 if "error" in reply:
                     record["error"] = reply["error"]

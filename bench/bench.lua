@@ -49,7 +49,7 @@ end
 --- Report every AcpTurnEnd and AcpSessionReady (with its time) to the driver.
 function M.events(chan)
   api.nvim_create_autocmd("User", {
-    pattern = { "AcpTurnEnd", "AcpSessionReady", "AcpError" },
+    pattern = { "AcpTurnEnd", "AcpSessionReady", "AcpError", "AcpPermissionRequest" },
     callback = function(ev)
       report(chan, ev.match, vim.uv.hrtime(), ev.data)
     end,
@@ -113,6 +113,54 @@ function M.startup(chan, agent)
     end,
   })
   vim.cmd("AcpChat " .. agent)
+end
+
+--- Time each batch the host applies (vim.uv.hrtime around acp.host.apply) and, in
+--- it, the marks of agent hunks (acp.hunks.draw) and the previews of pending
+--- permission prompts (acp.preview.sync with prompts) drawn; report the batches
+--- that drew either: "batch", total, marks, preview (ns). M.answer() answers the
+--- last permission request.
+function M.batches(chan)
+  local host, hunks, preview = require("acp.host"), require("acp.hunks"), require("acp.preview")
+  local parts = {}
+  local function timed(module, name, counts)
+    local inner = module[name]
+    module[name] = function(...)
+      local start = vim.uv.hrtime()
+      inner(...)
+      if counts(...) then
+        parts[name] = (parts[name] or 0) + vim.uv.hrtime() - start
+      end
+    end
+  end
+  timed(hunks, "draw", function()
+    return true
+  end)
+  timed(preview, "sync", function(_, entries)
+    return #entries > 0
+  end)
+  local apply = host.apply
+  host.apply = function(batch)
+    parts = {}
+    local start = vim.uv.hrtime()
+    apply(batch)
+    local total = vim.uv.hrtime() - start
+    if parts.draw or parts.sync then
+      report(chan, "batch", total, parts.draw or 0, parts.sync or 0)
+    end
+  end
+  api.nvim_create_autocmd("User", {
+    pattern = "AcpPermissionRequest",
+    callback = function(ev)
+      M.request = ev.data
+    end,
+  })
+end
+
+--- Answer the last permission request with its first option.
+function M.answer()
+  local request = M.request
+  require("acp.host").notify("answer", { chat = request.chat, request = request.request, option = request.options[1].id })
 end
 
 local typing

@@ -205,6 +205,50 @@ def tools(run: int, count: int = 1000) -> Figures:
         n.quit()
 
 
+def edits(run: int, changed: int = 1000) -> Figures:
+    """An edit replacing ``changed`` lines (100 hunks of 10) of a file shown in a
+    window: its preview at a permission request, then its marks after an
+    ``fs/write_text_file``; the Lua time of the batch drawing each, and of the
+    drawing alone."""
+    n = Nvim()
+    try:
+        n.setup()
+        path = n.project / "edited.py"
+        path.write_text(
+            "".join(f"value_{i} = {i}  # a line of about forty bytes\n" for i in range(4 * changed))
+        )
+        n.nvim.command(f"edit {path}")
+        buf = int(n.lua("return vim.api.nvim_get_current_buf()"))
+        n.lua("_G.bench.batches(...)", n.chan)
+        n.open_chat()
+        figures: Figures = {}
+        count_marks = (
+            "local buf, name = ...; local ns = vim.api.nvim_get_namespaces()[name]"
+            "; return #vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {})"
+        )
+        for command, part, namespace in (("ask", 2, "acp.preview"), ("write", 1, "acp.review")):
+            n.reports("batch")
+            n.lua("require('acp').send(...)", f"{command} {path} {changed}")
+            if command == "ask":  # the preview is drawn while the request waits
+                batch = n.wait("batch")
+                while not int(batch[2]):
+                    batch = n.wait("batch")
+                drawn = n.lua(count_marks, buf, namespace)
+                n.lua("_G.bench.answer()")
+                n.wait("AcpTurnEnd")
+            else:
+                n.wait("AcpTurnEnd")
+                batch = max(n.reports("batch"), key=lambda b: int(b[part]))
+                drawn = n.lua(count_marks, buf, namespace)
+            if drawn < changed // 10:
+                raise AssertionError(f"{command}: {drawn} marks drawn for {changed // 10} hunks")
+            figures[f"{command}_batch"] = int(batch[0]) / MS
+            figures[f"{command}_draw"] = int(batch[part]) / MS
+        return figures
+    finally:
+        n.quit()
+
+
 def memory(run: int, chunks: int = 100_000, calls: int = 1000) -> Figures:
     """Python host RSS after a chat with ``chunks`` chunks and ``calls`` tool calls;
     then that chat closed and the same again in a new one."""

@@ -105,6 +105,12 @@ class Nvim:
             elif time.monotonic() >= deadline:
                 raise TimeoutError(f"no {tag} within {timeout} s")
 
+    def reports(self, tag: str) -> list[list[Any]]:
+        """Take the queued reports of ``tag`` (those that came while waiting for another)."""
+        taken = [args[1:] for args in self._queued if args[0] == tag]
+        self._queued = [args for args in self._queued if args[0] != tag]
+        return taken
+
     def open_chat(self, agent: str = "bench") -> int:
         """Open a chat and wait for its session; returns the transcript buffer."""
         self.lua("require('acp').open({agent = ..., new = true})", agent)

@@ -50,6 +50,28 @@ end, { desc = "Answer the agent's pending permission request" })
 command("AcpReview", function()
   acp().review()
 end, { desc = "Review the agent's file changes (accept or reject hunks)" })
+command("AcpHunk", function(args)
+  require("acp.hunks").act(args.fargs[1])
+end, {
+  nargs = 1,
+  desc = "Accept, reject or preview the agent hunk under the cursor",
+  complete = function()
+    return { "accept", "reject", "preview" }
+  end,
+})
+command("AcpDiff", function(args)
+  local turn = tonumber(args.fargs[#args.fargs] or "")
+  local file = args.fargs[1] ~= nil and not (turn and #args.fargs == 1) and args.fargs[1] or nil
+  require("acp.diff").open(file, turn)
+end, {
+  nargs = "*",
+  complete = function(lead)
+    return vim.tbl_filter(function(path)
+      return vim.startswith(path, lead)
+    end, require("acp.diff").paths())
+  end,
+  desc = "Diff a file against its text before the agent's turn",
+})
 command("AcpConfig", function(args)
   acp().config(args.fargs[1], args.fargs[2])
 end, { nargs = "*", desc = "Change a session setting (mode, model, ...)" })

@@ -38,6 +38,7 @@ LUA_CLASS = {
     "ChatOptions": "acp.ChatOptions",
     "TimeoutOptions": "acp.TimeoutOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
+    "HunkKeys": "acp.HunkKeys",
 }
 SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -135,6 +136,8 @@ def _nested(t: Any) -> tuple[type[msgspec.Struct], str] | None:
     if typing.get_origin(t) is dict:
         found = _nested(typing.get_args(t)[1])
         return (found[0], ".{name}") if found else None
+    if typing.get_origin(t) in (Union, UnionType):  # a table of options, or false
+        return next(filter(None, map(_nested, typing.get_args(t))), None)
     return None
 
 

@@ -87,8 +87,7 @@ class App:
         self.config_error = None
         self.log = ProtocolLog(self.config.log_lines)
         for connection in self.agents.values():
-            connection.permissions.policy = self.config.permission_policy
-            connection.cancel_grace = self.config.timeouts.cancel
+            self._configure(connection)
         for review in self.reviews.values():
             review.auto_save = self.config.auto_save
             if review.access is not None:
@@ -336,8 +335,7 @@ class App:
                 protocol_version=self.config.protocol_version,
                 process=spawned,
             )
-            connection.permissions.policy = self.config.permission_policy
-            connection.cancel_grace = self.config.timeouts.cancel
+            self._configure(connection)
             try:
                 await connection.start(self.tasks)
             except BaseException:  # failed, timed out or cancelled: no agent left behind
@@ -349,6 +347,12 @@ class App:
         finally:
             del self._starting[name]
             done.set()
+
+    def _configure(self, connection: AgentConnection) -> None:
+        """The options an agent connection follows."""
+        connection.permissions.policy = self.config.permission_policy
+        connection.permissions.preview = self.config.diff_preview is not False
+        connection.cancel_grace = self.config.timeouts.cancel
 
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
@@ -474,6 +478,14 @@ class App:
         if decision not in ("accept", "reject"):
             raise ValueError(f"unknown review decision {decision!r}")
         await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+
+    def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
+        """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""
+        review = self.reviews.get(chat_id)
+        if review is None:
+            self.editor.notify("no changes to review in this chat", "warn")
+            return
+        review.baseline(path, turn)
 
     async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
         """The user answered a permission prompt of chat ``chat_id``."""

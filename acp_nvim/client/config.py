@@ -21,6 +21,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "FileAccessOptions",
+    "HunkKeys",
     "TimeoutOptions",
     "builtin_agents",
     "load_config",
@@ -104,6 +105,21 @@ class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
         msgspec.structs.force_setattr(self, "roots", roots)
 
 
+class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys mapped in buffers while they hold open agent hunks ("" leaves one unmapped)."""
+
+    accept: str = "<localleader>a"
+    """accept the agent hunk under the cursor"""
+    reject: str = "<localleader>r"
+    """reject it: its text before the turn comes back (one undo step, saved)"""
+    preview: str = "<localleader>p"
+    """show the hunk's diff in a floating window"""
+    next: str = "]h"
+    """go to the next agent hunk"""
+    prev: str = "[h"
+    """go to the previous agent hunk"""
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
@@ -120,6 +136,12 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """save buffers the agent edited (else left unsaved); never your unsaved edits"""
     fs_access: FileAccessOptions = msgspec.field(default_factory=FileAccessOptions)
     """files agents may read and write (see |acp-fs-access|)"""
+    diff_preview: Literal["inline", "split", False] = "inline"
+    """show an edit waiting for permission in its file: inline (removed lines marked,
+    added lines as virtual lines), side by side in a diff split, or not (see
+    |acp-preview|)"""
+    hunk_keys: HunkKeys | Literal[False] = msgspec.field(default_factory=HunkKeys)
+    """keys for the agent hunks in a file (see |acp-hunks|); false maps none"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
     python: str | None = None
@@ -197,7 +219,7 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    tables = ("agents", "chat", "timeouts", "fs_access")
+    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys")
     raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
@@ -265,16 +287,30 @@ def _describe(error: str, prefix: str = "") -> str:
     if missing:
         return f"{key + '.' if key else ''}{missing.group(1)}: required"
     if message.startswith("Invalid enum value"):
-        choices = " or ".join(repr(c) for c in _choices(key))
+        choices = " or ".join(_choices(key))
         return f"{key}: expected {choices}, got {message.removeprefix('Invalid enum value ')}"
     message = re.sub(r"`(\w+)`", lambda m: _TYPE_WORDS.get(m.group(1), m.group(1)), message)
     return f"{key}: {message[:1].lower()}{message[1:]}"
 
 
-def _choices(key: str) -> tuple[Any, ...]:
-    """The values a Literal option at dotted ``key`` may take."""
+def _choices(key: str) -> list[str]:
+    """The values a Literal option at dotted ``key`` may take, as written in Lua; a
+    table of options first where the option may also be one."""
     owner: Any = Config
     for part in key.split("."):
         field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == part)
         owner = field.type
-    return typing.get_args(owner)
+    if typing.get_origin(owner) is Literal:
+        return [_lua(v) for v in typing.get_args(owner)]
+    choices = []
+    for arg in typing.get_args(owner):
+        if typing.get_origin(arg) is Literal:
+            choices += [_lua(v) for v in typing.get_args(arg)]
+        elif isinstance(arg, type) and issubclass(arg, msgspec.Struct):
+            choices.insert(0, "a table")
+    return choices
+
+
+def _lua(value: Any) -> str:
+    """A choice as the user writes it in Lua."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)

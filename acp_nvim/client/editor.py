@@ -103,6 +103,10 @@ class Editor(Protocol):
     def review(self, chat: int, summary: dict[str, Any]) -> None:
         """Queue the review state of chat ``chat`` (``{turn, files}``, plain data)."""
 
+    def baseline(self, chat: int, data: dict[str, Any]) -> None:
+        """Queue a file's text before a turn of chat ``chat``, to diff the file against
+        (``{path, turn, lines}``, lines without terminators)."""
+
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False
     ) -> BufferState | None:
@@ -186,6 +190,7 @@ class RecordingEditor:
         self.events: list[tuple[Event, dict[str, Any]]] = []
         self.notices: list[tuple[str, str]] = []
         self.reviews: dict[int, dict[str, Any]] = {}
+        self.baselines: list[tuple[int, dict[str, Any]]] = []
         self.buffers: dict[str, _FakeBuffer] = {}
         # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
         self.terminals: dict[str, dict[str, Any]] = {}
@@ -201,6 +206,9 @@ class RecordingEditor:
 
     def review(self, chat: int, summary: dict[str, Any]) -> None:
         self.reviews[chat] = summary
+
+    def baseline(self, chat: int, data: dict[str, Any]) -> None:
+        self.baselines.append((chat, data))
 
     # -- buffers: an in-memory model of Neovim's, saved with plain file writes
 

@@ -77,6 +77,10 @@ class NvimEditor:
         self._pending.append(["review", chat, summary])
         self._wake.set()
 
+    def baseline(self, chat: int, data: dict[str, Any]) -> None:
+        self._pending.append(["baseline", chat, data])
+        self._wake.set()
+
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False
     ) -> BufferState | None:

@@ -95,6 +95,8 @@ class Host:
                     params.get("hunk"),
                     params.get("turn"),
                 )
+            case "baseline":
+                self.worker.call(app.baseline, params["chat"], params["path"], params.get("turn"))
             case "close":
                 self.worker.submit(app.close, params["chat"])
             case "list_sessions":

@@ -425,11 +425,7 @@ class Changeset:
         same lines since the agent's read, the user's lines stay and a
         conflict hunk holds the agent's.
         """
-        merged = (
-            MergeResult(agent_text, [])
-            if editor_text is None or agent_read is None
-            else merge3(agent_read, editor_text, agent_text)
-        )
+        merged = _merge_write(agent_text, editor_text, agent_read)
         change = self.record(path, editor_text, merged.text, kind)
         return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
 
@@ -512,6 +508,13 @@ class ReviewStore:
         )
         self._agent_view[key] = agent_text
         return outcome
+
+    def merged(
+        self, path: str, agent_text: str, *, editor_text: str | None, unseen: str | None = None
+    ) -> str:
+        """The text :meth:`write` would give ``path`` now, recording nothing (a preview)."""
+        agent_read = self._agent_view.get(_norm(path), unseen)
+        return _merge_write(agent_text, editor_text, agent_read).text
 
     def record(
         self, path: str, baseline: str | None, current: str | None, kind: FileKind
@@ -640,6 +643,14 @@ class _Single:
 
 def _norm(path: str) -> str:
     return os.path.normpath(path)
+
+
+def _merge_write(agent_text: str, editor_text: str | None, agent_read: str | None) -> MergeResult:
+    """An agent write merged with the edits it has not seen (the agent's text wins
+    outright when the file or the agent's view of it is unknown)."""
+    if editor_text is None or agent_read is None:
+        return MergeResult(agent_text, [])
+    return merge3(agent_read, editor_text, agent_text)
 
 
 def _preview(hunk: Hunk) -> list[str]:

@@ -18,6 +18,14 @@ local M = {}
 ---@field outside? "ask"|"allow"|"deny" a read or write outside the session's directory and `roots`: ask in the chat, allow, or deny (the agent gets an error)
 ---@field roots? string[] more directories agents may use like the session's own (absolute or ~/...)
 
+--- Keys mapped in buffers while they hold open agent hunks ("" leaves one unmapped).
+---@class (exact) acp.HunkKeys
+---@field accept? string accept the agent hunk under the cursor
+---@field reject? string reject it: its text before the turn comes back (one undo step, saved)
+---@field preview? string show the hunk's diff in a floating window
+---@field next? string go to the next agent hunk
+---@field prev? string go to the previous agent hunk
+
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions
 ---@field position? "right"|"left"|"bottom"|"tab" where the chat opens
@@ -38,6 +46,8 @@ local M = {}
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
 ---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
+---@field diff_preview? "inline"|"split"|false show an edit waiting for permission in its file: inline (removed lines marked, added lines as virtual lines), side by side in a diff split, or not (see |acp-preview|)
+---@field hunk_keys? acp.HunkKeys|false keys for the agent hunks in a file (see |acp-hunks|); false maps none
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin" how the Python side runs
@@ -55,6 +65,14 @@ M.options = {
   fs_access = {
     outside = "ask",
     roots = {},
+  },
+  diff_preview = "inline",
+  hunk_keys = {
+    accept = "<localleader>a",
+    reject = "<localleader>r",
+    preview = "<localleader>p",
+    next = "]h",
+    prev = "[h",
   },
   follow_agent = false,
   python = nil,

@@ -251,6 +251,8 @@ function M.apply(batch)
       util.notify(item[2], item[3])
     elseif kind == "review" then
       require("acp.review").update(item[2], item[3])
+    elseif kind == "baseline" then
+      require("acp.diff").show(item[2], item[3])
     end
   end
 end

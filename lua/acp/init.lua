@@ -127,6 +127,14 @@ function M.reject(file, hunk)
   review.decide(review.chat_id(), "reject", file, hunk)
 end
 
+--- The agent hunk under the cursor (in a file's buffer, or the baseline buffer of
+--- |:AcpDiff|), or nil: a hunk of |acp.changes()| with `chat`, `path` and `turn`,
+--- and `new_start` where its rows are now.
+---@return table?
+function M.hunk_at_cursor()
+  return require("acp.hunks").at_cursor()
+end
+
 --- Change a session setting (ACP v2 config options: mode, model, thinking, ...).
 --- Without arguments, pick the setting and its value with vim.ui.select.
 ---@param id? string the setting's id (`configId`)

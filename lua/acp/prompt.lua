@@ -21,6 +21,7 @@ local api = vim.api
 ---@field title string the tool call's title
 ---@field pending boolean
 ---@field options? acp.PermissionOption[]
+---@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[]}[]}[] the files the edit would change (acp.preview)
 
 --- Pending prompts of a chat, oldest first: the tool block holding each and its request id.
 ---@return {block: string, id: string}[]
@@ -173,6 +174,7 @@ end
 function M.forget_all(chat)
   chat.prompts = {}
   map_keys(chat)
+  require("acp.preview").sync(chat, {})
 end
 
 --- After a render batch: track the prompts it showed or resolved.
@@ -203,6 +205,7 @@ function M.update(chat, ops)
   end
   if changed then
     map_keys(chat)
+    require("acp.preview").sync(chat, entries)
   end
   for _, entry in ipairs(new) do
     announce(chat, entry)

@@ -1,7 +1,7 @@
--- Review of the agent's file changes: marks in edited buffers and the :AcpReview
--- buffer. Python owns the review state and pushes it whole ({turn, files}) in
--- render batches; this module draws it and sends the user's decisions back.
-local buffers = require("acp.buffers")
+-- Review of the agent's file changes: the :AcpReview buffer, and the state the
+-- marks in edited buffers (acp.hunks) and :AcpDiff (acp.diff) draw from. Python
+-- owns the review state and pushes it whole ({turn, files}) in render batches;
+-- this module keeps it and sends the user's decisions back.
 local host = require("acp.host")
 
 local M = {}
@@ -31,7 +31,6 @@ M.ns = api.nvim_create_namespace("acp.review")
 
 ---@type table<integer, {turn: integer, files: acp.ReviewFile[]}> by chat id
 M.state = {}
-local marked = {} ---@type table<integer, true> buffers holding our marks
 local views = {} ---@type table<integer, {chat: integer, rows: table<integer, table>}> by review buffer
 
 local function is_open(hunk)
@@ -52,69 +51,9 @@ local function chat_id()
   return newest
 end
 
--- Marks -----------------------------------------------------------------------
-
-local function mark_hunk(buf, hunk)
-  local count = api.nvim_buf_line_count(buf)
-  local conflict = hunk.status == "conflict"
-  if hunk.new_count == 0 then
-    -- Removed lines: shown as virtual lines where they were.
-    local removed = {}
-    for _, line in ipairs(hunk.preview) do
-      if line:sub(1, 1) == "-" then
-        table.insert(removed, { { line:sub(2), "AcpReviewDelete" } })
-      end
-    end
-    local row = math.min(hunk.new_start, count - 1)
-    pcall(api.nvim_buf_set_extmark, buf, M.ns, row, 0, {
-      sign_text = "▁",
-      sign_hl_group = "AcpReviewSignDelete",
-      virt_lines = removed,
-      virt_lines_above = hunk.new_start < count,
-    })
-    return
-  end
-  for row = hunk.new_start, math.min(hunk.new_start + hunk.new_count, count) - 1 do
-    pcall(api.nvim_buf_set_extmark, buf, M.ns, row, 0, {
-      sign_text = "┃",
-      sign_hl_group = conflict and "AcpReviewSignConflict"
-        or (hunk.base_count == 0 and "AcpReviewSignAdd" or "AcpReviewSignChange"),
-      line_hl_group = conflict and "AcpReviewConflict" or "AcpReviewAdd",
-    })
-  end
-  if conflict and hunk.proposed then
-    local lines = { { { "agent proposed (:AcpReview):", "AcpReviewSignConflict" } } }
-    for _, line in ipairs(hunk.proposed) do
-      table.insert(lines, { { line, "AcpReviewConflict" } })
-    end
-    local last = math.min(hunk.new_start + hunk.new_count, count) - 1
-    pcall(api.nvim_buf_set_extmark, buf, M.ns, last, 0, { virt_lines = lines })
-  end
-end
-
---- Redraw the marks of every open hunk (the newest turn that changed each file).
+--- Redraw the marks of every open hunk in its buffer (acp.hunks).
 function M.mark_buffers()
-  for buf in pairs(marked) do
-    if api.nvim_buf_is_valid(buf) then
-      api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
-    end
-  end
-  marked = {}
-  local seen = {}
-  for _, state in pairs(M.state) do
-    for _, file in ipairs(state.files) do -- newest turn first
-      local buf = not seen[file.path] and buffers.find(file.path)
-      seen[file.path] = true
-      if buf and file.open then
-        marked[buf] = true
-        for _, hunk in ipairs(file.hunks) do
-          if is_open(hunk) then
-            mark_hunk(buf, hunk)
-          end
-        end
-      end
-    end
-  end
+  require("acp.hunks").draw(M.state)
 end
 
 -- The review buffer -------------------------------------------------------------
@@ -296,6 +235,7 @@ end
 function M.update(chat, summary)
   M.state[chat] = summary
   M.mark_buffers()
+  require("acp.diff").refresh(chat)
   for buf, view in pairs(views) do
     if view.chat == chat and api.nvim_buf_is_valid(buf) then
       local wins = vim.fn.win_findbuf(buf)

@@ -42,7 +42,8 @@ function M.highlight(buf, ns, block, first, last)
 end
 
 --- A window of the current tab showing no chat: the previous one, else any.
-local function target_window()
+---@return integer?
+function M.target_window()
   local chat_bufs = {}
   for _, chat in pairs(require("acp.chat").chats) do
     chat_bufs[chat.transcript], chat_bufs[chat.input] = true, true
@@ -74,7 +75,7 @@ end
 function M.show(path, line, focus)
   local buf = vim.fn.bufadd(vim.fn.fnamemodify(path, ":p"))
   vim.bo[buf].buflisted = true
-  local win = target_window()
+  local win = M.target_window()
   if win then
     api.nvim_win_set_buf(win, buf)
   else

@@ -26,6 +26,18 @@ function M.user_error(message)
   error("acp: " .. message, 0)
 end
 
+local last_mark = 0
+
+--- nvim_buf_set_extmark with an id never given before. Undo puts a mark back
+--- where it was by its id, so a mark drawn with the id of a deleted one (Neovim
+--- reuses them) would jump to where that one was.
+---@return integer id
+function M.extmark(buf, ns, row, col, opts)
+  last_mark = last_mark + 1
+  opts.id = last_mark
+  return vim.api.nvim_buf_set_extmark(buf, ns, row, col, opts)
+end
+
 --- The plugin's root directory (holding lua/, plugin/, acp_nvim/).
 function M.root()
   local source = debug.getinfo(1, "S").source:sub(2)

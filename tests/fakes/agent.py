@@ -244,10 +244,15 @@ class Fake:
         """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
         requests, answers said as ``RESULT <json>`` lines), ``{"disk": {path,
         content}}`` (an edit made on disk, reported only as a tool call, like
-        Claude's and Codex's adapters) and ``{"opencode": {path, content}}`` (see
-        :meth:`opencode_write`)."""
+        Claude's and Codex's adapters), ``{"opencode": {path, content}}`` (see
+        :meth:`opencode_write`) and ``{"ask": {path, oldText, newText, write?}}``
+        (a permission request for an edit with that diff; the outcome said as a
+        RESULT; once allowed, ``write`` goes to ``fs/write_text_file``)."""
         for n, step in enumerate(steps):
             [(kind, args)] = step.items()
+            if kind == "ask":
+                await self.ask_edit(f"ask{n}", args)
+                continue
             if kind == "opencode":
                 await self.opencode_write(f"write{n}", args["path"], args["content"])
                 continue
@@ -285,6 +290,33 @@ class Fake:
             except RequestError as err:
                 result = {"error": err.code, "message": err.message}
             await self.say("RESULT " + json.dumps(result) + "\n")
+
+    async def ask_edit(self, call_id: str, args: Params) -> None:
+        path = args["path"]
+        diff = {
+            "type": "diff",
+            "path": path,
+            "oldText": args["oldText"],
+            "newText": args["newText"],
+        }
+        call = {"toolCallId": call_id, "title": f"Edit {os.path.basename(path)}", "kind": "edit"}
+        options = [
+            {"optionId": "once", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]
+        answer = await self.c.request(
+            "session/request_permission",
+            {"sessionId": "fake-1", "toolCall": {**call, "content": [diff]}, "options": options},
+            dict,
+        )
+        outcome = answer["outcome"]
+        if outcome.get("optionId") == "once" and "write" in args:
+            await self.c.request(
+                "fs/write_text_file",
+                {"sessionId": "fake-1", "path": path, "content": args["write"]},
+                dict,
+            )
+        await self.say("RESULT " + json.dumps(outcome) + "\n")
 
     async def opencode_write(self, call_id: str, path: str, content: str) -> None:
         """Write a file as opencode 1.18 does: a call without locations, the location

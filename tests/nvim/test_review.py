@@ -15,13 +15,15 @@ def statuses(editor: Editor) -> list[str]:
 
 def marks(editor: Editor, buf: int) -> list[int]:
     """Rows carrying review marks in `buf`."""
-    return list(
-        editor.lua(
-            """local buf = ...
+    return sorted(
+        set(
+            editor.lua(
+                """local buf = ...
             local ns = vim.api.nvim_get_namespaces()['acp.review']
             return vim.tbl_map(function(m) return m[2] end,
               vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {}))""",
-            buf,
+                buf,
+            )
         )
     )
 

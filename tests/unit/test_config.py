@@ -48,6 +48,12 @@ from acp_nvim.client.config import ConfigError, load_config
             {"fs_access": {"roots": ["notes"]}},
             "fs_access.roots: 'notes' is not an absolute path (nor ~/...)",
         ),
+        (
+            {"diff_preview": "side"},
+            "diff_preview: expected 'inline' or 'split' or false, got 'side'",
+        ),
+        ({"hunk_keys": True}, "hunk_keys: expected a table or false, got True"),
+        ({"hunk_keys": {"stage": "s"}}, "hunk_keys.stage: unknown option"),
         ("x", "options must be a table"),
     ],
 )

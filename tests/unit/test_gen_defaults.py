@@ -39,6 +39,7 @@ class Sample(msgspec.Struct, kw_only=True):
         (dict[str, str], "table<string,string>"),
         (str | None, "string"),
         (Annotated[int, msgspec.Meta(ge=1)], "integer"),
+        (Literal["inline", False], '"inline"|false'),
     ],
 )
 def test_lua_types(annotation: Any, lua: str) -> None:

@@ -24,7 +24,7 @@ import os
 
 from acp_nvim.client.config import FileAccessOptions
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.services.permissions import Permissions, Previewer
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, TextPart, ToolCallPatch
 
@@ -65,8 +65,10 @@ class FileAccess:
                 return True
         return False
 
-    async def check(self, path: str, *, write: bool) -> None:
+    async def check(self, path: str, *, write: bool, preview: Previewer | None = None) -> None:
         """Let the agent read (or ``write``) absolute ``path``, or refuse.
+
+        ``preview`` computes what a write would change, shown with the prompt.
 
         Raises:
             ServiceError: ``denied``, by the policy or by the user; the
@@ -90,7 +92,9 @@ class FileAccess:
         else:
             options = [PermissionOption(*option) for option in _OPTIONS]
             question = f"The agent asks to {verb} a file {where}."
-            choice = await self.permissions.ask(self.chat, call, options, question, remember=False)
+            choice = await self.permissions.ask(
+                self.chat, call, options, question, remember=False, preview=preview
+            )
             if choice == _ALWAYS:
                 self._allowed.add(real)
             if choice in (_ALLOW, _ALWAYS):

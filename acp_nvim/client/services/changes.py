@@ -24,31 +24,53 @@ start. An ``fs/write_text_file`` first records such a change to its file
 (opencode writes the file itself too, racing its own request).
 doc/decisions/0005-review-baselines.md explains why.
 
+Before an edit is allowed, :meth:`SessionChanges.preview` tells what it would
+do to each file (a permission prompt shows it in the file), and
+:meth:`SessionChanges.baseline` hands the editor a file's text before a turn
+for a side-by-side diff.
+
 Not here: pixels (Lua draws the review from the plain-data summary pushed
 with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
 """
 
 from __future__ import annotations
 
-__all__ = ["Scan", "SessionChanges", "scan_tree"]
+__all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
-from acp_nvim.client.editor import Editor
+from acp_nvim.client.editor import Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
-from acp_nvim.client.services.files import FileError
+from acp_nvim.client.services.files import Document, FileError
 from acp_nvim.client.services.git import GitState
-from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.session.model import (
+    ChangesPart,
+    DiffPart,
+    FilePreview,
+    PreviewHunk,
+    ToolCall,
+)
 from acp_nvim.client.text import slice_lines, split_text
-from acp_nvim.review import Changeset, ReviewError, ReviewStore
+from acp_nvim.review import (
+    Changeset,
+    FilePatch,
+    PatchError,
+    ReviewError,
+    ReviewStore,
+    apply_patch,
+    line_edits,
+    parse_unified,
+)
 
 # Directories never scanned: version control, dependencies, caches.
 SKIP_DIRS = frozenset(
@@ -107,6 +129,17 @@ def scan_tree(
     return scan
 
 
+def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
+    return proposed_from_diff(doc.text, diff.old_text, diff.new_text)
+
+
+def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
+    try:
+        return apply_patch(doc.text, patch)
+    except PatchError:
+        return NOTHING
+
+
 def stat_of(path: str) -> Stat | None:
     try:
         st = os.stat(path)
@@ -139,6 +172,26 @@ def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
         return old + eol
     if new and current.count(new) == 1:
         return current.replace(new, old)
+    return NOTHING
+
+
+def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseline:
+    """The file after a tool call's diff, given the file before it (the other way
+    round from :func:`baseline_from_diff`); ``NOTHING`` when ``current`` fits neither
+    the whole ``old`` text (with or without its final newline) nor a fragment of it
+    found once."""
+    if not old:
+        # A new file (opencode sends "" for one): only when there is none yet.
+        return new if not current else NOTHING
+    if current is None:
+        return NOTHING
+    if current == old:
+        return new
+    eol = split_text(current)[1]
+    if current == old + eol:
+        return new + eol
+    if current.count(old) == 1:
+        return current.replace(old, new)
     return NOTHING
 
 
@@ -223,7 +276,9 @@ class SessionChanges:
         """
         path = files.absolute(path)
         if self.access is not None:
-            await self.access.check(path, write=True)
+            await self.access.check(
+                path, write=True, preview=lambda: self._previews([(path, self._write_of(content))])
+            )
         async with self._lock:
             # Some agents also write the file themselves (opencode, racing its own
             # request): record that first, against the usual baselines.
@@ -260,6 +315,71 @@ class SessionChanges:
                     "warn",
                 )
             self._publish()
+
+    # -- before and beside -------------------------------------------------------------
+
+    async def preview(self, call: ToolCall) -> list[FilePreview]:
+        """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
+        against each file's text now; files the edit does not fit are left out."""
+        edits: list[tuple[str, Callable[[Document], Baseline]]] = []
+        for part in call.content:
+            if isinstance(part, DiffPart):
+                edits.append((self._abs(part.path), partial(_after_diff, part)))
+            elif isinstance(part, ChangesPart) and part.patch and part.patch_format == "git_patch":
+                try:
+                    patches = parse_unified(part.patch)
+                except PatchError:
+                    continue
+                for patch in patches:
+                    if not (patch.binary or patch.rename or patch.copy):
+                        edits.append((self._abs(patch.path), partial(_after_patch, patch)))
+        return await self._previews(edits)
+
+    def baseline(self, path: str, turn: int | None = None) -> None:
+        """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
+        changed it) for a side-by-side diff: what rejecting its open hunks would leave."""
+        path = os.path.normpath(path)
+        try:
+            changeset = self.store.turn(turn) if turn is not None else self._latest(path)
+            text = changeset.file(path).baseline
+        except ReviewError as err:
+            self.editor.notify(f"no agent changes to compare: {err}", "warn")
+            return
+        lines = split_text(text)[0] if text is not None else []
+        self.editor.baseline(self.chat_id, {"path": path, "turn": changeset.turn, "lines": lines})
+
+    def _write_of(self, content: str) -> Callable[[Document], Baseline]:
+        """What an ``fs/write_text_file`` of ``content`` would make of a document: the
+        agent's text merged with the edits it has not seen, as :meth:`write` does."""
+        return lambda doc: self.store.merged(
+            doc.path, doc.conform(content), editor_text=doc.text, unseen=doc.text
+        )
+
+    async def _previews(
+        self, edits: list[tuple[str, Callable[[Document], Baseline]]]
+    ) -> list[FilePreview]:
+        """Each file's text now, and what the edit ``(path, make)`` would turn it into."""
+        found = []
+        for path, make in edits:
+            try:
+                doc = await files.load(self.editor, path)
+            except (FileError, EditorError):
+                continue  # nothing to show: a directory, a binary file, an editor error
+            proposed = make(doc)
+            if isinstance(proposed, _Nothing) or proposed == doc.text:
+                continue
+            if doc.buffer is not None:
+                old = doc.buffer.lines
+            else:
+                old = split_text(doc.text)[0] if doc.text is not None else []
+            new = split_text(proposed)[0] if proposed is not None else []
+            hunks = [PreviewHunk(e.start, e.end - e.start, e.lines) for e in line_edits(old, new)]
+            hunks.reverse()
+            found.append(FilePreview(path, hunks, doc.text is None, proposed is None))
+        return found
+
+    def _abs(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.cwd, path))
 
     # -- turn hooks ------------------------------------------------------------------
 
@@ -388,7 +508,7 @@ class SessionChanges:
                 for op in part.changes:
                     found += [(p, None) for p in (op.path, op.old_path) if p]
         found += [(loc.path, None) for loc in call.locations]
-        return [(os.path.normpath(os.path.join(self.cwd, p)), d) for p, d in found]
+        return [(self._abs(p), d) for p, d in found]
 
     def _absent_at_start(self, path: str) -> bool:
         """True when the turn-start scan proves ``path`` did not exist then."""

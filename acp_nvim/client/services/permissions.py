@@ -5,7 +5,9 @@ request's tool call is applied as an upsert first (gemini sends a rejected
 edit's call only here). Then either the policy or an earlier "always" answer
 decides, or the prompt waits at its tool call until the user picks an option.
 A pending prompt is answered ``cancelled`` when the turn is cancelled or ends,
-and disappears when the agent goes away or withdraws the request.
+and disappears when the agent goes away or withdraws the request. A prompt
+about an edit whose content is known carries a preview of it (the files as
+the edit would change them), which the editor shows in those files.
 
 Options are chosen by their ``kind``, never by their ids (every agent names
 them differently). An option without a kind is only ever chosen by the user,
@@ -14,18 +16,27 @@ and an answer this module does not recognise is never taken as approval.
 
 from __future__ import annotations
 
-__all__ = ["READ_KINDS", "Permissions", "Policy", "assign_keys"]
+__all__ = ["READ_KINDS", "Permissions", "Policy", "Previewer", "assign_keys"]
 
 import itertools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
 
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import PermissionOption, PermissionPrompt, ToolCallPatch
+from acp_nvim.client.session.model import (
+    FilePreview,
+    PermissionOption,
+    PermissionPrompt,
+    ToolCall,
+    ToolCallPatch,
+)
 
 Policy = Literal["ask", "allow_reads", "allow_all"]
+# Computes the preview of a prompt, only once the user is to be asked.
+Previewer = Callable[[], Awaitable[list[FilePreview]]]
 
 # Tool kinds ``allow_reads`` allows: they look, they do not change anything.
 READ_KINDS = frozenset({"read", "search", "think"})
@@ -70,11 +81,13 @@ class _Pending:
 class Permissions:
     """Pending requests and remembered answers for the chats of one agent.
 
-    ``policy`` is the user's ``permission_policy`` option; the App keeps it current.
+    ``policy`` is the user's ``permission_policy`` option and ``preview`` whether
+    prompts show their edits in the files (``diff_preview``); the App keeps both current.
     """
 
     def __init__(self, policy: Policy = "ask") -> None:
         self.policy: Policy = policy
+        self.preview = True
         self._pending: dict[str, _Pending] = {}
         self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
         self._ids = itertools.count(1)
@@ -94,12 +107,15 @@ class Permissions:
         question: str | None = None,
         *,
         remember: bool = True,
+        preview: Previewer | None = None,
     ) -> str | None:
         """Decide or ask the user; returns the chosen option id, None for ``cancelled``.
 
         ``remember`` False: a question the policy and remembered answers by tool
         kind do not cover (file access): always asked, and the answer is the
-        caller's to remember.
+        caller's to remember. ``preview`` computes what the prompt shows of the
+        edit it is about (default: the edits of the tool call's content, through
+        the chat's review); it runs only when the user is asked.
 
         Example::
 
@@ -120,22 +136,13 @@ class Permissions:
             )
             return option.id
         pending = _Pending(request_id, chat, call.id, call.kind, options, remember)
+        # Registered before the preview is read, so a cancel meanwhile answers it.
         self._pending[request_id] = pending
-        chat.on_permission(call.id, PermissionPrompt(request_id, options, question=question))
-        chat.editor.emit(
-            "AcpPermissionRequest",
-            {
-                "chat": chat.id,
-                "request": request_id,
-                "tool_call": call.id,
-                "title": call.title,
-                "kind": call.kind,
-                "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in options],
-            },
-        )
-        if chat.state == "running":
-            chat.on_state("requires_action")  # the winbar says the agent waits for you
         try:
+            shown = await self._preview(chat, call, preview)
+            if not pending.done.is_set():
+                prompt = PermissionPrompt(request_id, options, question=question, preview=shown)
+                self._show(chat, call, prompt)
             await pending.done.wait()
         finally:
             del self._pending[request_id]
@@ -166,6 +173,32 @@ class Permissions:
             self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
         pending.done.set()
         return True
+
+    async def _preview(
+        self, chat: Chat, call: ToolCall, preview: Previewer | None
+    ) -> list[FilePreview]:
+        if not self.preview:
+            return []
+        if preview is not None:
+            return await preview()
+        return await chat.changes.preview(call) if chat.changes is not None else []
+
+    @staticmethod
+    def _show(chat: Chat, call: ToolCall, prompt: PermissionPrompt) -> None:
+        chat.on_permission(call.id, prompt)
+        chat.editor.emit(
+            "AcpPermissionRequest",
+            {
+                "chat": chat.id,
+                "request": prompt.id,
+                "tool_call": call.id,
+                "title": call.title,
+                "kind": call.kind,
+                "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in prompt.options],
+            },
+        )
+        if chat.state == "running":
+            chat.on_state("requires_action")  # the winbar says the agent waits for you
 
     def cancel(self, chat: Chat) -> None:
         """Answer every pending request of ``chat`` with ``cancelled``."""

@@ -19,6 +19,7 @@ from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
     Attachment,
     ConfigOption,
+    FilePreview,
     MessagePatch,
     PermissionPrompt,
     PlanEntry,
@@ -47,6 +48,10 @@ class TurnReview(Protocol):
 
     async def end_turn(self) -> None:
         """The final disk check of the turn; the review is complete when it returns."""
+
+    async def preview(self, call: ToolCall) -> list[FilePreview]:
+        """What the edits a tool call carries would do to their files (for its
+        permission prompt); files whose text does not fit an edit are left out."""
 
 
 class Chat:

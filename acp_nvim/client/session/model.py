@@ -22,6 +22,7 @@ __all__ = [
     "DiffPart",
     "ExitStatus",
     "FileOp",
+    "FilePreview",
     "Location",
     "LoginMethod",
     "Message",
@@ -29,6 +30,7 @@ __all__ = [
     "PermissionOption",
     "PermissionPrompt",
     "PlanEntry",
+    "PreviewHunk",
     "Session",
     "TerminalPart",
     "TerminalView",
@@ -223,17 +225,40 @@ class PermissionOption:
 
 
 @dataclass
+class PreviewHunk:
+    """Rows ``[row, row + count)`` of a file's text now (0-based) would become ``lines``."""
+
+    row: int
+    count: int
+    lines: list[str]
+
+
+@dataclass
+class FilePreview:
+    """What an edit waiting for permission would do to one file, against its text now
+    (its buffer's, unsaved edits included, else the disk's): ``created`` when there is
+    no such file yet, ``deleted`` when the edit removes it."""
+
+    path: str
+    hunks: list[PreviewHunk]
+    created: bool = False
+    deleted: bool = False
+
+
+@dataclass
 class PermissionPrompt:
     """A permission request shown at its tool call; ``outcome`` None while pending.
 
     ``question`` is the request's own wording (v2 ``title``/``description``) when the
-    tool call's title alone does not carry it.
+    tool call's title alone does not carry it. ``preview``: the files the request's
+    edit would change, shown in those files while it is pending.
     """
 
     id: str
     options: list[PermissionOption]
     outcome: str | None = None
     question: str | None = None
+    preview: list[FilePreview] = field(default_factory=list)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from acp_nvim.client.session.model import (
     ConfigOption,
     ContentPart,
     DiffPart,
+    FilePreview,
     Message,
     PermissionPrompt,
     PlanEntry,
@@ -142,7 +143,21 @@ def _permission(prompt: PermissionPrompt, title: str, lines: list[str]) -> dict[
             item["key"] = option.key
         options.append(item)
         lines.append(f"- `{option.key}` {option.name}" if option.key else f"- {option.name}")
-    return {**data, "pending": True, "options": options}
+    data = {**data, "pending": True, "options": options}
+    if prompt.preview:
+        data["preview"] = [_preview(file) for file in prompt.preview]
+    return data
+
+
+def _preview(file: FilePreview) -> dict[str, Any]:
+    """A file's preview as Lua draws it in the file (``row`` 0-based, lines without
+    terminators): plain data, so Lua never reads a diff of the wire."""
+    return {
+        "path": file.path,
+        "created": file.created,
+        "deleted": file.deleted,
+        "hunks": [{"row": h.row, "count": h.count, "lines": h.lines} for h in file.hunks],
+    }
 
 
 def _content_lines(part: ContentPart) -> list[str]:

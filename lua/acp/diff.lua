@@ -1,0 +1,191 @@
+-- :AcpDiff: a file against its baseline for a turn (the text rejecting that
+-- turn's open hunks would leave), side by side with 'diff' on: the baseline in a
+-- read-only scratch buffer beside the file's window. Python sends the baseline
+-- (and again after each review change, so the split stays true); decisions from
+-- either side go through the review like any other (acp.hunks).
+local host = require("acp.host")
+local keys = require("acp.keys")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+---@class acp.DiffView
+---@field chat integer
+---@field path string
+---@field turn integer
+---@field file_win integer
+---@field file_buf integer
+
+---@type table<integer, acp.DiffView> by baseline buffer
+local views = {}
+
+local function relative(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+--- Ask for `file` (default: the current buffer's) against its baseline for `turn`
+--- (default: the latest turn that changed it); the split opens when it arrives.
+---@param file? string
+---@param turn? integer
+function M.open(file, turn)
+  local path = file and file ~= "" and vim.fn.fnamemodify(file, ":p") or api.nvim_buf_get_name(0)
+  local review = require("acp.review")
+  local order = { review.chat_id() }
+  for id in pairs(review.state) do
+    table.insert(order, id)
+  end
+  for _, chat in ipairs(order) do
+    for _, changed in ipairs(review.state[chat] and review.state[chat].files or {}) do
+      if changed.path == path and (not turn or changed.turn == turn) then
+        host.notify("baseline", { chat = chat, path = path, turn = turn })
+        return
+      end
+    end
+  end
+  util.user_error(("no agent changes to %s%s"):format(relative(path), turn and (" in turn " .. turn) or ""))
+end
+
+--- Paths with agent changes, for completion.
+function M.paths()
+  local found, seen = {}, {}
+  for _, state in pairs(require("acp.review").state) do
+    for _, file in ipairs(state.files) do
+      if not seen[file.path] then
+        seen[file.path] = true
+        table.insert(found, relative(file.path))
+      end
+    end
+  end
+  return found
+end
+
+--- Whether an :AcpDiff split shows `buf` against its baseline.
+function M.active(buf)
+  for _, view in pairs(views) do
+    if view.file_buf == buf then
+      return true
+    end
+  end
+  return false
+end
+
+--- In a baseline buffer: the open hunk of its turn whose baseline rows hold `row`
+--- (as acp.hunks draws them), false for none; nil when `buf` is no baseline buffer.
+function M.hunk_at(buf, row)
+  local view = views[buf]
+  if not view then
+    return nil
+  end
+  local state = require("acp.review").state[view.chat]
+  for _, file in ipairs(state and state.files or {}) do
+    if file.path == view.path and file.turn == view.turn then
+      local count = api.nvim_buf_line_count(buf)
+      for _, hunk in ipairs(file.hunks) do
+        -- Lines added where none were show as filler beside the row after them.
+        local first = math.min(hunk.base_start, count - 1)
+        local last = first + math.max(hunk.base_count, 1) - 1
+        if hunk.status == "pending" and row >= first and row <= last then
+          return { chat = view.chat, turn = view.turn, path = view.path, hunk = hunk }
+        end
+      end
+    end
+  end
+  return false
+end
+
+local function redraw_marks()
+  require("acp.hunks").draw(require("acp.review").state)
+end
+
+local function close(base)
+  local view = views[base]
+  views[base] = nil
+  if api.nvim_win_is_valid(view.file_win) and api.nvim_win_get_buf(view.file_win) == view.file_buf then
+    api.nvim_win_call(view.file_win, function()
+      vim.cmd("diffoff")
+    end)
+  end
+  redraw_marks()
+end
+
+--- The window to diff `path` in: the current one when it shows the file, else one
+--- of this tab, else the file opened in the non-chat window.
+local function file_window(path)
+  local buf = require("acp.buffers").find(path)
+  if buf and api.nvim_get_current_buf() == buf then
+    return api.nvim_get_current_win()
+  end
+  local tab = api.nvim_get_current_tabpage()
+  for _, win in ipairs(buf and vim.fn.win_findbuf(buf) or {}) do
+    if api.nvim_win_get_tabpage(win) == tab then
+      api.nvim_set_current_win(win)
+      return win
+    end
+  end
+  require("acp.tools").show(path, nil, true)
+  return api.nvim_get_current_win()
+end
+
+--- A baseline from Python (`data`: {path, turn, lines}): open the split, or bring
+--- an open one up to date.
+function M.show(chat, data)
+  for base, view in pairs(views) do
+    if view.chat == chat and view.path == data.path and view.turn == data.turn then
+      if api.nvim_buf_is_valid(base) then
+        vim.bo[base].modifiable = true
+        api.nvim_buf_set_lines(base, 0, -1, false, data.lines)
+        vim.bo[base].modifiable = false
+        for _, win in ipairs(vim.fn.win_findbuf(base)) do
+          api.nvim_win_call(win, function()
+            vim.cmd("diffupdate")
+          end)
+        end
+      end
+      return
+    end
+  end
+  local file_win = file_window(data.path)
+  local file_buf = api.nvim_win_get_buf(file_win)
+  local base = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(base, 0, -1, false, data.lines)
+  pcall(api.nvim_buf_set_name, base, ("acp://baseline/%d/%s"):format(data.turn, data.path))
+  local bo = vim.bo[base]
+  bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
+  bo.filetype = vim.bo[file_buf].filetype
+  views[base] = { chat = chat, path = data.path, turn = data.turn, file_win = file_win, file_buf = file_buf }
+  local base_win = api.nvim_open_win(base, false, { split = "left", win = file_win })
+  vim.wo[base_win].winbar = ("baseline of %s before turn %d"):format(relative(data.path), data.turn)
+  for _, win in ipairs({ base_win, file_win }) do
+    api.nvim_win_call(win, function()
+      vim.cmd("diffthis")
+    end)
+  end
+  local map = require("acp.hunks").keymap(true)
+  map.q = {
+    function()
+      api.nvim_buf_delete(base, { force = true })
+    end,
+    "acp: close the baseline",
+  }
+  keys.set(base, "hunks", map)
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = base,
+    once = true,
+    callback = function()
+      close(base)
+    end,
+  })
+  redraw_marks() -- without the removed lines: the baseline shows them
+end
+
+--- The review of `chat` changed: ask for the baselines its splits show again.
+function M.refresh(chat)
+  for _, view in pairs(views) do
+    if view.chat == chat then
+      host.notify("baseline", { chat = chat, path = view.path, turn = view.turn })
+    end
+  end
+end
+
+return M

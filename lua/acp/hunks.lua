@@ -1,0 +1,301 @@
+-- Agent hunks where they landed: marks in the file's buffer (a sign, the agent's
+-- lines highlighted, the lines it removed as virtual lines above them, a
+-- conflict's proposal below it), the same whichever way the change arrived
+-- (fs write, tool call diff, disk write found by the scan). Each hunk's rows are
+-- one extmark, which follows the user's edits; the keys, :AcpHunk and
+-- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
+-- hunks (acp.review holds its summary); decisions go back there.
+local buffers = require("acp.buffers")
+local config = require("acp.config")
+local keys = require("acp.keys")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("acp.review")
+
+---@class acp.DrawnHunk
+---@field key string chat, turn, path and id
+---@field chat integer
+---@field turn integer
+---@field path string
+---@field hunk acp.ReviewHunk
+---@field sig string what the hunk shows: a redraw keeps its marks while this holds
+---@field marks integer[] extmark ids, the first spanning its rows
+---@field below boolean the first mark sits on the row above (lines removed at the end)
+
+---@type table<integer, acp.DrawnHunk[]> by buffer, in file order
+local drawn = {}
+---@type table<integer, string> buffers holding the hunk keys: the keys they got
+local keyed = {}
+
+local function is_open(hunk)
+  return hunk.status == "pending" or hunk.status == "conflict"
+end
+
+local function signature(hunk)
+  return table.concat({ hunk.status, hunk.base_count, hunk.new_count, table.concat(hunk.preview, "\n") }, "\0")
+end
+
+--- Virtual lines above row 0 only show when a window scrolls to them ('topfill').
+function M.reveal_top(buf, count)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_call(win, function()
+      if vim.fn.line("w0") == 1 then
+        vim.fn.winrestview({ topfill = count })
+      end
+    end)
+  end
+end
+
+--- Draw one hunk with its first row at `row`; returns its marks (the first holds
+--- its rows, light to read back: the virtual lines are marks of their own) and
+--- whether the first sits on the row above it.
+local function draw_hunk(buf, hunk, row, with_removed)
+  local count = api.nvim_buf_line_count(buf)
+  local conflict = hunk.status == "conflict"
+  local removed = {}
+  if with_removed and not conflict then
+    for _, line in ipairs(hunk.preview) do
+      if line:sub(1, 1) == "-" then
+        table.insert(removed, { { line:sub(2), "AcpReviewDelete" } })
+      end
+    end
+  end
+  local marks, below, last
+  if hunk.new_count == 0 then
+    below = row >= count
+    last = below and count - 1 or row
+    marks = {
+      util.extmark(buf, M.ns, last, 0, { invalidate = true, sign_text = "▁", sign_hl_group = "AcpReviewSignDelete" }),
+    }
+  else
+    below = false
+    last = math.max(row, math.min(row + hunk.new_count, count) - 1)
+    marks = {
+      util.extmark(buf, M.ns, row, 0, {
+        end_row = last,
+        end_col = 0,
+        end_right_gravity = true,
+        invalidate = true,
+        sign_text = "┃",
+        sign_hl_group = conflict and "AcpReviewSignConflict"
+          or (hunk.base_count == 0 and "AcpReviewSignAdd" or "AcpReviewSignChange"),
+        line_hl_group = conflict and "AcpReviewConflict" or "AcpReviewAdd",
+      }),
+    }
+  end
+  if #removed > 0 then
+    -- Where the lines were: above the hunk's rows, or below the last row.
+    local at = below and last or row
+    local opts = { invalidate = true, virt_lines = removed, virt_lines_above = not below }
+    table.insert(marks, util.extmark(buf, M.ns, at, 0, opts))
+    if at == 0 and not below then
+      M.reveal_top(buf, #removed)
+    end
+  end
+  if conflict and hunk.proposed then
+    local lines = { { { "agent proposed (:AcpReview):", "AcpReviewSignConflict" } } }
+    for _, line in ipairs(hunk.proposed) do
+      table.insert(lines, { { line, "AcpReviewConflict" } })
+    end
+    table.insert(marks, util.extmark(buf, M.ns, last, 0, { invalidate = true, virt_lines = lines }))
+  end
+  return marks, below
+end
+
+--- Rows [first, last] (0-based) a drawn hunk covers now; nil when its rows are gone.
+local function rows_of(buf, drawn_hunk)
+  local pos = api.nvim_buf_get_extmark_by_id(buf, M.ns, drawn_hunk.marks[1], { details = true })
+  if not pos[1] or pos[3].invalid then
+    return nil
+  end
+  if drawn_hunk.below then
+    return pos[1] + 1, pos[1] + 1
+  end
+  return pos[1], pos[3].end_row or pos[1]
+end
+
+local function relative(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+local function jump(step)
+  local buf = api.nvim_get_current_buf()
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local best
+  for _, h in ipairs(drawn[buf] or {}) do
+    local first = rows_of(buf, h)
+    if first and (step > 0 and first > row or step < 0 and first < row) then
+      if not best or (step > 0 and first < best) or (step < 0 and first > best) then
+        best = first
+      end
+    end
+  end
+  if best then
+    api.nvim_win_set_cursor(0, { math.min(best + 1, api.nvim_buf_line_count(buf)), 0 })
+  end
+end
+
+--- The hunk under the cursor: a marked agent hunk, or in an :AcpDiff baseline
+--- buffer the open hunk of the rows there.
+---@return acp.DrawnHunk?
+local function under_cursor()
+  local buf = api.nvim_get_current_buf()
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local in_baseline = require("acp.diff").hunk_at(buf, row)
+  if in_baseline ~= nil then
+    return in_baseline or nil
+  end
+  for _, h in ipairs(drawn[buf] or {}) do
+    local first, last = rows_of(buf, h)
+    if first and row >= first and row <= last then
+      return h
+    end
+  end
+end
+
+--- The hunk under the cursor as require("acp").hunk_at_cursor() gives it: the
+--- hunk of acp.changes() with `chat`, `path`, `turn`, and `new_start` where it is now.
+function M.at_cursor()
+  local h = under_cursor()
+  if not h then
+    return nil
+  end
+  local hunk = vim.deepcopy(h.hunk)
+  local buf = api.nvim_get_current_buf()
+  hunk.chat, hunk.path, hunk.turn = h.chat, h.path, h.turn
+  hunk.new_start = (drawn[buf] and rows_of(buf, h)) or hunk.new_start
+  return hunk
+end
+
+local function preview(h)
+  local lines = { ("%s  %s  (turn %d, %s)"):format(relative(h.path), h.hunk.header, h.turn, h.hunk.status) }
+  vim.list_extend(lines, h.hunk.preview)
+  vim.lsp.util.open_floating_preview(lines, "diff", { focus_id = "acp.hunk", border = "rounded" })
+end
+
+--- Act on the hunk under the cursor: "accept", "reject" (through the review, as
+--- :AcpReview does) or "preview" (its diff in a floating window).
+---@param action "accept"|"reject"|"preview"
+function M.act(action)
+  if not vim.tbl_contains({ "accept", "reject", "preview" }, action) then
+    util.user_error(("unknown hunk action %q (accept, reject or preview)"):format(tostring(action)))
+  end
+  local h = under_cursor()
+  if not h then
+    util.notify("no agent hunk under the cursor", "warn")
+  elseif action == "preview" then
+    preview(h)
+  else
+    require("acp.review").decide(h.chat, action, h.path, h.hunk.id, h.turn)
+  end
+end
+
+--- The hunk keys of |acp-option-hunk_keys|, for a buffer holding agent hunks
+--- (`baseline`: an :AcpDiff baseline buffer, whose hunks ]c and [c already reach).
+function M.keymap(baseline)
+  local chosen = config.options.hunk_keys
+  if not chosen then
+    return {}
+  end
+  local function call(fn, arg)
+    return function()
+      fn(arg)
+    end
+  end
+  local actions = {
+    accept = { call(M.act, "accept"), "acp: accept the agent hunk under the cursor" },
+    reject = { call(M.act, "reject"), "acp: reject the agent hunk under the cursor" },
+    preview = { call(M.act, "preview"), "acp: show the agent hunk's diff" },
+    next = { call(jump, 1), "acp: next agent hunk" },
+    prev = { call(jump, -1), "acp: previous agent hunk" },
+  }
+  local map = {}
+  for action, lhs in pairs(chosen) do
+    if lhs ~= "" and actions[action] and not (baseline and (action == "next" or action == "prev")) then
+      map[lhs] = actions[action]
+    end
+  end
+  return map
+end
+
+--- Draw the marks of every open hunk from the review state (`states`: by chat,
+--- {turn, files}); for each file the newest turn that changed it. A hunk showing
+--- the same as before keeps its marks, where they moved with the user's edits
+--- (Python's rows are those of the text it last read); a new or changed one is
+--- drawn at the row Python gives, and the marks of decided ones go. One pass.
+function M.draw(states)
+  local before = {} ---@type table<string, {buf: integer, drawn: acp.DrawnHunk}>
+  for buf, list in pairs(drawn) do
+    for _, h in ipairs(list) do
+      before[h.key] = { buf = buf, drawn = h }
+    end
+  end
+  drawn = {}
+  local diff = require("acp.diff")
+  local seen = {}
+  for chat, state in pairs(states) do
+    for _, file in ipairs(state.files) do -- newest turn first
+      local buf = not seen[file.path] and buffers.find(file.path)
+      seen[file.path] = true
+      if buf and file.open then
+        local list = {}
+        local with_removed = not diff.active(buf) -- else the baseline window shows them
+        for _, hunk in ipairs(file.hunks) do
+          if is_open(hunk) then
+            local key = table.concat({ chat, file.turn, file.path, hunk.id }, ":")
+            local sig = signature(hunk) .. (with_removed and "" or "\0bare")
+            local old = before[key]
+            if old and old.buf == buf and old.drawn.sig == sig and rows_of(buf, old.drawn) then
+              before[key] = nil
+              old.drawn.hunk = hunk
+              table.insert(list, old.drawn)
+            else
+              local ok, marks, below = pcall(draw_hunk, buf, hunk, hunk.new_start, with_removed)
+              if ok then
+                table.insert(list, {
+                  key = key,
+                  chat = chat,
+                  turn = file.turn,
+                  path = file.path,
+                  hunk = hunk,
+                  sig = sig,
+                  marks = marks,
+                  below = below,
+                })
+              end
+            end
+          end
+        end
+        drawn[buf] = list
+      end
+    end
+  end
+  for _, old in pairs(before) do
+    if api.nvim_buf_is_valid(old.buf) then
+      for _, mark in ipairs(old.drawn.marks) do
+        api.nvim_buf_del_extmark(old.buf, M.ns, mark)
+      end
+    end
+  end
+  local map, chosen = M.keymap(false), ""
+  for lhs in pairs(map) do
+    chosen = chosen .. lhs .. "\0"
+  end
+  for buf in pairs(drawn) do
+    if keyed[buf] ~= chosen then
+      keys.set(buf, "hunks", map)
+      keyed[buf] = chosen
+    end
+  end
+  for buf in pairs(keyed) do
+    if not drawn[buf] then
+      keys.clear(buf, "hunks")
+      keyed[buf] = nil
+    end
+  end
+end
+
+return M

@@ -1,0 +1,280 @@
+-- Edits waiting for permission, shown in the files they would change, per the
+-- `diff_preview` option: "inline" (the lines the edit removes highlighted where
+-- they are, the lines it adds as virtual lines below them) or "split" (a diff
+-- split against the proposed text). The file's text is not touched: the agent
+-- writes it once allowed. A file no window shows is shown in a window of its own
+-- that does not take the cursor. The prompt's keys answer from those buffers
+-- too; the answer (or the prompt going away) removes it all.
+--
+-- Python computes each preview (acp_nvim/client/services/changes.py) and sends it
+-- with the prompt in the tool block's render op: rows of the file now, and the
+-- lines to put there. Nothing here reads a diff.
+local buffers = require("acp.buffers")
+local config = require("acp.config")
+local keys = require("acp.keys")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("acp.preview")
+
+---@class acp.PreviewFile
+---@field buf integer
+---@field marks integer[]
+---@field scratch_win? integer the proposed text, in split mode
+---@field diff_win? integer the window diffed against it
+
+---@class acp.PreviewView
+---@field chat table
+---@field permission acp.Permission
+---@field files acp.PreviewFile[]
+---@field win? integer the window opened to show a file
+---@field created? integer the buffer loaded for that window, wiped after
+
+---@type table<string, acp.PreviewView> by request id
+local shown = {}
+local order = {} ---@type string[] request ids, oldest first
+local hooked = {} ---@type table<integer, true> chats whose transcript wipe ends their previews
+
+--- A window of the current tab showing `buf`.
+local function window_of(buf)
+  local tab = api.nvim_get_current_tabpage()
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if api.nvim_win_get_tabpage(win) == tab then
+      return win
+    end
+  end
+end
+
+local function draw_inline(buf, file)
+  local marks = {}
+  local count = api.nvim_buf_line_count(buf)
+  for _, hunk in ipairs(file.hunks) do
+    local added = {}
+    for _, line in ipairs(hunk.lines) do
+      table.insert(added, { { line, "AcpReviewAdd" } })
+    end
+    if hunk.count > 0 then
+      local last = math.min(hunk.row + hunk.count, count) - 1
+      table.insert(
+        marks,
+        util.extmark(buf, M.ns, hunk.row, 0, {
+          strict = false, -- the user may have typed since Python read the file
+          end_row = last,
+          end_col = 0,
+          sign_text = "-",
+          sign_hl_group = "AcpReviewSignDelete",
+          line_hl_group = "AcpReviewDelete",
+        })
+      )
+      if #added > 0 then
+        table.insert(marks, util.extmark(buf, M.ns, last, 0, { virt_lines = added }))
+      end
+    elseif #added > 0 then
+      local below = hunk.row >= count
+      table.insert(
+        marks,
+        util.extmark(buf, M.ns, below and count - 1 or hunk.row, 0, {
+          sign_text = "+",
+          sign_hl_group = "AcpReviewSignAdd",
+          virt_lines = added,
+          virt_lines_above = not below,
+        })
+      )
+      if hunk.row == 0 and not below then
+        require("acp.hunks").reveal_top(buf, #added)
+      end
+    end
+  end
+  return marks
+end
+
+--- The file's lines with the preview's hunks applied: the proposed text.
+local function proposed(buf, file)
+  if file.deleted then
+    return {}
+  end
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local out, at = {}, 0
+  for _, hunk in ipairs(file.hunks) do
+    vim.list_extend(out, lines, at + 1, hunk.row)
+    vim.list_extend(out, hunk.lines)
+    at = hunk.row + hunk.count
+  end
+  vim.list_extend(out, lines, at + 1, #lines)
+  return out
+end
+
+local function draw_split(buf, win, file, id)
+  local scratch = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(scratch, 0, -1, false, proposed(buf, file))
+  pcall(api.nvim_buf_set_name, scratch, ("acp://proposed/%s/%s"):format(id, vim.fn.fnamemodify(file.path, ":t")))
+  local bo = vim.bo[scratch]
+  bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
+  bo.filetype = vim.bo[buf].filetype
+  local scratch_win = api.nvim_open_win(scratch, false, { split = "right", win = win })
+  for _, w in ipairs({ win, scratch_win }) do
+    api.nvim_win_call(w, function()
+      vim.cmd("diffthis")
+    end)
+  end
+  return scratch_win
+end
+
+--- Show the preview of pending `permission` of `chat`.
+local function show(chat, permission)
+  local view = { chat = chat, permission = permission, files = {} }
+  shown[permission.id] = view
+  table.insert(order, permission.id)
+  for _, file in ipairs(permission.preview) do
+    local buf = buffers.find(file.path)
+    local win = buf and window_of(buf)
+    if not win and not view.win then
+      if not buf then
+        -- Loaded only to be shown; wiped when the preview goes (the agent's write,
+        -- once allowed, goes to the file).
+        local existed = vim.fn.bufexists(file.path) == 1
+        buf = vim.fn.bufadd(file.path)
+        vim.fn.bufload(buf)
+        view.created = not existed and buf or nil
+      end
+      local target = require("acp.tools").target_window()
+      win = api.nvim_open_win(buf, false, target and { split = "above", win = target } or { split = "left", win = -1 })
+      view.win = win
+      local first = file.hunks[1]
+      api.nvim_win_set_cursor(win, { math.min((first and first.row or 0) + 1, api.nvim_buf_line_count(buf)), 0 })
+    end
+    if buf then
+      local entry = { buf = buf, marks = {} }
+      if config.options.diff_preview == "split" and win then
+        entry.scratch_win = draw_split(buf, win, file, permission.id)
+        entry.diff_win = win
+      else
+        entry.marks = draw_inline(buf, file)
+      end
+      table.insert(view.files, entry)
+    end
+  end
+end
+
+local function remove(id)
+  local view = shown[id]
+  shown[id] = nil
+  order = vim.tbl_filter(function(other)
+    return other ~= id
+  end, order)
+  for _, entry in ipairs(view.files) do
+    if api.nvim_buf_is_valid(entry.buf) then
+      for _, mark in ipairs(entry.marks) do
+        api.nvim_buf_del_extmark(entry.buf, M.ns, mark)
+      end
+    end
+    if entry.diff_win and api.nvim_win_is_valid(entry.diff_win) then
+      api.nvim_win_call(entry.diff_win, function()
+        vim.cmd("diffoff")
+      end)
+    end
+    if entry.scratch_win and api.nvim_win_is_valid(entry.scratch_win) then
+      pcall(api.nvim_win_close, entry.scratch_win, true)
+    end
+  end
+  if view.win and api.nvim_win_is_valid(view.win) then
+    pcall(api.nvim_win_close, view.win, false) -- not the tab's last window
+  end
+  local created = view.created
+  if created and api.nvim_buf_is_valid(created) and not vim.bo[created].modified and #vim.fn.win_findbuf(created) == 0 then
+    api.nvim_buf_delete(created, {})
+  end
+end
+
+--- The prompt keys in each previewed buffer: they answer the oldest prompt
+--- previewed there.
+local function map_keys(before)
+  local wanted = {}
+  for _, id in ipairs(order) do
+    local view = shown[id]
+    for _, entry in ipairs(view.files) do
+      local bufs = { entry.buf }
+      if entry.scratch_win and api.nvim_win_is_valid(entry.scratch_win) then
+        table.insert(bufs, api.nvim_win_get_buf(entry.scratch_win))
+      end
+      for _, buf in ipairs(bufs) do
+        local map = wanted[buf] or {}
+        wanted[buf] = map
+        for _, option in ipairs(view.permission.options or {}) do
+          if option.key and not map[option.key] then
+            map[option.key] = {
+              function()
+                require("acp.prompt").answer(view.chat, view.permission, option)
+              end,
+              "acp: answer the permission prompt: " .. option.name,
+            }
+          end
+        end
+      end
+    end
+  end
+  for buf, map in pairs(wanted) do
+    keys.set(buf, "preview", map)
+  end
+  for buf in pairs(before) do
+    if not wanted[buf] then
+      keys.clear(buf, "preview")
+    end
+  end
+end
+
+local function buffers_shown()
+  local bufs = {}
+  for _, view in pairs(shown) do
+    for _, entry in ipairs(view.files) do
+      bufs[entry.buf] = true
+    end
+  end
+  return bufs
+end
+
+--- Show the previews of `chat`'s pending prompts (`entries`: {block, id}) that are
+--- not shown yet, and remove those of prompts no longer pending.
+---@param chat table
+---@param entries {block: string, id: string}[]
+function M.sync(chat, entries)
+  local before = buffers_shown()
+  local wanted = {}
+  for _, entry in ipairs(entries) do
+    local block = chat.blocks.by_id[entry.block]
+    local permission = block and block.permission
+    if config.options.diff_preview and permission and permission.preview and #permission.preview > 0 then
+      wanted[permission.id] = permission
+    end
+  end
+  for id, view in pairs(shown) do
+    if view.chat == chat and not wanted[id] then
+      remove(id)
+    end
+  end
+  for id, permission in pairs(wanted) do
+    if not shown[id] then
+      -- A preview that cannot be drawn (no room for a window) leaves the prompt as it is.
+      local ok, err = pcall(show, chat, permission)
+      if not ok then
+        util.notify("cannot show the edit's preview: " .. tostring(err), "warn")
+      end
+    end
+  end
+  if not hooked[chat.id] then
+    hooked[chat.id] = true
+    api.nvim_create_autocmd("BufWipeout", {
+      buffer = chat.transcript,
+      once = true,
+      callback = function()
+        M.sync(chat, {})
+        hooked[chat.id] = nil
+      end,
+    })
+  end
+  map_keys(before)
+end
+
+return M

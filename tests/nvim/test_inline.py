@@ -1,0 +1,297 @@
+"""Agent edits as diffs in the file itself: previews before allowing, decisions
+where the hunks landed, :AcpDiff — in a headless Neovim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.nvim.conftest import Editor
+from tests.nvim.test_files import lines, run, start
+
+# The default hunk keys, as typed (<localleader> is "\" unless set).
+REJECT, ACCEPT = "\\r", "\\a"
+
+
+def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
+    """Our extmarks in `buf`: {row, end_row, line_hl, virt_lines (texts)}."""
+    return list(
+        editor.lua(
+            """
+            local buf, name = ...
+            local ns = vim.api.nvim_get_namespaces()[name]
+            local out = {}
+            for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {details = true})) do
+              local d = m[4]
+              table.insert(out, {
+                row = m[2], end_row = d.end_row or m[2], line_hl = d.line_hl_group or '',
+                virt_lines = vim.tbl_map(function(l) return l[1][1] end, d.virt_lines or {}),
+              })
+            end
+            return out
+            """,
+            buf,
+            namespace,
+        )
+    )
+
+
+def ask(editor: Editor, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Send a script to the `files` fake agent; returns the permission request."""
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    return editor.wait_event("AcpPermissionRequest")
+
+
+def window_state(editor: Editor) -> dict[str, Any]:
+    return dict(
+        editor.lua(
+            """return {win = vim.api.nvim_get_current_win(), cursor = vim.api.nvim_win_get_cursor(0),
+                       wins = #vim.api.nvim_tabpage_list_wins(0)}"""
+        )
+    )
+
+
+def focus(editor: Editor, buf: int, row: int = 1) -> None:
+    editor.lua(
+        "local buf, row = ...; vim.api.nvim_set_current_win(vim.fn.bufwinid(buf));"
+        "vim.api.nvim_win_set_cursor(0, {row, 0})",
+        buf,
+        row,
+    )
+
+
+def test_a_permission_request_previews_the_edit_in_its_buffer_and_r_there_rejects(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\nthree\nfour\n")
+    buf = start(editor, path)
+    assert buf is not None
+    focus(editor, buf, 4)
+    before = window_state(editor)
+    ask(editor, [{"ask": {"path": str(path), "oldText": "two\nthree", "newText": "2\n2b\n3"}}])
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+    # The lines the edit replaces are marked, the new ones hang below them; the
+    # text, the window and the cursor are the user's as they were.
+    assert marks(editor, buf, "acp.preview") == [
+        {"row": 1, "end_row": 2, "line_hl": "AcpReviewDelete", "virt_lines": []},
+        {"row": 2, "end_row": 2, "line_hl": "", "virt_lines": ["2", "2b", "3"]},
+    ]
+    assert lines(editor, buf) == ["one", "two", "three", "four"]
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    assert window_state(editor) == before
+
+    editor.nvim.input("r")
+    editor.wait_event("AcpTurnEnd")
+    assert '"optionId": "reject"' in editor.transcript_text()
+    assert marks(editor, buf, "acp.preview") == []
+    assert path.read_text() == "one\ntwo\nthree\nfour\n"
+    # The key is the user's again: `r` replaces a character.
+    editor.nvim.input("rX")
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 3, 4, false)[1] == 'Xour'")
+
+
+def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_cursor(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "b.txt"
+    path.write_text("x = 1\n")
+    start(editor)
+    before = window_state(editor)
+    steps = [
+        {"ask": {"path": str(path), "oldText": "x = 1\n", "newText": "x = 2\n", "write": "x = 2\n"}}
+    ]
+    ask(editor, steps)
+    editor.wait(f"vim.fn.bufwinid({str(path)!r}) ~= -1")
+    after = window_state(editor)
+    assert (after["win"], after["cursor"], after["wins"]) == (
+        before["win"],
+        before["cursor"],
+        before["wins"] + 1,
+    )
+    buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+    assert [m["virt_lines"] for m in marks(editor, buf, "acp.preview")] == [[], ["x = 2"]]
+    # The prompt's keys work there too.
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", str(path))
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert path.read_text() == "x = 2\n"
+    assert editor.lua("return vim.fn.bufwinid(...)", str(path)) == -1  # the window went
+    assert window_state(editor)["wins"] == before["wins"]
+
+
+def test_split_preview_diffs_the_file_against_the_proposed_text(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "c.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start(editor, path)
+    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    ask(editor, [{"ask": {"path": str(path), "oldText": "b\n", "newText": "B\n"}}])
+    editor.wait("vim.fn.bufnr('acp://proposed/*') ~= -1")
+    proposed = editor.lua("return vim.fn.bufnr('acp://proposed/*')")
+    assert lines(editor, proposed) == ["a", "B", "c"]
+    diffed = editor.lua(
+        "local a, b = ...; return {vim.wo[vim.fn.bufwinid(a)].diff, vim.wo[vim.fn.bufwinid(b)].diff}",
+        buf,
+        proposed,
+    )
+    assert diffed == [True, True]
+    assert lines(editor, buf) == ["a", "b", "c"]
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", proposed)
+    editor.nvim.input("r")
+    editor.wait_event("AcpTurnEnd")
+    assert editor.lua("return vim.fn.bufnr('acp://proposed/*')") == -1
+    assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
+
+
+def test_the_reject_key_on_an_agent_hunk_restores_buffer_and_disk_in_one_undo_step(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n")
+    buf = start(editor, path)
+    assert buf is not None
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n3\n4\nfive\n"}}])
+    focus(editor, buf, 2)
+    seq = editor.lua("return vim.fn.undotree(...).seq_last", buf)
+    editor.nvim.input(REJECT)
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert lines(editor, buf) == ["1", "2", "3", "4", "five"]
+    assert path.read_text() == "1\n2\n3\n4\nfive\n"
+    assert editor.lua("return vim.fn.undotree(...).seq_last", buf) == seq + 1
+    editor.nvim.command("undo")
+    assert lines(editor, buf) == ["1", "two", "3", "4", "five"]
+    # The other hunk keeps its key: accept it, and the keys go with the last hunk.
+    editor.nvim.command("redo")
+    focus(editor, buf, 5)
+    editor.nvim.input(ACCEPT)
+    editor.wait("require('acp').changes()[1].hunks[2].status == 'accepted'")
+    editor.wait(f"vim.fn.maparg({REJECT!r}, 'n') == ''")
+
+
+def test_marks_follow_a_line_inserted_above_the_hunk(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    path = project / "a.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start(editor, path)
+    assert buf is not None
+    run(editor, [{"write": {"path": str(path), "content": "a\nb\nC\n"}}])
+    assert [m["row"] for m in marks(editor, buf, "acp.review")] == [2, 2]  # rows, removed lines
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 0, false, {'typed'})", buf)
+    assert [m["row"] for m in marks(editor, buf, "acp.review")] == [3, 3]
+    focus(editor, buf, 4)
+    hunk = editor.lua("return require('acp').hunk_at_cursor()")
+    assert (hunk["path"], hunk["turn"], hunk["new_start"], hunk["preview"]) == (
+        str(path),
+        1,
+        3,
+        ["-c", "+C"],
+    )
+    focus(editor, buf, 3)
+    assert editor.lua("return require('acp').hunk_at_cursor()") is None
+    # Another change of the review redraws every mark: this one stays where it moved.
+    run(editor, [{"write": {"path": str(project / "other.txt"), "content": "o\n"}}], turn=2)
+    assert marks(editor, buf, "acp.review") == [
+        {"row": 3, "end_row": 3, "line_hl": "AcpReviewAdd", "virt_lines": []},
+        {"row": 3, "end_row": 3, "line_hl": "", "virt_lines": ["c"]},  # removed, above
+    ]
+
+
+def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n3\nfour\n"}}])
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
+    assert lines(editor, base) == ["1", "2", "3"]
+    state = editor.lua(
+        """local base, buf = ...
+        local bw, fw = vim.fn.bufwinid(base), vim.fn.bufwinid(buf)
+        return {vim.wo[bw].diff, vim.wo[fw].diff, vim.bo[base].modifiable, vim.bo[base].readonly,
+                #vim.api.nvim_tabpage_list_wins(0), vim.api.nvim_get_current_win() == fw}""",
+        base,
+        buf,
+    )
+    assert state == [True, True, False, True, 4, True]  # + the chat's two windows
+    # In diff mode the baseline shows the removed lines: no virtual lines beside it.
+    assert all(m["virt_lines"] == [] for m in marks(editor, buf, "acp.review"))
+    # Reject the hunk from the baseline's side.
+    editor.lua(
+        "vim.api.nvim_set_current_win(vim.fn.bufwinid(...)); vim.api.nvim_win_set_cursor(0, {2, 0})",
+        base,
+    )
+    assert editor.lua("return require('acp').hunk_at_cursor().preview") == ["-2", "+two"]
+    editor.nvim.input(REJECT)
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "1\n2\n3\nfour\n"
+    # Accepting the other moves it into the baseline, which the split shows at once.
+    editor.lua("require('acp').accept()")
+    editor.wait(f"#vim.api.nvim_buf_get_lines({base}, 0, -1, false) == 4")
+    assert lines(editor, base) == ["1", "2", "3", "four"]
+    editor.nvim.input("q")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') == -1")
+    assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
+
+
+def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\n")
+    buf = start(editor, path)
+    assert buf is not None
+    run(editor, [{"write": {"path": str(path), "content": "A\nb\nc\n"}}])
+    focus(editor, buf, 1)
+    editor.nvim.command("AcpHunk preview")
+    float_lines = editor.lua(
+        """for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+             if vim.api.nvim_win_get_config(w).relative ~= '' then
+               return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false)
+             end
+           end"""
+    )
+    assert float_lines[1:] == ["-a", "+A"]
+    editor.nvim.input("]h")
+    editor.wait("vim.fn.line('.') == 3")
+    editor.nvim.command("AcpHunk accept")
+    editor.wait("require('acp').changes()[1].hunks[2].status == 'accepted'")
+    # Keys off: none mapped in the next buffer holding hunks.
+    editor.setup(agents={"files": editor.fake_agent("files")}, hunk_keys=False)
+    run(editor, [{"write": {"path": str(path), "content": "A\nB\nc\n"}}], turn=2)
+    assert editor.lua("return vim.fn.maparg(']h', 'n')") == ""
+    editor.nvim.command("AcpHunk reject")  # the command still works
+    assert any("no agent hunk" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+
+
+def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
+    editor: Editor, tmp_path: Path
+) -> None:
+    outside = tmp_path / "notes.txt"  # the session's directory is tmp_path/project
+    outside.write_text("keep\nold\n")
+    start(editor)
+    editor.lua(
+        "require('acp').send(...)",
+        json.dumps([{"write": {"path": str(outside), "content": "keep\nnew\n"}}]),
+    )
+    editor.wait_event("AcpPermissionRequest")
+    editor.wait(f"vim.fn.bufwinid({str(outside)!r}) ~= -1")
+    buf = editor.lua("return vim.fn.bufnr(...)", str(outside))
+    assert [
+        (m["row"], m["line_hl"], m["virt_lines"]) for m in marks(editor, buf, "acp.preview")
+    ] == [
+        (1, "AcpReviewDelete", []),
+        (1, "", ["new"]),
+    ]
+    assert outside.read_text() == "keep\nold\n"
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", str(outside))
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert outside.read_text() == "keep\nnew\n"
+    # The buffer loaded for the preview went with it.
+    assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1

@@ -1,0 +1,209 @@
+"""Edits shown before they are allowed, and baselines for a side-by-side diff: what
+the Python side hands the editor (no Neovim)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_nvim.client.config import FileAccessOptions
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.services.access import FileAccess
+from acp_nvim.client.services.changes import NOTHING, SessionChanges, proposed_from_diff
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import (
+    ChangesPart,
+    DiffPart,
+    FileOp,
+    PermissionOption,
+    ToolCall,
+    ToolCallPatch,
+)
+from tests.unit.conftest import wait_for
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = [("allow", "Allow", "allow_once"), ("reject", "Reject", "reject_once")]
+
+
+@pytest.fixture
+async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
+    """A ready chat whose review is a SessionChanges on ``tmp_path``."""
+    editor = RecordingEditor()
+    chat = Chat(1, "fake", editor)
+    chat.ready("s1", 1, None)
+    async with anyio.create_task_group() as tasks:
+        chat.changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        chat.changes.begin_turn()
+        yield chat
+        tasks.cancel_scope.cancel()
+
+
+def review(chat: Chat) -> SessionChanges:
+    assert isinstance(chat.changes, SessionChanges)
+    return chat.changes
+
+
+def editor_of(chat: Chat) -> RecordingEditor:
+    assert isinstance(chat.editor, RecordingEditor)
+    return chat.editor
+
+
+def prompt_of(chat: Chat, call_id: str) -> dict[str, Any]:
+    """The permission data of the last op drawing tool call ``call_id`` ({} for none)."""
+    ops = [op for op in editor_of(chat).ops.get(chat.id, []) if op.get("id") == call_id]
+    permission: dict[str, Any] = ops[-1].get("permission", {}) if ops else {}
+    return permission
+
+
+@pytest.mark.parametrize(
+    ("current", "old", "new", "proposed"),
+    [
+        ("a\nb\n", "a\nb\n", "a\nB\n", "a\nB\n"),  # the whole file (codex, gemini)
+        ("a\nb\n", "a\nb", "a\nB", "a\nB\n"),  # without its final newline (Claude)
+        ("x\na\nb\ny\n", "a\nb", "A", "x\nA\ny\n"),  # a fragment found once (opencode)
+        (None, None, "n\n", "n\n"),  # a new file
+        (None, "", "n\n", "n\n"),  # opencode's new file
+        ("a\na\n", "a", "b", NOTHING),  # a fragment found twice: no guess
+        ("z\n", "a\n", "b\n", NOTHING),  # the file moved on
+        ("there\n", None, "n\n", NOTHING),  # a "new" file that exists
+    ],
+)
+def test_proposed_from_diff(
+    current: str | None, old: str | None, new: str, proposed: object
+) -> None:
+    assert proposed_from_diff(current, old, new) == proposed
+
+
+async def test_a_diff_is_previewed_against_the_buffer_with_its_unsaved_lines(
+    chat: Chat, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("one\ntwo\nthree\n")
+    editor_of(chat).open_buffer(str(path), ["typed", "one", "two", "three"], modified=True)
+    call = ToolCall("c1", content=[DiffPart(str(path), "two\n", "2\n2b\n")])
+    [file] = await review(chat).preview(call)
+    # Rows are the buffer's (its unsaved first line included), lines without terminators.
+    assert (file.path, file.created, file.deleted) == (str(path), False, False)
+    assert [(h.row, h.count, h.lines) for h in file.hunks] == [(2, 1, ["2", "2b"])]
+
+
+async def test_a_git_patch_is_previewed_per_file(chat: Chat, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("old\nsame\n")
+    (tmp_path / "gone.txt").write_text("bye\n")
+    patch = (
+        f"diff --git {tmp_path}/a.txt {tmp_path}/a.txt\n--- {tmp_path}/a.txt\n"
+        f"+++ {tmp_path}/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+        f"diff --git {tmp_path}/new.txt {tmp_path}/new.txt\nnew file mode 100644\n"
+        f"--- /dev/null\n+++ {tmp_path}/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+there\n"
+        f"diff --git {tmp_path}/gone.txt {tmp_path}/gone.txt\ndeleted file mode 100644\n"
+        f"--- {tmp_path}/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"
+        # Does not fit the file: left out, not guessed.
+        f"diff --git {tmp_path}/a.txt {tmp_path}/a.txt\n--- {tmp_path}/a.txt\n"
+        f"+++ {tmp_path}/a.txt\n@@ -1 +1 @@\n-nope\n+x\n"
+    )
+    ops = [FileOp("modify", "a.txt"), FileOp("add", "new.txt"), FileOp("delete", "gone.txt")]
+    call = ToolCall("c1", content=[ChangesPart(ops, patch, "git_patch")])
+    previews = await review(chat).preview(call)
+    assert [
+        (Path(f.path).name, f.created, f.deleted, [(h.row, h.count, h.lines) for h in f.hunks])
+        for f in previews
+    ] == [
+        ("a.txt", False, False, [(0, 1, ["new"])]),
+        ("new.txt", True, False, [(0, 0, ["hello", "there"])]),
+        ("gone.txt", False, True, [(0, 1, [])]),
+    ]
+
+
+async def test_the_prompt_carries_the_preview_until_it_is_answered(
+    chat: Chat, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    perms = Permissions()
+    patch = ToolCallPatch("c1", kind="edit", content=[DiffPart(str(path), "x = 1\n", "x = 2\n")])
+    options = [PermissionOption(*o) for o in OPTIONS]
+    result: dict[str, str | None] = {}
+
+    async def ask() -> None:
+        result["choice"] = await perms.ask(chat, patch, options)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(ask)
+        await wait_for(lambda: "pending" in prompt_of(chat, "c1"))
+        prompt = prompt_of(chat, "c1")
+        assert prompt["pending"] is True
+        assert prompt["preview"] == [
+            {
+                "path": str(path),
+                "created": False,
+                "deleted": False,
+                "hunks": [{"row": 0, "count": 1, "lines": ["x = 2"]}],
+            }
+        ]
+        perms.answer(prompt["id"], "reject")
+    assert result["choice"] == "reject"
+    assert "preview" not in prompt_of(chat, "c1")  # answering removes it
+    assert path.read_text() == "x = 1\n"  # nothing was written
+
+
+async def test_no_preview_is_read_when_diff_preview_is_off(chat: Chat, tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    perms = Permissions()
+    perms.preview = False
+    patch = ToolCallPatch("c1", kind="edit", content=[DiffPart(str(path), "x = 1\n", "x = 2\n")])
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(perms.ask, chat, patch, [PermissionOption(*o) for o in OPTIONS])
+        await wait_for(lambda: "pending" in prompt_of(chat, "c1"))
+        assert "preview" not in prompt_of(chat, "c1")
+        perms.cancel(chat)
+
+
+async def test_a_write_outside_the_directory_is_previewed_at_its_access_prompt(
+    chat: Chat, tmp_path: Path
+) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("a\nb\n")
+    changes = review(chat)
+    project = tmp_path / "project"
+    project.mkdir()
+    perms = Permissions()
+    changes.access = FileAccess(chat, perms, str(project), FileAccessOptions())
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(changes.write, str(outside), "a\nB\n")
+            await wait_for(lambda: "pending" in prompt_of(chat, "fs_access1"))
+            prompt = prompt_of(chat, "fs_access1")
+            [file] = prompt["preview"]
+            assert (file["path"], file["hunks"]) == (
+                str(outside),
+                [{"row": 1, "count": 1, "lines": ["B"]}],
+            )
+            assert outside.read_text() == "a\nb\n"  # not before it is allowed
+            perms.answer(prompt["id"], "allow")
+        assert outside.read_text() == "a\nB\n"
+    finally:
+        outside.unlink()
+
+
+async def test_baseline_of_a_turn_goes_to_the_editor(chat: Chat, tmp_path: Path) -> None:
+    changes, editor = review(chat), editor_of(chat)
+    path = tmp_path / "a.txt"
+    path.write_text("1\n2\n")
+    changes.begin_turn()  # a.txt was there when the turn began
+    await changes.write(str(path), "1\ntwo\n")
+    changes.baseline(str(path))
+    assert editor.baselines == [(1, {"path": str(path), "turn": 2, "lines": ["1", "2"]})]
+    [hunk] = changes.summary()["files"][0]["hunks"]
+    await changes.decide("accept", str(path), hunk["id"])
+    changes.baseline(str(path), 2)  # what rejecting the open hunks would leave
+    assert editor.baselines[-1][1]["lines"] == ["1", "two"]
+    changes.baseline(str(tmp_path / "other.txt"))
+    assert editor.notices[-1][0] == "warn" and "no agent changes" in editor.notices[-1][1]
