@@ -487,6 +487,26 @@ class App:
             return
         review.baseline(path, turn)
 
+    async def restore(self, chat_id: int, turn: int | None = None) -> None:
+        """Take the project's files back to how they were before ``turn`` of the chat
+        (default: its last turn); the transcript marks it (the agent is not rewound:
+        it learns of the restore from the files)."""
+        chat = self.chats.get(chat_id)
+        review = self.reviews.get(chat_id)
+        if chat is None or review is None or chat.turn == 0:
+            self.editor.notify("no turn to restore", "warn")
+            return
+        if chat.state == "running":
+            self.editor.notify("cannot restore during a turn: cancel it first", "warn")
+            return
+        turn = chat.turn if turn is None else turn
+        if not 1 <= turn <= chat.turn:
+            self.editor.notify(f"no turn {turn} (turns 1 to {chat.turn})", "warn")
+            return
+        restored = await review.restore(turn)
+        listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
+        chat.info(f"*Restored the files to before turn {turn}: {listed}.*")
+
     async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
         """The user answered a permission prompt of chat ``chat_id``."""
         connection = self._agent_of.get(chat_id)

@@ -68,6 +68,13 @@ function M.restart()
   chat_module().restart(require_chat())
 end
 
+--- Take the files the agent changed back to how they were before turn `turn` of
+--- the current chat (default: its last turn), like |:AcpRestore|.
+---@param turn? integer
+function M.restore(turn)
+  require("acp.host").notify("restore", { chat = require_chat().id, turn = turn })
+end
+
 --- Prompts of the current chat waiting to be sent, oldest first (sent one by one
 --- when the running turn ends).
 ---@return string[]

@@ -482,6 +482,28 @@ class SessionChanges:
                     self.editor.notify(str(err), "warn")
             self._publish()
 
+    async def restore(self, turn: int) -> list[str]:
+        """Take the files back to how they were before ``turn``: every change of that
+        turn and later still open is rejected, newest turn first, so each reject
+        meets the text it expects (the user's later edits are kept, as with any
+        reject; changes the user accepted stay). Returns the files restored."""
+        restored: set[str] = set()
+        async with self._lock:
+            for changeset in reversed(self.store.turns()):
+                if changeset.turn < turn:
+                    break
+                for change in changeset.files():
+                    if not change.open:
+                        continue
+                    try:
+                        await self._decide_one("reject", change.path, None, changeset.turn)
+                    except (ReviewError, FileError) as err:
+                        self.editor.notify(str(err), "warn")
+                    else:
+                        restored.add(change.path)
+            self._publish()
+        return sorted(self._name(path) for path in restored)
+
     def summary(self) -> dict[str, Any]:
         """Plain data for Lua: ``{turn, files}``, files of every turn, newest first."""
         current = self.store.current
