@@ -41,13 +41,23 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
             msgspec.structs.force_setattr(self, "cwd", os.path.expanduser(self.cwd))
 
 
+# A size is a fraction of the editor (at most 1) or a count of cells (_SIZES).
+_Size = Annotated[float, Meta(gt=0)]
+_SIZES = {"width": 20, "height": 5}  # the least count of cells
+_Count = Annotated[int, Meta(ge=1)]
+
+
 class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Where and how big the chat windows are (used by the Lua side)."""
 
-    position: Literal["right", "left", "bottom", "tab"] = "right"
-    width: Annotated[int, Meta(ge=20)] = 80
-    height: Annotated[int, Meta(ge=5)] = 20
-    input_height: Annotated[int, Meta(ge=1)] = 5
+    position: Literal["right", "left", "bottom", "float", "tab"] = "right"
+    width: _Size = 0.4
+    min_width: _Count = 40
+    max_width: _Count = 120
+    height: _Size = 0.4
+    min_height: _Count = 10
+    max_height: _Count = 40
+    input_height: _Count = 5
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -123,6 +133,13 @@ def load_config(raw: Any) -> Config:
     config = msgspec.structs.replace(
         config, agents={name: _agent(name, spec) for name, spec in agents.items()}
     )
+    for key, least in _SIZES.items():
+        size = getattr(config.chat, key)
+        if size > 1 and (size < least or size % 1):
+            raise ConfigError(
+                f"chat.{key}: expected a fraction (at most 1) or a whole number >= {least},"
+                f" got {size:g}"
+            )
     if config.default_agent not in config.all_agents():
         raise ConfigError(f"default_agent: unknown agent {config.default_agent!r}")
     return config
