@@ -20,6 +20,9 @@ end, {
     return require("acp.config").agent_names()
   end,
 })
+command("AcpToggle", function()
+  acp().toggle()
+end, { desc = "Hide the agent chat, or show it" })
 command("AcpSend", function(args)
   acp().send(args.args)
 end, { nargs = "+", desc = "Send a message to the agent" })

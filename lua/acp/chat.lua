@@ -1,8 +1,11 @@
--- Chat windows: a transcript buffer (markdown, read-only) over an input buffer.
--- Each chat is bound to one session on the Python side by its integer id.
+-- Chats: a transcript buffer (markdown, read-only) and an input buffer, shown
+-- together by acp.layout. Each chat is bound to one session on the Python side
+-- by its integer id.
 local config = require("acp.config")
 local host = require("acp.host")
+local layout = require("acp.layout")
 local render = require("acp.render")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -16,6 +19,7 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.tools)
+---@field layout? string the `chat.position` its windows were opened with (acp.layout)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -67,51 +71,8 @@ end
 
 local function update_winbar(chat)
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    vim.wo[win].winbar = winbar(chat)
+    util.set_local(win, { winbar = winbar(chat) })
   end
-end
-
-local function set_window_options(win, is_transcript)
-  local wo = vim.wo[win]
-  wo.wrap = true
-  wo.linebreak = true
-  wo.number = false
-  wo.relativenumber = false
-  wo.signcolumn = "no"
-  wo.winfixwidth = true
-  if is_transcript then
-    wo.foldmethod = "expr"
-    wo.foldexpr = "v:lua.require'acp.chat'.foldexpr(v:lnum)"
-    wo.foldlevel = 99
-    wo.conceallevel = 2
-  end
-end
-
---- Show a chat's buffers in a split (or focus them when already visible).
-local function show(chat)
-  local wins = vim.fn.win_findbuf(chat.input)
-  if #wins > 0 then
-    api.nvim_set_current_win(wins[1])
-    return
-  end
-  local opts = config.options.chat or {}
-  local position = opts.position or "right"
-  if position == "tab" then
-    vim.cmd("tabnew")
-  elseif position == "bottom" then
-    vim.cmd(("botright %dsplit"):format(opts.height or 20))
-  else
-    vim.cmd(("%s %dvsplit"):format(position == "left" and "topleft" or "botright", opts.width or 80))
-  end
-  local transcript_win = api.nvim_get_current_win()
-  api.nvim_win_set_buf(transcript_win, chat.transcript)
-  set_window_options(transcript_win, true)
-  vim.cmd(("belowright %dsplit"):format(opts.input_height or 5))
-  local input_win = api.nvim_get_current_win()
-  api.nvim_win_set_buf(input_win, chat.input)
-  set_window_options(input_win, false)
-  vim.wo[input_win].winfixheight = true
-  update_winbar(chat)
 end
 
 local function map(chat)
@@ -136,12 +97,7 @@ local function map(chat)
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
-      for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-        pcall(api.nvim_win_close, win, false)
-      end
-      for _, win in ipairs(vim.fn.win_findbuf(chat.input)) do
-        pcall(api.nvim_win_close, win, false)
-      end
+      layout.hide(chat)
     end, { buffer = buf, desc = "acp: hide the chat" })
   end
 end
@@ -174,6 +130,29 @@ local function create()
   bound_syntax_sync(chat.transcript)
   M.chats[id] = chat
   map(chat)
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    vim.b[buf].acp_chat = id
+    api.nvim_create_autocmd("BufWinEnter", {
+      buffer = buf,
+      callback = function()
+        layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
+        update_winbar(chat)
+      end,
+    })
+    api.nvim_create_autocmd("WinClosed", {
+      buffer = buf,
+      callback = function(ev)
+        local win = tonumber(ev.match) --[[@as integer]]
+        local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
+        -- The layout cannot change inside WinClosed.
+        vim.schedule(function()
+          if M.chats[chat.id] then
+            layout.rejoin(chat, tab, closed_current)
+          end
+        end)
+      end,
+    })
+  end
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
@@ -182,22 +161,6 @@ local function create()
     end,
   })
   return chat
-end
-
---- Put `chat` in the windows that show `old`; false when none do.
-local function take_windows(old, chat)
-  local shown = false
-  for _, pair in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
-    for _, win in ipairs(vim.fn.win_findbuf(pair[1])) do
-      api.nvim_win_set_buf(win, pair[2])
-      shown = true
-    end
-  end
-  local input_win = vim.fn.win_findbuf(chat.input)[1]
-  if input_win then
-    api.nvim_set_current_win(input_win)
-  end
-  return shown
 end
 
 ---@param opts {agent?: string, new?: boolean, session_id?: string}
@@ -211,7 +174,7 @@ function M.open(opts)
     existing = nil
   end
   if existing and not opts.new and not opts.session_id and (not opts.agent or opts.agent == existing.status.agent) then
-    show(existing)
+    layout.show(existing)
     return existing
   end
   local chat = create()
@@ -219,8 +182,8 @@ function M.open(opts)
   M.current = chat.id
   -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers.
-  if not (existing and take_windows(existing, chat)) then
-    show(chat)
+  if not (existing and layout.take_over(existing, chat)) then
+    layout.show(chat)
   end
   update_winbar(chat)
   host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd(), session_id = opts.session_id })
@@ -254,6 +217,13 @@ function M.close(chat)
     end
   end
 end
+
+api.nvim_create_autocmd("VimResized", {
+  group = api.nvim_create_augroup("acp.layout", { clear = true }),
+  callback = function()
+    layout.resize(M.chats)
+  end,
+})
 
 --- Render ops from Python for chat `id`.
 function M.render(id, ops)
