@@ -138,6 +138,39 @@ def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     assert "permission: selected no" in editor.transcript_text()
 
 
+def test_the_input_answers_a_prompt_in_normal_mode(editor: Editor) -> None:
+    status = start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected proceed_once" in editor.transcript_text()
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+    # No prompt waits: `a` in the input appends again.
+    editor.nvim.input("a")
+    editor.wait("vim.api.nvim_get_mode().mode == 'i'")
+
+
+def test_keys_a_prompt_does_not_offer_do_not_fall_through(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('execute nokind')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor)
+    editor.nvim.input("R")
+    editor.wait("#_G.acp_notices > 0", what="a notice for R")
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
+        "acp: the permission prompt takes 1 2 (or :AcpPermission)"
+    )
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert "E21" not in editor.lua("return vim.v.errmsg")
+    assert PROMPT in editor.transcript()  # still waiting
+    editor.nvim.input("1")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected yes" in editor.transcript_text()
+
+
 def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     start(editor)
     editor.lua(STUB_SELECT + "_G.pick = 2")
