@@ -225,13 +225,42 @@ api.nvim_create_autocmd("VimResized", {
   end,
 })
 
+-- Blocks that fold under their header line.
+local FOLDED = { thought = true, tool = true }
+
+--- New blocks arrive open, unless 'foldlevel' closes them (zM): once the user
+--- closed a fold (zc), Vim creates every new fold of the window closed.
+local function open_folds(chat, blocks)
+  local lnums = {}
+  for _, block in ipairs(blocks) do
+    if FOLDED[block.kind] then
+      table.insert(lnums, render.start_row(chat.transcript, block) + 1)
+    end
+  end
+  if #lnums == 0 then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+    if vim.wo[win].foldlevel > 0 then
+      api.nvim_win_call(win, function()
+        for _, lnum in ipairs(lnums) do
+          if vim.fn.foldclosed(lnum) ~= -1 then
+            vim.cmd(lnum .. "foldopen")
+          end
+        end
+      end)
+    end
+  end
+end
+
 --- Render ops from Python for chat `id`.
 function M.render(id, ops)
   local chat = M.chats[id]
   if not valid(chat) then
     return
   end
-  local status = render.apply(chat.transcript, chat.blocks, ops)
+  local status, created = render.apply(chat.transcript, chat.blocks, ops)
+  open_folds(chat, created)
   require("acp.prompt").update(chat, ops)
   require("acp.tools").follow(chat, ops)
   if next(status) then
@@ -253,13 +282,15 @@ function M.host_exited(message)
   end
 end
 
+--- A thought or tool call block is one fold from its header line (shown as it
+--- is when closed, 'foldtext' ""), so zc on the header folds the block.
 function M.foldexpr(lnum)
   local buf = api.nvim_get_current_buf()
   for _, chat in pairs(M.chats) do
     if chat.transcript == buf then
       local kind, first = render.kind_at(buf, chat.blocks, lnum)
-      if (kind == "thought" or kind == "tool") and not first then
-        return 1
+      if FOLDED[kind] then
+        return first and ">1" or 1
       end
       return 0
     end

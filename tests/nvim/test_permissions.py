@@ -324,14 +324,15 @@ def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) ->
     assert editor.lua("return vim.api.nvim_get_current_win()") == input_win
 
 
-def test_tool_block_folds_under_its_visible_header(editor: Editor) -> None:
+def test_tool_block_folds_from_its_header_shown_as_it_is(editor: Editor) -> None:
     start(editor, "tool_calls")
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
     head = lines.index("#### Edit file")
-    focus_transcript(editor, head + 2)
-    editor.nvim.command("normal! zc")
-    assert editor.lua(f"return vim.fn.foldclosed({head + 2})") == head + 2  # folds below the header
-    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == -1  # the header stays visible
+    focus_transcript(editor, head)
+    editor.nvim.command("normal! zc")  # on the header itself: no E490
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
+    assert editor.lua(f"return vim.fn.foldclosedend({head + 1})") >= lines.index(f"→ {path}:3") + 1
+    assert editor.lua("return vim.wo.foldtext") == ""  # the closed fold shows the header line
