@@ -8,7 +8,21 @@ local function acp()
   return require("acp")
 end
 
-local command = vim.api.nvim_create_user_command
+--- A user command whose user errors (acp.util.user_error) show as one line, not
+--- as a Lua traceback; other errors go on as they are.
+local function command(name, body, opts)
+  vim.api.nvim_create_user_command(name, function(args)
+    local ok, err = pcall(body, args)
+    if ok then
+      return
+    end
+    if type(err) == "string" and vim.startswith(err, "acp: ") then
+      require("acp.util").notify(err:sub(6))
+    else
+      error(err, 0)
+    end
+  end, opts)
+end
 
 command("AcpChat", function(args)
   acp().open({ agent = args.fargs[1], new = args.bang })
@@ -49,7 +63,13 @@ command("AcpReview", function()
 end, { desc = "Review the agent's file changes (accept or reject hunks)" })
 command("AcpConfig", function(args)
   acp().config(args.fargs[1], args.fargs[2])
-end, { nargs = "*", desc = "Change a session setting (mode, model, ...)" })
+end, {
+  nargs = "*",
+  desc = "Change a session setting (mode, model, ...)",
+  complete = function(arglead, cmdline)
+    return require("acp.session").complete(arglead, cmdline)
+  end,
+})
 command("AcpSessions", function()
   acp().sessions()
 end, { desc = "Pick a saved session of the agent and resume it" })

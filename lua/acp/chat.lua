@@ -20,6 +20,7 @@ local api = vim.api
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.tools)
 ---@field layout? string the `chat.position` its windows were opened with (acp.layout)
+---@field cwd string the session's directory
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -179,6 +180,7 @@ function M.open(opts)
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
+  chat.cwd = vim.fn.getcwd()
   M.current = chat.id
   -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers.
@@ -186,7 +188,7 @@ function M.open(opts)
     layout.show(chat)
   end
   update_winbar(chat)
-  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = vim.fn.getcwd(), session_id = opts.session_id })
+  host.notify("open", { chat = chat.id, agent = opts.agent, cwd = chat.cwd, session_id = opts.session_id })
   return chat
 end
 

@@ -122,6 +122,13 @@ local function drained(cmd)
   return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh" }, argv)
 end
 
+--- A hidden buffer for a terminal; `q` (normal mode) closes its window.
+local function new_buffer()
+  local buf = api.nvim_create_buf(false, true)
+  util.map_close(buf, "terminal window")
+  return buf
+end
+
 --- Run `cmd` (a string: through 'shell'; a list: argv) in a new hidden terminal buffer.
 ---@param key string
 ---@param cmd string|string[]
@@ -130,7 +137,7 @@ end
 ---@return integer pid
 function M.create(key, cmd, cwd, env)
   local argv = drained(cmd)
-  local buf = api.nvim_create_buf(false, true)
+  local buf = new_buffer()
   local ok, job = pcall(api.nvim_buf_call, buf, function()
     return vim.fn.jobstart(argv, {
       term = true,
@@ -155,7 +162,7 @@ function M.create(key, cmd, cwd, env)
 end
 
 local function new_display()
-  local buf = api.nvim_create_buf(false, true)
+  local buf = new_buffer()
   return buf, api.nvim_open_term(buf, {})
 end
 

@@ -70,6 +70,28 @@ function M.close_window(win)
   end)
 end
 
+--- Go to a window showing `buf` (in any tab page), else show it in a new tab page.
+---@param buf integer
+---@return boolean opened whether a new tab page was opened
+function M.focus_or_tab(buf)
+  local win = vim.fn.win_findbuf(buf)[1]
+  if win then
+    vim.api.nvim_set_current_win(win)
+    return false
+  end
+  vim.cmd("tab sbuffer " .. buf)
+  return true
+end
+
+--- Map `q` in normal mode on `buf` to close the window showing it.
+---@param buf integer
+---@param what string what closes, for the mapping's description
+function M.map_close(buf, what)
+  vim.keymap.set("n", "q", function()
+    M.close_window(vim.api.nvim_get_current_win())
+  end, { buffer = buf, nowait = true, desc = "acp: close the " .. what })
+end
+
 --- The plugin's root directory (holding lua/, plugin/, acp_nvim/).
 function M.root()
   local source = debug.getinfo(1, "S").source:sub(2)

@@ -304,6 +304,21 @@ def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
+def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
+    start(editor, "tool_calls")
+    path = write_file(editor)
+    editor.lua("require('acp').send(...)", f"{path}:3")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@.
+    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {path}", 1)):
+        focus_transcript(editor, lines.index(row))
+        editor.nvim.input("<CR>")
+        editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}", what=f"<CR> on {row!r}")
+        assert editor.lua("return vim.api.nvim_win_get_cursor(0)") == [line, 0], row
+        assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
+
+
 def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) -> None:
     start(editor, "tool_calls", follow_agent=True)
     path = write_file(editor)
