@@ -38,7 +38,7 @@ gen: $(STAMP) ## regenerate protocol types and doc sections
 	$(PY) scripts/gen_types.py
 	$(PY) scripts/gen_doc.py
 
-doc: $(STAMP) ## regenerate the options and highlights sections of doc/acp.txt
+doc: $(STAMP) ## regenerate the options and highlights sections of doc/acp.txt, and doc/tags
 	$(PY) scripts/gen_doc.py
 
 check: $(STAMP) ## fail when generated files drift from their sources

@@ -3,7 +3,7 @@ page, `q` that closes, completion, one-line errors, described mappings, help."""
 
 from __future__ import annotations
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import ROOT, Editor
 
 TABS = "return #vim.api.nvim_list_tabpages()"
 
@@ -84,3 +84,18 @@ def test_every_chat_mapping_has_a_description(editor: Editor) -> None:
         status["input_buf"],
     )
     assert {"a", "A", "r", "R"} <= set(prompt_keys)
+
+
+def test_help_acp_opens_on_the_quick_start_without_a_plugin_manager(editor: Editor) -> None:
+    # The plugin is only on 'runtimepath' (tests/nvim/init.lua): doc/tags ships.
+    assert (ROOT / "doc" / "tags").exists()
+    editor.nvim.command("help acp")
+    assert editor.lua("return vim.fn.expand('%:t')") == "acp.txt"
+    top = editor.lua("return vim.fn.line('.')")
+    lines = editor.nvim.current.buffer[top - 1 :]
+    assert "*acp*" in lines[0]
+    end = next(i for i, line in enumerate(lines) if line.startswith("====="))
+    quick_start = "\n".join(lines[:end])
+    assert end <= 24, "the quick start fits on one screen"
+    for words in (":AcpChat", ":AcpToggle", "setup(", "|acp-contents|"):
+        assert words in quick_start
