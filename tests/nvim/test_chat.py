@@ -135,6 +135,33 @@ def test_zc_on_a_thought_header_folds_it_and_later_blocks_arrive_open(editor: Ed
 
 
 @pytest.mark.parametrize("version", [1, 2])
+def test_an_unclosed_fence_in_the_prompt_leaves_later_blocks_alone(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(
+        agents={"fake": editor.fake_agent("capabilities")},
+        default_agent="fake",
+        protocol_version=version,
+    )
+    status = editor.open_chat()
+    editor.lua("require('acp').send(...)", "look:\n```python\nprint(1)")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    assert lines[:5] == ["## You", "look:", "```python", "print(1)", "```"]
+    agent = lines.index("## Agent")
+    syntax = editor.lua(
+        """local buf, lnum = ...
+        return vim.api.nvim_buf_call(buf, function()
+          return vim.tbl_map(function(id) return vim.fn.synIDattr(id, 'name') end,
+            vim.fn.synstack(lnum, 1))
+        end)""",
+        status["transcript_buf"],
+        agent + 1,
+    )
+    assert syntax and not any("Code" in name for name in syntax), syntax
+
+
+@pytest.mark.parametrize("version", [1, 2])
 def test_enter_in_input_sends_and_clears_it(editor: Editor, version: int) -> None:
     editor.setup(protocol_version=version)
     status = editor.open_chat()
