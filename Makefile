@@ -42,7 +42,7 @@ gen: $(STAMP) ## regenerate protocol types, lua/acp/defaults.lua and doc section
 	$(PY) scripts/gen_defaults.py
 	$(PY) scripts/gen_doc.py
 
-doc: $(STAMP) ## regenerate lua/acp/defaults.lua and the generated sections of doc/acp.txt
+doc: $(STAMP) ## regenerate lua/acp/defaults.lua, the generated sections of doc/acp.txt, and doc/tags
 	$(PY) scripts/gen_defaults.py
 	$(PY) scripts/gen_doc.py
 

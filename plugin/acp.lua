@@ -8,7 +8,21 @@ local function acp()
   return require("acp")
 end
 
-local command = vim.api.nvim_create_user_command
+--- A user command whose user errors (acp.util.user_error) show as one line, not
+--- as a Lua traceback; other errors go on as they are.
+local function command(name, body, opts)
+  vim.api.nvim_create_user_command(name, function(args)
+    local ok, err = pcall(body, args)
+    if ok then
+      return
+    end
+    if type(err) == "string" and vim.startswith(err, "acp: ") then
+      require("acp.util").notify(err:sub(6))
+    else
+      error(err, 0)
+    end
+  end, opts)
+end
 
 command("AcpChat", function(args)
   acp().open({ agent = args.fargs[1], new = args.bang })
@@ -20,6 +34,9 @@ end, {
     return require("acp.config").agent_names()
   end,
 })
+command("AcpToggle", function()
+  acp().toggle()
+end, { desc = "Hide the agent chat, or show it" })
 command("AcpSend", function(args)
   acp().send(args.args)
 end, { nargs = "+", desc = "Send a message to the agent" })
@@ -77,7 +94,13 @@ end, {
 })
 command("AcpConfig", function(args)
   acp().config(args.fargs[1], args.fargs[2])
-end, { nargs = "*", desc = "Change a session setting (mode, model, ...)" })
+end, {
+  nargs = "*",
+  desc = "Change a session setting (mode, model, ...)",
+  complete = function(arglead, cmdline)
+    return require("acp.session").complete(arglead, cmdline)
+  end,
+})
 local function choices(category)
   return function()
     local chat = require("acp.chat").get()

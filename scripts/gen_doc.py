@@ -1,24 +1,31 @@
-"""Rewrite the generated sections of doc/acp.txt from the code.
+"""Rewrite the generated sections of doc/acp.txt from the code, and doc/tags.
 
 - Options and built-in agents: the msgspec Structs of ``acp_nvim/client/config.py``,
   read through ``scripts/gen_defaults.py`` (which also writes lua/acp/defaults.lua).
 - Highlights: the ``M.groups`` list of ``lua/acp/highlights.lua``.
+- doc/tags: Neovim's ``:helptags`` of the result. It is committed, so that
+  ``:help acp`` works in a plain clone on 'runtimepath' (no plugin manager).
 
-``--check`` writes nothing and exits 1 when doc/acp.txt is out of date.
+``--check`` writes nothing and exits 1 when either file is out of date.
 It parses the one Lua shape highlights.lua uses, not Lua in general.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from gen_defaults import Option, agent_rows, option_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "doc" / "acp.txt"
+TAGS = ROOT / "doc" / "tags"
 HIGHLIGHTS = ROOT / "lua" / "acp" / "highlights.lua"
 
 
@@ -61,19 +68,52 @@ def render(doc: str) -> str:
     return doc
 
 
+def nvim() -> str:
+    """$NVIM_BIN, else the Neovim of this Python's environment (the test extra
+    installs one), else the one on PATH."""
+    found = os.environ.get("NVIM_BIN") or shutil.which(
+        "nvim", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    if not found:
+        sys.exit("doc/tags needs Neovim: set NVIM_BIN")
+    return found
+
+
+def helptags(doc: str) -> str:
+    """doc/tags as ``:helptags`` writes it for ``doc`` (a duplicate tag fails)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, DOC.name).write_text(doc)
+        run = subprocess.run(
+            [nvim(), "--clean", "--headless", "-c", f"helptags {tmp}", "-c", "qa!"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if run.returncode or re.search(r"E\d+:", run.stderr):
+            sys.exit(f"helptags failed: {run.stderr.strip()}")
+        return Path(tmp, "tags").read_text()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if doc/acp.txt is stale")
+    parser.add_argument("--check", action="store_true", help="fail if doc/ is stale")
     args = parser.parse_args()
     old = DOC.read_text()
     new = render(old)
+    tags = helptags(new)
     if args.check:
-        if new != old:
-            print("doc/acp.txt is out of date: run `make doc`", file=sys.stderr)
+        stale = [p.name for p, text in ((DOC, new), (TAGS, tags)) if _read(p) != text]
+        if stale:
+            print(f"doc/{' and doc/'.join(stale)} out of date: run `make doc`", file=sys.stderr)
             return 1
         return 0
     DOC.write_text(new)
+    TAGS.write_text(tags)
     return 0
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
 
 
 if __name__ == "__main__":

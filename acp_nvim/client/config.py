@@ -67,16 +67,32 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
             msgspec.structs.force_setattr(self, "cwd", os.path.expanduser(self.cwd))
 
 
+# A size is a fraction of the editor (at most 1) or a count of cells (_SIZES).
+_Size = Annotated[float, Meta(gt=0)]
+_SIZES = {"width": 20, "height": 5}  # the least count of cells
+_Count = Annotated[int, Meta(ge=1)]
+
+
 class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Where and how big the chat windows are (used by the Lua side)."""
 
-    position: Literal["right", "left", "bottom", "tab"] = "right"
-    """where the chat opens"""
-    width: Annotated[int, Meta(ge=20)] = 80
-    """columns, for right/left"""
-    height: Annotated[int, Meta(ge=5)] = 20
-    """lines, for bottom"""
-    input_height: Annotated[int, Meta(ge=1)] = 5
+    position: Literal["right", "left", "bottom", "float", "tab"] = "right"
+    """where the chat opens (see |acp-layout|)"""
+    width: _Size = 0.4
+    """for right, left and float: a fraction of the editor's columns (at most 1), or
+    columns (20 or more)"""
+    min_width: _Count = 40
+    """columns the width is never below (wins over max_width)"""
+    max_width: _Count = 120
+    """columns the width is never above"""
+    height: _Size = 0.4
+    """for bottom and float, input included: a fraction of the editor's lines (at most
+    1), or lines (5 or more)"""
+    min_height: _Count = 10
+    """lines the height is never below (wins over max_height)"""
+    max_height: _Count = 40
+    """lines the height is never above"""
+    input_height: _Count = 5
     """lines of the input window"""
 
 
@@ -235,6 +251,13 @@ def load_config(raw: Any) -> Config:
     for root in config.fs_access.roots:
         if not os.path.isabs(root):
             raise ConfigError(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
+    for key, least in _SIZES.items():
+        size = getattr(config.chat, key)
+        if size > 1 and (size < least or size % 1):
+            raise ConfigError(
+                f"chat.{key}: expected a fraction (at most 1) or a whole number >= {least},"
+                f" got {size:g}"
+            )
     if config.default_agent not in config.all_agents():
         raise ConfigError(f"default_agent: unknown agent {config.default_agent!r}")
     return config

@@ -1,9 +1,12 @@
--- Chat windows: a transcript buffer (markdown, read-only) over an input buffer.
--- Each chat is bound to one session on the Python side by its integer id.
+-- Chats: a transcript buffer (markdown, read-only) and an input buffer, shown
+-- together by acp.layout. Each chat is bound to one session on the Python side
+-- by its integer id.
 local config = require("acp.config")
 local host = require("acp.host")
 local util = require("acp.util")
+local layout = require("acp.layout")
 local render = require("acp.render")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -20,6 +23,8 @@ local api = vim.api
 ---@field opened {agent?: string, session_id?: string} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (M.fail)
 ---@field failures? integer failures shown in the transcript
+---@field layout? string the `chat.position` its windows were opened with (acp.layout)
+---@field cwd string the session's directory
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -115,50 +120,8 @@ end
 
 local function update_winbar(chat)
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    vim.wo[win].winbar = winbar(chat)
+    util.set_local(win, { winbar = winbar(chat) })
   end
-end
-
-local function set_window_options(win, is_transcript)
-  local wo = vim.wo[win]
-  wo.wrap = true
-  wo.linebreak = true
-  wo.number = false
-  wo.relativenumber = false
-  wo.signcolumn = "no"
-  wo.winfixwidth = true
-  if is_transcript then
-    wo.foldmethod = "expr"
-    wo.foldexpr = "v:lua.require'acp.chat'.foldexpr(v:lnum)"
-    wo.foldlevel = 99
-    wo.conceallevel = 2
-  end
-end
-
---- Show a chat's buffers in a split (or focus them when already visible).
-local function show(chat)
-  local wins = vim.fn.win_findbuf(chat.input)
-  if #wins > 0 then
-    api.nvim_set_current_win(wins[1])
-    return
-  end
-  local opts = config.options.chat
-  if opts.position == "tab" then
-    vim.cmd("tabnew")
-  elseif opts.position == "bottom" then
-    vim.cmd(("botright %dsplit"):format(opts.height))
-  else
-    vim.cmd(("%s %dvsplit"):format(opts.position == "left" and "topleft" or "botright", opts.width))
-  end
-  local transcript_win = api.nvim_get_current_win()
-  api.nvim_win_set_buf(transcript_win, chat.transcript)
-  set_window_options(transcript_win, true)
-  vim.cmd(("belowright %dsplit"):format(opts.input_height))
-  local input_win = api.nvim_get_current_win()
-  api.nvim_win_set_buf(input_win, chat.input)
-  set_window_options(input_win, false)
-  vim.wo[input_win].winfixheight = true
-  update_winbar(chat)
 end
 
 local function map(chat)
@@ -183,12 +146,7 @@ local function map(chat)
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
-      for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-        pcall(api.nvim_win_close, win, false)
-      end
-      for _, win in ipairs(vim.fn.win_findbuf(chat.input)) do
-        pcall(api.nvim_win_close, win, false)
-      end
+      layout.hide(chat)
     end, { buffer = buf, desc = "acp: hide the chat" })
   end
 end
@@ -222,6 +180,29 @@ local function create()
   M.chats[id] = chat
   map(chat)
   require("acp.complete").attach(chat)
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    vim.b[buf].acp_chat = id
+    api.nvim_create_autocmd("BufWinEnter", {
+      buffer = buf,
+      callback = function()
+        layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
+        update_winbar(chat)
+      end,
+    })
+    api.nvim_create_autocmd("WinClosed", {
+      buffer = buf,
+      callback = function(ev)
+        local win = tonumber(ev.match) --[[@as integer]]
+        local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
+        -- The layout cannot change inside WinClosed.
+        vim.schedule(function()
+          if M.chats[chat.id] then
+            layout.rejoin(chat, tab, closed_current)
+          end
+        end)
+      end,
+    })
+  end
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
@@ -232,27 +213,11 @@ local function create()
   return chat
 end
 
---- Put `chat` in the windows that show `old`; false when none do.
-local function take_windows(old, chat)
-  local shown = false
-  for _, pair in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
-    for _, win in ipairs(vim.fn.win_findbuf(pair[1])) do
-      api.nvim_win_set_buf(win, pair[2])
-      shown = true
-    end
-  end
-  local input_win = vim.fn.win_findbuf(chat.input)[1]
-  if input_win then
-    api.nvim_set_current_win(input_win)
-  end
-  return shown
-end
-
 --- Ask the Python side for the chat's session, or show why it cannot start.
 local function start(chat)
   if host.ensure() then
     local opened = chat.opened
-    host.notify("open", { chat = chat.id, agent = opened.agent, cwd = vim.fn.getcwd(), session_id = opened.session_id })
+    host.notify("open", { chat = chat.id, agent = opened.agent, cwd = chat.cwd, session_id = opened.session_id })
   else
     M.fail(chat, host.failure.message)
   end
@@ -274,7 +239,7 @@ function M.open(opts)
     and (not opts.agent or opts.agent == existing.status.agent)
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
   if reuse and not (existing.host_failed and existing.status.session_id) then
-    show(existing)
+    layout.show(existing)
     if existing.host_failed then
       M.retry(existing)
     end
@@ -283,11 +248,12 @@ function M.open(opts)
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
   chat.opened = { agent = opts.agent, session_id = opts.session_id }
+  chat.cwd = vim.fn.getcwd()
   M.current = chat.id
   -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers.
-  if not (existing and take_windows(existing, chat)) then
-    show(chat)
+  if not (existing and layout.take_over(existing, chat)) then
+    layout.show(chat)
   end
   update_winbar(chat)
   start(chat)
@@ -392,6 +358,41 @@ function M.close(chat)
   end
 end
 
+api.nvim_create_autocmd("VimResized", {
+  group = api.nvim_create_augroup("acp.layout", { clear = true }),
+  callback = function()
+    layout.resize(M.chats)
+  end,
+})
+
+-- Blocks that fold under their header line.
+local FOLDED = { thought = true, tool = true }
+
+--- New blocks arrive open, unless 'foldlevel' closes them (zM): once the user
+--- closed a fold (zc), Vim creates every new fold of the window closed.
+local function open_folds(chat, blocks)
+  local lnums = {}
+  for _, block in ipairs(blocks) do
+    if FOLDED[block.kind] then
+      table.insert(lnums, render.start_row(chat.transcript, block) + 1)
+    end
+  end
+  if #lnums == 0 then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+    if vim.wo[win].foldlevel > 0 then
+      api.nvim_win_call(win, function()
+        for _, lnum in ipairs(lnums) do
+          if vim.fn.foldclosed(lnum) ~= -1 then
+            vim.cmd(lnum .. "foldopen")
+          end
+        end
+      end)
+    end
+  end
+end
+
 --- Render ops from Python for chat `id`.
 function M.render(id, ops)
   local chat = M.chats[id]
@@ -403,7 +404,8 @@ function M.render(id, ops)
       give_back(chat, op.text)
     end
   end
-  local status = render.apply(chat.transcript, chat.blocks, ops)
+  local status, created = render.apply(chat.transcript, chat.blocks, ops)
+  open_folds(chat, created)
   require("acp.prompt").update(chat, ops)
   require("acp.tools").follow(chat, ops)
   if next(status) then
@@ -464,16 +466,17 @@ function M.retry_failed()
       M.retry(chat)
     end
   end
-  return ids
 end
 
+--- A thought or tool call block is one fold from its header line (shown as it
+--- is when closed, 'foldtext' ""), so zc on the header folds the block.
 function M.foldexpr(lnum)
   local buf = api.nvim_get_current_buf()
   for _, chat in pairs(M.chats) do
     if chat.transcript == buf then
       local kind, first = render.kind_at(buf, chat.blocks, lnum)
-      if (kind == "thought" or kind == "tool") and not first then
-        return 1
+      if FOLDED[kind] then
+        return first and ">1" or 1
       end
       return 0
     end

@@ -28,9 +28,13 @@ local M = {}
 
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions
----@field position? "right"|"left"|"bottom"|"tab" where the chat opens
----@field width? integer columns, for right/left
----@field height? integer lines, for bottom
+---@field position? "right"|"left"|"bottom"|"float"|"tab" where the chat opens (see |acp-layout|)
+---@field width? number for right, left and float: a fraction of the editor's columns (at most 1), or columns (20 or more)
+---@field min_width? integer columns the width is never below (wins over max_width)
+---@field max_width? integer columns the width is never above
+---@field height? number for bottom and float, input included: a fraction of the editor's lines (at most 1), or lines (5 or more)
+---@field min_height? integer lines the height is never below (wins over max_height)
+---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
 
 --- How long to wait for an agent before giving up on it (seconds).
@@ -80,8 +84,12 @@ M.options = {
   log_lines = 5000,
   chat = {
     position = "right",
-    width = 80,
-    height = 20,
+    width = 0.4,
+    min_width = 40,
+    max_width = 120,
+    height = 0.4,
+    min_height = 10,
+    max_height = 40,
     input_height = 5,
   },
   timeouts = {

@@ -35,6 +35,18 @@ function M.open(opts)
   return chat_module().open(opts or {}).id
 end
 
+--- Hide the current chat's windows when the current tab page shows them, else
+--- show the chat (opening one when there is none), like |:AcpChat|.
+function M.toggle()
+  local chat = chat_module().get()
+  local layout = require("acp.layout")
+  if chat and layout.shown(chat) then
+    layout.hide(chat)
+  else
+    M.open()
+  end
+end
+
 --- Send a message to the current chat's agent. `opts.context`: what to attach,
 --- each `{type="file", path=...}`, `{type="buffer", bufnr=...}`,
 --- `{type="selection", bufnr=..., range={l1, l2}}`, `{type="diagnostics", bufnr=...}`

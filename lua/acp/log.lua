@@ -1,5 +1,7 @@
 -- :AcpLog — the Python side's stderr, then the bounded protocol log (both
 -- directions and agent stderr).
+local util = require("acp.util")
+
 local M = {}
 
 function M.open()
@@ -14,11 +16,12 @@ function M.open()
     buf = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_name(buf, name)
     vim.bo[buf].filetype = "acplog"
+    util.map_close(buf, "log")
   end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, #lines > 0 and lines or { "(the protocol log is empty)" })
   vim.bo[buf].modifiable = false
-  vim.cmd("tab sbuffer " .. buf)
+  util.focus_or_tab(buf)
   vim.cmd("normal! G")
   return buf
 end

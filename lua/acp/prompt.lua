@@ -1,6 +1,7 @@
--- Permission prompts in the transcript: keys while a prompt is pending, a picker
--- (vim.ui.select), and a notice when the chat is not on screen. Python owns the
--- requests and assigns the keys; this maps them and sends the user's answer.
+-- Permission prompts in the transcript: keys while a prompt is pending (in the
+-- transcript and the input), a picker (vim.ui.select), and a notice when the chat
+-- is not on screen. Python owns the requests and assigns the keys; this maps them
+-- and sends the user's answer.
 local host = require("acp.host")
 local render = require("acp.render")
 local util = require("acp.util")
@@ -70,19 +71,25 @@ local function at_cursor(chat)
   end
 end
 
---- A prompt key: answer the prompt at the cursor, else the oldest one with that key.
+--- A prompt key: answer the prompt at the cursor, else the oldest one with that
+--- key; no prompt offers it: say which keys they do.
 function M.press(chat, key)
   local first = at_cursor(chat)
   local entries = { first }
   vim.list_extend(entries, pending(chat))
+  local offered = {}
   for _, entry in ipairs(entries) do
     local permission = permission_of(chat, entry)
     for _, option in ipairs(permission.options) do
       if option.key == key then
         return M.answer(chat, permission, option)
       end
+      if option.key and not vim.tbl_contains(offered, option.key) then
+        table.insert(offered, option.key)
+      end
     end
   end
+  util.notify(("the permission prompt takes %s (or :AcpPermission)"):format(table.concat(offered, " ")), "info")
 end
 
 --- <CR> on a pending prompt (`offset` in its tool block) opens the picker: a key
@@ -117,10 +124,18 @@ function M.open()
   util.notify("no permission request is pending", "info")
 end
 
---- The prompt keys are mapped on the transcript only while a prompt offers them.
+-- Keys by option kind. While a prompt waits they are all taken, offered or not:
+-- `R` must not start Replace mode, `a` must not start Insert mode in the input.
+local KIND_KEYS = { "a", "A", "r", "R" }
+
+--- While a prompt waits its keys are mapped in normal mode on the transcript and
+--- on the input (the cursor stays there after a send).
 local function map_keys(chat)
   local wanted = {}
   for _, entry in ipairs(pending(chat)) do
+    for _, key in ipairs(KIND_KEYS) do
+      wanted[key] = true
+    end
     for _, option in ipairs(permission_of(chat, entry).options) do
       if option.key then
         wanted[option.key] = true
@@ -128,16 +143,18 @@ local function map_keys(chat)
     end
   end
   local mapped = chat.prompt_keys or {}
-  for key in pairs(mapped) do
-    if not wanted[key] then
-      pcall(vim.keymap.del, "n", key, { buffer = chat.transcript })
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    for key in pairs(mapped) do
+      if not wanted[key] then
+        pcall(vim.keymap.del, "n", key, { buffer = buf })
+      end
     end
-  end
-  for key in pairs(wanted) do
-    if not mapped[key] then
-      vim.keymap.set("n", key, function()
-        M.press(chat, key)
-      end, { buffer = chat.transcript, nowait = true, desc = "acp: answer the permission prompt" })
+    for key in pairs(wanted) do
+      if not mapped[key] then
+        vim.keymap.set("n", key, function()
+          M.press(chat, key)
+        end, { buffer = buf, nowait = true, desc = "acp: answer the permission prompt" })
+      end
     end
   end
   chat.prompt_keys = wanted

@@ -81,6 +81,7 @@ local function highlight(buf, block, first, last)
   end
 end
 
+--- Draw a block, new or again; true when it is new.
 local function put_block(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if block then
@@ -88,7 +89,7 @@ local function put_block(buf, blocks, op)
     block.status, block.permission, block.locations = op.status, op.permission, op.locations
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)
-    return
+    return false
   end
   local count = api.nvim_buf_line_count(buf)
   local empty = count == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "" and #blocks.order == 0
@@ -109,6 +110,7 @@ local function put_block(buf, blocks, op)
   block.mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
   block.first = nil
   highlight(buf, block, first, first + #op.lines)
+  return true
 end
 
 local function append(buf, blocks, op)
@@ -149,6 +151,7 @@ end
 ---@param blocks acp.Blocks
 ---@param ops table[]
 ---@return table status fields seen in this batch
+---@return acp.Block[] created the blocks this batch created
 function M.apply(buf, blocks, ops)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -156,13 +159,15 @@ function M.apply(buf, blocks, ops)
       table.insert(following, win)
     end
   end
-  local status = {}
+  local status, created = {}, {}
   vim.bo[buf].modifiable = true
   for _, op in ipairs(ops) do
     if op.op == "append" then
       append(buf, blocks, op)
     elseif op.op == "block" then
-      put_block(buf, blocks, op)
+      if put_block(buf, blocks, op) then
+        table.insert(created, blocks.by_id[op.id])
+      end
     elseif op.op == "status" then
       for key, value in pairs(op) do
         if key ~= "op" then
@@ -176,7 +181,7 @@ function M.apply(buf, blocks, ops)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
   end
-  return status
+  return status, created
 end
 
 --- The block holding a 0-based row.

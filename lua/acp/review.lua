@@ -3,6 +3,7 @@
 -- owns the review state and pushes it whole ({turn, files}) in render batches;
 -- this module keeps it and sends the user's decisions back.
 local host = require("acp.host")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -129,7 +130,7 @@ end
 ---@param decision "accept"|"reject"
 function M.decide(chat, decision, path, hunk, turn)
   if not chat then
-    require("acp.util").user_error("no chat has changes to review")
+    util.user_error("no chat has changes to review")
   end
   host.notify("review", {
     chat = chat,
@@ -189,20 +190,15 @@ local function map(buf)
       api.nvim_win_set_cursor(0, { row, 0 })
     end
   end, "open the file at the hunk")
-  key("q", function()
-    if #api.nvim_list_tabpages() > 1 then
-      vim.cmd("tabclose")
-    else
-      api.nvim_buf_delete(buf, { force = true })
-    end
-  end, "close")
+  util.map_close(buf, "review")
 end
 
---- Open the review of the current chat's changes in a new tab page.
+--- Open the review of the current chat's changes in a new tab page, or go to
+--- the window that shows it.
 function M.open()
   local chat = chat_id()
   if not chat then
-    require("acp.util").user_error("no chat has changes to review (:AcpChat)")
+    util.user_error("no chat has changes to review (:AcpChat)")
   end
   local name = "acp://review/" .. chat
   local buf = vim.fn.bufnr(name)
@@ -222,10 +218,9 @@ function M.open()
       end,
     })
   end
-  vim.cmd("tab split")
-  api.nvim_win_set_buf(0, buf)
-  vim.wo.number = false
-  vim.wo.relativenumber = false
+  if util.focus_or_tab(buf) then
+    util.set_local(0, { number = false, relativenumber = false })
+  end
   draw(buf)
   jump(buf, 1)
   return buf

@@ -42,7 +42,7 @@ function M.config(chat, id, value)
       vim.ui.select(option.choices, {
         prompt = option.name,
         format_item = function(choice)
-          return choice.name
+          return choice.value == option.current and choice.name .. " (current)" or choice.name
         end,
       }, function(choice)
         if choice then
@@ -86,6 +86,31 @@ function M.choose(chat, category, value)
       M.choose(chat, category, choice.value)
     end
   end)
+end
+
+--- :AcpConfig completion: the ids of the current chat's settings, then the
+--- values of the setting named.
+---@param arglead string
+---@param cmdline string
+---@return string[]
+function M.complete(arglead, cmdline)
+  local chat = require("acp.chat").get()
+  local words = vim.split(cmdline, "%s+", { trimempty = true })
+  local index = #words - (arglead ~= "" and 1 or 0) -- arguments before the one completed
+  local items = {}
+  for _, option in ipairs(chat and chat.status.config_options or {}) do
+    if index == 1 then
+      table.insert(items, option.id)
+    elseif index == 2 and option.id == words[2] then
+      items = option.type == "boolean" and { "on", "off" } or {}
+      for _, choice in ipairs(option.choices or {}) do
+        table.insert(items, choice.value)
+      end
+    end
+  end
+  return vim.tbl_filter(function(item)
+    return vim.startswith(item, arglead)
+  end, items)
 end
 
 --- List the agent's sessions and resume the one picked in a new chat.

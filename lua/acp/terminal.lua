@@ -122,6 +122,13 @@ local function drained(cmd)
   return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh" }, argv)
 end
 
+--- A hidden buffer for a terminal; `q` (normal mode) closes its window.
+local function new_buffer()
+  local buf = api.nvim_create_buf(false, true)
+  util.map_close(buf, "terminal window")
+  return buf
+end
+
 --- Run `cmd` (a string: through 'shell'; a list: argv) in a new terminal buffer,
 --- hidden unless `show` (then opened in Terminal mode, for the user to type in).
 ---@param key string
@@ -132,7 +139,7 @@ end
 ---@return integer pid
 function M.create(key, cmd, cwd, env, show)
   local argv = drained(cmd)
-  local buf = api.nvim_create_buf(false, true)
+  local buf = new_buffer()
   local ok, job = pcall(api.nvim_buf_call, buf, function()
     return vim.fn.jobstart(argv, {
       term = true,
@@ -165,7 +172,7 @@ function M.create(key, cmd, cwd, env, show)
 end
 
 local function new_display()
-  local buf = api.nvim_create_buf(false, true)
+  local buf = new_buffer()
   return buf, api.nvim_open_term(buf, {})
 end
 

@@ -88,8 +88,56 @@ function M.show(path, line, focus)
   end
 end
 
---- <CR> in the transcript: a permission prompt's picker, a location's file, a
---- terminal (acp.terminal), else the usual <CR>.
+--- The file and line the last of `lines` (a tool block's rows from its header)
+--- stands for when it is a row of a ```diff fence: from the file headers above it
+--- and its hunk's @@ line, counting the rows of the new text. `cwd` resolves
+--- relative paths (git patches, their a/ and b/ prefixes dropped).
+---@return string? path, integer? line
+local function diff_target(lines, cwd)
+  local in_diff, in_hunk, new, old, line, at = false, false, nil, nil, 1, nil
+  for _, text in ipairs(lines) do
+    at = nil
+    if text:sub(1, 3) == "```" then
+      in_diff, in_hunk, new, old = not in_diff and text == "```diff", false, nil, nil
+    elseif in_diff then
+      local start = text:match("^@@ %-%S+ %+(%d+)")
+      if start then
+        in_hunk, line = true, math.max(1, tonumber(start) --[[@as integer]])
+        at = line
+      elseif text:sub(1, 5) == "diff " then
+        in_hunk, new, old = false, nil, nil
+      elseif in_hunk then
+        at = line
+        if not text:match("^[-\\]") then -- a removed line or "\ No newline" takes no row
+          line = line + 1
+        end
+      else
+        new = text:match("^%+%+%+ ([^\t]+)") or new
+        old = text:match("^%-%-%- ([^\t]+)") or old
+        at = 1
+      end
+    end
+  end
+  local path = new ~= "/dev/null" and new or old
+  if not (at and path) or path == "/dev/null" then
+    return nil
+  end
+  if path:sub(1, 1) ~= "/" then
+    path = vim.fs.joinpath(cwd, path:match("^[ab]/(.*)") or path)
+  end
+  return path, at
+end
+
+--- Open `path` at `line` in the non-chat window, the cursor there; a failure is one line.
+local function open_file(path, line)
+  local ok, err = pcall(M.show, path, line, true)
+  if not ok then
+    util.notify(("cannot open %s: %s"):format(path, err))
+  end
+end
+
+--- <CR> in the transcript: a permission prompt's picker, a location's file, the
+--- file and line of a diff row, a terminal (acp.terminal), else the usual <CR>.
 function M.enter(chat)
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local _, block, first = render.block_at(chat.transcript, chat.blocks, row)
@@ -100,12 +148,12 @@ function M.enter(chat)
     end
     for _, location in ipairs(block.locations or {}) do
       if location.row == offset then
-        local ok, err = pcall(M.show, location.path, location.line, true)
-        if not ok then
-          util.notify(("cannot open %s: %s"):format(location.path, err))
-        end
-        return
+        return open_file(location.path, location.line)
       end
+    end
+    local path, line = diff_target(api.nvim_buf_get_lines(chat.transcript, first, row + 1, false), chat.cwd)
+    if path then
+      return open_file(path, line)
     end
   end
   if not require("acp.terminal").open_at_cursor() then

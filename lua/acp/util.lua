@@ -38,6 +38,72 @@ function M.extmark(buf, ns, row, col, opts)
   return vim.api.nvim_buf_set_extmark(buf, ns, row, col, opts)
 end
 
+--- Set window options like :setlocal: a buffer shown later in `win` gets the
+--- user's values back (vim.wo[win] would also change the window's global values).
+---@param win integer
+---@param options table<string, any>
+function M.set_local(win, options)
+  for name, value in pairs(options) do
+    vim.api.nvim_set_option_value(name, value, { scope = "local", win = win })
+  end
+end
+
+--- The listed buffer to show instead of `current`: the alternate one, else the
+--- one used last.
+local function previous_buffer(current)
+  local alternate = vim.fn.bufnr("#")
+  if alternate > 0 and alternate ~= current and vim.bo[alternate].buflisted then
+    return alternate
+  end
+  local last
+  for _, info in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
+    if info.bufnr ~= current and (not last or info.lastused > last.lastused) then
+      last = info
+    end
+  end
+  return last and last.bufnr
+end
+
+--- Close `win`, hiding its buffer. The last window of all cannot close: it shows
+--- the previous buffer instead (an empty one when there is none).
+---@param win integer
+function M.close_window(win)
+  local api = vim.api
+  if not api.nvim_win_is_valid(win) or pcall(api.nvim_win_close, win, true) then
+    return
+  end
+  api.nvim_win_call(win, function()
+    local previous = previous_buffer(api.nvim_win_get_buf(win))
+    if previous then
+      api.nvim_win_set_buf(win, previous)
+    else
+      vim.cmd.enew()
+    end
+  end)
+end
+
+--- Go to a window showing `buf` (in any tab page), else show it in a new tab page.
+---@param buf integer
+---@return boolean opened whether a new tab page was opened
+function M.focus_or_tab(buf)
+  local win = vim.fn.win_findbuf(buf)[1]
+  if win then
+    vim.api.nvim_set_current_win(win)
+    return false
+  end
+  vim.cmd("tab sbuffer " .. buf)
+  return true
+end
+
+--- Map `q` in normal mode on `buf` to close the window showing it.
+---@param buf integer
+---@param what string what closes, for the mapping's description
+function M.map_close(buf, what)
+  vim.keymap.set("n", "q", function()
+    M.close_window(vim.api.nvim_get_current_win())
+  end, { buffer = buf, nowait = true, desc = "acp: close the " .. what })
+end
+
 --- The plugin's root directory (holding lua/, plugin/, acp_nvim/).
 function M.root()
   local source = debug.getinfo(1, "S").source:sub(2)

@@ -85,6 +85,61 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     assert levels == [0] * (len(lines) - agent)
 
 
+def test_zc_on_a_thought_header_folds_it_and_later_blocks_arrive_open(editor: Editor) -> None:
+    editor.setup()
+    status = editor.open_chat()
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd")
+    head = editor.transcript().index("### Thinking")
+    win = editor.lua(f"return vim.fn.win_findbuf({status['transcript_buf']})[1]")
+    editor.lua(
+        "local win, lnum = ...; vim.api.nvim_set_current_win(win); vim.api.nvim_win_set_cursor(0, {lnum, 0})",
+        win,
+        head + 1,
+    )
+    editor.nvim.command("normal! zc")
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    lines = editor.transcript()
+    second = [i for i, line in enumerate(lines) if line == "### Thinking"][1]
+    assert editor.lua(f"return vim.fn.foldclosed({second + 1})") == -1
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1  # the user's choice stays
+    # zM closes every fold: then new blocks arrive closed.
+    editor.nvim.command("normal! zM")
+    editor.lua("require('acp').send('third')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    third = [i for i, line in enumerate(editor.transcript()) if line == "### Thinking"][2]
+    assert editor.lua(f"return vim.fn.foldclosed({third + 1})") == third + 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_unclosed_fence_in_the_prompt_leaves_later_blocks_alone(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(
+        agents={"fake": editor.fake_agent("capabilities")},
+        default_agent="fake",
+        protocol_version=version,
+    )
+    status = editor.open_chat()
+    editor.lua("require('acp').send(...)", "look:\n```python\nprint(1)")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    assert lines[:5] == ["## You", "look:", "```python", "print(1)", "```"]
+    agent = lines.index("## Agent")
+    syntax = editor.lua(
+        """local buf, lnum = ...
+        return vim.api.nvim_buf_call(buf, function()
+          return vim.tbl_map(function(id) return vim.fn.synIDattr(id, 'name') end,
+            vim.fn.synstack(lnum, 1))
+        end)""",
+        status["transcript_buf"],
+        agent + 1,
+    )
+    assert syntax and not any("Code" in name for name in syntax), syntax
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_enter_in_input_sends_and_clears_it(editor: Editor, version: int) -> None:
     editor.setup(protocol_version=version)

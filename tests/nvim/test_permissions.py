@@ -138,6 +138,39 @@ def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     assert "permission: selected no" in editor.transcript_text()
 
 
+def test_the_input_answers_a_prompt_in_normal_mode(editor: Editor) -> None:
+    status = start(editor)
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, PROMPT)
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected proceed_once" in editor.transcript_text()
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+    # No prompt waits: `a` in the input appends again.
+    editor.nvim.input("a")
+    editor.wait("vim.api.nvim_get_mode().mode == 'i'")
+
+
+def test_keys_a_prompt_does_not_offer_do_not_fall_through(editor: Editor) -> None:
+    start(editor)
+    editor.lua("require('acp').send('execute nokind')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor)
+    editor.nvim.input("R")
+    editor.wait("#_G.acp_notices > 0", what="a notice for R")
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
+        "acp: the permission prompt takes 1 2 (or :AcpPermission)"
+    )
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert "E21" not in editor.lua("return vim.v.errmsg")
+    assert PROMPT in editor.transcript()  # still waiting
+    editor.nvim.input("1")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected yes" in editor.transcript_text()
+
+
 def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     start(editor)
     editor.lua(STUB_SELECT + "_G.pick = 2")
@@ -271,6 +304,21 @@ def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
+def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
+    start(editor, "tool_calls")
+    path = write_file(editor)
+    editor.lua("require('acp').send(...)", f"{path}:3")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@.
+    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {path}", 1)):
+        focus_transcript(editor, lines.index(row))
+        editor.nvim.input("<CR>")
+        editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}", what=f"<CR> on {row!r}")
+        assert editor.lua("return vim.api.nvim_win_get_cursor(0)") == [line, 0], row
+        assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
+
+
 def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) -> None:
     start(editor, "tool_calls", follow_agent=True)
     path = write_file(editor)
@@ -291,14 +339,15 @@ def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) ->
     assert editor.lua("return vim.api.nvim_get_current_win()") == input_win
 
 
-def test_tool_block_folds_under_its_visible_header(editor: Editor) -> None:
+def test_tool_block_folds_from_its_header_shown_as_it_is(editor: Editor) -> None:
     start(editor, "tool_calls")
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
     head = lines.index("#### Edit file")
-    focus_transcript(editor, head + 2)
-    editor.nvim.command("normal! zc")
-    assert editor.lua(f"return vim.fn.foldclosed({head + 2})") == head + 2  # folds below the header
-    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == -1  # the header stays visible
+    focus_transcript(editor, head)
+    editor.nvim.command("normal! zc")  # on the header itself: no E490
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
+    assert editor.lua(f"return vim.fn.foldclosedend({head + 1})") >= lines.index(f"→ {path}:3") + 1
+    assert editor.lua("return vim.wo.foldtext") == ""  # the closed fold shows the header line

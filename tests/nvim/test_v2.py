@@ -98,7 +98,7 @@ def test_acpconfig_picks_a_setting_then_its_value(editor: Editor) -> None:
         "Thinking: Low (thought_level)",
         "Suggest follow-ups: on",
     ]
-    assert picked[1] == ["Ask", "Code"]
+    assert picked[1] == ["Ask (current)", "Code"]  # the current value marked
     assert "mode Code" in winbar(editor)
     # A switch flips from the picker, and takes a word on the command line.
     editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[4]) end")

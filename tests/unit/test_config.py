@@ -35,7 +35,14 @@ from acp_nvim.client.config import ConfigError, load_config
             "permission_policy: expected 'ask' or 'allow_reads' or 'allow_all', got 'yes'",
         ),
         ({"chat": {"position": "top"}}, "chat.position: expected 'right' or"),
-        ({"chat": {"width": 3}}, "chat.width: expected an integer >= 20"),
+        (
+            {"chat": {"width": 3}},
+            "chat.width: expected a fraction (at most 1) or a whole number >= 20, got 3",
+        ),
+        ({"chat": {"width": 20.5}}, "chat.width: expected a fraction (at most 1) or a whole"),
+        ({"chat": {"height": 0}}, "chat.height: expected a number > 0.0"),
+        ({"chat": {"height": 4}}, "chat.height: expected a fraction (at most 1) or a whole"),
+        ({"chat": {"min_width": 0}}, "chat.min_width: expected an integer >= 1"),
         ({"default_agent": "nope"}, "default_agent: unknown agent 'nope'"),
         ({"agents": {"a": {}}}, "agents.a.cmd: required"),
         ({"agents": {"a b": {"cmd": ["x"]}}}, "agents: agent name 'a b' must be a non-empty word"),
@@ -97,10 +104,16 @@ def test_demo_agent_runs_the_tree_of_the_host(monkeypatch: pytest.MonkeyPatch) -
 def test_empty_lua_tables_read_as_tables() -> None:
     # Lua cannot tell an empty list from an empty table; pynvim sends [] for both.
     config = load_config({"agents": {"a": {"cmd": ["x"], "env": []}}, "chat": []})
-    assert config.agents["a"].env == {} and config.chat.width == 80
+    assert config.agents["a"].env == {} and config.chat.width == 0.4
     assert load_config([]) == load_config(None) == load_config({})
 
 
 def test_fs_access_roots_expand_home() -> None:
     access = load_config({"fs_access": {"roots": ["~/notes", "/srv"]}}).fs_access
     assert (access.outside, access.roots) == ("ask", [os.path.expanduser("~/notes"), "/srv"])
+
+
+@pytest.mark.parametrize("size", [0.5, 1, 80])
+def test_chat_sizes_are_fractions_or_cells(size: float) -> None:
+    chat = load_config({"chat": {"width": size, "height": size, "position": "float"}}).chat
+    assert (chat.width, chat.height, chat.position) == (size, size, "float")

@@ -223,7 +223,8 @@ class Chat:
         if force_new and patch.message_id is None:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
-        if created or patch.replace:
+        # A user message is drawn whole, so that a fence it leaves open is closed.
+        if created or patch.replace or message.role == "user":
             self._draw(view.message_op(message))
         elif patch.text:
             shown = view.visible_append(message.line_before_append, patch.text)

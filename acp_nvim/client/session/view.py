@@ -17,6 +17,7 @@ __all__ = [
     "tool_call_op",
 ]
 
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -42,6 +43,8 @@ _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
+# A markdown code fence: ``` or ~~~, indented up to 3 spaces.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 # Characters of one transcript line shown at most: a multi-megabyte line would
@@ -80,6 +83,8 @@ def message_op(message: Message) -> RenderOp:
     """The whole block of a message (on creation or replacement)."""
     prefix = _PREFIXES[message.role]
     body = [prefix + line for line in message.text.split("\n")]
+    if message.role == "user":
+        body = _close_fence(body)
     return {
         "op": "block",
         "id": message.id,
@@ -87,6 +92,23 @@ def message_op(message: Message) -> RenderOp:
         "lines": [_HEADERS[message.role], *body],
         "prefix": prefix,
     }
+
+
+def _close_fence(lines: list[str]) -> list[str]:
+    """``lines`` with a code fence they leave open closed after them: markdown
+    would read every later block of the transcript as code. A fence closes on a
+    line of the same character, at least as long, and nothing else."""
+    fence = None
+    for line in lines:
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        run = match[1]
+        if fence is None:
+            fence = run
+        elif run[0] == fence[0] and len(run) >= len(fence) and not line[match.end() :].strip():
+            fence = None
+    return [*lines, fence] if fence else lines
 
 
 def append_op(block_id: str, text: str) -> RenderOp:

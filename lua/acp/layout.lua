@@ -1,0 +1,244 @@
+-- The chat's windows: the transcript over the input, one pair that opens, closes
+-- and comes back together. Laid out by the `chat` options (right, left, bottom,
+-- float or tab), sized as a share of the editor within bounds, and sized again on
+-- every VimResized. Every option is set window-local, so a buffer shown later in
+-- one of these windows gets the user's values back. Buffers and sessions are
+-- acp.chat's.
+local config = require("acp.config")
+local util = require("acp.util")
+
+local M = {}
+local api = vim.api
+
+local INPUT = { wrap = true, linebreak = true, number = false, relativenumber = false, signcolumn = "no" }
+-- The transcript wraps at words with wrapped list items indented under their text
+-- (list:-1 measures the item's marker with the markdown 'formatlistpat'), and
+-- folds each thought and tool call under its header line ("" shows it as it is).
+local TRANSCRIPT = vim.tbl_extend("force", INPUT, {
+  breakindent = true,
+  breakindentopt = "list:-1",
+  showbreak = "NONE",
+  foldmethod = "expr",
+  foldexpr = "v:lua.require'acp.chat'.foldexpr(v:lnum)",
+  foldtext = "",
+  foldlevel = 99,
+  conceallevel = 2,
+})
+
+--- Options of a chat buffer that enters window `win`, however it gets there.
+---@param win integer
+---@param is_transcript boolean
+function M.decorate(win, is_transcript)
+  util.set_local(win, is_transcript and TRANSCRIPT or INPUT)
+end
+
+--- `value` cells, or that share of `total` cells (a value up to 1), within [min, max].
+local function size(value, total, min, max)
+  local cells = value <= 1 and math.floor(value * total) or value
+  return math.max(min, math.min(max, cells))
+end
+
+--- Columns and lines of the chat (input included) for the editor's size now.
+local function dimensions()
+  local o = config.options.chat
+  return size(o.width, vim.o.columns, o.min_width, o.max_width),
+    size(o.height, vim.o.lines - vim.o.cmdheight, o.min_height, o.max_height)
+end
+
+--- Configs of the centred float pair: the transcript's box over the input's.
+local function floats()
+  local lines = vim.o.lines - vim.o.cmdheight
+  local width, height = dimensions()
+  width, height = math.min(width, vim.o.columns), math.min(height, lines)
+  local input = config.options.chat.input_height
+  -- Each box has a border line above and below its text.
+  local transcript = math.max(1, height - input - 4)
+  local row, col = math.floor((lines - height) / 2), math.floor((vim.o.columns - width) / 2)
+  local function box(top, rows)
+    return { relative = "editor", row = top, col = col, width = math.max(1, width - 2), height = rows, border = "rounded" }
+  end
+  return box(row, transcript), box(row + transcript + 2, input)
+end
+
+local function is_float(win)
+  return api.nvim_win_get_config(win).relative ~= ""
+end
+
+--- The windows showing the pair in tab page `tab` (0: the current one).
+---@return integer? transcript, integer? input
+local function pair(chat, tab)
+  local transcript, input
+  for _, win in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    local buf = api.nvim_win_get_buf(win)
+    if buf == chat.transcript then
+      transcript = transcript or win
+    elseif buf == chat.input then
+      input = input or win
+    end
+  end
+  return transcript, input
+end
+
+--- Size the pair's windows for the editor's size now.
+local function resize(chat, transcript, input)
+  local o = config.options.chat
+  if is_float(transcript) and is_float(input) then
+    local boxes = { floats() }
+    api.nvim_win_set_config(transcript, boxes[1])
+    api.nvim_win_set_config(input, boxes[2])
+    return
+  end
+  local width, height = dimensions()
+  -- The input first: with its 'winfixheight' the transcript then grows into the
+  -- other windows, not into the input.
+  api.nvim_win_set_height(input, o.input_height)
+  if chat.layout == "right" or chat.layout == "left" then
+    api.nvim_win_set_width(transcript, width)
+  elseif chat.layout == "bottom" then
+    api.nvim_win_set_height(transcript, math.max(1, height - o.input_height - 1))
+  end
+end
+
+--- Keep the pair's size when other windows open, close or are equalized.
+local function pin(chat, transcript, input)
+  local side = chat.layout == "right" or chat.layout == "left"
+  util.set_local(transcript, { winfixwidth = side, winfixheight = chat.layout == "bottom" })
+  util.set_local(input, { winfixwidth = side, winfixheight = true })
+  vim.w[transcript].acp_pinned, vim.w[input].acp_pinned = true, true
+end
+
+-- 'winfixwidth' and 'winfixheight' belong to the window, not to the buffer shown
+-- in it: another buffer in a chat window unpins it, or it would keep the chat's
+-- size (and be squashed first when the editor shrinks).
+api.nvim_create_autocmd("BufWinEnter", {
+  group = api.nvim_create_augroup("acp.layout.pins", { clear = true }),
+  callback = function(ev)
+    local win = api.nvim_get_current_win()
+    if vim.w[win].acp_pinned and not vim.b[ev.buf].acp_chat then
+      util.set_local(win, { winfixwidth = false, winfixheight = false })
+      vim.w[win].acp_pinned = nil
+    end
+  end,
+})
+
+--- A new pair in the layout of the `chat.position` option.
+local function open(chat)
+  local o = config.options.chat
+  chat.layout = o.position
+  if o.position == "float" then
+    local transcript_box, input_box = floats()
+    local transcript = api.nvim_open_win(chat.transcript, false, transcript_box)
+    return transcript, api.nvim_open_win(chat.input, true, input_box)
+  end
+  local transcript
+  if o.position == "tab" then
+    vim.cmd.tabnew()
+    vim.bo.bufhidden = "wipe" -- the empty buffer of the new tab page
+    transcript = api.nvim_get_current_win()
+    api.nvim_win_set_buf(transcript, chat.transcript)
+  else
+    local width, height = dimensions()
+    local side = ({ left = "left", bottom = "below" })[o.position] or "right"
+    local box = { split = side, win = -1 }
+    if side == "below" then
+      box.height = height
+    else
+      box.width = width
+    end
+    transcript = api.nvim_open_win(chat.transcript, false, box)
+  end
+  return transcript, api.nvim_open_win(chat.input, true, { split = "below", win = transcript, height = o.input_height })
+end
+
+--- Show the chat and put the cursor in its input: complete a half shown alone in
+--- the current tab page, else go to a tab page showing the pair, else open it.
+function M.show(chat)
+  local transcript, input = pair(chat, 0)
+  if not (transcript or input) then
+    for _, tab in ipairs(api.nvim_list_tabpages()) do
+      local other_transcript, other_input = pair(chat, tab)
+      if other_transcript and other_input then
+        api.nvim_set_current_win(other_input)
+        return
+      end
+    end
+    transcript, input = open(chat)
+  elseif not input then
+    local box = is_float(transcript) and select(2, floats())
+      or { split = "below", win = transcript, height = config.options.chat.input_height }
+    input = api.nvim_open_win(chat.input, true, box)
+  elseif not transcript then
+    local box = is_float(input) and floats() or { split = "above", win = input }
+    transcript = api.nvim_open_win(chat.transcript, false, box)
+  end
+  chat.layout = chat.layout or config.options.chat.position
+  pin(chat, transcript, input)
+  resize(chat, transcript, input)
+  api.nvim_set_current_win(input)
+end
+
+--- A new session takes over the windows that show chat `old`; false when none do.
+function M.take_over(old, chat)
+  chat.layout = old.layout
+  local shown = false
+  for _, swap in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
+    for _, win in ipairs(vim.fn.win_findbuf(swap[1])) do
+      api.nvim_win_set_buf(win, swap[2])
+      shown = true
+    end
+  end
+  if shown then
+    M.show(chat)
+  end
+  return shown
+end
+
+--- Whether the current tab page shows the chat (or half of it).
+function M.shown(chat)
+  local transcript, input = pair(chat, 0)
+  return (transcript or input) ~= nil
+end
+
+--- Close the chat's windows in every tab page; its buffers stay.
+function M.hide(chat)
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      util.close_window(win)
+    end
+  end
+end
+
+--- After a window of the pair closed in tab page `tab`: the other half closes too
+--- (`:q`, `:close` or `q` in one closes both), unless it is the current window and
+--- the closed one was not (`:only` in it): then the pair is made whole around it.
+---@param closed_current boolean the closed window was the current one
+function M.rejoin(chat, tab, closed_current)
+  if not api.nvim_tabpage_is_valid(tab) then
+    return
+  end
+  local transcript, input = pair(chat, tab)
+  if (transcript == nil) == (input == nil) then
+    return -- whole, or gone
+  end
+  local alone = transcript or input
+  if not closed_current and alone == api.nvim_get_current_win() then
+    M.show(chat)
+  else
+    util.close_window(alone)
+  end
+end
+
+--- VimResized: size every shown pair for the editor's new size.
+---@param chats table<integer, acp.Chat>
+function M.resize(chats)
+  for _, chat in pairs(chats) do
+    for _, tab in ipairs(api.nvim_list_tabpages()) do
+      local transcript, input = pair(chat, tab)
+      if transcript and input then
+        resize(chat, transcript, input)
+      end
+    end
+  end
+end
+
+return M

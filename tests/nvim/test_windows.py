@@ -1,0 +1,213 @@
+"""The chat's windows: a pair that closes and comes back together, a toggle,
+window-local options, and a layout sized as a share of the editor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.nvim.conftest import Editor
+
+# The chat's windows in the current tab page: {transcript = {wins}, input = {wins}}.
+CHAT_WINDOWS = """
+local status = require('acp').status()
+local function showing(buf)
+  return vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_buf(win) == buf
+  end, vim.api.nvim_tabpage_list_wins(0))
+end
+return { transcript = showing(status.transcript_buf), input = showing(status.input_buf) }
+"""
+HIDDEN = (
+    "#vim.fn.win_findbuf(require('acp').status().transcript_buf)"
+    " + #vim.fn.win_findbuf(require('acp').status().input_buf) == 0"
+)
+
+
+def chat_windows(editor: Editor) -> dict[str, list[int]]:
+    return dict(editor.lua(CHAT_WINDOWS))
+
+
+def assert_whole(editor: Editor) -> dict[str, list[int]]:
+    """One transcript and one input window, the cursor in the input."""
+    wins = chat_windows(editor)
+    assert len(wins["transcript"]) == 1 and len(wins["input"]) == 1, wins
+    assert editor.lua("return vim.api.nvim_get_current_win()") == wins["input"][0]
+    return wins
+
+
+def go(editor: Editor, which: str) -> None:
+    editor.lua("vim.api.nvim_set_current_win(...)", chat_windows(editor)[which][0])
+
+
+@pytest.mark.parametrize("which", ["transcript", "input"])
+def test_q_in_either_window_closes_both_and_acpchat_brings_both_back(
+    editor: Editor, which: str
+) -> None:
+    editor.setup()
+    editor.open_chat()
+    assert_whole(editor)
+    go(editor, which)
+    editor.nvim.command("q")
+    editor.wait(HIDDEN, what="the other half to close too")
+    assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 1
+    editor.nvim.command("AcpChat")
+    assert_whole(editor)
+    assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no second column
+
+
+def test_only_in_the_input_keeps_the_pair_and_q_then_hides_it(editor: Editor) -> None:
+    editor.setup()
+    (editor.tmp / "project" / "notes.txt").write_text("mine\n")
+    editor.nvim.command("edit notes.txt")
+    editor.open_chat()
+    editor.nvim.command("only")
+    editor.wait(
+        "#vim.fn.win_findbuf(require('acp').status().transcript_buf) == 1",
+        what="the transcript to come back",
+    )
+    assert_whole(editor)
+    assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
+    editor.nvim.input("q")
+    editor.wait(HIDDEN, what="q to hide the chat")
+    assert editor.lua("return vim.fn.expand('%:t')") == "notes.txt"
+
+
+def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
+    editor.setup()
+    editor.nvim.command("AcpToggle")  # no chat yet: opens one
+    editor.wait_event("AcpSessionReady")
+    assert_whole(editor)
+    editor.nvim.command("wincmd p")  # back in the user's window
+    editor.nvim.command("AcpToggle")
+    editor.wait(HIDDEN, what="the toggle to hide the chat")
+    editor.lua("require('acp').toggle()")
+    assert_whole(editor)
+    assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3
+    editor.lua("require('acp').toggle()")
+    editor.wait(HIDDEN)
+    assert editor.events("AcpSessionReady") == editor.events("AcpSessionReady")[:1]
+
+
+# Window options of the chat, and what a user's file window has.
+OPTIONS = [
+    "number",
+    "linebreak",
+    "breakindent",
+    "winfixwidth",
+    "winfixheight",
+    "conceallevel",
+    "foldmethod",
+    "foldexpr",
+    "winbar",
+]
+
+
+def window_options(editor: Editor, win: int) -> dict[str, Any]:
+    return {name: editor.lua(f"return vim.wo[{win}].{name}") for name in OPTIONS}
+
+
+def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
+    editor.setup()
+    editor.nvim.command("set number")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (editor.tmp / "project" / name).write_text("text\n")
+    editor.nvim.command("edit a.txt")
+    mine = window_options(editor, editor.lua("return vim.api.nvim_get_current_win()"))
+    editor.open_chat()
+    wins = chat_windows(editor)
+    transcript = wins["transcript"][0]
+    chat = window_options(editor, transcript)
+    assert chat["linebreak"] and chat["breakindent"] and not chat["number"]
+    assert chat["foldexpr"] != mine["foldexpr"] and chat["conceallevel"] == 2
+    assert chat["winbar"].startswith(" acp")
+    # Word-boundary wrapping with wrapped list items indented under their text.
+    assert editor.lua(f"return vim.wo[{transcript}].breakindentopt") == "list:-1"
+    assert editor.lua(f"return vim.wo[{transcript}][0].showbreak") == "NONE"
+    assert editor.lua("return vim.bo[require('acp').status().transcript_buf].formatlistpat") != ""
+
+    for which, name in (("transcript", "b.txt"), ("input", "c.txt")):
+        win = wins[which][0]
+        editor.lua("vim.api.nvim_set_current_win(...)", win)
+        editor.nvim.command(f"edit {name}")
+        assert window_options(editor, win) == mine, which
+
+
+def layout(editor: Editor) -> dict[str, Any]:
+    """Position and size of the chat's windows, and of the user's window."""
+    return dict(
+        editor.lua(
+            """
+            local wins = ...
+            local function box(win)
+              local pos = vim.api.nvim_win_get_position(win)
+              return { row = pos[1], col = pos[2], width = vim.api.nvim_win_get_width(win),
+                       height = vim.api.nvim_win_get_height(win),
+                       float = vim.api.nvim_win_get_config(win).relative ~= '' }
+            end
+            local user = vim.tbl_filter(function(win)
+              return win ~= wins.transcript[1] and win ~= wins.input[1]
+            end, vim.api.nvim_tabpage_list_wins(0))[1]
+            return { transcript = box(wins.transcript[1]), input = box(wins.input[1]),
+                     user = user and box(user), tabs = #vim.api.nvim_list_tabpages() }
+            """,
+            chat_windows(editor),
+        )
+    )
+
+
+def test_width_is_a_share_of_the_editor_within_bounds_and_follows_resizes(
+    editor: Editor,
+) -> None:
+    editor.nvim.command("set columns=110 lines=40")
+    editor.setup()  # width 0.4, min_width 40, max_width 120
+    editor.open_chat()
+    shape = layout(editor)
+    assert shape["transcript"]["width"] == shape["input"]["width"] == 44
+    assert shape["user"]["width"] == 110 - 44 - 1
+    for columns, width in ((200, 80), (90, 40), (400, 120)):
+        editor.nvim.command(f"set columns={columns}")
+        editor.wait(
+            f"vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]) == {width}",
+            what=f"width {width} at {columns} columns",
+        )
+
+
+def test_width_in_columns_is_kept(editor: Editor) -> None:
+    editor.nvim.command("set columns=150")
+    editor.setup(chat={"width": 60})
+    editor.open_chat()
+    assert layout(editor)["transcript"]["width"] == 60
+
+
+@pytest.mark.parametrize("position", ["right", "left", "bottom", "float", "tab"])
+def test_layouts_open_and_close_as_a_pair(editor: Editor, position: str) -> None:
+    editor.nvim.command("set columns=120 lines=41")
+    editor.setup(chat={"position": position})
+    editor.open_chat()
+    assert_whole(editor)
+    shape = layout(editor)
+    transcript, chat_input = shape["transcript"], shape["input"]
+    assert chat_input["height"] == 5
+    if position in ("right", "left", "bottom"):
+        assert chat_input["col"] == transcript["col"]
+        assert chat_input["row"] > transcript["row"]
+    if position == "right":
+        assert transcript["col"] == 120 - 48 and transcript["width"] == 48
+    elif position == "left":
+        assert transcript["col"] == 0 and shape["user"]["col"] == 49
+    elif position == "bottom":
+        assert transcript["width"] == 120 and transcript["row"] > 0
+        assert transcript["height"] + 1 + chat_input["height"] == 16  # 0.4 of 40 lines
+    elif position == "float":
+        assert transcript["float"] and chat_input["float"]
+        assert chat_input["row"] > transcript["row"] + transcript["height"]
+        assert transcript["width"] == 48 - 2  # inside its border
+    else:
+        assert shape["tabs"] == 2 and shape.get("user") is None
+    editor.nvim.input("q")
+    editor.wait(HIDDEN, what="q to close the pair")
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    editor.nvim.command("AcpChat")
+    assert_whole(editor)
