@@ -368,18 +368,25 @@ class App:
                 chat.fail(str(failure), failure.details)
 
     async def send(
-        self, chat_id: int, text: str, context: Sequence[dict[str, Any]] = ()
+        self,
+        chat_id: int,
+        text: str,
+        context: Sequence[dict[str, Any]] = (),
+        restore: bool = False,
     ) -> None:
         """Send ``text`` with ``context`` (files, selections, diagnostics, images the
         user attached: services.context), or queue it while the chat is busy; a chat
         whose agent failed is restarted first. What cannot be sent goes back to the
-        input."""
+        input. ``restore``: an edited prompt sent again, after the files are taken
+        back to before the last turn (one step, :AcpEdit)."""
         chat = self.chats.get(chat_id)
         queue = self._queues.get(chat_id)  # there from open() to close()
         if queue is None or (chat is not None and chat.state == "closed"):
             self.editor.notify("cannot send: the chat is closed", "warn")
             self._return_input(chat_id, text)
             return
+        if restore:
+            await self.restore(chat_id)
         attachments: list[Attachment] = []
         if context:
             from acp_nvim.client.services.context import resolve

@@ -94,6 +94,9 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """lines the height is never above"""
     input_height: _Count = 5
     """lines of the input window"""
+    send_key: str = "<C-s>"
+    """sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too);
+    "" maps none"""
 
 
 class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -76,7 +76,8 @@ class Host:
                 self.worker.submit(app.open, params["chat"], params.get("agent"), cwd, resume)
             case "send":
                 context = params.get("context") or []
-                self.worker.submit(app.send, params["chat"], params["text"], context)
+                restore = bool(params.get("restore"))
+                self.worker.submit(app.send, params["chat"], params["text"], context, restore)
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
             case "restore":

@@ -3,7 +3,6 @@
 -- by its integer id.
 local config = require("acp.config")
 local host = require("acp.host")
-local util = require("acp.util")
 local layout = require("acp.layout")
 local render = require("acp.render")
 local util = require("acp.util")
@@ -25,6 +24,9 @@ local api = vim.api
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.layout)
 ---@field cwd string the session's directory
+---@field history? table the input's prompt history (acp.history)
+---@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
+---@field name? string given with |:AcpChats| rename
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -92,8 +94,9 @@ local function winbar(chat)
   if usage then
     table.insert(parts, usage)
   end
-  if s.title then
-    table.insert(parts, s.title)
+  local title = chat.name or s.title
+  if title then
+    table.insert(parts, title)
   end
   return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
 end
@@ -124,6 +127,18 @@ local function update_winbar(chat)
   end
 end
 
+--- Whether resending `chat`'s edited prompt may reject the previous answer's
+--- changes: the latest turn left files with open changes.
+local function answer_changed(chat)
+  local state = require("acp.review").state[chat.id]
+  for _, file in ipairs(state and state.files or {}) do
+    if file.turn == state.turn and file.open then
+      return true
+    end
+  end
+  return false
+end
+
 local function map(chat)
   local function send()
     local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
@@ -131,9 +146,33 @@ local function map(chat)
     if text == "" then
       return
     end
-    api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
-    M.send(chat, text)
+    local function go(restore)
+      -- The input is still what was typed: the choice may have taken a while.
+      if vim.trim(table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")) ~= text then
+        return
+      end
+      api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+      M.send(chat, text, nil, restore)
+    end
+    local editing = chat.editing
+    chat.editing = nil
+    if not (editing and answer_changed(chat)) then
+      return go(false)
+    end
+    local choices = { "reject the last answer's changes, then send", "send, keeping them" }
+    vim.ui.select(choices, { prompt = "Resend the edited prompt" }, function(_, index)
+      if index then
+        go(index == 1)
+      else
+        chat.editing = editing
+      end
+    end)
   end
+  local send_key = config.options.chat.send_key
+  if send_key ~= "" then
+    vim.keymap.set({ "n", "i" }, send_key, send, { buffer = chat.input, desc = "acp: send" })
+  end
+  require("acp.history").map(chat)
   local function cancel()
     M.cancel(chat)
   end
@@ -233,10 +272,8 @@ function M.open(opts)
   if not valid(existing) then
     existing = nil
   end
-  local reuse = existing
-    and not opts.new
-    and not opts.session_id
-    and (not opts.agent or opts.agent == existing.status.agent)
+  local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
+  local reuse = existing and not opts.new and not opts.session_id and not other_agent
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
   if reuse and not (existing.host_failed and existing.status.session_id) then
     layout.show(existing)
@@ -250,14 +287,89 @@ function M.open(opts)
   chat.opened = { agent = opts.agent, session_id = opts.session_id }
   chat.cwd = vim.fn.getcwd()
   M.current = chat.id
-  -- A new session (:AcpChat!, or another agent) takes over the visible chat windows;
-  -- the previous chat stays alive in its hidden buffers.
-  if not (existing and layout.take_over(existing, chat)) then
+  -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
+  -- the previous chat stays alive in its hidden buffers. Another agent's chat
+  -- opens beside it.
+  if not (existing and not other_agent and layout.take_over(existing, chat)) then
     layout.show(chat)
   end
   update_winbar(chat)
   start(chat)
   return chat
+end
+
+--- The chat's name for the user: the one given with :AcpChats, else the
+--- session's title, else its agent and id.
+---@param chat acp.Chat
+---@return string
+function M.title(chat)
+  local s = chat.status
+  return chat.name or s.title or ("%s #%d"):format(s.agent_title or s.agent or "?", chat.id)
+end
+
+--- The open chats, oldest first, as plain tables (acp.chats()).
+function M.list()
+  local list = {}
+  for id, chat in pairs(M.chats) do
+    if valid(chat) then
+      table.insert(list, {
+        id = id,
+        agent = chat.status.agent,
+        title = M.title(chat),
+        state = chat.status.state or "starting",
+        permissions = #(chat.prompts or {}),
+      })
+    end
+  end
+  table.sort(list, function(a, b)
+    return a.id < b.id
+  end)
+  return list
+end
+
+--- Show `chat` in place of the current chat's windows (beside them when the
+--- current tab page shows neither), and make it the current chat.
+local function switch(chat)
+  local current = M.current and M.chats[M.current]
+  M.current = chat.id
+  if layout.shown(chat) or not (current and current ~= chat and valid(current) and layout.take_over(current, chat)) then
+    layout.show(chat)
+  end
+end
+
+--- :AcpChats: pick a chat, then switch to it, close it or rename it.
+function M.pick()
+  local list = M.list()
+  if #list == 0 then
+    util.notify("no chat is open (:AcpChat)", "info")
+    return
+  end
+  vim.ui.select(list, {
+    prompt = "Chats",
+    format_item = function(item)
+      local waiting = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
+      return ("%s · %s · %s%s"):format(item.agent, item.title, item.state, waiting)
+    end,
+  }, function(item)
+    local chat = item and M.chats[item.id]
+    if not chat then
+      return
+    end
+    vim.ui.select({ "switch", "close", "rename" }, { prompt = item.title }, function(action)
+      if action == "switch" then
+        switch(chat)
+      elseif action == "close" then
+        M.close(chat)
+      elseif action == "rename" then
+        vim.ui.input({ prompt = "Name: ", default = item.title }, function(name)
+          if name then
+            chat.name = vim.trim(name) ~= "" and vim.trim(name) or nil
+            update_winbar(chat)
+          end
+        end)
+      end
+    end)
+  end)
 end
 
 --- Put text that was not handed over back in the input (after what is there).
@@ -290,9 +402,11 @@ end
 ---@param chat acp.Chat
 ---@param text string
 ---@param context? table[]
-function M.send(chat, text, context)
+---@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
+function M.send(chat, text, context, restore)
   context = vim.list_extend(vim.deepcopy(context or {}), require("acp.context").items(chat, text))
-  local params = { chat = chat.id, text = text, context = context }
+  require("acp.history").add(chat, text)
+  local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
     if chat.host_failed then
@@ -308,6 +422,20 @@ function M.restart(chat)
   else
     host.notify("restart", { chat = chat.id })
   end
+end
+
+--- Put the last prompt back in the input (for |:AcpEdit|); sent again, it offers
+--- to reject the changes of the answer it had.
+---@param chat acp.Chat
+function M.edit_last(chat)
+  local text = require("acp.history").last(chat)
+  if not text then
+    util.notify("no prompt was sent in this chat", "info")
+    return
+  end
+  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  chat.editing = true
+  layout.show(chat)
 end
 
 ---@param chat acp.Chat

@@ -36,6 +36,7 @@ local M = {}
 ---@field min_height? integer lines the height is never below (wins over max_height)
 ---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
+---@field send_key? string sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too); "" maps none
 
 --- How long to wait for an agent before giving up on it (seconds).
 ---@class (exact) acp.TimeoutOptions
@@ -91,6 +92,7 @@ M.options = {
     min_height = 10,
     max_height = 40,
     input_height = 5,
+    send_key = "<C-s>",
   },
   timeouts = {
     start = 30.0,

@@ -95,6 +95,25 @@ function M.queue()
   return chat and vim.deepcopy(chat.status.queue or {}) or {}
 end
 
+--- Put the current chat's last prompt back in its input, like |:AcpEdit|: sent
+--- again, it offers to reject the changes of the answer it had first.
+function M.edit()
+  chat_module().edit_last(require_chat())
+end
+
+--- The open chats, oldest first: `{id, agent, title, state, permissions}` with
+--- `title` the chat's name (|:AcpChats| rename, else the session's title, else
+--- the agent and id) and `permissions` the count of pending permission requests.
+---@return {id: integer, agent: string, title: string, state: string, permissions: integer}[]
+function M.chats()
+  return chat_module().list()
+end
+
+--- Pick an open chat (|:AcpChats|) to switch to, close or rename.
+function M.pick_chat()
+  chat_module().pick()
+end
+
 --- Pick a queued prompt to edit (back into the input) or remove.
 function M.edit_queue()
   chat_module().edit_queue(require_chat())

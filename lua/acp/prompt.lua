@@ -172,8 +172,8 @@ local function announce(chat, entry)
   local permission = permission_of(chat, entry)
   local wins = shown_in(chat)
   if #wins == 0 then
-    local agent = chat.status.agent_title or chat.status.agent or "the agent"
-    util.notify(("%s asks permission: %s (:AcpPermission)"):format(agent, permission.title), "warn")
+    local name = require("acp.chat").title(chat)
+    util.notify(("%s asks permission: %s (:AcpPermission)"):format(name, permission.title), "warn")
     return
   end
   local lnum = render.start_row(chat.transcript, chat.blocks.by_id[entry.block]) + permission.row + 1

@@ -1,0 +1,220 @@
+"""Sending like a chat (send key, history, :AcpEdit) and several chats at once
+(:AcpChats, acp.chats(), another agent's chat beside the first)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.nvim.conftest import Editor
+
+# vim.ui.select and vim.ui.input answer from _G.answers, in order (an index, or the
+# text typed); what they were asked is kept in _G.asked.
+STUB_UI = """
+_G.asked, _G.answers = {}, {...}
+vim.ui.select = function(items, opts, on_choice)
+  local format = opts.format_item or tostring
+  table.insert(_G.asked, {prompt = opts.prompt, items = vim.tbl_map(format, items)})
+  local pick = table.remove(_G.answers, 1)
+  on_choice(items[pick], pick)
+end
+vim.ui.input = function(opts, on_confirm)
+  table.insert(_G.asked, {prompt = opts.prompt, default = opts.default})
+  on_confirm(table.remove(_G.answers, 1))
+end
+"""
+
+
+def input_lines(editor: Editor) -> list[str]:
+    return editor.lua("return vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)")  # type: ignore[no-any-return]
+
+
+def wait_input(editor: Editor, lines: list[str]) -> None:
+    editor.lua("_G.want_input = {...}", *lines)
+    editor.wait(
+        "vim.deep_equal(vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1,"
+        " false), _G.want_input)",
+        what=f"input {lines}",
+    )
+
+
+def test_send_key_in_insert_mode_and_history_kept_across_chats(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == (
+        editor.lua("return require('acp').status().input_buf")
+    )
+    editor.nvim.input("ifirst<C-s>")
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.input("second<C-s>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    text = editor.transcript_text()
+    assert "echo: first" in text and "echo: second" in text
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "i"
+    assert input_lines(editor) == [""]
+
+    # What was typed but not sent comes back past the newest prompt.
+    editor.nvim.input("draft<Up>")
+    wait_input(editor, ["second"])
+    editor.nvim.input("<Up>")
+    wait_input(editor, ["first"])
+    editor.nvim.input("<Up>")  # nothing older: stays
+    editor.nvim.input("<Down>")
+    wait_input(editor, ["second"])
+    editor.nvim.input("<Down>")
+    wait_input(editor, ["draft"])
+
+    # Kept in stdpath("state"): a new chat (as after a restart) starts with it.
+    stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
+    assert list(stored.values()) == [["first", "second"]]
+    editor.nvim.input("<Esc>")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.nvim.input("i<Up>")
+    wait_input(editor, ["second"])
+
+
+def test_history_keys_move_as_usual_inside_a_multiline_input(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('sent')")
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.input("ione<CR>two<Up>")
+    editor.wait("vim.api.nvim_win_get_cursor(0)[1] == 1", what="cursor on the first line")
+    assert input_lines(editor) == ["one", "two"]
+    editor.nvim.input("<Up>")
+    wait_input(editor, ["sent"])
+
+
+def test_acpedit_resends_after_rejecting_the_last_answers_changes(editor: Editor) -> None:
+    project = editor.tmp / "project"
+    a = project / "a.txt"
+    a.write_text("a0\n")
+    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
+    editor.open_chat()
+
+    def steps(text: str) -> str:
+        return json.dumps([{"disk": {"path": str(a), "content": text}}])
+
+    editor.lua("require('acp').send(...)", steps("a1\n"))
+    editor.wait_event("AcpTurnEnd")
+    assert a.read_text() == "a1\n"
+
+    editor.nvim.command("AcpEdit")
+    assert input_lines(editor) == [steps("a1\n")]
+    editor.lua(STUB_UI, 1)  # reject the last answer's changes, then send
+    editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {...})", steps("a2\n"))
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Resend the edited prompt"
+    text = editor.transcript_text()
+    assert "Restored the files to before turn 1: `a.txt`." in text
+    assert text.index("Restored the files") < text.rindex("## You")
+    assert a.read_text() == "a2\n"
+    # The resent turn's baseline is the text before the first answer.
+    files = editor.lua("return require('acp').changes()")
+    assert [(f["path"], f["turn"]) for f in files] == [(str(a), 2)]
+    editor.lua("require('acp').reject()")
+    editor.wait(f"vim.fn.readfile({str(a)!r})[1] == 'a0'", what="a.txt back to a0")
+
+
+def test_acpedit_keeping_the_changes_sends_only(editor: Editor) -> None:
+    project = editor.tmp / "project"
+    a = project / "a.txt"
+    a.write_text("a0\n")
+    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
+    editor.open_chat()
+    prompt = json.dumps([{"disk": {"path": str(a), "content": "a1\n"}}])
+    editor.lua("require('acp').send(...)", prompt)
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.command("AcpEdit")
+    editor.lua(STUB_UI, 2)  # send, keeping them
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "Restored" not in editor.transcript_text()
+    assert editor.transcript_text().count("## You") == 2
+    assert input_lines(editor) == [""]
+
+
+def test_acpedit_without_a_prompt_says_so(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.nvim.command("AcpEdit")
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
+        "acp: no prompt was sent in this chat"
+    )
+
+
+def shown(editor: Editor, chat: int) -> bool:
+    return bool(
+        editor.lua(
+            "local c = require('acp.chat').chats[...]; return #vim.fn.win_findbuf(c.transcript) > 0",
+            chat,
+        )
+    )
+
+
+def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: Path) -> None:
+    editor.setup(
+        agents={"one": editor.fake_agent("echo"), "two": editor.fake_agent("echo")},
+        default_agent="one",
+    )
+    first = editor.open_chat()["chat"]
+    second = editor.open_chat("two")["chat"]
+    assert second != first
+    assert shown(editor, first) and shown(editor, second)  # beside each other
+    editor.lua("require('acp').send('to two')")
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: to two" in editor.transcript_text()
+    chats = editor.lua("return require('acp').chats()")
+    assert chats == [
+        {"id": first, "agent": "one", "title": "fake #1", "state": "ready", "permissions": 0},
+        {"id": second, "agent": "two", "title": "fake #2", "state": "ready", "permissions": 0},
+    ]
+
+    # Rename the first chat, then switch to it from the picker.
+    editor.lua(STUB_UI, 1, 3, "work", 1, 1)
+    editor.nvim.command("AcpChats")
+    asked = editor.lua("return _G.asked")
+    assert asked[0]["prompt"] == "Chats"
+    assert asked[0]["items"] == ["one · fake #1 · ready", "two · fake #2 · ready"]
+    assert asked[1]["items"] == ["switch", "close", "rename"]
+    assert asked[2] == {"prompt": "Name: ", "default": "fake #1"}
+    editor.nvim.command("AcpChats")
+    assert editor.lua("return _G.asked")[3]["items"][0] == "one · work · ready"
+    assert editor.lua("return require('acp').status().chat") == first
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == (
+        editor.lua("return require('acp').status().input_buf")
+    )
+    assert "work" in editor.lua("return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar")
+
+    # Close the second one from the picker.
+    editor.lua(STUB_UI, 2, 2)
+    editor.nvim.command("AcpChats")
+    assert [c["id"] for c in editor.lua("return require('acp').chats()")] == [first]
+
+
+def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
+    editor: Editor,
+) -> None:
+    editor.setup(
+        agents={"asker": editor.fake_agent("permission"), "two": editor.fake_agent("echo")},
+        default_agent="asker",
+    )
+    first = editor.open_chat()["chat"]
+    editor.lua(STUB_UI, 1, 3, "mine")
+    editor.nvim.command("AcpChats")  # rename the first
+    editor.nvim.command("AcpToggle")  # hide it
+    editor.wait(f"#vim.fn.win_findbuf(require('acp.chat').chats[{first}].transcript) == 0")
+    editor.open_chat("two")
+    editor.lua("require('acp.chat').send(require('acp.chat').chats[...], 'read')", first)
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
+    )
+    notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
+    assert notice.startswith("acp: mine asks permission: ")
+    chats = editor.lua("return require('acp').chats()")
+    assert chats[0]["title"] == "mine" and chats[0]["permissions"] == 1
+    editor.lua(STUB_UI)
+    editor.nvim.command("AcpChats")
+    assert editor.lua("return _G.asked")[0]["items"][0].endswith(" · 1 permission(s) pending")
