@@ -520,6 +520,19 @@ class App:
         if connection is None or not connection.permissions.answer(request_id, option_id):
             self.editor.notify("that permission request is no longer pending", "warn")
 
+    def elicit(
+        self, chat_id: int, request_id: str, action: str, content: dict[str, Any] | None
+    ) -> None:
+        """The user answered an agent's elicitation in chat ``chat_id`` (accept,
+        decline or cancel; ``content``: an accepted form's values)."""
+        connection = self._agent_of.get(chat_id)
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"unknown elicitation action {action!r}")
+        if connection is None or not connection.elicitations.answer(
+            request_id, action, content  # type: ignore[arg-type]
+        ):
+            self.editor.notify("that request of the agent is no longer pending", "warn")
+
     async def close(self, chat_id: int) -> None:
         """Forget a chat; its agent ends when no other chat uses it."""
         opening = self._opening.get(chat_id)

@@ -89,6 +89,14 @@ class Host:
                 self.worker.call(app.dequeue, params["chat"], params["index"], edit)
             case "answer":
                 self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
+            case "elicit":
+                self.worker.call(
+                    app.elicit,
+                    params["chat"],
+                    params["request"],
+                    params["action"],
+                    params.get("content") or None,
+                )
             case "review":
                 self.worker.submit(
                     app.review,

@@ -27,6 +27,8 @@ local api = vim.api
 ---@field history? table the input's prompt history (acp.history)
 ---@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
 ---@field name? string given with |:AcpChats| rename
+---@field elicits? table[] the agent's questions waiting to be asked (acp.elicit)
+---@field eliciting? boolean one of them is being asked
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -226,6 +228,10 @@ local function create()
       callback = function()
         layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
         update_winbar(chat)
+        -- An agent's question that waited for the chat to be shown (acp.elicit).
+        vim.schedule(function()
+          require("acp.elicit").resume(chat)
+        end)
       end,
     })
     api.nvim_create_autocmd("WinClosed", {
@@ -530,6 +536,10 @@ function M.render(id, ops)
   for _, op in ipairs(ops) do
     if op.op == "input" then
       give_back(chat, op.text)
+    elseif op.op == "elicit" then
+      require("acp.elicit").add(chat, op)
+    elseif op.op == "elicit_gone" then
+      require("acp.elicit").gone(chat, op.id)
     end
   end
   local status, created = render.apply(chat.transcript, chat.blocks, ops)
@@ -565,6 +575,7 @@ function M.fail(chat, message)
     { "event", "AcpError", { chat = chat.id, message = message } },
   })
   require("acp.prompt").forget_all(chat)
+  require("acp.elicit").forget(chat)
 end
 
 --- The Python side failed to start or died: every chat it served says so.

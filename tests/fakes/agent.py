@@ -236,9 +236,32 @@ class Fake:
                 await self.run_terminal(json.loads(text))
             case "files":
                 await self.file_steps(json.loads(text))
+            case "elicit":
+                await self.elicit_steps(json.loads(text))
             case _:
                 await self.say(f"echo: {text}")
         return {"stopReason": "end_turn"}
+
+    async def elicit_steps(self, steps: list[Params]) -> None:
+        """Prompt: a JSON list of ``{"create": params}`` (an ``elicitation/create`` of
+        this session, the answer said as ``RESULT <json>``), ``{"complete": id}`` (an
+        ``elicitation/complete``) and ``{"caps": null}`` (says ``CAPS <json>``, the
+        client's elicitation capability)."""
+        for step in steps:
+            [(kind, args)] = step.items()
+            if kind == "caps":
+                caps = self.init_params.get("clientCapabilities", {}).get("elicitation")
+                await self.say(f"CAPS {json.dumps(caps)}\n")
+            elif kind == "complete":
+                await self.c.notify("elicitation/complete", {"elicitationId": args})
+            else:
+                try:
+                    result = await self.c.request(
+                        "elicitation/create", {"sessionId": "fake-1", **args}, dict
+                    )
+                except RequestError as err:
+                    result = {"error": err.code}
+                await self.say(f"RESULT {json.dumps(result, sort_keys=True)}\n")
 
     async def file_steps(self, steps: list[Params]) -> None:
         """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*

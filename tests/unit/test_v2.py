@@ -23,6 +23,7 @@ from acp_nvim.client.agent.sessions import Services
 from acp_nvim.client.agent.v2 import SessionsV2
 from acp_nvim.client.app import App
 from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
@@ -77,7 +78,7 @@ class Client:
         # ``tasks`` is the serving task group, set by tests whose agent works on its own.
         self.services = Services(
             {"s1": self.chat}, {}, self.terminals, cast(Any, SimpleNamespace(ask=ask)),
-            cast(Any, None), "/w",
+            cast(Any, None), "/w", Elicitations(),
         )  # fmt: skip
         self.sessions = SessionsV2(self.conn, INIT, self.services)
         self._barrier = 1000
@@ -588,3 +589,42 @@ async def test_demo_v2_permission_for_a_command(tmp_path: Path, policy: str, ver
         assert "`$ rm -rf build`\nin `" in text and "clean the build directory" in text
         await app.shutdown()
         tasks.cancel_scope.cancel()
+
+
+# -- elicitation -----------------------------------------------------------------------
+
+
+def test_v2_offers_both_elicitation_modes() -> None:
+    from acp_nvim.client.agent.v2 import initialize_request
+
+    offered = v2.encode(initialize_request())
+    assert json.loads(offered)["capabilities"]["elicitation"] == {"form": {}, "url": {}}
+
+
+async def test_v2_elicitation_form_round_trip(raw_peer, serving) -> None:
+    client = Client(raw_peer)
+    schema = {
+        "type": "object",
+        "properties": {
+            "size": {"type": "number", "title": "Size", "maximum": 9},
+            "tags": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}},
+        },
+        "required": ["size"],
+    }
+    params = {"sessionId": "s1", "mode": "form", "message": "Which?", "requestedSchema": schema}
+    async with serving(client.conn):
+        await client.send({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": params})
+        await wait_for(lambda: any(op["op"] == "elicit" for op in client.editor.ops.get(1, [])))
+        (op,) = [op for op in client.editor.ops[1] if op["op"] == "elicit"]
+        assert op["mode"] == "form" and op["message"] == "Which?"
+        size, tags = op["fields"]
+        assert (size["name"], size["type"], size["required"], size["maximum"]) == ("size", "number", True, 9)
+        assert (tags["type"], tags["choices"]) == ("array", [("x", "X")])
+        assert client.services.elicitations.answer(op["id"], "accept", {"size": 2.5, "tags": ["x"]})
+        response = await client.peer.receive_json()
+    assert response == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"action": "accept", "content": {"size": 2.5, "tags": ["x"]}},
+    }
+    assert not client.services.elicitations.answer(op["id"], "decline", None)  # answered once

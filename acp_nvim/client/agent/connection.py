@@ -25,6 +25,7 @@ from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
@@ -71,6 +72,7 @@ class AgentConnection:
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats, self.cwd)
         self.permissions = Permissions()
+        self.elicitations = Elicitations()
         # Seconds an agent gets to end a turn after session/cancel (timeouts.cancel).
         self.cancel_grace = 5.0
         self._connection: Connection | None = None
@@ -108,7 +110,13 @@ class AgentConnection:
         self._tasks = tasks
         self.terminals.start(tasks)
         services = Services(
-            self.chats, self.reviews, self.terminals, self.permissions, tasks, self.cwd
+            self.chats,
+            self.reviews,
+            self.terminals,
+            self.permissions,
+            tasks,
+            self.cwd,
+            self.elicitations,
         )
 
         def serve(connection: Connection) -> None:
@@ -247,6 +255,7 @@ class AgentConnection:
             del self._abandon[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
+            self.elicitations.cancel(chat)
 
     async def _until_exit(self, call: Awaitable[T], abandon: anyio.Event) -> T:
         """``call``'s result, or ConnectionClosed as soon as the agent exits (a v2
@@ -289,6 +298,7 @@ class AgentConnection:
         except ConnectionClosed:
             pass
         self.permissions.cancel(chat)
+        self.elicitations.cancel(chat)
         abandon = self._abandon.get(chat.id)
         if abandon is not None and self._tasks is not None:
             self._tasks.start_soon(self._abandon_after_grace, abandon)
@@ -337,6 +347,7 @@ class AgentConnection:
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)
         self.permissions.forget(chat)
+        self.elicitations.cancel(chat)
 
     async def aclose(self) -> None:
         """End the connection and the agent's whole process group."""

@@ -19,6 +19,7 @@ __all__ = [
     "Services",
     "Sessions",
     "content_block",
+    "elicit",
     "every_page",
     "login_method",
     "session_info",
@@ -34,10 +35,12 @@ import anyio.abc
 
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm
+from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.protocol import RequestError
 from acp_nvim.protocol.unknown import Unknown
 
 
@@ -60,6 +63,7 @@ class Services:
     permissions: Permissions
     tasks: anyio.abc.TaskGroup
     cwd: str
+    elicitations: Elicitations
 
 
 class Sessions(Protocol):
@@ -219,3 +223,56 @@ def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) 
             data, mime = attachment.data or "", attachment.mime_type or "image/png"
             return schema.ContentBlockImage(data=data, mime_type=mime, uri=uri)
     return None
+
+
+async def elicit(services: Services, schema: ModuleType, params: Any) -> Any:
+    """Answer ``elicitation/create`` (v1 and v2 shape it alike; ``schema`` is the
+    version's generated types) by asking the user in the chat of its session, or
+    for a request outside a session, in any chat of the agent."""
+    chats = services.chats
+    chat = chats.get(params.session_id) if params.session_id else next(iter(chats.values()), None)
+    if chat is None:
+        return schema.CreateElicitationResponseCancel()
+    if isinstance(params, schema.CreateElicitationRequestUrl):
+        request = Elicitation(
+            params.message, "url", url=params.url, elicitation_id=params.elicitation_id
+        )
+    else:
+        wanted = params.requested_schema
+        required = set(wanted.required or [])
+        fields = [
+            _field(name, prop, name in required, schema)
+            for name, prop in wanted.properties.items()
+        ]
+        request = Elicitation(params.message, "form", fields)
+    answer = await services.elicitations.ask(chat, request)
+    if answer.action == "accept":
+        return schema.CreateElicitationResponseAccept(content=answer.content)
+    if answer.action == "decline":
+        return schema.CreateElicitationResponseDecline()
+    return schema.CreateElicitationResponseCancel()
+
+
+def _field(name: str, prop: Any, required: bool, schema: ModuleType) -> Field:
+    """One form field from its property schema (enums as choices)."""
+    if isinstance(prop, Unknown):
+        raise RequestError.invalid_params(f"field {name!r}: type {prop.tag!r} is not supported")
+    kind = {
+        schema.ElicitationPropertySchemaString: "string",
+        schema.ElicitationPropertySchemaNumber: "number",
+        schema.ElicitationPropertySchemaInteger: "integer",
+        schema.ElicitationPropertySchemaBoolean: "boolean",
+        schema.ElicitationPropertySchemaArray: "array",
+    }[type(prop)]
+    options = prop.items if kind == "array" else prop
+    if isinstance(options, Unknown):
+        raise RequestError.invalid_params(f"field {name!r}: items of an unknown kind")
+    titled = getattr(options, "one_of", None) or getattr(options, "any_of", None)
+    plain = getattr(options, "enum", None)
+    choices = [(o.const, o.title) for o in titled] if titled else None
+    if plain and not titled:
+        choices = [(v, v) for v in plain]
+    return Field(
+        name, kind, prop.title or name, required, prop.description, prop.default, choices,
+        getattr(prop, "minimum", None), getattr(prop, "maximum", None),
+    )  # fmt: skip

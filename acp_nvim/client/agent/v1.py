@@ -37,6 +37,7 @@ from acp_nvim.client.agent.sessions import (
     Page,
     Services,
     content_block,
+    elicit,
     every_page,
     login_method,
     session_info,
@@ -328,6 +329,12 @@ class SessionsV1:
         on("terminal/wait_for_exit", v1.WaitForTerminalExitRequest, self._on_terminal_wait)
         on("terminal/kill", v1.KillTerminalRequest, self._on_terminal_kill)
         on("terminal/release", v1.ReleaseTerminalRequest, self._on_terminal_release)
+        # A union (form | url), which ``type[P]`` does not spell.
+        elicitation: Any = v1.CreateElicitationRequest
+        on("elicitation/create", elicitation, self._on_elicit)
+        connection.on_notification(
+            "elicitation/complete", v1.CompleteElicitationNotification, self._on_elicit_complete
+        )
 
     def __repr__(self) -> str:
         return f"<SessionsV1 {len(self.services.chats)} sessions>"
@@ -344,6 +351,9 @@ class SessionsV1:
                 fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True),
                 terminal=True,
                 auth=v1.AuthCapabilities(terminal=True),
+                elicitation=v1.ElicitationCapabilities(
+                    form=v1.ElicitationFormCapabilities(), url=v1.ElicitationUrlCapabilities()
+                ),
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
@@ -522,6 +532,13 @@ class SessionsV1:
             else v1.RequestPermissionOutcomeSelected(option_id=choice)
         )
         return v1.RequestPermissionResponse(outcome=outcome)
+
+    async def _on_elicit(self, params: v1.CreateElicitationRequest) -> v1.CreateElicitationResponse:
+        response: v1.CreateElicitationResponse = await elicit(self.services, v1, params)
+        return response
+
+    async def _on_elicit_complete(self, params: v1.CompleteElicitationNotification) -> None:
+        self.services.elicitations.complete(params.elicitation_id)
 
     def _review(self, session_id: str) -> SessionChanges:
         chat = self.services.chats.get(session_id)

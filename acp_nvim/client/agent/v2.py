@@ -41,6 +41,7 @@ from acp_nvim.client.agent.sessions import (
     Page,
     Services,
     content_block,
+    elicit,
     every_page,
     login_method,
     session_info,
@@ -91,12 +92,16 @@ class TerminalSink(Protocol):
 
 
 def initialize_request() -> v2.InitializeRequest:
-    """What we offer: v2 with no client capabilities (v2 has no client fs/terminals)."""
+    """What we offer: v2 with terminal logins and elicitation (v2 has no client
+    fs/terminals)."""
     return v2.InitializeRequest(
         protocol_version=2,
         info=v2.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         capabilities=v2.ClientCapabilities(
-            auth=v2.AuthCapabilities(terminal=v2.TerminalAuthCapabilities())
+            auth=v2.AuthCapabilities(terminal=v2.TerminalAuthCapabilities()),
+            elicitation=v2.ElicitationCapabilities(
+                form=v2.ElicitationFormCapabilities(), url=v2.ElicitationUrlCapabilities()
+            ),
         ),
     )
 
@@ -357,6 +362,12 @@ class SessionsV2:
         connection.on_request(
             "session/request_permission", v2.RequestPermissionRequest, self._on_permission
         )
+        # A union (form | url), which ``type[P]`` does not spell.
+        elicitation: Any = v2.CreateElicitationRequest
+        connection.on_request("elicitation/create", elicitation, self._on_elicit)
+        connection.on_notification(
+            "elicitation/complete", v2.CompleteElicitationNotification, self._on_elicit_complete
+        )
 
     def __repr__(self) -> str:
         return f"<SessionsV2 {len(self.services.chats)} sessions, {len(self._idle)} turns>"
@@ -497,6 +508,13 @@ class SessionsV2:
             await chat.finish_turn(chat.session.stop_reason or "idle")
         finally:
             self._ending.discard(chat.session.session_id)
+
+    async def _on_elicit(self, params: v2.CreateElicitationRequest) -> v2.CreateElicitationResponse:
+        response: v2.CreateElicitationResponse = await elicit(self.services, v2, params)
+        return response
+
+    async def _on_elicit_complete(self, params: v2.CompleteElicitationNotification) -> None:
+        self.services.elicitations.complete(params.elicitation_id)
 
     async def _on_permission(
         self, params: v2.RequestPermissionRequest
