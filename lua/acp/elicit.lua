@@ -139,7 +139,13 @@ end
 
 --- Show the url and its host, and open it only when the user says so.
 local function url(name, op)
-  local prompt = ("%s asks: %s\nOpen %s (host %s)?"):format(name, op.message, op.url, op.host)
+  if not op.url:match("^https?://") then
+    util.notify(("%s asks to open %s: not a web address, declined"):format(name, op.url), "warn")
+    return "decline"
+  end
+  -- A punycode label can spell a look-alike of a known host.
+  local warning = op.host:find("xn--", 1, true) and ", an internationalized name: check it" or ""
+  local prompt = ("%s asks: %s\nOpen %s (host %s%s)?"):format(name, op.message, op.url, op.host, warning)
   local action = select({ "open " .. op.host, "decline" }, { prompt = prompt })
   if action == nil then
     return "cancel"

@@ -135,3 +135,13 @@ def test_a_question_of_a_cancelled_turn_is_not_asked_later(editor: Editor) -> No
     assert editor.lua("return require('acp.chat').chats[1].elicits") == []
     editor.nvim.command("AcpChat")
     assert editor.lua("return _G.asked") == []
+
+
+def test_only_web_addresses_are_offered_to_open(editor: Editor) -> None:
+    start(editor)
+    editor.lua(STUB_UI)
+    create = {"mode": "url", "elicitationId": "e2", "url": "file:///etc/passwd", "message": "See"}
+    assert run(editor, [{"create": create}]) == [{"action": "decline"}]
+    assert editor.lua("return _G.asked") == [] and editor.lua("return _G.opened") == []
+    notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
+    assert notice == "acp: fake #1 asks to open file:///etc/passwd: not a web address, declined"
