@@ -280,6 +280,7 @@ function M.open(opts)
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
   local reuse = existing and not opts.new and not opts.session_id and not other_agent
+  local beside = other_agent and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
   if reuse and not (existing.host_failed and existing.status.session_id) then
     layout.show(existing)
@@ -295,8 +296,8 @@ function M.open(opts)
   M.current = chat.id
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
-  -- opens beside it.
-  if not (existing and not other_agent and layout.take_over(existing, chat)) then
+  -- opens beside it where there is room.
+  if not (existing and not beside and layout.take_over(existing, chat)) then
     layout.show(chat)
   end
   update_winbar(chat)

@@ -177,6 +177,17 @@ function M.show(chat)
   api.nvim_set_current_win(input)
 end
 
+--- Whether a second pair fits beside a shown one: in its own tab page, or at the
+--- side with 20 columns left for the rest (a window squeezed to nothing is of no use).
+function M.room_beside()
+  local position = config.options.chat.position
+  if position == "tab" then
+    return true
+  end
+  local width = dimensions()
+  return (position == "right" or position == "left") and vim.o.columns - 2 * (width + 1) >= 20
+end
+
 --- A new session takes over the windows that show chat `old`; false when none do.
 function M.take_over(old, chat)
   chat.layout = old.layout

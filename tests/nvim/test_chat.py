@@ -245,12 +245,15 @@ def test_initialize_advertises_only_what_works(editor: Editor) -> None:
     assert sent["protocolVersion"] == 1
     assert sent["clientInfo"]["name"] == "acp.nvim"
     capabilities = sent["clientCapabilities"]
-    # Exactly what works: files from buffers, real terminals, terminal logins; nothing
-    # else is claimed (ACP: omitted capabilities are unsupported).
+    # Exactly what works: files from buffers, real terminals, terminal logins, both
+    # elicitation modes; nothing else is claimed (ACP: omitted capabilities are unsupported).
     assert capabilities["fs"] == {"readTextFile": True, "writeTextFile": True}
     assert capabilities["terminal"] is True
     assert capabilities["auth"] == {"terminal": True}
-    assert {key for key, value in capabilities.items() if value} == {"fs", "terminal", "auth"}
+    assert capabilities["elicitation"] == {"form": {}, "url": {}}
+    assert {key for key, value in capabilities.items() if value} == {
+        "fs", "terminal", "auth", "elicitation"
+    }
 
 
 def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> None:

@@ -159,6 +159,7 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
         agents={"one": editor.fake_agent("echo"), "two": editor.fake_agent("echo")},
         default_agent="one",
     )
+    editor.lua("vim.o.columns = 200")
     first = editor.open_chat()["chat"]
     second = editor.open_chat("two")["chat"]
     assert second != first
@@ -218,3 +219,15 @@ def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
     editor.lua(STUB_UI)
     editor.nvim.command("AcpChats")
     assert editor.lua("return _G.asked")[0]["items"][0].endswith(" · 1 permission(s) pending")
+
+
+def test_without_room_beside_another_agents_chat_takes_the_windows(editor: Editor) -> None:
+    editor.setup(
+        agents={"one": editor.fake_agent("echo"), "two": editor.fake_agent("echo")},
+        default_agent="one",
+    )
+    assert editor.lua("return vim.o.columns") == 80  # room for one chat of 40 columns
+    first = editor.open_chat()["chat"]
+    second = editor.open_chat("two")["chat"]
+    assert shown(editor, second) and not shown(editor, first)
+    assert [c["agent"] for c in editor.lua("return require('acp').chats()")] == ["one", "two"]
