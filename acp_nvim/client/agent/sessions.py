@@ -21,6 +21,7 @@ __all__ = [
     "content_block",
     "every_page",
     "login_method",
+    "prompt_blocks",
     "session_info",
 ]
 
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 import anyio.abc
 
 from acp_nvim.client.services.changes import SessionChanges
-from acp_nvim.client.services.context import PromptForm
+from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
@@ -198,6 +199,29 @@ def session_info(info: Any) -> dict[str, Any]:
         "title": info.title,
         "updated_at": info.updated_at,
     }
+
+
+def prompt_blocks(
+    chat: Chat,
+    text: str,
+    attachments: Sequence[Attachment],
+    schema: ModuleType,
+    *,
+    embed: bool,
+    image: bool,
+) -> list[Any]:
+    """The content of a prompt: its text, then each attachment in the form the agent
+    accepts (``embed``: embedded context, ``image``: images); one it cannot take is
+    left out and the chat says so."""
+    blocks: list[Any] = [schema.ContentBlockText(text=text)]
+    for attachment in attachments:
+        form = prompt_form(attachment, embed=embed, image=image)
+        block = content_block(attachment, form, schema)
+        if block is None:
+            chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
+        else:
+            blocks.append(block)
+    return blocks
 
 
 def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) -> Any:

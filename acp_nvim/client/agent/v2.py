@@ -40,12 +40,11 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
-    content_block,
     every_page,
     login_method,
+    prompt_blocks,
     session_info,
 )
-from acp_nvim.client.services.context import prompt_form
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     Attachment,
@@ -383,14 +382,7 @@ class SessionsV2:
         accepts = (self.init.capabilities.session or v2.SessionCapabilities()).prompt
         accepts = accepts or v2.PromptCapabilities()
         embed, image = accepts.embedded_context is not None, accepts.image is not None
-        blocks: list[Any] = [v2.ContentBlockText(text=text)]
-        for attachment in attachments:
-            form = prompt_form(attachment, embed=embed, image=image)
-            block = content_block(attachment, form, v2)
-            if block is None:
-                chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
-            else:
-                blocks.append(block)
+        blocks = prompt_blocks(chat, text, attachments, v2, embed=embed, image=image)
         idle = self._idle[session_id] = anyio.Event()
         params = v2.PromptRequest(session_id=session_id, prompt=blocks)
         try:
