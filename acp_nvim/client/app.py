@@ -20,6 +20,7 @@ from acp_nvim.client.config import AgentConfig, Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.tasks import Tasks, internal_error
 
 if TYPE_CHECKING:
     # The chat (model, view, review) and the protocol stack (generated types,
@@ -34,11 +35,13 @@ _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": Fal
 
 
 class App:
-    """All chats of one editor. ``tasks`` is the worker's task group."""
+    """All chats of one editor. ``tasks`` is the worker's task group: every task the
+    app starts in it is behind a barrier (:class:`Tasks`), so a failing one is shown
+    in its chat and ends nothing else."""
 
     def __init__(self, editor: Editor, tasks: anyio.abc.TaskGroup) -> None:
         self.editor = editor
-        self.tasks = tasks
+        self.tasks = Tasks(tasks)
         self.config = Config()
         self.log = ProtocolLog(self.config.log_lines)
         self.chats: dict[int, Chat] = {}
@@ -103,7 +106,7 @@ class App:
                 self.editor,
                 chat_id,
                 connection.cwd,
-                self.tasks,
+                self.tasks.reporting_to(chat.show_error),
                 auto_save=self.config.auto_save,
                 missing_file_as_empty=agent_config.missing_file_as_empty,
             )
@@ -113,6 +116,8 @@ class App:
                 await connection.resume(chat, session_id)
         except AgentFailed as err:
             chat.fail(str(err), err.details)
+        except Exception as err:  # a bug: the chat shows it has ended, not "starting"
+            chat.fail(internal_error("opening the chat", err))
 
     def _new_chat(self, chat_id: int, agent: str) -> Chat:
         from acp_nvim.client.session.chat import Chat
@@ -189,11 +194,12 @@ class App:
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
         await connection.exited.wait()
-        if not self._shutting_down:
-            # No orphans: its commands die with it (at shutdown the editor kills them).
-            await connection.terminals.end_all()
         if self.agents.get(connection.name) is connection:
             del self.agents[connection.name]
+        if self._shutting_down:
+            return  # the editor kills the commands, and no chat is left to tell
+        # No orphans: its commands die with it.
+        await connection.terminals.end_all()
         for chat in list(connection.chats.values()):
             if chat.state == "ready":
                 failure = connection.exit_failure("exited")

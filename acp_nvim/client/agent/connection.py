@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anyio
-import anyio.abc
 import msgspec
 
 from acp_nvim.client.agent import v1
@@ -28,6 +27,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.tasks import Tasks, internal_error
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -87,14 +87,14 @@ class AgentConnection:
 
     # -- start ---------------------------------------------------------------
 
-    async def start(self, tasks: anyio.abc.TaskGroup) -> None:
+    async def start(self, tasks: Tasks) -> None:
         """Spawn the agent and initialize the connection in the version agreed.
 
         Raises:
             AgentFailed: spawn failed, the agent exited, refused, answered
                 nonsense, or speaks another version.
         """
-        self.terminals.start(tasks)
+        self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
             self.chats, self.reviews, self.terminals, self.permissions, tasks, self.cwd
         )
@@ -157,6 +157,11 @@ class AgentConnection:
                 await process.wait()
             exited.set()
 
+    def _show_error(self, message: str) -> None:
+        """A failure of what this agent's chats share (its terminals): shown in each."""
+        for chat in list(self.chats.values()):
+            chat.show_error(message)
+
     def exit_failure(self, what: str) -> AgentFailed:
         code = self.process.returncode
         status = f" (exit code {code})" if code is not None else ""
@@ -216,6 +221,8 @@ class AgentConnection:
                 await self.exited.wait()
             failure = self.exit_failure("exited during the turn")
             chat.fail(str(failure), failure.details)
+        except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
+            await chat.finish_turn("error", internal_error("running the turn", err))
         else:
             await chat.finish_turn(stop_reason)
         finally:

@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio.abc
-
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.tasks import Tasks
 
 
 class NotOffered(Exception):
@@ -42,7 +41,7 @@ class Services:
     reviews: Mapping[int, SessionChanges]
     terminals: Terminals
     permissions: Permissions
-    tasks: anyio.abc.TaskGroup
+    tasks: Tasks
     cwd: str
 
 

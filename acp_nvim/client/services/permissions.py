@@ -98,8 +98,7 @@ class Permissions:
 
             option_id = await permissions.ask(chat, ToolCallPatch("c1", kind="edit"), options)
         """
-        chat.on_tool_call(tool_call)
-        call = chat.session.tool_calls[tool_call.id]
+        call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"
         assign_keys(options)
         decided = self._decide(chat, call.kind, options)

@@ -1,8 +1,9 @@
 """One chat: an ACP session, its model, and what the user sees of it.
 
-Adapters call the ``on_*`` methods with version-neutral patches; this class
-applies them to the :class:`~acp_nvim.client.session.model.Session` and hands the
-matching render ops to the Editor. Turn bookkeeping (start, stop reason,
+Adapters call the ``on_*`` methods with version-neutral patches carrying the
+agent's own ids (keyed here through ``model.agent_id``); this class applies them
+to the :class:`~acp_nvim.client.session.model.Session` and hands the matching
+render ops to the Editor. Turn bookkeeping (start, stop reason,
 unfinished tool calls shown as cancelled) lives here too, so v1 and v2 end a
 turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 """
@@ -26,7 +27,9 @@ from acp_nvim.client.session.model import (
     TerminalPart,
     ToolCall,
     ToolCallPatch,
+    agent_id,
 )
+from acp_nvim.client.tasks import internal_error
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
@@ -113,16 +116,19 @@ class Chat:
         turn still ends and the session stays usable.
         """
         if self.changes is not None:
-            await self.changes.end_turn()
+            try:
+                await self.changes.end_turn()
+            except Exception as err:  # a bug in the review must not keep the turn open
+                self.show_error(internal_error("checking the turn's changes", err))
         if error is not None:
-            self._error(error, details)
+            self.show_error(error, details)
         self.end_turn(stop_reason)
 
     def end_turn(self, stop_reason: str) -> None:
         """Close the turn: unfinished tool calls become cancelled, then the stop line."""
         if stop_reason in _ABANDONED:
             for call in self.session.unfinished_tool_calls():
-                self.on_tool_call(ToolCallPatch(call.id, status="cancelled"))
+                self._apply_tool_call(ToolCallPatch(call.id, status="cancelled"))
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
         self.session.pending_echo = None
@@ -156,10 +162,11 @@ class Chat:
         stay in ``error`` (with e.g. the agent's stderr tail)."""
         if self.changes is not None:
             self.changes.turn_ended()
-        self._error(message, details)
+        self.show_error(message, details)
         self.set_state("error", error=message)
 
-    def _error(self, message: str, details: list[str] | None) -> None:
+    def show_error(self, message: str, details: list[str] | None = None) -> None:
+        """Show an error in the transcript and fire ``AcpError``; the chat goes on."""
         lines = [f"**Error:** {message}"]
         if details:
             lines += ["```", *details, "```"]
@@ -189,21 +196,29 @@ class Chat:
         run: tuple[Role, str | None] | None = None
         texts: list[str] = []
         for update in updates:
-            item = chunk(update)
-            key = item[:2] if item is not None else None
-            if run is not None and key != run:
-                self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
-                texts.clear()
-            run = key
-            if item is not None:
-                texts.append(item[2])
-            else:
-                other(update)
+            # A barrier per update: a bug showing one costs that update, not the
+            # rest of the run (nor, for v2, the idle that ends the turn).
+            try:
+                item = chunk(update)
+                key = item[:2] if item is not None else None
+                if run is not None and key != run:
+                    self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+                    texts.clear()
+                run = key
+                if item is not None:
+                    texts.append(item[2])
+                else:
+                    other(update)
+            except Exception as err:
+                run, texts = None, []
+                self.show_error(internal_error(f"showing an update ({type(update).__name__})", err))
         if run is not None:
             self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
 
     def on_message(self, patch: MessagePatch, *, force_new: bool = False) -> None:
-        if force_new and patch.message_id is None:
+        if patch.message_id is not None:
+            patch.message_id = agent_id(patch.message_id)
+        elif force_new:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
         if created or patch.replace:
@@ -211,11 +226,18 @@ class Chat:
         elif patch.text:
             self.editor.render(self.id, [view.append_op(message.id, patch.text)])
 
-    def on_tool_call(self, patch: ToolCallPatch) -> None:
+    def on_tool_call(self, patch: ToolCallPatch) -> ToolCall:
+        """Upsert a tool call the agent names (``id`` None: one of the client's own)."""
+        if patch.id is not None:
+            patch.id = agent_id(patch.id)
+        return self._apply_tool_call(patch)
+
+    def _apply_tool_call(self, patch: ToolCallPatch) -> ToolCall:
         call, _ = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
         self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+        return call
 
     def on_terminal(self, terminal_id: str) -> None:
         """A terminal's output or exit changed: redraw the tool calls showing it."""
@@ -233,7 +255,7 @@ class Chat:
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
-        plan_id = plan_id or f"plan{self.turn}"
+        plan_id = agent_id(plan_id) if plan_id is not None else f"#plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
         self.editor.render(self.id, [view.plan_op(plan_id, entries)])
 

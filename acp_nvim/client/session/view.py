@@ -3,6 +3,12 @@
 Each item of the session is one block with a stable id; Lua keeps one extmark
 per block, so a redraw touches only that block and streaming touches only the
 last line. Nothing here knows a protocol version.
+
+Block ids share one namespace in Lua, while the agent names messages, tool calls
+and plans independently (``"x"`` may be both a message and a tool call): a tool
+call's block id is its key, a message's and a plan's carry their kind after a
+``#``, which no tool call key starts with unless it is the client's own
+(``#call1``; ``model.agent_id``). Notices from the client have local ids.
 """
 
 from __future__ import annotations
@@ -49,16 +55,16 @@ def message_op(message: Message) -> RenderOp:
     body = [prefix + line for line in message.text.split("\n")]
     return {
         "op": "block",
-        "id": message.id,
+        "id": "#message:" + message.id,
         "kind": message.role,
         "lines": [_HEADERS[message.role], *body],
         "prefix": prefix,
     }
 
 
-def append_op(block_id: str, text: str) -> RenderOp:
-    """Stream ``text`` onto the end of a block; Lua applies the block's prefix."""
-    return {"op": "append", "id": block_id, "text": text}
+def append_op(message_id: str, text: str) -> RenderOp:
+    """Stream ``text`` onto the end of a message; Lua applies the block's prefix."""
+    return {"op": "append", "id": "#message:" + message_id, "text": text}
 
 
 def tool_call_op(call: ToolCall, terminals: Mapping[str, TerminalView] | None = None) -> RenderOp:
@@ -231,7 +237,7 @@ def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
 def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:
     lines = ["### Plan"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
-    return {"op": "block", "id": plan_id, "kind": "plan", "lines": lines}
+    return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> RenderOp:
