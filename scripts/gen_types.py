@@ -654,7 +654,9 @@ class Generator:
         ]
         if names := used("UNSET", "Raw", "UnsetType"):
             lines.append(f"from msgspec import {', '.join(names)}")
-        support = used("Lenient", "Open", "OrDefault", "UnionDecoder", "ValidItems", "register_union")
+        support = used(
+            "Lenient", "Open", "OrDefault", "UnionDecoder", "ValidItems", "register_union"
+        )
         head = "from acp_nvim.protocol.unknown import "
         plain = head + ", ".join(support)
         return [

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 __all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, Protocol
+
+from msgspec import UnsetType
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.session import view
@@ -36,6 +38,11 @@ ChatState = Literal["starting", "ready", "running", "error", "closed"]
 Chunk = tuple[Role, str | None, str]
 # Stop reasons after which tool calls still running are shown as cancelled.
 _ABANDONED = frozenset({"cancelled", "error"})
+
+
+def _set(*fields: Any) -> bool:
+    """Whether a patch sets any of ``fields`` (UNSET: left as is)."""
+    return any(not isinstance(f, UnsetType) for f in fields)
 
 
 class TurnReview(Protocol):
@@ -64,6 +71,7 @@ class Chat:
         self.turn = 0
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
+        self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -236,22 +244,34 @@ class Chat:
         call, _ = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
-        self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+        redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
+        if _set(patch.content, patch.append_content):
+            redraw.add(view.CONTENT)
+        if _set(patch.locations):
+            redraw.add(view.LOCATIONS)
+        self._draw(call, redraw)
         return call
+
+    def _draw(self, call: ToolCall, redraw: Collection[int] = view.ALL_PARTS) -> None:
+        """Send the rows of ``call``'s block that ``redraw`` changed (the prompt always)."""
+        drawing = self._drawings.setdefault(call.id, view.ToolCallDrawing())
+        op = drawing.op(call, self.session.terminals, redraw)
+        if op is not None:
+            self.editor.render(self.id, [op])
 
     def on_terminal(self, terminal_id: str) -> None:
         """A terminal's output or exit changed: redraw the tool calls showing it."""
         for call in self.session.tool_calls.values():
             parts = call.content
             if any(isinstance(p, TerminalPart) and p.terminal_id == terminal_id for p in parts):
-                self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+                self._draw(call, {view.CONTENT})
 
     def on_permission(self, call_id: str, prompt: PermissionPrompt | None) -> None:
         """Show a permission prompt (or its outcome) at its tool call; None removes it."""
         call = self.session.tool_calls.get(call_id)
         if call is not None:
             call.permission = prompt
-            self.editor.render(self.id, [view.tool_call_op(call, self.session.terminals)])
+            self._draw(call, ())
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
