@@ -195,7 +195,7 @@ async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
     client = Client(raw_peer)
     async with serving(client.conn) as tasks:
         client.services.tasks = Tasks(tasks)
-        client.chat.start_turn("go")
+        # Work the agent starts on its own (no prompt waits for its idle).
         await client.send(update({"sessionUpdate": "state_update", "state": "running"}))
         await client.send(update({"sessionUpdate": "state_update", "state": "requires_action"}))
         await client.barrier()

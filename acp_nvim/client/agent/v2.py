@@ -481,7 +481,7 @@ class SessionsV2:
                 idle = self._idle.get(session_id)
                 if idle is not None:
                     idle.set()
-                elif session_id not in self._ending:
+                elif not chat.prompted and session_id not in self._ending:
                     # Work the agent started on its own: no prompt waits to end it.
                     self._ending.add(session_id)
                     tasks = self.services.tasks.reporting_to(chat.show_error)

@@ -72,6 +72,9 @@ class Chat:
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
+        # A turn the user prompted runs, or is still ending: an idle arriving now
+        # belongs to it, never to work the agent started on its own (v2).
+        self.prompted = False
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -105,6 +108,7 @@ class Chat:
     def start_turn(self, text: str) -> None:
         """Show the user's message and mark the turn running."""
         self.turn += 1
+        self.prompted = True
         self.session.state = "running"
         if self.changes is not None:
             self.changes.begin_turn()
@@ -123,11 +127,11 @@ class Chat:
         ``error`` (a turn the agent answered with an error) is shown first; the
         turn still ends and the session stays usable.
         """
-        if self.changes is not None:
-            try:
+        try:
+            if self.changes is not None:
                 await self.changes.end_turn()
-            except Exception as err:  # a bug in the review must not keep the turn open
-                self.show_error(internal_error("checking the turn's changes", err))
+        except Exception as err:  # a bug in the review must not keep the turn open
+            self.show_error(internal_error("checking the turn's changes", err))
         if error is not None:
             self.show_error(error, details)
         self.end_turn(stop_reason)
@@ -140,6 +144,7 @@ class Chat:
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
         self.session.pending_echo = None
+        self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
         block = self.session.new_id("turn")
