@@ -130,6 +130,7 @@ async def test_nul_byte_in_fs_paths_is_refused(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": PROMPT_ID, "result": {"stopReason": 5}},
         {"jsonrpc": "2.0", "id": PROMPT_ID, "result": None},
         {"jsonrpc": "2.0", "id": PROMPT_ID, "error": "boom"},
+        {"jsonrpc": "2.0", "id": PROMPT_ID},  # found by the fuzzer: waited forever
     ],
 )
 async def test_badly_shaped_prompt_answer_ends_the_turn(tmp_path: Path, answer: Any) -> None:
