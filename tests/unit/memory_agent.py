@@ -119,7 +119,8 @@ class MemoryAgent:
         override = self.overrides.pop(method, None)  # once: a later chat starts afresh
         if override is not None:
             if method == "session/new":
-                self.session_id = _session_id(override) or self.session_id
+                handed_out = _session_id(override)
+                self.session_id = self.session_id if handed_out is None else handed_out
             await self.send(*override)
             return
         if method == "initialize":
