@@ -25,7 +25,6 @@ __all__ = [
     "notice_op",
     "plan_op",
     "status_op",
-    "tool_call_op",
 ]
 
 from collections.abc import Collection, Mapping
@@ -78,9 +77,14 @@ ALL_PARTS = frozenset({HEAD, CONTENT, LOCATIONS, PROMPT})
 
 
 class ToolCallDrawing:
-    """One tool call block as last sent to Lua, part by part: an update sends only
-    the rows of the parts that changed. A title-only update of a call showing a
-    600 kB diff is then two rows, not the diff again (issue 18).
+    """One tool call block as last sent to Lua, part by part: title, kind and status;
+    content; locations; permission prompt. An update sends only the rows of the
+    parts that changed: a title-only update of a call showing a 600 kB diff is two
+    rows, not the diff again (issue 18).
+
+    ``locations`` and ``permission`` tell Lua which rows of the block (offsets from
+    its header) ``<CR>`` and the prompt keys act on; ``terminals`` (by terminal id)
+    give the live view of terminal content.
 
     An op with ``start``/``end`` replaces those rows of the block (offsets from its
     header, ``end`` exclusive, in the block as it was); without them it is the whole
@@ -132,19 +136,6 @@ class ToolCallDrawing:
         op["end"] = op["start"] + sum(len(part) for part in old[first : last + 1])
         op["lines"] = [line for part in parts[first : last + 1] for line in part]
         return op
-
-
-def tool_call_op(call: ToolCall, terminals: Mapping[str, TerminalView] | None = None) -> RenderOp:
-    """A tool call's whole block: title, kind and status, content, locations, permission
-    prompt.
-
-    ``locations`` and ``permission`` tell Lua which rows of the block (offsets from
-    its header) ``<CR>`` and the prompt keys act on. ``terminals`` (by terminal id)
-    gives the live view of terminal content.
-    """
-    op = ToolCallDrawing().op(call, terminals)
-    assert op is not None  # a first drawing always draws
-    return op
 
 
 def _tool_content_lines(call: ToolCall, terminals: Mapping[str, TerminalView]) -> list[str]:
