@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
-import anyio.abc
-
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol.unknown import Unknown
 
 
@@ -59,7 +58,7 @@ class Services:
     reviews: Mapping[int, SessionChanges]
     terminals: Terminals
     permissions: Permissions
-    tasks: anyio.abc.TaskGroup
+    tasks: Tasks
     cwd: str
 
 
