@@ -156,7 +156,7 @@ async def test_badly_shaped_start_ends_the_chat_and_the_agent(
 ) -> None:
     key = "initialize" if method == "initialize" else "new_session"
     agent = MemoryAgent(version, **{key: [answer]})  # type: ignore[arg-type]
-    async with watchdog(), app_with(agent, str(tmp_path)) as (app, editor):
+    async with watchdog(), app_with(agent, str(tmp_path)) as (app, _editor):
         chat = app.chats[1]
         assert chat.state == "error"
         assert "answered nonsense" in chat.editor.last_status(1)["error"]
