@@ -491,6 +491,11 @@ class App:
             return
         review.baseline(path, turn)
 
+    async def buffer_changed(self, path: str) -> None:
+        """The user changed a buffer holding agent hunks (typing, undo, redo)."""
+        for review in list(self.reviews.values()):
+            await review.sync(path)
+
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
         """Take the project's files back to how they were before ``turn`` of the chat
         (default: its last turn); the transcript marks it (the agent is not rewound:

@@ -312,3 +312,23 @@ def test_an_agent_save_fires_bufwritepost_but_never_a_format_on_save(
     assert editor.lua("return _G.saves") == {"pre": 0, "post": post}
     assert lines(editor, buf) == ["x = 2"]
     assert path.read_text() == "x = 2\n"
+
+
+def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "u.txt"
+    path.write_text("one\ntwo\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}])
+    editor.wait("#require('acp').changes()[1].hunks == 1")
+    assert editor.lua("return require('acp').changes()[1].hunks[1].status") == "pending"
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua("vim.api.nvim_set_current_win(...)", win)
+    editor.nvim.command("undo")
+    assert lines(editor, buf) == ["one", "two"]
+    editor.wait(
+        "#vim.tbl_filter(function(h) return h.status == 'pending' end,"
+        " (require('acp').changes()[1] or {hunks = {}}).hunks) == 0",
+        what="the review follows the undo",
+    )

@@ -513,6 +513,21 @@ class SessionChanges:
                     self.editor.notify(str(err), "warn")
             self._publish()
 
+    async def sync(self, path: str) -> None:
+        """The user changed the buffer of ``path`` (typing, undo, redo): fold its text
+        into the review, so a hunk the user undid is no longer offered (and one
+        redone is offered again); buffer and review then agree."""
+        path = os.path.normpath(path)
+        async with self._lock:
+            try:
+                change = self._latest(path).file(path)
+            except ReviewError:
+                return  # no agent change of this file in this chat
+            buffer = await self.editor.read_buffer(path)
+            if buffer is not None and buffer.text != change.current:
+                change.user_edit(buffer.text)
+                self._publish()
+
     async def restore(self, turn: int) -> list[str]:
         """Take the files back to how they were before ``turn``: every change of that
         turn and later still open is rejected, newest turn first, so each reject
