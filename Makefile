@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 # (NVIM_BIN=/path/to/nvim overrides it).
 STAMP  := $(VENV)/.installed
 
-.PHONY: help demo test lint doc gen check bench clean
+.PHONY: help demo test fuzz lint doc gen check bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -31,6 +31,11 @@ demo: $(STAMP) ## open Neovim with the plugin and the offline demo agent, chat o
 
 test: $(STAMP) ## run the whole test suite (unit + headless Neovim)
 	$(PY) -m pytest $(ARGS)
+
+# The fuzz profile (tests/unit/test_fuzz.py): over 10,000 generated cases, no per-test
+# timeout (the cases have their own and a watchdog); failures are kept in .hypothesis/.
+fuzz: $(STAMP) ## fuzz the client with 10,000+ generated agent outputs (minutes)
+	ACP_FUZZ_PROFILE=fuzz $(PY) -m pytest tests/unit/test_fuzz.py --timeout=0 -q $(ARGS)
 
 lint: $(STAMP) ## ruff and mypy --strict
 	$(PY) -m ruff check acp_nvim scripts tests bench

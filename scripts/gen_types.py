@@ -28,6 +28,10 @@ What it does, per ``$defs`` entry:
 - v2 patch structs (`PATCH_DEFS`): optional fields are three-state
   (omitted -> ``UNSET``, ``null`` -> ``None``).
 - `LENIENT_OPTIONAL`: required fields real agents leave out become optional.
+- ``x-deserialize-default-on-error`` (the Rust SDK's per-field error recovery): the
+  field is ``Lenient[T]``, raw JSON to msgspec, decoded in ``__post_init__``; a value
+  that is not a ``T`` becomes the field's default. ``x-deserialize-skip-invalid-items``:
+  a list keeps only the items that decode (the rest of the message stands either way).
 - ``meta.json`` -> ``AgentMethod`` / ``ClientMethod`` / ``ProtocolMethod`` constants, and
   ``x-method`` annotations -> ``METHODS`` (method -> (params type, result type)).
 
@@ -37,8 +41,6 @@ What it deliberately does not do:
   lenient client, not a validator;
 - no JSON-RPC envelopes (``x-docs-ignore`` defs such as ``AgentRequest``): framing is
   the connection's job, params/results are decoded by method;
-- no ``x-deserialize-default-on-error`` / ``x-deserialize-skip-invalid-items`` (the
-  Rust SDK's per-field error recovery); unknown union variants are handled instead;
 - unknown object keys are ignored on decode, not preserved (except in ``Unknown``);
 - the ``*.unstable.json`` schemas are not read.
 """
@@ -314,6 +316,7 @@ class Generator:
         self.structs: dict[str, Struct] = {}
         self.unions: dict[str, OpenUnion] = {}
         self.tagged_defs: list[tuple[str, str | None, str | None]] = []  # (def, tag_field, tag)
+        self.lenient: dict[str, str] = {}  # decoder name -> its construction, for lenient fields
         self.kinds = {name: self.kind(name, d) for name, d in self.defs.items()}
         for name in self.patch_defs:
             assert "unchanged" in self.defs[name].get("description", ""), name
@@ -396,13 +399,44 @@ class Generator:
             required = False
         patch = owner in self.patch_defs and not required
         default, factory = (None, False) if required else self.default_for(prop, annotation, patch)
+        item = annotation[len("list[") : -1] if annotation.startswith("list[") else None
         if patch:
             annotation += " | UnsetType"
+        # What a present value decodes to: a patch field's UNSET only means "absent".
+        value = annotation.removesuffix(" | UnsetType")
         if annotation != "Any" and (nullable or default == "None"):
             annotation += " | None"
+            value += " | None"
         if shape == "one":
             annotation = f"Open[{annotation}]"
-        return Field(wire, annotation, default, factory, self.post_init(wire, union, shape))
+        post_init = self.post_init(wire, union, shape)
+        on_error = prop.get("x-deserialize-default-on-error") and not required and value != "Any"
+        skip = prop.get("x-deserialize-skip-invalid-items") and item is not None
+        if on_error or skip:
+            assert shape != "dict", f"{owner}.{wire}: a lenient dict of unions"
+            fallback = f"{default}()" if factory else default
+            attr = f"self.{snake(wire)}"
+            if skip:
+                decoder = self.lenient_decoder("ValidItems", union or str(item), nullable)
+                args = [attr, f'"{wire}"', *([str(fallback)] if on_error else [])]
+            else:
+                decoder = self.lenient_decoder("OrDefault", union or value)
+                args = [attr, str(fallback)]
+            annotation = f"Lenient[{annotation}]"
+            post_init = [
+                f"        if isinstance({attr}, Raw):",
+                *bracketed(f"{attr} = {decoder}(", [", ".join(args)], ")", indent=" " * 12),
+            ]
+        return Field(wire, annotation, default, factory, post_init)
+
+    def lenient_decoder(self, kind: str, type_: str, nullable: bool | None = None) -> str:
+        """The name of a module-level ``OrDefault`` / ``ValidItems`` for ``type_``, built
+        once (a type expression per decode costs more than the decode)."""
+        suffix = "_or_null" if nullable else ""
+        name = f"_{kind}_{'_'.join(re.findall(r'[A-Za-z0-9]+', type_))}{suffix}"
+        extra = "" if nullable is None else f", nullable={nullable}"
+        self.lenient[name] = f"{kind}({type_}{extra})"
+        return name
 
     def default_for(self, prop: dict[str, Any], annotation: str, patch: bool) -> tuple[str, bool]:
         """(default, is a factory) of an optional field: the schema's default if usable."""
@@ -590,6 +624,8 @@ class Generator:
             *("\n".join(block) for block in unions),
             "# --- decoders of the open unions (used by __post_init__ and decode) ---\n\n"
             + "\n\n".join("\n".join(u.decoder_def()) for u in self.unions.values()),
+            "# --- decoders of the lenient fields (used by __post_init__) ---\n\n"
+            + "\n".join(f"{name} = {call}" for name, call in sorted(self.lenient.items())),
             "\n".join(self.render_method_types()),
         ]
         head = "\n".join(
@@ -618,10 +654,15 @@ class Generator:
         ]
         if names := used("UNSET", "Raw", "UnsetType"):
             lines.append(f"from msgspec import {', '.join(names)}")
+        support = used(
+            "Lenient", "Open", "OrDefault", "UnionDecoder", "ValidItems", "register_union"
+        )
+        head = "from acp_nvim.protocol.unknown import "
+        plain = head + ", ".join(support)
         return [
             *lines,
             "",
-            "from acp_nvim.protocol.unknown import Open, UnionDecoder, register_union",
+            *([plain] if len(plain) <= 100 else bracketed(head + "(", support, ")")),
             *(
                 f"from acp_nvim.protocol.unknown import {name} as {name}"
                 for name in ("Unknown", "convert", "decode", "enc_hook", "encode")

@@ -24,6 +24,7 @@ from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
     # The chat (model, view, review) and the protocol stack (generated types,
@@ -47,11 +48,13 @@ _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": Fal
 
 
 class App:
-    """All chats of one editor. ``tasks`` is the worker's task group."""
+    """All chats of one editor. ``tasks`` is the worker's task group: every task the
+    app starts in it is behind a barrier (:class:`Tasks`), so a failing one is shown
+    in its chat and ends nothing else."""
 
     def __init__(self, editor: Editor, tasks: anyio.abc.TaskGroup) -> None:
         self.editor = editor
-        self.tasks = tasks
+        self.tasks = Tasks(tasks)
         self.config = Config()
         self.log = ProtocolLog(self.config.log_lines)
         self.chats: dict[int, Chat] = {}
@@ -254,7 +257,7 @@ class App:
                 self.editor,
                 chat.id,
                 connection.cwd,
-                self.tasks,
+                self.tasks.reporting_to(chat.show_error),
                 auto_save=self.config.auto_save,
                 missing_file_as_empty=agent_config.missing_file_as_empty,
             )
@@ -357,11 +360,12 @@ class App:
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
         await connection.exited.wait()
-        if not self._shutting_down:
-            # No orphans: its commands die with it (at shutdown the editor kills them).
-            await connection.terminals.end_all()
         if self.agents.get(connection.name) is connection:
             del self.agents[connection.name]
+        if self._shutting_down:
+            return  # the editor kills the commands, and no chat is left to tell
+        # No orphans: its commands die with it.
+        await connection.terminals.end_all()
         for chat in list(connection.chats.values()):
             if chat.state == "ready":
                 failure = connection.exit_failure("exited")
@@ -493,6 +497,11 @@ class App:
             self.editor.notify("no changes to review in this chat", "warn")
             return
         review.baseline(path, turn)
+
+    async def buffer_changed(self, path: str) -> None:
+        """The user changed a buffer holding agent hunks (typing, undo, redo)."""
+        for review in list(self.reviews.values()):
+            await review.sync(path)
 
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
         """Take the project's files back to how they were before ``turn`` of the chat

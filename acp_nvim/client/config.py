@@ -153,6 +153,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     always (see |acp-permissions|)"""
     auto_save: bool = True
     """save buffers the agent edited (else left unsaved); never your unsaved edits"""
+    save_events: Literal["post", "none"] = "post"
+    """autocommands when a buffer the agent edited is saved: "post" fires BufWritePost
+    (language servers get didSave, linters run) but not BufWritePre, so a
+    format-on-save hook cannot change the text under review; "none" fires none"""
     fs_access: FileAccessOptions = msgspec.field(default_factory=FileAccessOptions)
     """files agents may read and write (see |acp-fs-access|)"""
     diff_preview: Literal["inline", "split", False] = "inline"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 # One instruction for the transcript, as plain data (it crosses msgpack to Lua):
 #   {"op": "block", "id", "kind", "lines", "prefix"?}  create or replace a block
+#   ... with "start", "end" (a tool call): replace those rows of the block only
 #   {"op": "append", "id", "text"}                     stream text onto a block
 #   {"op": "status", ...fields}                        chat header / status()
 RenderOp = dict[str, Any]
@@ -343,7 +344,9 @@ class RecordingEditor:
         blocks: dict[str, list[str]] = {}
         prefixes: dict[str, str] = {}
         for op in self.ops.get(chat, []):
-            if op["op"] == "block":
+            if op["op"] == "block" and "start" in op:
+                blocks[op["id"]][op["start"] : op["end"]] = op["lines"]
+            elif op["op"] == "block":
                 blocks[op["id"]] = list(op["lines"])
                 prefixes[op["id"]] = op.get("prefix", "")
             elif op["op"] == "append":

@@ -80,6 +80,8 @@ class Host:
                 self.worker.submit(app.send, params["chat"], params["text"], context, restore)
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
+            case "buffer_changed":
+                self.worker.submit(app.buffer_changed, params["path"])
             case "restore":
                 self.worker.submit(app.restore, params["chat"], params.get("turn"))
             case "restart":

@@ -507,8 +507,12 @@ class Connection:
         except msgspec.DecodeError:
             probe = _Probe()
         msg_id = probe.id if type(probe.id) in (int, str) else None
-        if probe.method is UNSET and (probe.result is not UNSET or probe.error is not UNSET):
-            # A malformed response: never answer a response; fail its request instead.
+        ours = type(msg_id) is int and msg_id in self._pending
+        if probe.method is UNSET and (
+            probe.result is not UNSET or probe.error is not UNSET or ours
+        ):
+            # A malformed response (or a bare ``{"id": 2}`` naming a request of ours):
+            # never answer a response; fail its request instead, or it waits forever.
             logger.warning("%s: malformed response from peer: %s", self.name, detail)
             slot = self._pending.pop(msg_id, None) if type(msg_id) is int else None
             if slot is not None:

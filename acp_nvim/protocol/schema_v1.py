@@ -24,7 +24,14 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import Raw
 
-from acp_nvim.protocol.unknown import Open, UnionDecoder, register_union
+from acp_nvim.protocol.unknown import (
+    Lenient,
+    Open,
+    OrDefault,
+    UnionDecoder,
+    ValidItems,
+    register_union,
+)
 from acp_nvim.protocol.unknown import Unknown as Unknown
 from acp_nvim.protocol.unknown import convert as convert
 from acp_nvim.protocol.unknown import decode as decode
@@ -239,7 +246,11 @@ class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     path: str
     content: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -247,9 +258,17 @@ class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     path: str
-    line: int | None = None
-    limit: int | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    line: Lenient[int | None] = None
+    limit: Lenient[int | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.line, Raw):
+            self.line = _OrDefault_int_None(self.line, None)
+        if isinstance(self.limit, Raw):
+            self.limit = _OrDefault_int_None(self.limit, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -258,64 +277,105 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
     session_id: SessionId = msgspec.field(name="sessionId")
     tool_call: ToolCallUpdate = msgspec.field(name="toolCall")
     options: list[PermissionOption]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An update to an existing tool call."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
-    kind: ToolKind | None = None
-    status: ToolCallStatus | None = None
-    title: str | None = None
-    content: list[Open[ToolCallContent]] | None = None
-    locations: list[ToolCallLocation] | None = None
+    kind: Lenient[ToolKind | None] = None
+    status: Lenient[ToolCallStatus | None] = None
+    title: Lenient[str | None] = None
+    content: Lenient[list[Open[ToolCallContent]] | None] = None
+    locations: Lenient[list[ToolCallLocation] | None] = None
     raw_input: Any = msgspec.field(default=None, name="rawInput")
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ToolCallContentDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.kind, Raw):
+            self.kind = _OrDefault_ToolKind_None(self.kind, None)
+        if isinstance(self.status, Raw):
+            self.status = _OrDefault_ToolCallStatus_None(self.status, None)
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ToolCallContent_or_null(self.content, "content", None)
+        if isinstance(self.locations, Raw):
+            self.locations = _ValidItems_ToolCallLocation_or_null(self.locations, "locations", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Optional annotations for the client."""
 
-    audience: list[Role] | None = None
-    last_modified: str | None = msgspec.field(default=None, name="lastModified")
-    priority: float | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    audience: Lenient[list[Role] | None] = None
+    last_modified: Lenient[str | None] = msgspec.field(default=None, name="lastModified")
+    priority: Lenient[float | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.audience, Raw):
+            self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
+        if isinstance(self.last_modified, Raw):
+            self.last_modified = _OrDefault_str_None(self.last_modified, None)
+        if isinstance(self.priority, Raw):
+            self.priority = _OrDefault_float_None(self.priority, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Text provided to or from an LLM."""
 
-    annotations: Annotations | None = None
+    annotations: Lenient[Annotations | None] = None
     text: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An image provided to or from an LLM."""
 
-    annotations: Annotations | None = None
+    annotations: Lenient[Annotations | None] = None
     data: str
     mime_type: str = msgspec.field(name="mimeType")
-    uri: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    uri: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.uri, Raw):
+            self.uri = _OrDefault_str_None(self.uri, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Audio provided to or from an LLM."""
 
-    annotations: Annotations | None = None
+    annotations: Lenient[Annotations | None] = None
     data: str
     mime_type: str = msgspec.field(name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -323,79 +383,127 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     A resource that the server is capable of reading, included in a prompt or tool call result.
     """
 
-    annotations: Annotations | None = None
-    description: str | None = None
-    mime_type: str | None = msgspec.field(default=None, name="mimeType")
+    annotations: Lenient[Annotations | None] = None
+    description: Lenient[str | None] = None
+    mime_type: Lenient[str | None] = msgspec.field(default=None, name="mimeType")
     name: str
-    size: int | None = None
-    title: str | None = None
+    size: Lenient[int | None] = None
+    title: Lenient[str | None] = None
     uri: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_str_None(self.mime_type, None)
+        if isinstance(self.size, Raw):
+            self.size = _OrDefault_int_None(self.size, None)
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Text-based resource contents."""
 
-    mime_type: str | None = msgspec.field(default=None, name="mimeType")
+    mime_type: Lenient[str | None] = msgspec.field(default=None, name="mimeType")
     text: str
     uri: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_str_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Binary resource contents."""
 
     blob: str
-    mime_type: str | None = msgspec.field(default=None, name="mimeType")
+    mime_type: Lenient[str | None] = msgspec.field(default=None, name="mimeType")
     uri: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_str_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
-    annotations: Annotations | None = None
+    annotations: Lenient[Annotations | None] = None
     resource: Open[EmbeddedResourceResource]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Standard content block (text, images, resources)."""
 
     content: Open[ContentBlock]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A diff representing file modifications."""
 
     path: str
-    old_text: str | None = msgspec.field(default=None, name="oldText")
+    old_text: Lenient[str | None] = msgspec.field(default=None, name="oldText")
     new_text: str = msgspec.field(name="newText")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.old_text, Raw):
+            self.old_text = _OrDefault_str_None(self.old_text, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Embed a terminal created with `terminal/create` by its id."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A file location being accessed or modified by a tool."""
 
     path: str
-    line: int | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    line: Lenient[int | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.line, Raw):
+            self.line = _OrDefault_int_None(self.line, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -404,7 +512,11 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     name: str
     kind: PermissionOptionKind | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -412,11 +524,23 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     command: str
-    args: list[str] | None = None
-    env: list[EnvVariable] | None = None
-    cwd: str | None = None
-    output_byte_limit: int | None = msgspec.field(default=None, name="outputByteLimit")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    args: Lenient[list[str] | None] = None
+    env: Lenient[list[EnvVariable] | None] = None
+    cwd: Lenient[str | None] = None
+    output_byte_limit: Lenient[int | None] = msgspec.field(default=None, name="outputByteLimit")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.args, Raw):
+            self.args = _ValidItems_str(self.args, "args", None)
+        if isinstance(self.env, Raw):
+            self.env = _ValidItems_EnvVariable(self.env, "env", None)
+        if isinstance(self.cwd, Raw):
+            self.cwd = _OrDefault_str_None(self.cwd, None)
+        if isinstance(self.output_byte_limit, Raw):
+            self.output_byte_limit = _OrDefault_int_None(self.output_byte_limit, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -424,7 +548,11 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     value: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -432,7 +560,11 @@ class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -440,7 +572,11 @@ class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -448,7 +584,11 @@ class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=Tru
 
     session_id: SessionId = msgspec.field(name="sessionId")
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -456,14 +596,22 @@ class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -478,14 +626,18 @@ class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
 class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Type-safe elicitation schema for requesting structured user input."""
 
-    type: ElicitationSchemaType = "object"
-    title: str | None = None
+    type: Lenient[ElicitationSchemaType] = "object"
+    title: Lenient[str | None] = None
     properties: dict[str, Open[ElicitationPropertySchema]] = msgspec.field(default_factory=dict)
     required: list[str] | None = None
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.type, Raw):
+            self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.properties, dict):
             self.properties = {
                 k: _ElicitationPropertySchemaDecoder(v, f"properties.{k}")
@@ -493,6 +645,10 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
                 else v
                 for k, v in self.properties.items()
             }
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -500,84 +656,146 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     const: str
     title: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for string properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     min_length: int | None = msgspec.field(default=None, name="minLength")
     max_length: int | None = msgspec.field(default=None, name="maxLength")
     pattern: str | None = None
     format: StringFormat | None = None
-    default: str | None = None
+    default: Lenient[str | None] = None
     enum: list[str] | None = None
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_str_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     minimum: float | None = None
     maximum: float | None = None
-    default: float | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[float | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_float_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for integer properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     minimum: int | None = None
     maximum: int | None = None
-    default: int | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[int | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_int_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for boolean properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
-    default: bool | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
+    default: Lenient[bool | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_bool_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     """String item schema for multi-select enum properties."""
 
     enum: list[str]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for multi-select (array) properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     min_items: int | None = msgspec.field(default=None, name="minItems")
     max_items: int | None = msgspec.field(default=None, name="maxItems")
     items: Open[MultiSelectItems]
-    default: list[str] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[list[str] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.items, Raw):
             self.items = _MultiSelectItemsDecoder(self.items, "items")
+        if isinstance(self.default, Raw):
+            self.default = _ValidItems_str_or_null(self.default, "default", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -585,8 +803,12 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     requested_schema: ElicitationSchema = msgspec.field(name="requestedSchema")
     session_id: SessionId | None = msgspec.field(default=None, name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -595,117 +817,212 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     url: str
     session_id: SessionId | None = msgspec.field(default=None, name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Authentication-related capabilities supported by the agent."""
 
-    logout: LogoutCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    logout: Lenient[LogoutCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.logout, Raw):
+            self.logout = _OrDefault_LogoutCapabilities_None(self.logout, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """MCP capabilities supported by the agent"""
 
-    http: bool = False
-    sse: bool = False
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    http: Lenient[bool] = False
+    sse: Lenient[bool] = False
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.http, Raw):
+            self.http = _OrDefault_bool(self.http, False)
+        if isinstance(self.sse, Raw):
+            self.sse = _OrDefault_bool(self.sse, False)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
-    image: bool = False
-    audio: bool = False
-    embedded_context: bool = msgspec.field(default=False, name="embeddedContext")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    image: Lenient[bool] = False
+    audio: Lenient[bool] = False
+    embedded_context: Lenient[bool] = msgspec.field(default=False, name="embeddedContext")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.image, Raw):
+            self.image = _OrDefault_bool(self.image, False)
+        if isinstance(self.audio, Raw):
+            self.audio = _OrDefault_bool(self.audio, False)
+        if isinstance(self.embedded_context, Raw):
+            self.embedded_context = _OrDefault_bool(self.embedded_context, False)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session capabilities supported by the agent."""
 
-    list: SessionListCapabilities | None = None
-    delete: SessionDeleteCapabilities | None = None
-    additional_directories: SessionAdditionalDirectoriesCapabilities | None = msgspec.field(
+    list: Lenient[SessionListCapabilities | None] = None
+    delete: Lenient[SessionDeleteCapabilities | None] = None
+    additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    resume: SessionResumeCapabilities | None = None
-    close: SessionCloseCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    resume: Lenient[SessionResumeCapabilities | None] = None
+    close: Lenient[SessionCloseCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.list, Raw):
+            self.list = _OrDefault_SessionListCapabilities_None(self.list, None)
+        if isinstance(self.delete, Raw):
+            self.delete = _OrDefault_SessionDeleteCapabilities_None(self.delete, None)
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
+                self.additional_directories, None,
+            )
+        if isinstance(self.resume, Raw):
+            self.resume = _OrDefault_SessionResumeCapabilities_None(self.resume, None)
+        if isinstance(self.close, Raw):
+            self.close = _OrDefault_SessionCloseCapabilities_None(self.close, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities supported by the agent."""
 
-    load_session: bool = msgspec.field(default=False, name="loadSession")
-    prompt_capabilities: PromptCapabilities = msgspec.field(
+    load_session: Lenient[bool] = msgspec.field(default=False, name="loadSession")
+    prompt_capabilities: Lenient[PromptCapabilities] = msgspec.field(
         default_factory=PromptCapabilities, name="promptCapabilities"
     )
-    mcp_capabilities: McpCapabilities = msgspec.field(
+    mcp_capabilities: Lenient[McpCapabilities] = msgspec.field(
         default_factory=McpCapabilities, name="mcpCapabilities"
     )
-    session_capabilities: SessionCapabilities = msgspec.field(
+    session_capabilities: Lenient[SessionCapabilities] = msgspec.field(
         default_factory=SessionCapabilities, name="sessionCapabilities"
     )
-    auth: AgentAuthCapabilities = msgspec.field(default_factory=AgentAuthCapabilities)
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    auth: Lenient[AgentAuthCapabilities] = msgspec.field(default_factory=AgentAuthCapabilities)
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.load_session, Raw):
+            self.load_session = _OrDefault_bool(self.load_session, False)
+        if isinstance(self.prompt_capabilities, Raw):
+            self.prompt_capabilities = _OrDefault_PromptCapabilities(
+                self.prompt_capabilities, PromptCapabilities(),
+            )
+        if isinstance(self.mcp_capabilities, Raw):
+            self.mcp_capabilities = _OrDefault_McpCapabilities(
+                self.mcp_capabilities, McpCapabilities(),
+            )
+        if isinstance(self.session_capabilities, Raw):
+            self.session_capabilities = _OrDefault_SessionCapabilities(
+                self.session_capabilities, SessionCapabilities(),
+            )
+        if isinstance(self.auth, Raw):
+            self.auth = _OrDefault_AgentAuthCapabilities(self.auth, AgentAuthCapabilities())
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to the `initialize` method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
-    agent_capabilities: AgentCapabilities = msgspec.field(
+    agent_capabilities: Lenient[AgentCapabilities] = msgspec.field(
         default_factory=AgentCapabilities, name="agentCapabilities"
     )
-    auth_methods: list[Open[AuthMethod]] = msgspec.field(default_factory=list, name="authMethods")
-    agent_info: Implementation | None = msgspec.field(default=None, name="agentInfo")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    auth_methods: Lenient[list[Open[AuthMethod]]] = msgspec.field(
+        default_factory=list, name="authMethods"
+    )
+    agent_info: Lenient[Implementation | None] = msgspec.field(default=None, name="agentInfo")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.auth_methods, list):
-            self.auth_methods = [
-                _AuthMethodDecoder(v, "authMethods") if isinstance(v, Raw) else v
-                for v in self.auth_methods
-            ]
+        if isinstance(self.agent_capabilities, Raw):
+            self.agent_capabilities = _OrDefault_AgentCapabilities(
+                self.agent_capabilities, AgentCapabilities(),
+            )
+        if isinstance(self.auth_methods, Raw):
+            self.auth_methods = _ValidItems_AuthMethod(self.auth_methods, "authMethods", list())
+        if isinstance(self.agent_info, Raw):
+            self.agent_info = _OrDefault_Implementation_None(self.agent_info, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/list` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/delete` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for additional session directories support."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/resume` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/close` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LogoutCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Logout capabilities supported by the agent."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthMethodTerminal(
@@ -719,10 +1036,20 @@ class AuthMethodTerminal(
 
     id: AuthMethodId
     name: str
-    description: str | None = None
-    args: list[str] | None = None
-    env: dict[str, str] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    args: Lenient[list[str] | None] = None
+    env: Lenient[dict[str, str] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.args, Raw):
+            self.args = _ValidItems_str(self.args, "args", None)
+        if isinstance(self.env, Raw):
+            self.env = _OrDefault_dict_str_str_None(self.env, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -730,55 +1057,84 @@ class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     id: AuthMethodId
     name: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Metadata about the implementation of the client or agent."""
 
     name: str
-    title: str | None = None
+    title: Lenient[str | None] = None
     version: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to the `authenticate` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to the `logout` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from creating a new session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    modes: SessionModeState | None = None
-    config_options: list[Open[SessionConfigOption]] | None = msgspec.field(
+    modes: Lenient[SessionModeState | None] = None
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.modes, Raw):
+            self.modes = _OrDefault_SessionModeState_None(self.modes, None)
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption_or_null(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The set of modes and the one currently active."""
 
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
-    available_modes: list[SessionMode] = msgspec.field(name="availableModes")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    available_modes: Lenient[list[SessionMode]] = msgspec.field(name="availableModes")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.available_modes, Raw):
+            self.available_modes = _ValidItems_SessionMode(self.available_modes, "availableModes")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -786,8 +1142,14 @@ class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     id: SessionModeId
     name: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -795,8 +1157,14 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
 
     value: SessionConfigValueId
     name: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -804,8 +1172,14 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     group: SessionConfigGroupId
     name: str
-    options: list[SessionConfigSelectOption]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    options: Lenient[list[SessionConfigSelectOption]]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Raw):
+            self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -828,26 +1202,37 @@ class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
 class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from loading an existing session."""
 
-    modes: SessionModeState | None = None
-    config_options: list[Open[SessionConfigOption]] | None = msgspec.field(
+    modes: Lenient[SessionModeState | None] = None
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.modes, Raw):
+            self.modes = _OrDefault_SessionModeState_None(self.modes, None)
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption_or_null(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from listing sessions."""
 
-    sessions: list[SessionInfo]
-    next_cursor: str | None = msgspec.field(default=None, name="nextCursor")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    sessions: Lenient[list[SessionInfo]]
+    next_cursor: Lenient[str | None] = msgspec.field(default=None, name="nextCursor")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sessions, Raw):
+            self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
+        if isinstance(self.next_cursor, Raw):
+            self.next_cursor = _OrDefault_str_None(self.next_cursor, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -855,68 +1240,100 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     cwd: str
-    additional_directories: list[str] | None = msgspec.field(
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    title: str | None = None
-    updated_at: str | None = msgspec.field(default=None, name="updatedAt")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.updated_at, Raw):
+            self.updated_at = _OrDefault_str_None(self.updated_at, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from deleting a session."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from resuming an existing session."""
 
-    modes: SessionModeState | None = None
-    config_options: list[Open[SessionConfigOption]] | None = msgspec.field(
+    modes: Lenient[SessionModeState | None] = None
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.modes, Raw):
+            self.modes = _OrDefault_SessionModeState_None(self.modes, None)
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption_or_null(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from closing a session."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to `session/set_mode` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to `session/set_config_option` method."""
 
-    config_options: list[Open[SessionConfigOption]] = msgspec.field(name="configOptions")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from processing a user prompt."""
 
     stop_reason: StopReason = msgspec.field(name="stopReason")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -932,23 +1349,29 @@ class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     update: Open[SessionUpdate]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A streamed item of content"""
 
     content: Open[ContentBlock]
-    message_id: MessageId | None = msgspec.field(default=None, name="messageId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    message_id: Lenient[MessageId | None] = msgspec.field(default=None, name="messageId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.message_id, Raw):
+            self.message_id = _OrDefault_MessageId_None(self.message_id, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -956,20 +1379,25 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
     title: str
-    kind: ToolKind | None = None
-    status: ToolCallStatus | None = None
-    content: list[Open[ToolCallContent]] | None = None
-    locations: list[ToolCallLocation] | None = None
+    kind: Lenient[ToolKind | None] = None
+    status: Lenient[ToolCallStatus | None] = None
+    content: Lenient[list[Open[ToolCallContent]] | None] = None
+    locations: Lenient[list[ToolCallLocation] | None] = None
     raw_input: Any = msgspec.field(default=None, name="rawInput")
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ToolCallContentDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.kind, Raw):
+            self.kind = _OrDefault_ToolKind_None(self.kind, None)
+        if isinstance(self.status, Raw):
+            self.status = _OrDefault_ToolCallStatus_None(self.status, None)
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ToolCallContent(self.content, "content", None)
+        if isinstance(self.locations, Raw):
+            self.locations = _ValidItems_ToolCallLocation(self.locations, "locations", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -978,14 +1406,24 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Plan(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An execution plan for accomplishing complex tasks."""
 
-    entries: list[PlanEntry]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    entries: Lenient[list[PlanEntry]]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.entries, Raw):
+            self.entries = _ValidItems_PlanEntry(self.entries, "entries")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -993,55 +1431,82 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     description: str
-    input: Open[AvailableCommandInput | None] = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    input: Lenient[Open[AvailableCommandInput | None]] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.input, Raw):
-            self.input = _AvailableCommandInputDecoder(self.input, "input")
+            self.input = _OrDefault_AvailableCommandInput(self.input, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """All text that was typed after the command name is provided as input."""
 
     hint: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Available commands are ready or have changed"""
 
-    available_commands: list[AvailableCommand] = msgspec.field(name="availableCommands")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.available_commands, Raw):
+            self.available_commands = _ValidItems_AvailableCommand(
+                self.available_commands, "availableCommands",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The current mode of the session has changed"""
 
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session configuration options have been updated."""
 
-    config_options: list[Open[SessionConfigOption]] = msgspec.field(name="configOptions")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Update to session metadata."""
 
-    title: str | None = None
-    updated_at: str | None = msgspec.field(default=None, name="updatedAt")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.updated_at, Raw):
+            self.updated_at = _OrDefault_str_None(self.updated_at, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1049,7 +1514,11 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     amount: float
     currency: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1057,125 +1526,218 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     used: int
     size: int
-    cost: Cost | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    cost: Lenient[Cost | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cost, Raw):
+            self.cost = _OrDefault_Cost_None(self.cost, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Authentication capabilities supported by the client."""
 
-    terminal: bool = False
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    terminal: Lenient[bool] = False
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.terminal, Raw):
+            self.terminal = _OrDefault_bool(self.terminal, False)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """File system capabilities that a client may support."""
 
-    read_text_file: bool = msgspec.field(default=False, name="readTextFile")
-    write_text_file: bool = msgspec.field(default=False, name="writeTextFile")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    read_text_file: Lenient[bool] = msgspec.field(default=False, name="readTextFile")
+    write_text_file: Lenient[bool] = msgspec.field(default=False, name="writeTextFile")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.read_text_file, Raw):
+            self.read_text_file = _OrDefault_bool(self.read_text_file, False)
+        if isinstance(self.write_text_file, Raw):
+            self.write_text_file = _OrDefault_bool(self.write_text_file, False)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities supported by the client."""
 
-    fs: FileSystemCapabilities = msgspec.field(default_factory=FileSystemCapabilities)
-    terminal: bool = False
-    session: ClientSessionCapabilities | None = None
-    auth: AuthCapabilities = msgspec.field(default_factory=AuthCapabilities)
-    elicitation: ElicitationCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    fs: Lenient[FileSystemCapabilities] = msgspec.field(default_factory=FileSystemCapabilities)
+    terminal: Lenient[bool] = False
+    session: Lenient[ClientSessionCapabilities | None] = None
+    auth: Lenient[AuthCapabilities] = msgspec.field(default_factory=AuthCapabilities)
+    elicitation: Lenient[ElicitationCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.fs, Raw):
+            self.fs = _OrDefault_FileSystemCapabilities(self.fs, FileSystemCapabilities())
+        if isinstance(self.terminal, Raw):
+            self.terminal = _OrDefault_bool(self.terminal, False)
+        if isinstance(self.session, Raw):
+            self.session = _OrDefault_ClientSessionCapabilities_None(self.session, None)
+        if isinstance(self.auth, Raw):
+            self.auth = _OrDefault_AuthCapabilities(self.auth, AuthCapabilities())
+        if isinstance(self.elicitation, Raw):
+            self.elicitation = _OrDefault_ElicitationCapabilities_None(self.elicitation, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for the initialize method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
-    client_capabilities: ClientCapabilities = msgspec.field(
+    client_capabilities: Lenient[ClientCapabilities] = msgspec.field(
         default_factory=ClientCapabilities, name="clientCapabilities"
     )
-    client_info: Implementation | None = msgspec.field(default=None, name="clientInfo")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    client_info: Lenient[Implementation | None] = msgspec.field(default=None, name="clientInfo")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.client_capabilities, Raw):
+            self.client_capabilities = _OrDefault_ClientCapabilities(
+                self.client_capabilities, ClientCapabilities(),
+            )
+        if isinstance(self.client_info, Raw):
+            self.client_info = _OrDefault_Implementation_None(self.client_info, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session-related capabilities supported by the client."""
 
-    config_options: SessionConfigOptionsCapabilities | None = msgspec.field(
+    config_options: Lenient[SessionConfigOptionsCapabilities | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config_options, Raw):
+            self.config_options = _OrDefault_SessionConfigOptionsCapabilities_None(
+                self.config_options, None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session configuration option capabilities supported by the client."""
 
-    boolean: BooleanConfigOptionCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    boolean: Lenient[BooleanConfigOptionCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.boolean, Raw):
+            self.boolean = _OrDefault_BooleanConfigOptionCapabilities_None(self.boolean, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for boolean session configuration options."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Elicitation capabilities supported by the client."""
 
-    form: ElicitationFormCapabilities | None = None
-    url: ElicitationUrlCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    form: Lenient[ElicitationFormCapabilities | None] = None
+    url: Lenient[ElicitationUrlCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.form, Raw):
+            self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
+        if isinstance(self.url, Raw):
+            self.url = _OrDefault_ElicitationUrlCapabilities_None(self.url, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation capabilities."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """URL-based elicitation capabilities."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for the authenticate method."""
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for the logout method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for creating a new session."""
 
     cwd: str
-    additional_directories: list[str] | None = msgspec.field(
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    mcp_servers: list[Open[McpServer]] = msgspec.field(name="mcpServers")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mcp_servers: Lenient[list[Open[McpServer]]] = msgspec.field(name="mcpServers")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.mcp_servers, list):
-            self.mcp_servers = [
-                _McpServerDecoder(v, "mcpServers") if isinstance(v, Raw) else v
-                for v in self.mcp_servers
-            ]
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1183,7 +1745,11 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     value: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="http"):
@@ -1192,7 +1758,11 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     name: str
     url: str
     headers: list[HttpHeader]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="sse"):
@@ -1201,7 +1771,11 @@ class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     name: str
     url: str
     headers: list[HttpHeader]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1211,26 +1785,33 @@ class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
     command: str
     args: list[str]
     env: list[EnvVariable]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for loading an existing session."""
 
-    mcp_servers: list[Open[McpServer]] = msgspec.field(name="mcpServers")
+    mcp_servers: Lenient[list[Open[McpServer]]] = msgspec.field(name="mcpServers")
     cwd: str
-    additional_directories: list[str] | None = msgspec.field(
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.mcp_servers, list):
-            self.mcp_servers = [
-                _McpServerDecoder(v, "mcpServers") if isinstance(v, Raw) else v
-                for v in self.mcp_servers
-            ]
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers")
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1238,14 +1819,22 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     cwd: str | None = None
     cursor: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for deleting an existing session from `session/list`."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1253,25 +1842,34 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     cwd: str
-    additional_directories: list[str] | None = msgspec.field(
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    mcp_servers: list[Open[McpServer]] | None = msgspec.field(default=None, name="mcpServers")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.mcp_servers, list):
-            self.mcp_servers = [
-                _McpServerDecoder(v, "mcpServers") if isinstance(v, Raw) else v
-                for v in self.mcp_servers
-            ]
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for closing an active session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1279,7 +1877,11 @@ class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     mode_id: SessionModeId = msgspec.field(name="modeId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1287,51 +1889,71 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     prompt: list[Open[ContentBlock]]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
             ]
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to `fs/write_text_file`"""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response containing the contents of a text file."""
 
     content: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to a permission request."""
 
     outcome: Open[RequestPermissionOutcome]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The user selected one of the provided options."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response containing the ID of the created terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1339,36 +1961,66 @@ class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     output: str
     truncated: bool
-    exit_status: TerminalExitStatus | None = msgspec.field(default=None, name="exitStatus")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    exit_status: Lenient[TerminalExitStatus | None] = msgspec.field(default=None, name="exitStatus")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exit_status, Raw):
+            self.exit_status = _OrDefault_TerminalExitStatus_None(self.exit_status, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Exit status of a terminal command."""
 
-    exit_code: int | None = msgspec.field(default=None, name="exitCode")
-    signal: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    signal: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exit_code, Raw):
+            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+        if isinstance(self.signal, Raw):
+            self.signal = _OrDefault_str_None(self.signal, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to terminal/release method"""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response containing the exit status of a terminal command."""
 
-    exit_code: int | None = msgspec.field(default=None, name="exitCode")
-    signal: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    signal: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exit_code, Raw):
+            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+        if isinstance(self.signal, Raw):
+            self.signal = _OrDefault_str_None(self.signal, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to `terminal/kill` method"""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1381,14 +2033,22 @@ class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Notification to cancel ongoing operations for a session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Notification to cancel an ongoing request."""
 
     request_id: RequestId = msgspec.field(name="requestId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # --- unions: the tagged variants, then the union ---
@@ -1448,14 +2108,24 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     """`mode: "form"` variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url"):
     """`mode: "url"` variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Request from the agent to elicit structured user input.
@@ -1509,9 +2179,18 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
 
     id: SessionConfigId
     name: str
-    description: str | None = None
-    category: SessionConfigOptionCategory | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    category: Lenient[SessionConfigOptionCategory | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.category, Raw):
+            self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -1519,9 +2198,17 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
 
     id: SessionConfigId
     name: str
-    description: str | None = None
-    category: SessionConfigOptionCategory | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    category: Lenient[SessionConfigOptionCategory | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.category, Raw):
+            self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # A session configuration option selector and its current state.
@@ -1643,8 +2330,12 @@ class SetSessionConfigOptionRequestBoolean(
 
     session_id: SessionId = msgspec.field(name="sessionId")
     config_id: SessionConfigId = msgspec.field(name="configId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionConfigOptionRequestValueId(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1652,8 +2343,12 @@ class SetSessionConfigOptionRequestValueId(msgspec.Struct, kw_only=True, omit_de
 
     session_id: SessionId = msgspec.field(name="sessionId")
     config_id: SessionConfigId = msgspec.field(name="configId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Request parameters for setting a session configuration option.
@@ -1687,7 +2382,11 @@ RequestPermissionOutcome = RequestPermissionOutcomeCancelled | RequestPermission
 class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action", tag="accept"):
     """`action: "accept"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationResponseDecline(
@@ -1699,7 +2398,11 @@ class CreateElicitationResponseDecline(
 ):
     """`action: "decline"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationResponseCancel(
@@ -1711,7 +2414,11 @@ class CreateElicitationResponseCancel(
 ):
     """`action: "cancel"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Response from the client to an elicitation request.
@@ -1875,6 +2582,66 @@ _CreateElicitationResponseDecoder = UnionDecoder(
     (),
 )
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
+
+
+# --- decoders of the lenient fields (used by __post_init__) ---
+
+_OrDefault_AgentAuthCapabilities = OrDefault(AgentAuthCapabilities)
+_OrDefault_AgentCapabilities = OrDefault(AgentCapabilities)
+_OrDefault_Annotations_None = OrDefault(Annotations | None)
+_OrDefault_AuthCapabilities = OrDefault(AuthCapabilities)
+_OrDefault_AvailableCommandInput = OrDefault(AvailableCommandInput)
+_OrDefault_BooleanConfigOptionCapabilities_None = OrDefault(BooleanConfigOptionCapabilities | None)
+_OrDefault_ClientCapabilities = OrDefault(ClientCapabilities)
+_OrDefault_ClientSessionCapabilities_None = OrDefault(ClientSessionCapabilities | None)
+_OrDefault_Cost_None = OrDefault(Cost | None)
+_OrDefault_ElicitationCapabilities_None = OrDefault(ElicitationCapabilities | None)
+_OrDefault_ElicitationFormCapabilities_None = OrDefault(ElicitationFormCapabilities | None)
+_OrDefault_ElicitationSchemaType = OrDefault(ElicitationSchemaType)
+_OrDefault_ElicitationUrlCapabilities_None = OrDefault(ElicitationUrlCapabilities | None)
+_OrDefault_FileSystemCapabilities = OrDefault(FileSystemCapabilities)
+_OrDefault_Implementation_None = OrDefault(Implementation | None)
+_OrDefault_LogoutCapabilities_None = OrDefault(LogoutCapabilities | None)
+_OrDefault_McpCapabilities = OrDefault(McpCapabilities)
+_OrDefault_MessageId_None = OrDefault(MessageId | None)
+_OrDefault_PromptCapabilities = OrDefault(PromptCapabilities)
+_OrDefault_SessionAdditionalDirectoriesCapabilities_None = OrDefault(SessionAdditionalDirectoriesCapabilities | None)
+_OrDefault_SessionCapabilities = OrDefault(SessionCapabilities)
+_OrDefault_SessionCloseCapabilities_None = OrDefault(SessionCloseCapabilities | None)
+_OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
+_OrDefault_SessionConfigOptionsCapabilities_None = OrDefault(SessionConfigOptionsCapabilities | None)
+_OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionListCapabilities_None = OrDefault(SessionListCapabilities | None)
+_OrDefault_SessionModeState_None = OrDefault(SessionModeState | None)
+_OrDefault_SessionResumeCapabilities_None = OrDefault(SessionResumeCapabilities | None)
+_OrDefault_TerminalExitStatus_None = OrDefault(TerminalExitStatus | None)
+_OrDefault_ToolCallId_None = OrDefault(ToolCallId | None)
+_OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
+_OrDefault_ToolKind_None = OrDefault(ToolKind | None)
+_OrDefault_bool = OrDefault(bool)
+_OrDefault_bool_None = OrDefault(bool | None)
+_OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)
+_OrDefault_dict_str_str_None = OrDefault(dict[str, str] | None)
+_OrDefault_float_None = OrDefault(float | None)
+_OrDefault_int_None = OrDefault(int | None)
+_OrDefault_str_None = OrDefault(str | None)
+_ValidItems_AuthMethod = ValidItems(AuthMethod, nullable=False)
+_ValidItems_AvailableCommand = ValidItems(AvailableCommand, nullable=False)
+_ValidItems_EnvVariable = ValidItems(EnvVariable, nullable=False)
+_ValidItems_McpServer = ValidItems(McpServer, nullable=False)
+_ValidItems_PlanEntry = ValidItems(PlanEntry, nullable=False)
+_ValidItems_Role_or_null = ValidItems(Role, nullable=True)
+_ValidItems_SessionConfigOption = ValidItems(SessionConfigOption, nullable=False)
+_ValidItems_SessionConfigOption_or_null = ValidItems(SessionConfigOption, nullable=True)
+_ValidItems_SessionConfigSelectOption = ValidItems(SessionConfigSelectOption, nullable=False)
+_ValidItems_SessionInfo = ValidItems(SessionInfo, nullable=False)
+_ValidItems_SessionMode = ValidItems(SessionMode, nullable=False)
+_ValidItems_ToolCallContent = ValidItems(ToolCallContent, nullable=False)
+_ValidItems_ToolCallContent_or_null = ValidItems(ToolCallContent, nullable=True)
+_ValidItems_ToolCallLocation = ValidItems(ToolCallLocation, nullable=False)
+_ValidItems_ToolCallLocation_or_null = ValidItems(ToolCallLocation, nullable=True)
+_ValidItems_str = ValidItems(str, nullable=False)
+_ValidItems_str_or_null = ValidItems(str, nullable=True)
 
 
 # method -> (params type, result type); the result is None for notifications.

@@ -26,7 +26,14 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from acp_nvim.protocol.unknown import Open, UnionDecoder, register_union
+from acp_nvim.protocol.unknown import (
+    Lenient,
+    Open,
+    OrDefault,
+    UnionDecoder,
+    ValidItems,
+    register_union,
+)
 from acp_nvim.protocol.unknown import Unknown as Unknown
 from acp_nvim.protocol.unknown import convert as convert
 from acp_nvim.protocol.unknown import decode as decode
@@ -261,52 +268,81 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     session_id: SessionId = msgspec.field(name="sessionId")
     title: str
-    description: str | None = None
+    description: Lenient[str | None] = None
     subject: Open[RequestPermissionSubject | None] = None
     options: list[PermissionOption]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.subject, Raw):
             self.subject = _RequestPermissionSubjectDecoder(self.subject, "subject")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Represents an upsert for a tool call that the language model has requested."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
-    title: str | UnsetType | None = UNSET
-    kind: ToolKind | UnsetType | None = UNSET
-    status: ToolCallStatus | UnsetType | None = UNSET
-    content: list[Open[ToolCallContent]] | UnsetType | None = UNSET
-    locations: list[ToolCallLocation] | UnsetType | None = UNSET
+    title: Lenient[str | UnsetType | None] = UNSET
+    kind: Lenient[ToolKind | UnsetType | None] = UNSET
+    status: Lenient[ToolCallStatus | UnsetType | None] = UNSET
+    content: Lenient[list[Open[ToolCallContent]] | UnsetType | None] = UNSET
+    locations: Lenient[list[ToolCallLocation] | UnsetType | None] = UNSET
     raw_input: Any | UnsetType = msgspec.field(default=UNSET, name="rawInput")
     raw_output: Any | UnsetType = msgspec.field(default=UNSET, name="rawOutput")
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ToolCallContentDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, UNSET)
+        if isinstance(self.kind, Raw):
+            self.kind = _OrDefault_ToolKind_None(self.kind, UNSET)
+        if isinstance(self.status, Raw):
+            self.status = _OrDefault_ToolCallStatus_None(self.status, UNSET)
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ToolCallContent_or_null(self.content, "content", UNSET)
+        if isinstance(self.locations, Raw):
+            self.locations = _ValidItems_ToolCallLocation_or_null(
+                self.locations, "locations", UNSET,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Optional annotations for the client."""
 
-    audience: list[Role] | None = None
-    last_modified: str | None = msgspec.field(default=None, name="lastModified")
-    priority: float | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    audience: Lenient[list[Role] | None] = None
+    last_modified: Lenient[str | None] = msgspec.field(default=None, name="lastModified")
+    priority: Lenient[float | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.audience, Raw):
+            self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
+        if isinstance(self.last_modified, Raw):
+            self.last_modified = _OrDefault_str_None(self.last_modified, None)
+        if isinstance(self.priority, Raw):
+            self.priority = _OrDefault_float_None(self.priority, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Text provided to or from an LLM."""
 
     text: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    annotations: Lenient[Annotations | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -314,9 +350,17 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     data: str
     mime_type: MediaType = msgspec.field(name="mimeType")
-    uri: str | None = None
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    uri: Lenient[str | None] = None
+    annotations: Lenient[Annotations | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.uri, Raw):
+            self.uri = _OrDefault_str_None(self.uri, None)
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -324,17 +368,31 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     data: str
     mime_type: MediaType = msgspec.field(name="mimeType")
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    annotations: Lenient[Annotations | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Icon(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An optionally-sized icon that can be displayed in a user interface."""
 
     src: str
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    sizes: list[str] | None = None
-    theme: IconTheme | None = None
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    sizes: Lenient[list[str] | None] = None
+    theme: Lenient[IconTheme | None] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.sizes, Raw):
+            self.sizes = _ValidItems_str_or_null(self.sizes, "sizes", None)
+        if isinstance(self.theme, Raw):
+            self.theme = _OrDefault_IconTheme_None(self.theme, None)
 
 
 class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -344,13 +402,29 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     uri: str
-    title: str | None = None
-    description: str | None = None
-    icons: list[Icon] | None = None
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    size: int | None = None
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
+    icons: Lenient[list[Icon] | None] = None
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    size: Lenient[int | None] = None
+    annotations: Lenient[Annotations | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.icons, Raw):
+            self.icons = _ValidItems_Icon_or_null(self.icons, "icons", None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.size, Raw):
+            self.size = _OrDefault_int_None(self.size, None)
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -358,8 +432,14 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     text: str
     uri: str
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -367,31 +447,43 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     blob: str
     uri: str
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     resource: Open[EmbeddedResourceResource]
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    annotations: Lenient[Annotations | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
+        if isinstance(self.annotations, Raw):
+            self.annotations = _OrDefault_Annotations_None(self.annotations, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Standard content block (text, images, resources)."""
 
     content: Open[ContentBlock]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DiffPathChange(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -417,30 +509,42 @@ class DiffPatch(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     """File changes produced by a tool call."""
 
-    changes: list[Open[DiffChange]]
-    patch: DiffPatch | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    changes: Lenient[list[Open[DiffChange]]]
+    patch: Lenient[DiffPatch | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.changes, list):
-            self.changes = [
-                _DiffChangeDecoder(v, "changes") if isinstance(v, Raw) else v for v in self.changes
-            ]
+        if isinstance(self.changes, Raw):
+            self.changes = _ValidItems_DiffChange(self.changes, "changes")
+        if isinstance(self.patch, Raw):
+            self.patch = _OrDefault_DiffPatch_None(self.patch, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A display-only reference to an agent-owned terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A file location being accessed or modified by a tool."""
 
     path: AbsolutePath
-    line: int | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    line: Lenient[int | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.line, Raw):
+            self.line = _OrDefault_int_None(self.line, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -454,9 +558,17 @@ class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     command: str
     cwd: AbsolutePath
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
-    terminal_id: TerminalId | None = msgspec.field(default=None, name="terminalId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
+    terminal_id: Lenient[TerminalId | None] = msgspec.field(default=None, name="terminalId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
+        if isinstance(self.terminal_id, Raw):
+            self.terminal_id = _OrDefault_TerminalId_None(self.terminal_id, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -465,14 +577,22 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     name: str
     kind: PermissionOptionKind | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -487,14 +607,18 @@ class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
 class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Type-safe elicitation schema for requesting structured user input."""
 
-    type: ElicitationSchemaType = "object"
-    title: str | None = None
+    type: Lenient[ElicitationSchemaType] = "object"
+    title: Lenient[str | None] = None
     properties: dict[str, Open[ElicitationPropertySchema]] = msgspec.field(default_factory=dict)
     required: list[str] | None = None
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.type, Raw):
+            self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.properties, dict):
             self.properties = {
                 k: _ElicitationPropertySchemaDecoder(v, f"properties.{k}")
@@ -502,6 +626,10 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
                 else v
                 for k, v in self.properties.items()
             }
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -509,84 +637,146 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     const: str
     title: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for string properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     min_length: int | None = msgspec.field(default=None, name="minLength")
     max_length: int | None = msgspec.field(default=None, name="maxLength")
     pattern: str | None = None
     format: StringFormat | None = None
-    default: str | None = None
+    default: Lenient[str | None] = None
     enum: list[str] | None = None
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_str_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for number (floating-point) properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     minimum: float | None = None
     maximum: float | None = None
-    default: float | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[float | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_float_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for integer properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     minimum: int | None = None
     maximum: int | None = None
-    default: int | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[int | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_int_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for boolean properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
-    default: bool | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
+    default: Lenient[bool | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.default, Raw):
+            self.default = _OrDefault_bool_None(self.default, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     """String item schema for multi-select enum properties."""
 
     enum: list[str]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Schema for multi-select (array) properties in an elicitation form."""
 
-    title: str | None = None
-    description: str | None = None
+    title: Lenient[str | None] = None
+    description: Lenient[str | None] = None
     min_items: int | None = msgspec.field(default=None, name="minItems")
     max_items: int | None = msgspec.field(default=None, name="maxItems")
     items: Open[MultiSelectItems]
-    default: list[str] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    default: Lenient[list[str] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.items, Raw):
             self.items = _MultiSelectItemsDecoder(self.items, "items")
+        if isinstance(self.default, Raw):
+            self.default = _ValidItems_str_or_null(self.default, "default", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -594,8 +784,12 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     requested_schema: ElicitationSchema = msgspec.field(name="requestedSchema")
     session_id: SessionId | None = msgspec.field(default=None, name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -604,16 +798,28 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     url: str
     session_id: SessionId | None = msgspec.field(default=None, name="sessionId")
-    tool_call_id: ToolCallId | None = msgspec.field(default=None, name="toolCallId")
+    tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tool_call_id, Raw):
+            self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
 class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities supported by the agent."""
 
-    session: SessionCapabilities | None = None
-    auth: AgentAuthCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    session: Lenient[SessionCapabilities | None] = None
+    auth: Lenient[AgentAuthCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.session, Raw):
+            self.session = _OrDefault_SessionCapabilities_None(self.session, None)
+        if isinstance(self.auth, Raw):
+            self.auth = _OrDefault_AgentAuthCapabilities_None(self.auth, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -621,104 +827,179 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
     info: Implementation
-    capabilities: AgentCapabilities = msgspec.field(default_factory=AgentCapabilities)
-    auth_methods: list[Open[AuthMethod]] | None = msgspec.field(default=None, name="authMethods")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    capabilities: Lenient[AgentCapabilities] = msgspec.field(default_factory=AgentCapabilities)
+    auth_methods: Lenient[list[Open[AuthMethod]] | None] = msgspec.field(
+        default=None, name="authMethods"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.auth_methods, list):
-            self.auth_methods = [
-                _AuthMethodDecoder(v, "authMethods") if isinstance(v, Raw) else v
-                for v in self.auth_methods
-            ]
+        if isinstance(self.capabilities, Raw):
+            self.capabilities = _OrDefault_AgentCapabilities(self.capabilities, AgentCapabilities())
+        if isinstance(self.auth_methods, Raw):
+            self.auth_methods = _ValidItems_AuthMethod(self.auth_methods, "authMethods", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Metadata about the implementation of the client or agent."""
 
     name: str
-    title: str | None = None
+    title: Lenient[str | None] = None
     version: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session capabilities supported by the agent."""
 
-    prompt: PromptCapabilities | None = None
-    mcp: McpCapabilities | None = None
-    delete: SessionDeleteCapabilities | None = None
-    additional_directories: SessionAdditionalDirectoriesCapabilities | None = msgspec.field(
+    prompt: Lenient[PromptCapabilities | None] = None
+    mcp: Lenient[McpCapabilities | None] = None
+    delete: Lenient[SessionDeleteCapabilities | None] = None
+    additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.prompt, Raw):
+            self.prompt = _OrDefault_PromptCapabilities_None(self.prompt, None)
+        if isinstance(self.mcp, Raw):
+            self.mcp = _OrDefault_McpCapabilities_None(self.mcp, None)
+        if isinstance(self.delete, Raw):
+            self.delete = _OrDefault_SessionDeleteCapabilities_None(self.delete, None)
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
+                self.additional_directories, None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
-    image: PromptImageCapabilities | None = None
-    audio: PromptAudioCapabilities | None = None
-    embedded_context: PromptEmbeddedContextCapabilities | None = msgspec.field(
+    image: Lenient[PromptImageCapabilities | None] = None
+    audio: Lenient[PromptAudioCapabilities | None] = None
+    embedded_context: Lenient[PromptEmbeddedContextCapabilities | None] = msgspec.field(
         default=None, name="embeddedContext"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.image, Raw):
+            self.image = _OrDefault_PromptImageCapabilities_None(self.image, None)
+        if isinstance(self.audio, Raw):
+            self.audio = _OrDefault_PromptAudioCapabilities_None(self.audio, None)
+        if isinstance(self.embedded_context, Raw):
+            self.embedded_context = _OrDefault_PromptEmbeddedContextCapabilities_None(
+                self.embedded_context, None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for image content in prompt requests."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for audio content in prompt requests."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for embedded context in prompt requests."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """MCP capabilities supported by the agent for session lifecycle requests."""
 
-    stdio: McpStdioCapabilities | None = None
-    http: McpHttpCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    stdio: Lenient[McpStdioCapabilities | None] = None
+    http: Lenient[McpHttpCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stdio, Raw):
+            self.stdio = _OrDefault_McpStdioCapabilities_None(self.stdio, None)
+        if isinstance(self.http, Raw):
+            self.http = _OrDefault_McpHttpCapabilities_None(self.http, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for stdio MCP server transports."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for HTTP MCP server transports."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/delete` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for additional session directories support."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Authentication-related extension capabilities supported by the agent."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -726,7 +1007,11 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     value: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthMethodTerminal(
@@ -740,10 +1025,20 @@ class AuthMethodTerminal(
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
     name: str
-    description: str | None = None
-    args: list[str] | None = None
-    env: list[EnvVariable] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    args: Lenient[list[str] | None] = None
+    env: Lenient[list[EnvVariable] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.args, Raw):
+            self.args = _ValidItems_str(self.args, "args", None)
+        if isinstance(self.env, Raw):
+            self.env = _ValidItems_EnvVariable(self.env, "env", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthMethodAgent(
@@ -757,37 +1052,52 @@ class AuthMethodAgent(
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
     name: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to the `auth/login` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to the `auth/logout` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from creating a new session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    config_options: list[Open[SessionConfigOption]] | None = msgspec.field(
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -795,8 +1105,14 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
 
     value: SessionConfigValueId
     name: str
-    description: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -804,8 +1120,14 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     group_id: SessionConfigGroupId = msgspec.field(name="groupId")
     name: str
-    options: list[SessionConfigSelectOption]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    options: Lenient[list[SessionConfigSelectOption]]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Raw):
+            self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -828,9 +1150,17 @@ class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
 class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from listing sessions."""
 
-    sessions: list[SessionInfo]
-    next_cursor: SessionListCursor | None = msgspec.field(default=None, name="nextCursor")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    sessions: Lenient[list[SessionInfo]]
+    next_cursor: Lenient[SessionListCursor | None] = msgspec.field(default=None, name="nextCursor")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sessions, Raw):
+            self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
+        if isinstance(self.next_cursor, Raw):
+            self.next_cursor = _OrDefault_SessionListCursor_None(self.next_cursor, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -838,60 +1168,86 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     cwd: AbsolutePath
-    additional_directories: list[AbsolutePath] | None = msgspec.field(
+    additional_directories: Lenient[list[AbsolutePath] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    title: str | None = None
-    updated_at: str | None = msgspec.field(default=None, name="updatedAt")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    title: Lenient[str | None] = None
+    updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_AbsolutePath(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.updated_at, Raw):
+            self.updated_at = _OrDefault_str_None(self.updated_at, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from deleting a session."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from resuming an existing session."""
 
-    config_options: list[Open[SessionConfigOption]] | None = msgspec.field(
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
         default=None, name="configOptions"
     )
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response from closing a session."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to `session/set_config_option` method."""
 
-    config_options: list[Open[SessionConfigOption]] = msgspec.field(name="configOptions")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response acknowledging that a user prompt was accepted."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -907,11 +1263,13 @@ class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
 
     session_id: SessionId = msgspec.field(name="sessionId")
     update: Open[SessionUpdate]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -919,75 +1277,88 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     message_id: MessageId = msgspec.field(name="messageId")
     content: Open[ContentBlock]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A user message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
-    content: list[Open[ContentBlock]] | UnsetType | None = UNSET
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ContentBlockDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An agent message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
-    content: list[Open[ContentBlock]] | UnsetType | None = UNSET
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ContentBlockDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An agent thought or reasoning message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
-    content: list[Open[ContentBlock]] | UnsetType | None = UNSET
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.content, list):
-            self.content = [
-                _ContentBlockDecoder(v, "content") if isinstance(v, Raw) else v
-                for v in self.content
-            ]
+        if isinstance(self.content, Raw):
+            self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Foreground work is in progress."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The agent is ready to process a new prompt."""
 
-    stop_reason: StopReason | None = msgspec.field(default=None, name="stopReason")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop_reason, Raw):
+            self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Foreground work is blocked on user action."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -995,39 +1366,65 @@ class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
     content: Open[ToolCallContent]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ToolCallContentDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An authoritative replacement snapshot of terminal output bytes."""
 
     data: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Exit information for an agent-owned terminal."""
 
-    exit_code: int | None = msgspec.field(default=None, name="exitCode")
-    signal: str | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    signal: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.exit_code, Raw):
+            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+        if isinstance(self.signal, Raw):
+            self.signal = _OrDefault_str_None(self.signal, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An upsert for the stored state of an agent-owned terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
-    command: str | UnsetType | None = UNSET
-    cwd: AbsolutePath | UnsetType | None = UNSET
-    output: TerminalOutput | UnsetType | None = UNSET
-    exit_status: TerminalExitStatus | UnsetType | None = msgspec.field(
+    command: Lenient[str | UnsetType | None] = UNSET
+    cwd: Lenient[AbsolutePath | UnsetType | None] = UNSET
+    output: Lenient[TerminalOutput | UnsetType | None] = UNSET
+    exit_status: Lenient[TerminalExitStatus | UnsetType | None] = msgspec.field(
         default=UNSET, name="exitStatus"
     )
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.command, Raw):
+            self.command = _OrDefault_str_None(self.command, UNSET)
+        if isinstance(self.cwd, Raw):
+            self.cwd = _OrDefault_AbsolutePath_None(self.cwd, UNSET)
+        if isinstance(self.output, Raw):
+            self.output = _OrDefault_TerminalOutput_None(self.output, UNSET)
+        if isinstance(self.exit_status, Raw):
+            self.exit_status = _OrDefault_TerminalExitStatus_None(self.exit_status, UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1035,7 +1432,11 @@ class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     data: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1044,26 +1445,38 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A plan represented as structured entries."""
 
     plan_id: PlanId = msgspec.field(name="planId")
-    entries: list[PlanEntry]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    entries: Lenient[list[PlanEntry]]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.entries, Raw):
+            self.entries = _ValidItems_PlanEntry(self.entries, "entries")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A content update for a plan identified by ID."""
 
     plan: Open[PlanUpdateContent]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.plan, Raw):
             self.plan = _PlanUpdateContentDecoder(self.plan, "plan")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1071,48 +1484,71 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     description: str
-    input: Open[AvailableCommandInput | None] = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    input: Lenient[Open[AvailableCommandInput | None]] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.input, Raw):
-            self.input = _AvailableCommandInputDecoder(self.input, "input")
+            self.input = _OrDefault_AvailableCommandInput(self.input, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
     """All text that was typed after the command name is provided as input."""
 
     hint: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Available commands are ready or have changed"""
 
-    available_commands: list[AvailableCommand] = msgspec.field(name="availableCommands")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.available_commands, Raw):
+            self.available_commands = _ValidItems_AvailableCommand(
+                self.available_commands, "availableCommands",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session configuration options have been updated."""
 
-    config_options: list[Open[SessionConfigOption]] = msgspec.field(name="configOptions")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.config_options, list):
-            self.config_options = [
-                _SessionConfigOptionDecoder(v, "configOptions") if isinstance(v, Raw) else v
-                for v in self.config_options
-            ]
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions",
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Update to session metadata."""
 
-    title: str | UnsetType | None = UNSET
-    updated_at: str | UnsetType | None = msgspec.field(default=UNSET, name="updatedAt")
-    meta: dict[str, Any] | UnsetType | None = msgspec.field(default=UNSET, name="_meta")
+    title: Lenient[str | UnsetType | None] = UNSET
+    updated_at: Lenient[str | UnsetType | None] = msgspec.field(default=UNSET, name="updatedAt")
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.title, Raw):
+            self.title = _OrDefault_str_None(self.title, UNSET)
+        if isinstance(self.updated_at, Raw):
+            self.updated_at = _OrDefault_str_None(self.updated_at, UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1120,7 +1556,11 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     amount: float
     currency: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1128,23 +1568,41 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     used: int
     size: int
-    cost: Cost | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    cost: Lenient[Cost | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cost, Raw):
+            self.cost = _OrDefault_Cost_None(self.cost, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities supported by the client."""
 
-    auth: AuthCapabilities | None = None
-    elicitation: ElicitationCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    auth: Lenient[AuthCapabilities | None] = None
+    elicitation: Lenient[ElicitationCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.auth, Raw):
+            self.auth = _OrDefault_AuthCapabilities_None(self.auth, None)
+        if isinstance(self.elicitation, Raw):
+            self.elicitation = _OrDefault_ElicitationCapabilities_None(self.elicitation, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1152,72 +1610,119 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
     info: Implementation
-    capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    capabilities: Lenient[ClientCapabilities] = msgspec.field(default_factory=ClientCapabilities)
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.capabilities, Raw):
+            self.capabilities = _OrDefault_ClientCapabilities(
+                self.capabilities, ClientCapabilities(),
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Authentication capabilities supported by the client."""
 
-    terminal: TerminalAuthCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    terminal: Lenient[TerminalAuthCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.terminal, Raw):
+            self.terminal = _OrDefault_TerminalAuthCapabilities_None(self.terminal, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for terminal authentication methods."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Elicitation capabilities supported by the client."""
 
-    form: ElicitationFormCapabilities | None = None
-    url: ElicitationUrlCapabilities | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    form: Lenient[ElicitationFormCapabilities | None] = None
+    url: Lenient[ElicitationUrlCapabilities | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.form, Raw):
+            self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
+        if isinstance(self.url, Raw):
+            self.url = _OrDefault_ElicitationUrlCapabilities_None(self.url, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation capabilities."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """URL-based elicitation capabilities."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for the `auth/login` method."""
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for the `auth/logout` method."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for creating a new session."""
 
     cwd: AbsolutePath
-    additional_directories: list[AbsolutePath] | None = msgspec.field(
+    additional_directories: Lenient[list[AbsolutePath] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    mcp_servers: list[Open[McpServer]] | None = msgspec.field(default=None, name="mcpServers")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.mcp_servers, list):
-            self.mcp_servers = [
-                _McpServerDecoder(v, "mcpServers") if isinstance(v, Raw) else v
-                for v in self.mcp_servers
-            ]
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_AbsolutePath(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1225,7 +1730,11 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     name: str
     value: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="http"):
@@ -1234,7 +1743,11 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     name: str
     url: str
     headers: list[HttpHeader] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class McpServerStdio(
@@ -1250,7 +1763,11 @@ class McpServerStdio(
     command: AbsolutePath
     args: list[str] | None = None
     env: list[EnvVariable] | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1258,14 +1775,22 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     cwd: AbsolutePath | None = None
     cursor: SessionListCursor | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for deleting an existing session from `session/list`."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1273,21 +1798,26 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     cwd: AbsolutePath
-    additional_directories: list[AbsolutePath] | None = msgspec.field(
+    additional_directories: Lenient[list[AbsolutePath] | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
-    mcp_servers: list[Open[McpServer]] | None = msgspec.field(default=None, name="mcpServers")
-    replay_from: Open[ReplayFrom | None] = msgspec.field(default=None, name="replayFrom")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    replay_from: Lenient[Open[ReplayFrom | None]] = msgspec.field(default=None, name="replayFrom")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
-        if isinstance(self.mcp_servers, list):
-            self.mcp_servers = [
-                _McpServerDecoder(v, "mcpServers") if isinstance(v, Raw) else v
-                for v in self.mcp_servers
-            ]
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_AbsolutePath(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
         if isinstance(self.replay_from, Raw):
-            self.replay_from = _ReplayFromDecoder(self.replay_from, "replayFrom")
+            self.replay_from = _OrDefault_ReplayFrom(self.replay_from, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ReplayFromStart(
@@ -1299,14 +1829,22 @@ class ReplayFromStart(
 ):
     """Inclusive replay cursor requesting replay from the start of the conversation."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for closing an active session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1314,31 +1852,39 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     prompt: list[Open[ContentBlock]]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
             ]
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response to a permission request."""
 
     outcome: Open[RequestPermissionOutcome]
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The user selected one of the provided options."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1351,14 +1897,22 @@ class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     """Notification to cancel ongoing operations for a session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Notification to cancel an ongoing request."""
 
     request_id: RequestId = msgspec.field(name="requestId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # --- unions: the tagged variants, then the union ---
@@ -1433,41 +1987,81 @@ EmbeddedResourceResource = TextResourceContents | BlobResourceContents
 class DiffChangeAdd(DiffPathChange, tag_field="operation", tag="add"):
     """`operation: "add"` variant of `DiffChange`."""
 
-    file_type: DiffFileType | None = msgspec.field(default=None, name="fileType")
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    file_type: Lenient[DiffFileType | None] = msgspec.field(default=None, name="fileType")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_type, Raw):
+            self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DiffChangeDelete(DiffPathChange, tag_field="operation", tag="delete"):
     """`operation: "delete"` variant of `DiffChange`."""
 
-    file_type: DiffFileType | None = msgspec.field(default=None, name="fileType")
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    file_type: Lenient[DiffFileType | None] = msgspec.field(default=None, name="fileType")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_type, Raw):
+            self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DiffChangeModify(DiffPathChange, tag_field="operation", tag="modify"):
     """`operation: "modify"` variant of `DiffChange`."""
 
-    file_type: DiffFileType | None = msgspec.field(default=None, name="fileType")
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    file_type: Lenient[DiffFileType | None] = msgspec.field(default=None, name="fileType")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_type, Raw):
+            self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DiffChangeMove(DiffPathPairChange, tag_field="operation", tag="move"):
     """`operation: "move"` variant of `DiffChange`."""
 
-    file_type: DiffFileType | None = msgspec.field(default=None, name="fileType")
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    file_type: Lenient[DiffFileType | None] = msgspec.field(default=None, name="fileType")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_type, Raw):
+            self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class DiffChangeCopy(DiffPathPairChange, tag_field="operation", tag="copy"):
     """`operation: "copy"` variant of `DiffChange`."""
 
-    file_type: DiffFileType | None = msgspec.field(default=None, name="fileType")
-    mime_type: MediaType | None = msgspec.field(default=None, name="mimeType")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    file_type: Lenient[DiffFileType | None] = msgspec.field(default=None, name="fileType")
+    mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.file_type, Raw):
+            self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
+        if isinstance(self.mime_type, Raw):
+            self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # One file-level change described by a [`Diff`].
@@ -1478,14 +2072,24 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     """`mode: "form"` variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url"):
     """`mode: "url"` variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Request from the agent to elicit structured user input.
@@ -1539,9 +2143,18 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
 
     config_id: SessionConfigId = msgspec.field(name="configId")
     name: str
-    description: str | None = None
-    category: SessionConfigOptionCategory | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    category: Lenient[SessionConfigOptionCategory | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.category, Raw):
+            self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -1549,9 +2162,17 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
 
     config_id: SessionConfigId = msgspec.field(name="configId")
     name: str
-    description: str | None = None
-    category: SessionConfigOptionCategory | None = None
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    description: Lenient[str | None] = None
+    category: Lenient[SessionConfigOptionCategory | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.category, Raw):
+            self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # A session configuration option selector and its current state.
@@ -1608,8 +2229,14 @@ class SessionUpdateStateUpdate(
     """`sessionUpdate: "state_update"` variant of `SessionUpdate`."""
 
     state: str
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
-    stop_reason: StopReason | None = msgspec.field(default=None, name="stopReason")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+    stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+        if isinstance(self.stop_reason, Raw):
+            self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
 
 
 class SessionUpdateToolCallContentChunk(
@@ -1748,8 +2375,12 @@ class SetSessionConfigOptionRequestId(
 
     session_id: SessionId = msgspec.field(name="sessionId")
     config_id: SessionConfigId = msgspec.field(name="configId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class SetSessionConfigOptionRequestBoolean(
@@ -1763,8 +2394,12 @@ class SetSessionConfigOptionRequestBoolean(
 
     session_id: SessionId = msgspec.field(name="sessionId")
     config_id: SessionConfigId = msgspec.field(name="configId")
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Request parameters for setting a session configuration option.
@@ -1798,7 +2433,11 @@ RequestPermissionOutcome = RequestPermissionOutcomeCancelled | RequestPermission
 class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action", tag="accept"):
     """`action: "accept"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationResponseDecline(
@@ -1810,7 +2449,11 @@ class CreateElicitationResponseDecline(
 ):
     """`action: "decline"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 class CreateElicitationResponseCancel(
@@ -1822,7 +2465,11 @@ class CreateElicitationResponseCancel(
 ):
     """`action: "cancel"` variant of `CreateElicitationResponse`."""
 
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
 # Response from the client to an elicitation request.
@@ -2041,6 +2688,69 @@ _CreateElicitationResponseDecoder = UnionDecoder(
     (),
 )
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
+
+
+# --- decoders of the lenient fields (used by __post_init__) ---
+
+_OrDefault_AbsolutePath_None = OrDefault(AbsolutePath | None)
+_OrDefault_AgentAuthCapabilities_None = OrDefault(AgentAuthCapabilities | None)
+_OrDefault_AgentCapabilities = OrDefault(AgentCapabilities)
+_OrDefault_Annotations_None = OrDefault(Annotations | None)
+_OrDefault_AuthCapabilities_None = OrDefault(AuthCapabilities | None)
+_OrDefault_AvailableCommandInput = OrDefault(AvailableCommandInput)
+_OrDefault_ClientCapabilities = OrDefault(ClientCapabilities)
+_OrDefault_Cost_None = OrDefault(Cost | None)
+_OrDefault_DiffFileType_None = OrDefault(DiffFileType | None)
+_OrDefault_DiffPatch_None = OrDefault(DiffPatch | None)
+_OrDefault_ElicitationCapabilities_None = OrDefault(ElicitationCapabilities | None)
+_OrDefault_ElicitationFormCapabilities_None = OrDefault(ElicitationFormCapabilities | None)
+_OrDefault_ElicitationSchemaType = OrDefault(ElicitationSchemaType)
+_OrDefault_ElicitationUrlCapabilities_None = OrDefault(ElicitationUrlCapabilities | None)
+_OrDefault_IconTheme_None = OrDefault(IconTheme | None)
+_OrDefault_McpCapabilities_None = OrDefault(McpCapabilities | None)
+_OrDefault_McpHttpCapabilities_None = OrDefault(McpHttpCapabilities | None)
+_OrDefault_McpStdioCapabilities_None = OrDefault(McpStdioCapabilities | None)
+_OrDefault_MediaType_None = OrDefault(MediaType | None)
+_OrDefault_PromptAudioCapabilities_None = OrDefault(PromptAudioCapabilities | None)
+_OrDefault_PromptCapabilities_None = OrDefault(PromptCapabilities | None)
+_OrDefault_PromptEmbeddedContextCapabilities_None = OrDefault(PromptEmbeddedContextCapabilities | None)
+_OrDefault_PromptImageCapabilities_None = OrDefault(PromptImageCapabilities | None)
+_OrDefault_ReplayFrom = OrDefault(ReplayFrom)
+_OrDefault_SessionAdditionalDirectoriesCapabilities_None = OrDefault(SessionAdditionalDirectoriesCapabilities | None)
+_OrDefault_SessionCapabilities_None = OrDefault(SessionCapabilities | None)
+_OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
+_OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionListCursor_None = OrDefault(SessionListCursor | None)
+_OrDefault_StopReason_None = OrDefault(StopReason | None)
+_OrDefault_TerminalAuthCapabilities_None = OrDefault(TerminalAuthCapabilities | None)
+_OrDefault_TerminalExitStatus_None = OrDefault(TerminalExitStatus | None)
+_OrDefault_TerminalId_None = OrDefault(TerminalId | None)
+_OrDefault_TerminalOutput_None = OrDefault(TerminalOutput | None)
+_OrDefault_ToolCallId_None = OrDefault(ToolCallId | None)
+_OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
+_OrDefault_ToolKind_None = OrDefault(ToolKind | None)
+_OrDefault_bool_None = OrDefault(bool | None)
+_OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)
+_OrDefault_float_None = OrDefault(float | None)
+_OrDefault_int_None = OrDefault(int | None)
+_OrDefault_str_None = OrDefault(str | None)
+_ValidItems_AbsolutePath = ValidItems(AbsolutePath, nullable=False)
+_ValidItems_AuthMethod = ValidItems(AuthMethod, nullable=False)
+_ValidItems_AvailableCommand = ValidItems(AvailableCommand, nullable=False)
+_ValidItems_ContentBlock_or_null = ValidItems(ContentBlock, nullable=True)
+_ValidItems_DiffChange = ValidItems(DiffChange, nullable=False)
+_ValidItems_EnvVariable = ValidItems(EnvVariable, nullable=False)
+_ValidItems_Icon_or_null = ValidItems(Icon, nullable=True)
+_ValidItems_McpServer = ValidItems(McpServer, nullable=False)
+_ValidItems_PlanEntry = ValidItems(PlanEntry, nullable=False)
+_ValidItems_Role_or_null = ValidItems(Role, nullable=True)
+_ValidItems_SessionConfigOption = ValidItems(SessionConfigOption, nullable=False)
+_ValidItems_SessionConfigSelectOption = ValidItems(SessionConfigSelectOption, nullable=False)
+_ValidItems_SessionInfo = ValidItems(SessionInfo, nullable=False)
+_ValidItems_ToolCallContent_or_null = ValidItems(ToolCallContent, nullable=True)
+_ValidItems_ToolCallLocation_or_null = ValidItems(ToolCallLocation, nullable=True)
+_ValidItems_str = ValidItems(str, nullable=False)
+_ValidItems_str_or_null = ValidItems(str, nullable=True)
 
 
 # method -> (params type, result type); the result is None for notifications.

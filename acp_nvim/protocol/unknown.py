@@ -11,6 +11,12 @@ a field whose type is a discriminated union is declared ``Open[X]``:
   an error), an unknown tag becomes `Unknown` *at that level*: an unknown content
   item inside a known tool call leaves the tool call intact.
 
+Fields the schema marks ``x-deserialize-default-on-error`` are ``Lenient[T]``: raw
+JSON too, decoded by an `OrDefault` (a value that is not a ``T`` becomes the
+field's default, so one bad ``stopReason`` does not cost the whole update); lists
+marked ``x-deserialize-skip-invalid-items`` go through a `ValidItems` (bad items
+dropped).
+
 Because of the raw-bytes step, the generated structs decode from JSON only; use
 `convert` (re-encodes) for Python objects, never ``msgspec.convert``.
 `Unknown` is a ``dict`` subclass, so any msgspec encoder writes it back verbatim.
@@ -28,9 +34,12 @@ Public names (re-exported by each generated module):
 from __future__ import annotations
 
 __all__ = [
+    "Lenient",
     "Open",
+    "OrDefault",
     "UnionDecoder",
     "Unknown",
+    "ValidItems",
     "convert",
     "decode",
     "enc_hook",
@@ -74,6 +83,7 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     Open: TypeAlias = Annotated[_T | Unknown, "open union, decoded in __post_init__"]
+    Lenient: TypeAlias = Annotated[_T, "default on error, decoded in __post_init__"]
 else:
 
     class Open:
@@ -81,6 +91,16 @@ else:
 
         Type checkers see ``X | Unknown``; msgspec sees ``msgspec.Raw``, which the
         struct's ``__post_init__`` turns into an ``X`` or an ``Unknown``.
+        """
+
+        def __class_getitem__(cls, item: object) -> type[Raw]:
+            return Raw
+
+    class Lenient:
+        """``Lenient[T]`` annotates a field whose bad value falls back to its default.
+
+        Type checkers see ``T``; msgspec sees ``msgspec.Raw``, which the struct's
+        ``__post_init__`` decodes with an `OrDefault` or a `ValidItems`.
         """
 
         def __class_getitem__(cls, item: object) -> type[Raw]:
@@ -178,6 +198,66 @@ def _at(exc: ValidationError, field: str) -> ValidationError:
     if not sep:
         return ValidationError(f"{exc} - at `$.{field}`")
     return ValidationError(f"{message} - at `$.{field}{path}")
+
+
+# --- per-field error recovery ------------------------------------------------------
+
+_REQUIRED: Any = object()
+_RAW_LIST: msgspec.json.Decoder[list[Raw]] = msgspec.json.Decoder(list[Raw])
+_RAW_LIST_OR_NULL: msgspec.json.Decoder[list[Raw] | None] = msgspec.json.Decoder(list[Raw] | None)
+
+
+class OrDefault:
+    """Decodes a lenient field: its raw JSON as ``type_``, or the default when it is
+    not one. Built per type in a generated module; the decoder on first use."""
+
+    __slots__ = ("_decode", "type_")
+
+    def __init__(self, type_: Any) -> None:
+        self.type_ = type_
+        self._decode: Callable[[Any], Any] | None = None
+
+    def __call__(self, raw: Raw, default: Any) -> Any:
+        decode = self._decode or _decoder_for(self.type_)
+        self._decode = decode
+        try:
+            return decode(raw)
+        except ValidationError:
+            return default
+
+
+class ValidItems:
+    """Decodes a list whose items that are not an ``item_type`` are dropped.
+
+    A value that is no list (or a null the field does not allow) is the default,
+    or an error naming the field when the caller gives no default.
+    """
+
+    __slots__ = ("_decode", "item_type", "nullable")
+
+    def __init__(self, item_type: Any, *, nullable: bool) -> None:
+        self.item_type = item_type
+        self.nullable = nullable
+        self._decode: Callable[[Any], Any] | None = None
+
+    def __call__(self, raw: Raw, field: str, default: Any = _REQUIRED) -> Any:
+        try:
+            items = (_RAW_LIST_OR_NULL if self.nullable else _RAW_LIST).decode(raw)
+        except ValidationError as exc:
+            if default is _REQUIRED:
+                raise _at(exc, field) from None
+            return default
+        if items is None:
+            return None
+        decode = self._decode or _decoder_for(self.item_type)
+        self._decode = decode
+        kept = []
+        for item in items:
+            try:
+                kept.append(decode(item))
+            except ValidationError:
+                continue
+        return kept
 
 
 # --- encode / decode entry points -------------------------------------------------

@@ -100,6 +100,23 @@ function M.read(path, load, want, known, check)
   return result
 end
 
+--- Save the current buffer for the agent (|acp-option-save_events|): BufWritePre
+--- never runs, so a format-on-save hook cannot change the text under review;
+--- BufWritePost does unless "none", so language servers and linters see the save.
+local function write_for_agent()
+  if require("acp.config").options.save_events == "none" then
+    vim.cmd("silent noautocmd keepalt keepjumps write!")
+    return
+  end
+  local ignored = vim.o.eventignore
+  vim.o.eventignore = (ignored ~= "" and ignored .. "," or "") .. "BufWritePre,FileWritePre"
+  local ok, err = pcall(vim.cmd, "silent keepalt keepjumps write!")
+  vim.o.eventignore = ignored
+  if not ok then
+    error(err, 0)
+  end
+end
+
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at
 --- `tick`; one undo step; then write it when `save`. Returns false when stale,
 --- including when the file changed on disk since the buffer was read (it is
@@ -129,10 +146,7 @@ function M.edit(path, tick, edits, save, disk_changed)
   end
   if save and (vim.bo[buf].modified or vim.fn.filereadable(path) == 0) then
     vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
-    api.nvim_buf_call(buf, function()
-      -- No autocmds: a format-on-save hook would change the text under review.
-      vim.cmd("silent noautocmd keepalt keepjumps write!")
-    end)
+    api.nvim_buf_call(buf, write_for_agent)
   end
   return api.nvim_buf_get_changedtick(buf)
 end

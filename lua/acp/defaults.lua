@@ -50,6 +50,7 @@ local M = {}
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
 ---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
+---@field save_events? "post"|"none" autocommands when a buffer the agent edited is saved: "post" fires BufWritePost (language servers get didSave, linters run) but not BufWritePre, so a format-on-save hook cannot change the text under review; "none" fires none
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
 ---@field diff_preview? "inline"|"split"|false show an edit waiting for permission in its file: inline (removed lines marked, added lines as virtual lines), side by side in a diff split, or not (see |acp-preview|)
 ---@field hunk_keys? acp.HunkKeys|false keys for the agent hunks in a file (see |acp-hunks|); false maps none
@@ -67,6 +68,7 @@ M.options = {
   protocol_version = 1,
   permission_policy = "ask",
   auto_save = true,
+  save_events = "post",
   fs_access = {
     outside = "ask",
     roots = {},

@@ -29,6 +29,26 @@ M.ns = api.nvim_create_namespace("acp.review")
 local drawn = {}
 ---@type table<integer, string> buffers holding the hunk keys: the keys they got
 local keyed = {}
+---@type table<integer, boolean> buffers whose changes are reported (see follow)
+local followed = {}
+
+--- Report the user's changes of a buffer holding agent hunks (undo and redo
+--- included) to the review, so it never offers a hunk the user took back.
+local function follow(buf, path)
+  if followed[buf] then
+    return
+  end
+  followed[buf] = true
+  api.nvim_create_autocmd({ "TextChanged", "InsertLeave" }, {
+    buffer = buf,
+    group = api.nvim_create_augroup("acp.hunks." .. buf, { clear = true }),
+    callback = function()
+      if drawn[buf] then
+        require("acp.host").notify("buffer_changed", { path = path })
+      end
+    end,
+  })
+end
 
 local function is_open(hunk)
   return hunk.status == "pending" or hunk.status == "conflict"
@@ -284,7 +304,10 @@ function M.draw(states)
   for lhs in pairs(map) do
     chosen = chosen .. lhs .. "\0"
   end
-  for buf in pairs(drawn) do
+  for buf, list in pairs(drawn) do
+    if list[1] then
+      follow(buf, list[1].path)
+    end
     if keyed[buf] ~= chosen then
       keys.set(buf, "hunks", map)
       keyed[buf] = chosen

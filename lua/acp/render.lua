@@ -81,9 +81,38 @@ local function highlight(buf, block, first, last)
   end
 end
 
+--- Rows [op.start, op.end) of a tool block replaced by op.lines (offsets from its
+--- first row): an update resends only the parts of the block it changed. Locations
+--- are kept unless the op carries them; only the block's changed rows are rewritten,
+--- and when they are just its header and status line, only those are highlighted.
+local function put_rows(buf, blocks, block, op)
+  local first = start_row(buf, block)
+  block.status, block.permission = op.status, op.permission
+  if op.locations then
+    block.locations = op.locations
+  end
+  -- Cleared first: marks of replaced rows would otherwise move onto the rows after them.
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, first + op.start, first + op["end"])
+  api.nvim_buf_set_lines(buf, first + op.start, first + op["end"], false, op.lines)
+  if op.start == 0 and op["end"] == 2 and #op.lines == 2 and block.kind == "tool" then
+    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = header_hl.tool })
+    local group = status_hl[block.status] or "AcpToolPending"
+    api.nvim_buf_set_extmark(buf, M.ns_hl, first + 1, 0, { line_hl_group = group })
+    return
+  end
+  local _, last = rows(buf, blocks, block)
+  highlight(buf, block, first, last)
+end
+
 --- Draw a block, new or again; true when it is new.
 local function put_block(buf, blocks, op)
   local block = blocks.by_id[op.id]
+  if op.start then
+    if block then
+      put_rows(buf, blocks, block, op)
+    end
+    return
+  end
   if block then
     local first, last = rows(buf, blocks, block)
     block.status, block.permission, block.locations = op.status, op.permission, op.locations

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 
 
@@ -287,3 +289,46 @@ def test_read_only_buffer_or_file_is_refused_with_a_clear_error(
     ]
     assert {p.read_text() for p in (locked, closed, plain)} == {"keep\n"}
     assert lines(editor, buf) == ["keep"]
+
+
+@pytest.mark.parametrize(("events", "post"), [("post", 1), ("none", 0)])
+def test_an_agent_save_fires_bufwritepost_but_never_a_format_on_save(
+    editor: Editor, tmp_path: Path, events: str, post: int
+) -> None:
+    path = tmp_path / "project" / "f.py"
+    path.write_text("x = 1\n")
+    buf = start(editor, path)
+    editor.setup(agents={"files": editor.fake_agent("files")}, save_events=events)
+    # A format-on-save hook (it would change the text under review) and a linter.
+    editor.lua(
+        "_G.saves = {pre = 0, post = 0}"
+        " vim.api.nvim_create_autocmd('BufWritePre', {pattern = '*.py', callback = function()"
+        "   _G.saves.pre = _G.saves.pre + 1"
+        "   vim.api.nvim_buf_set_lines(0, 0, 0, false, {'# formatted'}) end})"
+        " vim.api.nvim_create_autocmd('BufWritePost', {pattern = '*.py', callback = function()"
+        "   _G.saves.post = _G.saves.post + 1 end})"
+    )
+    run(editor, [{"write": {"path": str(path), "content": "x = 2\n"}}])
+    assert editor.lua("return _G.saves") == {"pre": 0, "post": post}
+    assert lines(editor, buf) == ["x = 2"]
+    assert path.read_text() == "x = 2\n"
+
+
+def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "u.txt"
+    path.write_text("one\ntwo\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}])
+    editor.wait("#require('acp').changes()[1].hunks == 1")
+    assert editor.lua("return require('acp').changes()[1].hunks[1].status") == "pending"
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua("vim.api.nvim_set_current_win(...)", win)
+    editor.nvim.command("undo")
+    assert lines(editor, buf) == ["one", "two"]
+    editor.wait(
+        "#vim.tbl_filter(function(h) return h.status == 'pending' end,"
+        " (require('acp').changes()[1] or {hunks = {}}).hunks) == 0",
+        what="the review follows the undo",
+    )

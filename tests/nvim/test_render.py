@@ -50,3 +50,67 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
         "",
     ]
     assert lines[-3:] == ["#### b39", "xy", "z"]
+
+
+def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
+    """The ops of a chat's tool call updates (header only, content, locations, a
+    prompt) leave the buffer as whole redraws would, with the block's highlights."""
+    from acp_nvim.client.editor import RecordingEditor
+    from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.model import (
+        Location,
+        PermissionOption,
+        PermissionPrompt,
+        TextPart,
+        ToolCallPatch,
+    )
+
+    recording = RecordingEditor()
+    chat = Chat(1, "fake", recording)
+    diff = "```diff\n@@ -1 +1 @@\n-old\n+new\n```"
+    chat.on_tool_call(ToolCallPatch("c", title="Edit", kind="edit", content=[TextPart(diff)]))
+    chat.on_tool_call(ToolCallPatch("other", title="Other"))
+    chat.on_tool_call(ToolCallPatch("c", title="Edit a.txt", status="in_progress"))
+    chat.on_tool_call(ToolCallPatch("c", locations=[Location("/w/a.txt", 3)]))
+    chat.on_permission("c", PermissionPrompt("p1", [PermissionOption("ok", "OK", key="a")]))
+    chat.on_tool_call(ToolCallPatch("c", append_content=[TextPart("more")]))
+    chat.on_tool_call(ToolCallPatch("c", status="completed"))
+    ops = recording.ops[1]
+    assert [op.get("start") for op in ops if op["op"] == "block"] == [None, None, 0, 7, 8, 2, 0]
+    shown = editor.lua(
+        """
+        local render = require("acp.render")
+        local buf = vim.api.nvim_create_buf(false, true)
+        local blocks = render.new_blocks()
+        render.apply(buf, blocks, ...)
+        local marks = vim.api.nvim_buf_get_extmarks(buf, render.ns_hl, 0, -1, { details = true })
+        local groups = {}
+        for _, mark in ipairs(marks) do
+          local group = mark[4].line_hl_group or mark[4].hl_group
+          groups[#groups + 1] = { mark[2], group }
+        end
+        local block = blocks.by_id.c
+        return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), groups, block.locations, block.permission.row }
+        """,
+        ops,
+    )
+    lines, groups, locations, prompt_row = shown
+    whole = recording.transcript(1)
+    assert lines == [*whole["c"], "", *whole["other"]]
+    assert whole["c"][:2] == ["#### Edit a.txt", "`edit` · completed"]
+    assert sorted(groups) == sorted(
+        [
+            [0, "AcpToolHeader"],
+            [1, "AcpToolCompleted"],
+            [3, "AcpDiffHunk"],
+            [4, "AcpDiffDelete"],
+            [5, "AcpDiffAdd"],
+            [8, "AcpLocation"],
+            [9, "AcpPermission"],
+            [10, "AcpPermissionKey"],
+            [12, "AcpToolHeader"],
+            [13, "AcpToolPending"],
+        ]
+    )
+    assert locations == [{"row": 8, "path": "/w/a.txt", "line": 3}]
+    assert prompt_row == 9

@@ -17,6 +17,7 @@ from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.session.model import DiffPart, Location, ToolCall
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.anyio
 async def session(tmp_path: Path) -> AsyncIterator[tuple[SessionChanges, RecordingEditor]]:
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
         changes.begin_turn()
         yield changes, editor
         tasks.cancel_scope.cancel()
@@ -103,7 +104,7 @@ async def test_read_errors(
 async def test_missing_file_as_empty(tmp_path: Path) -> None:
     async with anyio.create_task_group() as tasks:
         changes = SessionChanges(
-            RecordingEditor(), 1, str(tmp_path), tasks, missing_file_as_empty=True
+            RecordingEditor(), 1, str(tmp_path), Tasks(tasks), missing_file_as_empty=True
         )
         assert await changes.read(str(tmp_path / "new.py")) == ""
         tasks.cancel_scope.cancel()
@@ -175,7 +176,7 @@ async def test_auto_save_off_leaves_the_buffer_unsaved(tmp_path: Path) -> None:
     path = tmp_path / "a.txt"
     path.write_text("old\n")
     async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), tasks, auto_save=False)
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks), auto_save=False)
         changes.begin_turn()
         await changes.write(str(path), "new\n")
         tasks.cancel_scope.cancel()
@@ -363,7 +364,7 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
     dirty.write_text("my own edit\n")  # dirty before the turn: git does not know this text
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
         changes.begin_turn()
         # A shell command rewrites both: no buffer, no tool call names them.
         clean.write_text("by the agent\n")

@@ -185,16 +185,36 @@ def test_unknown_enum_values_decode_as_str() -> None:
 
 
 def test_malformed_known_variant_is_an_error_with_a_path() -> None:
-    update = {
-        "sessionUpdate": "tool_call",
-        "toolCallId": "c",
-        "title": "t",
-        "content": [{"type": "diff", "path": 3, "newText": "b"}],
-    }
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 3}}
     with pytest.raises(
-        msgspec.ValidationError, match=r"`str`, got `int` - at `\$\.update\.content"
+        msgspec.ValidationError, match=r"`str`, got `int` - at `\$\.update\.content\.text"
     ):
         v1_update(update)
+
+
+def test_marked_fields_fall_back_instead_of_failing_the_message() -> None:
+    """x-deserialize-default-on-error: the default; x-deserialize-skip-invalid-items:
+    the bad items dropped. The rest of the update stands."""
+    update = v1_update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c",
+            "title": "t",
+            "kind": ["edit"],
+            "_meta": 1,
+            "content": [{"type": "diff", "path": 3, "newText": "b"}, {"type": "terminal", "terminalId": "t"}],
+            "locations": [{"path": "/a", "line": "one"}, {"line": 2}],
+        }
+    )
+    update = update.update
+    assert isinstance(update, v1.SessionUpdateToolCall)
+    assert (update.title, update.kind, update.meta) == ("t", None, None)
+    assert [type(c).__name__ for c in update.content or []] == ["ToolCallContentTerminal"]
+    assert update.locations == [v1.ToolCallLocation(path="/a", line=None)]
+    idle = v2.decode(b'{"sessionUpdate":"state_update","state":"idle","stopReason":5}', v2.SessionUpdate)
+    assert isinstance(idle, v2.SessionUpdateStateUpdate) and idle.stop_reason is None
+    with pytest.raises(msgspec.ValidationError, match=r"Expected `array`, got `int` - at `\$\.changes`"):
+        v2.decode(b'{"type":"diff","changes":1}', v2.ToolCallContent)
 
 
 def test_union_alias_as_decode_target() -> None:

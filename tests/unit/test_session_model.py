@@ -54,7 +54,7 @@ def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
         ["## Agent", "again"],
     ]
     # Streaming is an append, not a redraw of the block.
-    assert [op["op"] for op in editor.ops[1] if op.get("id") == "m1"] == ["block", "append"]
+    assert [op["op"] for op in editor.ops[1] if op.get("id") == "#message:#m1"] == ["block", "append"]
 
 
 def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
@@ -137,7 +137,7 @@ def test_unknown_update_and_content_never_crash() -> None:
     adapter_v1.apply_update(
         chat, update(b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "hologram"}}')
     )
-    assert editor.transcript(1)["m0"] == ["## Agent", "[hologram content]"]
+    assert editor.transcript(1)["#message:#m0"] == ["## Agent", "[hologram content]"]
     assert editor.last_status(1)["unknown_update"] == "brand_new_thing"
 
 
@@ -151,7 +151,7 @@ def test_plan_is_one_block_per_turn_replaced_in_place() -> None:
     adapter_v1.apply_update(
         chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"completed" + b"]}")
     )
-    assert editor.transcript(1)["plan1"] == ["### Plan", "- [x] step"]
+    assert editor.transcript(1)["#plan:#plan1"] == ["### Plan", "- [x] step"]
 
 
 def test_message_patch_with_id_replaces_whole_message() -> None:

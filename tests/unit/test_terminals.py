@@ -20,6 +20,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput, Terminals, tail_lines
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalPart, ToolCallPatch
+from acp_nvim.client.tasks import Tasks
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +33,7 @@ class Rig:
         self.chat = Chat(1, "fake", self.editor)
         self.chat.session.session_id = SID
         self.terminals = Terminals({SID: self.chat}, str(cwd))
-        self.terminals.start(tasks)
+        self.terminals.start(Tasks(tasks))
 
     async def create(self, command: str, args: list[str] | None = None, **fields: object) -> str:
         return await self.terminals.create(SID, command, args or [], **fields)  # type: ignore[arg-type]

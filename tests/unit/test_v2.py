@@ -27,6 +27,7 @@ from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import schema_v2 as v2
 from tests.unit.conftest import wait_for
 
@@ -126,7 +127,7 @@ async def test_whole_message_replaces_clears_and_chunks_append_after(raw_peer, s
     async with serving(client.conn):
         await client.send(*fixture("messages.jsonl"))
         await client.barrier()
-    blocks = client.blocks()
+    blocks = {key.removeprefix("#message:"): lines for key, lines in client.blocks().items()}
     assert blocks["a1"] == ["## Agent", "C and more"]  # [A, B] replaced by [C], then a chunk
     assert blocks["a2"] == ["## Agent", ""]  # content null clears
     assert blocks["a3"] == ["## Agent", ""]  # content [] clears
@@ -152,12 +153,13 @@ async def test_chunks_read_at_once_are_joined_per_message(raw_peer, serving) -> 
         await client.peer.send_line("\n".join(lines))  # one read: one run
         await client.barrier()
     blocks = client.blocks()
-    assert [blocks[i] for i in ("a1", "t1", "a2")] == [
+    ids = ["#message:a1", "#message:t1", "#message:a2"]
+    assert [blocks[i] for i in ids] == [
         ["## Agent", "Hello!"],
         ["### Thinking", "> hm"],
         ["## Agent", "second"],
     ]
-    assert list(blocks)[:3] == ["a1", "t1", "a2"]
+    assert list(blocks)[:3] == ids
 
 
 async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> None:
@@ -193,8 +195,8 @@ async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
 ) -> None:
     client = Client(raw_peer)
     async with serving(client.conn) as tasks:
-        client.services.tasks = tasks
-        client.chat.start_turn("go")
+        client.services.tasks = Tasks(tasks)
+        # Work the agent starts on its own (no prompt waits for its idle).
         await client.send(update({"sessionUpdate": "state_update", "state": "running"}))
         await client.send(update({"sessionUpdate": "state_update", "state": "requires_action"}))
         await client.barrier()
@@ -214,7 +216,7 @@ async def test_state_updates_drive_the_turn_and_updates_render_while_idle(
         await client.barrier()
         await wait_for(lambda: client.chat.state == "ready")
     assert ("AcpTurnEnd", {"chat": 1, "stop_reason": "max_tokens"}) in client.editor.events
-    assert client.blocks()["late"] == ["## Agent", "background"]
+    assert client.blocks()["#message:late"] == ["## Agent", "background"]
     assert client.editor.last_status(1)["turn_state"] == "_paused"  # unknown state: shown
 
 
@@ -268,7 +270,7 @@ async def test_terminal_chunks_split_utf8_and_escapes_then_snapshot(raw_peer, se
     cut_escape = data.index(b"\x1b[31m") + 3
     pieces = [data[:cut_utf8], data[cut_utf8:cut_escape], data[cut_escape:]]
     async with anyio.create_task_group() as tasks, serving(client.conn):
-        client.terminals.start(tasks)
+        client.terminals.start(Tasks(tasks))
         await client.send(
             update(
                 {
@@ -351,8 +353,8 @@ async def test_unknown_variants_are_shown_generically(raw_peer, serving) -> None
         assert client.chat.state == "ready"
     status = client.editor.last_status(1)
     assert status["unknown_update"] == "_sparkle"
-    assert client.blocks()["m1"] == ["## Agent", "[_hologram content]"]
-    assert client.blocks()["p9"] == ["### Plan", "- [ ] (_markdown plan)"]
+    assert client.blocks()["#message:m1"] == ["## Agent", "[_hologram content]"]
+    assert client.blocks()["#plan:p9"] == ["### Plan", "- [ ] (_markdown plan)"]
     assert client.chat.session.commands == [
         {"name": "search", "description": "Search", "hint": "query"},
         {"name": "pick", "description": "Pick", "input": "_choice"},
@@ -385,7 +387,7 @@ async def test_batch_with_an_invalid_entry(raw_peer, serving) -> None:
         errors = await client.peer.receive_json()
         await client.barrier()
     assert [(e["id"], e["error"]["code"]) for e in errors] == [(7, -32600)]
-    assert client.blocks()["b1"] == ["## Agent", "one two"]
+    assert client.blocks()["#message:b1"] == ["## Agent", "one two"]
 
 
 # -- plans ---------------------------------------------------------------------------
@@ -406,8 +408,8 @@ async def test_plans_are_keyed_by_id(raw_peer, serving) -> None:
     async with serving(client.conn):
         await client.send(plan("p1", "pending"), plan("p2", "pending"), plan("p1", "completed"))
         await client.barrier()
-    assert client.blocks()["p1"] == ["### Plan", "- [x] step"]
-    assert client.blocks()["p2"] == ["### Plan", "- [ ] step"]
+    assert client.blocks()["#plan:p1"] == ["### Plan", "- [x] step"]
+    assert client.blocks()["#plan:p2"] == ["### Plan", "- [ ] step"]
 
 
 # -- permissions ---------------------------------------------------------------------

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anyio
-import anyio.abc
 import msgspec
 
 from acp_nvim.client.agent import v1
@@ -30,6 +29,7 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.tasks import Tasks, internal_error
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -76,7 +76,7 @@ class AgentConnection:
         # Seconds an agent gets to end a turn after session/cancel (timeouts.cancel).
         self.cancel_grace = 5.0
         self._connection: Connection | None = None
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
         self.exited = anyio.Event()
 
@@ -100,7 +100,7 @@ class AgentConnection:
 
     # -- start ---------------------------------------------------------------
 
-    async def start(self, tasks: anyio.abc.TaskGroup) -> None:
+    async def start(self, tasks: Tasks) -> None:
         """Spawn the agent and initialize the connection in the version agreed.
 
         Raises:
@@ -108,7 +108,7 @@ class AgentConnection:
                 nonsense, or speaks another version.
         """
         self._tasks = tasks
-        self.terminals.start(tasks)
+        self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
             self.chats,
             self.reviews,
@@ -176,6 +176,11 @@ class AgentConnection:
             with anyio.move_on_after(2):
                 await process.wait()
             exited.set()
+
+    def _show_error(self, message: str) -> None:
+        """A failure of what this agent's chats share (its terminals): shown in each."""
+        for chat in list(self.chats.values()):
+            chat.show_error(message)
 
     def exit_failure(self, what: str) -> AgentFailed:
         code = self.process.returncode
@@ -249,6 +254,8 @@ class AgentConnection:
                 await self.exited.wait()
             failure = self.exit_failure("exited during the turn")
             chat.fail(str(failure), failure.details)
+        except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
+            await chat.finish_turn("error", internal_error("running the turn", err))
         else:
             await chat.finish_turn(stop_reason)
         finally:

@@ -22,6 +22,7 @@ __all__ = [
     "elicit",
     "every_page",
     "login_method",
+    "prompt_blocks",
     "session_info",
 ]
 
@@ -31,15 +32,14 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
-import anyio.abc
-
 from acp_nvim.client.services.changes import SessionChanges
-from acp_nvim.client.services.context import PromptForm
+from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
 from acp_nvim.protocol.unknown import Unknown
 
@@ -61,7 +61,7 @@ class Services:
     reviews: Mapping[int, SessionChanges]
     terminals: Terminals
     permissions: Permissions
-    tasks: anyio.abc.TaskGroup
+    tasks: Tasks
     cwd: str
     elicitations: Elicitations
 
@@ -202,6 +202,29 @@ def session_info(info: Any) -> dict[str, Any]:
         "title": info.title,
         "updated_at": info.updated_at,
     }
+
+
+def prompt_blocks(
+    chat: Chat,
+    text: str,
+    attachments: Sequence[Attachment],
+    schema: ModuleType,
+    *,
+    embed: bool,
+    image: bool,
+) -> list[Any]:
+    """The content of a prompt: its text, then each attachment in the form the agent
+    accepts (``embed``: embedded context, ``image``: images); one it cannot take is
+    left out and the chat says so."""
+    blocks: list[Any] = [schema.ContentBlockText(text=text)]
+    for attachment in attachments:
+        form = prompt_form(attachment, embed=embed, image=image)
+        block = content_block(attachment, form, schema)
+        if block is None:
+            chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
+        else:
+            blocks.append(block)
+    return blocks
 
 
 def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) -> Any:

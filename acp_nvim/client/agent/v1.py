@@ -36,14 +36,13 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
-    content_block,
     elicit,
     every_page,
     login_method,
+    prompt_blocks,
     session_info,
 )
 from acp_nvim.client.services.changes import SessionChanges
-from acp_nvim.client.services.context import prompt_form
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
@@ -397,14 +396,9 @@ class SessionsV1:
     async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """The turn ends with the answer to ``session/prompt``."""
         accepts = self._capabilities.prompt_capabilities
-        blocks: list[Any] = [v1.ContentBlockText(text=text)]
-        for attachment in attachments:
-            form = prompt_form(attachment, embed=accepts.embedded_context, image=accepts.image)
-            block = content_block(attachment, form, v1)
-            if block is None:
-                chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
-            else:
-                blocks.append(block)
+        blocks = prompt_blocks(
+            chat, text, attachments, v1, embed=accepts.embedded_context, image=accepts.image
+        )
         params = v1.PromptRequest(session_id=chat.session.session_id, prompt=blocks)
         response = await self.connection.request("session/prompt", params, v1.PromptResponse)
         return str(response.stop_reason)

@@ -26,7 +26,6 @@ __all__ = [
 ]
 
 import base64
-import binascii
 import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -40,13 +39,12 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
-    content_block,
     elicit,
     every_page,
     login_method,
+    prompt_blocks,
     session_info,
 )
-from acp_nvim.client.services.context import prompt_form
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     Attachment,
@@ -222,7 +220,10 @@ def _content_part(item: Any) -> ContentPart:
 
 def _file_op(change: Any) -> FileOp:
     if isinstance(change, Unknown):
-        return FileOp(str(change.tag), str(change.get("path", "?")), change.get("oldPath"))
+        # An operation newer than our schema: its fields are whatever the agent sent.
+        old_path = change.get("oldPath")
+        path = str(change.get("path", "?"))
+        return FileOp(str(change.tag), path, old_path if isinstance(old_path, str) else None)
     tag = type(change).__struct_config__.tag
     return FileOp(str(tag), change.path, getattr(change, "old_path", None), change.file_type)
 
@@ -255,7 +256,7 @@ def _snapshot(output: v2.TerminalOutput | UnsetType | None) -> bytes | UnsetType
         return output
     try:
         return base64.b64decode(output.data, validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or non-ASCII text that is no base64 at all
         return b"[invalid terminal snapshot]"
 
 
@@ -355,7 +356,6 @@ class SessionsV2:
         self._idle: dict[str, anyio.Event] = {}  # prompts waiting for idle, by session
         self._ending: set[str] = set()  # sessions whose own work is being ended
         self._early = EarlyUpdates()
-        self._permission_ids = itertools.count(1)
         connection.on_notifications(
             "session/update", v2.UpdateSessionNotification, self._on_updates
         )
@@ -394,14 +394,7 @@ class SessionsV2:
         accepts = (self.init.capabilities.session or v2.SessionCapabilities()).prompt
         accepts = accepts or v2.PromptCapabilities()
         embed, image = accepts.embedded_context is not None, accepts.image is not None
-        blocks: list[Any] = [v2.ContentBlockText(text=text)]
-        for attachment in attachments:
-            form = prompt_form(attachment, embed=embed, image=image)
-            block = content_block(attachment, form, v2)
-            if block is None:
-                chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")
-            else:
-                blocks.append(block)
+        blocks = prompt_blocks(chat, text, attachments, v2, embed=embed, image=image)
         idle = self._idle[session_id] = anyio.Event()
         params = v2.PromptRequest(session_id=session_id, prompt=blocks)
         try:
@@ -498,10 +491,11 @@ class SessionsV2:
                 idle = self._idle.get(session_id)
                 if idle is not None:
                     idle.set()
-                elif session_id not in self._ending:
+                elif not chat.prompted and session_id not in self._ending:
                     # Work the agent started on its own: no prompt waits to end it.
                     self._ending.add(session_id)
-                    self.services.tasks.start_soon(self._end_own_work, chat)
+                    tasks = self.services.tasks.reporting_to(chat.show_error)
+                    tasks.start_soon(self._end_own_work, chat)
 
     async def _end_own_work(self, chat: Chat) -> None:
         try:
@@ -540,8 +534,8 @@ class SessionsV2:
 
         A ``tool_call`` subject is that call, applied as an upsert (the prompt's
         title and description are shown with the prompt, not as the call's title).
-        Otherwise a call of its own carries the copy: a ``command`` subject with its
-        cwd, an absent or unknown subject generically.
+        Otherwise a call of the client's own carries the copy: a ``command``
+        subject with its cwd, an absent or unknown subject generically.
         """
         subject = params.subject
         if isinstance(subject, v2.RequestPermissionSubjectToolCall):
@@ -549,13 +543,12 @@ class SessionsV2:
             return tool_call_patch(subject.tool_call), question or None
         lines = [params.description] if params.description else []
         kind = "other"
-        call_id = f"permission:{next(self._permission_ids)}"
         if isinstance(subject, v2.RequestPermissionSubjectCommand):
             kind = "execute"
             lines += [f"`$ {subject.command}`", f"in `{subject.cwd}`"]
         elif isinstance(subject, Unknown):
             lines.append(f"({subject.tag or 'unknown'} request)")
         patch = ToolCallPatch(
-            call_id, title=params.title, kind=kind, content=[TextPart("\n".join(lines))]
+            None, title=params.title, kind=kind, content=[TextPart("\n".join(lines))]
         )
         return patch, None

@@ -45,7 +45,6 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio
-import anyio.abc
 import anyio.to_thread
 
 from acp_nvim.client.editor import Editor, EditorError
@@ -60,6 +59,7 @@ from acp_nvim.client.session.model import (
     PreviewHunk,
     ToolCall,
 )
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import slice_lines, split_text
 from acp_nvim.review import (
     Changeset,
@@ -141,11 +141,34 @@ def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
 
 
 def stat_of(path: str) -> Stat | None:
+    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
+    can have that name (an agent's path with a NUL byte raises ValueError)."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return (st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class _CallPaths:
+    """The paths read from a tool call's content and locations, as they were then.
+
+    The model replaces those lists when they change, and only appends to content
+    (v2 chunks): the same lists at the same length mean the same paths.
+    """
+
+    content: list[Any]
+    length: int
+    locations: list[Any]
+    paths: list[tuple[str, DiffPart | None]]
+
+    def reads(self, call: ToolCall) -> bool:
+        return (
+            call.content is self.content
+            and len(call.content) == self.length
+            and call.locations is self.locations
+        )
 
 
 class _Nothing:
@@ -208,7 +231,7 @@ class SessionChanges:
         editor: Editor,
         chat_id: int,
         cwd: str,
-        tasks: anyio.abc.TaskGroup,
+        tasks: Tasks,
         *,
         auto_save: bool = True,
         missing_file_as_empty: bool = False,
@@ -227,6 +250,10 @@ class SessionChanges:
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
+        # The paths of each tool call, with the content and locations lists they were
+        # read from: recomputed only when those change, not on every status update.
+        self._call_paths: dict[str, _CallPaths] = {}
         self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
         self._checked: set[str] = set()  # tool calls whose completion was checked
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
@@ -390,6 +417,8 @@ class SessionChanges:
         self._known = dict(self._start.stats)
         self._named.clear()
         self._snapshots.clear()
+        self._tried.clear()
+        self._call_paths.clear()
         self._git = GitState.read(self.cwd)
         if self._git is not None:
             # Git knows the clean files; the dirty ones' text exists only now.
@@ -404,12 +433,14 @@ class SessionChanges:
 
     def on_tool_call(self, call: ToolCall) -> None:
         """Note the files a tool call names; check the disk once it completes."""
-        paths = self._paths(call)
-        for path, diff in paths:
+        paths, fresh = self._paths(call)
+        unfinished = call.status in ("pending", "in_progress")
+        for path, diff in paths if fresh else ():
             self._named[path] = None
             if diff is not None:
                 self._diffs[path] = (diff.old_text, diff.new_text)
-            if call.status in ("pending", "in_progress") and path not in self._snapshots:
+            if unfinished and path not in self._tried:
+                self._tried.add(path)
                 self._snapshot(path)
         if call.status in ("completed", "failed") and call.id not in self._checked:
             self._checked.add(call.id)
@@ -482,6 +513,21 @@ class SessionChanges:
                     self.editor.notify(str(err), "warn")
             self._publish()
 
+    async def sync(self, path: str) -> None:
+        """The user changed the buffer of ``path`` (typing, undo, redo): fold its text
+        into the review, so a hunk the user undid is no longer offered (and one
+        redone is offered again); buffer and review then agree."""
+        path = os.path.normpath(path)
+        async with self._lock:
+            try:
+                change = self._latest(path).file(path)
+            except ReviewError:
+                return  # no agent change of this file in this chat
+            buffer = await self.editor.read_buffer(path)
+            if buffer is not None and buffer.text != change.current:
+                change.user_edit(buffer.text)
+                self._publish()
+
     async def restore(self, turn: int) -> list[str]:
         """Take the files back to how they were before ``turn``: every change of that
         turn and later still open is rejected, newest turn first, so each reject
@@ -521,7 +567,11 @@ class SessionChanges:
         rel = os.path.relpath(path, self.cwd)
         return path if rel.startswith("..") else rel
 
-    def _paths(self, call: ToolCall) -> list[tuple[str, DiffPart | None]]:
+    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, DiffPart | None]], bool]:
+        """The files ``call`` names, and whether they are new since its last update."""
+        known = self._call_paths.get(call.id)
+        if known is not None and known.reads(call):
+            return known.paths, False
         found: list[tuple[str, DiffPart | None]] = []
         for part in call.content:
             if isinstance(part, DiffPart):
@@ -530,7 +580,11 @@ class SessionChanges:
                 for op in part.changes:
                     found += [(p, None) for p in (op.path, op.old_path) if p]
         found += [(loc.path, None) for loc in call.locations]
-        return [(self._abs(p), d) for p, d in found]
+        paths = [(self._abs(p), d) for p, d in found]
+        self._call_paths[call.id] = _CallPaths(
+            call.content, len(call.content), call.locations, paths
+        )
+        return paths, True
 
     def _absent_at_start(self, path: str) -> bool:
         """True when the turn-start scan proves ``path`` did not exist then."""

@@ -11,8 +11,10 @@ session's :class:`~acp_nvim.client.services.changes.SessionChanges`, which
 records every write for review. OS errors are translated here, once, into
 :class:`FileError`.
 
-Not here: files other than regular text files (binary files and directories
-are refused), and the review state itself.
+Not here: files other than regular text files (binary files, directories,
+FIFOs, devices and sockets are refused: reading a FIFO blocks until someone
+writes it, and ``/dev/stdin`` is the host's RPC channel), and the review state
+itself.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 __all__ = ["Document", "FileError", "applied", "check_writable", "load", "save"]
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,8 +40,19 @@ MAX_BYTES = 16 * 1024 * 1024
 _RETRIES = 5
 
 FileErrorKind = Literal[
-    "relative", "missing", "directory", "binary", "too_large", "range", "readonly", "io"
+    "relative",
+    "invalid",
+    "missing",
+    "directory",
+    "special",
+    "binary",
+    "too_large",
+    "range",
+    "readonly",
+    "io",
 ]
+# What the OS raises for a path it cannot take: ValueError for a NUL byte in it.
+_OS_ERRORS = (OSError, ValueError)
 
 
 _SERVICE_KINDS: dict[FileErrorKind, ServiceErrorKind] = {
@@ -91,27 +105,60 @@ class Document:
 
 
 def absolute(path: str) -> str:
-    """``path`` normalized; raises :class:`FileError` when it is relative (ACP wants absolute)."""
+    """``path`` normalized; raises :class:`FileError` when it is relative (ACP wants
+    absolute) or no file can have it (a NUL byte)."""
     if not os.path.isabs(path):
         raise FileError("relative", f"path must be absolute: {path!r}")
+    if "\0" in path:
+        raise FileError("invalid", f"not a file name: {path!r}")
     return os.path.normpath(path)
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file at ``path``; anything else is refused unopened.
+
+    Checked again on the open descriptor (opened non-blocking, so a FIFO put in
+    its place meanwhile cannot block): the path may change between the two.
+
+    Raises:
+        FileError: a directory or another kind of file that is not regular.
+        OSError, ValueError: as ``os.open``.
+    """
+    try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        kind = stat.S_IFREG
+    fd = -1
+    if stat.S_ISREG(kind):
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY, 0o666)
+        kind = os.fstat(fd).st_mode
+    if stat.S_ISREG(kind):
+        return fd
+    if fd >= 0:
+        os.close(fd)
+    if stat.S_ISDIR(kind):
+        raise FileError("directory", f"{path} is a directory")
+    raise FileError("special", f"{path} is not a regular file")
 
 
 def read_disk(path: str) -> Document:
     """The file at ``path`` from disk (``text`` None when missing).
 
+    Never blocks on a FIFO or a device: only regular files are read.
+
     Raises:
-        FileError: a directory, a binary file, too large, or unreadable.
+        FileError: a directory, not a regular file, a binary file, too large,
+            or unreadable.
     """
     try:
-        with open(path, "rb") as f:
+        with open(_open_regular(path, os.O_RDONLY), "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         return Document(path, None)
-    except IsADirectoryError:
-        raise FileError("directory", f"{path} is a directory") from None
-    except OSError as err:
-        raise FileError("io", f"{path}: {err.strerror or err}") from None
+    except _OS_ERRORS as err:
+        raise FileError("io", f"{path}: {_reason(err)}") from None
     if len(data) > MAX_BYTES:
         raise FileError("too_large", f"{path} is larger than {MAX_BYTES // 2**20} MB")
     # A NUL byte marks binary data; other non-UTF-8 bytes read as latin-1, as in Neovim.
@@ -125,10 +172,11 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
     """Write ``text`` to ``path`` (parents created) in the encoding of ``like``."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        with open(_open_regular(path, flags), "wb") as f:
             f.write(encode_file(text, like))
-    except OSError as err:
-        raise FileError("io", f"cannot write {path}: {err.strerror or err}") from None
+    except _OS_ERRORS as err:
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
 
 def remove_disk(path: str) -> None:
@@ -136,8 +184,12 @@ def remove_disk(path: str) -> None:
         os.remove(path)
     except FileNotFoundError:
         pass
-    except OSError as err:
-        raise FileError("io", f"cannot delete {path}: {err.strerror or err}") from None
+    except _OS_ERRORS as err:
+        raise FileError("io", f"cannot delete {path}: {_reason(err)}") from None
+
+
+def _reason(err: OSError | ValueError) -> str:
+    return (err.strerror if isinstance(err, OSError) else None) or str(err)
 
 
 async def load(

@@ -73,6 +73,6 @@ def _git(cwd: str, *args: str) -> bytes | None:
             timeout=_TIMEOUT,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ValueError, subprocess.TimeoutExpired):  # ValueError: a NUL in a path
         return None
     return done.stdout if done.returncode == 0 else None

@@ -123,8 +123,7 @@ class Permissions:
         """
         if chat.muted:
             return None  # the turn already ended here: nobody is asked any more
-        chat.on_tool_call(tool_call)
-        call = chat.session.tool_calls[tool_call.id]
+        call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"
         assign_keys(options)
         decided = self._decide(chat, call.kind, options) if remember else None

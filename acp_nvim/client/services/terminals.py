@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.abc
 from msgspec import UnsetType
 
 from acp_nvim.client.editor import EditorError
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalView
+from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import ChunkDecoder, strip_ansi, truncate_from_start, utf8_tail
 
 log = logging.getLogger("acp_nvim")
@@ -200,7 +200,7 @@ class Terminals:
         self._cwd = cwd
         self._commands: dict[str, _Command] = {}  # by key (= v1 terminal id)
         self._displays: dict[tuple[int, str], _Display] = {}  # by (chat id, terminal id)
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._tasks: Tasks | None = None
         self._dirty: dict[int, _Shown] = {}
         self._refresh_scheduled = False
 
@@ -211,7 +211,7 @@ class Terminals:
             f"{len(self._displays)} displays>"
         )
 
-    def start(self, tasks: anyio.abc.TaskGroup) -> None:
+    def start(self, tasks: Tasks) -> None:
         self._tasks = tasks
 
     # -- commands (ACP v1 terminal/*) ----------------------------------------------

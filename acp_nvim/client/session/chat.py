@@ -1,8 +1,9 @@
 """One chat: an ACP session, its model, and what the user sees of it.
 
-Adapters call the ``on_*`` methods with version-neutral patches; this class
-applies them to the :class:`~acp_nvim.client.session.model.Session` and hands the
-matching render ops to the Editor. Turn bookkeeping (start, stop reason,
+Adapters call the ``on_*`` methods with version-neutral patches carrying the
+agent's own ids (keyed here through ``model.agent_id``); this class applies them
+to the :class:`~acp_nvim.client.session.model.Session` and hands the matching
+render ops to the Editor. Turn bookkeeping (start, stop reason,
 unfinished tool calls shown as cancelled) lives here too, so v1 and v2 end a
 turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 __all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, Protocol
+
+from msgspec import UnsetType
 
 from acp_nvim.client.editor import Editor, RenderOp
 from acp_nvim.client.session import view
@@ -28,13 +31,20 @@ from acp_nvim.client.session.model import (
     TerminalPart,
     ToolCall,
     ToolCallPatch,
+    agent_id,
 )
+from acp_nvim.client.tasks import internal_error
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
 Chunk = tuple[Role, str | None, str]
 # Stop reasons after which tool calls still running are shown as cancelled.
 _ABANDONED = frozenset({"cancelled", "error"})
+
+
+def _set(*fields: Any) -> bool:
+    """Whether a patch sets any of ``fields`` (UNSET: left as is)."""
+    return any(not isinstance(f, UnsetType) for f in fields)
 
 
 class TurnReview(Protocol):
@@ -70,6 +80,10 @@ class Chat:
         # Updates are not shown: the turn was ended here while the agent went on
         # (it ignored a cancel), or history is loaded again that the chat shows.
         self.muted = False
+        self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
+        # A turn the user prompted runs, or is still ending: an idle arriving now
+        # belongs to it, never to work the agent started on its own (v2).
+        self.prompted = False
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -104,6 +118,7 @@ class Chat:
         """Show the user's message (and what is attached) and mark the turn running."""
         self.turn += 1
         self.muted = False
+        self.prompted = True
         self.session.state = "running"
         if self.changes is not None:
             self.changes.begin_turn()
@@ -124,20 +139,24 @@ class Chat:
         ``error`` (a turn the agent answered with an error) is shown first; the
         turn still ends and the session stays usable.
         """
-        if self.changes is not None:
-            await self.changes.end_turn()
+        try:
+            if self.changes is not None:
+                await self.changes.end_turn()
+        except Exception as err:  # a bug in the review must not keep the turn open
+            self.show_error(internal_error("checking the turn's changes", err))
         if error is not None:
-            self._error(error, details)
+            self.show_error(error, details)
         self.end_turn(stop_reason)
 
     def end_turn(self, stop_reason: str) -> None:
         """Close the turn: unfinished tool calls become cancelled, then the stop line."""
         if stop_reason in _ABANDONED:
             for call in self.session.unfinished_tool_calls():
-                self.on_tool_call(ToolCallPatch(call.id, status="cancelled"))
+                self._apply_tool_call(ToolCallPatch(call.id, status="cancelled"))
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
         self.session.pending_echo = None
+        self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
         block = self.session.new_id("turn")
@@ -168,10 +187,11 @@ class Chat:
         stay in ``error`` (with e.g. the agent's stderr tail)."""
         if self.changes is not None:
             self.changes.turn_ended()
-        self._error(message, details)
+        self.show_error(message, details)
         self.set_state("error", error=message)
 
-    def _error(self, message: str, details: list[str] | None) -> None:
+    def show_error(self, message: str, details: list[str] | None = None) -> None:
+        """Show an error in the transcript and fire ``AcpError``; the chat goes on."""
         lines = [f"**Error:** {message}"]
         if details:
             lines += ["```", *details, "```"]
@@ -206,21 +226,29 @@ class Chat:
         run: tuple[Role, str | None] | None = None
         texts: list[str] = []
         for update in updates:
-            item = chunk(update)
-            key = item[:2] if item is not None else None
-            if run is not None and key != run:
-                self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
-                texts.clear()
-            run = key
-            if item is not None:
-                texts.append(item[2])
-            else:
-                other(update)
+            # A barrier per update: a bug showing one costs that update, not the
+            # rest of the run (nor, for v2, the idle that ends the turn).
+            try:
+                item = chunk(update)
+                key = item[:2] if item is not None else None
+                if run is not None and key != run:
+                    self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+                    texts.clear()
+                run = key
+                if item is not None:
+                    texts.append(item[2])
+                else:
+                    other(update)
+            except Exception as err:
+                run, texts = None, []
+                self.show_error(internal_error(f"showing an update ({type(update).__name__})", err))
         if run is not None:
             self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
 
     def on_message(self, patch: MessagePatch, *, force_new: bool = False) -> None:
-        if force_new and patch.message_id is None:
+        if patch.message_id is not None:
+            patch.message_id = agent_id(patch.message_id)
+        elif force_new:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
         # A user message is drawn whole, so that a fence it leaves open is closed.
@@ -230,29 +258,48 @@ class Chat:
             shown = view.visible_append(message.line_before_append, patch.text)
             self._draw(view.append_op(message.id, shown))
 
-    def on_tool_call(self, patch: ToolCallPatch) -> None:
+    def on_tool_call(self, patch: ToolCallPatch) -> ToolCall:
+        """Upsert a tool call the agent names (``id`` None: one of the client's own)."""
+        if patch.id is not None:
+            patch.id = agent_id(patch.id)
+        return self._apply_tool_call(patch)
+
+    def _apply_tool_call(self, patch: ToolCallPatch) -> ToolCall:
         call, _ = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
-        self._draw(view.tool_call_op(call, self.session.terminals))
+        redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
+        if _set(patch.content, patch.append_content):
+            redraw.add(view.CONTENT)
+        if _set(patch.locations):
+            redraw.add(view.LOCATIONS)
+        self._draw_call(call, redraw)
+        return call
+
+    def _draw_call(self, call: ToolCall, redraw: Collection[int] = view.ALL_PARTS) -> None:
+        """Send the rows of ``call``'s block that ``redraw`` changed (the prompt always)."""
+        drawing = self._drawings.setdefault(call.id, view.ToolCallDrawing())
+        op = drawing.op(call, self.session.terminals, redraw)
+        if op is not None:
+            self._draw(op)
 
     def on_terminal(self, terminal_id: str) -> None:
         """A terminal's output or exit changed: redraw the tool calls showing it."""
         for call in self.session.tool_calls.values():
             parts = call.content
             if any(isinstance(p, TerminalPart) and p.terminal_id == terminal_id for p in parts):
-                self._draw(view.tool_call_op(call, self.session.terminals))
+                self._draw_call(call, {view.CONTENT})
 
     def on_permission(self, call_id: str, prompt: PermissionPrompt | None) -> None:
         """Show a permission prompt (or its outcome) at its tool call; None removes it."""
         call = self.session.tool_calls.get(call_id)
         if call is not None:
             call.permission = prompt
-            self._draw(view.tool_call_op(call, self.session.terminals))
+            self._draw_call(call, ())
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
-        plan_id = plan_id or f"plan{self.turn}"
+        plan_id = agent_id(plan_id) if plan_id is not None else f"#plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
         self._draw(view.plan_op(plan_id, entries))
 

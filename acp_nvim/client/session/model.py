@@ -9,6 +9,8 @@ Nothing in this module knows a protocol version or a wire type.
   (``UNSET`` = leave alone), and the first patch for an unknown id creates it.
 - The turn state is ``idle`` / ``running`` / ``requires_action`` with the last
   stop reason.
+- Ids the client makes (v1 messages, the prompt's echo, turn marks) start with one
+  ``#``; an agent's id is keyed through :func:`agent_id`, so the two never meet.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "ToolCall",
     "ToolCallPatch",
     "TurnState",
+    "agent_id",
 ]
 
 import itertools
@@ -85,6 +88,12 @@ class Attachment:
 UNFINISHED = ("pending", "in_progress")
 # Streamed chunks joined into one run of a message (see Message).
 _RUN = 256
+
+
+def agent_id(wire_id: str) -> str:
+    """The key of an id the agent chose: itself, unless it starts with ``#``, the
+    mark of the client's own ids (:meth:`Session.new_id`); then it gets another."""
+    return "#" + wire_id if wire_id.startswith("#") else wire_id
 
 
 @dataclass
@@ -277,10 +286,11 @@ class ToolCall:
 class ToolCallPatch:
     """Fields to set on a tool call; UNSET leaves a field as it is.
 
-    ``append_content`` adds to the content instead of replacing it (v2 chunks).
+    ``id`` None: a call of the client's own (it gets a local id). ``append_content``
+    adds to the content instead of replacing it (v2 chunks).
     """
 
-    id: str
+    id: str | None
     title: str | UnsetType = UNSET
     kind: str | UnsetType = UNSET
     status: str | UnsetType = UNSET
@@ -350,8 +360,9 @@ class Session:
         )
 
     def new_id(self, prefix: str) -> str:
-        """A local id for items the wire does not name (v1 messages, turn marks)."""
-        return f"{prefix}{next(self._ids)}"
+        """A local id for items the wire does not name (v1 messages, turn marks):
+        ``#`` and ``prefix``, which no :func:`agent_id` key is."""
+        return f"#{prefix}{next(self._ids)}"
 
     def apply_message(self, patch: MessagePatch) -> tuple[Message, bool]:
         """Apply a chunk or a replacement. Returns the message and whether it is new.
@@ -397,6 +408,8 @@ class Session:
 
     def apply_tool_call(self, patch: ToolCallPatch) -> tuple[ToolCall, bool]:
         """Upsert a tool call; the first patch for an unknown id creates it."""
+        if patch.id is None:
+            patch.id = self.new_id("call")
         call = self.tool_calls.get(patch.id)
         created = call is None
         if call is None:

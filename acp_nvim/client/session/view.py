@@ -3,22 +3,32 @@
 Each item of the session is one block with a stable id; Lua keeps one extmark
 per block, so a redraw touches only that block and streaming touches only the
 last line. Nothing here knows a protocol version.
+
+Block ids share one namespace in Lua, while the agent names messages, tool calls
+and plans independently (``"x"`` may be both a message and a tool call): a tool
+call's block id is its key, a message's and a plan's carry their kind after a
+``#``, which no tool call key starts with unless it is the client's own
+(``#call1``; ``model.agent_id``). Notices from the client have local ids.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ALL_PARTS",
+    "CONTENT",
+    "HEAD",
+    "LOCATIONS",
+    "ToolCallDrawing",
     "append_op",
     "config_fields",
     "message_op",
     "notice_op",
     "plan_op",
     "status_op",
-    "tool_call_op",
 ]
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -87,7 +97,7 @@ def message_op(message: Message) -> RenderOp:
         body = _close_fence(body)
     return {
         "op": "block",
-        "id": message.id,
+        "id": "#message:" + message.id,
         "kind": message.role,
         "lines": [_HEADERS[message.role], *body],
         "prefix": prefix,
@@ -111,54 +121,117 @@ def _close_fence(lines: list[str]) -> list[str]:
     return [*lines, fence] if fence else lines
 
 
-def append_op(block_id: str, text: str) -> RenderOp:
-    """Stream ``text`` onto the end of a block; Lua applies the block's prefix."""
-    return {"op": "append", "id": block_id, "text": text}
+def append_op(message_id: str, text: str) -> RenderOp:
+    """Stream ``text`` onto the end of a message; Lua applies the block's prefix."""
+    return {"op": "append", "id": "#message:" + message_id, "text": text}
 
 
-def tool_call_op(call: ToolCall, terminals: Mapping[str, TerminalView] | None = None) -> RenderOp:
-    """A tool call block: title, kind and status, content, locations, permission prompt.
+# The parts of a tool call block, each redrawn on its own (see ToolCallDrawing).
+HEAD, CONTENT, LOCATIONS, PROMPT = range(4)
+ALL_PARTS = frozenset({HEAD, CONTENT, LOCATIONS, PROMPT})
+
+
+class ToolCallDrawing:
+    """One tool call block as last sent to Lua, part by part: title, kind and status;
+    content; locations; permission prompt. An update sends only the rows of the
+    parts that changed: a title-only update of a call showing a 600 kB diff is two
+    rows, not the diff again (issue 18).
 
     ``locations`` and ``permission`` tell Lua which rows of the block (offsets from
-    its header) ``<CR>`` and the prompt keys act on. ``terminals`` (by terminal id)
-    gives the live view of terminal content.
+    its header) ``<CR>`` and the prompt keys act on; ``terminals`` (by terminal id)
+    give the live view of terminal content.
+
+    An op with ``start``/``end`` replaces those rows of the block (offsets from its
+    header, ``end`` exclusive, in the block as it was); without them it is the whole
+    block. ``locations`` (possibly thousands) is sent only when their rows may have
+    moved; ``status`` and ``permission`` always.
     """
-    title = call.title or call.kind
-    lines = [f"#### {title}", f"`{call.kind}` · {call.status}"]
+
+    def __init__(self) -> None:
+        self._parts: list[list[str]] | None = None
+
+    def op(
+        self,
+        call: ToolCall,
+        terminals: Mapping[str, TerminalView] | None = None,
+        redraw: Collection[int] = ALL_PARTS,
+    ) -> RenderOp | None:
+        """The op drawing what changed in ``redraw`` (HEAD, CONTENT, LOCATIONS; the
+        prompt is always redrawn); None when no row changed."""
+        old = self._parts
+        parts = list(old) if old is not None else [[], [], [], []]
+        if old is None:
+            redraw = ALL_PARTS
+        title = call.title or call.kind
+        if HEAD in redraw:
+            parts[HEAD] = [f"#### {title}", f"`{call.kind}` · {call.status}"]
+        if CONTENT in redraw:
+            parts[CONTENT] = _tool_content_lines(call, terminals or {})
+        op: RenderOp = {"op": "block", "id": call.id, "kind": "tool", "status": call.status}
+        moved = CONTENT in redraw or LOCATIONS in redraw
+        if moved:
+            locations, parts[LOCATIONS] = _locations(call, len(parts[HEAD]) + len(parts[CONTENT]))
+            if locations or old is not None:
+                op["locations"] = locations
+        base = sum(len(part) for part in parts[:PROMPT])
+        parts[PROMPT] = []
+        if call.permission is not None:
+            op["permission"] = _permission(call.permission, title, parts[PROMPT], base)
+        self._parts = parts
+        changed = [i for i in range(len(parts)) if old is None or parts[i] != old[i]]
+        if not changed:
+            return None
+        if old is None or changed == [HEAD, CONTENT, LOCATIONS, PROMPT]:
+            if old is not None and not op.get("locations"):
+                op.pop("locations", None)
+            op["lines"] = [line for part in parts for line in part]
+            return op
+        first, last = changed[0], changed[-1]
+        op["start"] = sum(len(part) for part in old[:first])
+        op["end"] = op["start"] + sum(len(part) for part in old[first : last + 1])
+        op["lines"] = [line for part in parts[first : last + 1] for line in part]
+        return op
+
+
+def _tool_content_lines(call: ToolCall, terminals: Mapping[str, TerminalView]) -> list[str]:
+    lines: list[str] = []
     for part in call.content:
         if isinstance(part, TerminalPart):
-            lines.extend(_terminal_lines(part.terminal_id, (terminals or {}).get(part.terminal_id)))
+            lines.extend(_terminal_lines(part.terminal_id, terminals.get(part.terminal_id)))
         else:
             lines.extend(_content_lines(part))
-    op: RenderOp = {"op": "block", "id": call.id, "kind": "tool", "status": call.status}
+    return lines
+
+
+def _locations(call: ToolCall, row: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The locations for Lua (their rows counted from ``row``), and their lines."""
     locations: list[dict[str, Any]] = []
+    lines: list[str] = []
     for location in call.locations:
         suffix = f":{location.line}" if location.line else ""
-        where: dict[str, Any] = {"row": len(lines), "path": location.path}
+        where: dict[str, Any] = {"row": row + len(lines), "path": location.path}
         if location.line:
             where["line"] = location.line
         locations.append(where)
         lines.append(f"→ {location.path}{suffix}")
-    if locations:
-        op["locations"] = locations
-    if call.permission is not None:
-        op["permission"] = _permission(call.permission, title, lines)
-    op["lines"] = lines
-    return op
+    return locations, lines
 
 
-def _permission(prompt: PermissionPrompt, title: str, lines: list[str]) -> dict[str, Any]:
-    """Append the prompt (or its outcome) to ``lines``; returns what Lua needs of it."""
+def _permission(
+    prompt: PermissionPrompt, title: str, lines: list[str], base: int
+) -> dict[str, Any]:
+    """Append the prompt (or its outcome) to ``lines``, which start at row ``base`` of
+    the block; returns what Lua needs of it."""
     if prompt.question:
         lines.extend(prompt.question.split("\n"))
-    data: dict[str, Any] = {"id": prompt.id, "row": len(lines), "title": title}
+    data: dict[str, Any] = {"id": prompt.id, "row": base + len(lines), "title": title}
     if prompt.outcome is not None:
         lines.append(f"**Permission:** {prompt.outcome}")
         return {**data, "pending": False}
     lines.append("**Permission needed:** press a key, or `<CR>` for a menu")
     options = []
     for option in prompt.options:
-        item: dict[str, Any] = {"id": option.id, "name": option.name, "row": len(lines)}
+        item: dict[str, Any] = {"id": option.id, "name": option.name, "row": base + len(lines)}
         if option.kind is not None:
             item["kind"] = option.kind
         if option.key is not None:
@@ -300,7 +373,7 @@ def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
 def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:
     lines = ["### Plan"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
-    return {"op": "block", "id": plan_id, "kind": "plan", "lines": lines}
+    return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> RenderOp:
