@@ -38,6 +38,8 @@ LUA_CLASS = {
     "ChatOptions": "acp.ChatOptions",
     "TimeoutOptions": "acp.TimeoutOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
+    "EditorMcpOptions": "acp.EditorMcpOptions",
+    "McpServerOptions": "acp.McpServerSpec",
 }
 SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -86,7 +88,8 @@ def lua_type(t: Any) -> str:
     if origin is Literal:
         return "|".join(json.dumps(v) for v in args)
     if origin is list:
-        return f"{lua_type(args[0])}[]"
+        item = lua_type(args[0])
+        return f"({item})[]" if "|" in item else f"{item}[]"
     if origin is dict:
         return f"table<{lua_type(args[0])},{lua_type(args[1])}>"
     if origin in (Union, UnionType):
@@ -135,6 +138,8 @@ def _nested(t: Any) -> tuple[type[msgspec.Struct], str] | None:
     if typing.get_origin(t) is dict:
         found = _nested(typing.get_args(t)[1])
         return (found[0], ".{name}") if found else None
+    if typing.get_origin(t) in (Union, UnionType):  # `bool | Options`: the table's keys
+        return next(filter(None, map(_nested, typing.get_args(t))), None)
     return None
 
 
@@ -202,7 +207,7 @@ def render() -> str:
         "local M = {}",
         "",
     ]
-    for cls in _classes(config.Config):
+    for cls in dict.fromkeys(_classes(config.Config)):  # a class held twice, once
         texts = descriptions(cls)
         doc = (cls.__doc__ or "").strip().splitlines()[0]
         out += [f"--- {doc}", f"---@class (exact) {LUA_CLASS[cls.__name__]}"]
