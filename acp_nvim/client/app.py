@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import ConfigOption
+    from acp_nvim.mcp import EditorSocket, McpOffer
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
@@ -58,6 +59,9 @@ class App:
         self.config_error: str | None = None
         # Neovim is closing: nothing may wait on the editor any more.
         self._shutting_down = False
+        # The editor MCP server's socket, started when a session first offers it.
+        self.mcp_socket: EditorSocket | None = None
+        self._mcp_starting = anyio.Lock()
 
     def __repr__(self) -> str:
         return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
@@ -75,6 +79,10 @@ class App:
         for connection in self.agents.values():
             connection.permissions.policy = self.config.permission_policy
             connection.cancel_grace = self.config.timeouts.cancel
+            if connection.mcp is not None:
+                agent_config = self.config.all_agents().get(connection.name, connection.config)
+                connection.mcp.tools = self.config.editor_mcp_tools(agent_config)
+                connection.mcp.servers = self.config.agent_mcp_servers(agent_config)
         for review in self.reviews.values():
             review.auto_save = self.config.auto_save
             if review.access is not None:
@@ -309,6 +317,7 @@ class App:
                 reviews=self.reviews,
                 protocol_version=self.config.protocol_version,
                 process=spawned,
+                mcp=lambda connection: self._mcp_offer(connection, agent_config),
             )
             connection.permissions.policy = self.config.permission_policy
             connection.cancel_grace = self.config.timeouts.cancel
@@ -323,6 +332,48 @@ class App:
         finally:
             del self._starting[name]
             done.set()
+
+    def _mcp_offer(self, connection: AgentConnection, agent_config: AgentConfig) -> McpOffer:
+        """The MCP servers ``connection``'s sessions get (the options say which)."""
+        from acp_nvim.mcp import McpOffer
+
+        return McpOffer(
+            connection.name,
+            self.reviews,
+            connection.terminals,
+            connection.permissions,
+            connection.cwd,
+            self._mcp_socket,
+            lambda: self.config.timeouts.lsp,
+            tools=self.config.editor_mcp_tools(agent_config),
+            servers=self.config.agent_mcp_servers(agent_config),
+        )
+
+    async def _mcp_socket(self) -> EditorSocket:
+        """The editor MCP server's socket, started on first use."""
+        async with self._mcp_starting:
+            if self.mcp_socket is None:
+                from acp_nvim.mcp import EditorSocket
+
+                socket = EditorSocket(self.editor, self.tasks, lambda: self.log)
+                await socket.start()
+                self.mcp_socket = socket
+            return self.mcp_socket
+
+    async def buffers_changed(self) -> None:
+        """File buffers came or went: MCP clients that follow the list are told."""
+        if self.mcp_socket is not None:
+            await self.mcp_socket.resources_changed()
+        for connection in self.agents.values():
+            for listener in connection.mcp.listeners if connection.mcp is not None else []:
+                await listener()
+
+    def mcp_status(self) -> dict[str, Any]:
+        """The editor MCP server for ``:checkhealth``: its socket and connections."""
+        socket = self.mcp_socket
+        if socket is None:
+            return {"socket": None, "connections": 0}
+        return {"socket": socket.path, "connections": socket.connections}
 
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
@@ -571,6 +622,8 @@ class App:
             for connection in list(self.agents.values()):
                 await connection.aclose()
             self.agents.clear()
+            if self.mcp_socket is not None:
+                await self.mcp_socket.aclose()
 
 
 def _setting(chat: Chat, key: str) -> ConfigOption | None:

@@ -31,6 +31,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.mcp import McpOffer
 
 
 class NotOffered(Exception):
@@ -52,6 +53,8 @@ class Services:
     permissions: Permissions
     tasks: anyio.abc.TaskGroup
     cwd: str
+    # The MCP servers offered with each session (None: none at all).
+    mcp: McpOffer | None = None
 
 
 class Sessions(Protocol):
