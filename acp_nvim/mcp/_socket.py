@@ -29,7 +29,7 @@ from anyio.abc import ByteReceiveStream, SocketStream
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.mcp._core import McpServer
+from acp_nvim.mcp._core import PAGE_SIZE, McpServer
 from acp_nvim.mcp._session import ToolSession
 from acp_nvim.protocol import Connection
 
@@ -78,6 +78,7 @@ class EditorSocket:
         self._served: dict[McpServer, Connection] = {}
         self._watching = False
         self._serving = anyio.CancelScope()
+        self.page_size = PAGE_SIZE  # of tools/list and resources/list
 
     def __repr__(self) -> str:
         served = len(self._served)
@@ -186,7 +187,7 @@ class EditorSocket:
             self._log().add(source, ">>" if direction == "out" else "<<", *lines)
 
         connection = Connection(receive, stream, on_traffic=traffic, name=source)
-        server = McpServer(session, connection.notify)
+        server = McpServer(session, connection.notify, page_size=self.page_size)
         server.attach(connection)
         self._served[server] = connection
         if not self._watching:
