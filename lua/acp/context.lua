@@ -117,7 +117,7 @@ local severities = { "error", "warning", "info", "hint" }
 ---@param path? string
 function M.diagnostics(path)
   local buf
-  if path then
+  if path ~= nil and path ~= vim.NIL then
     buf = buffers.find(path)
     if not buf then
       return {}
