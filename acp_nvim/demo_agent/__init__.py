@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
 from acp_nvim.demo_agent._text import HELP, chunks, prompt_words, reply, thought
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
@@ -60,6 +61,7 @@ class DemoAgent:
         self.offer_v2 = offer_v2
         self.sessions: dict[str, anyio.CancelScope | None] = {}
         self.cwds: dict[str, str] = {}
+        self.mcp_servers: dict[str, list[Params]] = {}
         self.client_fs: Params = {}
         self.client_terminal = False
         connection.on_request("initialize", dict, self.initialize)
@@ -86,6 +88,7 @@ class DemoAgent:
         session_id = f"demo-{len(self.sessions) + 1}"
         self.sessions[session_id] = None
         self.cwds[session_id] = params["cwd"]
+        self.mcp_servers[session_id] = params.get("mcpServers") or []
         return {"sessionId": session_id}
 
     async def cancel(self, params: Params) -> None:
@@ -118,6 +121,9 @@ class DemoAgent:
             return
         if "permission" in words:
             await self._pretend_command(session_id)
+            return
+        if words & set(EDITOR_WORDS):
+            await self._ask_editor(session_id, words)
             return
         if "run" in words:
             await self._run_command(session_id)
@@ -276,6 +282,25 @@ class DemoAgent:
              "status": "completed" if code == 0 else "failed"},
         )  # fmt: skip
         reply = f"The command exited with code {code} and printed:\n\n```\n{output['output']}```"
+        await self._stream(session_id, "agent_message_chunk", reply)
+
+    async def _ask_editor(self, session_id: str, words: set[str]) -> None:
+        """Call the editor's MCP tools the words name, each shown as a tool call."""
+        call_id = f"demo-mcp-{next(_CALL_IDS)}"
+        update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "kind": "read",
+                  "title": "Ask the editor (MCP)", "status": "in_progress"}  # fmt: skip
+        await self._send_update(session_id, update)
+        try:
+            answers = await ask_editor(self.mcp_servers.get(session_id, []), words)
+        except (LookupError, OSError, RequestError) as err:
+            answers, failed = [], str(err)
+        else:
+            failed = ""
+        status = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+        await self._send_update(
+            session_id, {**status, "status": "failed" if failed else "completed"}
+        )
+        reply = failed or "\n\n".join(text for _, text in answers)
         await self._stream(session_id, "agent_message_chunk", reply)
 
     async def _send_update(self, session_id: str, update: Params) -> None:

@@ -8,7 +8,7 @@ use it too.
 
 from __future__ import annotations
 
-__all__ = ["editor_server", "mcp_session"]
+__all__ = ["EDITOR_WORDS", "ask_editor", "editor_server", "mcp_session"]
 
 import os
 from collections.abc import AsyncIterator
@@ -22,6 +22,13 @@ from acp_nvim import __version__
 from acp_nvim.protocol import Connection
 
 Params = dict[str, Any]
+
+# Prompt words that make the demo call an editor tool.
+EDITOR_WORDS = {
+    "buffers": "list_buffers",
+    "diagnostics": "get_diagnostics",
+    "selection": "get_selection",
+}
 
 
 def editor_server(servers: list[Params]) -> Params | None:
@@ -55,3 +62,22 @@ async def mcp_session(server: Params) -> AsyncIterator[Connection]:
             finally:
                 await connection.aclose()
                 tasks.cancel_scope.cancel()
+
+
+async def ask_editor(servers: list[Params], words: set[str]) -> list[tuple[str, str]]:
+    """Call the editor tools the prompt's words ask for: (tool, markdown answer) each.
+
+    Raises:
+        LookupError: the client offered no editor server (``editor_mcp = false``).
+    """
+    server = editor_server(servers)
+    if server is None:
+        raise LookupError("This client offered no editor MCP server (`editor_mcp`).")
+    answers = []
+    async with mcp_session(server) as mcp:
+        for word, tool in EDITOR_WORDS.items():
+            if word in words:
+                result = await mcp.request("tools/call", {"name": tool, "arguments": {}}, dict)
+                text = "".join(b.get("text", "") for b in result.get("content", []))
+                answers.append((tool, f"`{tool}` answered:\n\n```json\n{text}\n```"))
+    return answers

@@ -21,6 +21,8 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
   its `[terminal …]` line or `:AcpTerminal` opens it), then reports its output
 - `disk [PATH]`: appends a line to PATH on disk by itself and reports it only in a
   tool call, as Claude's and Codex's agents do (`:AcpReview` catches it)
+- `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
+  server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
 - over ACP v2 (`protocol_version = 2`), `help` lists more
 """
 

@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 
 
@@ -236,3 +238,18 @@ def test_editor_mcp_false_offers_no_server(editor: Editor) -> None:
     start(editor, editor_mcp=False)
     [servers] = call(editor, "servers")
     assert servers == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_asks_the_editor(editor: Editor, tmp_path: Path, version: int) -> None:
+    path = tmp_path / "project" / "notes.md"
+    path.write_text("# notes\n")
+    edit(editor, path)
+    editor.setup(protocol_version=version)
+    editor.open_chat("demo")
+    editor.lua("require('acp').send('buffers and diagnostics please')")
+    editor.wait_event("AcpTurnEnd")
+    transcript = editor.transcript_text()
+    assert "`list_buffers` answered" in transcript
+    assert str(path) in transcript
+    assert "No diagnostics in the open buffers." in transcript
