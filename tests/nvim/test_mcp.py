@@ -253,3 +253,20 @@ def test_the_demo_agent_asks_the_editor(editor: Editor, tmp_path: Path, version:
     assert "`list_buffers` answered" in transcript
     assert str(path) in transcript
     assert "No diagnostics in the open buffers." in transcript
+
+
+def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
+    editor.setup(
+        mcp_servers={
+            "gh": {"command": "no-such-mcp-server", "args": ["--stdio"]},
+            "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+        }
+    )
+    editor.open_chat("demo")  # its session is offered the editor server: the socket opens
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "OK the editor MCP server offers 12 tools: list_buffers, read_buffer" in text
+    assert "OK its stdio shim runs" in text
+    assert "mcp.sock (directory only you can open), 0 connection(s)" in text
+    assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
+    assert "OK web: http://127.0.0.1:1/mcp (http)" in text
