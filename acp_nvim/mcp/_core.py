@@ -30,10 +30,8 @@ __all__ = [
     "McpServer",
 ]
 
-import mimetypes
 import os
 import urllib.parse
-import urllib.request
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, Final
@@ -86,6 +84,8 @@ def file_uri(path: str) -> str:
 
 
 def _mime(path: str, filetype: str) -> str:
+    import mimetypes  # reads the system's tables: not before a resource is listed
+
     guessed = mimetypes.guess_type(path)[0]
     if guessed is not None:
         return guessed
@@ -277,7 +277,7 @@ class McpServer:
         parsed = urllib.parse.urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise RequestError.resource_not_found(uri)
-        path = urllib.request.url2pathname(parsed.path)
+        path = urllib.parse.unquote(parsed.path)
         try:
             text = await self.session.review().read(path)
         except ServiceError as err:

@@ -13,11 +13,9 @@ from __future__ import annotations
 __all__ = ["SOCKET_ENV", "TOKEN_ENV", "EditorSocket"]
 
 import contextlib
-import hmac
 import json
 import logging
 import os
-import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -107,7 +105,7 @@ class EditorSocket:
 
     def add(self, session: ToolSession) -> str:
         """Admit connections for ``session``; returns the token they must present."""
-        token = secrets.token_hex(32)
+        token = os.urandom(32).hex()
         self._sessions[token] = session
         return token
 
@@ -170,6 +168,8 @@ class EditorSocket:
         return (hello if isinstance(hello, dict) else {}), rest
 
     def _session(self, hello: dict[str, Any]) -> ToolSession | None:
+        import hmac  # only when a shim connects (hashlib is not cheap to import)
+
         token = hello.get("token")
         if not isinstance(token, str):
             return None

@@ -80,3 +80,33 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
         await socket.aclose()
         tasks.cancel_scope.cancel()
     assert len(EDITOR_TOOLS) == 12
+
+
+_READY = """
+import sys, tempfile, anyio
+from acp_nvim.client.app import App
+from acp_nvim.client.editor import RecordingEditor
+
+async def main():
+    async with anyio.create_task_group() as tasks:
+        app = App(RecordingEditor(), tasks)
+        await app.open(1, None, tempfile.mkdtemp())
+        assert app.chats[1].state == "ready"
+        assert app.mcp_socket is not None  # the demo session was offered the server
+        print("pydantic" in sys.modules, "acp_nvim.mcp._tools" in sys.modules)
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+anyio.run(main)
+"""
+
+
+def test_a_session_is_ready_without_importing_pydantic() -> None:
+    """pydantic (the tool models) loads when an agent first lists or calls a tool."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _READY], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["False", "False"]
