@@ -41,7 +41,7 @@ import anyio.to_thread
 from acp_nvim import __version__
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.mcp._session import ToolSession
-from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS: Final = ("2026-07-28",)
@@ -148,7 +148,10 @@ class McpServer:
     async def resources_changed(self) -> None:
         """Buffers came or went: tell a client whose session began with a handshake."""
         if self.initialized and self.notify is not None:
-            await self.notify("notifications/resources/list_changed", None)
+            try:
+                await self.notify("notifications/resources/list_changed", None)
+            except ConnectionClosed:
+                pass  # the client went away meanwhile: nobody to tell
 
     def attach(self, connection: Connection) -> None:
         """Serve this client on ``connection`` (a JSON-RPC stream of MCP messages)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -110,3 +111,83 @@ def test_a_session_is_ready_without_importing_pydantic() -> None:
         [sys.executable, "-c", _READY], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.split() == ["False", "False"]
+
+
+async def test_mcp_over_acp_where_the_agent_takes_it(
+    connection_pair: Any, serving: Any, tmp_path: Path
+) -> None:
+    from acp_nvim.client.agent.sessions import Services
+    from acp_nvim.client.agent.v1 import SessionsV1
+    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.protocol import RequestError
+    from tests.unit.conftest import wait_for
+
+    client, agent = connection_pair()
+    editor = RecordingEditor()
+    chat = Chat(1, "fake", editor)
+    chats: dict[str, Chat] = {}
+    seen: dict[str, Any] = {}
+    told: list[dict[str, Any]] = []
+
+    async def initialize(params: dict[str, Any]) -> dict[str, Any]:
+        return {"protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"acp": True}}}
+
+    async def new_session(params: dict[str, Any]) -> dict[str, Any]:
+        seen.update(params)
+        return {"sessionId": "s1"}
+
+    async def on_message(params: dict[str, Any]) -> None:
+        told.append(params)
+
+    async def no_socket() -> EditorSocket:
+        raise AssertionError("MCP-over-ACP needs no socket")
+
+    agent.on_request("initialize", dict, initialize)
+    agent.on_request("session/new", dict, new_session)
+    agent.on_notification("mcp/message", dict, on_message)
+    (tmp_path / "a.txt").write_text("over acp\n")
+    async with anyio.create_task_group() as tasks, serving(client, agent):
+        review = SessionChanges(editor, 1, str(tmp_path), tasks)
+        terminals, permissions = Terminals(chats, str(tmp_path)), Permissions()
+        offer = McpOffer(
+            "fake", {1: review}, terminals, permissions, str(tmp_path), no_socket,
+            lambda: 1.0, tools=list(EDITOR_TOOLS),
+        )  # fmt: skip
+        services = Services(chats, {1: review}, terminals, permissions, tasks, str(tmp_path), offer)
+        sessions = SessionsV1(client, services)
+        await sessions.initialize("fake")
+        await sessions.new_session(chat)
+        [server] = seen["mcpServers"]
+        assert server["type"] == "acp" and server["name"] == "nvim"
+        connected = await agent.request("mcp/connect", {"acpId": server["id"]}, dict)
+        cid = connected["connectionId"]
+
+        async def mcp(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            message = {"connectionId": cid, "method": method, "params": params}
+            result: dict[str, Any] = await agent.request("mcp/message", message, dict)
+            return result
+
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "a", "version": "0"},
+        }
+        assert (await mcp("initialize", hello))["protocolVersion"] == "2025-06-18"
+        await agent.notify(
+            "mcp/message", {"connectionId": cid, "method": "notifications/initialized"}
+        )
+        result = await mcp("tools/call", {"name": "read_buffer", "arguments": {"path": "a.txt"}})
+        assert result["content"] == [{"type": "text", "text": "over acp\n"}]
+        with pytest.raises(RequestError) as unknown:
+            await mcp("prompts/list", {})
+        assert unknown.value.code == -32601
+        assert editor.watching
+        for listener in offer.listeners:
+            await listener()
+        await wait_for(lambda: bool(told))
+        assert told == [{"connectionId": cid, "method": "notifications/resources/list_changed"}]
+        await agent.request("mcp/disconnect", {"connectionId": cid}, dict)
+        with pytest.raises(RequestError) as gone:
+            await mcp("ping", {})
+        assert gone.value.code == -32602
+        tasks.cancel_scope.cancel()
