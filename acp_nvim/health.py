@@ -21,11 +21,12 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-DEPENDENCIES = ("pynvim", "anyio", "msgspec")
+DEPENDENCIES = ("pynvim", "anyio", "msgspec", "pydantic")
 # What a launcher needs, for presets that cannot start here.
 _NEEDS = {"npx": "npx (Node.js)", "uvx": "uvx (uv)"}
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
@@ -112,6 +113,43 @@ def report(raw_options: Any) -> dict[str, Any]:
         "config_error": config_error,
         "default_agent": config.default_agent,
         "agents": agents,
+        "mcp": _mcp(config),
+    }
+
+
+def _mcp(config: Any) -> dict[str, Any]:
+    """The editor MCP server (its tools, whether its shim runs) and the user's servers."""
+    from acp_nvim.client.config import EDITOR_TOOLS, EditorMcpOptions
+
+    choice = config.editor_mcp
+    tools = list(choice.tools) if isinstance(choice, EditorMcpOptions) else list(EDITOR_TOOLS)
+    shim = subprocess.run(
+        [sys.executable, "-m", "acp_nvim.mcp", "--check"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PYPROJECT.parent)},
+        check=False,
+    )
+    servers = {}
+    owners = [("", config.mcp_servers)] + [
+        (f"{name}: ", agent.mcp_servers) for name, agent in sorted(config.agents.items())
+    ]
+    for owner, listed in owners:
+        for name, server in sorted(listed.items()):
+            found = shutil.which(server.command) if server.command else None
+            servers[owner + name] = {
+                "type": server.type,
+                "command": [server.command, *server.args] if server.command else None,
+                "url": server.url,
+                "found": found,
+            }
+    runs = shim.returncode == 0 and shim.stdout.strip() == "ok"
+    return {
+        "enabled": bool(choice),
+        "tools": tools if choice else [],
+        "shim": runs,
+        "shim_error": "" if runs else (shim.stderr or shim.stdout).strip()[-500:],
+        "servers": servers,
     }
 
 

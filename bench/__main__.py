@@ -96,6 +96,16 @@ ROWS: dict[str, list[Row]] = {
             ("  the first read of that buffer (ms)", "—", _key(f"read_first_{size}"), None),
         )
     ],
+    "mcp": [
+        (
+            "read_buffer p50 through the MCP shim, loaded buffer of 10k lines (ms)",
+            "≤ 10",
+            _key("mcp_read_p50"),
+            lambda m, _: m <= 10,
+        ),
+        ("  the first read of that buffer (ms)", "—", _key("mcp_read_first"), None),
+        ("  the shim's start and MCP handshake (ms)", "—", _key("mcp_start"), None),
+    ],
     "startup": [
         (":AcpChat → session ready (ms)", "—", _key("startup_total"), None),
         ("  the agent's own start alone (ms)", "—", _key("agent_own"), None),
@@ -160,6 +170,7 @@ ROWS: dict[str, list[Row]] = {
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "stream": figures.streaming,
     "fs": figures.fs_read,
+    "mcp": figures.mcp_read,
     "startup": figures.startup,
     "tools": figures.tools,
     "edits": figures.edits,

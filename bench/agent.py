@@ -12,6 +12,8 @@ Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
 - ``ask PATH N``: a permission request for an edit of PATH (a diff with the whole
   file) replacing N of its lines, in hunks of 10 lines 40 lines apart.
 - ``write PATH N``: the same edit through ``fs/write_text_file``.
+- ``mcp_read N PATH...``: the same through the editor's MCP server (``read_buffer``
+  via the stdio shim offered in ``mcpServers``), after timing the shim's start.
 
 Before answering the prompt it appends one JSON line to STAMPS_FILE with its own
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of Neovim's ``vim.uv.hrtime()``)
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -151,6 +154,7 @@ class Agent:
         self.stamps = stamps
         self.next_id = 1000
         self.capabilities: dict[str, Any] = {}
+        self.mcp_servers: list[dict[str, Any]] = []
 
     def receive(self) -> dict[str, Any]:
         raw = _stdin.readline()
@@ -178,6 +182,7 @@ class Agent:
                     "authMethods": [],
                 }
             elif method == "session/new":
+                self.mcp_servers = message["params"].get("mcpServers") or []
                 result = {"sessionId": f"bench-{msg_id}"}
             elif method == "session/prompt":
                 params = message["params"]
@@ -222,6 +227,9 @@ class Agent:
                 params = {"sessionId": session, "toolCall": {**call, "content": [diff]}}
                 reply = self.request("session/request_permission", {**params, "options": [option]})
             self.stamp({"command": command, "reply": reply})
+            return
+        if command == "mcp_read":
+            self.stamp(self.mcp_read(int(args[0]), args[1:]))
             return
         if command == "burst":
             payload = burst(session, int(args[0]), args[1])
@@ -271,6 +279,59 @@ class Agent:
                 size = len(reply["result"]["content"])
             record["times"][path] = times
             record.setdefault("sizes", {})[path] = size
+        return record
+
+    def mcp_read(self, count: int, paths: list[str]) -> dict[str, Any]:
+        """Round trips of the editor MCP server's read_buffer through its stdio shim."""
+        record: dict[str, Any] = {"command": "mcp_read", "times": {}}
+        server = next((s for s in self.mcp_servers if s.get("name") == "nvim"), None)
+        if server is None:
+            record["error"] = "no editor MCP server offered"
+            return record
+        env = {**os.environ, **{v["name"]: v["value"] for v in server.get("env", [])}}
+        start = time.monotonic_ns()
+        shim = subprocess.Popen(
+            [server["command"], *server.get("args", [])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert shim.stdin is not None and shim.stdout is not None
+        ids = iter(range(1, 1 << 30))
+
+        def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            msg_id = next(ids)
+            message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+            assert shim.stdin is not None and shim.stdout is not None
+            shim.stdin.write(msgspec.json.encode(message) + b"\n")
+            shim.stdin.flush()
+            while True:
+                reply: dict[str, Any] = msgspec.json.decode(shim.stdout.readline())
+                if reply.get("id") == msg_id:
+                    return reply
+
+        try:
+            hello = {"protocolVersion": "2025-11-25", "capabilities": {},
+                     "clientInfo": {"name": "bench", "version": "0"}}  # fmt: skip
+            call("initialize", hello)
+            shim.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            shim.stdin.flush()
+            record["start_ns"] = time.monotonic_ns() - start
+            for path in paths:
+                times = []
+                for _ in range(count):
+                    begin = time.monotonic_ns()
+                    reply = call("tools/call", {"name": "read_buffer", "arguments": {"path": path}})
+                    times.append(time.monotonic_ns() - begin)
+                    result = reply.get("result") or {}
+                    if "error" in reply or result.get("isError"):
+                        record["error"] = reply.get("error") or result
+                        return record
+                record["times"][path] = times
+                record.setdefault("sizes", {})[path] = len(result["content"][0]["text"])
+        finally:
+            shim.stdin.close()
+            shim.wait(5)
         return record
 
 

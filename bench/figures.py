@@ -135,6 +135,33 @@ def fs_read(run: int, sizes: tuple[int, ...] = (100, 10_000, 100_000), count: in
         n.quit()
 
 
+def mcp_read(run: int, size: int = 10_000, count: int = 20) -> Figures:
+    """``read_buffer`` round trips through the editor MCP server's stdio shim, as the
+    agent sees them, on a loaded buffer of ``size`` lines (the first read included)."""
+    n = Nvim()
+    try:
+        n.setup()
+        path = n.project / f"lines_{size}.py"
+        path.write_text(
+            "".join(f"value_{i} = {i} * 2  # a line of about forty bytes\n" for i in range(size))
+        )
+        n.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(path))
+        n.open_chat()
+        n.lua("require('acp').send(...)", f"mcp_read {count} {path}")
+        n.wait("AcpTurnEnd")
+        stamp = n.last_stamp()
+        if "error" in stamp:
+            return {"skip": f"the editor MCP server answered {stamp['error']}"}
+        times = stamp["times"][str(path)]
+        return {
+            "mcp_start": stamp["start_ns"] / MS,
+            "mcp_read_first": times[0] / MS,
+            "mcp_read_p50": statistics.median(times) / MS,
+        }
+    finally:
+        n.quit()
+
+
 def agent_own_start(cmd: list[str], cwd: str) -> float:
     """Spawn → ``session/new`` answered, talking to the agent directly (ms)."""
     init = (

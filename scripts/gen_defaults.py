@@ -39,6 +39,8 @@ LUA_CLASS = {
     "TimeoutOptions": "acp.TimeoutOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
     "HunkKeys": "acp.HunkKeys",
+    "EditorMcpOptions": "acp.EditorMcpOptions",
+    "McpServerOptions": "acp.McpServerSpec",
 }
 SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -87,7 +89,8 @@ def lua_type(t: Any) -> str:
     if origin is Literal:
         return "|".join(json.dumps(v) for v in args)
     if origin is list:
-        return f"{lua_type(args[0])}[]"
+        item = lua_type(args[0])
+        return f"({item})[]" if "|" in item else f"{item}[]"
     if origin is dict:
         return f"table<{lua_type(args[0])},{lua_type(args[1])}>"
     if origin in (Union, UnionType):
@@ -205,7 +208,7 @@ def render() -> str:
         "local M = {}",
         "",
     ]
-    for cls in _classes(config.Config):
+    for cls in dict.fromkeys(_classes(config.Config)):  # a class held twice, once
         texts = descriptions(cls)
         doc = (cls.__doc__ or "").strip().splitlines()[0]
         out += [f"--- {doc}", f"---@class (exact) {LUA_CLASS[cls.__name__]}"]

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Attachment, ConfigOption, LoginMethod
+    from acp_nvim.mcp import EditorSocket, McpOffer
+
 
 @dataclass
 class _Prompt:
@@ -75,6 +77,9 @@ class App:
         self.config_error: str | None = None
         # Neovim is closing: nothing may wait on the editor any more.
         self._shutting_down = False
+        # The editor MCP server's socket, started when a session first offers it.
+        self.mcp_socket: EditorSocket | None = None
+        self._mcp_starting = anyio.Lock()
 
     def __repr__(self) -> str:
         return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
@@ -337,6 +342,7 @@ class App:
                 reviews=self.reviews,
                 protocol_version=self.config.protocol_version,
                 process=spawned,
+                mcp=lambda connection: self._mcp_offer(connection, agent_config),
             )
             self._configure(connection)
             try:
@@ -356,6 +362,52 @@ class App:
         connection.permissions.policy = self.config.permission_policy
         connection.permissions.preview = self.config.diff_preview is not False
         connection.cancel_grace = self.config.timeouts.cancel
+        if connection.mcp is not None:
+            agent_config = self.config.all_agents().get(connection.name, connection.config)
+            connection.mcp.tools = self.config.editor_mcp_tools(agent_config)
+            connection.mcp.servers = self.config.agent_mcp_servers(agent_config)
+
+    def _mcp_offer(self, connection: AgentConnection, agent_config: AgentConfig) -> McpOffer:
+        """The MCP servers ``connection``'s sessions get (the options say which)."""
+        from acp_nvim.mcp import McpOffer
+
+        return McpOffer(
+            connection.name,
+            self.reviews,
+            connection.terminals,
+            connection.permissions,
+            connection.cwd,
+            self._mcp_socket,
+            lambda: self.config.timeouts.lsp,
+            tools=self.config.editor_mcp_tools(agent_config),
+            servers=self.config.agent_mcp_servers(agent_config),
+        )
+
+    async def _mcp_socket(self) -> EditorSocket:
+        """The editor MCP server's socket, started on first use."""
+        async with self._mcp_starting:
+            if self.mcp_socket is None:
+                from acp_nvim.mcp import EditorSocket
+
+                socket = EditorSocket(self.editor, self.tasks, lambda: self.log)
+                await socket.start()
+                self.mcp_socket = socket
+            return self.mcp_socket
+
+    async def buffers_changed(self) -> None:
+        """File buffers came or went: MCP clients that follow the list are told."""
+        if self.mcp_socket is not None:
+            await self.mcp_socket.resources_changed()
+        for connection in self.agents.values():
+            for listener in connection.mcp.listeners if connection.mcp is not None else []:
+                await listener()
+
+    def mcp_status(self) -> dict[str, Any]:
+        """The editor MCP server for ``:checkhealth``: its socket and connections."""
+        socket = self.mcp_socket
+        if socket is None:
+            return {"socket": None, "connections": 0}
+        return {"socket": socket.path, "connections": socket.connections}
 
     async def _watch_exit(self, connection: AgentConnection) -> None:
         """An agent that dies between turns: tell its chats (mid-turn, the prompt does)."""
@@ -702,6 +754,8 @@ class App:
             for connection in list(self.agents.values()):
                 await connection.aclose()
             self.agents.clear()
+            if self.mcp_socket is not None:
+                await self.mcp_socket.aclose()
 
 
 def _plain(method: LoginMethod) -> dict[str, Any]:

@@ -16,12 +16,16 @@ pydantic cost more than the rest of the start-up (decision 0010).
 from __future__ import annotations
 
 __all__ = [
+    "EDITOR_TOOLS",
     "AgentConfig",
     "ChatOptions",
     "Config",
     "ConfigError",
+    "EditorMcpOptions",
+    "EditorTool",
     "FileAccessOptions",
     "HunkKeys",
+    "McpServerOptions",
     "TimeoutOptions",
     "builtin_agents",
     "load_config",
@@ -30,6 +34,7 @@ __all__ = [
 import os
 import re
 import sys
+import types
 import typing
 from typing import Annotated, Any, Literal
 
@@ -39,6 +44,55 @@ from msgspec import Meta
 
 class ConfigError(ValueError):
     """A user option is wrong; ``str()`` names the key first."""
+
+
+# The tools of the editor's own MCP server (acp_nvim/mcp), by their public names.
+EditorTool = Literal[
+    "list_buffers", "read_buffer", "get_selection", "get_diagnostics",
+    "lsp_definition", "lsp_references", "lsp_hover", "lsp_symbols",
+    "edit_buffer", "write_file", "run_command", "open_file",
+]  # fmt: skip
+EDITOR_TOOLS: tuple[EditorTool, ...] = typing.get_args(EditorTool)
+
+
+class McpServerOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """An MCP server of your own, offered to agents with each session."""
+
+    type: Literal["stdio", "http"] = "stdio"
+    """"stdio": a program the agent starts (`command`); "http": a server the agent
+    reaches at `url`"""
+    command: str | None = None
+    """program of a stdio server (looked up on PATH)"""
+    args: list[str] = msgspec.field(default_factory=list)
+    """its arguments"""
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    """environment variables the agent sets for it"""
+    url: str | None = None
+    """address of an http server"""
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """HTTP headers the agent sends to it"""
+
+    def problem(self) -> str | None:
+        """``key: what is wrong`` when this server cannot be offered; None if fine."""
+        if self.type == "stdio":
+            if not (self.command or "").strip():
+                return "command: required for a stdio server"
+            if self.url is not None or self.headers:
+                return f"{'url' if self.url is not None else 'headers'}: only for type = \"http\""
+            return None
+        if not (self.url or "").strip():
+            return "url: required for an http server"
+        for key in ("command", "args", "env"):
+            if getattr(self, key):
+                return f"{key}: only for a stdio server"
+        return None
+
+
+class EditorMcpOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The editor's own MCP server with a chosen set of tools."""
+
+    tools: list[EditorTool] = msgspec.field(default_factory=lambda: list(EDITOR_TOOLS))
+    """the tools it offers (see |acp-mcp-tools|)"""
 
 
 class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -61,6 +115,11 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """model to switch each new session to"""
     config_options: dict[str, str | bool] = msgspec.field(default_factory=dict)
     """session settings to apply to each new session, by setting id"""
+    editor_mcp: bool | EditorMcpOptions | None = None
+    """the editor's MCP server for this agent (default: the global `editor_mcp`)"""
+    mcp_servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
+    """more MCP servers for this agent, added to the global `mcp_servers` (a name
+    given in both takes this one)"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
@@ -108,6 +167,8 @@ class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     cancel: Annotated[float, Meta(gt=0)] = 5.0
     """after a cancel, for the agent to end the turn; then it ends here as cancelled
     and what the agent still sends about it is not shown"""
+    lsp: Annotated[float, Meta(gt=0)] = 5.0
+    """for the language servers to answer an `lsp_*` tool of the editor's MCP server"""
 
 
 class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -165,6 +226,11 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     |acp-preview|)"""
     hunk_keys: HunkKeys | Literal[False] = msgspec.field(default_factory=HunkKeys)
     """keys for the agent hunks in a file (see |acp-hunks|); false maps none"""
+    editor_mcp: bool | EditorMcpOptions = True
+    """offer the editor to agents as an MCP server: buffers, diagnostics, language
+    servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those"""
+    mcp_servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
+    """your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
     python: str | None = None
@@ -194,6 +260,17 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
             known = ", ".join(sorted(agents))
             raise ConfigError(f"unknown agent {name!r} (configured: {known})")
         return name, agents[name]
+
+    def editor_mcp_tools(self, agent: AgentConfig) -> list[str]:
+        """The editor MCP tools offered to ``agent``; empty when the server is off."""
+        choice = self.editor_mcp if agent.editor_mcp is None else agent.editor_mcp
+        if isinstance(choice, EditorMcpOptions):
+            return list(choice.tools)
+        return list(EDITOR_TOOLS) if choice else []
+
+    def agent_mcp_servers(self, agent: AgentConfig) -> dict[str, McpServerOptions]:
+        """The user's MCP servers for ``agent``: the global ones, its own over them."""
+        return {**self.mcp_servers, **agent.mcp_servers}
 
 
 # Per-agent quirks of registry presets, as data (the hand-tuned entries carry theirs).
@@ -242,8 +319,10 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys")
+    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers")
     raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
+    if "mcp_servers" in raw:
+        raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers")
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError("agents: expected a table of agents by name")
@@ -255,6 +334,9 @@ def load_config(raw: Any) -> Config:
     config = msgspec.structs.replace(
         config, agents={name: _agent(name, spec) for name, spec in agents.items()}
     )
+    _check_servers(config.mcp_servers, "mcp_servers")
+    for name, agent in config.agents.items():
+        _check_servers(agent.mcp_servers, f"agents.{name}.mcp_servers")
     for root in config.fs_access.roots:
         if not os.path.isabs(root):
             raise ConfigError(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
@@ -270,6 +352,30 @@ def load_config(raw: Any) -> Config:
     return config
 
 
+def _servers(raw: Any, key: str) -> Any:
+    """MCP servers by name, each checked on its own so that an error names it."""
+    if not isinstance(raw, dict):
+        return raw  # msgspec says what is wrong with it
+    servers = {}
+    for name, spec in raw.items():
+        if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+            raise ConfigError(f"{key}: server name {name!r} must be a non-empty word")
+        if isinstance(spec, dict):
+            spec = {k: (_table(v) if k in ("env", "headers") else v) for k, v in spec.items()}
+        try:
+            servers[name] = msgspec.convert(spec, McpServerOptions)
+        except msgspec.ValidationError as err:
+            raise ConfigError(_describe(str(err), f"{key}.{name}")) from None
+    return {name: msgspec.to_builtins(server) for name, server in servers.items()}
+
+
+def _check_servers(servers: dict[str, McpServerOptions], key: str) -> None:
+    for name, server in servers.items():
+        problem = server.problem()
+        if problem is not None:
+            raise ConfigError(f"{key}.{name}.{problem}")
+
+
 def _table(value: Any) -> Any:
     """An empty Lua table arrives as a list; where a table is expected it is one."""
     return {} if value == [] else value
@@ -281,6 +387,8 @@ def _agent(name: Any, spec: Any) -> AgentConfig:
         raise ConfigError(f"agents: agent name {name!r} must be a non-empty word")
     if isinstance(spec, dict):
         spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
+        if "mcp_servers" in spec:
+            spec["mcp_servers"] = _servers(_table(spec["mcp_servers"]), f"{key}.mcp_servers")
     if isinstance(spec, dict) and "env" in spec:
         for var, value in spec["env"].items() if isinstance(spec["env"], dict) else ():
             if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
@@ -318,8 +426,14 @@ def _describe(error: str, prefix: str = "") -> str:
         return f"{key + '.' if key else ''}{missing.group(1)}: required"
     if message.startswith("Invalid enum value"):
         choices = " or ".join(_choices(key))
+        if len(_choices(key)) > 4:
+            choices = f"one of {', '.join(_choices(key))}"
         return f"{key}: expected {choices}, got {message.removeprefix('Invalid enum value ')}"
-    message = re.sub(r"`(\w+)`", lambda m: _TYPE_WORDS.get(m.group(1), m.group(1)), message)
+    message = re.sub(
+        r"`([\w |]+)`",
+        lambda m: " or ".join(_TYPE_WORDS.get(w, w) for w in m.group(1).split(" | ")),
+        message,
+    )
     return f"{key}: {message[:1].lower()}{message[1:]}"
 
 
@@ -327,9 +441,15 @@ def _choices(key: str) -> list[str]:
     """The values a Literal option at dotted ``key`` may take, as written in Lua; a
     table of options first where the option may also be one."""
     owner: Any = Config
-    for part in key.split("."):
-        field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == part)
-        owner = field.type
+    parts = key.split(".")
+    for index, part in enumerate(parts):
+        if typing.get_origin(owner) is dict:
+            owner = _held(typing.get_args(owner)[1])  # ``part`` is the key, a name
+            continue
+        name = part.split("[")[0]  # a list item: tools[0]
+        field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name)
+        # The last one keeps its union: `HunkKeys | Literal[False]` is "a table or false".
+        owner = field.type if index == len(parts) - 1 else _held(field.type)
     if typing.get_origin(owner) is Literal:
         return [_lua(v) for v in typing.get_args(owner)]
     choices = []
@@ -344,3 +464,19 @@ def _choices(key: str) -> list[str]:
 def _lua(value: Any) -> str:
     """A choice as the user writes it in Lua."""
     return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+def _held(t: Any) -> Any:
+    """The Struct of a ``bool | Options`` field, the item type of a list, else ``t``."""
+    if typing.get_origin(t) is list:
+        return typing.get_args(t)[0]
+    if typing.get_origin(t) in (typing.Union, types.UnionType):
+        return next(
+            (
+                a
+                for a in typing.get_args(t)
+                if isinstance(a, type) and issubclass(a, msgspec.Struct)
+            ),
+            t,
+        )
+    return t

@@ -8,7 +8,15 @@ so a ``render`` followed by an ``emit`` reaches the user in that order.
 
 from __future__ import annotations
 
-__all__ = ["BufferState", "Editor", "EditorError", "Event", "RecordingEditor", "RenderOp"]
+__all__ = [
+    "BufferState",
+    "Editor",
+    "EditorError",
+    "Event",
+    "LspRequest",
+    "RecordingEditor",
+    "RenderOp",
+]
 
 import os
 from dataclasses import dataclass, field
@@ -31,6 +39,12 @@ RenderOp = dict[str, Any]
 Event = Literal[
     "AcpSessionReady", "AcpTurnEnd", "AcpSessionList", "AcpPermissionRequest", "AcpError"
 ]
+
+
+# What the editor's language servers are asked (``Editor.lsp``).
+LspRequest = Literal[
+    "definition", "references", "hover", "document_symbols", "workspace_symbols"
+]  # fmt: skip
 
 
 class EditorError(Exception):
@@ -165,6 +179,46 @@ class Editor(Protocol):
         """Stop the commands of terminals ``keys`` still running; ``wipe`` also
         deletes their buffers."""
 
+    # -- what the editor MCP server asks (acp_nvim/mcp); lines and columns 1-based,
+    # columns in characters
+
+    async def list_buffers(self) -> list[dict[str, Any]]:
+        """The loaded file buffers: ``{path, modified, filetype, line_count, visible,
+        cursor}``, ``cursor`` ``[line, column]`` in the window showing it (or None)."""
+
+    async def selection(self) -> dict[str, Any] | None:
+        """The visual selection, else the last one, of the file buffer the user works
+        in: ``{path, mode, start: [line, column], end: [line, column], text}``; None
+        when it has none."""
+
+    async def diagnostics(self, path: str | None) -> list[dict[str, Any]]:
+        """The diagnostics of ``path``'s buffer (None: of every buffer), as
+        ``{path, line, column, end_line, end_column, severity, message, source, code}``
+        with ``severity`` ``error``, ``warning``, ``info`` or ``hint``."""
+
+    async def lsp(
+        self,
+        request: LspRequest,
+        path: str | None,
+        position: tuple[int, int] | None,
+        query: str,
+        timeout: float,
+    ) -> dict[str, Any]:
+        """Ask the language servers attached to ``path``'s buffer (loaded without a
+        window first when needed; ``workspace_symbols`` without a path asks every
+        server). Returns ``{servers: [names], timed_out?: true, errors: [text], ...}``
+        with ``items`` (``{path, line, column, text, kind?}``) or ``hover`` (markdown
+        lines); ``servers`` is empty when none is attached. Waits at most ``timeout``
+        seconds, then keeps what came.
+        """
+
+    async def show_file(self, path: str, line: int | None) -> None:
+        """Show ``path`` at ``line`` to the user, in the window beside the chat."""
+
+    async def watch_buffers(self) -> None:
+        """From now on, tell the host when file buffers come and go
+        (``App.buffers_changed``)."""
+
 
 @dataclass
 class _FakeBuffer:
@@ -195,6 +249,13 @@ class RecordingEditor:
         self.buffers: dict[str, _FakeBuffer] = {}
         # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
         self.terminals: dict[str, dict[str, Any]] = {}
+        # What the MCP tools read: set by the tests.
+        self.selected: dict[str, Any] | None = None
+        self.diagnostic_list: list[dict[str, Any]] = []
+        self.lsp_answers: dict[str, dict[str, Any]] = {}  # by request
+        self.lsp_asked: list[tuple[str, str | None, tuple[int, int] | None, str]] = []
+        self.shown: list[tuple[str, int | None]] = []
+        self.watching = False
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         self.ops.setdefault(chat, []).extend(ops)
@@ -338,6 +399,44 @@ class RecordingEditor:
         for key in keys:
             self.terminals[key]["stopped"] = True
             self.terminals[key]["wiped"] |= wipe
+
+    # -- the MCP tools' questions: answered from what the test set
+
+    async def list_buffers(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "path": path,
+                "modified": b.state.modified,
+                "filetype": os.path.splitext(path)[1].lstrip("."),
+                "line_count": len(b.state.lines),
+                "visible": b.windows > 0,
+                "cursor": [1, 1] if b.windows else None,
+            }
+            for path, b in self.buffers.items()
+        ]
+
+    async def selection(self) -> dict[str, Any] | None:
+        return self.selected
+
+    async def diagnostics(self, path: str | None) -> list[dict[str, Any]]:
+        return [d for d in self.diagnostic_list if path is None or d["path"] == path]
+
+    async def lsp(
+        self,
+        request: LspRequest,
+        path: str | None,
+        position: tuple[int, int] | None,
+        query: str,
+        timeout: float,
+    ) -> dict[str, Any]:
+        self.lsp_asked.append((request, path, position, query))
+        return self.lsp_answers.get(request, {"servers": [], "errors": []})
+
+    async def show_file(self, path: str, line: int | None) -> None:
+        self.shown.append((path, line))
+
+    async def watch_buffers(self) -> None:
+        self.watching = True
 
     def transcript(self, chat: int) -> dict[str, list[str]]:
         """Replay the render ops into block id -> lines (what Lua would show)."""

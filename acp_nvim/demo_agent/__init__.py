@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
 from acp_nvim.demo_agent._text import (
     COMMANDS,
     HELP,
@@ -73,6 +74,7 @@ class DemoAgent:
         self.history: dict[str, list[tuple[str, str]]] = {}
         self.titles: dict[str, str] = {}
         self.used = 0  # context tokens, for usage_update
+        self.mcp_servers: dict[str, list[Params]] = {}  # offered with each session
         self.client_fs: Params = {}
         self.client_terminal = False
         connection.on_request("initialize", dict, self.initialize)
@@ -107,12 +109,13 @@ class DemoAgent:
         if not os.path.isabs(params.get("cwd", "")):
             raise RequestError.invalid_params("cwd must be an absolute path")
         session_id = f"demo-{len(self.sessions) + 1}"
-        self._open(session_id, params["cwd"])
+        self._open(session_id, params["cwd"], params.get("mcpServers") or [])
         return {"sessionId": session_id, **self._settings()}
 
-    def _open(self, session_id: str, cwd: str) -> None:
+    def _open(self, session_id: str, cwd: str, mcp_servers: list[Params]) -> None:
         self.sessions[session_id] = None
         self.cwds[session_id] = cwd
+        self.mcp_servers[session_id] = mcp_servers
         self.history.setdefault(session_id, [])
         if self.tasks is not None:  # after the answer, as real agents send it
             self.tasks.start_soon(self._send_commands, session_id)
@@ -164,7 +167,8 @@ class DemoAgent:
         session_id = params.get("sessionId", "")
         if session_id not in self.history:
             raise RequestError.resource_not_found(f"session {session_id}")
-        self._open(session_id, params.get("cwd") or self.cwds[session_id])
+        cwd = params.get("cwd") or self.cwds[session_id]
+        self._open(session_id, cwd, params.get("mcpServers") or [])
         for role, text in self.history[session_id]:
             await self._say(session_id, f"{role}_message_chunk", text)
         return self._settings()
@@ -221,6 +225,9 @@ class DemoAgent:
             return
         if "permission" in words:
             await self._pretend_command(session_id)
+            return
+        if words & set(EDITOR_WORDS):
+            await self._ask_editor(session_id, words)
             return
         if "run" in words:
             await self._run_command(session_id)
@@ -379,6 +386,25 @@ class DemoAgent:
              "status": "completed" if code == 0 else "failed"},
         )  # fmt: skip
         reply = f"The command exited with code {code} and printed:\n\n```\n{output['output']}```"
+        await self._stream(session_id, "agent_message_chunk", reply)
+
+    async def _ask_editor(self, session_id: str, words: set[str]) -> None:
+        """Call the editor's MCP tools the words name, each shown as a tool call."""
+        call_id = f"demo-mcp-{next(_CALL_IDS)}"
+        update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "kind": "read",
+                  "title": "Ask the editor (MCP)", "status": "in_progress"}  # fmt: skip
+        await self._send_update(session_id, update)
+        try:
+            answers = await ask_editor(self.mcp_servers.get(session_id, []), words)
+        except (LookupError, OSError, RequestError) as err:
+            answers, failed = [], str(err)
+        else:
+            failed = ""
+        status = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+        await self._send_update(
+            session_id, {**status, "status": "failed" if failed else "completed"}
+        )
+        reply = failed or "\n\n".join(text for _, text in answers)
         await self._stream(session_id, "agent_message_chunk", reply)
 
     async def _send_update(self, session_id: str, update: Params) -> None:

@@ -22,6 +22,7 @@ import anyio.abc
 import msgspec
 
 from acp_nvim import __version__
+from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
 from acp_nvim.demo_agent._text import (
     COMMANDS,
     HELP,
@@ -72,7 +73,7 @@ def initialize_result() -> Params:
     return {
         "protocolVersion": 2,
         "info": {"name": "demo", "title": "Demo agent", "version": __version__},
-        "capabilities": {"session": {"delete": {}}},
+        "capabilities": {"session": {"delete": {}, "mcp": {"stdio": {}}}},
         "authMethods": [
             {"type": "agent", "methodId": "demo-login", "name": "Demo login"},
         ],
@@ -84,6 +85,7 @@ class _Session:
     id: str
     cwd: str
     history: list[Params] = field(default_factory=list)
+    mcp_servers: list[Params] = field(default_factory=list)
     config: dict[str, str] = field(
         default_factory=lambda: {"mode": "ask", "model": "demo-small", "thought": "low"}
     )
@@ -139,6 +141,7 @@ class DemoAgentV2:
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params("cwd must be an absolute path")
         session = _Session(f"demo-{len(self.sessions) + 1}", cwd)
+        session.mcp_servers = params.get("mcpServers") or []
         self.sessions[session.id] = session
         self.tasks.start_soon(self._send_commands, session)  # after the answer
         return {"sessionId": session.id, "configOptions": self._config(session)}
@@ -275,6 +278,8 @@ class DemoAgentV2:
             ):
                 if word in words:
                     await feature(session, n)
+            if words & set(EDITOR_WORDS):
+                await self._ask_editor(session, n, words)
             await self._stream(
                 session, "agent_message_chunk", f"reply-{n}", self._reply(text, words)
             )
@@ -418,6 +423,23 @@ class DemoAgentV2:
         await self._state(session, "running")
         verdict = "You allowed it: build cleaned." if allowed else "Not allowed: nothing was run."
         await self._stream(session, "agent_message_chunk", f"verdict-{n}", verdict)
+
+    async def _ask_editor(self, session: _Session, n: int, words: set[str]) -> None:
+        call = f"mcp-{n}"
+        await self._update(
+            session,
+            {"toolCallId": call, "title": "Ask the editor (MCP)", "kind": "read",
+             "status": "in_progress"},
+        )  # fmt: skip
+        try:
+            answers = await ask_editor(session.mcp_servers, words)
+        except (LookupError, OSError, RequestError) as err:
+            await self._update(session, {"toolCallId": call, "status": "failed"})
+            await self._stream(session, "agent_message_chunk", f"mcp-{n}", str(err))
+            return
+        await self._update(session, {"toolCallId": call, "status": "completed"})
+        text = "\n\n".join(answer for _, answer in answers)
+        await self._stream(session, "agent_message_chunk", f"mcp-{n}", text)
 
     async def _unknown(self, session: _Session, n: int) -> None:
         await self._notify(session, {"sessionUpdate": "_demo_sparkle", "sparkles": n})

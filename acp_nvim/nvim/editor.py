@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["NvimEditor"]
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import pynvim
 
-from acp_nvim.client.editor import BufferState, EditorError, Event, RenderOp
+from acp_nvim.client.editor import BufferState, EditorError, Event, LspRequest, RenderOp
 from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.buffers').read(...)"
+_CONTEXT = "return require('acp.editor_info').{}(...)"
 # Joined text of a pending append op is kept as a list of parts until the flush.
 _PARTS = "_parts"
 
@@ -43,6 +45,9 @@ class NvimEditor:
         self._last_flush = 0.0
         # Touched only on the pynvim thread (events and reads both run there).
         self.mirrors = BufferMirrors()
+        # Language server requests waiting for Lua's answer, by id (worker thread).
+        self._lsp: dict[int, tuple[anyio.Event, dict[str, Any]]] = {}
+        self._lsp_ids = itertools.count(1)
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         for op in ops:
@@ -174,6 +179,56 @@ class NvimEditor:
 
     async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
         await self.call_lua("require('acp.terminal').stop(...)", keys, wipe)
+
+    async def list_buffers(self) -> list[dict[str, Any]]:
+        return list(await self.call_lua(_CONTEXT.format("buffers")))
+
+    async def selection(self) -> dict[str, Any] | None:
+        return await self.call_lua(_CONTEXT.format("selection")) or None
+
+    async def diagnostics(self, path: str | None) -> list[dict[str, Any]]:
+        return list(await self.call_lua(_CONTEXT.format("diagnostics"), path))
+
+    async def lsp(
+        self,
+        request: LspRequest,
+        path: str | None,
+        position: tuple[int, int] | None,
+        query: str,
+        timeout: float,
+    ) -> dict[str, Any]:
+        # Lua sends the requests and returns at once; the answer comes back as a
+        # notification (lsp_answer), so Neovim never blocks on a language server.
+        key = next(self._lsp_ids)
+        done, answer = self._lsp[key] = (anyio.Event(), {})
+        try:
+            pos = list(position) if position is not None else None
+            servers = await self.call_lua(_CONTEXT.format("lsp"), key, request, path, pos, query)
+            result: dict[str, Any] = {"servers": list(servers or []), "errors": []}
+            if not servers:
+                return result
+            with anyio.move_on_after(timeout):
+                await done.wait()
+            if not done.is_set():
+                await self.call_lua(_CONTEXT.format("lsp_cancel"), key)
+                result["timed_out"] = True
+            return {**result, **answer}
+        finally:
+            del self._lsp[key]
+
+    def lsp_answer(self, answer: dict[str, Any]) -> None:
+        """Lua's answer to :meth:`lsp` (on the worker thread); a late one is dropped."""
+        waiting = self._lsp.get(int(answer.get("id", 0)))
+        if waiting is not None:
+            done, result = waiting
+            result.update({k: answer.get(k) or [] for k in ("items", "hover", "errors")})
+            done.set()
+
+    async def show_file(self, path: str, line: int | None) -> None:
+        await self.call_lua("require('acp.tools').show(...)", path, line, False)
+
+    async def watch_buffers(self) -> None:
+        await self.call_lua(_CONTEXT.format("watch"))
 
     async def run(self) -> None:
         """Flush queued items, at most once per interval, until cancelled."""

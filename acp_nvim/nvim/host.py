@@ -128,6 +128,10 @@ class Host:
                 self.worker.submit(app.logout, params["chat"])
             case "terminal_output":
                 self.worker.call(app.terminal_output, params.get("chunks") or [])
+            case "lsp_answer":
+                self.worker.call(self.editor.lsp_answer, params)
+            case "buffers_changed":
+                self.worker.submit(app.buffers_changed)
             case "shutdown":
                 self.shutdown()
             case _:
@@ -142,6 +146,8 @@ class Host:
                 return app.log.lines()
             case "ping":
                 return "pong"
+            case "mcp":
+                return self.worker.call(app.mcp_status)
             case other:
                 raise ValueError(f"unknown request acp/{other}")
 

@@ -222,6 +222,7 @@ class Connection:
         self._notifications: dict[str, _Route] = {}
         self._pending: dict[int, _Pending] = {}
         self._handling: dict[Id, anyio.CancelScope] = {}  # peer request id -> its task
+        self._unanswered: set[Id] = set()  # cancelled requests to leave without an answer
         self._write_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -309,6 +310,20 @@ class Connection:
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification; `params=None` omits the params member."""
         await self._write(_OutNotification("2.0", method, _params(params)))
+
+    def cancel_incoming(self, request_id: Any, *, reply: bool = True) -> bool:
+        """Cancel the handler of the peer's request `request_id`, as `$/cancel_request`
+        does; without `reply` the request gets no answer at all (MCP's
+        `notifications/cancelled`). False when it is not running (any more)."""
+        if not isinstance(request_id, int | str):
+            return False
+        scope = self._handling.get(request_id)
+        if scope is None:
+            return False
+        if not reply:
+            self._unanswered.add(request_id)
+        scope.cancel()
+        return True
 
     async def aclose(self) -> None:
         """Fail pending requests, stop `serve()`, and close both streams."""
@@ -536,6 +551,11 @@ class Connection:
         finally:
             if self._handling.get(msg_id) is scope:
                 del self._handling[msg_id]
+        if msg_id in self._unanswered:
+            self._unanswered.discard(msg_id)
+            if batch is not None:
+                await self._batch_reply(batch, None)
+            return
         if batch is None:
             await self._send_quietly(response)
         else:

@@ -3,6 +3,19 @@
 -- them before the Python host answers (which validates the options).
 local M = {}
 
+--- The editor's own MCP server with a chosen set of tools.
+---@class (exact) acp.EditorMcpOptions
+---@field tools? ("list_buffers"|"read_buffer"|"get_selection"|"get_diagnostics"|"lsp_definition"|"lsp_references"|"lsp_hover"|"lsp_symbols"|"edit_buffer"|"write_file"|"run_command"|"open_file")[] the tools it offers (see |acp-mcp-tools|)
+
+--- An MCP server of your own, offered to agents with each session.
+---@class (exact) acp.McpServerSpec
+---@field type? "stdio"|"http" "stdio": a program the agent starts (`command`); "http": a server the agent reaches at `url`
+---@field command? string program of a stdio server (looked up on PATH)
+---@field args? string[] its arguments
+---@field env? table<string,string> environment variables the agent sets for it
+---@field url? string address of an http server
+---@field headers? table<string,string> HTTP headers the agent sends to it
+
 --- How to launch one agent: argv, extra environment, working directory.
 ---@class (exact) acp.AgentSpec
 ---@field cmd string[] argv of the agent; cmd[1] is looked up on PATH
@@ -12,6 +25,8 @@ local M = {}
 ---@field mode? string mode to switch each new session to (e.g. "default" for qwen, which starts in "auto"); a mode the agent does not offer is reported
 ---@field model? string model to switch each new session to
 ---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
+---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
+---@field mcp_servers? table<string,acp.McpServerSpec> more MCP servers for this agent, added to the global `mcp_servers` (a name given in both takes this one)
 
 --- Where agents may read and write files without asking (fs/*, symlinks resolved).
 ---@class (exact) acp.FileAccessOptions
@@ -42,6 +57,7 @@ local M = {}
 ---@class (exact) acp.TimeoutOptions
 ---@field start? number for initialize, session/new, load and resume: a chat that waits longer fails and an agent started for it is stopped
 ---@field cancel? number after a cancel, for the agent to end the turn; then it ends here as cancelled and what the agent still sends about it is not shown
+---@field lsp? number for the language servers to answer an `lsp_*` tool of the editor's MCP server
 
 --- Every option of the plugin. Lua-only options (window layout) are checked here too.
 ---@class (exact) acp.Options
@@ -54,6 +70,8 @@ local M = {}
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
 ---@field diff_preview? "inline"|"split"|false show an edit waiting for permission in its file: inline (removed lines marked, added lines as virtual lines), side by side in a diff split, or not (see |acp-preview|)
 ---@field hunk_keys? acp.HunkKeys|false keys for the agent hunks in a file (see |acp-hunks|); false maps none
+---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
+---@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin" how the Python side runs
@@ -81,6 +99,8 @@ M.options = {
     next = "]h",
     prev = "[h",
   },
+  editor_mcp = true,
+  mcp_servers = {},
   follow_agent = false,
   python = nil,
   host = "job",
@@ -99,6 +119,7 @@ M.options = {
   timeouts = {
     start = 30.0,
     cancel = 5.0,
+    lsp = 5.0,
   },
 }
 

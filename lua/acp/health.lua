@@ -83,8 +83,43 @@ function M.check()
     end
   end
 
+  health.start("MCP")
+  local mcp = report.mcp
+  if not mcp.enabled then
+    health.info("the editor MCP server is off (editor_mcp = false)")
+  else
+    health.ok(("the editor MCP server offers %d tools: %s"):format(#mcp.tools, table.concat(mcp.tools, ", ")))
+    if mcp.shim then
+      health.ok(("its stdio shim runs: %s -m acp_nvim.mcp"):format(report.python))
+    else
+      health.error("its stdio shim does not run: " .. mcp.shim_error, fix)
+    end
+    local live = host.running() and host.request("mcp") or nil
+    if live and live.socket ~= vim.NIL then
+      health.ok(("socket %s (directory only you can open), %d connection(s)"):format(live.socket, live.connections))
+    else
+      health.info("its socket opens with the first session that offers it")
+    end
+  end
+  local servers = vim.tbl_keys(mcp.servers)
+  table.sort(servers)
+  for _, name in ipairs(servers) do
+    local server = mcp.servers[name]
+    if server.type == "http" then
+      health.ok(("%s: %s (http)"):format(name, server.url))
+    elseif server.found ~= vim.NIL then
+      health.ok(("%s: %s"):format(name, table.concat(server.command, " ")))
+    else
+      health.error(("%s: %q is not installed or not on PATH"):format(name, server.command[1]))
+    end
+  end
+
   health.start("Log")
-  health.info(("protocol log keeps %d lines; open it with :AcpLog"):format(config.options.log_lines))
+  health.info(
+    ("protocol log keeps %d lines; open it with :AcpLog (MCP traffic is marked mcp:AGENT)"):format(
+      config.options.log_lines
+    )
+  )
 end
 
 return M

@@ -53,7 +53,7 @@ end
 function M.fix()
   local python, source = M.python()
   if source == "option" then
-    return ("Remove the `python` option from setup() and run :AcpInstall (or install pynvim, anyio and msgspec into %s), then :AcpChat again."):format(
+    return ("Remove the `python` option from setup() and run :AcpInstall (or install pynvim, anyio, msgspec and pydantic into %s), then :AcpChat again."):format(
       python
     )
   end

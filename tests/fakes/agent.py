@@ -15,9 +15,11 @@ import sys
 from typing import Any
 
 import anyio
+import anyio.abc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
+from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol.stdio import stdio_streams
 
@@ -26,11 +28,15 @@ IDLE_EXIT = 97
 
 
 class Fake:
-    def __init__(self, connection: Connection, send: Any, scenario: str) -> None:
+    def __init__(
+        self, connection: Connection, send: Any, scenario: str, tasks: anyio.abc.TaskGroup
+    ) -> None:
         self.c = connection
         self.send = send  # for writing bytes no Connection would write
         self.scenario = scenario
+        self.tasks = tasks
         self.init_params: Params = {}
+        self.mcp_servers: list[Params] = []
         self.cancelled = anyio.Event()
         connection.on_request("initialize", dict, self.initialize)
         connection.on_request("session/new", dict, self.new_session)
@@ -54,6 +60,12 @@ class Fake:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
+        if self.scenario == "mcp_v2" and params.get("protocolVersion") == 2:
+            return {
+                "protocolVersion": 2,
+                "info": {"name": "fake", "version": "0"},
+                "capabilities": {"session": {"mcp": {"stdio": {}}}},
+            }
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
         if self.scenario.startswith("blocks"):  # "blocks", "blocks+embed", "blocks+embed+image"
@@ -80,6 +92,7 @@ class Fake:
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
             await anyio.sleep_forever()
+        self.mcp_servers = params.get("mcpServers") or []
         if self.scenario == "auth" and not self.logged_in():
             raise RequestError(-32000, "Authentication required")
         result: Params = {"sessionId": "fake-1"}
@@ -172,6 +185,12 @@ class Fake:
             await self.say(json.dumps(params["prompt"]))
             return {"stopReason": "end_turn"}
         match self.scenario:
+            case "mcp":
+                await self.call_editor_tools(json.loads(text))
+            case "mcp_v2":
+                # v2: the prompt is only accepted; the turn reports itself and ends idle.
+                self.tasks.start_soon(self.v2_turn, text)
+                return {}
             case "endless":
                 # Stream until cancelled; then answer the way every real agent does.
                 i = 0
@@ -262,6 +281,49 @@ class Fake:
                 except RequestError as err:
                     result = {"error": err.code}
                 await self.say(f"RESULT {json.dumps(result, sort_keys=True)}\n")
+
+    async def call_editor_tools(self, calls: list[Params]) -> None:
+        """Prompt: a JSON list of ``{"tool", "arguments"}``, or ``"servers"`` for the
+        mcpServers of session/new. Each tool is called on the editor's MCP server (the
+        stdio shim from mcpServers); each answer is said as a ``RESULT <json>`` line."""
+        if calls == "servers":
+            await self.say("RESULT " + json.dumps(self.mcp_servers) + "\n")
+            return
+        server = editor_server(self.mcp_servers)
+        if server is None:
+            await self.say("RESULT " + json.dumps({"error": "no editor server"}) + "\n")
+            return
+        async with mcp_session(server) as mcp:
+            for call in calls:
+                try:
+                    result: Any = await mcp.request(
+                        "tools/call",
+                        {"name": call["tool"], "arguments": call.get("arguments", {})},
+                        dict,
+                    )
+                except RequestError as err:
+                    result = {"error": err.code, "message": err.message}
+                await self.say("RESULT " + json.dumps(result) + "\n")
+
+    async def v2_turn(self, text: str) -> None:
+        say = self.say
+        self.say = self.say_v2  # type: ignore[method-assign]
+        try:
+            await self.call_editor_tools(json.loads(text))
+        finally:
+            self.say = say  # type: ignore[method-assign]
+        update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+
+    async def say_v2(
+        self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
+    ) -> None:
+        update = {
+            "sessionUpdate": kind,
+            "messageId": "m1",
+            "content": {"type": "text", "text": text},
+        }
+        await self.c.notify("session/update", {"sessionId": session, "update": update})
 
     async def file_steps(self, steps: list[Params]) -> None:
         """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
@@ -475,11 +537,13 @@ class Fake:
 async def main(scenario: str) -> None:
     receive, send = stdio_streams()
     connection = Connection(receive, send, name="fake")
-    Fake(connection, send, scenario)
     with anyio.move_on_after(60):
-        await connection.serve()
-        if scenario == "stubborn":
-            await anyio.sleep(300)  # stdin closed: a stubborn agent stays anyway
+        async with anyio.create_task_group() as tasks:
+            Fake(connection, send, scenario, tasks)
+            await connection.serve()
+            if scenario == "stubborn":
+                await anyio.sleep(300)  # stdin closed: a stubborn agent stays anyway
+            tasks.cancel_scope.cancel()
         return
     sys.exit(IDLE_EXIT)
 

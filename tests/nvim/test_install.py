@@ -150,7 +150,7 @@ def test_checkhealth_suggests_acpinstall_without_the_venv(no_deps: Editor) -> No
     text = "\n".join(no_deps.nvim.current.buffer[:])
     assert "WARNING the plugin's own Python environment" in text
     assert "is missing; using " in text and "- Run :AcpInstall to build it\n" in text
-    assert "ERROR anyio, msgspec, pynvim not installed for " in text
+    assert "ERROR anyio, msgspec, pydantic, pynvim not installed for " in text
 
 
 def test_host_dying_under_a_hidden_chat_is_a_message_and_acpchat_restarts_it(

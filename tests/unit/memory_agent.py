@@ -256,6 +256,8 @@ async def app_with(
                     "protocol_version": agent.version,
                     "agents": {"memory": {"cmd": ["memory-agent"]}},
                     "default_agent": "memory",
+                    # What the agent sends is under test, not the editor's MCP server.
+                    "editor_mcp": False,
                     **options,
                 }
             )

@@ -34,7 +34,7 @@ from acp_nvim.client.config import ConfigError, load_config
             {"permission_policy": "yes"},
             "permission_policy: expected 'ask' or 'allow_reads' or 'allow_all', got 'yes'",
         ),
-        ({"chat": {"position": "top"}}, "chat.position: expected 'right' or"),
+        ({"chat": {"position": "top"}}, "chat.position: expected one of 'right', 'left'"),
         (
             {"chat": {"width": 3}},
             "chat.width: expected a fraction (at most 1) or a whole number >= 20, got 3",

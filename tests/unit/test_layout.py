@@ -32,6 +32,8 @@ LAYERS = [
     ),
     ("session", ["acp_nvim.client.session"]),
     ("services", ["acp_nvim.client.services"]),
+    # The editor MCP server: on the services, offered by the agent adapters and the app.
+    ("mcp", ["acp_nvim.mcp"]),
     ("agent", ["acp_nvim.client.agent"]),
     ("app", ["acp_nvim.client.app"]),
     ("nvim", ["acp_nvim.nvim", "acp_nvim.health", "acp_nvim.__main__"]),

@@ -247,7 +247,9 @@ async def test_request_on_the_wire(pipe: Any) -> None:
     agent = Connection(agent_in, to_client, name="agent")
     editor = RecordingEditor()
     chat = new_chat(editor)
-    owner = SimpleNamespace(chats={"s1": chat}, permissions=Permissions(), reviews={}, cwd="/")
+    owner = SimpleNamespace(
+        chats={"s1": chat}, permissions=Permissions(), reviews={}, cwd="/", mcp=None
+    )
     SessionsV1(client, cast(Any, owner))
     request = {
         "sessionId": "s1",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -30,6 +30,7 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks, internal_error
+from acp_nvim.mcp import McpOffer
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -58,6 +59,7 @@ class AgentConnection:
         reviews: Mapping[int, SessionChanges],
         protocol_version: int = 1,
         process: AgentProcess | None = None,
+        mcp: Callable[[AgentConnection], McpOffer] | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -73,6 +75,8 @@ class AgentConnection:
         self.terminals = Terminals(self.chats, self.cwd)
         self.permissions = Permissions()
         self.elicitations = Elicitations()
+        # The MCP servers offered with each session, made for this connection.
+        self.mcp = mcp(self) if mcp is not None else None
         # Seconds an agent gets to end a turn after session/cancel (timeouts.cancel).
         self.cancel_grace = 5.0
         self._connection: Connection | None = None
@@ -117,6 +121,7 @@ class AgentConnection:
             tasks,
             self.cwd,
             self.elicitations,
+            self.mcp,
         )
 
         def serve(connection: Connection) -> None:
@@ -342,6 +347,8 @@ class AgentConnection:
         Its terminals are stopped and their buffers deleted.
         """
         self.detach(chat)
+        if self.mcp is not None:
+            await self.mcp.forget(chat)
         await self.terminals.end_session(chat)
         if self.sessions is not None and self.alive and chat.session.session_id:
             # Closing anyway: a refusal, nonsense or no answer at all changes nothing.
@@ -363,4 +370,3 @@ class AgentConnection:
                 await self._connection.aclose()
             await self.process.aclose()
             self.exited.set()
-

@@ -40,6 +40,7 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks
+from acp_nvim.mcp import McpOffer
 from acp_nvim.protocol import RequestError
 from acp_nvim.protocol.unknown import Unknown
 
@@ -64,6 +65,8 @@ class Services:
     tasks: Tasks
     cwd: str
     elicitations: Elicitations
+    # The MCP servers offered with each session (None: none at all).
+    mcp: McpOffer | None = None
 
 
 class Sessions(Protocol):

@@ -59,6 +59,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
+from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown
@@ -169,6 +170,26 @@ class _Model(msgspec.Struct):
 class _Models(msgspec.Struct):
     current_model_id: str = msgspec.field(name="currentModelId")
     available_models: list[_Model] = msgspec.field(default_factory=list, name="availableModels")
+
+
+class _McpCaps(msgspec.Struct):
+    acp: bool = False
+
+
+class _AgentCaps(msgspec.Struct):
+    mcp: _McpCaps = msgspec.field(default_factory=_McpCaps, name="mcpCapabilities")
+
+
+class _Init(msgspec.Struct):
+    caps: _AgentCaps = msgspec.field(default_factory=_AgentCaps, name="agentCapabilities")
+
+
+def _takes_mcp_over_acp(raw: Any) -> bool:
+    """``mcpCapabilities.acp`` of an ``initialize`` answer (the RFD's, not the schema's)."""
+    try:
+        return msgspec.json.decode(raw, type=_Init).caps.mcp.acp
+    except msgspec.MsgspecError:
+        return False
 
 
 class _Beside(msgspec.Struct):
@@ -318,6 +339,8 @@ class SessionsV1:
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         self._early = EarlyUpdates()
+        # The agent takes MCP servers over this connection (rfds/mcp-over-acp.mdx).
+        self.mcp_over_acp = False
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -334,6 +357,12 @@ class SessionsV1:
         connection.on_notification(
             "elicitation/complete", v1.CompleteElicitationNotification, self._on_elicit_complete
         )
+        if services.mcp is not None:
+            bridge = AcpBridge(services.mcp, connection.notify)
+            on("mcp/connect", dict, bridge.connect)
+            on("mcp/message", dict, bridge.message)
+            on("mcp/disconnect", dict, bridge.disconnect)
+            connection.on_notification("mcp/message", dict, bridge.notification)
 
     def __repr__(self) -> str:
         return f"<SessionsV1 {len(self.services.chats)} sessions>"
@@ -356,10 +385,12 @@ class SessionsV1:
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
-        response = await self.connection.request("initialize", params, v1.InitializeResponse)
+        raw = await self.connection.request("initialize", params)
+        response = v1.decode(raw, v1.InitializeResponse)
         if response.protocol_version != 1:
             raise VersionMismatch(agent, response.protocol_version, (1,))
         self.init = response
+        self.mcp_over_acp = _takes_mcp_over_acp(raw)
         info = response.agent_info
         self.agent_title = (info.title or info.name) if info is not None else None
 
@@ -372,8 +403,22 @@ class SessionsV1:
         found = (login_method(m) for m in self.init.auth_methods)
         return [m for m in found if m is not None]
 
+    async def _mcp_servers(self, chat: Chat) -> list[Any]:
+        """The MCP servers for a session of ``chat``, as far as the agent takes them
+        (stdio always; http and MCP-over-ACP when it says so)."""
+        offer = self.services.mcp
+        if offer is None:
+            return []
+        caps = self._capabilities.mcp_capabilities
+        takes = {"stdio"} | ({"http"} if caps.http else set())
+        if self.mcp_over_acp:
+            takes.add("acp")
+        return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
+
     async def new_session(self, chat: Chat) -> str:
-        params = v1.NewSessionRequest(cwd=self.services.cwd, mcp_servers=[])
+        params = v1.NewSessionRequest(
+            cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat)
+        )
         with self._early.creating():
             raw = await self.connection.request("session/new", params)
             response = v1.decode(raw, v1.NewSessionResponse)
@@ -433,11 +478,15 @@ class SessionsV1:
         try:
             if can_load and (replay or not can_resume):
                 chat.muted = not replay
-                params = v1.LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                params = v1.LoadSessionRequest(
+                    session_id=session_id, cwd=cwd, mcp_servers=await self._mcp_servers(chat)
+                )
                 raw = await self.connection.request("session/load", params)
                 response: Any = v1.decode(raw, v1.LoadSessionResponse)
             else:
-                resume = v1.ResumeSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                resume = v1.ResumeSessionRequest(
+                    session_id=session_id, cwd=cwd, mcp_servers=await self._mcp_servers(chat)
+                )
                 raw = await self.connection.request("session/resume", resume)
                 response = v1.decode(raw, v1.ResumeSessionResponse)
                 if replay:
@@ -601,6 +650,20 @@ class SessionsV1:
         with _answering():
             await self.services.terminals.release(params.session_id, params.terminal_id)
         return v1.ReleaseTerminalResponse()
+
+
+def _mcp_server(spec: ServerSpec) -> Any:
+    """One offered MCP server as v1 sends it."""
+    match spec:
+        case StdioServer(name=name, command=command, args=args, env=env):
+            variables = [v1.EnvVariable(name=k, value=v) for k, v in env.items()]
+            return v1.McpServerStdio(name=name, command=command, args=args, env=variables)
+        case HttpServer(name=name, url=url, headers=headers):
+            fields = [v1.HttpHeader(name=k, value=v) for k, v in headers.items()]
+            return v1.McpServerHttp(name=name, url=url, headers=fields)
+        case AcpServer(name=name, id=acp_id):
+            # The RFD's transport (rfds/mcp-over-acp.mdx), not in the pinned schema.
+            return {"type": "acp", "name": name, "id": acp_id}
 
 
 def _not_offered(what: str) -> NoReturn:

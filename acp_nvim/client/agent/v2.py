@@ -62,6 +62,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
+from acp_nvim.mcp import HttpServer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown
@@ -87,6 +88,19 @@ class TerminalSink(Protocol):
 
     def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
         """Append one base64 chunk (decoded by the sink, which keeps split state)."""
+
+
+def _mcp_server(spec: ServerSpec) -> Any:
+    """One offered MCP server as v2 sends it (v2 takes no MCP-over-ACP yet)."""
+    match spec:
+        case StdioServer(name=name, command=command, args=args, env=env):
+            variables = [v2.EnvVariable(name=k, value=v) for k, v in env.items()]
+            return v2.McpServerStdio(name=name, command=command, args=args, env=variables)
+        case HttpServer(name=name, url=url, headers=headers):
+            fields = [v2.HttpHeader(name=k, value=v) for k, v in headers.items()]
+            return v2.McpServerHttp(name=name, url=url, headers=fields)
+        case _:
+            raise ValueError(f"not a v2 MCP transport: {spec!r}")
 
 
 def initialize_request() -> v2.InitializeRequest:
@@ -377,8 +391,25 @@ class SessionsV2:
         found = (login_method(m) for m in self.init.auth_methods or [])
         return [m for m in found if m is not None]
 
+    async def _mcp_servers(self, chat: Chat) -> list[Any]:
+        """The MCP servers for a session of ``chat``, of the transports the agent
+        advertises (``session.mcp``: none when it advertises nothing)."""
+        offer = self.services.mcp
+        session = self.init.capabilities.session
+        caps = session.mcp if session is not None else None
+        if offer is None:
+            return []
+        takes = set()
+        if caps is not None and caps.stdio is not None:
+            takes.add("stdio")
+        if caps is not None and caps.http is not None:
+            takes.add("http")
+        return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
+
     async def new_session(self, chat: Chat) -> str:
-        params = v2.NewSessionRequest(cwd=self.services.cwd)
+        params = v2.NewSessionRequest(
+            cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
+        )
         with self._early.creating():
             response = await self.connection.request(
                 "session/new", params, v2.NewSessionResponse
@@ -428,6 +459,7 @@ class SessionsV2:
         params = v2.ResumeSessionRequest(
             session_id=session_id,
             cwd=self.services.cwd,
+            mcp_servers=await self._mcp_servers(chat) or None,
             replay_from=v2.ReplayFromStart() if replay else None,
         )
         try:

@@ -1,0 +1,168 @@
+"""Which MCP servers an agent gets with each session, as plain data.
+
+The editor's own server (``editor_mcp``), offered over the ACP connection where
+the agent takes MCP-over-ACP, else as the stdio shim ``python -m acp_nvim.mcp``;
+then the user's ``mcp_servers``. A server the agent cannot take (its transport
+is not in the agent's ``mcpCapabilities``) is left out and said once, in the
+chat and as a warning. The protocol adapters (``client/agent/v1``, ``v2``) turn
+these into their wire types.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AcpServer", "HttpServer", "McpOffer", "ServerSpec", "StdioServer", "shim_launch"]
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from acp_nvim.client.config import McpServerOptions
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.services.terminals import Terminals
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.mcp._session import ToolSession
+from acp_nvim.mcp._socket import EditorSocket
+
+# The editor server's name in mcpServers: agents prefix its tools with it
+# (Claude: mcp__nvim__read_buffer).
+EDITOR_SERVER = "nvim"
+
+
+@dataclass(frozen=True)
+class StdioServer:
+    name: str
+    command: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AcpServer:
+    """MCP-over-ACP: the agent reaches it with ``mcp/connect`` on the ACP connection."""
+
+    name: str
+    id: str
+
+
+ServerSpec = StdioServer | HttpServer | AcpServer
+
+
+def shim_launch() -> tuple[str, list[str], dict[str, str]]:
+    """How to start the shim: this Python, this tree (whatever is installed)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return (
+        sys.executable,
+        ["-m", "acp_nvim.mcp"],
+        {"PYTHONPATH": root + os.pathsep + path if path else root},
+    )
+
+
+@dataclass(eq=False)
+class McpOffer:
+    """The MCP servers of one agent connection's sessions.
+
+    ``tools`` (the editor tools offered; empty: no editor server) and ``servers``
+    (the user's) follow the options; the app keeps them current. ``socket``
+    starts the host's editor socket on first use.
+    """
+
+    agent: str
+    reviews: Mapping[int, SessionChanges]
+    terminals: Terminals
+    permissions: Permissions
+    cwd: str
+    socket: Callable[[], Awaitable[EditorSocket]]
+    lsp_timeout: Callable[[], float]
+    tools: list[str] = field(default_factory=list)
+    servers: dict[str, McpServerOptions] = field(default_factory=dict)
+    # Told when buffers come and go (MCP-over-ACP connections).
+    listeners: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    _tokens: dict[int, str] = field(default_factory=dict)  # by chat id
+    _ids: dict[str, ToolSession] = field(default_factory=dict)  # MCP-over-ACP ids
+    _reported: set[str] = field(default_factory=set)
+
+    def __repr__(self) -> str:
+        return f"<McpOffer {self.agent} {len(self.tools)} tools, {len(self.servers)} servers>"
+
+    async def servers_for(self, chat: Chat, takes: set[str]) -> list[ServerSpec]:
+        """The servers for a new or resumed session of ``chat``; ``takes`` are the
+        transports the agent advertises (``stdio``, ``http``, ``acp``)."""
+        offered: list[ServerSpec] = []
+        if self.tools:
+            editor = await self._editor_server(chat, takes)
+            if editor is not None:
+                offered.append(editor)
+        for name, options in self.servers.items():
+            if options.type not in takes:
+                self._report(chat, name, f"it takes no {options.type} MCP servers")
+            elif options.type == "http":
+                offered.append(HttpServer(name, options.url or "", dict(options.headers)))
+            else:
+                command = options.command or ""
+                offered.append(
+                    StdioServer(
+                        name,
+                        shutil.which(command) or command,
+                        list(options.args),
+                        dict(options.env),
+                    )
+                )
+        return offered
+
+    def session(self, acp_id: str) -> ToolSession | None:
+        """The session an MCP-over-ACP ``mcp/connect`` names."""
+        return self._ids.get(acp_id)
+
+    async def forget(self, chat: Chat) -> None:
+        """The chat's session ended: its token and ids stop working."""
+        self._ids = {k: s for k, s in self._ids.items() if s.chat is not chat}
+        token = self._tokens.pop(chat.id, None)
+        if token is not None:
+            await (await self.socket()).remove(token)
+
+    def _tool_session(self, chat: Chat) -> ToolSession:
+        return ToolSession(
+            chat,
+            self.reviews,
+            self.terminals,
+            self.permissions,
+            self.cwd,
+            list(self.tools),
+            self.lsp_timeout,
+        )
+
+    async def _editor_server(self, chat: Chat, takes: set[str]) -> ServerSpec | None:
+        if "acp" in takes:
+            acp_id = str(uuid.uuid4())
+            self._ids[acp_id] = self._tool_session(chat)
+            return AcpServer(EDITOR_SERVER, acp_id)
+        if "stdio" not in takes:
+            self._report(chat, EDITOR_SERVER, "it takes no stdio MCP servers")
+            return None
+        socket = await self.socket()
+        token = self._tokens.get(chat.id)
+        if token is None:
+            token = self._tokens[chat.id] = socket.add(self._tool_session(chat))
+        command, args, env = shim_launch()
+        return StdioServer(EDITOR_SERVER, command, args, {**env, **socket.launch_env(token)})
+
+    def _report(self, chat: Chat, name: str, why: str) -> None:
+        if name in self._reported:
+            return
+        self._reported.add(name)
+        what = "the editor's MCP server" if name == EDITOR_SERVER else f"MCP server {name!r}"
+        message = f"{self.agent} cannot take {what}: {why}"
+        chat.info(f"*{message}.*")
+        chat.editor.notify(message, "warn")

@@ -1,0 +1,71 @@
+"""What the editor's MCP tools reach for one chat: its review, terminals, permissions.
+
+One :class:`ToolSession` per chat whose agent was offered the editor server; the
+transports find it by the token (stdio shim) or id (MCP-over-ACP) the agent got.
+Paths are the agent's: absolute, or relative to the session's directory.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ToolSession"]
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.services.terminals import Terminals
+from acp_nvim.client.session.chat import Chat
+
+
+@dataclass(eq=False)
+class ToolSession:
+    """The services one chat's editor tools use.
+
+    ``reviews`` is the app's live mapping of chat id to review; ``tools`` the
+    tool names offered; ``lsp_timeout`` reads ``timeouts.lsp`` when asked.
+    """
+
+    chat: Chat
+    reviews: Mapping[int, SessionChanges]
+    terminals: Terminals
+    permissions: Permissions
+    cwd: str
+    tools: list[str]
+    lsp_timeout: Callable[[], float]
+
+    def __repr__(self) -> str:
+        return f"<ToolSession chat {self.chat.id} {self.chat.agent}, {len(self.tools)} tools>"
+
+    @property
+    def editor(self) -> Editor:
+        return self.chat.editor
+
+    def review(self) -> SessionChanges:
+        """The chat's review (reads, writes, the ``fs_access`` policy).
+
+        Raises:
+            ServiceError: the chat is closed.
+        """
+        review = self.reviews.get(self.chat.id)
+        if review is None:
+            raise ServiceError("the chat of this session is closed", "not_found")
+        return review
+
+    def path(self, path: str) -> str:
+        """``path`` made absolute against the session's directory, normalized."""
+        return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(path)))
+
+    async def may_read(self, path: str) -> None:
+        """Apply ``fs_access`` to a look at ``path`` that does not read it through
+        the review (diagnostics, language servers).
+
+        Raises:
+            ServiceError: ``denied``.
+        """
+        access = self.review().access
+        if access is not None:
+            await access.check(path, write=False)

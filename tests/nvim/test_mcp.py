@@ -1,0 +1,272 @@
+"""The editor MCP server in a real Neovim: fake agents (ACP v1 and v2) get it in
+``mcpServers``, start the stdio shim and call its tools end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nvim.conftest import Editor
+
+
+def start(editor: Editor, scenario: str = "mcp", **options: Any) -> None:
+    editor.setup(agents={"fake": editor.fake_agent(scenario)}, **options)
+    editor.open_chat("fake")
+
+
+def call(editor: Editor, calls: Any, turn: int = 1) -> list[Any]:
+    """Have the fake agent call editor tools; their MCP results, decoded."""
+    editor.lua("require('acp').send(...)", json.dumps(calls))
+    editor.wait_event("AcpTurnEnd", count=turn)
+    return [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in editor.transcript()
+        if line.startswith("RESULT ")
+    ][-(len(calls) if isinstance(calls, list) else 1) :]
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(block["text"] for block in result["content"])
+
+
+def edit(editor: Editor, path: Path) -> int:
+    editor.nvim.command(f"edit {path}")
+    return int(editor.lua("return vim.api.nvim_get_current_buf()"))
+
+
+def test_v1_agent_gets_the_server_and_reads_unsaved_text(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.py"
+    path.write_text("on disk\n")
+    buf = edit(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, -1, false, {'unsaved', 'text'})", buf)
+    start(editor)
+    [servers] = call(editor, "servers")
+    [nvim] = [s for s in servers if s["name"] == "nvim"]
+    assert nvim["args"] == ["-m", "acp_nvim.mcp"]
+    env = {v["name"]: v["value"] for v in nvim["env"]}
+    assert stat.S_IMODE(os.stat(os.path.dirname(env["ACP_NVIM_MCP_SOCKET"])).st_mode) == 0o700
+    [listed, read, part] = call(
+        editor,
+        [
+            {"tool": "list_buffers"},
+            {"tool": "read_buffer", "arguments": {"path": "a.py"}},
+            {"tool": "read_buffer", "arguments": {"path": str(path), "line": 2, "limit": 1}},
+        ],
+        turn=2,
+    )
+    [buffer] = listed["structuredContent"]["buffers"]
+    assert buffer == {
+        "path": str(path),
+        "modified": True,
+        "filetype": "python",
+        "line_count": 2,
+        "visible": True,
+        "cursor": [1, 1],
+    }
+    assert text(read) == "unsaved\ntext\n"
+    assert text(part) == "text\n"
+    # :AcpLog shows the MCP traffic, marked as such.
+    log = editor.lua("return require('acp.host').request('log')")
+    assert any(" mcp:fake << " in line and '"tools/call"' in line for line in log)
+
+
+def test_v2_agent_gets_the_server_and_calls_a_tool(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "b.txt"
+    path.write_text("hello v2\n")
+    start(editor, "mcp_v2", protocol_version=2)
+    assert editor.lua("return require('acp').status().protocol_version") == 2
+    [result] = call(editor, [{"tool": "read_buffer", "arguments": {"path": "b.txt"}}])
+    assert text(result) == "hello v2\n"
+
+
+def test_diagnostics_set_in_neovim_reach_the_agent(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "c.lua"
+    path.write_text("local x = 1\nprint(y)\n")
+    buf = edit(editor, path)
+    editor.lua(
+        """
+        local buf = ...
+        local ns = vim.api.nvim_create_namespace("test")
+        vim.diagnostic.set(ns, buf, {
+          { lnum = 1, col = 6, end_lnum = 1, end_col = 7, severity = vim.diagnostic.severity.WARN,
+            message = "undefined global y", source = "luals", code = "undefined-global" },
+          { lnum = 0, col = 6, severity = vim.diagnostic.severity.HINT, message = "unused x" },
+        })
+        """,
+        buf,
+    )
+    start(editor)
+    [everything, warnings] = call(
+        editor,
+        [
+            {"tool": "get_diagnostics"},
+            {"tool": "get_diagnostics", "arguments": {"path": "c.lua", "severity": "warning"}},
+        ],
+    )
+    assert len(everything["structuredContent"]["diagnostics"]) == 2
+    assert warnings["structuredContent"]["diagnostics"] == [
+        {
+            "path": str(path),
+            "line": 2,
+            "column": 7,
+            "end_line": 2,
+            "end_column": 8,
+            "severity": "warning",
+            "message": "undefined global y",
+            "source": "luals",
+            "code": "undefined-global",
+        }
+    ]
+
+
+# An in-process language server (vim.lsp.start with a function as cmd).
+FAKE_SERVER = """
+local buf = ...
+local function answer(method, params)
+  if method == "initialize" then
+    return { capabilities = { definitionProvider = true, hoverProvider = true,
+                              documentSymbolProvider = true } }
+  elseif method == "textDocument/definition" then
+    return { uri = params.textDocument.uri,
+             range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 7 } } }
+  elseif method == "textDocument/hover" then
+    return { contents = { kind = "markdown",
+                          value = "hover at " .. params.position.line .. ":" .. params.position.character } }
+  elseif method == "textDocument/documentSymbol" then
+    return { { name = "foo", kind = 12,
+               range = { start = { line = 0, character = 0 }, ["end"] = { line = 1, character = 0 } },
+               selectionRange = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 7 } } } }
+  end
+  return vim.NIL
+end
+vim.lsp.start({
+  name = "fakels",
+  root_dir = vim.fn.getcwd(),
+  cmd = function()
+    return {
+      request = function(method, params, callback)
+        vim.schedule(function() callback(nil, answer(method, params)) end)
+        return true, 1
+      end,
+      notify = function() return true end,
+      is_closing = function() return false end,
+      terminate = function() end,
+    }
+  end,
+}, { bufnr = buf })
+"""
+
+
+def test_lsp_tools_answer_from_the_attached_language_server(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "d.lua"
+    path.write_text("def foo():\n    foo()\n")
+    buf = edit(editor, path)
+    editor.lua(FAKE_SERVER, buf)
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {buf}, method = 'textDocument/hover'}}) == 1")
+    other = tmp_path / "project" / "plain.txt"
+    other.write_text("nothing\n")
+    start(editor)
+    at = {"path": "d.lua", "line": 2, "column": 5}
+    definition, hover, symbols, none = call(
+        editor,
+        [
+            {"tool": "lsp_definition", "arguments": at},
+            {"tool": "lsp_hover", "arguments": at},
+            {"tool": "lsp_symbols", "arguments": {"path": "d.lua"}},
+            {"tool": "lsp_hover", "arguments": {"path": "plain.txt", "line": 1, "column": 1}},
+        ],
+    )
+    [target] = definition["structuredContent"]["items"]
+    assert (target["path"], target["line"], target["column"]) == (str(path), 1, 5)
+    assert target["text"] == "def foo():"
+    assert text(hover) == "hover at 1:4"
+    [symbol] = symbols["structuredContent"]["items"]
+    assert symbol["text"] == "[Function] foo"
+    assert none["isError"] is True
+    assert "No language server" in text(none)
+
+
+def test_edit_buffer_keeps_unsaved_text_and_shows_in_the_review(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "e.py"
+    path.write_text("first = 1\nsecond = 2\n")
+    buf = edit(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'first = 100'})", buf)
+    start(editor)
+    [result] = call(
+        editor,
+        [
+            {
+                "tool": "edit_buffer",
+                "arguments": {"path": "e.py", "old_text": "second = 2", "new_text": "second = 3"},
+            }
+        ],
+    )
+    assert result["isError"] is False, text(result)
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf) == [
+        "first = 100",
+        "second = 3",
+    ]
+    [change] = editor.lua("return require('acp').changes()")
+    assert change["path"] == str(path)
+    assert [h["status"] for h in change["hunks"]] == ["pending"]
+    # The disk got the agent's change alone; the user's line stays theirs, unsaved.
+    assert path.read_text() == "first = 1\nsecond = 3\n"
+
+
+def test_a_connection_without_the_token_is_refused(editor: Editor) -> None:
+    start(editor)
+    [servers] = call(editor, "servers")
+    env = {v["name"]: v["value"] for v in servers[0]["env"]}
+    for hello in (b"\n", b'{"token": "not-the-token"}\n'):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(env["ACP_NVIM_MCP_SOCKET"])
+            sock.sendall(hello)
+            assert b'"ok": false' in sock.recv(1024)
+    log = editor.lua("return require('acp.host').request('log')")
+    assert sum("refused an MCP connection" in line for line in log) == 2
+
+
+def test_editor_mcp_false_offers_no_server(editor: Editor) -> None:
+    start(editor, editor_mcp=False)
+    [servers] = call(editor, "servers")
+    assert servers == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_asks_the_editor(editor: Editor, tmp_path: Path, version: int) -> None:
+    path = tmp_path / "project" / "notes.md"
+    path.write_text("# notes\n")
+    edit(editor, path)
+    editor.setup(protocol_version=version)
+    editor.open_chat("demo")
+    editor.lua("require('acp').send('buffers and diagnostics please')")
+    editor.wait_event("AcpTurnEnd")
+    transcript = editor.transcript_text()
+    assert "`list_buffers` answered" in transcript
+    assert str(path) in transcript
+    assert "No diagnostics in the open buffers." in transcript
+
+
+def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
+    editor.setup(
+        mcp_servers={
+            "gh": {"command": "no-such-mcp-server", "args": ["--stdio"]},
+            "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+        }
+    )
+    editor.open_chat("demo")  # its session is offered the editor server: the socket opens
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "OK the editor MCP server offers 12 tools: list_buffers, read_buffer" in text
+    assert "OK its stdio shim runs" in text
+    assert "mcp.sock (directory only you can open), 0 connection(s)" in text
+    assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
+    assert "OK web: http://127.0.0.1:1/mcp (http)" in text

@@ -1,0 +1,392 @@
+"""The editor MCP server driven by an independent client, the official ``mcp`` SDK,
+through the real stdio shim (``python -m acp_nvim.mcp``) and the host's socket.
+
+The host side runs here on the fake editor with the real services (review,
+terminals, permissions), so every tool does what it does in Neovim short of the
+Neovim calls themselves (tests/nvim/test_mcp.py covers those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import jsonschema
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from acp_nvim.client.config import EDITOR_TOOLS
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.services.terminals import Terminals
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.mcp import EditorSocket, ToolSession
+from acp_nvim.mcp._core import HANDSHAKE_VERSIONS
+from acp_nvim.mcp._offer import shim_launch
+from tests.unit.conftest import wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+class Host:
+    """The host side: the socket, one session of a chat, and what the editor holds."""
+
+    def __init__(self, tasks: anyio.abc.TaskGroup, cwd: Path) -> None:
+        self.cwd = cwd
+        self.editor = RecordingEditor()
+        self.log = ProtocolLog(1000)
+        self.chat = Chat(1, "sdk", self.editor)
+        self.chat.session.session_id = "s1"
+        self.review = SessionChanges(self.editor, 1, str(cwd), tasks)
+        self.terminals = Terminals({"s1": self.chat}, str(cwd))
+        self.terminals.start(tasks)
+        self.permissions = Permissions("allow_all")
+        self.socket = EditorSocket(self.editor, tasks, lambda: self.log)
+        self.session = ToolSession(
+            self.chat,
+            {1: self.review},
+            self.terminals,
+            self.permissions,
+            str(cwd),
+            list(EDITOR_TOOLS),
+            lambda: 1.0,
+        )
+        self.token = ""
+
+    def server(self, token: str | None = None) -> StdioServerParameters:
+        command, args, env = shim_launch()
+        env = {**env, **self.socket.launch_env(token or self.token)}
+        return StdioServerParameters(command=command, args=args, env=env)
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[Host]:
+    async with anyio.create_task_group() as tasks:
+        host = Host(tasks, tmp_path)
+        await host.socket.start()
+        host.token = host.socket.add(host.session)
+        yield host
+        await host.socket.aclose()
+        tasks.cancel_scope.cancel()
+
+
+async def _raw(session: ClientSession, method: str, params: dict[str, Any] | None) -> Any:
+    return await session._dispatcher.send_raw_request(method, params, {"timeout": 10})
+
+
+async def _handshake(session: ClientSession, version: str) -> types.InitializeResult:
+    result = await session.send_request(
+        types.InitializeRequest(
+            params=types.InitializeRequestParams(
+                protocol_version=version,
+                capabilities=types.ClientCapabilities(),
+                client_info=types.Implementation(name="conformance", version="0"),
+            )
+        ),
+        types.InitializeResult,
+    )
+    return result
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, "1999-01-01"])
+async def test_handshake_answers_each_version_or_the_newest(host: Host, version: str) -> None:
+    async with stdio_client(host.server()) as (read, write), ClientSession(read, write) as session:
+        result = await _handshake(session, version)
+        expected = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        assert result.protocol_version == expected
+        assert result.server_info.name == "acp.nvim"
+        assert result.capabilities.tools is not None
+        assert result.capabilities.resources is not None
+        assert result.capabilities.resources.list_changed is True
+        # The SDK validates every later answer against the agreed version.
+        session.adopt(result)
+        await session.send_notification(types.InitializedNotification())
+        await session.send_ping()
+        listed = await session.list_tools()
+        assert [t.name for t in listed.tools] == list(EDITOR_TOOLS)
+
+
+async def test_tools_list_is_paginated_and_every_schema_is_valid(host: Host) -> None:
+    host.socket.page_size = 5
+    async with Client(host.server(), mode="legacy") as client:
+        names, cursor, pages = [], None, 0
+        while True:
+            page = await client.session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            pages += 1
+            for tool in page.tools:
+                jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+                assert tool.input_schema["type"] == "object"
+                assert tool.description
+                names.append(tool.name)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert pages == 3
+        assert names == list(EDITOR_TOOLS)
+        with pytest.raises(MCPError) as bad:
+            await client.session.list_tools(params=types.PaginatedRequestParams(cursor="nonsense"))
+        assert bad.value.error.code == -32602
+
+
+async def test_unknown_methods_and_tools_and_bad_params_are_protocol_errors(host: Host) -> None:
+    async with Client(host.server(), mode="legacy") as client:
+        session = client.session
+        with pytest.raises(MCPError) as unknown:
+            await _raw(session, "prompts/explode", {})
+        assert unknown.value.error.code == -32601
+        with pytest.raises(MCPError) as tool:
+            await _raw(session, "tools/call", {"name": "format_disk", "arguments": {}})
+        assert tool.value.error.code == -32602
+        with pytest.raises(MCPError) as arguments:
+            await _raw(session, "tools/call", {"name": "read_buffer", "arguments": [1]})
+        assert arguments.value.error.code == -32602
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def _play_commands(host: Host) -> None:
+    """Run each command the tools start, as Neovim's terminal would: output, exit 0."""
+    played: set[str] = set()
+    while True:
+        for key in list(host.editor.terminals):
+            if key not in played:
+                played.add(key)
+                host.terminals.feed(key, b"hello from the terminal\r\n", 0)
+        await anyio.sleep(0.01)
+
+
+# Every tool with good input: (name, arguments, text expected in the answer).
+def _good_calls(host: Host) -> list[tuple[str, dict[str, Any], str]]:
+    code = str(host.cwd / "code.py")
+    return [
+        ("list_buffers", {}, '"line_count": 3'),
+        ("read_buffer", {"path": "code.py"}, "x = 1 # unsaved\n"),
+        ("read_buffer", {"path": code, "line": 2, "limit": 1}, "y = 2\n"),
+        ("get_selection", {}, '"text": "y = 2"'),
+        ("get_diagnostics", {}, "undefined name"),
+        ("get_diagnostics", {"path": "code.py", "severity": "error"}, "undefined name"),
+        ("lsp_definition", {"path": "code.py", "line": 3, "column": 5}, '"line": 1'),
+        ("lsp_references", {"path": "code.py", "line": 1, "column": 1}, "code.py"),
+        ("lsp_hover", {"path": "code.py", "line": 1, "column": 1}, "x: int"),
+        ("lsp_symbols", {"path": "code.py"}, "[Variable] x"),
+        ("lsp_symbols", {"query": "x"}, "[Variable] x"),
+        ("edit_buffer", {"path": "code.py", "old_text": "y = 2", "new_text": "y = 3"}, "Edited"),
+        ("write_file", {"path": "new.txt", "content": "fresh\n"}, "Wrote"),
+        ("run_command", {"command": "echo hello"}, "hello from the terminal"),
+        ("open_file", {"path": "code.py", "line": 2}, "Showed"),
+    ]
+
+
+def _set_editor(host: Host) -> None:
+    code = host.cwd / "code.py"
+    code.write_text("x = 1\ny = 2\nz = x\n")
+    host.editor.open_buffer(str(code))
+    host.editor.type_in(str(code), 0, "x = 1 # unsaved")
+    host.editor.selected = {
+        "path": str(code),
+        "mode": "line",
+        "start": [2, 1],
+        "end": [2, 5],
+        "text": "y = 2",
+    }
+    host.editor.diagnostic_list = [
+        {"path": str(code), "line": 3, "column": 5, "end_line": 3, "end_column": 6,
+         "severity": "error", "message": "undefined name", "source": "fake", "code": None},
+    ]  # fmt: skip
+    location = {"path": str(code), "line": 1, "column": 1, "text": "x = 1", "kind": None}
+    symbol = {**location, "kind": "Variable", "text": "[Variable] x"}
+    for request in ("definition", "references"):
+        host.editor.lsp_answers[request] = {"servers": ["fake"], "items": [location], "errors": []}
+    for request in ("document_symbols", "workspace_symbols"):
+        host.editor.lsp_answers[request] = {"servers": ["fake"], "items": [symbol], "errors": []}
+    host.editor.lsp_answers["hover"] = {"servers": ["fake"], "hover": ["x: int"], "errors": []}
+    host.review.begin_turn()  # agents use the tools during a turn
+
+
+async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
+    _set_editor(host)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_play_commands, host)
+        async with Client(host.server(), mode="legacy") as client:
+            for name, arguments, expected in _good_calls(host):
+                result = await client.call_tool(name, arguments)
+                assert isinstance(result, types.CallToolResult)
+                assert not result.is_error, (name, _text(result))
+                assert expected in _text(result), (name, _text(result))
+        tasks.cancel_scope.cancel()
+    code = str(tmp_path / "code.py")
+    # The edit kept the user's unsaved text and is in the review as the agent's.
+    assert host.editor.buffers[code].state.lines == ["x = 1 # unsaved", "y = 3", "z = x"]
+    changed = {f["path"] for f in host.editor.reviews[1]["files"]}
+    assert {code, str(tmp_path / "new.txt")} <= changed
+    assert (tmp_path / "new.txt").read_text() == "fresh\n"
+    assert host.editor.shown == [(code, 2)]
+    assert host.editor.lsp_asked[0] == ("definition", code, (3, 5), "")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "message"),
+    [
+        ("list_buffers", {"verbose": True}, "verbose: Extra inputs are not permitted"),
+        ("read_buffer", {}, "path: Field required"),
+        ("read_buffer", {"path": "code.py", "line": 0}, "line: Input should be greater than"),
+        ("read_buffer", {"path": "missing.py"}, "no such file"),
+        ("get_selection", {"x": 1}, "x: Extra inputs"),
+        ("get_diagnostics", {"severity": "fatal"}, "severity: Input should be"),
+        ("lsp_definition", {"path": "code.py", "line": 1}, "column: Field required"),
+        (
+            "lsp_references",
+            {"path": "code.py", "line": "one", "column": 1},
+            "line: Input should be a valid integer",
+        ),
+        ("lsp_hover", {"path": "code.py", "line": 1, "column": 1}, "No language server"),
+        ("lsp_symbols", {"path": 7}, "path: Input should be a valid string"),
+        (
+            "edit_buffer",
+            {"path": "code.py", "old_text": "nowhere", "new_text": ""},
+            "was not found",
+        ),
+        (
+            "edit_buffer",
+            {"path": "code.py", "old_text": "", "new_text": "x"},
+            "old_text: String should have at least 1",
+        ),
+        ("write_file", {"path": "x.txt"}, "content: Field required"),
+        (
+            "run_command",
+            {"command": "ls", "timeout": -1},
+            "timeout: Input should be greater than 0",
+        ),
+        ("open_file", {"line": 3}, "path: Field required"),
+    ],
+)
+async def test_every_tool_with_bad_input_answers_is_error(
+    host: Host, name: str, arguments: dict[str, Any], message: str
+) -> None:
+    (host.cwd / "code.py").write_text("x = 1\n")
+    async with Client(host.server(), mode="legacy") as client:
+        result = await client.call_tool(name, arguments)
+        assert isinstance(result, types.CallToolResult)
+        assert result.is_error
+        assert message in _text(result)
+
+
+async def test_resources_are_the_open_buffers_with_unsaved_text(host: Host) -> None:
+    code = host.cwd / "code.py"
+    code.write_text("print(1)\n")
+    host.editor.open_buffer(str(code))
+    host.editor.type_in(str(code), 0, "print(2)")
+    async with Client(host.server(), mode="legacy") as client:
+        listed = await client.list_resources()
+        [resource] = listed.resources
+        assert resource.uri == code.as_uri()
+        assert resource.mime_type == "text/x-python"
+        read = await client.read_resource(resource.uri)
+        [contents] = read.contents
+        assert isinstance(contents, types.TextResourceContents)
+        assert contents.text == "print(2)\n"
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("file:///no/such/file.py")
+        assert missing.value.error.code == -32002
+
+
+async def test_list_changed_is_sent_when_buffers_come_and_go(host: Host) -> None:
+    seen: list[str] = []
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            seen.append(message.method)
+
+    async with Client(host.server(), mode="legacy", message_handler=handler):
+        await wait_for(lambda: host.socket.connections == 1 and host.editor.watching)
+        await wait_for(lambda: all(s.initialized for s in host.socket._served))
+        await host.socket.resources_changed()
+        await wait_for(lambda: "notifications/resources/list_changed" in seen)
+
+
+async def test_cancellation_stops_a_running_command(host: Host) -> None:
+    async with Client(host.server(), mode="legacy") as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("run_command", {"command": "sleep 100"})
+        # notifications/cancelled reached the host: the command was stopped and
+        # released, and the connection serves on.
+        await wait_for(lambda: any(t["stopped"] for t in host.editor.terminals.values()))
+        result = await client.call_tool("list_buffers", {})
+        assert isinstance(result, types.CallToolResult) and not result.is_error
+    assert any('"method":"notifications/cancelled"' in line for line in host.log.lines()), (
+        "the SDK's cancellation was not logged"
+    )
+
+
+async def test_2026_07_28_discover_and_per_request_version(host: Host) -> None:
+    (host.cwd / "a.txt").write_text("modern\n")
+    async with Client(host.server(), mode="auto") as client:
+        session = client.session
+        assert session.discover_result is not None, "the SDK fell back to the handshake"
+        assert session.protocol_version == "2026-07-28"
+        assert "2025-11-25" in session.discover_result.supported_versions
+        result = await client.call_tool("read_buffer", {"path": "a.txt"})
+        assert isinstance(result, types.CallToolResult)
+        assert _text(result) == "modern\n"
+        tools = await client.list_tools()
+        assert len(tools.tools) == len(EDITOR_TOOLS)
+        # A version nobody knows: -32022 naming what the server speaks.
+        with pytest.raises(MCPError) as unsupported:
+            await _raw(
+                session,
+                "tools/list",
+                {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
+            )
+        assert unsupported.value.error.code == -32022
+        assert unsupported.value.error.data["requested"] == "2099-01-01"
+        assert "2026-07-28" in unsupported.value.error.data["supported"]
+    served = [json.loads(line.split(" << ", 1)[1]) for line in host.log.lines() if " << " in line]
+    assert served[0]["method"] == "server/discover"
+    assert not any(m.get("method") == "initialize" for m in served)
+
+
+def _hello(path: str, hello: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall(hello)
+        return sock.recv(1024)
+
+
+async def test_a_wrong_or_missing_token_is_refused_and_logged(host: Host) -> None:
+    assert stat.S_IMODE(os.stat(host.socket.directory).st_mode) == 0o700
+    answers = [
+        await anyio.to_thread.run_sync(_hello, host.socket.path, hello)
+        for hello in (
+            b'{"token": "0000"}\n',
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"}\n',
+        )
+    ]
+    assert all(b'"ok": false' in answer for answer in answers)
+    refusals = [line for line in host.log.lines() if "refused an MCP connection" in line]
+    assert len(refusals) == 2
+    assert host.socket.connections == 0
+    # The shim says so on stderr and exits.
+    command, args, env = shim_launch()
+    env = {**os.environ, **env, **host.socket.launch_env("wrong")}
+    process = await anyio.run_process([command, *args], env=env, input=b"", check=False)
+    assert process.returncode == 1
+    assert b"refused" in process.stderr
+    assert sys.executable == command
