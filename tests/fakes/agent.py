@@ -206,9 +206,11 @@ class Fake:
                     for i in range(100_000):
                         await self.say(f"still working {i}\n")
                         await anyio.sleep(0.02)
-            case "hold" if text == "hold":
+            case "hold" | "hold_then_crash" if text == "hold":
                 await self.say("holding")
                 await self.cancelled.wait()
+                if self.scenario == "hold_then_crash":
+                    os._exit(2)  # dies instead of ending the turn
                 self.cancelled = anyio.Event()
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" if text == "calls":

@@ -132,10 +132,13 @@ def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) 
 
 
 def test_queued_prompts_come_back_to_the_input_when_the_agent_dies(editor: Editor) -> None:
-    editor.setup(agents={"crashy": editor.fake_agent("crash_mid_turn")}, default_agent="crashy")
+    editor.setup(agents={"crashy": editor.fake_agent("hold_then_crash")}, default_agent="crashy")
     status = editor.open_chat()
-    editor.lua("require('acp').send('go')")
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
     editor.lua("require('acp').send('do not lose me')")
+    editor.wait("require('acp').status().queued == 1")
+    editor.lua("require('acp').cancel()")  # the agent dies instead of ending the turn
     editor.wait_event("AcpError")
     editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, -1, false)[1] ~= ''")
     assert editor.nvim.buffers[status["input_buf"]][:] == ["do not lose me"]
