@@ -24,6 +24,14 @@ def fake_pids(editor: Editor, scenario: str) -> list[int]:
     return found
 
 
+def stubborn_pids(editor: Editor) -> list[int]:
+    """Run a turn of the "stubborn" fake agent: the pids of the agent and its child."""
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpTurnEnd")
+    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
+    return [int(p) for p in line.split()[1:]]
+
+
 def test_an_agent_that_never_answers_initialize_times_out_and_is_stopped(
     editor: Editor,
 ) -> None:
@@ -147,10 +155,7 @@ def test_queued_prompts_come_back_to_the_input_when_the_agent_dies(editor: Edito
 def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> None:
     editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
     first = editor.open_chat()
-    editor.lua("require('acp').send('go')")
-    editor.wait_event("AcpTurnEnd")
-    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
-    agent_pid, child_pid = (int(p) for p in line.split()[1:])
+    agent_pid, child_pid = stubborn_pids(editor)
     host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
     os.kill(host_pid, signal.SIGKILL)
     error = editor.wait_event("AcpError")
@@ -171,10 +176,7 @@ def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> N
 def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
     editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
     editor.open_chat()
-    editor.lua("require('acp').send('go')")
-    editor.wait_event("AcpTurnEnd")
-    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
-    pids = [int(p) for p in line.split()[1:]]
+    pids = stubborn_pids(editor)
     editor.quit()
     assert wait_gone(pids) == []
 
