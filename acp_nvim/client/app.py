@@ -520,10 +520,7 @@ class App:
             return
         connection = self._agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
-            try:
-                await connection.cancel(chat)
-            except AgentFailed:
-                pass
+            await self.cancel_quietly(connection, chat)
 
     async def review(
         self,
