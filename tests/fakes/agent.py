@@ -450,7 +450,8 @@ class Fake:
     async def run_terminal(self, script: Params) -> None:
         """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
         run a terminal shown in a tool call, then report what came back as JSON (said,
-        and written to the file ``report_to``)."""
+        and written to the file ``report_to``). ``kill`` true kills it at once; a string
+        kills it once its output holds that string (as an agent watching a server)."""
         sid = {"sessionId": "fake-1"}
         created = await self.c.request("terminal/create", {**sid, **script["create"]}, dict)
         term = {**sid, "terminalId": created["terminalId"]}
@@ -465,6 +466,13 @@ class Fake:
             }
         )
         report: Params = {"terminalId": created["terminalId"]}
+        if isinstance(script.get("kill"), str):
+            with anyio.fail_after(10):
+                while (
+                    script["kill"]
+                    not in (await self.c.request("terminal/output", term, dict))["output"]
+                ):
+                    await anyio.sleep(0.01)
         if script.get("kill"):
             await self.c.request("terminal/kill", term, dict)
         if script.get("wait", True):
