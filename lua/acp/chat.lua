@@ -357,7 +357,7 @@ end
 --- (|:AcpFork|), on the same agent. Not during a turn: what a fork holds of a turn
 --- still running would be the agent's guess.
 ---@param chat acp.Chat
----@return acp.Chat? the new chat; nil (and a notice) when `chat` cannot fork now
+---@return acp.Chat the new chat; a user error when `chat` cannot fork now
 function M.fork(chat)
   local s = chat.status
   local refusal
@@ -369,8 +369,7 @@ function M.fork(chat)
     refusal = ("%s does not offer fork"):format(s.agent)
   end
   if refusal then
-    util.notify(refusal, "warn")
-    return nil
+    util.user_error(refusal)
   end
   return M.open({ agent = s.agent, fork = chat })
 end

@@ -103,12 +103,11 @@ end
 
 --- Open a new chat that continues the current chat's conversation in a fork of its
 --- session, on the same agent, like |:AcpFork|: its transcript starts with the
---- current one's. Only where the agent offers fork, and not during a turn; else a
---- notice says why and nil is returned.
----@return integer? chat id of the fork
+--- current one's. Only where the agent offers fork, and not during a turn (else a
+--- user error says why).
+---@return integer chat id of the fork
 function M.fork()
-  local chat = chat_module().fork(require_chat())
-  return chat and chat.id
+  return chat_module().fork(require_chat()).id
 end
 
 --- The open chats, oldest first: `{id, agent, title, state, permissions}` with

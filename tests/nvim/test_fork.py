@@ -76,7 +76,9 @@ def test_an_agent_without_fork_says_so_in_one_line(editor: Editor) -> None:
     editor.open_chat()
     editor.nvim.command("AcpFork")
     assert last_notice(editor) == "acp: fake does not offer fork"
-    assert editor.lua("return require('acp').fork()") is None
+    assert editor.lua("return select(2, pcall(require('acp').fork))") == (
+        "acp: fake does not offer fork"
+    )
     assert editor.lua("return #require('acp').chats()") == 1
 
 
@@ -90,5 +92,5 @@ def test_no_fork_during_a_turn(editor: Editor) -> None:
     assert editor.lua("return #require('acp').chats()") == 1
     editor.nvim.command("AcpCancel")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
-    assert editor.lua("return require('acp').fork()") is not None
+    assert editor.lua("return require('acp').fork()") == 2
     editor.wait_event("AcpSessionReady", count=2)
