@@ -94,3 +94,19 @@ def test_no_fork_during_a_turn(editor: Editor) -> None:
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
     assert editor.lua("return require('acp').fork()") == 2
     editor.wait_event("AcpSessionReady", count=2)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_forks(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
+    parent = editor.open_chat()
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    fork = editor.lua("return require('acp').fork()")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] == fork and status["protocol_version"] == version
+    assert status["session_id"] != parent["session_id"]
+    editor.lua("require('acp').send('again')")
+    assert editor.wait_event("AcpTurnEnd", count=2)["chat"] == fork
+    assert editor.transcript_text().count("## You") == 2  # the parent's turn, then its own
