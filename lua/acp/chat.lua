@@ -287,12 +287,13 @@ local function open_folds(chat, blocks)
 end
 
 --- A fork's transcript starts with its parent's (the conversation it continues),
---- then a line that says so. The copies are the parent's blocks as they are now;
---- their ids carry the parent's, so they never meet the fork's own.
+--- then a line that says so. The copies are the parent's blocks as they are now.
+--- Their ids, and the line's, start with one `#` and a word Python's own block ids
+--- never use (an agent's ids never start with one `#`): they never meet the fork's.
 local function continue_from(parent, chat)
-  local _, created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("fork%d:"):format(parent.id))
+  local _, created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("#fork%d:"):format(parent.id))
   local note = ("*Forked from chat %d (%s): from here on, this chat goes its own way.*"):format(parent.id, M.title(parent))
-  render.apply(chat.transcript, chat.blocks, { { op = "block", id = "forked", kind = "info", lines = { note } } })
+  render.apply(chat.transcript, chat.blocks, { { op = "block", id = "#forked", kind = "info", lines = { note } } })
   open_folds(chat, created)
 end
 
