@@ -42,7 +42,10 @@ What it deliberately does not do:
 - no JSON-RPC envelopes (``x-docs-ignore`` defs such as ``AgentRequest``): framing is
   the connection's job, params/results are decoded by method;
 - unknown object keys are ignored on decode, not preserved (except in ``Unknown``);
-- the ``*.unstable.json`` schemas are not read.
+- the ``*.unstable.json`` schemas are read only for the methods in `ADOPTED_UNSTABLE`:
+  their request/response defs, the defs those need that the stable schema lacks, and
+  the capability field that advertises them, each marked with an ``# UNSTABLE`` comment.
+  The rest (nes, document/*, providers, ...) would only grow the modules and start-up.
 """
 
 from __future__ import annotations
@@ -90,6 +93,15 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
         }
     ),
 }
+
+# Methods of the unstable schemas this client uses -> the capability field that
+# advertises each, as (def, property). Released agents (opencode) advertise
+# session/fork over v1 (doc/decisions, fork-).
+ADOPTED_UNSTABLE: dict[str, tuple[str, str]] = {
+    "session/fork": ("SessionCapabilities", "fork"),
+}
+# The preamble of every unstable description; the docstring is the text after it.
+_UNSTABLE_PREAMBLE = re.compile(r"\*\*UNSTABLE\*\*\n\n[^\n]*\n\n")
 
 PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 
@@ -196,6 +208,7 @@ class Field:
     default: str | None  # a Python expression; None when the field is required
     factory: bool = False  # `default` is a default_factory
     post_init: list[str] = field(default_factory=list)  # lines turning Raw into values
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     @property
     def name(self) -> str:
@@ -208,12 +221,13 @@ class Field:
         if self.name != self.wire:
             args.append(f'name="{self.wire}"')
         head = f"    {self.name}: {self.annotation}"
+        note = f"    # UNSTABLE: {self.unstable} (schema.unstable.json)\n" if self.unstable else ""
         if not args:
-            return head
+            return note + head
         if args == [f"default={self.default}"]:
-            return f"{head} = {self.default}"
+            return f"{note}{head} = {self.default}"
         line = f"{head} = msgspec.field({', '.join(args)})"
-        return (
+        return note + (
             line
             if len(line) <= 100
             else f"{head} = msgspec.field(\n        {', '.join(args)}\n    )"
@@ -229,12 +243,14 @@ class Struct:
     tag_field: str | None = None
     tag: str | None = None
     deps: set[str] = field(default_factory=set)  # default_factory classes, defined first
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     def render(self, bases_with_post_init: set[str]) -> list[str]:
         kwargs = ["kw_only=True", "omit_defaults=True"] if self.base == "msgspec.Struct" else []
         if self.tag_field is not None:
             kwargs += [f'tag_field="{self.tag_field}"', f'tag="{self.tag}"']
-        lines = bracketed(f"class {self.name}(", [self.base, *kwargs], "):")
+        lines = [f"# UNSTABLE: {self.unstable} (schema.unstable.json)"] if self.unstable else []
+        lines += bracketed(f"class {self.name}(", [self.base, *kwargs], "):")
         lines += docstring(self.doc, "    ")
         if self.doc and self.fields:
             lines.append("")
@@ -410,6 +426,7 @@ class Generator:
         if shape == "one":
             annotation = f"Open[{annotation}]"
         post_init = self.post_init(wire, union, shape)
+        unstable = prop.get("x-unstable")
         on_error = prop.get("x-deserialize-default-on-error") and not required and value != "Any"
         skip = prop.get("x-deserialize-skip-invalid-items") and item is not None
         if on_error or skip:
@@ -427,7 +444,7 @@ class Generator:
                 f"        if isinstance({attr}, Raw):",
                 *bracketed(f"{attr} = {decoder}(", [", ".join(args)], ")", indent=" " * 12),
             ]
-        return Field(wire, annotation, default, factory, post_init)
+        return Field(wire, annotation, default, factory, post_init, unstable)
 
     def lenient_decoder(self, kind: str, type_: str, nullable: bool | None = None) -> str:
         """The name of a module-level ``OrDefault`` / ``ValidItems`` for ``type_``, built
@@ -541,7 +558,7 @@ class Generator:
         for member in members_of(d):
             scope = self.defs[ref_name(member) or ""]
             fields += [self.make_field(name, w, p, False) for w, p in scope["properties"].items()]
-        struct = Struct(name, summary(d.get("description")), fields)
+        struct = Struct(name, summary(d.get("description")), fields, unstable=d.get("x-unstable"))
         struct.deps = {str(f.default) for f in fields if f.factory and f.default in self.defs}
         self.structs[name] = struct
 
@@ -751,7 +768,47 @@ class Generator:
 def generate(schema_dir: Path, version: str) -> str:
     schema = json.loads((schema_dir / version / "schema.json").read_text())
     meta = json.loads((schema_dir / version / "meta.json").read_text())
+    unstable = json.loads((schema_dir / version / "schema.unstable.json").read_text())
+    unstable_meta = json.loads((schema_dir / version / "meta.unstable.json").read_text())
+    adopt_unstable(schema, meta, unstable, unstable_meta)
     return Generator(version, schema, meta).render(source_name(schema_dir, version))
+
+
+def adopt_unstable(
+    schema: dict[str, Any],
+    meta: dict[str, Any],
+    unstable: dict[str, Any],
+    unstable_meta: dict[str, Any],
+) -> None:
+    """Add the `ADOPTED_UNSTABLE` methods to the stable ``schema`` and ``meta``: their
+    request/response defs with every def they reference that ``schema`` lacks, the
+    capability field, and the method name. What is added carries ``x-unstable``."""
+    defs, source = schema["$defs"], unstable["$defs"]
+
+    def take(name: str, method: str) -> None:
+        if name in defs:
+            return
+        d = defs[name] = {**source[name], "x-unstable": method}
+        if "description" in d:
+            d["description"] = _UNSTABLE_PREAMBLE.sub("", d["description"], count=1)
+        for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(d)):
+            take(ref, method)
+
+    for method, (owner, capability) in ADOPTED_UNSTABLE.items():
+        for name, d in source.items():
+            if d.get("x-method") == method:
+                take(name, method)
+        prop = {**source[owner]["properties"][capability], "x-unstable": method}
+        prop["description"] = _UNSTABLE_PREAMBLE.sub("", prop.get("description", ""), count=1)
+        # In the unstable schema's order of the properties.
+        props = defs[owner]["properties"]
+        order = [k for k in source[owner]["properties"] if k in props or k == capability]
+        defs[owner]["properties"] = {k: prop if k == capability else props[k] for k in order}
+        for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(prop)):
+            take(ref, method)
+        for key, methods in unstable_meta["agentMethods"].items():
+            if methods == method:
+                meta["agentMethods"][key] = method
 
 
 def source_name(schema_dir: Path, version: str) -> str:

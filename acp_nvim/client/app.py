@@ -103,16 +103,24 @@ class App:
         return True
 
     async def open(
-        self, chat_id: int, agent: str | None, cwd: str, session_id: str | None = None
+        self,
+        chat_id: int,
+        agent: str | None,
+        cwd: str,
+        session_id: str | None = None,
+        fork: int | None = None,
     ) -> None:
         """Start (or reuse) the agent and create a session for a new chat.
 
-        With ``session_id`` the chat resumes that session (its history replayed).
+        With ``session_id`` the chat resumes that session (its history replayed);
+        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent.
         """
         self._queues.setdefault(chat_id, [])  # prompts sent before the chat is ready
-        if self.config_error is not None:
+        parent = self.chats.get(fork) if fork is not None else None
+        refusal = self.config_error if fork is None else self._fork_refusal(fork)
+        if refusal is not None:
             chat = self._new_chat(chat_id, agent or "?", cwd)
-            chat.fail(self.config_error)
+            chat.fail(refusal)
             self._give_back_queue(chat)
             return
         try:
@@ -127,7 +135,19 @@ class App:
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self._spawn(name, agent_config, cwd)
         chat = self._new_chat(chat_id, name, cwd)
-        await self._start(chat, agent_config, spawned, session_id)
+        await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    def _fork_refusal(self, chat_id: int) -> str | None:
+        """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
+        ready chat whose agent offers it; this holds when that changed meanwhile (a
+        new agent started here would not know the session)."""
+        parent = self.chats.get(chat_id)
+        connection = self._agent_of.get(chat_id)
+        if self.config_error is not None:
+            return self.config_error
+        if parent is None or connection is None or not connection.alive:
+            return "cannot fork: the chat's agent is not running"
+        return None
 
     async def restart(self, chat_id: int) -> None:
         """Start the chat's agent again and go on in the same transcript: the agent's
@@ -173,9 +193,11 @@ class App:
         session_id: str | None,
         *,
         again: bool = False,
+        fork_of: Chat | None = None,
     ) -> None:
         """Connect ``chat`` to its agent within ``timeouts.start``; ``cancel()`` and
-        ``close()`` end the wait. ``again``: the chat goes on after a restart."""
+        ``close()`` end the wait. ``again``: the chat goes on after a restart;
+        ``fork_of``: its session is a fork of that chat's."""
         name = chat.agent
         chat.set_state("starting", agent=name)
         timeout = self.config.timeouts.start
@@ -186,10 +208,18 @@ class App:
                 with anyio.fail_after(timeout):
                     connection = await self._agent(name, agent_config, self._cwds[chat.id], spawned)
                     self._agent_of[chat.id] = connection
-                    chat.on_info(login_methods=[_plain(m) for m in connection.auth_methods()])
+                    chat.on_info(
+                        login_methods=[_plain(m) for m in connection.auth_methods()],
+                        can_fork=connection.can_fork,
+                    )
                     self._attach_review(chat, connection, agent_config)
-                    await self._session(connection, chat, session_id, again=again)
-                    await self._apply_defaults(connection, chat, agent_config)
+                    if fork_of is not None:
+                        # The fork keeps the parent's settings (from the agent's answer),
+                        # not the configured defaults.
+                        await connection.fork(chat, fork_of)
+                    else:
+                        await self._session(connection, chat, session_id, again=again)
+                        await self._apply_defaults(connection, chat, agent_config)
             except TimeoutError:
                 chat.fail(
                     f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "

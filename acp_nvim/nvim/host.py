@@ -72,8 +72,9 @@ class Host:
                 self.worker.call(app.setup, params.get("options"))
             case "open":
                 cwd = params.get("cwd") or os.getcwd()
-                resume = params.get("session_id")
-                self.worker.submit(app.open, params["chat"], params.get("agent"), cwd, resume)
+                resume, fork = params.get("session_id"), params.get("fork")
+                agent = params.get("agent")
+                self.worker.submit(app.open, params["chat"], agent, cwd, resume, fork)
             case "send":
                 context = params.get("context") or []
                 restore = bool(params.get("restore"))

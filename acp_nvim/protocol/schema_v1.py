@@ -57,6 +57,7 @@ class AgentMethod:
     SESSION_RESUME: Final = "session/resume"
     SESSION_CLOSE: Final = "session/close"
     LOGOUT: Final = "logout"
+    SESSION_FORK: Final = "session/fork"
 
 
 class ClientMethod:
@@ -881,6 +882,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
+    # UNSTABLE: session/fork (schema.unstable.json)
+    fork: Lenient[SessionForkCapabilities | None] = None
     resume: Lenient[SessionResumeCapabilities | None] = None
     close: Lenient[SessionCloseCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -894,6 +897,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
                 self.additional_directories, None,
             )
+        if isinstance(self.fork, Raw):
+            self.fork = _OrDefault_SessionForkCapabilities_None(self.fork, None)
         if isinstance(self.resume, Raw):
             self.resume = _OrDefault_SessionResumeCapabilities_None(self.resume, None)
         if isinstance(self.close, Raw):
@@ -2051,6 +2056,64 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response from forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    modes: Lenient[SessionModeState | None] = None
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
+        default=None, name="configOptions"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.modes, Raw):
+            self.modes = _OrDefault_SessionModeState_None(self.modes, None)
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption_or_null(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    cwd: str
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
+        default=None, name="additionalDirectories"
+    )
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Capabilities for the `session/fork` method."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2611,6 +2674,7 @@ _OrDefault_SessionCloseCapabilities_None = OrDefault(SessionCloseCapabilities | 
 _OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
 _OrDefault_SessionConfigOptionsCapabilities_None = OrDefault(SessionConfigOptionsCapabilities | None)
 _OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionForkCapabilities_None = OrDefault(SessionForkCapabilities | None)
 _OrDefault_SessionListCapabilities_None = OrDefault(SessionListCapabilities | None)
 _OrDefault_SessionModeState_None = OrDefault(SessionModeState | None)
 _OrDefault_SessionResumeCapabilities_None = OrDefault(SessionResumeCapabilities | None)
@@ -2671,4 +2735,5 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "elicitation/complete": (CompleteElicitationNotification, None),
     "session/cancel": (CancelNotification, None),
     "$/cancel_request": (CancelRequestNotification, None),
+    "session/fork": (ForkSessionRequest, ForkSessionResponse),
 }

@@ -57,6 +57,7 @@ class AgentMethod:
     SESSION_RESUME: Final = "session/resume"
     SESSION_CLOSE: Final = "session/close"
     AUTH_LOGOUT: Final = "auth/logout"
+    SESSION_FORK: Final = "session/fork"
 
 
 class ClientMethod:
@@ -866,6 +867,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
+    # UNSTABLE: session/fork (schema.unstable.json)
+    fork: Lenient[SessionForkCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
@@ -879,6 +882,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
                 self.additional_directories, None,
             )
+        if isinstance(self.fork, Raw):
+            self.fork = _OrDefault_SessionForkCapabilities_None(self.fork, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1915,6 +1920,61 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response from forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
+        default=None, name="configOptions"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    cwd: AbsolutePath
+    additional_directories: Lenient[list[AbsolutePath] | None] = msgspec.field(
+        default=None, name="additionalDirectories"
+    )
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_AbsolutePath(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Capabilities for the `session/fork` method."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2720,6 +2780,7 @@ _OrDefault_SessionAdditionalDirectoriesCapabilities_None = OrDefault(SessionAddi
 _OrDefault_SessionCapabilities_None = OrDefault(SessionCapabilities | None)
 _OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
 _OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionForkCapabilities_None = OrDefault(SessionForkCapabilities | None)
 _OrDefault_SessionListCursor_None = OrDefault(SessionListCursor | None)
 _OrDefault_StopReason_None = OrDefault(StopReason | None)
 _OrDefault_TerminalAuthCapabilities_None = OrDefault(TerminalAuthCapabilities | None)
@@ -2771,4 +2832,5 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "elicitation/complete": (CompleteElicitationNotification, None),
     "session/cancel": (CancelSessionNotification, None),
     "$/cancel_request": (CancelRequestNotification, None),
+    "session/fork": (ForkSessionRequest, ForkSessionResponse),
 }

@@ -101,6 +101,15 @@ function M.edit()
   chat_module().edit_last(require_chat())
 end
 
+--- Open a new chat that continues the current chat's conversation in a fork of its
+--- session, on the same agent, like |:AcpFork|: its transcript starts with the
+--- current one's. Only where the agent offers fork, and not during a turn (else a
+--- user error says why).
+---@return integer chat id of the fork
+function M.fork()
+  return chat_module().fork(require_chat()).id
+end
+
 --- The open chats, oldest first: `{id, agent, title, state, permissions}` with
 --- `title` the chat's name (|:AcpChats| rename, else the session's title, else
 --- the agent and id) and `permissions` the count of pending permission requests.

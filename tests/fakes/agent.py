@@ -43,7 +43,10 @@ class Fake:
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
         connection.on_request("authenticate", dict, self.authenticate)
+        connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
+        self.version = 1  # the "fork" scenario answers v2 when it is offered
+        self.turns = 0
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
         for method in (
@@ -66,6 +69,13 @@ class Fake:
                 "info": {"name": "fake", "version": "0"},
                 "capabilities": {"session": {"mcp": {"stdio": {}}}},
             }
+        if self.scenario == "fork" and params.get("protocolVersion") == 2:
+            self.version = 2
+            return {
+                "protocolVersion": 2,
+                "info": {"name": "fake", "version": "0"},
+                "capabilities": {"session": {"fork": {}}},
+            }
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
         if self.scenario.startswith("blocks"):  # "blocks", "blocks+embed", "blocks+embed+image"
@@ -82,6 +92,8 @@ class Fake:
                  "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
                 {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
             ]  # fmt: skip
+        if self.scenario == "fork":
+            result["agentCapabilities"] = {"sessionCapabilities": {"fork": {}}}
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
@@ -115,7 +127,29 @@ class Fake:
             }
         if self.scenario == "configs":  # config options win over modes and models
             result["configOptions"] = self.config_options("auto")
+        if self.scenario == "fork":
+            result["configOptions"] = self.mode_option("ask")
         return result
+
+    async def fork(self, params: Params) -> Params:
+        """session/fork ("fork"): recorded (said on "calls"); the fork is in mode "plan"."""
+        self.calls.append(["session/fork", params])
+        forks = sum(1 for method, _ in self.calls if method == "session/fork")
+        return {"sessionId": f"fork-{forks}", "configOptions": self.mode_option("plan")}
+
+    def mode_option(self, mode: str) -> list[Params]:
+        """A mode setting, as the version spoken names its id."""
+        key = "configId" if self.version == 2 else "id"
+        return [
+            {
+                "type": "select",
+                key: "mode",
+                "name": "Mode",
+                "category": "mode",
+                "currentValue": mode,
+                "options": [{"value": "ask", "name": "Ask"}, {"value": "plan", "name": "Plan"}],
+            }
+        ]
 
     def logged_in(self) -> bool:
         marker = os.environ.get("FAKE_AUTH_MARKER", "")
@@ -185,6 +219,8 @@ class Fake:
             await self.say(json.dumps(params["prompt"]))
             return {"stopReason": "end_turn"}
         match self.scenario:
+            case "fork":
+                return await self.fork_turn(params["sessionId"], text)
             case "mcp":
                 await self.call_editor_tools(json.loads(text))
             case "mcp_v2":
@@ -262,6 +298,34 @@ class Fake:
             case _:
                 await self.say(f"echo: {text}")
         return {"stopReason": "end_turn"}
+
+    async def fork_turn(self, session: str, text: str) -> Params:
+        """A turn of the "fork" scenario, over v1 or v2: says ``SESSION: echo TEXT``
+        into the prompt's session; "calls" says the recorded calls; "hold" waits
+        for a cancel."""
+        self.turns += 1
+        reply = json.dumps(self.calls) if text == "calls" else f"{session}: echo {text}"
+        if self.version == 1:
+            await self.say(reply, session=session)
+            if text == "hold":
+                await self.cancelled.wait()
+                self.cancelled = anyio.Event()
+                return {"stopReason": "cancelled"}
+            return {"stopReason": "end_turn"}
+
+        async def turn() -> None:
+            update = {"sessionUpdate": "agent_message_chunk", "messageId": f"m{self.turns}",
+                      "content": {"type": "text", "text": reply}}  # fmt: skip
+            await self.c.notify("session/update", {"sessionId": session, "update": update})
+            stop = "end_turn"
+            if text == "hold":
+                await self.cancelled.wait()
+                self.cancelled, stop = anyio.Event(), "cancelled"
+            update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}
+            await self.c.notify("session/update", {"sessionId": session, "update": update})
+
+        self.tasks.start_soon(turn)  # v2: the prompt is only accepted
+        return {}
 
     async def elicit_steps(self, steps: list[Params]) -> None:
         """Prompt: a JSON list of ``{"create": params}`` (an ``elicitation/create`` of

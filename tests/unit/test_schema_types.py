@@ -522,3 +522,18 @@ def test_check_reports_drift(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "schema_v2.py" in done.stderr
     assert "schema_v1.py" not in done.stderr
+
+
+@pytest.mark.parametrize("schema", [v1, v2])
+def test_only_the_adopted_unstable_methods_are_generated(schema: Any) -> None:
+    """session/fork and its capability come from schema.unstable.json (decision fork-);
+    nothing else of it (nes, providers, document/*) does."""
+    caps = schema.decode(msgspec.Raw(wire({"fork": {}})), schema.SessionCapabilities)
+    assert isinstance(caps.fork, schema.SessionForkCapabilities)
+    assert schema.decode(msgspec.Raw(wire({})), schema.SessionCapabilities).fork is None
+    assert schema.METHODS["session/fork"] == (schema.ForkSessionRequest, schema.ForkSessionResponse)
+    assert schema.AgentMethod.SESSION_FORK == "session/fork"
+    request = schema.ForkSessionRequest(session_id="s", cwd="/p")
+    assert json.loads(schema.encode(request)) == {"sessionId": "s", "cwd": "/p"}
+    assert not hasattr(schema, "StartNesRequest") and not hasattr(schema, "ListProvidersRequest")
+    assert "nes/start" not in schema.METHODS

@@ -79,8 +79,20 @@ class Sessions(Protocol):
     def auth_methods(self) -> list[LoginMethod]:
         """The login methods the agent advertises, in the forms this client runs."""
 
+    @property
+    def can_fork(self) -> bool:
+        """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
+
     async def new_session(self, chat: Chat) -> str:
         """Create a session for ``chat`` (registered in ``chats``); returns its id."""
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        """Create a session for ``chat`` that continues ``parent``'s (registered in
+        ``chats``, its settings from the answer); returns its id.
+
+        Raises:
+            NotOffered: the agent does not advertise ``session/fork``.
+        """
 
     async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """Send one prompt; returns the stop reason once the agent ended the turn.

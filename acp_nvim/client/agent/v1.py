@@ -415,13 +415,38 @@ class SessionsV1:
             takes.add("acp")
         return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
 
+    @property
+    def can_fork(self) -> bool:
+        return self._capabilities.session_capabilities.fork is not None
+
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat)
         )
+        return await self._create(chat, "session/new", params, v1.NewSessionResponse)
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        if not self.can_fork:
+            raise NotOffered("forking sessions is not offered by this agent")
+        params = v1.ForkSessionRequest(
+            session_id=parent.session.session_id,
+            cwd=self.services.cwd,
+            mcp_servers=await self._mcp_servers(chat),
+        )
+        return await self._create(chat, "session/fork", params, v1.ForkSessionResponse)
+
+    async def _create(
+        self,
+        chat: Chat,
+        method: str,
+        params: Any,
+        answer: type[v1.NewSessionResponse] | type[v1.ForkSessionResponse],
+    ) -> str:
+        """A session made by ``method`` (new or fork) for ``chat``: registered, with
+        its settings and the updates the agent sent before the chat knew its id."""
         with self._early.creating():
-            raw = await self.connection.request("session/new", params)
-            response = v1.decode(raw, v1.NewSessionResponse)
+            raw = await self.connection.request(method, params)
+            response = v1.decode(raw, answer)
             self.services.chats[response.session_id] = chat
             self._settings(chat, response.config_options, response.modes, _models(raw))
             apply_updates(chat, self._early.take(response.session_id))

@@ -406,14 +406,38 @@ class SessionsV2:
             takes.add("http")
         return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
 
+    @property
+    def can_fork(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.fork is not None
+
     async def new_session(self, chat: Chat) -> str:
         params = v2.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
         )
+        return await self._create(chat, "session/new", params, v2.NewSessionResponse)
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        if not self.can_fork:
+            raise NotOffered("forking sessions is not offered by this agent")
+        params = v2.ForkSessionRequest(
+            session_id=parent.session.session_id,
+            cwd=self.services.cwd,
+            mcp_servers=await self._mcp_servers(chat) or None,
+        )
+        return await self._create(chat, "session/fork", params, v2.ForkSessionResponse)
+
+    async def _create(
+        self,
+        chat: Chat,
+        method: str,
+        params: Any,
+        answer: type[v2.NewSessionResponse] | type[v2.ForkSessionResponse],
+    ) -> str:
+        """A session made by ``method`` (new or fork) for ``chat``: registered, with
+        its settings and the updates the agent sent before the chat knew its id."""
         with self._early.creating():
-            response = await self.connection.request(
-                "session/new", params, v2.NewSessionResponse
-            )
+            response = await self.connection.request(method, params, answer)
             self.services.chats[response.session_id] = chat
             self._take_config(chat, response.config_options)
             apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
