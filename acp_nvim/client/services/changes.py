@@ -259,6 +259,7 @@ class SessionChanges:
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
         self._check_queued = False
         self._turn_open = False
+        self._turns = 0  # turns begun
 
     def __repr__(self) -> str:
         return f"<SessionChanges {self.cwd} {self.store!r}>"
@@ -307,9 +308,12 @@ class SessionChanges:
                 path, write=True, preview=lambda: self._previews([(path, self._write_of(content))])
             )
         async with self._lock:
-            # Some agents also write the file themselves (opencode, racing its own
-            # request): record that first, against the usual baselines.
-            await self._check_one(path)
+            if self._turn_open:
+                # Some agents also write the file themselves (opencode, racing its own
+                # request): record that first, against the usual baselines. Outside a
+                # turn (an MCP tool, before the first prompt) a change on disk is the
+                # user's: the write's merge takes care of it.
+                await self._check_one(path)
             doc = await files.load(self.editor, path, check=True)
             files.check_writable(doc)
             existed = doc.text is not None
@@ -411,8 +415,14 @@ class SessionChanges:
     # -- turn hooks ------------------------------------------------------------------
 
     def begin_turn(self) -> None:
-        """A turn starts: new changeset, and the scan later checks compare against."""
-        self.store.begin_turn()
+        """A turn starts: new changeset, and the scan later checks compare against.
+
+        Changes made before the first turn (an agent's fs call or MCP tool right after
+        the session started) already opened a changeset: they count as the first
+        turn's, so the review's turns stay the chat's."""
+        self._turns += 1
+        if len(self.store.turns()) < self._turns:
+            self.store.begin_turn()
         self._start = scan_tree(self.cwd)
         self._known = dict(self._start.stats)
         self._named.clear()
