@@ -24,8 +24,8 @@ __all__ = [
     "Changeset",
     "FileChange",
     "FileKind",
-    "ReviewError",
     "RestoreOutcome",
+    "ReviewError",
     "ReviewStore",
     "WriteOutcome",
 ]

@@ -50,7 +50,9 @@ def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
         bufs["b"],
     )
     before = {name: lines(editor, buf) for name, buf in bufs.items()}
-    seq = {name: editor.lua("return vim.fn.undotree(...).seq_cur", buf) for name, buf in bufs.items()}
+    seq = {
+        name: editor.lua("return vim.fn.undotree(...).seq_cur", buf) for name, buf in bufs.items()
+    }
     editor.lua(
         "_G.writes = {} vim.api.nvim_create_autocmd('BufWritePost', {callback = function(ev)"
         " _G.writes[ev.file] = (_G.writes[ev.file] or 0) + 1 end})"
@@ -79,5 +81,7 @@ def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
         assert editor.lua("return vim.fn.undotree(...).seq_cur", buf) == seq[name] + 1
         editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent undo') end)", buf)
         assert lines(editor, buf) == before[name]
-    assert "Restored the files to before turn 1: `a.txt`, `b.txt`, `c.txt`." in editor.transcript_text()
-
+    assert (
+        "Restored the files to before turn 1: `a.txt`, `b.txt`, `c.txt`."
+        in editor.transcript_text()
+    )

@@ -550,7 +550,12 @@ def test_undo_of_a_reject_offers_the_hunk_again_and_typing_is_the_users() -> Non
 
 def test_restore_takes_every_later_turn_back_in_one_change_keeping_user_edits() -> None:
     store = ReviewStore()
-    texts = [TEN, changed((1, ["t1"])), changed((1, ["t2"]), (4, ["t2"])), changed((1, ["t3"]), (4, ["t2"]))]
+    texts = [
+        TEN,
+        changed((1, ["t1"])),
+        changed((1, ["t2"]), (4, ["t2"])),
+        changed((1, ["t3"]), (4, ["t2"])),
+    ]
     for turn in (1, 2, 3):
         store.begin_turn()
         store.record(P, texts[turn - 1], texts[turn], "disk")
@@ -561,7 +566,11 @@ def test_restore_takes_every_later_turn_back_in_one_change_keeping_user_edits() 
     assert outcome.clashes == []
     assert outcome.text == changed((1, ["t3 mine"]), (7, ["mine"]))
     [conflict] = outcome.conflicts
-    assert (conflict.new_start, conflict.new_lines, conflict.proposed) == (1, ["t3 mine\n"], ["l1\n"])
+    assert (conflict.new_start, conflict.new_lines, conflict.proposed) == (
+        1,
+        ["t3 mine\n"],
+        ["l1\n"],
+    )
     assert all(not store.turn(t).file(P).open or t == 3 for t in (1, 2, 3))
     # Accepting the conflict takes the restore's line: turn 1's baseline exactly.
     assert store.accept(P, conflict.id, turn=3) == changed((7, ["mine"]))

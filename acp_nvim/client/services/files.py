@@ -247,6 +247,7 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     holds (the user's undo or redo of agent hunks): the buffer is saved when that
     publishes nothing else of it, else the change alone goes to the disk's text
     behind the buffer's unsaved edits (:func:`applied`), as :func:`save` does.
+    Nothing is written when the buffer changed again since ``doc`` was read.
 
     Raises:
         FileError: the file cannot be read or written.
@@ -256,10 +257,15 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     target = disk.conform(applied(change, disk.text))
     if target == (disk.text or ""):
         return
+    # When the buffer has moved on since ``doc`` (more undo, redo), nothing is
+    # written: its next change is followed in turn.
     tick = doc.buffer.tick
     if target == doc.text:
-        if await editor.edit_buffer(doc.path, tick, [], save=True) is not None:
-            return
+        await editor.edit_buffer(doc.path, tick, [], save=True)
+        return
+    fresh = await editor.read_buffer(doc.path)
+    if fresh is None or fresh.tick != tick:
+        return
     await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
