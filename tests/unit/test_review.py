@@ -54,6 +54,7 @@ def test_exports() -> None:
             "MergeResult",
             "PatchError",
             "PatchHunk",
+            "RestoreOutcome",
             "ReviewError",
             "ReviewStore",
             "WriteOutcome",
@@ -510,6 +511,69 @@ def test_user_edit_inside_an_agent_hunk_joins_the_hunk() -> None:
         (2, ["l2\n"], ["agent+user\n"])
     ]
     assert cs.reject(P) == TEN
+
+
+def test_undo_reverts_hunks_and_redo_offers_them_again() -> None:
+    cs = Changeset(1)
+    agent = changed((2, ["agent"]), (5, []), (8, ["a8", "a8b"]))
+    cs.record(P, TEN, agent, "write")
+    change = cs.file(P)
+    ids = [h.id for h in change.hunks()]
+    # An undo of the agent's edit, plus a line the user typed meanwhile (the
+    # agent's deletion was of l5: its undo brings l5 back).
+    undone = changed((0, ["mine"]))
+    assert change.user_edit(undone) == TEN
+    assert [(h.id, h.status) for h in change.hunks()] == [(i, "reverted") for i in ids]
+    assert [h.new_start for h in change.hunks()] == [2, 5, 8]
+    assert not change.open and change.current == undone
+    # The redo: the agent's lines are back, the agent's again (same ids), and only
+    # the user's line is the user's.
+    redone = changed((0, ["mine"]), (2, ["agent"]), (5, []), (8, ["a8", "a8b"]))
+    assert change.user_edit(redone) == redone
+    assert [(h.id, h.status) for h in change.hunks()] == [(i, "pending") for i in ids]
+    assert change.baseline == changed((0, ["mine"]))
+    assert cs.reject(P) == changed((0, ["mine"]))
+
+
+def test_undo_of_a_reject_offers_the_hunk_again_and_typing_is_the_users() -> None:
+    cs = Changeset(1)
+    cs.record(P, TEN, changed((2, ["agent"])), "write")
+    change = cs.file(P)
+    [hunk] = change.hunks()
+    assert cs.reject(P, hunk.id) == TEN
+    assert change.user_edit(changed((2, ["agent"]))) == changed((2, ["agent"]))
+    assert [(h.id, h.status) for h in change.hunks()] == [(hunk.id, "pending")]
+    # Other text typed there is the user's own edit of the hunk, not the agent's.
+    assert change.user_edit(changed((2, ["other"]))) is None
+    assert [h.new_lines for h in change.hunks()] == [["other\n"]]
+
+
+def test_restore_takes_every_later_turn_back_in_one_change_keeping_user_edits() -> None:
+    store = ReviewStore()
+    texts = [
+        TEN,
+        changed((1, ["t1"])),
+        changed((1, ["t2"]), (4, ["t2"])),
+        changed((1, ["t3"]), (4, ["t2"])),
+    ]
+    for turn in (1, 2, 3):
+        store.begin_turn()
+        store.record(P, texts[turn - 1], texts[turn], "disk")
+    # The user edits a line turn 3 changed, and one no turn touched.
+    mine = changed((1, ["t3 mine"]), (4, ["t2"]), (7, ["mine"]))
+    store.turn(3).file(P).user_edit(mine)
+    outcome = store.restore(P, 1)
+    assert outcome.clashes == []
+    assert outcome.text == changed((1, ["t3 mine"]), (7, ["mine"]))
+    [conflict] = outcome.conflicts
+    assert (conflict.new_start, conflict.new_lines, conflict.proposed) == (
+        1,
+        ["t3 mine\n"],
+        ["l1\n"],
+    )
+    assert all(not store.turn(t).file(P).open or t == 3 for t in (1, 2, 3))
+    # Accepting the conflict takes the restore's line: turn 1's baseline exactly.
+    assert store.accept(P, conflict.id, turn=3) == changed((7, ["mine"]))
 
 
 # -- conflicts -------------------------------------------------------------------
