@@ -203,13 +203,13 @@ function M.set_model(id)
   require("acp.session").choose(require_chat(), "model", id)
 end
 
---- Pick one of the agent's saved sessions and resume it in a new chat (ACP v2).
+--- Pick one of the agent's saved sessions and resume it in a new chat.
 function M.sessions()
   require("acp.session").sessions(require_chat())
 end
 
 --- Resume session `session_id` of the current chat's agent in a new chat; its
---- history is replayed into the transcript (ACP v2).
+--- history is replayed into the transcript where the agent can.
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)
