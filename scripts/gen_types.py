@@ -44,7 +44,8 @@ What it deliberately does not do:
 - unknown object keys are ignored on decode, not preserved (except in ``Unknown``);
 - the ``*.unstable.json`` schemas are read only for the methods in `ADOPTED_UNSTABLE`:
   their request/response defs, the defs those need that the stable schema lacks, and
-  the capability field that advertises them, each marked with an ``# UNSTABLE`` comment.
+  the capability field that advertises them (and the ``McpServer`` member of MCP-over-ACP),
+  each marked with an ``# UNSTABLE`` comment.
   The rest (nes, document/*, providers, ...) would only grow the modules and start-up.
 """
 
@@ -94,11 +95,17 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
     ),
 }
 
-# Methods of the unstable schemas this client uses -> the capability field that
-# advertises each, as (def, property). Released agents (opencode) advertise
-# session/fork over v1 (doc/decisions, fork-).
-ADOPTED_UNSTABLE: dict[str, tuple[str, str]] = {
-    "session/fork": ("SessionCapabilities", "fork"),
+# Methods of the unstable schemas this client uses -> what else of the unstable
+# schema they need in the stable defs, as (def, name): a property of an object def
+# (the capability field that advertises the method) or the member of a union def
+# whose tag is `name`. Released agents (opencode) advertise session/fork over v1
+# (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
+# the agent advertises McpCapabilities.acp (decision 0024).
+ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
+    "session/fork": (("SessionCapabilities", "fork"),),
+    "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
+    "mcp/message": (),
+    "mcp/disconnect": (),
 }
 # The preamble of every unstable description; the docstring is the text after it.
 _UNSTABLE_PREAMBLE = re.compile(r"\*\*UNSTABLE\*\*\n\n[^\n]*\n\n")
@@ -308,9 +315,11 @@ class Alias:
     doc: str
     target: str
     values: list[Any] | None = None  # enum values
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     def render(self) -> list[str]:
-        lines = [*comment(self.doc), *union_alias(self.name, self.target.split(" | "))]
+        lines = [f"# UNSTABLE: {self.unstable} (schema.unstable.json)"] if self.unstable else []
+        lines += [*comment(self.doc), *union_alias(self.name, self.target.split(" | "))]
         if self.values is not None:
             items = [json.dumps(v) for v in self.values]
             lines += bracketed(f"{self.name}Literal = Literal[", items, "]")
@@ -472,7 +481,11 @@ class Generator:
         return "None", False
 
     def matches_defaults(self, ref: str, value: dict[str, Any]) -> bool:
-        """Whether ``Ref()`` equals the schema default `value` (so a factory can stand in)."""
+        """Whether ``Ref()`` equals the schema default `value` (so a factory can stand in).
+
+        A key `value` leaves out takes its own default, as in ``Ref()`` (the unstable
+        ``McpCapabilities.acp`` is missing from the stable default of ``mcpCapabilities``).
+        """
         d = self.defs[ref]
         if self.kinds[ref] != "struct" or d.get("required"):
             return False
@@ -486,7 +499,7 @@ class Generator:
             inner = ref_name(prop)
             if not (isinstance(sub, dict) and inner and self.matches_defaults(inner, sub)):
                 return False
-        return all("default" not in p or key in value for key, p in props.items())
+        return True
 
     @staticmethod
     def post_init(wire: str, union: str | None, shape: str | None) -> list[str]:
@@ -549,7 +562,9 @@ class Generator:
             target = " | ".join(parts)
         else:
             target = self.annotate(d)[0]
-        self.aliases.append(Alias(name, summary(d.get("description")), target))
+        self.aliases.append(
+            Alias(name, summary(d.get("description")), target, unstable=d.get("x-unstable"))
+        )
 
     def build_struct(self, name: str, d: dict[str, Any]) -> None:
         fields = self.own_fields(name, d)
@@ -752,7 +767,10 @@ class Generator:
             if method is None or self.kinds[name] == "skip":
                 continue
             slot = 1 if name.endswith("Response") else 0
-            by_method.setdefault(method, [None, None])[slot] = name
+            entry = by_method.setdefault(method, [None, None])
+            # mcp/message is a request and a notification: the request's params win.
+            if entry[slot] is None or name.endswith("Request"):
+                entry[slot] = name
         lines = [
             "# method -> (params type, result type); the result is None for notifications.",
             "METHODS: dict[str, tuple[Any, Any]] = {",
@@ -782,7 +800,8 @@ def adopt_unstable(
 ) -> None:
     """Add the `ADOPTED_UNSTABLE` methods to the stable ``schema`` and ``meta``: their
     request/response defs with every def they reference that ``schema`` lacks, the
-    capability field, and the method name. What is added carries ``x-unstable``."""
+    capability field (and union member) they name, and the method name. What is added
+    carries ``x-unstable``."""
     defs, source = schema["$defs"], unstable["$defs"]
 
     def take(name: str, method: str) -> None:
@@ -791,24 +810,50 @@ def adopt_unstable(
         d = defs[name] = {**source[name], "x-unstable": method}
         if "description" in d:
             d["description"] = _UNSTABLE_PREAMBLE.sub("", d["description"], count=1)
+        take_refs(d, method)
+
+    def take_refs(d: dict[str, Any], method: str) -> None:
         for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(d)):
             take(ref, method)
 
-    for method, (owner, capability) in ADOPTED_UNSTABLE.items():
+    for method, additions in ADOPTED_UNSTABLE.items():
         for name, d in source.items():
             if d.get("x-method") == method:
                 take(name, method)
-        prop = {**source[owner]["properties"][capability], "x-unstable": method}
-        prop["description"] = _UNSTABLE_PREAMBLE.sub("", prop.get("description", ""), count=1)
-        # In the unstable schema's order of the properties.
-        props = defs[owner]["properties"]
-        order = [k for k in source[owner]["properties"] if k in props or k == capability]
-        defs[owner]["properties"] = {k: prop if k == capability else props[k] for k in order}
-        for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(prop)):
-            take(ref, method)
-        for key, methods in unstable_meta["agentMethods"].items():
-            if methods == method:
-                meta["agentMethods"][key] = method
+        for owner, addition in additions:
+            if "properties" in source[owner]:
+                add_property(defs[owner], source[owner], addition, method)
+            else:
+                add_member(defs[owner], source[owner], addition, method)
+            take_refs(defs[owner], method)
+        for group in ("agentMethods", "clientMethods"):
+            for key, name in unstable_meta[group].items():
+                if name == method:
+                    meta[group][key] = method
+
+
+def add_property(d: dict[str, Any], source: dict[str, Any], name: str, method: str) -> None:
+    """Property `name` of the unstable `source` def, added to `d` in `source`'s order."""
+    prop = {**source["properties"][name], "x-unstable": method}
+    prop["description"] = _UNSTABLE_PREAMBLE.sub("", prop.get("description", ""), count=1)
+    props = d["properties"]
+    order = [k for k in source["properties"] if k in props or k == name]
+    d["properties"] = {k: prop if k == name else props[k] for k in order}
+
+
+def add_member(d: dict[str, Any], source: dict[str, Any], tag: str, method: str) -> None:
+    """The member of the unstable union `source` tagged `tag`, added to the union `d`
+    before the member that follows it in `source` (or last)."""
+    key = "oneOf" if "oneOf" in d else "anyOf"
+    members, theirs = d[key], members_of(source)
+
+    def tag_of(member: dict[str, Any]) -> Any:
+        return member.get("properties", {}).get("type", {}).get("const", member.get("title"))
+
+    index = next(i for i, m in enumerate(theirs) if tag_of(m) == tag)
+    after = [tag_of(m) for m in theirs[index + 1 :]]
+    at = next((i for i, m in enumerate(members) if tag_of(m) in after), len(members))
+    members.insert(at, theirs[index])
 
 
 def source_name(schema_dir: Path, version: str) -> str:

@@ -58,6 +58,7 @@ class AgentMethod:
     SESSION_CLOSE: Final = "session/close"
     LOGOUT: Final = "logout"
     SESSION_FORK: Final = "session/fork"
+    MCP_MESSAGE: Final = "mcp/message"
 
 
 class ClientMethod:
@@ -74,6 +75,9 @@ class ClientMethod:
     TERMINAL_KILL: Final = "terminal/kill"
     ELICITATION_CREATE: Final = "elicitation/create"
     ELICITATION_COMPLETE: Final = "elicitation/complete"
+    MCP_CONNECT: Final = "mcp/connect"
+    MCP_MESSAGE: Final = "mcp/message"
+    MCP_DISCONNECT: Final = "mcp/disconnect"
 
 
 class ProtocolMethod:
@@ -236,6 +240,18 @@ ExtNotification = Any
 
 # Allowed wire representations for [`ElicitationContentValue`].
 ElicitationContentValue = str | int | float | bool | list[str]
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# Unique identifier for an MCP server using the ACP transport.
+McpServerAcpId = str
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# A unique identifier for an active MCP-over-ACP connection.
+McpConnectionId = str
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+# Response to `mcp/message`.
+MessageMcpResponse = Any
 
 
 # --- objects ---
@@ -844,6 +860,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     http: Lenient[bool] = False
     sse: Lenient[bool] = False
+    # UNSTABLE: mcp/connect (schema.unstable.json)
+    acp: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def __post_init__(self) -> None:
@@ -851,6 +869,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.http = _OrDefault_bool(self.http, False)
         if isinstance(self.sse, Raw):
             self.sse = _OrDefault_bool(self.sse, False)
+        if isinstance(self.acp, Raw):
+            self.acp = _OrDefault_bool(self.acp, False)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2114,6 +2134,96 @@ class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/connect`."""
+
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/connect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="acp"):
+    """ACP transport configuration for MCP."""
+
+    name: str
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Notification parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: Lenient[dict[str, Any] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.params, Raw):
+            self.params = _OrDefault_dict_str_Any_None(self.params, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/disconnect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/disconnect`."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2379,7 +2489,7 @@ AvailableCommandInput = UnstructuredCommandInput
 
 
 # Configuration for connecting to an MCP (Model Context Protocol) server.
-McpServer = McpServerHttp | McpServerSse | McpServerStdio
+McpServer = McpServerHttp | McpServerSse | McpServerAcp | McpServerStdio
 
 
 class SetSessionConfigOptionRequestBoolean(
@@ -2613,7 +2723,7 @@ register_union(AvailableCommandInput, _AvailableCommandInputDecoder)
 _McpServerDecoder = UnionDecoder(
     "McpServer",
     "type",
-    {"http": McpServerHttp, "sse": McpServerSse},
+    {"http": McpServerHttp, "sse": McpServerSse, "acp": McpServerAcp},
     (McpServerStdio,),
 )
 register_union(McpServer, _McpServerDecoder)
@@ -2736,4 +2846,7 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "session/cancel": (CancelNotification, None),
     "$/cancel_request": (CancelRequestNotification, None),
     "session/fork": (ForkSessionRequest, ForkSessionResponse),
+    "mcp/connect": (ConnectMcpRequest, ConnectMcpResponse),
+    "mcp/message": (MessageMcpRequest, MessageMcpResponse),
+    "mcp/disconnect": (DisconnectMcpRequest, DisconnectMcpResponse),
 }

@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -25,6 +27,18 @@ from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 IDLE_EXIT = 97
+
+
+class AcpMcp:
+    """The agent's side of one MCP-over-ACP connection: MCP requests in mcp/message."""
+
+    def __init__(self, connection: Connection, connection_id: str) -> None:
+        self.c = connection
+        self.connection_id = connection_id
+
+    async def request(self, method: str, params: Params, result_type: Any) -> Any:
+        message = {"connectionId": self.connection_id, "method": method, "params": params}
+        return await self.c.request("mcp/message", message, result_type)
 
 
 class Fake:
@@ -63,11 +77,13 @@ class Fake:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
-        if self.scenario == "mcp_v2" and params.get("protocolVersion") == 2:
+        if self.scenario.startswith("mcp_v2") and params.get("protocolVersion") == 2:
+            # "mcp_v2_acp" takes MCP-over-ACP too (the unstable session.mcp.acp).
+            mcp: Params = {"stdio": {}, **({"acp": {}} if "acp" in self.scenario else {})}
             return {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"mcp": {"stdio": {}}}},
+                "capabilities": {"session": {"mcp": mcp}},
             }
         if self.scenario == "fork" and params.get("protocolVersion") == 2:
             self.version = 2
@@ -223,7 +239,7 @@ class Fake:
                 return await self.fork_turn(params["sessionId"], text)
             case "mcp":
                 await self.call_editor_tools(json.loads(text))
-            case "mcp_v2":
+            case "mcp_v2" | "mcp_v2_acp":
                 # v2: the prompt is only accepted; the turn reports itself and ends idle.
                 self.tasks.start_soon(self.v2_turn, text)
                 return {}
@@ -351,15 +367,18 @@ class Fake:
     async def call_editor_tools(self, calls: list[Params]) -> None:
         """Prompt: a JSON list of ``{"tool", "arguments"}``, or ``"servers"`` for the
         mcpServers of session/new. Each tool is called on the editor's MCP server (the
-        stdio shim from mcpServers); each answer is said as a ``RESULT <json>`` line."""
+        stdio shim from mcpServers, or over this ACP connection where the client
+        offered an ``acp`` server); each answer is said as a ``RESULT <json>`` line."""
         if calls == "servers":
             await self.say("RESULT " + json.dumps(self.mcp_servers) + "\n")
             return
+        over_acp = [s for s in self.mcp_servers if s.get("type") == "acp" and s["name"] == "nvim"]
         server = editor_server(self.mcp_servers)
-        if server is None:
+        if server is None and not over_acp:
             await self.say("RESULT " + json.dumps({"error": "no editor server"}) + "\n")
             return
-        async with mcp_session(server) as mcp:
+        session = self.mcp_over_acp(over_acp[0]) if over_acp else mcp_session(server or {})
+        async with session as mcp:
             for call in calls:
                 try:
                     result: Any = await mcp.request(
@@ -370,6 +389,23 @@ class Fake:
                 except RequestError as err:
                     result = {"error": err.code, "message": err.message}
                 await self.say("RESULT " + json.dumps(result) + "\n")
+
+    @asynccontextmanager
+    async def mcp_over_acp(self, server: Params) -> AsyncIterator[AcpMcp]:
+        """An MCP session with an ``acp`` server: mcp/connect, the MCP handshake in
+        mcp/message, and mcp/disconnect at the end."""
+        connected = await self.c.request("mcp/connect", {"serverId": server["serverId"]}, dict)
+        mcp = AcpMcp(self.c, connected["connectionId"])
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fake"}}
+        await mcp.request("initialize", hello, dict)
+        await self.c.notify(
+            "mcp/message",
+            {"connectionId": mcp.connection_id, "method": "notifications/initialized"},
+        )
+        try:
+            yield mcp
+        finally:
+            await self.c.request("mcp/disconnect", {"connectionId": mcp.connection_id}, dict)
 
     async def v2_turn(self, text: str) -> None:
         say = self.say

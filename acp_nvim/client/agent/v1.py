@@ -39,7 +39,9 @@ from acp_nvim.client.agent.sessions import (
     elicit,
     every_page,
     login_method,
+    mcp_server,
     prompt_blocks,
+    serve_mcp_over_acp,
     session_info,
 )
 from acp_nvim.client.services.changes import SessionChanges
@@ -59,7 +61,6 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown
@@ -170,26 +171,6 @@ class _Model(msgspec.Struct):
 class _Models(msgspec.Struct):
     current_model_id: str = msgspec.field(name="currentModelId")
     available_models: list[_Model] = msgspec.field(default_factory=list, name="availableModels")
-
-
-class _McpCaps(msgspec.Struct):
-    acp: bool = False
-
-
-class _AgentCaps(msgspec.Struct):
-    mcp: _McpCaps = msgspec.field(default_factory=_McpCaps, name="mcpCapabilities")
-
-
-class _Init(msgspec.Struct):
-    caps: _AgentCaps = msgspec.field(default_factory=_AgentCaps, name="agentCapabilities")
-
-
-def _takes_mcp_over_acp(raw: Any) -> bool:
-    """``mcpCapabilities.acp`` of an ``initialize`` answer (the RFD's, not the schema's)."""
-    try:
-        return msgspec.json.decode(raw, type=_Init).caps.mcp.acp
-    except msgspec.MsgspecError:
-        return False
 
 
 class _Beside(msgspec.Struct):
@@ -339,8 +320,6 @@ class SessionsV1:
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         self._early = EarlyUpdates()
-        # The agent takes MCP servers over this connection (rfds/mcp-over-acp.mdx).
-        self.mcp_over_acp = False
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -358,11 +337,7 @@ class SessionsV1:
             "elicitation/complete", v1.CompleteElicitationNotification, self._on_elicit_complete
         )
         if services.mcp is not None:
-            bridge = AcpBridge(services.mcp, connection.notify)
-            on("mcp/connect", dict, bridge.connect)
-            on("mcp/message", dict, bridge.message)
-            on("mcp/disconnect", dict, bridge.disconnect)
-            connection.on_notification("mcp/message", dict, bridge.notification)
+            serve_mcp_over_acp(connection, services.mcp, v1)
 
     def __repr__(self) -> str:
         return f"<SessionsV1 {len(self.services.chats)} sessions>"
@@ -390,7 +365,6 @@ class SessionsV1:
         if response.protocol_version != 1:
             raise VersionMismatch(agent, response.protocol_version, (1,))
         self.init = response
-        self.mcp_over_acp = _takes_mcp_over_acp(raw)
         info = response.agent_info
         self.agent_title = (info.title or info.name) if info is not None else None
 
@@ -410,10 +384,8 @@ class SessionsV1:
         if offer is None:
             return []
         caps = self._capabilities.mcp_capabilities
-        takes = {"stdio"} | ({"http"} if caps.http else set())
-        if self.mcp_over_acp:
-            takes.add("acp")
-        return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
+        takes = {"stdio"} | ({"http"} if caps.http else set()) | ({"acp"} if caps.acp else set())
+        return [mcp_server(spec, v1) for spec in await offer.servers_for(chat, takes)]
 
     @property
     def can_fork(self) -> bool:
@@ -675,20 +647,6 @@ class SessionsV1:
         with _answering():
             await self.services.terminals.release(params.session_id, params.terminal_id)
         return v1.ReleaseTerminalResponse()
-
-
-def _mcp_server(spec: ServerSpec) -> Any:
-    """One offered MCP server as v1 sends it."""
-    match spec:
-        case StdioServer(name=name, command=command, args=args, env=env):
-            variables = [v1.EnvVariable(name=k, value=v) for k, v in env.items()]
-            return v1.McpServerStdio(name=name, command=command, args=args, env=variables)
-        case HttpServer(name=name, url=url, headers=headers):
-            fields = [v1.HttpHeader(name=k, value=v) for k, v in headers.items()]
-            return v1.McpServerHttp(name=name, url=url, headers=fields)
-        case AcpServer(name=name, id=acp_id):
-            # The RFD's transport (rfds/mcp-over-acp.mdx), not in the pinned schema.
-            return {"type": "acp", "name": name, "id": acp_id}
 
 
 def _not_offered(what: str) -> NoReturn:
