@@ -586,16 +586,18 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
+  local ops = {
+    { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+    { op = "status", state = "error", error = message, queued = 0, queue = {} },
+  }
+  local queued = chat.status.queue or {}
+  if #queued > 0 then
+    -- The queue died with the Python side: what waited in it goes back to the input.
+    table.insert(ops, { op = "input", text = table.concat(queued, "\n\n") })
+  end
   -- The batch the Python side would send, through the one place that fires events.
   host.apply({
-    {
-      "render",
-      chat.id,
-      {
-        { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
-        { op = "status", state = "error", error = message },
-      },
-    },
+    { "render", chat.id, ops },
     { "event", "AcpError", { chat = chat.id, message = message } },
   })
   require("acp.prompt").forget_all(chat)

@@ -227,6 +227,15 @@ def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None
     assert editor.nvim.buffers[status["input_buf"]][:] == ["fix me"]
 
 
+def test_queued_prompts_come_back_to_the_input_when_the_host_dies(editor: Editor) -> None:
+    status = hold_and_queue(editor, "do not lose me")
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["do not lose me"]
+    assert editor.lua("return require('acp').status().queued") == 0
+    assert queue_shown(editor) == []
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)
