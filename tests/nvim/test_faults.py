@@ -315,6 +315,8 @@ def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None
     error = editor.wait_event("AcpError")
     assert error["message"].startswith("agent error")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "error"
+    assert "**Error:** agent error" in editor.transcript_text()
+    assert "the demo agent was asked to fail" in editor.transcript_text()
     assert editor.lua("return require('acp').status().state") == "ready"
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd", count=2)
