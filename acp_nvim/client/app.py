@@ -518,11 +518,18 @@ class App:
             queue.clear()
             self._show_queue(chat)
 
-    def dequeue(self, chat_id: int, index: int, edit: bool = False) -> None:
-        """Drop queued prompt ``index`` (0-based); ``edit`` puts its text back in the input."""
+    def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
+        """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``
+        puts its text back in the input.
+
+        The user picked it from the queue as it was: when the prompts before it were
+        sent meanwhile, it is found by its text, never another one dropped.
+        """
         queue = self._queues.get(chat_id, [])
         chat = self.chats.get(chat_id)
-        if not 0 <= index < len(queue) or chat is None:
+        if not (0 <= index < len(queue) and queue[index].text == text):
+            index = next((i for i, p in enumerate(queue) if p.text == text), -1)
+        if index < 0 or chat is None:
             self.editor.notify("that prompt is no longer queued", "warn")
             return
         prompt = queue.pop(index)

@@ -89,7 +89,8 @@ class Host:
                 self.worker.submit(app.restart, params["chat"])
             case "dequeue":
                 edit = bool(params.get("edit"))
-                self.worker.call(app.dequeue, params["chat"], params["index"], edit)
+                chat, index, text = params["chat"], params["index"], params["text"]
+                self.worker.call(app.dequeue, chat, index, text, edit)
             case "answer":
                 self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
             case "elicit":

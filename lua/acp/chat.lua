@@ -29,6 +29,7 @@ local api = vim.api
 ---@field name? string given with |:AcpChats| rename
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.elicit)
 ---@field eliciting? boolean one of them is being asked
+---@field queue_mark? integer the extmark drawing the queued prompts (acp.queue)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -470,6 +471,7 @@ function M.retry(chat)
   chat.host_failed = nil
   chat.blocks = render.reset(chat.transcript)
   chat.status = { state = "starting", agent = chat.status.agent }
+  require("acp.queue").draw(chat)
   update_winbar(chat)
   start(chat)
 end
@@ -513,30 +515,6 @@ function M.edit_last(chat)
   api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
   chat.editing = true
   layout.show(chat)
-end
-
----@param chat acp.Chat
-function M.edit_queue(chat)
-  local queue = chat.status.queue or {}
-  if #queue == 0 then
-    util.notify("no prompt is queued", "info")
-    return
-  end
-  vim.ui.select(queue, {
-    prompt = "Queued prompt",
-    format_item = function(text)
-      return (text:gsub("\n", " ⏎ "))
-    end,
-  }, function(_, index)
-    if not index then
-      return
-    end
-    vim.ui.select({ "edit", "remove" }, { prompt = "Queued prompt " .. index }, function(action)
-      if action then
-        host.notify("dequeue", { chat = chat.id, index = index - 1, edit = action == "edit" })
-      end
-    end)
-  end)
 end
 
 ---@param chat acp.Chat
@@ -596,6 +574,9 @@ function M.render(id, ops)
     end
     update_winbar(chat)
   end
+  if status.queue or chat.queue_mark then
+    require("acp.queue").draw(chat)
+  end
 end
 
 --- Show in `chat` why the Python side is not running (one paragraph with the
@@ -605,16 +586,18 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
+  local ops = {
+    { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+    { op = "status", state = "error", error = message, queued = 0, queue = {} },
+  }
+  local queued = chat.status.queue or {}
+  if #queued > 0 then
+    -- The queue died with the Python side: what waited in it goes back to the input.
+    table.insert(ops, { op = "input", text = table.concat(queued, "\n\n") })
+  end
   -- The batch the Python side would send, through the one place that fires events.
   host.apply({
-    {
-      "render",
-      chat.id,
-      {
-        { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
-        { op = "status", state = "error", error = message },
-      },
-    },
+    { "render", chat.id, ops },
     { "event", "AcpError", { chat = chat.id, message = message } },
   })
   require("acp.prompt").forget_all(chat)

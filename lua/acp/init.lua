@@ -125,7 +125,7 @@ end
 
 --- Pick a queued prompt to edit (back into the input) or remove.
 function M.edit_queue()
-  chat_module().edit_queue(require_chat())
+  require("acp.queue").pick(require_chat())
 end
 
 --- Close the current chat; its agent stops when no other chat uses it.
