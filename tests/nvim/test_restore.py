@@ -113,10 +113,20 @@ def test_restore_takes_back_changes_the_user_had_accepted(editor: Editor) -> Non
     buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(b))
     editor.open_chat()
     turn(editor, 1, [disk(a, "a1\n1\n2\n3\n"), write(b, "b1\n1\n2\n3\n4\n5\n")])
-    turn(editor, 2, [disk(a, "a1\n1\n2\nA2\n"), write(b, "b1\n1\nB2\n3\n4\nB2\n")])
-    # The user accepts a's change of turn 2 and the first of b's two.
+    new = project / "new.txt"
+    turn(
+        editor,
+        2,
+        [
+            disk(a, "a1\n1\n2\nA2\n"),
+            write(b, "b1\n1\nB2\n3\n4\nB2\n"),
+            write(new, "created\n"),
+        ],
+    )
+    # The user accepts a's change of turn 2, the first of b's two, and the new file.
     accept(editor, a, 0)
     accept(editor, b, 0)
+    accept(editor, new, 0)
     turn(editor, 3, [disk(a, "a3\n1\n2\nA2\n"), write(b, "b3\n1\nB2\n3\n4\nB2\n")])
     seq = editor.lua("return vim.fn.undotree(...).seq_cur", buf)
     editor.lua(
@@ -125,8 +135,9 @@ def test_restore_takes_back_changes_the_user_had_accepted(editor: Editor) -> Non
     )
 
     editor.nvim.command("AcpRestore 1")
-    wait_text(editor, "Restored the files to before turn 1: `a.txt`, `b.txt`.")
+    wait_text(editor, "Restored the files to before turn 1: `a.txt`, `b.txt`, `new.txt`.")
     # Turn 1's baseline, the accepted changes gone too, in buffer and on disk.
+    assert not new.exists()
     assert a.read_text() == "a0\n1\n2\n3\n"
     assert b.read_text() == "b0\n1\n2\n3\n4\n5\n"
     assert lines(editor, buf) == ["b0", "1", "2", "3", "4", "5"]
@@ -137,6 +148,7 @@ def test_restore_takes_back_changes_the_user_had_accepted(editor: Editor) -> Non
         ("b.txt", 3): ["rejected"],
         ("a.txt", 2): ["reverted"],
         ("b.txt", 2): ["reverted", "rejected"],
+        ("new.txt", 2): ["reverted"],
         ("a.txt", 1): ["rejected"],
         ("b.txt", 1): ["rejected"],
     }
@@ -155,12 +167,25 @@ def test_restore_without_a_turn_takes_back_the_last_one(editor: Editor) -> None:
     buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(b))
     editor.open_chat()
     turn(editor, 1, [write(b, "b1\n1\n2\n3\n")])
-    turn(editor, 2, [write(b, "b1\nB2\n2\nB2\n")])
+    new = project / "new.txt"
+    turn(editor, 2, [write(b, "b1\nB2\n2\nB2\n"), write(new, "created\n")])
     accept(editor, b, 1)
+    # A file the agent created, which the user has edited since.
+    new.write_text("created\nmine\n")
 
     editor.lua("require('acp').restore()")
     wait_text(editor, "Restored the files to before turn 2: `b.txt`.")
     assert b.read_text() == "b1\n1\n2\n3\n"
     assert lines(editor, buf) == ["b1", "1", "2", "3"]
+    # Not removed: it holds the user's edits (a notice says so); its change stays open.
+    assert new.read_text() == "created\nmine\n"
+    assert any(
+        "new.txt: not removed, it holds your edits" in n["msg"]
+        for n in editor.lua("return _G.acp_notices")
+    )
     # Turn 1's change is still there, still open.
-    assert statuses(editor) == {("b.txt", 2): ["rejected", "reverted"], ("b.txt", 1): ["pending"]}
+    assert statuses(editor) == {
+        ("b.txt", 2): ["rejected", "reverted"],
+        ("new.txt", 2): ["pending"],
+        ("b.txt", 1): ["pending"],
+    }
