@@ -156,6 +156,12 @@ class FileChange:
         """Whether any hunk still awaits a decision."""
         return any(h.status in ("pending", "conflict") for h in self._hunks)
 
+    @property
+    def applied(self) -> bool:
+        """Whether any of the agent's changes still stand (open or accepted hunks):
+        what :meth:`take_back` would take out."""
+        return any(h.status in ("pending", "conflict", "accepted") for h in self._hunks)
+
     def hunks(self) -> list[Hunk]:
         """Copies of all hunks (decided ones too), in file order."""
         return [_copy(h) for h in self._hunks]
@@ -290,6 +296,33 @@ class FileChange:
                 hunk.status = "rejected"
             else:
                 self._reject_pending(hunk)
+        self._left_follows(before)
+        return self.current
+
+    def take_back(self) -> str | None:
+        """Take the turn's changes out of the file (a restore); returns the text it must hold.
+
+        Open hunks are rejected; accepted ones get their text before the turn back
+        and are marked ``reverted`` (their lines are out, not by a review decision).
+        An accepted hunk whose lines the user has changed since (so they are in the
+        baseline as the user's) stays accepted: the user's text is never overwritten.
+        A file the turn created is gone again unless the user's lines remain in it.
+        """
+        self.reject()
+        # Nothing is pending now: the baseline and the current text are the same lines.
+        before = list(self._cur)
+        accepted = [h for h in self._hunks if h.status == "accepted"]
+        for hunk in sorted(accepted, key=lambda h: h.base_start, reverse=True):
+            start, end = hunk.base_start, hunk.base_start + len(hunk.new_lines)
+            if self._base[start:end] != hunk.new_lines:
+                continue
+            self._base[start:end] = hunk.base_lines
+            by = len(hunk.base_lines) - len(hunk.new_lines)
+            self._shift(hunk, base_from=end, base_by=by, new_from=end, new_by=by)
+            hunk.status, hunk.new_start = "reverted", start
+        if accepted and not any(h.status == "accepted" for h in self._hunks):
+            self._base_exists = self.original is not None or bool(self._base)
+        self._cur, self._cur_exists = list(self._base), self._base_exists
         self._left_follows(before)
         return self.current
 
@@ -549,6 +582,10 @@ class Changeset:
         """See :meth:`FileChange.reject`."""
         return self.file(path).reject(hunk_id)
 
+    def take_back(self, path: str) -> str | None:
+        """See :meth:`FileChange.take_back`."""
+        return self.file(path).take_back()
+
     def summary(self) -> list[dict[str, Any]]:
         """Plain data for Lua: one dict per file (see :meth:`ReviewStore.changes`)."""
         return [_file_summary(change) for change in self._files.values()]
@@ -666,30 +703,45 @@ class ReviewStore:
         return self._decide(path, turn, lambda c: c.reject(path, hunk_id))
 
     def restore(self, path: str, turn: int) -> RestoreOutcome:
-        """Reject every open change of ``path`` in ``turn`` and later, newest turn
-        first, as one change: the text before ``turn`` (hunks accepted since stay).
+        """Take ``path`` back to its text before ``turn``, as one change: every change
+        of that turn and later is taken out (:meth:`FileChange.take_back`: open hunks
+        rejected, accepted ones reverted), newest turn first.
 
         The user's edits made since the agent's last change of the file (where it
         differs from :attr:`FileChange.left`) are never overwritten: taken out
         first, they are merged back onto the restored text, and where the restore
         would replace them the user's lines stay, the restored ones waiting in a
-        conflict hunk. A turn whose revert clashes with later turns' changes is
-        left open and named in ``clashes``.
+        conflict hunk. A file the turns created that holds such edits is left as it
+        is (``clashes`` says so): removing it would take them too. A turn whose
+        changes clash with later turns' is left as it is, and an accepted change the
+        user edited afterwards stays: ``clashes`` names both.
         """
         latest = self._changeset_for(path, None).file(path)
         now, left = latest.current, latest.left
         theirs = now is not None and now != left
+        first = next((cs.file(path) for cs in self._turns[turn - 1 :] if path in cs), None)
+        if first is None:
+            return RestoreOutcome(now, [], [])
+        if theirs and first.original is None:
+            return RestoreOutcome(now, [], [f"{path}: not removed, it holds your edits"])
         if theirs:
             latest.user_edit(left)
         clashes = []
         for changeset in reversed(self._turns):
             if changeset.turn < turn:
                 break
-            if path in changeset and changeset.file(path).open:
-                try:
-                    self.reject(path, turn=changeset.turn)
-                except ReviewError as err:
-                    clashes.append(str(err))
+            if path not in changeset or not changeset.file(path).applied:
+                continue
+            try:
+                self._decide(path, changeset.turn, lambda c: c.take_back(path))
+            except ReviewError as err:
+                clashes.append(str(err))
+                continue
+            if any(h.status == "accepted" for h in changeset.hunks(path)):
+                clashes.append(
+                    f"{path}: you edited a change of turn {changeset.turn} after accepting "
+                    "it; your text stays"
+                )
         restored = latest.current
         if not theirs or restored is None:
             return RestoreOutcome(restored, [], clashes)
@@ -764,6 +816,8 @@ class _Decides(Protocol):
 
     def reject(self, path: str, hunk_id: int | None = None) -> str | None: ...
 
+    def take_back(self, path: str) -> str | None: ...
+
 
 class _Single:
     """A one-file stand-in for a Changeset, for trial decisions."""
@@ -778,6 +832,9 @@ class _Single:
 
     def reject(self, path: str, hunk_id: int | None = None) -> str | None:
         return self._change.reject(hunk_id)
+
+    def take_back(self, path: str) -> str | None:
+        return self._change.take_back()
 
 
 def _norm(path: str) -> str:

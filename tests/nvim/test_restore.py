@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines
+from tests.nvim.test_permissions import wait_text
 
 
 def turn(editor: Editor, number: int, steps: list[dict[str, Any]]) -> None:
@@ -24,6 +25,21 @@ def disk(path: Path, text: str) -> dict[str, Any]:
 def write(path: Path, text: str) -> dict[str, Any]:
     """The agent writes through the editor (fs/write_text_file)."""
     return {"write": {"path": str(path), "content": text}}
+
+
+def statuses(editor: Editor) -> dict[tuple[str, int], list[str]]:
+    """Hunk statuses per (file name, turn), from every turn of the review."""
+    return {
+        (Path(f["path"]).name, f["turn"]): [h["status"] for h in f["hunks"]]
+        for f in editor.lua("return require('acp').changes({all = true})")
+    }
+
+
+def accept(editor: Editor, path: Path, index: int) -> None:
+    """Accept hunk ``index`` (0-based) of ``path`` in its latest turn, and wait for it."""
+    find = f"vim.iter(require('acp').changes()):find(function(f) return f.path == {str(path)!r} end)"
+    editor.lua(f"require('acp').accept({str(path)!r}, {find}.hunks[{index + 1}].id)")
+    editor.wait(f"{find}.hunks[{index + 1}].status == 'accepted'", what=f"{path.name} accepted")
 
 
 def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
@@ -85,3 +101,91 @@ def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
         "Restored the files to before turn 1: `a.txt`, `b.txt`, `c.txt`."
         in editor.transcript_text()
     )
+
+
+def test_restore_takes_back_changes_the_user_had_accepted(editor: Editor) -> None:
+    project = editor.tmp / "project"
+    a, b = project / "a.txt", project / "b.txt"
+    a.write_text("a0\n1\n2\n3\n")
+    b.write_text("b0\n1\n2\n3\n4\n5\n")
+    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
+    # b is loaded; a is not (the agent edits it on disk).
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(b))
+    editor.open_chat()
+    turn(editor, 1, [disk(a, "a1\n1\n2\n3\n"), write(b, "b1\n1\n2\n3\n4\n5\n")])
+    new = project / "new.txt"
+    turn(
+        editor,
+        2,
+        [
+            disk(a, "a1\n1\n2\nA2\n"),
+            write(b, "b1\n1\nB2\n3\n4\nB2\n"),
+            write(new, "created\n"),
+        ],
+    )
+    # The user accepts a's change of turn 2, the first of b's two, and the new file.
+    accept(editor, a, 0)
+    accept(editor, b, 0)
+    accept(editor, new, 0)
+    turn(editor, 3, [disk(a, "a3\n1\n2\nA2\n"), write(b, "b3\n1\nB2\n3\n4\nB2\n")])
+    seq = editor.lua("return vim.fn.undotree(...).seq_cur", buf)
+    editor.lua(
+        "_G.writes = {} vim.api.nvim_create_autocmd('BufWritePost', {callback = function(ev)"
+        " _G.writes[ev.file] = (_G.writes[ev.file] or 0) + 1 end})"
+    )
+
+    editor.nvim.command("AcpRestore 1")
+    wait_text(editor, "Restored the files to before turn 1: `a.txt`, `b.txt`, `new.txt`.")
+    # Turn 1's baseline, the accepted changes gone too, in buffer and on disk.
+    assert not new.exists()
+    assert a.read_text() == "a0\n1\n2\n3\n"
+    assert b.read_text() == "b0\n1\n2\n3\n4\n5\n"
+    assert lines(editor, buf) == ["b0", "1", "2", "3", "4", "5"]
+    # The review agrees: nothing open, nothing shown as accepted; the accepted hunks
+    # the restore took back are `reverted`, the open ones `rejected`.
+    assert statuses(editor) == {
+        ("a.txt", 3): ["rejected"],
+        ("b.txt", 3): ["rejected"],
+        ("a.txt", 2): ["reverted"],
+        ("b.txt", 2): ["reverted", "rejected"],
+        ("new.txt", 2): ["reverted"],
+        ("a.txt", 1): ["rejected"],
+        ("b.txt", 1): ["rejected"],
+    }
+    # One write, one undo step: `u` gives back turn 3's text.
+    assert editor.lua("return _G.writes") == {str(b): 1}
+    assert editor.lua("return vim.fn.undotree(...).seq_cur", buf) == seq + 1
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent undo') end)", buf)
+    assert lines(editor, buf) == ["b3", "1", "B2", "3", "4", "B2"]
+
+
+def test_restore_without_a_turn_takes_back_the_last_one(editor: Editor) -> None:
+    project = editor.tmp / "project"
+    b = project / "b.txt"
+    b.write_text("b0\n1\n2\n3\n")
+    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(b))
+    editor.open_chat()
+    turn(editor, 1, [write(b, "b1\n1\n2\n3\n")])
+    new = project / "new.txt"
+    turn(editor, 2, [write(b, "b1\nB2\n2\nB2\n"), write(new, "created\n")])
+    accept(editor, b, 1)
+    # A file the agent created, which the user has edited since.
+    new.write_text("created\nmine\n")
+
+    editor.lua("require('acp').restore()")
+    wait_text(editor, "Restored the files to before turn 2: `b.txt`.")
+    assert b.read_text() == "b1\n1\n2\n3\n"
+    assert lines(editor, buf) == ["b1", "1", "2", "3"]
+    # Not removed: it holds the user's edits (a notice says so); its change stays open.
+    assert new.read_text() == "created\nmine\n"
+    assert any(
+        "new.txt: not removed, it holds your edits" in n["msg"]
+        for n in editor.lua("return _G.acp_notices")
+    )
+    # Turn 1's change is still there, still open.
+    assert statuses(editor) == {
+        ("b.txt", 2): ["rejected", "reverted"],
+        ("new.txt", 2): ["pending"],
+        ("b.txt", 1): ["pending"],
+    }

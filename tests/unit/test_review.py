@@ -576,6 +576,85 @@ def test_restore_takes_every_later_turn_back_in_one_change_keeping_user_edits() 
     assert store.accept(P, conflict.id, turn=3) == changed((7, ["mine"]))
 
 
+def statuses(store: ReviewStore, turn: int) -> list[str]:
+    return [h.status for h in store.hunks(P, turn)]
+
+
+def test_restore_takes_accepted_changes_back_too_and_marks_them_reverted() -> None:
+    store = ReviewStore()
+    texts = [
+        TEN,
+        changed((1, ["t1"])),
+        changed((1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"])),
+        changed((0, ["t3"]), (1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"])),
+    ]
+    for turn in (1, 2, 3):
+        store.begin_turn()
+        store.record(P, texts[turn - 1], texts[turn], "disk")
+        if turn == 2:
+            # The user accepts one hunk of turn 2 and types a line of their own.
+            accepted = store.hunks(P)[0]
+            assert store.accept(P, accepted.id) == texts[2]
+            texts[2] = changed((1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"]), (9, ["mine"]))
+            store.turn(2).file(P).user_edit(texts[2])
+            texts[3] = changed(
+                (0, ["t3"]), (1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"]), (9, ["mine"])
+            )
+    outcome = store.restore(P, 1)
+    # Turn 1's baseline, with the user's own line: no agent line is left.
+    assert (outcome.text, outcome.conflicts, outcome.clashes) == (changed((9, ["mine"])), [], [])
+    assert (statuses(store, 1), statuses(store, 2), statuses(store, 3)) == (
+        ["rejected"],
+        ["reverted", "rejected"],
+        ["rejected"],
+    )
+    assert all(not store.turn(t).file(P).applied for t in (1, 2, 3))
+    # The turn's baseline no longer holds the accepted change either.
+    assert store.turn(2).file(P).baseline == changed((1, ["t1"]), (9, ["mine"]))
+
+
+def test_restore_keeps_an_accepted_change_the_user_edited_since() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, TEN, changed((2, ["agent"]), (5, ["agent"])), "disk")
+    store.accept(P)
+    store.turn(1).file(P).user_edit(changed((2, ["agent, mine"]), (5, ["agent"])))
+    store.begin_turn()
+    store.record(
+        P,
+        changed((2, ["agent, mine"]), (5, ["agent"])),
+        changed((2, ["agent, mine"]), (5, ["agent"]), (8, ["t2"])),
+        "disk",
+    )
+    outcome = store.restore(P, 1)
+    assert outcome.text == changed((2, ["agent, mine"]))
+    assert outcome.clashes == [
+        f"{P}: you edited a change of turn 1 after accepting it; your text stays"
+    ]
+    assert sorted(statuses(store, 1)) == ["accepted", "reverted"]
+
+
+def test_restore_removes_a_created_file_unless_the_user_edited_it_since() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, None, text("new"), "write")
+    store.accept(P)
+    assert store.restore(P, 1).text is None
+    assert statuses(store, 1) == ["reverted"]
+    assert store.changes()[0]["created"] is False
+
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, None, text("new"), "write")
+    store.turn(1).file(P).user_edit(text("new", "mine"))
+    outcome = store.restore(P, 1)
+    assert (outcome.text, outcome.clashes) == (
+        text("new", "mine"),
+        [f"{P}: not removed, it holds your edits"],
+    )
+    assert store.turn(1).file(P).open
+
+
 # -- conflicts -------------------------------------------------------------------
 
 

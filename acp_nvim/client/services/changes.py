@@ -548,10 +548,11 @@ class SessionChanges:
 
     async def restore(self, turn: int) -> list[str]:
         """Take the files back to how they were before ``turn``: every change of that
-        turn and later still open is rejected (changes the user accepted stay), each
-        file in one change: one undo step per buffer, one write per file. The user's
-        edits made since the agent's last change of a file are kept, where they clash
-        as conflicts (see :meth:`ReviewStore.restore`). Returns the files restored."""
+        turn and later is taken out, open ones rejected and accepted ones reverted,
+        each file in one change: one undo step per buffer, one write per file. The
+        user's edits made since the agent's last change of a file are kept, where
+        they clash as conflicts (see :meth:`ReviewStore.restore`). Returns the files
+        restored."""
         restored: list[str] = []
         async with self._lock:
             kinds: dict[str, set[FileKind]] = {}
@@ -559,7 +560,7 @@ class SessionChanges:
                 if changeset.turn < turn:
                     break
                 for change in changeset.files():
-                    if change.open:
+                    if change.applied:
                         kinds.setdefault(change.path, set()).add(change.kind)
             for path, kind in kinds.items():
                 disk = "disk" in kind
@@ -578,7 +579,8 @@ class SessionChanges:
                         "your text was kept (:AcpReview)",
                         "warn",
                     )
-                restored.append(path)
+                if outcome.text != doc.text or outcome.conflicts:
+                    restored.append(path)
             self._publish()
         return sorted(self._name(path) for path in restored)
 
