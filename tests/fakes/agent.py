@@ -55,6 +55,7 @@ class Fake:
             "session/set_config_option",
             "session/list",
             "session/load",
+            "session/resume",
             "session/close",
         ):
             connection.on_request(method, dict, self.recorder(method))
@@ -97,8 +98,10 @@ class Fake:
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
-                "sessionCapabilities": {"list": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
             }
+        if self.scenario == "settings":
+            result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
         return result
 
     async def new_session(self, params: Params) -> Params:
@@ -107,7 +110,15 @@ class Fake:
         self.mcp_servers = params.get("mcpServers") or []
         if self.scenario == "auth" and not self.logged_in():
             raise RequestError(-32000, "Authentication required")
-        result: Params = {"sessionId": "fake-1"}
+        result: Params = {"sessionId": "fake-1", **self.settings()}
+        if self.scenario == "fork":
+            result["configOptions"] = self.mode_option("ask")
+        return result
+
+    def settings(self) -> Params:
+        """The settings a session starts with (new or resumed: this agent does not keep
+        a session's mode)."""
+        result: Params = {}
         if self.scenario in ("settings", "configs"):
             # qwen starts in "auto": its own classifier approves edits and commands.
             result["modes"] = {
@@ -127,8 +138,6 @@ class Fake:
             }
         if self.scenario == "configs":  # config options win over modes and models
             result["configOptions"] = self.config_options("auto")
-        if self.scenario == "fork":
-            result["configOptions"] = self.mode_option("ask")
         return result
 
     async def fork(self, params: Params) -> Params:
@@ -188,6 +197,8 @@ class Fake:
                     session = params["sessionId"]
                     await self.say("an old question", "user_message_chunk", session)
                     await self.say("an old answer", session=session)
+                case "session/resume":
+                    return self.settings()
             return {}
 
         return record

@@ -4,9 +4,12 @@ speak it) and v2: what reaches the agent and what the user sees."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from typing import Any
 
 from tests.nvim.conftest import Editor
+from tests.nvim.test_faults import fake_pids
 
 
 def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
@@ -117,9 +120,81 @@ def test_session_history_over_v1(editor: Editor) -> None:
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
     editor.nvim.command("AcpClose")
     editor.nvim.command("AcpChat")  # the first chat, whose agent logged the calls
-    assert [c[0] for c in calls(editor)] == [
+    history = calls(editor)
+    assert [c[0] for c in history] == [
         "session/list",
         "session/list",
         "session/load",
         "session/close",
     ]
+    # Only the sessions of this directory are asked for.
+    cwd = editor.lua("return vim.fn.getcwd()")
+    assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
+
+
+def test_a_dead_agent_restarts_into_its_session_over_v1(editor: Editor) -> None:
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    [pid] = fake_pids(editor, "history")
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    # session/resume, not session/load: the transcript shows the history already.
+    [(method, params)] = calls(editor)
+    assert method == "session/resume" and params["sessionId"] == "fake-1"
+    assert params["cwd"] == editor.lua("return vim.fn.getcwd()")
+    assert editor.events("AcpSessionReady")[1]["session_id"] == "fake-1"
+    text = editor.transcript_text()
+    assert "an old answer" not in text and "A new session begins" not in text
+
+
+def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
+    # The fake offers session/resume, not session/load: no history comes back.
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
+        default_agent="qwen",
+    )
+    first = editor.open_chat()
+    editor.nvim.command("AcpResume fake-1")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["session_id"] == "fake-1"
+    assert "The agent resumes this session without showing its history." in (
+        editor.transcript_text()
+    )
+    # The configured mode is set on the resumed session as on a new one.
+    resumed = calls(editor)
+    assert [c[0] for c in resumed] == [
+        "session/set_mode",
+        "session/resume",
+        "session/set_mode",
+    ]
+    assert resumed[1][1]["sessionId"] == "fake-1"
+    assert resumed[1][1]["cwd"] == editor.lua("return vim.fn.getcwd()")
+    assert resumed[2][1] == {"sessionId": "fake-1", "modeId": "default"}
+
+
+def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
+        default_agent="qwen",
+    )
+    editor.open_chat()
+    editor.nvim.command("AcpMode plan")
+    editor.lua("require('acp').set_model('large')")
+    editor.wait("require('acp').status().models.current == 'large'")
+    [pid] = fake_pids(editor, "settings")
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    # The next send restarts the agent; it resumes the session in its own start mode
+    # ("auto"), and the chat sets the user's mode and model again, not the defaults.
+    restarted = calls(editor)
+    assert [c[0] for c in restarted] == ["session/resume", "session/set_mode", "session/set_model"]
+    assert restarted[0][1]["sessionId"] == "fake-1"
+    assert restarted[1:] == [
+        ["session/set_mode", {"sessionId": "fake-1", "modeId": "plan"}],
+        ["session/set_model", {"sessionId": "fake-1", "modelId": "large"}],
+    ]
+    assert "A new session begins" not in editor.transcript_text()
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "plan" and status["models"]["current"] == "large"
+    assert "mode Plan" in winbar(editor) and "Large" in winbar(editor)
