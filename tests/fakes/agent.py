@@ -185,6 +185,25 @@ class Fake:
             }
         ]
 
+    async def switch_settings(self) -> None:
+        """Change settings as agents do on their own (a plan mode left by a tool,
+        the mode the user picked in the agent's own UI): "settings" to mode "plan" and
+        a new thought level setting, "configs" its approval option to "ask"."""
+        if self.scenario == "configs":
+            options = self.config_options("ask")
+            await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": options})
+            return
+        await self.tool_update({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+        thought = {
+            "type": "select",
+            "id": "thought",
+            "name": "Thinking",
+            "category": "thought_level",
+            "currentValue": "high",
+            "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}],
+        }
+        await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": [thought]})
+
     def recorder(self, method: str) -> Any:
         async def record(params: Params) -> Params:
             self.calls.append([method, params])
@@ -262,6 +281,8 @@ class Fake:
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" if text == "calls":
                 await self.say(json.dumps(self.calls))
+            case "settings" | "configs" if text == "switch":
+                await self.switch_settings()
             case "stubborn":
                 # Deaf to hang-ups, a grandchild in its group, reports both pids.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)

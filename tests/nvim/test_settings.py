@@ -198,3 +198,30 @@ def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
     status = editor.lua("return require('acp').status()")
     assert status["modes"]["current"] == "plan" and status["models"]["current"] == "large"
     assert "mode Plan" in winbar(editor) and "Large" in winbar(editor)
+
+
+def test_settings_the_agent_changes_over_v1_are_shown(editor: Editor) -> None:
+    editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
+    editor.open_chat()
+    assert "mode Auto" in winbar(editor)
+    # current_mode_update, then a config_option_update with a setting of its own.
+    editor.lua("require('acp').send('switch')")
+    editor.wait_event("AcpTurnEnd")
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "plan" and status["mode"] == "Plan"
+    assert status["thought_level"] == "High"
+    # The modes and models, which no config option replaces, stay offered.
+    assert [o["id"] for o in status["config_options"]] == ["thought", "mode", "model"]
+    assert status["models"]["current"] == "small"
+    assert "mode Plan" in winbar(editor) and "Small" in winbar(editor)
+
+
+def test_a_config_option_update_over_v1_moves_the_mode(editor: Editor) -> None:
+    editor.setup(agents={"codex": editor.fake_agent("configs")}, default_agent="codex")
+    editor.open_chat()
+    assert editor.lua("return require('acp').status().modes.current") == "auto"
+    editor.lua("require('acp').send('switch')")
+    editor.wait_event("AcpTurnEnd")
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "ask" and status["mode"] == "Ask"
+    assert "mode Ask" in winbar(editor)
