@@ -25,6 +25,8 @@ from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 IDLE_EXIT = 97
+# Scenarios that answer v2 when the client offers it ("blocks+embed" counts as "blocks").
+V2_SCENARIOS = ("mcp_v2", "fork", "blocks", "elicit")
 
 
 class Fake:
@@ -45,7 +47,7 @@ class Fake:
         connection.on_request("authenticate", dict, self.authenticate)
         connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
-        self.version = 1  # the "fork" scenario answers v2 when it is offered
+        self.version = 1  # 2 where the client offers it and the scenario speaks it
         self.turns = 0
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
@@ -64,18 +66,12 @@ class Fake:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
-        if self.scenario == "mcp_v2" and params.get("protocolVersion") == 2:
-            return {
-                "protocolVersion": 2,
-                "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"mcp": {"stdio": {}}}},
-            }
-        if self.scenario == "fork" and params.get("protocolVersion") == 2:
+        if params.get("protocolVersion") == 2 and self.scenario.split("+")[0] in V2_SCENARIOS:
             self.version = 2
             return {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"fork": {}}},
+                "capabilities": {"session": self.session_capabilities_v2()},
             }
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
@@ -103,6 +99,16 @@ class Fake:
         if self.scenario == "settings":
             result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
         return result
+
+    def session_capabilities_v2(self) -> Params:
+        match self.scenario.split("+"):
+            case ["mcp_v2"]:
+                return {"mcp": {"stdio": {}}}
+            case ["fork"]:
+                return {"fork": {}}
+            case ["blocks", *takes]:
+                return {"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}}
+        return {}
 
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
@@ -244,19 +250,40 @@ class Fake:
         )
 
     async def prompt(self, params: Params) -> Params:
+        if self.version == 2 and self.scenario != "fork":
+            # v2: the prompt is only accepted; the turn reports itself and ends idle.
+            self.tasks.start_soon(self.v2_turn, params)
+            return {}
+        return await self.turn(params)
+
+    async def v2_turn(self, params: Params) -> None:
+        """The scenario's turn with v2 messages, ended by an idle update."""
+        self.turns += 1
+        self.say = self.say_v2  # type: ignore[method-assign]
+        try:
+            answer = await self.turn(params)
+        finally:
+            del self.say
+        update = {"sessionUpdate": "state_update", "state": "idle", **answer}
+        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+
+    async def turn(self, params: Params) -> Params:
         text = params["prompt"][0]["text"]
-        if self.scenario.startswith("blocks"):  # the prompt's blocks, as received
-            await self.say(json.dumps(params["prompt"]))
+        if self.scenario.startswith("blocks"):
+            # The prompt's blocks as received; a text too long for one transcript
+            # line is said as its length.
+            def short(value: Any) -> Any:
+                if isinstance(value, dict):
+                    return {k: short(v) for k, v in value.items()}
+                return f"<{len(value)} chars>" if isinstance(value, str) and len(value) > 1000 else value
+
+            await self.say(json.dumps([short(block) for block in params["prompt"]]))
             return {"stopReason": "end_turn"}
         match self.scenario:
             case "fork":
                 return await self.fork_turn(params["sessionId"], text)
-            case "mcp":
+            case "mcp" | "mcp_v2":
                 await self.call_editor_tools(json.loads(text))
-            case "mcp_v2":
-                # v2: the prompt is only accepted; the turn reports itself and ends idle.
-                self.tasks.start_soon(self.v2_turn, text)
-                return {}
             case "endless":
                 # Stream until cancelled; then answer the way every real agent does.
                 i = 0
@@ -367,7 +394,8 @@ class Fake:
         for step in steps:
             [(kind, args)] = step.items()
             if kind == "caps":
-                caps = self.init_params.get("clientCapabilities", {}).get("elicitation")
+                key = "capabilities" if self.version == 2 else "clientCapabilities"
+                caps = self.init_params.get(key, {}).get("elicitation")
                 await self.say(f"CAPS {json.dumps(caps)}\n")
             elif kind == "complete":
                 await self.c.notify("elicitation/complete", {"elicitationId": args})
@@ -403,22 +431,12 @@ class Fake:
                     result = {"error": err.code, "message": err.message}
                 await self.say("RESULT " + json.dumps(result) + "\n")
 
-    async def v2_turn(self, text: str) -> None:
-        say = self.say
-        self.say = self.say_v2  # type: ignore[method-assign]
-        try:
-            await self.call_editor_tools(json.loads(text))
-        finally:
-            self.say = say  # type: ignore[method-assign]
-        update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
-        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
-
     async def say_v2(
         self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
     ) -> None:
         update = {
             "sessionUpdate": kind,
-            "messageId": "m1",
+            "messageId": f"m{self.turns}",
             "content": {"type": "text", "text": text},
         }
         await self.c.notify("session/update", {"sessionId": session, "update": update})
