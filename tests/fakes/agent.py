@@ -45,6 +45,7 @@ class Fake:
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
         connection.on_request("authenticate", dict, self.authenticate)
+        connection.on_request("logout", dict, self.logout)
         connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
         self.version = 1  # 2 where the client offers it and the scenario speaks it
@@ -89,6 +90,7 @@ class Fake:
                  "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
                 {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
             ]  # fmt: skip
+            result["agentCapabilities"] = {"auth": {"logout": {}}}
         if self.scenario == "fork":
             result["agentCapabilities"] = {"sessionCapabilities": {"fork": {}}}
         if self.scenario == "history":
@@ -176,6 +178,10 @@ class Fake:
 
     async def authenticate(self, params: Params) -> Params:
         self.authenticated = params.get("methodId") == "browser"
+        return {}
+
+    async def logout(self, params: Params) -> Params:
+        self.authenticated = False
         return {}
 
     @staticmethod

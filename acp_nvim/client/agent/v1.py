@@ -692,4 +692,4 @@ def _mcp_server(spec: ServerSpec) -> Any:
 
 
 def _not_offered(what: str) -> NoReturn:
-    raise NotOffered(f"{what} is not offered over ACP v1")
+    raise NotOffered(f"{what} is not offered by this agent")
