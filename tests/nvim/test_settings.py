@@ -8,6 +8,8 @@ import os
 import signal
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.test_faults import fake_pids
 
@@ -225,3 +227,41 @@ def test_a_config_option_update_over_v1_moves_the_mode(editor: Editor) -> None:
     status = editor.lua("return require('acp').status()")
     assert status["modes"]["current"] == "ask" and status["mode"] == "Ask"
     assert "mode Ask" in winbar(editor)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()
+    assert first["protocol_version"] == version
+    editor.wait("#(require('acp.chat').get().status.login_methods or {}) == 1")
+    editor.nvim.command("AcpLogin")  # its only method: nothing to pick
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: logged in to demo')"
+    )
+    login = '"method":"authenticate"' if version == 1 else '"method":"auth/login"'
+    assert any(login in line for line in editor.lua("return require('acp.host').request('log')"))
+    editor.lua("require('acp').send('remember me')")
+    editor.wait_event("AcpTurnEnd")
+    # :AcpSessions lists this directory's sessions; the one picked opens in a new chat.
+    editor.lua(
+        "vim.ui.select = function(items, _, on_choice)"
+        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
+        " on_choice(items[1]) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return _G.offered") == [first["session_id"]]
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
+    # Its history is shown again (session/load over v1, a replaying resume over v2).
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf,"
+        " 0, -1, false), '\\n'):find('You said: %*remember me%*') ~= nil"
+    )
+    assert "## You\nremember me" in editor.transcript_text()
+    resumed = '"method":"session/load"' if version == 1 else '"method":"session/resume"'
+    assert any(resumed in line for line in editor.lua("return require('acp.host').request('log')"))
