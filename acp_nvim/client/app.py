@@ -218,8 +218,12 @@ class App:
                         # not the configured defaults.
                         await connection.fork(chat, fork_of)
                     else:
-                        await self._session(connection, chat, session_id, again=again)
-                        await self._apply_defaults(connection, chat, agent_config)
+                        # A restart goes on with the settings the user had, not the
+                        # configured defaults (which would undo a mode switched to).
+                        kept = _chosen(chat) if again else []
+                        resumed = await self._session(connection, chat, session_id, again=again)
+                        wanted = kept if again and resumed else _defaults(agent_config)
+                        await self._apply_settings(connection, chat, wanted)
             except TimeoutError:
                 chat.fail(
                     f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
@@ -242,30 +246,29 @@ class App:
 
     async def _session(
         self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
-    ) -> None:
+    ) -> bool:
+        """Begin or resume ``chat``'s session; whether an existing one goes on."""
         if session_id is None:
             await connection.new_session(chat)
-        elif not again:
+            return False
+        if not again:
             await connection.resume(chat, session_id)
-        else:
-            # The transcript already shows the history: resume without a replay.
-            try:
-                await connection.resume(chat, session_id, replay=False)
-            except AgentFailed as err:
-                chat.info(f"*A new session begins ({err}).*")
-                await connection.new_session(chat)
+            return True
+        # The transcript already shows the history: resume without a replay.
+        try:
+            await connection.resume(chat, session_id, replay=False)
+        except AgentFailed as err:
+            chat.info(f"*A new session begins ({err}).*")
+            await connection.new_session(chat)
+            return False
+        return True
 
-    async def _apply_defaults(
-        self, connection: AgentConnection, chat: Chat, agent_config: AgentConfig
+    async def _apply_settings(
+        self, connection: AgentConnection, chat: Chat, wanted: list[_Wanted]
     ) -> None:
-        """The agent's configured mode, model and settings, before the first prompt.
-        One the agent does not offer is reported, not dropped silently."""
-        wanted: list[tuple[str, str, str | bool]] = [
-            (f"{category} {value!r}", category, value)
-            for category, value in (("mode", agent_config.mode), ("model", agent_config.model))
-            if value is not None
-        ]
-        wanted += [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
+        """Settings to have before the first prompt (the agent's configured mode,
+        model and options, or the user's after a restart). One the agent does not
+        offer is reported, not dropped silently."""
         for what, key, value in wanted:
             option = _setting(chat, key)
             choices = [v for v, _ in option.choices] if option is not None else []
@@ -795,6 +798,28 @@ class App:
 def _plain(method: LoginMethod) -> dict[str, Any]:
     """A login method for Lua's picker (which asks for the variables' values)."""
     return {"id": method.id, "name": method.name, "kind": method.kind, "vars": method.vars}
+
+
+_Wanted = tuple[str, str, str | bool]  # how it is named in a notice, setting id or category, value
+
+
+def _defaults(agent_config: AgentConfig) -> list[_Wanted]:
+    """The agent's configured mode, model and settings."""
+    wanted: list[_Wanted] = [
+        (f"{category} {value!r}", category, value)
+        for category, value in (("mode", agent_config.mode), ("model", agent_config.model))
+        if value is not None
+    ]
+    return wanted + [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
+
+
+def _chosen(chat: Chat) -> list[_Wanted]:
+    """The chat's settings as they are now: what a restarted agent's session gets back."""
+    return [
+        (f"setting {o.id}={o.current!r}", o.id, o.current)
+        for o in chat.session.config_options
+        if isinstance(o.current, (str, bool)) and o.type in ("select", "boolean")
+    ]
 
 
 def _setting(chat: Chat, key: str) -> ConfigOption | None:

@@ -27,6 +27,8 @@ from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 IDLE_EXIT = 97
+# Scenarios that answer v2 when the client offers it ("blocks+embed" counts as "blocks").
+V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit")
 
 
 class AcpMcp:
@@ -57,9 +59,10 @@ class Fake:
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
         connection.on_request("authenticate", dict, self.authenticate)
+        connection.on_request("logout", dict, self.logout)
         connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
-        self.version = 1  # the "fork" scenario answers v2 when it is offered
+        self.version = 1  # 2 where the client offers it and the scenario speaks it
         self.turns = 0
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
@@ -69,6 +72,7 @@ class Fake:
             "session/set_config_option",
             "session/list",
             "session/load",
+            "session/resume",
             "session/close",
         ):
             connection.on_request(method, dict, self.recorder(method))
@@ -77,20 +81,12 @@ class Fake:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
-        if self.scenario.startswith("mcp_v2") and params.get("protocolVersion") == 2:
-            # "mcp_v2_acp" takes MCP-over-ACP too (the unstable session.mcp.acp).
-            mcp: Params = {"stdio": {}, **({"acp": {}} if "acp" in self.scenario else {})}
-            return {
-                "protocolVersion": 2,
-                "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"mcp": mcp}},
-            }
-        if self.scenario == "fork" and params.get("protocolVersion") == 2:
+        if params.get("protocolVersion") == 2 and self.scenario.split("+")[0] in V2_SCENARIOS:
             self.version = 2
             return {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"fork": {}}},
+                "capabilities": {"session": self.session_capabilities_v2()},
             }
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
@@ -108,14 +104,29 @@ class Fake:
                  "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
                 {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
             ]  # fmt: skip
+            result["agentCapabilities"] = {"auth": {"logout": {}}}
         if self.scenario == "fork":
             result["agentCapabilities"] = {"sessionCapabilities": {"fork": {}}}
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
-                "sessionCapabilities": {"list": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
             }
+        if self.scenario == "settings":
+            result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
         return result
+
+    def session_capabilities_v2(self) -> Params:
+        match self.scenario.split("+"):
+            case ["mcp_v2"]:
+                return {"mcp": {"stdio": {}}}
+            case ["mcp_v2_acp"]:  # MCP-over-ACP too (the unstable session.mcp.acp)
+                return {"mcp": {"stdio": {}, "acp": {}}}
+            case ["fork"]:
+                return {"fork": {}}
+            case ["blocks", *takes]:
+                return {"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}}
+        return {}
 
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
@@ -123,7 +134,15 @@ class Fake:
         self.mcp_servers = params.get("mcpServers") or []
         if self.scenario == "auth" and not self.logged_in():
             raise RequestError(-32000, "Authentication required")
-        result: Params = {"sessionId": "fake-1"}
+        result: Params = {"sessionId": "fake-1", **self.settings()}
+        if self.scenario == "fork":
+            result["configOptions"] = self.mode_option("ask")
+        return result
+
+    def settings(self) -> Params:
+        """The settings a session starts with (new or resumed: this agent does not keep
+        a session's mode)."""
+        result: Params = {}
         if self.scenario in ("settings", "configs"):
             # qwen starts in "auto": its own classifier approves edits and commands.
             result["modes"] = {
@@ -143,8 +162,6 @@ class Fake:
             }
         if self.scenario == "configs":  # config options win over modes and models
             result["configOptions"] = self.config_options("auto")
-        if self.scenario == "fork":
-            result["configOptions"] = self.mode_option("ask")
         return result
 
     async def fork(self, params: Params) -> Params:
@@ -179,6 +196,10 @@ class Fake:
         self.authenticated = params.get("methodId") == "browser"
         return {}
 
+    async def logout(self, params: Params) -> Params:
+        self.authenticated = False
+        return {}
+
     @staticmethod
     def config_options(mode: str) -> list[Params]:
         return [
@@ -192,6 +213,25 @@ class Fake:
             }
         ]
 
+    async def switch_settings(self) -> None:
+        """Change settings as agents do on their own (a plan mode left by a tool,
+        the mode the user picked in the agent's own UI): "settings" to mode "plan" and
+        a new thought level setting, "configs" its approval option to "ask"."""
+        if self.scenario == "configs":
+            options = self.config_options("ask")
+            await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": options})
+            return
+        await self.tool_update({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+        thought = {
+            "type": "select",
+            "id": "thought",
+            "name": "Thinking",
+            "category": "thought_level",
+            "currentValue": "high",
+            "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}],
+        }
+        await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": [thought]})
+
     def recorder(self, method: str) -> Any:
         async def record(params: Params) -> Params:
             self.calls.append([method, params])
@@ -204,6 +244,8 @@ class Fake:
                     session = params["sessionId"]
                     await self.say("an old question", "user_message_chunk", session)
                     await self.say("an old answer", session=session)
+                case "session/resume":
+                    return self.settings()
             return {}
 
         return record
@@ -230,19 +272,40 @@ class Fake:
         )
 
     async def prompt(self, params: Params) -> Params:
+        if self.version == 2 and self.scenario != "fork":
+            # v2: the prompt is only accepted; the turn reports itself and ends idle.
+            self.tasks.start_soon(self.v2_turn, params)
+            return {}
+        return await self.turn(params)
+
+    async def v2_turn(self, params: Params) -> None:
+        """The scenario's turn with v2 messages, ended by an idle update."""
+        self.turns += 1
+        self.say = self.say_v2  # type: ignore[method-assign]
+        try:
+            answer = await self.turn(params)
+        finally:
+            del self.say
+        update = {"sessionUpdate": "state_update", "state": "idle", **answer}
+        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+
+    async def turn(self, params: Params) -> Params:
         text = params["prompt"][0]["text"]
-        if self.scenario.startswith("blocks"):  # the prompt's blocks, as received
-            await self.say(json.dumps(params["prompt"]))
+        if self.scenario.startswith("blocks"):
+            # The prompt's blocks as received; a text too long for one transcript
+            # line is said as its length.
+            def short(value: Any) -> Any:
+                if isinstance(value, dict):
+                    return {k: short(v) for k, v in value.items()}
+                return f"<{len(value)} chars>" if isinstance(value, str) and len(value) > 1000 else value
+
+            await self.say(json.dumps([short(block) for block in params["prompt"]]))
             return {"stopReason": "end_turn"}
         match self.scenario:
             case "fork":
                 return await self.fork_turn(params["sessionId"], text)
-            case "mcp":
+            case "mcp" | "mcp_v2" | "mcp_v2_acp":
                 await self.call_editor_tools(json.loads(text))
-            case "mcp_v2" | "mcp_v2_acp":
-                # v2: the prompt is only accepted; the turn reports itself and ends idle.
-                self.tasks.start_soon(self.v2_turn, text)
-                return {}
             case "endless":
                 # Stream until cancelled; then answer the way every real agent does.
                 i = 0
@@ -267,6 +330,8 @@ class Fake:
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" if text == "calls":
                 await self.say(json.dumps(self.calls))
+            case "settings" | "configs" if text == "switch":
+                await self.switch_settings()
             case "stubborn":
                 # Deaf to hang-ups, a grandchild in its group, reports both pids.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -351,7 +416,8 @@ class Fake:
         for step in steps:
             [(kind, args)] = step.items()
             if kind == "caps":
-                caps = self.init_params.get("clientCapabilities", {}).get("elicitation")
+                key = "capabilities" if self.version == 2 else "clientCapabilities"
+                caps = self.init_params.get(key, {}).get("elicitation")
                 await self.say(f"CAPS {json.dumps(caps)}\n")
             elif kind == "complete":
                 await self.c.notify("elicitation/complete", {"elicitationId": args})
@@ -407,22 +473,12 @@ class Fake:
         finally:
             await self.c.request("mcp/disconnect", {"connectionId": mcp.connection_id}, dict)
 
-    async def v2_turn(self, text: str) -> None:
-        say = self.say
-        self.say = self.say_v2  # type: ignore[method-assign]
-        try:
-            await self.call_editor_tools(json.loads(text))
-        finally:
-            self.say = say  # type: ignore[method-assign]
-        update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
-        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
-
     async def say_v2(
         self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
     ) -> None:
         update = {
             "sessionUpdate": kind,
-            "messageId": "m1",
+            "messageId": f"m{self.turns}",
             "content": {"type": "text", "text": text},
         }
         await self.c.notify("session/update", {"sessionId": session, "update": update})

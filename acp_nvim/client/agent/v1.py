@@ -650,4 +650,4 @@ class SessionsV1:
 
 
 def _not_offered(what: str) -> NoReturn:
-    raise NotOffered(f"{what} is not offered over ACP v1")
+    raise NotOffered(f"{what} is not offered by this agent")
