@@ -96,6 +96,12 @@ class Editor:
         if not ok:
             raise AssertionError(f"timed out waiting for {what or condition}; {self.debug()}")
 
+    def as_typed(self, command: str) -> None:
+        """Run Ex ``command`` as the user would, followed by the TextChanged that Neovim
+        fires when it gets back to its main loop: a test waits inside vim.wait, which
+        never gets there, so without it the autocmd could come only after the wait."""
+        self.nvim.command(f"{command} | doautocmd <nomodeline> TextChanged")
+
     def debug(self) -> str:
         status = self.lua("return require('acp').status()")
         events = self.lua("return _G.acp_events")

@@ -325,7 +325,7 @@ def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
     assert editor.lua("return require('acp').changes()[1].hunks[1].status") == "pending"
     win = editor.lua("return vim.fn.bufwinid(...)", buf)
     editor.lua("vim.api.nvim_set_current_win(...)", win)
-    editor.nvim.command("undo")
+    editor.as_typed("undo")
     assert lines(editor, buf) == ["one", "two"]
     editor.wait(
         "#vim.tbl_filter(function(h) return h.status == 'pending' end,"

@@ -218,7 +218,7 @@ def test_the_review_follows_undo_and_redo_in_buffer_and_on_disk(
         editor.wait(f"vim.api.nvim_get_current_buf() == {buf}")
         return text
 
-    editor.nvim.command("undo")
+    editor.as_typed("undo")
     editor.wait(
         "require('acp').changes()[1].hunks[1].status == 'reverted'", what="the undo is followed"
     )
@@ -228,7 +228,7 @@ def test_the_review_follows_undo_and_redo_in_buffer_and_on_disk(
     assert marks(editor, buf) == []
     assert "  @@ -2 +2 @@ reverted" in review_text()
 
-    editor.nvim.command("redo")
+    editor.as_typed("redo")
     editor.wait(
         "require('acp').changes()[1].hunks[1].status == 'pending'", what="the redo is followed"
     )
