@@ -18,8 +18,9 @@ What it does, per ``$defs`` entry:
                              outside the enums), plus ``NameLiteral`` and ``NAME_VALUES``.
 - discriminated union     -> one tagged subclass per member, ``<Union><Tag>(<Member>,
                              tag_field=..., tag=...)``, and ``Name = Union[...]``. Fields of
-                             such a type are ``Open[Name]``: decoded in ``__post_init__`` by a
-                             `UnionDecoder`, unknown tags become ``Unknown`` (see
+                             such a type are ``Open[Name]``: one closed msgspec pass when
+                             every variant is known, else a `UnionDecoder` per field (open
+                             twins of the structs), unknown tags become ``Unknown`` (see
                              ``acp_nvim/protocol/unknown.py``). Untagged unions of objects get
                              the same treatment, members tried in order. Properties beside the
                              union are repeated in every variant; a union whose variant is
