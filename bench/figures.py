@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from bench.agent import burst_text
-from bench.harness import Nvim, Pinger, nonce, rss_kb
+from bench.harness import Nvim, Pinger, Ui, nonce, rss_kb
 
 Figures = dict[str, Any]
 MS = 1e6
@@ -33,65 +33,105 @@ def p99(
     return rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))] / MS
 
 
-def _plugin_burst(n: Nvim, buf: int, count: int, ping: bool) -> tuple[float, float, float]:
+class _Burst:
+    """One burst's figures (ms): first byte → visible, last byte → visible, the
+    agent's own write time, first byte → text in the buffer, ping p99."""
+
+    def __init__(self, seen: int, shown: int, stamp: dict[str, Any], p99: float) -> None:
+        self.total = (shown - stamp["first_ns"]) / MS
+        self.tail = (shown - stamp["last_ns"]) / MS
+        self.write = (stamp["last_ns"] - stamp["first_ns"]) / MS
+        self.buffer = (seen - stamp["first_ns"]) / MS
+        self.p99 = p99
+
+
+def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _Burst:
     key = nonce()
     pinger = Pinger(n.socket) if ping else None
+    if ui is not None:
+        ui.watch(f"END{key}")
     seen, stamp = n.turn(buf, f"burst {count} {key}", f"END{key}")
+    shown = ui.seen() if ui is not None else seen
     pings = pinger.stop() if pinger else []
     text = n.buffer_text(buf)
     if burst_text(count, key) not in text + "\n":
         raise AssertionError("the transcript does not hold the streamed text")
-    return (
-        (seen - stamp["first_ns"]) / MS,
-        (seen - stamp["last_ns"]) / MS,
-        p99(pings, stamp["first_ns"], seen),
-    )
+    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown))
 
 
-def _floor_burst(n: Nvim, count: int) -> tuple[float, float, float]:
+def _floor_burst(n: Nvim, ui: Ui, count: int, strong: bool = True) -> _Burst:
     key = nonce()
     pinger = Pinger(n.socket)
-    seen, stamp, buf = n.floor(f"burst {count} {key}", f"END{key}")
+    ui.watch(f"END{key}")
+    seen, stamp, buf = n.floor(f"burst {count} {key}", f"END{key}", strong=strong)
+    shown = ui.seen()
     pings = pinger.stop()
     if n.buffer_text(buf) != burst_text(count, key):
         raise AssertionError("the floor buffer does not hold the streamed text")
     n.nvim.command("close")
-    return (
-        (seen - stamp["first_ns"]) / MS,
-        (seen - stamp["last_ns"]) / MS,
-        p99(pings, stamp["first_ns"], seen),
-    )
+    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown))
+
+
+CLIENTS = ("plugin", "floor", "jobstart")
+
+
+def _side_by_side(n: Nvim, ui: Ui, buf: int, run: int, count: int) -> dict[str, _Burst]:
+    """``count`` chunks through each client, in an order that rotates per run."""
+    bursts = {}
+    for who in CLIENTS[run % 3 :] + CLIENTS[: run % 3]:
+        if who == "plugin":
+            bursts[who] = _plugin_burst(n, ui, buf, count, ping=True)
+        else:
+            bursts[who] = _floor_burst(n, ui, count, strong=who == "floor")
+    return bursts
+
+
+def _with_ui() -> tuple[Nvim, Ui, int]:
+    """A fresh Neovim with a UI, a chat open, every path warmed up (imports, JIT
+    and first-use costs are start-up, not streaming)."""
+    n = Nvim()
+    ui = Ui(n.socket)
+    n.setup()
+    buf = n.open_chat()
+    _plugin_burst(n, ui, buf, 200, ping=False)
+    _floor_burst(n, ui, 200)
+    _floor_burst(n, ui, 200, strong=False)
+    return n, ui, buf
 
 
 def streaming(run: int, count: int = 10_000, fill: int = 100_000) -> Figures:
-    """Burst through the plugin and through the Lua floor (order alternates per
-    run), then the same burst again after a ``fill``-line message."""
-    n = Nvim()
+    """A burst through the plugin and both Lua floors with a UI attached, then
+    the same burst again after a ``fill``-line message."""
+    n, ui, buf = _with_ui()
     try:
-        n.setup()
-        buf = n.open_chat()
-        # Warm-up: imports, JIT and first-use costs are start-up, not streaming.
-        _plugin_burst(n, buf, 200, ping=False)
-        _floor_burst(n, 200)
         figures: Figures = {}
-        for who in ("plugin", "floor") if run % 2 == 0 else ("floor", "plugin"):
-            if who == "plugin":
-                total, tail, ping = _plugin_burst(n, buf, count, ping=True)
-            else:
-                total, tail, ping = _floor_burst(n, count)
-            figures[f"{who}_total"], figures[f"{who}_tail"], figures[f"{who}_p99"] = (
-                total,
-                tail,
-                ping,
-            )
+        for who, burst in _side_by_side(n, ui, buf, run, count).items():
+            figures[f"{who}_total"], figures[f"{who}_tail"] = burst.total, burst.tail
+            figures[f"{who}_buffer"], figures[f"{who}_p99"] = burst.buffer, burst.p99
         n.turn(buf, f"fill {fill}", f"filler line {fill - 1:08d}")
         lines = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
-        full, _, _ = _plugin_burst(n, buf, count, ping=False)
+        full = _plugin_burst(n, ui, buf, count, ping=False)
         figures["transcript_lines"] = lines
-        figures["chunk_us_empty"] = figures["plugin_total"] * 1000 / count
-        figures["chunk_us_full"] = full * 1000 / count
+        figures["chunk_us_empty"] = figures["plugin_buffer"] * 1000 / count
+        figures["chunk_us_full"] = full.buffer * 1000 / count
         return figures
     finally:
+        ui.close()
+        n.quit()
+
+
+def streaming_50k(run: int, count: int = 50_000) -> Figures:
+    """A long burst: does the reader keep up with the writer (the agent's own
+    write time: it waits on a full pipe when it does not)."""
+    n, ui, buf = _with_ui()
+    try:
+        figures: Figures = {}
+        for who, burst in _side_by_side(n, ui, buf, run, count).items():
+            figures[f"{who}_total"], figures[f"{who}_write"] = burst.total, burst.write
+            figures[f"{who}_p99"] = burst.p99
+        return figures
+    finally:
+        ui.close()
         n.quit()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -133,10 +134,14 @@ class Nvim:
         return int(seen[0]), self.last_stamp()
 
     def floor(
-        self, prompt: str, needle: str, timeout: float = 120
+        self, prompt: str, needle: str, timeout: float = 120, *, strong: bool = True
     ) -> tuple[int, dict[str, Any], int]:
-        """The same prompt through the Lua floor client; returns (seen, stamp, its buffer)."""
-        buf = int(self.lua("return _G.bench.floor(...)", [*AGENT, self.stamps], prompt, self.chan))
+        """The same prompt through a Lua floor client (the strong one, or the weak
+        ``jobstart`` one); returns (seen, stamp, its buffer)."""
+        client = "strong_floor" if strong else "floor"
+        buf = int(
+            self.lua(f"return _G.bench.{client}(...)", [*AGENT, self.stamps], prompt, self.chan)
+        )
         self.lua("_G.bench.watch(...)", buf, needle, self.chan, "seen", int(timeout * 1000))
         seen = self.wait("seen", timeout)
         if seen[0] is None:
@@ -169,6 +174,41 @@ def rss_kb(pid: int) -> int:
         if row.startswith("VmRSS:"):
             return int(row.split()[1])
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class Ui:
+    """A UI attached on Neovim's socket (``ui.py``): Neovim redraws as for a user,
+    and :meth:`watch` / :meth:`seen` tell when a text reached the screen."""
+
+    def __init__(self, socket: str, width: int = 160, height: int = 48) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(BENCH / "ui.py"), socket, str(width), str(height)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the UI did not start")
+
+    def watch(self, needle: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"watch {needle}\n")
+        self.proc.stdin.flush()
+
+    def seen(self, timeout: float = 30) -> int:
+        """When the watched text was first on the screen (monotonic ns)."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError("the watched text never reached the screen")
+        command, _, stamp = self.proc.stdout.readline().strip().partition(" ")
+        if command != "seen":
+            raise RuntimeError(f"the UI answered {command!r}")
+        return int(stamp)
+
+    def close(self) -> None:
+        self.proc.communicate("", timeout=30)
 
 
 class Pinger:
