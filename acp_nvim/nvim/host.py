@@ -47,7 +47,6 @@ class Host:
 
     async def _main(self, tasks: anyio.abc.TaskGroup) -> None:
         self.app = App(self.editor, tasks)
-        tasks.start_soon(self.editor.run)
 
     def _ensure_started(self) -> App:
         if not self._started:
