@@ -196,14 +196,65 @@ end
 -- syntax sync, and a growing transcript needs one per batch: that made Neovim
 -- answer other clients 50-100 ms late during a stream. Ten lines keep it at the
 -- floor's latency (doc/decisions/0008-transcript-highlighting.md).
-local function bound_syntax_sync(buf)
-  local function apply()
-    api.nvim_buf_call(buf, function()
-      vim.cmd("syntax sync minlines=10 maxlines=10")
-    end)
+local SYNC_LINES = 10
+-- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
+-- markdown syntax until no row came for SETTLE_MS: drawing a window of new rows
+-- takes markdown.vim ~20 ms, and a flood scrolls a window with each batch
+-- (doc/decisions/0018-perf-render-pacing.md). Human-paced replies keep it.
+local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
+
+local function set_sync(chat)
+  -- Paused: syntax stops at the first column (state cleared each line) and looks
+  -- back one line; what the flood shows is plain text, colored once it settles.
+  local lines = chat.flood and 1 or SYNC_LINES
+  api.nvim_buf_call(chat.transcript, function()
+    vim.cmd(("syntax sync minlines=%d maxlines=%d"):format(lines, lines))
+  end)
+end
+
+local function bound_syntax_sync(chat)
+  set_sync(chat)
+  api.nvim_create_autocmd("Syntax", {
+    buffer = chat.transcript,
+    callback = function()
+      set_sync(chat)
+    end,
+  })
+end
+
+local function settle(chat)
+  local flood = chat.flood
+  chat.flood = nil
+  if flood and api.nvim_buf_is_valid(chat.transcript) then
+    vim.bo[chat.transcript].synmaxcol = flood.synmaxcol
+    set_sync(chat)
   end
-  apply()
-  api.nvim_create_autocmd("Syntax", { buffer = buf, callback = apply })
+end
+
+--- Count the rows a batch wrote; pause the transcript's syntax during a flood.
+local function flood(chat, rows)
+  if rows == 0 then
+    return
+  end
+  local now = vim.uv.now()
+  if not chat.rows_since or now - chat.rows_since > FLOOD_MS then
+    chat.rows_since, chat.rows = now, 0
+  end
+  chat.rows = chat.rows + rows
+  if not chat.flood and chat.rows > FLOOD_ROWS then
+    chat.flood = { synmaxcol = vim.bo[chat.transcript].synmaxcol, last = 0 }
+    vim.bo[chat.transcript].synmaxcol = 1
+    set_sync(chat)
+  end
+  local paused = chat.flood
+  if paused then
+    paused.last = now
+    vim.defer_fn(function()
+      if chat.flood == paused and vim.uv.now() - paused.last >= SETTLE_MS then
+        settle(chat)
+      end
+    end, SETTLE_MS)
+  end
 end
 
 local function create()
@@ -217,7 +268,7 @@ local function create()
     status = { state = "starting" },
   }
   vim.bo[chat.transcript].modifiable = false
-  bound_syntax_sync(chat.transcript)
+  bound_syntax_sync(chat)
   M.chats[id] = chat
   map(chat)
   require("acp.complete").attach(chat)
@@ -543,8 +594,9 @@ function M.render(id, ops)
       require("acp.elicit").gone(chat, op.id)
     end
   end
-  local status, created = render.apply(chat.transcript, chat.blocks, ops)
+  local status, created, rows = render.apply(chat.transcript, chat.blocks, ops)
   open_folds(chat, created)
+  flood(chat, rows)
   require("acp.prompt").update(chat, ops)
   require("acp.tools").follow(chat, ops)
   if next(status) then

@@ -145,7 +145,7 @@ end
 local function append(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if not block then
-    return
+    return 0
   end
   local _, last = rows(buf, blocks, block)
   local row = last - 1
@@ -161,6 +161,7 @@ local function append(buf, blocks, op)
       api.nvim_buf_set_extmark(buf, M.ns_hl, r, 0, { line_hl_group = group })
     end
   end
+  return #parts - 1
 end
 
 --- Empty a transcript; returns its new (empty) blocks.
@@ -181,6 +182,7 @@ end
 ---@param ops table[]
 ---@return table status fields seen in this batch
 ---@return acp.Block[] created the blocks this batch created
+---@return integer rows the rows written (added, or of the blocks drawn)
 function M.apply(buf, blocks, ops)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -188,15 +190,16 @@ function M.apply(buf, blocks, ops)
       table.insert(following, win)
     end
   end
-  local status, created = {}, {}
+  local status, created, rows = {}, {}, 0
   vim.bo[buf].modifiable = true
   for _, op in ipairs(ops) do
     if op.op == "append" then
-      append(buf, blocks, op)
+      rows = rows + append(buf, blocks, op)
     elseif op.op == "block" then
       if put_block(buf, blocks, op) then
         table.insert(created, blocks.by_id[op.id])
       end
+      rows = rows + #op.lines
     elseif op.op == "status" then
       for key, value in pairs(op) do
         if key ~= "op" then
@@ -210,7 +213,7 @@ function M.apply(buf, blocks, ops)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
   end
-  return status, created
+  return status, created, rows
 end
 
 --- The block holding a 0-based row.
@@ -220,7 +223,18 @@ end
 --- row, and foldexpr asks this for each line: quadratic in the transcript.)
 ---@return string? id, acp.Block? block, integer? first_row
 function M.block_at(buf, blocks, row)
-  local lo, hi, id, first = 1, #blocks.order, nil, nil
+  local count = #blocks.order
+  if count == 0 then
+    return nil
+  end
+  -- A stream grows the last block, and foldexpr asks for each row it adds: one lookup.
+  local last_id = blocks.order[count]
+  local last = blocks.by_id[last_id]
+  local last_first = start_row(buf, last)
+  if last_first <= row then
+    return last_id, last, last_first
+  end
+  local lo, hi, id, first = 1, count - 1, nil, nil
   while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
     local start = start_row(buf, blocks.by_id[blocks.order[mid]])

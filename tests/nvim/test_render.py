@@ -114,3 +114,37 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     )
     assert locations == [{"row": 8, "path": "/w/a.txt", "line": 3}]
     assert prompt_row == 9
+
+
+def test_a_flood_is_drawn_without_syntax_until_it_settles(editor: Editor) -> None:
+    """Markdown syntax takes ~20 ms to draw a window of new rows: a flood of rows is
+    shown plain and colored once it stops; a reply at a reading pace keeps it."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+    editor.lua("vim.bo[...].synmaxcol = 2000", buf)  # the user's own value
+
+    def apply(*ops: dict[str, object]) -> None:
+        editor.lua("require('acp.host').apply({{'render', ...}})", chat, list(ops))
+
+    def sync() -> str:
+        """How many lines above the window syntax looks back, as `:syntax sync` says."""
+        output = editor.lua(
+            "return vim.api.nvim_buf_call(..., function()"
+            " return vim.api.nvim_exec2('syntax sync', {output = true}).output end)",
+            buf,
+        )
+        return str(output).split("\n")[1]
+
+    apply({"op": "block", "id": "m9", "kind": "agent", "lines": ["## Agent", ""]})
+    for n in range(5):
+        apply({"op": "append", "id": "m9", "text": f"a line at a reading pace {n}\n"})
+    assert editor.lua("return vim.bo[...].synmaxcol", buf) == 2000
+    assert "minimal 10, maximal 10" in sync()
+
+    apply({"op": "append", "id": "m9", "text": "".join(f"flood {n}\n" for n in range(50))})
+    assert editor.lua("return vim.bo[...].synmaxcol", buf) == 1
+    assert "minimal 1, maximal 1" in sync()
+    editor.wait(f"vim.bo[{buf}].synmaxcol == 2000", what="the flood to settle")
+    assert "minimal 10, maximal 10" in sync()
+    assert editor.transcript()[-2] == "flood 49"
