@@ -233,6 +233,25 @@ function M.batches(chan)
   })
 end
 
+--- Time every batch the host applies (vim.uv.hrtime around acp.host.apply):
+--- M.applied() returns their durations (ns) since the last call, and forgets them.
+function M.time_batches()
+  local host = require("acp.host")
+  local apply = host.apply
+  M.durations = {}
+  host.apply = function(batch)
+    local start = vim.uv.hrtime()
+    apply(batch)
+    table.insert(M.durations, vim.uv.hrtime() - start)
+  end
+end
+
+function M.applied()
+  local taken = M.durations
+  M.durations = {}
+  return taken
+end
+
 --- Answer the last permission request with its first option.
 function M.answer()
   local request = M.request

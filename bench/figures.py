@@ -35,14 +35,23 @@ def p99(
 
 class _Burst:
     """One burst's figures (ms): first byte → visible, last byte → visible, the
-    agent's own write time, first byte → text in the buffer, ping p99."""
+    agent's own write time, first byte → text in the buffer, ping p99, the
+    longest batch the plugin had Neovim apply (0 for the floors)."""
 
-    def __init__(self, seen: int, shown: int, stamp: dict[str, Any], p99: float) -> None:
+    def __init__(
+        self, seen: int, shown: int, stamp: dict[str, Any], p99: float, batch: float = 0
+    ) -> None:
         self.total = (shown - stamp["first_ns"]) / MS
         self.tail = (shown - stamp["last_ns"]) / MS
         self.write = (stamp["last_ns"] - stamp["first_ns"]) / MS
         self.buffer = (seen - stamp["first_ns"]) / MS
         self.p99 = p99
+        self.batch = batch
+
+
+def longest_batch(n: Nvim) -> float:
+    """The longest batch applied since the last call (ms; see bench.lua time_batches)."""
+    return max(n.lua("return _G.bench.applied()") or [0]) / MS
 
 
 def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _Burst:
@@ -50,13 +59,15 @@ def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _
     pinger = Pinger(n.socket) if ping else None
     if ui is not None:
         ui.watch(f"END{key}")
+    longest_batch(n)
     seen, stamp = n.turn(buf, f"burst {count} {key}", f"END{key}")
     shown = ui.seen() if ui is not None else seen
     pings = pinger.stop() if pinger else []
+    batch = longest_batch(n)
     text = n.buffer_text(buf)
     if burst_text(count, key) not in text + "\n":
         raise AssertionError("the transcript does not hold the streamed text")
-    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown))
+    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown), batch)
 
 
 def _floor_burst(n: Nvim, ui: Ui, count: int, strong: bool = True) -> _Burst:
@@ -92,6 +103,7 @@ def _with_ui() -> tuple[Nvim, Ui, int]:
     n = Nvim()
     ui = Ui(n.socket)
     n.setup()
+    n.lua("_G.bench.time_batches()")
     buf = n.open_chat()
     _plugin_burst(n, ui, buf, 200, ping=False)
     _floor_burst(n, ui, 200)
@@ -105,10 +117,13 @@ def streaming(run: int, count: int = 10_000, fill: int = 100_000) -> Figures:
     n, ui, buf = _with_ui()
     try:
         figures: Figures = {}
-        for who, burst in _side_by_side(n, ui, buf, run, count).items():
+        bursts = _side_by_side(n, ui, buf, run, count)
+        for who, burst in bursts.items():
             figures[f"{who}_total"], figures[f"{who}_tail"] = burst.total, burst.tail
             figures[f"{who}_buffer"], figures[f"{who}_p99"] = burst.buffer, burst.p99
+        figures["plugin_batch"] = bursts["plugin"].batch
         n.turn(buf, f"fill {fill}", f"filler line {fill - 1:08d}")
+        figures["fill_batch"] = longest_batch(n)
         lines = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
         full = _plugin_burst(n, ui, buf, count, ping=False)
         figures["transcript_lines"] = lines
@@ -126,9 +141,11 @@ def streaming_50k(run: int, count: int = 50_000) -> Figures:
     n, ui, buf = _with_ui()
     try:
         figures: Figures = {}
-        for who, burst in _side_by_side(n, ui, buf, run, count).items():
+        bursts = _side_by_side(n, ui, buf, run, count)
+        for who, burst in bursts.items():
             figures[f"{who}_total"], figures[f"{who}_write"] = burst.total, burst.write
             figures[f"{who}_p99"] = burst.p99
+        figures["plugin_batch"] = bursts["plugin"].batch
         return figures
     finally:
         ui.close()
