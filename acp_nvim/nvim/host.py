@@ -167,6 +167,10 @@ def run_stdio() -> None:
     # Neovim killing us (or a terminal hang-up) must still end the agents.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(0))
+    # How long a thread waiting for the GIL lets another run Python first: 5 ms by
+    # default, which the event loop waited per wake-up while a turn start scanned
+    # a tree in a worker thread. Our own process, so ours to set.
+    sys.setswitchinterval(0.001)
     nvim = pynvim.attach("stdio")
     host = Host(nvim)
     try:
