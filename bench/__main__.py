@@ -219,6 +219,41 @@ ROWS: dict[str, list[Row]] = {
             lambda m, _: m <= 2,
         ),
     ],
+    "turnstart": [
+        (
+            "turn start in a 20k-file git work tree: sent → prompt at the agent (ms)",
+            "—",
+            _key("turn_start"),
+            None,
+        ),
+        (
+            "  the worker loop's longest answer meanwhile (ms)",
+            "≤ 5",
+            _key("loop_stall"),
+            lambda m, _: m <= 5,
+        ),
+        ("  its usual answer, before (ms)", "—", _key("loop_rtt_before"), None),
+        ("  Neovim ping p99 meanwhile (ms)", "—", _key("nvim_p99_turn_start"), None),
+        ("  Neovim ping p99 idle (ms)", "—", _key("nvim_p99_idle"), None),
+        (
+            "  meanwhile / idle",
+            "≤ 1.0x",
+            _ratio("nvim_p99_turn_start", "nvim_p99_idle"),
+            lambda m, _: m <= 1.0,
+        ),
+    ],
+    "long": [
+        (
+            "100 turns of 1k chunks + 10 tool calls: a turn at the start (ms)",
+            "—",
+            _key("turn_first"),
+            None,
+        ),
+        ("  a turn at the end (ms)", "—", _key("turn_last"), None),
+        ("  end / start", "≤ 1.2", _ratio("turn_last", "turn_first"), lambda m, _: m <= 1.2),
+        ("  Python RSS after (MB)", "≤ 100", _key("long_rss_mb"), lambda m, _: m <= 100),
+        ("  transcript lines", "—", _key("long_lines"), None),
+    ],
 }
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "stream": figures.streaming,
@@ -229,6 +264,8 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "tools": figures.tools,
     "edits": figures.edits,
     "memory": figures.memory,
+    "turnstart": figures.turn_start,
+    "long": figures.long_session,
 }
 
 

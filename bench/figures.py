@@ -3,12 +3,16 @@ returns named figures (milliseconds unless the name says otherwise)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.agent import burst_text
@@ -350,4 +354,93 @@ def memory(run: int, chunks: int = 100_000, calls: int = 1000) -> Figures:
         figures["rss_growth_mb"] = figures["rss_mb_2"] - figures["rss_mb_1"]
         return figures
     finally:
+        n.quit()
+
+
+_trees: dict[int, Path] = {}
+
+
+def git_tree(files: int = 20_000, dirty: int = 200) -> Path:
+    """A git work tree of ``files`` small committed files, ``dirty`` of them edited
+    since (built once per process: ``git add`` of 20k files takes a while)."""
+    if files not in _trees:
+        root = Path(tempfile.mkdtemp(prefix="acp-bench-tree-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        for i in range(files):
+            folder = root / f"pkg{i // 100:03d}"
+            folder.mkdir(exist_ok=True)
+            (folder / f"mod{i % 100:02d}.py").write_text(f"value = {i}\n" * 5)
+        git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=b@x"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "tree"], check=True)
+        for i in range(0, files, files // dirty):
+            (root / f"pkg{i // 100:03d}" / f"mod{i % 100:02d}.py").write_text("edited = 1\n")
+        _trees[files] = root
+    return _trees[files]
+
+
+def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
+    """A turn started in a git work tree of ``files`` files while another chat's agent
+    measures the worker loop: it sends a request every millisecond and times the
+    answer. The turn start: sent → its prompt reached the agent."""
+    tree = git_tree(files)
+    n = Nvim()
+    ui = Ui(n.socket)
+    try:
+        n.setup()
+        pinging, _ = n.open_chat_in(n.project, "other")
+        chat, _ = n.open_chat_in(tree)
+        # Warm-up: imports, the review's first use, the tree in the page cache.
+        n.send_to(chat, f"burst 10 {nonce()}")
+        n.wait_turn_end(chat)
+        idle = Pinger(n.socket)
+        time.sleep(1)
+        idle_pings = idle.stop()
+        n.send_to(pinging, f"pings {pings_ms}")
+        time.sleep(0.3)  # the pings are under way
+        pinger = Pinger(n.socket)
+        sent = n.send_to(chat, f"burst 10 {nonce()}")
+        n.wait_turn_end(chat)
+        pings = pinger.stop()
+        n.wait_turn_end(pinging)
+        started = n.last_stamp("burst")["first_ns"]
+        samples = n.last_stamp("pings")["samples"]
+        during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
+        before = [rtt for begun, rtt in samples if begun + rtt < sent]
+        return {
+            "turn_start": (started - sent) / MS,
+            "loop_stall": max(during) / MS,
+            "loop_rtt_before": statistics.median(before) / MS,
+            "nvim_p99_turn_start": p99(pings, sent, started),
+            "nvim_p99_idle": p99(idle_pings, 0, time.monotonic_ns()),
+        }
+    finally:
+        ui.close()
+        n.quit()
+
+
+def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10) -> Figures:
+    """``turns`` turns of ``chunks`` chunks and ``calls`` tool calls (5 KB diffs) in one
+    chat: the cost of a turn (first byte → its last tool call in the transcript),
+    the median of the first ten and of the last ten, and the host's RSS after."""
+    n = Nvim()
+    ui = Ui(n.socket)
+    try:
+        n.setup()
+        buf = n.open_chat()
+        costs = []
+        for _ in range(turns):
+            key = nonce()
+            seen, stamp = n.turn(buf, f"turn {chunks} {calls} {key}", f"END{key}")
+            costs.append((seen - stamp["first_ns"]) / MS)
+        first, last = statistics.median(costs[:10]), statistics.median(costs[-10:])
+        return {
+            "turn_first": first,
+            "turn_last": last,
+            "long_rss_mb": rss_kb(n.host_pid()) / 1024,
+            "long_lines": int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)),
+        }
+    finally:
+        ui.close()
         n.quit()

@@ -76,12 +76,18 @@ class Nvim:
         self.chan: int = self.nvim.channel_id
         self.lua("_G.bench.events(...)", self.chan)
         self._queued: list[list[Any]] = []
+        self._ended: list[int] = []  # chats whose AcpTurnEnd came while waiting for another
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
 
     def setup(self, agent_cmd: list[str] | None = None) -> None:
-        agents = {"bench": {"cmd": agent_cmd or [*AGENT, self.stamps]}}
+        # "other": the same program in a process of its own (one agent serves every
+        # chat opened with it, one message at a time).
+        agents = {
+            "bench": {"cmd": agent_cmd or [*AGENT, self.stamps]},
+            "other": {"cmd": [*AGENT, self.stamps]},
+        }
         self.lua("require('acp').setup(...)", {"python": sys.executable, "agents": agents})
 
     def wait(self, tag: str, timeout: float = 120) -> list[Any]:
@@ -149,10 +155,37 @@ class Nvim:
         self.wait("floor_end", timeout)
         return int(seen[0]), self.last_stamp(), buf
 
-    def last_stamp(self) -> dict[str, Any]:
+    def last_stamp(self, command: str | None = None) -> dict[str, Any]:
+        """The agents' last record (of ``command``)."""
         with open(self.stamps) as f:
-            record: dict[str, Any] = json.loads(f.readlines()[-1])
-        return record
+            records = [json.loads(line) for line in f]
+        return next(r for r in reversed(records) if command in (None, r["command"]))
+
+    def open_chat_in(self, cwd: Path, agent: str = "bench") -> tuple[int, int]:
+        """A new chat whose session works in ``cwd``; returns (chat id, transcript)."""
+        self.nvim.command(f"cd {cwd}")
+        try:
+            buf = self.open_chat(agent)
+        finally:
+            self.nvim.command(f"cd {self.project}")
+        return int(self.lua("return require('acp').status().chat")), buf
+
+    def send_to(self, chat: int, text: str) -> int:
+        """Send ``text`` in chat ``chat``; returns when (hrtime) it was sent."""
+        return int(
+            self.lua(
+                "local chat, text = ...; local start = vim.uv.hrtime()"
+                "; local m = require('acp.chat'); m.send(m.chats[chat], text); return start",
+                chat,
+                text,
+            )
+        )
+
+    def wait_turn_end(self, chat: int, timeout: float = 120) -> None:
+        """Wait for the (next) AcpTurnEnd of ``chat``; other chats' are kept for them."""
+        while chat not in self._ended:
+            self._ended.append(self.wait("AcpTurnEnd", timeout)[1]["chat"])
+        self._ended.remove(chat)
 
     def buffer_text(self, buf: int) -> str:
         return "\n".join(self.nvim.buffers[buf][:])
