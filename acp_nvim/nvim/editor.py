@@ -9,9 +9,10 @@ flight at a time (doc/decisions/0002):
 - what is queued while Neovim applies a batch waits and leaves as the next batch,
   consecutive appends to one block joined: the batches grow as Neovim falls
   behind, never the queue of calls in front of other clients;
-- a batch holds at most ``budget`` units of estimated Lua work (a line, an op
-  :data:`OP_COST`), so no batch holds Neovim's loop for long: a long append is
-  cut at a line end, the rest goes next; a single bigger op goes alone.
+- a batch holds at most ``budget`` units of estimated Lua work (a line
+  :data:`LINE_COST`, an op :data:`OP_COST`), so no batch holds Neovim's loop for
+  long: a long append or message is cut at a line end, the rest goes next; a
+  single bigger op that cannot be cut (a tool call's block) goes alone.
 
 The queue is shared by the worker (which adds) and the pynvim thread (which
 sends), under one lock.
@@ -44,14 +45,16 @@ log = logging.getLogger("acp_nvim")
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.buffers').read(...)"
 _CONTEXT = "return require('acp.editor_info').{}(...)"
-# Joined text of a pending append op is kept as a list of parts until it is sent.
+# Joined text of a pending append op is kept as a list of parts until it is sent,
+# with the count of its newlines.
 _PARTS = "_parts"
-# Estimated Lua work, in units of about a microsecond on a slow machine: a line of
-# the transcript LINE_COST (most of it Neovim evaluating the fold of each new line),
-# an op (or event, notice) OP_COST more. A batch holds at most BATCH_BUDGET, ~3 ms of
-# Neovim's loop (bench: "longest batch", doc/performance.md).
-LINE_COST = 3
-OP_COST = 30
+_LINES = "_lines"
+# Estimated Lua work, in microseconds on this 2-core machine when quiet (bench
+# "longest batch", doc/performance.md): a transcript line LINE_COST (mostly Neovim
+# evaluating its fold and wrapping it), an op, event or notice OP_COST more. A
+# batch holds at most BATCH_BUDGET: ~3 ms of Neovim's loop.
+LINE_COST = 10
+OP_COST = 50
 BATCH_BUDGET = 3000
 
 
@@ -65,27 +68,36 @@ def _cost(item: list[Any]) -> int:
 
 
 def _op_cost(op: RenderOp) -> int:
-    parts: list[str] | None = op.get(_PARTS)
-    if parts is not None:
-        return OP_COST + LINE_COST * sum(part.count("\n") for part in parts)
-    return OP_COST + LINE_COST * len(op.get("lines", ()))
+    lines: int | None = op.get(_LINES)
+    if lines is None:
+        lines = len(op.get("lines", ()))
+    return OP_COST + LINE_COST * lines
 
 
-def _cut(op: RenderOp, room: int) -> RenderOp | None:
-    """Split the head off a pending append op: what fits in ``room`` units, cut
-    after a newline; ``op`` keeps the rest. None when no newline fits."""
-    text = "".join(op[_PARTS])
-    end = -1
-    for _ in range((room - OP_COST) // LINE_COST):
-        found = text.find("\n", end + 1)
-        if found < 0:
-            break
-        end = found
-    if end < 0:
-        op[_PARTS] = [text]
+def _append(block: str, text: str) -> RenderOp:
+    """A pending append op: its text in parts (joined when sent), its newlines counted."""
+    return {"op": "append", "id": block, _PARTS: [text], _LINES: text.count("\n")}
+
+
+def _split(op: RenderOp, room: int) -> tuple[RenderOp, RenderOp] | None:
+    """``op`` as a head that fits in ``room`` units and the rest, both cut at a line
+    end: a long append into two, a message's block into its first lines and an
+    append of the others. None when it cannot be cut there (a tool call's block)."""
+    count = (room - OP_COST) // LINE_COST
+    if count < 1:
         return None
-    op[_PARTS] = [text[end + 1 :]]
-    return {"op": "append", "id": op["id"], _PARTS: [text[: end + 1]]}
+    if _PARTS in op:
+        pieces = "".join(op[_PARTS]).split("\n", count)
+        if len(pieces) <= count:
+            return None
+        return _append(op["id"], "\n".join(pieces[:count]) + "\n"), _append(op["id"], pieces[count])
+    prefix: str | None = op.get("prefix")
+    lines: list[str] = op.get("lines", [])
+    if op["op"] != "block" or prefix is None or len(lines) <= count:
+        return None
+    # Lua prefixes what is appended to a message (a thought's "> ") itself.
+    rest = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
+    return {**op, "lines": lines[:count]}, _append(op["id"], rest)
 
 
 class NvimEditor:
@@ -116,9 +128,10 @@ class NvimEditor:
             previous = last[2][-1] if last[2] else None
             if previous is not None and previous["op"] == "append" and previous["id"] == op["id"]:
                 previous[_PARTS].append(op["text"])
+                previous[_LINES] += op["text"].count("\n")
                 return
         if op["op"] == "append":
-            op = {"op": "append", "id": op["id"], _PARTS: [op["text"]]}
+            op = _append(op["id"], op["text"])
         if last is not None and last[0] == "render" and last[1] == chat:
             last[2].append(op)
         else:
@@ -324,6 +337,7 @@ class NvimEditor:
                 for op in item[2]:
                     if _PARTS in op:
                         op["text"] = "".join(op.pop(_PARTS))
+                        del op[_LINES]
         try:
             # A request, not a notification: it returns once Neovim applied the batch.
             self._nvim.exec_lua(_APPLY, batch)
@@ -349,9 +363,10 @@ class NvimEditor:
             while ops:
                 op_cost = _op_cost(ops[0])
                 if cost + op_cost > budget:
-                    head = _cut(ops[0], budget - cost) if _PARTS in ops[0] else None
-                    if head is not None:
-                        taken.append(head)
+                    split = _split(ops[0], budget - cost)
+                    if split is not None:
+                        taken.append(split[0])
+                        ops[0] = split[1]
                         break
                     if batch or taken:
                         break

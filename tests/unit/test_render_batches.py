@@ -153,3 +153,37 @@ def test_a_lua_call_sees_everything_queued_before_it() -> None:
         {"op": "append", "id": "m1", "text": "drawn first"},
         ["event", "AcpTurnEnd"],
     ]
+
+
+def draw(ops: list[dict[str, Any]]) -> list[str]:
+    """What render.lua makes of a block's ops: a block's lines, then appends onto
+    its last line, each new line after the block's prefix."""
+    lines: list[str] = []
+    prefix = ""
+    for op in ops:
+        if op["op"] == "block":
+            lines, prefix = list(op["lines"]), op.get("prefix", "")
+        else:
+            first, *more = op["text"].split("\n")
+            lines[-1] += first
+            lines += [prefix + line for line in more]
+    return lines
+
+
+def test_a_long_message_is_split_into_its_first_lines_and_an_append() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim, budget=OP_COST + LINE_COST * 10)  # type: ignore[arg-type]
+    thought = {
+        "op": "block",
+        "id": "t1",
+        "kind": "thought",
+        "prefix": "> ",
+        "lines": ["### Thinking", *(f"> line {i}" for i in range(35)), "> "],
+    }
+    editor.render(1, [thought])
+    nvim.run_scheduled()
+    ops = ops_of(nvim.batches)
+    assert len(nvim.batches) == 4
+    assert ops[0]["op"] == "block" and len(ops[0]["lines"]) == 10
+    assert [op["op"] for op in ops[1:]] == ["append"] * 3
+    assert draw(ops) == thought["lines"]
