@@ -322,6 +322,7 @@ def edits(run: int, changed: int = 1000) -> Figures:
                 while not int(batch[2]):
                     batch = n.wait("batch")
                 drawn = n.lua(count_marks, buf, namespace)
+                n.wait("AcpPermissionRequest")  # its event may come in a later batch
                 n.lua("_G.bench.answer()")
                 n.wait("AcpTurnEnd")
             else:
