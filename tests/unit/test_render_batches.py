@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from acp_nvim.nvim.editor import LINE_COST, OP_COST, NvimEditor
+from acp_nvim.nvim.editor import IN_FLIGHT, LINE_COST, OP_COST, NvimEditor
 
 
 class FakeNvim:
@@ -89,7 +89,18 @@ def test_what_comes_while_a_batch_is_applied_leaves_next_joined() -> None:
         ["render", 1, [{"op": "append", "id": "m1", "text": "bcd"}]],
         ["event", "AcpTurnEnd", {"chat": 1}],
     ]
-    assert not nvim.scheduled  # one pump sent both: none was scheduled meanwhile
+
+
+def test_at_most_two_batches_are_in_flight() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    for text in "abcd":
+        editor.render(1, [append(text)])
+    assert len(nvim.scheduled) == IN_FLIGHT == 2  # the first two go; the rest waits
+    nvim.run_scheduled()
+    assert [op["text"] for op in ops_of(nvim.batches)] == ["abcd"]
+    editor.render(1, [append("e")])
+    assert len(nvim.scheduled) == 1  # all applied: the next goes at once
 
 
 def test_a_batch_over_the_budget_is_split_in_order() -> None:
