@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,6 +197,7 @@ class Nvim:
         except (OSError, EOFError):
             pass
         self.nvim.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)  # XDG dirs, socket, stamps
 
 
 def nonce() -> str:
