@@ -3,7 +3,7 @@
 Render ops, events and notices from the worker are queued in order and sent to
 Lua as batches (``exec_lua`` of ``require('acp.host').apply``), each a request
 that returns once Lua applied it, at most :data:`IN_FLIGHT` at a time
-(doc/decisions/0018):
+(doc/decisions/0025):
 
 - an op queued while Neovim has nothing of ours to apply goes at once (the
   leading edge: the last byte of a stream is drawn one round trip after it was

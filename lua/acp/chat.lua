@@ -200,7 +200,7 @@ local SYNC_LINES = 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
 -- markdown syntax until no row came for SETTLE_MS: drawing a window of new rows
 -- takes markdown.vim ~20 ms, and a flood scrolls a window with each batch
--- (doc/decisions/0018-perf-render-pacing.md). Human-paced replies keep it.
+-- (doc/decisions/0025-render-pacing.md). Human-paced replies keep it.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 
 local function set_sync(chat)
