@@ -7,6 +7,7 @@ notifications with ``next_message``, so waiting never runs Lua in Neovim (a
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
@@ -201,7 +202,11 @@ class Nvim:
 
 
 def nonce() -> str:
-    return uuid.uuid4().hex[:10]
+    """Ten hex digits, none repeated back to back (``ui.py`` finds them in redraws)."""
+    while True:
+        key = uuid.uuid4().hex[:10]
+        if all(a != b for a, b in itertools.pairwise(key)):
+            return key
 
 
 def rss_kb(pid: int) -> int:
@@ -228,8 +233,11 @@ class Ui:
 
     def watch(self, needle: str) -> None:
         assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.proc.stdin.write(f"watch {needle}\n")
         self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() != "watching":
+            raise RuntimeError("the UI did not take the needle")
 
     def seen(self, timeout: float = 30) -> int:
         """When the watched text was first on the screen (monotonic ns)."""
