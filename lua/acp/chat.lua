@@ -198,9 +198,11 @@ end
 -- floor's latency (doc/decisions/0008-transcript-highlighting.md).
 local SYNC_LINES = 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
--- markdown syntax until no row came for SETTLE_MS: drawing a window of new rows
--- takes markdown.vim ~20 ms, and a flood scrolls a window with each batch
--- (doc/decisions/0025-render-pacing.md). Human-paced replies keep it.
+-- markdown syntax and without list-aware wrapping until no row came for SETTLE_MS:
+-- drawing a window of new rows takes markdown.vim ~20 ms, a flood scrolls a window
+-- with each batch, and following it measures each new row's wrapped height, where
+-- 'breakindentopt' list:-1 matches 'formatlistpat' (10-20 µs a row)
+-- (doc/decisions/0025-render-pacing.md). Human-paced replies keep both.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 
 local function set_sync(chat)
@@ -228,6 +230,11 @@ local function settle(chat)
   if flood and api.nvim_buf_is_valid(chat.transcript) then
     vim.bo[chat.transcript].synmaxcol = flood.synmaxcol
     set_sync(chat)
+    for win, opt in pairs(flood.breakindentopt) do
+      if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == chat.transcript then
+        vim.wo[win].breakindentopt = opt
+      end
+    end
   end
 end
 
@@ -242,9 +249,13 @@ local function flood(chat, rows)
   end
   chat.rows = chat.rows + rows
   if not chat.flood and chat.rows > FLOOD_ROWS then
-    chat.flood = { synmaxcol = vim.bo[chat.transcript].synmaxcol, last = 0 }
+    chat.flood = { synmaxcol = vim.bo[chat.transcript].synmaxcol, last = 0, breakindentopt = {} }
     vim.bo[chat.transcript].synmaxcol = 1
     set_sync(chat)
+    for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+      chat.flood.breakindentopt[win] = vim.wo[win].breakindentopt
+      vim.wo[win].breakindentopt = ""
+    end
   end
   local paused = chat.flood
   if paused then
