@@ -234,9 +234,15 @@ ROWS: dict[str, list[Row]] = {
         ),
         ("  its usual answer, before (ms)", "—", _key("loop_rtt_before"), None),
         ("  Neovim ping p99 meanwhile (ms)", "—", _key("nvim_p99_turn_start"), None),
-        ("  Neovim ping p99 idle (ms)", "—", _key("nvim_p99_idle"), None),
         (
-            "  meanwhile / idle",
+            "  Neovim ping p99 the second before, the loop prober running (ms)",
+            "—",
+            _key("nvim_p99_idle"),
+            None,
+        ),
+        ("  Neovim ping p99 with nothing running (ms)", "—", _key("nvim_p99_alone"), None),
+        (
+            "  meanwhile / the second before",
             "≤ 1.0x",
             _ratio("nvim_p99_turn_start", "nvim_p99_idle"),
             lambda m, _: m <= 1.0,

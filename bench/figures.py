@@ -384,7 +384,9 @@ def git_tree(files: int = 20_000, dirty: int = 200) -> Path:
 def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
     """A turn started in a git work tree of ``files`` files while another chat's agent
     measures the worker loop: it sends a request every millisecond and times the
-    answer. The turn start: sent → its prompt reached the agent."""
+    answer. The turn start: sent → its prompt reached the agent. Neovim's ping p99
+    meanwhile is compared with the second before, the loop prober already running
+    (its requests cost the host and the cores too), and with a Neovim left alone."""
     tree = git_tree(files)
     n = Nvim()
     ui = Ui(n.socket)
@@ -395,12 +397,14 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         # Warm-up: imports, the review's first use, the tree in the page cache.
         n.send_to(chat, f"burst 10 {nonce()}")
         n.wait_turn_end(chat)
-        idle = Pinger(n.socket)
+        alone = Pinger(n.socket)
         time.sleep(1)
-        idle_pings = idle.stop()
+        alone_pings = alone.stop()
         n.send_to(pinging, f"pings {pings_ms}")
         time.sleep(0.3)  # the pings are under way
         pinger = Pinger(n.socket)
+        before = time.monotonic_ns()
+        time.sleep(1)
         sent = n.send_to(chat, f"burst 10 {nonce()}")
         n.wait_turn_end(chat)
         pings = pinger.stop()
@@ -408,13 +412,14 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         started = n.last_stamp("burst")["first_ns"]
         samples = n.last_stamp("pings")["samples"]
         during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
-        before = [rtt for begun, rtt in samples if begun + rtt < sent]
+        usual = [rtt for begun, rtt in samples if begun + rtt < sent]
         return {
             "turn_start": (started - sent) / MS,
             "loop_stall": max(during) / MS,
-            "loop_rtt_before": statistics.median(before) / MS,
+            "loop_rtt_before": statistics.median(usual) / MS,
             "nvim_p99_turn_start": p99(pings, sent, started),
-            "nvim_p99_idle": p99(idle_pings, 0, time.monotonic_ns()),
+            "nvim_p99_idle": p99(pings, before, sent),
+            "nvim_p99_alone": p99(alone_pings, 0, time.monotonic_ns()),
         }
     finally:
         ui.close()
