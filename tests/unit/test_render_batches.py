@@ -21,16 +21,17 @@ class FakeNvim:
         self.scheduled: list[Callable[[], None]] = []
         self.calls: list[tuple[str, tuple[Any, ...]]] = []  # every exec_lua, in order
         self.on_apply: Callable[[], None] | None = None
+        self._session = self  # pynvim's Session: threadsafe_call
 
     @property
     def batches(self) -> list[list[list[Any]]]:
         return [args[0] for code, args in self.calls if "acp.host" in code]
 
-    def async_call(self, fn: Callable[..., None], *args: Any) -> None:
+    def threadsafe_call(self, fn: Callable[[], None]) -> None:
         if self.threaded:
-            threading.Thread(target=fn, args=args).start()
+            threading.Thread(target=fn).start()
         else:
-            self.scheduled.append(lambda: fn(*args))
+            self.scheduled.append(fn)
 
     def exec_lua(self, code: str, *args: Any, async_: bool = False) -> Any:
         assert not async_, "a batch is a request: the next one waits for it"
