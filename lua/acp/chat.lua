@@ -198,19 +198,17 @@ end
 -- floor's latency (doc/decisions/0008-transcript-highlighting.md).
 local SYNC_LINES = 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
--- markdown syntax and without list-aware wrapping until no row came for SETTLE_MS:
--- drawing a window of new rows takes markdown.vim ~20 ms, a flood scrolls a window
--- with each batch, and following it measures each new row's wrapped height, where
--- 'breakindentopt' list:-1 matches 'formatlistpat' (10-20 µs a row)
+-- syntax and without list-aware wrapping until no row came for SETTLE_MS: with a
+-- UI, markdown.vim costs 2-20 ms per redraw of new rows (still ~2 ms at synmaxcol
+-- 1), and a flood scrolls a window with each batch; following it measures each new
+-- row's wrapped height, where 'breakindentopt' list:-1 matches 'formatlistpat'
+-- (10-20 µs a row). Settling loads the syntax again, once (15-35 ms)
 -- (doc/decisions/0025-render-pacing.md). Human-paced replies keep both.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 
 local function set_sync(chat)
-  -- Paused: syntax stops at the first column (state cleared each line) and looks
-  -- back one line; what the flood shows is plain text, colored once it settles.
-  local lines = chat.flood and 1 or SYNC_LINES
   api.nvim_buf_call(chat.transcript, function()
-    vim.cmd(("syntax sync minlines=%d maxlines=%d"):format(lines, lines))
+    vim.cmd(("syntax sync minlines=%d maxlines=%d"):format(SYNC_LINES, SYNC_LINES))
   end)
 end
 
@@ -228,8 +226,7 @@ local function settle(chat)
   local flood = chat.flood
   chat.flood = nil
   if flood and api.nvim_buf_is_valid(chat.transcript) then
-    vim.bo[chat.transcript].synmaxcol = flood.synmaxcol
-    set_sync(chat)
+    vim.bo[chat.transcript].syntax = flood.syntax -- its Syntax autocmd bounds the sync
     for win, opt in pairs(flood.breakindentopt) do
       if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == chat.transcript then
         vim.wo[win].breakindentopt = opt
@@ -238,7 +235,7 @@ local function settle(chat)
   end
 end
 
---- Count the rows a batch wrote; pause the transcript's syntax during a flood.
+--- Count the rows a batch wrote; draw a flood plain until it settles.
 local function flood(chat, rows)
   if rows == 0 then
     return
@@ -249,9 +246,8 @@ local function flood(chat, rows)
   end
   chat.rows = chat.rows + rows
   if not chat.flood and chat.rows > FLOOD_ROWS then
-    chat.flood = { synmaxcol = vim.bo[chat.transcript].synmaxcol, last = 0, breakindentopt = {} }
-    vim.bo[chat.transcript].synmaxcol = 1
-    set_sync(chat)
+    chat.flood = { syntax = vim.bo[chat.transcript].syntax, last = 0, breakindentopt = {} }
+    vim.bo[chat.transcript].syntax = ""
     for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
       chat.flood.breakindentopt[win] = vim.wo[win].breakindentopt
       vim.wo[win].breakindentopt = ""
