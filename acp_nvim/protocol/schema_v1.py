@@ -248,7 +248,7 @@ class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -262,7 +262,7 @@ class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     limit: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.limit, Raw):
@@ -279,7 +279,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: list[PermissionOption]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -297,7 +297,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):
@@ -320,7 +320,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     priority: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.audience, Raw):
             self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
         if isinstance(self.last_modified, Raw):
@@ -338,7 +338,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     text: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -354,7 +354,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.uri, Raw):
@@ -371,7 +371,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: str = msgspec.field(name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -392,7 +392,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.description, Raw):
@@ -415,7 +415,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_str_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -430,7 +430,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_str_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -444,13 +444,16 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     resource: Open[EmbeddedResourceResource]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -459,7 +462,7 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -474,7 +477,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     new_text: str = msgspec.field(name="newText")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.old_text, Raw):
             self.old_text = _OrDefault_str_None(self.old_text, None)
         if isinstance(self.meta, Raw):
@@ -487,7 +490,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -499,7 +502,7 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.meta, Raw):
@@ -514,7 +517,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: PermissionOptionKind | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -530,7 +533,7 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     output_byte_limit: Lenient[int | None] = msgspec.field(default=None, name="outputByteLimit")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.args, Raw):
             self.args = _ValidItems_str(self.args, "args", None)
         if isinstance(self.env, Raw):
@@ -550,7 +553,7 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -562,7 +565,7 @@ class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -574,7 +577,7 @@ class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -586,7 +589,7 @@ class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=Tru
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -598,7 +601,7 @@ class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -609,7 +612,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -633,7 +636,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.type, Raw):
             self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
         if isinstance(self.title, Raw):
@@ -659,7 +662,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -680,7 +683,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -701,7 +704,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -722,7 +725,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -741,7 +744,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[bool | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -758,7 +761,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     enum: list[str]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -769,7 +772,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -785,7 +788,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -797,6 +800,9 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -806,7 +812,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -820,7 +826,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -831,7 +837,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     logout: Lenient[LogoutCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.logout, Raw):
             self.logout = _OrDefault_LogoutCapabilities_None(self.logout, None)
         if isinstance(self.meta, Raw):
@@ -845,7 +851,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     sse: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.http, Raw):
             self.http = _OrDefault_bool(self.http, False)
         if isinstance(self.sse, Raw):
@@ -862,7 +868,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     embedded_context: Lenient[bool] = msgspec.field(default=False, name="embeddedContext")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.image, Raw):
             self.image = _OrDefault_bool(self.image, False)
         if isinstance(self.audio, Raw):
@@ -885,7 +891,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     close: Lenient[SessionCloseCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.list, Raw):
             self.list = _OrDefault_SessionListCapabilities_None(self.list, None)
         if isinstance(self.delete, Raw):
@@ -918,7 +924,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     auth: Lenient[AgentAuthCapabilities] = msgspec.field(default_factory=AgentAuthCapabilities)
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.load_session, Raw):
             self.load_session = _OrDefault_bool(self.load_session, False)
         if isinstance(self.prompt_capabilities, Raw):
@@ -952,7 +958,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     agent_info: Lenient[Implementation | None] = msgspec.field(default=None, name="agentInfo")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.agent_capabilities, Raw):
             self.agent_capabilities = _OrDefault_AgentCapabilities(
                 self.agent_capabilities, AgentCapabilities(),
@@ -964,13 +970,16 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/list` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -980,7 +989,7 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -990,7 +999,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1000,7 +1009,7 @@ class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1010,7 +1019,7 @@ class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1020,7 +1029,7 @@ class LogoutCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1041,7 +1050,7 @@ class AuthMethodTerminal(
     env: Lenient[dict[str, str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.args, Raw):
@@ -1060,7 +1069,7 @@ class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1075,7 +1084,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     version: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.meta, Raw):
@@ -1087,7 +1096,7 @@ class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1097,7 +1106,7 @@ class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1112,7 +1121,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1130,7 +1139,7 @@ class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_modes: Lenient[list[SessionMode]] = msgspec.field(name="availableModes")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_modes, Raw):
             self.available_modes = _ValidItems_SessionMode(self.available_modes, "availableModes")
         if isinstance(self.meta, Raw):
@@ -1145,7 +1154,7 @@ class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1160,7 +1169,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1175,7 +1184,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: Lenient[list[SessionConfigSelectOption]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
         if isinstance(self.meta, Raw):
@@ -1188,9 +1197,12 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
     options: Open[SessionConfigSelectOptions]
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _SessionConfigSelectOptionsDecoder(self.options, "options")
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1208,7 +1220,7 @@ class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1226,7 +1238,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_cursor: Lenient[str | None] = msgspec.field(default=None, name="nextCursor")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.sessions, Raw):
             self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
         if isinstance(self.next_cursor, Raw):
@@ -1247,7 +1259,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1265,7 +1277,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1279,7 +1291,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1295,7 +1307,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1305,7 +1317,7 @@ class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1316,7 +1328,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1331,7 +1343,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_reason: StopReason = msgspec.field(name="stopReason")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1351,7 +1363,7 @@ class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     update: Open[SessionUpdate]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
         if isinstance(self.meta, Raw):
@@ -1365,7 +1377,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     message_id: Lenient[MessageId | None] = msgspec.field(default=None, name="messageId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.message_id, Raw):
@@ -1387,7 +1399,7 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):
@@ -1408,7 +1420,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: PlanEntryStatus
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1419,7 +1431,7 @@ class Plan(msgspec.Struct, kw_only=True, omit_defaults=True):
     entries: Lenient[list[PlanEntry]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.entries, Raw):
             self.entries = _ValidItems_PlanEntry(self.entries, "entries")
         if isinstance(self.meta, Raw):
@@ -1434,11 +1446,14 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
     input: Lenient[Open[AvailableCommandInput | None]] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.input, Raw):
             self.input = _OrDefault_AvailableCommandInput(self.input, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1447,7 +1462,7 @@ class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True)
     hint: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1458,7 +1473,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_commands, Raw):
             self.available_commands = _ValidItems_AvailableCommand(
                 self.available_commands, "availableCommands",
@@ -1473,7 +1488,7 @@ class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1484,7 +1499,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1500,7 +1515,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.updated_at, Raw):
@@ -1516,7 +1531,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
     currency: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1529,7 +1544,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.cost, Raw):
             self.cost = _OrDefault_Cost_None(self.cost, None)
         if isinstance(self.meta, Raw):
@@ -1542,7 +1557,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1553,7 +1568,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.terminal, Raw):
             self.terminal = _OrDefault_bool(self.terminal, False)
         if isinstance(self.meta, Raw):
@@ -1567,7 +1582,7 @@ class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     write_text_file: Lenient[bool] = msgspec.field(default=False, name="writeTextFile")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.read_text_file, Raw):
             self.read_text_file = _OrDefault_bool(self.read_text_file, False)
         if isinstance(self.write_text_file, Raw):
@@ -1586,7 +1601,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation: Lenient[ElicitationCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.fs, Raw):
             self.fs = _OrDefault_FileSystemCapabilities(self.fs, FileSystemCapabilities())
         if isinstance(self.terminal, Raw):
@@ -1611,7 +1626,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     client_info: Lenient[Implementation | None] = msgspec.field(default=None, name="clientInfo")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.client_capabilities, Raw):
             self.client_capabilities = _OrDefault_ClientCapabilities(
                 self.client_capabilities, ClientCapabilities(),
@@ -1630,7 +1645,7 @@ class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _OrDefault_SessionConfigOptionsCapabilities_None(
                 self.config_options, None,
@@ -1645,7 +1660,7 @@ class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaul
     boolean: Lenient[BooleanConfigOptionCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.boolean, Raw):
             self.boolean = _OrDefault_BooleanConfigOptionCapabilities_None(self.boolean, None)
         if isinstance(self.meta, Raw):
@@ -1657,7 +1672,7 @@ class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_default
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1669,7 +1684,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     url: Lenient[ElicitationUrlCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.form, Raw):
             self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
         if isinstance(self.url, Raw):
@@ -1683,7 +1698,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1693,7 +1708,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1704,7 +1719,7 @@ class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     method_id: AuthMethodId = msgspec.field(name="methodId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1714,7 +1729,7 @@ class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1729,7 +1744,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     mcp_servers: Lenient[list[Open[McpServer]]] = msgspec.field(name="mcpServers")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1739,6 +1754,9 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An HTTP header to set when making requests to the MCP server."""
@@ -1747,7 +1765,7 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1760,7 +1778,7 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     headers: list[HttpHeader]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1773,7 +1791,7 @@ class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     headers: list[HttpHeader]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1787,7 +1805,7 @@ class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
     env: list[EnvVariable]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1803,7 +1821,7 @@ class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mcp_servers, Raw):
             self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers")
         if isinstance(self.additional_directories, Raw):
@@ -1813,6 +1831,9 @@ class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for listing existing sessions."""
@@ -1821,7 +1842,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     cursor: str | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1832,7 +1853,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1850,7 +1871,7 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1860,6 +1881,9 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for closing an active session."""
@@ -1867,7 +1891,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1879,7 +1903,7 @@ class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     mode_id: SessionModeId = msgspec.field(name="modeId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1891,7 +1915,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: list[Open[ContentBlock]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
@@ -1905,7 +1929,7 @@ class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1916,7 +1940,7 @@ class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1927,7 +1951,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
     outcome: Open[RequestPermissionOutcome]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
         if isinstance(self.meta, Raw):
@@ -1940,7 +1964,7 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1951,7 +1975,7 @@ class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1964,7 +1988,7 @@ class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     exit_status: Lenient[TerminalExitStatus | None] = msgspec.field(default=None, name="exitStatus")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_status, Raw):
             self.exit_status = _OrDefault_TerminalExitStatus_None(self.exit_status, None)
         if isinstance(self.meta, Raw):
@@ -1978,7 +2002,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -1992,7 +2016,7 @@ class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2004,7 +2028,7 @@ class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=Tr
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -2018,7 +2042,7 @@ class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2035,7 +2059,7 @@ class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2046,7 +2070,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     request_id: RequestId = msgspec.field(name="requestId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2110,8 +2134,8 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2122,8 +2146,8 @@ class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2183,14 +2207,17 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
             self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -2202,7 +2229,7 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
@@ -2333,7 +2360,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2346,7 +2373,7 @@ class SetSessionConfigOptionRequestValueId(msgspec.Struct, kw_only=True, omit_de
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2384,7 +2411,7 @@ class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2400,7 +2427,7 @@ class CreateElicitationResponseDecline(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2416,7 +2443,7 @@ class CreateElicitationResponseCancel(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2429,7 +2456,7 @@ CreateElicitationResponse = (
 )
 
 
-# --- decoders of the open unions (used by __post_init__ and decode) ---
+# --- decoders of the open unions (used by _decode_raw and decode) ---
 
 _ToolCallContentDecoder = UnionDecoder(
     "ToolCallContent",
@@ -2584,7 +2611,7 @@ _CreateElicitationResponseDecoder = UnionDecoder(
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
 
 
-# --- decoders of the lenient fields (used by __post_init__) ---
+# --- decoders of the lenient fields (used by _decode_raw) ---
 
 _OrDefault_AgentAuthCapabilities = OrDefault(AgentAuthCapabilities)
 _OrDefault_AgentCapabilities = OrDefault(AgentCapabilities)

@@ -273,7 +273,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: list[PermissionOption]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.subject, Raw):
@@ -295,7 +295,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any | UnsetType = msgspec.field(default=UNSET, name="rawOutput")
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, UNSET)
         if isinstance(self.kind, Raw):
@@ -320,7 +320,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     priority: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.audience, Raw):
             self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
         if isinstance(self.last_modified, Raw):
@@ -338,7 +338,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -354,7 +354,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.uri, Raw):
             self.uri = _OrDefault_str_None(self.uri, None)
         if isinstance(self.annotations, Raw):
@@ -371,7 +371,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -386,7 +386,7 @@ class Icon(msgspec.Struct, kw_only=True, omit_defaults=True):
     sizes: Lenient[list[str] | None] = None
     theme: Lenient[IconTheme | None] = None
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.sizes, Raw):
@@ -410,7 +410,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -435,7 +435,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -450,7 +450,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -464,13 +464,16 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -479,7 +482,7 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -513,7 +516,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     patch: Lenient[DiffPatch | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.changes, Raw):
             self.changes = _ValidItems_DiffChange(self.changes, "changes")
         if isinstance(self.patch, Raw):
@@ -528,7 +531,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -540,7 +543,7 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.meta, Raw):
@@ -562,7 +565,7 @@ class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True)
     terminal_id: Lenient[TerminalId | None] = msgspec.field(default=None, name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
         if isinstance(self.terminal_id, Raw):
@@ -579,7 +582,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: PermissionOptionKind | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -590,7 +593,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -614,7 +617,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.type, Raw):
             self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
         if isinstance(self.title, Raw):
@@ -640,7 +643,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -661,7 +664,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -682,7 +685,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -703,7 +706,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -722,7 +725,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[bool | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -739,7 +742,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     enum: list[str]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -750,7 +753,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -766,7 +769,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -778,6 +781,9 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -787,7 +793,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -801,7 +807,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -813,7 +819,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     auth: Lenient[AgentAuthCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.session, Raw):
             self.session = _OrDefault_SessionCapabilities_None(self.session, None)
         if isinstance(self.auth, Raw):
@@ -833,7 +839,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.capabilities, Raw):
             self.capabilities = _OrDefault_AgentCapabilities(self.capabilities, AgentCapabilities())
         if isinstance(self.auth_methods, Raw):
@@ -850,7 +856,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     version: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.meta, Raw):
@@ -868,7 +874,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, Raw):
             self.prompt = _OrDefault_PromptCapabilities_None(self.prompt, None)
         if isinstance(self.mcp, Raw):
@@ -893,7 +899,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.image, Raw):
             self.image = _OrDefault_PromptImageCapabilities_None(self.image, None)
         if isinstance(self.audio, Raw):
@@ -911,7 +917,7 @@ class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -921,7 +927,7 @@ class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -931,7 +937,7 @@ class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defau
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -943,7 +949,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     http: Lenient[McpHttpCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.stdio, Raw):
             self.stdio = _OrDefault_McpStdioCapabilities_None(self.stdio, None)
         if isinstance(self.http, Raw):
@@ -957,7 +963,7 @@ class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -967,7 +973,7 @@ class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -977,7 +983,7 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -987,7 +993,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -997,7 +1003,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1009,7 +1015,7 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1030,7 +1036,7 @@ class AuthMethodTerminal(
     env: Lenient[list[EnvVariable] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.args, Raw):
@@ -1055,7 +1061,7 @@ class AuthMethodAgent(
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1067,7 +1073,7 @@ class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1077,7 +1083,7 @@ class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1091,7 +1097,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions", None,
@@ -1108,7 +1114,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1123,7 +1129,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: Lenient[list[SessionConfigSelectOption]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
         if isinstance(self.meta, Raw):
@@ -1136,9 +1142,12 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
     options: Open[SessionConfigSelectOptions]
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _SessionConfigSelectOptionsDecoder(self.options, "options")
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1154,7 +1163,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_cursor: Lenient[SessionListCursor | None] = msgspec.field(default=None, name="nextCursor")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.sessions, Raw):
             self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
         if isinstance(self.next_cursor, Raw):
@@ -1175,7 +1184,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1193,7 +1202,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1206,7 +1215,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions", None,
@@ -1220,7 +1229,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1231,7 +1240,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1245,7 +1254,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1265,7 +1274,7 @@ class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     update: Open[SessionUpdate]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
         if isinstance(self.meta, Raw):
@@ -1279,7 +1288,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -1293,7 +1302,7 @@ class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1307,7 +1316,7 @@ class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1321,7 +1330,7 @@ class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1333,7 +1342,7 @@ class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1344,7 +1353,7 @@ class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.stop_reason, Raw):
             self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
         if isinstance(self.meta, Raw):
@@ -1356,7 +1365,7 @@ class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1368,7 +1377,7 @@ class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ToolCallContent]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ToolCallContentDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -1381,7 +1390,7 @@ class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1393,7 +1402,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -1414,7 +1423,7 @@ class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.command, Raw):
             self.command = _OrDefault_str_None(self.command, UNSET)
         if isinstance(self.cwd, Raw):
@@ -1434,7 +1443,7 @@ class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1447,7 +1456,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: PlanEntryStatus
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1459,7 +1468,7 @@ class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     entries: Lenient[list[PlanEntry]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.entries, Raw):
             self.entries = _ValidItems_PlanEntry(self.entries, "entries")
         if isinstance(self.meta, Raw):
@@ -1472,7 +1481,7 @@ class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     plan: Open[PlanUpdateContent]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.plan, Raw):
             self.plan = _PlanUpdateContentDecoder(self.plan, "plan")
         if isinstance(self.meta, Raw):
@@ -1487,7 +1496,7 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
     input: Lenient[Open[AvailableCommandInput | None]] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.input, Raw):
             self.input = _OrDefault_AvailableCommandInput(self.input, None)
         if isinstance(self.meta, Raw):
@@ -1500,7 +1509,7 @@ class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
     hint: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1511,7 +1520,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_commands, Raw):
             self.available_commands = _ValidItems_AvailableCommand(
                 self.available_commands, "availableCommands",
@@ -1526,7 +1535,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1542,7 +1551,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | UnsetType | None] = msgspec.field(default=UNSET, name="updatedAt")
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, UNSET)
         if isinstance(self.updated_at, Raw):
@@ -1558,7 +1567,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
     currency: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1571,7 +1580,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.cost, Raw):
             self.cost = _OrDefault_Cost_None(self.cost, None)
         if isinstance(self.meta, Raw):
@@ -1584,7 +1593,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1596,7 +1605,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation: Lenient[ElicitationCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.auth, Raw):
             self.auth = _OrDefault_AuthCapabilities_None(self.auth, None)
         if isinstance(self.elicitation, Raw):
@@ -1613,7 +1622,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     capabilities: Lenient[ClientCapabilities] = msgspec.field(default_factory=ClientCapabilities)
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.capabilities, Raw):
             self.capabilities = _OrDefault_ClientCapabilities(
                 self.capabilities, ClientCapabilities(),
@@ -1628,7 +1637,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal: Lenient[TerminalAuthCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.terminal, Raw):
             self.terminal = _OrDefault_TerminalAuthCapabilities_None(self.terminal, None)
         if isinstance(self.meta, Raw):
@@ -1640,7 +1649,7 @@ class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1652,7 +1661,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     url: Lenient[ElicitationUrlCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.form, Raw):
             self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
         if isinstance(self.url, Raw):
@@ -1666,7 +1675,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1676,7 +1685,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1687,7 +1696,7 @@ class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     method_id: AuthMethodId = msgspec.field(name="methodId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1697,7 +1706,7 @@ class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1714,7 +1723,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1732,7 +1741,7 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1745,7 +1754,7 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     headers: list[HttpHeader] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1765,7 +1774,7 @@ class McpServerStdio(
     env: list[EnvVariable] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1777,7 +1786,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     cursor: SessionListCursor | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1788,7 +1797,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1807,7 +1816,7 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     replay_from: Lenient[Open[ReplayFrom | None]] = msgspec.field(default=None, name="replayFrom")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1831,7 +1840,7 @@ class ReplayFromStart(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1842,7 +1851,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1854,7 +1863,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: list[Open[ContentBlock]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
@@ -1869,7 +1878,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
     outcome: Open[RequestPermissionOutcome]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
         if isinstance(self.meta, Raw):
@@ -1882,7 +1891,7 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1899,7 +1908,7 @@ class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1910,7 +1919,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     request_id: RequestId = msgspec.field(name="requestId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1991,7 +2000,7 @@ class DiffChangeAdd(DiffPathChange, tag_field="operation", tag="add"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2007,7 +2016,7 @@ class DiffChangeDelete(DiffPathChange, tag_field="operation", tag="delete"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2023,7 +2032,7 @@ class DiffChangeModify(DiffPathChange, tag_field="operation", tag="modify"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2039,7 +2048,7 @@ class DiffChangeMove(DiffPathPairChange, tag_field="operation", tag="move"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2055,7 +2064,7 @@ class DiffChangeCopy(DiffPathPairChange, tag_field="operation", tag="copy"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2074,8 +2083,8 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2086,8 +2095,8 @@ class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2147,14 +2156,17 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
             self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -2166,7 +2178,7 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
@@ -2232,7 +2244,7 @@ class SessionUpdateStateUpdate(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
         if isinstance(self.stop_reason, Raw):
@@ -2378,7 +2390,7 @@ class SetSessionConfigOptionRequestId(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2397,7 +2409,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2435,7 +2447,7 @@ class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2451,7 +2463,7 @@ class CreateElicitationResponseDecline(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2467,7 +2479,7 @@ class CreateElicitationResponseCancel(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2480,7 +2492,7 @@ CreateElicitationResponse = (
 )
 
 
-# --- decoders of the open unions (used by __post_init__ and decode) ---
+# --- decoders of the open unions (used by _decode_raw and decode) ---
 
 _RequestPermissionSubjectDecoder = UnionDecoder(
     "RequestPermissionSubject",
@@ -2690,7 +2702,7 @@ _CreateElicitationResponseDecoder = UnionDecoder(
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
 
 
-# --- decoders of the lenient fields (used by __post_init__) ---
+# --- decoders of the lenient fields (used by _decode_raw) ---
 
 _OrDefault_AbsolutePath_None = OrDefault(AbsolutePath | None)
 _OrDefault_AgentAuthCapabilities_None = OrDefault(AgentAuthCapabilities | None)

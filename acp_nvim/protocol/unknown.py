@@ -10,7 +10,7 @@ a field whose type is a discriminated union is declared ``Open[X]``:
   passes): the generated structs themselves see ``X | None`` there, a closed union;
 - when that pass fails (an unknown tag, or an error), the message is decoded again
   with the structs' *open twins*: subclasses of the same name where each such field
-  is ``msgspec.Raw``, turned by the generated ``__post_init__`` into an ``X`` or an
+  is ``msgspec.Raw``, turned by the generated ``_decode_raw`` into an ``X`` or an
   ``Unknown`` with the `UnionDecoder` of ``X``. Known tags decode strictly (a
   malformed known variant is an error), an unknown tag becomes `Unknown` *at that
   level*: an unknown content item inside a known tool call leaves the tool call
@@ -107,12 +107,16 @@ else:
 
         Type checkers see ``X | Unknown``; msgspec sees the closed ``X | None``
         when it can decode ``X`` in one pass, else ``msgspec.Raw`` (turned into an
-        ``X`` or an ``Unknown`` by the struct's ``__post_init__``). Evaluated when
+        ``X`` or an ``Unknown`` by the struct's ``_decode_raw``). Evaluated when
         msgspec first resolves the field, after the module registered its unions.
         """
 
         def __class_getitem__(cls, item: object) -> object:
-            decoder = _unions.get(item)
+            # A nullable field's union comes with None: the union is the rest.
+            args = typing.get_args(item) if isinstance(item, types.UnionType) else ()
+            members = [a for a in args if a is not type(None)]
+            union = functools.reduce(operator.or_, members) if len(members) < len(args) else item
+            decoder = _unions.get(union)
             if decoder is not None and decoder.closed:
                 return item | None  # type: ignore[operator]
             return Raw
@@ -122,7 +126,7 @@ else:
 
         Type checkers see ``T``; msgspec sees ``T`` itself (a bad value fails the
         closed pass) unless ``T`` holds a raw ``Open``, in the open twins
-        ``msgspec.Raw``: the struct's ``__post_init__`` decodes those with an
+        ``msgspec.Raw``: the struct's ``_decode_raw`` decodes those with an
         `OrDefault` or a `ValidItems`.
         """
 
@@ -232,7 +236,7 @@ class UnionDecoder:
 def _at(exc: ValidationError, field: str) -> ValidationError:
     """Prefix the path of an error raised inside field `field` of a struct.
 
-    Errors raised in ``__post_init__`` reach the caller unchanged, so the path is
+    Errors raised in ``_decode_raw`` reach the caller unchanged, so the path is
     rebuilt here: ``... - at `$.content.text``` becomes ``... - at `$.update.content.text```.
     """
     if not field:
@@ -403,6 +407,11 @@ def _build_twins(module_name: str) -> None:
             "__eq__": _twin_eq,
             "__ne__": _twin_ne,
         }
+        # The raw fields' decoding runs after msgspec's pass in a twin; in the struct
+        # itself only where that pass leaves a field raw (gen_types.py).
+        decode_raw = getattr(cls, "_decode_raw", None)
+        if decode_raw is not None:
+            body["__post_init__"] = decode_raw
         for info in msgspec.structs.fields(cls):
             if info.default is not msgspec.NODEFAULT:
                 body[info.name] = msgspec.field(default=info.default, name=info.encode_name)

@@ -484,6 +484,38 @@ def test_every_type_resolves(module: Any) -> None:
             assert name == f"_{obj.name}Decoder"
 
 
+def _holds_raw(info: msgspec.inspect.Type) -> bool:
+    """Whether msgspec leaves a value of this type raw (at any depth but in structs)."""
+    if isinstance(info, msgspec.inspect.RawType):
+        return True
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(_holds_raw(t) for t in info.types)
+    if isinstance(info, msgspec.inspect.ListType):
+        return _holds_raw(info.item_type)
+    if isinstance(info, msgspec.inspect.DictType):
+        return _holds_raw(info.value_type)
+    return False
+
+
+@pytest.mark.parametrize("module", [v1, v2], ids=["v1", "v2"])
+def test_only_structs_left_raw_by_the_closed_pass_run_python_after_it(module: Any) -> None:
+    """A __post_init__ per struct cost more than the whole closed pass of a chunk; a
+    struct has one where msgspec leaves a field raw there, and only there."""
+    structs = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, msgspec.Struct)
+        and obj.__module__ == module.__name__
+    ]
+    assert structs
+    for cls in structs:
+        info = msgspec.inspect.type_info(cls)
+        assert isinstance(info, msgspec.inspect.StructType)
+        raw = any(_holds_raw(f.type) for f in info.fields)
+        assert hasattr(cls, "__post_init__") == raw, cls.__name__
+
+
 def test_known_variants_decode_in_one_closed_pass() -> None:
     """The structs themselves hold closed unions: a bare msgspec Decoder takes known
     variants in one pass and rejects unknown ones; `decode` then falls back to the
