@@ -189,8 +189,9 @@ class Chat:
         stay in ``error`` (with e.g. the agent's stderr tail)."""
         if self.changes is not None:
             self.changes.turn_ended()
-        self.show_error(message, details)
+        # The state first: AcpError fires after it was drawn (a batch may go between).
         self.set_state("error", error=message)
+        self.show_error(message, details)
 
     def show_error(self, message: str, details: list[str] | None = None) -> None:
         """Show an error in the transcript and fire ``AcpError``; the chat goes on."""
