@@ -235,7 +235,21 @@ local function settle(chat)
   end
 end
 
---- Count the rows a batch wrote; draw a flood plain until it settles.
+--- The rows a batch writes: appended, or of the blocks drawn.
+local function rows_of(ops)
+  local rows = 0
+  for _, op in ipairs(ops) do
+    if op.op == "append" then
+      rows = rows + select(2, op.text:gsub("\n", "\n"))
+    elseif op.op == "block" then
+      rows = rows + #op.lines
+    end
+  end
+  return rows
+end
+
+--- Count the rows a batch writes, before it is applied (the batch that starts a
+--- flood is drawn plain too); draw a flood plain until it settles.
 local function flood(chat, rows)
   if rows == 0 then
     return
@@ -601,9 +615,9 @@ function M.render(id, ops)
       require("acp.elicit").gone(chat, op.id)
     end
   end
-  local status, created, rows = render.apply(chat.transcript, chat.blocks, ops)
+  flood(chat, rows_of(ops))
+  local status, created = render.apply(chat.transcript, chat.blocks, ops)
   open_folds(chat, created)
-  flood(chat, rows)
   require("acp.prompt").update(chat, ops)
   require("acp.tools").follow(chat, ops)
   if next(status) then

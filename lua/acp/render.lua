@@ -145,7 +145,7 @@ end
 local function append(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if not block then
-    return 0
+    return
   end
   local _, last = rows(buf, blocks, block)
   local row = last - 1
@@ -161,7 +161,6 @@ local function append(buf, blocks, op)
       api.nvim_buf_set_extmark(buf, M.ns_hl, r, 0, { line_hl_group = group })
     end
   end
-  return #parts - 1
 end
 
 --- Empty a transcript; returns its new (empty) blocks.
@@ -182,7 +181,6 @@ end
 ---@param ops table[]
 ---@return table status fields seen in this batch
 ---@return acp.Block[] created the blocks this batch created
----@return integer rows the rows written (added, or of the blocks drawn)
 function M.apply(buf, blocks, ops)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
@@ -190,16 +188,15 @@ function M.apply(buf, blocks, ops)
       table.insert(following, win)
     end
   end
-  local status, created, rows = {}, {}, 0
+  local status, created = {}, {}
   vim.bo[buf].modifiable = true
   for _, op in ipairs(ops) do
     if op.op == "append" then
-      rows = rows + append(buf, blocks, op)
+      append(buf, blocks, op)
     elseif op.op == "block" then
       if put_block(buf, blocks, op) then
         table.insert(created, blocks.by_id[op.id])
       end
-      rows = rows + #op.lines
     elseif op.op == "status" then
       for key, value in pairs(op) do
         if key ~= "op" then
@@ -213,7 +210,7 @@ function M.apply(buf, blocks, ops)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
   end
-  return status, created, rows
+  return status, created
 end
 
 --- The block holding a 0-based row.
