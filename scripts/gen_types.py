@@ -47,7 +47,11 @@ What it deliberately does not do:
 - no JSON-RPC envelopes (``x-docs-ignore`` defs such as ``AgentRequest``): framing is
   the connection's job, params/results are decoded by method;
 - unknown object keys are ignored on decode, not preserved (except in ``Unknown``);
-- the ``*.unstable.json`` schemas are not read.
+- the ``*.unstable.json`` schemas are read only for the methods in `ADOPTED_UNSTABLE`:
+  their request/response defs, the defs those need that the stable schema lacks, and
+  the capability field that advertises them (and the ``McpServer`` member of MCP-over-ACP),
+  each marked with an ``# UNSTABLE`` comment.
+  The rest (nes, document/*, providers, ...) would only grow the modules and start-up.
 """
 
 from __future__ import annotations
@@ -95,6 +99,21 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
         }
     ),
 }
+
+# Methods of the unstable schemas this client uses -> what else of the unstable
+# schema they need in the stable defs, as (def, name): a property of an object def
+# (the capability field that advertises the method) or the member of a union def
+# whose tag is `name`. Released agents (opencode) advertise session/fork over v1
+# (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
+# the agent advertises McpCapabilities.acp (decision 0024).
+ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
+    "session/fork": (("SessionCapabilities", "fork"),),
+    "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
+    "mcp/message": (),
+    "mcp/disconnect": (),
+}
+# The preamble of every unstable description; the docstring is the text after it.
+_UNSTABLE_PREAMBLE = re.compile(r"\*\*UNSTABLE\*\*\n\n[^\n]*\n\n")
 
 PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 
@@ -202,6 +221,7 @@ class Field:
     factory: bool = False  # `default` is a default_factory
     post_init: list[str] = field(default_factory=list)  # lines turning Raw into values
     union: str | None = None  # the open union the field holds, if any
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     @property
     def name(self) -> str:
@@ -214,12 +234,13 @@ class Field:
         if self.name != self.wire:
             args.append(f'name="{self.wire}"')
         head = f"    {self.name}: {self.annotation}"
+        note = f"    # UNSTABLE: {self.unstable} (schema.unstable.json)\n" if self.unstable else ""
         if not args:
-            return head
+            return note + head
         if args == [f"default={self.default}"]:
-            return f"{head} = {self.default}"
+            return f"{note}{head} = {self.default}"
         line = f"{head} = msgspec.field({', '.join(args)})"
-        return (
+        return note + (
             line
             if len(line) <= 100
             else f"{head} = msgspec.field(\n        {', '.join(args)}\n    )"
@@ -235,6 +256,7 @@ class Struct:
     tag_field: str | None = None
     tag: str | None = None
     deps: set[str] = field(default_factory=set)  # default_factory classes, defined first
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     def render(self, decoding: set[str], hooked: set[str]) -> list[str]:
         """``decoding``: the structs with a ``_decode_raw``; ``hooked``: those whose
@@ -242,7 +264,8 @@ class Struct:
         kwargs = ["kw_only=True", "omit_defaults=True"] if self.base == "msgspec.Struct" else []
         if self.tag_field is not None:
             kwargs += [f'tag_field="{self.tag_field}"', f'tag="{self.tag}"']
-        lines = bracketed(f"class {self.name}(", [self.base, *kwargs], "):")
+        lines = [f"# UNSTABLE: {self.unstable} (schema.unstable.json)"] if self.unstable else []
+        lines += bracketed(f"class {self.name}(", [self.base, *kwargs], "):")
         lines += docstring(self.doc, "    ")
         if self.doc and self.fields:
             lines.append("")
@@ -302,9 +325,11 @@ class Alias:
     doc: str
     target: str
     values: list[Any] | None = None  # enum values
+    unstable: str | None = None  # the adopted unstable method it belongs to
 
     def render(self) -> list[str]:
-        lines = [*comment(self.doc), *union_alias(self.name, self.target.split(" | "))]
+        lines = [f"# UNSTABLE: {self.unstable} (schema.unstable.json)"] if self.unstable else []
+        lines += [*comment(self.doc), *union_alias(self.name, self.target.split(" | "))]
         if self.values is not None:
             items = [json.dumps(v) for v in self.values]
             lines += bracketed(f"{self.name}Literal = Literal[", items, "]")
@@ -420,6 +445,7 @@ class Generator:
         if shape == "one":
             annotation = f"Open[{annotation}]"
         post_init = self.post_init(wire, union, shape)
+        unstable = prop.get("x-unstable")
         on_error = prop.get("x-deserialize-default-on-error") and not required and value != "Any"
         skip = prop.get("x-deserialize-skip-invalid-items") and item is not None
         if on_error or skip:
@@ -437,7 +463,7 @@ class Generator:
                 f"        if isinstance({attr}, Raw):",
                 *bracketed(f"{attr} = {decoder}(", [", ".join(args)], ")", indent=" " * 12),
             ]
-        return Field(wire, annotation, default, factory, post_init, union)
+        return Field(wire, annotation, default, factory, post_init, union, unstable)
 
     def lenient_decoder(self, kind: str, type_: str, nullable: bool | None = None) -> str:
         """The name of a module-level ``OrDefault`` / ``ValidItems`` for ``type_``, built
@@ -465,7 +491,11 @@ class Generator:
         return "None", False
 
     def matches_defaults(self, ref: str, value: dict[str, Any]) -> bool:
-        """Whether ``Ref()`` equals the schema default `value` (so a factory can stand in)."""
+        """Whether ``Ref()`` equals the schema default `value` (so a factory can stand in).
+
+        A key `value` leaves out takes its own default, as in ``Ref()`` (the unstable
+        ``McpCapabilities.acp`` is missing from the stable default of ``mcpCapabilities``).
+        """
         d = self.defs[ref]
         if self.kinds[ref] != "struct" or d.get("required"):
             return False
@@ -479,7 +509,7 @@ class Generator:
             inner = ref_name(prop)
             if not (isinstance(sub, dict) and inner and self.matches_defaults(inner, sub)):
                 return False
-        return all("default" not in p or key in value for key, p in props.items())
+        return True
 
     @staticmethod
     def post_init(wire: str, union: str | None, shape: str | None) -> list[str]:
@@ -542,7 +572,9 @@ class Generator:
             target = " | ".join(parts)
         else:
             target = self.annotate(d)[0]
-        self.aliases.append(Alias(name, summary(d.get("description")), target))
+        self.aliases.append(
+            Alias(name, summary(d.get("description")), target, unstable=d.get("x-unstable"))
+        )
 
     def build_struct(self, name: str, d: dict[str, Any]) -> None:
         fields = self.own_fields(name, d)
@@ -551,7 +583,7 @@ class Generator:
         for member in members_of(d):
             scope = self.defs[ref_name(member) or ""]
             fields += [self.make_field(name, w, p, False) for w, p in scope["properties"].items()]
-        struct = Struct(name, summary(d.get("description")), fields)
+        struct = Struct(name, summary(d.get("description")), fields, unstable=d.get("x-unstable"))
         struct.deps = {str(f.default) for f in fields if f.factory and f.default in self.defs}
         self.structs[name] = struct
 
@@ -760,7 +792,10 @@ class Generator:
             if method is None or self.kinds[name] == "skip":
                 continue
             slot = 1 if name.endswith("Response") else 0
-            by_method.setdefault(method, [None, None])[slot] = name
+            entry = by_method.setdefault(method, [None, None])
+            # mcp/message is a request and a notification: the request's params win.
+            if entry[slot] is None or name.endswith("Request"):
+                entry[slot] = name
         lines = [
             "# method -> (params type, result type); the result is None for notifications.",
             "METHODS: dict[str, tuple[Any, Any]] = {",
@@ -776,7 +811,74 @@ class Generator:
 def generate(schema_dir: Path, version: str) -> str:
     schema = json.loads((schema_dir / version / "schema.json").read_text())
     meta = json.loads((schema_dir / version / "meta.json").read_text())
+    unstable = json.loads((schema_dir / version / "schema.unstable.json").read_text())
+    unstable_meta = json.loads((schema_dir / version / "meta.unstable.json").read_text())
+    adopt_unstable(schema, meta, unstable, unstable_meta)
     return Generator(version, schema, meta).render(source_name(schema_dir, version))
+
+
+def adopt_unstable(
+    schema: dict[str, Any],
+    meta: dict[str, Any],
+    unstable: dict[str, Any],
+    unstable_meta: dict[str, Any],
+) -> None:
+    """Add the `ADOPTED_UNSTABLE` methods to the stable ``schema`` and ``meta``: their
+    request/response defs with every def they reference that ``schema`` lacks, the
+    capability field (and union member) they name, and the method name. What is added
+    carries ``x-unstable``."""
+    defs, source = schema["$defs"], unstable["$defs"]
+
+    def take(name: str, method: str) -> None:
+        if name in defs:
+            return
+        d = defs[name] = {**source[name], "x-unstable": method}
+        if "description" in d:
+            d["description"] = _UNSTABLE_PREAMBLE.sub("", d["description"], count=1)
+        take_refs(d, method)
+
+    def take_refs(d: dict[str, Any], method: str) -> None:
+        for ref in re.findall(r'"\$ref": "#/\$defs/([^"]+)"', json.dumps(d)):
+            take(ref, method)
+
+    for method, additions in ADOPTED_UNSTABLE.items():
+        for name, d in source.items():
+            if d.get("x-method") == method:
+                take(name, method)
+        for owner, addition in additions:
+            if "properties" in source[owner]:
+                add_property(defs[owner], source[owner], addition, method)
+            else:
+                add_member(defs[owner], source[owner], addition, method)
+            take_refs(defs[owner], method)
+        for group in ("agentMethods", "clientMethods"):
+            for key, name in unstable_meta[group].items():
+                if name == method:
+                    meta[group][key] = method
+
+
+def add_property(d: dict[str, Any], source: dict[str, Any], name: str, method: str) -> None:
+    """Property `name` of the unstable `source` def, added to `d` in `source`'s order."""
+    prop = {**source["properties"][name], "x-unstable": method}
+    prop["description"] = _UNSTABLE_PREAMBLE.sub("", prop.get("description", ""), count=1)
+    props = d["properties"]
+    order = [k for k in source["properties"] if k in props or k == name]
+    d["properties"] = {k: prop if k == name else props[k] for k in order}
+
+
+def add_member(d: dict[str, Any], source: dict[str, Any], tag: str, method: str) -> None:
+    """The member of the unstable union `source` tagged `tag`, added to the union `d`
+    before the member that follows it in `source` (or last)."""
+    key = "oneOf" if "oneOf" in d else "anyOf"
+    members, theirs = d[key], members_of(source)
+
+    def tag_of(member: dict[str, Any]) -> Any:
+        return member.get("properties", {}).get("type", {}).get("const", member.get("title"))
+
+    index = next(i for i, m in enumerate(theirs) if tag_of(m) == tag)
+    after = [tag_of(m) for m in theirs[index + 1 :]]
+    at = next((i for i, m in enumerate(members) if tag_of(m) in after), len(members))
+    members.insert(at, theirs[index])
 
 
 def source_name(schema_dir: Path, version: str) -> str:

@@ -103,16 +103,24 @@ class App:
         return True
 
     async def open(
-        self, chat_id: int, agent: str | None, cwd: str, session_id: str | None = None
+        self,
+        chat_id: int,
+        agent: str | None,
+        cwd: str,
+        session_id: str | None = None,
+        fork: int | None = None,
     ) -> None:
         """Start (or reuse) the agent and create a session for a new chat.
 
-        With ``session_id`` the chat resumes that session (its history replayed).
+        With ``session_id`` the chat resumes that session (its history replayed);
+        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent.
         """
         self._queues.setdefault(chat_id, [])  # prompts sent before the chat is ready
-        if self.config_error is not None:
+        parent = self.chats.get(fork) if fork is not None else None
+        refusal = self.config_error if fork is None else self._fork_refusal(fork)
+        if refusal is not None:
             chat = self._new_chat(chat_id, agent or "?", cwd)
-            chat.fail(self.config_error)
+            chat.fail(refusal)
             self._give_back_queue(chat)
             return
         try:
@@ -127,7 +135,19 @@ class App:
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self._spawn(name, agent_config, cwd)
         chat = self._new_chat(chat_id, name, cwd)
-        await self._start(chat, agent_config, spawned, session_id)
+        await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    def _fork_refusal(self, chat_id: int) -> str | None:
+        """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
+        ready chat whose agent offers it; this holds when that changed meanwhile (a
+        new agent started here would not know the session)."""
+        parent = self.chats.get(chat_id)
+        connection = self._agent_of.get(chat_id)
+        if self.config_error is not None:
+            return self.config_error
+        if parent is None or connection is None or not connection.alive:
+            return "cannot fork: the chat's agent is not running"
+        return None
 
     async def restart(self, chat_id: int) -> None:
         """Start the chat's agent again and go on in the same transcript: the agent's
@@ -173,9 +193,11 @@ class App:
         session_id: str | None,
         *,
         again: bool = False,
+        fork_of: Chat | None = None,
     ) -> None:
         """Connect ``chat`` to its agent within ``timeouts.start``; ``cancel()`` and
-        ``close()`` end the wait. ``again``: the chat goes on after a restart."""
+        ``close()`` end the wait. ``again``: the chat goes on after a restart;
+        ``fork_of``: its session is a fork of that chat's."""
         name = chat.agent
         chat.set_state("starting", agent=name)
         timeout = self.config.timeouts.start
@@ -186,10 +208,22 @@ class App:
                 with anyio.fail_after(timeout):
                     connection = await self._agent(name, agent_config, self._cwds[chat.id], spawned)
                     self._agent_of[chat.id] = connection
-                    chat.on_info(login_methods=[_plain(m) for m in connection.auth_methods()])
+                    chat.on_info(
+                        login_methods=[_plain(m) for m in connection.auth_methods()],
+                        can_fork=connection.can_fork,
+                    )
                     self._attach_review(chat, connection, agent_config)
-                    await self._session(connection, chat, session_id, again=again)
-                    await self._apply_defaults(connection, chat, agent_config)
+                    if fork_of is not None:
+                        # The fork keeps the parent's settings (from the agent's answer),
+                        # not the configured defaults.
+                        await connection.fork(chat, fork_of)
+                    else:
+                        # A restart goes on with the settings the user had, not the
+                        # configured defaults (which would undo a mode switched to).
+                        kept = _chosen(chat) if again else []
+                        resumed = await self._session(connection, chat, session_id, again=again)
+                        wanted = kept if again and resumed else _defaults(agent_config)
+                        await self._apply_settings(connection, chat, wanted)
             except TimeoutError:
                 chat.fail(
                     f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
@@ -212,30 +246,29 @@ class App:
 
     async def _session(
         self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
-    ) -> None:
+    ) -> bool:
+        """Begin or resume ``chat``'s session; whether an existing one goes on."""
         if session_id is None:
             await connection.new_session(chat)
-        elif not again:
+            return False
+        if not again:
             await connection.resume(chat, session_id)
-        else:
-            # The transcript already shows the history: resume without a replay.
-            try:
-                await connection.resume(chat, session_id, replay=False)
-            except AgentFailed as err:
-                chat.info(f"*A new session begins ({err}).*")
-                await connection.new_session(chat)
+            return True
+        # The transcript already shows the history: resume without a replay.
+        try:
+            await connection.resume(chat, session_id, replay=False)
+        except AgentFailed as err:
+            chat.info(f"*A new session begins ({err}).*")
+            await connection.new_session(chat)
+            return False
+        return True
 
-    async def _apply_defaults(
-        self, connection: AgentConnection, chat: Chat, agent_config: AgentConfig
+    async def _apply_settings(
+        self, connection: AgentConnection, chat: Chat, wanted: list[_Wanted]
     ) -> None:
-        """The agent's configured mode, model and settings, before the first prompt.
-        One the agent does not offer is reported, not dropped silently."""
-        wanted: list[tuple[str, str, str | bool]] = [
-            (f"{category} {value!r}", category, value)
-            for category, value in (("mode", agent_config.mode), ("model", agent_config.model))
-            if value is not None
-        ]
-        wanted += [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
+        """Settings to have before the first prompt (the agent's configured mode,
+        model and options, or the user's after a restart). One the agent does not
+        offer is reported, not dropped silently."""
         for what, key, value in wanted:
             option = _setting(chat, key)
             choices = [v for v, _ in option.choices] if option is not None else []
@@ -488,11 +521,18 @@ class App:
             queue.clear()
             self._show_queue(chat)
 
-    def dequeue(self, chat_id: int, index: int, edit: bool = False) -> None:
-        """Drop queued prompt ``index`` (0-based); ``edit`` puts its text back in the input."""
+    def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
+        """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``
+        puts its text back in the input.
+
+        The user picked it from the queue as it was: when the prompts before it were
+        sent meanwhile, it is found by its text, never another one dropped.
+        """
         queue = self._queues.get(chat_id, [])
         chat = self.chats.get(chat_id)
-        if not 0 <= index < len(queue) or chat is None:
+        if not (0 <= index < len(queue) and queue[index].text == text):
+            index = next((i for i, p in enumerate(queue) if p.text == text), -1)
+        if index < 0 or chat is None:
             self.editor.notify("that prompt is no longer queued", "warn")
             return
         prompt = queue.pop(index)
@@ -758,6 +798,28 @@ class App:
 def _plain(method: LoginMethod) -> dict[str, Any]:
     """A login method for Lua's picker (which asks for the variables' values)."""
     return {"id": method.id, "name": method.name, "kind": method.kind, "vars": method.vars}
+
+
+_Wanted = tuple[str, str, str | bool]  # how it is named in a notice, setting id or category, value
+
+
+def _defaults(agent_config: AgentConfig) -> list[_Wanted]:
+    """The agent's configured mode, model and settings."""
+    wanted: list[_Wanted] = [
+        (f"{category} {value!r}", category, value)
+        for category, value in (("mode", agent_config.mode), ("model", agent_config.model))
+        if value is not None
+    ]
+    return wanted + [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
+
+
+def _chosen(chat: Chat) -> list[_Wanted]:
+    """The chat's settings as they are now: what a restarted agent's session gets back."""
+    return [
+        (f"setting {o.id}={o.current!r}", o.id, o.current)
+        for o in chat.session.config_options
+        if isinstance(o.current, (str, bool)) and o.type in ("select", "boolean")
+    ]
 
 
 def _setting(chat: Chat, key: str) -> ConfigOption | None:

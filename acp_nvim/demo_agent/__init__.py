@@ -86,6 +86,7 @@ class DemoAgent:
         connection.on_request("session/list", dict, self.list_sessions)
         connection.on_request("session/load", dict, self.load_session)
         connection.on_request("session/close", dict, self.close_session)
+        connection.on_request("session/fork", dict, self.fork_session)
         connection.on_request("authenticate", dict, self.authenticate)
 
     async def initialize(self, params: Params) -> Params:
@@ -99,7 +100,7 @@ class DemoAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {},
-                "sessionCapabilities": {"list": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "fork": {}},
             },
             "agentInfo": {"name": "demo", "title": "Demo agent", "version": __version__},
             "authMethods": [{"id": "demo-login", "name": "Demo login"}],
@@ -108,7 +109,7 @@ class DemoAgent:
     async def new_session(self, params: Params) -> Params:
         if not os.path.isabs(params.get("cwd", "")):
             raise RequestError.invalid_params("cwd must be an absolute path")
-        session_id = f"demo-{len(self.sessions) + 1}"
+        session_id = f"demo-{len(self.history) + 1}"
         self._open(session_id, params["cwd"], params.get("mcpServers") or [])
         return {"sessionId": session_id, **self._settings()}
 
@@ -172,6 +173,18 @@ class DemoAgent:
         for role, text in self.history[session_id]:
             await self._say(session_id, f"{role}_message_chunk", text)
         return self._settings()
+
+    async def fork_session(self, params: Params) -> Params:
+        """A new session holding the history of ``sessionId`` (the unstable session/fork)."""
+        parent = params.get("sessionId", "")
+        if parent not in self.history:
+            raise RequestError.resource_not_found(f"session {parent}")
+        if not os.path.isabs(params.get("cwd", "")):
+            raise RequestError.invalid_params("cwd must be an absolute path")
+        session_id = f"demo-{len(self.history) + 1}"
+        self._open(session_id, params["cwd"], params.get("mcpServers") or [])
+        self.history[session_id] = list(self.history[parent])
+        return {"sessionId": session_id, **self._settings()}
 
     async def close_session(self, params: Params) -> Params:
         self.sessions.pop(params.get("sessionId", ""), None)

@@ -24,6 +24,8 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
 - `:AcpMode`, `:AcpModel`: the demo's modes and models; `/` shows its commands;
   `:AcpSessions` lists this process's sessions (`session/list`, `session/load`);
   `:AcpLogin` runs its login; the winbar shows a title and a context meter
+- `:AcpFork`: a new chat that goes on from this one in a session of its own
+  (`session/fork`); what you say there stays out of this chat
 - `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
   server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
 - over ACP v2 (`protocol_version = 2`), `help` lists more

@@ -73,7 +73,7 @@ def initialize_result() -> Params:
     return {
         "protocolVersion": 2,
         "info": {"name": "demo", "title": "Demo agent", "version": __version__},
-        "capabilities": {"session": {"delete": {}, "mcp": {"stdio": {}}}},
+        "capabilities": {"session": {"delete": {}, "fork": {}, "mcp": {"stdio": {}}}},
         "authMethods": [
             {"type": "agent", "methodId": "demo-login", "name": "Demo login"},
         ],
@@ -116,6 +116,7 @@ class DemoAgentV2:
             "session/prompt": self.prompt,
             "session/list": self.list_sessions,
             "session/resume": self.resume,
+            "session/fork": self.fork,
             "session/close": self.close,
             "session/delete": self.delete,
             "session/set_config_option": self.set_config_option,
@@ -172,6 +173,19 @@ class DemoAgentV2:
             for update in session.history:
                 await self._notify(session, update, record=False)
         return {"configOptions": self._config(session)}
+
+    async def fork(self, params: Params) -> Params:
+        """A new session with the history and settings of ``sessionId``."""
+        parent = self._session(params)
+        cwd = params.get("cwd", "")
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params("cwd must be an absolute path")
+        session = _Session(f"demo-{len(self.sessions) + 1}", cwd, list(parent.history))
+        session.mcp_servers = params.get("mcpServers") or []
+        session.config, session.suggestions = dict(parent.config), parent.suggestions
+        self.sessions[session.id] = session
+        self.tasks.start_soon(self._send_commands, session)
+        return {"sessionId": session.id, "configOptions": self._config(session)}
 
     async def close(self, params: Params) -> Params:
         session = self._session(params)

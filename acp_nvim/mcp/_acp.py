@@ -1,12 +1,17 @@
 """MCP-over-ACP (``rfds/mcp-over-acp.mdx``): the editor server on the ACP connection.
 
-An agent that advertises ``mcpCapabilities.acp`` gets the editor server as
-``{"type": "acp", "name": "nvim", "id": ...}``; it opens a connection with
-``mcp/connect {acpId}`` (answered with a fresh ``connectionId``), sends MCP
-requests and notifications flattened into ``mcp/message {connectionId, method,
-params}`` (a request's answer is the MCP result, an MCP error the ACP error),
-and ends with ``mcp/disconnect``. Server notifications go back as
-``mcp/message`` notifications. No shim runs and no socket is involved.
+An agent that advertises it (v1 ``mcpCapabilities.acp``, v2 ``session.mcp.acp``)
+gets the editor server as ``{"type": "acp", "name": "nvim", "serverId": ...}``; it
+opens a connection with ``mcp/connect {serverId}`` (answered with a fresh
+``connectionId``), sends MCP requests and notifications flattened into
+``mcp/message {connectionId, method, params}`` (a request's answer is the MCP
+result, an MCP error the ACP error), and ends with ``mcp/disconnect``. Server
+notifications go back as ``mcp/message`` notifications. No shim runs and no
+socket is involved.
+
+The bridge takes and gives plain values: each protocol version's adapter decodes
+and encodes the ``mcp/*`` messages with its own generated types
+(``client/agent/sessions.serve_mcp_over_acp``).
 """
 
 from __future__ import annotations
@@ -21,12 +26,12 @@ from acp_nvim.mcp._core import McpServer
 from acp_nvim.mcp._offer import McpOffer
 from acp_nvim.protocol import RequestError
 
-# Sends one ACP notification: (method, params).
-Send = Callable[[str, dict[str, Any]], Awaitable[None]]
+# Sends one server notification to the agent: (connection id, MCP method, MCP params).
+Send = Callable[[str, str, dict[str, Any] | None], Awaitable[None]]
 
 
 class AcpBridge:
-    """The ``mcp/*`` requests of one ACP connection, served for ``offer``'s sessions."""
+    """The MCP-over-ACP connections of one ACP connection, served for ``offer``'s sessions."""
 
     def __init__(self, offer: McpOffer, send: Send) -> None:
         self.offer = offer
@@ -38,48 +43,46 @@ class AcpBridge:
     def __repr__(self) -> str:
         return f"<AcpBridge {len(self._servers)} connections>"
 
-    async def connect(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self.offer.session(str(params.get("acpId")))
+    async def connect(self, server_id: str) -> str:
+        """Open a connection to the server ``server_id`` names; returns its id.
+
+        Raises:
+            RequestError: no session of this connection was offered that server.
+        """
+        session = self.offer.session(server_id)
         if session is None:
-            raise RequestError.invalid_params(f"unknown MCP server id {params.get('acpId')!r}")
+            raise RequestError.invalid_params(f"unknown MCP server id {server_id!r}")
         connection_id = f"nvim-{next(self._ids)}"
 
-        async def notify(method: str, inner: dict[str, Any] | None) -> None:
-            message: dict[str, Any] = {"connectionId": connection_id, "method": method}
-            if inner is not None:
-                message["params"] = inner
-            await self._send("mcp/message", message)
+        async def notify(method: str, params: dict[str, Any] | None) -> None:
+            await self._send(connection_id, method, params)
 
         self._servers[connection_id] = McpServer(session, notify)
         await session.editor.watch_buffers()
-        return {"connectionId": connection_id}
+        return connection_id
 
-    async def message(self, params: dict[str, Any]) -> dict[str, Any]:
-        server, method, inner = self._unwrap(params)
-        return await server.request(method, inner)
+    async def message(
+        self, connection_id: str, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """An MCP request; its result, or the MCP error raised as ``RequestError``."""
+        return await self._server(connection_id).request(method, params)
 
-    async def notification(self, params: dict[str, Any]) -> None:
-        server, method, _ = self._unwrap(params)
+    async def notification(self, connection_id: str, method: str) -> None:
+        server = self._server(connection_id)
         if method == "notifications/initialized":
             server.initialized_notification()
         # notifications/cancelled names no inner id here: ACP's $/cancel_request
         # cancels the mcp/message request itself.
 
-    async def disconnect(self, params: dict[str, Any]) -> dict[str, Any]:
-        self._servers.pop(str(params.get("connectionId")), None)
-        return {}
+    async def disconnect(self, connection_id: str) -> None:
+        self._servers.pop(connection_id, None)
 
     async def resources_changed(self) -> None:
         for server in list(self._servers.values()):
             await server.resources_changed()
 
-    def _unwrap(self, params: dict[str, Any]) -> tuple[McpServer, str, dict[str, Any]]:
-        server = self._servers.get(str(params.get("connectionId")))
+    def _server(self, connection_id: str) -> McpServer:
+        server = self._servers.get(connection_id)
         if server is None:
-            raise RequestError.invalid_params(f"unknown connection {params.get('connectionId')!r}")
-        method, inner = params.get("method"), params.get("params")
-        if not isinstance(method, str):
-            raise RequestError.invalid_params("method: a string is required")
-        if inner is not None and not isinstance(inner, dict):
-            raise RequestError.invalid_params("params: an object is required")
-        return server, method, inner or {}
+            raise RequestError.invalid_params(f"unknown connection {connection_id!r}")
+        return server

@@ -49,10 +49,11 @@ class HttpServer:
 
 @dataclass(frozen=True)
 class AcpServer:
-    """MCP-over-ACP: the agent reaches it with ``mcp/connect`` on the ACP connection."""
+    """MCP-over-ACP: the agent reaches it with ``mcp/connect {serverId}`` on the ACP
+    connection."""
 
     name: str
-    id: str
+    server_id: str
 
 
 ServerSpec = StdioServer | HttpServer | AcpServer
@@ -121,9 +122,9 @@ class McpOffer:
                 )
         return offered
 
-    def session(self, acp_id: str) -> ToolSession | None:
+    def session(self, server_id: str) -> ToolSession | None:
         """The session an MCP-over-ACP ``mcp/connect`` names."""
-        return self._ids.get(acp_id)
+        return self._ids.get(server_id)
 
     async def forget(self, chat: Chat) -> None:
         """The chat's session ended: its token and ids stop working."""
@@ -145,9 +146,9 @@ class McpOffer:
 
     async def _editor_server(self, chat: Chat, takes: set[str]) -> ServerSpec | None:
         if "acp" in takes:
-            acp_id = str(uuid.uuid4())
-            self._ids[acp_id] = self._tool_session(chat)
-            return AcpServer(EDITOR_SERVER, acp_id)
+            server_id = str(uuid.uuid4())
+            self._ids[server_id] = self._tool_session(chat)
+            return AcpServer(EDITOR_SERVER, server_id)
         if "stdio" not in takes:
             self._report(chat, EDITOR_SERVER, "it takes no stdio MCP servers")
             return None

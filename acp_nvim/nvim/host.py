@@ -71,8 +71,9 @@ class Host:
                 self.worker.call(app.setup, params.get("options"))
             case "open":
                 cwd = params.get("cwd") or os.getcwd()
-                resume = params.get("session_id")
-                self.worker.submit(app.open, params["chat"], params.get("agent"), cwd, resume)
+                resume, fork = params.get("session_id"), params.get("fork")
+                agent = params.get("agent")
+                self.worker.submit(app.open, params["chat"], agent, cwd, resume, fork)
             case "send":
                 context = params.get("context") or []
                 restore = bool(params.get("restore"))
@@ -87,7 +88,8 @@ class Host:
                 self.worker.submit(app.restart, params["chat"])
             case "dequeue":
                 edit = bool(params.get("edit"))
-                self.worker.call(app.dequeue, params["chat"], params["index"], edit)
+                chat, index, text = params["chat"], params["index"], params["text"]
+                self.worker.call(app.dequeue, chat, index, text, edit)
             case "answer":
                 self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
             case "elicit":

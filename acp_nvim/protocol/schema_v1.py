@@ -57,6 +57,8 @@ class AgentMethod:
     SESSION_RESUME: Final = "session/resume"
     SESSION_CLOSE: Final = "session/close"
     LOGOUT: Final = "logout"
+    SESSION_FORK: Final = "session/fork"
+    MCP_MESSAGE: Final = "mcp/message"
 
 
 class ClientMethod:
@@ -73,6 +75,9 @@ class ClientMethod:
     TERMINAL_KILL: Final = "terminal/kill"
     ELICITATION_CREATE: Final = "elicitation/create"
     ELICITATION_COMPLETE: Final = "elicitation/complete"
+    MCP_CONNECT: Final = "mcp/connect"
+    MCP_MESSAGE: Final = "mcp/message"
+    MCP_DISCONNECT: Final = "mcp/disconnect"
 
 
 class ProtocolMethod:
@@ -235,6 +240,18 @@ ExtNotification = Any
 
 # Allowed wire representations for [`ElicitationContentValue`].
 ElicitationContentValue = str | int | float | bool | list[str]
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# Unique identifier for an MCP server using the ACP transport.
+McpServerAcpId = str
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# A unique identifier for an active MCP-over-ACP connection.
+McpConnectionId = str
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+# Response to `mcp/message`.
+MessageMcpResponse = Any
 
 
 # --- objects ---
@@ -849,6 +866,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     http: Lenient[bool] = False
     sse: Lenient[bool] = False
+    # UNSTABLE: mcp/connect (schema.unstable.json)
+    acp: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -856,6 +875,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.http = _OrDefault_bool(self.http, False)
         if isinstance(self.sse, Raw):
             self.sse = _OrDefault_bool(self.sse, False)
+        if isinstance(self.acp, Raw):
+            self.acp = _OrDefault_bool(self.acp, False)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -887,6 +908,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
+    # UNSTABLE: session/fork (schema.unstable.json)
+    fork: Lenient[SessionForkCapabilities | None] = None
     resume: Lenient[SessionResumeCapabilities | None] = None
     close: Lenient[SessionCloseCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -900,6 +923,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
                 self.additional_directories, None,
             )
+        if isinstance(self.fork, Raw):
+            self.fork = _OrDefault_SessionForkCapabilities_None(self.fork, None)
         if isinstance(self.resume, Raw):
             self.resume = _OrDefault_SessionResumeCapabilities_None(self.resume, None)
         if isinstance(self.close, Raw):
@@ -2075,6 +2100,157 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response from forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    modes: Lenient[SessionModeState | None] = None
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
+        default=None, name="configOptions"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.modes, Raw):
+            self.modes = _OrDefault_SessionModeState_None(self.modes, None)
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption_or_null(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    cwd: str
+    additional_directories: Lenient[list[str] | None] = msgspec.field(
+        default=None, name="additionalDirectories"
+    )
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_str(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Capabilities for the `session/fork` method."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/connect`."""
+
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/connect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="acp"):
+    """ACP transport configuration for MCP."""
+
+    name: str
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Notification parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: Lenient[dict[str, Any] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.params, Raw):
+            self.params = _OrDefault_dict_str_Any_None(self.params, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/disconnect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/disconnect`."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2343,7 +2519,7 @@ AvailableCommandInput = UnstructuredCommandInput
 
 
 # Configuration for connecting to an MCP (Model Context Protocol) server.
-McpServer = McpServerHttp | McpServerSse | McpServerStdio
+McpServer = McpServerHttp | McpServerSse | McpServerAcp | McpServerStdio
 
 
 class SetSessionConfigOptionRequestBoolean(
@@ -2577,7 +2753,7 @@ register_union(AvailableCommandInput, _AvailableCommandInputDecoder)
 _McpServerDecoder = UnionDecoder(
     "McpServer",
     "type",
-    {"http": McpServerHttp, "sse": McpServerSse},
+    {"http": McpServerHttp, "sse": McpServerSse, "acp": McpServerAcp},
     (McpServerStdio,),
 )
 register_union(McpServer, _McpServerDecoder)
@@ -2638,6 +2814,7 @@ _OrDefault_SessionCloseCapabilities_None = OrDefault(SessionCloseCapabilities | 
 _OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
 _OrDefault_SessionConfigOptionsCapabilities_None = OrDefault(SessionConfigOptionsCapabilities | None)
 _OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionForkCapabilities_None = OrDefault(SessionForkCapabilities | None)
 _OrDefault_SessionListCapabilities_None = OrDefault(SessionListCapabilities | None)
 _OrDefault_SessionModeState_None = OrDefault(SessionModeState | None)
 _OrDefault_SessionResumeCapabilities_None = OrDefault(SessionResumeCapabilities | None)
@@ -2698,4 +2875,8 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "elicitation/complete": (CompleteElicitationNotification, None),
     "session/cancel": (CancelNotification, None),
     "$/cancel_request": (CancelRequestNotification, None),
+    "session/fork": (ForkSessionRequest, ForkSessionResponse),
+    "mcp/connect": (ConnectMcpRequest, ConnectMcpResponse),
+    "mcp/message": (MessageMcpRequest, MessageMcpResponse),
+    "mcp/disconnect": (DisconnectMcpRequest, DisconnectMcpResponse),
 }

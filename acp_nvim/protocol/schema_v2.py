@@ -57,6 +57,8 @@ class AgentMethod:
     SESSION_RESUME: Final = "session/resume"
     SESSION_CLOSE: Final = "session/close"
     AUTH_LOGOUT: Final = "auth/logout"
+    SESSION_FORK: Final = "session/fork"
+    MCP_MESSAGE: Final = "mcp/message"
 
 
 class ClientMethod:
@@ -66,6 +68,9 @@ class ClientMethod:
     SESSION_UPDATE: Final = "session/update"
     ELICITATION_CREATE: Final = "elicitation/create"
     ELICITATION_COMPLETE: Final = "elicitation/complete"
+    MCP_CONNECT: Final = "mcp/connect"
+    MCP_MESSAGE: Final = "mcp/message"
+    MCP_DISCONNECT: Final = "mcp/disconnect"
 
 
 class ProtocolMethod:
@@ -258,6 +263,18 @@ ExtNotification = Any
 
 # Allowed wire representations for [`ElicitationContentValue`].
 ElicitationContentValue = str | int | float | bool | list[str]
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# Unique identifier for an MCP server using the ACP transport.
+McpServerAcpId = str
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+# A unique identifier for an active MCP-over-ACP connection.
+McpConnectionId = str
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+# Response to `mcp/message`.
+MessageMcpResponse = Any
 
 
 # --- objects ---
@@ -872,6 +889,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     additional_directories: Lenient[SessionAdditionalDirectoriesCapabilities | None] = msgspec.field(
         default=None, name="additionalDirectories"
     )
+    # UNSTABLE: session/fork (schema.unstable.json)
+    fork: Lenient[SessionForkCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -885,6 +904,8 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.additional_directories = _OrDefault_SessionAdditionalDirectoriesCapabilities_None(
                 self.additional_directories, None,
             )
+        if isinstance(self.fork, Raw):
+            self.fork = _OrDefault_SessionForkCapabilities_None(self.fork, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -947,6 +968,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     stdio: Lenient[McpStdioCapabilities | None] = None
     http: Lenient[McpHttpCapabilities | None] = None
+    # UNSTABLE: mcp/connect (schema.unstable.json)
+    acp: Lenient[McpAcpCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -954,6 +977,8 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.stdio = _OrDefault_McpStdioCapabilities_None(self.stdio, None)
         if isinstance(self.http, Raw):
             self.http = _OrDefault_McpHttpCapabilities_None(self.http, None)
+        if isinstance(self.acp, Raw):
+            self.acp = _OrDefault_McpAcpCapabilities_None(self.acp, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1924,6 +1949,162 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response from forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
+        default=None, name="configOptions"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.config_options, Raw):
+            self.config_options = _ValidItems_SessionConfigOption(
+                self.config_options, "configOptions", None,
+            )
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for forking an existing session."""
+
+    session_id: SessionId = msgspec.field(name="sessionId")
+    cwd: AbsolutePath
+    additional_directories: Lenient[list[AbsolutePath] | None] = msgspec.field(
+        default=None, name="additionalDirectories"
+    )
+    mcp_servers: Lenient[list[Open[McpServer]] | None] = msgspec.field(
+        default=None, name="mcpServers"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.additional_directories, Raw):
+            self.additional_directories = _ValidItems_AbsolutePath(
+                self.additional_directories, "additionalDirectories", None,
+            )
+        if isinstance(self.mcp_servers, Raw):
+            self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers", None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/fork (schema.unstable.json)
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Capabilities for the `session/fork` method."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/connect`."""
+
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/connect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class McpAcpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Capabilities for ACP MCP server transports."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/connect (schema.unstable.json)
+class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="acp"):
+    """ACP transport configuration for MCP."""
+
+    name: str
+    server_id: McpServerAcpId = msgspec.field(name="serverId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/message (schema.unstable.json)
+class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Notification parameters for `mcp/message`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    method: str
+    params: Lenient[dict[str, Any] | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.params, Raw):
+            self.params = _OrDefault_dict_str_Any_None(self.params, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Request parameters for `mcp/disconnect`."""
+
+    connection_id: McpConnectionId = msgspec.field(name="connectionId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: mcp/disconnect (schema.unstable.json)
+class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Response to `mcp/disconnect`."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2369,7 +2550,7 @@ AvailableCommandInput = AvailableCommandInputText
 
 
 # Configuration for connecting to an MCP (Model Context Protocol) server.
-McpServer = McpServerHttp | McpServerStdio
+McpServer = McpServerHttp | McpServerAcp | McpServerStdio
 
 
 # Inclusive cursor describing where replayed session history should begin.
@@ -2660,7 +2841,7 @@ register_union(AvailableCommandInput, _AvailableCommandInputDecoder)
 _McpServerDecoder = UnionDecoder(
     "McpServer",
     "type",
-    {"http": McpServerHttp, "stdio": McpServerStdio},
+    {"http": McpServerHttp, "acp": McpServerAcp, "stdio": McpServerStdio},
     (),
 )
 register_union(McpServer, _McpServerDecoder)
@@ -2719,6 +2900,7 @@ _OrDefault_ElicitationFormCapabilities_None = OrDefault(ElicitationFormCapabilit
 _OrDefault_ElicitationSchemaType = OrDefault(ElicitationSchemaType)
 _OrDefault_ElicitationUrlCapabilities_None = OrDefault(ElicitationUrlCapabilities | None)
 _OrDefault_IconTheme_None = OrDefault(IconTheme | None)
+_OrDefault_McpAcpCapabilities_None = OrDefault(McpAcpCapabilities | None)
 _OrDefault_McpCapabilities_None = OrDefault(McpCapabilities | None)
 _OrDefault_McpHttpCapabilities_None = OrDefault(McpHttpCapabilities | None)
 _OrDefault_McpStdioCapabilities_None = OrDefault(McpStdioCapabilities | None)
@@ -2732,6 +2914,7 @@ _OrDefault_SessionAdditionalDirectoriesCapabilities_None = OrDefault(SessionAddi
 _OrDefault_SessionCapabilities_None = OrDefault(SessionCapabilities | None)
 _OrDefault_SessionConfigOptionCategory_None = OrDefault(SessionConfigOptionCategory | None)
 _OrDefault_SessionDeleteCapabilities_None = OrDefault(SessionDeleteCapabilities | None)
+_OrDefault_SessionForkCapabilities_None = OrDefault(SessionForkCapabilities | None)
 _OrDefault_SessionListCursor_None = OrDefault(SessionListCursor | None)
 _OrDefault_StopReason_None = OrDefault(StopReason | None)
 _OrDefault_TerminalAuthCapabilities_None = OrDefault(TerminalAuthCapabilities | None)
@@ -2783,4 +2966,8 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "elicitation/complete": (CompleteElicitationNotification, None),
     "session/cancel": (CancelSessionNotification, None),
     "$/cancel_request": (CancelRequestNotification, None),
+    "session/fork": (ForkSessionRequest, ForkSessionResponse),
+    "mcp/connect": (ConnectMcpRequest, ConnectMcpResponse),
+    "mcp/message": (MessageMcpRequest, MessageMcpResponse),
+    "mcp/disconnect": (DisconnectMcpRequest, DisconnectMcpResponse),
 }

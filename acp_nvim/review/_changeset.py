@@ -10,7 +10,10 @@ user edit recomputes hunks, and then hunks with unchanged content keep their
 ids.
 
 Edits the user makes between agent writes are folded into the baseline (they
-are not the agent's), unless they fall inside an agent hunk.
+are not the agent's), unless they fall inside an agent hunk. An edit that
+takes a hunk's agent lines back out (an undo) marks it ``reverted``; one that
+puts them back where a reverted or rejected hunk sits (a redo, an undo of a
+reject) is the agent's again: the hunk is pending once more.
 
 Nothing here does I/O: callers pass texts in and write the returned text out.
 """
@@ -21,6 +24,7 @@ __all__ = [
     "Changeset",
     "FileChange",
     "FileKind",
+    "RestoreOutcome",
     "ReviewError",
     "ReviewStore",
     "WriteOutcome",
@@ -56,6 +60,20 @@ class WriteOutcome:
 
     text: str
     conflicts: list[Hunk]
+
+
+@dataclass(frozen=True)
+class RestoreOutcome:
+    """What a restore (:meth:`ReviewStore.restore`) turned a file into.
+
+    ``text`` is what the file must now hold (``None``: deleted); ``conflicts``
+    the hunks where the user's later edits were kept and the restored lines
+    await a decision; ``clashes`` the turns that could not be taken back (why).
+    """
+
+    text: str | None
+    conflicts: list[Hunk]
+    clashes: list[str]
 
 
 def _map_pos(regions: Sequence[Region], pos: int) -> int:
@@ -107,6 +125,9 @@ class FileChange:
         self._base = split_lines(baseline)
         self._cur_exists = self._base_exists
         self._cur = list(self._base)
+        # The text as the agent and the review's decisions left it: where the
+        # current text differs, the user edited since.
+        self._left = list(self._base)
         self._hunks: list[Hunk] = []
         self._next_id = 1
 
@@ -125,9 +146,21 @@ class FileChange:
         return "".join(self._cur) if self._cur_exists else None
 
     @property
+    def left(self) -> str:
+        """The text as the agent's writes and the review's decisions left it: the
+        current text without the user's edits made since."""
+        return "".join(self._left)
+
+    @property
     def open(self) -> bool:
         """Whether any hunk still awaits a decision."""
         return any(h.status in ("pending", "conflict") for h in self._hunks)
+
+    @property
+    def applied(self) -> bool:
+        """Whether any of the agent's changes still stand (open or accepted hunks):
+        what :meth:`take_back` would take out."""
+        return any(h.status in ("pending", "conflict", "accepted") for h in self._hunks)
 
     def hunks(self) -> list[Hunk]:
         """Copies of all hunks (decided ones too), in file order."""
@@ -142,35 +175,64 @@ class FileChange:
     def set_current(self, text: str | None) -> None:
         """The agent changed the file to ``text``; recompute pending hunks."""
         lines = split_lines(text)
-        moves = diff_regions(self._cur, lines)
-        for hunk in self._hunks:
-            if hunk.status == "conflict":
-                start, end = _map_range(moves, hunk.new_start, hunk.new_end)
-                hunk.new_start, hunk.new_lines = start, lines[start:end]
-            elif hunk.status != "pending":
-                hunk.new_start = _map_pos(moves, hunk.new_start)
-        self._cur = lines
-        self._cur_exists = text is not None
-        self._rediff()
+        self._left = lines
+        self._set(lines, text is not None, diff_regions(self._cur, lines))
 
-    def user_edit(self, text: str | None) -> None:
+    def user_edit(self, text: str | None) -> str | None:
         """The user changed the file to ``text``: fold that into the baseline.
 
         Edits outside agent hunks move into the baseline (so they are not
         shown as agent changes and survive a reject); edits inside an agent
-        hunk become part of that hunk.
+        hunk become part of that hunk. A change that exactly takes a pending
+        hunk's lines back to its baseline lines (an undo) marks it
+        ``reverted``; one that exactly puts a reverted or rejected hunk's agent
+        lines back where it sits (a redo) makes it pending again.
+
+        Returns what the file holds with only those hunks taken back or
+        brought back (the change its file on disk must follow), or None when
+        the edit touched none.
         """
         lines = split_lines(text)
         if lines == self._cur and (text is not None) == self._cur_exists:
-            return
+            return None
+        before = self._cur
+        moves = diff_regions(before, lines)
+        reverted, redone = self._follow(moves, lines)
+        # The user's own edits (redone hunks are the agent's), and the agent's
+        # hunks alone (what undo and redo did).
+        own: list[str] = []
+        agents: list[str] = []
+        at = 0
+        followed = redone | {k for _, _, k in reverted}
+        for k, (i1, i2, j1, j2) in enumerate(moves):
+            own += lines[at:j1]
+            agents += lines[at:j1]
+            own += before[i1:i2] if k in redone else lines[j1:j2]
+            agents += lines[j1:j2] if k in followed else before[i1:i2]
+            at = j2
+        own += lines[at:]
+        agents += lines[at:]
         # base = current, ours = baseline (kept on a clash), theirs = user's text.
-        new_base, _ = merge3_lines(self._cur, self._base, lines)
-        moves = diff_regions(self._base, new_base)
+        new_base, _ = merge3_lines(before, self._base, own)
+        base_moves = diff_regions(self._base, new_base)
         for hunk in self._hunks:
             if hunk.status != "pending":
-                hunk.base_start = _map_pos(moves, hunk.base_start)
+                hunk.base_start = _map_pos(base_moves, hunk.base_start)
         self._base = new_base
-        self.set_current(text)
+        self._set(lines, text is not None, moves)
+        for hunk, row, _ in reverted:
+            hunk.new_start = row  # where its baseline lines are now
+        if not followed:
+            return None
+        self._left = merge3_lines(before, agents, self._left)[0]
+        return "".join(agents)
+
+    def decided(self, text: str | None) -> None:
+        """A decision in an earlier turn changed the file to ``text``: folded into
+        the baseline like a user edit, but part of what the review left."""
+        before = self._cur
+        self.user_edit(text)
+        self._left_follows(before)
 
     def add_conflicts(self, conflicts: Sequence[Conflict]) -> list[Hunk]:
         """Record merge clashes (positions in the current text) as conflict hunks.
@@ -210,11 +272,13 @@ class FileChange:
         ``include_conflicts``: it never overwrites user edits by surprise.
         Raises :class:`ReviewError` for an unknown hunk or one already rejected.
         """
+        before = list(self._cur)
         for hunk in self._targets(hunk_id, "accepted", include_conflicts):
             if hunk.status == "conflict":
                 self._accept_conflict(hunk)
             else:
                 self._accept_pending(hunk)
+        self._left_follows(before)
         return self.current
 
     def reject(self, hunk_id: int | None = None) -> str | None:
@@ -226,14 +290,89 @@ class FileChange:
         the user's text. Raises :class:`ReviewError` for an unknown hunk or one
         already accepted.
         """
+        before = list(self._cur)
         for hunk in self._targets(hunk_id, "rejected", True):
             if hunk.status == "conflict":
                 hunk.status = "rejected"
             else:
                 self._reject_pending(hunk)
+        self._left_follows(before)
+        return self.current
+
+    def take_back(self) -> str | None:
+        """Take the turn's changes out of the file (a restore); returns the text it must hold.
+
+        Open hunks are rejected; accepted ones get their text before the turn back
+        and are marked ``reverted`` (their lines are out, not by a review decision).
+        An accepted hunk whose lines the user has changed since (so they are in the
+        baseline as the user's) stays accepted: the user's text is never overwritten.
+        A file the turn created is gone again unless the user's lines remain in it.
+        """
+        self.reject()
+        # Nothing is pending now: the baseline and the current text are the same lines.
+        before = list(self._cur)
+        accepted = [h for h in self._hunks if h.status == "accepted"]
+        for hunk in sorted(accepted, key=lambda h: h.base_start, reverse=True):
+            start, end = hunk.base_start, hunk.base_start + len(hunk.new_lines)
+            if self._base[start:end] != hunk.new_lines:
+                continue
+            self._base[start:end] = hunk.base_lines
+            by = len(hunk.base_lines) - len(hunk.new_lines)
+            self._shift(hunk, base_from=end, base_by=by, new_from=end, new_by=by)
+            hunk.status, hunk.new_start = "reverted", start
+        if accepted and not any(h.status == "accepted" for h in self._hunks):
+            self._base_exists = self.original is not None or bool(self._base)
+        self._cur, self._cur_exists = list(self._base), self._base_exists
+        self._left_follows(before)
         return self.current
 
     # -- internals -----------------------------------------------------------------
+
+    def _set(self, lines: list[str], exists: bool, moves: Sequence[Region]) -> None:
+        """The current text becomes ``lines`` (``moves``: the diff to them)."""
+        for hunk in self._hunks:
+            if hunk.status == "conflict":
+                start, end = _map_range(moves, hunk.new_start, hunk.new_end)
+                hunk.new_start, hunk.new_lines = start, lines[start:end]
+            elif hunk.status != "pending":
+                hunk.new_start = _map_pos(moves, hunk.new_start)
+        self._cur = lines
+        self._cur_exists = exists
+        self._rediff()
+
+    def _left_follows(self, before: list[str]) -> None:
+        """The review changed the current text from ``before``: what it left changes alike."""
+        if self._cur != before:
+            self._left = merge3_lines(before, self._cur, self._left)[0]
+
+    def _follow(
+        self, moves: Sequence[Region], lines: list[str]
+    ) -> tuple[list[tuple[Hunk, int, int]], set[int]]:
+        """Hunks an edit (``moves`` from the current text to ``lines``) took back or
+        brought back: (hunk, its new row, the move's index) now ``reverted``, and
+        the indexes of moves that made a hunk pending again. One pass over both."""
+        at: dict[int, list[Hunk]] = {}
+        for hunk in self._hunks:
+            if hunk.status in ("pending", "reverted", "rejected"):
+                at.setdefault(hunk.new_start, []).append(hunk)
+        reverted: list[tuple[Hunk, int, int]] = []
+        redone: set[int] = set()
+        for k, (i1, i2, j1, j2) in enumerate(moves):
+            for hunk in at.get(i1, ()):
+                if hunk.status == "pending":
+                    if i2 == hunk.new_end and lines[j1:j2] == hunk.base_lines:
+                        hunk.status = "reverted"
+                        reverted.append((hunk, j1, k))
+                        break
+                elif (
+                    i2 - i1 == len(hunk.base_lines)
+                    and self._cur[i1:i2] == hunk.base_lines
+                    and lines[j1:j2] == hunk.new_lines
+                ):
+                    hunk.status = "pending"  # _rediff gives the fresh hunk its id
+                    redone.add(k)
+                    break
+        return reverted, redone
 
     def _new_id(self) -> int:
         self._next_id += 1
@@ -443,6 +582,10 @@ class Changeset:
         """See :meth:`FileChange.reject`."""
         return self.file(path).reject(hunk_id)
 
+    def take_back(self, path: str) -> str | None:
+        """See :meth:`FileChange.take_back`."""
+        return self.file(path).take_back()
+
     def summary(self) -> list[dict[str, Any]]:
         """Plain data for Lua: one dict per file (see :meth:`ReviewStore.changes`)."""
         return [_file_summary(change) for change in self._files.values()]
@@ -559,6 +702,54 @@ class ReviewStore:
         """
         return self._decide(path, turn, lambda c: c.reject(path, hunk_id))
 
+    def restore(self, path: str, turn: int) -> RestoreOutcome:
+        """Take ``path`` back to its text before ``turn``, as one change: every change
+        of that turn and later is taken out (:meth:`FileChange.take_back`: open hunks
+        rejected, accepted ones reverted), newest turn first.
+
+        The user's edits made since the agent's last change of the file (where it
+        differs from :attr:`FileChange.left`) are never overwritten: taken out
+        first, they are merged back onto the restored text, and where the restore
+        would replace them the user's lines stay, the restored ones waiting in a
+        conflict hunk. A file the turns created that holds such edits is left as it
+        is (``clashes`` says so): removing it would take them too. A turn whose
+        changes clash with later turns' is left as it is, and an accepted change the
+        user edited afterwards stays: ``clashes`` names both.
+        """
+        latest = self._changeset_for(path, None).file(path)
+        now, left = latest.current, latest.left
+        theirs = now is not None and now != left
+        first = next((cs.file(path) for cs in self._turns[turn - 1 :] if path in cs), None)
+        if first is None:
+            return RestoreOutcome(now, [], [])
+        if theirs and first.original is None:
+            return RestoreOutcome(now, [], [f"{path}: not removed, it holds your edits"])
+        if theirs:
+            latest.user_edit(left)
+        clashes = []
+        for changeset in reversed(self._turns):
+            if changeset.turn < turn:
+                break
+            if path not in changeset or not changeset.file(path).applied:
+                continue
+            try:
+                self._decide(path, changeset.turn, lambda c: c.take_back(path))
+            except ReviewError as err:
+                clashes.append(str(err))
+                continue
+            if any(h.status == "accepted" for h in changeset.hunks(path)):
+                clashes.append(
+                    f"{path}: you edited a change of turn {changeset.turn} after accepting "
+                    "it; your text stays"
+                )
+        restored = latest.current
+        if not theirs or restored is None:
+            return RestoreOutcome(restored, [], clashes)
+        assert now is not None
+        merged = merge3(left, now, restored)
+        latest.user_edit(merged.text)
+        return RestoreOutcome(merged.text, latest.add_conflicts(merged.conflicts), clashes)
+
     def changes(self, turn: int | None = None, *, all_turns: bool = False) -> list[dict[str, Any]]:
         """Plain-data summary for Lua (msgpack-safe), one dict per changed file.
 
@@ -614,7 +805,7 @@ class ReviewStore:
             final = merged.text
         decide(changeset)
         if final != now:
-            latest.file(path).user_edit(final)
+            latest.file(path).decided(final)
         return final
 
 
@@ -624,6 +815,8 @@ class _Decides(Protocol):
     ) -> str | None: ...
 
     def reject(self, path: str, hunk_id: int | None = None) -> str | None: ...
+
+    def take_back(self, path: str) -> str | None: ...
 
 
 class _Single:
@@ -639,6 +832,9 @@ class _Single:
 
     def reject(self, path: str, hunk_id: int | None = None) -> str | None:
         return self._change.reject(hunk_id)
+
+    def take_back(self, path: str) -> str | None:
+        return self._change.take_back()
 
 
 def _norm(path: str) -> str:

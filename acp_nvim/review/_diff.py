@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-HunkStatus = Literal["pending", "accepted", "rejected", "conflict"]
+HunkStatus = Literal["pending", "accepted", "rejected", "conflict", "reverted"]
 
 # (i1, i2, j1, j2): a[i1:i2] became b[j1:j2]. Regions come in order and are
 # always separated by at least one equal line (difflib never emits two

@@ -29,6 +29,7 @@ local api = vim.api
 ---@field name? string given with |:AcpChats| rename
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.elicit)
 ---@field eliciting? boolean one of them is being asked
+---@field queue_mark? integer the extmark drawing the queued prompts (acp.queue)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -330,29 +331,75 @@ local function create()
   return chat
 end
 
+-- Blocks that fold under their header line.
+local FOLDED = { thought = true, tool = true }
+
+--- New blocks arrive open, unless 'foldlevel' closes them (zM): once the user
+--- closed a fold (zc), Vim creates every new fold of the window closed.
+local function open_folds(chat, blocks)
+  local lnums = {}
+  for _, block in ipairs(blocks) do
+    if FOLDED[block.kind] then
+      table.insert(lnums, render.start_row(chat.transcript, block) + 1)
+    end
+  end
+  if #lnums == 0 then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+    if vim.wo[win].foldlevel > 0 then
+      api.nvim_win_call(win, function()
+        for _, lnum in ipairs(lnums) do
+          if vim.fn.foldclosed(lnum) ~= -1 then
+            vim.cmd(lnum .. "foldopen")
+          end
+        end
+      end)
+    end
+  end
+end
+
+--- A fork's transcript starts with its parent's (the conversation it continues),
+--- then a line that says so. The copies are the parent's blocks as they are now.
+--- Their ids, and the line's, start with one `#` and a word Python's own block ids
+--- never use (an agent's ids never start with one `#`): they never meet the fork's.
+local function continue_from(parent, chat)
+  local _, created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("#fork%d:"):format(parent.id))
+  local note = ("*Forked from chat %d (%s): from here on, this chat goes its own way.*"):format(parent.id, M.title(parent))
+  render.apply(chat.transcript, chat.blocks, { { op = "block", id = "#forked", kind = "info", lines = { note } } })
+  open_folds(chat, created)
+end
+
 --- Ask the Python side for the chat's session, or show why it cannot start.
 local function start(chat)
   if host.ensure() then
     local opened = chat.opened
-    host.notify("open", { chat = chat.id, agent = opened.agent, cwd = chat.cwd, session_id = opened.session_id })
+    host.notify("open", {
+      chat = chat.id,
+      agent = opened.agent,
+      cwd = chat.cwd,
+      session_id = opened.session_id,
+      fork = opened.fork,
+    })
   else
     M.fail(chat, host.failure.message)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string}
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
     opts.agent = nil
   end
-  local existing = M.current and M.chats[M.current]
+  local existing = opts.fork or (M.current and M.chats[M.current])
   if not valid(existing) then
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not opts.new and not opts.session_id and not other_agent
-  local beside = other_agent and layout.room_beside()
+  local reuse = existing and not opts.new and not opts.session_id and not other_agent and not opts.fork
+  -- Another agent's chat, or a fork, opens beside the chat where there is room.
+  local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
   if reuse and not (existing.host_failed and existing.status.session_id) then
     layout.show(existing)
@@ -363,9 +410,12 @@ function M.open(opts)
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
-  chat.opened = { agent = opts.agent, session_id = opts.session_id }
-  chat.cwd = vim.fn.getcwd()
+  chat.opened = { agent = opts.agent, session_id = opts.session_id, fork = opts.fork and opts.fork.id }
+  chat.cwd = opts.fork and opts.fork.cwd or vim.fn.getcwd()
   M.current = chat.id
+  if opts.fork then
+    continue_from(opts.fork, chat)
+  end
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
   -- opens beside it where there is room.
@@ -375,6 +425,27 @@ function M.open(opts)
   update_winbar(chat)
   start(chat)
   return chat
+end
+
+--- Open a new chat that continues `chat`'s conversation in a fork of its session
+--- (|:AcpFork|), on the same agent. Not during a turn: what a fork holds of a turn
+--- still running would be the agent's guess.
+---@param chat acp.Chat
+---@return acp.Chat the new chat; a user error when `chat` cannot fork now
+function M.fork(chat)
+  local s = chat.status
+  local refusal
+  if s.state == "running" then
+    refusal = "cannot fork during a turn: cancel it first"
+  elseif s.state ~= "ready" or chat.host_failed then
+    refusal = "cannot fork: the chat has no running session"
+  elseif not s.can_fork then
+    refusal = ("%s does not offer fork"):format(s.agent)
+  end
+  if refusal then
+    util.user_error(refusal)
+  end
+  return M.open({ agent = s.agent, fork = chat })
 end
 
 --- The chat's name for the user: the one given with :AcpChats, else the
@@ -472,6 +543,7 @@ function M.retry(chat)
   chat.host_failed = nil
   chat.blocks = render.reset(chat.transcript)
   chat.status = { state = "starting", agent = chat.status.agent }
+  require("acp.queue").draw(chat)
   update_winbar(chat)
   start(chat)
 end
@@ -518,30 +590,6 @@ function M.edit_last(chat)
 end
 
 ---@param chat acp.Chat
-function M.edit_queue(chat)
-  local queue = chat.status.queue or {}
-  if #queue == 0 then
-    util.notify("no prompt is queued", "info")
-    return
-  end
-  vim.ui.select(queue, {
-    prompt = "Queued prompt",
-    format_item = function(text)
-      return (text:gsub("\n", " ⏎ "))
-    end,
-  }, function(_, index)
-    if not index then
-      return
-    end
-    vim.ui.select({ "edit", "remove" }, { prompt = "Queued prompt " .. index }, function(action)
-      if action then
-        host.notify("dequeue", { chat = chat.id, index = index - 1, edit = action == "edit" })
-      end
-    end)
-  end)
-end
-
----@param chat acp.Chat
 function M.cancel(chat)
   host.notify("cancel", { chat = chat.id })
 end
@@ -572,34 +620,6 @@ api.nvim_create_autocmd("VimResized", {
   end,
 })
 
--- Blocks that fold under their header line.
-local FOLDED = { thought = true, tool = true }
-
---- New blocks arrive open, unless 'foldlevel' closes them (zM): once the user
---- closed a fold (zc), Vim creates every new fold of the window closed.
-local function open_folds(chat, blocks)
-  local lnums = {}
-  for _, block in ipairs(blocks) do
-    if FOLDED[block.kind] then
-      table.insert(lnums, render.start_row(chat.transcript, block) + 1)
-    end
-  end
-  if #lnums == 0 then
-    return
-  end
-  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    if vim.wo[win].foldlevel > 0 then
-      api.nvim_win_call(win, function()
-        for _, lnum in ipairs(lnums) do
-          if vim.fn.foldclosed(lnum) ~= -1 then
-            vim.cmd(lnum .. "foldopen")
-          end
-        end
-      end)
-    end
-  end
-end
-
 --- Render ops from Python for chat `id`.
 function M.render(id, ops)
   local chat = M.chats[id]
@@ -627,6 +647,9 @@ function M.render(id, ops)
     end
     update_winbar(chat)
   end
+  if status.queue or chat.queue_mark then
+    require("acp.queue").draw(chat)
+  end
 end
 
 --- Show in `chat` why the Python side is not running (one paragraph with the
@@ -636,16 +659,18 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
+  local ops = {
+    { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
+    { op = "status", state = "error", error = message, queued = 0, queue = {} },
+  }
+  local queued = chat.status.queue or {}
+  if #queued > 0 then
+    -- The queue died with the Python side: what waited in it goes back to the input.
+    table.insert(ops, { op = "input", text = table.concat(queued, "\n\n") })
+  end
   -- The batch the Python side would send, through the one place that fires events.
   host.apply({
-    {
-      "render",
-      chat.id,
-      {
-        { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
-        { op = "status", state = "error", error = message },
-      },
-    },
+    { "render", chat.id, ops },
     { "event", "AcpError", { chat = chat.id, message = message } },
   })
   require("acp.prompt").forget_all(chat)

@@ -34,6 +34,7 @@ M.groups = {
   { "AcpTurnEnd", "NonText", "The line that ends a turn, with its stop reason" },
   { "AcpError", "ErrorMsg", "Errors shown in the chat" },
   { "AcpInfo", "Comment", "Notices from acp.nvim in the chat" },
+  { "AcpQueued", "Comment", "Prompts waiting to be sent, under the transcript" },
 }
 
 local function apply()

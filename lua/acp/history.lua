@@ -1,6 +1,6 @@
 -- Prompt history of the chat input: what was sent, per agent and project, kept
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
--- the input's first line and <Down> on its last (decision chats-0011).
+-- the input's first line and <Down> on its last (decision 0022).
 local M = {}
 local api = vim.api
 

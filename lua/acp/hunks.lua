@@ -29,11 +29,14 @@ M.ns = api.nvim_create_namespace("acp.review")
 local drawn = {}
 ---@type table<integer, string> buffers holding the hunk keys: the keys they got
 local keyed = {}
----@type table<integer, boolean> buffers whose changes are reported (see follow)
+---@type table<integer, boolean> buffers with the autocmd of follow()
 local followed = {}
+---@type table<integer, boolean> buffers whose changes are reported now
+local watched = {}
 
 --- Report the user's changes of a buffer holding agent hunks (undo and redo
---- included) to the review, so it never offers a hunk the user took back.
+--- included) to the review, so it never offers a hunk the user took back, and
+--- offers again one whose agent lines a redo brings back.
 local function follow(buf, path)
   if followed[buf] then
     return
@@ -43,7 +46,7 @@ local function follow(buf, path)
     buffer = buf,
     group = api.nvim_create_augroup("acp.hunks." .. buf, { clear = true }),
     callback = function()
-      if drawn[buf] then
+      if watched[buf] then
         require("acp.host").notify("buffer_changed", { path = path })
       end
     end,
@@ -52,6 +55,17 @@ end
 
 local function is_open(hunk)
   return hunk.status == "pending" or hunk.status == "conflict"
+end
+
+--- Whether a redo or an undo can bring a hunk of `file` back: some are open, or
+--- their agent lines were taken out (reverted by an undo, or rejected).
+local function may_return(file)
+  for _, hunk in ipairs(file.hunks) do
+    if is_open(hunk) or hunk.status == "reverted" or hunk.status == "rejected" then
+      return true
+    end
+  end
+  return false
 end
 
 local function signature(hunk)
@@ -254,12 +268,17 @@ function M.draw(states)
     end
   end
   drawn = {}
+  watched = {}
   local diff = require("acp.diff")
   local seen = {}
   for chat, state in pairs(states) do
     for _, file in ipairs(state.files) do -- newest turn first
       local buf = not seen[file.path] and buffers.find(file.path)
       seen[file.path] = true
+      if buf and may_return(file) then
+        watched[buf] = true
+        follow(buf, file.path)
+      end
       if buf and file.open then
         local list = {}
         local with_removed = not diff.active(buf) -- else the baseline window shows them
@@ -304,10 +323,7 @@ function M.draw(states)
   for lhs in pairs(map) do
     chosen = chosen .. lhs .. "\0"
   end
-  for buf, list in pairs(drawn) do
-    if list[1] then
-      follow(buf, list[1].path)
-    end
+  for buf in pairs(drawn) do
     if keyed[buf] ~= chosen then
       keys.set(buf, "hunks", map)
       keyed[buf] = chosen

@@ -101,6 +101,15 @@ function M.edit()
   chat_module().edit_last(require_chat())
 end
 
+--- Open a new chat that continues the current chat's conversation in a fork of its
+--- session, on the same agent, like |:AcpFork|: its transcript starts with the
+--- current one's. Only where the agent offers fork, and not during a turn (else a
+--- user error says why).
+---@return integer chat id of the fork
+function M.fork()
+  return chat_module().fork(require_chat()).id
+end
+
 --- The open chats, oldest first: `{id, agent, title, state, permissions}` with
 --- `title` the chat's name (|:AcpChats| rename, else the session's title, else
 --- the agent and id) and `permissions` the count of pending permission requests.
@@ -116,7 +125,7 @@ end
 
 --- Pick a queued prompt to edit (back into the input) or remove.
 function M.edit_queue()
-  chat_module().edit_queue(require_chat())
+  require("acp.queue").pick(require_chat())
 end
 
 --- Close the current chat; its agent stops when no other chat uses it.
@@ -194,13 +203,13 @@ function M.set_model(id)
   require("acp.session").choose(require_chat(), "model", id)
 end
 
---- Pick one of the agent's saved sessions and resume it in a new chat (ACP v2).
+--- Pick one of the agent's saved sessions and resume it in a new chat.
 function M.sessions()
   require("acp.session").sessions(require_chat())
 end
 
 --- Resume session `session_id` of the current chat's agent in a new chat; its
---- history is replayed into the transcript (ACP v2).
+--- history is replayed into the transcript where the agent can.
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)

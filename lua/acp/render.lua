@@ -163,6 +163,28 @@ local function append(buf, blocks, op)
   end
 end
 
+--- Copy every block of transcript `from` to the end of transcript `buf`, ids
+--- prefixed with `prefix`: the same lines, kinds, statuses and locations. Permission
+--- prompts stay behind (they are answered where they were asked).
+---@return table status, acp.Block[] created (as M.apply)
+function M.copy(from, from_blocks, buf, blocks, prefix)
+  local ops = {}
+  for _, id in ipairs(from_blocks.order) do
+    local block = from_blocks.by_id[id]
+    local first, last = rows(from, from_blocks, block)
+    table.insert(ops, {
+      op = "block",
+      id = prefix .. id,
+      kind = block.kind,
+      prefix = block.prefix,
+      status = block.status,
+      locations = block.locations,
+      lines = api.nvim_buf_get_lines(from, first, last, false),
+    })
+  end
+  return M.apply(buf, blocks, ops)
+end
+
 --- Empty a transcript; returns its new (empty) blocks.
 ---@param buf integer
 ---@return acp.Blocks

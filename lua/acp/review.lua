@@ -12,7 +12,7 @@ M.ns = api.nvim_create_namespace("acp.review")
 
 ---@class acp.ReviewHunk
 ---@field id integer
----@field status "pending"|"accepted"|"rejected"|"conflict"
+---@field status "pending"|"accepted"|"rejected"|"conflict"|"reverted"
 ---@field base_start integer 0-based
 ---@field base_count integer
 ---@field new_start integer 0-based row in the file now

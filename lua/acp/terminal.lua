@@ -54,8 +54,43 @@ local function entry_for(key)
   return entry
 end
 
+-- Each running command's end mark (see DRAIN) and the output held back while it
+-- may be the mark's beginning: {mark, held}.
+local drains = {}
+
+--- `text` without the end mark, and whether the mark was in it.
+local function cut_mark(drain, text)
+  text = drain.held .. text
+  drain.held = ""
+  local first, last = text:find(drain.mark, 1, true)
+  if first then
+    return text:sub(1, first - 1) .. text:sub(last + 1), true
+  end
+  -- The mark starts with ESC: only an ESC near the end can begin a mark cut in two.
+  local from = math.max(1, #text - #drain.mark + 2)
+  local esc = text:find("\27", from, true)
+  while esc do
+    if drain.mark:sub(1, #text - esc + 1) == text:sub(esc) then
+      drain.held = text:sub(esc)
+      return text:sub(1, esc - 1), false
+    end
+    esc = text:find("\27", esc + 1, true)
+  end
+  return text, false
+end
+
 local function on_output(key, data)
   local text = table.concat(data, "\n")
+  local drain = drains[key]
+  if drain then
+    local ended
+    text, ended = cut_mark(drain, text)
+    if ended then
+      -- Everything the command printed has been read: let the wrapper exit.
+      drains[key] = nil
+      pcall(vim.uv.kill, M.terminals[key].pid, "sigusr1")
+    end
+  end
   if text == "" then
     return
   end
@@ -69,6 +104,11 @@ local function on_output(key, data)
 end
 
 local function on_exit(key, code)
+  local drain = drains[key]
+  drains[key] = nil
+  if drain and drain.held ~= "" then
+    table.insert(entry_for(key).parts, drain.held)
+  end
   local term = M.terminals[key]
   if term then
     term.running = false
@@ -104,13 +144,17 @@ end
 
 -- Neovim drops PTY output still unread when the process exits (neovim#37982,
 -- #26543): the agent would read a command's output without its end. A /bin/sh
--- wrapper keeps the terminal's process alive a moment after the command ends, so
--- every byte is read first. (A hang-up ends the wrapper at once; M.stop ends the
--- rest of the group.)
-local DRAIN = '"$@"; rc=$?; sleep 0.05; exit $rc'
+-- wrapper runs the command, then prints an end mark (an OSC sequence the terminal
+-- ignores, with a nonce no command prints by chance) and waits. Once Lua has read
+-- the mark it has read every byte before it, and SIGUSR1 lets the wrapper exit with
+-- the command's code; it stops waiting by itself after 5 s. (A hang-up ends the
+-- wrapper at once; M.stop ends the rest of the group.)
+local DRAIN = [[n=$1; shift; "$@"; rc=$?; trap 'kill $! 2>/dev/null; exit $rc' USR1; ]]
+  .. [[printf '\033]5379;%s\007' "$n"; sleep 5 & wait $!; exit $rc]]
 
---- argv for `cmd` (a string: through 'shell' and 'shellcmdflag'; a list: argv).
-local function drained(cmd)
+--- argv for `cmd` (a string: through 'shell' and 'shellcmdflag'; a list: argv),
+--- wrapped to print `nonce` in its end mark.
+local function drained(cmd, nonce)
   local argv = cmd
   if type(cmd) == "string" then
     argv = vim.split(vim.o.shell, " ", { trimempty = true })
@@ -119,7 +163,7 @@ local function drained(cmd)
   elseif vim.fn.executable(cmd[1]) ~= 1 then
     error(cmd[1] .. " is not executable", 0)
   end
-  return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh" }, argv)
+  return vim.list_extend({ "/bin/sh", "-c", DRAIN, "sh", nonce }, argv)
 end
 
 --- A hidden buffer for a terminal; `q` (normal mode) closes its window.
@@ -138,7 +182,8 @@ end
 ---@param show? boolean
 ---@return integer pid
 function M.create(key, cmd, cwd, env, show)
-  local argv = drained(cmd)
+  local nonce = ("%x%x"):format(vim.uv.hrtime(), math.random(0x3fffffff))
+  local argv = drained(cmd, nonce)
   local buf = new_buffer()
   local ok, job = pcall(api.nvim_buf_call, buf, function()
     return vim.fn.jobstart(argv, {
@@ -159,6 +204,7 @@ function M.create(key, cmd, cwd, env, show)
     error(ok and (program .. " is not executable") or job, 0)
   end
   local pid = vim.fn.jobpid(job)
+  drains[key] = { mark = ("\27]5379;%s\7"):format(nonce), held = "" }
   remember(key, { buf = buf, job = job, pid = pid, running = true })
   if show then
     vim.schedule(function()

@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -25,6 +27,20 @@ from acp_nvim.protocol.stdio import stdio_streams
 
 Params = dict[str, Any]
 IDLE_EXIT = 97
+# Scenarios that answer v2 when the client offers it ("blocks+embed" counts as "blocks").
+V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit")
+
+
+class AcpMcp:
+    """The agent's side of one MCP-over-ACP connection: MCP requests in mcp/message."""
+
+    def __init__(self, connection: Connection, connection_id: str) -> None:
+        self.c = connection
+        self.connection_id = connection_id
+
+    async def request(self, method: str, params: Params, result_type: Any) -> Any:
+        message = {"connectionId": self.connection_id, "method": method, "params": params}
+        return await self.c.request("mcp/message", message, result_type)
 
 
 class Fake:
@@ -43,7 +59,11 @@ class Fake:
         connection.on_request("session/prompt", dict, self.prompt)
         connection.on_notification("session/cancel", dict, self.cancel)
         connection.on_request("authenticate", dict, self.authenticate)
+        connection.on_request("logout", dict, self.logout)
+        connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
+        self.version = 1  # 2 where the client offers it and the scenario speaks it
+        self.turns = 0
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
         for method in (
@@ -52,6 +72,7 @@ class Fake:
             "session/set_config_option",
             "session/list",
             "session/load",
+            "session/resume",
             "session/close",
         ):
             connection.on_request(method, dict, self.recorder(method))
@@ -60,11 +81,12 @@ class Fake:
         self.init_params = params
         if self.scenario == "silent_init":
             await anyio.sleep_forever()
-        if self.scenario == "mcp_v2" and params.get("protocolVersion") == 2:
+        if params.get("protocolVersion") == 2 and self.scenario.split("+")[0] in V2_SCENARIOS:
+            self.version = 2
             return {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
-                "capabilities": {"session": {"mcp": {"stdio": {}}}},
+                "capabilities": {"session": self.session_capabilities_v2()},
             }
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
@@ -82,12 +104,29 @@ class Fake:
                  "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
                 {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
             ]  # fmt: skip
+            result["agentCapabilities"] = {"auth": {"logout": {}}}
+        if self.scenario == "fork":
+            result["agentCapabilities"] = {"sessionCapabilities": {"fork": {}}}
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
-                "sessionCapabilities": {"list": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
             }
+        if self.scenario == "settings":
+            result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
         return result
+
+    def session_capabilities_v2(self) -> Params:
+        match self.scenario.split("+"):
+            case ["mcp_v2"]:
+                return {"mcp": {"stdio": {}}}
+            case ["mcp_v2_acp"]:  # MCP-over-ACP too (the unstable session.mcp.acp)
+                return {"mcp": {"stdio": {}, "acp": {}}}
+            case ["fork"]:
+                return {"fork": {}}
+            case ["blocks", *takes]:
+                return {"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}}
+        return {}
 
     async def new_session(self, params: Params) -> Params:
         if self.scenario == "silent_new":
@@ -95,7 +134,15 @@ class Fake:
         self.mcp_servers = params.get("mcpServers") or []
         if self.scenario == "auth" and not self.logged_in():
             raise RequestError(-32000, "Authentication required")
-        result: Params = {"sessionId": "fake-1"}
+        result: Params = {"sessionId": "fake-1", **self.settings()}
+        if self.scenario == "fork":
+            result["configOptions"] = self.mode_option("ask")
+        return result
+
+    def settings(self) -> Params:
+        """The settings a session starts with (new or resumed: this agent does not keep
+        a session's mode)."""
+        result: Params = {}
         if self.scenario in ("settings", "configs"):
             # qwen starts in "auto": its own classifier approves edits and commands.
             result["modes"] = {
@@ -117,6 +164,26 @@ class Fake:
             result["configOptions"] = self.config_options("auto")
         return result
 
+    async def fork(self, params: Params) -> Params:
+        """session/fork ("fork"): recorded (said on "calls"); the fork is in mode "plan"."""
+        self.calls.append(["session/fork", params])
+        forks = sum(1 for method, _ in self.calls if method == "session/fork")
+        return {"sessionId": f"fork-{forks}", "configOptions": self.mode_option("plan")}
+
+    def mode_option(self, mode: str) -> list[Params]:
+        """A mode setting, as the version spoken names its id."""
+        key = "configId" if self.version == 2 else "id"
+        return [
+            {
+                "type": "select",
+                key: "mode",
+                "name": "Mode",
+                "category": "mode",
+                "currentValue": mode,
+                "options": [{"value": "ask", "name": "Ask"}, {"value": "plan", "name": "Plan"}],
+            }
+        ]
+
     def logged_in(self) -> bool:
         marker = os.environ.get("FAKE_AUTH_MARKER", "")
         return (
@@ -127,6 +194,10 @@ class Fake:
 
     async def authenticate(self, params: Params) -> Params:
         self.authenticated = params.get("methodId") == "browser"
+        return {}
+
+    async def logout(self, params: Params) -> Params:
+        self.authenticated = False
         return {}
 
     @staticmethod
@@ -142,6 +213,25 @@ class Fake:
             }
         ]
 
+    async def switch_settings(self) -> None:
+        """Change settings as agents do on their own (a plan mode left by a tool,
+        the mode the user picked in the agent's own UI): "settings" to mode "plan" and
+        a new thought level setting, "configs" its approval option to "ask"."""
+        if self.scenario == "configs":
+            options = self.config_options("ask")
+            await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": options})
+            return
+        await self.tool_update({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+        thought = {
+            "type": "select",
+            "id": "thought",
+            "name": "Thinking",
+            "category": "thought_level",
+            "currentValue": "high",
+            "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}],
+        }
+        await self.tool_update({"sessionUpdate": "config_option_update", "configOptions": [thought]})
+
     def recorder(self, method: str) -> Any:
         async def record(params: Params) -> Params:
             self.calls.append([method, params])
@@ -154,6 +244,8 @@ class Fake:
                     session = params["sessionId"]
                     await self.say("an old question", "user_message_chunk", session)
                     await self.say("an old answer", session=session)
+                case "session/resume":
+                    return self.settings()
             return {}
 
         return record
@@ -180,17 +272,40 @@ class Fake:
         )
 
     async def prompt(self, params: Params) -> Params:
+        if self.version == 2 and self.scenario != "fork":
+            # v2: the prompt is only accepted; the turn reports itself and ends idle.
+            self.tasks.start_soon(self.v2_turn, params)
+            return {}
+        return await self.turn(params)
+
+    async def v2_turn(self, params: Params) -> None:
+        """The scenario's turn with v2 messages, ended by an idle update."""
+        self.turns += 1
+        self.say = self.say_v2  # type: ignore[method-assign]
+        try:
+            answer = await self.turn(params)
+        finally:
+            del self.say
+        update = {"sessionUpdate": "state_update", "state": "idle", **answer}
+        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+
+    async def turn(self, params: Params) -> Params:
         text = params["prompt"][0]["text"]
-        if self.scenario.startswith("blocks"):  # the prompt's blocks, as received
-            await self.say(json.dumps(params["prompt"]))
+        if self.scenario.startswith("blocks"):
+            # The prompt's blocks as received; a text too long for one transcript
+            # line is said as its length.
+            def short(value: Any) -> Any:
+                if isinstance(value, dict):
+                    return {k: short(v) for k, v in value.items()}
+                return f"<{len(value)} chars>" if isinstance(value, str) and len(value) > 1000 else value
+
+            await self.say(json.dumps([short(block) for block in params["prompt"]]))
             return {"stopReason": "end_turn"}
         match self.scenario:
-            case "mcp":
+            case "fork":
+                return await self.fork_turn(params["sessionId"], text)
+            case "mcp" | "mcp_v2" | "mcp_v2_acp":
                 await self.call_editor_tools(json.loads(text))
-            case "mcp_v2":
-                # v2: the prompt is only accepted; the turn reports itself and ends idle.
-                self.tasks.start_soon(self.v2_turn, text)
-                return {}
             case "endless":
                 # Stream until cancelled; then answer the way every real agent does.
                 i = 0
@@ -215,6 +330,8 @@ class Fake:
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" if text == "calls":
                 await self.say(json.dumps(self.calls))
+            case "settings" | "configs" if text == "switch":
+                await self.switch_settings()
             case "stubborn":
                 # Deaf to hang-ups, a grandchild in its group, reports both pids.
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -263,6 +380,34 @@ class Fake:
                 await self.say(f"echo: {text}")
         return {"stopReason": "end_turn"}
 
+    async def fork_turn(self, session: str, text: str) -> Params:
+        """A turn of the "fork" scenario, over v1 or v2: says ``SESSION: echo TEXT``
+        into the prompt's session; "calls" says the recorded calls; "hold" waits
+        for a cancel."""
+        self.turns += 1
+        reply = json.dumps(self.calls) if text == "calls" else f"{session}: echo {text}"
+        if self.version == 1:
+            await self.say(reply, session=session)
+            if text == "hold":
+                await self.cancelled.wait()
+                self.cancelled = anyio.Event()
+                return {"stopReason": "cancelled"}
+            return {"stopReason": "end_turn"}
+
+        async def turn() -> None:
+            update = {"sessionUpdate": "agent_message_chunk", "messageId": f"m{self.turns}",
+                      "content": {"type": "text", "text": reply}}  # fmt: skip
+            await self.c.notify("session/update", {"sessionId": session, "update": update})
+            stop = "end_turn"
+            if text == "hold":
+                await self.cancelled.wait()
+                self.cancelled, stop = anyio.Event(), "cancelled"
+            update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}
+            await self.c.notify("session/update", {"sessionId": session, "update": update})
+
+        self.tasks.start_soon(turn)  # v2: the prompt is only accepted
+        return {}
+
     async def elicit_steps(self, steps: list[Params]) -> None:
         """Prompt: a JSON list of ``{"create": params}`` (an ``elicitation/create`` of
         this session, the answer said as ``RESULT <json>``), ``{"complete": id}`` (an
@@ -271,7 +416,8 @@ class Fake:
         for step in steps:
             [(kind, args)] = step.items()
             if kind == "caps":
-                caps = self.init_params.get("clientCapabilities", {}).get("elicitation")
+                key = "capabilities" if self.version == 2 else "clientCapabilities"
+                caps = self.init_params.get(key, {}).get("elicitation")
                 await self.say(f"CAPS {json.dumps(caps)}\n")
             elif kind == "complete":
                 await self.c.notify("elicitation/complete", {"elicitationId": args})
@@ -287,15 +433,18 @@ class Fake:
     async def call_editor_tools(self, calls: list[Params]) -> None:
         """Prompt: a JSON list of ``{"tool", "arguments"}``, or ``"servers"`` for the
         mcpServers of session/new. Each tool is called on the editor's MCP server (the
-        stdio shim from mcpServers); each answer is said as a ``RESULT <json>`` line."""
+        stdio shim from mcpServers, or over this ACP connection where the client
+        offered an ``acp`` server); each answer is said as a ``RESULT <json>`` line."""
         if calls == "servers":
             await self.say("RESULT " + json.dumps(self.mcp_servers) + "\n")
             return
+        over_acp = [s for s in self.mcp_servers if s.get("type") == "acp" and s["name"] == "nvim"]
         server = editor_server(self.mcp_servers)
-        if server is None:
+        if server is None and not over_acp:
             await self.say("RESULT " + json.dumps({"error": "no editor server"}) + "\n")
             return
-        async with mcp_session(server) as mcp:
+        session = self.mcp_over_acp(over_acp[0]) if over_acp else mcp_session(server or {})
+        async with session as mcp:
             for call in calls:
                 try:
                     result: Any = await mcp.request(
@@ -307,22 +456,29 @@ class Fake:
                     result = {"error": err.code, "message": err.message}
                 await self.say("RESULT " + json.dumps(result) + "\n")
 
-    async def v2_turn(self, text: str) -> None:
-        say = self.say
-        self.say = self.say_v2  # type: ignore[method-assign]
+    @asynccontextmanager
+    async def mcp_over_acp(self, server: Params) -> AsyncIterator[AcpMcp]:
+        """An MCP session with an ``acp`` server: mcp/connect, the MCP handshake in
+        mcp/message, and mcp/disconnect at the end."""
+        connected = await self.c.request("mcp/connect", {"serverId": server["serverId"]}, dict)
+        mcp = AcpMcp(self.c, connected["connectionId"])
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fake"}}
+        await mcp.request("initialize", hello, dict)
+        await self.c.notify(
+            "mcp/message",
+            {"connectionId": mcp.connection_id, "method": "notifications/initialized"},
+        )
         try:
-            await self.call_editor_tools(json.loads(text))
+            yield mcp
         finally:
-            self.say = say  # type: ignore[method-assign]
-        update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
-        await self.c.notify("session/update", {"sessionId": "fake-1", "update": update})
+            await self.c.request("mcp/disconnect", {"connectionId": mcp.connection_id}, dict)
 
     async def say_v2(
         self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
     ) -> None:
         update = {
             "sessionUpdate": kind,
-            "messageId": "m1",
+            "messageId": f"m{self.turns}",
             "content": {"type": "text", "text": text},
         }
         await self.c.notify("session/update", {"sessionId": session, "update": update})
@@ -450,7 +606,8 @@ class Fake:
     async def run_terminal(self, script: Params) -> None:
         """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
         run a terminal shown in a tool call, then report what came back as JSON (said,
-        and written to the file ``report_to``)."""
+        and written to the file ``report_to``). ``kill`` true kills it at once; a string
+        kills it once its output holds that string (as an agent watching a server)."""
         sid = {"sessionId": "fake-1"}
         created = await self.c.request("terminal/create", {**sid, **script["create"]}, dict)
         term = {**sid, "terminalId": created["terminalId"]}
@@ -465,6 +622,13 @@ class Fake:
             }
         )
         report: Params = {"terminalId": created["terminalId"]}
+        if isinstance(script.get("kill"), str):
+            with anyio.fail_after(10):
+                while (
+                    script["kill"]
+                    not in (await self.c.request("terminal/output", term, dict))["output"]
+                ):
+                    await anyio.sleep(0.01)
         if script.get("kill"):
             await self.c.request("terminal/kill", term, dict)
         if script.get("wait", True):

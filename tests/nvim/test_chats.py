@@ -231,3 +231,27 @@ def test_without_room_beside_another_agents_chat_takes_the_windows(editor: Edito
     second = editor.open_chat("two")["chat"]
     assert shown(editor, second) and not shown(editor, first)
     assert [c["agent"] for c in editor.lua("return require('acp').chats()")] == ["one", "two"]
+
+
+def test_switching_to_a_hidden_chat_from_the_picker_shows_it_in_the_windows(
+    editor: Editor,
+) -> None:
+    editor.setup(
+        agents={"one": editor.fake_agent("echo"), "two": editor.fake_agent("echo")},
+        default_agent="one",
+    )
+    first = editor.open_chat()["chat"]
+    second = editor.open_chat("two")["chat"]  # no room beside: the first is hidden
+    windows = editor.lua("return vim.api.nvim_tabpage_list_wins(0)")
+    editor.lua(STUB_UI, 1, 1)  # the first chat, "switch"
+    editor.nvim.command("AcpChats")
+    assert shown(editor, first) and not shown(editor, second)
+    # In the windows the second chat had, with the cursor in the first's input.
+    assert editor.lua("return vim.api.nvim_tabpage_list_wins(0)") == windows
+    assert editor.lua("return require('acp').status().chat") == first
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == (
+        editor.lua("return require('acp.chat').chats[...].input", first)
+    )
+    editor.lua("require('acp').send('back to one')")
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: back to one" in editor.transcript_text()

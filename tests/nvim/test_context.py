@@ -7,7 +7,13 @@ import base64
 import json
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
+
+# The protocol versions a test of the prompt's blocks runs over: v1 (every released
+# agent) and v2 carry the same content blocks.
+VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
 
 def blocks(editor: Editor, turn: int = 1) -> list[dict[str, Any]]:
@@ -17,17 +23,28 @@ def blocks(editor: Editor, turn: int = 1) -> list[dict[str, Any]]:
     return list(json.loads(line))
 
 
-def open_with(editor: Editor, scenario: str) -> dict[str, Any]:
-    editor.setup(agents={"fake": editor.fake_agent(scenario)}, default_agent="fake")
-    return editor.open_chat()
+def open_with(editor: Editor, scenario: str, version: int) -> dict[str, Any]:
+    editor.setup(
+        agents={"fake": editor.fake_agent(scenario)},
+        default_agent="fake",
+        protocol_version=version,
+    )
+    status = editor.open_chat()
+    assert status["protocol_version"] == version
+    return status
 
 
-def test_a_mentioned_buffer_goes_embedded_with_its_unsaved_text(editor: Editor) -> None:
+def notices(editor: Editor) -> list[str]:
+    return [n["msg"] for n in editor.lua("return _G.acp_notices")]
+
+
+@VERSIONS
+def test_a_mentioned_buffer_goes_embedded_with_its_unsaved_text(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "a.py"
     path.write_text("x = 1\n")
     editor.nvim.command(f"edit {path}")
     editor.nvim.current.buffer[:] = ["x = 2  # not saved"]
-    open_with(editor, "blocks+embed")
+    open_with(editor, "blocks+embed", version)
     editor.lua("require('acp').send('look at @a.py, please')")
     sent = blocks(editor)
     assert sent[0] == {"type": "text", "text": "look at @a.py, please"}
@@ -37,19 +54,21 @@ def test_a_mentioned_buffer_goes_embedded_with_its_unsaved_text(editor: Editor) 
     assert "*Attached: a.py*" in editor.transcript_text()
 
 
-def test_without_embedded_context_a_file_is_a_link(editor: Editor) -> None:
+@VERSIONS
+def test_without_embedded_context_a_file_is_a_link(editor: Editor, version: int) -> None:
     (editor.tmp / "project" / "b.txt").write_text("b\n")
-    open_with(editor, "blocks")
+    open_with(editor, "blocks", version)
     editor.lua("require('acp').send('see @b.txt')")
     link = blocks(editor)[1]
     assert (link["type"], link["name"]) == ("resource_link", "b.txt")
     assert link["uri"].endswith("/project/b.txt")
 
 
-def test_acpadd_with_a_range_sends_those_lines(editor: Editor) -> None:
+@VERSIONS
+def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "c.lua"
     path.write_text("one\ntwo\nthree\nfour\n")
-    status = open_with(editor, "blocks+embed")
+    status = open_with(editor, "blocks+embed", version)
     editor.nvim.command("wincmd p")
     editor.nvim.command(f"edit {path}")
     editor.nvim.command("2,3AcpAdd")
@@ -60,7 +79,8 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor) -> None:
     assert resource["uri"].endswith("c.lua#L2-L3")
 
 
-def test_diagnostics_and_the_lua_context_option(editor: Editor) -> None:
+@VERSIONS
+def test_diagnostics_and_the_lua_context_option(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "d.py"
     path.write_text("import os\n")
     editor.nvim.command(f"edit {path}")
@@ -69,7 +89,7 @@ def test_diagnostics_and_the_lua_context_option(editor: Editor) -> None:
         "{{lnum = 0, col = 7, severity = 1, message = 'unused import', source = 'ruff'}})"
     )
     buf = editor.nvim.current.buffer.number
-    open_with(editor, "blocks")
+    open_with(editor, "blocks", version)
     editor.lua(
         "require('acp').send('fix it', {context = {{type = 'diagnostics', bufnr = ...}}})", buf
     )
@@ -77,19 +97,67 @@ def test_diagnostics_and_the_lua_context_option(editor: Editor) -> None:
     assert "d.py:1:8: error: unused import [ruff]" in text
 
 
-def test_an_image_goes_only_to_an_agent_that_takes_images(editor: Editor) -> None:
+@VERSIONS
+@pytest.mark.parametrize("embed", [True, False])
+def test_a_selection_goes_as_its_unsaved_lines(editor: Editor, version: int, embed: bool) -> None:
+    path = editor.tmp / "project" / "s.py"
+    path.write_text("one\ntwo\nthree\n")
+    editor.nvim.command(f"edit {path}")
+    editor.nvim.current.buffer[1] = "TWO  # not saved"
+    editor.nvim.command("normal! 2GVj")
+    editor.nvim.input("<Esc>")
+    editor.wait("vim.fn.mode() == 'n' and vim.api.nvim_buf_get_mark(0, '>')[1] == 3")
+    open_with(editor, "blocks+embed" if embed else "blocks", version)
+    editor.lua("require('acp').send('explain @selection')")
+    sent = blocks(editor)[1]
+    if embed:
+        assert sent["resource"]["text"] == "TWO  # not saved\nthree"
+        assert sent["resource"]["uri"] == path.as_uri() + "#L2-L3"
+    else:  # a selection exists only here: it goes as text, not as a link
+        assert sent == {"type": "text", "text": "s.py:2-3:\n```\nTWO  # not saved\nthree\n```"}
+    assert "*Attached: s.py:2-3*" in editor.transcript_text()
+
+
+@VERSIONS
+def test_a_file_over_the_embed_limit_goes_as_a_link(editor: Editor, version: int) -> None:
+    # 256 KiB is the most text one attachment embeds (services/context.py).
+    (editor.tmp / "project" / "big.txt").write_text("x" * (256 * 1024 + 1))
+    (editor.tmp / "project" / "fits.txt").write_text("y" * (256 * 1024))
+    open_with(editor, "blocks+embed", version)
+    editor.lua("require('acp').send('read @big.txt and @fits.txt')")
+    link, resource = blocks(editor)[1:]
+    assert (link["type"], link["name"]) == ("resource_link", "big.txt")
+    assert link["uri"].endswith("/project/big.txt") and "resource" not in link
+    assert resource["type"] == "resource"
+    assert resource["resource"]["text"] == f"<{256 * 1024} chars>"  # the fake says its length
+    assert "acp: big.txt is larger than 256 KiB: sent as a link" in notices(editor)
+
+
+@VERSIONS
+def test_an_image_over_the_limit_is_refused_with_a_notice(editor: Editor, version: int) -> None:
+    # 5 MiB is the largest image sent (services/context.py).
+    (editor.tmp / "project" / "huge.png").write_bytes(b"\x89PNG" + b"\0" * (5 * 2**20))
+    open_with(editor, "blocks+embed+image", version)
+    editor.lua("require('acp').send('what is in @huge.png')")
+    assert blocks(editor) == [{"type": "text", "text": "what is in @huge.png"}]
+    assert "acp: not attached: huge.png is larger than 5 MiB" in notices(editor)
+
+
+@VERSIONS
+def test_an_image_goes_only_to_an_agent_that_takes_images(editor: Editor, version: int) -> None:
     png = editor.tmp / "project" / "shot.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    open_with(editor, "blocks+embed+image")
+    open_with(editor, "blocks+embed+image", version)
     editor.lua("require('acp').send('what is in @shot.png')")
     image = blocks(editor)[1]
     assert (image["type"], image["mimeType"]) == ("image", "image/png")
     assert base64.b64decode(image["data"]) == png.read_bytes()
 
 
-def test_an_image_the_agent_cannot_take_is_not_sent_and_said(editor: Editor) -> None:
+@VERSIONS
+def test_an_image_the_agent_cannot_take_is_not_sent_and_said(editor: Editor, version: int) -> None:
     (editor.tmp / "project" / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    open_with(editor, "blocks")
+    open_with(editor, "blocks", version)
     editor.lua("require('acp').send('what is in @shot.png')")
     assert len(blocks(editor)) == 1
     assert "shot.png not sent: the agent takes no images" in editor.transcript_text()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.test_chats import STUB_UI
 
@@ -26,11 +28,15 @@ FORM = {
         "required": ["strategy", "name"],
     },
 }  # fmt: skip
+# The round trips run over v1 (as released agents speak it) and v2.
+VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
 
-def start(editor: Editor) -> None:
-    editor.setup(agents={"fake": editor.fake_agent("elicit")}, default_agent="fake")
-    editor.open_chat()
+def start(editor: Editor, version: int = 1) -> None:
+    editor.setup(
+        agents={"fake": editor.fake_agent("elicit")}, default_agent="fake", protocol_version=version
+    )
+    assert editor.open_chat()["protocol_version"] == version
     editor.lua("_G.opened = {}; vim.ui.open = function(url) table.insert(_G.opened, url) end")
 
 
@@ -45,8 +51,9 @@ def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]
     ]
 
 
-def test_a_form_asks_each_field_and_the_agent_gets_the_values(editor: Editor) -> None:
-    start(editor)
+@VERSIONS
+def test_a_form_asks_each_field_and_the_agent_gets_the_values(editor: Editor, version: int) -> None:
+    start(editor, version)
     # answer; strategy: Aggressive; files: "x" (refused), then 3; branch; dry run: yes; send
     editor.lua(STUB_UI, 1, 2, "x", "3", "topic", 1, 1)
     results = run(editor, [{"caps": None}, {"create": FORM}])
@@ -68,8 +75,9 @@ def test_a_form_asks_each_field_and_the_agent_gets_the_values(editor: Editor) ->
     assert "*fake asked: How should I refactor? (answered)*" in editor.transcript_text()
 
 
-def test_decline_and_dismiss_are_answered_as_such(editor: Editor) -> None:
-    start(editor)
+@VERSIONS
+def test_decline_and_dismiss_are_answered_as_such(editor: Editor, version: int) -> None:
+    start(editor, version)
     editor.lua(STUB_UI, 2)  # decline the first; nothing picked for the second
     results = run(editor, [{"create": FORM}, {"create": FORM}])
     assert results == [{"action": "decline"}, {"action": "cancel"}]
@@ -83,8 +91,9 @@ def test_a_field_dismissed_mid_form_cancels(editor: Editor) -> None:
     assert run(editor, [{"create": FORM}]) == [{"action": "cancel"}]
 
 
-def test_a_url_shows_its_host_and_opens_only_when_asked(editor: Editor) -> None:
-    start(editor)
+@VERSIONS
+def test_a_url_shows_its_host_and_opens_only_when_asked(editor: Editor, version: int) -> None:
+    start(editor, version)
     url = "https://auth.example.com/connect?elicitationId=e1"
     create = {"create": {"mode": "url", "elicitationId": "e1", "url": url, "message": "Log in"}}
     editor.lua(STUB_UI, 2)  # decline

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from tests.nvim.conftest import Editor, wait_gone
 
@@ -131,6 +132,110 @@ def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) 
     assert editor.lua("return require('acp').status().queued") == 0
 
 
+# vim.ui.select answers from _G.answers, in order (an index).
+STUB_SELECT = """
+_G.answers = {...}
+vim.ui.select = function(items, opts, on_choice)
+  local pick = table.remove(_G.answers, 1)
+  on_choice(items[pick], pick)
+end
+"""
+
+
+def queue_shown(editor: Editor) -> list[str]:
+    """The lines drawn under the transcript for the queued prompts (virtual lines:
+    no part of its text), checked to sit below its last line and to be dimmed."""
+    marks = editor.lua(
+        """
+        local buf = require('acp').status().transcript_buf
+        local marks = vim.api.nvim_buf_get_extmarks(buf, require('acp.queue').ns, 0, -1,
+          { details = true })
+        return vim.tbl_map(function(m)
+          return { row = m[2], last = vim.api.nvim_buf_line_count(buf) - 1,
+                   lines = m[4].virt_lines }
+        end, marks)
+        """
+    )
+    if not marks:
+        return []
+    [mark] = marks
+    assert mark["row"] == mark["last"]
+    assert {hl for line in mark["lines"] for _, hl in line} == {"AcpQueued"}
+    return ["".join(text for text, _ in line) for line in mark["lines"]]
+
+
+def hold_and_queue(editor: Editor, *prompts: str) -> dict[str, Any]:
+    """A chat whose turn is held by the agent, with ``prompts`` queued behind it."""
+    editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
+    status = editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    for prompt in prompts:
+        editor.lua("require('acp').send(...)", prompt)
+    editor.wait(f"require('acp').status().queued == {len(prompts)}")
+    return status
+
+
+def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
+    editor: Editor,
+) -> None:
+    status = hold_and_queue(editor)
+    # A short window following the transcript: the queue must scroll into view.
+    editor.lua(
+        "local win = vim.fn.bufwinid(...); vim.api.nvim_win_set_height(win, 8)"
+        " vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(...), 0 })",
+        status["transcript_buf"],
+    )
+    editor.lua("require('acp').send('first')")
+    editor.lua("require('acp').send('second\\nline two')")
+    editor.wait("require('acp').status().queued == 2")
+    assert queue_shown(editor) == ["", "queued 1/2 · first", "queued 2/2 · second", "             line two"]
+    assert "queued" not in editor.transcript_text()
+    in_view = (
+        "local win = vim.fn.bufwinid(...); local info = vim.fn.getwininfo(win)[1]"
+        " return vim.api.nvim_win_text_height(win, { start_row = info.topline - 1 }).all"
+        " <= info.height - info.winbar"
+    )
+    assert editor.lua(in_view, status["transcript_buf"])
+    assert editor.lua("return vim.fn.line('w0', vim.fn.bufwinid(...))", status["transcript_buf"]) > 1
+
+    editor.lua(STUB_SELECT, 1, 2)  # the first prompt, "remove"
+    editor.nvim.command("AcpQueue")
+    editor.wait("require('acp').status().queued == 1")
+    assert editor.lua("return require('acp').queue()") == ["second\nline two"]
+    assert queue_shown(editor) == ["", "queued 1/1 · second", "             line two"]
+
+    editor.lua("require('acp').cancel()")  # the held turn ends; the one left goes
+    editor.wait_event("AcpTurnEnd", count=2)
+    text = editor.transcript_text()
+    assert "echo: second\nline two" in text and "echo: first" not in text
+    assert queue_shown(editor) == []
+
+
+def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None:
+    status = hold_and_queue(editor, "keep", "fix me")
+    editor.lua(STUB_SELECT, 2, 1)  # the second prompt, "edit"
+    editor.nvim.command("AcpQueue")
+    editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, -1, false)[1] == 'fix me'")
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == status["input_buf"]
+    assert editor.lua("return require('acp').queue()") == ["keep"]
+    assert queue_shown(editor) == ["", "queued 1/1 · keep"]
+    editor.lua("require('acp').cancel()")
+    editor.wait_event("AcpTurnEnd", count=2)
+    text = editor.transcript_text()
+    assert "echo: keep" in text and "echo: fix me" not in text
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["fix me"]
+
+
+def test_queued_prompts_come_back_to_the_input_when_the_host_dies(editor: Editor) -> None:
+    status = hold_and_queue(editor, "do not lose me")
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["do not lose me"]
+    assert editor.lua("return require('acp').status().queued") == 0
+    assert queue_shown(editor) == []
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)
@@ -210,6 +315,8 @@ def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None
     error = editor.wait_event("AcpError")
     assert error["message"].startswith("agent error")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "error"
+    assert "**Error:** agent error" in editor.transcript_text()
+    assert "the demo agent was asked to fail" in editor.transcript_text()
     assert editor.lua("return require('acp').status().state") == "ready"
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd", count=2)

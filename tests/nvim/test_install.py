@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import wheelhouse
 from tests.nvim.conftest import ROOT, Editor, child_editor
 
 # Notices are recorded (events.lua) and still reach :messages, which the tests read.
@@ -203,11 +204,26 @@ def test_failing_install_reports_the_command_and_its_output(tmp_path: Path, plug
         editor.quit()
 
 
-def install_then_chat(tmp_path: Path, plugin: Path, path: str, tool: str) -> None:
+@pytest.fixture(scope="session")
+def offline_index(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """pip and uv told to install only from wheels of this test environment: no network.
+
+    The wheelhouse holds the plugin's dependencies, the build backend and pip itself
+    (what :AcpInstall's steps ask for)."""
+    needs = [*wheelhouse.requirements("acp-nvim"), "setuptools", "pip"]
+    house = wheelhouse.build(tmp_path_factory.mktemp("wheelhouse"), needs)
+    return {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(house),
+        "UV_OFFLINE": "1",
+        "UV_NO_INDEX": "1",
+        "UV_FIND_LINKS": str(house),
+    }
+
+
+def install_then_chat(tmp_path: Path, plugin: Path, env: dict[str, str], tool: str) -> None:
     """The user story: no venv, the chat says what to do, :AcpInstall, the chat works."""
-    editor = start(
-        tmp_path, plugin, f"vim.g.python3_host_prog = {bare_python(tmp_path)!r}", {"PATH": path}
-    )
+    editor = start(tmp_path, plugin, f"vim.g.python3_host_prog = {bare_python(tmp_path)!r}", env)
     try:
         editor.nvim.command("AcpChat")
         assert ":AcpInstall" in editor.wait_event("AcpError")["message"]
@@ -241,14 +257,19 @@ def install_then_chat(tmp_path: Path, plugin: Path, path: str, tool: str) -> Non
 
 
 @pytest.mark.timeout(300)
-def test_acpinstall_with_pip_then_chat(tmp_path: Path, plugin: Path) -> None:
+def test_acpinstall_with_pip_then_chat(
+    tmp_path: Path, plugin: Path, offline_index: dict[str, str]
+) -> None:
     base = getattr(sys, "_base_executable", sys.executable)
-    install_then_chat(tmp_path, plugin, path_without_uv(tmp_path, base), "pip")
+    path = path_without_uv(tmp_path, base)
+    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": path}, "pip")
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(
     shutil.which("uv") is None, reason="uv is not on PATH (the pip route is tested)"
 )
-def test_acpinstall_with_uv_then_chat(tmp_path: Path, plugin: Path) -> None:
-    install_then_chat(tmp_path, plugin, os.environ["PATH"], "uv")
+def test_acpinstall_with_uv_then_chat(
+    tmp_path: Path, plugin: Path, offline_index: dict[str, str]
+) -> None:
+    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": os.environ["PATH"]}, "uv")

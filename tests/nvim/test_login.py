@@ -52,3 +52,28 @@ def test_a_terminal_login_runs_the_agent_interactively(editor: Editor) -> None:
     editor.lua("vim.api.nvim_chan_send(vim.bo.channel, '\\r')")
     editor.wait_event("AcpSessionReady")
     assert (editor.tmp / "logged-in").exists()
+
+
+def test_acplogout_over_v1_logs_out_where_the_agent_offers_it(editor: Editor) -> None:
+    open_needing_login(editor)
+    editor.nvim.command("AcpLogin browser")
+    editor.wait_event("AcpSessionReady")
+    editor.nvim.command("AcpLogout")
+    editor.wait("vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+                " 'acp: logged out of locked')")  # fmt: skip
+    log = editor.lua("return require('acp.host').request('log')")
+    assert any('"method":"logout"' in line for line in log)
+    # Logged out: the agent's next session needs a login again.
+    editor.nvim.command("AcpChat!")
+    error = editor.wait_event("AcpError", count=2)
+    assert "Authentication required: log in with :AcpLogin" in error["message"]
+
+
+def test_acplogout_where_the_agent_offers_none_says_so(editor: Editor) -> None:
+    editor.setup(agents={"plain": editor.fake_agent("echo")}, default_agent="plain")
+    editor.open_chat()
+    editor.nvim.command("AcpLogout")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: agent \\'plain\\': logging out is not offered by this agent')"
+    )

@@ -77,12 +77,41 @@ def test_v1_agent_gets_the_server_and_reads_unsaved_text(editor: Editor, tmp_pat
 
 
 def test_v2_agent_gets_the_server_and_calls_a_tool(editor: Editor, tmp_path: Path) -> None:
+    """A v2 agent that does not advertise MCP-over-ACP gets the stdio shim."""
     path = tmp_path / "project" / "b.txt"
     path.write_text("hello v2\n")
     start(editor, "mcp_v2", protocol_version=2)
     assert editor.lua("return require('acp').status().protocol_version") == 2
-    [result] = call(editor, [{"tool": "read_buffer", "arguments": {"path": "b.txt"}}])
+    [[nvim]] = call(editor, "servers")
+    assert (nvim["type"], nvim["name"], nvim["args"]) == ("stdio", "nvim", ["-m", "acp_nvim.mcp"])
+    [result] = call(editor, [{"tool": "read_buffer", "arguments": {"path": "b.txt"}}], turn=2)
     assert text(result) == "hello v2\n"
+
+
+def test_v2_agent_that_takes_mcp_over_acp_reads_unsaved_text(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A v2 agent advertising ``session.mcp.acp`` gets the server on the ACP connection:
+    no shim, no socket; mcp/connect, then the tool call inside mcp/message."""
+    path = tmp_path / "project" / "d.txt"
+    path.write_text("on disk\n")
+    buf = edit(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, -1, false, {'unsaved over acp'})", buf)
+    start(editor, "mcp_v2_acp", protocol_version=2)
+    [[nvim]] = call(editor, "servers")
+    assert nvim == {"type": "acp", "name": "nvim", "serverId": nvim["serverId"]}
+    [result] = call(editor, [{"tool": "read_buffer", "arguments": {"path": "d.txt"}}], turn=2)
+    assert text(result) == "unsaved over acp\n"
+    # On the wire (:AcpLog): the agent connected to that server and called the tool in it.
+    log = editor.lua("return require('acp.host').request('log')")
+    received = [json.loads(line.split(" << ", 1)[1]) for line in log if " fake << " in line]
+    [connect] = [m for m in received if m.get("method") == "mcp/connect"]
+    assert connect["params"] == {"serverId": nvim["serverId"]}
+    inner = [m["params"] for m in received if m.get("method") == "mcp/message"]
+    assert [p["method"] for p in inner] == ["initialize", "notifications/initialized", "tools/call"]
+    assert inner[2]["params"]["name"] == "read_buffer"
+    assert [m for m in received if m.get("method") == "mcp/disconnect"]
+    assert not any(" mcp:fake " in line for line in log)  # no shim connected
 
 
 def test_diagnostics_set_in_neovim_reach_the_agent(editor: Editor, tmp_path: Path) -> None:

@@ -198,3 +198,46 @@ def test_opencode_new_file_after_a_permission_is_created_and_rejectable(
     editor.lua("require('acp').reject(...)", str(path))
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert not path.exists()
+
+
+def test_the_review_follows_undo_and_redo_in_buffer_and_on_disk(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "u.txt"
+    path.write_text("one\ntwo\nthree\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\nTWO\nthree\n"}}])
+    [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
+    assert (hunk["status"], marks(editor, buf)) == ("pending", [1])
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+
+    def review_text() -> list[str]:
+        editor.nvim.command("AcpReview")
+        text = lines(editor, editor.lua("return vim.api.nvim_get_current_buf()"))
+        editor.nvim.input("q")
+        editor.wait(f"vim.api.nvim_get_current_buf() == {buf}")
+        return text
+
+    editor.nvim.command("undo")
+    editor.wait(
+        "require('acp').changes()[1].hunks[1].status == 'reverted'", what="the undo is followed"
+    )
+    assert lines(editor, buf) == ["one", "two", "three"]
+    assert path.read_text() == "one\ntwo\nthree\n"  # the disk follows: no agent line left there
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    assert marks(editor, buf) == []
+    assert "  @@ -2 +2 @@ reverted" in review_text()
+
+    editor.nvim.command("redo")
+    editor.wait(
+        "require('acp').changes()[1].hunks[1].status == 'pending'", what="the redo is followed"
+    )
+    assert editor.lua("return require('acp').changes()[1].hunks[1].id") == hunk["id"]
+    assert lines(editor, buf) == ["one", "TWO", "three"]
+    assert path.read_text() == "one\nTWO\nthree\n"
+    assert marks(editor, buf) == [1]
+    assert "  @@ -2 +2 @@ pending" in review_text()
+    # Offered again, it is decided as any agent hunk: a reject takes it out everywhere.
+    editor.lua("require('acp').reject(...)", str(path), hunk["id"])
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert (lines(editor, buf), path.read_text()) == (["one", "two", "three"], "one\ntwo\nthree\n")

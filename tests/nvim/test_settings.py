@@ -4,9 +4,14 @@ speak it) and v2: what reaches the agent and what the user sees."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
+from tests.nvim.test_faults import fake_pids
 
 
 def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
@@ -117,9 +122,146 @@ def test_session_history_over_v1(editor: Editor) -> None:
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
     editor.nvim.command("AcpClose")
     editor.nvim.command("AcpChat")  # the first chat, whose agent logged the calls
-    assert [c[0] for c in calls(editor)] == [
+    history = calls(editor)
+    assert [c[0] for c in history] == [
         "session/list",
         "session/list",
         "session/load",
         "session/close",
     ]
+    # Only the sessions of this directory are asked for.
+    cwd = editor.lua("return vim.fn.getcwd()")
+    assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
+
+
+def test_a_dead_agent_restarts_into_its_session_over_v1(editor: Editor) -> None:
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    [pid] = fake_pids(editor, "history")
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    # session/resume, not session/load: the transcript shows the history already.
+    [(method, params)] = calls(editor)
+    assert method == "session/resume" and params["sessionId"] == "fake-1"
+    assert params["cwd"] == editor.lua("return vim.fn.getcwd()")
+    assert editor.events("AcpSessionReady")[1]["session_id"] == "fake-1"
+    text = editor.transcript_text()
+    assert "an old answer" not in text and "A new session begins" not in text
+
+
+def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
+    # The fake offers session/resume, not session/load: no history comes back.
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
+        default_agent="qwen",
+    )
+    first = editor.open_chat()
+    editor.nvim.command("AcpResume fake-1")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["session_id"] == "fake-1"
+    assert "The agent resumes this session without showing its history." in (
+        editor.transcript_text()
+    )
+    # The configured mode is set on the resumed session as on a new one.
+    resumed = calls(editor)
+    assert [c[0] for c in resumed] == [
+        "session/set_mode",
+        "session/resume",
+        "session/set_mode",
+    ]
+    assert resumed[1][1]["sessionId"] == "fake-1"
+    assert resumed[1][1]["cwd"] == editor.lua("return vim.fn.getcwd()")
+    assert resumed[2][1] == {"sessionId": "fake-1", "modeId": "default"}
+
+
+def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
+    editor.setup(
+        agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
+        default_agent="qwen",
+    )
+    editor.open_chat()
+    editor.nvim.command("AcpMode plan")
+    editor.lua("require('acp').set_model('large')")
+    editor.wait("require('acp').status().models.current == 'large'")
+    [pid] = fake_pids(editor, "settings")
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    # The next send restarts the agent; it resumes the session in its own start mode
+    # ("auto"), and the chat sets the user's mode and model again, not the defaults.
+    restarted = calls(editor)
+    assert [c[0] for c in restarted] == ["session/resume", "session/set_mode", "session/set_model"]
+    assert restarted[0][1]["sessionId"] == "fake-1"
+    assert restarted[1:] == [
+        ["session/set_mode", {"sessionId": "fake-1", "modeId": "plan"}],
+        ["session/set_model", {"sessionId": "fake-1", "modelId": "large"}],
+    ]
+    assert "A new session begins" not in editor.transcript_text()
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "plan" and status["models"]["current"] == "large"
+    assert "mode Plan" in winbar(editor) and "Large" in winbar(editor)
+
+
+def test_settings_the_agent_changes_over_v1_are_shown(editor: Editor) -> None:
+    editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
+    editor.open_chat()
+    assert "mode Auto" in winbar(editor)
+    # current_mode_update, then a config_option_update with a setting of its own.
+    editor.lua("require('acp').send('switch')")
+    editor.wait_event("AcpTurnEnd")
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "plan" and status["mode"] == "Plan"
+    assert status["thought_level"] == "High"
+    # The modes and models, which no config option replaces, stay offered.
+    assert [o["id"] for o in status["config_options"]] == ["thought", "mode", "model"]
+    assert status["models"]["current"] == "small"
+    assert "mode Plan" in winbar(editor) and "Small" in winbar(editor)
+
+
+def test_a_config_option_update_over_v1_moves_the_mode(editor: Editor) -> None:
+    editor.setup(agents={"codex": editor.fake_agent("configs")}, default_agent="codex")
+    editor.open_chat()
+    assert editor.lua("return require('acp').status().modes.current") == "auto"
+    editor.lua("require('acp').send('switch')")
+    editor.wait_event("AcpTurnEnd")
+    status = editor.lua("return require('acp').status()")
+    assert status["modes"]["current"] == "ask" and status["mode"] == "Ask"
+    assert "mode Ask" in winbar(editor)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()
+    assert first["protocol_version"] == version
+    editor.wait("#(require('acp.chat').get().status.login_methods or {}) == 1")
+    editor.nvim.command("AcpLogin")  # its only method: nothing to pick
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: logged in to demo')"
+    )
+    login = '"method":"authenticate"' if version == 1 else '"method":"auth/login"'
+    assert any(login in line for line in editor.lua("return require('acp.host').request('log')"))
+    editor.lua("require('acp').send('remember me')")
+    editor.wait_event("AcpTurnEnd")
+    # :AcpSessions lists this directory's sessions; the one picked opens in a new chat.
+    editor.lua(
+        "vim.ui.select = function(items, _, on_choice)"
+        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
+        " on_choice(items[1]) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return _G.offered") == [first["session_id"]]
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
+    # Its history is shown again (session/load over v1, a replaying resume over v2).
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf,"
+        " 0, -1, false), '\\n'):find('You said: %*remember me%*') ~= nil"
+    )
+    assert "## You\nremember me" in editor.transcript_text()
+    resumed = '"method":"session/load"' if version == 1 else '"method":"session/resume"'
+    assert any(resumed in line for line in editor.lua("return require('acp.host').request('log')"))

@@ -49,6 +49,10 @@ def test_every_command_has_a_tag_and_every_tag_a_command(editor: Editor) -> None
     # `:AcpChat!` is documented: the command takes a bang.
     for tag in (t for t in tags if t.endswith("!")):
         assert commands[tag[:-1]]["bang"], tag
+    # The README's lazy.nvim spec loads the plugin on every command (else E492).
+    lazy_cmd = re.search(r"cmd = \{(.*?)\}", (ROOT / "README.md").read_text(), re.S)
+    assert lazy_cmd is not None
+    assert set(re.findall(r'"(Acp\w+)"', lazy_cmd[1])) == set(commands)
 
 
 def test_every_event_has_a_tag_and_every_tag_an_event() -> None:

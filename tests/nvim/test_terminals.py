@@ -107,7 +107,9 @@ def test_a_command_that_prints_much_and_exits_at_once_loses_no_output(editor: Ed
 
 def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
     open_fake(editor)
-    report = run(editor, {"create": {"command": "sleep", "args": ["100"]}, "kill": True})
+    # Killed once it runs: a hang-up before the shell even started ends it with code 1.
+    command = {"command": "sh", "args": ["-c", "echo started; sleep 100"]}
+    report = run(editor, {"create": command, "kill": "started"})
     assert report["exit"] == {"signal": "SIGHUP"}
 
 

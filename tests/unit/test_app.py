@@ -85,3 +85,26 @@ async def test_two_chats_opened_at_once_share_one_agent_process(tmp_path: Path) 
         assert app.chats[3].state == "ready" and app.agents["demo"] is not first
         await app.shutdown()
         tasks.cancel_scope.cancel()
+
+
+async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Path) -> None:
+    """The picker showed the queue as it was: a prompt sent meanwhile shifts the
+    indexes, and the one picked (by its text) goes, never its neighbour."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"hold": {"cmd": [sys.executable, FAKE, "hold"]}}})
+        await app.open(1, "hold", str(tmp_path))
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: app.chats[1].state == "running")
+        for text in ("a", "b", "c"):
+            await app.send(1, text)
+        app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
+        app.dequeue(1, 2, "c", edit=True)
+        assert [p.text for p in app._queues[1]] == ["b"]
+        assert editor.ops[1][-1] == {"op": "input", "text": "c"}
+        app.dequeue(1, 0, "c")
+        assert editor.notices[-1] == ("warn", "that prompt is no longer queued")
+        assert [p.text for p in app._queues[1]] == ["b"]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()

@@ -151,6 +151,26 @@ async def test_conflicting_user_edit_survives_as_a_conflict(
     assert editor.notices[-1][0] == "warn"
 
 
+async def test_read_and_write_before_any_turn_keep_the_agents_read_base(tmp_path: Path) -> None:
+    """An agent (an MCP tool, an fs call) reads and writes before the first turn: the
+    user's edit made in between is merged, not lost, and the file is not "created"."""
+    path = str(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        seen = await changes.read(path)
+        (tmp_path / "a.py").write_text("A by user\nb\nc\n")  # no buffer: on disk
+        await changes.write(path, seen.replace("c\n", "C\n"))
+        assert (tmp_path / "a.py").read_text() == "A by user\nb\nC\n"
+        [file] = changes.summary()["files"]
+        assert (file["kind"], file["created"], file["turn"]) == ("write", False, 1)
+        assert hunks(changes) == [("a.py", "pending", ["-c", "+C"])]
+        await changes.begin_turn()  # the first turn: the change above is part of it
+        assert changes.summary()["turn"] == 1
+        tasks.cancel_scope.cancel()
+
+
 async def test_write_without_buffer_keeps_crlf_and_final_newline(
     session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
 ) -> None:

@@ -67,7 +67,7 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
         assert warned == ["demo cannot take MCP server 'web': it takes no http MCP servers"]
         both = await offer.servers_for(chat, {"stdio", "http", "acp"})
         assert isinstance(both[0], AcpServer)
-        assert offer.session(both[0].id) is not None
+        assert offer.session(both[0].server_id) is not None
         assert both[2] == HttpServer("web", "http://127.0.0.1:9/mcp", {"K": "v"})
         nothing = await offer.servers_for(chat, set())
         assert nothing == []
@@ -113,15 +113,34 @@ def test_a_session_is_ready_without_importing_pydantic() -> None:
     assert done.stdout.split() == ["False", "False"]
 
 
+# How each version's agent advertises MCP-over-ACP in its initialize answer.
+_TAKES_ACP = {
+    1: {"protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"acp": True}}},
+    2: {
+        "protocolVersion": 2,
+        "info": {"name": "fake", "version": "0"},
+        "capabilities": {"session": {"mcp": {"acp": {}}}},
+    },
+}
+
+
+@pytest.mark.parametrize("version", [1, 2])
 async def test_mcp_over_acp_where_the_agent_takes_it(
-    connection_pair: Any, serving: Any, tmp_path: Path
+    connection_pair: Any, serving: Any, tmp_path: Path, version: int
 ) -> None:
+    """v1 and v2 agents that advertise it get the editor server as an ``acp`` server
+    and reach it with mcp/connect, mcp/message, mcp/disconnect (the unstable schemas'
+    shapes, one bridge for both versions)."""
+    import msgspec
+
     from acp_nvim.client.agent.sessions import Services
     from acp_nvim.client.agent.v1 import SessionsV1
+    from acp_nvim.client.agent.v2 import SessionsV2
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.services.elicitations import Elicitations
     from acp_nvim.client.tasks import Tasks
     from acp_nvim.protocol import RequestError
+    from acp_nvim.protocol import schema_v2 as v2
     from tests.unit.conftest import wait_for
 
     client, agent = connection_pair()
@@ -132,7 +151,7 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
     told: list[dict[str, Any]] = []
 
     async def initialize(params: dict[str, Any]) -> dict[str, Any]:
-        return {"protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"acp": True}}}
+        return _TAKES_ACP[version]
 
     async def new_session(params: dict[str, Any]) -> dict[str, Any]:
         seen.update(params)
@@ -159,12 +178,20 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
             chats, {1: review}, terminals, permissions, Tasks(tasks), str(tmp_path),
             Elicitations(), offer,
         )  # fmt: skip
-        sessions = SessionsV1(client, services)
-        await sessions.initialize("fake")
+        sessions: SessionsV1 | SessionsV2
+        if version == 1:
+            sessions = SessionsV1(client, services)
+            await sessions.initialize("fake")
+        else:
+            raw = msgspec.json.encode(_TAKES_ACP[2])
+            sessions = SessionsV2(client, v2.decode(raw, v2.InitializeResponse), services)
         await sessions.new_session(chat)
         [server] = seen["mcpServers"]
-        assert server["type"] == "acp" and server["name"] == "nvim"
-        connected = await agent.request("mcp/connect", {"acpId": server["id"]}, dict)
+        assert server == {"type": "acp", "name": "nvim", "serverId": server["serverId"]}
+        with pytest.raises(RequestError) as unknown_server:
+            await agent.request("mcp/connect", {"serverId": "not-offered"}, dict)
+        assert unknown_server.value.code == -32602
+        connected = await agent.request("mcp/connect", {"serverId": server["serverId"]}, dict)
         cid = connected["connectionId"]
 
         async def mcp(method: str, params: dict[str, Any]) -> dict[str, Any]:

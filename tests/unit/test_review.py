@@ -54,6 +54,7 @@ def test_exports() -> None:
             "MergeResult",
             "PatchError",
             "PatchHunk",
+            "RestoreOutcome",
             "ReviewError",
             "ReviewStore",
             "WriteOutcome",
@@ -510,6 +511,148 @@ def test_user_edit_inside_an_agent_hunk_joins_the_hunk() -> None:
         (2, ["l2\n"], ["agent+user\n"])
     ]
     assert cs.reject(P) == TEN
+
+
+def test_undo_reverts_hunks_and_redo_offers_them_again() -> None:
+    cs = Changeset(1)
+    agent = changed((2, ["agent"]), (5, []), (8, ["a8", "a8b"]))
+    cs.record(P, TEN, agent, "write")
+    change = cs.file(P)
+    ids = [h.id for h in change.hunks()]
+    # An undo of the agent's edit, plus a line the user typed meanwhile (the
+    # agent's deletion was of l5: its undo brings l5 back).
+    undone = changed((0, ["mine"]))
+    assert change.user_edit(undone) == TEN
+    assert [(h.id, h.status) for h in change.hunks()] == [(i, "reverted") for i in ids]
+    assert [h.new_start for h in change.hunks()] == [2, 5, 8]
+    assert not change.open and change.current == undone
+    # The redo: the agent's lines are back, the agent's again (same ids), and only
+    # the user's line is the user's.
+    redone = changed((0, ["mine"]), (2, ["agent"]), (5, []), (8, ["a8", "a8b"]))
+    assert change.user_edit(redone) == redone
+    assert [(h.id, h.status) for h in change.hunks()] == [(i, "pending") for i in ids]
+    assert change.baseline == changed((0, ["mine"]))
+    assert cs.reject(P) == changed((0, ["mine"]))
+
+
+def test_undo_of_a_reject_offers_the_hunk_again_and_typing_is_the_users() -> None:
+    cs = Changeset(1)
+    cs.record(P, TEN, changed((2, ["agent"])), "write")
+    change = cs.file(P)
+    [hunk] = change.hunks()
+    assert cs.reject(P, hunk.id) == TEN
+    assert change.user_edit(changed((2, ["agent"]))) == changed((2, ["agent"]))
+    assert [(h.id, h.status) for h in change.hunks()] == [(hunk.id, "pending")]
+    # Other text typed there is the user's own edit of the hunk, not the agent's.
+    assert change.user_edit(changed((2, ["other"]))) is None
+    assert [h.new_lines for h in change.hunks()] == [["other\n"]]
+
+
+def test_restore_takes_every_later_turn_back_in_one_change_keeping_user_edits() -> None:
+    store = ReviewStore()
+    texts = [
+        TEN,
+        changed((1, ["t1"])),
+        changed((1, ["t2"]), (4, ["t2"])),
+        changed((1, ["t3"]), (4, ["t2"])),
+    ]
+    for turn in (1, 2, 3):
+        store.begin_turn()
+        store.record(P, texts[turn - 1], texts[turn], "disk")
+    # The user edits a line turn 3 changed, and one no turn touched.
+    mine = changed((1, ["t3 mine"]), (4, ["t2"]), (7, ["mine"]))
+    store.turn(3).file(P).user_edit(mine)
+    outcome = store.restore(P, 1)
+    assert outcome.clashes == []
+    assert outcome.text == changed((1, ["t3 mine"]), (7, ["mine"]))
+    [conflict] = outcome.conflicts
+    assert (conflict.new_start, conflict.new_lines, conflict.proposed) == (
+        1,
+        ["t3 mine\n"],
+        ["l1\n"],
+    )
+    assert all(not store.turn(t).file(P).open or t == 3 for t in (1, 2, 3))
+    # Accepting the conflict takes the restore's line: turn 1's baseline exactly.
+    assert store.accept(P, conflict.id, turn=3) == changed((7, ["mine"]))
+
+
+def statuses(store: ReviewStore, turn: int) -> list[str]:
+    return [h.status for h in store.hunks(P, turn)]
+
+
+def test_restore_takes_accepted_changes_back_too_and_marks_them_reverted() -> None:
+    store = ReviewStore()
+    texts = [
+        TEN,
+        changed((1, ["t1"])),
+        changed((1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"])),
+        changed((0, ["t3"]), (1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"])),
+    ]
+    for turn in (1, 2, 3):
+        store.begin_turn()
+        store.record(P, texts[turn - 1], texts[turn], "disk")
+        if turn == 2:
+            # The user accepts one hunk of turn 2 and types a line of their own.
+            accepted = store.hunks(P)[0]
+            assert store.accept(P, accepted.id) == texts[2]
+            texts[2] = changed((1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"]), (9, ["mine"]))
+            store.turn(2).file(P).user_edit(texts[2])
+            texts[3] = changed(
+                (0, ["t3"]), (1, ["t1"]), (3, ["t2 kept"]), (6, ["t2", "t2b"]), (9, ["mine"])
+            )
+    outcome = store.restore(P, 1)
+    # Turn 1's baseline, with the user's own line: no agent line is left.
+    assert (outcome.text, outcome.conflicts, outcome.clashes) == (changed((9, ["mine"])), [], [])
+    assert (statuses(store, 1), statuses(store, 2), statuses(store, 3)) == (
+        ["rejected"],
+        ["reverted", "rejected"],
+        ["rejected"],
+    )
+    assert all(not store.turn(t).file(P).applied for t in (1, 2, 3))
+    # The turn's baseline no longer holds the accepted change either.
+    assert store.turn(2).file(P).baseline == changed((1, ["t1"]), (9, ["mine"]))
+
+
+def test_restore_keeps_an_accepted_change_the_user_edited_since() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, TEN, changed((2, ["agent"]), (5, ["agent"])), "disk")
+    store.accept(P)
+    store.turn(1).file(P).user_edit(changed((2, ["agent, mine"]), (5, ["agent"])))
+    store.begin_turn()
+    store.record(
+        P,
+        changed((2, ["agent, mine"]), (5, ["agent"])),
+        changed((2, ["agent, mine"]), (5, ["agent"]), (8, ["t2"])),
+        "disk",
+    )
+    outcome = store.restore(P, 1)
+    assert outcome.text == changed((2, ["agent, mine"]))
+    assert outcome.clashes == [
+        f"{P}: you edited a change of turn 1 after accepting it; your text stays"
+    ]
+    assert sorted(statuses(store, 1)) == ["accepted", "reverted"]
+
+
+def test_restore_removes_a_created_file_unless_the_user_edited_it_since() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, None, text("new"), "write")
+    store.accept(P)
+    assert store.restore(P, 1).text is None
+    assert statuses(store, 1) == ["reverted"]
+    assert store.changes()[0]["created"] is False
+
+    store = ReviewStore()
+    store.begin_turn()
+    store.record(P, None, text("new"), "write")
+    store.turn(1).file(P).user_edit(text("new", "mine"))
+    outcome = store.restore(P, 1)
+    assert (outcome.text, outcome.clashes) == (
+        text("new", "mine"),
+        [f"{P}: not removed, it holds your edits"],
+    )
+    assert store.turn(1).file(P).open
 
 
 # -- conflicts -------------------------------------------------------------------

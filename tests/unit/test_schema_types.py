@@ -582,3 +582,46 @@ def test_check_reports_drift(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "schema_v2.py" in done.stderr
     assert "schema_v1.py" not in done.stderr
+
+
+@pytest.mark.parametrize("schema", [v1, v2])
+def test_only_the_adopted_unstable_methods_are_generated(schema: Any) -> None:
+    """session/fork and its capability come from schema.unstable.json (decision fork-);
+    nothing else of it (nes, providers, document/*) does."""
+    caps = schema.decode(msgspec.Raw(wire({"fork": {}})), schema.SessionCapabilities)
+    assert isinstance(caps.fork, schema.SessionForkCapabilities)
+    assert schema.decode(msgspec.Raw(wire({})), schema.SessionCapabilities).fork is None
+    assert schema.METHODS["session/fork"] == (schema.ForkSessionRequest, schema.ForkSessionResponse)
+    assert schema.AgentMethod.SESSION_FORK == "session/fork"
+    request = schema.ForkSessionRequest(session_id="s", cwd="/p")
+    assert json.loads(schema.encode(request)) == {"sessionId": "s", "cwd": "/p"}
+    assert not hasattr(schema, "StartNesRequest") and not hasattr(schema, "ListProvidersRequest")
+    assert "nes/start" not in schema.METHODS
+
+
+@pytest.mark.parametrize("schema", [v1, v2])
+def test_mcp_over_acp_is_adopted_in_both_versions(schema: Any) -> None:
+    """mcp/connect, mcp/message, mcp/disconnect, the ``acp`` MCP server and the
+    capability that advertises it come from schema.unstable.json (decision 0024)."""
+    assert schema.METHODS["mcp/connect"] == (schema.ConnectMcpRequest, schema.ConnectMcpResponse)
+    assert schema.METHODS["mcp/message"] == (schema.MessageMcpRequest, schema.MessageMcpResponse)
+    assert schema.METHODS["mcp/disconnect"][0] is schema.DisconnectMcpRequest
+    assert schema.ClientMethod.MCP_CONNECT == "mcp/connect"
+    server = schema.McpServerAcp(name="nvim", server_id="x")
+    assert json.loads(schema.encode(server)) == {"type": "acp", "name": "nvim", "serverId": "x"}
+    request = schema.decode(msgspec.Raw(wire({"serverId": "x"})), schema.ConnectMcpRequest)
+    assert request.server_id == "x"
+    message = schema.decode(
+        msgspec.Raw(wire({"connectionId": "c", "method": "ping"})), schema.MessageMcpNotification
+    )
+    assert (message.connection_id, message.method, message.params) == ("c", "ping", None)
+    advertised = {"acp": True} if schema is v1 else {"acp": {}}
+    caps = schema.decode(msgspec.Raw(wire(advertised)), schema.McpCapabilities)
+    assert caps.acp is True or isinstance(caps.acp, schema.McpAcpCapabilities)
+    assert not schema.decode(msgspec.Raw(wire({})), schema.McpCapabilities).acp
+
+
+def test_v1_mcp_capabilities_default_when_not_advertised() -> None:
+    """The stable default of ``mcpCapabilities`` omits the unstable ``acp``: still a default."""
+    caps = v1.decode(msgspec.Raw(wire({})), v1.AgentCapabilities)
+    assert caps.mcp_capabilities == v1.McpCapabilities()

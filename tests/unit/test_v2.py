@@ -535,7 +535,7 @@ async def test_v1_answer_restarts_the_agent_with_v1(tmp_path: Path) -> None:
         await app.send(1, "hi")
         assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
         await app.delete_session(1, "demo-1")  # the v1 demo offers no session/delete
-        assert editor.notices[-1][1] == "agent 'old': deleting sessions is not offered over ACP v1"
+        assert editor.notices[-1][1] == "agent 'old': deleting sessions is not offered by this agent"
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

@@ -224,6 +224,21 @@ class AgentConnection:
         session_id = await self._call(sessions.new_session(chat), "creating a session")
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
+    @property
+    def can_fork(self) -> bool:
+        """Whether the agent advertises ``session/fork``."""
+        return self.sessions is not None and self.sessions.can_fork
+
+    async def fork(self, chat: Chat, parent: Chat) -> None:
+        """Create a session for ``chat`` continuing ``parent``'s, and mark it ready.
+
+        Raises:
+            AgentFailed: the agent does not fork, refused or died.
+        """
+        sessions = self._sessions()
+        session_id = await self._call(sessions.fork(chat, parent), "forking a session")
+        chat.ready(session_id, sessions.version, sessions.agent_title)
+
     async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
         sessions = self._sessions()

@@ -22,7 +22,9 @@ __all__ = [
     "elicit",
     "every_page",
     "login_method",
+    "mcp_server",
     "prompt_blocks",
+    "serve_mcp_over_acp",
     "session_info",
 ]
 
@@ -40,8 +42,8 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.mcp import McpOffer
-from acp_nvim.protocol import RequestError
+from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
+from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol.unknown import Unknown
 
 
@@ -79,8 +81,20 @@ class Sessions(Protocol):
     def auth_methods(self) -> list[LoginMethod]:
         """The login methods the agent advertises, in the forms this client runs."""
 
+    @property
+    def can_fork(self) -> bool:
+        """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
+
     async def new_session(self, chat: Chat) -> str:
         """Create a session for ``chat`` (registered in ``chats``); returns its id."""
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        """Create a session for ``chat`` that continues ``parent``'s (registered in
+        ``chats``, its settings from the answer); returns its id.
+
+        Raises:
+            NotOffered: the agent does not advertise ``session/fork``.
+        """
 
     async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
         """Send one prompt; returns the stop reason once the agent ended the turn.
@@ -302,3 +316,50 @@ def _field(name: str, prop: Any, required: bool, schema: ModuleType) -> Field:
         name, kind, prop.title or name, required, prop.description, prop.default, choices,
         getattr(prop, "minimum", None), getattr(prop, "maximum", None),
     )  # fmt: skip
+
+
+def mcp_server(spec: ServerSpec, schema: ModuleType) -> Any:
+    """One offered MCP server as ``schema`` (the version's generated types) sends it:
+    v1 and v2 name and shape the three transports alike."""
+    match spec:
+        case StdioServer(name=name, command=command, args=args, env=env):
+            variables = [schema.EnvVariable(name=k, value=v) for k, v in env.items()]
+            return schema.McpServerStdio(name=name, command=command, args=args, env=variables)
+        case HttpServer(name=name, url=url, headers=headers):
+            fields = [schema.HttpHeader(name=k, value=v) for k, v in headers.items()]
+            return schema.McpServerHttp(name=name, url=url, headers=fields)
+        case AcpServer(name=name, server_id=server_id):
+            return schema.McpServerAcp(name=name, server_id=server_id)
+
+
+def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: ModuleType) -> None:
+    """Answer the agent's ``mcp/connect``, ``mcp/message`` and ``mcp/disconnect`` on
+    ``connection`` with the editor MCP server of ``offer``'s sessions (mcp.AcpBridge).
+    ``schema`` is the version's generated types: v1 and v2 (unstable) shape these
+    messages alike."""
+
+    async def send(connection_id: str, method: str, params: dict[str, Any] | None) -> None:
+        message = schema.MessageMcpNotification(
+            connection_id=connection_id, method=method, params=params
+        )
+        await connection.notify("mcp/message", message)
+
+    bridge = AcpBridge(offer, send)
+
+    async def connect(params: Any) -> Any:
+        return schema.ConnectMcpResponse(connection_id=await bridge.connect(params.server_id))
+
+    async def message(params: Any) -> Any:
+        return await bridge.message(params.connection_id, params.method, params.params or {})
+
+    async def notification(params: Any) -> None:
+        await bridge.notification(params.connection_id, params.method)
+
+    async def disconnect(params: Any) -> Any:
+        await bridge.disconnect(params.connection_id)
+        return schema.DisconnectMcpResponse()
+
+    connection.on_request("mcp/connect", schema.ConnectMcpRequest, connect)
+    connection.on_request("mcp/message", schema.MessageMcpRequest, message)
+    connection.on_request("mcp/disconnect", schema.DisconnectMcpRequest, disconnect)
+    connection.on_notification("mcp/message", schema.MessageMcpNotification, notification)

@@ -39,7 +39,9 @@ from acp_nvim.client.agent.sessions import (
     elicit,
     every_page,
     login_method,
+    mcp_server,
     prompt_blocks,
+    serve_mcp_over_acp,
     session_info,
 )
 from acp_nvim.client.services.changes import SessionChanges
@@ -59,7 +61,6 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -170,26 +171,6 @@ class _Model(msgspec.Struct):
 class _Models(msgspec.Struct):
     current_model_id: str = msgspec.field(name="currentModelId")
     available_models: list[_Model] = msgspec.field(default_factory=list, name="availableModels")
-
-
-class _McpCaps(msgspec.Struct):
-    acp: bool = False
-
-
-class _AgentCaps(msgspec.Struct):
-    mcp: _McpCaps = msgspec.field(default_factory=_McpCaps, name="mcpCapabilities")
-
-
-class _Init(msgspec.Struct):
-    caps: _AgentCaps = msgspec.field(default_factory=_AgentCaps, name="agentCapabilities")
-
-
-def _takes_mcp_over_acp(raw: Any) -> bool:
-    """``mcpCapabilities.acp`` of an ``initialize`` answer (the RFD's, not the schema's)."""
-    try:
-        return msgspec.json.decode(raw, type=_Init).caps.mcp.acp
-    except msgspec.MsgspecError:
-        return False
 
 
 class _Beside(msgspec.Struct):
@@ -339,8 +320,6 @@ class SessionsV1:
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         self._early = EarlyUpdates()
-        # The agent takes MCP servers over this connection (rfds/mcp-over-acp.mdx).
-        self.mcp_over_acp = False
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -358,11 +337,7 @@ class SessionsV1:
             "elicitation/complete", v1.CompleteElicitationNotification, self._on_elicit_complete
         )
         if services.mcp is not None:
-            bridge = AcpBridge(services.mcp, connection.notify)
-            on("mcp/connect", dict, bridge.connect)
-            on("mcp/message", dict, bridge.message)
-            on("mcp/disconnect", dict, bridge.disconnect)
-            connection.on_notification("mcp/message", dict, bridge.notification)
+            serve_mcp_over_acp(connection, services.mcp, v1)
 
     def __repr__(self) -> str:
         return f"<SessionsV1 {len(self.services.chats)} sessions>"
@@ -390,7 +365,6 @@ class SessionsV1:
         if response.protocol_version != 1:
             raise VersionMismatch(agent, response.protocol_version, (1,))
         self.init = response
-        self.mcp_over_acp = _takes_mcp_over_acp(raw)
         info = response.agent_info
         self.agent_title = (info.title or info.name) if info is not None else None
 
@@ -410,18 +384,41 @@ class SessionsV1:
         if offer is None:
             return []
         caps = self._capabilities.mcp_capabilities
-        takes = {"stdio"} | ({"http"} if caps.http else set())
-        if self.mcp_over_acp:
-            takes.add("acp")
-        return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
+        takes = {"stdio"} | ({"http"} if caps.http else set()) | ({"acp"} if caps.acp else set())
+        return [mcp_server(spec, v1) for spec in await offer.servers_for(chat, takes)]
+
+    @property
+    def can_fork(self) -> bool:
+        return self._capabilities.session_capabilities.fork is not None
 
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat)
         )
+        return await self._create(chat, "session/new", params, v1.NewSessionResponse)
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        if not self.can_fork:
+            raise NotOffered("forking sessions is not offered by this agent")
+        params = v1.ForkSessionRequest(
+            session_id=parent.session.session_id,
+            cwd=self.services.cwd,
+            mcp_servers=await self._mcp_servers(chat),
+        )
+        return await self._create(chat, "session/fork", params, v1.ForkSessionResponse)
+
+    async def _create(
+        self,
+        chat: Chat,
+        method: str,
+        params: Any,
+        answer: type[v1.NewSessionResponse] | type[v1.ForkSessionResponse],
+    ) -> str:
+        """A session made by ``method`` (new or fork) for ``chat``: registered, with
+        its settings and the updates the agent sent before the chat knew its id."""
         with self._early.creating():
-            raw = await self.connection.request("session/new", params)
-            response = v1.decode(raw, v1.NewSessionResponse)
+            raw = await self.connection.request(method, params)
+            response = v1.decode(raw, answer)
             self.services.chats[response.session_id] = chat
             self._settings(chat, response.config_options, response.modes, _models(raw))
             apply_updates(chat, self._early.take(response.session_id))
@@ -652,19 +649,5 @@ class SessionsV1:
         return v1.ReleaseTerminalResponse()
 
 
-def _mcp_server(spec: ServerSpec) -> Any:
-    """One offered MCP server as v1 sends it."""
-    match spec:
-        case StdioServer(name=name, command=command, args=args, env=env):
-            variables = [v1.EnvVariable(name=k, value=v) for k, v in env.items()]
-            return v1.McpServerStdio(name=name, command=command, args=args, env=variables)
-        case HttpServer(name=name, url=url, headers=headers):
-            fields = [v1.HttpHeader(name=k, value=v) for k, v in headers.items()]
-            return v1.McpServerHttp(name=name, url=url, headers=fields)
-        case AcpServer(name=name, id=acp_id):
-            # The RFD's transport (rfds/mcp-over-acp.mdx), not in the pinned schema.
-            return {"type": "acp", "name": name, "id": acp_id}
-
-
 def _not_offered(what: str) -> NoReturn:
-    raise NotOffered(f"{what} is not offered over ACP v1")
+    raise NotOffered(f"{what} is not offered by this agent")

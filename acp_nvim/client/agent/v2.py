@@ -9,7 +9,8 @@ replaced, chunks append), the turn follows ``state_update``, plans carry ids,
 modes are config options. Unknown variants arrive as ``Unknown`` and are shown
 generically. v2 has no client file system or terminals: nothing here serves
 ``fs/*`` or ``terminal/*``; agent-owned display terminals go to the
-``terminals`` sink.
+``terminals`` sink. The editor MCP server stands in for them (stdio shim, or
+``mcp/*`` on this connection where the agent advertises ``session.mcp.acp``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ from acp_nvim.client.agent.sessions import (
     elicit,
     every_page,
     login_method,
+    mcp_server,
     prompt_blocks,
+    serve_mcp_over_acp,
     session_info,
 )
 from acp_nvim.client.session.chat import Chat, Chunk
@@ -62,7 +65,6 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.mcp import HttpServer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -88,19 +90,6 @@ class TerminalSink(Protocol):
 
     def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
         """Append one base64 chunk (decoded by the sink, which keeps split state)."""
-
-
-def _mcp_server(spec: ServerSpec) -> Any:
-    """One offered MCP server as v2 sends it (v2 takes no MCP-over-ACP yet)."""
-    match spec:
-        case StdioServer(name=name, command=command, args=args, env=env):
-            variables = [v2.EnvVariable(name=k, value=v) for k, v in env.items()]
-            return v2.McpServerStdio(name=name, command=command, args=args, env=variables)
-        case HttpServer(name=name, url=url, headers=headers):
-            fields = [v2.HttpHeader(name=k, value=v) for k, v in headers.items()]
-            return v2.McpServerHttp(name=name, url=url, headers=fields)
-        case _:
-            raise ValueError(f"not a v2 MCP transport: {spec!r}")
 
 
 def initialize_request() -> v2.InitializeRequest:
@@ -382,6 +371,8 @@ class SessionsV2:
         connection.on_notification(
             "elicitation/complete", v2.CompleteElicitationNotification, self._on_elicit_complete
         )
+        if services.mcp is not None:
+            serve_mcp_over_acp(connection, services.mcp, v2)
 
     def __repr__(self) -> str:
         return f"<SessionsV2 {len(self.services.chats)} sessions, {len(self._idle)} turns>"
@@ -393,27 +384,49 @@ class SessionsV2:
 
     async def _mcp_servers(self, chat: Chat) -> list[Any]:
         """The MCP servers for a session of ``chat``, of the transports the agent
-        advertises (``session.mcp``: none when it advertises nothing)."""
+        advertises (``session.mcp``: none when it advertises nothing; ``acp``:
+        MCP-over-ACP, from the unstable schema)."""
         offer = self.services.mcp
         session = self.init.capabilities.session
         caps = session.mcp if session is not None else None
         if offer is None:
             return []
-        takes = set()
-        if caps is not None and caps.stdio is not None:
-            takes.add("stdio")
-        if caps is not None and caps.http is not None:
-            takes.add("http")
-        return [_mcp_server(spec) for spec in await offer.servers_for(chat, takes)]
+        offered = {} if caps is None else {"stdio": caps.stdio, "http": caps.http, "acp": caps.acp}
+        takes = {transport for transport, cap in offered.items() if cap is not None}
+        return [mcp_server(spec, v2) for spec in await offer.servers_for(chat, takes)]
+
+    @property
+    def can_fork(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.fork is not None
 
     async def new_session(self, chat: Chat) -> str:
         params = v2.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
         )
+        return await self._create(chat, "session/new", params, v2.NewSessionResponse)
+
+    async def fork(self, chat: Chat, parent: Chat) -> str:
+        if not self.can_fork:
+            raise NotOffered("forking sessions is not offered by this agent")
+        params = v2.ForkSessionRequest(
+            session_id=parent.session.session_id,
+            cwd=self.services.cwd,
+            mcp_servers=await self._mcp_servers(chat) or None,
+        )
+        return await self._create(chat, "session/fork", params, v2.ForkSessionResponse)
+
+    async def _create(
+        self,
+        chat: Chat,
+        method: str,
+        params: Any,
+        answer: type[v2.NewSessionResponse] | type[v2.ForkSessionResponse],
+    ) -> str:
+        """A session made by ``method`` (new or fork) for ``chat``: registered, with
+        its settings and the updates the agent sent before the chat knew its id."""
         with self._early.creating():
-            response = await self.connection.request(
-                "session/new", params, v2.NewSessionResponse
-            )
+            response = await self.connection.request(method, params, answer)
             self.services.chats[response.session_id] = chat
             self._take_config(chat, response.config_options)
             apply_updates(chat, self._early.take(response.session_id), self.services.terminals)

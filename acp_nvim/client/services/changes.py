@@ -63,6 +63,7 @@ from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import slice_lines, split_text
 from acp_nvim.review import (
     Changeset,
+    FileKind,
     FilePatch,
     PatchError,
     ReviewError,
@@ -287,6 +288,7 @@ class SessionChanges:
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
         self._check_queued = False
         self._turn_open = False
+        self._turns = 0  # turns begun
 
     def __repr__(self) -> str:
         return f"<SessionChanges {self.cwd} {self.store!r}>"
@@ -335,9 +337,12 @@ class SessionChanges:
                 path, write=True, preview=lambda: self._previews([(path, self._write_of(content))])
             )
         async with self._lock:
-            # Some agents also write the file themselves (opencode, racing its own
-            # request): record that first, against the usual baselines.
-            await self._check_one(path)
+            if self._turn_open:
+                # Some agents also write the file themselves (opencode, racing its own
+                # request): record that first, against the usual baselines. Outside a
+                # turn (an MCP tool, before the first prompt) a change on disk is the
+                # user's: the write's merge takes care of it.
+                await self._check_one(path)
             doc = await files.load(self.editor, path, check=True)
             files.check_writable(doc)
             existed = doc.text is not None
@@ -441,12 +446,17 @@ class SessionChanges:
     async def begin_turn(self) -> None:
         """A turn starts: new changeset, and the scan later checks compare against.
 
-        The scan, git and the snapshots run in a worker thread (a 20k-file tree
-        takes a quarter of a second): every other chat streams on meanwhile.
+        Changes made before the first turn (an agent's fs call or MCP tool right after
+        the session started) already opened a changeset: they count as the first
+        turn's, so the review's turns stay the chat's. The scan, git and the snapshots
+        run in a worker thread (a 20k-file tree takes a quarter of a second): every
+        other chat streams on meanwhile.
         """
         async with self._lock:
             start, git, snapshots = await anyio.to_thread.run_sync(_turn_start, self.cwd)
-            self.store.begin_turn()
+            self._turns += 1
+            if len(self.store.turns()) < self._turns:
+                self.store.begin_turn()
             self._start, self._git, self._snapshots = start, git, snapshots
             self._known = dict(start.stats)
             self._named.clear()
@@ -542,8 +552,9 @@ class SessionChanges:
 
     async def sync(self, path: str) -> None:
         """The user changed the buffer of ``path`` (typing, undo, redo): fold its text
-        into the review, so a hunk the user undid is no longer offered (and one
-        redone is offered again); buffer and review then agree."""
+        into the review. A hunk the user undid is shown as reverted, one redone (its
+        agent lines back) is pending again, and the file on disk follows both, so
+        buffer, disk and review agree."""
         path = os.path.normpath(path)
         async with self._lock:
             try:
@@ -551,29 +562,51 @@ class SessionChanges:
             except ReviewError:
                 return  # no agent change of this file in this chat
             buffer = await self.editor.read_buffer(path)
-            if buffer is not None and buffer.text != change.current:
-                change.user_edit(buffer.text)
-                self._publish()
+            if buffer is None or buffer.text == change.current:
+                return
+            before = change.current
+            followed = change.user_edit(buffer.text)
+            if followed is not None and (self.auto_save or change.kind == "disk"):
+                doc = Document(path, buffer.text, buffer)
+                await files.follow(self.editor, doc, (before or "", followed))
+                self._known[path] = stat_of(path)
+            self._publish()
 
     async def restore(self, turn: int) -> list[str]:
         """Take the files back to how they were before ``turn``: every change of that
-        turn and later still open is rejected, newest turn first, so each reject
-        meets the text it expects (the user's later edits are kept, as with any
-        reject; changes the user accepted stay). Returns the files restored."""
-        restored: set[str] = set()
+        turn and later is taken out, open ones rejected and accepted ones reverted,
+        each file in one change: one undo step per buffer, one write per file. The
+        user's edits made since the agent's last change of a file are kept, where
+        they clash as conflicts (see :meth:`ReviewStore.restore`). Returns the files
+        restored."""
+        restored: list[str] = []
         async with self._lock:
+            kinds: dict[str, set[FileKind]] = {}
             for changeset in reversed(self.store.turns()):
                 if changeset.turn < turn:
                     break
                 for change in changeset.files():
-                    if not change.open:
-                        continue
-                    try:
-                        await self._decide_one("reject", change.path, None, changeset.turn)
-                    except (ReviewError, FileError) as err:
-                        self.editor.notify(str(err), "warn")
-                    else:
-                        restored.add(change.path)
+                    if change.applied:
+                        kinds.setdefault(change.path, set()).add(change.kind)
+            for path, kind in kinds.items():
+                disk = "disk" in kind
+                try:
+                    doc = await self._document(path, disk)
+                    outcome = self.store.restore(path, turn)
+                    await self._put(doc, outcome.text, disk)
+                except (ReviewError, FileError) as err:
+                    self.editor.notify(str(err), "warn")
+                    continue
+                for clash in outcome.clashes:
+                    self.editor.notify(clash, "warn")
+                if outcome.conflicts:
+                    self.editor.notify(
+                        f"{self._name(path)}: you changed lines the restore takes back; "
+                        "your text was kept (:AcpReview)",
+                        "warn",
+                    )
+                if outcome.text != doc.text or outcome.conflicts:
+                    restored.append(path)
             self._publish()
         return sorted(self._name(path) for path in restored)
 
@@ -705,23 +738,33 @@ class SessionChanges:
     async def _decide_one(
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
-        latest = self._latest(path)
-        change = (self.store.turn(turn) if turn is not None else latest).file(path)
-        doc = await files.load(self.editor, path)
-        if change.kind == "disk" and doc.buffer is not None and doc.buffer.modified:
-            # The user's unsaved text is not the disk's: decide against the file.
-            doc = await anyio.to_thread.run_sync(files.read_disk, path)
-        if doc.text != latest.file(path).current:
-            latest.file(path).user_edit(doc.text)
+        change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
+        disk = change.kind == "disk"
+        doc = await self._document(path, disk)
         if decision == "accept":
             text = self.store.accept(path, hunk, turn=turn)
         else:
             text = self.store.reject(path, hunk, turn=turn)
+        await self._put(doc, text, disk)
+
+    async def _document(self, path: str, disk: bool) -> Document:
+        """``path`` as a decision meets it, the user's edits folded into the review;
+        ``disk``: a change the agent made on disk, decided against the file when the
+        buffer holds unsaved text (that text is not the disk's)."""
+        doc = await files.load(self.editor, path)
+        if disk and doc.buffer is not None and doc.buffer.modified:
+            doc = await anyio.to_thread.run_sync(files.read_disk, path)
+        latest = self._latest(path).file(path)
+        if doc.text != latest.current:
+            latest.user_edit(doc.text)
+        return doc
+
+    async def _put(self, doc: Document, text: str | None, disk: bool) -> None:
+        """Make ``doc``'s file hold ``text`` a decision gave it (saved unless
+        ``auto_save`` is off and the change was not the agent's on disk)."""
         if text == doc.text:
             return
-        final = await files.save(
-            self.editor, doc, text, to_disk=self.auto_save or change.kind == "disk"
-        )
+        final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk)
         if final != text:
-            latest.file(path).user_edit(final)
-        self._known[path] = stat_of(path)
+            self._latest(doc.path).file(doc.path).user_edit(final)
+        self._known[doc.path] = stat_of(doc.path)

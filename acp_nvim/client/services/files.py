@@ -19,7 +19,7 @@ itself.
 
 from __future__ import annotations
 
-__all__ = ["Document", "FileError", "applied", "check_writable", "load", "save"]
+__all__ = ["Document", "FileError", "applied", "check_writable", "follow", "load", "save"]
 
 import os
 import stat
@@ -240,6 +240,34 @@ def applied(change: tuple[str, str], disk: str | None) -> str:
     """
     before, after = change
     return merge3(before, after, disk or "").text
+
+
+async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None:
+    """Write to its file ``change`` (before, after) that ``doc``'s buffer already
+    holds (the user's undo or redo of agent hunks): the buffer is saved when that
+    publishes nothing else of it, else the change alone goes to the disk's text
+    behind the buffer's unsaved edits (:func:`applied`), as :func:`save` does.
+    Nothing is written when the buffer changed again since ``doc`` was read.
+
+    Raises:
+        FileError: the file cannot be read or written.
+    """
+    assert doc.buffer is not None
+    disk = await anyio.to_thread.run_sync(read_disk, doc.path)
+    target = disk.conform(applied(change, disk.text))
+    if target == (disk.text or ""):
+        return
+    # When the buffer has moved on since ``doc`` (more undo, redo), nothing is
+    # written: its next change is followed in turn.
+    tick = doc.buffer.tick
+    if target == doc.text:
+        await editor.edit_buffer(doc.path, tick, [], save=True)
+        return
+    fresh = await editor.read_buffer(doc.path)
+    if fresh is None or fresh.tick != tick:
+        return
+    await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
+    await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
 
 async def save(

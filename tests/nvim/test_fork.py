@@ -1,0 +1,112 @@
+"""Fork (:AcpFork, acp.fork()): a new chat on the same agent continues a fork of the
+chat's session, over ACP v1 and v2 (session/fork of the unstable schemas)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.nvim.conftest import Editor
+
+
+def transcript_of(editor: Editor, chat: int) -> list[str]:
+    return editor.lua(  # type: ignore[no-any-return]
+        "return vim.api.nvim_buf_get_lines(require('acp.chat').chats[...].transcript, 0, -1, false)",
+        chat,
+    )
+
+
+def last_notice(editor: Editor) -> str:
+    return str(editor.lua("return _G.acp_notices[#_G.acp_notices].msg"))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_fork_opens_a_chat_that_continues_the_session(editor: Editor, version: int) -> None:
+    editor.setup(
+        agents={"fake": editor.fake_agent("fork")}, default_agent="fake", protocol_version=version
+    )
+    parent = editor.open_chat()
+    assert parent["protocol_version"] == version and parent["mode"] == "Ask"
+    editor.lua("require('acp').send('first question')")
+    editor.wait_event("AcpTurnEnd")
+    before = transcript_of(editor, parent["chat"])
+    assert "fake-1: echo first question" in before
+
+    editor.nvim.command("AcpFork")
+    editor.wait_event("AcpSessionReady", count=2)
+    fork = editor.lua("return require('acp').status()")
+    assert fork["chat"] != parent["chat"]
+    assert fork["session_id"] == "fork-1" and fork["protocol_version"] == version
+    assert fork["mode"] == "Plan"  # the fork's settings come from the agent's answer
+    # The fork's transcript starts with the parent's, then says where it came from.
+    lines = transcript_of(editor, fork["chat"])
+    assert lines[: len(before)] == before
+    assert lines[len(before) + 1] == (
+        f"*Forked from chat {parent['chat']} (fake #{parent['chat']}): "
+        "from here on, this chat goes its own way.*"
+    )
+    assert editor.lua("return #require('acp').chats()") == 2
+    assert editor.lua("return #vim.fn.win_findbuf(require('acp').status().transcript_buf)") == 1
+
+    # On the wire: session/fork named the parent's session and the session's directory.
+    editor.lua("require('acp').send('calls')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    said = next(line for line in transcript_of(editor, fork["chat"]) if line.startswith("[["))
+    [(method, params)] = json.loads(said)
+    assert method == "session/fork"
+    assert params["sessionId"] == "fake-1"
+    assert params["cwd"] == str(editor.tmp / "project")
+
+    # Each chat goes on in its own session; the parent's transcript is not touched.
+    editor.lua("require('acp').send('in the fork')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    assert "fork-1: echo in the fork" in transcript_of(editor, fork["chat"])
+    editor.lua(
+        "local chat = require('acp.chat'); chat.send(chat.chats[...], 'in the parent')",
+        parent["chat"],
+    )
+    editor.wait_event("AcpTurnEnd", count=4)
+    text = "\n".join(transcript_of(editor, parent["chat"]))
+    assert "fake-1: echo in the parent" in text and "in the fork" not in text
+
+
+def test_an_agent_without_fork_says_so_in_one_line(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.nvim.command("AcpFork")
+    assert last_notice(editor) == "acp: fake does not offer fork"
+    assert editor.lua("return select(2, pcall(require('acp').fork))") == (
+        "acp: fake does not offer fork"
+    )
+    assert editor.lua("return #require('acp').chats()") == 1
+
+
+def test_no_fork_during_a_turn(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("fork")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.nvim.command("AcpFork")
+    assert last_notice(editor) == "acp: cannot fork during a turn: cancel it first"
+    assert editor.lua("return #require('acp').chats()") == 1
+    editor.nvim.command("AcpCancel")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert editor.lua("return require('acp').fork()") == 2
+    editor.wait_event("AcpSessionReady", count=2)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_demo_agent_forks(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
+    parent = editor.open_chat()
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    fork = editor.lua("return require('acp').fork()")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] == fork and status["protocol_version"] == version
+    assert status["session_id"] != parent["session_id"]
+    editor.lua("require('acp').send('again')")
+    assert editor.wait_event("AcpTurnEnd", count=2)["chat"] == fork
+    assert editor.transcript_text().count("## You") == 2  # the parent's turn, then its own
