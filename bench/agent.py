@@ -14,6 +14,10 @@ Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
 - ``write PATH N``: the same edit through ``fs/write_text_file``.
 - ``mcp_read N PATH...``: the same through the editor's MCP server (``read_buffer``
   via the stdio shim offered in ``mcpServers``), after timing the shim's start.
+- ``pings MS``: for MS milliseconds, a request the client does not know (answered
+  at once by its event loop) every millisecond, each round trip timed here.
+- ``turn CHUNKS TOOLS NONCE``: CHUNKS chunks as ``burst``, then TOOLS tool calls as
+  ``tools`` (ids unique per NONCE), the last location holding NONCE.
 
 Before answering the prompt it appends one JSON line to STAMPS_FILE with its own
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of Neovim's ``vim.uv.hrtime()``)
@@ -101,7 +105,7 @@ def file_text(i: int, changed: bool) -> str:
 def tools(session: str, count: int, nonce: str, root: str) -> list[bytes]:
     out = []
     for i in range(count):
-        call = f"bench-tool-{i}"
+        call = f"bench-tool-{nonce}-{i}"
         out.append(
             update(
                 session,
@@ -231,8 +235,14 @@ class Agent:
         if command == "mcp_read":
             self.stamp(self.mcp_read(int(args[0]), args[1:]))
             return
+        if command == "pings":
+            self.stamp(self.pings(int(args[0])))
+            return
         if command == "burst":
             payload = burst(session, int(args[0]), args[1])
+        elif command == "turn":
+            chunks = burst(session, int(args[0]), f"chunks-{args[2]}")
+            payload = chunks + tools(session, int(args[1]), args[2], os.getcwd())
         elif command == "fill":
             payload = fill(session, int(args[0]))
         elif command == "tools":
@@ -259,6 +269,16 @@ class Agent:
                 "bytes": sum(len(d) for d in payload),
             }
         )
+
+    def pings(self, ms: int) -> dict[str, Any]:
+        """Round trips of an unknown request, one a millisecond: [sent_ns, rtt_ns]."""
+        samples = []
+        end = time.monotonic_ns() + ms * 1_000_000
+        while (start := time.monotonic_ns()) < end:
+            self.request("_bench/ping", {})
+            samples.append([start, time.monotonic_ns() - start])
+            time.sleep(0.001)
+        return {"command": "pings", "samples": samples}
 
     def read(self, session: str, count: int, paths: list[str]) -> dict[str, Any]:
         """Round trips of fs/read_text_file as this agent sees them, in ns per path."""

@@ -56,18 +56,63 @@ function M.events(chan)
   })
 end
 
---- The least any client must do: read the agent's NDJSON from a job, decode each
---- line with vim.json.decode, append the text of all chunks read in one callback
---- with one nvim_buf_set_text. Shown in a window like a transcript.
-function M.floor(cmd, prompt, chan)
+--- Keep the windows of `buf` at its last line, as a transcript follows its stream.
+local function follow(buf)
+  local last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_set_cursor(win, { last, 0 })
+  end
+end
+
+--- Append `texts` (joined) at the end of `buf`, one nvim_buf_set_text.
+local function append(buf, texts)
+  local lines = vim.split(table.concat(texts), "\n", { plain = true })
+  local row = api.nvim_buf_line_count(buf) - 1
+  local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  api.nvim_buf_set_text(buf, row, col, row, col, lines)
+  follow(buf)
+end
+
+--- A buffer in a window of its own, shown like a transcript.
+local function floor_buffer()
   vim.cmd("botright 80vsplit")
   local buf = api.nvim_create_buf(false, true)
   api.nvim_win_set_buf(0, buf)
   vim.wo.wrap = true
+  return buf
+end
+
+--- What both floors do with one decoded message: collect a chunk's text, or
+--- answer the handshake (`send`), or report the turn's end.
+local function floor_message(msg, texts, send, prompt, cwd, chan, stop)
+  if msg.method == "session/update" then
+    if msg.params.update.sessionUpdate == "agent_message_chunk" then
+      texts[#texts + 1] = msg.params.update.content.text
+    end
+  elseif msg.id == 1 then
+    send(2, "session/new", { cwd = cwd, mcpServers = {} })
+  elseif msg.id == 2 then
+    local session = msg.result.sessionId
+    send(3, "session/prompt", { sessionId = session, prompt = { { type = "text", text = prompt } } })
+  elseif msg.id == 3 then
+    stop()
+    report(chan, "floor_end", vim.uv.hrtime())
+  end
+end
+
+--- The weak floor (the one of the first rounds): the agent read with jobstart,
+--- each line decoded with vim.json.decode, the text of all chunks of one on_stdout
+--- callback appended with one nvim_buf_set_text.
+function M.floor(cmd, prompt, chan)
+  local buf = floor_buffer()
+  local cwd = vim.fn.getcwd()
   local job
   local partial = ""
   local function send(id, method, params)
     vim.fn.chansend(job, vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params }) .. "\n")
+  end
+  local function stop()
+    vim.fn.jobstop(job)
   end
   job = vim.fn.jobstart(cmd, {
     on_stdout = function(_, data)
@@ -75,26 +120,57 @@ function M.floor(cmd, prompt, chan)
       partial = table.remove(data)
       local texts = {}
       for _, line in ipairs(data) do
-        local msg = vim.json.decode(line)
-        if msg.method == "session/update" then
-          if msg.params.update.sessionUpdate == "agent_message_chunk" then
-            texts[#texts + 1] = msg.params.update.content.text
-          end
-        elseif msg.id == 1 then
-          send(2, "session/new", { cwd = vim.fn.getcwd(), mcpServers = {} })
-        elseif msg.id == 2 then
-          local session = msg.result.sessionId
-          send(3, "session/prompt", { sessionId = session, prompt = { { type = "text", text = prompt } } })
-        elseif msg.id == 3 then
-          vim.fn.jobstop(job)
-          report(chan, "floor_end", vim.uv.hrtime())
-        end
+        floor_message(vim.json.decode(line), texts, send, prompt, cwd, chan, stop)
       end
       if #texts > 0 then
-        local lines = vim.split(table.concat(texts), "\n", { plain = true })
-        local row = api.nvim_buf_line_count(buf) - 1
-        local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
-        api.nvim_buf_set_text(buf, row, col, row, col, lines)
+        append(buf, texts)
+      end
+    end,
+  })
+  send(1, "initialize", { protocolVersion = 1, clientCapabilities = vim.empty_dict() })
+  return buf
+end
+
+--- The strong floor, the best a Lua client can do: vim.system with a stdout
+--- callback (on libuv's read, no job layer), the lines split and each decoded
+--- with vim.json.decode in that callback, then one scheduled nvim_buf_set_text
+--- per read.
+function M.strong_floor(cmd, prompt, chan)
+  local buf = floor_buffer()
+  local cwd = vim.fn.getcwd()
+  local proc
+  local partial = ""
+  local function send(id, method, params)
+    proc:write(vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params }) .. "\n")
+  end
+  local function stop()
+    proc:kill("sigterm")
+  end
+  proc = vim.system(cmd, {
+    stdin = true,
+    stdout = function(_, data)
+      if not data then
+        return
+      end
+      local texts = {}
+      local start = 1
+      while true do
+        local nl = data:find("\n", start, true)
+        if not nl then
+          break
+        end
+        local line = data:sub(start, nl - 1)
+        if start == 1 and partial ~= "" then
+          line, partial = partial .. line, ""
+        end
+        floor_message(vim.json.decode(line), texts, send, prompt, cwd, chan, stop)
+        start = nl + 1
+      end
+      partial = partial .. data:sub(start)
+      if #texts > 0 then
+        vim.schedule(function()
+          append(buf, texts)
+        end)
       end
     end,
   })
@@ -155,6 +231,25 @@ function M.batches(chan)
       M.request = ev.data
     end,
   })
+end
+
+--- Time every batch the host applies (vim.uv.hrtime around acp.host.apply):
+--- M.applied() returns their durations (ns) since the last call, and forgets them.
+function M.time_batches()
+  local host = require("acp.host")
+  local apply = host.apply
+  M.durations = {}
+  host.apply = function(batch)
+    local start = vim.uv.hrtime()
+    apply(batch)
+    table.insert(M.durations, vim.uv.hrtime() - start)
+  end
+end
+
+function M.applied()
+  local taken = M.durations
+  M.durations = {}
+  return taken
 end
 
 --- Answer the last permission request with its first option.

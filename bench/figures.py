@@ -3,16 +3,20 @@ returns named figures (milliseconds unless the name says otherwise)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.agent import burst_text
-from bench.harness import Nvim, Pinger, nonce, rss_kb
+from bench.harness import Nvim, Pinger, Ui, nonce, rss_kb
 
 Figures = dict[str, Any]
 MS = 1e6
@@ -33,65 +37,122 @@ def p99(
     return rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))] / MS
 
 
-def _plugin_burst(n: Nvim, buf: int, count: int, ping: bool) -> tuple[float, float, float]:
+class _Burst:
+    """One burst's figures (ms): first byte → visible, last byte → visible, the
+    agent's own write time, first byte → text in the buffer, ping p99, the
+    longest batch the plugin had Neovim apply (0 for the floors)."""
+
+    def __init__(
+        self, seen: int, shown: int, stamp: dict[str, Any], p99: float, batch: float = 0
+    ) -> None:
+        self.total = (shown - stamp["first_ns"]) / MS
+        self.tail = (shown - stamp["last_ns"]) / MS
+        self.write = (stamp["last_ns"] - stamp["first_ns"]) / MS
+        self.buffer = (seen - stamp["first_ns"]) / MS
+        self.p99 = p99
+        self.batch = batch
+
+
+def longest_batch(n: Nvim) -> float:
+    """The longest batch applied since the last call (ms; see bench.lua time_batches)."""
+    return max(n.lua("return _G.bench.applied()") or [0]) / MS
+
+
+def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _Burst:
     key = nonce()
     pinger = Pinger(n.socket) if ping else None
+    if ui is not None:
+        ui.watch(f"END{key}")
+    longest_batch(n)
     seen, stamp = n.turn(buf, f"burst {count} {key}", f"END{key}")
+    shown = ui.seen() if ui is not None else seen
     pings = pinger.stop() if pinger else []
+    batch = longest_batch(n)
     text = n.buffer_text(buf)
     if burst_text(count, key) not in text + "\n":
         raise AssertionError("the transcript does not hold the streamed text")
-    return (
-        (seen - stamp["first_ns"]) / MS,
-        (seen - stamp["last_ns"]) / MS,
-        p99(pings, stamp["first_ns"], seen),
-    )
+    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown), batch)
 
 
-def _floor_burst(n: Nvim, count: int) -> tuple[float, float, float]:
+def _floor_burst(n: Nvim, ui: Ui, count: int, strong: bool = True) -> _Burst:
     key = nonce()
     pinger = Pinger(n.socket)
-    seen, stamp, buf = n.floor(f"burst {count} {key}", f"END{key}")
+    ui.watch(f"END{key}")
+    seen, stamp, buf = n.floor(f"burst {count} {key}", f"END{key}", strong=strong)
+    shown = ui.seen()
     pings = pinger.stop()
     if n.buffer_text(buf) != burst_text(count, key):
         raise AssertionError("the floor buffer does not hold the streamed text")
     n.nvim.command("close")
-    return (
-        (seen - stamp["first_ns"]) / MS,
-        (seen - stamp["last_ns"]) / MS,
-        p99(pings, stamp["first_ns"], seen),
-    )
+    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown))
+
+
+CLIENTS = ("plugin", "floor", "jobstart")
+
+
+def _side_by_side(n: Nvim, ui: Ui, buf: int, run: int, count: int) -> dict[str, _Burst]:
+    """``count`` chunks through each client, in an order that rotates per run."""
+    bursts = {}
+    for who in CLIENTS[run % 3 :] + CLIENTS[: run % 3]:
+        if who == "plugin":
+            bursts[who] = _plugin_burst(n, ui, buf, count, ping=True)
+        else:
+            bursts[who] = _floor_burst(n, ui, count, strong=who == "floor")
+    return bursts
+
+
+def _with_ui() -> tuple[Nvim, Ui, int]:
+    """A fresh Neovim with a UI, a chat open, every path warmed up (imports, JIT
+    and first-use costs are start-up, not streaming)."""
+    n = Nvim()
+    ui = Ui(n.socket)
+    n.setup()
+    n.lua("_G.bench.time_batches()")
+    buf = n.open_chat()
+    _plugin_burst(n, ui, buf, 200, ping=False)
+    _floor_burst(n, ui, 200)
+    _floor_burst(n, ui, 200, strong=False)
+    return n, ui, buf
 
 
 def streaming(run: int, count: int = 10_000, fill: int = 100_000) -> Figures:
-    """Burst through the plugin and through the Lua floor (order alternates per
-    run), then the same burst again after a ``fill``-line message."""
-    n = Nvim()
+    """A burst through the plugin and both Lua floors with a UI attached, then
+    the same burst again after a ``fill``-line message."""
+    n, ui, buf = _with_ui()
     try:
-        n.setup()
-        buf = n.open_chat()
-        # Warm-up: imports, JIT and first-use costs are start-up, not streaming.
-        _plugin_burst(n, buf, 200, ping=False)
-        _floor_burst(n, 200)
         figures: Figures = {}
-        for who in ("plugin", "floor") if run % 2 == 0 else ("floor", "plugin"):
-            if who == "plugin":
-                total, tail, ping = _plugin_burst(n, buf, count, ping=True)
-            else:
-                total, tail, ping = _floor_burst(n, count)
-            figures[f"{who}_total"], figures[f"{who}_tail"], figures[f"{who}_p99"] = (
-                total,
-                tail,
-                ping,
-            )
+        bursts = _side_by_side(n, ui, buf, run, count)
+        for who, burst in bursts.items():
+            figures[f"{who}_total"], figures[f"{who}_tail"] = burst.total, burst.tail
+            figures[f"{who}_buffer"], figures[f"{who}_p99"] = burst.buffer, burst.p99
+        figures["plugin_batch"] = bursts["plugin"].batch
         n.turn(buf, f"fill {fill}", f"filler line {fill - 1:08d}")
+        figures["fill_batch"] = longest_batch(n)
         lines = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
-        full, _, _ = _plugin_burst(n, buf, count, ping=False)
+        full = _plugin_burst(n, ui, buf, count, ping=False)
         figures["transcript_lines"] = lines
-        figures["chunk_us_empty"] = figures["plugin_total"] * 1000 / count
-        figures["chunk_us_full"] = full * 1000 / count
+        figures["chunk_us_empty"] = figures["plugin_buffer"] * 1000 / count
+        figures["chunk_us_full"] = full.buffer * 1000 / count
         return figures
     finally:
+        ui.close()
+        n.quit()
+
+
+def streaming_50k(run: int, count: int = 50_000) -> Figures:
+    """A long burst: does the reader keep up with the writer (the agent's own
+    write time: it waits on a full pipe when it does not)."""
+    n, ui, buf = _with_ui()
+    try:
+        figures: Figures = {}
+        bursts = _side_by_side(n, ui, buf, run, count)
+        for who, burst in bursts.items():
+            figures[f"{who}_total"], figures[f"{who}_write"] = burst.total, burst.write
+            figures[f"{who}_p99"] = burst.p99
+        figures["plugin_batch"] = bursts["plugin"].batch
+        return figures
+    finally:
+        ui.close()
         n.quit()
 
 
@@ -261,6 +322,7 @@ def edits(run: int, changed: int = 1000) -> Figures:
                 while not int(batch[2]):
                     batch = n.wait("batch")
                 drawn = n.lua(count_marks, buf, namespace)
+                n.wait("AcpPermissionRequest")  # its event may come in a later batch
                 n.lua("_G.bench.answer()")
                 n.wait("AcpTurnEnd")
             else:
@@ -293,4 +355,98 @@ def memory(run: int, chunks: int = 100_000, calls: int = 1000) -> Figures:
         figures["rss_growth_mb"] = figures["rss_mb_2"] - figures["rss_mb_1"]
         return figures
     finally:
+        n.quit()
+
+
+_trees: dict[int, Path] = {}
+
+
+def git_tree(files: int = 20_000, dirty: int = 200) -> Path:
+    """A git work tree of ``files`` small committed files, ``dirty`` of them edited
+    since (built once per process: ``git add`` of 20k files takes a while)."""
+    if files not in _trees:
+        root = Path(tempfile.mkdtemp(prefix="acp-bench-tree-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        for i in range(files):
+            folder = root / f"pkg{i // 100:03d}"
+            folder.mkdir(exist_ok=True)
+            (folder / f"mod{i % 100:02d}.py").write_text(f"value = {i}\n" * 5)
+        git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=b@x"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "tree"], check=True)
+        for i in range(0, files, files // dirty):
+            (root / f"pkg{i // 100:03d}" / f"mod{i % 100:02d}.py").write_text("edited = 1\n")
+        _trees[files] = root
+    return _trees[files]
+
+
+def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
+    """A turn started in a git work tree of ``files`` files while another chat's agent
+    measures the worker loop: it sends a request every millisecond and times the
+    answer. The turn start: sent → its prompt reached the agent. Neovim's ping p99
+    meanwhile is compared with the second before, the loop prober already running
+    (its requests cost the host and the cores too), and with a Neovim left alone."""
+    tree = git_tree(files)
+    n = Nvim()
+    ui = Ui(n.socket)
+    try:
+        n.setup()
+        pinging, _ = n.open_chat_in(n.project, "other")
+        chat, _ = n.open_chat_in(tree)
+        # Warm-up: imports, the review's first use, the tree in the page cache.
+        n.send_to(chat, f"burst 10 {nonce()}")
+        n.wait_turn_end(chat)
+        alone = Pinger(n.socket)
+        time.sleep(1)
+        alone_pings = alone.stop()
+        n.send_to(pinging, f"pings {pings_ms}")
+        time.sleep(0.3)  # the pings are under way
+        pinger = Pinger(n.socket)
+        before = time.monotonic_ns()
+        time.sleep(1)
+        sent = n.send_to(chat, f"burst 10 {nonce()}")
+        n.wait_turn_end(chat)
+        pings = pinger.stop()
+        n.wait_turn_end(pinging)
+        started = n.last_stamp("burst")["first_ns"]
+        samples = n.last_stamp("pings")["samples"]
+        during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
+        usual = [rtt for begun, rtt in samples if begun + rtt < sent]
+        return {
+            "turn_start": (started - sent) / MS,
+            "loop_stall": max(during) / MS,
+            "loop_rtt_before": statistics.median(usual) / MS,
+            "nvim_p99_turn_start": p99(pings, sent, started),
+            "nvim_p99_idle": p99(pings, before, sent),
+            "nvim_p99_alone": p99(alone_pings, 0, time.monotonic_ns()),
+        }
+    finally:
+        ui.close()
+        n.quit()
+
+
+def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10) -> Figures:
+    """``turns`` turns of ``chunks`` chunks and ``calls`` tool calls (5 KB diffs) in one
+    chat: the cost of a turn (first byte → its last tool call in the transcript),
+    the median of the first ten and of the last ten, and the host's RSS after."""
+    n = Nvim()
+    ui = Ui(n.socket)
+    try:
+        n.setup()
+        buf = n.open_chat()
+        costs = []
+        for _ in range(turns):
+            key = nonce()
+            seen, stamp = n.turn(buf, f"turn {chunks} {calls} {key}", f"END{key}")
+            costs.append((seen - stamp["first_ns"]) / MS)
+        first, last = statistics.median(costs[:10]), statistics.median(costs[-10:])
+        return {
+            "turn_first": first,
+            "turn_last": last,
+            "long_rss_mb": rss_kb(n.host_pid()) / 1024,
+            "long_lines": int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)),
+        }
+    finally:
+        ui.close()
         n.quit()

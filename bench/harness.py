@@ -7,8 +7,11 @@ notifications with ``next_message``, so waiting never runs Lua in Neovim (a
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,12 +78,18 @@ class Nvim:
         self.chan: int = self.nvim.channel_id
         self.lua("_G.bench.events(...)", self.chan)
         self._queued: list[list[Any]] = []
+        self._ended: list[int] = []  # chats whose AcpTurnEnd came while waiting for another
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
 
     def setup(self, agent_cmd: list[str] | None = None) -> None:
-        agents = {"bench": {"cmd": agent_cmd or [*AGENT, self.stamps]}}
+        # "other": the same program in a process of its own (one agent serves every
+        # chat opened with it, one message at a time).
+        agents = {
+            "bench": {"cmd": agent_cmd or [*AGENT, self.stamps]},
+            "other": {"cmd": [*AGENT, self.stamps]},
+        }
         self.lua("require('acp').setup(...)", {"python": sys.executable, "agents": agents})
 
     def wait(self, tag: str, timeout: float = 120) -> list[Any]:
@@ -133,10 +142,14 @@ class Nvim:
         return int(seen[0]), self.last_stamp()
 
     def floor(
-        self, prompt: str, needle: str, timeout: float = 120
+        self, prompt: str, needle: str, timeout: float = 120, *, strong: bool = True
     ) -> tuple[int, dict[str, Any], int]:
-        """The same prompt through the Lua floor client; returns (seen, stamp, its buffer)."""
-        buf = int(self.lua("return _G.bench.floor(...)", [*AGENT, self.stamps], prompt, self.chan))
+        """The same prompt through a Lua floor client (the strong one, or the weak
+        ``jobstart`` one); returns (seen, stamp, its buffer)."""
+        client = "strong_floor" if strong else "floor"
+        buf = int(
+            self.lua(f"return _G.bench.{client}(...)", [*AGENT, self.stamps], prompt, self.chan)
+        )
         self.lua("_G.bench.watch(...)", buf, needle, self.chan, "seen", int(timeout * 1000))
         seen = self.wait("seen", timeout)
         if seen[0] is None:
@@ -144,10 +157,37 @@ class Nvim:
         self.wait("floor_end", timeout)
         return int(seen[0]), self.last_stamp(), buf
 
-    def last_stamp(self) -> dict[str, Any]:
+    def last_stamp(self, command: str | None = None) -> dict[str, Any]:
+        """The agents' last record (of ``command``)."""
         with open(self.stamps) as f:
-            record: dict[str, Any] = json.loads(f.readlines()[-1])
-        return record
+            records = [json.loads(line) for line in f]
+        return next(r for r in reversed(records) if command in (None, r["command"]))
+
+    def open_chat_in(self, cwd: Path, agent: str = "bench") -> tuple[int, int]:
+        """A new chat whose session works in ``cwd``; returns (chat id, transcript)."""
+        self.nvim.command(f"cd {cwd}")
+        try:
+            buf = self.open_chat(agent)
+        finally:
+            self.nvim.command(f"cd {self.project}")
+        return int(self.lua("return require('acp').status().chat")), buf
+
+    def send_to(self, chat: int, text: str) -> int:
+        """Send ``text`` in chat ``chat``; returns when (hrtime) it was sent."""
+        return int(
+            self.lua(
+                "local chat, text = ...; local start = vim.uv.hrtime()"
+                "; local m = require('acp.chat'); m.send(m.chats[chat], text); return start",
+                chat,
+                text,
+            )
+        )
+
+    def wait_turn_end(self, chat: int, timeout: float = 120) -> None:
+        """Wait for the (next) AcpTurnEnd of ``chat``; other chats' are kept for them."""
+        while chat not in self._ended:
+            self._ended.append(self.wait("AcpTurnEnd", timeout)[1]["chat"])
+        self._ended.remove(chat)
 
     def buffer_text(self, buf: int) -> str:
         return "\n".join(self.nvim.buffers[buf][:])
@@ -158,10 +198,15 @@ class Nvim:
         except (OSError, EOFError):
             pass
         self.nvim.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)  # XDG dirs, socket, stamps
 
 
 def nonce() -> str:
-    return uuid.uuid4().hex[:10]
+    """Ten hex digits, none repeated back to back (``ui.py`` finds them in redraws)."""
+    while True:
+        key = uuid.uuid4().hex[:10]
+        if all(a != b for a, b in itertools.pairwise(key)):
+            return key
 
 
 def rss_kb(pid: int) -> int:
@@ -169,6 +214,44 @@ def rss_kb(pid: int) -> int:
         if row.startswith("VmRSS:"):
             return int(row.split()[1])
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class Ui:
+    """A UI attached on Neovim's socket (``ui.py``): Neovim redraws as for a user,
+    and :meth:`watch` / :meth:`seen` tell when a text reached the screen."""
+
+    def __init__(self, socket: str, width: int = 160, height: int = 48) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(BENCH / "ui.py"), socket, str(width), str(height)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the UI did not start")
+
+    def watch(self, needle: str) -> None:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(f"watch {needle}\n")
+        self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() != "watching":
+            raise RuntimeError("the UI did not take the needle")
+
+    def seen(self, timeout: float = 30) -> int:
+        """When the watched text was first on the screen (monotonic ns)."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError("the watched text never reached the screen")
+        command, _, stamp = self.proc.stdout.readline().strip().partition(" ")
+        if command != "seen":
+            raise RuntimeError(f"the UI answered {command!r}")
+        return int(stamp)
+
+    def close(self) -> None:
+        self.proc.communicate("", timeout=30)
 
 
 class Pinger:

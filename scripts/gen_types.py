@@ -18,8 +18,9 @@ What it does, per ``$defs`` entry:
                              outside the enums), plus ``NameLiteral`` and ``NAME_VALUES``.
 - discriminated union     -> one tagged subclass per member, ``<Union><Tag>(<Member>,
                              tag_field=..., tag=...)``, and ``Name = Union[...]``. Fields of
-                             such a type are ``Open[Name]``: decoded in ``__post_init__`` by a
-                             `UnionDecoder`, unknown tags become ``Unknown`` (see
+                             such a type are ``Open[Name]``: one closed msgspec pass when
+                             every variant is known, else a `UnionDecoder` per field (open
+                             twins of the structs), unknown tags become ``Unknown`` (see
                              ``acp_nvim/protocol/unknown.py``). Untagged unions of objects get
                              the same treatment, members tried in order. Properties beside the
                              union are repeated in every variant; a union whose variant is
@@ -29,9 +30,13 @@ What it does, per ``$defs`` entry:
   (omitted -> ``UNSET``, ``null`` -> ``None``).
 - `LENIENT_OPTIONAL`: required fields real agents leave out become optional.
 - ``x-deserialize-default-on-error`` (the Rust SDK's per-field error recovery): the
-  field is ``Lenient[T]``, raw JSON to msgspec, decoded in ``__post_init__``; a value
-  that is not a ``T`` becomes the field's default. ``x-deserialize-skip-invalid-items``:
-  a list keeps only the items that decode (the rest of the message stands either way).
+  field is ``Lenient[T]``, raw JSON in the open twins, decoded there; a value that is
+  not a ``T`` becomes the field's default. ``x-deserialize-skip-invalid-items``: a list
+  keeps only the items that decode (the rest of the message stands either way).
+- the lines turning raw fields into values are a struct's ``_decode_raw``, the open
+  twins' ``__post_init__``; a struct's own ``__post_init__`` calls it only where
+  msgspec's closed pass leaves a field raw too (a union it cannot decode closed): a
+  Python call per struct cost more than msgspec's whole closed pass.
 - ``meta.json`` -> ``AgentMethod`` / ``ClientMethod`` / ``ProtocolMethod`` constants, and
   ``x-method`` annotations -> ``METHODS`` (method -> (params type, result type)).
 
@@ -215,6 +220,7 @@ class Field:
     default: str | None  # a Python expression; None when the field is required
     factory: bool = False  # `default` is a default_factory
     post_init: list[str] = field(default_factory=list)  # lines turning Raw into values
+    union: str | None = None  # the open union the field holds, if any
     unstable: str | None = None  # the adopted unstable method it belongs to
 
     @property
@@ -252,7 +258,9 @@ class Struct:
     deps: set[str] = field(default_factory=set)  # default_factory classes, defined first
     unstable: str | None = None  # the adopted unstable method it belongs to
 
-    def render(self, bases_with_post_init: set[str]) -> list[str]:
+    def render(self, decoding: set[str], hooked: set[str]) -> list[str]:
+        """``decoding``: the structs with a ``_decode_raw``; ``hooked``: those whose
+        closed pass needs it as ``__post_init__`` (see the module docstring)."""
         kwargs = ["kw_only=True", "omit_defaults=True"] if self.base == "msgspec.Struct" else []
         if self.tag_field is not None:
             kwargs += [f'tag_field="{self.tag_field}"', f'tag="{self.tag}"']
@@ -264,10 +272,12 @@ class Struct:
         lines += [f.render() for f in self.fields]
         post = [line for f in self.fields for line in f.post_init]
         if post:
-            lines += ["", "    def __post_init__(self) -> None:"]
-            if self.base in bases_with_post_init:
-                lines.append("        super().__post_init__()")
+            lines += ["", "    def _decode_raw(self) -> None:"]
+            if self.base in decoding:
+                lines.append("        super()._decode_raw()")
             lines += post
+            if self.name in hooked:
+                lines += ["", "    def __post_init__(self) -> None:", "        self._decode_raw()"]
         if not self.doc and not self.fields:
             lines.append("    pass")
         return lines
@@ -453,7 +463,7 @@ class Generator:
                 f"        if isinstance({attr}, Raw):",
                 *bracketed(f"{attr} = {decoder}(", [", ".join(args)], ")", indent=" " * 12),
             ]
-        return Field(wire, annotation, default, factory, post_init, unstable)
+        return Field(wire, annotation, default, factory, post_init, union, unstable)
 
     def lenient_decoder(self, kind: str, type_: str, nullable: bool | None = None) -> str:
         """The name of a module-level ``OrDefault`` / ``ValidItems`` for ``type_``, built
@@ -636,15 +646,30 @@ class Generator:
                 fields.setdefault(wire, self.make_field(name, wire, prop, False))
         return list(fields.values())
 
+    def hooked(self, members: list[Struct]) -> set[str]:
+        """The structs where msgspec's closed pass leaves a field raw: one holding a
+        union it cannot decode closed (untagged, or with untagged defaults; the
+        rule of `UnionDecoder.closed`), or a subclass of such a struct."""
+        closed = {n for n, u in self.unions.items() if u.tag_field and u.variants}
+        closed -= {n for n, u in self.unions.items() if u.defaults}
+        hooked = {
+            s.name for s in members if any(f.union and f.union not in closed for f in s.fields)
+        }
+        while more := {s.name for s in members if s.base in hooked} - hooked:
+            hooked |= more
+        return hooked
+
     # rendering
 
     def render(self, source: str) -> str:
         self.build()
-        with_post_init = {s.name for s in self.structs.values() if s.has_post_init}
-        structs = [s.render(with_post_init) for s in self.ordered_structs()]
+        members = [*self.structs.values(), *(c for u in self.unions.values() for c in u.classes)]
+        decoding = {s.name for s in members if s.has_post_init}
+        hooked = self.hooked(members)
+        structs = [s.render(decoding, hooked) for s in self.ordered_structs()]
         unions: list[list[str]] = []
         for union in self.unions.values():
-            unions += [cls.render(with_post_init) for cls in union.classes]
+            unions += [cls.render(decoding, hooked) for cls in union.classes]
             unions.append(union.alias())
         body = [
             *self.render_methods(),
@@ -654,9 +679,9 @@ class Generator:
             *("\n".join(block) for block in structs),
             "# --- unions: the tagged variants, then the union ---",
             *("\n".join(block) for block in unions),
-            "# --- decoders of the open unions (used by __post_init__ and decode) ---\n\n"
+            "# --- decoders of the open unions (used by _decode_raw and decode) ---\n\n"
             + "\n\n".join("\n".join(u.decoder_def()) for u in self.unions.values()),
-            "# --- decoders of the lenient fields (used by __post_init__) ---\n\n"
+            "# --- decoders of the lenient fields (used by _decode_raw) ---\n\n"
             + "\n".join(f"{name} = {call}" for name, call in sorted(self.lenient.items())),
             "\n".join(self.render_method_types()),
         ]

@@ -1,17 +1,33 @@
 """The Neovim implementation of the Editor port, with the render batcher.
 
-Render ops, events and notices from the worker are queued in order and
-flushed at most every ``interval`` seconds as ONE ``exec_lua`` call, so a
-burst of 10k chunks becomes a few dozen Neovim calls and Lua applies each
-batch atomically. Consecutive appends to one block are joined before sending.
+Render ops, events and notices from the worker are queued in order and sent to
+Lua as batches (``exec_lua`` of ``require('acp.host').apply``), each a request
+that returns once Lua applied it, at most :data:`IN_FLIGHT` at a time
+(doc/decisions/0025):
+
+- an op queued while Neovim has nothing of ours to apply goes at once (the
+  leading edge: the last byte of a stream is drawn one round trip after it was
+  read);
+- what is queued while batches are in flight waits and leaves as the next batch,
+  consecutive appends to one block joined: the batches grow as Neovim falls
+  behind, never the queue of calls in front of other clients; two in flight keep
+  Neovim from idling between batches while a round trip completes;
+- a batch holds at most ``budget`` units of estimated Lua work (a line
+  :data:`LINE_COST`, an op :data:`OP_COST`), so no batch holds Neovim's loop for
+  long: a long append or message is cut at a line end, the rest goes next; a
+  single bigger op that cannot be cut (a tool call's block) goes alone.
+
+The queue is shared by the worker (which adds) and the pynvim thread (which
+sends), under one lock.
 """
 
 from __future__ import annotations
 
-__all__ = ["NvimEditor"]
+__all__ = ["BATCH_BUDGET", "IN_FLIGHT", "LINE_COST", "OP_COST", "NvimEditor"]
 
 import itertools
-import time
+import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,22 +43,96 @@ if TYPE_CHECKING:
     # Annotations only: the review package is imported once a chat needs it.
     from acp_nvim.review import LineEdit
 
+log = logging.getLogger("acp_nvim")
+
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.buffers').read(...)"
 _CONTEXT = "return require('acp.editor_info').{}(...)"
-# Joined text of a pending append op is kept as a list of parts until the flush.
+# Joined text of a pending append op is kept as a list of parts until it is sent,
+# with the count of its newlines.
 _PARTS = "_parts"
+_LINES = "_lines"
+# Estimated Lua work, in microseconds on this 2-core machine when quiet (bench
+# "longest batch", doc/performance.md): a transcript line LINE_COST (mostly Neovim
+# evaluating its fold and wrapping it), an op, event or notice OP_COST more. A
+# batch holds at most BATCH_BUDGET: ~3 ms of Neovim's loop.
+LINE_COST = 10
+OP_COST = 50
+BATCH_BUDGET = 3000
+# Batches sent and not yet applied, at most: a second one waits in Neovim's queue
+# while the first is applied and acknowledged (1,000 tool calls: 860 → 680 ms).
+IN_FLIGHT = 2
+
+
+def _soon(nvim: pynvim.Nvim, fn: Callable[[], None]) -> None:
+    """Run ``fn`` on the pynvim thread, in a greenlet of its own (it may make requests).
+
+    What ``Nvim.async_call`` does, without formatting the caller's stack on every
+    call for an error message (~120 µs, the source files stat-ed: one call per read
+    of a stream); an error is logged here instead.
+    """
+
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            log.exception("a call on the pynvim thread failed")
+
+    nvim._session.threadsafe_call(run)
+
+
+def _cost(item: list[Any]) -> int:
+    """Estimated Lua work of a queued non-render item."""
+    if item[0] == "review":
+        return OP_COST * (1 + len(item[2].get("files", ())))
+    if item[0] == "baseline":
+        return OP_COST + LINE_COST * len(item[2].get("lines", ()))
+    return OP_COST
+
+
+def _op_cost(op: RenderOp) -> int:
+    lines: int | None = op.get(_LINES)
+    if lines is None:
+        lines = len(op.get("lines", ()))
+    return OP_COST + LINE_COST * lines
+
+
+def _append(block: str, text: str) -> RenderOp:
+    """A pending append op: its text in parts (joined when sent), its newlines counted."""
+    return {"op": "append", "id": block, _PARTS: [text], _LINES: text.count("\n")}
+
+
+def _split(op: RenderOp, room: int) -> tuple[RenderOp, RenderOp] | None:
+    """``op`` as a head that fits in ``room`` units and the rest, both cut at a line
+    end: a long append into two, a message's block into its first lines and an
+    append of the others. None when it cannot be cut there (a tool call's block)."""
+    count = (room - OP_COST) // LINE_COST
+    if count < 1:
+        return None
+    if _PARTS in op:
+        pieces = "".join(op[_PARTS]).split("\n", count)
+        if len(pieces) <= count:
+            return None
+        return _append(op["id"], "\n".join(pieces[:count]) + "\n"), _append(op["id"], pieces[count])
+    prefix: str | None = op.get("prefix")
+    lines: list[str] = op.get("lines", [])
+    if op["op"] != "block" or prefix is None or len(lines) <= count:
+        return None
+    # Lua prefixes what is appended to a message (a thought's "> ") itself.
+    rest = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
+    return {**op, "lines": lines[:count]}, _append(op["id"], rest)
 
 
 class NvimEditor:
-    """Batches everything for Lua; :meth:`run` is the flushing task."""
+    """Queues everything for Lua; the pynvim thread sends it (see the module docstring)."""
 
-    def __init__(self, nvim: pynvim.Nvim, interval: float = 0.016) -> None:
+    def __init__(self, nvim: pynvim.Nvim, budget: int = BATCH_BUDGET) -> None:
         self._nvim = nvim
-        self._interval = interval
+        self._budget = budget
+        self._lock = threading.Lock()
         self._pending: list[list[Any]] = []
-        self._wake = anyio.Event()
-        self._last_flush = 0.0
+        # Pumps scheduled or running on the pynvim thread (counted under the lock).
+        self._pumps = 0
         # Touched only on the pynvim thread (events and reads both run there).
         self.mirrors = BufferMirrors()
         # Language server requests waiting for Lua's answer, by id (worker thread).
@@ -50,41 +140,55 @@ class NvimEditor:
         self._lsp_ids = itertools.count(1)
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
-        for op in ops:
-            self._render_one(chat, op)
-        self._wake.set()
+        with self._lock:
+            for op in ops:
+                self._render_one(chat, op)
+        self._kick()
 
     def _render_one(self, chat: int, op: RenderOp) -> None:
         last = self._pending[-1] if self._pending else None
         if op["op"] == "append" and last is not None and last[0] == "render" and last[1] == chat:
-            previous = last[2][-1]
-            if previous["op"] == "append" and previous["id"] == op["id"]:
+            previous = last[2][-1] if last[2] else None
+            if previous is not None and previous["op"] == "append" and previous["id"] == op["id"]:
                 previous[_PARTS].append(op["text"])
+                previous[_LINES] += op["text"].count("\n")
                 return
         if op["op"] == "append":
-            op = {"op": "append", "id": op["id"], _PARTS: [op["text"]]}
+            op = _append(op["id"], op["text"])
         if last is not None and last[0] == "render" and last[1] == chat:
             last[2].append(op)
         else:
             self._pending.append(["render", chat, [op]])
 
+    def _queue(self, item: list[Any]) -> None:
+        with self._lock:
+            self._pending.append(item)
+        self._kick()
+
+    def _kick(self) -> None:
+        """Have the pynvim thread send what is queued, unless IN_FLIGHT pumps are at it
+        (each sends one batch at a time, so a pump is a batch in flight)."""
+        with self._lock:
+            if self._pumps >= IN_FLIGHT or not self._pending:
+                return
+            self._pumps += 1
+        _soon(self._nvim, self._pump)
+
     def emit(self, event: Event, data: dict[str, Any]) -> None:
-        self._pending.append(["event", event, data])
-        self._wake.set()
+        self._queue(["event", event, data])
 
     def notify(self, message: str, level: str = "error") -> None:
-        self._pending.append(["notify", message, level])
-        self._wake.set()
+        self._queue(["notify", message, level])
 
     def review(self, chat: int, summary: dict[str, Any]) -> None:
-        # Only the latest state matters: an older one still queued is dropped.
-        self._pending = [i for i in self._pending if not (i[0] == "review" and i[1] == chat)]
-        self._pending.append(["review", chat, summary])
-        self._wake.set()
+        with self._lock:
+            # Only the latest state matters: an older one still queued is dropped.
+            self._pending = [i for i in self._pending if not (i[0] == "review" and i[1] == chat)]
+            self._pending.append(["review", chat, summary])
+        self._kick()
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
-        self._pending.append(["baseline", chat, data])
-        self._wake.set()
+        self._queue(["baseline", chat, data])
 
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False
@@ -230,30 +334,75 @@ class NvimEditor:
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))
 
-    async def run(self) -> None:
-        """Flush queued items, at most once per interval, until cancelled."""
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            delay = self._last_flush + self._interval - time.monotonic()
-            if delay > 0:
-                await anyio.sleep(delay)
-            self.flush()
+    # -- on the pynvim thread
 
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        batch, self._pending = self._pending, []
+    def _pump(self) -> None:
+        """Send batches until the queue is empty, each once the last one was applied."""
+        while True:
+            with self._lock:
+                batch = self._take()
+                if not batch:
+                    self._pumps -= 1
+                    return
+            self._send(batch)
+
+    def _drain(self) -> None:
+        """Send everything queued now (before a call that must see it drawn)."""
+        while True:
+            with self._lock:
+                batch = self._take()
+            if not batch:
+                return
+            self._send(batch)
+
+    def _send(self, batch: list[list[Any]]) -> None:
         for item in batch:
             if item[0] == "render":
                 for op in item[2]:
                     if _PARTS in op:
                         op["text"] = "".join(op.pop(_PARTS))
-        self._last_flush = time.monotonic()
-        self._nvim.async_call(self._send, batch)
+                        del op[_LINES]
+        try:
+            # A request, not a notification: it returns once Neovim applied the batch.
+            self._nvim.exec_lua(_APPLY, batch)
+        except Exception:
+            log.exception("a render batch failed in Neovim")
 
-    def _send(self, batch: list[list[Any]]) -> None:
-        self._nvim.exec_lua(_APPLY, batch, async_=True)
+    def _take(self) -> list[list[Any]]:
+        """The next batch off the queue, within the budget, in order (lock held)."""
+        pending, budget = self._pending, self._budget
+        batch: list[list[Any]] = []
+        cost = 0
+        while pending:
+            item = pending[0]
+            if item[0] != "render":
+                item_cost = _cost(item)
+                if batch and cost + item_cost > budget:
+                    break
+                batch.append(pending.pop(0))
+                cost += item_cost
+                continue
+            ops: list[RenderOp] = item[2]
+            taken: list[RenderOp] = []
+            while ops:
+                op_cost = _op_cost(ops[0])
+                if cost + op_cost > budget:
+                    split = _split(ops[0], budget - cost)
+                    if split is not None:
+                        taken.append(split[0])
+                        ops[0] = split[1]
+                        break
+                    if batch or taken:
+                        break
+                    # A single op bigger than the budget, that cannot be cut: alone.
+                taken.append(ops.pop(0))
+                cost += op_cost
+            if taken:
+                batch.append(["render", item[1], taken])
+            if ops:
+                break  # the rest of this item leads the next batch
+            pending.pop(0)
+        return batch
 
     async def call_lua(self, code: str, *args: Any) -> Any:
         """Run Lua ``code`` (``...`` are ``args``) on Neovim's main loop; await its result.
@@ -268,21 +417,22 @@ class NvimEditor:
         return await self._on_nvim(self._nvim.exec_lua, code, *args)
 
     async def _on_nvim(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on the pynvim thread (where it may make requests); await it."""
-        self.flush()
+        """Run ``fn(*args)`` on the pynvim thread (where it may make requests) after
+        what is queued was sent; await it."""
         done = anyio.Event()
         token = anyio.lowlevel.current_token()
         outcome: dict[str, Any] = {}
 
         def run() -> None:  # on the pynvim thread
             try:
+                self._drain()
                 outcome["value"] = fn(*args)
             except (pynvim.NvimError, EditorError) as err:
                 outcome["error"] = str(err)
             finally:
                 anyio.from_thread.run_sync(done.set, token=token)
 
-        self._nvim.async_call(run)
+        _soon(self._nvim, run)
         await done.wait()
         if "error" in outcome:
             raise EditorError(outcome["error"])

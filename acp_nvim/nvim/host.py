@@ -47,7 +47,6 @@ class Host:
 
     async def _main(self, tasks: anyio.abc.TaskGroup) -> None:
         self.app = App(self.editor, tasks)
-        tasks.start_soon(self.editor.run)
 
     def _ensure_started(self) -> App:
         if not self._started:
@@ -170,6 +169,10 @@ def run_stdio() -> None:
     # Neovim killing us (or a terminal hang-up) must still end the agents.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(0))
+    # How long a thread waiting for the GIL lets another run Python first: 5 ms by
+    # default, which the event loop waited per wake-up while a turn start scanned
+    # a tree in a worker thread. Our own process, so ours to set.
+    sys.setswitchinterval(0.001)
     nvim = pynvim.attach("stdio")
     host = Host(nvim)
     try:

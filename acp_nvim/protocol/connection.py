@@ -11,7 +11,9 @@ from __future__ import annotations
 __all__ = ["CANCEL_REQUEST_METHOD", "Connection", "Convert", "default_convert"]
 
 import contextlib
+import functools
 import logging
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeVar, overload
 
@@ -146,6 +148,23 @@ def _error_response(msg_id: Id, err: RequestError) -> _OutResponse:
 _INVALID: Any = object()
 
 
+def _notification_struct(method: str, params_type: Any) -> Any:
+    """A notification of ``method``, params decoded in the same pass; any other
+    message (a request: it has an id) fails to decode as one."""
+    return msgspec.defstruct(
+        "_Notification",
+        [
+            ("jsonrpc", Literal["2.0"] | UnsetType, UNSET),
+            ("id", UnsetType, UNSET),
+            ("params", params_type),
+        ],
+        tag_field="method",
+        tag=method,
+        kw_only=True,
+        gc=False,
+    )
+
+
 class _Route:
     __slots__ = ("batched", "handler", "params_type")
 
@@ -220,6 +239,9 @@ class Connection:
         self._next_id = id_start
         self._requests: dict[str, _Route] = {}
         self._notifications: dict[str, _Route] = {}
+        # One decoder for the notifications of every batched route, envelope and
+        # params in one pass; (decoder, route by struct), built on the next read.
+        self._batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]] | None = None
         self._pending: dict[int, _Pending] = {}
         self._handling: dict[Id, anyio.CancelScope] = {}  # peer request id -> its task
         self._unanswered: set[Id] = set()  # cancelled requests to leave without an answer
@@ -263,9 +285,13 @@ class Connection:
         notifications at once: all that one read of the stream delivered in a row.
 
         For floods of small notifications (streamed text), where per-message work
-        would dominate. Order with every other message is kept.
+        would dominate. Order with every other message is kept. Their params are
+        decoded with the envelope in one msgspec pass; when that fails (the params
+        are not what msgspec makes of ``params_type`` alone), as any message, with
+        `convert`, which must give what msgspec gives whenever msgspec succeeds.
         """
         self._notifications[method] = _Route(params_type, handler, batched=True)
+        self._batched = None
 
     # -- outgoing
 
@@ -366,6 +392,17 @@ class Connection:
                 self._mark_closed(reason)
                 tg.cancel_scope.cancel()
 
+    def _batched_decoder(self) -> tuple[msgspec.json.Decoder[Any], dict[type, _Route]]:
+        if self._batched is None:
+            routes = {
+                _notification_struct(method, route.params_type): route
+                for method, route in self._notifications.items()
+                if route.batched
+            }
+            types: Any = functools.reduce(operator.or_, routes) if routes else _Probe
+            self._batched = (msgspec.json.Decoder(types), routes)
+        return self._batched
+
     async def _handle_lines(self, lines: list[bytes]) -> None:
         """Handle one read's lines in order; a run of notifications for a batched
         route is decoded as it comes and handed over in one call."""
@@ -374,7 +411,21 @@ class Connection:
         run: list[Any] = []
         run_route: _Route | None = None
         routes = self._notifications
+        batched, batched_routes = self._batched_decoder()
         for line in lines:
+            if batched_routes:
+                try:
+                    note = batched.decode(line)
+                except msgspec.DecodeError:
+                    pass  # not one of them, or not as msgspec alone sees it: below
+                else:
+                    fast = batched_routes[type(note)]
+                    if run_route is not None and fast is not run_route:
+                        await self._run_batch(run_route, run)
+                        run = []
+                    run_route = fast
+                    run.append(note.params)
+                    continue
             msg: _Envelope | list[Raw] | msgspec.DecodeError
             try:
                 msg = _ANY_MESSAGE.decode(line)

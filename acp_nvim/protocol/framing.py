@@ -70,12 +70,13 @@ class LineReader:
         if end < 0:
             return lines
         with memoryview(buf) as view:
-            parts = view[:end].tobytes().split(b"\n")
-        if max(map(len, parts)) <= self._max_line:
+            data = view[:end].tobytes()
+        parts = data.split(b"\n")
+        if end <= self._max_line or max(map(len, parts)) <= self._max_line:
             # The common case, in C: split once instead of a find and a copy per line.
             del buf[: end + 1]
             self._scanned = 0
-            if any(part.endswith(b"\r") for part in parts):
+            if b"\r" in data:
                 parts = [part[:-1] if part.endswith(b"\r") else part for part in parts]
             lines.extend(filter(None, parts))
             return lines

@@ -265,7 +265,7 @@ class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -279,7 +279,7 @@ class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     limit: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.limit, Raw):
@@ -296,7 +296,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: list[PermissionOption]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -314,7 +314,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):
@@ -337,7 +337,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     priority: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.audience, Raw):
             self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
         if isinstance(self.last_modified, Raw):
@@ -355,7 +355,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     text: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -371,7 +371,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.uri, Raw):
@@ -388,7 +388,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: str = msgspec.field(name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -409,7 +409,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.description, Raw):
@@ -432,7 +432,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_str_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -447,7 +447,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_str_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -461,13 +461,16 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     resource: Open[EmbeddedResourceResource]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -476,7 +479,7 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -491,7 +494,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     new_text: str = msgspec.field(name="newText")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.old_text, Raw):
             self.old_text = _OrDefault_str_None(self.old_text, None)
         if isinstance(self.meta, Raw):
@@ -504,7 +507,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -516,7 +519,7 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.meta, Raw):
@@ -531,7 +534,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: PermissionOptionKind | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -547,7 +550,7 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     output_byte_limit: Lenient[int | None] = msgspec.field(default=None, name="outputByteLimit")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.args, Raw):
             self.args = _ValidItems_str(self.args, "args", None)
         if isinstance(self.env, Raw):
@@ -567,7 +570,7 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -579,7 +582,7 @@ class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -591,7 +594,7 @@ class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -603,7 +606,7 @@ class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=Tru
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -615,7 +618,7 @@ class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -626,7 +629,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -650,7 +653,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.type, Raw):
             self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
         if isinstance(self.title, Raw):
@@ -676,7 +679,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -697,7 +700,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -718,7 +721,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -739,7 +742,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -758,7 +761,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[bool | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -775,7 +778,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     enum: list[str]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -786,7 +789,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -802,7 +805,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -814,6 +817,9 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -823,7 +829,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -837,7 +843,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -848,7 +854,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     logout: Lenient[LogoutCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.logout, Raw):
             self.logout = _OrDefault_LogoutCapabilities_None(self.logout, None)
         if isinstance(self.meta, Raw):
@@ -864,7 +870,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     acp: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.http, Raw):
             self.http = _OrDefault_bool(self.http, False)
         if isinstance(self.sse, Raw):
@@ -883,7 +889,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     embedded_context: Lenient[bool] = msgspec.field(default=False, name="embeddedContext")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.image, Raw):
             self.image = _OrDefault_bool(self.image, False)
         if isinstance(self.audio, Raw):
@@ -908,7 +914,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     close: Lenient[SessionCloseCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.list, Raw):
             self.list = _OrDefault_SessionListCapabilities_None(self.list, None)
         if isinstance(self.delete, Raw):
@@ -943,7 +949,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     auth: Lenient[AgentAuthCapabilities] = msgspec.field(default_factory=AgentAuthCapabilities)
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.load_session, Raw):
             self.load_session = _OrDefault_bool(self.load_session, False)
         if isinstance(self.prompt_capabilities, Raw):
@@ -977,7 +983,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     agent_info: Lenient[Implementation | None] = msgspec.field(default=None, name="agentInfo")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.agent_capabilities, Raw):
             self.agent_capabilities = _OrDefault_AgentCapabilities(
                 self.agent_capabilities, AgentCapabilities(),
@@ -989,13 +995,16 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Capabilities for the `session/list` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1005,7 +1014,7 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1015,7 +1024,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1025,7 +1034,7 @@ class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1035,7 +1044,7 @@ class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1045,7 +1054,7 @@ class LogoutCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1066,7 +1075,7 @@ class AuthMethodTerminal(
     env: Lenient[dict[str, str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.args, Raw):
@@ -1085,7 +1094,7 @@ class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1100,7 +1109,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     version: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.meta, Raw):
@@ -1112,7 +1121,7 @@ class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1122,7 +1131,7 @@ class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1137,7 +1146,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1155,7 +1164,7 @@ class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_modes: Lenient[list[SessionMode]] = msgspec.field(name="availableModes")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_modes, Raw):
             self.available_modes = _ValidItems_SessionMode(self.available_modes, "availableModes")
         if isinstance(self.meta, Raw):
@@ -1170,7 +1179,7 @@ class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1185,7 +1194,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1200,7 +1209,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: Lenient[list[SessionConfigSelectOption]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
         if isinstance(self.meta, Raw):
@@ -1213,9 +1222,12 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
     options: Open[SessionConfigSelectOptions]
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _SessionConfigSelectOptionsDecoder(self.options, "options")
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1233,7 +1245,7 @@ class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1251,7 +1263,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_cursor: Lenient[str | None] = msgspec.field(default=None, name="nextCursor")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.sessions, Raw):
             self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
         if isinstance(self.next_cursor, Raw):
@@ -1272,7 +1284,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1290,7 +1302,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1304,7 +1316,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -1320,7 +1332,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1330,7 +1342,7 @@ class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1341,7 +1353,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1356,7 +1368,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_reason: StopReason = msgspec.field(name="stopReason")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1376,7 +1388,7 @@ class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     update: Open[SessionUpdate]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
         if isinstance(self.meta, Raw):
@@ -1390,7 +1402,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     message_id: Lenient[MessageId | None] = msgspec.field(default=None, name="messageId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.message_id, Raw):
@@ -1412,7 +1424,7 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any = msgspec.field(default=None, name="rawOutput")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):
@@ -1433,7 +1445,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: PlanEntryStatus
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1444,7 +1456,7 @@ class Plan(msgspec.Struct, kw_only=True, omit_defaults=True):
     entries: Lenient[list[PlanEntry]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.entries, Raw):
             self.entries = _ValidItems_PlanEntry(self.entries, "entries")
         if isinstance(self.meta, Raw):
@@ -1459,11 +1471,14 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
     input: Lenient[Open[AvailableCommandInput | None]] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.input, Raw):
             self.input = _OrDefault_AvailableCommandInput(self.input, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1472,7 +1487,7 @@ class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True)
     hint: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1483,7 +1498,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_commands, Raw):
             self.available_commands = _ValidItems_AvailableCommand(
                 self.available_commands, "availableCommands",
@@ -1498,7 +1513,7 @@ class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1509,7 +1524,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1525,7 +1540,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.updated_at, Raw):
@@ -1541,7 +1556,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
     currency: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1554,7 +1569,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.cost, Raw):
             self.cost = _OrDefault_Cost_None(self.cost, None)
         if isinstance(self.meta, Raw):
@@ -1567,7 +1582,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1578,7 +1593,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal: Lenient[bool] = False
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.terminal, Raw):
             self.terminal = _OrDefault_bool(self.terminal, False)
         if isinstance(self.meta, Raw):
@@ -1592,7 +1607,7 @@ class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     write_text_file: Lenient[bool] = msgspec.field(default=False, name="writeTextFile")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.read_text_file, Raw):
             self.read_text_file = _OrDefault_bool(self.read_text_file, False)
         if isinstance(self.write_text_file, Raw):
@@ -1611,7 +1626,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation: Lenient[ElicitationCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.fs, Raw):
             self.fs = _OrDefault_FileSystemCapabilities(self.fs, FileSystemCapabilities())
         if isinstance(self.terminal, Raw):
@@ -1636,7 +1651,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     client_info: Lenient[Implementation | None] = msgspec.field(default=None, name="clientInfo")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.client_capabilities, Raw):
             self.client_capabilities = _OrDefault_ClientCapabilities(
                 self.client_capabilities, ClientCapabilities(),
@@ -1655,7 +1670,7 @@ class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _OrDefault_SessionConfigOptionsCapabilities_None(
                 self.config_options, None,
@@ -1670,7 +1685,7 @@ class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaul
     boolean: Lenient[BooleanConfigOptionCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.boolean, Raw):
             self.boolean = _OrDefault_BooleanConfigOptionCapabilities_None(self.boolean, None)
         if isinstance(self.meta, Raw):
@@ -1682,7 +1697,7 @@ class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_default
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1694,7 +1709,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     url: Lenient[ElicitationUrlCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.form, Raw):
             self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
         if isinstance(self.url, Raw):
@@ -1708,7 +1723,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1718,7 +1733,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1729,7 +1744,7 @@ class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     method_id: AuthMethodId = msgspec.field(name="methodId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1739,7 +1754,7 @@ class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1754,7 +1769,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     mcp_servers: Lenient[list[Open[McpServer]]] = msgspec.field(name="mcpServers")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1764,6 +1779,9 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An HTTP header to set when making requests to the MCP server."""
@@ -1772,7 +1790,7 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1785,7 +1803,7 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     headers: list[HttpHeader]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1798,7 +1816,7 @@ class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     headers: list[HttpHeader]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1812,7 +1830,7 @@ class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
     env: list[EnvVariable]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1828,7 +1846,7 @@ class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mcp_servers, Raw):
             self.mcp_servers = _ValidItems_McpServer(self.mcp_servers, "mcpServers")
         if isinstance(self.additional_directories, Raw):
@@ -1838,6 +1856,9 @@ class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for listing existing sessions."""
@@ -1846,7 +1867,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     cursor: str | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1857,7 +1878,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1875,7 +1896,7 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -1885,6 +1906,9 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Request parameters for closing an active session."""
@@ -1892,7 +1916,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1904,7 +1928,7 @@ class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     mode_id: SessionModeId = msgspec.field(name="modeId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1916,7 +1940,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: list[Open[ContentBlock]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
@@ -1930,7 +1954,7 @@ class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1941,7 +1965,7 @@ class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1952,7 +1976,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
     outcome: Open[RequestPermissionOutcome]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
         if isinstance(self.meta, Raw):
@@ -1965,7 +1989,7 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1976,7 +2000,7 @@ class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1989,7 +2013,7 @@ class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     exit_status: Lenient[TerminalExitStatus | None] = msgspec.field(default=None, name="exitStatus")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_status, Raw):
             self.exit_status = _OrDefault_TerminalExitStatus_None(self.exit_status, None)
         if isinstance(self.meta, Raw):
@@ -2003,7 +2027,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -2017,7 +2041,7 @@ class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2029,7 +2053,7 @@ class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=Tr
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -2043,7 +2067,7 @@ class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2060,7 +2084,7 @@ class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2071,7 +2095,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     request_id: RequestId = msgspec.field(name="requestId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2087,7 +2111,7 @@ class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.modes, Raw):
             self.modes = _OrDefault_SessionModeState_None(self.modes, None)
         if isinstance(self.config_options, Raw):
@@ -2112,7 +2136,7 @@ class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_str(
                 self.additional_directories, "additionalDirectories", None,
@@ -2122,6 +2146,9 @@ class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 # UNSTABLE: session/fork (schema.unstable.json)
 class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -2129,7 +2156,7 @@ class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2141,7 +2168,7 @@ class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     server_id: McpServerAcpId = msgspec.field(name="serverId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2153,7 +2180,7 @@ class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2166,7 +2193,7 @@ class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     server_id: McpServerAcpId = msgspec.field(name="serverId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2180,7 +2207,7 @@ class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     params: dict[str, Any] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2194,7 +2221,7 @@ class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     params: Lenient[dict[str, Any] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.params, Raw):
             self.params = _OrDefault_dict_str_Any_None(self.params, None)
         if isinstance(self.meta, Raw):
@@ -2208,7 +2235,7 @@ class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2219,7 +2246,7 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2283,8 +2310,8 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2295,8 +2322,8 @@ class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2356,14 +2383,17 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
             self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -2375,7 +2405,7 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
@@ -2506,7 +2536,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2519,7 +2549,7 @@ class SetSessionConfigOptionRequestValueId(msgspec.Struct, kw_only=True, omit_de
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2557,7 +2587,7 @@ class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2573,7 +2603,7 @@ class CreateElicitationResponseDecline(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2589,7 +2619,7 @@ class CreateElicitationResponseCancel(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2602,7 +2632,7 @@ CreateElicitationResponse = (
 )
 
 
-# --- decoders of the open unions (used by __post_init__ and decode) ---
+# --- decoders of the open unions (used by _decode_raw and decode) ---
 
 _ToolCallContentDecoder = UnionDecoder(
     "ToolCallContent",
@@ -2757,7 +2787,7 @@ _CreateElicitationResponseDecoder = UnionDecoder(
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
 
 
-# --- decoders of the lenient fields (used by __post_init__) ---
+# --- decoders of the lenient fields (used by _decode_raw) ---
 
 _OrDefault_AgentAuthCapabilities = OrDefault(AgentAuthCapabilities)
 _OrDefault_AgentCapabilities = OrDefault(AgentCapabilities)

@@ -290,7 +290,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: list[PermissionOption]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.subject, Raw):
@@ -312,7 +312,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     raw_output: Any | UnsetType = msgspec.field(default=UNSET, name="rawOutput")
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, UNSET)
         if isinstance(self.kind, Raw):
@@ -337,7 +337,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
     priority: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.audience, Raw):
             self.audience = _ValidItems_Role_or_null(self.audience, "audience", None)
         if isinstance(self.last_modified, Raw):
@@ -355,7 +355,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -371,7 +371,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.uri, Raw):
             self.uri = _OrDefault_str_None(self.uri, None)
         if isinstance(self.annotations, Raw):
@@ -388,7 +388,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -403,7 +403,7 @@ class Icon(msgspec.Struct, kw_only=True, omit_defaults=True):
     sizes: Lenient[list[str] | None] = None
     theme: Lenient[IconTheme | None] = None
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.sizes, Raw):
@@ -427,7 +427,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -452,7 +452,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -467,7 +467,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.meta, Raw):
@@ -481,13 +481,16 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.resource, Raw):
             self.resource = _EmbeddedResourceResourceDecoder(self.resource, "resource")
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -496,7 +499,7 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -530,7 +533,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
     patch: Lenient[DiffPatch | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.changes, Raw):
             self.changes = _ValidItems_DiffChange(self.changes, "changes")
         if isinstance(self.patch, Raw):
@@ -545,7 +548,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal_id: TerminalId = msgspec.field(name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -557,7 +560,7 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
             self.line = _OrDefault_int_None(self.line, None)
         if isinstance(self.meta, Raw):
@@ -579,7 +582,7 @@ class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True)
     terminal_id: Lenient[TerminalId | None] = msgspec.field(default=None, name="terminalId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
         if isinstance(self.terminal_id, Raw):
@@ -596,7 +599,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: PermissionOptionKind | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -607,7 +610,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -631,7 +634,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.type, Raw):
             self.type = _OrDefault_ElicitationSchemaType(self.type, "object")
         if isinstance(self.title, Raw):
@@ -657,7 +660,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -678,7 +681,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     one_of: list[EnumOption] | None = msgspec.field(default=None, name="oneOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -699,7 +702,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[float | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -720,7 +723,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[int | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -739,7 +742,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
     default: Lenient[bool | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -756,7 +759,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     enum: list[str]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -767,7 +770,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -783,7 +786,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.description, Raw):
@@ -795,6 +798,9 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
+    def __post_init__(self) -> None:
+        self._decode_raw()
+
 
 class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
@@ -804,7 +810,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -818,7 +824,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_call_id: Lenient[ToolCallId | None] = msgspec.field(default=None, name="toolCallId")
     request_id: RequestId | None = msgspec.field(default=None, name="requestId")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.tool_call_id, Raw):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
@@ -830,7 +836,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     auth: Lenient[AgentAuthCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.session, Raw):
             self.session = _OrDefault_SessionCapabilities_None(self.session, None)
         if isinstance(self.auth, Raw):
@@ -850,7 +856,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.capabilities, Raw):
             self.capabilities = _OrDefault_AgentCapabilities(self.capabilities, AgentCapabilities())
         if isinstance(self.auth_methods, Raw):
@@ -867,7 +873,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
     version: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.meta, Raw):
@@ -887,7 +893,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     fork: Lenient[SessionForkCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, Raw):
             self.prompt = _OrDefault_PromptCapabilities_None(self.prompt, None)
         if isinstance(self.mcp, Raw):
@@ -914,7 +920,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.image, Raw):
             self.image = _OrDefault_PromptImageCapabilities_None(self.image, None)
         if isinstance(self.audio, Raw):
@@ -932,7 +938,7 @@ class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -942,7 +948,7 @@ class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -952,7 +958,7 @@ class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defau
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -966,7 +972,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     acp: Lenient[McpAcpCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.stdio, Raw):
             self.stdio = _OrDefault_McpStdioCapabilities_None(self.stdio, None)
         if isinstance(self.http, Raw):
@@ -982,7 +988,7 @@ class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -992,7 +998,7 @@ class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1002,7 +1008,7 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1012,7 +1018,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1022,7 +1028,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1034,7 +1040,7 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1055,7 +1061,7 @@ class AuthMethodTerminal(
     env: Lenient[list[EnvVariable] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.args, Raw):
@@ -1080,7 +1086,7 @@ class AuthMethodAgent(
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1092,7 +1098,7 @@ class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1102,7 +1108,7 @@ class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1116,7 +1122,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions", None,
@@ -1133,7 +1139,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
     description: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.meta, Raw):
@@ -1148,7 +1154,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
     options: Lenient[list[SessionConfigSelectOption]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _ValidItems_SessionConfigSelectOption(self.options, "options")
         if isinstance(self.meta, Raw):
@@ -1161,9 +1167,12 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
     options: Open[SessionConfigSelectOptions]
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.options, Raw):
             self.options = _SessionConfigSelectOptionsDecoder(self.options, "options")
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1179,7 +1188,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_cursor: Lenient[SessionListCursor | None] = msgspec.field(default=None, name="nextCursor")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.sessions, Raw):
             self.sessions = _ValidItems_SessionInfo(self.sessions, "sessions")
         if isinstance(self.next_cursor, Raw):
@@ -1200,7 +1209,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | None] = msgspec.field(default=None, name="updatedAt")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1218,7 +1227,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1231,7 +1240,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions", None,
@@ -1245,7 +1254,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1256,7 +1265,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1270,7 +1279,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1290,7 +1299,7 @@ class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     update: Open[SessionUpdate]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.update, Raw):
             self.update = _SessionUpdateDecoder(self.update, "update")
         if isinstance(self.meta, Raw):
@@ -1304,7 +1313,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ContentBlock]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -1318,7 +1327,7 @@ class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1332,7 +1341,7 @@ class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1346,7 +1355,7 @@ class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ContentBlock_or_null(self.content, "content", UNSET)
         if isinstance(self.meta, Raw):
@@ -1358,7 +1367,7 @@ class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1369,7 +1378,7 @@ class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.stop_reason, Raw):
             self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
         if isinstance(self.meta, Raw):
@@ -1381,7 +1390,7 @@ class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1393,7 +1402,7 @@ class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     content: Open[ToolCallContent]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ToolCallContentDecoder(self.content, "content")
         if isinstance(self.meta, Raw):
@@ -1406,7 +1415,7 @@ class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1418,7 +1427,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
             self.exit_code = _OrDefault_int_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
@@ -1439,7 +1448,7 @@ class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.command, Raw):
             self.command = _OrDefault_str_None(self.command, UNSET)
         if isinstance(self.cwd, Raw):
@@ -1459,7 +1468,7 @@ class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1472,7 +1481,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: PlanEntryStatus
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1484,7 +1493,7 @@ class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True):
     entries: Lenient[list[PlanEntry]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.entries, Raw):
             self.entries = _ValidItems_PlanEntry(self.entries, "entries")
         if isinstance(self.meta, Raw):
@@ -1497,7 +1506,7 @@ class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     plan: Open[PlanUpdateContent]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.plan, Raw):
             self.plan = _PlanUpdateContentDecoder(self.plan, "plan")
         if isinstance(self.meta, Raw):
@@ -1512,7 +1521,7 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
     input: Lenient[Open[AvailableCommandInput | None]] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.input, Raw):
             self.input = _OrDefault_AvailableCommandInput(self.input, None)
         if isinstance(self.meta, Raw):
@@ -1525,7 +1534,7 @@ class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
     hint: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1536,7 +1545,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.available_commands, Raw):
             self.available_commands = _ValidItems_AvailableCommand(
                 self.available_commands, "availableCommands",
@@ -1551,7 +1560,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions",
@@ -1567,7 +1576,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: Lenient[str | UnsetType | None] = msgspec.field(default=UNSET, name="updatedAt")
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, UNSET)
         if isinstance(self.updated_at, Raw):
@@ -1583,7 +1592,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
     currency: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1596,7 +1605,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.cost, Raw):
             self.cost = _OrDefault_Cost_None(self.cost, None)
         if isinstance(self.meta, Raw):
@@ -1609,7 +1618,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1621,7 +1630,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     elicitation: Lenient[ElicitationCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.auth, Raw):
             self.auth = _OrDefault_AuthCapabilities_None(self.auth, None)
         if isinstance(self.elicitation, Raw):
@@ -1638,7 +1647,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     capabilities: Lenient[ClientCapabilities] = msgspec.field(default_factory=ClientCapabilities)
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.capabilities, Raw):
             self.capabilities = _OrDefault_ClientCapabilities(
                 self.capabilities, ClientCapabilities(),
@@ -1653,7 +1662,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     terminal: Lenient[TerminalAuthCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.terminal, Raw):
             self.terminal = _OrDefault_TerminalAuthCapabilities_None(self.terminal, None)
         if isinstance(self.meta, Raw):
@@ -1665,7 +1674,7 @@ class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1677,7 +1686,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     url: Lenient[ElicitationUrlCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.form, Raw):
             self.form = _OrDefault_ElicitationFormCapabilities_None(self.form, None)
         if isinstance(self.url, Raw):
@@ -1691,7 +1700,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1701,7 +1710,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1712,7 +1721,7 @@ class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     method_id: AuthMethodId = msgspec.field(name="methodId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1722,7 +1731,7 @@ class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1739,7 +1748,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1757,7 +1766,7 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
     value: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1770,7 +1779,7 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
     headers: list[HttpHeader] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1790,7 +1799,7 @@ class McpServerStdio(
     env: list[EnvVariable] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1802,7 +1811,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     cursor: SessionListCursor | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1813,7 +1822,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1832,7 +1841,7 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     replay_from: Lenient[Open[ReplayFrom | None]] = msgspec.field(default=None, name="replayFrom")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1856,7 +1865,7 @@ class ReplayFromStart(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1867,7 +1876,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1879,7 +1888,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     prompt: list[Open[ContentBlock]]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.prompt, list):
             self.prompt = [
                 _ContentBlockDecoder(v, "prompt") if isinstance(v, Raw) else v for v in self.prompt
@@ -1894,7 +1903,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
     outcome: Open[RequestPermissionOutcome]
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.outcome, Raw):
             self.outcome = _RequestPermissionOutcomeDecoder(self.outcome, "outcome")
         if isinstance(self.meta, Raw):
@@ -1907,7 +1916,7 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
     option_id: PermissionOptionId = msgspec.field(name="optionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1924,7 +1933,7 @@ class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     session_id: SessionId = msgspec.field(name="sessionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1935,7 +1944,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
     request_id: RequestId = msgspec.field(name="requestId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1950,7 +1959,7 @@ class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.config_options, Raw):
             self.config_options = _ValidItems_SessionConfigOption(
                 self.config_options, "configOptions", None,
@@ -1973,7 +1982,7 @@ class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.additional_directories, Raw):
             self.additional_directories = _ValidItems_AbsolutePath(
                 self.additional_directories, "additionalDirectories", None,
@@ -1990,7 +1999,7 @@ class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2002,7 +2011,7 @@ class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     server_id: McpServerAcpId = msgspec.field(name="serverId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2014,7 +2023,7 @@ class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2025,7 +2034,7 @@ class McpAcpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2038,7 +2047,7 @@ class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
     server_id: McpServerAcpId = msgspec.field(name="serverId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2052,7 +2061,7 @@ class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     params: dict[str, Any] | None = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2066,7 +2075,7 @@ class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
     params: Lenient[dict[str, Any] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.params, Raw):
             self.params = _OrDefault_dict_str_Any_None(self.params, None)
         if isinstance(self.meta, Raw):
@@ -2080,7 +2089,7 @@ class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2091,7 +2100,7 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2172,7 +2181,7 @@ class DiffChangeAdd(DiffPathChange, tag_field="operation", tag="add"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2188,7 +2197,7 @@ class DiffChangeDelete(DiffPathChange, tag_field="operation", tag="delete"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2204,7 +2213,7 @@ class DiffChangeModify(DiffPathChange, tag_field="operation", tag="modify"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2220,7 +2229,7 @@ class DiffChangeMove(DiffPathPairChange, tag_field="operation", tag="move"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2236,7 +2245,7 @@ class DiffChangeCopy(DiffPathPairChange, tag_field="operation", tag="copy"):
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.file_type, Raw):
             self.file_type = _OrDefault_DiffFileType_None(self.file_type, None)
         if isinstance(self.mime_type, Raw):
@@ -2255,8 +2264,8 @@ class CreateElicitationRequestForm(ElicitationFormMode, tag_field="mode", tag="f
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2267,8 +2276,8 @@ class CreateElicitationRequestUrl(ElicitationUrlMode, tag_field="mode", tag="url
     message: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2328,14 +2337,17 @@ class SessionConfigOptionSelect(SessionConfigSelect, tag_field="type", tag="sele
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _decode_raw(self) -> None:
+        super()._decode_raw()
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
             self.category = _OrDefault_SessionConfigOptionCategory_None(self.category, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+    def __post_init__(self) -> None:
+        self._decode_raw()
 
 
 class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="boolean"):
@@ -2347,7 +2359,7 @@ class SessionConfigOptionBoolean(SessionConfigBoolean, tag_field="type", tag="bo
     category: Lenient[SessionConfigOptionCategory | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.category, Raw):
@@ -2413,7 +2425,7 @@ class SessionUpdateStateUpdate(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
         if isinstance(self.stop_reason, Raw):
@@ -2559,7 +2571,7 @@ class SetSessionConfigOptionRequestId(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: SessionConfigValueId
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2578,7 +2590,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     value: bool
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2616,7 +2628,7 @@ class CreateElicitationResponseAccept(ElicitationAcceptAction, tag_field="action
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2632,7 +2644,7 @@ class CreateElicitationResponseDecline(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2648,7 +2660,7 @@ class CreateElicitationResponseCancel(
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
-    def __post_init__(self) -> None:
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2661,7 +2673,7 @@ CreateElicitationResponse = (
 )
 
 
-# --- decoders of the open unions (used by __post_init__ and decode) ---
+# --- decoders of the open unions (used by _decode_raw and decode) ---
 
 _RequestPermissionSubjectDecoder = UnionDecoder(
     "RequestPermissionSubject",
@@ -2871,7 +2883,7 @@ _CreateElicitationResponseDecoder = UnionDecoder(
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
 
 
-# --- decoders of the lenient fields (used by __post_init__) ---
+# --- decoders of the lenient fields (used by _decode_raw) ---
 
 _OrDefault_AbsolutePath_None = OrDefault(AbsolutePath | None)
 _OrDefault_AgentAuthCapabilities_None = OrDefault(AgentAuthCapabilities | None)

@@ -5,17 +5,27 @@ ACP unions are *open*: agents send variants (``sessionUpdate`` tags, content
 a field whose type is a discriminated union is declared ``Open[X]``:
 
 - type checkers see ``X | Unknown`` (``Annotated[X | Unknown, ...]``);
-- at runtime msgspec sees ``msgspec.Raw``: the JSON of that value is kept as raw
-  bytes, and the struct's generated ``__post_init__`` decodes it with the
-  `UnionDecoder` of ``X``. Known tags decode strictly (a malformed known variant is
-  an error), an unknown tag becomes `Unknown` *at that level*: an unknown content
-  item inside a known tool call leaves the tool call intact.
+- decoding takes one msgspec pass when every variant in the message is known (the
+  common case, and the cheap one: a streamed chunk costs a third of the nested
+  passes): the generated structs themselves see ``X | None`` there, a closed union;
+- when that pass fails (an unknown tag, or an error), the message is decoded again
+  with the structs' *open twins*: subclasses of the same name where each such field
+  is ``msgspec.Raw``, turned by the generated ``_decode_raw`` into an ``X`` or an
+  ``Unknown`` with the `UnionDecoder` of ``X``. Known tags decode strictly (a
+  malformed known variant is an error), an unknown tag becomes `Unknown` *at that
+  level*: an unknown content item inside a known tool call leaves the tool call
+  intact. Twins pass ``isinstance`` and ``match`` as their structs do, not
+  ``type(x) is``: use `struct_type` for a lookup by type.
 
-Fields the schema marks ``x-deserialize-default-on-error`` are ``Lenient[T]``: raw
-JSON too, decoded by an `OrDefault` (a value that is not a ``T`` becomes the
-field's default, so one bad ``stopReason`` does not cost the whole update); lists
-marked ``x-deserialize-skip-invalid-items`` go through a `ValidItems` (bad items
-dropped).
+Unions msgspec cannot decode closed (untagged unions of several objects, tags
+beside untagged defaults) stay ``msgspec.Raw`` in both.
+
+Fields the schema marks ``x-deserialize-default-on-error`` are ``Lenient[T]``: a
+plain ``T`` in the closed pass (a bad value fails it), raw JSON in the open twins,
+decoded by an `OrDefault` (a value that is not a ``T`` becomes the field's default,
+so one bad ``stopReason`` does not cost the whole update); lists marked
+``x-deserialize-skip-invalid-items`` go through a `ValidItems` (bad items dropped).
+A message the closed pass takes therefore decodes exactly as the twins would.
 
 Because of the raw-bytes step, the generated structs decode from JSON only; use
 `convert` (re-encodes) for Python objects, never ``msgspec.convert``.
@@ -24,6 +34,7 @@ Because of the raw-bytes step, the generated structs decode from JSON only; use
 Public names (re-exported by each generated module):
 
     Unknown              an unknown variant: ``.raw`` is the JSON object, ``.tag`` its tag
+    struct_type(obj)     the generated struct of a decoded value (an open twin's base)
     decode(raw, type_)   JSON bytes / str / msgspec.Raw -> typed value (None: params left
                          out; a dict goes through convert); fits the connection's Convert
     convert(obj, type_)  Python builtins (e.g. an already-parsed dict) -> typed value
@@ -45,10 +56,15 @@ __all__ = [
     "enc_hook",
     "encode",
     "register_union",
+    "struct_type",
 ]
 
 import functools
 import operator
+import re
+import sys
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, overload
 
@@ -82,29 +98,52 @@ class Unknown(dict[str, Any]):
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    Open: TypeAlias = Annotated[_T | Unknown, "open union, decoded in __post_init__"]
-    Lenient: TypeAlias = Annotated[_T, "default on error, decoded in __post_init__"]
+    Open: TypeAlias = Annotated[_T | Unknown, "open union, see the module docstring"]
+    Lenient: TypeAlias = Annotated[_T, "default on error, see the module docstring"]
 else:
 
     class Open:
         """``Open[X]`` annotates a field holding the open union ``X``.
 
-        Type checkers see ``X | Unknown``; msgspec sees ``msgspec.Raw``, which the
-        struct's ``__post_init__`` turns into an ``X`` or an ``Unknown``.
+        Type checkers see ``X | Unknown``; msgspec sees the closed ``X | None``
+        when it can decode ``X`` in one pass, else ``msgspec.Raw`` (turned into an
+        ``X`` or an ``Unknown`` by the struct's ``_decode_raw``). Evaluated when
+        msgspec first resolves the field, after the module registered its unions.
         """
 
-        def __class_getitem__(cls, item: object) -> type[Raw]:
+        def __class_getitem__(cls, item: object) -> object:
+            # A nullable field's union comes with None: the union is the rest.
+            args = typing.get_args(item) if isinstance(item, types.UnionType) else ()
+            members = [a for a in args if a is not type(None)]
+            union = functools.reduce(operator.or_, members) if len(members) < len(args) else item
+            decoder = _unions.get(union)
+            if decoder is not None and decoder.closed:
+                return item | None  # type: ignore[operator]
             return Raw
 
     class Lenient:
         """``Lenient[T]`` annotates a field whose bad value falls back to its default.
 
-        Type checkers see ``T``; msgspec sees ``msgspec.Raw``, which the struct's
-        ``__post_init__`` decodes with an `OrDefault` or a `ValidItems`.
+        Type checkers see ``T``; msgspec sees ``T`` itself (a bad value fails the
+        closed pass) unless ``T`` holds a raw ``Open``, in the open twins
+        ``msgspec.Raw``: the struct's ``_decode_raw`` decodes those with an
+        `OrDefault` or a `ValidItems`.
         """
 
-        def __class_getitem__(cls, item: object) -> type[Raw]:
-            return Raw
+        def __class_getitem__(cls, item: object) -> object:
+            return Raw if _holds_raw(item) else item
+
+    def _holds_raw(tp: object) -> bool:
+        """Whether ``tp`` holds an ``Open`` msgspec cannot decode closed: a lenient
+        field around one stays raw, its generated decoder handles the items."""
+        return tp is Raw or any(_holds_raw(a) for a in typing.get_args(tp))
+
+
+class _RawOpen:
+    """``Open[X]`` and ``Lenient[T]`` in the open twins: always ``msgspec.Raw``."""
+
+    def __class_getitem__(cls, item: object) -> type[Raw]:
+        return Raw
 
 
 _any_json: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
@@ -141,14 +180,22 @@ class UnionDecoder:
         if self._ready:
             return
         members = list(dict.fromkeys(self._by_tag.values()))
-        # One msgspec pass handles the common case (a known tag, or null). With a
-        # single tagged member msgspec would not insist on the tag, so when there
-        # are defaults to fall back on, the tag is then checked by hand instead.
+        # One msgspec pass handles the common case (a known tag, or null; every
+        # variant nested in it known too). With a single tagged member msgspec would
+        # not insist on the tag, so when there are defaults to fall back on, the tag
+        # is then checked by hand instead. The slow path decodes open twins.
         if len(members) > 1 or (members and not self.defaults):
             self._fast = msgspec.json.Decoder(functools.reduce(operator.or_, members) | None)
-        self._defaults = [msgspec.json.Decoder(d) for d in self.defaults]
-        self._by_tag = {tag: msgspec.json.Decoder(cls) for tag, cls in self._by_tag.items()}
+        self._defaults = [msgspec.json.Decoder(_open_type(d)) for d in self.defaults]
+        self._by_tag = {
+            tag: msgspec.json.Decoder(_open_type(cls)) for tag, cls in self._by_tag.items()
+        }
         self._ready = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether msgspec decodes the known variants as one closed tagged union."""
+        return self.tag_field is not None and bool(self._by_tag) and not self.defaults
 
     def __call__(self, raw: bytes | str | Raw, field: str = "") -> Any:
         """Decode `raw`, the JSON of field `field` (named in error paths)."""
@@ -189,7 +236,7 @@ class UnionDecoder:
 def _at(exc: ValidationError, field: str) -> ValidationError:
     """Prefix the path of an error raised inside field `field` of a struct.
 
-    Errors raised in ``__post_init__`` reach the caller unchanged, so the path is
+    Errors raised in ``_decode_raw`` reach the caller unchanged, so the path is
     rebuilt here: ``... - at `$.content.text``` becomes ``... - at `$.update.content.text```.
     """
     if not field:
@@ -260,6 +307,130 @@ class ValidItems:
         return kept
 
 
+# --- open twins ----------------------------------------------------------------------
+
+_twins: dict[type, type] = {}  # generated struct -> its open twin
+_bases: dict[type, type] = {}  # open twin -> its generated struct
+_twinned: set[str] = set()  # modules whose twins are built
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_RAW_IN_TWINS = {"Open", "Lenient"}
+
+
+def struct_type(obj: object) -> type:
+    """The generated struct ``obj`` is an instance of (for an open twin, its base)."""
+    cls = type(obj)
+    return _bases.get(cls, cls)
+
+
+def _twin_eq(self: Any, other: Any) -> Any:
+    """A twin equals its struct with the same fields (either way round: Python asks
+    the subclass first), as the value decoded in one pass would."""
+    if struct_type(other) is not struct_type(self):
+        return NotImplemented
+    return all(getattr(self, f) == getattr(other, f) for f in self.__struct_fields__)
+
+
+def _twin_ne(self: Any, other: Any) -> Any:
+    equal = _twin_eq(self, other)
+    return equal if equal is NotImplemented else not equal
+
+
+def _open_type(tp: Any) -> Any:
+    """``tp`` with every generated struct replaced by its open twin."""
+    if isinstance(tp, type):
+        if issubclass(tp, msgspec.Struct):
+            _build_twins(tp.__module__)
+            return _twins.get(tp, tp)
+        return tp
+    args = typing.get_args(tp)
+    if not args:
+        return tp
+    opened = tuple(_open_type(a) for a in args)
+    if isinstance(tp, types.UnionType):
+        return functools.reduce(operator.or_, opened)
+    origin = typing.get_origin(tp)
+    return origin[opened] if origin in (list, dict, tuple) else tp
+
+
+def _annotations(cls: type) -> dict[str, str]:
+    """Each field's annotation as written (strings: the modules use PEP 563)."""
+    found: dict[str, str] = {}
+    for base in reversed(cls.__mro__):
+        found.update(getattr(base, "__annotations__", {}))
+    return {name: found[name] for name in cls.__struct_fields__}  # type: ignore[attr-defined]
+
+
+def _build_twins(module_name: str) -> None:
+    """Give every struct of a generated module that holds an ``Open`` or ``Lenient``
+    field, directly or through other structs, an open twin (see the module docstring)."""
+    if module_name in _twinned:
+        return
+    _twinned.add(module_name)
+    namespace = vars(sys.modules[module_name])
+    structs = {
+        obj: _annotations(obj)
+        for obj in namespace.values()
+        if isinstance(obj, type)
+        and issubclass(obj, msgspec.Struct)
+        and obj.__module__ == module_name
+    }
+    # The names each struct's fields mention; a union alias stands for its members.
+    aliases = {
+        name: {a.__name__ for a in typing.get_args(obj) if isinstance(a, type)}
+        for name, obj in namespace.items()
+        if isinstance(obj, types.UnionType)
+    }
+    mentions = {}
+    for cls, written in structs.items():
+        names = {n for text in written.values() for n in _NAME.findall(text)}
+        mentions[cls] = names.union(*(aliases.get(n, set()) for n in names))
+    needed = {cls.__name__ for cls, names in mentions.items() if names & _RAW_IN_TWINS}
+    while True:
+        more = {cls.__name__ for cls, names in mentions.items() if names & needed} - needed
+        if not more:
+            break
+        needed |= more
+    twin_name = f"{module_name}._open"
+    twin_module = types.ModuleType(twin_name)
+    twin_namespace = vars(twin_module)
+    twin_namespace.update(namespace)
+    twin_namespace.update(__name__=twin_name, Open=_RawOpen, Lenient=_RawOpen)
+    sys.modules[twin_name] = twin_module
+    for cls, written in structs.items():
+        if cls.__name__ not in needed:
+            continue
+        # Every field again, in order (a redeclared field moves to the front).
+        body: dict[str, Any] = {
+            "__module__": twin_name,
+            "__qualname__": cls.__qualname__,
+            "__annotations__": written,
+            "__eq__": _twin_eq,
+            "__ne__": _twin_ne,
+        }
+        # The raw fields' decoding runs after msgspec's pass in a twin; in the struct
+        # itself only where that pass leaves a field raw (gen_types.py).
+        decode_raw = getattr(cls, "_decode_raw", None)
+        if decode_raw is not None:
+            body["__post_init__"] = decode_raw
+        for info in msgspec.structs.fields(cls):
+            if info.default is not msgspec.NODEFAULT:
+                body[info.name] = msgspec.field(default=info.default, name=info.encode_name)
+            elif info.default_factory is not msgspec.NODEFAULT:
+                body[info.name] = msgspec.field(
+                    default_factory=info.default_factory, name=info.encode_name
+                )
+            else:
+                body[info.name] = msgspec.field(name=info.encode_name)
+        meta: Any = type(cls)
+        twin = _twins[cls] = meta(cls.__name__, (cls,), body, kw_only=True)
+        _bases[twin] = cls
+    for name, obj in namespace.items():
+        if isinstance(obj, type) and obj in _twins:
+            twin_namespace[name] = _twins[obj]
+        elif isinstance(obj, types.UnionType):
+            twin_namespace[name] = _open_type(obj)
+
+
 # --- encode / decode entry points -------------------------------------------------
 
 _unions: dict[Any, UnionDecoder] = {}
@@ -274,9 +445,26 @@ def register_union(alias: Any, decoder: UnionDecoder) -> None:
 def _decoder_for(type_: Any) -> Callable[[Any], Any]:
     fn = _decoders.get(type_)
     if fn is None:
-        fn = _unions.get(type_) or msgspec.json.Decoder(type_).decode
+        fn = _unions.get(type_) or _closed_then_open(type_)
         _decoders[type_] = fn
     return fn
+
+
+def _closed_then_open(type_: Any) -> Callable[[Any], Any]:
+    """One closed pass; when it fails, the open twins (which also report the errors)."""
+    closed = msgspec.json.Decoder(type_).decode
+    opened = _open_type(type_)
+    if opened is type_:
+        return closed
+    fallback = msgspec.json.Decoder(opened).decode
+
+    def decode(raw: Any) -> Any:
+        try:
+            return closed(raw)
+        except ValidationError:
+            return fallback(raw)
+
+    return decode
 
 
 _Json = bytes | str | Raw | memoryview | dict[str, Any] | None

@@ -197,14 +197,86 @@ end
 -- syntax sync, and a growing transcript needs one per batch: that made Neovim
 -- answer other clients 50-100 ms late during a stream. Ten lines keep it at the
 -- floor's latency (doc/decisions/0008-transcript-highlighting.md).
-local function bound_syntax_sync(buf)
-  local function apply()
-    api.nvim_buf_call(buf, function()
-      vim.cmd("syntax sync minlines=10 maxlines=10")
-    end)
+local SYNC_LINES = 10
+-- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
+-- syntax and without list-aware wrapping until no row came for SETTLE_MS: with a
+-- UI, markdown.vim costs 2-20 ms per redraw of new rows (still ~2 ms at synmaxcol
+-- 1), and a flood scrolls a window with each batch; following it measures each new
+-- row's wrapped height, where 'breakindentopt' list:-1 matches 'formatlistpat'
+-- (10-20 µs a row). Settling loads the syntax again, once (15-35 ms)
+-- (doc/decisions/0025-render-pacing.md). Human-paced replies keep both.
+local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
+
+local function set_sync(chat)
+  api.nvim_buf_call(chat.transcript, function()
+    vim.cmd(("syntax sync minlines=%d maxlines=%d"):format(SYNC_LINES, SYNC_LINES))
+  end)
+end
+
+local function bound_syntax_sync(chat)
+  set_sync(chat)
+  api.nvim_create_autocmd("Syntax", {
+    buffer = chat.transcript,
+    callback = function()
+      set_sync(chat)
+    end,
+  })
+end
+
+local function settle(chat)
+  local flood = chat.flood
+  chat.flood = nil
+  if flood and api.nvim_buf_is_valid(chat.transcript) then
+    vim.bo[chat.transcript].syntax = flood.syntax -- its Syntax autocmd bounds the sync
+    for win, opt in pairs(flood.breakindentopt) do
+      if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == chat.transcript then
+        vim.wo[win].breakindentopt = opt
+      end
+    end
   end
-  apply()
-  api.nvim_create_autocmd("Syntax", { buffer = buf, callback = apply })
+end
+
+--- The rows a batch writes: appended, or of the blocks drawn.
+local function rows_of(ops)
+  local rows = 0
+  for _, op in ipairs(ops) do
+    if op.op == "append" then
+      rows = rows + select(2, op.text:gsub("\n", "\n"))
+    elseif op.op == "block" then
+      rows = rows + #op.lines
+    end
+  end
+  return rows
+end
+
+--- Count the rows a batch writes, before it is applied (the batch that starts a
+--- flood is drawn plain too); draw a flood plain until it settles.
+local function flood(chat, rows)
+  if rows == 0 then
+    return
+  end
+  local now = vim.uv.now()
+  if not chat.rows_since or now - chat.rows_since > FLOOD_MS then
+    chat.rows_since, chat.rows = now, 0
+  end
+  chat.rows = chat.rows + rows
+  if not chat.flood and chat.rows > FLOOD_ROWS then
+    chat.flood = { syntax = vim.bo[chat.transcript].syntax, last = 0, breakindentopt = {} }
+    vim.bo[chat.transcript].syntax = ""
+    for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+      chat.flood.breakindentopt[win] = vim.wo[win].breakindentopt
+      vim.wo[win].breakindentopt = ""
+    end
+  end
+  local paused = chat.flood
+  if paused then
+    paused.last = now
+    vim.defer_fn(function()
+      if chat.flood == paused and vim.uv.now() - paused.last >= SETTLE_MS then
+        settle(chat)
+      end
+    end, SETTLE_MS)
+  end
 end
 
 local function create()
@@ -218,7 +290,7 @@ local function create()
     status = { state = "starting" },
   }
   vim.bo[chat.transcript].modifiable = false
-  bound_syntax_sync(chat.transcript)
+  bound_syntax_sync(chat)
   M.chats[id] = chat
   map(chat)
   require("acp.complete").attach(chat)
@@ -563,6 +635,7 @@ function M.render(id, ops)
       require("acp.elicit").gone(chat, op.id)
     end
   end
+  flood(chat, rows_of(ops))
   local status, created = render.apply(chat.transcript, chat.blocks, ops)
   open_folds(chat, created)
   require("acp.prompt").update(chat, ops)

@@ -48,7 +48,7 @@ function M.add(chat, text)
   end
   data[key(chat)] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
   vim.fn.mkdir(vim.fs.dirname(file()), "p")
-  pcall(vim.fn.writefile, { vim.json.encode(data) }, file())
+  pcall(vim.fn.writefile, { vim.json.encode(data) }, file(), "S")
 end
 
 --- The last prompt sent from `chat`, if any.

@@ -242,7 +242,18 @@ end
 --- row, and foldexpr asks this for each line: quadratic in the transcript.)
 ---@return string? id, acp.Block? block, integer? first_row
 function M.block_at(buf, blocks, row)
-  local lo, hi, id, first = 1, #blocks.order, nil, nil
+  local count = #blocks.order
+  if count == 0 then
+    return nil
+  end
+  -- A stream grows the last block, and foldexpr asks for each row it adds: one lookup.
+  local last_id = blocks.order[count]
+  local last = blocks.by_id[last_id]
+  local last_first = start_row(buf, last)
+  if last_first <= row then
+    return last_id, last, last_first
+  end
+  local lo, hi, id, first = 1, count - 1, nil, nil
   while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
     local start = start_row(buf, blocks.by_id[blocks.order[mid]])

@@ -114,3 +114,41 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     )
     assert locations == [{"row": 8, "path": "/w/a.txt", "line": 3}]
     assert prompt_row == 9
+
+
+def test_a_flood_is_drawn_without_syntax_until_it_settles(editor: Editor) -> None:
+    """Markdown syntax costs milliseconds per redraw of new rows, list-aware wrapping
+    10-20 µs a row: a flood of rows is shown plain and colored once it stops; a
+    reply at a reading pace keeps both."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+
+    def apply(*ops: dict[str, object]) -> None:
+        editor.lua("require('acp.host').apply({{'render', ...}})", chat, list(ops))
+
+    def sync() -> str:
+        """How many lines above the window syntax looks back, as `:syntax sync` says."""
+        output = editor.lua(
+            "return vim.api.nvim_buf_call(..., function()"
+            " return vim.api.nvim_exec2('syntax sync', {output = true}).output end)",
+            buf,
+        )
+        return str(output).split("\n")[1]
+
+    syntax = "return vim.bo[...].syntax"
+    breakindentopt = "return vim.wo[vim.fn.win_findbuf(...)[1]].breakindentopt"
+    apply({"op": "block", "id": "m9", "kind": "agent", "lines": ["## Agent", ""]})
+    for n in range(5):
+        apply({"op": "append", "id": "m9", "text": f"a line at a reading pace {n}\n"})
+    assert editor.lua(syntax, buf) == "markdown"
+    assert "minimal 10, maximal 10" in sync()
+    assert editor.lua(breakindentopt, buf) == "list:-1"
+
+    apply({"op": "append", "id": "m9", "text": "".join(f"flood {n}\n" for n in range(50))})
+    assert editor.lua(syntax, buf) == ""
+    assert editor.lua(breakindentopt, buf) == ""
+    editor.wait(f"vim.bo[{buf}].syntax == 'markdown'", what="the flood to settle")
+    assert "minimal 10, maximal 10" in sync()
+    assert editor.lua(breakindentopt, buf) == "list:-1"
+    assert editor.transcript()[-2] == "flood 49"

@@ -544,6 +544,32 @@ async def test_batched_notifications_arrive_in_runs_and_keep_their_order(raw_pee
     assert seen == [[1, 2, 3], "other", [4], "request", [5]]
 
 
+async def test_a_request_named_like_a_batched_notification_is_a_request(
+    raw_peer, serving
+) -> None:
+    """Batched notifications are decoded with their envelope in one pass; a line with
+    an id (or without the 2.0 marker) is never taken for one."""
+    seen: list[int] = []
+
+    async def updates(batch: list[Update]) -> None:
+        seen.extend(u.n for u in batch)
+
+    conn, peer = raw_peer()
+    conn.on_notifications("update", Update, updates)
+    lines = [
+        '{"jsonrpc":"2.0","method":"update","params":{"n":1}}',
+        '{"jsonrpc":"2.0","id":8,"method":"update","params":{"n":2}}',
+        '{"jsonrpc":"1.0","method":"update","params":{"n":3}}',
+        '{"method":"update","params":{"n":4}}',
+    ]
+    async with serving(conn):
+        await peer.send_line("\n".join(lines))
+        replies = [await peer.receive_json(), await peer.receive_json()]
+        codes = sorted((r["id"] or 0, r["error"]["code"]) for r in replies)
+        assert codes == [(0, -32600), (8, -32601)]  # the 1.0 one; the request
+    assert seen == [1, 4]
+
+
 async def test_traffic_hook(raw_peer, serving) -> None:
     traffic: list[tuple[str, bytes]] = []
     conn, peer = raw_peer(on_traffic=lambda d, lines: traffic.extend((d, line) for line in lines))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -28,7 +30,7 @@ async def session(tmp_path: Path) -> AsyncIterator[tuple[SessionChanges, Recordi
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        changes.begin_turn()
+        await changes.begin_turn()
         yield changes, editor
         tasks.cancel_scope.cancel()
 
@@ -119,7 +121,7 @@ async def test_write_edits_only_changed_lines_and_keeps_unseen_user_edits(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("a\nb\nc\nd\n")
-    changes.begin_turn()  # a.py exists when the turn starts
+    await changes.begin_turn()  # a.py exists when the turn starts
     editor.open_buffer(path)
     seen = await changes.read(path)
     editor.type_in(path, 3, "D by user")  # after the agent's read
@@ -139,7 +141,7 @@ async def test_conflicting_user_edit_survives_as_a_conflict(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("a\nb\nc\n")
-    changes.begin_turn()
+    await changes.begin_turn()
     editor.open_buffer(path)
     await changes.read(path)
     editor.type_in(path, 1, "mine")
@@ -164,7 +166,7 @@ async def test_read_and_write_before_any_turn_keep_the_agents_read_base(tmp_path
         [file] = changes.summary()["files"]
         assert (file["kind"], file["created"], file["turn"]) == ("write", False, 1)
         assert hunks(changes) == [("a.py", "pending", ["-c", "+C"])]
-        changes.begin_turn()  # the first turn: the change above is part of it
+        await changes.begin_turn()  # the first turn: the change above is part of it
         assert changes.summary()["turn"] == 1
         tasks.cancel_scope.cancel()
 
@@ -197,7 +199,7 @@ async def test_auto_save_off_leaves_the_buffer_unsaved(tmp_path: Path) -> None:
     path.write_text("old\n")
     async with anyio.create_task_group() as tasks:
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks), auto_save=False)
-        changes.begin_turn()
+        await changes.begin_turn()
         await changes.write(str(path), "new\n")
         tasks.cancel_scope.cancel()
     assert path.read_text() == "old\n"
@@ -222,7 +224,7 @@ async def test_reject_one_hunk_restores_buffer_and_disk(
     changes, editor = session
     path = str(tmp_path / "a.py")
     (tmp_path / "a.py").write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
-    changes.begin_turn()
+    await changes.begin_turn()
     editor.open_buffer(path)
     await changes.write(path, "one\n2\n3\n4\n5\n6\n7\neight\n")
     first, _second = changes.summary()["files"][0]["hunks"]
@@ -240,7 +242,7 @@ async def test_reject_all_deletes_a_created_file(
 ) -> None:
     changes, _ = session
     (tmp_path / "keep.txt").write_text("k\n")
-    changes.begin_turn()
+    await changes.begin_turn()
     await changes.write(str(tmp_path / "new.txt"), "n\n")
     await changes.write(str(tmp_path / "keep.txt"), "K\n")
     await changes.decide("reject")
@@ -270,7 +272,7 @@ async def test_direct_disk_edit_named_by_a_tool_call_is_recorded_and_rejectable(
     changes, _editor = session
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")
-    changes.begin_turn()  # a.py exists when the turn starts
+    await changes.begin_turn()  # a.py exists when the turn starts
     call = ToolCall("t1", status="pending", locations=[Location(str(path))])
     changes.on_tool_call(call)  # pending: the file's text is snapshotted
     path.write_text("x = 2\n")  # the agent edits the disk itself
@@ -289,7 +291,7 @@ async def test_turn_scan_finds_unnamed_disk_changes_and_reloads_clean_buffers(
     (tmp_path / "sub").mkdir()
     path = tmp_path / "sub" / "b.txt"
     path.write_text("old\n")
-    changes.begin_turn()  # the scan sees b.txt
+    await changes.begin_turn()  # the scan sees b.txt
     editor.open_buffer(str(path))
     os.utime(path, ns=(0, 0))
     path.write_text("new\n")  # e.g. a shell command; no tool call names it
@@ -308,7 +310,7 @@ async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
     changes, editor = session
     path = tmp_path / "c.txt"
     path.write_text("v1\n")
-    changes.begin_turn()
+    await changes.begin_turn()
     diff = DiffPart(str(path), "v1", "v2")  # whole file minus its final newline
     changes.on_tool_call(ToolCall("t", status="completed", content=[diff]))
     editor.open_buffer(str(path), ["mine"], modified=True)
@@ -385,7 +387,7 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        changes.begin_turn()
+        await changes.begin_turn()
         # A shell command rewrites both: no buffer, no tool call names them.
         clean.write_text("by the agent\n")
         dirty.write_text("by the agent\n")
@@ -398,3 +400,34 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
         tasks.cancel_scope.cancel()
     assert clean.read_text() == "committed\n"
     assert dirty.read_text() == "my own edit\n"
+
+
+async def test_a_turn_start_reads_the_tree_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan (and git, and the snapshots) run in a worker thread: while it is
+    blocked, the event loop goes on; if it ran on the loop, this test could never
+    release it."""
+    from acp_nvim.client.services import changes as module
+
+    (tmp_path / "a.txt").write_text("before\n")
+    started, release = threading.Event(), threading.Event()
+
+    def blocked_scan(root: str) -> Any:
+        started.set()
+        if not release.wait(30):
+            raise TimeoutError("the event loop never ran while the scan was blocked")
+        return scan_tree(root)
+
+    monkeypatch.setattr(module, "scan_tree", blocked_scan)
+    editor = RecordingEditor()
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+            tasks.start_soon(changes.begin_turn)
+            await anyio.to_thread.run_sync(started.wait)
+            release.set()  # from the event loop, while the turn start is under way
+    # The turn began with the scan's view: a file that was not there is the agent's.
+    (tmp_path / "b.txt").write_text("new\n")
+    await changes.end_turn()
+    assert hunks(changes) == [("b.txt", "pending", ["+new"])]

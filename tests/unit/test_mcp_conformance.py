@@ -195,7 +195,7 @@ def _good_calls(host: Host) -> list[tuple[str, dict[str, Any], str]]:
     ]
 
 
-def _set_editor(host: Host) -> None:
+async def _set_editor(host: Host) -> None:
     code = host.cwd / "code.py"
     code.write_text("x = 1\ny = 2\nz = x\n")
     host.editor.open_buffer(str(code))
@@ -218,11 +218,11 @@ def _set_editor(host: Host) -> None:
     for request in ("document_symbols", "workspace_symbols"):
         host.editor.lsp_answers[request] = {"servers": ["fake"], "items": [symbol], "errors": []}
     host.editor.lsp_answers["hover"] = {"servers": ["fake"], "hover": ["x: int"], "errors": []}
-    host.review.begin_turn()  # agents use the tools during a turn
+    await host.review.begin_turn()  # agents use the tools during a turn
 
 
 async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
-    _set_editor(host)
+    await _set_editor(host)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_play_commands, host)
         async with Client(host.server(), mode="legacy") as client:

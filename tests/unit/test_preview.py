@@ -39,7 +39,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
     chat.ready("s1", 1, None)
     async with anyio.create_task_group() as tasks:
         chat.changes = SessionChanges(editor, 1, str(tmp_path), tasks)
-        chat.changes.begin_turn()
+        await chat.changes.begin_turn()
         yield chat
         tasks.cancel_scope.cancel()
 
@@ -197,7 +197,7 @@ async def test_baseline_of_a_turn_goes_to_the_editor(chat: Chat, tmp_path: Path)
     changes, editor = review(chat), editor_of(chat)
     path = tmp_path / "a.txt"
     path.write_text("1\n2\n")
-    changes.begin_turn()  # a.txt was there when the turn began
+    await changes.begin_turn()  # a.txt was there when the turn began
     await changes.write(str(path), "1\ntwo\n")
     changes.baseline(str(path))
     assert editor.baselines == [(1, {"path": str(path), "turn": 2, "lines": ["1", "2"]})]

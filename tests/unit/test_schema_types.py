@@ -14,7 +14,7 @@ import pytest
 
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol import schema_v2 as v2
-from acp_nvim.protocol.unknown import Unknown
+from acp_nvim.protocol.unknown import Unknown, struct_type
 
 REPO = Path(__file__).resolve().parents[2]
 GEN = REPO / "scripts/gen_types.py"
@@ -484,11 +484,71 @@ def test_every_type_resolves(module: Any) -> None:
             assert name == f"_{obj.name}Decoder"
 
 
-def test_plain_msgspec_decoder_gets_the_same_leniency() -> None:
-    """The fallback lives in the structs, so a bare msgspec Decoder needs no hooks."""
-    raw = wire({"sessionId": "s", "update": {"sessionUpdate": "nope"}})
-    note = msgspec.json.decode(raw, type=v1.SessionNotification)
-    assert isinstance(note.update, Unknown)
+def _holds_raw(info: msgspec.inspect.Type) -> bool:
+    """Whether msgspec leaves a value of this type raw (at any depth but in structs)."""
+    if isinstance(info, msgspec.inspect.RawType):
+        return True
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(_holds_raw(t) for t in info.types)
+    if isinstance(info, msgspec.inspect.ListType):
+        return _holds_raw(info.item_type)
+    if isinstance(info, msgspec.inspect.DictType):
+        return _holds_raw(info.value_type)
+    return False
+
+
+@pytest.mark.parametrize("module", [v1, v2], ids=["v1", "v2"])
+def test_only_structs_left_raw_by_the_closed_pass_run_python_after_it(module: Any) -> None:
+    """A __post_init__ per struct cost more than the whole closed pass of a chunk; a
+    struct has one where msgspec leaves a field raw there, and only there."""
+    structs = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, msgspec.Struct)
+        and obj.__module__ == module.__name__
+    ]
+    assert structs
+    for cls in structs:
+        info = msgspec.inspect.type_info(cls)
+        assert isinstance(info, msgspec.inspect.StructType)
+        raw = any(_holds_raw(f.type) for f in info.fields)
+        assert hasattr(cls, "__post_init__") == raw, cls.__name__
+
+
+def test_known_variants_decode_in_one_closed_pass() -> None:
+    """The structs themselves hold closed unions: a bare msgspec Decoder takes known
+    variants in one pass and rejects unknown ones; `decode` then falls back to the
+    open twins."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+    known = wire({"sessionId": "s", "update": chunk})
+    note = msgspec.json.decode(known, type=v1.SessionNotification)
+    assert type(note.update) is v1.SessionUpdateAgentMessageChunk
+    assert type(note.update.content) is v1.ContentBlockText
+    assert v1.decode(known, v1.SessionNotification) == note
+    unknown = wire({"sessionId": "s", "update": {"sessionUpdate": "nope"}})
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(unknown, type=v1.SessionNotification)
+    assert isinstance(v1.decode(unknown, v1.SessionNotification).update, Unknown)
+
+
+def test_open_twins_pass_for_their_structs() -> None:
+    """A known variant holding an unknown one decodes as the open twin of its struct:
+    same name, an instance of it, its fields and its wire form."""
+    update = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "smell"},
+        "messageId": "m1",
+    }
+    chunk = v1_update(update).update
+    assert isinstance(chunk, v1.SessionUpdateAgentMessageChunk)
+    assert type(chunk) is not v1.SessionUpdateAgentMessageChunk
+    assert struct_type(chunk) is v1.SessionUpdateAgentMessageChunk
+    assert type(chunk).__name__ == "SessionUpdateAgentMessageChunk"
+    assert chunk.message_id == "m1" and isinstance(chunk.content, Unknown)
+    assert roundtrip(chunk) == update
+    text = {**update, "content": {"type": "text", "text": "x"}}
+    assert struct_type(v1_update(text).update) is v1.SessionUpdateAgentMessageChunk
 
 
 # --- the generator ---------------------------------------------------------------------

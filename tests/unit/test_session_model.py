@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.editor import RecordingEditor
@@ -22,9 +23,10 @@ def make_chat() -> tuple[Chat, RecordingEditor]:
     return chat, editor
 
 
-def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
+@pytest.mark.anyio
+async def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> None:
     chat, editor = make_chat()
-    chat.start_turn("hi")
+    await chat.start_turn("hi")
     for text in (b"Hel", b"lo"):
         adapter_v1.apply_update(
             chat,
@@ -119,9 +121,10 @@ def test_v1_diff_without_old_text_reads_as_a_new_file() -> None:
     assert "--- /p/new.py" in lines and "--- /dev/null" not in lines, lines
 
 
-def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
+@pytest.mark.anyio
+async def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
     chat, editor = make_chat()
-    chat.start_turn("go")
+    await chat.start_turn("go")
     chat.on_tool_call(ToolCallPatch("t1", title="Run", status="in_progress"))
     chat.on_tool_call(ToolCallPatch("t2", title="Done", status="completed"))
     chat.end_turn("cancelled")
@@ -141,9 +144,10 @@ def test_unknown_update_and_content_never_crash() -> None:
     assert editor.last_status(1)["unknown_update"] == "brand_new_thing"
 
 
-def test_plan_is_one_block_per_turn_replaced_in_place() -> None:
+@pytest.mark.anyio
+async def test_plan_is_one_block_per_turn_replaced_in_place() -> None:
     chat, editor = make_chat()
-    chat.start_turn("plan it")
+    await chat.start_turn("plan it")
     entry = b'{"content": "step", "priority": "high", "status": "%s"}'
     adapter_v1.apply_update(
         chat, update(b'{"sessionUpdate": "plan", "entries": [' + entry % b"pending" + b"]}")

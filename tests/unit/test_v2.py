@@ -165,7 +165,7 @@ async def test_chunks_read_at_once_are_joined_per_message(raw_peer, serving) -> 
 async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> None:
     client = Client(raw_peer)
     async with serving(client.conn):
-        client.chat.start_turn("hello")
+        await client.chat.start_turn("hello")
         await client.send(
             update(
                 {

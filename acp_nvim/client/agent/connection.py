@@ -252,9 +252,9 @@ class AgentConnection:
         error shown (the session stays usable), or here as ``cancelled`` when the
         agent ignores a cancel, or with the chat failed when the agent exits."""
         sessions = self._sessions()
-        chat.start_turn(text, attachments)
         abandon = self._abandon[chat.id] = anyio.Event()
         try:
+            await chat.start_turn(text, attachments)
             stop_reason = await self._until_exit(
                 sessions.prompt(chat, text, attachments), abandon
             )

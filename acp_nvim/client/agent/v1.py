@@ -63,7 +63,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol import schema_v1 as v1
-from acp_nvim.protocol.unknown import Unknown
+from acp_nvim.protocol.unknown import Unknown, struct_type
 
 # The streamed kinds: consecutive chunks of one message are applied as one.
 _CHUNK_ROLES: dict[type, Role] = {
@@ -85,7 +85,7 @@ def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
 
 
 def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(type(update))
+    role = _CHUNK_ROLES.get(struct_type(update))
     return None if role is None else (role, update.message_id, content_text(update.content))
 
 

@@ -67,7 +67,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v2 as v2
-from acp_nvim.protocol.unknown import Unknown
+from acp_nvim.protocol.unknown import Unknown, struct_type
 
 
 class TerminalSink(Protocol):
@@ -132,12 +132,12 @@ def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -
 
 
 def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(type(update))
+    role = _CHUNK_ROLES.get(struct_type(update))
     return None if role is None else (role, update.message_id, content_text(update.content))
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
-    role = _WHOLE_ROLES.get(type(update))
+    role = _WHOLE_ROLES.get(struct_type(update))
     if role is not None:
         # Omitted content: only _meta changed. null or [] clears, a list replaces.
         if not isinstance(update.content, UnsetType):

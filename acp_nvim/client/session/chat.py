@@ -50,7 +50,8 @@ def _set(*fields: Any) -> bool:
 class TurnReview(Protocol):
     """What a chat tells the review of its agent's changes (services.changes)."""
 
-    def begin_turn(self) -> None: ...
+    async def begin_turn(self) -> None:
+        """Take the state the turn's changes compare against (off the event loop)."""
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
@@ -114,14 +115,13 @@ class Chat:
             },
         )
 
-    def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
-        """Show the user's message (and what is attached) and mark the turn running."""
+    async def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
+        """Show the user's message (and what is attached), mark the turn running, and
+        let the review take its start (the prompt goes to the agent after that)."""
         self.turn += 1
         self.muted = False
         self.prompted = True
         self.session.state = "running"
-        if self.changes is not None:
-            self.changes.begin_turn()
         if attachments:
             text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
         patch = MessagePatch(None, "user", text, replace=True)
@@ -129,6 +129,8 @@ class Chat:
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
         self.set_state("running")
+        if self.changes is not None:
+            await self.changes.begin_turn()
 
     async def finish_turn(
         self, stop_reason: str, error: str | None = None, details: list[str] | None = None
@@ -187,8 +189,9 @@ class Chat:
         stay in ``error`` (with e.g. the agent's stderr tail)."""
         if self.changes is not None:
             self.changes.turn_ended()
-        self.show_error(message, details)
+        # The state first: AcpError fires after it was drawn (a batch may go between).
         self.set_state("error", error=message)
+        self.show_error(message, details)
 
     def show_error(self, message: str, details: list[str] | None = None) -> None:
         """Show an error in the transcript and fire ``AcpError``; the chat goes on."""

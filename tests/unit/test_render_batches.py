@@ -1,0 +1,201 @@
+"""How NvimEditor hands render ops to Neovim: at once after idle, joined while a
+batch is applied, split when over the budget, always in order. A fake Neovim
+records each ``exec_lua`` batch; nothing here depends on a clock."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from acp_nvim.nvim.editor import IN_FLIGHT, LINE_COST, OP_COST, NvimEditor
+
+
+class FakeNvim:
+    """Records batches; runs scheduled calls when the test says (or in a thread)."""
+
+    def __init__(self, *, threaded: bool = False) -> None:
+        self.threaded = threaded
+        self.scheduled: list[Callable[[], None]] = []
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []  # every exec_lua, in order
+        self.on_apply: Callable[[], None] | None = None
+        self._session = self  # pynvim's Session: threadsafe_call
+
+    @property
+    def batches(self) -> list[list[list[Any]]]:
+        return [args[0] for code, args in self.calls if "acp.host" in code]
+
+    def threadsafe_call(self, fn: Callable[[], None]) -> None:
+        if self.threaded:
+            threading.Thread(target=fn).start()
+        else:
+            self.scheduled.append(fn)
+
+    def exec_lua(self, code: str, *args: Any, async_: bool = False) -> Any:
+        assert not async_, "a batch is a request: the next one waits for it"
+        self.calls.append((code, args))
+        if self.on_apply is not None and "acp.host" in code:
+            hook, self.on_apply = self.on_apply, None
+            hook()  # the worker queues more while Neovim applies this batch
+        return None
+
+    def run_scheduled(self) -> None:
+        while self.scheduled:
+            self.scheduled.pop(0)()
+
+
+def append(text: str, block: str = "m1") -> dict[str, Any]:
+    return {"op": "append", "id": block, "text": text}
+
+
+def ops_of(batches: list[list[list[Any]]]) -> list[Any]:
+    """Every item of every batch in order, render items flattened to their ops."""
+    flat: list[Any] = []
+    for batch in batches:
+        for item in batch:
+            flat.extend(item[2] if item[0] == "render" else [item[:2]])
+    return flat
+
+
+def test_a_chunk_after_idle_is_sent_at_once() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    editor.render(1, [append("hello")])
+    assert len(nvim.scheduled) == 1  # handed to the pynvim thread now: no interval
+    nvim.run_scheduled()
+    assert nvim.batches == [[["render", 1, [{"op": "append", "id": "m1", "text": "hello"}]]]]
+    # Idle again: the next chunk goes at once too.
+    editor.render(1, [append(" world")])
+    nvim.run_scheduled()
+    assert ops_of(nvim.batches)[-1]["text"] == " world"
+
+
+def test_what_comes_while_a_batch_is_applied_leaves_next_joined() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+
+    def worker_meanwhile() -> None:
+        for text in ("b", "c", "d"):
+            editor.render(1, [append(text)])
+        editor.emit("AcpTurnEnd", {"chat": 1})
+
+    nvim.on_apply = worker_meanwhile
+    editor.render(1, [append("a")])
+    nvim.run_scheduled()
+    first, second = nvim.batches
+    assert first == [["render", 1, [{"op": "append", "id": "m1", "text": "a"}]]]
+    assert second == [
+        ["render", 1, [{"op": "append", "id": "m1", "text": "bcd"}]],
+        ["event", "AcpTurnEnd", {"chat": 1}],
+    ]
+
+
+def test_at_most_two_batches_are_in_flight() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    for text in "abcd":
+        editor.render(1, [append(text)])
+    assert len(nvim.scheduled) == IN_FLIGHT == 2  # the first two go; the rest waits
+    nvim.run_scheduled()
+    assert [op["text"] for op in ops_of(nvim.batches)] == ["abcd"]
+    editor.render(1, [append("e")])
+    assert len(nvim.scheduled) == 1  # all applied: the next goes at once
+
+
+def test_a_batch_over_the_budget_is_split_in_order() -> None:
+    nvim = FakeNvim()
+    budget = OP_COST * 4 + LINE_COST * 20
+    editor = NvimEditor(nvim, budget=budget)  # type: ignore[arg-type]
+    block = {"op": "block", "id": "t1", "kind": "tool", "lines": [f"row {i}" for i in range(10)]}
+    streamed = "".join(f"line {i}\n" for i in range(100)) + "tail"
+    editor.render(1, [block])
+    for piece in (streamed[i : i + 7] for i in range(0, len(streamed), 7)):
+        editor.render(1, [append(piece)])
+    editor.emit("AcpTurnEnd", {"chat": 1})
+    editor.notify("done", "info")
+    nvim.run_scheduled()
+
+    assert len(nvim.batches) >= 3
+    flat = ops_of(nvim.batches)
+    assert flat[0] == block
+    texts = [op["text"] for op in flat if isinstance(op, dict) and op.get("op") == "append"]
+    assert "".join(texts) == streamed
+    assert all(text.endswith("\n") for text in texts[:-1])  # cut at line ends only
+    assert flat[-2:] == [["event", "AcpTurnEnd"], ["notify", "done"]]
+    for batch in nvim.batches:
+        cost = 0
+        for item in batch:
+            for op in item[2] if item[0] == "render" else [item]:
+                lines = op.get("lines", []) if isinstance(op, dict) else []
+                text = op.get("text", "") if isinstance(op, dict) else ""
+                cost += OP_COST + LINE_COST * (len(lines) + text.count("\n"))
+        assert cost <= budget
+
+
+def test_an_op_that_cannot_be_cut_goes_alone() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim, budget=OP_COST * 2)  # type: ignore[arg-type]
+    big = {"op": "block", "id": "m1", "kind": "agent", "lines": ["## Agent"] * 500}
+    long_line = "x" * 100_000
+    editor.render(1, [big, append(long_line), append("\nnext", "m2")])
+    nvim.run_scheduled()
+    assert ops_of(nvim.batches) == [
+        big,
+        {"op": "append", "id": "m1", "text": long_line},
+        {"op": "append", "id": "m2", "text": "\nnext"},
+    ]
+    assert len(nvim.batches) == 3
+
+
+def test_a_lua_call_sees_everything_queued_before_it() -> None:
+    nvim = FakeNvim(threaded=True)
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        editor.render(1, [append("drawn first")])
+        editor.emit("AcpTurnEnd", {"chat": 1})
+        await editor.call_lua("return 'the call'")
+
+    anyio.run(main)
+    codes = [code for code, _ in nvim.calls]
+    assert codes[-1] == "return 'the call'"
+    assert ops_of(nvim.batches)[:2] == [
+        {"op": "append", "id": "m1", "text": "drawn first"},
+        ["event", "AcpTurnEnd"],
+    ]
+
+
+def draw(ops: list[dict[str, Any]]) -> list[str]:
+    """What render.lua makes of a block's ops: a block's lines, then appends onto
+    its last line, each new line after the block's prefix."""
+    lines: list[str] = []
+    prefix = ""
+    for op in ops:
+        if op["op"] == "block":
+            lines, prefix = list(op["lines"]), op.get("prefix", "")
+        else:
+            first, *more = op["text"].split("\n")
+            lines[-1] += first
+            lines += [prefix + line for line in more]
+    return lines
+
+
+def test_a_long_message_is_split_into_its_first_lines_and_an_append() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim, budget=OP_COST + LINE_COST * 10)  # type: ignore[arg-type]
+    thought = {
+        "op": "block",
+        "id": "t1",
+        "kind": "thought",
+        "prefix": "> ",
+        "lines": ["### Thinking", *(f"> line {i}" for i in range(35)), "> "],
+    }
+    editor.render(1, [thought])
+    nvim.run_scheduled()
+    ops = ops_of(nvim.batches)
+    assert len(nvim.batches) == 4
+    assert ops[0]["op"] == "block" and len(ops[0]["lines"]) == 10
+    assert [op["op"] for op in ops[1:]] == ["append"] * 3
+    assert draw(ops) == thought["lines"]
