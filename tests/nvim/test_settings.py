@@ -22,6 +22,18 @@ def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
     return list(json.loads(line))
 
 
+def pick_first_session(editor: Editor) -> list[str]:
+    """:AcpSessions with the first session picked; returns the ids it offered."""
+    editor.lua(
+        "vim.ui.select = function(items, _, on_choice)"
+        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
+        " on_choice(items[1]) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait_event("AcpSessionReady", count=2)
+    return list(editor.lua("return _G.offered"))
+
+
 def winbar(editor: Editor) -> str:
     return str(
         editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
@@ -109,14 +121,7 @@ def test_session_history_over_v1(editor: Editor) -> None:
     editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
     editor.open_chat()
     # The picker offers the listed sessions (both pages); the first one is picked.
-    editor.lua(
-        "vim.ui.select = function(items, _, on_choice)"
-        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
-        " on_choice(items[1]) end"
-    )
-    editor.nvim.command("AcpSessions")
-    editor.wait_event("AcpSessionReady", count=2)
-    assert editor.lua("return _G.offered") == ["old-1", "old-2"]
+    assert pick_first_session(editor) == ["old-1", "old-2"]
     assert editor.lua("return require('acp').status().session_id") == "old-1"
     text = editor.transcript_text()
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
@@ -247,14 +252,7 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     editor.lua("require('acp').send('remember me')")
     editor.wait_event("AcpTurnEnd")
     # :AcpSessions lists this directory's sessions; the one picked opens in a new chat.
-    editor.lua(
-        "vim.ui.select = function(items, _, on_choice)"
-        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
-        " on_choice(items[1]) end"
-    )
-    editor.nvim.command("AcpSessions")
-    editor.wait_event("AcpSessionReady", count=2)
-    assert editor.lua("return _G.offered") == [first["session_id"]]
+    assert pick_first_session(editor) == [first["session_id"]]
     status = editor.lua("return require('acp').status()")
     assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
     # Its history is shown again (session/load over v1, a replaying resume over v2).
