@@ -579,14 +579,15 @@ end
 ---@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
 function M.send(chat, text, context, restore)
   context = vim.list_extend(vim.deepcopy(context or {}), require("acp.context").items(chat, text))
-  require("acp.history").add(chat, text)
   local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
+  -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
     if chat.host_failed then
       util.notify(host.failure and host.failure.message or "the Python side is not running")
     end
   end
+  require("acp.history").add(chat, text)
 end
 
 ---@param chat acp.Chat
