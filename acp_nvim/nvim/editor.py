@@ -52,10 +52,11 @@ _CONTEXT = "return require('acp.editor_info').{}(...)"
 # with the count of its newlines.
 _PARTS = "_parts"
 _LINES = "_lines"
-# Estimated Lua work, in microseconds on this 2-core machine when quiet (bench
-# "longest batch", doc/performance.md): a transcript line LINE_COST (mostly Neovim
-# evaluating its fold and wrapping it), an op, event or notice OP_COST more. A
-# batch holds at most BATCH_BUDGET: ~3 ms of Neovim's loop.
+# Estimated Lua work, in microseconds on this 2-core machine (bench "longest
+# batch", doc/performance.md): a transcript line LINE_COST (Neovim inserting it,
+# its fold level and wrap: 2-8 µs when quiet, the rest is room for a loaded machine
+# and for Lua's collector finishing a cycle in the batch), an op, event or notice
+# OP_COST more. A batch holds at most BATCH_BUDGET: ~3 ms of Neovim's loop.
 LINE_COST = 10
 OP_COST = 50
 BATCH_BUDGET = 3000

@@ -31,8 +31,10 @@ local function of(chat)
   return chat.history
 end
 
---- Remember `text` as sent from `chat`, in the chat and on disk (another Neovim's
---- prompts are kept: the file is read again before it is written).
+--- Remember `text` as sent from `chat`, in the chat now and on disk in a later
+--- turn of the event loop (reading, merging and writing the file takes 0.2-0.7 ms:
+--- not in the same turn as sending the prompt and drawing it). Another Neovim's
+--- prompts are kept: the file is read again before it is written.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -41,14 +43,17 @@ function M.add(chat, text)
   if history.entries[#history.entries] ~= text then
     table.insert(history.entries, text)
   end
-  local data = load()
-  local stored = data[key(chat)] or {}
-  if stored[#stored] ~= text then
-    table.insert(stored, text)
-  end
-  data[key(chat)] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
-  vim.fn.mkdir(vim.fs.dirname(file()), "p")
-  pcall(vim.fn.writefile, { vim.json.encode(data) }, file(), "S")
+  local name = key(chat)
+  vim.schedule(function()
+    local data = load()
+    local stored = data[name] or {}
+    if stored[#stored] ~= text then
+      table.insert(stored, text)
+    end
+    data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
+    vim.fn.mkdir(vim.fs.dirname(file()), "p")
+    pcall(vim.fn.writefile, { vim.json.encode(data) }, file(), "S")
+  end)
 end
 
 --- The last prompt sent from `chat`, if any.

@@ -41,6 +41,7 @@ local status_hl = {
 ---@class acp.Blocks
 ---@field order string[]
 ---@field by_id table<string, acp.Block>
+---@field tail_first? integer the last block's first row, while known (see M.block_at)
 
 ---@return acp.Blocks
 function M.new_blocks()
@@ -87,6 +88,7 @@ end
 --- and when they are just its header and status line, only those are highlighted.
 local function put_rows(buf, blocks, block, op)
   local first = start_row(buf, block)
+  blocks.tail_first = nil
   block.status, block.permission = op.status, op.permission
   if op.locations then
     block.locations = op.locations
@@ -115,6 +117,7 @@ local function put_block(buf, blocks, op)
   end
   if block then
     local first, last = rows(buf, blocks, block)
+    blocks.tail_first = nil
     block.status, block.permission, block.locations = op.status, op.permission, op.locations
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)
@@ -129,6 +132,7 @@ local function put_block(buf, blocks, op)
   block.permission, block.locations = op.permission, op.locations
   table.insert(blocks.order, op.id)
   blocks.by_id[op.id] = block
+  blocks.tail_first = first
   if empty then
     api.nvim_buf_set_lines(buf, 0, 1, false, op.lines)
   else
@@ -148,6 +152,9 @@ local function append(buf, blocks, op)
     return
   end
   local _, last = rows(buf, blocks, block)
+  if block.index < #blocks.order then
+    blocks.tail_first = nil
+  end
   local row = last - 1
   local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
   local parts = vim.split(op.text, "\n", { plain = true })
@@ -246,10 +253,16 @@ function M.block_at(buf, blocks, row)
   if count == 0 then
     return nil
   end
-  -- A stream grows the last block, and foldexpr asks for each row it adds: one lookup.
+  -- A stream grows the last block, and foldexpr asks for each row it adds: its first
+  -- row is kept (the extmark lookup is half of foldexpr's cost) until rows before it
+  -- change (only this module writes the transcript).
   local last_id = blocks.order[count]
   local last = blocks.by_id[last_id]
-  local last_first = start_row(buf, last)
+  local last_first = blocks.tail_first
+  if not last_first then
+    last_first = start_row(buf, last)
+    blocks.tail_first = last_first
+  end
   if last_first <= row then
     return last_id, last, last_first
   end

@@ -85,6 +85,48 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     assert levels == [0] * (len(lines) - agent)
 
 
+def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> None:
+    """Rows a tool call gains above a streamed message fold with the tool call (the
+    fold levels know where the last block starts until rows before it change), and
+    the message's rows streamed after that stay outside every fold."""
+    editor.setup()
+    status = editor.open_chat()
+    buf = status["transcript_buf"]
+
+    def apply(*ops: dict[str, object]) -> None:
+        editor.lua("require('acp.host').apply({{'render', ...}})", status["chat"], list(ops))
+
+    apply(
+        {"op": "block", "id": "t", "kind": "tool", "status": "pending", "lines": ["### Tool", "a"]},
+        {"op": "block", "id": "m", "kind": "agent", "lines": ["## Agent", "one"]},
+        {"op": "append", "id": "m", "text": "\ntwo"},
+    )
+    apply({"op": "block", "id": "t", "start": 1, "end": 2, "lines": ["b", "c", "d"]})
+    apply({"op": "append", "id": "m", "text": "\nthree"})
+    apply({"op": "append", "id": "t", "text": "\ne"})
+    apply({"op": "append", "id": "m", "text": "\nfour"})
+    lines = editor.transcript()
+    head = lines.index("### Tool")
+    levels = editor.lua(
+        """
+        local win = vim.fn.win_findbuf(...)[1]
+        return vim.api.nvim_win_call(win, function()
+          local levels = {}
+          for lnum = 1, vim.api.nvim_buf_line_count(0) do
+            table.insert(levels, vim.fn.foldlevel(lnum))
+          end
+          return levels
+        end)
+        """,
+        buf,
+    )
+    agent = lines.index("## Agent")
+    assert lines[head:agent] == ["### Tool", "b", "c", "d", "e", ""]
+    assert lines[agent:] == ["## Agent", "one", "two", "three", "four"]
+    assert levels[head:agent] == [1] * 6  # the separator folds with the block above it
+    assert levels[agent:] == [0] * (len(lines) - agent)
+
+
 def test_zc_on_a_thought_header_folds_it_and_later_blocks_arrive_open(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()
