@@ -117,7 +117,7 @@ class App:
         """
         self._queues.setdefault(chat_id, [])  # prompts sent before the chat is ready
         parent = self.chats.get(fork) if fork is not None else None
-        refusal = self.config_error if fork is None else self._fork_refusal(fork)
+        refusal = self.config_error or (None if fork is None else self._fork_refusal(fork))
         if refusal is not None:
             chat = self._new_chat(chat_id, agent or "?", cwd)
             chat.fail(refusal)
@@ -141,11 +141,8 @@ class App:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
         ready chat whose agent offers it; this holds when that changed meanwhile (a
         new agent started here would not know the session)."""
-        parent = self.chats.get(chat_id)
         connection = self._agent_of.get(chat_id)
-        if self.config_error is not None:
-            return self.config_error
-        if parent is None or connection is None or not connection.alive:
+        if chat_id not in self.chats or connection is None or not connection.alive:
             return "cannot fork: the chat's agent is not running"
         return None
 
