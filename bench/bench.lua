@@ -192,12 +192,12 @@ function M.startup(chan, agent)
 end
 
 --- Time each batch the host applies (vim.uv.hrtime around acp.host.apply) and, in
---- it, the marks of agent hunks (acp.hunks.draw) and the previews of pending
---- permission prompts (acp.preview.sync with prompts) drawn; report the batches
+--- it, the marks of agent hunks (acp.review.hunks.draw) and the previews of pending
+--- permission prompts (acp.review.preview.sync with prompts) drawn; report the batches
 --- that drew either: "batch", total, marks, preview (ns). M.answer() answers the
 --- last permission request.
 function M.batches(chan)
-  local host, hunks, preview = require("acp.host"), require("acp.hunks"), require("acp.preview")
+  local host, hunks, preview = require("acp.host"), require("acp.review.hunks"), require("acp.review.preview")
   local parts = {}
   local function timed(module, name, counts)
     local inner = module[name]

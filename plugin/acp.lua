@@ -65,12 +65,12 @@ command("AcpClose", function()
   acp().close()
 end, { desc = "Close the chat and stop its agent" })
 command("AcpTerminal", function(args)
-  require("acp.terminal").open(args.fargs[1])
+  require("acp.editor.terminal").open(args.fargs[1])
 end, {
   nargs = "?",
   desc = "Open an agent's terminal (default: the newest) in a split",
   complete = function()
-    return require("acp.terminal").keys()
+    return require("acp.editor.terminal").keys()
   end,
 })
 command("AcpPermission", function()
@@ -80,7 +80,7 @@ command("AcpReview", function()
   acp().review()
 end, { desc = "Review the agent's file changes (accept or reject hunks)" })
 command("AcpHunk", function(args)
-  require("acp.hunks").act(args.fargs[1])
+  require("acp.review.hunks").act(args.fargs[1])
 end, {
   nargs = 1,
   desc = "Accept, reject or preview the agent hunk under the cursor",
@@ -91,13 +91,13 @@ end, {
 command("AcpDiff", function(args)
   local turn = tonumber(args.fargs[#args.fargs] or "")
   local file = args.fargs[1] ~= nil and not (turn and #args.fargs == 1) and args.fargs[1] or nil
-  require("acp.diff").open(file, turn)
+  require("acp.review.diff").open(file, turn)
 end, {
   nargs = "*",
   complete = function(lead)
     return vim.tbl_filter(function(path)
       return vim.startswith(path, lead)
-    end, require("acp.diff").paths())
+    end, require("acp.review.diff").paths())
   end,
   desc = "Diff a file against its text before the agent's turn",
 })
@@ -107,13 +107,13 @@ end, {
   nargs = "*",
   desc = "Change a session setting (mode, model, ...)",
   complete = function(arglead, cmdline)
-    return require("acp.session").complete(arglead, cmdline)
+    return require("acp.chat.session").complete(arglead, cmdline)
   end,
 })
 local function choices(category)
   return function()
     local chat = require("acp.chat").get()
-    local option = chat and require("acp.session").setting(chat, category)
+    local option = chat and require("acp.chat.session").setting(chat, category)
     return vim.tbl_map(function(choice)
       return choice.value
     end, option and option.choices or {})

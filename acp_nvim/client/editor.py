@@ -315,7 +315,7 @@ class RecordingEditor:
         )  # fmt: skip
 
     def _checktime(self, path: str) -> bool:
-        """Neovim's check of a buffer against its file (see ``lua/acp/buffers.lua``)."""
+        """Neovim's check of a buffer against its file (see ``lua/acp/editor/buffers.lua``)."""
         buffer = self.buffers[path]
         now = _stat(path)
         if now is None or now == buffer.seen:

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_nvim")
 
 _APPLY = "require('acp.host').apply(...)"
-_READ = "return require('acp.buffers').read(...)"
-_CONTEXT = "return require('acp.editor_info').{}(...)"
+_READ = "return require('acp.editor.buffers').read(...)"
+_CONTEXT = "return require('acp.editor.info').{}(...)"
 # Joined text of a pending append op is kept as a list of parts until it is sent,
 # with the count of its newlines.
 _PARTS = "_parts"
@@ -261,29 +261,29 @@ class NvimEditor:
     ) -> int | None:
         plain = [[e.start, e.end, e.lines] for e in edits]
         result = await self.call_lua(
-            "return require('acp.buffers').edit(...)", path, tick, plain, save, disk_changed
+            "return require('acp.editor.buffers').edit(...)", path, tick, plain, save, disk_changed
         )
         return None if result is False or result is None else int(result)
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:
         if not paths:
             return []
-        return list(await self.call_lua("return require('acp.buffers').reload(...)", paths))
+        return list(await self.call_lua("return require('acp.editor.buffers').reload(...)", paths))
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
-        return bool(await self.call_lua("return require('acp.buffers').delete(...)", path, tick))
+        return bool(await self.call_lua("return require('acp.editor.buffers').delete(...)", path, tick))
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:
-        create = "return require('acp.terminal').create(...)"
+        create = "return require('acp.editor.terminal').create(...)"
         return int(await self.call_lua(create, key, cmd, cwd, env, show))
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
-        await self.call_lua("require('acp.terminal').write(...)", key, text, reset)
+        await self.call_lua("require('acp.editor.terminal').write(...)", key, text, reset)
 
     async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
-        await self.call_lua("require('acp.terminal').stop(...)", keys, wipe)
+        await self.call_lua("require('acp.editor.terminal').stop(...)", keys, wipe)
 
     async def list_buffers(self) -> list[dict[str, Any]]:
         return list(await self.call_lua(_CONTEXT.format("buffers")))
@@ -330,7 +330,7 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> None:
-        await self.call_lua("require('acp.tools').show(...)", path, line, False)
+        await self.call_lua("require('acp.chat.tools').show(...)", path, line, False)
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))

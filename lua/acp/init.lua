@@ -39,7 +39,7 @@ end
 --- show the chat (opening one when there is none), like |:AcpChat|.
 function M.toggle()
   local chat = chat_module().get()
-  local layout = require("acp.layout")
+  local layout = require("acp.chat.layout")
   if chat and layout.shown(chat) then
     layout.hide(chat)
   else
@@ -56,7 +56,7 @@ end
 function M.send(text, opts)
   local context = {}
   for _, item in ipairs((opts or {}).context or {}) do
-    table.insert(context, require("acp.context").normalize(item))
+    table.insert(context, require("acp.chat.context").normalize(item))
   end
   chat_module().send(require_chat(), text, context)
 end
@@ -65,7 +65,7 @@ end
 --- |:AcpAdd|): `{file = path}` or `{range = {l1, l2}}`.
 ---@param opts {file?: string, range?: integer[]}
 function M.add(opts)
-  require("acp.context").add(opts or {})
+  require("acp.chat.context").add(opts or {})
 end
 
 --- Cancel the current turn (the turn ends with stop reason "cancelled").
@@ -125,7 +125,7 @@ end
 
 --- Pick a queued prompt to edit (back into the input) or remove.
 function M.edit_queue()
-  require("acp.queue").pick(require_chat())
+  require("acp.chat.queue").pick(require_chat())
 end
 
 --- Close the current chat; its agent stops when no other chat uses it.
@@ -139,7 +139,7 @@ end
 --- Pick an answer for the pending permission request (the one at the cursor, else
 --- the current chat's oldest, else any chat's) with vim.ui.select.
 function M.permission()
-  require("acp.prompt").open()
+  require("acp.chat.permission").open()
 end
 
 --- Open the review of the agent's changes (latest turn first, then earlier turns).
@@ -179,7 +179,7 @@ end
 --- and `new_start` where its rows are now.
 ---@return table?
 function M.hunk_at_cursor()
-  return require("acp.hunks").at_cursor()
+  return require("acp.review.hunks").at_cursor()
 end
 
 --- Change a session setting (ACP v2 config options: mode, model, thinking, ...).
@@ -187,25 +187,25 @@ end
 ---@param id? string the setting's id (`configId`)
 ---@param value? string|boolean
 function M.config(id, value)
-  require("acp.session").config(require_chat(), id, value)
+  require("acp.chat.session").config(require_chat(), id, value)
 end
 
 --- Switch the current chat's mode (an id or a name); without one, pick it. Uses
 --- the agent's config option of category "mode" where it has one, else its modes.
 ---@param id? string
 function M.set_mode(id)
-  require("acp.session").choose(require_chat(), "mode", id)
+  require("acp.chat.session").choose(require_chat(), "mode", id)
 end
 
 --- Switch the current chat's model (an id or a name); without one, pick it.
 ---@param id? string
 function M.set_model(id)
-  require("acp.session").choose(require_chat(), "model", id)
+  require("acp.chat.session").choose(require_chat(), "model", id)
 end
 
 --- Pick one of the agent's saved sessions and resume it in a new chat.
 function M.sessions()
-  require("acp.session").sessions(require_chat())
+  require("acp.chat.session").sessions(require_chat())
 end
 
 --- Resume session `session_id` of the current chat's agent in a new chat; its
@@ -213,24 +213,24 @@ end
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)
-  return require("acp.session").resume(require_chat().status.agent, session_id).id
+  return require("acp.chat.session").resume(require_chat().status.agent, session_id).id
 end
 
 --- Delete one of the agent's saved sessions (when the agent offers it).
 ---@param session_id string
 function M.delete_session(session_id)
-  require("acp.session").delete(require_chat(), session_id)
+  require("acp.chat.session").delete(require_chat(), session_id)
 end
 
 --- Log in to the current chat's agent (`method`: a method id; default the first).
 ---@param method? string
 function M.login(method)
-  require("acp.session").login(require_chat(), method)
+  require("acp.chat.session").login(require_chat(), method)
 end
 
 --- Log out of the current chat's agent.
 function M.logout()
-  require("acp.session").logout(require_chat())
+  require("acp.chat.session").logout(require_chat())
 end
 
 -- Every field status() returns (tests/nvim/test_surface.py holds them to it).
@@ -292,7 +292,7 @@ function M.statusline()
 end
 
 local function choices_of(chat, category)
-  local option = require("acp.session").setting(chat, category)
+  local option = require("acp.chat.session").setting(chat, category)
   if not option then
     return nil
   end

@@ -24,7 +24,7 @@ def test_review_and_log_reuse_their_tab_page_and_q_closes_them(editor: Editor) -
 
 def test_q_closes_a_terminal_window(editor: Editor) -> None:
     editor.setup()
-    editor.lua("require('acp.terminal').write('d1', 'output', false)")
+    editor.lua("require('acp.editor.terminal').write('d1', 'output', false)")
     editor.nvim.command("AcpTerminal d1")
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
     editor.nvim.input("q")
@@ -34,7 +34,7 @@ def test_q_closes_a_terminal_window(editor: Editor) -> None:
 
 def test_unknown_terminal_is_one_line_not_a_traceback(editor: Editor) -> None:
     editor.setup()
-    editor.lua("require('acp.terminal').write('d1', 'x', false)")
+    editor.lua("require('acp.editor.terminal').write('d1', 'x', false)")
     editor.nvim.command("AcpTerminal t9")  # raised a Lua traceback
     assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == "acp: no terminal t9"
 
@@ -58,11 +58,11 @@ def test_every_chat_mapping_has_a_description(editor: Editor) -> None:
     status = editor.open_chat("fake")
     editor.lua("require('acp').send('edit')")
     editor.wait_event("AcpPermissionRequest")
-    editor.lua("require('acp.terminal').write('d1', 'x', false)")
+    editor.lua("require('acp.editor.terminal').write('d1', 'x', false)")
     editor.nvim.command("AcpReview")
     review = editor.lua("return vim.api.nvim_get_current_buf()")
     log = editor.lua("return require('acp.log').open()")
-    terminal = editor.lua("return require('acp.terminal').terminals.d1.buf")
+    terminal = editor.lua("return require('acp.editor.terminal').terminals.d1.buf")
     # What the markdown filetype plugin maps on any markdown buffer is not ours.
     markdown = editor.lua(
         "local buf = vim.api.nvim_create_buf(false, true); vim.bo[buf].filetype = 'markdown'; return buf"

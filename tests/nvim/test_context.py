@@ -170,12 +170,12 @@ def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> Non
     editor.wait("#(require('acp').status().commands or {}) > 0")
     words = editor.lua(
         "local chat = require('acp.chat').get()"
-        " return vim.tbl_map(function(i) return i.word end, require('acp.complete').items(chat, '/'))"
+        " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '/'))"
     )
     assert words == ["/help", "/explain"]
     mentions = editor.lua(
         "local chat = require('acp.chat').get()"
-        " return vim.tbl_map(function(i) return i.word end, require('acp.complete').items(chat, '@'))"
+        " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '@'))"
     )
     assert mentions[:2] == ["@selection", "@diagnostics"] and "@notes.md" in mentions
     # The omnifunc finds the token before the cursor; `/` only at the start.
@@ -184,10 +184,10 @@ def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> Non
     ]
     editor.nvim.current.buffer[:] = ["/ex"]
     editor.nvim.current.window.cursor = (1, 3)
-    assert editor.lua("return require('acp.complete').omnifunc(1, '')") == 0
+    assert editor.lua("return require('acp.chat.complete').omnifunc(1, '')") == 0
     editor.nvim.current.buffer[:] = ["say /ex"]
     editor.nvim.current.window.cursor = (1, 7)
-    assert editor.lua("return require('acp.complete').omnifunc(1, '')") == -3
+    assert editor.lua("return require('acp.chat.complete').omnifunc(1, '')") == -3
     # After a command, its hint shows as virtual text.
     editor.nvim.current.buffer[:] = ["/explain "]
     editor.nvim.command("doautocmd TextChanged")

@@ -148,7 +148,7 @@ def queue_shown(editor: Editor) -> list[str]:
     marks = editor.lua(
         """
         local buf = require('acp').status().transcript_buf
-        local marks = vim.api.nvim_buf_get_extmarks(buf, require('acp.queue').ns, 0, -1,
+        local marks = vim.api.nvim_buf_get_extmarks(buf, require('acp.chat.queue').ns, 0, -1,
           { details = true })
         return vim.tbl_map(function(m)
           return { row = m[2], last = vim.api.nvim_buf_line_count(buf) - 1,

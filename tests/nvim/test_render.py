@@ -18,7 +18,7 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
     ]
     owners = editor.lua(
         """
-        local render = require("acp.render")
+        local render = require("acp.chat.render")
         local buf = vim.api.nvim_create_buf(false, true)
         local blocks = render.new_blocks()
         render.apply(buf, blocks, ...)
@@ -79,7 +79,7 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     assert [op.get("start") for op in ops if op["op"] == "block"] == [None, None, 0, 7, 8, 2, 0]
     shown = editor.lua(
         """
-        local render = require("acp.render")
+        local render = require("acp.chat.render")
         local buf = vim.api.nvim_create_buf(false, true)
         local blocks = render.new_blocks()
         render.apply(buf, blocks, ...)

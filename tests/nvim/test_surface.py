@@ -61,13 +61,13 @@ def test_every_event_has_a_tag_and_every_tag_an_event() -> None:
     same(set(typing.get_args(Event)), tagged, "events")
     # Lua fires no User event of its own: it relays the ones Python emits (typed Event).
     fired = [
-        (path.name, pattern)
+        (path.relative_to(ROOT / "lua").as_posix(), pattern)
         for path in (ROOT / "lua").rglob("*.lua")
         for pattern in re.findall(
             r'nvim_exec_autocmds\(\s*"User",\s*\{\s*pattern\s*=\s*([^,]+),', path.read_text()
         )
     ]
-    assert fired == [("host.lua", "item[2]")]
+    assert fired == [("acp/host/init.lua", "item[2]")]
 
 
 def annotated_status() -> dict[str, tuple[str, bool]]:

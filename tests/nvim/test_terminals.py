@@ -143,7 +143,7 @@ def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -
     editor.lua("require('acp').close()")
     # Hang-up is ignored; Neovim escalates to SIGTERM after 2 s.
     assert wait_gone(members, timeout=10) == []
-    assert editor.lua(f"return require('acp.terminal').terminals[{terminal_id!r}]") is None
+    assert editor.lua(f"return require('acp.editor.terminal').terminals[{terminal_id!r}]") is None
 
 
 def test_quitting_neovim_kills_running_commands(editor: Editor) -> None:
@@ -162,7 +162,7 @@ def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
 
 def test_display_terminal_buffer_takes_split_chunks_and_snapshots(editor: Editor) -> None:
     editor.setup()
-    term = "require('acp.terminal')"
+    term = "require('acp.editor.terminal')"
     # An escape sequence split across writes (Python sends only whole characters).
     editor.lua(f"{term}.write('d1', 'ok café \\x1b[1', false)")
     editor.lua(f"{term}.write('d1', 'mbold\\x1b[0m', false)")

@@ -1,8 +1,8 @@
 -- A blink.cmp source for the chat input (optional): the same slash commands and
--- `@` context as the built-in completion (acp.complete). In your blink.cmp spec:
+-- `@` context as the built-in completion (acp.chat.complete). In your blink.cmp spec:
 --   sources = { per_filetype = { markdown = { inherit_defaults = true, "acp" } },
 --               providers = { acp = { name = "acp", module = "acp.completion.blink" } } }
-local complete = require("acp.complete")
+local complete = require("acp.chat.complete")
 
 local source = {}
 

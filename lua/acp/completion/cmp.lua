@@ -1,8 +1,8 @@
 -- An nvim-cmp source for the chat input (optional): the same slash commands and
--- `@` context as the built-in completion (acp.complete). Register it:
+-- `@` context as the built-in completion (acp.chat.complete). Register it:
 --   require("cmp").register_source("acp", require("acp.completion.cmp").new())
 -- and add { name = "acp" } to the sources of the markdown filetype.
-local complete = require("acp.complete")
+local complete = require("acp.chat.complete")
 
 local source = {}
 

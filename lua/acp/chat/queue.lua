@@ -97,7 +97,7 @@ function M.pick(chat)
       -- The text says which prompt was picked should the ones before it go meanwhile.
       host.notify("dequeue", { chat = chat.id, index = index - 1, text = text, edit = action == "edit" })
       if action == "edit" then
-        require("acp.layout").show(chat)
+        require("acp.chat.layout").show(chat)
       end
     end)
   end)

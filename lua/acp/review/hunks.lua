@@ -5,7 +5,7 @@
 -- one extmark, which follows the user's edits; the keys, :AcpHunk and
 -- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
 -- hunks (acp.review holds its summary); decisions go back there.
-local buffers = require("acp.buffers")
+local buffers = require("acp.editor.buffers")
 local config = require("acp.config")
 local keys = require("acp.keys")
 local util = require("acp.util")
@@ -178,7 +178,7 @@ end
 local function under_cursor()
   local buf = api.nvim_get_current_buf()
   local row = api.nvim_win_get_cursor(0)[1] - 1
-  local in_baseline = require("acp.diff").hunk_at(buf, row)
+  local in_baseline = require("acp.review.diff").hunk_at(buf, row)
   if in_baseline ~= nil then
     return in_baseline or nil
   end
@@ -269,7 +269,7 @@ function M.draw(states)
   end
   drawn = {}
   watched = {}
-  local diff = require("acp.diff")
+  local diff = require("acp.review.diff")
   local seen = {}
   for chat, state in pairs(states) do
     for _, file in ipairs(state.files) do -- newest turn first

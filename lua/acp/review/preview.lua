@@ -9,7 +9,7 @@
 -- Python computes each preview (acp_nvim/client/services/changes.py) and sends it
 -- with the prompt in the tool block's render op: rows of the file now, and the
 -- lines to put there. Nothing here reads a diff.
-local buffers = require("acp.buffers")
+local buffers = require("acp.editor.buffers")
 local config = require("acp.config")
 local keys = require("acp.keys")
 local util = require("acp.util")
@@ -83,7 +83,7 @@ local function draw_inline(buf, file)
         })
       )
       if hunk.row == 0 and not below then
-        require("acp.hunks").reveal_top(buf, #added)
+        require("acp.review.hunks").reveal_top(buf, #added)
       end
     end
   end
@@ -139,7 +139,7 @@ local function show(chat, permission)
         vim.fn.bufload(buf)
         view.created = not existed and buf or nil
       end
-      local target = require("acp.tools").target_window()
+      local target = require("acp.chat.tools").target_window()
       win = api.nvim_open_win(buf, false, target and { split = "above", win = target } or { split = "left", win = -1 })
       view.win = win
       local first = file.hunks[1]
@@ -206,7 +206,7 @@ local function map_keys(before)
           if option.key and not map[option.key] then
             map[option.key] = {
               function()
-                require("acp.prompt").answer(view.chat, view.permission, option)
+                require("acp.chat.permission").answer(view.chat, view.permission, option)
               end,
               "acp: answer the permission prompt: " .. option.name,
             }

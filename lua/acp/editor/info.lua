@@ -6,7 +6,7 @@
 local M = {}
 local api = vim.api
 
-local buffers = require("acp.buffers")
+local buffers = require("acp.editor.buffers")
 
 --- 1-based character column of 0-based byte column `col` of row `row` (0-based).
 local function charcol(buf, row, col)

@@ -2,7 +2,7 @@
 -- location, and following the agent (the file a tool call works on, shown in the
 -- non-chat window without taking the cursor there).
 local config = require("acp.config")
-local render = require("acp.render")
+local render = require("acp.chat.render")
 local util = require("acp.util")
 
 local M = {}
@@ -38,7 +38,7 @@ function M.highlight(buf, ns, block, first, last)
       api.nvim_buf_set_extmark(buf, ns, first + location.row, 0, { end_col = #line, hl_group = "AcpLocation" })
     end
   end
-  require("acp.prompt").highlight(buf, ns, block, first, lines)
+  require("acp.chat.permission").highlight(buf, ns, block, first, lines)
 end
 
 --- A window of the current tab showing no chat: the previous one, else any.
@@ -137,13 +137,13 @@ local function open_file(path, line)
 end
 
 --- <CR> in the transcript: a permission prompt's picker, a location's file, the
---- file and line of a diff row, a terminal (acp.terminal), else the usual <CR>.
+--- file and line of a diff row, a terminal (acp.editor.terminal), else the usual <CR>.
 function M.enter(chat)
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local _, block, first = render.block_at(chat.transcript, chat.blocks, row)
   if block and block.kind == "tool" then
     local offset = row - first
-    if require("acp.prompt").enter(chat, block, offset) then
+    if require("acp.chat.permission").enter(chat, block, offset) then
       return
     end
     for _, location in ipairs(block.locations or {}) do
@@ -156,7 +156,7 @@ function M.enter(chat)
       return open_file(path, line)
     end
   end
-  if not require("acp.terminal").open_at_cursor() then
+  if not require("acp.editor.terminal").open_at_cursor() then
     api.nvim_feedkeys(vim.keycode("<CR>"), "n", false)
   end
 end

@@ -64,7 +64,7 @@ end
 local function highlight(buf, block, first, last)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first, last)
   if block.kind == "tool" then
-    require("acp.tools").highlight(buf, M.ns_hl, block, first, last)
+    require("acp.chat.tools").highlight(buf, M.ns_hl, block, first, last)
   end
   local group = header_hl[block.kind]
   if group then

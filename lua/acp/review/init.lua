@@ -1,5 +1,5 @@
 -- Review of the agent's file changes: the :AcpReview buffer, and the state the
--- marks in edited buffers (acp.hunks) and :AcpDiff (acp.diff) draw from. Python
+-- marks in edited buffers (acp.review.hunks) and :AcpDiff (acp.review.diff) draw from. Python
 -- owns the review state and pushes it whole ({turn, files}) in render batches;
 -- this module keeps it and sends the user's decisions back.
 local host = require("acp.host")
@@ -52,9 +52,9 @@ local function chat_id()
   return newest
 end
 
---- Redraw the marks of every open hunk in its buffer (acp.hunks).
+--- Redraw the marks of every open hunk in its buffer (acp.review.hunks).
 function M.mark_buffers()
-  require("acp.hunks").draw(M.state)
+  require("acp.review.hunks").draw(M.state)
 end
 
 -- The review buffer -------------------------------------------------------------
@@ -230,7 +230,7 @@ end
 function M.update(chat, summary)
   M.state[chat] = summary
   M.mark_buffers()
-  require("acp.diff").refresh(chat)
+  require("acp.review.diff").refresh(chat)
   for buf, view in pairs(views) do
     if view.chat == chat and api.nvim_buf_is_valid(buf) then
       local wins = vim.fn.win_findbuf(buf)

@@ -3,7 +3,7 @@
 -- is not on screen. Python owns the requests and assigns the keys; this maps them
 -- and sends the user's answer.
 local host = require("acp.host")
-local render = require("acp.render")
+local render = require("acp.chat.render")
 local util = require("acp.util")
 
 local M = {}
@@ -22,7 +22,7 @@ local api = vim.api
 ---@field title string the tool call's title
 ---@field pending boolean
 ---@field options? acp.PermissionOption[]
----@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[]}[]}[] the files the edit would change (acp.preview)
+---@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[]}[]}[] the files the edit would change (acp.review.preview)
 
 --- Pending prompts of a chat, oldest first: the tool block holding each and its request id.
 ---@return {block: string, id: string}[]
@@ -191,7 +191,7 @@ end
 function M.forget_all(chat)
   chat.prompts = {}
   map_keys(chat)
-  require("acp.preview").sync(chat, {})
+  require("acp.review.preview").sync(chat, {})
 end
 
 --- After a render batch: track the prompts it showed or resolved.
@@ -222,7 +222,7 @@ function M.update(chat, ops)
   end
   if changed then
     map_keys(chat)
-    require("acp.preview").sync(chat, entries)
+    require("acp.review.preview").sync(chat, entries)
   end
   for _, entry in ipairs(new) do
     announce(chat, entry)

@@ -177,7 +177,7 @@ end
 function M.add(chat, op)
   chat.elicits = chat.elicits or {}
   table.insert(chat.elicits, op)
-  if require("acp.layout").shown(chat) then
+  if require("acp.chat.layout").shown(chat) then
     next_one(chat)
   else
     local name = require("acp.chat").title(chat)
@@ -187,7 +187,7 @@ end
 
 --- The chat is shown: ask what waits.
 function M.resume(chat)
-  if require("acp.layout").shown(chat) then
+  if require("acp.chat.layout").shown(chat) then
     next_one(chat)
   end
 end

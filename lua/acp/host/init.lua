@@ -120,8 +120,8 @@ local function start_job()
       line_in(partial)
       M.chan = nil
       -- The agents died with the host: their commands must not outlive them.
-      if package.loaded["acp.terminal"] then
-        require("acp.terminal").kill_running()
+      if package.loaded["acp.editor.terminal"] then
+        require("acp.editor.terminal").kill_running()
       end
       if code == 0 or M.stopping then
         return
@@ -252,7 +252,7 @@ function M.apply(batch)
     elseif kind == "review" then
       require("acp.review").update(item[2], item[3])
     elseif kind == "baseline" then
-      require("acp.diff").show(item[2], item[3])
+      require("acp.review.diff").show(item[2], item[3])
     end
   end
 end

@@ -2,7 +2,7 @@
 -- turn's open hunks would leave), side by side with 'diff' on: the baseline in a
 -- read-only scratch buffer beside the file's window. Python sends the baseline
 -- (and again after each review change, so the split stays true); decisions from
--- either side go through the review like any other (acp.hunks).
+-- either side go through the review like any other (acp.review.hunks).
 local host = require("acp.host")
 local keys = require("acp.keys")
 local util = require("acp.util")
@@ -71,7 +71,7 @@ function M.active(buf)
 end
 
 --- In a baseline buffer: the open hunk of its turn whose baseline rows hold `row`
---- (as acp.hunks draws them), false for none; nil when `buf` is no baseline buffer.
+--- (as acp.review.hunks draws them), false for none; nil when `buf` is no baseline buffer.
 function M.hunk_at(buf, row)
   local view = views[buf]
   if not view then
@@ -95,7 +95,7 @@ function M.hunk_at(buf, row)
 end
 
 local function redraw_marks()
-  require("acp.hunks").draw(require("acp.review").state)
+  require("acp.review.hunks").draw(require("acp.review").state)
 end
 
 local function close(base)
@@ -112,7 +112,7 @@ end
 --- The window to diff `path` in: the current one when it shows the file, else one
 --- of this tab, else the file opened in the non-chat window.
 local function file_window(path)
-  local buf = require("acp.buffers").find(path)
+  local buf = require("acp.editor.buffers").find(path)
   if buf and api.nvim_get_current_buf() == buf then
     return api.nvim_get_current_win()
   end
@@ -123,7 +123,7 @@ local function file_window(path)
       return win
     end
   end
-  require("acp.tools").show(path, nil, true)
+  require("acp.chat.tools").show(path, nil, true)
   return api.nvim_get_current_win()
 end
 
@@ -161,7 +161,7 @@ function M.show(chat, data)
       vim.cmd("diffthis")
     end)
   end
-  local map = require("acp.hunks").keymap(true)
+  local map = require("acp.review.hunks").keymap(true)
   map.q = {
     function()
       api.nvim_buf_delete(base, { force = true })

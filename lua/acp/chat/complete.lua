@@ -1,6 +1,6 @@
 -- Completion in the chat input: `/` at the start of the input offers the agent's
 -- slash commands, `@` offers context (files of the session's directory, open
--- buffers, @selection, @diagnostics: acp.context). Built in through 'omnifunc'
+-- buffers, @selection, @diagnostics: acp.chat.context). Built in through 'omnifunc'
 -- and opened as you type; lua/acp/completion/{blink,cmp}.lua serve the same items
 -- to blink.cmp and nvim-cmp. After a command, its input hint shows as virtual text.
 local M = {}
@@ -129,7 +129,7 @@ end
 
 --- Completion for the input buffer of `chat`: omnifunc, opened on `/` and `@`.
 function M.attach(chat)
-  vim.bo[chat.input].omnifunc = "v:lua.require'acp.complete'.omnifunc"
+  vim.bo[chat.input].omnifunc = "v:lua.require'acp.chat.complete'.omnifunc"
   api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, {
     buffer = chat.input,
     callback = function()

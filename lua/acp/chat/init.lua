@@ -1,10 +1,10 @@
 -- Chats: a transcript buffer (markdown, read-only) and an input buffer, shown
--- together by acp.layout. Each chat is bound to one session on the Python side
+-- together by acp.chat.layout. Each chat is bound to one session on the Python side
 -- by its integer id.
 local config = require("acp.config")
 local host = require("acp.host")
-local layout = require("acp.layout")
-local render = require("acp.render")
+local layout = require("acp.chat.layout")
+local render = require("acp.chat.render")
 local util = require("acp.util")
 
 local M = {}
@@ -16,20 +16,20 @@ local api = vim.api
 ---@field input integer buffer
 ---@field blocks acp.Blocks
 ---@field status table
----@field prompts? {block: string, id: string}[] pending permission prompts (acp.prompt)
+---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
----@field followed? table<string, string> last location followed per tool call (acp.tools)
+---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
 ---@field opened {agent?: string, session_id?: string} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (M.fail)
 ---@field failures? integer failures shown in the transcript
----@field layout? string the `chat.position` its windows were opened with (acp.layout)
+---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field cwd string the session's directory
 ---@field history? table the input's prompt history (acp.history)
 ---@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
 ---@field name? string given with |:AcpChats| rename
----@field elicits? table[] the agent's questions waiting to be asked (acp.elicit)
+---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
 ---@field eliciting? boolean one of them is being asked
----@field queue_mark? integer the extmark drawing the queued prompts (acp.queue)
+---@field queue_mark? integer the extmark drawing the queued prompts (acp.chat.queue)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
@@ -175,15 +175,15 @@ local function map(chat)
   if send_key ~= "" then
     vim.keymap.set({ "n", "i" }, send_key, send, { buffer = chat.input, desc = "acp: send" })
   end
-  require("acp.history").map(chat)
+  require("acp.chat.prompt_history").map(chat)
   local function cancel()
     M.cancel(chat)
   end
   vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
-  -- One <CR> for the transcript (acp.tools.enter): a permission prompt's picker,
+  -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
   -- a location's file, a terminal, else the usual <CR>.
   vim.keymap.set("n", "<CR>", function()
-    require("acp.tools").enter(chat)
+    require("acp.chat.tools").enter(chat)
   end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
@@ -288,7 +288,7 @@ end
 -- Blocks that fold under their header line.
 local FOLDED = { thought = true, tool = true }
 
---- The transcript's 'foldexpr' (acp.layout) calls this as the funcref
+--- The transcript's 'foldexpr' (acp.chat.layout) calls this as the funcref
 --- b:acp_foldexpr: a `v:lua` expression compiles a Lua chunk on every call, and
 --- Neovim evaluates it for each row a stream adds (1.5 µs and 300 bytes of garbage
 --- a row, half a batch's Lua time). A thought or tool call block is one fold from
@@ -319,7 +319,7 @@ local function create()
   bound_syntax_sync(chat)
   M.chats[id] = chat
   map(chat)
-  require("acp.complete").attach(chat)
+  require("acp.chat.complete").attach(chat)
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.b[buf].acp_chat = id
     api.nvim_create_autocmd("BufWinEnter", {
@@ -327,9 +327,9 @@ local function create()
       callback = function()
         layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
         update_winbar(chat)
-        -- An agent's question that waited for the chat to be shown (acp.elicit).
+        -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
         vim.schedule(function()
-          require("acp.elicit").resume(chat)
+          require("acp.chat.elicit").resume(chat)
         end)
       end,
     })
@@ -566,19 +566,19 @@ function M.retry(chat)
   chat.host_failed = nil
   chat.blocks = render.reset(chat.transcript)
   chat.status = { state = "starting", agent = chat.status.agent }
-  require("acp.queue").draw(chat)
+  require("acp.chat.queue").draw(chat)
   update_winbar(chat)
   start(chat)
 end
 
---- Send `text`; `context` items (acp.context) are attached, and the `@` mentions
+--- Send `text`; `context` items (acp.chat.context) are attached, and the `@` mentions
 --- in `text` add theirs.
 ---@param chat acp.Chat
 ---@param text string
 ---@param context? table[]
 ---@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
 function M.send(chat, text, context, restore)
-  context = vim.list_extend(vim.deepcopy(context or {}), require("acp.context").items(chat, text))
+  context = vim.list_extend(vim.deepcopy(context or {}), require("acp.chat.context").items(chat, text))
   local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
@@ -587,7 +587,7 @@ function M.send(chat, text, context, restore)
       util.notify(host.failure and host.failure.message or "the Python side is not running")
     end
   end
-  require("acp.history").add(chat, text)
+  require("acp.chat.prompt_history").add(chat, text)
 end
 
 ---@param chat acp.Chat
@@ -603,7 +603,7 @@ end
 --- to reject the changes of the answer it had.
 ---@param chat acp.Chat
 function M.edit_last(chat)
-  local text = require("acp.history").last(chat)
+  local text = require("acp.chat.prompt_history").last(chat)
   if not text then
     util.notify("no prompt was sent in this chat", "info")
     return
@@ -654,16 +654,16 @@ function M.render(id, ops)
     if op.op == "input" then
       give_back(chat, op.text)
     elseif op.op == "elicit" then
-      require("acp.elicit").add(chat, op)
+      require("acp.chat.elicit").add(chat, op)
     elseif op.op == "elicit_gone" then
-      require("acp.elicit").gone(chat, op.id)
+      require("acp.chat.elicit").gone(chat, op.id)
     end
   end
   flood(chat, rows_of(ops))
   local status, created = render.apply(chat.transcript, chat.blocks, ops)
   open_folds(chat, created)
-  require("acp.prompt").update(chat, ops)
-  require("acp.tools").follow(chat, ops)
+  require("acp.chat.permission").update(chat, ops)
+  require("acp.chat.tools").follow(chat, ops)
   if next(status) then
     for key, value in pairs(status) do
       -- Python's None arrives as vim.NIL: the field is cleared.
@@ -672,7 +672,7 @@ function M.render(id, ops)
     update_winbar(chat)
   end
   if status.queue or chat.queue_mark then
-    require("acp.queue").draw(chat)
+    require("acp.chat.queue").draw(chat)
   end
 end
 
@@ -697,8 +697,8 @@ function M.fail(chat, message)
     { "render", chat.id, ops },
     { "event", "AcpError", { chat = chat.id, message = message } },
   })
-  require("acp.prompt").forget_all(chat)
-  require("acp.elicit").forget(chat)
+  require("acp.chat.permission").forget_all(chat)
+  require("acp.chat.elicit").forget(chat)
 end
 
 --- The Python side failed to start or died: every chat it served says so.
