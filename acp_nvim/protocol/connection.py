@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from msgspec import UNSET, Raw, UnsetType
@@ -37,6 +38,11 @@ _STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 CANCEL_REQUEST_METHOD = "$/cancel_request"
 
+# Lines (and params, results) longer than this are decoded in a worker thread: a
+# 10 MB line costs the decoder 100 ms and more (its structs' __post_init__ included),
+# a stall of every other connection on the loop. Below it a decode takes ~1 ms.
+OFF_LOOP_BYTES = 256 * 1024
+
 Id = int | str | None
 Direction = Literal["in", "out"]
 
@@ -48,6 +54,22 @@ class Convert(Protocol):
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoded(decoder: msgspec.json.Decoder[T], data: bytes | Raw) -> T:
+    """``decoder.decode(data)``; a line nested past the interpreter's recursion limit
+    (msgspec raises RecursionError there) is a DecodeError like any other bad line."""
+    try:
+        return decoder.decode(data)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None
+
+
+async def _decoding(size: int, decode: Callable[..., T], *args: Any) -> T:
+    """``decode(*args)`` of ``size`` bytes: in a worker thread past `OFF_LOOP_BYTES`."""
+    if size > OFF_LOOP_BYTES:
+        return await anyio.to_thread.run_sync(decode, *args)
+    return decode(*args)
 
 
 def default_convert(raw: Raw | None, type_: type[T], /) -> T:
@@ -63,7 +85,7 @@ def default_convert(raw: Raw | None, type_: type[T], /) -> T:
     if decoder is None:
         decoder = _decoders[type_] = msgspec.json.Decoder(type_)
     if raw is not None:
-        result: T = decoder.decode(raw)
+        result: T = _decoded(decoder, raw)
         return result
     try:
         result = decoder.decode(b"null")
@@ -328,8 +350,9 @@ class Connection:
             self._pending.pop(msg_id, None)
         if slot.error is not None:
             raise slot.error
+        result = slot.result
         try:
-            return self._convert(slot.result, result_type)
+            return await _decoding(len(result or b""), self._convert, result, result_type)
         except Exception as exc:
             raise ProtocolError(f"invalid result for {method}: {exc}") from exc
 
@@ -410,40 +433,16 @@ class Connection:
             self._on_traffic("in", lines)
         run: list[Any] = []
         run_route: _Route | None = None
-        routes = self._notifications
-        batched, batched_routes = self._batched_decoder()
+        batched = self._batched_decoder()
         for line in lines:
-            if batched_routes:
-                try:
-                    note = batched.decode(line)
-                except msgspec.DecodeError:
-                    pass  # not one of them, or not as msgspec alone sees it: below
-                else:
-                    fast = batched_routes[type(note)]
-                    if run_route is not None and fast is not run_route:
-                        await self._run_batch(run_route, run)
-                        run = []
-                    run_route = fast
-                    run.append(note.params)
-                    continue
-            msg: _Envelope | list[Raw] | msgspec.DecodeError
-            try:
-                msg = _ANY_MESSAGE.decode(line)
-            except msgspec.DecodeError as exc:  # ValidationError too
-                msg = exc
-            route = None
-            if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
-                route = routes.get(msg.method)
-                route = route if route is not None and route.batched else None
+            route, msg = await _decoding(len(line), self._decode, line, batched)
             if run_route is not None and route is not run_route:
                 await self._run_batch(run_route, run)
                 run, run_route = [], None
             if route is not None:
-                assert isinstance(msg, _Envelope) and isinstance(msg.method, str)
                 run_route = route
-                value = self._params(msg.method, msg.params, route)
-                if value is not _INVALID:
-                    run.append(value)
+                if msg is not _INVALID:
+                    run.append(msg)
             elif isinstance(msg, msgspec.DecodeError):
                 await self._reject_line(line, msg)
             elif isinstance(msg, _Envelope):
@@ -452,6 +451,30 @@ class Connection:
                 await self._handle_batch(msg)
         if run_route is not None:
             await self._run_batch(run_route, run)
+
+    def _decode(
+        self, line: bytes, batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]]
+    ) -> tuple[_Route | None, Any]:
+        """What ``line`` is: (route, params) of a notification of a batched route (the
+        params `_INVALID` when they do not convert), else (None, the envelope, the
+        entries of a batch, or the DecodeError). Pure: it may run in a thread."""
+        decoder, routes = batched
+        if routes:
+            try:
+                note = _decoded(decoder, line)
+            except msgspec.DecodeError:
+                pass  # not one of them, or not as msgspec alone sees it: below
+            else:
+                return routes[type(note)], note.params
+        try:
+            msg = _decoded(_ANY_MESSAGE, line)
+        except msgspec.DecodeError as exc:  # ValidationError too
+            return None, exc
+        if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
+            route = self._notifications.get(msg.method)
+            if route is not None and route.batched:
+                return route, self._params(msg.method, msg.params, route)
+        return None, msg
 
     async def _reject_line(self, line: bytes, exc: msgspec.DecodeError) -> None:
         """Answer a line that is not JSON (-32700) or not a JSON-RPC message (-32600)."""
@@ -501,7 +524,7 @@ class Connection:
         batch.waiting = 1
         for entry in entries:
             try:
-                msg = _ONE_MESSAGE.decode(entry)
+                msg = _decoded(_ONE_MESSAGE, entry)
             except msgspec.DecodeError as exc:
                 await self._reject_invalid(entry, str(exc), batch)
                 continue
@@ -516,7 +539,7 @@ class Connection:
         if route is None:
             logger.debug("%s: ignoring notification %s", self.name, method)
             return
-        value = self._params(method, params, route)
+        value = await _decoding(len(params), self._params, method, params, route)
         if value is _INVALID:
             return
         try:
@@ -534,7 +557,7 @@ class Connection:
 
     def _handle_cancel_request(self, raw: Raw | None) -> None:
         try:
-            target = _CANCEL_PARAMS.decode(raw or b"null").requestId
+            target = _decoded(_CANCEL_PARAMS, raw or b"null").requestId
         except msgspec.DecodeError as exc:
             logger.warning("%s: invalid %s params: %s", self.name, CANCEL_REQUEST_METHOD, exc)
             return
@@ -569,7 +592,7 @@ class Connection:
     async def _reject_invalid(self, raw: bytes, detail: str, batch: _Batch | None) -> None:
         """Answer valid JSON that is not a JSON-RPC message with -32600."""
         try:
-            probe = _PROBE.decode(raw)
+            probe = _decoded(_PROBE, raw)
         except msgspec.DecodeError:
             probe = _Probe()
         msg_id = probe.id if type(probe.id) in (int, str) else None
@@ -620,7 +643,9 @@ class Connection:
             logger.debug("%s: no handler for request %s", self.name, method)
             return _error_response(msg_id, RequestError.method_not_found(method))
         try:
-            value = self._convert(params if params else None, route.params_type)
+            value = await _decoding(
+                len(params), self._convert, params if params else None, route.params_type
+            )
         except Exception as exc:
             return _error_response(msg_id, RequestError.invalid_params(str(exc)))
         response = _error_response(msg_id, RequestError.cancelled())

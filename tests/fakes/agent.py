@@ -165,10 +165,12 @@ class Fake:
         return result
 
     async def fork(self, params: Params) -> Params:
-        """session/fork ("fork"): recorded (said on "calls"); the fork is in mode "plan"."""
+        """session/fork ("fork"): recorded (said on "calls"); the fork is in mode "plan".
+        Its id is ``fork-N``, or $FAKE_FORK_ID (an agent that answers a taken one)."""
         self.calls.append(["session/fork", params])
         forks = sum(1 for method, _ in self.calls if method == "session/fork")
-        return {"sessionId": f"fork-{forks}", "configOptions": self.mode_option("plan")}
+        session = os.environ.get("FAKE_FORK_ID") or f"fork-{forks}"
+        return {"sessionId": session, "configOptions": self.mode_option("plan")}
 
     def mode_option(self, mode: str) -> list[Params]:
         """A mode setting, as the version spoken names its id."""
@@ -362,6 +364,7 @@ class Fake:
                 await self.say("still here")
             case "garbage":
                 await self.send.send(b"{not json\n")
+                await self.send.send(b"[" * 100_000 + b"\n")  # nested past any recursion limit
                 await self.send.send(
                     b'{"jsonrpc": "2.0", "method": "x", "params": ' + b"1" * 70_000_000 + b"}\n"
                 )

@@ -311,7 +311,7 @@ def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> Non
     editor.lua("require('acp').open({agent = 'garbage'})")
     editor.wait_event("AcpSessionReady", count=2)
     editor.lua("require('acp').send('x')")
-    editor.wait_event("AcpTurnEnd", count=2)
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "end_turn"
     assert "after garbage" in editor.transcript_text()
 
 

@@ -110,3 +110,29 @@ def test_the_demo_agent_forks(editor: Editor, version: int) -> None:
     editor.lua("require('acp').send('again')")
     assert editor.wait_event("AcpTurnEnd", count=2)["chat"] == fork
     assert editor.transcript_text().count("## You") == 2  # the parent's turn, then its own
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_fork_answered_with_the_parents_id_is_refused_and_the_parent_goes_on(
+    editor: Editor, version: int
+) -> None:
+    """Issue 29.2: the parent's id taken for the fork sent the parent's replies to the
+    fork (v1) or left the parent running forever (v2, its idle went to the fork)."""
+    agent = {**editor.fake_agent("fork"), "env": {"FAKE_FORK_ID": "fake-1"}}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    parent = editor.open_chat()["chat"]
+    fork = editor.lua("return require('acp').fork()")
+    error = editor.wait_event("AcpError")
+    assert error == {
+        "chat": fork,
+        "message": "agent 'fake': it answered session/fork with session id 'fake-1', "
+        f"chat {parent}'s: refused",
+    }
+    editor.lua(
+        "local chat = require('acp.chat'); chat.send(chat.chats[...], 'still mine')", parent
+    )
+    assert editor.wait_event("AcpTurnEnd")["chat"] == parent
+    assert "fake-1: echo still mine" in transcript_of(editor, parent)
+    assert "still mine" not in "\n".join(transcript_of(editor, fork))
+    states = {c["id"]: c["state"] for c in editor.lua("return require('acp').chats()")}
+    assert states == {parent: "ready", fork: "error"}

@@ -710,3 +710,22 @@ async def test_serve_twice_refused(connection_pair, serving) -> None:
 def test_repr_new() -> None:
     a = Connection(None, None, name="claude")  # type: ignore[arg-type]
     assert repr(a) == "<Connection claude open, 0 pending>"
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+async def test_a_line_nested_too_deeply_is_a_parse_error_and_the_next_is_served(
+    raw_peer, serving, depth
+) -> None:
+    """Issue 27.1: msgspec raises RecursionError, not DecodeError, past the interpreter's
+    recursion limit; it ended serve() and with it the connection."""
+    conn, peer = raw_peer()
+    conn.on_request("echo", Echo, echo)
+    async with serving(conn):
+        await peer.send_line(b"[" * depth + b"]" * depth)
+        reply = await peer.receive_json()
+        assert reply["error"] == {"code": -32700, "message": "Parse error: JSON nested too deeply"}
+        nested = b"[" * depth + b"]" * depth
+        await peer.send_line(b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": ' + nested + b"}")
+        assert (await peer.receive_json())["error"]["code"] == -32700
+        await peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": {"text": "a"}})
+        assert await peer.receive_json() == {"jsonrpc": "2.0", "id": 2, "result": {"text": "a"}}

@@ -6,6 +6,7 @@ ends with a second turn that must work. doc/reliability.md lists them.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -398,6 +399,38 @@ async def test_a_failing_update_costs_that_update_only(
     assert "after" in transcript_text(editor)
     assert "internal error while showing an update" in transcript_text(editor)
     caplog.clear()
+
+
+# -- issue 27.1: a deeply nested line -------------------------------------------------
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [900, 1_000, 100_000])
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_deeply_nested_line_costs_that_line_only(
+    tmp_path: Path, version: int, depth: int
+) -> None:
+    """msgspec raises RecursionError past the interpreter's recursion limit: it ended
+    the connection, the chat went to error "agent exited during the turn"."""
+    chunk = {"type": "text", "text": "around"}
+    lines: list[Any] = [
+        nested(depth),
+        '{"jsonrpc": "2.0", "method": "session/update", "params": %s}' % nested(depth),
+        '{"jsonrpc": "2.0", "id": 60, "method": "session/request_permission", "params": %s}'
+        % nested(depth),
+        '{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": '
+        '{"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": %s, "_meta": %s}}}'
+        % (json.dumps(chunk), nested(depth)),
+        tool_call(version, status="completed", rawInput=[], rawOutput=[]),
+    ]
+    lines[-1] = json.dumps(lines[-1]).replace("[]", nested(depth))
+    _, editor = await one_turn(MemoryAgent(version, [lines]), tmp_path)
+    if depth < 1_000:  # within the limit: decoded, shown
+        assert "around" in transcript_text(editor)
+        assert ["#### x", "`other` · completed"] in editor.transcript(1).values()
 
 
 # -- the watchdog itself ----------------------------------------------------------------

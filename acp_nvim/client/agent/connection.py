@@ -19,7 +19,7 @@ import msgspec
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_cwd, agent_process
-from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions
+from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
@@ -201,7 +201,7 @@ class AgentConnection:
         except RequestError as err:
             message = f"agent {self.name!r} failed {doing}: {err}"
             raise AgentFailed(message, code=err.code) from None
-        except NotOffered as err:
+        except (NotOffered, SessionTaken) as err:
             raise AgentFailed(f"agent {self.name!r}: {err}") from None
         except (ProtocolError, msgspec.MsgspecError) as err:
             message = f"agent {self.name!r} answered nonsense while {doing}: {err}"

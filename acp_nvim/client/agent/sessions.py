@@ -17,6 +17,7 @@ __all__ = [
     "NotOffered",
     "Page",
     "Services",
+    "SessionTaken",
     "Sessions",
     "content_block",
     "elicit",
@@ -52,6 +53,10 @@ class NotOffered(Exception):
     ``str()`` names it, e.g. ``"deleting sessions"``."""
 
 
+class SessionTaken(Exception):
+    """A session id that is another chat's on this connection; ``str()`` says whose."""
+
+
 @dataclass(eq=False)
 class Services:
     """What a protocol adapter needs to answer the agent, shared with the connection.
@@ -69,6 +74,24 @@ class Services:
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
+
+    def register(self, session_id: str, chat: Chat, answered: str | None = None) -> None:
+        """``chat`` is the chat of ``session_id`` from now on: its updates and requests
+        go there. ``answered``: the method whose answer gave the id.
+
+        Raises:
+            SessionTaken: another chat has it (an agent that answers a fork with its
+                parent's id, a session resumed twice); nothing changes.
+        """
+        other = self.chats.get(session_id)
+        if other is not None and other is not chat:
+            if answered is None:
+                raise SessionTaken(f"session {session_id!r} is open in chat {other.id} already")
+            raise SessionTaken(
+                f"it answered {answered} with session id {session_id!r}, "
+                f"chat {other.id}'s: refused"
+            )
+        self.chats[session_id] = chat
 
 
 class Sessions(Protocol):

@@ -419,7 +419,7 @@ class SessionsV1:
         with self._early.creating():
             raw = await self.connection.request(method, params)
             response = v1.decode(raw, answer)
-            self.services.chats[response.session_id] = chat
+            self.services.register(response.session_id, chat, answered=method)
             self._settings(chat, response.config_options, response.modes, _models(raw))
             apply_updates(chat, self._early.take(response.session_id))
         return response.session_id
@@ -469,7 +469,7 @@ class SessionsV1:
             _not_offered("resuming a session")
         chats = self.services.chats
         # Registered first: a load replays the history as updates of this session.
-        chats[session_id] = chat
+        self.services.register(session_id, chat)
         chat.session.session_id = session_id
         cwd = self.services.cwd
         try:

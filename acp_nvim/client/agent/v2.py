@@ -427,7 +427,7 @@ class SessionsV2:
         its settings and the updates the agent sent before the chat knew its id."""
         with self._early.creating():
             response = await self.connection.request(method, params, answer)
-            self.services.chats[response.session_id] = chat
+            self.services.register(response.session_id, chat, answered=method)
             self._take_config(chat, response.config_options)
             apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
         return response.session_id
@@ -467,7 +467,7 @@ class SessionsV2:
         The chat is registered before the request so replayed updates land in it.
         """
         chats = self.services.chats
-        chats[session_id] = chat
+        self.services.register(session_id, chat)
         chat.session.session_id = session_id
         params = v2.ResumeSessionRequest(
             session_id=session_id,
