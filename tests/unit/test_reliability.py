@@ -433,6 +433,68 @@ async def test_a_deeply_nested_line_costs_that_line_only(
         assert ["#### x", "`other` · completed"] in editor.transcript(1).values()
 
 
+# -- issue 29.1: login methods outside the schema ---------------------------------------
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_odd_env_var_login_methods_leave_the_chat_starting(
+    tmp_path: Path, version: int
+) -> None:
+    """``vars`` of 5 or [null] raised AttributeError out of the App's task group:
+    the chat never started. What cannot be run is left out; the rest is offered."""
+    key = "methodId" if version == 2 else "id"
+    methods = [
+        {"type": "env_var", key: "a", "name": "A", "vars": 5},
+        {"type": "env_var", key: "b", "name": "B", "vars": [5, None, {"name": 7}, {"name": "K"}, "L"]},
+        {"type": "env_var", key: "c", "name": 7, "vars": None, "description": 2**70},
+        {"type": "env_var", "name": "no id", "vars": ["X"]},
+        {"type": "env_var", key: ["d"], "name": "D"},
+        {key: "q", "name": "Q", "_meta": {"type": "terminal", "args": 5}},  # qwen's form
+    ]
+    if version == 2:
+        methods[-1]["type"] = "agent"
+    info = {"name": "memory", "version": "0"}
+    result: dict[str, Any] = (
+        {"protocolVersion": 2, "info": info, "capabilities": {}, "authMethods": methods}
+        if version == 2
+        else {"protocolVersion": 1, "agentInfo": info, "authMethods": methods}
+    )
+    agent = MemoryAgent(version, initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}])
+    app, editor = await one_turn(agent, tmp_path)
+    offered = [(m["id"], m["name"], m["kind"], m["vars"]) for m in editor.last_status(1)["login_methods"]]
+    assert offered == [
+        ("a", "A", "env", []), ("b", "B", "env", ["K", "L"]), ("c", "c", "env", []),
+        ("q", "Q", "terminal", []),
+    ]  # fmt: skip
+
+
+# -- issue 29.2: a session id that is another chat's ------------------------------------
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_session_id_of_another_chat_is_refused(tmp_path: Path, version: int) -> None:
+    """A second session/new answered with chat 1's id, and chat 1's session resumed
+    (v1: loaded) in another chat: each refused, chat 1 untouched and answering.
+    (A fork answered with its parent's id: tests/nvim/test_fork.py.)"""
+    info = {"name": "memory", "version": "0"}
+    result: dict[str, Any] = (
+        {"protocolVersion": 2, "info": info, "capabilities": {}}
+        if version == 2
+        else {"protocolVersion": 1, "agentInfo": info, "agentCapabilities": {"loadSession": True}}
+    )
+    agent = MemoryAgent(version, initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}])
+    async with watchdog(), app_with(agent, str(tmp_path)) as (app, editor):
+        await app.open(2, None, str(tmp_path))  # the agent answers "s1" again
+        await app.open(3, None, str(tmp_path), session_id="s1")
+        assert editor.last_status(2)["error"] == (
+            "agent 'memory': it answered session/new with session id 's1', chat 1's: refused"
+        )
+        assert editor.last_status(3)["error"] == "agent 'memory': session 's1' is open in chat 1 already"
+        assert not any(m.get("method") in ("session/load", "session/resume") for m in agent.received)
+        assert [c.state for c in app.chats.values()] == ["ready", "error", "error"]
+        await next_turn_works(app, editor, turn=1)
+
+
 # -- the watchdog itself ----------------------------------------------------------------
 
 

@@ -214,24 +214,40 @@ def login_method(method: Any) -> LoginMethod | None:
     ``env_var`` type codex sends outside the schema); None for one this client
     cannot run. v1 names the id ``id``, v2 ``methodId``."""
     if isinstance(method, Unknown):
-        if method.tag != "env_var":
-            return None
-        names = [v if isinstance(v, str) else v.get("name") for v in method.get("vars") or []]
+        # Outside the schema, so every field is checked here.
         method_id = method.get("id") or method.get("methodId")
+        if method.tag != "env_var" or not isinstance(method_id, str):
+            return None
+        listed = method.get("vars")
+        names = [_var_name(v) for v in listed] if isinstance(listed, list) else []
+        name, description = method.get("name"), method.get("description")
         return LoginMethod(
-            str(method_id), str(method.get("name", method_id)), "env",
-            method.get("description"), vars=[str(n) for n in names if n],
+            method_id, name if isinstance(name, str) else method_id, "env",
+            description if isinstance(description, str) else None,
+            vars=[n for n in names if n],
         )  # fmt: skip
     method_id = getattr(method, "id", None) or method.method_id
     meta = method.meta or {}
     if getattr(method, "args", None) is not None or meta.get("type") == "terminal":
         # qwen marks an agent-type method as a terminal one in _meta.
-        args = getattr(method, "args", None) or list(meta.get("args") or [])
+        args = getattr(method, "args", None) or _strings(meta.get("args"))
         env = getattr(method, "env", None) or {}
         if isinstance(env, list):  # v2: a list of {name, value}
             env = {var.name: var.value for var in env}
         return LoginMethod(method_id, method.name, "terminal", method.description, args, env)
     return LoginMethod(method_id, method.name, "agent", method.description)
+
+
+def _var_name(var: Any) -> str | None:
+    """A variable of an ``env_var`` method: its name, or ``{"name": ...}``."""
+    name = var.get("name") if isinstance(var, dict) else var
+    return name if isinstance(name, str) else None
+
+
+def _strings(value: Any) -> list[str]:
+    """``value`` if it is a list of strings (a field of ``_meta``), else none."""
+    is_strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return list(value) if is_strings else []
 
 
 def session_info(info: Any) -> dict[str, Any]:
