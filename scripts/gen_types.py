@@ -25,7 +25,10 @@ What it does, per ``$defs`` entry:
                              the same treatment, members tried in order. Properties beside the
                              union are repeated in every variant; a union whose variant is
                              itself a union (v2 ``state_update``) gets that variant flattened.
-- simple types / unions of primitives -> type aliases.
+- simple types / unions of primitives -> type aliases; an integer is the bounded alias
+  of its ``format`` (`INTEGERS`: ``uint64`` -> ``UInt64``), so a value past it fails
+  the field as a wrong type does (``Lenient``: falls back) instead of decoding and
+  failing later (msgpack, which carries render ops to Neovim, holds 64 bits).
 - v2 patch structs (`PATCH_DEFS`): optional fields are three-state
   (omitted -> ``UNSET``, ``null`` -> ``None``).
 - `LENIENT_OPTIONAL`: required fields real agents leave out become optional.
@@ -42,8 +45,8 @@ What it does, per ``$defs`` entry:
 
 What it deliberately does not do:
 
-- no validation constraints (``minimum``, ``format``, ``pattern``, ``minItems``): we are a
-  lenient client, not a validator;
+- no validation constraints (``minimum``, ``pattern``, ``minItems``; of ``format``
+  only the integers' bounds): we are a lenient client, not a validator;
 - no JSON-RPC envelopes (``x-docs-ignore`` defs such as ``AgentRequest``): framing is
   the connection's job, params/results are decoded by method;
 - unknown object keys are ignored on decode, not preserved (except in ``Unknown``);
@@ -115,7 +118,15 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
 # The preamble of every unstable description; the docstring is the text after it.
 _UNSTABLE_PREAMBLE = re.compile(r"\*\*UNSTABLE\*\*\n\n[^\n]*\n\n")
 
-PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+PRIMITIVES = {"string": "str", "number": "float", "boolean": "bool"}
+# An integer's format -> its bounded alias in acp_nvim/protocol/unknown.py.
+INTEGERS = {
+    "int32": "Int32",
+    "int64": "Int64",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+}
 
 
 # --- naming and small schema helpers ---------------------------------------------
@@ -421,6 +432,8 @@ class Generator:
             assert shape in (None, "one"), "nested containers of unions"
             inner = f"Open[{value}]" if union else value
             return f"dict[str, {inner}]", union, "dict" if union else None, nullable
+        if kind == "integer":
+            return INTEGERS[prop["format"]], None, None, nullable
         return PRIMITIVES[kind], None, None, nullable
 
     def annotate_ref(self, ref: str) -> tuple[str, str | None, str | None]:
@@ -711,8 +724,9 @@ class Generator:
         ]
         if names := used("UNSET", "Raw", "UnsetType"):
             lines.append(f"from msgspec import {', '.join(names)}")
-        support = used(
-            "Lenient", "Open", "OrDefault", "UnionDecoder", "ValidItems", "register_union"
+        support = sorted(  # as isort orders them: capitals first
+            used("Lenient", "Open", "OrDefault", "UnionDecoder", "ValidItems", "register_union")
+            + used(*INTEGERS.values())
         )
         head = "from acp_nvim.protocol.unknown import "
         plain = head + ", ".join(support)
@@ -737,6 +751,8 @@ class Generator:
             "  left out when encoding (``omit_defaults``).",
             "- Enums are plain ``str`` (or ``int``) aliases so unknown values decode; the",
             "  known values are in ``<Name>Literal`` and ``<NAME>_VALUES``.",
+            "- Integers are bounded as their format says (``UInt64``, ``Int32``, ...): a",
+            "  value past the bounds fails the field as a value of the wrong type does.",
             "- A discriminated union ``X`` is ``Union[<X><Tag>, ...]`` of tagged structs. Fields",
             "  of type ``Open[X]`` decode unknown tags to ``Unknown`` (its raw JSON object),",
             "  at the innermost level.",

@@ -8,6 +8,8 @@ Conventions:
   left out when encoding (``omit_defaults``).
 - Enums are plain ``str`` (or ``int``) aliases so unknown values decode; the
   known values are in ``<Name>Literal`` and ``<NAME>_VALUES``.
+- Integers are bounded as their format says (``UInt64``, ``Int32``, ...): a
+  value past the bounds fails the field as a value of the wrong type does.
 - A discriminated union ``X`` is ``Union[<X><Tag>, ...]`` of tagged structs. Fields
   of type ``Open[X]`` decode unknown tags to ``Unknown`` (its raw JSON object),
   at the innermost level.
@@ -25,9 +27,13 @@ import msgspec
 from msgspec import Raw
 
 from acp_nvim.protocol.unknown import (
+    Int64,
     Lenient,
     Open,
     OrDefault,
+    UInt16,
+    UInt32,
+    UInt64,
     UnionDecoder,
     ValidItems,
     register_union,
@@ -89,7 +95,7 @@ class ProtocolMethod:
 # --- aliases; enums are open: plain str / int, known values alongside ---
 
 # JSON RPC Request Id
-RequestId = int | str | None
+RequestId = Int64 | str | None
 
 # A unique identifier for a conversation session between a client and agent.
 SessionId = str
@@ -167,7 +173,7 @@ ElicitationId = str
 ExtRequest = Any
 
 # Protocol version identifier.
-ProtocolVersion = int
+ProtocolVersion = UInt16
 
 # Typed identifier used for auth method values on the wire.
 AuthMethodId = str
@@ -239,7 +245,7 @@ PLAN_ENTRY_STATUS_VALUES: tuple[str, ...] = ("pending", "in_progress", "complete
 ExtNotification = Any
 
 # Allowed wire representations for [`ElicitationContentValue`].
-ElicitationContentValue = str | int | float | bool | list[str]
+ElicitationContentValue = str | Int64 | float | bool | list[str]
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
 # Unique identifier for an MCP server using the ACP transport.
@@ -275,15 +281,15 @@ class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     session_id: SessionId = msgspec.field(name="sessionId")
     path: str
-    line: Lenient[int | None] = None
-    limit: Lenient[int | None] = None
+    line: Lenient[UInt32 | None] = None
+    limit: Lenient[UInt32 | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
-            self.line = _OrDefault_int_None(self.line, None)
+            self.line = _OrDefault_UInt32_None(self.line, None)
         if isinstance(self.limit, Raw):
-            self.limit = _OrDefault_int_None(self.limit, None)
+            self.limit = _OrDefault_UInt32_None(self.limit, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -404,7 +410,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     mime_type: Lenient[str | None] = msgspec.field(default=None, name="mimeType")
     name: str
-    size: Lenient[int | None] = None
+    size: Lenient[Int64 | None] = None
     title: Lenient[str | None] = None
     uri: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -417,7 +423,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_str_None(self.mime_type, None)
         if isinstance(self.size, Raw):
-            self.size = _OrDefault_int_None(self.size, None)
+            self.size = _OrDefault_Int64_None(self.size, None)
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
         if isinstance(self.meta, Raw):
@@ -516,12 +522,12 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A file location being accessed or modified by a tool."""
 
     path: str
-    line: Lenient[int | None] = None
+    line: Lenient[UInt32 | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
-            self.line = _OrDefault_int_None(self.line, None)
+            self.line = _OrDefault_UInt32_None(self.line, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -547,7 +553,7 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     args: Lenient[list[str] | None] = None
     env: Lenient[list[EnvVariable] | None] = None
     cwd: Lenient[str | None] = None
-    output_byte_limit: Lenient[int | None] = msgspec.field(default=None, name="outputByteLimit")
+    output_byte_limit: Lenient[UInt64 | None] = msgspec.field(default=None, name="outputByteLimit")
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -558,7 +564,7 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.cwd, Raw):
             self.cwd = _OrDefault_str_None(self.cwd, None)
         if isinstance(self.output_byte_limit, Raw):
-            self.output_byte_limit = _OrDefault_int_None(self.output_byte_limit, None)
+            self.output_byte_limit = _OrDefault_UInt64_None(self.output_byte_limit, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -691,8 +697,8 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    min_length: int | None = msgspec.field(default=None, name="minLength")
-    max_length: int | None = msgspec.field(default=None, name="maxLength")
+    min_length: UInt32 | None = msgspec.field(default=None, name="minLength")
+    max_length: UInt32 | None = msgspec.field(default=None, name="maxLength")
     pattern: str | None = None
     format: StringFormat | None = None
     default: Lenient[str | None] = None
@@ -737,9 +743,9 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    minimum: int | None = None
-    maximum: int | None = None
-    default: Lenient[int | None] = None
+    minimum: Int64 | None = None
+    maximum: Int64 | None = None
+    default: Lenient[Int64 | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -748,7 +754,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.default, Raw):
-            self.default = _OrDefault_int_None(self.default, None)
+            self.default = _OrDefault_Int64_None(self.default, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -799,8 +805,8 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    min_items: int | None = msgspec.field(default=None, name="minItems")
-    max_items: int | None = msgspec.field(default=None, name="maxItems")
+    min_items: UInt64 | None = msgspec.field(default=None, name="minItems")
+    max_items: UInt64 | None = msgspec.field(default=None, name="maxItems")
     items: Open[MultiSelectItems]
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1564,8 +1570,8 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
 class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Context window and cost update for a session."""
 
-    used: int
-    size: int
+    used: UInt64
+    size: UInt64
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
@@ -2023,13 +2029,13 @@ class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Exit status of a terminal command."""
 
-    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
-            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+            self.exit_code = _OrDefault_UInt32_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
             self.signal = _OrDefault_str_None(self.signal, None)
         if isinstance(self.meta, Raw):
@@ -2049,13 +2055,13 @@ class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Response containing the exit status of a terminal command."""
 
-    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
-            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+            self.exit_code = _OrDefault_UInt32_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
             self.signal = _OrDefault_str_None(self.signal, None)
         if isinstance(self.meta, Raw):
@@ -2804,6 +2810,7 @@ _OrDefault_ElicitationSchemaType = OrDefault(ElicitationSchemaType)
 _OrDefault_ElicitationUrlCapabilities_None = OrDefault(ElicitationUrlCapabilities | None)
 _OrDefault_FileSystemCapabilities = OrDefault(FileSystemCapabilities)
 _OrDefault_Implementation_None = OrDefault(Implementation | None)
+_OrDefault_Int64_None = OrDefault(Int64 | None)
 _OrDefault_LogoutCapabilities_None = OrDefault(LogoutCapabilities | None)
 _OrDefault_McpCapabilities = OrDefault(McpCapabilities)
 _OrDefault_MessageId_None = OrDefault(MessageId | None)
@@ -2822,12 +2829,13 @@ _OrDefault_TerminalExitStatus_None = OrDefault(TerminalExitStatus | None)
 _OrDefault_ToolCallId_None = OrDefault(ToolCallId | None)
 _OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
 _OrDefault_ToolKind_None = OrDefault(ToolKind | None)
+_OrDefault_UInt32_None = OrDefault(UInt32 | None)
+_OrDefault_UInt64_None = OrDefault(UInt64 | None)
 _OrDefault_bool = OrDefault(bool)
 _OrDefault_bool_None = OrDefault(bool | None)
 _OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)
 _OrDefault_dict_str_str_None = OrDefault(dict[str, str] | None)
 _OrDefault_float_None = OrDefault(float | None)
-_OrDefault_int_None = OrDefault(int | None)
 _OrDefault_str_None = OrDefault(str | None)
 _ValidItems_AuthMethod = ValidItems(AuthMethod, nullable=False)
 _ValidItems_AvailableCommand = ValidItems(AvailableCommand, nullable=False)

@@ -8,6 +8,8 @@ Conventions:
   left out when encoding (``omit_defaults``).
 - Enums are plain ``str`` (or ``int``) aliases so unknown values decode; the
   known values are in ``<Name>Literal`` and ``<NAME>_VALUES``.
+- Integers are bounded as their format says (``UInt64``, ``Int32``, ...): a
+  value past the bounds fails the field as a value of the wrong type does.
 - A discriminated union ``X`` is ``Union[<X><Tag>, ...]`` of tagged structs. Fields
   of type ``Open[X]`` decode unknown tags to ``Unknown`` (its raw JSON object),
   at the innermost level.
@@ -27,9 +29,13 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from acp_nvim.protocol.unknown import (
+    Int64,
     Lenient,
     Open,
     OrDefault,
+    UInt16,
+    UInt32,
+    UInt64,
     UnionDecoder,
     ValidItems,
     register_union,
@@ -82,7 +88,7 @@ class ProtocolMethod:
 # --- aliases; enums are open: plain str / int, known values alongside ---
 
 # JSON RPC Request Id
-RequestId = int | str | None
+RequestId = Int64 | str | None
 
 # A unique identifier for a conversation session between a client and agent.
 SessionId = str
@@ -187,7 +193,7 @@ ElicitationId = str
 ExtRequest = Any
 
 # Protocol version identifier.
-ProtocolVersion = int
+ProtocolVersion = UInt16
 
 # Typed identifier used for auth method values on the wire.
 AuthMethodId = str
@@ -262,7 +268,7 @@ PLAN_ENTRY_STATUS_VALUES: tuple[str, ...] = ("pending", "in_progress", "complete
 ExtNotification = Any
 
 # Allowed wire representations for [`ElicitationContentValue`].
-ElicitationContentValue = str | int | float | bool | list[str]
+ElicitationContentValue = str | Int64 | float | bool | list[str]
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
 # Unique identifier for an MCP server using the ACP transport.
@@ -423,7 +429,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: Lenient[str | None] = None
     icons: Lenient[list[Icon] | None] = None
     mime_type: Lenient[MediaType | None] = msgspec.field(default=None, name="mimeType")
-    size: Lenient[int | None] = None
+    size: Lenient[Int64 | None] = None
     annotations: Lenient[Annotations | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
@@ -437,7 +443,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.mime_type, Raw):
             self.mime_type = _OrDefault_MediaType_None(self.mime_type, None)
         if isinstance(self.size, Raw):
-            self.size = _OrDefault_int_None(self.size, None)
+            self.size = _OrDefault_Int64_None(self.size, None)
         if isinstance(self.annotations, Raw):
             self.annotations = _OrDefault_Annotations_None(self.annotations, None)
         if isinstance(self.meta, Raw):
@@ -557,12 +563,12 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A file location being accessed or modified by a tool."""
 
     path: AbsolutePath
-    line: Lenient[int | None] = None
+    line: Lenient[UInt32 | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.line, Raw):
-            self.line = _OrDefault_int_None(self.line, None)
+            self.line = _OrDefault_UInt32_None(self.line, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -672,8 +678,8 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    min_length: int | None = msgspec.field(default=None, name="minLength")
-    max_length: int | None = msgspec.field(default=None, name="maxLength")
+    min_length: UInt32 | None = msgspec.field(default=None, name="minLength")
+    max_length: UInt32 | None = msgspec.field(default=None, name="maxLength")
     pattern: str | None = None
     format: StringFormat | None = None
     default: Lenient[str | None] = None
@@ -718,9 +724,9 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    minimum: int | None = None
-    maximum: int | None = None
-    default: Lenient[int | None] = None
+    minimum: Int64 | None = None
+    maximum: Int64 | None = None
+    default: Lenient[Int64 | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
@@ -729,7 +735,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
         if isinstance(self.description, Raw):
             self.description = _OrDefault_str_None(self.description, None)
         if isinstance(self.default, Raw):
-            self.default = _OrDefault_int_None(self.default, None)
+            self.default = _OrDefault_Int64_None(self.default, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -780,8 +786,8 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
 
     title: Lenient[str | None] = None
     description: Lenient[str | None] = None
-    min_items: int | None = msgspec.field(default=None, name="minItems")
-    max_items: int | None = msgspec.field(default=None, name="maxItems")
+    min_items: UInt64 | None = msgspec.field(default=None, name="minItems")
+    max_items: UInt64 | None = msgspec.field(default=None, name="maxItems")
     items: Open[MultiSelectItems]
     default: Lenient[list[str] | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1423,13 +1429,13 @@ class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
 class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Exit information for an agent-owned terminal."""
 
-    exit_code: Lenient[int | None] = msgspec.field(default=None, name="exitCode")
+    exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
     signal: Lenient[str | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.exit_code, Raw):
-            self.exit_code = _OrDefault_int_None(self.exit_code, None)
+            self.exit_code = _OrDefault_UInt32_None(self.exit_code, None)
         if isinstance(self.signal, Raw):
             self.signal = _OrDefault_str_None(self.signal, None)
         if isinstance(self.meta, Raw):
@@ -1600,8 +1606,8 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
 class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Context window and cost update for a session."""
 
-    used: int
-    size: int
+    used: UInt64
+    size: UInt64
     cost: Lenient[Cost | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
@@ -2900,6 +2906,7 @@ _OrDefault_ElicitationFormCapabilities_None = OrDefault(ElicitationFormCapabilit
 _OrDefault_ElicitationSchemaType = OrDefault(ElicitationSchemaType)
 _OrDefault_ElicitationUrlCapabilities_None = OrDefault(ElicitationUrlCapabilities | None)
 _OrDefault_IconTheme_None = OrDefault(IconTheme | None)
+_OrDefault_Int64_None = OrDefault(Int64 | None)
 _OrDefault_McpAcpCapabilities_None = OrDefault(McpAcpCapabilities | None)
 _OrDefault_McpCapabilities_None = OrDefault(McpCapabilities | None)
 _OrDefault_McpHttpCapabilities_None = OrDefault(McpHttpCapabilities | None)
@@ -2924,10 +2931,10 @@ _OrDefault_TerminalOutput_None = OrDefault(TerminalOutput | None)
 _OrDefault_ToolCallId_None = OrDefault(ToolCallId | None)
 _OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
 _OrDefault_ToolKind_None = OrDefault(ToolKind | None)
+_OrDefault_UInt32_None = OrDefault(UInt32 | None)
 _OrDefault_bool_None = OrDefault(bool | None)
 _OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)
 _OrDefault_float_None = OrDefault(float | None)
-_OrDefault_int_None = OrDefault(int | None)
 _OrDefault_str_None = OrDefault(str | None)
 _ValidItems_AbsolutePath = ValidItems(AbsolutePath, nullable=False)
 _ValidItems_AuthMethod = ValidItems(AuthMethod, nullable=False)

@@ -45,9 +45,14 @@ Public names (re-exported by each generated module):
 from __future__ import annotations
 
 __all__ = [
+    "Int32",
+    "Int64",
     "Lenient",
     "Open",
     "OrDefault",
+    "UInt16",
+    "UInt32",
+    "UInt64",
     "UnionDecoder",
     "Unknown",
     "ValidItems",
@@ -94,6 +99,17 @@ class Unknown(dict[str, Any]):
     def __repr__(self) -> str:
         return f"Unknown({dict.__repr__(self)})"
 
+
+# Integers bounded as the schema's ``format`` says (as the Rust SDK types them): a
+# value past the bounds fails like a value of the wrong type. Unbounded, 2**64
+# decoded and then failed msgpack, which carries render ops to Neovim (64 bits).
+# msgspec takes bounds within int64 only: UInt64 ends at 2**63 - 1 (9.2e18 tokens
+# or bytes, past anything real).
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+UInt16 = Annotated[int, msgspec.Meta(ge=0, le=2**16 - 1)]
+UInt32 = Annotated[int, msgspec.Meta(ge=0, le=2**32 - 1)]
+UInt64 = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 if TYPE_CHECKING:
     from typing import TypeAlias

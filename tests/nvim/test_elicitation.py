@@ -154,3 +154,23 @@ def test_only_web_addresses_are_offered_to_open(editor: Editor) -> None:
     assert editor.lua("return _G.asked") == [] and editor.lua("return _G.opened") == []
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
     assert notice == "acp: fake #1 asks to open file:///etc/passwd: not a web address, declined"
+
+
+@VERSIONS
+def test_a_default_of_the_wrong_type_is_dropped_and_a_bound_past_int64_refused(
+    editor: Editor, version: int
+) -> None:
+    """Issue 29.4: a boolean field with a string default decoded to a struct the form
+    builder did not know (-32603, nothing asked). 29.3: a minimum of 2**64 decoded,
+    then failed msgpack on its way to Neovim."""
+    start(editor, version)
+    editor.lua(STUB_UI, 1, 1, 1)  # answer; dry run: yes; send
+    dry = {"type": "boolean", "title": "Dry run", "default": "x"}
+    form = {"mode": "form", "message": "Go?", "requestedSchema": {"properties": {"dry": dry}}}
+    count = {"type": "integer", "title": "Files", "minimum": 2**64}
+    huge = {"mode": "form", "message": "How many?", "requestedSchema": {"properties": {"n": count}}}
+    assert run(editor, [{"create": form}, {"create": huge}]) == [
+        {"action": "accept", "content": {"dry": True}},
+        {"error": -32602},
+    ]
+    assert editor.lua("return _G.asked")[1] == {"prompt": "Dry run", "items": ["yes", "no"]}

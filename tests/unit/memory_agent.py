@@ -62,7 +62,8 @@ class MemoryAgent:
             list answer ``reply N`` (N counts from 1).
         initialize, new_session: raw lines sent instead of the first proper answer.
         end_turns: False: a scripted turn ends only through its own lines.
-        results: the result of other methods, by method (default ``{}``).
+        results: the result of a method, by method (default ``{}``; ``session/new``
+            hands out ``s1``, ``s2``, ... in each process).
     """
 
     def __init__(
@@ -84,7 +85,7 @@ class MemoryAgent:
         self.received: list[Any] = []  # every message from the client
         self.peer: RawPeer | None = None
         self.synced = 0  # turns whose every line the client has handled
-        self.session_id = "s1"  # what the agent's own updates name
+        self.sessions = 0  # made by this process
 
     def answers(self) -> list[Any]:
         """The client's responses to the agent's requests, in order."""
@@ -98,6 +99,7 @@ class MemoryAgent:
 
     async def run(self, peer: RawPeer) -> None:
         self.peer = peer
+        self.sessions = 0
         while True:
             try:
                 message = await peer.receive_json()
@@ -118,9 +120,6 @@ class MemoryAgent:
     async def _answer(self, method: str, msg_id: Any, params: dict[str, Any]) -> None:
         override = self.overrides.pop(method, None)  # once: a later chat starts afresh
         if override is not None:
-            if method == "session/new":
-                handed_out = _session_id(override)
-                self.session_id = self.session_id if handed_out is None else handed_out
             await self.send(*override)
             return
         if method == "initialize":
@@ -129,24 +128,27 @@ class MemoryAgent:
                 result: Any = {"protocolVersion": 2, "info": info, "capabilities": {}}
             else:
                 result = {"protocolVersion": 1, "agentInfo": info}
+        elif method in self.results:
+            result = self.results[method]
         elif method == "session/new":
-            result = {"sessionId": "s1"}
+            self.sessions += 1
+            result = {"sessionId": f"s{self.sessions}"}
         elif method == "session/prompt":
-            await self._turn(msg_id)
+            await self._turn(msg_id, params.get("sessionId"))
             return
         else:
-            result = self.results.get(method, {})
+            result = {}
         await self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
-    async def _turn(self, msg_id: Any) -> None:
+    async def _turn(self, msg_id: Any, session_id: Any) -> None:
         self.prompts += 1
-        await self._lines(msg_id)
+        await self._lines(msg_id, session_id)
         # The client answers requests in the order it reads them: the answer to
         # this one means it has handled every line before it.
         sync = {"jsonrpc": "2.0", "id": f"sync-{self.prompts}", "method": "_sync"}
         await self.send(sync)
 
-    async def _lines(self, msg_id: Any) -> None:
+    async def _lines(self, msg_id: Any, session_id: Any) -> None:
         scripted = self.prompts <= len(self.turns)
         if scripted:
             await self.send(*self.turns[self.prompts - 1])
@@ -157,27 +159,14 @@ class MemoryAgent:
             body: dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "content": chunk}
             if self.version == 2:
                 body["messageId"] = f"reply-{self.prompts}"
-            await self.send(update(body, self.session_id))
+            await self.send(update(body, session_id))
         if self.version == 2:
             idle = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
             await self.send(
-                {"jsonrpc": "2.0", "id": msg_id, "result": {}}, update(idle, self.session_id)
+                {"jsonrpc": "2.0", "id": msg_id, "result": {}}, update(idle, session_id)
             )
         else:
             await self.send({"jsonrpc": "2.0", "id": msg_id, "result": {"stopReason": "end_turn"}})
-
-
-def _session_id(lines: list[Line]) -> str | None:
-    """The session id a scripted ``session/new`` answer hands out, if it is one."""
-    for line in lines:
-        try:
-            message = json.loads(line_bytes(line))
-        except ValueError:
-            continue
-        result = message.get("result") if isinstance(message, dict) else None
-        if isinstance(result, dict) and isinstance(result.get("sessionId"), str):
-            return str(result["sessionId"])
-    return None
 
 
 class MemoryProcess(AgentProcess):

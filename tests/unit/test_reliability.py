@@ -404,8 +404,10 @@ async def test_a_failing_update_costs_that_update_only(
 # -- issue 27.1: a deeply nested line -------------------------------------------------
 
 
-def nested(depth: int) -> str:
-    return "[" * depth + "]" * depth
+def nested(line: Any, depth: int) -> str:
+    """``line`` as JSON, each ``"<nested>"`` in it made ``depth`` nested arrays."""
+    empty = "[" * depth + "]" * depth
+    return json.dumps(line).replace('"<nested>"', empty)
 
 
 @pytest.mark.parametrize("depth", [900, 1_000, 100_000])
@@ -416,17 +418,14 @@ async def test_a_deeply_nested_line_costs_that_line_only(
     """msgspec raises RecursionError past the interpreter's recursion limit: it ended
     the connection, the chat went to error "agent exited during the turn"."""
     chunk = {"type": "text", "text": "around"}
-    lines: list[Any] = [
-        nested(depth),
-        '{"jsonrpc": "2.0", "method": "session/update", "params": %s}' % nested(depth),
-        '{"jsonrpc": "2.0", "id": 60, "method": "session/request_permission", "params": %s}'
-        % nested(depth),
-        '{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": '
-        '{"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": %s, "_meta": %s}}}'
-        % (json.dumps(chunk), nested(depth)),
-        tool_call(version, status="completed", rawInput=[], rawOutput=[]),
+    body = {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": chunk}
+    lines = [
+        nested("<nested>", depth),
+        nested({"jsonrpc": "2.0", "method": "session/update", "params": "<nested>"}, depth),
+        nested({"jsonrpc": "2.0", "id": 60, "method": "fs/read_text_file", "params": "<nested>"}, depth),
+        nested(update({**body, "_meta": "<nested>"}), depth),
+        nested(tool_call(version, status="completed", rawInput="<nested>", rawOutput="<nested>"), depth),
     ]
-    lines[-1] = json.dumps(lines[-1]).replace("[]", nested(depth))
     _, editor = await one_turn(MemoryAgent(version, [lines]), tmp_path)
     if depth < 1_000:  # within the limit: decoded, shown
         assert "around" in transcript_text(editor)
@@ -460,7 +459,7 @@ async def test_odd_env_var_login_methods_leave_the_chat_starting(
         else {"protocolVersion": 1, "agentInfo": info, "authMethods": methods}
     )
     agent = MemoryAgent(version, initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}])
-    app, editor = await one_turn(agent, tmp_path)
+    _, editor = await one_turn(agent, tmp_path)
     offered = [(m["id"], m["name"], m["kind"], m["vars"]) for m in editor.last_status(1)["login_methods"]]
     assert offered == [
         ("a", "A", "env", []), ("b", "B", "env", ["K", "L"]), ("c", "c", "env", []),
@@ -482,9 +481,13 @@ async def test_a_session_id_of_another_chat_is_refused(tmp_path: Path, version: 
         if version == 2
         else {"protocolVersion": 1, "agentInfo": info, "agentCapabilities": {"loadSession": True}}
     )
-    agent = MemoryAgent(version, initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}])
+    agent = MemoryAgent(
+        version,
+        initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}],
+        results={"session/new": {"sessionId": "s1"}},  # every time
+    )
     async with watchdog(), app_with(agent, str(tmp_path)) as (app, editor):
-        await app.open(2, None, str(tmp_path))  # the agent answers "s1" again
+        await app.open(2, None, str(tmp_path))
         await app.open(3, None, str(tmp_path), session_id="s1")
         assert editor.last_status(2)["error"] == (
             "agent 'memory': it answered session/new with session id 's1', chat 1's: refused"

@@ -488,14 +488,21 @@ async def test_demo_v2_turn_features_and_session_surface(tmp_path: Path) -> None
         listed = editor.events[-1]
         assert listed[0] == "AcpSessionList" and listed[1]["sessions"][0]["session_id"] == "demo-1"
 
-        # Resume in a second chat: the history is replayed into it.
+        # Not resumed in a second chat while the first has it (issue 29.2); once the
+        # first is closed, resumed with its history replayed.
         await app.open(2, None, str(tmp_path), session_id="demo-1")
-        assert app.chats[2].state == "ready"
-        assert "You said: *hello tool diff terminal plan fix unknown*" in agent_text(editor, 2)
-
+        assert editor.last_status(2)["error"] == (
+            "agent 'demo': session 'demo-1' is open in chat 1 already"
+        )
         await app.login(1, None)
         await app.logout(1)
-        await app.delete_session(1, "demo-1")
+        await app.open(3, None, str(tmp_path))  # keeps the agent when chat 1 closes
+        await app.close(1)
+        await app.open(4, None, str(tmp_path), session_id="demo-1")
+        assert app.chats[4].state == "ready"
+        assert "You said: *hello tool diff terminal plan fix unknown*" in agent_text(editor, 4)
+
+        await app.delete_session(4, "demo-1")
         assert [n for n in editor.notices if n[0] == "error"] == []
         await app.shutdown()
         tasks.cancel_scope.cancel()

@@ -45,7 +45,7 @@ from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
-from acp_nvim.protocol.unknown import Unknown
+from acp_nvim.protocol.unknown import Unknown, struct_type
 
 
 class NotOffered(Exception):
@@ -342,7 +342,7 @@ def _field(name: str, prop: Any, required: bool, schema: ModuleType) -> Field:
         schema.ElicitationPropertySchemaInteger: "integer",
         schema.ElicitationPropertySchemaBoolean: "boolean",
         schema.ElicitationPropertySchemaArray: "array",
-    }[type(prop)]
+    }[struct_type(prop)]  # an open twin where a lenient field fell back to its default
     options = prop.items if kind == "array" else prop
     if isinstance(options, Unknown):
         raise RequestError.invalid_params(f"field {name!r}: items of an unknown kind")
