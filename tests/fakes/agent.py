@@ -342,6 +342,16 @@ class Fake:
                 await self.say(f"pids {os.getpid()} {child.pid}")
             case "huge_line":
                 await self.say("x" * 2_000_000 + "\nafter the long line")
+            case "huge_ints":
+                # Integers past the schema's uint64 and uint32, between text; then the
+                # a usage within them.
+                await self.say("before the numbers ")
+                await self.tool_update({"sessionUpdate": "usage_update", "used": 2**64, "size": 1})
+                location = {"path": "a.txt", "line": 2**64}
+                await self.tool_update({"sessionUpdate": "tool_call", "toolCallId": "far",
+                                        "title": "Read far", "locations": [location]})  # fmt: skip
+                await self.say("after the numbers")
+                await self.tool_update({"sessionUpdate": "usage_update", "used": 2**40, "size": 1})
             case "stderr_flood":
                 # 8 MB of stderr without a newline, then a crash.
                 for _ in range(8):

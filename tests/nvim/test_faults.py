@@ -298,6 +298,20 @@ def test_a_huge_line_is_cut_on_screen(editor: Editor) -> None:
     assert "after the long line" in lines
 
 
+def test_the_text_around_an_integer_past_64_bits_is_shown(editor: Editor) -> None:
+    """Issue 29.3: a usage of 2**64 and a location line of 2**64 decoded, then failed
+    msgpack: the whole render batch was dropped, the text queued with them too."""
+    editor.setup(agents={"ints": editor.fake_agent("huge_ints")}, default_agent="ints")
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert "before the numbers" in text and "after the numbers" in text
+    assert "#### Read far" in text and "→ a.txt" in text and str(2**64) not in text
+    usage = editor.lua("return require('acp').status().usage")
+    assert usage == {"used": 2**40, "size": 1}
+
+
 def test_a_stderr_flood_without_newlines_is_bounded(editor: Editor) -> None:
     editor.setup(agents={"noisy": editor.fake_agent("stderr_flood")}, default_agent="noisy")
     editor.open_chat()

@@ -199,3 +199,37 @@ def test_a_long_message_is_split_into_its_first_lines_and_an_append() -> None:
     assert ops[0]["op"] == "block" and len(ops[0]["lines"]) == 10
     assert [op["op"] for op in ops[1:]] == ["append"] * 3
     assert draw(ops) == thought["lines"]
+
+
+def test_what_msgpack_cannot_carry_costs_only_itself(caplog: Any) -> None:
+    """Issue 29.3: an int past 64 bits failed msgpack and the whole batch was dropped,
+    the text queued with it included. Whatever cannot be packed is dropped alone."""
+    import msgpack
+
+    class PackingNvim(FakeNvim):
+        def exec_lua(self, code: str, *args: Any, async_: bool = False) -> Any:
+            msgpack.packb(args)  # what pynvim does before anything is written
+            return super().exec_lua(code, *args, async_=async_)
+
+    nvim = PackingNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    editor.render(1, [append("before ")])
+    nvim.run_scheduled()
+    nvim.on_apply = lambda: (
+        editor.render(1, [append("text "), {"op": "status", "used": 2**64}, append("after")]),
+        editor.emit("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"}),
+        editor.render(2, [{"op": "status", "kinds": {"a"}}, append("other chat")]),
+    )
+    editor.render(1, [append("more ")])
+    nvim.run_scheduled()
+    assert ops_of(nvim.batches) == [
+        append("before "),
+        append("more "),
+        append("text "),
+        append("after"),
+        ["event", "AcpTurnEnd"],
+        append("other chat"),
+    ]
+    assert [r.getMessage()[:45] for r in caplog.records] == [
+        "dropped what msgpack cannot carry to Neovim: "
+    ] * 2
