@@ -343,7 +343,7 @@ class Fake:
             case "huge_line":
                 await self.say("x" * 2_000_000 + "\nafter the long line")
             case "huge_ints":
-                # Integers past the schema's uint64 and uint32, between text; then the
+                # Integers past the schema's uint64 and uint32 between text, then
                 # a usage within them.
                 await self.say("before the numbers ")
                 await self.tool_update({"sessionUpdate": "usage_update", "used": 2**64, "size": 1})
