@@ -19,12 +19,15 @@ from __future__ import annotations
 __all__ = ["AcpBridge"]
 
 import itertools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp_nvim.mcp._core import McpServer
 from acp_nvim.mcp._offer import McpOffer
 from acp_nvim.protocol import RequestError
+
+log = logging.getLogger("acp_nvim")
 
 # Sends one server notification to the agent: (connection id, MCP method, MCP params).
 Send = Callable[[str, str, dict[str, Any] | None], Awaitable[None]]
@@ -68,7 +71,10 @@ class AcpBridge:
         return await self._server(connection_id).request(method, params)
 
     async def notification(self, connection_id: str, method: str) -> None:
-        server = self._server(connection_id)
+        server = self._servers.get(connection_id)
+        if server is None:  # a notification has no answer to say so in
+            log.warning("MCP-over-ACP %s for unknown connection %r", method, connection_id)
+            return
         if method == "notifications/initialized":
             server.initialized_notification()
         # notifications/cancelled names no inner id here: ACP's $/cancel_request

@@ -225,11 +225,7 @@ class McpServer:
     def _page(self, items: list[dict[str, Any]], params: dict[str, Any]) -> tuple[list[Any], Any]:
         """One page of ``items`` from the cursor in ``params``, and the next cursor."""
         cursor = params.get("cursor")
-        start = 0
-        if cursor is not None:
-            if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) <= len(items)):
-                raise RequestError.invalid_params(f"invalid cursor {cursor!r}")
-            start = int(cursor)
+        start = 0 if cursor is None else _offset(cursor, len(items))
         end = start + self.page_size
         return items[start:end], (str(end) if end < len(items) else None)
 
@@ -277,7 +273,10 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RequestError.invalid_params("uri: a string is required")
-        parsed = urllib.parse.urlparse(uri)
+        try:
+            parsed = urllib.parse.urlparse(uri)
+        except ValueError as err:  # file://[::1/
+            raise RequestError.invalid_params(f"uri: {err}") from None
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise RequestError.resource_not_found(uri)
         path = urllib.parse.unquote(parsed.path)
@@ -289,6 +288,15 @@ class McpServer:
             raise RequestError.invalid_params(str(err)) from None
         filetype = os.path.splitext(path)[1].lstrip(".")
         return {"contents": [{"uri": uri, "mimeType": _mime(path, filetype), "text": text}]}
+
+
+def _offset(cursor: Any, size: int) -> int:
+    """Where the page a cursor of ours names starts (its digits), within ``size``."""
+    if isinstance(cursor, str) and cursor.isascii() and cursor.isdigit() and len(cursor) < 10:
+        offset = int(cursor)
+        if offset <= size:
+            return offset
+    raise RequestError.invalid_params(f"invalid cursor {cursor!r:.40}")
 
 
 def _cacheable(version: str) -> dict[str, Any]:

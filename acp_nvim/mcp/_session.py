@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.files import file_name
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
@@ -56,8 +57,12 @@ class ToolSession:
         return review
 
     def path(self, path: str) -> str:
-        """``path`` made absolute against the session's directory, normalized."""
-        return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(path)))
+        """``path`` made absolute against the session's directory, normalized.
+
+        Raises:
+            ServiceError: no file can have it (a NUL byte).
+        """
+        return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(file_name(path))))
 
     async def may_read(self, path: str) -> None:
         """Apply ``fs_access`` to a look at ``path`` that does not read it through

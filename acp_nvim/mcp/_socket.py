@@ -6,13 +6,15 @@ sends ``{"token": ...}`` and the host answers ``{"ok": true}`` and serves MCP on
 the connection for that session, or refuses (logged, and said to the shim) a
 missing or wrong token. So another user cannot reach the socket at all, and
 another program of the user's needs a token it was handed.
+
+Whatever one connection sends costs only that connection: its failures end it
+alone, never the listener (whose end takes the socket, every chat's server).
 """
 
 from __future__ import annotations
 
 __all__ = ["SOCKET_ENV", "TOKEN_ENV", "EditorSocket"]
 
-import contextlib
 import json
 import logging
 import os
@@ -39,6 +41,8 @@ TOKEN_ENV = "ACP_NVIM_MCP_TOKEN"
 # The token line: a shim sends it at once; anything slower or longer is not one.
 _HELLO_BYTES = 1024
 _HELLO_SECONDS = 5.0
+# What a stream raises once its peer is gone.
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
 
 
 class _Rest(ByteReceiveStream):
@@ -136,21 +140,29 @@ class EditorSocket:
     # -- one connection
 
     async def _accept(self, stream: SocketStream) -> None:
+        """One connection, behind its own barrier: an exception out of here would end
+        the listener's task group, the socket and every chat's server with it."""
         async with stream:
-            hello, rest = await self._hello(stream)
-            session = self._session(hello)
-            if session is None:
-                why = "no token" if not hello.get("token") else "a wrong token"
-                message = f"refused an MCP connection with {why}"
-                log.warning("%s", message)
-                self._log().add("mcp", "!!", message)
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await stream.send(
-                        b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
-                    )
-                return
-            await stream.send(b'{"ok": true}\n')
-            await self._serve(session, _Rest(stream, rest), stream)
+            try:
+                await self._admit(stream)
+            except _GONE:
+                pass  # it hung up: nothing to answer
+            except Exception:
+                log.exception("the editor MCP server failed on one connection; it goes on")
+
+    async def _admit(self, stream: SocketStream) -> None:
+        """Check the token, then serve MCP on the connection until it ends."""
+        hello, rest = await self._hello(stream)
+        session = self._session(hello)
+        if session is None:
+            why = "no token" if not hello.get("token") else "a wrong token"
+            message = f"refused an MCP connection with {why}"
+            log.warning("%s", message)
+            self._log().add("mcp", "!!", message)
+            await stream.send(b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n')
+            return
+        await stream.send(b'{"ok": true}\n')
+        await self._serve(session, _Rest(stream, rest), stream)
 
     async def _hello(self, stream: SocketStream) -> tuple[dict[str, Any], bytes]:
         """The shim's first line as an object ({} when it is none), and what followed."""
@@ -159,12 +171,12 @@ class EditorSocket:
             while b"\n" not in data and len(data) <= _HELLO_BYTES:
                 try:
                     data += await stream.receive(_HELLO_BYTES)
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                except _GONE:
                     break
         line, _, rest = data.partition(b"\n")
         try:
             hello = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or "[" * 1020
             return {}, rest
         return (hello if isinstance(hello, dict) else {}), rest
 
@@ -174,8 +186,9 @@ class EditorSocket:
         token = hello.get("token")
         if not isinstance(token, str):
             return None
+        given = token.encode("utf-8", "surrogatepass")  # JSON may hold a lone surrogate
         for known, session in self._sessions.items():
-            if hmac.compare_digest(known.encode(), token.encode()):
+            if hmac.compare_digest(known.encode(), given):
                 return session
         return None
 

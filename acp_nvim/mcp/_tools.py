@@ -39,6 +39,8 @@ class _Input(BaseModel):
 
 
 _PATH = "The file: absolute, or relative to the session's working directory."
+# Lines and columns as Neovim counts them (int32): a bigger one could not reach it.
+_MAX = 2**31 - 1
 
 
 class NoInput(_Input):
@@ -47,8 +49,8 @@ class NoInput(_Input):
 
 class ReadBufferInput(_Input):
     path: str = Field(description=_PATH)
-    line: int | None = Field(None, ge=1, description="First line to return (1-based).")
-    limit: int | None = Field(None, ge=1, description="At most this many lines.")
+    line: int | None = Field(None, ge=1, le=_MAX, description="First line to return (1-based).")
+    limit: int | None = Field(None, ge=1, le=_MAX, description="At most this many lines.")
 
 
 class DiagnosticsInput(_Input):
@@ -60,8 +62,8 @@ class DiagnosticsInput(_Input):
 
 class PositionInput(_Input):
     path: str = Field(description=_PATH)
-    line: int = Field(ge=1, description="Line (1-based).")
-    column: int = Field(ge=1, description="Column (1-based, in characters).")
+    line: int = Field(ge=1, le=_MAX, description="Line (1-based).")
+    column: int = Field(ge=1, le=_MAX, description="Column (1-based, in characters).")
 
 
 class SymbolsInput(_Input):
@@ -94,7 +96,7 @@ class RunInput(_Input):
 
 class OpenInput(_Input):
     path: str = Field(description=_PATH)
-    line: int | None = Field(None, ge=1, description="Line to show (1-based).")
+    line: int | None = Field(None, ge=1, le=_MAX, description="Line to show (1-based).")
 
 
 # -- results

@@ -449,6 +449,8 @@ class NvimEditor:
                 outcome["value"] = fn(*args)
             except (pynvim.NvimError, EditorError) as err:
                 outcome["error"] = str(err)
+            except _UNPACKABLE as err:
+                outcome["error"] = f"cannot be sent to Neovim: {err}"
             finally:
                 anyio.from_thread.run_sync(done.set, token=token)
 

@@ -9,6 +9,7 @@ Neovim calls themselves (tests/nvim/test_mcp.py covers those).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import stat
@@ -42,11 +43,21 @@ from tests.unit.conftest import wait_for
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def no_tracebacks(caplog: pytest.LogCaptureFixture) -> Any:
+    """What a client sends is answered, never a bug logged with its traceback."""
+    caplog.set_level(logging.ERROR, logger="acp_nvim")
+    yield
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.exc_info]
+    assert not errors, errors[0].getMessage()
+
+
 class Host:
     """The host side: the socket, one session of a chat, and what the editor holds."""
 
     def __init__(self, tasks: anyio.abc.TaskGroup, cwd: Path) -> None:
         self.cwd = cwd
+        self.tasks = tasks
         self.editor = RecordingEditor()
         self.log = ProtocolLog(1000)
         self.chat = Chat(1, "sdk", self.editor)
@@ -156,6 +167,16 @@ async def test_unknown_methods_and_tools_and_bad_params_are_protocol_errors(host
         with pytest.raises(MCPError) as arguments:
             await _raw(session, "tools/call", {"name": "read_buffer", "arguments": [1]})
         assert arguments.value.error.code == -32602
+        # Issue 29.5: each was -32603 with a traceback in the log.
+        for method, params in [
+            ("tools/list", {"cursor": "\u00b2"}),  # a digit to isdigit(), not to int()
+            ("resources/list", {"cursor": "1" * 5000}),  # past int()'s digit limit
+            ("resources/read", {"uri": "file://[::1/"}),  # urlparse: invalid IPv6 URL
+            ("resources/read", {"uri": "file:///a%00b"}),
+        ]:
+            with pytest.raises(MCPError) as refused:
+                await _raw(session, method, params)
+            assert refused.value.error.code == -32602, (method, params)
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -276,6 +297,18 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
             "timeout: Input should be greater than 0",
         ),
         ("open_file", {"line": 3}, "path: Field required"),
+        # Issue 29.5: what the file system refuses (ValueError) was -32603 with a
+        # traceback in the log.
+        ("read_buffer", {"path": "~\x00"}, "not a file name: '~\\x00'"),
+        ("get_diagnostics", {"path": "a\x00b"}, "not a file name"),
+        ("lsp_hover", {"path": "a\x00b", "line": 1, "column": 1}, "not a file name"),
+        ("open_file", {"path": "a\x00b"}, "not a file name"),
+        ("run_command", {"command": "true", "cwd": "~\x00"}, "not a file name"),
+        (
+            "lsp_definition",
+            {"path": "code.py", "line": 2**64, "column": 1},
+            "line: Input should be less than or equal to 2147483647",
+        ),
     ],
 )
 async def test_every_tool_with_bad_input_answers_is_error(
@@ -390,3 +423,44 @@ async def test_a_wrong_or_missing_token_is_refused_and_logged(host: Host) -> Non
     assert process.returncode == 1
     assert b"refused" in process.stderr
     assert sys.executable == command
+
+
+def _lines(path: str, data: bytes, answers: int) -> list[bytes]:
+    """Send ``data`` on a fresh connection, then read ``answers`` lines back."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall(data)
+        with sock.makefile("rb") as answer:
+            return [answer.readline() for _ in range(answers)]
+
+
+async def test_one_connections_garbage_costs_only_that_connection(host: Host, tmp_path: Path) -> None:
+    """Issue 27.2: a hello of ``"[" * 1020`` (RecursionError in json.loads), from any
+    local process without the token, ended the listener: the socket and its directory
+    went, and every chat's MCP server with them. The same after a good hello."""
+    chat = Chat(2, "other", host.editor)
+    review = SessionChanges(host.editor, 2, str(tmp_path), host.tasks)
+    other = ToolSession(
+        chat, {2: review}, host.terminals, host.permissions, str(tmp_path), ["list_buffers"],
+        lambda: 1.0,
+    )  # fmt: skip
+    other_token = host.socket.add(other)
+    path = host.socket.path
+
+    async def send(data: bytes, answers: int = 1) -> list[bytes]:
+        return await anyio.to_thread.run_sync(_lines, path, data, answers)
+
+    for hello in (b"[" * 1020, b"{" * 100_000, b"\xff\xfe", b'{"token": "\\ud800"}', b'{"token": 5}'):
+        assert b'"ok": false' in (await send(hello + b"\n"))[0]
+    hello = json.dumps({"token": host.token}).encode() + b"\n"
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+    ok, nested, pong = await send(hello + b"[" * 100_000 + b"\n" + ping, answers=3)
+    assert ok == b'{"ok": true}\n'
+    assert json.loads(nested)["error"]["code"] == -32700
+    assert json.loads(pong) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    await send(hello + b'{"jsonrpc": "2.0", "id": 1, "meth', answers=0)  # gone mid-line
+
+    assert os.path.exists(path)
+    for token in (host.token, other_token):  # each chat's server answers
+        async with Client(host.server(token), mode="legacy") as client:
+            assert (await client.list_tools()).tools

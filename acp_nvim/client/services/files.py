@@ -19,7 +19,16 @@ itself.
 
 from __future__ import annotations
 
-__all__ = ["Document", "FileError", "applied", "check_writable", "follow", "load", "save"]
+__all__ = [
+    "Document",
+    "FileError",
+    "applied",
+    "check_writable",
+    "file_name",
+    "follow",
+    "load",
+    "save",
+]
 
 import os
 import stat
@@ -106,12 +115,22 @@ class Document:
 
 def absolute(path: str) -> str:
     """``path`` normalized; raises :class:`FileError` when it is relative (ACP wants
-    absolute) or no file can have it (a NUL byte)."""
+    absolute) or no file can have it (see :func:`file_name`)."""
     if not os.path.isabs(path):
         raise FileError("relative", f"path must be absolute: {path!r}")
-    if "\0" in path:
+    return os.path.normpath(file_name(path))
+
+
+def file_name(path: str) -> str:
+    """``path``, if a file can have it: not with a NUL byte, nor with a character the
+    system cannot encode (a lone surrogate in JSON); else :class:`FileError`."""
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeEncodeError:
+        encoded = b"\0"
+    if b"\0" in encoded:
         raise FileError("invalid", f"not a file name: {path!r}")
-    return os.path.normpath(path)
+    return path
 
 
 def _open_regular(path: str, flags: int) -> int:
