@@ -126,7 +126,7 @@ _TAKES_ACP = {
 
 @pytest.mark.parametrize("version", [1, 2])
 async def test_mcp_over_acp_where_the_agent_takes_it(
-    connection_pair: Any, serving: Any, tmp_path: Path, version: int
+    connection_pair: Any, serving: Any, tmp_path: Path, version: int, caplog: Any
 ) -> None:
     """v1 and v2 agents that advertise it get the editor server as an ``acp`` server
     and reach it with mcp/connect, mcp/message, mcp/disconnect (the unstable schemas'
@@ -222,4 +222,14 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
         with pytest.raises(RequestError) as gone:
             await mcp("ping", {})
         assert gone.value.code == -32602
+        # A notification to it is the agent's mistake: a warning line, no traceback
+        # (issue 29.6). The request after it is answered once it was handled.
+        note = {"connectionId": cid, "method": "notifications/initialized"}
+        await agent.notify("mcp/message", note)
+        with pytest.raises(RequestError):
+            await mcp("ping", {})
+        assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "acp_nvim"] == [
+            ("WARNING", f"MCP-over-ACP notifications/initialized for unknown connection {cid!r}")
+        ]
+        assert not [r for r in caplog.records if r.exc_info]
         tasks.cancel_scope.cancel()
