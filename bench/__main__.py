@@ -248,6 +248,23 @@ ROWS: dict[str, list[Row]] = {
             lambda m, _: m <= 1.0,
         ),
     ],
+    "biglines": [
+        row
+        for kind, label in (
+            ("commands", "10k commands of 1,000-character descriptions (10 MB)"),
+            ("config", "1,000 settings of 500 choices (17 MB)"),
+            ("plan", "a plan of 10k entries (1.2 MB)"),
+        )
+        for row in (
+            (
+                f"one line of {label}: the worker loop's longest answer meanwhile (ms)",
+                "≤ 20",
+                _key(f"{kind}_stall"),
+                lambda m, _: m <= 20,
+            ),
+            ("  sent → its turn's end (ms)", "—", _key(f"{kind}_turn"), None),
+        )
+    ],
     "long": [
         (
             "100 turns of 1k chunks + 10 tool calls: a turn at the start (ms)",
@@ -271,6 +288,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "edits": figures.edits,
     "memory": figures.memory,
     "turnstart": figures.turn_start,
+    "biglines": figures.big_lines,
     "long": figures.long_session,
 }
 

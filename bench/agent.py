@@ -18,6 +18,7 @@ Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
   at once by its event loop) every millisecond, each round trip timed here.
 - ``turn CHUNKS TOOLS NONCE``: CHUNKS chunks as ``burst``, then TOOLS tool calls as
   ``tools`` (ids unique per NONCE), the last location holding NONCE.
+- ``big KIND``: one legal update of 1-17 MB in one line (see `big`).
 
 Before answering the prompt it appends one JSON line to STAMPS_FILE with its own
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of Neovim's ``vim.uv.hrtime()``)
@@ -91,6 +92,35 @@ def fill(session: str, lines: int) -> list[bytes]:
             )
         )
     return out
+
+
+def big(session: str, kind: str, version: int = 1) -> list[bytes]:
+    """One legal update in one line, as ACP ``version`` shapes it: ``commands`` 10k
+    commands of 1,000-character descriptions (10 MB), ``config`` 1,000 settings of 500
+    choices (17 MB), ``plan`` 10k entries (1.2 MB): what issue 29 measured holding
+    the worker loop."""
+    body: dict[str, Any]
+    if kind == "commands":
+        commands = [{"name": f"command{i}", "description": "d" * 1000} for i in range(10_000)]
+        body = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+    elif kind == "config":
+        choices = [{"value": f"v{j}", "name": f"Choice {j}"} for j in range(500)]
+        options = [
+            {"id" if version == 1 else "configId": f"o{i}", "name": f"Option {i}",
+             "type": "select", "currentValue": "v0", "options": choices}
+            for i in range(1000)
+        ]  # fmt: skip
+        body = {"sessionUpdate": "config_option_update", "configOptions": options}
+    else:
+        entries = [
+            {"content": f"step {i} " + "x" * 80, "priority": "medium", "status": "pending"}
+            for i in range(10_000)
+        ]
+        body = {"sessionUpdate": "plan", "entries": entries}
+        if version == 2:
+            plan = {"type": "items", "planId": "big", "entries": entries}
+            body = {"sessionUpdate": "plan_update", "plan": plan}
+    return [update(session, body)]
 
 
 def file_text(i: int, changed: bool) -> str:
@@ -247,6 +277,8 @@ class Agent:
             payload = fill(session, int(args[0]))
         elif command == "tools":
             payload = tools(session, int(args[0]), args[1], os.getcwd())
+        elif command == "big":
+            payload = big(session, args[0])
         else:
             payload = [
                 update(

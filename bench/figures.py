@@ -426,6 +426,32 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         n.quit()
 
 
+def big_lines(run: int, pings_ms: int = 4000) -> Figures:
+    """One legal line of 1-17 MB of each kind (``big`` of bench/agent.py) while another
+    chat's agent measures the worker loop as in turn_start: the longest answer while
+    the line was handled, and the time from sending the prompt to its turn's end."""
+    n = Nvim()
+    figures: Figures = {}
+    try:
+        n.setup()
+        pinging, _ = n.open_chat_in(n.project, "other")
+        chat, _ = n.open_chat_in(n.project)
+        for kind in ("commands", "config", "plan"):
+            n.send_to(pinging, f"pings {pings_ms}")
+            time.sleep(0.3)  # the pings are under way
+            sent = n.send_to(chat, f"big {kind}")
+            n.wait_turn_end(chat)
+            ended = time.monotonic_ns()
+            n.wait_turn_end(pinging)
+            samples = n.last_stamp("pings")["samples"]
+            during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= ended]
+            figures[f"{kind}_stall"] = max(during) / MS
+            figures[f"{kind}_turn"] = (ended - sent) / MS
+        return figures
+    finally:
+        n.quit()
+
+
 def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10) -> Figures:
     """``turns`` turns of ``chunks`` chunks and ``calls`` tool calls (5 KB diffs) in one
     chat: the cost of a turn (first byte → its last tool call in the transcript),
