@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import operator
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeVar, overload
 
@@ -56,13 +57,17 @@ class Convert(Protocol):
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
+class _TooDeep(msgspec.DecodeError):
+    """JSON nested past the interpreter's recursion limit (~1,000 levels), where
+    msgspec raises RecursionError: a DecodeError like any other bad line."""
+
+
 def _decoded(decoder: msgspec.json.Decoder[T], data: bytes | Raw) -> T:
-    """``decoder.decode(data)``; a line nested past the interpreter's recursion limit
-    (msgspec raises RecursionError there) is a DecodeError like any other bad line."""
+    """``decoder.decode(data)``, raising `_TooDeep` where msgspec would recurse too deep."""
     try:
         return decoder.decode(data)
     except RecursionError:
-        raise msgspec.DecodeError("JSON nested too deeply") from None
+        raise _TooDeep("JSON nested too deeply") from None
 
 
 async def _decoding(size: int, decode: Callable[..., T], *args: Any) -> T:
@@ -150,6 +155,38 @@ class _OutResponse(msgspec.Struct, gc=False):
     id: Id
     result: Any = UNSET
     error: _ErrorObject | UnsetType = UNSET
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_MEMBER = re.compile(rb'"(id|method|result|error)"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")?')
+
+
+def _shallow_probe(line: bytes) -> _Probe:
+    """What tells a response from a request in a line too deeply nested for msgspec:
+    its top-level ``id`` (a number or a string), ``method``, ``result``, ``error``.
+
+    Found without recursion: strings blanked (their length kept), brackets counted
+    up to each candidate member; a member is top-level at depth 1.
+    """
+    blank = _STRING.sub(lambda m: b'"' + b" " * (len(m[0]) - 2) + b'"', line)
+    probe = _Probe()
+    depth = counted = 0
+    for member in _MEMBER.finditer(line):
+        start, name = member.start(), member[1]
+        if blank[start : start + len(name) + 2] != b'"' + b" " * len(name) + b'"':
+            continue  # inside a string, not a key
+        between = blank[counted:start]
+        depth += between.count(b"{") + between.count(b"[")
+        depth -= between.count(b"}") + between.count(b"]")
+        counted = start
+        if depth != 1:
+            continue
+        if name != b"id":
+            setattr(probe, name.decode(), True)
+        elif member[2] is not None:
+            with contextlib.suppress(msgspec.DecodeError):  # a string with a bad escape
+                probe.id = msgspec.json.decode(member[2])
+    return probe
 
 
 _ANY_MESSAGE = msgspec.json.Decoder(_Envelope | list[Raw])
@@ -481,6 +518,12 @@ class Connection:
         if isinstance(exc, msgspec.ValidationError):
             await self._reject_invalid(line, str(exc), None)
             return
+        if isinstance(exc, _TooDeep):
+            # Still an answer to a request of ours, or a request to answer, if it says so.
+            probe = await _decoding(len(line), _shallow_probe, line)
+            if probe != _Probe():
+                await self._reject_invalid(line, str(exc), None, probe)
+                return
         logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
         await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
 
@@ -589,12 +632,16 @@ class Connection:
         else:
             logger.warning("%s: response for unknown request id %r", self.name, msg_id)
 
-    async def _reject_invalid(self, raw: bytes, detail: str, batch: _Batch | None) -> None:
-        """Answer valid JSON that is not a JSON-RPC message with -32600."""
-        try:
-            probe = _decoded(_PROBE, raw)
-        except msgspec.DecodeError:
-            probe = _Probe()
+    async def _reject_invalid(
+        self, raw: bytes, detail: str, batch: _Batch | None, probe: _Probe | None = None
+    ) -> None:
+        """Answer valid JSON that is not a JSON-RPC message with -32600 (``probe``: what
+        it holds, if known already)."""
+        if probe is None:
+            try:
+                probe = _decoded(_PROBE, raw)
+            except msgspec.DecodeError:
+                probe = _Probe()
         msg_id = probe.id if type(probe.id) in (int, str) else None
         ours = type(msg_id) is int and msg_id in self._pending
         if probe.method is UNSET and (

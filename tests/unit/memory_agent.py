@@ -60,7 +60,8 @@ class MemoryAgent:
         version: the protocol version it answers ``initialize`` with.
         turns: raw lines sent in each turn, before the turn ends; turns past the
             list answer ``reply N`` (N counts from 1).
-        initialize, new_session: raw lines sent instead of the first proper answer.
+        initialize, new_session, fork: raw lines sent instead of the first proper
+            answer (to ``initialize``, ``session/new``, ``session/fork``).
         end_turns: False: a scripted turn ends only through its own lines.
         results: the result of a method, by method (default ``{}``; ``session/new``
             hands out ``s1``, ``s2``, ... in each process).
@@ -73,12 +74,15 @@ class MemoryAgent:
         *,
         initialize: list[Line] | None = None,
         new_session: list[Line] | None = None,
+        fork: list[Line] | None = None,
         end_turns: bool = True,
         results: dict[str, Any] | None = None,
     ) -> None:
         self.version = version
         self.turns = turns or []
-        self.overrides = {"initialize": initialize, "session/new": new_session}
+        self.overrides = {
+            "initialize": initialize, "session/new": new_session, "session/fork": fork
+        }
         self.end_turns = end_turns
         self.results = results or {}
         self.prompts = 0

@@ -713,19 +713,33 @@ def test_repr_new() -> None:
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
-async def test_a_line_nested_too_deeply_is_a_parse_error_and_the_next_is_served(
-    raw_peer, serving, depth
-) -> None:
+async def test_a_line_nested_too_deeply_costs_that_line_only(raw_peer, serving, depth) -> None:
     """Issue 27.1: msgspec raises RecursionError, not DecodeError, past the interpreter's
-    recursion limit; it ended serve() and with it the connection."""
+    recursion limit; it ended serve() and with it the connection. The line is a parse
+    error; one that says it is a request gets its id back, one that answers a request
+    of ours fails that request as malformed (it would wait forever)."""
     conn, peer = raw_peer()
     conn.on_request("echo", Echo, echo)
+    nested = b"[" * depth + b"]" * depth
     async with serving(conn):
-        await peer.send_line(b"[" * depth + b"]" * depth)
+        await peer.send_line(nested)
         reply = await peer.receive_json()
         assert reply["error"] == {"code": -32700, "message": "Parse error: JSON nested too deeply"}
-        nested = b"[" * depth + b"]" * depth
         await peer.send_line(b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": ' + nested + b"}")
-        assert (await peer.receive_json())["error"]["code"] == -32700
+        reply = await peer.receive_json()
+        assert reply["id"] == 1 and reply["error"]["code"] == -32600
+        async with anyio.create_task_group() as tasks:
+            failed: list[Exception] = []
+
+            async def ask() -> None:
+                with pytest.raises(ProtocolError) as error:
+                    await conn.request("ping", None)
+                failed.append(error.value)
+
+            tasks.start_soon(ask)
+            request = await peer.receive_json()
+            text = b'{"id": %d, "result": {"x": "\\"id\\": 9", "deep": %s}}' % (request["id"], nested)
+            await peer.send_line(text)
+        assert str(failed[0]) == "malformed response to ping: JSON nested too deeply"
         await peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": {"text": "a"}})
         assert await peer.receive_json() == {"jsonrpc": "2.0", "id": 2, "result": {"text": "a"}}
