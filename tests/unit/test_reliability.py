@@ -449,9 +449,10 @@ async def test_odd_env_var_login_methods_leave_the_chat_starting(
         {"type": "env_var", "name": "no id", "vars": ["X"]},
         {"type": "env_var", key: ["d"], "name": "D"},
         {key: "q", "name": "Q", "_meta": {"type": "terminal", "args": 5}},  # qwen's form
+        {"type": "terminal", key: "", "name": ""},  # (fuzzer) an empty id
     ]
     if version == 2:
-        methods[-1]["type"] = "agent"
+        methods[-2]["type"] = "agent"
     info = {"name": "memory", "version": "0"}
     result: dict[str, Any] = (
         {"protocolVersion": 2, "info": info, "capabilities": {}, "authMethods": methods}
@@ -463,7 +464,7 @@ async def test_odd_env_var_login_methods_leave_the_chat_starting(
     offered = [(m["id"], m["name"], m["kind"], m["vars"]) for m in editor.last_status(1)["login_methods"]]
     assert offered == [
         ("a", "A", "env", []), ("b", "B", "env", ["K", "L"]), ("c", "c", "env", []),
-        ("q", "Q", "terminal", []),
+        ("q", "Q", "terminal", []), ("", "", "agent", []),
     ]  # fmt: skip
 
 

@@ -9,7 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import msgpack
+import pytest
 
+from acp_nvim.client.editor import EditorError
 from acp_nvim.nvim.editor import IN_FLIGHT, LINE_COST, OP_COST, NvimEditor
 
 
@@ -201,16 +204,17 @@ def test_a_long_message_is_split_into_its_first_lines_and_an_append() -> None:
     assert draw(ops) == thought["lines"]
 
 
+class PackingNvim(FakeNvim):
+    """Packs what it is sent as pynvim does, before anything is written."""
+
+    def exec_lua(self, code: str, *args: Any, async_: bool = False) -> Any:
+        msgpack.packb(args)
+        return super().exec_lua(code, *args, async_=async_)
+
+
 def test_what_msgpack_cannot_carry_costs_only_itself(caplog: Any) -> None:
     """Issue 29.3: an int past 64 bits failed msgpack and the whole batch was dropped,
     the text queued with it included. Whatever cannot be packed is dropped alone."""
-    import msgpack
-
-    class PackingNvim(FakeNvim):
-        def exec_lua(self, code: str, *args: Any, async_: bool = False) -> Any:
-            msgpack.packb(args)  # what pynvim does before anything is written
-            return super().exec_lua(code, *args, async_=async_)
-
     nvim = PackingNvim()
     editor = NvimEditor(nvim)  # type: ignore[arg-type]
     editor.render(1, [append("before ")])
@@ -233,3 +237,14 @@ def test_what_msgpack_cannot_carry_costs_only_itself(caplog: Any) -> None:
     assert [r.getMessage()[:45] for r in caplog.records] == [
         "dropped what msgpack cannot carry to Neovim: "
     ] * 2
+
+
+def test_a_call_msgpack_cannot_carry_is_an_editor_error() -> None:
+    """An MCP tool's argument Neovim cannot be sent is the tool's error, not a bug."""
+    editor = NvimEditor(PackingNvim(threaded=True))  # type: ignore[arg-type]
+
+    async def main() -> None:
+        with pytest.raises(EditorError, match="cannot be sent to Neovim: Integer value out of range"):
+            await editor.call_lua("return ...", 2**64)
+
+    anyio.run(main)

@@ -215,18 +215,18 @@ def login_method(method: Any) -> LoginMethod | None:
     cannot run. v1 names the id ``id``, v2 ``methodId``."""
     if isinstance(method, Unknown):
         # Outside the schema, so every field is checked here.
-        method_id = method.get("id") or method.get("methodId")
-        if method.tag != "env_var" or not isinstance(method_id, str):
+        env_id = method.get("id") or method.get("methodId")
+        if method.tag != "env_var" or not isinstance(env_id, str):
             return None
         listed = method.get("vars")
         names = [_var_name(v) for v in listed] if isinstance(listed, list) else []
         name, description = method.get("name"), method.get("description")
         return LoginMethod(
-            method_id, name if isinstance(name, str) else method_id, "env",
+            env_id, name if isinstance(name, str) else env_id, "env",
             description if isinstance(description, str) else None,
             vars=[n for n in names if n],
         )  # fmt: skip
-    method_id = getattr(method, "id", None) or method.method_id
+    method_id = getattr(method, "method_id", "") or getattr(method, "id", "")
     meta = method.meta or {}
     if getattr(method, "args", None) is not None or meta.get("type") == "terminal":
         # qwen marks an agent-type method as a terminal one in _meta.
