@@ -189,6 +189,16 @@ def _shallow_probe(line: bytes) -> _Probe:
     return probe
 
 
+def _probe(raw: bytes) -> _Probe:
+    """What tells a response from a request in valid JSON the envelope rejected."""
+    try:
+        return _decoded(_PROBE, raw)
+    except _TooDeep:  # "error": [[[...]]] fails the envelope, then the probe recurses
+        return _shallow_probe(raw)
+    except msgspec.DecodeError:
+        return _Probe()
+
+
 _ANY_MESSAGE = msgspec.json.Decoder(_Envelope | list[Raw])
 _ONE_MESSAGE = msgspec.json.Decoder(_Envelope)
 _PROBE = msgspec.json.Decoder(_Probe)
@@ -638,10 +648,7 @@ class Connection:
         """Answer valid JSON that is not a JSON-RPC message with -32600 (``probe``: what
         it holds, if known already)."""
         if probe is None:
-            try:
-                probe = _decoded(_PROBE, raw)
-            except msgspec.DecodeError:
-                probe = _Probe()
+            probe = await _decoding(len(raw), _probe, raw)
         msg_id = probe.id if type(probe.id) in (int, str) else None
         ours = type(msg_id) is int and msg_id in self._pending
         if probe.method is UNSET and (

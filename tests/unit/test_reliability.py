@@ -450,9 +450,10 @@ async def test_odd_env_var_login_methods_leave_the_chat_starting(
         {"type": "env_var", key: ["d"], "name": "D"},
         {key: "q", "name": "Q", "_meta": {"type": "terminal", "args": 5}},  # qwen's form
         {"type": "terminal", key: "", "name": ""},  # (fuzzer) an empty id
+        None,  # (fuzzer)
     ]
     if version == 2:
-        methods[-2]["type"] = "agent"
+        methods[-3]["type"] = "agent"
     info = {"name": "memory", "version": "0"}
     result: dict[str, Any] = (
         {"protocolVersion": 2, "info": info, "capabilities": {}, "authMethods": methods}

@@ -213,6 +213,8 @@ def login_method(method: Any) -> LoginMethod | None:
     """A login method as v1 and v2 advertise it (agent and terminal types, and the
     ``env_var`` type codex sends outside the schema); None for one this client
     cannot run. v1 names the id ``id``, v2 ``methodId``."""
+    if method is None:  # a null in the list: an open union's item may be one
+        return None
     if isinstance(method, Unknown):
         # Outside the schema, so every field is checked here.
         env_id = method.get("id") or method.get("methodId")
