@@ -199,26 +199,24 @@ end
 function M.update(chat, ops)
   local entries, changed, new = pending(chat), false, {}
   for _, op in ipairs(ops) do
-    if op.op == "block" and op.kind == "tool" then
-      local permission = op.permission
-      local request = permission and permission.pending and permission.id or nil
-      local known = false
-      for i = #entries, 1, -1 do
-        if entries[i].block == op.id then
-          if entries[i].id == request then
-            known = true
-          else
-            table.remove(entries, i)
-            changed = true
-          end
+    local permission = op.permission
+    local request = permission and permission.pending and permission.id or nil
+    local known = false
+    for i = #entries, 1, -1 do
+      if entries[i].block == op.id then
+        if entries[i].id == request then
+          known = true
+        else
+          table.remove(entries, i)
+          changed = true
         end
       end
-      if request and not known then
-        local entry = { block = op.id, id = request }
-        table.insert(entries, entry)
-        table.insert(new, entry)
-        changed = true
-      end
+    end
+    if request and not known then
+      local entry = { block = op.id, id = request }
+      table.insert(entries, entry)
+      table.insert(new, entry)
+      changed = true
     end
   end
   if changed then

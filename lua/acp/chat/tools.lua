@@ -127,7 +127,7 @@ function M.follow(chat, ops)
   chat.followed = chat.followed or {}
   local target
   for _, op in ipairs(ops) do
-    local location = op.op == "block" and op.kind == "tool" and op.locations and op.locations[1]
+    local location = op.locations and op.locations[1]
     if location then
       local key = location.path .. ":" .. (location.line or "")
       if chat.followed[op.id] ~= key then
