@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # -- Render ops: what the core draws in a chat (``Editor.render``), each a map with
 # named fields that crosses msgpack to Lua as it is. Lua handles every op in one
-# table by its "op" (``OPS`` of lua/acp/chat/init.lua); tests/nvim/test_contract.py
+# table by its "op" (``M.ops`` of lua/acp/chat/init.lua); tests/nvim/test_contract.py
 # holds that table to :data:`RenderOp`. TypedDicts, not Structs: the dicts go to
 # pynvim untouched, with no work per op on the streaming path (decision 0032).
 
