@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = ["App"]
 
 import base64
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_proces
 from acp_nvim.client.config import AgentConfig, Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.tasks import Tasks
@@ -80,12 +82,14 @@ class App:
         # The editor MCP server's socket, started when a session first offers it.
         self.mcp_socket: EditorSocket | None = None
         self._mcp_starting = anyio.Lock()
+        self.history = History(editor, self.tasks)
 
     def __repr__(self) -> str:
         return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
 
-    def setup(self, raw: Any) -> bool:
-        """Validate and take the user's options; a wrong one is reported, not raised."""
+    def setup(self, raw: Any, state_dir: str | None = None) -> bool:
+        """Validate and take the user's options; a wrong one is reported, not raised.
+        ``state_dir``: Neovim's stdpath("state"), where the history is kept."""
         try:
             self.config = load_config(raw)
         except ConfigError as err:
@@ -94,6 +98,7 @@ class App:
             return False
         self.config_error = None
         self.log = ProtocolLog(self.config.log_lines)
+        self.history.configure(self.config.history, state_dir)
         for connection in self.agents.values():
             self._configure(connection)
         for review in self.reviews.values():
@@ -109,13 +114,20 @@ class App:
         cwd: str,
         session_id: str | None = None,
         fork: int | None = None,
+        history: int | None = None,
+        handoff: int | None = None,
     ) -> None:
         """Start (or reuse) the agent and create a session for a new chat.
 
         With ``session_id`` the chat resumes that session (its history replayed);
-        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent.
+        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent;
+        ``history`` shows that stored chat (its agent starts with the next prompt);
+        with ``handoff`` it continues chat ``handoff``'s conversation (client.history).
         """
         self._queues.setdefault(chat_id, [])  # prompts sent before the chat is ready
+        if history is not None:
+            await self._reopen(chat_id, history)
+            return
         parent = self.chats.get(fork) if fork is not None else None
         refusal = self.config_error or (None if fork is None else self._fork_refusal(fork))
         if refusal is not None:
@@ -135,7 +147,19 @@ class App:
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self._spawn(name, agent_config, cwd)
         chat = self._new_chat(chat_id, name, cwd)
+        source = self.chats.get(handoff) if handoff is not None else None
+        if source is not None:
+            self.history.hand_over(chat, source)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    async def _reopen(self, chat_id: int, history_id: int) -> None:
+        """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
+        found = await self.history.load(history_id)
+        if found is None:
+            self._new_chat(chat_id, "?", os.getcwd()).fail(f"no stored chat {history_id}")
+            return
+        row, blocks = found
+        self.history.reopen(self._new_chat(chat_id, row.agent, row.cwd), row, blocks)
 
     def _fork_refusal(self, chat_id: int) -> str | None:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
@@ -219,6 +243,8 @@ class App:
                         # configured defaults (which would undo a mode switched to).
                         kept = _chosen(chat) if again else []
                         resumed = await self._session(connection, chat, session_id, again=again)
+                        if not resumed:
+                            self.history.seed(chat)
                         wanted = kept if again and resumed else _defaults(agent_config)
                         await self._apply_settings(connection, chat, wanted)
             except TimeoutError:
@@ -318,6 +344,8 @@ class App:
 
         chat = self.chats[chat_id] = Chat(chat_id, agent, self.editor)
         self._cwds[chat_id] = cwd
+        agent_config = self.config.all_agents().get(agent)
+        self.history.attach(chat, cwd, keep=agent_config is None or agent_config.history)
         return chat
 
     async def _spawn(
@@ -484,9 +512,9 @@ class App:
         queue.append(_Prompt(text, attachments))
         if chat is None:
             return  # still being opened: sent once the chat is ready
-        if chat.state == "ready":
+        if chat.state == "ready" and chat.id in self._agent_of:
             await self._drain(chat)
-        elif chat.state == "error":
+        elif chat.state in ("error", "ready"):  # ready without an agent: a reopened chat
             self._show_queue(chat)
             await self.restart(chat_id)
         else:  # starting or running: it goes when the chat is ready
@@ -637,6 +665,7 @@ class App:
         self.reviews.pop(chat_id, None)
         self._queues.pop(chat_id, None)
         self._cwds.pop(chat_id, None)
+        self.history.detach(chat_id)
         if chat is None:
             return
         connection = self._agent_of.get(chat_id)
@@ -785,6 +814,7 @@ class App:
         """End every agent (Neovim is closing)."""
         self._shutting_down = True
         with anyio.CancelScope(shield=True):
+            await self.history.close()
             for connection in list(self.agents.values()):
                 await connection.aclose()
             self.agents.clear()

@@ -114,6 +114,8 @@ class Fake:
             }
         if self.scenario == "settings":
             result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
+        if self.scenario == "kept":  # load only: a reopened chat goes on with session/load
+            result["agentCapabilities"] = {"loadSession": True}
         return result
 
     def session_capabilities_v2(self) -> Params:
@@ -328,8 +330,11 @@ class Fake:
                     os._exit(2)  # dies instead of ending the turn
                 self.cancelled = anyio.Event()
                 return {"stopReason": "cancelled"}
-            case "settings" | "configs" | "history" if text == "calls":
+            case "settings" | "configs" | "history" | "kept" if text == "calls":
                 await self.say(json.dumps(self.calls))
+            case "kept" if text.startswith("edit "):
+                await self.tool_call_with_location(text.removeprefix("edit "))
+                await self.say(f"edited {text.removeprefix('edit ')}")
             case "settings" | "configs" if text == "switch":
                 await self.switch_settings()
             case "stubborn":

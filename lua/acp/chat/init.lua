@@ -19,7 +19,7 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
----@field opened {agent?: string, session_id?: string} what the chat was opened with
+---@field opened {agent?: string, session_id?: string, history?: integer, handoff?: integer} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (M.fail)
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
@@ -403,13 +403,15 @@ local function start(chat)
       cwd = chat.cwd,
       session_id = opened.session_id,
       fork = opened.fork,
+      history = opened.history,
+      handoff = opened.handoff,
     })
   else
     M.fail(chat, host.failure.message)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat}
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -420,7 +422,7 @@ function M.open(opts)
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not opts.new and not opts.session_id and not other_agent and not opts.fork
+  local reuse = existing and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff)
   -- Another agent's chat, or a fork, opens beside the chat where there is room.
   local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
@@ -433,8 +435,15 @@ function M.open(opts)
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
-  chat.opened = { agent = opts.agent, session_id = opts.session_id, fork = opts.fork and opts.fork.id }
-  chat.cwd = opts.fork and opts.fork.cwd or vim.fn.getcwd()
+  chat.opened = {
+    agent = opts.agent,
+    session_id = opts.session_id,
+    fork = opts.fork and opts.fork.id,
+    history = opts.history,
+    handoff = opts.handoff and opts.handoff.id,
+  }
+  local from = opts.fork or opts.handoff
+  chat.cwd = from and from.cwd or vim.fn.getcwd()
   M.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
