@@ -235,7 +235,7 @@ def test_forget_and_rename(editor: Editor) -> None:
     send(editor, "hello zebra", 1)
     [entry] = kept(editor, "zebra")
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])
-    editor.wait(f"require('acp').history()[1].title == 'Zoo'")
+    editor.wait("require('acp').history()[1].title == 'Zoo'")
     editor.lua("require('acp').forget(...)", entry["id"])
     editor.wait("#require('acp').history() == 0")
     # The chat goes on, no longer kept.

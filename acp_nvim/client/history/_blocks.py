@@ -183,14 +183,14 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
     for block in blocks:
         op: RenderOp | None
         if block.kind in ("user", "agent", "thought"):
-            message = Message(block.key, block.kind)  # type: ignore[arg-type]
+            message = Message(block.key.removeprefix(_MESSAGE), block.kind)  # type: ignore[arg-type]
             message.text = block.text
             op = view.message_op(message)
         elif block.kind == "tool":
             op = view.ToolCallDrawing().op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
-            op = view.plan_op(block.key, entries)
+            op = view.plan_op(block.key.removeprefix(_PLAN), entries)
         else:
             op = view.notice_op(block.key, block.kind, block.text.split("\n"))
         if op is not None:

@@ -21,7 +21,7 @@ translated here); ``unavailable`` tells a store that cannot be used at all
 
 from __future__ import annotations
 
-__all__ = ["SEQ_BITS", "ChatRow", "Hit", "StoreError", "Store", "StoredBlock"]
+__all__ = ["SEQ_BITS", "ChatRow", "Hit", "Store", "StoreError", "StoredBlock"]
 
 import os
 import re
