@@ -276,6 +276,7 @@ ROWS: dict[str, list[Row]] = {
             _key("reopen_screen"),
             lambda m, _: m <= 100,
         ),
+        ("  of which the new chat's windows, in Lua (ms)", "—", _key("reopen_chat"), None),
         (
             "the store's size / its text",
             "≤ 2x",

@@ -486,12 +486,15 @@ def history(run: int, chats: int = 10_000, turns: int = 100, queries: int = 100)
         for command, key in (("AcpHistory", "picker"), (f"AcpHistory {words[3]}", "picker_query")):
             start = n.lua("local t = vim.uv.hrtime(); vim.cmd(...); return t", command)
             figures[key] = (n.lua("return _G.picked") - start) / MS
-        start = n.lua(
+        start, opened = n.lua(
             "local t = vim.uv.hrtime(); require('acp').open({history = ...});"
-            "_G.bench.rows(require('acp').status().transcript_buf, 48, ...); return t",
+            "_G.bench.rows(require('acp').status().transcript_buf, 48, select(2, ...));"
+            "return {t, vim.uv.hrtime()}",
             long, n.chan, "screen",
         )  # fmt: skip
-        figures["reopen_screen"] = (int(n.wait("screen")[0]) - start) / MS
+        screen = int(n.wait("screen")[0])
+        figures["reopen_screen"] = (screen - start) / MS
+        figures["reopen_chat"] = (opened - start) / MS
     finally:
         n.quit()
     figures |= _stream_with_history()

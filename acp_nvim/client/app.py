@@ -149,7 +149,7 @@ class App:
         chat = self._new_chat(chat_id, name, cwd)
         source = self.chats.get(handoff) if handoff is not None else None
         if source is not None:
-            self.history.hand_over(chat, source)
+            await self.history.hand_over(chat, source)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
 
     async def _reopen(self, chat_id: int, history_id: int) -> None:
@@ -159,7 +159,7 @@ class App:
             self._new_chat(chat_id, "?", os.getcwd()).fail(f"no stored chat {history_id}")
             return
         row, blocks = found
-        self.history.reopen(self._new_chat(chat_id, row.agent, row.cwd), row, blocks)
+        await self.history.reopen(self._new_chat(chat_id, row.agent, row.cwd), row, blocks)
 
     def _fork_refusal(self, chat_id: int) -> str | None:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a

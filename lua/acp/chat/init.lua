@@ -448,6 +448,9 @@ function M.open(opts)
   if opts.fork then
     continue_from(opts.fork, chat)
   end
+  -- Asked before the windows are made: the Python side starts (or reads a stored
+  -- chat) while they are, and its ops are applied after this function returns.
+  start(chat)
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
   -- opens beside it where there is room.
@@ -455,7 +458,6 @@ function M.open(opts)
     layout.show(chat)
   end
   update_winbar(chat)
-  start(chat)
   return chat
 end
 
