@@ -14,6 +14,7 @@ from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _store
 from acp_nvim.client.history._blocks import markdown, render_ops
+from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
@@ -40,19 +41,33 @@ def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) 
     assert [h.chat.id for h in store.search("zebra")] == [new, old]
     assert [h.chat.id for h in store.search("zebra pars*")] == [old]
     assert store.search("zebra", limit=1)[0].snippet == "zebra again"
+    assert store.search("module")[0].snippet == "the Zebra module parses"
     assert [h.chat.id for h in store.search(None)] == [other, new, old]
     # What the user types is words, never FTS5 syntax.
     assert store.search('"zebra" OR NEAR(') == store.search("zebra or near")
     assert store.search("***") == store.search(None)
 
 
-def test_both_search_strategies_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_is_newest_first_by_last_change_even_for_older_chats(tmp_path: Path) -> None:
     store = store_at(tmp_path)
-    ids = [chat_with(store, f"word{i % 3} common", "reply") for i in range(12)]
-    collected = [h.chat.id for h in store.search("common", limit=5)]
-    monkeypatch.setattr(_store, "_COLLECT_AT_MOST", 2)  # tests chats newest first instead
-    assert [h.chat.id for h in store.search("common", limit=5)] == collected == ids[::-1][:5]
-    assert [h.chat.id for h in store.search("word1")] == [i for i in ids[::-1] if (i - 1) % 3 == 1]
+    ids = [chat_with(store, f"word{i % 3} common", "reply", agent=f"a{i % 2}") for i in range(12)]
+    newest_first = ids[::-1]
+    assert [h.chat.id for h in store.search("common", limit=5)] == newest_first[:5]
+    assert [h.chat.id for h in store.search("word1")] == [i for i in newest_first if i % 3 == 2]
+    # An old chat continued now comes first, though its words were found last.
+    store.write(ids[0], [StoredBlock(2, "k2", 2, "user", "more")], updated_at=2e9)
+    store.write(ids[1], [], updated_at=1.9e9)  # changed after the newest, before ids[0]
+    assert [h.chat.id for h in store.search("common", limit=3)] == [ids[0], ids[1], ids[11]]
+    assert [h.chat.id for h in store.search("common word0", limit=2)] == [ids[0], ids[9]]
+    assert [h.chat.id for h in store.search("common", agent="a1", limit=2)] == [ids[1], ids[11]]
+    assert [h.chat.id for h in store.search("common", cwd="/elsewhere")] == []
+
+
+def test_a_snippet_is_the_words_around_the_first_found() -> None:
+    text = "one two three four five six seven Eight nine ten eleven twelve thirteen fourteen"
+    assert _cut(text, ["eight"], around=2) == "… six seven Eight nine ten …"
+    assert _cut(text, ["thirt*"], around=1) == "… twelve thirteen fourteen"
+    assert _cut(text, ["absent"], around=1) == "one two …"
 
 
 def test_a_changed_block_is_searched_by_its_new_text(tmp_path: Path) -> None:

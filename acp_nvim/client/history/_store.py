@@ -37,9 +37,6 @@ SEQ_BITS = 24
 BUSY_MS = 5000
 # The kinds of block the search index holds.
 SEARCHED = ("user", "agent", "tool")
-# A search that finds more blocks than this tests chats newest first instead of
-# collecting every hit (see Store.search).
-_COLLECT_AT_MOST = 40_000
 
 _MIGRATIONS: list[str] = [
     # 1: the first layout
@@ -327,10 +324,8 @@ class Store:
         calls hold every word of ``query`` (a word ending in ``*``: as a prefix;
         case and accents ignored); every chat without one.
 
-        With many hits the chats are tested newest first until ``limit`` matched;
-        with fewer, every hit's chat is collected and sorted: both exact.
         """
-        match = _match_expression(query or "")
+        words = _WORD.findall(query or "")
         where, params = ["1"], []
         if agent is not None:
             where.append("agent = ?")
@@ -339,85 +334,97 @@ class Store:
             where.append("cwd = ?")
             params.append(cwd)
         filters = " AND ".join(where)
-        if match is None:
+        if not words:
             rows = self._run(
                 f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} "
                 "ORDER BY updated_at DESC LIMIT ?",
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
-        hits = self._collect(match, filters, params, limit)
-        if hits is None:
-            hits = self._test_newest(match, filters, params, limit)
-        return hits
+        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in words)
+        found = self._matching(match, filters, params, limit)
+        return [Hit(chat, self._snippet(rowid, words)) for chat, rowid in found]
 
-    def _collect(self, match: str, filters: str, params: list[Any], limit: int) -> list[Hit] | None:
-        """Every matching chat, sorted (None when the hits are too many to collect)."""
-        try:
-            cursor = self._db.execute(
-                f"SELECT DISTINCT rowid >> {SEQ_BITS} FROM search WHERE search MATCH ? "
-                f"LIMIT {_COLLECT_AT_MOST + 1}",
-                (match,),
-            )
-            ids = [row[0] for row in cursor]
-        except sqlite3.Error as err:
-            raise _describe(err, self.path) from None
-        if len(ids) > _COLLECT_AT_MOST:
-            return None
-        found: list[Hit] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._run(
-                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id IN ({marks}) AND {filters}",
-                (*chunk, *params),
-            )
-            found += [Hit(ChatRow(*row), "") for row in rows]
-        found.sort(key=lambda hit: hit.chat.updated_at, reverse=True)
-        found = found[:limit]
-        for hit in found:
-            hit.snippet = self._snippet(match, hit.chat.id) or ""
-        return found
+    def _matching(
+        self, match: str, filters: str, params: list[Any], limit: int
+    ) -> list[tuple[ChatRow, int]]:
+        """The ``limit`` matching chats newest first, each with its newest matching block.
 
-    def _test_newest(self, match: str, filters: str, params: list[Any], limit: int) -> list[Hit]:
-        """Chats newest first, each tested for a hit, until ``limit`` matched."""
-        found: list[Hit] = []
+        Hits are read newest chat first (block ids grow with the chat's id) until
+        ``limit`` chats matched: only their hits are read, however common a word.
+        A chat made before those but changed after the last of them (reopened and
+        continued) is then tested on its own, so the order by last change is exact.
+        """
+        newest: dict[int, int] = {}  # chat id → its newest matching block
+        found: dict[int, ChatRow] = {}
+        cursor = self._db.execute(
+            "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC", (match,)
+        )
+        complete = True
         try:
-            cursor = self._db.execute(
-                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} ORDER BY updated_at DESC",
-                params,
-            )
-            for row in cursor.fetchall():
-                snippet = self._snippet(match, row[0])
-                if snippet is not None:
-                    found.append(Hit(ChatRow(*row), snippet))
+            for (rowid,) in cursor:
+                chat_id = rowid >> SEQ_BITS
+                if chat_id in newest:
+                    continue
+                newest[chat_id] = rowid
+                rows = self._run(
+                    f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ? AND {filters}",
+                    (chat_id, *params),
+                )
+                if rows:
+                    found[chat_id] = ChatRow(*rows[0])
                     if len(found) >= limit:
+                        complete = False
                         break
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
-        return found
+        finally:
+            cursor.close()
+        ranked = sorted(found.values(), key=lambda chat: chat.updated_at, reverse=True)
+        if not complete:
+            oldest = min(newest)
+            later = self._run(
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id < ? AND updated_at > ? AND "
+                f"{filters} ORDER BY updated_at DESC",
+                (oldest, ranked[-1].updated_at, *params),
+            )
+            for row in later:
+                first = row[0] << SEQ_BITS
+                hit = self._run(
+                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid >= ? AND rowid < ? "
+                    "ORDER BY rowid DESC LIMIT 1",
+                    (match, first, first + (1 << SEQ_BITS)),
+                )
+                if hit:
+                    newest[row[0]] = hit[0][0]
+                    ranked.append(ChatRow(*row))
+            ranked.sort(key=lambda chat: chat.updated_at, reverse=True)
+        return [(chat, newest[chat.id]) for chat in ranked[:limit]]
 
-    def _snippet(self, match: str, chat_id: int) -> str | None:
-        """The newest matching block of the chat, cut around the words; None without one."""
-        first = chat_id << SEQ_BITS
-        rows = self._run(
-            "SELECT snippet(search, 0, '', '', '…', 12) FROM search "
-            "WHERE search MATCH ? AND rowid >= ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
-            (match, first, first + (1 << SEQ_BITS)),
-        )
-        return " ".join(str(rows[0][0]).split()) if rows else None
+    def _snippet(self, rowid: int, words: list[str]) -> str:
+        """The words of block ``rowid`` around the first query word in it."""
+        rows = self._run("SELECT text FROM blocks WHERE id = ?", (rowid,))
+        return _cut(rows[0][0], words) if rows else ""
 
 
 _WORD = re.compile(r"\w+\*?")
 
 
-def _match_expression(query: str) -> str | None:
-    """An FTS5 expression holding every word of ``query`` (None for no word): each
-    word quoted, so that nothing the user types is FTS5 syntax."""
-    words = _WORD.findall(query)
-    if not words:
-        return None
-    return " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in words)
+def _cut(text: str, words: list[str], around: int = 6) -> str:
+    """About ``around`` words either side of the first of ``words`` in ``text`` (a
+    word ending in ``*`` matches a prefix), on one line; the start of ``text`` when
+    none is found as written (the index also ignores accents)."""
+    said = text.split()
+    wanted = [w.casefold() for w in words]
+
+    def matches(token: str) -> bool:
+        token = token.casefold().strip("`*_.,;:!?()[]{}'\"<>")
+        return any(token.startswith(w[:-1]) if w.endswith("*") else token == w for w in wanted)
+
+    at = next((i for i, token in enumerate(said) if matches(token)), 0)
+    first, last = max(0, at - around), min(len(said), at + around + 1)
+    cut = " ".join(said[first:last])
+    return ("… " if first else "") + cut + (" …" if last < len(said) else "")
 
 
 def _statements(script: str) -> list[str]:
