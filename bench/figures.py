@@ -506,7 +506,7 @@ TIMED = (
 )
 
 
-def _stream_with_history(count: int = 10_000, rounds: int = 3) -> Figures:
+def _stream_with_history(count: int = 10_000, rounds: int = 5) -> Figures:
     """10k chunks with the history on and off, in turn, in one Neovim with a UI."""
     n, ui, _ = _with_ui()
     try:
