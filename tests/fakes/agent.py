@@ -247,6 +247,8 @@ class Fake:
                     await self.say("an old question", "user_message_chunk", session)
                     await self.say("an old answer", session=session)
                 case "session/resume":
+                    if self.scenario.startswith("blocks"):  # a new process knows no session
+                        raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
                     return self.settings()
             return {}
 

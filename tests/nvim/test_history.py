@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.nvim.conftest import ROOT, Editor, child_editor
 
@@ -98,16 +99,17 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         other.quit()
 
 
-def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="plain")
-    editor.open_chat()
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version: int) -> None:
+    editor.setup(agents=agents(editor), default_agent="plain", protocol_version=version)
+    assert editor.open_chat()["protocol_version"] == version
     send(editor, "hello zebra", 1)
     [entry] = kept(editor, "zebra")
     editor.quit()
 
     other = second_neovim(editor)
     try:
-        other.setup(agents=agents(editor), default_agent="plain")
+        other.setup(agents=agents(editor), default_agent="plain", protocol_version=version)
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
         send(other, "and now", 1)
@@ -241,7 +243,6 @@ def test_forget_and_rename(editor: Editor) -> None:
     # The chat goes on, no longer kept.
     send(editor, "hello again zebra", 2)
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
-    assert sys.executable  # the fixture's Python ran the fakes
 
 
 def test_history_off_keeps_nothing(editor: Editor) -> None:
@@ -251,3 +252,17 @@ def test_history_off_keeps_nothing(editor: Editor) -> None:
     assert editor.lua("return require('acp').status().history") is None
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     assert not Path(store).exists()
+
+
+def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
+    setup = agents(editor)
+    setup["kept"]["history"] = False
+    editor.setup(agents=setup, default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.lua("require('acp').open({agent = 'plain'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello giraffe", 2)
+    [entry] = kept(editor, "giraffe")
+    assert entry["agent"] == "plain"
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
