@@ -603,6 +603,7 @@ class App:
         if decision not in ("accept", "reject"):
             raise ValueError(f"unknown review decision {decision!r}")
         await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+        self.history.reviewed(chat_id)
 
     def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""

@@ -334,9 +334,10 @@ class Fake:
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" | "kept" if text == "calls":
                 await self.say(json.dumps(self.calls))
-            case "kept" if text.startswith("edit "):
-                await self.tool_call_with_location(text.removeprefix("edit "))
-                await self.say(f"edited {text.removeprefix('edit ')}")
+            case "kept" if text.startswith("edit "):  # edit PATH: "two" becomes "2" on disk
+                path = text.removeprefix("edit ")
+                await self.file_steps([{"disk": {"path": path, "content": "one\n2\n"}}])
+                await self.say(f"edited {path}")
             case "settings" | "configs" if text == "switch":
                 await self.switch_settings()
             case "stubborn":

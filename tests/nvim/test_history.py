@@ -51,8 +51,11 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
     target = editor.tmp / "project" / "a.py"
+    target.write_text("one\ntwo\n")
     send(editor, "hello zebra", 1)
-    send(editor, f"edit {target}:2", 2)
+    send(editor, f"edit {target}", 2)
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].open == false")
     [entry] = kept(editor, "zebra")
     assert editor.lua("return require('acp').status().history") == entry["id"]
     editor.quit()
@@ -70,8 +73,10 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         other.wait("require('acp').status().state == 'ready'")
         text = other.transcript_text()
         assert "hello zebra" in text and "echo: hello zebra" in text
-        assert "#### Edit file" in text and "-two" in text and "+2" in text
+        assert f"#### Edit {target}" in text and "-two" in text and "+2" in text
         assert "— end_turn —" in text
+        # The turn's end says what became of its changes in the review.
+        assert f"*Review: `{target}` (1 accepted)*" in text
         assert other.lua("return require('acp').status().history") == found["id"]
 
         # Sending goes on with the stored session, loaded (without showing it again).
@@ -90,7 +95,8 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert markdown.startswith("# hello zebra\n")
         assert "- Agent: kept" in markdown and f"- Directory: {editor.tmp / 'project'}" in markdown
         for part in ("## You\n\nhello zebra", "## Agent\n\necho: hello zebra",
-                     "### Tool: Edit file", "```diff", "-two", "+2", f"edited {target}:2"):  # fmt: skip
+                     f"### Tool: Edit {target}", "```diff", "-two", "+2", f"edited {target}",
+                     f"*Review: `{target}` (1 accepted)*"):  # fmt: skip
             assert part in markdown, part
         # :AcpExport without a path: the current chat in a buffer.
         other.nvim.command("AcpExport")

@@ -17,6 +17,7 @@ __all__ = [
     "markdown",
     "notice_block",
     "render_ops",
+    "review_of",
     "stored",
 ]
 
@@ -100,6 +101,31 @@ def notice_block(
     key: str, kind: str, lines: list[str], seq: int, turn: int, data: dict[str, Any] | None
 ) -> StoredBlock:
     return StoredBlock(seq, key, turn, kind, "\n".join(lines), _json(data))
+
+
+def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """What is kept of the review of ``turn``'s files: each path, whether it was
+    made or deleted, and how many of its hunks are in each status."""
+    kept = []
+    for file in summary.get("files") or []:
+        if file.get("turn") != turn:
+            continue
+        statuses: dict[str, int] = {}
+        for hunk in file.get("hunks") or []:
+            statuses[hunk["status"]] = statuses.get(hunk["status"], 0) + 1
+        item = {"path": file["path"], "hunks": statuses}
+        kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
+    return kept
+
+
+def _review_line(files: list[dict[str, Any]]) -> str:
+    """One line of a turn's review: ``a.py (2 accepted, 1 pending)``, ..."""
+    parts = []
+    for file in files:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(file.get("hunks", {}).items()))
+        made = " new" if file.get("created") else " deleted" if file.get("deleted") else ""
+        parts.append(f"`{file['path']}`{made}" + (f" ({counts})" if counts else ""))
+    return "*Review: " + ", ".join(parts) + "*"
 
 
 def _tool_data(call: ToolCall, session: Session) -> dict[str, Any]:
@@ -192,7 +218,11 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
             op = view.plan_op(block.key.removeprefix(_PLAN), entries)
         else:
-            op = view.notice_op(block.key, block.kind, block.text.split("\n"))
+            lines = block.text.split("\n")
+            review = _data(block).get("review") if block.kind == "turn" else None
+            if review:
+                lines.append(_review_line(review))
+            op = view.notice_op(block.key, block.kind, lines)
         if op is not None:
             ops.append(view.bounded({**op, "id": prefix + str(op["id"])}))
     return ops
@@ -279,7 +309,8 @@ def _turn_markdown(block: StoredBlock) -> str:
     cost = usage.get("cost")
     if isinstance(cost, dict) and "amount" in cost:
         line += f" · cost {cost['amount']:.2f} {cost.get('currency', '')}".rstrip()
-    return line + "*"
+    line += "*"
+    return line + "\n\n" + _review_line(data["review"]) if data.get("review") else line
 
 
 def _date(stamp: float) -> str:

@@ -125,8 +125,11 @@ class History:
         self._flush()
         self._records.pop(chat_id, None)
 
-    def record(self, chat_id: int) -> ChatRecord | None:
-        return self._records.get(chat_id)
+    def reviewed(self, chat_id: int) -> None:
+        """The user accepted or rejected agent changes in the chat."""
+        record = self._records.get(chat_id)
+        if record is not None:
+            record.reviewed()
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         """A stored chat and its transcript, read in a thread; None (told) when there

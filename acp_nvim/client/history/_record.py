@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from acp_nvim.client.editor import RenderOp
-from acp_nvim.client.history._blocks import NOTICES, attachment_data, notice_block, stored
+from acp_nvim.client.history._blocks import (
+    NOTICES,
+    attachment_data,
+    notice_block,
+    review_of,
+    stored,
+)
 from acp_nvim.client.history._store import ChatRow, StoredBlock
 from acp_nvim.client.history._writer import Target
 from acp_nvim.client.session.chat import Chat
@@ -49,6 +55,7 @@ class ChatRecord:
         self._extra: dict[str, dict[str, Any]] = {}
         self._facts = False
         self._first_prompt: str | None = None
+        self._turn_ends: dict[str, int] = {}  # turn notices: the chat's own turn number
 
     def __repr__(self) -> str:
         where = self.target.id if self.target is not None else "not kept"
@@ -88,6 +95,7 @@ class ChatRecord:
             if kind == "turn":
                 session = self.chat.session
                 data = {"stop_reason": session.stop_reason, "usage": session.usage}
+                self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
         self._dirty[key] = None
         self._wake(kind == "turn")
@@ -97,6 +105,13 @@ class ChatRecord:
             self._first_prompt = text
         if attachments:
             self._extra["#message:" + message_id] = {"attachments": attachment_data(attachments)}
+
+    def reviewed(self) -> None:
+        """The user decided on the agent's changes: each turn's end keeps the review's
+        state of that turn's files."""
+        for key in self._turn_ends:
+            self._dirty[key] = None
+        self._wake(False)
 
     # -- read by the history ----------------------------------------------------------------
 
@@ -148,7 +163,11 @@ class ChatRecord:
         seq, turn = self._seqs[key], self._turns[key]
         notice = self._notices.get(key)
         if notice is not None:
-            return notice_block(key, notice[0], notice[1], seq, turn, notice[2])
+            data = notice[2]
+            if key in self._turn_ends and self.chat.changes is not None:
+                data = {**(data or {}), "review": review_of(self.chat.changes.summary(),
+                                                            self._turn_ends[key])}  # fmt: skip
+            return notice_block(key, notice[0], notice[1], seq, turn, data)
         return stored(key, self.chat.session, seq, turn, self._extra.get(key))
 
 

@@ -64,6 +64,10 @@ class TurnReview(Protocol):
         """What the edits a tool call carries would do to their files (for its
         permission prompt); files whose text does not fit an edit are left out."""
 
+    def summary(self) -> dict[str, Any]:
+        """The review as plain data: ``{turn, files}``, each file with its ``turn``,
+        ``path``, ``created``, ``deleted`` and ``hunks`` (each with a ``status``)."""
+
 
 class Record(Protocol):
     """What a chat tells the history of its transcript (client.history): every op it
