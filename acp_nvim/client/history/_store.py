@@ -27,7 +27,8 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,9 +167,9 @@ class Store:
             self._db.close()
             failure = _describe(err, path)
             raise StoreError(str(failure), unavailable=True) from None
-        except StoreError:
+        except StoreError as err:  # at open, any failure leaves the file unused
             self._db.close()
-            raise
+            raise StoreError(str(err), unavailable=True) from None
 
     def __repr__(self) -> str:
         return f"<Store {self.path}>"
@@ -190,17 +191,12 @@ class Store:
         db.execute("PRAGMA synchronous=NORMAL")
         if version == VERSION:
             return
-        db.execute("BEGIN IMMEDIATE")  # two Neovims opening a new file: one migrates
-        try:
+        with self._transaction():  # two Neovims opening a new file: one migrates
             version = db.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(_MIGRATIONS[version:], version + 1):
                 for statement in _statements(script):
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {number}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
@@ -237,28 +233,19 @@ class Store:
             ((chat_id << SEQ_BITS) | b.seq, b.key, b.branch, b.turn, b.kind, b.text, b.data)
             for b in blocks
         ]
-        db = self._db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                assignments = ", ".join(f"{column} = ?" for column in sets)
-                there = db.execute(
-                    f"UPDATE chats SET {assignments} WHERE id = ? RETURNING id",
-                    [*sets.values(), chat_id],
-                ).fetchall()
-                if there:
-                    db.executemany(
-                        "INSERT INTO blocks(id, key, branch, turn, kind, text, data) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                        "turn = excluded.turn, text = excluded.text, data = excluded.data",
-                        rows,
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as err:
-            raise _describe(err, self.path) from None
+        with self._transaction() as db:
+            assignments = ", ".join(f"{column} = ?" for column in sets)
+            there = db.execute(
+                f"UPDATE chats SET {assignments} WHERE id = ? RETURNING id",
+                [*sets.values(), chat_id],
+            ).fetchall()
+            if there:
+                db.executemany(
+                    "INSERT INTO blocks(id, key, branch, turn, kind, text, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                    "turn = excluded.turn, text = excluded.text, data = excluded.data",
+                    rows,
+                )
         return bool(there)
 
     def rename(self, chat_id: int, name: str | None) -> bool:
@@ -275,25 +262,31 @@ class Store:
         return self._forget_where("updated_at < ?", (time.time() - days * 86400,))
 
     def _forget_where(self, where: str, params: Sequence[Any]) -> int:
+        with self._transaction() as db:
+            ids = [row[0] for row in db.execute(f"SELECT id FROM chats WHERE {where}", params)]
+            for chat_id in ids:
+                first = chat_id << SEQ_BITS
+                db.execute(
+                    "DELETE FROM blocks WHERE id >= ? AND id < ?", (first, first + (1 << SEQ_BITS))
+                )
+                db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+        return len(ids)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (taken at once: a second writer waits its busy timeout);
+        rolled back on any error, sqlite3's translated."""
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                ids = [row[0] for row in db.execute(f"SELECT id FROM chats WHERE {where}", params)]
-                for chat_id in ids:
-                    first = chat_id << SEQ_BITS
-                    db.execute(
-                        "DELETE FROM blocks WHERE id >= ? AND id < ?",
-                        (first, first + (1 << SEQ_BITS)),
-                    )
-                    db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+                yield db
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
-        return len(ids)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -322,9 +315,7 @@ class Store:
     ) -> list[Hit]:
         """Chats newest first (by their last change) whose prompts, replies or tool
         calls hold every word of ``query`` (a word ending in ``*``: as a prefix;
-        case and accents ignored); every chat without one.
-
-        """
+        case and accents ignored); every chat without one."""
         words = _WORD.findall(query or "")
         where, params = ["1"], []
         if agent is not None:
