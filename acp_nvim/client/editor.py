@@ -161,6 +161,7 @@ class StatusFields(TypedDict, total=False):
     login_methods: list[dict[str, Any]]  # {id, name, kind, vars}
     can_fork: bool
     unknown_update: str  # the last update the client could not show
+    history: int  # the chat's id in the chat history (``status().history``)
 
 
 class StatusOp(StatusFields):

@@ -34,8 +34,9 @@ local function require_chat()
   return chat
 end
 
---- Open (or focus) the chat; `new` starts a new session.
----@param opts? {agent?: string, new?: boolean}
+--- Open (or focus) the chat; `new` starts a new session; `history` shows that
+--- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
+---@param opts? {agent?: string, new?: boolean, history?: integer}
 ---@return integer chat id
 function M.open(opts)
   -- The Python host starts first, so its start-up overlaps drawing the chat; a
@@ -118,6 +119,42 @@ end
 ---@return integer chat id of the fork
 function M.fork()
   return chat_module().fork(require_chat()).id
+end
+
+--- Open a new chat on `agent` that continues the current chat's conversation: it
+--- shows it, and its first prompt carries it (|:AcpHandoff|). The current chat
+--- stays as it is.
+---@param agent string
+---@return integer chat id
+function M.handoff(agent)
+  local from = require_chat()
+  if from.status.state == "running" then
+    require("acp.util").user_error("cannot hand over during a turn: cancel it first")
+  end
+  return chat_module().open({ agent = agent, handoff = from }).id
+end
+
+--- Stored chats, newest first (|acp-chat-history|): `query` keeps those whose
+--- prompts, replies or tool calls hold each of its words; `agent`, `cwd` filter.
+---@param opts? {query?: string, agent?: string, cwd?: string, limit?: integer}
+---@return acp.HistoryEntry[]
+function M.history(opts)
+  return require("acp.chat.history").search(opts)
+end
+
+--- Delete stored chat `id` from the history.
+---@param id integer
+function M.forget(id)
+  require("acp.chat.history").forget(id)
+end
+
+--- The current chat (or stored chat `opts.history`) as Markdown, written to `path`,
+--- else shown in a new buffer (|:AcpExport|). Returns the path or the buffer.
+---@param path? string
+---@param opts? {history?: integer}
+---@return string|integer
+function M.export(path, opts)
+  return require("acp.chat.history").export(path, opts)
 end
 
 --- The open chats, oldest first: `{id, agent, title, state, permissions}` with
@@ -258,6 +295,16 @@ end
 ---@field description string
 ---@field hint? string what to type after it
 
+---@class (exact) acp.HistoryEntry
+---@field id integer
+---@field title string
+---@field agent string
+---@field cwd string
+---@field created_at number seconds since the epoch
+---@field updated_at number
+---@field turns integer
+---@field snippet string the matching words in their context ("" without a query)
+
 ---@class (exact) acp.Status
 ---@field chat integer chat id
 ---@field agent string agent name
@@ -274,6 +321,7 @@ end
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field title? string the session's title, as the agent names it
+---@field history? integer the chat's id in the history (|acp-chat-history|)
 ---@field usage? acp.Usage the context window and cost, as the agent reports them
 ---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
@@ -337,6 +385,7 @@ function M.status()
     queued = s.queued or 0,
     config_options = s.config_options,
     title = s.title,
+    history = s.history,
     usage = s.usage,
     commands = s.commands,
     modes = choices_of(chat, "mode"),

@@ -10,7 +10,7 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
+__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview"]
 
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -67,6 +67,29 @@ class TurnReview(Protocol):
         """What the edits a tool call carries would do to their files (for its
         permission prompt); files whose text does not fit an edit are left out."""
 
+    def summary(self) -> dict[str, Any]:
+        """The review as plain data: ``{turn, files}``, each file with its ``turn``,
+        ``path``, ``created``, ``deleted`` and ``hunks`` (each with a ``status``)."""
+
+
+class Record(Protocol):
+    """What a chat tells the history of its transcript (client.history): every op it
+    draws, and what a prompt had attached (the transcript shows only the labels)."""
+
+    def drawn(self, op: RenderOp) -> None: ...
+
+    def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None: ...
+
+
+class _Unrecorded:
+    """The record of a chat the history does not follow."""
+
+    def drawn(self, op: RenderOp) -> None:
+        pass
+
+    def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
+        pass
+
 
 class Chat:
     """The client side of one session, bound to one chat window pair in the editor."""
@@ -88,6 +111,10 @@ class Chat:
         # A turn the user prompted runs, or is still ending: an idle arriving now
         # belongs to it, never to work the agent started on its own (v2).
         self.prompted = False
+        self.record: Record = _Unrecorded()
+        # The conversation so far, as Markdown, for the first prompt of a session that
+        # does not know it (a reopened chat, one handed over from another agent).
+        self.seed: str | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -129,6 +156,8 @@ class Chat:
             text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
+        assert patch.message_id is not None
+        self.record.prompted(patch.message_id, text, attachments)
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
         self.set_state("running")
@@ -206,6 +235,7 @@ class Chat:
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
 
     def _draw(self, op: RenderOp) -> None:
+        self.record.drawn(op)
         self.editor.render(self.id, [view.bounded(op)])
 
     def info(self, text: str) -> None:

@@ -356,13 +356,15 @@ local function start(chat)
       cwd = chat.cwd,
       session_id = opened.session_id,
       fork = opened.fork,
+      history = opened.history,
+      handoff = opened.handoff,
     })
   else
     M.fail(chat, host.failure.message)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat}
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -373,7 +375,7 @@ function M.open(opts)
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not opts.new and not opts.session_id and not other_agent and not opts.fork
+  local reuse = existing and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff)
   -- Another agent's chat, or a fork, opens beside the chat where there is room.
   local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
@@ -386,12 +388,22 @@ function M.open(opts)
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
-  chat.opened = { agent = opts.agent, session_id = opts.session_id, fork = opts.fork and opts.fork.id }
-  chat.cwd = opts.fork and opts.fork.cwd or vim.fn.getcwd()
+  chat.opened = {
+    agent = opts.agent,
+    session_id = opts.session_id,
+    fork = opts.fork and opts.fork.id,
+    history = opts.history,
+    handoff = opts.handoff and opts.handoff.id,
+  }
+  local from = opts.fork or opts.handoff
+  chat.cwd = from and from.cwd or vim.fn.getcwd()
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
   end
+  -- Asked before the windows are made: the Python side starts (or reads a stored
+  -- chat) while they are, and its ops are applied after this function returns.
+  start(chat)
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
   -- opens beside it where there is room.
@@ -399,7 +411,6 @@ function M.open(opts)
     layout.show(chat)
   end
   update_winbar(chat)
-  start(chat)
   return chat
 end
 

@@ -13,7 +13,7 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
----@field opened {agent?: string, session_id?: string} what the chat was opened with
+---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)

@@ -196,7 +196,7 @@ function M.ensure()
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
-      vim.fn.AcpHostNotify("setup", { options = config.options })
+      vim.fn.AcpHostNotify("setup", { options = config.options, state = vim.fn.stdpath("state") })
     end
     return true
   end
@@ -215,7 +215,7 @@ function M.ensure()
   if not start_job() then
     return false
   end
-  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options })
+  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options, state = vim.fn.stdpath("state") })
   return true
 end
 
@@ -244,20 +244,21 @@ end
 
 --- Ask for state the Python side keeps thread-safe (never agent I/O).
 ---@param method string
-function M.request(method)
+---@param params? table
+function M.request(method, params)
   if not M.ensure() then
     util.user_error(M.failure.message)
   end
   if config.options.host == "rplugin" then
-    return vim.fn.AcpHostRequest(method)
+    return vim.fn.AcpHostRequest(method, params or {})
   end
-  return vim.rpcrequest(M.chan, "acp", method)
+  return vim.rpcrequest(M.chan, "acp", method, params or {})
 end
 
 --- Re-send the options after setup() was called again.
 function M.reconfigure()
   if M.chan or M.rplugin_ready then
-    M.notify("setup", { options = config.options })
+    M.notify("setup", { options = config.options, state = vim.fn.stdpath("state") })
   end
 end
 
