@@ -129,7 +129,7 @@ def test_a_fork_answered_with_the_parents_id_is_refused_and_the_parent_goes_on(
         f"chat {parent}'s: refused",
     }
     editor.lua(
-        "local chat = require('acp.chat'); chat.send(chat.chats[...], 'still mine')", parent
+        "require('acp.chat').send(require('acp.chat.registry').chats[...], 'still mine')", parent
     )
     assert editor.wait_event("AcpTurnEnd")["chat"] == parent
     assert "fake-1: echo still mine" in transcript_of(editor, parent)
