@@ -6,6 +6,7 @@ tests/ becomes a package.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,20 @@ from acp_nvim.protocol import Connection, LineReader
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def assert_no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    """A contained bug is still a bug: nothing logged with its traceback."""
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.exc_info]
+    assert not errors, errors[0].getMessage()
+
+
+@pytest.fixture
+def no_tracebacks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """The test fails on anything ``acp_nvim`` logged with a traceback."""
+    caplog.set_level(logging.ERROR, logger="acp_nvim")
+    yield
+    assert_no_tracebacks(caplog)
 
 
 class MemoryByteSend(ByteSendStream):

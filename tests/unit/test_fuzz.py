@@ -62,6 +62,7 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import EditorSocket, ToolSession
 from acp_nvim.protocol import LineReader
+from tests.unit.conftest import assert_no_tracebacks
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -422,8 +423,7 @@ def run_case(caplog: pytest.LogCaptureFixture, agent: MemoryAgent, started: bool
             for k, v in agent.overrides.items()
         }
         anyio.run(run, agent, cwd, started)
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.exc_info]
-    assert not errors, errors[0].getMessage()
+    assert_no_tracebacks(caplog)
 
 
 @pytest.fixture
@@ -552,8 +552,7 @@ def test_fork_answers(caplog_errors: Any, data: st.DataObject, version: int) -> 
     with case_directory() as cwd:
         agent.overrides["session/fork"] = [encoded(line, cwd)]
         anyio.run(run_fork, agent, cwd)
-    errors = [r for r in caplog_errors.records if r.levelno >= logging.ERROR and r.exc_info]
-    assert not errors, errors[0].getMessage()
+    assert_no_tracebacks(caplog_errors)
 
 
 # Lists made this long (texts 10 times longer) under make test; make fuzz goes to
@@ -738,8 +737,7 @@ def run_mcp_case(caplog: pytest.LogCaptureFixture, hello: Any, lines: list[Any])
         raw = [encoded(line, cwd) for line in lines]
         hello_line = encoded(hello, cwd).replace(json.dumps(TOKEN)[1:-1].encode(), TOKEN.encode())
         anyio.run(run_mcp, hello_line, raw, answers, cwd)
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.exc_info]
-    assert not errors, errors[0].getMessage()
+    assert_no_tracebacks(caplog)
 
 
 @fewer
