@@ -32,9 +32,9 @@ demo: $(STAMP) ## open Neovim with the plugin and the offline demo agent, chat o
 test: $(STAMP) ## run the whole test suite (unit + headless Neovim)
 	$(PY) -m pytest $(ARGS)
 
-# The fuzz profile (tests/unit/test_fuzz.py): over 10,000 generated cases, no per-test
+# The fuzz profile (tests/unit/test_fuzz.py): over 20,000 generated cases, no per-test
 # timeout (the cases have their own and a watchdog); failures are kept in .hypothesis/.
-fuzz: $(STAMP) ## fuzz the client with 10,000+ generated agent outputs (minutes)
+fuzz: $(STAMP) ## fuzz the client and its MCP server with 20,000+ generated inputs (minutes)
 	ACP_FUZZ_PROFILE=fuzz $(PY) -m pytest tests/unit/test_fuzz.py --timeout=0 -q $(ARGS)
 
 lint: $(STAMP) ## ruff and mypy --strict
