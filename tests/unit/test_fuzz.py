@@ -61,7 +61,7 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import EditorSocket, ToolSession
-from acp_nvim.protocol import LineReader
+from acp_nvim.protocol import ConnectionClosed, LineReader
 from tests.unit.conftest import assert_no_tracebacks
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
@@ -692,28 +692,31 @@ async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
             group.cancel_scope.cancel()
 
 
-async def exchange(path: str, data: bytes, answers: set[Any]) -> None:
-    """Send ``data`` on a new connection; read until each id in ``answers`` was
-    answered (after the hello's answer), or the server hung up."""
+async def exchange(path: str, data: bytes, answers: set[Any], accepted: bool = True) -> None:
+    """Send ``data`` on a new connection; read the hello's answer, then until each id
+    in ``answers`` was answered. A refused hello may find the connection gone."""
     async with await anyio.connect_unix(path) as stream:
-        await stream.send(data)
         reader = LineReader(stream)
         try:
-            assert (await reader.receive_line()).startswith(b'{"ok":')
-            while answers:
-                for line in await reader.receive_lines():
-                    message = json.loads(line)
-                    answers.discard(message.get("id") if isinstance(message, dict) else None)
-        except anyio.ClosedResourceError:
-            pass
+            await stream.send(data)
+            hello = await reader.receive_line()
+        except (anyio.BrokenResourceError, ConnectionClosed):
+            assert not accepted  # refused, it hung up before reading it all
+            return
+        assert hello.startswith(b'{"ok": true}' if accepted else b'{"ok": false')
+        while answers:
+            for line in await reader.receive_lines():
+                message = json.loads(line)
+                answers.discard(message.get("id") if isinstance(message, dict) else None)
 
 
 async def run_mcp(hello: bytes, lines: list[bytes], answers: set[Any], cwd: str) -> None:
     async with watchdog(), mcp_host(cwd) as (socket, token):
         with anyio.fail_after(CASE_TIMEOUT):
             data = b"".join(line + b"\n" for line in [hello, *lines])
-            accepted = json.dumps(token).encode() in hello
-            await exchange(socket.path, data.replace(TOKEN.encode(), token.encode()), answers if accepted else set())
+            data = data.replace(TOKEN.encode(), token.encode())
+            accepted = json.dumps(token).encode() in data.partition(b"\n")[0]
+            await exchange(socket.path, data, answers if accepted else set(), accepted)
             # The socket serves on: a new connection is answered.
             ping = b'{"jsonrpc": "2.0", "id": "after", "method": "ping"}\n'
             hello = json.dumps({"token": token}).encode() + b"\n"
