@@ -40,9 +40,10 @@ _STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 CANCEL_REQUEST_METHOD = "$/cancel_request"
 
 # Lines (and params, results) longer than this are decoded in a worker thread: a
-# 10 MB line costs the decoder 100 ms and more (its structs' __post_init__ included),
-# a stall of every other connection on the loop. Below it a decode takes ~1 ms.
-OFF_LOOP_BYTES = 256 * 1024
+# 10 MB line costs the decoder 20-100 ms (its structs' __post_init__ included), a
+# stall of every other connection on the loop. Below it a decode takes at most ~10 ms,
+# about what the thread's GIL handoffs would cost the loop (bench/decoding.py).
+OFF_LOOP_BYTES = 1024 * 1024
 
 Id = int | str | None
 Direction = Literal["in", "out"]
