@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -419,6 +420,37 @@ async def test_564kb_message_accepted(connection_pair, serving) -> None:
     text = "é" * (564 * 1024 // 2)
     async with serving(a, b):
         assert await a.request("echo", Echo(text), Echoed) == Echoed(text)
+
+
+async def test_big_messages_are_decoded_off_the_loop(connection_pair, serving, monkeypatch) -> None:
+    """Issue 29.7: params, results and notifications past OFF_LOOP_BYTES are decoded in
+    a worker thread (a 10 MB line held the loop for the whole decode); the rest, and
+    the order of everything, as before."""
+    from acp_nvim.protocol import connection
+
+    threads: dict[str, list[bool]] = {}
+
+    def convert(raw: Any, type_: Any) -> Any:
+        on_loop = threading.current_thread() is threading.main_thread()
+        threads.setdefault(type_.__name__, []).append(on_loop)
+        return connection.default_convert(raw, type_)
+
+    monkeypatch.setattr(connection, "OFF_LOOP_BYTES", 1000)
+    a, b = connection_pair(convert=convert)
+    seen: list[str] = []
+
+    async def on_update(u: Update) -> None:
+        seen.append(f"update {u.n}")
+
+    b.on_request("echo", Echo, echo)
+    b.on_notification("u", Update, on_update)
+    async with serving(a, b):
+        await a.notify("u", {"n": 1, "pad": "x" * 2000})
+        await a.notify("u", {"n": 2})
+        assert await a.request("echo", Echo("y" * 2000), Echoed) == Echoed("y" * 2000)
+        assert await a.request("echo", Echo("z"), Echoed) == Echoed("z")
+    assert seen == ["update 1", "update 2"]
+    assert threads == {"Update": [False, True], "Echo": [False, True], "Echoed": [False, True]}
 
 
 # --- malformed input from a raw peer ---------------------------------------------------
