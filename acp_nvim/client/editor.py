@@ -162,6 +162,11 @@ class StatusFields(TypedDict, total=False):
     can_fork: bool
     unknown_update: str  # the last update the client could not show
     history: int  # the chat's id in the chat history (``status().history``)
+    # Where the agent works (session.workspace): the session's directory, the roots,
+    # and the worktree {path, branch, project} of a worktree chat.
+    cwd: str
+    roots: list[str]
+    worktree: dict[str, str] | None
 
 
 class StatusOp(StatusFields):

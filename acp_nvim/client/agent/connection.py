@@ -63,6 +63,7 @@ class AgentConnection:
     ) -> None:
         self.name = name
         self.config = config
+        # Where the process runs; each session works in its chat's own directory.
         self.cwd = agent_cwd(config, cwd)
         self.log = log
         self.reviews = reviews
@@ -72,7 +73,7 @@ class AgentConnection:
         self.sessions: Sessions | None = None
         self.chats: dict[str, Chat] = {}  # by session id
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
-        self.terminals = Terminals(self.chats, self.cwd)
+        self.terminals = Terminals(self.chats)
         self.permissions = Permissions()
         self.elicitations = Elicitations()
         # The MCP servers offered with each session, made for this connection.
@@ -119,7 +120,6 @@ class AgentConnection:
             self.terminals,
             self.permissions,
             tasks,
-            self.cwd,
             self.elicitations,
             self.mcp,
         )
@@ -228,6 +228,11 @@ class AgentConnection:
     def can_fork(self) -> bool:
         """Whether the agent advertises ``session/fork``."""
         return self.sessions is not None and self.sessions.can_fork
+
+    @property
+    def takes_roots(self) -> bool:
+        """Whether the agent advertises more workspace roots (``additionalDirectories``)."""
+        return self.sessions is not None and self.sessions.takes_roots
 
     async def fork(self, chat: Chat, parent: Chat) -> None:
         """Create a session for ``chat`` continuing ``parent``'s, and mark it ready.

@@ -40,6 +40,7 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
+    additional_directories,
     elicit,
     every_page,
     login_method,
@@ -400,9 +401,16 @@ class SessionsV2:
         session = self.init.capabilities.session
         return session is not None and session.fork is not None
 
+    @property
+    def takes_roots(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.additional_directories is not None
+
     async def new_session(self, chat: Chat) -> str:
         params = v2.NewSessionRequest(
-            cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
+            mcp_servers=await self._mcp_servers(chat) or None,
         )
         return await self._create(chat, "session/new", params, v2.NewSessionResponse)
 
@@ -411,7 +419,8 @@ class SessionsV2:
             raise NotOffered("forking sessions is not offered by this agent")
         params = v2.ForkSessionRequest(
             session_id=parent.session.session_id,
-            cwd=self.services.cwd,
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
             mcp_servers=await self._mcp_servers(chat) or None,
         )
         return await self._create(chat, "session/fork", params, v2.ForkSessionResponse)
@@ -471,7 +480,9 @@ class SessionsV2:
         chat.session.session_id = session_id
         params = v2.ResumeSessionRequest(
             session_id=session_id,
-            cwd=self.services.cwd,
+            cwd=chat.workspace.cwd,
+            # The whole list again: a resume does not keep the last request's.
+            additional_directories=additional_directories(chat, self.takes_roots),
             mcp_servers=await self._mcp_servers(chat) or None,
             replay_from=v2.ReplayFromStart() if replay else None,
         )

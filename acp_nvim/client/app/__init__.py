@@ -12,6 +12,7 @@ it concerns, one module each (decision 0034):
 - ``_queue``: prompts waiting for a busy chat
 - ``_settings``: a session's mode, model and options
 - ``_reviews``: each chat's review of the agent's changes
+- ``_workspaces``: where each chat's agent works (directory, roots, worktree)
 - ``_mcp``: the editor MCP server's offer and socket
 """
 
@@ -31,6 +32,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings
+from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
@@ -57,7 +59,10 @@ class App:
         self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)
         self.queue = PromptQueue(self.ctx, self.pool)
         self.settings = Settings(self.ctx, self.pool)
-        self.lifecycle = ChatLifecycle(self.ctx, self.pool, self.queue, self.reviews, self.settings)
+        self.workspaces = Workspaces(self.ctx, self.reviews.by_chat, self.pool.agent_of)
+        self.lifecycle = ChatLifecycle(
+            self.ctx, self.pool, self.queue, self.reviews, self.settings, self.workspaces
+        )
         # What the host calls, each answered by the part it concerns.
         self.open = self.lifecycle.open
         self.restart = self.lifecycle.restart
@@ -78,6 +83,7 @@ class App:
         self.baseline = self.reviews.baseline
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
+        self.root = self.workspaces.root
         self.mcp_status = self.mcp.status
 
     def __repr__(self) -> str:
@@ -105,7 +111,8 @@ class App:
 
     def setup(self, raw: Any, state_dir: str | None = None) -> bool:
         """Validate and take the user's options; a wrong one is reported, not raised.
-        ``state_dir``: Neovim's stdpath("state"), where the history is kept."""
+        ``state_dir``: Neovim's stdpath("state"), where the history and the
+        worktrees are kept."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
@@ -113,6 +120,7 @@ class App:
             self.ctx.editor.notify(self.ctx.config_error)
             return False
         self.ctx.config_error = None
+        self.ctx.state_dir = state_dir or self.ctx.state_dir
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
         for connection in self.pool.agents.values():
@@ -129,4 +137,5 @@ class App:
         with anyio.CancelScope(shield=True):
             await self.ctx.history.close()
             await self.pool.aclose()
+            await self.workspaces.aclose()
             await self.mcp.aclose()
