@@ -67,13 +67,15 @@ class Workspaces:
         a handover), worktree included.
 
         Raises:
-            WorkspaceRefused: a root is not absolute or not a directory; no worktree
-                can be made (git's message).
+            WorkspaceRefused: the directory or a root is not one (a root not
+                absolute); no worktree can be made (git's message).
         """
         if like is not None:
             theirs = like.workspace
             return Workspace(theirs.cwd, list(theirs.roots), theirs.worktree)
         cwd = os.path.abspath(cwd) if cwd_given else agent_cwd(agent_config, cwd)
+        if not os.path.isdir(cwd):
+            raise WorkspaceRefused(f"cannot work in {cwd!r}: no such directory")
         chosen = self.ctx.config.agent_roots(agent_config)
         for raw in roots:
             try:
@@ -170,7 +172,7 @@ class Workspaces:
         if keep is None:
             waiting = waiting_hunks(review)
             if waiting:
-                keep_why = f"{waiting} hunks wait in it"
+                keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
             else:

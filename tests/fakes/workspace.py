@@ -1,0 +1,180 @@
+"""A scripted agent whose sessions each work where the client says:
+``python tests/fakes/workspace.py [told|untold]``.
+
+ACP v1, and v2 when the client offers it. Every session keeps the ``cwd`` and
+``additionalDirectories`` of its session/new, load or resume; ``told`` advertises
+``additionalDirectories``, ``untold`` does not. Session ids differ per session, so
+several chats share the process. A prompt is one command:
+
+- ``where``: says ``RESULT {"cwd", "roots"}`` of the session;
+- ``calls``: says ``RESULT`` with the session requests received (method, params);
+- ``write NAME TEXT``: writes TEXT and a newline to NAME (relative: in the session's
+  cwd) on disk itself, reported by an edit tool call with its diff (as the Claude
+  and Codex adapters do);
+- ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, v2 the
+  editor MCP server's ``read_buffer``) and says ``RESULT`` with the answer.
+
+Exits with code 97 when nobody talks to it for 60 s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import anyio.abc
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from acp_nvim.demo_agent._mcp import editor_server, mcp_session
+from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol.stdio import stdio_streams
+
+Params = dict[str, Any]
+IDLE_EXIT = 97
+
+
+class Workspace:
+    def __init__(self, connection: Connection, tasks: anyio.abc.TaskGroup, told: bool) -> None:
+        self.c = connection
+        self.tasks = tasks
+        self.told = told
+        self.version = 1
+        self.sessions: dict[str, Params] = {}  # by id: cwd, roots, mcpServers
+        self.calls: list[list[Any]] = []
+        self.ids = itertools.count(1)
+        self.turns = itertools.count(1)
+        on = connection.on_request
+        on("initialize", dict, self.initialize)
+        on("session/new", dict, self.new_session)
+        on("session/load", dict, self.reopen)
+        on("session/resume", dict, self.reopen)
+        on("session/close", dict, self.close)
+        on("session/prompt", dict, self.prompt)
+
+    async def initialize(self, params: Params) -> Params:
+        roots = {"additionalDirectories": {}} if self.told else {}
+        if params.get("protocolVersion") == 2:
+            self.version = 2
+            session = {"mcp": {"stdio": {}}, **roots}
+            return {"protocolVersion": 2, "info": {"name": "workspace", "version": "0"},
+                    "capabilities": {"session": session}}  # fmt: skip
+        return {
+            "protocolVersion": 1,
+            "agentInfo": {"name": "workspace", "version": "0"},
+            "agentCapabilities": {
+                "loadSession": True,
+                "sessionCapabilities": {"resume": {}, "close": {}, **roots},
+            },
+        }
+
+    def open(self, session_id: str, params: Params) -> None:
+        self.calls.append([session_id, params])
+        self.sessions[session_id] = {
+            "cwd": params["cwd"],
+            "roots": params.get("additionalDirectories"),
+            "mcp": params.get("mcpServers") or [],
+        }
+
+    async def new_session(self, params: Params) -> Params:
+        session_id = f"ws-{next(self.ids)}"
+        self.open(session_id, params)
+        return {"sessionId": session_id}
+
+    async def reopen(self, params: Params) -> Params:
+        self.open(params["sessionId"], params)
+        return {}
+
+    async def close(self, params: Params) -> Params:
+        self.sessions.pop(params["sessionId"], None)
+        return {}
+
+    async def update(self, session_id: str, update: Params) -> None:
+        await self.c.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def say(self, session_id: str, text: str, turn: int) -> None:
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        if self.version == 2:
+            chunk["messageId"] = f"m{turn}"
+        await self.update(session_id, chunk)
+
+    async def prompt(self, params: Params) -> Params:
+        if self.version == 1:
+            await self.turn(params)
+            return {"stopReason": "end_turn"}
+        self.tasks.start_soon(self.v2_turn, params)
+        return {}
+
+    async def v2_turn(self, params: Params) -> None:
+        await self.turn(params)
+        idle = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        await self.update(params["sessionId"], idle)
+
+    async def turn(self, params: Params) -> None:
+        session_id, turn = params["sessionId"], next(self.turns)
+        session = self.sessions[session_id]
+        command, _, rest = params["prompt"][0]["text"].partition(" ")
+        if command == "where":
+            result: Any = {"cwd": session["cwd"], "roots": session["roots"]}
+        elif command == "calls":
+            result = self.calls
+        elif command == "write":
+            name, _, text = rest.partition(" ")
+            result = await self.write(session_id, os.path.join(session["cwd"], name), text + "\n")
+        elif command == "read":
+            result = await self.read(session_id, os.path.join(session["cwd"], rest))
+        else:
+            result = {"error": f"unknown command {command!r}"}
+        await self.say(session_id, "RESULT " + json.dumps(result) + "\n", turn)
+
+    async def write(self, session_id: str, path: str, text: str) -> Params:
+        old = None
+        if os.path.exists(path):
+            with open(path) as f:
+                old = f.read()
+        call = {"toolCallId": f"write-{path}", "title": f"Write {path}", "kind": "edit"}
+        first = "tool_call" if self.version == 1 else "tool_call_update"
+        where = {"locations": [{"path": path}]}
+        await self.update(
+            session_id, {"sessionUpdate": first, **call, "status": "pending", **where}
+        )
+        with open(path, "w") as f:
+            f.write(text)
+        diff = {"type": "diff", "path": path, "oldText": old, "newText": text}
+        done = {"sessionUpdate": "tool_call_update", **call, "status": "completed"}
+        await self.update(session_id, {**done, "content": [diff], **where})
+        return {"wrote": path}
+
+    async def read(self, session_id: str, path: str) -> Any:
+        try:
+            if self.version == 1:
+                params = {"sessionId": session_id, "path": path}
+                return await self.c.request("fs/read_text_file", params, dict)
+            server = editor_server(self.sessions[session_id]["mcp"])
+            if server is None:
+                return {"error": "no editor server"}
+            async with mcp_session(server) as mcp:
+                call = {"name": "read_buffer", "arguments": {"path": path}}
+                return await mcp.request("tools/call", call, dict)
+        except RequestError as err:
+            return {"error": err.code, "message": err.message}
+
+
+async def main(told: bool) -> None:
+    receive, send = stdio_streams()
+    connection = Connection(receive, send, name="workspace")
+    with anyio.move_on_after(60):
+        async with anyio.create_task_group() as tasks:
+            Workspace(connection, tasks, told)
+            await connection.serve()
+            tasks.cancel_scope.cancel()
+        return
+    sys.exit(IDLE_EXIT)
+
+
+if __name__ == "__main__":
+    anyio.run(main, (sys.argv[1] if len(sys.argv) > 1 else "told") == "told")
