@@ -11,6 +11,8 @@ several chats share the process. A prompt is one command:
 - ``write NAME TEXT``: writes TEXT and a newline to NAME (relative: in the session's
   cwd) on disk itself, reported by an edit tool call with its diff (as the Claude
   and Codex adapters do);
+- ``run NAME TEXT``: writes TEXT to NAME as a shell command would, no tool call
+  naming it (the review finds it by its scan);
 - ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, v2 the
   editor MCP server's ``read_buffer``) and says ``RESULT`` with the answer.
 
@@ -122,9 +124,15 @@ class Workspace:
             result: Any = {"cwd": session["cwd"], "roots": session["roots"]}
         elif command == "calls":
             result = self.calls
-        elif command == "write":
+        elif command in ("write", "run"):
             name, _, text = rest.partition(" ")
-            result = await self.write(session_id, os.path.join(session["cwd"], name), text + "\n")
+            path = os.path.join(session["cwd"], name)
+            if command == "write":
+                result = await self.write(session_id, path, text + "\n")
+            else:
+                with open(path, "w") as f:
+                    f.write(text + "\n")
+                result = {"ran": path}
         elif command == "read":
             result = await self.read(session_id, os.path.join(session["cwd"], rest))
         else:

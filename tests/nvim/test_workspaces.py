@@ -133,6 +133,11 @@ def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
     assert editor.lua("return require('acp').status().roots") == [str(lib)]
     assert "+ lib" in winbar(editor)
 
+    # A command's change in the root, no tool call naming it: the review's scan finds it.
+    send(editor, chat, f"run {lib / 'made.py'} made = True")
+    [made] = review(editor, chat)
+    assert (made["path"], made["created"]) == (str(lib / "made.py"), True)
+
 
 @VERSIONS
 def test_acproot_adds_a_root_at_once_and_the_next_resume_tells_the_agent(

@@ -60,6 +60,7 @@ class Reviews:
                 workspace.cwd,
                 tasks,
                 workspace.worktree,
+                roots=workspace.roots,
                 missing_file_as_empty=missing_as_empty,
             )
         return SessionChanges(
@@ -67,6 +68,7 @@ class Reviews:
             chat.id,
             workspace.cwd,
             tasks,
+            roots=workspace.roots,
             auto_save=self.ctx.config.auto_save,
             missing_file_as_empty=missing_as_empty,
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = ["Landed", "WorktreeChanges"]
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from acp_nvim.client.editor import Editor
@@ -55,11 +56,18 @@ class WorktreeChanges(SessionChanges):
         tasks: Tasks,
         worktree: Worktree,
         *,
+        roots: Sequence[str] = (),
         missing_file_as_empty: bool = False,
     ) -> None:
         # Saved in the worktree as the agent leaves them: nothing there is the user's.
         super().__init__(
-            editor, chat_id, cwd, tasks, auto_save=True, missing_file_as_empty=missing_file_as_empty
+            editor,
+            chat_id,
+            cwd,
+            tasks,
+            roots=roots,
+            auto_save=True,
+            missing_file_as_empty=missing_file_as_empty,
         )
         self.worktree = worktree
         self.landed = Landed(self)
