@@ -135,7 +135,7 @@ function M.sessions(chat)
         end,
       }, function(s)
         if s then
-          M.resume(ev.data.agent, s.session_id, s.cwd ~= vim.NIL and s.cwd or registry.cwd(chat))
+          M.resume(ev.data.agent, s.session_id, registry.cwd(chat))
         end
       end)
     end,
@@ -144,7 +144,7 @@ function M.sessions(chat)
 end
 
 --- Open a new chat on session `session_id` of `agent`, its history replayed, in
---- directory `cwd` (the session's).
+--- directory `cwd` (the chat's the sessions were listed for).
 function M.resume(agent, session_id, cwd)
   return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
 end
