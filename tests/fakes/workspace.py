@@ -7,14 +7,20 @@ ACP v1, and v2 when the client offers it. Every session keeps the ``cwd`` and
 several chats share the process. A prompt is one command:
 
 - ``where``: says ``RESULT {"cwd", "roots"}`` of the session;
-- ``calls``: says ``RESULT`` with the session requests received (method, params);
+- ``calls``: says ``RESULT`` with the session requests received, ``[session id,
+  params]`` each (``list`` for a session/list);
+- ``pwd``: runs ``pwd`` in a client terminal named no directory (v1) and says
+  ``RESULT`` with its output;
 - ``write NAME TEXT``: writes TEXT and a newline to NAME (relative: in the session's
   cwd) on disk itself, reported by an edit tool call with its diff (as the Claude
   and Codex adapters do);
 - ``run NAME TEXT``: writes TEXT to NAME as a shell command would, no tool call
   naming it (the review finds it by its scan);
-- ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, v2 the
-  editor MCP server's ``read_buffer``) and says ``RESULT`` with the answer.
+- ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, PATH in
+  the session's cwd; v2 the editor MCP server's ``read_buffer``, PATH as given) and
+  says ``RESULT`` with the answer.
+
+session/list lists the sessions of the ``cwd`` asked for.
 
 Exits with code 97 when nobody talks to it for 60 s.
 """
@@ -56,6 +62,7 @@ class Workspace:
         on("session/load", dict, self.reopen)
         on("session/resume", dict, self.reopen)
         on("session/close", dict, self.close)
+        on("session/list", dict, self.list_sessions)
         on("session/prompt", dict, self.prompt)
 
     async def initialize(self, params: Params) -> Params:
@@ -70,7 +77,7 @@ class Workspace:
             "agentInfo": {"name": "workspace", "version": "0"},
             "agentCapabilities": {
                 "loadSession": True,
-                "sessionCapabilities": {"resume": {}, "close": {}, **roots},
+                "sessionCapabilities": {"resume": {}, "close": {}, "list": {}, **roots},
             },
         }
 
@@ -90,6 +97,15 @@ class Workspace:
     async def reopen(self, params: Params) -> Params:
         self.open(params["sessionId"], params)
         return {}
+
+    async def list_sessions(self, params: Params) -> Params:
+        self.calls.append(["list", params])
+        listed = [
+            {"sessionId": sid, "cwd": session["cwd"]}
+            for sid, session in self.sessions.items()
+            if session["cwd"] == params.get("cwd")
+        ]
+        return {"sessions": listed}
 
     async def close(self, params: Params) -> Params:
         self.sessions.pop(params["sessionId"], None)
@@ -134,7 +150,9 @@ class Workspace:
                     f.write(text + "\n")
                 result = {"ran": path}
         elif command == "read":
-            result = await self.read(session_id, os.path.join(session["cwd"], rest))
+            result = await self.read(session_id, rest)
+        elif command == "pwd":
+            result = await self.pwd(session_id)
         else:
             result = {"error": f"unknown command {command!r}"}
         await self.say(session_id, "RESULT " + json.dumps(result) + "\n", turn)
@@ -157,9 +175,19 @@ class Workspace:
         await self.update(session_id, {**done, "content": [diff], **where})
         return {"wrote": path}
 
+    async def pwd(self, session_id: str) -> Any:
+        sid = {"sessionId": session_id}
+        created = await self.c.request("terminal/create", {**sid, "command": "pwd"}, dict)
+        term = {**sid, "terminalId": created["terminalId"]}
+        await self.c.request("terminal/wait_for_exit", term, dict)
+        output = await self.c.request("terminal/output", term, dict)
+        await self.c.request("terminal/release", term, dict)
+        return output["output"].strip()
+
     async def read(self, session_id: str, path: str) -> Any:
         try:
             if self.version == 1:
+                path = os.path.join(self.sessions[session_id]["cwd"], path)
                 params = {"sessionId": session_id, "path": path}
                 return await self.c.request("fs/read_text_file", params, dict)
             server = editor_server(self.sessions[session_id]["mcp"])

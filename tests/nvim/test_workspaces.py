@@ -17,6 +17,16 @@ AGENT = ROOT / "tests" / "fakes" / "workspace.py"
 VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
 
+STUB_SELECT = """
+_G.asked, _G.answers = {}, {...}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.asked, { prompt = opts.prompt, items = items })
+  local pick = table.remove(_G.answers, 1)
+  on_choice(items[pick], pick)
+end
+"""
+
+
 def agent(told: bool = True) -> dict[str, Any]:
     return {"cmd": [sys.executable, str(AGENT), "told" if told else "untold"]}
 
@@ -88,6 +98,19 @@ def test_two_chats_of_one_agent_from_two_directories_work_each_in_its_own(
     [in_b] = review(editor, second)
     assert (in_a["path"], in_a["created"]) == (str(a / "notes.txt"), True)
     assert (in_b["path"], in_b["created"]) == (str(b / "notes.txt"), True)
+    # A relative path (v2: the editor MCP tools') and a terminal (v1) are the chat's.
+    assert read_text(send(editor, first, "read notes.txt"), version) == "from a\n"
+    assert read_text(send(editor, second, "read notes.txt"), version) == "from b\n"
+    if version == 1:
+        assert send(editor, first, "pwd") == str(a)
+        assert send(editor, second, "pwd") == str(b)
+
+    # :AcpSessions lists the sessions of the chat's directory.
+    editor.lua(STUB_SELECT)  # none picked
+    editor.lua("require('acp').sessions()")
+    editor.wait("#_G.asked == 1", what="the sessions picked from")
+    assert len(editor.lua("return _G.asked[1].items")) == 1  # the one session in b
+    assert send(editor, first, "calls")[-1] == ["list", {"cwd": str(b)}]
 
 
 def read_text(result: Any, version: int) -> str:
@@ -287,16 +310,6 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     editor.wait(f"{branches} == ''", what="the worktree's branch removed")
     assert not worktree.exists()
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
-
-
-STUB_SELECT = """
-_G.asked, _G.answers = {}, {...}
-vim.ui.select = function(items, opts, on_choice)
-  table.insert(_G.asked, { prompt = opts.prompt, items = items })
-  local pick = table.remove(_G.answers, 1)
-  on_choice(items[pick], pick)
-end
-"""
 
 
 def test_closing_a_worktree_chat_asks_while_hunks_wait_and_keeps_it_if_told(
