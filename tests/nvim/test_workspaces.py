@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import ROOT, Editor
+from tests.nvim.conftest import ROOT, Editor, wait_gone
 
 AGENT = ROOT / "tests" / "fakes" / "workspace.py"
 VERSIONS = pytest.mark.parametrize("version", [1, 2])
@@ -279,6 +279,8 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert "worktree acp/" in winbar(editor)
 
     chat = listed["id"]
+    if version == 1:  # its terminals run there too
+        assert send(editor, chat, "pwd") == str(worktree)
     send(editor, chat, "write f.txt one\n2\n3\n4\nfive")
     assert (worktree / "f.txt").read_text() == "one\n2\n3\n4\nfive\n"
     assert f.read_text() == "1\n2\n3\n4\n5\n"
@@ -312,25 +314,59 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
-def test_closing_a_worktree_chat_asks_while_hunks_wait_and_keeps_it_if_told(
+def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     editor: Editor,
 ) -> None:
     project = repository(editor)
     editor.setup(agents={"ws": agent()}, default_agent="ws")
-    chat = editor.lua("return require('acp').open({ worktree = true })")
+    first = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    second = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, first, "write f.txt first")
+    send(editor, second, "write f.txt second")
+    one, two = editor.lua("return require('acp').chats()")
+    assert (one["waiting"], two["waiting"]) == (1, 1)
+    assert Path(one["worktree"], "f.txt").read_text() == "first\n"
+    assert Path(two["worktree"], "f.txt").read_text() == "second\n"
+    assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
+    branches = git(project, "branch", "--list", "--format=%(refname:short)", "acp/*")
+    assert branches.split() == [f"acp/{first}", f"acp/{second}"]
+    editor.lua(
+        "vim.ui.select = function(items, opts, on_choice) _G.listed = vim.tbl_map(opts.format_item, items) end"
+    )
+    editor.nvim.command("AcpChats")
+    assert editor.lua("return _G.listed")[0] == (
+        f"ws · workspace #{first} · ready · worktree {one['worktree']}, 1 hunk(s) waiting"
+    )
+
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    editor.lua("require('acp').close()")  # the current chat: the second
+    editor.wait("#require('acp').chats() == 1", what="the chat closed")
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == f"1 hunk waits in the worktree of workspace #{second}"
+    kept = f"acp: kept the worktree {two['worktree']} (branch acp/{second})"
+    editor.wait(
+        f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"
+    )
+    assert Path(two["worktree"], "f.txt").read_text() == "second\n"
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
+        f"acp/{first}",
+        f"acp/{second}",
+    ]
+
+
+def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
+    project = repository(editor)
+    editor.setup(agents={"ws": agent()}, default_agent="ws")
+    editor.nvim.command("AcpWorktree")
     editor.wait_event("AcpSessionReady")
     worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
-    send(editor, chat, "write f.txt agent")
-    editor.lua(STUB_SELECT, 2)  # keep the worktree
-    editor.lua("require('acp').close()")
-    editor.wait("#require('acp').chats() == 0", what="the chat closed")
-    [asked] = editor.lua("return _G.asked")
-    assert asked["prompt"] == f"1 hunk waits in the worktree of workspace #{chat}"
-    editor.wait(
-        f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), 'acp: kept the worktree {worktree} (branch acp/{chat})')"
-    )
-    assert (worktree / "f.txt").read_text() == "agent\n"
-    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*") == f"acp/{chat}\n"
+    pids = editor.agent_pids()
+    editor.quit()
+    assert not wait_gone(pids)  # the Python side ended, after its shutdown
+    assert not worktree.exists()
+    assert git(project, "branch", "--list", "acp/*") == ""
 
 
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(

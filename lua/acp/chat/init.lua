@@ -496,7 +496,7 @@ function M.pick()
     prompt = "Chats",
     format_item = function(item)
       local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      local worktree = item.worktree and (" · worktree %s, %d hunks waiting"):format(item.worktree, item.waiting) or ""
+      local worktree = item.worktree and (" · worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting) or ""
       return ("%s · %s · %s%s%s"):format(item.agent, item.title, item.state, asking, worktree)
     end,
   }, function(item)
