@@ -33,6 +33,7 @@ from acp_nvim.client.session.model import (
     ToolCallPatch,
     agent_id,
 )
+from acp_nvim.client.session.seed import Seed
 from acp_nvim.client.tasks import internal_error
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
@@ -85,6 +86,9 @@ class Chat:
         # A turn the user prompted runs, or is still ending: an idle arriving now
         # belongs to it, never to work the agent started on its own (v2).
         self.prompted = False
+        # The conversation the next prompt carries ahead of its text: this chat goes
+        # on in a session that lacks it (session.seed; taken by the adapter once).
+        self.seed: Seed | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -128,6 +132,8 @@ class Chat:
         self.on_message(patch, force_new=True)
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
+        if self.seed is not None:
+            self.info("*Continued in a new session; the agent was given the conversation so far.*")
         self.set_state("running")
         if self.changes is not None:
             await self.changes.begin_turn()
