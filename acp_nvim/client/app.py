@@ -213,7 +213,7 @@ class App:
                     if fork_of is not None:
                         # The fork keeps the parent's settings (from the agent's answer),
                         # not the configured defaults.
-                        await connection.fork(chat, fork_of)
+                        await connection.fork(chat, fork_of.session.session_id)
                     else:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).

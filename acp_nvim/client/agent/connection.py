@@ -82,6 +82,7 @@ class AgentConnection:
         self._connection: Connection | None = None
         self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
+        self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
         self.exited = anyio.Event()
 
     def __repr__(self) -> str:
@@ -229,15 +230,42 @@ class AgentConnection:
         """Whether the agent advertises ``session/fork``."""
         return self.sessions is not None and self.sessions.can_fork
 
-    async def fork(self, chat: Chat, parent: Chat) -> None:
-        """Create a session for ``chat`` continuing ``parent``'s, and mark it ready.
+    @property
+    def can_fork_at_message(self) -> bool:
+        """Whether its forks can end at a message (``Sessions.can_fork_at_message``)."""
+        return self.sessions is not None and self.sessions.can_fork_at_message
+
+    @property
+    def can_steer(self) -> bool:
+        """Whether it takes a message into a running turn (``Sessions.can_steer``)."""
+        return self.sessions is not None and self.sessions.can_steer
+
+    async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> None:
+        """Create a session for ``chat`` continuing session ``session_id`` (up to the
+        message ``at_message`` where given), and mark it ready.
 
         Raises:
-            AgentFailed: the agent does not fork, refused or died.
+            AgentFailed: the agent does not fork (so), refused or died.
         """
         sessions = self._sessions()
-        session_id = await self._call(sessions.fork(chat, parent), "forking a session")
-        chat.ready(session_id, sessions.version, sessions.agent_title)
+        fork = sessions.fork(chat, session_id, at_message)
+        new_id = await self._call(fork, "forking a session")
+        chat.ready(new_id, sessions.version, sessions.agent_title)
+
+    async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()) -> bool:
+        """Put a message into ``chat``'s running turn; whether the agent took it.
+
+        Raises:
+            AgentFailed: the agent does not steer, refused or died.
+        """
+        sessions = self._sessions()
+        return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
+
+    async def turn_over(self, chat: Chat) -> None:
+        """Wait until ``chat``'s running turn (if any) has ended here."""
+        ended = self._ended.get(chat.id)
+        if ended is not None:
+            await ended.wait()
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
@@ -253,6 +281,7 @@ class AgentConnection:
         agent ignores a cancel, or with the chat failed when the agent exits."""
         sessions = self._sessions()
         abandon = self._abandon[chat.id] = anyio.Event()
+        ended = self._ended[chat.id] = anyio.Event()
         try:
             await chat.start_turn(text, attachments)
             stop_reason = await self._until_exit(
@@ -279,10 +308,11 @@ class AgentConnection:
         else:
             await chat.finish_turn(stop_reason)
         finally:
-            del self._abandon[chat.id]
+            del self._abandon[chat.id], self._ended[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
             self.elicitations.cancel(chat)
+            ended.set()
 
     async def _until_exit(self, call: Awaitable[T], abandon: anyio.Event) -> T:
         """``call``'s result, or ConnectionClosed as soon as the agent exits (a v2

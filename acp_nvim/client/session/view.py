@@ -20,11 +20,17 @@ __all__ = [
     "LOCATIONS",
     "ToolCallDrawing",
     "append_op",
+    "compaction_op",
     "config_fields",
+    "cut_op",
+    "edit_op",
+    "message_block",
     "message_op",
     "notice_op",
     "plan_op",
+    "spent_text",
     "status_op",
+    "uncut_op",
 ]
 
 import re
@@ -35,6 +41,7 @@ from typing import Any
 from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.session.model import (
     ChangesPart,
+    Compaction,
     ConfigOption,
     ContentPart,
     DiffPart,
@@ -89,19 +96,28 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
-def message_op(message: Message) -> RenderOp:
-    """The whole block of a message (on creation or replacement)."""
+def message_block(key: str) -> str:
+    """The block id of the message keyed ``key``."""
+    return "#message:" + key
+
+
+def message_op(message: Message, turn: int | None = None) -> RenderOp:
+    """The whole block of a message (on creation or replacement); ``turn``: the user's
+    message begins that turn of the shown branch (Lua edits it on ``<CR>``)."""
     prefix = _PREFIXES[message.role]
     body = [prefix + line for line in message.text.split("\n")]
     if message.role == "user":
         body = _close_fence(body)
-    return {
+    op: RenderOp = {
         "op": "block",
-        "id": "#message:" + message.id,
+        "id": message_block(message.id),
         "kind": message.role,
         "lines": [_HEADERS[message.role], *body],
         "prefix": prefix,
     }
+    if turn is not None:
+        op["turn"] = turn
+    return op
 
 
 def _close_fence(lines: list[str]) -> list[str]:
@@ -374,6 +390,52 @@ def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:
     lines = ["### Plan"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+
+
+def compaction_op(compaction: Compaction) -> RenderOp:
+    """A compaction of the agent's context: a folded block, its summary inside."""
+    done = {"completed": "compacted", "failed": "compaction failed",
+            "cancelled": "compaction cancelled"}  # fmt: skip
+    state = done.get(compaction.status, f"compacting ({compaction.status})")
+    lines = [f"#### Context {state}"]
+    if compaction.error:
+        lines.append(f"**Error:** {compaction.error}")
+    if compaction.summary:
+        lines += compaction.summary.split("\n")
+    return {"op": "block", "id": "#compaction:" + compaction.id, "kind": "compaction",
+            "lines": lines}  # fmt: skip
+
+
+def cut_op(turns: list[str]) -> RenderOp:
+    """Take the blocks of the turns begun by the user's messages keyed ``turns`` (the
+    end of the transcript, in order) out of view; Lua keeps them by those keys."""
+    return {"op": "cut", "turns": [{"key": k, "block": message_block(k)} for k in turns]}
+
+
+def uncut_op(turns: list[str]) -> RenderOp:
+    """Put the kept blocks of ``turns`` (keys as in :func:`cut_op`) back at the end."""
+    return {"op": "uncut", "turns": turns}
+
+
+def edit_op(turn: int, text: str) -> RenderOp:
+    """Put turn ``turn``'s prompt in the input to be edited; sent, it goes from there."""
+    return {"op": "edit", "turn": turn, "text": text}
+
+
+def _tokens(count: int) -> str:
+    sign = "-" if count < 0 else ""
+    count = abs(count)
+    return f"{sign}{count / 1000:.1f}k" if count >= 1000 else f"{sign}{count}"
+
+
+def spent_text(spent: dict[str, Any]) -> str:
+    """What a turn or session used, for the turn's end line: ``1.2k tokens · $0.04``."""
+    text = f"{_tokens(spent['tokens'])} tokens"
+    cost = spent.get("cost")
+    if cost is not None:
+        amount, currency = cost["amount"], cost["currency"]
+        text += f" · ${amount:.2f}" if currency == "USD" else f" · {amount:.2f} {currency}"
+    return text
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> RenderOp:
