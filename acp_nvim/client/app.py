@@ -10,8 +10,8 @@ from __future__ import annotations
 __all__ = ["App"]
 
 import base64
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,18 +32,11 @@ if TYPE_CHECKING:
     # spawned, so their import overlaps the agent's own start-up
     # (doc/performance.md, start-up).
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.conversation import Conversations
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.client.session.model import Attachment, ConfigOption, LoginMethod
+    from acp_nvim.client.session.model import Attachment, ConfigOption, LoginMethod, Prompt
     from acp_nvim.mcp import EditorSocket, McpOffer
-
-
-@dataclass
-class _Prompt:
-    """A prompt waiting to be sent: its text and what the user attached."""
-
-    text: str
-    attachments: list[Attachment]
 
 
 _SWITCH_WORDS = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
@@ -69,7 +62,7 @@ class App:
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
         self._cwds: dict[int, str] = {}  # where each chat was opened
         # Prompts typed while the chat was busy, sent in order when it is ready.
-        self._queues: dict[int, list[_Prompt]] = {}
+        self._queues: dict[int, list[Prompt]] = {}
         # Values of login variables, by agent: added to its environment when it starts.
         self._secrets: dict[str, dict[str, str]] = {}
         # A rejected options table: chats refuse to start until setup() is fixed,
@@ -80,6 +73,7 @@ class App:
         # The editor MCP server's socket, started when a session first offers it.
         self.mcp_socket: EditorSocket | None = None
         self._mcp_starting = anyio.Lock()
+        self._conversations: Conversations | None = None
 
     def __repr__(self) -> str:
         return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
@@ -217,7 +211,7 @@ class App:
                     else:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).
-                        kept = _chosen(chat) if again else []
+                        kept = _chosen(chat.session.config_options) if again else []
                         resumed = await self._session(connection, chat, session_id, again=again)
                         wanted = kept if again and resumed else _defaults(agent_config)
                         await self._apply_settings(connection, chat, wanted)
@@ -458,21 +452,23 @@ class App:
         chat_id: int,
         text: str,
         context: Sequence[dict[str, Any]] = (),
-        restore: bool = False,
+        rewind: int | None = None,
+        now: bool = False,
     ) -> None:
         """Send ``text`` with ``context`` (files, selections, diagnostics, images the
         user attached: services.context), or queue it while the chat is busy; a chat
         whose agent failed is restarted first. What cannot be sent goes back to the
-        input. ``restore``: an edited prompt sent again, after the files are taken
-        back to before the last turn (one step, :AcpEdit)."""
+        input. ``rewind``: an earlier prompt edited, sent from before turn ``rewind``
+        (conversation.Conversations.rewind). ``now``: into the running turn, or ahead
+        of the queue (Conversations.send_now)."""
+        from acp_nvim.client.session.model import Prompt
+
         chat = self.chats.get(chat_id)
         queue = self._queues.get(chat_id)  # there from open() to close()
         if queue is None or (chat is not None and chat.state == "closed"):
             self.editor.notify("cannot send: the chat is closed", "warn")
             self._return_input(chat_id, text)
             return
-        if restore:
-            await self.restore(chat_id)
         attachments: list[Attachment] = []
         if context:
             from acp_nvim.client.services.context import resolve
@@ -481,7 +477,14 @@ class App:
             attachments, warnings = await resolve(self.editor, context, self._cwds[chat_id])
             for warning in warnings:
                 self.editor.notify(warning, "warn")
-        queue.append(_Prompt(text, attachments))
+        prompt = Prompt(text, attachments)
+        if chat is not None and rewind is not None:
+            await self.conversations.rewind(chat_id, rewind, then=prompt)
+            return
+        if chat is not None and now and chat.state == "running":
+            await self.conversations.send_now(chat_id, prompt)
+            return
+        queue.insert(0 if now else len(queue), prompt)
         if chat is None:
             return  # still being opened: sent once the chat is ready
         if chat.state == "ready":
@@ -492,10 +495,34 @@ class App:
         else:  # starting or running: it goes when the chat is ready
             self._show_queue(chat)
 
+    @property
+    def conversations(self) -> Conversations:
+        """Rewinds, branches, edits and steering (made on first use)."""
+        if self._conversations is None:
+            from acp_nvim.client.conversation import Conversations
+
+            self._conversations = Conversations(
+                self.editor,
+                self.chats,
+                self._agent_of,
+                self.reviews,
+                self._queues,
+                drain=self._drain,
+                cancel=self.cancel_quietly,
+                show_queue=self._show_queue,
+                keep_settings=self._keep_settings,
+            )
+        return self._conversations
+
+    async def _keep_settings(
+        self, connection: AgentConnection, chat: Chat, options: list[ConfigOption]
+    ) -> None:
+        await self._apply_settings(connection, chat, _chosen(options))
+
     async def _drain(self, chat: Chat) -> None:
         """Run the queued prompts of a ready chat, in order."""
         queue = self._queues.get(chat.id)
-        while queue and chat.state == "ready" and self.chats.get(chat.id) is chat:
+        while queue and chat.state == "ready" and not chat.held and self.chats.get(chat.id) is chat:
             prompt = queue.pop(0)
             self._show_queue(chat)
             connection = self._agent_of.get(chat.id)
@@ -518,9 +545,11 @@ class App:
             queue.clear()
             self._show_queue(chat)
 
-    def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
+    async def dequeue(
+        self, chat_id: int, index: int, text: str, edit: bool = False, now: bool = False
+    ) -> None:
         """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``
-        puts its text back in the input.
+        puts its text back in the input, ``now`` sends it at once (``send(now=True)``).
 
         The user picked it from the queue as it was: when the prompts before it were
         sent meanwhile, it is found by its text, never another one dropped.
@@ -536,6 +565,11 @@ class App:
         self._show_queue(chat)
         if edit:
             self._return_input(chat_id, prompt.text)
+        elif now and chat.state == "running":
+            await self.conversations.send_now(chat_id, prompt)
+        elif now:
+            queue.insert(0, prompt)
+            await self._drain(chat)
 
     def _show_queue(self, chat: Chat) -> None:
         from acp_nvim.client.session import view
@@ -566,8 +600,10 @@ class App:
         path: str | None = None,
         hunk: int | None = None,
         turn: int | None = None,
+        reason: str | None = None,
     ) -> None:
-        """Accept or reject agent changes of chat ``chat_id`` (see SessionChanges.decide)."""
+        """Accept or reject agent changes of chat ``chat_id`` (see SessionChanges.decide);
+        ``reason``: why they were rejected, told to the agent at once."""
         review = self.reviews.get(chat_id)
         if review is None:
             self.editor.notify("no changes to review in this chat", "warn")
@@ -575,6 +611,9 @@ class App:
         if decision not in ("accept", "reject"):
             raise ValueError(f"unknown review decision {decision!r}")
         await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+        if reason and decision == "reject":
+            what = f"`{os.path.relpath(path, review.cwd)}`" if path else "the files"
+            await self.conversations.say(chat_id, f"I rejected your change to {what}: {reason}")
 
     def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""
@@ -590,30 +629,54 @@ class App:
             await review.sync(path)
 
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
-        """Take the project's files back to how they were before ``turn`` of the chat
-        (default: its last turn); the transcript marks it (the agent is not rewound:
-        it learns of the restore from the files)."""
+        """Take the project's files back to how they were before ``turn`` of the chat's
+        shown branch (default: its last turn); the transcript marks it (the agent is
+        not rewound: it learns of the restore from the files; :AcpRewind does both)."""
         chat = self.chats.get(chat_id)
         review = self.reviews.get(chat_id)
-        if chat is None or review is None or chat.turn == 0:
+        path = chat.branches.path if chat is not None else []
+        if chat is None or review is None or not path:
             self.editor.notify("no turn to restore", "warn")
             return
         if chat.state == "running":
             self.editor.notify("cannot restore during a turn: cancel it first", "warn")
             return
-        turn = chat.turn if turn is None else turn
-        if not 1 <= turn <= chat.turn:
-            self.editor.notify(f"no turn {turn} (turns 1 to {chat.turn})", "warn")
+        turn = len(path) if turn is None else turn
+        if not 1 <= turn <= len(path):
+            self.editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
             return
-        restored = await review.restore(turn)
+        restored = await review.restore(path[turn - 1].review)
         listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
         chat.info(f"*Restored the files to before turn {turn}: {listed}.*")
 
-    async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
-        """The user answered a permission prompt of chat ``chat_id``."""
+    async def rewind(self, chat_id: int, turn: int | None = None) -> None:
+        """Files and conversation back to before ``turn`` (Conversations.rewind)."""
+        await self.conversations.rewind(chat_id, turn)
+
+    async def pick_branch(self, chat_id: int, branch_id: int) -> None:
+        """Show another branch and go on in it (Conversations.pick)."""
+        await self.conversations.pick(chat_id, branch_id)
+
+    def edit(self, chat_id: int, turn: int | None = None) -> None:
+        """An earlier prompt back in the input (Conversations.edit)."""
+        self.conversations.edit(chat_id, turn)
+
+    async def regenerate(self, chat_id: int) -> None:
+        """The last prompt again, from before its answer (Conversations.regenerate)."""
+        await self.conversations.regenerate(chat_id)
+
+    async def answer(
+        self, chat_id: int, request_id: str, option_id: str, reason: str | None = None
+    ) -> None:
+        """The user answered a permission prompt of chat ``chat_id``; ``reason``: why
+        they rejected it, told to the agent at once (Conversations.say)."""
         connection = self._agent_of.get(chat_id)
+        subject = connection.permissions.subject(request_id) if connection else None
         if connection is None or not connection.permissions.answer(request_id, option_id):
             self.editor.notify("that permission request is no longer pending", "warn")
+            return
+        if reason:
+            await self.conversations.say(chat_id, f"I rejected {subject or 'that'}: {reason}")
 
     def elicit(
         self, chat_id: int, request_id: str, action: str, content: dict[str, Any] | None
@@ -810,11 +873,12 @@ def _defaults(agent_config: AgentConfig) -> list[_Wanted]:
     return wanted + [(f"setting {k}={v!r}", k, v) for k, v in agent_config.config_options.items()]
 
 
-def _chosen(chat: Chat) -> list[_Wanted]:
-    """The chat's settings as they are now: what a restarted agent's session gets back."""
+def _chosen(options: list[ConfigOption]) -> list[_Wanted]:
+    """A chat's settings as they are (``options``): what its agent's new session gets
+    back after a restart or a rewind."""
     return [
         (f"setting {o.id}={o.current!r}", o.id, o.current)
-        for o in chat.session.config_options
+        for o in options
         if isinstance(o.current, (str, bool)) and o.type in ("select", "boolean")
     ]
 

@@ -99,11 +99,11 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
         await wait_for(lambda: app.chats[1].state == "running")
         for text in ("a", "b", "c"):
             await app.send(1, text)
-        app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
-        app.dequeue(1, 2, "c", edit=True)
+        await app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
+        await app.dequeue(1, 2, "c", edit=True)
         assert [p.text for p in app._queues[1]] == ["b"]
         assert editor.ops[1][-1] == {"op": "input", "text": "c"}
-        app.dequeue(1, 0, "c")
+        await app.dequeue(1, 0, "c")
         assert editor.notices[-1] == ("warn", "that prompt is no longer queued")
         assert [p.text for p in app._queues[1]] == ["b"]
         await app.shutdown()

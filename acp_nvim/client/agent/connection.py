@@ -71,6 +71,9 @@ class AgentConnection:
         self.offer_version = protocol_version
         self.sessions: Sessions | None = None
         self.chats: dict[str, Chat] = {}  # by session id
+        # Sessions begun or resumed on this process and not closed: a chat can go
+        # back to one without asking the agent (a branch picked again).
+        self.opened: set[str] = set()
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats, self.cwd)
         self.permissions = Permissions()
@@ -223,6 +226,7 @@ class AgentConnection:
         """
         sessions = self._sessions()
         session_id = await self._call(sessions.new_session(chat), "creating a session")
+        self.opened.add(session_id)
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
     @property
@@ -250,6 +254,7 @@ class AgentConnection:
         sessions = self._sessions()
         fork = sessions.fork(chat, session_id, at_message)
         new_id = await self._call(fork, "forking a session")
+        self.opened.add(new_id)
         chat.ready(new_id, sessions.version, sessions.agent_title)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()) -> bool:
@@ -271,6 +276,15 @@ class AgentConnection:
         """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
         sessions = self._sessions()
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
+        self.opened.add(session_id)
+        chat.ready(session_id, sessions.version, sessions.agent_title)
+
+    def attach(self, chat: Chat, session_id: str) -> None:
+        """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still
+        holds it."""
+        sessions = self._sessions()
+        self.detach(chat)
+        self.chats[session_id] = chat
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
     async def prompt(
@@ -395,6 +409,7 @@ class AgentConnection:
         if self.mcp is not None:
             await self.mcp.forget(chat)
         await self.terminals.end_session(chat)
+        self.opened.discard(chat.session.session_id)
         if self.sessions is not None and self.alive and chat.session.session_id:
             # Closing anyway: a refusal, nonsense or no answer at all changes nothing.
             with anyio.move_on_after(_CLOSE_TIMEOUT):
