@@ -146,10 +146,10 @@ class Branches:
         """The shown branch, then the others."""
         return [self.shown, *self.others]
 
-    def mark(self) -> bool:
-        """Whether the end of the shown branch needs a mark that another branch leaves
-        there (once per place)."""
-        key = self.path[-1].message if self.path else ""
+    def mark(self, shared: int) -> bool:
+        """Whether the place after the first ``shared`` turns of the shown branch needs
+        a mark that another branch leaves there (once per place)."""
+        key = self.path[shared - 1].message if shared else ""
         if key in self._marked:
             return False
         self._marked.add(key)

@@ -159,7 +159,7 @@ class Chat:
         if self.seed is not None:
             self.info("*Continued in a new session; the agent was given the conversation so far.*")
         self._usage_before = dict(self.session.usage)
-        self.set_state("running", turns=self._turn_lines())
+        self.set_state("running", turns=self._turn_lines(), branches=self.branches.listed())
         if self.changes is not None:
             await self.changes.begin_turn()
 
@@ -409,7 +409,9 @@ class Chat:
         self._draw(view.status_op(**view.config_fields(options)))
 
     def on_steered(self, text: str) -> None:
-        """The user's message went into the running turn (steering): shown there."""
+        """The user's message went into the running turn (steering): shown there. An
+        echo the agent never acknowledged is not this message's to replace."""
+        self.session.pending_echo = None
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
         self.session.pending_echo = patch.message_id
@@ -468,7 +470,7 @@ class Chat:
         """
         left = self.branches.leave(number)
         self._take_out(left)
-        self._mark()
+        self._mark(number - 1)
         self._show_branches()
         return left
 
@@ -481,7 +483,7 @@ class Chat:
         """
         out, into = self.branches.pick(branch_id)
         self._take_out(out)
-        self._mark()
+        self._mark(len(self.branches.path) - len(into))
         show(self.session, into)
         self._draw(view.uncut_op([t.message for t in into]))
         self._show_branches()
@@ -494,8 +496,9 @@ class Chat:
                 self._drawings.pop(call_id, None)
         self._draw(view.cut_op([t.message for t in turns]))
 
-    def _mark(self) -> None:
-        if self.branches.mark():
+    def _mark(self, shared: int) -> None:
+        """Mark the place after the first ``shared`` turns, where branches part."""
+        if self.branches.mark(shared):
             block = self.session.new_id("branch")
             line = "*⎇ Another branch leaves here (:AcpBranches).*"
             self._draw(view.notice_op(block, "info", [line]))

@@ -18,6 +18,7 @@ __all__ = [
     "CONTENT",
     "HEAD",
     "LOCATIONS",
+    "WHY_KEY",
     "ToolCallDrawing",
     "append_op",
     "compaction_op",
@@ -47,6 +48,7 @@ from acp_nvim.client.session.model import (
     DiffPart,
     FilePreview,
     Message,
+    PermissionOption,
     PermissionPrompt,
     PlanEntry,
     TerminalPart,
@@ -60,6 +62,8 @@ _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
+# The permission prompt's key for "reject, and say why".
+WHY_KEY = "?"
 # A markdown code fence: ``` or ~~~, indented up to 3 spaces.
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
@@ -255,9 +259,20 @@ def _permission(
         options.append(item)
         lines.append(f"- `{option.key}` {option.name}" if option.key else f"- {option.name}")
     data = {**data, "pending": True, "options": options}
+    reject = _rejecting(prompt)
+    if reject is not None:
+        # Reject, and the reason the user types goes to the agent (Lua asks for it).
+        data["why"] = {"key": WHY_KEY, "option": reject.id, "row": base + len(lines)}
+        lines.append(f"- `{WHY_KEY}` {reject.name}, and say why")
     if prompt.preview:
         data["preview"] = [_preview(file) for file in prompt.preview]
     return data
+
+
+def _rejecting(prompt: PermissionPrompt) -> PermissionOption | None:
+    """The option that rejects once (else always) where the agent offers one."""
+    kinds = {option.kind: option for option in reversed(prompt.options)}
+    return kinds.get("reject_once") or kinds.get("reject_always")
 
 
 def _preview(file: FilePreview) -> dict[str, Any]:

@@ -25,7 +25,7 @@ local api = vim.api
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field cwd string the session's directory
 ---@field history? table the input's prompt history (acp.history)
----@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
+---@field editing? integer the input holds that turn's prompt again (|:AcpEdit|): sent, it rewinds there
 ---@field name? string given with |:AcpChats| rename
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
 ---@field eliciting? boolean one of them is being asked
@@ -130,46 +130,36 @@ local function update_winbar(chat)
   end
 end
 
---- Whether resending `chat`'s edited prompt may reject the previous answer's
---- changes: the latest turn left files with open changes.
-local function answer_changed(chat)
-  local state = require("acp.review").state[chat.id]
-  for _, file in ipairs(state and state.files or {}) do
-    if file.turn == state.turn and file.open then
-      return true
-    end
+--- <CR> on one of the user's messages in the transcript: its prompt back in the
+--- input, to edit and send from there (|:AcpEdit|). Whether the cursor was on one.
+local function edit_at_cursor(chat)
+  local _, block = render.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
+  if block and block.kind == "user" and block.turn then
+    M.edit(chat, block.turn)
+    return true
   end
   return false
 end
 
 local function map(chat)
-  local function send()
-    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-    local text = vim.trim(table.concat(lines, "\n"))
-    if text == "" then
-      return
-    end
-    local function go(restore)
-      -- The input is still what was typed: the choice may have taken a while.
-      if vim.trim(table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")) ~= text then
+  local function sender(now)
+    return function()
+      local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+      local text = vim.trim(table.concat(lines, "\n"))
+      if text == "" then
         return
       end
       api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
-      M.send(chat, text, nil, restore)
+      -- An edited earlier prompt goes from before its turn (a rewind, then the send).
+      local rewind = chat.editing
+      chat.editing = nil
+      M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
-    local editing = chat.editing
-    chat.editing = nil
-    if not (editing and answer_changed(chat)) then
-      return go(false)
-    end
-    local choices = { "reject the last answer's changes, then send", "send, keeping them" }
-    vim.ui.select(choices, { prompt = "Resend the edited prompt" }, function(_, index)
-      if index then
-        go(index == 1)
-      else
-        chat.editing = editing
-      end
-    end)
+  end
+  local send = sender(false)
+  local send_now_key = config.options.chat.send_now_key
+  if send_now_key ~= "" then
+    vim.keymap.set({ "n", "i" }, send_now_key, sender(true), { buffer = chat.input, desc = "acp: send now, into the running turn" })
   end
   local send_key = config.options.chat.send_key
   if send_key ~= "" then
@@ -183,8 +173,10 @@ local function map(chat)
   -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
   -- a location's file, a terminal, else the usual <CR>.
   vim.keymap.set("n", "<CR>", function()
-    require("acp.chat.tools").enter(chat)
-  end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
+    if not edit_at_cursor(chat) then
+      require("acp.chat.tools").enter(chat)
+    end
+  end, { buffer = chat.transcript, desc = "acp: edit your message, answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
@@ -286,7 +278,7 @@ local function flood(chat, rows)
 end
 
 -- Blocks that fold under their header line.
-local FOLDED = { thought = true, tool = true }
+local FOLDED = { thought = true, tool = true, compaction = true }
 
 --- The transcript's 'foldexpr' (acp.chat.layout) calls this as the funcref
 --- b:acp_foldexpr: a `v:lua` expression compiles a Lua chunk on every call, and
@@ -572,14 +564,16 @@ function M.retry(chat)
 end
 
 --- Send `text`; `context` items (acp.chat.context) are attached, and the `@` mentions
---- in `text` add theirs.
+--- in `text` add theirs. `opts.rewind`: first go back to before that turn (an edited
+--- earlier prompt); `opts.now`: into the running turn, or ahead of the queue.
 ---@param chat acp.Chat
 ---@param text string
 ---@param context? table[]
----@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
-function M.send(chat, text, context, restore)
+---@param opts? {rewind?: integer, now?: boolean}
+function M.send(chat, text, context, opts)
+  opts = opts or {}
   context = vim.list_extend(vim.deepcopy(context or {}), require("acp.chat.context").items(chat, text))
-  local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
+  local params = { chat = chat.id, text = text, context = context, rewind = opts.rewind, now = opts.now }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
@@ -599,17 +593,18 @@ function M.restart(chat)
   end
 end
 
---- Put the last prompt back in the input (for |:AcpEdit|); sent again, it offers
---- to reject the changes of the answer it had.
+--- Put the prompt of `turn` (default: the last) back in the input (|:AcpEdit|): the
+--- Python side sends it as an "edit" op; sent again, it rewinds to that turn first.
 ---@param chat acp.Chat
-function M.edit_last(chat)
-  local text = require("acp.chat.prompt_history").last(chat)
-  if not text then
-    util.notify("no prompt was sent in this chat", "info")
-    return
-  end
-  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
-  chat.editing = true
+---@param turn? integer
+function M.edit(chat, turn)
+  host.notify("edit", { chat = chat.id, turn = turn })
+end
+
+--- The "edit" op: turn `op.turn`'s prompt in the input, the input marked as editing it.
+local function editing(chat, op)
+  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(op.text, "\n", { plain = true }))
+  chat.editing = op.turn
   layout.show(chat)
 end
 
@@ -657,6 +652,8 @@ function M.render(id, ops)
       require("acp.chat.elicit").add(chat, op)
     elseif op.op == "elicit_gone" then
       require("acp.chat.elicit").gone(chat, op.id)
+    elseif op.op == "edit" then
+      editing(chat, op)
     end
   end
   flood(chat, rows_of(ops))

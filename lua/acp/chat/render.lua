@@ -18,8 +18,9 @@ local header_hl = {
   thought = "AcpThoughtHeader",
   tool = "AcpToolHeader",
   plan = "AcpPlanHeader",
+  compaction = "AcpThoughtHeader",
 }
-local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo" }
+local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo", compaction = "AcpThought" }
 local status_hl = {
   completed = "AcpToolCompleted",
   failed = "AcpToolFailed",
@@ -37,11 +38,15 @@ local status_hl = {
 ---@field status? string
 ---@field permission? table a tool call's permission prompt (rows are offsets in the block)
 ---@field locations? table[] a tool call's locations {row, path, line?}
+---@field turn? integer a user's message that begins that turn of the shown branch
+---@field id? string its id, while it is out of view (M.cut)
+---@field lines? string[] its lines, while it is out of view
 
 ---@class acp.Blocks
 ---@field order string[]
 ---@field by_id table<string, acp.Block>
 ---@field tail_first? integer the last block's first row, while known (see M.block_at)
+---@field hidden? table<string, acp.Block[]> blocks out of view, by the key of their turn
 
 ---@return acp.Blocks
 function M.new_blocks()
@@ -129,7 +134,7 @@ local function put_block(buf, blocks, op)
   -- Known before its lines exist: foldexpr runs while they are inserted, and a row
   -- it places in the previous block keeps that fold level.
   block = { first = first, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
-  block.permission, block.locations = op.permission, op.locations
+  block.permission, block.locations, block.turn = op.permission, op.locations, op.turn
   table.insert(blocks.order, op.id)
   blocks.by_id[op.id] = block
   blocks.tail_first = first
@@ -192,6 +197,60 @@ function M.copy(from, from_blocks, buf, blocks, prefix)
   return M.apply(buf, blocks, ops)
 end
 
+--- Take the blocks from the first of `turns` to the end out of view, kept in
+--- `blocks.hidden` by turn: each `{key, block}` names the block a turn begins with.
+local function cut(buf, blocks, turns)
+  local first = turns[1] and blocks.by_id[turns[1].block]
+  if not first then
+    return
+  end
+  local begins = {}
+  for _, turn in ipairs(turns) do
+    begins[turn.block] = turn.key
+  end
+  -- From the separator before the first block (or the top) to the end.
+  local at = first.index > 1 and start_row(buf, first) - 1 or 0
+  blocks.hidden = blocks.hidden or {}
+  local group = {}
+  for index = first.index, #blocks.order do
+    local id = blocks.order[index]
+    if begins[id] then
+      group = {}
+      blocks.hidden[begins[id]] = group
+    end
+    local block = blocks.by_id[id]
+    local from, to = rows(buf, blocks, block)
+    block.id, block.lines = id, api.nvim_buf_get_lines(buf, from, to, false)
+    table.insert(group, block)
+  end
+  for index = #blocks.order, first.index, -1 do
+    local block = blocks.by_id[blocks.order[index]]
+    block.mark = nil
+    blocks.by_id[blocks.order[index]], blocks.order[index] = nil, nil
+  end
+  blocks.tail_first = nil
+  api.nvim_buf_clear_namespace(buf, M.ns, at, -1)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
+  api.nvim_buf_set_lines(buf, at, -1, false, {})
+end
+
+--- Put the blocks kept for `keys` (turn keys, as M.cut stored them) back at the end.
+---@return acp.Block[] created
+local function uncut(buf, blocks, keys)
+  local created = {}
+  for _, key in ipairs(keys) do
+    for _, kept in ipairs((blocks.hidden or {})[key] or {}) do
+      local op = { op = "block", id = kept.id, kind = kept.kind, prefix = kept.prefix, status = kept.status }
+      op.permission, op.locations, op.turn, op.lines = kept.permission, kept.locations, kept.turn, kept.lines
+      if put_block(buf, blocks, op) then
+        table.insert(created, blocks.by_id[kept.id])
+      end
+    end
+    blocks.hidden[key] = nil
+  end
+  return created
+end
+
 --- Empty a transcript; returns its new (empty) blocks.
 ---@param buf integer
 ---@return acp.Blocks
@@ -226,6 +285,10 @@ function M.apply(buf, blocks, ops)
       if put_block(buf, blocks, op) then
         table.insert(created, blocks.by_id[op.id])
       end
+    elseif op.op == "cut" then
+      cut(buf, blocks, op.turns)
+    elseif op.op == "uncut" then
+      vim.list_extend(created, uncut(buf, blocks, op.turns))
     elseif op.op == "status" then
       for key, value in pairs(op) do
         if key ~= "op" then

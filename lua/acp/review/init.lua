@@ -126,9 +126,10 @@ local function entry_at(buf)
   return views[buf].rows[api.nvim_win_get_cursor(0)[1]]
 end
 
---- Send a decision for chat `chat`.
+--- Send a decision for chat `chat`; `reason`: why it is rejected, for the agent.
 ---@param decision "accept"|"reject"
-function M.decide(chat, decision, path, hunk, turn)
+---@param reason? string
+function M.decide(chat, decision, path, hunk, turn, reason)
   if not chat then
     util.user_error("no chat has changes to review")
   end
@@ -138,6 +139,7 @@ function M.decide(chat, decision, path, hunk, turn)
     path = path and vim.fn.fnamemodify(path, ":p") or nil,
     hunk = hunk,
     turn = turn,
+    reason = reason,
   })
 end
 
