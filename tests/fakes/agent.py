@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -795,7 +796,7 @@ class Rewind:
         if text.startswith("write "):
             _, name, content = text.split(" ", 2)
             path = os.path.join(self.cwd[session], name)
-            old = open(path).read() if os.path.exists(path) else None
+            old = Path(path).read_text() if os.path.exists(path) else None
             call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
             kind = "tool_call_update" if self.version == 2 else "tool_call"
             await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",

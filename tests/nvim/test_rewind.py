@@ -307,4 +307,4 @@ def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, vers
     assert kind == "compaction"
     if version == 1:
         caps = json.loads  # the client advertised it (the fake compacts only then)
-        assert caps  # noqa: B018 - the block above exists only because it was advertised
+        assert caps
