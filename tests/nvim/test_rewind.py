@@ -308,3 +308,35 @@ def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, vers
     if version == 1:
         caps = json.loads  # the client advertised it (the fake compacts only then)
         assert caps
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_demo_agent_forks_at_a_message_steers_and_compacts(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()["session_id"]
+    turn(editor, "hello", 1)
+    turn(editor, "again", 2)
+    editor.lua("require('acp').rewind(2)")
+    forked = session_changed(editor, 2)["session_id"]
+    assert forked != first
+    text = editor.transcript_text()
+    assert "hello" in text and "## You\nagain" not in text
+    assert "Continued in a new session" not in text  # a fork, not a seeded session
+
+    # The permission prompt holds the turn: the steered message joins it.
+    editor.lua("require('acp').send('permission')")
+    wait_text(editor, "Permission needed")
+    editor.lua("require('acp').send('shorter please', {now = true})")
+    wait_text(editor, "Sent into the running turn.")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript})")
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, "You added, while I was working: “shorter please”")
+
+    turn(editor, "compact", 4)
+    lines = editor.transcript()
+    assert "#### Context compacted" in lines
+    assert "*Context compacted — the older turns are summarised*" in lines
