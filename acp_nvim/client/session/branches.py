@@ -158,12 +158,13 @@ class Branches:
     def listed(self) -> list[dict[str, Any]]:
         """Every branch for the user, the shown one first: ``id``, ``current``,
         ``turns`` (count), ``leaves_at`` (the turn where it leaves the shown one),
-        ``prompt`` (its first prompt from there), ``session_id``."""
+        ``prompt`` (its first prompt from there; the shown one's: its last),
+        ``session_id``."""
         listed = []
         for branch in self.all:
             common = _common(self.path, branch.turns)
-            first = branch.turns[common] if common < len(branch.turns) else None
             current = branch is self.shown
+            first = branch.turns[-1 if current else common] if branch.turns else None
             listed.append(
                 {
                     "id": branch.id,
