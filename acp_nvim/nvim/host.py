@@ -96,9 +96,11 @@ class Host:
             case "restart":
                 self.worker.submit(app.restart, params["chat"])
             case "dequeue":
-                edit, now = bool(params.get("edit")), bool(params.get("now"))
                 chat, index, text = params["chat"], params["index"], params["text"]
-                self.worker.submit(app.dequeue, chat, index, text, edit, now)
+                if params.get("now"):
+                    self.worker.submit(app.send_queued, chat, index, text)
+                else:
+                    self.worker.call(app.dequeue, chat, index, text, bool(params.get("edit")))
             case "answer":
                 chat, request, option = params["chat"], params["request"], params["option"]
                 self.worker.submit(app.answer, chat, request, option, params.get("reason"))

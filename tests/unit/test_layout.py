@@ -35,7 +35,7 @@ LAYERS = [
     # The editor MCP server: on the services, offered by the agent adapters and the app.
     ("mcp", ["acp_nvim.mcp"]),
     ("agent", ["acp_nvim.client.agent"]),
-    ("app", ["acp_nvim.client.app", "acp_nvim.client.conversation"]),
+    ("app", ["acp_nvim.client.app"]),
     ("nvim", ["acp_nvim.nvim", "acp_nvim.health", "acp_nvim.__main__"]),
 ]
 # Programs of their own: they use the protocol layer only.
