@@ -340,3 +340,23 @@ def test_the_demo_agent_forks_at_a_message_steers_and_compacts(
     lines = editor.transcript()
     assert "#### Context compacted" in lines
     assert "*Context compacted — the older turns are summarised*" in lines
+
+
+def test_a_branch_picked_after_a_restart_goes_on_in_a_seeded_session(editor: Editor) -> None:
+    """The restarted agent does not hold the branch's session (its own first session
+    may even have the same id) and resumes none: a new session gets the branch's
+    conversation."""
+    wire = start(editor, "rewind", 1)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 3)["session_id"] == "s1"  # the new process's own
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    assert session_changed(editor, 4)["session_id"] == "s2"
+    wait_text(editor, "write a.txt three")
+    turn(editor, "go on", 4)
+    seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "go on"}
+    assert all(f"write a.txt {word}" in seed["text"] for word in ("one", "two", "three"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
+import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -47,7 +48,11 @@ class AgentConnection:
     """Process + connection + negotiated sessions for one agent.
 
     ``reviews`` is the app's review of each chat's changes, by chat id (live).
+    ``serial`` tells connections apart (a restarted agent may name its sessions
+    as the one before it did).
     """
+
+    _serials = itertools.count(1)
 
     def __init__(
         self,
@@ -62,6 +67,7 @@ class AgentConnection:
         mcp: Callable[[AgentConnection], McpOffer] | None = None,
     ) -> None:
         self.name = name
+        self.serial = next(self._serials)
         self.config = config
         self.cwd = agent_cwd(config, cwd)
         self.log = log
@@ -298,6 +304,7 @@ class AgentConnection:
         ended = self._ended[chat.id] = anyio.Event()
         try:
             await chat.start_turn(text, attachments)
+            chat.branches.path[-1].agent = self.serial
             stop_reason = await self._until_exit(
                 sessions.prompt(chat, text, attachments), abandon
             )

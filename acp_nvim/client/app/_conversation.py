@@ -157,8 +157,10 @@ class Conversations:
             chat.seed = None
             session_id = branch.session_id or ""
             chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
+            # Held by this agent process still (not a restarted one naming its own alike).
+            held = branch.turns[-1].agent == connection.serial and session_id in connection.opened
             try:
-                if session_id in connection.opened:
+                if held:
                     connection.attach(chat, session_id)
                     return
                 connection.detach(chat)

@@ -45,7 +45,8 @@ class _Hidden:
 class Turn:
     """One turn: begun by the user's message keyed ``message`` (its block in the
     transcript), numbered ``review`` in the chat's review (every turn the chat ran,
-    whichever branch), run in session ``session_id``.
+    whichever branch), run in session ``session_id`` of the agent process ``agent``
+    (a serial the connection stamps: a session id means something only there).
 
     ``start`` is where its items begin in ``Session.items`` while it is shown.
     """
@@ -55,6 +56,7 @@ class Turn:
     session_id: str
     prompt: Prompt
     start: int = 0
+    agent: int | None = None
     hidden: _Hidden | None = field(default=None, repr=False)
 
 
