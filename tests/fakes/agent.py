@@ -712,7 +712,7 @@ class Rewind:
     message; ``compact`` compacts the context and sends a notice; anything else is
     echoed. Flags after ``+``: ``plain`` forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
-    context.
+    context, ``resume`` resumes any session it is named (``session/resume``).
     """
 
     def __init__(self, connection: Connection, scenario: str, tasks: anyio.abc.TaskGroup) -> None:
@@ -729,7 +729,8 @@ class Rewind:
         self.client: Params = {}
         connection.on_request("initialize", dict, self.initialize)
         for method, handler in (("session/new", self.new_session), ("session/fork", self.fork),
-                                ("session/prompt", self.prompt), ("_session/steering", self.steer)):
+                                ("session/prompt", self.prompt), ("_session/steering", self.steer),
+                                ("session/resume", self.resume)):
             connection.on_request(method, dict, self.recorded(method, handler))
         connection.on_notification("session/cancel", dict, self.cancel)
 
@@ -747,12 +748,13 @@ class Rewind:
         meta = {} if "plain" in self.flags else {"jetbrains": {"air": {"fork": {"version": 1, "inclusive": True}}}}
         prompt = {"embeddedContext": True} if "embed" in self.flags else {}
         result: Params = {"_meta": {"steering": {"supported": True}}} if "steer" in self.flags else {}
+        sessions: Params = {"fork": {}, **({"resume": {}} if "resume" in self.flags else {})}
         if self.version == 2:
             prompt = {k: {} for k in prompt}
-            caps = {"session": {"fork": {}, "prompt": prompt}, "_meta": meta}
+            caps = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
             return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
                     "capabilities": caps}
-        caps = {"sessionCapabilities": {"fork": {}}, "promptCapabilities": prompt, "_meta": meta}
+        caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta}
         return {**result, "protocolVersion": 1, "agentInfo": {"name": "fake", "version": "0"},
                 "agentCapabilities": caps}  # fmt: skip
 
@@ -764,6 +766,11 @@ class Rewind:
 
     async def new_session(self, params: Params) -> Params:
         return {"sessionId": self.open(params["cwd"])}
+
+    async def resume(self, params: Params) -> Params:
+        session = params["sessionId"]
+        self.cwd[session], self.turns[session] = params["cwd"], self.turns.get(session, 0)
+        return {}
 
     async def fork(self, params: Params) -> Params:
         session = self.open(params["cwd"])

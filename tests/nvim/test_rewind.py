@@ -360,3 +360,22 @@ def test_a_branch_picked_after_a_restart_goes_on_in_a_seeded_session(editor: Edi
     seed, text = calls(wire, "session/prompt")[-1]["prompt"]
     assert text == {"type": "text", "text": "go on"}
     assert all(f"write a.txt {word}" in seed["text"] for word in ("one", "two", "three"))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_branch_picked_after_a_restart_is_resumed_where_the_agent_resumes(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind+resume", version)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 3)["session_id"] == "s2"  # resumed
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    assert session_changed(editor, 4)["session_id"] == "s1"
+    assert [c["sessionId"] for c in calls(wire, "session/resume")] == ["s2", "s1"]
+    turn(editor, "go on", 4)
+    last = calls(wire, "session/prompt")[-1]
+    assert last["sessionId"] == "s1" and last["prompt"] == [{"type": "text", "text": "go on"}]
