@@ -304,10 +304,49 @@ def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, vers
         "local c = require('acp.chat').get(); return require('acp.chat.render').kind_at(c.transcript, c.blocks, ...)",
         start_row + 1,
     )
+    # (Over v1 the fake compacts only where the client advertised compaction.)
     assert kind == "compaction"
-    if version == 1:
-        caps = json.loads  # the client advertised it (the fake compacts only then)
-        assert caps
+
+
+def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor) -> None:
+    wire = start(editor, "rewind", 1)
+    turn(editor, "first", 1)
+    turn(editor, "second\nline two", 2)
+    editor.lua(STUB_UI, 2)
+    editor.nvim.command("AcpRewind")
+    session_changed(editor, 2)
+    assert editor.lua("return _G.asked")[0]["items"] == ["1 · first", "2 · second"]
+    point = calls(wire, "session/fork")[0]["_meta"]["jetbrains"]["air"]["fork"]
+    assert point["messageId"] == "s1-m1"
+
+    # :AcpQueue's "send now": the picked prompt goes first (the turn is cancelled).
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    for text in ("later", "sooner"):
+        editor.lua("require('acp').send(...)", text)
+    editor.wait("require('acp').status().queued == 2")
+    editor.lua(STUB_UI, 2, 2)  # "sooner", then "send now"
+    editor.nvim.command("AcpQueue")
+    editor.wait_event("AcpTurnEnd", count=5)
+    prompts = [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")]
+    assert prompts[-3:] == ["hold", "sooner", "later"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_hunk_key_rejects_and_says_why(editor: Editor, version: int) -> None:
+    wire = start(editor, "rewind", version)
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\n")
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(a))
+    turn(editor, "write a.txt one", 1)
+    editor.wait("#require('acp').changes() == 1")
+    editor.lua(f"vim.api.nvim_set_current_buf({buf}); vim.api.nvim_win_set_cursor(0, {{1, 0}})")
+    editor.lua(STUB_UI, "zero is right")
+    editor.nvim.command("AcpHunk reject_why")
+    editor.wait_event("AcpTurnEnd", count=2)
+    said = calls(wire, "session/prompt")[-1]["prompt"][-1]["text"]
+    assert said == "I rejected your change to `a.txt`: zero is right"
+    assert a.read_text() == "zero\n"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
