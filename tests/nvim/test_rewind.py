@@ -221,11 +221,18 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int) -> None:
+@pytest.mark.parametrize("how", ["api", "key"])
+def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, how: str) -> None:
     wire = start(editor, "rewind+steer", version)
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
-    editor.lua("require('acp').send('turn left', {now = true})")
+    if how == "api":
+        editor.lua("require('acp').send('turn left', {now = true})")
+    else:  # the input's chat.send_now_key
+        input_buf = editor.lua("return require('acp').status().input_buf")
+        editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+        editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'turn left'})")
+        editor.nvim.input("<M-CR>")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
     [steering] = calls(wire, "_session/steering")
     assert steering["idleBehavior"] == "promptRequired"
