@@ -332,7 +332,7 @@ def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor)
     for text in ("later", "sooner"):
         editor.lua("require('acp').send(...)", text)
     editor.wait("require('acp').status().queued == 2")
-    editor.lua(STUB_UI, 2, 2)  # "sooner", then "send now"
+    editor.lua(STUB_UI, 2, 3)  # "sooner", then "send now"
     editor.nvim.command("AcpQueue")
     editor.wait_event("AcpTurnEnd", count=5)
     prompts = [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")]

@@ -73,7 +73,7 @@ function M.draw(chat)
 end
 
 --- :AcpQueue: pick a queued prompt, then edit it (its text goes back to the
---- input, no longer queued), send it now (|acp-steer|) or remove it.
+--- input, no longer queued), remove it or send it now (|acp-steer|).
 ---@param chat acp.Chat
 function M.pick(chat)
   local queue = chat.status.queue or {}
@@ -90,7 +90,7 @@ function M.pick(chat)
     if not index then
       return
     end
-    vim.ui.select({ "edit", "send now", "remove" }, { prompt = "Queued prompt " .. index }, function(action)
+    vim.ui.select({ "edit", "remove", "send now" }, { prompt = "Queued prompt " .. index }, function(action)
       if not action then
         return
       end
