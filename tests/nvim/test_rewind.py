@@ -123,18 +123,22 @@ def test_without_forks_at_a_message_a_new_session_gets_the_conversation(
     turn(editor, "write a.txt again", 4)
     first = calls(wire, "session/prompt")[-1]
     assert first["sessionId"] == "s2"
-    seed, text = first["prompt"]
+    *seed, text = first["prompt"]
     assert text == {"type": "text", "text": "write a.txt again"}
-    if embed:
-        assert seed["type"] == "resource"
-        said = seed["resource"]["text"]
-        assert seed["resource"]["uri"] == "acp-nvim://conversation"
+    if embed:  # an introduction, then the conversation as a resource
+        assert [block["type"] for block in seed] == ["text", "resource"]
+        said = seed[1]["resource"]["text"]
+        assert seed[1]["resource"]["uri"] == "acp://conversation.md"
     else:
-        assert seed["type"] == "text"
-        said = seed["text"]
+        [only] = seed
+        assert only["type"] == "text"
+        said = only["text"]
     assert "write a.txt one" in said and "wrote a.txt" in said
     assert "write a.txt two" not in said and "three" not in said
-    line = "Continued in a new session; the agent was given the conversation so far."
+    line = (
+        "Continued in a new session; the agent is given the conversation so far"
+        " with the next prompt."
+    )
     assert line in editor.transcript_text()
     # Only the first prompt of the new session carries it.
     turn(editor, "and then", 5)
@@ -200,7 +204,7 @@ def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
     editor.lua(f"vim.api.nvim_set_current_buf({transcript}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
     editor.nvim.input("<CR>")
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt one'")
-    assert editor.lua("return require('acp.chat').get().editing") == 1
+    assert editor.lua("return require('acp.chat.registry').get().editing") == 1
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -308,7 +312,8 @@ def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, vers
     assert lines[start_row + 1] == "Kept: the plan."
     assert "*⚠ Context compacted — older turns summarised*" in lines
     kind = editor.lua(
-        "local c = require('acp.chat').get(); return require('acp.chat.render').kind_at(c.transcript, c.blocks, ...)",
+        "local c = require('acp.chat.registry').get()"
+        " return require('acp.chat.blocks').kind_at(c.transcript, c.blocks, ...)",
         start_row + 1,
     )
     # (Over v1 the fake compacts only where the client advertised compaction.)

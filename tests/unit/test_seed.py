@@ -9,7 +9,7 @@ from acp_nvim.client.agent.sessions import prompt_blocks
 from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import MessagePatch, Session
-from acp_nvim.client.session.seed import SEED_URI, Exchange, conversation, seed
+from acp_nvim.client.session.seed import SEED_URI, Exchange, conversation, markdown
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol import schema_v2 as v2
 
@@ -37,33 +37,30 @@ def test_conversation_pairs_prompts_with_replies_and_leaves_thoughts_out() -> No
     assert conversation(session, end) == conversation(session)[:2]
 
 
-def test_seed_text_holds_every_exchange_and_nothing_when_nothing_was_said() -> None:
-    assert seed([]) is None
-    assert seed([Exchange(" ", "")]) is None
-    found = seed([Exchange("what is 2+2?", "4"), Exchange("and 3+3?", "")])
-    assert found is not None and found.uri == SEED_URI and found.mime_type == "text/markdown"
-    text = found.text
-    assert text.index("what is 2+2?") < text.index("4") < text.index("and 3+3?")
-    assert text.count("## User") == 2 and text.count("## You (the agent)") == 1
+def test_the_markdown_holds_every_exchange_and_nothing_when_nothing_was_said() -> None:
+    assert markdown([]) is None
+    assert markdown([Exchange(" ", "")]) is None
+    text = markdown([Exchange("what is 2+2?", "4"), Exchange("and 3+3?", "")])
+    assert text == "## You\n\nwhat is 2+2?\n\n## Agent\n\n4\n\n## You\n\nand 3+3?\n"
 
 
 @pytest.mark.parametrize("schema", [v1, v2])
 @pytest.mark.parametrize("embed", [True, False])
 def test_the_seed_goes_ahead_of_the_text_once(schema: object, embed: bool) -> None:
     chat = Chat(1, "fake", RecordingEditor())
-    chat.seed = seed([Exchange("before", "answer")])
+    chat.seed = markdown([Exchange("before", "answer")])
     assert chat.seed is not None
-    text = chat.seed.text
+    text = chat.seed
     blocks = prompt_blocks(chat, "now", [], schema, embed=embed, image=False)  # type: ignore[arg-type]
     wire = msgspec.to_builtins(blocks)
     if embed:
-        assert wire[0] == {
+        assert wire[1] == {
             "type": "resource",
             "resource": {"uri": SEED_URI, "text": text, "mimeType": "text/markdown"},
         }
     else:
-        assert wire[0] == {"type": "text", "text": text}
-    assert wire[1] == {"type": "text", "text": "now"}
+        assert text in wire[0]["text"]
+    assert wire[-1] == {"type": "text", "text": "now"}
     # Taken: the next prompt of the session carries only its own text.
     again = msgspec.to_builtins(prompt_blocks(chat, "later", [], schema, embed=embed, image=False))  # type: ignore[arg-type]
     assert again == [{"type": "text", "text": "later"}]

@@ -27,7 +27,6 @@ __all__ = [
     "login_method",
     "mcp_server",
     "prompt_blocks",
-    "seed_block",
     "serve_mcp_over_acp",
     "session_info",
     "steer",
@@ -47,7 +46,7 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
-from acp_nvim.client.session.seed import Seed
+from acp_nvim.client.session.seed import seed_blocks
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
@@ -294,13 +293,13 @@ def prompt_blocks(
     embed: bool,
     image: bool,
 ) -> list[Any]:
-    """The content of a prompt: the chat's seed (once: the conversation a seeded
-    session goes on from, ``session.seed``), its text, then each attachment in the
-    form the agent accepts (``embed``: embedded context, ``image``: images); one it
-    cannot take is left out and the chat says so."""
+    """The content of a prompt: its text, then each attachment in the form the agent
+    accepts (``embed``: embedded context, ``image``: images); one it cannot take is
+    left out and the chat says so. The first prompt of a seeded session carries the
+    conversation before them (``Chat.seed``, session.seed)."""
     blocks: list[Any] = []
     if chat.seed is not None:
-        blocks.append(seed_block(chat.seed, schema, embed=embed))
+        blocks += seed_blocks(chat.seed, schema, embed=embed)
         chat.seed = None
     blocks.append(schema.ContentBlockText(text=text))
     for attachment in attachments:
@@ -311,15 +310,6 @@ def prompt_blocks(
         else:
             blocks.append(block)
     return blocks
-
-
-def seed_block(seed: Seed, schema: ModuleType, *, embed: bool) -> Any:
-    """A seed as ``schema`` (the version's generated types) sends it: an embedded
-    resource where the agent takes them (``embed``), else its text."""
-    if not embed:
-        return schema.ContentBlockText(text=seed.text)
-    resource = schema.TextResourceContents(uri=seed.uri, text=seed.text, mime_type=seed.mime_type)
-    return schema.ContentBlockResource(resource=resource)
 
 
 def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) -> Any:

@@ -132,11 +132,16 @@ class Conversations:
     async def _seeded(self, chat: Chat, connection: AgentConnection) -> None:
         """Go on in a new session whose first prompt carries the shown conversation,
         with the chat's settings."""
-        from acp_nvim.client.session.seed import conversation, seed
+        from acp_nvim.client.session.seed import conversation, markdown
 
-        carried, kept = seed(conversation(chat.session)), chosen(chat)
+        carried, kept = markdown(conversation(chat.session)), chosen(chat)
         await connection.new_session(chat)
         chat.seed = carried
+        if carried is not None:
+            chat.info(
+                "*Continued in a new session; the agent is given the conversation so far"
+                " with the next prompt.*"
+            )
         await self.settings.apply(connection, chat, kept)
 
     async def pick(self, chat_id: int, branch_id: int) -> None:

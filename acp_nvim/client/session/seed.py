@@ -1,39 +1,39 @@
-"""A seeded session: a new session whose first prompt carries an earlier conversation.
+"""The first prompt of a seeded session: the conversation so far, then the prompt.
 
-An agent can be given a conversation it never had in two ways only: fork a session
-that holds it (where the agent offers that), or tell it. This module is the telling,
-shared by every way a chat goes on in a session that lacks its history: a rewind
-where the agent cannot fork at a message, a branch picked again after the agent
-lost its session, a stored chat reopened, a chat handed to another agent.
+A session that does not know a conversation is told it with its first prompt: a
+chat rewound where the agent cannot fork at a message, a branch picked again after
+the agent lost its session, a reopened chat whose agent cannot load its session, a
+chat handed over to another agent. The conversation, as Markdown, goes as an
+embedded resource where the agent takes embedded context, else as text, before what
+the user typed. ``Chat.seed`` holds it until ``sessions.prompt_blocks`` takes it.
 
-It is pure: :func:`conversation` reads the user's prompts and the agent's replies
-out of the session model, :func:`seed` turns them into the :class:`Seed` that the
-protocol adapters put ahead of the first prompt's text (``sessions.prompt_blocks``:
-an embedded resource where the agent takes ``embeddedContext``, else a text block).
-Thoughts, tool calls and plans are left out: what was said is what the user can
-check, and a tool call's output is the agent's to read again from the files.
+Pure: :func:`conversation` reads the user's prompts and the agent's replies out of
+the session model, :func:`markdown` writes them (the history writes its stored
+transcript itself: ``history.markdown``), :func:`seed_blocks` makes the content
+blocks. Thoughts, tool calls and plans are left out of :func:`conversation`: what
+was said is what the user can check; the agent reads the files again.
 
 Example::
 
-    chat.seed = seed(conversation(chat.session, end=turn_start))
+    chat.seed = markdown(conversation(chat.session))
     # the next Sessions.prompt(chat, ...) sends it ahead of the text, once
 """
 
 from __future__ import annotations
 
-__all__ = ["SEED_URI", "Exchange", "Seed", "conversation", "seed"]
+__all__ = ["SEED_URI", "Exchange", "conversation", "markdown", "seed_blocks"]
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 from acp_nvim.client.session.model import Session
 
-# The resource's name: no file, a conversation this client kept.
-SEED_URI = "acp-nvim://conversation"
+SEED_URI = "acp://conversation.md"
 _INTRO = (
-    "This session continues an earlier conversation between the user and you (an AI"
-    " agent). Here it is as it was said: the user's prompts and your replies, oldest"
-    " first. The files may have changed since. The user's new request follows."
+    "This conversation began earlier, with another agent or in a session you no "
+    "longer have. It is below, as Markdown; the user's next message follows it."
 )
 
 
@@ -44,16 +44,6 @@ class Exchange:
 
     prompt: str
     reply: str
-
-
-@dataclass(frozen=True)
-class Seed:
-    """The conversation as the first prompt of a new session carries it: ``text`` is
-    markdown, sent as the resource ``uri`` (``mime_type``) or as plain text."""
-
-    text: str
-    uri: str = SEED_URI
-    mime_type: str = "text/markdown"
 
 
 def conversation(session: Session, end: int | None = None) -> list[Exchange]:
@@ -75,16 +65,28 @@ def conversation(session: Session, end: int | None = None) -> list[Exchange]:
     return [Exchange(prompt, "\n\n".join(replies)) for prompt, replies in exchanges]
 
 
-def seed(exchanges: Sequence[Exchange]) -> Seed | None:
-    """The seed for a new session going on after ``exchanges``; None when there is
-    nothing to carry (a rewind to before the first turn begins afresh)."""
-    said = [e for e in exchanges if e.prompt.strip() or e.reply.strip()]
-    if not said:
-        return None
-    parts = [_INTRO]
-    for exchange in said:
+def markdown(exchanges: Sequence[Exchange]) -> str | None:
+    """``exchanges`` as the Markdown a seed carries; None when nothing was said (a
+    rewind to before the first turn begins afresh)."""
+    parts = []
+    for exchange in exchanges:
         if exchange.prompt.strip():
-            parts += ["## User", exchange.prompt.strip()]
+            parts += ["## You", exchange.prompt.strip()]
         if exchange.reply.strip():
-            parts += ["## You (the agent)", exchange.reply.strip()]
-    return Seed("\n\n".join(parts) + "\n")
+            parts += ["## Agent", exchange.reply.strip()]
+    return "\n\n".join(parts) + "\n" if parts else None
+
+
+def seed_blocks(conversation: str, schema: ModuleType, *, embed: bool) -> list[Any]:
+    """Content blocks (of ``schema``, the version's generated types) carrying
+    ``conversation`` (Markdown), to put before the prompt's own blocks."""
+    if embed:
+        resource = schema.TextResourceContents(
+            uri=SEED_URI, text=conversation, mime_type="text/markdown"
+        )
+        return [
+            schema.ContentBlockText(text=_INTRO),
+            schema.ContentBlockResource(resource=resource),
+        ]
+    text = f"{_INTRO}\n\n<conversation>\n{conversation}\n</conversation>"
+    return [schema.ContentBlockText(text=text)]

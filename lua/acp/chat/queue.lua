@@ -3,6 +3,7 @@
 -- above stay as render.lua wrote them; picked with :AcpQueue to edit or remove.
 -- Python owns the queue: it arrives as the chat's `queue` status field.
 local host = require("acp.host")
+local layout = require("acp.chat.layout")
 local util = require("acp.util")
 
 local M = {}
@@ -99,7 +100,7 @@ function M.pick(chat)
       params.edit, params.now = action == "edit", action == "send now"
       host.notify("dequeue", params)
       if action == "edit" then
-        require("acp.chat.layout").show(chat)
+        layout.show(chat)
       end
     end)
   end)
