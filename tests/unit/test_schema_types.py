@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from acp_nvim.protocol import ProtocolError
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -187,7 +188,7 @@ def test_unknown_enum_values_decode_as_str() -> None:
 def test_malformed_known_variant_is_an_error_with_a_path() -> None:
     update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 3}}
     with pytest.raises(
-        msgspec.ValidationError, match=r"`str`, got `int` - at `\$\.update\.content\.text"
+        ProtocolError, match=r"`str`, got `int` - at `\$\.update\.content\.text"
     ):
         v1_update(update)
 
@@ -213,7 +214,7 @@ def test_marked_fields_fall_back_instead_of_failing_the_message() -> None:
     assert update.locations == [v1.ToolCallLocation(path="/a", line=None)]
     idle = v2.decode(b'{"sessionUpdate":"state_update","state":"idle","stopReason":5}', v2.SessionUpdate)
     assert isinstance(idle, v2.SessionUpdateStateUpdate) and idle.stop_reason is None
-    with pytest.raises(msgspec.ValidationError, match=r"Expected `array`, got `int` - at `\$\.changes`"):
+    with pytest.raises(ProtocolError, match=r"Expected `array`, got `int` - at `\$\.changes`"):
         v2.decode(b'{"type":"diff","changes":1}', v2.ToolCallContent)
 
 
