@@ -32,6 +32,8 @@ LAYERS = [
     ),
     ("session", ["acp_nvim.client.session"]),
     ("services", ["acp_nvim.client.services"]),
+    # The chat history: on the session model, used by the app and the host.
+    ("history", ["acp_nvim.client.history"]),
     # The editor MCP server: on the services, offered by the agent adapters and the app.
     ("mcp", ["acp_nvim.mcp"]),
     ("agent", ["acp_nvim.client.agent"]),
@@ -151,9 +153,14 @@ def test_every_kind_of_import_is_seen(tmp_path: Path, source: str, expected: set
 
 # Foreign exceptions are translated where they enter, into ours: the wire's (msgspec,
 # anyio streams) in protocol/, the user's options (validated with msgspec, decision
-# 0010) in client/config.py. Nothing else catches or suppresses them (decision 0035).
+# 0010) in client/config.py, the history's stored JSON in client/history. Nothing
+# else catches or suppresses them (decision 0035).
 FOREIGN = ("msgspec", "anyio")
-FOREIGN_ALLOWED = {"acp_nvim.protocol": FOREIGN, "acp_nvim.client.config": ("msgspec",)}
+FOREIGN_ALLOWED = {
+    "acp_nvim.protocol": FOREIGN,
+    "acp_nvim.client.config": ("msgspec",),
+    "acp_nvim.client.history": ("msgspec",),
+}
 
 
 def caught_foreign(path: Path) -> set[str]:

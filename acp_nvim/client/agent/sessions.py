@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_LIST_PAGES",
+    "SEED_URI",
     "EarlyUpdates",
     "NotOffered",
     "Page",
@@ -24,6 +25,7 @@ __all__ = [
     "login_method",
     "mcp_server",
     "prompt_blocks",
+    "seed_blocks",
     "serve_mcp_over_acp",
     "session_info",
 ]
@@ -246,8 +248,13 @@ def prompt_blocks(
 ) -> list[v1.ContentBlock | Unknown] | list[v2.ContentBlock | Unknown]:
     """The content of a prompt: its text, then each attachment in the form the agent
     accepts (``embed``: embedded context, ``image``: images); one it cannot take is
-    left out and the chat says so."""
-    blocks: list[Any] = [schema.ContentBlockText(text=text)]
+    left out and the chat says so. The first prompt of a seeded session carries the
+    conversation before them (``Chat.seed``, `seed_blocks`)."""
+    blocks: list[Any] = []
+    if chat.seed is not None:
+        blocks += seed_blocks(chat.seed, schema, embed=embed)
+        chat.seed = None
+    blocks.append(schema.ContentBlockText(text=text))
     for attachment in attachments:
         form = prompt_form(attachment, embed=embed, image=image)
         block = content_block(attachment, form, schema)
@@ -256,6 +263,33 @@ def prompt_blocks(
         else:
             blocks.append(block)
     return blocks
+
+
+# A seeded session's conversation, as an embedded resource: no file, one this client kept.
+SEED_URI = "acp://conversation.md"
+_SEED_INTRO = (
+    "This conversation began earlier, with another agent or in a session you no "
+    "longer have. It is below, as Markdown; the user's next message follows it."
+)
+
+
+def seed_blocks(
+    conversation: str, schema: Schema, *, embed: bool
+) -> Sequence[v1.ContentBlock | v2.ContentBlock]:
+    """The first prompt of a seeded session, before its own blocks: ``conversation``
+    (Markdown) told to a session that does not know it (a reopened chat whose agent
+    cannot load its session, a chat handed over to another agent; decision 0044), as
+    an embedded resource where the agent takes embedded context, else as text."""
+    if embed:
+        resource = schema.TextResourceContents(
+            uri=SEED_URI, text=conversation, mime_type="text/markdown"
+        )
+        return [
+            schema.ContentBlockText(text=_SEED_INTRO),
+            schema.ContentBlockResource(resource=resource),
+        ]
+    text = f"{_SEED_INTRO}\n\n<conversation>\n{conversation}\n</conversation>"
+    return [schema.ContentBlockText(text=text)]
 
 
 def content_block(

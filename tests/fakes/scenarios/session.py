@@ -18,6 +18,7 @@ from tests.fakes.handshake import (
     echo,
     mode_option,
 )
+from tests.fakes.scenarios.tools import disk_edit
 
 
 def modes_and_models(agent: Agent) -> Params:
@@ -52,6 +53,16 @@ async def calls(agent: Agent, prompt: Prompt) -> None:
         await agent.say(json.dumps(agent.calls))
     else:
         await echo(agent, prompt)
+
+
+async def calls_or_edit(agent: Agent, prompt: Prompt) -> None:
+    """As `calls`; prompt ``edit PATH`` makes "two" "2" on disk (a tool call's edit)."""
+    if not prompt.text.startswith("edit "):
+        await calls(agent, prompt)
+        return
+    path = prompt.text.removeprefix("edit ")
+    await disk_edit(agent, "edit0", path, "one\n2\n")
+    await agent.say(f"edited {path}")
 
 
 async def settings_switch(agent: Agent, prompt: Prompt) -> None:
@@ -136,6 +147,11 @@ async def blocks_received(agent: Agent, prompt: Prompt) -> None:
     await agent.say(json.dumps([short(block) for block in prompt.blocks]))
 
 
+async def unknown_session(agent: Agent, params: Params) -> None:
+    """A new process knows no session to resume."""
+    raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
+
+
 def blocks(*takes: str) -> Scenario:
     """The scenario "blocks" with prompt capabilities ``takes`` ("blocks+embed", ...)."""
     return Scenario(
@@ -145,6 +161,7 @@ def blocks(*takes: str) -> Scenario:
             "promptCapabilities": {"embeddedContext": "embed" in takes, "image": "image" in takes}
         },
         v2={"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}},
+        before={"session/resume": unknown_session},
     )
 
 
@@ -169,6 +186,8 @@ SCENARIOS = (
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
         },
     ),
+    # load only: a reopened chat goes on with session/load
+    Scenario("kept", calls_or_edit, capabilities={"loadSession": True}),
     Scenario(
         "auth",
         capabilities={"auth": {"logout": {}}},
