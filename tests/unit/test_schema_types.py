@@ -19,7 +19,7 @@ from acp_nvim.protocol.unknown import Unknown, struct_type
 
 REPO = Path(__file__).resolve().parents[2]
 GEN = REPO / "scripts/gen_types.py"
-SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+SCHEMA_DIR = REPO / "spec/acp/schema"
 
 
 def wire(obj: Any) -> bytes:
@@ -583,6 +583,22 @@ def test_check_reports_drift(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "schema_v2.py" in done.stderr
     assert "schema_v1.py" not in done.stderr
+
+
+def test_check_says_a_missing_source_is_missing(tmp_path: Path) -> None:
+    schemas = tmp_path / "schema"
+    shutil.copytree(SCHEMA_DIR, schemas)
+    (schemas / "v2/meta.unstable.json").unlink()
+    for schema_dir in (schemas, tmp_path / "nothing"):
+        done = run_generator("--check", "--schema-dir", str(schema_dir))
+        assert done.returncode == 1
+        assert "source missing" in done.stderr and "meta.unstable.json" in done.stderr
+        assert "out of date" not in done.stderr
+
+
+def test_the_repository_carries_its_sources_and_their_licence() -> None:
+    assert SCHEMA_DIR.is_relative_to(REPO)
+    assert "Apache License" in (SCHEMA_DIR.parent / "LICENSE").read_text()
 
 
 @pytest.mark.parametrize("schema", [v1, v2])
