@@ -28,7 +28,7 @@ async def main(scenario: Scenario) -> None:
     connection = Connection(receive, send, name="fake")
     with anyio.move_on_after(60):
         async with anyio.create_task_group() as tasks:
-            Agent(connection, send, scenario, tasks)
+            (scenario.agent or Agent)(connection, send, scenario, tasks)
             await connection.serve()
             if scenario.stays:
                 await anyio.sleep(300)  # stdin closed: a stubborn agent stays anyway

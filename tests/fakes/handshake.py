@@ -36,6 +36,10 @@ class Prompt:
 
 Turn = Callable[["Agent", Prompt], Awaitable["str | None"]]
 Hook = Callable[["Agent", Params], Awaitable[None]]
+# An agent on a connection: (connection, send stream, its scenario, task group).
+AgentType = Callable[
+    [Connection, anyio.abc.ByteSendStream, "Scenario", anyio.abc.TaskGroup], object
+]
 
 
 async def echo(agent: Agent, prompt: Prompt) -> None:
@@ -57,6 +61,8 @@ class Scenario:
     gives the extra fields of session/new and session/resume answers. ``before``
     maps a method to a hook run before the handshake answers it: it may hang,
     raise a RequestError, or record. ``stays``: the process outlives its stdin.
+    ``agent``: another agent than this handshake's `Agent` (the rewind agents,
+    whose sessions are their own), given the same arguments.
     """
 
     name: str
@@ -68,6 +74,7 @@ class Scenario:
     session: Callable[[Agent], Params] = no_fields
     before: Mapping[str, Hook] = field(default_factory=dict)
     stays: bool = False
+    agent: AgentType | None = None
 
 
 def config_options(approval: str) -> list[Params]:

@@ -10,6 +10,8 @@ module's ``SCENARIOS``:
 - session.py: handshake differences (capabilities, settings, history, login, fork)
 - tools.py: prompt-scripted files, permissions, tool calls, terminals, questions
 - mcp.py: calls to the editor's MCP server
+- rewind.py: an agent of its own (sessions, forks at a message, steering) for
+  going back; its scenarios differ by the flags in their names
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from __future__ import annotations
 __all__ = ["SCENARIOS"]
 
 from tests.fakes.handshake import Scenario
-from tests.fakes.scenarios import faults, mcp, session, tools
+from tests.fakes.scenarios import faults, mcp, rewind, session, tools
 
 SCENARIOS: dict[str, Scenario] = {}
-for _module in (session, faults, tools, mcp):
+for _module in (session, faults, tools, mcp, rewind):
     for _scenario in _module.SCENARIOS:
         assert _scenario.name not in SCENARIOS, f"two scenarios named {_scenario.name!r}"
         SCENARIOS[_scenario.name] = _scenario
