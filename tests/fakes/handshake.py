@@ -9,7 +9,7 @@ asks which scenario runs.
 
 from __future__ import annotations
 
-__all__ = ["Agent", "Params", "Prompt", "Scenario", "config_options", "echo", "mode_option"]
+__all__ = ["SESSION", "Agent", "Params", "Prompt", "Scenario", "config_options", "echo", "mode_option"]
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
