@@ -1,19 +1,18 @@
 """Where the agent works (|acp-workspaces|): each chat in its own directory, more
-workspace roots, and worktree chats, over ACP v1 and v2 (tests/fakes/workspace.py)."""
+workspace roots, and worktree chats, over ACP v1 and v2 (the "workspace" agents of
+tests/fakes/scenarios/workspace.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import ROOT, Editor, wait_gone
+from tests.nvim.conftest import Editor, wait_gone
 
-AGENT = ROOT / "tests" / "fakes" / "workspace.py"
 VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
 
@@ -25,10 +24,6 @@ vim.ui.select = function(items, opts, on_choice)
   on_choice(items[pick], pick)
 end
 """
-
-
-def agent(told: bool = True) -> dict[str, Any]:
-    return {"cmd": [sys.executable, str(AGENT), "told" if told else "untold"]}
 
 
 def send(editor: Editor, chat: int, text: str) -> Any:
@@ -65,7 +60,7 @@ def agent_pids(editor: Editor) -> list[int]:
     return [
         pid
         for pid in editor.agent_pids()
-        if str(AGENT).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        if b"\0workspace" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
 
 
@@ -76,7 +71,9 @@ def test_two_chats_of_one_agent_from_two_directories_work_each_in_its_own(
     a, b = editor.tmp / "a", editor.tmp / "b"
     a.mkdir()
     b.mkdir()
-    editor.setup(agents={"ws": agent()}, default_agent="ws", protocol_version=version)
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
     editor.nvim.command(f"cd {a}")
     editor.nvim.command("AcpChat ws")
     editor.wait_event("AcpSessionReady")
@@ -142,7 +139,10 @@ def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
     lib.mkdir()
     (lib / "util.py").write_text("def util(): ...\n")
     editor.setup(
-        agents={"ws": agent()}, default_agent="ws", protocol_version=version, roots=[str(lib)]
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        protocol_version=version,
+        roots=[str(lib)],
     )
     chat = editor.open_chat()["chat"]
     assert send(editor, chat, "where") == {"cwd": str(project), "roots": [str(lib)]}
@@ -169,7 +169,9 @@ def test_acproot_adds_a_root_at_once_and_the_next_resume_tells_the_agent(
     docs = editor.tmp / "docs"
     docs.mkdir()
     (docs / "guide.md").write_text("# Guide\n")
-    editor.setup(agents={"ws": agent()}, default_agent="ws", protocol_version=version)
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
     chat = editor.open_chat()["chat"]
     assert editor.lua("return require('acp').status().roots") == []
     assert f"@{docs / 'guide.md'}" not in words(editor)
@@ -201,7 +203,9 @@ def test_an_agent_that_takes_no_roots_is_told_nothing_but_the_chat_says_so_once(
     lib = editor.tmp / "lib"
     lib.mkdir()
     (lib / "a.txt").write_text("a\n")
-    editor.setup(agents={"ws": agent(told=False)}, default_agent="ws", roots=[str(lib)])
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace+untold")}, default_agent="ws", roots=[str(lib)]
+    )
     chat = editor.open_chat()["chat"]
     assert send(editor, chat, "where") == {"cwd": str(editor.tmp / "project"), "roots": None}
     assert read_text(send(editor, chat, f"read {lib / 'a.txt'}"), 1) == "a\n"
@@ -213,7 +217,7 @@ def test_an_agent_that_takes_no_roots_is_told_nothing_but_the_chat_says_so_once(
 
 
 def test_a_root_that_is_no_directory_is_an_error_naming_it(editor: Editor) -> None:
-    editor.setup(agents={"ws": agent()}, default_agent="ws")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     editor.lua("require('acp').open({ roots = { 'lib' } })")
     error = editor.wait_event("AcpError")
     assert error["message"] == "root 'lib' is not an absolute path (nor ~/...)"
@@ -264,7 +268,9 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
 ) -> None:
     project = repository(editor)
     f = project / "f.txt"
-    editor.setup(agents={"ws": agent()}, default_agent="ws", protocol_version=version)
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
     editor.nvim.command(f"edit {f}")
     editor.nvim.command("AcpWorktree ws")
     editor.wait_event("AcpSessionReady")
@@ -318,7 +324,7 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     editor: Editor,
 ) -> None:
     project = repository(editor)
-    editor.setup(agents={"ws": agent()}, default_agent="ws")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     first = editor.lua("return require('acp').open({ worktree = true })")
     editor.wait_event("AcpSessionReady")
     second = editor.lua("return require('acp').open({ worktree = true })")
@@ -358,7 +364,7 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
 
 def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
     project = repository(editor)
-    editor.setup(agents={"ws": agent()}, default_agent="ws")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     editor.nvim.command("AcpWorktree")
     editor.wait_event("AcpSessionReady")
     worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
@@ -372,7 +378,7 @@ def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor)
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(
     editor: Editor,
 ) -> None:
-    editor.setup(agents={"ws": agent()}, default_agent="ws")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     project = editor.tmp / "project"
     editor.nvim.command("AcpWorktree")
     error = editor.wait_event("AcpError")

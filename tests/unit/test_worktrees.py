@@ -10,7 +10,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.worktree_changes import WorktreeChanges
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
@@ -19,6 +18,7 @@ from acp_nvim.client.services.worktrees import (
     remove_worktree,
 )
 from acp_nvim.client.tasks import Tasks
+from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 

@@ -1,10 +1,10 @@
-"""A scripted agent whose sessions each work where the client says:
-``python tests/fakes/workspace.py [told|untold]``.
+"""The "workspace" agents: each session works where the client says (issue 25).
 
-ACP v1, and v2 when the client offers it. Every session keeps the ``cwd`` and
-``additionalDirectories`` of its session/new, load or resume; ``told`` advertises
-``additionalDirectories``, ``untold`` does not. Session ids differ per session, so
-several chats share the process. A prompt is one command:
+Not the shared handshake (one session ``fake-1``): a session per session/new
+(``ws-1``, ``ws-2``, ...), each keeping the ``cwd`` and ``additionalDirectories``
+of its session/new, load or resume, so several chats share the process. Over v1,
+and v2 when the client offers it. ``workspace`` advertises
+``additionalDirectories``, ``workspace+untold`` does not. A prompt is one command:
 
 - ``where``: says ``RESULT {"cwd", "roots"}`` of the session;
 - ``calls``: says ``RESULT`` with the session requests received, ``[session id,
@@ -21,36 +21,38 @@ several chats share the process. A prompt is one command:
   says ``RESULT`` with the answer.
 
 session/list lists the sessions of the ``cwd`` asked for.
-
-Exits with code 97 when nobody talks to it for 60 s.
 """
 
 from __future__ import annotations
 
+__all__ = ["SCENARIOS"]
+
 import itertools
 import json
 import os
-import sys
 from typing import Any
 
 import anyio
 import anyio.abc
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-
 from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from acp_nvim.protocol import Connection, RequestError
-from acp_nvim.protocol.stdio import stdio_streams
-
-Params = dict[str, Any]
-IDLE_EXIT = 97
+from tests.fakes.handshake import Params, Scenario
 
 
 class Workspace:
-    def __init__(self, connection: Connection, tasks: anyio.abc.TaskGroup, told: bool) -> None:
+    """The "workspace" agents (see the module's docstring)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        send: anyio.abc.ByteSendStream,
+        scenario: Scenario,
+        tasks: anyio.abc.TaskGroup,
+    ) -> None:
         self.c = connection
         self.tasks = tasks
-        self.told = told
+        self.told = "untold" not in scenario.name
         self.version = 1
         self.sessions: dict[str, Params] = {}  # by id: cwd, roots, mcpServers
         self.calls: list[list[Any]] = []
@@ -66,7 +68,7 @@ class Workspace:
         on("session/prompt", dict, self.prompt)
 
     async def initialize(self, params: Params) -> Params:
-        roots = {"additionalDirectories": {}} if self.told else {}
+        roots: Params = {"additionalDirectories": {}} if self.told else {}
         if params.get("protocolVersion") == 2:
             self.version = 2
             session = {"mcp": {"stdio": {}}, **roots}
@@ -200,17 +202,4 @@ class Workspace:
             return {"error": err.code, "message": err.message}
 
 
-async def main(told: bool) -> None:
-    receive, send = stdio_streams()
-    connection = Connection(receive, send, name="workspace")
-    with anyio.move_on_after(60):
-        async with anyio.create_task_group() as tasks:
-            Workspace(connection, tasks, told)
-            await connection.serve()
-            tasks.cancel_scope.cancel()
-        return
-    sys.exit(IDLE_EXIT)
-
-
-if __name__ == "__main__":
-    anyio.run(main, (sys.argv[1] if len(sys.argv) > 1 else "told") == "told")
+SCENARIOS = tuple(Scenario(name, agent=Workspace) for name in ("workspace", "workspace+untold"))
