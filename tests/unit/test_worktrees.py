@@ -1,8 +1,10 @@
-"""Worktree chats without Neovim: the worktree made and removed (services.worktrees),
-and its review, whose accepted hunks come into the user's files (services.worktree_changes)."""
+"""Where chats work, without Neovim: a chat's workspace as it opens (app._workspaces),
+the worktree of a worktree chat made and removed (services.worktrees), and its
+review, whose accepted hunks come into the user's files (services.worktree_changes)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_nvim.client.app import App
 from acp_nvim.client.services.worktree_changes import WorktreeChanges
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
@@ -172,3 +175,40 @@ async def test_a_file_the_agent_made_or_deleted_comes_or_goes_when_accepted(
     assert (project / "made.txt").read_text() == "made\n"
     assert not (project / "new.txt").exists()
     assert review.waiting() == 0
+
+
+async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
+    tmp_path: Path,
+) -> None:
+    from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
+    from acp_nvim.client.session.chat import Chat
+
+    here, pinned, given, lib = (tmp_path / name for name in ("here", "pinned", "given", "lib"))
+    for path in (here, pinned, given, lib):
+        path.mkdir()
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup(
+            {"roots": [str(lib)], "agents": {"pinned": {"cmd": ["x"], "cwd": str(pinned)}}}
+        )
+        workspaces: Workspaces = app.workspaces
+        _, demo = app.ctx.config.agent("demo")
+        _, agent = app.ctx.config.agent("pinned")
+        assert (await workspaces.choose(1, demo, str(here))).dirs == [str(here), str(lib)]
+        assert (await workspaces.choose(2, agent, str(here))).cwd == str(pinned)
+        chosen = await workspaces.choose(3, agent, str(given), cwd_given=True, roots=["~"])
+        assert chosen.dirs == [str(given), str(lib), os.path.expanduser("~")]
+        # A fork or a handover works where the chat it continues does.
+        parent = Chat(4, "demo", editor, chosen)
+        shared = await workspaces.choose(5, demo, str(here), like=parent)
+        assert (shared.cwd, shared.roots) == (chosen.cwd, chosen.roots)
+        assert shared.roots is not chosen.roots  # its own list from now on
+        for bad, why in (
+            (["lib"], "root 'lib' is not an absolute path (nor ~/...)"),
+            ([str(tmp_path / "gone")], f"root {str(tmp_path / 'gone')!r} is not a directory"),
+        ):
+            with pytest.raises(WorkspaceRefused) as refused:
+                await workspaces.choose(6, demo, str(here), roots=bad)
+            assert str(refused.value) == why
+        tasks.cancel_scope.cancel()
