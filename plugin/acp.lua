@@ -112,7 +112,7 @@ end, {
 })
 local function choices(category)
   return function()
-    local chat = require("acp.chat").get()
+    local chat = require("acp.chat.registry").get()
     local option = chat and require("acp.chat.session").setting(chat, category)
     return vim.tbl_map(function(choice)
       return choice.value

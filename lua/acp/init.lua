@@ -1,4 +1,14 @@
 -- acp.nvim public API. Everything else under lua/acp is private.
+--
+-- setup() runs in every start of the user's Neovim: only what it needs, and the
+-- leaf registry of chats, are required here. The chat and review modules (~2.5 ms
+-- more) are required in the functions that use them, on first use.
+local config = require("acp.config")
+local highlights = require("acp.highlights")
+local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
+
 local M = {}
 
 local function chat_module()
@@ -9,17 +19,17 @@ end
 ---@param opts? acp.Options
 function M.setup(opts)
   if opts ~= nil and type(opts) ~= "table" then
-    require("acp.util").user_error("setup() takes a table of options")
+    util.user_error("setup() takes a table of options")
   end
-  require("acp.config").set(opts)
-  require("acp.highlights").setup()
-  require("acp.host").reconfigure()
+  config.set(opts)
+  highlights.setup()
+  host.reconfigure()
 end
 
 local function require_chat()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
-    require("acp.util").user_error("no chat is open (:AcpChat)")
+    util.user_error("no chat is open (:AcpChat)")
   end
   return chat
 end
@@ -30,15 +40,15 @@ end
 function M.open(opts)
   -- The Python host starts first, so its start-up overlaps drawing the chat; a
   -- start that failed before is tried again.
-  require("acp.host").retry()
-  require("acp.highlights").setup()
+  host.retry()
+  highlights.setup()
   return chat_module().open(opts or {}).id
 end
 
 --- Hide the current chat's windows when the current tab page shows them, else
 --- show the chat (opening one when there is none), like |:AcpChat|.
 function M.toggle()
-  local chat = chat_module().get()
+  local chat = registry.get()
   local layout = require("acp.chat.layout")
   if chat and layout.shown(chat) then
     layout.hide(chat)
@@ -84,14 +94,14 @@ end
 --- the current chat (default: its last turn), like |:AcpRestore|.
 ---@param turn? integer
 function M.restore(turn)
-  require("acp.host").notify("restore", { chat = require_chat().id, turn = turn })
+  host.notify("restore", { chat = require_chat().id, turn = turn })
 end
 
 --- Prompts of the current chat waiting to be sent, oldest first (sent one by one
 --- when the running turn ends).
 ---@return string[]
 function M.queue()
-  local chat = chat_module().get()
+  local chat = registry.get()
   return chat and vim.deepcopy(chat.status.queue or {}) or {}
 end
 
@@ -130,7 +140,7 @@ end
 
 --- Close the current chat; its agent stops when no other chat uses it.
 function M.close()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if chat then
     chat_module().close(chat)
   end
@@ -144,7 +154,7 @@ end
 
 --- Open the review of the agent's changes (latest turn first, then earlier turns).
 function M.review()
-  require("acp.highlights").setup()
+  highlights.setup()
   require("acp.review").open()
 end
 
@@ -161,8 +171,8 @@ end
 ---@param file? string
 ---@param hunk? integer hunk id from |acp.changes()|
 function M.accept(file, hunk)
-  local review = require("acp.review")
-  review.decide(review.chat_id(), "accept", file, hunk)
+  local state = require("acp.review.state")
+  state.decide(state.chat_id(), "accept", file, hunk)
 end
 
 --- Reject the agent's changes (same arguments as |acp.accept()|): the hunk's
@@ -170,8 +180,8 @@ end
 ---@param file? string
 ---@param hunk? integer
 function M.reject(file, hunk)
-  local review = require("acp.review")
-  review.decide(review.chat_id(), "reject", file, hunk)
+  local state = require("acp.review.state")
+  state.decide(state.chat_id(), "reject", file, hunk)
 end
 
 --- The agent hunk under the cursor (in a file's buffer, or the baseline buffer of
@@ -275,7 +285,7 @@ end
 --- meter, e.g. `acp demo · running · Ask · ctx 12k/200k 6%`; "" without a chat.
 ---@return string
 function M.statusline()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
     return ""
   end
@@ -306,7 +316,7 @@ end
 --- State of the current chat, or nil when none is open.
 ---@return acp.Status?
 function M.status()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
     return nil
   end

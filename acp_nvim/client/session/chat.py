@@ -13,11 +13,11 @@ from __future__ import annotations
 __all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
 
-from acp_nvim.client.editor import Editor, RenderOp
+from acp_nvim.client.editor import Editor, RenderOp, StatusFields
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
     Attachment,
@@ -34,6 +34,9 @@ from acp_nvim.client.session.model import (
     agent_id,
 )
 from acp_nvim.client.tasks import internal_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
@@ -306,7 +309,7 @@ class Chat:
         self.session.apply_plan(plan_id, entries)
         self._draw(view.plan_op(plan_id, entries))
 
-    def on_info(self, **fields: Any) -> None:
+    def on_info(self, **fields: Unpack[StatusFields]) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""
         if "title" in fields:
             self.session.title = fields["title"]
@@ -323,15 +326,17 @@ class Chat:
             usage["cost"] = {"amount": cost[0], "currency": cost[1]}
         self.on_info(usage=usage)
 
-    def on_current(self, category: str, value: str) -> None:
+    def on_current(self, category: Literal["mode", "model"], value: str) -> None:
         """The current value of the setting of ``category`` changed (e.g. a mode)."""
         options = [o for o in self.session.config_options if o.category == category]
         for option in options:
             option.current = value
         if options:
             self.on_config(self.session.config_options)
-        else:  # a setting the agent never listed: shown as it is
-            self.on_info(**{category: value})
+        elif category == "mode":  # a setting the agent never listed: shown as it is
+            self.on_info(mode=value)
+        else:
+            self.on_info(model=value)
 
     def on_config(self, options: list[ConfigOption]) -> None:
         """The session's settings, whole (v2 ``configOptions``); the header shows them."""
