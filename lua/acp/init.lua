@@ -36,7 +36,10 @@ end
 
 --- Open (or focus) the chat; `new` starts a new session; `history` shows that
 --- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
----@param opts? {agent?: string, new?: boolean, history?: integer}
+--- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
+--- in directory `cwd` (default: Neovim's), with more workspace `roots` (absolute
+--- paths), in a new git worktree of the project with `worktree`.
+---@param opts? {agent?: string, new?: boolean, history?: integer, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return integer chat id
 function M.open(opts)
   -- The Python host starts first, so its start-up overlaps drawing the chat; a
@@ -61,15 +64,18 @@ end
 --- Send a message to the current chat's agent. `opts.context`: what to attach,
 --- each `{type="file", path=...}`, `{type="buffer", bufnr=...}`,
 --- `{type="selection", bufnr=..., range={l1, l2}}`, `{type="diagnostics", bufnr=...}`
---- or `{type="image", path=...}`; `@` mentions in `text` attach too.
+--- or `{type="image", path=...}`; `@` mentions in `text` attach too. `opts.now`:
+--- send it now, into the running turn where the agent steers, else the turn is
+--- cancelled and it goes first (|acp-steer|).
 ---@param text string
----@param opts? {context?: table[]}
+---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
+  opts = opts or {}
   local context = {}
-  for _, item in ipairs((opts or {}).context or {}) do
+  for _, item in ipairs(opts.context or {}) do
     table.insert(context, require("acp.chat.context").normalize(item))
   end
-  chat_module().send(require_chat(), text, context)
+  chat_module().send(require_chat(), text, context, { now = opts.now or nil })
 end
 
 --- Mention a file, or lines of the current buffer, in the chat's input (like
@@ -106,10 +112,33 @@ function M.queue()
   return chat and vim.deepcopy(chat.status.queue or {}) or {}
 end
 
---- Put the current chat's last prompt back in its input, like |:AcpEdit|: sent
---- again, it offers to reject the changes of the answer it had first.
-function M.edit()
-  chat_module().edit_last(require_chat())
+--- Take the current chat's conversation and files back to before turn `turn` of
+--- the branch shown, like |:AcpRewind| (without `turn`: pick it). The turns left
+--- behind stay as a branch (|acp.branches()|).
+---@param turn? integer
+function M.rewind(turn)
+  require("acp.chat.branches").rewind(require_chat(), turn)
+end
+
+--- The branches of the current chat's conversation, the one shown first:
+--- `{id, current, turns, leaves_at?, prompt, session_id?}` (|acp-branches|).
+---@return {id: integer, current: boolean, turns: integer, leaves_at?: integer, prompt: string, session_id?: string}[]
+function M.branches()
+  local chat = registry.get()
+  return chat and require("acp.chat.branches").list(chat) or {}
+end
+
+--- Put the prompt of turn `turn` (default: the last) of the current chat back in
+--- its input, like |:AcpEdit|: sent, it goes from before that turn (a rewind).
+---@param turn? integer
+function M.edit(turn)
+  chat_module().edit(require_chat(), turn)
+end
+
+--- Send the current chat's last prompt again, from before its answer, like
+--- |:AcpRegenerate|: a rewind to the last turn, then the same prompt.
+function M.regenerate()
+  require("acp.host").notify("regenerate", { chat = require_chat().id })
 end
 
 --- Open a new chat that continues the current chat's conversation in a fork of its
@@ -157,10 +186,13 @@ function M.export(path, opts)
   return require("acp.chat.history").export(path, opts)
 end
 
---- The open chats, oldest first: `{id, agent, title, state, permissions}` with
---- `title` the chat's name (|:AcpChats| rename, else the session's title, else
---- the agent and id) and `permissions` the count of pending permission requests.
----@return {id: integer, agent: string, title: string, state: string, permissions: integer}[]
+--- The open chats, oldest first: `{id, agent, title, state, permissions, cwd,
+--- worktree, waiting}` with `title` the chat's name (|:AcpChats| rename, else the
+--- session's title, else the agent and id), `permissions` the count of pending
+--- permission requests, `cwd` the directory its agent works in, and for a worktree
+--- chat `worktree` (the worktree's path) and `waiting` (its hunks not yet brought
+--- into your files).
+---@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, worktree?: string, waiting: integer}[]
 function M.chats()
   return chat_module().list()
 end
@@ -175,11 +207,13 @@ function M.edit_queue()
   require("acp.chat.queue").pick(require_chat())
 end
 
---- Close the current chat; its agent stops when no other chat uses it.
+--- Close the current chat; its agent stops when no other chat uses it. A worktree
+--- chat's worktree is removed with it; while hunks wait in it, you are asked first
+--- (|acp-worktree|).
 function M.close()
   local chat = registry.get()
   if chat then
-    chat_module().close(chat)
+    chat_module().close(chat, true)
   end
 end
 
@@ -213,12 +247,15 @@ function M.accept(file, hunk)
 end
 
 --- Reject the agent's changes (same arguments as |acp.accept()|): the hunk's
---- previous text comes back in the buffer and on disk.
+--- previous text comes back in the buffer and on disk. `opts.reason`: why, told
+--- to the agent at once (into its running turn where it steers, else as the next
+--- prompt).
 ---@param file? string
 ---@param hunk? integer
-function M.reject(file, hunk)
+---@param opts? {reason?: string}
+function M.reject(file, hunk, opts)
   local state = require("acp.review.state")
-  state.decide(state.chat_id(), "reject", file, hunk)
+  state.decide(state.chat_id(), "reject", file, hunk, nil, (opts or {}).reason)
 end
 
 --- The agent hunk under the cursor (in a file's buffer, or the baseline buffer of
@@ -255,12 +292,14 @@ function M.sessions()
   require("acp.chat.session").sessions(require_chat())
 end
 
---- Resume session `session_id` of the current chat's agent in a new chat; its
---- history is replayed into the transcript where the agent can.
+--- Resume session `session_id` of the current chat's agent in a new chat, in the
+--- current chat's directory; its history is replayed into the transcript where the
+--- agent can.
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)
-  return require("acp.chat.session").resume(require_chat().status.agent, session_id).id
+  local chat = require_chat()
+  return require("acp.chat.session").resume(chat.status.agent, session_id, registry.cwd(chat)).id
 end
 
 --- Delete one of the agent's saved sessions (when the agent offers it).
@@ -285,10 +324,16 @@ end
 ---@field current string the id of the current choice
 ---@field available {id: string, name: string}[]
 
+---@class (exact) acp.Spent
+---@field tokens integer the context's growth (negative after a compaction)
+---@field cost? {amount: number, currency: string} the cost's rise, where the agent reports it
+
 ---@class (exact) acp.Usage
 ---@field used integer tokens in the context window
 ---@field size integer the context window's size
 ---@field cost? {amount: number, currency: string} the session's cost so far
+---@field turn? acp.Spent what the last turn used
+---@field session? acp.Spent what the session's turns used, together
 
 ---@class (exact) acp.Command
 ---@field name string without the leading /
@@ -322,6 +367,8 @@ end
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field title? string the session's title, as the agent names it
 ---@field history? integer the chat's id in the history (|acp-chat-history|)
+---@field cwd string the directory the agent works in (a worktree chat's: in its worktree)
+---@field roots string[] the chat's more workspace roots (|acp-workspaces|)
 ---@field usage? acp.Usage the context window and cost, as the agent reports them
 ---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
@@ -386,6 +433,8 @@ function M.status()
     config_options = s.config_options,
     title = s.title,
     history = s.history,
+    cwd = registry.cwd(chat),
+    roots = vim.deepcopy(s.roots or {}),
     usage = s.usage,
     commands = s.commands,
     modes = choices_of(chat, "mode"),

@@ -309,7 +309,7 @@ def test_the_text_around_an_integer_past_64_bits_is_shown(editor: Editor) -> Non
     assert "before the numbers" in text and "after the numbers" in text
     assert "#### Read far" in text and "→ a.txt" in text and str(2**64) not in text
     usage = editor.lua("return require('acp').status().usage")
-    assert usage == {"used": 2**40, "size": 1}
+    assert (usage["used"], usage["size"]) == (2**40, 1)
 
 
 def test_a_stderr_flood_without_newlines_is_bounded(editor: Editor) -> None:

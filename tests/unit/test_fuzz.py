@@ -52,21 +52,22 @@ from hypothesis import strategies as st
 from pynvim.compat import unicode_errors_default
 
 from acp_nvim.client.config import EDITOR_TOOLS, FileAccessOptions
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import EditorSocket, ToolSession
 from acp_nvim.client.services.access import FileAccess
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.mcp import EditorSocket, ToolSession
 from acp_nvim.protocol import ConnectionClosed, LineReader
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import assert_no_tracebacks
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+SCHEMA_DIR = REPO / "spec/acp/schema"
 
 # Examples per test: make test runs a few seconds of them, make fuzz over 10,000 in all.
 # caplog is function-scoped on purpose: each example clears it (run_case).
@@ -609,7 +610,7 @@ uris = st.one_of(odd_text, st.sampled_from(ODD_URIS))
 
 @cache
 def tool_schemas() -> dict[str, dict[str, Any]]:
-    from acp_nvim.mcp import _tools
+    from acp_nvim.client.mcp import _tools
 
     return {name: _tools.describe(name, "2025-11-25")["inputSchema"] for name in EDITOR_TOOLS}
 
@@ -617,7 +618,7 @@ def tool_schemas() -> dict[str, dict[str, Any]]:
 @st.composite
 def tool_call(draw: st.DrawFn) -> dict[str, Any]:
     """``tools/call`` params: a tool and arguments from its input schema, mutated."""
-    from acp_nvim.mcp import _tools
+    from acp_nvim.client.mcp import _tools
 
     name = draw(st.sampled_from(EDITOR_TOOLS))
     model = SchemaValues({}).of(tool_schemas()[name], depth=2)
@@ -671,17 +672,17 @@ async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
     async with anyio.create_task_group() as group:
         tasks = Tasks(group)
         editor = RecordingEditor()
-        chat = Chat(1, "fuzz", editor)
+        chat = Chat(1, "fuzz", editor, Workspace(cwd))
         chat.session.session_id = "s1"
         permissions = Permissions("allow_all")
         review = SessionChanges(editor, 1, cwd, tasks.reporting_to(chat.show_error))
-        review.access = FileAccess(chat, permissions, cwd, FileAccessOptions(outside="deny"))
+        review.access = FileAccess(chat, permissions, FileAccessOptions(outside="deny"))
         await review.begin_turn()
-        terminals = Terminals({"s1": chat}, cwd)
+        terminals = Terminals({"s1": chat})
         terminals.start(tasks)
         socket = EditorSocket(editor, tasks, lambda: ProtocolLog(1000))
         session = ToolSession(
-            chat, {1: review}, terminals, permissions, cwd, list(EDITOR_TOOLS), lambda: 0.05
+            chat, {1: review}, terminals, permissions, list(EDITOR_TOOLS), lambda: 0.05
         )
         await socket.start()
         group.start_soon(finish_commands, editor, terminals)

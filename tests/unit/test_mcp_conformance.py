@@ -28,15 +28,16 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from acp_nvim.client.config import EDITOR_TOOLS
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import EditorSocket, ToolSession
+from acp_nvim.client.mcp._core import HANDSHAKE_VERSIONS
+from acp_nvim.client.mcp._offer import shim_launch
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.mcp import EditorSocket, ToolSession
-from acp_nvim.mcp._core import HANDSHAKE_VERSIONS
-from acp_nvim.mcp._offer import shim_launch
+from acp_nvim.client.session.workspace import Workspace
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 # What a client sends is answered, never a bug logged with its traceback.
@@ -51,10 +52,10 @@ class Host:
         self.tasks = tasks
         self.editor = RecordingEditor()
         self.log = ProtocolLog(1000)
-        self.chat = Chat(1, "sdk", self.editor)
+        self.chat = Chat(1, "sdk", self.editor, Workspace(str(cwd)))
         self.chat.session.session_id = "s1"
         self.review = SessionChanges(self.editor, 1, str(cwd), tasks)
-        self.terminals = Terminals({"s1": self.chat}, str(cwd))
+        self.terminals = Terminals({"s1": self.chat})
         self.terminals.start(tasks)
         self.permissions = Permissions("allow_all")
         self.socket = EditorSocket(self.editor, tasks, lambda: self.log)
@@ -63,7 +64,6 @@ class Host:
             {1: self.review},
             self.terminals,
             self.permissions,
-            str(cwd),
             list(EDITOR_TOOLS),
             lambda: 1.0,
         )
@@ -429,12 +429,11 @@ async def test_one_connections_garbage_costs_only_that_connection(host: Host, tm
     """Issue 27.2: a hello of ``"[" * 1020`` (RecursionError in json.loads), from any
     local process without the token, ended the listener: the socket and its directory
     went, and every chat's MCP server with them. The same after a good hello."""
-    chat = Chat(2, "other", host.editor)
+    chat = Chat(2, "other", host.editor, Workspace(str(tmp_path)))
     review = SessionChanges(host.editor, 2, str(tmp_path), host.tasks)
     other = ToolSession(
-        chat, {2: review}, host.terminals, host.permissions, str(tmp_path), ["list_buffers"],
-        lambda: 1.0,
-    )  # fmt: skip
+        chat, {2: review}, host.terminals, host.permissions, ["list_buffers"], lambda: 1.0
+    )
     other_token = host.socket.add(other)
     path = host.socket.path
 

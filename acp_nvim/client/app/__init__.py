@@ -8,10 +8,13 @@ port only, so nothing here waits on the editor.
 it concerns, one module each (decision 0034):
 
 - ``_chats``: a chat's life (open, fork, restart, send, cancel, login, close)
+- ``_conversation``: going back and steering (rewind, branches, edit, regenerate,
+  send now, a rejection's reason)
 - ``_pool``: the agents (processes, connections, logins and their secrets)
 - ``_queue``: prompts waiting for a busy chat
 - ``_settings``: a session's mode, model and options
 - ``_reviews``: each chat's review of the agent's changes
+- ``_workspaces``: where each chat's agent works (directory, roots, worktree)
 - ``_mcp``: the editor MCP server's offer and socket
 """
 
@@ -26,11 +29,13 @@ import anyio.abc
 
 from acp_nvim.client.app._chats import ChatLifecycle
 from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._conversation import Conversations
 from acp_nvim.client.app._mcp import McpWiring
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings
+from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
@@ -39,8 +44,8 @@ from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.mcp import EditorSocket
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.mcp import EditorSocket
 
 
 class App:
@@ -57,7 +62,19 @@ class App:
         self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)
         self.queue = PromptQueue(self.ctx, self.pool)
         self.settings = Settings(self.ctx, self.pool)
-        self.lifecycle = ChatLifecycle(self.ctx, self.pool, self.queue, self.reviews, self.settings)
+        self.conversations = Conversations(
+            self.ctx, self.pool, self.queue, self.reviews, self.settings
+        )
+        self.workspaces = Workspaces(self.ctx, self.reviews.by_chat, self.pool.agent_of)
+        self.lifecycle = ChatLifecycle(
+            self.ctx,
+            self.pool,
+            self.queue,
+            self.reviews,
+            self.settings,
+            self.conversations,
+            self.workspaces,
+        )
         # What the host calls, each answered by the part it concerns.
         self.open = self.lifecycle.open
         self.restart = self.lifecycle.restart
@@ -66,7 +83,7 @@ class App:
         self.login = self.lifecycle.login
         self.close = self.lifecycle.close
         self.dequeue = self.queue.dequeue
-        self.answer = self.pool.answer
+        self.answer = self.conversations.answer
         self.elicit = self.pool.elicit
         self.terminal_output = self.pool.terminal_output
         self.list_sessions = self.pool.list_sessions
@@ -74,10 +91,16 @@ class App:
         self.logout = self.pool.logout
         self.set_config = self.settings.set_config
         self.set_category = self.settings.set_category
-        self.review = self.reviews.review
+        self.review = self.conversations.review
         self.baseline = self.reviews.baseline
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
+        self.rewind = self.conversations.rewind
+        self.pick_branch = self.conversations.pick
+        self.edit = self.conversations.edit
+        self.regenerate = self.conversations.regenerate
+        self.send_queued = self.conversations.send_queued
+        self.root = self.workspaces.root
         self.mcp_status = self.mcp.status
 
     def __repr__(self) -> str:
@@ -105,7 +128,8 @@ class App:
 
     def setup(self, raw: Any, state_dir: str | None = None) -> bool:
         """Validate and take the user's options; a wrong one is reported, not raised.
-        ``state_dir``: Neovim's stdpath("state"), where the history is kept."""
+        ``state_dir``: Neovim's stdpath("state"), where the history and the
+        worktrees are kept."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
@@ -113,6 +137,7 @@ class App:
             self.ctx.editor.notify(self.ctx.config_error)
             return False
         self.ctx.config_error = None
+        self.ctx.state_dir = state_dir or self.ctx.state_dir
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
         for connection in self.pool.agents.values():
@@ -129,4 +154,5 @@ class App:
         with anyio.CancelScope(shield=True):
             await self.ctx.history.close()
             await self.pool.aclose()
+            await self.workspaces.aclose()
             await self.mcp.aclose()

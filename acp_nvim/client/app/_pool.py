@@ -174,11 +174,14 @@ class AgentPool:
 
     # -- what the user answers or asks of a chat's agent --------------------------------
 
-    async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
-        """The user answered a permission prompt of chat ``chat_id``."""
+    async def answer(self, chat_id: int, request_id: str, option_id: str) -> bool:
+        """The user answered a permission prompt of chat ``chat_id``; whether it was
+        still pending (else the user is told)."""
         connection = self.agent_of.get(chat_id)
         if connection is None or not connection.permissions.answer(request_id, option_id):
             self.ctx.editor.notify("that permission request is no longer pending", "warn")
+            return False
+        return True
 
     def elicit(
         self, chat_id: int, request_id: str, action: str, content: dict[str, Any] | None
@@ -207,11 +210,12 @@ class AgentPool:
 
     async def list_sessions(self, chat_id: int) -> None:
         """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks)."""
-        connection = self.connection(chat_id)
-        if connection is None:
+        connection, chat = self.connection(chat_id), self.ctx.chats.get(chat_id)
+        if connection is None or chat is None:
             return
         try:
-            sessions = await connection.list_sessions(connection.cwd)
+            # The chat's directory: its sessions are the ones it can resume there.
+            sessions = await connection.list_sessions(chat.workspace.cwd)
         except AgentFailed as err:
             self.ctx.editor.notify(str(err))
             return

@@ -29,29 +29,49 @@ class Reviews:
     def configure(self) -> None:
         """The options the reviews follow (after ``setup``)."""
         for review in self.by_chat.values():
-            review.auto_save = self.ctx.config.auto_save
+            from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+            if not isinstance(review, WorktreeChanges):  # a worktree's are always saved
+                review.auto_save = self.ctx.config.auto_save
             if review.access is not None:
                 review.access.options = self.ctx.config.fs_access
 
     def attach(self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig) -> None:
         from acp_nvim.client.services.access import FileAccess
-        from acp_nvim.client.services.changes import SessionChanges
 
         review = self.by_chat.get(chat.id)
-        if review is None or review.cwd != connection.cwd:
-            review = self.by_chat[chat.id] = SessionChanges(
+        if review is None:
+            review = self.by_chat[chat.id] = self._new(chat, agent_config)
+        # Asks through this connection's prompts (a restart brings new ones).
+        review.access = FileAccess(chat, connection.permissions, self.ctx.config.fs_access)
+        chat.changes = review
+
+    def _new(self, chat: Chat, agent_config: AgentConfig) -> SessionChanges:
+        """The review of ``chat``'s directory; of its worktree for a worktree chat."""
+        from acp_nvim.client.services.changes import SessionChanges
+        from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+        tasks = self.ctx.tasks.reporting_to(chat.show_error)
+        workspace, missing_as_empty = chat.workspace, agent_config.missing_file_as_empty
+        if workspace.worktree is not None:
+            return WorktreeChanges(
                 self.ctx.editor,
                 chat.id,
-                connection.cwd,
-                self.ctx.tasks.reporting_to(chat.show_error),
-                auto_save=self.ctx.config.auto_save,
-                missing_file_as_empty=agent_config.missing_file_as_empty,
+                workspace.cwd,
+                tasks,
+                workspace.worktree,
+                roots=workspace.roots,
+                missing_file_as_empty=missing_as_empty,
             )
-        # Asks through this connection's prompts (a restart brings new ones).
-        review.access = FileAccess(
-            chat, connection.permissions, connection.cwd, self.ctx.config.fs_access
+        return SessionChanges(
+            self.ctx.editor,
+            chat.id,
+            workspace.cwd,
+            tasks,
+            roots=workspace.roots,
+            auto_save=self.ctx.config.auto_save,
+            missing_file_as_empty=missing_as_empty,
         )
-        chat.changes = review
 
     def forget(self, chat_id: int) -> None:
         self.by_chat.pop(chat_id, None)
@@ -88,22 +108,23 @@ class Reviews:
             await review.sync(path)
 
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
-        """Take the project's files back to how they were before ``turn`` of the chat
-        (default: its last turn); the transcript marks it (the agent is not rewound:
-        it learns of the restore from the files)."""
+        """Take the project's files back to how they were before ``turn`` of the chat's
+        shown branch (default: its last turn); the transcript marks it (the agent is
+        not rewound: it learns of the restore from the files; :AcpRewind does both)."""
         chat = self.ctx.chats.get(chat_id)
         review = self.by_chat.get(chat_id)
         editor = self.ctx.editor
-        if chat is None or review is None or chat.turn == 0:
+        path = chat.branches.path if chat is not None else []
+        if chat is None or review is None or not path:
             editor.notify("no turn to restore", "warn")
             return
         if chat.state == "running":
             editor.notify("cannot restore during a turn: cancel it first", "warn")
             return
-        turn = chat.turn if turn is None else turn
-        if not 1 <= turn <= chat.turn:
-            editor.notify(f"no turn {turn} (turns 1 to {chat.turn})", "warn")
+        turn = len(path) if turn is None else turn
+        if not 1 <= turn <= len(path):
+            editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
             return
-        restored = await review.restore(turn)
+        restored = await review.restore(path[turn - 1].review)
         listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
         chat.info(f"*Restored the files to before turn {turn}: {listed}.*")

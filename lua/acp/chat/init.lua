@@ -19,6 +19,7 @@ local render = require("acp.chat.render")
 local review = require("acp.review")
 local tools = require("acp.chat.tools")
 local util = require("acp.util")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 local api = vim.api
@@ -48,6 +49,7 @@ local function winbar(chat)
     state = "cancelling…"
   end
   table.insert(parts, state)
+  vim.list_extend(parts, workspace.label(chat))
   if (s.queued or 0) > 0 then
     table.insert(parts, s.queued .. " queued")
   end
@@ -94,35 +96,36 @@ local function update_winbar(chat)
   end
 end
 
+--- <CR> on one of the user's messages in the transcript: its prompt back in the
+--- input, to edit and send from there (|:AcpEdit|). Whether the cursor was on one.
+local function edit_at_cursor(chat)
+  local _, block = blocks_of.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
+  if block and block.kind == "user" and block.turn then
+    M.edit(chat, block.turn)
+    return true
+  end
+  return false
+end
+
 local function map(chat)
-  local function send()
-    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-    local text = vim.trim(table.concat(lines, "\n"))
-    if text == "" then
-      return
-    end
-    local function go(restore)
-      -- The input is still what was typed: the choice may have taken a while.
-      if vim.trim(table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")) ~= text then
+  local function sender(now)
+    return function()
+      local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+      local text = vim.trim(table.concat(lines, "\n"))
+      if text == "" then
         return
       end
       api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
-      M.send(chat, text, nil, restore)
+      -- An edited earlier prompt goes from before its turn (a rewind, then the send).
+      local rewind = chat.editing
+      chat.editing = nil
+      M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
-    local editing = chat.editing
-    chat.editing = nil
-    -- Resending may reject the previous answer's changes: its turn left some open.
-    if not (editing and review.latest_turn_open(chat.id)) then
-      return go(false)
-    end
-    local choices = { "reject the last answer's changes, then send", "send, keeping them" }
-    vim.ui.select(choices, { prompt = "Resend the edited prompt" }, function(_, index)
-      if index then
-        go(index == 1)
-      else
-        chat.editing = editing
-      end
-    end)
+  end
+  local send = sender(false)
+  local send_now_key = config.options.chat.send_now_key
+  if send_now_key ~= "" then
+    vim.keymap.set({ "n", "i" }, send_now_key, sender(true), { buffer = chat.input, desc = "acp: send now, into the running turn" })
   end
   local send_key = config.options.chat.send_key
   if send_key ~= "" then
@@ -133,11 +136,13 @@ local function map(chat)
     M.cancel(chat)
   end
   vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
-  -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
-  -- a location's file, a terminal, else the usual <CR>.
+  -- One <CR> for the transcript: one of your messages to edit, else (acp.chat.tools.enter)
+  -- a permission prompt's picker, a location's file, a terminal, else the usual <CR>.
   vim.keymap.set("n", "<CR>", function()
-    tools.enter(chat)
-  end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
+    if not edit_at_cursor(chat) then
+      tools.enter(chat)
+    end
+  end, { buffer = chat.transcript, desc = "acp: edit your message, answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
@@ -239,7 +244,7 @@ local function flood(chat, rows)
 end
 
 -- Blocks that fold under their header line.
-local FOLDED = { thought = true, tool = true }
+local FOLDED = { thought = true, tool = true, compaction = true }
 
 --- The transcript's 'foldexpr' (acp.chat.layout) calls this as the funcref
 --- b:acp_foldexpr: a `v:lua` expression compiles a Lua chunk on every call, and
@@ -354,6 +359,9 @@ local function start(chat)
       chat = chat.id,
       agent = opened.agent,
       cwd = chat.cwd,
+      cwd_given = opened.cwd_given,
+      roots = opened.roots,
+      worktree = opened.worktree,
       session_id = opened.session_id,
       fork = opened.fork,
       history = opened.history,
@@ -364,7 +372,9 @@ local function start(chat)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat}
+--- A new chat in its own workspace (|acp-workspaces|): `cwd` (else Neovim's
+--- directory), `roots`, in a new git worktree with `worktree`.
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -375,7 +385,9 @@ function M.open(opts)
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff)
+  local elsewhere = opts.cwd or opts.roots or opts.worktree
+  local reuse = existing
+    and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff or elsewhere)
   -- Another agent's chat, or a fork, opens beside the chat where there is room.
   local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
@@ -394,9 +406,16 @@ function M.open(opts)
     fork = opts.fork and opts.fork.id,
     history = opts.history,
     handoff = opts.handoff and opts.handoff.id,
+    cwd_given = opts.cwd ~= nil or nil,
+    roots = opts.roots,
+    worktree = opts.worktree or nil,
   }
   local from = opts.fork or opts.handoff
-  chat.cwd = from and from.cwd or vim.fn.getcwd()
+  -- Where it was opened: Python makes its workspace of it (a fork's and a handover's
+  -- is the chat's they continue).
+  chat.cwd = opts.cwd and vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(opts.cwd), ":p"))
+    or from and from.cwd
+    or vim.fn.getcwd()
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
@@ -440,12 +459,16 @@ function M.list()
   local list = {}
   for id, chat in pairs(registry.chats) do
     if valid(chat) then
+      local worktree = workspace.worktree(chat)
       table.insert(list, {
         id = id,
         agent = chat.status.agent,
         title = registry.title(chat),
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
+        cwd = registry.cwd(chat),
+        worktree = worktree and worktree.path,
+        waiting = worktree and workspace.waiting(chat) or 0,
       })
     end
   end
@@ -475,8 +498,9 @@ function M.pick()
   vim.ui.select(list, {
     prompt = "Chats",
     format_item = function(item)
-      local waiting = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      return ("%s · %s · %s%s"):format(item.agent, item.title, item.state, waiting)
+      local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
+      local worktree = item.worktree and (" · worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting) or ""
+      return ("%s · %s · %s%s%s"):format(item.agent, item.title, item.state, asking, worktree)
     end,
   }, function(item)
     local chat = item and registry.chats[item.id]
@@ -487,7 +511,7 @@ function M.pick()
       if action == "switch" then
         switch(chat)
       elseif action == "close" then
-        M.close(chat)
+        M.close(chat, true)
       elseif action == "rename" then
         vim.ui.input({ prompt = "Name: ", default = item.title }, function(name)
           if name then
@@ -527,14 +551,16 @@ function M.retry(chat)
 end
 
 --- Send `text`; `context` items (acp.chat.context) are attached, and the `@` mentions
---- in `text` add theirs.
+--- in `text` add theirs. `opts.rewind`: first go back to before that turn (an edited
+--- earlier prompt); `opts.now`: into the running turn, or ahead of the queue.
 ---@param chat acp.Chat
 ---@param text string
 ---@param context? table[]
----@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
-function M.send(chat, text, context, restore)
+---@param opts? {rewind?: integer, now?: boolean}
+function M.send(chat, text, context, opts)
+  opts = opts or {}
   context = vim.list_extend(vim.deepcopy(context or {}), mentions.items(chat, text))
-  local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
+  local params = { chat = chat.id, text = text, context = context, rewind = opts.rewind, now = opts.now }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
@@ -554,18 +580,12 @@ function M.restart(chat)
   end
 end
 
---- Put the last prompt back in the input (for |:AcpEdit|); sent again, it offers
---- to reject the changes of the answer it had.
+--- Put the prompt of `turn` (default: the last) back in the input (|:AcpEdit|): the
+--- Python side sends it as an "edit" op; sent again, it rewinds to that turn first.
 ---@param chat acp.Chat
-function M.edit_last(chat)
-  local text = prompt_history.last(chat)
-  if not text then
-    util.notify("no prompt was sent in this chat", "info")
-    return
-  end
-  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
-  chat.editing = true
-  layout.show(chat)
+---@param turn? integer
+function M.edit(chat, turn)
+  host.notify("edit", { chat = chat.id, turn = turn })
 end
 
 ---@param chat acp.Chat
@@ -573,8 +593,10 @@ function M.cancel(chat)
   host.notify("cancel", { chat = chat.id })
 end
 
+--- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked).
 ---@param chat acp.Chat
-function M.close(chat)
+---@param keep? boolean
+local function close_now(chat, keep)
   if not registry.chats[chat.id] then
     return
   end
@@ -583,13 +605,29 @@ function M.close(chat)
     registry.current = nil
   end
   if host.running() then
-    host.notify("close", { chat = chat.id })
+    host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
     end
   end
+end
+
+--- Close `chat`. `ask`: while hunks wait in its worktree, ask first whether to
+--- remove the worktree (else it stays while it holds work: acp.chat.workspace).
+---@param chat acp.Chat
+---@param ask? boolean
+function M.close(chat, ask)
+  if not registry.chats[chat.id] then
+    return
+  end
+  if ask then
+    return workspace.confirm_close(chat, function(keep)
+      close_now(chat, keep)
+    end)
+  end
+  close_now(chat)
 end
 
 api.nvim_create_autocmd("VimResized", {
@@ -638,6 +676,18 @@ M.ops = {
   end,
   elicit_gone = function(batch, op)
     elicit.gone(batch.chat, op.id)
+  end,
+  cut = function(batch, op)
+    render.cut(batch.chat.transcript, batch.chat.blocks, op.turns)
+  end,
+  uncut = function(batch, op)
+    vim.list_extend(batch.created, render.uncut(batch.chat.transcript, batch.chat.blocks, op.turns))
+  end,
+  edit = function(batch, op)
+    local chat = batch.chat
+    api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(op.text, "\n", { plain = true }))
+    chat.editing = op.turn
+    layout.show(chat)
   end,
 }
 

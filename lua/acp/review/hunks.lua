@@ -209,18 +209,27 @@ local function preview(h)
   vim.lsp.util.open_floating_preview(lines, "diff", { focus_id = "acp.hunk", border = "rounded" })
 end
 
+M.actions = { "accept", "reject", "reject_why", "preview" }
+
 --- Act on the hunk under the cursor: "accept", "reject" (through the review, as
---- :AcpReview does) or "preview" (its diff in a floating window).
----@param action "accept"|"reject"|"preview"
+--- :AcpReview does), "reject_why" (reject, and the reason asked for goes to the
+--- agent) or "preview" (its diff in a floating window).
+---@param action "accept"|"reject"|"reject_why"|"preview"
 function M.act(action)
-  if not vim.tbl_contains({ "accept", "reject", "preview" }, action) then
-    util.user_error(("unknown hunk action %q (accept, reject or preview)"):format(tostring(action)))
+  if not vim.tbl_contains(M.actions, action) then
+    util.user_error(("unknown hunk action %q (%s)"):format(tostring(action), table.concat(M.actions, ", ")))
   end
   local h = under_cursor()
   if not h then
     util.notify("no agent hunk under the cursor", "warn")
   elseif action == "preview" then
     preview(h)
+  elseif action == "reject_why" then
+    vim.ui.input({ prompt = "Why reject it? " }, function(reason)
+      if reason and vim.trim(reason) ~= "" then
+        state.decide(h.chat, "reject", h.path, h.hunk.id, h.turn, vim.trim(reason))
+      end
+    end)
   else
     state.decide(h.chat, action, h.path, h.hunk.id, h.turn)
   end
@@ -241,6 +250,7 @@ function M.keymap(baseline)
   local actions = {
     accept = { call(M.act, "accept"), "acp: accept the agent hunk under the cursor" },
     reject = { call(M.act, "reject"), "acp: reject the agent hunk under the cursor" },
+    reject_why = { call(M.act, "reject_why"), "acp: reject the agent hunk and say why" },
     preview = { call(M.act, "preview"), "acp: show the agent hunk's diff" },
     next = { call(jump, 1), "acp: next agent hunk" },
     prev = { call(jump, -1), "acp: previous agent hunk" },
@@ -259,6 +269,8 @@ end
 --- the same as before keeps its marks, where they moved with the user's edits
 --- (Python's rows are those of the text it last read); a new or changed one is
 --- drawn at the row Python gives, and the marks of decided ones go. One pass.
+--- A file of a worktree chat is drawn where its hunks are: in its `source`, the
+--- worktree's copy (|acp-worktree|), not in your file that does not hold them yet.
 function M.draw(states)
   local before = {} ---@type table<string, {buf: integer, drawn: acp.DrawnHunk}>
   for buf, list in pairs(drawn) do
@@ -271,18 +283,19 @@ function M.draw(states)
   local seen = {}
   for chat, review in pairs(states) do
     for _, file in ipairs(review.files) do -- newest turn first
-      local buf = not seen[file.path] and buffers.find(file.path)
-      seen[file.path] = true
+      local path = file.source or file.path
+      local buf = not seen[path] and buffers.find(path)
+      seen[path] = true
       if buf and may_return(file) then
         watched[buf] = true
-        follow(buf, file.path)
+        follow(buf, path)
       end
       if buf and file.open then
         local list = {}
         local with_removed = not splits.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do
           if state.is_open(hunk) then
-            local key = table.concat({ chat, file.turn, file.path, hunk.id }, ":")
+            local key = table.concat({ chat, file.turn, path, hunk.id }, ":")
             local sig = signature(hunk) .. (with_removed and "" or "\0bare")
             local old = before[key]
             if old and old.buf == buf and old.drawn.sig == sig and rows_of(buf, old.drawn) then
@@ -296,7 +309,7 @@ function M.draw(states)
                   key = key,
                   chat = chat,
                   turn = file.turn,
-                  path = file.path,
+                  path = path,
                   hunk = hunk,
                   sig = sig,
                   marks = marks,

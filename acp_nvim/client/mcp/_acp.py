@@ -23,8 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from acp_nvim.mcp._core import McpServer
-from acp_nvim.mcp._offer import McpOffer
+from acp_nvim.client.mcp._core import McpServer
+from acp_nvim.client.mcp._offer import McpOffer
 from acp_nvim.protocol import RequestError
 
 log = logging.getLogger("acp_nvim")

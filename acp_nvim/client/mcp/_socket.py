@@ -29,10 +29,11 @@ from anyio.abc import ByteReceiveStream, SocketStream
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp._core import PAGE_SIZE, McpServer
+from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.mcp._core import PAGE_SIZE, McpServer
-from acp_nvim.mcp._session import ToolSession
-from acp_nvim.protocol import Connection
+from acp_nvim.protocol import Connection, ConnectionClosed
+from acp_nvim.protocol.streams import receive, send
 
 log = logging.getLogger("acp_nvim")
 
@@ -41,8 +42,7 @@ TOKEN_ENV = "ACP_NVIM_MCP_TOKEN"
 # The token line: a shim sends it at once; anything slower or longer is not one.
 _HELLO_BYTES = 1024
 _HELLO_SECONDS = 5.0
-# What a stream raises once its peer is gone.
-_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
+_REFUSAL = b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
 
 
 class _Rest(ByteReceiveStream):
@@ -145,7 +145,7 @@ class EditorSocket:
         async with stream:
             try:
                 await self._admit(stream)
-            except _GONE:
+            except ConnectionClosed:
                 pass  # it hung up: nothing to answer
             except Exception:
                 log.exception("the editor MCP server failed on one connection; it goes on")
@@ -159,9 +159,9 @@ class EditorSocket:
             message = f"refused an MCP connection with {why}"
             log.warning("%s", message)
             self._log().add("mcp", "!!", message)
-            await stream.send(b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n')
+            await send(stream, _REFUSAL)
             return
-        await stream.send(b'{"ok": true}\n')
+        await send(stream, b'{"ok": true}\n')
         await self._serve(session, _Rest(stream, rest), stream)
 
     async def _hello(self, stream: SocketStream) -> tuple[dict[str, Any], bytes]:
@@ -169,10 +169,9 @@ class EditorSocket:
         data = b""
         with anyio.move_on_after(_HELLO_SECONDS):
             while b"\n" not in data and len(data) <= _HELLO_BYTES:
-                try:
-                    data += await stream.receive(_HELLO_BYTES)
-                except _GONE:
+                if not (chunk := await receive(stream, _HELLO_BYTES)):
                     break
+                data += chunk
         line, _, rest = data.partition(b"\n")
         try:
             hello = json.loads(line)
