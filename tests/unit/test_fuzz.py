@@ -25,7 +25,7 @@ result or a protocol error), nothing logged with a traceback, and the socket mus
 serve a new connection afterwards.
 
 Budgets: the ``ci`` profile (``make test``) runs a small derandomized set; ``make
-fuzz`` runs the ``fuzz`` profile (``ACP_FUZZ_PROFILE=fuzz``), over 10,000 cases.
+fuzz`` runs the ``fuzz`` profile (``ACP_FUZZ_PROFILE=fuzz``), over 20,000 cases.
 A failing example becomes a test in test_reliability.py.
 """
 
@@ -69,7 +69,7 @@ from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, upda
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO / "spec/acp/schema"
 
-# Examples per test: make test runs a few seconds of them, make fuzz over 10,000 in all.
+# Examples per test: make test runs a few seconds of them, make fuzz over 20,000 in all.
 # caplog is function-scoped on purpose: each example clears it (run_case).
 SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 settings.register_profile(
