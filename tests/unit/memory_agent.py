@@ -282,23 +282,33 @@ class LoopStalled(BaseException):
     ``except Exception`` in the code under test swallows it)."""
 
 
+# A loop that waits (a blocking call on it) counts as stalled only past this many
+# times the limit of wall time: a loaded machine alone makes it wait seconds between
+# two ticks, while a loop busy for the limit in its own CPU time is stalled anywhere.
+_WAIT_FACTOR = 10
+
+
 @contextmanager
 def _alarm(limit: float) -> Iterator[list[float]]:
-    """Raise LoopStalled in the main thread when ``beat[0]`` is older than ``limit``."""
-    beat = [time.monotonic()]
-    stop = threading.Event()
+    """Raise LoopStalled in the main thread when it went on without a beat for
+    ``limit`` seconds of its CPU time, or ``_WAIT_FACTOR`` times that of wall time.
+    ``beat`` holds (wall time, the main thread's CPU time) of the last beat."""
     main = threading.main_thread().ident
     assert main is not None and threading.current_thread() is threading.main_thread()
+    cpu = time.pthread_getcpuclockid(main)
+    beat = [time.monotonic(), time.thread_time()]
 
     def stalled(signum: int, frame: Any) -> None:
         raise LoopStalled(f"the event loop did not run for {limit} s")
 
     def watch() -> None:
         while not stop.wait(limit / 10):
-            if time.monotonic() - beat[0] > limit:
-                beat[0] = time.monotonic()  # one alarm per stall
+            busy = time.clock_gettime(cpu) - beat[1] > limit
+            if busy or time.monotonic() - beat[0] > limit * _WAIT_FACTOR:
+                beat[:] = [math.inf, math.inf]  # one alarm per stall, none after
                 signal.pthread_kill(main, signal.SIGUSR1)
 
+    stop = threading.Event()
     previous = signal.signal(signal.SIGUSR1, stalled)
     thread = threading.Thread(target=watch, name="loop-watchdog", daemon=True)
     thread.start()
@@ -312,18 +322,19 @@ def _alarm(limit: float) -> Iterator[list[float]]:
 
 @asynccontextmanager
 async def watchdog(limit: float = 2.0) -> AsyncIterator[None]:
-    """Fail with LoopStalled when the loop does not tick for ``limit`` seconds."""
+    """Fail with LoopStalled when the loop does not tick for ``limit`` seconds of
+    the main thread's CPU time (a loop kept busy), or ten times that while it waits."""
     with _alarm(limit) as beat:
         async with anyio.create_task_group() as tasks:
 
             async def heartbeat() -> None:
                 while True:
-                    beat[0] = time.monotonic()
+                    beat[:] = [time.monotonic(), time.thread_time()]
                     await anyio.sleep(limit / 20)
 
             tasks.start_soon(heartbeat)
             try:
                 yield
             finally:
-                beat[0] = math.inf  # no alarm while the test winds down
+                beat[:] = [math.inf, math.inf]  # no alarm while the test winds down
                 tasks.cancel_scope.cancel()
