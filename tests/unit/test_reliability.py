@@ -495,10 +495,24 @@ async def test_a_session_id_of_another_chat_is_refused(tmp_path: Path, version: 
 
 
 async def test_the_watchdog_catches_a_blocked_loop() -> None:
+    """Blocked: waiting ten times its limit (less may be a loaded machine)."""
     import time
 
     from tests.unit.memory_agent import LoopStalled
 
     with pytest.RaisesGroup(LoopStalled):
         async with watchdog(0.2):
-            time.sleep(2)
+            time.sleep(3)
+
+
+async def test_the_watchdog_catches_a_busy_loop() -> None:
+    """Busy: its limit of the loop's own CPU time, however long that takes."""
+    import time
+
+    from tests.unit.memory_agent import LoopStalled
+
+    with pytest.RaisesGroup(LoopStalled):
+        async with watchdog(0.2):
+            start = time.thread_time()
+            while time.thread_time() - start < 1:
+                pass
