@@ -467,6 +467,10 @@ def test_odd_starts(caplog_errors: Any, data: st.DataObject, version: int) -> No
     run_case(caplog_errors, agent, started=False)
 
 
+# Odd values that leave the line itself decodable (no nesting past the limit).
+shallow_odd = st.one_of(json_values, st.sampled_from(["_fuzz_unknown_tag", "x" * 1000, {"type": "_future"}]))
+
+
 @given(data=st.data(), version=st.sampled_from([1, 2]))
 def test_turn_ended_only_by_the_agent(caplog_errors: Any, data: st.DataObject, version: int) -> None:
     """The first turn ends only through the generated lines plus one last answer of
@@ -474,7 +478,8 @@ def test_turn_ended_only_by_the_agent(caplog_errors: Any, data: st.DataObject, v
     lines = list(data.draw(lines_of(version, prompt_answer=False), label="lines"))
     lines.append(data.draw(answer(version, 2, "PromptResponse"), label="answer"))
     if version == 2:  # the idle itself intact, for the turn to end at all; odd extras
-        extras = {"stopReason": odd_values, "_meta": odd_values, "messageId": odd_values}
+        # (shallow: a line nested past the limit is lost whole, an idle with it)
+        extras = {"stopReason": shallow_odd, "_meta": shallow_odd, "messageId": shallow_odd}
         idle = st.fixed_dictionaries(
             {"sessionUpdate": st.just("state_update"), "state": st.just("idle")}, optional=extras
         )
@@ -484,8 +489,6 @@ def test_turn_ended_only_by_the_agent(caplog_errors: Any, data: st.DataObject, v
 
 # -- login methods, forks, huge updates -------------------------------------------------
 
-# Odd values that leave the line itself decodable (no nesting past the limit).
-shallow_odd = st.one_of(json_values, st.sampled_from(["_fuzz_unknown_tag", "x" * 1000, {"type": "_future"}]))
 # codex's env_var login method, outside the schema: every field odd or missing.
 env_var_methods = st.fixed_dictionaries(
     {"type": st.just("env_var")},
