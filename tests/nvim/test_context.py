@@ -80,6 +80,16 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> 
 
 
 @VERSIONS
+def test_a_mention_as_the_first_word_attaches_too(editor: Editor, version: int) -> None:
+    (editor.tmp / "project" / "a.txt").write_text("a\n")
+    (editor.tmp / "project" / "b.txt").write_text("b\n")
+    open_with(editor, "blocks", version)
+    editor.lua("require('acp').send('@a.txt x @b.txt')")
+    links = [block["name"] for block in blocks(editor)[1:]]
+    assert links == ["a.txt", "b.txt"]
+
+
+@VERSIONS
 def test_diagnostics_and_the_lua_context_option(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "d.py"
     path.write_text("import os\n")
