@@ -245,3 +245,23 @@ def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
         status["input_buf"],
     )
     assert labels == {"blink": ["/help", "/explain"], "cmp": ["/help", "/explain"]}
+
+
+def test_completion_opened_as_you_type_inserts_nothing_you_did_not_choose(
+    editor: Editor,
+) -> None:
+    (editor.tmp / "project" / "sample.py").write_text("s\n")
+    editor.setup()
+    status = editor.open_chat()
+    editor.wait("#(require('acp').status().commands or {}) > 0")
+    editor.nvim.command(f"call win_gotoid(bufwinid({status['input_buf']}))")
+    editor.nvim.input("ilook at @")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on @")
+    editor.nvim.input("sam")
+    editor.wait("vim.api.nvim_get_current_line():find('sam') ~= nil")
+    assert editor.nvim.current.line == "look at @sam"
+    editor.nvim.input("<Esc>ggdGi/")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on /")
+    editor.nvim.input("e")
+    editor.wait("vim.api.nvim_get_current_line():find('e') ~= nil")
+    assert editor.nvim.current.line == "/e"
