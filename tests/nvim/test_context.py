@@ -222,6 +222,23 @@ def test_usage_and_title_show_in_the_winbar_status_and_statusline(editor: Editor
     assert editor.lua("return require('acp').statusline()").startswith("acp demo · ready")
 
 
+def test_state_and_agent_survive_a_narrow_winbar(editor: Editor) -> None:
+    editor.setup(chat={"width": 40})
+    editor.open_chat()
+    editor.lua("require('acp').send('tell me about lua and a title long enough to cut')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("require('acp').status().usage ~= nil")
+    shown = editor.lua(
+        """
+        local win = vim.fn.bufwinid(require('acp').status().transcript_buf)
+        assert(vim.api.nvim_win_get_width(win) == 40)
+        return vim.api.nvim_eval_statusline(vim.wo[win].winbar, {winid = win, use_winbar = true}).str
+        """
+    )
+    assert shown.startswith(" ready · demo"), shown
+    assert "$0.00" not in shown and "tell me about lua" in shown  # the middle gives way first
+
+
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()

@@ -109,7 +109,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
     winbar = editor.lua(
         "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
     )
-    assert winbar.endswith("· waiting for you")
+    assert winbar.startswith(" waiting for you · fake")
     assert groups_at(editor, head + 5) == ["AcpPermissionKey"]
     focus_transcript(editor)
     assert all(mapped(editor, key) for key in "aArR")

@@ -71,19 +71,20 @@ local function scratch(name, filetype)
   return buf
 end
 
+--- The transcript's winbar: state and agent first, then the rest up to the
+--- title; a narrow window cuts the middle (at %<), never the state.
 local function winbar(chat)
   local s = chat.status
-  local parts = { "acp", s.agent_title or s.agent or "?" }
-  if s.protocol_version then
-    table.insert(parts, "ACP v" .. s.protocol_version)
-  end
   local state = s.state or "starting"
   if state == "running" and s.turn_state == "requires_action" then
     state = "waiting for you"
   elseif state == "running" and s.turn_state == "cancelling" then
     state = "cancelling…"
   end
-  table.insert(parts, state)
+  local parts = {}
+  if s.protocol_version then
+    table.insert(parts, "ACP v" .. s.protocol_version)
+  end
   if (s.queued or 0) > 0 then
     table.insert(parts, s.queued .. " queued")
   end
@@ -101,7 +102,11 @@ local function winbar(chat)
   if title then
     table.insert(parts, title)
   end
-  return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
+  local function escape(text)
+    return (text:gsub("%%", "%%%%"))
+  end
+  local head = escape((" %s · %s"):format(state, s.agent or "?"))
+  return #parts == 0 and head or (head .. "%< · " .. escape(table.concat(parts, " · ")))
 end
 
 local function tokens(n)
