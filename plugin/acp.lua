@@ -36,7 +36,7 @@ end, {
 })
 command("AcpToggle", function()
   acp().toggle()
-end, { desc = "Hide the agent chat, or show it" })
+end, { desc = "Hide the agent chats of this tab page, or show them again" })
 command("AcpSend", function(args)
   acp().send(args.args)
 end, { nargs = "+", desc = "Send a message to the agent" })

@@ -35,14 +35,10 @@ function M.open(opts)
   return chat_module().open(opts or {}).id
 end
 
---- Hide the current chat's windows when the current tab page shows them, else
---- show the chat (opening one when there is none), like |:AcpChat|.
+--- Hide the chats the current tab page shows; else show the chats hidden so
+--- last, else the chat (opening one when there is none), like |:AcpChat|.
 function M.toggle()
-  local chat = chat_module().get()
-  local layout = require("acp.chat.layout")
-  if chat and layout.shown(chat) then
-    layout.hide(chat)
-  else
+  if not chat_module().toggle() then
     M.open()
   end
 end

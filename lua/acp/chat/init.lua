@@ -550,6 +550,43 @@ function M.pick()
   end)
 end
 
+---@type integer[] the chats the last toggle hid, oldest first
+local toggled = {}
+
+--- :AcpToggle: hide every chat the current tab page shows, or show again the
+--- ones the last toggle hid, as they were. False when neither was done.
+---@return boolean
+function M.toggle()
+  local ids = vim.tbl_map(function(item)
+    return item.id
+  end, M.list())
+  local shown = vim.tbl_filter(function(id)
+    return layout.shown(M.chats[id])
+  end, ids)
+  if #shown > 0 then
+    toggled = shown
+    for _, id in ipairs(shown) do
+      layout.hide(M.chats[id])
+    end
+    return true
+  end
+  local hidden = vim.tbl_filter(function(id)
+    return valid(M.chats[id])
+  end, toggled)
+  toggled = {}
+  if #hidden == 0 then
+    return false
+  end
+  local current = M.current
+  for _, id in ipairs(hidden) do -- oldest first: each opens at the side, as before
+    layout.show(M.chats[id])
+  end
+  local chat = M.chats[current]
+  M.current = valid(chat) and vim.tbl_contains(hidden, current) and current or hidden[#hidden]
+  layout.show(M.chats[M.current])
+  return true
+end
+
 --- Put text that was not handed over back in the input (after what is there).
 local function give_back(chat, text)
   if not api.nvim_buf_is_valid(chat.input) then
