@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines, run, start
+from tests.nvim.test_permissions import STUB_SELECT
 
 # The default hunk keys, as typed (<localleader> is "\" unless set).
 REJECT, ACCEPT = "\\r", "\\a"
@@ -295,3 +296,79 @@ def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
     assert outside.read_text() == "keep\nnew\n"
     # The buffer loaded for the preview went with it.
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
+
+
+def test_every_hunk_of_every_chat_is_under_a_mark_in_its_buffer(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("".join(f"{n}\n" for n in range(1, 11)))
+    buf = start(editor, path)
+    assert buf is not None
+    editor.setup(agents={"files": editor.fake_agent("files"), "more": editor.fake_agent("files")})
+    run(editor, [{"write": {"path": str(path), "content": path.read_text().replace("2\n", "two\n")}}])
+    editor.lua("vim.o.columns = 200")
+    editor.open_chat("more")
+    # The second chat's agent writes on disk, keeping the first one's change.
+    run(editor, [{"disk": {"path": str(path), "content": path.read_text().replace("9\n", "nine\n")}}])
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 8, 9, false)[1] == 'nine'")
+    editor.wait("#require('acp').changes() == 1", what="the second chat's change")
+    found = editor.lua(
+        """
+        local buf = ...
+        local chats, found = require('acp.review').state, {}
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+        for chat, state in pairs(chats) do
+          for _, file in ipairs(state.files) do
+            for _, hunk in ipairs(file.hunks) do
+              vim.api.nvim_win_set_cursor(0, {hunk.new_start + 1, 0})
+              local under = require('acp').hunk_at_cursor()
+              table.insert(found, {chat, hunk.new_start, under and under.chat or 0})
+            end
+          end
+        end
+        table.sort(found, function(a, b) return a[2] < b[2] end)
+        return found
+        """,
+        buf,
+    )
+    assert found == [[1, 1, 1], [2, 8, 2]]  # chat, row, the chat of the hunk marked there
+    # ]h reaches both.
+    editor.nvim.input("gg]h")
+    editor.wait("vim.fn.line('.') == 2")
+    editor.nvim.input("]h")
+    editor.wait("vim.fn.line('.') == 9")
+
+
+def test_added_lines_hang_below_the_signed_row_and_the_sign_column_stays(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\nthree\n")
+    buf = start(editor, path)
+    assert buf is not None
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "auto"
+    ask(
+        editor,
+        [{"ask": {"path": str(path), "oldText": "two\n", "newText": "two\nnew\n",
+                  "write": "one\ntwo\nnew\nthree\n"}}],
+    )  # fmt: skip
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+    [mark] = editor.lua(
+        "return vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()['acp.preview'],"
+        " 0, -1, {details = true})",
+        buf,
+    )
+    details = mark[3]
+    # On "two", the row the new line follows, with the line hung below it.
+    assert (mark[1], details["sign_text"].strip(), details.get("virt_lines_above", False)) == (1, "+", False)
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"
+    editor.lua(STUB_SELECT)
+    editor.lua("_G.pick = 1; require('acp').permission()")  # the first option allows
+    editor.wait_event("AcpTurnEnd")
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"  # no shift when marks go

@@ -83,6 +83,18 @@ function M.reveal_top(buf, count)
   end
 end
 
+--- A window showing `buf` with 'signcolumn' "auto" gets it always on while it
+--- shows `buf` (:setlocal): agent marks come and go through a turn (a preview,
+--- then the landed hunk, then decided), and each time the text shifted sideways.
+function M.keep_sign_column(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local value = vim.wo[win].signcolumn
+    if value:match("^auto") then
+      util.set_local(win, { signcolumn = "yes" .. (value:match(":%d*%-?(%d+)$") and (":" .. value:match("(%d+)$")) or "") })
+    end
+  end
+end
+
 --- Draw one hunk with its first row at `row`; returns its marks (the first holds
 --- its rows, light to read back: the virtual lines are marks of their own) and
 --- whether the first sits on the row above it.
@@ -256,7 +268,8 @@ function M.keymap(baseline)
 end
 
 --- Draw the marks of every open hunk from the review state (`states`: by chat,
---- {turn, files}); for each file the newest turn that changed it. A hunk showing
+--- {turn, files}); for each chat and file the newest turn that changed it (two
+--- chats' hunks in one buffer are both marked). A hunk showing
 --- the same as before keeps its marks, where they moved with the user's edits
 --- (Python's rows are those of the text it last read); a new or changed one is
 --- drawn at the row Python gives, and the marks of decided ones go. One pass.
@@ -270,8 +283,8 @@ function M.draw(states)
   drawn = {}
   watched = {}
   local diff = require("acp.review.diff")
-  local seen = {}
   for chat, state in pairs(states) do
+    local seen = {}
     for _, file in ipairs(state.files) do -- newest turn first
       local buf = not seen[file.path] and buffers.find(file.path)
       seen[file.path] = true
@@ -280,7 +293,7 @@ function M.draw(states)
         follow(buf, file.path)
       end
       if buf and file.open then
-        local list = {}
+        local list = drawn[buf] or {}
         local with_removed = not diff.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do
           if is_open(hunk) then
@@ -324,6 +337,7 @@ function M.draw(states)
     chosen = chosen .. lhs .. "\0"
   end
   for buf in pairs(drawn) do
+    M.keep_sign_column(buf)
     if keyed[buf] ~= chosen then
       keys.set(buf, "hunks", map)
       keyed[buf] = chosen

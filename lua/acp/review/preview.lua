@@ -72,21 +72,24 @@ local function draw_inline(buf, file)
         table.insert(marks, util.extmark(buf, M.ns, last, 0, { virt_lines = added }))
       end
     elseif #added > 0 then
-      local below = hunk.row >= count
+      -- Lines added: hung below the row before them, whose sign then stands next
+      -- to them (a virtual line has no sign); above the first row at the top.
+      local top = hunk.row == 0 and count > 0
       table.insert(
         marks,
-        util.extmark(buf, M.ns, below and count - 1 or hunk.row, 0, {
+        util.extmark(buf, M.ns, top and 0 or math.min(hunk.row, count) - 1, 0, {
           sign_text = "+",
           sign_hl_group = "AcpReviewSignAdd",
           virt_lines = added,
-          virt_lines_above = not below,
+          virt_lines_above = top,
         })
       )
-      if hunk.row == 0 and not below then
+      if top then
         require("acp.review.hunks").reveal_top(buf, #added)
       end
     end
   end
+  require("acp.review.hunks").keep_sign_column(buf)
   return marks
 end
 
