@@ -214,7 +214,7 @@ def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor) -
         "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
     )
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices]")
-    assert notice["msg"] == "acp: fake #1 asks permission: Fake read (:AcpPermission)"
+    assert notice["msg"] == "acp: fake in chat #1 asks permission: Fake read (:AcpPermission)"
     editor.nvim.command("AcpPermission")
     editor.wait_event("AcpTurnEnd")
     assert "permission: selected proceed_once" in editor.transcript_text()

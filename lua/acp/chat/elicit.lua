@@ -163,7 +163,7 @@ local function next_one(chat)
   end
   chat.eliciting = true
   coroutine.wrap(function()
-    local name = require("acp.chat").title(chat)
+    local name = require("acp.chat").speaker(chat)
     local action, content = (op.mode == "url" and url or form)(name, op)
     table.remove(chat.elicits, 1)
     chat.eliciting = nil
@@ -180,7 +180,7 @@ function M.add(chat, op)
   if require("acp.chat.layout").shown(chat) then
     next_one(chat)
   else
-    local name = require("acp.chat").title(chat)
+    local name = require("acp.chat").speaker(chat)
     util.notify(("%s asks: %s (open the chat to answer)"):format(name, op.message), "warn")
   end
 end

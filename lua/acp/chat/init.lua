@@ -482,7 +482,16 @@ end
 ---@return string
 function M.title(chat)
   local s = chat.status
-  return chat.name or s.title or ("%s #%d"):format(s.agent_title or s.agent or "?", chat.id)
+  return chat.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
+end
+
+--- Who speaks in a notice about `chat`: its agent, and in which chat
+--- (`demo in "refactor"`, `demo in chat #2`).
+---@param chat acp.Chat
+---@return string
+function M.speaker(chat)
+  local named = chat.name or chat.status.title
+  return ("%s in %s"):format(chat.status.agent or "?", named and ('"%s"'):format(named) or ("chat #" .. chat.id))
 end
 
 --- The open chats, oldest first, as plain tables (acp.chats()).

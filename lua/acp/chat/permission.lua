@@ -172,7 +172,7 @@ local function announce(chat, entry)
   local permission = permission_of(chat, entry)
   local wins = shown_in(chat)
   if #wins == 0 then
-    local name = require("acp.chat").title(chat)
+    local name = require("acp.chat").speaker(chat)
     util.notify(("%s asks permission: %s (:AcpPermission)"):format(name, permission.title), "warn")
     return
   end
