@@ -64,6 +64,7 @@ class Fake:
         self.authenticated = False
         self.version = 1  # 2 where the client offers it and the scenario speaks it
         self.turns = 0
+        self.prompted = "fake-1"
         # Settings and history ("settings", "configs", "history"): recorded, said on "calls".
         self.calls: list[list[Any]] = []
         for method in (
@@ -261,17 +262,18 @@ class Fake:
         self.cancelled.set()
 
     async def say(
-        self, text: str, kind: str = "agent_message_chunk", session: str = "fake-1"
+        self, text: str, kind: str = "agent_message_chunk", session: str | None = None
     ) -> None:
         await self.c.notify(
             "session/update",
             {
-                "sessionId": session,
+                "sessionId": session or self.prompted,
                 "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}},
             },
         )
 
     async def prompt(self, params: Params) -> Params:
+        self.prompted = params["sessionId"]  # what the turn says goes to that session
         if self.version == 2 and self.scenario != "fork":
             # v2: the prompt is only accepted; the turn reports itself and ends idle.
             self.tasks.start_soon(self.v2_turn, params)

@@ -268,3 +268,15 @@ def test_a_chat_is_named_by_its_configured_agent(editor: Editor) -> None:
     assert chat["title"] == "demo2 #1"
     winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
     assert "demo2" in winbar and "Demo agent" not in winbar
+
+
+def test_acpchat_after_closing_the_shown_chat_shows_a_hidden_one(editor: Editor) -> None:
+    editor.setup()
+    first = editor.open_chat()["chat"]
+    editor.nvim.command("AcpChat!")  # a new session takes the windows; the first hides
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.nvim.command("AcpClose")
+    editor.nvim.command("AcpChat")
+    assert editor.lua("return require('acp').status().chat") == first
+    assert shown(editor, first)
+    assert len(editor.events("AcpSessionReady")) == 2  # no new session

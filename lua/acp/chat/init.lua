@@ -516,7 +516,8 @@ end
 
 --- Show `chat` in place of the current chat's windows (beside them when the
 --- current tab page shows neither), and make it the current chat.
-local function switch(chat)
+---@param chat acp.Chat
+function M.switch(chat)
   local current = M.current and M.chats[M.current]
   M.current = chat.id
   if layout.shown(chat) or not (current and current ~= chat and valid(current) and layout.take_over(current, chat)) then
@@ -544,7 +545,7 @@ function M.pick()
     end
     vim.ui.select({ "switch", "close", "rename" }, { prompt = item.title }, function(action)
       if action == "switch" then
-        switch(chat)
+        M.switch(chat)
       elseif action == "close" then
         M.close(chat)
       elseif action == "rename" then
@@ -676,7 +677,9 @@ function M.close(chat)
   end
   M.chats[chat.id] = nil
   if M.current == chat.id then
-    M.current = nil
+    -- :AcpChat shows the newest chat left (hidden or not) rather than a new one.
+    local left = M.list()
+    M.current = #left > 0 and left[#left].id or nil
   end
   if host.running() then
     host.notify("close", { chat = chat.id })

@@ -128,7 +128,8 @@ function M.sessions(chat)
         prompt = "Resume session",
         format_item = function(s)
           local title = s.title ~= vim.NIL and s.title or "(untitled)"
-          return ("%s  %s"):format(s.session_id, title)
+          local open = M.chat_of(ev.data.agent, s.session_id)
+          return ("%s  %s%s"):format(s.session_id, title, open and ("  (open in chat #%d)"):format(open.id) or "")
         end,
       }, function(s)
         if s then
@@ -140,8 +141,26 @@ function M.sessions(chat)
   host.notify("list_sessions", { chat = chat.id })
 end
 
---- Open a new chat on session `session_id` of `agent`, its history replayed.
+--- The open chat on session `session_id` of `agent`, if any.
+---@return acp.Chat?
+function M.chat_of(agent, session_id)
+  local chats = require("acp.chat")
+  for _, item in ipairs(chats.list()) do
+    local chat = chats.chats[item.id]
+    if item.agent == agent and chat.status.session_id == session_id then
+      return chat
+    end
+  end
+end
+
+--- Show the chat on session `session_id` of `agent`; none: open a new chat on
+--- it, its history replayed.
 function M.resume(agent, session_id)
+  local open = M.chat_of(agent, session_id)
+  if open then
+    require("acp.chat").switch(open)
+    return open
+  end
   return require("acp.chat").open({ agent = agent, new = true, session_id = session_id })
 end
 
