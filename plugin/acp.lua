@@ -48,7 +48,13 @@ command("AcpRestart", function()
 end, { desc = "Start the chat's agent again, going on in the same transcript" })
 command("AcpRestore", function(args)
   acp().restore(tonumber(args.fargs[1]))
-end, { nargs = "?", desc = "Take the files back to before turn N (default: the last turn)" })
+end, {
+  nargs = "?",
+  desc = "Take the files back to before turn N (default: the last turn)",
+  complete = function(arglead)
+    return require("acp.review").turns_changed(arglead)
+  end,
+})
 command("AcpQueue", function()
   acp().edit_queue()
 end, { desc = "Edit or remove a prompt waiting to be sent" })
@@ -134,7 +140,13 @@ command("AcpSessions", function()
 end, { desc = "Pick a saved session of the agent and resume it" })
 command("AcpResume", function(args)
   acp().resume(args.fargs[1])
-end, { nargs = 1, desc = "Resume a saved session in a new chat" })
+end, {
+  nargs = 1,
+  desc = "Resume a saved session in a new chat",
+  complete = function(arglead)
+    return require("acp.chat.session").complete_ids(arglead)
+  end,
+})
 command("AcpDeleteSession", function(args)
   acp().delete_session(args.fargs[1])
 end, { nargs = 1, desc = "Delete a saved session of the agent" })

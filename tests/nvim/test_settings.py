@@ -143,6 +143,21 @@ def test_session_history_over_v1(editor: Editor) -> None:
     assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
 
 
+def test_acpresume_completes_the_agents_session_ids(editor: Editor) -> None:
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    # The open chat's session at once; the saved ones once listed (asked for now).
+    assert editor.lua("return vim.fn.getcompletion('AcpResume ', 'cmdline')") == ["fake-1"]
+    editor.wait(
+        "#vim.fn.getcompletion('AcpResume old', 'cmdline') == 2", what="the listed sessions"
+    )
+    assert editor.lua("return vim.fn.getcompletion('AcpResume ', 'cmdline')") == [
+        "old-1",
+        "old-2",
+        "fake-1",
+    ]
+
+
 def test_a_dead_agent_restarts_into_its_session_over_v1(editor: Editor) -> None:
     editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
     editor.open_chat()

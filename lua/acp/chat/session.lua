@@ -113,6 +113,45 @@ function M.complete(arglead, cmdline)
   end, items)
 end
 
+---@type table<string, string[]> by agent: the session ids of its last list
+local listed = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = "AcpSessionList",
+  group = vim.api.nvim_create_augroup("acp.sessions", { clear = true }),
+  callback = function(ev)
+    listed[ev.data.agent] = vim.tbl_map(function(s)
+      return s.session_id
+    end, ev.data.sessions or {})
+  end,
+})
+
+--- Session ids of the current chat's agent starting with `arglead` (:AcpResume
+--- completion): its open chats' and those of its last list. No list yet: one is
+--- asked for, for the next <Tab>.
+---@param arglead string
+---@return string[]
+function M.complete_ids(arglead)
+  local chats = require("acp.chat")
+  local chat = chats.get()
+  if not chat then
+    return {}
+  end
+  local agent = chat.status.agent
+  if not listed[agent] and host.running() then
+    host.notify("list_sessions", { chat = chat.id })
+  end
+  local ids = vim.deepcopy(listed[agent] or {})
+  for _, item in ipairs(chats.list()) do
+    local id = chats.chats[item.id].status.session_id
+    if item.agent == agent and id and not vim.tbl_contains(ids, id) then
+      table.insert(ids, id)
+    end
+  end
+  return vim.tbl_filter(function(id)
+    return vim.startswith(id, arglead)
+  end, ids)
+end
+
 --- List the agent's sessions and resume the one picked in a new chat.
 function M.sessions(chat)
   vim.api.nvim_create_autocmd("User", {

@@ -260,6 +260,25 @@ end
 
 M.chat_id = chat_id
 
+--- The turns of the current chat that changed files, newest first, as text
+--- starting with `arglead` (:AcpRestore completion).
+---@param arglead string
+---@return string[]
+function M.turns_changed(arglead)
+  local state = M.state[chat_id() or -1]
+  local turns = {}
+  for _, file in ipairs(state and state.files or {}) do
+    local turn = tostring(file.turn)
+    if vim.startswith(turn, arglead) and not vim.tbl_contains(turns, turn) then
+      table.insert(turns, turn)
+    end
+  end
+  table.sort(turns, function(a, b)
+    return tonumber(a) > tonumber(b)
+  end)
+  return turns
+end
+
 -- A buffer loaded after the review state arrived gets its marks too.
 api.nvim_create_autocmd("BufReadPost", {
   group = api.nvim_create_augroup("acp.review", { clear = true }),
