@@ -450,6 +450,12 @@ function M.open(opts)
   if not (existing and not beside and layout.take_over(existing, chat)) then
     layout.show(chat)
   end
+  if opts.fork then -- where the conversation goes on, as in its parent
+    local last = api.nvim_buf_line_count(chat.transcript)
+    for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
   update_winbar(chat)
   start(chat)
   return chat
