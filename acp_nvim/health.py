@@ -107,6 +107,9 @@ def report(raw_options: Any) -> dict[str, Any]:
             "found": found,
             "configured": name in config.agents,
             "needs": _NEEDS.get(program, f"{program!r} on PATH"),
+            # npx and uvx fetch the agent's package when it starts: found says
+            # only that the launcher is there.
+            "fetched_by": os.path.basename(program) if program in _NEEDS else None,
         }
     return {
         **facts,

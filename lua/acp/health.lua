@@ -74,7 +74,9 @@ function M.check()
   health.start("Agents")
   for name, agent in pairs(report.agents) do
     local cmd = table.concat(agent.cmd, " ")
-    if agent.found ~= vim.NIL then
+    if agent.found ~= vim.NIL and agent.fetched_by ~= vim.NIL then
+      health.info(("%s: %s (%s fetches the agent when it starts: not checked here)"):format(name, cmd, agent.fetched_by))
+    elseif agent.found ~= vim.NIL then
       health.ok(("%s: %s"):format(name, cmd))
     elseif agent.configured or name == report.default_agent then
       health.error(("%s: %q is not installed or not on PATH"):format(name, agent.cmd[1]))

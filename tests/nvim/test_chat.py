@@ -341,13 +341,28 @@ def test_protocol_log_shows_both_directions(editor: Editor) -> None:
 
 
 def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
-    editor.setup(agents={"ghost": {"cmd": ["no-such-agent-binary"]}})
+    bin_dir = editor.tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npx").write_text("#!/bin/sh\n")
+    (bin_dir / "npx").chmod(0o755)
+    editor.setup(
+        agents={
+            "ghost": {"cmd": ["no-such-agent-binary"]},
+            "fetched": {"cmd": ["npx", "-y", "some-agent@1.0"], "env": {"PATH": str(bin_dir)}},
+        }
+    )
     editor.nvim.command("checkhealth acp")
     text = "\n".join(editor.nvim.current.buffer[:])
     assert "OK Neovim" in text
     assert "OK msgspec" in text and "OK anyio" in text
     assert "OK options are valid; default agent: demo" in text
     assert 'ERROR ghost: "no-such-agent-binary" is not installed' in text
+    # A launcher found is not the agent found: npx downloads it when it starts.
+    assert (
+        "fetched: npx -y some-agent@1.0 (npx fetches the agent when it starts: not checked here)"
+        in text
+    )
+    assert "OK fetched" not in text
 
 
 def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
