@@ -242,6 +242,21 @@ def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
     assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
 
 
+def test_acp_diff_of_a_file_whose_changes_are_all_decided_says_so(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n")
+    start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n"}}])
+    editor.lua("require('acp').accept()")
+    editor.wait("not require('acp').changes()[1].open")
+    editor.nvim.command(f"AcpDiff {path}")
+    assert editor.lua("return vim.fn.bufnr('acp://baseline/*')") == -1
+    notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
+    assert notice == "acp: the agent's changes to a.txt in turn 1 are all decided: nothing to compare"
+
+
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("a\nb\n")

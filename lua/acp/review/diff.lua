@@ -35,13 +35,22 @@ function M.open(file, turn)
   for id in pairs(review.state) do
     table.insert(order, id)
   end
+  local decided
   for _, chat in ipairs(order) do
     for _, changed in ipairs(review.state[chat] and review.state[chat].files or {}) do
       if changed.path == path and (not turn or changed.turn == turn) then
-        host.notify("baseline", { chat = chat, path = path, turn = turn })
-        return
+        -- All decided, the baseline is the text as it is: two equal sides.
+        if changed.open then
+          host.notify("baseline", { chat = chat, path = path, turn = turn })
+          return
+        end
+        decided = decided or changed.turn
       end
     end
+  end
+  if decided then
+    util.notify(("the agent's changes to %s in turn %d are all decided: nothing to compare"):format(relative(path), decided), "info")
+    return
   end
   util.user_error(("no agent changes to %s%s"):format(relative(path), turn and (" in turn " .. turn) or ""))
 end
