@@ -304,7 +304,8 @@ class Chat:
         # v1 sends one plan per turn, whole each time: one block per turn.
         plan_id = agent_id(plan_id) if plan_id is not None else f"#plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
-        self._draw(view.plan_op(plan_id, entries))
+        number = list(self.session.plans).index(plan_id) + 1  # two plans: told apart
+        self._draw(view.plan_op(plan_id, entries, number))
 
     def on_info(self, **fields: Any) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""

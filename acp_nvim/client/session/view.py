@@ -370,8 +370,9 @@ def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
     return fields
 
 
-def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:
-    lines = ["### Plan"]
+def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> RenderOp:
+    """A plan's block; the session's ``number``-th plan is titled so from the second."""
+    lines = ["### Plan" if number == 1 else f"### Plan {number}"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
 
