@@ -28,7 +28,7 @@ function M.check()
   end
   local path = vim.env.PYTHONPATH
   local result = vim.system({ python, "-m", "acp_nvim.health" }, {
-    stdin = vim.json.encode(config.options),
+    stdin = vim.json.encode(config.given),
     env = { PYTHONPATH = path and (util.root() .. ":" .. path) or util.root() },
     text = true,
   }):wait(20000)
@@ -65,10 +65,11 @@ function M.check()
   end
 
   health.start("Options")
-  if report.config_error == vim.NIL then
+  if #report.config_errors == 0 then
     health.ok("options are valid; default agent: " .. report.default_agent)
-  else
-    health.error("invalid option " .. report.config_error)
+  end
+  for _, problem in ipairs(report.config_errors) do
+    health.error("invalid option " .. problem)
   end
 
   health.start("Agents")

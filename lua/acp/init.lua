@@ -5,13 +5,19 @@ local function chat_module()
   return require("acp.chat")
 end
 
---- Configure the plugin (options are validated by the Python side when it starts).
+--- Configure the plugin. Every wrong option is reported at once, by its dotted
+--- key, and its default is used until it is right (the Python side refuses to
+--- start chats meanwhile).
 ---@param opts? acp.Options
 function M.setup(opts)
   if opts ~= nil and type(opts) ~= "table" then
     require("acp.util").user_error("setup() takes a table of options")
   end
-  require("acp.config").set(opts)
+  local config = require("acp.config")
+  local problems = config.set(opts)
+  if #problems > 0 then
+    require("acp.util").notify(config.summary(problems))
+  end
   require("acp.highlights").setup()
   require("acp.host").reconfigure()
 end

@@ -163,7 +163,7 @@ function M.ensure()
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
-      vim.fn.AcpHostNotify("setup", { options = config.options })
+      vim.fn.AcpHostNotify("setup", { options = config.given })
     end
     return true
   end
@@ -181,7 +181,7 @@ function M.ensure()
   if not start_job() then
     return false
   end
-  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options })
+  vim.rpcnotify(M.chan, "acp", "setup", { options = config.given })
   return true
 end
 
@@ -223,7 +223,7 @@ end
 --- Re-send the options after setup() was called again.
 function M.reconfigure()
   if M.chan or M.rplugin_ready then
-    M.notify("setup", { options = config.options })
+    M.notify("setup", { options = config.given })
   end
 end
 
