@@ -1,7 +1,10 @@
 -- Session surface pickers: settings (mode, model, thinking, ...), saved sessions,
 -- login. Thin glue over vim.ui.select; the Python side does the work and reports
 -- back through the chat status (settings) or the AcpSessionList event (sessions).
+local chats = require("acp.chat")
 local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
 
 local M = {}
 
@@ -29,7 +32,7 @@ function M.config(chat, id, value)
   end
   local options = chat.status.config_options or {}
   if #options == 0 then
-    require("acp.util").notify("the agent offers no settings", "warn")
+    util.notify("the agent offers no settings", "warn")
     return
   end
   vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
@@ -50,7 +53,7 @@ function M.config(chat, id, value)
         end
       end)
     else
-      require("acp.util").notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
+      util.notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
     end
   end)
 end
@@ -73,7 +76,7 @@ function M.choose(chat, category, value)
   end
   local option = M.setting(chat, category)
   if not option or #(option.choices or {}) == 0 then
-    require("acp.util").notify(("the agent offers no %s to choose"):format(category), "warn")
+    util.notify(("the agent offers no %s to choose"):format(category), "warn")
     return
   end
   vim.ui.select(option.choices, {
@@ -94,7 +97,7 @@ end
 ---@param cmdline string
 ---@return string[]
 function M.complete(arglead, cmdline)
-  local chat = require("acp.chat").get()
+  local chat = registry.get()
   local words = vim.split(cmdline, "%s+", { trimempty = true })
   local index = #words - (arglead ~= "" and 1 or 0) -- arguments before the one completed
   local items = {}
@@ -131,8 +134,7 @@ vim.api.nvim_create_autocmd("User", {
 ---@param arglead string
 ---@return string[]
 function M.complete_ids(arglead)
-  local chats = require("acp.chat")
-  local chat = chats.get()
+  local chat = registry.get()
   if not chat then
     return {}
   end
@@ -141,9 +143,9 @@ function M.complete_ids(arglead)
     host.notify("list_sessions", { chat = chat.id })
   end
   local ids = vim.deepcopy(listed[agent] or {})
-  for _, item in ipairs(chats.list()) do
-    local id = chats.chats[item.id].status.session_id
-    if item.agent == agent and id and not vim.tbl_contains(ids, id) then
+  for _, open in pairs(registry.chats) do
+    local id = open.status.session_id
+    if open.status.agent == agent and id and not vim.tbl_contains(ids, id) then
       table.insert(ids, id)
     end
   end
@@ -160,7 +162,7 @@ function M.sessions(chat)
     callback = function(ev)
       local sessions = ev.data.sessions or {}
       if #sessions == 0 then
-        require("acp.util").notify("the agent has no saved sessions", "info")
+        util.notify("the agent has no saved sessions", "info")
         return
       end
       vim.ui.select(sessions, {
@@ -183,10 +185,8 @@ end
 --- The open chat on session `session_id` of `agent`, if any.
 ---@return acp.Chat?
 function M.chat_of(agent, session_id)
-  local chats = require("acp.chat")
-  for _, item in ipairs(chats.list()) do
-    local chat = chats.chats[item.id]
-    if item.agent == agent and chat.status.session_id == session_id then
+  for _, chat in pairs(registry.chats) do
+    if registry.valid(chat) and chat.status.agent == agent and chat.status.session_id == session_id then
       return chat
     end
   end
@@ -197,10 +197,10 @@ end
 function M.resume(agent, session_id)
   local open = M.chat_of(agent, session_id)
   if open then
-    require("acp.chat").switch(open)
+    chats.switch(open)
     return open
   end
-  return require("acp.chat").open({ agent = agent, new = true, session_id = session_id })
+  return chats.open({ agent = agent, new = true, session_id = session_id })
 end
 
 function M.delete(chat, session_id)

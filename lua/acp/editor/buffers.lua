@@ -1,6 +1,8 @@
 -- File buffers for the Python side: read one, apply minimal line edits, save,
 -- reload after a disk change. Each function is one atomic step on the main
 -- loop; Python computes the edits and retries when the buffer moved on.
+local config = require("acp.config")
+
 local M = {}
 local api = vim.api
 
@@ -104,7 +106,7 @@ end
 --- never runs, so a format-on-save hook cannot change the text under review;
 --- BufWritePost does unless "none", so language servers and linters see the save.
 local function write_for_agent()
-  if require("acp.config").options.save_events == "none" then
+  if config.options.save_events == "none" then
     vim.cmd("silent noautocmd keepalt keepjumps write!")
     return
   end
