@@ -35,6 +35,29 @@ function M.typed(lhs)
   return vim.fn.keytrans(vim.keycode(lhs))
 end
 
+--- The keys that answer a permission prompt's `options` in a buffer you type in
+--- (the `buffer_` keys of keys.permission, by option kind), each calling
+--- `answer(option)`, and a hint naming them (`\y Allow once · \n Reject`).
+---@param options {name: string, kind?: string}[]
+---@param answer fun(option: table)
+---@return table<string, {[1]: function, [2]: string}> map, string hint
+function M.prompt_keys(options, answer)
+  local map, hint = {}, {}
+  for _, option in ipairs(options or {}) do
+    local lhs = option.kind and M.lhs("permission", "buffer_" .. option.kind)
+    if lhs and not map[lhs] then
+      map[lhs] = {
+        function()
+          answer(option)
+        end,
+        "acp: answer the permission prompt: " .. option.name,
+      }
+      table.insert(hint, ("%s %s"):format(M.typed(lhs), option.name))
+    end
+  end
+  return map, table.concat(hint, " · ")
+end
+
 ---@type table<integer, table<string, table<string, table|false>>> buf -> owner -> lhs -> the buffer's own mapping
 local owned = {}
 

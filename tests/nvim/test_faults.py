@@ -356,12 +356,12 @@ def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) ->
     [new] = demo_pids()
     assert new != old
     first_text = editor.lua(
-        "local c = require('acp.chat').chats[...]"
+        "local c = require('acp.chat.registry').chats[...]"
         " return table.concat(vim.api.nvim_buf_get_lines(c.transcript, 0, -1, false), '\\n')",
         first,
     )
     assert "demo restarted from chat #2: this chat goes on with it" in first_text
     assert "exited" not in first_text
-    editor.lua("require('acp.chat').send(require('acp.chat').chats[...], 'still here')", first)
+    editor.lua("require('acp.chat').send(require('acp.chat.registry').chats[...], 'still here')", first)
     editor.wait_event("AcpTurnEnd")
-    assert editor.lua("return require('acp.chat').chats[...].status.state", first) == "ready"
+    assert editor.lua("return require('acp.chat.registry').chats[...].status.state", first) == "ready"

@@ -138,19 +138,28 @@ def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     assert "permission: selected no" in editor.transcript_text()
 
 
-def test_the_input_answers_a_prompt_in_normal_mode(editor: Editor) -> None:
+def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) -> None:
     status = start(editor)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
-    editor.nvim.input("a")
+    # It says which keys answer there.
+    hint = editor.lua(
+        "return vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()"
+        "['acp.permission.hint'], 0, -1, {details = true})[1][4].virt_text[1][1]",
+        status["input_buf"],
+    )
+    assert hint == "  permission: \\y Allow · \\n Reject"
+    # `a` appends, as always: the prompt waits on.
+    editor.nvim.input("anote<Esc>")
+    editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, 1, false)[1] == 'note'")
+    assert PROMPT in editor.transcript()
+    editor.nvim.input("\\y")
     editor.wait_event("AcpTurnEnd")
     assert "permission: selected proceed_once" in editor.transcript_text()
     assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
-    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
-    # No prompt waits: `a` in the input appends again.
-    editor.nvim.input("a")
-    editor.wait("vim.api.nvim_get_mode().mode == 'i'")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["note"]
+    assert editor.lua("return vim.fn.maparg('\\\\y', 'n')") == ""  # gone with the prompt
 
 
 def test_keys_a_prompt_does_not_offer_do_not_fall_through(editor: Editor) -> None:

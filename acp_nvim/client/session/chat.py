@@ -63,6 +63,10 @@ class TurnReview(Protocol):
     async def end_turn(self) -> None:
         """The final disk check of the turn; the review is complete when it returns."""
 
+    def turn_files(self) -> list[str]:
+        """The files the latest turn changed, as the user names them (relative to
+        the session's directory where inside it)."""
+
     async def preview(self, call: ToolCall) -> list[FilePreview]:
         """What the edits a tool call carries would do to their files (for its
         permission prompt); files whose text does not fit an edit are left out."""
@@ -193,6 +197,9 @@ class Chat:
         self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
+            files = self.changes.turn_files()
+            if files:  # what the turn changed, at its end (Lua adds the review's keys)
+                self._draw(view.changes_op(self.session.new_id("changes"), files))
         block = self.session.new_id("turn")
         self._draw(view.notice_op(block, "turn", [f"*— {stop_reason} —*"]))
         self.set_state("ready", stop_reason=stop_reason, turn_state="idle")

@@ -20,6 +20,7 @@ __all__ = [
     "LOCATIONS",
     "ToolCallDrawing",
     "append_op",
+    "changes_op",
     "config_fields",
     "message_op",
     "notice_op",
@@ -396,6 +397,13 @@ def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:
     lines = ["### Plan" if number == 1 else f"### Plan {number}"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+
+
+def changes_op(block_id: str, files: list[str]) -> BlockOp:
+    """The files a turn changed, at its end: ``**2 files changed:** `a.py`, `b.py```."""
+    count = f"{len(files)} file{'s' if len(files) > 1 else ''} changed"
+    names = ", ".join(f"`{name}`" for name in files)
+    return notice_op(block_id, "changes", [f"**{count}:** {names}"])
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:

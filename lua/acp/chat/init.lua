@@ -3,6 +3,7 @@
 -- by its integer id; acp.chat.registry holds the open ones. The render ops Python
 -- sends for a chat arrive here (M.render) and are handled by their kind (M.ops).
 local blocks_of = require("acp.chat.blocks")
+local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
 local elicit = require("acp.chat.elicit")
@@ -129,26 +130,16 @@ local function map(chat)
       end
     end)
   end
-  local send_key = config.options.chat.send_key
-  if send_key ~= "" then
-    vim.keymap.set({ "n", "i" }, send_key, send, { buffer = chat.input, desc = "acp: send" })
-  end
   prompt_history.map(chat)
-  local function cancel()
-    M.cancel(chat)
-  end
-  vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
-  -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
-  -- a location's file, a terminal, else the usual <CR>.
-  vim.keymap.set("n", "<CR>", function()
-    tools.enter(chat)
-  end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
-  for _, buf in ipairs({ chat.transcript, chat.input }) do
-    vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
-    vim.keymap.set("n", "q", function()
+  chat_keys.map(chat, {
+    send = send,
+    cancel = function()
+      M.cancel(chat)
+    end,
+    hide = function()
       layout.hide(chat)
-    end, { buffer = buf, desc = "acp: hide the chat" })
-  end
+    end,
+  })
 end
 
 -- markdown.vim parses 50 lines above the window on each redraw that needs a
@@ -669,6 +660,8 @@ M.ops = {
     end
     if op.kind == "tool" then
       table.insert(batch.tools, op)
+    elseif op.kind == "changes" then
+      chat_keys.summarize(chat, chat.blocks.by_id[op.id])
     end
   end,
   append = function(batch, op)

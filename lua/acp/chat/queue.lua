@@ -73,6 +73,19 @@ function M.draw(chat)
   end
 end
 
+--- Take `chat`'s last queued prompt back into the input, no longer queued
+--- (keys.queue.edit_last).
+---@param chat acp.Chat
+function M.edit_last(chat)
+  local queued = chat.status.queue or {}
+  if #queued == 0 then
+    util.notify("no prompt is queued", "info")
+    return
+  end
+  -- The text says which prompt it is should the ones before it go meanwhile.
+  host.notify("dequeue", { chat = chat.id, index = #queued - 1, text = queued[#queued], edit = true })
+end
+
 --- :AcpQueue: pick a queued prompt, then edit it (its text goes back to the
 --- input, no longer queued) or remove it.
 ---@param chat acp.Chat

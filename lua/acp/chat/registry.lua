@@ -11,7 +11,6 @@ local api = vim.api
 ---@field blocks acp.Blocks
 ---@field status table
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
----@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
 ---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)

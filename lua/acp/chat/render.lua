@@ -20,7 +20,7 @@ local header_hl = {
   tool = "AcpToolHeader",
   plan = "AcpPlanHeader",
 }
-local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo" }
+local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo", changes = "AcpInfo" }
 local status_hl = {
   completed = "AcpToolCompleted",
   failed = "AcpToolFailed",

@@ -135,12 +135,15 @@ function M.show(chat, data)
     end)
   end
   local map = hunks.keymap(true)
-  map.q = {
-    function()
-      api.nvim_buf_delete(base, { force = true })
-    end,
-    "acp: close the baseline",
-  }
+  local close_key = keys.lhs("review", "close")
+  if close_key then
+    map[close_key] = {
+      function()
+        api.nvim_buf_delete(base, { force = true })
+      end,
+      "acp: close the baseline",
+    }
+  end
   keys.set(base, "hunks", map)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = base,

@@ -6,7 +6,6 @@
 -- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
 -- hunks (acp.review.state holds its summary); decisions go back there.
 local buffers = require("acp.editor.buffers")
-local config = require("acp.config")
 local host = require("acp.host")
 local keys = require("acp.keys")
 local splits = require("acp.review.splits")
@@ -238,13 +237,9 @@ function M.act(action)
   end
 end
 
---- The hunk keys of |acp-option-hunk_keys|, for a buffer holding agent hunks
+--- The `hunk_` keys of |acp-option-keys.review|, for a buffer holding agent hunks
 --- (`baseline`: an :AcpDiff baseline buffer, whose hunks ]c and [c already reach).
 function M.keymap(baseline)
-  local chosen = config.options.hunk_keys
-  if not chosen then
-    return {}
-  end
   local function call(fn, arg)
     return function()
       fn(arg)
@@ -258,9 +253,10 @@ function M.keymap(baseline)
     prev = { call(jump, -1), "acp: previous agent hunk" },
   }
   local map = {}
-  for action, lhs in pairs(chosen) do
-    if lhs ~= "" and actions[action] and not (baseline and (action == "next" or action == "prev")) then
-      map[lhs] = actions[action]
+  for action, spec in pairs(actions) do
+    local lhs = keys.lhs("review", "hunk_" .. action)
+    if lhs and not (baseline and (action == "next" or action == "prev")) then
+      map[lhs] = spec
     end
   end
   return map
