@@ -178,6 +178,9 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     send_key: str | None = None
     """the older name of |acp-option-keys.input.send_insert| ("" maps none);
     `keys.input.send_insert` wins when both are given"""
+    send_now_key: str | None = None
+    """the older name of |acp-option-keys.input.send_now| ("" maps none);
+    `keys.input.send_now` wins when both are given"""
 
 
 class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -229,6 +232,8 @@ class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     """`keys.review.hunk_accept`"""
     reject: str | None = None
     """`keys.review.hunk_reject`"""
+    reject_why: str | None = None
+    """`keys.review.hunk_reject_why`"""
     preview: str | None = None
     """`keys.review.hunk_preview`"""
     next: str | None = None
@@ -276,6 +281,9 @@ class InputKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     """send the input (Normal mode)"""
     send_insert: Key = "<C-s>"
     """send the input from Insert mode (and Normal mode)"""
+    send_now: Key = "<M-CR>"
+    """send the input now, in Insert and Normal mode: into the running turn where the
+    agent steers, else the turn is cancelled and it goes first (see |acp-steer|)"""
     prev_prompt: Key = "<Up>"
     """on the first line: the previous prompt of the history (Normal and Insert mode)"""
     next_prompt: Key = "<Down>"
@@ -295,6 +303,8 @@ class PermissionKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     """reject once (transcript)"""
     reject_always: Key = "R"
     """reject always (transcript)"""
+    reject_why: Key = "?"
+    """reject, and the reason you type goes to the agent (transcript)"""
     buffer_allow_once: Key = "<localleader>y"
     """allow once (input, previewed file)"""
     buffer_allow_always: Key = False
@@ -335,6 +345,8 @@ class ReviewKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     """accept the agent hunk under the cursor"""
     hunk_reject: Key = "<localleader>r"
     """reject it: its text before the turn comes back (one undo step, saved)"""
+    hunk_reject_why: Key = "<localleader>R"
+    """reject it and say why: the reason you type goes to the agent at once"""
     hunk_preview: Key = "<localleader>p"
     """show the hunk's diff in a floating window"""
     hunk_next: Key = "]h"

@@ -181,7 +181,8 @@ function M.check(opts)
   return problems, options
 end
 
---- The older names of keys (chat.send_key, hunk_keys: "" maps none) fill the keys
+--- The older names of keys (chat.send_key, chat.send_now_key, hunk_keys: "" maps
+--- none) fill the keys
 --- of `options` that `opts` does not give itself.
 local function resolve_aliases(opts, options)
   local given = opts.keys or {}
@@ -191,8 +192,9 @@ local function resolve_aliases(opts, options)
     end
   end
   set("input", "send_insert", (opts.chat or {}).send_key)
+  set("input", "send_now", (opts.chat or {}).send_now_key)
   local hunk = opts.hunk_keys
-  for _, action in ipairs({ "accept", "reject", "preview", "next", "prev" }) do
+  for _, action in ipairs({ "accept", "reject", "reject_why", "preview", "next", "prev" }) do
     set("review", "hunk_" .. action, hunk == false and "" or (type(hunk) == "table" and hunk[action] or nil))
   end
 end

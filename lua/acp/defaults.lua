@@ -52,6 +52,7 @@ local M = {}
 ---@class (exact) acp.InputKeys
 ---@field send? string|false send the input (Normal mode)
 ---@field send_insert? string|false send the input from Insert mode (and Normal mode)
+---@field send_now? string|false send the input now, in Insert and Normal mode: into the running turn where the agent steers, else the turn is cancelled and it goes first (see |acp-steer|)
 ---@field prev_prompt? string|false on the first line: the previous prompt of the history (Normal and Insert mode)
 ---@field next_prompt? string|false on the last line: the next prompt of the history, then what you were typing
 
@@ -61,6 +62,7 @@ local M = {}
 ---@field allow_always? string|false allow always (transcript)
 ---@field reject_once? string|false reject once (transcript)
 ---@field reject_always? string|false reject always (transcript)
+---@field reject_why? string|false reject, and the reason you type goes to the agent (transcript)
 ---@field buffer_allow_once? string|false allow once (input, previewed file)
 ---@field buffer_allow_always? string|false allow always (input, previewed file)
 ---@field buffer_reject_once? string|false reject once (input, previewed file)
@@ -78,6 +80,7 @@ local M = {}
 ---@field close? string|false close the review (and the |:AcpDiff| baseline)
 ---@field hunk_accept? string|false accept the agent hunk under the cursor
 ---@field hunk_reject? string|false reject it: its text before the turn comes back (one undo step, saved)
+---@field hunk_reject_why? string|false reject it and say why: the reason you type goes to the agent at once
 ---@field hunk_preview? string|false show the hunk's diff in a floating window
 ---@field hunk_next? string|false go to the next agent hunk
 ---@field hunk_prev? string|false go to the previous agent hunk
@@ -99,6 +102,7 @@ local M = {}
 ---@class (exact) acp.HunkKeys
 ---@field accept? string `keys.review.hunk_accept`
 ---@field reject? string `keys.review.hunk_reject`
+---@field reject_why? string `keys.review.hunk_reject_why`
 ---@field preview? string `keys.review.hunk_preview`
 ---@field next? string `keys.review.hunk_next`
 ---@field prev? string `keys.review.hunk_prev`
@@ -114,6 +118,7 @@ local M = {}
 ---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
 ---@field send_key? string the older name of |acp-option-keys.input.send_insert| ("" maps none); `keys.input.send_insert` wins when both are given
+---@field send_now_key? string the older name of |acp-option-keys.input.send_now| ("" maps none); `keys.input.send_now` wins when both are given
 
 --- How long to wait for an agent before giving up on it (seconds).
 ---@class (exact) acp.TimeoutOptions
@@ -179,6 +184,7 @@ M.options = {
     input = {
       send = "<CR>",
       send_insert = "<C-s>",
+      send_now = "<M-CR>",
       prev_prompt = "<Up>",
       next_prompt = "<Down>",
     },
@@ -187,6 +193,7 @@ M.options = {
       allow_always = "A",
       reject_once = "r",
       reject_always = "R",
+      reject_why = "?",
       buffer_allow_once = "<localleader>y",
       buffer_allow_always = false,
       buffer_reject_once = "<localleader>n",
@@ -203,6 +210,7 @@ M.options = {
       close = "q",
       hunk_accept = "<localleader>a",
       hunk_reject = "<localleader>r",
+      hunk_reject_why = "<localleader>R",
       hunk_preview = "<localleader>p",
       hunk_next = "]h",
       hunk_prev = "[h",
@@ -229,6 +237,7 @@ M.options = {
     max_height = 40,
     input_height = 5,
     send_key = nil,
+    send_now_key = nil,
   },
   timeouts = {
     start = 30.0,
@@ -288,6 +297,7 @@ M.classes = {
   ["acp.InputKeys"] = { required = {}, fields = {
     send = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     send_insert = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    send_now = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     prev_prompt = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     next_prompt = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
   } },
@@ -296,6 +306,7 @@ M.classes = {
     allow_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     reject_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     reject_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_why = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     buffer_allow_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     buffer_allow_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     buffer_reject_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
@@ -312,6 +323,7 @@ M.classes = {
     close = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     hunk_accept = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     hunk_reject = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_reject_why = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     hunk_preview = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     hunk_next = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
     hunk_prev = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
@@ -330,6 +342,7 @@ M.classes = {
   ["acp.HunkKeys"] = { required = {}, fields = {
     accept = "string",
     reject = "string",
+    reject_why = "string",
     preview = "string",
     next = "string",
     prev = "string",
@@ -344,6 +357,7 @@ M.classes = {
     max_height = { type = "integer", ge = 1 },
     input_height = { type = "integer", ge = 1 },
     send_key = "string",
+    send_now_key = "string",
   } },
   ["acp.TimeoutOptions"] = { required = {}, fields = {
     start = { type = "number", gt = 0 },

@@ -10,12 +10,12 @@ import pytest
 
 from acp_nvim.client.agent.v1 import SessionsV1
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.permissions import Permissions, assign_keys
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v1 as v1
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -163,6 +163,7 @@ async def test_upsert_creates_the_call_and_shows_the_prompt_with_keys() -> None:
             "- `A` Always allow",
             "- `a` Allow",
             "- `r` Reject",
+            "- `?` Reject, and say why",
         ]
         op = editor.ops[1][-1]
         assert op["permission"]["pending"] is True
@@ -172,6 +173,8 @@ async def test_upsert_creates_the_call_and_shows_the_prompt_with_keys() -> None:
             ("a", "proceed_once", 4),
             ("r", "cancel", 5),
         ]
+        # "?" rejects with the reject option, and Lua asks why.
+        assert op["permission"]["why"] == {"key": "?", "option": "cancel", "row": 6}
         perms.answer(perms.pending(chat)[0], "cancel")
     assert result == ["cancel"]
     assert editor.transcript(1)["edit-1"][-1] == "**Permission:** Reject"

@@ -97,6 +97,7 @@ class Permissions:
         self.policy: Policy = policy
         self.preview = True
         self.keys: Mapping[str, str | None] = _KIND_KEYS  # the transcript's, by option kind
+        self.why_key: str | None = "?"  # the transcript's for "reject, and say why"
         self._pending: dict[str, _Pending] = {}
         self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
         self._ids = itertools.count(1)
@@ -149,7 +150,9 @@ class Permissions:
         try:
             shown = await self._preview(chat, call, preview)
             if not pending.done.is_set():
-                prompt = PermissionPrompt(request_id, options, question=question, preview=shown)
+                prompt = PermissionPrompt(
+                    request_id, options, question=question, preview=shown, why_key=self.why_key
+                )
                 self._show(chat, call, prompt)
             await pending.done.wait()
         finally:
@@ -163,6 +166,12 @@ class Permissions:
         outcome = choice.name if choice is not None else "cancelled"
         self._resolve_view(pending, PermissionPrompt(request_id, options, outcome, question))
         return choice.id if choice is not None else None
+
+    def subject(self, request_id: str) -> str | None:
+        """What pending request ``request_id`` asks about: its tool call's title."""
+        pending = self._pending.get(request_id)
+        call = pending.chat.session.tool_calls.get(pending.call_id) if pending else None
+        return (call.title or call.kind) if call is not None else None
 
     def answer(self, request_id: str, option_id: str) -> bool:
         """The user picked ``option_id``; False when the request or option is unknown."""

@@ -73,13 +73,15 @@ local function help(chat)
 end
 
 --- Map the chat's keys on its transcript and input. `actions`: what acp.chat does
---- for `send`, `cancel` and `hide`.
+--- for `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
+--- messages at the cursor back in the input; false when there is none).
 ---@param chat acp.Chat
----@param actions {send: fun(), cancel: fun(), hide: fun()}
+---@param actions {send: fun(), send_now: fun(), cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
 function M.map(chat, actions)
   local transcript, input = chat.transcript, chat.input
   keys.map(input, "n", "input", "send", actions.send, "send")
   keys.map(input, { "n", "i" }, "input", "send_insert", actions.send, "send")
+  keys.map(input, { "n", "i" }, "input", "send_now", actions.send_now, "send now, into the running turn")
   for _, buf in ipairs({ transcript, input }) do
     keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
     keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
@@ -90,12 +92,15 @@ function M.map(chat, actions)
       queue.edit_last(chat)
     end, "the last queued prompt back into the input")
   end
-  -- One key for the transcript (acp.chat.tools.enter): a permission prompt's picker,
-  -- a location's file, a terminal, else what the key does anyway.
+  -- One key for the transcript: one of your messages to edit, else
+  -- (acp.chat.tools.enter) a permission prompt's picker, a location's file, a
+  -- terminal, else what the key does anyway.
   local open = keys.lhs("chat", "open")
   keys.map(transcript, "n", "chat", "open", function()
-    tools.enter(chat, open)
-  end, "answer the prompt, open the location or terminal")
+    if not actions.edit_at_cursor() then
+      tools.enter(chat, open)
+    end
+  end, "edit your message, answer the prompt, open the location or terminal")
   keys.map(transcript, "n", "chat", "help", function()
     help(chat)
   end, "show the chat's keys")
