@@ -7,8 +7,9 @@ Three ways a change arrives, all ending in the session's
   with the text the agent last read as the merge base, so user edits it has
   not seen survive and a clash becomes a conflict hunk;
 - files named by tool calls (diff content, locations) that changed on disk;
-- other files under the session's cwd that changed during the turn, found by
-  comparing (size, mtime_ns) against a bounded scan taken at turn start.
+- other files under the session's cwd and its workspace roots that changed during
+  the turn, found by comparing (size, mtime_ns) against a bounded scan taken at
+  turn start.
 
 Disk checks run when a tool call completes (the files it names, plus the
 bounded scan; completions arriving while a check runs are merged into the next
@@ -39,7 +40,7 @@ __all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -98,16 +99,17 @@ class Scan:
 
 
 def scan_tree(
-    root: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
+    *roots: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
 ) -> Scan:
-    """Stat the files under ``root``, skipping :data:`SKIP_DIRS` and symlinks.
+    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
+    symlinks.
 
-    Stops after ``max_files`` files or ``max_seconds`` (then ``complete`` is
+    Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
     False: files not reached are only checked when a tool call names them).
     """
     deadline = time.monotonic() + max_seconds
     scan = Scan()
-    stack = [root]
+    stack = list(reversed(roots))
     while stack:
         try:
             entries = os.scandir(stack.pop())
@@ -219,20 +221,26 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
     return NOTHING
 
 
-def _turn_start(cwd: str) -> tuple[Scan, GitState | None, dict[str, str | None]]:
-    """What a turn compares against, read in a worker thread: the scan, git's dirty
-    files, and the text of those dirty files the scan found (git knows the clean
-    ones' text; the dirty ones' exists only now)."""
-    scan = scan_tree(cwd)
-    git = GitState.read(cwd)
+def _turn_start(dirs: Sequence[str]) -> tuple[Scan, list[GitState], dict[str, str | None]]:
+    """What a turn compares against, read in a worker thread: the scan of ``dirs``,
+    the dirty files of each git work tree they are in, and the text of those dirty
+    files the scan found (git knows the clean ones' text; the dirty ones' exists
+    only now)."""
+    scan = scan_tree(*dirs)
+    gits: dict[str, GitState] = {}
+    for top in dirs:
+        git = GitState.read(top)
+        if git is not None:
+            gits.setdefault(git.root, git)
     snapshots: dict[str, str | None] = {}
-    for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY] if git is not None else ():
-        stat = scan.stats.get(path)
-        if stat is not None and stat_of(path) == stat:
-            text = _read_unchanged(path, stat)
-            if not isinstance(text, _Nothing):
-                snapshots[path] = text
-    return scan, git, snapshots
+    for git in gits.values():
+        for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
+            stat = scan.stats.get(path)
+            if stat is not None and stat_of(path) == stat:
+                text = _read_unchanged(path, stat)
+                if not isinstance(text, _Nothing):
+                    snapshots[path] = text
+    return scan, list(gits.values()), snapshots
 
 
 def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
@@ -253,6 +261,7 @@ class SessionChanges:
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
     ``access``, when set, decides which paths the agent may read and write.
+    ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``.
     """
 
     def __init__(
@@ -262,12 +271,14 @@ class SessionChanges:
         cwd: str,
         tasks: Tasks,
         *,
+        roots: Sequence[str] = (),
         auto_save: bool = True,
         missing_file_as_empty: bool = False,
     ) -> None:
         self.editor = editor
         self.chat_id = chat_id
         self.cwd = os.path.normpath(cwd)
+        self.roots = roots
         self.store = ReviewStore()
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
@@ -275,7 +286,7 @@ class SessionChanges:
         self._tasks = tasks
         self._lock = anyio.Lock()
         self._start = Scan()  # the turn-start scan
-        self._git: GitState | None = None  # dirty files at turn start, in a git work tree
+        self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
@@ -441,6 +452,11 @@ class SessionChanges:
     def _abs(self, path: str) -> str:
         return os.path.normpath(os.path.join(self.cwd, path))
 
+    @property
+    def dirs(self) -> list[str]:
+        """The directories the turn's scan covers: the session's, then its roots."""
+        return [self.cwd, *self.roots]
+
     # -- turn hooks ------------------------------------------------------------------
 
     async def begin_turn(self) -> None:
@@ -453,11 +469,11 @@ class SessionChanges:
         other chat streams on meanwhile.
         """
         async with self._lock:
-            start, git, snapshots = await anyio.to_thread.run_sync(_turn_start, self.cwd)
+            start, gits, snapshots = await anyio.to_thread.run_sync(_turn_start, self.dirs)
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
-            self._start, self._git, self._snapshots = start, git, snapshots
+            self._start, self._gits, self._snapshots = start, gits, snapshots
             self._known = dict(start.stats)
             self._named.clear()
             self._tried.clear()
@@ -519,7 +535,7 @@ class SessionChanges:
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        now = await anyio.to_thread.run_sync(scan_tree, self.cwd)
+        now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
         candidates = dict(named)
         candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
         if self._start.complete and now.complete:
@@ -657,11 +673,14 @@ class SessionChanges:
 
     def _absent_at_start(self, path: str) -> bool:
         """True when the turn-start scan proves ``path`` did not exist then."""
-        rel = os.path.relpath(path, self.cwd)
-        if rel.startswith("..") or not self._start.complete:
+        if not self._start.complete:
             return False
-        scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
-        return scanned and path not in self._start.stats
+        for top in self.dirs:
+            rel = os.path.relpath(path, top)
+            if not rel.startswith(".."):
+                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+                return scanned and path not in self._start.stats
+        return False
 
     def _snapshot(self, path: str) -> None:
         if self._absent_at_start(path):
@@ -724,11 +743,11 @@ class SessionChanges:
         return next((text for text in known if text != current), known[0] if known else NOTHING)
 
     async def _git_text(self, path: str) -> Baseline:
-        git = self._git
-        if git is None:
-            return NOTHING
-        text = await anyio.to_thread.run_sync(git.clean_text, path)
-        return NOTHING if text is None else text
+        for git in self._gits:
+            text = await anyio.to_thread.run_sync(git.clean_text, path)
+            if text is not None:
+                return text
+        return NOTHING
 
     def _targets(
         self, path: str | None, hunk: int | None, turn: int | None

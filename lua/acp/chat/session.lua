@@ -174,7 +174,7 @@ function M.sessions(chat)
         end,
       }, function(s)
         if s then
-          M.resume(ev.data.agent, s.session_id)
+          M.resume(ev.data.agent, s.session_id, registry.cwd(chat))
         end
       end)
     end,
@@ -193,14 +193,15 @@ function M.chat_of(agent, session_id)
 end
 
 --- Show the chat on session `session_id` of `agent`; none: open a new chat on
---- it, its history replayed.
-function M.resume(agent, session_id)
+--- it, its history replayed, in directory `cwd` (the chat's the sessions were
+--- listed for).
+function M.resume(agent, session_id, cwd)
   local open = M.chat_of(agent, session_id)
   if open then
     chats.switch(open)
     return open
   end
-  return chats.open({ agent = agent, new = true, session_id = session_id })
+  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
 end
 
 function M.delete(chat, session_id)

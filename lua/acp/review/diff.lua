@@ -34,10 +34,11 @@ function M.open(file, turn)
   local decided
   for _, chat in ipairs(order) do
     for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
-      if changed.path == path and (not turn or changed.turn == turn) then
+      if (changed.path == path or changed.source == path) and (not turn or changed.turn == turn) then
         -- All decided, the baseline is the text as it is: two equal sides.
         if changed.open then
-          host.notify("baseline", { chat = chat, path = path, turn = turn })
+          -- A worktree chat's file is compared where its hunks are (its source).
+          host.notify("baseline", { chat = chat, path = changed.source or path, turn = turn })
           return
         end
         decided = decided or changed.turn
