@@ -262,7 +262,7 @@ class Agent:
 
     async def result(self, value: Any) -> None:
         """Say ``RESULT <json>``, the line the scripted scenarios answer with."""
-        await self.say("RESULT " + json.dumps(value) + "\n")
+        await self.say("RESULT " + json.dumps(value) + "\n\n")  # a paragraph each
 
 
 def session_page(cursor: str | None) -> Params:

@@ -37,6 +37,32 @@ def test_streamed_reply_appears_in_transcript(editor: Editor, version: int) -> N
 
 
 @pytest.mark.parametrize("version", [1, 2])
+def test_soft_line_breaks_of_a_reply_join_and_hard_ones_stay(editor: Editor, version: int) -> None:
+    # Streamed a character at a time: each newline comes before the line it breaks to.
+    editor.setup(
+        agents={"fake": editor.fake_agent("trickle")}, default_agent="fake", protocol_version=version
+    )
+    editor.open_chat()
+    said = "Run `git\nstatus` and\n  read it:\n- one\n- two\n\n```\na\nb\n```\nend\n42"
+    editor.lua("require('acp').send(...)", said)
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    reply = lines[lines.index("## Agent") + 1 :]
+    assert reply[:9] == [
+        "Run `git status` and read it:",
+        "- one",
+        "- two",
+        "",
+        "```",
+        "a",
+        "b",
+        "```",
+        "end",  # the last line's digits came with no more text: a hard break
+    ]
+    assert reply[9] == "42"
+
+
+@pytest.mark.parametrize("version", [1, 2])
 def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor: Editor, version: int
 ) -> None:

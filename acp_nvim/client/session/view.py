@@ -71,6 +71,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
 )
+from acp_nvim.client.session.prose import reflow
 from acp_nvim.review import PatchError, format_unified, parse_unified
 
 if TYPE_CHECKING:
@@ -121,11 +122,16 @@ def message_block(key: str) -> str:
     return "#message:" + key
 
 
-def message_op(message: Message, turn: int | None = None) -> BlockOp:
+def message_op(message: Message, turn: int | None = None, shown: str | None = None) -> BlockOp:
     """The whole block of a message (on creation or replacement); ``turn``: the user's
-    message begins that turn of the shown branch (Lua edits it on ``<CR>``)."""
+    message begins that turn of the shown branch (Lua edits it on ``<CR>``);
+    ``shown``: what of an agent's text to draw (default: all of it, soft line
+    breaks joined: :mod:`.prose`). The user's text is drawn as typed."""
     prefix = _PREFIXES[message.role]
-    body = [prefix + line for line in message.text.split("\n")]
+    text = message.text
+    if message.role != "user":
+        text = reflow(text) if shown is None else shown
+    body = [prefix + line for line in text.split("\n")]
     if message.role == "user":
         body = _close_fence(body)
     op: BlockOp = {
