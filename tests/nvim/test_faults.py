@@ -208,7 +208,7 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     editor.lua("require('acp').cancel()")  # the held turn ends; the one left goes
     editor.wait_event("AcpTurnEnd", count=2)
     text = editor.transcript_text()
-    assert "echo: second\nline two" in text and "echo: first" not in text
+    assert "echo: second line two" in text and "echo: first" not in text  # a soft break
     assert queue_shown(editor) == []
 
 
