@@ -23,7 +23,7 @@ import anyio.abc
 from acp_nvim.protocol import Connection
 
 Params = dict[str, Any]
-SESSION = "fake-1"  # the id of every session/new
+SESSION = "fake-1"  # the id of the first session/new; the next are fake-2, fake-3, ...
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,7 @@ class Agent:
         self.version = 1  # 2 where the client offers it and the scenario speaks it
         self.turns = 0
         self.prompted = SESSION  # what a turn says goes to the session prompted
+        self.sessions = 0  # session/new answered
         self.calls: list[list[Any]] = []  # [method, params] of the RECORDED methods
         handlers: dict[str, Callable[[Params], Awaitable[Params]]] = {
             "initialize": self.initialize,
@@ -189,7 +190,8 @@ class Agent:
 
     async def new_session(self, params: Params) -> Params:
         self.mcp_servers = params.get("mcpServers") or []
-        return {"sessionId": SESSION, **self.scenario.session(self)}
+        self.sessions += 1  # each its own id, as a real agent's (the client refuses a taken one)
+        return {"sessionId": f"fake-{self.sessions}", **self.scenario.session(self)}
 
     async def authenticate(self, params: Params) -> Params:
         self.authenticated = params.get("methodId") == "browser"
@@ -249,8 +251,10 @@ class Agent:
             {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}, prompt.session
         )
 
-    async def update(self, update: Params, session: str = SESSION) -> None:
-        await self.c.notify("session/update", {"sessionId": session, "update": update})
+    async def update(self, update: Params, session: str | None = None) -> None:
+        """A session update to ``session`` (default: the one prompted last)."""
+        params = {"sessionId": session or self.prompted, "update": update}
+        await self.c.notify("session/update", params)
 
     async def say(
         self, text: str, kind: str = "agent_message_chunk", session: str | None = None
@@ -260,7 +264,7 @@ class Agent:
         update: Params = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
         if self.version == 2:
             update["messageId"] = f"m{self.turns}"
-        await self.update(update, session or self.prompted)
+        await self.update(update, session)
 
     async def result(self, value: Any) -> None:
         """Say ``RESULT <json>``, the line the scripted scenarios answer with."""

@@ -15,11 +15,15 @@ from typing import Any
 import anyio
 
 from acp_nvim.protocol import RequestError
-from tests.fakes.handshake import SESSION, Agent, Params, Prompt, Scenario
+from tests.fakes.handshake import Agent, Params, Prompt, Scenario
 
-SID: Params = {"sessionId": SESSION}
 ALLOW_ONCE = {"optionId": "once", "name": "Allow once", "kind": "allow_once"}
 REJECT_ONCE = {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
+
+
+def sid(agent: Agent) -> Params:
+    """The session the requests of a turn name: the one prompted."""
+    return {"sessionId": agent.prompted}
 
 
 async def file_steps(agent: Agent, prompt: Prompt) -> None:
@@ -37,7 +41,7 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
         else:
             try:
-                result: Any = await agent.c.request(f"fs/{kind}_text_file", {**SID, **args}, dict)
+                result: Any = await agent.c.request(f"fs/{kind}_text_file", {**sid(agent), **args}, dict)
             except RequestError as err:
                 result = {"error": err.code, "message": err.message}
             await agent.result(result)
@@ -71,13 +75,13 @@ async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
     call = {"toolCallId": call_id, "title": f"Edit {os.path.basename(path)}", "kind": "edit"}
     answer = await agent.c.request(
         "session/request_permission",
-        {**SID, "toolCall": {**call, "content": [diff]}, "options": [ALLOW_ONCE, REJECT_ONCE]},
+        {**sid(agent), "toolCall": {**call, "content": [diff]}, "options": [ALLOW_ONCE, REJECT_ONCE]},
         dict,
     )
     outcome = answer["outcome"]
     if outcome.get("optionId") == "once" and "write" in args:
         await agent.c.request(
-            "fs/write_text_file", {**SID, "path": path, "content": args["write"]}, dict
+            "fs/write_text_file", {**sid(agent), "path": path, "content": args["write"]}, dict
         )
     await agent.result(outcome)
 
@@ -98,7 +102,7 @@ async def opencode_write(agent: Agent, call_id: str, path: str, content: str) ->
     answer = await agent.c.request(
         "session/request_permission",
         {
-            **SID,
+            **sid(agent),
             "toolCall": {**call, "status": "in_progress", **location, "content": [diff]},
             "options": [ALLOW_ONCE, always, REJECT_ONCE],
         },
@@ -112,7 +116,7 @@ async def opencode_write(agent: Agent, call_id: str, path: str, content: str) ->
     with open(path, "w") as f:
         f.write(content)
     result = await agent.c.request(
-        "fs/write_text_file", {**SID, "path": path, "content": content}, dict
+        "fs/write_text_file", {**sid(agent), "path": path, "content": content}, dict
     )
     text = {"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}
     await agent.update(
@@ -139,7 +143,7 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
             {"optionId": "never", "name": "Never", "kind": "reject_always"},
         ]
     answer = await agent.c.request(
-        "session/request_permission", {**SID, "toolCall": call, "options": options}, dict
+        "session/request_permission", {**sid(agent), "toolCall": call, "options": options}, dict
     )
     outcome = answer["outcome"]
     await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
@@ -166,8 +170,8 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
     and written to the file ``report_to``). ``kill`` true kills it at once; a string
     kills it once its output holds that string (as an agent watching a server)."""
     script = json.loads(prompt.text)
-    created = await agent.c.request("terminal/create", {**SID, **script["create"]}, dict)
-    term = {**SID, "terminalId": created["terminalId"]}
+    created = await agent.c.request("terminal/create", {**sid(agent), **script["create"]}, dict)
+    term = {**sid(agent), "terminalId": created["terminalId"]}
     await agent.update(
         {"sessionUpdate": "tool_call", "toolCallId": "run", "title": "Run", "kind": "execute",
          "status": "in_progress",
@@ -214,7 +218,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
             await agent.c.notify("elicitation/complete", {"elicitationId": args})
         else:
             try:
-                result = await agent.c.request("elicitation/create", {**SID, **args}, dict)
+                result = await agent.c.request("elicitation/create", {**sid(agent), **args}, dict)
             except RequestError as err:
                 result = {"error": err.code}
             await agent.say(f"RESULT {json.dumps(result, sort_keys=True)}\n\n")
