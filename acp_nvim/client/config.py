@@ -251,6 +251,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
+    notify: Literal["hidden", "always", False] = "hidden"
+    """tell with |vim.notify()| when a chat's turn ends, fails or needs you: only for a
+    chat not shown in the current tab page, for every chat, or never (see
+    |acp-notices|)"""
     python: str | None = None
     """Python for the host (default: plugin venv, then g:python3_host_prog, then python3)"""
     host: Literal["job", "rplugin"] = "job"

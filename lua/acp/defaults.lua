@@ -80,6 +80,7 @@ local M = {}
 ---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
 ---@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
+---@field notify? "hidden"|"always"|false tell with |vim.notify()| when a chat's turn ends, fails or needs you: only for a chat not shown in the current tab page, for every chat, or never (see |acp-notices|)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin" how the Python side runs
 ---@field log_lines? integer lines kept by :AcpLog
@@ -110,6 +111,7 @@ M.options = {
   editor_mcp = true,
   mcp_servers = {},
   follow_agent = false,
+  notify = "hidden",
   python = nil,
   host = "job",
   log_lines = 5000,

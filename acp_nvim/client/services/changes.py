@@ -39,7 +39,7 @@ __all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -374,7 +374,7 @@ class SessionChanges:
                     "your text was kept (:AcpReview)",
                     "warn",
                 )
-            self._publish()
+            self._publish([path])
 
     # -- before and beside -------------------------------------------------------------
 
@@ -526,7 +526,7 @@ class SessionChanges:
                 "and was not reloaded",
                 "warn",
             )
-        self._publish()
+        self._publish(changed)
 
     # -- review ----------------------------------------------------------------------
 
@@ -620,8 +620,11 @@ class SessionChanges:
 
     # -- internals -------------------------------------------------------------------
 
-    def _publish(self) -> None:
+    def _publish(self, recorded: Sequence[str] = ()) -> None:
+        """Push the review to Lua; ``recorded``: the files whose changes it just took."""
         self.editor.review(self.chat_id, self.summary())
+        if recorded:
+            self.editor.emit("AcpChangesRecorded", {"chat": self.chat_id, "files": list(recorded)})
 
     def _name(self, path: str) -> str:
         rel = os.path.relpath(path, self.cwd)

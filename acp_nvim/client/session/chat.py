@@ -152,6 +152,7 @@ class Chat:
         self.muted = False
         self.prompted = True
         self.session.state = "running"
+        self.editor.emit("AcpTurnStart", {"chat": self.id, "prompt": text})
         if attachments:
             text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
         patch = MessagePatch(None, "user", text, replace=True)
@@ -301,9 +302,22 @@ class Chat:
         return self._apply_tool_call(patch)
 
     def _apply_tool_call(self, patch: ToolCallPatch) -> ToolCall:
-        call, _ = self.session.apply_tool_call(patch)
+        known = self.session.tool_calls.get(patch.id) if patch.id is not None else None
+        status = known.status if known is not None else None
+        call, created = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
+        if created or call.status != status:  # AcpToolCall: on create and status changes
+            self.editor.emit(
+                "AcpToolCall",
+                {
+                    "chat": self.id,
+                    "id": call.id,
+                    "title": call.title,
+                    "kind": call.kind,
+                    "status": call.status,
+                },
+            )
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content):
             redraw.add(view.CONTENT)

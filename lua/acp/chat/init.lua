@@ -9,6 +9,7 @@ local elicit = require("acp.chat.elicit")
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
 local mentions = require("acp.chat.context")
+local notice = require("acp.chat.notice")
 local permission = require("acp.chat.permission")
 local prompt_history = require("acp.chat.prompt_history")
 local queue = require("acp.chat.queue")
@@ -667,11 +668,13 @@ function M.render(item)
   end
   local status = batch.status
   if next(status) then
+    local before = chat.status.state or "starting"
     for key, value in pairs(status) do
       -- Python's None arrives as vim.NIL: the field is cleared.
       chat.status[key] = value ~= vim.NIL and value or nil
     end
     update_winbar(chat)
+    notice.after(chat, before, status)
   end
   if status.queue or chat.queue_mark then
     queue.draw(chat)
