@@ -6,6 +6,7 @@ local blocks_of = require("acp.chat.blocks")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
 local elicit = require("acp.chat.elicit")
+local hint = require("acp.chat.hint")
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
 local mentions = require("acp.chat.context")
@@ -401,6 +402,8 @@ function M.open(opts)
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
+  elseif not (opts.session_id or opts.history or opts.handoff) then
+    hint.show(chat)
   end
   -- Asked before the windows are made: the Python side starts (or reads a stored
   -- chat) while they are, and its ops are applied after this function returns.
@@ -661,6 +664,9 @@ function M.render(item)
     end
   end
   render.done(chat.transcript, following)
+  if #batch.created > 0 then
+    hint.clear(chat)
+  end
   open_folds(chat, batch.created)
   if #batch.tools > 0 then
     permission.update(chat, batch.tools)
