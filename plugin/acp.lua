@@ -73,9 +73,22 @@ end, {
     return require("acp.editor.terminal").keys()
   end,
 })
-command("AcpPermission", function()
-  acp().permission()
-end, { desc = "Answer the agent's pending permission request" })
+command("AcpPermission", function(args)
+  local action = args.fargs[1]
+  if action == "list" or action == "forget" then
+    require("acp.chat.grants")[action]()
+  elseif action then
+    require("acp.util").user_error(("unknown :AcpPermission %s (list, forget)"):format(action))
+  else
+    acp().permission()
+  end
+end, {
+  nargs = "?",
+  desc = "Answer the agent's pending permission request; list or forget remembered answers",
+  complete = function()
+    return { "list", "forget" }
+  end,
+})
 command("AcpReview", function()
   acp().review()
 end, { desc = "Review the agent's file changes (accept or reject hunks)" })

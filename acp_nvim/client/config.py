@@ -123,6 +123,8 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     given in both takes this one)"""
     history: bool = True
     """keep this agent's chats in the chat history (see |acp-chat-history|)"""
+    permission_policy: Literal["ask", "allow_reads", "allow_all"] | None = None
+    """this agent's `permission_policy` (default: the global one)"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
@@ -188,6 +190,24 @@ class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
         msgspec.structs.force_setattr(self, "roots", roots)
 
 
+class PermissionAllow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Tool calls allowed without asking, at your own risk (see |acp-permissions-allow|)."""
+
+    commands: list[Annotated[str, Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    """command prefixes, e.g. "git status", "npm test": a tool call running one of them
+    (alone, nothing chained to it) is allowed"""
+    paths: list[Annotated[str, Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    """files or directories (relative to the chat's directory, absolute or ~/...): a
+    tool call that runs no command and names only paths inside them is allowed"""
+
+
+class PermissionOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Permission requests answered without asking, beside `permission_policy`."""
+
+    allow: PermissionAllow = msgspec.field(default_factory=PermissionAllow)
+    """what never asks (see |acp-permissions-allow|)"""
+
+
 class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """The chat history: every chat kept in a local SQLite file, searchable."""
 
@@ -230,6 +250,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     permission_policy: Literal["ask", "allow_reads", "allow_all"] = "ask"
     """answer permission requests without asking: never, for reads (read/search/think),
     always (see |acp-permissions|)"""
+    permissions: PermissionOptions = msgspec.field(default_factory=PermissionOptions)
+    """commands and paths that never ask (see |acp-permissions-allow|)"""
     auto_save: bool = True
     """save buffers the agent edited (else left unsaved); never your unsaved edits"""
     save_events: Literal["post", "none"] = "post"
@@ -343,8 +365,13 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers", "history")
+    tables = (
+        "agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers", "history",
+        "permissions",
+    )  # fmt: skip
     raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
+    if isinstance(raw.get("permissions"), dict):
+        raw["permissions"] = {k: _table(v) for k, v in raw["permissions"].items()}
     if "mcp_servers" in raw:
         raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers")
     agents = raw.pop("agents", {})

@@ -28,6 +28,16 @@ local M = {}
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
 ---@field mcp_servers? table<string,acp.McpServerSpec> more MCP servers for this agent, added to the global `mcp_servers` (a name given in both takes this one)
 ---@field history? boolean keep this agent's chats in the chat history (see |acp-chat-history|)
+---@field permission_policy? "ask"|"allow_reads"|"allow_all" this agent's `permission_policy` (default: the global one)
+
+--- Tool calls allowed without asking, at your own risk (see |acp-permissions-allow|).
+---@class (exact) acp.PermissionAllow
+---@field commands? string[] command prefixes, e.g. "git status", "npm test": a tool call running one of them (alone, nothing chained to it) is allowed
+---@field paths? string[] files or directories (relative to the chat's directory, absolute or ~/...): a tool call that runs no command and names only paths inside them is allowed
+
+--- Permission requests answered without asking, beside `permission_policy`.
+---@class (exact) acp.PermissionOptions
+---@field allow? acp.PermissionAllow what never asks (see |acp-permissions-allow|)
 
 --- Where agents may read and write files without asking (fs/*, symlinks resolved).
 ---@class (exact) acp.FileAccessOptions
@@ -72,6 +82,7 @@ local M = {}
 ---@field default_agent? string agent used by :AcpChat without a name
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
+---@field permissions? acp.PermissionOptions commands and paths that never ask (see |acp-permissions-allow|)
 ---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
 ---@field save_events? "post"|"none" autocommands when a buffer the agent edited is saved: "post" fires BufWritePost (language servers get didSave, linters run) but not BufWritePre, so a format-on-save hook cannot change the text under review; "none" fires none
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
@@ -94,6 +105,12 @@ M.options = {
   default_agent = "demo",
   protocol_version = 1,
   permission_policy = "ask",
+  permissions = {
+    allow = {
+      commands = {},
+      paths = {},
+    },
+  },
   auto_save = true,
   save_events = "post",
   fs_access = {

@@ -35,6 +35,7 @@ from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ class App:
         return self.ctx.history
 
     @property
+    def grants(self) -> Grants:
+        return self.ctx.grants
+
+    @property
     def log(self) -> ProtocolLog:
         return self.ctx.log
 
@@ -115,6 +120,7 @@ class App:
         self.ctx.config_error = None
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
+        self.ctx.grants.configure(state_dir)
         for connection in self.pool.agents.values():
             self.pool.configure(connection)
         self.reviews.configure()

@@ -224,7 +224,7 @@ class ChatLifecycle:
     def _new_chat(self, chat_id: int, agent: str, cwd: str) -> Chat:
         from acp_nvim.client.session.chat import Chat
 
-        chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor)
+        chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor, cwd)
         self._cwds[chat_id] = cwd
         agent_config = self.ctx.config.all_agents().get(agent)
         self.ctx.history.attach(chat, cwd, keep=agent_config is None or agent_config.history)

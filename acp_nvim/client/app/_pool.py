@@ -129,8 +129,11 @@ class AgentPool:
     def configure(self, connection: AgentConnection) -> None:
         """The options an agent connection follows."""
         config = self.ctx.config
-        connection.permissions.policy = config.permission_policy
-        connection.permissions.preview = config.diff_preview is not False
+        permissions = connection.permissions
+        permissions.policy = connection.config.permission_policy or config.permission_policy
+        permissions.allow = config.permissions.allow
+        permissions.grants = self.ctx.grants
+        permissions.preview = config.diff_preview is not False
         connection.cancel_grace = config.timeouts.cancel
         self.mcp.configure(connection)
 

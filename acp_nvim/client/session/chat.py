@@ -94,9 +94,11 @@ class _Unrecorded:
 class Chat:
     """The client side of one session, bound to one chat window pair in the editor."""
 
-    def __init__(self, chat_id: int, agent: str, editor: Editor) -> None:
+    def __init__(self, chat_id: int, agent: str, editor: Editor, cwd: str | None = None) -> None:
         self.id = chat_id
         self.agent = agent
+        # The session's directory: the project remembered permission answers belong to.
+        self.cwd = cwd
         self.editor = editor
         self.session = Session()
         self.state: ChatState = "starting"
