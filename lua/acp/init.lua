@@ -79,6 +79,12 @@ function M.add(opts)
   require("acp.chat.context").add(opts or {})
 end
 
+--- Attach an image from the clipboard to the next prompt of the current chat
+--- (|:AcpPaste|): it is saved and mentioned in the input.
+function M.paste_image()
+  require("acp.chat.paste").paste()
+end
+
 --- Cancel the current turn (the turn ends with stop reason "cancelled").
 function M.cancel()
   chat_module().cancel(require_chat())

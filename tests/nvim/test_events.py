@@ -66,7 +66,9 @@ def test_a_hidden_chat_says_its_turn_ended_by_name(editor: Editor) -> None:
     editor.lua("require('acp').toggle()")
     editor.lua("require('acp').send('again')")
     editor.wait_event("AcpTurnEnd", count=2)
-    title = editor.lua("return require('acp.chat.registry').title(require('acp.chat.registry').get())")
+    title = editor.lua(
+        "return require('acp.chat.registry').title(require('acp.chat.registry').get())"
+    )
     assert notices(editor) == [f"acp: {title} ended its turn (end_turn)"]
 
 

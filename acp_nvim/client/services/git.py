@@ -11,7 +11,7 @@ files are not recorded (doc/decisions/0005-review-baselines.md).
 
 from __future__ import annotations
 
-__all__ = ["GitState"]
+__all__ = ["GitState", "git_output"]
 
 import os
 import shutil
@@ -37,13 +37,13 @@ class GitState:
         """The state of the work tree holding ``cwd``; None outside git (or no git)."""
         if shutil.which("git") is None:
             return None
-        top = _git(cwd, "rev-parse", "--show-toplevel")
+        top = git_output(cwd, "rev-parse", "--show-toplevel")
         if top is None:
             return None
         root = os.path.normpath(os.fsdecode(top).strip())
         # One thread, at a low CPU priority: git's index preload took every core for
         # its lstats of a 20k-file tree, and Neovim and the event loop waited for one.
-        status = _git(
+        status = git_output(
             root,
             "-c",
             "core.preloadIndex=false",
@@ -70,7 +70,7 @@ class GitState:
         """The text ``path`` had at turn start if git knows it (clean and tracked)."""
         if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
             return None
-        data = _git(self.root, "show", f":{os.path.relpath(path, self.root)}")
+        data = git_output(self.root, "show", f":{os.path.relpath(path, self.root)}")
         if data is None or b"\0" in data[:8192]:
             return None
         return decode_file(data).text
@@ -79,7 +79,8 @@ class GitState:
 _NICE = shutil.which("nice")
 
 
-def _git(cwd: str, *args: str, nice: bool = False) -> bytes | None:
+def git_output(cwd: str, *args: str, nice: bool = False) -> bytes | None:
+    """What ``git -C cwd args...`` prints; None when it fails (or there is no git)."""
     prefix = [_NICE, "-n", "10"] if nice and _NICE is not None else []
     try:
         done = subprocess.run(

@@ -71,19 +71,24 @@ class LoginMethod:
 
 @dataclass
 class Attachment:
-    """Context the user sends with a prompt: a file, a selection, diagnostics, an image.
+    """Context the user sends with a prompt: a file, a selection, diagnostics, an image,
+    a directory, the quickfix list, the work tree's diff, a web address.
 
     ``text`` is what the user sees (a buffer's unsaved text included); None sends
     only a link to ``uri``. ``data`` is an image's bytes, base64. ``label`` names it
-    in the transcript (``a.py``, ``a.py:10-20``).
+    in the transcript (``a.py``, ``a.py:10-20``). ``links``: a directory's files,
+    sent one link each to an agent that takes no embedded context.
     """
 
-    kind: Literal["file", "selection", "diagnostics", "image"]
+    kind: Literal[
+        "file", "selection", "diagnostics", "image", "directory", "quickfix", "diff", "url"
+    ]
     label: str
     uri: str
     text: str | None = None
     mime_type: str | None = None
     data: str | None = None
+    links: tuple[str, ...] = ()
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.
 UNFINISHED = ("pending", "in_progress")
 # Streamed chunks joined into one run of a message (see Message).
