@@ -163,10 +163,11 @@ function M.export(path, opts)
   return require("acp.chat.history").export(path, opts)
 end
 
---- The open chats, oldest first: `{id, agent, title, state, permissions}` with
---- `title` the chat's name (|:AcpChats| rename, else the session's title, else
---- the agent and id) and `permissions` the count of pending permission requests.
----@return {id: integer, agent: string, title: string, state: string, permissions: integer}[]
+--- The open chats, oldest first: `{id, agent, title, state, permissions, cwd,
+--- turns, active_at}` with `title` the chat's name (|:AcpChats| rename, else the
+--- session's title, else the agent and id), `permissions` the count of pending
+--- permission requests, `turns` the prompts shown, `active_at` its last change.
+---@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, turns: integer, active_at: integer}[]
 function M.chats()
   return chat_module().list()
 end

@@ -52,3 +52,26 @@ def test_t_goes_from_tool_call_to_tool_call(editor: Editor) -> None:
     assert press(editor, "]t") == first
     assert press(editor, "]t") == second
     assert press(editor, "[t") == first
+
+
+def test_the_session_picker_shows_agent_directory_age_and_turns(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    for n, text in enumerate(("remember me", "and this"), 1):
+        editor.lua("require('acp').send(...)", text)
+        editor.wait_event("AcpTurnEnd", count=n)
+    editor.lua(
+        "vim.ui.select = function(items, opts, on_choice)"
+        " _G.offered = vim.tbl_map(opts.format_item, items) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait("_G.offered ~= nil")
+    [item] = editor.lua("return _G.offered")
+    title, agent, where, age, turns = item.split(" · ")
+    assert (title, agent, where, turns) == (
+        "remember me",
+        "demo",
+        str(editor.tmp / "project"),
+        "2 turns",
+    )
+    assert age == "just now" or age.endswith(" ago")

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 import msgspec
 
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
@@ -218,6 +219,11 @@ class AgentPool:
         except AgentFailed as err:
             self.ctx.editor.notify(str(err))
             return
+        # What the history knows of them: the picker shows their turns, and their age.
+        turns = await anyio.to_thread.run_sync(self.ctx.history.session_turns, connection.name)
+        for session in sessions:
+            session["turns"] = turns.get(session["session_id"])
+            session["updated"] = _epoch(session.get("updated_at"))
         data = {"chat": chat_id, "agent": connection.name, "sessions": sessions}
         self.ctx.editor.emit("AcpSessionList", data)
 
@@ -290,3 +296,13 @@ class AgentPool:
         for connection in list(self.agents.values()):
             await connection.aclose()
         self.agents.clear()
+
+
+def _epoch(stamp: Any) -> float | None:
+    """An ISO 8601 time (a session's ``updatedAt``) in seconds since the epoch."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -268,6 +268,7 @@ local function create()
     input = scratch("acp://input/" .. id, "markdown"),
     blocks = blocks_of.new(),
     status = { state = "starting" },
+    active_at = os.time(),
   }
   vim.bo[chat.transcript].modifiable = false
   vim.b[chat.transcript].acp_foldexpr = function(lnum)
@@ -441,6 +442,17 @@ function M.fork(chat)
   return M.open({ agent = s.agent, fork = chat })
 end
 
+--- The turns a chat's transcript shows: your prompts in it.
+local function turns(chat)
+  local count = 0
+  for _, id in ipairs(chat.blocks.order) do
+    if chat.blocks.by_id[id].kind == "user" then
+      count = count + 1
+    end
+  end
+  return count
+end
+
 --- The open chats, oldest first, as plain tables (acp.chats()).
 function M.list()
   local list = {}
@@ -452,6 +464,9 @@ function M.list()
         title = registry.title(chat),
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
+        cwd = chat.cwd,
+        turns = turns(chat),
+        active_at = chat.active_at,
       })
     end
   end
@@ -482,7 +497,9 @@ function M.pick()
     prompt = "Chats",
     format_item = function(item)
       local waiting = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      return ("%s · %s · %s%s"):format(item.agent, item.title, item.state, waiting)
+      local turns = item.turns == 1 and "1 turn" or (item.turns .. " turns")
+      local where = vim.fn.fnamemodify(item.cwd, ":~")
+      return ("%s · %s · %s · %s · %s · %s%s"):format(item.agent, item.title, where, util.age(item.active_at), turns, item.state, waiting)
     end,
   }, function(item)
     local chat = item and registry.chats[item.id]
@@ -656,6 +673,7 @@ function M.render(item)
     return
   end
   local ops, handlers = item.ops, M.ops
+  chat.active_at = os.time()
   flood(chat, rows_of(ops))
   local batch = { chat = chat, status = {}, created = {}, tools = {} }
   local following = render.begin(chat.transcript)

@@ -18,6 +18,7 @@ local api = vim.api
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field cwd string the session's directory
+---@field active_at integer when Python last drew in it (os.time(); the chat picker)
 ---@field history? table the input's prompt history (acp.chat.prompt_history)
 ---@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
 ---@field name? string given with |:AcpChats| rename

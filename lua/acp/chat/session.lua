@@ -130,8 +130,18 @@ function M.sessions(chat)
       vim.ui.select(sessions, {
         prompt = "Resume session",
         format_item = function(s)
-          local title = s.title ~= vim.NIL and s.title or "(untitled)"
-          return ("%s  %s"):format(s.session_id, title)
+          local title = s.title ~= vim.NIL and s.title or s.session_id
+          local parts = { title, ev.data.agent }
+          if s.cwd ~= vim.NIL and s.cwd then
+            table.insert(parts, vim.fn.fnamemodify(s.cwd, ":~"))
+          end
+          if s.updated ~= vim.NIL and s.updated then
+            table.insert(parts, util.age(s.updated))
+          end
+          if s.turns ~= vim.NIL and s.turns then
+            table.insert(parts, s.turns == 1 and "1 turn" or (s.turns .. " turns"))
+          end
+          return table.concat(parts, " · ")
         end,
       }, function(s)
         if s then
