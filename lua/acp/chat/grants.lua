@@ -12,21 +12,27 @@ local function describe(grant)
   return ("%s `%s` for %s in %s"):format(ANSWERS[grant.answer] or grant.answer, grant.kind, grant.agent, vim.fn.fnamemodify(grant.project, ":~"))
 end
 
---- Show the remembered answers.
-function M.list()
+--- The remembered answers; none says so.
+local function remembered()
   local grants = host.request("permissions", {})
   if #grants == 0 then
     util.notify("no permission answer is remembered", "info")
-    return
   end
-  util.notify("remembered permission answers:\n" .. table.concat(vim.tbl_map(describe, grants), "\n"), "info")
+  return grants
+end
+
+--- Show the remembered answers.
+function M.list()
+  local grants = remembered()
+  if #grants > 0 then
+    util.notify("remembered permission answers:\n" .. table.concat(vim.tbl_map(describe, grants), "\n"), "info")
+  end
 end
 
 --- Pick a remembered answer and revoke it: its tool calls are asked again.
 function M.forget()
-  local grants = host.request("permissions", {})
+  local grants = remembered()
   if #grants == 0 then
-    util.notify("no permission answer is remembered", "info")
     return
   end
   vim.ui.select(grants, { prompt = "Forget which answer", format_item = describe }, function(grant)
