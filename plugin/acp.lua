@@ -38,8 +38,8 @@ command("AcpToggle", function()
   acp().toggle()
 end, { desc = "Hide the agent chat, or show it" })
 command("AcpSend", function(args)
-  acp().send(args.args)
-end, { nargs = "+", desc = "Send a message to the agent" })
+  acp().send(args.args, { now = args.bang })
+end, { nargs = "+", bang = true, desc = "Send a message to the agent (! now: into the running turn)" })
 command("AcpCancel", function()
   acp().cancel()
 end, { desc = "Cancel the agent's current turn" })
@@ -52,12 +52,25 @@ end, { nargs = "?", desc = "Take the files back to before turn N (default: the l
 command("AcpTurnDiff", function(args)
   require("acp.review.turn").open(tonumber(args.fargs[1]))
 end, { nargs = "?", desc = "Every file a turn changed (default: the latest), in one tab, its hunks inline" })
+command("AcpRewind", function(args)
+  acp().rewind(tonumber(args.fargs[1]))
+end, { nargs = "?", desc = "Take the conversation and the files back to before turn N (no N: pick)" })
+command("AcpBranches", function()
+  local chat = require("acp.chat.registry").get()
+  if not chat then
+    require("acp.util").user_error("no chat is open (:AcpChat)")
+  end
+  require("acp.chat.branches").pick(chat)
+end, { desc = "Pick a branch of the conversation to show and go on in" })
+command("AcpRegenerate", function()
+  acp().regenerate()
+end, { desc = "Send the last prompt again, from before its answer" })
 command("AcpQueue", function()
   acp().edit_queue()
-end, { desc = "Edit or remove a prompt waiting to be sent" })
-command("AcpEdit", function()
-  acp().edit()
-end, { desc = "Put the last prompt back in the input, to edit and send again" })
+end, { desc = "Edit, send now or remove a prompt waiting to be sent" })
+command("AcpEdit", function(args)
+  acp().edit(tonumber(args.fargs[1]))
+end, { nargs = "?", desc = "Put a prompt (default: the last) back in the input; sent, it goes from there" })
 command("AcpChats", function()
   acp().pick_chat()
 end, { desc = "Pick an open chat to switch to, close or rename" })
@@ -99,9 +112,9 @@ command("AcpHunk", function(args)
   require("acp.review.hunks").act(args.fargs[1])
 end, {
   nargs = 1,
-  desc = "Accept, reject or preview the agent hunk under the cursor",
+  desc = "Accept, reject (and say why) or preview the agent hunk under the cursor",
   complete = function()
-    return { "accept", "reject", "preview" }
+    return require("acp.review.hunks").actions
   end,
 })
 command("AcpDiff", function(args)
