@@ -151,12 +151,13 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     assert "echo: to two" in editor.transcript_text()
     chats = editor.lua("return require('acp').chats()")
     cwd = str(editor.tmp / "project")
+    here = {"cwd": cwd, "waiting": 0}  # and no worktree
     assert all(c.pop("active_at") > 0 for c in chats)
     assert chats == [
         {"id": first, "agent": "one", "title": "fake #1", "state": "ready", "permissions": 0,
-         "cwd": cwd, "turns": 0},
+         "turns": 0, **here},
         {"id": second, "agent": "two", "title": "fake #2", "state": "ready", "permissions": 0,
-         "cwd": cwd, "turns": 1},
+         "turns": 1, **here},
     ]  # fmt: skip
 
     # Rename the first chat, then switch to it from the picker: it shows the agent,

@@ -15,12 +15,13 @@ import pytest
 
 from acp_nvim.client.agent.v1 import request_error
 from acp_nvim.client.config import Config, load_config
-from acp_nvim.client.editor import RecordingEditor
-from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.session.model import DiffPart, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
+from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 
@@ -408,7 +409,7 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     """The scan (and git, and the snapshots) run in a worker thread: while it is
     blocked, the event loop goes on; if it ran on the loop, this test could never
     release it."""
-    from acp_nvim.client.services import changes as module
+    from acp_nvim.client.services import disk_changes as module
 
     (tmp_path / "a.txt").write_text("before\n")
     started, release = threading.Event(), threading.Event()

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anyio
-import msgspec
 
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.negotiate import negotiate
@@ -24,6 +23,7 @@ from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import McpOffer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.permissions import Permissions
@@ -31,7 +31,6 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks, internal_error
-from acp_nvim.mcp import McpOffer
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 
@@ -69,6 +68,7 @@ class AgentConnection:
         self.name = name
         self.serial = next(self._serials)
         self.config = config
+        # Where the process runs; each session works in its chat's own directory.
         self.cwd = agent_cwd(config, cwd)
         self.log = log
         self.reviews = reviews
@@ -81,7 +81,7 @@ class AgentConnection:
         # back to one without asking the agent (a branch picked again).
         self.opened: set[str] = set()
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
-        self.terminals = Terminals(self.chats, self.cwd)
+        self.terminals = Terminals(self.chats)
         self.permissions = Permissions()
         self.elicitations = Elicitations()
         # The MCP servers offered with each session, made for this connection.
@@ -129,7 +129,6 @@ class AgentConnection:
             self.terminals,
             self.permissions,
             tasks,
-            self.cwd,
             self.elicitations,
             self.mcp,
         )
@@ -213,7 +212,7 @@ class AgentConnection:
             raise AgentFailed(message, code=err.code) from None
         except NotOffered as err:
             raise AgentFailed(f"agent {self.name!r}: {err}") from None
-        except (ProtocolError, msgspec.MsgspecError) as err:
+        except ProtocolError as err:
             message = f"agent {self.name!r} answered nonsense while {doing}: {err}"
             raise AgentFailed(message) from None
 
@@ -239,6 +238,11 @@ class AgentConnection:
     def can_fork(self) -> bool:
         """Whether the agent advertises ``session/fork``."""
         return self.sessions is not None and self.sessions.can_fork
+
+    @property
+    def takes_roots(self) -> bool:
+        """Whether the agent advertises more workspace roots (``additionalDirectories``)."""
+        return self.sessions is not None and self.sessions.takes_roots
 
     @property
     def can_fork_at_message(self) -> bool:
@@ -317,7 +321,7 @@ class AgentConnection:
             await chat.finish_turn("cancelled")
         except RequestError as err:
             await chat.finish_turn("error", f"agent error {err}")
-        except (ProtocolError, msgspec.MsgspecError) as err:
+        except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
         except ConnectionClosed:
             with anyio.move_on_after(2):
@@ -422,7 +426,7 @@ class AgentConnection:
             with anyio.move_on_after(_CLOSE_TIMEOUT):
                 try:
                     await self.sessions.close(chat)
-                except (ConnectionClosed, RequestError, ProtocolError, msgspec.MsgspecError):
+                except (ConnectionClosed, RequestError, ProtocolError):
                     pass
 
     def detach(self, chat: Chat) -> None:

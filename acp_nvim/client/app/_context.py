@@ -36,6 +36,8 @@ class AppContext:
     grants: Grants = field(default_factory=Grants)
     # The chat history (client.history), set by the app once the rest is built.
     history: History = field(init=False)
+    # Neovim's stdpath("state") (from setup): the history's and the worktrees' home.
+    state_dir: str | None = None
 
     def __repr__(self) -> str:
         return f"<AppContext {len(self.chats)} chats>"

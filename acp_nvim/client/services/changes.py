@@ -7,22 +7,15 @@ Three ways a change arrives, all ending in the session's
   with the text the agent last read as the merge base, so user edits it has
   not seen survive and a clash becomes a conflict hunk;
 - files named by tool calls (diff content, locations) that changed on disk;
-- other files under the session's cwd that changed during the turn, found by
-  comparing (size, mtime_ns) against a bounded scan taken at turn start.
+- other files under the session's cwd and its workspace roots that changed during
+  the turn, found by comparing (size, mtime_ns) against a bounded scan taken at
+  turn start.
 
 Disk checks run when a tool call completes (the files it names, plus the
-bounded scan; completions arriving while a check runs are merged into the next
-one, so a burst of them costs a few checks, not one each) and when the turn
-ends (every file named during the turn). The
-baseline of a file changed on disk is, in this order: its text recorded
-earlier in the turn; nothing at all for a file the turn-start scan did not
-find; a snapshot taken when a tool call first named it while pending (or, in
-a git work tree, when the turn started with the file dirty); its loaded,
-unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
-found once in the new text); its git index entry when it was clean at turn
-start. An ``fs/write_text_file`` first records such a change to its file
-(opencode writes the file itself too, racing its own request).
-doc/decisions/0005-review-baselines.md explains why.
+bounded scan) and when the turn ends (every file named during the turn);
+:mod:`~acp_nvim.client.services.disk_changes` finds those changes and what
+each file held before. An ``fs/write_text_file`` first records such a change
+to its file (opencode writes the file itself too, racing its own request).
 
 Before an edit is allowed, :meth:`SessionChanges.preview` tells what it would
 do to each file (a permission prompt shows it in the file), and
@@ -35,12 +28,10 @@ with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
 
 from __future__ import annotations
 
-__all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
+__all__ = ["SessionChanges", "proposed_from_diff"]
 
 import os
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
@@ -50,8 +41,8 @@ import anyio.to_thread
 from acp_nvim.client.editor import Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
+from acp_nvim.client.services.disk_changes import NOTHING, Baseline, DiskChanges, Nothing, under
 from acp_nvim.client.services.files import Document, FileError
-from acp_nvim.client.services.git import GitState
 from acp_nvim.client.session.model import (
     ChangesPart,
     DiffPart,
@@ -73,61 +64,7 @@ from acp_nvim.review import (
     parse_unified,
 )
 
-# Directories never scanned: version control, dependencies, caches.
-SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
-)  # fmt: skip
-SCAN_MAX_FILES = 20_000
-SCAN_MAX_SECONDS = 0.25
-# A tool call naming a bigger file gets no content snapshot.
-SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
-# Dirty files of a git work tree snapshotted at turn start, at most.
-SNAPSHOT_MAX_DIRTY = 200
-
-Stat = tuple[int, int]  # (size, mtime_ns)
 Decision = Literal["accept", "reject"]
-
-
-@dataclass
-class Scan:
-    """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
-
-    stats: dict[str, Stat] = field(default_factory=dict)
-    complete: bool = True
-
-
-def scan_tree(
-    root: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
-) -> Scan:
-    """Stat the files under ``root``, skipping :data:`SKIP_DIRS` and symlinks.
-
-    Stops after ``max_files`` files or ``max_seconds`` (then ``complete`` is
-    False: files not reached are only checked when a tool call names them).
-    """
-    deadline = time.monotonic() + max_seconds
-    scan = Scan()
-    stack = [root]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        scan.stats[entry.path] = (st.st_size, st.st_mtime_ns)
-                except OSError:
-                    continue
-                if len(scan.stats) >= max_files or time.monotonic() > deadline:
-                    scan.complete = False
-                    return scan
-    return scan
 
 
 def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
@@ -139,64 +76,6 @@ def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
         return apply_patch(doc.text, patch)
     except PatchError:
         return NOTHING
-
-
-def stat_of(path: str) -> Stat | None:
-    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
-    can have that name (an agent's path with a NUL byte raises ValueError)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_size, st.st_mtime_ns)
-
-
-@dataclass
-class _CallPaths:
-    """The paths read from a tool call's content and locations, as they were then.
-
-    The model replaces those lists when they change, and only appends to content
-    (v2 chunks): the same lists at the same length mean the same paths.
-    """
-
-    content: list[Any]
-    length: int
-    locations: list[Any]
-    paths: list[tuple[str, DiffPart | None]]
-
-    def reads(self, call: ToolCall) -> bool:
-        return (
-            call.content is self.content
-            and len(call.content) == self.length
-            and call.locations is self.locations
-        )
-
-
-class _Nothing:
-    """No baseline from this source."""
-
-
-NOTHING = _Nothing()
-Baseline = str | None | _Nothing
-
-
-def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
-    """The file before a tool call's diff, given the file after it.
-
-    Agents send the whole file (some without its final newline) or only the
-    replaced fragment; ``NOTHING`` when ``current`` matches neither.
-    """
-    eol = split_text(current)[1]
-    whole = current in (new, new + eol)
-    if old is None:
-        return None if whole else NOTHING
-    if current == new:
-        return old
-    if current == new + eol:
-        return old + eol
-    if new and current.count(new) == 1:
-        return current.replace(new, old)
-    return NOTHING
 
 
 def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseline:
@@ -219,40 +98,13 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
     return NOTHING
 
 
-def _turn_start(cwd: str) -> tuple[Scan, GitState | None, dict[str, str | None]]:
-    """What a turn compares against, read in a worker thread: the scan, git's dirty
-    files, and the text of those dirty files the scan found (git knows the clean
-    ones' text; the dirty ones' exists only now)."""
-    scan = scan_tree(cwd)
-    git = GitState.read(cwd)
-    snapshots: dict[str, str | None] = {}
-    for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY] if git is not None else ():
-        stat = scan.stats.get(path)
-        if stat is not None and stat_of(path) == stat:
-            text = _read_unchanged(path, stat)
-            if not isinstance(text, _Nothing):
-                snapshots[path] = text
-    return scan, git, snapshots
-
-
-def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
-    """The text of ``path`` when it still has ``stat`` after the read; NOTHING when
-    it is too big to keep, unreadable, or being written meanwhile."""
-    if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
-        return NOTHING
-    try:
-        text = files.read_disk(path).text
-    except FileError:
-        return NOTHING
-    return text if stat_of(path) == stat else NOTHING
-
-
 class SessionChanges:
     """Review state of one session, its fs/* answers and its turn hooks.
 
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
     ``access``, when set, decides which paths the agent may read and write.
+    ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``.
     """
 
     def __init__(
@@ -262,6 +114,7 @@ class SessionChanges:
         cwd: str,
         tasks: Tasks,
         *,
+        roots: Sequence[str] = (),
         auto_save: bool = True,
         missing_file_as_empty: bool = False,
     ) -> None:
@@ -274,18 +127,7 @@ class SessionChanges:
         self.access: FileAccess | None = None
         self._tasks = tasks
         self._lock = anyio.Lock()
-        self._start = Scan()  # the turn-start scan
-        self._git: GitState | None = None  # dirty files at turn start, in a git work tree
-        self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
-        self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
-        self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
-        self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
-        # The paths of each tool call, with the content and locations lists they were
-        # read from: recomputed only when those change, not on every status update.
-        self._call_paths: dict[str, _CallPaths] = {}
-        self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
-        self._checked: set[str] = set()  # tool calls whose completion was checked
-        self._due: dict[str, None] = {}  # paths named by completions not yet checked
+        self.disk = DiskChanges(editor, self.cwd, self.store, roots)
         self._check_queued = False
         self._turn_open = False
         self._turns = 0  # turns begun
@@ -342,7 +184,7 @@ class SessionChanges:
                 # request): record that first, against the usual baselines. Outside a
                 # turn (an MCP tool, before the first prompt) a change on disk is the
                 # user's: the write's merge takes care of it.
-                await self._check_one(path)
+                await self.disk.check_one(path)
             doc = await files.load(self.editor, path, check=True)
             files.check_writable(doc)
             existed = doc.text is not None
@@ -361,7 +203,7 @@ class SessionChanges:
             final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
-            self._known[path] = stat_of(path)
+            self.disk.seen(path)
             if doc.buffer is not None and doc.buffer.moved:
                 self.editor.notify(
                     f"{self._name(path)} changed on disk behind your unsaved edits; "
@@ -426,7 +268,7 @@ class SessionChanges:
             except (FileError, EditorError):
                 continue  # nothing to show: a directory, a binary file, an editor error
             proposed = make(doc)
-            if isinstance(proposed, _Nothing) or proposed == doc.text:
+            if isinstance(proposed, Nothing) or proposed == doc.text:
                 continue
             if doc.buffer is not None:
                 old = doc.buffer.lines
@@ -439,7 +281,7 @@ class SessionChanges:
         return found
 
     def _abs(self, path: str) -> str:
-        return os.path.normpath(os.path.join(self.cwd, path))
+        return under(self.cwd, path)
 
     # -- turn hooks ------------------------------------------------------------------
 
@@ -448,43 +290,25 @@ class SessionChanges:
 
         Changes made before the first turn (an agent's fs call or MCP tool right after
         the session started) already opened a changeset: they count as the first
-        turn's, so the review's turns stay the chat's. The scan, git and the snapshots
-        run in a worker thread (a 20k-file tree takes a quarter of a second): every
-        other chat streams on meanwhile.
+        turn's, so the review's turns stay the chat's. The scan runs off the event
+        loop (:meth:`DiskChanges.begin_turn`).
         """
         async with self._lock:
-            start, git, snapshots = await anyio.to_thread.run_sync(_turn_start, self.cwd)
+            await self.disk.begin_turn()
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
-            self._start, self._git, self._snapshots = start, git, snapshots
-            self._known = dict(start.stats)
-            self._named.clear()
-            self._tried.clear()
-            self._call_paths.clear()
-            self._diffs.clear()
-            self._checked.clear()
-            self._due.clear()
             self._turn_open = True
             self._publish()
 
     def on_tool_call(self, call: ToolCall) -> None:
-        """Note the files a tool call names; check the disk once it completes."""
-        paths, fresh = self._paths(call)
-        unfinished = call.status in ("pending", "in_progress")
-        for path, diff in paths if fresh else ():
-            self._named[path] = None
-            if diff is not None:
-                self._diffs[path] = (diff.old_text, diff.new_text)
-            if unfinished and path not in self._tried:
-                self._tried.add(path)
-                self._snapshot(path)
-        if call.status in ("completed", "failed") and call.id not in self._checked:
-            self._checked.add(call.id)
-            self._due.update((path, None) for path, _ in paths)
-            if not self._check_queued:
-                self._check_queued = True
-                self._tasks.start_soon(self._check_due)
+        """Note the files a tool call names; check the disk once it completes.
+
+        Completions arriving while a check runs are merged into the next one, so a
+        burst of them costs a few checks, not one each."""
+        if self.disk.on_tool_call(call) and not self._check_queued:
+            self._check_queued = True
+            self._tasks.start_soon(self._check_due)
 
     def turn_ended(self) -> None:
         """The turn ended without :meth:`end_turn` awaited (e.g. a v2 state update)."""
@@ -500,24 +324,16 @@ class SessionChanges:
     async def check(self) -> None:
         """Record files changed on disk since they were last seen."""
         async with self._lock:
-            await self._check(self._named)
+            await self._check(self.disk.named)
 
     async def _check_due(self) -> None:
         async with self._lock:
             self._check_queued = False
-            due, self._due = self._due, {}
-            await self._check(due)
+            await self._check(self.disk.take_due())
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        now = await anyio.to_thread.run_sync(scan_tree, self.cwd)
-        candidates = dict(named)
-        candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
-        if self._start.complete and now.complete:
-            candidates.update(
-                (p, None) for p, st in self._known.items() if st is not None and p not in now.stats
-            )
-        changed = [path for path in candidates if await self._check_one(path)]
+        changed = await self.disk.changed(named)
         if not changed:
             return
         for path in await self.editor.reload_buffers(changed):
@@ -569,7 +385,7 @@ class SessionChanges:
             if followed is not None and (self.auto_save or change.kind == "disk"):
                 doc = Document(path, buffer.text, buffer)
                 await files.follow(self.editor, doc, (before or "", followed))
-                self._known[path] = stat_of(path)
+                self.disk.seen(path)
             self._publish()
 
     async def restore(self, turn: int) -> list[str]:
@@ -630,99 +446,11 @@ class SessionChanges:
         rel = os.path.relpath(path, self.cwd)
         return path if rel.startswith("..") else rel
 
-    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, DiffPart | None]], bool]:
-        """The files ``call`` names, and whether they are new since its last update."""
-        known = self._call_paths.get(call.id)
-        if known is not None and known.reads(call):
-            return known.paths, False
-        found: list[tuple[str, DiffPart | None]] = []
-        for part in call.content:
-            if isinstance(part, DiffPart):
-                found.append((part.path, part))
-            elif isinstance(part, ChangesPart):
-                for op in part.changes:
-                    found += [(p, None) for p in (op.path, op.old_path) if p]
-        found += [(loc.path, None) for loc in call.locations]
-        paths = [(self._abs(p), d) for p, d in found]
-        self._call_paths[call.id] = _CallPaths(
-            call.content, len(call.content), call.locations, paths
-        )
-        return paths, True
-
-    def _absent_at_start(self, path: str) -> bool:
-        """True when the turn-start scan proves ``path`` did not exist then."""
-        rel = os.path.relpath(path, self.cwd)
-        if rel.startswith("..") or not self._start.complete:
-            return False
-        scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
-        return scanned and path not in self._start.stats
-
-    def _snapshot(self, path: str) -> None:
-        if self._absent_at_start(path):
-            # Whatever it holds by now (a fast agent writes before we read the
-            # announcement) is the agent's: its "before" is no file at all.
-            return
-        stat = stat_of(path)
-        if path in self._known and self._known[path] != stat:
-            return  # already changed since the turn began: not a "before" text
-        text = _read_unchanged(path, stat)
-        if isinstance(text, _Nothing):
-            return
-        self._snapshots[path] = text
-        self._known.setdefault(path, stat)
-
     def _latest(self, path: str) -> Changeset:
         for changeset in reversed(self.store.turns()):
             if path in changeset:
                 return changeset
         raise ReviewError(f"{path}: no recorded changes")
-
-    async def _check_one(self, path: str) -> bool:
-        stat = stat_of(path)
-        if path in self._known and self._known[path] == stat:
-            return False
-        try:
-            current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
-        except FileError:
-            self._known[path] = stat
-            return False
-        baseline = await self._baseline(path, current)
-        self._known[path] = stat
-        if isinstance(baseline, _Nothing) or baseline == current:
-            return False
-        self.store.record(path, baseline, current, "disk")
-        return True
-
-    async def _baseline(self, path: str, current: str | None) -> Baseline:
-        """What ``path`` held before the agent changed it (see the module docstring).
-
-        The first source that differs from ``current`` wins; sources that agree
-        with it (a buffer Neovim already reloaded) do not hide a later one.
-        """
-        changeset = self.store.current
-        if changeset is not None and path in changeset:
-            return changeset.file(path).current
-        if self._absent_at_start(path):
-            # Not there when the turn began, and nothing recorded it since: whatever
-            # a tool call's oldText or a buffer says (opencode sends "" for a new file).
-            return None
-        state = await self.editor.read_buffer(path)
-        diff = self._diffs.get(path)
-        sources: list[Baseline] = [
-            self._snapshots.get(path, NOTHING),
-            state.text if state is not None and not state.modified else NOTHING,
-            baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
-            await self._git_text(path),
-        ]
-        known = [text for text in sources if not isinstance(text, _Nothing)]
-        return next((text for text in known if text != current), known[0] if known else NOTHING)
-
-    async def _git_text(self, path: str) -> Baseline:
-        git = self._git
-        if git is None:
-            return NOTHING
-        text = await anyio.to_thread.run_sync(git.clean_text, path)
-        return NOTHING if text is None else text
 
     def _targets(
         self, path: str | None, hunk: int | None, turn: int | None
@@ -770,4 +498,4 @@ class SessionChanges:
         final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)
-        self._known[doc.path] = stat_of(doc.path)
+        self.disk.seen(doc.path)

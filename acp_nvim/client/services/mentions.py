@@ -11,14 +11,15 @@ import difflib
 import os
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
-from acp_nvim.client.services.changes import scan_tree
+from acp_nvim.client.services.disk_changes import scan_tree
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.services.git import git_output
+from acp_nvim.client.services.git import GitError, git
 from acp_nvim.client.session.model import Attachment
 from acp_nvim.client.text import decode_file
 
@@ -32,7 +33,9 @@ async def directory(path: str, label: str) -> tuple[Attachment, str | None]:
     :data:`MAX_DIRECTORY_FILES`; the text lists them, ``links`` are their URIs."""
     if not os.path.isdir(path):
         raise ServiceError(f"{label}: no such directory")
-    scan = await anyio.to_thread.run_sync(scan_tree, path, MAX_DIRECTORY_FILES + 1)
+    scan = await anyio.to_thread.run_sync(
+        partial(scan_tree, path, max_files=MAX_DIRECTORY_FILES + 1)
+    )
     files = sorted(scan.stats)
     warning = None
     if len(files) > MAX_DIRECTORY_FILES or not scan.complete:
@@ -72,22 +75,24 @@ async def work_tree_diff(cwd: str, unsaved: Sequence[dict[str, Any]]) -> Attachm
 
 
 def _diff(cwd: str, unsaved: Sequence[dict[str, Any]]) -> Attachment:
-    top = git_output(cwd, "rev-parse", "--show-toplevel")
-    if top is None:
-        raise ServiceError("@diff: not in a git work tree")
+    try:
+        top = git(cwd, "rev-parse", "--show-toplevel")
+    except GitError as err:
+        raise ServiceError(f"@diff: {err}") from None
     root = os.path.normpath(os.fsdecode(top).strip())
     buffers = {
         os.path.relpath(str(b["path"]), root): str(b.get("text") or "")
         for b in unsaved
         if b.get("path") and os.path.commonpath([root, str(b["path"])]) == root
     }
-    raw = git_output(root, "diff", "HEAD", "--no-color", "--no-ext-diff")
-    if raw is None:  # no commit yet: everything staged is new
-        raw = git_output(root, "diff", "--cached", "--no-color", "--no-ext-diff") or b""
+    try:
+        raw = git(root, "diff", "HEAD", "--no-color", "--no-ext-diff")
+    except GitError:  # no commit yet: everything staged is new
+        raw = _git_or_none(root, "diff", "--cached", "--no-color", "--no-ext-diff") or b""
     sections = [s for s in re.split(r"(?m)^(?=diff --git )", os.fsdecode(raw)) if s]
     kept = [s for s in sections if _section_path(s) not in buffers]
     for rel, text in sorted(buffers.items()):
-        head = git_output(root, "show", f"HEAD:{rel}")
+        head = _git_or_none(root, "show", f"HEAD:{rel}")
         before = decode_file(head).text if head is not None else ""
         lines = difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -100,6 +105,14 @@ def _diff(cwd: str, unsaved: Sequence[dict[str, Any]]) -> Attachment:
             kept.append(f"diff --git a/{rel} b/{rel} (unsaved buffer)\n{patch}")
     text = "".join(kept) or "(no changes against HEAD)"
     return Attachment("diff", "git diff", Path(root).as_uri(), text, "text/x-diff")
+
+
+def _git_or_none(cwd: str, *args: str) -> bytes | None:
+    """Git's output, or None when it fails (no such commit or file)."""
+    try:
+        return git(cwd, *args)
+    except GitError:
+        return None
 
 
 def _section_path(section: str) -> str | None:

@@ -185,10 +185,10 @@ class Permissions:
             and pending.tool_kind in _REMEMBERED_TOOL_KINDS
         ):
             self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
-            if pending.chat.cwd is not None:
-                self.grants.remember(
-                    pending.chat.cwd, pending.chat.agent, pending.tool_kind, option.kind
-                )
+            # The user's directory: a worktree chat's answers are its project's.
+            self.grants.remember(
+                pending.chat.workspace.user_cwd, pending.chat.agent, pending.tool_kind, option.kind
+            )
         pending.done.set()
         return True
 
@@ -240,8 +240,8 @@ class Permissions:
         tool_kind = call.kind
         remembered = self._remembered.get(chat.id, {}).get(tool_kind)
         why = f"remembered for `{tool_kind}`"
-        if remembered is None and chat.cwd is not None and tool_kind in _REMEMBERED_TOOL_KINDS:
-            remembered = self.grants.answer(chat.cwd, chat.agent, tool_kind)
+        if remembered is None and tool_kind in _REMEMBERED_TOOL_KINDS:
+            remembered = self.grants.answer(chat.workspace.user_cwd, chat.agent, tool_kind)
             why = f"remembered for `{tool_kind}` in this project (:AcpPermission list)"
         if remembered in _ONCE:
             for kind in (remembered, _ONCE[remembered]):
@@ -250,7 +250,7 @@ class Permissions:
         if self.policy == "allow_all" or (self.policy == "allow_reads" and tool_kind in READ_KINDS):
             why = f"policy {self.policy}"
         else:
-            listed = allowed(call, self.allow, chat.cwd) if chat.cwd is not None else None
+            listed = allowed(call, self.allow, chat.workspace.cwd)
             if listed is None:
                 return None
             why = listed

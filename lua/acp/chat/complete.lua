@@ -1,43 +1,47 @@
 -- Completion in the chat input: `/` at the start of the input offers the agent's
--- slash commands, `@` offers context (files of the session's directory, open
--- buffers, @selection, @diagnostics, @buffers, @quickfix, @diff: acp.chat.context). Built in through 'omnifunc'
--- and opened as you type; lua/acp/completion/{blink,cmp}.lua serve the same items
--- to blink.cmp and nvim-cmp. After a command, its input hint shows as virtual text.
+-- slash commands, `@` offers context (files of the chat's directory and its
+-- workspace roots, open buffers, @selection, @diagnostics, @buffers, @quickfix,
+-- @diff: acp.chat.context). Built in through 'omnifunc' and opened as you type;
+-- lua/acp/completion/{blink,cmp}.lua serve the same items to blink.cmp and
+-- nvim-cmp. After a command, its input hint shows as virtual text.
 local registry = require("acp.chat.registry")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace("acp.hint")
 
--- Files listed at most, and how long a listing is reused.
+-- Files listed at most per directory, and how long a listing is reused.
 local MAX_FILES = 5000
 local TTL_MS = 10000
-local cache = { cwd = nil, at = 0, files = {} }
+---@type table<string, {at: integer, files: string[]}> by directory
+local cache = {}
 
-local function run(cmd)
+local function run(cmd, dir)
   local ok, result = pcall(function()
-    return vim.system(cmd, { text = true }):wait(2000)
+    return vim.system(cmd, { text = true, cwd = dir }):wait(2000)
   end)
   if ok and result.code == 0 and result.stdout then
     return vim.split(result.stdout, "\n", { trimempty = true })
   end
 end
 
---- Files under the working directory: git's list, else rg's, else a bounded walk.
-local function project_files()
-  local cwd = vim.fn.getcwd()
+--- The files under directory `dir`, relative to it: git's list, else rg's, else a
+--- bounded walk.
+local function files_of(dir)
   local now = vim.uv.now()
-  if cache.cwd == cwd and now - cache.at < TTL_MS then
-    return cache.files
+  local cached = cache[dir]
+  if cached and now - cached.at < TTL_MS then
+    return cached.files
   end
-  local files = run({ "git", "ls-files", "--cached", "--others", "--exclude-standard" })
+  local files = run({ "git", "ls-files", "--cached", "--others", "--exclude-standard" }, dir)
   if not files and vim.fn.executable("rg") == 1 then
-    files = run({ "rg", "--files" })
+    files = run({ "rg", "--files" }, dir)
   end
   if not files then
     files = {}
-    for name, kind in vim.fs.dir(cwd, { depth = 6 }) do
+    for name, kind in vim.fs.dir(dir, { depth = 6 }) do
       if kind == "file" and not name:match("^%.git/") then
         table.insert(files, name)
         if #files >= MAX_FILES then
@@ -46,8 +50,8 @@ local function project_files()
       end
     end
   end
-  cache = { cwd = cwd, at = now, files = vim.list_slice(files, 1, MAX_FILES) }
-  return cache.files
+  cache[dir] = { at = now, files = vim.list_slice(files, 1, MAX_FILES) }
+  return cache[dir].files
 end
 
 --- The completion items for `prefix` (`/...` or `@...`) in `chat`, as
@@ -76,14 +80,19 @@ function M.items(chat, prefix)
   for _, buf in ipairs(api.nvim_list_bufs()) do
     local name = api.nvim_buf_get_name(buf)
     if vim.bo[buf].buflisted and vim.bo[buf].buftype == "" and name ~= "" then
-      local rel = vim.fn.fnamemodify(name, ":.")
-      seen[rel] = true
-      add("@" .. rel, vim.bo[buf].modified and "buffer [+]" or "buffer")
+      local mention = workspace.mention(chat, name)
+      seen[mention] = true
+      add("@" .. mention, vim.bo[buf].modified and "buffer [+]" or "buffer")
     end
   end
-  for _, file in ipairs(project_files()) do
-    if not seen[file] then
-      add("@" .. file, "file")
+  -- The chat's directory first, then each root's files by where they are.
+  for index, dir in ipairs(registry.dirs(chat)) do
+    for _, file in ipairs(files_of(dir)) do
+      local mention = index == 1 and file or workspace.mention(chat, vim.fs.joinpath(dir, file))
+      if not seen[mention] then
+        seen[mention] = true
+        add("@" .. mention, index == 1 and "file" or ("file of " .. vim.fs.basename(dir)))
+      end
     end
   end
   return items

@@ -145,7 +145,7 @@ function M.sessions(chat)
         end,
       }, function(s)
         if s then
-          M.resume(ev.data.agent, s.session_id)
+          M.resume(ev.data.agent, s.session_id, registry.cwd(chat))
         end
       end)
     end,
@@ -153,9 +153,10 @@ function M.sessions(chat)
   host.notify("list_sessions", { chat = chat.id })
 end
 
---- Open a new chat on session `session_id` of `agent`, its history replayed.
-function M.resume(agent, session_id)
-  return chats.open({ agent = agent, new = true, session_id = session_id })
+--- Open a new chat on session `session_id` of `agent`, its history replayed, in
+--- directory `cwd` (the chat's the sessions were listed for).
+function M.resume(agent, session_id, cwd)
+  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
 end
 
 function M.delete(chat, session_id)

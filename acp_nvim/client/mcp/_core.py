@@ -39,8 +39,8 @@ from typing import Any, Final
 import anyio.to_thread
 
 from acp_nvim import __version__
+from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.mcp._session import ToolSession
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -70,7 +70,7 @@ async def _tools() -> ModuleType:
     if _tools_module is None:
         from importlib import import_module
 
-        _tools_module = await anyio.to_thread.run_sync(import_module, "acp_nvim.mcp._tools")
+        _tools_module = await anyio.to_thread.run_sync(import_module, "acp_nvim.client.mcp._tools")
     return _tools_module
 
 
@@ -206,8 +206,17 @@ class McpServer:
             "protocolVersion": self.version,
             "capabilities": self._capabilities(self.version),
             "serverInfo": _SERVER_INFO,
-            "instructions": _INSTRUCTIONS,
+            "instructions": self._instructions(),
         }
+
+    def _instructions(self) -> str:
+        """How the tools work, and where the session works: its directory and workspace
+        roots (an agent that takes no roots on ACP learns of them here)."""
+        cwd, *roots = self.session.dirs
+        where = f" The session's directory is {cwd}"
+        if roots:
+            where += "; its other workspace roots: " + ", ".join(roots)
+        return f"{_INSTRUCTIONS}{where}."
 
     async def _ping(self, params: dict[str, Any], version: str) -> dict[str, Any]:
         return {}
@@ -216,7 +225,7 @@ class McpServer:
         return {
             "supportedVersions": _SUPPORTED,
             "capabilities": self._capabilities(MODERN_VERSIONS[-1]),
-            "instructions": _INSTRUCTIONS,
+            "instructions": self._instructions(),
             **_cacheable(MODERN_VERSIONS[-1]),
         }
 
