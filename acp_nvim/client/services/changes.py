@@ -440,7 +440,12 @@ class SessionChanges:
         """Push the review to Lua; ``recorded``: the files whose changes it just took."""
         self.editor.review(self.chat_id, self.summary())
         if recorded:
-            self.editor.emit("AcpChangesRecorded", {"chat": self.chat_id, "files": list(recorded)})
+            files = [self.reviewed_path(path) for path in recorded]
+            self.editor.emit("AcpChangesRecorded", {"chat": self.chat_id, "files": files})
+
+    def reviewed_path(self, path: str) -> str:
+        """The name the review (:meth:`summary`) lists the file ``path`` under."""
+        return path
 
     def _name(self, path: str) -> str:
         rel = os.path.relpath(path, self.cwd)

@@ -519,10 +519,11 @@ function M.pick()
     prompt = "Chats",
     format_item = function(item)
       local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      local worktree = item.worktree and (" · worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting) or ""
+      -- A worktree chat works in its worktree: that is its directory.
+      local where = item.worktree and ("worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting)
+        or vim.fn.fnamemodify(item.cwd, ":~")
       local turns = item.turns == 1 and "1 turn" or (item.turns .. " turns")
-      local where = vim.fn.fnamemodify(item.cwd, ":~")
-      return ("%s · %s · %s · %s · %s · %s%s%s"):format(item.agent, item.title, where, util.age(item.active_at), turns, item.state, asking, worktree)
+      return ("%s · %s · %s · %s · %s · %s%s"):format(item.agent, item.title, where, util.age(item.active_at), turns, item.state, asking)
     end,
   }, function(item)
     local chat = item and registry.chats[item.id]
