@@ -6,12 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from acp_nvim.client.config import PermissionAllow
 from acp_nvim.client.services.allowlist import allowed
 from acp_nvim.client.services.grants import Grants
-from acp_nvim.client.session.model import DiffPart, Location, ToolCall
+from acp_nvim.client.services.permissions import Permissions
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import (
+    DiffPart,
+    Location,
+    PermissionOption,
+    ToolCall,
+    ToolCallPatch,
+)
+from acp_nvim.client.session.workspace import Workspace, Worktree
+from tests.fakes.editor import RecordingEditor
+from tests.unit.conftest import wait_for
 
 ALLOW = PermissionAllow(commands=["git status", "npm test"], paths=["src", "/tmp/shared"])
 
@@ -79,3 +91,29 @@ def test_an_unreadable_file_holds_no_answer(tmp_path: Path) -> None:
     assert Grants(str(path)).entries() == [
         {"project": "/p", "agent": "claude", "kind": "read", "answer": "allow_always"}
     ]
+
+
+@pytest.mark.anyio
+async def test_a_worktree_chats_always_answer_is_its_projects(tmp_path: Path) -> None:
+    """Remembered by the user's directory the worktree stands for: a plain chat of the
+    project is answered by it; allow-listed paths are the worktree's own."""
+    project, tree = str(tmp_path / "project"), str(tmp_path / "tree")
+    grants = Grants(str(tmp_path / "permissions.json"))
+    perms = Permissions(grants=grants)
+    worktree = Workspace(tree, worktree=Worktree(tree, "acp/1", project, "HEAD"))
+    there = Chat(1, "fake", RecordingEditor(), worktree)
+    there.ready("s1", 1, None)
+    always = [PermissionOption("always", "Always", "allow_always")]
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(perms.ask, there, ToolCallPatch("c1", kind="execute"), always)
+        await wait_for(lambda: bool(perms.pending(there)))
+        assert perms.answer(perms.pending(there)[0], "always")
+    assert grants.entries() == [
+        {"project": project, "agent": "fake", "kind": "execute", "answer": "allow_always"}
+    ]
+    here = Chat(2, "fake", RecordingEditor(), Workspace(project))
+    here.ready("s2", 1, None)
+    assert await perms.ask(here, ToolCallPatch("c2", kind="execute"), always) == "always"
+    perms.allow = PermissionAllow(paths=["src"])
+    inside = ToolCallPatch("c3", kind="edit", locations=[Location(tree + "/src/a.py")])
+    assert await perms.ask(there, inside, always) == "always"
