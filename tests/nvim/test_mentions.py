@@ -45,35 +45,43 @@ def test_a_directory_is_a_link_per_file_or_one_listing(
 
 
 @VERSIONS
+@pytest.mark.parametrize("embed", [True, False])
 def test_buffers_sends_every_file_buffer_with_its_unsaved_text(
-    editor: Editor, version: int
+    editor: Editor, version: int, embed: bool
 ) -> None:
-    for name in ("one.txt", "two.txt"):
-        (project(editor) / name).write_text(f"{name}\n")
-        editor.nvim.command(f"edit {project(editor) / name}")
+    one, two = project(editor) / "one.txt", project(editor) / "two.txt"
+    for path in (one, two):
+        path.write_text(f"{path.name}\n")
+        editor.nvim.command(f"edit {path}")
     editor.nvim.current.buffer[:] = ["two, unsaved"]
-    open_with(editor, "blocks+embed", version)
+    open_with(editor, "blocks+embed" if embed else "blocks", version)
     editor.lua("require('acp').send('all @buffers')")
-    sent = {b["resource"]["uri"]: b["resource"]["text"] for b in blocks(editor)[1:]}
-    assert sent == {
-        (project(editor) / "one.txt").as_uri(): "one.txt\n",
-        (project(editor) / "two.txt").as_uri(): "two, unsaved\n",
-    }
+    sent = blocks(editor)[1:]
+    if embed:
+        texts = {b["resource"]["uri"]: b["resource"]["text"] for b in sent}
+        assert texts == {one.as_uri(): "one.txt\n", two.as_uri(): "two, unsaved\n"}
+    else:  # links the agent reads, through the editor: the unsaved text too
+        assert {(b["type"], b["uri"]) for b in sent} == {
+            ("resource_link", one.as_uri()),
+            ("resource_link", two.as_uri()),
+        }
 
 
 @VERSIONS
-def test_quickfix_goes_as_text(editor: Editor, version: int) -> None:
+@pytest.mark.parametrize("embed", [True, False])
+def test_quickfix_goes_as_text(editor: Editor, version: int, embed: bool) -> None:
     (project(editor) / "q.py").write_text("x\n")
     editor.lua(
         "vim.fn.setqflist({{filename = ..., lnum = 1, col = 2, text = 'bad x', type = 'E'}})",
         str(project(editor) / "q.py"),
     )
-    open_with(editor, "blocks", version)
+    open_with(editor, "blocks+embed" if embed else "blocks", version)
     editor.lua("require('acp').send('fix @quickfix')")
-    assert blocks(editor)[1] == {
-        "type": "text",
-        "text": "quickfix list:\n```\nq.py:1:2: E: bad x\n```",
-    }
+    [sent] = blocks(editor)[1:]
+    if embed:
+        assert sent["resource"]["text"] == "q.py:1:2: E: bad x"
+    else:
+        assert sent == {"type": "text", "text": "quickfix list:\n```\nq.py:1:2: E: bad x\n```"}
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -81,7 +89,10 @@ def git(cwd: Path, *args: str) -> None:
 
 
 @VERSIONS
-def test_diff_is_the_work_trees_with_unsaved_buffers(editor: Editor, version: int) -> None:
+@pytest.mark.parametrize("embed", [True, False])
+def test_diff_is_the_work_trees_with_unsaved_buffers(
+    editor: Editor, version: int, embed: bool
+) -> None:
     root = project(editor)
     git(root, "init", "-q")
     (root / "saved.txt").write_text("old\n")
@@ -91,11 +102,15 @@ def test_diff_is_the_work_trees_with_unsaved_buffers(editor: Editor, version: in
     (root / "saved.txt").write_text("new\n")
     editor.nvim.command(f"edit {root / 'open.txt'}")
     editor.nvim.current.buffer[:] = ["first", "unsaved"]
-    open_with(editor, "blocks+embed", version)
+    open_with(editor, "blocks+embed" if embed else "blocks", version)
     editor.lua("require('acp').send('review @diff')")
     [diff] = blocks(editor)[1:]
-    text = diff["resource"]["text"]
-    assert diff["resource"]["mimeType"] == "text/x-diff"
+    if embed:
+        text = diff["resource"]["text"]
+        assert diff["resource"]["mimeType"] == "text/x-diff"
+    else:
+        text = diff["text"]
+        assert text.startswith("git diff:\n```")
     assert "-old\n+new\n" in text
     assert "+++ b/open.txt\n@@ -1 +1,2 @@\n first\n+unsaved\n" in text
 
