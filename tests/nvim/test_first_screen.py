@@ -11,7 +11,7 @@ from tests.nvim.conftest import Editor
 
 HINT = """
 local buf = require('acp').status().transcript_buf
-local ns = vim.api.nvim_get_namespaces()['acp.hint']
+local ns = vim.api.nvim_get_namespaces()['acp.first_screen']
 local lines = {}
 for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {details = true})) do
   for _, line in ipairs(mark[4].virt_lines or {}) do

@@ -5,7 +5,7 @@ local config = require("acp.config")
 
 local M = {}
 local api = vim.api
-local ns = api.nvim_create_namespace("acp.hint")
+local ns = api.nvim_create_namespace("acp.first_screen")
 
 --- The keys that send the input, as the user set them (an empty list: none).
 local function send_keys()
