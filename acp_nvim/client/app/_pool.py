@@ -8,6 +8,7 @@ __all__ = ["AgentPool"]
 
 import base64
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -304,8 +305,6 @@ class AgentPool:
 
 def _epoch(stamp: Any) -> float | None:
     """An ISO 8601 time (a session's ``updatedAt``) in seconds since the epoch."""
-    from datetime import datetime
-
     try:
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
     except ValueError:
