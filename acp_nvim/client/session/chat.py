@@ -345,16 +345,8 @@ class Chat:
         if self.changes is not None:
             self.changes.on_tool_call(call)
         if created or call.status != status:  # AcpToolCall: on create and status changes
-            self.editor.emit(
-                "AcpToolCall",
-                {
-                    "chat": self.id,
-                    "id": call.id,
-                    "title": call.title,
-                    "kind": call.kind,
-                    "status": call.status,
-                },
-            )
+            data = {"chat": self.id, "id": call.id, "title": call.title, "kind": call.kind}
+            self.editor.emit("AcpToolCall", {**data, "status": call.status})
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content):
             redraw.add(view.CONTENT)
