@@ -156,6 +156,8 @@ def test_a_clipboard_image_goes_as_an_image_block_shown_by_name_and_size(
     (tools / "wl-paste").chmod(0o755)
     editor.lua("vim.env.PATH = ... .. ':' .. vim.env.PATH", str(tools))
     status = open_with(editor, "blocks+embed+image", version)
+    # Neovim's directory apart from the chat's: the mention must name the chat's file.
+    editor.nvim.command(f"cd {editor.tmp}")
     editor.nvim.command("AcpPaste")
     input_buf = status["input_buf"]
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1]:find('@') ~= nil")

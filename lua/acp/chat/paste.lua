@@ -5,6 +5,7 @@
 local context = require("acp.chat.context")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 
@@ -47,11 +48,15 @@ function M.paste()
       local dir = vim.fn.stdpath("cache") .. "/acp"
       vim.fn.mkdir(dir, "p")
       local path = ("%s/clipboard-%s-%d.png"):format(dir, os.date("%Y%m%d-%H%M%S"), vim.uv.hrtime() % 1000)
-      local file = assert(io.open(path, "wb"))
+      local file, err = io.open(path, "wb")
+      if not file then
+        util.notify(("cannot save the clipboard's image: %s"):format(err), "error")
+        return
+      end
       file:write(data)
       file:close()
       if registry.valid(chat) then
-        context.insert(chat, "@" .. vim.fn.fnamemodify(path, ":~:.") .. " ")
+        context.insert(chat, "@" .. workspace.mention(chat, path) .. " ")
       end
     end)
   end)
