@@ -295,6 +295,10 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert (file["path"], file["source"]) == (str(f), str(worktree / "f.txt"))
     # Named as the review names it: your file, where accepting brings it.
     assert editor.events("AcpChangesRecorded")[-1] == {"chat": chat, "files": [str(f)]}
+    editor.nvim.command("AcpTurnDiff")  # the worktree's copy: where the hunks wait
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(worktree / "f.txt")
+    assert editor.lua("return vim.wo.winbar").endswith(" · f.txt · +2 -2 · in the worktree")
+    editor.nvim.command("tabclose")
     first, last = file["hunks"]
     assert editor.lua("return require('acp').chats()[1].waiting") == 2
 

@@ -49,8 +49,15 @@ function M.open(turn)
         vim.cmd("belowright split")
       end
       first = false
-      vim.cmd.edit(vim.fn.fnameescape(file.path))
-      local label = ("turn %d · %s · %s%s"):format(shown, vim.fn.fnamemodify(file.path, ":~:."), counts(file), file.created and " · new" or "")
+      -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
+      vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
+      local label = ("turn %d · %s · %s%s%s"):format(
+        shown,
+        vim.fn.fnamemodify(file.path, ":~:."),
+        counts(file),
+        file.created and " · new" or "",
+        file.source and " · in the worktree" or ""
+      )
       vim.wo.winbar = label:gsub("%%", "%%%%")
     end
   end
