@@ -107,10 +107,13 @@ async def test_always_is_remembered_per_tool_kind_chat_and_project() -> None:
     assert await outcome(perms, chat, "edit", NO_KINDS, "c4") == "ask"
     assert await outcome(perms, chat, "execute", FULL, "c5") == "ask"
     assert await outcome(perms, other_chat, "edit", FULL, "c6") == "ask"
-    assert editor.transcript(1)["c2"][-1] == "**Permission:** Always allow (remembered for `edit`)"
-    perms.forget(chat)  # the chat closed: its project still remembers
+    assert editor.transcript(1)["c2"][-1] == (
+        "**Permission:** Always allow (remembered for `edit` in this project)"
+    )
+    perms.cancel(chat)  # the chat closed: its project still remembers
     assert await outcome(perms, chat, "edit", FULL, "c7") == "proceed_always"
-    assert perms.grants.forget(chat.workspace.cwd, "fake", "edit")  # :AcpPermission forget
+    # :AcpPermission forget: at once, for the chat that answered too.
+    assert perms.grants.forget(chat.workspace.cwd, "fake", "edit")
     assert await outcome(perms, chat, "edit", FULL, "c8") == "ask"
 
 

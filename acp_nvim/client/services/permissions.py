@@ -2,8 +2,8 @@
 
 An agent asks before a tool call runs (``session/request_permission``). The
 request's tool call is applied as an upsert first (gemini sends a rejected
-edit's call only here). Then an earlier "always" answer (this chat's, else one
-remembered for the project: ``services.grants``), the user's allow-list
+edit's call only here). Then an earlier "always" answer (remembered for the
+project and agent: ``services.grants``), the user's allow-list
 (``services.allowlist``) or the policy decides, or the prompt waits at its tool
 call until the user picks an option.
 A pending prompt is answered ``cancelled`` when the turn is cancelled or ends,
@@ -84,7 +84,7 @@ class _Pending:
 
 
 class Permissions:
-    """Pending requests and remembered answers for the chats of one agent.
+    """Pending requests of the chats of one agent, and how they are answered.
 
     ``policy`` is the user's ``permission_policy`` option (the agent's own, else the
     global one), ``allow`` the ``permissions.allow`` option, ``preview`` whether
@@ -98,7 +98,6 @@ class Permissions:
         self.grants = grants if grants is not None else Grants()
         self.preview = True
         self._pending: dict[str, _Pending] = {}
-        self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
         self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -184,8 +183,8 @@ class Permissions:
             and option.kind in _ONCE
             and pending.tool_kind in _REMEMBERED_TOOL_KINDS
         ):
-            self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
-            # The user's directory: a worktree chat's answers are its project's.
+            # The one memory of it (so :AcpPermission forget is at once true for every
+            # chat); by the user's directory: a worktree chat's answers are its project's.
             self.grants.remember(
                 pending.chat.workspace.user_cwd, pending.chat.agent, pending.tool_kind, option.kind
             )
@@ -224,11 +223,6 @@ class Permissions:
             if pending.chat is chat:
                 pending.done.set()
 
-    def forget(self, chat: Chat) -> None:
-        """The chat is closing: cancel what it waits for and drop its remembered answers."""
-        self.cancel(chat)
-        self._remembered.pop(chat.id, None)
-
     def _decide(
         self, chat: Chat, call: ToolCall, options: list[PermissionOption]
     ) -> tuple[PermissionOption, str] | None:
@@ -238,11 +232,10 @@ class Permissions:
             if option.kind in _KIND_KEYS:
                 by_kind.setdefault(option.kind, option)
         tool_kind = call.kind
-        remembered = self._remembered.get(chat.id, {}).get(tool_kind)
-        why = f"remembered for `{tool_kind}`"
-        if remembered is None and tool_kind in _REMEMBERED_TOOL_KINDS:
+        remembered = None
+        if tool_kind in _REMEMBERED_TOOL_KINDS:
             remembered = self.grants.answer(chat.workspace.user_cwd, chat.agent, tool_kind)
-            why = f"remembered for `{tool_kind}` in this project (:AcpPermission list)"
+        why = f"remembered for `{tool_kind}` in this project"
         if remembered in _ONCE:
             for kind in (remembered, _ONCE[remembered]):
                 if kind in by_kind:
