@@ -66,10 +66,8 @@ def test_a_hidden_chat_says_its_turn_ended_by_name(editor: Editor) -> None:
     editor.lua("require('acp').toggle()")
     editor.lua("require('acp').send('again')")
     editor.wait_event("AcpTurnEnd", count=2)
-    title = editor.lua(
-        "return require('acp.chat.registry').title(require('acp.chat.registry').get())"
-    )
-    assert notices(editor) == [f"acp: {title} ended its turn (end_turn)"]
+    # Named by its agent and title (the session's: the first prompt's words).
+    assert notices(editor) == ['acp: demo in "hello" ended its turn (end_turn)']
 
 
 def test_a_hidden_chat_that_fails_says_so_by_name(editor: Editor) -> None:
@@ -80,7 +78,7 @@ def test_a_hidden_chat_that_fails_says_so_by_name(editor: Editor) -> None:
     editor.wait_event("AcpError")
     editor.wait("#_G.acp_notices > 0")
     assert notices(editor) == [
-        "acp: Demo agent #1 failed: agent 'demo' exited during the turn (exit code 3)"
+        "acp: demo in chat #1 failed: agent 'demo' exited during the turn (exit code 3)"
     ]
 
 

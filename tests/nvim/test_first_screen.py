@@ -28,17 +28,26 @@ def hint(editor: Editor) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("options", "keys"),
-    [({}, ["<CR> (Normal mode)", "<C-s> (Insert mode too)"]), ({"send_key": "<C-g>"}, ["<C-g>"])],
+    ("options", "named", "unnamed"),
+    [
+        ({}, ["<CR> (Normal mode) or <C-S> (Insert mode too)", "q hides the chat", "? lists"], []),
+        (  # the keys as the user set them; one turned off is not named
+            {"keys": {"input": {"send_insert": "<C-g>"}, "chat": {"hide": False}}},
+            ["<C-G> (Insert mode too)", "<C-C> cancels a turn"],
+            ["<C-S>", "hides the chat"],
+        ),
+    ],
 )
 def test_an_empty_chat_teaches_and_the_first_prompt_takes_it_away(
-    editor: Editor, options: dict[str, Any], keys: list[str]
+    editor: Editor, options: dict[str, Any], named: list[str], unnamed: list[str]
 ) -> None:
-    editor.setup(chat=options)
+    editor.setup(**options)
     editor.open_chat()
     shown = "\n".join(hint(editor))
-    for needle in [*keys, "@ attaches", "/ runs", ":help acp"]:
+    for needle in [*named, "@ attaches", "/ runs", ":help acp"]:
         assert needle in shown
+    for needle in unnamed:
+        assert needle not in shown
     assert editor.transcript() == [""]  # virtual lines only: no transcript text
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")

@@ -351,7 +351,7 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     agent, title, where, _age, turns, state = editor.lua("return _G.listed")[0].split(" · ")
     assert (agent, title, where, turns, state) == (
         "ws",
-        f"workspace #{first}",
+        f"ws #{first}",
         f"worktree {one['worktree']}, 1 hunk(s) waiting",
         "1 turn",
         "ready",
@@ -361,7 +361,7 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     editor.lua("require('acp').close()")  # the current chat: the second
     editor.wait("#require('acp').chats() == 1", what="the chat closed")
     [asked] = editor.lua("return _G.asked")
-    assert asked["prompt"] == f"1 hunk waits in the worktree of workspace #{second}"
+    assert asked["prompt"] == f"1 hunk waits in the worktree of ws #{second}"
     kept = f"acp: kept the worktree {two['worktree']} (branch acp/{second})"
     editor.wait(
         f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"

@@ -135,6 +135,8 @@ class AgentPool:
         permissions.policy = connection.config.permission_policy or config.permission_policy
         permissions.allow = config.permissions.allow
         permissions.grants = self.ctx.grants
+        permissions.keys = config.keys.permission.by_kind()
+        permissions.why_key = config.keys.permission.reject_why or None
         permissions.preview = config.diff_preview is not False
         connection.cancel_grace = config.timeouts.cancel
         self.mcp.configure(connection)

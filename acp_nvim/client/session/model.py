@@ -210,10 +210,6 @@ class Message:
     role: Role
     _runs: list[str] = field(default_factory=list, repr=False)
     _chunks: list[str] = field(default_factory=list, repr=False)
-    # Characters of the text's last line, now and before the latest append: the
-    # view cuts overlong lines as they stream.
-    last_line: int = 0
-    line_before_append: int = 0
 
     @property
     def text(self) -> str:
@@ -226,12 +222,8 @@ class Message:
     def text(self, text: str) -> None:
         self._runs[:] = [text]
         self._chunks.clear()
-        self.last_line = len(text) - text.rfind("\n") - 1
 
     def append(self, text: str) -> None:
-        self.line_before_append = self.last_line
-        newline = text.rfind("\n")
-        self.last_line = len(text) - newline - 1 if newline >= 0 else self.last_line + len(text)
         chunks = self._chunks
         chunks.append(text)
         if len(chunks) >= _RUN:
@@ -286,7 +278,9 @@ class PermissionPrompt:
 
     ``question`` is the request's own wording (v2 ``title``/``description``) when the
     tool call's title alone does not carry it. ``preview``: the files the request's
-    edit would change, shown in those files while it is pending.
+    edit would change, shown in those files while it is pending. ``why_key``: the
+    key for "reject, and say why" (the user's ``keys.permission.reject_why``; None:
+    none, the picker still offers it).
     """
 
     id: str
@@ -294,6 +288,7 @@ class PermissionPrompt:
     outcome: str | None = None
     question: str | None = None
     preview: list[FilePreview] = field(default_factory=list)
+    why_key: str | None = "?"
 
 
 @dataclass
@@ -446,11 +441,12 @@ class Session:
         return last.id if last.role == role else None
 
     def apply_tool_call(self, patch: ToolCallPatch) -> tuple[ToolCall, bool]:
-        """Upsert a tool call; the first patch for an unknown id creates it."""
+        """Upsert a tool call; the first patch for an unknown id creates it. Also
+        whether the call is new or its status changed (what ``AcpToolCall`` tells)."""
         if patch.id is None:
             patch.id = self.new_id("call")
         call = self.tool_calls.get(patch.id)
-        created = call is None
+        news = call is None
         if call is None:
             call = ToolCall(patch.id)
             self.tool_calls[call.id] = call
@@ -460,6 +456,7 @@ class Session:
         if not isinstance(patch.kind, UnsetType):
             call.kind = patch.kind
         if not isinstance(patch.status, UnsetType):
+            news = news or call.status != patch.status
             call.status = patch.status
         if not isinstance(patch.content, UnsetType):
             call.content = list(patch.content)
@@ -469,7 +466,7 @@ class Session:
             call.locations = list(patch.locations)
         if not isinstance(patch.raw_input, UnsetType):
             call.raw_input = patch.raw_input
-        return call, created
+        return call, news
 
     def apply_plan(self, plan_id: str, entries: list[PlanEntry]) -> bool:
         """Replace a plan's entries; returns whether the plan is new."""

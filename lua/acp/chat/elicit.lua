@@ -166,7 +166,7 @@ local function next_one(chat)
   end
   chat.eliciting = true
   coroutine.wrap(function()
-    local name = registry.title(chat)
+    local name = registry.speaker(chat)
     local action, content = (op.mode == "url" and url or form)(name, op)
     table.remove(chat.elicits, 1)
     chat.eliciting = nil

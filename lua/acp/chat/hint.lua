@@ -1,37 +1,45 @@
 -- The first screen of a new chat: what to type and where help is, as virtual lines
 -- over the empty transcript (never transcript text: the history, a copy or an export
--- of the chat holds none of it). The first block drawn takes it away.
-local config = require("acp.config")
+-- of the chat holds none of it). The keys named are the user's (|acp-keys|); a key
+-- turned off is not named. The first block drawn takes it away.
+local keys = require("acp.keys")
 
 local M = {}
 local api = vim.api
 local ns = api.nvim_create_namespace("acp.first_screen")
 
---- The keys that send the input, as the user set them (an empty list: none).
-local function send_keys()
-  local keys = { "<CR> (Normal mode)" }
-  local insert = config.options.chat.send_key
-  if insert ~= "" then
-    table.insert(keys, insert .. " (Insert mode too)")
-  end
-  return keys
+--- `text` with the typed form of key `name` of `where` put in for `%s`; nil when
+--- the user turned the key off.
+local function with_key(where, name, text)
+  local lhs = keys.lhs(where, name)
+  return lhs and text:format(keys.typed(lhs)) or nil
 end
 
 --- The hint's lines, each a list of {text, highlight} chunks.
 local function lines()
-  local function line(...)
-    local chunks = {}
-    for _, text in ipairs({ ... }) do
-      table.insert(chunks, { text, "AcpHint" })
-    end
-    return chunks
-  end
-  return {
-    line("Type your prompt in the input below; send it with " .. table.concat(send_keys(), " or ") .. "."),
-    line("@ attaches a file, a buffer, the selection, diagnostics… (completion offers them)."),
-    line("/ runs one of the agent's commands; q hides the chat, <C-c> cancels a turn."),
-    line(":help acp for everything else."),
+  local send = vim.tbl_filter(function(part)
+    return part ~= nil
+  end, {
+    with_key("input", "send", "%s (Normal mode)"),
+    with_key("input", "send_insert", "%s (Insert mode too)"),
+  })
+  local chat = vim.tbl_filter(function(part)
+    return part ~= nil
+  end, {
+    with_key("chat", "hide", "%s hides the chat"),
+    with_key("chat", "cancel", "%s cancels a turn"),
+    with_key("chat", "help", "%s lists the chat's keys"),
+  })
+  local texts = {
+    #send > 0 and ("Type your prompt in the input below; send it with %s."):format(table.concat(send, " or "))
+      or "Type your prompt in the input below; send it with :AcpSend.",
+    "@ attaches a file, a directory, the selection, diagnostics… (completion offers them).",
+    "/ runs one of the agent's commands" .. (#chat > 0 and "; " .. table.concat(chat, ", ") or "") .. ".",
+    ":help acp for everything else.",
   }
+  return vim.tbl_map(function(text)
+    return { { text, "AcpHint" } }
+  end, texts)
 end
 
 --- Show the hint over `chat`'s empty transcript.

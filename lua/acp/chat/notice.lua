@@ -21,7 +21,7 @@ end
 ---@param level? "error"|"warn"|"info"
 function M.announce(chat, what, level)
   if M.wanted(chat) then
-    util.notify(("%s %s"):format(registry.title(chat), what), level or "info")
+    util.notify(("%s %s"):format(registry.speaker(chat), what), level or "info")
   end
 end
 
