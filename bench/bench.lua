@@ -294,4 +294,20 @@ function M.typist(paths, ms)
   end))
 end
 
+--- Neovim's work for `keys` typed in window `win` (`mode` "n" or "i"), the redraw
+--- the UI gets for them included: each key of `keys` (a list) is fed, executed and
+--- drawn on its own; returns the nanoseconds of each.
+function M.keys(win, keys)
+  api.nvim_set_current_win(win)
+  local took = {}
+  for _, key in ipairs(keys) do
+    local codes = api.nvim_replace_termcodes(key, true, false, true)
+    local start = vim.uv.hrtime()
+    api.nvim_feedkeys(codes, "xt", false)
+    vim.cmd("redraw")
+    table.insert(took, vim.uv.hrtime() - start)
+  end
+  return took
+end
+
 return M
