@@ -41,12 +41,25 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor: Editor, version: int
 ) -> None:
     editor.setup(protocol_version=version)
+    editor.lua(
+        "_G.markdown_loads = 0; vim.api.nvim_create_autocmd('Syntax', {pattern = 'markdown',"
+        " callback = function(ev) if vim.api.nvim_buf_get_name(ev.buf):find('^acp://chat/') then"
+        " _G.markdown_loads = _G.markdown_loads + 1 end end})"
+    )
     status = editor.open_chat()
     editor.lua("require('acp').send('hi')")
     editor.wait_event("AcpTurnEnd")
     buf = status["transcript_buf"]
     assert editor.lua(f"return vim.bo[{buf}].modifiable") is False
     assert editor.lua(f"return vim.bo[{buf}].filetype") == "markdown"
+    # Drawn with the transcript's own syntax; markdown.vim was never loaded for it.
+    assert editor.lua(f"return vim.bo[{buf}].syntax") == "acpchat"
+    items = editor.lua(
+        "return vim.api.nvim_buf_call(..., function() return vim.fn.execute('syntax list') end)",
+        buf,
+    )
+    assert "acpchatHeading" in items and "markdownH1" not in items
+    assert editor.lua("return _G.markdown_loads") == 0
     lines = editor.transcript()
     thought_row = next(i for i, line in enumerate(lines) if line.startswith("> The user wrote"))
     groups = editor.lua(

@@ -27,10 +27,22 @@ local api = vim.api
 local valid = registry.valid
 local next_id = 1
 
-local function scratch(name, filetype)
+--- A scratch buffer `name` of `filetype`, drawn with `syntax` when given (else the
+--- filetype's own).
+local function scratch(name, filetype, syntax)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
-  vim.bo[buf].filetype = filetype
+  if syntax then
+    -- The filetype's syntax is loaded by a FileType autocmd that Neovim skips for
+    -- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim
+    -- took 10-50 ms of opening a chat only to be replaced.
+    vim.b[buf].ts_highlight = true
+    vim.bo[buf].filetype = filetype
+    vim.b[buf].ts_highlight = nil
+    vim.bo[buf].syntax = syntax
+  else
+    vim.bo[buf].filetype = filetype
+  end
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
@@ -273,13 +285,12 @@ local function create()
   next_id = next_id + 1
   local chat = {
     id = id,
-    transcript = scratch("acp://chat/" .. id, "markdown"),
+    transcript = scratch("acp://chat/" .. id, "markdown", SYNTAX),
     input = scratch("acp://input/" .. id, "markdown"),
     blocks = blocks_of.new(),
     status = { state = "starting" },
   }
   vim.bo[chat.transcript].modifiable = false
-  vim.bo[chat.transcript].syntax = SYNTAX
   vim.b[chat.transcript].acp_foldexpr = function(lnum)
     return foldexpr(chat, lnum)
   end
