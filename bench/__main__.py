@@ -299,9 +299,9 @@ ROWS: dict[str, list[Row]] = {
         ),
         ("  transcript lines", "—", _key("transcript_lines"), None),
         ("  its text (MB)", "—", _key("transcript_text_mb"), None),
-        ("  Neovim RSS (MB)", "—", _key("transcript_nvim_rss_mb"), None),
+        ("  Neovim RSS grown with it (MB)", "—", _key("transcript_nvim_rss_mb"), None),
         (
-            "  Neovim RSS / text",
+            "  Neovim RSS grown / text",
             "≤ 2x",
             _ratio("transcript_nvim_rss_mb", "transcript_text_mb"),
             lambda m, _: m <= 2,

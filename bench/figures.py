@@ -477,9 +477,10 @@ def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10
         n.quit()
 
 
-def _keys(n: Nvim, win: int, keys: list[str]) -> list[float]:
-    """Neovim's time (ms) for each of ``keys`` typed in ``win``, its redraw included."""
-    return [ns / MS for ns in n.lua("return _G.bench.keys(...)", win, keys)]
+def _keys(n: Nvim, win: int, keys: list[str], insert: bool = False) -> list[float]:
+    """Neovim's time (ms) for each of ``keys`` typed in ``win`` (each in Insert mode
+    entered and left for it with ``insert``), its redraw included."""
+    return [ns / MS for ns in n.lua("return _G.bench.keys(...)", win, keys, insert)]
 
 
 def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: int = 10) -> Figures:
@@ -491,6 +492,8 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
     try:
         n.setup()
         buf = n.open_chat()
+        pid = int(n.lua("return vim.fn.getpid()"))
+        rss_before = rss_kb(pid) / 1024
         keys = []
         while int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)) < lines:
             key = nonce()
@@ -515,7 +518,9 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         n.lua("vim.api.nvim_win_set_cursor(...)", win, [row, 0])
         figures["transcript_fold"] = max(_keys(n, win, ["zc", "zo", "zc", "zo"]))
         input_win = int(n.lua("return vim.fn.win_findbuf(require('acp').status().input_buf)[1]"))
-        figures["transcript_type"] = max(_keys(n, input_win, ["i", *"hello, a long chat", "<Esc>"]))
+        figures["transcript_type"] = max(
+            _keys(n, input_win, list("hello, a long chat"), insert=True)
+        )
         text = int(
             n.lua(
                 "return vim.api.nvim_buf_call(..., function()"
@@ -525,7 +530,7 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         )
         figures["transcript_lines"] = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
         figures["transcript_text_mb"] = text / 2**20
-        figures["transcript_nvim_rss_mb"] = rss_kb(int(n.lua("return vim.fn.getpid()"))) / 1024
+        figures["transcript_nvim_rss_mb"] = rss_kb(pid) / 1024 - rss_before
         return figures
     finally:
         ui.close()
