@@ -297,6 +297,9 @@ ROWS: dict[str, list[Row]] = {
                 ("  slowest key typed in the input (ms)", "type"),
             )
         ),
+        ("  a plain buffer of the same text: slowest scroll (ms)", "—", _key("plain_scroll"), None),
+        ("    slowest G / gg (ms)", "—", _key("plain_jump"), None),
+        ("    slowest /word<CR>, n, N (ms)", "—", _key("plain_search"), None),
         ("  transcript lines", "—", _key("transcript_lines"), None),
         ("  its text (MB)", "—", _key("transcript_text_mb"), None),
         ("  Neovim RSS grown with it (MB)", "—", _key("transcript_nvim_rss_mb"), None),

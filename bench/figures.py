@@ -483,6 +483,16 @@ def _keys(n: Nvim, win: int, keys: list[str], insert: bool = False) -> list[floa
     return [ns / MS for ns in n.lua("return _G.bench.keys(...)", win, keys, insert)]
 
 
+def _browse(n: Nvim, win: int, name: str, middle: str) -> Figures:
+    """The slowest scroll, jump and search key in ``win`` (ms)."""
+    scroll = ["gg", *["<C-d>"] * 20, *["<C-f>"] * 20, *["<C-u>"] * 10, *["<C-b>"] * 10]
+    return {
+        f"{name}_scroll": max(_keys(n, win, scroll)),
+        f"{name}_jump": max(_keys(n, win, ["G", "gg", "G", "gg", "G"])),
+        f"{name}_search": max(_keys(n, win, [f"/END{middle}<CR>", "N", "n"])),
+    }
+
+
 def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: int = 10) -> Figures:
     """A transcript of ``lines`` lines made of turns of ``chunks`` chunks and ``calls``
     tool calls with diffs (their folds), a UI attached: the slowest key of each kind
@@ -499,16 +509,20 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
             key = nonce()
             n.turn(buf, f"turn {chunks} {calls} {key}", f"END{key}")
             keys.append(key)
+        figures: Figures = {"transcript_nvim_rss_mb": rss_kb(pid) / 1024 - rss_before}
         win = int(n.lua("return vim.fn.win_findbuf(...)[1]", buf))
         middle = keys[len(keys) // 2]
-        figures: Figures = {}
-        figures["transcript_scroll"] = max(
-            _keys(
-                n, win, ["gg", *["<C-d>"] * 20, *["<C-f>"] * 20, *["<C-u>"] * 10, *["<C-b>"] * 10]
-            )
+        figures |= _browse(n, win, "transcript", middle)
+        # The floor: the same keys in a plain buffer holding the same text, in the
+        # same window (no syntax, folds or marks), after the transcript's own.
+        plain = n.lua(
+            "local plain = vim.api.nvim_create_buf(false, true); vim.api.nvim_buf_set_lines("
+            "plain, 0, -1, false, vim.api.nvim_buf_get_lines(..., 0, -1, false)); return plain",
+            buf,
         )
-        figures["transcript_jump"] = max(_keys(n, win, ["G", "gg", "G", "gg", "G"]))
-        figures["transcript_search"] = max(_keys(n, win, [f"/END{middle}<CR>", "N", "n"]))
+        n.lua("vim.api.nvim_win_set_buf(...)", win, plain)
+        figures |= _browse(n, win, "plain", middle)
+        n.lua("vim.api.nvim_win_set_buf(...)", win, buf)
         # A tool call's block below the match: the cursor on it, its fold closed and opened.
         row = n.lua(
             "return vim.api.nvim_win_call(..., function() local l = vim.fn.line('.')"
@@ -530,7 +544,6 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         )
         figures["transcript_lines"] = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
         figures["transcript_text_mb"] = text / 2**20
-        figures["transcript_nvim_rss_mb"] = rss_kb(pid) / 1024 - rss_before
         return figures
     finally:
         ui.close()
