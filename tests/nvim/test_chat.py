@@ -168,6 +168,22 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     assert levels[agent:] == [0] * (len(lines) - agent)
 
 
+def test_treesitter_started_by_the_users_filetype_autocmd_stays_on_the_transcript(
+    editor: Editor,
+) -> None:
+    """The transcript has a syntax of its own, unless the user's config starts
+    treesitter on markdown buffers: then it is theirs, as on any markdown buffer."""
+    editor.setup()
+    editor.lua(
+        "vim.api.nvim_create_autocmd('FileType', {pattern = 'markdown',"
+        " callback = function(ev) vim.treesitter.start(ev.buf) end})"
+    )
+    buf = editor.open_chat()["transcript_buf"]
+    assert editor.lua("return vim.treesitter.highlighter.active[...] ~= nil", buf) is True
+    assert editor.lua("return vim.b[...].ts_highlight", buf) is True
+    assert editor.lua("return vim.bo[...].syntax", buf) != "acpchat"
+
+
 def test_zc_on_a_thought_header_folds_it_and_later_blocks_arrive_open(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()

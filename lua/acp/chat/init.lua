@@ -39,8 +39,11 @@ local function scratch(name, filetype, syntax)
     -- took 10-50 ms of opening a chat only to be replaced.
     vim.b[buf].ts_highlight = true
     vim.bo[buf].filetype = filetype
-    vim.b[buf].ts_highlight = nil
-    vim.bo[buf].syntax = syntax
+    local treesitter = package.loaded["vim.treesitter.highlighter"]
+    if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
+      vim.b[buf].ts_highlight = nil
+      vim.bo[buf].syntax = syntax
+    end
   else
     vim.bo[buf].filetype = filetype
   end
