@@ -30,10 +30,25 @@ local api = vim.api
 local valid = registry.valid
 local next_id = 1
 
-local function scratch(name, filetype)
+--- A scratch buffer `name` of `filetype`, drawn with `syntax` when given (else the
+--- filetype's own).
+local function scratch(name, filetype, syntax)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
-  vim.bo[buf].filetype = filetype
+  if syntax then
+    -- The filetype's syntax is loaded by a FileType autocmd that Neovim skips for
+    -- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim
+    -- took 10-50 ms of opening a chat only to be replaced.
+    vim.b[buf].ts_highlight = true
+    vim.bo[buf].filetype = filetype
+    local treesitter = package.loaded["vim.treesitter.highlighter"]
+    if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
+      vim.b[buf].ts_highlight = nil
+      vim.bo[buf].syntax = syntax
+    end
+  else
+    vim.bo[buf].filetype = filetype
+  end
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
@@ -146,18 +161,17 @@ local function map(chat)
   })
 end
 
--- markdown.vim parses 50 lines above the window on each redraw that needs a
--- syntax sync, and a growing transcript needs one per batch: that made Neovim
--- answer other clients 50-100 ms late during a stream. Ten lines keep it at the
--- floor's latency (doc/decisions/0008-transcript-highlighting.md).
-local SYNC_LINES = 10
+-- The transcript is drawn with syntax/acpchat.vim, not markdown.vim: a screen of
+-- new rows costs it a few tenths of a millisecond against 10-20 ms, so a stream
+-- keeps its colors and nothing is loaded again after one (decision 0049). Syntax
+-- looks back ten lines above the window for where it is (decision 0008).
+local SYNTAX, SYNC_LINES = "acpchat", 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
--- syntax and without list-aware wrapping until no row came for SETTLE_MS: with a
--- UI, markdown.vim costs 2-20 ms per redraw of new rows (still ~2 ms at synmaxcol
--- 1), and a flood scrolls a window with each batch; following it measures each new
--- row's wrapped height, where 'breakindentopt' list:-1 matches 'formatlistpat'
--- (10-20 µs a row). Settling loads the syntax again, once (15-35 ms)
--- (doc/decisions/0025-render-pacing.md). Human-paced replies keep both.
+-- list-aware wrapping until no row came for SETTLE_MS: a flood scrolls a window
+-- with each batch, and following it measures each new row's wrapped height, where
+-- 'breakindentopt' list:-1 matches 'formatlistpat' (10-20 µs a row)
+-- (doc/decisions/0025-render-pacing.md). Settling wraps only what is on screen
+-- again. Human-paced replies keep it.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 
 local function set_sync(chat)
@@ -180,7 +194,6 @@ local function settle(chat)
   local flood = chat.flood
   chat.flood = nil
   if flood and api.nvim_buf_is_valid(chat.transcript) then
-    vim.bo[chat.transcript].syntax = flood.syntax -- its Syntax autocmd bounds the sync
     for win, opt in pairs(flood.breakindentopt) do
       if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == chat.transcript then
         vim.wo[win].breakindentopt = opt
@@ -208,6 +221,22 @@ local function rows_of(ops)
   return rows
 end
 
+--- Settle the flood `paused` once no row came for SETTLE_MS: one timer at a time,
+--- not one per batch.
+local function settle_later(chat, paused)
+  vim.defer_fn(function()
+    if chat.flood ~= paused then
+      return
+    end
+    local quiet = vim.uv.now() - paused.last
+    if quiet >= SETTLE_MS then
+      settle(chat)
+    else
+      settle_later(chat, paused)
+    end
+  end, SETTLE_MS - math.min(SETTLE_MS - 1, vim.uv.now() - paused.last))
+end
+
 --- Count the rows a batch writes, before it is applied (the batch that starts a
 --- flood is drawn plain too); draw a flood plain until it settles.
 local function flood(chat, rows)
@@ -220,21 +249,15 @@ local function flood(chat, rows)
   end
   chat.rows = chat.rows + rows
   if not chat.flood and chat.rows > FLOOD_ROWS then
-    chat.flood = { syntax = vim.bo[chat.transcript].syntax, last = 0, breakindentopt = {} }
-    vim.bo[chat.transcript].syntax = ""
+    chat.flood = { last = now, breakindentopt = {} }
     for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
       chat.flood.breakindentopt[win] = vim.wo[win].breakindentopt
       vim.wo[win].breakindentopt = ""
     end
+    settle_later(chat, chat.flood)
   end
-  local paused = chat.flood
-  if paused then
-    paused.last = now
-    vim.defer_fn(function()
-      if chat.flood == paused and vim.uv.now() - paused.last >= SETTLE_MS then
-        settle(chat)
-      end
-    end, SETTLE_MS)
+  if chat.flood then
+    chat.flood.last = now
   end
 end
 
@@ -260,7 +283,7 @@ local function create()
   next_id = next_id + 1
   local chat = {
     id = id,
-    transcript = scratch("acp://chat/" .. id, "markdown"),
+    transcript = scratch("acp://chat/" .. id, "markdown", SYNTAX),
     input = scratch("acp://input/" .. id, "markdown"),
     blocks = blocks_of.new(),
     status = { state = "starting" },
