@@ -272,3 +272,46 @@ def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
     [entry] = kept(editor, "giraffe")
     assert entry["agent"] == "plain"
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
+
+
+def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor) -> None:
+    """Reopened from another directory, a chat, its continuation, the prompts <Up>
+    recalls and a hand-over from it are the stored chat's directory's."""
+    project = editor.tmp / "project"
+    workspace = {"ws": editor.fake_agent("workspace"), "other": editor.fake_agent("workspace")}
+    editor.setup(agents=workspace, default_agent="ws")
+    editor.open_chat()
+    send(editor, "where", 1)
+    [entry] = kept(editor, "where")
+    editor.quit()
+
+    other = second_neovim(editor)
+    elsewhere = editor.tmp / "elsewhere"
+    elsewhere.mkdir()
+    other.nvim.command(f"cd {elsewhere}")
+    try:
+        other.setup(agents=workspace, default_agent="ws")
+        chat = other.lua("return require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        registry = "require('acp.chat.registry').chats[...]"
+        assert other.lua(f"return {registry}.cwd", chat) == str(project)
+        assert other.lua("return require('acp').status().cwd") == str(project)
+        # <Up> in the input recalls the prompts sent in that directory.
+        other.lua(f"require('acp.chat.prompt_history').step({registry}, -1)", chat)
+        assert other.lua(f"return vim.api.nvim_buf_get_lines({registry}.input, 0, -1, false)", chat) == ["where"]
+
+        # Continued: its session is loaded in that directory, and runs there.
+        send(other, "where", 1)
+        said = [line for line in other.transcript() if line.startswith("RESULT ")]
+        assert json.loads(said[-1].removeprefix("RESULT ")) == {"cwd": str(project), "roots": None}
+        # Handed over: the other agent works there too.
+        other.nvim.command("AcpHandoff other")
+        other.wait_event("AcpSessionReady")
+        handed = other.lua("return require('acp').status()")
+        assert handed["agent"] == "other" and handed["cwd"] == str(project)
+        assert other.lua(f"return {registry}.cwd", handed["chat"]) == str(project)
+        send(other, "where", 2)
+        said = [line for line in other.transcript() if line.startswith("RESULT ")]
+        assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
+    finally:
+        other.quit()
