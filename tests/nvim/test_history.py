@@ -6,6 +6,7 @@ never the chat; two Neovims writing at once keep both chats."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,13 @@ from tests.nvim.conftest import ROOT, Editor, child_editor
 HISTORY = "return require('acp').history(...)"
 
 
-def second_neovim(editor: Editor) -> Editor:
+def second_neovim(editor: Editor, wrapper: list[str] | None = None) -> Editor:
     """Another Neovim with the same state directory (the history file) and project."""
     other = child_editor(
         editor.tmp,
         (ROOT / "tests" / "nvim" / "init.lua").read_text(),
         {"ACP_TEST_ROOT": str(ROOT)},
+        wrapper,
     )
     other.nvim.command(f"cd {editor.tmp / 'project'}")
     return other
@@ -155,20 +157,72 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert {f["agent"] for f in found} == {"kept", "embeds"}
 
 
-def test_a_damaged_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+def newer(store: Path) -> None:
+    """``store`` as a later acp.nvim's schema would leave it."""
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE chats (id INTEGER PRIMARY KEY, future TEXT)")
+        db.execute("PRAGMA user_version = 99")
+
+
+@pytest.mark.parametrize(
+    ("prepare", "why"),
+    [
+        (lambda store: store.write_bytes(b"this is not a database " * 100), "damaged"),
+        (newer, "written by a newer acp.nvim"),
+    ],
+)
+def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
+    editor: Editor, prepare: Any, why: str
+) -> None:
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     store.parent.mkdir(parents=True)
-    store.write_bytes(b"this is not a database " * 100)
+    prepare(store)
+    before = store.read_bytes()
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
     send(editor, "hello", 1)
     assert "echo: hello" in editor.transcript_text()
     editor.wait("#_G.acp_notices > 0")
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
-    assert len(notices) == 1 and "history off" in notices[0] and "damaged" in notices[0]
+    assert len(notices) == 1 and "history off" in notices[0] and why in notices[0]
     send(editor, "again", 2)
     assert "echo: again" in editor.transcript_text()
-    assert store.read_bytes().startswith(b"this is not a database")
+    assert editor.lua("return require('acp').status().history") is None
+    assert store.read_bytes() == before
+
+
+def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    kept(editor, "zebra")
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    before = store.read_bytes()
+    # Neither the file nor its directory writable; root writes there regardless
+    # unless its Neovim (and the Python side it starts) lacks CAP_DAC_OVERRIDE.
+    store.chmod(0o444)
+    store.parent.chmod(0o555)
+    wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    other = second_neovim(editor, wrapper if os.geteuid() == 0 else None)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.open_chat()
+        send(other, "hello", 1)
+        assert "echo: hello" in other.transcript_text()
+        other.wait("#_G.acp_notices > 0")
+        send(other, "again", 2)
+        other.lua("require('acp').open({agent = 'plain'})")
+        other.wait_event("AcpSessionReady", count=2)
+        send(other, "a second chat", 3)
+        [notice] = [n["msg"] for n in other.lua("return _G.acp_notices")]
+        assert notice == f"acp: history off: {store} is read-only"
+        assert other.lua("return require('acp').status().history") is None
+    finally:
+        other.quit()
+        store.parent.chmod(0o755)
+        store.chmod(0o644)
+    assert store.read_bytes() == before
 
 
 def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
