@@ -78,7 +78,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert f"#### Edit {target}" in text and "-two" in text and "+2" in text
         assert "— end_turn —" in text
         # The turn's end says what became of its changes in the review.
-        assert f"*Review: `{target}` (1 accepted)*" in text
+        assert f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted" in text
         assert other.lua("return require('acp').status().history") == found["id"]
 
         # Sending goes on with the stored session, loaded (without showing it again).
@@ -98,7 +98,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert "- Agent: kept" in markdown and f"- Directory: {editor.tmp / 'project'}" in markdown
         for part in ("## You\n\nhello zebra", "## Agent\n\necho: hello zebra",
                      f"### Tool: Edit {target}", "```diff", "-two", "+2", f"edited {target}",
-                     f"*Review: `{target}` (1 accepted)*"):  # fmt: skip
+                     f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted"):  # fmt: skip
             assert part in markdown, part
         # :AcpExport without a path: the current chat in a buffer.
         other.nvim.command("AcpExport")
@@ -367,5 +367,49 @@ def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor) -> None:
         send(other, "where", 2)
         said = [line for line in other.transcript() if line.startswith("RESULT ")]
         assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
+    finally:
+        other.quit()
+
+
+def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> None:
+    """Each turn's end shows its files and hunks as the review held them when the
+    chat was last open: accepted, rejected, still pending."""
+    project = editor.tmp / "project"
+    (project / "f.txt").write_text("1\n2\n3\n4\n5\n")
+    workspace = {"ws": editor.fake_agent("workspace")}
+    editor.setup(agents=workspace, default_agent="ws")
+    chat = editor.open_chat()["chat"]
+    send(editor, "write f.txt one\n2\n3\n4\nfive", 1)
+    send(editor, "write g.txt new", 2)
+    f, g = str(project / "f.txt"), str(project / "g.txt")
+    review = f"require('acp.review.state').by_chat[{chat}].files"
+    hunks_of = f"for _, file in ipairs({review}) do if file.path == ... then return file.hunks end end"
+    editor.wait(f"#{review} == 2", what="both files in the review")
+    first, last = editor.lua(hunks_of, f)
+    editor.lua("require('acp').accept(...)", f, first["id"])
+    editor.lua("require('acp').reject(...)", f, last["id"])
+    statuses = f"(function(...) {hunks_of} end)({f!r})"
+    editor.wait(f"{statuses}[2].status == 'rejected'", what="the decisions in the review")
+    [new] = editor.lua(hunks_of, g)
+    assert (new["status"], first["header"] != last["header"]) == ("pending", True)
+    [entry] = kept(editor, "five")
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=workspace, default_agent="ws")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        text = other.transcript_text()
+        turn_one = (
+            f"*Review:*\n- `{f}`: `{first['header']}` accepted, `{last['header']}` rejected"
+        )
+        turn_two = f"*Review:*\n- `{g}` (new): `{new['header']}` pending"
+        assert turn_one in text and turn_two in text
+        assert text.index(turn_one) < text.index("write g.txt new") < text.index(turn_two)
+        # The export says the same.
+        markdown = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+        exported = "\n".join(other.nvim.buffers[markdown][:])
+        assert turn_one in exported and turn_two in exported
     finally:
         other.quit()

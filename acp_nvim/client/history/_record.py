@@ -56,6 +56,7 @@ class ChatRecord:
         self._facts = False
         self._first_prompt: str | None = None
         self._turn_ends: dict[str, int] = {}  # turn notices: the chat's own turn number
+        self._review: dict[str, Any] | None = None  # the review's summary, read once a take
 
     def __repr__(self) -> str:
         where = self.target.id if self.target is not None else "not kept"
@@ -123,6 +124,7 @@ class ChatRecord:
         """The blocks changed since the last take, and the chat's facts."""
         blocks = [] if self.base_written else list(self.base)
         self.base_written = True
+        self._review = None
         blocks += [b for key in self._dirty if (b := self._block(key)) is not None]
         self._dirty.clear()
         self._facts = False
@@ -140,6 +142,7 @@ class ChatRecord:
 
     def blocks(self) -> list[StoredBlock]:
         """The whole transcript as it is now: the base, then the chat's own blocks."""
+        self._review = None
         own = (self._block(key) for key in self._seqs)
         return [*self.base, *(b for b in own if b is not None)]
 
@@ -164,9 +167,11 @@ class ChatRecord:
         notice = self._notices.get(key)
         if notice is not None:
             data = notice[2]
-            if key in self._turn_ends and self.chat.changes is not None:
-                data = {**(data or {}), "review": review_of(self.chat.changes.summary(),
-                                                            self._turn_ends[key])}  # fmt: skip
+            changes = self.chat.changes
+            if key in self._turn_ends and changes is not None:
+                if self._review is None:
+                    self._review = changes.summary()
+                data = {**(data or {}), "review": review_of(self._review, self._turn_ends[key])}
             return notice_block(key, notice[0], notice[1], seq, turn, data)
         return stored(key, self.chat.session, seq, turn, self._extra.get(key))
 
