@@ -70,6 +70,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert found["cwd"] == str(editor.tmp / "project") and found["turns"] == 2
         assert found["title"] == "hello zebra" and "echo: hello zebra" in found["snippet"]
         assert other.lua(HISTORY, {"query": "giraffe"}) == []
+        assert [f["id"] for f in other.lua(HISTORY, {"query": "echo"})] == [found["id"]]  # replies only
 
         chat = other.lua("return require('acp').open({history = ...})", found["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -130,6 +131,33 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
         # Only the first prompt carries it.
         send(other, "then", 2)
         assert json.loads(other.transcript()[-3]) == [{"type": "text", "text": "then"}]
+    finally:
+        other.quit()
+
+
+def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        other.nvim.command("AcpHandoff plain")
+        other.wait_event("AcpSessionReady")
+        assert other.lua("return require('acp').status().agent") == "plain"
+        send(other, "go on", 1)
+        # Its first prompt holds the conversation kept before.
+        blocks = json.loads(other.transcript()[-3])
+        assert "## You\n\nhello zebra" in blocks[0]["text"]
+        assert "## Agent\n\necho: hello zebra" in blocks[0]["text"]
+        assert blocks[1] == {"type": "text", "text": "go on"}
+        # Both are kept: the stored chat, and the new one that continues it.
+        assert {f["agent"] for f in kept(other, "zebra", 2)} == {"kept", "plain"}
     finally:
         other.quit()
 
@@ -289,6 +317,34 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
     assert shown[1] == ["open", "export", "rename", "delete"]
     editor.wait("require('acp').status().state == 'ready'")
     assert "echo: giraffe" in editor.transcript_text()
+
+
+def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    path = editor.tmp / "picked.md"
+    # vim.ui.select picks the first entry, then the action asked for; vim.ui.input answers.
+    editor.lua(
+        """
+        _G.answers = {}
+        vim.ui.select = function(items, opts, choice)
+          choice(opts.prompt == 'History' and items[1] or table.remove(_G.answers, 1))
+        end
+        vim.ui.input = function(opts, done) done(table.remove(_G.answers, 1)) end
+        """
+    )
+    picked = "_G.answers = {...}; vim.cmd('AcpHistory')"
+    editor.lua(picked, "export", str(path))
+    assert path.read_text().startswith("# hello zebra\n")
+    editor.lua(picked, "rename", "  Zoo ")
+    editor.wait("require('acp').history()[1].title == 'Zoo'")
+    assert editor.lua("return require('acp').status().title") == "Zoo"
+    editor.lua(picked, "delete")
+    editor.wait("#require('acp').history() == 0")
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
+    assert editor.lua("return require('acp').status().history") == entry["id"]  # the chat goes on
 
 
 def test_forget_and_rename(editor: Editor) -> None:

@@ -5,7 +5,7 @@ Not the shared handshake (one session ``fake-1``): a session per session/new
 of its session/new, load or resume, so several chats share the process. Over v1,
 and v2 when the client offers it. ``workspace`` advertises
 ``additionalDirectories``, ``workspace+untold`` does not. A prompt is one command
-(its last text block):
+(its first text block, after the conversation a seeded session starts with):
 
 - ``where``: says ``RESULT {"cwd", "roots"}`` of the session;
 - ``calls``: says ``RESULT`` with the session requests received, ``[session id,
@@ -142,9 +142,9 @@ class Workspace:
     async def turn(self, params: Params) -> None:
         session_id, turn = params["sessionId"], next(self.turns)
         session = self.sessions[session_id]
-        # The last text: a seeded session's first prompt has the conversation before it.
-        said = [block["text"] for block in params["prompt"] if block["type"] == "text"]
-        command, _, rest = said[-1].partition(" ")
+        # A seeded session's first prompt has the conversation before the command.
+        said = [b["text"] for b in params["prompt"] if b["type"] == "text"]
+        command, _, rest = next(t for t in said if "<conversation>" not in t).partition(" ")
         if command == "where":
             result: Any = {"cwd": session["cwd"], "roots": session["roots"]}
         elif command == "calls":
