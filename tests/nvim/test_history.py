@@ -384,15 +384,18 @@ def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 
 
-def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor) -> None:
-    """Reopened from another directory, a chat, its continuation, the prompts <Up>
-    recalls and a hand-over from it are the stored chat's directory's."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor, version: int) -> None:
+    """Reopened from another directory, a chat, its continuation (its session
+    loaded over v1, resumed over v2), the prompts <Up> recalls and a hand-over from
+    it are the stored chat's directory's."""
     project = editor.tmp / "project"
     workspace = {"ws": editor.fake_agent("workspace"), "other": editor.fake_agent("workspace")}
-    editor.setup(agents=workspace, default_agent="ws")
+    editor.setup(agents=workspace, default_agent="ws", protocol_version=version)
     editor.open_chat()
     send(editor, "where", 1)
     [entry] = kept(editor, "where")
+    entry_session = editor.lua("return require('acp').status().session_id")
     editor.quit()
 
     other = second_neovim(editor)
@@ -400,7 +403,7 @@ def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor) -> None:
     elsewhere.mkdir()
     other.nvim.command(f"cd {elsewhere}")
     try:
-        other.setup(agents=workspace, default_agent="ws")
+        other.setup(agents=workspace, default_agent="ws", protocol_version=version)
         chat = other.lua("return require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
         registry = "require('acp.chat.registry').chats[...]"
@@ -410,10 +413,12 @@ def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor) -> None:
         other.lua(f"require('acp.chat.prompt_history').step({registry}, -1)", chat)
         assert other.lua(f"return vim.api.nvim_buf_get_lines({registry}.input, 0, -1, false)", chat) == ["where"]
 
-        # Continued: its session is loaded in that directory, and runs there.
+        # Continued: its session goes on in that directory (not a new one), and runs there.
         send(other, "where", 1)
         said = [line for line in other.transcript() if line.startswith("RESULT ")]
         assert json.loads(said[-1].removeprefix("RESULT ")) == {"cwd": str(project), "roots": None}
+        assert other.lua("return require('acp').status().session_id") == entry_session
+        assert "starts a new session" not in other.transcript_text()
         # Handed over: the other agent works there too.
         other.nvim.command("AcpHandoff other")
         other.wait_event("AcpSessionReady")
