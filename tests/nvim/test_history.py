@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import ROOT, Editor, child_editor
+from tests.nvim.conftest import ROOT, Editor, child_editor, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
@@ -271,6 +272,36 @@ def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
         assert "echo: again" in editor.transcript_text()
     finally:
         holder.close()
+
+
+def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
+    """Each turn is written at its end: killing the Python side and Neovim then
+    leaves a file the next Neovim reads whole (WAL, not yet checkpointed)."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    send(editor, "then giraffe", 2)
+    [entry] = kept(editor, "giraffe")
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    pids = editor.agent_pids()
+    os.kill(host, signal.SIGKILL)
+    os.kill(editor.pid, signal.SIGKILL)
+    assert wait_gone([editor.pid, *pids]) == []
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    assert Path(f"{store}-wal").exists()  # closed by nobody
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        [found] = other.lua(HISTORY, {"query": "giraffe"})
+        assert (found["id"], found["turns"]) == (entry["id"], 2)
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        text = other.transcript_text()
+        assert "echo: hello zebra" in text and "echo: then giraffe" in text
+    finally:
+        other.quit()
 
 
 def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
