@@ -505,3 +505,45 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
         assert turn_one in exported and turn_two in exported
     finally:
         other.quit()
+
+
+def test_a_rewound_chat_is_reopened_on_the_branch_it_showed(editor: Editor) -> None:
+    """Every branch is kept (its words found), the one in view is what a reopened chat
+    and the export show, and what a continued chat carries."""
+    from tests.nvim.test_chats import STUB_UI
+    from tests.nvim.test_permissions import wait_text
+    from tests.nvim.test_rewind import session_changed, start, three_turns, turn
+
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)
+    [entry] = kept(editor, "new")
+
+    def reopened() -> tuple[str, str]:
+        """The stored chat reopened in another Neovim: its transcript and export."""
+        other = second_neovim(editor)
+        try:
+            other.setup(agents={"fake": editor.fake_agent("rewind")}, default_agent="fake")
+            assert [f["id"] for f in other.lua(HISTORY, {"query": "three"})] == [entry["id"]]
+            other.lua("require('acp').open({history = ...})", entry["id"])
+            other.wait("require('acp').status().state == 'ready'")
+            buf = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+            return other.transcript_text(), "\n".join(other.nvim.buffers[buf][:])
+        finally:
+            other.quit()
+
+    for text in reopened():
+        assert "write a.txt one" in text and "write b.txt new" in text
+        assert "write a.txt two" not in text and "write a.txt three" not in text
+
+    # The branch left behind, picked again, is the one kept in view.
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "write a.txt three")
+    turn(editor, "go on", 5)
+    kept(editor, "on")
+    for text in reopened():
+        assert "write a.txt two" in text and "write a.txt three" in text and "go on" in text
+        assert "write b.txt new" not in text
