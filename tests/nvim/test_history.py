@@ -435,6 +435,11 @@ def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor, version: 
     other.nvim.command(f"cd {elsewhere}")
     try:
         other.setup(agents=workspace, default_agent="ws", protocol_version=version)
+        # history() filters by directory and agent.
+        assert other.lua(HISTORY, {"cwd": str(elsewhere)}) == []
+        assert other.lua(HISTORY, {"agent": "other"}) == []
+        [found] = other.lua(HISTORY, {"cwd": str(project), "agent": "ws", "limit": 1})
+        assert found["id"] == entry["id"]
         chat = other.lua("return require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
         registry = "require('acp.chat.registry').chats[...]"

@@ -479,3 +479,32 @@ def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str)
     branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
     editor.wait(f"{branches} == ''", what="the worktree's branch removed")
     assert not worktree.exists()
+
+
+@VERSIONS
+def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, version: int) -> None:
+    a, b = editor.tmp / "a", editor.tmp / "b"
+    for where in (a, b):
+        where.mkdir()
+        (where / "notes.txt").write_text(f"in {where.name}\n")
+    (a / "only_a.txt").write_text("a\n")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace"), "blocks": editor.fake_agent("blocks")},
+        default_agent="ws",
+        protocol_version=version,
+    )
+    editor.nvim.command(f"cd {b}")
+    chat = editor.lua("return require('acp').open({ cwd = ... })", str(a))
+    editor.wait_event("AcpSessionReady")
+    assert send(editor, chat, "where") == {"cwd": str(a), "roots": None}
+    assert editor.lua("return require('acp').status().cwd") == str(a)
+    assert "@only_a.txt" in words(editor)
+    # @path in a prompt is a file of the chat's directory, not Neovim's.
+    other = editor.lua("return require('acp').open({ agent = 'blocks', cwd = ... })", str(a))
+    editor.wait_event("AcpSessionReady", count=2)
+    ended = len(editor.events("AcpTurnEnd"))
+    editor.lua("require('acp').send('see @notes.txt')")
+    editor.wait_event("AcpTurnEnd", count=ended + 1)
+    [line] = [ln for ln in transcript(editor, other) if ln.startswith('[{"type"')]
+    link = json.loads(line)[1]
+    assert (link["type"], link["uri"]) == ("resource_link", (a / "notes.txt").as_uri())
