@@ -211,7 +211,7 @@ class ChatRecord:
             block = notice_block(key, notice[0], notice[1], seq, turn, data)
         else:
             model = self.chat.session if key in self._shown else self._taken_out(key)
-            found = stored(key, model, seq, turn, self._extra.get(key)) if model else None
+            found = None if model is None else stored(key, model, seq, turn, self._extra.get(key))
             if found is None:
                 return None
             block = found
