@@ -136,6 +136,25 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
         other.quit()
 
 
+def test_a_prompt_sent_as_a_stored_chat_opens_goes_once_it_is_shown(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...}); require('acp').send('calls')", entry["id"])
+        other.wait_event("AcpTurnEnd")
+        text = other.transcript_text()
+        assert text.index("echo: hello zebra") < text.index('[["session/load"')
+        assert other.lua("return require('acp').status().queued") == 0
+    finally:
+        other.quit()
+
+
 def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
@@ -490,6 +509,8 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
     [new] = editor.lua(hunks_of, g)
     assert (new["status"], first["header"] != last["header"]) == ("pending", True)
     [entry] = kept(editor, "five")
+    changed = [line for line in editor.transcript() if " changed:** " in line]
+    assert changed == ["**1 file changed:** `f.txt`", "**1 file changed:** `g.txt`"]
     editor.quit()
 
     other = second_neovim(editor)
@@ -504,6 +525,12 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
         turn_two = f"*Review:*\n- `{g}` (new): `{new['header']}` pending"
         assert turn_one in text and turn_two in text
         assert text.index(turn_one) < text.index("write g.txt new") < text.index(turn_two)
+        # The turns' changed files as the live chat drew them, without the review's
+        # keys (no review acts on them here).
+        assert [line for line in other.transcript() if " changed:** " in line] == changed
+        hints = "vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_create_namespace('acp.changes.hint'), 0, -1, {})"
+        buf = other.lua("return require('acp').status().transcript_buf")
+        assert other.lua(f"return vim.api.nvim_buf_call({buf}, function() return #{hints} end)") == 0
         # The export says the same.
         markdown = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
         exported = "\n".join(other.nvim.buffers[markdown][:])

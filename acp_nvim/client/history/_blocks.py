@@ -49,8 +49,9 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.review import format_unified
 
-# Blocks the client draws itself (turn ends, errors, information).
-NOTICES = ("turn", "error", "info")
+# Blocks the client draws itself (turn ends, the files a turn changed, errors,
+# information).
+NOTICES = ("turn", "changes", "error", "info")
 _MESSAGE, _PLAN = "#message:", "#plan:"
 _encode = msgspec.json.Encoder().encode
 
@@ -224,7 +225,9 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
             review = _data(block).get("review") if block.kind == "turn" else None
             if review:
                 lines += _review_lines(review)
-            op = view.notice_op(block.key, block.kind, lines)
+            # A turn's changed files as information: no review acts on them here.
+            kind = "info" if block.kind == "changes" else block.kind
+            op = view.notice_op(block.key, kind, lines)
         if op is not None:
             ops.append(view.bounded({**op, "id": prefix + str(op["id"])}))
     return ops

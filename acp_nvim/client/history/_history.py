@@ -157,6 +157,8 @@ class History:
         record.start_with(blocks, row.turns, written=True)
         chat.session.session_id = row.session_id or ""
         chat.session.title = row.name or row.title
+        await self._draw(chat, record.base, f"#h{row.id}:")
+        # Ready once it shows the whole stored transcript.
         chat.set_state(
             "ready",
             agent=row.agent,
@@ -165,7 +167,6 @@ class History:
             session_id=row.session_id,
             protocol_version=row.protocol_version,
         )
-        await self._draw(chat, record.base, f"#h{row.id}:")
 
     async def _draw(self, chat: Chat, blocks: list[StoredBlock], prefix: str) -> None:
         """Draw stored blocks a slice at a time: the first screen goes to Neovim
