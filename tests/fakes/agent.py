@@ -132,6 +132,9 @@ class Fake:
         if self.scenario == "silent_new":
             await anyio.sleep_forever()
         self.mcp_servers = params.get("mcpServers") or []
+        if os.environ.get("FAKE_MCP_SERVERS"):  # for a test that calls the tools itself
+            with open(os.environ["FAKE_MCP_SERVERS"], "w") as f:
+                json.dump(self.mcp_servers, f)
         if self.scenario == "auth" and not self.logged_in():
             raise RequestError(-32000, "Authentication required")
         result: Params = {"sessionId": "fake-1", **self.settings()}

@@ -10,8 +10,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from tests.nvim.conftest import Editor
 
 
@@ -299,3 +301,39 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     assert "mcp.sock (directory only you can open), 0 connection(s)" in text
     assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
+
+
+def test_a_refused_call_does_not_make_an_existing_file_new(editor: Editor, tmp_path: Path) -> None:
+    """Issue 27.3: after an MCP read refused by fs_access, an edit of an existing file
+    was listed as created, and rejecting it deleted the user's file. An MCP client may
+    call tools at any time, here before the first prompt."""
+    path = tmp_path / "project" / "keep.txt"
+    path.write_text("one\ntwo\n")
+    servers_file = tmp_path / "servers.json"
+    agent = editor.fake_agent("mcp")
+    agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+    editor.setup(agents={"fake": agent}, fs_access={"outside": "deny"})
+    editor.open_chat("fake")
+    server = editor_server(json.loads(servers_file.read_text()))
+    assert server is not None
+
+    async def calls() -> list[Any]:
+        async with mcp_session(server) as mcp:
+            return [
+                await mcp.request("tools/call", {"name": name, "arguments": arguments}, dict)
+                for name, arguments in [
+                    ("read_buffer", {"path": "/etc/passwd"}),
+                    ("edit_buffer", {"path": "keep.txt", "old_text": "two", "new_text": "TWO"}),
+                ]
+            ]
+
+    refused, edited = anyio.run(calls)
+    assert refused["isError"] is True and "fs_access" in text(refused)
+    assert edited["isError"] is False, text(edited)
+    editor.wait("require('acp').changes()[1] ~= nil", what="the edit in the review")
+    [change] = editor.lua("return require('acp').changes()")
+    assert (change["path"], change["created"]) == (str(path), False)
+    assert [h["status"] for h in change["hunks"]] == ["pending"]
+    editor.lua("require('acp').reject()")
+    editor.wait(f"vim.fn.readfile({str(path)!r})[2] == 'two'", what="the rejected edit undone")
+    assert path.read_text() == "one\ntwo\n"

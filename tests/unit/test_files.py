@@ -431,3 +431,32 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     (tmp_path / "b.txt").write_text("new\n")
     await changes.end_turn()
     assert hunks(changes) == [("b.txt", "pending", ["+new"])]
+# appended to tests/unit/test_files.py
+
+
+async def test_a_refused_call_before_any_turn_does_not_make_files_new(tmp_path: Path) -> None:
+    """Issue 27.3: a tool call the client refused (an MCP read of /etc/passwd denied by
+    fs_access) completes before any turn began. Its disk check compared the tree with
+    a turn-start scan never taken: every file looked new, and the next edit of one was
+    listed as created (rejecting it deleted the user's file)."""
+    path = tmp_path / "keep.txt"
+    path.write_text("one\ntwo\n")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        changes.on_tool_call(ToolCall("fs_access1", "Read /etc/passwd", "read", "failed"))
+        await changes.check()
+        await changes.write(str(path), "one\nTWO\n")
+        [file] = changes.summary()["files"]
+        assert file["created"] is False
+        assert hunks(changes) == [("keep.txt", "pending", ["-two", "+TWO"])]
+        await changes.decide("reject", None, None, None)
+        # Between turns likewise: a file the user made after a turn is not the agent's.
+        await changes.begin_turn()
+        await changes.end_turn()
+        (tmp_path / "mine.txt").write_text("the user's\n")
+        changes.on_tool_call(ToolCall("fs_access2", "Read /etc/passwd", "read", "failed"))
+        await changes.check()
+        assert [os.path.basename(f["path"]) for f in changes.summary()["files"]] == ["keep.txt"]
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == "one\ntwo\n"

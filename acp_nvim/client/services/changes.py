@@ -274,7 +274,8 @@ class SessionChanges:
         self.access: FileAccess | None = None
         self._tasks = tasks
         self._lock = anyio.Lock()
-        self._start = Scan()  # the turn-start scan
+        # The turn-start scan; none yet proves no file absent (complete=False).
+        self._start = Scan(complete=False)
         self._git: GitState | None = None  # dirty files at turn start, in a git work tree
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
@@ -479,7 +480,10 @@ class SessionChanges:
             if unfinished and path not in self._tried:
                 self._tried.add(path)
                 self._snapshot(path)
-        if call.status in ("completed", "failed") and call.id not in self._checked:
+        # Outside a turn (an MCP call, or a refusal of one, before the first prompt or
+        # between turns) what changed on disk is the user's: nothing to check.
+        finished = call.status in ("completed", "failed") and self._turn_open
+        if finished and call.id not in self._checked:
             self._checked.add(call.id)
             self._due.update((path, None) for path, _ in paths)
             if not self._check_queued:
@@ -496,6 +500,8 @@ class SessionChanges:
         if self._turn_open:
             self._turn_open = False
             await self.check()
+            # Until the next turn begins, no file counts as absent at its start.
+            self._start = Scan(complete=False)
 
     async def check(self) -> None:
         """Record files changed on disk since they were last seen."""
