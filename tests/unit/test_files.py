@@ -431,7 +431,6 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     (tmp_path / "b.txt").write_text("new\n")
     await changes.end_turn()
     assert hunks(changes) == [("b.txt", "pending", ["+new"])]
-# appended to tests/unit/test_files.py
 
 
 async def test_a_refused_call_before_any_turn_does_not_make_files_new(tmp_path: Path) -> None:
