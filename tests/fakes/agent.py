@@ -107,6 +107,8 @@ class Fake:
             result["agentCapabilities"] = {"auth": {"logout": {}}}
         if self.scenario == "fork":
             result["agentCapabilities"] = {"sessionCapabilities": {"fork": {}}}
+        if self.scenario == "mcp":
+            result["agentCapabilities"] = {"mcpCapabilities": {"http": True}}
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
@@ -119,7 +121,7 @@ class Fake:
     def session_capabilities_v2(self) -> Params:
         match self.scenario.split("+"):
             case ["mcp_v2"]:
-                return {"mcp": {"stdio": {}}}
+                return {"mcp": {"stdio": {}, "http": {}}}
             case ["mcp_v2_acp"]:  # MCP-over-ACP too (the unstable session.mcp.acp)
                 return {"mcp": {"stdio": {}, "acp": {}}}
             case ["fork"]:

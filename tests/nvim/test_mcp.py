@@ -303,6 +303,53 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
 
 
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_the_users_servers_reach_the_agent_and_no_secret_reaches_the_log(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """mcp_servers on the wire of each version, global and per agent; the values of
+    their env and headers, and the editor server's token, stay out of :AcpLog."""
+    token, bearer = "ghp_not_for_the_log", "Bearer not-for-the-log"
+    fake, other = editor.fake_agent(scenario), editor.fake_agent(scenario)
+    fake["mcp_servers"] = {"mine": {"command": "sh", "args": ["-c", "true"]}}
+    editor.setup(
+        agents={"fake": fake, "other": other},
+        protocol_version=version,
+        mcp_servers={
+            "gh": {"command": "sh", "env": {"GITHUB_TOKEN": token}},
+            "web": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                    "headers": {"Authorization": bearer}},
+        },
+    )  # fmt: skip
+    editor.open_chat("fake")
+    [servers] = call(editor, "servers")
+    by_name = {s["name"]: s for s in servers}
+    assert sorted(by_name) == ["gh", "mine", "nvim", "web"]
+    stdio = {"type": "stdio"} if version == 2 else {}
+    assert by_name["gh"] == {
+        **stdio, "name": "gh", "command": by_name["gh"]["command"], "args": [],
+        "env": [{"name": "GITHUB_TOKEN", "value": token}],
+    }  # fmt: skip
+    assert os.path.basename(by_name["gh"]["command"]) == "sh"
+    assert by_name["web"] == {
+        "type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+        "headers": [{"name": "Authorization", "value": bearer}],
+    }  # fmt: skip
+    assert by_name["mine"]["args"] == ["-c", "true"]
+    editor_token = next(v["value"] for v in by_name["nvim"]["env"] if "TOKEN" in v["name"])
+    # Another agent gets the global servers, not this one's own.
+    editor.lua("require('acp').open({agent = 'other', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    [servers] = call(editor, "servers", turn=2)
+    assert sorted(s["name"] for s in servers) == ["gh", "nvim", "web"]
+    # (What the fake agent says back, RESULT lines, is its own business.)
+    sent = [line for line in editor.lua("return require('acp.host').request('log')")]
+    log = "\n".join(line for line in sent if " >> " in line)
+    assert '"mcpServers"' in log and "<redacted>" in log
+    for secret in (token, bearer, editor_token):
+        assert secret not in log
+
+
 def test_a_refused_call_does_not_make_an_existing_file_new(editor: Editor, tmp_path: Path) -> None:
     """Issue 27.3: after an MCP read refused by fs_access, an edit of an existing file
     was listed as created, and rejecting it deleted the user's file. An MCP client may

@@ -59,6 +59,10 @@ def test_shell_line_runs_in_session_cwd_with_env_and_reports_exit(editor: Editor
     assert report["exit"] == {"exitCode": 3}
     assert report["exitStatus"] == {"exitCode": 3}
     assert report["after_release"] == -32002  # released: the id is gone
+    # The value reached the command but not :AcpLog, which users paste into reports.
+    log = editor.lua("return require('acp.host').request('log')")
+    [create] = [line for line in log if '"terminal/create"' in line]
+    assert "hello there" not in create and '"value":"<redacted>"' in create
 
     # The tool call shows the terminal's last lines and its exit, after release too.
     key = report["terminalId"]
