@@ -263,3 +263,23 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     assert "## You\nremember me" in editor.transcript_text()
     resumed = '"method":"session/load"' if version == 1 else '"method":"session/resume"'
     assert any(resumed in line for line in editor.lua("return require('acp.host').request('log')"))
+
+
+def test_a_failed_session_list_leaves_no_picker_behind(editor: Editor) -> None:
+    """Issue 27.7: :AcpSessions waited for its list with a `once` autocmd for any chat;
+    a list that failed left it behind, and the next list opened two pickers."""
+    editor.setup(
+        agents={"plain": editor.fake_agent("terminal"), "keeper": editor.fake_agent("history")}
+    )
+    editor.open_chat("plain")
+    editor.nvim.command("AcpSessions")  # this agent lists no sessions: an error
+    editor.wait(
+        "#vim.tbl_filter(function(n) return n.msg:find('listing sessions') end, _G.acp_notices) > 0",
+        what="the failure told",
+    )
+    editor.lua("require('acp').open({agent = 'keeper', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.lua("_G.pickers = 0; vim.ui.select = function() _G.pickers = _G.pickers + 1 end")
+    editor.nvim.command("AcpSessions")
+    editor.wait("_G.pickers > 0", what="the picker")  # every autocmd ran in that one event
+    assert editor.lua("return _G.pickers") == 1

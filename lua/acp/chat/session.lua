@@ -113,28 +113,44 @@ function M.complete(arglead, cmdline)
   end, items)
 end
 
+--- Offer the sessions of an AcpSessionList event; the one picked opens in a new chat.
+local function pick(data)
+  local sessions = data.sessions or {}
+  if #sessions == 0 then
+    require("acp.util").notify("the agent has no saved sessions", "info")
+    return
+  end
+  vim.ui.select(sessions, {
+    prompt = "Resume session",
+    format_item = function(s)
+      local title = s.title ~= vim.NIL and s.title or "(untitled)"
+      return ("%s  %s"):format(s.session_id, title)
+    end,
+  }, function(s)
+    if s then
+      M.resume(data.agent, s.session_id)
+    end
+  end)
+end
+
+-- The autocmd waiting for each chat's session list: a list that fails never
+-- comes, so the next request replaces the wait instead of adding a second picker.
+local waiting = {}
+
 --- List the agent's sessions and resume the one picked in a new chat.
 function M.sessions(chat)
-  vim.api.nvim_create_autocmd("User", {
+  if waiting[chat.id] then
+    pcall(vim.api.nvim_del_autocmd, waiting[chat.id])
+  end
+  waiting[chat.id] = vim.api.nvim_create_autocmd("User", {
     pattern = "AcpSessionList",
-    once = true,
     callback = function(ev)
-      local sessions = ev.data.sessions or {}
-      if #sessions == 0 then
-        require("acp.util").notify("the agent has no saved sessions", "info")
+      if ev.data.chat ~= chat.id then
         return
       end
-      vim.ui.select(sessions, {
-        prompt = "Resume session",
-        format_item = function(s)
-          local title = s.title ~= vim.NIL and s.title or "(untitled)"
-          return ("%s  %s"):format(s.session_id, title)
-        end,
-      }, function(s)
-        if s then
-          M.resume(ev.data.agent, s.session_id)
-        end
-      end)
+      waiting[chat.id] = nil
+      pick(ev.data)
+      return true -- answered: this autocmd is done
     end,
   })
   host.notify("list_sessions", { chat = chat.id })
