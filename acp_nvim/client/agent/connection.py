@@ -127,6 +127,7 @@ class AgentConnection:
         def serve(connection: Connection) -> None:
             self._connection = connection
             tasks.start_soon(self.process.drain_stderr)
+            tasks.start_soon(self.process.wait)  # a leader reaped is let go of at once
             tasks.start_soon(self._serve, connection, self.process, self.exited)
 
         try:
