@@ -16,6 +16,7 @@ __all__ = [
     "LspRequest",
     "RecordingEditor",
     "RenderOp",
+    "WriteError",
 ]
 
 import os
@@ -49,6 +50,11 @@ LspRequest = Literal[
 
 class EditorError(Exception):
     """The editor could not do what was asked (a Lua error, a vanished buffer)."""
+
+
+class WriteError(EditorError):
+    """The editor could not write a buffer to its file, which is untouched; the
+    buffer is as it was before the edit that came with the save."""
 
 
 class BufferState:
@@ -149,6 +155,9 @@ class Editor(Protocol):
         the caller just wrote the file behind the buffer's unsaved edits, which the
         editor then takes as seen. Returns the new tick, or None when the buffer
         changed (or vanished) since ``tick``: read it again and retry.
+
+        Raises:
+            WriteError: the save failed (a full disk); nothing changed.
         """
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:

@@ -36,7 +36,14 @@ import anyio.from_thread
 import anyio.lowlevel
 import pynvim
 
-from acp_nvim.client.editor import BufferState, EditorError, Event, LspRequest, RenderOp
+from acp_nvim.client.editor import (
+    BufferState,
+    EditorError,
+    Event,
+    LspRequest,
+    RenderOp,
+    WriteError,
+)
 from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
 
 if TYPE_CHECKING:
@@ -263,6 +270,8 @@ class NvimEditor:
         result = await self.call_lua(
             "return require('acp.editor.buffers').edit(...)", path, tick, plain, save, disk_changed
         )
+        if isinstance(result, dict):
+            raise WriteError(str(result.get("error")))
         return None if result is False or result is None else int(result)
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:

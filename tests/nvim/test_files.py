@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor
 
 
@@ -332,3 +334,38 @@ def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
         " (require('acp').changes()[1] or {hunks = {}}).hunks) == 0",
         what="the review follows the undo",
     )
+
+
+def test_a_full_disk_leaves_file_buffer_and_review_as_they_were(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Issue 27.6: an agent write that hit ENOSPC left the file as the first 4 kB of the
+    new text, plus a Lua traceback to the agent when a buffer held it. Now the agent
+    gets one clear error, so does the user, and file, buffer and review are untouched."""
+    with small_disk(tmp_path / "project" / "full") as full:
+        loaded, closed = full / "loaded.txt", full / "closed.txt"
+        for path in (loaded, closed):
+            path.write_text("the user's text\n")
+        fill(full)
+        buf = start(editor, loaded)
+        assert buf is not None
+        big = "x" * 100 + "\n"
+        results = run(
+            editor,
+            [{"write": {"path": str(path), "content": big * 1000}} for path in (loaded, closed)]
+            + [{"write": {"path": str(closed), "content": "fits\n"}}],
+        )
+        for result, path in zip(results, (loaded, closed), strict=False):
+            assert "traceback" not in result["message"]
+            assert result["message"].endswith(f"cannot write {path}: " + (
+                "Write error (file system full?)" if path == loaded else "No space left on device"
+            ))  # fmt: skip
+        assert results[2] == {}
+        assert loaded.read_text() == "the user's text\n" and closed.read_text() == "fits\n"
+        assert lines(editor, buf) == ["the user's text"]
+        assert editor.lua("return vim.bo[...].modified", buf) is False
+        [change] = editor.lua("return require('acp').changes()")
+        assert change["path"] == str(closed)  # the write that fitted, alone
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert sum("the agent's write failed" in n for n in notices) == 2
+        assert not [name for name in os.listdir(full) if name.endswith(".acp~")]

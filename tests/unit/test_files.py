@@ -21,6 +21,7 @@ from acp_nvim.client.services.files import FileError
 from acp_nvim.client.session.model import DiffPart, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
+from tests.disk import fill, small_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -459,3 +460,102 @@ async def test_a_refused_call_before_any_turn_does_not_make_files_new(tmp_path: 
         assert [os.path.basename(f["path"]) for f in changes.summary()["files"]] == ["keep.txt"]
         tasks.cancel_scope.cancel()
     assert path.read_text() == "one\ntwo\n"
+
+
+# -- every write all or nothing (issue 27.6) ---------------------------------------
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Temporary files a write left behind."""
+    return [name for name in os.listdir(directory) if name.endswith(".acp~")]
+
+
+async def test_a_full_disk_leaves_the_file_and_the_review_as_they_were(tmp_path: Path) -> None:
+    """An agent write that hit ENOSPC left the file as the first 4 kB of the new text
+    (a new file empty): now the agent is told why, and the user, and nothing changed."""
+    with small_disk(tmp_path / "full") as full:
+        keep, new = full / "keep.txt", full / "new.txt"
+        keep.write_text("the user's text\n")
+        fill(full)
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(full), Tasks(tasks))
+            await changes.begin_turn()
+            big = "x" * 100 + "\n"
+            for path in (keep, new):
+                with pytest.raises(FileError, match="No space left on device"):
+                    await changes.write(str(path), big * 1000)
+            assert keep.read_text() == "the user's text\n" and not new.exists()
+            assert changes.summary()["files"] == []
+            assert [m for level, m in editor.notices if level == "error"] == [
+                f"the agent's write failed: cannot write {path}: No space left on device"
+                for path in (keep, new)
+            ]
+            # A write that fits still goes through.
+            await changes.write(str(keep), "short\n")
+            tasks.cancel_scope.cancel()
+        assert keep.read_text() == "short\n"
+        assert not new.exists() and leftovers(full) == []
+
+
+async def test_a_reject_the_disk_cannot_take_leaves_file_and_hunk(tmp_path: Path) -> None:
+    """A decision whose text does not fit is undone in the review too: the hunk stays
+    pending, the file holds the agent's text, and the user is told."""
+    with small_disk(tmp_path / "full") as full:
+        path = full / "a.txt"
+        path.write_text("x" * 40_000 + "\n")
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(full), Tasks(tasks))
+            await changes.begin_turn()
+            await changes.write(str(path), "short\n")
+            fill(full)  # the disk fills up meanwhile
+            await changes.decide("reject", None, None, None)
+            assert [h[1] for h in hunks(changes)] == ["pending"]
+            assert "No space left on device" in editor.notices[-1][1]
+            tasks.cancel_scope.cancel()
+        assert path.read_text() == "short\n" and leftovers(full) == []
+
+
+async def test_a_failed_sync_keeps_the_old_file(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same without root: the one write function fails where a full disk would."""
+    changes, _ = session
+    path = tmp_path / "a.txt"
+    path.write_text("old\n")
+
+    def no_room(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_room)
+    with pytest.raises(FileError, match="No space left on device"):
+        await changes.write(str(path), "new\n")
+    assert path.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+async def test_a_write_keeps_mode_owner_links_and_hard_links(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    private, target = tmp_path / "private.txt", tmp_path / "target.txt"
+    private.write_text("a\n")
+    private.chmod(0o640)
+    if os.geteuid() == 0:
+        os.chown(private, 1234, 4321)
+    target.write_text("b\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    linked, twin = tmp_path / "linked.txt", tmp_path / "twin.txt"
+    linked.write_text("c\n")
+    os.link(linked, twin)
+    await changes.write(str(private), "A\n")
+    await changes.write(str(link), "B\n")
+    await changes.write(str(linked), "C\n")
+    st = os.stat(private)
+    assert (private.read_text(), st.st_mode & 0o7777) == ("A\n", 0o640)
+    if os.geteuid() == 0:
+        assert (st.st_uid, st.st_gid) == (1234, 4321)
+    assert link.is_symlink() and target.read_text() == "B\n"
+    assert twin.read_text() == "C\n"  # a hard link is written in place: both names see it
+    assert leftovers(tmp_path) == []

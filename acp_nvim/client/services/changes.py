@@ -353,13 +353,19 @@ class SessionChanges:
             disk = doc
             if doc.buffer is not None and doc.buffer.modified:
                 disk = await anyio.to_thread.run_sync(files.read_disk, path)
+            rollback = self.store.checkpoint(path)
             outcome = self.store.write(
                 path,
                 doc.conform(content),
                 editor_text=doc.text if existed else None,
                 unseen=disk.text or "",
             )
-            final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
+            try:
+                final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
+            except FileError as err:
+                rollback()  # nothing was written: nothing to review
+                self.editor.notify(f"the agent's write failed: {err}")
+                raise
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
             self._known[path] = stat_of(path)
@@ -596,11 +602,13 @@ class SessionChanges:
                         kinds.setdefault(change.path, set()).add(change.kind)
             for path, kind in kinds.items():
                 disk = "disk" in kind
+                rollback = self.store.checkpoint(path)
                 try:
                     doc = await self._document(path, disk)
                     outcome = self.store.restore(path, turn)
                     await self._put(doc, outcome.text, disk)
                 except (ReviewError, FileError) as err:
+                    rollback()
                     self.editor.notify(str(err), "warn")
                     continue
                 for clash in outcome.clashes:
@@ -747,11 +755,16 @@ class SessionChanges:
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
         disk = change.kind == "disk"
         doc = await self._document(path, disk)
+        rollback = self.store.checkpoint(path)
         if decision == "accept":
             text = self.store.accept(path, hunk, turn=turn)
         else:
             text = self.store.reject(path, hunk, turn=turn)
-        await self._put(doc, text, disk)
+        try:
+            await self._put(doc, text, disk)
+        except FileError:
+            rollback()  # the file is as it was: so is its review
+            raise
 
     async def _document(self, path: str, disk: bool) -> Document:
         """``path`` as a decision meets it, the user's edits folded into the review;
