@@ -52,7 +52,13 @@ function M.add(chat, text)
     end
     data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
     vim.fn.mkdir(vim.fs.dirname(file()), "p")
-    pcall(vim.fn.writefile, { vim.json.encode(data) }, file(), "S")
+    -- All or nothing (decision 0037): a full disk must not cost the history.
+    local temporary = ("%s.%d.acp~"):format(file(), vim.uv.os_getpid())
+    local ok, failed = pcall(vim.fn.writefile, { vim.json.encode(data) }, temporary, "s")
+    if ok and failed == 0 and vim.uv.fs_rename(temporary, file()) then
+      return
+    end
+    vim.uv.fs_unlink(temporary)
   end)
 end
 
