@@ -27,10 +27,10 @@ import anyio
 import anyio.abc
 import pytest
 
-from acp_nvim.client import app as app_module
 from acp_nvim.client.agent import connection as connection_module
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app import App
+from acp_nvim.client.app import _pool as pool_module
 from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.protocol import ConnectionClosed
 from tests.unit.conftest import MemoryByteReceive, MemoryByteSend, Pipes, RawPeer
@@ -248,7 +248,7 @@ async def app_with(
             def spawn(*args: Any) -> MemoryProcess:
                 return MemoryProcess(agent, tasks, pipes)
 
-            patch.setattr(app_module, "agent_process", spawn)
+            patch.setattr(pool_module, "agent_process", spawn)
             patch.setattr(connection_module, "agent_process", spawn)
             app = App(editor, tasks)
             assert app.setup(

@@ -76,7 +76,7 @@ async def test_two_chats_opened_at_once_share_one_agent_process(tmp_path: Path) 
             opening.start_soon(app.open, 2, None, str(tmp_path))
         assert [app.chats[n].state for n in (1, 2)] == ["ready", "ready"]
         assert list(app.agents) == ["demo"]
-        assert app._agent_of[1] is app._agent_of[2]
+        assert app.pool.agent_of[1] is app.pool.agent_of[2]
         # A later chat on a dead agent starts it again.
         first = app.agents["demo"]
         await first.aclose()
@@ -101,10 +101,10 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
             await app.send(1, text)
         app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
         app.dequeue(1, 2, "c", edit=True)
-        assert [p.text for p in app._queues[1]] == ["b"]
+        assert [p.text for p in app.queue.prompts[1]] == ["b"]
         assert editor.ops[1][-1] == {"op": "input", "text": "c"}
         app.dequeue(1, 0, "c")
         assert editor.notices[-1] == ("warn", "that prompt is no longer queued")
-        assert [p.text for p in app._queues[1]] == ["b"]
+        assert [p.text for p in app.queue.prompts[1]] == ["b"]
         await app.shutdown()
         tasks.cancel_scope.cancel()

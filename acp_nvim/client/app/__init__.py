@@ -1,0 +1,123 @@
+"""The client application: chats, the agents behind them, and the user's commands.
+
+Runs entirely on the worker's event loop. The editor side calls the public
+coroutines (via the thread bridge); results reach the user through the Editor
+port only, so nothing here waits on the editor.
+
+:class:`App` is the face the host calls; each command is answered by the part
+it concerns, one module each (decision 0034):
+
+- ``_chats``: a chat's life (open, fork, restart, send, cancel, login, close)
+- ``_pool``: the agents (processes, connections, logins and their secrets)
+- ``_queue``: prompts waiting for a busy chat
+- ``_settings``: a session's mode, model and options
+- ``_reviews``: each chat's review of the agent's changes
+- ``_mcp``: the editor MCP server's offer and socket
+"""
+
+from __future__ import annotations
+
+__all__ = ["App"]
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from acp_nvim.client.app._chats import ChatLifecycle
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._mcp import McpWiring
+from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.app._queue import PromptQueue
+from acp_nvim.client.app._reviews import Reviews
+from acp_nvim.client.app._settings import Settings
+from acp_nvim.client.config import Config, ConfigError, load_config
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.tasks import Tasks
+
+if TYPE_CHECKING:
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.session.chat import Chat
+    from acp_nvim.mcp import EditorSocket
+
+
+class App:
+    """All chats of one editor. ``tasks`` is the worker's task group: every task the
+    app starts in it is behind a barrier (:class:`Tasks`), so a failing one is shown
+    in its chat and ends nothing else."""
+
+    def __init__(self, editor: Editor, tasks: anyio.abc.TaskGroup) -> None:
+        config = Config()
+        self.ctx = AppContext(editor, Tasks(tasks), config, ProtocolLog(config.log_lines))
+        self.reviews = Reviews(self.ctx)
+        self.mcp = McpWiring(self.ctx, self.reviews.by_chat)
+        self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)
+        self.queue = PromptQueue(self.ctx, self.pool)
+        self.settings = Settings(self.ctx, self.pool)
+        self.lifecycle = ChatLifecycle(self.ctx, self.pool, self.queue, self.reviews, self.settings)
+        # What the host calls, each answered by the part it concerns.
+        self.open = self.lifecycle.open
+        self.restart = self.lifecycle.restart
+        self.send = self.lifecycle.send
+        self.cancel = self.lifecycle.cancel
+        self.login = self.lifecycle.login
+        self.close = self.lifecycle.close
+        self.dequeue = self.queue.dequeue
+        self.answer = self.pool.answer
+        self.elicit = self.pool.elicit
+        self.terminal_output = self.pool.terminal_output
+        self.list_sessions = self.pool.list_sessions
+        self.delete_session = self.pool.delete_session
+        self.logout = self.pool.logout
+        self.set_config = self.settings.set_config
+        self.set_category = self.settings.set_category
+        self.review = self.reviews.review
+        self.baseline = self.reviews.baseline
+        self.buffer_changed = self.reviews.buffer_changed
+        self.restore = self.reviews.restore
+        self.mcp_status = self.mcp.status
+
+    def __repr__(self) -> str:
+        return f"<App {len(self.chats)} chats, {len(self.agents)} agents>"
+
+    @property
+    def chats(self) -> dict[int, Chat]:
+        return self.ctx.chats
+
+    @property
+    def agents(self) -> dict[str, AgentConnection]:
+        return self.pool.agents
+
+    @property
+    def log(self) -> ProtocolLog:
+        return self.ctx.log
+
+    @property
+    def mcp_socket(self) -> EditorSocket | None:
+        return self.mcp.socket
+
+    def setup(self, raw: Any) -> bool:
+        """Validate and take the user's options; a wrong one is reported, not raised."""
+        try:
+            self.ctx.config = load_config(raw)
+        except ConfigError as err:
+            self.ctx.config_error = f"invalid option {err}"
+            self.ctx.editor.notify(self.ctx.config_error)
+            return False
+        self.ctx.config_error = None
+        self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
+        for connection in self.pool.agents.values():
+            self.pool.configure(connection)
+        self.reviews.configure()
+        return True
+
+    async def buffers_changed(self) -> None:
+        """File buffers came or went: MCP clients that follow the list are told."""
+        await self.mcp.buffers_changed(self.pool.agents.values())
+
+    async def shutdown(self) -> None:
+        """End every agent (Neovim is closing)."""
+        with anyio.CancelScope(shield=True):
+            await self.pool.aclose()
+            await self.mcp.aclose()

@@ -1,0 +1,301 @@
+"""A chat's life: opened on its agent (or a fork of another chat's session),
+restarted, sent prompts, cancelled, closed."""
+
+from __future__ import annotations
+
+__all__ = ["ChatLifecycle"]
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_nvim.client.agent.process import AgentProcess
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.app._queue import Prompt, PromptQueue
+from acp_nvim.client.app._reviews import Reviews
+from acp_nvim.client.app._settings import Settings, chosen, defaults
+from acp_nvim.client.config import AgentConfig, ConfigError
+from acp_nvim.client.errors import AgentFailed
+
+if TYPE_CHECKING:
+    # The chat (model, view, review) and the protocol stack are imported after the
+    # first agent is spawned, so their import overlaps the agent's own start-up
+    # (doc/performance.md, start-up).
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.model import Attachment, LoginMethod
+
+
+class ChatLifecycle:
+    def __init__(
+        self,
+        ctx: AppContext,
+        pool: AgentPool,
+        queue: PromptQueue,
+        reviews: Reviews,
+        settings: Settings,
+    ) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        self.queue = queue
+        self.reviews = reviews
+        self.settings = settings
+        self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
+        self._cwds: dict[int, str] = {}  # where each chat was opened
+
+    def __repr__(self) -> str:
+        return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._opening)} opening>"
+
+    async def open(
+        self,
+        chat_id: int,
+        agent: str | None,
+        cwd: str,
+        session_id: str | None = None,
+        fork: int | None = None,
+    ) -> None:
+        """Start (or reuse) the agent and create a session for a new chat.
+
+        With ``session_id`` the chat resumes that session (its history replayed);
+        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent.
+        """
+        self.queue.open(chat_id)  # prompts sent before the chat is ready
+        parent = self.ctx.chats.get(fork) if fork is not None else None
+        refusal = self.ctx.config_error or (None if fork is None else self._fork_refusal(fork))
+        if refusal is not None:
+            chat = self._new_chat(chat_id, agent or "?", cwd)
+            chat.fail(refusal)
+            self.queue.give_back(chat)
+            return
+        try:
+            name, agent_config = self.pool.agent_config(agent)
+        except ConfigError as err:
+            self.ctx.editor.notify(str(err))
+            self.ctx.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
+            for prompt in self.queue.forget(chat_id):
+                self.queue.return_input(chat_id, prompt.text)
+            return
+        # The agent's own start is the long pole: spawn it first, then import and
+        # build the chat while it boots (doc/performance.md, start-up).
+        spawned = await self.pool.spawn(name, agent_config, cwd)
+        chat = self._new_chat(chat_id, name, cwd)
+        await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    def _fork_refusal(self, chat_id: int) -> str | None:
+        """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
+        ready chat whose agent offers it; this holds when that changed meanwhile (a
+        new agent started here would not know the session)."""
+        connection = self.pool.agent_of.get(chat_id)
+        if chat_id not in self.ctx.chats or connection is None or not connection.alive:
+            return "cannot fork: the chat's agent is not running"
+        return None
+
+    async def restart(self, chat_id: int) -> None:
+        """Start the chat's agent again and go on in the same transcript: the agent's
+        session is resumed where it offers that, else a new one begins."""
+        chat = self.ctx.chats.get(chat_id)
+        if chat is None:
+            self.ctx.editor.notify("no such chat to restart", "warn")
+            return
+        if chat.id in self._opening:
+            return  # starting already
+        if self.ctx.config_error is not None:
+            chat.fail(self.ctx.config_error)
+            return
+        try:
+            name, agent_config = self.pool.agent_config(chat.agent)
+        except ConfigError as err:
+            chat.fail(str(err))
+            return
+        if chat.state == "running":
+            self.ctx.editor.notify("cannot restart during a turn: cancel it first", "warn")
+            return
+        old = self.pool.agent_of.get(chat_id)
+        if old is not None:
+            await self.pool.release(chat)
+            await old.aclose()  # asked to restart it: even a live agent goes
+        spawned = await self.pool.spawn(name, agent_config, self._cwds[chat_id])
+        await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
+
+    async def _start(
+        self,
+        chat: Chat,
+        agent_config: AgentConfig,
+        spawned: AgentProcess | AgentFailed | None,
+        session_id: str | None,
+        *,
+        again: bool = False,
+        fork_of: Chat | None = None,
+    ) -> None:
+        """Connect ``chat`` to its agent within ``timeouts.start``; ``cancel()`` and
+        ``close()`` end the wait. ``again``: the chat goes on after a restart;
+        ``fork_of``: its session is a fork of that chat's."""
+        name = chat.agent
+        chat.set_state("starting", agent=name)
+        timeout = self.ctx.config.timeouts.start
+        connection: AgentConnection | None = None
+        with anyio.CancelScope() as scope:
+            self._opening[chat.id] = scope
+            try:
+                with anyio.fail_after(timeout):
+                    connection = await self.pool.connect(
+                        name, agent_config, self._cwds[chat.id], spawned
+                    )
+                    self.pool.agent_of[chat.id] = connection
+                    chat.on_info(
+                        login_methods=[_plain(m) for m in connection.auth_methods()],
+                        can_fork=connection.can_fork,
+                    )
+                    self.reviews.attach(chat, connection, agent_config)
+                    if fork_of is not None:
+                        # The fork keeps the parent's settings (from the agent's answer),
+                        # not the configured defaults.
+                        await connection.fork(chat, fork_of)
+                    else:
+                        # A restart goes on with the settings the user had, not the
+                        # configured defaults (which would undo a mode switched to).
+                        kept = chosen(chat) if again else []
+                        resumed = await self._session(connection, chat, session_id, again=again)
+                        wanted = kept if again and resumed else defaults(agent_config)
+                        await self.settings.apply(connection, chat, wanted)
+            except TimeoutError:
+                chat.fail(
+                    f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
+                    ":AcpRestart tries again"
+                )
+            except AgentFailed as err:
+                if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:
+                    err = AgentFailed(f"{err}: log in with :AcpLogin, then send again", err.details)
+                chat.fail(str(err), err.details)
+            finally:
+                del self._opening[chat.id]
+        if scope.cancelled_caught and chat.state != "closed":
+            chat.fail("the start was cancelled; :AcpRestart tries again")
+        if chat.state == "ready":
+            await self.queue.drain(chat)
+        elif chat.state != "closed":
+            self.queue.give_back(chat)
+            if connection is not None and not connection.auth_methods():
+                await self.pool.release(chat)  # kept while a login may still come
+
+    async def _session(
+        self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
+    ) -> bool:
+        """Begin or resume ``chat``'s session; whether an existing one goes on."""
+        if session_id is None:
+            await connection.new_session(chat)
+            return False
+        if not again:
+            await connection.resume(chat, session_id)
+            return True
+        # The transcript already shows the history: resume without a replay.
+        try:
+            await connection.resume(chat, session_id, replay=False)
+        except AgentFailed as err:
+            chat.info(f"*A new session begins ({err}).*")
+            await connection.new_session(chat)
+            return False
+        return True
+
+    def _new_chat(self, chat_id: int, agent: str, cwd: str) -> Chat:
+        from acp_nvim.client.session.chat import Chat
+
+        chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor)
+        self._cwds[chat_id] = cwd
+        return chat
+
+    async def send(
+        self,
+        chat_id: int,
+        text: str,
+        context: Sequence[dict[str, Any]] = (),
+        restore: bool = False,
+    ) -> None:
+        """Send ``text`` with ``context`` (files, selections, diagnostics, images the
+        user attached: services.context), or queue it while the chat is busy; a chat
+        whose agent failed is restarted first. What cannot be sent goes back to the
+        input. ``restore``: an edited prompt sent again, after the files are taken
+        back to before the last turn (one step, :AcpEdit)."""
+        chat = self.ctx.chats.get(chat_id)
+        queue = self.queue.prompts.get(chat_id)  # there from open() to close()
+        if queue is None or (chat is not None and chat.state == "closed"):
+            self.ctx.editor.notify("cannot send: the chat is closed", "warn")
+            self.queue.return_input(chat_id, text)
+            return
+        if restore:
+            await self.reviews.restore(chat_id)
+        attachments: list[Attachment] = []
+        if context:
+            from acp_nvim.client.services.context import resolve
+
+            # What the user sees now is what goes, even if the prompt waits in the queue.
+            attachments, warnings = await resolve(self.ctx.editor, context, self._cwds[chat_id])
+            for warning in warnings:
+                self.ctx.editor.notify(warning, "warn")
+        queue.append(Prompt(text, attachments))
+        if chat is None:
+            return  # still being opened: sent once the chat is ready
+        if chat.state == "ready":
+            await self.queue.drain(chat)
+        elif chat.state == "error":
+            self.queue.show(chat)
+            await self.restart(chat_id)
+        else:  # starting or running: it goes when the chat is ready
+            self.queue.show(chat)
+
+    async def cancel(self, chat_id: int) -> None:
+        """Cancel the running turn, or stop waiting for a starting agent."""
+        chat = self.ctx.chats.get(chat_id)
+        opening = self._opening.get(chat_id)
+        if opening is not None:
+            opening.cancel()
+            return
+        connection = self.pool.agent_of.get(chat_id)
+        if chat is not None and connection is not None and chat.state == "running":
+            await self.pool.cancel_quietly(connection, chat)
+
+    async def login(
+        self, chat_id: int, method_id: str | None, values: dict[str, str] | None = None
+    ) -> None:
+        """Run one of the agent's login methods (by id; the first when None), then go
+        on: the agent restarts to see a terminal login's or a variable's result, and
+        a chat that waited for the login gets its session.
+
+        ``values`` are a variable method's values; they go only into the agent's
+        environment (never a log).
+        """
+        connection = self.pool.connection(chat_id)
+        chat = self.ctx.chats.get(chat_id)
+        if connection is None or chat is None:
+            return
+        method = await self.pool.login(connection, chat, method_id, values)
+        if method is None:
+            return
+        if method.kind != "agent":
+            await self.restart(chat_id)  # its new credentials or environment
+        elif chat.state == "error":
+            await self._start(chat, connection.config, None, chat.session.session_id or None)
+
+    async def close(self, chat_id: int) -> None:
+        """Forget a chat; its agent ends when no other chat uses it."""
+        opening = self._opening.get(chat_id)
+        if opening is not None:
+            opening.cancel()
+        chat = self.ctx.chats.pop(chat_id, None)
+        self.reviews.forget(chat_id)
+        self.queue.forget(chat_id)
+        self._cwds.pop(chat_id, None)
+        if chat is None:
+            return
+        connection = self.pool.agent_of.get(chat_id)
+        if connection is not None and chat.state == "running":
+            await self.pool.cancel_quietly(connection, chat)
+        chat.state = "closed"
+        await self.pool.release(chat)
+
+
+def _plain(method: LoginMethod) -> dict[str, Any]:
+    """A login method for Lua's picker (which asks for the variables' values)."""
+    return {"id": method.id, "name": method.name, "kind": method.kind, "vars": method.vars}

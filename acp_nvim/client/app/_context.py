@@ -1,0 +1,35 @@
+"""What every part of the app reads: the editor, the worker's tasks, the options."""
+
+from __future__ import annotations
+
+__all__ = ["AppContext"]
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from acp_nvim.client.config import Config
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.tasks import Tasks
+
+if TYPE_CHECKING:
+    from acp_nvim.client.session.chat import Chat
+
+
+@dataclass(eq=False)
+class AppContext:
+    """Shared by the app's parts. ``config`` and ``log`` are replaced by ``App.setup``,
+    so parts read them here each time rather than keeping their own."""
+
+    editor: Editor
+    tasks: Tasks
+    config: Config
+    log: ProtocolLog
+    # The open chats by id; the chat lifecycle adds and removes them.
+    chats: dict[int, Chat] = field(default_factory=dict)
+    # A rejected options table: chats refuse to start until setup() is fixed,
+    # rather than silently running with defaults the user did not ask for.
+    config_error: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<AppContext {len(self.chats)} chats>"

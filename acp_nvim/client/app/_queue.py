@@ -1,0 +1,100 @@
+"""Prompts typed while a chat was busy, sent in order when it is ready; what cannot
+be sent goes back to the chat's input, never lost in a queue the user may not see."""
+
+from __future__ import annotations
+
+__all__ = ["Prompt", "PromptQueue"]
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.errors import AgentFailed
+
+if TYPE_CHECKING:
+    from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.model import Attachment
+
+
+@dataclass
+class Prompt:
+    """A prompt waiting to be sent: its text and what the user attached."""
+
+    text: str
+    attachments: list[Attachment]
+
+
+class PromptQueue:
+    def __init__(self, ctx: AppContext, pool: AgentPool) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        # By chat id, there from the chat's open to its close.
+        self.prompts: dict[int, list[Prompt]] = {}
+
+    def __repr__(self) -> str:
+        return f"<PromptQueue {sum(map(len, self.prompts.values()))} prompts>"
+
+    def open(self, chat_id: int) -> None:
+        """Prompts may be queued from now on (sent before the chat is ready)."""
+        self.prompts.setdefault(chat_id, [])
+
+    def forget(self, chat_id: int) -> list[Prompt]:
+        """The chat is gone: its queue is dropped; returns what was in it."""
+        return self.prompts.pop(chat_id, [])
+
+    async def drain(self, chat: Chat) -> None:
+        """Run the queued prompts of a ready chat, in order."""
+        queue = self.prompts.get(chat.id)
+        while queue and chat.state == "ready" and self.ctx.chats.get(chat.id) is chat:
+            prompt = queue.pop(0)
+            self.show(chat)
+            connection = self.pool.agent_of.get(chat.id)
+            try:
+                if connection is None:
+                    raise AgentFailed(f"agent {chat.agent!r} is not running")
+                await connection.prompt(chat, prompt.text, prompt.attachments)
+            except AgentFailed as err:
+                self.return_input(chat.id, prompt.text)
+                chat.fail(str(err), err.details)
+        if chat.state == "error":
+            self.give_back(chat)
+
+    def give_back(self, chat: Chat) -> None:
+        """The chat failed: what waited to be sent goes back to the input, not lost
+        in a queue the user may not see."""
+        queue = self.prompts.get(chat.id)
+        if queue:
+            self.return_input(chat.id, "\n\n".join(p.text for p in queue))
+            queue.clear()
+            self.show(chat)
+
+    def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
+        """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``
+        puts its text back in the input.
+
+        The user picked it from the queue as it was: when the prompts before it were
+        sent meanwhile, it is found by its text, never another one dropped.
+        """
+        queue = self.prompts.get(chat_id, [])
+        chat = self.ctx.chats.get(chat_id)
+        if not (0 <= index < len(queue) and queue[index].text == text):
+            index = next((i for i, p in enumerate(queue) if p.text == text), -1)
+        if index < 0 or chat is None:
+            self.ctx.editor.notify("that prompt is no longer queued", "warn")
+            return
+        prompt = queue.pop(index)
+        self.show(chat)
+        if edit:
+            self.return_input(chat_id, prompt.text)
+
+    def show(self, chat: Chat) -> None:
+        from acp_nvim.client.session import view
+
+        queued = self.prompts.get(chat.id, [])
+        texts = [p.text for p in queued]
+        self.ctx.editor.render(chat.id, [view.status_op(queued=len(texts), queue=texts)])
+
+    def return_input(self, chat_id: int, text: str) -> None:
+        """Put text that was not handed over back in the chat's input."""
+        self.ctx.editor.render(chat_id, [{"op": "input", "text": text}])

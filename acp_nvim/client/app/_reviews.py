@@ -1,0 +1,108 @@
+"""The review of each chat's agent changes, and the user's commands on it."""
+
+from __future__ import annotations
+
+__all__ = ["Reviews"]
+
+from typing import TYPE_CHECKING
+
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.config import AgentConfig
+
+if TYPE_CHECKING:
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.client.session.chat import Chat
+
+
+class Reviews:
+    """Each chat's :class:`SessionChanges` (the same object as the chat's
+    ``changes``, typed as the service it is), kept across restarts of its agent."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.by_chat: dict[int, SessionChanges] = {}
+
+    def __repr__(self) -> str:
+        return f"<Reviews of {len(self.by_chat)} chats>"
+
+    def configure(self) -> None:
+        """The options the reviews follow (after ``setup``)."""
+        for review in self.by_chat.values():
+            review.auto_save = self.ctx.config.auto_save
+            if review.access is not None:
+                review.access.options = self.ctx.config.fs_access
+
+    def attach(self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig) -> None:
+        from acp_nvim.client.services.access import FileAccess
+        from acp_nvim.client.services.changes import SessionChanges
+
+        review = self.by_chat.get(chat.id)
+        if review is None or review.cwd != connection.cwd:
+            review = self.by_chat[chat.id] = SessionChanges(
+                self.ctx.editor,
+                chat.id,
+                connection.cwd,
+                self.ctx.tasks.reporting_to(chat.show_error),
+                auto_save=self.ctx.config.auto_save,
+                missing_file_as_empty=agent_config.missing_file_as_empty,
+            )
+        # Asks through this connection's prompts (a restart brings new ones).
+        review.access = FileAccess(
+            chat, connection.permissions, connection.cwd, self.ctx.config.fs_access
+        )
+        chat.changes = review
+
+    def forget(self, chat_id: int) -> None:
+        self.by_chat.pop(chat_id, None)
+
+    async def review(
+        self,
+        chat_id: int,
+        decision: str,
+        path: str | None = None,
+        hunk: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        """Accept or reject agent changes of chat ``chat_id`` (see SessionChanges.decide)."""
+        review = self.by_chat.get(chat_id)
+        if review is None:
+            self.ctx.editor.notify("no changes to review in this chat", "warn")
+            return
+        if decision not in ("accept", "reject"):
+            raise ValueError(f"unknown review decision {decision!r}")
+        await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+
+    def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
+        """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""
+        review = self.by_chat.get(chat_id)
+        if review is None:
+            self.ctx.editor.notify("no changes to review in this chat", "warn")
+            return
+        review.baseline(path, turn)
+
+    async def buffer_changed(self, path: str) -> None:
+        """The user changed a buffer holding agent hunks (typing, undo, redo)."""
+        for review in list(self.by_chat.values()):
+            await review.sync(path)
+
+    async def restore(self, chat_id: int, turn: int | None = None) -> None:
+        """Take the project's files back to how they were before ``turn`` of the chat
+        (default: its last turn); the transcript marks it (the agent is not rewound:
+        it learns of the restore from the files)."""
+        chat = self.ctx.chats.get(chat_id)
+        review = self.by_chat.get(chat_id)
+        editor = self.ctx.editor
+        if chat is None or review is None or chat.turn == 0:
+            editor.notify("no turn to restore", "warn")
+            return
+        if chat.state == "running":
+            editor.notify("cannot restore during a turn: cancel it first", "warn")
+            return
+        turn = chat.turn if turn is None else turn
+        if not 1 <= turn <= chat.turn:
+            editor.notify(f"no turn {turn} (turns 1 to {chat.turn})", "warn")
+            return
+        restored = await review.restore(turn)
+        listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
+        chat.info(f"*Restored the files to before turn {turn}: {listed}.*")
