@@ -28,7 +28,7 @@ from acp_nvim.protocol.stdio import stdio_streams
 Params = dict[str, Any]
 IDLE_EXIT = 97
 # Scenarios that answer v2 when the client offers it ("blocks+embed" counts as "blocks").
-V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit")
+V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit", "ignore_cancel")
 
 
 class AcpMcp:
@@ -320,12 +320,17 @@ class Fake:
                     with anyio.move_on_after(0.005):
                         await self.cancelled.wait()
                 return {"stopReason": "cancelled"}
-            case "ignore_cancel":
-                # Goes on for 30 s whatever the client says, then ends the turn.
+            case "ignore_cancel" if text != "after":
+                # Goes on after a cancel: 100 more lines (2 s), then ends the turn.
                 with anyio.move_on_after(30):
+                    left = 100
                     for i in range(100_000):
                         await self.say(f"still working {i}\n")
                         await anyio.sleep(0.02)
+                        left -= self.cancelled.is_set()
+                        if not left:
+                            self.cancelled = anyio.Event()
+                            return {"stopReason": "cancelled"}
             case "hold" | "hold_then_crash" if text == "hold":
                 await self.say("holding")
                 await self.cancelled.wait()
