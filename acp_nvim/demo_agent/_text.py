@@ -26,6 +26,7 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
   `:AcpLogin` runs its login; the winbar shows a title and a context meter
 - `:AcpFork`: a new chat that goes on from this one in a session of its own
   (`session/fork`); what you say there stays out of this chat
+- `unknown`: also sends an update of a kind no client knows (`acp.status()` names it)
 - `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
   server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
 - over ACP v2 (`protocol_version = 2`), `help` lists more

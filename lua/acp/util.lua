@@ -26,6 +26,16 @@ function M.user_error(message)
   error("acp: " .. message, 0)
 end
 
+--- Why this system cannot run the plugin, or nil. It is Unix only: agents run in
+--- process groups, commands through /bin/sh, the editor MCP server on a Unix socket.
+---@return string?
+function M.unsupported()
+  if vim.fn.has("win32") == 1 then
+    return "acp.nvim runs on Unix only (Linux, macOS, BSD): it needs process groups, "
+      .. "/bin/sh and Unix sockets, which Windows lacks; WSL is Linux"
+  end
+end
+
 local last_mark = 0
 
 --- nvim_buf_set_extmark with an id never given before. Undo puts a mark back

@@ -369,6 +369,7 @@ class Fake:
                 except RequestError as err:
                     await self.say(f"vendor request answered {err.code}. ")
                 await self.c.notify("qwen/notify/session/mode-update", {"mode": "x"})
+                await self.tool_update({"sessionUpdate": "_sparkle", "glitter": True})
                 await self.say("still here")
             case "garbage":
                 await self.send.send(b"{not json\n")

@@ -307,6 +307,7 @@ def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> Non
     editor.lua("require('acp').send('x')")
     editor.wait_event("AcpTurnEnd")
     assert "vendor request answered -32601. still here" in editor.transcript_text()
+    assert editor.lua("return require('acp').status().unknown_update") == "_sparkle"
 
     editor.lua("require('acp').open({agent = 'garbage'})")
     editor.wait_event("AcpSessionReady", count=2)
@@ -348,6 +349,25 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     assert "OK msgspec" in text and "OK anyio" in text
     assert "OK options are valid; default agent: demo" in text
     assert 'ERROR ghost: "no-such-agent-binary" is not installed' in text
+
+
+def test_on_windows_checkhealth_and_acpchat_say_it_is_unix_only(editor: Editor) -> None:
+    """Issue 27.10: the plugin needs process groups, /bin/sh and Unix sockets; a
+    Windows user is told so, once, instead of a chat that fails in odd ways."""
+    editor.setup()
+    editor.lua(
+        "local has = vim.fn.has;"
+        " vim.fn.has = function(feature) return feature == 'win32' and 1 or has(feature) end"
+    )
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "ERROR acp.nvim runs on Unix only (Linux, macOS, BSD)" in text
+    assert "OK msgspec" not in text  # nothing else is tried
+    editor.nvim.command("AcpChat")  # one line, no traceback
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"].startswith("acp: acp.nvim runs on Unix only (Linux, macOS, BSD)")
+    assert editor.lua("return require('acp').status()") is None
+    assert editor.lua("return require('acp.host').chan") is None  # no Python started
 
 
 def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
