@@ -260,6 +260,46 @@ ROWS: dict[str, list[Row]] = {
         ("  Python RSS after (MB)", "≤ 100", _key("long_rss_mb"), lambda m, _: m <= 100),
         ("  transcript lines", "—", _key("long_lines"), None),
     ],
+    "history": [
+        (
+            "10,000 stored chats of 100 turns: history({query}) p95 (ms)",
+            "≤ 50",
+            _key("search_p95"),
+            lambda m, _: m <= 50,
+        ),
+        ("  p50 (ms)", "—", _key("search_p50"), None),
+        (":AcpHistory opens its picker (ms)", "≤ 100", _key("picker"), lambda m, _: m <= 100),
+        ("  :AcpHistory {word} (ms)", "≤ 100", _key("picker_query"), lambda m, _: m <= 100),
+        (
+            "a 2,000-block chat reopened: its first screen drawn (ms)",
+            "≤ 100",
+            _key("reopen_screen"),
+            lambda m, _: m <= 100,
+        ),
+        ("  of which the new chat's windows, in Lua (ms)", "—", _key("reopen_chat"), None),
+        (
+            "the store's size / its text",
+            "≤ 2x",
+            _key("store_ratio"),
+            lambda m, _: m <= 2,
+        ),
+        ("10k chunks, UI attached, history on (ms)", "—", _key("stream_history_on"), None),
+        ("  history off (ms)", "—", _key("stream_history_off"), None),
+        (
+            "  on / off",
+            "≤ 1.05x",
+            _ratio("stream_history_on", "stream_history_off"),
+            lambda m, _: m <= 1.05,
+        ),
+        ("  Neovim ping p99, history on (ms)", "—", _key("ping_history_on"), None),
+        ("  history off (ms)", "—", _key("ping_history_off"), None),
+        (
+            "  ping p99 added by the history (ms)",
+            "≤ 16",
+            lambda f: float(f["ping_history_on"]) - float(f["ping_history_off"]),
+            lambda m, _: m <= 16,
+        ),
+    ],
 }
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "stream": figures.streaming,
@@ -272,6 +312,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "memory": figures.memory,
     "turnstart": figures.turn_start,
     "long": figures.long_session,
+    "history": figures.history,
 }
 
 

@@ -39,6 +39,18 @@ function M.watch(buf, needle, chan, tag, timeout_ms)
   end, timeout_ms or 120000)
 end
 
+--- Report `tag` with the time `buf` first holds `rows` lines (a screen of a reopened chat).
+function M.rows(buf, rows, chan, tag)
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if api.nvim_buf_line_count(buf) >= rows then
+        report(chan, tag, vim.uv.hrtime())
+        return true
+      end
+    end,
+  })
+end
+
 --- Wake the driver after `ms` (its wait for a notification has no timeout).
 function M.tick(chan, ms)
   vim.defer_fn(function()

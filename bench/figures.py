@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import random
 import shlex
 import shutil
 import statistics
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent import burst_text
-from bench.harness import Nvim, Pinger, Ui, nonce, rss_kb
+from bench.harness import AGENT, Nvim, Pinger, Ui, nonce, rss_kb
 
 Figures = dict[str, Any]
 MS = 1e6
@@ -446,6 +447,87 @@ def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10
             "turn_last": last,
             "long_rss_mb": rss_kb(n.host_pid()) / 1024,
             "long_lines": int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)),
+        }
+    finally:
+        ui.close()
+        n.quit()
+
+
+def history(run: int, chats: int = 10_000, turns: int = 100, queries: int = 100) -> Figures:
+    """The chat history: ``history({query})`` over ``chats`` stored chats of ``turns``
+    turns (words drawn with Zipf weights, bench/history.py), :AcpHistory opening,
+    a 2,000-block chat reopened (its first screen), the store's size against its
+    text; then 10k chunks streamed with the history on and off (alternating)."""
+    from bench import history as stored
+
+    path, long = stored.build(chats, turns)
+    figures: Figures = {"store_ratio": stored.file_bytes(path) / stored.text_bytes(path)}
+    n = Nvim()
+    try:
+        n.setup()
+        n.lua("require('acp').setup(...)", {
+            "python": sys.executable, "history": {"path": str(path)},
+            "agents": {"bench": {"cmd": [*AGENT, n.stamps]}},
+        })  # fmt: skip
+        n.lua("require('acp').history({limit = 1})")  # the host started, the file open
+        rng = random.Random(run)
+        words = stored.words()
+        took = []
+        for _ in range(queries):
+            # Half the queries a word of any rank, half two words of the 500 commonest.
+            query = (
+                rng.choice(words) if rng.random() < 0.5 else " ".join(rng.sample(words[:500], 2))
+            )
+            took.append(n.lua(TIMED, "require('acp').history({query = ...})", query) / MS)
+        took.sort()
+        figures["search_p50"] = took[len(took) // 2]
+        figures["search_p95"] = took[int(0.95 * len(took))]
+        n.lua("vim.ui.select = function(items) _G.picked = vim.uv.hrtime() end")
+        for command, key in (("AcpHistory", "picker"), (f"AcpHistory {words[3]}", "picker_query")):
+            start = n.lua("local t = vim.uv.hrtime(); vim.cmd(...); return t", command)
+            figures[key] = (n.lua("return _G.picked") - start) / MS
+        start, opened = n.lua(
+            "local t = vim.uv.hrtime(); require('acp').open({history = ...});"
+            "_G.bench.rows(require('acp').status().transcript_buf, 48, select(2, ...));"
+            "return {t, vim.uv.hrtime()}",
+            long, n.chan, "screen",
+        )  # fmt: skip
+        screen = int(n.wait("screen")[0])
+        figures["reopen_screen"] = (screen - start) / MS
+        figures["reopen_chat"] = (opened - start) / MS
+    finally:
+        n.quit()
+    figures |= _stream_with_history()
+    return figures
+
+
+TIMED = (
+    "local t = vim.uv.hrtime(); assert(loadstring(...))(select(2, ...)); return vim.uv.hrtime() - t"
+)
+
+
+def _stream_with_history(count: int = 10_000, rounds: int = 5) -> Figures:
+    """10k chunks with the history on and off, in turn, in one Neovim with a UI."""
+    n, ui, _ = _with_ui()
+    try:
+        totals: dict[bool, list[float]] = {True: [], False: []}
+        pings: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(rounds):
+            for on in (True, False):
+                n.lua("require('acp').setup(...)", {
+                    "python": sys.executable, "history": {"enabled": on},
+                    "agents": {"bench": {"cmd": [*AGENT, n.stamps]}},
+                })  # fmt: skip
+                buf = n.open_chat()
+                burst = _plugin_burst(n, ui, buf, count, ping=True)
+                totals[on].append(burst.total)
+                pings[on].append(burst.p99)
+                n.lua("require('acp').close()")
+        return {
+            "stream_history_on": statistics.median(totals[True]),
+            "stream_history_off": statistics.median(totals[False]),
+            "ping_history_on": statistics.median(pings[True]),
+            "ping_history_off": statistics.median(pings[False]),
         }
     finally:
         ui.close()

@@ -177,7 +177,8 @@ class Nvim:
         return int(
             self.lua(
                 "local chat, text = ...; local start = vim.uv.hrtime()"
-                "; local m = require('acp.chat'); m.send(m.chats[chat], text); return start",
+                "; local sent = require('acp.chat.registry').chats[chat]"
+                "; require('acp.chat').send(sent, text); return start",
                 chat,
                 text,
             )

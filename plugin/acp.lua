@@ -112,7 +112,7 @@ end, {
 })
 local function choices(category)
   return function()
-    local chat = require("acp.chat").get()
+    local chat = require("acp.chat.registry").get()
     local option = chat and require("acp.chat.session").setting(chat, category)
     return vim.tbl_map(function(choice)
       return choice.value
@@ -138,6 +138,23 @@ end, { nargs = 1, desc = "Resume a saved session in a new chat" })
 command("AcpDeleteSession", function(args)
   acp().delete_session(args.fargs[1])
 end, { nargs = 1, desc = "Delete a saved session of the agent" })
+command("AcpHistory", function(args)
+  require("acp.chat.history").pick(args.args ~= "" and args.args or nil, function(id)
+    require("acp").open({ history = id })
+  end)
+end, { nargs = "*", desc = "Pick a stored chat (matching the words given) to open, export, rename or delete" })
+command("AcpExport", function(args)
+  acp().export(args.args ~= "" and args.args or nil)
+end, { nargs = "?", complete = "file", desc = "Export the chat to Markdown (a file, else a buffer)" })
+command("AcpHandoff", function(args)
+  acp().handoff(args.fargs[1])
+end, {
+  nargs = 1,
+  desc = "Continue the conversation with another agent in a new chat",
+  complete = function()
+    return require("acp.config").agent_names()
+  end,
+})
 command("AcpLogin", function(args)
   acp().login(args.fargs[1])
 end, { nargs = "?", desc = "Log in to the agent" })

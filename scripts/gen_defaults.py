@@ -37,6 +37,7 @@ LUA_CLASS = {
     "AgentConfig": "acp.AgentSpec",
     "ChatOptions": "acp.ChatOptions",
     "TimeoutOptions": "acp.TimeoutOptions",
+    "HistoryOptions": "acp.HistoryOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
     "HunkKeys": "acp.HunkKeys",
     "EditorMcpOptions": "acp.EditorMcpOptions",

@@ -24,6 +24,7 @@ __all__ = [
     "EditorMcpOptions",
     "EditorTool",
     "FileAccessOptions",
+    "HistoryOptions",
     "HunkKeys",
     "McpServerOptions",
     "TimeoutOptions",
@@ -120,6 +121,8 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     mcp_servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
     """more MCP servers for this agent, added to the global `mcp_servers` (a name
     given in both takes this one)"""
+    history: bool = True
+    """keep this agent's chats in the chat history (see |acp-chat-history|)"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
@@ -185,6 +188,21 @@ class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
         msgspec.structs.force_setattr(self, "roots", roots)
 
 
+class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The chat history: every chat kept in a local SQLite file, searchable."""
+
+    enabled: bool = True
+    """keep chats (see |acp-chat-history|); false keeps none"""
+    path: str | None = None
+    """the history file (default: stdpath("state")/acp/history.sqlite3)"""
+    max_age_days: Annotated[float, Meta(gt=0)] | None = None
+    """forget chats not changed for this many days (nil: keep them)"""
+
+    def __post_init__(self) -> None:
+        if self.path is not None:
+            msgspec.structs.force_setattr(self, "path", os.path.expanduser(self.path))
+
+
 class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Keys mapped in buffers while they hold open agent hunks ("" leaves one unmapped)."""
 
@@ -243,6 +261,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """chat window layout"""
     timeouts: TimeoutOptions = msgspec.field(default_factory=TimeoutOptions)
     """seconds to wait for an agent (see |acp-timeouts|)"""
+    history: HistoryOptions = msgspec.field(default_factory=HistoryOptions)
+    """the chat history (see |acp-chat-history|)"""
 
     def all_agents(self) -> dict[str, AgentConfig]:
         """The built-in agents overlaid with the configured ones."""
@@ -319,7 +339,7 @@ def load_config(raw: Any) -> Config:
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers")
+    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers", "history")
     raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
     if "mcp_servers" in raw:
         raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers")

@@ -9,19 +9,32 @@ so a ``render`` followed by an ``emit`` reaches the user in that order.
 from __future__ import annotations
 
 __all__ = [
+    "AppendOp",
+    "BlockLocation",
+    "BlockOp",
+    "BlockPermission",
+    "BlockPermissionOption",
     "BufferState",
     "Editor",
     "EditorError",
+    "ElicitField",
+    "ElicitGoneOp",
+    "ElicitOp",
     "Event",
+    "InputOp",
     "LspRequest",
+    "PreviewFile",
+    "PreviewHunk",
     "RecordingEditor",
     "RenderOp",
+    "StatusFields",
+    "StatusOp",
     "WriteError",
 ]
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from acp_nvim.client.text import Eol, join_text
 
@@ -29,12 +42,182 @@ if TYPE_CHECKING:
     # Annotations only: the review package is imported once a chat needs it.
     from acp_nvim.review import LineEdit
 
-# One instruction for the transcript, as plain data (it crosses msgpack to Lua):
-#   {"op": "block", "id", "kind", "lines", "prefix"?}  create or replace a block
-#   ... with "start", "end" (a tool call): replace those rows of the block only
-#   {"op": "append", "id", "text"}                     stream text onto a block
-#   {"op": "status", ...fields}                        chat header / status()
-RenderOp = dict[str, Any]
+# -- Render ops: what the core draws in a chat (``Editor.render``), each a map with
+# named fields that crosses msgpack to Lua as it is. Lua handles every op in one
+# table by its "op" (``M.ops`` of lua/acp/chat/init.lua); tests/nvim/test_contract.py
+# holds that table to :data:`RenderOp`. TypedDicts, not Structs: the dicts go to
+# pynvim untouched, with no work per op on the streaming path (decision 0032).
+
+
+class _BlockOpRequired(TypedDict):
+    op: Literal["block"]
+    id: str
+    kind: str
+    lines: list[str]
+
+
+class BlockOp(_BlockOpRequired, total=False):
+    """Create a block of the transcript, or replace it whole: a message (``kind``
+    user, agent or thought), a tool call (``tool``), a plan (``plan``) or a notice
+    of the client (``turn``, ``error``, ``info``), drawn as ``lines``. With ``start``
+    and ``end`` (offsets from its header, ``end`` exclusive) only those rows of a
+    tool call's block are replaced (see ``view.ToolCallDrawing``). ``prefix``: what
+    Lua puts before each line appended to it (a thought's ``"> "``). A tool call
+    carries its ``status``, the rows of its ``locations`` and of its pending or
+    answered ``permission`` prompt; ``locations`` only when their rows may have moved.
+    """
+
+    prefix: str
+    status: str
+    locations: list[BlockLocation]
+    permission: BlockPermission
+    start: int
+    end: int
+
+
+class _BlockLocationRequired(TypedDict):
+    row: int  # offset from the block's header
+    path: str
+
+
+class BlockLocation(_BlockLocationRequired, total=False):
+    """A place a tool call works on: ``<CR>`` on its row opens it."""
+
+    line: int
+
+
+class _BlockPermissionRequired(TypedDict):
+    id: str  # the request
+    row: int  # of the prompt's first line, an offset from the block's header
+    title: str  # the tool call's
+    pending: bool
+
+
+class BlockPermission(_BlockPermissionRequired, total=False):
+    """A permission prompt in a tool call's block: while ``pending``, its ``options``
+    (each on its row, with the key that answers it) and the ``preview`` of the files
+    an edit would change (drawn in them by lua/acp/review/preview.lua)."""
+
+    options: list[BlockPermissionOption]
+    preview: list[PreviewFile]
+
+
+class _BlockPermissionOptionRequired(TypedDict):
+    id: str
+    name: str
+    row: int
+
+
+class BlockPermissionOption(_BlockPermissionOptionRequired, total=False):
+    kind: str
+    key: str
+
+
+class PreviewHunk(TypedDict):
+    """Rows ``[row, row + count)`` of the file now (0-based) become ``lines``."""
+
+    row: int
+    count: int
+    lines: list[str]
+
+
+class PreviewFile(TypedDict):
+    path: str
+    created: bool
+    deleted: bool
+    hunks: list[PreviewHunk]
+
+
+class AppendOp(TypedDict):
+    """Stream ``text`` onto the end of block ``id`` (after its last line; each new
+    line gets the block's prefix). The streaming path: nothing else is sent per chunk."""
+
+    op: Literal["append"]
+    id: str
+    text: str
+
+
+class StatusFields(TypedDict, total=False):
+    """The chat's state for its header, ``status()`` (lua/acp/init.lua, ``acp.Status``)
+    and the pickers; a field sent as None is cleared."""
+
+    state: str  # starting, ready, running, error, closed
+    agent: str
+    agent_title: str | None
+    session_id: str
+    protocol_version: int
+    stop_reason: str
+    error: str
+    turn_state: str
+    queued: int
+    queue: list[str]  # the queued prompts' texts, oldest first
+    title: str | None
+    usage: dict[str, Any]  # {used, size, cost?: {amount, currency}}
+    commands: list[dict[str, Any]]  # {name, description, hint?}
+    config_options: list[dict[str, Any]]  # {id, name, type, category, current, choices}
+    # The current value of the settings of these categories (a name where it has one).
+    mode: str | bool | None
+    model: str | bool | None
+    thought_level: str | bool | None
+    login_methods: list[dict[str, Any]]  # {id, name, kind, vars}
+    can_fork: bool
+    unknown_update: str  # the last update the client could not show
+    history: int  # the chat's id in the chat history (``status().history``)
+
+
+class StatusOp(StatusFields):
+    """Set these fields of the chat's status (the others keep their values)."""
+
+    op: Literal["status"]
+
+
+class InputOp(TypedDict):
+    """Put ``text`` back in the chat's input, after what is there (a queued prompt
+    taken out to edit, or prompts the host could no longer send)."""
+
+    op: Literal["input"]
+    text: str
+
+
+class ElicitField(TypedDict):
+    """One value a form asks for (see ``services.elicitations.Field``)."""
+
+    name: str
+    type: str
+    title: str
+    required: bool
+    description: str | None
+    default: str | int | float | bool | list[str] | None
+    choices: list[tuple[str, str]] | None
+    minimum: float | None
+    maximum: float | None
+
+
+class _ElicitOpRequired(TypedDict):
+    op: Literal["elicit"]
+    id: str  # the request, for the answer (``App.elicit``)
+    message: str
+    mode: Literal["form", "url"]
+    fields: list[ElicitField]
+    url: str | None
+
+
+class ElicitOp(_ElicitOpRequired, total=False):
+    """Ask the user what the agent asks (lua/acp/chat/elicit.lua): a form's
+    ``fields``, or to open ``url`` on ``host`` (its host name, shown to check)."""
+
+    host: str
+
+
+class ElicitGoneOp(TypedDict):
+    """The agent's question ``id`` is no longer asked (its turn ended): drop it
+    unless the user is answering it."""
+
+    op: Literal["elicit_gone"]
+    id: str
+
+
+RenderOp = BlockOp | AppendOp | StatusOp | InputOp | ElicitOp | ElicitGoneOp
 # The public events (``User`` autocmds), every one documented in doc/acp.txt
 # (tests/nvim/test_surface.py holds the two together).
 Event = Literal[
@@ -113,7 +296,7 @@ class Editor(Protocol):
     """What the core needs from an editor. Methods must not block."""
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
-        """Queue transcript changes for chat ``chat``."""
+        """Queue render ops for chat ``chat`` (see :data:`RenderOp` for each)."""
 
     def emit(self, event: Event, data: dict[str, Any]) -> None:
         """Fire a public event (a ``User`` autocmd in Neovim)."""

@@ -23,13 +23,25 @@ sends), under one lock.
 
 from __future__ import annotations
 
-__all__ = ["BATCH_BUDGET", "IN_FLIGHT", "LINE_COST", "OP_COST", "NvimEditor"]
+__all__ = [
+    "BATCH_BUDGET",
+    "IN_FLIGHT",
+    "LINE_COST",
+    "OP_COST",
+    "BaselineItem",
+    "BatchItem",
+    "EventItem",
+    "NotifyItem",
+    "NvimEditor",
+    "RenderItem",
+    "ReviewItem",
+]
 
 import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
 import anyio.from_thread
@@ -37,6 +49,8 @@ import anyio.lowlevel
 import pynvim
 
 from acp_nvim.client.editor import (
+    AppendOp,
+    BlockOp,
     BufferState,
     EditorError,
     Event,
@@ -55,10 +69,6 @@ log = logging.getLogger("acp_nvim")
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.editor.buffers').read(...)"
 _CONTEXT = "return require('acp.editor.info').{}(...)"
-# Joined text of a pending append op is kept as a list of parts until it is sent,
-# with the count of its newlines.
-_PARTS = "_parts"
-_LINES = "_lines"
 # Estimated Lua work, in microseconds on this 2-core machine (bench "longest
 # batch", doc/performance.md): a transcript line LINE_COST (Neovim inserting it,
 # its fold level and wrap: 2-8 µs when quiet, the rest is room for a loaded machine
@@ -89,46 +99,122 @@ def _soon(nvim: pynvim.Nvim, fn: Callable[[], None]) -> None:
     nvim._session.threadsafe_call(run)
 
 
-def _cost(item: list[Any]) -> int:
+# -- What goes to Lua: each call of ``require('acp.host').apply`` takes a list of these
+# items, in order, each a map whose ``kind`` names the handler of lua/acp/host/init.lua's
+# dispatch table (tests/nvim/test_contract.py holds the two lists together).
+
+
+class RenderItem(TypedDict):
+    """Render ops for chat ``chat``, in order (lua/acp/chat/init.lua draws them)."""
+
+    kind: Literal["render"]
+    chat: int
+    ops: list[RenderOp]
+
+
+class EventItem(TypedDict):
+    """Fire the public ``User`` event ``name`` with ``data``."""
+
+    kind: Literal["event"]
+    name: Event
+    data: dict[str, Any]
+
+
+class NotifyItem(TypedDict):
+    """Tell the user ``message`` (``acp:`` prefixed) at ``level``."""
+
+    kind: Literal["notify"]
+    message: str
+    level: str
+
+
+class ReviewItem(TypedDict):
+    """The review state of chat ``chat``, whole (``Editor.review``; lua/acp/review)."""
+
+    kind: Literal["review"]
+    chat: int
+    summary: dict[str, Any]
+
+
+class BaselineItem(TypedDict):
+    """A file's text before a turn of chat ``chat`` (``Editor.baseline``), for :AcpDiff."""
+
+    kind: Literal["baseline"]
+    chat: int
+    baseline: dict[str, Any]
+
+
+BatchItem = RenderItem | EventItem | NotifyItem | ReviewItem | BaselineItem
+
+
+class _Append:
+    """A queued append op: its text in parts (joined when sent), its newlines counted."""
+
+    __slots__ = ("id", "lines", "parts")
+
+    def __init__(self, block: str, text: str) -> None:
+        self.id = block
+        self.parts = [text]
+        self.lines = text.count("\n")
+
+    def op(self) -> AppendOp:
+        return {"op": "append", "id": self.id, "text": "".join(self.parts)}
+
+
+_Op = RenderOp | _Append
+
+
+class _Render:
+    """Queued render ops of one chat, sent as a :class:`RenderItem`."""
+
+    __slots__ = ("chat", "ops")
+
+    def __init__(self, chat: int, ops: list[_Op]) -> None:
+        self.chat = chat
+        self.ops = ops
+
+    def item(self) -> RenderItem:
+        ops = [op.op() if isinstance(op, _Append) else op for op in self.ops]
+        return {"kind": "render", "chat": self.chat, "ops": ops}
+
+
+_Queued = _Render | EventItem | NotifyItem | ReviewItem | BaselineItem
+
+
+def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem) -> int:
     """Estimated Lua work of a queued non-render item."""
-    if item[0] == "review":
-        return OP_COST * (1 + len(item[2].get("files", ())))
-    if item[0] == "baseline":
-        return OP_COST + LINE_COST * len(item[2].get("lines", ()))
+    if item["kind"] == "review":
+        return OP_COST * (1 + len(item["summary"].get("files", ())))
+    if item["kind"] == "baseline":
+        return OP_COST + LINE_COST * len(item["baseline"].get("lines", ()))
     return OP_COST
 
 
-def _op_cost(op: RenderOp) -> int:
-    lines: int | None = op.get(_LINES)
-    if lines is None:
-        lines = len(op.get("lines", ()))
-    return OP_COST + LINE_COST * lines
+def _op_cost(op: _Op) -> int:
+    if isinstance(op, _Append):
+        return OP_COST + LINE_COST * op.lines
+    return OP_COST + LINE_COST * (len(op["lines"]) if op["op"] == "block" else 0)
 
 
-def _append(block: str, text: str) -> RenderOp:
-    """A pending append op: its text in parts (joined when sent), its newlines counted."""
-    return {"op": "append", "id": block, _PARTS: [text], _LINES: text.count("\n")}
-
-
-def _split(op: RenderOp, room: int) -> tuple[RenderOp, RenderOp] | None:
+def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
     """``op`` as a head that fits in ``room`` units and the rest, both cut at a line
     end: a long append into two, a message's block into its first lines and an
     append of the others. None when it cannot be cut there (a tool call's block)."""
     count = (room - OP_COST) // LINE_COST
     if count < 1:
         return None
-    if _PARTS in op:
-        pieces = "".join(op[_PARTS]).split("\n", count)
+    if isinstance(op, _Append):
+        pieces = "".join(op.parts).split("\n", count)
         if len(pieces) <= count:
             return None
-        return _append(op["id"], "\n".join(pieces[:count]) + "\n"), _append(op["id"], pieces[count])
-    prefix: str | None = op.get("prefix")
-    lines: list[str] = op.get("lines", [])
-    if op["op"] != "block" or prefix is None or len(lines) <= count:
+        return _Append(op.id, "\n".join(pieces[:count]) + "\n"), _Append(op.id, pieces[count])
+    if op["op"] != "block" or "prefix" not in op or len(op["lines"]) <= count:
         return None
     # Lua prefixes what is appended to a message (a thought's "> ") itself.
+    prefix, lines = op["prefix"], op["lines"]
     rest = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
-    return {**op, "lines": lines[:count]}, _append(op["id"], rest)
+    head: BlockOp = {**op, "lines": lines[:count]}
+    return head, _Append(op["id"], rest)
 
 
 class NvimEditor:
@@ -138,7 +224,7 @@ class NvimEditor:
         self._nvim = nvim
         self._budget = budget
         self._lock = threading.Lock()
-        self._pending: list[list[Any]] = []
+        self._pending: list[_Queued] = []
         # Pumps scheduled or running on the pynvim thread (counted under the lock).
         self._pumps = 0
         # Touched only on the pynvim thread (events and reads both run there).
@@ -155,20 +241,21 @@ class NvimEditor:
 
     def _render_one(self, chat: int, op: RenderOp) -> None:
         last = self._pending[-1] if self._pending else None
-        if op["op"] == "append" and last is not None and last[0] == "render" and last[1] == chat:
-            previous = last[2][-1] if last[2] else None
-            if previous is not None and previous["op"] == "append" and previous["id"] == op["id"]:
-                previous[_PARTS].append(op["text"])
-                previous[_LINES] += op["text"].count("\n")
-                return
+        queued: _Op = op
         if op["op"] == "append":
-            op = _append(op["id"], op["text"])
-        if last is not None and last[0] == "render" and last[1] == chat:
-            last[2].append(op)
+            if isinstance(last, _Render) and last.chat == chat and last.ops:
+                previous = last.ops[-1]
+                if isinstance(previous, _Append) and previous.id == op["id"]:
+                    previous.parts.append(op["text"])
+                    previous.lines += op["text"].count("\n")
+                    return
+            queued = _Append(op["id"], op["text"])
+        if isinstance(last, _Render) and last.chat == chat:
+            last.ops.append(queued)
         else:
-            self._pending.append(["render", chat, [op]])
+            self._pending.append(_Render(chat, [queued]))
 
-    def _queue(self, item: list[Any]) -> None:
+    def _queue(self, item: EventItem | NotifyItem | BaselineItem) -> None:
         with self._lock:
             self._pending.append(item)
         self._kick()
@@ -183,20 +270,24 @@ class NvimEditor:
         _soon(self._nvim, self._pump)
 
     def emit(self, event: Event, data: dict[str, Any]) -> None:
-        self._queue(["event", event, data])
+        self._queue({"kind": "event", "name": event, "data": data})
 
     def notify(self, message: str, level: str = "error") -> None:
-        self._queue(["notify", message, level])
+        self._queue({"kind": "notify", "message": message, "level": level})
 
     def review(self, chat: int, summary: dict[str, Any]) -> None:
         with self._lock:
             # Only the latest state matters: an older one still queued is dropped.
-            self._pending = [i for i in self._pending if not (i[0] == "review" and i[1] == chat)]
-            self._pending.append(["review", chat, summary])
+            self._pending = [
+                i
+                for i in self._pending
+                if isinstance(i, _Render) or i["kind"] != "review" or i["chat"] != chat
+            ]
+            self._pending.append({"kind": "review", "chat": chat, "summary": summary})
         self._kick()
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
-        self._queue(["baseline", chat, data])
+        self._queue({"kind": "baseline", "chat": chat, "baseline": data})
 
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False
@@ -280,7 +371,8 @@ class NvimEditor:
         return list(await self.call_lua("return require('acp.editor.buffers').reload(...)", paths))
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
-        return bool(await self.call_lua("return require('acp.editor.buffers').delete(...)", path, tick))
+        delete = "return require('acp.editor.buffers').delete(...)"
+        return bool(await self.call_lua(delete, path, tick))
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
@@ -339,7 +431,7 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> None:
-        await self.call_lua("require('acp.chat.tools').show(...)", path, line, False)
+        await self.call_lua("require('acp.editor.windows').show(...)", path, line, False)
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))
@@ -365,35 +457,30 @@ class NvimEditor:
                 return
             self._send(batch)
 
-    def _send(self, batch: list[list[Any]]) -> None:
-        for item in batch:
-            if item[0] == "render":
-                for op in item[2]:
-                    if _PARTS in op:
-                        op["text"] = "".join(op.pop(_PARTS))
-                        del op[_LINES]
+    def _send(self, batch: list[_Queued]) -> None:
+        items: list[BatchItem] = [i.item() if isinstance(i, _Render) else i for i in batch]
         try:
             # A request, not a notification: it returns once Neovim applied the batch.
-            self._nvim.exec_lua(_APPLY, batch)
+            self._nvim.exec_lua(_APPLY, items)
         except Exception:
             log.exception("a render batch failed in Neovim")
 
-    def _take(self) -> list[list[Any]]:
+    def _take(self) -> list[_Queued]:
         """The next batch off the queue, within the budget, in order (lock held)."""
         pending, budget = self._pending, self._budget
-        batch: list[list[Any]] = []
+        batch: list[_Queued] = []
         cost = 0
         while pending:
             item = pending[0]
-            if item[0] != "render":
+            if not isinstance(item, _Render):
                 item_cost = _cost(item)
                 if batch and cost + item_cost > budget:
                     break
                 batch.append(pending.pop(0))
                 cost += item_cost
                 continue
-            ops: list[RenderOp] = item[2]
-            taken: list[RenderOp] = []
+            ops = item.ops
+            taken: list[_Op] = []
             while ops:
                 op_cost = _op_cost(ops[0])
                 if cost + op_cost > budget:
@@ -408,7 +495,7 @@ class NvimEditor:
                 taken.append(ops.pop(0))
                 cost += op_cost
             if taken:
-                batch.append(["render", item[1], taken])
+                batch.append(_Render(item.chat, taken))
             if ops:
                 break  # the rest of this item leads the next batch
             pending.pop(0)

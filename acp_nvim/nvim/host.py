@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio.abc
@@ -22,6 +23,7 @@ import pynvim
 
 from acp_nvim.client.agent.process import kill_all
 from acp_nvim.client.app import App
+from acp_nvim.client.history import StoreError
 from acp_nvim.nvim.editor import NvimEditor
 from acp_nvim.nvim.worker import Worker
 
@@ -68,12 +70,15 @@ class Host:
         params = params if isinstance(params, dict) else {}
         match method:
             case "setup":
-                self.worker.call(app.setup, params.get("options"))
+                self.worker.call(app.setup, params.get("options"), params.get("state"))
             case "open":
                 cwd = params.get("cwd") or os.getcwd()
                 resume, fork = params.get("session_id"), params.get("fork")
-                agent = params.get("agent")
-                self.worker.submit(app.open, params["chat"], agent, cwd, resume, fork)
+                agent, history = params.get("agent"), params.get("history")
+                handoff = params.get("handoff")
+                self.worker.submit(
+                    app.open, params["chat"], agent, cwd, resume, fork, history, handoff
+                )
             case "send":
                 context = params.get("context") or []
                 restore = bool(params.get("restore"))
@@ -133,6 +138,10 @@ class Host:
                 self.worker.call(self.editor.lsp_answer, params)
             case "buffers_changed":
                 self.worker.submit(app.buffers_changed)
+            case "history_forget":
+                self.worker.call(app.history.forget, params["id"])
+            case "history_rename":
+                self.worker.call(app.history.rename, params["id"], params.get("name"))
             case "shutdown":
                 self.shutdown()
             case _:
@@ -142,6 +151,7 @@ class Host:
         if name != "acp" or not args:
             raise ValueError(f"unknown request {name}")
         app = self._ensure_started()
+        params = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
         match args[0]:
             case "log":
                 return app.log.lines()
@@ -149,8 +159,25 @@ class Host:
                 return "pong"
             case "mcp":
                 return self.worker.call(app.mcp_status)
+            case "history":
+                # Read here, on the pynvim thread: a search never waits for the worker.
+                search = app.history.search
+                query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
+                return self._history(search, query, agent, cwd, params.get("limit") or 50)
+            case "export":
+                if params.get("history") is not None:
+                    return self._history(app.history.export, params["history"])
+                return self.worker.call(app.history.export_chat, params.get("chat"))
             case other:
                 raise ValueError(f"unknown request acp/{other}")
+
+    @staticmethod
+    def _history(read: Callable[..., Any], *args: Any) -> Any:
+        """A read of the history file; its failure becomes the error Lua shows."""
+        try:
+            return read(*args)
+        except StoreError as err:
+            raise ValueError(f"history: {err}") from None
 
     def shutdown(self) -> None:
         """End every agent and the worker (Neovim is closing or the channel went away)."""

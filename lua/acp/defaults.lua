@@ -27,6 +27,7 @@ local M = {}
 ---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
 ---@field mcp_servers? table<string,acp.McpServerSpec> more MCP servers for this agent, added to the global `mcp_servers` (a name given in both takes this one)
+---@field history? boolean keep this agent's chats in the chat history (see |acp-chat-history|)
 
 --- Where agents may read and write files without asking (fs/*, symlinks resolved).
 ---@class (exact) acp.FileAccessOptions
@@ -59,6 +60,12 @@ local M = {}
 ---@field cancel? number after a cancel, for the agent to end the turn; then it ends here as cancelled and what the agent still sends about it is not shown
 ---@field lsp? number for the language servers to answer an `lsp_*` tool of the editor's MCP server
 
+--- The chat history: every chat kept in a local SQLite file, searchable.
+---@class (exact) acp.HistoryOptions
+---@field enabled? boolean keep chats (see |acp-chat-history|); false keeps none
+---@field path? string the history file (default: stdpath("state")/acp/history.sqlite3)
+---@field max_age_days? number forget chats not changed for this many days (nil: keep them)
+
 --- Every option of the plugin. Lua-only options (window layout) are checked here too.
 ---@class (exact) acp.Options
 ---@field agents? table<string,acp.AgentSpec> agents by name, added to the built-in ones or replacing them (see |acp-agents|)
@@ -78,6 +85,7 @@ local M = {}
 ---@field log_lines? integer lines kept by :AcpLog
 ---@field chat? acp.ChatOptions chat window layout
 ---@field timeouts? acp.TimeoutOptions seconds to wait for an agent (see |acp-timeouts|)
+---@field history? acp.HistoryOptions the chat history (see |acp-chat-history|)
 
 ---@type acp.Options
 M.options = {
@@ -120,6 +128,11 @@ M.options = {
     start = 30.0,
     cancel = 5.0,
     lsp = 5.0,
+  },
+  history = {
+    enabled = true,
+    path = nil,
+    max_age_days = nil,
   },
 }
 

@@ -1,11 +1,12 @@
 -- :checkhealth acp
+local config = require("acp.config")
+local host = require("acp.host")
+local util = require("acp.util")
+
 local M = {}
 
 function M.check()
   local health = vim.health
-  local config = require("acp.config")
-  local host = require("acp.host")
-  local util = require("acp.util")
 
   health.start("Neovim")
   local unsupported = util.unsupported()

@@ -1,4 +1,14 @@
 -- acp.nvim public API. Everything else under lua/acp is private.
+--
+-- setup() runs in every start of the user's Neovim: only what it needs, and the
+-- leaf registry of chats, are required here. The chat and review modules (~2.5 ms
+-- more) are required in the functions that use them, on first use.
+local config = require("acp.config")
+local highlights = require("acp.highlights")
+local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
+
 local M = {}
 
 local function chat_module()
@@ -9,23 +19,24 @@ end
 ---@param opts? acp.Options
 function M.setup(opts)
   if opts ~= nil and type(opts) ~= "table" then
-    require("acp.util").user_error("setup() takes a table of options")
+    util.user_error("setup() takes a table of options")
   end
-  require("acp.config").set(opts)
-  require("acp.highlights").setup()
-  require("acp.host").reconfigure()
+  config.set(opts)
+  highlights.setup()
+  host.reconfigure()
 end
 
 local function require_chat()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
-    require("acp.util").user_error("no chat is open (:AcpChat)")
+    util.user_error("no chat is open (:AcpChat)")
   end
   return chat
 end
 
---- Open (or focus) the chat; `new` starts a new session.
----@param opts? {agent?: string, new?: boolean}
+--- Open (or focus) the chat; `new` starts a new session; `history` shows that
+--- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
+---@param opts? {agent?: string, new?: boolean, history?: integer}
 ---@return integer chat id
 function M.open(opts)
   local unsupported = require("acp.util").unsupported()
@@ -34,15 +45,15 @@ function M.open(opts)
   end
   -- The Python host starts first, so its start-up overlaps drawing the chat; a
   -- start that failed before is tried again.
-  require("acp.host").retry()
-  require("acp.highlights").setup()
+  host.retry()
+  highlights.setup()
   return chat_module().open(opts or {}).id
 end
 
 --- Hide the current chat's windows when the current tab page shows them, else
 --- show the chat (opening one when there is none), like |:AcpChat|.
 function M.toggle()
-  local chat = chat_module().get()
+  local chat = registry.get()
   local layout = require("acp.chat.layout")
   if chat and layout.shown(chat) then
     layout.hide(chat)
@@ -88,14 +99,14 @@ end
 --- the current chat (default: its last turn), like |:AcpRestore|.
 ---@param turn? integer
 function M.restore(turn)
-  require("acp.host").notify("restore", { chat = require_chat().id, turn = turn })
+  host.notify("restore", { chat = require_chat().id, turn = turn })
 end
 
 --- Prompts of the current chat waiting to be sent, oldest first (sent one by one
 --- when the running turn ends).
 ---@return string[]
 function M.queue()
-  local chat = chat_module().get()
+  local chat = registry.get()
   return chat and vim.deepcopy(chat.status.queue or {}) or {}
 end
 
@@ -112,6 +123,42 @@ end
 ---@return integer chat id of the fork
 function M.fork()
   return chat_module().fork(require_chat()).id
+end
+
+--- Open a new chat on `agent` that continues the current chat's conversation: it
+--- shows it, and its first prompt carries it (|:AcpHandoff|). The current chat
+--- stays as it is.
+---@param agent string
+---@return integer chat id
+function M.handoff(agent)
+  local from = require_chat()
+  if from.status.state == "running" then
+    require("acp.util").user_error("cannot hand over during a turn: cancel it first")
+  end
+  return chat_module().open({ agent = agent, handoff = from }).id
+end
+
+--- Stored chats, newest first (|acp-chat-history|): `query` keeps those whose
+--- prompts, replies or tool calls hold each of its words; `agent`, `cwd` filter.
+---@param opts? {query?: string, agent?: string, cwd?: string, limit?: integer}
+---@return acp.HistoryEntry[]
+function M.history(opts)
+  return require("acp.chat.history").search(opts)
+end
+
+--- Delete stored chat `id` from the history.
+---@param id integer
+function M.forget(id)
+  require("acp.chat.history").forget(id)
+end
+
+--- The current chat (or stored chat `opts.history`) as Markdown, written to `path`,
+--- else shown in a new buffer (|:AcpExport|). Returns the path or the buffer.
+---@param path? string
+---@param opts? {history?: integer}
+---@return string|integer
+function M.export(path, opts)
+  return require("acp.chat.history").export(path, opts)
 end
 
 --- The open chats, oldest first: `{id, agent, title, state, permissions}` with
@@ -134,7 +181,7 @@ end
 
 --- Close the current chat; its agent stops when no other chat uses it.
 function M.close()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if chat then
     chat_module().close(chat)
   end
@@ -148,7 +195,7 @@ end
 
 --- Open the review of the agent's changes (latest turn first, then earlier turns).
 function M.review()
-  require("acp.highlights").setup()
+  highlights.setup()
   require("acp.review").open()
 end
 
@@ -165,8 +212,8 @@ end
 ---@param file? string
 ---@param hunk? integer hunk id from |acp.changes()|
 function M.accept(file, hunk)
-  local review = require("acp.review")
-  review.decide(review.chat_id(), "accept", file, hunk)
+  local state = require("acp.review.state")
+  state.decide(state.chat_id(), "accept", file, hunk)
 end
 
 --- Reject the agent's changes (same arguments as |acp.accept()|): the hunk's
@@ -174,8 +221,8 @@ end
 ---@param file? string
 ---@param hunk? integer
 function M.reject(file, hunk)
-  local review = require("acp.review")
-  review.decide(review.chat_id(), "reject", file, hunk)
+  local state = require("acp.review.state")
+  state.decide(state.chat_id(), "reject", file, hunk)
 end
 
 --- The agent hunk under the cursor (in a file's buffer, or the baseline buffer of
@@ -252,6 +299,16 @@ end
 ---@field description string
 ---@field hint? string what to type after it
 
+---@class (exact) acp.HistoryEntry
+---@field id integer
+---@field title string
+---@field agent string
+---@field cwd string
+---@field created_at number seconds since the epoch
+---@field updated_at number
+---@field turns integer
+---@field snippet string the matching words in their context ("" without a query)
+
 ---@class (exact) acp.Status
 ---@field chat integer chat id
 ---@field agent string agent name
@@ -269,6 +326,7 @@ end
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field title? string the session's title, as the agent names it
+---@field history? integer the chat's id in the history (|acp-chat-history|)
 ---@field usage? acp.Usage the context window and cost, as the agent reports them
 ---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
@@ -280,7 +338,7 @@ end
 --- meter, e.g. `acp demo · running · Ask · ctx 12k/200k 6%`; "" without a chat.
 ---@return string
 function M.statusline()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
     return ""
   end
@@ -311,7 +369,7 @@ end
 --- State of the current chat, or nil when none is open.
 ---@return acp.Status?
 function M.status()
-  local chat = chat_module().get()
+  local chat = registry.get()
   if not chat then
     return nil
   end
@@ -332,6 +390,7 @@ function M.status()
     queued = s.queued or 0,
     config_options = s.config_options,
     title = s.title,
+    history = s.history,
     usage = s.usage,
     commands = s.commands,
     unknown_update = s.unknown_update,

@@ -7,6 +7,8 @@
 -- With a UI it runs in the background. Without one (`nvim --headless`, e.g.
 -- `nvim --headless "+Lazy! sync" +qa` running a lazy.nvim `build`) the command
 -- returns only when it is done, so Neovim does not quit under it.
+local chat = require("acp.chat")
+local config = require("acp.config")
 local host = require("acp.host")
 local util = require("acp.util")
 
@@ -21,6 +23,11 @@ local current = nil
 --- Whether an install is under way.
 function M.busy()
   return current ~= nil
+end
+
+-- The Python side does not start while its environment is being built.
+host.hold = function()
+  return current and "the Python environment is being built (:AcpInstall); the chat starts when it is done." or nil
 end
 
 --- An existing .venv is kept when its Python runs, is new enough, and (for pip) has pip.
@@ -47,7 +54,7 @@ local function plan(base)
     if vim.fn.isdirectory(venv) == 1 then
       if host.running() then
         host.stop()
-        require("acp.chat").host_failed("the Python side was stopped to rebuild its environment (:AcpInstall).")
+        chat.host_failed("the Python side was stopped to rebuild its environment (:AcpInstall).")
       end
       if vim.fn.delete(venv, "rf") ~= 0 then
         return nil, "cannot remove " .. venv
@@ -96,7 +103,7 @@ end
 ---@param was_running boolean the Python side ran during the install (with the old modules)
 local function started(seconds, was_running)
   local where = host.venv()
-  if require("acp.config").options.host == "rplugin" then
+  if config.options.host == "rplugin" then
     util.notify(("installed %s in %d s (the rplugin host uses g:python3_host_prog)"):format(where, seconds), "info")
     return
   end
@@ -113,7 +120,7 @@ local function started(seconds, was_running)
     note = " (it loaded its modules before the install: restart Neovim to use the new ones)"
   end
   util.notify(("installed in %d s; the Python side runs%s"):format(seconds, note), "info")
-  require("acp.chat").retry_failed()
+  chat.retry_failed()
 end
 
 local function run_step(root, steps, i, started_at)

@@ -1,11 +1,11 @@
 -- :AcpLog — the Python side's stderr, then the bounded protocol log (both
 -- directions and agent stderr).
+local host = require("acp.host")
 local util = require("acp.util")
 
 local M = {}
 
 function M.open()
-  local host = require("acp.host")
   local lines = host.stderr_lines()
   if host.running() then
     vim.list_extend(lines, host.request("log"))

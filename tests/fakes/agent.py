@@ -116,6 +116,8 @@ class Fake:
             }
         if self.scenario == "settings":
             result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}
+        if self.scenario == "kept":  # load only: a reopened chat goes on with session/load
+            result["agentCapabilities"] = {"loadSession": True}
         return result
 
     def session_capabilities_v2(self) -> Params:
@@ -250,6 +252,8 @@ class Fake:
                     await self.say("an old question", "user_message_chunk", session)
                     await self.say("an old answer", session=session)
                 case "session/resume":
+                    if self.scenario.startswith("blocks"):  # a new process knows no session
+                        raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
                     return self.settings()
             return {}
 
@@ -338,8 +342,12 @@ class Fake:
                     os._exit(2)  # dies instead of ending the turn
                 self.cancelled = anyio.Event()
                 return {"stopReason": "cancelled"}
-            case "settings" | "configs" | "history" if text == "calls":
+            case "settings" | "configs" | "history" | "kept" if text == "calls":
                 await self.say(json.dumps(self.calls))
+            case "kept" if text.startswith("edit "):  # edit PATH: "two" becomes "2" on disk
+                path = text.removeprefix("edit ")
+                await self.file_steps([{"disk": {"path": path, "content": "one\n2\n"}}])
+                await self.say(f"edited {path}")
             case "settings" | "configs" if text == "switch":
                 await self.switch_settings()
             case "stubborn":

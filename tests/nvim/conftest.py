@@ -21,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fakes" / "agent.py"
+# Lua drawing render ops (the ... args: chat id, ops) as Python's batches do.
+RENDER = "local chat, ops = ...; require('acp.host').apply({ { kind = 'render', chat = chat, ops = ops } })"
 
 
 def nvim_binary() -> str:

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.conftest import RENDER, Editor, wait_gone
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -94,7 +94,7 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     buf = status["transcript_buf"]
 
     def apply(*ops: dict[str, object]) -> None:
-        editor.lua("require('acp.host').apply({{'render', ...}})", status["chat"], list(ops))
+        editor.lua(RENDER, status["chat"], list(ops))
 
     apply(
         {"op": "block", "id": "t", "kind": "tool", "status": "pending", "lines": ["### Tool", "a"]},

@@ -148,7 +148,7 @@ def test_acpedit_without_a_prompt_says_so(editor: Editor) -> None:
 def shown(editor: Editor, chat: int) -> bool:
     return bool(
         editor.lua(
-            "local c = require('acp.chat').chats[...]; return #vim.fn.win_findbuf(c.transcript) > 0",
+            "local c = require('acp.chat.registry').chats[...]; return #vim.fn.win_findbuf(c.transcript) > 0",
             chat,
         )
     )
@@ -206,9 +206,9 @@ def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
     editor.lua(STUB_UI, 1, 3, "mine")
     editor.nvim.command("AcpChats")  # rename the first
     editor.nvim.command("AcpToggle")  # hide it
-    editor.wait(f"#vim.fn.win_findbuf(require('acp.chat').chats[{first}].transcript) == 0")
+    editor.wait(f"#vim.fn.win_findbuf(require('acp.chat.registry').chats[{first}].transcript) == 0")
     editor.open_chat("two")
-    editor.lua("require('acp.chat').send(require('acp.chat').chats[...], 'read')", first)
+    editor.lua("require('acp.chat').send(require('acp.chat.registry').chats[...], 'read')", first)
     editor.wait(
         "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
     )
@@ -250,7 +250,7 @@ def test_switching_to_a_hidden_chat_from_the_picker_shows_it_in_the_windows(
     assert editor.lua("return vim.api.nvim_tabpage_list_wins(0)") == windows
     assert editor.lua("return require('acp').status().chat") == first
     assert editor.lua("return vim.api.nvim_get_current_buf()") == (
-        editor.lua("return require('acp.chat').chats[...].input", first)
+        editor.lua("return require('acp.chat.registry').chats[...].input", first)
     )
     editor.lua("require('acp').send('back to one')")
     editor.wait_event("AcpTurnEnd")

@@ -169,12 +169,12 @@ def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> Non
     status = editor.open_chat()
     editor.wait("#(require('acp').status().commands or {}) > 0")
     words = editor.lua(
-        "local chat = require('acp.chat').get()"
+        "local chat = require('acp.chat.registry').get()"
         " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '/'))"
     )
     assert words == ["/help", "/explain"]
     mentions = editor.lua(
-        "local chat = require('acp.chat').get()"
+        "local chat = require('acp.chat.registry').get()"
         " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '@'))"
     )
     assert mentions[:2] == ["@selection", "@diagnostics"] and "@notes.md" in mentions

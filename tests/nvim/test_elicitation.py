@@ -137,11 +137,11 @@ def test_a_question_of_a_cancelled_turn_is_not_asked_later(editor: Editor) -> No
     editor.nvim.command("AcpToggle")
     editor.wait("#vim.fn.win_findbuf(require('acp').status().transcript_buf) == 0")
     editor.lua("require('acp').send(...)", json.dumps([{"create": FORM}]))
-    editor.wait("#(require('acp.chat').chats[1].elicits or {}) == 1", what="the question held")
+    editor.wait("#(require('acp.chat.registry').chats[1].elicits or {}) == 1", what="the question held")
     editor.lua("require('acp').cancel()")
     editor.wait_event("AcpTurnEnd")
     assert '{"action": "cancel"}' in editor.transcript_text()
-    assert editor.lua("return require('acp.chat').chats[1].elicits") == []
+    assert editor.lua("return require('acp.chat.registry').chats[1].elicits") == []
     editor.nvim.command("AcpChat")
     assert editor.lua("return _G.asked") == []
 

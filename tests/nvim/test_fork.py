@@ -12,7 +12,7 @@ from tests.nvim.conftest import Editor
 
 def transcript_of(editor: Editor, chat: int) -> list[str]:
     return editor.lua(  # type: ignore[no-any-return]
-        "return vim.api.nvim_buf_get_lines(require('acp.chat').chats[...].transcript, 0, -1, false)",
+        "return vim.api.nvim_buf_get_lines(require('acp.chat.registry').chats[...].transcript, 0, -1, false)",
         chat,
     )
 
@@ -63,7 +63,7 @@ def test_fork_opens_a_chat_that_continues_the_session(editor: Editor, version: i
     editor.wait_event("AcpTurnEnd", count=3)
     assert "fork-1: echo in the fork" in transcript_of(editor, fork["chat"])
     editor.lua(
-        "local chat = require('acp.chat'); chat.send(chat.chats[...], 'in the parent')",
+        "require('acp.chat').send(require('acp.chat.registry').chats[...], 'in the parent')",
         parent["chat"],
     )
     editor.wait_event("AcpTurnEnd", count=4)

@@ -15,7 +15,7 @@ def open_needing_login(editor: Editor) -> dict[str, Any]:
     editor.open_chat(ready=False)
     error = editor.wait_event("AcpError")
     assert "Authentication required: log in with :AcpLogin" in error["message"]
-    editor.wait("#(require('acp.chat').get().status.login_methods or {}) == 3")
+    editor.wait("#(require('acp.chat.registry').get().status.login_methods or {}) == 3")
     status: dict[str, Any] = editor.lua("return require('acp').status()")
     return status
 

@@ -21,7 +21,7 @@ def test_chat_layout_and_completion_need_no_host(editor: Editor) -> None:
     chat = Config().chat
     transcript, input_ = editor.lua(
         """
-        local chat = require('acp.chat').get()
+        local chat = require('acp.chat.registry').get()
         return { vim.fn.win_findbuf(chat.transcript)[1], vim.fn.win_findbuf(chat.input)[1] }
         """
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import RENDER, Editor
 
 
 def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> None:
@@ -18,13 +18,13 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
     ]
     owners = editor.lua(
         """
-        local render = require("acp.chat.render")
+        local render, blocks_of = require("acp.chat.render"), require("acp.chat.blocks")
         local buf = vim.api.nvim_create_buf(false, true)
-        local blocks = render.new_blocks()
+        local blocks = blocks_of.new()
         render.apply(buf, blocks, ...)
         local owners = {}
         for row = 0, vim.api.nvim_buf_line_count(buf) - 1 do
-          local id, _, first = render.block_at(buf, blocks, row)
+          local id, _, first = blocks_of.block_at(buf, blocks, row)
           local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
           owners[#owners + 1] = { line, id, first }
         end
@@ -81,7 +81,7 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
         """
         local render = require("acp.chat.render")
         local buf = vim.api.nvim_create_buf(false, true)
-        local blocks = render.new_blocks()
+        local blocks = require("acp.chat.blocks").new()
         render.apply(buf, blocks, ...)
         local marks = vim.api.nvim_buf_get_extmarks(buf, render.ns_hl, 0, -1, { details = true })
         local groups = {}
@@ -125,7 +125,7 @@ def test_a_flood_is_drawn_without_syntax_until_it_settles(editor: Editor) -> Non
     chat, buf = status["chat"], status["transcript_buf"]
 
     def apply(*ops: dict[str, object]) -> None:
-        editor.lua("require('acp.host').apply({{'render', ...}})", chat, list(ops))
+        editor.lua(RENDER, chat, list(ops))
 
     def sync() -> str:
         """How many lines above the window syntax looks back, as `:syntax sync` says."""

@@ -241,7 +241,7 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     editor.setup(protocol_version=version)
     first = editor.open_chat()
     assert first["protocol_version"] == version
-    editor.wait("#(require('acp.chat').get().status.login_methods or {}) == 1")
+    editor.wait("#(require('acp.chat.registry').get().status.login_methods or {}) == 1")
     editor.nvim.command("AcpLogin")  # its only method: nothing to pick
     editor.wait(
         "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"

@@ -67,7 +67,7 @@ def test_every_event_has_a_tag_and_every_tag_an_event() -> None:
             r'nvim_exec_autocmds\(\s*"User",\s*\{\s*pattern\s*=\s*([^,]+),', path.read_text()
         )
     ]
-    assert fired == [("acp/host/init.lua", "item[2]")]
+    assert fired == [("acp/host/init.lua", "item.name")]
 
 
 def annotated_status() -> dict[str, tuple[str, bool]]:

@@ -32,6 +32,8 @@ LAYERS = [
     ),
     ("session", ["acp_nvim.client.session"]),
     ("services", ["acp_nvim.client.services"]),
+    # The chat history: on the session model, used by the app and the host.
+    ("history", ["acp_nvim.client.history"]),
     # The editor MCP server: on the services, offered by the agent adapters and the app.
     ("mcp", ["acp_nvim.mcp"]),
     ("agent", ["acp_nvim.client.agent"]),

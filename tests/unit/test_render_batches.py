@@ -24,7 +24,7 @@ class FakeNvim:
         self._session = self  # pynvim's Session: threadsafe_call
 
     @property
-    def batches(self) -> list[list[list[Any]]]:
+    def batches(self) -> list[list[dict[str, Any]]]:
         return [args[0] for code, args in self.calls if "acp.host" in code]
 
     def threadsafe_call(self, fn: Callable[[], None]) -> None:
@@ -50,12 +50,13 @@ def append(text: str, block: str = "m1") -> dict[str, Any]:
     return {"op": "append", "id": block, "text": text}
 
 
-def ops_of(batches: list[list[list[Any]]]) -> list[Any]:
-    """Every item of every batch in order, render items flattened to their ops."""
+def ops_of(batches: list[list[dict[str, Any]]]) -> list[Any]:
+    """Every item of every batch in order, render items flattened to their ops, the
+    others to their kind and first field."""
     flat: list[Any] = []
     for batch in batches:
         for item in batch:
-            flat.extend(item[2] if item[0] == "render" else [item[:2]])
+            flat.extend(item["ops"] if item["kind"] == "render" else [list(item.values())[:2]])
     return flat
 
 
@@ -65,7 +66,9 @@ def test_a_chunk_after_idle_is_sent_at_once() -> None:
     editor.render(1, [append("hello")])
     assert len(nvim.scheduled) == 1  # handed to the pynvim thread now: no interval
     nvim.run_scheduled()
-    assert nvim.batches == [[["render", 1, [{"op": "append", "id": "m1", "text": "hello"}]]]]
+    assert nvim.batches == [
+        [{"kind": "render", "chat": 1, "ops": [{"op": "append", "id": "m1", "text": "hello"}]}]
+    ]
     # Idle again: the next chunk goes at once too.
     editor.render(1, [append(" world")])
     nvim.run_scheduled()
@@ -85,10 +88,10 @@ def test_what_comes_while_a_batch_is_applied_leaves_next_joined() -> None:
     editor.render(1, [append("a")])
     nvim.run_scheduled()
     first, second = nvim.batches
-    assert first == [["render", 1, [{"op": "append", "id": "m1", "text": "a"}]]]
+    assert first == [{"kind": "render", "chat": 1, "ops": [{"op": "append", "id": "m1", "text": "a"}]}]
     assert second == [
-        ["render", 1, [{"op": "append", "id": "m1", "text": "bcd"}]],
-        ["event", "AcpTurnEnd", {"chat": 1}],
+        {"kind": "render", "chat": 1, "ops": [{"op": "append", "id": "m1", "text": "bcd"}]},
+        {"kind": "event", "name": "AcpTurnEnd", "data": {"chat": 1}},
     ]
 
 
@@ -127,7 +130,7 @@ def test_a_batch_over_the_budget_is_split_in_order() -> None:
     for batch in nvim.batches:
         cost = 0
         for item in batch:
-            for op in item[2] if item[0] == "render" else [item]:
+            for op in item["ops"] if item["kind"] == "render" else [item]:
                 lines = op.get("lines", []) if isinstance(op, dict) else []
                 text = op.get("text", "") if isinstance(op, dict) else ""
                 cost += OP_COST + LINE_COST * (len(lines) + text.count("\n"))

@@ -41,6 +41,7 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.session.seed import seed_blocks
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
@@ -232,8 +233,13 @@ def prompt_blocks(
 ) -> list[Any]:
     """The content of a prompt: its text, then each attachment in the form the agent
     accepts (``embed``: embedded context, ``image``: images); one it cannot take is
-    left out and the chat says so."""
-    blocks: list[Any] = [schema.ContentBlockText(text=text)]
+    left out and the chat says so. The first prompt of a seeded session carries the
+    conversation before them (``Chat.seed``, session.seed)."""
+    blocks: list[Any] = []
+    if chat.seed is not None:
+        blocks += seed_blocks(chat.seed, schema, embed=embed)
+        chat.seed = None
+    blocks.append(schema.ContentBlockText(text=text))
     for attachment in attachments:
         form = prompt_form(attachment, embed=embed, image=image)
         block = content_block(attachment, form, schema)

@@ -33,6 +33,7 @@ from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
+from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.tasks import Tasks
 
@@ -50,6 +51,7 @@ class App:
     def __init__(self, editor: Editor, tasks: anyio.abc.TaskGroup) -> None:
         config = Config()
         self.ctx = AppContext(editor, Tasks(tasks), config, ProtocolLog(config.log_lines))
+        self.ctx.history = History(editor, self.ctx.tasks)
         self.reviews = Reviews(self.ctx)
         self.mcp = McpWiring(self.ctx, self.reviews.by_chat)
         self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)
@@ -90,6 +92,10 @@ class App:
         return self.pool.agents
 
     @property
+    def history(self) -> History:
+        return self.ctx.history
+
+    @property
     def log(self) -> ProtocolLog:
         return self.ctx.log
 
@@ -97,8 +103,9 @@ class App:
     def mcp_socket(self) -> EditorSocket | None:
         return self.mcp.socket
 
-    def setup(self, raw: Any) -> bool:
-        """Validate and take the user's options; a wrong one is reported, not raised."""
+    def setup(self, raw: Any, state_dir: str | None = None) -> bool:
+        """Validate and take the user's options; a wrong one is reported, not raised.
+        ``state_dir``: Neovim's stdpath("state"), where the history is kept."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
@@ -107,6 +114,7 @@ class App:
             return False
         self.ctx.config_error = None
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
+        self.ctx.history.configure(self.ctx.config.history, state_dir)
         for connection in self.pool.agents.values():
             self.pool.configure(connection)
         self.reviews.configure()
@@ -119,5 +127,6 @@ class App:
     async def shutdown(self) -> None:
         """End every agent (Neovim is closing)."""
         with anyio.CancelScope(shield=True):
+            await self.ctx.history.close()
             await self.pool.aclose()
             await self.mcp.aclose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["ChatLifecycle"]
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,13 +56,20 @@ class ChatLifecycle:
         cwd: str,
         session_id: str | None = None,
         fork: int | None = None,
+        history: int | None = None,
+        handoff: int | None = None,
     ) -> None:
         """Start (or reuse) the agent and create a session for a new chat.
 
         With ``session_id`` the chat resumes that session (its history replayed);
-        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent.
+        with ``fork`` it continues a fork of chat ``fork``'s session, on its agent;
+        ``history`` shows that stored chat (its agent starts with the next prompt);
+        with ``handoff`` it continues chat ``handoff``'s conversation (client.history).
         """
         self.queue.open(chat_id)  # prompts sent before the chat is ready
+        if history is not None:
+            await self._reopen(chat_id, history)
+            return
         parent = self.ctx.chats.get(fork) if fork is not None else None
         refusal = self.ctx.config_error or (None if fork is None else self._fork_refusal(fork))
         if refusal is not None:
@@ -81,7 +89,19 @@ class ChatLifecycle:
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self.pool.spawn(name, agent_config, cwd)
         chat = self._new_chat(chat_id, name, cwd)
+        source = self.ctx.chats.get(handoff) if handoff is not None else None
+        if source is not None:
+            await self.ctx.history.hand_over(chat, source)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    async def _reopen(self, chat_id: int, history_id: int) -> None:
+        """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
+        found = await self.ctx.history.load(history_id)
+        if found is None:
+            self._new_chat(chat_id, "?", os.getcwd()).fail(f"no stored chat {history_id}")
+            return
+        row, blocks = found
+        await self.ctx.history.reopen(self._new_chat(chat_id, row.agent, row.cwd), row, blocks)
 
     def _fork_refusal(self, chat_id: int) -> str | None:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
@@ -158,6 +178,8 @@ class ChatLifecycle:
                         # configured defaults (which would undo a mode switched to).
                         kept = chosen(chat) if again else []
                         resumed = await self._session(connection, chat, session_id, again=again)
+                        if not resumed:
+                            self.ctx.history.seed(chat)
                         wanted = kept if again and resumed else defaults(agent_config)
                         await self.settings.apply(connection, chat, wanted)
             except TimeoutError:
@@ -204,6 +226,8 @@ class ChatLifecycle:
 
         chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor)
         self._cwds[chat_id] = cwd
+        agent_config = self.ctx.config.all_agents().get(agent)
+        self.ctx.history.attach(chat, cwd, keep=agent_config is None or agent_config.history)
         return chat
 
     async def send(
@@ -237,9 +261,9 @@ class ChatLifecycle:
         queue.append(Prompt(text, attachments))
         if chat is None:
             return  # still being opened: sent once the chat is ready
-        if chat.state == "ready":
+        if chat.state == "ready" and chat.id in self.pool.agent_of:
             await self.queue.drain(chat)
-        elif chat.state == "error":
+        elif chat.state in ("error", "ready"):  # ready without an agent: a reopened chat
             self.queue.show(chat)
             await self.restart(chat_id)
         else:  # starting or running: it goes when the chat is ready
@@ -287,6 +311,7 @@ class ChatLifecycle:
         self.reviews.forget(chat_id)
         self.queue.forget(chat_id)
         self._cwds.pop(chat_id, None)
+        self.ctx.history.detach(chat_id)
         if chat is None:
             return
         connection = self.pool.agent_of.get(chat_id)

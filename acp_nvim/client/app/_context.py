@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from acp_nvim.client.config import Config
 from acp_nvim.client.editor import Editor
+from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.tasks import Tasks
 
@@ -30,6 +31,8 @@ class AppContext:
     # A rejected options table: chats refuse to start until setup() is fixed,
     # rather than silently running with defaults the user did not ask for.
     config_error: str | None = None
+    # The chat history (client.history), set by the app once the rest is built.
+    history: History = field(init=False)
 
     def __repr__(self) -> str:
         return f"<AppContext {len(self.chats)} chats>"

@@ -72,6 +72,7 @@ class Reviews:
         if decision not in ("accept", "reject"):
             raise ValueError(f"unknown review decision {decision!r}")
         await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
+        self.ctx.history.reviewed(chat_id)
 
     def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""

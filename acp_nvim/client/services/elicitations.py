@@ -11,12 +11,13 @@ from __future__ import annotations
 __all__ = ["Answer", "Elicitation", "Elicitations", "Field"]
 
 import itertools
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
 
+from acp_nvim.client.editor import ElicitField, ElicitOp
 from acp_nvim.client.session.chat import Chat
 
 Action = Literal["accept", "decline", "cancel"]
@@ -37,6 +38,20 @@ class Field:
     choices: list[tuple[str, str]] | None = None
     minimum: float | None = None
     maximum: float | None = None
+
+
+def _field(f: Field) -> ElicitField:
+    return {
+        "name": f.name,
+        "type": f.type,
+        "title": f.title,
+        "required": f.required,
+        "description": f.description,
+        "default": f.default,
+        "choices": f.choices,
+        "minimum": f.minimum,
+        "maximum": f.maximum,
+    }
 
 
 @dataclass
@@ -77,7 +92,14 @@ class Elicitations:
         """Ask the user in ``chat``; returns once answered (``cancel`` if the chat goes)."""
         request_id = f"elicit-{next(self._ids)}"
         pending = self._pending[request_id] = _Pending(chat)
-        op: dict[str, Any] = {"op": "elicit", "id": request_id, **asdict(request)}
+        op: ElicitOp = {
+            "op": "elicit",
+            "id": request_id,
+            "message": request.message,
+            "mode": request.mode,
+            "fields": [_field(f) for f in request.fields],
+            "url": request.url,
+        }
         if request.url is not None:
             op["host"] = urlsplit(request.url).hostname or request.url
         chat.editor.render(chat.id, [op])

@@ -10,14 +10,14 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "TurnReview"]
+__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview"]
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
 
-from acp_nvim.client.editor import Editor, RenderOp
+from acp_nvim.client.editor import Editor, RenderOp, StatusFields
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
     Attachment,
@@ -34,6 +34,9 @@ from acp_nvim.client.session.model import (
     agent_id,
 )
 from acp_nvim.client.tasks import internal_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
@@ -64,6 +67,29 @@ class TurnReview(Protocol):
         """What the edits a tool call carries would do to their files (for its
         permission prompt); files whose text does not fit an edit are left out."""
 
+    def summary(self) -> dict[str, Any]:
+        """The review as plain data: ``{turn, files}``, each file with its ``turn``,
+        ``path``, ``created``, ``deleted`` and ``hunks`` (each with a ``status``)."""
+
+
+class Record(Protocol):
+    """What a chat tells the history of its transcript (client.history): every op it
+    draws, and what a prompt had attached (the transcript shows only the labels)."""
+
+    def drawn(self, op: RenderOp) -> None: ...
+
+    def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None: ...
+
+
+class _Unrecorded:
+    """The record of a chat the history does not follow."""
+
+    def drawn(self, op: RenderOp) -> None:
+        pass
+
+    def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
+        pass
+
 
 class Chat:
     """The client side of one session, bound to one chat window pair in the editor."""
@@ -86,6 +112,10 @@ class Chat:
         # A turn the user prompted runs, or is still ending: an idle arriving now
         # belongs to it, never to work the agent started on its own (v2).
         self.prompted = False
+        self.record: Record = _Unrecorded()
+        # The conversation so far, as Markdown, for the first prompt of a session that
+        # does not know it (a reopened chat, one handed over from another agent).
+        self.seed: str | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -126,6 +156,8 @@ class Chat:
             text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
+        assert patch.message_id is not None
+        self.record.prompted(patch.message_id, text, attachments)
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
         self.set_state("running")
@@ -203,6 +235,7 @@ class Chat:
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
 
     def _draw(self, op: RenderOp) -> None:
+        self.record.drawn(op)
         self.editor.render(self.id, [view.bounded(op)])
 
     def info(self, text: str) -> None:
@@ -306,7 +339,7 @@ class Chat:
         self.session.apply_plan(plan_id, entries)
         self._draw(view.plan_op(plan_id, entries))
 
-    def on_info(self, **fields: Any) -> None:
+    def on_info(self, **fields: Unpack[StatusFields]) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""
         if "title" in fields:
             self.session.title = fields["title"]
@@ -323,15 +356,17 @@ class Chat:
             usage["cost"] = {"amount": cost[0], "currency": cost[1]}
         self.on_info(usage=usage)
 
-    def on_current(self, category: str, value: str) -> None:
+    def on_current(self, category: Literal["mode", "model"], value: str) -> None:
         """The current value of the setting of ``category`` changed (e.g. a mode)."""
         options = [o for o in self.session.config_options if o.category == category]
         for option in options:
             option.current = value
         if options:
             self.on_config(self.session.config_options)
-        else:  # a setting the agent never listed: shown as it is
-            self.on_info(**{category: value})
+        elif category == "mode":  # a setting the agent never listed: shown as it is
+            self.on_info(mode=value)
+        else:
+            self.on_info(model=value)
 
     def on_config(self, options: list[ConfigOption]) -> None:
         """The session's settings, whole (v2 ``configOptions``); the header shows them."""

@@ -30,9 +30,19 @@ __all__ = [
 import re
 from collections.abc import Collection, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
-from acp_nvim.client.editor import RenderOp
+from acp_nvim.client.editor import (
+    AppendOp,
+    BlockLocation,
+    BlockOp,
+    BlockPermission,
+    BlockPermissionOption,
+    PreviewFile,
+    RenderOp,
+    StatusFields,
+    StatusOp,
+)
 from acp_nvim.client.session.model import (
     ChangesPart,
     ConfigOption,
@@ -48,6 +58,9 @@ from acp_nvim.client.session.model import (
     ToolCall,
 )
 from acp_nvim.review import PatchError, format_unified, parse_unified
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
@@ -65,11 +78,11 @@ LINE_CUT = f" … [line cut at {LINE_MAX:,} characters]"
 
 def bounded(op: RenderOp) -> RenderOp:
     """``op`` with the lines of a block cut at :data:`LINE_MAX`."""
-    lines = op.get("lines")
-    if lines is None or all(len(line) <= LINE_MAX for line in lines):
+    if op["op"] != "block" or all(len(line) <= LINE_MAX for line in op["lines"]):
         return op
-    return {**op, "lines": [line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
-                            for line in lines]}  # fmt: skip
+    cut: BlockOp = {**op, "lines": [line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
+                                    for line in op["lines"]]}  # fmt: skip
+    return cut
 
 
 def visible_append(last_line: int, text: str) -> str:
@@ -89,7 +102,7 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
-def message_op(message: Message) -> RenderOp:
+def message_op(message: Message) -> BlockOp:
     """The whole block of a message (on creation or replacement)."""
     prefix = _PREFIXES[message.role]
     body = [prefix + line for line in message.text.split("\n")]
@@ -121,7 +134,7 @@ def _close_fence(lines: list[str]) -> list[str]:
     return [*lines, fence] if fence else lines
 
 
-def append_op(message_id: str, text: str) -> RenderOp:
+def append_op(message_id: str, text: str) -> AppendOp:
     """Stream ``text`` onto the end of a message; Lua applies the block's prefix."""
     return {"op": "append", "id": "#message:" + message_id, "text": text}
 
@@ -155,7 +168,7 @@ class ToolCallDrawing:
         call: ToolCall,
         terminals: Mapping[str, TerminalView] | None = None,
         redraw: Collection[int] = ALL_PARTS,
-    ) -> RenderOp | None:
+    ) -> BlockOp | None:
         """The op drawing what changed in ``redraw`` (HEAD, CONTENT, LOCATIONS; the
         prompt is always redrawn); None when no row changed."""
         old = self._parts
@@ -167,7 +180,8 @@ class ToolCallDrawing:
             parts[HEAD] = [f"#### {title}", f"`{call.kind}` · {call.status}"]
         if CONTENT in redraw:
             parts[CONTENT] = _tool_content_lines(call, terminals or {})
-        op: RenderOp = {"op": "block", "id": call.id, "kind": "tool", "status": call.status}
+        op: BlockOp = {"op": "block", "id": call.id, "kind": "tool", "lines": []}
+        op["status"] = call.status
         moved = CONTENT in redraw or LOCATIONS in redraw
         if moved:
             locations, parts[LOCATIONS] = _locations(call, len(parts[HEAD]) + len(parts[CONTENT]))
@@ -203,13 +217,13 @@ def _tool_content_lines(call: ToolCall, terminals: Mapping[str, TerminalView]) -
     return lines
 
 
-def _locations(call: ToolCall, row: int) -> tuple[list[dict[str, Any]], list[str]]:
+def _locations(call: ToolCall, row: int) -> tuple[list[BlockLocation], list[str]]:
     """The locations for Lua (their rows counted from ``row``), and their lines."""
-    locations: list[dict[str, Any]] = []
+    locations: list[BlockLocation] = []
     lines: list[str] = []
     for location in call.locations:
         suffix = f":{location.line}" if location.line else ""
-        where: dict[str, Any] = {"row": row + len(lines), "path": location.path}
+        where: BlockLocation = {"row": row + len(lines), "path": location.path}
         if location.line:
             where["line"] = location.line
         locations.append(where)
@@ -219,32 +233,35 @@ def _locations(call: ToolCall, row: int) -> tuple[list[dict[str, Any]], list[str
 
 def _permission(
     prompt: PermissionPrompt, title: str, lines: list[str], base: int
-) -> dict[str, Any]:
+) -> BlockPermission:
     """Append the prompt (or its outcome) to ``lines``, which start at row ``base`` of
     the block; returns what Lua needs of it."""
     if prompt.question:
         lines.extend(prompt.question.split("\n"))
-    data: dict[str, Any] = {"id": prompt.id, "row": base + len(lines), "title": title}
+    data: BlockPermission = {
+        "id": prompt.id, "row": base + len(lines), "title": title, "pending": prompt.outcome is None
+    }  # fmt: skip
     if prompt.outcome is not None:
         lines.append(f"**Permission:** {prompt.outcome}")
-        return {**data, "pending": False}
+        return data
     lines.append("**Permission needed:** press a key, or `<CR>` for a menu")
-    options = []
+    options: list[BlockPermissionOption] = []
     for option in prompt.options:
-        item: dict[str, Any] = {"id": option.id, "name": option.name, "row": base + len(lines)}
+        row = base + len(lines)
+        item: BlockPermissionOption = {"id": option.id, "name": option.name, "row": row}
         if option.kind is not None:
             item["kind"] = option.kind
         if option.key is not None:
             item["key"] = option.key
         options.append(item)
         lines.append(f"- `{option.key}` {option.name}" if option.key else f"- {option.name}")
-    data = {**data, "pending": True, "options": options}
+    data["options"] = options
     if prompt.preview:
         data["preview"] = [_preview(file) for file in prompt.preview]
     return data
 
 
-def _preview(file: FilePreview) -> dict[str, Any]:
+def _preview(file: FilePreview) -> PreviewFile:
     """A file's preview as Lua draws it in the file (``row`` 0-based, lines without
     terminators): plain data, so Lua never reads a diff of the wire."""
     return {
@@ -345,10 +362,10 @@ def _patch_sections(text: str | None) -> dict[str, list[str]]:
     return keyed
 
 
-def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
+def config_fields(options: list[ConfigOption]) -> StatusFields:
     """Status fields for the header and ``status()``: the options, and the current
     value of the well-known categories (mode, model, thought_level)."""
-    fields: dict[str, Any] = {
+    fields: StatusFields = {
         "config_options": [
             {
                 "id": o.id,
@@ -362,24 +379,28 @@ def config_fields(options: list[ConfigOption]) -> dict[str, Any]:
         ]
     }
     for option in options:
-        if option.category in ("mode", "model", "thought_level"):
-            current = option.current
-            if isinstance(current, str):
-                current = dict(option.choices).get(current, current)
-            fields[option.category] = current
+        current = option.current
+        if isinstance(current, str):
+            current = dict(option.choices).get(current, current)
+        if option.category == "mode":
+            fields["mode"] = current
+        elif option.category == "model":
+            fields["model"] = current
+        elif option.category == "thought_level":
+            fields["thought_level"] = current
     return fields
 
 
-def plan_op(plan_id: str, entries: list[PlanEntry]) -> RenderOp:
+def plan_op(plan_id: str, entries: list[PlanEntry]) -> BlockOp:
     lines = ["### Plan"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
 
 
-def notice_op(block_id: str, kind: str, lines: list[str]) -> RenderOp:
+def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:
     """A line or two from the client itself: turn end, errors, information."""
     return {"op": "block", "id": block_id, "kind": kind, "lines": lines}
 
 
-def status_op(**fields: Any) -> RenderOp:
+def status_op(**fields: Unpack[StatusFields]) -> StatusOp:
     return {"op": "status", **fields}

@@ -3,6 +3,8 @@
 -- buffers, @selection, @diagnostics: acp.chat.context). Built in through 'omnifunc'
 -- and opened as you type; lua/acp/completion/{blink,cmp}.lua serve the same items
 -- to blink.cmp and nvim-cmp. After a command, its input hint shows as virtual text.
+local registry = require("acp.chat.registry")
+
 local M = {}
 
 local api = vim.api
@@ -103,7 +105,7 @@ end
 
 --- 'omnifunc' of the input buffer.
 function M.omnifunc(findstart, base)
-  local chat = require("acp.chat").of_buffer(api.nvim_get_current_buf())
+  local chat = registry.of_buffer(api.nvim_get_current_buf())
   if findstart == 1 then
     local start = chat and token()
     return start or -3

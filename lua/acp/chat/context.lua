@@ -5,6 +5,9 @@
 --   @selection     the last visual selection in the window you came from
 --   @diagnostics   the diagnostics of that window's buffer
 -- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input.
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
+
 local M = {}
 
 local api = vim.api
@@ -109,7 +112,7 @@ function M.items(chat, text)
       if found then
         table.insert(items, found)
       elseif why then
-        require("acp.util").notify(("@%s: %s"):format(mention, why), "warn")
+        util.notify(("@%s: %s"):format(mention, why), "warn")
       end
     end
   end
@@ -145,9 +148,9 @@ end
 --- input of the current chat.
 ---@param opts {file?: string, range?: integer[]}
 function M.add(opts)
-  local chat = require("acp.chat").get()
+  local chat = registry.get()
   if not chat then
-    require("acp.util").user_error("no chat is open (:AcpChat)")
+    util.user_error("no chat is open (:AcpChat)")
   end
   local mention
   if opts.file and opts.file ~= "" then
@@ -155,7 +158,7 @@ function M.add(opts)
   else
     local name = api.nvim_buf_get_name(0)
     if name == "" or api.nvim_get_current_buf() == chat.input then
-      require("acp.util").user_error(":AcpAdd needs a file, or a range of a file's buffer")
+      util.user_error(":AcpAdd needs a file, or a range of a file's buffer")
     end
     mention = "@" .. relative(name)
     if opts.range then

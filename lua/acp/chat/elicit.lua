@@ -4,6 +4,8 @@
 -- answer (accept with the values, decline, or cancel when dismissed) goes back to
 -- Python (services/elicitations.py).
 local host = require("acp.host")
+local layout = require("acp.chat.layout")
+local registry = require("acp.chat.registry")
 local util = require("acp.util")
 
 local M = {}
@@ -163,7 +165,7 @@ local function next_one(chat)
   end
   chat.eliciting = true
   coroutine.wrap(function()
-    local name = require("acp.chat").title(chat)
+    local name = registry.title(chat)
     local action, content = (op.mode == "url" and url or form)(name, op)
     table.remove(chat.elicits, 1)
     chat.eliciting = nil
@@ -177,17 +179,17 @@ end
 function M.add(chat, op)
   chat.elicits = chat.elicits or {}
   table.insert(chat.elicits, op)
-  if require("acp.chat.layout").shown(chat) then
+  if layout.shown(chat) then
     next_one(chat)
   else
-    local name = require("acp.chat").title(chat)
+    local name = registry.title(chat)
     util.notify(("%s asks: %s (open the chat to answer)"):format(name, op.message), "warn")
   end
 end
 
 --- The chat is shown: ask what waits.
 function M.resume(chat)
-  if require("acp.chat.layout").shown(chat) then
+  if layout.shown(chat) then
     next_one(chat)
   end
 end

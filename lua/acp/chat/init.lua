@@ -1,66 +1,30 @@
 -- Chats: a transcript buffer (markdown, read-only) and an input buffer, shown
 -- together by acp.chat.layout. Each chat is bound to one session on the Python side
--- by its integer id.
+-- by its integer id; acp.chat.registry holds the open ones. The render ops Python
+-- sends for a chat arrive here (M.render) and are handled by their kind (M.ops).
+local blocks_of = require("acp.chat.blocks")
+local complete = require("acp.chat.complete")
 local config = require("acp.config")
+local elicit = require("acp.chat.elicit")
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
+local mentions = require("acp.chat.context")
+local permission = require("acp.chat.permission")
+local prompt_history = require("acp.chat.prompt_history")
+local queue = require("acp.chat.queue")
+local registry = require("acp.chat.registry")
 local render = require("acp.chat.render")
+-- Also the handlers of the review state and the baselines Python sends about a
+-- chat's changes (acp.host's dispatch table).
+local review = require("acp.review")
+local tools = require("acp.chat.tools")
 local util = require("acp.util")
 
 local M = {}
 local api = vim.api
 
----@class acp.Chat
----@field id integer
----@field transcript integer buffer
----@field input integer buffer
----@field blocks acp.Blocks
----@field status table
----@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
----@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
----@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
----@field opened {agent?: string, session_id?: string} what the chat was opened with
----@field host_failed? boolean the Python side failed under this chat (M.fail)
----@field failures? integer failures shown in the transcript
----@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
----@field cwd string the session's directory
----@field history? table the input's prompt history (acp.history)
----@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
----@field name? string given with |:AcpChats| rename
----@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
----@field eliciting? boolean one of them is being asked
----@field queue_mark? integer the extmark drawing the queued prompts (acp.chat.queue)
-
----@type table<integer, acp.Chat>
-M.chats = {}
----@type integer? the chat :AcpChat focuses
-M.current = nil
+local valid = registry.valid
 local next_id = 1
-
-local function valid(chat)
-  return chat and api.nvim_buf_is_valid(chat.transcript) and api.nvim_buf_is_valid(chat.input)
-end
-
---- The chat whose transcript or input is `buf`.
----@return acp.Chat?
-function M.of_buffer(buf)
-  for _, chat in pairs(M.chats) do
-    if chat.transcript == buf or chat.input == buf then
-      return chat
-    end
-  end
-end
-
---- The chat of the current buffer, else the last opened one.
----@return acp.Chat?
-function M.get()
-  local own = M.of_buffer(api.nvim_get_current_buf())
-  if own then
-    return own
-  end
-  local chat = M.current and M.chats[M.current]
-  return valid(chat) and chat or nil
-end
 
 local function scratch(name, filetype)
   local buf = api.nvim_create_buf(false, true)
@@ -130,18 +94,6 @@ local function update_winbar(chat)
   end
 end
 
---- Whether resending `chat`'s edited prompt may reject the previous answer's
---- changes: the latest turn left files with open changes.
-local function answer_changed(chat)
-  local state = require("acp.review").state[chat.id]
-  for _, file in ipairs(state and state.files or {}) do
-    if file.turn == state.turn and file.open then
-      return true
-    end
-  end
-  return false
-end
-
 local function map(chat)
   local function send()
     local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
@@ -159,7 +111,8 @@ local function map(chat)
     end
     local editing = chat.editing
     chat.editing = nil
-    if not (editing and answer_changed(chat)) then
+    -- Resending may reject the previous answer's changes: its turn left some open.
+    if not (editing and review.latest_turn_open(chat.id)) then
       return go(false)
     end
     local choices = { "reject the last answer's changes, then send", "send, keeping them" }
@@ -175,7 +128,7 @@ local function map(chat)
   if send_key ~= "" then
     vim.keymap.set({ "n", "i" }, send_key, send, { buffer = chat.input, desc = "acp: send" })
   end
-  require("acp.chat.prompt_history").map(chat)
+  prompt_history.map(chat)
   local function cancel()
     M.cancel(chat)
   end
@@ -183,7 +136,7 @@ local function map(chat)
   -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
   -- a location's file, a terminal, else the usual <CR>.
   vim.keymap.set("n", "<CR>", function()
-    require("acp.chat.tools").enter(chat)
+    tools.enter(chat)
   end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
@@ -295,7 +248,7 @@ local FOLDED = { thought = true, tool = true }
 --- its header line (shown as it is when closed, 'foldtext' ""), so zc on the
 --- header folds the block.
 local function foldexpr(chat, lnum)
-  local kind, first = render.kind_at(chat.transcript, chat.blocks, lnum)
+  local kind, first = blocks_of.kind_at(chat.transcript, chat.blocks, lnum)
   if FOLDED[kind] then
     return first and ">1" or 1
   end
@@ -309,7 +262,7 @@ local function create()
     id = id,
     transcript = scratch("acp://chat/" .. id, "markdown"),
     input = scratch("acp://input/" .. id, "markdown"),
-    blocks = render.new_blocks(),
+    blocks = blocks_of.new(),
     status = { state = "starting" },
   }
   vim.bo[chat.transcript].modifiable = false
@@ -317,9 +270,9 @@ local function create()
     return foldexpr(chat, lnum)
   end
   bound_syntax_sync(chat)
-  M.chats[id] = chat
+  registry.chats[id] = chat
   map(chat)
-  require("acp.chat.complete").attach(chat)
+  complete.attach(chat)
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.b[buf].acp_chat = id
     api.nvim_create_autocmd("BufWinEnter", {
@@ -329,7 +282,7 @@ local function create()
         update_winbar(chat)
         -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
         vim.schedule(function()
-          require("acp.chat.elicit").resume(chat)
+          elicit.resume(chat)
         end)
       end,
     })
@@ -340,7 +293,7 @@ local function create()
         local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
         -- The layout cannot change inside WinClosed.
         vim.schedule(function()
-          if M.chats[chat.id] then
+          if registry.chats[chat.id] then
             layout.rejoin(chat, tab, closed_current)
           end
         end)
@@ -363,7 +316,7 @@ local function open_folds(chat, blocks)
   local lnums = {}
   for _, block in ipairs(blocks) do
     if FOLDED[block.kind] then
-      table.insert(lnums, render.start_row(chat.transcript, block) + 1)
+      table.insert(lnums, blocks_of.start_row(chat.transcript, block) + 1)
     end
   end
   if #lnums == 0 then
@@ -387,8 +340,8 @@ end
 --- Their ids, and the line's, start with one `#` and a word Python's own block ids
 --- never use (an agent's ids never start with one `#`): they never meet the fork's.
 local function continue_from(parent, chat)
-  local _, created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("#fork%d:"):format(parent.id))
-  local note = ("*Forked from chat %d (%s): from here on, this chat goes its own way.*"):format(parent.id, M.title(parent))
+  local created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("#fork%d:"):format(parent.id))
+  local note = ("*Forked from chat %d (%s): from here on, this chat goes its own way.*"):format(parent.id, registry.title(parent))
   render.apply(chat.transcript, chat.blocks, { { op = "block", id = "#forked", kind = "info", lines = { note } } })
   open_folds(chat, created)
 end
@@ -403,24 +356,26 @@ local function start(chat)
       cwd = chat.cwd,
       session_id = opened.session_id,
       fork = opened.fork,
+      history = opened.history,
+      handoff = opened.handoff,
     })
   else
     M.fail(chat, host.failure.message)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat}
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
     opts.agent = nil
   end
-  local existing = opts.fork or (M.current and M.chats[M.current])
+  local existing = opts.fork or (registry.current and registry.chats[registry.current])
   if not valid(existing) then
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not opts.new and not opts.session_id and not other_agent and not opts.fork
+  local reuse = existing and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff)
   -- Another agent's chat, or a fork, opens beside the chat where there is room.
   local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
@@ -433,12 +388,22 @@ function M.open(opts)
   end
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
-  chat.opened = { agent = opts.agent, session_id = opts.session_id, fork = opts.fork and opts.fork.id }
-  chat.cwd = opts.fork and opts.fork.cwd or vim.fn.getcwd()
-  M.current = chat.id
+  chat.opened = {
+    agent = opts.agent,
+    session_id = opts.session_id,
+    fork = opts.fork and opts.fork.id,
+    history = opts.history,
+    handoff = opts.handoff and opts.handoff.id,
+  }
+  local from = opts.fork or opts.handoff
+  chat.cwd = from and from.cwd or vim.fn.getcwd()
+  registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
   end
+  -- Asked before the windows are made: the Python side starts (or reads a stored
+  -- chat) while they are, and its ops are applied after this function returns.
+  start(chat)
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
   -- opens beside it where there is room.
@@ -446,7 +411,6 @@ function M.open(opts)
     layout.show(chat)
   end
   update_winbar(chat)
-  start(chat)
   return chat
 end
 
@@ -471,24 +435,15 @@ function M.fork(chat)
   return M.open({ agent = s.agent, fork = chat })
 end
 
---- The chat's name for the user: the one given with :AcpChats, else the
---- session's title, else its agent and id.
----@param chat acp.Chat
----@return string
-function M.title(chat)
-  local s = chat.status
-  return chat.name or s.title or ("%s #%d"):format(s.agent_title or s.agent or "?", chat.id)
-end
-
 --- The open chats, oldest first, as plain tables (acp.chats()).
 function M.list()
   local list = {}
-  for id, chat in pairs(M.chats) do
+  for id, chat in pairs(registry.chats) do
     if valid(chat) then
       table.insert(list, {
         id = id,
         agent = chat.status.agent,
-        title = M.title(chat),
+        title = registry.title(chat),
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
       })
@@ -503,8 +458,8 @@ end
 --- Show `chat` in place of the current chat's windows (beside them when the
 --- current tab page shows neither), and make it the current chat.
 local function switch(chat)
-  local current = M.current and M.chats[M.current]
-  M.current = chat.id
+  local current = registry.current and registry.chats[registry.current]
+  registry.current = chat.id
   if layout.shown(chat) or not (current and current ~= chat and valid(current) and layout.take_over(current, chat)) then
     layout.show(chat)
   end
@@ -524,7 +479,7 @@ function M.pick()
       return ("%s · %s · %s%s"):format(item.agent, item.title, item.state, waiting)
     end,
   }, function(item)
-    local chat = item and M.chats[item.id]
+    local chat = item and registry.chats[item.id]
     if not chat then
       return
     end
@@ -566,7 +521,7 @@ function M.retry(chat)
   chat.host_failed = nil
   chat.blocks = render.reset(chat.transcript)
   chat.status = { state = "starting", agent = chat.status.agent }
-  require("acp.chat.queue").draw(chat)
+  queue.draw(chat)
   update_winbar(chat)
   start(chat)
 end
@@ -578,7 +533,7 @@ end
 ---@param context? table[]
 ---@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
 function M.send(chat, text, context, restore)
-  context = vim.list_extend(vim.deepcopy(context or {}), require("acp.chat.context").items(chat, text))
+  context = vim.list_extend(vim.deepcopy(context or {}), mentions.items(chat, text))
   local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
@@ -587,7 +542,7 @@ function M.send(chat, text, context, restore)
       util.notify(host.failure and host.failure.message or "the Python side is not running")
     end
   end
-  require("acp.chat.prompt_history").add(chat, text)
+  prompt_history.add(chat, text)
 end
 
 ---@param chat acp.Chat
@@ -603,7 +558,7 @@ end
 --- to reject the changes of the answer it had.
 ---@param chat acp.Chat
 function M.edit_last(chat)
-  local text = require("acp.chat.prompt_history").last(chat)
+  local text = prompt_history.last(chat)
   if not text then
     util.notify("no prompt was sent in this chat", "info")
     return
@@ -620,12 +575,12 @@ end
 
 ---@param chat acp.Chat
 function M.close(chat)
-  if not M.chats[chat.id] then
+  if not registry.chats[chat.id] then
     return
   end
-  M.chats[chat.id] = nil
-  if M.current == chat.id then
-    M.current = nil
+  registry.chats[chat.id] = nil
+  if registry.current == chat.id then
+    registry.current = nil
   end
   if host.running() then
     host.notify("close", { chat = chat.id })
@@ -640,30 +595,77 @@ end
 api.nvim_create_autocmd("VimResized", {
   group = api.nvim_create_augroup("acp.layout", { clear = true }),
   callback = function()
-    layout.resize(M.chats)
+    layout.resize(registry.chats)
   end,
 })
 
---- Render ops from Python for chat `id`.
-function M.render(id, ops)
-  local chat = M.chats[id]
+---@class acp.RenderBatch what the ops of one render item did to their chat
+---@field chat acp.Chat
+---@field status table the status fields they set
+---@field created acp.Block[] the blocks they created
+---@field tools table[] their tool call block ops (prompts and locations)
+
+--- Every render op Python sends, by its `op`: the kinds of RenderOp in
+--- acp_nvim/client/editor.py, which documents each (tests/nvim/test_contract.py
+--- holds the two lists together). Called in order between render.begin and
+--- render.done; M.render finishes what they leave in the batch.
+---@type table<string, fun(batch: acp.RenderBatch, op: table)>
+M.ops = {
+  block = function(batch, op)
+    local chat = batch.chat
+    if render.block(chat.transcript, chat.blocks, op) then
+      table.insert(batch.created, chat.blocks.by_id[op.id])
+    end
+    if op.kind == "tool" then
+      table.insert(batch.tools, op)
+    end
+  end,
+  append = function(batch, op)
+    render.append(batch.chat.transcript, batch.chat.blocks, op)
+  end,
+  status = function(batch, op)
+    for key, value in pairs(op) do
+      if key ~= "op" then
+        batch.status[key] = value
+      end
+    end
+  end,
+  input = function(batch, op)
+    give_back(batch.chat, op.text)
+  end,
+  elicit = function(batch, op)
+    elicit.add(batch.chat, op)
+  end,
+  elicit_gone = function(batch, op)
+    elicit.gone(batch.chat, op.id)
+  end,
+}
+
+--- A render item from Python (acp_nvim/nvim/editor.py RenderItem): the ops for
+--- chat `item.chat`, in order.
+---@param item {chat: integer, ops: table[]}
+function M.render(item)
+  local chat = registry.chats[item.chat]
   if not valid(chat) then
     return
   end
+  local ops, handlers = item.ops, M.ops
+  flood(chat, rows_of(ops))
+  local batch = { chat = chat, status = {}, created = {}, tools = {} }
+  local following = render.begin(chat.transcript)
   for _, op in ipairs(ops) do
-    if op.op == "input" then
-      give_back(chat, op.text)
-    elseif op.op == "elicit" then
-      require("acp.chat.elicit").add(chat, op)
-    elseif op.op == "elicit_gone" then
-      require("acp.chat.elicit").gone(chat, op.id)
+    local handle = handlers[op.op]
+    if handle then
+      handle(batch, op)
     end
   end
-  flood(chat, rows_of(ops))
-  local status, created = render.apply(chat.transcript, chat.blocks, ops)
-  open_folds(chat, created)
-  require("acp.chat.permission").update(chat, ops)
-  require("acp.chat.tools").follow(chat, ops)
+  render.done(chat.transcript, following)
+  open_folds(chat, batch.created)
+  if #batch.tools > 0 then
+    permission.update(chat, batch.tools)
+    tools.follow(chat, batch.tools)
+  end
+  local status = batch.status
   if next(status) then
     for key, value in pairs(status) do
       -- Python's None arrives as vim.NIL: the field is cleared.
@@ -672,7 +674,7 @@ function M.render(id, ops)
     update_winbar(chat)
   end
   if status.queue or chat.queue_mark then
-    require("acp.chat.queue").draw(chat)
+    queue.draw(chat)
   end
 end
 
@@ -694,17 +696,17 @@ function M.fail(chat, message)
   end
   -- The batch the Python side would send, through the one place that fires events.
   host.apply({
-    { "render", chat.id, ops },
-    { "event", "AcpError", { chat = chat.id, message = message } },
+    { kind = "render", chat = chat.id, ops = ops },
+    { kind = "event", name = "AcpError", data = { chat = chat.id, message = message } },
   })
-  require("acp.chat.permission").forget_all(chat)
-  require("acp.chat.elicit").forget(chat)
+  permission.forget_all(chat)
+  elicit.forget(chat)
 end
 
 --- The Python side failed to start or died: every chat it served says so.
 ---@param message string
 function M.host_failed(message)
-  for _, chat in pairs(M.chats) do
+  for _, chat in pairs(registry.chats) do
     if not chat.host_failed then
       M.fail(chat, message)
     end
@@ -713,7 +715,7 @@ end
 
 --- Whether a window shows a chat that shows why the Python side is not running.
 function M.failure_shown()
-  for _, chat in pairs(M.chats) do
+  for _, chat in pairs(registry.chats) do
     if chat.host_failed and valid(chat) and #vim.fn.win_findbuf(chat.transcript) > 0 then
       return true
     end
@@ -723,11 +725,14 @@ end
 
 --- After :AcpInstall: start again the chats whose Python side never started.
 function M.retry_failed()
-  for _, chat in pairs(M.chats) do
+  for _, chat in pairs(registry.chats) do
     if chat.host_failed and not chat.status.session_id and valid(chat) then
       M.retry(chat)
     end
   end
 end
+
+host.handle("render", M.render)
+host.on_failure(M.host_failed, M.failure_shown)
 
 return M

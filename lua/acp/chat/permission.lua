@@ -2,8 +2,10 @@
 -- transcript and the input), a picker (vim.ui.select), and a notice when the chat
 -- is not on screen. Python owns the requests and assigns the keys; this maps them
 -- and sends the user's answer.
+local blocks = require("acp.chat.blocks")
 local host = require("acp.host")
-local render = require("acp.chat.render")
+local preview = require("acp.review.preview")
+local registry = require("acp.chat.registry")
 local util = require("acp.util")
 
 local M = {}
@@ -63,7 +65,7 @@ local function at_cursor(chat)
   if api.nvim_get_current_buf() ~= chat.transcript then
     return nil
   end
-  local id = render.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
+  local id = blocks.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
   for _, entry in ipairs(pending(chat)) do
     if entry.block == id then
       return entry
@@ -107,10 +109,9 @@ end
 --- :AcpPermission: the picker for the prompt at the cursor, else the current
 --- chat's oldest, else any chat's.
 function M.open()
-  local chats = require("acp.chat")
-  local current = chats.get()
+  local current = registry.get()
   local order = { current }
-  for _, chat in pairs(chats.chats) do
+  for _, chat in pairs(registry.chats) do
     if chat ~= current then
       table.insert(order, chat)
     end
@@ -172,11 +173,11 @@ local function announce(chat, entry)
   local permission = permission_of(chat, entry)
   local wins = shown_in(chat)
   if #wins == 0 then
-    local name = require("acp.chat").title(chat)
+    local name = registry.title(chat)
     util.notify(("%s asks permission: %s (:AcpPermission)"):format(name, permission.title), "warn")
     return
   end
-  local lnum = render.start_row(chat.transcript, chat.blocks.by_id[entry.block]) + permission.row + 1
+  local lnum = blocks.start_row(chat.transcript, chat.blocks.by_id[entry.block]) + permission.row + 1
   for _, win in ipairs(wins) do
     api.nvim_win_call(win, function()
       if vim.fn.foldclosed(lnum) ~= -1 then
@@ -191,38 +192,36 @@ end
 function M.forget_all(chat)
   chat.prompts = {}
   map_keys(chat)
-  require("acp.review.preview").sync(chat, {})
+  preview.sync(chat, {}, M.answer)
 end
 
---- After a render batch: track the prompts it showed or resolved.
+--- After a render batch: track the prompts its tool call block ops showed or resolved.
 function M.update(chat, ops)
   local entries, changed, new = pending(chat), false, {}
   for _, op in ipairs(ops) do
-    if op.op == "block" and op.kind == "tool" then
-      local permission = op.permission
-      local request = permission and permission.pending and permission.id or nil
-      local known = false
-      for i = #entries, 1, -1 do
-        if entries[i].block == op.id then
-          if entries[i].id == request then
-            known = true
-          else
-            table.remove(entries, i)
-            changed = true
-          end
+    local permission = op.permission
+    local request = permission and permission.pending and permission.id or nil
+    local known = false
+    for i = #entries, 1, -1 do
+      if entries[i].block == op.id then
+        if entries[i].id == request then
+          known = true
+        else
+          table.remove(entries, i)
+          changed = true
         end
       end
-      if request and not known then
-        local entry = { block = op.id, id = request }
-        table.insert(entries, entry)
-        table.insert(new, entry)
-        changed = true
-      end
+    end
+    if request and not known then
+      local entry = { block = op.id, id = request }
+      table.insert(entries, entry)
+      table.insert(new, entry)
+      changed = true
     end
   end
   if changed then
     map_keys(chat)
-    require("acp.review.preview").sync(chat, entries)
+    preview.sync(chat, entries, M.answer)
   end
   for _, entry in ipairs(new) do
     announce(chat, entry)

@@ -3,6 +3,7 @@
 -- above stay as render.lua wrote them; picked with :AcpQueue to edit or remove.
 -- Python owns the queue: it arrives as the chat's `queue` status field.
 local host = require("acp.host")
+local layout = require("acp.chat.layout")
 local util = require("acp.util")
 
 local M = {}
@@ -97,7 +98,7 @@ function M.pick(chat)
       -- The text says which prompt was picked should the ones before it go meanwhile.
       host.notify("dequeue", { chat = chat.id, index = index - 1, text = text, edit = action == "edit" })
       if action == "edit" then
-        require("acp.chat.layout").show(chat)
+        layout.show(chat)
       end
     end)
   end)

@@ -1,16 +1,17 @@
--- Applies one batch of transcript render ops to a chat buffer.
---
--- Each block (message, tool call, plan, notice) starts at an extmark in our
--- namespace; a blank separator line precedes every block but the first.
--- Streaming appends touch only the block's last line; replacing a block
--- rewrites only its rows. Old text is never rewritten, so the cost of a chunk
--- does not grow with the transcript.
+-- Writes the transcript: blocks (acp.chat.blocks knows where they are) drawn new or
+-- again, and text streamed onto them. A blank separator line precedes every block
+-- but the first. Streaming appends touch only the block's last line; replacing a
+-- block rewrites only its rows. Old text is never rewritten, so the cost of a chunk
+-- does not grow with the transcript. acp.chat dispatches the render ops here.
+local blocks_of = require("acp.chat.blocks")
+local tools = require("acp.chat.tools")
+
 local M = {}
 
-M.ns = vim.api.nvim_create_namespace("acp.blocks")
 M.ns_hl = vim.api.nvim_create_namespace("acp.highlights")
 
 local api = vim.api
+local start_row, rows = blocks_of.start_row, blocks_of.rows
 
 local header_hl = {
   user = "AcpUserHeader",
@@ -28,43 +29,10 @@ local status_hl = {
   pending = "AcpToolPending",
 }
 
----@class acp.Block
----@field mark? integer extmark id of the first row
----@field first? integer the first row while the block is being inserted (no mark yet)
----@field kind string
----@field prefix string prepended to streamed lines
----@field index integer position in the transcript
----@field status? string
----@field permission? table a tool call's permission prompt (rows are offsets in the block)
----@field locations? table[] a tool call's locations {row, path, line?}
-
----@class acp.Blocks
----@field order string[]
----@field by_id table<string, acp.Block>
----@field tail_first? integer the last block's first row, while known (see M.block_at)
-
----@return acp.Blocks
-function M.new_blocks()
-  return { order = {}, by_id = {} }
-end
-
-local function start_row(buf, block)
-  return block.first or api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
-end
-M.start_row = start_row
-
---- Rows [first, last) of a block (last exclusive, before the next separator).
-local function rows(buf, blocks, block)
-  local first = start_row(buf, block)
-  local next_id = blocks.order[block.index + 1]
-  local last = next_id and (start_row(buf, blocks.by_id[next_id]) - 1) or api.nvim_buf_line_count(buf)
-  return first, last
-end
-
 local function highlight(buf, block, first, last)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first, last)
   if block.kind == "tool" then
-    require("acp.chat.tools").highlight(buf, M.ns_hl, block, first, last)
+    tools.highlight(buf, M.ns_hl, block, first, last)
   end
   local group = header_hl[block.kind]
   if group then
@@ -106,8 +74,9 @@ local function put_rows(buf, blocks, block, op)
   highlight(buf, block, first, last)
 end
 
---- Draw a block, new or again; true when it is new.
-local function put_block(buf, blocks, op)
+--- Draw a block op (acp_nvim/client/editor.py BlockOp), new or again; true when
+--- it is new. Inside M.writing.
+function M.block(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if op.start then
     if block then
@@ -140,13 +109,14 @@ local function put_block(buf, blocks, op)
     vim.list_extend(lines, op.lines)
     api.nvim_buf_set_lines(buf, count, count, false, lines)
   end
-  block.mark = api.nvim_buf_set_extmark(buf, M.ns, first, 0, { right_gravity = false })
+  block.mark = api.nvim_buf_set_extmark(buf, blocks_of.ns, first, 0, { right_gravity = false })
   block.first = nil
   highlight(buf, block, first, first + #op.lines)
   return true
 end
 
-local function append(buf, blocks, op)
+--- Stream an append op's text onto its block. Inside M.writing.
+function M.append(buf, blocks, op)
   local block = blocks.by_id[op.id]
   if not block then
     return
@@ -173,7 +143,7 @@ end
 --- Copy every block of transcript `from` to the end of transcript `buf`, ids
 --- prefixed with `prefix`: the same lines, kinds, statuses and locations. Permission
 --- prompts stay behind (they are answered where they were asked).
----@return table status, acp.Block[] created (as M.apply)
+---@return acp.Block[] created (as M.apply)
 function M.copy(from, from_blocks, buf, blocks, prefix)
   local ops = {}
   for _, id in ipairs(from_blocks.order) do
@@ -199,94 +169,54 @@ function M.reset(buf)
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, {})
   vim.bo[buf].modifiable = false
-  api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, blocks_of.ns, 0, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
-  return M.new_blocks()
+  return blocks_of.new()
 end
 
---- Apply ops to the transcript buffer; windows at the end keep following it.
+--- Make the transcript writable for M.block and M.append.
 ---@param buf integer
----@param blocks acp.Blocks
----@param ops table[]
----@return table status fields seen in this batch
----@return acp.Block[] created the blocks this batch created
-function M.apply(buf, blocks, ops)
+---@return integer[] following the windows at its end, for M.done
+function M.begin(buf)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if api.nvim_win_get_cursor(win)[1] >= api.nvim_buf_line_count(buf) then
       table.insert(following, win)
     end
   end
-  local status, created = {}, {}
   vim.bo[buf].modifiable = true
-  for _, op in ipairs(ops) do
-    if op.op == "append" then
-      append(buf, blocks, op)
-    elseif op.op == "block" then
-      if put_block(buf, blocks, op) then
-        table.insert(created, blocks.by_id[op.id])
-      end
-    elseif op.op == "status" then
-      for key, value in pairs(op) do
-        if key ~= "op" then
-          status[key] = value
-        end
-      end
-    end
-  end
+  return following
+end
+
+--- Done writing: the transcript is read-only again, and windows that were at its
+--- end follow it.
+---@param buf integer
+---@param following integer[] from M.begin
+function M.done(buf, following)
   vim.bo[buf].modifiable = false
   local last = api.nvim_buf_line_count(buf)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
   end
-  return status, created
 end
 
---- The block holding a 0-based row.
----
---- Blocks are only appended, so their start rows grow with their order: a binary
---- search over them. (A reverse nvim_buf_get_extmarks walks every mark before the
---- row, and foldexpr asks this for each line: quadratic in the transcript.)
----@return string? id, acp.Block? block, integer? first_row
-function M.block_at(buf, blocks, row)
-  local count = #blocks.order
-  if count == 0 then
-    return nil
-  end
-  -- A stream grows the last block, and foldexpr asks for each row it adds: its first
-  -- row is kept (the extmark lookup is half of foldexpr's cost) until rows before it
-  -- change (only this module writes the transcript).
-  local last_id = blocks.order[count]
-  local last = blocks.by_id[last_id]
-  local last_first = blocks.tail_first
-  if not last_first then
-    last_first = start_row(buf, last)
-    blocks.tail_first = last_first
-  end
-  if last_first <= row then
-    return last_id, last, last_first
-  end
-  local lo, hi, id, first = 1, count - 1, nil, nil
-  while lo <= hi do
-    local mid = math.floor((lo + hi) / 2)
-    local start = start_row(buf, blocks.by_id[blocks.order[mid]])
-    if start <= row then
-      lo, id, first = mid + 1, blocks.order[mid], start
-    else
-      hi = mid - 1
+--- Draw block and append ops into a transcript of its own (a fork's copy).
+---@param buf integer
+---@param blocks acp.Blocks
+---@param ops table[]
+---@return acp.Block[] created the blocks the ops created
+function M.apply(buf, blocks, ops)
+  local created = {}
+  local following = M.begin(buf)
+  for _, op in ipairs(ops) do
+    if op.op == "append" then
+      M.append(buf, blocks, op)
+    elseif M.block(buf, blocks, op) then
+      table.insert(created, blocks.by_id[op.id])
     end
   end
-  return id, id and blocks.by_id[id], first
-end
-
---- The block kind at a 1-based line, for folding.
----@return string? kind, boolean? is_first_row
-function M.kind_at(buf, blocks, lnum)
-  local _, block, first = M.block_at(buf, blocks, lnum - 1)
-  if not block then
-    return nil
-  end
-  return block.kind, first == lnum - 1
+  M.done(buf, following)
+  return created
 end
 
 return M

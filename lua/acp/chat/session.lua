@@ -1,7 +1,10 @@
 -- Session surface pickers: settings (mode, model, thinking, ...), saved sessions,
 -- login. Thin glue over vim.ui.select; the Python side does the work and reports
 -- back through the chat status (settings) or the AcpSessionList event (sessions).
+local chats = require("acp.chat")
 local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
 
 local M = {}
 
@@ -29,7 +32,7 @@ function M.config(chat, id, value)
   end
   local options = chat.status.config_options or {}
   if #options == 0 then
-    require("acp.util").notify("the agent offers no settings", "warn")
+    util.notify("the agent offers no settings", "warn")
     return
   end
   vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
@@ -50,7 +53,7 @@ function M.config(chat, id, value)
         end
       end)
     else
-      require("acp.util").notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
+      util.notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
     end
   end)
 end
@@ -73,7 +76,7 @@ function M.choose(chat, category, value)
   end
   local option = M.setting(chat, category)
   if not option or #(option.choices or {}) == 0 then
-    require("acp.util").notify(("the agent offers no %s to choose"):format(category), "warn")
+    util.notify(("the agent offers no %s to choose"):format(category), "warn")
     return
   end
   vim.ui.select(option.choices, {
@@ -94,7 +97,7 @@ end
 ---@param cmdline string
 ---@return string[]
 function M.complete(arglead, cmdline)
-  local chat = require("acp.chat").get()
+  local chat = registry.get()
   local words = vim.split(cmdline, "%s+", { trimempty = true })
   local index = #words - (arglead ~= "" and 1 or 0) -- arguments before the one completed
   local items = {}
@@ -117,7 +120,7 @@ end
 local function pick(data)
   local sessions = data.sessions or {}
   if #sessions == 0 then
-    require("acp.util").notify("the agent has no saved sessions", "info")
+    util.notify("the agent has no saved sessions", "info")
     return
   end
   vim.ui.select(sessions, {
@@ -158,7 +161,7 @@ end
 
 --- Open a new chat on session `session_id` of `agent`, its history replayed.
 function M.resume(agent, session_id)
-  return require("acp.chat").open({ agent = agent, new = true, session_id = session_id })
+  return chats.open({ agent = agent, new = true, session_id = session_id })
 end
 
 function M.delete(chat, session_id)

@@ -1,9 +1,12 @@
 -- Tool call blocks in the transcript: diff and location highlights, <CR> on a
 -- location, and following the agent (the file a tool call works on, shown in the
 -- non-chat window without taking the cursor there).
+local blocks = require("acp.chat.blocks")
 local config = require("acp.config")
-local render = require("acp.chat.render")
+local permission = require("acp.chat.permission")
+local terminal = require("acp.editor.terminal")
 local util = require("acp.util")
+local windows = require("acp.editor.windows")
 
 local M = {}
 local api = vim.api
@@ -38,54 +41,7 @@ function M.highlight(buf, ns, block, first, last)
       api.nvim_buf_set_extmark(buf, ns, first + location.row, 0, { end_col = #line, hl_group = "AcpLocation" })
     end
   end
-  require("acp.chat.permission").highlight(buf, ns, block, first, lines)
-end
-
---- A window of the current tab showing no chat: the previous one, else any.
----@return integer?
-function M.target_window()
-  local chat_bufs = {}
-  for _, chat in pairs(require("acp.chat").chats) do
-    chat_bufs[chat.transcript], chat_bufs[chat.input] = true, true
-  end
-  local function usable(win)
-    return win ~= 0
-      and api.nvim_win_is_valid(win)
-      and api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage()
-      and api.nvim_win_get_config(win).relative == ""
-      and not vim.wo[win].winfixbuf
-      and not chat_bufs[api.nvim_win_get_buf(win)]
-  end
-  local previous = vim.fn.win_getid(vim.fn.winnr("#"))
-  if usable(previous) then
-    return previous
-  end
-  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if usable(win) then
-      return win
-    end
-  end
-end
-
---- Show `path` at `line` (1-based, clamped) in the non-chat window, splitting one
---- off when there is none; `focus` moves the cursor there.
----@param path string
----@param line? integer
----@param focus boolean
-function M.show(path, line, focus)
-  local buf = vim.fn.bufadd(vim.fn.fnamemodify(path, ":p"))
-  vim.bo[buf].buflisted = true
-  local win = M.target_window()
-  if win then
-    api.nvim_win_set_buf(win, buf)
-  else
-    win = api.nvim_open_win(buf, false, { split = "left", win = -1 })
-  end
-  local count = api.nvim_buf_line_count(buf)
-  api.nvim_win_set_cursor(win, { math.max(1, math.min(line or 1, count)), 0 })
-  if focus then
-    api.nvim_set_current_win(win)
-  end
+  permission.highlight(buf, ns, block, first, lines)
 end
 
 --- The file and line the last of `lines` (a tool block's rows from its header)
@@ -130,7 +86,7 @@ end
 
 --- Open `path` at `line` in the non-chat window, the cursor there; a failure is one line.
 local function open_file(path, line)
-  local ok, err = pcall(M.show, path, line, true)
+  local ok, err = pcall(windows.show, path, line, true)
   if not ok then
     util.notify(("cannot open %s: %s"):format(path, err))
   end
@@ -140,10 +96,10 @@ end
 --- file and line of a diff row, a terminal (acp.editor.terminal), else the usual <CR>.
 function M.enter(chat)
   local row = api.nvim_win_get_cursor(0)[1] - 1
-  local _, block, first = render.block_at(chat.transcript, chat.blocks, row)
+  local _, block, first = blocks.block_at(chat.transcript, chat.blocks, row)
   if block and block.kind == "tool" then
     local offset = row - first
-    if require("acp.chat.permission").enter(chat, block, offset) then
+    if permission.enter(chat, block, offset) then
       return
     end
     for _, location in ipairs(block.locations or {}) do
@@ -156,13 +112,14 @@ function M.enter(chat)
       return open_file(path, line)
     end
   end
-  if not require("acp.editor.terminal").open_at_cursor() then
+  if not terminal.open_at_cursor() then
     api.nvim_feedkeys(vim.keycode("<CR>"), "n", false)
   end
 end
 
---- With `follow_agent`, show the last new location a render batch reports. Only
---- existing files: a file about to be created would become an empty buffer.
+--- With `follow_agent`, show the last new location the tool call block ops of a
+--- render batch report. Only existing files: a file about to be created would
+--- become an empty buffer.
 function M.follow(chat, ops)
   if not config.options.follow_agent then
     return
@@ -170,7 +127,7 @@ function M.follow(chat, ops)
   chat.followed = chat.followed or {}
   local target
   for _, op in ipairs(ops) do
-    local location = op.op == "block" and op.kind == "tool" and op.locations and op.locations[1]
+    local location = op.locations and op.locations[1]
     if location then
       local key = location.path .. ":" .. (location.line or "")
       if chat.followed[op.id] ~= key then
@@ -180,7 +137,7 @@ function M.follow(chat, ops)
     end
   end
   if target and vim.uv.fs_stat(target.path) then
-    local ok, err = pcall(M.show, target.path, target.line, false)
+    local ok, err = pcall(windows.show, target.path, target.line, false)
     if not ok then
       util.notify(("cannot follow the agent to %s: %s"):format(target.path, err), "warn")
     end

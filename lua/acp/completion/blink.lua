@@ -3,6 +3,7 @@
 --   sources = { per_filetype = { markdown = { inherit_defaults = true, "acp" } },
 --               providers = { acp = { name = "acp", module = "acp.completion.blink" } } }
 local complete = require("acp.chat.complete")
+local registry = require("acp.chat.registry")
 
 local source = {}
 
@@ -11,7 +12,7 @@ function source.new()
 end
 
 function source:enabled()
-  return require("acp.chat").of_buffer(vim.api.nvim_get_current_buf()) ~= nil
+  return registry.of_buffer(vim.api.nvim_get_current_buf()) ~= nil
 end
 
 function source:get_trigger_characters()
@@ -19,7 +20,7 @@ function source:get_trigger_characters()
 end
 
 function source:get_completions(ctx, callback)
-  local chat = require("acp.chat").of_buffer(ctx.bufnr)
+  local chat = registry.of_buffer(ctx.bufnr)
   local before = ctx.line:sub(1, ctx.cursor[2])
   local start, word = before:match("()([@/][^%s]*)$")
   if not chat or not start then

@@ -3,6 +3,7 @@
 --   require("cmp").register_source("acp", require("acp.completion.cmp").new())
 -- and add { name = "acp" } to the sources of the markdown filetype.
 local complete = require("acp.chat.complete")
+local registry = require("acp.chat.registry")
 
 local source = {}
 
@@ -11,7 +12,7 @@ function source.new()
 end
 
 function source:is_available()
-  return require("acp.chat").of_buffer(vim.api.nvim_get_current_buf()) ~= nil
+  return registry.of_buffer(vim.api.nvim_get_current_buf()) ~= nil
 end
 
 function source:get_trigger_characters()
@@ -23,7 +24,7 @@ function source:get_keyword_pattern()
 end
 
 function source:complete(params, callback)
-  local chat = require("acp.chat").of_buffer(vim.api.nvim_get_current_buf())
+  local chat = registry.of_buffer(vim.api.nvim_get_current_buf())
   local word = params.context.cursor_before_line:match("([@/][^%s]*)$")
   if not chat or not word then
     callback({ items = {}, isIncomplete = false })

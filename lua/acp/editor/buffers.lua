@@ -1,6 +1,8 @@
 -- File buffers for the Python side: read one, apply minimal line edits, save,
 -- reload after a disk change. Each function is one atomic step on the main
 -- loop; Python computes the edits and retries when the buffer moved on.
+local config = require("acp.config")
+
 local M = {}
 local api = vim.api
 
@@ -105,7 +107,7 @@ end
 --- cannot change the text under review; BufWritePost does unless "none", so
 --- language servers and linters see the save.
 local function write_in_place()
-  if require("acp.config").options.save_events == "none" then
+  if config.options.save_events == "none" then
     vim.cmd("silent noautocmd keepalt keepjumps write!")
     return
   end
@@ -245,7 +247,7 @@ local function write_buffer(buf, name)
   if vim.bo[buf].undofile then
     pcall(vim.cmd, "silent wundo! " .. vim.fn.fnameescape(vim.fn.undofile(name)))
   end
-  if require("acp.config").options.save_events ~= "none" then
+  if config.options.save_events ~= "none" then
     api.nvim_exec_autocmds("BufWritePost", { buffer = buf, modeline = false })
   end
 end

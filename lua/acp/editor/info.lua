@@ -7,6 +7,7 @@ local M = {}
 local api = vim.api
 
 local buffers = require("acp.editor.buffers")
+local host = require("acp.host")
 
 --- 1-based character column of 0-based byte column `col` of row `row` (0-based).
 local function charcol(buf, row, col)
@@ -221,7 +222,7 @@ function M.lsp(id, kind, path, pos, query)
   end
   local function finish()
     pending[id] = nil
-    require("acp.host").notify("lsp_answer", { id = id, items = answer.items, hover = answer.hover, errors = answer.errors })
+    host.notify("lsp_answer", { id = id, items = answer.items, hover = answer.hover, errors = answer.errors })
   end
   for _, client in ipairs(clients) do
     table.insert(names, client.name)
@@ -296,7 +297,6 @@ function M.watch()
         queued = true
         vim.schedule(function()
           queued = false
-          local host = require("acp.host")
           if host.running() then
             host.notify("buffers_changed", {})
           end

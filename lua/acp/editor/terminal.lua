@@ -125,8 +125,8 @@ local function alive(term)
 end
 
 -- Neovim's own exit only hangs up on PTY jobs (a command ignoring SIGHUP would
--- survive it): kill each running command's whole process group. Also used when the
--- Python host dies, since nobody would end the agent's commands then.
+-- survive it): kill each running command's whole process group. Also when the
+-- Python host exits: the agents died with it, their commands must not outlive them.
 function M.kill_running()
   for _, term in pairs(M.terminals) do
     if term.pid and alive(term) then
@@ -335,5 +335,7 @@ function M.keys()
   end)
   return keys
 end
+
+host.on_exit(M.kill_running)
 
 return M

@@ -1,6 +1,12 @@
 -- Starts and stops the Python process, sends commands, receives render batches.
 -- No protocol knowledge here: Python owns state, Lua owns pixels.
 --
+-- What Python sends arrives in M.apply: a list of items, each a map whose `kind`
+-- picks its handler in M.handlers (acp_nvim/nvim/editor.py types them, BatchItem).
+-- The transport fires events and tells the user itself; the modules that draw
+-- register the other kinds (M.handle), so it requires none of them, and they hear
+-- of a failure or an exit through M.on_failure and M.on_exit.
+--
 -- A host that cannot start (no Python, a Python too old or without the
 -- dependencies) or that dies becomes one paragraph saying what failed and the
 -- fix (M.failure): every chat shows it and fires AcpError, while the host's
@@ -15,12 +21,33 @@ local M = {}
 M.chan = nil
 ---@type {message: string}? why the host is not running
 M.failure = nil
+---@type (fun(): string?)? why the host must not start now (acp.install sets it)
+M.hold = nil
 
 -- The line `python -m acp_nvim` ends with when it cannot start (acp_nvim/__main__.py).
 local START_ERROR = "acp.nvim start error: "
 local LOG_LINES = 200
 -- The host's stderr, as :AcpLog shows it.
 local stderr_log = {}
+---@type {show: fun(message: string), shown: fun(): boolean}[]
+local failure_listeners = {}
+---@type fun()[]
+local exit_listeners = {}
+
+--- Hear of the host failing to start or dying: `show(message)` tells the user where
+--- it can (a chat); `shown()` says whether that is on screen, else the message is a
+--- notice.
+---@param show fun(message: string)
+---@param shown fun(): boolean
+function M.on_failure(show, shown)
+  table.insert(failure_listeners, { show = show, shown = shown })
+end
+
+--- Hear of the Python process exiting, however it ends (its agents died with it).
+---@param listener fun()
+function M.on_exit(listener)
+  table.insert(exit_listeners, listener)
+end
 
 --- The plugin's own virtual environment (what :AcpInstall builds) and its Python.
 function M.venv()
@@ -64,14 +91,21 @@ end
 
 local function fail(message)
   M.failure = { message = message }
-  local chat = require("acp.chat")
-  chat.host_failed(message)
+  for _, listener in ipairs(failure_listeners) do
+    listener.show(message)
+  end
   -- A chat on screen says it already (a long message would wait for <CR>); else
   -- it is a message. Scheduled: the chat that :AcpChat is opening counts too.
   vim.schedule(function()
-    if M.failure and M.failure.message == message and not chat.failure_shown() then
-      util.notify(message)
+    if not (M.failure and M.failure.message == message) then
+      return
     end
+    for _, listener in ipairs(failure_listeners) do
+      if listener.shown() then
+        return
+      end
+    end
+    util.notify(message)
   end)
 end
 
@@ -119,9 +153,8 @@ local function start_job()
     on_exit = function(_, code)
       line_in(partial)
       M.chan = nil
-      -- The agents died with the host: their commands must not outlive them.
-      if package.loaded["acp.editor.terminal"] then
-        require("acp.editor.terminal").kill_running()
+      for _, listener in ipairs(exit_listeners) do
+        listener()
       end
       if code == 0 or M.stopping then
         return
@@ -163,7 +196,7 @@ function M.ensure()
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
-      vim.fn.AcpHostNotify("setup", { options = config.options })
+      vim.fn.AcpHostNotify("setup", { options = config.options, state = vim.fn.stdpath("state") })
     end
     return true
   end
@@ -173,15 +206,16 @@ function M.ensure()
   if M.failure then
     return false
   end
-  if package.loaded["acp.install"] and require("acp.install").busy() then
-    M.failure = { message = "the Python environment is being built (:AcpInstall); the chat starts when it is done." }
+  local held = M.hold and M.hold()
+  if held then
+    M.failure = { message = held }
     return false
   end
   M.stopping = false
   if not start_job() then
     return false
   end
-  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options })
+  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options, state = vim.fn.stdpath("state") })
   return true
 end
 
@@ -210,20 +244,21 @@ end
 
 --- Ask for state the Python side keeps thread-safe (never agent I/O).
 ---@param method string
-function M.request(method)
+---@param params? table
+function M.request(method, params)
   if not M.ensure() then
     util.user_error(M.failure.message)
   end
   if config.options.host == "rplugin" then
-    return vim.fn.AcpHostRequest(method)
+    return vim.fn.AcpHostRequest(method, params or {})
   end
-  return vim.rpcrequest(M.chan, "acp", method)
+  return vim.rpcrequest(M.chan, "acp", method, params or {})
 end
 
 --- Re-send the options after setup() was called again.
 function M.reconfigure()
   if M.chan or M.rplugin_ready then
-    M.notify("setup", { options = config.options })
+    M.notify("setup", { options = config.options, state = vim.fn.stdpath("state") })
   end
 end
 
@@ -237,22 +272,38 @@ function M.stop()
   end
 end
 
---- Called by Python with one ordered batch of render ops, events and notices.
+--- The handler of each kind of item Python sends, by `kind`: the kinds of
+--- acp_nvim/nvim/editor.py's BatchItem, which documents each (tests/nvim/
+--- test_contract.py holds the two lists together). `render` is acp.chat's,
+--- `review` acp.review's, `baseline` acp.review.diff's: acp.chat requires both,
+--- so once a chat exists every kind has its handler.
+---@type table<string, fun(item: table)>
+M.handlers = {
+  event = function(item)
+    vim.api.nvim_exec_autocmds("User", { pattern = item.name, data = item.data, modeline = false })
+  end,
+  notify = function(item)
+    util.notify(item.message, item.level)
+  end,
+}
+
+--- Handle the items of `kind` with `handler` (called with the item).
+---@param kind string
+---@param handler fun(item: table)
+function M.handle(kind, handler)
+  M.handlers[kind] = handler
+end
+
+--- Called by Python with one ordered batch of items (render ops, events, notices,
+--- review states, baselines). An item whose handler is not loaded concerns no chat
+--- Lua has: there is nothing to draw.
 ---@param batch table[]
 function M.apply(batch)
-  local chat = require("acp.chat")
+  local handlers = M.handlers
   for _, item in ipairs(batch) do
-    local kind = item[1]
-    if kind == "render" then
-      chat.render(item[2], item[3])
-    elseif kind == "event" then
-      vim.api.nvim_exec_autocmds("User", { pattern = item[2], data = item[3], modeline = false })
-    elseif kind == "notify" then
-      util.notify(item[2], item[3])
-    elseif kind == "review" then
-      require("acp.review").update(item[2], item[3])
-    elseif kind == "baseline" then
-      require("acp.review.diff").show(item[2], item[3])
+    local handler = handlers[item.kind]
+    if handler then
+      handler(item)
     end
   end
 end

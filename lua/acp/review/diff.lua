@@ -3,22 +3,19 @@
 -- read-only scratch buffer beside the file's window. Python sends the baseline
 -- (and again after each review change, so the split stays true); decisions from
 -- either side go through the review like any other (acp.review.hunks).
+local buffers = require("acp.editor.buffers")
 local host = require("acp.host")
+local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
+local splits = require("acp.review.splits")
+local state = require("acp.review.state")
 local util = require("acp.util")
+local windows = require("acp.editor.windows")
 
 local M = {}
 local api = vim.api
 
----@class acp.DiffView
----@field chat integer
----@field path string
----@field turn integer
----@field file_win integer
----@field file_buf integer
-
----@type table<integer, acp.DiffView> by baseline buffer
-local views = {}
+local views = splits.views
 
 local function relative(path)
   return vim.fn.fnamemodify(path, ":~:.")
@@ -30,13 +27,12 @@ end
 ---@param turn? integer
 function M.open(file, turn)
   local path = file and file ~= "" and vim.fn.fnamemodify(file, ":p") or api.nvim_buf_get_name(0)
-  local review = require("acp.review")
-  local order = { review.chat_id() }
-  for id in pairs(review.state) do
+  local order = { state.chat_id() }
+  for id in pairs(state.by_chat) do
     table.insert(order, id)
   end
   for _, chat in ipairs(order) do
-    for _, changed in ipairs(review.state[chat] and review.state[chat].files or {}) do
+    for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
       if changed.path == path and (not turn or changed.turn == turn) then
         host.notify("baseline", { chat = chat, path = path, turn = turn })
         return
@@ -49,8 +45,8 @@ end
 --- Paths with agent changes, for completion.
 function M.paths()
   local found, seen = {}, {}
-  for _, state in pairs(require("acp.review").state) do
-    for _, file in ipairs(state.files) do
+  for _, review in pairs(state.by_chat) do
+    for _, file in ipairs(review.files) do
       if not seen[file.path] then
         seen[file.path] = true
         table.insert(found, relative(file.path))
@@ -60,42 +56,8 @@ function M.paths()
   return found
 end
 
---- Whether an :AcpDiff split shows `buf` against its baseline.
-function M.active(buf)
-  for _, view in pairs(views) do
-    if view.file_buf == buf then
-      return true
-    end
-  end
-  return false
-end
-
---- In a baseline buffer: the open hunk of its turn whose baseline rows hold `row`
---- (as acp.review.hunks draws them), false for none; nil when `buf` is no baseline buffer.
-function M.hunk_at(buf, row)
-  local view = views[buf]
-  if not view then
-    return nil
-  end
-  local state = require("acp.review").state[view.chat]
-  for _, file in ipairs(state and state.files or {}) do
-    if file.path == view.path and file.turn == view.turn then
-      local count = api.nvim_buf_line_count(buf)
-      for _, hunk in ipairs(file.hunks) do
-        -- Lines added where none were show as filler beside the row after them.
-        local first = math.min(hunk.base_start, count - 1)
-        local last = first + math.max(hunk.base_count, 1) - 1
-        if hunk.status == "pending" and row >= first and row <= last then
-          return { chat = view.chat, turn = view.turn, path = view.path, hunk = hunk }
-        end
-      end
-    end
-  end
-  return false
-end
-
 local function redraw_marks()
-  require("acp.review.hunks").draw(require("acp.review").state)
+  hunks.draw(state.by_chat)
 end
 
 local function close(base)
@@ -112,7 +74,7 @@ end
 --- The window to diff `path` in: the current one when it shows the file, else one
 --- of this tab, else the file opened in the non-chat window.
 local function file_window(path)
-  local buf = require("acp.editor.buffers").find(path)
+  local buf = buffers.find(path)
   if buf and api.nvim_get_current_buf() == buf then
     return api.nvim_get_current_win()
   end
@@ -123,12 +85,14 @@ local function file_window(path)
       return win
     end
   end
-  require("acp.chat.tools").show(path, nil, true)
+  windows.show(path, nil, true)
   return api.nvim_get_current_win()
 end
 
 --- A baseline from Python (`data`: {path, turn, lines}): open the split, or bring
 --- an open one up to date.
+---@param chat integer
+---@param data {path: string, turn: integer, lines: string[]}
 function M.show(chat, data)
   for base, view in pairs(views) do
     if view.chat == chat and view.path == data.path and view.turn == data.turn then
@@ -161,7 +125,7 @@ function M.show(chat, data)
       vim.cmd("diffthis")
     end)
   end
-  local map = require("acp.review.hunks").keymap(true)
+  local map = hunks.keymap(true)
   map.q = {
     function()
       api.nvim_buf_delete(base, { force = true })
@@ -187,5 +151,9 @@ function M.refresh(chat)
     end
   end
 end
+
+host.handle("baseline", function(item)
+  M.show(item.chat, item.baseline)
+end)
 
 return M

@@ -4,10 +4,13 @@
 -- (fs write, tool call diff, disk write found by the scan). Each hunk's rows are
 -- one extmark, which follows the user's edits; the keys, :AcpHunk and
 -- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
--- hunks (acp.review holds its summary); decisions go back there.
+-- hunks (acp.review.state holds its summary); decisions go back there.
 local buffers = require("acp.editor.buffers")
 local config = require("acp.config")
+local host = require("acp.host")
 local keys = require("acp.keys")
+local splits = require("acp.review.splits")
+local state = require("acp.review.state")
 local util = require("acp.util")
 
 local M = {}
@@ -47,21 +50,17 @@ local function follow(buf, path)
     group = api.nvim_create_augroup("acp.hunks." .. buf, { clear = true }),
     callback = function()
       if watched[buf] then
-        require("acp.host").notify("buffer_changed", { path = path })
+        host.notify("buffer_changed", { path = path })
       end
     end,
   })
-end
-
-local function is_open(hunk)
-  return hunk.status == "pending" or hunk.status == "conflict"
 end
 
 --- Whether a redo or an undo can bring a hunk of `file` back: some are open, or
 --- their agent lines were taken out (reverted by an undo, or rejected).
 local function may_return(file)
   for _, hunk in ipairs(file.hunks) do
-    if is_open(hunk) or hunk.status == "reverted" or hunk.status == "rejected" then
+    if state.is_open(hunk) or hunk.status == "reverted" or hunk.status == "rejected" then
       return true
     end
   end
@@ -178,7 +177,7 @@ end
 local function under_cursor()
   local buf = api.nvim_get_current_buf()
   local row = api.nvim_win_get_cursor(0)[1] - 1
-  local in_baseline = require("acp.review.diff").hunk_at(buf, row)
+  local in_baseline = splits.hunk_at(buf, row)
   if in_baseline ~= nil then
     return in_baseline or nil
   end
@@ -223,7 +222,7 @@ function M.act(action)
   elseif action == "preview" then
     preview(h)
   else
-    require("acp.review").decide(h.chat, action, h.path, h.hunk.id, h.turn)
+    state.decide(h.chat, action, h.path, h.hunk.id, h.turn)
   end
 end
 
@@ -269,10 +268,9 @@ function M.draw(states)
   end
   drawn = {}
   watched = {}
-  local diff = require("acp.review.diff")
   local seen = {}
-  for chat, state in pairs(states) do
-    for _, file in ipairs(state.files) do -- newest turn first
+  for chat, review in pairs(states) do
+    for _, file in ipairs(review.files) do -- newest turn first
       local buf = not seen[file.path] and buffers.find(file.path)
       seen[file.path] = true
       if buf and may_return(file) then
@@ -281,9 +279,9 @@ function M.draw(states)
       end
       if buf and file.open then
         local list = {}
-        local with_removed = not diff.active(buf) -- else the baseline window shows them
+        local with_removed = not splits.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do
-          if is_open(hunk) then
+          if state.is_open(hunk) then
             local key = table.concat({ chat, file.turn, file.path, hunk.id }, ":")
             local sig = signature(hunk) .. (with_removed and "" or "\0bare")
             local old = before[key]

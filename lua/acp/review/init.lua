@@ -1,8 +1,12 @@
--- Review of the agent's file changes: the :AcpReview buffer, and the state the
--- marks in edited buffers (acp.review.hunks) and :AcpDiff (acp.review.diff) draw from. Python
--- owns the review state and pushes it whole ({turn, files}) in render batches;
--- this module keeps it and sends the user's decisions back.
+-- Review of the agent's file changes: the :AcpReview buffer, and where the review
+-- state Python pushes whole ({turn, files}) arrives: kept in acp.review.state, it
+-- redraws the marks in edited buffers (acp.review.hunks), the :AcpDiff splits
+-- (acp.review.diff) and the review buffers. Decisions go back through
+-- acp.review.state.
+local diff = require("acp.review.diff")
 local host = require("acp.host")
+local hunks = require("acp.review.hunks")
+local state = require("acp.review.state")
 local util = require("acp.util")
 
 local M = {}
@@ -10,51 +14,11 @@ local api = vim.api
 
 M.ns = api.nvim_create_namespace("acp.review")
 
----@class acp.ReviewHunk
----@field id integer
----@field status "pending"|"accepted"|"rejected"|"conflict"|"reverted"
----@field base_start integer 0-based
----@field base_count integer
----@field new_start integer 0-based row in the file now
----@field new_count integer
----@field header string
----@field preview string[] "-" and "+" lines
----@field proposed? string[] the agent's lines of a conflict
-
----@class acp.ReviewFile
----@field path string
----@field kind "write"|"disk"|"patch"
----@field turn integer
----@field created boolean
----@field deleted boolean
----@field open boolean
----@field hunks acp.ReviewHunk[]
-
----@type table<integer, {turn: integer, files: acp.ReviewFile[]}> by chat id
-M.state = {}
 local views = {} ---@type table<integer, {chat: integer, rows: table<integer, table>}> by review buffer
 
-local function is_open(hunk)
-  return hunk.status == "pending" or hunk.status == "conflict"
-end
-
---- The chat the API acts on: the current one, else the newest with changes.
----@return integer?
-local function chat_id()
-  local chat = require("acp.chat").get()
-  if chat then
-    return chat.id
-  end
-  local newest
-  for id in pairs(M.state) do
-    newest = math.max(newest or id, id)
-  end
-  return newest
-end
-
 --- Redraw the marks of every open hunk in its buffer (acp.review.hunks).
-function M.mark_buffers()
-  require("acp.review.hunks").draw(M.state)
+local function mark_buffers()
+  hunks.draw(state.by_chat)
 end
 
 -- The review buffer -------------------------------------------------------------
@@ -64,7 +28,7 @@ local function relative(path)
 end
 
 local function compose(chat)
-  local state = M.state[chat] or { turn = 0, files = {} }
+  local review = state.by_chat[chat] or { turn = 0, files = {} }
   local lines, hls, rows = {}, {}, {}
   local function add(text, group, entry)
     table.insert(lines, text)
@@ -74,28 +38,28 @@ local function compose(chat)
     rows[#lines] = entry
   end
   local open = 0
-  for _, file in ipairs(state.files) do
+  for _, file in ipairs(review.files) do
     for _, hunk in ipairs(file.hunks) do
-      open = open + (is_open(hunk) and 1 or 0)
+      open = open + (state.is_open(hunk) and 1 or 0)
     end
   end
   add(("acp review · %d open hunks · a/r accept/reject · A/R all · ]c/[c · <CR> open · q"):format(open), "AcpReviewHunk")
-  if #state.files == 0 then
+  if #review.files == 0 then
     add("No changes by the agent yet.", "AcpReviewDecided")
   end
   local turn
-  for _, file in ipairs(state.files) do
+  for _, file in ipairs(review.files) do
     if file.turn ~= turn then
       turn = file.turn
       add("")
-      add(("Turn %d%s"):format(turn, turn == state.turn and " (latest)" or ""), "AcpReviewFile")
+      add(("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or ""), "AcpReviewFile")
     end
     local flag = file.created and "A" or (file.deleted and "D" or "M")
     local entry = { path = file.path, turn = file.turn }
     add(("%s %s  [%s]%s"):format(flag, relative(file.path), file.kind, file.open and "" or "  reviewed"), "AcpReviewFile", entry)
     for _, hunk in ipairs(file.hunks) do
       local hunk_entry = { path = file.path, turn = file.turn, hunk = hunk.id, row = hunk.new_start, header = true }
-      local decided = not is_open(hunk)
+      local decided = not state.is_open(hunk)
       add(("  %s %s"):format(hunk.header, hunk.status), decided and "AcpReviewDecided" or "AcpReviewHunk", hunk_entry)
       local body = vim.tbl_extend("force", hunk_entry, { header = false })
       for _, line in ipairs(hunk.preview) do
@@ -126,21 +90,6 @@ local function entry_at(buf)
   return views[buf].rows[api.nvim_win_get_cursor(0)[1]]
 end
 
---- Send a decision for chat `chat`.
----@param decision "accept"|"reject"
-function M.decide(chat, decision, path, hunk, turn)
-  if not chat then
-    util.user_error("no chat has changes to review")
-  end
-  host.notify("review", {
-    chat = chat,
-    decision = decision,
-    path = path and vim.fn.fnamemodify(path, ":p") or nil,
-    hunk = hunk,
-    turn = turn,
-  })
-end
-
 local function jump(buf, step)
   local row = api.nvim_win_get_cursor(0)[1]
   local last = api.nvim_buf_line_count(buf)
@@ -164,17 +113,17 @@ local function map(buf)
     return function()
       local e = entry_at(buf)
       if e then
-        M.decide(view.chat, decision, e.path, e.hunk, e.turn)
+        state.decide(view.chat, decision, e.path, e.hunk, e.turn)
       end
     end
   end
   key("a", on_entry("accept"), "accept the hunk (or file) at the cursor")
   key("r", on_entry("reject"), "reject the hunk (or file) at the cursor")
   key("A", function()
-    M.decide(view.chat, "accept")
+    state.decide(view.chat, "accept")
   end, "accept all")
   key("R", function()
-    M.decide(view.chat, "reject")
+    state.decide(view.chat, "reject")
   end, "reject all")
   key("]c", function()
     jump(buf, 1)
@@ -196,7 +145,7 @@ end
 --- Open the review of the current chat's changes in a new tab page, or go to
 --- the window that shows it.
 function M.open()
-  local chat = chat_id()
+  local chat = state.chat_id()
   if not chat then
     util.user_error("no chat has changes to review (:AcpChat)")
   end
@@ -228,9 +177,9 @@ end
 
 --- New review state from Python for chat `chat`.
 function M.update(chat, summary)
-  M.state[chat] = summary
-  M.mark_buffers()
-  require("acp.review.diff").refresh(chat)
+  state.by_chat[chat] = summary
+  mark_buffers()
+  diff.refresh(chat)
   for buf, view in pairs(views) do
     if view.chat == chat and api.nvim_buf_is_valid(buf) then
       local wins = vim.fn.win_findbuf(buf)
@@ -248,24 +197,39 @@ end
 ---@param opts? {all?: boolean}
 ---@return acp.ReviewFile[]
 function M.changes(opts)
-  local state = M.state[chat_id() or -1]
-  if not state then
+  local review = state.by_chat[state.chat_id() or -1]
+  if not review then
     return {}
   end
   local all = opts and opts.all
   return vim.deepcopy(vim.tbl_filter(function(file)
-    return all or file.turn == state.turn
-  end, state.files))
+    return all or file.turn == review.turn
+  end, review.files))
 end
 
-M.chat_id = chat_id
+--- Whether the latest turn of chat `chat` left files with changes still open.
+---@param chat integer
+---@return boolean
+function M.latest_turn_open(chat)
+  local review = state.by_chat[chat]
+  for _, file in ipairs(review and review.files or {}) do
+    if file.turn == review.turn and file.open then
+      return true
+    end
+  end
+  return false
+end
+
+host.handle("review", function(item)
+  M.update(item.chat, item.summary)
+end)
 
 -- A buffer loaded after the review state arrived gets its marks too.
 api.nvim_create_autocmd("BufReadPost", {
   group = api.nvim_create_augroup("acp.review", { clear = true }),
   callback = function()
-    if next(M.state) then
-      vim.schedule(M.mark_buffers)
+    if next(state.by_chat) then
+      vim.schedule(mark_buffers)
     end
   end,
 })

@@ -11,8 +11,10 @@
 -- lines to put there. Nothing here reads a diff.
 local buffers = require("acp.editor.buffers")
 local config = require("acp.config")
+local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
 local util = require("acp.util")
+local windows = require("acp.editor.windows")
 
 local M = {}
 local api = vim.api
@@ -28,6 +30,7 @@ M.ns = api.nvim_create_namespace("acp.preview")
 ---@class acp.PreviewView
 ---@field chat table
 ---@field permission acp.Permission
+---@field answer fun(chat: table, permission: acp.Permission, option: acp.PermissionOption) what a prompt key does
 ---@field files acp.PreviewFile[]
 ---@field win? integer the window opened to show a file
 ---@field created? integer the buffer loaded for that window, wiped after
@@ -83,7 +86,7 @@ local function draw_inline(buf, file)
         })
       )
       if hunk.row == 0 and not below then
-        require("acp.review.hunks").reveal_top(buf, #added)
+        hunks.reveal_top(buf, #added)
       end
     end
   end
@@ -123,8 +126,8 @@ local function draw_split(buf, win, file, id)
 end
 
 --- Show the preview of pending `permission` of `chat`.
-local function show(chat, permission)
-  local view = { chat = chat, permission = permission, files = {} }
+local function show(chat, permission, answer)
+  local view = { chat = chat, permission = permission, answer = answer, files = {} }
   shown[permission.id] = view
   table.insert(order, permission.id)
   for _, file in ipairs(permission.preview) do
@@ -139,7 +142,7 @@ local function show(chat, permission)
         vim.fn.bufload(buf)
         view.created = not existed and buf or nil
       end
-      local target = require("acp.chat.tools").target_window()
+      local target = windows.target_window()
       win = api.nvim_open_win(buf, false, target and { split = "above", win = target } or { split = "left", win = -1 })
       view.win = win
       local first = file.hunks[1]
@@ -206,7 +209,7 @@ local function map_keys(before)
           if option.key and not map[option.key] then
             map[option.key] = {
               function()
-                require("acp.chat.permission").answer(view.chat, view.permission, option)
+                view.answer(view.chat, view.permission, option)
               end,
               "acp: answer the permission prompt: " .. option.name,
             }
@@ -236,10 +239,12 @@ local function buffers_shown()
 end
 
 --- Show the previews of `chat`'s pending prompts (`entries`: {block, id}) that are
---- not shown yet, and remove those of prompts no longer pending.
+--- not shown yet, and remove those of prompts no longer pending. The prompt keys in
+--- the previewed buffers call `answer` (acp.chat.permission's).
 ---@param chat table
 ---@param entries {block: string, id: string}[]
-function M.sync(chat, entries)
+---@param answer fun(chat: table, permission: acp.Permission, option: acp.PermissionOption)
+function M.sync(chat, entries, answer)
   local before = buffers_shown()
   local wanted = {}
   for _, entry in ipairs(entries) do
@@ -257,7 +262,7 @@ function M.sync(chat, entries)
   for id, permission in pairs(wanted) do
     if not shown[id] then
       -- A preview that cannot be drawn (no room for a window) leaves the prompt as it is.
-      local ok, err = pcall(show, chat, permission)
+      local ok, err = pcall(show, chat, permission, answer)
       if not ok then
         util.notify("cannot show the edit's preview: " .. tostring(err), "warn")
       end
@@ -269,7 +274,7 @@ function M.sync(chat, entries)
       buffer = chat.transcript,
       once = true,
       callback = function()
-        M.sync(chat, {})
+        M.sync(chat, {}, answer)
         hooked[chat.id] = nil
       end,
     })

@@ -1,0 +1,13 @@
+"""The chat history: every chat kept in a local SQLite file, searched, reopened,
+exported and handed over (issue 24, decision 0043).
+
+Does not keep: image bytes, a tool call's raw input, login values (see _blocks).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FLUSH_SECONDS", "ChatRecord", "History", "Store", "StoreError", "StoredBlock"]
+
+from acp_nvim.client.history._history import FLUSH_SECONDS, History
+from acp_nvim.client.history._record import ChatRecord
+from acp_nvim.client.history._store import Store, StoredBlock, StoreError

@@ -1,0 +1,317 @@
+"""Transcript blocks as the history keeps them, and back.
+
+A live chat's items (messages, tool calls, plans) and notices become
+:class:`StoredBlock` rows here; stored rows become the same render ops the chat
+drew (through ``session.view``, so a reopened chat looks as it did) and Markdown
+(export, and the conversation a seeded session starts with).
+
+Never stored: image bytes (an image is its path and size), a tool call's raw
+input, the login values of ``:AcpLogin`` (they never reach a chat).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NOTICES",
+    "attachment_data",
+    "markdown",
+    "notice_block",
+    "render_ops",
+    "review_of",
+    "stored",
+]
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from acp_nvim.client.editor import RenderOp
+from acp_nvim.client.history._store import ChatRow, StoredBlock
+from acp_nvim.client.session import view
+from acp_nvim.client.session.model import (
+    Attachment,
+    ChangesPart,
+    ContentPart,
+    DiffPart,
+    ExitStatus,
+    FileOp,
+    Location,
+    Message,
+    PermissionPrompt,
+    PlanEntry,
+    Session,
+    TerminalPart,
+    TerminalView,
+    TextPart,
+    ToolCall,
+)
+from acp_nvim.review import format_unified
+
+# Blocks the client draws itself (turn ends, errors, information).
+NOTICES = ("turn", "error", "info")
+_MESSAGE, _PLAN = "#message:", "#plan:"
+_encode = msgspec.json.Encoder().encode
+
+
+def _json(data: dict[str, Any] | None) -> str | None:
+    return _encode(data).decode() if data else None
+
+
+def attachment_data(attachments: Sequence[Attachment]) -> list[dict[str, Any]]:
+    """What is kept of a prompt's attachments: an image's path and size, never its bytes."""
+    kept = []
+    for a in attachments:
+        item: dict[str, Any] = {"kind": a.kind, "label": a.label, "uri": a.uri}
+        if a.mime_type:
+            item["mime_type"] = a.mime_type
+        if a.kind == "image":
+            item["size"] = len(a.data or "") * 3 // 4
+        elif a.text is not None:
+            item["text"] = a.text
+        kept.append(item)
+    return kept
+
+
+def stored(
+    key: str, session: Session, seq: int, turn: int, extra: dict[str, Any] | None = None
+) -> StoredBlock | None:
+    """The live item drawn as block ``key`` as a row (None: no such item)."""
+    if key.startswith(_MESSAGE):
+        message = session.messages.get(key[len(_MESSAGE) :])
+        if message is None:
+            return None
+        return StoredBlock(seq, key, turn, message.role, message.text, _json(extra))
+    if key.startswith(_PLAN):
+        entries = session.plans.get(key[len(_PLAN) :])
+        if entries is None:
+            return None
+        data = {"entries": [[e.content, e.status, e.priority] for e in entries]}
+        return StoredBlock(
+            seq, key, turn, "plan", "\n".join(e.content for e in entries), _json(data)
+        )
+    call = session.tool_calls.get(key)
+    if call is None:
+        return None
+    return StoredBlock(seq, key, turn, "tool", call.title, _json(_tool_data(call, session)))
+
+
+def notice_block(
+    key: str, kind: str, lines: list[str], seq: int, turn: int, data: dict[str, Any] | None
+) -> StoredBlock:
+    return StoredBlock(seq, key, turn, kind, "\n".join(lines), _json(data))
+
+
+def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """What is kept of the review of ``turn``'s files: each path, whether it was
+    made or deleted, and how many of its hunks are in each status."""
+    kept = []
+    for file in summary.get("files") or []:
+        if file.get("turn") != turn:
+            continue
+        statuses: dict[str, int] = {}
+        for hunk in file.get("hunks") or []:
+            statuses[hunk["status"]] = statuses.get(hunk["status"], 0) + 1
+        item = {"path": file["path"], "hunks": statuses}
+        kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
+    return kept
+
+
+def _review_line(files: list[dict[str, Any]]) -> str:
+    """One line of a turn's review: ``a.py (2 accepted, 1 pending)``, ..."""
+    parts = []
+    for file in files:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(file.get("hunks", {}).items()))
+        made = " new" if file.get("created") else " deleted" if file.get("deleted") else ""
+        parts.append(f"`{file['path']}`{made}" + (f" ({counts})" if counts else ""))
+    return "*Review: " + ", ".join(parts) + "*"
+
+
+def _tool_data(call: ToolCall, session: Session) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": call.kind, "status": call.status}
+    if call.content:
+        data["content"] = [_part(p, session.terminals) for p in call.content]
+    if call.locations:
+        data["locations"] = [[loc.path, loc.line] for loc in call.locations]
+    prompt = call.permission
+    if prompt is not None:
+        data["permission"] = {"question": prompt.question, "outcome": prompt.outcome}
+    return data
+
+
+def _part(part: ContentPart, terminals: dict[str, TerminalView]) -> dict[str, Any]:
+    match part:
+        case TextPart(text=text):
+            return {"type": "text", "text": text}
+        case DiffPart(path=path, old_text=old, new_text=new):
+            return {"type": "diff", "path": path, "old": old, "new": new}
+        case ChangesPart(changes=changes, patch=patch, patch_format=patch_format):
+            ops = [[c.operation, c.path, c.old_path, c.file_type] for c in changes]
+            return {"type": "changes", "changes": ops, "patch": patch, "format": patch_format}
+    # A terminal is kept as the transcript showed it: its last lines and exit.
+    assert isinstance(part, TerminalPart)
+    term = terminals.get(part.terminal_id)
+    kept: dict[str, Any] = {"type": "terminal", "id": part.terminal_id}
+    if term is not None:
+        kept |= {"key": term.key, "label": term.label, "lines": term.lines}
+        if term.exit_status is not None:
+            kept["exit"] = [term.exit_status.exit_code, term.exit_status.signal]
+    return kept
+
+
+def _data(block: StoredBlock) -> dict[str, Any]:
+    if not block.data:
+        return {}
+    try:
+        data = msgspec.json.decode(block.data)
+    except msgspec.DecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCall:
+    data = _data(block)
+    call = ToolCall(block.key, block.text, str(data.get("kind", "other")))
+    call.status = str(data.get("status", "pending"))
+    for item in data.get("content") or []:
+        match item.get("type"):
+            case "text":
+                call.content.append(TextPart(str(item.get("text", ""))))
+            case "diff":
+                call.content.append(DiffPart(item["path"], item.get("old"), item.get("new", "")))
+            case "changes":
+                changes = [FileOp(*c) for c in item.get("changes") or []]
+                call.content.append(ChangesPart(changes, item.get("patch"), item.get("format")))
+            case "terminal":
+                terminal_id = str(item.get("id", "?"))
+                if "key" in item:
+                    code, signal = item.get("exit") or [None, None]
+                    terminals[terminal_id] = TerminalView(
+                        item["key"], item.get("label", ""), list(item.get("lines") or []),
+                        ExitStatus(code, signal) if "exit" in item else None,
+                    )  # fmt: skip
+                call.content.append(TerminalPart(terminal_id))
+    call.locations = [Location(path, line) for path, line in data.get("locations") or []]
+    permission = data.get("permission")
+    if permission is not None:
+        # A request still pending when it was kept is over now.
+        outcome = permission.get("outcome") or "not answered"
+        call.permission = PermissionPrompt("", [], outcome, permission.get("question"))
+    return call
+
+
+def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
+    """The ops drawing ``blocks`` as the chat drew them, block ids prefixed with
+    ``prefix`` (a reopened chat's own blocks must never meet these)."""
+    ops: list[RenderOp] = []
+    terminals: dict[str, TerminalView] = {}
+    for block in blocks:
+        op: RenderOp | None
+        if block.kind in ("user", "agent", "thought"):
+            message = Message(block.key.removeprefix(_MESSAGE), block.kind)  # type: ignore[arg-type]
+            message.text = block.text
+            op = view.message_op(message)
+        elif block.kind == "tool":
+            op = view.ToolCallDrawing().op(_tool_call(block, terminals), terminals)
+        elif block.kind == "plan":
+            entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
+            op = view.plan_op(block.key.removeprefix(_PLAN), entries)
+        else:
+            lines = block.text.split("\n")
+            review = _data(block).get("review") if block.kind == "turn" else None
+            if review:
+                lines.append(_review_line(review))
+            op = view.notice_op(block.key, block.kind, lines)
+        if op is not None:
+            ops.append(view.bounded({**op, "id": prefix + str(op["id"])}))
+    return ops
+
+
+def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True) -> str:
+    """The chat as Markdown: a header (agent, directory, dates), then every prompt
+    and reply, thoughts as quotes, tool calls (their diffs in fenced blocks with
+    ``diffs``), plans, and each turn's end with its usage."""
+    title = chat.name or chat.title or f"Chat {chat.id}"
+    lines = [
+        f"# {title}",
+        "",
+        f"- Agent: {chat.agent}",
+        f"- Directory: {chat.cwd}",
+        f"- Started: {_date(chat.created_at)}",
+        f"- Last change: {_date(chat.updated_at)}",
+    ]
+    terminals: dict[str, TerminalView] = {}
+    for block in blocks:
+        lines.append("")
+        if block.kind in ("user", "agent"):
+            lines += ["## You" if block.kind == "user" else "## Agent", "", block.text]
+            for attachment in _data(block).get("attachments") or []:
+                size = f", {attachment['size']} bytes" if "size" in attachment else ""
+                lines.append(f"- attached: {attachment['label']} ({attachment['uri']}{size})")
+        elif block.kind == "thought":
+            lines += ["> " + line if line else ">" for line in block.text.split("\n")]
+        elif block.kind == "tool":
+            lines += _tool_markdown(_tool_call(block, terminals), terminals, diffs)
+        elif block.kind == "plan":
+            lines += ["**Plan**", ""]
+            lines += [f"- [{'x' if s == 'completed' else ' '}] {c}"
+                      for c, s, _ in _data(block).get("entries") or []]  # fmt: skip
+        elif block.kind == "turn":
+            lines.append(_turn_markdown(block))
+        else:
+            lines.append(block.text)
+    return "\n".join(lines) + "\n"
+
+
+def _tool_markdown(call: ToolCall, terminals: dict[str, TerminalView], diffs: bool) -> list[str]:
+    lines = [f"### Tool: {call.title or call.kind}", "", f"`{call.kind}` · {call.status}"]
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            if diffs:
+                fence = _fence(format_unified(part.path, part.old_text, part.new_text))
+                lines += ["", fence[0] + "diff", *fence[1:]]
+            else:
+                lines.append(f"- changed {part.path}")
+        elif isinstance(part, ChangesPart):
+            lines += [f"- {c.operation} {c.path}" for c in part.changes]
+            if diffs and part.patch:
+                fence = _fence(part.patch)
+                lines += ["", fence[0] + "diff", *fence[1:]]
+        elif isinstance(part, TerminalPart):
+            term = terminals.get(part.terminal_id)
+            if term is not None and term.lines:
+                fence = _fence("\n".join(term.lines))
+                lines += ["", fence[0] + "text", *fence[1:]]
+        elif part.text.strip():
+            lines += ["", part.text]
+    for location in call.locations:
+        lines.append(f"- at {location.path}" + (f":{location.line}" if location.line else ""))
+    if call.permission is not None:
+        lines.append(f"- permission: {call.permission.outcome}")
+    return lines
+
+
+def _fence(text: str) -> list[str]:
+    """``text`` between fences longer than any backtick run it holds at a line start."""
+    body = text.rstrip("\n").split("\n")
+    ticks = max((len(line) - len(line.lstrip("`")) for line in body), default=0)
+    fence = "`" * max(3, ticks + 1)
+    return [fence, *body, fence]
+
+
+def _turn_markdown(block: StoredBlock) -> str:
+    data = _data(block)
+    line = f"*Turn ended: {data.get('stop_reason', '?')}"
+    usage = data.get("usage") or {}
+    if usage.get("size"):
+        line += f" · context {usage.get('used', 0)}/{usage['size']} tokens"
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and "amount" in cost:
+        line += f" · cost {cost['amount']:.2f} {cost.get('currency', '')}".rstrip()
+    line += "*"
+    return line + "\n\n" + _review_line(data["review"]) if data.get("review") else line
+
+
+def _date(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))

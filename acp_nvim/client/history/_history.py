@@ -1,0 +1,282 @@
+"""The chat history as the app uses it: which chats are kept, when their changes
+are written, reopening, hand-over, search and export.
+
+Runs on the worker's loop, except :meth:`History.search` and :meth:`History.export`,
+which read the file on the calling thread (Neovim's requests, answered on the
+pynvim thread without waiting for the loop) through a connection of that thread.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FLUSH_SECONDS", "History"]
+
+import os
+import threading
+import time
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from acp_nvim.client.config import HistoryOptions
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.history._blocks import markdown, render_ops
+from acp_nvim.client.history._record import ChatRecord
+from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
+from acp_nvim.client.history._writer import Target, Writer
+from acp_nvim.client.session import view
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.tasks import Tasks
+
+# Seconds a change waits at most before it is written (a turn's end: at once).
+FLUSH_SECONDS = 0.5
+# Milliseconds a read waits for another Neovim's write (Neovim waits for a search).
+_READ_BUSY_MS = 250
+# Stored blocks drawn at a time (a screen's worth and more).
+_SLICE = 50
+
+
+class History:
+    """Every chat's record, and the thread writing them (started with the first chat kept)."""
+
+    def __init__(self, editor: Editor, tasks: Tasks) -> None:
+        self.editor = editor
+        self.tasks = tasks
+        self.options = HistoryOptions()
+        self.state_dir: str | None = None
+        self._writer: Writer | None = None
+        self._records: dict[int, ChatRecord] = {}  # by chat id
+        self._dirty = anyio.Event()
+        self._urgent = anyio.Event()
+        self._flushing = False
+        self._readers = threading.local()
+
+    def __repr__(self) -> str:
+        return f"<History {self.path} {len(self._records)} chats>"
+
+    def configure(self, options: HistoryOptions, state_dir: str | None) -> None:
+        self.options = options
+        if state_dir:
+            self.state_dir = state_dir
+
+    @property
+    def path(self) -> str | None:
+        if self.options.path is not None:
+            return self.options.path
+        if self.state_dir is None:
+            return None
+        return os.path.join(self.state_dir, "acp", "history.sqlite3")
+
+    # -- live chats (worker loop) ------------------------------------------------------------
+
+    def attach(self, chat: Chat, cwd: str, *, keep: bool) -> ChatRecord:
+        """Follow ``chat`` (``keep``: its agent's chats are kept); its record."""
+        writer = self._writer_now() if keep else None
+        target = Target(chat.agent, cwd) if writer is not None else None
+        record = ChatRecord(chat, cwd, target, self._wake)
+        if target is not None:
+            target.on_id = lambda history_id: self.editor.render(
+                chat.id, [view.status_op(history=history_id)]
+            )
+        chat.record = record
+        self._records[chat.id] = record
+        return record
+
+    def _writer_now(self) -> Writer | None:
+        """The writer, started on first use; None when the history is off."""
+        path = self.path
+        if not self.options.enabled or path is None:
+            return None
+        writer = self._writer
+        if writer is None or writer.path != path:
+            if writer is not None:
+                self._flush()
+                writer.close()
+            writer = self._writer = Writer(path, self.editor.notify)
+            if self.options.max_age_days is not None:
+                days = self.options.max_age_days
+                writer.call(lambda store: store.forget_older(days))
+            self.tasks.start_soon(self._flush_every, writer)
+        return None if writer.failed else writer
+
+    def _wake(self, urgent: bool) -> None:
+        self._dirty.set()
+        if urgent:
+            self._urgent.set()
+
+    async def _flush_every(self, writer: Writer) -> None:
+        """Hand the changes to the writer at most every FLUSH_SECONDS, at once at a turn end."""
+        while self._writer is writer:
+            await self._dirty.wait()
+            with anyio.move_on_after(FLUSH_SECONDS):
+                await self._urgent.wait()
+            self._dirty, self._urgent = anyio.Event(), anyio.Event()
+            self._flush()
+
+    def _flush(self) -> None:
+        writer = self._writer
+        for record in self._records.values():
+            if record.changed and record.target is not None and writer is not None:
+                blocks, facts = record.take()
+                writer.put(record.target, blocks, facts, time.time())
+
+    def detach(self, chat_id: int) -> None:
+        """The chat closed: its last changes are written, then it is no longer followed."""
+        self._flush()
+        self._records.pop(chat_id, None)
+
+    def reviewed(self, chat_id: int) -> None:
+        """The user accepted or rejected agent changes in the chat."""
+        record = self._records.get(chat_id)
+        if record is not None:
+            record.reviewed()
+
+    async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
+        """A stored chat and its transcript, read in a thread; None (told) when there
+        is no such chat or the file cannot be read."""
+        try:
+            found = await anyio.to_thread.run_sync(self._read, history_id)
+        except StoreError as err:
+            self.editor.notify(f"history: {err}")
+            return None
+        if found is None:
+            self.editor.notify(f"history: no chat {history_id}")
+        return found
+
+    def _read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
+        store = self._reader()
+        row = store.chat(history_id)
+        return None if row is None else (row, store.blocks(history_id))
+
+    async def reopen(self, chat: Chat, row: ChatRow, blocks: list[StoredBlock]) -> None:
+        """Show a stored chat in ``chat``, as it was; it goes on in the same stored
+        chat (its next prompt starts the agent: resumed, loaded, or seeded)."""
+        record = self._records[chat.id]
+        if record.target is not None:
+            record.target.id = row.id
+        record.start_with(blocks, row.turns, written=True)
+        chat.session.session_id = row.session_id or ""
+        chat.session.title = row.name or row.title
+        chat.set_state(
+            "ready",
+            agent=row.agent,
+            history=row.id,
+            title=row.name or row.title,
+            session_id=row.session_id,
+            protocol_version=row.protocol_version,
+        )
+        await self._draw(chat, blocks, f"#h{row.id}:")
+
+    async def _draw(self, chat: Chat, blocks: list[StoredBlock], prefix: str) -> None:
+        """Draw stored blocks a slice at a time: the first screen goes to Neovim
+        while the rest is made (a 2,000-block chat's ops take ~80 ms to make)."""
+        for start in range(0, len(blocks), _SLICE):
+            self.editor.render(chat.id, render_ops(blocks[start : start + _SLICE], prefix))
+            await anyio.lowlevel.checkpoint()
+
+    async def hand_over(self, chat: Chat, source: Chat) -> None:
+        """``chat`` continues ``source``'s conversation (with another agent): shown
+        first, kept in its own stored chat, told to the agent with the first prompt."""
+        record, before = self._records[chat.id], self._records.get(source.id)
+        blocks = before.blocks() if before is not None else []
+        if record.target is not None and before is not None and before.target is not None:
+            record.target.parent = before.target.id
+        turns = before.base_turns + source.turn if before is not None else source.turn
+        record.start_with(blocks, turns, written=False)
+        await self._draw(chat, record.base, f"#from{source.id}:")
+        chat.info(f"*Handed over from chat {source.id} ({source.agent}).*")
+
+    def seed(self, chat: Chat) -> None:
+        """A new session begins for a chat that shows an earlier conversation: its
+        first prompt carries it (and the transcript says so)."""
+        record = self._records.get(chat.id)
+        if record is None or not record.base:
+            return
+        chat.seed = markdown(record.row(), record.blocks(), diffs=False)
+        chat.info(
+            f"*{chat.agent} starts a new session: the next prompt carries the conversation so far.*"
+        )
+
+    def export_chat(self, chat_id: int) -> str | None:
+        """A live chat as Markdown (None: no such chat)."""
+        record = self._records.get(chat_id)
+        return None if record is None else markdown(record.row(), record.blocks())
+
+    def forget(self, history_id: int) -> None:
+        """Delete a stored chat; a chat open here stops being kept."""
+        for record in self._records.values():
+            if record.target is not None and record.target.id == history_id:
+                record.target.forgotten = True
+        writer = self._writer_now()
+        if writer is not None:
+            writer.call(lambda store: store.forget(history_id))
+        else:
+            self._on_reader(lambda store: store.forget(history_id))
+
+    def rename(self, history_id: int, name: str | None) -> None:
+        writer = self._writer_now()
+        if writer is not None:
+            writer.call(lambda store: store.rename(history_id, name or None))
+        else:
+            self._on_reader(lambda store: store.rename(history_id, name or None))
+        for record in self._records.values():
+            if record.target is not None and record.target.id == history_id:
+                record.chat.on_info(title=name or None)
+
+    def _on_reader(self, fn: Any) -> None:
+        try:
+            fn(self._reader())
+        except StoreError as err:
+            self.editor.notify(f"history: {err}")
+
+    async def close(self) -> None:
+        """Write what is left (Neovim is closing)."""
+        self._flush()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await anyio.to_thread.run_sync(writer.close)
+
+    # -- reads on the caller's thread ---------------------------------------------------------
+
+    def _reader(self) -> Store:
+        path = self.path
+        if path is None:
+            raise StoreError("the history has no file yet (setup() was not called)")
+        reader: Store | None = getattr(self._readers, "store", None)
+        if reader is None or reader.path != path:
+            if reader is not None:
+                reader.close()
+            reader = self._readers.store = Store(path, busy_ms=_READ_BUSY_MS)
+        return reader
+
+    def search(
+        self,
+        query: str | None = None,
+        agent: str | None = None,
+        cwd: str | None = None,
+        limit: int = 50,
+    ) -> list[dict[str, Any]]:
+        """``require("acp").history()``: stored chats newest first, as plain tables.
+
+        Raises:
+            StoreError: the file cannot be read.
+        """
+        hits = self._reader().search(query, agent=agent, cwd=cwd, limit=limit)
+        return [
+            {
+                "id": hit.chat.id,
+                "title": hit.chat.name or hit.chat.title or f"chat {hit.chat.id}",
+                "agent": hit.chat.agent,
+                "cwd": hit.chat.cwd,
+                "created_at": hit.chat.created_at,
+                "updated_at": hit.chat.updated_at,
+                "turns": hit.chat.turns,
+                "snippet": hit.snippet,
+            }
+            for hit in hits
+        ]
+
+    def export(self, history_id: int) -> str | None:
+        """A stored chat as Markdown (None: no such chat). Raises StoreError."""
+        found = self._read(history_id)
+        return None if found is None else markdown(*found)

@@ -1,0 +1,429 @@
+"""The chat history's SQLite file: schema, migrations, writes and queries.
+
+One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
+
+- ``chats``: one row per chat — agent, directory, title, the user's name for it,
+  the agent's session id and protocol version, times, turns, and ``parent`` (the
+  chat a continued or handed-off one comes from).
+- ``blocks``: the transcript, one row per block. ``id`` is ``chat << 24 | seq``
+  (``seq`` the block's place in the transcript), so a chat's blocks are one range
+  of the primary key. ``text`` is the block's words (a message's text, a tool
+  call's title, a notice's lines); ``data`` the rest as JSON (a tool call's diffs,
+  status and permission outcome, a prompt's attachments, a turn's usage).
+  ``branch`` is 0: the column is there for rewound branches (issue 20).
+- ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
+  with ``blocks`` as its external content (the text is stored once).
+
+Every public method raises :class:`StoreError` only (sqlite3's errors are
+translated here); ``unavailable`` tells a store that cannot be used at all
+(damaged, newer, locked, read-only) from a write that may succeed when retried.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SEQ_BITS", "ChatRow", "Hit", "Store", "StoreError", "StoredBlock"]
+
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+# Blocks a chat holds at most: ``id`` is ``chat << SEQ_BITS | seq``.
+SEQ_BITS = 24
+# Milliseconds a statement waits for another Neovim's write to end.
+BUSY_MS = 5000
+# The kinds of block the search index holds.
+SEARCHED = ("user", "agent", "tool")
+
+_MIGRATIONS: list[str] = [
+    # 1: the first layout
+    f"""
+    CREATE TABLE chats (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        title TEXT,
+        name TEXT,
+        session_id TEXT,
+        protocol_version INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0,
+        parent INTEGER
+    );
+    CREATE INDEX chats_updated ON chats(updated_at);
+    CREATE TABLE blocks (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        branch INTEGER NOT NULL DEFAULT 0,
+        turn INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        data TEXT
+    );
+    CREATE VIRTUAL TABLE search USING fts5(text, content='blocks', content_rowid='id');
+    CREATE TRIGGER blocks_added AFTER INSERT ON blocks WHEN new.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER blocks_removed AFTER DELETE ON blocks WHEN old.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, old.text);
+    END;
+    CREATE TRIGGER blocks_changed AFTER UPDATE OF text ON blocks
+    WHEN new.kind IN {SEARCHED} AND new.text != old.text BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO search(rowid, text) VALUES (new.id, new.text);
+    END;
+    """,
+]
+VERSION = len(_MIGRATIONS)
+
+
+class StoreError(Exception):
+    """The history file failed; ``unavailable``: it cannot be used at all."""
+
+    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable
+
+
+@dataclass
+class StoredBlock:
+    """One block of a stored transcript (see the module docstring)."""
+
+    seq: int
+    key: str
+    turn: int
+    kind: str
+    text: str
+    data: str | None = None
+    branch: int = 0
+
+
+@dataclass
+class ChatRow:
+    """A stored chat's facts; ``parent`` the chat it continues, if any."""
+
+    id: int
+    agent: str
+    cwd: str
+    created_at: float
+    updated_at: float
+    turns: int = 0
+    title: str | None = None
+    name: str | None = None
+    session_id: str | None = None
+    protocol_version: int | None = None
+    parent: int | None = None
+
+
+@dataclass
+class Hit:
+    """A chat found: its row and the matching words in their context."""
+
+    chat: ChatRow
+    snippet: str
+
+
+_CHAT_COLUMNS = (
+    "id, agent, cwd, created_at, updated_at, turns, title, name, session_id, "
+    "protocol_version, parent"
+)
+
+
+def _describe(err: sqlite3.Error, path: str) -> StoreError:
+    """Our error for sqlite3's, naming the file and whether retrying may help."""
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(f"{path} is locked by another program ({text})")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path} is read-only", unavailable=True)
+    if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError):
+        return StoreError(f"{path} is damaged ({text}): move it away", unavailable=True)
+    return StoreError(f"{path}: {text}")
+
+
+class Store:
+    """One connection to the history file; use it from one thread only.
+
+    Raises:
+        StoreError: on open (``unavailable`` for a damaged, newer, read-only or
+            locked file) and from every method.
+    """
+
+    def __init__(self, path: str, *, busy_ms: int = BUSY_MS) -> None:
+        self.path = path
+        try:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
+        try:
+            self._migrate()
+        except sqlite3.Error as err:
+            self._db.close()
+            failure = _describe(err, path)
+            raise StoreError(str(failure), unavailable=True) from None
+        except StoreError as err:  # at open, any failure leaves the file unused
+            self._db.close()
+            raise StoreError(str(err), unavailable=True) from None
+
+    def __repr__(self) -> str:
+        return f"<Store {self.path}>"
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _migrate(self) -> None:
+        db = self._db
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer acp.nvim (schema {version}, this one "
+                f"reads {VERSION}): update acp.nvim",
+                unavailable=True,
+            )
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if version == VERSION:
+            return
+        with self._transaction():  # two Neovims opening a new file: one migrates
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(_MIGRATIONS[version:], version + 1):
+                for statement in _statements(script):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number}")
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as err:
+            raise _describe(err, self.path) from None
+
+    # -- writes --------------------------------------------------------------------------
+
+    def new_chat(self, agent: str, cwd: str, parent: int | None = None) -> int:
+        now = time.time()
+        [(chat_id,)] = self._run(
+            "INSERT INTO chats(agent, cwd, created_at, updated_at, parent) "
+            "VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (agent, cwd, now, now, parent),
+        )
+        return int(chat_id)
+
+    def write(
+        self,
+        chat_id: int,
+        blocks: Iterable[StoredBlock],
+        facts: dict[str, Any] | None = None,
+        updated_at: float | None = None,
+    ) -> bool:
+        """Upsert ``blocks`` and set ``facts`` (columns of ``chats``) of one chat, in
+        one transaction; False when the chat was forgotten meanwhile (nothing is
+        written). Raises StoreError (the caller retries it whole)."""
+        sets = {**(facts or {}), "updated_at": updated_at or time.time()}
+        unknown = set(sets) - set(_CHAT_COLUMNS.split(", "))
+        if unknown:
+            raise ValueError(f"not a column of chats: {sorted(unknown)}")
+        rows = [
+            ((chat_id << SEQ_BITS) | b.seq, b.key, b.branch, b.turn, b.kind, b.text, b.data)
+            for b in blocks
+        ]
+        with self._transaction() as db:
+            assignments = ", ".join(f"{column} = ?" for column in sets)
+            there = db.execute(
+                f"UPDATE chats SET {assignments} WHERE id = ? RETURNING id",
+                [*sets.values(), chat_id],
+            ).fetchall()
+            if there:
+                db.executemany(
+                    "INSERT INTO blocks(id, key, branch, turn, kind, text, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                    "turn = excluded.turn, text = excluded.text, data = excluded.data",
+                    rows,
+                )
+        return bool(there)
+
+    def rename(self, chat_id: int, name: str | None) -> bool:
+        return bool(
+            self._run("UPDATE chats SET name = ? WHERE id = ? RETURNING id", (name, chat_id))
+        )
+
+    def forget(self, chat_id: int) -> bool:
+        """Delete a chat and its transcript; False when there is no such chat."""
+        return self._forget_where("id = ?", (chat_id,)) > 0
+
+    def forget_older(self, days: float) -> int:
+        """Delete the chats not updated for ``days``; returns how many."""
+        return self._forget_where("updated_at < ?", (time.time() - days * 86400,))
+
+    def _forget_where(self, where: str, params: Sequence[Any]) -> int:
+        with self._transaction() as db:
+            ids = [row[0] for row in db.execute(f"SELECT id FROM chats WHERE {where}", params)]
+            for chat_id in ids:
+                first = chat_id << SEQ_BITS
+                db.execute(
+                    "DELETE FROM blocks WHERE id >= ? AND id < ?", (first, first + (1 << SEQ_BITS))
+                )
+                db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+        return len(ids)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (taken at once: a second writer waits its busy timeout);
+        rolled back on any error, sqlite3's translated."""
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as err:
+            raise _describe(err, self.path) from None
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def chat(self, chat_id: int) -> ChatRow | None:
+        rows = self._run(f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ?", (chat_id,))
+        return ChatRow(*rows[0]) if rows else None
+
+    def blocks(self, chat_id: int) -> list[StoredBlock]:
+        """The chat's transcript in order."""
+        first = chat_id << SEQ_BITS
+        rows = self._run(
+            "SELECT id, key, turn, kind, text, data, branch FROM blocks "
+            "WHERE id >= ? AND id < ? ORDER BY id",
+            (first, first + (1 << SEQ_BITS)),
+        )
+        mask = (1 << SEQ_BITS) - 1
+        return [StoredBlock(row[0] & mask, *row[1:]) for row in rows]
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        agent: str | None = None,
+        cwd: str | None = None,
+        limit: int = 50,
+    ) -> list[Hit]:
+        """Chats newest first (by their last change) whose prompts, replies or tool
+        calls hold every word of ``query`` (a word ending in ``*``: as a prefix;
+        case and accents ignored); every chat without one."""
+        words = _WORD.findall(query or "")
+        where, params = ["1"], []
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        filters = " AND ".join(where)
+        if not words:
+            rows = self._run(
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} "
+                "ORDER BY updated_at DESC LIMIT ?",
+                (*params, limit),
+            )
+            return [Hit(ChatRow(*row), "") for row in rows]
+        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in words)
+        found = self._matching(match, filters, params, limit)
+        return [Hit(chat, self._snippet(rowid, words)) for chat, rowid in found]
+
+    def _matching(
+        self, match: str, filters: str, params: list[Any], limit: int
+    ) -> list[tuple[ChatRow, int]]:
+        """The ``limit`` matching chats newest first, each with its newest matching block.
+
+        Hits are read newest chat first (block ids grow with the chat's id) until
+        ``limit`` chats matched: only their hits are read, however common a word.
+        A chat made before those but changed after the last of them (reopened and
+        continued) is then tested on its own, so the order by last change is exact.
+        """
+        newest: dict[int, int] = {}  # chat id → its newest matching block
+        found: dict[int, ChatRow] = {}
+        cursor = self._db.execute(
+            "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC", (match,)
+        )
+        complete = True
+        try:
+            for (rowid,) in cursor:
+                chat_id = rowid >> SEQ_BITS
+                if chat_id in newest:
+                    continue
+                newest[chat_id] = rowid
+                rows = self._run(
+                    f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ? AND {filters}",
+                    (chat_id, *params),
+                )
+                if rows:
+                    found[chat_id] = ChatRow(*rows[0])
+                    if len(found) >= limit:
+                        complete = False
+                        break
+        except sqlite3.Error as err:
+            raise _describe(err, self.path) from None
+        finally:
+            cursor.close()
+        ranked = sorted(found.values(), key=lambda chat: chat.updated_at, reverse=True)
+        if not complete:
+            oldest = min(newest)
+            later = self._run(
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id < ? AND updated_at > ? AND "
+                f"{filters} ORDER BY updated_at DESC",
+                (oldest, ranked[-1].updated_at, *params),
+            )
+            for row in later:
+                first = row[0] << SEQ_BITS
+                hit = self._run(
+                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid >= ? AND rowid < ? "
+                    "ORDER BY rowid DESC LIMIT 1",
+                    (match, first, first + (1 << SEQ_BITS)),
+                )
+                if hit:
+                    newest[row[0]] = hit[0][0]
+                    ranked.append(ChatRow(*row))
+            ranked.sort(key=lambda chat: chat.updated_at, reverse=True)
+        return [(chat, newest[chat.id]) for chat in ranked[:limit]]
+
+    def _snippet(self, rowid: int, words: list[str]) -> str:
+        """The words of block ``rowid`` around the first query word in it."""
+        rows = self._run("SELECT text FROM blocks WHERE id = ?", (rowid,))
+        return _cut(rows[0][0], words) if rows else ""
+
+
+_WORD = re.compile(r"\w+\*?")
+
+
+def _cut(text: str, words: list[str], around: int = 6) -> str:
+    """About ``around`` words either side of the first of ``words`` in ``text`` (a
+    word ending in ``*`` matches a prefix), on one line; the start of ``text`` when
+    none is found as written (the index also ignores accents)."""
+    said = text.split()
+    wanted = [w.casefold() for w in words]
+
+    def matches(token: str) -> bool:
+        token = token.casefold().strip("`*_.,;:!?()[]{}'\"<>")
+        return any(token.startswith(w[:-1]) if w.endswith("*") else token == w for w in wanted)
+
+    at = next((i for i, token in enumerate(said) if matches(token)), 0)
+    first, last = max(0, at - around), min(len(said), at + around + 1)
+    cut = " ".join(said[first:last])
+    return ("… " if first else "") + cut + (" …" if last < len(said) else "")
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration, one by one (a trigger's body holds semicolons)."""
+    statements, current = [], ""
+    for line in script.strip().splitlines():
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return statements

@@ -1,0 +1,171 @@
+"""The thread that writes the history file, off Neovim's loop and the worker's.
+
+The worker's loop hands it batches (:meth:`Writer.put`); it joins what piled up
+for one chat (a block written twice is written once, the later text), writes each
+chat's in one transaction, and keeps a batch that failed (another Neovim holding
+the file longer than the busy timeout) to retry it whole, telling the user once.
+A file that cannot be used at all (damaged, newer, read-only) is reported once,
+and then nothing more is kept: the chats go on without history.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Writer"]
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_nvim.client.history._store import Store, StoredBlock, StoreError
+
+log = logging.getLogger("acp_nvim")
+
+# Seconds between retries of a failed write: doubled each time, up to the last.
+_RETRY = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+class Target:
+    """Where one chat's blocks go: its row, made by the writer on first write.
+
+    ``id`` is set on the writer thread (read elsewhere only once set);
+    ``forgotten``: the user deleted it while it was kept, nothing more is written.
+    """
+
+    def __init__(self, agent: str, cwd: str, parent: int | None = None) -> None:
+        self.agent = agent
+        self.cwd = cwd
+        self.parent = parent
+        self.id: int | None = None
+        self.forgotten = False
+        # Told the chat's id once it has one (from the writer thread).
+        self.on_id: Callable[[int], None] | None = None
+
+
+@dataclass
+class _Batch:
+    target: Target
+    blocks: dict[int, StoredBlock] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    stamp: float | None = None
+    done: list[threading.Event] = field(default_factory=list)
+
+
+class Writer:
+    """Writes batches to ``path`` on a thread of its own; ``report`` tells the user
+    one line (it is called from that thread)."""
+
+    def __init__(self, path: str, report: Callable[[str, str], None]) -> None:
+        self.path = path
+        self._report = report
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="acp-history", daemon=True)
+        self.failed: str | None = None  # why nothing is kept (the store is unavailable)
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        return f"<Writer {self.path}{' failed' if self.failed else ''}>"
+
+    def put(
+        self,
+        target: Target,
+        blocks: list[StoredBlock],
+        facts: dict[str, Any],
+        stamp: float,
+        done: threading.Event | None = None,
+    ) -> None:
+        """Queue blocks and facts of one chat (``done`` is set once they are written)."""
+        self._queue.put(("write", target, blocks, facts, stamp, done))
+
+    def call(self, fn: Callable[[Store], Any]) -> None:
+        """Run ``fn(store)`` in order with the writes (forget, rename, expire)."""
+        self._queue.put(("call", fn))
+
+    def close(self, timeout: float = 3.0) -> None:
+        """Write what is queued, then end the thread (waits at most ``timeout``)."""
+        self._queue.put(("close",))
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            store = Store(self.path)
+        except StoreError as err:
+            self._unavailable(str(err))
+            return
+        pending: dict[Target, _Batch] = {}
+        retry = 0
+        closing = False
+        while not closing:
+            wait = _RETRY[min(retry, len(_RETRY) - 1)] if retry else None
+            try:
+                items = [self._queue.get(timeout=wait)]
+            except queue.Empty:
+                items = []
+            while True:  # everything that piled up, joined
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            calls = []
+            for item in items:
+                if item[0] == "write":
+                    _, target, blocks, facts, stamp, done = item
+                    batch = pending.setdefault(target, _Batch(target))
+                    batch.blocks.update((b.seq, b) for b in blocks)
+                    batch.facts.update(facts)
+                    batch.stamp = stamp
+                    if done is not None:
+                        batch.done.append(done)
+                elif item[0] == "call":
+                    calls.append(item[1])
+                else:
+                    closing = True
+            try:
+                self._write(store, pending)
+                for fn in calls:
+                    fn(store)
+            except StoreError as err:
+                if err.unavailable:
+                    store.close()
+                    self._unavailable(str(err))
+                    return
+                if not retry:
+                    self._report(f"history: cannot write, retrying: {err}", "warn")
+                retry += 1
+                if closing:
+                    log.warning("history: %s; the last changes are lost", err)
+                continue
+            if retry:
+                self._report("history: written again", "info")
+            retry = 0
+        store.close()
+
+    def _write(self, store: Store, pending: dict[Target, _Batch]) -> None:
+        """Write each chat's batch; one written leaves ``pending`` at once."""
+        for target, batch in list(pending.items()):
+            if target.forgotten:
+                del pending[target]
+                continue
+            if target.id is None:
+                target.id = store.new_chat(target.agent, target.cwd, target.parent)
+                if target.on_id is not None:
+                    target.on_id(target.id)
+            blocks = sorted(batch.blocks.values(), key=lambda b: b.seq)
+            if not store.write(target.id, blocks, batch.facts, batch.stamp):
+                target.forgotten = True
+            del pending[target]
+            for done in batch.done:
+                done.set()
+
+    def _unavailable(self, why: str) -> None:
+        """Nothing can be kept: say so once, then drop what comes."""
+        self.failed = why
+        self._report(f"history off: {why}", "warn")
+        while True:
+            item = self._queue.get()
+            if item[0] == "write" and item[5] is not None:
+                item[5].set()
+            elif item[0] == "close":
+                return

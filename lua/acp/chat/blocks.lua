@@ -1,0 +1,91 @@
+-- Where the transcript's blocks are: each block (message, tool call, plan, notice)
+-- starts at an extmark in our namespace, and blocks are only appended, so their
+-- first rows grow with their order. acp.chat.render writes them; the modules that
+-- act on a row (folds, prompts, <CR>) ask here which block holds it.
+local M = {}
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("acp.blocks")
+
+---@class acp.Block
+---@field mark? integer extmark id of the first row
+---@field first? integer the first row while the block is being inserted (no mark yet)
+---@field kind string
+---@field prefix string prepended to streamed lines
+---@field index integer position in the transcript
+---@field status? string
+---@field permission? table a tool call's permission prompt (rows are offsets in the block)
+---@field locations? table[] a tool call's locations {row, path, line?}
+
+---@class acp.Blocks
+---@field order string[]
+---@field by_id table<string, acp.Block>
+---@field tail_first? integer the last block's first row, while known (see M.block_at)
+
+---@return acp.Blocks
+function M.new()
+  return { order = {}, by_id = {} }
+end
+
+--- The first row (0-based) of a block.
+local function start_row(buf, block)
+  return block.first or api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
+end
+M.start_row = start_row
+
+--- Rows [first, last) of a block (last exclusive, before the next separator).
+function M.rows(buf, blocks, block)
+  local first = start_row(buf, block)
+  local next_id = blocks.order[block.index + 1]
+  local last = next_id and (start_row(buf, blocks.by_id[next_id]) - 1) or api.nvim_buf_line_count(buf)
+  return first, last
+end
+
+--- The block holding a 0-based row.
+---
+--- A binary search over the blocks' first rows. (A reverse nvim_buf_get_extmarks
+--- walks every mark before the row, and foldexpr asks this for each line:
+--- quadratic in the transcript.)
+---@return string? id, acp.Block? block, integer? first_row
+function M.block_at(buf, blocks, row)
+  local count = #blocks.order
+  if count == 0 then
+    return nil
+  end
+  -- A stream grows the last block, and foldexpr asks for each row it adds: its first
+  -- row is kept (the extmark lookup is half of foldexpr's cost) until rows before it
+  -- change (only acp.chat.render writes the transcript, and it forgets it then).
+  local last_id = blocks.order[count]
+  local last = blocks.by_id[last_id]
+  local last_first = blocks.tail_first
+  if not last_first then
+    last_first = start_row(buf, last)
+    blocks.tail_first = last_first
+  end
+  if last_first <= row then
+    return last_id, last, last_first
+  end
+  local lo, hi, id, first = 1, count - 1, nil, nil
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local start = start_row(buf, blocks.by_id[blocks.order[mid]])
+    if start <= row then
+      lo, id, first = mid + 1, blocks.order[mid], start
+    else
+      hi = mid - 1
+    end
+  end
+  return id, id and blocks.by_id[id], first
+end
+
+--- The block kind at a 1-based line, for folding.
+---@return string? kind, boolean? is_first_row
+function M.kind_at(buf, blocks, lnum)
+  local _, block, first = M.block_at(buf, blocks, lnum - 1)
+  if not block then
+    return nil
+  end
+  return block.kind, first == lnum - 1
+end
+
+return M

@@ -1,0 +1,69 @@
+-- The open chats, by id, and the current one. A leaf: the modules that act on
+-- "the chat" (pickers, completion, prompts, the review's API) read it instead of
+-- acp.chat, which requires them. acp.chat adds and removes the chats.
+local M = {}
+local api = vim.api
+
+---@class acp.Chat
+---@field id integer
+---@field transcript integer buffer
+---@field input integer buffer
+---@field blocks acp.Blocks
+---@field status table
+---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
+---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
+---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
+---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer} what the chat was opened with
+---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
+---@field failures? integer failures shown in the transcript
+---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
+---@field cwd string the session's directory
+---@field history? table the input's prompt history (acp.chat.prompt_history)
+---@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
+---@field name? string given with |:AcpChats| rename
+---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
+---@field eliciting? boolean one of them is being asked
+---@field queue_mark? integer the extmark drawing the queued prompts (acp.chat.queue)
+
+---@type table<integer, acp.Chat>
+M.chats = {}
+---@type integer? the chat :AcpChat focuses
+M.current = nil
+
+--- Whether both buffers of `chat` still exist.
+---@param chat? acp.Chat
+function M.valid(chat)
+  return chat ~= nil and api.nvim_buf_is_valid(chat.transcript) and api.nvim_buf_is_valid(chat.input)
+end
+
+--- The chat whose transcript or input is `buf`.
+---@return acp.Chat?
+function M.of_buffer(buf)
+  for _, chat in pairs(M.chats) do
+    if chat.transcript == buf or chat.input == buf then
+      return chat
+    end
+  end
+end
+
+--- The chat of the current buffer, else the last opened one.
+---@return acp.Chat?
+function M.get()
+  local own = M.of_buffer(api.nvim_get_current_buf())
+  if own then
+    return own
+  end
+  local chat = M.current and M.chats[M.current]
+  return M.valid(chat) and chat or nil
+end
+
+--- The chat's name for the user: the one given with :AcpChats, else the
+--- session's title, else its agent and id.
+---@param chat acp.Chat
+---@return string
+function M.title(chat)
+  local s = chat.status
+  return chat.name or s.title or ("%s #%d"):format(s.agent_title or s.agent or "?", chat.id)
+end
+
+return M

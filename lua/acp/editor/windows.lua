@@ -1,0 +1,51 @@
+-- The window beside the chat: where a file the agent works on, a location or a
+-- preview is shown (Editor.show_file of the Python side too), without taking a
+-- chat's window.
+local M = {}
+local api = vim.api
+
+--- A window of the current tab showing no chat (b:acp_chat marks its buffers): the
+--- previous one, else any.
+---@return integer?
+function M.target_window()
+  local function usable(win)
+    return win ~= 0
+      and api.nvim_win_is_valid(win)
+      and api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage()
+      and api.nvim_win_get_config(win).relative == ""
+      and not vim.wo[win].winfixbuf
+      and not vim.b[api.nvim_win_get_buf(win)].acp_chat
+  end
+  local previous = vim.fn.win_getid(vim.fn.winnr("#"))
+  if usable(previous) then
+    return previous
+  end
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if usable(win) then
+      return win
+    end
+  end
+end
+
+--- Show `path` at `line` (1-based, clamped) in the non-chat window, splitting one
+--- off when there is none; `focus` moves the cursor there.
+---@param path string
+---@param line? integer
+---@param focus boolean
+function M.show(path, line, focus)
+  local buf = vim.fn.bufadd(vim.fn.fnamemodify(path, ":p"))
+  vim.bo[buf].buflisted = true
+  local win = M.target_window()
+  if win then
+    api.nvim_win_set_buf(win, buf)
+  else
+    win = api.nvim_open_win(buf, false, { split = "left", win = -1 })
+  end
+  local count = api.nvim_buf_line_count(buf)
+  api.nvim_win_set_cursor(win, { math.max(1, math.min(line or 1, count)), 0 })
+  if focus then
+    api.nvim_set_current_win(win)
+  end
+end
+
+return M

@@ -1,0 +1,69 @@
+-- The review state Python pushes whole for each chat ({turn, files}: the agent's
+-- changes and their hunks), and the user's decisions sent back. The review buffer,
+-- the marks in edited buffers and :AcpDiff all draw from it.
+local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
+
+local M = {}
+
+---@class acp.ReviewHunk
+---@field id integer
+---@field status "pending"|"accepted"|"rejected"|"conflict"|"reverted"
+---@field base_start integer 0-based
+---@field base_count integer
+---@field new_start integer 0-based row in the file now
+---@field new_count integer
+---@field header string
+---@field preview string[] "-" and "+" lines
+---@field proposed? string[] the agent's lines of a conflict
+
+---@class acp.ReviewFile
+---@field path string
+---@field kind "write"|"disk"|"patch"
+---@field turn integer
+---@field created boolean
+---@field deleted boolean
+---@field open boolean
+---@field hunks acp.ReviewHunk[]
+
+---@type table<integer, {turn: integer, files: acp.ReviewFile[]}> by chat id
+M.by_chat = {}
+
+--- Whether a hunk still waits for a decision.
+---@param hunk acp.ReviewHunk
+function M.is_open(hunk)
+  return hunk.status == "pending" or hunk.status == "conflict"
+end
+
+--- The chat the API acts on: the current one, else the newest with changes.
+---@return integer?
+function M.chat_id()
+  local chat = registry.get()
+  if chat then
+    return chat.id
+  end
+  local newest
+  for id in pairs(M.by_chat) do
+    newest = math.max(newest or id, id)
+  end
+  return newest
+end
+
+--- Send a decision for chat `chat`: on hunk `hunk` of `path` in `turn`, on all of
+--- `path`, or (neither) on everything.
+---@param decision "accept"|"reject"
+function M.decide(chat, decision, path, hunk, turn)
+  if not chat then
+    util.user_error("no chat has changes to review")
+  end
+  host.notify("review", {
+    chat = chat,
+    decision = decision,
+    path = path and vim.fn.fnamemodify(path, ":p") or nil,
+    hunk = hunk,
+    turn = turn,
+  })
+end
+
+return M

@@ -1,0 +1,203 @@
+"""The history store, its writer and a chat's record, without Neovim."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_nvim.client.config import HistoryOptions
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _store
+from acp_nvim.client.history._blocks import markdown, render_ops
+from acp_nvim.client.history._store import _cut
+from acp_nvim.client.history._writer import Target, Writer
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
+from acp_nvim.client.tasks import Tasks
+
+
+def store_at(tmp_path: Path) -> Store:
+    return Store(str(tmp_path / "h.sqlite3"))
+
+
+def chat_with(store: Store, *texts: str, agent: str = "demo") -> int:
+    chat_id = store.new_chat(agent, "/p")
+    blocks = [StoredBlock(i, f"k{i}", 1, "user" if i % 2 == 0 else "agent", t)
+              for i, t in enumerate(texts)]  # fmt: skip
+    assert store.write(chat_id, blocks, {"turns": 1})
+    return chat_id
+
+
+def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    old = chat_with(store, "fix the parser", "the Zebra module parses")
+    new = chat_with(store, "zebra again", "done")
+    other = chat_with(store, "nothing here", "really")
+    assert [h.chat.id for h in store.search("zebra")] == [new, old]
+    assert [h.chat.id for h in store.search("zebra pars*")] == [old]
+    assert store.search("zebra", limit=1)[0].snippet == "zebra again"
+    assert store.search("module")[0].snippet == "the Zebra module parses"
+    assert [h.chat.id for h in store.search(None)] == [other, new, old]
+    # What the user types is words, never FTS5 syntax.
+    assert store.search('"zebra" OR NEAR(') == store.search("zebra or near")
+    assert store.search("***") == store.search(None)
+
+
+def test_search_is_newest_first_by_last_change_even_for_older_chats(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    ids = [chat_with(store, f"word{i % 3} common", "reply", agent=f"a{i % 2}") for i in range(12)]
+    newest_first = ids[::-1]
+    assert [h.chat.id for h in store.search("common", limit=5)] == newest_first[:5]
+    assert [h.chat.id for h in store.search("word1")] == [i for i in newest_first if i % 3 == 2]
+    # An old chat continued now comes first, though its words were found last.
+    store.write(ids[0], [StoredBlock(2, "k2", 2, "user", "more")], updated_at=2e9)
+    store.write(ids[1], [], updated_at=1.9e9)  # changed after the newest, before ids[0]
+    assert [h.chat.id for h in store.search("common", limit=3)] == [ids[0], ids[1], ids[11]]
+    assert [h.chat.id for h in store.search("common word0", limit=2)] == [ids[0], ids[9]]
+    assert [h.chat.id for h in store.search("common", agent="a1", limit=2)] == [ids[1], ids[11]]
+    assert [h.chat.id for h in store.search("common", cwd="/elsewhere")] == []
+
+
+def test_a_snippet_is_the_words_around_the_first_found() -> None:
+    text = "one two three four five six seven Eight nine ten eleven twelve thirteen fourteen"
+    assert _cut(text, ["eight"], around=2) == "… six seven Eight nine ten …"
+    assert _cut(text, ["thirt*"], around=1) == "… twelve thirteen fourteen"
+    assert _cut(text, ["absent"], around=1) == "one two …"
+
+
+def test_a_changed_block_is_searched_by_its_new_text(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    chat_id = chat_with(store, "hello", "first answer")
+    store.write(chat_id, [StoredBlock(1, "k1", 1, "agent", "second answer")])
+    assert store.search("first") == [] and len(store.search("second")) == 1
+    assert [b.text for b in store.blocks(chat_id)] == ["hello", "second answer"]
+
+
+def test_forget_deletes_a_chat_and_its_words(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    gone, kept = chat_with(store, "zebra"), chat_with(store, "zebra")
+    assert store.forget(gone) and not store.forget(gone)
+    assert [h.chat.id for h in store.search("zebra")] == [kept]
+    assert store.blocks(gone) == []
+    # A chat forgotten while it is written to stays forgotten.
+    assert not store.write(gone, [StoredBlock(5, "k5", 2, "agent", "zebra")])
+    assert store.blocks(gone) == [] and store.chat(gone) is None
+
+
+def test_forget_older(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    old, new = chat_with(store, "a"), chat_with(store, "b")
+    store.write(old, [], updated_at=1.0)
+    assert store.forget_older(1) == 1
+    assert [h.chat.id for h in store.search()] == [new]
+
+
+@pytest.mark.parametrize(
+    ("prepare", "words"),
+    [
+        (lambda p: p.write_bytes(b"not a database at all " * 100), "damaged"),
+        (lambda p: sqlite3.connect(p).execute("PRAGMA user_version = 99"), "newer acp.nvim"),
+    ],
+)
+def test_an_unusable_file_is_refused_and_left_alone(
+    tmp_path: Path, prepare: Any, words: str
+) -> None:
+    path = tmp_path / "h.sqlite3"
+    prepare(path)
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as caught:
+        Store(str(path))
+    assert caught.value.unavailable and words in str(caught.value)
+    assert path.read_bytes() == before
+
+
+def test_migrations_run_once_and_mark_the_version(tmp_path: Path) -> None:
+    store_at(tmp_path).close()
+    again = store_at(tmp_path)
+    assert again._run("PRAGMA user_version") == [(_store.VERSION,)]
+    assert again._run("PRAGMA journal_mode") == [("wal",)]
+
+
+def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "h.sqlite3")
+    store = Store(path)
+    target = Target("demo", "/p")
+    target.id = store.new_chat("demo", "/p")
+    told: list[tuple[str, str]] = []
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another Neovim writing, longer than the busy timeout
+    original = Store.write
+
+    def impatient(self: Store, *args: Any, **kwargs: Any) -> bool:
+        self._db.execute("PRAGMA busy_timeout = 50")
+        return original(self, *args, **kwargs)
+
+    done, warned = threading.Event(), threading.Event()
+
+    def tell(message: str, level: str) -> None:
+        told.append((level, message))
+        warned.set()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Store, "write", impatient)
+        writer = Writer(path, tell)
+        writer.put(target, [StoredBlock(0, "k0", 1, "user", "kept zebra")], {"turns": 1}, 5.0)
+        assert warned.wait(10)
+        assert told == [("warn", f"history: cannot write, retrying: {path} is locked by "
+                                 "another program (database is locked)")]  # fmt: skip
+        holder.execute("ROLLBACK")
+        writer.put(target, [StoredBlock(1, "k1", 1, "agent", "more")], {}, 6.0, done)
+        assert done.wait(10)
+        writer.close()
+    holder.close()
+    assert told[-1] == ("info", "history: written again")
+    assert [b.text for b in store.blocks(target.id)] == ["kept zebra", "more"]
+    assert store.chat(target.id).turns == 1  # type: ignore[union-attr]
+
+
+def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+            chat = Chat(1, "demo", editor)
+            history.attach(chat, "/p", keep=True)
+            image = Attachment("image", "shot.png", "file:///shot.png", data="QUJD" * 100,
+                               mime_type="image/png")  # fmt: skip
+            await chat.start_turn("look at this", [image])
+            chat.on_message(_patch("agent", "it shows a zebra"))
+            chat.on_tool_call(ToolCallPatch("t1", title="Edit a.py", kind="edit",
+                                            content=[DiffPart("/p/a.py", "one\n", "two\n")]))  # fmt: skip
+            chat.end_turn("end_turn")
+            await history.close()
+            group.cancel_scope.cancel()
+        store = store_at(tmp_path)
+        [hit] = store.search("zebra")
+        assert hit.chat.turns == 1 and hit.chat.title == "look at this"
+        blocks = store.blocks(hit.chat.id)
+        assert [b.kind for b in blocks] == ["user", "agent", "tool", "turn"]
+        assert "QUJD" not in (blocks[0].data or "") and '"size":300' in (blocks[0].data or "")
+        # Drawn again: the same blocks, lines and statuses, ids prefixed.
+        drawn = {op["id"]: op for op in editor.ops[1] if op["op"] == "block" and "start" not in op}
+        again = render_ops(blocks, "#h:")
+        assert [op["lines"] for op in again] == [
+            drawn[op["id"].removeprefix("#h:")]["lines"] for op in again
+        ]
+        text = markdown(hit.chat, blocks)
+        assert "## You\n\nlook at this" in text and "```diff" in text and "-one" in text
+        assert "- attached: shot.png (file:///shot.png, 300 bytes)" in text
+        assert "*Turn ended: end_turn*" in text
+
+    anyio.run(run)
+
+
+def _patch(role: str, text: str) -> Any:
+    from acp_nvim.client.session.model import MessagePatch
+
+    return MessagePatch(None, role, text)  # type: ignore[arg-type]
