@@ -54,6 +54,7 @@ class Fake:
         self.init_params: Params = {}
         self.mcp_servers: list[Params] = []
         self.cancelled = anyio.Event()
+        self.prompted = anyio.Event()  # a prompt came
         connection.on_request("initialize", dict, self.initialize)
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
@@ -242,6 +243,8 @@ class Fake:
     def recorder(self, method: str) -> Any:
         async def record(params: Params) -> Params:
             self.calls.append([method, params])
+            if method == "session/set_mode" and os.environ.get("FAKE_SLOW_SETTINGS"):
+                await self.prompted.wait()  # answered only once a prompt came
             match method:
                 case "session/set_config_option":
                     return {"configOptions": self.config_options(params["value"])}
@@ -281,6 +284,7 @@ class Fake:
         )
 
     async def prompt(self, params: Params) -> Params:
+        self.prompted.set()
         if self.version == 2 and self.scenario != "fork":
             # v2: the prompt is only accepted; the turn reports itself and ends idle.
             self.tasks.start_soon(self.v2_turn, params)
@@ -344,6 +348,10 @@ class Fake:
                 return {"stopReason": "cancelled"}
             case "settings" | "configs" | "history" | "kept" if text == "calls":
                 await self.say(json.dumps(self.calls))
+                if os.environ.get("FAKE_SLOW_SETTINGS"):  # the turn goes on until a cancel
+                    await self.cancelled.wait()
+                    self.cancelled = anyio.Event()
+                    return {"stopReason": "cancelled"}
             case "kept" if text.startswith("edit "):  # edit PATH: "two" becomes "2" on disk
                 path = text.removeprefix("edit ")
                 await self.file_steps([{"disk": {"path": path, "content": "one\n2\n"}}])

@@ -180,6 +180,25 @@ def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
     assert resumed[2][1] == {"sessionId": "fake-1", "modeId": "default"}
 
 
+def test_a_prompt_sent_while_the_settings_are_applied_runs_to_its_end(editor: Editor) -> None:
+    """The chat is ready (AcpSessionReady) before its configured mode is set; a prompt
+    sent in between started a turn, and the end of the start, finding the chat not
+    "ready" but "running", released the agent: the turn died with exit code -15 (the
+    flaky test_a_configured_mode_is_set_before_the_first_prompt)."""
+    qwen = {**editor.fake_agent("settings"), "mode": "default", "env": {"FAKE_SLOW_SETTINGS": "1"}}
+    editor.setup(agents={"qwen": qwen}, default_agent="qwen")
+    editor.open_chat()
+    # The fake answers set_mode once this prompt came, and ends the turn on a cancel.
+    editor.lua("require('acp').send('calls')")
+    editor.wait("require('acp').status().mode == 'Default'", what="the mode set")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert editor.events("AcpError") == []
+    assert '[["session/set_mode", {"sessionId": "fake-1", "modeId": "default"}]]' in (
+        editor.transcript_text()
+    )
+
+
 def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
     editor.setup(
         agents={"qwen": {**editor.fake_agent("settings"), "mode": "default"}},
