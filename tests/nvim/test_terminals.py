@@ -225,3 +225,17 @@ def test_a_stopped_command_is_never_signalled_by_number_after_it_exited(editor: 
     editor.lua("for _, fn in ipairs(_G.timers) do fn() end")
     signals = editor.lua("return _G.signals")
     assert signals and not [s for s in signals if s["exited"]], signals
+
+
+def test_a_command_that_rewrites_a_file_outside_git_is_in_the_review(editor: Editor) -> None:
+    """Issue 27.7: no buffer, no tool call naming the file, no git: the file's text at
+    the turn's start is the baseline, so the change can be reviewed and rejected."""
+    notes = editor.tmp / "project" / "notes.txt"
+    notes.write_text("mine\n")
+    open_fake(editor)
+    run(editor, {"create": {"command": f"echo theirs > {notes}"}})
+    [change] = editor.lua("return require('acp').changes()")
+    assert change["path"] == str(notes) and change["created"] is False
+    assert [h["preview"] for h in change["hunks"]] == [["-mine", "+theirs"]]
+    editor.lua("require('acp').reject()")
+    editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == 'mine'", what="the file back")

@@ -559,3 +559,40 @@ async def test_a_write_keeps_mode_owner_links_and_hard_links(
     assert link.is_symlink() and target.read_text() == "B\n"
     assert twin.read_text() == "C\n"  # a hard link is written in place: both names see it
     assert leftovers(tmp_path) == []
+
+
+async def test_outside_git_a_file_rewritten_behind_our_back_is_reviewable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.7: outside git, a file a shell command rewrote (no buffer, no tool call
+    naming it) had no baseline and was not in the review. The turn start now keeps the
+    tree's texts, newest first within a budget, read again only when changed."""
+    from acp_nvim.client.services import changes as module
+
+    old, new, big = tmp_path / "old.txt", tmp_path / "new.txt", tmp_path / "big.txt"
+    old.write_text("old one\n")
+    os.utime(old, ns=(1, 1))  # the least recently changed: left out of the budget
+    new.write_text("new one\n")
+    big.write_text("x" * 100 + "\n")
+    monkeypatch.setattr(module, "SNAPSHOT_MAX_TOTAL", 10)
+    reads: list[str] = []
+    read_disk = module.files.read_disk
+    monkeypatch.setattr(module.files, "read_disk", lambda p: reads.append(p) or read_disk(p))
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        assert sorted(map(os.path.basename, reads)) == ["new.txt"]  # big.txt does not fit
+        for path in (old, new, big):  # a shell command rewrites them all
+            path.write_text("by the agent\n")
+        await changes.end_turn()
+        assert hunks(changes) == [("new.txt", "pending", ["-new one", "+by the agent"])]
+        await changes.decide("reject", None, None, None)
+        reads.clear()
+        await changes.begin_turn()  # new.txt changed (the reject): read again, alone
+        assert [os.path.basename(p) for p in reads] == ["new.txt"]
+        reads.clear()
+        await changes.begin_turn()
+        assert reads == []  # nothing changed since: nothing read
+        tasks.cancel_scope.cancel()
+    assert new.read_text() == "new one\n"

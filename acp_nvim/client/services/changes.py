@@ -16,8 +16,9 @@ one, so a burst of them costs a few checks, not one each) and when the turn
 ends (every file named during the turn). The
 baseline of a file changed on disk is, in this order: its text recorded
 earlier in the turn; nothing at all for a file the turn-start scan did not
-find; a snapshot taken when a tool call first named it while pending (or, in
-a git work tree, when the turn started with the file dirty); its loaded,
+find; a snapshot taken when a tool call first named it while pending (or when
+the turn started: in a git work tree the files dirty then, elsewhere every
+file, newest first, within a byte budget); its loaded,
 unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
 found once in the new text); its git index entry when it was clean at turn
 start. An ``fs/write_text_file`` first records such a change to its file
@@ -84,6 +85,10 @@ SCAN_MAX_SECONDS = 0.25
 SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
 # Dirty files of a git work tree snapshotted at turn start, at most.
 SNAPSHOT_MAX_DIRTY = 200
+# Outside git, the text of the tree's files is kept at turn start, most recently
+# changed first, up to this much in all; a file unchanged since the last turn is not
+# read again (decision 0005).
+SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
 
 Stat = tuple[int, int]  # (size, mtime_ns)
 Decision = Literal["accept", "reject"]
@@ -219,19 +224,38 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
     return NOTHING
 
 
-def _turn_start(cwd: str) -> tuple[Scan, GitState | None, dict[str, str | None]]:
+Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
+
+
+def _turn_start(cwd: str, kept: Kept) -> tuple[Scan, GitState | None, Kept]:
     """What a turn compares against, read in a worker thread: the scan, git's dirty
-    files, and the text of those dirty files the scan found (git knows the clean
-    ones' text; the dirty ones' exists only now)."""
+    files, and the text of the files whose "before" nothing else will hold. In a git
+    work tree those are the dirty ones the scan found (git knows the clean ones'
+    text); elsewhere every file, newest first, within :data:`SNAPSHOT_MAX_TOTAL`.
+    ``kept``: the last turn's texts, taken again for files that did not change."""
     scan = scan_tree(cwd)
     git = GitState.read(cwd)
-    snapshots: dict[str, str | None] = {}
-    for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY] if git is not None else ():
+    if git is not None:
+        wanted, room = sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY], None
+    else:
+        wanted = sorted(scan.stats, key=lambda p: scan.stats[p][1], reverse=True)
+        room = SNAPSHOT_MAX_TOTAL
+    snapshots: Kept = {}
+    for path in wanted:
         stat = scan.stats.get(path)
-        if stat is not None and stat_of(path) == stat:
+        if stat is None or (room is not None and stat[0] > room):
+            continue
+        before = kept.get(path)
+        if before is not None and before[0] == stat:
+            text: Baseline = before[1]
+        elif stat_of(path) == stat:
             text = _read_unchanged(path, stat)
-            if not isinstance(text, _Nothing):
-                snapshots[path] = text
+        else:
+            continue
+        if isinstance(text, str):
+            snapshots[path] = (stat, text)
+            if room is not None:
+                room -= stat[0]
     return scan, git, snapshots
 
 
@@ -280,6 +304,7 @@ class SessionChanges:
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._kept: Kept = {}  # the turn-start texts, with the stats they were read at
         self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
         # The paths of each tool call, with the content and locations lists they were
         # read from: recomputed only when those change, not on every status update.
@@ -460,11 +485,12 @@ class SessionChanges:
         other chat streams on meanwhile.
         """
         async with self._lock:
-            start, git, snapshots = await anyio.to_thread.run_sync(_turn_start, self.cwd)
+            start, git, kept = await anyio.to_thread.run_sync(_turn_start, self.cwd, self._kept)
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
-            self._start, self._git, self._snapshots = start, git, snapshots
+            self._start, self._git, self._kept = start, git, kept
+            self._snapshots = {path: text for path, (_, text) in kept.items()}
             self._known = dict(start.stats)
             self._named.clear()
             self._tried.clear()
