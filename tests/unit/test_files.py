@@ -18,7 +18,7 @@ from acp_nvim.client.config import Config, load_config
 from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
-from acp_nvim.client.session.model import DiffPart, Location, ToolCall
+from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
 from tests.disk import fill, small_disk
@@ -596,3 +596,45 @@ async def test_outside_git_a_file_rewritten_behind_our_back_is_reviewable(
         assert reads == []  # nothing changed since: nothing read
         tasks.cancel_scope.cancel()
     assert new.read_text() == "new one\n"
+
+
+async def test_a_v2_git_patch_is_the_baseline_of_what_the_agent_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.9: v2's git_patch was shown but never used as a review baseline. A file
+    the agent changed on disk and reported with a patch, with nothing else to tell its
+    text before (no snapshot, buffer or git), is reviewed against the patch taken back,
+    as kind "patch", and rejected like any change on disk."""
+    from acp_nvim.client.services import changes as module
+
+    monkeypatch.setattr(module, "SNAPSHOT_MAX_TOTAL", 0)  # no turn-start texts
+    path, created = tmp_path / "config.json", tmp_path / "NEWS.md"
+    path.write_text('{\n  "debug": false\n}\n')
+    patch = (
+        f"diff --git {path} {path}\n--- {path}\n+++ {path}\n"
+        '@@ -1,3 +1,3 @@\n {\n-  "debug": false\n+  "debug": true\n }\n'
+        f"diff --git {created} {created}\nnew file mode 100644\n--- /dev/null\n+++ {created}\n"
+        "@@ -0,0 +1 @@\n+Debug mode is on.\n"
+    )
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        path.write_text('{\n  "debug": true\n}\n')  # the agent's own write
+        created.write_text("Debug mode is on.\n")
+        ops = [FileOp("modify", str(path)), FileOp("add", str(created))]
+        part = ChangesPart(ops, patch, "git_patch")
+        changes.on_tool_call(ToolCall("edit-1", "Turn on debug", "edit", "completed", [part]))
+        await changes.end_turn()
+        files = {os.path.basename(f["path"]): f for f in changes.summary()["files"]}
+        assert {name: (f["kind"], f["created"]) for name, f in files.items()} == {
+            "config.json": ("patch", False),
+            "NEWS.md": ("patch", True),
+        }
+        assert hunks(changes) == [
+            ("config.json", "pending", ['-  "debug": false', '+  "debug": true']),
+            ("NEWS.md", "pending", ["+Debug mode is on."]),
+        ]
+        await changes.decide("reject", None, None, None)
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == '{\n  "debug": false\n}\n' and not created.exists()

@@ -72,6 +72,7 @@ from acp_nvim.review import (
     apply_patch,
     line_edits,
     parse_unified,
+    reverse_patch,
 )
 
 # Directories never scanned: version control, dependencies, caches.
@@ -146,6 +147,17 @@ def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
         return NOTHING
 
 
+def _patches_of(part: ChangesPart) -> list[FilePatch]:
+    """The file sections of a v2 ``git_patch`` (none when it is another format or
+    does not parse)."""
+    if not part.patch or part.patch_format != "git_patch":
+        return []
+    try:
+        return parse_unified(part.patch)
+    except PatchError:
+        return []
+
+
 def stat_of(path: str) -> Stat | None:
     """(size, mtime_ns) of ``path``; None when there is no such file, or no file
     can have that name (an agent's path with a NUL byte raises ValueError)."""
@@ -167,7 +179,7 @@ class _CallPaths:
     content: list[Any]
     length: int
     locations: list[Any]
-    paths: list[tuple[str, DiffPart | None]]
+    paths: list[tuple[str, Edit]]
 
     def reads(self, call: ToolCall) -> bool:
         return (
@@ -179,6 +191,12 @@ class _CallPaths:
 
 class _Nothing:
     """No baseline from this source."""
+
+
+# What a tool call says it did to a file: a v1 diff, a v2 git patch, or nothing.
+Edit = DiffPart | FilePatch | None
+# Kinds of change the agent made on disk itself (decided against the file, saved).
+_ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
 
 
 NOTHING = _Nothing()
@@ -202,6 +220,17 @@ def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
     if new and current.count(new) == 1:
         return current.replace(new, old)
     return NOTHING
+
+
+def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
+    """The file before a v2 ``git_patch``, given the file after it: the patch taken
+    back; ``NOTHING`` when ``current`` is not what it made."""
+    if patch.symlink:
+        return NOTHING
+    try:
+        return apply_patch(current, reverse_patch(patch))
+    except PatchError:
+        return NOTHING
 
 
 def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseline:
@@ -310,6 +339,7 @@ class SessionChanges:
         # read from: recomputed only when those change, not on every status update.
         self._call_paths: dict[str, _CallPaths] = {}
         self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
+        self._patches: dict[str, FilePatch] = {}  # latest v2 git_patch section per path
         self._checked: set[str] = set()  # tool calls whose completion was checked
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
         self._check_queued = False
@@ -417,12 +447,8 @@ class SessionChanges:
         for part in call.content:
             if isinstance(part, DiffPart):
                 edits.append((self._abs(part.path), partial(_after_diff, part)))
-            elif isinstance(part, ChangesPart) and part.patch and part.patch_format == "git_patch":
-                try:
-                    patches = parse_unified(part.patch)
-                except PatchError:
-                    continue
-                for patch in patches:
+            elif isinstance(part, ChangesPart):
+                for patch in _patches_of(part):
                     if not (patch.binary or patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
         return await self._previews(edits)
@@ -496,6 +522,7 @@ class SessionChanges:
             self._tried.clear()
             self._call_paths.clear()
             self._diffs.clear()
+            self._patches.clear()
             self._checked.clear()
             self._due.clear()
             self._turn_open = True
@@ -505,10 +532,12 @@ class SessionChanges:
         """Note the files a tool call names; check the disk once it completes."""
         paths, fresh = self._paths(call)
         unfinished = call.status in ("pending", "in_progress")
-        for path, diff in paths if fresh else ():
+        for path, edit in paths if fresh else ():
             self._named[path] = None
-            if diff is not None:
-                self._diffs[path] = (diff.old_text, diff.new_text)
+            if isinstance(edit, DiffPart):
+                self._diffs[path] = (edit.old_text, edit.new_text)
+            elif isinstance(edit, FilePatch):
+                self._patches[path] = edit
             if unfinished and path not in self._tried:
                 self._tried.add(path)
                 self._snapshot(path)
@@ -604,7 +633,7 @@ class SessionChanges:
                 return
             before = change.current
             followed = change.user_edit(buffer.text)
-            if followed is not None and (self.auto_save or change.kind == "disk"):
+            if followed is not None and (self.auto_save or change.kind in _ON_DISK):
                 doc = Document(path, buffer.text, buffer)
                 await files.follow(self.editor, doc, (before or "", followed))
                 self._known[path] = stat_of(path)
@@ -627,7 +656,7 @@ class SessionChanges:
                     if change.applied:
                         kinds.setdefault(change.path, set()).add(change.kind)
             for path, kind in kinds.items():
-                disk = "disk" in kind
+                disk = not kind.isdisjoint(_ON_DISK)
                 rollback = self.store.checkpoint(path)
                 try:
                     doc = await self._document(path, disk)
@@ -667,18 +696,20 @@ class SessionChanges:
         rel = os.path.relpath(path, self.cwd)
         return path if rel.startswith("..") else rel
 
-    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, DiffPart | None]], bool]:
-        """The files ``call`` names, and whether they are new since its last update."""
+    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, Edit]], bool]:
+        """The files ``call`` names, with what it says it did to each, and whether
+        they are new since its last update."""
         known = self._call_paths.get(call.id)
         if known is not None and known.reads(call):
             return known.paths, False
-        found: list[tuple[str, DiffPart | None]] = []
+        found: list[tuple[str, Edit]] = []
         for part in call.content:
             if isinstance(part, DiffPart):
                 found.append((part.path, part))
             elif isinstance(part, ChangesPart):
+                patches = {self._abs(patch.path): patch for patch in _patches_of(part)}
                 for op in part.changes:
-                    found += [(p, None) for p in (op.path, op.old_path) if p]
+                    found += [(p, patches.get(self._abs(p))) for p in (op.path, op.old_path) if p]
         found += [(loc.path, None) for loc in call.locations]
         paths = [(self._abs(p), d) for p, d in found]
         self._call_paths[call.id] = _CallPaths(
@@ -727,7 +758,7 @@ class SessionChanges:
         self._known[path] = stat
         if isinstance(baseline, _Nothing) or baseline == current:
             return False
-        self.store.record(path, baseline, current, "disk")
+        self.store.record(path, baseline, current, "patch" if path in self._patches else "disk")
         return True
 
     async def _baseline(self, path: str, current: str | None) -> Baseline:
@@ -744,11 +775,12 @@ class SessionChanges:
             # a tool call's oldText or a buffer says (opencode sends "" for a new file).
             return None
         state = await self.editor.read_buffer(path)
-        diff = self._diffs.get(path)
+        diff, patch = self._diffs.get(path), self._patches.get(path)
         sources: list[Baseline] = [
             self._snapshots.get(path, NOTHING),
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
+            baseline_from_patch(current, patch) if patch is not None else NOTHING,
             await self._git_text(path),
         ]
         known = [text for text in sources if not isinstance(text, _Nothing)]
@@ -779,7 +811,7 @@ class SessionChanges:
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
-        disk = change.kind == "disk"
+        disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
         rollback = self.store.checkpoint(path)
         if decision == "accept":
