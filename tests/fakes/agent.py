@@ -28,7 +28,7 @@ from acp_nvim.protocol.stdio import stdio_streams
 Params = dict[str, Any]
 IDLE_EXIT = 97
 # Scenarios that answer v2 when the client offers it ("blocks+embed" counts as "blocks").
-V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit", "ignore_cancel")
+V2_SCENARIOS = ("mcp_v2", "mcp_v2_acp", "fork", "blocks", "elicit", "ignore_cancel", "auth")
 
 
 class AcpMcp:
@@ -61,6 +61,8 @@ class Fake:
         connection.on_notification("session/cancel", dict, self.cancel)
         connection.on_request("authenticate", dict, self.authenticate)
         connection.on_request("logout", dict, self.logout)
+        connection.on_request("auth/login", dict, self.authenticate)  # v2's names
+        connection.on_request("auth/logout", dict, self.logout)
         connection.on_request("session/fork", dict, self.fork)
         self.authenticated = False
         self.version = 1  # 2 where the client offers it and the scenario speaks it
@@ -75,6 +77,7 @@ class Fake:
             "session/load",
             "session/resume",
             "session/close",
+            "session/delete",
         ):
             connection.on_request(method, dict, self.recorder(method))
 
@@ -84,11 +87,20 @@ class Fake:
             await anyio.sleep_forever()
         if params.get("protocolVersion") == 2 and self.scenario.split("+")[0] in V2_SCENARIOS:
             self.version = 2
-            return {
+            answer: Params = {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
                 "capabilities": {"session": self.session_capabilities_v2()},
             }
+            if self.scenario == "auth":
+                answer["authMethods"] = [
+                    {"type": "agent", "methodId": "browser", "name": "Browser login"},
+                    {"type": "terminal", "methodId": "tui", "name": "Terminal login",
+                     "args": ["login-tui"], "env": [{"name": "FAKE_TUI", "value": "1"}]},
+                    {"type": "env_var", "methodId": "key", "name": "API key",
+                     "vars": [{"name": "FAKE_KEY"}]},
+                ]  # fmt: skip
+            return answer
         version = 7 if self.scenario == "bad_version" else 1
         result: Params = {"protocolVersion": version, "agentInfo": {"name": "fake", "version": "0"}}
         if self.scenario.startswith("blocks"):  # "blocks", "blocks+embed", "blocks+embed+image"
@@ -113,7 +125,7 @@ class Fake:
         if self.scenario == "history":
             result["agentCapabilities"] = {
                 "loadSession": True,
-                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
             }
         if self.scenario == "settings":
             result["agentCapabilities"] = {"sessionCapabilities": {"resume": {}}}

@@ -332,13 +332,23 @@ def test_second_acpchat_focuses_and_bang_starts_new_session(editor: Editor) -> N
     assert editor.lua("return vim.api.nvim_get_current_buf()") == second["input_buf"]
 
 
-def test_protocol_log_shows_both_directions(editor: Editor) -> None:
-    editor.setup()
+def test_protocol_log_shows_both_directions_and_the_agents_stderr(editor: Editor) -> None:
+    fake = editor.fake_agent("echo")
+    talkative = {"cmd": ["sh", "-c", 'echo "warming up" >&2; exec "$@"', "sh", *fake["cmd"]]}
+    editor.setup(agents={"talkative": talkative})
     editor.open_chat()
+    editor.lua("require('acp').open({agent = 'talkative'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.wait(
+        "#vim.tbl_filter(function(l) return l:find('talkative !! warming up', 1, true) end,"
+        " require('acp.host').request('log')) > 0",
+        what="the stderr line logged",
+    )
     editor.nvim.command("AcpLog")
     text = "\n".join(editor.nvim.current.buffer[:])
     assert 'demo >> {"jsonrpc":"2.0","id":0,"method":"initialize"' in text
     assert "demo << " in text and '"protocolVersion":1' in text
+    assert "talkative !! warming up" in text  # the agent's stderr, a line each
 
 
 def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:

@@ -257,9 +257,12 @@ def test_listing_the_files_never_holds_neovim(editor: Editor) -> None:
     editor.wait(f"vim.tbl_contains({item_words('@')}, '@seen.txt')", what="its files offered")
 
 
-def test_usage_and_title_show_in_the_winbar_status_and_statusline(editor: Editor) -> None:
-    editor.setup()
-    editor.open_chat()
+@pytest.mark.parametrize("version", [1, 2])
+def test_usage_and_title_show_in_the_winbar_status_and_statusline(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    assert editor.open_chat()["protocol_version"] == version
     editor.lua("require('acp').send('tell me about lua')")
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().usage ~= nil")

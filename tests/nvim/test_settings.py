@@ -127,16 +127,35 @@ def test_session_history_over_v1(editor: Editor) -> None:
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
     editor.nvim.command("AcpClose")
     editor.nvim.command("AcpChat")  # the first chat, whose agent logged the calls
+    editor.nvim.command("AcpDeleteSession old-2")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: deleted session old-2')"
+    )
     history = calls(editor)
     assert [c[0] for c in history] == [
         "session/list",
         "session/list",
         "session/load",
         "session/close",
+        "session/delete",
     ]
+    assert history[4][1] == {"sessionId": "old-2"}
     # Only the sessions of this directory are asked for.
     cwd = editor.lua("return vim.fn.getcwd()")
     assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
+
+
+def test_closing_a_v2_chat_closes_its_session(editor: Editor) -> None:
+    editor.setup(agents={"v2": editor.fake_agent("fork")}, default_agent="v2", protocol_version=2)
+    assert editor.open_chat()["protocol_version"] == 2
+    editor.nvim.command("AcpClose")
+    sent = (
+        "vim.tbl_filter(function(l) return l:find(' >> ', 1, true)"
+        " and l:find('\"session/close\"', 1, true) end, require('acp.host').request('log'))"
+    )
+    editor.wait(f"#{sent} == 1", what="session/close sent")
+    assert '"params":{"sessionId":"fake-1"}' in editor.lua(f"return {sent}")[0]
 
 
 def test_a_dead_agent_restarts_into_its_session_over_v1(editor: Editor) -> None:
