@@ -344,28 +344,33 @@ def test_a_full_disk_leaves_file_buffer_and_review_as_they_were(
     gets one clear error, so does the user, and file, buffer and review are untouched."""
     with small_disk(tmp_path / "project" / "full") as full:
         loaded, closed = full / "loaded.txt", full / "closed.txt"
-        for path in (loaded, closed):
+        linked = full / "linked.txt"  # hard-linked: written in place, after a backup
+        for path in (loaded, closed, linked):
             path.write_text("the user's text\n")
+        os.link(linked, full / "twin.txt")
         fill(full)
         buf = start(editor, loaded)
         assert buf is not None
+        editor.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(linked))
         big = "x" * 100 + "\n"
+        targets = (loaded, closed, linked)
         results = run(
             editor,
-            [{"write": {"path": str(path), "content": big * 1000}} for path in (loaded, closed)]
+            [{"write": {"path": str(path), "content": big * 1000}} for path in targets]
             + [{"write": {"path": str(closed), "content": "fits\n"}}],
         )
-        for result, path in zip(results, (loaded, closed), strict=False):
+        for result, path in zip(results, targets, strict=False):
             assert "traceback" not in result["message"]
-            assert result["message"].endswith(f"cannot write {path}: " + (
-                "Write error (file system full?)" if path == loaded else "No space left on device"
-            ))  # fmt: skip
-        assert results[2] == {}
-        assert loaded.read_text() == "the user's text\n" and closed.read_text() == "fits\n"
+            assert f"cannot write {path}: " in result["message"]
+        assert results[1]["message"].endswith("No space left on device")
+        assert results[0]["message"].endswith("Write error (file system full?)")
+        assert results[3] == {}
+        assert closed.read_text() == "fits\n"
+        assert loaded.read_text() == linked.read_text() == "the user's text\n"
         assert lines(editor, buf) == ["the user's text"]
         assert editor.lua("return vim.bo[...].modified", buf) is False
-        [change] = editor.lua("return require('acp').changes()")
-        assert change["path"] == str(closed)  # the write that fitted, alone
+        changes = editor.lua("return require('acp').changes()")
+        assert [c["path"] for c in changes] == [str(closed)], changes  # the write that fitted
         notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
-        assert sum("the agent's write failed" in n for n in notices) == 2
+        assert sum("the agent's write failed" in n for n in notices) == 3
         assert not [name for name in os.listdir(full) if name.endswith(".acp~")]

@@ -102,22 +102,37 @@ function M.read(path, load, want, known, check)
   return result
 end
 
---- Save the current buffer for the agent the way :write would, with events as
---- |acp-option-save_events| says: BufWritePre never runs, so a format-on-save hook
---- cannot change the text under review; BufWritePost does unless "none", so
---- language servers and linters see the save.
-local function write_in_place()
-  if config.options.save_events == "none" then
-    vim.cmd("silent noautocmd keepalt keepjumps write!")
-    return
+--- Run `fn` with global options set to `values`, then put them back.
+local function with_options(values, fn)
+  local saved = {}
+  for name, value in pairs(values) do
+    saved[name], vim.o[name] = vim.o[name], value
   end
-  local ignored = vim.o.eventignore
-  vim.o.eventignore = (ignored ~= "" and ignored .. "," or "") .. "BufWritePre,FileWritePre"
-  local ok, err = pcall(vim.cmd, "silent keepalt keepjumps write!")
-  vim.o.eventignore = ignored
+  local ok, err = pcall(fn)
+  for name, value in pairs(saved) do
+    vim.o[name] = value
+  end
   if not ok then
     error(err, 0)
   end
+end
+
+--- Save the current buffer for the agent in place, as :write does, a backup made
+--- first (written nothing when none can be made, copied back when the write fails),
+--- with events as |acp-option-save_events| says: BufWritePre never runs, so a
+--- format-on-save hook cannot change the text under review; BufWritePost does
+--- unless "none", so language servers and linters see the save.
+local function write_in_place()
+  local quiet = config.options.save_events == "none" and "noautocmd " or ""
+  local ignored = vim.o.eventignore
+  -- Backups go outside the project: one a failed write keeps is no agent's file.
+  local backups = vim.fn.stdpath("state") .. "/acp/backup"
+  vim.fn.mkdir(backups, "p")
+  local options = { writebackup = true, backupskip = "", backupdir = backups .. "//" }
+  options.eventignore = (ignored ~= "" and ignored .. "," or "") .. "BufWritePre,FileWritePre"
+  with_options(options, function()
+    vim.cmd("silent " .. quiet .. "keepalt keepjumps write")
+  end)
 end
 
 -- Take the file of `buf` as it is now as seen, without a reload or a warning
@@ -136,26 +151,15 @@ local function settle(buf)
   vim.bo[buf].autoread = autoread
 end
 
---- Run `fn` with global options set to `values`, then put them back.
-local function with_options(values, fn)
-  local saved = {}
-  for name, value in pairs(values) do
-    saved[name], vim.o[name] = vim.o[name], value
-  end
-  local ok, err = pcall(fn)
-  for name, value in pairs(saved) do
-    vim.o[name] = value
-  end
-  if not ok then
-    error(err, 0)
-  end
-end
-
 --- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
 --- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
 local function reason(err)
   err = tostring(err)
-  return err:match("E%d+: ([^\n]*)$") or (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
+  local vim_error = err:match("E%d+: ([^\n]*)$")
+  if vim_error then
+    return (vim_error:gsub(" %(add ! to override%)$", ""))
+  end
+  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
 end
 
 --- Write the current buffer `buf` to `target` (its file, symlinks resolved;
