@@ -96,6 +96,7 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
             "AgentThought",
             "TerminalUpdate",
             "SessionInfoUpdate",
+            "CompactionUpdate",
         }
     ),
 }
@@ -105,12 +106,20 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
 # (the capability field that advertises the method) or the member of a union def
 # whose tag is `name`. Released agents (opencode) advertise session/fork over v1
 # (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
-# the agent advertises McpCapabilities.acp (decision 0024).
+# the agent advertises McpCapabilities.acp (decision 0024); session/update gains the
+# compaction and notice updates, and v1 the client capability that allows compaction
+# (v2 has none to advertise; decision 0042).
 ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
     "session/fork": (("SessionCapabilities", "fork"),),
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
     "mcp/message": (),
     "mcp/disconnect": (),
+    "session/update": (
+        ("SessionUpdate", "notice"),
+        ("SessionUpdate", "compaction_update"),
+        ("SessionUpdate", "compaction_summary_chunk"),
+        ("ClientSessionCapabilities", "compaction"),
+    ),
 }
 # The preamble of every unstable description; the docstring is the text after it.
 _UNSTABLE_PREAMBLE = re.compile(r"\*\*UNSTABLE\*\*\n\n[^\n]*\n\n")
@@ -562,7 +571,8 @@ class Generator:
         members = members_of(d)
         values = d.get("enum") or [m["const"] for m in members if "const" in m]
         kind = "int" if any(m.get("type") == "integer" for m in members) else "str"
-        self.aliases.append(Alias(name, summary(d.get("description")), kind, values))
+        doc = summary(d.get("description"))
+        self.aliases.append(Alias(name, doc, kind, values, unstable=d.get("x-unstable")))
 
     def build_alias(self, name: str, d: dict[str, Any]) -> None:
         members = members_of(d)
@@ -846,6 +856,8 @@ def adopt_unstable(
             if d.get("x-method") == method:
                 take(name, method)
         for owner, addition in additions:
+            if owner not in source:
+                continue  # this version's schema has no such def (v2: client session caps)
             if "properties" in source[owner]:
                 add_property(defs[owner], source[owner], addition, method)
             else:
@@ -873,7 +885,8 @@ def add_member(d: dict[str, Any], source: dict[str, Any], tag: str, method: str)
     members, theirs = d[key], members_of(source)
 
     def tag_of(member: dict[str, Any]) -> Any:
-        return member.get("properties", {}).get("type", {}).get("const", member.get("title"))
+        consts = [p["const"] for p in member.get("properties", {}).values() if "const" in p]
+        return consts[0] if consts else member.get("title")
 
     index = next(i for i, m in enumerate(theirs) if tag_of(m) == tag)
     after = [tag_of(m) for m in theirs[index + 1 :]]

@@ -159,6 +159,10 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     send_key: str = "<C-s>"
     """sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too);
     "" maps none"""
+    send_now_key: str = "<M-CR>"
+    """sends the input now, in Insert and Normal mode: into the running turn where the
+    agent steers, else the turn is cancelled and it goes first (see |acp-steer|); ""
+    maps none"""
 
 
 class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -210,6 +214,8 @@ class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     """accept the agent hunk under the cursor"""
     reject: str = "<localleader>r"
     """reject it: its text before the turn comes back (one undo step, saved)"""
+    reject_why: str = "<localleader>R"
+    """reject it and say why: the reason you type goes to the agent at once"""
     preview: str = "<localleader>p"
     """show the hunk's diff in a floating window"""
     next: str = "]h"

@@ -14,7 +14,11 @@ __all__ = [
     "BlockOp",
     "BlockPermission",
     "BlockPermissionOption",
+    "BlockPermissionWhy",
     "BufferState",
+    "CutOp",
+    "CutTurn",
+    "EditOp",
     "Editor",
     "EditorError",
     "ElicitField",
@@ -27,8 +31,10 @@ __all__ = [
     "PreviewHunk",
     "RecordingEditor",
     "RenderOp",
+    "Spent",
     "StatusFields",
     "StatusOp",
+    "UncutOp",
     "WriteError",
 ]
 
@@ -65,6 +71,8 @@ class BlockOp(_BlockOpRequired, total=False):
     Lua puts before each line appended to it (a thought's ``"> "``). A tool call
     carries its ``status``, the rows of its ``locations`` and of its pending or
     answered ``permission`` prompt; ``locations`` only when their rows may have moved.
+    ``turn``: the user's message that begins that turn of the shown branch (``<CR>``
+    on it edits it). Kind ``compaction`` is the agent compacting its context.
     """
 
     prefix: str
@@ -73,6 +81,7 @@ class BlockOp(_BlockOpRequired, total=False):
     permission: BlockPermission
     start: int
     end: int
+    turn: int
 
 
 class _BlockLocationRequired(TypedDict):
@@ -100,6 +109,16 @@ class BlockPermission(_BlockPermissionRequired, total=False):
 
     options: list[BlockPermissionOption]
     preview: list[PreviewFile]
+    why: BlockPermissionWhy
+
+
+class BlockPermissionWhy(TypedDict):
+    """"Reject, and say why": ``key`` on row ``row`` answers with ``option`` and the
+    reason the user gives (lua/acp/chat/permission.lua asks for it)."""
+
+    key: str
+    option: str
+    row: int
 
 
 class _BlockPermissionOptionRequired(TypedDict):
@@ -137,6 +156,16 @@ class AppendOp(TypedDict):
     text: str
 
 
+class _SpentRequired(TypedDict):
+    tokens: int  # the context's growth (negative after a compaction)
+
+
+class Spent(_SpentRequired, total=False):
+    """What a turn, or a session's turns, used (decision 0042)."""
+
+    cost: dict[str, Any]  # {amount, currency}: the cost's rise
+
+
 class StatusFields(TypedDict, total=False):
     """The chat's state for its header, ``status()`` (lua/acp/init.lua, ``acp.Status``)
     and the pickers; a field sent as None is cleared."""
@@ -152,7 +181,7 @@ class StatusFields(TypedDict, total=False):
     queued: int
     queue: list[str]  # the queued prompts' texts, oldest first
     title: str | None
-    usage: dict[str, Any]  # {used, size, cost?: {amount, currency}}
+    usage: dict[str, Any]  # {used, size, cost?: {amount, currency}, turn?, session?: Spent}
     commands: list[dict[str, Any]]  # {name, description, hint?}
     config_options: list[dict[str, Any]]  # {id, name, type, category, current, choices}
     # The current value of the settings of these categories (a name where it has one).
@@ -163,6 +192,8 @@ class StatusFields(TypedDict, total=False):
     can_fork: bool
     unknown_update: str  # the last update the client could not show
     history: int  # the chat's id in the chat history (``status().history``)
+    turns: list[str]  # the shown branch's prompts, a first line each (session.branches)
+    branches: list[dict[str, Any]]  # {id, current, turns, leaves_at, prompt, session_id}
 
 
 class StatusOp(StatusFields):
@@ -217,7 +248,38 @@ class ElicitGoneOp(TypedDict):
     id: str
 
 
-RenderOp = BlockOp | AppendOp | StatusOp | InputOp | ElicitOp | ElicitGoneOp
+class CutTurn(TypedDict):
+    key: str  # the turn's key: its user message's
+    block: str  # the block it begins with
+
+
+class CutOp(TypedDict):
+    """Take the blocks from the first of ``turns`` to the end out of view, kept by
+    turn until an ``uncut`` (a rewind leaves them as a branch; decision 0041)."""
+
+    op: Literal["cut"]
+    turns: list[CutTurn]
+
+
+class UncutOp(TypedDict):
+    """Put the kept blocks of ``turns`` (keys of ``cut``) back at the end, in order."""
+
+    op: Literal["uncut"]
+    turns: list[str]
+
+
+class EditOp(TypedDict):
+    """Put turn ``turn``'s prompt ``text`` in the input: sent, it goes from before
+    that turn (a rewind, then the send)."""
+
+    op: Literal["edit"]
+    turn: int
+    text: str
+
+
+RenderOp = (
+    BlockOp | AppendOp | StatusOp | InputOp | ElicitOp | ElicitGoneOp | CutOp | UncutOp | EditOp
+)
 # The public events (``User`` autocmds), every one documented in doc/acp.txt
 # (tests/nvim/test_surface.py holds the two together).
 Event = Literal[

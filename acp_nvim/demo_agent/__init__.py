@@ -22,12 +22,18 @@ from acp_nvim import __version__
 from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
 from acp_nvim.demo_agent._text import (
     COMMANDS,
+    COMPACTED_NOTICE,
+    FORK_AT_MESSAGE,
     HELP,
     MODELS,
     MODES,
+    STEERING,
     chunks,
+    compaction_updates,
+    fork_point,
     prompt_words,
     reply,
+    steered_reply,
     thought,
 )
 from acp_nvim.demo_agent.v2 import DemoAgentV2
@@ -70,8 +76,12 @@ class DemoAgent:
         self.offer_v2 = offer_v2
         self.sessions: dict[str, anyio.CancelScope | None] = {}
         self.cwds: dict[str, str] = {}
-        # What session/list and session/load show: (role, text) per session, and titles.
-        self.history: dict[str, list[tuple[str, str]]] = {}
+        # What session/list and session/load show: (role, text, message id) per
+        # session, and titles.
+        self.history: dict[str, list[tuple[str, str, str | None]]] = {}
+        # Messages steered into a running turn, by session, answered at its end.
+        self.steering: dict[str, list[str]] = {}
+        self.client_compaction = False
         self.titles: dict[str, str] = {}
         self.used = 0  # context tokens, for usage_update
         self.mcp_servers: dict[str, list[Params]] = {}  # offered with each session
@@ -88,10 +98,13 @@ class DemoAgent:
         connection.on_request("session/close", dict, self.close_session)
         connection.on_request("session/fork", dict, self.fork_session)
         connection.on_request("authenticate", dict, self.authenticate)
+        connection.on_request("_session/steering", dict, self.steer)
 
     async def initialize(self, params: Params) -> Params:
         self.client_fs = (params.get("clientCapabilities") or {}).get("fs") or {}
         self.client_terminal = bool((params.get("clientCapabilities") or {}).get("terminal"))
+        client_session = (params.get("clientCapabilities") or {}).get("session") or {}
+        self.client_compaction = "compaction" in client_session
         if params.get("protocolVersion") == 2 and self.offer_v2 and self.tasks is not None:
             DemoAgentV2(self.connection, self.delay, self.tasks)
             return v2_initialize_result()
@@ -101,9 +114,11 @@ class DemoAgent:
                 "loadSession": True,
                 "promptCapabilities": {},
                 "sessionCapabilities": {"list": {}, "close": {}, "fork": {}},
+                "_meta": FORK_AT_MESSAGE,
             },
             "agentInfo": {"name": "demo", "title": "Demo agent", "version": __version__},
             "authMethods": [{"id": "demo-login", "name": "Demo login"}],
+            "_meta": STEERING,
         }
 
     async def new_session(self, params: Params) -> Params:
@@ -170,12 +185,13 @@ class DemoAgent:
             raise RequestError.resource_not_found(f"session {session_id}")
         cwd = params.get("cwd") or self.cwds[session_id]
         self._open(session_id, cwd, params.get("mcpServers") or [])
-        for role, text in self.history[session_id]:
-            await self._say(session_id, f"{role}_message_chunk", text)
+        for role, text, message_id in self.history[session_id]:
+            await self._say(session_id, f"{role}_message_chunk", text, message_id)
         return self._settings()
 
     async def fork_session(self, params: Params) -> Params:
-        """A new session holding the history of ``sessionId`` (the unstable session/fork)."""
+        """A new session holding the history of ``sessionId`` (the unstable session/fork),
+        up to and with the message its ``_meta`` names (a fork at a message)."""
         parent = params.get("sessionId", "")
         if parent not in self.history:
             raise RequestError.resource_not_found(f"session {parent}")
@@ -183,8 +199,24 @@ class DemoAgent:
             raise RequestError.invalid_params("cwd must be an absolute path")
         session_id = f"demo-{len(self.history) + 1}"
         self._open(session_id, params["cwd"], params.get("mcpServers") or [])
-        self.history[session_id] = list(self.history[parent])
+        history = self.history[parent]
+        point = fork_point(params)
+        ids = [message_id for _, _, message_id in history]
+        if point is not None and point not in ids:
+            raise RequestError.invalid_params(f"no message {point!r} in session {parent}")
+        self.history[session_id] = history[: ids.index(point) + 1] if point else list(history)
         return {"sessionId": session_id, **self._settings()}
+
+    async def steer(self, params: Params) -> Params:
+        """``_session/steering``: the message joins the running turn (answered at its
+        end), else the client is to send it as a prompt."""
+        session_id = params.get("sessionId", "")
+        if self.sessions.get(session_id) is None:
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        blocks = params.get("prompt") or []
+        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        self.steering.setdefault(session_id, []).append(text)
+        return {"outcome": "injected"}
 
     async def close_session(self, params: Params) -> Params:
         self.sessions.pop(params.get("sessionId", ""), None)
@@ -209,11 +241,15 @@ class DemoAgent:
         words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
-        self.history[session_id].append(("user", text))
+        self.history[session_id].append(("user", text, None))
         with anyio.CancelScope() as scope:
             self.sessions[session_id] = scope
             await self._reply(session_id, text, words)
+            for steered in self.steering.pop(session_id, []):
+                self.history[session_id].append(("user", steered, None))
+                await self._stream(session_id, "agent_message_chunk", steered_reply(steered))
         self.sessions[session_id] = None
+        self.steering.pop(session_id, None)
         await self._account(session_id, text)
         return {"stopReason": "cancelled" if scope.cancel_called else "end_turn"}
 
@@ -236,6 +272,8 @@ class DemoAgent:
         if "help" in words:
             await self._stream(session_id, "agent_message_chunk", HELP)
             return
+        if "compact" in words:
+            await self._compact(session_id)
         if "permission" in words:
             await self._pretend_command(session_id)
             return
@@ -422,24 +460,40 @@ class DemoAgent:
         reply = failed or "\n\n".join(text for _, text in answers)
         await self._stream(session_id, "agent_message_chunk", reply)
 
+    async def _compact(self, session_id: str) -> None:
+        """Compact the context: a compaction (where the client advertised it) and a
+        notice; the context meter drops."""
+        if self.client_compaction:
+            for update in compaction_updates("compact-1"):
+                await self._send_update(session_id, update)
+                await anyio.sleep(self.delay)
+        self.used //= 4
+        await self._send_update(session_id, COMPACTED_NOTICE)
+
     async def _send_update(self, session_id: str, update: Params) -> None:
         await self.connection.notify("session/update", {"sessionId": session_id, "update": update})
 
-    async def _say(self, session_id: str, kind: str, text: str) -> None:
+    async def _say(
+        self, session_id: str, kind: str, text: str, message_id: str | None = None
+    ) -> None:
         """One whole message chunk (a replayed one)."""
-        content = {"type": "text", "text": text}
-        await self._send_update(session_id, {"sessionUpdate": kind, "content": content})
+        update: Params = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+        if message_id is not None:
+            update["messageId"] = message_id
+        await self._send_update(session_id, update)
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
+        update: Params = {"sessionUpdate": kind}
         if kind == "agent_message_chunk":
-            self.history[session_id].append(("agent", text))
+            # Ids of its own: where a fork at a message (of this reply) ends.
+            history = self.history[session_id]
+            update["messageId"] = f"{session_id}-m{len(history)}"
+            history.append(("agent", text, update["messageId"]))
         for piece in chunks(text):
+            content = {"type": "text", "text": piece}
             await self.connection.notify(
                 "session/update",
-                {
-                    "sessionId": session_id,
-                    "update": {"sessionUpdate": kind, "content": {"type": "text", "text": piece}},
-                },
+                {"sessionId": session_id, "update": {**update, "content": content}},
             )
             # A checkpoint even without delay, so a cancel can land mid-stream.
             await anyio.sleep(self.delay)

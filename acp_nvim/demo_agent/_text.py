@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS", "HELP", "MODELS", "MODES", "chunks", "prompt_words", "reply", "thought"]
+__all__ = [
+    "COMMANDS",
+    "COMPACTED_NOTICE",
+    "FORK_AT_MESSAGE",
+    "HELP",
+    "MODELS",
+    "MODES",
+    "STEERING",
+    "chunks",
+    "compaction_updates",
+    "fork_point",
+    "prompt_words",
+    "reply",
+    "steered_reply",
+    "thought",
+]
 
 import re
+from typing import Any
 
 HELP = """I am the offline demo agent of acp.nvim. Try:
 
@@ -27,10 +43,21 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
 - `:AcpFork`: a new chat that goes on from this one in a session of its own
   (`session/fork`); what you say there stays out of this chat
 - `unknown`: also sends an update of a kind no client knows (`acp.status()` names it)
+- `:AcpRewind 2`: back to before your second prompt, files and conversation (the
+  demo forks its session at its last reply before it); `:AcpBranches` shows the
+  turns left behind again; `<CR>` on one of your messages edits it
+- `long`, then `:AcpSend! shorter please` (or `<M-CR>` in the input): your message
+  joins the running turn (`_session/steering`), answered before the turn ends
+- `compact`: the demo compacts its context (a folded block) and says so in a notice
 - `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
   server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
 - over ACP v2 (`protocol_version = 2`), `help` lists more
 """
+
+# Forks at a message (the jetbrains.air.fork extension), advertised in the agent
+# capabilities' _meta; steering (_session/steering) in the initialize result's.
+FORK_AT_MESSAGE = {"jetbrains": {"air": {"fork": {"version": 1, "inclusive": True}}}}
+STEERING = {"steering": {"supported": True}}
 
 # What the demo offers over both versions: (id, name) pairs, and slash commands.
 MODES = [("ask", "Ask"), ("code", "Code")]
@@ -67,3 +94,37 @@ def reply(text: str, words: set[str]) -> str:
     if "long" in words:
         answer += "\n\n" + " ".join(f"word{i}" for i in range(2000))
     return answer
+
+
+def fork_point(params: dict[str, Any]) -> str | None:
+    """The message a ``session/fork`` ends at (``_meta.jetbrains.air.fork``), or None."""
+    meta = params.get("_meta") or {}
+    fork = ((meta.get("jetbrains") or {}).get("air") or {}).get("fork") or {}
+    message_id = fork.get("messageId") if fork.get("version") == 1 else None
+    return message_id if isinstance(message_id, str) else None
+
+
+def steered_reply(text: str) -> str:
+    """The demo's answer to a message steered into its running turn."""
+    return f"\n\nYou added, while I was working: “{text}”. Noted — I will take it into account."
+
+
+def compaction_updates(compaction_id: str) -> list[dict[str, Any]]:
+    """A compaction as the demo reports it: started, its summary, done."""
+    summary = "Kept: what you asked so far and the files we touched; the rest is dropped."
+    return [
+        {"sessionUpdate": "compaction_update", "compactionId": compaction_id,
+         "status": "in_progress"},
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": compaction_id,
+         "content": {"type": "text", "text": summary}},
+        {"sessionUpdate": "compaction_update", "compactionId": compaction_id,
+         "status": "completed"},
+    ]  # fmt: skip
+
+
+COMPACTED_NOTICE = {
+    "sessionUpdate": "notice",
+    "severity": "info",
+    "title": "Context compacted",
+    "description": "the older turns are summarised",
+}

@@ -25,12 +25,18 @@ from acp_nvim import __version__
 from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
 from acp_nvim.demo_agent._text import (
     COMMANDS,
+    COMPACTED_NOTICE,
+    FORK_AT_MESSAGE,
     HELP,
     MODELS,
     MODES,
+    STEERING,
     chunks,
+    compaction_updates,
+    fork_point,
     prompt_words,
     reply,
+    steered_reply,
     thought,
 )
 from acp_nvim.protocol import Connection, RequestError
@@ -73,10 +79,14 @@ def initialize_result() -> Params:
     return {
         "protocolVersion": 2,
         "info": {"name": "demo", "title": "Demo agent", "version": __version__},
-        "capabilities": {"session": {"delete": {}, "fork": {}, "mcp": {"stdio": {}}}},
+        "capabilities": {
+            "session": {"delete": {}, "fork": {}, "mcp": {"stdio": {}}},
+            "_meta": FORK_AT_MESSAGE,
+        },
         "authMethods": [
             {"type": "agent", "methodId": "demo-login", "name": "Demo login"},
         ],
+        "_meta": STEERING,
     }
 
 
@@ -91,6 +101,7 @@ class _Session:
     )
     suggestions: bool = True
     turn: anyio.CancelScope | None = None
+    steering: list[str] = field(default_factory=list)  # joined the running turn
     title: str | None = None
     used: int = 0  # context tokens, for usage_update
 
@@ -122,6 +133,7 @@ class DemoAgentV2:
             "session/set_config_option": self.set_config_option,
             "auth/login": self.login,
             "auth/logout": self.login,
+            "_session/steering": self.steer,
         }.items():
             connection.on_request(method, dict, handler)
         connection.on_notification("session/cancel", dict, self.cancel)
@@ -175,17 +187,35 @@ class DemoAgentV2:
         return {"configOptions": self._config(session)}
 
     async def fork(self, params: Params) -> Params:
-        """A new session with the history and settings of ``sessionId``."""
+        """A new session with the history and settings of ``sessionId``, up to and
+        with the message its ``_meta`` names (a fork at a message)."""
         parent = self._session(params)
         cwd = params.get("cwd", "")
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params("cwd must be an absolute path")
-        session = _Session(f"demo-{len(self.sessions) + 1}", cwd, list(parent.history))
+        history = list(parent.history)
+        point = fork_point(params)
+        if point is not None:
+            ends = [i for i, u in enumerate(history) if u.get("messageId") == point]
+            if not ends:
+                raise RequestError.invalid_params(f"no message {point!r} in {parent.id}")
+            history = history[: ends[-1] + 1]
+        session = _Session(f"demo-{len(self.sessions) + 1}", cwd, history)
         session.mcp_servers = params.get("mcpServers") or []
         session.config, session.suggestions = dict(parent.config), parent.suggestions
         self.sessions[session.id] = session
         self.tasks.start_soon(self._send_commands, session)
         return {"sessionId": session.id, "configOptions": self._config(session)}
+
+    async def steer(self, params: Params) -> Params:
+        """``_session/steering``: the message joins the running turn (answered before
+        it ends), else the client is to send it as a prompt."""
+        session = self._session(params)
+        if session.turn is None:
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        blocks = params.get("prompt") or []
+        session.steering.append(" ".join(b.get("text", "") for b in blocks if "text" in b))
+        return {"outcome": "injected"}
 
     async def close(self, params: Params) -> Params:
         session = self._session(params)
@@ -294,17 +324,32 @@ class DemoAgentV2:
                     await feature(session, n)
             if words & set(EDITOR_WORDS):
                 await self._ask_editor(session, n, words)
+            if "compact" in words:
+                await self._compact(session, n)
             await self._stream(
                 session, "agent_message_chunk", f"reply-{n}", self._reply(text, words)
             )
+            for i, steered in enumerate(session.steering):
+                await self._stream(
+                    session, "agent_message_chunk", f"steered-{n}-{i}", steered_reply(steered)
+                )
         stop = "cancelled" if session.turn.cancel_called else "end_turn"
         session.turn = None
+        session.steering.clear()
         with anyio.CancelScope(shield=True):
             session.used += 1000 + 4 * len(text)
             cost = {"amount": round(session.used * 3e-6, 4), "currency": "USD"}
             usage = {"sessionUpdate": "usage_update", "used": session.used, "size": 200_000}
             await self._notify(session, {**usage, "cost": cost}, record=False)
             await self._state(session, "idle", stop)
+
+    async def _compact(self, session: _Session, n: int) -> None:
+        """Compact the context: a compaction and a notice; the context meter drops."""
+        for update in compaction_updates(f"compact-{n}"):
+            await self._notify(session, update)
+            await anyio.sleep(self.delay)
+        session.used //= 4
+        await self._notify(session, COMPACTED_NOTICE, record=False)
 
     def _reply(self, text: str, words: set[str]) -> str:
         return self.help_text if "help" in words else reply(text, words)

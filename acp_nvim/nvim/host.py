@@ -81,22 +81,34 @@ class Host:
                 )
             case "send":
                 context = params.get("context") or []
-                restore = bool(params.get("restore"))
-                self.worker.submit(app.send, params["chat"], params["text"], context, restore)
+                rewind, now = params.get("rewind"), bool(params.get("now"))
+                chat, text = params["chat"], params["text"]
+                self.worker.submit(app.send, chat, text, context, rewind, now)
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
             case "buffer_changed":
                 self.worker.submit(app.buffer_changed, params["path"])
             case "restore":
                 self.worker.submit(app.restore, params["chat"], params.get("turn"))
+            case "rewind":
+                self.worker.submit(app.rewind, params["chat"], params.get("turn"))
+            case "branch":
+                self.worker.submit(app.pick_branch, params["chat"], params["branch"])
+            case "edit":
+                self.worker.call(app.edit, params["chat"], params.get("turn"))
+            case "regenerate":
+                self.worker.submit(app.regenerate, params["chat"])
             case "restart":
                 self.worker.submit(app.restart, params["chat"])
             case "dequeue":
-                edit = bool(params.get("edit"))
                 chat, index, text = params["chat"], params["index"], params["text"]
-                self.worker.call(app.dequeue, chat, index, text, edit)
+                if params.get("now"):
+                    self.worker.submit(app.send_queued, chat, index, text)
+                else:
+                    self.worker.call(app.dequeue, chat, index, text, bool(params.get("edit")))
             case "answer":
-                self.worker.submit(app.answer, params["chat"], params["request"], params["option"])
+                chat, request, option = params["chat"], params["request"], params["option"]
+                self.worker.submit(app.answer, chat, request, option, params.get("reason"))
             case "elicit":
                 self.worker.call(
                     app.elicit,
@@ -113,6 +125,7 @@ class Host:
                     params.get("path"),
                     params.get("hunk"),
                     params.get("turn"),
+                    params.get("reason"),
                 )
             case "baseline":
                 self.worker.call(app.baseline, params["chat"], params["path"], params.get("turn"))

@@ -253,6 +253,22 @@ McpConnectionId = str
 # Response to `mcp/message`.
 MessageMcpResponse = Any
 
+# UNSTABLE: session/update (schema.unstable.json)
+# Severity hint for a session notice.
+NoticeSeverity = str
+NoticeSeverityLiteral = Literal["info", "warning", "error"]
+NOTICE_SEVERITY_VALUES: tuple[str, ...] = ("info", "warning", "error")
+
+# UNSTABLE: session/update (schema.unstable.json)
+# Unique identifier for a context compaction within a session.
+CompactionId = str
+
+# UNSTABLE: session/update (schema.unstable.json)
+# Lifecycle state of a context compaction.
+CompactionStatus = str
+CompactionStatusLiteral = Literal["in_progress", "completed", "failed", "cancelled"]
+COMPACTION_STATUS_VALUES: tuple[str, ...] = ("in_progress", "completed", "failed", "cancelled")
+
 
 # --- objects ---
 
@@ -1665,12 +1681,16 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Session-related capabilities supported by the client."""
 
+    # UNSTABLE: session/update (schema.unstable.json)
+    compaction: Lenient[CompactionCapabilities | None] = None
     config_options: Lenient[SessionConfigOptionsCapabilities | None] = msgspec.field(
         default=None, name="configOptions"
     )
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.compaction, Raw):
+            self.compaction = _OrDefault_CompactionCapabilities_None(self.compaction, None)
         if isinstance(self.config_options, Raw):
             self.config_options = _OrDefault_SessionConfigOptionsCapabilities_None(
                 self.config_options, None,
@@ -2251,6 +2271,61 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/update (schema.unstable.json)
+class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Fire-and-forget advisory information for the user."""
+
+    severity: NoticeSeverity
+    title: str
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A context compaction upsert."""
+
+    compaction_id: CompactionId = msgspec.field(name="compactionId")
+    status: CompactionStatus
+    summary: Lenient[list[Open[ContentBlock]] | None] = None
+    error: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.summary, Raw):
+            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", None)
+        if isinstance(self.error, Raw):
+            self.error = _OrDefault_str_None(self.error, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A content block appended to the retained summary of an in-progress compaction."""
+
+    compaction_id: CompactionId = msgspec.field(name="compactionId")
+    content: Open[ContentBlock]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.content, Raw):
+            self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class CompactionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Client support for ID-addressed context compaction updates."""
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2498,6 +2573,26 @@ class SessionUpdateUsageUpdate(UsageUpdate, tag_field="sessionUpdate", tag="usag
     """`sessionUpdate: "usage_update"` variant of `SessionUpdate`."""
 
 
+class SessionUpdateNotice(Notice, tag_field="sessionUpdate", tag="notice"):
+    """`sessionUpdate: "notice"` variant of `SessionUpdate`."""
+
+
+class SessionUpdateCompactionUpdate(
+    CompactionUpdate,
+    tag_field="sessionUpdate",
+    tag="compaction_update",
+):
+    """`sessionUpdate: "compaction_update"` variant of `SessionUpdate`."""
+
+
+class SessionUpdateCompactionSummaryChunk(
+    CompactionSummaryChunk,
+    tag_field="sessionUpdate",
+    tag="compaction_summary_chunk",
+):
+    """`sessionUpdate: "compaction_summary_chunk"` variant of `SessionUpdate`."""
+
+
 # Different types of updates that can be sent during session processing.
 SessionUpdate = (
     SessionUpdateUserMessageChunk
@@ -2511,6 +2606,9 @@ SessionUpdate = (
     | SessionUpdateConfigOptionUpdate
     | SessionUpdateSessionInfoUpdate
     | SessionUpdateUsageUpdate
+    | SessionUpdateNotice
+    | SessionUpdateCompactionUpdate
+    | SessionUpdateCompactionSummaryChunk
 )
 
 
@@ -2737,6 +2835,9 @@ _SessionUpdateDecoder = UnionDecoder(
         "config_option_update": SessionUpdateConfigOptionUpdate,
         "session_info_update": SessionUpdateSessionInfoUpdate,
         "usage_update": SessionUpdateUsageUpdate,
+        "notice": SessionUpdateNotice,
+        "compaction_update": SessionUpdateCompactionUpdate,
+        "compaction_summary_chunk": SessionUpdateCompactionSummaryChunk,
     },
     (),
 )
@@ -2797,6 +2898,7 @@ _OrDefault_AvailableCommandInput = OrDefault(AvailableCommandInput)
 _OrDefault_BooleanConfigOptionCapabilities_None = OrDefault(BooleanConfigOptionCapabilities | None)
 _OrDefault_ClientCapabilities = OrDefault(ClientCapabilities)
 _OrDefault_ClientSessionCapabilities_None = OrDefault(ClientSessionCapabilities | None)
+_OrDefault_CompactionCapabilities_None = OrDefault(CompactionCapabilities | None)
 _OrDefault_Cost_None = OrDefault(Cost | None)
 _OrDefault_ElicitationCapabilities_None = OrDefault(ElicitationCapabilities | None)
 _OrDefault_ElicitationFormCapabilities_None = OrDefault(ElicitationFormCapabilities | None)
@@ -2831,6 +2933,7 @@ _OrDefault_int_None = OrDefault(int | None)
 _OrDefault_str_None = OrDefault(str | None)
 _ValidItems_AuthMethod = ValidItems(AuthMethod, nullable=False)
 _ValidItems_AvailableCommand = ValidItems(AvailableCommand, nullable=False)
+_ValidItems_ContentBlock_or_null = ValidItems(ContentBlock, nullable=True)
 _ValidItems_EnvVariable = ValidItems(EnvVariable, nullable=False)
 _ValidItems_McpServer = ValidItems(McpServer, nullable=False)
 _ValidItems_PlanEntry = ValidItems(PlanEntry, nullable=False)

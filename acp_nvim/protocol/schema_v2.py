@@ -276,6 +276,22 @@ McpConnectionId = str
 # Response to `mcp/message`.
 MessageMcpResponse = Any
 
+# UNSTABLE: session/update (schema.unstable.json)
+# Severity hint for a session notice.
+NoticeSeverity = str
+NoticeSeverityLiteral = Literal["info", "warning", "error"]
+NOTICE_SEVERITY_VALUES: tuple[str, ...] = ("info", "warning", "error")
+
+# UNSTABLE: session/update (schema.unstable.json)
+# Unique identifier for a context compaction within a session.
+CompactionId = str
+
+# UNSTABLE: session/update (schema.unstable.json)
+# Lifecycle state of a context compaction.
+CompactionStatus = str
+CompactionStatusLiteral = Literal["in_progress", "completed", "failed", "cancelled"]
+COMPACTION_STATUS_VALUES: tuple[str, ...] = ("in_progress", "completed", "failed", "cancelled")
+
 
 # --- objects ---
 
@@ -2105,6 +2121,56 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/update (schema.unstable.json)
+class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Fire-and-forget advisory information for the user."""
+
+    severity: NoticeSeverity
+    title: str
+    description: Lenient[str | None] = None
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.description, Raw):
+            self.description = _OrDefault_str_None(self.description, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A context compaction upsert."""
+
+    compaction_id: CompactionId = msgspec.field(name="compactionId")
+    status: CompactionStatus
+    summary: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    error: Lenient[str | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.summary, Raw):
+            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", UNSET)
+        if isinstance(self.error, Raw):
+            self.error = _OrDefault_str_None(self.error, UNSET)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A content block appended to the retained summary of an in-progress compaction."""
+
+    compaction_id: CompactionId = msgspec.field(name="compactionId")
+    content: Open[ContentBlock]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.content, Raw):
+            self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2492,6 +2558,26 @@ class SessionUpdateUsageUpdate(UsageUpdate, tag_field="sessionUpdate", tag="usag
     """`sessionUpdate: "usage_update"` variant of `SessionUpdate`."""
 
 
+class SessionUpdateNotice(Notice, tag_field="sessionUpdate", tag="notice"):
+    """`sessionUpdate: "notice"` variant of `SessionUpdate`."""
+
+
+class SessionUpdateCompactionUpdate(
+    CompactionUpdate,
+    tag_field="sessionUpdate",
+    tag="compaction_update",
+):
+    """`sessionUpdate: "compaction_update"` variant of `SessionUpdate`."""
+
+
+class SessionUpdateCompactionSummaryChunk(
+    CompactionSummaryChunk,
+    tag_field="sessionUpdate",
+    tag="compaction_summary_chunk",
+):
+    """`sessionUpdate: "compaction_summary_chunk"` variant of `SessionUpdate`."""
+
+
 # Different types of updates that can be sent while a session exists.
 SessionUpdate = (
     SessionUpdateUserMessageChunk
@@ -2510,6 +2596,9 @@ SessionUpdate = (
     | SessionUpdateConfigOptionUpdate
     | SessionUpdateSessionInfoUpdate
     | SessionUpdateUsageUpdate
+    | SessionUpdateNotice
+    | SessionUpdateCompactionUpdate
+    | SessionUpdateCompactionSummaryChunk
 )
 
 
@@ -2805,6 +2894,9 @@ _SessionUpdateDecoder = UnionDecoder(
         "config_option_update": SessionUpdateConfigOptionUpdate,
         "session_info_update": SessionUpdateSessionInfoUpdate,
         "usage_update": SessionUpdateUsageUpdate,
+        "notice": SessionUpdateNotice,
+        "compaction_update": SessionUpdateCompactionUpdate,
+        "compaction_summary_chunk": SessionUpdateCompactionSummaryChunk,
     },
     (),
 )

@@ -38,6 +38,7 @@ local M = {}
 ---@class (exact) acp.HunkKeys
 ---@field accept? string accept the agent hunk under the cursor
 ---@field reject? string reject it: its text before the turn comes back (one undo step, saved)
+---@field reject_why? string reject it and say why: the reason you type goes to the agent at once
 ---@field preview? string show the hunk's diff in a floating window
 ---@field next? string go to the next agent hunk
 ---@field prev? string go to the previous agent hunk
@@ -53,6 +54,7 @@ local M = {}
 ---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
 ---@field send_key? string sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too); "" maps none
+---@field send_now_key? string sends the input now, in Insert and Normal mode: into the running turn where the agent steers, else the turn is cancelled and it goes first (see |acp-steer|); "" maps none
 
 --- How long to wait for an agent before giving up on it (seconds).
 ---@class (exact) acp.TimeoutOptions
@@ -103,6 +105,7 @@ M.options = {
   hunk_keys = {
     accept = "<localleader>a",
     reject = "<localleader>r",
+    reject_why = "<localleader>R",
     preview = "<localleader>p",
     next = "]h",
     prev = "[h",
@@ -123,6 +126,7 @@ M.options = {
     max_height = 40,
     input_height = 5,
     send_key = "<C-s>",
+    send_now_key = "<M-CR>",
   },
   timeouts = {
     start = 30.0,

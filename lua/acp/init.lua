@@ -65,15 +65,18 @@ end
 --- Send a message to the current chat's agent. `opts.context`: what to attach,
 --- each `{type="file", path=...}`, `{type="buffer", bufnr=...}`,
 --- `{type="selection", bufnr=..., range={l1, l2}}`, `{type="diagnostics", bufnr=...}`
---- or `{type="image", path=...}`; `@` mentions in `text` attach too.
+--- or `{type="image", path=...}`; `@` mentions in `text` attach too. `opts.now`:
+--- send it now, into the running turn where the agent steers, else the turn is
+--- cancelled and it goes first (|acp-steer|).
 ---@param text string
----@param opts? {context?: table[]}
+---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
+  opts = opts or {}
   local context = {}
-  for _, item in ipairs((opts or {}).context or {}) do
+  for _, item in ipairs(opts.context or {}) do
     table.insert(context, require("acp.chat.context").normalize(item))
   end
-  chat_module().send(require_chat(), text, context)
+  chat_module().send(require_chat(), text, context, { now = opts.now or nil })
 end
 
 --- Mention a file, or lines of the current buffer, in the chat's input (like
@@ -110,10 +113,33 @@ function M.queue()
   return chat and vim.deepcopy(chat.status.queue or {}) or {}
 end
 
---- Put the current chat's last prompt back in its input, like |:AcpEdit|: sent
---- again, it offers to reject the changes of the answer it had first.
-function M.edit()
-  chat_module().edit_last(require_chat())
+--- Take the current chat's conversation and files back to before turn `turn` of
+--- the branch shown, like |:AcpRewind| (without `turn`: pick it). The turns left
+--- behind stay as a branch (|acp.branches()|).
+---@param turn? integer
+function M.rewind(turn)
+  require("acp.chat.branches").rewind(require_chat(), turn)
+end
+
+--- The branches of the current chat's conversation, the one shown first:
+--- `{id, current, turns, leaves_at?, prompt, session_id?}` (|acp-branches|).
+---@return {id: integer, current: boolean, turns: integer, leaves_at?: integer, prompt: string, session_id?: string}[]
+function M.branches()
+  local chat = registry.get()
+  return chat and require("acp.chat.branches").list(chat) or {}
+end
+
+--- Put the prompt of turn `turn` (default: the last) of the current chat back in
+--- its input, like |:AcpEdit|: sent, it goes from before that turn (a rewind).
+---@param turn? integer
+function M.edit(turn)
+  chat_module().edit(require_chat(), turn)
+end
+
+--- Send the current chat's last prompt again, from before its answer, like
+--- |:AcpRegenerate|: a rewind to the last turn, then the same prompt.
+function M.regenerate()
+  require("acp.host").notify("regenerate", { chat = require_chat().id })
 end
 
 --- Open a new chat that continues the current chat's conversation in a fork of its
@@ -217,12 +243,15 @@ function M.accept(file, hunk)
 end
 
 --- Reject the agent's changes (same arguments as |acp.accept()|): the hunk's
---- previous text comes back in the buffer and on disk.
+--- previous text comes back in the buffer and on disk. `opts.reason`: why, told
+--- to the agent at once (into its running turn where it steers, else as the next
+--- prompt).
 ---@param file? string
 ---@param hunk? integer
-function M.reject(file, hunk)
+---@param opts? {reason?: string}
+function M.reject(file, hunk, opts)
   local state = require("acp.review.state")
-  state.decide(state.chat_id(), "reject", file, hunk)
+  state.decide(state.chat_id(), "reject", file, hunk, nil, (opts or {}).reason)
 end
 
 --- The agent hunk under the cursor (in a file's buffer, or the baseline buffer of
@@ -289,10 +318,16 @@ end
 ---@field current string the id of the current choice
 ---@field available {id: string, name: string}[]
 
+---@class (exact) acp.Spent
+---@field tokens integer the context's growth (negative after a compaction)
+---@field cost? {amount: number, currency: string} the cost's rise, where the agent reports it
+
 ---@class (exact) acp.Usage
 ---@field used integer tokens in the context window
 ---@field size integer the context window's size
 ---@field cost? {amount: number, currency: string} the session's cost so far
+---@field turn? acp.Spent what the last turn used
+---@field session? acp.Spent what the session's turns used, together
 
 ---@class (exact) acp.Command
 ---@field name string without the leading /

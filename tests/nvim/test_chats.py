@@ -86,7 +86,7 @@ def test_history_keys_move_as_usual_inside_a_multiline_input(editor: Editor) -> 
     wait_input(editor, ["sent"])
 
 
-def test_acpedit_resends_after_rejecting_the_last_answers_changes(editor: Editor) -> None:
+def test_acpedit_resends_from_before_the_last_turn(editor: Editor) -> None:
     project = editor.tmp / "project"
     a = project / "a.txt"
     a.write_text("a0\n")
@@ -101,15 +101,14 @@ def test_acpedit_resends_after_rejecting_the_last_answers_changes(editor: Editor
     assert a.read_text() == "a1\n"
 
     editor.nvim.command("AcpEdit")
-    assert input_lines(editor) == [steps("a1\n")]
-    editor.lua(STUB_UI, 1)  # reject the last answer's changes, then send
+    wait_input(editor, [steps("a1\n")])
     editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {...})", steps("a2\n"))
     editor.nvim.input("<CR>")
     editor.wait_event("AcpTurnEnd", count=2)
-    assert editor.lua("return _G.asked")[0]["prompt"] == "Resend the edited prompt"
+    # Sent from before the turn it edits: the files and the conversation went back.
     text = editor.transcript_text()
-    assert "Restored the files to before turn 1: `a.txt`." in text
-    assert text.index("Restored the files") < text.rindex("## You")
+    assert "Rewound to before turn 1, the conversation and the files (`a.txt`)." in text
+    assert text.count("## You") == 1 and '"a1\\n"' not in text
     assert a.read_text() == "a2\n"
     # The resent turn's baseline is the text before the first answer.
     files = editor.lua("return require('acp').changes()")
@@ -118,30 +117,13 @@ def test_acpedit_resends_after_rejecting_the_last_answers_changes(editor: Editor
     editor.wait(f"vim.fn.readfile({str(a)!r})[1] == 'a0'", what="a.txt back to a0")
 
 
-def test_acpedit_keeping_the_changes_sends_only(editor: Editor) -> None:
-    project = editor.tmp / "project"
-    a = project / "a.txt"
-    a.write_text("a0\n")
-    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
-    editor.open_chat()
-    prompt = json.dumps([{"disk": {"path": str(a), "content": "a1\n"}}])
-    editor.lua("require('acp').send(...)", prompt)
-    editor.wait_event("AcpTurnEnd")
-    editor.nvim.command("AcpEdit")
-    editor.lua(STUB_UI, 2)  # send, keeping them
-    editor.nvim.input("<CR>")
-    editor.wait_event("AcpTurnEnd", count=2)
-    assert "Restored" not in editor.transcript_text()
-    assert editor.transcript_text().count("## You") == 2
-    assert input_lines(editor) == [""]
-
-
 def test_acpedit_without_a_prompt_says_so(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
     editor.open_chat()
     editor.nvim.command("AcpEdit")
-    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
-        "acp: no prompt was sent in this chat"
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n)"
+        " return n.msg == 'acp: no prompt was sent in this chat' end)"
     )
 
 

@@ -88,7 +88,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
     lines = editor.transcript()
     # gemini style: the tool call exists only in the request; the prompt sits under it.
     head = lines.index("#### Fake edit")
-    assert lines[head : head + 7] == [
+    assert lines[head : head + 8] == [
         "#### Fake edit",
         "`edit` · pending",
         PROMPT,
@@ -96,6 +96,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
         "- `A` Always allow",
         "- `r` Reject",
         "- `R` Never",
+        "- `?` Reject, and say why",
     ]
     assert groups_at(editor, head + 2) == ["AcpPermission"]
     request = editor.wait_event("AcpPermissionRequest")
@@ -183,7 +184,10 @@ def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     assert selects == [
         {
             "prompt": "acp: allow Fake edit?",
-            "items": ["[a] Allow", "[A] Always allow", "[r] Reject", "[R] Never"],
+            "items": [
+                "[a] Allow", "[A] Always allow", "[r] Reject", "[R] Never",
+                "[?] Reject and say why",
+            ],
         }
     ]
     assert "permission: selected proceed_always" in editor.transcript_text()

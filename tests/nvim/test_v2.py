@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 from tests.nvim.conftest import Editor
@@ -42,7 +43,7 @@ def test_v2_turn_streams_and_renders_features(editor: Editor) -> None:
     assert "## Agent\nYou said: *show me a diff and a plan*" in text
     assert "**modified** " in text and '+  "debug": true' in text
     assert "### Plan\n- [x] Read the code\n- [~] Write the fix" in text
-    assert text.rstrip().endswith("*— end_turn —*")
+    assert re.search(r"\*— end_turn · [\d.]+k tokens · \$[\d.]+ —\*$", text.rstrip())
 
 
 def test_v2_cancel_mid_stream(editor: Editor) -> None:
@@ -54,7 +55,7 @@ def test_v2_cancel_mid_stream(editor: Editor) -> None:
     )
     editor.nvim.command("AcpCancel")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
-    assert editor.transcript()[-1] == "*— cancelled —*"
+    assert editor.transcript()[-1].startswith("*— cancelled")
     assert editor.lua("return require('acp').status().state") == "ready"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
+import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -47,7 +48,11 @@ class AgentConnection:
     """Process + connection + negotiated sessions for one agent.
 
     ``reviews`` is the app's review of each chat's changes, by chat id (live).
+    ``serial`` tells connections apart (a restarted agent may name its sessions
+    as the one before it did).
     """
+
+    _serials = itertools.count(1)
 
     def __init__(
         self,
@@ -62,6 +67,7 @@ class AgentConnection:
         mcp: Callable[[AgentConnection], McpOffer] | None = None,
     ) -> None:
         self.name = name
+        self.serial = next(self._serials)
         self.config = config
         self.cwd = agent_cwd(config, cwd)
         self.log = log
@@ -71,6 +77,9 @@ class AgentConnection:
         self.offer_version = protocol_version
         self.sessions: Sessions | None = None
         self.chats: dict[str, Chat] = {}  # by session id
+        # Sessions begun or resumed on this process and not closed: a chat can go
+        # back to one without asking the agent (a branch picked again).
+        self.opened: set[str] = set()
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats, self.cwd)
         self.permissions = Permissions()
@@ -82,6 +91,7 @@ class AgentConnection:
         self._connection: Connection | None = None
         self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
+        self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
         # Turns ended here that the agent still runs (it ignored the cancel), by chat
         # id: set once it ends them. The chat shows nothing of them meanwhile.
         self._left: dict[int, anyio.Event] = {}
@@ -226,6 +236,7 @@ class AgentConnection:
         """
         sessions = self._sessions()
         session_id = await self._call(sessions.new_session(chat), "creating a session")
+        self.opened.add(session_id)
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
     @property
@@ -233,20 +244,57 @@ class AgentConnection:
         """Whether the agent advertises ``session/fork``."""
         return self.sessions is not None and self.sessions.can_fork
 
-    async def fork(self, chat: Chat, parent: Chat) -> None:
-        """Create a session for ``chat`` continuing ``parent``'s, and mark it ready.
+    @property
+    def can_fork_at_message(self) -> bool:
+        """Whether its forks can end at a message (``Sessions.can_fork_at_message``)."""
+        return self.sessions is not None and self.sessions.can_fork_at_message
+
+    @property
+    def can_steer(self) -> bool:
+        """Whether it takes a message into a running turn (``Sessions.can_steer``)."""
+        return self.sessions is not None and self.sessions.can_steer
+
+    async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> None:
+        """Create a session for ``chat`` continuing session ``session_id`` (up to the
+        message ``at_message`` where given), and mark it ready.
 
         Raises:
-            AgentFailed: the agent does not fork, refused or died.
+            AgentFailed: the agent does not fork (so), refused or died.
         """
         sessions = self._sessions()
-        session_id = await self._call(sessions.fork(chat, parent), "forking a session")
-        chat.ready(session_id, sessions.version, sessions.agent_title)
+        fork = sessions.fork(chat, session_id, at_message)
+        new_id = await self._call(fork, "forking a session")
+        self.opened.add(new_id)
+        chat.ready(new_id, sessions.version, sessions.agent_title)
+
+    async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()) -> bool:
+        """Put a message into ``chat``'s running turn; whether the agent took it.
+
+        Raises:
+            AgentFailed: the agent does not steer, refused or died.
+        """
+        sessions = self._sessions()
+        return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
+
+    async def turn_over(self, chat: Chat) -> None:
+        """Wait until ``chat``'s running turn (if any) has ended here."""
+        ended = self._ended.get(chat.id)
+        if ended is not None:
+            await ended.wait()
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
         sessions = self._sessions()
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
+        self.opened.add(session_id)
+        chat.ready(session_id, sessions.version, sessions.agent_title)
+
+    def attach(self, chat: Chat, session_id: str) -> None:
+        """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still
+        holds it."""
+        sessions = self._sessions()
+        self.detach(chat)
+        self.chats[session_id] = chat
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
     async def prompt(
@@ -257,8 +305,10 @@ class AgentConnection:
         agent ignores a cancel, or with the chat failed when the agent exits."""
         sessions = self._sessions()
         abandon = self._abandon[chat.id] = anyio.Event()
+        ended = self._ended[chat.id] = anyio.Event()
         try:
             await chat.start_turn(text, attachments)
+            chat.branches.path[-1].agent = self.serial
             left = self._left.get(chat.id)
             if left is not None:
                 # What the agent still sends of the turn left behind stays hidden, and
@@ -289,10 +339,11 @@ class AgentConnection:
         else:
             await chat.finish_turn(stop_reason)
         finally:
-            del self._abandon[chat.id]
+            del self._abandon[chat.id], self._ended[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
             self.elicitations.cancel(chat)
+            ended.set()
 
     async def _until_exit(
         self, call: Awaitable[T], abandon: anyio.Event, chat: Chat | None = None
@@ -401,6 +452,7 @@ class AgentConnection:
         if self.mcp is not None:
             await self.mcp.forget(chat)
         await self.terminals.end_session(chat)
+        self.opened.discard(chat.session.session_id)
         if self.sessions is not None and self.alive and chat.session.session_id:
             # Closing anyway: a refusal, nonsense or no answer at all changes nothing.
             with anyio.move_on_after(_CLOSE_TIMEOUT):

@@ -21,11 +21,16 @@ __all__ = [
     "content_block",
     "elicit",
     "every_page",
+    "extension",
+    "fork_point",
+    "forks_at_messages",
     "login_method",
     "mcp_server",
     "prompt_blocks",
     "serve_mcp_over_acp",
     "session_info",
+    "steer",
+    "steers",
 ]
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -86,15 +91,35 @@ class Sessions(Protocol):
     def can_fork(self) -> bool:
         """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
 
+    @property
+    def can_fork_at_message(self) -> bool:
+        """Whether its forks take a message to fork at (the ``jetbrains.air.fork``
+        extension, version 1, advertised in the agent capabilities' ``_meta``)."""
+
+    @property
+    def can_steer(self) -> bool:
+        """Whether the agent advertises ``_session/steering`` (``_meta.steering``)."""
+
     async def new_session(self, chat: Chat) -> str:
         """Create a session for ``chat`` (registered in ``chats``); returns its id."""
 
-    async def fork(self, chat: Chat, parent: Chat) -> str:
-        """Create a session for ``chat`` that continues ``parent``'s (registered in
-        ``chats``, its settings from the answer); returns its id.
+    async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
+        """Create a session for ``chat`` that continues session ``session_id``
+        (registered in ``chats``, its settings from the answer); returns its id.
+        ``at_message``: the agent's id of the message the fork ends with (inclusive);
+        None forks the whole session.
 
         Raises:
-            NotOffered: the agent does not advertise ``session/fork``.
+            NotOffered: the agent does not advertise ``session/fork``, or a fork at
+                a message when ``at_message`` is given.
+        """
+
+    async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
+        """Put a message into ``chat``'s running turn (``_session/steering``); whether
+        the agent took it (``injected``), else it is the caller's to send as a prompt.
+
+        Raises:
+            NotOffered: the agent does not advertise steering.
         """
 
     async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
@@ -210,6 +235,43 @@ def login_method(method: Any) -> LoginMethod | None:
             env = {var.name: var.value for var in env}
         return LoginMethod(method_id, method.name, "terminal", method.description, args, env)
     return LoginMethod(method_id, method.name, "agent", method.description)
+
+
+def extension(meta: Mapping[str, Any] | None, *path: str) -> Any:
+    """The value at ``path`` in an ``_meta`` object, or None where any step is missing
+    or not an object (extensions are whatever an agent sends)."""
+    value: Any = meta
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def forks_at_messages(capabilities_meta: Mapping[str, Any] | None) -> bool:
+    """Whether the agent capabilities' ``_meta`` advertise forks at a message
+    (``jetbrains.air.fork``, version 1: claude-agent-acp, codex-acp)."""
+    version = extension(capabilities_meta, "jetbrains", "air", "fork", "version")
+    return isinstance(version, int) and version == 1
+
+
+def fork_point(message_id: str) -> dict[str, Any]:
+    """The ``_meta`` of a ``session/fork`` that ends the fork with that message."""
+    return {"jetbrains": {"air": {"fork": {"version": 1, "messageId": message_id}}}}
+
+
+def steers(*metas: Mapping[str, Any] | None) -> bool:
+    """Whether one of the initialize result's ``_meta`` objects advertises steering.
+    Only the advertisement counts: codex-acp answers any unknown method with ``{}``."""
+    return any(extension(meta, "steering", "supported") is True for meta in metas)
+
+
+async def steer(connection: Connection, session_id: str, blocks: list[Any]) -> bool:
+    """``_session/steering`` with the prompt ``blocks``; whether the agent ``injected``
+    them into the running turn (``promptRequired``, or anything else: it did not)."""
+    params = {"sessionId": session_id, "prompt": blocks, "idleBehavior": "promptRequired"}
+    answer = await connection.request("_session/steering", params, dict)
+    return bool(answer.get("outcome") == "injected")
 
 
 def session_info(info: Any) -> dict[str, Any]:

@@ -38,16 +38,21 @@ from acp_nvim.client.agent.sessions import (
     Services,
     elicit,
     every_page,
+    fork_point,
+    forks_at_messages,
     login_method,
     mcp_server,
     prompt_blocks,
     serve_mcp_over_acp,
     session_info,
+    steer,
+    steers,
 )
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
+    UNSET,
     Attachment,
     ConfigOption,
     ContentPart,
@@ -105,6 +110,16 @@ def _apply_other(chat: Chat, update: Any) -> None:
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
+        case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
+            # v1 cannot tell an omitted summary from null: omitted, it is left as is.
+            text = UNSET if summary is None else "".join(content_text(b) for b in summary)
+            chat.on_compaction(
+                compaction, status=update.status, summary=text, error=update.error or UNSET
+            )
+        case v1.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
+            chat.on_compaction(compaction, append=content_text(content))
+        case v1.SessionUpdateNotice(severity=severity, title=title, description=description):
+            chat.on_notice(severity, title, description)
         case Unknown(raw=raw):
             # Newer agents may send updates this version doesn't know: never a crash.
             chat.on_info(unknown_update=str(raw.get("sessionUpdate", "?")))
@@ -357,6 +372,8 @@ class SessionsV1:
                 elicitation=v1.ElicitationCapabilities(
                     form=v1.ElicitationFormCapabilities(), url=v1.ElicitationUrlCapabilities()
                 ),
+                # Compaction updates (unstable schema): drawn as a folded block.
+                session=v1.ClientSessionCapabilities(compaction=v1.CompactionCapabilities()),
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
@@ -391,19 +408,30 @@ class SessionsV1:
     def can_fork(self) -> bool:
         return self._capabilities.session_capabilities.fork is not None
 
+    @property
+    def can_fork_at_message(self) -> bool:
+        return self.can_fork and forks_at_messages(self._capabilities.meta)
+
+    @property
+    def can_steer(self) -> bool:
+        return steers(self.init.meta, self._capabilities.meta)
+
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat)
         )
         return await self._create(chat, "session/new", params, v1.NewSessionResponse)
 
-    async def fork(self, chat: Chat, parent: Chat) -> str:
+    async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         if not self.can_fork:
-            raise NotOffered("forking sessions is not offered by this agent")
+            _not_offered("forking sessions")
+        if at_message is not None and not self.can_fork_at_message:
+            _not_offered("forking at a message")
         params = v1.ForkSessionRequest(
-            session_id=parent.session.session_id,
+            session_id=session_id,
             cwd=self.services.cwd,
             mcp_servers=await self._mcp_servers(chat),
+            meta=fork_point(at_message) if at_message is not None else None,
         )
         return await self._create(chat, "session/fork", params, v1.ForkSessionResponse)
 
@@ -435,15 +463,24 @@ class SessionsV1:
         if found:
             chat.on_config(found)
 
-    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
-        """The turn ends with the answer to ``session/prompt``."""
+    def _blocks(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> list[Any]:
         accepts = self._capabilities.prompt_capabilities
-        blocks = prompt_blocks(
+        return prompt_blocks(
             chat, text, attachments, v1, embed=accepts.embedded_context, image=accepts.image
         )
+
+    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
+        """The turn ends with the answer to ``session/prompt``."""
+        blocks = self._blocks(chat, text, attachments)
         params = v1.PromptRequest(session_id=chat.session.session_id, prompt=blocks)
         response = await self.connection.request("session/prompt", params, v1.PromptResponse)
         return str(response.stop_reason)
+
+    async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
+        if not self.can_steer:
+            _not_offered("steering a turn")
+        blocks = self._blocks(chat, text, attachments)
+        return await steer(self.connection, chat.session.session_id, blocks)
 
     async def cancel(self, chat: Chat) -> None:
         params = v1.CancelNotification(session_id=chat.session.session_id)

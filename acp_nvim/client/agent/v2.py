@@ -42,11 +42,15 @@ from acp_nvim.client.agent.sessions import (
     Services,
     elicit,
     every_page,
+    fork_point,
+    forks_at_messages,
     login_method,
     mcp_server,
     prompt_blocks,
     serve_mcp_over_acp,
     session_info,
+    steer,
+    steers,
 )
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
@@ -182,6 +186,17 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
                 chat.on_info(title=title)
         case v2.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
+        case v2.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
+            retained: str | UnsetType | None = summary if isinstance(summary, UnsetType) else (
+                "".join(content_text(b) for b in summary or []) or None
+            )
+            chat.on_compaction(
+                compaction, status=update.status, summary=retained, error=update.error
+            )
+        case v2.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
+            chat.on_compaction(compaction, append=content_text(content))
+        case v2.SessionUpdateNotice(severity=severity, title=title, description=description):
+            chat.on_notice(severity, title, description)
         case Unknown(tag=tag):
             # Newer or vendor (`_`) updates: never a crash; the header names the last one.
             chat.on_info(unknown_update=str(tag))
@@ -404,19 +419,30 @@ class SessionsV2:
         session = self.init.capabilities.session
         return session is not None and session.fork is not None
 
+    @property
+    def can_fork_at_message(self) -> bool:
+        return self.can_fork and forks_at_messages(self.init.capabilities.meta)
+
+    @property
+    def can_steer(self) -> bool:
+        return steers(self.init.meta, self.init.capabilities.meta)
+
     async def new_session(self, chat: Chat) -> str:
         params = v2.NewSessionRequest(
             cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
         )
         return await self._create(chat, "session/new", params, v2.NewSessionResponse)
 
-    async def fork(self, chat: Chat, parent: Chat) -> str:
+    async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         if not self.can_fork:
             raise NotOffered("forking sessions is not offered by this agent")
+        if at_message is not None and not self.can_fork_at_message:
+            raise NotOffered("forking at a message is not offered by this agent")
         params = v2.ForkSessionRequest(
-            session_id=parent.session.session_id,
+            session_id=session_id,
             cwd=self.services.cwd,
             mcp_servers=await self._mcp_servers(chat) or None,
+            meta=fork_point(at_message) if at_message is not None else None,
         )
         return await self._create(chat, "session/fork", params, v2.ForkSessionResponse)
 
@@ -436,13 +462,22 @@ class SessionsV2:
             apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
         return response.session_id
 
-    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
-        """Send the prompt; returns the stop reason once the agent reports idle."""
-        session_id = chat.session.session_id
+    def _blocks(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> list[Any]:
         accepts = (self.init.capabilities.session or v2.SessionCapabilities()).prompt
         accepts = accepts or v2.PromptCapabilities()
         embed, image = accepts.embedded_context is not None, accepts.image is not None
-        blocks = prompt_blocks(chat, text, attachments, v2, embed=embed, image=image)
+        return prompt_blocks(chat, text, attachments, v2, embed=embed, image=image)
+
+    async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
+        if not self.can_steer:
+            raise NotOffered("steering a turn is not offered by this agent")
+        blocks = self._blocks(chat, text, attachments)
+        return await steer(self.connection, chat.session.session_id, blocks)
+
+    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
+        """Send the prompt; returns the stop reason once the agent reports idle."""
+        session_id = chat.session.session_id
+        blocks = self._blocks(chat, text, attachments)
         idle = self._idle[session_id] = anyio.Event()
         params = v2.PromptRequest(session_id=session_id, prompt=blocks)
         try:

@@ -8,6 +8,8 @@ port only, so nothing here waits on the editor.
 it concerns, one module each (decision 0034):
 
 - ``_chats``: a chat's life (open, fork, restart, send, cancel, login, close)
+- ``_conversation``: going back and steering (rewind, branches, edit, regenerate,
+  send now, a rejection's reason)
 - ``_pool``: the agents (processes, connections, logins and their secrets)
 - ``_queue``: prompts waiting for a busy chat
 - ``_settings``: a session's mode, model and options
@@ -26,6 +28,7 @@ import anyio.abc
 
 from acp_nvim.client.app._chats import ChatLifecycle
 from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._conversation import Conversations
 from acp_nvim.client.app._mcp import McpWiring
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
@@ -57,7 +60,12 @@ class App:
         self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)
         self.queue = PromptQueue(self.ctx, self.pool)
         self.settings = Settings(self.ctx, self.pool)
-        self.lifecycle = ChatLifecycle(self.ctx, self.pool, self.queue, self.reviews, self.settings)
+        self.conversations = Conversations(
+            self.ctx, self.pool, self.queue, self.reviews, self.settings
+        )
+        self.lifecycle = ChatLifecycle(
+            self.ctx, self.pool, self.queue, self.reviews, self.settings, self.conversations
+        )
         # What the host calls, each answered by the part it concerns.
         self.open = self.lifecycle.open
         self.restart = self.lifecycle.restart
@@ -66,7 +74,7 @@ class App:
         self.login = self.lifecycle.login
         self.close = self.lifecycle.close
         self.dequeue = self.queue.dequeue
-        self.answer = self.pool.answer
+        self.answer = self.conversations.answer
         self.elicit = self.pool.elicit
         self.terminal_output = self.pool.terminal_output
         self.list_sessions = self.pool.list_sessions
@@ -74,10 +82,15 @@ class App:
         self.logout = self.pool.logout
         self.set_config = self.settings.set_config
         self.set_category = self.settings.set_category
-        self.review = self.reviews.review
+        self.review = self.conversations.review
         self.baseline = self.reviews.baseline
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
+        self.rewind = self.conversations.rewind
+        self.pick_branch = self.conversations.pick
+        self.edit = self.conversations.edit
+        self.regenerate = self.conversations.regenerate
+        self.send_queued = self.conversations.send_queued
         self.mcp_status = self.mcp.status
 
     def __repr__(self) -> str:

@@ -13,8 +13,9 @@ import anyio
 
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._conversation import Conversations
 from acp_nvim.client.app._pool import AgentPool
-from acp_nvim.client.app._queue import Prompt, PromptQueue
+from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.config import AgentConfig, ConfigError
@@ -37,12 +38,14 @@ class ChatLifecycle:
         queue: PromptQueue,
         reviews: Reviews,
         settings: Settings,
+        conversations: Conversations,
     ) -> None:
         self.ctx = ctx
         self.pool = pool
         self.queue = queue
         self.reviews = reviews
         self.settings = settings
+        self.conversations = conversations
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
         self._cwds: dict[int, str] = {}  # where each chat was opened
 
@@ -172,7 +175,7 @@ class ChatLifecycle:
                     if fork_of is not None:
                         # The fork keeps the parent's settings (from the agent's answer),
                         # not the configured defaults.
-                        await connection.fork(chat, fork_of)
+                        await connection.fork(chat, fork_of.session.session_id)
                     else:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).
@@ -235,21 +238,23 @@ class ChatLifecycle:
         chat_id: int,
         text: str,
         context: Sequence[dict[str, Any]] = (),
-        restore: bool = False,
+        rewind: int | None = None,
+        now: bool = False,
     ) -> None:
         """Send ``text`` with ``context`` (files, selections, diagnostics, images the
         user attached: services.context), or queue it while the chat is busy; a chat
         whose agent failed is restarted first. What cannot be sent goes back to the
-        input. ``restore``: an edited prompt sent again, after the files are taken
-        back to before the last turn (one step, :AcpEdit)."""
+        input. ``rewind``: an earlier prompt edited, sent from before turn ``rewind``
+        (``Conversations.rewind``); ``now``: into the running turn, or ahead of the
+        queue (``Conversations.send_now``)."""
+        from acp_nvim.client.session.model import Prompt
+
         chat = self.ctx.chats.get(chat_id)
         queue = self.queue.prompts.get(chat_id)  # there from open() to close()
         if queue is None or (chat is not None and chat.state == "closed"):
             self.ctx.editor.notify("cannot send: the chat is closed", "warn")
             self.queue.return_input(chat_id, text)
             return
-        if restore:
-            await self.reviews.restore(chat_id)
         attachments: list[Attachment] = []
         if context:
             from acp_nvim.client.services.context import resolve
@@ -258,7 +263,14 @@ class ChatLifecycle:
             attachments, warnings = await resolve(self.ctx.editor, context, self._cwds[chat_id])
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
-        queue.append(Prompt(text, attachments))
+        prompt = Prompt(text, attachments)
+        if chat is not None and rewind is not None:
+            await self.conversations.rewind(chat_id, rewind, then=prompt)
+            return
+        if chat is not None and now and chat.state == "running":
+            await self.conversations.send_now(chat_id, prompt)
+            return
+        queue.insert(0 if now else len(queue), prompt)
         if chat is None:
             return  # still being opened: sent once the chat is ready
         if chat.state == "ready" and chat.id in self.pool.agent_of:

@@ -3,9 +3,8 @@ be sent goes back to the chat's input, never lost in a queue the user may not se
 
 from __future__ import annotations
 
-__all__ = ["Prompt", "PromptQueue"]
+__all__ = ["PromptQueue"]
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acp_nvim.client.app._context import AppContext
@@ -14,15 +13,7 @@ from acp_nvim.client.errors import AgentFailed
 
 if TYPE_CHECKING:
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.client.session.model import Attachment
-
-
-@dataclass
-class Prompt:
-    """A prompt waiting to be sent: its text and what the user attached."""
-
-    text: str
-    attachments: list[Attachment]
+    from acp_nvim.client.session.model import Prompt
 
 
 class PromptQueue:
@@ -46,7 +37,7 @@ class PromptQueue:
     async def drain(self, chat: Chat) -> None:
         """Run the queued prompts of a ready chat, in order."""
         queue = self.prompts.get(chat.id)
-        while queue and chat.state == "ready" and self.ctx.chats.get(chat.id) is chat:
+        while queue and self._ready(chat):
             prompt = queue.pop(0)
             self.show(chat)
             connection = self.pool.agent_of.get(chat.id)
@@ -60,6 +51,11 @@ class PromptQueue:
         if chat.state == "error":
             self.give_back(chat)
 
+    def _ready(self, chat: Chat) -> bool:
+        """Whether the chat takes its next prompt now: ready, not ``held`` (changing
+        its session: a rewind), and not closed or replaced meanwhile."""
+        return chat.state == "ready" and not chat.held and self.ctx.chats.get(chat.id) is chat
+
     def give_back(self, chat: Chat) -> None:
         """The chat failed: what waited to be sent goes back to the input, not lost
         in a queue the user may not see."""
@@ -71,7 +67,14 @@ class PromptQueue:
 
     def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
         """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``
-        puts its text back in the input.
+        puts its text back in the input."""
+        prompt = self.take(chat_id, index, text)
+        if prompt is not None and edit:
+            self.return_input(chat_id, prompt.text)
+
+    def take(self, chat_id: int, index: int, text: str) -> Prompt | None:
+        """Take queued prompt ``index`` (0-based), the one reading ``text``, out of the
+        queue; None (and the user told) when it is no longer there.
 
         The user picked it from the queue as it was: when the prompts before it were
         sent meanwhile, it is found by its text, never another one dropped.
@@ -82,11 +85,10 @@ class PromptQueue:
             index = next((i for i, p in enumerate(queue) if p.text == text), -1)
         if index < 0 or chat is None:
             self.ctx.editor.notify("that prompt is no longer queued", "warn")
-            return
+            return None
         prompt = queue.pop(index)
         self.show(chat)
-        if edit:
-            self.return_input(chat_id, prompt.text)
+        return prompt
 
     def show(self, chat: Chat) -> None:
         from acp_nvim.client.session import view

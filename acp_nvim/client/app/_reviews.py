@@ -88,22 +88,23 @@ class Reviews:
             await review.sync(path)
 
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
-        """Take the project's files back to how they were before ``turn`` of the chat
-        (default: its last turn); the transcript marks it (the agent is not rewound:
-        it learns of the restore from the files)."""
+        """Take the project's files back to how they were before ``turn`` of the chat's
+        shown branch (default: its last turn); the transcript marks it (the agent is
+        not rewound: it learns of the restore from the files; :AcpRewind does both)."""
         chat = self.ctx.chats.get(chat_id)
         review = self.by_chat.get(chat_id)
         editor = self.ctx.editor
-        if chat is None or review is None or chat.turn == 0:
+        path = chat.branches.path if chat is not None else []
+        if chat is None or review is None or not path:
             editor.notify("no turn to restore", "warn")
             return
         if chat.state == "running":
             editor.notify("cannot restore during a turn: cancel it first", "warn")
             return
-        turn = chat.turn if turn is None else turn
-        if not 1 <= turn <= chat.turn:
-            editor.notify(f"no turn {turn} (turns 1 to {chat.turn})", "warn")
+        turn = len(path) if turn is None else turn
+        if not 1 <= turn <= len(path):
+            editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
             return
-        restored = await review.restore(turn)
+        restored = await review.restore(path[turn - 1].review)
         listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
         chat.info(f"*Restored the files to before turn {turn}: {listed}.*")

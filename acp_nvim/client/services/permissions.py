@@ -155,6 +155,12 @@ class Permissions:
         self._resolve_view(pending, PermissionPrompt(request_id, options, outcome, question))
         return choice.id if choice is not None else None
 
+    def subject(self, request_id: str) -> str | None:
+        """What pending request ``request_id`` asks about: its tool call's title."""
+        pending = self._pending.get(request_id)
+        call = pending.chat.session.tool_calls.get(pending.call_id) if pending else None
+        return (call.title or call.kind) if call is not None else None
+
     def answer(self, request_id: str, option_id: str) -> bool:
         """The user picked ``option_id``; False when the request or option is unknown."""
         pending = self._pending.get(request_id)

@@ -17,21 +17,25 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
 
-from acp_nvim.client.editor import Editor, RenderOp, StatusFields
+from acp_nvim.client.editor import Editor, RenderOp, Spent, StatusFields
 from acp_nvim.client.session import view
+from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, show
 from acp_nvim.client.session.model import (
+    UNSET,
     Attachment,
     ConfigOption,
     FilePreview,
     MessagePatch,
     PermissionPrompt,
     PlanEntry,
+    Prompt,
     Role,
     Session,
     TerminalPart,
     ToolCall,
     ToolCallPatch,
     agent_id,
+    wire_id,
 )
 from acp_nvim.client.tasks import internal_error
 
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
+# Characters of a prompt's first line the turn list shows (status field ``turns``).
+_TURN_LINE = 80
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
 Chunk = tuple[Role, str | None, str]
 # Stop reasons after which tool calls still running are shown as cancelled.
@@ -114,8 +120,17 @@ class Chat:
         self.prompted = False
         self.record: Record = _Unrecorded()
         # The conversation so far, as Markdown, for the first prompt of a session that
-        # does not know it (a reopened chat, one handed over from another agent).
+        # does not know it (a rewound chat, a reopened one, one handed over from
+        # another agent): session.seed; taken by the adapter once.
         self.seed: str | None = None
+        # The turns shown and the branches rewinds left (session.branches).
+        self.branches = Branches()
+        # A rewind or a branch switch is under way: queued prompts wait for it.
+        self.held = False
+        # Usage when the turn began, what the last turn and the session used so far.
+        self._usage_before: dict[str, Any] = {}
+        self._spent_turn: Spent | None = None
+        self._spent_session: Spent | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -127,6 +142,8 @@ class Chat:
         self._draw(view.status_op(state=state, **fields))
 
     def ready(self, session_id: str, protocol_version: int, agent_title: str | None) -> None:
+        if session_id != self.session.session_id:
+            self._spent_session = None  # the session's totals start again
         self.session.session_id = session_id
         self.protocol_version = protocol_version
         self.set_state(
@@ -152,15 +169,21 @@ class Chat:
         self.turn += 1
         self.prompted = True
         self.session.state = "running"
+        shown = text
         if attachments:
-            text += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
-        patch = MessagePatch(None, "user", text, replace=True)
-        self.on_message(patch, force_new=True)
+            shown += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
+        start = len(self.session.items)
+        patch = MessagePatch(None, "user", shown, replace=True)
+        self.on_message(patch, force_new=True, turn=len(self.branches.path) + 1)
         assert patch.message_id is not None
-        self.record.prompted(patch.message_id, text, attachments)
+        self.record.prompted(patch.message_id, shown, attachments)
+        prompt = Prompt(text, list(attachments))
+        session_id = self.session.session_id
+        self.branches.begin(Turn(patch.message_id, self.turn, session_id, prompt, start))
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
-        self.set_state("running")
+        self._usage_before = dict(self.session.usage)
+        self.set_state("running", turns=self._turn_lines(), branches=self.branches.listed())
         if self.changes is not None:
             await self.changes.begin_turn()
 
@@ -193,9 +216,12 @@ class Chat:
         self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
+        spent = self._spend()
+        line = f"{stop_reason} · {view.spent_text(spent)}" if spent else stop_reason
         block = self.session.new_id("turn")
-        self._draw(view.notice_op(block, "turn", [f"*— {stop_reason} —*"]))
-        self.set_state("ready", stop_reason=stop_reason, turn_state="idle")
+        self._draw(view.notice_op(block, "turn", [f"*— {line} —*"]))
+        fields = {"usage": self._usage()} if spent else {}
+        self.set_state("ready", stop_reason=stop_reason, turn_state="idle", **fields)
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
 
     def on_state(self, state: str, stop_reason: str | None = None) -> None:
@@ -281,7 +307,10 @@ class Chat:
         if run is not None:
             self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
 
-    def on_message(self, patch: MessagePatch, *, force_new: bool = False) -> None:
+    def on_message(
+        self, patch: MessagePatch, *, force_new: bool = False, turn: int | None = None
+    ) -> None:
+        """Apply a message patch; ``turn``: the user's message that begins that turn."""
         if patch.message_id is not None:
             patch.message_id = agent_id(patch.message_id)
         elif force_new:
@@ -289,7 +318,7 @@ class Chat:
         message, created = self.session.apply_message(patch)
         # A user message is drawn whole, so that a fence it leaves open is closed.
         if created or patch.replace or message.role == "user":
-            self._draw(view.message_op(message))
+            self._draw(view.message_op(message, turn))
         elif patch.text:
             shown = view.visible_append(message.line_before_append, patch.text)
             self._draw(view.append_op(message.id, shown))
@@ -354,7 +383,40 @@ class Chat:
         usage: dict[str, Any] = {"used": used, "size": size}
         if cost is not None:
             usage["cost"] = {"amount": cost[0], "currency": cost[1]}
-        self.on_info(usage=usage)
+        self.session.usage = usage
+        self._draw(view.status_op(usage=self._usage()))
+
+    def _usage(self) -> dict[str, Any]:
+        """The status field ``usage``: the agent's report, with what the last turn
+        and the session's turns used (where known)."""
+        usage = dict(self.session.usage)
+        if self._spent_turn is not None:
+            usage["turn"] = self._spent_turn
+        if self._spent_session is not None:
+            usage["session"] = self._spent_session
+        return usage
+
+    def _spend(self) -> Spent | None:
+        """What the turn ending used, from the usage reports before and after it (the
+        growth of the context, the cost's rise); None when the agent reports none.
+        Added to the session's totals."""
+        before, after = self._usage_before, self.session.usage
+        if "used" not in after:
+            return None
+        spent: Spent = {"tokens": after["used"] - before.get("used", 0)}
+        cost = after.get("cost")
+        if cost is not None:
+            earlier = before.get("cost") or {}
+            same = earlier.get("currency") == cost["currency"]
+            start = earlier.get("amount", 0.0) if same else 0.0
+            spent["cost"] = {"amount": cost["amount"] - start, "currency": cost["currency"]}
+        total = self._spent_session or {"tokens": 0}
+        total = {**total, "tokens": total["tokens"] + spent["tokens"]}
+        if "cost" in spent:
+            amount = (total.get("cost") or {}).get("amount", 0.0) + spent["cost"]["amount"]
+            total["cost"] = {"amount": amount, "currency": spent["cost"]["currency"]}
+        self._spent_turn, self._spent_session = spent, total
+        return spent
 
     def on_current(self, category: Literal["mode", "model"], value: str) -> None:
         """The current value of the setting of ``category`` changed (e.g. a mode)."""
@@ -372,3 +434,98 @@ class Chat:
         """The session's settings, whole (v2 ``configOptions``); the header shows them."""
         self.session.config_options = options
         self._draw(view.status_op(**view.config_fields(options)))
+
+    def on_steered(self, text: str) -> None:
+        """The user's message went into the running turn (steering): shown there. An
+        echo the agent never acknowledged is not this message's to replace."""
+        self.session.pending_echo = None
+        patch = MessagePatch(None, "user", text, replace=True)
+        self.on_message(patch, force_new=True)
+        self.session.pending_echo = patch.message_id
+        self.info("*Sent into the running turn.*")
+
+    def on_compaction(
+        self,
+        compaction_id: str,
+        *,
+        status: str | UnsetType = UNSET,
+        summary: str | UnsetType | None = UNSET,
+        append: str = "",
+        error: str | UnsetType | None = UNSET,
+    ) -> None:
+        """The agent compacts its context (see ``Session.apply_compaction``)."""
+        compaction = self.session.apply_compaction(
+            agent_id(compaction_id), status=status, summary=summary, append=append, error=error
+        )
+        self._draw(view.compaction_op(compaction))
+
+    def on_notice(self, severity: str, title: str, description: str | None) -> None:
+        """An advisory from the agent, not part of the conversation: one line."""
+        marks = {"warning": "⚠ ", "error": "✗ "}
+        text = f"{marks.get(severity, '')}{title}" + (f" — {description}" if description else "")
+        kind = "error" if severity == "error" else "info"
+        self._draw(view.notice_op(self.session.new_id("notice"), kind, [f"*{text}*"]))
+
+    # -- turns and branches -------------------------------------------------------------
+
+    def _turn_lines(self) -> list[str]:
+        """The shown turns' prompts, a first line each (status field ``turns``)."""
+        return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.branches.path]
+
+    def _show_branches(self) -> None:
+        self._draw(view.status_op(turns=self._turn_lines(), branches=self.branches.listed()))
+
+    def last_reply(self, number: int) -> str | None:
+        """The agent's id of the last agent message of turn ``number`` (1-based) of the
+        shown branch: where a fork at a message keeps it. None when the turn has no
+        agent message, or only ones the agent gave no id."""
+        path, items = self.branches.path, self.session.items
+        end = path[number].start if number < len(path) else len(items)
+        for kind, key in reversed(items[path[number - 1].start : end]):
+            message = self.session.messages.get(key) if kind == "message" else None
+            if message is not None and message.role == "agent":
+                return wire_id(key)
+        return None
+
+    def leave(self, number: int) -> list[Turn]:
+        """Go back to before turn ``number`` (1-based) of the shown branch: its turns
+        from there are kept as another branch and leave the transcript, which marks
+        the place. Returns them.
+
+        Raises:
+            ValueError: no such turn.
+        """
+        left = self.branches.leave(number)
+        self._take_out(left)
+        self._mark(number - 1)
+        self._show_branches()
+        return left
+
+    def pick(self, branch_id: int) -> Branch:
+        """Show branch ``branch_id`` in place of the shown one (from the turn where
+        they part); returns it.
+
+        Raises:
+            KeyError: no such branch, or it is the one shown.
+        """
+        out, into = self.branches.pick(branch_id)
+        self._take_out(out)
+        self._mark(len(self.branches.path) - len(into))
+        show(self.session, into)
+        self._draw(view.uncut_op([t.message for t in into]))
+        self._show_branches()
+        return self.branches.shown
+
+    def _take_out(self, turns: list[Turn]) -> None:
+        hide(self.session, turns)
+        for turn in turns:
+            for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():
+                self._drawings.pop(call_id, None)
+        self._draw(view.cut_op([t.message for t in turns]))
+
+    def _mark(self, shared: int) -> None:
+        """Mark the place after the first ``shared`` turns, where branches part."""
+        if self.branches.mark(shared):
+            block = self.session.new_id("branch")
+            line = "*⎇ Another branch leaves here (:AcpBranches).*"
+            self._draw(view.notice_op(block, "info", [line]))

@@ -19,6 +19,7 @@ __all__ = [
     "UNSET",
     "Attachment",
     "ChangesPart",
+    "Compaction",
     "ConfigOption",
     "ContentPart",
     "DiffPart",
@@ -33,6 +34,7 @@ __all__ = [
     "PermissionPrompt",
     "PlanEntry",
     "PreviewHunk",
+    "Prompt",
     "Session",
     "TerminalPart",
     "TerminalView",
@@ -41,6 +43,7 @@ __all__ = [
     "ToolCallPatch",
     "TurnState",
     "agent_id",
+    "wire_id",
 ]
 
 import itertools
@@ -84,6 +87,16 @@ class Attachment:
     text: str | None = None
     mime_type: str | None = None
     data: str | None = None
+
+
+@dataclass
+class Prompt:
+    """A prompt as the user sent it (or will: queued): its text and what is attached."""
+
+    text: str
+    attachments: list[Attachment] = field(default_factory=list)
+
+
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.
 UNFINISHED = ("pending", "in_progress")
 # Streamed chunks joined into one run of a message (see Message).
@@ -94,6 +107,14 @@ def agent_id(wire_id: str) -> str:
     """The key of an id the agent chose: itself, unless it starts with ``#``, the
     mark of the client's own ids (:meth:`Session.new_id`); then it gets another."""
     return "#" + wire_id if wire_id.startswith("#") else wire_id
+
+
+def wire_id(key: str) -> str | None:
+    """The id the agent chose for the item keyed ``key`` (see :func:`agent_id`), or
+    None for an id of the client's own."""
+    if key.startswith("##"):
+        return key[1:]
+    return None if key.startswith("#") else key
 
 
 @dataclass
@@ -321,6 +342,17 @@ class ConfigOption:
 
 
 @dataclass
+class Compaction:
+    """The agent compacting its context: ``status`` in_progress, completed, failed,
+    cancelled (or newer, kept as is); ``summary`` what it retained, as markdown."""
+
+    id: str
+    status: str = "in_progress"
+    summary: str = ""
+    error: str | None = None
+
+
+@dataclass
 class PlanEntry:
     content: str
     status: str = "pending"
@@ -331,7 +363,8 @@ class PlanEntry:
 class Session:
     """State of one ACP session as the user sees it.
 
-    ``items`` is the transcript order: ("message" | "tool" | "plan", id) pairs.
+    ``items`` is the transcript order: ("message" | "tool" | "plan" | "compaction",
+    id) pairs.
     """
 
     session_id: str = ""
@@ -342,6 +375,7 @@ class Session:
     messages: dict[str, Message] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     plans: dict[str, list[PlanEntry]] = field(default_factory=dict)
+    compactions: dict[str, Compaction] = field(default_factory=dict)
     commands: list[dict[str, Any]] = field(default_factory=list)
     config_options: list[ConfigOption] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
@@ -439,6 +473,31 @@ class Session:
         if created:
             self.items.append(("plan", plan_id))
         return created
+
+    def apply_compaction(
+        self,
+        compaction_id: str,
+        *,
+        status: str | UnsetType = UNSET,
+        summary: str | UnsetType | None = UNSET,
+        append: str = "",
+        error: str | UnsetType | None = UNSET,
+    ) -> Compaction:
+        """Upsert a compaction: the first patch fixes its place in the transcript;
+        ``summary`` and ``error`` are patches (UNSET leaves, None clears), ``append``
+        adds a streamed piece of the summary."""
+        compaction = self.compactions.get(compaction_id)
+        if compaction is None:
+            compaction = self.compactions[compaction_id] = Compaction(compaction_id)
+            self.items.append(("compaction", compaction_id))
+        if not isinstance(status, UnsetType):
+            compaction.status = status
+        if not isinstance(summary, UnsetType):
+            compaction.summary = summary or ""
+        compaction.summary += append
+        if not isinstance(error, UnsetType):
+            compaction.error = error
+        return compaction
 
     def unfinished_tool_calls(self) -> list[ToolCall]:
         return [call for call in self.tool_calls.values() if call.status in UNFINISHED]

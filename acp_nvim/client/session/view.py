@@ -18,13 +18,20 @@ __all__ = [
     "CONTENT",
     "HEAD",
     "LOCATIONS",
+    "WHY_KEY",
     "ToolCallDrawing",
     "append_op",
+    "compaction_op",
     "config_fields",
+    "cut_op",
+    "edit_op",
+    "message_block",
     "message_op",
     "notice_op",
     "plan_op",
+    "spent_text",
     "status_op",
+    "uncut_op",
 ]
 
 import re
@@ -38,18 +45,24 @@ from acp_nvim.client.editor import (
     BlockOp,
     BlockPermission,
     BlockPermissionOption,
+    CutOp,
+    EditOp,
     PreviewFile,
     RenderOp,
+    Spent,
     StatusFields,
     StatusOp,
+    UncutOp,
 )
 from acp_nvim.client.session.model import (
     ChangesPart,
+    Compaction,
     ConfigOption,
     ContentPart,
     DiffPart,
     FilePreview,
     Message,
+    PermissionOption,
     PermissionPrompt,
     PlanEntry,
     TerminalPart,
@@ -66,6 +79,8 @@ _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
+# The permission prompt's key for "reject, and say why".
+WHY_KEY = "?"
 # A markdown code fence: ``` or ~~~, indented up to 3 spaces.
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
@@ -102,19 +117,28 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
-def message_op(message: Message) -> BlockOp:
-    """The whole block of a message (on creation or replacement)."""
+def message_block(key: str) -> str:
+    """The block id of the message keyed ``key``."""
+    return "#message:" + key
+
+
+def message_op(message: Message, turn: int | None = None) -> BlockOp:
+    """The whole block of a message (on creation or replacement); ``turn``: the user's
+    message begins that turn of the shown branch (Lua edits it on ``<CR>``)."""
     prefix = _PREFIXES[message.role]
     body = [prefix + line for line in message.text.split("\n")]
     if message.role == "user":
         body = _close_fence(body)
-    return {
+    op: BlockOp = {
         "op": "block",
-        "id": "#message:" + message.id,
+        "id": message_block(message.id),
         "kind": message.role,
         "lines": [_HEADERS[message.role], *body],
         "prefix": prefix,
     }
+    if turn is not None:
+        op["turn"] = turn
+    return op
 
 
 def _close_fence(lines: list[str]) -> list[str]:
@@ -256,9 +280,20 @@ def _permission(
         options.append(item)
         lines.append(f"- `{option.key}` {option.name}" if option.key else f"- {option.name}")
     data["options"] = options
+    reject = _rejecting(prompt)
+    if reject is not None:
+        # Reject, and the reason the user types goes to the agent (Lua asks for it).
+        data["why"] = {"key": WHY_KEY, "option": reject.id, "row": base + len(lines)}
+        lines.append(f"- `{WHY_KEY}` {reject.name}, and say why")
     if prompt.preview:
         data["preview"] = [_preview(file) for file in prompt.preview]
     return data
+
+
+def _rejecting(prompt: PermissionPrompt) -> PermissionOption | None:
+    """The option that rejects once (else always) where the agent offers one."""
+    kinds = {option.kind: option for option in reversed(prompt.options)}
+    return kinds.get("reject_once") or kinds.get("reject_always")
 
 
 def _preview(file: FilePreview) -> PreviewFile:
@@ -395,6 +430,52 @@ def plan_op(plan_id: str, entries: list[PlanEntry]) -> BlockOp:
     lines = ["### Plan"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+
+
+def compaction_op(compaction: Compaction) -> BlockOp:
+    """A compaction of the agent's context: a folded block, its summary inside."""
+    done = {"completed": "compacted", "failed": "compaction failed",
+            "cancelled": "compaction cancelled"}  # fmt: skip
+    state = done.get(compaction.status, f"compacting ({compaction.status})")
+    lines = [f"#### Context {state}"]
+    if compaction.error:
+        lines.append(f"**Error:** {compaction.error}")
+    if compaction.summary:
+        lines += compaction.summary.split("\n")
+    return {"op": "block", "id": "#compaction:" + compaction.id, "kind": "compaction",
+            "lines": lines}  # fmt: skip
+
+
+def cut_op(turns: list[str]) -> CutOp:
+    """Take the blocks of the turns begun by the user's messages keyed ``turns`` (the
+    end of the transcript, in order) out of view; Lua keeps them by those keys."""
+    return {"op": "cut", "turns": [{"key": k, "block": message_block(k)} for k in turns]}
+
+
+def uncut_op(turns: list[str]) -> UncutOp:
+    """Put the kept blocks of ``turns`` (keys as in :func:`cut_op`) back at the end."""
+    return {"op": "uncut", "turns": turns}
+
+
+def edit_op(turn: int, text: str) -> EditOp:
+    """Put turn ``turn``'s prompt in the input to be edited; sent, it goes from there."""
+    return {"op": "edit", "turn": turn, "text": text}
+
+
+def _tokens(count: int) -> str:
+    sign = "-" if count < 0 else ""
+    count = abs(count)
+    return f"{sign}{count / 1000:.1f}k" if count >= 1000 else f"{sign}{count}"
+
+
+def spent_text(spent: Spent) -> str:
+    """What a turn or session used, for the turn's end line: ``1.2k tokens · $0.04``."""
+    text = f"{_tokens(spent['tokens'])} tokens"
+    cost = spent.get("cost")
+    if cost is not None:
+        amount, currency = cost["amount"], cost["currency"]
+        text += f" · ${amount:.2f}" if currency == "USD" else f" · {amount:.2f} {currency}"
+    return text
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:

@@ -16,11 +16,15 @@ M.ns = api.nvim_create_namespace("acp.blocks")
 ---@field status? string
 ---@field permission? table a tool call's permission prompt (rows are offsets in the block)
 ---@field locations? table[] a tool call's locations {row, path, line?}
+---@field turn? integer a user's message that begins that turn of the shown branch
+---@field id? string its id, while it is out of view (acp.chat.render cut)
+---@field lines? string[] its lines, while it is out of view
 
 ---@class acp.Blocks
 ---@field order string[]
 ---@field by_id table<string, acp.Block>
 ---@field tail_first? integer the last block's first row, while known (see M.block_at)
+---@field hidden? table<string, acp.Block[]> blocks out of view, by the key of their turn
 
 ---@return acp.Blocks
 function M.new()

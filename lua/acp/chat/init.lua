@@ -94,35 +94,36 @@ local function update_winbar(chat)
   end
 end
 
+--- <CR> on one of the user's messages in the transcript: its prompt back in the
+--- input, to edit and send from there (|:AcpEdit|). Whether the cursor was on one.
+local function edit_at_cursor(chat)
+  local _, block = blocks_of.block_at(chat.transcript, chat.blocks, api.nvim_win_get_cursor(0)[1] - 1)
+  if block and block.kind == "user" and block.turn then
+    M.edit(chat, block.turn)
+    return true
+  end
+  return false
+end
+
 local function map(chat)
-  local function send()
-    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-    local text = vim.trim(table.concat(lines, "\n"))
-    if text == "" then
-      return
-    end
-    local function go(restore)
-      -- The input is still what was typed: the choice may have taken a while.
-      if vim.trim(table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")) ~= text then
+  local function sender(now)
+    return function()
+      local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+      local text = vim.trim(table.concat(lines, "\n"))
+      if text == "" then
         return
       end
       api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
-      M.send(chat, text, nil, restore)
+      -- An edited earlier prompt goes from before its turn (a rewind, then the send).
+      local rewind = chat.editing
+      chat.editing = nil
+      M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
-    local editing = chat.editing
-    chat.editing = nil
-    -- Resending may reject the previous answer's changes: its turn left some open.
-    if not (editing and review.latest_turn_open(chat.id)) then
-      return go(false)
-    end
-    local choices = { "reject the last answer's changes, then send", "send, keeping them" }
-    vim.ui.select(choices, { prompt = "Resend the edited prompt" }, function(_, index)
-      if index then
-        go(index == 1)
-      else
-        chat.editing = editing
-      end
-    end)
+  end
+  local send = sender(false)
+  local send_now_key = config.options.chat.send_now_key
+  if send_now_key ~= "" then
+    vim.keymap.set({ "n", "i" }, send_now_key, sender(true), { buffer = chat.input, desc = "acp: send now, into the running turn" })
   end
   local send_key = config.options.chat.send_key
   if send_key ~= "" then
@@ -133,11 +134,13 @@ local function map(chat)
     M.cancel(chat)
   end
   vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
-  -- One <CR> for the transcript (acp.chat.tools.enter): a permission prompt's picker,
-  -- a location's file, a terminal, else the usual <CR>.
+  -- One <CR> for the transcript: one of your messages to edit, else (acp.chat.tools.enter)
+  -- a permission prompt's picker, a location's file, a terminal, else the usual <CR>.
   vim.keymap.set("n", "<CR>", function()
-    tools.enter(chat)
-  end, { buffer = chat.transcript, desc = "acp: answer the prompt, open the location or terminal" })
+    if not edit_at_cursor(chat) then
+      tools.enter(chat)
+    end
+  end, { buffer = chat.transcript, desc = "acp: edit your message, answer the prompt, open the location or terminal" })
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
     vim.keymap.set("n", "q", function()
@@ -239,7 +242,7 @@ local function flood(chat, rows)
 end
 
 -- Blocks that fold under their header line.
-local FOLDED = { thought = true, tool = true }
+local FOLDED = { thought = true, tool = true, compaction = true }
 
 --- The transcript's 'foldexpr' (acp.chat.layout) calls this as the funcref
 --- b:acp_foldexpr: a `v:lua` expression compiles a Lua chunk on every call, and
@@ -527,14 +530,16 @@ function M.retry(chat)
 end
 
 --- Send `text`; `context` items (acp.chat.context) are attached, and the `@` mentions
---- in `text` add theirs.
+--- in `text` add theirs. `opts.rewind`: first go back to before that turn (an edited
+--- earlier prompt); `opts.now`: into the running turn, or ahead of the queue.
 ---@param chat acp.Chat
 ---@param text string
 ---@param context? table[]
----@param restore? boolean first take the files back to before the last turn (|:AcpEdit|)
-function M.send(chat, text, context, restore)
+---@param opts? {rewind?: integer, now?: boolean}
+function M.send(chat, text, context, opts)
+  opts = opts or {}
   context = vim.list_extend(vim.deepcopy(context or {}), mentions.items(chat, text))
-  local params = { chat = chat.id, text = text, context = context, restore = restore or nil }
+  local params = { chat = chat.id, text = text, context = context, rewind = opts.rewind, now = opts.now }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
@@ -554,18 +559,12 @@ function M.restart(chat)
   end
 end
 
---- Put the last prompt back in the input (for |:AcpEdit|); sent again, it offers
---- to reject the changes of the answer it had.
+--- Put the prompt of `turn` (default: the last) back in the input (|:AcpEdit|): the
+--- Python side sends it as an "edit" op; sent again, it rewinds to that turn first.
 ---@param chat acp.Chat
-function M.edit_last(chat)
-  local text = prompt_history.last(chat)
-  if not text then
-    util.notify("no prompt was sent in this chat", "info")
-    return
-  end
-  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
-  chat.editing = true
-  layout.show(chat)
+---@param turn? integer
+function M.edit(chat, turn)
+  host.notify("edit", { chat = chat.id, turn = turn })
 end
 
 ---@param chat acp.Chat
@@ -638,6 +637,18 @@ M.ops = {
   end,
   elicit_gone = function(batch, op)
     elicit.gone(batch.chat, op.id)
+  end,
+  cut = function(batch, op)
+    render.cut(batch.chat.transcript, batch.chat.blocks, op.turns)
+  end,
+  uncut = function(batch, op)
+    vim.list_extend(batch.created, render.uncut(batch.chat.transcript, batch.chat.blocks, op.turns))
+  end,
+  edit = function(batch, op)
+    local chat = batch.chat
+    api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(op.text, "\n", { plain = true }))
+    chat.editing = op.turn
+    layout.show(chat)
   end,
 }
 

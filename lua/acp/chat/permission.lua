@@ -24,6 +24,7 @@ local api = vim.api
 ---@field title string the tool call's title
 ---@field pending boolean
 ---@field options? acp.PermissionOption[]
+---@field why? {key: string, option: string, row: integer} reject with that option and say why
 ---@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[]}[]}[] the files the edit would change (acp.review.preview)
 
 --- Pending prompts of a chat, oldest first: the tool block holding each and its request id.
@@ -40,21 +41,39 @@ end
 
 ---@param permission acp.Permission
 ---@param option acp.PermissionOption
-function M.answer(chat, permission, option)
-  host.notify("answer", { chat = chat.id, request = permission.id, option = option.id })
+---@param reason? string why it is rejected, for the agent
+function M.answer(chat, permission, option, reason)
+  host.notify("answer", { chat = chat.id, request = permission.id, option = option.id, reason = reason })
 end
 
---- Pick an option of `permission` with vim.ui.select.
+--- Reject `permission` and say why: the reason asked for goes to the agent.
+---@param permission acp.Permission
+function M.why(chat, permission)
+  vim.ui.input({ prompt = ("Why reject %s? "):format(permission.title) }, function(reason)
+    if reason and vim.trim(reason) ~= "" then
+      M.answer(chat, permission, { id = permission.why.option }, vim.trim(reason))
+    end
+  end)
+end
+
+--- Pick an option of `permission` with vim.ui.select ("reject and say why" last).
 ---@param permission acp.Permission
 function M.pick(chat, permission)
-  vim.ui.select(permission.options, {
+  local items = vim.list_extend({}, permission.options)
+  local why = permission.why
+  if why then
+    table.insert(items, { key = why.key, name = "Reject and say why", why = true })
+  end
+  vim.ui.select(items, {
     prompt = ("acp: allow %s?"):format(permission.title),
     kind = "acp.permission",
     format_item = function(option)
       return option.key and ("[%s] %s"):format(option.key, option.name) or option.name
     end,
   }, function(option)
-    if option then
+    if option and option.why then
+      M.why(chat, permission)
+    elseif option then
       M.answer(chat, permission, option)
     end
   end)
@@ -82,6 +101,9 @@ function M.press(chat, key)
   local offered = {}
   for _, entry in ipairs(entries) do
     local permission = permission_of(chat, entry)
+    if permission.why and permission.why.key == key then
+      return M.why(chat, permission)
+    end
     for _, option in ipairs(permission.options) do
       if option.key == key then
         return M.answer(chat, permission, option)
@@ -137,10 +159,14 @@ local function map_keys(chat)
     for _, key in ipairs(KIND_KEYS) do
       wanted[key] = true
     end
-    for _, option in ipairs(permission_of(chat, entry).options) do
+    local permission = permission_of(chat, entry)
+    for _, option in ipairs(permission.options) do
       if option.key then
         wanted[option.key] = true
       end
+    end
+    if permission.why then
+      wanted[permission.why.key] = true
     end
   end
   local mapped = chat.prompt_keys or {}
@@ -240,7 +266,11 @@ function M.highlight(buf, ns, block, first, lines)
     return
   end
   api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "AcpPermission" })
-  for _, option in ipairs(permission.options) do
+  local keyed = vim.list_extend({}, permission.options)
+  if permission.why then
+    table.insert(keyed, permission.why)
+  end
+  for _, option in ipairs(keyed) do
     local line = lines[option.row + 1]
     local from, to = nil, nil
     if line and option.key then

@@ -62,13 +62,6 @@ function M.add(chat, text)
   end)
 end
 
---- The last prompt sent from `chat`, if any.
----@return string?
-function M.last(chat)
-  local entries = of(chat).entries
-  return entries[#entries]
-end
-
 --- Show the previous (`step` -1) or next (+1) prompt in the input; past the newest
 --- the text typed before walking comes back. False when there is nothing there.
 ---@param chat acp.Chat

@@ -74,7 +74,7 @@ function M.draw(chat)
 end
 
 --- :AcpQueue: pick a queued prompt, then edit it (its text goes back to the
---- input, no longer queued) or remove it.
+--- input, no longer queued), remove it or send it now (|acp-steer|).
 ---@param chat acp.Chat
 function M.pick(chat)
   local queue = chat.status.queue or {}
@@ -91,12 +91,14 @@ function M.pick(chat)
     if not index then
       return
     end
-    vim.ui.select({ "edit", "remove" }, { prompt = "Queued prompt " .. index }, function(action)
+    vim.ui.select({ "edit", "remove", "send now" }, { prompt = "Queued prompt " .. index }, function(action)
       if not action then
         return
       end
       -- The text says which prompt was picked should the ones before it go meanwhile.
-      host.notify("dequeue", { chat = chat.id, index = index - 1, text = text, edit = action == "edit" })
+      local params = { chat = chat.id, index = index - 1, text = text }
+      params.edit, params.now = action == "edit", action == "send now"
+      host.notify("dequeue", params)
       if action == "edit" then
         layout.show(chat)
       end

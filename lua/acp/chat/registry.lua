@@ -19,7 +19,7 @@ local api = vim.api
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field cwd string the session's directory
 ---@field history? table the input's prompt history (acp.chat.prompt_history)
----@field editing? boolean the input holds the last prompt again (|:AcpEdit|)
+---@field editing? integer the input holds that turn's prompt again (|:AcpEdit|): sent, it rewinds there
 ---@field name? string given with |:AcpChats| rename
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
 ---@field eliciting? boolean one of them is being asked

@@ -19,8 +19,9 @@ local header_hl = {
   thought = "AcpThoughtHeader",
   tool = "AcpToolHeader",
   plan = "AcpPlanHeader",
+  compaction = "AcpThoughtHeader",
 }
-local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo" }
+local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo", compaction = "AcpThought" }
 local status_hl = {
   completed = "AcpToolCompleted",
   failed = "AcpToolFailed",
@@ -98,7 +99,7 @@ function M.block(buf, blocks, op)
   -- Known before its lines exist: foldexpr runs while they are inserted, and a row
   -- it places in the previous block keeps that fold level.
   block = { first = first, kind = op.kind, prefix = op.prefix or "", index = #blocks.order + 1, status = op.status }
-  block.permission, block.locations = op.permission, op.locations
+  block.permission, block.locations, block.turn = op.permission, op.locations, op.turn
   table.insert(blocks.order, op.id)
   blocks.by_id[op.id] = block
   blocks.tail_first = first
@@ -160,6 +161,62 @@ function M.copy(from, from_blocks, buf, blocks, prefix)
     })
   end
   return M.apply(buf, blocks, ops)
+end
+
+--- Take the blocks from the first of `turns` to the end out of view (a cut op,
+--- acp_nvim/client/editor.py CutOp), kept in `blocks.hidden` by turn: each `{key,
+--- block}` names the block a turn begins with. Inside M.writing.
+function M.cut(buf, blocks, turns)
+  local first = turns[1] and blocks.by_id[turns[1].block]
+  if not first then
+    return
+  end
+  local begins = {}
+  for _, turn in ipairs(turns) do
+    begins[turn.block] = turn.key
+  end
+  -- From the separator before the first block (or the top) to the end.
+  local at = first.index > 1 and start_row(buf, first) - 1 or 0
+  blocks.hidden = blocks.hidden or {}
+  local group = {}
+  for index = first.index, #blocks.order do
+    local id = blocks.order[index]
+    if begins[id] then
+      group = {}
+      blocks.hidden[begins[id]] = group
+    end
+    local block = blocks.by_id[id]
+    local from, to = rows(buf, blocks, block)
+    block.id, block.lines = id, api.nvim_buf_get_lines(buf, from, to, false)
+    table.insert(group, block)
+  end
+  for index = #blocks.order, first.index, -1 do
+    local id = blocks.order[index]
+    blocks.by_id[id].mark = nil
+    blocks.by_id[id], blocks.order[index] = nil, nil
+  end
+  blocks.tail_first = nil
+  api.nvim_buf_clear_namespace(buf, blocks_of.ns, at, -1)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
+  api.nvim_buf_set_lines(buf, at, -1, false, {})
+end
+
+--- Put the blocks kept for `keys` (turn keys, as M.cut stored them) back at the end
+--- (an uncut op); returns the blocks it created. Inside M.writing.
+---@return acp.Block[] created
+function M.uncut(buf, blocks, keys)
+  local created = {}
+  for _, key in ipairs(keys) do
+    for _, kept in ipairs((blocks.hidden or {})[key] or {}) do
+      local op = { op = "block", id = kept.id, kind = kept.kind, prefix = kept.prefix, status = kept.status }
+      op.permission, op.locations, op.turn, op.lines = kept.permission, kept.locations, kept.turn, kept.lines
+      if M.block(buf, blocks, op) then
+        table.insert(created, blocks.by_id[kept.id])
+      end
+    end
+    blocks.hidden[key] = nil
+  end
+  return created
 end
 
 --- Empty a transcript; returns its new (empty) blocks.

@@ -209,18 +209,27 @@ local function preview(h)
   vim.lsp.util.open_floating_preview(lines, "diff", { focus_id = "acp.hunk", border = "rounded" })
 end
 
+M.actions = { "accept", "reject", "reject_why", "preview" }
+
 --- Act on the hunk under the cursor: "accept", "reject" (through the review, as
---- :AcpReview does) or "preview" (its diff in a floating window).
----@param action "accept"|"reject"|"preview"
+--- :AcpReview does), "reject_why" (reject, and the reason asked for goes to the
+--- agent) or "preview" (its diff in a floating window).
+---@param action "accept"|"reject"|"reject_why"|"preview"
 function M.act(action)
-  if not vim.tbl_contains({ "accept", "reject", "preview" }, action) then
-    util.user_error(("unknown hunk action %q (accept, reject or preview)"):format(tostring(action)))
+  if not vim.tbl_contains(M.actions, action) then
+    util.user_error(("unknown hunk action %q (%s)"):format(tostring(action), table.concat(M.actions, ", ")))
   end
   local h = under_cursor()
   if not h then
     util.notify("no agent hunk under the cursor", "warn")
   elseif action == "preview" then
     preview(h)
+  elseif action == "reject_why" then
+    vim.ui.input({ prompt = "Why reject it? " }, function(reason)
+      if reason and vim.trim(reason) ~= "" then
+        state.decide(h.chat, "reject", h.path, h.hunk.id, h.turn, vim.trim(reason))
+      end
+    end)
   else
     state.decide(h.chat, action, h.path, h.hunk.id, h.turn)
   end
@@ -241,6 +250,7 @@ function M.keymap(baseline)
   local actions = {
     accept = { call(M.act, "accept"), "acp: accept the agent hunk under the cursor" },
     reject = { call(M.act, "reject"), "acp: reject the agent hunk under the cursor" },
+    reject_why = { call(M.act, "reject_why"), "acp: reject the agent hunk and say why" },
     preview = { call(M.act, "preview"), "acp: show the agent hunk's diff" },
     next = { call(jump, 1), "acp: next agent hunk" },
     prev = { call(jump, -1), "acp: previous agent hunk" },

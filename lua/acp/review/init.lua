@@ -207,19 +207,6 @@ function M.changes(opts)
   end, review.files))
 end
 
---- Whether the latest turn of chat `chat` left files with changes still open.
----@param chat integer
----@return boolean
-function M.latest_turn_open(chat)
-  local review = state.by_chat[chat]
-  for _, file in ipairs(review and review.files or {}) do
-    if file.turn == review.turn and file.open then
-      return true
-    end
-  end
-  return false
-end
-
 host.handle("review", function(item)
   M.update(item.chat, item.summary)
 end)

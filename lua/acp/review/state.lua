@@ -51,9 +51,10 @@ function M.chat_id()
 end
 
 --- Send a decision for chat `chat`: on hunk `hunk` of `path` in `turn`, on all of
---- `path`, or (neither) on everything.
+--- `path`, or (neither) on everything. `reason`: why it is rejected, for the agent.
 ---@param decision "accept"|"reject"
-function M.decide(chat, decision, path, hunk, turn)
+---@param reason? string
+function M.decide(chat, decision, path, hunk, turn, reason)
   if not chat then
     util.user_error("no chat has changes to review")
   end
@@ -63,6 +64,7 @@ function M.decide(chat, decision, path, hunk, turn)
     path = path and vim.fn.fnamemodify(path, ":p") or nil,
     hunk = hunk,
     turn = turn,
+    reason = reason,
   })
 end
 

@@ -1,0 +1,288 @@
+"""Going back and steering: what the user does to a chat's conversation as a whole.
+
+- :meth:`Conversations.rewind` takes the files back to before a turn (the review's
+  restore) and the conversation too: a fork of the session at the last agent message
+  before that turn where the agent offers forks at a message, else a new session
+  whose first prompt carries the conversation so far (``session.seed``). The turns
+  left behind stay as a branch (``session.branches``).
+- :meth:`Conversations.pick` shows another branch and goes on in its session: the
+  agent still holds it, or resumes it, else a seeded session takes its place.
+- :meth:`Conversations.edit` and :meth:`Conversations.regenerate`: an earlier prompt
+  back in the input (sent, it is a rewind and a send), the last one again.
+- :meth:`Conversations.send_now` puts a message into the running turn where the agent
+  steers (``_session/steering``), else cancels the turn and sends it first;
+  :meth:`Conversations.say` is the same for a rejection's reason, without the cancel.
+
+The files are not touched when a branch is picked (decision 0041).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Conversations"]
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Literal
+
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.app._queue import PromptQueue
+from acp_nvim.client.app._reviews import Reviews
+from acp_nvim.client.app._settings import Settings, chosen
+from acp_nvim.client.errors import AgentFailed
+
+if TYPE_CHECKING:
+    # Imported with the chat, after the first agent is spawned (doc/performance.md).
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.model import Prompt
+
+
+class Conversations:
+    """Rewinds, branches, edits and steering for the chats of one app."""
+
+    def __init__(
+        self,
+        ctx: AppContext,
+        pool: AgentPool,
+        queue: PromptQueue,
+        reviews: Reviews,
+        settings: Settings,
+    ) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        self.queue = queue
+        self.reviews = reviews
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        return f"<Conversations of {len(self.ctx.chats)} chats>"
+
+    def _live(self, chat_id: int) -> tuple[Chat, AgentConnection] | None:
+        """The chat and its agent, or None with the reason told."""
+        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
+        if chat is None or connection is None or not connection.alive:
+            self.ctx.editor.notify("the chat has no running agent", "warn")
+            return None
+        return chat, connection
+
+    @asynccontextmanager
+    async def _holding(self, chat: Chat, connection: AgentConnection) -> AsyncIterator[bool]:
+        """Hold the chat's queue, cancelling a running turn first; yields whether the
+        chat is ready for its session to change. Queued prompts go on afterwards."""
+        chat.held = True
+        try:
+            if chat.state == "running":
+                await self.pool.cancel_quietly(connection, chat)
+                await connection.turn_over(chat)
+            yield chat.state == "ready"
+        finally:
+            chat.held = False
+        await self.queue.drain(chat)
+
+    # -- rewind and branches -----------------------------------------------------------
+
+    async def rewind(self, chat_id: int, turn: int | None, then: Prompt | None = None) -> None:
+        """Take the files and the conversation back to before ``turn`` of the shown
+        branch (default: its last); ``then`` is sent first afterwards (an edited
+        prompt). A turn out of range is told, and ``then`` goes back to the input."""
+        live = self._live(chat_id)
+        path = live[0].branches.path if live is not None else []
+        turn = len(path) if turn is None else turn
+        if live is None or not 1 <= turn <= len(path):
+            if live is not None:
+                span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
+                self.ctx.editor.notify(f"no turn {turn} to rewind to ({span})", "warn")
+            if then is not None:
+                self.queue.return_input(chat_id, then.text)
+            return
+        chat, connection = live
+        async with self._holding(chat, connection) as ready:
+            if ready:
+                await self._rewind(chat, connection, turn)
+            else:
+                self.ctx.editor.notify("cannot rewind: the chat has no running session", "warn")
+            if then is not None and ready:
+                self.queue.prompts[chat.id].insert(0, then)
+            elif then is not None:
+                self.queue.return_input(chat_id, then.text)
+
+    async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
+        path = chat.branches.path
+        source = path[turn - 2].session_id if turn >= 2 else None
+        point = chat.last_reply(turn - 1) if turn >= 2 and connection.can_fork_at_message else None
+        review = self.reviews.by_chat.get(chat.id)
+        restored = await review.restore(path[turn - 1].review) if review is not None else []
+        chat.leave(turn)
+        files = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
+        chat.info(f"*Rewound to before turn {turn}, the conversation and the files ({files}).*")
+        connection.detach(chat)
+        try:
+            if source is not None and point is not None:
+                try:
+                    await connection.fork(chat, source, point)
+                    return
+                except AgentFailed as err:
+                    chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
+            await self._seeded(chat, connection)
+        except AgentFailed as err:
+            chat.fail(str(err), err.details)
+
+    async def _seeded(self, chat: Chat, connection: AgentConnection) -> None:
+        """Go on in a new session whose first prompt carries the shown conversation,
+        with the chat's settings."""
+        from acp_nvim.client.session.seed import conversation, markdown
+
+        carried, kept = markdown(conversation(chat.session)), chosen(chat)
+        await connection.new_session(chat)
+        chat.seed = carried
+        if carried is not None:
+            chat.info(
+                "*Continued in a new session; the agent is given the conversation so far"
+                " with the next prompt.*"
+            )
+        await self.settings.apply(connection, chat, kept)
+
+    async def pick(self, chat_id: int, branch_id: int) -> None:
+        """Show branch ``branch_id`` and go on in its session (see the module doc)."""
+        live = self._live(chat_id)
+        if live is None:
+            return
+        chat, connection = live
+        async with self._holding(chat, connection) as ready:
+            if not ready:
+                self.ctx.editor.notify("cannot switch branches: the chat has no session", "warn")
+                return
+            try:
+                branch = chat.pick(branch_id)
+            except KeyError:
+                self.ctx.editor.notify(f"no other branch {branch_id}", "warn")
+                return
+            chat.seed = None
+            session_id = branch.session_id or ""
+            chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
+            # Held by this agent process still (not a restarted one naming its own alike).
+            held = branch.turns[-1].agent == connection.serial and session_id in connection.opened
+            try:
+                if held:
+                    connection.attach(chat, session_id)
+                    return
+                connection.detach(chat)
+                try:
+                    await connection.resume(chat, session_id, replay=False)
+                except AgentFailed:
+                    await self._seeded(chat, connection)
+            except AgentFailed as err:
+                chat.fail(str(err), err.details)
+
+    # -- editing and regenerating ------------------------------------------------------
+
+    def edit(self, chat_id: int, turn: int | None) -> None:
+        """Put the prompt of ``turn`` (default: the last) in the chat's input; the
+        input sends it as a rewind to that turn (Lua keeps the number)."""
+        from acp_nvim.client.session import view
+
+        chat = self.ctx.chats.get(chat_id)
+        path = chat.branches.path if chat is not None else []
+        if not path:
+            self.ctx.editor.notify("no prompt was sent in this chat", "info")
+            return
+        turn = len(path) if turn is None else turn
+        if not 1 <= turn <= len(path):
+            self.ctx.editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
+            return
+        self.ctx.editor.render(chat_id, [view.edit_op(turn, path[turn - 1].prompt.text)])
+
+    async def regenerate(self, chat_id: int) -> None:
+        """Send the last prompt again from before its answer (a rewind to it)."""
+        from acp_nvim.client.session.model import Prompt
+
+        chat = self.ctx.chats.get(chat_id)
+        path = chat.branches.path if chat is not None else []
+        if not path:
+            self.ctx.editor.notify("no prompt to regenerate in this chat", "info")
+            return
+        last = path[-1].prompt
+        await self.rewind(chat_id, len(path), Prompt(last.text, list(last.attachments)))
+
+    # -- steering ----------------------------------------------------------------------
+
+    async def send_now(self, chat_id: int, prompt: Prompt) -> None:
+        """Into the running turn where the agent steers; else the turn is cancelled
+        and ``prompt`` goes first once the cancel is answered."""
+        steered = await self._steer(chat_id, prompt)
+        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
+        if steered == "injected" or chat is None:
+            return
+        self.queue.prompts[chat_id].insert(0, prompt)
+        self.queue.show(chat)
+        if steered is None and connection is not None and chat.state == "running":
+            await self.pool.cancel_quietly(connection, chat)
+        await self.queue.drain(chat)
+
+    async def send_queued(self, chat_id: int, index: int, text: str) -> None:
+        """:AcpQueue's "send now": queued prompt ``index`` (reading ``text``, see
+        ``PromptQueue.take``) goes now, as :meth:`send_now`."""
+        prompt = self.queue.take(chat_id, index, text)
+        if prompt is not None:
+            await self.send_now(chat_id, prompt)
+
+    async def say(self, chat_id: int, text: str) -> None:
+        """Tell the agent ``text`` at once: into the running turn where it steers,
+        else as the next prompt (the turn is not cancelled for it)."""
+        from acp_nvim.client.session.model import Prompt
+
+        chat = self.ctx.chats.get(chat_id)
+        if chat is None or await self._steer(chat_id, Prompt(text)) == "injected":
+            return
+        self.queue.prompts[chat_id].insert(0, Prompt(text))
+        self.queue.show(chat)
+        await self.queue.drain(chat)
+
+    async def _steer(self, chat_id: int, prompt: Prompt) -> Literal["injected", "prompt"] | None:
+        """Put ``prompt`` into the chat's running turn: ``injected``, or ``prompt``
+        when the agent had no turn running any more (send it as a prompt); None
+        without a running turn or steering."""
+        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
+        if chat is None or connection is None or chat.state != "running":
+            return None
+        if not connection.can_steer:
+            return None
+        try:
+            injected = await connection.steer(chat, prompt.text, prompt.attachments)
+        except AgentFailed as err:
+            chat.show_error(str(err))
+            return None
+        if injected:
+            chat.on_steered(prompt.text)
+        return "injected" if injected else "prompt"
+
+    # -- reasons -----------------------------------------------------------------------
+
+    async def answer(
+        self, chat_id: int, request_id: str, option_id: str, reason: str | None = None
+    ) -> None:
+        """The user answered a permission prompt (``AgentPool.answer``); ``reason``:
+        why they rejected it, told to the agent at once (:meth:`say`)."""
+        connection = self.pool.agent_of.get(chat_id)
+        subject = connection.permissions.subject(request_id) if connection else None
+        if await self.pool.answer(chat_id, request_id, option_id) and reason:
+            await self.say(chat_id, f"I rejected {subject or 'that'}: {reason}")
+
+    async def review(
+        self,
+        chat_id: int,
+        decision: str,
+        path: str | None = None,
+        hunk: int | None = None,
+        turn: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Accept or reject agent changes (``Reviews.review``); ``reason``: why they
+        were rejected, told to the agent at once (:meth:`say`)."""
+        await self.reviews.review(chat_id, decision, path, hunk, turn)
+        review = self.reviews.by_chat.get(chat_id)
+        if reason and decision == "reject" and review is not None:
+            what = f"`{os.path.relpath(path, review.cwd)}`" if path else "the files"
+            await self.say(chat_id, f"I rejected your change to {what}: {reason}")

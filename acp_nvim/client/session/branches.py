@@ -1,0 +1,223 @@
+"""The turns of a chat's conversation, and the branches a rewind leaves behind.
+
+A chat is a path of turns; a rewind to turn ``n`` goes on from turn ``n - 1`` and
+keeps the turns it leaves as another branch, never deletes them. Branches share the
+turns they have in common (the same :class:`Turn` objects), so they form a tree
+whose leaves are the :class:`Branch` es the user can pick.
+
+The session model holds the shown branch only: the items of a turn that is not
+shown are kept on the turn (:func:`hide`, :func:`show`), so an agent's ids in a
+session that goes on elsewhere (``m1`` again in a new session) never meet them.
+Lua keeps their blocks the same way, by the turn's key (``cut``/``uncut`` ops).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Branch", "Branches", "Turn", "hide", "show"]
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_nvim.client.session.model import (
+    Compaction,
+    Message,
+    PlanEntry,
+    Prompt,
+    Session,
+    ToolCall,
+)
+
+
+@dataclass
+class _Hidden:
+    """A turn's part of the session model while its branch is not shown."""
+
+    items: list[tuple[str, str]]
+    messages: dict[str, Message]
+    tool_calls: dict[str, ToolCall]
+    plans: dict[str, list[PlanEntry]]
+    compactions: dict[str, Compaction]
+    aliases: dict[str, str]
+
+
+@dataclass(eq=False)
+class Turn:
+    """One turn: begun by the user's message keyed ``message`` (its block in the
+    transcript), numbered ``review`` in the chat's review (every turn the chat ran,
+    whichever branch), run in session ``session_id`` of the agent process ``agent``
+    (a serial the connection stamps: a session id means something only there).
+
+    ``start`` is where its items begin in ``Session.items`` while it is shown.
+    """
+
+    message: str
+    review: int
+    session_id: str
+    prompt: Prompt
+    start: int = 0
+    agent: int | None = None
+    hidden: _Hidden | None = field(default=None, repr=False)
+
+
+@dataclass(eq=False)
+class Branch:
+    """A path of turns from the first; ``id`` names it to the user."""
+
+    id: int
+    turns: list[Turn]
+
+    @property
+    def session_id(self) -> str | None:
+        """The session its last turn ran in (where it goes on), None without turns."""
+        return self.turns[-1].session_id if self.turns else None
+
+
+def _common(a: list[Turn], b: list[Turn]) -> int:
+    """How many turns two paths share from the first."""
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y:
+            break
+        count += 1
+    return count
+
+
+class Branches:
+    """The shown branch and the others, of one chat."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.shown = Branch(next(self._ids), [])
+        self.others: list[Branch] = []
+        # Where a mark says that another branch leaves: the key of the turn it
+        # follows ("" before the first turn).
+        self._marked: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"
+
+    @property
+    def path(self) -> list[Turn]:
+        return self.shown.turns
+
+    def begin(self, turn: Turn) -> None:
+        self.shown.turns.append(turn)
+
+    def leave(self, number: int) -> list[Turn]:
+        """Go on from before turn ``number`` (1-based) of the shown branch, which is
+        kept among the others; returns the turns left behind (``number`` on).
+
+        Raises:
+            ValueError: no such turn.
+        """
+        if not 1 <= number <= len(self.path):
+            raise ValueError(number)
+        left = self.path[number - 1 :]
+        kept = self.shown
+        self.shown = Branch(next(self._ids), self.path[: number - 1])
+        self._keep(kept)
+        return left
+
+    def pick(self, branch_id: int) -> tuple[list[Turn], list[Turn]]:
+        """Show branch ``branch_id``: returns the turns that go out of view and the
+        ones that come into it (after the turns both branches share). The branch that
+        was shown is kept unless another one holds all its turns.
+
+        Raises:
+            KeyError: no such branch, or it is the one shown.
+        """
+        branch = next((b for b in self.others if b.id == branch_id), None)
+        if branch is None:
+            raise KeyError(branch_id)
+        common = _common(self.path, branch.turns)
+        out, into = self.path[common:], branch.turns[common:]
+        self.others.remove(branch)
+        kept, self.shown = self.shown, branch
+        self._keep(kept)
+        return out, into
+
+    def _keep(self, branch: Branch) -> None:
+        """Keep ``branch`` among the others, unless one of the branches holds all its
+        turns (a rewind's branch that never got a turn of its own)."""
+        if not any(_common(branch.turns, b.turns) == len(branch.turns) for b in self.all):
+            self.others.append(branch)
+
+    @property
+    def all(self) -> list[Branch]:
+        """The shown branch, then the others."""
+        return [self.shown, *self.others]
+
+    def mark(self, shared: int) -> bool:
+        """Whether the place after the first ``shared`` turns of the shown branch needs
+        a mark that another branch leaves there (once per place)."""
+        key = self.path[shared - 1].message if shared else ""
+        if key in self._marked:
+            return False
+        self._marked.add(key)
+        return True
+
+    def listed(self) -> list[dict[str, Any]]:
+        """Every branch for the user, the shown one first: ``id``, ``current``,
+        ``turns`` (count), ``leaves_at`` (the turn where it leaves the shown one),
+        ``prompt`` (its first prompt from there; the shown one's: its last),
+        ``session_id``."""
+        listed = []
+        for branch in self.all:
+            common = _common(self.path, branch.turns)
+            current = branch is self.shown
+            first = branch.turns[-1 if current else common] if branch.turns else None
+            listed.append(
+                {
+                    "id": branch.id,
+                    "current": current,
+                    "turns": len(branch.turns),
+                    "leaves_at": None if current else common + 1,
+                    "prompt": first.prompt.text if first is not None else "",
+                    "session_id": branch.session_id,
+                }
+            )
+        return listed
+
+
+def hide(session: Session, turns: list[Turn]) -> None:
+    """Take ``turns`` (the end of the shown path, in order) out of the session model:
+    each keeps its items until :func:`show` puts them back."""
+    if not turns:
+        return
+    ends = [t.start for t in turns[1:]] + [len(session.items)]
+    for turn, end in zip(turns, ends, strict=True):
+        items = session.items[turn.start : end]
+        messages = _take(items, "message", session.messages)
+        turn.hidden = _Hidden(
+            items,
+            messages,
+            _take(items, "tool", session.tool_calls),
+            _take(items, "plan", session.plans),
+            _take(items, "compaction", session.compactions),
+            {a: k for a, k in session.aliases.items() if k in messages},
+        )
+        for alias in turn.hidden.aliases:
+            del session.aliases[alias]
+    del session.items[turns[0].start :]
+
+
+def _take(items: list[tuple[str, str]], kind: str, found: dict[str, Any]) -> dict[str, Any]:
+    """Pop the entries of ``found`` that ``items`` name as ``kind``."""
+    return {k: found.pop(k) for i, k in items if i == kind and k in found}
+
+
+def show(session: Session, turns: list[Turn]) -> None:
+    """Put hidden ``turns`` back at the end of the session model, in order."""
+    for turn in turns:
+        hidden = turn.hidden
+        if hidden is None:
+            continue
+        turn.start = len(session.items)
+        session.items.extend(hidden.items)
+        session.messages.update(hidden.messages)
+        session.tool_calls.update(hidden.tool_calls)
+        session.plans.update(hidden.plans)
+        session.compactions.update(hidden.compactions)
+        session.aliases.update(hidden.aliases)
+        turn.hidden = None

@@ -1,0 +1,71 @@
+-- Going back in a chat's conversation: the pickers of |:AcpRewind| (a turn of the
+-- branch shown) and |:AcpBranches| (another branch). Python owns the turns and the
+-- branches (status fields `turns` and `branches`) and does the work.
+local host = require("acp.host")
+local util = require("acp.util")
+
+local M = {}
+
+local function one_line(text)
+  return (text:gsub("\n", " ⏎ "))
+end
+
+--- Rewind `chat` to before turn `turn`; without one, pick the turn.
+---@param chat acp.Chat
+---@param turn? integer
+function M.rewind(chat, turn)
+  if turn then
+    host.notify("rewind", { chat = chat.id, turn = turn })
+    return
+  end
+  local turns = chat.status.turns or {}
+  if #turns == 0 then
+    util.notify("no turn to rewind to in this chat", "info")
+    return
+  end
+  local items = {}
+  for i, prompt in ipairs(turns) do
+    table.insert(items, { turn = i, prompt = prompt })
+  end
+  vim.ui.select(items, {
+    prompt = "Rewind to before turn",
+    format_item = function(item)
+      return ("%d · %s"):format(item.turn, one_line(item.prompt))
+    end,
+  }, function(item)
+    if item then
+      host.notify("rewind", { chat = chat.id, turn = item.turn })
+    end
+  end)
+end
+
+--- The branches of `chat` as plain tables (acp.branches()).
+---@param chat acp.Chat
+---@return table[]
+function M.list(chat)
+  return vim.deepcopy(chat.status.branches or {})
+end
+
+--- :AcpBranches: pick another branch of `chat` to show and go on in.
+---@param chat acp.Chat
+function M.pick(chat)
+  local others = vim.tbl_filter(function(branch)
+    return not branch.current
+  end, M.list(chat))
+  if #others == 0 then
+    util.notify("this chat has no other branch (:AcpRewind makes one)", "info")
+    return
+  end
+  vim.ui.select(others, {
+    prompt = "Branches",
+    format_item = function(branch)
+      return ("branch %d · leaves at turn %d · %d turns · %s"):format(branch.id, branch.leaves_at, branch.turns, one_line(branch.prompt))
+    end,
+  }, function(branch)
+    if branch then
+      host.notify("branch", { chat = chat.id, branch = branch.id })
+    end
+  end)
+end
+
+return M

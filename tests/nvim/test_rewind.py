@@ -1,0 +1,432 @@
+"""Going back (issue 23): rewind the files and the conversation, branches, editing an
+earlier prompt, regenerating, steering a running turn, rejecting with a reason,
+per-turn usage, compaction and notices; over ACP v1 and v2 with the scripted
+"rewind" agents (tests/fakes/agent.py, class Rewind)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nvim.conftest import FAKE, Editor
+from tests.nvim.test_chats import STUB_UI
+from tests.nvim.test_permissions import wait_text
+
+VERSIONS = [1, 2]
+
+
+def start(editor: Editor, scenario: str, version: int) -> Path:
+    """A chat with the ``scenario`` agent; returns the file its requests go to."""
+    calls = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls)}}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    return calls
+
+
+def calls(path: Path, method: str | None = None) -> list[Any]:
+    """The agent's requests so far ([method, params]), or the params of ``method``'s."""
+    found = [json.loads(line) for line in path.read_text().splitlines()]
+    return found if method is None else [params for m, params in found if m == method]
+
+
+def turn(editor: Editor, text: str, number: int) -> None:
+    editor.lua("require('acp').send(...)", text)
+    editor.wait_event("AcpTurnEnd", count=number)
+
+
+def three_turns(editor: Editor) -> Path:
+    """Three turns, each writing a.txt (loaded in a buffer: the review's "before" text
+    of an agent that writes on disk, as v2 agents do); returns it."""
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\n")
+    editor.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(a))
+    for number, word in enumerate(("one", "two", "three"), 1):
+        turn(editor, f"write a.txt {word}", number)
+    assert a.read_text() == "three\n"
+    return a
+
+
+def session_changed(editor: Editor, count: int) -> dict[str, Any]:
+    """Wait for the ``count``-th AcpSessionReady; the status then."""
+    editor.wait_event("AcpSessionReady", count=count)
+    return editor.lua("return require('acp').status()")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rewind_forks_at_the_last_agent_message_and_keeps_the_branch(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind", version)
+    a = three_turns(editor)
+
+    editor.lua("require('acp').rewind(2)")
+    status = session_changed(editor, 2)
+    # The files as after turn 1.
+    assert a.read_text() == "one\n"
+    # The conversation forks the first session at turn 1's last agent message.
+    [fork] = calls(wire, "session/fork")
+    assert fork["sessionId"] == "s1"
+    assert fork["_meta"] == {"jetbrains": {"air": {"fork": {"version": 1, "messageId": "s1-m1"}}}}
+    assert status["session_id"] == "s2"
+    # The transcript: turn 1, a mark where the other branch leaves, nothing of 2 and 3.
+    text = editor.transcript_text()
+    assert "write a.txt one" in text and "write a.txt two" not in text
+    assert "write a.txt three" not in text
+    assert "Another branch leaves here" in text
+    assert "Rewound to before turn 2, the conversation and the files (`a.txt`)." in text
+
+    # The next prompt goes to the fork.
+    turn(editor, "write b.txt new", 4)
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == "s2"
+    assert "s2: " not in editor.transcript_text()  # (it wrote a file; said so)
+    branches = editor.lua("return require('acp').branches()")
+    assert [(b["id"], b["current"], b["turns"]) for b in branches] == [(2, True, 2), (1, False, 3)]
+    assert branches[1]["leaves_at"] == 2 and branches[1]["prompt"] == "write a.txt two"
+
+    # The branch left behind can be picked, shown, and goes on in its session.
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "write a.txt three")
+    text = editor.transcript_text()
+    assert "write b.txt new" not in text and "write a.txt two" in text
+    assert text.count("Another branch leaves here") == 1
+    assert editor.lua("return require('acp').status().session_id") == "s1"
+    turn(editor, "go on", 5)
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == "s1"
+    assert "s1: go on" in editor.transcript_text()
+    # And back: the branch of the rewind again, its turn 2 with it.
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "write b.txt new")
+    assert "write a.txt two" not in editor.transcript_text()
+    assert editor.lua("return require('acp').status().session_id") == "s2"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("embed", [False, True])
+def test_without_forks_at_a_message_a_new_session_gets_the_conversation(
+    editor: Editor, version: int, embed: bool
+) -> None:
+    wire = start(editor, "rewind+plain" + ("+embed" if embed else ""), version)
+    a = three_turns(editor)
+    editor.nvim.command("AcpRewind 2")
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    assert a.read_text() == "one\n"
+    assert calls(wire, "session/fork") == []
+    assert [c["cwd"] for c in calls(wire, "session/new")] == [str(editor.tmp / "project")] * 2
+
+    turn(editor, "write a.txt again", 4)
+    first = calls(wire, "session/prompt")[-1]
+    assert first["sessionId"] == "s2"
+    *seed, text = first["prompt"]
+    assert text == {"type": "text", "text": "write a.txt again"}
+    if embed:  # an introduction, then the conversation as a resource
+        assert [block["type"] for block in seed] == ["text", "resource"]
+        said = seed[1]["resource"]["text"]
+        assert seed[1]["resource"]["uri"] == "acp://conversation.md"
+    else:
+        [only] = seed
+        assert only["type"] == "text"
+        said = only["text"]
+    assert "write a.txt one" in said and "wrote a.txt" in said
+    assert "write a.txt two" not in said and "three" not in said
+    line = (
+        "Continued in a new session; the agent is given the conversation so far"
+        " with the next prompt."
+    )
+    assert line in editor.transcript_text()
+    # Only the first prompt of the new session carries it.
+    turn(editor, "and then", 5)
+    assert len(calls(wire, "session/prompt")[-1]["prompt"]) == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rewind_to_the_first_turn_begins_afresh_and_out_of_range_is_an_error(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind", version)
+    turn(editor, "write a.txt one", 1)
+    editor.lua("require('acp').rewind(3)")
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n)"
+        " return n.msg == 'acp: no turn 3 to rewind to (turns 1 to 1)' end)"
+    )
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 2)
+    assert not (editor.tmp / "project" / "a.txt").exists()
+    assert calls(wire, "session/fork") == []
+    turn(editor, "hello", 2)
+    # Nothing was said before turn 1: no conversation to carry.
+    assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "hello"}]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -> None:
+    wire = start(editor, "rewind", version)
+    turn(editor, "write a.txt one", 1)
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.lua("require('acp').rewind(2)")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    methods = [m for m, _ in calls(wire)]
+    assert methods.index("session/cancel") < methods.index("session/fork")
+    assert "holding" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind", version)
+    a = three_turns(editor)
+    editor.nvim.command("AcpEdit 2")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'write a.txt two'")  # fmt: skip
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_buf_set_lines({input_buf}, 0, -1, false, {{'write a.txt TWO'}})")
+    editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd", count=4)
+    assert a.read_text() == "TWO\n"
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == "s2"
+    text = editor.transcript_text()
+    assert "write a.txt TWO" in text and "write a.txt two" not in text
+
+    # <CR> on one of the user's messages in the transcript: its prompt in the input.
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    row = editor.transcript().index("write a.txt one") + 1
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
+    editor.nvim.input("<CR>")
+    editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt one'")
+    assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind", version)
+    turn(editor, "first", 1)
+    turn(editor, "second", 2)
+    editor.nvim.command("AcpRegenerate")
+    editor.wait_event("AcpTurnEnd", count=3)
+    [fork] = calls(wire, "session/fork")
+    assert fork["_meta"]["jetbrains"]["air"]["fork"]["messageId"] == "s1-m1"
+    last = calls(wire, "session/prompt")[-1]
+    assert (last["sessionId"], last["prompt"][-1]["text"]) == ("s2", "second")
+    text = editor.transcript_text()
+    assert text.count("s1: second") == 0 and "s2: second" in text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("how", ["api", "key"])
+def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, how: str) -> None:
+    wire = start(editor, "rewind+steer", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    if how == "api":
+        editor.lua("require('acp').send('turn left', {now = true})")
+    else:  # the input's chat.send_now_key
+        input_buf = editor.lua("return require('acp').status().input_buf")
+        editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+        editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'turn left'})")
+        editor.nvim.input("<M-CR>")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    [steering] = calls(wire, "_session/steering")
+    assert steering["idleBehavior"] == "promptRequired"
+    assert steering["prompt"] == [{"type": "text", "text": "turn left"}]
+    assert calls(wire, "session/cancel") == []
+    text = editor.transcript_text()
+    assert "steered: turn left" in text
+    assert "## You\nturn left\n\n*Sent into the running turn.*" in text
+    assert len(calls(wire, "session/prompt")) == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_send_now_cancels_then_sends_first_elsewhere(editor: Editor, version: int) -> None:
+    wire = start(editor, "rewind", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('later')")  # queued
+    editor.nvim.command("AcpSend! turn left")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait_event("AcpTurnEnd", count=3)
+    assert calls(wire, "_session/steering") == []
+    prompts = [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")]
+    assert prompts == ["hold", "turn left", "later"]
+    methods = [m for m, _ in calls(wire)]
+    assert methods.index("session/cancel") < len(methods) - methods[::-1].index("session/prompt")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rejected_hunks_reason_reaches_the_agent(editor: Editor, version: int) -> None:
+    wire = start(editor, "rewind", version)
+    turn(editor, "write a.txt one", 1)
+    path = str(editor.tmp / "project" / "a.txt")
+    editor.wait("#require('acp').changes() == 1")
+    editor.lua("require('acp').reject(..., nil, {reason = 'keep it empty'})", path)
+    editor.wait_event("AcpTurnEnd", count=2)
+    said = calls(wire, "session/prompt")[-1]["prompt"][-1]["text"]
+    assert said == "I rejected your change to `a.txt`: keep it empty"
+    assert not (editor.tmp / "project" / "a.txt").exists()
+
+
+def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None:
+    editor.setup(agents={"fake": editor.fake_agent("permission")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, "- `?` Reject, and say why")
+    editor.lua(STUB_UI, "not that file")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript})")
+    editor.nvim.input("?")
+    wait_text(editor, "permission: selected cancel")  # the reject option, answered
+    wait_text(editor, "I rejected Fake edit: not that file")  # the next prompt
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Why reject Fake edit? "
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_turn_shows_what_it_used(editor: Editor, version: int) -> None:
+    start(editor, "rewind", version)
+    turn(editor, "one", 1)
+    assert "*— end_turn · 1.2k tokens · $0.05 —*" in editor.transcript()
+    turn(editor, "two", 2)
+    usage = editor.lua("return require('acp').status().usage")
+    assert usage["turn"] == {"tokens": 1234, "cost": {"amount": pytest.approx(0.05), "currency": "USD"}}
+    assert usage["session"]["tokens"] == 2468
+    assert usage["session"]["cost"]["amount"] == pytest.approx(0.10)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, version: int) -> None:
+    start(editor, "rewind", version)
+    turn(editor, "compact", 1)
+    lines = editor.transcript()
+    start_row = lines.index("#### Context compacted")
+    assert lines[start_row + 1] == "Kept: the plan."
+    assert "*⚠ Context compacted — older turns summarised*" in lines
+    kind = editor.lua(
+        "local c = require('acp.chat.registry').get()"
+        " return require('acp.chat.blocks').kind_at(c.transcript, c.blocks, ...)",
+        start_row + 1,
+    )
+    # (Over v1 the fake compacts only where the client advertised compaction.)
+    assert kind == "compaction"
+
+
+def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor) -> None:
+    wire = start(editor, "rewind", 1)
+    turn(editor, "first", 1)
+    turn(editor, "second\nline two", 2)
+    editor.lua(STUB_UI, 2)
+    editor.nvim.command("AcpRewind")
+    session_changed(editor, 2)
+    assert editor.lua("return _G.asked")[0]["items"] == ["1 · first", "2 · second"]
+    point = calls(wire, "session/fork")[0]["_meta"]["jetbrains"]["air"]["fork"]
+    assert point["messageId"] == "s1-m1"
+
+    # :AcpQueue's "send now": the picked prompt goes first (the turn is cancelled).
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    for text in ("later", "sooner"):
+        editor.lua("require('acp').send(...)", text)
+    editor.wait("require('acp').status().queued == 2")
+    editor.lua(STUB_UI, 2, 3)  # "sooner", then "send now"
+    editor.nvim.command("AcpQueue")
+    editor.wait_event("AcpTurnEnd", count=5)
+    prompts = [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")]
+    assert prompts[-3:] == ["hold", "sooner", "later"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_hunk_key_rejects_and_says_why(editor: Editor, version: int) -> None:
+    wire = start(editor, "rewind", version)
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\n")
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(a))
+    turn(editor, "write a.txt one", 1)
+    editor.wait("#require('acp').changes() == 1")
+    editor.lua(f"vim.api.nvim_set_current_buf({buf}); vim.api.nvim_win_set_cursor(0, {{1, 0}})")
+    editor.lua(STUB_UI, "zero is right")
+    editor.nvim.command("AcpHunk reject_why")
+    editor.wait_event("AcpTurnEnd", count=2)
+    said = calls(wire, "session/prompt")[-1]["prompt"][-1]["text"]
+    assert said == "I rejected your change to `a.txt`: zero is right"
+    assert a.read_text() == "zero\n"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_demo_agent_forks_at_a_message_steers_and_compacts(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()["session_id"]
+    turn(editor, "hello", 1)
+    turn(editor, "again", 2)
+    editor.lua("require('acp').rewind(2)")
+    forked = session_changed(editor, 2)["session_id"]
+    assert forked != first
+    text = editor.transcript_text()
+    assert "hello" in text and "## You\nagain" not in text
+    assert "Continued in a new session" not in text  # a fork, not a seeded session
+
+    # The permission prompt holds the turn: the steered message joins it.
+    editor.lua("require('acp').send('permission')")
+    wait_text(editor, "Permission needed")
+    editor.lua("require('acp').send('shorter please', {now = true})")
+    wait_text(editor, "Sent into the running turn.")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript})")
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, "You added, while I was working: “shorter please”")
+
+    turn(editor, "compact", 4)
+    lines = editor.transcript()
+    assert "#### Context compacted" in lines
+    assert "*Context compacted — the older turns are summarised*" in lines
+
+
+def test_a_branch_picked_after_a_restart_goes_on_in_a_seeded_session(editor: Editor) -> None:
+    """The restarted agent does not hold the branch's session (its own first session
+    may even have the same id) and resumes none: a new session gets the branch's
+    conversation."""
+    wire = start(editor, "rewind", 1)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 3)["session_id"] == "s1"  # the new process's own
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    assert session_changed(editor, 4)["session_id"] == "s2"
+    wait_text(editor, "write a.txt three")
+    turn(editor, "go on", 4)
+    seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "go on"}
+    assert all(f"write a.txt {word}" in seed["text"] for word in ("one", "two", "three"))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_branch_picked_after_a_restart_is_resumed_where_the_agent_resumes(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind+resume", version)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 3)["session_id"] == "s2"  # resumed
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    assert session_changed(editor, 4)["session_id"] == "s1"
+    assert [c["sessionId"] for c in calls(wire, "session/resume")] == ["s2", "s1"]
+    turn(editor, "go on", 4)
+    last = calls(wire, "session/prompt")[-1]
+    assert last["sessionId"] == "s1" and last["prompt"] == [{"type": "text", "text": "go on"}]

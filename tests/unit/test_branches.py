@@ -1,0 +1,128 @@
+"""Turns and branches of a chat (session/branches.py, Chat.leave and Chat.pick)."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_nvim.client.editor import RecordingEditor
+from acp_nvim.client.session.branches import Branches, Turn
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import MessagePatch, Prompt, ToolCallPatch
+
+
+def turn(name: str) -> Turn:
+    return Turn(name, 0, "s", Prompt(name))
+
+
+def test_a_rewind_keeps_the_turns_left_as_a_branch_and_a_pick_swaps_what_differs() -> None:
+    branches = Branches()
+    one, two, three = turn("one"), turn("two"), turn("three")
+    for t in (one, two, three):
+        branches.begin(t)
+    assert branches.leave(2) == [two, three]
+    assert branches.path == [one]
+    # A rewind's branch that never got a turn of its own is not kept: another holds it.
+    assert branches.leave(1) == [one]
+    assert [b.turns for b in branches.others] == [[one, two, three]]
+    branches.begin(new := turn("new"))
+    assert [b.turns for b in branches.all] == [[new], [one, two, three]]
+    listed = branches.listed()
+    assert [(b["current"], b["turns"], b["leaves_at"], b["prompt"]) for b in listed] == [
+        (True, 1, None, "new"),
+        (False, 3, 1, "one"),
+    ]
+    other = listed[1]["id"]
+    out, into = branches.pick(other)
+    assert (out, into) == ([new], [one, two, three])
+    assert [b.turns for b in branches.others] == [[new]]
+    with pytest.raises(KeyError):
+        branches.pick(other)  # shown now
+    with pytest.raises(ValueError):
+        branches.leave(4)
+
+
+def test_a_place_is_marked_once() -> None:
+    branches = Branches()
+    branches.begin(turn("one"))
+    assert branches.mark(1) and not branches.mark(1)
+    assert branches.mark(0)
+
+
+def said(chat: Chat, role: str, text: str, message_id: str) -> None:
+    chat.on_message(MessagePatch(message_id, role, text))  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_hidden_turns_leave_the_model_and_come_back_as_they_were() -> None:
+    editor = RecordingEditor()
+    chat = Chat(1, "fake", editor)
+    chat.ready("s1", 2, None)
+    for n in (1, 2, 3):
+        await chat.start_turn(f"prompt {n}")
+        said(chat, "user", f"prompt {n}", f"u{n}")  # v2: the agent acknowledges it
+        chat.on_tool_call(ToolCallPatch(f"t{n}", title=f"tool {n}", status="completed"))
+        said(chat, "agent", f"reply {n}", f"m{n}")
+        chat.end_turn("end_turn")
+    assert chat.last_reply(1) == "m1" and chat.last_reply(3) == "m3"
+    before = (list(chat.session.items), dict(chat.session.messages), dict(chat.session.aliases))
+
+    left = chat.leave(2)
+    assert [t.prompt.text for t in left] == ["prompt 2", "prompt 3"]
+    session = chat.session
+    assert set(session.tool_calls) == {"t1"} and "m2" not in session.messages
+    assert set(session.aliases) == {"u1"}
+    cut = next(op for op in editor.ops[1] if op["op"] == "cut")
+    assert [t["key"] for t in cut["turns"]] == [t.message for t in left]
+    assert cut["turns"][0]["block"] == "#message:" + left[0].message
+    # A new session's ids may repeat the hidden ones: they make new items.
+    chat.ready("s2", 2, None)
+    await chat.start_turn("prompt 2b")
+    said(chat, "user", "prompt 2b", "u2")
+    said(chat, "agent", "reply 2b", "m2")
+    chat.end_turn("end_turn")
+    assert session.messages["m2"].text == "reply 2b"
+    assert [t.session_id for t in chat.branches.path] == ["s1", "s2"]
+
+    # Back to the first branch: the model is as it was, the other turn hidden.
+    other = next(b["id"] for b in chat.branches.listed() if not b["current"])
+    assert chat.pick(other).session_id == "s1"
+    assert (session.items, session.messages, session.aliases) == before
+    assert chat.last_reply(2) == "m2" and session.messages["m2"].text == "reply 2"
+    assert editor.ops[1][-2] == {"op": "uncut", "turns": [t.message for t in left]}
+    status = editor.last_status(1)
+    assert status["turns"] == ["prompt 1", "prompt 2", "prompt 3"]
+    assert [b["current"] for b in status["branches"]] == [True, False]
+
+
+@pytest.mark.anyio
+async def test_a_turn_with_no_agent_message_id_has_no_fork_point() -> None:
+    chat = Chat(1, "fake", RecordingEditor())
+    chat.ready("s1", 1, None)
+    await chat.start_turn("hello")
+    chat.on_message(MessagePatch(None, "agent", "v1, no id"))
+    chat.end_turn("end_turn")
+    assert chat.last_reply(1) is None
+
+
+@pytest.mark.anyio
+async def test_a_turns_usage_is_the_difference_of_the_reports_around_it() -> None:
+    editor = RecordingEditor()
+    chat = Chat(1, "fake", editor)
+    chat.ready("s1", 1, None)
+    await chat.start_turn("one")
+    chat.end_turn("end_turn")
+    assert list(editor.transcript(1).values())[-1] == ["*— end_turn —*"]  # no report
+    chat.on_usage(1500, 200_000, (0.25, "USD"))
+    await chat.start_turn("two")
+    chat.on_usage(4000, 200_000, (0.75, "USD"))
+    chat.end_turn("end_turn")
+    [line] = list(editor.transcript(1).values())[-1]
+    assert line == "*— end_turn · 2.5k tokens · $0.50 —*"
+    usage = editor.last_status(1)["usage"]
+    assert usage["turn"] == {"tokens": 2500, "cost": {"amount": 0.5, "currency": "USD"}}
+    assert usage["session"] == usage["turn"]
+    chat.ready("s2", 1, None)  # another session: its totals start again
+    await chat.start_turn("three")
+    chat.on_usage(100, 200_000, None)
+    chat.end_turn("end_turn")
+    assert editor.last_status(1)["usage"]["session"] == {"tokens": -3900}
