@@ -37,9 +37,11 @@ test: $(STAMP) ## run the whole test suite (unit + headless Neovim)
 fuzz: $(STAMP) ## fuzz the client with 10,000+ generated agent outputs (minutes)
 	ACP_FUZZ_PROFILE=fuzz $(PY) -m pytest tests/unit/test_fuzz.py --timeout=0 -q $(ARGS)
 
-lint: $(STAMP) ## ruff and mypy --strict
+# mypy checks the test fakes too (named one by one: pyproject's exclude skips tests/
+# when a folder is walked): they stand in for the Editor port and for real agents.
+lint: $(STAMP) ## ruff and mypy --strict (the package and the test fakes)
 	$(PY) -m ruff check acp_nvim scripts tests bench
-	$(PY) -m mypy acp_nvim
+	$(PY) -m mypy acp_nvim $(wildcard tests/fakes/*.py tests/fakes/*/*.py)
 
 gen: $(STAMP) ## regenerate protocol types, lua/acp/defaults.lua and doc sections
 	$(PY) scripts/gen_types.py

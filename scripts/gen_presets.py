@@ -1,10 +1,10 @@
-"""Write acp_nvim/client/presets.py from the ACP registry snapshot in ../shared.
+"""Write acp_nvim/client/presets.py from the ACP registry snapshot in spec/acp-registry.
 
 Each registry agent becomes a launch command the way the registry says: an npm
 package through ``npx -y package@version``, a PyPI one through ``uvx``, a binary
 by its name on PATH (the registry's archives are the user's to install; the
 plugin downloads nothing). ``--check`` writes nothing and exits 1 when the
-module is out of date.
+module is out of date, or when the snapshot is missing (said as such).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-REGISTRY = ROOT.parent / "shared" / "spec" / "acp-registry" / "agents"
+REGISTRY = ROOT / "spec" / "acp-registry" / "agents"
 TARGET = ROOT / "acp_nvim" / "client" / "presets.py"
 
 
@@ -34,9 +34,9 @@ def launch(distribution: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     return [program, *binary.get("args", [])], binary.get("env", {})
 
 
-def render() -> str:
+def render(entries: list[Path]) -> str:
     rows = []
-    for path in sorted(REGISTRY.glob("*.json")):
+    for path in entries:
         entry = json.loads(path.read_text())
         cmd, env = launch(entry["distribution"])
         fields = {"name": entry["name"], "version": entry["version"], "cmd": cmd, "env": env}
@@ -55,11 +55,17 @@ def render() -> str:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
-    new = render()
+    parser.add_argument("--registry", type=Path, default=REGISTRY, help="the agents' entries")
+    args = parser.parse_args(argv)
+    entries = sorted(args.registry.glob("*.json"))
+    if not entries:
+        missing = f"source missing: no agent entries in {args.registry} (see spec/README.md)"
+        print(missing, file=sys.stderr)
+        return 1
+    new = render(entries)
     if args.check:
         if not TARGET.exists() or TARGET.read_text() != new:
             print(f"{TARGET.relative_to(ROOT)} is out of date: run make gen", file=sys.stderr)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Generate msgspec types for ACP from the pinned JSON schemas.
 
-Reads ``shared/spec/acp/schema/v{1,2}/schema.json`` (+ ``meta.json`` beside each) and
-writes ``acp_nvim/protocol/schema_v1.py`` and ``schema_v2.py``. ``--check`` writes
-nothing and exits 1 when a committed module differs from what would be generated.
+Reads ``spec/acp/schema/v{1,2}/schema.json`` (+ ``meta.json`` and the unstable pair
+beside each; spec/README.md says where they come from) and writes
+``acp_nvim/protocol/schema_v1.py`` and ``schema_v2.py``. ``--check`` writes nothing
+and exits 1 when a committed module differs from what would be generated, or when a
+source is missing (said as such).
 
 What it does, per ``$defs`` entry:
 
@@ -68,7 +70,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+DEFAULT_SCHEMA_DIR = REPO / "spec/acp/schema"
+# What each version is generated from, in its folder of the schema directory.
+SOURCES = ("schema.json", "meta.json", "schema.unstable.json", "meta.unstable.json")
 VERSIONS = ("v1", "v2")
 
 
@@ -819,12 +823,12 @@ class Generator:
 
 
 def generate(schema_dir: Path, version: str) -> str:
-    schema = json.loads((schema_dir / version / "schema.json").read_text())
-    meta = json.loads((schema_dir / version / "meta.json").read_text())
-    unstable = json.loads((schema_dir / version / "schema.unstable.json").read_text())
-    unstable_meta = json.loads((schema_dir / version / "meta.unstable.json").read_text())
+    schema, meta, unstable, unstable_meta = (
+        json.loads((schema_dir / version / name).read_text()) for name in SOURCES
+    )
     adopt_unstable(schema, meta, unstable, unstable_meta)
-    return Generator(version, schema, meta).render(source_name(schema_dir, version))
+    # Named as the repository holds it, wherever --schema-dir pointed.
+    return Generator(version, schema, meta).render(f"spec/acp/schema/{version}/schema.json")
 
 
 def adopt_unstable(
@@ -894,19 +898,21 @@ def add_member(d: dict[str, Any], source: dict[str, Any], tag: str, method: str)
     members.insert(at, theirs[index])
 
 
-def source_name(schema_dir: Path, version: str) -> str:
-    """The schema's path relative to ``shared/`` (assumed ``spec/acp/schema`` elsewhere)."""
-    base = schema_dir.resolve()
-    shared = next((p for p in base.parents if p.name == "shared"), None)
-    prefix = base.relative_to(shared).as_posix() if shared else "spec/acp/schema"
-    return f"{prefix}/{version}/schema.json"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--schema-dir", type=Path, default=DEFAULT_SCHEMA_DIR)
     parser.add_argument("--check", action="store_true", help="exit 1 if outputs are stale")
     args = parser.parse_args(argv)
+    missing = [
+        path
+        for version in VERSIONS
+        for path in (args.schema_dir / version / name for name in SOURCES)
+        if not path.is_file()
+    ]
+    for path in missing:
+        print(f"source missing: {path} (see spec/README.md)", file=sys.stderr)
+    if missing:
+        return 1
     stale = []
     for version in VERSIONS:
         text = generate(args.schema_dir, version)

@@ -30,7 +30,8 @@ from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp._core import PAGE_SIZE, McpServer
 from acp_nvim.mcp._session import ToolSession
-from acp_nvim.protocol import Connection
+from acp_nvim.protocol import Connection, ConnectionClosed
+from acp_nvim.protocol.streams import receive, send
 
 log = logging.getLogger("acp_nvim")
 
@@ -39,6 +40,7 @@ TOKEN_ENV = "ACP_NVIM_MCP_TOKEN"
 # The token line: a shim sends it at once; anything slower or longer is not one.
 _HELLO_BYTES = 1024
 _HELLO_SECONDS = 5.0
+_REFUSAL = b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
 
 
 class _Rest(ByteReceiveStream):
@@ -144,10 +146,8 @@ class EditorSocket:
                 message = f"refused an MCP connection with {why}"
                 log.warning("%s", message)
                 self._log().add("mcp", "!!", message)
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await stream.send(
-                        b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
-                    )
+                with contextlib.suppress(ConnectionClosed):
+                    await send(stream, _REFUSAL)
                 return
             await stream.send(b'{"ok": true}\n')
             await self._serve(session, _Rest(stream, rest), stream)
@@ -157,10 +157,9 @@ class EditorSocket:
         data = b""
         with anyio.move_on_after(_HELLO_SECONDS):
             while b"\n" not in data and len(data) <= _HELLO_BYTES:
-                try:
-                    data += await stream.receive(_HELLO_BYTES)
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                if not (chunk := await receive(stream, _HELLO_BYTES)):
                     break
+                data += chunk
         line, _, rest = data.partition(b"\n")
         try:
             hello = json.loads(line)

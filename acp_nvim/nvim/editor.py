@@ -88,6 +88,10 @@ def _soon(nvim: pynvim.Nvim, fn: Callable[[], None]) -> None:
     What ``Nvim.async_call`` does, without formatting the caller's stack on every
     call for an error message (~120 µs, the source files stat-ed: one call per read
     of a stream); an error is logged here instead.
+
+    The one place acp_nvim reaches into pynvim's privates (``Nvim._session``, whose
+    ``threadsafe_call`` async_call itself uses): tests/unit/test_pynvim_private.py
+    fails when a pynvim release changes what this relies on.
     """
 
     def run() -> None:

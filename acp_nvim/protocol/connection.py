@@ -25,15 +25,13 @@ from msgspec import UNSET, Raw, UnsetType
 
 from .errors import ConnectionClosed, LineTooLong, ProtocolError, RequestError
 from .framing import DEFAULT_MAX_LINE, LineReader, encode_line
+from .streams import STREAM_GONE
 
 T = TypeVar("T")
 P = TypeVar("P")
 R = TypeVar("R")
 
 logger = logging.getLogger("acp_nvim.protocol")
-
-# What a broken or closed byte stream raises; translated to ConnectionClosed here.
-_STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 CANCEL_REQUEST_METHOD = "$/cancel_request"
 
@@ -55,24 +53,27 @@ def default_convert(raw: Raw | None, type_: type[T], /) -> T:
 
     Omitted params (`raw is None`) decode as `null`, or failing that as `{}`: JSON-RPC
     lets a sender leave out params, and a Struct whose fields all have defaults
-    should still accept that.
+    should still accept that. Raises `ProtocolError` when `raw` is no `type_`.
     """
     if type_ is Raw:
         return raw if raw is not None else Raw(b"null")  # type: ignore[return-value]
     decoder = _decoders.get(type_)
     if decoder is None:
         decoder = _decoders[type_] = msgspec.json.Decoder(type_)
-    if raw is not None:
-        result: T = decoder.decode(raw)
-        return result
     try:
-        result = decoder.decode(b"null")
-    except msgspec.ValidationError as exc:
+        if raw is not None:
+            result: T = decoder.decode(raw)
+            return result
         try:
-            result = decoder.decode(b"{}")
-        except msgspec.ValidationError:
-            raise exc from None
-    return result
+            result = decoder.decode(b"null")
+        except msgspec.ValidationError as exc:
+            try:
+                result = decoder.decode(b"{}")
+            except msgspec.ValidationError:
+                raise exc from None
+        return result
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 # --- wire envelopes -------------------------------------------------------------------
@@ -358,7 +359,7 @@ class Connection:
             self._tg.cancel_scope.cancel()
         with anyio.CancelScope(shield=True):
             for stream in (self._send, self._receive):
-                with contextlib.suppress(*_STREAM_GONE):
+                with contextlib.suppress(*STREAM_GONE):
                     await stream.aclose()
 
     # -- the read loop
@@ -659,7 +660,7 @@ class Connection:
                 self._on_traffic("out", (payload,))
             try:
                 await self._send.send(line)
-            except _STREAM_GONE as exc:
+            except STREAM_GONE as exc:
                 reason = f"write failed: {exc!r}"
                 self._mark_closed(reason)
                 raise ConnectionClosed(reason) from exc

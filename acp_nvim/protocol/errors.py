@@ -3,14 +3,17 @@
     AcpError                  base of everything raised by acp_nvim.protocol
     ├── ConnectionClosed      the peer went away (EOF, broken pipe) or we closed;
     │                         pending requests fail with it, later calls raise it
-    ├── ProtocolError         the peer sent something malformed
+    ├── ProtocolError         the peer sent something malformed: no JSON-RPC, or a
+    │   │                     value that does not decode into its type (`decode`,
+    │   │                     `convert`, `default_convert`; the message names its path)
     │   └── LineTooLong       a line exceeded the byte cap; it was skipped
     └── RequestError          a JSON-RPC error object: raised by `Connection.request()`
                               when the peer answers with an error, and raised by our
                               handlers to answer with one
 
-Foreign exceptions (anyio, OSError, msgspec) are translated into these once, at the
-edge (framing and connection); nothing above `protocol/` catches the foreign ones.
+Foreign exceptions (anyio, OSError, msgspec) of the wire are translated into these
+once, at the edge (framing, streams, connection, the decoders of `unknown`); nothing
+above `protocol/` catches the foreign ones (tests/unit/test_layout.py holds it).
 """
 
 from __future__ import annotations

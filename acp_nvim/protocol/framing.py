@@ -8,12 +8,10 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from .errors import ConnectionClosed, LineTooLong
+from .streams import STREAM_GONE
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 _CHUNK = 65536
-
-# What a broken or closed byte stream raises; translated to ConnectionClosed here.
-_STREAM_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 class LineReader:
@@ -138,7 +136,7 @@ class LineReader:
             chunk = await self._stream.receive(_CHUNK)
         except anyio.EndOfStream:
             return None
-        except _STREAM_GONE as exc:
+        except STREAM_GONE as exc:
             raise ConnectionClosed(f"read failed: {exc!r}") from exc
         # A well-behaved stream raises EndOfStream, but b"" must not spin forever.
         return chunk or None

@@ -71,6 +71,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, overload
 import msgspec
 from msgspec import Raw, ValidationError
 
+from acp_nvim.protocol.errors import ProtocolError
+
 _T = TypeVar("_T")
 
 
@@ -480,19 +482,23 @@ def decode(raw: _Json, type_: Any, /) -> Any:
     `type_` is a generated struct, a union alias (``SessionUpdate``) or any type
     msgspec understands. ``None`` (params left out) decodes as ``null``, or failing
     that as ``{}``; a dict goes through `convert`. Fits the connection's ``Convert``
-    protocol. Raises ``msgspec.ValidationError`` / ``msgspec.DecodeError``.
+    protocol. Raises `ProtocolError` (its message names the path of what is wrong)
+    when `raw` is no JSON or no `type_`.
     """
-    if raw is None:
-        try:
-            return _decoder_for(type_)(b"null")
-        except ValidationError as exc:
+    try:
+        if raw is None:
             try:
-                return _decoder_for(type_)(b"{}")
-            except ValidationError:
-                raise exc from None
-    if isinstance(raw, dict):
-        return convert(raw, type_)
-    return _decoder_for(type_)(raw)
+                return _decoder_for(type_)(b"null")
+            except ValidationError as exc:
+                try:
+                    return _decoder_for(type_)(b"{}")
+                except ValidationError:
+                    raise exc from None
+        if isinstance(raw, dict):
+            return convert(raw, type_)
+        return _decoder_for(type_)(raw)
+    except msgspec.MsgspecError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 @overload
@@ -501,7 +507,10 @@ def convert(obj: Any, type_: type[_T], /) -> _T: ...
 def convert(obj: Any, type_: Any, /) -> Any: ...
 def convert(obj: Any, type_: Any, /) -> Any:
     """Like `decode`, from Python builtins (they are re-encoded to JSON first)."""
-    return _decoder_for(type_)(_encoder.encode(obj))
+    try:
+        return _decoder_for(type_)(_encoder.encode(obj))
+    except msgspec.MsgspecError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 def enc_hook(obj: Any) -> Any:

@@ -55,7 +55,6 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
 def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     """The ops of a chat's tool call updates (header only, content, locations, a
     prompt) leave the buffer as whole redraws would, with the block's highlights."""
-    from acp_nvim.client.editor import RecordingEditor
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import (
         Location,
@@ -64,6 +63,7 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
         TextPart,
         ToolCallPatch,
     )
+    from tests.fakes.editor import RecordingEditor
 
     recording = RecordingEditor()
     chat = Chat(1, "fake", recording)

@@ -204,7 +204,7 @@ def test_a_prompt_sent_while_the_settings_are_applied_runs_to_its_end(editor: Ed
     sent in between started a turn, and the end of the start, finding the chat not
     "ready" but "running", released the agent: the turn died with exit code -15 (the
     flaky test_a_configured_mode_is_set_before_the_first_prompt)."""
-    qwen = {**editor.fake_agent("settings"), "mode": "default", "env": {"FAKE_SLOW_SETTINGS": "1"}}
+    qwen = {**editor.fake_agent("settings_late"), "mode": "default"}
     editor.setup(agents={"qwen": qwen}, default_agent="qwen")
     editor.open_chat()
     # The fake answers set_mode once this prompt came, and ends the turn on a cancel.

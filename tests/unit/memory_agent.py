@@ -31,8 +31,8 @@ from acp_nvim.client.agent import connection as connection_module
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app import App
 from acp_nvim.client.app import _pool as pool_module
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.protocol import ConnectionClosed
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import MemoryByteReceive, MemoryByteSend, Pipes, RawPeer
 
 Line = bytes | str | dict[str, Any]

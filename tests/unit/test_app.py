@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.session.branches import Branches, Turn
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import MessagePatch, Prompt, ToolCallPatch
+from tests.fakes.editor import RecordingEditor
 
 
 def turn(name: str) -> Turn:

@@ -15,13 +15,13 @@ import pytest
 
 from acp_nvim.client.agent.v1 import request_error
 from acp_nvim.client.config import Config, load_config
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
 from tests.disk import fill, small_disk
+from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 

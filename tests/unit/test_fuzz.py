@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+SCHEMA_DIR = REPO / "spec/acp/schema"
 
 # Examples per test: make test runs a few seconds of them, make fuzz over 10,000 in all.
 # caplog is function-scoped on purpose: each example clears it (run_case).

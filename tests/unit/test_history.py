@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 from acp_nvim.client.config import HistoryOptions
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _store
 from acp_nvim.client.history._blocks import markdown, render_ops
 from acp_nvim.client.history._store import _cut
@@ -19,6 +18,7 @@ from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
 from acp_nvim.client.tasks import Tasks
+from tests.fakes.editor import RecordingEditor
 
 
 def store_at(tmp_path: Path) -> Store:

@@ -149,3 +149,69 @@ def test_every_kind_of_import_is_seen(tmp_path: Path, source: str, expected: set
     probe = tmp_path / "probe.py"
     probe.write_text(source)
     assert imports(probe, "acp_nvim.client.session.probe") == expected
+
+
+# Foreign exceptions are translated where they enter, into ours: the wire's (msgspec,
+# anyio streams) in protocol/, the user's options (validated with msgspec, decision
+# 0010) in client/config.py, the history's stored JSON in client/history. Nothing
+# else catches or suppresses them (decision 0035).
+FOREIGN = ("msgspec", "anyio")
+FOREIGN_ALLOWED = {
+    "acp_nvim.protocol": FOREIGN,
+    "acp_nvim.client.config": ("msgspec",),
+    "acp_nvim.client.history": ("msgspec",),
+}
+
+
+def caught_foreign(path: Path) -> set[str]:
+    """The msgspec and anyio exceptions ``path`` names in an ``except`` clause or a
+    ``suppress(...)``, as ``package.Name``."""
+    tree = ast.parse(path.read_text(), str(path))
+    imported = {  # from msgspec import ValidationError: the bare name is foreign too
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module in FOREIGN
+        for alias in node.names
+    }
+    named: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            named.extend(node.type.elts if isinstance(node.type, ast.Tuple) else [node.type])
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("suppress"):
+            named.extend(node.args)
+    found = set()
+    for expr in named:
+        if isinstance(expr, ast.Starred):
+            expr = expr.value
+        name = imported.get(ast.unparse(expr), ast.unparse(expr))
+        if name.split(".")[0] in FOREIGN:
+            found.add(name)
+    return found
+
+
+def test_foreign_errors_are_caught_only_where_they_enter() -> None:
+    caught = {
+        f"{module} catches {name}"
+        for module, path in MODULES.items()
+        for name in caught_foreign(path)
+        if not any(
+            (module == where or module.startswith(where + ".")) and name.split(".")[0] in what
+            for where, what in FOREIGN_ALLOWED.items()
+        )
+    }
+    assert sorted(caught) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "try:\n    pass\nexcept msgspec.DecodeError:\n    pass",
+        "try:\n    pass\nexcept (KeyError, anyio.BrokenResourceError):\n    pass",
+        "from msgspec import ValidationError\ntry:\n    pass\nexcept ValidationError:\n    pass",
+        "with contextlib.suppress(anyio.ClosedResourceError):\n    pass",
+    ],
+)
+def test_every_kind_of_catch_is_seen(tmp_path: Path, source: str) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(source)
+    assert caught_foreign(probe)

@@ -28,7 +28,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from acp_nvim.client.config import EDITOR_TOOLS
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
@@ -37,6 +36,7 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.mcp import EditorSocket, ToolSession
 from acp_nvim.mcp._core import HANDSHAKE_VERSIONS
 from acp_nvim.mcp._offer import shim_launch
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

@@ -10,12 +10,12 @@ import pytest
 
 import acp_nvim.mcp
 from acp_nvim.client.config import EDITOR_TOOLS, load_config
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.mcp import AcpServer, EditorSocket, HttpServer, McpOffer, StdioServer
+from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +86,7 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
 _READY = """
 import sys, tempfile, anyio
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
+from tests.fakes.editor import RecordingEditor
 
 async def main():
     async with anyio.create_task_group() as tasks:

@@ -10,12 +10,12 @@ import pytest
 
 from acp_nvim.client.agent.v1 import SessionsV1
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.permissions import Permissions, assign_keys
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v1 as v1
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

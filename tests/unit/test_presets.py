@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from acp_nvim.client.config import builtin_agents, load_config
 from acp_nvim.health import report
+
+REPO = Path(__file__).resolve().parents[2]
+GEN = REPO / "scripts" / "gen_presets.py"
 
 
 def test_every_registry_agent_is_a_preset_launched_as_the_registry_says() -> None:
@@ -28,3 +35,21 @@ def test_health_says_why_a_preset_cannot_start(monkeypatch) -> None:  # type: ig
     assert agents["auggie"]["found"] is None
     assert agents["auggie"]["needs"] == "npx (Node.js)"
     assert agents["kimi"]["needs"] == "'kimi' on PATH"
+
+
+def gen_presets(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(GEN), "--check", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_presets_come_from_the_snapshot_the_repository_carries() -> None:
+    done = gen_presets()
+    assert done.returncode == 0, done.stderr
+    assert "Apache License" in (REPO / "spec" / "acp-registry" / "LICENSE").read_text()
+
+
+def test_check_says_a_missing_snapshot_is_missing(tmp_path: Path) -> None:
+    done = gen_presets("--registry", str(tmp_path / "agents"))
+    assert done.returncode == 1
+    assert "source missing" in done.stderr and "out of date" not in done.stderr

@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 from acp_nvim.client.config import FileAccessOptions
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.access import FileAccess
 from acp_nvim.client.services.changes import NOTHING, SessionChanges, proposed_from_diff
 from acp_nvim.client.services.permissions import Permissions
@@ -24,6 +23,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
     ToolCallPatch,
 )
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

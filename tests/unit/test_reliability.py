@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
+from tests.fakes.editor import RecordingEditor
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 pytestmark = pytest.mark.anyio

@@ -12,13 +12,14 @@ from typing import Any
 import msgspec
 import pytest
 
+from acp_nvim.protocol import ProtocolError
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
 REPO = Path(__file__).resolve().parents[2]
 GEN = REPO / "scripts/gen_types.py"
-SCHEMA_DIR = REPO.parent / "shared/spec/acp/schema"
+SCHEMA_DIR = REPO / "spec/acp/schema"
 
 
 def wire(obj: Any) -> bytes:
@@ -187,7 +188,7 @@ def test_unknown_enum_values_decode_as_str() -> None:
 def test_malformed_known_variant_is_an_error_with_a_path() -> None:
     update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 3}}
     with pytest.raises(
-        msgspec.ValidationError, match=r"`str`, got `int` - at `\$\.update\.content\.text"
+        ProtocolError, match=r"`str`, got `int` - at `\$\.update\.content\.text"
     ):
         v1_update(update)
 
@@ -213,7 +214,7 @@ def test_marked_fields_fall_back_instead_of_failing_the_message() -> None:
     assert update.locations == [v1.ToolCallLocation(path="/a", line=None)]
     idle = v2.decode(b'{"sessionUpdate":"state_update","state":"idle","stopReason":5}', v2.SessionUpdate)
     assert isinstance(idle, v2.SessionUpdateStateUpdate) and idle.stop_reason is None
-    with pytest.raises(msgspec.ValidationError, match=r"Expected `array`, got `int` - at `\$\.changes`"):
+    with pytest.raises(ProtocolError, match=r"Expected `array`, got `int` - at `\$\.changes`"):
         v2.decode(b'{"type":"diff","changes":1}', v2.ToolCallContent)
 
 
@@ -582,6 +583,22 @@ def test_check_reports_drift(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "schema_v2.py" in done.stderr
     assert "schema_v1.py" not in done.stderr
+
+
+def test_check_says_a_missing_source_is_missing(tmp_path: Path) -> None:
+    schemas = tmp_path / "schema"
+    shutil.copytree(SCHEMA_DIR, schemas)
+    (schemas / "v2/meta.unstable.json").unlink()
+    for schema_dir in (schemas, tmp_path / "nothing"):
+        done = run_generator("--check", "--schema-dir", str(schema_dir))
+        assert done.returncode == 1
+        assert "source missing" in done.stderr and "meta.unstable.json" in done.stderr
+        assert "out of date" not in done.stderr
+
+
+def test_the_repository_carries_its_sources_and_their_licence() -> None:
+    assert SCHEMA_DIR.is_relative_to(REPO)
+    assert "Apache License" in (SCHEMA_DIR.parent / "LICENSE").read_text()
 
 
 @pytest.mark.parametrize("schema", [v1, v2])

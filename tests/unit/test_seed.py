@@ -6,12 +6,12 @@ import msgspec
 import pytest
 
 from acp_nvim.client.agent.sessions import prompt_blocks
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import MessagePatch, Session
 from acp_nvim.client.session.seed import SEED_URI, Exchange, conversation, markdown
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol import schema_v2 as v2
+from tests.fakes.editor import RecordingEditor
 
 
 def said(session: Session, role: str, text: str, message_id: str | None = None) -> None:

@@ -6,10 +6,10 @@ import msgspec
 import pytest
 
 from acp_nvim.client.agent import v1 as adapter_v1
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import MessagePatch, Session, ToolCallPatch
 from acp_nvim.protocol import schema_v1 as v1
+from tests.fakes.editor import RecordingEditor
 
 
 def update(json: bytes) -> object:

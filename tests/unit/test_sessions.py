@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
+from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 

@@ -14,13 +14,13 @@ import pytest
 from msgspec import UNSET
 
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services import terminals as terminals_module
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput, Terminals, tail_lines
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalPart, ToolCallPatch
 from acp_nvim.client.tasks import Tasks
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

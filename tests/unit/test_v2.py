@@ -22,13 +22,13 @@ import pytest
 from acp_nvim.client.agent.sessions import Services
 from acp_nvim.client.agent.v2 import SessionsV2
 from acp_nvim.client.app import App
-from acp_nvim.client.editor import RecordingEditor
 from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import schema_v2 as v2
+from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anyio
-import msgspec
 
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.negotiate import negotiate
@@ -217,7 +216,7 @@ class AgentConnection:
             raise AgentFailed(message, code=err.code) from None
         except NotOffered as err:
             raise AgentFailed(f"agent {self.name!r}: {err}") from None
-        except (ProtocolError, msgspec.MsgspecError) as err:
+        except ProtocolError as err:
             message = f"agent {self.name!r} answered nonsense while {doing}: {err}"
             raise AgentFailed(message) from None
 
@@ -327,7 +326,7 @@ class AgentConnection:
             await chat.finish_turn("cancelled")
         except RequestError as err:
             await chat.finish_turn("error", f"agent error {err}")
-        except (ProtocolError, msgspec.MsgspecError) as err:
+        except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
         except ConnectionClosed:
             with anyio.move_on_after(2):
@@ -458,7 +457,7 @@ class AgentConnection:
             with anyio.move_on_after(_CLOSE_TIMEOUT):
                 try:
                     await self.sessions.close(chat)
-                except (ConnectionClosed, RequestError, ProtocolError, msgspec.MsgspecError):
+                except (ConnectionClosed, RequestError, ProtocolError):
                     pass
 
     def detach(self, chat: Chat) -> None:

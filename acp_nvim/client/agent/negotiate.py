@@ -20,7 +20,7 @@ import msgspec
 
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.sessions import Services, Sessions
-from acp_nvim.protocol import Connection
+from acp_nvim.protocol import Connection, default_convert
 
 SUPPORTED: Final = (1, 2)
 
@@ -46,8 +46,8 @@ async def negotiate(
 
     Raises:
         v1.VersionMismatch: the agent speaks neither version.
-        RequestError, ConnectionClosed, ProtocolError, msgspec errors: as
-        ``Connection.request`` (a refused or badly shaped ``initialize``).
+        RequestError, ConnectionClosed, ProtocolError: as ``Connection.request``
+        (a refused or badly shaped ``initialize``).
     """
     if offer == 2:
         # Imported here: the v2 types cost start-up time to every v1 session.
@@ -57,7 +57,7 @@ async def negotiate(
         connection = await connect()
         serve(connection)
         raw = await connection.request("initialize", v2.initialize_request())
-        version = msgspec.json.decode(raw, type=_Version).protocol_version
+        version = default_convert(raw, _Version).protocol_version
         if version == 2:
             init = schema_v2.decode(raw, schema_v2.InitializeResponse)
             return v2.SessionsV2(connection, init, services)

@@ -34,6 +34,7 @@ import anyio.abc
 
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.protocol.streams import receive
 
 _live_groups: dict[int, _Group] = {}  # by the leader's pid
 # Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
@@ -268,16 +269,13 @@ class AgentProcess:
         """Read stderr into the ring until the agent closes it. Run as a task."""
         assert self._process is not None and self._process.stderr is not None
         line = bytearray()  # the line being read, cut at STDERR_LINE_MAX
-        try:
-            async for data in self._process.stderr:
-                start = 0
-                while (end := data.find(b"\n", start)) >= 0:
-                    self._keep_stderr(bytes(_bounded(line, data[start:end])))
-                    line.clear()
-                    start = end + 1
-                _bounded(line, data[start:])
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        while data := await receive(self._process.stderr):
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                self._keep_stderr(bytes(_bounded(line, data[start:end])))
+                line.clear()
+                start = end + 1
+            _bounded(line, data[start:])
         if line:
             self._keep_stderr(bytes(line))
 

@@ -27,6 +27,7 @@ __all__ = [
     "login_method",
     "mcp_server",
     "prompt_blocks",
+    "seed_blocks",
     "serve_mcp_over_acp",
     "session_info",
     "steer",
@@ -36,9 +37,9 @@ __all__ = [
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
+from acp_nvim.client.agent.schema import V1, V2, Schema
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
@@ -46,11 +47,15 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
-from acp_nvim.client.session.seed import seed_blocks
+from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol.unknown import Unknown
+
+if TYPE_CHECKING:
+    from acp_nvim.protocol import schema_v1 as v1
+    from acp_nvim.protocol import schema_v2 as v2
 
 
 class NotOffered(Exception):
@@ -284,19 +289,29 @@ def session_info(info: Any) -> dict[str, Any]:
     }
 
 
+@overload
+def prompt_blocks(
+    chat: Chat, text: str, attachments: Sequence[Attachment], schema: V1, *, embed: bool,
+    image: bool,
+) -> list[v1.ContentBlock | Unknown]: ...
+@overload
+def prompt_blocks(
+    chat: Chat, text: str, attachments: Sequence[Attachment], schema: V2, *, embed: bool,
+    image: bool,
+) -> list[v2.ContentBlock | Unknown]: ...
 def prompt_blocks(
     chat: Chat,
     text: str,
     attachments: Sequence[Attachment],
-    schema: ModuleType,
+    schema: Schema,
     *,
     embed: bool,
     image: bool,
-) -> list[Any]:
+) -> list[v1.ContentBlock | Unknown] | list[v2.ContentBlock | Unknown]:
     """The content of a prompt: its text, then each attachment in the form the agent
     accepts (``embed``: embedded context, ``image``: images); one it cannot take is
     left out and the chat says so. The first prompt of a seeded session carries the
-    conversation before them (``Chat.seed``, session.seed)."""
+    conversation before them (``Chat.seed``, `seed_blocks`)."""
     blocks: list[Any] = []
     if chat.seed is not None:
         blocks += seed_blocks(chat.seed, schema, embed=embed)
@@ -312,7 +327,34 @@ def prompt_blocks(
     return blocks
 
 
-def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) -> Any:
+_SEED_INTRO = (
+    "This conversation began earlier, with another agent or in a session you no "
+    "longer have. It is below, as Markdown; the user's next message follows it."
+)
+
+
+def seed_blocks(
+    conversation: str, schema: Schema, *, embed: bool
+) -> Sequence[v1.ContentBlock | v2.ContentBlock]:
+    """The first prompt of a seeded session, before its own blocks: ``conversation``
+    (Markdown) told to a session that does not know it (a reopened chat whose agent
+    cannot load its session, a chat handed over to another agent; decision 0044), as
+    an embedded resource where the agent takes embedded context, else as text."""
+    if embed:
+        resource = schema.TextResourceContents(
+            uri=SEED_URI, text=conversation, mime_type="text/markdown"
+        )
+        return [
+            schema.ContentBlockText(text=_SEED_INTRO),
+            schema.ContentBlockResource(resource=resource),
+        ]
+    text = f"{_SEED_INTRO}\n\n<conversation>\n{conversation}\n</conversation>"
+    return [schema.ContentBlockText(text=text)]
+
+
+def content_block(
+    attachment: Attachment, form: PromptForm, schema: Schema
+) -> v1.ContentBlock | v2.ContentBlock | None:
     """The content block of an attachment in ``form`` (None for ``skip``), built from
     ``schema``, the generated types of the version spoken: v1 and v2 name and shape
     these blocks alike."""
@@ -333,7 +375,19 @@ def content_block(attachment: Attachment, form: PromptForm, schema: ModuleType) 
     return None
 
 
-async def elicit(services: Services, schema: ModuleType, params: Any) -> Any:
+@overload
+async def elicit(
+    services: Services, schema: V1, params: v1.CreateElicitationRequest
+) -> v1.CreateElicitationResponse: ...
+@overload
+async def elicit(
+    services: Services, schema: V2, params: v2.CreateElicitationRequest
+) -> v2.CreateElicitationResponse: ...
+async def elicit(
+    services: Services,
+    schema: Schema,
+    params: v1.CreateElicitationRequest | v2.CreateElicitationRequest,
+) -> v1.CreateElicitationResponse | v2.CreateElicitationResponse:
     """Answer ``elicitation/create`` (v1 and v2 shape it alike; ``schema`` is the
     version's generated types) by asking the user in the chat of its session, or
     for a request outside a session, in any chat of the agent."""
@@ -346,6 +400,7 @@ async def elicit(services: Services, schema: ModuleType, params: Any) -> Any:
             params.message, "url", url=params.url, elicitation_id=params.elicitation_id
         )
     else:
+        assert isinstance(params, schema.CreateElicitationRequestForm)  # the same version's
         wanted = params.requested_schema
         required = set(wanted.required or [])
         fields = [
@@ -361,7 +416,7 @@ async def elicit(services: Services, schema: ModuleType, params: Any) -> Any:
     return schema.CreateElicitationResponseCancel()
 
 
-def _field(name: str, prop: Any, required: bool, schema: ModuleType) -> Field:
+def _field(name: str, prop: Any, required: bool, schema: Schema) -> Field:
     """One form field from its property schema (enums as choices)."""
     if isinstance(prop, Unknown):
         raise RequestError.invalid_params(f"field {name!r}: type {prop.tag!r} is not supported")
@@ -386,7 +441,11 @@ def _field(name: str, prop: Any, required: bool, schema: ModuleType) -> Field:
     )  # fmt: skip
 
 
-def mcp_server(spec: ServerSpec, schema: ModuleType) -> Any:
+@overload
+def mcp_server(spec: ServerSpec, schema: V1) -> v1.McpServer: ...
+@overload
+def mcp_server(spec: ServerSpec, schema: V2) -> v2.McpServer: ...
+def mcp_server(spec: ServerSpec, schema: Schema) -> v1.McpServer | v2.McpServer:
     """One offered MCP server as ``schema`` (the version's generated types) sends it:
     v1 and v2 name and shape the three transports alike."""
     match spec:
@@ -400,7 +459,7 @@ def mcp_server(spec: ServerSpec, schema: ModuleType) -> Any:
             return schema.McpServerAcp(name=name, server_id=server_id)
 
 
-def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: ModuleType) -> None:
+def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: Schema) -> None:
     """Answer the agent's ``mcp/connect``, ``mcp/message`` and ``mcp/disconnect`` on
     ``connection`` with the editor MCP server of ``offer``'s sessions (mcp.AcpBridge).
     ``schema`` is the version's generated types: v1 and v2 (unstable) shape these

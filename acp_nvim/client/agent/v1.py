@@ -66,7 +66,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_convert
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
@@ -197,8 +197,8 @@ class _Beside(msgspec.Struct):
 
 def _models(raw: Any) -> _Models | None:
     try:
-        return msgspec.json.decode(raw, type=_Beside).models
-    except msgspec.MsgspecError:
+        return default_convert(raw, _Beside).models
+    except ProtocolError:
         return None  # malformed extras are only not offered
 
 

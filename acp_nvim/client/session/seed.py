@@ -9,9 +9,10 @@ the user typed. ``Chat.seed`` holds it until ``sessions.prompt_blocks`` takes it
 
 Pure: :func:`conversation` reads the user's prompts and the agent's replies out of
 the session model, :func:`markdown` writes them (the history writes its stored
-transcript itself: ``history.markdown``), :func:`seed_blocks` makes the content
-blocks. Thoughts, tool calls and plans are left out of :func:`conversation`: what
-was said is what the user can check; the agent reads the files again.
+transcript itself: ``history.markdown``); ``sessions.seed_blocks`` (client/agent)
+makes the content blocks of the version spoken. Thoughts, tool calls and plans are
+left out of :func:`conversation`: what was said is what the user can check; the
+agent reads the files again.
 
 Example::
 
@@ -21,20 +22,15 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["SEED_URI", "Exchange", "conversation", "markdown", "seed_blocks"]
+__all__ = ["SEED_URI", "Exchange", "conversation", "markdown"]
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
 
 from acp_nvim.client.session.model import Session
 
+# The seed's embedded resource: no file, a conversation this client kept.
 SEED_URI = "acp://conversation.md"
-_INTRO = (
-    "This conversation began earlier, with another agent or in a session you no "
-    "longer have. It is below, as Markdown; the user's next message follows it."
-)
 
 
 @dataclass(frozen=True)
@@ -75,18 +71,3 @@ def markdown(exchanges: Sequence[Exchange]) -> str | None:
         if exchange.reply.strip():
             parts += ["## Agent", exchange.reply.strip()]
     return "\n\n".join(parts) + "\n" if parts else None
-
-
-def seed_blocks(conversation: str, schema: ModuleType, *, embed: bool) -> list[Any]:
-    """Content blocks (of ``schema``, the version's generated types) carrying
-    ``conversation`` (Markdown), to put before the prompt's own blocks."""
-    if embed:
-        resource = schema.TextResourceContents(
-            uri=SEED_URI, text=conversation, mime_type="text/markdown"
-        )
-        return [
-            schema.ContentBlockText(text=_INTRO),
-            schema.ContentBlockResource(resource=resource),
-        ]
-    text = f"{_INTRO}\n\n<conversation>\n{conversation}\n</conversation>"
-    return [schema.ContentBlockText(text=text)]

@@ -1,0 +1,213 @@
+"""The "rewind" agents: sessions of their own, forks at a message, steering, compaction.
+
+Not the shared handshake (one session ``fake-1``): this agent opens a session per
+session/new or fork (``s1``, ``s2``, ...), as going back (issue 23) needs. Its
+scenarios differ by the flags in their names.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCENARIOS"]
+
+import difflib
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from acp_nvim.protocol import Connection
+from tests.fakes.handshake import Params, Scenario
+
+Handler = Callable[[Params], Awaitable[Params]]
+
+
+class Rewind:
+    """The "rewind" scenarios, over v1 and v2: sessions of their own, each turn's
+    messages with ids, usage reports, and every request recorded as a JSON line in
+    the file $FAKE_CALLS (a prompt carries a whole conversation: too long to say).
+
+    A prompt ``write NAME TEXT`` writes TEXT to NAME in the session's directory (on
+    disk, reported as a tool call); ``hold`` waits for a cancel or a steering
+    message; ``compact`` compacts the context and sends a notice; anything else is
+    echoed. Flags after ``+``: ``plain`` forks only whole sessions (no fork at a
+    message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
+    context, ``resume`` resumes any session it is named (``session/resume``).
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        send: anyio.abc.ByteSendStream,
+        scenario: Scenario,
+        tasks: anyio.abc.TaskGroup,
+    ) -> None:
+        self.c = connection
+        self.flags = set(scenario.name.split("+")[1:])
+        self.tasks = tasks
+        self.version = 1
+        self.cwd: dict[str, str] = {}  # by session
+        self.turns: dict[str, int] = {}  # turns run, by session
+        self.steered: dict[str, anyio.Event] = {}  # sessions whose turn holds
+        self.steering: dict[str, str] = {}
+        self.cancelled: dict[str, anyio.Event] = {}
+        self.sessions = 0
+        self.client: Params = {}
+        connection.on_request("initialize", dict, self.initialize)
+        for method, handler in (("session/new", self.new_session), ("session/fork", self.fork),
+                                ("session/prompt", self.prompt), ("_session/steering", self.steer),
+                                ("session/resume", self.resume)):
+            connection.on_request(method, dict, self.recorded(method, handler))
+        connection.on_notification("session/cancel", dict, self.cancel)
+
+    def recorded(self, method: str, handler: Handler) -> Handler:
+        async def record(params: Params) -> Params:
+            with open(os.environ["FAKE_CALLS"], "a") as f:
+                f.write(json.dumps([method, params]) + "\n")
+            return await handler(params)
+
+        return record
+
+    async def initialize(self, params: Params) -> Params:
+        self.version = 2 if params.get("protocolVersion") == 2 else 1
+        self.client = params.get("capabilities" if self.version == 2 else "clientCapabilities", {})
+        meta = {} if "plain" in self.flags else {"jetbrains": {"air": {"fork": {"version": 1, "inclusive": True}}}}
+        prompt: Params = {"embeddedContext": True} if "embed" in self.flags else {}
+        result: Params = {"_meta": {"steering": {"supported": True}}} if "steer" in self.flags else {}
+        sessions: Params = {"fork": {}, **({"resume": {}} if "resume" in self.flags else {})}
+        if self.version == 2:
+            prompt = {k: {} for k in prompt}
+            caps = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
+            return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
+                    "capabilities": caps}
+        caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta}
+        return {**result, "protocolVersion": 1, "agentInfo": {"name": "fake", "version": "0"},
+                "agentCapabilities": caps}  # fmt: skip
+
+    def open(self, cwd: str) -> str:
+        self.sessions += 1
+        session = f"s{self.sessions}"
+        self.cwd[session], self.turns[session] = cwd, 0
+        return session
+
+    async def new_session(self, params: Params) -> Params:
+        return {"sessionId": self.open(params["cwd"])}
+
+    async def resume(self, params: Params) -> Params:
+        session = params["sessionId"]
+        self.cwd[session], self.turns[session] = params["cwd"], self.turns.get(session, 0)
+        return {}
+
+    async def fork(self, params: Params) -> Params:
+        session = self.open(params["cwd"])
+        self.turns[session] = self.turns.get(params["sessionId"], 0)
+        return {"sessionId": session}
+
+    async def update(self, session: str, update: Params) -> None:
+        await self.c.notify("session/update", {"sessionId": session, "update": update})
+
+    async def say(self, session: str, text: str, kind: str = "agent_message_chunk") -> None:
+        n = self.turns[session]
+        prefix = "u" if kind == "user_message_chunk" else "m"
+        content = {"type": "text", "text": text}
+        await self.update(session, {"sessionUpdate": kind, "messageId": f"{session}-{prefix}{n}",
+                                    "content": content})  # fmt: skip
+
+    async def prompt(self, params: Params) -> Params:
+        if self.version == 2:
+            self.tasks.start_soon(self.turn, params)
+            return {}
+        return {"stopReason": await self.turn(params)}
+
+    async def turn(self, params: Params) -> str:
+        session = params["sessionId"]
+        self.turns[session] += 1
+        text = params["prompt"][-1]["text"]
+        stop = "end_turn"
+        if self.version == 2:
+            await self.say(session, text, "user_message_chunk")
+        if text.startswith("write "):
+            _, name, content = text.split(" ", 2)
+            path = os.path.join(self.cwd[session], name)
+            old = Path(path).read_text() if os.path.exists(path) else None
+            call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
+            kind = "tool_call_update" if self.version == 2 else "tool_call"
+            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",
+                                        "status": "in_progress", "locations": [{"path": path}]})
+            with open(path, "w") as f:
+                f.write(content + "\n")
+            diff = {"type": "diff", "path": path, "oldText": old, "newText": content + "\n"}
+            if self.version == 2:  # a v2 diff: the change and its git patch
+                patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
+                                             "/dev/null" if old is None else path, path)
+                operation = "add" if old is None else "modify"
+                diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
+                        "patch": {"format": "git_patch",
+                                  "text": f"diff --git {path} {path}\n" + "".join(patch)}}
+            await self.update(session, {"sessionUpdate": "tool_call_update", **call,
+                                        "status": "completed", "content": [diff]})  # fmt: skip
+            await self.say(session, f"wrote {name}")
+        elif text == "hold":
+            await self.say(session, "holding")
+            self.steered[session], self.cancelled[session] = anyio.Event(), anyio.Event()
+            async with anyio.create_task_group() as waits:
+                for event in (self.steered[session], self.cancelled[session]):
+                    waits.start_soon(self.until, event, waits)
+            del self.steered[session]
+            if self.cancelled.pop(session).is_set():
+                stop = "cancelled"
+            else:
+                await self.say(session, f" steered: {self.steering.pop(session)}")
+        elif text == "compact":
+            await self.compact(session)
+        else:
+            await self.say(session, f"{session}: {text}")
+        n = self.turns[session]
+        await self.update(session, {"sessionUpdate": "usage_update", "used": 1234 * n, "size": 200000,
+                                    "cost": {"amount": 0.05 * n, "currency": "USD"}})  # fmt: skip
+        if self.version == 2:
+            await self.update(session, {"sessionUpdate": "state_update", "state": "idle",
+                                        "stopReason": stop})  # fmt: skip
+        return stop
+
+    @staticmethod
+    async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
+        await event.wait()
+        group.cancel_scope.cancel()
+
+    async def compact(self, session: str) -> None:
+        """A compaction (only where the client takes them: v2, or v1 advertising it),
+        then a notice."""
+        if self.version == 2 or "compaction" in (self.client.get("session") or {}):
+            update = {"sessionUpdate": "compaction_update", "compactionId": "c1"}
+            await self.update(session, {**update, "status": "in_progress"})
+            chunk = {"type": "text", "text": "Kept: the plan."}
+            await self.update(session, {"sessionUpdate": "compaction_summary_chunk",
+                                        "compactionId": "c1", "content": chunk})  # fmt: skip
+            await self.update(session, {**update, "status": "completed"})
+        await self.update(session, {"sessionUpdate": "notice", "severity": "warning",
+                                    "title": "Context compacted", "description": "older turns summarised"})  # fmt: skip
+        await self.say(session, "compacted")
+
+    async def steer(self, params: Params) -> Params:
+        session = params["sessionId"]
+        if session not in self.steered:
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        self.steering[session] = params["prompt"][-1]["text"]
+        self.steered[session].set()
+        return {"outcome": "injected"}
+
+    async def cancel(self, params: Params) -> None:
+        with open(os.environ["FAKE_CALLS"], "a") as f:
+            f.write(json.dumps(["session/cancel", params]) + "\n")
+        event = self.cancelled.get(params["sessionId"])
+        if event is not None:
+            event.set()
+
+
+SCENARIOS = tuple(
+    Scenario(name, agent=Rewind)
+    for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+resume")
+)

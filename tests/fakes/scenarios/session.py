@@ -1,0 +1,233 @@
+"""Agents that differ in their handshake: capabilities, settings, history, login, fork."""
+
+from __future__ import annotations
+
+__all__ = ["SCENARIOS"]
+
+import json
+import os
+from typing import Any
+
+import anyio
+
+from acp_nvim.protocol import RequestError
+from tests.fakes.handshake import (
+    Agent,
+    Params,
+    Prompt,
+    Scenario,
+    config_options,
+    echo,
+    mode_option,
+)
+from tests.fakes.scenarios.tools import disk_edit
+
+
+def modes_and_models(agent: Agent) -> Params:
+    """qwen's settings: it starts in "auto", its own classifier approving edits and commands."""
+    return {
+        "modes": {
+            "currentModeId": "auto",
+            "availableModes": [
+                {"id": "auto", "name": "Auto"},
+                {"id": "default", "name": "Default"},
+                {"id": "plan", "name": "Plan"},
+            ],
+        },
+        "models": {
+            "currentModelId": "small",
+            "availableModels": [
+                {"modelId": "small", "name": "Small"},
+                {"modelId": "large", "name": "Large"},
+            ],
+        },
+    }
+
+
+def approval_too(agent: Agent) -> Params:
+    """Modes and models, and a config option that wins over them."""
+    return {**modes_and_models(agent), "configOptions": config_options("auto")}
+
+
+async def calls(agent: Agent, prompt: Prompt) -> None:
+    """Prompt "calls": says the session methods called so far (JSON); else echoes."""
+    if prompt.text == "calls":
+        await agent.say(json.dumps(agent.calls))
+    else:
+        await echo(agent, prompt)
+
+
+async def calls_or_edit(agent: Agent, prompt: Prompt) -> None:
+    """As `calls`; prompt ``edit PATH`` makes "two" "2" on disk (a tool call's edit)."""
+    if not prompt.text.startswith("edit "):
+        await calls(agent, prompt)
+        return
+    path = prompt.text.removeprefix("edit ")
+    await disk_edit(agent, "edit0", path, "one\n2\n")
+    await agent.say(f"edited {path}")
+
+
+async def settings_switch(agent: Agent, prompt: Prompt) -> None:
+    """As `calls`; prompt "switch" changes settings as agents do on their own (a plan
+    mode left by a tool, a mode picked in the agent's own UI): to mode "plan", and a new
+    thought level setting."""
+    if prompt.text != "switch":
+        await calls(agent, prompt)
+        return
+    await agent.update({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+    thought = {
+        "type": "select",
+        "id": "thought",
+        "name": "Thinking",
+        "category": "thought_level",
+        "currentValue": "high",
+        "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}],
+    }
+    await agent.update({"sessionUpdate": "config_option_update", "configOptions": [thought]})
+
+
+async def configs_switch(agent: Agent, prompt: Prompt) -> None:
+    """As `calls`; prompt "switch" sets the approval option to "ask" on its own."""
+    if prompt.text != "switch":
+        await calls(agent, prompt)
+        return
+    options = config_options("ask")
+    await agent.update({"sessionUpdate": "config_option_update", "configOptions": options})
+
+
+# Per agent: set once a prompt came ("settings_late").
+_PROMPTED: dict[int, anyio.Event] = {}
+
+
+async def note_prompt(agent: Agent, params: Params) -> None:
+    _PROMPTED.setdefault(id(agent), anyio.Event()).set()
+
+
+async def after_a_prompt(agent: Agent, params: Params) -> None:
+    """Answer (session/set_mode) only once a prompt came."""
+    await _PROMPTED.setdefault(id(agent), anyio.Event()).wait()
+
+
+async def calls_until_cancelled(agent: Agent, prompt: Prompt) -> str:
+    """As `calls`, then the turn goes on until a cancel."""
+    await calls(agent, prompt)
+    return await agent.until_cancelled()
+
+
+async def require_login(agent: Agent, params: Params) -> None:
+    """session/new fails until logged in: by the browser method, $FAKE_KEY "sekret", or
+    the file $FAKE_AUTH_MARKER that the terminal login writes (agent.py login-tui)."""
+    marker = os.environ.get("FAKE_AUTH_MARKER", "")
+    if not (
+        agent.authenticated
+        or os.environ.get("FAKE_KEY") == "sekret"
+        or (marker and os.path.exists(marker))
+    ):
+        raise RequestError(-32000, "Authentication required")
+
+
+LOGINS = (
+    {"id": "browser", "name": "Browser login"},
+    {"id": "tui", "name": "Terminal login", "type": "terminal",
+     "args": ["login-tui"], "env": {"FAKE_TUI": "1"}},
+    {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "FAKE_KEY"}]},
+)  # fmt: skip
+
+
+def in_ask_mode(agent: Agent) -> Params:
+    return {"configOptions": mode_option(agent.version, "ask")}
+
+
+async def fork_turn(agent: Agent, prompt: Prompt) -> str | None:
+    """Says ``SESSION: echo TEXT`` into the prompt's session; "calls" says the recorded
+    calls; "hold" then waits for a cancel."""
+    if prompt.text == "calls":
+        reply = json.dumps(agent.calls)
+    else:
+        reply = f"{prompt.session}: echo {prompt.text}"
+    await agent.say(reply, session=prompt.session)
+    if prompt.text == "hold":
+        return await agent.until_cancelled()
+    return None
+
+
+async def client_capabilities(agent: Agent, prompt: Prompt) -> None:
+    """Says the client's initialize params (JSON)."""
+    await agent.say(json.dumps(agent.init_params, sort_keys=True))
+
+
+async def blocks_received(agent: Agent, prompt: Prompt) -> None:
+    """Says the prompt's blocks as received (JSON); a text too long for one transcript
+    line is said as its length."""
+
+    def short(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: short(v) for k, v in value.items()}
+        return f"<{len(value)} chars>" if isinstance(value, str) and len(value) > 1000 else value
+
+    await agent.say(json.dumps([short(block) for block in prompt.blocks]))
+
+
+async def unknown_session(agent: Agent, params: Params) -> None:
+    """A new process knows no session to resume."""
+    raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
+
+
+def blocks(*takes: str) -> Scenario:
+    """The scenario "blocks" with prompt capabilities ``takes`` ("blocks+embed", ...)."""
+    return Scenario(
+        "+".join(("blocks", *takes)),
+        blocks_received,
+        capabilities={
+            "promptCapabilities": {"embeddedContext": "embed" in takes, "image": "image" in takes}
+        },
+        v2={"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}},
+        before={"session/resume": unknown_session},
+    )
+
+
+SCENARIOS = (
+    Scenario("echo"),
+    Scenario("capabilities", client_capabilities),
+    blocks(),
+    blocks("embed"),
+    blocks("embed", "image"),
+    Scenario(
+        "settings",
+        settings_switch,
+        capabilities={"sessionCapabilities": {"resume": {}}},
+        session=modes_and_models,
+    ),
+    Scenario("configs", configs_switch, session=approval_too),
+    Scenario(
+        "history",
+        calls,
+        capabilities={
+            "loadSession": True,
+            "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
+        },
+    ),
+    # load only: a reopened chat goes on with session/load
+    Scenario("kept", calls_or_edit, capabilities={"loadSession": True}),
+    Scenario(
+        "auth",
+        capabilities={"auth": {"logout": {}}},
+        v2={},
+        auth_methods=LOGINS,
+        before={"session/new": require_login},
+    ),
+    Scenario(
+        "settings_late",
+        calls_until_cancelled,
+        capabilities={"sessionCapabilities": {"resume": {}}},
+        session=modes_and_models,
+        before={"session/set_mode": after_a_prompt, "session/prompt": note_prompt},
+    ),
+    Scenario(
+        "fork",
+        fork_turn,
+        capabilities={"sessionCapabilities": {"fork": {}}},
+        v2={"fork": {}},
+        session=in_ask_mode,
+    ),
+)

@@ -1,0 +1,229 @@
+"""Agents driven by their prompt: files, permissions, tool calls, terminals, questions.
+
+Each turn reads its prompt as a small script (mostly JSON steps) and says what came
+back as ``RESULT <json>`` lines, so one scenario serves many tests.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCENARIOS"]
+
+import json
+import os
+from typing import Any
+
+import anyio
+
+from acp_nvim.protocol import RequestError
+from tests.fakes.handshake import SESSION, Agent, Params, Prompt, Scenario
+
+SID: Params = {"sessionId": SESSION}
+ALLOW_ONCE = {"optionId": "once", "name": "Allow once", "kind": "allow_once"}
+REJECT_ONCE = {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
+
+
+async def file_steps(agent: Agent, prompt: Prompt) -> None:
+    """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
+    requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
+    `disk_edit`), ``{"opencode": {path, content}}`` (see `opencode_write`) and
+    ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
+    for n, step in enumerate(json.loads(prompt.text)):
+        [(kind, args)] = step.items()
+        if kind == "ask":
+            await ask_edit(agent, f"ask{n}", args)
+        elif kind == "opencode":
+            await opencode_write(agent, f"write{n}", args["path"], args["content"])
+        elif kind == "disk":
+            await disk_edit(agent, f"edit{n}", args["path"], args["content"])
+        else:
+            try:
+                result: Any = await agent.c.request(f"fs/{kind}_text_file", {**SID, **args}, dict)
+            except RequestError as err:
+                result = {"error": err.code, "message": err.message}
+            await agent.result(result)
+
+
+async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
+    """An edit made on disk, reported only as a tool call (as Claude's and Codex's
+    adapters do)."""
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    call = {"toolCallId": call_id, "title": f"Edit {path}", "kind": "edit"}
+    await agent.update(
+        {"sessionUpdate": "tool_call", **call, "status": "pending", "locations": [{"path": path}]}
+    )
+    with open(path, "w") as f:
+        f.write(content)
+    diff = {"type": "diff", "path": path, "oldText": old, "newText": content}
+    await agent.update(
+        {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
+         "content": [diff]}
+    )  # fmt: skip
+
+
+async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
+    """A permission request for an edit with the diff ``oldText`` → ``newText``, its
+    outcome said as a RESULT; once allowed, ``write`` goes to fs/write_text_file."""
+    path = args["path"]
+    diff = {"type": "diff", "path": path, "oldText": args["oldText"], "newText": args["newText"]}
+    call = {"toolCallId": call_id, "title": f"Edit {os.path.basename(path)}", "kind": "edit"}
+    answer = await agent.c.request(
+        "session/request_permission",
+        {**SID, "toolCall": {**call, "content": [diff]}, "options": [ALLOW_ONCE, REJECT_ONCE]},
+        dict,
+    )
+    outcome = answer["outcome"]
+    if outcome.get("optionId") == "once" and "write" in args:
+        await agent.c.request(
+            "fs/write_text_file", {**SID, "path": path, "content": args["write"]}, dict
+        )
+    await agent.result(outcome)
+
+
+async def opencode_write(agent: Agent, call_id: str, path: str, content: str) -> None:
+    """Write a file as opencode 1.18 does: a call without locations, the location
+    while in progress, a permission request carrying the diff (``oldText`` "" for
+    a new file), once allowed the file written on disk and ``fs/write_text_file``,
+    then a completion with text content only."""
+    call = {"toolCallId": call_id, "title": "write", "kind": "edit"}
+    await agent.update({"sessionUpdate": "tool_call", **call, "status": "pending"})
+    location: Params = {"locations": [{"path": path}]}
+    await agent.update(
+        {"sessionUpdate": "tool_call_update", **call, "status": "in_progress", **location}
+    )
+    diff = {"type": "diff", "path": path, "oldText": "", "newText": content}
+    always = {"optionId": "always", "name": "Always allow", "kind": "allow_always"}
+    answer = await agent.c.request(
+        "session/request_permission",
+        {
+            **SID,
+            "toolCall": {**call, "status": "in_progress", **location, "content": [diff]},
+            "options": [ALLOW_ONCE, always, REJECT_ONCE],
+        },
+        dict,
+    )
+    if answer["outcome"].get("optionId") not in ("once", "always"):
+        await agent.result({"rejected": True})
+        return
+    # opencode does not await its fs/write_text_file: its own write tool then
+    # writes the same file, usually before the client handled the request.
+    with open(path, "w") as f:
+        f.write(content)
+    result = await agent.c.request(
+        "fs/write_text_file", {**SID, "path": path, "content": content}, dict
+    )
+    text = {"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}}
+    await agent.update(
+        {"sessionUpdate": "tool_call_update", **call, "status": "completed", "content": [text]}
+    )
+    await agent.result(result)
+
+
+async def ask_permission(agent: Agent, prompt: Prompt) -> str:
+    """Prompt ``KIND [nokind] [at PATH:LINE]``: ask like gemini (the tool call exists
+    only in the request), then say the outcome as a message."""
+    words = prompt.text.split()
+    call: Params = {"toolCallId": f"call-{words[0]}", "title": f"Fake {words[0]}", "kind": words[0]}
+    if "at" in words:
+        path, line = words[words.index("at") + 1].rsplit(":", 1)
+        call["locations"] = [{"path": path, "line": int(line)}]
+    if "nokind" in words:  # the older Claude adapter
+        options = [{"optionId": "yes", "name": "Yes"}, {"optionId": "no", "name": "No"}]
+    else:
+        options = [
+            {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "proceed_always", "name": "Always allow", "kind": "allow_always"},
+            {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+            {"optionId": "never", "name": "Never", "kind": "reject_always"},
+        ]
+    answer = await agent.c.request(
+        "session/request_permission", {**SID, "toolCall": call, "options": options}, dict
+    )
+    outcome = answer["outcome"]
+    await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
+    return "cancelled" if agent.cancelled.is_set() else "end_turn"
+
+
+async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
+    """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
+    path, line = prompt.text.split()[0].rsplit(":", 1)
+    await agent.update(
+        {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit file", "kind": "edit",
+         "status": "in_progress", "locations": [{"path": path, "line": int(line)}]}
+    )  # fmt: skip
+    diff = {"type": "diff", "path": path, "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+    await agent.update(
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+         "content": [diff]}
+    )  # fmt: skip
+
+
+async def run_terminal(agent: Agent, prompt: Prompt) -> None:
+    """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
+    run a terminal shown in a tool call, then report what came back as JSON (said,
+    and written to the file ``report_to``). ``kill`` true kills it at once; a string
+    kills it once its output holds that string (as an agent watching a server)."""
+    script = json.loads(prompt.text)
+    created = await agent.c.request("terminal/create", {**SID, **script["create"]}, dict)
+    term = {**SID, "terminalId": created["terminalId"]}
+    await agent.update(
+        {"sessionUpdate": "tool_call", "toolCallId": "run", "title": "Run", "kind": "execute",
+         "status": "in_progress",
+         "content": [{"type": "terminal", "terminalId": created["terminalId"]}]}
+    )  # fmt: skip
+    report: Params = {"terminalId": created["terminalId"]}
+
+    async def output() -> Params:
+        return await agent.c.request("terminal/output", term, dict)
+
+    if isinstance(script.get("kill"), str):
+        with anyio.fail_after(10):
+            while script["kill"] not in (await output())["output"]:
+                await anyio.sleep(0.01)
+    if script.get("kill"):
+        await agent.c.request("terminal/kill", term, dict)
+    if script.get("wait", True):
+        report["exit"] = await agent.c.request("terminal/wait_for_exit", term, dict)
+        report |= await output()
+    if script.get("release", True):
+        await agent.c.request("terminal/release", term, dict)
+        try:
+            await output()
+        except RequestError as err:
+            report["after_release"] = err.code
+    if "report_to" in script:  # whole, where a transcript line would be cut
+        with open(script["report_to"], "w") as f:
+            json.dump(report, f)
+    await agent.say(json.dumps(report))
+
+
+async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
+    """Prompt: a JSON list of ``{"create": params}`` (an ``elicitation/create`` of
+    this session, the answer said as ``RESULT <json>``), ``{"complete": id}`` (an
+    ``elicitation/complete``) and ``{"caps": null}`` (says ``CAPS <json>``, the
+    client's elicitation capability)."""
+    for step in json.loads(prompt.text):
+        [(kind, args)] = step.items()
+        if kind == "caps":
+            key = "capabilities" if agent.version == 2 else "clientCapabilities"
+            caps = agent.init_params.get(key, {}).get("elicitation")
+            await agent.say(f"CAPS {json.dumps(caps)}\n")
+        elif kind == "complete":
+            await agent.c.notify("elicitation/complete", {"elicitationId": args})
+        else:
+            try:
+                result = await agent.c.request("elicitation/create", {**SID, **args}, dict)
+            except RequestError as err:
+                result = {"error": err.code}
+            await agent.say(f"RESULT {json.dumps(result, sort_keys=True)}\n")
+
+
+SCENARIOS = (
+    Scenario("files", file_steps),
+    Scenario("permission", ask_permission),
+    Scenario("tool_calls", tool_call_at),
+    Scenario("terminal", run_terminal),
+    Scenario("elicit", elicit_steps, v2={}),
+)
