@@ -14,10 +14,9 @@ from __future__ import annotations
 __all__ = ["ProtocolLog"]
 
 import collections
+import json
 import time
 from typing import Any
-
-import msgspec
 
 _MAX_LINE = 4000
 # Keys whose values are lists of {name, value} (ACP's env variables and HTTP headers):
@@ -64,10 +63,12 @@ def redacted(line: bytes) -> bytes:
     if not any(mark in line for mark in _SECRET_MARKS):
         return line
     try:
-        message = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):
+        message = json.loads(line)
+    except (ValueError, RecursionError):
         return line
-    return msgspec.json.encode(message) if _hide(message) else line
+    if not _hide(message):
+        return line
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _hide(message: Any) -> bool:
