@@ -25,6 +25,8 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,7 +35,7 @@ import anyio.to_thread
 from acp_nvim.client.editor import BufferState, Editor, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
 from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
-from acp_nvim.review import LineEdit, line_edits, merge3
+from acp_nvim.review import line_edits, merge3
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
@@ -380,7 +382,8 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     # written: its next change is followed in turn.
     tick = doc.buffer.tick
     if target == doc.text:
-        await _edit(editor, doc.path, tick, [], save=True)
+        with _saving(doc.path):
+            await editor.edit_buffer(doc.path, tick, [], save=True)
         return
     fresh = await editor.read_buffer(doc.path)
     if fresh is None or fresh.tick != tick:
@@ -389,18 +392,11 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
 
-async def _edit(
-    editor: Editor,
-    path: str,
-    tick: int,
-    edits: list[LineEdit],
-    *,
-    save: bool,
-    disk_changed: bool = False,
-) -> int | None:
-    """:meth:`Editor.edit_buffer`, a failed save told as a :class:`FileError`."""
+@contextmanager
+def _saving(path: str) -> Iterator[None]:
+    """The editor's failed save of ``path`` told as a :class:`FileError`."""
     try:
-        return await editor.edit_buffer(path, tick, edits, save=save, disk_changed=disk_changed)
+        yield
     except WriteError as err:
         raise FileError("io", f"cannot write {path}: {err}") from None
 
@@ -443,14 +439,14 @@ async def save(
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
             beside = True
         lines = split_text(doc.conform(text))[0]
-        tick = await _edit(
-            editor,
-            doc.path,
-            buffer.tick,
-            line_edits(buffer.lines, lines),
-            save=to_disk and not buffer.modified,
-            disk_changed=beside,
-        )
+        with _saving(doc.path):
+            tick = await editor.edit_buffer(
+                doc.path,
+                buffer.tick,
+                line_edits(buffer.lines, lines),
+                save=to_disk and not buffer.modified,
+                disk_changed=beside,
+            )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text
         fresh = await editor.read_buffer(doc.path)
