@@ -34,6 +34,24 @@ end, {
     return require("acp.config").agent_names()
   end,
 })
+command("AcpWorktree", function(args)
+  acp().open({ agent = args.fargs[1], worktree = true })
+end, {
+  nargs = "?",
+  desc = "Open a chat whose agent works in a new git worktree of the project",
+  complete = function()
+    return require("acp.config").agent_names()
+  end,
+})
+command("AcpRoot", function(args)
+  require("acp.chat.workspace").root(args.fargs[1], args.fargs[2])
+end, {
+  nargs = "+",
+  desc = "Add a workspace root to the chat, or remove one (add|remove [dir])",
+  complete = function(arglead, cmdline)
+    return require("acp.chat.workspace").complete(arglead, cmdline)
+  end,
+})
 command("AcpToggle", function()
   acp().toggle()
 end, { desc = "Hide the agent chat, or show it" })

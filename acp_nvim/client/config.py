@@ -30,6 +30,7 @@ __all__ = [
     "TimeoutOptions",
     "builtin_agents",
     "load_config",
+    "workspace_root",
 ]
 
 import os
@@ -123,10 +124,13 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     given in both takes this one)"""
     history: bool = True
     """keep this agent's chats in the chat history (see |acp-chat-history|)"""
+    roots: list[str] = msgspec.field(default_factory=list)
+    """more workspace roots for this agent's chats, after the global `roots`"""
 
     def __post_init__(self) -> None:
         if self.cwd is not None:
             msgspec.structs.force_setattr(self, "cwd", os.path.expanduser(self.cwd))
+        msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
 
 
 # A size is a fraction of the editor (at most 1) or a count of cells (_SIZES).
@@ -188,8 +192,7 @@ class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
     """more directories agents may use like the session's own (absolute or ~/...)"""
 
     def __post_init__(self) -> None:
-        roots = [os.path.expanduser(root) for root in self.roots]
-        msgspec.structs.force_setattr(self, "roots", roots)
+        msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
 
 
 class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -244,6 +247,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     format-on-save hook cannot change the text under review; "none" fires none"""
     fs_access: FileAccessOptions = msgspec.field(default_factory=FileAccessOptions)
     """files agents may read and write (see |acp-fs-access|)"""
+    roots: list[str] = msgspec.field(default_factory=list)
+    """more directories every chat's agent works in beside its own (absolute or ~/...):
+    told to agents that take them, read and written without asking, covered by the
+    review and `@` completion (see |acp-workspaces|)"""
     diff_preview: Literal["inline", "split", False] = "inline"
     """show an edit waiting for permission in its file: inline (removed lines marked,
     added lines as virtual lines), side by side in a diff split, or not (see
@@ -269,6 +276,9 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """seconds to wait for an agent (see |acp-timeouts|)"""
     history: HistoryOptions = msgspec.field(default_factory=HistoryOptions)
     """the chat history (see |acp-chat-history|)"""
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
 
     def all_agents(self) -> dict[str, AgentConfig]:
         """The built-in agents overlaid with the configured ones."""
@@ -297,6 +307,28 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     def agent_mcp_servers(self, agent: AgentConfig) -> dict[str, McpServerOptions]:
         """The user's MCP servers for ``agent``: the global ones, its own over them."""
         return {**self.mcp_servers, **agent.mcp_servers}
+
+    def agent_roots(self, agent: AgentConfig) -> list[str]:
+        """The workspace roots of ``agent``'s chats: the global ones, then its own."""
+        return list(dict.fromkeys(os.path.normpath(r) for r in [*self.roots, *agent.roots]))
+
+
+def _expanded(paths: list[str]) -> list[str]:
+    return [os.path.expanduser(path) for path in paths]
+
+
+def workspace_root(path: str) -> str:
+    """``path`` (``~`` expanded) as a workspace root: absolute and normalized.
+
+    Raises:
+        ConfigError: it is not absolute, or no directory is there; the message names it.
+    """
+    root = os.path.expanduser(path)
+    if not os.path.isabs(root):
+        raise ConfigError(f"{path!r} is not an absolute path (nor ~/...)")
+    if not os.path.isdir(root):
+        raise ConfigError(f"{path!r} is not a directory")
+    return os.path.normpath(root)
 
 
 # Per-agent quirks of registry presets, as data (the hand-tuned entries carry theirs).
@@ -366,6 +398,9 @@ def load_config(raw: Any) -> Config:
     for root in config.fs_access.roots:
         if not os.path.isabs(root):
             raise ConfigError(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
+    _check_roots(config.roots, "roots")
+    for name, agent in config.agents.items():
+        _check_roots(agent.roots, f"agents.{name}.roots")
     for key, least in _SIZES.items():
         size = getattr(config.chat, key)
         if size > 1 and (size < least or size % 1):
@@ -400,6 +435,14 @@ def _check_servers(servers: dict[str, McpServerOptions], key: str) -> None:
         problem = server.problem()
         if problem is not None:
             raise ConfigError(f"{key}.{name}.{problem}")
+
+
+def _check_roots(roots: list[str], key: str) -> None:
+    for root in roots:
+        try:
+            workspace_root(root)
+        except ConfigError as err:
+            raise ConfigError(f"{key}: {err}") from None
 
 
 def _table(value: Any) -> Any:

@@ -192,6 +192,11 @@ class StatusFields(TypedDict, total=False):
     history: int  # the chat's id in the chat history (``status().history``)
     turns: list[str]  # the shown branch's prompts, a first line each (session.branches)
     branches: list[dict[str, Any]]  # {id, current, turns, leaves_at, prompt, session_id}
+    # Where the agent works (session.workspace): the session's directory, the roots,
+    # and the worktree {path, branch, project} of a worktree chat.
+    cwd: str
+    roots: list[str]
+    worktree: dict[str, str] | None
 
 
 class StatusOp(StatusFields):

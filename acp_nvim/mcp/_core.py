@@ -206,8 +206,17 @@ class McpServer:
             "protocolVersion": self.version,
             "capabilities": self._capabilities(self.version),
             "serverInfo": _SERVER_INFO,
-            "instructions": _INSTRUCTIONS,
+            "instructions": self._instructions(),
         }
+
+    def _instructions(self) -> str:
+        """How the tools work, and where the session works: its directory and workspace
+        roots (an agent that takes no roots on ACP learns of them here)."""
+        cwd, *roots = self.session.dirs
+        where = f" The session's directory is {cwd}"
+        if roots:
+            where += "; its other workspace roots: " + ", ".join(roots)
+        return f"{_INSTRUCTIONS}{where}."
 
     async def _ping(self, params: dict[str, Any], version: str) -> dict[str, Any]:
         return {}
@@ -216,7 +225,7 @@ class McpServer:
         return {
             "supportedVersions": _SUPPORTED,
             "capabilities": self._capabilities(MODERN_VERSIONS[-1]),
-            "instructions": _INSTRUCTIONS,
+            "instructions": self._instructions(),
             **_cacheable(MODERN_VERSIONS[-1]),
         }
 

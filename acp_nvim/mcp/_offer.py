@@ -83,7 +83,6 @@ class McpOffer:
     reviews: Mapping[int, SessionChanges]
     terminals: Terminals
     permissions: Permissions
-    cwd: str
     socket: Callable[[], Awaitable[EditorSocket]]
     lsp_timeout: Callable[[], float]
     tools: list[str] = field(default_factory=list)
@@ -139,7 +138,6 @@ class McpOffer:
             self.reviews,
             self.terminals,
             self.permissions,
-            self.cwd,
             list(self.tools),
             self.lsp_timeout,
         )

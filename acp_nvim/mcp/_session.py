@@ -2,7 +2,8 @@
 
 One :class:`ToolSession` per chat whose agent was offered the editor server; the
 transports find it by the token (stdio shim) or id (MCP-over-ACP) the agent got.
-Paths are the agent's: absolute, or relative to the session's directory.
+Paths are the agent's: absolute, or relative to the chat's directory; reads and
+writes inside its workspace roots are not asked (``services.access``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ class ToolSession:
     reviews: Mapping[int, SessionChanges]
     terminals: Terminals
     permissions: Permissions
-    cwd: str
     tools: list[str]
     lsp_timeout: Callable[[], float]
 
@@ -43,6 +43,16 @@ class ToolSession:
     @property
     def editor(self) -> Editor:
         return self.chat.editor
+
+    @property
+    def cwd(self) -> str:
+        """The chat's directory: the base of relative paths."""
+        return self.chat.workspace.cwd
+
+    @property
+    def dirs(self) -> list[str]:
+        """The chat's directory, then its workspace roots."""
+        return self.chat.workspace.dirs
 
     def review(self) -> SessionChanges:
         """The chat's review (reads, writes, the ``fs_access`` policy).

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import anyio.abc
@@ -77,7 +78,19 @@ class Host:
                 agent, history = params.get("agent"), params.get("history")
                 handoff = params.get("handoff")
                 self.worker.submit(
-                    app.open, params["chat"], agent, cwd, resume, fork, history, handoff
+                    partial(
+                        app.open,
+                        cwd_given=bool(params.get("cwd_given")),
+                        roots=params.get("roots") or [],
+                        worktree=bool(params.get("worktree")),
+                    ),
+                    params["chat"],
+                    agent,
+                    cwd,
+                    resume,
+                    fork,
+                    history,
+                    handoff,
                 )
             case "send":
                 context = params.get("context") or []
@@ -130,7 +143,9 @@ class Host:
             case "baseline":
                 self.worker.call(app.baseline, params["chat"], params["path"], params.get("turn"))
             case "close":
-                self.worker.submit(app.close, params["chat"])
+                self.worker.submit(app.close, params["chat"], params.get("keep_worktree"))
+            case "root":
+                self.worker.call(app.root, params["chat"], params["action"], params["path"])
             case "list_sessions":
                 self.worker.submit(app.list_sessions, params["chat"])
             case "delete_session":

@@ -28,6 +28,7 @@ local M = {}
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
 ---@field mcp_servers? table<string,acp.McpServerSpec> more MCP servers for this agent, added to the global `mcp_servers` (a name given in both takes this one)
 ---@field history? boolean keep this agent's chats in the chat history (see |acp-chat-history|)
+---@field roots? string[] more workspace roots for this agent's chats, after the global `roots`
 
 --- Where agents may read and write files without asking (fs/*, symlinks resolved).
 ---@class (exact) acp.FileAccessOptions
@@ -77,6 +78,7 @@ local M = {}
 ---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
 ---@field save_events? "post"|"none" autocommands when a buffer the agent edited is saved: "post" fires BufWritePost (language servers get didSave, linters run) but not BufWritePre, so a format-on-save hook cannot change the text under review; "none" fires none
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
+---@field roots? string[] more directories every chat's agent works in beside its own (absolute or ~/...): told to agents that take them, read and written without asking, covered by the review and `@` completion (see |acp-workspaces|)
 ---@field diff_preview? "inline"|"split"|false show an edit waiting for permission in its file: inline (removed lines marked, added lines as virtual lines), side by side in a diff split, or not (see |acp-preview|)
 ---@field hunk_keys? acp.HunkKeys|false keys for the agent hunks in a file (see |acp-hunks|); false maps none
 ---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
@@ -101,6 +103,7 @@ M.options = {
     outside = "ask",
     roots = {},
   },
+  roots = {},
   diff_preview = "inline",
   hunk_keys = {
     accept = "<localleader>a",

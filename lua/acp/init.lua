@@ -36,7 +36,10 @@ end
 
 --- Open (or focus) the chat; `new` starts a new session; `history` shows that
 --- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
----@param opts? {agent?: string, new?: boolean, history?: integer}
+--- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
+--- in directory `cwd` (default: Neovim's), with more workspace `roots` (absolute
+--- paths), in a new git worktree of the project with `worktree`.
+---@param opts? {agent?: string, new?: boolean, history?: integer, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return integer chat id
 function M.open(opts)
   local unsupported = require("acp.util").unsupported()
@@ -187,10 +190,13 @@ function M.export(path, opts)
   return require("acp.chat.history").export(path, opts)
 end
 
---- The open chats, oldest first: `{id, agent, title, state, permissions}` with
---- `title` the chat's name (|:AcpChats| rename, else the session's title, else
---- the agent and id) and `permissions` the count of pending permission requests.
----@return {id: integer, agent: string, title: string, state: string, permissions: integer}[]
+--- The open chats, oldest first: `{id, agent, title, state, permissions, cwd,
+--- worktree, waiting}` with `title` the chat's name (|:AcpChats| rename, else the
+--- session's title, else the agent and id), `permissions` the count of pending
+--- permission requests, `cwd` the directory its agent works in, and for a worktree
+--- chat `worktree` (the worktree's path) and `waiting` (its hunks not yet brought
+--- into your files).
+---@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, worktree?: string, waiting: integer}[]
 function M.chats()
   return chat_module().list()
 end
@@ -205,11 +211,13 @@ function M.edit_queue()
   require("acp.chat.queue").pick(require_chat())
 end
 
---- Close the current chat; its agent stops when no other chat uses it.
+--- Close the current chat; its agent stops when no other chat uses it. A worktree
+--- chat's worktree is removed with it; while hunks wait in it, you are asked first
+--- (|acp-worktree|).
 function M.close()
   local chat = registry.get()
   if chat then
-    chat_module().close(chat)
+    chat_module().close(chat, true)
   end
 end
 
@@ -288,12 +296,14 @@ function M.sessions()
   require("acp.chat.session").sessions(require_chat())
 end
 
---- Resume session `session_id` of the current chat's agent in a new chat; its
---- history is replayed into the transcript where the agent can.
+--- Resume session `session_id` of the current chat's agent in a new chat, in the
+--- current chat's directory; its history is replayed into the transcript where the
+--- agent can.
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)
-  return require("acp.chat.session").resume(require_chat().status.agent, session_id).id
+  local chat = require_chat()
+  return require("acp.chat.session").resume(chat.status.agent, session_id, registry.cwd(chat)).id
 end
 
 --- Delete one of the agent's saved sessions (when the agent offers it).
@@ -362,6 +372,8 @@ end
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
 ---@field title? string the session's title, as the agent names it
 ---@field history? integer the chat's id in the history (|acp-chat-history|)
+---@field cwd string the directory the agent works in (a worktree chat's: in its worktree)
+---@field roots string[] the chat's more workspace roots (|acp-workspaces|)
 ---@field usage? acp.Usage the context window and cost, as the agent reports them
 ---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
@@ -426,6 +438,8 @@ function M.status()
     config_options = s.config_options,
     title = s.title,
     history = s.history,
+    cwd = registry.cwd(chat),
+    roots = vim.deepcopy(s.roots or {}),
     usage = s.usage,
     commands = s.commands,
     unknown_update = s.unknown_update,

@@ -150,9 +150,10 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     editor.wait_event("AcpTurnEnd")
     assert "echo: to two" in editor.transcript_text()
     chats = editor.lua("return require('acp').chats()")
+    here = {"cwd": str(editor.tmp / "project"), "waiting": 0}  # and no worktree
     assert chats == [
-        {"id": first, "agent": "one", "title": "fake #1", "state": "ready", "permissions": 0},
-        {"id": second, "agent": "two", "title": "fake #2", "state": "ready", "permissions": 0},
+        {"id": first, "agent": "one", "title": "fake #1", "state": "ready", "permissions": 0, **here},
+        {"id": second, "agent": "two", "title": "fake #2", "state": "ready", "permissions": 0, **here},
     ]
 
     # Rename the first chat, then switch to it from the picker.

@@ -100,6 +100,9 @@ def lua_type_holds(lua_type: str, value: Any) -> bool:
         elif alternative == "string":
             if isinstance(value, str):
                 return True
+        elif alternative == "string[]":
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return True
         elif alternative == "acp.Usage":
             if isinstance(value, dict) and {"used", "size"} <= set(value):
                 return True

@@ -55,6 +55,12 @@ from acp_nvim.client.config import ConfigError, load_config
             {"fs_access": {"roots": ["notes"]}},
             "fs_access.roots: 'notes' is not an absolute path (nor ~/...)",
         ),
+        ({"roots": ["lib"]}, "roots: 'lib' is not an absolute path (nor ~/...)"),
+        ({"roots": ["/no/such/lib"]}, "roots: '/no/such/lib' is not a directory"),
+        (
+            {"agents": {"mine": {"cmd": ["x"], "roots": ["/no/such/lib"]}}},
+            "agents.mine.roots: '/no/such/lib' is not a directory",
+        ),
         (
             {"diff_preview": "side"},
             "diff_preview: expected 'inline' or 'split' or false, got 'side'",
@@ -106,6 +112,20 @@ def test_empty_lua_tables_read_as_tables() -> None:
     config = load_config({"agents": {"a": {"cmd": ["x"], "env": []}}, "chat": []})
     assert config.agents["a"].env == {} and config.chat.width == 0.4
     assert load_config([]) == load_config(None) == load_config({})
+
+
+def test_an_agents_roots_come_after_the_global_ones_home_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "docs").mkdir()
+    config = load_config(
+        {"roots": ["~/lib"], "agents": {"mine": {"cmd": ["x"], "roots": ["~/docs/", "~/lib"]}}}
+    )
+    mine = config.agent("mine")[1]
+    assert config.agent_roots(mine) == [str(tmp_path / "lib"), str(tmp_path / "docs")]
+    assert config.agent_roots(config.agent("demo")[1]) == [str(tmp_path / "lib")]
 
 
 def test_fs_access_roots_expand_home() -> None:

@@ -33,6 +33,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.mcp import EditorSocket, ToolSession
 from acp_nvim.mcp._core import HANDSHAKE_VERSIONS
 from acp_nvim.mcp._offer import shim_launch
@@ -49,10 +50,10 @@ class Host:
         self.cwd = cwd
         self.editor = RecordingEditor()
         self.log = ProtocolLog(1000)
-        self.chat = Chat(1, "sdk", self.editor)
+        self.chat = Chat(1, "sdk", self.editor, Workspace(str(cwd)))
         self.chat.session.session_id = "s1"
         self.review = SessionChanges(self.editor, 1, str(cwd), tasks)
-        self.terminals = Terminals({"s1": self.chat}, str(cwd))
+        self.terminals = Terminals({"s1": self.chat})
         self.terminals.start(tasks)
         self.permissions = Permissions("allow_all")
         self.socket = EditorSocket(self.editor, tasks, lambda: self.log)
@@ -61,7 +62,6 @@ class Host:
             {1: self.review},
             self.terminals,
             self.permissions,
-            str(cwd),
             list(EDITOR_TOOLS),
             lambda: 1.0,
         )

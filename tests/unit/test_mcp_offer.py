@@ -50,8 +50,7 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
             return socket
 
         offer = McpOffer(
-            "demo", {}, Terminals({}, str(tmp_path)), Permissions(), str(tmp_path),
-            get_socket, lambda: 1.0,
+            "demo", {}, Terminals({}), Permissions(), get_socket, lambda: 1.0,
             tools=config.editor_mcp_tools(agent), servers=config.agent_mcp_servers(agent),
         )  # fmt: skip
         first = await offer.servers_for(chat, {"stdio"})
@@ -138,6 +137,7 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
     from acp_nvim.client.agent.v2 import SessionsV2
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.services.elicitations import Elicitations
+    from acp_nvim.client.session.workspace import Workspace
     from acp_nvim.client.tasks import Tasks
     from acp_nvim.protocol import RequestError
     from acp_nvim.protocol import schema_v2 as v2
@@ -145,7 +145,7 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
 
     client, agent = connection_pair()
     editor = RecordingEditor()
-    chat = Chat(1, "fake", editor)
+    chat = Chat(1, "fake", editor, Workspace(str(tmp_path)))
     chats: dict[str, Chat] = {}
     seen: dict[str, Any] = {}
     told: list[dict[str, Any]] = []
@@ -169,15 +169,14 @@ async def test_mcp_over_acp_where_the_agent_takes_it(
     (tmp_path / "a.txt").write_text("over acp\n")
     async with anyio.create_task_group() as tasks, serving(client, agent):
         review = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        terminals, permissions = Terminals(chats, str(tmp_path)), Permissions()
+        terminals, permissions = Terminals(chats), Permissions()
         offer = McpOffer(
-            "fake", {1: review}, terminals, permissions, str(tmp_path), no_socket,
-            lambda: 1.0, tools=list(EDITOR_TOOLS),
+            "fake", {1: review}, terminals, permissions, no_socket, lambda: 1.0,
+            tools=list(EDITOR_TOOLS),
         )  # fmt: skip
         services = Services(
-            chats, {1: review}, terminals, permissions, Tasks(tasks), str(tmp_path),
-            Elicitations(), offer,
-        )  # fmt: skip
+            chats, {1: review}, terminals, permissions, Tasks(tasks), Elicitations(), offer
+        )
         sessions: SessionsV1 | SessionsV2
         if version == 1:
             sessions = SessionsV1(client, services)

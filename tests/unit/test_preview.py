@@ -23,6 +23,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
     ToolCallPatch,
 )
+from acp_nvim.client.session.workspace import Workspace
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -175,7 +176,8 @@ async def test_a_write_outside_the_directory_is_previewed_at_its_access_prompt(
     project = tmp_path / "project"
     project.mkdir()
     perms = Permissions()
-    changes.access = FileAccess(chat, perms, str(project), FileAccessOptions())
+    chat.workspace = Workspace(str(project))
+    changes.access = FileAccess(chat, perms, FileAccessOptions())
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(changes.write, str(outside), "a\nB\n")

@@ -19,6 +19,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput, Terminals, tail_lines
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalPart, ToolCallPatch
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
@@ -30,9 +31,9 @@ SID = "s1"
 class Rig:
     def __init__(self, tasks: anyio.abc.TaskGroup, cwd: Path) -> None:
         self.editor = RecordingEditor()
-        self.chat = Chat(1, "fake", self.editor)
+        self.chat = Chat(1, "fake", self.editor, Workspace(str(cwd)))
         self.chat.session.session_id = SID
-        self.terminals = Terminals({SID: self.chat}, str(cwd))
+        self.terminals = Terminals({SID: self.chat})
         self.terminals.start(Tasks(tasks))
 
     async def create(self, command: str, args: list[str] | None = None, **fields: object) -> str:

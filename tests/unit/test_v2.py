@@ -26,6 +26,7 @@ from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import schema_v2 as v2
 from tests.fakes.editor import RecordingEditor
@@ -61,9 +62,9 @@ class Client:
     def __init__(self, raw_peer: Any, answer: str | None = None) -> None:
         self.conn, self.peer = raw_peer(convert=v2.decode, enc_hook=v2.enc_hook)
         self.editor = RecordingEditor()
-        self.chat = Chat(1, "fake", self.editor)
+        self.chat = Chat(1, "fake", self.editor, Workspace("/w"))
         self.chat.ready("s1", 2, None)
-        self.terminals = Terminals({"s1": self.chat}, "/w")
+        self.terminals = Terminals({"s1": self.chat})
         self.asked: list[tuple[ToolCallPatch, list[PermissionOption]]] = []
         self.questions: list[str | None] = []
         self.answer = answer
@@ -79,7 +80,7 @@ class Client:
         # ``tasks`` is the serving task group, set by tests whose agent works on its own.
         self.services = Services(
             {"s1": self.chat}, {}, self.terminals, cast(Any, SimpleNamespace(ask=ask)),
-            cast(Any, None), "/w", Elicitations(),
+            cast(Any, None), Elicitations(),
         )  # fmt: skip
         self.sessions = SessionsV2(self.conn, INIT, self.services)
         self._barrier = 1000

@@ -68,6 +68,7 @@ class AgentConnection:
         self.name = name
         self.serial = next(self._serials)
         self.config = config
+        # Where the process runs; each session works in its chat's own directory.
         self.cwd = agent_cwd(config, cwd)
         self.log = log
         self.reviews = reviews
@@ -80,7 +81,7 @@ class AgentConnection:
         # back to one without asking the agent (a branch picked again).
         self.opened: set[str] = set()
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
-        self.terminals = Terminals(self.chats, self.cwd)
+        self.terminals = Terminals(self.chats)
         self.permissions = Permissions()
         self.elicitations = Elicitations()
         # The MCP servers offered with each session, made for this connection.
@@ -131,7 +132,6 @@ class AgentConnection:
             self.terminals,
             self.permissions,
             tasks,
-            self.cwd,
             self.elicitations,
             self.mcp,
         )
@@ -242,6 +242,11 @@ class AgentConnection:
     def can_fork(self) -> bool:
         """Whether the agent advertises ``session/fork``."""
         return self.sessions is not None and self.sessions.can_fork
+
+    @property
+    def takes_roots(self) -> bool:
+        """Whether the agent advertises more workspace roots (``additionalDirectories``)."""
+        return self.sessions is not None and self.sessions.takes_roots
 
     @property
     def can_fork_at_message(self) -> bool:

@@ -18,6 +18,7 @@ __all__ = [
     "Page",
     "Services",
     "Sessions",
+    "additional_directories",
     "content_block",
     "elicit",
     "every_page",
@@ -32,6 +33,7 @@ __all__ = [
     "session_info",
     "steer",
     "steers",
+    "untold_roots",
 ]
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -76,7 +78,6 @@ class Services:
     terminals: Terminals
     permissions: Permissions
     tasks: Tasks
-    cwd: str
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
@@ -105,8 +106,15 @@ class Sessions(Protocol):
     def can_steer(self) -> bool:
         """Whether the agent advertises ``_session/steering`` (``_meta.steering``)."""
 
+    @property
+    def takes_roots(self) -> bool:
+        """Whether the agent advertises ``additionalDirectories`` (more workspace roots
+        on session/new, load, resume and fork)."""
+
     async def new_session(self, chat: Chat) -> str:
-        """Create a session for ``chat`` (registered in ``chats``); returns its id."""
+        """Create a session for ``chat`` (registered in ``chats``) in its workspace
+        (``chat.workspace``: the directory and roots of every session request);
+        returns its id."""
 
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         """Create a session for ``chat`` that continues session ``session_id``
@@ -277,6 +285,33 @@ async def steer(connection: Connection, session_id: str, blocks: list[Any]) -> b
     params = {"sessionId": session_id, "prompt": blocks, "idleBehavior": "promptRequired"}
     answer = await connection.request("_session/steering", params, dict)
     return bool(answer.get("outcome") == "injected")
+
+
+def additional_directories(chat: Chat, takes_roots: bool) -> list[str] | None:
+    """The ``additionalDirectories`` of a session request for ``chat``: its roots,
+    where the agent takes them (``takes_roots``), else None. A chat with roots its
+    agent does not take says so once: the agent may still read and write there
+    (the access policy counts them in), it was only not told."""
+    roots = chat.workspace.roots
+    if not roots:
+        return None
+    if takes_roots:
+        return list(roots)
+    untold_roots(chat)
+    return None
+
+
+def untold_roots(chat: Chat) -> None:
+    """Say in ``chat``, once, that its agent was not told of its roots."""
+    workspace = chat.workspace
+    if workspace.untold_said or not workspace.roots:
+        return
+    workspace.untold_said = True
+    names = ", ".join(f"`{root}`" for root in workspace.roots)
+    chat.info(
+        f"*The agent takes no more workspace roots (additionalDirectories): it was not "
+        f"told of {names}. It may still read and write there.*"
+    )
 
 
 def session_info(info: Any) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
+    additional_directories,
     elicit,
     every_page,
     fork_point,
@@ -416,9 +417,15 @@ class SessionsV1:
     def can_steer(self) -> bool:
         return steers(self.init.meta, self._capabilities.meta)
 
+    @property
+    def takes_roots(self) -> bool:
+        return self._capabilities.session_capabilities.additional_directories is not None
+
     async def new_session(self, chat: Chat) -> str:
         params = v1.NewSessionRequest(
-            cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat)
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
+            mcp_servers=await self._mcp_servers(chat),
         )
         return await self._create(chat, "session/new", params, v1.NewSessionResponse)
 
@@ -429,7 +436,8 @@ class SessionsV1:
             _not_offered("forking at a message")
         params = v1.ForkSessionRequest(
             session_id=session_id,
-            cwd=self.services.cwd,
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
             mcp_servers=await self._mcp_servers(chat),
             meta=fork_point(at_message) if at_message is not None else None,
         )
@@ -508,18 +516,26 @@ class SessionsV1:
         # Registered first: a load replays the history as updates of this session.
         chats[session_id] = chat
         chat.session.session_id = session_id
-        cwd = self.services.cwd
+        cwd = chat.workspace.cwd
+        # The whole list of roots again: a load or resume does not keep the last one's.
+        roots = additional_directories(chat, self.takes_roots)
         try:
             if can_load and (replay or not can_resume):
                 chat.muted = not replay
                 params = v1.LoadSessionRequest(
-                    session_id=session_id, cwd=cwd, mcp_servers=await self._mcp_servers(chat)
+                    session_id=session_id,
+                    cwd=cwd,
+                    additional_directories=roots,
+                    mcp_servers=await self._mcp_servers(chat),
                 )
                 raw = await self.connection.request("session/load", params)
                 response: Any = v1.decode(raw, v1.LoadSessionResponse)
             else:
                 resume = v1.ResumeSessionRequest(
-                    session_id=session_id, cwd=cwd, mcp_servers=await self._mcp_servers(chat)
+                    session_id=session_id,
+                    cwd=cwd,
+                    additional_directories=roots,
+                    mcp_servers=await self._mcp_servers(chat),
                 )
                 raw = await self.connection.request("session/resume", resume)
                 response = v1.decode(raw, v1.ResumeSessionResponse)

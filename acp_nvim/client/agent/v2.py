@@ -40,6 +40,7 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
+    additional_directories,
     elicit,
     every_page,
     fork_point,
@@ -427,9 +428,16 @@ class SessionsV2:
     def can_steer(self) -> bool:
         return steers(self.init.meta, self.init.capabilities.meta)
 
+    @property
+    def takes_roots(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.additional_directories is not None
+
     async def new_session(self, chat: Chat) -> str:
         params = v2.NewSessionRequest(
-            cwd=self.services.cwd, mcp_servers=await self._mcp_servers(chat) or None
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
+            mcp_servers=await self._mcp_servers(chat) or None,
         )
         return await self._create(chat, "session/new", params, v2.NewSessionResponse)
 
@@ -440,7 +448,8 @@ class SessionsV2:
             raise NotOffered("forking at a message is not offered by this agent")
         params = v2.ForkSessionRequest(
             session_id=session_id,
-            cwd=self.services.cwd,
+            cwd=chat.workspace.cwd,
+            additional_directories=additional_directories(chat, self.takes_roots),
             mcp_servers=await self._mcp_servers(chat) or None,
             meta=fork_point(at_message) if at_message is not None else None,
         )
@@ -510,7 +519,9 @@ class SessionsV2:
         chat.session.session_id = session_id
         params = v2.ResumeSessionRequest(
             session_id=session_id,
-            cwd=self.services.cwd,
+            cwd=chat.workspace.cwd,
+            # The whole list again: a resume does not keep the last request's.
+            additional_directories=additional_directories(chat, self.takes_roots),
             mcp_servers=await self._mcp_servers(chat) or None,
             replay_from=v2.ReplayFromStart() if replay else None,
         )

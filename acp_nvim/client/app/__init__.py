@@ -14,6 +14,7 @@ it concerns, one module each (decision 0034):
 - ``_queue``: prompts waiting for a busy chat
 - ``_settings``: a session's mode, model and options
 - ``_reviews``: each chat's review of the agent's changes
+- ``_workspaces``: where each chat's agent works (directory, roots, worktree)
 - ``_mcp``: the editor MCP server's offer and socket
 """
 
@@ -34,6 +35,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings
+from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
@@ -63,8 +65,15 @@ class App:
         self.conversations = Conversations(
             self.ctx, self.pool, self.queue, self.reviews, self.settings
         )
+        self.workspaces = Workspaces(self.ctx, self.reviews.by_chat, self.pool.agent_of)
         self.lifecycle = ChatLifecycle(
-            self.ctx, self.pool, self.queue, self.reviews, self.settings, self.conversations
+            self.ctx,
+            self.pool,
+            self.queue,
+            self.reviews,
+            self.settings,
+            self.conversations,
+            self.workspaces,
         )
         # What the host calls, each answered by the part it concerns.
         self.open = self.lifecycle.open
@@ -91,6 +100,7 @@ class App:
         self.edit = self.conversations.edit
         self.regenerate = self.conversations.regenerate
         self.send_queued = self.conversations.send_queued
+        self.root = self.workspaces.root
         self.mcp_status = self.mcp.status
 
     def __repr__(self) -> str:
@@ -118,7 +128,8 @@ class App:
 
     def setup(self, raw: Any, state_dir: str | None = None) -> bool:
         """Validate and take the user's options; a wrong one is reported, not raised.
-        ``state_dir``: Neovim's stdpath("state"), where the history is kept."""
+        ``state_dir``: Neovim's stdpath("state"), where the history and the
+        worktrees are kept."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
@@ -126,6 +137,7 @@ class App:
             self.ctx.editor.notify(self.ctx.config_error)
             return False
         self.ctx.config_error = None
+        self.ctx.state_dir = state_dir or self.ctx.state_dir
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
         for connection in self.pool.agents.values():
@@ -142,4 +154,5 @@ class App:
         with anyio.CancelScope(shield=True):
             await self.ctx.history.close()
             await self.pool.aclose()
+            await self.workspaces.aclose()
             await self.mcp.aclose()

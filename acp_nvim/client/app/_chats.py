@@ -18,8 +18,10 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
+from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
     # The chat (model, view, review) and the protocol stack are imported after the
@@ -39,6 +41,7 @@ class ChatLifecycle:
         reviews: Reviews,
         settings: Settings,
         conversations: Conversations,
+        workspaces: Workspaces,
     ) -> None:
         self.ctx = ctx
         self.pool = pool
@@ -46,8 +49,8 @@ class ChatLifecycle:
         self.reviews = reviews
         self.settings = settings
         self.conversations = conversations
+        self.workspaces = workspaces
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
-        self._cwds: dict[int, str] = {}  # where each chat was opened
 
     def __repr__(self) -> str:
         return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._opening)} opening>"
@@ -61,13 +64,19 @@ class ChatLifecycle:
         fork: int | None = None,
         history: int | None = None,
         handoff: int | None = None,
+        *,
+        cwd_given: bool = False,
+        roots: Sequence[str] = (),
+        worktree: bool = False,
     ) -> None:
-        """Start (or reuse) the agent and create a session for a new chat.
+        """Start (or reuse) the agent and create a session for a new chat, in its own
+        workspace (``Workspaces.choose``: ``cwd``, ``cwd_given``, ``roots``, ``worktree``).
 
         With ``session_id`` the chat resumes that session (its history replayed);
         with ``fork`` it continues a fork of chat ``fork``'s session, on its agent;
         ``history`` shows that stored chat (its agent starts with the next prompt);
         with ``handoff`` it continues chat ``handoff``'s conversation (client.history).
+        A fork and a handover work where the chat they continue does.
         """
         self.queue.open(chat_id)  # prompts sent before the chat is ready
         if history is not None:
@@ -76,9 +85,7 @@ class ChatLifecycle:
         parent = self.ctx.chats.get(fork) if fork is not None else None
         refusal = self.ctx.config_error or (None if fork is None else self._fork_refusal(fork))
         if refusal is not None:
-            chat = self._new_chat(chat_id, agent or "?", cwd)
-            chat.fail(refusal)
-            self.queue.give_back(chat)
+            self._refuse(chat_id, agent or "?", cwd, refusal)
             return
         try:
             name, agent_config = self.pool.agent_config(agent)
@@ -88,23 +95,47 @@ class ChatLifecycle:
             for prompt in self.queue.forget(chat_id):
                 self.queue.return_input(chat_id, prompt.text)
             return
+        source = self.ctx.chats.get(handoff) if handoff is not None else None
+        try:
+            workspace = await self.workspaces.choose(
+                chat_id,
+                agent_config,
+                cwd,
+                cwd_given=cwd_given,
+                roots=roots,
+                worktree=worktree,
+                like=parent or source,
+            )
+        except WorkspaceRefused as err:
+            self._refuse(chat_id, name, cwd, str(err))
+            return
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
-        spawned = await self.pool.spawn(name, agent_config, cwd)
-        chat = self._new_chat(chat_id, name, cwd)
-        source = self.ctx.chats.get(handoff) if handoff is not None else None
+        spawned = await self.pool.spawn(name, agent_config, workspace.user_cwd)
+        chat = self._new_chat(chat_id, name, workspace)
         if source is not None:
             await self.ctx.history.hand_over(chat, source)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
+
+    def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
+        """Open chat ``chat_id`` failed with ``why``: what was sent to it goes back."""
+        chat = self._new_chat(chat_id, agent, Workspace(cwd))
+        chat.fail(why)
+        self.queue.give_back(chat)
 
     async def _reopen(self, chat_id: int, history_id: int) -> None:
         """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
         found = await self.ctx.history.load(history_id)
         if found is None:
-            self._new_chat(chat_id, "?", os.getcwd()).fail(f"no stored chat {history_id}")
+            self._new_chat(chat_id, "?", Workspace(os.getcwd())).fail(
+                f"no stored chat {history_id}"
+            )
             return
         row, blocks = found
-        await self.ctx.history.reopen(self._new_chat(chat_id, row.agent, row.cwd), row, blocks)
+        agent_config = self.ctx.config.all_agents().get(row.agent)
+        roots = self.ctx.config.agent_roots(agent_config) if agent_config is not None else []
+        chat = self._new_chat(chat_id, row.agent, Workspace(row.cwd, roots))
+        await self.ctx.history.reopen(chat, row, blocks)
 
     def _fork_refusal(self, chat_id: int) -> str | None:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
@@ -139,7 +170,7 @@ class ChatLifecycle:
         if old is not None:
             await self.pool.release(chat)
             await old.aclose()  # asked to restart it: even a live agent goes
-        spawned = await self.pool.spawn(name, agent_config, self._cwds[chat_id])
+        spawned = await self.pool.spawn(name, agent_config, chat.workspace.user_cwd)
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
 
     async def _start(
@@ -164,7 +195,7 @@ class ChatLifecycle:
             try:
                 with anyio.fail_after(timeout):
                     connection = await self.pool.connect(
-                        name, agent_config, self._cwds[chat.id], spawned
+                        name, agent_config, chat.workspace.user_cwd, spawned
                     )
                     self.pool.agent_of[chat.id] = connection
                     chat.on_info(
@@ -224,13 +255,15 @@ class ChatLifecycle:
             return False
         return True
 
-    def _new_chat(self, chat_id: int, agent: str, cwd: str) -> Chat:
+    def _new_chat(self, chat_id: int, agent: str, workspace: Workspace) -> Chat:
         from acp_nvim.client.session.chat import Chat
 
-        chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor)
-        self._cwds[chat_id] = cwd
+        chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor, workspace)
+        chat.on_info(**workspace.status())
         agent_config = self.ctx.config.all_agents().get(agent)
-        self.ctx.history.attach(chat, cwd, keep=agent_config is None or agent_config.history)
+        keep = agent_config is None or agent_config.history
+        # Kept as the user's directory: a worktree goes with its chat.
+        self.ctx.history.attach(chat, workspace.user_cwd, keep=keep)
         return chat
 
     async def send(
@@ -260,7 +293,8 @@ class ChatLifecycle:
             from acp_nvim.client.services.context import resolve
 
             # What the user sees now is what goes, even if the prompt waits in the queue.
-            attachments, warnings = await resolve(self.ctx.editor, context, self._cwds[chat_id])
+            cwd = chat.workspace.cwd if chat is not None else os.getcwd()
+            attachments, warnings = await resolve(self.ctx.editor, context, cwd)
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
         prompt = Prompt(text, attachments)
@@ -314,15 +348,17 @@ class ChatLifecycle:
         elif chat.state == "error":
             await self._start(chat, connection.config, None, chat.session.session_id or None)
 
-    async def close(self, chat_id: int) -> None:
-        """Forget a chat; its agent ends when no other chat uses it."""
+    async def close(self, chat_id: int, keep_worktree: bool | None = None) -> None:
+        """Forget a chat; its agent ends when no other chat uses it, its worktree
+        when no other chat works in it (``keep_worktree``: the user's word on that,
+        see ``Workspaces.release``)."""
         opening = self._opening.get(chat_id)
         if opening is not None:
             opening.cancel()
         chat = self.ctx.chats.pop(chat_id, None)
+        review = self.reviews.by_chat.get(chat_id)
         self.reviews.forget(chat_id)
         self.queue.forget(chat_id)
-        self._cwds.pop(chat_id, None)
         self.ctx.history.detach(chat_id)
         if chat is None:
             return
@@ -331,6 +367,7 @@ class ChatLifecycle:
             await self.pool.cancel_quietly(connection, chat)
         chat.state = "closed"
         await self.pool.release(chat)
+        await self.workspaces.release(chat, review, keep_worktree)
 
 
 def _plain(method: LoginMethod) -> dict[str, Any]:

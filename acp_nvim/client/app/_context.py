@@ -33,6 +33,8 @@ class AppContext:
     config_error: str | None = None
     # The chat history (client.history), set by the app once the rest is built.
     history: History = field(init=False)
+    # Neovim's stdpath("state") (from setup): the history's and the worktrees' home.
+    state_dir: str | None = None
 
     def __repr__(self) -> str:
         return f"<AppContext {len(self.chats)} chats>"

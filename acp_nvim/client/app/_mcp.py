@@ -41,7 +41,6 @@ class McpWiring:
             self.reviews,
             connection.terminals,
             connection.permissions,
-            connection.cwd,
             self._socket,
             lambda: self.ctx.config.timeouts.lsp,
             tools=config.editor_mcp_tools(agent_config),

@@ -210,11 +210,12 @@ class AgentPool:
 
     async def list_sessions(self, chat_id: int) -> None:
         """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks)."""
-        connection = self.connection(chat_id)
-        if connection is None:
+        connection, chat = self.connection(chat_id), self.ctx.chats.get(chat_id)
+        if connection is None or chat is None:
             return
         try:
-            sessions = await connection.list_sessions(connection.cwd)
+            # The chat's directory: its sessions are the ones it can resume there.
+            sessions = await connection.list_sessions(chat.workspace.cwd)
         except AgentFailed as err:
             self.ctx.editor.notify(str(err))
             return

@@ -29,29 +29,49 @@ class Reviews:
     def configure(self) -> None:
         """The options the reviews follow (after ``setup``)."""
         for review in self.by_chat.values():
-            review.auto_save = self.ctx.config.auto_save
+            from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+            if not isinstance(review, WorktreeChanges):  # a worktree's are always saved
+                review.auto_save = self.ctx.config.auto_save
             if review.access is not None:
                 review.access.options = self.ctx.config.fs_access
 
     def attach(self, chat: Chat, connection: AgentConnection, agent_config: AgentConfig) -> None:
         from acp_nvim.client.services.access import FileAccess
-        from acp_nvim.client.services.changes import SessionChanges
 
         review = self.by_chat.get(chat.id)
-        if review is None or review.cwd != connection.cwd:
-            review = self.by_chat[chat.id] = SessionChanges(
+        if review is None:
+            review = self.by_chat[chat.id] = self._new(chat, agent_config)
+        # Asks through this connection's prompts (a restart brings new ones).
+        review.access = FileAccess(chat, connection.permissions, self.ctx.config.fs_access)
+        chat.changes = review
+
+    def _new(self, chat: Chat, agent_config: AgentConfig) -> SessionChanges:
+        """The review of ``chat``'s directory; of its worktree for a worktree chat."""
+        from acp_nvim.client.services.changes import SessionChanges
+        from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+        tasks = self.ctx.tasks.reporting_to(chat.show_error)
+        workspace, missing_as_empty = chat.workspace, agent_config.missing_file_as_empty
+        if workspace.worktree is not None:
+            return WorktreeChanges(
                 self.ctx.editor,
                 chat.id,
-                connection.cwd,
-                self.ctx.tasks.reporting_to(chat.show_error),
-                auto_save=self.ctx.config.auto_save,
-                missing_file_as_empty=agent_config.missing_file_as_empty,
+                workspace.cwd,
+                tasks,
+                workspace.worktree,
+                roots=workspace.roots,
+                missing_file_as_empty=missing_as_empty,
             )
-        # Asks through this connection's prompts (a restart brings new ones).
-        review.access = FileAccess(
-            chat, connection.permissions, connection.cwd, self.ctx.config.fs_access
+        return SessionChanges(
+            self.ctx.editor,
+            chat.id,
+            workspace.cwd,
+            tasks,
+            roots=workspace.roots,
+            auto_save=self.ctx.config.auto_save,
+            missing_file_as_empty=missing_as_empty,
         )
-        chat.changes = review
 
     def forget(self, chat_id: int) -> None:
         self.by_chat.pop(chat_id, None)

@@ -1,7 +1,8 @@
 """Which files an agent may read and write: the user's ``fs_access`` option.
 
-Inside the session's directory and the extra ``roots`` the user names, agents
-read and write as the editor allows. Elsewhere (paths resolved through
+Inside the chat's directories (its own and its workspace roots:
+``chat.workspace``) and the extra ``fs_access.roots`` the user names, agents read
+and write as the editor allows. Elsewhere (paths resolved through
 symlinks, so a link inside the directory that leads out of it is outside)
 ``outside`` decides: ``ask`` the user at a prompt in the chat (allow once,
 allow this path for the session, reject), ``allow``, or ``deny``. A refused
@@ -39,27 +40,25 @@ _OPTIONS = (
 class FileAccess:
     """The file access policy of one chat's session.
 
-    ``options`` is the user's ``fs_access``; the App keeps it current.
+    ``options`` is the user's ``fs_access``; the App keeps it current. The chat's
+    directories are read at each check: a root added since counts at once.
     """
 
-    def __init__(
-        self, chat: Chat, permissions: Permissions, root: str, options: FileAccessOptions
-    ) -> None:
+    def __init__(self, chat: Chat, permissions: Permissions, options: FileAccessOptions) -> None:
         self.chat = chat
         self.permissions = permissions
-        self.root = root
         self.options = options
         self._allowed: set[str] = set()  # resolved paths the user allowed for the session
         self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
-        return f"<FileAccess {self.root} outside={self.options.outside}>"
+        return f"<FileAccess {self.chat.workspace.cwd} outside={self.options.outside}>"
 
     def inside(self, path: str) -> bool:
-        """Whether absolute ``path``, symlinks resolved, lies in the session's
-        directory or one of the roots."""
+        """Whether absolute ``path``, symlinks resolved, lies in one of the chat's
+        directories or the ``fs_access`` roots."""
         real = os.path.realpath(path)
-        for root in (self.root, *self.options.roots):
+        for root in (*self.chat.workspace.dirs, *self.options.roots):
             top = os.path.realpath(root)
             if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
                 return True

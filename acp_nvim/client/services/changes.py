@@ -7,8 +7,9 @@ Three ways a change arrives, all ending in the session's
   with the text the agent last read as the merge base, so user edits it has
   not seen survive and a clash becomes a conflict hunk;
 - files named by tool calls (diff content, locations) that changed on disk;
-- other files under the session's cwd that changed during the turn, found by
-  comparing (size, mtime_ns) against a bounded scan taken at turn start.
+- other files under the session's cwd and its workspace roots that changed during
+  the turn, found by comparing (size, mtime_ns) against a bounded scan taken at
+  turn start.
 
 Disk checks run when a tool call completes (the files it names, plus the
 bounded scan; completions arriving while a check runs are merged into the next
@@ -40,7 +41,7 @@ __all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -104,16 +105,17 @@ class Scan:
 
 
 def scan_tree(
-    root: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
+    *roots: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
 ) -> Scan:
-    """Stat the files under ``root``, skipping :data:`SKIP_DIRS` and symlinks.
+    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
+    symlinks.
 
-    Stops after ``max_files`` files or ``max_seconds`` (then ``complete`` is
+    Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
     False: files not reached are only checked when a tool call names them).
     """
     deadline = time.monotonic() + max_seconds
     scan = Scan()
-    stack = [root]
+    stack = list(reversed(roots))
     while stack:
         try:
             entries = os.scandir(stack.pop())
@@ -256,36 +258,48 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
 Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
 
 
-def _turn_start(cwd: str, kept: Kept) -> tuple[Scan, GitState | None, Kept]:
-    """What a turn compares against, read in a worker thread: the scan, git's dirty
-    files, and the text of the files whose "before" nothing else will hold. In a git
-    work tree those are the dirty ones the scan found (git knows the clean ones'
-    text); elsewhere every file, newest first, within :data:`SNAPSHOT_MAX_TOTAL`.
-    ``kept``: the last turn's texts, taken again for files that did not change."""
-    scan = scan_tree(cwd)
-    git = GitState.read(cwd)
-    if git is not None:
-        wanted, room = sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY], None
-    else:
-        wanted = sorted(scan.stats, key=lambda p: scan.stats[p][1], reverse=True)
-        room = SNAPSHOT_MAX_TOTAL
+def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], Kept]:
+    """What a turn compares against, read in a worker thread: the scan of ``dirs``,
+    the dirty files of each git work tree they are in, and the text of the files
+    whose "before" nothing else will hold: in a git work tree the dirty ones the scan
+    found (git knows the clean ones' text), outside git every file, newest first,
+    within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last turn's texts, taken again
+    for files that did not change."""
+    scan = scan_tree(*dirs)
+    gits: dict[str, GitState] = {}
+    for top in dirs:
+        git = GitState.read(top)
+        if git is not None:
+            gits.setdefault(git.root, git)
     snapshots: Kept = {}
-    for path in wanted:
+
+    def take(path: str) -> int:
+        """Keep the text of ``path``; its size, 0 when it was not kept."""
         stat = scan.stats.get(path)
-        if stat is None or (room is not None and stat[0] > room):
-            continue
         before = kept.get(path)
+        if stat is None:
+            return 0
         if before is not None and before[0] == stat:
             text: Baseline = before[1]
         elif stat_of(path) == stat:
             text = _read_unchanged(path, stat)
         else:
-            continue
-        if isinstance(text, str):
-            snapshots[path] = (stat, text)
-            if room is not None:
-                room -= stat[0]
-    return scan, git, snapshots
+            return 0
+        if not isinstance(text, str):
+            return 0
+        snapshots[path] = (stat, text)
+        return stat[0]
+
+    for git in gits.values():
+        for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
+            take(path)
+    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits.values())
+    outside = [path for path in scan.stats if not path.startswith(in_git)]
+    room = SNAPSHOT_MAX_TOTAL
+    for path in sorted(outside, key=lambda p: scan.stats[p][1], reverse=True):
+        if scan.stats[path][0] <= room:
+            room -= take(path)
+    return scan, list(gits.values()), snapshots
 
 
 def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
@@ -306,6 +320,7 @@ class SessionChanges:
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
     ``access``, when set, decides which paths the agent may read and write.
+    ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``.
     """
 
     def __init__(
@@ -315,12 +330,14 @@ class SessionChanges:
         cwd: str,
         tasks: Tasks,
         *,
+        roots: Sequence[str] = (),
         auto_save: bool = True,
         missing_file_as_empty: bool = False,
     ) -> None:
         self.editor = editor
         self.chat_id = chat_id
         self.cwd = os.path.normpath(cwd)
+        self.roots = roots
         self.store = ReviewStore()
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
@@ -329,7 +346,7 @@ class SessionChanges:
         self._lock = anyio.Lock()
         # The turn-start scan; none yet proves no file absent (complete=False).
         self._start = Scan(complete=False)
-        self._git: GitState | None = None  # dirty files at turn start, in a git work tree
+        self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
@@ -499,6 +516,11 @@ class SessionChanges:
     def _abs(self, path: str) -> str:
         return os.path.normpath(os.path.join(self.cwd, path))
 
+    @property
+    def dirs(self) -> list[str]:
+        """The directories the turn's scan covers: the session's, then its roots."""
+        return [self.cwd, *self.roots]
+
     # -- turn hooks ------------------------------------------------------------------
 
     async def begin_turn(self) -> None:
@@ -511,11 +533,11 @@ class SessionChanges:
         other chat streams on meanwhile.
         """
         async with self._lock:
-            start, git, kept = await anyio.to_thread.run_sync(_turn_start, self.cwd, self._kept)
+            start, gits, kept = await anyio.to_thread.run_sync(_turn_start, self.dirs, self._kept)
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
-            self._start, self._git, self._kept = start, git, kept
+            self._start, self._gits, self._kept = start, gits, kept
             self._snapshots = {path: text for path, (_, text) in kept.items()}
             self._known = dict(start.stats)
             self._named.clear()
@@ -577,7 +599,7 @@ class SessionChanges:
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        now = await anyio.to_thread.run_sync(scan_tree, self.cwd)
+        now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
         candidates = dict(named)
         candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
         if self._start.complete and now.complete:
@@ -719,11 +741,14 @@ class SessionChanges:
 
     def _absent_at_start(self, path: str) -> bool:
         """True when the turn-start scan proves ``path`` did not exist then."""
-        rel = os.path.relpath(path, self.cwd)
-        if rel.startswith("..") or not self._start.complete:
+        if not self._start.complete:
             return False
-        scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
-        return scanned and path not in self._start.stats
+        for top in self.dirs:
+            rel = os.path.relpath(path, top)
+            if not rel.startswith(".."):
+                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+                return scanned and path not in self._start.stats
+        return False
 
     def _snapshot(self, path: str) -> None:
         if self._absent_at_start(path):
@@ -787,11 +812,11 @@ class SessionChanges:
         return next((text for text in known if text != current), known[0] if known else NOTHING)
 
     async def _git_text(self, path: str) -> Baseline:
-        git = self._git
-        if git is None:
-            return NOTHING
-        text = await anyio.to_thread.run_sync(git.clean_text, path)
-        return NOTHING if text is None else text
+        for git in self._gits:
+            text = await anyio.to_thread.run_sync(git.clean_text, path)
+            if text is not None:
+                return text
+        return NOTHING
 
     def _targets(
         self, path: str | None, hunk: int | None, turn: int | None

@@ -1,4 +1,5 @@
-"""Baselines from git for files an agent's commands change behind our back.
+"""Git for the services: baselines of files an agent's commands change behind our
+back, and the one way git is run (:func:`git`, which keeps git's own message).
 
 A file that a shell command rewrites, with no buffer open and no tool call
 naming it, has no "before" text anywhere but on disk, where it is already
@@ -11,7 +12,7 @@ files are not recorded (doc/decisions/0005-review-baselines.md).
 
 from __future__ import annotations
 
-__all__ = ["GitState"]
+__all__ = ["GitError", "GitState", "dirty_files", "git"]
 
 import os
 import shutil
@@ -20,6 +21,51 @@ import subprocess
 from acp_nvim.client.text import decode_file
 
 _TIMEOUT = 2.0
+_NICE = shutil.which("nice")
+
+
+class GitError(Exception):
+    """Git failed, or could not run; ``str()`` is git's own message."""
+
+
+def git(cwd: str, *args: str, nice: bool = False, timeout: float = _TIMEOUT) -> bytes:
+    """Git's output for ``git -C cwd args`` (``nice``: at a low CPU priority).
+
+    Raises:
+        GitError: git is not installed, took longer than ``timeout`` seconds, or
+            failed (its message, e.g. ``fatal: not a git repository ...``).
+    """
+    prefix = [_NICE, "-n", "10"] if nice and _NICE is not None else []
+    try:
+        done = subprocess.run(
+            [*prefix, "git", "-C", cwd, *args],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, ValueError) as err:  # ValueError: a NUL in a path
+        raise GitError(f"cannot run git: {err}") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} took longer than {timeout:g} s") from None
+    if done.returncode != 0:
+        message = os.fsdecode(done.stderr).strip() or f"git {args[0]} failed"
+        raise GitError(message)
+    return done.stdout
+
+
+def dirty_files(root: str, status: bytes) -> set[str]:
+    """The files ``git status --porcelain=v1 -z`` of work tree ``root`` lists
+    (modified, added, deleted, untracked; both sides of a rename), absolute."""
+    dirty: set[str] = set()
+    entries = iter(status.split(b"\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        dirty.add(os.path.join(root, os.fsdecode(entry[3:])))
+        if entry[:1] in (b"R", b"C"):  # a rename/copy is followed by its source path
+            source = next(entries, b"")
+            dirty.add(os.path.join(root, os.fsdecode(source)))
+    return dirty
 
 
 class GitState:
@@ -37,57 +83,33 @@ class GitState:
         """The state of the work tree holding ``cwd``; None outside git (or no git)."""
         if shutil.which("git") is None:
             return None
-        top = _git(cwd, "rev-parse", "--show-toplevel")
-        if top is None:
+        try:
+            top = git(cwd, "rev-parse", "--show-toplevel")
+            root = os.path.normpath(os.fsdecode(top).strip())
+            # One thread, at a low CPU priority: git's index preload took every core
+            # for its lstats of a 20k-file tree, and Neovim and the event loop waited.
+            status = git(
+                root,
+                "-c",
+                "core.preloadIndex=false",
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                nice=True,
+            )
+        except GitError:
             return None
-        root = os.path.normpath(os.fsdecode(top).strip())
-        # One thread, at a low CPU priority: git's index preload took every core for
-        # its lstats of a 20k-file tree, and Neovim and the event loop waited for one.
-        status = _git(
-            root,
-            "-c",
-            "core.preloadIndex=false",
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            nice=True,
-        )
-        if status is None:
-            return None
-        dirty: set[str] = set()
-        entries = iter(status.split(b"\0"))
-        for entry in entries:
-            if len(entry) < 4:
-                continue
-            dirty.add(os.path.join(root, os.fsdecode(entry[3:])))
-            if entry[:1] in (b"R", b"C"):  # a rename/copy is followed by its source path
-                source = next(entries, b"")
-                dirty.add(os.path.join(root, os.fsdecode(source)))
-        return cls(root, dirty)
+        return cls(root, dirty_files(root, status))
 
     def clean_text(self, path: str) -> str | None:
         """The text ``path`` had at turn start if git knows it (clean and tracked)."""
         if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
             return None
-        data = _git(self.root, "show", f":{os.path.relpath(path, self.root)}")
-        if data is None or b"\0" in data[:8192]:
+        try:
+            data = git(self.root, "show", f":{os.path.relpath(path, self.root)}")
+        except GitError:
+            return None
+        if b"\0" in data[:8192]:
             return None
         return decode_file(data).text
-
-
-_NICE = shutil.which("nice")
-
-
-def _git(cwd: str, *args: str, nice: bool = False) -> bytes | None:
-    prefix = [_NICE, "-n", "10"] if nice and _NICE is not None else []
-    try:
-        done = subprocess.run(
-            [*prefix, "git", "-C", cwd, *args],
-            capture_output=True,
-            timeout=_TIMEOUT,
-            check=False,
-        )
-    except (OSError, ValueError, subprocess.TimeoutExpired):  # ValueError: a NUL in a path
-        return None
-    return done.stdout if done.returncode == 0 else None

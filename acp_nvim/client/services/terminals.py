@@ -191,13 +191,12 @@ class Terminals:
     must run first: refreshes of the transcript are throttled on its task group.
 
     Args:
-        chats: the connection's chats by session id (shared, not copied).
-        cwd: the session working directory, for commands that name none.
+        chats: the connection's chats by session id (shared, not copied). A command
+            that names no directory runs in its chat's (``chat.workspace.cwd``).
     """
 
-    def __init__(self, chats: Mapping[str, Chat], cwd: str) -> None:
+    def __init__(self, chats: Mapping[str, Chat]) -> None:
         self._chats = chats
-        self._cwd = cwd
         self._commands: dict[str, _Command] = {}  # by key (= v1 terminal id)
         self._displays: dict[tuple[int, str], _Display] = {}  # by (chat id, terminal id)
         self._tasks: Tasks | None = None
@@ -236,7 +235,7 @@ class Terminals:
             ServiceError: a bad cwd or limit, or the editor could not start it.
         """
         chat = self._chat(session_id)
-        cwd = cwd or self._cwd
+        cwd = cwd or chat.workspace.cwd
         if not os.path.isabs(cwd):
             raise ServiceError(f"cwd must be an absolute path: {cwd!r}")
         if not os.path.isdir(cwd):
@@ -276,7 +275,9 @@ class Terminals:
         self._commands[key] = term
         chat.session.terminals[key] = view
         try:
-            term.pid = await chat.editor.open_terminal(key, argv, self._cwd, dict(env), show=True)
+            term.pid = await chat.editor.open_terminal(
+                key, argv, chat.workspace.cwd, dict(env), show=True
+            )
         except EditorError as err:
             del self._commands[key]
             raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview"]
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -37,6 +38,7 @@ from acp_nvim.client.session.model import (
     agent_id,
     wire_id,
 )
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import internal_error
 
 if TYPE_CHECKING:
@@ -98,12 +100,18 @@ class _Unrecorded:
 
 
 class Chat:
-    """The client side of one session, bound to one chat window pair in the editor."""
+    """The client side of one session, bound to one chat window pair in the editor.
 
-    def __init__(self, chat_id: int, agent: str, editor: Editor) -> None:
+    ``workspace``: where its agent works (default: this process's directory).
+    """
+
+    def __init__(
+        self, chat_id: int, agent: str, editor: Editor, workspace: Workspace | None = None
+    ) -> None:
         self.id = chat_id
         self.agent = agent
         self.editor = editor
+        self.workspace = workspace if workspace is not None else Workspace(os.getcwd())
         self.session = Session()
         self.state: ChatState = "starting"
         self.protocol_version: int | None = None

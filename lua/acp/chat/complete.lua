@@ -1,24 +1,29 @@
 -- Completion in the chat input: `/` at the start of the input offers the agent's
--- slash commands, `@` offers context (files of the session's directory, open
--- buffers, @selection, @diagnostics: acp.chat.context). Built in through 'omnifunc'
--- and opened as you type; lua/acp/completion/{blink,cmp}.lua serve the same items
--- to blink.cmp and nvim-cmp. After a command, its input hint shows as virtual text.
+-- slash commands, `@` offers context (files of the chat's directory and its
+-- workspace roots, open buffers, @selection, @diagnostics: acp.chat.context). Built
+-- in through 'omnifunc' and opened as you type; lua/acp/completion/{blink,cmp}.lua
+-- serve the same items to blink.cmp and nvim-cmp. After a command, its input hint
+-- shows as virtual text.
 local registry = require("acp.chat.registry")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace("acp.hint")
 
--- The project's files are listed in the background (git, else rg, else find), never
--- on Neovim's loop: a 50k-file tree took 300 ms there. A listing is reused for a
--- while; one is kept of at most MAX_FILES paths (a home directory stops there), and
--- a completion shows at most MAX_ITEMS of those its prefix matches: typing more of
--- the path narrows the list again, so every file can be found.
+-- The files of the chat's directory and roots are listed in the background (git,
+-- else rg, else find), never on Neovim's loop: a 50k-file tree took 300 ms there. A
+-- listing is reused for a while; one keeps at most MAX_FILES paths (a home directory
+-- stops there), and a completion shows at most MAX_ITEMS of those its prefix
+-- matches: typing more of the path narrows the list again, so every file is found.
 local MAX_FILES = 200000
 local MAX_ITEMS = 500
 local TTL_MS = 10000
-local listing = { cwd = nil, at = 0, files = {}, running = nil }
+---@type table<string, {at: integer, files: string[]}> by directory
+local cache = {}
+---@type table<string, true> directories being listed
+local listing = {}
 -- By input buffer: the `@` prefix of the open menu when it did not hold every match.
 local cut = {}
 
@@ -35,9 +40,9 @@ local LISTERS = {
   { "find", ".", "-type", "f", "-not", "-path", "*/.git/*" },
 }
 
---- List the files under `cwd` with the first lister that works, then `done(files)`
+--- List the files under `dir` with the first lister that works, then `done(files)`
 --- on the main loop (an empty list when none does).
-local function list(cwd, done, from)
+local function list(dir, done, from)
   from = from or 1
   local cmd = LISTERS[from]
   if not cmd then
@@ -46,9 +51,9 @@ local function list(cwd, done, from)
     end)
     return
   end
-  local ok = pcall(vim.system, cmd, { cwd = cwd, text = true }, function(result)
+  local ok = pcall(vim.system, cmd, { cwd = dir, text = true }, function(result)
     if result.code ~= 0 or not result.stdout then
-      list(cwd, done, from + 1)
+      list(dir, done, from + 1)
       return
     end
     local files, count = {}, 0
@@ -64,7 +69,7 @@ local function list(cwd, done, from)
     end)
   end)
   if not ok then -- not installed
-    list(cwd, done, from + 1)
+    list(dir, done, from + 1)
   end
 end
 
@@ -79,25 +84,22 @@ local function completing()
   end
 end
 
---- The files under the working directory as last listed; starts a new listing when
---- that is old or of another directory (the menu is refreshed when it arrives).
-local function project_files()
-  local cwd = vim.fn.getcwd()
-  local fresh = listing.cwd == cwd and vim.uv.now() - listing.at < TTL_MS
-  if not fresh and listing.running ~= cwd then
-    listing.running = cwd
-    list(cwd, function(files)
-      if listing.running == cwd then
-        listing.running = nil
-      end
-      listing.cwd, listing.at, listing.files = cwd, vim.uv.now(), files
+--- The files under directory `dir`, relative to it, as last listed; a listing that
+--- is old (or none) starts a new one, and the menu is refreshed when it arrives.
+local function files_of(dir)
+  local cached = cache[dir]
+  if not (cached and vim.uv.now() - cached.at < TTL_MS) and not listing[dir] then
+    listing[dir] = true
+    list(dir, function(files)
+      listing[dir] = nil
+      cache[dir] = { at = vim.uv.now(), files = files }
       local chat, start, word = completing()
       if chat then
         open_menu(chat, start, word)
       end
     end)
   end
-  return listing.cwd == cwd and listing.files or {}
+  return cached and cached.files or {}
 end
 
 --- The completion items for `prefix` (`/...` or `@...`) in `chat`, as
@@ -125,21 +127,26 @@ function M.items(chat, prefix)
   for _, buf in ipairs(api.nvim_list_bufs()) do
     local name = api.nvim_buf_get_name(buf)
     if vim.bo[buf].buflisted and vim.bo[buf].buftype == "" and name ~= "" then
-      local rel = vim.fn.fnamemodify(name, ":.")
-      seen[rel] = true
-      add("@" .. rel, vim.bo[buf].modified and "buffer [+]" or "buffer")
+      local mention = workspace.mention(chat, name)
+      seen[mention] = true
+      add("@" .. mention, vim.bo[buf].modified and "buffer [+]" or "buffer")
     end
   end
-  local path = prefix:sub(2)
-  for _, file in ipairs(project_files()) do
-    if not seen[file] and vim.startswith(file, path) then
-      if #items >= MAX_ITEMS then
-        return items, true
+  -- The chat's directory first, then each root's files by where they are.
+  for index, dir in ipairs(registry.dirs(chat)) do
+    for _, file in ipairs(files_of(dir)) do
+      local mention = index == 1 and file or workspace.mention(chat, vim.fs.joinpath(dir, file))
+      if not seen[mention] and vim.startswith("@" .. mention, prefix) then
+        if #items >= MAX_ITEMS then
+          return items, true
+        end
+        seen[mention] = true
+        local menu = index == 1 and "file" or ("file of " .. vim.fs.basename(dir))
+        table.insert(items, { word = "@" .. mention, menu = menu, info = "", icase = 1 })
       end
-      table.insert(items, { word = "@" .. file, menu = "file", info = "", icase = 1 })
     end
   end
-  return items, listing.running ~= nil
+  return items, next(listing) ~= nil
 end
 
 --- The token being completed before the cursor: its start column (0-based) and

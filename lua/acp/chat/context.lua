@@ -4,9 +4,11 @@
 --   @path:10-20    lines 10 to 20 of a file (@path:10 one line)
 --   @selection     the last visual selection in the window you came from
 --   @diagnostics   the diagnostics of that window's buffer
--- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input.
+-- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input. A relative
+-- path is the chat's directory's (acp.chat.workspace), not Neovim's.
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 
@@ -30,10 +32,6 @@ local function work_window(chat)
       return win
     end
   end
-end
-
-local function relative(path)
-  return vim.fn.fnamemodify(path, ":.")
 end
 
 local function lines_of(path, first, last)
@@ -77,7 +75,7 @@ local function item(chat, mention)
     end
     local first, last = api.nvim_buf_get_mark(buf, "<")[1], api.nvim_buf_get_mark(buf, ">")[1]
     if first == 0 then
-      return nil, "no visual selection in " .. relative(api.nvim_buf_get_name(buf))
+      return nil, "no visual selection in " .. workspace.mention(chat, api.nvim_buf_get_name(buf))
     end
     return selection_item(buf, first, last)
   end
@@ -87,7 +85,7 @@ local function item(chat, mention)
     last = first
   end
   path = path or mention
-  local full = vim.fn.fnamemodify(path, ":p")
+  local full = workspace.absolute(chat, path)
   if vim.fn.filereadable(full) == 0 and vim.fn.bufnr(full) == -1 then
     return nil -- not a file: an @ that is only text
   end
@@ -154,13 +152,13 @@ function M.add(opts)
   end
   local mention
   if opts.file and opts.file ~= "" then
-    mention = "@" .. relative(vim.fn.fnamemodify(opts.file, ":p"))
+    mention = "@" .. workspace.mention(chat, vim.fn.fnamemodify(opts.file, ":p"))
   else
     local name = api.nvim_buf_get_name(0)
     if name == "" or api.nvim_get_current_buf() == chat.input then
       util.user_error(":AcpAdd needs a file, or a range of a file's buffer")
     end
-    mention = "@" .. relative(name)
+    mention = "@" .. workspace.mention(chat, name)
     if opts.range then
       local first, last = opts.range[1], opts.range[2]
       mention = mention .. (first == last and (":" .. first) or (":%d-%d"):format(first, last))

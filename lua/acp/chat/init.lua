@@ -19,6 +19,7 @@ local render = require("acp.chat.render")
 local review = require("acp.review")
 local tools = require("acp.chat.tools")
 local util = require("acp.util")
+local workspace = require("acp.chat.workspace")
 
 local M = {}
 local api = vim.api
@@ -48,6 +49,7 @@ local function winbar(chat)
     state = "cancelling…"
   end
   table.insert(parts, state)
+  vim.list_extend(parts, workspace.label(chat))
   if (s.queued or 0) > 0 then
     table.insert(parts, s.queued .. " queued")
   end
@@ -357,6 +359,9 @@ local function start(chat)
       chat = chat.id,
       agent = opened.agent,
       cwd = chat.cwd,
+      cwd_given = opened.cwd_given,
+      roots = opened.roots,
+      worktree = opened.worktree,
       session_id = opened.session_id,
       fork = opened.fork,
       history = opened.history,
@@ -367,7 +372,9 @@ local function start(chat)
   end
 end
 
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat}
+--- A new chat in its own workspace (|acp-workspaces|): `cwd` (else Neovim's
+--- directory), `roots`, in a new git worktree with `worktree`.
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -378,7 +385,9 @@ function M.open(opts)
     existing = nil
   end
   local other_agent = existing and opts.agent and opts.agent ~= existing.status.agent
-  local reuse = existing and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff)
+  local elsewhere = opts.cwd or opts.roots or opts.worktree
+  local reuse = existing
+    and not (opts.new or opts.session_id or other_agent or opts.fork or opts.history or opts.handoff or elsewhere)
   -- Another agent's chat, or a fork, opens beside the chat where there is room.
   local beside = (other_agent or opts.fork) and layout.room_beside()
   -- A chat whose session died with the Python side stays as it is (like :AcpChat!).
@@ -397,9 +406,16 @@ function M.open(opts)
     fork = opts.fork and opts.fork.id,
     history = opts.history,
     handoff = opts.handoff and opts.handoff.id,
+    cwd_given = opts.cwd ~= nil or nil,
+    roots = opts.roots,
+    worktree = opts.worktree or nil,
   }
   local from = opts.fork or opts.handoff
-  chat.cwd = from and from.cwd or vim.fn.getcwd()
+  -- Where it was opened: Python makes its workspace of it (a fork's and a handover's
+  -- is the chat's they continue).
+  chat.cwd = opts.cwd and vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(opts.cwd), ":p"))
+    or from and from.cwd
+    or vim.fn.getcwd()
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
@@ -443,12 +459,16 @@ function M.list()
   local list = {}
   for id, chat in pairs(registry.chats) do
     if valid(chat) then
+      local worktree = workspace.worktree(chat)
       table.insert(list, {
         id = id,
         agent = chat.status.agent,
         title = registry.title(chat),
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
+        cwd = registry.cwd(chat),
+        worktree = worktree and worktree.path,
+        waiting = worktree and workspace.waiting(chat) or 0,
       })
     end
   end
@@ -478,8 +498,9 @@ function M.pick()
   vim.ui.select(list, {
     prompt = "Chats",
     format_item = function(item)
-      local waiting = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      return ("%s · %s · %s%s"):format(item.agent, item.title, item.state, waiting)
+      local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
+      local worktree = item.worktree and (" · worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting) or ""
+      return ("%s · %s · %s%s%s"):format(item.agent, item.title, item.state, asking, worktree)
     end,
   }, function(item)
     local chat = item and registry.chats[item.id]
@@ -490,7 +511,7 @@ function M.pick()
       if action == "switch" then
         switch(chat)
       elseif action == "close" then
-        M.close(chat)
+        M.close(chat, true)
       elseif action == "rename" then
         vim.ui.input({ prompt = "Name: ", default = item.title }, function(name)
           if name then
@@ -572,8 +593,10 @@ function M.cancel(chat)
   host.notify("cancel", { chat = chat.id })
 end
 
+--- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked).
 ---@param chat acp.Chat
-function M.close(chat)
+---@param keep? boolean
+local function close_now(chat, keep)
   if not registry.chats[chat.id] then
     return
   end
@@ -582,13 +605,29 @@ function M.close(chat)
     registry.current = nil
   end
   if host.running() then
-    host.notify("close", { chat = chat.id })
+    host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
     end
   end
+end
+
+--- Close `chat`. `ask`: while hunks wait in its worktree, ask first whether to
+--- remove the worktree (else it stays while it holds work: acp.chat.workspace).
+---@param chat acp.Chat
+---@param ask? boolean
+function M.close(chat, ask)
+  if not registry.chats[chat.id] then
+    return
+  end
+  if ask then
+    return workspace.confirm_close(chat, function(keep)
+      close_now(chat, keep)
+    end)
+  end
+  close_now(chat)
 end
 
 api.nvim_create_autocmd("VimResized", {

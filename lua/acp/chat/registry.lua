@@ -13,11 +13,11 @@ local api = vim.api
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
 ---@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
----@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer} what the chat was opened with
+---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer, cwd_given?: boolean, roots?: string[], worktree?: boolean} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
----@field cwd string the session's directory
+---@field cwd string the directory the chat was opened in (its session's is status.cwd)
 ---@field history? table the input's prompt history (acp.chat.prompt_history)
 ---@field editing? integer the input holds that turn's prompt again (|:AcpEdit|): sent, it rewinds there
 ---@field name? string given with |:AcpChats| rename
@@ -55,6 +55,21 @@ function M.get()
   end
   local chat = M.current and M.chats[M.current]
   return M.valid(chat) and chat or nil
+end
+
+--- The directory `chat`'s agent works in (for a worktree chat, in its worktree):
+--- the base of its `@` mentions.
+---@param chat acp.Chat
+---@return string
+function M.cwd(chat)
+  return chat.status.cwd or chat.cwd
+end
+
+--- The directories of `chat`: its own, then its workspace roots (|acp-workspaces|).
+---@param chat acp.Chat
+---@return string[]
+function M.dirs(chat)
+  return { M.cwd(chat), unpack(chat.status.roots or {}) }
 end
 
 --- The chat's name for the user: the one given with :AcpChats, else the

@@ -116,8 +116,9 @@ function M.complete(arglead, cmdline)
   end, items)
 end
 
---- Offer the sessions of an AcpSessionList event; the one picked opens in a new chat.
-local function pick(data)
+--- Offer the sessions of `chat`'s AcpSessionList event; the one picked opens in a
+--- new chat in the same directory.
+local function pick(chat, data)
   local sessions = data.sessions or {}
   if #sessions == 0 then
     util.notify("the agent has no saved sessions", "info")
@@ -131,7 +132,7 @@ local function pick(data)
     end,
   }, function(s)
     if s then
-      M.resume(data.agent, s.session_id)
+      M.resume(data.agent, s.session_id, registry.cwd(chat))
     end
   end)
 end
@@ -152,16 +153,17 @@ function M.sessions(chat)
         return
       end
       waiting[chat.id] = nil
-      pick(ev.data)
+      pick(chat, ev.data)
       return true -- answered: this autocmd is done
     end,
   })
   host.notify("list_sessions", { chat = chat.id })
 end
 
---- Open a new chat on session `session_id` of `agent`, its history replayed.
-function M.resume(agent, session_id)
-  return chats.open({ agent = agent, new = true, session_id = session_id })
+--- Open a new chat on session `session_id` of `agent`, its history replayed, in
+--- directory `cwd` (the chat's the sessions were listed for).
+function M.resume(agent, session_id, cwd)
+  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
 end
 
 function M.delete(chat, session_id)

@@ -33,8 +33,9 @@ function M.open(file, turn)
   end
   for _, chat in ipairs(order) do
     for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
-      if changed.path == path and (not turn or changed.turn == turn) then
-        host.notify("baseline", { chat = chat, path = path, turn = turn })
+      if (changed.path == path or changed.source == path) and (not turn or changed.turn == turn) then
+        -- A worktree chat's file is compared where its hunks are (its source).
+        host.notify("baseline", { chat = chat, path = changed.source or path, turn = turn })
         return
       end
     end

@@ -269,6 +269,8 @@ end
 --- the same as before keeps its marks, where they moved with the user's edits
 --- (Python's rows are those of the text it last read); a new or changed one is
 --- drawn at the row Python gives, and the marks of decided ones go. One pass.
+--- A file of a worktree chat is drawn where its hunks are: in its `source`, the
+--- worktree's copy (|acp-worktree|), not in your file that does not hold them yet.
 function M.draw(states)
   local before = {} ---@type table<string, {buf: integer, drawn: acp.DrawnHunk}>
   for buf, list in pairs(drawn) do
@@ -281,18 +283,19 @@ function M.draw(states)
   local seen = {}
   for chat, review in pairs(states) do
     for _, file in ipairs(review.files) do -- newest turn first
-      local buf = not seen[file.path] and buffers.find(file.path)
-      seen[file.path] = true
+      local path = file.source or file.path
+      local buf = not seen[path] and buffers.find(path)
+      seen[path] = true
       if buf and may_return(file) then
         watched[buf] = true
-        follow(buf, file.path)
+        follow(buf, path)
       end
       if buf and file.open then
         local list = {}
         local with_removed = not splits.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do
           if state.is_open(hunk) then
-            local key = table.concat({ chat, file.turn, file.path, hunk.id }, ":")
+            local key = table.concat({ chat, file.turn, path, hunk.id }, ":")
             local sig = signature(hunk) .. (with_removed and "" or "\0bare")
             local old = before[key]
             if old and old.buf == buf and old.drawn.sig == sig and rows_of(buf, old.drawn) then
@@ -306,7 +309,7 @@ function M.draw(states)
                   key = key,
                   chat = chat,
                   turn = file.turn,
-                  path = file.path,
+                  path = path,
                   hunk = hunk,
                   sig = sig,
                   marks = marks,

@@ -55,10 +55,13 @@ local function compose(chat)
       add(("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or ""), "AcpReviewFile")
     end
     local flag = file.created and "A" or (file.deleted and "D" or "M")
-    local entry = { path = file.path, turn = file.turn }
-    add(("%s %s  [%s]%s"):format(flag, relative(file.path), file.kind, file.open and "" or "  reviewed"), "AcpReviewFile", entry)
+    -- A worktree chat's file is listed by your path, decided (and opened) where its
+    -- hunks are: in the worktree (`source`).
+    local entry = { path = file.source or file.path, turn = file.turn }
+    local where = file.source and "  in the worktree" or ""
+    add(("%s %s  [%s]%s%s"):format(flag, relative(file.path), file.kind, where, file.open and "" or "  reviewed"), "AcpReviewFile", entry)
     for _, hunk in ipairs(file.hunks) do
-      local hunk_entry = { path = file.path, turn = file.turn, hunk = hunk.id, row = hunk.new_start, header = true }
+      local hunk_entry = { path = entry.path, turn = file.turn, hunk = hunk.id, row = hunk.new_start, header = true }
       local decided = not state.is_open(hunk)
       add(("  %s %s"):format(hunk.header, hunk.status), decided and "AcpReviewDecided" or "AcpReviewHunk", hunk_entry)
       local body = vim.tbl_extend("force", hunk_entry, { header = false })

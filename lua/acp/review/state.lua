@@ -20,6 +20,7 @@ local M = {}
 
 ---@class acp.ReviewFile
 ---@field path string
+---@field source? string a worktree chat's: the worktree's copy, where the hunks wait
 ---@field kind "write"|"disk"|"patch"
 ---@field turn integer
 ---@field created boolean

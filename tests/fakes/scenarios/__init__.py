@@ -12,6 +12,8 @@ module's ``SCENARIOS``:
 - mcp.py: calls to the editor's MCP server
 - rewind.py: an agent of its own (sessions, forks at a message, steering) for
   going back; its scenarios differ by the flags in their names
+- workspace.py: an agent of its own whose sessions each keep their directory and
+  roots (several chats, one process)
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from __future__ import annotations
 __all__ = ["SCENARIOS"]
 
 from tests.fakes.handshake import Scenario
-from tests.fakes.scenarios import faults, mcp, rewind, session, tools
+from tests.fakes.scenarios import faults, mcp, rewind, session, tools, workspace
 
 SCENARIOS: dict[str, Scenario] = {}
-for _module in (session, faults, tools, mcp, rewind):
+for _module in (session, faults, tools, mcp, rewind, workspace):
     for _scenario in _module.SCENARIOS:
         assert _scenario.name not in SCENARIOS, f"two scenarios named {_scenario.name!r}"
         SCENARIOS[_scenario.name] = _scenario

@@ -1,0 +1,203 @@
+"""Where each chat's agent works (decisions 0045, 0046): the directory and roots a
+chat opens with, the roots the user adds or removes (:AcpRoot), and the worktree
+of a worktree chat, made when it opens and removed when the last chat working in
+it closes (kept, and said, while it holds work the user was not asked about)."""
+
+from __future__ import annotations
+
+__all__ = ["WorkspaceRefused", "Workspaces"]
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import anyio.to_thread
+
+from acp_nvim.client.agent.process import agent_cwd
+from acp_nvim.client.app._context import AppContext
+from acp_nvim.client.config import AgentConfig, ConfigError, workspace_root
+from acp_nvim.client.session.workspace import Workspace, Worktree
+
+if TYPE_CHECKING:
+    from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.client.session.chat import Chat
+
+
+class WorkspaceRefused(Exception):
+    """A chat cannot open where it was asked to; ``str()`` names what is wrong."""
+
+
+class Workspaces:
+    """``reviews``: each chat's review, by chat id (live), for what a worktree still
+    waits on; ``agents``: each chat's agent, by chat id (live)."""
+
+    def __init__(
+        self,
+        ctx: AppContext,
+        reviews: Mapping[int, SessionChanges],
+        agents: Mapping[int, AgentConnection],
+    ) -> None:
+        self.ctx = ctx
+        self.reviews = reviews
+        self.agents = agents
+        # The worktrees made for chats, by the chat that now answers for each: the
+        # last chat working in one removes it.
+        self._made: dict[int, Worktree] = {}
+
+    def __repr__(self) -> str:
+        return f"<Workspaces {len(self._made)} worktrees>"
+
+    async def choose(
+        self,
+        chat_id: int,
+        agent_config: AgentConfig,
+        cwd: str,
+        *,
+        cwd_given: bool = False,
+        roots: Sequence[str] = (),
+        worktree: bool = False,
+        like: Chat | None = None,
+    ) -> Workspace:
+        """The workspace of new chat ``chat_id``: in ``cwd`` when the user gave it
+        (``cwd_given``), else in the agent's ``cwd`` option, else in ``cwd`` (Neovim's);
+        with the configured roots and ``roots``; in a new worktree of ``cwd``'s git
+        work tree with ``worktree``. ``like``: a chat whose workspace it shares (a fork,
+        a handover), worktree included.
+
+        Raises:
+            WorkspaceRefused: the directory or a root is not one (a root not
+                absolute); no worktree can be made (git's message).
+        """
+        if like is not None:
+            theirs = like.workspace
+            return Workspace(theirs.cwd, list(theirs.roots), theirs.worktree)
+        cwd = os.path.abspath(cwd) if cwd_given else agent_cwd(agent_config, cwd)
+        if not os.path.isdir(cwd):
+            raise WorkspaceRefused(f"cannot work in {cwd!r}: no such directory")
+        chosen = self.ctx.config.agent_roots(agent_config)
+        for raw in roots:
+            try:
+                chosen.append(workspace_root(raw))
+            except ConfigError as err:
+                raise WorkspaceRefused(f"root {err}") from None
+        chosen = [root for root in dict.fromkeys(chosen) if root != cwd]
+        if not worktree:
+            return Workspace(cwd, chosen)
+        from acp_nvim.client.services.worktrees import WorktreeError, make_worktree
+
+        home = os.path.join(self.ctx.state_dir or tempfile.gettempdir(), "acp", "worktrees")
+        try:
+            made, where = await anyio.to_thread.run_sync(make_worktree, cwd, str(chat_id), home)
+        except WorktreeError as err:
+            raise WorkspaceRefused(str(err)) from None
+        self._made[chat_id] = made
+        return Workspace(where, chosen, made)
+
+    def root(self, chat_id: int, action: str, path: str) -> None:
+        """Add a workspace root to chat ``chat_id`` or remove one (:AcpRoot): the
+        access policy, the review's scan, completion and the editor tools follow at
+        once; the agent hears of it with the session's next load or resume."""
+        editor, chat = self.ctx.editor, self.ctx.chats.get(chat_id)
+        if chat is None:
+            editor.notify("no such chat", "warn")
+            return
+        if action not in ("add", "remove"):
+            raise ValueError(f"unknown root action {action!r}")
+        workspace, agent = chat.workspace, self.agents.get(chat_id)
+        if action == "remove":
+            root = os.path.normpath(os.path.expanduser(path))
+            if root not in workspace.roots:
+                editor.notify(f"{path} is not a root of this chat", "warn")
+                return
+            workspace.roots.remove(root)
+        else:
+            try:
+                root = workspace_root(path)
+            except ConfigError as err:
+                editor.notify(f"root {err}")
+                return
+            if root in workspace.dirs:
+                editor.notify(f"{path} is already a directory of this chat", "info")
+                return
+            workspace.roots.append(root)
+        chat.on_info(roots=list(workspace.roots))
+        done = "Added" if action == "add" else "Removed"
+        if agent is not None and agent.takes_roots:
+            chat.info(
+                f"*{done} the workspace root `{root}`: the agent is told when its session "
+                "is resumed next (:AcpRestart).*"
+            )
+            return
+        chat.info(f"*{done} the workspace root `{root}`.*")
+        if action == "add" and agent is not None:
+            from acp_nvim.client.agent.sessions import untold_roots
+
+            untold_roots(chat)
+
+    async def release(
+        self, chat: Chat, review: SessionChanges | None, keep: bool | None = None
+    ) -> None:
+        """``chat`` (whose review was ``review``) closed: the worktree it answers for
+        goes unless another chat works in it (that one answers for it then) or
+        ``keep``. Without the user's word (``keep`` None) a worktree that holds work
+        (hunks waiting, commits) stays, and the user is told where."""
+        worktree = self._made.pop(chat.id, None)
+        if worktree is None:
+            return
+        others = [c for c in self.ctx.chats.values() if c.workspace.worktree is worktree]
+        if others:
+            self._made[others[0].id] = worktree
+            return
+        await self._remove(worktree, review, keep)
+
+    async def _remove(
+        self,
+        worktree: Worktree,
+        review: SessionChanges | None,
+        keep: bool | None,
+        *,
+        quiet: bool = False,
+    ) -> None:
+        """Remove ``worktree`` as :meth:`release` says; ``quiet``: tell the user nothing
+        (Neovim is closing)."""
+        from acp_nvim.client.services.worktrees import WorktreeError, holds_commits, remove_worktree
+
+        def notify(message: str, level: Literal["warn", "info", "error"] = "error") -> None:
+            if not quiet:
+                self.ctx.editor.notify(message, level)
+
+        where = f"the worktree {worktree.path} (branch {worktree.branch})"
+        if keep is None:
+            waiting = waiting_hunks(review)
+            if waiting:
+                keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
+            elif await anyio.to_thread.run_sync(holds_commits, worktree):
+                keep_why = "the agent committed on its branch"
+            else:
+                keep_why = ""
+            if keep_why:
+                notify(f"kept {where}: {keep_why}", "warn")
+                return
+        elif keep:
+            notify(f"kept {where}", "info")
+            return
+        try:
+            await anyio.to_thread.run_sync(remove_worktree, worktree)
+        except WorktreeError as err:
+            notify(str(err))
+
+    async def aclose(self) -> None:
+        """Neovim is closing: the worktrees that hold no work go (the others stay)."""
+        made, self._made = self._made, {}
+        for chat_id, worktree in made.items():
+            await self._remove(worktree, self.reviews.get(chat_id), None, quiet=True)
+
+
+def waiting_hunks(review: SessionChanges | None) -> int:
+    """How many hunks of ``review`` wait in its chat's worktree (not yet brought
+    into the user's files, nor dropped)."""
+    from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+    return review.waiting() if isinstance(review, WorktreeChanges) else 0

@@ -1,0 +1,214 @@
+"""The review of a worktree chat (decision 0046): the agent's changes stay in its
+worktree and are listed by the user's own paths; accepting a hunk (or a file)
+brings it into the user's file, buffer and disk in one undo step, merged with
+what the user changed since (where both changed the same lines the user's stay
+and the agent's wait in a conflict hunk); rejecting drops it from the worktree.
+
+Two reviews make it. :class:`WorktreeChanges` reviews the worktree as any chat's
+review does its directory (the agent's reads and writes, the turn's disk checks,
+restores); :class:`Landed` reviews the user's files the accepted hunks were
+brought into, where only conflicts wait. The editor gets both as the chat's one
+review: the worktree's files under the user's paths, each with its ``source``
+(the path in the worktree, which decisions on it name), then the user's files
+with conflicts.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Landed", "WorktreeChanges"]
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.services import files
+from acp_nvim.client.services.changes import Decision, SessionChanges, stat_of
+from acp_nvim.client.session.workspace import Worktree
+from acp_nvim.client.tasks import Tasks
+from acp_nvim.review import ReviewStore
+
+
+def _paths(store: ReviewStore) -> set[str]:
+    """The paths ``store`` has changes of, in any turn."""
+    return {change.path for changeset in store.turns() for change in changeset.files()}
+
+
+def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
+    """Whether ``path`` has open hunks in ``store`` (hunk ``hunk`` among them)."""
+    return any(
+        h.status in ("pending", "conflict") and (hunk is None or h.id == hunk)
+        for changeset in store.turns()
+        if path in changeset
+        for h in changeset.file(path).hunks()
+    )
+
+
+class WorktreeChanges(SessionChanges):
+    """The review of a chat working in ``worktree``: the worktree's, with what it
+    brings into the user's files (:attr:`landed`)."""
+
+    def __init__(
+        self,
+        editor: Editor,
+        chat_id: int,
+        cwd: str,
+        tasks: Tasks,
+        worktree: Worktree,
+        *,
+        roots: Sequence[str] = (),
+        missing_file_as_empty: bool = False,
+    ) -> None:
+        # Saved in the worktree as the agent leaves them: nothing there is the user's.
+        super().__init__(
+            editor,
+            chat_id,
+            cwd,
+            tasks,
+            roots=roots,
+            auto_save=True,
+            missing_file_as_empty=missing_file_as_empty,
+        )
+        self.worktree = worktree
+        self.landed = Landed(self)
+
+    def __repr__(self) -> str:
+        return f"<WorktreeChanges {self.worktree.branch} {self.store!r}, {self.waiting()} waiting>"
+
+    def waiting(self) -> int:
+        """How many hunks wait in the worktree (neither brought in nor dropped)."""
+        return sum(
+            h.status in ("pending", "conflict")
+            for changeset in self.store.turns()
+            for change in changeset.files()
+            if self.worktree.user_path(change.path) is not None
+            for h in change.hunks()
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The chat's review: the worktree's files by the user's paths (``source``:
+        the worktree's), then the user's files where brought-in hunks clash."""
+        own = super().summary()
+        shown = []
+        for entry in own["files"]:
+            user = self.worktree.user_path(entry["path"])
+            source = {} if user is None else {"path": user, "source": entry["path"]}
+            shown.append({**entry, **source})
+        landed = self.landed.store.changes(all_turns=True)
+        return {"turn": own["turn"], "files": shown + [e for e in landed if e["open"]]}
+
+    async def decide(
+        self,
+        decision: Decision,
+        path: str | None = None,
+        hunk: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        """Accept (bring in) or reject (drop) hunks waiting in the worktree, named by
+        their path there or the user's; a user's file where brought-in hunks clash
+        is decided as any review's (accepting a conflict puts the agent's lines in)."""
+        if path is None:
+            await super().decide(decision, None, hunk, turn)
+            if decision == "reject":  # the clashes: the user's lines stay
+                await self.landed.decide(decision)
+            return
+        path = os.path.normpath(path)
+        mine = self.worktree.agent_path(path)
+        if self.worktree.user_path(path) is not None or mine is None or path in _paths(self.store):
+            await super().decide(decision, path, hunk, turn)  # the worktree's, or outside both
+            return
+        landed = _open_hunks(self.landed.store, path, hunk)
+        if landed:
+            await self.landed.decide(decision, path, hunk, turn)
+        if not landed or (hunk is None and mine in _paths(self.store)):
+            await super().decide(decision, mine, hunk, turn)
+
+    async def sync(self, path: str) -> None:
+        await super().sync(path)
+        await self.landed.sync(path)
+
+    def baseline(self, path: str, turn: int | None = None) -> None:
+        """A user's file where brought-in hunks clash: its text before them; else the
+        worktree review's (a file there, or one the agent changed outside it)."""
+        path = os.path.normpath(path)
+        if path in _paths(self.landed.store):
+            self.landed.baseline(path, turn)
+        else:
+            super().baseline(path, turn)
+
+    async def _decide_one(
+        self, decision: Decision, path: str, hunk: int | None, turn: int | None
+    ) -> None:
+        """An accepted hunk of the worktree's copy of a user's file goes into that
+        file: what accepting it added to the worktree review's baseline."""
+        user = self.worktree.user_path(path)
+        if decision == "reject" or user is None:
+            await super()._decide_one(decision, path, hunk, turn)
+            return
+        change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
+        before = change.baseline
+        await super()._decide_one(decision, path, hunk, turn)
+        if change.baseline != before:
+            await self.landed.land(user, before, change.baseline)
+
+
+class Landed(SessionChanges):
+    """The user's files the accepted hunks of ``owner``'s worktree were brought into.
+
+    What it publishes is the chat's whole review (``owner``'s summary); it keeps
+    only what clashed open: the rest is accepted as it lands.
+    """
+
+    def __init__(self, owner: WorktreeChanges) -> None:
+        # Brought in by the user's own accept: saved to disk like any accepted edit.
+        super().__init__(
+            owner.editor, owner.chat_id, owner.worktree.project, owner._tasks, auto_save=True
+        )
+        self._owner = owner
+
+    def __repr__(self) -> str:
+        return f"<Landed {self.cwd} {self.store!r}>"
+
+    def summary(self) -> dict[str, Any]:
+        return self._owner.summary()
+
+    async def land(self, path: str, base: str | None, theirs: str | None) -> None:
+        """Bring the agent's change of ``path`` from ``base`` to ``theirs`` (None: no
+        file) into the user's file, merged with what the user changed since ``base``:
+        one edit of the buffer (one undo step), saved; a clash keeps the user's lines
+        with the agent's waiting in a conflict hunk, a deletion of a file the user
+        changed is not done (both said)."""
+        async with self._lock:
+            try:
+                doc = await files.load(self.editor, path, check=True)
+                files.check_writable(doc)
+            except files.FileError as err:
+                self.editor.notify(f"not brought in: {err}", "warn")
+                return
+            if theirs is None:
+                if doc.text is None:
+                    return  # gone already
+                if doc.text != base:
+                    self.editor.notify(
+                        f"{self._name(path)}: not deleted, you changed it since", "warn"
+                    )
+                    return
+                self.store.record(path, doc.text, None, "write")
+                self.store.accept(path)
+                await files.save(self.editor, doc, None)
+                self._publish()
+                return
+            self.store.note_read(path, base or "")  # the merge base: what the agent changed
+            outcome = self.store.write(path, doc.conform(theirs), editor_text=doc.text)
+            self.store.accept(path)  # what merged cleanly is decided; a clash waits
+            final = await files.save(self.editor, doc, outcome.text)
+            if final != outcome.text:
+                self._latest(path).file(path).user_edit(final)
+            self._known[path] = stat_of(path)
+            if outcome.conflicts:
+                self.editor.notify(
+                    f"{self._name(path)}: the agent changed lines you edited since; "
+                    "your text was kept (:AcpReview)",
+                    "warn",
+                )
+            self._publish()

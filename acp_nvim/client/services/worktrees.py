@@ -1,0 +1,131 @@
+"""The git worktrees of worktree chats (decision 0046): made on a new branch from the
+user's HEAD with their uncommitted changes copied in, so the agent starts from what
+the user has on disk; removed with their branch when the chat closes.
+
+Nothing here changes the user's work tree: it is only read (its status and the
+files that differ from HEAD). A failed attempt leaves no worktree or branch
+behind. Every function runs git and copies files: call them in a worker thread.
+"""
+
+from __future__ import annotations
+
+__all__ = ["WorktreeError", "holds_commits", "make_worktree", "remove_worktree"]
+
+import os
+import shutil
+
+from acp_nvim.client.services.git import GitError, dirty_files, git
+from acp_nvim.client.session.workspace import Worktree
+
+# Seconds git may take to check out a big tree, or to remove one.
+_SLOW = 120.0
+
+
+class WorktreeError(Exception):
+    """A worktree could not be made or removed; ``str()`` says why (git's own
+    message where git refused)."""
+
+
+def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
+    """A new worktree of the git work tree holding ``cwd``, for chat ``name``: on
+    branch ``acp/<name>`` (``acp/<name>-2``... while that is taken) from HEAD, in a
+    directory under ``home``, with the files that differ from HEAD (tracked or not,
+    ignored ones left out) copied in as they are on disk. Returns it, and the
+    directory in it that stands for ``cwd``.
+
+    Raises:
+        WorktreeError: ``cwd`` is in no git work tree, or git refused (its message).
+    """
+    if shutil.which("git") is None:
+        raise WorktreeError("cannot make a worktree: git is not installed (not on PATH)")
+    try:
+        found = os.fsdecode(git(cwd, "rev-parse", "--show-toplevel", "--show-prefix"))
+    except GitError:
+        raise WorktreeError(f"cannot make a worktree: {cwd} is not in a git repository") from None
+    top, prefix, *_ = [*found.splitlines(), ""]
+    project = os.path.normpath(top)
+    try:
+        os.makedirs(home, exist_ok=True)
+    except OSError as err:
+        raise WorktreeError(f"cannot make a worktree: {err}") from None
+    branch, path = _free_name(project, name, os.path.join(home, os.path.basename(project)))
+    try:
+        git(project, "worktree", "add", "--quiet", "-b", branch, path, "HEAD", timeout=_SLOW)
+    except GitError as err:
+        _clean_up(project, branch, path)
+        raise WorktreeError(f"cannot make a worktree: {err}") from None
+    try:
+        _copy_changes(project, path)
+        base = os.fsdecode(git(path, "rev-parse", "HEAD")).strip()
+    except (OSError, GitError) as err:
+        _clean_up(project, branch, path)
+        raise WorktreeError(f"cannot make a worktree: copying your changes failed: {err}") from None
+    return Worktree(path, branch, project, base), os.path.normpath(os.path.join(path, prefix))
+
+
+def remove_worktree(worktree: Worktree) -> None:
+    """Remove the worktree's directory and its branch.
+
+    Raises:
+        WorktreeError: git refused (its message).
+    """
+    try:
+        git(worktree.project, "worktree", "remove", "--force", worktree.path, timeout=_SLOW)
+        git(worktree.project, "branch", "-D", worktree.branch)
+    except GitError as err:
+        raise WorktreeError(f"worktree {worktree.path} not removed: {err}") from None
+
+
+def holds_commits(worktree: Worktree) -> bool:
+    """Whether the agent committed on the worktree's branch (work the review does not
+    list); True when git cannot tell."""
+    try:
+        count = git(worktree.path, "rev-list", "--count", f"{worktree.base}..HEAD")
+    except GitError:
+        return True
+    return int(count or b"0") > 0
+
+
+def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
+    """A branch ``acp/<name>`` and a directory ``<stem>-<name>`` neither of which
+    exists yet (a suffix counts up while one does)."""
+    for n in range(1, 1000):
+        suffix = "" if n == 1 else f"-{n}"
+        branch, path = f"acp/{name}{suffix}", f"{stem}-{name}{suffix}"
+        try:
+            git(project, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+        except GitError:
+            if not os.path.lexists(path):
+                return branch, path
+    raise WorktreeError(f"cannot make a worktree: every branch acp/{name}-N is taken")
+
+
+def _copy_changes(project: str, path: str) -> None:
+    """Make the worktree's files that differ from HEAD what they are in ``project``:
+    changed and new files copied, deleted ones deleted."""
+    status = git(project, "status", "--porcelain=v1", "-z", "--untracked-files=all", timeout=_SLOW)
+    for source in sorted(dirty_files(project, status)):
+        target = os.path.join(path, os.path.relpath(source, project))
+        if os.path.isdir(source) and not os.path.islink(source):
+            continue  # a submodule's changes stay its own
+        if os.path.lexists(source):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.lexists(target):
+                os.remove(target)
+            shutil.copy2(source, target, follow_symlinks=False)
+        elif os.path.lexists(target):
+            os.remove(target)
+
+
+def _clean_up(project: str, branch: str, path: str) -> None:
+    """Take away what a failed attempt left: the worktree and its branch."""
+    for args in (("worktree", "remove", "--force", path), ("branch", "-D", branch)):
+        try:
+            git(project, *args)
+        except GitError:
+            pass  # never made
+    shutil.rmtree(path, ignore_errors=True)
+    try:
+        git(project, "worktree", "prune")
+    except GitError:
+        pass

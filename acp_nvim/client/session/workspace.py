@@ -1,0 +1,88 @@
+"""Where a chat's agent works: the session's directory, the workspace roots beside
+it, and for a worktree chat the git worktree that directory lies in.
+
+Each chat has its own (decision 0045): the session requests carry its ``cwd`` and
+roots (``additionalDirectories``), and every service of the chat reads its
+directories here, not the agent process's: the file access policy, the review's
+scan, terminals, the editor MCP tools, ``@`` completion (in Lua, from the chat's
+status). Plain data: the git work of a worktree is ``services.worktrees``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Workspace", "Worktree"]
+
+import os
+from dataclasses import dataclass, field
+
+from acp_nvim.client.editor import StatusFields
+
+
+def _under(path: str, top: str) -> str | None:
+    """``path`` relative to directory ``top`` when it lies in it, else None."""
+    rel = os.path.relpath(os.path.normpath(path), top)
+    return None if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A git worktree a chat's agent works in, apart from the user's work tree
+    (decision 0046): ``path`` its top, on a new ``branch`` made from commit ``base``
+    of the work tree whose top is ``project``."""
+
+    path: str
+    branch: str
+    project: str
+    base: str
+
+    def user_path(self, path: str) -> str | None:
+        """The user's file that ``path`` of the worktree stands for; None outside it."""
+        rel = _under(path, self.path)
+        return None if rel is None else os.path.normpath(os.path.join(self.project, rel))
+
+    def agent_path(self, path: str) -> str | None:
+        """The worktree's copy of the user's file ``path``; None outside the project."""
+        rel = _under(path, self.project)
+        return None if rel is None else os.path.normpath(os.path.join(self.path, rel))
+
+
+@dataclass(eq=False)
+class Workspace:
+    """``cwd``: the session's directory (absolute; the base of relative paths);
+    ``roots``: more directories the agent works in (absolute), in the order given.
+    ``worktree``: the worktree ``cwd`` lies in, for a worktree chat."""
+
+    cwd: str
+    roots: list[str] = field(default_factory=list)
+    worktree: Worktree | None = None
+    # The chat said that its agent was not told of the roots (it says so once).
+    untold_said: bool = False
+
+    def __repr__(self) -> str:
+        worktree = f" worktree {self.worktree.branch}" if self.worktree is not None else ""
+        return f"<Workspace {self.cwd} +{len(self.roots)} roots{worktree}>"
+
+    @property
+    def dirs(self) -> list[str]:
+        """The session's effective root set: its directory, then the roots."""
+        return [self.cwd, *self.roots]
+
+    @property
+    def user_cwd(self) -> str:
+        """The user's directory the chat works for: its own, or for a worktree chat
+        the one of the user's work tree that its directory stands for."""
+        if self.worktree is None:
+            return self.cwd
+        return self.worktree.user_path(self.cwd) or self.worktree.project
+
+    def status(self) -> StatusFields:
+        """The chat status fields that show it (``status().cwd``, ``roots``, the
+        winbar, ``chats()``)."""
+        worktree = self.worktree
+        return {
+            "cwd": self.cwd,
+            "roots": list(self.roots),
+            "worktree": None
+            if worktree is None
+            else {"path": worktree.path, "branch": worktree.branch, "project": worktree.project},
+        }

@@ -1,0 +1,134 @@
+-- Where a chat's agent works (|acp-workspaces|): Python owns it and pushes it in
+-- the chat's status (cwd, roots, worktree). Here: what the winbar and the chat
+-- list show of it, :AcpRoot, and asking before closing a worktree chat removes a
+-- worktree that holds hunks not yet brought into the user's files.
+local host = require("acp.host")
+local registry = require("acp.chat.registry")
+local state = require("acp.review.state")
+local util = require("acp.util")
+
+local M = {}
+
+--- The worktree of `chat` ({path, branch, project}), or nil.
+---@param chat acp.Chat
+---@return {path: string, branch: string, project: string}?
+function M.worktree(chat)
+  local worktree = chat.status.worktree
+  return type(worktree) == "table" and worktree or nil
+end
+
+--- How many hunks wait in `chat`'s worktree: neither brought into the user's files
+--- nor dropped (the review's files that have a `source` in the worktree).
+---@param chat acp.Chat
+---@return integer
+function M.waiting(chat)
+  local review = state.by_chat[chat.id]
+  local count = 0
+  for _, file in ipairs(review and review.files or {}) do
+    if file.source then
+      for _, hunk in ipairs(file.hunks) do
+        count = count + (state.is_open(hunk) and 1 or 0)
+      end
+    end
+  end
+  return count
+end
+
+--- `path` as a file name of `chat`: `~` and variables expanded, a relative one in
+--- the chat's directory (not Neovim's: chats work in directories of their own).
+---@param chat acp.Chat
+---@param path string
+---@return string
+function M.absolute(chat, path)
+  path = vim.fs.normalize(path)
+  if not vim.startswith(path, "/") then
+    path = vim.fs.normalize(vim.fs.joinpath(registry.cwd(chat), path))
+  end
+  return path
+end
+
+--- How to mention the file `path` in `chat`'s input: relative to the chat's
+--- directory inside it, else with `~` for the home directory.
+---@param chat acp.Chat
+---@param path string
+---@return string
+function M.mention(chat, path)
+  local cwd = registry.cwd(chat)
+  path = vim.fs.normalize(path)
+  if vim.startswith(path, cwd .. "/") then
+    return path:sub(#cwd + 2)
+  end
+  return vim.fn.fnamemodify(path, ":~")
+end
+
+--- What the winbar shows of the workspace: the worktree's branch and the roots' names.
+---@param chat acp.Chat
+---@return string[]
+function M.label(chat)
+  local parts = {}
+  local worktree = M.worktree(chat)
+  if worktree then
+    table.insert(parts, "worktree " .. worktree.branch)
+  end
+  local roots = chat.status.roots or {}
+  if #roots > 0 then
+    table.insert(parts, "+ " .. table.concat(vim.tbl_map(vim.fs.basename, roots), ", "))
+  end
+  return parts
+end
+
+--- :AcpRoot add|remove [dir]: add a workspace root to the current chat (default:
+--- Neovim's directory), or remove one. A relative `dir` is Neovim's directory's.
+---@param action string
+---@param dir? string
+function M.root(action, dir)
+  if action ~= "add" and action ~= "remove" then
+    util.user_error(":AcpRoot takes add or remove, then a directory")
+  end
+  local chat = registry.get()
+  if not chat then
+    util.user_error("no chat is open (:AcpChat)")
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(dir and dir ~= "" and dir or "."), ":p"))
+  host.notify("root", { chat = chat.id, action = action, path = path })
+end
+
+--- Completion of :AcpRoot: the action, then directories (to remove: the chat's roots).
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline, "%s+", { trimempty = true })
+  if #words <= 1 or (#words == 2 and arglead ~= "") then
+    return vim.tbl_filter(function(action)
+      return vim.startswith(action, arglead)
+    end, { "add", "remove" })
+  end
+  local chat = registry.get()
+  if words[2] == "remove" and chat then
+    return vim.tbl_filter(function(root)
+      return vim.startswith(root, arglead)
+    end, chat.status.roots or {})
+  end
+  return vim.fn.getcompletion(arglead, "dir")
+end
+
+--- Before `chat` closes: while hunks wait in its worktree, ask whether to remove the
+--- worktree (and its branch) or keep it; `close(keep)` runs with the answer (nil
+--- without a question: Python removes a worktree that holds no work). Cancelling
+--- keeps the chat open.
+---@param chat acp.Chat
+---@param close fun(keep?: boolean)
+function M.confirm_close(chat, close)
+  local worktree, waiting = M.worktree(chat), M.waiting(chat)
+  if not worktree or waiting == 0 then
+    return close(nil)
+  end
+  local choices = { "remove the worktree and its branch", "keep the worktree (" .. worktree.path .. ")" }
+  local hunks = waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait")
+  local prompt = ("%s in the worktree of %s"):format(hunks, registry.title(chat))
+  vim.ui.select(choices, { prompt = prompt }, function(_, index)
+    if index then
+      close(index == 2)
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,394 @@
+"""Where the agent works (|acp-workspaces|): each chat in its own directory, more
+workspace roots, and worktree chats, over ACP v1 and v2 (the "workspace" agents of
+tests/fakes/scenarios/workspace.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nvim.conftest import Editor, wait_gone
+
+VERSIONS = pytest.mark.parametrize("version", [1, 2])
+
+
+STUB_SELECT = """
+_G.asked, _G.answers = {}, {...}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.asked, { prompt = opts.prompt, items = items })
+  local pick = table.remove(_G.answers, 1)
+  on_choice(items[pick], pick)
+end
+"""
+
+
+def send(editor: Editor, chat: int, text: str) -> Any:
+    """Send ``text`` to chat ``chat``, wait for its turn to end; the RESULT it said."""
+    ended = len(editor.events("AcpTurnEnd"))
+    editor.lua(
+        "local chats = require('acp.chat.registry').chats; require('acp.chat').send(chats[...], select(2, ...))",
+        chat,
+        text,
+    )
+    editor.wait_event("AcpTurnEnd", count=ended + 1)
+    results = [line for line in transcript(editor, chat) if line.startswith("RESULT ")]
+    return json.loads(results[-1].removeprefix("RESULT "))
+
+
+def transcript(editor: Editor, chat: int) -> list[str]:
+    buf = editor.lua("return require('acp.chat.registry').chats[...].transcript", chat)
+    return list(editor.nvim.buffers[buf][:])
+
+
+def review(editor: Editor, chat: int) -> list[dict[str, Any]]:
+    """Chat ``chat``'s review: its files as Lua holds them."""
+    files: list[dict[str, Any]] = editor.lua(
+        "local r = require('acp.review.state').by_chat[...]; return r and r.files or {}", chat
+    )
+    return files
+
+
+def chat_ids(editor: Editor) -> list[int]:
+    return [chat["id"] for chat in editor.lua("return require('acp').chats()")]
+
+
+def agent_pids(editor: Editor) -> list[int]:
+    return [
+        pid
+        for pid in editor.agent_pids()
+        if b"\0workspace" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+
+
+@VERSIONS
+def test_two_chats_of_one_agent_from_two_directories_work_each_in_its_own(
+    editor: Editor, version: int
+) -> None:
+    a, b = editor.tmp / "a", editor.tmp / "b"
+    a.mkdir()
+    b.mkdir()
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
+    editor.nvim.command(f"cd {a}")
+    editor.nvim.command("AcpChat ws")
+    editor.wait_event("AcpSessionReady")
+    editor.nvim.command(f"cd {b}")
+    editor.nvim.command("AcpChat! ws")
+    editor.wait_event("AcpSessionReady", count=2)
+    first, second = chat_ids(editor)
+    assert len(agent_pids(editor)) == 1  # one process, a session in each directory
+
+    assert send(editor, first, "where") == {"cwd": str(a), "roots": None}
+    assert send(editor, second, "where") == {"cwd": str(b), "roots": None}
+    assert editor.lua("return require('acp').status().cwd") == str(b)
+
+    send(editor, first, "write notes.txt from a")
+    send(editor, second, "write notes.txt from b")
+    assert (a / "notes.txt").read_text() == "from a\n"
+    assert (b / "notes.txt").read_text() == "from b\n"
+    [in_a] = review(editor, first)
+    [in_b] = review(editor, second)
+    assert (in_a["path"], in_a["created"]) == (str(a / "notes.txt"), True)
+    assert (in_b["path"], in_b["created"]) == (str(b / "notes.txt"), True)
+    # A relative path (v2: the editor MCP tools') and a terminal (v1) are the chat's.
+    assert read_text(send(editor, first, "read notes.txt"), version) == "from a\n"
+    assert read_text(send(editor, second, "read notes.txt"), version) == "from b\n"
+    if version == 1:
+        assert send(editor, first, "pwd") == str(a)
+        assert send(editor, second, "pwd") == str(b)
+
+    # :AcpSessions lists the sessions of the chat's directory.
+    editor.lua(STUB_SELECT)  # none picked
+    editor.lua("require('acp').sessions()")
+    editor.wait("#_G.asked == 1", what="the sessions picked from")
+    assert len(editor.lua("return _G.asked[1].items")) == 1  # the one session in b
+    assert send(editor, first, "calls")[-1] == ["list", {"cwd": str(b)}]
+
+
+def read_text(result: Any, version: int) -> str:
+    """The text a ``read`` said it got (v1: fs/read_text_file, v2: read_buffer)."""
+    if version == 1:
+        return str(result["content"])
+    assert result["isError"] is False, result
+    return str(result["content"][0]["text"])
+
+
+def words(editor: Editor) -> list[str]:
+    """What ``@`` completes in the current chat's input."""
+    return editor.lua(  # type: ignore[no-any-return]
+        "return vim.tbl_map(function(item) return item.word end,"
+        " require('acp.chat.complete').items(require('acp.chat.registry').get(), '@'))"
+    )
+
+
+def winbar(editor: Editor) -> str:
+    win = editor.lua("return vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]")
+    return str(editor.lua("return vim.wo[...].winbar", win))
+
+
+@VERSIONS
+def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
+    editor: Editor, version: int
+) -> None:
+    project, lib = editor.tmp / "project", editor.tmp / "lib"
+    lib.mkdir()
+    (lib / "util.py").write_text("def util(): ...\n")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        protocol_version=version,
+        roots=[str(lib)],
+    )
+    chat = editor.open_chat()["chat"]
+    assert send(editor, chat, "where") == {"cwd": str(project), "roots": [str(lib)]}
+
+    read = send(editor, chat, f"read {lib / 'util.py'}")
+    assert read_text(read, version) == "def util(): ...\n"
+    text = "\n".join(transcript(editor, chat))
+    assert "Permission needed" not in text and "not told" not in text
+
+    assert f"@{lib / 'util.py'}" in words(editor)
+    assert editor.lua("return require('acp').status().roots") == [str(lib)]
+    assert "+ lib" in winbar(editor)
+
+    # A command's change in the root, no tool call naming it: the review's scan finds it.
+    send(editor, chat, f"run {lib / 'made.py'} made = True")
+    [made] = review(editor, chat)
+    assert (made["path"], made["created"]) == (str(lib / "made.py"), True)
+
+
+@VERSIONS
+def test_acproot_adds_a_root_at_once_and_the_next_resume_tells_the_agent(
+    editor: Editor, version: int
+) -> None:
+    docs = editor.tmp / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
+    chat = editor.open_chat()["chat"]
+    assert editor.lua("return require('acp').status().roots") == []
+    assert f"@{docs / 'guide.md'}" not in words(editor)
+
+    editor.nvim.command(f"AcpRoot add {docs}")
+    editor.wait(f"vim.deep_equal(require('acp').status().roots, {{ {str(docs)!r} }})")
+    assert f"@{docs / 'guide.md'}" in words(editor)
+    read = send(editor, chat, f"read {docs / 'guide.md'}")
+    assert read_text(read, version) == "# Guide\n"
+    text = "\n".join(transcript(editor, chat))
+    assert "Permission needed" not in text
+    assert f"Added the workspace root `{docs}`: the agent is told when its session" in text
+
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    [(_, resumed)] = send(editor, chat, "calls")  # a new process: its one request
+    assert (resumed["cwd"], resumed["additionalDirectories"]) == (
+        str(editor.tmp / "project"),
+        [str(docs)],
+    )
+
+    editor.nvim.command(f"AcpRoot remove {docs}")
+    editor.wait("vim.deep_equal(require('acp').status().roots, {})")
+
+
+def test_an_agent_that_takes_no_roots_is_told_nothing_but_the_chat_says_so_once(
+    editor: Editor,
+) -> None:
+    lib = editor.tmp / "lib"
+    lib.mkdir()
+    (lib / "a.txt").write_text("a\n")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace+untold")}, default_agent="ws", roots=[str(lib)]
+    )
+    chat = editor.open_chat()["chat"]
+    assert send(editor, chat, "where") == {"cwd": str(editor.tmp / "project"), "roots": None}
+    assert read_text(send(editor, chat, f"read {lib / 'a.txt'}"), 1) == "a\n"
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    text = "\n".join(transcript(editor, chat))
+    assert text.count(f"it was not told of `{lib}`. It may still read and write there.") == 1
+    assert "Permission needed" not in text
+
+
+def test_a_root_that_is_no_directory_is_an_error_naming_it(editor: Editor) -> None:
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.lua("require('acp').open({ roots = { 'lib' } })")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "root 'lib' is not an absolute path (nor ~/...)"
+
+    editor.nvim.command("AcpChat!")  # the failed chat stays as it is
+    editor.wait_event("AcpSessionReady")
+    editor.nvim.command(f"AcpRoot add {editor.tmp / 'gone'}")
+    editor.wait("#_G.acp_notices > 0")
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
+        f"acp: root {str(editor.tmp / 'gone')!r} is not a directory"
+    )
+    assert editor.lua("return require('acp').status().roots") == []
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def repository(editor: Editor) -> Path:
+    """Neovim's directory as a git project: f.txt committed, then g.txt changed and
+    new.txt added without a commit."""
+    project = editor.tmp / "project"
+    git(project, "init", "-q")
+    git(project, "config", "user.email", "you@example.com")
+    git(project, "config", "user.name", "You")
+    git(project, "config", "commit.gpgsign", "false")
+    (project / "f.txt").write_text("1\n2\n3\n4\n5\n")
+    (project / "g.txt").write_text("g\n")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "start")
+    (project / "g.txt").write_text("g, as you changed it\n")
+    (project / "new.txt").write_text("new\n")
+    return project
+
+
+def buffer_lines(editor: Editor, path: Path) -> list[str]:
+    return editor.lua(  # type: ignore[no-any-return]
+        "return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", str(path)
+    )
+
+
+@VERSIONS
+def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
+    editor: Editor, version: int
+) -> None:
+    project = repository(editor)
+    f = project / "f.txt"
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
+    editor.nvim.command(f"edit {f}")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    worktree = Path(listed["worktree"])
+    assert worktree.is_dir() and not worktree.is_relative_to(project)
+    assert (listed["cwd"], listed["waiting"]) == (str(worktree), 0)
+    assert git(worktree, "branch", "--show-current") == f"acp/{listed['id']}\n"
+    # The agent starts from what you have on disk.
+    assert (worktree / "g.txt").read_text() == "g, as you changed it\n"
+    assert (worktree / "new.txt").read_text() == "new\n"
+    assert "worktree acp/" in winbar(editor)
+
+    chat = listed["id"]
+    if version == 1:  # its terminals run there too
+        assert send(editor, chat, "pwd") == str(worktree)
+    send(editor, chat, "write f.txt one\n2\n3\n4\nfive")
+    assert (worktree / "f.txt").read_text() == "one\n2\n3\n4\nfive\n"
+    assert f.read_text() == "1\n2\n3\n4\n5\n"
+    assert buffer_lines(editor, f) == ["1", "2", "3", "4", "5"]
+    [file] = review(editor, chat)
+    assert (file["path"], file["source"]) == (str(f), str(worktree / "f.txt"))
+    first, last = file["hunks"]
+    assert editor.lua("return require('acp').chats()[1].waiting") == 2
+
+    changenr = editor.lua("return vim.fn.bufnr(...)", str(f))
+    before = editor.lua(
+        "return vim.api.nvim_buf_call(..., function() return vim.fn.changenr() end)", changenr
+    )
+    editor.lua("require('acp').accept(...)", str(f), first["id"])
+    editor.wait(f"vim.fn.readfile({str(f)!r})[1] == 'one'", what="the hunk in your file")
+    assert f.read_text() == "one\n2\n3\n4\n5\n"
+    assert buffer_lines(editor, f) == ["one", "2", "3", "4", "5"]
+    after = editor.lua(
+        "return vim.api.nvim_buf_call(..., function() return vim.fn.changenr() end)", changenr
+    )
+    assert after == before + 1  # one undo step
+    editor.lua("require('acp').reject(...)", str(f), last["id"])
+    editor.wait("require('acp').chats()[1].waiting == 0")
+    assert (worktree / "f.txt").read_text() == "one\n2\n3\n4\n5\n"  # dropped from the worktree
+    assert f.read_text() == "one\n2\n3\n4\n5\n"
+
+    editor.lua("require('acp').close()")  # nothing waits: no question
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    assert not worktree.exists()
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
+    editor: Editor,
+) -> None:
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    first = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    second = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, first, "write f.txt first")
+    send(editor, second, "write f.txt second")
+    one, two = editor.lua("return require('acp').chats()")
+    assert (one["waiting"], two["waiting"]) == (1, 1)
+    assert Path(one["worktree"], "f.txt").read_text() == "first\n"
+    assert Path(two["worktree"], "f.txt").read_text() == "second\n"
+    assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
+    branches = git(project, "branch", "--list", "--format=%(refname:short)", "acp/*")
+    assert branches.split() == [f"acp/{first}", f"acp/{second}"]
+    editor.lua(
+        "vim.ui.select = function(items, opts, on_choice) _G.listed = vim.tbl_map(opts.format_item, items) end"
+    )
+    editor.nvim.command("AcpChats")
+    assert editor.lua("return _G.listed")[0] == (
+        f"ws · workspace #{first} · ready · worktree {one['worktree']}, 1 hunk(s) waiting"
+    )
+
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    editor.lua("require('acp').close()")  # the current chat: the second
+    editor.wait("#require('acp').chats() == 1", what="the chat closed")
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == f"1 hunk waits in the worktree of workspace #{second}"
+    kept = f"acp: kept the worktree {two['worktree']} (branch acp/{second})"
+    editor.wait(
+        f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"
+    )
+    assert Path(two["worktree"], "f.txt").read_text() == "second\n"
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
+        f"acp/{first}",
+        f"acp/{second}",
+    ]
+
+
+def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    pids = editor.agent_pids()
+    editor.quit()
+    assert not wait_gone(pids)  # the Python side ended, after its shutdown
+    assert not worktree.exists()
+    assert git(project, "branch", "--list", "acp/*") == ""
+
+
+def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(
+    editor: Editor,
+) -> None:
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    project = editor.tmp / "project"
+    editor.nvim.command("AcpWorktree")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == f"cannot make a worktree: {project} is not in a git repository"
+
+    git(project, "init", "-q")  # no commit yet: no HEAD to start from
+    (project / "a.txt").write_text("yours\n")
+    editor.nvim.command("AcpWorktree")
+    error = editor.wait_event("AcpError", count=2)
+    assert error["message"] == "cannot make a worktree: fatal: not a valid object name: 'HEAD'"
+    assert git(project, "status", "--porcelain") == "?? a.txt\n"
+    assert git(project, "branch", "--list") == ""
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -1,0 +1,214 @@
+"""Where chats work, without Neovim: a chat's workspace as it opens (app._workspaces),
+the worktree of a worktree chat made and removed (services.worktrees), and its
+review, whose accepted hunks come into the user's files (services.worktree_changes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_nvim.client.app import App
+from acp_nvim.client.services.worktree_changes import WorktreeChanges
+from acp_nvim.client.services.worktrees import (
+    WorktreeError,
+    holds_commits,
+    make_worktree,
+    remove_worktree,
+)
+from acp_nvim.client.tasks import Tasks
+from tests.fakes.editor import RecordingEditor
+
+pytestmark = pytest.mark.anyio
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project: a.txt, doc.txt and src/b.txt committed, then a.txt changed,
+    gone.txt deleted and new.txt added, none of it committed."""
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "you@example.com")
+    git(root, "config", "user.name", "You")
+    git(root, "config", "commit.gpgsign", "false")
+    (root / "a.txt").write_text("a\n")
+    (root / "src" / "b.txt").write_text("b\n")
+    (root / "gone.txt").write_text("gone\n")
+    (root / "doc.txt").write_text("1\n2\n3\n4\n5\n6\n7\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "start")
+    (root / "a.txt").write_text("a, yours\n")
+    (root / "gone.txt").unlink()
+    (root / "new.txt").write_text("new\n")
+    return root
+
+
+def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
+    project: Path, tmp_path: Path
+) -> None:
+    status = git(project, "status", "--porcelain")
+    worktree, cwd = make_worktree(str(project / "src"), "7", str(tmp_path / "home"))
+    assert (worktree.branch, worktree.project) == ("acp/7", str(project))
+    assert cwd == str(Path(worktree.path) / "src")  # where the chat was opened, in it
+    top = Path(worktree.path)
+    assert (top / "a.txt").read_text() == "a, yours\n"
+    assert (top / "new.txt").read_text() == "new\n"
+    assert not (top / "gone.txt").exists()
+    assert git(project, "status", "--porcelain") == status  # yours untouched
+    assert worktree.user_path(str(top / "src" / "b.txt")) == str(project / "src" / "b.txt")
+    assert worktree.agent_path(str(project / "a.txt")) == str(top / "a.txt")
+    assert worktree.user_path(str(project / "a.txt")) is None
+
+    # A second one of the same name takes the next free branch.
+    again, _ = make_worktree(str(project), "7", str(tmp_path / "home"))
+    assert again.branch == "acp/7-2" and again.path != worktree.path
+
+    assert not holds_commits(worktree)
+    git(top, "commit", "-q", "-am", "the agent's")
+    assert holds_commits(worktree)
+    for made in (worktree, again):
+        remove_worktree(made)
+        assert not Path(made.path).exists()
+    assert git(project, "branch", "--list", "acp/*") == ""
+
+
+def test_no_worktree_outside_git_nor_without_a_commit_and_nothing_is_left(
+    tmp_path: Path,
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(WorktreeError, match="is not in a git repository"):
+        make_worktree(str(plain), "1", str(tmp_path / "home"))
+    git(plain, "init", "-q")
+    with pytest.raises(WorktreeError, match=r"fatal: not a valid object name: 'HEAD'"):
+        make_worktree(str(plain), "1", str(tmp_path / "home"))
+    assert git(plain, "branch", "--list") == ""
+    assert list((tmp_path / "home").iterdir()) == []
+
+
+@pytest.fixture
+async def review(project: Path, tmp_path: Path) -> AsyncIterator[WorktreeChanges]:
+    """The review of a chat working in a worktree of ``project``, a turn begun."""
+    worktree, cwd = make_worktree(str(project), "1", str(tmp_path / "home"))
+    async with anyio.create_task_group() as tasks:
+        review = WorktreeChanges(RecordingEditor(), 1, cwd, Tasks(tasks), worktree)
+        await review.begin_turn()
+        yield review
+        tasks.cancel_scope.cancel()
+
+
+async def agent_writes(review: WorktreeChanges, name: str, text: str) -> Path:
+    path = Path(review.worktree.path) / name
+    await review.write(str(path), text)
+    return path
+
+
+def statuses(review: WorktreeChanges) -> list[tuple[str, str | None, list[str]]]:
+    """(path, source, hunk statuses) of each file the chat's review lists."""
+    return [
+        (f["path"], f.get("source"), [h["status"] for h in f["hunks"]])
+        for f in review.summary()["files"]
+    ]
+
+
+async def test_accepting_one_hunk_brings_only_it_into_your_file_with_your_edits(
+    review: WorktreeChanges, project: Path
+) -> None:
+    yours, copy = project / "doc.txt", Path(review.worktree.path) / "doc.txt"
+    await agent_writes(review, "doc.txt", "one\n2\n3\n4\n5\n6\nseven\n")
+    [(path, source, hunks)] = statuses(review)
+    assert (path, source, hunks) == (str(yours), str(copy), ["pending", "pending"])
+    assert yours.read_text() == "1\n2\n3\n4\n5\n6\n7\n"
+    assert review.waiting() == 2
+
+    yours.write_text("1\n2\n3\nfour, yours\n5\n6\n7\n")  # your own edit meanwhile
+    [first, _] = review.summary()["files"][0]["hunks"]
+    await review.decide("accept", str(yours), first["id"])
+    assert yours.read_text() == "one\n2\n3\nfour, yours\n5\n6\n7\n"
+    assert review.waiting() == 1
+    await review.decide("reject", str(copy))  # the other is dropped from the worktree
+    assert copy.read_text() == "one\n2\n3\n4\n5\n6\n7\n"
+    assert yours.read_text() == "one\n2\n3\nfour, yours\n5\n6\n7\n"
+    assert review.waiting() == 0
+    assert statuses(review) == [(str(yours), str(copy), ["accepted", "rejected"])]
+
+
+async def test_your_edit_of_the_same_lines_is_kept_and_the_agents_wait_as_a_conflict(
+    review: WorktreeChanges, project: Path
+) -> None:
+    a = project / "a.txt"  # "a, yours\n" in both
+    await agent_writes(review, "a.txt", "a, the agent's\n")
+    a.write_text("a, yours again\n")
+    review.editor.open_buffer(str(a))  # type: ignore[attr-defined]
+    await review.decide("accept", str(a))
+    assert a.read_text() == "a, yours again\n"
+    assert review.waiting() == 0
+    landed = [f for f in review.summary()["files"] if f.get("source") is None]
+    [conflict] = landed[0]["hunks"]
+    assert (landed[0]["path"], conflict["status"]) == (str(a), "conflict")
+    assert conflict["proposed"] == ["a, the agent's"]
+    assert "your text was kept" in review.editor.notices[-1][1]  # type: ignore[attr-defined]
+
+    await review.decide("accept", str(a), conflict["id"])  # the agent's lines after all
+    assert a.read_text() == "a, the agent's\n"
+
+
+async def test_a_file_the_agent_made_or_deleted_comes_or_goes_when_accepted(
+    review: WorktreeChanges, project: Path
+) -> None:
+    await agent_writes(review, "made.txt", "made\n")
+    (Path(review.worktree.path) / "new.txt").unlink()
+    await review.end_turn()
+    await review.decide("accept")
+    assert (project / "made.txt").read_text() == "made\n"
+    assert not (project / "new.txt").exists()
+    assert review.waiting() == 0
+
+
+async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
+    tmp_path: Path,
+) -> None:
+    from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
+    from acp_nvim.client.session.chat import Chat
+
+    here, pinned, given, lib = (tmp_path / name for name in ("here", "pinned", "given", "lib"))
+    for path in (here, pinned, given, lib):
+        path.mkdir()
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup(
+            {"roots": [str(lib)], "agents": {"pinned": {"cmd": ["x"], "cwd": str(pinned)}}}
+        )
+        workspaces: Workspaces = app.workspaces
+        _, demo = app.ctx.config.agent("demo")
+        _, agent = app.ctx.config.agent("pinned")
+        assert (await workspaces.choose(1, demo, str(here))).dirs == [str(here), str(lib)]
+        assert (await workspaces.choose(2, agent, str(here))).cwd == str(pinned)
+        chosen = await workspaces.choose(3, agent, str(given), cwd_given=True, roots=["~"])
+        assert chosen.dirs == [str(given), str(lib), os.path.expanduser("~")]
+        # A fork or a handover works where the chat it continues does.
+        parent = Chat(4, "demo", editor, chosen)
+        shared = await workspaces.choose(5, demo, str(here), like=parent)
+        assert (shared.cwd, shared.roots) == (chosen.cwd, chosen.roots)
+        assert shared.roots is not chosen.roots  # its own list from now on
+        for bad, why in (
+            (["lib"], "root 'lib' is not an absolute path (nor ~/...)"),
+            ([str(tmp_path / "gone")], f"root {str(tmp_path / 'gone')!r} is not a directory"),
+        ):
+            with pytest.raises(WorkspaceRefused) as refused:
+                await workspaces.choose(6, demo, str(here), roots=bad)
+            assert str(refused.value) == why
+        tasks.cancel_scope.cancel()
