@@ -48,7 +48,7 @@ class ConfigError(ValueError):
     """A user option is wrong; ``str()`` names the key first."""
 
 
-# The tools of the editor's own MCP server (acp_nvim/mcp), by their public names.
+# The tools of the editor's own MCP server (acp_nvim/client/mcp), by their public names.
 EditorTool = Literal[
     "list_buffers", "read_buffer", "get_selection", "get_diagnostics",
     "lsp_definition", "lsp_references", "lsp_hover", "lsp_symbols",

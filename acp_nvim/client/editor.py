@@ -436,7 +436,7 @@ class Editor(Protocol):
         """Stop the commands of terminals ``keys`` still running; ``wipe`` also
         deletes their buffers."""
 
-    # -- what the editor MCP server asks (acp_nvim/mcp); lines and columns 1-based,
+    # -- what the editor MCP server asks (acp_nvim/client/mcp); lines and columns 1-based,
     # columns in characters
 
     async def list_buffers(self) -> list[dict[str, Any]]:

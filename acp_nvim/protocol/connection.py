@@ -199,6 +199,106 @@ class _Batch:
         self.waiting = 0
 
 
+class _Incoming:
+    """The peer's requests in flight: each runs its handler in its own task (of the
+    serving task group) and is answered once, unless cancelled without a reply; the
+    answers to a batch go out together, as one array line."""
+
+    def __init__(
+        self,
+        name: str,
+        convert: Convert,
+        encoder: msgspec.json.Encoder,
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        self.name = name
+        self.routes: dict[str, _Route] = {}
+        self._convert = convert
+        self._encoder = encoder
+        self._send = send  # a reply; its failure only matters to the log
+        self._handling: dict[Id, anyio.CancelScope] = {}  # peer request id -> its task
+        self._unanswered: set[Id] = set()  # cancelled requests to leave without an answer
+
+    def __len__(self) -> int:
+        return len(self._handling)
+
+    def start(
+        self,
+        tg: anyio.abc.TaskGroup,
+        msg_id: Id,
+        method: str,
+        params: Raw,
+        batch: _Batch | None,
+    ) -> None:
+        if batch is not None:
+            batch.waiting += 1
+        scope = anyio.CancelScope()
+        # Registered before the task starts, so a $/cancel_request read right
+        # after this line still finds it.
+        self._handling[msg_id] = scope
+        tg.start_soon(self._run, msg_id, method, params, scope, batch)
+
+    def cancel(self, request_id: Id, *, reply: bool = True) -> bool:
+        """Cancel the handler of request ``request_id``; False when none runs."""
+        scope = self._handling.get(request_id)
+        if scope is None:
+            return False
+        if not reply:
+            self._unanswered.add(request_id)
+        scope.cancel()
+        return True
+
+    async def _run(
+        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope, batch: _Batch | None
+    ) -> None:
+        try:
+            response = await self._call_handler(msg_id, method, params, scope)
+        finally:
+            if self._handling.get(msg_id) is scope:
+                del self._handling[msg_id]
+        if msg_id in self._unanswered:
+            self._unanswered.discard(msg_id)
+            if batch is not None:
+                await self.batch_reply(batch, None)
+            return
+        if batch is None:
+            await self._send(response)
+        else:
+            await self.batch_reply(batch, response)
+
+    async def _call_handler(
+        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope
+    ) -> _OutResponse:
+        route = self.routes.get(method)
+        if route is None:
+            logger.debug("%s: no handler for request %s", self.name, method)
+            return _error_response(msg_id, RequestError.method_not_found(method))
+        try:
+            value = self._convert(params if params else None, route.params_type)
+        except Exception as exc:
+            return _error_response(msg_id, RequestError.invalid_params(str(exc)))
+        response = _error_response(msg_id, RequestError.cancelled())
+        with scope:
+            try:
+                result = await route.handler(value)
+                # Encoded here so an unencodable result becomes -32603, not a crash.
+                response = _OutResponse("2.0", msg_id, result=Raw(self._encoder.encode(result)))
+            except RequestError as exc:
+                response = _error_response(msg_id, exc)
+            except Exception as exc:
+                logger.exception("%s: handler for %s failed", self.name, method)
+                response = _error_response(msg_id, RequestError.internal(str(exc) or repr(exc)))
+        # Still the -32800 answer if the scope was cancelled ($/cancel_request).
+        return response
+
+    async def batch_reply(self, batch: _Batch, response: _OutResponse | None) -> None:
+        if response is not None:
+            batch.responses.append(response)
+        batch.waiting -= 1
+        if batch.waiting == 0 and batch.responses:
+            await self._send(batch.responses)
+
+
 # --- the connection -------------------------------------------------------------------
 
 
@@ -238,14 +338,12 @@ class Connection:
         self._send_cancel_requests = send_cancel_requests
         self._id_start = id_start
         self._next_id = id_start
-        self._requests: dict[str, _Route] = {}
+        self._incoming = _Incoming(name, convert, self._encoder, self._send_quietly)
         self._notifications: dict[str, _Route] = {}
         # One decoder for the notifications of every batched route, envelope and
         # params in one pass; (decoder, route by struct), built on the next read.
         self._batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]] | None = None
         self._pending: dict[int, _Pending] = {}
-        self._handling: dict[Id, anyio.CancelScope] = {}  # peer request id -> its task
-        self._unanswered: set[Id] = set()  # cancelled requests to leave without an answer
         self._write_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -254,8 +352,8 @@ class Connection:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         text = f"<Connection {self.name} {state}, {len(self._pending)} pending"
-        if self._handling:
-            text += f", {len(self._handling)} handling"
+        if self._incoming:
+            text += f", {len(self._incoming)} handling"
         return text + ">"
 
     @property
@@ -271,7 +369,7 @@ class Connection:
 
         Raise `RequestError` to answer with that error. Registering twice replaces.
         """
-        self._requests[method] = _Route(params_type, handler)
+        self._incoming.routes[method] = _Route(params_type, handler)
 
     def on_notification(
         self, method: str, params_type: type[P], handler: Callable[[P], Awaitable[None]]
@@ -344,13 +442,7 @@ class Connection:
         `notifications/cancelled`). False when it is not running (any more)."""
         if not isinstance(request_id, int | str):
             return False
-        scope = self._handling.get(request_id)
-        if scope is None:
-            return False
-        if not reply:
-            self._unanswered.add(request_id)
-        scope.cancel()
-        return True
+        return self._incoming.cancel(request_id, reply=reply)
 
     async def aclose(self) -> None:
         """Fail pending requests, stop `serve()`, and close both streams."""
@@ -476,14 +568,8 @@ class Connection:
             if msg.id is UNSET:
                 await self._handle_notification(method, msg.params)
             else:
-                if batch is not None:
-                    batch.waiting += 1
-                scope = anyio.CancelScope()
-                # Registered before the task starts, so a $/cancel_request read right
-                # after this line still finds it.
-                self._handling[msg.id] = scope
                 assert self._tg is not None
-                self._tg.start_soon(self._run_request, msg.id, method, msg.params, scope, batch)
+                self._incoming.start(self._tg, msg.id, method, msg.params, batch)
         elif msg.error is not UNSET or msg.result:
             self._handle_response(msg)
         else:
@@ -507,7 +593,7 @@ class Connection:
                 await self._reject_invalid(entry, str(exc), batch)
                 continue
             await self._handle_message(msg, batch, entry)
-        await self._batch_reply(batch, None)
+        await self._incoming.batch_reply(batch, None)
 
     async def _handle_notification(self, method: str, params: Raw) -> None:
         if method == CANCEL_REQUEST_METHOD:
@@ -539,12 +625,9 @@ class Connection:
         except msgspec.DecodeError as exc:
             logger.warning("%s: invalid %s params: %s", self.name, CANCEL_REQUEST_METHOD, exc)
             return
-        scope = self._handling.get(target)
-        if scope is None:
+        if not self._incoming.cancel(target):
             # Already answered (or never seen): the spec says to ignore it.
             logger.debug("%s: cancel for request %r not in flight", self.name, target)
-        else:
-            scope.cancel()
 
     def _handle_response(self, msg: _Envelope) -> None:
         msg_id = msg.id
@@ -592,58 +675,6 @@ class Connection:
             await self._send_quietly(response)
         else:
             batch.responses.append(response)
-
-    # -- incoming requests
-
-    async def _run_request(
-        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope, batch: _Batch | None
-    ) -> None:
-        try:
-            response = await self._call_handler(msg_id, method, params, scope)
-        finally:
-            if self._handling.get(msg_id) is scope:
-                del self._handling[msg_id]
-        if msg_id in self._unanswered:
-            self._unanswered.discard(msg_id)
-            if batch is not None:
-                await self._batch_reply(batch, None)
-            return
-        if batch is None:
-            await self._send_quietly(response)
-        else:
-            await self._batch_reply(batch, response)
-
-    async def _call_handler(
-        self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope
-    ) -> _OutResponse:
-        route = self._requests.get(method)
-        if route is None:
-            logger.debug("%s: no handler for request %s", self.name, method)
-            return _error_response(msg_id, RequestError.method_not_found(method))
-        try:
-            value = self._convert(params if params else None, route.params_type)
-        except Exception as exc:
-            return _error_response(msg_id, RequestError.invalid_params(str(exc)))
-        response = _error_response(msg_id, RequestError.cancelled())
-        with scope:
-            try:
-                result = await route.handler(value)
-                # Encoded here so an unencodable result becomes -32603, not a crash.
-                response = _OutResponse("2.0", msg_id, result=Raw(self._encoder.encode(result)))
-            except RequestError as exc:
-                response = _error_response(msg_id, exc)
-            except Exception as exc:
-                logger.exception("%s: handler for %s failed", self.name, method)
-                response = _error_response(msg_id, RequestError.internal(str(exc) or repr(exc)))
-        # Still the -32800 answer if the scope was cancelled ($/cancel_request).
-        return response
-
-    async def _batch_reply(self, batch: _Batch, response: _OutResponse | None) -> None:
-        if response is not None:
-            batch.responses.append(response)
-        batch.waiting -= 1
-        if batch.waiting == 0 and batch.responses:
-            await self._send_quietly(batch.responses)
 
     # -- writing
 

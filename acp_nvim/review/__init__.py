@@ -32,15 +32,7 @@ __all__ = [
     "split_lines",
 ]
 
-from ._changeset import (
-    Changeset,
-    FileChange,
-    FileKind,
-    RestoreOutcome,
-    ReviewError,
-    ReviewStore,
-    WriteOutcome,
-)
+from ._changeset import Changeset, RestoreOutcome, ReviewStore, WriteOutcome
 from ._diff import (
     Hunk,
     HunkStatus,
@@ -50,5 +42,6 @@ from ._diff import (
     line_edits,
     split_lines,
 )
+from ._filechange import FileChange, FileKind, ReviewError
 from ._merge import Conflict, MergeResult, merge3
 from ._patch import FilePatch, PatchError, PatchHunk, apply_patch, parse_unified, reverse_patch

@@ -15,7 +15,8 @@ import pytest
 
 from acp_nvim.client.agent.v1 import request_error
 from acp_nvim.client.config import Config, load_config
-from acp_nvim.client.services.changes import SessionChanges, baseline_from_diff, scan_tree
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
@@ -409,7 +410,7 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     """The scan (and git, and the snapshots) run in a worker thread: while it is
     blocked, the event loop goes on; if it ran on the loop, this test could never
     release it."""
-    from acp_nvim.client.services import changes as module
+    from acp_nvim.client.services import disk_changes as module
 
     (tmp_path / "a.txt").write_text("before\n")
     started, release = threading.Event(), threading.Event()
@@ -567,7 +568,7 @@ async def test_outside_git_a_file_rewritten_behind_our_back_is_reviewable(
     """Issue 27.7: outside git, a file a shell command rewrote (no buffer, no tool call
     naming it) had no baseline and was not in the review. The turn start now keeps the
     tree's texts, newest first within a budget, read again only when changed."""
-    from acp_nvim.client.services import changes as module
+    from acp_nvim.client.services import disk_changes as module
 
     old, new, big = tmp_path / "old.txt", tmp_path / "new.txt", tmp_path / "big.txt"
     old.write_text("old one\n")
@@ -605,7 +606,7 @@ async def test_a_v2_git_patch_is_the_baseline_of_what_the_agent_wrote(
     the agent changed on disk and reported with a patch, with nothing else to tell its
     text before (no snapshot, buffer or git), is reviewed against the patch taken back,
     as kind "patch", and rejected like any change on disk."""
-    from acp_nvim.client.services import changes as module
+    from acp_nvim.client.services import disk_changes as module
 
     monkeypatch.setattr(module, "SNAPSHOT_MAX_TOTAL", 0)  # no turn-start texts
     path, created = tmp_path / "config.json", tmp_path / "NEWS.md"

@@ -1,4 +1,5 @@
-"""The package's shape: no import cycle (annotation imports included), imports point down.
+"""The package's shape: no import cycle (annotation imports included), imports point down,
+no two packages importing each other, no class too big to read.
 
 Every ``import`` statement counts, wherever it stands: module top, function
 body, ``if TYPE_CHECKING``. The layers are drawn in doc/architecture.md.
@@ -35,18 +36,20 @@ LAYERS = [
     # The chat history: on the session model, used by the app and the host.
     ("history", ["acp_nvim.client.history"]),
     # The editor MCP server: on the services, offered by the agent adapters and the app.
-    ("mcp", ["acp_nvim.mcp"]),
+    ("mcp", ["acp_nvim.client.mcp"]),
     ("agent", ["acp_nvim.client.agent"]),
     ("app", ["acp_nvim.client.app"]),
     ("nvim", ["acp_nvim.nvim", "acp_nvim.health", "acp_nvim.__main__"]),
 ]
-# Programs of their own: they use the protocol layer only.
-STANDALONE = {"acp_nvim.demo_agent": "protocol"}
+# Programs of their own: they use the protocol layer only (the MCP shim, not even that).
+STANDALONE = {"acp_nvim.demo_agent": "protocol", "acp_nvim.mcp": "protocol"}
 # Importable from anywhere: the version string.
 ANYWHERE = {"acp_nvim"}
 # Wire types are translated in the protocol adapters and nowhere else above them.
 WIRE = ("acp_nvim.protocol.schema_v1", "acp_nvim.protocol.schema_v2")
 WIRE_ALLOWED = ("acp_nvim.client.agent.", "acp_nvim.demo_agent", "acp_nvim.protocol")
+# Lines a hand-written class may span; one that grows past it has two concerns.
+CLASS_LINES = 450
 
 
 def module_name(path: Path) -> str:
@@ -127,6 +130,52 @@ def test_no_import_cycle() -> None:
     assert cycles == []
 
 
+def packages_importing_each_other(graph: dict[str, set[str]]) -> list[str]:
+    """Pairs of packages (folders, their subpackages included) where each imports
+    the other, with one import of each direction: a cycle between modules may be
+    absent while the packages still lean on each other."""
+    packages = {m.rsplit(".", 1)[0] for m in MODULES if "." in m} | {
+        m for m, path in MODULES.items() if path.name == "__init__.py"
+    }
+
+    def holding(module: str) -> list[str]:
+        return [p for p in packages if module == p or module.startswith(p + ".")]
+
+    # (importer package, imported package) -> one import that makes it so
+    leaning: dict[tuple[str, str], str] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            for source_package in holding(module):
+                for target_package in holding(target):
+                    # Neither holds the other's module: two packages side by side.
+                    if not within(target, source_package) and not within(module, target_package):
+                        leaning.setdefault(
+                            (source_package, target_package), f"{module} imports {target}"
+                        )
+    return sorted(
+        f"{a} <-> {b}: {leaning[a, b]}; {leaning[b, a]}"
+        for a, b in leaning
+        if a < b and (b, a) in leaning
+    )
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_no_two_packages_import_each_other() -> None:
+    assert packages_importing_each_other(GRAPH) == []
+
+
+def test_packages_importing_each_other_are_found() -> None:
+    planted = {m: set(targets) for m, targets in GRAPH.items()}
+    # services already import the session model; one import back ties the two.
+    planted["acp_nvim.client.session.chat"].add("acp_nvim.client.services.errors")
+    (found,) = packages_importing_each_other(planted)
+    assert found.startswith("acp_nvim.client.services <-> acp_nvim.client.session: ")
+    assert "acp_nvim.client.session.chat imports acp_nvim.client.services.errors" in found
+
+
 def test_wire_types_stay_in_the_adapters() -> None:
     leaks = [
         f"{module} imports {target}"
@@ -135,6 +184,35 @@ def test_wire_types_stay_in_the_adapters() -> None:
         if target in WIRE and not module.startswith(WIRE_ALLOWED)
     ]
     assert leaks == []
+
+
+def big_classes(source: str, limit: int = CLASS_LINES) -> list[str]:
+    """The classes in ``source`` longer than ``limit`` lines; none in a generated
+    module (its first line says so)."""
+    if source.lstrip('"# ').startswith("Generated"):
+        return []
+    return [
+        f"{node.name} has {size} lines"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef)
+        and (size := (node.end_lineno or node.lineno) - node.lineno + 1) > limit
+    ]
+
+
+def test_no_class_is_too_big_to_read() -> None:
+    big = [
+        f"{path.relative_to(ROOT)}: {found}"
+        for path in MODULES.values()
+        for found in big_classes(path.read_text())
+    ]
+    assert big == []
+
+
+def test_a_big_class_is_found_and_generated_modules_are_not_counted() -> None:
+    source = "class Big:\n" + "    x = 1\n" * CLASS_LINES
+    assert big_classes(source) == [f"Big has {CLASS_LINES + 1} lines"]
+    assert big_classes("# Generated by scripts/gen_types.py: do not edit.\n" + source) == []
+    assert big_classes((PACKAGE / "protocol" / "schema_v2.py").read_text(), limit=1) == []
 
 
 @pytest.mark.parametrize(

@@ -29,14 +29,14 @@ from mcp.shared.exceptions import MCPError
 
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import EditorSocket, ToolSession
+from acp_nvim.client.mcp._core import HANDSHAKE_VERSIONS
+from acp_nvim.client.mcp._offer import shim_launch
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.workspace import Workspace
-from acp_nvim.mcp import EditorSocket, ToolSession
-from acp_nvim.mcp._core import HANDSHAKE_VERSIONS
-from acp_nvim.mcp._offer import shim_launch
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 

@@ -8,24 +8,24 @@ from typing import Any
 import anyio
 import pytest
 
-import acp_nvim.mcp
+import acp_nvim.client.mcp
 from acp_nvim.client.config import EDITOR_TOOLS, load_config
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import AcpServer, EditorSocket, HttpServer, McpOffer, StdioServer
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.mcp import AcpServer, EditorSocket, HttpServer, McpOffer, StdioServer
 from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
 
 
-def test_the_package_exports_its_names_lazily() -> None:
-    for name in acp_nvim.mcp.__all__:
-        value = getattr(acp_nvim.mcp, name)
+def test_the_package_exports_its_names() -> None:
+    for name in acp_nvim.client.mcp.__all__:
+        value = getattr(acp_nvim.client.mcp, name)
         assert name == "ServerSpec" or value.__name__ == name
     with pytest.raises(AttributeError):
-        acp_nvim.mcp.nothing  # noqa: B018
+        acp_nvim.client.mcp.nothing  # noqa: B018
 
 
 async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
@@ -93,7 +93,7 @@ async def main():
         await app.open(1, None, tempfile.mkdtemp())
         assert app.chats[1].state == "ready"
         assert app.mcp_socket is not None  # the demo session was offered the server
-        print("pydantic" in sys.modules, "acp_nvim.mcp._tools" in sys.modules)
+        print("pydantic" in sys.modules, "acp_nvim.client.mcp._tools" in sys.modules)
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

@@ -344,16 +344,16 @@ async def test_title_updates_of_a_big_tool_call_send_only_the_header(tmp_path: P
 
 
 async def test_many_locations_are_statted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_nvim.client.services import changes
+    from acp_nvim.client.services import disk_changes
 
     statted: list[str] = []
-    real = changes.stat_of
+    real = disk_changes.stat_of
 
     def counting(path: str) -> Any:
         statted.append(path)
         return real(path)
 
-    monkeypatch.setattr(changes, "stat_of", counting)
+    monkeypatch.setattr(disk_changes, "stat_of", counting)
     locations = [{"path": f"{tmp_path}/f{i}.txt"} for i in range(2000)]
     lines = [tool_call(1, status="pending", locations=locations)]
     lines += [update({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": f"step {i}"}) for i in range(50)]

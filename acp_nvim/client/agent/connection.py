@@ -23,6 +23,7 @@ from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp import McpOffer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.permissions import Permissions
@@ -30,7 +31,6 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks, internal_error
-from acp_nvim.mcp import McpOffer
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
 from acp_nvim.protocol.unknown import decode, enc_hook
 

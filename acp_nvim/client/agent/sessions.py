@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from acp_nvim.client.agent.schema import V1, V2, Schema
+from acp_nvim.client.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
@@ -51,7 +52,6 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.protocol import Connection, RequestError
 from acp_nvim.protocol.unknown import Unknown
 

@@ -44,8 +44,8 @@ from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.mcp import EditorSocket
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.mcp import EditorSocket
 
 
 class App:

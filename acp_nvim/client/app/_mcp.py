@@ -15,8 +15,8 @@ from acp_nvim.client.config import AgentConfig
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.mcp import EditorSocket, McpOffer
     from acp_nvim.client.services.changes import SessionChanges
-    from acp_nvim.mcp import EditorSocket, McpOffer
 
 
 class McpWiring:
@@ -33,7 +33,7 @@ class McpWiring:
 
     def offer(self, connection: AgentConnection, agent_config: AgentConfig) -> McpOffer:
         """The MCP servers ``connection``'s sessions get (the options say which)."""
-        from acp_nvim.mcp import McpOffer
+        from acp_nvim.client.mcp import McpOffer
 
         config = self.ctx.config
         return McpOffer(
@@ -59,7 +59,7 @@ class McpWiring:
         """The editor MCP server's socket, started on first use."""
         async with self._starting:
             if self.socket is None:
-                from acp_nvim.mcp import EditorSocket
+                from acp_nvim.client.mcp import EditorSocket
 
                 socket = EditorSocket(self.ctx.editor, self.ctx.tasks, lambda: self.ctx.log)
                 await socket.start()

@@ -28,9 +28,6 @@ class Settings:
         self.ctx = ctx
         self.pool = pool
 
-    def __repr__(self) -> str:
-        return "<Settings>"
-
     async def apply(self, connection: AgentConnection, chat: Chat, wanted: list[Wanted]) -> None:
         """Settings to have before the first prompt (the agent's configured mode,
         model and options, or the user's after a restart). One the agent does not

@@ -12,19 +12,10 @@ Three ways a change arrives, all ending in the session's
   turn start.
 
 Disk checks run when a tool call completes (the files it names, plus the
-bounded scan; completions arriving while a check runs are merged into the next
-one, so a burst of them costs a few checks, not one each) and when the turn
-ends (every file named during the turn). The
-baseline of a file changed on disk is, in this order: its text recorded
-earlier in the turn; nothing at all for a file the turn-start scan did not
-find; a snapshot taken when a tool call first named it while pending (or when
-the turn started: in a git work tree the files dirty then, elsewhere every
-file, newest first, within a byte budget); its loaded,
-unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
-found once in the new text); its git index entry when it was clean at turn
-start. An ``fs/write_text_file`` first records such a change to its file
-(opencode writes the file itself too, racing its own request).
-doc/decisions/0005-review-baselines.md explains why.
+bounded scan) and when the turn ends (every file named during the turn);
+:mod:`~acp_nvim.client.services.disk_changes` finds those changes and what
+each file held before. An ``fs/write_text_file`` first records such a change
+to its file (opencode writes the file itself too, racing its own request).
 
 Before an edit is allowed, :meth:`SessionChanges.preview` tells what it would
 do to each file (a permission prompt shows it in the file), and
@@ -37,12 +28,10 @@ with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
 
 from __future__ import annotations
 
-__all__ = ["Scan", "SessionChanges", "proposed_from_diff", "scan_tree"]
+__all__ = ["SessionChanges", "proposed_from_diff"]
 
 import os
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
@@ -52,8 +41,15 @@ import anyio.to_thread
 from acp_nvim.client.editor import Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
+from acp_nvim.client.services.disk_changes import (
+    NOTHING,
+    Baseline,
+    DiskChanges,
+    Nothing,
+    patches_of,
+    under,
+)
 from acp_nvim.client.services.files import Document, FileError
-from acp_nvim.client.services.git import GitState
 from acp_nvim.client.session.model import (
     ChangesPart,
     DiffPart,
@@ -72,70 +68,11 @@ from acp_nvim.review import (
     ReviewStore,
     apply_patch,
     line_edits,
-    parse_unified,
-    reverse_patch,
 )
 
-# Directories never scanned: version control, dependencies, caches.
-SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
-)  # fmt: skip
-SCAN_MAX_FILES = 20_000
-SCAN_MAX_SECONDS = 0.25
-# A tool call naming a bigger file gets no content snapshot.
-SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
-# Dirty files of a git work tree snapshotted at turn start, at most.
-SNAPSHOT_MAX_DIRTY = 200
-# Outside git, the text of the tree's files is kept at turn start, most recently
-# changed first, up to this much in all; a file unchanged since the last turn is not
-# read again (decision 0005).
-SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
-
-Stat = tuple[int, int]  # (size, mtime_ns)
 Decision = Literal["accept", "reject"]
-
-
-@dataclass
-class Scan:
-    """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
-
-    stats: dict[str, Stat] = field(default_factory=dict)
-    complete: bool = True
-
-
-def scan_tree(
-    *roots: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
-) -> Scan:
-    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
-    symlinks.
-
-    Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
-    False: files not reached are only checked when a tool call names them).
-    """
-    deadline = time.monotonic() + max_seconds
-    scan = Scan()
-    stack = list(reversed(roots))
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        scan.stats[entry.path] = (st.st_size, st.st_mtime_ns)
-                except OSError:
-                    continue
-                if len(scan.stats) >= max_files or time.monotonic() > deadline:
-                    scan.complete = False
-                    return scan
-    return scan
+# Kinds of change the agent made on disk itself (decided against the file, saved).
+_ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
 
 
 def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
@@ -145,92 +82,6 @@ def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
 def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
     try:
         return apply_patch(doc.text, patch)
-    except PatchError:
-        return NOTHING
-
-
-def _patches_of(part: ChangesPart) -> list[FilePatch]:
-    """The file sections of a v2 ``git_patch`` (none when it is another format or
-    does not parse)."""
-    if not part.patch or part.patch_format != "git_patch":
-        return []
-    try:
-        return parse_unified(part.patch)
-    except PatchError:
-        return []
-
-
-def stat_of(path: str) -> Stat | None:
-    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
-    can have that name (an agent's path with a NUL byte raises ValueError)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_size, st.st_mtime_ns)
-
-
-@dataclass
-class _CallPaths:
-    """The paths read from a tool call's content and locations, as they were then.
-
-    The model replaces those lists when they change, and only appends to content
-    (v2 chunks): the same lists at the same length mean the same paths.
-    """
-
-    content: list[Any]
-    length: int
-    locations: list[Any]
-    paths: list[tuple[str, Edit]]
-
-    def reads(self, call: ToolCall) -> bool:
-        return (
-            call.content is self.content
-            and len(call.content) == self.length
-            and call.locations is self.locations
-        )
-
-
-class _Nothing:
-    """No baseline from this source."""
-
-
-# What a tool call says it did to a file: a v1 diff, a v2 git patch, or nothing.
-Edit = DiffPart | FilePatch | None
-# Kinds of change the agent made on disk itself (decided against the file, saved).
-_ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
-
-
-NOTHING = _Nothing()
-Baseline = str | None | _Nothing
-
-
-def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
-    """The file before a tool call's diff, given the file after it.
-
-    Agents send the whole file (some without its final newline) or only the
-    replaced fragment; ``NOTHING`` when ``current`` matches neither.
-    """
-    eol = split_text(current)[1]
-    whole = current in (new, new + eol)
-    if old is None:
-        return None if whole else NOTHING
-    if current == new:
-        return old
-    if current == new + eol:
-        return old + eol
-    if new and current.count(new) == 1:
-        return current.replace(new, old)
-    return NOTHING
-
-
-def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
-    """The file before a v2 ``git_patch``, given the file after it: the patch taken
-    back; ``NOTHING`` when ``current`` is not what it made."""
-    if patch.symlink:
-        return NOTHING
-    try:
-        return apply_patch(current, reverse_patch(patch))
     except PatchError:
         return NOTHING
 
@@ -253,65 +104,6 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
     if current.count(old) == 1:
         return current.replace(old, new)
     return NOTHING
-
-
-Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
-
-
-def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], Kept]:
-    """What a turn compares against, read in a worker thread: the scan of ``dirs``,
-    the dirty files of each git work tree they are in, and the text of the files
-    whose "before" nothing else will hold: in a git work tree the dirty ones the scan
-    found (git knows the clean ones' text), outside git every file, newest first,
-    within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last turn's texts, taken again
-    for files that did not change."""
-    scan = scan_tree(*dirs)
-    gits: dict[str, GitState] = {}
-    for top in dirs:
-        git = GitState.read(top)
-        if git is not None:
-            gits.setdefault(git.root, git)
-    snapshots: Kept = {}
-
-    def take(path: str) -> int:
-        """Keep the text of ``path``; its size, 0 when it was not kept."""
-        stat = scan.stats.get(path)
-        before = kept.get(path)
-        if stat is None:
-            return 0
-        if before is not None and before[0] == stat:
-            text: Baseline = before[1]
-        elif stat_of(path) == stat:
-            text = _read_unchanged(path, stat)
-        else:
-            return 0
-        if not isinstance(text, str):
-            return 0
-        snapshots[path] = (stat, text)
-        return stat[0]
-
-    for git in gits.values():
-        for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
-            take(path)
-    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits.values())
-    outside = [path for path in scan.stats if not path.startswith(in_git)]
-    room = SNAPSHOT_MAX_TOTAL
-    for path in sorted(outside, key=lambda p: scan.stats[p][1], reverse=True):
-        if scan.stats[path][0] <= room:
-            room -= take(path)
-    return scan, list(gits.values()), snapshots
-
-
-def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
-    """The text of ``path`` when it still has ``stat`` after the read; NOTHING when
-    it is too big to keep, unreadable, or being written meanwhile."""
-    if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
-        return NOTHING
-    try:
-        text = files.read_disk(path).text
-    except FileError:
-        return NOTHING
-    return text if stat_of(path) == stat else NOTHING
 
 
 class SessionChanges:
@@ -337,28 +129,13 @@ class SessionChanges:
         self.editor = editor
         self.chat_id = chat_id
         self.cwd = os.path.normpath(cwd)
-        self.roots = roots
         self.store = ReviewStore()
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
         self.access: FileAccess | None = None
         self._tasks = tasks
         self._lock = anyio.Lock()
-        # The turn-start scan; none yet proves no file absent (complete=False).
-        self._start = Scan(complete=False)
-        self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
-        self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
-        self._named: dict[str, None] = {}  # paths tool calls named this turn, in order
-        self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
-        self._kept: Kept = {}  # the turn-start texts, with the stats they were read at
-        self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
-        # The paths of each tool call, with the content and locations lists they were
-        # read from: recomputed only when those change, not on every status update.
-        self._call_paths: dict[str, _CallPaths] = {}
-        self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
-        self._patches: dict[str, FilePatch] = {}  # latest v2 git_patch section per path
-        self._checked: set[str] = set()  # tool calls whose completion was checked
-        self._due: dict[str, None] = {}  # paths named by completions not yet checked
+        self.disk = DiskChanges(editor, self.cwd, self.store, roots)
         self._check_queued = False
         self._turn_open = False
         self._turns = 0  # turns begun
@@ -415,7 +192,7 @@ class SessionChanges:
                 # request): record that first, against the usual baselines. Outside a
                 # turn (an MCP tool, before the first prompt) a change on disk is the
                 # user's: the write's merge takes care of it.
-                await self._check_one(path)
+                await self.disk.check_one(path)
             doc = await files.load(self.editor, path, check=True)
             files.check_writable(doc)
             existed = doc.text is not None
@@ -440,7 +217,7 @@ class SessionChanges:
                 raise
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
-            self._known[path] = stat_of(path)
+            self.disk.seen(path)
             if doc.buffer is not None and doc.buffer.moved:
                 self.editor.notify(
                     f"{self._name(path)} changed on disk behind your unsaved edits; "
@@ -465,7 +242,7 @@ class SessionChanges:
             if isinstance(part, DiffPart):
                 edits.append((self._abs(part.path), partial(_after_diff, part)))
             elif isinstance(part, ChangesPart):
-                for patch in _patches_of(part):
+                for patch in patches_of(part):
                     if not (patch.binary or patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
         return await self._previews(edits)
@@ -501,7 +278,7 @@ class SessionChanges:
             except (FileError, EditorError):
                 continue  # nothing to show: a directory, a binary file, an editor error
             proposed = make(doc)
-            if isinstance(proposed, _Nothing) or proposed == doc.text:
+            if isinstance(proposed, Nothing) or proposed == doc.text:
                 continue
             if doc.buffer is not None:
                 old = doc.buffer.lines
@@ -514,12 +291,7 @@ class SessionChanges:
         return found
 
     def _abs(self, path: str) -> str:
-        return os.path.normpath(os.path.join(self.cwd, path))
-
-    @property
-    def dirs(self) -> list[str]:
-        """The directories the turn's scan covers: the session's, then its roots."""
-        return [self.cwd, *self.roots]
+        return under(self.cwd, path)
 
     # -- turn hooks ------------------------------------------------------------------
 
@@ -528,50 +300,27 @@ class SessionChanges:
 
         Changes made before the first turn (an agent's fs call or MCP tool right after
         the session started) already opened a changeset: they count as the first
-        turn's, so the review's turns stay the chat's. The scan, git and the snapshots
-        run in a worker thread (a 20k-file tree takes a quarter of a second): every
-        other chat streams on meanwhile.
+        turn's, so the review's turns stay the chat's. The scan runs off the event
+        loop (:meth:`DiskChanges.begin_turn`).
         """
         async with self._lock:
-            start, gits, kept = await anyio.to_thread.run_sync(_turn_start, self.dirs, self._kept)
+            await self.disk.begin_turn()
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
-            self._start, self._gits, self._kept = start, gits, kept
-            self._snapshots = {path: text for path, (_, text) in kept.items()}
-            self._known = dict(start.stats)
-            self._named.clear()
-            self._tried.clear()
-            self._call_paths.clear()
-            self._diffs.clear()
-            self._patches.clear()
-            self._checked.clear()
-            self._due.clear()
             self._turn_open = True
             self._publish()
 
     def on_tool_call(self, call: ToolCall) -> None:
-        """Note the files a tool call names; check the disk once it completes."""
-        paths, fresh = self._paths(call)
-        unfinished = call.status in ("pending", "in_progress")
-        for path, edit in paths if fresh else ():
-            self._named[path] = None
-            if isinstance(edit, DiffPart):
-                self._diffs[path] = (edit.old_text, edit.new_text)
-            elif isinstance(edit, FilePatch):
-                self._patches[path] = edit
-            if unfinished and path not in self._tried:
-                self._tried.add(path)
-                self._snapshot(path)
-        # Outside a turn (an MCP call, or a refusal of one, before the first prompt or
-        # between turns) what changed on disk is the user's: nothing to check.
-        finished = call.status in ("completed", "failed") and self._turn_open
-        if finished and call.id not in self._checked:
-            self._checked.add(call.id)
-            self._due.update((path, None) for path, _ in paths)
-            if not self._check_queued:
-                self._check_queued = True
-                self._tasks.start_soon(self._check_due)
+        """Note the files a tool call names; check the disk once it completes.
+
+        Completions arriving while a check runs are merged into the next one, so a
+        burst of them costs a few checks, not one each. Outside a turn (an MCP call,
+        or a refusal of one, before the first prompt or between turns) what changed on
+        disk is the user's: nothing to check."""
+        if self.disk.on_tool_call(call, self._turn_open) and not self._check_queued:
+            self._check_queued = True
+            self._tasks.start_soon(self._check_due)
 
     def turn_ended(self) -> None:
         """The turn ended without :meth:`end_turn` awaited (e.g. a v2 state update)."""
@@ -583,30 +332,21 @@ class SessionChanges:
         if self._turn_open:
             self._turn_open = False
             await self.check()
-            # Until the next turn begins, no file counts as absent at its start.
-            self._start = Scan(complete=False)
+            self.disk.end_turn()
 
     async def check(self) -> None:
         """Record files changed on disk since they were last seen."""
         async with self._lock:
-            await self._check(self._named)
+            await self._check(self.disk.named)
 
     async def _check_due(self) -> None:
         async with self._lock:
             self._check_queued = False
-            due, self._due = self._due, {}
-            await self._check(due)
+            await self._check(self.disk.take_due())
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
-        candidates = dict(named)
-        candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
-        if self._start.complete and now.complete:
-            candidates.update(
-                (p, None) for p, st in self._known.items() if st is not None and p not in now.stats
-            )
-        changed = [path for path in candidates if await self._check_one(path)]
+        changed = await self.disk.changed(named)
         if not changed:
             return
         for path in await self.editor.reload_buffers(changed):
@@ -658,7 +398,7 @@ class SessionChanges:
             if followed is not None and (self.auto_save or change.kind in _ON_DISK):
                 doc = Document(path, buffer.text, buffer)
                 await files.follow(self.editor, doc, (before or "", followed))
-                self._known[path] = stat_of(path)
+                self.disk.seen(path)
             self._publish()
 
     async def restore(self, turn: int) -> list[str]:
@@ -718,105 +458,11 @@ class SessionChanges:
         rel = os.path.relpath(path, self.cwd)
         return path if rel.startswith("..") else rel
 
-    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, Edit]], bool]:
-        """The files ``call`` names, with what it says it did to each, and whether
-        they are new since its last update."""
-        known = self._call_paths.get(call.id)
-        if known is not None and known.reads(call):
-            return known.paths, False
-        found: list[tuple[str, Edit]] = []
-        for part in call.content:
-            if isinstance(part, DiffPart):
-                found.append((part.path, part))
-            elif isinstance(part, ChangesPart):
-                patches = {self._abs(patch.path): patch for patch in _patches_of(part)}
-                for op in part.changes:
-                    found += [(p, patches.get(self._abs(p))) for p in (op.path, op.old_path) if p]
-        found += [(loc.path, None) for loc in call.locations]
-        paths = [(self._abs(p), d) for p, d in found]
-        self._call_paths[call.id] = _CallPaths(
-            call.content, len(call.content), call.locations, paths
-        )
-        return paths, True
-
-    def _absent_at_start(self, path: str) -> bool:
-        """True when the turn-start scan proves ``path`` did not exist then."""
-        if not self._start.complete:
-            return False
-        for top in self.dirs:
-            rel = os.path.relpath(path, top)
-            if not rel.startswith(".."):
-                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
-                return scanned and path not in self._start.stats
-        return False
-
-    def _snapshot(self, path: str) -> None:
-        if self._absent_at_start(path):
-            # Whatever it holds by now (a fast agent writes before we read the
-            # announcement) is the agent's: its "before" is no file at all.
-            return
-        stat = stat_of(path)
-        if path in self._known and self._known[path] != stat:
-            return  # already changed since the turn began: not a "before" text
-        text = _read_unchanged(path, stat)
-        if isinstance(text, _Nothing):
-            return
-        self._snapshots[path] = text
-        self._known.setdefault(path, stat)
-
     def _latest(self, path: str) -> Changeset:
         for changeset in reversed(self.store.turns()):
             if path in changeset:
                 return changeset
         raise ReviewError(f"{path}: no recorded changes")
-
-    async def _check_one(self, path: str) -> bool:
-        stat = stat_of(path)
-        if path in self._known and self._known[path] == stat:
-            return False
-        try:
-            current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
-        except FileError:
-            self._known[path] = stat
-            return False
-        baseline = await self._baseline(path, current)
-        self._known[path] = stat
-        if isinstance(baseline, _Nothing) or baseline == current:
-            return False
-        self.store.record(path, baseline, current, "patch" if path in self._patches else "disk")
-        return True
-
-    async def _baseline(self, path: str, current: str | None) -> Baseline:
-        """What ``path`` held before the agent changed it (see the module docstring).
-
-        The first source that differs from ``current`` wins; sources that agree
-        with it (a buffer Neovim already reloaded) do not hide a later one.
-        """
-        changeset = self.store.current
-        if changeset is not None and path in changeset:
-            return changeset.file(path).current
-        if self._absent_at_start(path):
-            # Not there when the turn began, and nothing recorded it since: whatever
-            # a tool call's oldText or a buffer says (opencode sends "" for a new file).
-            return None
-        state = await self.editor.read_buffer(path)
-        diff, patch = self._diffs.get(path), self._patches.get(path)
-        sources: list[Baseline] = [
-            self._snapshots.get(path, NOTHING),
-            state.text if state is not None and not state.modified else NOTHING,
-            baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
-            baseline_from_patch(current, patch) if patch is not None else NOTHING,
-            await self._git_text(path),
-        ]
-        known = [text for text in sources if not isinstance(text, _Nothing)]
-        return next((text for text in known if text != current), known[0] if known else NOTHING)
-
-    async def _git_text(self, path: str) -> Baseline:
-        for git in self._gits:
-            text = await anyio.to_thread.run_sync(git.clean_text, path)
-            if text is not None:
-                return text
-        return NOTHING
 
     def _targets(
         self, path: str | None, hunk: int | None, turn: int | None
@@ -869,4 +515,4 @@ class SessionChanges:
         final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)
-        self._known[doc.path] = stat_of(doc.path)
+        self.disk.seen(doc.path)

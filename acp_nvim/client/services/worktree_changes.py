@@ -23,7 +23,7 @@ from typing import Any
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
-from acp_nvim.client.services.changes import Decision, SessionChanges, stat_of
+from acp_nvim.client.services.changes import Decision, SessionChanges
 from acp_nvim.client.session.workspace import Worktree
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.review import ReviewStore
@@ -204,7 +204,7 @@ class Landed(SessionChanges):
             final = await files.save(self.editor, doc, outcome.text)
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
-            self._known[path] = stat_of(path)
+            self.disk.seen(path)
             if outcome.conflicts:
                 self.editor.notify(
                     f"{self._name(path)}: the agent changed lines you edited since; "

@@ -1,5 +1,5 @@
 -- What an agent may learn about the editor through the editor MCP server
--- (acp_nvim/mcp): the open buffers, the visual selection, diagnostics, and the
+-- (acp_nvim/client/mcp): the open buffers, the visual selection, diagnostics, and the
 -- attached language servers. Plain data out; lines and columns 1-based, columns
 -- in characters. Language server requests are asynchronous: their answers go to
 -- the host as a notification, so the UI never waits on a server.

@@ -27,9 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.editor import EditorError, LspRequest
+from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
-from acp_nvim.mcp._session import ToolSession
 
 Result = dict[str, Any]
 

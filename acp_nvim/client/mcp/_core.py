@@ -39,8 +39,8 @@ from typing import Any, Final
 import anyio.to_thread
 
 from acp_nvim import __version__
+from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.mcp._session import ToolSession
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -70,7 +70,7 @@ async def _tools() -> ModuleType:
     if _tools_module is None:
         from importlib import import_module
 
-        _tools_module = await anyio.to_thread.run_sync(import_module, "acp_nvim.mcp._tools")
+        _tools_module = await anyio.to_thread.run_sync(import_module, "acp_nvim.client.mcp._tools")
     return _tools_module
 
 

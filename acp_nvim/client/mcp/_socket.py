@@ -27,9 +27,9 @@ from anyio.abc import ByteReceiveStream, SocketStream
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.mcp._core import PAGE_SIZE, McpServer
+from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.mcp._core import PAGE_SIZE, McpServer
-from acp_nvim.mcp._session import ToolSession
 from acp_nvim.protocol import Connection, ConnectionClosed
 from acp_nvim.protocol.streams import receive, send
 

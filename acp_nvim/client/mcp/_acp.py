@@ -22,8 +22,8 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from acp_nvim.mcp._core import McpServer
-from acp_nvim.mcp._offer import McpOffer
+from acp_nvim.client.mcp._core import McpServer
+from acp_nvim.client.mcp._offer import McpOffer
 from acp_nvim.protocol import RequestError
 
 # Sends one server notification to the agent: (connection id, MCP method, MCP params).

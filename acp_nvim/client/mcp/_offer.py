@@ -19,13 +19,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+import acp_nvim
 from acp_nvim.client.config import McpServerOptions
+from acp_nvim.client.mcp._session import ToolSession
+from acp_nvim.client.mcp._socket import EditorSocket
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.mcp._session import ToolSession
-from acp_nvim.mcp._socket import EditorSocket
 
 # The editor server's name in mcpServers: agents prefix its tools with it
 # (Claude: mcp__nvim__read_buffer).
@@ -61,7 +62,7 @@ ServerSpec = StdioServer | HttpServer | AcpServer
 
 def shim_launch() -> tuple[str, list[str], dict[str, str]]:
     """How to start the shim: this Python, this tree (whatever is installed)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(acp_nvim.__file__)))
     path = os.environ.get("PYTHONPATH")
     return (
         sys.executable,

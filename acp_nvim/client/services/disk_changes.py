@@ -1,0 +1,467 @@
+"""What the agent changes on disk during a turn, behind ACP's back, and what each
+file held before.
+
+Two ways such a change is found, both recorded in the session's
+:class:`~acp_nvim.review.ReviewStore` as a ``disk`` change:
+
+- files named by tool calls (diff content, locations) that changed on disk;
+- other files under the session's cwd and its workspace roots that changed during
+  the turn, found by comparing (size, mtime_ns) against a bounded scan taken at
+  turn start.
+
+The baseline of a file changed on disk is, in this order: its text recorded
+earlier in the turn; nothing at all for a file the turn-start scan did not
+find; a snapshot taken when a tool call first named it while pending (or when
+the turn started: in a git work tree the files dirty then, elsewhere every
+file, newest first, within a byte budget); its loaded, unmodified buffer; the
+tool call's ``oldText`` (whole file, or a fragment found once in the new text)
+or its v2 ``git_patch`` taken back (then the change is of kind ``patch``); its
+git index entry when it was clean at turn start.
+doc/decisions/0005-review-baselines.md explains why.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NOTHING",
+    "Baseline",
+    "DiskChanges",
+    "Nothing",
+    "Scan",
+    "baseline_from_diff",
+    "baseline_from_patch",
+    "patches_of",
+    "scan_tree",
+    "stat_of",
+    "under",
+]
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.services import files
+from acp_nvim.client.services.files import FileError
+from acp_nvim.client.services.git import GitState
+from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.text import split_text
+from acp_nvim.review import (
+    FilePatch,
+    PatchError,
+    ReviewStore,
+    apply_patch,
+    parse_unified,
+    reverse_patch,
+)
+
+# Directories never scanned: version control, dependencies, caches.
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
+)  # fmt: skip
+SCAN_MAX_FILES = 20_000
+SCAN_MAX_SECONDS = 0.25
+# A tool call naming a bigger file gets no content snapshot.
+SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
+# Dirty files of a git work tree snapshotted at turn start, at most.
+SNAPSHOT_MAX_DIRTY = 200
+# Outside git, the text of the tree's files is kept at turn start, most recently
+# changed first, up to this much in all; a file unchanged since the last turn is not
+# read again (decision 0005).
+SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
+
+Stat = tuple[int, int]  # (size, mtime_ns)
+
+
+@dataclass
+class Scan:
+    """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
+
+    stats: dict[str, Stat] = field(default_factory=dict)
+    complete: bool = True
+
+
+def scan_tree(
+    *roots: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
+) -> Scan:
+    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
+    symlinks.
+
+    Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
+    False: files not reached are only checked when a tool call names them).
+    """
+    deadline = time.monotonic() + max_seconds
+    scan = Scan()
+    stack = list(reversed(roots))
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS:
+                            stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        scan.stats[entry.path] = (st.st_size, st.st_mtime_ns)
+                except OSError:
+                    continue
+                if len(scan.stats) >= max_files or time.monotonic() > deadline:
+                    scan.complete = False
+                    return scan
+    return scan
+
+
+def stat_of(path: str) -> Stat | None:
+    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
+    can have that name (an agent's path with a NUL byte raises ValueError)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class _CallPaths:
+    """The paths read from a tool call's content and locations, as they were then.
+
+    The model replaces those lists when they change, and only appends to content
+    (v2 chunks): the same lists at the same length mean the same paths.
+    """
+
+    content: list[Any]
+    length: int
+    locations: list[Any]
+    paths: list[tuple[str, Edit]]
+
+    def reads(self, call: ToolCall) -> bool:
+        return (
+            call.content is self.content
+            and len(call.content) == self.length
+            and call.locations is self.locations
+        )
+
+
+class Nothing:
+    """No baseline from this source."""
+
+
+# What a tool call says it did to a file: a v1 diff, a v2 git patch, or nothing.
+Edit = DiffPart | FilePatch | None
+NOTHING = Nothing()
+Baseline = str | None | Nothing
+
+
+def patches_of(part: ChangesPart) -> list[FilePatch]:
+    """The file sections of a v2 ``git_patch`` (none when it is another format or
+    does not parse)."""
+    if not part.patch or part.patch_format != "git_patch":
+        return []
+    try:
+        return parse_unified(part.patch)
+    except PatchError:
+        return []
+
+
+def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
+    """The file before a tool call's diff, given the file after it.
+
+    Agents send the whole file (some without its final newline) or only the
+    replaced fragment; ``NOTHING`` when ``current`` matches neither.
+    """
+    eol = split_text(current)[1]
+    whole = current in (new, new + eol)
+    if old is None:
+        return None if whole else NOTHING
+    if current == new:
+        return old
+    if current == new + eol:
+        return old + eol
+    if new and current.count(new) == 1:
+        return current.replace(new, old)
+    return NOTHING
+
+
+def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
+    """The file before a v2 ``git_patch``, given the file after it: the patch taken
+    back; ``NOTHING`` when ``current`` is not what it made."""
+    if patch.symlink:
+        return NOTHING
+    try:
+        return apply_patch(current, reverse_patch(patch))
+    except PatchError:
+        return NOTHING
+
+
+Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
+
+
+def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], Kept]:
+    """What a turn compares against, read in a worker thread: the scan of ``dirs``,
+    the dirty files of each git work tree they are in, and the text of the files
+    whose "before" nothing else will hold: in a git work tree the dirty ones the scan
+    found (git knows the clean ones' text), outside git every file, newest first,
+    within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last turn's texts, taken again
+    for files that did not change."""
+    scan = scan_tree(*dirs)
+    gits: dict[str, GitState] = {}
+    for top in dirs:
+        git = GitState.read(top)
+        if git is not None:
+            gits.setdefault(git.root, git)
+    snapshots: Kept = {}
+
+    def take(path: str) -> int:
+        """Keep the text of ``path``; its size, 0 when it was not kept."""
+        stat = scan.stats.get(path)
+        before = kept.get(path)
+        if stat is None:
+            return 0
+        if before is not None and before[0] == stat:
+            text: Baseline = before[1]
+        elif stat_of(path) == stat:
+            text = _read_unchanged(path, stat)
+        else:
+            return 0
+        if not isinstance(text, str):
+            return 0
+        snapshots[path] = (stat, text)
+        return stat[0]
+
+    for git in gits.values():
+        for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
+            take(path)
+    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits.values())
+    outside = [path for path in scan.stats if not path.startswith(in_git)]
+    room = SNAPSHOT_MAX_TOTAL
+    for path in sorted(outside, key=lambda p: scan.stats[p][1], reverse=True):
+        if scan.stats[path][0] <= room:
+            room -= take(path)
+    return scan, list(gits.values()), snapshots
+
+
+def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
+    """The text of ``path`` when it still has ``stat`` after the read; NOTHING when
+    it is too big to keep, unreadable, or being written meanwhile."""
+    if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
+        return NOTHING
+    try:
+        text = files.read_disk(path).text
+    except FileError:
+        return NOTHING
+    return text if stat_of(path) == stat else NOTHING
+
+
+
+
+def under(cwd: str, path: str) -> str:
+    """``path`` (relative to ``cwd``, or absolute) normalized."""
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+class DiskChanges:
+    """The disk side of one session's review: the turn-start scan, the files tool
+    calls name, and the baselines a change on disk is recorded against in ``store``.
+
+    Holds no lock of its own: :class:`~acp_nvim.client.services.changes.SessionChanges`
+    calls it with the session's lock held.
+    """
+
+    def __init__(
+        self, editor: Editor, cwd: str, store: ReviewStore, roots: Sequence[str] = ()
+    ) -> None:
+        self.editor = editor
+        self.cwd = cwd
+        self.roots = roots  # the chat's workspace roots (its live list), scanned after cwd
+        self.store = store
+        # The turn-start scan; none yet proves no file absent (complete=False).
+        self._start = Scan(complete=False)
+        self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
+        self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
+        self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
+        self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._kept: Kept = {}  # the turn-start texts, with the stats they were read at
+        self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
+        # The paths of each tool call, with the content and locations lists they were
+        # read from: recomputed only when those change, not on every status update.
+        self._call_paths: dict[str, _CallPaths] = {}
+        self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
+        self._patches: dict[str, FilePatch] = {}  # latest v2 git_patch section per path
+        self._checked: set[str] = set()  # tool calls whose completion was checked
+        self._due: dict[str, None] = {}  # paths named by completions not yet checked
+
+    def __repr__(self) -> str:
+        return f"<DiskChanges {self.cwd} {len(self.named)} named, {len(self._due)} due>"
+
+    @property
+    def dirs(self) -> list[str]:
+        """The directories the turn's scan covers: the session's, then its roots."""
+        return [self.cwd, *self.roots]
+
+    async def begin_turn(self) -> None:
+        """Take what the turn compares against. The scan, git and the snapshots run
+        in a worker thread (a 20k-file tree takes a quarter of a second): every other
+        chat streams on meanwhile."""
+        start, gits, kept = await anyio.to_thread.run_sync(_turn_start, self.dirs, self._kept)
+        self._start, self._gits, self._kept = start, gits, kept
+        self._snapshots = {path: text for path, (_, text) in kept.items()}
+        self._known = dict(start.stats)
+        self.named.clear()
+        self._tried.clear()
+        self._call_paths.clear()
+        self._diffs.clear()
+        self._patches.clear()
+        self._checked.clear()
+        self._due.clear()
+
+    def end_turn(self) -> None:
+        """The turn's last check is done: until the next turn begins, no file counts
+        as absent at its start."""
+        self._start = Scan(complete=False)
+
+    def on_tool_call(self, call: ToolCall, in_turn: bool) -> bool:
+        """Note the files a tool call names; True when it just completed ``in_turn``,
+        so its files are due for a check (:meth:`take_due`)."""
+        paths, fresh = self._paths(call)
+        unfinished = call.status in ("pending", "in_progress")
+        for path, edit in paths if fresh else ():
+            self.named[path] = None
+            if isinstance(edit, DiffPart):
+                self._diffs[path] = (edit.old_text, edit.new_text)
+            elif isinstance(edit, FilePatch):
+                self._patches[path] = edit
+            if unfinished and path not in self._tried:
+                self._tried.add(path)
+                self._snapshot(path)
+        finished = call.status in ("completed", "failed") and in_turn
+        if finished and call.id not in self._checked:
+            self._checked.add(call.id)
+            self._due.update((path, None) for path, _ in paths)
+            return True
+        return False
+
+    def take_due(self) -> dict[str, None]:
+        """The files completed tool calls named since the last take."""
+        due, self._due = self._due, {}
+        return due
+
+    def seen(self, path: str) -> None:
+        """``path`` holds what we wrote: no change of the agent's to find there."""
+        self._known[path] = stat_of(path)
+
+    async def changed(self, named: dict[str, None]) -> list[str]:
+        """Record ``named`` and what the scan finds changed; the files recorded."""
+        now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
+        candidates = dict(named)
+        candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
+        if self._start.complete and now.complete:
+            candidates.update(
+                (p, None) for p, st in self._known.items() if st is not None and p not in now.stats
+            )
+        return [path for path in candidates if await self.check_one(path)]
+
+    async def check_one(self, path: str) -> bool:
+        """Record a change of ``path`` on disk since it was last seen; whether there was one."""
+        stat = stat_of(path)
+        if path in self._known and self._known[path] == stat:
+            return False
+        try:
+            current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
+        except FileError:
+            self._known[path] = stat
+            return False
+        baseline = await self._baseline(path, current)
+        self._known[path] = stat
+        if isinstance(baseline, Nothing) or baseline == current:
+            return False
+        self.store.record(path, baseline, current, "patch" if path in self._patches else "disk")
+        return True
+
+    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, Edit]], bool]:
+        """The files ``call`` names, with what it says it did to each, and whether
+        they are new since its last update."""
+        known = self._call_paths.get(call.id)
+        if known is not None and known.reads(call):
+            return known.paths, False
+        found: list[tuple[str, Edit]] = []
+        for part in call.content:
+            if isinstance(part, DiffPart):
+                found.append((part.path, part))
+            elif isinstance(part, ChangesPart):
+                patches = {under(self.cwd, patch.path): patch for patch in patches_of(part)}
+                for op in part.changes:
+                    found += [
+                        (p, patches.get(under(self.cwd, p))) for p in (op.path, op.old_path) if p
+                    ]
+        found += [(loc.path, None) for loc in call.locations]
+        paths = [(under(self.cwd, p), d) for p, d in found]
+        self._call_paths[call.id] = _CallPaths(
+            call.content, len(call.content), call.locations, paths
+        )
+        return paths, True
+
+    def _absent_at_start(self, path: str) -> bool:
+        """True when the turn-start scan proves ``path`` did not exist then."""
+        if not self._start.complete:
+            return False
+        for top in self.dirs:
+            rel = os.path.relpath(path, top)
+            if not rel.startswith(".."):
+                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+                return scanned and path not in self._start.stats
+        return False
+
+    def _snapshot(self, path: str) -> None:
+        if self._absent_at_start(path):
+            # Whatever it holds by now (a fast agent writes before we read the
+            # announcement) is the agent's: its "before" is no file at all.
+            return
+        stat = stat_of(path)
+        if path in self._known and self._known[path] != stat:
+            return  # already changed since the turn began: not a "before" text
+        text = _read_unchanged(path, stat)
+        if isinstance(text, Nothing):
+            return
+        self._snapshots[path] = text
+        self._known.setdefault(path, stat)
+
+    async def _baseline(self, path: str, current: str | None) -> Baseline:
+        """What ``path`` held before the agent changed it (see the module docstring).
+
+        The first source that differs from ``current`` wins; sources that agree
+        with it (a buffer Neovim already reloaded) do not hide a later one.
+        """
+        changeset = self.store.current
+        if changeset is not None and path in changeset:
+            return changeset.file(path).current
+        if self._absent_at_start(path):
+            # Not there when the turn began, and nothing recorded it since: whatever
+            # a tool call's oldText or a buffer says (opencode sends "" for a new file).
+            return None
+        state = await self.editor.read_buffer(path)
+        diff, patch = self._diffs.get(path), self._patches.get(path)
+        sources: list[Baseline] = [
+            self._snapshots.get(path, NOTHING),
+            state.text if state is not None and not state.modified else NOTHING,
+            baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
+            baseline_from_patch(current, patch) if patch is not None else NOTHING,
+            await self._git_text(path),
+        ]
+        known = [text for text in sources if not isinstance(text, Nothing)]
+        return next((text for text in known if text != current), known[0] if known else NOTHING)
+
+    async def _git_text(self, path: str) -> Baseline:
+        for git in self._gits:
+            text = await anyio.to_thread.run_sync(git.clean_text, path)
+            if text is not None:
+                return text
+        return NOTHING
