@@ -395,6 +395,27 @@ def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
     assert editor.agent_pids() == [host_pid]
 
 
+def test_closing_one_of_two_chats_of_an_agent_keeps_it_for_the_other(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("AcpChat!")  # a second chat of the same agent
+    editor.wait_event("AcpSessionReady", count=2)
+    host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    [agent] = [pid for pid in editor.agent_pids() if pid != host_pid]
+    [first, _] = [chat["id"] for chat in editor.lua("return require('acp').chats()")]
+    editor.nvim.command("AcpClose")  # the second, the current one
+    editor.lua(  # to the chat left
+        "require('acp.chat').send(require('acp.chat.registry').chats[...], 'hello')", first
+    )
+    editor.wait_event("AcpTurnEnd")
+    assert editor.events("AcpTurnEnd")[0]["stop_reason"] == "end_turn"
+    assert [pid for pid in editor.agent_pids() if pid != host_pid] == [agent]
+    editor.lua(  # the last chat of the agent
+        "require('acp.chat').close(require('acp.chat.registry').chats[...], true)", first
+    )
+    assert wait_gone([agent]) == []
+
+
 def test_quitting_leaves_no_process(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()
