@@ -374,3 +374,35 @@ def test_a_full_disk_leaves_file_buffer_and_review_as_they_were(
         notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
         assert sum("the agent's write failed" in n for n in notices) == 3
         assert not [name for name in os.listdir(full) if name.endswith(".acp~")]
+
+
+def test_an_export_on_a_full_disk_leaves_the_old_one_whole(editor: Editor, tmp_path: Path) -> None:
+    """Issue 27.6, the files the plugin writes itself: an export over an older one on a
+    full disk is an error that says why, and the older export stays whole."""
+    with small_disk(tmp_path / "full") as full:
+        old = full / "chat.md"
+        old.write_text("the old export\n")
+        editor.setup()
+        editor.open_chat()
+        editor.lua("require('acp').send(...)", "hello " + "x" * 8000)  # more than a block
+        editor.wait_event("AcpTurnEnd")
+        fill(full, room=0)
+        with pytest.raises(Exception, match=f"cannot write {old}: .*space"):
+            editor.lua("require('acp').export(...)", str(old))
+        assert old.read_text() == "the old export\n"
+        assert [name for name in os.listdir(full) if name != ".filler"] == ["chat.md"]
+
+
+def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
+    """Issue 27.6: the prompt history (stdpath("state")) is written all or nothing too."""
+    with small_disk(editor.tmp / "xdg-state" / "nvim" / "acp") as state:
+        history = state / "history.json"
+        older = json.dumps({"older": ["x" * 4000]})  # one block, nearly full
+        history.write_text(older)
+        editor.setup()
+        editor.open_chat()
+        fill(state, room=0)
+        editor.lua("require('acp').send('hello')")  # stored in a later turn of the loop
+        editor.wait_event("AcpTurnEnd")
+        assert history.read_text() == older
+        assert not [name for name in os.listdir(state) if name.endswith(".acp~")]

@@ -3,6 +3,7 @@
 -- the input's first line and <Down> on its last (decision 0022).
 local M = {}
 local api = vim.api
+local util = require("acp.util")
 
 local LIMIT = 100 -- prompts kept per agent and project
 
@@ -52,13 +53,8 @@ function M.add(chat, text)
     end
     data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
     vim.fn.mkdir(vim.fs.dirname(file()), "p")
-    -- All or nothing (decision 0037): a full disk must not cost the history.
-    local temporary = ("%s.%d.acp~"):format(file(), vim.uv.os_getpid())
-    local ok, failed = pcall(vim.fn.writefile, { vim.json.encode(data) }, temporary, "s")
-    if ok and failed == 0 and vim.uv.fs_rename(temporary, file()) then
-      return
-    end
-    vim.uv.fs_unlink(temporary)
+    -- All or nothing: a full disk must not cost the history.
+    util.write_lines(file(), { vim.json.encode(data) })
   end)
 end
 
