@@ -40,3 +40,13 @@ def test_the_log_redacts_traffic_not_stderr_and_cuts_after() -> None:
     sent, said = log.lines()
     assert "sss" not in sent and HIDDEN in sent and "bytes)" not in sent
     assert said.endswith("a !! env: the agent's own words")
+
+
+def test_a_long_line_keeps_its_first_4000_characters_and_says_its_size() -> None:
+    """doc/acp.txt (|:AcpLog|, 27.10): lines longer than 4000 characters are cut."""
+    log = ProtocolLog(10)
+    log.add("a", "<<", b"x" * 10_000)
+    log.add("a", "<<", b"y" * 4000)
+    [cut, whole] = log.lines()
+    assert cut.endswith(" a << " + "x" * 4000 + "… (10000 bytes)")
+    assert whole.endswith(" a << " + "y" * 4000)
