@@ -79,6 +79,12 @@ local function cut_mark(drain, text)
   return text, false
 end
 
+--- Whether `term`'s command (its wrapper, the leader of its process group) has not
+--- exited: only then is its pid, as a group, certainly still ours.
+local function alive(term)
+  return term.job ~= nil and vim.fn.jobwait({ term.job }, 0)[1] == -1
+end
+
 local function on_output(key, data)
   local text = table.concat(data, "\n")
   local drain = drains[key]
@@ -88,7 +94,14 @@ local function on_output(key, data)
     if ended then
       -- Everything the command printed has been read: let the wrapper exit.
       drains[key] = nil
-      pcall(vim.uv.kill, M.terminals[key].pid, "sigusr1")
+      -- Only while it waits for us: after its 5 s it exits, and its pid may be
+      -- reused. Asked outside this callback: jobwait() may run the job's on_exit.
+      local term = M.terminals[key]
+      vim.schedule(function()
+        if alive(term) then
+          pcall(vim.uv.kill, term.pid, "sigusr1")
+        end
+      end)
     end
   end
   if text == "" then
@@ -116,12 +129,6 @@ local function on_exit(key, code)
   entry_for(key).exit = code
   open[key] = nil
   flush()
-end
-
---- Whether `term`'s command (its wrapper, the leader of its process group) has not
---- exited: only then is its pid, as a group, certainly still ours.
-local function alive(term)
-  return term.job ~= nil and vim.fn.jobwait({ term.job }, 0)[1] == -1
 end
 
 -- Neovim's own exit only hangs up on PTY jobs (a command ignoring SIGHUP would
