@@ -350,17 +350,20 @@ def test_the_users_servers_reach_the_agent_and_no_secret_reaches_the_log(
         assert secret not in log
 
 
-def test_a_refused_call_does_not_make_an_existing_file_new(editor: Editor, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_a_refused_call_does_not_make_an_existing_file_new(
+    editor: Editor, tmp_path: Path, scenario: str, version: int
+) -> None:
     """Issue 27.3: after an MCP read refused by fs_access, an edit of an existing file
     was listed as created, and rejecting it deleted the user's file. An MCP client may
     call tools at any time, here before the first prompt."""
     path = tmp_path / "project" / "keep.txt"
     path.write_text("one\ntwo\n")
     servers_file = tmp_path / "servers.json"
-    agent = editor.fake_agent("mcp")
+    agent = editor.fake_agent(scenario)
     agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
-    editor.setup(agents={"fake": agent}, fs_access={"outside": "deny"})
-    editor.open_chat("fake")
+    editor.setup(agents={"fake": agent}, fs_access={"outside": "deny"}, protocol_version=version)
+    assert editor.open_chat("fake")["protocol_version"] == version
     server = editor_server(json.loads(servers_file.read_text()))
     assert server is not None
 

@@ -94,7 +94,12 @@ SCENARIOS = (
         capabilities={"mcpCapabilities": {"http": True}},
         before={"session/new": tell_servers},
     ),
-    Scenario("mcp_v2", call_editor_tools, v2={"mcp": {"stdio": {}, "http": {}}}),
+    Scenario(
+        "mcp_v2",
+        call_editor_tools,
+        v2={"mcp": {"stdio": {}, "http": {}}},
+        before={"session/new": tell_servers},
+    ),
     # MCP-over-ACP too (the unstable session.mcp.acp)
     Scenario("mcp_v2_acp", call_editor_tools, v2={"mcp": {"stdio": {}, "acp": {}}}),
 )
