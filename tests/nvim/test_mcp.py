@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from acp_nvim.demo_agent._mcp import editor_server, mcp_session
+from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor
 
 
@@ -387,3 +388,36 @@ def test_a_refused_call_does_not_make_an_existing_file_new(
     editor.lua("require('acp').reject()")
     editor.wait(f"vim.fn.readfile({str(path)!r})[2] == 'two'", what="the rejected edit undone")
     assert path.read_text() == "one\ntwo\n"
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_an_edit_on_a_full_disk_is_one_clear_error_and_changes_nothing(
+    editor: Editor, tmp_path: Path, scenario: str, version: int
+) -> None:
+    """Issue 27.6 through the editor's tools (how a v2 agent writes): the tool says why,
+    the file keeps its text, the review holds nothing."""
+    with small_disk(tmp_path / "project" / "full") as full:
+        path = full / "keep.txt"
+        path.write_text("one\ntwo\n")
+        servers_file = tmp_path / "servers.json"
+        agent = editor.fake_agent(scenario)
+        agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+        editor.setup(agents={"fake": agent}, protocol_version=version)
+        assert editor.open_chat("fake")["protocol_version"] == version
+        server = editor_server(json.loads(servers_file.read_text()))
+        assert server is not None
+        fill(full, room=0)
+        arguments = {"path": str(path), "old_text": "two", "new_text": "x" * 10_000}
+
+        async def call_edit() -> dict[str, Any]:
+            async with mcp_session(server) as mcp:
+                return await mcp.request(
+                    "tools/call", {"name": "edit_buffer", "arguments": arguments}, dict
+                )
+
+        result = anyio.run(call_edit)
+        assert result["isError"] is True
+        assert text(result).endswith(f"cannot write {path}: No space left on device"), text(result)
+        assert path.read_text() == "one\ntwo\n"
+        assert editor.lua("return require('acp').changes()") == []
+        assert not [name for name in os.listdir(full) if name.endswith(".acp~")]
