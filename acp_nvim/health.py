@@ -92,11 +92,11 @@ def report(raw_options: Any) -> dict[str, Any]:
         return facts
     from acp_nvim.client.config import Config, ConfigError, load_config
 
-    config_error = None
+    config_errors: list[str] = []
     try:
         config = load_config(raw_options)
     except ConfigError as err:
-        config_error = str(err)
+        config_errors = err.problems
         config = Config()
     agents = {}
     for name, agent in sorted(config.all_agents().items()):
@@ -107,10 +107,13 @@ def report(raw_options: Any) -> dict[str, Any]:
             "found": found,
             "configured": name in config.agents,
             "needs": _NEEDS.get(program, f"{program!r} on PATH"),
+            # npx and uvx fetch the agent's package when it starts: found says
+            # only that the launcher is there.
+            "fetched_by": os.path.basename(program) if program in _NEEDS else None,
         }
     return {
         **facts,
-        "config_error": config_error,
+        "config_errors": config_errors,
         "default_agent": config.default_agent,
         "agents": agents,
         "mcp": _mcp(config),

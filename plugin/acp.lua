@@ -54,7 +54,7 @@ end, {
 })
 command("AcpToggle", function()
   acp().toggle()
-end, { desc = "Hide the agent chat, or show it" })
+end, { desc = "Hide the agent chats of this tab page, or show them again" })
 command("AcpSend", function(args)
   acp().send(args.args, { now = args.bang })
 end, { nargs = "+", bang = true, desc = "Send a message to the agent (! now: into the running turn)" })
@@ -66,7 +66,13 @@ command("AcpRestart", function()
 end, { desc = "Start the chat's agent again, going on in the same transcript" })
 command("AcpRestore", function(args)
   acp().restore(tonumber(args.fargs[1]))
-end, { nargs = "?", desc = "Take the files back to before turn N (default: the last turn)" })
+end, {
+  nargs = "?",
+  desc = "Take the files back to before turn N (default: the last turn)",
+  complete = function(arglead)
+    return require("acp.review").turns_changed(arglead)
+  end,
+})
 command("AcpRewind", function(args)
   acp().rewind(tonumber(args.fargs[1]))
 end, { nargs = "?", desc = "Take the conversation and the files back to before turn N (no N: pick)" })
@@ -165,7 +171,13 @@ command("AcpSessions", function()
 end, { desc = "Pick a saved session of the agent and resume it" })
 command("AcpResume", function(args)
   acp().resume(args.fargs[1])
-end, { nargs = 1, desc = "Resume a saved session in a new chat" })
+end, {
+  nargs = 1,
+  desc = "Resume a saved session in a new chat",
+  complete = function(arglead)
+    return require("acp.chat.session").complete_ids(arglead)
+  end,
+})
 command("AcpDeleteSession", function(args)
   acp().delete_session(args.fargs[1])
 end, { nargs = 1, desc = "Delete a saved session of the agent" })

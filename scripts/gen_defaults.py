@@ -40,6 +40,12 @@ LUA_CLASS = {
     "HistoryOptions": "acp.HistoryOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
     "HunkKeys": "acp.HunkKeys",
+    "Keys": "acp.Keys",
+    "ChatKeys": "acp.ChatKeys",
+    "InputKeys": "acp.InputKeys",
+    "PermissionKeys": "acp.PermissionKeys",
+    "ReviewKeys": "acp.ReviewKeys",
+    "QueueKeys": "acp.QueueKeys",
     "EditorMcpOptions": "acp.EditorMcpOptions",
     "McpServerOptions": "acp.McpServerSpec",
 }
@@ -101,6 +107,39 @@ def lua_type(t: Any) -> str:
     if t in SCALARS:
         return SCALARS[t]
     raise TypeError(f"{SOURCE}: no Lua type for {t!r}")
+
+
+def lua_check(t: Any) -> str:
+    """A field's type as lua/acp/config.lua checks it: a scalar's name, or a table
+    ({enum}, {list}, {map}, {class}, {any_of}) with the bounds of its Meta."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is Annotated:
+        spec = lua_check(args[0])
+        bounds = [
+            f"{name} = {json.dumps(getattr(meta, name))}"
+            for meta in args[1:]
+            if isinstance(meta, msgspec.Meta)
+            for name in ("gt", "ge", "le", "min_length")
+            if getattr(meta, name) is not None
+        ]
+        if not bounds:
+            return spec
+        head = spec[2:-2] if spec.startswith("{ ") else f"type = {spec}"
+        return "{ " + ", ".join([head, *bounds]) + " }"
+    if origin is Literal:
+        return "{ enum = { " + ", ".join(lua_literal(v) for v in args) + " } }"
+    if origin is list:
+        return f"{{ list = {lua_check(args[0])} }}"
+    if origin is dict:
+        return f"{{ map = {lua_check(args[1])} }}"
+    if origin in (Union, UnionType):
+        kinds = [lua_check(a) for a in args if a is not type(None)]
+        return kinds[0] if len(kinds) == 1 else "{ any_of = { " + ", ".join(kinds) + " } }"
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        return f'{{ class = "{LUA_CLASS[t.__name__]}" }}'
+    if t in SCALARS:
+        return f'"{SCALARS[t]}"'
+    raise TypeError(f"{SOURCE}: no Lua check for {t!r}")
 
 
 def lua_literal(value: Any, indent: str = "") -> str:
@@ -225,6 +264,19 @@ def render() -> str:
     out += [
         "---@type acp.Options",
         f"M.options = {lua_literal(defaults)}",
+        "",
+        "--- What setup() checks before Lua uses an option (lua/acp/config.lua): each",
+        "--- class's required keys and the type of each field.",
+        "M.classes = {",
+    ]
+    for cls in dict.fromkeys(_classes(config.Config)):
+        fields = msgspec.structs.fields(cls)
+        required = lua_literal([f.encode_name for f in fields if f.required])
+        out.append(f'  ["{LUA_CLASS[cls.__name__]}"] = {{ required = {required}, fields = {{')
+        out += [f"    {field.encode_name} = {lua_check(field.type)}," for field in fields]
+        out.append("  } },")
+    out += [
+        "}",
         "",
         "--- Agents usable without configuration.",
         f"M.agents = {{ {names} }}",

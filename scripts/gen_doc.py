@@ -6,6 +6,10 @@
 - doc/tags: Neovim's ``:helptags`` of the result. It is committed, so that
   ``:help acp`` works in a plain clone on 'runtimepath' (no plugin manager).
 
+Each generated section sits between two lines of the doc that say what follows
+and what comes next (:data:`SECTIONS`), not between markers: ``:help`` shows a
+marker as it is.
+
 ``--check`` writes nothing and exits 1 when either file is out of date.
 It parses the one Lua shape highlights.lua uses, not Lua in general.
 """
@@ -54,17 +58,29 @@ def highlights_section() -> str:
     return "\n".join(out)
 
 
+# Each section: the text its body follows, and the text that follows its body.
+SECTIONS = {
+    "options": ("*acp-options*\n\n", "\nBuilt-in agents "),
+    "agents": ("and what a missing one needs.\n", "\n\n====="),
+    "highlights": ("in your config or a colorscheme.\n\n", "\n\n====="),
+}
+
+
 def render(doc: str) -> str:
-    sections = {
+    bodies = {
         "options": options_section(),
         "agents": agents_section(),
         "highlights": highlights_section(),
     }
-    for section, body in sections.items():
-        start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
+    for section, body in bodies.items():
+        start, end = SECTIONS[section]
+        if start not in doc:
+            sys.exit(f"doc/acp.txt: no {start.strip()!r} before the {section}")
         head, rest = doc.split(start, 1)
+        if end not in rest:
+            sys.exit(f"doc/acp.txt: no {end.strip()!r} after the {section}")
         _, tail = rest.split(end, 1)
-        doc = f"{head}{start}\n{body}\n{end}{tail}"
+        doc = f"{head}{start}{body}\n{end}{tail}"
     return doc
 
 

@@ -1,8 +1,9 @@
 """User configuration, validated once with msgspec.
 
 ``require("acp").setup(opts)`` hands the raw Lua table to :func:`load_config`;
-a wrong option becomes a :class:`ConfigError` naming the dotted key, e.g.
-``agents.claude.cmd: expected a list, got a string``. Unknown keys are errors.
+wrong options become one :class:`ConfigError` naming every wrong one by its dotted
+key, e.g. ``agents.claude.cmd: expected a list, got a string``. Unknown keys are
+errors.
 
 The single source of the options: their types, defaults and built-in agents here,
 the docstring under each field its description. ``make doc`` writes from them
@@ -18,6 +19,7 @@ from __future__ import annotations
 __all__ = [
     "EDITOR_TOOLS",
     "AgentConfig",
+    "ChatKeys",
     "ChatOptions",
     "Config",
     "ConfigError",
@@ -26,13 +28,19 @@ __all__ = [
     "FileAccessOptions",
     "HistoryOptions",
     "HunkKeys",
+    "InputKeys",
+    "Keys",
     "McpServerOptions",
+    "PermissionKeys",
+    "QueueKeys",
+    "ReviewKeys",
     "TimeoutOptions",
     "builtin_agents",
     "load_config",
     "workspace_root",
 ]
 
+import copy
 import os
 import re
 import sys
@@ -45,7 +53,18 @@ from msgspec import Meta
 
 
 class ConfigError(ValueError):
-    """A user option is wrong; ``str()`` names the key first."""
+    """User options are wrong: ``problems`` holds each as ``key: what is wrong``;
+    ``str()`` joins them."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+    def summary(self) -> str:
+        """One line for the user: ``invalid option k: ...`` or ``invalid options: ...``."""
+        if len(self.problems) == 1:
+            return f"invalid option {self.problems[0]}"
+        return f"invalid options: {'; '.join(self.problems)}"
 
 
 # The tools of the editor's own MCP server (acp_nvim/client/mcp), by their public names.
@@ -160,13 +179,12 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """lines the height is never above"""
     input_height: _Count = 5
     """lines of the input window"""
-    send_key: str = "<C-s>"
-    """sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too);
-    "" maps none"""
-    send_now_key: str = "<M-CR>"
-    """sends the input now, in Insert and Normal mode: into the running turn where the
-    agent steers, else the turn is cancelled and it goes first (see |acp-steer|); ""
-    maps none"""
+    send_key: str | None = None
+    """the older name of |acp-option-keys.input.send_insert| ("" maps none);
+    `keys.input.send_insert` wins when both are given"""
+    send_now_key: str | None = None
+    """the older name of |acp-option-keys.input.send_now| ("" maps none);
+    `keys.input.send_now` wins when both are given"""
 
 
 class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -211,20 +229,157 @@ class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
 
 
 class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Keys mapped in buffers while they hold open agent hunks ("" leaves one unmapped)."""
+    """The older name of the `hunk_` keys of |acp-option-keys.review| ("" maps none)."""
 
-    accept: str = "<localleader>a"
+    accept: str | None = None
+    """`keys.review.hunk_accept`"""
+    reject: str | None = None
+    """`keys.review.hunk_reject`"""
+    reject_why: str | None = None
+    """`keys.review.hunk_reject_why`"""
+    preview: str | None = None
+    """`keys.review.hunk_preview`"""
+    next: str | None = None
+    """`keys.review.hunk_next`"""
+    prev: str | None = None
+    """`keys.review.hunk_prev`"""
+
+
+# A key: the left-hand side of a mapping (as for vim.keymap.set), or false: none.
+Key = Annotated[str, Meta(min_length=1)] | Literal[False]
+
+
+class ChatKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys of the chat in Normal mode: the transcript's, and the input's too where said."""
+
+    hide: Key = "q"
+    """hide the chat (both windows)"""
+    cancel: Key = "<C-c>"
+    """cancel the turn (both windows, Insert mode too)"""
+    open: Key = "<CR>"
+    """on a permission prompt: pick an answer; on a location or a diff row: open the
+    file there; on a terminal: open it"""
+    help: Key = "?"
+    """show the chat's keys"""
+    next_turn: Key = "]]"
+    """go to your next prompt"""
+    prev_turn: Key = "[["
+    """go to your previous prompt"""
+    next_tool: Key = "]t"
+    """go to the next tool call"""
+    prev_tool: Key = "[t"
+    """go to the previous tool call"""
+    review: Key = "<localleader>v"
+    """open the review of the agent's changes (|:AcpReview|)"""
+    accept_all: Key = "<localleader>A"
+    """accept every open change of the chat"""
+    reject_all: Key = "<localleader>R"
+    """reject every open change of the chat"""
+
+
+class InputKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys of the chat's input."""
+
+    send: Key = "<CR>"
+    """send the input (Normal mode)"""
+    send_insert: Key = "<C-s>"
+    """send the input from Insert mode (and Normal mode)"""
+    send_now: Key = "<M-CR>"
+    """send the input now, in Insert and Normal mode: into the running turn where the
+    agent steers, else the turn is cancelled and it goes first (see |acp-steer|)"""
+    prev_prompt: Key = "<Up>"
+    """on the first line: the previous prompt of the history (Normal and Insert mode)"""
+    next_prompt: Key = "<Down>"
+    """on the last line: the next prompt of the history, then what you were typing"""
+
+
+class PermissionKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys that answer a permission prompt while it waits: in the transcript, and
+    (`buffer_`) in the buffers you type in, the input and a file showing the edit's
+    preview, where a bare key would edit; an option without a kind takes its digit."""
+
+    allow_once: Key = "a"
+    """allow once (transcript)"""
+    allow_always: Key = "A"
+    """allow always (transcript)"""
+    reject_once: Key = "r"
+    """reject once (transcript)"""
+    reject_always: Key = "R"
+    """reject always (transcript)"""
+    reject_why: Key = "?"
+    """reject, and the reason you type goes to the agent (transcript)"""
+    buffer_allow_once: Key = "<localleader>y"
+    """allow once (input, previewed file)"""
+    buffer_allow_always: Key = False
+    """allow always (input, previewed file)"""
+    buffer_reject_once: Key = "<localleader>n"
+    """reject once (input, previewed file)"""
+    buffer_reject_always: Key = False
+    """reject always (input, previewed file)"""
+
+    def by_kind(self) -> dict[str, str | None]:
+        """The transcript's key of each option kind (None: that kind has none)."""
+        keys = (self.allow_once, self.allow_always, self.reject_once, self.reject_always)
+        kinds = ("allow_once", "allow_always", "reject_once", "reject_always")
+        return {kind: key or None for kind, key in zip(kinds, keys, strict=True)}
+
+
+class ReviewKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys of the review: in the |:AcpReview| buffer, and (`hunk_`) in a file's
+    buffer while it holds open agent hunks (also in the |:AcpDiff| baseline)."""
+
+    accept: Key = "a"
+    """accept the hunk (or file) at the cursor"""
+    reject: Key = "r"
+    """reject the hunk (or file) at the cursor"""
+    accept_all: Key = "A"
+    """accept every open hunk"""
+    reject_all: Key = "R"
+    """reject every open hunk"""
+    next: Key = "]c"
+    """go to the next hunk"""
+    prev: Key = "[c"
+    """go to the previous hunk"""
+    open: Key = "<CR>"
+    """open the file at the hunk"""
+    close: Key = "q"
+    """close the review (and the |:AcpDiff| baseline)"""
+    hunk_accept: Key = "<localleader>a"
     """accept the agent hunk under the cursor"""
-    reject: str = "<localleader>r"
+    hunk_reject: Key = "<localleader>r"
     """reject it: its text before the turn comes back (one undo step, saved)"""
-    reject_why: str = "<localleader>R"
+    hunk_reject_why: Key = "<localleader>R"
     """reject it and say why: the reason you type goes to the agent at once"""
-    preview: str = "<localleader>p"
+    hunk_preview: Key = "<localleader>p"
     """show the hunk's diff in a floating window"""
-    next: str = "]h"
+    hunk_next: Key = "]h"
     """go to the next agent hunk"""
-    prev: str = "[h"
+    hunk_prev: Key = "[h"
     """go to the previous agent hunk"""
+
+
+class QueueKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Keys for the prompts waiting to be sent (|acp-queue|), in both chat windows."""
+
+    pick: Key = "<localleader>q"
+    """pick a queued prompt to edit or remove (|:AcpQueue|)"""
+    edit_last: Key = "<localleader>e"
+    """the last queued prompt back into the input, no longer queued"""
+
+
+class Keys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Every key the plugin maps, by where it is mapped (see |acp-keys|)."""
+
+    chat: ChatKeys = msgspec.field(default_factory=ChatKeys)
+    """the chat's windows"""
+    input: InputKeys = msgspec.field(default_factory=InputKeys)
+    """the chat's input"""
+    permission: PermissionKeys = msgspec.field(default_factory=PermissionKeys)
+    """answers to a permission prompt"""
+    review: ReviewKeys = msgspec.field(default_factory=ReviewKeys)
+    """the review buffer and agent hunks in files"""
+    queue: QueueKeys = msgspec.field(default_factory=QueueKeys)
+    """queued prompts"""
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -255,8 +410,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """show an edit waiting for permission in its file: inline (removed lines marked,
     added lines as virtual lines), side by side in a diff split, or not (see
     |acp-preview|)"""
-    hunk_keys: HunkKeys | Literal[False] = msgspec.field(default_factory=HunkKeys)
-    """keys for the agent hunks in a file (see |acp-hunks|); false maps none"""
+    keys: Keys = msgspec.field(default_factory=Keys)
+    """the keys the plugin maps, each an lhs or false (see |acp-keys|)"""
+    hunk_keys: HunkKeys | Literal[False] | None = None
+    """the older name of the `hunk_` keys of |acp-option-keys.review| (false: none)"""
     editor_mcp: bool | EditorMcpOptions = True
     """offer the editor to agents as an MCP server: buffers, diagnostics, language
     servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those"""
@@ -372,77 +529,136 @@ def load_config(raw: Any) -> Config:
     """Validate the options table coming from Lua.
 
     Raises:
-        ConfigError: the first wrong key, e.g. ``agents.x.cmd: required``.
+        ConfigError: every wrong key, e.g. ``agents.x.cmd: required`` (all of them,
+            not only the first: a user with two mistakes fixes both at once).
     """
     raw = _table(raw if raw is not None else {})
     if not isinstance(raw, dict):
         raise ConfigError(f"options must be a table, got {type(raw).__name__}")
-    tables = ("agents", "chat", "timeouts", "fs_access", "hunk_keys", "mcp_servers", "history")
-    raw = {k: (_table(v) if k in tables else v) for k, v in raw.items()}
+    problems: list[str] = []
+    raw = _tables(raw, Config)
     if "mcp_servers" in raw:
-        raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers")
+        raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers", problems)
     agents = raw.pop("agents", {})
     if not isinstance(agents, dict):
-        raise ConfigError("agents: expected a table of agents by name")
-    try:
-        config = msgspec.convert(raw, Config)
-    except msgspec.ValidationError as err:
-        raise ConfigError(_describe(str(err))) from None
+        problems.append("agents: expected a table of agents by name")
+        agents = {}
+    config = _convert(raw, Config, "", problems) or Config()
     # One by one, so that an error names the agent (msgspec shows a dict key as [...]).
+    kept = {name: _agent(name, spec, problems) for name, spec in agents.items()}
     config = msgspec.structs.replace(
-        config, agents={name: _agent(name, spec) for name, spec in agents.items()}
+        config, agents={name: agent for name, agent in kept.items() if agent is not None}
     )
-    _check_servers(config.mcp_servers, "mcp_servers")
+    _check_servers(config.mcp_servers, "mcp_servers", problems)
     for name, agent in config.agents.items():
-        _check_servers(agent.mcp_servers, f"agents.{name}.mcp_servers")
+        _check_servers(agent.mcp_servers, f"agents.{name}.mcp_servers", problems)
     for root in config.fs_access.roots:
         if not os.path.isabs(root):
-            raise ConfigError(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
-    _check_roots(config.roots, "roots")
+            problems.append(f"fs_access.roots: {root!r} is not an absolute path (nor ~/...)")
+    _check_roots(config.roots, "roots", problems)
     for name, agent in config.agents.items():
-        _check_roots(agent.roots, f"agents.{name}.roots")
+        _check_roots(agent.roots, f"agents.{name}.roots", problems)
     for key, least in _SIZES.items():
         size = getattr(config.chat, key)
         if size > 1 and (size < least or size % 1):
-            raise ConfigError(
+            problems.append(
                 f"chat.{key}: expected a fraction (at most 1) or a whole number >= {least},"
                 f" got {size:g}"
             )
     if config.default_agent not in config.all_agents():
-        raise ConfigError(f"default_agent: unknown agent {config.default_agent!r}")
+        problems.append(f"default_agent: unknown agent {config.default_agent!r}")
+    if problems:
+        raise ConfigError(*problems)
     return config
 
 
-def _servers(raw: Any, key: str) -> Any:
-    """MCP servers by name, each checked on its own so that an error names it."""
+def _convert(raw: dict[str, Any], cls: type[_S], prefix: str, problems: list[str]) -> _S | None:
+    """``raw`` as ``cls``, each wrong key reported in ``problems`` and left out (its
+    default taken), until the rest converts; None when a wrong key cannot be left out
+    (a required one)."""
+    raw = copy.deepcopy(raw)
+    for _ in range(1000):  # a key left out per round: as many rounds as keys
+        try:
+            return msgspec.convert(raw, cls)
+        except msgspec.ValidationError as err:
+            problems.append(_describe(str(err), prefix))
+            if not _leave_out(raw, str(err)):
+                return None
+    return None
+
+
+def _leave_out(raw: dict[str, Any], error: str) -> bool:
+    """Drop the key a msgspec ``error`` is about from ``raw``; False when it cannot."""
+    message, _, path = error.partition(" - at `$")
+    keys = [k.split("[")[0] for k in path.rstrip("`").lstrip(".").split(".") if k]
+    unknown = re.fullmatch(r"Object contains unknown field `(.+)`", message)
+    if unknown:
+        keys.append(unknown.group(1))
+    elif message.startswith("Object missing required field"):
+        return False
+    owner: Any = raw
+    for key in keys[:-1]:
+        owner = owner.get(key) if isinstance(owner, dict) else None
+    if not keys or not isinstance(owner, dict) or keys[-1] not in owner:
+        return False
+    del owner[keys[-1]]
+    return True
+
+
+_S = typing.TypeVar("_S", bound=msgspec.Struct)
+
+
+def _tables(raw: dict[str, Any], cls: type[msgspec.Struct]) -> dict[str, Any]:
+    """An empty Lua table arrives as a list: where ``cls`` takes a table, it is one
+    (nested tables of options too)."""
+    fields = {f.encode_name: f.type for f in msgspec.structs.fields(cls)}
+    out = {}
+    for key, value in raw.items():
+        held = _held(fields[key]) if key in fields else None
+        if held is not None and typing.get_origin(held) is dict:
+            value = _table(value)
+        elif isinstance(held, type) and issubclass(held, msgspec.Struct):
+            value = _table(value)
+            if isinstance(value, dict):
+                value = _tables(value, held)
+        out[key] = value
+    return out
+
+
+def _servers(raw: Any, key: str, problems: list[str]) -> Any:
+    """MCP servers by name, each checked on its own so that an error names it; a
+    wrong one is left out."""
     if not isinstance(raw, dict):
         return raw  # msgspec says what is wrong with it
     servers = {}
     for name, spec in raw.items():
         if not isinstance(name, str) or not name or any(c.isspace() for c in name):
-            raise ConfigError(f"{key}: server name {name!r} must be a non-empty word")
+            problems.append(f"{key}: server name {name!r} must be a non-empty word")
+            continue
         if isinstance(spec, dict):
             spec = {k: (_table(v) if k in ("env", "headers") else v) for k, v in spec.items()}
         try:
             servers[name] = msgspec.convert(spec, McpServerOptions)
         except msgspec.ValidationError as err:
-            raise ConfigError(_describe(str(err), f"{key}.{name}")) from None
+            problems.append(_describe(str(err), f"{key}.{name}"))
     return {name: msgspec.to_builtins(server) for name, server in servers.items()}
 
 
-def _check_servers(servers: dict[str, McpServerOptions], key: str) -> None:
+def _check_servers(
+    servers: dict[str, McpServerOptions], key: str, problems: list[str]
+) -> None:
     for name, server in servers.items():
         problem = server.problem()
         if problem is not None:
-            raise ConfigError(f"{key}.{name}.{problem}")
+            problems.append(f"{key}.{name}.{problem}")
 
 
-def _check_roots(roots: list[str], key: str) -> None:
+def _check_roots(roots: list[str], key: str, problems: list[str]) -> None:
     for root in roots:
         try:
             workspace_root(root)
         except ConfigError as err:
-            raise ConfigError(f"{key}: {err}") from None
+            problems.append(f"{key}: {err}")
 
 
 def _table(value: Any) -> Any:
@@ -450,24 +666,31 @@ def _table(value: Any) -> Any:
     return {} if value == [] else value
 
 
-def _agent(name: Any, spec: Any) -> AgentConfig:
+def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
+    """One agent's options; None (and the reason in ``problems``) when wrong."""
     key = f"agents.{name}"
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
-        raise ConfigError(f"agents: agent name {name!r} must be a non-empty word")
+        problems.append(f"agents: agent name {name!r} must be a non-empty word")
+        return None
     if isinstance(spec, dict):
         spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
         if "mcp_servers" in spec:
-            spec["mcp_servers"] = _servers(_table(spec["mcp_servers"]), f"{key}.mcp_servers")
+            spec["mcp_servers"] = _servers(
+                _table(spec["mcp_servers"]), f"{key}.mcp_servers", problems
+            )
     if isinstance(spec, dict) and "env" in spec:
         for var, value in spec["env"].items() if isinstance(spec["env"], dict) else ():
             if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
-                raise ConfigError(f"{key}.env.{var}: expected a string")
+                problems.append(f"{key}.env.{var}: expected a string")
+                return None
     try:
         agent = msgspec.convert(spec, AgentConfig)
     except msgspec.ValidationError as err:
-        raise ConfigError(_describe(str(err), key)) from None
+        problems.append(_describe(str(err), key))
+        return None
     if not agent.cmd[0].strip():
-        raise ConfigError(f"{key}.cmd: the first item must name a program")
+        problems.append(f"{key}.cmd: the first item must name a program")
+        return None
     return agent
 
 
@@ -527,6 +750,8 @@ def _choices(key: str) -> list[str]:
             choices += [_lua(v) for v in typing.get_args(arg)]
         elif isinstance(arg, type) and issubclass(arg, msgspec.Struct):
             choices.insert(0, "a table")
+        elif str in (arg, *typing.get_args(arg)[:1]):  # a key: str, or Annotated[str, ...]
+            choices.insert(0, "a key (an lhs)")
     return choices
 
 

@@ -63,7 +63,8 @@ class _BlockOpRequired(TypedDict):
 class BlockOp(_BlockOpRequired, total=False):
     """Create a block of the transcript, or replace it whole: a message (``kind``
     user, agent or thought), a tool call (``tool``), a plan (``plan``) or a notice
-    of the client (``turn``, ``error``, ``info``), drawn as ``lines``. With ``start``
+    of the client (``turn``, ``changes``: the files a turn changed, ``error``,
+    ``info``), drawn as ``lines``. With ``start``
     and ``end`` (offsets from its header, ``end`` exclusive) only those rows of a
     tool call's block are replaced (see ``view.ToolCallDrawing``). ``prefix``: what
     Lua puts before each line appended to it (a thought's ``"> "``). A tool call
@@ -110,13 +111,17 @@ class BlockPermission(_BlockPermissionRequired, total=False):
     why: BlockPermissionWhy
 
 
-class BlockPermissionWhy(TypedDict):
-    """"Reject, and say why": ``key`` on row ``row`` answers with ``option`` and the
-    reason the user gives (lua/acp/chat/permission.lua asks for it)."""
-
-    key: str
+class _BlockPermissionWhyRequired(TypedDict):
     option: str
     row: int
+
+
+class BlockPermissionWhy(_BlockPermissionWhyRequired, total=False):
+    """"Reject, and say why": ``key`` (none when the user turned it off) on row
+    ``row`` answers with ``option`` and the reason the user gives
+    (lua/acp/chat/permission.lua asks for it)."""
+
+    key: str
 
 
 class _BlockPermissionOptionRequired(TypedDict):

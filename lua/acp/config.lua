@@ -1,23 +1,233 @@
 -- The user's options over their defaults. The options are defined once, in
--- acp_nvim/client/config.py (which validates the whole table when the host starts;
--- wrong keys are reported by their dotted name); their types, defaults and the
--- built-in agents reach Lua through the generated lua/acp/defaults.lua.
+-- acp_nvim/client/config.py; their types, defaults and the built-in agents reach
+-- Lua through the generated lua/acp/defaults.lua. setup() checks every option
+-- against those types before Lua uses one (the windows are drawn before the
+-- Python host answers): all wrong ones are reported at once, by their dotted key,
+-- and Lua goes on with their defaults. The Python host validates the table as
+-- given (M.given) once more, and refuses to start chats until it is right.
 local defaults = require("acp.defaults")
 
 local M = {}
 
----@type acp.Options
+---@type acp.Options the options Lua uses: the defaults under the valid options given
 M.options = vim.deepcopy(defaults.options)
+---@type table the options as given, over the defaults (what the Python host checks)
+M.given = vim.deepcopy(defaults.options)
+---@type string[] what is wrong with the options given, `key: problem` each
+M.problems = {}
 
----@param opts? acp.Options
-function M.set(opts)
-  M.options = vim.tbl_deep_extend("force", vim.deepcopy(defaults.options), opts or {})
+local NAMES = { string = "a string", integer = "an integer", number = "a number", boolean = "a boolean" }
+
+local kind_of
+
+--- A value as it is written in Lua (a table by its kind).
+local function lua_value(value)
+  if type(value) == "table" then
+    return kind_of(value)
+  end
+  return type(value) == "string" and ("'%s'"):format(value) or tostring(value)
 end
 
---- Names for :AcpChat completion.
-function M.agent_names()
+function kind_of(value)
+  if type(value) == "table" then
+    return (vim.islist(value) and next(value)) and "a list" or "a table"
+  end
+  if type(value) == "number" then
+    return value == math.floor(value) and "an integer" or "a number"
+  end
+  return NAMES[type(value)] or type(value)
+end
+
+--- A table where a table of options is expected (an empty one is both).
+local function is_table(value)
+  return type(value) == "table" and not (vim.islist(value) and next(value))
+end
+
+local check
+
+--- The problem with `value` against scalar or bounded `spec`, or nil.
+local function scalar(value, spec)
+  local name = type(spec) == "string" and spec or spec.type
+  local fits = type(value) == (name == "integer" and "number" or name)
+  if name == "integer" and fits then
+    fits = value == math.floor(value)
+  end
+  if not fits then
+    return ("expected %s, got %s"):format(NAMES[name], kind_of(value))
+  end
+  if type(spec) == "table" then
+    for bound, test in pairs({
+      gt = function(b)
+        return value > b
+      end,
+      ge = function(b)
+        return value >= b
+      end,
+      le = function(b)
+        return value <= b
+      end,
+      min_length = function(b)
+        return #value >= b
+      end,
+    }) do
+      if spec[bound] and not test(spec[bound]) then
+        local words = { gt = "> %s", ge = ">= %s", le = "<= %s", min_length = "of length >= %s" }
+        return ("expected %s %s"):format(NAMES[name], words[bound]:format(spec[bound]))
+      end
+    end
+  end
+end
+
+--- Check `value` against `spec` (see defaults.classes) at dotted `key`: the value
+--- with what is wrong inside it left out, or nil when the value itself is wrong.
+--- Each problem is added to `problems` (nil: only tell whether it fits).
+---@return any
+local function report(problems, key, message)
+  if problems then
+    table.insert(problems, ("%s: %s"):format(key, message))
+  end
+end
+
+function check(value, spec, key, problems)
+  local function wrong(message)
+    report(problems, key, message)
+    return nil
+  end
+  if type(spec) == "string" or spec.type then
+    local problem = scalar(value, spec)
+    if problem then
+      return wrong(problem)
+    end
+    return value
+  elseif spec.enum then
+    if vim.tbl_contains(spec.enum, value) then
+      return value
+    end
+    local choices = vim.tbl_map(lua_value, spec.enum)
+    return wrong(("expected %s, got %s"):format(table.concat(choices, " or "), lua_value(value)))
+  elseif spec.any_of then
+    for _, choice in ipairs(spec.any_of) do
+      if check(value, choice, key, nil) ~= nil then
+        return check(value, choice, key, problems)
+      end
+    end
+    local words = vim.tbl_map(function(choice)
+      return choice.class and "a table" or choice.enum and table.concat(vim.tbl_map(lua_value, choice.enum), " or ")
+        or NAMES[type(choice) == "string" and choice or choice.type] or "a list"
+    end, spec.any_of)
+    return wrong(("expected %s, got %s"):format(table.concat(words, " or "), kind_of(value)))
+  elseif spec.list then
+    if type(value) ~= "table" or not vim.islist(value) then
+      return wrong("expected a list, got " .. kind_of(value))
+    elseif spec.min_length and #value < spec.min_length then
+      return wrong(("expected a list of length >= %d"):format(spec.min_length))
+    end
+    for i, item in ipairs(value) do
+      if check(item, spec.list, ("%s[%d]"):format(key, i), problems) == nil then
+        return nil -- the whole list is left out, as Python does
+      end
+    end
+    return value
+  elseif spec.map then
+    if not is_table(value) then
+      return wrong("expected a table, got " .. kind_of(value))
+    end
+    local kept = {}
+    for name, item in pairs(value) do
+      kept[name] = check(item, spec.map, ("%s.%s"):format(key, name), problems)
+    end
+    return kept
+  end
+  local class = defaults.classes[spec.class]
+  if not is_table(value) then
+    return wrong("expected a table, got " .. kind_of(value))
+  end
+  local function at(name)
+    return key == "" and name or ("%s.%s"):format(key, name)
+  end
+  for _, name in ipairs(class.required) do
+    if value[name] == nil then
+      report(problems, at(name), "required")
+      return nil
+    end
+  end
+  local kept = {}
+  for name, item in pairs(value) do
+    local field = class.fields[name]
+    if field then
+      kept[name] = check(item, field, at(name), problems)
+    else
+      report(problems, at(name), "unknown option")
+    end
+  end
+  return kept
+end
+
+--- Every problem with `opts`, and the options Lua can use: the defaults under
+--- the valid ones.
+---@param opts table
+---@return string[] problems, acp.Options options
+function M.check(opts)
+  local problems = {}
+  local valid = check(opts, { class = "acp.Options" }, "", problems) or {}
+  -- Sorted: the report reads the same whatever order pairs() takes.
+  table.sort(problems)
+  local options = vim.tbl_deep_extend("force", vim.deepcopy(defaults.options), valid)
+  local agents = M.agent_names(options)
+  if not vim.tbl_contains(agents, options.default_agent) then
+    table.insert(problems, ("default_agent: unknown agent '%s'"):format(options.default_agent))
+    options.default_agent = defaults.options.default_agent
+  end
+  return problems, options
+end
+
+--- The older names of keys (chat.send_key, chat.send_now_key, hunk_keys: "" maps
+--- none) fill the keys
+--- of `options` that `opts` does not give itself.
+local function resolve_aliases(opts, options)
+  local given = opts.keys or {}
+  local function set(where, name, value)
+    if (given[where] or {})[name] == nil and value ~= nil then
+      options.keys[where][name] = value ~= "" and value
+    end
+  end
+  set("input", "send_insert", (opts.chat or {}).send_key)
+  set("input", "send_now", (opts.chat or {}).send_now_key)
+  local hunk = opts.hunk_keys
+  for _, action in ipairs({ "accept", "reject", "reject_why", "preview", "next", "prev" }) do
+    set("review", "hunk_" .. action, hunk == false and "" or (type(hunk) == "table" and hunk[action] or nil))
+  end
+end
+
+--- Take the options given to setup(). Returns what is wrong with them (each
+--- `key: problem`); Lua then uses the defaults of those keys.
+---@param opts? acp.Options
+---@return string[]
+function M.set(opts)
+  opts = opts or {}
+  local problems, options = M.check(opts)
+  local valid = options
+  resolve_aliases(check(opts, { class = "acp.Options" }, "", nil) or {}, valid)
+  M.options, M.problems = valid, problems
+  M.given = vim.tbl_deep_extend("force", vim.deepcopy(defaults.options), opts)
+  return problems
+end
+
+--- One line naming every problem: "invalid option k: …" or "invalid options: …".
+---@param problems string[]
+---@return string
+function M.summary(problems)
+  if #problems == 1 then
+    return "invalid option " .. problems[1]
+  end
+  return "invalid options: " .. table.concat(problems, "; ")
+end
+
+--- Names for :AcpChat completion: the built-in agents and the configured ones.
+---@param options? acp.Options default: the options in use
+function M.agent_names(options)
   local names = vim.deepcopy(defaults.agents)
-  for name in pairs(M.options.agents or {}) do
+  for name in pairs((options or M.options).agents or {}) do
     if not vim.tbl_contains(names, name) then
       table.insert(names, name)
     end

@@ -35,14 +35,78 @@ local M = {}
 ---@field outside? "ask"|"allow"|"deny" a read or write outside the session's directory and `roots`: ask in the chat, allow, or deny (the agent gets an error)
 ---@field roots? string[] more directories agents may use like the session's own (absolute or ~/...)
 
---- Keys mapped in buffers while they hold open agent hunks ("" leaves one unmapped).
+--- Keys of the chat in Normal mode: the transcript's, and the input's too where said.
+---@class (exact) acp.ChatKeys
+---@field hide? string|false hide the chat (both windows)
+---@field cancel? string|false cancel the turn (both windows, Insert mode too)
+---@field open? string|false on a permission prompt: pick an answer; on a location or a diff row: open the file there; on a terminal: open it
+---@field help? string|false show the chat's keys
+---@field next_turn? string|false go to your next prompt
+---@field prev_turn? string|false go to your previous prompt
+---@field next_tool? string|false go to the next tool call
+---@field prev_tool? string|false go to the previous tool call
+---@field review? string|false open the review of the agent's changes (|:AcpReview|)
+---@field accept_all? string|false accept every open change of the chat
+---@field reject_all? string|false reject every open change of the chat
+
+--- Keys of the chat's input.
+---@class (exact) acp.InputKeys
+---@field send? string|false send the input (Normal mode)
+---@field send_insert? string|false send the input from Insert mode (and Normal mode)
+---@field send_now? string|false send the input now, in Insert and Normal mode: into the running turn where the agent steers, else the turn is cancelled and it goes first (see |acp-steer|)
+---@field prev_prompt? string|false on the first line: the previous prompt of the history (Normal and Insert mode)
+---@field next_prompt? string|false on the last line: the next prompt of the history, then what you were typing
+
+--- Keys that answer a permission prompt while it waits: in the transcript, and
+---@class (exact) acp.PermissionKeys
+---@field allow_once? string|false allow once (transcript)
+---@field allow_always? string|false allow always (transcript)
+---@field reject_once? string|false reject once (transcript)
+---@field reject_always? string|false reject always (transcript)
+---@field reject_why? string|false reject, and the reason you type goes to the agent (transcript)
+---@field buffer_allow_once? string|false allow once (input, previewed file)
+---@field buffer_allow_always? string|false allow always (input, previewed file)
+---@field buffer_reject_once? string|false reject once (input, previewed file)
+---@field buffer_reject_always? string|false reject always (input, previewed file)
+
+--- Keys of the review: in the |:AcpReview| buffer, and (`hunk_`) in a file's
+---@class (exact) acp.ReviewKeys
+---@field accept? string|false accept the hunk (or file) at the cursor
+---@field reject? string|false reject the hunk (or file) at the cursor
+---@field accept_all? string|false accept every open hunk
+---@field reject_all? string|false reject every open hunk
+---@field next? string|false go to the next hunk
+---@field prev? string|false go to the previous hunk
+---@field open? string|false open the file at the hunk
+---@field close? string|false close the review (and the |:AcpDiff| baseline)
+---@field hunk_accept? string|false accept the agent hunk under the cursor
+---@field hunk_reject? string|false reject it: its text before the turn comes back (one undo step, saved)
+---@field hunk_reject_why? string|false reject it and say why: the reason you type goes to the agent at once
+---@field hunk_preview? string|false show the hunk's diff in a floating window
+---@field hunk_next? string|false go to the next agent hunk
+---@field hunk_prev? string|false go to the previous agent hunk
+
+--- Keys for the prompts waiting to be sent (|acp-queue|), in both chat windows.
+---@class (exact) acp.QueueKeys
+---@field pick? string|false pick a queued prompt to edit or remove (|:AcpQueue|)
+---@field edit_last? string|false the last queued prompt back into the input, no longer queued
+
+--- Every key the plugin maps, by where it is mapped (see |acp-keys|).
+---@class (exact) acp.Keys
+---@field chat? acp.ChatKeys the chat's windows
+---@field input? acp.InputKeys the chat's input
+---@field permission? acp.PermissionKeys answers to a permission prompt
+---@field review? acp.ReviewKeys the review buffer and agent hunks in files
+---@field queue? acp.QueueKeys queued prompts
+
+--- The older name of the `hunk_` keys of |acp-option-keys.review| ("" maps none).
 ---@class (exact) acp.HunkKeys
----@field accept? string accept the agent hunk under the cursor
----@field reject? string reject it: its text before the turn comes back (one undo step, saved)
----@field reject_why? string reject it and say why: the reason you type goes to the agent at once
----@field preview? string show the hunk's diff in a floating window
----@field next? string go to the next agent hunk
----@field prev? string go to the previous agent hunk
+---@field accept? string `keys.review.hunk_accept`
+---@field reject? string `keys.review.hunk_reject`
+---@field reject_why? string `keys.review.hunk_reject_why`
+---@field preview? string `keys.review.hunk_preview`
+---@field next? string `keys.review.hunk_next`
+---@field prev? string `keys.review.hunk_prev`
 
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions
@@ -54,8 +118,8 @@ local M = {}
 ---@field min_height? integer lines the height is never below (wins over max_height)
 ---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
----@field send_key? string sends the input in Insert and Normal mode (`<CR>` sends in Normal mode too); "" maps none
----@field send_now_key? string sends the input now, in Insert and Normal mode: into the running turn where the agent steers, else the turn is cancelled and it goes first (see |acp-steer|); "" maps none
+---@field send_key? string the older name of |acp-option-keys.input.send_insert| ("" maps none); `keys.input.send_insert` wins when both are given
+---@field send_now_key? string the older name of |acp-option-keys.input.send_now| ("" maps none); `keys.input.send_now` wins when both are given
 
 --- How long to wait for an agent before giving up on it (seconds).
 ---@class (exact) acp.TimeoutOptions
@@ -80,7 +144,8 @@ local M = {}
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
 ---@field roots? string[] more directories every chat's agent works in beside its own (absolute or ~/...): told to agents that take them, read and written without asking, covered by the review and `@` completion (see |acp-workspaces|)
 ---@field diff_preview? "inline"|"split"|false show an edit waiting for permission in its file: inline (removed lines marked, added lines as virtual lines), side by side in a diff split, or not (see |acp-preview|)
----@field hunk_keys? acp.HunkKeys|false keys for the agent hunks in a file (see |acp-hunks|); false maps none
+---@field keys? acp.Keys the keys the plugin maps, each an lhs or false (see |acp-keys|)
+---@field hunk_keys? acp.HunkKeys|false the older name of the `hunk_` keys of |acp-option-keys.review| (false: none)
 ---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
 ---@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
@@ -105,14 +170,60 @@ M.options = {
   },
   roots = {},
   diff_preview = "inline",
-  hunk_keys = {
-    accept = "<localleader>a",
-    reject = "<localleader>r",
-    reject_why = "<localleader>R",
-    preview = "<localleader>p",
-    next = "]h",
-    prev = "[h",
+  keys = {
+    chat = {
+      hide = "q",
+      cancel = "<C-c>",
+      open = "<CR>",
+      help = "?",
+      next_turn = "]]",
+      prev_turn = "[[",
+      next_tool = "]t",
+      prev_tool = "[t",
+      review = "<localleader>v",
+      accept_all = "<localleader>A",
+      reject_all = "<localleader>R",
+    },
+    input = {
+      send = "<CR>",
+      send_insert = "<C-s>",
+      send_now = "<M-CR>",
+      prev_prompt = "<Up>",
+      next_prompt = "<Down>",
+    },
+    permission = {
+      allow_once = "a",
+      allow_always = "A",
+      reject_once = "r",
+      reject_always = "R",
+      reject_why = "?",
+      buffer_allow_once = "<localleader>y",
+      buffer_allow_always = false,
+      buffer_reject_once = "<localleader>n",
+      buffer_reject_always = false,
+    },
+    review = {
+      accept = "a",
+      reject = "r",
+      accept_all = "A",
+      reject_all = "R",
+      next = "]c",
+      prev = "[c",
+      open = "<CR>",
+      close = "q",
+      hunk_accept = "<localleader>a",
+      hunk_reject = "<localleader>r",
+      hunk_reject_why = "<localleader>R",
+      hunk_preview = "<localleader>p",
+      hunk_next = "]h",
+      hunk_prev = "[h",
+    },
+    queue = {
+      pick = "<localleader>q",
+      edit_last = "<localleader>e",
+    },
   },
+  hunk_keys = nil,
   editor_mcp = true,
   mcp_servers = {},
   follow_agent = false,
@@ -128,8 +239,8 @@ M.options = {
     min_height = 10,
     max_height = 40,
     input_height = 5,
-    send_key = "<C-s>",
-    send_now_key = "<M-CR>",
+    send_key = nil,
+    send_now_key = nil,
   },
   timeouts = {
     start = 30.0,
@@ -141,6 +252,149 @@ M.options = {
     path = nil,
     max_age_days = nil,
   },
+}
+
+--- What setup() checks before Lua uses an option (lua/acp/config.lua): each
+--- class's required keys and the type of each field.
+M.classes = {
+  ["acp.EditorMcpOptions"] = { required = {}, fields = {
+    tools = { list = { enum = { "list_buffers", "read_buffer", "get_selection", "get_diagnostics", "lsp_definition", "lsp_references", "lsp_hover", "lsp_symbols", "edit_buffer", "write_file", "run_command", "open_file" } } },
+  } },
+  ["acp.McpServerSpec"] = { required = {}, fields = {
+    type = { enum = { "stdio", "http" } },
+    command = "string",
+    args = { list = "string" },
+    env = { map = "string" },
+    url = "string",
+    headers = { map = "string" },
+  } },
+  ["acp.AgentSpec"] = { required = { "cmd" }, fields = {
+    cmd = { list = "string", min_length = 1 },
+    env = { map = "string" },
+    cwd = "string",
+    missing_file_as_empty = "boolean",
+    mode = "string",
+    model = "string",
+    config_options = { map = { any_of = { "string", "boolean" } } },
+    editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },
+    mcp_servers = { map = { class = "acp.McpServerSpec" } },
+    history = "boolean",
+    roots = { list = "string" },
+  } },
+  ["acp.FileAccessOptions"] = { required = {}, fields = {
+    outside = { enum = { "ask", "allow", "deny" } },
+    roots = { list = "string" },
+  } },
+  ["acp.ChatKeys"] = { required = {}, fields = {
+    hide = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    cancel = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    open = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    help = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    next_turn = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    prev_turn = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    next_tool = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    prev_tool = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    review = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    accept_all = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_all = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+  } },
+  ["acp.InputKeys"] = { required = {}, fields = {
+    send = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    send_insert = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    send_now = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    prev_prompt = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    next_prompt = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+  } },
+  ["acp.PermissionKeys"] = { required = {}, fields = {
+    allow_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    allow_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_why = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    buffer_allow_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    buffer_allow_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    buffer_reject_once = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    buffer_reject_always = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+  } },
+  ["acp.ReviewKeys"] = { required = {}, fields = {
+    accept = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    accept_all = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    reject_all = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    next = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    prev = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    open = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    close = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_accept = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_reject = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_reject_why = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_preview = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_next = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    hunk_prev = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+  } },
+  ["acp.QueueKeys"] = { required = {}, fields = {
+    pick = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+    edit_last = { any_of = { { type = "string", min_length = 1 }, { enum = { false } } } },
+  } },
+  ["acp.Keys"] = { required = {}, fields = {
+    chat = { class = "acp.ChatKeys" },
+    input = { class = "acp.InputKeys" },
+    permission = { class = "acp.PermissionKeys" },
+    review = { class = "acp.ReviewKeys" },
+    queue = { class = "acp.QueueKeys" },
+  } },
+  ["acp.HunkKeys"] = { required = {}, fields = {
+    accept = "string",
+    reject = "string",
+    reject_why = "string",
+    preview = "string",
+    next = "string",
+    prev = "string",
+  } },
+  ["acp.ChatOptions"] = { required = {}, fields = {
+    position = { enum = { "right", "left", "bottom", "float", "tab" } },
+    width = { type = "number", gt = 0 },
+    min_width = { type = "integer", ge = 1 },
+    max_width = { type = "integer", ge = 1 },
+    height = { type = "number", gt = 0 },
+    min_height = { type = "integer", ge = 1 },
+    max_height = { type = "integer", ge = 1 },
+    input_height = { type = "integer", ge = 1 },
+    send_key = "string",
+    send_now_key = "string",
+  } },
+  ["acp.TimeoutOptions"] = { required = {}, fields = {
+    start = { type = "number", gt = 0 },
+    cancel = { type = "number", gt = 0 },
+    lsp = { type = "number", gt = 0 },
+  } },
+  ["acp.HistoryOptions"] = { required = {}, fields = {
+    enabled = "boolean",
+    path = "string",
+    max_age_days = { type = "number", gt = 0 },
+  } },
+  ["acp.Options"] = { required = {}, fields = {
+    agents = { map = { class = "acp.AgentSpec" } },
+    default_agent = "string",
+    protocol_version = { enum = { 1, 2 } },
+    permission_policy = { enum = { "ask", "allow_reads", "allow_all" } },
+    auto_save = "boolean",
+    save_events = { enum = { "post", "none" } },
+    fs_access = { class = "acp.FileAccessOptions" },
+    roots = { list = "string" },
+    diff_preview = { enum = { "inline", "split", false } },
+    keys = { class = "acp.Keys" },
+    hunk_keys = { any_of = { { class = "acp.HunkKeys" }, { enum = { false } } } },
+    editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },
+    mcp_servers = { map = { class = "acp.McpServerSpec" } },
+    follow_agent = "boolean",
+    python = "string",
+    host = { enum = { "job", "rplugin" } },
+    log_lines = { type = "integer", ge = 100, le = 1000000 },
+    chat = { class = "acp.ChatOptions" },
+    timeouts = { class = "acp.TimeoutOptions" },
+    history = { class = "acp.HistoryOptions" },
+  } },
 }
 
 --- Agents usable without configuration.

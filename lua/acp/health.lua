@@ -34,7 +34,7 @@ function M.check()
   end
   local path = vim.env.PYTHONPATH
   local result = vim.system({ python, "-m", "acp_nvim.health" }, {
-    stdin = vim.json.encode(config.options),
+    stdin = vim.json.encode(config.given),
     env = { PYTHONPATH = path and (util.root() .. ":" .. path) or util.root() },
     text = true,
   }):wait(20000)
@@ -71,16 +71,19 @@ function M.check()
   end
 
   health.start("Options")
-  if report.config_error == vim.NIL then
+  if #report.config_errors == 0 then
     health.ok("options are valid; default agent: " .. report.default_agent)
-  else
-    health.error("invalid option " .. report.config_error)
+  end
+  for _, problem in ipairs(report.config_errors) do
+    health.error("invalid option " .. problem)
   end
 
   health.start("Agents")
   for name, agent in pairs(report.agents) do
     local cmd = table.concat(agent.cmd, " ")
-    if agent.found ~= vim.NIL then
+    if agent.found ~= vim.NIL and agent.fetched_by ~= vim.NIL then
+      health.info(("%s: %s (%s fetches the agent when it starts: not checked here)"):format(name, cmd, agent.fetched_by))
+    elseif agent.found ~= vim.NIL then
       health.ok(("%s: %s"):format(name, cmd))
     elseif agent.configured or name == report.default_agent then
       health.error(("%s: %q is not installed or not on PATH"):format(name, agent.cmd[1]))

@@ -15,13 +15,18 @@ local function chat_module()
   return require("acp.chat")
 end
 
---- Configure the plugin (options are validated by the Python side when it starts).
+--- Configure the plugin. Every wrong option is reported at once, by its dotted
+--- key, and its default is used until it is right (the Python side refuses to
+--- start chats meanwhile).
 ---@param opts? acp.Options
 function M.setup(opts)
   if opts ~= nil and type(opts) ~= "table" then
     util.user_error("setup() takes a table of options")
   end
-  config.set(opts)
+  local problems = config.set(opts)
+  if #problems > 0 then
+    util.notify(config.summary(problems))
+  end
   highlights.setup()
   host.reconfigure()
 end
@@ -53,14 +58,10 @@ function M.open(opts)
   return chat_module().open(opts or {}).id
 end
 
---- Hide the current chat's windows when the current tab page shows them, else
---- show the chat (opening one when there is none), like |:AcpChat|.
+--- Hide the chats the current tab page shows; else show the chats hidden so
+--- last, else the chat (opening one when there is none), like |:AcpChat|.
 function M.toggle()
-  local chat = registry.get()
-  local layout = require("acp.chat.layout")
-  if chat and layout.shown(chat) then
-    layout.hide(chat)
-  else
+  if not chat_module().toggle() then
     M.open()
   end
 end

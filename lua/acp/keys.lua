@@ -1,8 +1,62 @@
--- Buffer-local normal-mode keys that come and go with what they act on (a
--- permission preview, agent hunks) in the user's own buffers: a buffer-local
--- mapping the buffer had for the same key is put back when ours goes.
+-- The keys of the `keys` option (|acp-keys|), mapped where they act: M.map for
+-- the plugin's own buffers; M.set and M.clear for keys that come and go with what
+-- they act on (a permission prompt, a preview, agent hunks), putting back a
+-- buffer-local mapping the buffer had for the same key when ours goes.
 local M = {}
 local api = vim.api
+
+--- The lhs of key `name` of table `where` of the `keys` option; nil when the
+--- user turned it off (false).
+---@param where "chat"|"input"|"permission"|"review"|"queue"
+---@param name string
+---@return string?
+function M.lhs(where, name)
+  return require("acp.config").options.keys[where][name] or nil
+end
+
+--- Map key `name` of table `where` in `buf` (nothing when it is off).
+---@param buf integer
+---@param modes string|string[]
+---@param where "chat"|"input"|"permission"|"review"|"queue"
+---@param name string
+---@param fn function
+---@param desc string
+function M.map(buf, modes, where, name, fn, desc)
+  local lhs = M.lhs(where, name)
+  if lhs then
+    vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, desc = "acp: " .. desc })
+  end
+end
+
+--- How to type `lhs` (`<localleader>y` is `\y` unless set otherwise).
+---@param lhs string
+---@return string
+function M.typed(lhs)
+  return vim.fn.keytrans(vim.keycode(lhs))
+end
+
+--- The keys that answer a permission prompt's `options` in a buffer you type in
+--- (the `buffer_` keys of keys.permission, by option kind), each calling
+--- `answer(option)`, and a hint naming them (`\y Allow once · \n Reject`).
+---@param options {name: string, kind?: string}[]
+---@param answer fun(option: table)
+---@return table<string, {[1]: function, [2]: string}> map, string hint
+function M.prompt_keys(options, answer)
+  local map, hint = {}, {}
+  for _, option in ipairs(options or {}) do
+    local lhs = option.kind and M.lhs("permission", "buffer_" .. option.kind)
+    if lhs and not map[lhs] then
+      map[lhs] = {
+        function()
+          answer(option)
+        end,
+        "acp: answer the permission prompt: " .. option.name,
+      }
+      table.insert(hint, ("%s %s"):format(M.typed(lhs), option.name))
+    end
+  end
+  return map, table.concat(hint, " · ")
+end
 
 ---@type table<integer, table<string, table<string, table|false>>> buf -> owner -> lhs -> the buffer's own mapping
 local owned = {}

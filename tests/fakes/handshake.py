@@ -140,6 +140,7 @@ class Agent:
         self.authenticated = False
         self.version = 1  # 2 where the client offers it and the scenario speaks it
         self.turns = 0
+        self.prompted = SESSION  # what a turn says goes to the session prompted
         self.calls: list[list[Any]] = []  # [method, params] of the RECORDED methods
         handlers: dict[str, Callable[[Params], Awaitable[Params]]] = {
             "initialize": self.initialize,
@@ -238,6 +239,7 @@ class Agent:
 
     async def prompt(self, params: Params) -> Params:
         prompt = Prompt(params["prompt"][0]["text"], params["prompt"], params["sessionId"])
+        self.prompted = prompt.session
         if self.version == 1:
             return {"stopReason": await self.scenario.turn(self, prompt) or "end_turn"}
         # v2: the prompt is only accepted; the turn reports itself and ends idle.
@@ -255,17 +257,18 @@ class Agent:
         await self.c.notify("session/update", {"sessionId": session, "update": update})
 
     async def say(
-        self, text: str, kind: str = "agent_message_chunk", session: str = SESSION
+        self, text: str, kind: str = "agent_message_chunk", session: str | None = None
     ) -> None:
-        """A text chunk (a message of this turn's id over v2)."""
+        """A text chunk (a message of this turn's id over v2), to ``session`` (default:
+        the one prompted last)."""
         update: Params = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
         if self.version == 2:
             update["messageId"] = f"m{self.turns}"
-        await self.update(update, session)
+        await self.update(update, session or self.prompted)
 
     async def result(self, value: Any) -> None:
         """Say ``RESULT <json>``, the line the scripted scenarios answer with."""
-        await self.say("RESULT " + json.dumps(value) + "\n")
+        await self.say("RESULT " + json.dumps(value) + "\n\n")  # a paragraph each
 
 
 def v2_login(method: Params) -> Params:

@@ -37,6 +37,32 @@ def test_streamed_reply_appears_in_transcript(editor: Editor, version: int) -> N
 
 
 @pytest.mark.parametrize("version", [1, 2])
+def test_soft_line_breaks_of_a_reply_join_and_hard_ones_stay(editor: Editor, version: int) -> None:
+    # Streamed a character at a time: each newline comes before the line it breaks to.
+    editor.setup(
+        agents={"fake": editor.fake_agent("trickle")}, default_agent="fake", protocol_version=version
+    )
+    editor.open_chat()
+    said = "Run `git\nstatus` and\n  read it:\n- one\n- two\n\n```\na\nb\n```\nend\n42"
+    editor.lua("require('acp').send(...)", said)
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    reply = lines[lines.index("## Agent") + 1 :]
+    assert reply[:9] == [
+        "Run `git status` and read it:",
+        "- one",
+        "- two",
+        "",
+        "```",
+        "a",
+        "b",
+        "```",
+        "end",  # the last line's digits came with no more text: a hard break
+    ]
+    assert reply[9] == "42"
+
+
+@pytest.mark.parametrize("version", [1, 2])
 def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor: Editor, version: int
 ) -> None:
@@ -356,13 +382,28 @@ def test_protocol_log_shows_both_directions_and_the_agents_stderr(editor: Editor
 
 
 def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
-    editor.setup(agents={"ghost": {"cmd": ["no-such-agent-binary"]}})
+    bin_dir = editor.tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npx").write_text("#!/bin/sh\n")
+    (bin_dir / "npx").chmod(0o755)
+    editor.setup(
+        agents={
+            "ghost": {"cmd": ["no-such-agent-binary"]},
+            "fetched": {"cmd": ["npx", "-y", "some-agent@1.0"], "env": {"PATH": str(bin_dir)}},
+        }
+    )
     editor.nvim.command("checkhealth acp")
     text = "\n".join(editor.nvim.current.buffer[:])
     assert "OK Neovim" in text
     assert "OK msgspec" in text and "OK anyio" in text
     assert "OK options are valid; default agent: demo" in text
     assert 'ERROR ghost: "no-such-agent-binary" is not installed' in text
+    # A launcher found is not the agent found: npx downloads it when it starts.
+    assert (
+        "fetched: npx -y some-agent@1.0 (npx fetches the agent when it starts: not checked here)"
+        in text
+    )
+    assert "OK fetched" not in text
 
 
 def test_on_windows_checkhealth_and_acpchat_say_it_is_unix_only(editor: Editor) -> None:

@@ -152,8 +152,8 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     chats = editor.lua("return require('acp').chats()")
     here = {"cwd": str(editor.tmp / "project"), "waiting": 0}  # and no worktree
     assert chats == [
-        {"id": first, "agent": "one", "title": "fake #1", "state": "ready", "permissions": 0, **here},
-        {"id": second, "agent": "two", "title": "fake #2", "state": "ready", "permissions": 0, **here},
+        {"id": first, "agent": "one", "title": "one #1", "state": "ready", "permissions": 0, **here},
+        {"id": second, "agent": "two", "title": "two #2", "state": "ready", "permissions": 0, **here},
     ]
 
     # Rename the first chat, then switch to it from the picker.
@@ -161,9 +161,9 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     editor.nvim.command("AcpChats")
     asked = editor.lua("return _G.asked")
     assert asked[0]["prompt"] == "Chats"
-    assert asked[0]["items"] == ["one · fake #1 · ready", "two · fake #2 · ready"]
+    assert asked[0]["items"] == ["one · one #1 · ready", "two · two #2 · ready"]
     assert asked[1]["items"] == ["switch", "close", "rename"]
-    assert asked[2] == {"prompt": "Name: ", "default": "fake #1"}
+    assert asked[2] == {"prompt": "Name: ", "default": "one #1"}
     editor.nvim.command("AcpChats")
     assert editor.lua("return _G.asked")[3]["items"][0] == "one · work · ready"
     assert editor.lua("return require('acp').status().chat") == first
@@ -196,7 +196,7 @@ def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
         "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
     )
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
-    assert notice.startswith("acp: mine asks permission: ")
+    assert notice.startswith('acp: asker in "mine" asks permission: ')
     chats = editor.lua("return require('acp').chats()")
     assert chats[0]["title"] == "mine" and chats[0]["permissions"] == 1
     editor.lua(STUB_UI)
@@ -238,3 +238,28 @@ def test_switching_to_a_hidden_chat_from_the_picker_shows_it_in_the_windows(
     editor.lua("require('acp').send('back to one')")
     editor.wait_event("AcpTurnEnd")
     assert "echo: back to one" in editor.transcript_text()
+
+
+def test_a_chat_is_named_by_its_configured_agent(editor: Editor) -> None:
+    from acp_nvim.client.config import builtin_agents
+
+    demo = builtin_agents()["demo"]
+    editor.setup(agents={"demo2": {"cmd": demo.cmd, "env": demo.env}})
+    status = editor.open_chat("demo2")
+    assert status["agent_title"] == "Demo agent"  # the agent's own name for itself
+    [chat] = editor.lua("return require('acp').chats()")
+    assert chat["title"] == "demo2 #1"
+    winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
+    assert "demo2" in winbar and "Demo agent" not in winbar
+
+
+def test_acpchat_after_closing_the_shown_chat_shows_a_hidden_one(editor: Editor) -> None:
+    editor.setup()
+    first = editor.open_chat()["chat"]
+    editor.nvim.command("AcpChat!")  # a new session takes the windows; the first hides
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.nvim.command("AcpClose")
+    editor.nvim.command("AcpChat")
+    assert editor.lua("return require('acp').status().chat") == first
+    assert shown(editor, first)
+    assert len(editor.events("AcpSessionReady")) == 2  # no new session

@@ -95,6 +95,16 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> 
 
 
 @VERSIONS
+def test_a_mention_as_the_first_word_attaches_too(editor: Editor, version: int) -> None:
+    (editor.tmp / "project" / "a.txt").write_text("a\n")
+    (editor.tmp / "project" / "b.txt").write_text("b\n")
+    open_with(editor, "blocks", version)
+    editor.lua("require('acp').send('@a.txt x @b.txt')")
+    links = [block["name"] for block in blocks(editor)[1:]]
+    assert links == ["a.txt", "b.txt"]
+
+
+@VERSIONS
 def test_diagnostics_and_the_lua_context_option(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "d.py"
     path.write_text("import os\n")
@@ -287,6 +297,23 @@ def test_usage_and_title_show_in_the_winbar_status_and_statusline(
     assert editor.lua("return require('acp').statusline()").startswith("acp demo · ready")
 
 
+def test_state_and_agent_survive_a_narrow_winbar(editor: Editor) -> None:
+    editor.setup(chat={"width": 40})
+    editor.open_chat()
+    editor.lua("require('acp').send('tell me about lua and a title long enough to cut')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("require('acp').status().usage ~= nil")
+    shown = editor.lua(
+        """
+        local win = vim.fn.bufwinid(require('acp').status().transcript_buf)
+        assert(vim.api.nvim_win_get_width(win) == 40)
+        return vim.api.nvim_eval_statusline(vim.wo[win].winbar, {winid = win, use_winbar = true}).str
+        """
+    )
+    assert shown.startswith(" ready · demo"), shown
+    assert "$0.00" not in shown and "tell me about lua" in shown  # the middle gives way first
+
+
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()
@@ -310,3 +337,23 @@ def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
         status["input_buf"],
     )
     assert labels == {"blink": ["/help", "/explain"], "cmp": ["/help", "/explain"]}
+
+
+def test_completion_opened_as_you_type_inserts_nothing_you_did_not_choose(
+    editor: Editor,
+) -> None:
+    (editor.tmp / "project" / "sample.py").write_text("s\n")
+    editor.setup()
+    status = editor.open_chat()
+    editor.wait("#(require('acp').status().commands or {}) > 0")
+    editor.nvim.command(f"call win_gotoid(bufwinid({status['input_buf']}))")
+    editor.nvim.input("ilook at @")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on @")
+    editor.nvim.input("sam")
+    editor.wait("vim.api.nvim_get_current_line():find('sam') ~= nil")
+    assert editor.nvim.current.line == "look at @sam"
+    editor.nvim.input("<Esc>ggdGi/")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on /")
+    editor.nvim.input("e")
+    editor.wait("vim.api.nvim_get_current_line():find('e') ~= nil")
+    assert editor.nvim.current.line == "/e"

@@ -62,13 +62,13 @@ def test_a_form_asks_each_field_and_the_agent_gets_the_values(editor: Editor, ve
     ]
     assert 'CAPS {"form": {}, "url": {}}' in editor.transcript_text()
     asked = editor.lua("return _G.asked")
-    assert asked[0] == {"prompt": "fake #1 asks: How should I refactor?", "items": ["answer", "decline"]}
+    assert asked[0] == {"prompt": "fake in chat #1 asks: How should I refactor?", "items": ["answer", "decline"]}
     assert asked[1] == {"prompt": "strategy (required)", "items": ["Conservative", "Aggressive"]}
     assert asked[2] == {"prompt": "Files: ", "default": "2"}
     assert asked[3] == {"prompt": "Files: ", "default": "2"}  # asked again
     assert asked[4] == {"prompt": "Branch (required): "}
     assert asked[6]["prompt"] == (
-        "fake #1: send strategy = bold; Files = 3; Branch = topic; Dry run = true?"
+        "fake in chat #1: send strategy = bold; Files = 3; Branch = topic; Dry run = true?"
     )
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert "acp: Files: a whole number expected" in notices
@@ -101,7 +101,7 @@ def test_a_url_shows_its_host_and_opens_only_when_asked(editor: Editor, version:
     assert editor.lua("return _G.opened") == []
     asked = editor.lua("return _G.asked")[0]
     assert asked["items"] == ["open auth.example.com", "decline"]
-    assert asked["prompt"] == f"fake #1 asks: Log in\nOpen {url} (host auth.example.com)?"
+    assert asked["prompt"] == f"fake in chat #1 asks: Log in\nOpen {url} (host auth.example.com)?"
 
     editor.lua(STUB_UI, 1)  # open
     assert run(editor, [create, {"complete": "e1"}, {"complete": "unknown"}], turn=2)[-1] == {
@@ -124,7 +124,7 @@ def test_a_hidden_chat_notifies_and_asks_when_shown(editor: Editor) -> None:
         "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks:', 1, true) end)"
     )
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
-    assert notice == "acp: fake #1 asks: How should I refactor? (open the chat to answer)"
+    assert notice == "acp: fake in chat #1 asks: How should I refactor? (open the chat to answer)"
     assert editor.lua("return _G.asked") == []
     editor.nvim.command("AcpChat")
     editor.wait_event("AcpTurnEnd")
@@ -153,4 +153,4 @@ def test_only_web_addresses_are_offered_to_open(editor: Editor) -> None:
     assert run(editor, [{"create": create}]) == [{"action": "decline"}]
     assert editor.lua("return _G.asked") == [] and editor.lua("return _G.opened") == []
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
-    assert notice == "acp: fake #1 asks to open file:///etc/passwd: not a web address, declined"
+    assert notice == "acp: fake in chat #1 asks to open file:///etc/passwd: not a web address, declined"

@@ -243,7 +243,7 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     editor.lua("require('acp').cancel()")  # the held turn ends; the one left goes
     editor.wait_event("AcpTurnEnd", count=2)
     text = editor.transcript_text()
-    assert "echo: second\nline two" in text and "echo: first" not in text
+    assert "echo: second line two" in text and "echo: first" not in text  # a soft break
     assert queue_shown(editor) == []
 
 
@@ -369,3 +369,34 @@ def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
     text = editor.transcript_text()
     assert text.index("about to crash") < text.index("echo: are you back")
     assert "A new session begins" in text  # the fake offers no resume over v1
+
+
+def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
+    def demo_pids() -> list[int]:
+        return [
+            pid
+            for pid in editor.agent_pids()
+            if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+
+    editor.setup()
+    first = editor.open_chat()["chat"]
+    editor.nvim.command("AcpChat!")  # a second session on the same process
+    editor.wait_event("AcpSessionReady", count=2)
+    [old] = demo_pids()
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=4)
+    assert editor.events("AcpError") == []  # not shown as a crash anywhere
+    assert wait_gone([old]) == []
+    [new] = demo_pids()
+    assert new != old
+    first_text = editor.lua(
+        "local c = require('acp.chat.registry').chats[...]"
+        " return table.concat(vim.api.nvim_buf_get_lines(c.transcript, 0, -1, false), '\\n')",
+        first,
+    )
+    assert "demo restarted from chat #2: this chat goes on with it" in first_text
+    assert "exited" not in first_text
+    editor.lua("require('acp.chat').send(require('acp.chat.registry').chats[...], 'still here')", first)
+    editor.wait_event("AcpTurnEnd")
+    assert editor.lua("return require('acp.chat.registry').chats[...].status.state", first) == "ready"

@@ -48,6 +48,11 @@ def test_fork_opens_a_chat_that_continues_the_session(editor: Editor, version: i
     )
     assert editor.lua("return #require('acp').chats()") == 2
     assert editor.lua("return #vim.fn.win_findbuf(require('acp').status().transcript_buf)") == 1
+    # It opens at its end, where the conversation goes on.
+    assert editor.lua(
+        "local buf = require('acp').status().transcript_buf"
+        " return vim.api.nvim_win_get_cursor(vim.fn.bufwinid(buf))[1] == vim.api.nvim_buf_line_count(buf)"
+    )
 
     # On the wire: session/fork named the parent's session and the session's directory.
     editor.lua("require('acp').send('calls')")

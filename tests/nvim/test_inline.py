@@ -9,13 +9,17 @@ from typing import Any
 
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines, run, start
+from tests.nvim.test_permissions import STUB_SELECT
 
 # The default hunk keys, as typed (<localleader> is "\" unless set).
 REJECT, ACCEPT = "\\r", "\\a"
+# The default keys that answer a permission prompt in a file (keys.permission.buffer_*).
+ALLOW, DENY = "\\y", "\\n"
 
 
 def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
-    """Our extmarks in `buf`: {row, end_row, line_hl, virt_lines (texts)}."""
+    """Our extmarks in `buf`: {row, end_row, line_hl, virt_lines (texts)}; not the
+    keys' hint (see prompt_hint)."""
     return list(
         editor.lua(
             """
@@ -24,10 +28,12 @@ def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
             local out = {}
             for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {details = true})) do
               local d = m[4]
-              table.insert(out, {
-                row = m[2], end_row = d.end_row or m[2], line_hl = d.line_hl_group or '',
-                virt_lines = vim.tbl_map(function(l) return l[1][1] end, d.virt_lines or {}),
-              })
+              if not d.virt_text then
+                table.insert(out, {
+                  row = m[2], end_row = d.end_row or m[2], line_hl = d.line_hl_group or '',
+                  virt_lines = vim.tbl_map(function(l) return l[1][1] end, d.virt_lines or {}),
+                })
+              end
             end
             return out
             """,
@@ -35,6 +41,30 @@ def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
             namespace,
         )
     )
+
+
+def prompt_hint(editor: Editor, buf: int) -> list[Any]:
+    """The preview's virtual text naming the keys that answer: [row, text]s."""
+    return list(
+        editor.lua(
+            """
+            local buf = ...
+            local ns = vim.api.nvim_get_namespaces()['acp.preview']
+            local out = {}
+            for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, {details = true})) do
+              if m[4].virt_text then
+                table.insert(out, {m[2], m[4].virt_text[1][1]})
+              end
+            end
+            return out
+            """,
+            buf,
+        )
+    )
+
+
+def pending_prompts(editor: Editor) -> int:
+    return int(editor.lua("return #(require('acp.chat.registry').get().prompts or {})"))
 
 
 def ask(editor: Editor, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -61,7 +91,7 @@ def focus(editor: Editor, buf: int, row: int = 1) -> None:
     )
 
 
-def test_a_permission_request_previews_the_edit_in_its_buffer_and_r_there_rejects(
+def test_a_permission_request_previews_the_edit_in_its_buffer_where_its_keys_edit_nothing(
     editor: Editor, tmp_path: Path
 ) -> None:
     path = tmp_path / "project" / "a.txt"
@@ -80,18 +110,26 @@ def test_a_permission_request_previews_the_edit_in_its_buffer_and_r_there_reject
         {"row": 1, "end_row": 2, "line_hl": "AcpReviewDelete", "virt_lines": []},
         {"row": 2, "end_row": 2, "line_hl": "", "virt_lines": ["2", "2b", "3"]},
     ]
+    # The file says which keys answer there.
+    assert prompt_hint(editor, buf) == [[1, "  acp: \\y Allow once · \\n Reject (or in the chat)"]]
     assert lines(editor, buf) == ["one", "two", "three", "four"]
     assert editor.lua("return vim.bo[...].modified", buf) is False
     assert window_state(editor) == before
 
-    editor.nvim.input("r")
+    # `A` appends and `r` replaces, as in any file: the prompt still waits.
+    editor.nvim.input("Ax<Esc>")
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 3, 4, false)[1] == 'fourx'")
+    editor.nvim.input("0rF")
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 3, 4, false)[1] == 'Fourx'")
+    assert pending_prompts(editor) == 1 and editor.events("AcpTurnEnd") == []
+    assert "permission: selected" not in editor.transcript_text()
+
+    editor.nvim.input(DENY)
     editor.wait_event("AcpTurnEnd")
     assert '"optionId": "reject"' in editor.transcript_text()
-    assert marks(editor, buf, "acp.preview") == []
+    assert marks(editor, buf, "acp.preview") == [] and prompt_hint(editor, buf) == []
     assert path.read_text() == "one\ntwo\nthree\nfour\n"
-    # The key is the user's again: `r` replaces a character.
-    editor.nvim.input("rX")
-    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 3, 4, false)[1] == 'Xour'")
+    assert editor.lua("return vim.fn.maparg(...)", DENY) == ""  # gone with the prompt
 
 
 def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_cursor(
@@ -114,9 +152,9 @@ def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_
     )
     buf = editor.lua("return vim.fn.bufnr(...)", str(path))
     assert [m["virt_lines"] for m in marks(editor, buf, "acp.preview")] == [[], ["x = 2"]]
-    # The prompt's keys work there too.
+    # The prompt's keys for a file work there too.
     editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", str(path))
-    editor.nvim.input("a")
+    editor.nvim.input(ALLOW)
     editor.wait_event("AcpTurnEnd")
     assert path.read_text() == "x = 2\n"
     assert editor.lua("return vim.fn.bufwinid(...)", str(path)) == -1  # the window went
@@ -142,7 +180,7 @@ def test_split_preview_diffs_the_file_against_the_proposed_text(
     assert diffed == [True, True]
     assert lines(editor, buf) == ["a", "b", "c"]
     editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", proposed)
-    editor.nvim.input("r")
+    editor.nvim.input(DENY)
     editor.wait_event("AcpTurnEnd")
     assert editor.lua("return vim.fn.bufnr('acp://proposed/*')") == -1
     assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
@@ -241,6 +279,21 @@ def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
     assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
 
 
+def test_acp_diff_of_a_file_whose_changes_are_all_decided_says_so(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n")
+    start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n"}}])
+    editor.lua("require('acp').accept()")
+    editor.wait("not require('acp').changes()[1].open")
+    editor.nvim.command(f"AcpDiff {path}")
+    assert editor.lua("return vim.fn.bufnr('acp://baseline/*')") == -1
+    notice = editor.lua("return _G.acp_notices[#_G.acp_notices].msg")
+    assert notice == "acp: the agent's changes to a.txt in turn 1 are all decided: nothing to compare"
+
+
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("a\nb\n")
@@ -290,8 +343,85 @@ def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
     ]
     assert outside.read_text() == "keep\nold\n"
     editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", str(outside))
-    editor.nvim.input("a")
+    editor.nvim.input(ALLOW)
     editor.wait_event("AcpTurnEnd")
     assert outside.read_text() == "keep\nnew\n"
     # The buffer loaded for the preview went with it.
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
+
+
+def test_every_hunk_of_every_chat_is_under_a_mark_in_its_buffer(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("".join(f"{n}\n" for n in range(1, 11)))
+    buf = start(editor, path)
+    assert buf is not None
+    editor.setup(agents={"files": editor.fake_agent("files"), "more": editor.fake_agent("files")})
+    run(editor, [{"write": {"path": str(path), "content": path.read_text().replace("2\n", "two\n")}}])
+    editor.lua("vim.o.columns = 200")
+    editor.open_chat("more")
+    # The second chat's agent writes on disk, keeping the first one's change.
+    run(editor, [{"disk": {"path": str(path), "content": path.read_text().replace("9\n", "nine\n")}}])
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 8, 9, false)[1] == 'nine'")
+    editor.wait("#require('acp').changes() == 1", what="the second chat's change")
+    found = editor.lua(
+        """
+        local buf = ...
+        local chats, found = require('acp.review.state').by_chat, {}
+        vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+        for chat, state in pairs(chats) do
+          for _, file in ipairs(state.files) do
+            for _, hunk in ipairs(file.hunks) do
+              vim.api.nvim_win_set_cursor(0, {hunk.new_start + 1, 0})
+              local under = require('acp').hunk_at_cursor()
+              table.insert(found, {chat, hunk.new_start, under and under.chat or 0})
+            end
+          end
+        end
+        table.sort(found, function(a, b) return a[2] < b[2] end)
+        return found
+        """,
+        buf,
+    )
+    assert found == [[1, 1, 1], [2, 8, 2]]  # chat, row, the chat of the hunk marked there
+    # ]h reaches both.
+    editor.nvim.input("gg]h")
+    editor.wait("vim.fn.line('.') == 2")
+    editor.nvim.input("]h")
+    editor.wait("vim.fn.line('.') == 9")
+
+
+def test_added_lines_hang_below_the_signed_row_and_the_sign_column_stays(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\nthree\n")
+    buf = start(editor, path)
+    assert buf is not None
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "auto"
+    ask(
+        editor,
+        [{"ask": {"path": str(path), "oldText": "two\n", "newText": "two\nnew\n",
+                  "write": "one\ntwo\nnew\nthree\n"}}],
+    )  # fmt: skip
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+    [mark] = editor.lua(
+        "return vim.tbl_filter(function(m) return m[4].sign_text ~= nil end,"
+        " vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()['acp.preview'],"
+        " 0, -1, {details = true}))",
+        buf,
+    )
+    details = mark[3]
+    # On "two", the row the new line follows, with the line hung below it.
+    assert (mark[1], details["sign_text"].strip(), details.get("virt_lines_above", False)) == (1, "+", False)
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"
+    editor.lua(STUB_SELECT)
+    editor.lua("_G.pick = 1; require('acp').permission()")  # the first option allows
+    editor.wait_event("AcpTurnEnd")
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"  # no shift when marks go

@@ -117,6 +117,25 @@ def test_v2_agent_that_takes_mcp_over_acp_reads_unsaved_text(
     assert not any(" mcp:fake " in line for line in log)  # no shim connected
 
 
+@pytest.mark.parametrize(
+    ("keys", "mode", "expected"),
+    [("Vj", "line", "two\nthree"), ("lvj", "char", "wo\nth"), ("l<C-v>j", "block", "w\nh")],
+)
+def test_get_selection_returns_the_text_of_the_last_selection(
+    editor: Editor, tmp_path: Path, keys: str, mode: str, expected: str
+) -> None:
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\nthree\n")
+    edit(editor, path)
+    editor.nvim.input(f"2G{keys}<Esc>")
+    editor.wait("vim.fn.mode() == 'n' and vim.api.nvim_buf_get_mark(0, '>')[1] == 3")
+    start(editor)
+    [result] = call(editor, [{"tool": "get_selection"}])
+    selection = result["structuredContent"]
+    assert (selection["mode"], selection["text"]) == (mode, expected)
+    assert selection["path"] == str(path)
+
+
 def test_diagnostics_set_in_neovim_reach_the_agent(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "c.lua"
     path.write_text("local x = 1\nprint(y)\n")

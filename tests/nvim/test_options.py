@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from acp_nvim.client.config import Config, builtin_agents, load_config
+import pytest
+
+from acp_nvim.client.config import Config, ConfigError, builtin_agents, load_config
 from tests.nvim.conftest import Editor
 
 
@@ -30,3 +32,52 @@ def test_chat_layout_and_completion_need_no_host(editor: Editor) -> None:
     assert editor.lua(f"return vim.api.nvim_win_get_width({transcript})") == expected
     assert editor.lua(f"return vim.api.nvim_win_get_height({input_})") == chat.input_height
     editor.wait_event("AcpSessionReady")
+
+
+def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) -> None:
+    editor.lua("vim.o.columns = 200")
+    editor.setup(chat={"width": "wide", "position": "top"}, log_lines="many")
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == (
+        "acp: invalid options: chat.position: expected 'right' or 'left' or 'bottom' or"
+        " 'float' or 'tab', got 'top'; chat.width: expected a number, got a string;"
+        " log_lines: expected an integer, got a string"
+    )
+    # Lua goes on with the defaults of those keys: the chat opens, no traceback.
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("invalid options: ")
+    for key in ("chat.width", "chat.position", "log_lines"):
+        assert key in error["message"]
+    assert editor.lua("return vim.v.errmsg") == ""
+    width = editor.lua(
+        "return vim.api.nvim_win_get_width(vim.fn.bufwinid(require('acp').status().transcript_buf))"
+    )
+    assert width == 80  # 0.4 of 200 columns: the default
+    editor.nvim.command("AcpChat")  # again: still no traceback
+    assert editor.lua("return vim.v.errmsg") == ""
+    assert len(editor.events("AcpError")) == 1
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    for key in ("chat.width", "chat.position", "log_lines"):
+        assert f"ERROR invalid option {key}: " in text
+
+
+def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
+    cases = [
+        {"chat": {"width": "wide", "bogus": 1}, "auto_save": 1},
+        {"agents": {"a": {"cmd": "a"}, "b": {}}, "editor_mcp": {"tools": ["nope"]}},
+        {"keys": {"chat": {"hide": True}, "review": {"nope": "x"}}, "hunk_keys": True},
+        {"timeouts": {"start": 0}, "fs_access": {"outside": "yes"}, "protocol_version": 3},
+        {"mcp_servers": {"s": {"type": "ftp"}}, "history": {"max_age_days": "old"}},
+    ]
+    for raw in cases:
+        with pytest.raises(ConfigError) as err:
+            load_config(raw)
+        python = sorted(p.split(":")[0].split("[")[0] for p in err.value.problems)
+        lua = editor.lua(
+            "local problems = require('acp.config').check(...)"
+            " return vim.tbl_map(function(p) return (p:match('^[^:]+'):gsub('%[.*', '')) end, problems)",
+            raw,
+        )
+        assert sorted(lua) == python, raw

@@ -110,7 +110,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
     winbar = editor.lua(
         "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
     )
-    assert winbar.endswith("· waiting for you")
+    assert winbar.startswith(" waiting for you · fake")
     assert groups_at(editor, head + 5) == ["AcpPermissionKey"]
     focus_transcript(editor)
     assert all(mapped(editor, key) for key in "aArR")
@@ -139,19 +139,28 @@ def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     assert "permission: selected no" in editor.transcript_text()
 
 
-def test_the_input_answers_a_prompt_in_normal_mode(editor: Editor) -> None:
+def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) -> None:
     status = start(editor)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
-    editor.nvim.input("a")
+    # It says which keys answer there.
+    hint = editor.lua(
+        "return vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()"
+        "['acp.permission.hint'], 0, -1, {details = true})[1][4].virt_text[1][1]",
+        status["input_buf"],
+    )
+    assert hint == "  permission: \\y Allow · \\n Reject"
+    # `a` appends, as always: the prompt waits on.
+    editor.nvim.input("anote<Esc>")
+    editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, 1, false)[1] == 'note'")
+    assert PROMPT in editor.transcript()
+    editor.nvim.input("\\y")
     editor.wait_event("AcpTurnEnd")
     assert "permission: selected proceed_once" in editor.transcript_text()
     assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
-    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
-    # No prompt waits: `a` in the input appends again.
-    editor.nvim.input("a")
-    editor.wait("vim.api.nvim_get_mode().mode == 'i'")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["note"]
+    assert editor.lua("return vim.fn.maparg('\\\\y', 'n')") == ""  # gone with the prompt
 
 
 def test_keys_a_prompt_does_not_offer_do_not_fall_through(editor: Editor) -> None:
@@ -218,7 +227,7 @@ def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor) -
         "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('asks permission', 1, true) end)"
     )
     notice = editor.lua("return _G.acp_notices[#_G.acp_notices]")
-    assert notice["msg"] == "acp: fake #1 asks permission: Fake read (:AcpPermission)"
+    assert notice["msg"] == "acp: fake in chat #1 asks permission: Fake read (:AcpPermission)"
     editor.nvim.command("AcpPermission")
     editor.wait_event("AcpTurnEnd")
     assert "permission: selected proceed_once" in editor.transcript_text()

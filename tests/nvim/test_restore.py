@@ -74,6 +74,7 @@ def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
         " _G.writes[ev.file] = (_G.writes[ev.file] or 0) + 1 end})"
     )
 
+    assert editor.lua("return vim.fn.getcompletion('AcpRestore ', 'cmdline')") == ["3", "2", "1"]
     editor.nvim.command("AcpRestore 1")
     editor.wait(
         "require('acp').changes()[1] and #vim.tbl_filter(function(f) return f.open end,"

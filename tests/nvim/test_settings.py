@@ -22,15 +22,19 @@ def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
     return list(json.loads(line))
 
 
-def pick_first_session(editor: Editor) -> list[str]:
-    """:AcpSessions with the first session picked; returns the ids it offered."""
+def pick_first_session(editor: Editor, ready: int | None = 2) -> list[str]:
+    """:AcpSessions with the first session picked; returns how it offered them. Waits
+    for the ``ready``-th AcpSessionReady (None: the pick opens no chat)."""
     editor.lua(
-        "vim.ui.select = function(items, _, on_choice)"
-        " _G.offered = vim.tbl_map(function(s) return s.session_id end, items)"
+        "vim.ui.select = function(items, opts, on_choice)"
+        " _G.offered = vim.tbl_map(opts.format_item, items)"
         " on_choice(items[1]) end"
     )
     editor.nvim.command("AcpSessions")
-    editor.wait_event("AcpSessionReady", count=2)
+    if ready is not None:
+        editor.wait_event("AcpSessionReady", count=ready)
+    else:
+        editor.wait("_G.offered ~= nil")
     return list(editor.lua("return _G.offered"))
 
 
@@ -121,7 +125,7 @@ def test_session_history_over_v1(editor: Editor) -> None:
     editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
     editor.open_chat()
     # The picker offers the listed sessions (both pages); the first one is picked.
-    assert pick_first_session(editor) == ["old-1", "old-2"]
+    assert pick_first_session(editor) == ["old-1  First", "old-2  Second"]
     assert editor.lua("return require('acp').status().session_id") == "old-1"
     text = editor.transcript_text()
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
@@ -158,6 +162,21 @@ def test_closing_a_v2_chat_closes_its_session(editor: Editor) -> None:
     assert '"params":{"sessionId":"fake-1"}' in editor.lua(f"return {sent}")[0]
 
 
+def test_acpresume_completes_the_agents_session_ids(editor: Editor) -> None:
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    # The open chat's session at once; the saved ones once listed (asked for now).
+    assert editor.lua("return vim.fn.getcompletion('AcpResume ', 'cmdline')") == ["fake-1"]
+    editor.wait(
+        "#vim.fn.getcompletion('AcpResume old', 'cmdline') == 2", what="the listed sessions"
+    )
+    assert editor.lua("return vim.fn.getcompletion('AcpResume ', 'cmdline')") == [
+        "old-1",
+        "old-2",
+        "fake-1",
+    ]
+
+
 def test_a_dead_agent_restarts_into_its_session_over_v1(editor: Editor) -> None:
     editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
     editor.open_chat()
@@ -180,10 +199,12 @@ def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
         default_agent="qwen",
     )
     first = editor.open_chat()
-    editor.nvim.command("AcpResume fake-1")
+    editor.nvim.command("AcpResume fake-1")  # the chat's own session: shown, not opened again
+    assert len(editor.lua("return require('acp').chats()")) == 1
+    editor.nvim.command("AcpResume old-1")
     editor.wait_event("AcpSessionReady", count=2)
     status = editor.lua("return require('acp').status()")
-    assert status["chat"] != first["chat"] and status["session_id"] == "fake-1"
+    assert status["chat"] != first["chat"] and status["session_id"] == "old-1"
     assert "The agent resumes this session without showing its history." in (
         editor.transcript_text()
     )
@@ -194,9 +215,9 @@ def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
         "session/resume",
         "session/set_mode",
     ]
-    assert resumed[1][1]["sessionId"] == "fake-1"
+    assert resumed[1][1]["sessionId"] == "old-1"
     assert resumed[1][1]["cwd"] == editor.lua("return vim.fn.getcwd()")
-    assert resumed[2][1] == {"sessionId": "fake-1", "modeId": "default"}
+    assert resumed[2][1] == {"sessionId": "old-1", "modeId": "default"}
 
 
 def test_a_prompt_sent_while_the_settings_are_applied_runs_to_its_end(editor: Editor) -> None:
@@ -287,8 +308,16 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     assert any(login in line for line in editor.lua("return require('acp.host').request('log')"))
     editor.lua("require('acp').send('remember me')")
     editor.wait_event("AcpTurnEnd")
-    # :AcpSessions lists this directory's sessions; the one picked opens in a new chat.
-    assert pick_first_session(editor) == [first["session_id"]]
+    # :AcpSessions lists this directory's sessions; one a chat shows goes to that chat.
+    editor.lua("require('acp').open({new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    offered = pick_first_session(editor, ready=None)
+    assert offered[0] == f"{first['session_id']}  remember me  (open in chat #1)"
+    assert editor.lua("return require('acp').status().chat") == first["chat"]
+    assert len(editor.lua("return require('acp').chats()")) == 2
+    # A closed one opens in a new chat.
+    editor.lua("require('acp').close()")
+    pick_first_session(editor, ready=3)
     status = editor.lua("return require('acp').status()")
     assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
     # Its history is shown again (session/load over v1, a replaying resume over v2).

@@ -66,8 +66,14 @@ def test_config_and_resume(editor: Editor) -> None:
     editor.wait("require('acp').status().mode == 'Code'")
     editor.lua("require('acp').send('remember me')")
     editor.wait_event("AcpTurnEnd")
-    editor.nvim.command(f"AcpResume {first['session_id']}")
+    # A session a chat shows is shown, not resumed twice: close that chat first.
+    editor.nvim.command("AcpChat!")
     editor.wait_event("AcpSessionReady", count=2)
+    editor.lua(
+        "require('acp.chat').close(require('acp.chat.registry').chats[...])", first["chat"]
+    )
+    editor.nvim.command(f"AcpResume {first['session_id']}")
+    editor.wait_event("AcpSessionReady", count=3)
     status = editor.lua("return require('acp').status()")
     assert status["chat"] != first["chat"] and status["session_id"] == first["session_id"]
     editor.wait(

@@ -121,7 +121,7 @@ def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
     chat = window_options(editor, transcript)
     assert chat["linebreak"] and chat["breakindent"] and not chat["number"]
     assert chat["foldexpr"] != mine["foldexpr"] and chat["conceallevel"] == 2
-    assert chat["winbar"].startswith(" acp")
+    assert chat["winbar"].startswith(" ready · demo")
     # Word-boundary wrapping with wrapped list items indented under their text.
     assert editor.lua(f"return vim.wo[{transcript}].breakindentopt") == "list:-1"
     assert editor.lua(f"return vim.wo[{transcript}][0].showbreak") == "NONE"
@@ -211,3 +211,48 @@ def test_layouts_open_and_close_as_a_pair(editor: Editor, position: str) -> None
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
     editor.nvim.command("AcpChat")
     assert_whole(editor)
+
+
+def test_sizes_are_kept_after_a_terminal_split_closes(editor: Editor) -> None:
+    from tests.nvim.test_terminals import open_fake, run
+
+    editor.nvim.command("set columns=120 lines=41")
+    open_fake(editor)
+    run(editor, {"create": {"command": "printf", "args": ["hi"]}})
+    before = layout(editor)
+    editor.nvim.command("wincmd p | AcpTerminal")
+    assert editor.lua("return vim.bo.buftype") == "terminal"
+    editor.nvim.input("<C-\\><C-n>q")
+    editor.wait("vim.bo.buftype ~= 'terminal'", what="q to close the terminal")
+    assert layout(editor) == before
+    # A size the user gave is the one kept.
+    go(editor, "input")
+    editor.nvim.command("resize 8")
+    editor.nvim.command("wincmd p | botright 12split")
+    editor.nvim.command("close")
+    editor.wait("vim.api.nvim_win_get_height(vim.fn.bufwinid(require('acp').status().input_buf)) == 8")
+
+
+def test_toggle_hides_and_brings_back_two_chats_side_by_side(editor: Editor) -> None:
+    editor.setup(agents={"two": editor.fake_agent("echo")})
+    editor.lua("vim.o.columns = 200")
+    editor.open_chat()
+    editor.open_chat("two")
+    shown = "#vim.tbl_filter(function(w) return vim.b[vim.api.nvim_win_get_buf(w)].acp_chat end, vim.api.nvim_tabpage_list_wins(0))"
+    assert editor.lua(f"return {shown}") == 4
+    editor.nvim.command("AcpToggle")
+    editor.wait(f"{shown} == 0", what="both chats hidden")
+    editor.nvim.command("AcpToggle")
+    editor.wait(f"{shown} == 4", what="both chats back")
+    assert editor.lua("return require('acp').status().agent") == "two"
+
+
+def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("tabnew")
+    tab = editor.lua("return vim.api.nvim_get_current_tabpage()")
+    editor.nvim.command("AcpChat")
+    assert editor.lua("return vim.api.nvim_get_current_tabpage()") == tab
+    assert_whole(editor)
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 2

@@ -353,14 +353,14 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     )
     editor.nvim.command("AcpChats")
     assert editor.lua("return _G.listed")[0] == (
-        f"ws · workspace #{first} · ready · worktree {one['worktree']}, 1 hunk(s) waiting"
+        f"ws · ws #{first} · ready · worktree {one['worktree']}, 1 hunk(s) waiting"
     )
 
     editor.lua(STUB_SELECT, 2)  # keep the worktree
     editor.lua("require('acp').close()")  # the current chat: the second
     editor.wait("#require('acp').chats() == 1", what="the chat closed")
     [asked] = editor.lua("return _G.asked")
-    assert asked["prompt"] == f"1 hunk waits in the worktree of workspace #{second}"
+    assert asked["prompt"] == f"1 hunk waits in the worktree of ws #{second}"
     kept = f"acp: kept the worktree {two['worktree']} (branch acp/{second})"
     editor.wait(
         f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"

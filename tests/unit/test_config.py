@@ -67,6 +67,9 @@ from acp_nvim.client.config import ConfigError, load_config
         ),
         ({"hunk_keys": True}, "hunk_keys: expected a table or false, got True"),
         ({"hunk_keys": {"stage": "s"}}, "hunk_keys.stage: unknown option"),
+        ({"keys": {"chat": {"hide": True}}}, "keys.chat.hide: expected a key (an lhs) or false"),
+        ({"keys": {"input": {"send": ""}}}, "keys.input.send: expected a string of length >= 1"),
+        ({"keys": {"queue": {"drop": "x"}}}, "keys.queue.drop: unknown option"),
         ("x", "options must be a table"),
     ],
 )
@@ -137,3 +140,36 @@ def test_fs_access_roots_expand_home() -> None:
 def test_chat_sizes_are_fractions_or_cells(size: float) -> None:
     chat = load_config({"chat": {"width": size, "height": size, "position": "float"}}).chat
     assert (chat.width, chat.height, chat.position) == (size, size, "float")
+
+
+def test_every_wrong_option_is_reported_at_once() -> None:
+    raw = {
+        "chat": {"width": "wide", "position": "top", "bogus": 1},
+        "log_lines": "many",
+        "agents": {"a": {"cmd": "a"}, "b": {"cmd": ["b"]}},
+        "keys": {"review": {"accept": 1}},
+        "default_agent": "nope",
+    }
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    keys = sorted(problem.split(":")[0] for problem in err.value.problems)
+    assert keys == [
+        "agents.a.cmd",
+        "chat.bogus",
+        "chat.position",
+        "chat.width",
+        "default_agent",
+        "keys.review.accept",
+        "log_lines",
+    ]
+    assert err.value.summary().startswith("invalid options: ")
+    with pytest.raises(ConfigError) as one:
+        load_config({"log_lines": "many"})
+    assert one.value.summary() == "invalid option log_lines: expected an integer, got a string"
+
+
+def test_permission_keys_by_kind_turned_off_are_none() -> None:
+    keys = load_config({"keys": {"permission": {"allow_always": False}}}).keys.permission
+    assert keys.by_kind() == {
+        "allow_once": "a", "allow_always": None, "reject_once": "r", "reject_always": "R"
+    }  # fmt: skip

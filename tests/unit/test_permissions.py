@@ -243,6 +243,14 @@ def test_keys_by_kind_else_position(kinds: list[str | None], keys: list[str | No
     assert [o.key for o in opts] == keys
 
 
+def test_keys_the_user_chose_and_a_kind_turned_off() -> None:
+    kinds = ["allow_once", "allow_always", "reject_once", None]
+    opts = [PermissionOption(f"o{i}", f"O{i}", kind) for i, kind in enumerate(kinds)]
+    mine = {"allow_once": "y", "allow_always": None, "reject_once": "n", "reject_always": "N"}
+    assign_keys(opts, mine)
+    assert [o.key for o in opts] == ["y", None, "n", "4"]  # off: the menu answers it
+
+
 async def test_request_on_the_wire(pipe: Any) -> None:
     to_client, client_in = pipe()
     to_agent, agent_in = pipe()

@@ -52,7 +52,7 @@ async def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> N
     assert list(blocks.values()) == [
         ["## You", "hi"],
         ["## Agent", "Hello"],
-        ["### Thinking", "> hm", "> yes"],
+        ["### Thinking", "> hm yes"],  # a soft break (prose.py)
         ["## Agent", "again"],
     ]
     # Streaming is an append, not a redraw of the block.
@@ -194,8 +194,8 @@ def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:
     batched, editor_batched = make_chat()
     adapter_v1.apply_updates(batched, updates)
     assert list(editor_batched.transcript(1).values()) == [
-        ["## Agent", "Hello", "there"],
-        ["### Thinking", "> hm", "> yes"],
+        ["## Agent", "Hello there"],  # soft breaks (prose.py), one held a chunk
+        ["### Thinking", "> hm yes"],
         ["## Agent", "one more"],  # message ids keep interleaved messages apart
         ["## Agent", " two"],
         ["#### Read", "`other` · pending"],

@@ -410,7 +410,7 @@ async def test_plans_are_keyed_by_id(raw_peer, serving) -> None:
         await client.send(plan("p1", "pending"), plan("p2", "pending"), plan("p1", "completed"))
         await client.barrier()
     assert client.blocks()["#plan:p1"] == ["### Plan", "- [x] step"]
-    assert client.blocks()["#plan:p2"] == ["### Plan", "- [ ] step"]
+    assert client.blocks()["#plan:p2"] == ["### Plan 2", "- [ ] step"]  # told apart
 
 
 # -- permissions ---------------------------------------------------------------------

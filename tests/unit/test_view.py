@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acp_nvim.client.session.model import Message
+from acp_nvim.client.session.prose import ROW_MAX, Prose, reflow
 from acp_nvim.client.session.view import message_op
 
 
@@ -39,3 +40,47 @@ def test_agent_messages_stream_as_they_are() -> None:
     message = Message("m2", "agent")
     message.text = "```py\nx"
     assert message_op(message)["lines"] == ["## Agent", "```py", "x"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Run `git\nstatus` now.\nAnd on.", "Run `git status` now. And on."),
+        ("a\n   indented on", "a indented on"),  # a soft break's indent goes
+        ("a\n\nb", "a\n\nb"),
+        ("Steps:\n1. one\n2) two\n  still two\n2024 was", "Steps:\n1. one\n2) two still two 2024 was"),
+        ("# Head\ntext\n- x\n* y\n+ z\n> q", "# Head\ntext\n- x\n* y\n+ z\n> q"),
+        ("a\n**bold** b\n-not a bullet", "a **bold** b -not a bullet"),
+        ("```py\nx = 1\ny = 2\n```\nafter\nthat", "```py\nx = 1\ny = 2\n```\nafter that"),
+        ("~~~~\nx\n~~~\ny\n~~~~\nz", "~~~~\nx\n~~~\ny\n~~~~\nz"),  # a short ~~~ closes nothing
+        ("hard  \nbreak\\\nnext", "hard  \nbreak\\\nnext"),
+        ("| a |\n| - |\ntext", "| a |\n| - |\ntext"),
+        ("Title\n===\nbody", "Title\n===\nbody"),
+        ("text\n---\n<div>\nx", "text\n---\n<div>\nx"),
+        ("\n    code\n    more", "\n    code\n    more"),  # indented code
+        ("x\n", "x\n"),
+        ("x\n1", "x\n1"),  # undecided at the end: hard
+    ],
+)
+def test_soft_breaks_join_and_hard_ones_stay(text: str, shown: str) -> None:
+    assert reflow(text) == shown
+    agent = Message("m3", "agent")
+    agent.text = text
+    assert message_op(agent)["lines"][1:] == shown.split("\n")
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_a_reply_streamed_in_any_pieces_shows_as_the_whole(size: int) -> None:
+    text = "Run `git\nstatus`:\n\n1. one\n   more\n10) ten\n```\nx\ny\n```\n- a\n  b\nend\n7"
+    prose = Prose()
+    pieces = [prose.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    assert "".join(pieces) + prose.flush() == reflow(text)
+
+
+def test_rows_stop_growing_at_their_bound() -> None:
+    rows = reflow("word\n" * ROW_MAX).split("\n")
+    assert len(rows) > 1 and max(map(len, rows)) <= ROW_MAX + len("word")
+
+
+def test_the_users_text_is_drawn_as_typed() -> None:
+    assert user("a\nb") == ["a", "b"]

@@ -127,14 +127,14 @@ class App:
         return self.mcp.socket
 
     def setup(self, raw: Any, state_dir: str | None = None) -> bool:
-        """Validate and take the user's options; a wrong one is reported, not raised.
+        """Validate and take the user's options. Wrong ones are not raised: chats
+        refuse to start, showing every one (setup() in Lua reported them already).
         ``state_dir``: Neovim's stdpath("state"), where the history and the
         worktrees are kept."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
-            self.ctx.config_error = f"invalid option {err}"
-            self.ctx.editor.notify(self.ctx.config_error)
+            self.ctx.config_error = err.summary()
             return False
         self.ctx.config_error = None
         self.ctx.state_dir = state_dir or self.ctx.state_dir

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["ChatLifecycle"]
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -163,14 +164,25 @@ class ChatLifecycle:
         except ConfigError as err:
             chat.fail(str(err))
             return
-        if chat.state == "running":
-            self.ctx.editor.notify("cannot restart during a turn: cancel it first", "warn")
-            return
         old = self.pool.agent_of.get(chat_id)
+        # The other chats of its process go along: restarted with it, not failed.
+        along = [c for c in old.chats.values() if c is not chat] if old is not None else []
+        busy = next((c for c in [chat, *along] if c.state == "running"), None)
+        if busy is not None:
+            which = "" if busy is chat else f" (chat #{busy.id}, same agent process)"
+            self.ctx.editor.notify(f"cannot restart during a turn{which}: cancel it first", "warn")
+            return
         if old is not None:
-            await self.pool.release(chat)
+            for each in [chat, *along]:
+                await self.pool.release(each)
             await old.aclose()  # asked to restart it: even a live agent goes
         spawned = await self.pool.spawn(name, agent_config, chat.workspace.user_cwd)
+        for other in along:
+            other.info(f"*{name} restarted from chat #{chat_id}: this chat goes on with it.*")
+            session_id = other.session.session_id or None
+            self.ctx.tasks.start_soon(
+                functools.partial(self._start, again=True), other, agent_config, None, session_id
+            )
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
 
     async def _start(

@@ -130,6 +130,8 @@ class AgentPool:
         """The options an agent connection follows."""
         config = self.ctx.config
         connection.permissions.policy = config.permission_policy
+        connection.permissions.keys = config.keys.permission.by_kind()
+        connection.permissions.why_key = config.keys.permission.reject_why or None
         connection.permissions.preview = config.diff_preview is not False
         connection.cancel_grace = config.timeouts.cancel
         self.mcp.configure(connection)

@@ -327,6 +327,15 @@ class SessionChanges:
         if self._turn_open:
             self._tasks.start_soon(self.end_turn)
 
+    def turn_files(self) -> list[str]:
+        """The files the latest turn changed, relative to the session's directory
+        where inside it."""
+        names = []
+        for item in self.store.changes():
+            path = os.path.relpath(item["path"], self.cwd)
+            names.append(item["path"] if path.startswith(os.pardir) else path)
+        return names
+
     async def end_turn(self) -> None:
         """Final disk check of the turn (idempotent)."""
         if self._turn_open:

@@ -19,7 +19,7 @@ from __future__ import annotations
 __all__ = ["READ_KINDS", "Permissions", "Policy", "Previewer", "assign_keys"]
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,21 +45,29 @@ READ_KINDS = frozenset({"read", "search", "think"})
 _REMEMBERED_TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}
 )
-_KIND_KEYS = {"allow_once": "a", "allow_always": "A", "reject_once": "r", "reject_always": "R"}
+_KIND_KEYS: Mapping[str, str | None] = {
+    "allow_once": "a", "allow_always": "A", "reject_once": "r", "reject_always": "R"
+}  # fmt: skip
 # A remembered "always" answer picks the option of its kind, else its one-time sibling.
 _ONCE = {"allow_always": "allow_once", "reject_always": "reject_once"}
 
 
-def assign_keys(options: list[PermissionOption]) -> None:
-    """Give each option its key: ``a`` ``A`` ``r`` ``R`` by kind, else its position.
+def assign_keys(
+    options: list[PermissionOption], keys: Mapping[str, str | None] = _KIND_KEYS
+) -> None:
+    """Give each option its key: by kind (``keys``: the user's ``keys.permission``,
+    ``a`` ``A`` ``r`` ``R`` by default; None: that kind has no key), else its position.
 
     Options without a kind, or a second option of one kind (qwen offers two
     ``allow_always``), get the digit of their position (1-9); later ones none.
     """
     used: set[str] = set()
     for position, option in enumerate(options, 1):
-        key = _KIND_KEYS.get(option.kind or "")
-        if key is None or key in used:
+        key = keys.get(option.kind or "", "")
+        if key is None:  # turned off: the picker answers it
+            option.key = None
+            continue
+        if not key or key in used:
             key = str(position) if position <= 9 else None
         option.key = key
         if key is not None:
@@ -88,6 +96,8 @@ class Permissions:
     def __init__(self, policy: Policy = "ask") -> None:
         self.policy: Policy = policy
         self.preview = True
+        self.keys: Mapping[str, str | None] = _KIND_KEYS  # the transcript's, by option kind
+        self.why_key: str | None = "?"  # the transcript's for "reject, and say why"
         self._pending: dict[str, _Pending] = {}
         self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
         self._ids = itertools.count(1)
@@ -125,7 +135,7 @@ class Permissions:
             return None  # the turn already ended here: nobody is asked any more
         call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"
-        assign_keys(options)
+        assign_keys(options, self.keys)
         decided = self._decide(chat, call.kind, options) if remember else None
         if decided is not None:
             option, why = decided
@@ -140,7 +150,9 @@ class Permissions:
         try:
             shown = await self._preview(chat, call, preview)
             if not pending.done.is_set():
-                prompt = PermissionPrompt(request_id, options, question=question, preview=shown)
+                prompt = PermissionPrompt(
+                    request_id, options, question=question, preview=shown, why_key=self.why_key
+                )
                 self._show(chat, call, prompt)
             await pending.done.wait()
         finally:
@@ -222,7 +234,7 @@ class Permissions:
         """The option to answer with without asking, and why; None: ask the user."""
         by_kind: dict[str, PermissionOption] = {}
         for option in options:
-            if option.kind in _KIND_KEYS:
+            if option.kind is not None and option.kind in _KIND_KEYS:
                 by_kind.setdefault(option.kind, option)
         remembered = self._remembered.get(chat.id, {}).get(tool_kind)
         if remembered is not None:

@@ -38,6 +38,7 @@ from acp_nvim.client.session.model import (
     agent_id,
     wire_id,
 )
+from acp_nvim.client.session.prose import Streams
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import internal_error
 
@@ -70,6 +71,10 @@ class TurnReview(Protocol):
 
     async def end_turn(self) -> None:
         """The final disk check of the turn; the review is complete when it returns."""
+
+    def turn_files(self) -> list[str]:
+        """The files the latest turn changed, as the user names them (relative to
+        the session's directory where inside it)."""
 
     async def preview(self, call: ToolCall) -> list[FilePreview]:
         """What the edits a tool call carries would do to their files (for its
@@ -123,6 +128,7 @@ class Chat:
         # again that the chat shows.
         self.muted = False
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
+        self._streams = Streams()  # the agent's messages as drawn rows
         # A turn the user prompted runs, or is still ending: an idle arriving now
         # belongs to it, never to work the agent started on its own (v2).
         self.prompted = False
@@ -224,6 +230,9 @@ class Chat:
         self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
+            files = self.changes.turn_files()
+            if files:  # what the turn changed, at its end (Lua adds the review's keys)
+                self._draw(view.changes_op(self.session.new_id("changes"), files))
         spent = self._spend()
         line = f"{stop_reason} · {view.spent_text(spent)}" if spent else stop_reason
         block = self.session.new_id("turn")
@@ -269,6 +278,9 @@ class Chat:
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
 
     def _draw(self, op: RenderOp) -> None:
+        held = self._streams.holding  # a newline that waits for its next line
+        if held is not None and op["op"] != "status" and op.get("id") != view.message_block(held):
+            self._draw(view.append_op(held, self._streams.release()))
         self.record.drawn(op)
         self.editor.render(self.id, [view.bounded(op)])
 
@@ -325,11 +337,14 @@ class Chat:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
         # A user message is drawn whole, so that a fence it leaves open is closed.
-        if created or patch.replace or message.role == "user":
+        if message.role == "user":
             self._draw(view.message_op(message, turn))
+        elif created or patch.replace:
+            shown = self._streams.start(message.id, message.text)
+            self._draw(view.message_op(message, turn, shown))
         elif patch.text:
-            shown = view.visible_append(message.line_before_append, patch.text)
-            self._draw(view.append_op(message.id, shown))
+            row, shown = self._streams.append(message.id, patch.text)
+            self._draw(view.append_op(message.id, view.visible_append(row, shown)))
 
     def on_tool_call(self, patch: ToolCallPatch) -> ToolCall:
         """Upsert a tool call the agent names (``id`` None: one of the client's own)."""
@@ -374,7 +389,8 @@ class Chat:
         # v1 sends one plan per turn, whole each time: one block per turn.
         plan_id = agent_id(plan_id) if plan_id is not None else f"#plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
-        self._draw(view.plan_op(plan_id, entries))
+        number = list(self.session.plans).index(plan_id) + 1  # two plans: told apart
+        self._draw(view.plan_op(plan_id, entries, number))
 
     def on_info(self, **fields: Unpack[StatusFields]) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""

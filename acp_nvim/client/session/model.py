@@ -205,10 +205,6 @@ class Message:
     role: Role
     _runs: list[str] = field(default_factory=list, repr=False)
     _chunks: list[str] = field(default_factory=list, repr=False)
-    # Characters of the text's last line, now and before the latest append: the
-    # view cuts overlong lines as they stream.
-    last_line: int = 0
-    line_before_append: int = 0
 
     @property
     def text(self) -> str:
@@ -221,12 +217,8 @@ class Message:
     def text(self, text: str) -> None:
         self._runs[:] = [text]
         self._chunks.clear()
-        self.last_line = len(text) - text.rfind("\n") - 1
 
     def append(self, text: str) -> None:
-        self.line_before_append = self.last_line
-        newline = text.rfind("\n")
-        self.last_line = len(text) - newline - 1 if newline >= 0 else self.last_line + len(text)
         chunks = self._chunks
         chunks.append(text)
         if len(chunks) >= _RUN:
@@ -281,7 +273,9 @@ class PermissionPrompt:
 
     ``question`` is the request's own wording (v2 ``title``/``description``) when the
     tool call's title alone does not carry it. ``preview``: the files the request's
-    edit would change, shown in those files while it is pending.
+    edit would change, shown in those files while it is pending. ``why_key``: the
+    key for "reject, and say why" (the user's ``keys.permission.reject_why``; None:
+    none, the picker still offers it).
     """
 
     id: str
@@ -289,6 +283,7 @@ class PermissionPrompt:
     outcome: str | None = None
     question: str | None = None
     preview: list[FilePreview] = field(default_factory=list)
+    why_key: str | None = "?"
 
 
 @dataclass

@@ -18,9 +18,9 @@ __all__ = [
     "CONTENT",
     "HEAD",
     "LOCATIONS",
-    "WHY_KEY",
     "ToolCallDrawing",
     "append_op",
+    "changes_op",
     "compaction_op",
     "config_fields",
     "cut_op",
@@ -45,6 +45,7 @@ from acp_nvim.client.editor import (
     BlockOp,
     BlockPermission,
     BlockPermissionOption,
+    BlockPermissionWhy,
     CutOp,
     EditOp,
     PreviewFile,
@@ -70,6 +71,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
 )
+from acp_nvim.client.session.prose import reflow
 from acp_nvim.review import PatchError, format_unified, parse_unified
 
 if TYPE_CHECKING:
@@ -79,8 +81,6 @@ _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
-# The permission prompt's key for "reject, and say why".
-WHY_KEY = "?"
 # A markdown code fence: ``` or ~~~, indented up to 3 spaces.
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
@@ -122,11 +122,16 @@ def message_block(key: str) -> str:
     return "#message:" + key
 
 
-def message_op(message: Message, turn: int | None = None) -> BlockOp:
+def message_op(message: Message, turn: int | None = None, shown: str | None = None) -> BlockOp:
     """The whole block of a message (on creation or replacement); ``turn``: the user's
-    message begins that turn of the shown branch (Lua edits it on ``<CR>``)."""
+    message begins that turn of the shown branch (Lua edits it on ``<CR>``);
+    ``shown``: what of an agent's text to draw (default: all of it, soft line
+    breaks joined: :mod:`.prose`). The user's text is drawn as typed."""
     prefix = _PREFIXES[message.role]
-    body = [prefix + line for line in message.text.split("\n")]
+    text = message.text
+    if message.role != "user":
+        text = reflow(text) if shown is None else shown
+    body = [prefix + line for line in text.split("\n")]
     if message.role == "user":
         body = _close_fence(body)
     op: BlockOp = {
@@ -283,8 +288,12 @@ def _permission(
     reject = _rejecting(prompt)
     if reject is not None:
         # Reject, and the reason the user types goes to the agent (Lua asks for it).
-        data["why"] = {"key": WHY_KEY, "option": reject.id, "row": base + len(lines)}
-        lines.append(f"- `{WHY_KEY}` {reject.name}, and say why")
+        why: BlockPermissionWhy = {"option": reject.id, "row": base + len(lines)}
+        if prompt.why_key is not None:
+            why["key"] = prompt.why_key
+        data["why"] = why
+        key = f"`{prompt.why_key}` " if prompt.why_key is not None else ""
+        lines.append(f"- {key}{reject.name}, and say why")
     if prompt.preview:
         data["preview"] = [_preview(file) for file in prompt.preview]
     return data
@@ -426,10 +435,18 @@ def config_fields(options: list[ConfigOption]) -> StatusFields:
     return fields
 
 
-def plan_op(plan_id: str, entries: list[PlanEntry]) -> BlockOp:
-    lines = ["### Plan"]
+def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:
+    """A plan's block; the session's ``number``-th plan is titled so from the second."""
+    lines = ["### Plan" if number == 1 else f"### Plan {number}"]
     lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
     return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+
+
+def changes_op(block_id: str, files: list[str]) -> BlockOp:
+    """The files a turn changed, at its end: ``**2 files changed:** `a.py`, `b.py```."""
+    count = f"{len(files)} file{'s' if len(files) > 1 else ''} changed"
+    names = ", ".join(f"`{name}`" for name in files)
+    return notice_op(block_id, "changes", [f"**{count}:** {names}"])
 
 
 def compaction_op(compaction: Compaction) -> BlockOp:

@@ -192,9 +192,36 @@ local function show_hint(chat)
   end
 end
 
+--- 'completeopt' in the input: a menu opened as you type neither inserts nor
+--- selects an item until you choose one (the default inserted the first).
+local function complete_without_inserting(buf)
+  local function chosen(global)
+    local flags = vim.split(global, ",", { trimempty = true })
+    for _, flag in ipairs({ "menuone", "noinsert", "noselect" }) do
+      if not vim.tbl_contains(flags, flag) then
+        table.insert(flags, flag)
+      end
+    end
+    return table.concat(flags, ",")
+  end
+  if vim.fn.has("nvim-0.11") == 1 then -- 'completeopt' is global-local
+    vim.bo[buf].completeopt = chosen(vim.go.completeopt)
+    return
+  end
+  local saved
+  api.nvim_create_autocmd("InsertEnter", { buffer = buf, callback = function()
+    saved = vim.go.completeopt
+    vim.go.completeopt = chosen(saved)
+  end })
+  api.nvim_create_autocmd("InsertLeave", { buffer = buf, callback = function()
+    vim.go.completeopt = saved or vim.go.completeopt
+  end })
+end
+
 --- Completion for the input buffer of `chat`: omnifunc, opened on `/` and `@`.
 function M.attach(chat)
   vim.bo[chat.input].omnifunc = "v:lua.require'acp.chat.complete'.omnifunc"
+  complete_without_inserting(chat.input)
   api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, {
     buffer = chat.input,
     callback = function()

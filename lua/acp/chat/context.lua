@@ -102,7 +102,9 @@ end
 ---@return table[]
 function M.items(chat, text)
   local items, seen = {}, {}
-  for mention in text:gmatch("%f[%S]@([^%s]+)") do
+  -- A mention starts the text or follows a space (the frontier %f[%S] never
+  -- matches at the first character: a leading mention was plain text).
+  for mention in (" " .. text):gmatch("%s@([^%s]+)") do
     mention = mention:gsub("[,.;:!?)]+$", "")
     if not seen[mention] then
       seen[mention] = true

@@ -165,7 +165,7 @@ local function next_one(chat)
   end
   chat.eliciting = true
   coroutine.wrap(function()
-    local name = registry.title(chat)
+    local name = registry.speaker(chat)
     local action, content = (op.mode == "url" and url or form)(name, op)
     table.remove(chat.elicits, 1)
     chat.eliciting = nil
@@ -182,7 +182,7 @@ function M.add(chat, op)
   if layout.shown(chat) then
     next_one(chat)
   else
-    local name = registry.title(chat)
+    local name = registry.speaker(chat)
     util.notify(("%s asks: %s (open the chat to answer)"):format(name, op.message), "warn")
   end
 end

@@ -3,6 +3,7 @@
 -- by its integer id; acp.chat.registry holds the open ones. The render ops Python
 -- sends for a chat arrive here (M.render) and are handled by their kind (M.ops).
 local blocks_of = require("acp.chat.blocks")
+local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
 local elicit = require("acp.chat.elicit")
@@ -36,20 +37,21 @@ local function scratch(name, filetype)
   return buf
 end
 
+--- The transcript's winbar: state and agent first, then the rest up to the
+--- title; a narrow window cuts the middle (at %<), never the state.
 local function winbar(chat)
   local s = chat.status
-  local parts = { "acp", s.agent_title or s.agent or "?" }
-  if s.protocol_version then
-    table.insert(parts, "ACP v" .. s.protocol_version)
-  end
   local state = s.state or "starting"
   if state == "running" and s.turn_state == "requires_action" then
     state = "waiting for you"
   elseif state == "running" and s.turn_state == "cancelling" then
     state = "cancelling…"
   end
-  table.insert(parts, state)
+  local parts = {}
   vim.list_extend(parts, workspace.label(chat))
+  if s.protocol_version then
+    table.insert(parts, "ACP v" .. s.protocol_version)
+  end
   if (s.queued or 0) > 0 then
     table.insert(parts, s.queued .. " queued")
   end
@@ -67,7 +69,11 @@ local function winbar(chat)
   if title then
     table.insert(parts, title)
   end
-  return " " .. table.concat(parts, " · "):gsub("%%", "%%%%")
+  local function escape(text)
+    return (text:gsub("%%", "%%%%"))
+  end
+  local head = escape((" %s · %s"):format(state, s.agent or "?"))
+  return #parts == 0 and head or (head .. "%< · " .. escape(table.concat(parts, " · ")))
 end
 
 local function tokens(n)
@@ -122,33 +128,20 @@ local function map(chat)
       M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
   end
-  local send = sender(false)
-  local send_now_key = config.options.chat.send_now_key
-  if send_now_key ~= "" then
-    vim.keymap.set({ "n", "i" }, send_now_key, sender(true), { buffer = chat.input, desc = "acp: send now, into the running turn" })
-  end
-  local send_key = config.options.chat.send_key
-  if send_key ~= "" then
-    vim.keymap.set({ "n", "i" }, send_key, send, { buffer = chat.input, desc = "acp: send" })
-  end
   prompt_history.map(chat)
-  local function cancel()
-    M.cancel(chat)
-  end
-  vim.keymap.set("n", "<CR>", send, { buffer = chat.input, desc = "acp: send" })
-  -- One <CR> for the transcript: one of your messages to edit, else (acp.chat.tools.enter)
-  -- a permission prompt's picker, a location's file, a terminal, else the usual <CR>.
-  vim.keymap.set("n", "<CR>", function()
-    if not edit_at_cursor(chat) then
-      tools.enter(chat)
-    end
-  end, { buffer = chat.transcript, desc = "acp: edit your message, answer the prompt, open the location or terminal" })
-  for _, buf in ipairs({ chat.transcript, chat.input }) do
-    vim.keymap.set({ "n", "i" }, "<C-c>", cancel, { buffer = buf, desc = "acp: cancel the turn" })
-    vim.keymap.set("n", "q", function()
+  chat_keys.map(chat, {
+    send = sender(false),
+    send_now = sender(true),
+    cancel = function()
+      M.cancel(chat)
+    end,
+    hide = function()
       layout.hide(chat)
-    end, { buffer = buf, desc = "acp: hide the chat" })
-  end
+    end,
+    edit_at_cursor = function()
+      return edit_at_cursor(chat)
+    end,
+  })
 end
 
 -- markdown.vim parses 50 lines above the window on each redraw that needs a
@@ -429,6 +422,12 @@ function M.open(opts)
   if not (existing and not beside and layout.take_over(existing, chat)) then
     layout.show(chat)
   end
+  if opts.fork then -- where the conversation goes on, as in its parent
+    local last = api.nvim_buf_line_count(chat.transcript)
+    for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
   update_winbar(chat)
   return chat
 end
@@ -480,7 +479,8 @@ end
 
 --- Show `chat` in place of the current chat's windows (beside them when the
 --- current tab page shows neither), and make it the current chat.
-local function switch(chat)
+---@param chat acp.Chat
+function M.switch(chat)
   local current = registry.current and registry.chats[registry.current]
   registry.current = chat.id
   if layout.shown(chat) or not (current and current ~= chat and valid(current) and layout.take_over(current, chat)) then
@@ -509,7 +509,7 @@ function M.pick()
     end
     vim.ui.select({ "switch", "close", "rename" }, { prompt = item.title }, function(action)
       if action == "switch" then
-        switch(chat)
+        M.switch(chat)
       elseif action == "close" then
         M.close(chat, true)
       elseif action == "rename" then
@@ -522,6 +522,43 @@ function M.pick()
       end
     end)
   end)
+end
+
+---@type integer[] the chats the last toggle hid, oldest first
+local toggled = {}
+
+--- :AcpToggle: hide every chat the current tab page shows, or show again the
+--- ones the last toggle hid, as they were. False when neither was done.
+---@return boolean
+function M.toggle()
+  local ids = vim.tbl_map(function(item)
+    return item.id
+  end, M.list())
+  local shown = vim.tbl_filter(function(id)
+    return layout.shown(registry.chats[id])
+  end, ids)
+  if #shown > 0 then
+    toggled = shown
+    for _, id in ipairs(shown) do
+      layout.hide(registry.chats[id])
+    end
+    return true
+  end
+  local hidden = vim.tbl_filter(function(id)
+    return valid(registry.chats[id])
+  end, toggled)
+  toggled = {}
+  if #hidden == 0 then
+    return false
+  end
+  local current = registry.current
+  for _, id in ipairs(hidden) do -- oldest first: each opens at the side, as before
+    layout.show(registry.chats[id])
+  end
+  local chat = registry.chats[current]
+  registry.current = valid(chat) and vim.tbl_contains(hidden, current) and current or hidden[#hidden]
+  layout.show(registry.chats[registry.current])
+  return true
 end
 
 --- Put text that was not handed over back in the input (after what is there).
@@ -602,7 +639,9 @@ local function close_now(chat, keep)
   end
   registry.chats[chat.id] = nil
   if registry.current == chat.id then
-    registry.current = nil
+    -- :AcpChat shows the newest chat left (hidden or not) rather than a new one.
+    local left = M.list()
+    registry.current = #left > 0 and left[#left].id or nil
   end
   if host.running() then
     host.notify("close", { chat = chat.id, keep_worktree = keep })
@@ -656,6 +695,8 @@ M.ops = {
     end
     if op.kind == "tool" then
       table.insert(batch.tools, op)
+    elseif op.kind == "changes" then
+      chat_keys.summarize(chat, chat.blocks.by_id[op.id])
     end
   end,
   append = function(batch, op)

@@ -79,6 +79,64 @@ local function pair(chat, tab)
   return transcript, input
 end
 
+-- A window closing gives its room to a neighbour, 'winfixheight' or not (the
+-- input grew by a closed terminal split's lines), and a split opening may have
+-- squeezed the pair before. So each pinned window remembers its size (w:acp_size)
+-- as we set it, or as the user resized it: a resize that neither opened nor
+-- closed a window. After another window closes, that size comes back.
+local counts = {} ---@type table<integer, integer> tab page -> its windows at the last resize
+
+local function remember(win)
+  vim.w[win].acp_size = { api.nvim_win_get_width(win), api.nvim_win_get_height(win) }
+end
+
+local function restore(win)
+  local size = vim.w[win].acp_size
+  if not (size and api.nvim_win_is_valid(win) and vim.w[win].acp_pinned) then
+    return
+  end
+  if vim.wo[win].winfixwidth then
+    api.nvim_win_set_width(win, size[1])
+  end
+  if vim.wo[win].winfixheight then
+    api.nvim_win_set_height(win, size[2])
+  end
+end
+
+local kept = api.nvim_create_augroup("acp.layout.kept", { clear = true })
+api.nvim_create_autocmd("WinResized", {
+  group = kept,
+  callback = function()
+    local tab = api.nvim_get_current_tabpage()
+    local count = #api.nvim_tabpage_list_wins(tab)
+    if counts[tab] == count then
+      for _, win in ipairs(vim.v.event.windows) do
+        if vim.w[win].acp_pinned then
+          remember(win)
+        end
+      end
+    end
+    counts[tab] = count
+  end,
+})
+api.nvim_create_autocmd("WinClosed", {
+  group = kept,
+  callback = function(ev)
+    local closed = tonumber(ev.match) --[[@as integer]]
+    if not api.nvim_win_is_valid(closed) or is_float(closed) or vim.b[api.nvim_win_get_buf(closed)].acp_chat then
+      return -- a chat window closing is M.rejoin's
+    end
+    local pinned = vim.tbl_filter(function(win)
+      return vim.w[win].acp_pinned ~= nil
+    end, api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(closed)))
+    if #pinned > 0 then
+      vim.schedule(function()
+        vim.tbl_map(restore, pinned)
+      end)
+    end
+  end,
+})
+
 --- Size the pair's windows for the editor's size now.
 local function resize(chat, transcript, input)
   local o = config.options.chat
@@ -97,6 +155,8 @@ local function resize(chat, transcript, input)
   elseif chat.layout == "bottom" then
     api.nvim_win_set_height(transcript, math.max(1, height - o.input_height - 1))
   end
+  remember(transcript)
+  remember(input)
 end
 
 --- Keep the pair's size when other windows open, close or are equalized.
@@ -151,10 +211,11 @@ local function open(chat)
 end
 
 --- Show the chat and put the cursor in its input: complete a half shown alone in
---- the current tab page, else go to a tab page showing the pair, else open it.
+--- the current tab page, else open it here (a chat in a tab page of its own:
+--- go to that tab page).
 function M.show(chat)
   local transcript, input = pair(chat, 0)
-  if not (transcript or input) then
+  if not (transcript or input) and chat.layout == "tab" then
     for _, tab in ipairs(api.nvim_list_tabpages()) do
       local other_transcript, other_input = pair(chat, tab)
       if other_transcript and other_input then
@@ -162,6 +223,8 @@ function M.show(chat)
         return
       end
     end
+  end
+  if not (transcript or input) then
     transcript, input = open(chat)
   elseif not input then
     local box = is_float(transcript) and select(2, floats())

@@ -1,9 +1,11 @@
--- Permission prompts in the transcript: keys while a prompt is pending (in the
--- transcript and the input), a picker (vim.ui.select), and a notice when the chat
--- is not on screen. Python owns the requests and assigns the keys; this maps them
--- and sends the user's answer.
+-- Permission prompts in the transcript: keys while a prompt is pending (bare ones
+-- in the transcript, prefixed ones in the input: |acp-option-keys.permission|), a
+-- picker (vim.ui.select), and a notice when the chat is not on screen. Python owns
+-- the requests and assigns the transcript's keys from the same option; this maps
+-- them and sends the user's answer.
 local blocks = require("acp.chat.blocks")
 local host = require("acp.host")
+local keys = require("acp.keys")
 local preview = require("acp.review.preview")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
@@ -147,44 +149,71 @@ function M.open()
   util.notify("no permission request is pending", "info")
 end
 
--- Keys by option kind. While a prompt waits they are all taken, offered or not:
--- `R` must not start Replace mode, `a` must not start Insert mode in the input.
-local KIND_KEYS = { "a", "A", "r", "R" }
+-- Option kinds, whose keys (keys.permission) are all taken in the transcript while
+-- a prompt waits, offered or not: `R` must not start Replace mode there.
+local KINDS = { "allow_once", "allow_always", "reject_once", "reject_always" }
+local hint_ns = api.nvim_create_namespace("acp.permission.hint")
 
---- While a prompt waits its keys are mapped in normal mode on the transcript and
---- on the input (the cursor stays there after a send).
-local function map_keys(chat)
-  local wanted = {}
+--- The oldest pending prompt of `chat` offering an option of `kind`, answered so.
+local function answer_kind(chat, kind)
   for _, entry in ipairs(pending(chat)) do
-    for _, key in ipairs(KIND_KEYS) do
-      wanted[key] = true
-    end
     local permission = permission_of(chat, entry)
     for _, option in ipairs(permission.options) do
-      if option.key then
-        wanted[option.key] = true
-      end
-    end
-    if permission.why then
-      wanted[permission.why.key] = true
-    end
-  end
-  local mapped = chat.prompt_keys or {}
-  for _, buf in ipairs({ chat.transcript, chat.input }) do
-    for key in pairs(mapped) do
-      if not wanted[key] then
-        pcall(vim.keymap.del, "n", key, { buffer = buf })
-      end
-    end
-    for key in pairs(wanted) do
-      if not mapped[key] then
-        vim.keymap.set("n", key, function()
-          M.press(chat, key)
-        end, { buffer = buf, nowait = true, desc = "acp: answer the permission prompt" })
+      if option.kind == kind then
+        return M.answer(chat, permission, option)
       end
     end
   end
-  chat.prompt_keys = wanted
+end
+
+--- While a prompt waits its keys are mapped in Normal mode: in the read-only
+--- transcript the bare ones (keys.permission), in the input (where the cursor stays
+--- after a send, and `a` must append) the `buffer_` ones, named by virtual text.
+local function map_keys(chat)
+  local transcript, input, hint = {}, {}, ""
+  local entries = pending(chat)
+  if #entries > 0 then
+    local function press(lhs)
+      return {
+        function()
+          M.press(chat, lhs)
+        end,
+        "acp: answer the permission prompt",
+      }
+    end
+    for _, kind in ipairs(KINDS) do
+      local lhs = keys.lhs("permission", kind)
+      if lhs then
+        transcript[lhs] = press(lhs)
+      end
+    end
+    local options = {}
+    for _, entry in ipairs(entries) do
+      local permission = permission_of(chat, entry)
+      for _, option in ipairs(permission.options) do
+        if option.key and not transcript[option.key] then
+          transcript[option.key] = press(option.key) -- a digit
+        end
+        table.insert(options, option)
+      end
+      if permission.why and permission.why.key and not transcript[permission.why.key] then
+        transcript[permission.why.key] = press(permission.why.key) -- reject and say why
+      end
+    end
+    input, hint = keys.prompt_keys(options, function(option)
+      answer_kind(chat, option.kind)
+    end)
+  end
+  keys.set(chat.transcript, "permission", transcript)
+  keys.set(chat.input, "permission", input)
+  api.nvim_buf_clear_namespace(chat.input, hint_ns, 0, -1)
+  if hint ~= "" then
+    local last = api.nvim_buf_line_count(chat.input) - 1
+    api.nvim_buf_set_extmark(chat.input, hint_ns, last, 0, {
+      virt_text = { { "  permission: " .. hint, "AcpPermissionKey" } },
+      virt_text_pos = "eol",
+    })
+  end
 end
 
 local function shown_in(chat)
@@ -199,7 +228,7 @@ local function announce(chat, entry)
   local permission = permission_of(chat, entry)
   local wins = shown_in(chat)
   if #wins == 0 then
-    local name = registry.title(chat)
+    local name = registry.speaker(chat)
     util.notify(("%s asks permission: %s (:AcpPermission)"):format(name, permission.title), "warn")
     return
   end

@@ -1,6 +1,8 @@
 -- Prompt history of the chat input: what was sent, per agent and project, kept
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
 -- the input's first line and <Down> on its last (decision 0022).
+local keys = require("acp.keys")
+
 local M = {}
 local api = vim.api
 local util = require("acp.util")
@@ -86,19 +88,21 @@ function M.step(chat, step)
   return true
 end
 
---- Map <Up>/<Down> in the input: on its first/last line they walk the history, else
---- (and over the completion menu) they do what they always do.
+--- Map keys.input.prev_prompt/next_prompt (<Up>/<Down>) in the input: on its
+--- first/last line they walk the history, else (and over the completion menu) they
+--- do what they always do.
 ---@param chat acp.Chat
 function M.map(chat)
-  for lhs, step in pairs({ ["<Up>"] = -1, ["<Down>"] = 1 }) do
-    vim.keymap.set({ "n", "i" }, lhs, function()
+  for name, step in pairs({ prev_prompt = -1, next_prompt = 1 }) do
+    local lhs = keys.lhs("input", name)
+    keys.map(chat.input, { "n", "i" }, "input", name, function()
       local row = api.nvim_win_get_cursor(0)[1]
       local edge = step < 0 and 1 or api.nvim_buf_line_count(chat.input)
       local menu = api.nvim_get_mode().mode == "i" and vim.fn.pumvisible() == 1
       if menu or row ~= edge or not M.step(chat, step) then
         api.nvim_feedkeys(vim.keycode(lhs), "n", false)
       end
-    end, { buffer = chat.input, desc = step < 0 and "acp: previous prompt" or "acp: next prompt" })
+    end, step < 0 and "previous prompt" or "next prompt")
   end
 end
 

@@ -73,13 +73,33 @@ function M.draw(chat)
   end
 end
 
+--- `chat`'s queued prompts; none: nil, and the user is told.
+local function queued(chat)
+  local queue = chat.status.queue or {}
+  if #queue == 0 then
+    util.notify("no prompt is queued", "info")
+    return nil
+  end
+  return queue
+end
+
+--- Take `chat`'s last queued prompt back into the input, no longer queued
+--- (keys.queue.edit_last).
+---@param chat acp.Chat
+function M.edit_last(chat)
+  local queue = queued(chat)
+  if queue then
+    -- The text says which prompt it is should the ones before it go meanwhile.
+    host.notify("dequeue", { chat = chat.id, index = #queue - 1, text = queue[#queue], edit = true })
+  end
+end
+
 --- :AcpQueue: pick a queued prompt, then edit it (its text goes back to the
 --- input, no longer queued), remove it or send it now (|acp-steer|).
 ---@param chat acp.Chat
 function M.pick(chat)
-  local queue = chat.status.queue or {}
-  if #queue == 0 then
-    util.notify("no prompt is queued", "info")
+  local queue = queued(chat)
+  if not queue then
     return
   end
   vim.ui.select(queue, {

@@ -11,7 +11,6 @@ local api = vim.api
 ---@field blocks acp.Blocks
 ---@field status table
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
----@field prompt_keys? table<string, boolean> prompt keys mapped on the transcript
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
 ---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer, cwd_given?: boolean, roots?: string[], worktree?: boolean} what the chat was opened with
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
@@ -78,7 +77,16 @@ end
 ---@return string
 function M.title(chat)
   local s = chat.status
-  return chat.name or s.title or ("%s #%d"):format(s.agent_title or s.agent or "?", chat.id)
+  return chat.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
+end
+
+--- Who speaks in a notice about `chat`: its agent, and in which chat
+--- (`demo in "refactor"`, `demo in chat #2`).
+---@param chat acp.Chat
+---@return string
+function M.speaker(chat)
+  local named = chat.name or chat.status.title
+  return ("%s in %s"):format(chat.status.agent or "?", named and ('"%s"'):format(named) or ("chat #" .. chat.id))
 end
 
 return M

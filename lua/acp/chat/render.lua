@@ -21,7 +21,14 @@ local header_hl = {
   plan = "AcpPlanHeader",
   compaction = "AcpThoughtHeader",
 }
-local body_hl = { thought = "AcpThought", error = "AcpError", turn = "AcpTurnEnd", info = "AcpInfo", compaction = "AcpThought" }
+local body_hl = {
+  thought = "AcpThought",
+  error = "AcpError",
+  turn = "AcpTurnEnd",
+  info = "AcpInfo",
+  changes = "AcpInfo",
+  compaction = "AcpThought",
+}
 local status_hl = {
   completed = "AcpToolCompleted",
   failed = "AcpToolFailed",

@@ -116,6 +116,44 @@ function M.complete(arglead, cmdline)
   end, items)
 end
 
+---@type table<string, string[]> by agent: the session ids of its last list
+local listed = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = "AcpSessionList",
+  group = vim.api.nvim_create_augroup("acp.sessions", { clear = true }),
+  callback = function(ev)
+    listed[ev.data.agent] = vim.tbl_map(function(s)
+      return s.session_id
+    end, ev.data.sessions or {})
+  end,
+})
+
+--- Session ids of the current chat's agent starting with `arglead` (:AcpResume
+--- completion): its open chats' and those of its last list. No list yet: one is
+--- asked for, for the next <Tab>.
+---@param arglead string
+---@return string[]
+function M.complete_ids(arglead)
+  local chat = registry.get()
+  if not chat then
+    return {}
+  end
+  local agent = chat.status.agent
+  if not listed[agent] and host.running() then
+    host.notify("list_sessions", { chat = chat.id })
+  end
+  local ids = vim.deepcopy(listed[agent] or {})
+  for _, open in pairs(registry.chats) do
+    local id = open.status.session_id
+    if open.status.agent == agent and id and not vim.tbl_contains(ids, id) then
+      table.insert(ids, id)
+    end
+  end
+  return vim.tbl_filter(function(id)
+    return vim.startswith(id, arglead)
+  end, ids)
+end
+
 --- Offer the sessions of `chat`'s AcpSessionList event; the one picked opens in a
 --- new chat in the same directory.
 local function pick(chat, data)
@@ -128,7 +166,8 @@ local function pick(chat, data)
     prompt = "Resume session",
     format_item = function(s)
       local title = s.title ~= vim.NIL and s.title or "(untitled)"
-      return ("%s  %s"):format(s.session_id, title)
+      local open = M.chat_of(data.agent, s.session_id)
+      return ("%s  %s%s"):format(s.session_id, title, open and ("  (open in chat #%d)"):format(open.id) or "")
     end,
   }, function(s)
     if s then
@@ -160,9 +199,25 @@ function M.sessions(chat)
   host.notify("list_sessions", { chat = chat.id })
 end
 
---- Open a new chat on session `session_id` of `agent`, its history replayed, in
---- directory `cwd` (the chat's the sessions were listed for).
+--- The open chat on session `session_id` of `agent`, if any.
+---@return acp.Chat?
+function M.chat_of(agent, session_id)
+  for _, chat in pairs(registry.chats) do
+    if registry.valid(chat) and chat.status.agent == agent and chat.status.session_id == session_id then
+      return chat
+    end
+  end
+end
+
+--- Show the chat on session `session_id` of `agent`; none: open a new chat on
+--- it, its history replayed, in directory `cwd` (the chat's the sessions were
+--- listed for).
 function M.resume(agent, session_id, cwd)
+  local open = M.chat_of(agent, session_id)
+  if open then
+    chats.switch(open)
+    return open
+  end
   return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
 end
 

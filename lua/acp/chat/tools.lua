@@ -92,9 +92,11 @@ local function open_file(path, line)
   end
 end
 
---- <CR> in the transcript: a permission prompt's picker, a location's file, the
---- file and line of a diff row, a terminal (acp.editor.terminal), else the usual <CR>.
-function M.enter(chat)
+--- keys.chat.open (<CR>) in the transcript: a permission prompt's picker, a
+--- location's file, the file and line of a diff row, a terminal
+--- (acp.editor.terminal), else what `lhs` does without the mapping.
+---@param lhs? string the key pressed (default <CR>)
+function M.enter(chat, lhs)
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local _, block, first = blocks.block_at(chat.transcript, chat.blocks, row)
   if block and block.kind == "tool" then
@@ -113,7 +115,7 @@ function M.enter(chat)
     end
   end
   if not terminal.open_at_cursor() then
-    api.nvim_feedkeys(vim.keycode("<CR>"), "n", false)
+    api.nvim_feedkeys(vim.keycode(lhs or "<CR>"), "n", false)
   end
 end
 

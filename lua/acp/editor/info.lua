@@ -80,12 +80,17 @@ function M.selection()
   if win == api.nvim_get_current_win() and (mode == "v" or mode == "V" or mode == "\22") then
     first, last = vim.fn.getpos("v"), vim.fn.getpos(".")
   else
-    mode = vim.fn.visualmode()
+    mode = api.nvim_buf_call(buf, vim.fn.visualmode) -- the buffer's own last mode
     local a, b = api.nvim_buf_get_mark(buf, "<"), api.nvim_buf_get_mark(buf, ">")
     if mode == "" or a[1] == 0 or b[1] == 0 then
       return nil
     end
-    first, last = { buf, a[1], a[2] + 1, 0 }, { buf, b[1], b[2] + 1, 0 }
+    -- A linewise selection's '> column is v:maxcol: one more overflows, and
+    -- getregion() then returns nothing.
+    local function pos(mark)
+      return { buf, mark[1], math.min(mark[2], vim.v.maxcol - 1) + 1, 0 }
+    end
+    first, last = pos(a), pos(b)
   end
   if first[2] > last[2] or (first[2] == last[2] and first[3] > last[3]) then
     first, last = last, first

@@ -196,7 +196,7 @@ function M.ensure()
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
-      vim.fn.AcpHostNotify("setup", { options = config.options, state = vim.fn.stdpath("state") })
+      vim.fn.AcpHostNotify("setup", { options = config.given, state = vim.fn.stdpath("state") })
     end
     return true
   end
@@ -215,7 +215,7 @@ function M.ensure()
   if not start_job() then
     return false
   end
-  vim.rpcnotify(M.chan, "acp", "setup", { options = config.options, state = vim.fn.stdpath("state") })
+  vim.rpcnotify(M.chan, "acp", "setup", { options = config.given, state = vim.fn.stdpath("state") })
   return true
 end
 
@@ -258,7 +258,7 @@ end
 --- Re-send the options after setup() was called again.
 function M.reconfigure()
   if M.chan or M.rplugin_ready then
-    M.notify("setup", { options = config.options, state = vim.fn.stdpath("state") })
+    M.notify("setup", { options = config.given, state = vim.fn.stdpath("state") })
   end
 end
 

@@ -31,14 +31,23 @@ function M.open(file, turn)
   for id in pairs(state.by_chat) do
     table.insert(order, id)
   end
+  local decided
   for _, chat in ipairs(order) do
     for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
       if (changed.path == path or changed.source == path) and (not turn or changed.turn == turn) then
-        -- A worktree chat's file is compared where its hunks are (its source).
-        host.notify("baseline", { chat = chat, path = changed.source or path, turn = turn })
-        return
+        -- All decided, the baseline is the text as it is: two equal sides.
+        if changed.open then
+          -- A worktree chat's file is compared where its hunks are (its source).
+          host.notify("baseline", { chat = chat, path = changed.source or path, turn = turn })
+          return
+        end
+        decided = decided or changed.turn
       end
     end
+  end
+  if decided then
+    util.notify(("the agent's changes to %s in turn %d are all decided: nothing to compare"):format(relative(path), decided), "info")
+    return
   end
   util.user_error(("no agent changes to %s%s"):format(relative(path), turn and (" in turn " .. turn) or ""))
 end
@@ -127,12 +136,15 @@ function M.show(chat, data)
     end)
   end
   local map = hunks.keymap(true)
-  map.q = {
-    function()
-      api.nvim_buf_delete(base, { force = true })
-    end,
-    "acp: close the baseline",
-  }
+  local close_key = keys.lhs("review", "close")
+  if close_key then
+    map[close_key] = {
+      function()
+        api.nvim_buf_delete(base, { force = true })
+      end,
+      "acp: close the baseline",
+    }
+  end
   keys.set(base, "hunks", map)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = base,

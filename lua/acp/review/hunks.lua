@@ -6,7 +6,6 @@
 -- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
 -- hunks (acp.review.state holds its summary); decisions go back there.
 local buffers = require("acp.editor.buffers")
-local config = require("acp.config")
 local host = require("acp.host")
 local keys = require("acp.keys")
 local splits = require("acp.review.splits")
@@ -79,6 +78,18 @@ function M.reveal_top(buf, count)
         vim.fn.winrestview({ topfill = count })
       end
     end)
+  end
+end
+
+--- A window showing `buf` with 'signcolumn' "auto" gets it always on while it
+--- shows `buf` (:setlocal): agent marks come and go through a turn (a preview,
+--- then the landed hunk, then decided), and each time the text shifted sideways.
+function M.keep_sign_column(buf)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local value = vim.wo[win].signcolumn
+    if value:match("^auto") then
+      util.set_local(win, { signcolumn = "yes" .. (value:match(":%d*%-?(%d+)$") and (":" .. value:match("(%d+)$")) or "") })
+    end
   end
 end
 
@@ -235,13 +246,9 @@ function M.act(action)
   end
 end
 
---- The hunk keys of |acp-option-hunk_keys|, for a buffer holding agent hunks
+--- The `hunk_` keys of |acp-option-keys.review|, for a buffer holding agent hunks
 --- (`baseline`: an :AcpDiff baseline buffer, whose hunks ]c and [c already reach).
 function M.keymap(baseline)
-  local chosen = config.options.hunk_keys
-  if not chosen then
-    return {}
-  end
   local function call(fn, arg)
     return function()
       fn(arg)
@@ -256,16 +263,18 @@ function M.keymap(baseline)
     prev = { call(jump, -1), "acp: previous agent hunk" },
   }
   local map = {}
-  for action, lhs in pairs(chosen) do
-    if lhs ~= "" and actions[action] and not (baseline and (action == "next" or action == "prev")) then
-      map[lhs] = actions[action]
+  for action, spec in pairs(actions) do
+    local lhs = keys.lhs("review", "hunk_" .. action)
+    if lhs and not (baseline and (action == "next" or action == "prev")) then
+      map[lhs] = spec
     end
   end
   return map
 end
 
 --- Draw the marks of every open hunk from the review state (`states`: by chat,
---- {turn, files}); for each file the newest turn that changed it. A hunk showing
+--- {turn, files}); for each chat and file the newest turn that changed it (two
+--- chats' hunks in one buffer are both marked). A hunk showing
 --- the same as before keeps its marks, where they moved with the user's edits
 --- (Python's rows are those of the text it last read); a new or changed one is
 --- drawn at the row Python gives, and the marks of decided ones go. One pass.
@@ -280,8 +289,8 @@ function M.draw(states)
   end
   drawn = {}
   watched = {}
-  local seen = {}
   for chat, review in pairs(states) do
+    local seen = {}
     for _, file in ipairs(review.files) do -- newest turn first
       local path = file.source or file.path
       local buf = not seen[path] and buffers.find(path)
@@ -291,7 +300,7 @@ function M.draw(states)
         follow(buf, path)
       end
       if buf and file.open then
-        local list = {}
+        local list = drawn[buf] or {}
         local with_removed = not splits.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do
           if state.is_open(hunk) then
@@ -335,6 +344,7 @@ function M.draw(states)
     chosen = chosen .. lhs .. "\0"
   end
   for buf in pairs(drawn) do
+    M.keep_sign_column(buf)
     if keyed[buf] ~= chosen then
       keys.set(buf, "hunks", map)
       keyed[buf] = chosen

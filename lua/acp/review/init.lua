@@ -6,6 +6,7 @@
 local diff = require("acp.review.diff")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")
+local keys = require("acp.keys")
 local state = require("acp.review.state")
 local util = require("acp.util")
 
@@ -27,6 +28,30 @@ local function relative(path)
   return vim.fn.fnamemodify(path, ":~:.")
 end
 
+--- The review buffer's first line: how many hunks are open, and its keys.
+local function heading(open)
+  local parts = { ("acp review · %d open hunks"):format(open) }
+  for _, group in ipairs({
+    { "accept/reject", "accept", "reject" },
+    { "all", "accept_all", "reject_all" },
+    { "", "next", "prev" },
+    { "open", "open" },
+    { "", "close" },
+  }) do
+    local shown = {}
+    for i = 2, #group do
+      local lhs = keys.lhs("review", group[i])
+      if lhs then
+        table.insert(shown, keys.typed(lhs))
+      end
+    end
+    if #shown > 0 then
+      table.insert(parts, vim.trim(table.concat(shown, "/") .. " " .. group[1]))
+    end
+  end
+  return table.concat(parts, " · ")
+end
+
 local function compose(chat)
   local review = state.by_chat[chat] or { turn = 0, files = {} }
   local lines, hls, rows = {}, {}, {}
@@ -43,7 +68,7 @@ local function compose(chat)
       open = open + (state.is_open(hunk) and 1 or 0)
     end
   end
-  add(("acp review · %d open hunks · a/r accept/reject · A/R all · ]c/[c · <CR> open · q"):format(open), "AcpReviewHunk")
+  add(heading(open), "AcpReviewHunk")
   if #review.files == 0 then
     add("No changes by the agent yet.", "AcpReviewDecided")
   end
@@ -109,8 +134,8 @@ end
 
 local function map(buf)
   local view = views[buf]
-  local function key(lhs, fn, desc)
-    vim.keymap.set("n", lhs, fn, { buffer = buf, desc = "acp review: " .. desc, nowait = true })
+  local function key(name, fn, desc)
+    keys.map(buf, "n", "review", name, fn, "review: " .. desc)
   end
   local function on_entry(decision)
     return function()
@@ -120,21 +145,21 @@ local function map(buf)
       end
     end
   end
-  key("a", on_entry("accept"), "accept the hunk (or file) at the cursor")
-  key("r", on_entry("reject"), "reject the hunk (or file) at the cursor")
-  key("A", function()
+  key("accept", on_entry("accept"), "accept the hunk (or file) at the cursor")
+  key("reject", on_entry("reject"), "reject the hunk (or file) at the cursor")
+  key("accept_all", function()
     state.decide(view.chat, "accept")
   end, "accept all")
-  key("R", function()
+  key("reject_all", function()
     state.decide(view.chat, "reject")
   end, "reject all")
-  key("]c", function()
+  key("next", function()
     jump(buf, 1)
   end, "next hunk")
-  key("[c", function()
+  key("prev", function()
     jump(buf, -1)
   end, "previous hunk")
-  key("<CR>", function()
+  key("open", function()
     local e = entry_at(buf)
     if e then
       vim.cmd("aboveleft split " .. vim.fn.fnameescape(e.path))
@@ -142,7 +167,9 @@ local function map(buf)
       api.nvim_win_set_cursor(0, { row, 0 })
     end
   end, "open the file at the hunk")
-  util.map_close(buf, "review")
+  key("close", function()
+    util.close_window(api.nvim_get_current_win())
+  end, "close the review")
 end
 
 --- Open the review of the current chat's changes in a new tab page, or go to
@@ -213,6 +240,25 @@ end
 host.handle("review", function(item)
   M.update(item.chat, item.summary)
 end)
+
+--- The turns of the current chat that changed files, newest first, as text
+--- starting with `arglead` (:AcpRestore completion).
+---@param arglead string
+---@return string[]
+function M.turns_changed(arglead)
+  local review = state.by_chat[state.chat_id() or -1]
+  local turns = {}
+  for _, file in ipairs(review and review.files or {}) do
+    local turn = tostring(file.turn)
+    if vim.startswith(turn, arglead) and not vim.tbl_contains(turns, turn) then
+      table.insert(turns, turn)
+    end
+  end
+  table.sort(turns, function(a, b)
+    return tonumber(a) > tonumber(b)
+  end)
+  return turns
+end
 
 -- A buffer loaded after the review state arrived gets its marks too.
 api.nvim_create_autocmd("BufReadPost", {

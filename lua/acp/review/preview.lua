@@ -3,8 +3,9 @@
 -- they are, the lines it adds as virtual lines below them) or "split" (a diff
 -- split against the proposed text). The file's text is not touched: the agent
 -- writes it once allowed. A file no window shows is shown in a window of its own
--- that does not take the cursor. The prompt's keys answer from those buffers
--- too; the answer (or the prompt going away) removes it all.
+-- that does not take the cursor. The prompt's keys for buffers you type in
+-- (prefixed, named at the preview) answer from those buffers too; the answer (or
+-- the prompt going away) removes it all.
 --
 -- Python computes each preview (acp_nvim/client/services/changes.py) and sends it
 -- with the prompt in the tool block's render op: rows of the file now, and the
@@ -75,21 +76,24 @@ local function draw_inline(buf, file)
         table.insert(marks, util.extmark(buf, M.ns, last, 0, { virt_lines = added }))
       end
     elseif #added > 0 then
-      local below = hunk.row >= count
+      -- Lines added: hung below the row before them, whose sign then stands next
+      -- to them (a virtual line has no sign); above the first row at the top.
+      local top = hunk.row == 0 and count > 0
       table.insert(
         marks,
-        util.extmark(buf, M.ns, below and count - 1 or hunk.row, 0, {
+        util.extmark(buf, M.ns, top and 0 or math.min(hunk.row, count) - 1, 0, {
           sign_text = "+",
           sign_hl_group = "AcpReviewSignAdd",
           virt_lines = added,
-          virt_lines_above = not below,
+          virt_lines_above = top,
         })
       )
-      if hunk.row == 0 and not below then
+      if top then
         hunks.reveal_top(buf, #added)
       end
     end
   end
+  hunks.keep_sign_column(buf)
   return marks
 end
 
@@ -156,6 +160,14 @@ local function show(chat, permission, answer)
       else
         entry.marks = draw_inline(buf, file)
       end
+      -- Which keys answer here: a file is no place for keys you cannot see.
+      local _, hint = keys.prompt_keys(permission.options, function() end)
+      if hint ~= "" then
+        local first = file.hunks[1]
+        local row = math.min(first and first.row or 0, api.nvim_buf_line_count(buf) - 1)
+        local text = ("  acp: %s (or in the chat)"):format(hint)
+        table.insert(entry.marks, util.extmark(buf, M.ns, row, 0, { virt_text = { { text, "AcpPermissionKey" } }, strict = false }))
+      end
       table.insert(view.files, entry)
     end
   end
@@ -191,8 +203,9 @@ local function remove(id)
   end
 end
 
---- The prompt keys in each previewed buffer: they answer the oldest prompt
---- previewed there.
+--- The prompt's keys in each previewed buffer (the `buffer_` ones of
+--- keys.permission: the file is yours to edit meanwhile): they answer the oldest
+--- prompt previewed there.
 local function map_keys(before)
   local wanted = {}
   for _, id in ipairs(order) do
@@ -202,19 +215,11 @@ local function map_keys(before)
       if entry.scratch_win and api.nvim_win_is_valid(entry.scratch_win) then
         table.insert(bufs, api.nvim_win_get_buf(entry.scratch_win))
       end
+      local prompt = keys.prompt_keys(view.permission.options, function(option)
+        view.answer(view.chat, view.permission, option)
+      end)
       for _, buf in ipairs(bufs) do
-        local map = wanted[buf] or {}
-        wanted[buf] = map
-        for _, option in ipairs(view.permission.options or {}) do
-          if option.key and not map[option.key] then
-            map[option.key] = {
-              function()
-                view.answer(view.chat, view.permission, option)
-              end,
-              "acp: answer the permission prompt: " .. option.name,
-            }
-          end
-        end
+        wanted[buf] = vim.tbl_extend("keep", wanted[buf] or {}, prompt)
       end
     end
   end

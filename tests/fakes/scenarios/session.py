@@ -1,4 +1,5 @@
-"""Agents that differ in their handshake: capabilities, settings, history, login, fork."""
+"""Agents that differ in their handshake: capabilities, settings, history, login, fork;
+and one that streams a character at a time."""
 
 from __future__ import annotations
 
@@ -168,6 +169,13 @@ async def blocks_received(agent: Agent, prompt: Prompt) -> None:
     await agent.say(json.dumps([short(block) for block in prompt.blocks]))
 
 
+async def say_by_character(agent: Agent, prompt: Prompt) -> None:
+    """Says the prompt's text back a character a chunk: a newline arrives before
+    the line it breaks to."""
+    for character in prompt.text:
+        await agent.say(character)
+
+
 async def unknown_session(agent: Agent, params: Params) -> None:
     """A new process knows no session to resume."""
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
@@ -188,6 +196,7 @@ def blocks(*takes: str) -> Scenario:
 
 SCENARIOS = (
     Scenario("echo"),
+    Scenario("trickle", say_by_character, v2={}),
     Scenario("capabilities", client_capabilities),
     blocks(),
     blocks("embed"),

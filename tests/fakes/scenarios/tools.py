@@ -217,7 +217,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
                 result = await agent.c.request("elicitation/create", {**SID, **args}, dict)
             except RequestError as err:
                 result = {"error": err.code}
-            await agent.say(f"RESULT {json.dumps(result, sort_keys=True)}\n")
+            await agent.say(f"RESULT {json.dumps(result, sort_keys=True)}\n\n")
 
 
 SCENARIOS = (

@@ -157,7 +157,7 @@ class Workspace:
             result = await self.pwd(session_id)
         else:
             result = {"error": f"unknown command {command!r}"}
-        await self.say(session_id, "RESULT " + json.dumps(result) + "\n", turn)
+        await self.say(session_id, "RESULT " + json.dumps(result) + "\n\n", turn)
 
     async def write(self, session_id: str, path: str, text: str) -> Params:
         old = None

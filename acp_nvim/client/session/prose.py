@@ -1,0 +1,185 @@
+"""The agent's Markdown as the transcript shows it: soft line breaks joined.
+
+In Markdown a single newline inside a paragraph is a soft break: the paragraph
+reads on, and a code span may cross it. The transcript shows the text itself in a
+window that wraps, so a soft break kept as a row would break the text wherever the
+agent's line happened to end (mid-sentence, inside `inline code`). A soft break is
+drawn as a space; a hard one stays: a blank line, a block that ends or starts (a
+heading, a list item, a quote, a table row, a fence and everything inside it), two
+trailing spaces or a backslash. Streamed text decides a break once the next line's
+first characters arrive; until then the newline and those characters are held.
+The model keeps the agent's text as sent (export, history, seeds).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Prose", "Streams", "reflow"]
+
+import re
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+# A thematic break or a setext heading's underline.
+_RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
+_DIGITS = "0123456789"
+# A row grows by joined lines up to this many characters: lines that only look
+# like prose (a log without a fence) must not become one row of megabytes.
+ROW_MAX = 1000
+
+
+def _next_starts_block(rest: str) -> bool | None:
+    """Whether the line that ``rest`` begins with is blank or starts a block (a hard
+    break before it); None while its first characters have not all arrived."""
+    end = rest.find("\n")
+    complete = end >= 0
+    text = (rest[:end] if complete else rest).lstrip(" \t")
+    if not text:
+        return True if complete else None
+    first = text[0]
+    if first in "#>|<":
+        return True
+    if first in "`~":  # a fence takes three
+        run = len(text) - len(text.lstrip(first))
+        if run < 3 and run == len(text) and not complete:
+            return None
+        return run >= 3
+    if first in "-*+=_":  # a bullet, or a line of one of them (a rule, an underline)
+        if len(text) == 1:
+            return True if complete else None
+        if text[1] in " \t":
+            return True
+        if text.strip(first + " \t"):  # other characters: **bold**, --flag
+            return False
+        return True if complete else None
+    if first in _DIGITS:  # an ordered list item: digits and . or )
+        digits = len(text) - len(text.lstrip(_DIGITS))
+        if digits == len(text):
+            return True if complete else None
+        return digits <= 9 and text[digits] in ".)"
+    return False
+
+
+class Prose:
+    """One message's text streamed into rows: :meth:`feed` takes the next piece and
+    returns what to draw of it (soft breaks as spaces, a line's indent after one
+    dropped); :meth:`flush` draws a held newline as a hard break."""
+
+    def __init__(self) -> None:
+        self._line: list[str] = []  # the current line of the text so far
+        self._held = ""  # a newline and the next line's first characters, undecided
+        self._fence: str | None = None  # the open code fence
+        self._paragraph = False  # the last line was paragraph text
+        self.row = 0  # characters of the drawn row so far
+
+    def feed(self, text: str, *, final: bool = False) -> str:
+        """What to draw of ``text``, the message's next piece; ``final``: no more
+        text comes to decide a held break (it is hard)."""
+        text, self._held = self._held + text, ""
+        out: list[str] = []
+        start = 0
+        while (end := text.find("\n", start)) >= 0:
+            piece = text[start:end]
+            out.append(piece)
+            self.row += len(piece)
+            self._line.append(piece)
+            line = "".join(self._line)
+            ends, fence, paragraph = self._ends_block(line)
+            hard = ends or self.row >= ROW_MAX or _next_starts_block(text[end + 1 :])
+            if hard is None and not final:
+                self._line, self._held = [line], text[end:]
+                return "".join(out)
+            self._line, self._fence, self._paragraph = [], fence, paragraph
+            if hard is False:
+                rest = text[end + 1 :]
+                out.append(" ")
+                self.row += 1
+                start = end + 1 + len(rest) - len(rest.lstrip(" \t"))
+            else:
+                out.append("\n")
+                self.row = 0
+                start = end + 1
+        piece = text[start:]
+        out.append(piece)
+        self.row += len(piece)
+        self._line.append(piece)
+        return "".join(out)
+
+    def flush(self) -> str:
+        """A held newline and what follows it, the newline a hard break."""
+        return self.feed("", final=True) if self._held else ""
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def _ends_block(self, line: str) -> tuple[bool, str | None, bool]:
+        """Whether a complete ``line`` ends its block whatever follows, the fence open
+        after it, and whether it is paragraph text."""
+        fence = self._fence
+        match = _FENCE.match(line)
+        if fence is not None:
+            closes = (
+                match is not None
+                and match[1][0] == fence[0]
+                and len(match[1]) >= len(fence)
+                and not line[match.end() :].strip()
+            )
+            return True, None if closes else fence, False
+        if match is not None:
+            return True, match[1], False
+        stripped = line.strip()
+        if not stripped:
+            return True, None, False
+        if not self._paragraph and line.startswith(("    ", "\t")):  # indented code
+            return True, None, False
+        if _HEADING.match(line) or _RULE.match(line) or stripped[0] in "|<":
+            return True, None, False
+        return line.endswith(("  ", "\\")), None, True
+
+
+def reflow(text: str) -> str:
+    """``text`` (a whole message) as the transcript shows it."""
+    prose = Prose()
+    return prose.feed(text, final=True)
+
+
+class Streams:
+    """The agent's messages of a chat as they stream, a :class:`Prose` each; at most
+    one holds a newline back (the one streaming last) until its next piece, or until
+    anything else is drawn."""
+
+    def __init__(self) -> None:
+        self._prose: dict[str, Prose] = {}
+        self._holding: str | None = None
+
+    def start(self, message_id: str, text: str) -> str:
+        """A new or replaced message's whole ``text``: what to draw of it."""
+        self._prose[message_id] = Prose()
+        return self.append(message_id, text)[1]
+
+    def append(self, message_id: str, text: str) -> tuple[int, str]:
+        """The characters of the message's last row before, and what to draw of ``text``."""
+        prose = self._prose.setdefault(message_id, Prose())
+        row = prose.row
+        shown = prose.feed(text)
+        if prose.holding:
+            self._holding = message_id
+        elif self._holding == message_id:
+            self._holding = None
+        return row, shown
+
+    @property
+    def holding(self) -> str | None:
+        """The message that holds a newline back, if one does."""
+        return self._holding
+
+    def release(self) -> str:
+        """What the holding message draws before anything else is drawn: the held
+        newline as a hard break and what follows it."""
+        message_id, self._holding = self._holding, None
+        return self._prose[message_id].flush() if message_id is not None else ""
+
+    def forget(self, message_id: str) -> None:
+        self._prose.pop(message_id, None)
+        if self._holding == message_id:
+            self._holding = None

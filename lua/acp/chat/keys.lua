@@ -1,0 +1,146 @@
+-- The chat's own keys (|acp-keys|: keys.chat, keys.input, keys.queue): mapped on
+-- the transcript and the input when a chat is made, each with its `desc`, which
+-- the help key lists. Also the motions between turns and tool calls, and the keys
+-- named at a turn's change summary. What a key does to the chat itself (send,
+-- cancel, hide) acp.chat hands in: this module does not require it.
+local blocks = require("acp.chat.blocks")
+local keys = require("acp.keys")
+local queue = require("acp.chat.queue")
+local review = require("acp.review")
+local review_state = require("acp.review.state")
+local tools = require("acp.chat.tools")
+
+local M = {}
+local api = vim.api
+
+local hint_ns = api.nvim_create_namespace("acp.changes.hint")
+
+--- Move the cursor to the `step`-th next (`step` > 0) or previous block of `kind`
+--- in the transcript (`v:count1` of them).
+local function jump(chat, kind, step)
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local starts = {}
+  for _, id in ipairs(chat.blocks.order) do
+    local block = chat.blocks.by_id[id]
+    if block.kind == kind then
+      table.insert(starts, blocks.start_row(chat.transcript, block))
+    end
+  end
+  local target
+  for _ = 1, vim.v.count1 do
+    local found
+    for i = step > 0 and 1 or #starts, step > 0 and #starts or 1, step do
+      local first = starts[i]
+      if (step > 0 and first > (target or row)) or (step < 0 and first < (target or row)) then
+        found = first
+        break
+      end
+    end
+    if not found then
+      break
+    end
+    target = found
+  end
+  if target then
+    vim.cmd("normal! m'") -- a jump: `` and <C-o> come back
+    api.nvim_win_set_cursor(0, { target + 1, 0 })
+  end
+end
+
+--- The keys of `buf` this plugin maps, as help lines (`  lhs  what it does`).
+local function described(buf)
+  local lines = {}
+  for _, mode in ipairs({ "n", "i" }) do
+    for _, map in ipairs(api.nvim_buf_get_keymap(buf, mode)) do
+      local desc = map.desc and map.desc:match("^acp: (.*)")
+      if desc then
+        local lhs = map.lhs:gsub("^ ", "<Space>")
+        table.insert(lines, ("  %-8s %s%s"):format(lhs, desc, mode == "i" and " (Insert mode)" or ""))
+      end
+    end
+  end
+  table.sort(lines)
+  return lines
+end
+
+--- The help key: the keys of the transcript and of the input, in a float.
+local function help(chat)
+  local lines = { "# Keys of the chat (:help acp-keys)", "", "Transcript:" }
+  vim.list_extend(lines, described(chat.transcript))
+  vim.list_extend(lines, { "", "Input:" })
+  vim.list_extend(lines, described(chat.input))
+  vim.lsp.util.open_floating_preview(lines, "markdown", { focus_id = "acp.help", border = "rounded" })
+end
+
+--- Map the chat's keys on its transcript and input. `actions`: what acp.chat does
+--- for `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
+--- messages at the cursor back in the input; false when there is none).
+---@param chat acp.Chat
+---@param actions {send: fun(), send_now: fun(), cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
+function M.map(chat, actions)
+  local transcript, input = chat.transcript, chat.input
+  keys.map(input, "n", "input", "send", actions.send, "send")
+  keys.map(input, { "n", "i" }, "input", "send_insert", actions.send, "send")
+  keys.map(input, { "n", "i" }, "input", "send_now", actions.send_now, "send now, into the running turn")
+  for _, buf in ipairs({ transcript, input }) do
+    keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
+    keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
+    keys.map(buf, "n", "queue", "pick", function()
+      queue.pick(chat)
+    end, "pick a queued prompt to edit or remove")
+    keys.map(buf, "n", "queue", "edit_last", function()
+      queue.edit_last(chat)
+    end, "the last queued prompt back into the input")
+  end
+  -- One key for the transcript: one of your messages to edit, else
+  -- (acp.chat.tools.enter) a permission prompt's picker, a location's file, a
+  -- terminal, else what the key does anyway.
+  local open = keys.lhs("chat", "open")
+  keys.map(transcript, "n", "chat", "open", function()
+    if not actions.edit_at_cursor() then
+      tools.enter(chat, open)
+    end
+  end, "edit your message, answer the prompt, open the location or terminal")
+  keys.map(transcript, "n", "chat", "help", function()
+    help(chat)
+  end, "show the chat's keys")
+  for name, motion in pairs({
+    next_turn = { "user", 1, "next prompt" },
+    prev_turn = { "user", -1, "previous prompt" },
+    next_tool = { "tool", 1, "next tool call" },
+    prev_tool = { "tool", -1, "previous tool call" },
+  }) do
+    keys.map(transcript, { "n", "x", "o" }, "chat", name, function()
+      jump(chat, motion[1], motion[2])
+    end, motion[3])
+  end
+  keys.map(transcript, "n", "chat", "review", review.open, "review the agent's changes")
+  for name, decision in pairs({ accept_all = "accept", reject_all = "reject" }) do
+    keys.map(transcript, "n", "chat", name, function()
+      review_state.decide(chat.id, decision)
+    end, decision .. " every open change")
+  end
+end
+
+--- Name the review's keys after a turn's change summary (a `changes` block):
+--- virtual text, which a copy of the transcript does not take.
+---@param chat acp.Chat
+---@param block acp.Block
+function M.summarize(chat, block)
+  local hint = {}
+  for _, key in ipairs({ { "review", "review" }, { "accept_all", "accept all" }, { "reject_all", "reject all" } }) do
+    local lhs = keys.lhs("chat", key[1])
+    if lhs then
+      table.insert(hint, ("%s %s"):format(keys.typed(lhs), key[2]))
+    end
+  end
+  if #hint == 0 then
+    return
+  end
+  local row = blocks.start_row(chat.transcript, block)
+  api.nvim_buf_set_extmark(chat.transcript, hint_ns, row, 0, {
+    virt_text = { { "  · " .. table.concat(hint, " · "), "AcpInfo" } },
+  })
+end
+
+return M
