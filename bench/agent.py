@@ -56,11 +56,17 @@ def update(session: str, body: dict[str, Any]) -> bytes:
     return line({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
 
+# Lines end with a Markdown hard break (two spaces): the transcript joins a
+# paragraph's soft breaks into rows (decision 0052), and the bench streams rows of
+# 80 bytes, as every round before it did.
+HARD_BREAK = "  \n"
+
+
 def chunk_text(i: int, count: int, nonce: str) -> str:
     """Exactly CHUNK ASCII bytes; every 4th chunk ends a line of 80 bytes."""
-    end = "\n" if i % 4 == 3 or i == count - 1 else " "
+    end = HARD_BREAK if i % 4 == 3 or i == count - 1 else " "
     body = f"END{nonce}" if i == count - 1 else f"w{i:07d} lorem ips"
-    return body[: CHUNK - 1].ljust(CHUNK - 1, ".") + end
+    return body[: CHUNK - len(end)].ljust(CHUNK - len(end), ".") + end
 
 
 def burst_text(count: int, nonce: str) -> str:
@@ -81,7 +87,7 @@ def fill(session: str, lines: int) -> list[bytes]:
     out = []
     for start in range(0, lines, 1000):
         text = "".join(
-            f"filler line {n:08d} of the long transcript\n"
+            f"filler line {n:08d} of the long transcript{HARD_BREAK}"
             for n in range(start, min(lines, start + 1000))
         )
         out.append(

@@ -294,4 +294,22 @@ function M.typist(paths, ms)
   end))
 end
 
+--- Neovim's work for `keys` typed in window `win`, the redraw the UI gets for them
+--- included: each key of `keys` (a list) is fed, executed and drawn on its own;
+--- returns the nanoseconds of each. With `insert`, each key is typed in Insert mode
+--- entered for it and left after it ("a", the key, <Esc>: an upper bound of a key
+--- typed in Insert mode, as feedkeys cannot return while Insert mode goes on).
+function M.keys(win, keys, insert)
+  api.nvim_set_current_win(win)
+  local took = {}
+  for _, key in ipairs(keys) do
+    local codes = api.nvim_replace_termcodes(insert and ("a" .. key .. "<Esc>") or key, true, false, true)
+    local start = vim.uv.hrtime()
+    api.nvim_feedkeys(codes, "xt", false)
+    vim.cmd("redraw")
+    table.insert(took, vim.uv.hrtime() - start)
+  end
+  return took
+end
+
 return M

@@ -21,6 +21,15 @@ from bench.harness import AGENT, Nvim, Pinger, Ui, nonce, rss_kb
 
 Figures = dict[str, Any]
 MS = 1e6
+# How long the pinger keeps going once a burst is on screen: what a client defers
+# past a burst (the transcript's syntax back after a flood, 250 ms later) shows
+# as a slow ping in this window.
+AFTER_S = 0.6
+
+
+def slowest(samples: list[tuple[int, int, int, int]], start: int) -> float:
+    """The slowest round trip (ms) of the pings sent after ``start`` (NaN without any)."""
+    return max((rtt for begun, rtt, _, _ in samples if begun > start), default=float("nan")) / MS
 
 
 def p99(
@@ -41,16 +50,18 @@ def p99(
 class _Burst:
     """One burst's figures (ms): first byte → visible, last byte → visible, the
     agent's own write time, first byte → text in the buffer, ping p99, the
-    longest batch the plugin had Neovim apply (0 for the floors)."""
+    longest batch the plugin had Neovim apply (0 for the floors), the slowest ping
+    in the :data:`AFTER_S` after the end was on screen."""
 
     def __init__(
-        self, seen: int, shown: int, stamp: dict[str, Any], p99: float, batch: float = 0
+        self, seen: int, shown: int, stamp: dict[str, Any], pings: list[Any], batch: float = 0
     ) -> None:
         self.total = (shown - stamp["first_ns"]) / MS
         self.tail = (shown - stamp["last_ns"]) / MS
         self.write = (stamp["last_ns"] - stamp["first_ns"]) / MS
         self.buffer = (seen - stamp["first_ns"]) / MS
-        self.p99 = p99
+        self.p99 = p99(pings, stamp["first_ns"], shown)
+        self.after = slowest(pings, shown)
         self.batch = batch
 
 
@@ -67,12 +78,14 @@ def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _
     longest_batch(n)
     seen, stamp = n.turn(buf, f"burst {count} {key}", f"END{key}")
     shown = ui.seen() if ui is not None else seen
+    if pinger:
+        time.sleep(AFTER_S)
     pings = pinger.stop() if pinger else []
     batch = longest_batch(n)
     text = n.buffer_text(buf)
     if burst_text(count, key) not in text + "\n":
         raise AssertionError("the transcript does not hold the streamed text")
-    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown), batch)
+    return _Burst(seen, shown, stamp, pings, batch)
 
 
 def _floor_burst(n: Nvim, ui: Ui, count: int, strong: bool = True) -> _Burst:
@@ -81,11 +94,12 @@ def _floor_burst(n: Nvim, ui: Ui, count: int, strong: bool = True) -> _Burst:
     ui.watch(f"END{key}")
     seen, stamp, buf = n.floor(f"burst {count} {key}", f"END{key}", strong=strong)
     shown = ui.seen()
+    time.sleep(AFTER_S)
     pings = pinger.stop()
     if n.buffer_text(buf) != burst_text(count, key):
         raise AssertionError("the floor buffer does not hold the streamed text")
     n.nvim.command("close")
-    return _Burst(seen, shown, stamp, p99(pings, stamp["first_ns"], shown))
+    return _Burst(seen, shown, stamp, pings)
 
 
 CLIENTS = ("plugin", "floor", "jobstart")
@@ -126,6 +140,7 @@ def streaming(run: int, count: int = 10_000, fill: int = 100_000) -> Figures:
         for who, burst in bursts.items():
             figures[f"{who}_total"], figures[f"{who}_tail"] = burst.total, burst.tail
             figures[f"{who}_buffer"], figures[f"{who}_p99"] = burst.buffer, burst.p99
+            figures[f"{who}_after"] = burst.after
         figures["plugin_batch"] = bursts["plugin"].batch
         n.turn(buf, f"fill {fill}", f"filler line {fill - 1:08d}")
         figures["fill_batch"] = longest_batch(n)
@@ -149,7 +164,7 @@ def streaming_50k(run: int, count: int = 50_000) -> Figures:
         bursts = _side_by_side(n, ui, buf, run, count)
         for who, burst in bursts.items():
             figures[f"{who}_total"], figures[f"{who}_write"] = burst.total, burst.write
-            figures[f"{who}_p99"] = burst.p99
+            figures[f"{who}_p99"], figures[f"{who}_after"] = burst.p99, burst.after
         figures["plugin_batch"] = bursts["plugin"].batch
         return figures
     finally:
@@ -224,6 +239,17 @@ def mcp_read(run: int, size: int = 10_000, count: int = 20) -> Figures:
         n.quit()
 
 
+def _answer(out: Any, request: int) -> None:
+    """Read the agent's stdout up to its answer to ``request`` (an agent that exits
+    first fails the run, rather than spinning on an empty read forever)."""
+    while True:
+        line = out.readline()
+        if not line:
+            raise RuntimeError(f"the agent exited before answering request {request}")
+        if f'"id":{request}' in line.replace(" ", ""):
+            return
+
+
 def agent_own_start(cmd: list[str], cwd: str) -> float:
     """Spawn → ``session/new`` answered, talking to the agent directly (ms)."""
     init = (
@@ -244,16 +270,14 @@ def agent_own_start(cmd: list[str], cwd: str) -> float:
     try:
         proc.stdin.write(init)
         proc.stdin.flush()
-        while '"id":1' not in proc.stdout.readline().replace(" ", ""):
-            pass
+        _answer(proc.stdout, 1)
         params = {"cwd": cwd, "mcpServers": []}
         proc.stdin.write(
             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params})
         )
         proc.stdin.write("\n")
         proc.stdin.flush()
-        while '"id":2' not in proc.stdout.readline().replace(" ", ""):
-            pass
+        _answer(proc.stdout, 2)
         return (time.monotonic_ns() - start) / MS
     finally:
         proc.kill()
@@ -448,6 +472,79 @@ def long_session(run: int, turns: int = 100, chunks: int = 1000, calls: int = 10
             "long_rss_mb": rss_kb(n.host_pid()) / 1024,
             "long_lines": int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)),
         }
+    finally:
+        ui.close()
+        n.quit()
+
+
+def _keys(n: Nvim, win: int, keys: list[str], insert: bool = False) -> list[float]:
+    """Neovim's time (ms) for each of ``keys`` typed in ``win`` (each in Insert mode
+    entered and left for it with ``insert``), its redraw included."""
+    return [ns / MS for ns in n.lua("return _G.bench.keys(...)", win, keys, insert)]
+
+
+def _browse(n: Nvim, win: int, name: str, middle: str) -> Figures:
+    """The slowest scroll, jump and search key in ``win`` (ms)."""
+    scroll = ["gg", *["<C-d>"] * 20, *["<C-f>"] * 20, *["<C-u>"] * 10, *["<C-b>"] * 10]
+    return {
+        f"{name}_scroll": max(_keys(n, win, scroll)),
+        f"{name}_jump": max(_keys(n, win, ["G", "gg", "G", "gg", "G"])),
+        f"{name}_search": max(_keys(n, win, [f"/END{middle}<CR>", "N", "n"])),
+    }
+
+
+def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: int = 10) -> Figures:
+    """A transcript of ``lines`` lines made of turns of ``chunks`` chunks and ``calls``
+    tool calls with diffs (their folds), a UI attached: the slowest key of each kind
+    (Neovim's work for it and its redraw), Neovim's RSS against the text's size."""
+    n = Nvim()
+    ui = Ui(n.socket)
+    try:
+        n.setup()
+        buf = n.open_chat()
+        pid = int(n.lua("return vim.fn.getpid()"))
+        rss_before = rss_kb(pid) / 1024
+        keys = []
+        while int(n.lua("return vim.api.nvim_buf_line_count(...)", buf)) < lines:
+            key = nonce()
+            n.turn(buf, f"turn {chunks} {calls} {key}", f"END{key}")
+            keys.append(key)
+        figures: Figures = {"transcript_nvim_rss_mb": rss_kb(pid) / 1024 - rss_before}
+        win = int(n.lua("return vim.fn.win_findbuf(...)[1]", buf))
+        middle = keys[len(keys) // 2]
+        figures |= _browse(n, win, "transcript", middle)
+        # The floor: the same keys in a plain buffer holding the same text, in the
+        # same window (no syntax, folds or marks), after the transcript's own.
+        plain = n.lua(
+            "local plain = vim.api.nvim_create_buf(false, true); vim.api.nvim_buf_set_lines("
+            "plain, 0, -1, false, vim.api.nvim_buf_get_lines(..., 0, -1, false)); return plain",
+            buf,
+        )
+        n.lua("vim.api.nvim_win_set_buf(...)", win, plain)
+        figures |= _browse(n, win, "plain", middle)
+        n.lua("vim.api.nvim_win_set_buf(...)", win, buf)
+        # A tool call's block below the match: the cursor on it, its fold closed and opened.
+        row = n.lua(
+            "return vim.api.nvim_win_call(..., function() local l = vim.fn.line('.')"
+            " while vim.fn.foldlevel(l) == 0 do l = l + 1 end return l end)",
+            win,
+        )
+        n.lua("vim.api.nvim_win_set_cursor(...)", win, [row, 0])
+        figures["transcript_fold"] = max(_keys(n, win, ["zc", "zo", "zc", "zo"]))
+        input_win = int(n.lua("return vim.fn.win_findbuf(require('acp').status().input_buf)[1]"))
+        figures["transcript_type"] = max(
+            _keys(n, input_win, list("hello, a long chat"), insert=True)
+        )
+        text = int(
+            n.lua(
+                "return vim.api.nvim_buf_call(..., function()"
+                " return vim.fn.line2byte(vim.fn.line('$') + 1) end)",
+                buf,
+            )
+        )
+        figures["transcript_lines"] = int(n.lua("return vim.api.nvim_buf_line_count(...)", buf))
+        figures["transcript_text_mb"] = text / 2**20
+        return figures
     finally:
         ui.close()
         n.quit()

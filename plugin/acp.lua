@@ -73,6 +73,15 @@ end, {
     return require("acp.review").turns_changed(arglead)
   end,
 })
+command("AcpTurnDiff", function(args)
+  require("acp.review.turn").open(tonumber(args.fargs[1]))
+end, {
+  nargs = "?",
+  desc = "Every file a turn changed (default: the latest), in one tab, its hunks inline",
+  complete = function(arglead)
+    return require("acp.review").turns_changed(arglead)
+  end,
+})
 command("AcpRewind", function(args)
   acp().rewind(tonumber(args.fargs[1]))
 end, { nargs = "?", desc = "Take the conversation and the files back to before turn N (no N: pick)" })
@@ -110,9 +119,22 @@ end, {
     return require("acp.editor.terminal").keys()
   end,
 })
-command("AcpPermission", function()
-  acp().permission()
-end, { desc = "Answer the agent's pending permission request" })
+command("AcpPermission", function(args)
+  local action = args.fargs[1]
+  if action == "list" or action == "forget" then
+    require("acp.chat.grants")[action]()
+  elseif action then
+    require("acp.util").user_error(("unknown :AcpPermission %s (list, forget)"):format(action))
+  else
+    acp().permission()
+  end
+end, {
+  nargs = "?",
+  desc = "Answer the agent's pending permission request; list or forget remembered answers",
+  complete = function()
+    return { "list", "forget" }
+  end,
+})
 command("AcpReview", function()
   acp().review()
 end, { desc = "Review the agent's file changes (accept or reject hunks)" })
@@ -159,6 +181,9 @@ end
 command("AcpAdd", function(args)
   acp().add({ file = args.args, range = args.range > 0 and { args.line1, args.line2 } or nil })
 end, { nargs = "?", range = true, complete = "file", desc = "Mention a file, or the selected lines, in the chat input" })
+command("AcpPaste", function()
+  acp().paste_image()
+end, { desc = "Attach an image from the clipboard to the next prompt" })
 vim.keymap.set("x", "<Plug>(AcpAdd)", ":AcpAdd<CR>", { silent = true, desc = "acp: add the selection to the chat input" })
 command("AcpMode", function(args)
   acp().set_mode(args.fargs[1])

@@ -40,6 +40,8 @@ LUA_CLASS = {
     "HistoryOptions": "acp.HistoryOptions",
     "FileAccessOptions": "acp.FileAccessOptions",
     "HunkKeys": "acp.HunkKeys",
+    "PermissionOptions": "acp.PermissionOptions",
+    "PermissionAllow": "acp.PermissionAllow",
     "Keys": "acp.Keys",
     "ChatKeys": "acp.ChatKeys",
     "InputKeys": "acp.InputKeys",

@@ -143,6 +143,8 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     given in both takes this one)"""
     history: bool = True
     """keep this agent's chats in the chat history (see |acp-chat-history|)"""
+    permission_policy: Literal["ask", "allow_reads", "allow_all"] | None = None
+    """this agent's `permission_policy` (default: the global one)"""
     roots: list[str] = msgspec.field(default_factory=list)
     """more workspace roots for this agent's chats, after the global `roots`"""
 
@@ -211,6 +213,24 @@ class FileAccessOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
+
+
+class PermissionAllow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Tool calls allowed without asking, at your own risk (see |acp-permissions-allow|)."""
+
+    commands: list[Annotated[str, Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    """command prefixes, e.g. "git status", "npm test": a tool call running one of them
+    (alone, nothing chained to it) is allowed"""
+    paths: list[Annotated[str, Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    """files or directories (relative to the chat's directory, absolute or ~/...): a
+    tool call that runs no command and names only paths inside them is allowed"""
+
+
+class PermissionOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Permission requests answered without asking, beside `permission_policy`."""
+
+    allow: PermissionAllow = msgspec.field(default_factory=PermissionAllow)
+    """what never asks (see |acp-permissions-allow|)"""
 
 
 class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -394,6 +414,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     permission_policy: Literal["ask", "allow_reads", "allow_all"] = "ask"
     """answer permission requests without asking: never, for reads (read/search/think),
     always (see |acp-permissions|)"""
+    permissions: PermissionOptions = msgspec.field(default_factory=PermissionOptions)
+    """commands and paths that never ask (see |acp-permissions-allow|)"""
     auto_save: bool = True
     """save buffers the agent edited (else left unsaved); never your unsaved edits"""
     save_events: Literal["post", "none"] = "post"
@@ -421,6 +443,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
+    notify: Literal["hidden", "always", False] = "hidden"
+    """tell with |vim.notify()| when a chat's turn ends, fails or needs you: only for a
+    chat not shown in the current tab page, for every chat, or never (see
+    |acp-notices|)"""
     python: str | None = None
     """Python for the host (default: plugin venv, then g:python3_host_prog, then python3)"""
     host: Literal["job", "rplugin"] = "job"

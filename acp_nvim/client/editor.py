@@ -291,7 +291,15 @@ RenderOp = (
 # The public events (``User`` autocmds), every one documented in doc/acp.txt
 # (tests/nvim/test_surface.py holds the two together).
 Event = Literal[
-    "AcpSessionReady", "AcpTurnEnd", "AcpSessionList", "AcpPermissionRequest", "AcpError"
+    "AcpSessionReady",
+    "AcpTurnStart",
+    "AcpTurnEnd",
+    "AcpToolCall",
+    "AcpChangesRecorded",
+    "AcpQueued",
+    "AcpSessionList",
+    "AcpPermissionRequest",
+    "AcpError",
 ]
 
 

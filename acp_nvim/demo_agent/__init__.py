@@ -13,6 +13,7 @@ __all__ = ["DemoAgent", "main"]
 import itertools
 import os
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio
@@ -83,6 +84,7 @@ class DemoAgent:
         self.steering: dict[str, list[str]] = {}
         self.client_compaction = False
         self.titles: dict[str, str] = {}
+        self.updated: dict[str, str] = {}  # ISO 8601 time of each session's last prompt
         self.used = 0  # context tokens, for usage_update
         self.mcp_servers: dict[str, list[Params]] = {}  # offered with each session
         self.client_fs: Params = {}
@@ -173,7 +175,12 @@ class DemoAgent:
     async def list_sessions(self, params: Params) -> Params:
         cwd = params.get("cwd")
         sessions = [
-            {"sessionId": sid, "cwd": self.cwds[sid], "title": self.titles.get(sid)}
+            {
+                "sessionId": sid,
+                "cwd": self.cwds[sid],
+                "title": self.titles.get(sid),
+                "updatedAt": self.updated.get(sid),
+            }
             for sid in self.history
             if cwd is None or self.cwds.get(sid) == cwd
         ]
@@ -242,6 +249,7 @@ class DemoAgent:
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")
         self.history[session_id].append(("user", text, None))
+        self.updated[session_id] = datetime.now(timezone.utc).isoformat()
         with anyio.CancelScope() as scope:
             self.sessions[session_id] = scope
             await self._reply(session_id, text, words)

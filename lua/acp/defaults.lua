@@ -28,7 +28,17 @@ local M = {}
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
 ---@field mcp_servers? table<string,acp.McpServerSpec> more MCP servers for this agent, added to the global `mcp_servers` (a name given in both takes this one)
 ---@field history? boolean keep this agent's chats in the chat history (see |acp-chat-history|)
+---@field permission_policy? "ask"|"allow_reads"|"allow_all" this agent's `permission_policy` (default: the global one)
 ---@field roots? string[] more workspace roots for this agent's chats, after the global `roots`
+
+--- Tool calls allowed without asking, at your own risk (see |acp-permissions-allow|).
+---@class (exact) acp.PermissionAllow
+---@field commands? string[] command prefixes, e.g. "git status", "npm test": a tool call running one of them (alone, nothing chained to it) is allowed
+---@field paths? string[] files or directories (relative to the chat's directory, absolute or ~/...): a tool call that runs no command and names only paths inside them is allowed
+
+--- Permission requests answered without asking, beside `permission_policy`.
+---@class (exact) acp.PermissionOptions
+---@field allow? acp.PermissionAllow what never asks (see |acp-permissions-allow|)
 
 --- Where agents may read and write files without asking (fs/*, symlinks resolved).
 ---@class (exact) acp.FileAccessOptions
@@ -139,6 +149,7 @@ local M = {}
 ---@field default_agent? string agent used by :AcpChat without a name
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)
+---@field permissions? acp.PermissionOptions commands and paths that never ask (see |acp-permissions-allow|)
 ---@field auto_save? boolean save buffers the agent edited (else left unsaved); never your unsaved edits
 ---@field save_events? "post"|"none" autocommands when a buffer the agent edited is saved: "post" fires BufWritePost (language servers get didSave, linters run) but not BufWritePre, so a format-on-save hook cannot change the text under review; "none" fires none
 ---@field fs_access? acp.FileAccessOptions files agents may read and write (see |acp-fs-access|)
@@ -149,6 +160,7 @@ local M = {}
 ---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
 ---@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
+---@field notify? "hidden"|"always"|false tell with |vim.notify()| when a chat's turn ends, fails or needs you: only for a chat not shown in the current tab page, for every chat, or never (see |acp-notices|)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)
 ---@field host? "job"|"rplugin" how the Python side runs
 ---@field log_lines? integer lines kept by :AcpLog
@@ -162,6 +174,12 @@ M.options = {
   default_agent = "demo",
   protocol_version = 1,
   permission_policy = "ask",
+  permissions = {
+    allow = {
+      commands = {},
+      paths = {},
+    },
+  },
   auto_save = true,
   save_events = "post",
   fs_access = {
@@ -227,6 +245,7 @@ M.options = {
   editor_mcp = true,
   mcp_servers = {},
   follow_agent = false,
+  notify = "hidden",
   python = nil,
   host = "job",
   log_lines = 5000,
@@ -279,7 +298,15 @@ M.classes = {
     editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },
     mcp_servers = { map = { class = "acp.McpServerSpec" } },
     history = "boolean",
+    permission_policy = { enum = { "ask", "allow_reads", "allow_all" } },
     roots = { list = "string" },
+  } },
+  ["acp.PermissionAllow"] = { required = {}, fields = {
+    commands = { list = { type = "string", min_length = 1 } },
+    paths = { list = { type = "string", min_length = 1 } },
+  } },
+  ["acp.PermissionOptions"] = { required = {}, fields = {
+    allow = { class = "acp.PermissionAllow" },
   } },
   ["acp.FileAccessOptions"] = { required = {}, fields = {
     outside = { enum = { "ask", "allow", "deny" } },
@@ -378,6 +405,7 @@ M.classes = {
     default_agent = "string",
     protocol_version = { enum = { 1, 2 } },
     permission_policy = { enum = { "ask", "allow_reads", "allow_all" } },
+    permissions = { class = "acp.PermissionOptions" },
     auto_save = "boolean",
     save_events = { enum = { "post", "none" } },
     fs_access = { class = "acp.FileAccessOptions" },
@@ -388,6 +416,7 @@ M.classes = {
     editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },
     mcp_servers = { map = { class = "acp.McpServerSpec" } },
     follow_agent = "boolean",
+    notify = { enum = { "hidden", "always", false } },
     python = "string",
     host = { enum = { "job", "rplugin" } },
     log_lines = { type = "integer", ge = 100, le = 1000000 },

@@ -7,6 +7,7 @@ M.groups = {
   { "AcpAgentHeader", "Title", "Header of the agent's messages" },
   { "AcpThoughtHeader", "Comment", "Header of the agent's thoughts" },
   { "AcpThought", "Comment", "The agent's thoughts" },
+  { "AcpHint", "Comment", "What a new chat's empty transcript says to type" },
   { "AcpToolHeader", "Function", "Title of a tool call" },
   { "AcpToolPending", "NonText", "Tool call status: pending" },
   { "AcpToolRunning", "DiagnosticInfo", "Tool call status: in progress" },

@@ -90,6 +90,12 @@ function M.add(opts)
   require("acp.chat.context").add(opts or {})
 end
 
+--- Attach an image from the clipboard to the next prompt of the current chat
+--- (|:AcpPaste|): it is saved and mentioned in the input.
+function M.paste_image()
+  require("acp.chat.paste").paste()
+end
+
 --- Cancel the current turn (the turn ends with stop reason "cancelled").
 function M.cancel()
   chat_module().cancel(require_chat())
@@ -192,12 +198,13 @@ function M.export(path, opts)
 end
 
 --- The open chats, oldest first: `{id, agent, title, state, permissions, cwd,
---- worktree, waiting}` with `title` the chat's name (|:AcpChats| rename, else the
---- session's title, else the agent and id), `permissions` the count of pending
---- permission requests, `cwd` the directory its agent works in, and for a worktree
---- chat `worktree` (the worktree's path) and `waiting` (its hunks not yet brought
---- into your files).
----@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, worktree?: string, waiting: integer}[]
+--- turns, active_at, worktree, waiting}` with `title` the chat's name (|:AcpChats|
+--- rename, else the session's title, else the agent and id), `permissions` the
+--- count of pending permission requests, `cwd` the directory its agent works in,
+--- `turns` the prompts shown, `active_at` its last change, and for a worktree chat
+--- `worktree` (the worktree's path) and `waiting` (its hunks not yet brought into
+--- your files).
+---@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, turns: integer, active_at: integer, worktree?: string, waiting: integer}[]
 function M.chats()
   return chat_module().list()
 end

@@ -20,6 +20,19 @@ function M.notify(message, level)
   end
 end
 
+--- How long ago `stamp` (seconds since the epoch) was: "3 h ago", "just now".
+---@param stamp number
+---@return string
+function M.age(stamp)
+  local seconds = os.time() - stamp
+  for _, unit in ipairs({ { 86400, "d" }, { 3600, "h" }, { 60, "min" } }) do
+    if seconds >= unit[1] then
+      return ("%d %s ago"):format(math.floor(seconds / unit[1]), unit[2])
+    end
+  end
+  return "just now"
+end
+
 --- Raise a user error without file:line noise.
 ---@param message string
 function M.user_error(message)

@@ -1,7 +1,10 @@
 -- Records what a user would see but a headless Neovim cannot show: events, notices.
 _G.acp_events = {}
 vim.api.nvim_create_autocmd("User", {
-  pattern = { "AcpSessionReady", "AcpTurnEnd", "AcpError", "AcpPermissionRequest" },
+  pattern = {
+    "AcpSessionReady", "AcpTurnStart", "AcpTurnEnd", "AcpToolCall", "AcpChangesRecorded",
+    "AcpQueued", "AcpError", "AcpPermissionRequest",
+  },
   callback = function(ev)
     table.insert(_G.acp_events, { name = ev.match, data = ev.data })
   end,

@@ -67,12 +67,25 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor: Editor, version: int
 ) -> None:
     editor.setup(protocol_version=version)
+    editor.lua(
+        "_G.markdown_loads = 0; vim.api.nvim_create_autocmd('Syntax', {pattern = 'markdown',"
+        " callback = function(ev) if vim.api.nvim_buf_get_name(ev.buf):find('^acp://chat/') then"
+        " _G.markdown_loads = _G.markdown_loads + 1 end end})"
+    )
     status = editor.open_chat()
     editor.lua("require('acp').send('hi')")
     editor.wait_event("AcpTurnEnd")
     buf = status["transcript_buf"]
     assert editor.lua(f"return vim.bo[{buf}].modifiable") is False
     assert editor.lua(f"return vim.bo[{buf}].filetype") == "markdown"
+    # Drawn with the transcript's own syntax; markdown.vim was never loaded for it.
+    assert editor.lua(f"return vim.bo[{buf}].syntax") == "acpchat"
+    items = editor.lua(
+        "return vim.api.nvim_buf_call(..., function() return vim.fn.execute('syntax list') end)",
+        buf,
+    )
+    assert "acpchatHeading" in items and "markdownH1" not in items
+    assert editor.lua("return _G.markdown_loads") == 0
     lines = editor.transcript()
     thought_row = next(i for i, line in enumerate(lines) if line.startswith("> The user wrote"))
     groups = editor.lua(
@@ -153,6 +166,22 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     assert lines[agent:] == ["## Agent", "one", "two", "three", "four"]
     assert levels[head:agent] == [1] * 6  # the separator folds with the block above it
     assert levels[agent:] == [0] * (len(lines) - agent)
+
+
+def test_treesitter_started_by_the_users_filetype_autocmd_stays_on_the_transcript(
+    editor: Editor,
+) -> None:
+    """The transcript has a syntax of its own, unless the user's config starts
+    treesitter on markdown buffers: then it is theirs, as on any markdown buffer."""
+    editor.setup()
+    editor.lua(
+        "vim.api.nvim_create_autocmd('FileType', {pattern = 'markdown',"
+        " callback = function(ev) vim.treesitter.start(ev.buf) end})"
+    )
+    buf = editor.open_chat()["transcript_buf"]
+    assert editor.lua("return vim.treesitter.highlighter.active[...] ~= nil", buf) is True
+    assert editor.lua("return vim.b[...].ts_highlight", buf) is True
+    assert editor.lua("return vim.bo[...].syntax", buf) != "acpchat"
 
 
 def test_zc_on_a_thought_header_folds_it_and_later_blocks_arrive_open(editor: Editor) -> None:

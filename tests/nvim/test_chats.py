@@ -150,22 +150,32 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     editor.wait_event("AcpTurnEnd")
     assert "echo: to two" in editor.transcript_text()
     chats = editor.lua("return require('acp').chats()")
-    here = {"cwd": str(editor.tmp / "project"), "waiting": 0}  # and no worktree
+    cwd = str(editor.tmp / "project")
+    here = {"cwd": cwd, "waiting": 0}  # and no worktree
+    assert all(c.pop("active_at") > 0 for c in chats)
     assert chats == [
-        {"id": first, "agent": "one", "title": "one #1", "state": "ready", "permissions": 0, **here},
-        {"id": second, "agent": "two", "title": "two #2", "state": "ready", "permissions": 0, **here},
-    ]
+        {"id": first, "agent": "one", "title": "one #1", "state": "ready", "permissions": 0,
+         "turns": 0, **here},
+        {"id": second, "agent": "two", "title": "two #2", "state": "ready", "permissions": 0,
+         "turns": 1, **here},
+    ]  # fmt: skip
 
-    # Rename the first chat, then switch to it from the picker.
+    # Rename the first chat, then switch to it from the picker: it shows the agent,
+    # the title, the directory, how long ago it was active, its turns and state.
     editor.lua(STUB_UI, 1, 3, "work", 1, 1)
     editor.nvim.command("AcpChats")
     asked = editor.lua("return _G.asked")
     assert asked[0]["prompt"] == "Chats"
-    assert asked[0]["items"] == ["one · one #1 · ready", "two · two #2 · ready"]
+    items = [item.split(" · ") for item in asked[0]["items"]]
+    assert [i[:3] + i[4:] for i in items] == [
+        ["one", "one #1", cwd, "0 turns", "ready"],
+        ["two", "two #2", cwd, "1 turn", "ready"],
+    ]
+    assert all(i[3].endswith(" ago") or i[3] == "just now" for i in items)
     assert asked[1]["items"] == ["switch", "close", "rename"]
     assert asked[2] == {"prompt": "Name: ", "default": "one #1"}
     editor.nvim.command("AcpChats")
-    assert editor.lua("return _G.asked")[3]["items"][0] == "one · work · ready"
+    assert editor.lua("return _G.asked")[3]["items"][0].split(" · ")[:2] == ["one", "work"]
     assert editor.lua("return require('acp').status().chat") == first
     assert editor.lua("return vim.api.nvim_get_current_buf()") == (
         editor.lua("return require('acp').status().input_buf")

@@ -185,7 +185,7 @@ def test_an_image_the_agent_cannot_take_is_not_sent_and_said(editor: Editor, ver
     open_with(editor, "blocks", version)
     editor.lua("require('acp').send('what is in @shot.png')")
     assert len(blocks(editor)) == 1
-    assert "shot.png not sent: the agent takes no images" in editor.transcript_text()
+    assert "shot.png (12 B) not sent: the agent takes no images" in editor.transcript_text()
 
 
 def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> None:

@@ -206,7 +206,7 @@ def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     editor.wait_event("AcpTurnEnd", count=2)
     text = editor.transcript_text()
     assert text.count("permission: selected proceed_always") == 2
-    assert "**Permission:** Always allow (remembered for `edit`)" in text
+    assert "**Permission:** Always allow (remembered for `edit` in this project)" in text
     assert len(editor.lua("return _G.selects")) == 1
 
 

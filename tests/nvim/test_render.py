@@ -116,13 +116,16 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     assert prompt_row == 9
 
 
-def test_a_flood_is_drawn_without_syntax_until_it_settles(editor: Editor) -> None:
-    """Markdown syntax costs milliseconds per redraw of new rows, list-aware wrapping
-    10-20 µs a row: a flood of rows is shown plain and colored once it stops; a
-    reply at a reading pace keeps both."""
+def test_a_flood_keeps_its_colors_and_is_wrapped_plain_until_it_settles(editor: Editor) -> None:
+    """The transcript's own syntax (syntax/acpchat.vim) colors the markdown a reply is
+    read by, a flood included: nothing is switched off during it, so nothing loads
+    again after it (markdown.vim took a frame to). List-aware wrapping costs 10-20
+    µs a row: a flood is wrapped plain and list-aware again once it stops; a reply
+    at a reading pace keeps it."""
     editor.setup()
     status = editor.open_chat()
     chat, buf = status["chat"], status["transcript_buf"]
+    win = editor.lua("return vim.fn.win_findbuf(...)[1]", buf)
 
     def apply(*ops: dict[str, object]) -> None:
         editor.lua(RENDER, chat, list(ops))
@@ -134,21 +137,53 @@ def test_a_flood_is_drawn_without_syntax_until_it_settles(editor: Editor) -> Non
             " return vim.api.nvim_exec2('syntax sync', {output = true}).output end)",
             buf,
         )
-        return str(output).split("\n")[1]
+        return str(output)
 
-    syntax = "return vim.bo[...].syntax"
-    breakindentopt = "return vim.wo[vim.fn.win_findbuf(...)[1]].breakindentopt"
+    def shown_as(lnum: int, col: int = 1) -> str:
+        """The highlight group the window draws line ``lnum`` with, at ``col``."""
+        return str(
+            editor.lua(
+                "local win, lnum, col = ...; return vim.api.nvim_win_call(win, function()"
+                " return vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.synID(lnum, col, 1)), 'name') end)",
+                win,
+                lnum,
+                col,
+            )
+        )
+
+    loads = "_G.syntax_loads"
+    editor.lua(
+        f"{loads} = 0; vim.api.nvim_create_autocmd('Syntax', {{buffer = ...,"
+        f" callback = function() {loads} = {loads} + 1 end}})",
+        buf,
+    )
+    breakindentopt = "return vim.wo[...].breakindentopt"
     apply({"op": "block", "id": "m9", "kind": "agent", "lines": ["## Agent", ""]})
     for n in range(5):
         apply({"op": "append", "id": "m9", "text": f"a line at a reading pace {n}\n"})
-    assert editor.lua(syntax, buf) == "markdown"
-    assert "minimal 10, maximal 10" in sync()
-    assert editor.lua(breakindentopt, buf) == "list:-1"
+    header = editor.transcript().index("## Agent") + 1
+    assert editor.lua("return vim.bo[...].syntax", buf) == "acpchat"
+    assert shown_as(header) == "Title"
+    assert sync() == "syncing starts 10 lines before top line"
+    assert editor.lua(breakindentopt, win) == "list:-1"
 
-    apply({"op": "append", "id": "m9", "text": "".join(f"flood {n}\n" for n in range(50))})
-    assert editor.lua(syntax, buf) == ""
-    assert editor.lua(breakindentopt, buf) == ""
-    editor.wait(f"vim.bo[{buf}].syntax == 'markdown'", what="the flood to settle")
-    assert "minimal 10, maximal 10" in sync()
-    assert editor.lua(breakindentopt, buf) == "list:-1"
-    assert editor.transcript()[-2] == "flood 49"
+    flood = ["```lua", "local x = 1", "```", "> a quote", "- an `item` with **bold**"] * 10
+    apply({"op": "append", "id": "m9", "text": "".join(f"{line}\n" for line in flood)})
+    assert editor.lua(breakindentopt, win) == ""
+    fence = editor.transcript().index("```lua") + 1
+    assert editor.transcript()[fence - 1 : fence + 5] == flood[:6]
+    # Colored while it floods: a code block, a quote, a list item's marker, code, bold.
+    assert shown_as(fence + 1) == "String"
+    assert shown_as(fence + 3) == "Comment"
+    assert shown_as(fence + 4) == "Special"
+    assert shown_as(fence + 4, 6) == "String"
+    assert editor.lua(
+        "local win, lnum = ...; return vim.api.nvim_win_call(win, function()"
+        " return vim.fn.synIDattr(vim.fn.synID(lnum, 22, 1), 'bold') end)",
+        win,
+        fence + 4,
+    ) == "1"
+    editor.wait(f"vim.wo[{win}].breakindentopt == 'list:-1'", what="the flood to settle")
+    assert editor.lua(f"return {loads}") == 0  # no syntax was loaded again
+    assert sync() == "syncing starts 10 lines before top line"
+    assert editor.transcript()[-2] == flood[-1]

@@ -125,7 +125,8 @@ def test_session_history_over_v1(editor: Editor) -> None:
     editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
     editor.open_chat()
     # The picker offers the listed sessions (both pages); the first one is picked.
-    assert pick_first_session(editor) == ["old-1  First", "old-2  Second"]
+    offered = pick_first_session(editor)
+    assert [o.split(" · ")[:2] for o in offered] == [["First", "hist"], ["Second", "hist"]]
     assert editor.lua("return require('acp').status().session_id") == "old-1"
     text = editor.transcript_text()
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
@@ -312,7 +313,8 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     editor.lua("require('acp').open({new = true})")
     editor.wait_event("AcpSessionReady", count=2)
     offered = pick_first_session(editor, ready=None)
-    assert offered[0] == f"{first['session_id']}  remember me  (open in chat #1)"
+    title, agent, *_, shown = offered[0].split(" · ")
+    assert (title, agent, shown) == ("remember me", "demo", "open in chat #1")
     assert editor.lua("return require('acp').status().chat") == first["chat"]
     assert len(editor.lua("return require('acp').chats()")) == 2
     # A closed one opens in a new chat.

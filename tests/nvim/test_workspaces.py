@@ -303,6 +303,12 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert buffer_lines(editor, f) == ["1", "2", "3", "4", "5"]
     [file] = review(editor, chat)
     assert (file["path"], file["source"]) == (str(f), str(worktree / "f.txt"))
+    # Named as the review names it: your file, where accepting brings it.
+    assert editor.events("AcpChangesRecorded")[-1] == {"chat": chat, "files": [str(f)]}
+    editor.nvim.command("AcpTurnDiff")  # the worktree's copy: where the hunks wait
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(worktree / "f.txt")
+    assert editor.lua("return vim.wo.winbar").endswith(" · f.txt · +2 -2 · in the worktree")
+    editor.nvim.command("tabclose")
     first, last = file["hunks"]
     assert editor.lua("return require('acp').chats()[1].waiting") == 2
 
@@ -352,8 +358,13 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
         "vim.ui.select = function(items, opts, on_choice) _G.listed = vim.tbl_map(opts.format_item, items) end"
     )
     editor.nvim.command("AcpChats")
-    assert editor.lua("return _G.listed")[0] == (
-        f"ws · ws #{first} · ready · worktree {one['worktree']}, 1 hunk(s) waiting"
+    agent, title, where, _age, turns, state = editor.lua("return _G.listed")[0].split(" · ")
+    assert (agent, title, where, turns, state) == (
+        "ws",
+        f"ws #{first}",
+        f"worktree {one['worktree']}, 1 hunk(s) waiting",
+        "1 turn",
+        "ready",
     )
 
     editor.lua(STUB_SELECT, 2)  # keep the worktree

@@ -13,6 +13,7 @@ from acp_nvim.client.app import App
 from acp_nvim.client.services.permissions import Permissions, assign_keys
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.protocol import Connection
 from acp_nvim.protocol import schema_v1 as v1
 from tests.fakes.editor import RecordingEditor
@@ -89,9 +90,10 @@ async def test_policy(policy: Any, tool_kind: str, spec: Any, expected: str) -> 
     assert await outcome(Permissions(policy), chat, tool_kind, spec) == expected
 
 
-async def test_always_is_remembered_per_tool_kind_and_chat() -> None:
+async def test_always_is_remembered_per_tool_kind_chat_and_project() -> None:
     editor = RecordingEditor()
     chat, other_chat = new_chat(editor, 1), new_chat(editor, 2)
+    other_chat.workspace = Workspace("/another/project")
     perms = Permissions()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(perms.ask, chat, ToolCallPatch("c1", kind="edit"), options(FULL))
@@ -105,9 +107,14 @@ async def test_always_is_remembered_per_tool_kind_and_chat() -> None:
     assert await outcome(perms, chat, "edit", NO_KINDS, "c4") == "ask"
     assert await outcome(perms, chat, "execute", FULL, "c5") == "ask"
     assert await outcome(perms, other_chat, "edit", FULL, "c6") == "ask"
-    assert editor.transcript(1)["c2"][-1] == "**Permission:** Always allow (remembered for `edit`)"
-    perms.forget(chat)  # the chat closed
-    assert await outcome(perms, chat, "edit", FULL, "c7") == "ask"
+    assert editor.transcript(1)["c2"][-1] == (
+        "**Permission:** Always allow (remembered for `edit` in this project)"
+    )
+    perms.cancel(chat)  # the chat closed: its project still remembers
+    assert await outcome(perms, chat, "edit", FULL, "c7") == "proceed_always"
+    # :AcpPermission forget: at once, for the chat that answered too.
+    assert perms.grants.forget(chat.workspace.cwd, "fake", "edit")
+    assert await outcome(perms, chat, "edit", FULL, "c8") == "ask"
 
 
 async def test_reject_always_is_remembered_and_beats_the_policy() -> None:

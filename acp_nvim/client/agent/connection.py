@@ -467,7 +467,7 @@ class AgentConnection:
 
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)
-        self.permissions.forget(chat)
+        self.permissions.cancel(chat)
         self.elicitations.cancel(chat)
 
     async def aclose(self) -> None:

@@ -354,6 +354,12 @@ def prompt_blocks(
     blocks.append(schema.ContentBlockText(text=text))
     for attachment in attachments:
         form = prompt_form(attachment, embed=embed, image=image)
+        if form == "links":
+            blocks += [
+                schema.ContentBlockResourceLink(uri=uri, name=uri.rsplit("/", 1)[-1])
+                for uri in attachment.links
+            ]
+            continue
         block = content_block(attachment, form, schema)
         if block is None:
             chat.info(f"*{attachment.label} not sent: the agent takes no {attachment.kind}s*")

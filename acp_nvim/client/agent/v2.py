@@ -644,13 +644,12 @@ class SessionsV2:
             question = "\n".join(t for t in (params.title, params.description) if t)
             return tool_call_patch(subject.tool_call), question or None
         lines = [params.description] if params.description else []
-        kind = "other"
+        patch = ToolCallPatch(None, title=params.title, kind="other")
         if isinstance(subject, v2.RequestPermissionSubjectCommand):
-            kind = "execute"
+            patch.kind = "execute"
+            patch.raw_input = {"command": subject.command}  # what permissions.allow reads
             lines += [f"`$ {subject.command}`", f"in `{subject.cwd}`"]
         elif isinstance(subject, Unknown):
             lines.append(f"({subject.tag or 'unknown'} request)")
-        patch = ToolCallPatch(
-            None, title=params.title, kind=kind, content=[TextPart("\n".join(lines))]
-        )
+        patch.content = [TextPart("\n".join(lines))]
         return patch, None

@@ -40,6 +40,7 @@ from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
@@ -119,6 +120,10 @@ class App:
         return self.ctx.history
 
     @property
+    def grants(self) -> Grants:
+        return self.ctx.grants
+
+    @property
     def log(self) -> ProtocolLog:
         return self.ctx.log
 
@@ -140,6 +145,7 @@ class App:
         self.ctx.state_dir = state_dir or self.ctx.state_dir
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
+        self.ctx.grants.configure(state_dir)
         for connection in self.pool.agents.values():
             self.pool.configure(connection)
         self.reviews.configure()

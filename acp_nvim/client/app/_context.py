@@ -11,6 +11,7 @@ from acp_nvim.client.config import Config
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history import History
 from acp_nvim.client.log import ProtocolLog
+from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.tasks import Tasks
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class AppContext:
     # A rejected options table: chats refuse to start until setup() is fixed,
     # rather than silently running with defaults the user did not ask for.
     config_error: str | None = None
+    # Permission answers given "always", kept across restarts (services.grants).
+    grants: Grants = field(default_factory=Grants)
     # The chat history (client.history), set by the app once the rest is built.
     history: History = field(init=False)
     # Neovim's stdpath("state") (from setup): the history's and the worktrees' home.

@@ -8,9 +8,11 @@ __all__ = ["AgentPool"]
 
 import base64
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 import msgspec
 
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
@@ -129,10 +131,13 @@ class AgentPool:
     def configure(self, connection: AgentConnection) -> None:
         """The options an agent connection follows."""
         config = self.ctx.config
-        connection.permissions.policy = config.permission_policy
-        connection.permissions.keys = config.keys.permission.by_kind()
-        connection.permissions.why_key = config.keys.permission.reject_why or None
-        connection.permissions.preview = config.diff_preview is not False
+        permissions = connection.permissions
+        permissions.policy = connection.config.permission_policy or config.permission_policy
+        permissions.allow = config.permissions.allow
+        permissions.grants = self.ctx.grants
+        permissions.keys = config.keys.permission.by_kind()
+        permissions.why_key = config.keys.permission.reject_why or None
+        permissions.preview = config.diff_preview is not False
         connection.cancel_grace = config.timeouts.cancel
         self.mcp.configure(connection)
 
@@ -221,6 +226,11 @@ class AgentPool:
         except AgentFailed as err:
             self.ctx.editor.notify(str(err))
             return
+        # What the history knows of them: the picker shows their turns, and their age.
+        turns = await anyio.to_thread.run_sync(self.ctx.history.session_turns, connection.name)
+        for session in sessions:
+            session["turns"] = turns.get(session["session_id"])
+            session["updated"] = _epoch(session.get("updated_at"))
         data = {"chat": chat_id, "agent": connection.name, "sessions": sessions}
         self.ctx.editor.emit("AcpSessionList", data)
 
@@ -293,3 +303,11 @@ class AgentPool:
         for connection in list(self.agents.values()):
             await connection.aclose()
         self.agents.clear()
+
+
+def _epoch(stamp: Any) -> float | None:
+    """An ISO 8601 time (a session's ``updatedAt``) in seconds since the epoch."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -22,6 +22,8 @@ class PromptQueue:
         self.pool = pool
         # By chat id, there from the chat's open to its close.
         self.prompts: dict[int, list[Prompt]] = {}
+        # The count AcpQueued last gave, by chat: a prompt sent at once fires none.
+        self.counted: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"<PromptQueue {sum(map(len, self.prompts.values()))} prompts>"
@@ -32,6 +34,7 @@ class PromptQueue:
 
     def forget(self, chat_id: int) -> list[Prompt]:
         """The chat is gone: its queue is dropped; returns what was in it."""
+        self.counted.pop(chat_id, None)
         return self.prompts.pop(chat_id, [])
 
     async def drain(self, chat: Chat) -> None:
@@ -96,6 +99,9 @@ class PromptQueue:
         queued = self.prompts.get(chat.id, [])
         texts = [p.text for p in queued]
         self.ctx.editor.render(chat.id, [view.status_op(queued=len(texts), queue=texts)])
+        if self.counted.get(chat.id, 0) != len(texts):
+            self.counted[chat.id] = len(texts)
+            self.ctx.editor.emit("AcpQueued", {"chat": chat.id, "count": len(texts)})
 
     def return_input(self, chat_id: int, text: str) -> None:
         """Put text that was not handed over back in the chat's input."""

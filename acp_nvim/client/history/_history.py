@@ -249,6 +249,15 @@ class History:
             reader = self._readers.store = Store(path, busy_ms=_READ_BUSY_MS)
         return reader
 
+    def session_turns(self, agent: str) -> dict[str, int]:
+        """The turns of ``agent``'s stored chats by their session id, for the session
+        picker; none when the history cannot be read (a picker shows less, no error)."""
+        try:
+            hits = self._reader().search(agent=agent, limit=1000)
+        except StoreError:
+            return {}
+        return {h.chat.session_id: h.chat.turns for h in hits if h.chat.session_id}
+
     def search(
         self,
         query: str | None = None,

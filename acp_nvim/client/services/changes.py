@@ -230,7 +230,7 @@ class SessionChanges:
                     "your text was kept (:AcpReview)",
                     "warn",
                 )
-            self._publish()
+            self._publish([path])
 
     # -- before and beside -------------------------------------------------------------
 
@@ -364,7 +364,7 @@ class SessionChanges:
                 "and was not reloaded",
                 "warn",
             )
-        self._publish()
+        self._publish(changed)
 
     # -- review ----------------------------------------------------------------------
 
@@ -460,8 +460,16 @@ class SessionChanges:
 
     # -- internals -------------------------------------------------------------------
 
-    def _publish(self) -> None:
+    def _publish(self, recorded: Sequence[str] = ()) -> None:
+        """Push the review to Lua; ``recorded``: the files whose changes it just took."""
         self.editor.review(self.chat_id, self.summary())
+        if recorded:
+            files = [self.reviewed_path(path) for path in recorded]
+            self.editor.emit("AcpChangesRecorded", {"chat": self.chat_id, "files": files})
+
+    def reviewed_path(self, path: str) -> str:
+        """The name the review (:meth:`summary`) lists the file ``path`` under."""
+        return path
 
     def _name(self, path: str) -> str:
         rel = os.path.relpath(path, self.cwd)

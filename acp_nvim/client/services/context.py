@@ -27,7 +27,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.services import files
+from acp_nvim.client.services import files, mentions
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.model import Attachment
 
@@ -38,7 +38,7 @@ _IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"
                 ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
 _SEVERITIES = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 
-PromptForm = Literal["resource", "link", "text", "image", "skip"]
+PromptForm = Literal["resource", "link", "links", "text", "image", "skip"]
 
 
 def prompt_form(attachment: Attachment, *, embed: bool, image: bool) -> PromptForm:
@@ -50,6 +50,8 @@ def prompt_form(attachment: Attachment, *, embed: bool, image: bool) -> PromptFo
         return "link"
     if embed:
         return "resource"
+    if attachment.kind == "directory":
+        return "links"  # a link per file, which the agent reads itself
     # Without embedded context a file is a link the agent reads itself; a selection
     # or diagnostics exist only here, so they go as text.
     return "link" if attachment.kind == "file" else "text"
@@ -108,12 +110,21 @@ async def _resolve_one(
             mime = _IMAGE_TYPES.get(os.path.splitext(path)[1].lower())
             if mime is None:
                 raise ServiceError(f"{label} is not an image (png, jpeg, gif, webp)")
-            data = await anyio.to_thread.run_sync(_read_image, path, label)
-            return Attachment("image", label, uri, None, mime, data), None
+            data, size = await anyio.to_thread.run_sync(_read_image, path, label)
+            return Attachment("image", f"{label} ({size})", uri, None, mime, data), None
+        case "directory":
+            return await mentions.directory(path, label)
+        case "quickfix":
+            return mentions.quickfix(item.get("items") or [], cwd), None
+        case "diff":
+            return await mentions.work_tree_diff(cwd, item.get("buffers") or []), None
+        case "url":
+            return mentions.url(str(item.get("url") or "")), None
     raise ServiceError(f"unknown kind of context {kind!r}")
 
 
-def _read_image(path: str, label: str) -> str:
+def _read_image(path: str, label: str) -> tuple[str, str]:
+    """An image's bytes as base64, and its size for the user."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_IMAGE_BYTES + 1)
@@ -121,7 +132,11 @@ def _read_image(path: str, label: str) -> str:
         raise ServiceError(f"{label}: {err.strerror or err}") from None
     if len(data) > MAX_IMAGE_BYTES:
         raise ServiceError(f"{label} is larger than {MAX_IMAGE_BYTES // 2**20} MiB")
-    return base64.b64encode(data).decode()
+    return base64.b64encode(data).decode(), _size(len(data))
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.0f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
 def _label(path: str, cwd: str) -> str:

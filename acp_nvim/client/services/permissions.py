@@ -2,8 +2,10 @@
 
 An agent asks before a tool call runs (``session/request_permission``). The
 request's tool call is applied as an upsert first (gemini sends a rejected
-edit's call only here). Then either the policy or an earlier "always" answer
-decides, or the prompt waits at its tool call until the user picks an option.
+edit's call only here). Then an earlier "always" answer (remembered for the
+project and agent: ``services.grants``), the user's allow-list
+(``services.allowlist``) or the policy decides, or the prompt waits at its tool
+call until the user picks an option.
 A pending prompt is answered ``cancelled`` when the turn is cancelled or ends,
 and disappears when the agent goes away or withdraws the request. A prompt
 about an edit whose content is known carries a preview of it (the files as
@@ -25,6 +27,9 @@ from typing import Literal
 
 import anyio
 
+from acp_nvim.client.config import PermissionAllow
+from acp_nvim.client.services.allowlist import allowed
+from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     FilePreview,
@@ -87,19 +92,22 @@ class _Pending:
 
 
 class Permissions:
-    """Pending requests and remembered answers for the chats of one agent.
+    """Pending requests of the chats of one agent, and how they are answered.
 
-    ``policy`` is the user's ``permission_policy`` option and ``preview`` whether
-    prompts show their edits in the files (``diff_preview``); the App keeps both current.
+    ``policy`` is the user's ``permission_policy`` option (the agent's own, else the
+    global one), ``allow`` the ``permissions.allow`` option, ``preview`` whether
+    prompts show their edits in the files (``diff_preview``); the App keeps them
+    current. ``grants`` keeps "always" answers across restarts.
     """
 
-    def __init__(self, policy: Policy = "ask") -> None:
+    def __init__(self, policy: Policy = "ask", grants: Grants | None = None) -> None:
         self.policy: Policy = policy
+        self.allow = PermissionAllow()
+        self.grants = grants if grants is not None else Grants()
         self.preview = True
         self.keys: Mapping[str, str | None] = _KIND_KEYS  # the transcript's, by option kind
         self.why_key: str | None = "?"  # the transcript's for "reject, and say why"
         self._pending: dict[str, _Pending] = {}
-        self._remembered: dict[int, dict[str, str]] = {}  # chat id -> tool kind -> option kind
         self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -136,7 +144,7 @@ class Permissions:
         call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"
         assign_keys(options, self.keys)
-        decided = self._decide(chat, call.kind, options) if remember else None
+        decided = self._decide(chat, call, options) if remember else None
         if decided is not None:
             option, why = decided
             chat.on_permission(
@@ -187,7 +195,11 @@ class Permissions:
             and option.kind in _ONCE
             and pending.tool_kind in _REMEMBERED_TOOL_KINDS
         ):
-            self._remembered.setdefault(pending.chat.id, {})[pending.tool_kind] = option.kind
+            # The one memory of it (so :AcpPermission forget is at once true for every
+            # chat); by the user's directory: a worktree chat's answers are its project's.
+            self.grants.remember(
+                pending.chat.workspace.user_cwd, pending.chat.agent, pending.tool_kind, option.kind
+            )
         pending.done.set()
         return True
 
@@ -223,28 +235,33 @@ class Permissions:
             if pending.chat is chat:
                 pending.done.set()
 
-    def forget(self, chat: Chat) -> None:
-        """The chat is closing: cancel what it waits for and drop its remembered answers."""
-        self.cancel(chat)
-        self._remembered.pop(chat.id, None)
-
     def _decide(
-        self, chat: Chat, tool_kind: str, options: list[PermissionOption]
+        self, chat: Chat, call: ToolCall, options: list[PermissionOption]
     ) -> tuple[PermissionOption, str] | None:
         """The option to answer with without asking, and why; None: ask the user."""
         by_kind: dict[str, PermissionOption] = {}
         for option in options:
             if option.kind is not None and option.kind in _KIND_KEYS:
                 by_kind.setdefault(option.kind, option)
-        remembered = self._remembered.get(chat.id, {}).get(tool_kind)
-        if remembered is not None:
+        tool_kind = call.kind
+        remembered = None
+        if tool_kind in _REMEMBERED_TOOL_KINDS:
+            remembered = self.grants.answer(chat.workspace.user_cwd, chat.agent, tool_kind)
+        why = f"remembered for `{tool_kind}` in this project"
+        if remembered in _ONCE:
             for kind in (remembered, _ONCE[remembered]):
                 if kind in by_kind:
-                    return by_kind[kind], f"remembered for `{tool_kind}`"
+                    return by_kind[kind], why
         if self.policy == "allow_all" or (self.policy == "allow_reads" and tool_kind in READ_KINDS):
-            for kind in ("allow_once", "allow_always"):
-                if kind in by_kind:
-                    return by_kind[kind], f"policy {self.policy}"
+            why = f"policy {self.policy}"
+        else:
+            listed = allowed(call, self.allow, chat.workspace.cwd)
+            if listed is None:
+                return None
+            why = listed
+        for kind in ("allow_once", "allow_always"):
+            if kind in by_kind:
+                return by_kind[kind], why
         return None
 
     @staticmethod

@@ -85,6 +85,10 @@ class WorktreeChanges(SessionChanges):
             for h in change.hunks()
         )
 
+    def reviewed_path(self, path: str) -> str:
+        """The user's file a worktree file stands for; others by their own path."""
+        return self.worktree.user_path(path) or path
+
     def summary(self) -> dict[str, Any]:
         """The chat's review: the worktree's files by the user's paths (``source``:
         the worktree's), then the user's files where brought-in hunks clash."""

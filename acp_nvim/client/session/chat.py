@@ -167,15 +167,8 @@ class Chat:
             session_id=session_id,
             protocol_version=protocol_version,
         )
-        self.editor.emit(
-            "AcpSessionReady",
-            {
-                "chat": self.id,
-                "agent": self.agent,
-                "session_id": session_id,
-                "protocol_version": protocol_version,
-            },
-        )
+        data = {"chat": self.id, "agent": self.agent, "session_id": session_id}
+        self.editor.emit("AcpSessionReady", {**data, "protocol_version": protocol_version})
 
     async def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         """Show the user's message (and what is attached), mark the turn running, and
@@ -183,6 +176,7 @@ class Chat:
         self.turn += 1
         self.prompted = True
         self.session.state = "running"
+        self.editor.emit("AcpTurnStart", {"chat": self.id, "prompt": text})
         shown = text
         if attachments:
             shown += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
@@ -353,9 +347,12 @@ class Chat:
         return self._apply_tool_call(patch)
 
     def _apply_tool_call(self, patch: ToolCallPatch) -> ToolCall:
-        call, _ = self.session.apply_tool_call(patch)
+        call, news = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
+        if news:  # AcpToolCall: on create and on each status change
+            data = {"chat": self.id, "id": call.id, "title": call.title, "kind": call.kind}
+            self.editor.emit("AcpToolCall", {**data, "status": call.status})
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content):
             redraw.add(view.CONTENT)

@@ -74,19 +74,24 @@ class LoginMethod:
 
 @dataclass
 class Attachment:
-    """Context the user sends with a prompt: a file, a selection, diagnostics, an image.
+    """Context the user sends with a prompt: a file, a selection, diagnostics, an image,
+    a directory, the quickfix list, the work tree's diff, a web address.
 
     ``text`` is what the user sees (a buffer's unsaved text included); None sends
     only a link to ``uri``. ``data`` is an image's bytes, base64. ``label`` names it
-    in the transcript (``a.py``, ``a.py:10-20``).
+    in the transcript (``a.py``, ``a.py:10-20``). ``links``: a directory's files,
+    sent one link each to an agent that takes no embedded context.
     """
 
-    kind: Literal["file", "selection", "diagnostics", "image"]
+    kind: Literal[
+        "file", "selection", "diagnostics", "image", "directory", "quickfix", "diff", "url"
+    ]
     label: str
     uri: str
     text: str | None = None
     mime_type: str | None = None
     data: str | None = None
+    links: tuple[str, ...] = ()
 
 
 @dataclass
@@ -436,11 +441,12 @@ class Session:
         return last.id if last.role == role else None
 
     def apply_tool_call(self, patch: ToolCallPatch) -> tuple[ToolCall, bool]:
-        """Upsert a tool call; the first patch for an unknown id creates it."""
+        """Upsert a tool call; the first patch for an unknown id creates it. Also
+        whether the call is new or its status changed (what ``AcpToolCall`` tells)."""
         if patch.id is None:
             patch.id = self.new_id("call")
         call = self.tool_calls.get(patch.id)
-        created = call is None
+        news = call is None
         if call is None:
             call = ToolCall(patch.id)
             self.tool_calls[call.id] = call
@@ -450,6 +456,7 @@ class Session:
         if not isinstance(patch.kind, UnsetType):
             call.kind = patch.kind
         if not isinstance(patch.status, UnsetType):
+            news = news or call.status != patch.status
             call.status = patch.status
         if not isinstance(patch.content, UnsetType):
             call.content = list(patch.content)
@@ -459,7 +466,7 @@ class Session:
             call.locations = list(patch.locations)
         if not isinstance(patch.raw_input, UnsetType):
             call.raw_input = patch.raw_input
-        return call, created
+        return call, news
 
     def apply_plan(self, plan_id: str, entries: list[PlanEntry]) -> bool:
         """Replace a plan's entries; returns whether the plan is new."""

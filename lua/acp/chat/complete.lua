@@ -1,9 +1,9 @@
 -- Completion in the chat input: `/` at the start of the input offers the agent's
 -- slash commands, `@` offers context (files of the chat's directory and its
--- workspace roots, open buffers, @selection, @diagnostics: acp.chat.context). Built
--- in through 'omnifunc' and opened as you type; lua/acp/completion/{blink,cmp}.lua
--- serve the same items to blink.cmp and nvim-cmp. After a command, its input hint
--- shows as virtual text.
+-- workspace roots, open buffers, @selection, @diagnostics, @buffers, @quickfix,
+-- @diff: acp.chat.context). Built in through 'omnifunc' and opened as you type;
+-- lua/acp/completion/{blink,cmp}.lua serve the same items to blink.cmp and
+-- nvim-cmp. After a command, its input hint shows as virtual text.
 local registry = require("acp.chat.registry")
 local workspace = require("acp.chat.workspace")
 
@@ -123,6 +123,9 @@ function M.items(chat, prefix)
   end
   add("@selection", "the last visual selection")
   add("@diagnostics", "diagnostics of your buffer")
+  add("@buffers", "every file buffer")
+  add("@quickfix", "the quickfix list")
+  add("@diff", "the work tree's git diff, unsaved buffers included")
   local seen = {}
   for _, buf in ipairs(api.nvim_list_bufs()) do
     local name = api.nvim_buf_get_name(buf)

@@ -2,8 +2,12 @@
 -- reads (a buffer's unsaved text included) and sends the way the agent accepts.
 --   @path          a file (an image when it is png/jpeg/gif/webp)
 --   @path:10-20    lines 10 to 20 of a file (@path:10 one line)
---   @selection     the last visual selection in the window you came from
+--   @dir/          a directory's files
+--   @selection     the last visual selection in the window you came from (exactly
+--                  its characters or block)
 --   @diagnostics   the diagnostics of that window's buffer
+--   @buffers       every file buffer; @quickfix the quickfix list; @diff the git
+--                  diff of the work tree (unsaved buffers included); @https://...
 -- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input. A relative
 -- path is the chat's directory's (acp.chat.workspace), not Neovim's.
 local registry = require("acp.chat.registry")
@@ -43,15 +47,75 @@ local function lines_of(path, first, last)
   return ok and vim.list_slice(all, first, last) or {}
 end
 
-local function selection_item(buf, first, last)
+---@param text? string what is selected (default: the lines, whole)
+local function selection_item(buf, first, last, text)
   local path = api.nvim_buf_get_name(buf)
   return {
     type = "selection",
     path = path,
     range = { first, last },
-    text = table.concat(api.nvim_buf_get_lines(buf, first - 1, last, false), "\n"),
+    text = text or table.concat(api.nvim_buf_get_lines(buf, first - 1, last, false), "\n"),
   }
 end
+
+--- The last visual selection of `buf` as it was selected: characters, lines or a
+--- block ('<,'> and the last visual mode).
+local function last_selection(buf)
+  local from, to = api.nvim_buf_get_mark(buf, "<"), api.nvim_buf_get_mark(buf, ">")
+  if from[1] == 0 then
+    return nil
+  end
+  local mode = api.nvim_buf_call(buf, vim.fn.visualmode) -- the buffer's own last mode
+  if mode == "" then
+    mode = "v"
+  end
+  local ok, lines = pcall(vim.fn.getregion, { buf, from[1], from[2] + 1, 0 }, { buf, to[1], to[2] + 1, 0 }, { type = mode })
+  local text = ok and table.concat(lines, "\n") or nil
+  return selection_item(buf, from[1], to[1], mode ~= "V" and text or nil)
+end
+
+--- @buffers: every listed file buffer, a file each.
+local function buffer_items()
+  local items = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if vim.bo[buf].buflisted and vim.bo[buf].buftype == "" and name ~= "" and api.nvim_buf_is_loaded(buf) then
+      table.insert(items, { type = "file", path = name })
+    end
+  end
+  return items
+end
+
+--- @quickfix: the entries of the quickfix list.
+local function quickfix_item()
+  local entries = {}
+  for _, e in ipairs(vim.fn.getqflist()) do
+    table.insert(entries, {
+      path = e.bufnr > 0 and api.nvim_buf_get_name(e.bufnr) or "",
+      lnum = e.lnum,
+      col = e.col,
+      text = vim.trim(e.text),
+      type = e.type ~= "" and e.type or nil,
+    })
+  end
+  return { type = "quickfix", items = entries }
+end
+
+--- @diff: the Python side runs git; the text of modified buffers goes along.
+local function diff_item()
+  local buffers = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified and vim.bo[buf].buftype == "" and name ~= "" then
+      local text = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      table.insert(buffers, { path = name, text = vim.bo[buf].eol and text .. "\n" or text })
+    end
+  end
+  return { type = "diff", buffers = buffers }
+end
+
+-- Mentions that are words, not paths.
+local WORDS = { buffers = buffer_items, quickfix = quickfix_item, diff = diff_item }
 
 local function diagnostics_item(buf)
   local items = {}
@@ -61,10 +125,15 @@ local function diagnostics_item(buf)
   return { type = "diagnostics", path = api.nvim_buf_get_name(buf), items = items }
 end
 
---- One mention (without its @) as an item, or nil with the reason.
+--- One mention (without its @) as an item (or a list of them: @buffers), or nil
+--- with the reason.
 ---@return table?, string?
 local function item(chat, mention)
-  if mention == "selection" or mention == "diagnostics" then
+  if WORDS[mention] then
+    return WORDS[mention]()
+  elseif mention:match("^https?://") then
+    return { type = "url", url = mention }
+  elseif mention == "selection" or mention == "diagnostics" then
     local win = work_window(chat)
     if not win then
       return nil, "no window to take the " .. mention .. " from"
@@ -73,11 +142,11 @@ local function item(chat, mention)
     if mention == "diagnostics" then
       return diagnostics_item(buf)
     end
-    local first, last = api.nvim_buf_get_mark(buf, "<")[1], api.nvim_buf_get_mark(buf, ">")[1]
-    if first == 0 then
+    local selection = last_selection(buf)
+    if not selection then
       return nil, "no visual selection in " .. workspace.mention(chat, api.nvim_buf_get_name(buf))
     end
-    return selection_item(buf, first, last)
+    return selection
   end
   local path, first, last = mention:match("^(.-):(%d+)%-(%d+)$")
   if not path then
@@ -86,6 +155,9 @@ local function item(chat, mention)
   end
   path = path or mention
   local full = workspace.absolute(chat, path)
+  if not first and vim.fn.isdirectory(full) == 1 then
+    return { type = "directory", path = full }
+  end
   if vim.fn.filereadable(full) == 0 and vim.fn.bufnr(full) == -1 then
     return nil -- not a file: an @ that is only text
   end
@@ -110,7 +182,7 @@ function M.items(chat, text)
       seen[mention] = true
       local found, why = item(chat, mention)
       if found then
-        table.insert(items, found)
+        vim.list_extend(items, vim.islist(found) and found or { found })
       elseif why then
         util.notify(("@%s: %s"):format(mention, why), "warn")
       end
@@ -137,7 +209,9 @@ function M.normalize(item)
 end
 
 --- Put `text` at the end of the chat's input (a space apart from what is there).
-local function insert(chat, text)
+---@param chat acp.Chat
+---@param text string
+function M.insert(chat, text)
   local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
   local last = lines[#lines]
   lines[#lines] = last == "" and text or (last .. " " .. text)
@@ -166,7 +240,7 @@ function M.add(opts)
       mention = mention .. (first == last and (":" .. first) or (":%d-%d"):format(first, last))
     end
   end
-  insert(chat, mention .. " ")
+  M.insert(chat, mention .. " ")
 end
 
 return M

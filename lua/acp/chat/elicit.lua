@@ -5,6 +5,7 @@
 -- Python (services/elicitations.py).
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
+local notice = require("acp.chat.notice")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
 
@@ -182,8 +183,7 @@ function M.add(chat, op)
   if layout.shown(chat) then
     next_one(chat)
   else
-    local name = registry.speaker(chat)
-    util.notify(("%s asks: %s (open the chat to answer)"):format(name, op.message), "warn")
+    notice.announce(chat, ("asks: %s (open the chat to answer)"):format(op.message), "warn")
   end
 end
 

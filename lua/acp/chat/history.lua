@@ -26,16 +26,6 @@ function M.search(opts)
   return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
 end
 
-local function age(stamp)
-  local seconds = os.time() - stamp
-  for _, unit in ipairs({ { 86400, "d" }, { 3600, "h" }, { 60, "min" } }) do
-    if seconds >= unit[1] then
-      return ("%d %s ago"):format(math.floor(seconds / unit[1]), unit[2])
-    end
-  end
-  return "just now"
-end
-
 --- The chat's Markdown: written to `path`, else shown in a new buffer.
 ---@param path? string
 ---@param opts? {history?: integer}
@@ -95,7 +85,7 @@ function M.pick(query, open)
     prompt = query and ("History: " .. query) or "History",
     format_item = function(e)
       local snippet = e.snippet ~= "" and ("  " .. e.snippet) or ""
-      return ("%s · %s · %s · %s%s"):format(e.title, e.agent, vim.fn.fnamemodify(e.cwd, ":~"), age(e.updated_at), snippet)
+      return ("%s · %s · %s · %s%s"):format(e.title, e.agent, vim.fn.fnamemodify(e.cwd, ":~"), util.age(e.updated_at), snippet)
     end,
   }, function(entry)
     if not entry then

@@ -7,9 +7,11 @@ local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
 local elicit = require("acp.chat.elicit")
+local hint = require("acp.chat.hint")
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
 local mentions = require("acp.chat.context")
+local notice = require("acp.chat.notice")
 local permission = require("acp.chat.permission")
 local prompt_history = require("acp.chat.prompt_history")
 local queue = require("acp.chat.queue")
@@ -28,10 +30,25 @@ local api = vim.api
 local valid = registry.valid
 local next_id = 1
 
-local function scratch(name, filetype)
+--- A scratch buffer `name` of `filetype`, drawn with `syntax` when given (else the
+--- filetype's own).
+local function scratch(name, filetype, syntax)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
-  vim.bo[buf].filetype = filetype
+  if syntax then
+    -- The filetype's syntax is loaded by a FileType autocmd that Neovim skips for
+    -- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim
+    -- took 10-50 ms of opening a chat only to be replaced.
+    vim.b[buf].ts_highlight = true
+    vim.bo[buf].filetype = filetype
+    local treesitter = package.loaded["vim.treesitter.highlighter"]
+    if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
+      vim.b[buf].ts_highlight = nil
+      vim.bo[buf].syntax = syntax
+    end
+  else
+    vim.bo[buf].filetype = filetype
+  end
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
@@ -144,18 +161,17 @@ local function map(chat)
   })
 end
 
--- markdown.vim parses 50 lines above the window on each redraw that needs a
--- syntax sync, and a growing transcript needs one per batch: that made Neovim
--- answer other clients 50-100 ms late during a stream. Ten lines keep it at the
--- floor's latency (doc/decisions/0008-transcript-highlighting.md).
-local SYNC_LINES = 10
+-- The transcript is drawn with syntax/acpchat.vim, not markdown.vim: a screen of
+-- new rows costs it a few tenths of a millisecond against 10-20 ms, so a stream
+-- keeps its colors and nothing is loaded again after one (decision 0049). Syntax
+-- looks back ten lines above the window for where it is (decision 0008).
+local SYNTAX, SYNC_LINES = "acpchat", 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
--- syntax and without list-aware wrapping until no row came for SETTLE_MS: with a
--- UI, markdown.vim costs 2-20 ms per redraw of new rows (still ~2 ms at synmaxcol
--- 1), and a flood scrolls a window with each batch; following it measures each new
--- row's wrapped height, where 'breakindentopt' list:-1 matches 'formatlistpat'
--- (10-20 µs a row). Settling loads the syntax again, once (15-35 ms)
--- (doc/decisions/0025-render-pacing.md). Human-paced replies keep both.
+-- list-aware wrapping until no row came for SETTLE_MS: a flood scrolls a window
+-- with each batch, and following it measures each new row's wrapped height, where
+-- 'breakindentopt' list:-1 matches 'formatlistpat' (10-20 µs a row)
+-- (doc/decisions/0025-render-pacing.md). Settling wraps only what is on screen
+-- again. Human-paced replies keep it.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 
 local function set_sync(chat)
@@ -178,7 +194,6 @@ local function settle(chat)
   local flood = chat.flood
   chat.flood = nil
   if flood and api.nvim_buf_is_valid(chat.transcript) then
-    vim.bo[chat.transcript].syntax = flood.syntax -- its Syntax autocmd bounds the sync
     for win, opt in pairs(flood.breakindentopt) do
       if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == chat.transcript then
         vim.wo[win].breakindentopt = opt
@@ -206,6 +221,22 @@ local function rows_of(ops)
   return rows
 end
 
+--- Settle the flood `paused` once no row came for SETTLE_MS: one timer at a time,
+--- not one per batch.
+local function settle_later(chat, paused)
+  vim.defer_fn(function()
+    if chat.flood ~= paused then
+      return
+    end
+    local quiet = vim.uv.now() - paused.last
+    if quiet >= SETTLE_MS then
+      settle(chat)
+    else
+      settle_later(chat, paused)
+    end
+  end, SETTLE_MS - math.min(SETTLE_MS - 1, vim.uv.now() - paused.last))
+end
+
 --- Count the rows a batch writes, before it is applied (the batch that starts a
 --- flood is drawn plain too); draw a flood plain until it settles.
 local function flood(chat, rows)
@@ -218,21 +249,15 @@ local function flood(chat, rows)
   end
   chat.rows = chat.rows + rows
   if not chat.flood and chat.rows > FLOOD_ROWS then
-    chat.flood = { syntax = vim.bo[chat.transcript].syntax, last = 0, breakindentopt = {} }
-    vim.bo[chat.transcript].syntax = ""
+    chat.flood = { last = now, breakindentopt = {} }
     for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
       chat.flood.breakindentopt[win] = vim.wo[win].breakindentopt
       vim.wo[win].breakindentopt = ""
     end
+    settle_later(chat, chat.flood)
   end
-  local paused = chat.flood
-  if paused then
-    paused.last = now
-    vim.defer_fn(function()
-      if chat.flood == paused and vim.uv.now() - paused.last >= SETTLE_MS then
-        settle(chat)
-      end
-    end, SETTLE_MS)
+  if chat.flood then
+    chat.flood.last = now
   end
 end
 
@@ -258,10 +283,11 @@ local function create()
   next_id = next_id + 1
   local chat = {
     id = id,
-    transcript = scratch("acp://chat/" .. id, "markdown"),
+    transcript = scratch("acp://chat/" .. id, "markdown", SYNTAX),
     input = scratch("acp://input/" .. id, "markdown"),
     blocks = blocks_of.new(),
     status = { state = "starting" },
+    active_at = os.time(),
   }
   vim.bo[chat.transcript].modifiable = false
   vim.b[chat.transcript].acp_foldexpr = function(lnum)
@@ -412,6 +438,8 @@ function M.open(opts)
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
+  elseif not (opts.session_id or opts.history or opts.handoff) then
+    hint.show(chat)
   end
   -- Asked before the windows are made: the Python side starts (or reads a stored
   -- chat) while they are, and its ops are applied after this function returns.
@@ -453,6 +481,17 @@ function M.fork(chat)
   return M.open({ agent = s.agent, fork = chat })
 end
 
+--- The turns a chat's transcript shows: your prompts in it.
+local function turns(chat)
+  local count = 0
+  for _, id in ipairs(chat.blocks.order) do
+    if chat.blocks.by_id[id].kind == "user" then
+      count = count + 1
+    end
+  end
+  return count
+end
+
 --- The open chats, oldest first, as plain tables (acp.chats()).
 function M.list()
   local list = {}
@@ -466,6 +505,8 @@ function M.list()
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
         cwd = registry.cwd(chat),
+        turns = turns(chat),
+        active_at = chat.active_at,
         worktree = worktree and worktree.path,
         waiting = worktree and workspace.waiting(chat) or 0,
       })
@@ -499,8 +540,11 @@ function M.pick()
     prompt = "Chats",
     format_item = function(item)
       local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      local worktree = item.worktree and (" · worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting) or ""
-      return ("%s · %s · %s%s%s"):format(item.agent, item.title, item.state, asking, worktree)
+      -- A worktree chat works in its worktree: that is its directory.
+      local where = item.worktree and ("worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting)
+        or vim.fn.fnamemodify(item.cwd, ":~")
+      local turns = item.turns == 1 and "1 turn" or (item.turns .. " turns")
+      return ("%s · %s · %s · %s · %s · %s%s"):format(item.agent, item.title, where, util.age(item.active_at), turns, item.state, asking)
     end,
   }, function(item)
     local chat = item and registry.chats[item.id]
@@ -741,6 +785,7 @@ function M.render(item)
     return
   end
   local ops, handlers = item.ops, M.ops
+  chat.active_at = os.time()
   flood(chat, rows_of(ops))
   local batch = { chat = chat, status = {}, created = {}, tools = {} }
   local following = render.begin(chat.transcript)
@@ -751,6 +796,9 @@ function M.render(item)
     end
   end
   render.done(chat.transcript, following)
+  if #batch.created > 0 then
+    hint.clear(chat)
+  end
   open_folds(chat, batch.created)
   if #batch.tools > 0 then
     permission.update(chat, batch.tools)
@@ -758,11 +806,13 @@ function M.render(item)
   end
   local status = batch.status
   if next(status) then
+    local before = chat.status.state or "starting"
     for key, value in pairs(status) do
       -- Python's None arrives as vim.NIL: the field is cleared.
       chat.status[key] = value ~= vim.NIL and value or nil
     end
     update_winbar(chat)
+    notice.after(chat, before, status)
   end
   if status.queue or chat.queue_mark then
     queue.draw(chat)

@@ -5,6 +5,7 @@
 -- them and sends the user's answer.
 local blocks = require("acp.chat.blocks")
 local host = require("acp.host")
+local notice = require("acp.chat.notice")
 local keys = require("acp.keys")
 local preview = require("acp.review.preview")
 local registry = require("acp.chat.registry")
@@ -226,12 +227,8 @@ end
 --- A new prompt: open its fold where the chat is shown, else tell the user.
 local function announce(chat, entry)
   local permission = permission_of(chat, entry)
+  notice.announce(chat, ("asks permission: %s (:AcpPermission)"):format(permission.title), "warn")
   local wins = shown_in(chat)
-  if #wins == 0 then
-    local name = registry.speaker(chat)
-    util.notify(("%s asks permission: %s (:AcpPermission)"):format(name, permission.title), "warn")
-    return
-  end
   local lnum = blocks.start_row(chat.transcript, chat.blocks.by_id[entry.block]) + permission.row + 1
   for _, win in ipairs(wins) do
     api.nvim_win_call(win, function()

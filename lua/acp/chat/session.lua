@@ -165,9 +165,22 @@ local function pick(chat, data)
   vim.ui.select(sessions, {
     prompt = "Resume session",
     format_item = function(s)
-      local title = s.title ~= vim.NIL and s.title or "(untitled)"
+      local title = s.title ~= vim.NIL and s.title or s.session_id
+      local parts = { title, data.agent }
+      if s.cwd ~= vim.NIL and s.cwd then
+        table.insert(parts, vim.fn.fnamemodify(s.cwd, ":~"))
+      end
+      if s.updated ~= vim.NIL and s.updated then
+        table.insert(parts, util.age(s.updated))
+      end
+      if s.turns ~= vim.NIL and s.turns then
+        table.insert(parts, s.turns == 1 and "1 turn" or (s.turns .. " turns"))
+      end
       local open = M.chat_of(data.agent, s.session_id)
-      return ("%s  %s%s"):format(s.session_id, title, open and ("  (open in chat #%d)"):format(open.id) or "")
+      if open then
+        table.insert(parts, ("open in chat #%d"):format(open.id))
+      end
+      return table.concat(parts, " · ")
     end,
   }, function(s)
     if s then

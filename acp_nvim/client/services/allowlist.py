@@ -1,0 +1,65 @@
+"""The user's allow-list (``permissions.allow``): tool calls answered "allow" without
+asking, by the command they run or the paths they name. At the user's own risk: a
+prefix trusts whatever the agent appends to it, so a command with anything chained,
+piped, substituted or redirected after it never matches."""
+
+from __future__ import annotations
+
+__all__ = ["allowed"]
+
+import os
+import re
+import shlex
+from typing import Any
+
+from acp_nvim.client.config import PermissionAllow
+from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
+
+# Shell syntax that makes one command line run more than the command it starts with.
+_CHAINED = re.compile(r"[;&|`<>\n]|\$\(")
+
+
+def command_of(raw_input: Any) -> str | None:
+    """The command line a tool call runs, from its raw input (``command``: a string,
+    or an argv as codex sends it); None when it runs none."""
+    if not isinstance(raw_input, dict):
+        return None
+    command = raw_input.get("command") or raw_input.get("cmd")
+    if isinstance(command, list) and all(isinstance(a, str) for a in command):
+        return shlex.join(command)
+    return command if isinstance(command, str) else None
+
+
+def _runs(command: str, prefix: str) -> bool:
+    """Whether ``command`` is ``prefix`` or ``prefix`` followed by arguments, alone."""
+    words, wanted = command.split(), prefix.split()
+    return not _CHAINED.search(command) and words[: len(wanted)] == wanted
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def allowed(call: ToolCall, allow: PermissionAllow, cwd: str) -> str | None:
+    """Why ``call`` is allowed without asking (the entry that matched), else None.
+
+    A call that runs a command is matched on its command only; one that runs none,
+    on its locations and the paths of its diffs, every one inside an allowed path.
+    """
+    command = command_of(call.raw_input)
+    if command is not None:
+        match = next((p for p in allow.commands if _runs(command, p)), None)
+        return f"allowed command `{match}`" if match is not None else None
+    paths = [loc.path for loc in call.locations]
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            paths.append(part.path)
+        elif isinstance(part, ChangesPart):
+            paths += [p for op in part.changes for p in (op.path, op.old_path) if p]
+    if not paths or not allow.paths:
+        return None
+    roots = [os.path.realpath(os.path.join(cwd, os.path.expanduser(p))) for p in allow.paths]
+    if all(_inside(os.path.join(cwd, p), roots) for p in paths):
+        return "allowed path"
+    return None

@@ -1,0 +1,72 @@
+-- :AcpTurnDiff [turn]: every file a turn changed, in one new tab page, one window
+-- per file stacked, each showing the turn's hunks inline (the review's marks: the
+-- agent's lines highlighted, the lines it removed above them) and decided with the
+-- review's hunk keys (|acp-hunks|). One tab, so not Vim's 'diff' mode: that diffs
+-- every window of a tab page with every other.
+local hunks = require("acp.review.hunks")
+local state = require("acp.review.state")
+local util = require("acp.util")
+
+local M = {}
+
+local function counts(file)
+  local added, removed = 0, 0
+  for _, hunk in ipairs(file.hunks) do
+    added, removed = added + hunk.new_count, removed + hunk.base_count
+  end
+  return ("+%d -%d"):format(added, removed)
+end
+
+--- The files `turn` of the current chat changed (default: the latest turn that
+--- changed any), and that turn.
+---@param turn? integer
+---@return acp.ReviewFile[], integer?
+function M.files(turn)
+  local review = state.by_chat[state.chat_id() or -1]
+  local files = {}
+  for _, file in ipairs(review and review.files or {}) do
+    turn = turn or file.turn -- newest first: the first file's turn is the latest
+    if file.turn == turn then
+      table.insert(files, file)
+    end
+  end
+  return files, turn
+end
+
+---@param turn? integer
+function M.open(turn)
+  local files, shown = M.files(turn)
+  if #files == 0 then
+    util.user_error(turn and ("turn %d changed no file"):format(turn) or "the agent changed no file")
+  end
+  vim.cmd("tabnew")
+  local first, gone = true, {}
+  for _, file in ipairs(files) do
+    if file.deleted then
+      table.insert(gone, vim.fn.fnamemodify(file.path, ":~:."))
+    else
+      if not first then
+        vim.cmd("belowright split")
+      end
+      first = false
+      -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
+      vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
+      local label = ("turn %d · %s · %s%s%s"):format(
+        shown,
+        vim.fn.fnamemodify(file.path, ":~:."),
+        counts(file),
+        file.created and " · new" or "",
+        file.source and " · in the worktree" or ""
+      )
+      vim.wo.winbar = label:gsub("%%", "%%%%")
+    end
+  end
+  vim.cmd("wincmd =")
+  vim.cmd("1wincmd w")
+  hunks.draw(state.by_chat)
+  if #gone > 0 then
+    util.notify(("turn %d also deleted %s (:AcpReview)"):format(shown, table.concat(gone, ", ")), "info")
+  end
+end
+
+return M

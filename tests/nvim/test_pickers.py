@@ -1,0 +1,30 @@
+"""The session picker shows each session's title, agent, directory, age and turns
+(issue 28, point 5)."""
+
+from __future__ import annotations
+
+from tests.nvim.conftest import Editor
+
+
+def test_the_session_picker_shows_agent_directory_age_and_turns(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    for n, text in enumerate(("remember me", "and this"), 1):
+        editor.lua("require('acp').send(...)", text)
+        editor.wait_event("AcpTurnEnd", count=n)
+    editor.lua(
+        "vim.ui.select = function(items, opts, on_choice)"
+        " _G.offered = vim.tbl_map(opts.format_item, items) end"
+    )
+    editor.nvim.command("AcpSessions")
+    editor.wait("_G.offered ~= nil")
+    [item] = editor.lua("return _G.offered")
+    title, agent, where, age, turns, shown = item.split(" · ")
+    assert (title, agent, where, turns, shown) == (
+        "remember me",
+        "demo",
+        str(editor.tmp / "project"),
+        "2 turns",
+        "open in chat #1",
+    )
+    assert age == "just now" or age.endswith(" ago")
