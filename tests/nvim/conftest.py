@@ -164,8 +164,14 @@ class Editor:
         return pids
 
 
-def child_editor(tmp_path: Path, init: str, extra_env: dict[str, str] | None = None) -> Editor:
-    """A Neovim started with ``init`` (Lua) instead of the test init; the caller quits it.
+def child_editor(
+    tmp_path: Path,
+    init: str,
+    extra_env: dict[str, str] | None = None,
+    wrapper: list[str] | None = None,
+) -> Editor:
+    """A Neovim started with ``init`` (Lua) instead of the test init (through the
+    command ``wrapper`` where given); the caller quits it.
 
     Events are recorded (tests/nvim/events.lua) unless ``init`` itself loads them."""
     env = {**os.environ, "ACP_DEMO_DELAY": "0", **(extra_env or {})}
@@ -181,7 +187,10 @@ def child_editor(tmp_path: Path, init: str, extra_env: dict[str, str] | None = N
     try:
         nvim = pynvim.attach(
             "child",
-            argv=[nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)],
+            argv=[
+                *(wrapper or []),
+                *(nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(init_file)),
+            ],
         )
     finally:
         os.environ.clear()

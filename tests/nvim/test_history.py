@@ -6,23 +6,26 @@ never the chat; two Neovims writing at once keep both chats."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import ROOT, Editor, child_editor
+from tests.nvim.conftest import ROOT, Editor, child_editor, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
 
-def second_neovim(editor: Editor) -> Editor:
+def second_neovim(editor: Editor, wrapper: list[str] | None = None) -> Editor:
     """Another Neovim with the same state directory (the history file) and project."""
     other = child_editor(
         editor.tmp,
         (ROOT / "tests" / "nvim" / "init.lua").read_text(),
         {"ACP_TEST_ROOT": str(ROOT)},
+        wrapper,
     )
     other.nvim.command(f"cd {editor.tmp / 'project'}")
     return other
@@ -68,6 +71,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert found["cwd"] == str(editor.tmp / "project") and found["turns"] == 2
         assert found["title"] == "hello zebra" and "echo: hello zebra" in found["snippet"]
         assert other.lua(HISTORY, {"query": "giraffe"}) == []
+        assert [f["id"] for f in other.lua(HISTORY, {"query": "echo"})] == [found["id"]]  # replies only
 
         chat = other.lua("return require('acp').open({history = ...})", found["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -76,7 +80,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert f"#### Edit {target}" in text and "-two" in text and "+2" in text
         assert "— end_turn —" in text
         # The turn's end says what became of its changes in the review.
-        assert f"*Review: `{target}` (1 accepted)*" in text
+        assert f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted" in text
         assert other.lua("return require('acp').status().history") == found["id"]
 
         # Sending goes on with the stored session, loaded (without showing it again).
@@ -96,7 +100,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert "- Agent: kept" in markdown and f"- Directory: {editor.tmp / 'project'}" in markdown
         for part in ("## You\n\nhello zebra", "## Agent\n\necho: hello zebra",
                      f"### Tool: Edit {target}", "```diff", "-two", "+2", f"edited {target}",
-                     f"*Review: `{target}` (1 accepted)*"):  # fmt: skip
+                     f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted"):  # fmt: skip
             assert part in markdown, part
         # :AcpExport without a path: the current chat in a buffer.
         other.nvim.command("AcpExport")
@@ -132,6 +136,52 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
         other.quit()
 
 
+def test_a_prompt_sent_as_a_stored_chat_opens_goes_once_it_is_shown(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...}); require('acp').send('calls')", entry["id"])
+        other.wait_event("AcpTurnEnd")
+        text = other.transcript_text()
+        assert text.index("echo: hello zebra") < text.index('[["session/load"')
+        assert other.lua("return require('acp').status().queued") == 0
+    finally:
+        other.quit()
+
+
+def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        other.nvim.command("AcpHandoff plain")
+        other.wait_event("AcpSessionReady")
+        assert other.lua("return require('acp').status().agent") == "plain"
+        send(other, "go on", 1)
+        # Its first prompt holds the conversation kept before.
+        blocks = json.loads(other.transcript()[-3])
+        assert "## You\n\nhello zebra" in blocks[0]["text"]
+        assert "## Agent\n\necho: hello zebra" in blocks[0]["text"]
+        assert blocks[1] == {"type": "text", "text": "go on"}
+        # Both are kept: the stored chat, and the new one that continues it.
+        assert {f["agent"] for f in kept(other, "zebra", 2)} == {"kept", "plain"}
+    finally:
+        other.quit()
+
+
 def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept")
     first = editor.open_chat()
@@ -155,20 +205,72 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert {f["agent"] for f in found} == {"kept", "embeds"}
 
 
-def test_a_damaged_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+def newer(store: Path) -> None:
+    """``store`` as a later acp.nvim's schema would leave it."""
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE chats (id INTEGER PRIMARY KEY, future TEXT)")
+        db.execute("PRAGMA user_version = 99")
+
+
+@pytest.mark.parametrize(
+    ("prepare", "why"),
+    [
+        (lambda store: store.write_bytes(b"this is not a database " * 100), "damaged"),
+        (newer, "written by a newer acp.nvim"),
+    ],
+)
+def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
+    editor: Editor, prepare: Any, why: str
+) -> None:
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     store.parent.mkdir(parents=True)
-    store.write_bytes(b"this is not a database " * 100)
+    prepare(store)
+    before = store.read_bytes()
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
     send(editor, "hello", 1)
     assert "echo: hello" in editor.transcript_text()
     editor.wait("#_G.acp_notices > 0")
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
-    assert len(notices) == 1 and "history off" in notices[0] and "damaged" in notices[0]
+    assert len(notices) == 1 and "history off" in notices[0] and why in notices[0]
     send(editor, "again", 2)
     assert "echo: again" in editor.transcript_text()
-    assert store.read_bytes().startswith(b"this is not a database")
+    assert editor.lua("return require('acp').status().history") is None
+    assert store.read_bytes() == before
+
+
+def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    kept(editor, "zebra")
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    before = store.read_bytes()
+    # Neither the file nor its directory writable; root writes there regardless
+    # unless its Neovim (and the Python side it starts) lacks CAP_DAC_OVERRIDE.
+    store.chmod(0o444)
+    store.parent.chmod(0o555)
+    wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    other = second_neovim(editor, wrapper if os.geteuid() == 0 else None)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.open_chat()
+        send(other, "hello", 1)
+        assert "echo: hello" in other.transcript_text()
+        other.wait("#_G.acp_notices > 0")
+        send(other, "again", 2)
+        other.lua("require('acp').open({agent = 'plain'})")
+        other.wait_event("AcpSessionReady", count=2)
+        send(other, "a second chat", 3)
+        [notice] = [n["msg"] for n in other.lua("return _G.acp_notices")]
+        assert notice == f"acp: history off: {store} is read-only"
+        assert other.lua("return require('acp').status().history") is None
+    finally:
+        other.quit()
+        store.parent.chmod(0o755)
+        store.chmod(0o644)
+    assert store.read_bytes() == before
 
 
 def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
@@ -189,6 +291,36 @@ def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
         assert "echo: again" in editor.transcript_text()
     finally:
         holder.close()
+
+
+def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
+    """Each turn is written at its end: killing the Python side and Neovim then
+    leaves a file the next Neovim reads whole (WAL, not yet checkpointed)."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    send(editor, "then giraffe", 2)
+    [entry] = kept(editor, "giraffe")
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    pids = editor.agent_pids()
+    os.kill(host, signal.SIGKILL)
+    os.kill(editor.pid, signal.SIGKILL)
+    assert wait_gone([editor.pid, *pids]) == []
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    assert Path(f"{store}-wal").exists()  # closed by nobody
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        [found] = other.lua(HISTORY, {"query": "giraffe"})
+        assert (found["id"], found["turns"]) == (entry["id"], 2)
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        text = other.transcript_text()
+        assert "echo: hello zebra" in text and "echo: then giraffe" in text
+    finally:
+        other.quit()
 
 
 def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
@@ -237,6 +369,34 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
     assert "echo: giraffe" in editor.transcript_text()
 
 
+def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    path = editor.tmp / "picked.md"
+    # vim.ui.select picks the first entry, then the action asked for; vim.ui.input answers.
+    editor.lua(
+        """
+        _G.answers = {}
+        vim.ui.select = function(items, opts, choice)
+          choice(opts.prompt == 'History' and items[1] or table.remove(_G.answers, 1))
+        end
+        vim.ui.input = function(opts, done) done(table.remove(_G.answers, 1)) end
+        """
+    )
+    picked = "_G.answers = {...}; vim.cmd('AcpHistory')"
+    editor.lua(picked, "export", str(path))
+    assert path.read_text().startswith("# hello zebra\n")
+    editor.lua(picked, "rename", "  Zoo ")
+    editor.wait("require('acp').history()[1].title == 'Zoo'")
+    assert editor.lua("return require('acp').status().title") == "Zoo"
+    editor.lua(picked, "delete")
+    editor.wait("#require('acp').history() == 0")
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
+    assert editor.lua("return require('acp').status().history") == entry["id"]  # the chat goes on
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
@@ -272,3 +432,150 @@ def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
     [entry] = kept(editor, "giraffe")
     assert entry["agent"] == "plain"
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor, version: int) -> None:
+    """Reopened from another directory, a chat, its continuation (its session
+    loaded over v1, resumed over v2), the prompts <Up> recalls and a hand-over from
+    it are the stored chat's directory's."""
+    project = editor.tmp / "project"
+    workspace = {"ws": editor.fake_agent("workspace"), "other": editor.fake_agent("workspace")}
+    editor.setup(agents=workspace, default_agent="ws", protocol_version=version)
+    editor.open_chat()
+    send(editor, "where", 1)
+    [entry] = kept(editor, "where")
+    entry_session = editor.lua("return require('acp').status().session_id")
+    editor.quit()
+
+    other = second_neovim(editor)
+    elsewhere = editor.tmp / "elsewhere"
+    elsewhere.mkdir()
+    other.nvim.command(f"cd {elsewhere}")
+    try:
+        other.setup(agents=workspace, default_agent="ws", protocol_version=version)
+        # history() filters by directory and agent.
+        assert other.lua(HISTORY, {"cwd": str(elsewhere)}) == []
+        assert other.lua(HISTORY, {"agent": "other"}) == []
+        [found] = other.lua(HISTORY, {"cwd": str(project), "agent": "ws", "limit": 1})
+        assert found["id"] == entry["id"]
+        chat = other.lua("return require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        registry = "require('acp.chat.registry').chats[...]"
+        assert other.lua(f"return {registry}.cwd", chat) == str(project)
+        assert other.lua("return require('acp').status().cwd") == str(project)
+        # <Up> in the input recalls the prompts sent in that directory.
+        other.lua(f"require('acp.chat.prompt_history').step({registry}, -1)", chat)
+        assert other.lua(f"return vim.api.nvim_buf_get_lines({registry}.input, 0, -1, false)", chat) == ["where"]
+
+        # Continued: its session goes on in that directory (not a new one), and runs there.
+        send(other, "where", 1)
+        said = [line for line in other.transcript() if line.startswith("RESULT ")]
+        assert json.loads(said[-1].removeprefix("RESULT ")) == {"cwd": str(project), "roots": None}
+        assert other.lua("return require('acp').status().session_id") == entry_session
+        assert "starts a new session" not in other.transcript_text()
+        # Handed over: the other agent works there too.
+        other.nvim.command("AcpHandoff other")
+        other.wait_event("AcpSessionReady")
+        handed = other.lua("return require('acp').status()")
+        assert handed["agent"] == "other" and handed["cwd"] == str(project)
+        assert other.lua(f"return {registry}.cwd", handed["chat"]) == str(project)
+        send(other, "where", 2)
+        said = [line for line in other.transcript() if line.startswith("RESULT ")]
+        assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
+    finally:
+        other.quit()
+
+
+def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> None:
+    """Each turn's end shows its files and hunks as the review held them when the
+    chat was last open: accepted, rejected, still pending."""
+    project = editor.tmp / "project"
+    (project / "f.txt").write_text("1\n2\n3\n4\n5\n")
+    workspace = {"ws": editor.fake_agent("workspace")}
+    editor.setup(agents=workspace, default_agent="ws")
+    chat = editor.open_chat()["chat"]
+    send(editor, "write f.txt one\n2\n3\n4\nfive", 1)
+    send(editor, "write g.txt new", 2)
+    f, g = str(project / "f.txt"), str(project / "g.txt")
+    review = f"require('acp.review.state').by_chat[{chat}].files"
+    hunks_of = f"for _, file in ipairs({review}) do if file.path == ... then return file.hunks end end"
+    editor.wait(f"#{review} == 2", what="both files in the review")
+    first, last = editor.lua(hunks_of, f)
+    editor.lua("require('acp').accept(...)", f, first["id"])
+    editor.lua("require('acp').reject(...)", f, last["id"])
+    statuses = f"(function(...) {hunks_of} end)({f!r})"
+    editor.wait(f"{statuses}[2].status == 'rejected'", what="the decisions in the review")
+    [new] = editor.lua(hunks_of, g)
+    assert (new["status"], first["header"] != last["header"]) == ("pending", True)
+    [entry] = kept(editor, "five")
+    changed = [line for line in editor.transcript() if " changed:** " in line]
+    assert changed == ["**1 file changed:** `f.txt`", "**1 file changed:** `g.txt`"]
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=workspace, default_agent="ws")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        text = other.transcript_text()
+        turn_one = (
+            f"*Review:*\n- `{f}`: `{first['header']}` accepted, `{last['header']}` rejected"
+        )
+        turn_two = f"*Review:*\n- `{g}` (new): `{new['header']}` pending"
+        assert turn_one in text and turn_two in text
+        assert text.index(turn_one) < text.index("write g.txt new") < text.index(turn_two)
+        # The turns' changed files as the live chat drew them, without the review's
+        # keys (no review acts on them here).
+        assert [line for line in other.transcript() if " changed:** " in line] == changed
+        hints = "vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_create_namespace('acp.changes.hint'), 0, -1, {})"
+        buf = other.lua("return require('acp').status().transcript_buf")
+        assert other.lua(f"return vim.api.nvim_buf_call({buf}, function() return #{hints} end)") == 0
+        # The export says the same.
+        markdown = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+        exported = "\n".join(other.nvim.buffers[markdown][:])
+        assert turn_one in exported and turn_two in exported
+    finally:
+        other.quit()
+
+
+def test_a_rewound_chat_is_reopened_on_the_branch_it_showed(editor: Editor) -> None:
+    """Every branch is kept (its words found), the one in view is what a reopened chat
+    and the export show, and what a continued chat carries."""
+    from tests.nvim.test_chats import STUB_UI
+    from tests.nvim.test_permissions import wait_text
+    from tests.nvim.test_rewind import session_changed, start, three_turns, turn
+
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)
+    [entry] = kept(editor, "new")
+
+    def reopened() -> tuple[str, str]:
+        """The stored chat reopened in another Neovim: its transcript and export."""
+        other = second_neovim(editor)
+        try:
+            other.setup(agents={"fake": editor.fake_agent("rewind")}, default_agent="fake")
+            assert [f["id"] for f in other.lua(HISTORY, {"query": "three"})] == [entry["id"]]
+            other.lua("require('acp').open({history = ...})", entry["id"])
+            other.wait("require('acp').status().state == 'ready'")
+            buf = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+            return other.transcript_text(), "\n".join(other.nvim.buffers[buf][:])
+        finally:
+            other.quit()
+
+    for text in reopened():
+        assert "write a.txt one" in text and "write b.txt new" in text
+        assert "write a.txt two" not in text and "write a.txt three" not in text
+
+    # The branch left behind, picked again, is the one kept in view.
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "write a.txt three")
+    turn(editor, "go on", 5)
+    kept(editor, "on")
+    for text in reopened():
+        assert "write a.txt two" in text and "write a.txt three" in text and "go on" in text
+        assert "write b.txt new" not in text

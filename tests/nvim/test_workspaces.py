@@ -413,3 +413,119 @@ def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_noth
     assert git(project, "status", "--porcelain") == "?? a.txt\n"
     assert git(project, "branch", "--list") == ""
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def open_worktree_chat(editor: Editor, version: int) -> tuple[Path, int, Path]:
+    """A worktree chat of the "ws" agent (``other``: a second one) in a git project
+    whose agent changed f.txt there: the project, the chat, its worktree."""
+    project = repository(editor)
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace"), "other": editor.fake_agent("workspace")},
+        default_agent="ws",
+        protocol_version=version,
+    )
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    send(editor, listed["id"], "write f.txt first")
+    return project, listed["id"], Path(listed["worktree"])
+
+
+def close_chat(editor: Editor, chat: int) -> None:
+    """Close chat ``chat`` as :AcpChats does (asking while hunks wait)."""
+    left = len(editor.lua("return require('acp').chats()")) - 1
+    editor.lua(
+        "local chats = require('acp.chat.registry').chats; require('acp.chat').close(chats[...], true)",
+        chat,
+    )
+    editor.wait(f"#require('acp').chats() == {left}", what=f"chat {chat} closed")
+
+
+@VERSIONS
+@pytest.mark.parametrize("how", ["fork", "handoff"])
+def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
+    editor: Editor, version: int, how: str
+) -> None:
+    project, first, worktree = open_worktree_chat(editor, version)
+    editor.nvim.command("AcpFork" if how == "fork" else "AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    [_, second] = chat_ids(editor)
+    one, two = editor.lua("return require('acp').chats()")
+    assert two["agent"] == ("ws" if how == "fork" else "other")
+    assert two["worktree"] == one["worktree"] == str(worktree) and two["cwd"] == str(worktree)
+    assert send(editor, second, "where")["cwd"] == str(worktree)
+    assert "worktree acp/" in winbar(editor)
+
+    # It goes on from the first agent's work, whose hunk stays in the first chat's review.
+    send(editor, second, "write g.txt second")
+    assert (worktree / "f.txt").read_text() == "first\n"
+    assert (worktree / "g.txt").read_text() == "second\n"
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"
+    [mine] = review(editor, first)
+    [theirs] = review(editor, second)
+    assert (mine["path"], mine["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+    assert (theirs["path"], theirs["source"]) == (str(project / "g.txt"), str(worktree / "g.txt"))
+    assert [c["waiting"] for c in editor.lua("return require('acp').chats()")] == [1, 1]
+    editor.lua("require('acp').accept()")  # the current chat: the second
+    editor.wait(f"vim.fn.readfile({str(project / 'g.txt')!r})[1] == 'second'")
+
+    # Closing the first chat asks nothing and keeps the worktree: the second works in it.
+    editor.lua(STUB_SELECT)
+    close_chat(editor, first)
+    assert editor.lua("return _G.asked") == []
+    assert worktree.is_dir()
+    assert send(editor, second, "where")["cwd"] == str(worktree)
+    # The hunk the first chat left waiting is work: closing the last chat keeps the
+    # worktree and says why.
+    close_chat(editor, second)
+    kept = f"acp: kept the worktree {worktree} (branch acp/{first}): 1 hunk waits in it"
+    editor.wait(
+        f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"
+    )
+    assert (worktree / "f.txt").read_text() == "first\n"
+    assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
+
+
+@pytest.mark.parametrize("how", ["fork", "handoff"])
+def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str) -> None:
+    project, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').chats()[1].waiting == 0")
+    editor.nvim.command("AcpFork" if how == "fork" else "AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    [_, second] = chat_ids(editor)
+    close_chat(editor, second)
+    assert worktree.is_dir() and send(editor, first, "where")["cwd"] == str(worktree)
+    close_chat(editor, first)
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    assert not worktree.exists()
+
+
+@VERSIONS
+def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, version: int) -> None:
+    a, b = editor.tmp / "a", editor.tmp / "b"
+    for where in (a, b):
+        where.mkdir()
+        (where / "notes.txt").write_text(f"in {where.name}\n")
+    (a / "only_a.txt").write_text("a\n")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace"), "blocks": editor.fake_agent("blocks")},
+        default_agent="ws",
+        protocol_version=version,
+    )
+    editor.nvim.command(f"cd {b}")
+    chat = editor.lua("return require('acp').open({ cwd = ... })", str(a))
+    editor.wait_event("AcpSessionReady")
+    assert send(editor, chat, "where") == {"cwd": str(a), "roots": None}
+    assert editor.lua("return require('acp').status().cwd") == str(a)
+    assert "@only_a.txt" in words(editor)
+    # @path in a prompt is a file of the chat's directory, not Neovim's.
+    other = editor.lua("return require('acp').open({ agent = 'blocks', cwd = ... })", str(a))
+    editor.wait_event("AcpSessionReady", count=2)
+    ended = len(editor.events("AcpTurnEnd"))
+    editor.lua("require('acp').send('see @notes.txt')")
+    editor.wait_event("AcpTurnEnd", count=ended + 1)
+    [line] = [ln for ln in transcript(editor, other) if ln.startswith('[{"type"')]
+    link = json.loads(line)[1]
+    assert (link["type"], link["uri"]) == ("resource_link", (a / "notes.txt").as_uri())

@@ -201,3 +201,10 @@ def _patch(role: str, text: str) -> Any:
     from acp_nvim.client.session.model import MessagePatch
 
     return MessagePatch(None, role, text)  # type: ignore[arg-type]
+
+
+def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
+    """Rows kept before each hunk was listed hold counts by status."""
+    data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'
+    [op] = render_ops([StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)], "#h:")
+    assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `/p/a.py`: 2 accepted"]  # type: ignore[typeddict-item]

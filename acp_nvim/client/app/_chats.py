@@ -137,6 +137,8 @@ class ChatLifecycle:
         roots = self.ctx.config.agent_roots(agent_config) if agent_config is not None else []
         chat = self._new_chat(chat_id, row.agent, Workspace(row.cwd, roots))
         await self.ctx.history.reopen(chat, row, blocks)
+        if self.queue.prompts.get(chat_id):  # sent while it was read and drawn
+            await self.restart(chat_id)
 
     def _fork_refusal(self, chat_id: int) -> str | None:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a

@@ -45,6 +45,8 @@ class Workspaces:
         # The worktrees made for chats, by the chat that now answers for each: the
         # last chat working in one removes it.
         self._made: dict[int, Worktree] = {}
+        # Hunks that chats closed before the last one in a worktree left waiting there.
+        self._left_waiting: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"<Workspaces {len(self._made)} worktrees>"
@@ -143,14 +145,19 @@ class Workspaces:
         goes unless another chat works in it (that one answers for it then) or
         ``keep``. Without the user's word (``keep`` None) a worktree that holds work
         (hunks waiting, commits) stays, and the user is told where."""
-        worktree = self._made.pop(chat.id, None)
+        worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
         if worktree is None:
             return
         others = [c for c in self.ctx.chats.values() if c.workspace.worktree is worktree]
         if others:
-            self._made[others[0].id] = worktree
+            # The hunks it leaves waiting are work the last chat's review no longer lists.
+            left = self._left_waiting
+            left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
+            if answering is not None:
+                self._made[others[0].id] = answering
             return
-        await self._remove(worktree, review, keep)
+        if answering is not None:
+            await self._remove(answering, review, keep)
 
     async def _remove(
         self,
@@ -169,8 +176,9 @@ class Workspaces:
                 self.ctx.editor.notify(message, level)
 
         where = f"the worktree {worktree.path} (branch {worktree.branch})"
+        left = self._left_waiting.pop(worktree.path, 0)
         if keep is None:
-            waiting = waiting_hunks(review)
+            waiting = waiting_hunks(review) + left
             if waiting:
                 keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):

@@ -49,8 +49,9 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.review import format_unified
 
-# Blocks the client draws itself (turn ends, errors, information).
-NOTICES = ("turn", "error", "info")
+# Blocks the client draws itself (turn ends, the files a turn changed, errors,
+# information).
+NOTICES = ("turn", "changes", "error", "info")
 _MESSAGE, _PLAN = "#message:", "#plan:"
 _encode = msgspec.json.Encoder().encode
 
@@ -105,27 +106,29 @@ def notice_block(
 
 def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     """What is kept of the review of ``turn``'s files: each path, whether it was
-    made or deleted, and how many of its hunks are in each status."""
+    made or deleted, and each hunk's header and status (pending, accepted, ...)."""
     kept = []
     for file in summary.get("files") or []:
         if file.get("turn") != turn:
             continue
-        statuses: dict[str, int] = {}
-        for hunk in file.get("hunks") or []:
-            statuses[hunk["status"]] = statuses.get(hunk["status"], 0) + 1
-        item = {"path": file["path"], "hunks": statuses}
+        hunks = [[hunk["header"], hunk["status"]] for hunk in file.get("hunks") or []]
+        item = {"path": file["path"], "hunks": hunks}
         kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
     return kept
 
 
-def _review_line(files: list[dict[str, Any]]) -> str:
-    """One line of a turn's review: ``a.py (2 accepted, 1 pending)``, ..."""
-    parts = []
+def _review_lines(files: list[dict[str, Any]]) -> list[str]:
+    """A turn's review, a line per file: ``- `a.py`: `@@ -1 +1 @@` accepted, ...``."""
+    lines = ["*Review:*"]
     for file in files:
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(file.get("hunks", {}).items()))
-        made = " new" if file.get("created") else " deleted" if file.get("deleted") else ""
-        parts.append(f"`{file['path']}`{made}" + (f" ({counts})" if counts else ""))
-    return "*Review: " + ", ".join(parts) + "*"
+        hunks = file.get("hunks") or []
+        if isinstance(hunks, dict):  # kept before hunks were listed: counts by status
+            said = ", ".join(f"{n} {status}" for status, n in sorted(hunks.items()))
+        else:
+            said = ", ".join(f"`{header}` {status}" for header, status in hunks)
+        made = " (new)" if file.get("created") else " (deleted)" if file.get("deleted") else ""
+        lines.append(f"- `{file['path']}`{made}" + (f": {said}" if said else ""))
+    return lines
 
 
 def _tool_data(call: ToolCall, session: Session) -> dict[str, Any]:
@@ -221,8 +224,10 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
             lines = block.text.split("\n")
             review = _data(block).get("review") if block.kind == "turn" else None
             if review:
-                lines.append(_review_line(review))
-            op = view.notice_op(block.key, block.kind, lines)
+                lines += _review_lines(review)
+            # A turn's changed files as information: no review acts on them here.
+            kind = "info" if block.kind == "changes" else block.kind
+            op = view.notice_op(block.key, kind, lines)
         if op is not None:
             ops.append(view.bounded({**op, "id": prefix + str(op["id"])}))
     return ops
@@ -310,7 +315,7 @@ def _turn_markdown(block: StoredBlock) -> str:
     if isinstance(cost, dict) and "amount" in cost:
         line += f" · cost {cost['amount']:.2f} {cost.get('currency', '')}".rstrip()
     line += "*"
-    return line + "\n\n" + _review_line(data["review"]) if data.get("review") else line
+    return "\n".join([line, "", *_review_lines(data["review"])]) if data.get("review") else line
 
 
 def _date(stamp: float) -> str:

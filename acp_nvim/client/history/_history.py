@@ -22,7 +22,7 @@ from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.history._blocks import markdown, render_ops
 from acp_nvim.client.history._record import ChatRecord
-from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
+from acp_nvim.client.history._store import SHOWN, ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session import view
 from acp_nvim.client.session.chat import Chat
@@ -157,6 +157,8 @@ class History:
         record.start_with(blocks, row.turns, written=True)
         chat.session.session_id = row.session_id or ""
         chat.session.title = row.name or row.title
+        await self._draw(chat, record.base, f"#h{row.id}:")
+        # Ready once it shows the whole stored transcript.
         chat.set_state(
             "ready",
             agent=row.agent,
@@ -165,7 +167,6 @@ class History:
             session_id=row.session_id,
             protocol_version=row.protocol_version,
         )
-        await self._draw(chat, blocks, f"#h{row.id}:")
 
     async def _draw(self, chat: Chat, blocks: list[StoredBlock], prefix: str) -> None:
         """Draw stored blocks a slice at a time: the first screen goes to Neovim
@@ -286,6 +287,10 @@ class History:
         ]
 
     def export(self, history_id: int) -> str | None:
-        """A stored chat as Markdown (None: no such chat). Raises StoreError."""
+        """A stored chat as Markdown, the branch it showed (None: no such chat).
+        Raises StoreError."""
         found = self._read(history_id)
-        return None if found is None else markdown(*found)
+        if found is None:
+            return None
+        row, blocks = found
+        return markdown(row, [block for block in blocks if block.branch == SHOWN])

@@ -22,10 +22,10 @@ from acp_nvim.client.history._blocks import (
     review_of,
     stored,
 )
-from acp_nvim.client.history._store import ChatRow, StoredBlock
+from acp_nvim.client.history._store import OTHER_BRANCH, SHOWN, ChatRow, StoredBlock
 from acp_nvim.client.history._writer import Target
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment
+from acp_nvim.client.session.model import Attachment, Session
 
 
 class ChatRecord:
@@ -56,6 +56,11 @@ class ChatRecord:
         self._facts = False
         self._first_prompt: str | None = None
         self._turn_ends: dict[str, int] = {}  # turn notices: the chat's own turn number
+        self._review: dict[str, Any] | None = None  # the review's summary, read once a take
+        # The blocks in view, in order, and those a rewind took out (by the key of the
+        # turn they follow from), as Lua keeps them (``cut``/``uncut`` ops).
+        self._shown: dict[str, None] = {}
+        self._cut: dict[str, str] = {}  # block key → its turn's key
 
     def __repr__(self) -> str:
         where = self.target.id if self.target is not None else "not kept"
@@ -63,12 +68,13 @@ class ChatRecord:
 
     def start_with(self, blocks: Sequence[StoredBlock], turns: int, *, written: bool) -> None:
         """The chat goes on from ``blocks`` (``written``: they are stored already)."""
-        self.base = list(blocks)
+        # Only the branch in view is shown and goes on (the others stay in the file).
+        self.base = [b for b in blocks if b.branch == SHOWN]
         self.base_turns = turns
         self.base_written = written
         self._next = max((b.seq for b in blocks), default=-1) + 1
         if not written:
-            self.base = [_renumbered(b, seq) for seq, b in enumerate(blocks)]
+            self.base = [_renumbered(b, seq) for seq, b in enumerate(self.base)]
             self._facts = True
             self._wake(False)
         for block in blocks:
@@ -82,6 +88,12 @@ class ChatRecord:
             self._facts = True
             self._wake(False)
             return
+        if op["op"] == "cut":
+            self._take_out([turn["block"] for turn in op["turns"]], [t["key"] for t in op["turns"]])
+            return
+        if op["op"] == "uncut":
+            self._put_back(op["turns"])
+            return
         if op["op"] != "block" and op["op"] != "append":
             return
         key = op["id"]
@@ -89,6 +101,7 @@ class ChatRecord:
             self._seqs[key] = self._next
             self._next += 1
             self._turns[key] = self.base_turns + self.chat.turn
+            self._shown[key] = None
         kind = op["kind"] if op["op"] == "block" else None
         if op["op"] == "block" and kind in NOTICES and "start" not in op:
             data = None
@@ -99,6 +112,30 @@ class ChatRecord:
             self._notices[key] = (kind, op["lines"], data)
         self._dirty[key] = None
         self._wake(kind == "turn")
+
+    def _take_out(self, blocks: list[str], turns: list[str]) -> None:
+        """A rewind took the blocks from ``blocks[0]`` to the end out of view: each
+        turn's (begun by its block) is kept apart, written as another branch's."""
+        shown = list(self._shown)
+        if not blocks or blocks[0] not in self._shown:
+            return
+        starts = dict(zip(blocks, turns, strict=True))
+        turn = turns[0]
+        for key in shown[shown.index(blocks[0]) :]:
+            turn = starts.get(key, turn)
+            self._cut[key] = turn
+            del self._shown[key]
+            self._dirty[key] = None
+        self._wake(False)
+
+    def _put_back(self, turns: list[str]) -> None:
+        """The branch of ``turns`` is in view again (at the end of the transcript)."""
+        for turn in turns:
+            for key in [k for k, t in self._cut.items() if t == turn]:
+                del self._cut[key]
+                self._shown[key] = None
+                self._dirty[key] = None
+        self._wake(False)
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
         if self._first_prompt is None:
@@ -123,6 +160,7 @@ class ChatRecord:
         """The blocks changed since the last take, and the chat's facts."""
         blocks = [] if self.base_written else list(self.base)
         self.base_written = True
+        self._review = None
         blocks += [b for key in self._dirty if (b := self._block(key)) is not None]
         self._dirty.clear()
         self._facts = False
@@ -139,8 +177,9 @@ class ChatRecord:
         }
 
     def blocks(self) -> list[StoredBlock]:
-        """The whole transcript as it is now: the base, then the chat's own blocks."""
-        own = (self._block(key) for key in self._seqs)
+        """The transcript in view: the base, then the chat's own blocks."""
+        self._review = None
+        own = (self._block(key) for key in self._shown)
         return [*self.base, *(b for b in own if b is not None)]
 
     def row(self) -> ChatRow:
@@ -164,11 +203,35 @@ class ChatRecord:
         notice = self._notices.get(key)
         if notice is not None:
             data = notice[2]
-            if key in self._turn_ends and self.chat.changes is not None:
-                data = {**(data or {}), "review": review_of(self.chat.changes.summary(),
-                                                            self._turn_ends[key])}  # fmt: skip
-            return notice_block(key, notice[0], notice[1], seq, turn, data)
-        return stored(key, self.chat.session, seq, turn, self._extra.get(key))
+            changes = self.chat.changes
+            if key in self._turn_ends and changes is not None:
+                if self._review is None:
+                    self._review = changes.summary()
+                data = {**(data or {}), "review": review_of(self._review, self._turn_ends[key])}
+            block = notice_block(key, notice[0], notice[1], seq, turn, data)
+        else:
+            model = self.chat.session if key in self._shown else self._taken_out(key)
+            found = None if model is None else stored(key, model, seq, turn, self._extra.get(key))
+            if found is None:
+                return None
+            block = found
+        block.branch = SHOWN if key in self._shown else OTHER_BRANCH
+        return block
+
+    def _taken_out(self, key: str) -> Session | None:
+        """The items of the turn a rewind took block ``key`` out with, as a model."""
+        turn_key = self._cut.get(key)
+        for branch in self.chat.branches.all:
+            for turn in branch.turns:
+                hidden = turn.hidden
+                if turn.message == turn_key and hidden is not None:
+                    return Session(
+                        messages=hidden.messages,
+                        tool_calls=hidden.tool_calls,
+                        plans=hidden.plans,
+                        terminals=self.chat.session.terminals,
+                    )
+        return None
 
 
 def _renumbered(block: StoredBlock, seq: int) -> StoredBlock:

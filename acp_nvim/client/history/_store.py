@@ -10,7 +10,8 @@ One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
   of the primary key. ``text`` is the block's words (a message's text, a tool
   call's title, a notice's lines); ``data`` the rest as JSON (a tool call's diffs,
   status and permission outcome, a prompt's attachments, a turn's usage).
-  ``branch`` is 0: the column is there for rewound branches (issue 20).
+  ``branch`` is ``SHOWN`` (0) for the blocks in view, ``OTHER_BRANCH`` (1) for those
+  of the branches a rewind left (kept and searched; not drawn when reopened).
 - ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
   with ``blocks`` as its external content (the text is stored once).
 
@@ -21,7 +22,16 @@ translated here); ``unavailable`` tells a store that cannot be used at all
 
 from __future__ import annotations
 
-__all__ = ["SEQ_BITS", "ChatRow", "Hit", "Store", "StoreError", "StoredBlock"]
+__all__ = [
+    "OTHER_BRANCH",
+    "SEQ_BITS",
+    "SHOWN",
+    "ChatRow",
+    "Hit",
+    "Store",
+    "StoreError",
+    "StoredBlock",
+]
 
 import os
 import re
@@ -32,6 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+# A block's ``branch``: in the transcript's view, or on a branch a rewind left.
+SHOWN, OTHER_BRANCH = 0, 1
 # Blocks a chat holds at most: ``id`` is ``chat << SEQ_BITS | seq``.
 SEQ_BITS = 24
 # Milliseconds a statement waits for another Neovim's write to end.
@@ -243,7 +255,8 @@ class Store:
                 db.executemany(
                     "INSERT INTO blocks(id, key, branch, turn, kind, text, data) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                    "turn = excluded.turn, text = excluded.text, data = excluded.data",
+                    "turn = excluded.turn, text = excluded.text, data = excluded.data, "
+                    "branch = excluded.branch",
                     rows,
                 )
         return bool(there)

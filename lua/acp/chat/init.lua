@@ -811,6 +811,10 @@ function M.render(item)
       -- Python's None arrives as vim.NIL: the field is cleared.
       chat.status[key] = value ~= vim.NIL and value or nil
     end
+    if type(status.cwd) == "string" and chat.opened and chat.opened.history then
+      -- A stored chat was opened in the directory it worked in, known once read.
+      chat.cwd = status.cwd
+    end
     update_winbar(chat)
     notice.after(chat, before, status)
   end

@@ -110,15 +110,29 @@ function M.complete(arglead, cmdline)
   return vim.fn.getcompletion(arglead, "dir")
 end
 
---- Before `chat` closes: while hunks wait in its worktree, ask whether to remove the
---- worktree (and its branch) or keep it; `close(keep)` runs with the answer (nil
---- without a question: Python removes a worktree that holds no work). Cancelling
+--- Whether another open chat works in `chat`'s worktree (a fork, a hand-over).
+---@param chat acp.Chat
+---@param worktree {path: string}
+local function shared(chat, worktree)
+  for id, other in pairs(registry.chats) do
+    local theirs = id ~= chat.id and registry.valid(other) and M.worktree(other)
+    if theirs and theirs.path == worktree.path then
+      return true
+    end
+  end
+  return false
+end
+
+--- Before `chat` closes: while hunks wait in its worktree and no other chat works
+--- there, ask whether to remove the worktree (and its branch) or keep it;
+--- `close(keep)` runs with the answer (nil without a question: Python removes a
+--- worktree that holds no work, and keeps one another chat works in). Cancelling
 --- keeps the chat open.
 ---@param chat acp.Chat
 ---@param close fun(keep?: boolean)
 function M.confirm_close(chat, close)
   local worktree, waiting = M.worktree(chat), M.waiting(chat)
-  if not worktree or waiting == 0 then
+  if not worktree or waiting == 0 or shared(chat, worktree) then
     return close(nil)
   end
   local choices = { "remove the worktree and its branch", "keep the worktree (" .. worktree.path .. ")" }

@@ -4,7 +4,8 @@ Not the shared handshake (one session ``fake-1``): a session per session/new
 (``ws-1``, ``ws-2``, ...), each keeping the ``cwd`` and ``additionalDirectories``
 of its session/new, load or resume, so several chats share the process. Over v1,
 and v2 when the client offers it. ``workspace`` advertises
-``additionalDirectories``, ``workspace+untold`` does not. A prompt is one command:
+``additionalDirectories``, ``workspace+untold`` does not. A prompt is one command
+(its first text block, after the conversation a seeded session starts with):
 
 - ``where``: says ``RESULT {"cwd", "roots"}`` of the session;
 - ``calls``: says ``RESULT`` with the session requests received, ``[session id,
@@ -20,7 +21,8 @@ and v2 when the client offers it. ``workspace`` advertises
   the session's cwd; v2 the editor MCP server's ``read_buffer``, PATH as given) and
   says ``RESULT`` with the answer.
 
-session/list lists the sessions of the ``cwd`` asked for.
+session/list lists the sessions of the ``cwd`` asked for; a session/fork is a new
+session (``ws-N``) in the ``cwd`` it is given.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Workspace:
         on("session/new", dict, self.new_session)
         on("session/load", dict, self.reopen)
         on("session/resume", dict, self.reopen)
+        on("session/fork", dict, self.new_session)
         on("session/close", dict, self.close)
         on("session/list", dict, self.list_sessions)
         on("session/prompt", dict, self.prompt)
@@ -71,7 +74,7 @@ class Workspace:
         roots: Params = {"additionalDirectories": {}} if self.told else {}
         if params.get("protocolVersion") == 2:
             self.version = 2
-            session = {"mcp": {"stdio": {}}, **roots}
+            session = {"mcp": {"stdio": {}}, "fork": {}, **roots}
             return {"protocolVersion": 2, "info": {"name": "workspace", "version": "0"},
                     "capabilities": {"session": session}}  # fmt: skip
         return {
@@ -79,7 +82,9 @@ class Workspace:
             "agentInfo": {"name": "workspace", "version": "0"},
             "agentCapabilities": {
                 "loadSession": True,
-                "sessionCapabilities": {"resume": {}, "close": {}, "list": {}, **roots},
+                "sessionCapabilities": {
+                    "resume": {}, "close": {}, "list": {}, "fork": {}, **roots
+                },
             },
         }
 
@@ -137,7 +142,9 @@ class Workspace:
     async def turn(self, params: Params) -> None:
         session_id, turn = params["sessionId"], next(self.turns)
         session = self.sessions[session_id]
-        command, _, rest = params["prompt"][0]["text"].partition(" ")
+        # A seeded session's first prompt has the conversation before the command.
+        said = [b["text"] for b in params["prompt"] if b["type"] == "text"]
+        command, _, rest = next(t for t in said if "<conversation>" not in t).partition(" ")
         if command == "where":
             result: Any = {"cwd": session["cwd"], "roots": session["roots"]}
         elif command == "calls":
