@@ -66,19 +66,6 @@ def test_without_embedded_context_a_file_is_a_link(editor: Editor, version: int)
     assert link["uri"].endswith("/project/b.txt")
 
 
-def test_a_relative_path_is_the_chats_directorys_not_neovims(editor: Editor) -> None:
-    (editor.tmp / "project" / "b.txt").write_text("the chat's\n")
-    elsewhere = editor.tmp / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "b.txt").write_text("Neovim's\n")
-    open_with(editor, "blocks+embed", 1)
-    editor.nvim.command(f"cd {elsewhere}")  # the chat stays in project/
-    editor.lua("require('acp').send('see @b.txt')")
-    sent = blocks(editor)[1]
-    assert sent["resource"]["uri"] == (editor.tmp / "project" / "b.txt").as_uri()
-    assert sent["resource"]["text"] == "the chat's\n"
-
-
 @VERSIONS
 def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> None:
     path = editor.tmp / "project" / "c.lua"
