@@ -519,7 +519,7 @@ def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, vers
     editor.wait_event("AcpSessionReady")
     assert send(editor, chat, "where") == {"cwd": str(a), "roots": None}
     assert editor.lua("return require('acp').status().cwd") == str(a)
-    assert "@only_a.txt" in words(editor)
+    offered(editor, "@only_a.txt")  # listed in the background
     # @path in a prompt is a file of the chat's directory, not Neovim's.
     other = editor.lua("return require('acp').open({ agent = 'blocks', cwd = ... })", str(a))
     editor.wait_event("AcpSessionReady", count=2)
