@@ -136,6 +136,10 @@ def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
 
 
+def _is_idle(update: Any) -> bool:
+    return isinstance(update, v2.SessionUpdateStateUpdate) and update.state == "idle"
+
+
 def _chunk(update: Any) -> Chunk | None:
     role = _CHUNK_ROLES.get(struct_type(update))
     return None if role is None else (role, update.message_id, content_text(update.content))
@@ -577,7 +581,14 @@ class SessionsV2:
             if chat is None:
                 self._early.hold(session_id, [n.update for n in group])
                 continue
-            apply_updates(chat, [n.update for n in group], self.services.terminals)
+            updates = [n.update for n in group]
+            if chat.muted:
+                # A turn ended here that the agent went on with: hidden, but its idle
+                # ends it all the same (its prompt waits for that in the background).
+                if any(_is_idle(update) for update in updates) and session_id in self._idle:
+                    self._idle[session_id].set()
+                continue
+            apply_updates(chat, updates, self.services.terminals)
             if chat.state == "running" and chat.session.state == "idle":
                 idle = self._idle.get(session_id)
                 if idle is not None:
