@@ -12,6 +12,7 @@ __all__ = ["CANCEL_REQUEST_METHOD", "Connection", "Convert", "default_convert"]
 
 import contextlib
 import functools
+import itertools
 import logging
 import operator
 import re
@@ -574,9 +575,11 @@ class Connection:
         route is decoded as it comes and handed over in one call."""
         if self._on_traffic is not None:
             self._on_traffic("in", lines)
+        batched = self._batched_decoder()
+        if await self._handle_notifications(lines, batched):
+            return
         run: list[Any] = []
         run_route: _Route | None = None
-        batched = self._batched_decoder()
         for line in lines:
             route, msg = await _decoding(len(line), self._decode, line, batched)
             if run_route is not None and route is not run_route:
@@ -594,6 +597,26 @@ class Connection:
                 await self._handle_batch(msg)
         if run_route is not None:
             await self._run_batch(run_route, run)
+
+    async def _handle_notifications(
+        self, lines: list[bytes], batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]]
+    ) -> bool:
+        """A stream's read in one msgspec call: when every one of ``lines`` is a
+        notification of a batched route, hand each run of one route over; False, with
+        nothing done, when any line is something else (the caller goes line by line)."""
+        decoder, routes = batched
+        if not routes or len(lines) < 2:
+            return False
+        block = b"\n".join(lines)
+        if len(block) > OFF_LOOP_BYTES:
+            return False
+        try:
+            notes = decoder.decode_lines(block)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        for route, run in itertools.groupby(notes, lambda note: routes[type(note)]):
+            await self._run_batch(route, [note.params for note in run])
+        return True
 
     def _decode(
         self, line: bytes, batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]]

@@ -576,6 +576,34 @@ async def test_batched_notifications_arrive_in_runs_and_keep_their_order(raw_pee
     assert seen == [[1, 2, 3], "other", [4], "request", [5]]
 
 
+async def test_a_read_of_batched_notifications_alone_keeps_runs_and_order(raw_peer, serving) -> None:
+    """A stream's read holds nothing but batched notifications (decoded in one call):
+    each run of one route is handed over whole, the routes in the order sent."""
+    seen: list[Any] = []
+    done = anyio.Event()
+
+    async def updates(batch: list[Update]) -> None:
+        seen.append([u.n for u in batch])
+        if batch[-1].n == 6:
+            done.set()
+
+    async def options(batch: list[Options]) -> None:
+        seen.append(len(batch))
+
+    conn, peer = raw_peer()
+    conn.on_notifications("update", Update, updates)
+    conn.on_notifications("options", Options, options)
+    lines = [
+        msgspec.json.encode({"jsonrpc": "2.0", "method": m, "params": p}).decode()
+        for m, p in [("update", {"n": 1}), ("update", {"n": 2}), ("options", {}),
+                     ("options", {}), ("update", {"n": 3}), ("update", {"n": 6})]
+    ]  # fmt: skip
+    async with serving(conn):
+        await peer.send_line("\n".join(lines))
+        await done.wait()
+    assert seen == [[1, 2], 2, [3, 6]]
+
+
 async def test_a_request_named_like_a_batched_notification_is_a_request(
     raw_peer, serving
 ) -> None:
