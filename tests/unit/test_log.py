@@ -50,3 +50,23 @@ def test_a_long_line_keeps_its_first_4000_characters_and_says_its_size() -> None
     [cut, whole] = log.lines()
     assert cut.endswith(" a << " + "x" * 4000 + "… (10000 bytes)")
     assert whole.endswith(" a << " + "y" * 4000)
+
+
+def test_the_log_keeps_its_last_lines_however_they_came() -> None:
+    """A stream's reads come as hundreds of lines at once: the bound is in lines."""
+    log = ProtocolLog(100)
+    for read in range(10):
+        log.add("a", "<<", *(f"r{read} l{n}".encode() for n in range(30)))
+    shown = log.lines()
+    assert len(shown) == len(log) == 100
+    assert shown[0].endswith(" a << r6 l20") and shown[-1].endswith(" a << r9 l29")
+
+
+def test_a_short_line_loses_its_secrets_when_the_log_is_read() -> None:
+    log = ProtocolLog(10)
+    create = {"method": "terminal/create", "params": {"env": [{"name": "K", "value": "s3cr3t"}]}}
+    log.add("a", "<<", b"{}", json.dumps(create).encode())
+    log.add("a", "!!", json.dumps(create))
+    _, received, stderr = log.lines()
+    assert "s3cr3t" not in received and HIDDEN in received
+    assert "s3cr3t" in stderr  # the agent's own words are its own
