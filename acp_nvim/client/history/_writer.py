@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = ["Writer"]
 
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -89,6 +90,7 @@ class Writer:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        _yield_the_cpu()
         try:
             store = Store(self.path)
         except StoreError as err:
@@ -169,3 +171,12 @@ class Writer:
                 item[5].set()
             elif item[0] == "close":
                 return
+
+
+def _yield_the_cpu() -> None:
+    """Lower this thread's CPU priority (Linux: per thread): the history is written
+    whenever a core is idle, never before Neovim or the agent's stream."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass
