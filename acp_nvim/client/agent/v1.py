@@ -268,6 +268,8 @@ def _content_part(item: Any) -> ContentPart:
 
 def content_text(block: Any) -> str:
     """Markdown for one content block; non-text content is described, not dropped."""
+    if type(block) is v1.ContentBlockText:  # a stream's every chunk
+        return block.text
     match block:
         case v1.ContentBlockText(text=text):
             return str(text)

@@ -253,6 +253,8 @@ def _file_op(change: Any) -> FileOp:
 
 def content_text(block: Any) -> str:
     """Markdown for one content block; non-text content is described, not dropped."""
+    if type(block) is v2.ContentBlockText:  # a stream's every chunk
+        return block.text
     match block:
         case v2.ContentBlockText(text=text):
             return str(text)
