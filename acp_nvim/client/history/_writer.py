@@ -176,7 +176,9 @@ class Writer:
 def _yield_the_cpu() -> None:
     """Lower this thread's CPU priority (Linux: per thread): the history is written
     whenever a core is idle, never before Neovim or the agent's stream."""
+    thread = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        nice = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(nice + 10, 19))
     except (AttributeError, OSError):
         pass
