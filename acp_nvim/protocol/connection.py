@@ -55,6 +55,7 @@ class Convert(Protocol):
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+_PARAMS = operator.attrgetter("params")
 
 
 class _TooDeep(msgspec.DecodeError):
@@ -614,8 +615,9 @@ class Connection:
             notes = decoder.decode_lines(block)
         except (msgspec.DecodeError, RecursionError):
             return False
-        for route, run in itertools.groupby(notes, lambda note: routes[type(note)]):
-            await self._run_batch(route, [note.params for note in run])
+        # One struct type per route: runs of a type are runs of a route.
+        for struct, run in itertools.groupby(notes, type):
+            await self._run_batch(routes[struct], list(map(_PARAMS, run)))
         return True
 
     def _decode(

@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 import itertools
+import operator
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -71,6 +72,10 @@ from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_c
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
+# A read's notifications, by session (C, not a lambda per chunk).
+_SESSION_ID = operator.attrgetter("session_id")
+_UPDATE = operator.attrgetter("update")
+
 # The streamed kinds: consecutive chunks of one message are applied as one.
 _CHUNK_ROLES: dict[type, Role] = {
     v1.SessionUpdateAgentMessageChunk: "agent",
@@ -91,8 +96,13 @@ def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
 
 
 def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(struct_type(update))
-    return None if role is None else (role, update.message_id, content_text(update.content))
+    # By type first: a stream's chunks are the structs themselves, open twins rare.
+    role = _CHUNK_ROLES.get(type(update)) or _CHUNK_ROLES.get(struct_type(update))
+    if role is None:
+        return None
+    content = update.content
+    text = content.text if type(content) is v1.ContentBlockText else content_text(content)
+    return role, update.message_id, text
 
 
 def _apply_other(chat: Chat, update: Any) -> None:
@@ -268,8 +278,6 @@ def _content_part(item: Any) -> ContentPart:
 
 def content_text(block: Any) -> str:
     """Markdown for one content block; non-text content is described, not dropped."""
-    if type(block) is v1.ContentBlockText:  # a stream's every chunk
-        return block.text
     match block:
         case v1.ContentBlockText(text=text):
             return str(text)
@@ -605,12 +613,12 @@ class SessionsV1:
 
     async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+        for session_id, group in itertools.groupby(notifications, _SESSION_ID):
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, [n.update for n in group])
+                self._early.hold(session_id, list(map(_UPDATE, group)))
             else:
-                apply_updates(chat, [n.update for n in group])
+                apply_updates(chat, list(map(_UPDATE, group)))
 
     async def _on_permission(
         self, params: v1.RequestPermissionRequest

@@ -28,6 +28,7 @@ __all__ = [
 
 import base64
 import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -112,6 +113,10 @@ def initialize_request() -> v2.InitializeRequest:
     )
 
 
+# A read's notifications, by session (C, not a lambda per chunk).
+_SESSION_ID = operator.attrgetter("session_id")
+_UPDATE = operator.attrgetter("update")
+
 # -- updates ---------------------------------------------------------------------------
 
 _CHUNK_ROLES: dict[type, Role] = {
@@ -141,8 +146,13 @@ def _is_idle(update: Any) -> bool:
 
 
 def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(struct_type(update))
-    return None if role is None else (role, update.message_id, content_text(update.content))
+    # By type first: a stream's chunks are the structs themselves, open twins rare.
+    role = _CHUNK_ROLES.get(type(update)) or _CHUNK_ROLES.get(struct_type(update))
+    if role is None:
+        return None
+    content = update.content
+    text = content.text if type(content) is v2.ContentBlockText else content_text(content)
+    return role, update.message_id, text
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
@@ -253,8 +263,6 @@ def _file_op(change: Any) -> FileOp:
 
 def content_text(block: Any) -> str:
     """Markdown for one content block; non-text content is described, not dropped."""
-    if type(block) is v2.ContentBlockText:  # a stream's every chunk
-        return block.text
     match block:
         case v2.ContentBlockText(text=text):
             return str(text)
@@ -578,12 +586,12 @@ class SessionsV2:
 
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+        for session_id, group in itertools.groupby(notifications, _SESSION_ID):
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, [n.update for n in group])
+                self._early.hold(session_id, list(map(_UPDATE, group)))
                 continue
-            updates = [n.update for n in group]
+            updates = list(map(_UPDATE, group))
             if chat.muted:
                 # A turn ended here that the agent went on with: hidden, but its idle
                 # ends it all the same (its prompt waits for that in the background).
