@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from acp_nvim import __version__
+from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
     NotOffered,
@@ -111,6 +112,8 @@ def _apply_other(chat: Chat, update: Any) -> None:
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
+        case big_settings.Converted(options=options, entries=entries):
+            chat.on_config(_keep_shown(options, chat.session.config_options), entries)
         case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
             # v1 cannot tell an omitted summary from null: omitted, it is left as is.
             text = UNSET if summary is None else "".join(content_text(b) for b in summary)
@@ -603,12 +606,17 @@ class SessionsV1:
 
     async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+        updates = await big_settings.off_loop(
+            [n.update for n in notifications], v1.SessionUpdateConfigOptionUpdate, config_options
+        )
+        by_session = zip([n.session_id for n in notifications], updates, strict=True)
+        for session_id, pairs in itertools.groupby(by_session, lambda pair: pair[0]):
+            group = [update for _, update in pairs]
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, [n.update for n in group])
+                self._early.hold(session_id, group)
             else:
-                apply_updates(chat, [n.update for n in group])
+                apply_updates(chat, group)
 
     async def _on_permission(
         self, params: v1.RequestPermissionRequest

@@ -35,9 +35,9 @@ __all__ = [
 ]
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_nvim.client.editor import (
     AppendOp,
@@ -406,23 +406,18 @@ def _patch_sections(text: str | None) -> dict[str, list[str]]:
     return keyed
 
 
-def config_fields(options: list[ConfigOption]) -> StatusFields:
+def config_fields(
+    options: list[ConfigOption], entries: Sequence[dict[str, Any]] = ()
+) -> StatusFields:
     """Status fields for the header and ``status()``: the options, and the current
-    value of the well-known categories (mode, model, thought_level)."""
+    value of the well-known categories (mode, model, thought_level). ``entries`` are
+    the `config_entry` of the first options, when already made off the loop."""
     fields: StatusFields = {
-        "config_options": [
-            {
-                "id": o.id,
-                "name": o.name,
-                "type": o.type,
-                "category": o.category,
-                "current": o.current,
-                "choices": [{"value": v, "name": n} for v, n in o.choices],
-            }
-            for o in options
-        ]
+        "config_options": [*entries, *map(config_entry, options[len(entries) :])]
     }
     for option in options:
+        if option.category not in ("mode", "model", "thought_level"):
+            continue
         current = option.current
         if isinstance(current, str):
             current = dict(option.choices).get(current, current)
@@ -430,9 +425,21 @@ def config_fields(options: list[ConfigOption]) -> StatusFields:
             fields["mode"] = current
         elif option.category == "model":
             fields["model"] = current
-        elif option.category == "thought_level":
+        else:
             fields["thought_level"] = current
     return fields
+
+
+def config_entry(option: ConfigOption) -> dict[str, Any]:
+    """One setting as ``status().config_options`` lists it."""
+    return {
+        "id": option.id,
+        "name": option.name,
+        "type": option.type,
+        "category": option.category,
+        "current": option.current,
+        "choices": [{"value": v, "name": n} for v, n in option.choices],
+    }
 
 
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:
