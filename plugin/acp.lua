@@ -109,7 +109,7 @@ command("AcpFork", function()
 end, { desc = "Open a new chat continuing this one in a fork of its session" })
 command("AcpClose", function()
   acp().close()
-end, { desc = "Close the chat and stop its agent" })
+end, { desc = "Close the chat (its agent ends when no other chat uses it)" })
 command("AcpTerminal", function(args)
   require("acp.editor.terminal").open(args.fargs[1])
 end, {

@@ -35,6 +35,7 @@ __all__ = [
     "StatusFields",
     "StatusOp",
     "UncutOp",
+    "WriteError",
 ]
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
@@ -312,6 +313,11 @@ class EditorError(Exception):
     """The editor could not do what was asked (a Lua error, a vanished buffer)."""
 
 
+class WriteError(EditorError):
+    """The editor could not write a buffer to its file, which is untouched; the
+    buffer is as it was before the edit that came with the save."""
+
+
 class BufferState:
     """A loaded file buffer: its lines, how :write would end them, and its changedtick.
 
@@ -410,6 +416,9 @@ class Editor(Protocol):
         the caller just wrote the file behind the buffer's unsaved edits, which the
         editor then takes as seen. Returns the new tick, or None when the buffer
         changed (or vanished) since ``tick``: read it again and retry.
+
+        Raises:
+            WriteError: the save failed (a full disk); nothing changed.
         """
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:

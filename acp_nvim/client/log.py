@@ -2,7 +2,11 @@
 
 Appends come from the worker thread, reads (``:AcpLog``) from the pynvim
 thread; ``deque.append`` and ``list(deque)`` are atomic, so no lock is needed.
-Long lines are cut so one 50 MB message cannot hold the memory.
+Long lines are cut so one 50 MB message cannot hold the memory. Secrets are
+left out: users paste the log into bug reports, so the values of environment
+variables and HTTP headers in messages (``mcpServers`` with the editor MCP
+server's token, ``terminal/create``, login methods) are replaced; the wire keeps
+them.
 """
 
 from __future__ import annotations
@@ -10,9 +14,16 @@ from __future__ import annotations
 __all__ = ["ProtocolLog"]
 
 import collections
+import json
 import time
+from typing import Any
 
 _MAX_LINE = 4000
+# Keys whose values are lists of {name, value} (ACP's env variables and HTTP headers):
+# what the values say stays out of the log.
+_SECRET_KEYS = ("env", "headers")
+_SECRET_MARKS = tuple(f'"{key}"'.encode() for key in _SECRET_KEYS)
+HIDDEN = "<redacted>"
 
 
 class ProtocolLog:
@@ -29,6 +40,8 @@ class ProtocolLog:
     def add(self, source: str, direction: str, *lines: bytes | str) -> None:
         """Record lines; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
         now = time.time()
+        if direction != "!!":
+            lines = tuple(redacted(d) if isinstance(d, bytes) else d for d in lines)
         self._entries.extend((now, source, direction, d[:_MAX_LINE], len(d)) for d in lines)
 
     def lines(self) -> list[str]:
@@ -42,3 +55,43 @@ def _format(when: float, source: str, direction: str, data: bytes | str, size: i
         unit = "bytes" if isinstance(data, bytes) else "chars"
         text = f"{text}… ({size} {unit})"
     return f"{time.strftime('%H:%M:%S', time.localtime(when))} {source} {direction} {text}"
+
+
+def redacted(line: bytes) -> bytes:
+    """A JSON-RPC ``line`` with the values of its env variables and headers replaced
+    (see the module docstring); ``line`` itself when it has none, or is no JSON."""
+    if not any(mark in line for mark in _SECRET_MARKS):
+        return line
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if not _hide(message):
+        return line
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _hide(message: Any) -> bool:
+    """Replace, in place, the values under :data:`_SECRET_KEYS` anywhere in
+    ``message``; whether there were any. Walked without recursion (a line may nest
+    deeper than Python's stack)."""
+    hidden = False
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if key in _SECRET_KEYS and isinstance(value, list):
+                    for entry in value:
+                        if isinstance(entry, dict) and "value" in entry:
+                            entry["value"] = HIDDEN
+                            hidden = True
+                elif key in _SECRET_KEYS and isinstance(value, dict):
+                    for name in value:
+                        value[name] = HIDDEN
+                        hidden = True
+                else:
+                    stack.append(value)
+    return hidden

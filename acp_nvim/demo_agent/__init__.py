@@ -285,6 +285,8 @@ class DemoAgent:
         if "permission" in words:
             await self._pretend_command(session_id)
             return
+        if "unknown" in words:  # an update of a kind no client knows: never an error
+            await self._send_update(session_id, {"sessionUpdate": "_demo_sparkle"})
         if words & set(EDITOR_WORDS):
             await self._ask_editor(session_id, words)
             return

@@ -42,6 +42,7 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
   `:AcpLogin` runs its login; the winbar shows a title and a context meter
 - `:AcpFork`: a new chat that goes on from this one in a session of its own
   (`session/fork`); what you say there stays out of this chat
+- `unknown`: also sends an update of a kind no client knows (`acp.status()` names it)
 - `:AcpRewind 2`: back to before your second prompt, files and conversation (the
   demo forks its session at its last reply before it); `:AcpBranches` shows the
   turns left behind again; `<CR>` on one of your messages edits it

@@ -51,7 +51,7 @@ HELP_V2 = """Over ACP v2 I can also show:
 - `plan`: two plans, updated by id
 - `fix`: a reply corrected in place (a whole-message update), then continued
 - `permission`: a permission request for a command (the turn waits for you)
-- `unknown`: an update kind this client does not know (shown generically)
+- `unknown`: an update kind this client does not know (`acp.status()` names it)
 
 Settings: `:AcpConfig` (mode, model, thinking). Sessions: `:AcpSessions`.
 """

@@ -56,6 +56,7 @@ from acp_nvim.client.editor import (
     Event,
     LspRequest,
     RenderOp,
+    WriteError,
 )
 from acp_nvim.nvim.mirror import BufferMirrors, nul_bytes
 
@@ -367,6 +368,8 @@ class NvimEditor:
         result = await self.call_lua(
             "return require('acp.editor.buffers').edit(...)", path, tick, plain, save, disk_changed
         )
+        if isinstance(result, dict):
+            raise WriteError(str(result.get("error")))
         return None if result is False or result is None else int(result)
 
     async def reload_buffers(self, paths: list[str]) -> list[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "line_edits",
     "merge3",
     "parse_unified",
+    "reverse_patch",
     "split_lines",
 ]
 
@@ -43,4 +44,4 @@ from ._diff import (
 )
 from ._filechange import FileChange, FileKind, ReviewError
 from ._merge import Conflict, MergeResult, merge3
-from ._patch import FilePatch, PatchError, PatchHunk, apply_patch, parse_unified
+from ._patch import FilePatch, PatchError, PatchHunk, apply_patch, parse_unified, reverse_patch

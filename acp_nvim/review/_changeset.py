@@ -171,6 +171,27 @@ class ReviewStore:
         """The agent read ``path`` (fs/read_text_file) and saw ``text``."""
         self._agent_view[_norm(path)] = text
 
+    def checkpoint(self, path: str) -> Callable[[], None]:
+        """A way back to what is recorded of ``path`` now, in every turn: calling
+        the result forgets what was recorded of it since (a write, a decision, a
+        restore whose text could not be written to the file)."""
+        key = _norm(path)
+        kept = [(changeset, copy.deepcopy(changeset._files.get(key))) for changeset in self._turns]
+        view = self._agent_view.get(key)
+
+        def rollback() -> None:
+            for changeset, change in kept:
+                if change is None:
+                    changeset._files.pop(key, None)
+                else:
+                    changeset._files[key] = change
+            if view is None:
+                self._agent_view.pop(key, None)
+            else:
+                self._agent_view[key] = view
+
+        return rollback
+
     def write(
         self,
         path: str,

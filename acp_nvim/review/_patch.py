@@ -10,7 +10,14 @@ applied.
 
 from __future__ import annotations
 
-__all__ = ["FilePatch", "PatchError", "PatchHunk", "apply_patch", "parse_unified"]
+__all__ = [
+    "FilePatch",
+    "PatchError",
+    "PatchHunk",
+    "apply_patch",
+    "parse_unified",
+    "reverse_patch",
+]
 
 import re
 from dataclasses import dataclass, field
@@ -297,6 +304,34 @@ def apply_patch(old_text: str | None, patch: FilePatch) -> str | None:
             raise PatchError(f"{where}: patch deletes the file but leaves {len(out)} lines")
         return None
     return "".join(out)
+
+
+def reverse_patch(patch: FilePatch) -> FilePatch:
+    """``patch`` the other way round: applied to the text it made, it gives back the
+    text it was made from (a file it created is deleted, one it deleted created)."""
+    flip = {"+": "-", "-": "+"}
+    return FilePatch(
+        patch.new_path,
+        patch.old_path,
+        [
+            PatchHunk(
+                h.new_start,
+                h.new_count,
+                h.old_start,
+                h.old_count,
+                h.section,
+                [flip.get(line[0], line[0]) + line[1:] for line in h.lines],
+            )
+            for h in patch.hunks
+        ],
+        new_file=patch.deleted,
+        deleted=patch.new_file,
+        rename=patch.rename,
+        copy=patch.copy,
+        binary=patch.binary,
+        old_mode=patch.new_mode,
+        new_mode=patch.old_mode,
+    )
 
 
 def _header(hunk: PatchHunk) -> str:

@@ -9,6 +9,11 @@ function M.check()
   local health = vim.health
 
   health.start("Neovim")
+  local unsupported = util.unsupported()
+  if unsupported then
+    health.error(unsupported, { "Use acp.nvim on Linux, macOS or a BSD (on Windows: in WSL)" })
+    return
+  end
   if vim.fn.has("nvim-0.10") == 1 then
     health.ok("Neovim " .. tostring(vim.version()))
   else

@@ -47,6 +47,10 @@ end
 ---@param opts? {agent?: string, new?: boolean, history?: integer, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return integer chat id
 function M.open(opts)
+  local unsupported = require("acp.util").unsupported()
+  if unsupported then
+    require("acp.util").user_error(unsupported)
+  end
   -- The Python host starts first, so its start-up overlaps drawing the chat; a
   -- start that failed before is tried again.
   host.retry()
@@ -367,6 +371,7 @@ end
 ---@field state "starting"|"ready"|"running"|"error"|"closed"
 ---@field stop_reason? string of the last turn
 ---@field error? string the last error message
+---@field unknown_update? string the kind of the last update this client could not show
 ---@field mode? string
 ---@field model? string
 ---@field thought_level? string
@@ -445,6 +450,7 @@ function M.status()
     roots = vim.deepcopy(s.roots or {}),
     usage = s.usage,
     commands = s.commands,
+    unknown_update = s.unknown_update,
     modes = choices_of(chat, "mode"),
     models = choices_of(chat, "model"),
     transcript_buf = chat.transcript,

@@ -39,6 +39,39 @@ function M.user_error(message)
   error("acp: " .. message, 0)
 end
 
+--- Why this system cannot run the plugin, or nil. It is Unix only: agents run in
+--- process groups, commands through /bin/sh, the editor MCP server on a Unix socket.
+---@return string?
+function M.unsupported()
+  if vim.fn.has("win32") == 1 then
+    return "acp.nvim runs on Unix only (Linux, macOS, BSD): it needs process groups, "
+      .. "/bin/sh and Unix sockets, which Windows lacks; WSL is Linux"
+  end
+end
+
+--- Write `lines` to the file `path` all or nothing (decision 0037): to a new file
+--- beside it, synced, then renamed over it; on failure (a full disk) `path` is as
+--- it was. Returns nil, or why nothing was written.
+---@param path string
+---@param lines string[]
+---@return string?
+function M.write_lines(path, lines)
+  local temporary = ("%s/.%s.%d.acp~"):format(vim.fs.dirname(path), vim.fs.basename(path), vim.uv.os_getpid())
+  local ok, failed = pcall(vim.fn.writefile, lines, temporary, "s")
+  local renamed, err = false, nil
+  if ok and failed == 0 then
+    renamed, err = vim.uv.fs_rename(temporary, path)
+  end
+  if renamed then
+    return nil
+  end
+  vim.uv.fs_unlink(temporary)
+  if not ok then
+    return (tostring(failed):match("E%d+: ([^\n]*)$") or tostring(failed))
+  end
+  return err or "write error"
+end
+
 local last_mark = 0
 
 --- nvim_buf_set_extmark with an id never given before. Undo puts a mark back

@@ -116,6 +116,7 @@ RECORDED = (
     "session/load",
     "session/resume",
     "session/close",
+    "session/delete",
     "session/fork",
 )
 
@@ -149,6 +150,8 @@ class Agent:
             "session/prompt": self.prompt,
             "authenticate": self.authenticate,
             "logout": self.logout,
+            "auth/login": self.authenticate,  # v2's names
+            "auth/logout": self.logout,
             **{method: self.recorder(method) for method in RECORDED},
         }
         for method, handler in handlers.items():
@@ -173,11 +176,14 @@ class Agent:
         scenario = self.scenario
         if params.get("protocolVersion") == 2 and scenario.v2 is not None:
             self.version = 2
-            return {
+            answer: Params = {
                 "protocolVersion": 2,
                 "info": {"name": "fake", "version": "0"},
                 "capabilities": {"session": scenario.v2},
             }
+            if scenario.auth_methods:
+                answer["authMethods"] = [v2_login(method) for method in scenario.auth_methods]
+            return answer
         result: Params = {
             "protocolVersion": scenario.protocol_version,
             "agentInfo": {"name": "fake", "version": "0"},
@@ -269,6 +275,15 @@ class Agent:
     async def result(self, value: Any) -> None:
         """Say ``RESULT <json>``, the line the scripted scenarios answer with."""
         await self.say("RESULT " + json.dumps(value) + "\n\n")  # a paragraph each
+
+
+def v2_login(method: Params) -> Params:
+    """A v1 login method as v2 names it: ``methodId``, a ``type`` tag, env as a list."""
+    v2: Params = {"type": "agent", **method, "methodId": method["id"]}
+    del v2["id"]
+    if isinstance(method.get("env"), dict):
+        v2["env"] = [{"name": name, "value": value} for name, value in method["env"].items()]
+    return v2
 
 
 def session_page(cursor: str | None) -> Params:

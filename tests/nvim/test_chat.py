@@ -366,6 +366,7 @@ def test_vendor_methods_and_garbage_do_not_break_the_chat(editor: Editor) -> Non
     editor.lua("require('acp').send('x')")
     editor.wait_event("AcpTurnEnd")
     assert "vendor request answered -32601. still here" in editor.transcript_text()
+    assert editor.lua("return require('acp').status().unknown_update") == "_sparkle"
 
     editor.lua("require('acp').open({agent = 'garbage'})")
     editor.wait_event("AcpSessionReady", count=2)
@@ -390,13 +391,23 @@ def test_second_acpchat_focuses_and_bang_starts_new_session(editor: Editor) -> N
     assert editor.lua("return vim.api.nvim_get_current_buf()") == second["input_buf"]
 
 
-def test_protocol_log_shows_both_directions(editor: Editor) -> None:
-    editor.setup()
+def test_protocol_log_shows_both_directions_and_the_agents_stderr(editor: Editor) -> None:
+    fake = editor.fake_agent("echo")
+    talkative = {"cmd": ["sh", "-c", 'echo "warming up" >&2; exec "$@"', "sh", *fake["cmd"]]}
+    editor.setup(agents={"talkative": talkative})
     editor.open_chat()
+    editor.lua("require('acp').open({agent = 'talkative'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.wait(
+        "#vim.tbl_filter(function(l) return l:find('talkative !! warming up', 1, true) end,"
+        " require('acp.host').request('log')) > 0",
+        what="the stderr line logged",
+    )
     editor.nvim.command("AcpLog")
     text = "\n".join(editor.nvim.current.buffer[:])
     assert 'demo >> {"jsonrpc":"2.0","id":0,"method":"initialize"' in text
     assert "demo << " in text and '"protocolVersion":1' in text
+    assert "talkative !! warming up" in text  # the agent's stderr, a line each
 
 
 def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
@@ -424,6 +435,25 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     assert "OK fetched" not in text
 
 
+def test_on_windows_checkhealth_and_acpchat_say_it_is_unix_only(editor: Editor) -> None:
+    """Issue 27.10: the plugin needs process groups, /bin/sh and Unix sockets; a
+    Windows user is told so, once, instead of a chat that fails in odd ways."""
+    editor.setup()
+    editor.lua(
+        "local has = vim.fn.has;"
+        " vim.fn.has = function(feature) return feature == 'win32' and 1 or has(feature) end"
+    )
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "ERROR acp.nvim runs on Unix only (Linux, macOS, BSD)" in text
+    assert "OK msgspec" not in text  # nothing else is tried
+    editor.nvim.command("AcpChat")  # one line, no traceback
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"].startswith("acp: acp.nvim runs on Unix only (Linux, macOS, BSD)")
+    assert editor.lua("return require('acp').status()") is None
+    assert editor.lua("return require('acp.host').chan") is None  # no Python started
+
+
 def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()
@@ -433,6 +463,27 @@ def test_closing_the_chat_ends_the_agent(editor: Editor) -> None:
     editor.nvim.command("AcpClose")
     assert wait_gone([pid for pid in pids if pid != host_pid]) == []
     assert editor.agent_pids() == [host_pid]
+
+
+def test_closing_one_of_two_chats_of_an_agent_keeps_it_for_the_other(editor: Editor) -> None:
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("AcpChat!")  # a second chat of the same agent
+    editor.wait_event("AcpSessionReady", count=2)
+    host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    [agent] = [pid for pid in editor.agent_pids() if pid != host_pid]
+    [first, _] = [chat["id"] for chat in editor.lua("return require('acp').chats()")]
+    editor.nvim.command("AcpClose")  # the second, the current one
+    editor.lua(  # to the chat left
+        "require('acp.chat').send(require('acp.chat.registry').chats[...], 'hello')", first
+    )
+    editor.wait_event("AcpTurnEnd")
+    assert editor.events("AcpTurnEnd")[0]["stop_reason"] == "end_turn"
+    assert [pid for pid in editor.agent_pids() if pid != host_pid] == [agent]
+    editor.lua(  # the last chat of the agent
+        "require('acp.chat').close(require('acp.chat.registry').chats[...], true)", first
+    )
+    assert wait_gone([agent]) == []
 
 
 def test_quitting_leaves_no_process(editor: Editor) -> None:

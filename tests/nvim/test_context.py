@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -183,11 +185,10 @@ def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> Non
         " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '/'))"
     )
     assert words == ["/help", "/explain"]
-    mentions = editor.lua(
-        "local chat = require('acp.chat.registry').get()"
-        " return vim.tbl_map(function(i) return i.word end, require('acp.chat.complete').items(chat, '@'))"
-    )
-    assert mentions[:2] == ["@selection", "@diagnostics"] and "@notes.md" in mentions
+    mentions = item_words("@")
+    # The files are listed in the background: there once the listing is done.
+    editor.wait(f"vim.tbl_contains({mentions}, '@notes.md')", what="the file listed")
+    assert editor.lua(f"return {mentions}")[:2] == ["@selection", "@diagnostics"]
     # The omnifunc finds the token before the cursor; `/` only at the start.
     editor.nvim.current.window = editor.nvim.windows[
         [w.buffer.number for w in editor.nvim.windows].index(status["input_buf"])
@@ -208,9 +209,70 @@ def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> Non
     assert marks[0][3]["virt_text"] == [["what to explain", "Comment"]]
 
 
-def test_usage_and_title_show_in_the_winbar_status_and_statusline(editor: Editor) -> None:
+def items(prefix: str) -> str:
+    """Lua: the completion items for ``prefix`` in the current chat (and the flag)."""
+    return f"require('acp.chat.complete').items(require('acp.chat.registry').get(), {prefix!r})"
+
+
+def item_words(prefix: str) -> str:
+    """Lua: the words of the completion items for ``prefix``."""
+    return f"vim.tbl_map(function(i) return i.word end, ({items(prefix)}))"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_every_file_of_a_big_project_can_be_found(editor: Editor) -> None:
+    """Issue 27.7: `@` completion listed the first 5,000 files only; the others could
+    not be found. A menu now holds at most 500 of the files its prefix matches, and
+    typing more of the path lists again among them all."""
+    project = editor.tmp / "project"
+    for i in range(6000):
+        (project / "many" / f"{i // 100:02}").mkdir(parents=True, exist_ok=True)
+        (project / "many" / f"{i // 100:02}" / f"f{i}.txt").write_text("")
+    (project / "zzz").mkdir()
+    (project / "zzz" / "last.txt").write_text("")  # listed after the 6,000 others
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     editor.setup()
     editor.open_chat()
+    editor.wait(f"vim.tbl_contains({item_words('@zzz/')}, '@zzz/last.txt')", what="the last file")
+    everything = editor.lua(f"return {{{items('@')}}}")
+    assert len(everything[0]) == 500 and everything[1] is True
+    assert editor.lua(f"return {item_words('@many/59/f5999')}") == ["@many/59/f5999.txt"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_listing_the_files_never_holds_neovim(editor: Editor) -> None:
+    """Issue 27.7: `git ls-files` ran on Neovim's loop (`:wait(2000)`). Here git waits
+    for a file that Neovim writes only after asking for the completion items: listed
+    on the loop, git would wait until it was killed; listed in the background, it
+    finishes and its files are offered."""
+    bin_dir, marker, done = editor.tmp / "bin", editor.tmp / "go", editor.tmp / "done"
+    bin_dir.mkdir()
+    git = bin_dir / "git"
+    git.write_text(
+        "#!/bin/sh\n"
+        f"while [ ! -e {marker} ]; do sleep 0.01; done\n"
+        f'{shutil.which("git")} "$@"; status=$?\n'
+        f"touch {done}; exit $status\n"
+    )
+    git.chmod(0o755)
+    project = editor.tmp / "project"
+    (project / "seen.txt").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    editor.setup()
+    editor.open_chat()
+    editor.lua(f"vim.env.PATH = {str(bin_dir)!r} .. ':' .. vim.env.PATH")
+    first = editor.lua(f"local w = {item_words('@')}; vim.fn.writefile({{}}, {str(marker)!r}); return w")
+    assert "@seen.txt" not in first
+    editor.wait(f"vim.fn.filereadable({str(done)!r}) == 1", what="git finished")
+    editor.wait(f"vim.tbl_contains({item_words('@')}, '@seen.txt')", what="its files offered")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_usage_and_title_show_in_the_winbar_status_and_statusline(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(protocol_version=version)
+    assert editor.open_chat()["protocol_version"] == version
     editor.lua("require('acp').send('tell me about lua')")
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().usage ~= nil")

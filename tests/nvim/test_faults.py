@@ -9,6 +9,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor, wait_gone
 
 
@@ -109,6 +111,32 @@ def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor) -> None:
     assert editor.transcript_text() == shown
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_what_an_abandoned_turn_still_sends_is_never_shown(editor: Editor, version: int) -> None:
+    """Issue 27.7: after a turn was left behind (timeouts.cancel), the next prompt
+    showed what the agent still sent of the old turn. The next prompt now waits for
+    the agent to end that turn, and nothing of it is shown."""
+    editor.setup(
+        agents={"deaf": editor.fake_agent("ignore_cancel")},
+        default_agent="deaf",
+        timeouts={"cancel": 0.5},
+        protocol_version=version,
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send('go')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    shown = editor.transcript_text().count("still working")
+    editor.lua("require('acp').send('after')")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "end_turn"
+    text = editor.transcript_text()
+    assert text.count("still working") == shown
+    assert "still ending the cancelled turn" in text and "echo: after" in text
+    log = editor.lua("return require('acp.host').request('log')")
+    assert sum("still working" in line for line in log) > shown  # the agent did go on
+
+
 def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) -> None:
     editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
     status = editor.open_chat()
@@ -189,7 +217,12 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     editor.lua("require('acp').send('first')")
     editor.lua("require('acp').send('second\\nline two')")
     editor.wait("require('acp').status().queued == 2")
-    assert queue_shown(editor) == ["", "queued 1/2 · first", "queued 2/2 · second", "             line two"]
+    assert queue_shown(editor) == [
+        "",
+        "queued 1/2 · first",
+        "queued 2/2 · second",
+        "             line two",
+    ]
     assert "queued" not in editor.transcript_text()
     in_view = (
         "local win = vim.fn.bufwinid(...); local info = vim.fn.getwininfo(win)[1]"
@@ -197,7 +230,9 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
         " <= info.height - info.winbar"
     )
     assert editor.lua(in_view, status["transcript_buf"])
-    assert editor.lua("return vim.fn.line('w0', vim.fn.bufwinid(...))", status["transcript_buf"]) > 1
+    assert (
+        editor.lua("return vim.fn.line('w0', vim.fn.bufwinid(...))", status["transcript_buf"]) > 1
+    )
 
     editor.lua(STUB_SELECT, 1, 2)  # the first prompt, "remove"
     editor.nvim.command("AcpQueue")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor
 
 
@@ -332,3 +334,75 @@ def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
         " (require('acp').changes()[1] or {hunks = {}}).hunks) == 0",
         what="the review follows the undo",
     )
+
+
+def test_a_full_disk_leaves_file_buffer_and_review_as_they_were(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Issue 27.6: an agent write that hit ENOSPC left the file as the first 4 kB of the
+    new text, plus a Lua traceback to the agent when a buffer held it. Now the agent
+    gets one clear error, so does the user, and file, buffer and review are untouched."""
+    with small_disk(tmp_path / "project" / "full") as full:
+        loaded, closed = full / "loaded.txt", full / "closed.txt"
+        linked = full / "linked.txt"  # hard-linked: written in place, after a backup
+        for path in (loaded, closed, linked):
+            path.write_text("the user's text\n")
+        os.link(linked, full / "twin.txt")
+        fill(full)
+        buf = start(editor, loaded)
+        assert buf is not None
+        editor.lua("vim.fn.bufload(vim.fn.bufadd(...))", str(linked))
+        big = "x" * 100 + "\n"
+        targets = (loaded, closed, linked)
+        results = run(
+            editor,
+            [{"write": {"path": str(path), "content": big * 1000}} for path in targets]
+            + [{"write": {"path": str(closed), "content": "fits\n"}}],
+        )
+        for result, path in zip(results, targets, strict=False):
+            assert "traceback" not in result["message"]
+            assert f"cannot write {path}: " in result["message"]
+        assert results[1]["message"].endswith("No space left on device")
+        assert results[0]["message"].endswith("Write error (file system full?)")
+        assert results[3] == {}
+        assert closed.read_text() == "fits\n"
+        assert loaded.read_text() == linked.read_text() == "the user's text\n"
+        assert lines(editor, buf) == ["the user's text"]
+        assert editor.lua("return vim.bo[...].modified", buf) is False
+        changes = editor.lua("return require('acp').changes()")
+        assert [c["path"] for c in changes] == [str(closed)], changes  # the write that fitted
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert sum("the agent's write failed" in n for n in notices) == 3
+        assert not [name for name in os.listdir(full) if name.endswith(".acp~")]
+
+
+def test_an_export_on_a_full_disk_leaves_the_old_one_whole(editor: Editor, tmp_path: Path) -> None:
+    """Issue 27.6, the files the plugin writes itself: an export over an older one on a
+    full disk is an error that says why, and the older export stays whole."""
+    with small_disk(tmp_path / "full") as full:
+        old = full / "chat.md"
+        old.write_text("the old export\n")
+        editor.setup()
+        editor.open_chat()
+        editor.lua("require('acp').send(...)", "hello " + "x" * 8000)  # more than a block
+        editor.wait_event("AcpTurnEnd")
+        fill(full, room=0)
+        with pytest.raises(Exception, match=f"cannot write {old}: .*space"):
+            editor.lua("require('acp').export(...)", str(old))
+        assert old.read_text() == "the old export\n"
+        assert [name for name in os.listdir(full) if name != ".filler"] == ["chat.md"]
+
+
+def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
+    """Issue 27.6: the prompt history (stdpath("state")) is written all or nothing too."""
+    with small_disk(editor.tmp / "xdg-state" / "nvim" / "acp") as state:
+        history = state / "history.json"
+        older = json.dumps({"older": ["x" * 4000]})  # one block, nearly full
+        history.write_text(older)
+        editor.setup()
+        editor.open_chat()
+        fill(state, room=0)
+        editor.lua("require('acp').send('hello')")  # stored in a later turn of the loop
+        editor.wait_event("AcpTurnEnd")
+        assert history.read_text() == older
+        assert not [name for name in os.listdir(state) if name.endswith(".acp~")]

@@ -1,17 +1,23 @@
-"""Login over v1: an agent that needs it says so at session/new, and each kind of
-method (the agent's own flow, a terminal, a variable) gets the chat going."""
+"""Login over v1 and v2: an agent that needs it says so at session/new, and each kind
+of method (the agent's own flow, a terminal, a variable) gets the chat going."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 
+# The agent's own flow, by version.
+LOGIN = {1: '"method":"authenticate"', 2: '"method":"auth/login"'}
+LOGOUT = {1: '"method":"logout"', 2: '"method":"auth/logout"'}
 
-def open_needing_login(editor: Editor) -> dict[str, Any]:
+
+def open_needing_login(editor: Editor, version: int = 1) -> dict[str, Any]:
     marker = editor.tmp / "logged-in"
     agent = {**editor.fake_agent("auth"), "env": {"FAKE_AUTH_MARKER": str(marker)}}
-    editor.setup(agents={"locked": agent}, default_agent="locked")
+    editor.setup(agents={"locked": agent}, default_agent="locked", protocol_version=version)
     editor.open_chat(ready=False)
     error = editor.wait_event("AcpError")
     assert "Authentication required: log in with :AcpLogin" in error["message"]
@@ -20,18 +26,23 @@ def open_needing_login(editor: Editor) -> dict[str, Any]:
     return status
 
 
-def test_the_agents_own_login_then_the_session_starts(editor: Editor) -> None:
-    open_needing_login(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_agents_own_login_then_the_session_starts(editor: Editor, version: int) -> None:
+    open_needing_login(editor, version)
     editor.nvim.command("AcpLogin browser")
-    editor.wait_event("AcpSessionReady")
+    assert editor.wait_event("AcpSessionReady")["protocol_version"] == version
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")
     assert "echo: hello" in editor.transcript_text()
-    assert any('"method":"authenticate"' in line for line in editor.lua("return require('acp.host').request('log')"))
+    log = editor.lua("return require('acp.host').request('log')")
+    assert any(LOGIN[version] in line for line in log)
 
 
-def test_a_variable_login_asks_hidden_and_never_logs_the_value(editor: Editor) -> None:
-    open_needing_login(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_variable_login_asks_hidden_and_never_logs_the_value(
+    editor: Editor, version: int
+) -> None:
+    open_needing_login(editor, version)
     editor.lua("vim.fn.inputsecret = function(prompt) _G.asked = prompt return 'sekret' end")
     editor.lua("require('acp').login('key')")
     editor.wait_event("AcpSessionReady")
@@ -40,8 +51,9 @@ def test_a_variable_login_asks_hidden_and_never_logs_the_value(editor: Editor) -
     assert "sekret" not in log
 
 
-def test_a_terminal_login_runs_the_agent_interactively(editor: Editor) -> None:
-    open_needing_login(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_terminal_login_runs_the_agent_interactively(editor: Editor, version: int) -> None:
+    open_needing_login(editor, version)
     editor.lua("require('acp').login('tui')")
     editor.wait(
         "vim.tbl_contains(vim.tbl_map(function(b) return vim.bo[b].buftype end,"
@@ -54,15 +66,16 @@ def test_a_terminal_login_runs_the_agent_interactively(editor: Editor) -> None:
     assert (editor.tmp / "logged-in").exists()
 
 
-def test_acplogout_over_v1_logs_out_where_the_agent_offers_it(editor: Editor) -> None:
-    open_needing_login(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_acplogout_logs_out_where_the_agent_offers_it(editor: Editor, version: int) -> None:
+    open_needing_login(editor, version)
     editor.nvim.command("AcpLogin browser")
     editor.wait_event("AcpSessionReady")
     editor.nvim.command("AcpLogout")
     editor.wait("vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
                 " 'acp: logged out of locked')")  # fmt: skip
     log = editor.lua("return require('acp.host').request('log')")
-    assert any('"method":"logout"' in line for line in log)
+    assert any(LOGOUT[version] in line for line in log)
     # Logged out: the agent's next session needs a login again.
     editor.nvim.command("AcpChat!")
     error = editor.wait_event("AcpError", count=2)

@@ -10,8 +10,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from acp_nvim.demo_agent._mcp import editor_server, mcp_session
+from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor
 
 
@@ -318,3 +321,122 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     assert "mcp.sock (directory only you can open), 0 connection(s)" in text
     assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_the_users_servers_reach_the_agent_and_no_secret_reaches_the_log(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """mcp_servers on the wire of each version, global and per agent; the values of
+    their env and headers, and the editor server's token, stay out of :AcpLog."""
+    token, bearer = "ghp_not_for_the_log", "Bearer not-for-the-log"
+    fake, other = editor.fake_agent(scenario), editor.fake_agent(scenario)
+    fake["mcp_servers"] = {"mine": {"command": "sh", "args": ["-c", "true"]}}
+    editor.setup(
+        agents={"fake": fake, "other": other},
+        protocol_version=version,
+        mcp_servers={
+            "gh": {"command": "sh", "env": {"GITHUB_TOKEN": token}},
+            "web": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                    "headers": {"Authorization": bearer}},
+        },
+    )  # fmt: skip
+    editor.open_chat("fake")
+    [servers] = call(editor, "servers")
+    by_name = {s["name"]: s for s in servers}
+    assert sorted(by_name) == ["gh", "mine", "nvim", "web"]
+    stdio = {"type": "stdio"} if version == 2 else {}
+    assert by_name["gh"] == {
+        **stdio, "name": "gh", "command": by_name["gh"]["command"], "args": [],
+        "env": [{"name": "GITHUB_TOKEN", "value": token}],
+    }  # fmt: skip
+    assert os.path.basename(by_name["gh"]["command"]) == "sh"
+    assert by_name["web"] == {
+        "type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+        "headers": [{"name": "Authorization", "value": bearer}],
+    }  # fmt: skip
+    assert by_name["mine"]["args"] == ["-c", "true"]
+    editor_token = next(v["value"] for v in by_name["nvim"]["env"] if "TOKEN" in v["name"])
+    # Another agent gets the global servers, not this one's own.
+    editor.lua("require('acp').open({agent = 'other', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    [servers] = call(editor, "servers", turn=2)
+    assert sorted(s["name"] for s in servers) == ["gh", "nvim", "web"]
+    # (What the fake agent says back, RESULT lines, is its own business.)
+    sent = [line for line in editor.lua("return require('acp.host').request('log')")]
+    log = "\n".join(line for line in sent if " >> " in line)
+    assert '"mcpServers"' in log and "<redacted>" in log
+    for secret in (token, bearer, editor_token):
+        assert secret not in log
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_a_refused_call_does_not_make_an_existing_file_new(
+    editor: Editor, tmp_path: Path, scenario: str, version: int
+) -> None:
+    """Issue 27.3: after an MCP read refused by fs_access, an edit of an existing file
+    was listed as created, and rejecting it deleted the user's file. An MCP client may
+    call tools at any time, here before the first prompt."""
+    path = tmp_path / "project" / "keep.txt"
+    path.write_text("one\ntwo\n")
+    servers_file = tmp_path / "servers.json"
+    agent = editor.fake_agent(scenario)
+    agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+    editor.setup(agents={"fake": agent}, fs_access={"outside": "deny"}, protocol_version=version)
+    assert editor.open_chat("fake")["protocol_version"] == version
+    server = editor_server(json.loads(servers_file.read_text()))
+    assert server is not None
+
+    async def calls() -> list[Any]:
+        async with mcp_session(server) as mcp:
+            return [
+                await mcp.request("tools/call", {"name": name, "arguments": arguments}, dict)
+                for name, arguments in [
+                    ("read_buffer", {"path": "/etc/passwd"}),
+                    ("edit_buffer", {"path": "keep.txt", "old_text": "two", "new_text": "TWO"}),
+                ]
+            ]
+
+    refused, edited = anyio.run(calls)
+    assert refused["isError"] is True and "fs_access" in text(refused)
+    assert edited["isError"] is False, text(edited)
+    editor.wait("require('acp').changes()[1] ~= nil", what="the edit in the review")
+    [change] = editor.lua("return require('acp').changes()")
+    assert (change["path"], change["created"]) == (str(path), False)
+    assert [h["status"] for h in change["hunks"]] == ["pending"]
+    editor.lua("require('acp').reject()")
+    editor.wait(f"vim.fn.readfile({str(path)!r})[2] == 'two'", what="the rejected edit undone")
+    assert path.read_text() == "one\ntwo\n"
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])
+def test_an_edit_on_a_full_disk_is_one_clear_error_and_changes_nothing(
+    editor: Editor, tmp_path: Path, scenario: str, version: int
+) -> None:
+    """Issue 27.6 through the editor's tools (how a v2 agent writes): the tool says why,
+    the file keeps its text, the review holds nothing."""
+    with small_disk(tmp_path / "project" / "full") as full:
+        path = full / "keep.txt"
+        path.write_text("one\ntwo\n")
+        servers_file = tmp_path / "servers.json"
+        agent = editor.fake_agent(scenario)
+        agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+        editor.setup(agents={"fake": agent}, protocol_version=version)
+        assert editor.open_chat("fake")["protocol_version"] == version
+        server = editor_server(json.loads(servers_file.read_text()))
+        assert server is not None
+        fill(full, room=0)
+        arguments = {"path": str(path), "old_text": "two", "new_text": "x" * 10_000}
+
+        async def call_edit() -> dict[str, Any]:
+            async with mcp_session(server) as mcp:
+                return await mcp.request(
+                    "tools/call", {"name": "edit_buffer", "arguments": arguments}, dict
+                )
+
+        result = anyio.run(call_edit)
+        assert result["isError"] is True
+        assert text(result).endswith(f"cannot write {path}: No space left on device"), text(result)
+        assert path.read_text() == "one\ntwo\n"
+        assert editor.lua("return require('acp').changes()") == []
+        assert not [name for name in os.listdir(full) if name.endswith(".acp~")]

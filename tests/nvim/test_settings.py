@@ -132,16 +132,35 @@ def test_session_history_over_v1(editor: Editor) -> None:
     assert "## You\nan old question" in text and "## Agent\nan old answer" in text
     editor.nvim.command("AcpClose")
     editor.nvim.command("AcpChat")  # the first chat, whose agent logged the calls
+    editor.nvim.command("AcpDeleteSession old-2")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: deleted session old-2')"
+    )
     history = calls(editor)
     assert [c[0] for c in history] == [
         "session/list",
         "session/list",
         "session/load",
         "session/close",
+        "session/delete",
     ]
+    assert history[4][1] == {"sessionId": "old-2"}
     # Only the sessions of this directory are asked for.
     cwd = editor.lua("return vim.fn.getcwd()")
     assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
+
+
+def test_closing_a_v2_chat_closes_its_session(editor: Editor) -> None:
+    editor.setup(agents={"v2": editor.fake_agent("fork")}, default_agent="v2", protocol_version=2)
+    assert editor.open_chat()["protocol_version"] == 2
+    editor.nvim.command("AcpClose")
+    sent = (
+        "vim.tbl_filter(function(l) return l:find(' >> ', 1, true)"
+        " and l:find('\"session/close\"', 1, true) end, require('acp.host').request('log'))"
+    )
+    editor.wait(f"#{sent} == 1", what="session/close sent")
+    assert '"params":{"sessionId":"fake-1"}' in editor.lua(f"return {sent}")[0]
 
 
 def test_acpresume_completes_the_agents_session_ids(editor: Editor) -> None:
@@ -200,6 +219,23 @@ def test_acpresume_over_v1_resumes_without_a_replay(editor: Editor) -> None:
     assert resumed[1][1]["sessionId"] == "old-1"
     assert resumed[1][1]["cwd"] == editor.lua("return vim.fn.getcwd()")
     assert resumed[2][1] == {"sessionId": "old-1", "modeId": "default"}
+
+
+def test_a_prompt_sent_while_the_settings_are_applied_runs_to_its_end(editor: Editor) -> None:
+    """The chat is ready (AcpSessionReady) before its configured mode is set; a prompt
+    sent in between started a turn, and the end of the start, finding the chat not
+    "ready" but "running", released the agent: the turn died with exit code -15 (the
+    flaky test_a_configured_mode_is_set_before_the_first_prompt)."""
+    qwen = {**editor.fake_agent("settings_late"), "mode": "default"}
+    editor.setup(agents={"qwen": qwen}, default_agent="qwen")
+    editor.open_chat()
+    # The fake answers set_mode once this prompt came, and ends the turn on a cancel.
+    editor.lua("require('acp').send('calls')")
+    editor.wait("require('acp').status().mode == 'Default'", what="the mode set")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert editor.events("AcpError") == []
+    assert editor.lua("return require('acp').status().state") == "ready"
 
 
 def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
@@ -294,3 +330,23 @@ def test_the_demo_agent_logs_in_and_lists_and_resumes_its_sessions(
     assert "## You\nremember me" in editor.transcript_text()
     resumed = '"method":"session/load"' if version == 1 else '"method":"session/resume"'
     assert any(resumed in line for line in editor.lua("return require('acp.host').request('log')"))
+
+
+def test_a_failed_session_list_leaves_no_picker_behind(editor: Editor) -> None:
+    """Issue 27.7: :AcpSessions waited for its list with a `once` autocmd for any chat;
+    a list that failed left it behind, and the next list opened two pickers."""
+    editor.setup(
+        agents={"plain": editor.fake_agent("terminal"), "keeper": editor.fake_agent("history")}
+    )
+    editor.open_chat("plain")
+    editor.nvim.command("AcpSessions")  # this agent lists no sessions: an error
+    editor.wait(
+        "#vim.tbl_filter(function(n) return n.msg:find('listing sessions') end, _G.acp_notices) > 0",
+        what="the failure told",
+    )
+    editor.lua("require('acp').open({agent = 'keeper', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.lua("_G.pickers = 0; vim.ui.select = function() _G.pickers = _G.pickers + 1 end")
+    editor.nvim.command("AcpSessions")
+    editor.wait("_G.pickers > 0", what="the picker")  # every autocmd ran in that one event
+    assert editor.lua("return _G.pickers") == 1

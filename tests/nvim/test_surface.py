@@ -128,7 +128,7 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     required = {name for name, (_, optional) in annotated.items() if not optional}
     assert required <= set(status)
     # A finished turn (stop_reason), then the agent dies (error): every field is set.
-    editor.lua("require('acp').send('hi')")
+    editor.lua("require('acp').send('hi unknown')")  # an update of a kind no client knows
     editor.wait_event("AcpTurnEnd")
     (agent,) = (
         pid

@@ -59,6 +59,10 @@ def test_shell_line_runs_in_session_cwd_with_env_and_reports_exit(editor: Editor
     assert report["exit"] == {"exitCode": 3}
     assert report["exitStatus"] == {"exitCode": 3}
     assert report["after_release"] == -32002  # released: the id is gone
+    # The value reached the command but not :AcpLog, which users paste into reports.
+    log = editor.lua("return require('acp.host').request('log')")
+    [create] = [line for line in log if '"terminal/create"' in line]
+    assert "hello there" not in create and '"value":"<redacted>"' in create
 
     # The tool call shows the terminal's last lines and its exit, after release too.
     key = report["terminalId"]
@@ -189,3 +193,49 @@ def test_demo_agent_runs_a_command_shown_live_in_the_chat(editor: Editor) -> Non
     assert (
         "The command exited with code 0 and printed:\n\n```\nhi\ncounting: 1 2 3\ndone\n```" in text
     )
+
+
+def test_a_stopped_command_is_never_signalled_by_number_after_it_exited(editor: Editor) -> None:
+    """Issue 27.4: M.stop scheduled SIGTERM and SIGKILL to the job's process group for
+    2 and 4 s later, whether or not the job had exited by then; by then its pid may
+    be a stranger's. Timers are run by hand here, once the job has exited: every
+    signal M.stop causes must come while the job (its group's leader) still runs."""
+    editor.setup()
+    editor.lua(
+        """
+        local term = require('acp.editor.terminal')
+        _G.timers, _G.signals = {}, {}
+        vim.defer_fn = function(fn) table.insert(_G.timers, fn) end
+        local kill = vim.uv.kill
+        vim.uv.kill = function(pid, sig)
+          local exited = vim.fn.jobwait({ term.terminals.s.job }, 0)[1] ~= -1
+          table.insert(_G.signals, { pid = pid, sig = sig, exited = exited })
+          return kill(pid, sig)
+        end
+        term.create('s', 'echo started; sleep 100', vim.fn.getcwd(), {})
+        """
+    )
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp.editor.terminal').terminals.s.buf,"
+        " 0, -1, false)):find('started') ~= nil",
+        what="the command runs",
+    )
+    editor.lua("require('acp.editor.terminal').stop({'s'}, false)")
+    editor.wait("not require('acp.editor.terminal').terminals.s.running", what="the exit")
+    editor.lua("for _, fn in ipairs(_G.timers) do fn() end")
+    signals = editor.lua("return _G.signals")
+    assert signals and not [s for s in signals if s["exited"]], signals
+
+
+def test_a_command_that_rewrites_a_file_outside_git_is_in_the_review(editor: Editor) -> None:
+    """Issue 27.7: no buffer, no tool call naming the file, no git: the file's text at
+    the turn's start is the baseline, so the change can be reviewed and rejected."""
+    notes = editor.tmp / "project" / "notes.txt"
+    notes.write_text("mine\n")
+    open_fake(editor)
+    run(editor, {"create": {"command": f"echo theirs > {notes}"}})
+    [change] = editor.lua("return require('acp').changes()")
+    assert change["path"] == str(notes) and change["created"] is False
+    assert [h["preview"] for h in change["hunks"]] == [["-mine", "+theirs"]]
+    editor.lua("require('acp').reject()")
+    editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == 'mine'", what="the file back")

@@ -126,6 +126,16 @@ def words(editor: Editor) -> list[str]:
     )
 
 
+def offered(editor: Editor, word: str) -> None:
+    """Wait until ``@`` completes ``word`` (the files are listed in the background)."""
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(item) return item.word end,"
+        " (require('acp.chat.complete').items(require('acp.chat.registry').get(), '@'))),"
+        f" {word!r})",
+        what=f"{word} offered",
+    )
+
+
 def winbar(editor: Editor) -> str:
     win = editor.lua("return vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]")
     return str(editor.lua("return vim.wo[...].winbar", win))
@@ -152,7 +162,7 @@ def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
     text = "\n".join(transcript(editor, chat))
     assert "Permission needed" not in text and "not told" not in text
 
-    assert f"@{lib / 'util.py'}" in words(editor)
+    offered(editor, f"@{lib / 'util.py'}")
     assert editor.lua("return require('acp').status().roots") == [str(lib)]
     assert "+ lib" in winbar(editor)
 
@@ -178,7 +188,7 @@ def test_acproot_adds_a_root_at_once_and_the_next_resume_tells_the_agent(
 
     editor.nvim.command(f"AcpRoot add {docs}")
     editor.wait(f"vim.deep_equal(require('acp').status().roots, {{ {str(docs)!r} }})")
-    assert f"@{docs / 'guide.md'}" in words(editor)
+    offered(editor, f"@{docs / 'guide.md'}")
     read = send(editor, chat, f"read {docs / 'guide.md'}")
     assert read_text(read, version) == "# Guide\n"
     text = "\n".join(transcript(editor, chat))
@@ -509,7 +519,7 @@ def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, vers
     editor.wait_event("AcpSessionReady")
     assert send(editor, chat, "where") == {"cwd": str(a), "roots": None}
     assert editor.lua("return require('acp').status().cwd") == str(a)
-    assert "@only_a.txt" in words(editor)
+    offered(editor, "@only_a.txt")  # listed in the background
     # @path in a prompt is a file of the chat's directory, not Neovim's.
     other = editor.lua("return require('acp').open({ agent = 'blocks', cwd = ... })", str(a))
     editor.wait_event("AcpSessionReady", count=2)

@@ -18,9 +18,10 @@ from acp_nvim.client.config import Config, load_config
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
-from acp_nvim.client.session.model import DiffPart, Location, ToolCall
+from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
+from tests.disk import fill, small_disk
 from tests.fakes.editor import RecordingEditor
 
 pytestmark = pytest.mark.anyio
@@ -432,3 +433,209 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     (tmp_path / "b.txt").write_text("new\n")
     await changes.end_turn()
     assert hunks(changes) == [("b.txt", "pending", ["+new"])]
+
+
+async def test_a_refused_call_before_any_turn_does_not_make_files_new(tmp_path: Path) -> None:
+    """Issue 27.3: a tool call the client refused (an MCP read of /etc/passwd denied by
+    fs_access) completes before any turn began. Its disk check compared the tree with
+    a turn-start scan never taken: every file looked new, and the next edit of one was
+    listed as created (rejecting it deleted the user's file)."""
+    path = tmp_path / "keep.txt"
+    path.write_text("one\ntwo\n")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        changes.on_tool_call(ToolCall("fs_access1", "Read /etc/passwd", "read", "failed"))
+        await changes.check()
+        await changes.write(str(path), "one\nTWO\n")
+        [file] = changes.summary()["files"]
+        assert file["created"] is False
+        assert hunks(changes) == [("keep.txt", "pending", ["-two", "+TWO"])]
+        await changes.decide("reject", None, None, None)
+        # Between turns likewise: a file the user made after a turn is not the agent's.
+        await changes.begin_turn()
+        await changes.end_turn()
+        (tmp_path / "mine.txt").write_text("the user's\n")
+        changes.on_tool_call(ToolCall("fs_access2", "Read /etc/passwd", "read", "failed"))
+        await changes.check()
+        assert [os.path.basename(f["path"]) for f in changes.summary()["files"]] == ["keep.txt"]
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == "one\ntwo\n"
+
+
+# -- every write all or nothing (issue 27.6) ---------------------------------------
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Temporary files a write left behind."""
+    return [name for name in os.listdir(directory) if name.endswith(".acp~")]
+
+
+async def test_a_full_disk_leaves_the_file_and_the_review_as_they_were(tmp_path: Path) -> None:
+    """An agent write that hit ENOSPC left the file as the first 4 kB of the new text
+    (a new file empty): now the agent is told why, and the user, and nothing changed."""
+    with small_disk(tmp_path / "full") as full:
+        keep, new = full / "keep.txt", full / "new.txt"
+        keep.write_text("the user's text\n")
+        fill(full)
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(full), Tasks(tasks))
+            await changes.begin_turn()
+            big = "x" * 100 + "\n"
+            for path in (keep, new):
+                with pytest.raises(FileError, match="No space left on device"):
+                    await changes.write(str(path), big * 1000)
+            assert keep.read_text() == "the user's text\n" and not new.exists()
+            assert changes.summary()["files"] == []
+            assert [m for level, m in editor.notices if level == "error"] == [
+                f"the agent's write failed: cannot write {path}: No space left on device"
+                for path in (keep, new)
+            ]
+            # A write that fits still goes through.
+            await changes.write(str(keep), "short\n")
+            tasks.cancel_scope.cancel()
+        assert keep.read_text() == "short\n"
+        assert not new.exists() and leftovers(full) == []
+
+
+async def test_a_reject_the_disk_cannot_take_leaves_file_and_hunk(tmp_path: Path) -> None:
+    """A decision whose text does not fit is undone in the review too: the hunk stays
+    pending, the file holds the agent's text, and the user is told."""
+    with small_disk(tmp_path / "full") as full:
+        path = full / "a.txt"
+        path.write_text("x" * 40_000 + "\n")
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(full), Tasks(tasks))
+            await changes.begin_turn()
+            await changes.write(str(path), "short\n")
+            fill(full)  # the disk fills up meanwhile
+            await changes.decide("reject", None, None, None)
+            assert [h[1] for h in hunks(changes)] == ["pending"]
+            assert "No space left on device" in editor.notices[-1][1]
+            tasks.cancel_scope.cancel()
+        assert path.read_text() == "short\n" and leftovers(full) == []
+
+
+async def test_a_failed_sync_keeps_the_old_file(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same without root: the one write function fails where a full disk would."""
+    changes, _ = session
+    path = tmp_path / "a.txt"
+    path.write_text("old\n")
+
+    def no_room(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_room)
+    with pytest.raises(FileError, match="No space left on device"):
+        await changes.write(str(path), "new\n")
+    assert path.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+async def test_a_write_keeps_mode_owner_links_and_hard_links(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    changes, _ = session
+    private, target = tmp_path / "private.txt", tmp_path / "target.txt"
+    private.write_text("a\n")
+    private.chmod(0o640)
+    if os.geteuid() == 0:
+        os.chown(private, 1234, 4321)
+    target.write_text("b\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    linked, twin = tmp_path / "linked.txt", tmp_path / "twin.txt"
+    linked.write_text("c\n")
+    os.link(linked, twin)
+    await changes.write(str(private), "A\n")
+    await changes.write(str(link), "B\n")
+    await changes.write(str(linked), "C\n")
+    st = os.stat(private)
+    assert (private.read_text(), st.st_mode & 0o7777) == ("A\n", 0o640)
+    if os.geteuid() == 0:
+        assert (st.st_uid, st.st_gid) == (1234, 4321)
+    assert link.is_symlink() and target.read_text() == "B\n"
+    assert twin.read_text() == "C\n"  # a hard link is written in place: both names see it
+    assert leftovers(tmp_path) == []
+
+
+async def test_outside_git_a_file_rewritten_behind_our_back_is_reviewable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.7: outside git, a file a shell command rewrote (no buffer, no tool call
+    naming it) had no baseline and was not in the review. The turn start now keeps the
+    tree's texts, newest first within a budget, read again only when changed."""
+    from acp_nvim.client.services import disk_changes as module
+
+    old, new, big = tmp_path / "old.txt", tmp_path / "new.txt", tmp_path / "big.txt"
+    old.write_text("old one\n")
+    os.utime(old, ns=(1, 1))  # the least recently changed: left out of the budget
+    new.write_text("new one\n")
+    big.write_text("x" * 100 + "\n")
+    monkeypatch.setattr(module, "SNAPSHOT_MAX_TOTAL", 10)
+    reads: list[str] = []
+    read_disk = module.files.read_disk
+    monkeypatch.setattr(module.files, "read_disk", lambda p: reads.append(p) or read_disk(p))
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        assert sorted(map(os.path.basename, reads)) == ["new.txt"]  # big.txt does not fit
+        for path in (old, new, big):  # a shell command rewrites them all
+            path.write_text("by the agent\n")
+        await changes.end_turn()
+        assert hunks(changes) == [("new.txt", "pending", ["-new one", "+by the agent"])]
+        await changes.decide("reject", None, None, None)
+        reads.clear()
+        await changes.begin_turn()  # new.txt changed (the reject): read again, alone
+        assert [os.path.basename(p) for p in reads] == ["new.txt"]
+        reads.clear()
+        await changes.begin_turn()
+        assert reads == []  # nothing changed since: nothing read
+        tasks.cancel_scope.cancel()
+    assert new.read_text() == "new one\n"
+
+
+async def test_a_v2_git_patch_is_the_baseline_of_what_the_agent_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.9: v2's git_patch was shown but never used as a review baseline. A file
+    the agent changed on disk and reported with a patch, with nothing else to tell its
+    text before (no snapshot, buffer or git), is reviewed against the patch taken back,
+    as kind "patch", and rejected like any change on disk."""
+    from acp_nvim.client.services import disk_changes as module
+
+    monkeypatch.setattr(module, "SNAPSHOT_MAX_TOTAL", 0)  # no turn-start texts
+    path, created = tmp_path / "config.json", tmp_path / "NEWS.md"
+    path.write_text('{\n  "debug": false\n}\n')
+    patch = (
+        f"diff --git {path} {path}\n--- {path}\n+++ {path}\n"
+        '@@ -1,3 +1,3 @@\n {\n-  "debug": false\n+  "debug": true\n }\n'
+        f"diff --git {created} {created}\nnew file mode 100644\n--- /dev/null\n+++ {created}\n"
+        "@@ -0,0 +1 @@\n+Debug mode is on.\n"
+    )
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        path.write_text('{\n  "debug": true\n}\n')  # the agent's own write
+        created.write_text("Debug mode is on.\n")
+        ops = [FileOp("modify", str(path)), FileOp("add", str(created))]
+        part = ChangesPart(ops, patch, "git_patch")
+        changes.on_tool_call(ToolCall("edit-1", "Turn on debug", "edit", "completed", [part]))
+        await changes.end_turn()
+        files = {os.path.basename(f["path"]): f for f in changes.summary()["files"]}
+        assert {name: (f["kind"], f["created"]) for name, f in files.items()} == {
+            "config.json": ("patch", False),
+            "NEWS.md": ("patch", True),
+        }
+        assert hunks(changes) == [
+            ("config.json", "pending", ['-  "debug": false', '+  "debug": true']),
+            ("NEWS.md", "pending", ["+Debug mode is on."]),
+        ]
+        await changes.decide("reject", None, None, None)
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == '{\n  "debug": false\n}\n' and not created.exists()

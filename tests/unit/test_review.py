@@ -22,6 +22,7 @@ from acp_nvim.review import (
     line_edits,
     merge3,
     parse_unified,
+    reverse_patch,
     split_lines,
 )
 from acp_nvim.review._diff import diff_regions
@@ -64,6 +65,7 @@ def test_exports() -> None:
             "line_edits",
             "merge3",
             "parse_unified",
+            "reverse_patch",
             "split_lines",
         ]
     )
@@ -974,6 +976,15 @@ def test_apply_real_git_output() -> None:
             continue
         old = None if patch.new_file else OLD_FILES[patch.old_path or ""]
         assert apply_patch(old, patch) == NEW_FILES[patch.path], patch.path
+
+
+def test_a_reversed_patch_gives_back_the_old_text() -> None:
+    """Real git output, taken back (the review's baseline of a v2 git_patch)."""
+    for patch in parse_unified(GIT_DIFF):
+        if patch.binary or (not patch.hunks and not patch.new_file):
+            continue
+        old = None if patch.new_file else OLD_FILES[patch.old_path or ""]
+        assert apply_patch(NEW_FILES.get(patch.path), reverse_patch(patch)) == old, patch.path
 
 
 def test_parse_acp_v2_git_patch_with_absolute_paths() -> None:

@@ -92,6 +92,9 @@ class AgentConnection:
         self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
         self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
+        # Turns ended here that the agent still runs (it ignored the cancel), by chat
+        # id: set once it ends them. The chat shows nothing of them meanwhile.
+        self._left: dict[int, anyio.Event] = {}
         self.exited = anyio.Event()
 
     def __repr__(self) -> str:
@@ -136,6 +139,7 @@ class AgentConnection:
         def serve(connection: Connection) -> None:
             self._connection = connection
             tasks.start_soon(self.process.drain_stderr)
+            tasks.start_soon(self.process.wait)  # a leader reaped is let go of at once
             tasks.start_soon(self._serve, connection, self.process, self.exited)
 
         try:
@@ -309,11 +313,17 @@ class AgentConnection:
         try:
             await chat.start_turn(text, attachments)
             chat.branches.path[-1].agent = self.serial
+            left = self._left.get(chat.id)
+            if left is not None:
+                # What the agent still sends of the turn left behind stays hidden, and
+                # this prompt is not mixed into it: it goes once the agent ends that.
+                chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")
+                await self._until_exit(left.wait(), abandon)
+            chat.muted = False
             stop_reason = await self._until_exit(
-                sessions.prompt(chat, text, attachments), abandon
+                sessions.prompt(chat, text, attachments), abandon, chat
             )
         except _Abandoned:
-            chat.muted = True
             chat.info(
                 f"*The agent did not stop within {self.cancel_grace:g} s of the cancel: "
                 "the turn ends here and what it still sends is not shown.*"
@@ -339,35 +349,61 @@ class AgentConnection:
             self.elicitations.cancel(chat)
             ended.set()
 
-    async def _until_exit(self, call: Awaitable[T], abandon: anyio.Event) -> T:
+    async def _until_exit(
+        self, call: Awaitable[T], abandon: anyio.Event, chat: Chat | None = None
+    ) -> T:
         """``call``'s result, or ConnectionClosed as soon as the agent exits (a v2
         turn waits on notifications, which an exit never sends), or _Abandoned
-        once ``abandon`` is set."""
+        once ``abandon`` is set. With ``chat``, a call abandoned goes on in the
+        connection's task group until the agent ends it, ``chat`` muted."""
         outcome: list[Any] = []  # the result, or the exception the call raised
-        async with anyio.create_task_group() as tasks:
+        finished = anyio.Event()
 
-            async def run() -> None:
-                try:
-                    outcome.append((await call,))
-                except Exception as err:  # re-raised below, outside the task group
-                    outcome.append(err)
-                tasks.cancel_scope.cancel()
+        async def run() -> None:
+            try:
+                outcome.append((await call,))
+            except Exception as err:  # re-raised below, outside the task group
+                outcome.append(err)
+            finally:
+                finished.set()
 
-            async def give_up() -> None:
-                await abandon.wait()
-                tasks.cancel_scope.cancel()
+        async def until(event: anyio.Event) -> None:
+            await event.wait()
+            waits.cancel_scope.cancel()
 
-            tasks.start_soon(run)
-            tasks.start_soon(give_up)
+        async with anyio.create_task_group() as waits:
+            if chat is not None and self._tasks is not None:
+                self._tasks.start_soon(run)
+            else:
+                waits.start_soon(run)
+            waits.start_soon(until, finished)
+            waits.start_soon(until, abandon)
             await self.exited.wait()
-            tasks.cancel_scope.cancel()
+            waits.cancel_scope.cancel()
         if not outcome:
             if abandon.is_set() and not self.exited.is_set():
+                if chat is not None:
+                    self._leave(chat, finished)
                 raise _Abandoned
             raise ConnectionClosed("the agent exited")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return cast(T, outcome[0][0])
+
+    def _leave(self, chat: Chat, ended: anyio.Event) -> None:
+        """The turn of ``chat`` ends here while the agent goes on with it: nothing of
+        it is shown until ``ended`` (the agent ended it)."""
+        chat.muted = True
+        self._left[chat.id] = ended
+
+        async def forget() -> None:
+            await ended.wait()
+            if self._left.get(chat.id) is ended:
+                del self._left[chat.id]
+                chat.muted = False
+
+        if self._tasks is not None:
+            self._tasks.start_soon(forget)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``,

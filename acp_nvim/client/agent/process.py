@@ -7,6 +7,14 @@ signal handler, when no event loop is left to await anything. And since neither
 runs when this process is killed outright, a reaper outlives it: a small shell
 in a session of its own that holds every live group and SIGKILLs them once this
 process is gone (its end of the reaper's stdin closes, however it ended).
+
+A group is signalled only while it is known to be ours (decision 0036): once
+its leader is reaped, its pid may be handed to a stranger. Where the kernel
+signals a group through the leader's pidfd (Linux 6.9), the group is named by
+the process itself, never by a number, so it stays reachable after the leader
+exits; elsewhere a group is signalled while its leader is unreaped (its pidfd
+tells, else the exit code not yet collected) and dropped the moment it is. The
+reaper, a shell holding numbers, lets go of a group when its leader is reaped.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 __all__ = ["AgentProcess", "SpawnError", "agent_cwd", "agent_process", "kill_all"]
 
 import collections
+import errno
 import os
 import shutil
 import signal
@@ -27,15 +36,17 @@ from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.protocol.streams import receive
 
-_live_groups: set[int] = set()
+_live_groups: dict[int, _Group] = {}  # by the leader's pid
 # Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
+# Builtins only: it forks nothing while it runs (a fork would take a pid).
 _REAPER = """
 trap '' HUP INT TERM
-groups=" "
+groups=""
 while read -r pg; do
   case "$pg" in
-    -*) groups=$(printf '%s' "$groups" | sed "s/ ${pg#-} / /") ;;
-    *) groups="$groups$pg " ;;
+    -*) kept=""; for g in $groups; do [ "$g" = "${pg#-}" ] || kept="$kept $g"; done
+        groups=$kept ;;
+    *) groups="$groups $pg" ;;
   esac
 done
 for pg in $groups; do kill -s KILL -- "-$pg" 2>/dev/null; done
@@ -52,10 +63,9 @@ class SpawnError(RuntimeError):
 
 def kill_all() -> None:
     """SIGKILL every agent process group still alive (for atexit and signals)."""
-    for pgid in list(_live_groups):
-        _signal_group(pgid, signal.SIGKILL)
-        _tell_reaper(f"-{pgid}")
-    _live_groups.clear()
+    for group in list(_live_groups.values()):
+        group.signal(signal.SIGKILL)
+        group.drop()
 
 
 def _tell_reaper(line: str) -> None:
@@ -78,11 +88,102 @@ def _tell_reaper(line: str) -> None:
         pass  # no reaper: kill_all and aclose still end the groups on a normal exit
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+# pidfd_send_signal's flag for "the process group of this process" (Linux 6.9).
+_PIDFD_SIGNAL_PROCESS_GROUP = 4
+# Whether this kernel takes that flag; None until the first try.
+_pidfd_groups: bool | None = None
+
+
+def _child_pidfd(pid: int) -> int | None:
+    """A pidfd of our child ``pid``; None where there are no pidfds (not Linux, or
+    before 5.3) or when it has exited and been reaped already (asyncio reaps at once):
+    then the number may be a stranger's, which its parent says."""
     try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        signal.pidfd_send_signal(fd, 0)  # still the process read above
+    except (OSError, ValueError, IndexError):
+        parent = -1
+    if parent == os.getpid():
+        return fd
+    os.close(fd)
+    return None
+
+
+class _Group:
+    """The process group an agent leads, signalled only while known to be ours."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.pid = process.pid
+        self._process = process
+        self._held = False  # by the reaper
+        self._pidfd = _child_pidfd(self.pid)
+
+    def __repr__(self) -> str:
+        return f"<_Group {self.pid} pidfd={self._pidfd}>"
+
+    def hold(self) -> None:
+        """Remember the group, and hand it to the reaper."""
+        _live_groups[self.pid] = self
+        self._held = True
+        _tell_reaper(str(self.pid))
+
+    def _let_go(self) -> None:
+        if self._held:
+            self._held = False
+            _tell_reaper(f"-{self.pid}")
+
+    @property
+    def named_by_pidfd(self) -> bool:
+        """Whether the kernel signals this group through the leader's pidfd: then
+        it reaches the group's own members even after the leader is reaped."""
+        return self._pidfd is not None and _pidfd_groups is not False
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the group, if it is still ours (see the module docstring)."""
+        global _pidfd_groups
+        if self._pidfd is not None:
+            if _pidfd_groups is not False:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, sig, None, _PIDFD_SIGNAL_PROCESS_GROUP)
+                    _pidfd_groups = True
+                    return
+                except OSError as err:
+                    if err.errno != errno.EINVAL or _pidfd_groups:
+                        return  # ESRCH: none of the group is left
+                    _pidfd_groups = False  # a kernel before 6.9
+            try:
+                signal.pidfd_send_signal(self._pidfd, 0)  # a zombie leader counts
+            except OSError:
+                return  # reaped: its pid may be anyone's now
+        elif self._process.returncode is not None:
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reaped(self) -> None:
+        """The leader was reaped: the reaper lets go of its pid; only a group named
+        by the pidfd is still signalled (by :meth:`AgentProcess.aclose` and
+        :func:`kill_all`)."""
+        if self.named_by_pidfd:
+            self._let_go()
+        else:
+            self.drop()
+
+    def drop(self) -> None:
+        """Forget the group: no more signals to it, from here or the reaper."""
+        self._let_go()
+        if _live_groups.get(self.pid) is self:
+            del _live_groups[self.pid]
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 class AgentProcess:
@@ -114,6 +215,7 @@ class AgentProcess:
         self._on_stderr = on_stderr
         self._stderr: collections.deque[str] = collections.deque(maxlen=stderr_lines)
         self._process: anyio.abc.Process | None = None
+        self._group: _Group | None = None
         self.returncode: int | None = None
 
     def __repr__(self) -> str:
@@ -160,8 +262,8 @@ class AgentProcess:
             raise SpawnError(f"agent {self.name!r}: {program!r} is not executable") from None
         except OSError as err:
             raise SpawnError(f"agent {self.name!r}: cannot start {program!r}: {err}") from None
-        _live_groups.add(self._process.pid)
-        _tell_reaper(str(self._process.pid))
+        self._group = _Group(self._process)
+        self._group.hold()
 
     async def drain_stderr(self) -> None:
         """Read stderr into the ring until the agent closes it. Run as a task."""
@@ -183,29 +285,31 @@ class AgentProcess:
             self._on_stderr(line)
 
     async def wait(self) -> int:
-        """Wait for the agent to exit; returns its exit code."""
+        """Wait for the agent to exit; returns its exit code. Also run as a task
+        from the start, so that a leader reaped is let go of at once."""
         assert self._process is not None
         self.returncode = await self._process.wait()
+        if self._group is not None:
+            self._group.reaped()
         return self.returncode
 
     async def aclose(self, grace: float = 2.0) -> None:
         """End the agent's whole process group: close stdin, SIGTERM, then SIGKILL."""
-        process = self._process
-        if process is None:
+        process, group = self._process, self._group
+        if process is None or group is None:
             return
         with anyio.CancelScope(shield=True):
             if process.stdin is not None:
                 await process.stdin.aclose()
             if process.returncode is None:
-                _signal_group(process.pid, signal.SIGTERM)
+                group.signal(signal.SIGTERM)
                 with anyio.move_on_after(grace):
-                    await process.wait()
-            # The group may outlive its leader (a shell's children): always finish it.
-            _signal_group(process.pid, signal.SIGKILL)
-            await process.wait()
-            self.returncode = process.returncode
-            _live_groups.discard(process.pid)
-            _tell_reaper(f"-{process.pid}")
+                    await self.wait()
+            # The group may outlive its leader (a shell's children): finish it while
+            # it is known to be ours.
+            group.signal(signal.SIGKILL)
+            await self.wait()
+            group.drop()
             await process.aclose()
 
 

@@ -137,6 +137,10 @@ def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
 
 
+def _is_idle(update: Any) -> bool:
+    return isinstance(update, v2.SessionUpdateStateUpdate) and update.state == "idle"
+
+
 def _chunk(update: Any) -> Chunk | None:
     role = _CHUNK_ROLES.get(struct_type(update))
     return None if role is None else (role, update.message_id, content_text(update.content))
@@ -584,6 +588,12 @@ class SessionsV2:
             chat = self.services.chats.get(session_id)
             if chat is None:
                 self._early.hold(session_id, group)
+                continue
+            if chat.muted:
+                # A turn ended here that the agent went on with: hidden, but its idle
+                # ends it all the same (its prompt waits for that in the background).
+                if any(_is_idle(update) for update in group) and session_id in self._idle:
+                    self._idle[session_id].set()
                 continue
             apply_updates(chat, group, self.services.terminals)
             if chat.state == "running" and chat.session.state == "idle":

@@ -245,7 +245,7 @@ class ChatLifecycle:
             chat.fail("the start was cancelled; :AcpRestart tries again")
         if chat.state == "ready":
             await self.queue.drain(chat)
-        elif chat.state != "closed":
+        elif chat.state == "error":  # "running": a prompt sent as the session became ready
             self.queue.give_back(chat)
             if connection is not None and not connection.auth_methods():
                 await self.pool.release(chat)  # kept while a login may still come

@@ -41,7 +41,14 @@ import anyio.to_thread
 from acp_nvim.client.editor import Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
-from acp_nvim.client.services.disk_changes import NOTHING, Baseline, DiskChanges, Nothing, under
+from acp_nvim.client.services.disk_changes import (
+    NOTHING,
+    Baseline,
+    DiskChanges,
+    Nothing,
+    patches_of,
+    under,
+)
 from acp_nvim.client.services.files import Document, FileError
 from acp_nvim.client.session.model import (
     ChangesPart,
@@ -61,10 +68,11 @@ from acp_nvim.review import (
     ReviewStore,
     apply_patch,
     line_edits,
-    parse_unified,
 )
 
 Decision = Literal["accept", "reject"]
+# Kinds of change the agent made on disk itself (decided against the file, saved).
+_ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
 
 
 def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
@@ -194,13 +202,19 @@ class SessionChanges:
             disk = doc
             if doc.buffer is not None and doc.buffer.modified:
                 disk = await anyio.to_thread.run_sync(files.read_disk, path)
+            rollback = self.store.checkpoint(path)
             outcome = self.store.write(
                 path,
                 doc.conform(content),
                 editor_text=doc.text if existed else None,
                 unseen=disk.text or "",
             )
-            final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
+            try:
+                final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
+            except FileError as err:
+                rollback()  # nothing was written: nothing to review
+                self.editor.notify(f"the agent's write failed: {err}")
+                raise
             if final != outcome.text:
                 self._latest(path).file(path).user_edit(final)
             self.disk.seen(path)
@@ -227,12 +241,8 @@ class SessionChanges:
         for part in call.content:
             if isinstance(part, DiffPart):
                 edits.append((self._abs(part.path), partial(_after_diff, part)))
-            elif isinstance(part, ChangesPart) and part.patch and part.patch_format == "git_patch":
-                try:
-                    patches = parse_unified(part.patch)
-                except PatchError:
-                    continue
-                for patch in patches:
+            elif isinstance(part, ChangesPart):
+                for patch in patches_of(part):
                     if not (patch.binary or patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
         return await self._previews(edits)
@@ -305,8 +315,10 @@ class SessionChanges:
         """Note the files a tool call names; check the disk once it completes.
 
         Completions arriving while a check runs are merged into the next one, so a
-        burst of them costs a few checks, not one each."""
-        if self.disk.on_tool_call(call) and not self._check_queued:
+        burst of them costs a few checks, not one each. Outside a turn (an MCP call,
+        or a refusal of one, before the first prompt or between turns) what changed on
+        disk is the user's: nothing to check."""
+        if self.disk.on_tool_call(call, self._turn_open) and not self._check_queued:
             self._check_queued = True
             self._tasks.start_soon(self._check_due)
 
@@ -329,6 +341,7 @@ class SessionChanges:
         if self._turn_open:
             self._turn_open = False
             await self.check()
+            self.disk.end_turn()
 
     async def check(self) -> None:
         """Record files changed on disk since they were last seen."""
@@ -391,7 +404,7 @@ class SessionChanges:
                 return
             before = change.current
             followed = change.user_edit(buffer.text)
-            if followed is not None and (self.auto_save or change.kind == "disk"):
+            if followed is not None and (self.auto_save or change.kind in _ON_DISK):
                 doc = Document(path, buffer.text, buffer)
                 await files.follow(self.editor, doc, (before or "", followed))
                 self.disk.seen(path)
@@ -414,12 +427,14 @@ class SessionChanges:
                     if change.applied:
                         kinds.setdefault(change.path, set()).add(change.kind)
             for path, kind in kinds.items():
-                disk = "disk" in kind
+                disk = not kind.isdisjoint(_ON_DISK)
+                rollback = self.store.checkpoint(path)
                 try:
                     doc = await self._document(path, disk)
                     outcome = self.store.restore(path, turn)
                     await self._put(doc, outcome.text, disk)
                 except (ReviewError, FileError) as err:
+                    rollback()
                     self.editor.notify(str(err), "warn")
                     continue
                 for clash in outcome.clashes:
@@ -484,13 +499,18 @@ class SessionChanges:
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
-        disk = change.kind == "disk"
+        disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
+        rollback = self.store.checkpoint(path)
         if decision == "accept":
             text = self.store.accept(path, hunk, turn=turn)
         else:
             text = self.store.reject(path, hunk, turn=turn)
-        await self._put(doc, text, disk)
+        try:
+            await self._put(doc, text, disk)
+        except FileError:
+            rollback()  # the file is as it was: so is its review
+            raise
 
     async def _document(self, path: str, disk: bool) -> Document:
         """``path`` as a decision meets it, the user's edits folded into the review;

@@ -11,11 +11,13 @@ Two ways such a change is found, both recorded in the session's
 
 The baseline of a file changed on disk is, in this order: its text recorded
 earlier in the turn; nothing at all for a file the turn-start scan did not
-find; a snapshot taken when a tool call first named it while pending (or, in
-a git work tree, when the turn started with the file dirty); its loaded,
-unmodified buffer; the tool call's ``oldText`` (whole file, or a fragment
-found once in the new text); its git index entry when it was clean at turn
-start. doc/decisions/0005-review-baselines.md explains why.
+find; a snapshot taken when a tool call first named it while pending (or when
+the turn started: in a git work tree the files dirty then, elsewhere every
+file, newest first, within a byte budget); its loaded, unmodified buffer; the
+tool call's ``oldText`` (whole file, or a fragment found once in the new text)
+or its v2 ``git_patch`` taken back (then the change is of kind ``patch``); its
+git index entry when it was clean at turn start.
+doc/decisions/0005-review-baselines.md explains why.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = [
     "Nothing",
     "Scan",
     "baseline_from_diff",
+    "baseline_from_patch",
+    "patches_of",
     "scan_tree",
     "stat_of",
     "under",
@@ -46,7 +50,14 @@ from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.text import split_text
-from acp_nvim.review import ReviewStore
+from acp_nvim.review import (
+    FilePatch,
+    PatchError,
+    ReviewStore,
+    apply_patch,
+    parse_unified,
+    reverse_patch,
+)
 
 # Directories never scanned: version control, dependencies, caches.
 SKIP_DIRS = frozenset(
@@ -59,8 +70,13 @@ SCAN_MAX_SECONDS = 0.25
 SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
 # Dirty files of a git work tree snapshotted at turn start, at most.
 SNAPSHOT_MAX_DIRTY = 200
+# Outside git, the text of the tree's files is kept at turn start, most recently
+# changed first, up to this much in all; a file unchanged since the last turn is not
+# read again (decision 0005).
+SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
 
 Stat = tuple[int, int]  # (size, mtime_ns)
+
 
 @dataclass
 class Scan:
@@ -125,7 +141,7 @@ class _CallPaths:
     content: list[Any]
     length: int
     locations: list[Any]
-    paths: list[tuple[str, DiffPart | None]]
+    paths: list[tuple[str, Edit]]
 
     def reads(self, call: ToolCall) -> bool:
         return (
@@ -139,8 +155,21 @@ class Nothing:
     """No baseline from this source."""
 
 
+# What a tool call says it did to a file: a v1 diff, a v2 git patch, or nothing.
+Edit = DiffPart | FilePatch | None
 NOTHING = Nothing()
 Baseline = str | None | Nothing
+
+
+def patches_of(part: ChangesPart) -> list[FilePatch]:
+    """The file sections of a v2 ``git_patch`` (none when it is another format or
+    does not parse)."""
+    if not part.patch or part.patch_format != "git_patch":
+        return []
+    try:
+        return parse_unified(part.patch)
+    except PatchError:
+        return []
 
 
 def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
@@ -162,25 +191,61 @@ def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
     return NOTHING
 
 
-def _turn_start(dirs: Sequence[str]) -> tuple[Scan, list[GitState], dict[str, str | None]]:
+def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
+    """The file before a v2 ``git_patch``, given the file after it: the patch taken
+    back; ``NOTHING`` when ``current`` is not what it made."""
+    if patch.symlink:
+        return NOTHING
+    try:
+        return apply_patch(current, reverse_patch(patch))
+    except PatchError:
+        return NOTHING
+
+
+Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
+
+
+def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], Kept]:
     """What a turn compares against, read in a worker thread: the scan of ``dirs``,
-    the dirty files of each git work tree they are in, and the text of those dirty
-    files the scan found (git knows the clean ones' text; the dirty ones' exists
-    only now)."""
+    the dirty files of each git work tree they are in, and the text of the files
+    whose "before" nothing else will hold: in a git work tree the dirty ones the scan
+    found (git knows the clean ones' text), outside git every file, newest first,
+    within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last turn's texts, taken again
+    for files that did not change."""
     scan = scan_tree(*dirs)
     gits: dict[str, GitState] = {}
     for top in dirs:
         git = GitState.read(top)
         if git is not None:
             gits.setdefault(git.root, git)
-    snapshots: dict[str, str | None] = {}
+    snapshots: Kept = {}
+
+    def take(path: str) -> int:
+        """Keep the text of ``path``; its size, 0 when it was not kept."""
+        stat = scan.stats.get(path)
+        before = kept.get(path)
+        if stat is None:
+            return 0
+        if before is not None and before[0] == stat:
+            text: Baseline = before[1]
+        elif stat_of(path) == stat:
+            text = _read_unchanged(path, stat)
+        else:
+            return 0
+        if not isinstance(text, str):
+            return 0
+        snapshots[path] = (stat, text)
+        return stat[0]
+
     for git in gits.values():
         for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
-            stat = scan.stats.get(path)
-            if stat is not None and stat_of(path) == stat:
-                text = _read_unchanged(path, stat)
-                if not isinstance(text, Nothing):
-                    snapshots[path] = text
+            take(path)
+    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits.values())
+    outside = [path for path in scan.stats if not path.startswith(in_git)]
+    room = SNAPSHOT_MAX_TOTAL
+    for path in sorted(outside, key=lambda p: scan.stats[p][1], reverse=True):
+        if scan.stats[path][0] <= room:
+            room -= take(path)
     return scan, list(gits.values()), snapshots
 
 
@@ -218,16 +283,19 @@ class DiskChanges:
         self.cwd = cwd
         self.roots = roots  # the chat's workspace roots (its live list), scanned after cwd
         self.store = store
-        self._start = Scan()  # the turn-start scan
+        # The turn-start scan; none yet proves no file absent (complete=False).
+        self._start = Scan(complete=False)
         self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._kept: Kept = {}  # the turn-start texts, with the stats they were read at
         self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
         # The paths of each tool call, with the content and locations lists they were
         # read from: recomputed only when those change, not on every status update.
         self._call_paths: dict[str, _CallPaths] = {}
         self._diffs: dict[str, tuple[str | None, str]] = {}  # latest tool call diff per path
+        self._patches: dict[str, FilePatch] = {}  # latest v2 git_patch section per path
         self._checked: set[str] = set()  # tool calls whose completion was checked
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
 
@@ -243,29 +311,39 @@ class DiskChanges:
         """Take what the turn compares against. The scan, git and the snapshots run
         in a worker thread (a 20k-file tree takes a quarter of a second): every other
         chat streams on meanwhile."""
-        start, gits, snapshots = await anyio.to_thread.run_sync(_turn_start, self.dirs)
-        self._start, self._gits, self._snapshots = start, gits, snapshots
+        start, gits, kept = await anyio.to_thread.run_sync(_turn_start, self.dirs, self._kept)
+        self._start, self._gits, self._kept = start, gits, kept
+        self._snapshots = {path: text for path, (_, text) in kept.items()}
         self._known = dict(start.stats)
         self.named.clear()
         self._tried.clear()
         self._call_paths.clear()
         self._diffs.clear()
+        self._patches.clear()
         self._checked.clear()
         self._due.clear()
 
-    def on_tool_call(self, call: ToolCall) -> bool:
-        """Note the files a tool call names; True when it just completed, so its
-        files are due for a check (:meth:`take_due`)."""
+    def end_turn(self) -> None:
+        """The turn's last check is done: until the next turn begins, no file counts
+        as absent at its start."""
+        self._start = Scan(complete=False)
+
+    def on_tool_call(self, call: ToolCall, in_turn: bool) -> bool:
+        """Note the files a tool call names; True when it just completed ``in_turn``,
+        so its files are due for a check (:meth:`take_due`)."""
         paths, fresh = self._paths(call)
         unfinished = call.status in ("pending", "in_progress")
-        for path, diff in paths if fresh else ():
+        for path, edit in paths if fresh else ():
             self.named[path] = None
-            if diff is not None:
-                self._diffs[path] = (diff.old_text, diff.new_text)
+            if isinstance(edit, DiffPart):
+                self._diffs[path] = (edit.old_text, edit.new_text)
+            elif isinstance(edit, FilePatch):
+                self._patches[path] = edit
             if unfinished and path not in self._tried:
                 self._tried.add(path)
                 self._snapshot(path)
-        if call.status in ("completed", "failed") and call.id not in self._checked:
+        finished = call.status in ("completed", "failed") and in_turn
+        if finished and call.id not in self._checked:
             self._checked.add(call.id)
             self._due.update((path, None) for path, _ in paths)
             return True
@@ -305,21 +383,25 @@ class DiskChanges:
         self._known[path] = stat
         if isinstance(baseline, Nothing) or baseline == current:
             return False
-        self.store.record(path, baseline, current, "disk")
+        self.store.record(path, baseline, current, "patch" if path in self._patches else "disk")
         return True
 
-    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, DiffPart | None]], bool]:
-        """The files ``call`` names, and whether they are new since its last update."""
+    def _paths(self, call: ToolCall) -> tuple[list[tuple[str, Edit]], bool]:
+        """The files ``call`` names, with what it says it did to each, and whether
+        they are new since its last update."""
         known = self._call_paths.get(call.id)
         if known is not None and known.reads(call):
             return known.paths, False
-        found: list[tuple[str, DiffPart | None]] = []
+        found: list[tuple[str, Edit]] = []
         for part in call.content:
             if isinstance(part, DiffPart):
                 found.append((part.path, part))
             elif isinstance(part, ChangesPart):
+                patches = {under(self.cwd, patch.path): patch for patch in patches_of(part)}
                 for op in part.changes:
-                    found += [(p, None) for p in (op.path, op.old_path) if p]
+                    found += [
+                        (p, patches.get(under(self.cwd, p))) for p in (op.path, op.old_path) if p
+                    ]
         found += [(loc.path, None) for loc in call.locations]
         paths = [(under(self.cwd, p), d) for p, d in found]
         self._call_paths[call.id] = _CallPaths(
@@ -366,11 +448,12 @@ class DiskChanges:
             # a tool call's oldText or a buffer says (opencode sends "" for a new file).
             return None
         state = await self.editor.read_buffer(path)
-        diff = self._diffs.get(path)
+        diff, patch = self._diffs.get(path), self._patches.get(path)
         sources: list[Baseline] = [
             self._snapshots.get(path, NOTHING),
             state.text if state is not None and not state.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
+            baseline_from_patch(current, patch) if patch is not None else NOTHING,
             await self._git_text(path),
         ]
         known = [text for text in sources if not isinstance(text, Nothing)]

@@ -30,14 +30,18 @@ __all__ = [
     "save",
 ]
 
+import errno
 import os
+import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
 import anyio.to_thread
 
-from acp_nvim.client.editor import BufferState, Editor
+from acp_nvim.client.editor import BufferState, Editor, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
 from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
 from acp_nvim.review import line_edits, merge3
@@ -188,14 +192,131 @@ def read_disk(path: str) -> Document:
 
 
 def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
-    """Write ``text`` to ``path`` (parents created) in the encoding of ``like``."""
+    """Write ``text`` to ``path`` (parents created) in the encoding of ``like``.
+
+    Safely (:func:`replace_file`): whatever fails, the file holds its old text or
+    the new one, never part of it.
+
+    Raises:
+        FileError: a directory or special file, or the write failed (the reason
+            said, e.g. "No space left on device"); the file is untouched then.
+    """
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        with open(_open_regular(path, flags), "wb") as f:
-            f.write(encode_file(text, like))
+        target = os.path.realpath(path)  # a symlink is written through
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        replace_file(target, encode_file(text, like))
     except _OS_ERRORS as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Make the regular file ``path`` (no symlink) hold ``data``, all or nothing.
+
+    The bytes go to a new file in the same directory, synced, which then takes
+    the old one's mode and owner and replaces it in one rename (decision 0037).
+    A file whose inode must stay (hard links, another user's file we may write
+    but not own, a directory we may not create files in) is overwritten in
+    place instead, its room reserved first where the file system can, so that a
+    full disk fails the write before any byte of the old text is lost.
+
+    Raises:
+        FileError: ``path`` is a directory or not a regular file.
+        OSError: the write failed; ``path`` is as it was.
+    """
+    try:
+        old: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        os.close(_open_regular(path, os.O_RDONLY))  # raises the FileError that says what it is
+    if old is not None and old.st_nlink > 1:
+        _overwrite(path, data)
+        return
+    try:
+        fd, temporary = _sibling(path, 0o600 if old is not None else 0o666)
+    except PermissionError:
+        if old is None:
+            raise
+        _overwrite(path, data)  # a directory we may not create files in
+        return
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            if old is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+                if (old.st_uid, old.st_gid) != _ids(f.fileno()):
+                    os.fchown(f.fileno(), old.st_uid, old.st_gid)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except PermissionError:
+        _discard(temporary)
+        if old is None:
+            raise
+        _overwrite(path, data)  # its owner or group cannot be kept: stay its inode
+        return
+    except BaseException:
+        _discard(temporary)
+        raise
+    _sync_directory(os.path.dirname(path))
+
+
+def _sibling(path: str, mode: int) -> tuple[int, str]:
+    """A new file beside ``path`` (hidden, named after it), opened for writing."""
+    head, tail = os.path.split(path)
+    for _ in range(100):
+        name = os.path.join(head, f".{tail}.{secrets.token_hex(4)}.acp~")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", path)
+
+
+def _ids(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_uid, st.st_gid
+
+
+def _discard(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _sync_directory(path: str) -> None:
+    """Make the rename itself durable (best effort: not every system can)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _overwrite(path: str, data: bytes) -> None:
+    """Write ``data`` over ``path`` keeping its inode; room for it is reserved
+    before the old bytes are touched, where the file system can reserve."""
+    fd = _open_regular(path, os.O_WRONLY)
+    try:
+        if hasattr(os, "posix_fallocate") and data:
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as err:
+                if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def remove_disk(path: str) -> None:
@@ -280,13 +401,23 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     # written: its next change is followed in turn.
     tick = doc.buffer.tick
     if target == doc.text:
-        await editor.edit_buffer(doc.path, tick, [], save=True)
+        with _saving(doc.path):
+            await editor.edit_buffer(doc.path, tick, [], save=True)
         return
     fresh = await editor.read_buffer(doc.path)
     if fresh is None or fresh.tick != tick:
         return
     await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
+
+
+@contextmanager
+def _saving(path: str) -> Iterator[None]:
+    """The editor's failed save of ``path`` told as a :class:`FileError`."""
+    try:
+        yield
+    except WriteError as err:
+        raise FileError("io", f"cannot write {path}: {err}") from None
 
 
 async def save(
@@ -327,13 +458,14 @@ async def save(
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
             beside = True
         lines = split_text(doc.conform(text))[0]
-        tick = await editor.edit_buffer(
-            doc.path,
-            buffer.tick,
-            line_edits(buffer.lines, lines),
-            save=to_disk and not buffer.modified,
-            disk_changed=beside,
-        )
+        with _saving(doc.path):
+            tick = await editor.edit_buffer(
+                doc.path,
+                buffer.tick,
+                line_edits(buffer.lines, lines),
+                save=to_disk and not buffer.modified,
+                disk_changed=beside,
+            )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text
         fresh = await editor.read_buffer(doc.path)

@@ -124,7 +124,8 @@ class Chat:
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
         # Updates are not shown: the turn was ended here while the agent went on
-        # (it ignored a cancel), or history is loaded again that the chat shows.
+        # (it ignored a cancel; until it ends that turn), or history is loaded
+        # again that the chat shows.
         self.muted = False
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
         self._streams = Streams()  # the agent's messages as drawn rows
@@ -173,7 +174,6 @@ class Chat:
         """Show the user's message (and what is attached), mark the turn running, and
         let the review take its start (the prompt goes to the agent after that)."""
         self.turn += 1
-        self.muted = False
         self.prompted = True
         self.session.state = "running"
         self.editor.emit("AcpTurnStart", {"chat": self.id, "prompt": text})

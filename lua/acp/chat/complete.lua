@@ -12,51 +12,101 @@ local M = {}
 local api = vim.api
 local ns = api.nvim_create_namespace("acp.hint")
 
--- Files listed at most per directory, and how long a listing is reused.
-local MAX_FILES = 5000
+-- The files of the chat's directory and roots are listed in the background (git,
+-- else rg, else find), never on Neovim's loop: a 50k-file tree took 300 ms there. A
+-- listing is reused for a while; one keeps at most MAX_FILES paths (a home directory
+-- stops there), and a completion shows at most MAX_ITEMS of those its prefix
+-- matches: typing more of the path narrows the list again, so every file is found.
+local MAX_FILES = 200000
+local MAX_ITEMS = 500
 local TTL_MS = 10000
 ---@type table<string, {at: integer, files: string[]}> by directory
 local cache = {}
+---@type table<string, true> directories being listed
+local listing = {}
+-- By input buffer: the `@` prefix of the open menu when it did not hold every match.
+local cut = {}
 
-local function run(cmd, dir)
-  local ok, result = pcall(function()
-    return vim.system(cmd, { text = true, cwd = dir }):wait(2000)
+--- Open the menu at `start` (0-based) with the items for `word`.
+local function open_menu(chat, start, word)
+  local items, incomplete = M.items(chat, word)
+  vim.fn.complete(start + 1, items)
+  cut[chat.input] = incomplete and word or nil
+end
+
+local LISTERS = {
+  { "git", "ls-files", "--cached", "--others", "--exclude-standard" },
+  { "rg", "--files" },
+  { "find", ".", "-type", "f", "-not", "-path", "*/.git/*" },
+}
+
+--- List the files under `dir` with the first lister that works, then `done(files)`
+--- on the main loop (an empty list when none does).
+local function list(dir, done, from)
+  from = from or 1
+  local cmd = LISTERS[from]
+  if not cmd then
+    vim.schedule(function()
+      done({})
+    end)
+    return
+  end
+  local ok = pcall(vim.system, cmd, { cwd = dir, text = true }, function(result)
+    if result.code ~= 0 or not result.stdout then
+      list(dir, done, from + 1)
+      return
+    end
+    local files, count = {}, 0
+    for line in result.stdout:gmatch("[^\n]+") do
+      count = count + 1
+      files[count] = line:gsub("^%./", "")
+      if count >= MAX_FILES then
+        break
+      end
+    end
+    vim.schedule(function()
+      done(files)
+    end)
   end)
-  if ok and result.code == 0 and result.stdout then
-    return vim.split(result.stdout, "\n", { trimempty = true })
+  if not ok then -- not installed
+    list(dir, done, from + 1)
   end
 end
 
---- The files under directory `dir`, relative to it: git's list, else rg's, else a
---- bounded walk.
-local function files_of(dir)
-  local now = vim.uv.now()
-  local cached = cache[dir]
-  if cached and now - cached.at < TTL_MS then
-    return cached.files
-  end
-  local files = run({ "git", "ls-files", "--cached", "--others", "--exclude-standard" }, dir)
-  if not files and vim.fn.executable("rg") == 1 then
-    files = run({ "rg", "--files" }, dir)
-  end
-  if not files then
-    files = {}
-    for name, kind in vim.fs.dir(dir, { depth = 6 }) do
-      if kind == "file" and not name:match("^%.git/") then
-        table.insert(files, name)
-        if #files >= MAX_FILES then
-          break
-        end
-      end
+--- What the chat's input is completing now: the chat and the `@` token, or nil.
+local function completing()
+  local chat = registry.of_buffer(api.nvim_get_current_buf())
+  if chat and api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    local start, word = M.token()
+    if start and word:sub(1, 1) == "@" then
+      return chat, start, word
     end
   end
-  cache[dir] = { at = now, files = vim.list_slice(files, 1, MAX_FILES) }
-  return cache[dir].files
+end
+
+--- The files under directory `dir`, relative to it, as last listed; a listing that
+--- is old (or none) starts a new one, and the menu is refreshed when it arrives.
+local function files_of(dir)
+  local cached = cache[dir]
+  if not (cached and vim.uv.now() - cached.at < TTL_MS) and not listing[dir] then
+    listing[dir] = true
+    list(dir, function(files)
+      listing[dir] = nil
+      cache[dir] = { at = vim.uv.now(), files = files }
+      local chat, start, word = completing()
+      if chat then
+        open_menu(chat, start, word)
+      end
+    end)
+  end
+  return cached and cached.files or {}
 end
 
 --- The completion items for `prefix` (`/...` or `@...`) in `chat`, as
---- |complete-items|: word, abbr, menu, info.
----@return table[]
+--- |complete-items|: word, abbr, menu, info; then whether more would match than
+--- those (the files are still being listed, or there are more than MAX_ITEMS).
+---@return table[] items
+---@return boolean incomplete
 function M.items(chat, prefix)
   local items = {}
   local function add(word, menu, info)
@@ -69,7 +119,7 @@ function M.items(chat, prefix)
       local hint = command.hint ~= vim.NIL and command.hint or nil
       add("/" .. command.name, command.description, hint and ("input: " .. hint))
     end
-    return items
+    return items, false
   end
   add("@selection", "the last visual selection")
   add("@diagnostics", "diagnostics of your buffer")
@@ -89,18 +139,22 @@ function M.items(chat, prefix)
   for index, dir in ipairs(registry.dirs(chat)) do
     for _, file in ipairs(files_of(dir)) do
       local mention = index == 1 and file or workspace.mention(chat, vim.fs.joinpath(dir, file))
-      if not seen[mention] then
+      if not seen[mention] and vim.startswith("@" .. mention, prefix) then
+        if #items >= MAX_ITEMS then
+          return items, true
+        end
         seen[mention] = true
-        add("@" .. mention, index == 1 and "file" or ("file of " .. vim.fs.basename(dir)))
+        local menu = index == 1 and "file" or ("file of " .. vim.fs.basename(dir))
+        table.insert(items, { word = "@" .. mention, menu = menu, info = "", icase = 1 })
       end
     end
   end
-  return items
+  return items, next(listing) ~= nil
 end
 
 --- The token being completed before the cursor: its start column (0-based) and
 --- text, or nil. `/` counts only at the start of the input.
-local function token()
+function M.token()
   local row, col = unpack(api.nvim_win_get_cursor(0))
   local before = api.nvim_get_current_line():sub(1, col)
   local start, word = before:match("()([@/][^%s]*)$")
@@ -119,10 +173,10 @@ end
 function M.omnifunc(findstart, base)
   local chat = registry.of_buffer(api.nvim_get_current_buf())
   if findstart == 1 then
-    local start = chat and token()
+    local start = chat and M.token()
     return start or -3
   end
-  return chat and M.items(chat, base) or {}
+  return chat and (M.items(chat, base)) or {}
 end
 
 --- Show the hint of the slash command the input starts with, after it.
@@ -175,9 +229,15 @@ function M.attach(chat)
     buffer = chat.input,
     callback = function()
       show_hint(chat)
-      local start, word = token()
-      if start and #word == 1 and vim.fn.pumvisible() == 0 then
-        vim.fn.complete(start + 1, M.items(chat, word))
+      local start, word = M.token()
+      if not start then
+        return
+      end
+      local held = cut[chat.input]
+      if #word == 1 and vim.fn.pumvisible() == 0 then
+        open_menu(chat, start, word)
+      elseif held and #word > #held and vim.startswith(word, held) then
+        open_menu(chat, start, word) -- the menu held only part of what matched
       end
     end,
   })

@@ -50,8 +50,9 @@ function M.export(path, opts)
   end
   if path and path ~= "" then
     path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
-    if vim.fn.writefile(lines, path) ~= 0 then
-      util.user_error("cannot write " .. path)
+    local failed = util.write_lines(path, lines) -- all or nothing: a file it replaces stays whole
+    if failed then
+      util.user_error(("cannot write %s: %s"):format(path, failed))
     end
     util.notify("exported to " .. path, "info")
     return path

@@ -5,6 +5,7 @@ local keys = require("acp.keys")
 
 local M = {}
 local api = vim.api
+local util = require("acp.util")
 
 local LIMIT = 100 -- prompts kept per agent and project
 
@@ -54,7 +55,8 @@ function M.add(chat, text)
     end
     data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
     vim.fn.mkdir(vim.fs.dirname(file()), "p")
-    pcall(vim.fn.writefile, { vim.json.encode(data) }, file(), "S")
+    -- All or nothing: a full disk must not cost the history.
+    util.write_lines(file(), { vim.json.encode(data) })
   end)
 end
 

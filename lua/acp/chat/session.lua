@@ -154,42 +154,59 @@ function M.complete_ids(arglead)
   end, ids)
 end
 
+--- Offer the sessions of `chat`'s AcpSessionList event; the one picked opens in a
+--- new chat in the same directory.
+local function pick(chat, data)
+  local sessions = data.sessions or {}
+  if #sessions == 0 then
+    util.notify("the agent has no saved sessions", "info")
+    return
+  end
+  vim.ui.select(sessions, {
+    prompt = "Resume session",
+    format_item = function(s)
+      local title = s.title ~= vim.NIL and s.title or s.session_id
+      local parts = { title, data.agent }
+      if s.cwd ~= vim.NIL and s.cwd then
+        table.insert(parts, vim.fn.fnamemodify(s.cwd, ":~"))
+      end
+      if s.updated ~= vim.NIL and s.updated then
+        table.insert(parts, util.age(s.updated))
+      end
+      if s.turns ~= vim.NIL and s.turns then
+        table.insert(parts, s.turns == 1 and "1 turn" or (s.turns .. " turns"))
+      end
+      local open = M.chat_of(data.agent, s.session_id)
+      if open then
+        table.insert(parts, ("open in chat #%d"):format(open.id))
+      end
+      return table.concat(parts, " · ")
+    end,
+  }, function(s)
+    if s then
+      M.resume(data.agent, s.session_id, registry.cwd(chat))
+    end
+  end)
+end
+
+-- The autocmd waiting for each chat's session list: a list that fails never
+-- comes, so the next request replaces the wait instead of adding a second picker.
+local waiting = {}
+
 --- List the agent's sessions and resume the one picked in a new chat.
 function M.sessions(chat)
-  vim.api.nvim_create_autocmd("User", {
+  if waiting[chat.id] then
+    pcall(vim.api.nvim_del_autocmd, waiting[chat.id])
+  end
+  waiting[chat.id] = vim.api.nvim_create_autocmd("User", {
     pattern = "AcpSessionList",
-    once = true,
     callback = function(ev)
-      local sessions = ev.data.sessions or {}
-      if #sessions == 0 then
-        util.notify("the agent has no saved sessions", "info")
+      if ev.data.chat ~= chat.id then
         return
       end
-      vim.ui.select(sessions, {
-        prompt = "Resume session",
-        format_item = function(s)
-          local title = s.title ~= vim.NIL and s.title or s.session_id
-          local parts = { title, ev.data.agent }
-          if s.cwd ~= vim.NIL and s.cwd then
-            table.insert(parts, vim.fn.fnamemodify(s.cwd, ":~"))
-          end
-          if s.updated ~= vim.NIL and s.updated then
-            table.insert(parts, util.age(s.updated))
-          end
-          if s.turns ~= vim.NIL and s.turns then
-            table.insert(parts, s.turns == 1 and "1 turn" or (s.turns .. " turns"))
-          end
-          local open = M.chat_of(ev.data.agent, s.session_id)
-          if open then
-            table.insert(parts, ("open in chat #%d"):format(open.id))
-          end
-          return table.concat(parts, " · ")
-        end,
-      }, function(s)
-        if s then
-          M.resume(ev.data.agent, s.session_id, registry.cwd(chat))
-        end
-      end)
+      waiting[chat.id] = nil
+      pick(chat, ev.data)
+      return true -- answered: this autocmd is done
     end,
   })
   host.notify("list_sessions", { chat = chat.id })

@@ -28,7 +28,8 @@ function source:get_completions(ctx, callback)
     return
   end
   local items = {}
-  for _, item in ipairs(complete.items(chat, word)) do
+  local found, incomplete = complete.items(chat, word)
+  for _, item in ipairs(found) do
     table.insert(items, {
       label = item.word,
       labelDetails = { description = item.menu },
@@ -42,7 +43,8 @@ function source:get_completions(ctx, callback)
       },
     })
   end
-  callback({ items = items, is_incomplete_forward = false, is_incomplete_backward = false })
+  -- Incomplete: the files are still being listed, or more match than were given.
+  callback({ items = items, is_incomplete_forward = incomplete, is_incomplete_backward = incomplete })
 end
 
 return source

@@ -31,14 +31,16 @@ function source:complete(params, callback)
     return
   end
   local items = {}
-  for _, item in ipairs(complete.items(chat, word)) do
+  local found, incomplete = complete.items(chat, word)
+  for _, item in ipairs(found) do
     table.insert(items, {
       label = item.word,
       detail = item.menu,
       documentation = item.info ~= "" and item.info or nil,
     })
   end
-  callback({ items = items, isIncomplete = false })
+  -- Incomplete: the files are still being listed, or more match than were given.
+  callback({ items = items, isIncomplete = incomplete })
 end
 
 return source

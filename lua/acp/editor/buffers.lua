@@ -102,20 +102,157 @@ function M.read(path, load, want, known, check)
   return result
 end
 
---- Save the current buffer for the agent (|acp-option-save_events|): BufWritePre
---- never runs, so a format-on-save hook cannot change the text under review;
---- BufWritePost does unless "none", so language servers and linters see the save.
-local function write_for_agent()
-  if config.options.save_events == "none" then
-    vim.cmd("silent noautocmd keepalt keepjumps write!")
-    return
+--- Run `fn` with global options set to `values`, then put them back.
+local function with_options(values, fn)
+  local saved = {}
+  for name, value in pairs(values) do
+    saved[name], vim.o[name] = vim.o[name], value
   end
-  local ignored = vim.o.eventignore
-  vim.o.eventignore = (ignored ~= "" and ignored .. "," or "") .. "BufWritePre,FileWritePre"
-  local ok, err = pcall(vim.cmd, "silent keepalt keepjumps write!")
-  vim.o.eventignore = ignored
+  local ok, err = pcall(fn)
+  for name, value in pairs(saved) do
+    vim.o[name] = value
+  end
   if not ok then
     error(err, 0)
+  end
+end
+
+--- Save the current buffer for the agent in place, as :write does, a backup made
+--- first (written nothing when none can be made, copied back when the write fails),
+--- with events as |acp-option-save_events| says: BufWritePre never runs, so a
+--- format-on-save hook cannot change the text under review; BufWritePost does
+--- unless "none", so language servers and linters see the save.
+local function write_in_place()
+  local quiet = config.options.save_events == "none" and "noautocmd " or ""
+  local ignored = vim.o.eventignore
+  -- Backups go outside the project: one a failed write keeps is no agent's file.
+  local backups = vim.fn.stdpath("state") .. "/acp/backup"
+  vim.fn.mkdir(backups, "p")
+  local options = { writebackup = true, backupskip = "", backupdir = backups .. "//" }
+  options.eventignore = (ignored ~= "" and ignored .. "," or "") .. "BufWritePre,FileWritePre"
+  with_options(options, function()
+    vim.cmd("silent " .. quiet .. "keepalt keepjumps write")
+  end)
+end
+
+-- Take the file of `buf` as it is now as seen, without a reload or a warning
+-- (FileChangedShell answered with nothing to do stores its time): we wrote it.
+local function settle(buf)
+  local autoread = vim.bo[buf].autoread
+  vim.bo[buf].autoread = false
+  local id = api.nvim_create_autocmd("FileChangedShell", {
+    buffer = buf,
+    callback = function()
+      vim.v.fcs_choice = ""
+    end,
+  })
+  pcall(vim.cmd.checktime, buf)
+  api.nvim_del_autocmd(id)
+  vim.bo[buf].autoread = autoread
+end
+
+--- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
+--- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
+local function reason(err)
+  err = tostring(err)
+  local vim_error = err:match("E%d+: ([^\n]*)$")
+  if vim_error then
+    return (vim_error:gsub(" %(add ! to override%)$", ""))
+  end
+  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
+end
+
+--- Write the current buffer `buf` to `target` (its file, symlinks resolved;
+--- `old`: its stat, nil when new) through a new file beside it: Neovim writes the
+--- text as :write would ('fileencoding', 'fileformat', 'bomb', 'fsync') to a file
+--- created in the same directory, which takes the old one's mode and owner and
+--- replaces it in one rename. Returns nil, or why nothing was written; "in place"
+--- when the owner cannot be kept or no file can be created there.
+local function replace(buf, target, old)
+  local uv = vim.uv
+  local dir, base = vim.fs.dirname(target), vim.fs.basename(target)
+  local temporary, fd, err, code
+  for _ = 1, 100 do
+    local nonce = ("%d.%08x"):format(uv.os_getpid(), math.random(0, 0x7fffffff))
+    temporary = ("%s/.%s.%s.acp~"):format(dir, base, nonce)
+    -- Mode 0600 until the old file's is set (0666 less the umask for a new file).
+    fd, err, code = uv.fs_open(temporary, "wx", old and tonumber("600", 8) or tonumber("666", 8))
+    if code ~= "EEXIST" then
+      break
+    end
+  end
+  if not fd then
+    return (old and code == "EACCES") and "in place" or reason(err)
+  end
+  uv.fs_close(fd)
+  local ok, write_err = pcall(with_options, { writebackup = false, backup = false }, function()
+    vim.cmd("silent noautocmd keepalt keepjumps write! " .. vim.fn.fnameescape(temporary))
+  end)
+  local made = ok and old and uv.fs_stat(temporary)
+  if made then
+    ok, write_err = uv.fs_chmod(temporary, old.mode % 4096)
+    if ok and (made.uid ~= old.uid or made.gid ~= old.gid) then
+      if not uv.fs_chown(temporary, old.uid, old.gid) then
+        uv.fs_unlink(temporary)
+        return "in place"
+      end
+    end
+  end
+  if ok then
+    ok, write_err = uv.fs_rename(temporary, target)
+  end
+  if not ok then
+    uv.fs_unlink(temporary)
+    return reason(write_err)
+  end
+  local dirfd = uv.fs_open(dir, "r", 0)
+  if dirfd then -- the rename itself made durable, where the system can
+    uv.fs_fsync(dirfd)
+    uv.fs_close(dirfd)
+  end
+  vim.bo[buf].modified = false
+end
+
+--- Save the current buffer `buf` (its file `name`) for the agent, all or nothing
+--- (decision 0037): :write runs with a BufWriteCmd of ours that writes through a
+--- new file (see replace()), so Neovim takes the buffer as written (undo marks a
+--- later undo as a change) while no byte of the old file is touched until the new
+--- one is whole. A file whose inode must stay (hard links, another user's, a
+--- directory we may not create files in) is written in place by Neovim itself.
+--- Events as |acp-option-save_events| says: BufWritePre never runs, so a
+--- format-on-save hook cannot change the text under review; BufWritePost does
+--- unless "none", so language servers and linters see the save. Returns nil, or
+--- why nothing was written.
+local function write_buffer(buf, name)
+  local uv = vim.uv
+  local target = uv.fs_realpath(name) or name
+  local old = uv.fs_stat(target)
+  local failed = "in place"
+  if not (old and (old.nlink > 1 or (uv.getuid() ~= 0 and old.uid ~= uv.getuid()))) then
+    local id = api.nvim_create_autocmd("BufWriteCmd", {
+      buffer = buf,
+      callback = function()
+        failed = replace(buf, target, old)
+      end,
+    })
+    local ok, err = pcall(vim.cmd, "silent keepalt keepjumps write!")
+    api.nvim_del_autocmd(id)
+    if failed == nil and not ok then
+      failed = reason(err)
+    end
+  end
+  if failed == "in place" then
+    local ok, err = pcall(write_in_place)
+    return not ok and reason(err) or nil
+  elseif failed then
+    return failed
+  end
+  settle(buf)
+  if vim.bo[buf].undofile then
+    pcall(vim.cmd, "silent wundo! " .. vim.fn.fnameescape(vim.fn.undofile(name)))
+  end
+  if config.options.save_events ~= "none" then
+    api.nvim_exec_autocmds("BufWritePost", { buffer = buf, modeline = false })
   end
 end
 
@@ -124,6 +261,7 @@ end
 --- including when the file changed on disk since the buffer was read (it is
 --- reloaded first, never written over). `disk_changed`: Python just wrote the file
 --- behind the buffer's unsaved edits; Neovim takes that as seen (no W12 for it).
+--- A save that fails returns {error = why}: the edits are undone, the file untouched.
 ---@param path string
 ---@param tick integer
 ---@param edits {[1]: integer, [2]: integer, [3]: string[]}[]
@@ -147,8 +285,23 @@ function M.edit(path, tick, edits, save, disk_changed)
     end
   end
   if save and (vim.bo[buf].modified or vim.fn.filereadable(path) == 0) then
-    vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
-    api.nvim_buf_call(buf, write_for_agent)
+    local failed = nil
+    local ok, err = pcall(vim.fn.mkdir, vim.fn.fnamemodify(path, ":h"), "p")
+    if not ok then
+      failed = reason(err)
+    else
+      failed = api.nvim_buf_call(buf, function()
+        return write_buffer(buf, path)
+      end)
+    end
+    if failed then
+      if #edits > 0 then -- the file is untouched: so is the buffer
+        api.nvim_buf_call(buf, function()
+          vim.cmd("silent undo")
+        end)
+      end
+      return { error = failed }
+    end
   end
   return api.nvim_buf_get_changedtick(buf)
 end

@@ -79,6 +79,12 @@ local function cut_mark(drain, text)
   return text, false
 end
 
+--- Whether `term`'s command (its wrapper, the leader of its process group) has not
+--- exited: only then is its pid, as a group, certainly still ours.
+local function alive(term)
+  return term.job ~= nil and vim.fn.jobwait({ term.job }, 0)[1] == -1
+end
+
 local function on_output(key, data)
   local text = table.concat(data, "\n")
   local drain = drains[key]
@@ -88,7 +94,14 @@ local function on_output(key, data)
     if ended then
       -- Everything the command printed has been read: let the wrapper exit.
       drains[key] = nil
-      pcall(vim.uv.kill, M.terminals[key].pid, "sigusr1")
+      -- Only while it waits for us: after its 5 s it exits, and its pid may be
+      -- reused. Asked outside this callback: jobwait() may run the job's on_exit.
+      local term = M.terminals[key]
+      vim.schedule(function()
+        if alive(term) then
+          pcall(vim.uv.kill, term.pid, "sigusr1")
+        end
+      end)
     end
   end
   if text == "" then
@@ -123,9 +136,9 @@ end
 -- Python host exits: the agents died with it, their commands must not outlive them.
 function M.kill_running()
   for _, term in pairs(M.terminals) do
-    if term.running and term.pid then
-      pcall(vim.fn.jobstop, term.job)
+    if term.pid and alive(term) then
       pcall(vim.uv.kill, -term.pid, "sigkill")
+      pcall(vim.fn.jobstop, term.job)
     end
   end
 end
@@ -147,10 +160,17 @@ end
 -- wrapper runs the command, then prints an end mark (an OSC sequence the terminal
 -- ignores, with a nonce no command prints by chance) and waits. Once Lua has read
 -- the mark it has read every byte before it, and SIGUSR1 lets the wrapper exit with
--- the command's code; it stops waiting by itself after 5 s. (A hang-up ends the
--- wrapper at once; M.stop ends the rest of the group.)
-local DRAIN = [[n=$1; shift; "$@"; rc=$?; trap 'kill $! 2>/dev/null; exit $rc' USR1; ]]
-  .. [[printf '\033]5379;%s\007' "$n"; sleep 5 & wait $!; exit $rc]]
+-- the command's code; it stops waiting by itself after 5 s.
+-- Stopped (M.stop hangs up the group, then Neovim sends SIGTERM and SIGKILL to it
+-- while the job runs), the wrapper outlives the command: a signal it traps waits
+-- for the command to end. Then it sends SIGTERM to what is left of its group and
+-- dies of the signal that stopped it. So the group is only ever signalled while its
+-- leader lives, and its pid cannot be a stranger's (decision 0036).
+local DRAIN = [[n=$1; shift; stop=; trap 'stop=HUP' HUP; trap 'stop=TERM' TERM; ]]
+  .. [[end_() { trap '' TERM; kill -TERM 0 2>/dev/null; trap - "$stop"; kill -s "$stop" $$; }; ]]
+  .. [["$@"; rc=$?; [ -n "$stop" ] && end_; trap 'kill $! 2>/dev/null; exit $rc' USR1; ]]
+  .. [[printf '\033]5379;%s\007' "$n"; sleep 5 & wait $!; ]]
+  .. [[kill $! 2>/dev/null; [ -n "$stop" ] && end_; exit $rc]]
 
 --- argv for `cmd` (a string: through 'shell' and 'shellcmdflag'; a list: argv),
 --- wrapped to print `nonce` in its end mark.
@@ -247,24 +267,19 @@ function M.write(key, data, reset)
   end
 end
 
---- Stop the commands of `keys` that still run (Neovim hangs up, then escalates to
---- SIGTERM and SIGKILL on the process group); `wipe` also deletes the buffers.
+--- Stop the commands of `keys` that still run: a hang-up to the process group, as
+--- a terminal closing would give, then Neovim's SIGTERM and SIGKILL to it for as
+--- long as its leader, the wrapper, lives (see DRAIN); `wipe` also deletes the
+--- buffers.
 ---@param keys string[]
 ---@param wipe boolean
 function M.stop(keys, wipe)
   for _, key in ipairs(keys) do
     local term = M.terminals[key]
     if term then
-      if term.running and term.job then
+      if term.pid and alive(term) then
+        pcall(vim.uv.kill, -term.pid, "sighup")
         vim.fn.jobstop(term.job)
-        -- The hang-up ends the wrapper; what ignores it lives on in the group.
-        local group = -term.pid
-        vim.defer_fn(function()
-          pcall(vim.uv.kill, group, "sigterm")
-        end, 2000)
-        vim.defer_fn(function()
-          pcall(vim.uv.kill, group, "sigkill")
-        end, 4000)
       end
       if wipe then
         M.terminals[key] = nil

@@ -31,12 +31,22 @@ async def endless(agent: Agent, prompt: Prompt) -> str:
     return "cancelled"
 
 
-async def ignore_cancel(agent: Agent, prompt: Prompt) -> None:
-    """Goes on for 30 s whatever the client says, then ends the turn."""
+async def ignore_cancel(agent: Agent, prompt: Prompt) -> str | None:
+    """Goes on after a cancel: 100 more lines (2 s), then ends the turn cancelled.
+    Prompt "after" is echoed."""
+    if prompt.text == "after":
+        await echo(agent, prompt)
+        return None
     with anyio.move_on_after(30):
+        left = 100
         for i in range(100_000):
             await agent.say(f"still working {i}\n")
             await anyio.sleep(0.02)
+            left -= agent.cancelled.is_set()
+            if not left:
+                agent.cancelled = anyio.Event()
+                return "cancelled"
+    return None
 
 
 async def hold(agent: Agent, prompt: Prompt) -> str | None:
@@ -103,6 +113,7 @@ async def vendor(agent: Agent, prompt: Prompt) -> None:
     except RequestError as err:
         await agent.say(f"vendor request answered {err.code}. ")
     await agent.c.notify("qwen/notify/session/mode-update", {"mode": "x"})
+    await agent.update({"sessionUpdate": "_sparkle", "glitter": True})
     await agent.say("still here")
 
 
@@ -122,7 +133,7 @@ SCENARIOS = (
     Scenario("silent_new", before={"session/new": hang}),
     Scenario("bad_version", protocol_version=7),
     Scenario("endless", endless),
-    Scenario("ignore_cancel", ignore_cancel),
+    Scenario("ignore_cancel", ignore_cancel, v2={}),
     Scenario("hold", hold),
     Scenario("hold_then_crash", hold_then_crash),
     Scenario("stubborn", stubborn, stays=True),  # stays after stdin closes too

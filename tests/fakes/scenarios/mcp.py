@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = ["SCENARIOS"]
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
@@ -78,9 +79,27 @@ async def call_editor_tools(agent: Agent, prompt: Prompt) -> None:
             await agent.result(result)
 
 
+async def tell_servers(agent: Agent, params: Params) -> None:
+    """session/new: the servers offered go to the file $FAKE_MCP_SERVERS, if set (for a
+    test that calls the editor's tools itself, outside any turn)."""
+    if os.environ.get("FAKE_MCP_SERVERS"):
+        with open(os.environ["FAKE_MCP_SERVERS"], "w") as f:
+            json.dump(params.get("mcpServers") or [], f)
+
+
 SCENARIOS = (
-    Scenario("mcp", call_editor_tools),
-    Scenario("mcp_v2", call_editor_tools, v2={"mcp": {"stdio": {}}}),
+    Scenario(
+        "mcp",
+        call_editor_tools,
+        capabilities={"mcpCapabilities": {"http": True}},
+        before={"session/new": tell_servers},
+    ),
+    Scenario(
+        "mcp_v2",
+        call_editor_tools,
+        v2={"mcp": {"stdio": {}, "http": {}}},
+        before={"session/new": tell_servers},
+    ),
     # MCP-over-ACP too (the unstable session.mcp.acp)
     Scenario("mcp_v2_acp", call_editor_tools, v2={"mcp": {"stdio": {}, "acp": {}}}),
 )

@@ -9,6 +9,8 @@ import json
 import os
 from typing import Any
 
+import anyio
+
 from acp_nvim.protocol import RequestError
 from tests.fakes.handshake import (
     Agent,
@@ -92,6 +94,25 @@ async def configs_switch(agent: Agent, prompt: Prompt) -> None:
         return
     options = config_options("ask")
     await agent.update({"sessionUpdate": "config_option_update", "configOptions": options})
+
+
+# Per agent: set once a prompt came ("settings_late").
+_PROMPTED: dict[int, anyio.Event] = {}
+
+
+async def note_prompt(agent: Agent, params: Params) -> None:
+    _PROMPTED.setdefault(id(agent), anyio.Event()).set()
+
+
+async def after_a_prompt(agent: Agent, params: Params) -> None:
+    """Answer (session/set_mode) only once a prompt came."""
+    await _PROMPTED.setdefault(id(agent), anyio.Event()).wait()
+
+
+async def calls_until_cancelled(agent: Agent, prompt: Prompt) -> str:
+    """As `calls`, then the turn goes on until a cancel."""
+    await calls(agent, prompt)
+    return await agent.until_cancelled()
 
 
 async def require_login(agent: Agent, params: Params) -> None:
@@ -192,7 +213,7 @@ SCENARIOS = (
         calls,
         capabilities={
             "loadSession": True,
-            "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
+            "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
         },
     ),
     # load only: a reopened chat goes on with session/load
@@ -200,8 +221,16 @@ SCENARIOS = (
     Scenario(
         "auth",
         capabilities={"auth": {"logout": {}}},
+        v2={},
         auth_methods=LOGINS,
         before={"session/new": require_login},
+    ),
+    Scenario(
+        "settings_late",
+        calls_until_cancelled,
+        capabilities={"sessionCapabilities": {"resume": {}}},
+        session=modes_and_models,
+        before={"session/set_mode": after_a_prompt, "session/prompt": note_prompt},
     ),
     Scenario(
         "fork",

@@ -1,0 +1,52 @@
+"""The protocol log (:AcpLog): bounded, and without the secrets the wire carries."""
+
+from __future__ import annotations
+
+import json
+
+from acp_nvim.client.log import HIDDEN, ProtocolLog, redacted
+
+
+def test_env_and_header_values_are_replaced_wherever_they_are() -> None:
+    servers = [
+        {"name": "gh", "command": "gh", "args": [], "env": [{"name": "T", "value": "ghp_1"}]},
+        {"type": "http", "name": "w", "url": "u", "headers": [{"name": "A", "value": "B 2"}]},
+    ]
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+           "params": {"cwd": "/p", "mcpServers": servers}}  # fmt: skip
+    create = {"jsonrpc": "2.0", "id": 0, "method": "terminal/create",
+              "params": {"sessionId": "s", "command": "x", "env": [{"name": "K", "value": "3"}]}}  # fmt: skip
+    batch = [create, {"jsonrpc": "2.0", "method": "x", "params": {"env": {"K": "4"}}}]
+    for message in (new, create, batch):
+        line = redacted(json.dumps(message).encode())
+        for secret in ("ghp_1", "B 2", '"3"', '"4"'):
+            assert secret.encode() not in line
+        assert HIDDEN.encode() in line
+    shown = json.loads(redacted(json.dumps(new).encode()))
+    assert shown["params"]["mcpServers"][0]["env"] == [{"name": "T", "value": HIDDEN}]
+
+
+def test_lines_without_secrets_or_json_are_kept_as_they_are() -> None:
+    for line in (b'{"jsonrpc":"2.0","method":"session/update"}', b'not json "env" at all',
+                 b'{"env": "a string is no list of variables"}', b"[" * 100_000):  # fmt: skip
+        assert redacted(line) is line
+
+
+def test_the_log_redacts_traffic_not_stderr_and_cuts_after() -> None:
+    log = ProtocolLog(10)
+    secret = {"params": {"env": [{"name": "K", "value": "s" * 5000}]}}
+    log.add("a", ">>", json.dumps(secret).encode())
+    log.add("a", "!!", b"env: the agent's own words")
+    sent, said = log.lines()
+    assert "sss" not in sent and HIDDEN in sent and "bytes)" not in sent
+    assert said.endswith("a !! env: the agent's own words")
+
+
+def test_a_long_line_keeps_its_first_4000_characters_and_says_its_size() -> None:
+    """doc/acp.txt (|:AcpLog|, 27.10): lines longer than 4000 characters are cut."""
+    log = ProtocolLog(10)
+    log.add("a", "<<", b"x" * 10_000)
+    log.add("a", "<<", b"y" * 4000)
+    [cut, whole] = log.lines()
+    assert cut.endswith(" a << " + "x" * 4000 + "… (10000 bytes)")
+    assert whole.endswith(" a << " + "y" * 4000)

@@ -1,0 +1,117 @@
+"""The agent process: its group is signalled only while it is ours (issue 27.4).
+
+A pid is handed out again once its process is reaped and its group is empty. These
+tests force that in a pid namespace of their own (``unshare``, writing
+``/proc/sys/kernel/ns_last_pid``): an agent exits by itself, a stranger gets its pid
+as the leader of a group of its own, and every way we end agents must leave the
+stranger alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Runs as pid 1 of a new pid namespace. argv: how the kernel is made to look
+# ("named": groups named by pidfd; "leader": a kernel before 6.9, only the leader's
+# pidfd; "number": no pidfd at all), then how the agent is ended.
+_SCRIPT = """
+import json, os, select, signal, subprocess, sys
+import anyio
+pidfd_open = os.pidfd_open
+if sys.argv[1] == "number":
+    del os.pidfd_open
+from acp_nvim.client.agent import process as module
+
+async def main(kernel, ending):
+    if kernel == "leader":
+        module._pidfd_groups = False
+    report = {}
+    agent = module.AgentProcess("a", ["sh", "-c", "read line"])
+    await agent.start()
+    pid = agent.pid
+    await agent.stdin.aclose()  # it exits by itself (at EOF, like agents do)
+    await agent.wait()  # reaped, as the connection's task does at once
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+    except OSError as err:
+        print(json.dumps({"skip": f"cannot write ns_last_pid: {err}"}))
+        return
+    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    report["reused"] = stranger.pid == pid
+    if ending == "aclose":  # a restart, or the chat closed
+        await agent.aclose()
+    elif ending == "kill_all":  # :qa!, atexit
+        module.kill_all()
+    else:  # the host killed outright: the reaper sees EOF and kills what it holds
+        module._reaper.stdin.close()
+        module._reaper.wait()
+    # A signal sent before ours wins: it dies of SIGKILL if we killed it above.
+    stranger.terminate()
+    report["stranger_alive"] = stranger.wait() == -signal.SIGTERM
+    if kernel == "named":  # a group named by pidfd: what an agent leaves is still ours
+        report["leftover_alive"] = await leftover_alive()
+    print(json.dumps(report))
+
+async def leftover_alive():
+    # An agent whose leader exits leaving a child behind: is it alive after aclose?
+    agent = module.AgentProcess("b", ["sh", "-c", "sleep 300 & echo $!; read line"])
+    await agent.start()
+    leftover = pidfd_open(int((await agent.stdout.receive()).decode()))
+    await agent.stdin.aclose()  # the leader reads EOF and exits
+    await agent.wait()
+    await agent.aclose()
+    poll = select.poll()
+    poll.register(leftover, select.POLLIN)
+    return not poll.poll(10_000)  # readable once it exits
+
+anyio.run(main, *sys.argv[1:])
+"""
+
+
+@cache
+def _unshare() -> list[str] | str:
+    """The unshare command that makes a pid namespace here, or why none can be made."""
+    if shutil.which("unshare") is None:
+        return "needs unshare (util-linux)"
+    why = ""
+    for userns in (["--user", "--map-root-user"], []):
+        command = ["unshare", *userns, "--pid", "--fork", "--mount-proc"]
+        done = subprocess.run([*command, "true"], capture_output=True, text=True)
+        if done.returncode == 0:
+            return command
+        why = done.stderr.strip()
+    return f"cannot make a pid namespace here (unshare: {why})"
+
+
+@pytest.mark.parametrize("kernel", ["named", "leader", "number"])
+@pytest.mark.parametrize("ending", ["aclose", "kill_all", "reaper"])
+def test_a_recycled_pid_is_never_signalled(kernel: str, ending: str) -> None:
+    command = _unshare()
+    if isinstance(command, str):
+        pytest.skip(command)
+    done = subprocess.run(
+        [*command, sys.executable, "-c", _SCRIPT, kernel, ending],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    if "skip" in report:
+        pytest.skip(report["skip"])
+    assert report["reused"], "the stranger did not get the agent's pid"
+    assert report["stranger_alive"]
+    if kernel == "named":
+        assert report["leftover_alive"] is False
