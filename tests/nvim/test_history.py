@@ -50,6 +50,15 @@ def kept(editor: Editor, query: str, count: int = 1) -> list[dict[str, Any]]:
     return editor.lua(HISTORY, {"query": query})  # type: ignore[no-any-return]
 
 
+def a_kept_chat(editor: Editor) -> dict[str, Any]:
+    """One turn with the "kept" agent, found in the history by a word of its prompt."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [entry] = kept(editor, "zebra")
+    return entry
+
+
 def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept")
     editor.open_chat()
@@ -137,10 +146,7 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
 
 
 def test_a_prompt_sent_as_a_stored_chat_opens_goes_once_it_is_shown(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    [entry] = kept(editor, "zebra")
+    entry = a_kept_chat(editor)
     editor.quit()
 
     other = second_neovim(editor)
@@ -156,10 +162,7 @@ def test_a_prompt_sent_as_a_stored_chat_opens_goes_once_it_is_shown(editor: Edit
 
 
 def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    [entry] = kept(editor, "zebra")
+    entry = a_kept_chat(editor)
     editor.quit()
 
     other = second_neovim(editor)
@@ -240,10 +243,7 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
 
 
 def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    kept(editor, "zebra")
+    a_kept_chat(editor)
     editor.quit()
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     before = store.read_bytes()
@@ -343,10 +343,7 @@ def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
 
 
 def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    kept(editor, "zebra")
+    a_kept_chat(editor)
     send(editor, "giraffe", 2)
     kept(editor, "giraffe")
     # vim.ui.select picks the first entry, then "open".
@@ -370,10 +367,7 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
 
 
 def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    [entry] = kept(editor, "zebra")
+    entry = a_kept_chat(editor)
     path = editor.tmp / "picked.md"
     # vim.ui.select picks the first entry, then the action asked for; vim.ui.input answers.
     editor.lua(
@@ -398,10 +392,7 @@ def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
 
 
 def test_forget_and_rename(editor: Editor) -> None:
-    editor.setup(agents=agents(editor), default_agent="kept")
-    editor.open_chat()
-    send(editor, "hello zebra", 1)
-    [entry] = kept(editor, "zebra")
+    entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])
     editor.wait("require('acp').history()[1].title == 'Zoo'")
     editor.lua("require('acp').forget(...)", entry["id"])
