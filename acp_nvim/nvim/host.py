@@ -192,6 +192,8 @@ class Host:
                 search = app.history.search
                 query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
                 return self._history(search, query, agent, cwd, params.get("limit") or 50)
+            case "choices":  # a setting's choices, left out of its status entry
+                return self.worker.call(app.choices, params["chat"], params["id"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":

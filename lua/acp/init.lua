@@ -415,7 +415,7 @@ local function choices_of(chat, category)
     return nil
   end
   local available = {}
-  for _, choice in ipairs(option.choices or {}) do
+  for _, choice in ipairs(require("acp.chat.session").choices(chat, option)) do
     table.insert(available, { id = choice.value, name = choice.name })
   end
   return { current = option.current, available = available }

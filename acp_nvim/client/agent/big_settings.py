@@ -4,6 +4,8 @@ A legal ``config_option_update`` of 1,000 selects of 500 choices decodes off the
 (protocol/connection.py), but turning its 500,000 choices into `ConfigOption` and
 status entries one by one took the loop a second. Past `OFF_LOOP_CHOICES` that is
 done in a worker thread, whose GIL handoffs let the loop serve other chats meanwhile.
+Their status entries leave the choices out (past `view.SENT_CHOICES`): Lua asks for
+one setting's when a picker needs them.
 """
 
 from __future__ import annotations
@@ -52,4 +54,5 @@ def _converted(
     convert: Callable[[Sequence[Any]], list[ConfigOption]], raw: Sequence[Any]
 ) -> Converted:
     options = convert(raw)
-    return Converted(options, [view.config_entry(o) for o in options])
+    whole = view.choice_count(options) <= view.SENT_CHOICES
+    return Converted(options, [view.config_entry(o, whole) for o in options])
