@@ -163,23 +163,23 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
 
 
 def _option(
-    option: Any, kind: str, current: str | bool, choices: list[tuple[str, str]] | None = None
+    option: Any, kind: str, current: str | bool, choices: tuple[tuple[str, str], ...] = ()
 ) -> ConfigOption:
     return ConfigOption(
-        option.id, option.name, kind, current, option.category, option.description, choices or []
+        option.id, option.name, kind, current, option.category, option.description, choices
     )
 
 
-def _choices(options: Any) -> list[tuple[str, str]]:
+def _choices(options: Any) -> tuple[tuple[str, str], ...]:
     if isinstance(options, Unknown):
-        return []
-    choices = []
+        return ()
+    choices: list[tuple[str, str]] = []
     for item in options:
         if isinstance(item, v1.SessionConfigSelectGroup):
             choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
         else:
             choices.append((item.value, item.name))
-    return choices
+    return tuple(choices)
 
 
 class _Model(msgspec.Struct):
@@ -215,14 +215,14 @@ def settings(
     result = config_options(options or [])
     taken = {o.category for o in result} | {o.id for o in result}
     if modes is not None and "mode" not in taken:
-        choices = [(m.id, m.name) for m in modes.available_modes]
+        choices = tuple((m.id, m.name) for m in modes.available_modes)
         result.append(
             ConfigOption(
                 "mode", "Mode", "select", modes.current_mode_id, "mode", None, choices, "modes"
             )
         )
     if models is not None and "model" not in taken:
-        choices = [(m.model_id, m.name or m.model_id) for m in models.available_models]
+        choices = tuple((m.model_id, m.name or m.model_id) for m in models.available_models)
         current = models.current_model_id
         result.append(
             ConfigOption("model", "Model", "select", current, "model", None, choices, "models")

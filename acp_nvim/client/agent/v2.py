@@ -348,16 +348,16 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
     return result
 
 
-def _choices(options: Any) -> list[tuple[str, str]]:
+def _choices(options: Any) -> tuple[tuple[str, str], ...]:
     if isinstance(options, Unknown):
-        return []
-    choices = []
+        return ()
+    choices: list[tuple[str, str]] = []
     for item in options:
         if isinstance(item, v2.SessionConfigSelectGroup):
             choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
         else:
             choices.append((item.value, item.name))
-    return choices
+    return tuple(choices)
 
 
 # -- requests --------------------------------------------------------------------------
