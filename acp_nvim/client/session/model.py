@@ -48,7 +48,7 @@ __all__ = [
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from msgspec import UNSET, UnsetType
 
@@ -354,8 +354,11 @@ class Compaction:
     error: str | None = None
 
 
-@dataclass
-class PlanEntry:
+class PlanEntry(NamedTuple):
+    """One step of a plan. A tuple: the collector stops following it once it saw it,
+    where 10k dataclasses of a plan made their update set off full collections
+    (issue 29.7)."""
+
     content: str
     status: str = "pending"
     priority: str = "medium"
