@@ -206,7 +206,7 @@ def _op_cost(op: _Op) -> int:
     if op["op"] == "block":
         return OP_COST + LINE_COST * len(op["lines"])
     if op["op"] == "status" or op["op"] == "more_commands":
-        return OP_COST + LINE_COST * len(op.get("commands", ()))
+        return OP_COST + LINE_COST * len(op.get("commands") or ())
     return OP_COST
 
 
@@ -224,7 +224,7 @@ def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
             return None
         return _Append(op.id, "\n".join(pieces[:count]) + "\n"), _Append(op.id, pieces[count])
     if op["op"] == "status" or op["op"] == "more_commands":
-        commands = op.get("commands", [])
+        commands = op.get("commands") or []
         if len(commands) <= count:
             return None
         rest: MoreCommandsOp = {"op": "more_commands", "commands": commands[count:]}

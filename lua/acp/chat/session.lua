@@ -19,8 +19,12 @@ function M.choices(chat, option)
   if option.choices or option.type ~= "select" then
     return option.choices or {}
   end
-  asked[option] = asked[option] or host.request("choices", { chat = chat.id, id = option.id })
-  return asked[option]
+  if not asked[option] then
+    -- A Python side that is gone has no choices to give (status() must not fail).
+    local ok, choices = pcall(host.request, "choices", { chat = chat.id, id = option.id })
+    asked[option] = ok and choices or nil
+  end
+  return asked[option] or {}
 end
 
 local function option_label(option)
