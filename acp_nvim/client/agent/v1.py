@@ -56,6 +56,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
+    Choices,
     ConfigOption,
     ContentPart,
     DiffPart,
@@ -163,23 +164,27 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
 
 
 def _option(
-    option: Any, kind: str, current: str | bool, choices: tuple[tuple[str, str], ...] = ()
+    option: Any, kind: str, current: str | bool, choices: Choices | None = None
 ) -> ConfigOption:
     return ConfigOption(
-        option.id, option.name, kind, current, option.category, option.description, choices
-    )
+        option.id, option.name, kind, current, option.category, option.description,
+        choices or Choices(),
+    )  # fmt: skip
 
 
-def _choices(options: Any) -> tuple[tuple[str, str], ...]:
+def _choices(options: Any) -> Choices:
     if isinstance(options, Unknown):
-        return ()
-    choices: list[tuple[str, str]] = []
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
     for item in options:
         if isinstance(item, v1.SessionConfigSelectGroup):
-            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
         else:
-            choices.append((item.value, item.name))
-    return tuple(choices)
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))
 
 
 class _Model(msgspec.Struct):
@@ -215,14 +220,14 @@ def settings(
     result = config_options(options or [])
     taken = {o.category for o in result} | {o.id for o in result}
     if modes is not None and "mode" not in taken:
-        choices = tuple((m.id, m.name) for m in modes.available_modes)
+        choices = Choices.of((m.id, m.name) for m in modes.available_modes)
         result.append(
             ConfigOption(
                 "mode", "Mode", "select", modes.current_mode_id, "mode", None, choices, "modes"
             )
         )
     if models is not None and "model" not in taken:
-        choices = tuple((m.model_id, m.name or m.model_id) for m in models.available_models)
+        choices = Choices.of((m.model_id, m.name or m.model_id) for m in models.available_models)
         current = models.current_model_id
         result.append(
             ConfigOption("model", "Model", "select", current, "model", None, choices, "models")

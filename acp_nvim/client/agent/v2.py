@@ -58,6 +58,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
+    Choices,
     ConfigOption,
     ContentPart,
     FileOp,
@@ -348,16 +349,19 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
     return result
 
 
-def _choices(options: Any) -> tuple[tuple[str, str], ...]:
+def _choices(options: Any) -> Choices:
     if isinstance(options, Unknown):
-        return ()
-    choices: list[tuple[str, str]] = []
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
     for item in options:
         if isinstance(item, v2.SessionConfigSelectGroup):
-            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
         else:
-            choices.append((item.value, item.name))
-    return tuple(choices)
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))
 
 
 # -- requests --------------------------------------------------------------------------
