@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 import base64
-import itertools
 import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
+from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
     NotOffered,
@@ -51,6 +51,7 @@ from acp_nvim.client.agent.sessions import (
     prompt_blocks,
     serve_mcp_over_acp,
     session_info,
+    session_runs,
     steer,
     steers,
 )
@@ -58,6 +59,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
+    Choices,
     ConfigOption,
     ContentPart,
     FileOp,
@@ -113,9 +115,7 @@ def initialize_request() -> v2.InitializeRequest:
     )
 
 
-# A read's notifications, by session (C, not a lambda per chunk).
-_SESSION_ID = operator.attrgetter("session_id")
-_UPDATE = operator.attrgetter("update")
+_UPDATE = operator.attrgetter("update")  # a read's updates, by C
 
 # -- updates ---------------------------------------------------------------------------
 
@@ -192,6 +192,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             chat.on_info(commands=[_command(c) for c in commands])
         case v2.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(config_options(options))
+        case big_settings.Converted(options=options, entries=entries):
+            chat.on_config(options, entries)
         case v2.SessionUpdateSessionInfoUpdate(title=title):
             if not isinstance(title, UnsetType):
                 chat.on_info(title=title)
@@ -355,16 +357,19 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
     return result
 
 
-def _choices(options: Any) -> list[tuple[str, str]]:
+def _choices(options: Any) -> Choices:
     if isinstance(options, Unknown):
-        return []
-    choices = []
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
     for item in options:
         if isinstance(item, v2.SessionConfigSelectGroup):
-            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
         else:
-            choices.append((item.value, item.name))
-    return choices
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))
 
 
 # -- requests --------------------------------------------------------------------------
@@ -586,19 +591,21 @@ class SessionsV2:
 
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, _SESSION_ID):
+        updates = await big_settings.off_loop(
+            list(map(_UPDATE, notifications)), v2.SessionUpdateConfigOptionUpdate, config_options
+        )
+        for session_id, group in session_runs(notifications, updates):
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, list(map(_UPDATE, group)))
+                self._early.hold(session_id, group)
                 continue
-            updates = list(map(_UPDATE, group))
             if chat.muted:
                 # A turn ended here that the agent went on with: hidden, but its idle
                 # ends it all the same (its prompt waits for that in the background).
-                if any(_is_idle(update) for update in updates) and session_id in self._idle:
+                if any(_is_idle(update) for update in group) and session_id in self._idle:
                     self._idle[session_id].set()
                 continue
-            apply_updates(chat, updates, self.services.terminals)
+            apply_updates(chat, group, self.services.terminals)
             if chat.state == "running" and chat.session.state == "idle":
                 idle = self._idle.get(session_id)
                 if idle is not None:

@@ -299,7 +299,7 @@ class Chat:
         """
         if self.muted:
             return
-        # The run of chunks being joined: its role and message id; texts empty: none.
+        # The run of chunks being joined (none while texts is empty): role, message id.
         role: Role = "agent"
         message_id: str | None = None
         texts: list[str] = []
@@ -308,17 +308,14 @@ class Chat:
             # rest of the run (nor, for v2, the idle that ends the turn).
             try:
                 item = chunk(update)
-                if item is None:
-                    if texts:
-                        self.on_message(MessagePatch(message_id, role, "".join(texts)))
-                        texts.clear()
-                    other(update)
-                    continue
-                if texts and (item[0] != role or item[1] != message_id):
+                if texts and (item is None or item[0] != role or item[1] != message_id):
                     self.on_message(MessagePatch(message_id, role, "".join(texts)))
                     texts.clear()
-                role, message_id, text = item
-                texts.append(text)
+                if item is None:
+                    other(update)
+                else:
+                    role, message_id, text = item
+                    texts.append(text)
             except Exception as err:
                 texts = []
                 self.show_error(internal_error(f"showing an update ({type(update).__name__})", err))
@@ -455,10 +452,13 @@ class Chat:
         else:
             self.on_info(model=value)
 
-    def on_config(self, options: list[ConfigOption]) -> None:
-        """The session's settings, whole (v2 ``configOptions``); the header shows them."""
+    def on_config(
+        self, options: list[ConfigOption], entries: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """The session's settings, whole (v2 ``configOptions``); the header shows them.
+        ``entries``: those of the first options, made off the loop (`view.config_fields`)."""
         self.session.config_options = options
-        self._draw(view.status_op(**view.config_fields(options)))
+        self._draw(view.status_op(**view.config_fields(options, entries)))
 
     def on_steered(self, text: str) -> None:
         """The user's message went into the running turn (steering): shown there. An
