@@ -279,6 +279,23 @@ def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) 
     assert "You said: *hello*" in editor.transcript_text()
 
 
+def test_what_is_typed_while_the_chat_starts_is_kept_and_sent_once_ready(editor: Editor) -> None:
+    """The input takes keys at once (the chat is drawn before the host and the agent
+    start): a prompt typed and sent before the session is ready is sent when it is."""
+    release = editor.tmp / "project" / "release"
+    os.mkfifo(release)
+    editor.setup(agents={"held": editor.fake_agent("held_init")}, default_agent="held")
+    status = editor.open_chat(ready=False)
+    editor.nvim.input("ihello<C-s>")
+    editor.wait("require('acp').status().queued == 1", what="the prompt queued")
+    assert editor.lua("return require('acp').status().state") == "starting"
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+    with open(release, "wb"):  # the agent answers its initialize now
+        pass
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: hello" in editor.transcript_text()
+
+
 def test_queued_prompts_come_back_to_the_input_when_the_agent_dies(editor: Editor) -> None:
     editor.setup(agents={"crashy": editor.fake_agent("hold_then_crash")}, default_agent="crashy")
     status = editor.open_chat()
