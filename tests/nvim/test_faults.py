@@ -198,6 +198,9 @@ def hold_and_queue(editor: Editor, *prompts: str) -> dict[str, Any]:
     status = editor.open_chat()
     editor.lua("require('acp').send('hold')")
     editor.wait("require('acp').status().state == 'running'")
+    # Its "holding" drawn too: nothing more comes to the transcript until a cancel.
+    transcript = f"vim.api.nvim_buf_get_lines({status['transcript_buf']}, 0, -1, false)"
+    editor.wait(f"table.concat({transcript}, '\\n'):find('holding') ~= nil", what="holding")
     for prompt in prompts:
         editor.lua("require('acp').send(...)", prompt)
     editor.wait(f"require('acp').status().queued == {len(prompts)}")
