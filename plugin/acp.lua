@@ -172,10 +172,11 @@ end, {
 local function choices(category)
   return function()
     local chat = require("acp.chat.registry").get()
-    local option = chat and require("acp.chat.session").setting(chat, category)
+    local session = require("acp.chat.session")
+    local option = chat and session.setting(chat, category)
     return vim.tbl_map(function(choice)
       return choice.value
-    end, option and option.choices or {})
+    end, option and session.choices(chat, option) or {})
   end
 end
 command("AcpAdd", function(args)

@@ -210,6 +210,14 @@ class StatusOp(StatusFields):
     op: Literal["status"]
 
 
+class MoreCommandsOp(TypedDict):
+    """More of the chat's slash commands, after those its ``commands`` status field
+    holds: a long list is sent in slices (``NvimEditor``'s batch budget)."""
+
+    op: Literal["more_commands"]
+    commands: list[dict[str, Any]]
+
+
 class InputOp(TypedDict):
     """Put ``text`` back in the chat's input, after what is there (a queued prompt
     taken out to edit, or prompts the host could no longer send)."""
@@ -286,7 +294,16 @@ class EditOp(TypedDict):
 
 
 RenderOp = (
-    BlockOp | AppendOp | StatusOp | InputOp | ElicitOp | ElicitGoneOp | CutOp | UncutOp | EditOp
+    BlockOp
+    | AppendOp
+    | StatusOp
+    | MoreCommandsOp
+    | InputOp
+    | ElicitOp
+    | ElicitGoneOp
+    | CutOp
+    | UncutOp
+    | EditOp
 )
 # The public events (``User`` autocmds), every one documented in doc/acp.txt
 # (tests/nvim/test_surface.py holds the two together).

@@ -19,6 +19,8 @@ import time
 from typing import Any
 
 _MAX_LINE = 4000
+# Past this size a line with secrets is not read as JSON to hide them (in the log only).
+_REDACTED_MAX = 1 << 20
 # Keys whose values are lists of {name, value} (ACP's env variables and HTTP headers):
 # what the values say stays out of the log.
 _SECRET_KEYS = ("env", "headers")
@@ -40,13 +42,27 @@ class ProtocolLog:
     def add(self, source: str, direction: str, *lines: bytes | str) -> None:
         """Record lines; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
         now = time.time()
-        if direction != "!!":
-            lines = tuple(redacted(d) if isinstance(d, bytes) else d for d in lines)
-        self._entries.extend((now, source, direction, d[:_MAX_LINE], len(d)) for d in lines)
+        traffic = direction != "!!"
+        self._entries.extend((now, source, direction, *_kept(d, traffic)) for d in lines)
 
     def lines(self) -> list[str]:
         """The log as text, oldest first."""
         return [_format(*entry) for entry in list(self._entries)]
+
+
+def _kept(data: bytes | str, traffic: bool) -> tuple[bytes | str, int]:
+    """What the log keeps of a line, and the size of what it cut that from: the first
+    `_MAX_LINE` characters, secrets hidden in ``traffic``. A secret's value follows its
+    key, so only a line whose kept part names one is read as JSON (scanning all of a
+    10 MB line for the keys held the loop 12-19 ms, issue 29.7); one that big too is
+    not shown."""
+    head = data[:_MAX_LINE]
+    if not (traffic and isinstance(data, bytes) and any(m in head for m in _SECRET_MARKS)):
+        return head, len(data)
+    if len(data) > _REDACTED_MAX:
+        return b"(a line naming env or headers, too long to hide them in)", len(data)
+    shown = redacted(data)
+    return shown[:_MAX_LINE], len(shown)
 
 
 def _format(when: float, source: str, direction: str, data: bytes | str, size: int) -> str:

@@ -14,8 +14,10 @@ that returns once Lua applied it, at most :data:`IN_FLIGHT` at a time
   Neovim from idling between batches while a round trip completes;
 - a batch holds at most ``budget`` units of estimated Lua work (a line
   :data:`LINE_COST`, an op :data:`OP_COST`), so no batch holds Neovim's loop for
-  long: a long append or message is cut at a line end, the rest goes next; a
-  single bigger op that cannot be cut (a tool call's block) goes alone.
+  long: a long append or block is cut at a line end, a long list of slash
+  commands into slices (so that no msgpack packing holds the GIL long either), the
+  rest goes next; a single bigger op that cannot be cut (a tool call's block) goes
+  alone.
 
 The queue is shared by the worker (which adds) and the pynvim thread (which
 sends), under one lock.
@@ -55,6 +57,7 @@ from acp_nvim.client.editor import (
     EditorError,
     Event,
     LspRequest,
+    MoreCommandsOp,
     RenderOp,
     WriteError,
 )
@@ -200,13 +203,18 @@ def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem) -> int:
 def _op_cost(op: _Op) -> int:
     if isinstance(op, _Append):
         return OP_COST + LINE_COST * op.lines
-    return OP_COST + LINE_COST * (len(op["lines"]) if op["op"] == "block" else 0)
+    if op["op"] == "block":
+        return OP_COST + LINE_COST * len(op["lines"])
+    if op["op"] == "status" or op["op"] == "more_commands":
+        return OP_COST + LINE_COST * len(op.get("commands") or ())
+    return OP_COST
 
 
 def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
-    """``op`` as a head that fits in ``room`` units and the rest, both cut at a line
-    end: a long append into two, a message's block into its first lines and an
-    append of the others. None when it cannot be cut there (a tool call's block)."""
+    """``op`` as a head that fits in ``room`` units and the rest: a long append cut
+    at a line end into two, a block into its first lines and an append of the others,
+    a list of slash commands into its first commands and a ``more_commands`` op. None
+    when it cannot be cut there (a tool call's block)."""
     count = (room - OP_COST) // LINE_COST
     if count < 1:
         return None
@@ -215,13 +223,21 @@ def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
         if len(pieces) <= count:
             return None
         return _Append(op.id, "\n".join(pieces[:count]) + "\n"), _Append(op.id, pieces[count])
-    if op["op"] != "block" or "prefix" not in op or len(op["lines"]) <= count:
+    if op["op"] == "status" or op["op"] == "more_commands":
+        commands = op.get("commands") or []
+        if len(commands) <= count:
+            return None
+        rest: MoreCommandsOp = {"op": "more_commands", "commands": commands[count:]}
+        head = op.copy()
+        head["commands"] = commands[:count]
+        return head, rest
+    if op["op"] != "block" or op["kind"] == "tool" or "start" in op or len(op["lines"]) <= count:
         return None
     # Lua prefixes what is appended to a message (a thought's "> ") itself.
-    prefix, lines = op["prefix"], op["lines"]
-    rest = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
-    head: BlockOp = {**op, "lines": lines[:count]}
-    return head, _Append(op["id"], rest)
+    prefix, lines = op.get("prefix", ""), op["lines"]
+    rest_text = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
+    block: BlockOp = {**op, "lines": lines[:count]}
+    return block, _Append(op["id"], rest_text)
 
 
 class NvimEditor:

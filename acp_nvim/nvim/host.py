@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["BUFFER_EVENTS", "Host", "run_stdio"]
 
 import atexit
+import gc
 import logging
 import os
 import signal
@@ -192,6 +193,8 @@ class Host:
                 search = app.history.search
                 query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
                 return self._history(search, query, agent, cwd, params.get("limit") or 50)
+            case "choices":  # a setting's choices, left out of its status entry
+                return self.worker.call(app.choices, params["chat"], params["id"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":
@@ -232,6 +235,11 @@ def run_stdio() -> None:
     sys.setswitchinterval(0.001)
     nvim = pynvim.attach("stdio")
     host = Host(nvim)
+    # The modules' own objects (some 30,000 functions, classes and their dicts) never
+    # become garbage: frozen, a full collection walks only what the chats made. It
+    # walked them all whenever a burst of objects (a plan of 10k entries) set it off:
+    # 10-20 ms on the worker loop (issue 29.7).
+    gc.freeze()
     try:
         nvim.run_loop(host.on_request, host.on_notification)
     finally:

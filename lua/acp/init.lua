@@ -377,7 +377,7 @@ end
 ---@field thought_level? string
 ---@field turn_state? "running"|"requires_action"|"cancelling"|"idle"|string the agent's report (ACP v2), or "cancelling" after a cancel
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
----@field config_options? table[] the session's settings: {id, name, type, category, current, choices}
+---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}; past 10,000 choices in all, a select has current_name instead of choices
 ---@field title? string the session's title, as the agent names it
 ---@field history? integer the chat's id in the history (|acp-chat-history|)
 ---@field cwd string the directory the agent works in (a worktree chat's: in its worktree)
@@ -415,7 +415,7 @@ local function choices_of(chat, category)
     return nil
   end
   local available = {}
-  for _, choice in ipairs(option.choices or {}) do
+  for _, choice in ipairs(require("acp.chat.session").choices(chat, option)) do
     table.insert(available, { id = choice.value, name = choice.name })
   end
   return { current = option.current, available = available }

@@ -50,3 +50,16 @@ def test_a_long_line_keeps_its_first_4000_characters_and_says_its_size() -> None
     [cut, whole] = log.lines()
     assert cut.endswith(" a << " + "x" * 4000 + "… (10000 bytes)")
     assert whole.endswith(" a << " + "y" * 4000)
+
+
+def test_a_secret_past_the_kept_part_costs_no_json_and_a_big_line_with_one_is_not_shown() -> None:
+    """Issue 29.7: the log read every 10 MB line through for the secret keys. Only
+    the part it keeps is searched: a key past it has its value past it too."""
+    log = ProtocolLog(10)
+    late = b'{"description": "' + b"d" * 10_000 + b'", "env": [{"name": "K", "value": "sss"}]}'
+    early = json.dumps({"env": [{"name": "K", "value": "sss"}], "d": "x" * (2 << 20)}).encode()
+    log.add("a", "<<", late)
+    log.add("a", "<<", early)
+    kept_late, kept_early = log.lines()
+    assert kept_late.endswith("d" * (4000 - len('{"description": "')) + f"… ({len(late)} bytes)")
+    assert "sss" not in kept_early and "too long to hide them in" in kept_early

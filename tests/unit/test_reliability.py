@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -421,6 +422,51 @@ async def test_a_deeply_nested_line_costs_that_line_only(
     if depth < 1_000:  # within the limit: decoded, shown
         assert "around" in transcript_text(editor)
         assert ["#### x", "`other` · completed"] in editor.transcript(1).values()
+
+
+def select(version: int, config_id: str, choices: int) -> dict[str, Any]:
+    """A select setting of ``choices`` choices, its id named as ``version`` names it."""
+    return {
+        "type": "select",
+        "configId" if version == 2 else "id": config_id,
+        "name": config_id.title(),
+        "currentValue": "c0",
+        "options": [{"value": f"c{i}", "name": f"C{i}"} for i in range(choices)],
+    }
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_big_settings_update_is_converted_off_the_loop(
+    tmp_path: Path, version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29.7: 500,000 choices of a legal settings line held the loop a second while
+    they became the chat's settings one by one. Past OFF_LOOP_CHOICES a worker thread
+    converts them; a small update stays on the loop, and the updates keep their order.
+    Past SENT_CHOICES the status leaves the choices out (their packing for Lua held the
+    loop too): it names the current choice, and the choices are there to ask for."""
+    from acp_nvim.client.agent import big_settings
+    from acp_nvim.client.session import view
+
+    monkeypatch.setattr(big_settings, "OFF_LOOP_CHOICES", 10)
+    monkeypatch.setattr(view, "SENT_CHOICES", 10)
+    on_loop: list[tuple[str, bool]] = []
+    entry = view.config_entry
+
+    def recording(option: Any, whole: bool = True) -> dict[str, Any]:
+        on_loop.append((option.id, threading.current_thread() is threading.main_thread()))
+        return entry(option, whole)
+
+    monkeypatch.setattr(view, "config_entry", recording)
+    settings = [[select(version, "big", 20)], [select(version, "small", 3)], [select(version, "big", 20)]]
+    lines = [update({"sessionUpdate": "config_option_update", "configOptions": s}) for s in settings]
+    app, editor = await one_turn(MemoryAgent(version, [lines]), tmp_path)
+    assert on_loop == [("big", False), ("small", True), ("big", False)]
+    (shown,) = editor.last_status(1)["config_options"]
+    assert shown == {"id": "big", "name": "Big", "type": "select", "category": None,
+                     "current": "c0", "current_name": "C0"}  # fmt: skip
+    assert app.choices(1, "big") == [{"value": f"c{i}", "name": f"C{i}"} for i in range(20)]
+    (small,) = [o for op in editor.ops[1] for o in op.get("config_options", []) if o["id"] == "small"]
+    assert small["choices"] == [{"value": f"c{i}", "name": f"C{i}"} for i in range(3)]
 
 
 # -- issue 29.1: login methods outside the schema ---------------------------------------

@@ -143,7 +143,7 @@ def test_a_batch_over_the_budget_is_split_in_order() -> None:
 def test_an_op_that_cannot_be_cut_goes_alone() -> None:
     nvim = FakeNvim()
     editor = NvimEditor(nvim, budget=OP_COST * 2)  # type: ignore[arg-type]
-    big = {"op": "block", "id": "m1", "kind": "agent", "lines": ["## Agent"] * 500}
+    big = {"op": "block", "id": "m1", "kind": "tool", "lines": ["row"] * 500}
     long_line = "x" * 100_000
     editor.render(1, [big, append(long_line), append("\nnext", "m2")])
     nvim.run_scheduled()
@@ -205,6 +205,50 @@ def test_a_long_message_is_split_into_its_first_lines_and_an_append() -> None:
     assert ops[0]["op"] == "block" and len(ops[0]["lines"]) == 10
     assert [op["op"] for op in ops[1:]] == ["append"] * 3
     assert draw(ops) == thought["lines"]
+
+
+def test_a_plan_of_10k_entries_goes_in_slices_the_budget_holds() -> None:
+    """Issue 29.7: a plan's block was one op, 10k lines packed and applied at once;
+    now it is cut like a message, each batch within the budget, and drawn whole."""
+    nvim = FakeNvim()
+    budget = OP_COST + LINE_COST * 300
+    editor = NvimEditor(nvim, budget=budget)  # type: ignore[arg-type]
+    plan = {"op": "block", "id": "#plan:p", "kind": "plan",
+            "lines": ["### Plan", *(f"- [ ] step {i}" for i in range(10_000))]}  # fmt: skip
+    editor.render(1, [plan])
+    nvim.run_scheduled()
+    ops = ops_of(nvim.batches)
+    assert len(nvim.batches) == len(ops) > 30
+    assert draw(ops) == plan["lines"]
+    assert all(batch_cost(batch) <= budget for batch in nvim.batches)
+
+
+def test_10k_slash_commands_go_in_slices_after_the_status_they_begin() -> None:
+    """Issue 29.7: 10k commands (10 MB) went in one status op, whose packing held the
+    GIL, and so the host's loop, 13-30 ms. Sliced: the status op carries the first
+    commands and the other fields, ``more_commands`` ops the rest, in order."""
+    nvim = FakeNvim()
+    budget = OP_COST + LINE_COST * 300
+    editor = NvimEditor(nvim, budget=budget)  # type: ignore[arg-type]
+    commands = [{"name": f"c{i}", "description": "d" * 1000} for i in range(10_000)]
+    editor.render(1, [{"op": "status", "title": "t", "commands": commands}, append("after")])
+    nvim.run_scheduled()
+    ops = ops_of(nvim.batches)
+    assert ops[0]["op"] == "status" and ops[0]["title"] == "t"
+    assert [op["op"] for op in ops[1:-1]] == ["more_commands"] * (len(ops) - 2)
+    assert [c for op in ops[:-1] for c in op["commands"]] == commands
+    assert ops[-1] == append("after")
+    assert len(nvim.batches) > 30
+    assert all(batch_cost(batch) <= budget for batch in nvim.batches)
+
+
+def batch_cost(batch: list[dict[str, Any]]) -> int:
+    """The budget's units of one batch's render ops: an op, each line and command."""
+    return sum(
+        OP_COST + LINE_COST * len(op.get("lines") or op.get("commands") or op.get("text", "").split("\n")[1:])
+        for item in batch
+        for op in item["ops"]
+    )
 
 
 class PackingNvim(FakeNvim):

@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from acp_nvim import __version__
+from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
     NotOffered,
@@ -55,6 +56,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
+    Choices,
     ConfigOption,
     ContentPart,
     DiffPart,
@@ -111,6 +113,8 @@ def _apply_other(chat: Chat, update: Any) -> None:
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
+        case big_settings.Converted(options=options, entries=entries):
+            chat.on_config(_keep_shown(options, chat.session.config_options), entries)
         case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
             # v1 cannot tell an omitted summary from null: omitted, it is left as is.
             text = UNSET if summary is None else "".join(content_text(b) for b in summary)
@@ -160,23 +164,27 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
 
 
 def _option(
-    option: Any, kind: str, current: str | bool, choices: list[tuple[str, str]] | None = None
+    option: Any, kind: str, current: str | bool, choices: Choices | None = None
 ) -> ConfigOption:
     return ConfigOption(
-        option.id, option.name, kind, current, option.category, option.description, choices or []
-    )
+        option.id, option.name, kind, current, option.category, option.description,
+        choices or Choices(),
+    )  # fmt: skip
 
 
-def _choices(options: Any) -> list[tuple[str, str]]:
+def _choices(options: Any) -> Choices:
     if isinstance(options, Unknown):
-        return []
-    choices = []
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
     for item in options:
         if isinstance(item, v1.SessionConfigSelectGroup):
-            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
         else:
-            choices.append((item.value, item.name))
-    return choices
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))
 
 
 class _Model(msgspec.Struct):
@@ -212,14 +220,14 @@ def settings(
     result = config_options(options or [])
     taken = {o.category for o in result} | {o.id for o in result}
     if modes is not None and "mode" not in taken:
-        choices = [(m.id, m.name) for m in modes.available_modes]
+        choices = Choices.of((m.id, m.name) for m in modes.available_modes)
         result.append(
             ConfigOption(
                 "mode", "Mode", "select", modes.current_mode_id, "mode", None, choices, "modes"
             )
         )
     if models is not None and "model" not in taken:
-        choices = [(m.model_id, m.name or m.model_id) for m in models.available_models]
+        choices = Choices.of((m.model_id, m.name or m.model_id) for m in models.available_models)
         current = models.current_model_id
         result.append(
             ConfigOption("model", "Model", "select", current, "model", None, choices, "models")
@@ -603,12 +611,17 @@ class SessionsV1:
 
     async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+        updates = await big_settings.off_loop(
+            [n.update for n in notifications], v1.SessionUpdateConfigOptionUpdate, config_options
+        )
+        by_session = zip([n.session_id for n in notifications], updates, strict=True)
+        for session_id, pairs in itertools.groupby(by_session, lambda pair: pair[0]):
+            group = [update for _, update in pairs]
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, [n.update for n in group])
+                self._early.hold(session_id, group)
             else:
-                apply_updates(chat, [n.update for n in group])
+                apply_updates(chat, group)
 
     async def _on_permission(
         self, params: v1.RequestPermissionRequest

@@ -35,6 +35,7 @@ import anyio
 from msgspec import UnsetType
 
 from acp_nvim import __version__
+from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
     NotOffered,
@@ -57,6 +58,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
+    Choices,
     ConfigOption,
     ContentPart,
     FileOp,
@@ -182,6 +184,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             chat.on_info(commands=[_command(c) for c in commands])
         case v2.SessionUpdateConfigOptionUpdate(config_options=options):
             chat.on_config(config_options(options))
+        case big_settings.Converted(options=options, entries=entries):
+            chat.on_config(options, entries)
         case v2.SessionUpdateSessionInfoUpdate(title=title):
             if not isinstance(title, UnsetType):
                 chat.on_info(title=title)
@@ -345,16 +349,19 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
     return result
 
 
-def _choices(options: Any) -> list[tuple[str, str]]:
+def _choices(options: Any) -> Choices:
     if isinstance(options, Unknown):
-        return []
-    choices = []
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
     for item in options:
         if isinstance(item, v2.SessionConfigSelectGroup):
-            choices += [(o.value, f"{item.name}: {o.name}") for o in item.options]
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
         else:
-            choices.append((item.value, item.name))
-    return choices
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))
 
 
 # -- requests --------------------------------------------------------------------------
@@ -576,19 +583,23 @@ class SessionsV2:
 
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        for session_id, group in itertools.groupby(notifications, lambda n: n.session_id):
+        updates = await big_settings.off_loop(
+            [n.update for n in notifications], v2.SessionUpdateConfigOptionUpdate, config_options
+        )
+        by_session = zip([n.session_id for n in notifications], updates, strict=True)
+        for session_id, pairs in itertools.groupby(by_session, lambda pair: pair[0]):
+            group = [update for _, update in pairs]
             chat = self.services.chats.get(session_id)
             if chat is None:
-                self._early.hold(session_id, [n.update for n in group])
+                self._early.hold(session_id, group)
                 continue
-            updates = [n.update for n in group]
             if chat.muted:
                 # A turn ended here that the agent went on with: hidden, but its idle
                 # ends it all the same (its prompt waits for that in the background).
-                if any(_is_idle(update) for update in updates) and session_id in self._idle:
+                if any(_is_idle(update) for update in group) and session_id in self._idle:
                     self._idle[session_id].set()
                 continue
-            apply_updates(chat, updates, self.services.terminals)
+            apply_updates(chat, group, self.services.terminals)
             if chat.state == "running" and chat.session.state == "idle":
                 idle = self._idle.get(session_id)
                 if idle is not None:

@@ -92,6 +92,7 @@ class App:
         self.logout = self.pool.logout
         self.set_config = self.settings.set_config
         self.set_category = self.settings.set_category
+        self.choices = self.settings.choices
         self.review = self.conversations.review
         self.baseline = self.reviews.baseline
         self.buffer_changed = self.reviews.buffer_changed

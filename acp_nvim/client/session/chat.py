@@ -451,10 +451,13 @@ class Chat:
         else:
             self.on_info(model=value)
 
-    def on_config(self, options: list[ConfigOption]) -> None:
-        """The session's settings, whole (v2 ``configOptions``); the header shows them."""
+    def on_config(
+        self, options: list[ConfigOption], entries: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """The session's settings, whole (v2 ``configOptions``); the header shows them.
+        ``entries``: those of the first options, made off the loop (`view.config_fields`)."""
         self.session.config_options = options
-        self._draw(view.status_op(**view.config_fields(options)))
+        self._draw(view.status_op(**view.config_fields(options, entries)))
 
     def on_steered(self, text: str) -> None:
         """The user's message went into the running turn (steering): shown there. An

@@ -19,6 +19,7 @@ __all__ = [
     "UNSET",
     "Attachment",
     "ChangesPart",
+    "Choices",
     "Compaction",
     "ConfigOption",
     "ContentPart",
@@ -47,8 +48,9 @@ __all__ = [
 ]
 
 import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from msgspec import UNSET, UnsetType
 
@@ -321,14 +323,38 @@ class ToolCallPatch:
     raw_input: Any = UNSET
 
 
+@dataclass(frozen=True)
+class Choices:
+    """A select's choices: (value, name) pairs when iterated, kept as two tuples of
+    strings. 500,000 of them made as pairs were 500,000 objects for the collector to
+    count and walk, holding the GIL 15-20 ms a collection (issue 29.7)."""
+
+    values: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, str]]) -> Choices:
+        values, names = [], []
+        for value, name in pairs:
+            values.append(value)
+            names.append(name)
+        return cls(tuple(values), tuple(names))
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return zip(self.values, self.names, strict=True)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
 @dataclass
 class ConfigOption:
     """A session setting: a config option, or an agent's modes or models shown as one
     (category ``mode`` / ``model``) when it sends no config option of that category.
 
     ``type`` is ``select`` or ``boolean`` (newer types are listed, not editable);
-    ``choices`` are (value, name) pairs of a select; ``source`` is what the agent
-    sent: ``config`` (a config option), ``modes`` or ``models``.
+    ``choices`` are the (value, name) pairs of a select; ``source`` is what the
+    agent sent: ``config`` (a config option), ``modes`` or ``models``.
     """
 
     id: str
@@ -337,7 +363,7 @@ class ConfigOption:
     current: str | bool | None
     category: str | None = None
     description: str | None = None
-    choices: list[tuple[str, str]] = field(default_factory=list)
+    choices: Choices = Choices()
     source: Literal["config", "modes", "models"] = "config"
 
 
@@ -352,8 +378,11 @@ class Compaction:
     error: str | None = None
 
 
-@dataclass
-class PlanEntry:
+class PlanEntry(NamedTuple):
+    """One step of a plan. A tuple: the collector stops following it once it saw it,
+    where 10k dataclasses of a plan made their update set off full collections
+    (issue 29.7)."""
+
     content: str
     status: str = "pending"
     priority: str = "medium"

@@ -35,9 +35,9 @@ __all__ = [
 ]
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_nvim.client.editor import (
     AppendOp,
@@ -406,33 +406,66 @@ def _patch_sections(text: str | None) -> dict[str, list[str]]:
     return keyed
 
 
-def config_fields(options: list[ConfigOption]) -> StatusFields:
+# Past this many choices in all (a 17 MB settings line has 500,000), a select's status
+# entry leaves its choices out: packed for Lua they held the host's loop ~120 ms, and
+# Lua asks for one setting's choices when a picker needs them (`choices_entries`).
+SENT_CHOICES = 10_000
+
+
+def config_fields(
+    options: list[ConfigOption], entries: Sequence[dict[str, Any]] = ()
+) -> StatusFields:
     """Status fields for the header and ``status()``: the options, and the current
-    value of the well-known categories (mode, model, thought_level)."""
-    fields: StatusFields = {
-        "config_options": [
-            {
-                "id": o.id,
-                "name": o.name,
-                "type": o.type,
-                "category": o.category,
-                "current": o.current,
-                "choices": [{"value": v, "name": n} for v, n in o.choices],
-            }
-            for o in options
-        ]
-    }
+    value of the well-known categories (mode, model, thought_level). ``entries`` are
+    the `config_entry` of the first options, when already made off the loop."""
+    whole = choice_count(options) <= SENT_CHOICES
+    made = [config_entry(o, whole) for o in options[len(entries) :]]
+    fields: StatusFields = {"config_options": [*entries, *made]}
     for option in options:
-        current = option.current
-        if isinstance(current, str):
-            current = dict(option.choices).get(current, current)
+        if option.category not in ("mode", "model", "thought_level"):
+            continue
+        current = _current_name(option)
         if option.category == "mode":
             fields["mode"] = current
         elif option.category == "model":
             fields["model"] = current
-        elif option.category == "thought_level":
+        else:
             fields["thought_level"] = current
     return fields
+
+
+def choice_count(options: Sequence[ConfigOption]) -> int:
+    return sum(len(o.choices) for o in options)
+
+
+def config_entry(option: ConfigOption, whole: bool = True) -> dict[str, Any]:
+    """One setting as ``status().config_options`` lists it; not ``whole``, a select's
+    ``choices`` are left out and ``current_name`` names its current value."""
+    entry: dict[str, Any] = {
+        "id": option.id,
+        "name": option.name,
+        "type": option.type,
+        "category": option.category,
+        "current": option.current,
+    }
+    if whole or option.type != "select":
+        entry["choices"] = choices_entries(option)
+    else:
+        entry["current_name"] = _current_name(option)
+    return entry
+
+
+def choices_entries(option: ConfigOption) -> list[dict[str, str]]:
+    """A setting's choices as Lua lists them: ``{value, name}``."""
+    return [{"value": v, "name": n} for v, n in option.choices]
+
+
+def _current_name(option: ConfigOption) -> str | bool | None:
+    """The current value's name where the choices name it, else the value."""
+    current = option.current
+    if isinstance(current, str):
+        return next((n for v, n in option.choices if v == current), current)
+    return current
 
 
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:

@@ -753,6 +753,12 @@ M.ops = {
       end
     end
   end,
+  more_commands = function(batch, op)
+    -- A long list of commands comes in slices: each follows the ones before it.
+    local commands = batch.status.commands or batch.chat.status.commands or {}
+    vim.list_extend(commands, op.commands)
+    batch.status.commands = commands
+  end,
   input = function(batch, op)
     give_back(batch.chat, op.text)
   end,

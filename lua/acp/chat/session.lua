@@ -8,10 +8,32 @@ local util = require("acp.util")
 
 local M = {}
 
+-- The choices Python left out of a setting's status entry (past 10,000 choices in
+-- all, view.SENT_CHOICES), asked for once: by the entry, gone with it.
+local asked = setmetatable({}, { __mode = "k" })
+
+--- The choices ({value, name}) of setting `option` of `chat`: its own, else those
+--- Python left out of it, asked for.
+---@return table[]
+function M.choices(chat, option)
+  if option.choices or option.type ~= "select" then
+    return option.choices or {}
+  end
+  if not asked[option] then
+    -- A Python side that is gone has no choices to give (status() must not fail).
+    local ok, choices = pcall(host.request, "choices", { chat = chat.id, id = option.id })
+    asked[option] = ok and choices or nil
+  end
+  return asked[option] or {}
+end
+
 local function option_label(option)
   local current = option.current
   if type(current) == "boolean" then
     current = current and "on" or "off"
+  end
+  if option.current_name ~= nil and option.current_name ~= vim.NIL then
+    current = option.current_name
   end
   for _, choice in ipairs(option.choices or {}) do
     if choice.value == current then
@@ -42,7 +64,7 @@ function M.config(chat, id, value)
     if option.type == "boolean" then
       M.config(chat, option.id, not option.current)
     elseif option.type == "select" then
-      vim.ui.select(option.choices, {
+      vim.ui.select(M.choices(chat, option), {
         prompt = option.name,
         format_item = function(choice)
           return choice.value == option.current and choice.name .. " (current)" or choice.name
@@ -75,11 +97,12 @@ function M.choose(chat, category, value)
     return
   end
   local option = M.setting(chat, category)
-  if not option or #(option.choices or {}) == 0 then
+  local choices = option and M.choices(chat, option) or {}
+  if #choices == 0 then
     util.notify(("the agent offers no %s to choose"):format(category), "warn")
     return
   end
-  vim.ui.select(option.choices, {
+  vim.ui.select(choices, {
     prompt = option.name,
     format_item = function(choice)
       return choice.name .. (choice.value == option.current and " (current)" or "")
@@ -106,7 +129,7 @@ function M.complete(arglead, cmdline)
       table.insert(items, option.id)
     elseif index == 2 and option.id == words[2] then
       items = option.type == "boolean" and { "on", "off" } or {}
-      for _, choice in ipairs(option.choices or {}) do
+      for _, choice in ipairs(M.choices(chat, option)) do
         table.insert(items, choice.value)
       end
     end

@@ -176,6 +176,35 @@ async def say_by_character(agent: Agent, prompt: Prompt) -> None:
         await agent.say(character)
 
 
+async def big_lists(agent: Agent, prompt: Prompt) -> None:
+    """Lists too long to send to Lua in one piece (issue 29.7): prompt "settings" sends
+    30 selects of 500 choices (15,000 in all, the first two a mode and a model), prompt
+    "commands" 3,000 slash commands, prompt "plan" a plan of 3,000 entries; else as
+    `calls`."""
+    key = "configId" if agent.version == 2 else "id"
+    if prompt.text == "settings":
+        options = [
+            {"type": "select", key: f"o{i}", "name": f"Option {i}", "currentValue": "v1",
+             "category": {0: "mode", 1: "model"}.get(i),
+             "options": [{"value": f"v{j}", "name": f"Choice {i}.{j}"} for j in range(500)]}
+            for i in range(30)
+        ]  # fmt: skip
+        await agent.update({"sessionUpdate": "config_option_update", "configOptions": options})
+    elif prompt.text == "commands":
+        commands = [{"name": f"c{i}", "description": f"command {i}"} for i in range(3000)]
+        await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
+    elif prompt.text == "plan":
+        entries = [{"content": f"step {i}", "priority": "medium", "status": "pending"} for i in range(3000)]
+        plan: Params = {"sessionUpdate": "plan", "entries": entries}
+        if agent.version == 2:
+            plan = {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "p", "entries": entries}}
+        await agent.update(plan)
+    else:
+        await calls(agent, prompt)
+        return
+    await agent.say(f"sent {prompt.text}")
+
+
 async def unknown_session(agent: Agent, params: Params) -> None:
     """A new process knows no session to resume."""
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
@@ -208,6 +237,7 @@ SCENARIOS = (
         session=modes_and_models,
     ),
     Scenario("configs", configs_switch, session=approval_too),
+    Scenario("big", big_lists, v2={}),
     Scenario(
         "history",
         calls,
