@@ -258,6 +258,13 @@ ROWS: dict[str, list[Row]] = {
             _ratio("nvim_p99_turn_start", "nvim_p99_idle"),
             lambda m, _: m <= 1.0,
         ),
+        (
+            "  Neovim's longest turn of its event loop meanwhile (ms)",
+            "—",
+            _key("nvim_busy_turn_start"),
+            None,
+        ),
+        ("    the second before (ms)", "—", _key("nvim_busy_idle"), None),
     ],
     "biglines": [
         row

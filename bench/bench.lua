@@ -58,6 +58,27 @@ function M.tick(chan, ms)
   end, ms)
 end
 
+--- Neovim's busy stretches from now on: from libuv's poll returning (a check
+--- handle) to the next poll (a prepare handle), i.e. the work of one turn of the
+--- event loop (requests, callbacks, the redraw). M.stretches holds each over 0.1 ms
+--- as {start, length} (ns).
+function M.busy()
+  local woke = nil
+  M.stretches = {}
+  vim.uv.new_check():start(function()
+    woke = vim.uv.hrtime()
+  end)
+  vim.uv.new_prepare():start(function()
+    if woke then
+      local took = vim.uv.hrtime() - woke
+      if took > 100000 then
+        table.insert(M.stretches, { woke, took })
+      end
+      woke = nil
+    end
+  end)
+end
+
 --- Report every AcpTurnEnd and AcpSessionReady (with its time) to the driver.
 function M.events(chan)
   api.nvim_create_autocmd("User", {

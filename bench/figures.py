@@ -411,7 +411,8 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
     measures the worker loop: it sends a request every millisecond and times the
     answer. The turn start: sent → its prompt reached the agent. Neovim's ping p99
     meanwhile is compared with the second before, the loop prober already running
-    (its requests cost the host and the cores too), and with a Neovim left alone."""
+    (its requests cost the host and the cores too), and with a Neovim left alone;
+    and Neovim's longest turn of its event loop, meanwhile and the second before."""
     tree = git_tree(files)
     n = Nvim()
     ui = Ui(n.socket)
@@ -425,6 +426,7 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         alone = Pinger(n.socket)
         time.sleep(1)
         alone_pings = alone.stop()
+        n.lua("_G.bench.busy()")
         n.send_to(pinging, f"pings {pings_ms}")
         time.sleep(0.3)  # the pings are under way
         pinger = Pinger(n.socket)
@@ -438,6 +440,11 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         samples = n.last_stamp("pings")["samples"]
         during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
         usual = [rtt for begun, rtt in samples if begun + rtt < sent]
+        stretches = n.lua("return _G.bench.stretches")
+
+        def busiest(start: int, end: int) -> float:  # the stretches that overlap [start, end)
+            return max((t for at, t in stretches if at < end and at + t >= start), default=0) / MS
+
         return {
             "turn_start": (started - sent) / MS,
             "loop_stall": max(during) / MS,
@@ -445,6 +452,8 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
             "nvim_p99_turn_start": p99(pings, sent, started),
             "nvim_p99_idle": p99(pings, before, sent),
             "nvim_p99_alone": p99(alone_pings, 0, time.monotonic_ns()),
+            "nvim_busy_turn_start": busiest(sent, started),
+            "nvim_busy_idle": busiest(before, sent - 1),
         }
     finally:
         ui.close()

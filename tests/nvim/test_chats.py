@@ -64,14 +64,33 @@ def test_send_key_in_insert_mode_and_history_kept_across_chats(editor: Editor) -
     editor.nvim.input("<Down>")
     wait_input(editor, ["draft"])
 
-    # Kept in stdpath("state"): a new chat (as after a restart) starts with it.
-    stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
+    # Kept in stdpath("state"): a new chat (as after a restart) starts with it. The
+    # file is written off Neovim's loop: wait for it.
+    path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json"
+    editor.wait(f"(vim.fn.readfile('{path}')[1] or ''):find('second') ~= nil", what="the prompts on disk")
+    stored = json.loads(path.read_text())
     assert list(stored.values()) == [["first", "second"]]
     editor.nvim.input("<Esc>")
     editor.nvim.command("AcpChat!")
     editor.wait_event("AcpSessionReady", count=2)
     editor.nvim.input("i<Up>")
     wait_input(editor, ["second"])
+
+
+def test_a_prompt_sent_as_neovim_quits_is_kept(editor: Editor) -> None:
+    """The prompt history is written off the loop; quitting writes what is left."""
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('first')")
+    editor.wait_event("AcpTurnEnd")
+    editor.closed = True
+    try:  # quit in the same turn of the loop: the prompt's write had not begun
+        editor.lua("require('acp').send('last words'); vim.cmd('qa!')")
+    except (OSError, EOFError):
+        pass  # the channel closes under the request
+    editor.nvim.close()
+    stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
+    assert list(stored.values()) == [["first", "last words"]]
 
 
 def test_history_keys_move_as_usual_inside_a_multiline_input(editor: Editor) -> None:

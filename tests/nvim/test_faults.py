@@ -198,6 +198,9 @@ def hold_and_queue(editor: Editor, *prompts: str) -> dict[str, Any]:
     status = editor.open_chat()
     editor.lua("require('acp').send('hold')")
     editor.wait("require('acp').status().state == 'running'")
+    # Its "holding" drawn too: nothing more comes to the transcript until a cancel.
+    transcript = f"vim.api.nvim_buf_get_lines({status['transcript_buf']}, 0, -1, false)"
+    editor.wait(f"table.concat({transcript}, '\\n'):find('holding') ~= nil", what="holding")
     for prompt in prompts:
         editor.lua("require('acp').send(...)", prompt)
     editor.wait(f"require('acp').status().queued == {len(prompts)}")
@@ -281,6 +284,23 @@ def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) 
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")
     assert "You said: *hello*" in editor.transcript_text()
+
+
+def test_what_is_typed_while_the_chat_starts_is_kept_and_sent_once_ready(editor: Editor) -> None:
+    """The input takes keys at once (the chat is drawn before the host and the agent
+    start): a prompt typed and sent before the session is ready is sent when it is."""
+    release = editor.tmp / "project" / "release"
+    os.mkfifo(release)
+    editor.setup(agents={"held": editor.fake_agent("held_init")}, default_agent="held")
+    status = editor.open_chat(ready=False)
+    editor.nvim.input("ihello<C-s>")
+    editor.wait("require('acp').status().queued == 1", what="the prompt queued")
+    assert editor.lua("return require('acp').status().state") == "starting"
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+    with open(release, "wb"):  # the agent answers its initialize now
+        pass
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: hello" in editor.transcript_text()
 
 
 def test_queued_prompts_come_back_to_the_input_when_the_agent_dies(editor: Editor) -> None:

@@ -404,5 +404,6 @@ def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
         fill(state, room=0)
         editor.lua("require('acp').send('hello')")  # stored in a later turn of the loop
         editor.wait_event("AcpTurnEnd")
+        editor.lua("require('acp.chat.prompt_history').flush()")  # its write is done
         assert history.read_text() == older
         assert not [name for name in os.listdir(state) if name.endswith(".acp~")]

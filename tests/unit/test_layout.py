@@ -293,3 +293,35 @@ def test_every_kind_of_catch_is_seen(tmp_path: Path, source: str) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(source)
     assert caught_foreign(probe)
+
+
+# What the host must not import before it spawns the first agent: a chat's model,
+# view, record and the review load with the first chat, while the agent starts
+# (doc/performance.md, start-up). A top-level import of one of them from a module the
+# host imports undoes that overlap without any test failing otherwise.
+AFTER_THE_SPAWN = (
+    "acp_nvim.client.session.chat",
+    "acp_nvim.client.session.model",
+    "acp_nvim.client.session.view",
+    "acp_nvim.client.history._record",
+    "acp_nvim.review",
+    "acp_nvim.client.agent.connection",
+    "acp_nvim.protocol.schema_v1",
+    "acp_nvim.client.mcp",
+)
+
+
+def test_the_host_imports_a_chat_only_after_the_first_spawn() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, acp_nvim.nvim.host; print(*(m for m in sys.argv[1:] if m in sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, *AFTER_THE_SPAWN],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=60,
+    ).stdout.split()
+    assert loaded == []

@@ -114,6 +114,8 @@ class ChatLifecycle:
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self.pool.spawn(name, agent_config, workspace.user_cwd)
         chat = self._new_chat(chat_id, name, workspace)
+        if self.queue.prompts[chat_id]:  # sent before the chat was made: shown waiting
+            self.queue.show(chat)
         if source is not None:
             await self.ctx.history.hand_over(chat, source)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)

@@ -12,7 +12,6 @@ from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.config import AgentConfig
 from acp_nvim.client.errors import AgentFailed
-from acp_nvim.client.session import view
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
@@ -67,6 +66,8 @@ class Settings:
     def choices(self, chat_id: int, config_id: str) -> list[dict[str, str]]:
         """The choices of the chat's setting ``config_id`` (``{value, name}``): what its
         status entry leaves out past `view.SENT_CHOICES`; none for an unknown setting."""
+        from acp_nvim.client.session import view
+
         chat = self.ctx.chats.get(chat_id)
         option = _setting(chat, config_id) if chat is not None else None
         return view.choices_entries(option) if option is not None else []

@@ -13,20 +13,23 @@ __all__ = ["FLUSH_SECONDS", "History"]
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history._blocks import markdown, render_ops
-from acp_nvim.client.history._record import ChatRecord
 from acp_nvim.client.history._store import SHOWN, ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
-from acp_nvim.client.session import view
-from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.tasks import Tasks
+
+if TYPE_CHECKING:
+    # A chat's record and its blocks (the chat's model and view, the review's diffs)
+    # are imported with the first chat: the host imports this module before it
+    # spawns the first agent (doc/performance.md, start-up).
+    from acp_nvim.client.history._record import ChatRecord
+    from acp_nvim.client.session.chat import Chat
 
 # Seconds a change waits at most before it is written (a turn's end: at once).
 FLUSH_SECONDS = 0.5
@@ -71,6 +74,9 @@ class History:
 
     def attach(self, chat: Chat, cwd: str, *, keep: bool) -> ChatRecord:
         """Follow ``chat`` (``keep``: its agent's chats are kept); its record."""
+        from acp_nvim.client.history._record import ChatRecord
+        from acp_nvim.client.session import view
+
         writer = self._writer_now() if keep else None
         target = Target(chat.agent, cwd) if writer is not None else None
         record = ChatRecord(chat, cwd, target, self._wake)
@@ -171,6 +177,8 @@ class History:
     async def _draw(self, chat: Chat, blocks: list[StoredBlock], prefix: str) -> None:
         """Draw stored blocks a slice at a time: the first screen goes to Neovim
         while the rest is made (a 2,000-block chat's ops take ~80 ms to make)."""
+        from acp_nvim.client.history._blocks import render_ops
+
         for start in range(0, len(blocks), _SLICE):
             self.editor.render(chat.id, render_ops(blocks[start : start + _SLICE], prefix))
             await anyio.lowlevel.checkpoint()
@@ -190,6 +198,8 @@ class History:
     def seed(self, chat: Chat) -> None:
         """A new session begins for a chat that shows an earlier conversation: its
         first prompt carries it (and the transcript says so)."""
+        from acp_nvim.client.history._blocks import markdown
+
         record = self._records.get(chat.id)
         if record is None or not record.base:
             return
@@ -200,6 +210,8 @@ class History:
 
     def export_chat(self, chat_id: int) -> str | None:
         """A live chat as Markdown (None: no such chat)."""
+        from acp_nvim.client.history._blocks import markdown
+
         record = self._records.get(chat_id)
         return None if record is None else markdown(record.row(), record.blocks())
 
@@ -289,6 +301,8 @@ class History:
     def export(self, history_id: int) -> str | None:
         """A stored chat as Markdown, the branch it showed (None: no such chat).
         Raises StoreError."""
+        from acp_nvim.client.history._blocks import markdown
+
         found = self._read(history_id)
         if found is None:
             return None

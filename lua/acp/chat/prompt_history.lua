@@ -34,10 +34,43 @@ local function of(chat)
   return chat.history
 end
 
+---@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
+local waiting = {}
+local writing = false
+
+--- The file's prompts with those waiting added (and taken).
+local function merged()
+  local data = load()
+  for _, prompt in ipairs(waiting) do
+    local name, text = prompt[1], prompt[2]
+    local stored = data[name] or {}
+    if stored[#stored] ~= text then
+      table.insert(stored, text)
+    end
+    data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
+  end
+  waiting = {}
+  vim.fn.mkdir(vim.fs.dirname(file()), "p")
+  return { vim.json.encode(data) }
+end
+
+-- One write at a time, each after reading the file again (another Neovim's prompts
+-- are kept); all or nothing (a full disk must not cost the history), its sync off
+-- the loop (a turn start must not wait for the disk).
+local function store()
+  if writing or #waiting == 0 then
+    return
+  end
+  writing = true
+  util.write_lines_later(file(), merged(), function()
+    writing = false
+    store()
+  end)
+end
+
 --- Remember `text` as sent from `chat`, in the chat now and on disk in a later
---- turn of the event loop (reading, merging and writing the file takes 0.2-0.7 ms:
---- not in the same turn as sending the prompt and drawing it). Another Neovim's
---- prompts are kept: the file is read again before it is written.
+--- turn of the event loop: reading and merging the file is not done in the same
+--- turn as sending the prompt and drawing it, and writing it not on the loop.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -46,19 +79,24 @@ function M.add(chat, text)
   if history.entries[#history.entries] ~= text then
     table.insert(history.entries, text)
   end
-  local name = key(chat)
-  vim.schedule(function()
-    local data = load()
-    local stored = data[name] or {}
-    if stored[#stored] ~= text then
-      table.insert(stored, text)
-    end
-    data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
-    vim.fn.mkdir(vim.fs.dirname(file()), "p")
-    -- All or nothing: a full disk must not cost the history.
-    util.write_lines(file(), { vim.json.encode(data) })
-  end)
+  table.insert(waiting, { key(chat), text })
+  vim.schedule(store)
 end
+
+--- Have every prompt sent so far on disk before returning (Neovim is closing).
+function M.flush()
+  vim.wait(5000, function()
+    return not writing
+  end)
+  if #waiting > 0 then
+    util.write_lines(file(), merged())
+  end
+end
+
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = vim.api.nvim_create_augroup("acp.prompt_history", { clear = true }),
+  callback = M.flush,
+})
 
 --- Show the previous (`step` -1) or next (+1) prompt in the input; past the newest
 --- the text typed before walking comes back. False when there is nothing there.

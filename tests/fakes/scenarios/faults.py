@@ -20,6 +20,12 @@ async def hang(agent: Agent, params: Params) -> None:
     await anyio.sleep_forever()
 
 
+async def held(agent: Agent, params: Params) -> None:
+    """Answer once the test releases the start: it opens the named pipe ``release``
+    in the agent's directory for writing and closes it."""
+    await anyio.to_thread.run_sync(lambda: open("release", "rb").read())  # noqa: SIM115
+
+
 async def endless(agent: Agent, prompt: Prompt) -> str:
     """Streams until cancelled, then answers the way every real agent does."""
     i = 0
@@ -131,6 +137,7 @@ async def garbage(agent: Agent, prompt: Prompt) -> None:
 SCENARIOS = (
     Scenario("silent_init", before={"initialize": hang}),
     Scenario("silent_new", before={"session/new": hang}),
+    Scenario("held_init", before={"initialize": held}),
     Scenario("bad_version", protocol_version=7),
     Scenario("endless", endless),
     Scenario("ignore_cancel", ignore_cancel, v2={}),
