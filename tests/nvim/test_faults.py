@@ -211,10 +211,6 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     editor: Editor,
 ) -> None:
     status = hold_and_queue(editor)
-    # The held reply drawn first: with it the transcript and the queue are taller
-    # than the window whenever the queue comes (without it they could fit).
-    buf = status["transcript_buf"]
-    editor.wait(f"vim.tbl_contains(vim.api.nvim_buf_get_lines({buf}, 0, -1, false), 'holding')")
     # A short window following the transcript: the queue must scroll into view.
     editor.lua(
         "local win = vim.fn.bufwinid(...); vim.api.nvim_win_set_height(win, 8)"
