@@ -35,6 +35,7 @@ __all__ = [
     "session_runs",
     "steer",
     "steers",
+    "streamed_chunk",
     "untold_roots",
 ]
 
@@ -52,8 +53,8 @@ from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
-from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.model import Attachment, LoginMethod, Role
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import Connection, RequestError
@@ -597,3 +598,22 @@ def session_runs(
     pairs = zip(map(_SESSION_ID, notifications), updates, strict=True)
     for session_id, run in itertools.groupby(pairs, _FIRST):
         yield session_id, list(map(_SECOND, run))
+
+
+def streamed_chunk(
+    roles: Mapping[type, Role], text_block: type[Any], content_text: Callable[[Any], str]
+) -> Callable[[Any], Chunk | None]:
+    """An adapter's reader of streamed chunks for `Chat.on_updates`: ``roles`` by
+    update struct, the text of a ``text_block`` read in place (a stream's every chunk),
+    other content through ``content_text``."""
+
+    def chunk(update: Any) -> Chunk | None:
+        # By type first: a stream's chunks are the structs themselves, open twins rare.
+        role = roles.get(type(update)) or roles.get(struct_type(update))
+        if role is None:
+            return None
+        content = update.content
+        text = content.text if type(content) is text_block else content_text(content)
+        return role, update.message_id, text
+
+    return chunk

@@ -50,10 +50,11 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
+    streamed_chunk,
 )
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
@@ -72,7 +73,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_convert
 from acp_nvim.protocol import schema_v1 as v1
-from acp_nvim.protocol.unknown import Unknown, struct_type
+from acp_nvim.protocol.unknown import Unknown
 
 _UPDATE = operator.attrgetter("update")  # a read's updates, by C
 
@@ -93,16 +94,6 @@ def apply_update(chat: Chat, update: Any) -> None:
 def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update))
-
-
-def _chunk(update: Any) -> Chunk | None:
-    # By type first: a stream's chunks are the structs themselves, open twins rare.
-    role = _CHUNK_ROLES.get(type(update)) or _CHUNK_ROLES.get(struct_type(update))
-    if role is None:
-        return None
-    content = update.content
-    text = content.text if type(content) is v1.ContentBlockText else content_text(content)
-    return role, update.message_id, text
 
 
 def _apply_other(chat: Chat, update: Any) -> None:
@@ -299,6 +290,9 @@ def content_text(block: Any) -> str:
             return f"[{raw.get('type', 'unknown')} content]"
         case _:
             return f"[{type(block).__name__}]"
+
+
+_chunk = streamed_chunk(_CHUNK_ROLES, v1.ContentBlockText, content_text)
 
 
 # -- errors ----------------------------------------------------------------------------

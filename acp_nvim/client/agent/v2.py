@@ -54,8 +54,9 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
+    streamed_chunk,
 )
-from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
@@ -143,16 +144,6 @@ def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -
 
 def _is_idle(update: Any) -> bool:
     return isinstance(update, v2.SessionUpdateStateUpdate) and update.state == "idle"
-
-
-def _chunk(update: Any) -> Chunk | None:
-    # By type first: a stream's chunks are the structs themselves, open twins rare.
-    role = _CHUNK_ROLES.get(type(update)) or _CHUNK_ROLES.get(struct_type(update))
-    if role is None:
-        return None
-    content = update.content
-    text = content.text if type(content) is v2.ContentBlockText else content_text(content)
-    return role, update.message_id, text
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
@@ -284,6 +275,9 @@ def content_text(block: Any) -> str:
             return f"[{tag or 'unknown'} content]"
         case _:
             return f"[{type(block).__name__}]"
+
+
+_chunk = streamed_chunk(_CHUNK_ROLES, v2.ContentBlockText, content_text)
 
 
 def _snapshot(output: v2.TerminalOutput | UnsetType | None) -> bytes | UnsetType | None:
