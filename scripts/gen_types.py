@@ -9,7 +9,9 @@ source is missing (said as such).
 
 What it does, per ``$defs`` entry:
 
-- object                  -> ``class Name(msgspec.Struct, kw_only=True, omit_defaults=True)``;
+- object                  -> ``class Name(msgspec.Struct, kw_only=True, omit_defaults=True,
+                             gc=False)`` (decoded JSON holds no cycles, and a stream decodes
+                             thousands a second: the collector need not track them);
                              snake_case attributes, ``msgspec.field(name=...)`` for the wire
                              key, ``_meta`` -> ``meta``; the description's first sentence
                              becomes the docstring. Optional fields default to the schema's
@@ -285,7 +287,11 @@ class Struct:
     def render(self, decoding: set[str], hooked: set[str]) -> list[str]:
         """``decoding``: the structs with a ``_decode_raw``; ``hooked``: those whose
         closed pass needs it as ``__post_init__`` (see the module docstring)."""
-        kwargs = ["kw_only=True", "omit_defaults=True"] if self.base == "msgspec.Struct" else []
+        kwargs = (
+            ["kw_only=True", "omit_defaults=True", "gc=False"]
+            if self.base == "msgspec.Struct"
+            else []
+        )
         if self.tag_field is not None:
             kwargs += [f'tag_field="{self.tag_field}"', f'tag="{self.tag}"']
         lines = [f"# UNSTABLE: {self.unstable} (schema.unstable.json)"] if self.unstable else []

@@ -30,24 +30,45 @@ HIDDEN = "<redacted>"
 
 class ProtocolLog:
     def __init__(self, max_lines: int) -> None:
-        # Raw entries (wall time, source, direction, data cut to _MAX_LINE, full
-        # length): a 10k-chunk stream logs 10k lines, formatted only when read.
-        self._entries: collections.deque[tuple[float, str, str, bytes | str, int]] = (
-            collections.deque(maxlen=max_lines)
-        )
+        self._max_lines = max_lines
+        # One entry per add (a stream's read holds hundreds of lines): wall time,
+        # source, direction, the lines as they came (cut to _MAX_LINE), and their
+        # full sizes when one was cut. Formatted, and secrets taken out, only when
+        # read: a stream logs 10k lines a second, a user reads the log now and then.
+        self._entries: collections.deque[_Entry] = collections.deque()
+        self._count = 0  # lines in _entries
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return min(self._count, self._max_lines)
 
     def add(self, source: str, direction: str, *lines: bytes | str) -> None:
         """Record lines; ``direction`` is ``>>`` (to agent), ``<<`` or ``!!`` (stderr)."""
-        now = time.time()
-        traffic = direction != "!!"
-        self._entries.extend((now, source, direction, *_kept(d, traffic)) for d in lines)
+        if not lines:
+            return
+        sizes = None
+        if max(map(len, lines)) > _MAX_LINE:
+            traffic = direction != "!!"
+            kept = [_kept(line, traffic) for line in lines]
+            lines = tuple(line for line, _ in kept)
+            sizes = tuple(size for _, size in kept)
+        self._entries.append((time.time(), source, direction, lines, sizes))
+        self._count += len(lines)
+        while self._count - len(self._entries[0][3]) >= self._max_lines:
+            self._count -= len(self._entries.popleft()[3])
 
     def lines(self) -> list[str]:
         """The log as text, oldest first."""
-        return [_format(*entry) for entry in list(self._entries)]
+        shown: list[str] = []
+        for when, source, direction, lines, sizes in list(self._entries):
+            head = f"{time.strftime('%H:%M:%S', time.localtime(when))} {source} {direction} "
+            for i, line in enumerate(lines):
+                if isinstance(line, bytes) and direction != "!!":
+                    line = redacted(line)
+                shown.append(head + _text(line, sizes[i] if sizes else len(line)))
+        return shown[-self._max_lines :]
+
+
+_Entry = tuple[float, str, str, tuple[bytes | str, ...], tuple[int, ...] | None]
 
 
 def _kept(data: bytes | str, traffic: bool) -> tuple[bytes | str, int]:
@@ -65,12 +86,12 @@ def _kept(data: bytes | str, traffic: bool) -> tuple[bytes | str, int]:
     return shown[:_MAX_LINE], len(shown)
 
 
-def _format(when: float, source: str, direction: str, data: bytes | str, size: int) -> str:
+def _text(data: bytes | str, size: int) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     if size > len(data):
         unit = "bytes" if isinstance(data, bytes) else "chars"
         text = f"{text}… ({size} {unit})"
-    return f"{time.strftime('%H:%M:%S', time.localtime(when))} {source} {direction} {text}"
+    return text
 
 
 def redacted(line: bytes) -> bytes:

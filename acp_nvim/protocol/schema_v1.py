@@ -279,7 +279,7 @@ COMPACTION_STATUS_VALUES: tuple[str, ...] = ("in_progress", "completed", "failed
 # --- objects ---
 
 
-class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to write content to a text file."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -292,7 +292,7 @@ class WriteTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to read content from a text file."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -310,7 +310,7 @@ class ReadTextFileRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request for user permission to execute a tool call."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -323,7 +323,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An update to an existing tool call."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
@@ -351,7 +351,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Optional annotations for the client."""
 
     audience: Lenient[list[Role] | None] = None
@@ -370,7 +370,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Text provided to or from an LLM."""
 
     annotations: Lenient[Annotations | None] = None
@@ -384,7 +384,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An image provided to or from an LLM."""
 
     annotations: Lenient[Annotations | None] = None
@@ -402,7 +402,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Audio provided to or from an LLM."""
 
     annotations: Lenient[Annotations | None] = None
@@ -417,7 +417,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """
     A resource that the server is capable of reading, included in a prompt or tool call result.
     """
@@ -446,7 +446,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Text-based resource contents."""
 
     mime_type: Lenient[str | None] = msgspec.field(default=None, name="mimeType")
@@ -461,7 +461,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
+class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Binary resource contents."""
 
     blob: str
@@ -476,7 +476,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     annotations: Lenient[Annotations | None] = None
@@ -495,7 +495,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Content(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Standard content block (text, images, resources)."""
 
     content: Open[ContentBlock]
@@ -508,7 +508,7 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Diff(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A diff representing file modifications."""
 
     path: str
@@ -523,7 +523,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Embed a terminal created with `terminal/create` by its id."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
@@ -534,7 +534,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A file location being accessed or modified by a tool."""
 
     path: str
@@ -548,7 +548,7 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An option presented to the user when requesting permission."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
@@ -561,7 +561,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to create a new terminal and execute a command."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -585,7 +585,7 @@ class CreateTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An environment variable to set when launching an MCP server."""
 
     name: str
@@ -597,7 +597,7 @@ class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to get the current output and status of a terminal."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -609,7 +609,7 @@ class TerminalOutputRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to release a terminal and free its resources."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -621,7 +621,7 @@ class ReleaseTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to wait for a terminal command to exit."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -633,7 +633,7 @@ class WaitForTerminalExitRequest(msgspec.Struct, kw_only=True, omit_defaults=Tru
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request to kill a terminal without releasing it."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -645,7 +645,7 @@ class KillTerminalRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -656,7 +656,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """
     Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session (e.g.,
     during auth/configuration phases before any session is started).
@@ -665,7 +665,7 @@ class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     request_id: RequestId = msgspec.field(name="requestId")
 
 
-class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Type-safe elicitation schema for requesting structured user input."""
 
     type: Lenient[ElicitationSchemaType] = "object"
@@ -693,7 +693,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     const: str
@@ -708,7 +708,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for string properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -733,7 +733,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for number (floating-point) properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -754,7 +754,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for integer properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -775,7 +775,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for boolean properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -794,7 +794,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """String item schema for multi-select enum properties."""
 
     enum: list[str]
@@ -805,7 +805,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
@@ -816,7 +816,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -843,7 +843,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         self._decode_raw()
 
 
-class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     requested_schema: ElicitationSchema = msgspec.field(name="requestedSchema")
@@ -856,7 +856,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
@@ -870,7 +870,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Authentication-related capabilities supported by the agent."""
 
     logout: Lenient[LogoutCapabilities | None] = None
@@ -883,7 +883,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """MCP capabilities supported by the agent"""
 
     http: Lenient[bool] = False
@@ -903,7 +903,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
     image: Lenient[bool] = False
@@ -922,7 +922,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session capabilities supported by the agent."""
 
     list: Lenient[SessionListCapabilities | None] = None
@@ -955,7 +955,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities supported by the agent."""
 
     load_session: Lenient[bool] = msgspec.field(default=False, name="loadSession")
@@ -992,7 +992,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `initialize` method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
@@ -1021,7 +1021,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/list` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1031,7 +1031,7 @@ class SessionListCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/delete` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1041,7 +1041,12 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionAdditionalDirectoriesCapabilities(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+):
     """Capabilities for additional session directories support."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1051,7 +1056,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/resume` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1061,7 +1066,7 @@ class SessionResumeCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/close` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1071,7 +1076,7 @@ class SessionCloseCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LogoutCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogoutCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Logout capabilities supported by the agent."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1085,6 +1090,7 @@ class AuthMethodTerminal(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="terminal",
 ):
@@ -1108,7 +1114,7 @@ class AuthMethodTerminal(
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Agent handles authentication itself through `authenticate`."""
 
     id: AuthMethodId
@@ -1123,7 +1129,7 @@ class AuthMethodAgent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Metadata about the implementation of the client or agent."""
 
     name: str
@@ -1138,7 +1144,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `authenticate` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1148,7 +1154,7 @@ class AuthenticateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `logout` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1158,7 +1164,7 @@ class LogoutResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from creating a new session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1179,7 +1185,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The set of modes and the one currently active."""
 
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
@@ -1193,7 +1199,7 @@ class SessionModeState(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A mode the agent can operate in."""
 
     id: SessionModeId
@@ -1208,7 +1214,7 @@ class SessionMode(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A possible value for a session configuration option."""
 
     value: SessionConfigValueId
@@ -1223,7 +1229,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A group of possible values for a session configuration option."""
 
     group: SessionConfigGroupId
@@ -1238,7 +1244,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A single-value selector (dropdown) session configuration option payload."""
 
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
@@ -1252,13 +1258,13 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A boolean on/off toggle session configuration option payload."""
 
     current_value: bool = msgspec.field(name="currentValue")
 
 
-class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from loading an existing session."""
 
     modes: Lenient[SessionModeState | None] = None
@@ -1278,7 +1284,7 @@ class LoadSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from listing sessions."""
 
     sessions: Lenient[list[SessionInfo]]
@@ -1294,7 +1300,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Information about a session returned by session/list"""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1319,7 +1325,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from deleting a session."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1329,7 +1335,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from resuming an existing session."""
 
     modes: Lenient[SessionModeState | None] = None
@@ -1349,7 +1355,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from closing a session."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1359,7 +1365,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `session/set_mode` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1369,7 +1375,7 @@ class SetSessionModeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `session/set_config_option` method."""
 
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
@@ -1384,7 +1390,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from processing a user prompt."""
 
     stop_reason: StopReason = msgspec.field(name="stopReason")
@@ -1395,7 +1401,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Error(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """JSON-RPC error object."""
 
     code: ErrorCode
@@ -1403,7 +1409,7 @@ class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: Any = None
 
 
-class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification containing a session update from the agent."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1417,7 +1423,7 @@ class SessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A streamed item of content"""
 
     content: Open[ContentBlock]
@@ -1433,7 +1439,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Represents a tool call that the language model has requested."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
@@ -1459,7 +1465,7 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A single entry in the execution plan."""
 
     content: str
@@ -1472,7 +1478,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Plan(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Plan(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An execution plan for accomplishing complex tasks."""
 
     entries: Lenient[list[PlanEntry]]
@@ -1485,7 +1491,7 @@ class Plan(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Information about a command."""
 
     name: str
@@ -1503,7 +1509,7 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
+class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """All text that was typed after the command name is provided as input."""
 
     hint: str
@@ -1514,7 +1520,7 @@ class UnstructuredCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Available commands are ready or have changed"""
 
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
@@ -1529,7 +1535,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The current mode of the session has changed"""
 
     current_mode_id: SessionModeId = msgspec.field(name="currentModeId")
@@ -1540,7 +1546,7 @@ class CurrentModeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session configuration options have been updated."""
 
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
@@ -1555,7 +1561,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Update to session metadata."""
 
     title: Lenient[str | None] = None
@@ -1571,7 +1577,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Cost(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Cost information for a session."""
 
     amount: float
@@ -1583,7 +1589,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Context window and cost update for a session."""
 
     used: UInt64
@@ -1598,7 +1604,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
@@ -1609,7 +1615,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Authentication capabilities supported by the client."""
 
     terminal: Lenient[bool] = False
@@ -1622,7 +1628,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """File system capabilities that a client may support."""
 
     read_text_file: Lenient[bool] = msgspec.field(default=False, name="readTextFile")
@@ -1638,7 +1644,7 @@ class FileSystemCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities supported by the client."""
 
     fs: Lenient[FileSystemCapabilities] = msgspec.field(default_factory=FileSystemCapabilities)
@@ -1663,7 +1669,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the initialize method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
@@ -1684,7 +1690,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session-related capabilities supported by the client."""
 
     # UNSTABLE: session/update (schema.unstable.json)
@@ -1705,7 +1711,7 @@ class ClientSessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session configuration option capabilities supported by the client."""
 
     boolean: Lenient[BooleanConfigOptionCapabilities | None] = None
@@ -1718,7 +1724,7 @@ class SessionConfigOptionsCapabilities(msgspec.Struct, kw_only=True, omit_defaul
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for boolean session configuration options."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1728,7 +1734,7 @@ class BooleanConfigOptionCapabilities(msgspec.Struct, kw_only=True, omit_default
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Elicitation capabilities supported by the client."""
 
     form: Lenient[ElicitationFormCapabilities | None] = None
@@ -1744,7 +1750,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Form-based elicitation capabilities."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1754,7 +1760,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """URL-based elicitation capabilities."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1764,7 +1770,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the authenticate method."""
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
@@ -1775,7 +1781,7 @@ class AuthenticateRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the logout method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1785,7 +1791,7 @@ class LogoutRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for creating a new session."""
 
     cwd: str
@@ -1809,7 +1815,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
+class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An HTTP header to set when making requests to the MCP server."""
 
     name: str
@@ -1821,7 +1827,14 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="http"):
+class McpServerHttp(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+    tag_field="type",
+    tag="http",
+):
     """HTTP transport configuration for MCP."""
 
     name: str
@@ -1834,7 +1847,14 @@ class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field=
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="sse"):
+class McpServerSse(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+    tag_field="type",
+    tag="sse",
+):
     """SSE transport configuration for MCP."""
 
     name: str
@@ -1847,7 +1867,7 @@ class McpServerSse(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Stdio transport configuration for MCP."""
 
     name: str
@@ -1861,7 +1881,7 @@ class McpServerStdio(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for loading an existing session."""
 
     mcp_servers: Lenient[list[Open[McpServer]]] = msgspec.field(name="mcpServers")
@@ -1886,7 +1906,7 @@ class LoadSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for listing existing sessions."""
 
     cwd: str | None = None
@@ -1898,7 +1918,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for deleting an existing session from `session/list`."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1909,7 +1929,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for resuming an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1936,7 +1956,7 @@ class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for closing an active session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1947,7 +1967,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for setting a session mode."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1959,7 +1979,7 @@ class SetSessionModeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for sending a user prompt to the agent."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1975,7 +1995,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `fs/write_text_file`"""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1985,7 +2005,7 @@ class WriteTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response containing the contents of a text file."""
 
     content: str
@@ -1996,7 +2016,7 @@ class ReadTextFileResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to a permission request."""
 
     outcome: Open[RequestPermissionOutcome]
@@ -2009,7 +2029,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The user selected one of the provided options."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
@@ -2020,7 +2040,7 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response containing the ID of the created terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
@@ -2031,7 +2051,7 @@ class CreateTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response containing the terminal output and exit status."""
 
     output: str
@@ -2046,7 +2066,7 @@ class TerminalOutputResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Exit status of a terminal command."""
 
     exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
@@ -2062,7 +2082,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to terminal/release method"""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2072,7 +2092,7 @@ class ReleaseTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response containing the exit status of a terminal command."""
 
     exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
@@ -2088,7 +2108,7 @@ class WaitForTerminalExitResponse(msgspec.Struct, kw_only=True, omit_defaults=Tr
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `terminal/kill` method"""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2098,13 +2118,13 @@ class KillTerminalResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The user accepted the elicitation and provided content."""
 
     content: dict[str, ElicitationContentValue] | None = None
 
 
-class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification to cancel ongoing operations for a session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -2115,7 +2135,7 @@ class CancelNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification to cancel an ongoing request."""
 
     request_id: RequestId = msgspec.field(name="requestId")
@@ -2127,7 +2147,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from forking an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -2149,7 +2169,7 @@ class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for forking an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -2177,7 +2197,7 @@ class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/fork` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2188,7 +2208,7 @@ class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/connect`."""
 
     server_id: McpServerAcpId = msgspec.field(name="serverId")
@@ -2200,7 +2220,7 @@ class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `mcp/connect`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2212,7 +2232,14 @@ class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="acp"):
+class McpServerAcp(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+    tag_field="type",
+    tag="acp",
+):
     """ACP transport configuration for MCP."""
 
     name: str
@@ -2225,7 +2252,7 @@ class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
 
 
 # UNSTABLE: mcp/message (schema.unstable.json)
-class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/message`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2239,7 +2266,7 @@ class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/message (schema.unstable.json)
-class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification parameters for `mcp/message`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2255,7 +2282,7 @@ class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/disconnect (schema.unstable.json)
-class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/disconnect`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2267,7 +2294,7 @@ class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/disconnect (schema.unstable.json)
-class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `mcp/disconnect`."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2278,7 +2305,7 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Notice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Fire-and-forget advisory information for the user."""
 
     severity: NoticeSeverity
@@ -2294,7 +2321,7 @@ class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A context compaction upsert."""
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
@@ -2313,7 +2340,7 @@ class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A content block appended to the retained summary of an in-progress compaction."""
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
@@ -2328,7 +2355,7 @@ class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class CompactionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompactionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Client support for ID-addressed context compaction updates."""
 
 
@@ -2630,6 +2657,7 @@ class SetSessionConfigOptionRequestBoolean(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="boolean",
 ):
@@ -2645,7 +2673,12 @@ class SetSessionConfigOptionRequestBoolean(
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SetSessionConfigOptionRequestValueId(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SetSessionConfigOptionRequestValueId(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+):
     """Untagged (value_id) variant of `SetSessionConfigOptionRequest`."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -2668,6 +2701,7 @@ class RequestPermissionOutcomeCancelled(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="outcome",
     tag="cancelled",
 ):
@@ -2700,6 +2734,7 @@ class CreateElicitationResponseDecline(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="action",
     tag="decline",
 ):
@@ -2716,6 +2751,7 @@ class CreateElicitationResponseCancel(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="action",
     tag="cancel",
 ):

@@ -302,7 +302,7 @@ COMPACTION_STATUS_VALUES: tuple[str, ...] = ("in_progress", "completed", "failed
 # --- objects ---
 
 
-class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request for user permission to proceed with an operation."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -321,7 +321,7 @@ class RequestPermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Represents an upsert for a tool call that the language model has requested."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
@@ -351,7 +351,7 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Optional annotations for the client."""
 
     audience: Lenient[list[Role] | None] = None
@@ -370,7 +370,7 @@ class Annotations(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Text provided to or from an LLM."""
 
     text: str
@@ -384,7 +384,7 @@ class TextContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An image provided to or from an LLM."""
 
     data: str
@@ -402,7 +402,7 @@ class ImageContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Audio provided to or from an LLM."""
 
     data: str
@@ -417,7 +417,7 @@ class AudioContent(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Icon(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Icon(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An optionally-sized icon that can be displayed in a user interface."""
 
     src: str
@@ -434,7 +434,7 @@ class Icon(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.theme = _OrDefault_IconTheme_None(self.theme, None)
 
 
-class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """
     A resource that the server is capable of reading, included in a prompt or tool call result.
     """
@@ -466,7 +466,7 @@ class ResourceLink(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Text-based resource contents."""
 
     text: str
@@ -481,7 +481,7 @@ class TextResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
+class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Binary resource contents."""
 
     blob: str
@@ -496,7 +496,7 @@ class BlobResourceContents(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     resource: Open[EmbeddedResourceResource]
@@ -515,7 +515,7 @@ class EmbeddedResource(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Content(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Standard content block (text, images, resources)."""
 
     content: Open[ContentBlock]
@@ -528,27 +528,27 @@ class Content(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class DiffPathChange(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DiffPathChange(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Operation metadata for add, delete, and modify changes."""
 
     path: AbsolutePath
 
 
-class DiffPathPairChange(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DiffPathPairChange(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Operation metadata for move and copy changes."""
 
     old_path: AbsolutePath = msgspec.field(name="oldPath")
     path: AbsolutePath
 
 
-class DiffPatch(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DiffPatch(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Renderable patch text and its format."""
 
     format: DiffPatchFormat
     text: str
 
 
-class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Diff(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """File changes produced by a tool call."""
 
     changes: Lenient[list[Open[DiffChange]]]
@@ -564,7 +564,7 @@ class Diff(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A display-only reference to an agent-owned terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
@@ -575,7 +575,7 @@ class Terminal(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A file location being accessed or modified by a tool."""
 
     path: AbsolutePath
@@ -589,13 +589,13 @@ class ToolCallLocation(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Permission request details for a tool call."""
 
     tool_call: ToolCallUpdate = msgspec.field(name="toolCall")
 
 
-class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Permission request details for a command."""
 
     command: str
@@ -613,7 +613,7 @@ class CommandPermissionSubject(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An option presented to the user when requesting permission."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
@@ -626,7 +626,7 @@ class PermissionOption(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session-scoped elicitation, optionally tied to a specific tool call."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -637,7 +637,7 @@ class ElicitationSessionScope(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """
     Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session (e.g.,
     during auth/configuration phases before any session is started).
@@ -646,7 +646,7 @@ class ElicitationRequestScope(msgspec.Struct, kw_only=True, omit_defaults=True):
     request_id: RequestId = msgspec.field(name="requestId")
 
 
-class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Type-safe elicitation schema for requesting structured user input."""
 
     type: Lenient[ElicitationSchemaType] = "object"
@@ -674,7 +674,7 @@ class ElicitationSchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     const: str
@@ -689,7 +689,7 @@ class EnumOption(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for string properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -714,7 +714,7 @@ class StringPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for number (floating-point) properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -735,7 +735,7 @@ class NumberPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for integer properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -756,7 +756,7 @@ class IntegerPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for boolean properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -775,7 +775,7 @@ class BooleanPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """String item schema for multi-select enum properties."""
 
     enum: list[str]
@@ -786,7 +786,7 @@ class StringMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption] = msgspec.field(name="anyOf")
@@ -797,7 +797,7 @@ class TitledMultiSelectItems(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     title: Lenient[str | None] = None
@@ -824,7 +824,7 @@ class MultiSelectPropertySchema(msgspec.Struct, kw_only=True, omit_defaults=True
         self._decode_raw()
 
 
-class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     requested_schema: ElicitationSchema = msgspec.field(name="requestedSchema")
@@ -837,7 +837,7 @@ class ElicitationFormMode(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
@@ -851,7 +851,7 @@ class ElicitationUrlMode(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.tool_call_id = _OrDefault_ToolCallId_None(self.tool_call_id, None)
 
 
-class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities supported by the agent."""
 
     session: Lenient[SessionCapabilities | None] = None
@@ -867,7 +867,7 @@ class AgentCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `initialize` method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
@@ -887,7 +887,7 @@ class InitializeResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Metadata about the implementation of the client or agent."""
 
     name: str
@@ -902,7 +902,7 @@ class Implementation(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session capabilities supported by the agent."""
 
     prompt: Lenient[PromptCapabilities | None] = None
@@ -932,7 +932,7 @@ class SessionCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Prompt capabilities supported by the agent in `session/prompt` requests."""
 
     image: Lenient[PromptImageCapabilities | None] = None
@@ -955,7 +955,7 @@ class PromptCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for image content in prompt requests."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -965,7 +965,7 @@ class PromptImageCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for audio content in prompt requests."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -975,7 +975,7 @@ class PromptAudioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for embedded context in prompt requests."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -985,7 +985,7 @@ class PromptEmbeddedContextCapabilities(msgspec.Struct, kw_only=True, omit_defau
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """MCP capabilities supported by the agent for session lifecycle requests."""
 
     stdio: Lenient[McpStdioCapabilities | None] = None
@@ -1005,7 +1005,7 @@ class McpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for stdio MCP server transports."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1015,7 +1015,7 @@ class McpStdioCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for HTTP MCP server transports."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1025,7 +1025,7 @@ class McpHttpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/delete` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1035,7 +1035,12 @@ class SessionDeleteCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionAdditionalDirectoriesCapabilities(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+):
     """Capabilities for additional session directories support."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1045,7 +1050,7 @@ class SessionAdditionalDirectoriesCapabilities(msgspec.Struct, kw_only=True, omi
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Authentication-related extension capabilities supported by the agent."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1055,7 +1060,7 @@ class AgentAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True):
+class EnvVariable(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An environment variable to set when launching a process."""
 
     name: str
@@ -1071,6 +1076,7 @@ class AuthMethodTerminal(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="terminal",
 ):
@@ -1098,6 +1104,7 @@ class AuthMethodAgent(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="agent",
 ):
@@ -1115,7 +1122,7 @@ class AuthMethodAgent(
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `auth/login` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1125,7 +1132,7 @@ class LoginAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to the `auth/logout` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1135,7 +1142,7 @@ class LogoutAuthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from creating a new session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1153,7 +1160,7 @@ class NewSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A possible value for a session configuration option."""
 
     value: SessionConfigValueId
@@ -1168,7 +1175,7 @@ class SessionConfigSelectOption(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A group of possible values for a session configuration option."""
 
     group_id: SessionConfigGroupId = msgspec.field(name="groupId")
@@ -1183,7 +1190,7 @@ class SessionConfigSelectGroup(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A single-value selector (dropdown) session configuration option payload."""
 
     current_value: SessionConfigValueId = msgspec.field(name="currentValue")
@@ -1197,13 +1204,13 @@ class SessionConfigSelect(msgspec.Struct, kw_only=True, omit_defaults=True):
         self._decode_raw()
 
 
-class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionConfigBoolean(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A boolean on/off toggle session configuration option payload."""
 
     current_value: bool = msgspec.field(name="currentValue")
 
 
-class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from listing sessions."""
 
     sessions: Lenient[list[SessionInfo]]
@@ -1219,7 +1226,7 @@ class ListSessionsResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Information about a session returned by session/list"""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1244,7 +1251,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from deleting a session."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1254,7 +1261,7 @@ class DeleteSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from resuming an existing session."""
 
     config_options: Lenient[list[Open[SessionConfigOption]] | None] = msgspec.field(
@@ -1271,7 +1278,7 @@ class ResumeSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from closing a session."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1281,7 +1288,7 @@ class CloseSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `session/set_config_option` method."""
 
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
@@ -1296,7 +1303,7 @@ class SetSessionConfigOptionResponse(msgspec.Struct, kw_only=True, omit_defaults
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response acknowledging that a user prompt was accepted."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1306,7 +1313,7 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Error(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """JSON-RPC error object."""
 
     code: ErrorCode
@@ -1314,7 +1321,7 @@ class Error(msgspec.Struct, kw_only=True, omit_defaults=True):
     data: Any = None
 
 
-class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification containing a session update from the agent."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1328,7 +1335,7 @@ class UpdateSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A streamed item of message content."""
 
     message_id: MessageId = msgspec.field(name="messageId")
@@ -1342,7 +1349,7 @@ class ContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
+class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A user message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
@@ -1356,7 +1363,7 @@ class UserMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An agent message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
@@ -1370,7 +1377,7 @@ class AgentMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An agent thought or reasoning message upsert."""
 
     message_id: MessageId = msgspec.field(name="messageId")
@@ -1384,7 +1391,7 @@ class AgentThought(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Foreground work is in progress."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1394,7 +1401,7 @@ class RunningStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The agent is ready to process a new prompt."""
 
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
@@ -1407,7 +1414,7 @@ class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Foreground work is blocked on user action."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1417,7 +1424,7 @@ class RequiresActionStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A streamed item of tool-call content."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
@@ -1431,7 +1438,7 @@ class ToolCallContentChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An authoritative replacement snapshot of terminal output bytes."""
 
     data: str
@@ -1442,7 +1449,7 @@ class TerminalOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Exit information for an agent-owned terminal."""
 
     exit_code: Lenient[UInt32 | None] = msgspec.field(default=None, name="exitCode")
@@ -1458,7 +1465,7 @@ class TerminalExitStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An upsert for the stored state of an agent-owned terminal."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
@@ -1483,7 +1490,7 @@ class TerminalUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A chunk of bytes appended to an agent-owned terminal's output."""
 
     terminal_id: TerminalId = msgspec.field(name="terminalId")
@@ -1495,7 +1502,7 @@ class TerminalOutputChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A single entry in the execution plan."""
 
     content: str
@@ -1508,7 +1515,7 @@ class PlanEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A plan represented as structured entries."""
 
     plan_id: PlanId = msgspec.field(name="planId")
@@ -1522,7 +1529,7 @@ class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A content update for a plan identified by ID."""
 
     plan: Open[PlanUpdateContent]
@@ -1535,7 +1542,7 @@ class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Information about a command."""
 
     name: str
@@ -1550,7 +1557,7 @@ class AvailableCommand(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """All text that was typed after the command name is provided as input."""
 
     hint: str
@@ -1561,7 +1568,7 @@ class TextCommandInput(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Available commands are ready or have changed"""
 
     available_commands: Lenient[list[AvailableCommand]] = msgspec.field(name="availableCommands")
@@ -1576,7 +1583,7 @@ class AvailableCommandsUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Session configuration options have been updated."""
 
     config_options: Lenient[list[Open[SessionConfigOption]]] = msgspec.field(name="configOptions")
@@ -1591,7 +1598,7 @@ class ConfigOptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Update to session metadata."""
 
     title: Lenient[str | UnsetType | None] = UNSET
@@ -1607,7 +1614,7 @@ class SessionInfoUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
-class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Cost(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Cost information for a session."""
 
     amount: float
@@ -1619,7 +1626,7 @@ class Cost(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Context window and cost update for a session."""
 
     used: UInt64
@@ -1634,7 +1641,7 @@ class UsageUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId = msgspec.field(name="elicitationId")
@@ -1645,7 +1652,7 @@ class CompleteElicitationNotification(msgspec.Struct, kw_only=True, omit_default
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities supported by the client."""
 
     auth: Lenient[AuthCapabilities | None] = None
@@ -1661,7 +1668,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the initialize method."""
 
     protocol_version: ProtocolVersion = msgspec.field(name="protocolVersion")
@@ -1678,7 +1685,7 @@ class InitializeRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Authentication capabilities supported by the client."""
 
     terminal: Lenient[TerminalAuthCapabilities | None] = None
@@ -1691,7 +1698,7 @@ class AuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for terminal authentication methods."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1701,7 +1708,7 @@ class TerminalAuthCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True)
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Elicitation capabilities supported by the client."""
 
     form: Lenient[ElicitationFormCapabilities | None] = None
@@ -1717,7 +1724,7 @@ class ElicitationCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Form-based elicitation capabilities."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1727,7 +1734,7 @@ class ElicitationFormCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tr
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """URL-based elicitation capabilities."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1737,7 +1744,7 @@ class ElicitationUrlCapabilities(msgspec.Struct, kw_only=True, omit_defaults=Tru
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the `auth/login` method."""
 
     method_id: AuthMethodId = msgspec.field(name="methodId")
@@ -1748,7 +1755,7 @@ class LoginAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for the `auth/logout` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1758,7 +1765,7 @@ class LogoutAuthRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for creating a new session."""
 
     cwd: AbsolutePath
@@ -1781,7 +1788,7 @@ class NewSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
+class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """An HTTP header to set when making requests to the MCP server."""
 
     name: str
@@ -1793,7 +1800,14 @@ class HttpHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class McpServerHttp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="http"):
+class McpServerHttp(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+    tag_field="type",
+    tag="http",
+):
     """HTTP transport configuration for MCP."""
 
     name: str
@@ -1810,6 +1824,7 @@ class McpServerStdio(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="stdio",
 ):
@@ -1826,7 +1841,7 @@ class McpServerStdio(
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for listing existing sessions."""
 
     cwd: AbsolutePath | None = None
@@ -1838,7 +1853,7 @@ class ListSessionsRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for deleting an existing session from `session/list`."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1849,7 +1864,7 @@ class DeleteSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ResumeSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for resuming an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1880,6 +1895,7 @@ class ReplayFromStart(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="start",
 ):
@@ -1892,7 +1908,7 @@ class ReplayFromStart(
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for closing an active session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1903,7 +1919,7 @@ class CloseSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for sending a user prompt to the agent."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1919,7 +1935,7 @@ class PromptRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to a permission request."""
 
     outcome: Open[RequestPermissionOutcome]
@@ -1932,7 +1948,7 @@ class RequestPermissionResponse(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The user selected one of the provided options."""
 
     option_id: PermissionOptionId = msgspec.field(name="optionId")
@@ -1943,13 +1959,13 @@ class SelectedPermissionOutcome(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ElicitationAcceptAction(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """The user accepted the elicitation and provided content."""
 
     content: dict[str, ElicitationContentValue] | None = None
 
 
-class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification to cancel ongoing operations for a session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1960,7 +1976,7 @@ class CancelSessionNotification(msgspec.Struct, kw_only=True, omit_defaults=True
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
-class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification to cancel an ongoing request."""
 
     request_id: RequestId = msgspec.field(name="requestId")
@@ -1972,7 +1988,7 @@ class CancelRequestNotification(msgspec.Struct, kw_only=True, omit_defaults=True
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response from forking an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -1991,7 +2007,7 @@ class ForkSessionResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for forking an existing session."""
 
     session_id: SessionId = msgspec.field(name="sessionId")
@@ -2016,7 +2032,7 @@ class ForkSessionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/fork (schema.unstable.json)
-class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for the `session/fork` method."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2027,7 +2043,7 @@ class SessionForkCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/connect`."""
 
     server_id: McpServerAcpId = msgspec.field(name="serverId")
@@ -2039,7 +2055,7 @@ class ConnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `mcp/connect`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2051,7 +2067,7 @@ class ConnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class McpAcpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
+class McpAcpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Capabilities for ACP MCP server transports."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2062,7 +2078,14 @@ class McpAcpCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/connect (schema.unstable.json)
-class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="acp"):
+class McpServerAcp(
+    msgspec.Struct,
+    kw_only=True,
+    omit_defaults=True,
+    gc=False,
+    tag_field="type",
+    tag="acp",
+):
     """ACP transport configuration for MCP."""
 
     name: str
@@ -2075,7 +2098,7 @@ class McpServerAcp(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="
 
 
 # UNSTABLE: mcp/message (schema.unstable.json)
-class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/message`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2089,7 +2112,7 @@ class MessageMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/message (schema.unstable.json)
-class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
+class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Notification parameters for `mcp/message`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2105,7 +2128,7 @@ class MessageMcpNotification(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/disconnect (schema.unstable.json)
-class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Request parameters for `mcp/disconnect`."""
 
     connection_id: McpConnectionId = msgspec.field(name="connectionId")
@@ -2117,7 +2140,7 @@ class DisconnectMcpRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: mcp/disconnect (schema.unstable.json)
-class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Response to `mcp/disconnect`."""
 
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -2128,7 +2151,7 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Notice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Fire-and-forget advisory information for the user."""
 
     severity: NoticeSeverity
@@ -2144,7 +2167,7 @@ class Notice(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A context compaction upsert."""
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
@@ -2163,7 +2186,7 @@ class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # UNSTABLE: session/update (schema.unstable.json)
-class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """A content block appended to the retained summary of an in-progress compaction."""
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
@@ -2488,6 +2511,7 @@ class SessionUpdateStateUpdate(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="sessionUpdate",
     tag="state_update",
 ):
@@ -2656,6 +2680,7 @@ class SetSessionConfigOptionRequestId(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="id",
 ):
@@ -2675,6 +2700,7 @@ class SetSessionConfigOptionRequestBoolean(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="type",
     tag="boolean",
 ):
@@ -2700,6 +2726,7 @@ class RequestPermissionOutcomeCancelled(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="outcome",
     tag="cancelled",
 ):
@@ -2732,6 +2759,7 @@ class CreateElicitationResponseDecline(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="action",
     tag="decline",
 ):
@@ -2748,6 +2776,7 @@ class CreateElicitationResponseCancel(
     msgspec.Struct,
     kw_only=True,
     omit_defaults=True,
+    gc=False,
     tag_field="action",
     tag="cancel",
 ):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import weakref
 from pathlib import Path
 
 import anyio
@@ -106,5 +108,29 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
         app.dequeue(1, 0, "c")
         assert editor.notices[-1] == ("warn", "that prompt is no longer queued")
         assert [p.text for p in app.queue.prompts[1]] == ["b"]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> None:
+    """The history's writer keeps what it wrote for a chat past its close; it held the
+    whole chat (its model, its transcript's text) for as long as the Neovim ran. And a
+    closed chat's cycles wait for no full collection (rare with the host's start-up
+    objects frozen): 20 MB of a closed 100k-chunk chat stayed."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"history": {"path": str(tmp_path / "h.sqlite3")}})
+        chats = []
+        for chat_id in (1, 2):
+            await app.open(chat_id, None, str(tmp_path))
+            await app.send(chat_id, "hello")
+            chats.append(weakref.ref(app.chats[chat_id]))
+            await app.close(chat_id)
+        written = threading.Event()  # queued after the chats' last writes
+        app.ctx.history._writer.call(lambda store: written.set())  # type: ignore[union-attr]
+        assert await anyio.to_thread.run_sync(written.wait, 10)
+        # No collection here: closing collects the cycles a chat is held in.
+        assert [chat() for chat in chats] == [None, None]
         await app.shutdown()
         tasks.cancel_scope.cancel()

@@ -453,6 +453,64 @@ async def test_big_messages_are_decoded_off_the_loop(connection_pair, serving, m
     assert threads == {"Update": [False, True], "Echo": [False, True], "Echoed": [False, True]}
 
 
+class Nested(msgspec.Struct):
+    parts: list[list[int]]
+    meta: dict[str, list[int]]
+
+
+async def test_a_big_batched_notification_is_freed_off_the_loop_and_what_is_kept_stays(
+    raw_peer, serving, monkeypatch
+) -> None:
+    """Issue 29.7: freeing a 17 MB update's objects at once held the loop 20-30 ms; a
+    big notification of a batched route is taken apart in a worker thread once handled.
+    What the handler kept is not taken apart."""
+    from acp_nvim.protocol import connection
+
+    freed_on: list[bool] = []
+    free = connection.free_in_pieces
+
+    def spy(values: list[Any], depth: int = 4) -> None:
+        freed_on.append(threading.current_thread() is threading.main_thread())
+        free(values, depth)
+
+    monkeypatch.setattr(connection, "OFF_LOOP_BYTES", 1000)
+    monkeypatch.setattr(connection, "free_in_pieces", spy)
+    kept: list[list[int]] = []
+    done = anyio.Event()
+
+    async def updates(batch: list[Nested]) -> None:
+        kept.append(batch[0].parts[0])  # the handler keeps one part of the message
+        done.set()
+
+    conn, peer = raw_peer()
+    conn.on_notifications("nested", Nested, updates)
+    params = {"parts": [list(range(300)), list(range(300))], "meta": {"m": [1, 2]}}
+    async with serving(conn):
+        await peer.send_line(
+            msgspec.json.encode({"jsonrpc": "2.0", "method": "nested", "params": params}).decode()
+        )
+        await done.wait()
+        await peer.send_line('{"jsonrpc":"2.0","id":1,"method":"nope"}')
+        assert (await peer.receive_json())["id"] == 1  # the line after it was handled
+    assert freed_on == [False]
+    assert kept == [list(range(300))]
+
+
+def test_free_in_pieces_takes_apart_only_what_nothing_else_holds() -> None:
+    from acp_nvim.protocol.connection import free_in_pieces
+
+    shared = [1, 2, 3]
+    inner = {"shared": shared, "own": [4, 5]}
+    values: list[Any] = [[inner, [6, [7]]], Nested([[8], shared], {"x": [9]})]
+    del inner
+    free_in_pieces(values)
+    assert values == [] and shared == [1, 2, 3]
+    held = [[1], [2]]
+    values = [held]
+    free_in_pieces(values)
+    assert values == [] and held == [[1], [2]]
+
+
 # --- malformed input from a raw peer ---------------------------------------------------
 
 
@@ -576,9 +634,37 @@ async def test_batched_notifications_arrive_in_runs_and_keep_their_order(raw_pee
     assert seen == [[1, 2, 3], "other", [4], "request", [5]]
 
 
-async def test_a_request_named_like_a_batched_notification_is_a_request(
+async def test_a_read_of_batched_notifications_alone_keeps_runs_and_order(
     raw_peer, serving
 ) -> None:
+    """A stream's read holds nothing but batched notifications (decoded in one call):
+    each run of one route is handed over whole, the routes in the order sent."""
+    seen: list[Any] = []
+    done = anyio.Event()
+
+    async def updates(batch: list[Update]) -> None:
+        seen.append([u.n for u in batch])
+        if batch[-1].n == 6:
+            done.set()
+
+    async def options(batch: list[Options]) -> None:
+        seen.append(len(batch))
+
+    conn, peer = raw_peer()
+    conn.on_notifications("update", Update, updates)
+    conn.on_notifications("options", Options, options)
+    lines = [
+        msgspec.json.encode({"jsonrpc": "2.0", "method": m, "params": p}).decode()
+        for m, p in [("update", {"n": 1}), ("update", {"n": 2}), ("options", {}),
+                     ("options", {}), ("update", {"n": 3}), ("update", {"n": 6})]
+    ]  # fmt: skip
+    async with serving(conn):
+        await peer.send_line("\n".join(lines))
+        await done.wait()
+    assert seen == [[1, 2], 2, [3, 6]]
+
+
+async def test_a_request_named_like_a_batched_notification_is_a_request(raw_peer, serving) -> None:
     """Batched notifications are decoded with their envelope in one pass; a line with
     an id (or without the 2.0 marker) is never taken for one."""
     seen: list[int] = []
@@ -757,7 +843,9 @@ async def test_a_line_nested_too_deeply_costs_that_line_only(raw_peer, serving, 
         await peer.send_line(nested)
         reply = await peer.receive_json()
         assert reply["error"] == {"code": -32700, "message": "Parse error: JSON nested too deeply"}
-        await peer.send_line(b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": ' + nested + b"}")
+        await peer.send_line(
+            b'{"jsonrpc": "2.0", "id": 1, "method": "echo", "params": ' + nested + b"}"
+        )
         reply = await peer.receive_json()
         assert reply["id"] == 1 and reply["error"]["code"] == -32600
         failed: list[Exception] = []

@@ -25,6 +25,7 @@ def test_demo_runs_neovim_in_a_scratch_project_outside_the_checkout(tmp_path: Pa
     fake.chmod(0o755)
     record = tmp_path / "record"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DEMO_RECORD": str(record)}
+    env["TMPDIR"] = str(tmp_path)  # the scratch project is kept: in the test's own directory
 
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "demo.py")],
@@ -35,6 +36,7 @@ def test_demo_runs_neovim_in_a_scratch_project_outside_the_checkout(tmp_path: Pa
     cwd, *files = record.read_text().splitlines()
     project = Path(cwd).resolve()
     assert ROOT not in (project, *project.parents)
+    assert tmp_path.resolve() in project.parents
     assert {"README.md", "demo.txt", "sample.py"} <= set(files)
     assert f"acp.nvim demo: the scratch project is {project}" in done.stdout
     assert "require('acp').open()" in (tmp_path / "record.args").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -158,6 +159,23 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     assert told[-1] == ("info", "history: written again")
     assert [b.text for b in store.blocks(target.id)] == ["kept zebra", "more"]
     assert store.chat(target.id).turns == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="CPU priority per thread: Linux")
+def test_the_writer_yields_the_cpu_to_the_editor(tmp_path: Path) -> None:
+    """The history is written whenever a core is idle: its thread runs at a lower
+    priority than the host's others (a long message's FTS write at a turn end took
+    a core from Neovim while it drew the burst's end)."""
+    target = Target("demo", "/p")
+    done = threading.Event()
+    writer = Writer(str(tmp_path / "h.sqlite3"), lambda message, level: None)
+    writer.put(target, [StoredBlock(0, "k0", 1, "user", "hi")], {}, 5.0, done)
+    assert done.wait(10)
+    thread_id = writer._thread.native_id
+    assert thread_id is not None
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert os.getpriority(os.PRIO_PROCESS, thread_id) == min(own + 10, 19)
+    writer.close()
 
 
 def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:

@@ -52,6 +52,26 @@ def test_a_long_line_keeps_its_first_4000_characters_and_says_its_size() -> None
     assert whole.endswith(" a << " + "y" * 4000)
 
 
+def test_the_log_keeps_its_last_lines_however_they_came() -> None:
+    """A stream's reads come as hundreds of lines at once: the bound is in lines."""
+    log = ProtocolLog(100)
+    for read in range(10):
+        log.add("a", "<<", *(f"r{read} l{n}".encode() for n in range(30)))
+    shown = log.lines()
+    assert len(shown) == len(log) == 100
+    assert shown[0].endswith(" a << r6 l20") and shown[-1].endswith(" a << r9 l29")
+
+
+def test_a_short_line_loses_its_secrets_when_the_log_is_read() -> None:
+    log = ProtocolLog(10)
+    create = {"method": "terminal/create", "params": {"env": [{"name": "K", "value": "s3cr3t"}]}}
+    log.add("a", "<<", b"{}", json.dumps(create).encode())
+    log.add("a", "!!", json.dumps(create))
+    _, received, stderr = log.lines()
+    assert "s3cr3t" not in received and HIDDEN in received
+    assert "s3cr3t" in stderr  # the agent's own words are its own
+
+
 def test_a_secret_past_the_kept_part_costs_no_json_and_a_big_line_with_one_is_not_shown() -> None:
     """Issue 29.7: the log read every 10 MB line through for the secret keys. Only
     the part it keeps is searched: a key past it has its value past it too."""

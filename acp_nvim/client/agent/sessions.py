@@ -32,11 +32,15 @@ __all__ = [
     "seed_blocks",
     "serve_mcp_over_acp",
     "session_info",
+    "session_runs",
     "steer",
     "steers",
+    "streamed_chunk",
     "untold_roots",
 ]
 
+import itertools
+import operator
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,8 +53,8 @@ from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
-from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment, LoginMethod
+from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.model import Attachment, LoginMethod, Role
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import Connection, RequestError
@@ -100,8 +104,7 @@ class Services:
             if answered is None:
                 raise SessionTaken(f"session {session_id!r} is open in chat {other.id} already")
             raise SessionTaken(
-                f"it answered {answered} with session id {session_id!r}, "
-                f"chat {other.id}'s: refused"
+                f"it answered {answered} with session id {session_id!r}, chat {other.id}'s: refused"
             )
         self.chats[session_id] = chat
 
@@ -367,12 +370,22 @@ def session_info(info: Any) -> dict[str, Any]:
 
 @overload
 def prompt_blocks(
-    chat: Chat, text: str, attachments: Sequence[Attachment], schema: V1, *, embed: bool,
+    chat: Chat,
+    text: str,
+    attachments: Sequence[Attachment],
+    schema: V1,
+    *,
+    embed: bool,
     image: bool,
 ) -> list[v1.ContentBlock | Unknown]: ...
 @overload
 def prompt_blocks(
-    chat: Chat, text: str, attachments: Sequence[Attachment], schema: V2, *, embed: bool,
+    chat: Chat,
+    text: str,
+    attachments: Sequence[Attachment],
+    schema: V2,
+    *,
+    embed: bool,
     image: bool,
 ) -> list[v2.ContentBlock | Unknown]: ...
 def prompt_blocks(
@@ -486,8 +499,7 @@ async def elicit(
         wanted = params.requested_schema
         required = set(wanted.required or [])
         fields = [
-            _field(name, prop, name in required, schema)
-            for name, prop in wanted.properties.items()
+            _field(name, prop, name in required, schema) for name, prop in wanted.properties.items()
         ]
         request = Elicitation(params.message, "form", fields)
     answer = await services.elicitations.ask(chat, request)
@@ -572,3 +584,36 @@ def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: Schema) 
     connection.on_request("mcp/message", schema.MessageMcpRequest, message)
     connection.on_request("mcp/disconnect", schema.DisconnectMcpRequest, disconnect)
     connection.on_notification("mcp/message", schema.MessageMcpNotification, notification)
+
+
+_SESSION_ID = operator.attrgetter("session_id")
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def session_runs(
+    notifications: Sequence[Any], updates: Sequence[Any]
+) -> Iterator[tuple[str, list[Any]]]:
+    """``updates`` (one per notification of a read, in order) in runs of one session:
+    split by C calls, not a Python step per streamed chunk."""
+    pairs = zip(map(_SESSION_ID, notifications), updates, strict=True)
+    for session_id, run in itertools.groupby(pairs, _FIRST):
+        yield session_id, list(map(_SECOND, run))
+
+
+def streamed_chunk(
+    roles: Mapping[type, Role], text_block: type[Any], content_text: Callable[[Any], str]
+) -> Callable[[Any], Chunk | None]:
+    """An adapter's reader of streamed chunks for `Chat.on_updates`: ``roles`` by
+    update struct, the text of a ``text_block`` read in place (a stream's every chunk),
+    other content through ``content_text``."""
+
+    def chunk(update: Any) -> Chunk | None:
+        # By type first: a stream's chunks are the structs themselves, open twins rare.
+        role = roles.get(type(update)) or roles.get(struct_type(update))
+        if role is None:
+            return None
+        content = update.content
+        text = content.text if type(content) is text_block else content_text(content)
+        return role, update.message_id, text
+
+    return chunk

@@ -23,7 +23,7 @@ __all__ = [
     "tool_call_patch",
 ]
 
-import itertools
+import operator
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -47,12 +47,14 @@ from acp_nvim.client.agent.sessions import (
     prompt_blocks,
     serve_mcp_over_acp,
     session_info,
+    session_runs,
     steer,
     steers,
+    streamed_chunk,
 )
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
@@ -71,7 +73,9 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_convert
 from acp_nvim.protocol import schema_v1 as v1
-from acp_nvim.protocol.unknown import Unknown, struct_type
+from acp_nvim.protocol.unknown import Unknown
+
+_UPDATE = operator.attrgetter("update")  # a read's updates, by C
 
 # The streamed kinds: consecutive chunks of one message are applied as one.
 _CHUNK_ROLES: dict[type, Role] = {
@@ -90,11 +94,6 @@ def apply_update(chat: Chat, update: Any) -> None:
 def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update))
-
-
-def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(struct_type(update))
-    return None if role is None else (role, update.message_id, content_text(update.content))
 
 
 def _apply_other(chat: Chat, update: Any) -> None:
@@ -291,6 +290,9 @@ def content_text(block: Any) -> str:
             return f"[{raw.get('type', 'unknown')} content]"
         case _:
             return f"[{type(block).__name__}]"
+
+
+_chunk = streamed_chunk(_CHUNK_ROLES, v1.ContentBlockText, content_text)
 
 
 # -- errors ----------------------------------------------------------------------------
@@ -612,11 +614,9 @@ class SessionsV1:
     async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
         updates = await big_settings.off_loop(
-            [n.update for n in notifications], v1.SessionUpdateConfigOptionUpdate, config_options
+            list(map(_UPDATE, notifications)), v1.SessionUpdateConfigOptionUpdate, config_options
         )
-        by_session = zip([n.session_id for n in notifications], updates, strict=True)
-        for session_id, pairs in itertools.groupby(by_session, lambda pair: pair[0]):
-            group = [update for _, update in pairs]
+        for session_id, group in session_runs(notifications, updates):
             chat = self.services.chats.get(session_id)
             if chat is None:
                 self._early.hold(session_id, group)

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 import base64
-import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -51,10 +51,12 @@ from acp_nvim.client.agent.sessions import (
     prompt_blocks,
     serve_mcp_over_acp,
     session_info,
+    session_runs,
     steer,
     steers,
+    streamed_chunk,
 )
-from acp_nvim.client.session.chat import Chat, Chunk
+from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
@@ -114,6 +116,8 @@ def initialize_request() -> v2.InitializeRequest:
     )
 
 
+_UPDATE = operator.attrgetter("update")  # a read's updates, by C
+
 # -- updates ---------------------------------------------------------------------------
 
 _CHUNK_ROLES: dict[type, Role] = {
@@ -140,11 +144,6 @@ def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -
 
 def _is_idle(update: Any) -> bool:
     return isinstance(update, v2.SessionUpdateStateUpdate) and update.state == "idle"
-
-
-def _chunk(update: Any) -> Chunk | None:
-    role = _CHUNK_ROLES.get(struct_type(update))
-    return None if role is None else (role, update.message_id, content_text(update.content))
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
@@ -276,6 +275,9 @@ def content_text(block: Any) -> str:
             return f"[{tag or 'unknown'} content]"
         case _:
             return f"[{type(block).__name__}]"
+
+
+_chunk = streamed_chunk(_CHUNK_ROLES, v2.ContentBlockText, content_text)
 
 
 def _snapshot(output: v2.TerminalOutput | UnsetType | None) -> bytes | UnsetType | None:
@@ -584,11 +586,9 @@ class SessionsV2:
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
         updates = await big_settings.off_loop(
-            [n.update for n in notifications], v2.SessionUpdateConfigOptionUpdate, config_options
+            list(map(_UPDATE, notifications)), v2.SessionUpdateConfigOptionUpdate, config_options
         )
-        by_session = zip([n.session_id for n in notifications], updates, strict=True)
-        for session_id, pairs in itertools.groupby(by_session, lambda pair: pair[0]):
-            group = [update for _, update in pairs]
+        for session_id, group in session_runs(notifications, updates):
             chat = self.services.chats.get(session_id)
             if chat is None:
                 self._early.hold(session_id, group)

@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = ["ChatLifecycle"]
 
 import functools
+import gc
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -384,6 +385,12 @@ class ChatLifecycle:
         chat.state = "closed"
         await self.pool.release(chat)
         await self.workspaces.release(chat, review, keep_worktree)
+        # A chat is held in reference cycles (its record, its changes, callbacks), and
+        # the host's frozen start-up objects leave a full collection rare: one now
+        # gives its memory back (a 100k-chunk chat: some 20 MB) while nothing streams
+        # in it. Costs the open chats' objects, walked once.
+        del chat, review
+        gc.collect()
 
 
 def _plain(method: LoginMethod) -> dict[str, Any]:

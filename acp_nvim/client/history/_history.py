@@ -81,8 +81,10 @@ class History:
         target = Target(chat.agent, cwd) if writer is not None else None
         record = ChatRecord(chat, cwd, target, self._wake)
         if target is not None:
+            # The chat's id, not the chat: the writer keeps its targets past a close.
+            chat_id = chat.id
             target.on_id = lambda history_id: self.editor.render(
-                chat.id, [view.status_op(history=history_id)]
+                chat_id, [view.status_op(history=history_id)]
             )
         chat.record = record
         self._records[chat.id] = record

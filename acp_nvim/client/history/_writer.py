@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = ["Writer"]
 
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -89,6 +90,7 @@ class Writer:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        _yield_the_cpu()
         try:
             store = Store(self.path)
         except StoreError as err:
@@ -99,29 +101,7 @@ class Writer:
         closing = False
         while not closing:
             wait = _RETRY[min(retry, len(_RETRY) - 1)] if retry else None
-            try:
-                items = [self._queue.get(timeout=wait)]
-            except queue.Empty:
-                items = []
-            while True:  # everything that piled up, joined
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            calls = []
-            for item in items:
-                if item[0] == "write":
-                    _, target, blocks, facts, stamp, done = item
-                    batch = pending.setdefault(target, _Batch(target))
-                    batch.blocks.update((b.seq, b) for b in blocks)
-                    batch.facts.update(facts)
-                    batch.stamp = stamp
-                    if done is not None:
-                        batch.done.append(done)
-                elif item[0] == "call":
-                    calls.append(item[1])
-                else:
-                    closing = True
+            calls, closing = self._gather(pending, wait)
             try:
                 self._write(store, pending)
                 for fn in calls:
@@ -141,6 +121,36 @@ class Writer:
                 self._report("history: written again", "info")
             retry = 0
         store.close()
+
+    def _gather(self, pending: dict[Target, _Batch], wait: float | None) -> tuple[list[Any], bool]:
+        """Everything queued by now (waiting up to ``wait`` for the first) folded into
+        ``pending``; the calls to make, and whether a close came. Its own frame: what was
+        written is not kept alive while the thread waits for more."""
+        closing = False
+        try:
+            items = [self._queue.get(timeout=wait)]
+        except queue.Empty:
+            items = []
+        while True:  # everything that piled up, joined
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        calls = []
+        for item in items:
+            if item[0] == "write":
+                _, target, blocks, facts, stamp, done = item
+                batch = pending.setdefault(target, _Batch(target))
+                batch.blocks.update((b.seq, b) for b in blocks)
+                batch.facts.update(facts)
+                batch.stamp = stamp
+                if done is not None:
+                    batch.done.append(done)
+            elif item[0] == "call":
+                calls.append(item[1])
+            else:
+                closing = True
+        return calls, closing
 
     def _write(self, store: Store, pending: dict[Target, _Batch]) -> None:
         """Write each chat's batch; one written leaves ``pending`` at once."""
@@ -169,3 +179,14 @@ class Writer:
                 item[5].set()
             elif item[0] == "close":
                 return
+
+
+def _yield_the_cpu() -> None:
+    """Lower this thread's CPU priority (Linux: per thread): the history is written
+    whenever a core is idle, never before Neovim or the agent's stream."""
+    thread = threading.get_native_id()
+    try:
+        nice = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(nice + 10, 19))
+    except (AttributeError, OSError):
+        pass

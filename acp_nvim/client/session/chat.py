@@ -299,27 +299,28 @@ class Chat:
         """
         if self.muted:
             return
-        run: tuple[Role, str | None] | None = None
+        # The run of chunks being joined (none while texts is empty): role, message id.
+        role: Role = "agent"
+        message_id: str | None = None
         texts: list[str] = []
         for update in updates:
             # A barrier per update: a bug showing one costs that update, not the
             # rest of the run (nor, for v2, the idle that ends the turn).
             try:
                 item = chunk(update)
-                key = item[:2] if item is not None else None
-                if run is not None and key != run:
-                    self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+                if texts and (item is None or item[0] != role or item[1] != message_id):
+                    self.on_message(MessagePatch(message_id, role, "".join(texts)))
                     texts.clear()
-                run = key
-                if item is not None:
-                    texts.append(item[2])
-                else:
+                if item is None:
                     other(update)
+                else:
+                    role, message_id, text = item
+                    texts.append(text)
             except Exception as err:
-                run, texts = None, []
+                texts = []
                 self.show_error(internal_error(f"showing an update ({type(update).__name__})", err))
-        if run is not None:
-            self.on_message(MessagePatch(run[1], run[0], "".join(texts)))
+        if texts:
+            self.on_message(MessagePatch(message_id, role, "".join(texts)))
 
     def on_message(
         self, patch: MessagePatch, *, force_new: bool = False, turn: int | None = None

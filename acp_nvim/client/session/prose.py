@@ -22,17 +22,18 @@ _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 # A thematic break or a setext heading's underline.
 _RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
 _DIGITS = "0123456789"
+_INDENT = re.compile(r"[ \t]*")
 # A row grows by joined lines up to this many characters: lines that only look
 # like prose (a log without a fence) must not become one row of megabytes.
 ROW_MAX = 1000
 
 
-def _next_starts_block(rest: str) -> bool | None:
-    """Whether the line that ``rest`` begins with is blank or starts a block (a hard
+def _next_starts_block(text: str, start: int) -> bool | None:
+    """Whether the line of ``text`` at ``start`` is blank or starts a block (a hard
     break before it); None while its first characters have not all arrived."""
-    end = rest.find("\n")
+    end = text.find("\n", start)
     complete = end >= 0
-    text = (rest[:end] if complete else rest).lstrip(" \t")
+    text = (text[start:end] if complete else text[start:]).lstrip(" \t")
     if not text:
         return True if complete else None
     first = text[0]
@@ -84,16 +85,16 @@ class Prose:
             self._line.append(piece)
             line = "".join(self._line)
             ends, fence, paragraph = self._ends_block(line)
-            hard = ends or self.row >= ROW_MAX or _next_starts_block(text[end + 1 :])
+            hard = ends or self.row >= ROW_MAX or _next_starts_block(text, end + 1)
             if hard is None and not final:
                 self._line, self._held = [line], text[end:]
                 return "".join(out)
             self._line, self._fence, self._paragraph = [], fence, paragraph
             if hard is False:
-                rest = text[end + 1 :]
                 out.append(" ")
                 self.row += 1
-                start = end + 1 + len(rest) - len(rest.lstrip(" \t"))
+                indent = _INDENT.match(text, end + 1)
+                start = indent.end() if indent else end + 1
             else:
                 out.append("\n")
                 self.row = 0
