@@ -659,8 +659,8 @@ class Connection:
             await self._handle_other(line, msg)
             return
         values = [msg] if msg is not _INVALID else []
-        del msg  # values holds the message alone: freed by free_in_pieces
-        await self._run_batch(route, values)
+        del msg  # in values alone: freed there by free_in_pieces
+        await self._run_batch(route, list(values))  # a list of its own: ours stays ours
         await anyio.to_thread.run_sync(free_in_pieces, values)
 
     async def _handle_other(self, line: bytes, msg: Any) -> None:

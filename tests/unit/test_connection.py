@@ -476,10 +476,12 @@ async def test_a_big_batched_notification_is_freed_off_the_loop_and_what_is_kept
     monkeypatch.setattr(connection, "OFF_LOOP_BYTES", 1000)
     monkeypatch.setattr(connection, "free_in_pieces", spy)
     kept: list[list[int]] = []
+    batches: list[list[Nested]] = []
     done = anyio.Event()
 
     async def updates(batch: list[Nested]) -> None:
         kept.append(batch[0].parts[0])  # the handler keeps one part of the message
+        batches.append(batch)  # and the batch itself
         done.set()
 
     conn, peer = raw_peer()
@@ -494,6 +496,7 @@ async def test_a_big_batched_notification_is_freed_off_the_loop_and_what_is_kept
         assert (await peer.receive_json())["id"] == 1  # the line after it was handled
     assert freed_on == [False]
     assert kept == [list(range(300))]
+    assert batches[0][0].parts[0] is kept[0] and batches[0][0].meta == {"m": [1, 2]}
 
 
 def test_free_in_pieces_takes_apart_only_what_nothing_else_holds() -> None:
