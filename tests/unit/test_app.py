@@ -115,8 +115,8 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
 async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> None:
     """The history's writer keeps what it wrote for a chat past its close; it held the
     whole chat (its model, its transcript's text) for as long as the Neovim ran. And a
-    closed chat's cycles wait for no full collection (rare with the host's start-up
-    objects frozen): 20 MB of a closed 100k-chunk chat stayed."""
+    closed chat's cycles wait for no later collection (with the host's start-up objects
+    frozen, 18 MB of a closed 100k-chunk chat were still held after a second chat)."""
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
