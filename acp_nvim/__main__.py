@@ -25,9 +25,10 @@ def _spawn_first_agent() -> None:
     Without the modules it needs, nothing starts here: the import below says why."""
     try:
         from acp_nvim.client.agent import first
+
+        first.spawn()
     except ImportError:
-        return
-    first.spawn()
+        pass
 
 
 def main() -> None:
