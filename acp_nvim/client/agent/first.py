@@ -62,7 +62,7 @@ def spawn(environ: MutableMapping[str, str] = os.environ) -> None:
 
     try:
         first = json.loads(given)
-        _, agent = load_config(first["options"]).agent(first.get("agent"))
+        _, agent = load_config(first.get("options")).agent(first.get("agent"))
         chat = chat_cwd(agent, first["cwd"], cwd_given=bool(first.get("cwd_given")))
         cwd = agent_cwd(agent, chat)
     except (ConfigError, ValueError, KeyError, TypeError, AttributeError):  # ValueError: not JSON
