@@ -81,21 +81,33 @@ class Screen:
                     for args in calls:
                         self._apply(name, args)
 
-    def groups(self, win: int, lnum: int) -> set[str]:
-        """Our groups (Acp*) colouring buffer line ``lnum`` (1-based) of window
-        ``win`` on screen (its first screen row); empty when it is not on screen."""
+    def _place(self, win: int, lnum: int) -> tuple[int, int, int]:
+        """The screen row (1-based, 0 when off screen) of ``lnum``, and ``win``'s first
+        column (1-based) and width."""
         row, col, width = self.editor.lua(
             "local win, lnum = ...; local info = vim.fn.getwininfo(win)[1]"
             "; return {vim.fn.screenpos(win, lnum, 1).row, info.wincol, info.width}",
             win,
             lnum,
         )
+        return row, col, width
+
+    def groups(self, win: int, lnum: int) -> set[str]:
+        """Our groups (Acp*) colouring buffer line ``lnum`` (1-based) of window
+        ``win`` on screen (its first screen row); empty when it is not on screen."""
+        row, col, width = self._place(win, lnum)
         if row == 0:
             return set()
         names: set[str] = set()
         for attr in self.grid[row - 1][col - 1 : col - 1 + width]:
             names |= {n for n in self.names.get(attr, frozenset()) if n.startswith("Acp")}
         return names
+
+    def edge(self, win: int, lnum: int) -> set[str]:
+        """Our groups in the last column of ``win`` on the screen row of ``lnum``."""
+        row, col, width = self._place(win, lnum)
+        names = self.names.get(self.grid[row - 1][col - 2 + width], frozenset())
+        return {n for n in names if n.startswith("Acp")}
 
     def at(self, win: int, row: int) -> list[str]:
         """Our groups on buffer row ``row`` (0-based) of ``win``, scrolled to for the

@@ -826,6 +826,9 @@ function M.render(item)
     end
     update_winbar(chat)
     notice.after(chat, before, status)
+    if type(status.stop_reason) == "string" then -- a turn ended: what it made is garbage now
+      util.collect_garbage()
+    end
   end
   if status.queue or chat.queue_mark then
     queue.draw(chat)

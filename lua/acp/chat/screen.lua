@@ -103,7 +103,8 @@ local function group_at(buf, block, first, last, row, line)
   end
 end
 
--- The block of the row drawn last, its rows [first, last): rows are drawn top down.
+-- The window being drawn: its buffer's blocks, and the block of the row drawn last
+-- with its rows [first, last) (rows are drawn top down). Emptied when a redraw ends.
 local current = {}
 
 local function on_win(_, _, buf)
@@ -111,7 +112,11 @@ local function on_win(_, _, buf)
   if not blocks or #blocks.order == 0 then
     return false
   end
-  current = { buf = buf, blocks = blocks }
+  current.buf, current.blocks, current.block = buf, blocks, nil
+end
+
+local function on_end()
+  current.buf, current.blocks, current.block = nil, nil, nil
 end
 
 local function on_line(_, _, buf, row)
@@ -125,10 +130,9 @@ local function on_line(_, _, buf, row)
       return
     end
     c.block, c.first, c.last = block, first, select(2, blocks_of.rows(buf, c.blocks, block))
-    if row >= c.last then -- the separator row before the next block
-      c.block = nil
-      return
-    end
+  end
+  if row >= c.last then -- the separator row before the next block
+    return
   end
   local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
   local group, to_text_end = group_at(buf, c.block, c.first, c.last, row, line)
@@ -139,6 +143,6 @@ local function on_line(_, _, buf, row)
   end
 end
 
-api.nvim_set_decoration_provider(M.ns, { on_win = on_win, on_line = on_line })
+api.nvim_set_decoration_provider(M.ns, { on_win = on_win, on_line = on_line, on_end = on_end })
 
 return M
