@@ -82,7 +82,8 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
         """
         local render = require("acp.chat.render")
         local buf = vim.api.nvim_create_buf(false, true)
-        local blocks = require("acp.chat.blocks").new()
+        _G.blocks = require("acp.chat.blocks").new() -- kept, as a chat keeps its blocks
+        local blocks = _G.blocks
         render.apply(buf, blocks, ...)
         vim.api.nvim_win_set_buf(0, buf)
         local block = blocks.by_id.c
