@@ -163,12 +163,17 @@ def test_a_closed_fold_shows_its_header_across_the_window_and_opens_coloured(
     assert seen(editor, screen, win) == expected(lines)
 
 
-def test_a_copied_transcript_shows_the_same_colours(editor: Editor) -> None:
-    """render.copy (a fork's transcript) draws the blocks again in another buffer:
-    that buffer's rows are coloured as the original's."""
+def test_a_rewound_or_copied_transcript_shows_the_same_colours(editor: Editor) -> None:
+    """A rewind takes blocks out of view and puts them back (cut, uncut), render.copy
+    (a fork's transcript) draws them again in another buffer: their rows are
+    coloured as before."""
     status, win = chat_with_a_long_transcript(editor)
     screen = Screen.of(editor)
     original = seen(editor, screen, win)
+    editor.lua(RENDER, status["chat"], [{"op": "cut", "turns": [{"key": "k", "block": "t"}]}])
+    assert "#### Edit x.py" not in editor.transcript()
+    editor.lua(RENDER, status["chat"], [{"op": "uncut", "turns": ["k"]}])
+    assert seen(editor, screen, win) == original
     editor.lua(
         """
         local win, chat_id = ...
