@@ -237,6 +237,13 @@ function M.map_close(buf, what)
   end, { buffer = buf, nowait = true, desc = "acp: close the " .. what })
 end
 
+--- `path` (`~` and variables expanded) as an absolute, normalized directory name.
+---@param path string
+---@return string
+function M.directory(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ":p"))
+end
+
 --- The plugin's root directory (holding lua/, plugin/, acp_nvim/).
 function M.root()
   local source = debug.getinfo(1, "S").source:sub(2)

@@ -435,9 +435,7 @@ function M.open(opts)
   local from = opts.fork or opts.handoff
   -- Where it was opened: Python makes its workspace of it (a fork's and a handover's
   -- is the chat's they continue).
-  chat.cwd = opts.cwd and vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(opts.cwd), ":p"))
-    or from and from.cwd
-    or vim.fn.getcwd()
+  chat.cwd = opts.cwd and util.directory(opts.cwd) or from and from.cwd or vim.fn.getcwd()
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
