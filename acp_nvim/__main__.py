@@ -20,10 +20,22 @@ def _fail(what: str) -> NoReturn:
     sys.exit(3)
 
 
+def _spawn_first_agent() -> None:
+    """The first chat's agent starts now, while the rest is imported (decision 0051).
+    Without the modules it needs, nothing starts here: the import below says why."""
+    try:
+        from acp_nvim.client.agent import first
+
+        first.spawn()
+    except ImportError:
+        pass
+
+
 def main() -> None:
     version = ".".join(map(str, sys.version_info[:3]))
     if sys.version_info < (3, 10):  # noqa: UP036 -- the check is for Pythons we do not support
         _fail(f"{sys.executable} is Python {version}; acp.nvim needs Python 3.10 or newer")
+    _spawn_first_agent()
     try:
         from acp_nvim.nvim.host import run_stdio
     except ImportError as err:

@@ -175,9 +175,9 @@ ROWS: dict[str, list[Row]] = {
         ("  the agent's own start alone (ms)", "—", _key("agent_own"), None),
         (
             "  :AcpChat → ready minus the agent's own start (ms)",
-            "≤ 300",
+            "≤ 100",
             _key("startup_plugin"),
-            lambda m, _: m <= 300,
+            lambda m, _: m <= 100,
         ),
     ],
     "tools": [

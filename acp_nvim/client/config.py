@@ -496,6 +496,18 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
         return list(dict.fromkeys(os.path.normpath(r) for r in [*self.roots, *agent.roots]))
 
 
+def agent_cwd(config: AgentConfig, cwd: str) -> str:
+    """The agent's working directory: its own option, else the editor's."""
+    return os.path.abspath(config.cwd or cwd)
+
+
+def chat_cwd(config: AgentConfig, cwd: str, *, cwd_given: bool) -> str:
+    """The directory a new chat of agent ``config`` works in (a worktree chat's
+    worktree aside): ``cwd`` when the user gave it, else the agent's own, else
+    ``cwd`` (Neovim's)."""
+    return os.path.abspath(cwd) if cwd_given else agent_cwd(config, cwd)
+
+
 def _expanded(paths: list[str]) -> list[str]:
     return [os.path.expanduser(path) for path in paths]
 

@@ -24,7 +24,8 @@ from typing import Any
 import anyio.abc
 import pynvim
 
-from acp_nvim.client.agent.process import kill_all
+from acp_nvim.client.agent import first
+from acp_nvim.client.agent.groups import kill_all
 from acp_nvim.client.app import App
 from acp_nvim.client.history import StoreError
 from acp_nvim.nvim.editor import NvimEditor
@@ -52,6 +53,7 @@ class Host:
 
     async def _main(self, tasks: anyio.abc.TaskGroup) -> None:
         self.app = App(self.editor, tasks)
+        tasks.start_soon(_end_first_agent_unclaimed)
 
     def _ensure_started(self) -> App:
         if not self._started:
@@ -218,6 +220,12 @@ class Host:
         if self._started and self.app is not None:
             self.worker.stop(self.app.shutdown)
         kill_all()
+
+
+async def _end_first_agent_unclaimed() -> None:
+    """The first agent (client/agent/first.py) ends when no chat took it in time."""
+    await anyio.sleep(first.CLAIM_SECONDS)
+    first.end()
 
 
 # glibc's mallopt parameters (malloc.h).

@@ -47,15 +47,20 @@ end
 ---@param opts? {agent?: string, new?: boolean, history?: integer, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return integer chat id
 function M.open(opts)
+  opts = opts or {}
   local unsupported = require("acp.util").unsupported()
   if unsupported then
     require("acp.util").user_error(unsupported)
   end
-  -- The Python host starts first, so its start-up overlaps drawing the chat; a
-  -- start that failed before is tried again.
-  host.retry()
+  -- The Python host starts first, so its start-up overlaps drawing the chat, and
+  -- with it the chat's agent (decision 0051); a start that failed before is tried
+  -- again. An open that starts no agent of its own at once (a stored chat, a
+  -- worktree to make first) does not have one started early.
+  local first_agent = not (opts.history or opts.worktree)
+    and { agent = opts.agent, cwd = opts.cwd and util.directory(opts.cwd) or vim.fn.getcwd(), cwd_given = opts.cwd ~= nil }
+  host.retry(first_agent or nil)
   highlights.setup()
-  return chat_module().open(opts or {}).id
+  return chat_module().open(opts).id
 end
 
 --- Hide the chats the current tab page shows; else show the chats hidden so

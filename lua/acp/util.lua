@@ -138,6 +138,39 @@ function M.extmark(buf, ns, row, col, opts)
   return vim.api.nvim_buf_set_extmark(buf, ns, row, col, opts)
 end
 
+-- One slice of garbage collection may take this long (ns) before the event loop
+-- gets its turn again.
+local SLICE_NS = 1e6
+local collecting = false
+
+--- Collect the Lua garbage that work just ended (a chat's turn) left: two full
+--- cycles (the first finishes the one under way, which may have started before that
+--- garbage), in slices of ~1 ms with the event loop's work between them. LuaJIT
+--- collects when its heap reaches twice what was live after its last cycle, and
+--- the pages it grew into stay Neovim's: without this, a long chat's Lua heap (and
+--- Neovim's RSS) keeps the garbage of its turns (doc/performance.md).
+function M.collect_garbage()
+  if collecting then
+    return
+  end
+  collecting = true
+  local cycles = 0
+  local function slice()
+    local deadline = vim.uv.hrtime() + SLICE_NS
+    repeat
+      if collectgarbage("step", 16) then
+        cycles = cycles + 1
+        if cycles == 2 then
+          collecting = false
+          return
+        end
+      end
+    until vim.uv.hrtime() >= deadline
+    vim.schedule(slice)
+  end
+  vim.schedule(slice)
+end
+
 --- Set window options like :setlocal: a buffer shown later in `win` gets the
 --- user's values back (vim.wo[win] would also change the window's global values).
 ---@param win integer
@@ -202,6 +235,13 @@ function M.map_close(buf, what)
   vim.keymap.set("n", "q", function()
     M.close_window(vim.api.nvim_get_current_win())
   end, { buffer = buf, nowait = true, desc = "acp: close the " .. what })
+end
+
+--- `path` (`~` and variables expanded) as an absolute, normalized directory name.
+---@param path string
+---@return string
+function M.directory(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ":p"))
 end
 
 --- The plugin's root directory (holding lua/, plugin/, acp_nvim/).

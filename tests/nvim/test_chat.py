@@ -10,6 +10,7 @@ import signal
 import pytest
 
 from tests.nvim.conftest import RENDER, Editor, wait_gone
+from tests.nvim.screen import Screen
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -88,18 +89,8 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     assert editor.lua("return _G.markdown_loads") == 0
     lines = editor.transcript()
     thought_row = next(i for i, line in enumerate(lines) if line.startswith("> The user wrote"))
-    groups = editor.lua(
-        """
-        local buf, row = ...
-        local ns = vim.api.nvim_get_namespaces()["acp.highlights"]
-        local marks = vim.api.nvim_buf_get_extmarks(buf, ns, {row, 0}, {row, -1}, {details = true})
-        return vim.tbl_map(function(m) return m[4].line_hl_group end, marks)
-        """,
-        buf,
-        thought_row,
-    )
-    assert groups == ["AcpThought"]
     win = editor.lua(f"return vim.fn.win_findbuf({buf})[1]")
+    assert Screen.of(editor).at(win, thought_row) == ["AcpThought"]
     assert (
         editor.lua(
             f"return vim.api.nvim_win_call({win}, function() return vim.fn.foldlevel({thought_row + 1}) end)"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 
 PROMPT = "**Permission needed:** press a key, or `<CR>` for a menu"
 
@@ -67,18 +68,9 @@ def mapped(editor: Editor, key: str) -> bool:
 
 
 def groups_at(editor: Editor, row: int) -> list[str]:
-    """Highlight groups of our extmarks on a 0-based transcript row."""
-    return list(
-        editor.lua(
-            """
-            local buf = require('acp').status().transcript_buf
-            local ns = vim.api.nvim_get_namespaces()["acp.highlights"]
-            local marks = vim.api.nvim_buf_get_extmarks(buf, ns, {..., 0}, {..., -1}, {details = true})
-            return vim.tbl_map(function(m) return m[4].line_hl_group or m[4].hl_group end, marks)
-            """,
-            row,
-        )
-    )
+    """Our highlight groups on a 0-based transcript row, as the screen shows them."""
+    win = editor.lua("return vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]")
+    return Screen.of(editor).at(win, row)
 
 
 def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.nvim.conftest import RENDER, Editor
+from tests.nvim.screen import Screen
 
 
 def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> None:
@@ -81,20 +82,17 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
         """
         local render = require("acp.chat.render")
         local buf = vim.api.nvim_create_buf(false, true)
-        local blocks = require("acp.chat.blocks").new()
+        _G.blocks = require("acp.chat.blocks").new() -- kept, as a chat keeps its blocks
+        local blocks = _G.blocks
         render.apply(buf, blocks, ...)
-        local marks = vim.api.nvim_buf_get_extmarks(buf, render.ns_hl, 0, -1, { details = true })
-        local groups = {}
-        for _, mark in ipairs(marks) do
-          local group = mark[4].line_hl_group or mark[4].hl_group
-          groups[#groups + 1] = { mark[2], group }
-        end
+        vim.api.nvim_win_set_buf(0, buf)
         local block = blocks.by_id.c
-        return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), groups, block.locations, block.permission.row }
+        return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), block.locations, block.permission.row }
         """,
         ops,
     )
-    lines, groups, locations, prompt_row = shown
+    lines, locations, prompt_row = shown
+    groups = Screen(editor).rows(editor.lua("return vim.api.nvim_get_current_win()"), 0, len(lines))
     whole = recording.transcript(1)
     assert lines == [*whole["c"], "", *whole["other"]]
     assert whole["c"][:2] == ["#### Edit a.txt", "`edit` · completed"]

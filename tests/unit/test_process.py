@@ -30,11 +30,11 @@ import anyio
 pidfd_open = os.pidfd_open
 if sys.argv[1] == "number":
     del os.pidfd_open
-from acp_nvim.client.agent import process as module
+from acp_nvim.client.agent import groups, process as module
 
 async def main(kernel, ending):
     if kernel == "leader":
-        module._pidfd_groups = False
+        groups._pidfd_groups = False
     report = {}
     agent = module.AgentProcess("a", ["sh", "-c", "read line"])
     await agent.start()
@@ -52,10 +52,10 @@ async def main(kernel, ending):
     if ending == "aclose":  # a restart, or the chat closed
         await agent.aclose()
     elif ending == "kill_all":  # :qa!, atexit
-        module.kill_all()
+        groups.kill_all()
     else:  # the host killed outright: the reaper sees EOF and kills what it holds
-        module._reaper.stdin.close()
-        module._reaper.wait()
+        groups._reaper.stdin.close()
+        groups._reaper.wait()
     # A signal sent before ours wins: it dies of SIGKILL if we killed it above.
     stranger.terminate()
     report["stranger_alive"] = stranger.wait() == -signal.SIGTERM

@@ -18,9 +18,9 @@ import anyio
 
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.negotiate import negotiate
-from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_cwd, agent_process
+from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
-from acp_nvim.client.config import AgentConfig
+from acp_nvim.client.config import AgentConfig, agent_cwd
 from acp_nvim.client.errors import AgentFailed
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.mcp import McpOffer

@@ -1,57 +1,30 @@
-"""The agent subprocess: spawn, stderr ring, and a kill that leaves no orphans.
-
-Each agent runs in its own process group (``start_new_session``) so closing it
-also ends whatever it spawned (shells, language servers, MCP servers). Every
-live group is remembered so :func:`kill_all` can end them from ``atexit`` or a
-signal handler, when no event loop is left to await anything. And since neither
-runs when this process is killed outright, a reaper outlives it: a small shell
-in a session of its own that holds every live group and SIGKILLs them once this
-process is gone (its end of the reaper's stdin closes, however it ended).
-
-A group is signalled only while it is known to be ours (decision 0036): once
-its leader is reaped, its pid may be handed to a stranger. Where the kernel
-signals a group through the leader's pidfd (Linux 6.9), the group is named by
-the process itself, never by a number, so it stays reachable after the leader
-exits; elsewhere a group is signalled while its leader is unreaped (its pidfd
-tells, else the exit code not yet collected) and dropped the moment it is. The
-reaper, a shell holding numbers, lets go of a group when its leader is reaped.
+"""The agent subprocess: spawn (or the first agent's adoption), stderr ring, and a
+kill that ends its whole process group (acp_nvim/client/agent/groups.py).
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentProcess", "SpawnError", "agent_cwd", "agent_process", "kill_all"]
+__all__ = ["AgentProcess", "SpawnError", "agent_process"]
 
 import collections
-import errno
 import os
 import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from typing import IO
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
 
-from acp_nvim.client.config import AgentConfig
+from acp_nvim.client.agent import first
+from acp_nvim.client.agent.groups import Group
+from acp_nvim.client.config import AgentConfig, agent_cwd
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.protocol.streams import receive
 
-_live_groups: dict[int, _Group] = {}  # by the leader's pid
-# Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
-# Builtins only: it forks nothing while it runs (a fork would take a pid).
-_REAPER = """
-trap '' HUP INT TERM
-groups=""
-while read -r pg; do
-  case "$pg" in
-    -*) kept=""; for g in $groups; do [ "$g" = "${pg#-}" ] || kept="$kept $g"; done
-        groups=$kept ;;
-    *) groups="$groups $pg" ;;
-  esac
-done
-for pg in $groups; do kill -s KILL -- "-$pg" 2>/dev/null; done
-"""
-_reaper: subprocess.Popen[bytes] | None = None
 # A stderr line longer than this is cut: one line without an end must not grow
 # without bound (nor be re-split on every read).
 STDERR_LINE_MAX = 4096
@@ -59,131 +32,6 @@ STDERR_LINE_MAX = 4096
 
 class SpawnError(RuntimeError):
     """The agent could not be started; the message is advice for the user."""
-
-
-def kill_all() -> None:
-    """SIGKILL every agent process group still alive (for atexit and signals)."""
-    for group in list(_live_groups.values()):
-        group.signal(signal.SIGKILL)
-        group.drop()
-
-
-def _tell_reaper(line: str) -> None:
-    """Hand a group to the reaper (``"123"``) or take it back (``"-123"``)."""
-    global _reaper
-    try:
-        if _reaper is None or _reaper.poll() is not None:
-            _reaper = subprocess.Popen(
-                ["/bin/sh", "-c", _REAPER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                env={"PATH": os.environ.get("PATH", os.defpath)},  # it needs nothing else
-            )
-        assert _reaper.stdin is not None
-        _reaper.stdin.write(line.encode() + b"\n")
-        _reaper.stdin.flush()
-    except OSError:
-        pass  # no reaper: kill_all and aclose still end the groups on a normal exit
-
-
-# pidfd_send_signal's flag for "the process group of this process" (Linux 6.9).
-_PIDFD_SIGNAL_PROCESS_GROUP = 4
-# Whether this kernel takes that flag; None until the first try.
-_pidfd_groups: bool | None = None
-
-
-def _child_pidfd(pid: int) -> int | None:
-    """A pidfd of our child ``pid``; None where there are no pidfds (not Linux, or
-    before 5.3) or when it has exited and been reaped already (asyncio reaps at once):
-    then the number may be a stranger's, which its parent says."""
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-        signal.pidfd_send_signal(fd, 0)  # still the process read above
-    except (OSError, ValueError, IndexError):
-        parent = -1
-    if parent == os.getpid():
-        return fd
-    os.close(fd)
-    return None
-
-
-class _Group:
-    """The process group an agent leads, signalled only while known to be ours."""
-
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self.pid = process.pid
-        self._process = process
-        self._held = False  # by the reaper
-        self._pidfd = _child_pidfd(self.pid)
-
-    def __repr__(self) -> str:
-        return f"<_Group {self.pid} pidfd={self._pidfd}>"
-
-    def hold(self) -> None:
-        """Remember the group, and hand it to the reaper."""
-        _live_groups[self.pid] = self
-        self._held = True
-        _tell_reaper(str(self.pid))
-
-    def _let_go(self) -> None:
-        if self._held:
-            self._held = False
-            _tell_reaper(f"-{self.pid}")
-
-    @property
-    def named_by_pidfd(self) -> bool:
-        """Whether the kernel signals this group through the leader's pidfd: then
-        it reaches the group's own members even after the leader is reaped."""
-        return self._pidfd is not None and _pidfd_groups is not False
-
-    def signal(self, sig: int) -> None:
-        """Send ``sig`` to the group, if it is still ours (see the module docstring)."""
-        global _pidfd_groups
-        if self._pidfd is not None:
-            if _pidfd_groups is not False:
-                try:
-                    signal.pidfd_send_signal(self._pidfd, sig, None, _PIDFD_SIGNAL_PROCESS_GROUP)
-                    _pidfd_groups = True
-                    return
-                except OSError as err:
-                    if err.errno != errno.EINVAL or _pidfd_groups:
-                        return  # ESRCH: none of the group is left
-                    _pidfd_groups = False  # a kernel before 6.9
-            try:
-                signal.pidfd_send_signal(self._pidfd, 0)  # a zombie leader counts
-            except OSError:
-                return  # reaped: its pid may be anyone's now
-        elif self._process.returncode is not None:
-            return
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def reaped(self) -> None:
-        """The leader was reaped: the reaper lets go of its pid; only a group named
-        by the pidfd is still signalled (by :meth:`AgentProcess.aclose` and
-        :func:`kill_all`)."""
-        if self.named_by_pidfd:
-            self._let_go()
-        else:
-            self.drop()
-
-    def drop(self) -> None:
-        """Forget the group: no more signals to it, from here or the reaper."""
-        self._let_go()
-        if _live_groups.get(self.pid) is self:
-            del _live_groups[self.pid]
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
 
 
 class AgentProcess:
@@ -215,7 +63,7 @@ class AgentProcess:
         self._on_stderr = on_stderr
         self._stderr: collections.deque[str] = collections.deque(maxlen=stderr_lines)
         self._process: anyio.abc.Process | None = None
-        self._group: _Group | None = None
+        self._group: Group | None = None
         self.returncode: int | None = None
 
     def __repr__(self) -> str:
@@ -242,11 +90,16 @@ class AgentProcess:
         return list(self._stderr)[-count:]
 
     async def start(self) -> None:
-        """Spawn the process.
+        """Spawn the process, or take over the first agent when it is this one
+        (acp_nvim/client/agent/first.py).
 
         Raises:
             SpawnError: not installed / not on PATH / not executable / bad cwd.
         """
+        first_agent = first.claim(self.cmd, self.env, self.cwd)
+        if first_agent is not None:
+            self._process, self._group = PipedProcess(first_agent.popen), first_agent.group
+            return
         program = self.cmd[0]
         if os.sep not in program and shutil.which(program, path=self.env.get("PATH")) is None:
             raise SpawnError(f"agent {self.name!r}: {program!r} is not installed or not on PATH")
@@ -262,7 +115,7 @@ class AgentProcess:
             raise SpawnError(f"agent {self.name!r}: {program!r} is not executable") from None
         except OSError as err:
             raise SpawnError(f"agent {self.name!r}: cannot start {program!r}: {err}") from None
-        self._group = _Group(self._process)
+        self._group = Group(self._process)
         self._group.hold()
 
     async def drain_stderr(self) -> None:
@@ -321,11 +174,6 @@ def _bounded(line: bytearray, more: bytes) -> bytearray:
     return line
 
 
-def agent_cwd(config: AgentConfig, cwd: str) -> str:
-    """The agent's working directory: its own option, else the editor's."""
-    return os.path.abspath(config.cwd or cwd)
-
-
 def agent_process(name: str, config: AgentConfig, cwd: str, log: ProtocolLog) -> AgentProcess:
     """The (unstarted) process of agent ``name``; its stderr goes to the protocol log."""
     return AgentProcess(
@@ -335,3 +183,123 @@ def agent_process(name: str, config: AgentConfig, cwd: str, log: ProtocolLog) ->
         cwd=agent_cwd(config, cwd),
         on_stderr=lambda line: log.add(name, "!!", line),
     )
+
+
+class PipedProcess(anyio.abc.Process):
+    """A process started before the event loop existed (the first agent), driven by it:
+    its pipes read and written without blocking as the loop says they are ready, its
+    exit heard through a pidfd (else a thread waits for it)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        self._popen = popen
+        self._stdin = _PipeSender(popen.stdin)
+        self._stdout = _PipeReceiver(popen.stdout)
+        self._stderr = _PipeReceiver(popen.stderr)
+        self._waiting = anyio.Lock()
+
+    async def wait(self) -> int:
+        async with self._waiting:  # one waits for the exit, the others after it
+            while (code := self._popen.poll()) is None:
+                await _exited(self._popen)
+        return code
+
+    def terminate(self) -> None:
+        self._popen.terminate()
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+    def send_signal(self, sig: int) -> None:
+        self._popen.send_signal(sig)
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream:
+        return self._stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream:
+        return self._stdout
+
+    @property
+    def stderr(self) -> anyio.abc.ByteReceiveStream:
+        return self._stderr
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for pipe in (self._stdin, self._stdout, self._stderr):
+                await pipe.aclose()
+            await self.wait()
+
+
+async def _exited(popen: subprocess.Popen[bytes]) -> None:
+    """Return once ``popen`` has exited (it is not reaped here)."""
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+    except (AttributeError, OSError):  # no pidfds here, or it is reaped already
+        await anyio.to_thread.run_sync(popen.wait, abandon_on_cancel=True)
+        return
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+class _PipeReceiver(anyio.abc.ByteReceiveStream):
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        os.set_blocking(pipe.fileno(), False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        waited = False
+        while True:
+            if self._pipe.closed:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self._pipe.fileno(), max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._pipe.fileno())
+                waited = True
+                continue
+            if not waited:  # every receive lets the loop's other tasks run
+                await anyio.lowlevel.checkpoint()
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        if not self._pipe.closed:
+            anyio.notify_closing(self._pipe.fileno())
+            self._pipe.close()
+
+
+class _PipeSender(anyio.abc.ByteSendStream):
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        os.set_blocking(pipe.fileno(), False)
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            if self._pipe.closed:
+                raise anyio.ClosedResourceError
+            try:
+                view = view[os.write(self._pipe.fileno(), view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._pipe.fileno())
+            except BrokenPipeError as err:
+                raise anyio.BrokenResourceError from err
+        await anyio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        if not self._pipe.closed:
+            anyio.notify_closing(self._pipe.fileno())
+            self._pipe.close()

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio.to_thread
 
-from acp_nvim.client.agent.process import agent_cwd
 from acp_nvim.client.app._context import AppContext
-from acp_nvim.client.config import AgentConfig, ConfigError, workspace_root
+from acp_nvim.client.config import AgentConfig, ConfigError, chat_cwd, workspace_root
 from acp_nvim.client.session.workspace import Workspace, Worktree
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ class Workspaces:
         if like is not None:
             theirs = like.workspace
             return Workspace(theirs.cwd, list(theirs.roots), theirs.worktree)
-        cwd = os.path.abspath(cwd) if cwd_given else agent_cwd(agent_config, cwd)
+        cwd = chat_cwd(agent_config, cwd, cwd_given=cwd_given)
         if not os.path.isdir(cwd):
             raise WorkspaceRefused(f"cannot work in {cwd!r}: no such directory")
         chosen = self.ctx.config.agent_roots(agent_config)

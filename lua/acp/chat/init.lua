@@ -290,6 +290,9 @@ local function create()
     active_at = os.time(),
   }
   vim.bo[chat.transcript].modifiable = false
+  -- Nobody undoes in a read-only buffer: the history of what we wrote only took
+  -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
+  vim.bo[chat.transcript].undolevels = -1
   vim.b[chat.transcript].acp_foldexpr = function(lnum)
     return foldexpr(chat, lnum)
   end
@@ -432,9 +435,7 @@ function M.open(opts)
   local from = opts.fork or opts.handoff
   -- Where it was opened: Python makes its workspace of it (a fork's and a handover's
   -- is the chat's they continue).
-  chat.cwd = opts.cwd and vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(opts.cwd), ":p"))
-    or from and from.cwd
-    or vim.fn.getcwd()
+  chat.cwd = opts.cwd and util.directory(opts.cwd) or from and from.cwd or vim.fn.getcwd()
   registry.current = chat.id
   if opts.fork then
     continue_from(opts.fork, chat)
@@ -823,6 +824,9 @@ function M.render(item)
     end
     update_winbar(chat)
     notice.after(chat, before, status)
+    if type(status.stop_reason) == "string" then -- a turn ended: what it made is garbage now
+      util.collect_garbage()
+    end
   end
   if status.queue or chat.queue_mark then
     queue.draw(chat)

@@ -4,57 +4,31 @@
 -- block rewrites only its rows. Old text is never rewritten, so the cost of a chunk
 -- does not grow with the transcript. acp.chat dispatches the render ops here.
 local blocks_of = require("acp.chat.blocks")
-local tools = require("acp.chat.tools")
+local permission = require("acp.chat.permission")
+local screen = require("acp.chat.screen")
 
 local M = {}
 
+-- Stored highlights: headers and permission prompts. Every other row's colour
+-- follows from its block and is drawn on screen only (acp.chat.screen).
 M.ns_hl = vim.api.nvim_create_namespace("acp.highlights")
 
 local api = vim.api
 local start_row, rows = blocks_of.start_row, blocks_of.rows
 
-local header_hl = {
-  user = "AcpUserHeader",
-  agent = "AcpAgentHeader",
-  thought = "AcpThoughtHeader",
-  tool = "AcpToolHeader",
-  plan = "AcpPlanHeader",
-  compaction = "AcpThoughtHeader",
-}
-local body_hl = {
-  thought = "AcpThought",
-  error = "AcpError",
-  turn = "AcpTurnEnd",
-  info = "AcpInfo",
-  changes = "AcpInfo",
-  compaction = "AcpThought",
-}
-local status_hl = {
-  completed = "AcpToolCompleted",
-  failed = "AcpToolFailed",
-  cancelled = "AcpToolCancelled",
-  in_progress = "AcpToolRunning",
-  pending = "AcpToolPending",
-}
+local function mark_header(buf, block, first)
+  local group = screen.header_hl[block.kind]
+  if group then
+    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = group })
+  end
+end
 
 local function highlight(buf, block, first, last)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first, last)
-  if block.kind == "tool" then
-    tools.highlight(buf, M.ns_hl, block, first, last)
-  end
-  local group = header_hl[block.kind]
-  if group then
-    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = group })
-    first = first + 1
-  end
-  if block.kind == "tool" and block.status and first < last then
-    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = status_hl[block.status] or "AcpToolPending" })
-  end
-  group = body_hl[block.kind]
-  if group then
-    for row = first, last - 1 do
-      api.nvim_buf_set_extmark(buf, M.ns_hl, row, 0, { line_hl_group = group })
-    end
+  screen.changed(block)
+  mark_header(buf, block, first)
+  if block.permission then
+    permission.highlight(buf, M.ns_hl, block, first, api.nvim_buf_get_lines(buf, first, last, false))
   end
 end
 
@@ -73,9 +47,7 @@ local function put_rows(buf, blocks, block, op)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first + op.start, first + op["end"])
   api.nvim_buf_set_lines(buf, first + op.start, first + op["end"], false, op.lines)
   if op.start == 0 and op["end"] == 2 and #op.lines == 2 and block.kind == "tool" then
-    api.nvim_buf_set_extmark(buf, M.ns_hl, first, 0, { line_hl_group = header_hl.tool })
-    local group = status_hl[block.status] or "AcpToolPending"
-    api.nvim_buf_set_extmark(buf, M.ns_hl, first + 1, 0, { line_hl_group = group })
+    mark_header(buf, block, first) -- its status line is coloured on screen, by block.status
     return
   end
   local _, last = rows(buf, blocks, block)
@@ -85,6 +57,7 @@ end
 --- Draw a block op (acp_nvim/client/editor.py BlockOp), new or again; true when
 --- it is new. Inside M.writing.
 function M.block(buf, blocks, op)
+  screen.attach(buf, blocks)
   local block = blocks.by_id[op.id]
   if op.start then
     if block then
@@ -140,12 +113,6 @@ function M.append(buf, blocks, op)
     parts[i] = block.prefix .. parts[i]
   end
   api.nvim_buf_set_text(buf, row, col, row, col, parts)
-  local group = body_hl[block.kind]
-  if group and #parts > 1 then
-    for r = row + 1, row + #parts - 1 do
-      api.nvim_buf_set_extmark(buf, M.ns_hl, r, 0, { line_hl_group = group })
-    end
-  end
 end
 
 --- Copy every block of transcript `from` to the end of transcript `buf`, ids
@@ -235,7 +202,9 @@ function M.reset(buf)
   vim.bo[buf].modifiable = false
   api.nvim_buf_clear_namespace(buf, blocks_of.ns, 0, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
-  return blocks_of.new()
+  local blocks = blocks_of.new()
+  screen.attach(buf, blocks)
+  return blocks
 end
 
 --- Make the transcript writable for M.block and M.append.

@@ -13,35 +13,42 @@ local api = vim.api
 
 local diff_hl = { ["+"] = "AcpDiffAdd", ["-"] = "AcpDiffDelete" }
 
---- Highlights for the rows [first, last) of a tool block: diff lines (inside
---- ```diff fences, after the first @@), locations, the permission prompt.
-function M.highlight(buf, ns, block, first, last)
-  local lines = api.nvim_buf_get_lines(buf, first, last, false)
-  local in_diff, in_hunk = false, false
+--- The rows of a tool block's ```diff fences that are in a hunk, from its first @@
+--- to the next file's headers or the fence's end: offsets from the block's first
+--- row, in pairs {from, to, from, to, ...} (to excluded). acp.chat.screen colours
+--- them by their text (M.diff_group).
+---@param lines string[] the block's rows
+---@return integer[]
+function M.hunks(lines)
+  local spans, in_diff, from = {}, false, nil
+  local function close(to)
+    if from then
+      spans[#spans + 1], spans[#spans + 2], from = from, to, nil
+    end
+  end
   for i, line in ipairs(lines) do
-    local group
     if line:sub(1, 3) == "```" then
-      in_diff, in_hunk = not in_diff and line == "```diff", false
+      close(i - 1)
+      in_diff = not in_diff and line == "```diff"
     elseif in_diff then
       if line:sub(1, 2) == "@@" then
-        in_hunk, group = true, "AcpDiffHunk"
+        from = from or i - 1
       elseif line:sub(1, 5) == "diff " then
-        in_hunk = false -- the next file's headers (---/+++) are not changes
-      elseif in_hunk then
-        group = diff_hl[line:sub(1, 1)]
+        close(i - 1) -- the next file's headers (---/+++) are not changes
       end
     end
-    if group then
-      api.nvim_buf_set_extmark(buf, ns, first + i - 1, 0, { line_hl_group = group })
-    end
   end
-  for _, location in ipairs(block.locations or {}) do
-    local line = lines[location.row + 1]
-    if line then
-      api.nvim_buf_set_extmark(buf, ns, first + location.row, 0, { end_col = #line, hl_group = "AcpLocation" })
-    end
+  close(#lines)
+  return spans
+end
+
+--- The group of a row in a hunk (M.hunks), from its text.
+---@return string?
+function M.diff_group(line)
+  if line:sub(1, 2) == "@@" then
+    return "AcpDiffHunk"
   end
-  permission.highlight(buf, ns, block, first, lines)
+  return diff_hl[line:sub(1, 1)]
 end
 
 --- The file and line the last of `lines` (a tool block's rows from its header)

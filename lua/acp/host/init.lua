@@ -126,10 +126,28 @@ function M.stderr_lines()
   return vim.list_slice(stderr_log)
 end
 
-local function start_job()
+-- The longest first agent Lua hands over (as one environment variable: Linux takes
+-- 128 KiB): options larger than this start the agent with the chat's open.
+local FIRST_AGENT_MAX = 64 * 1024
+
+--- The host's environment: the plugin on its path, and the first chat's agent to
+--- start at once (acp_nvim/client/agent/first.py, decision 0051).
+---@param first_agent? {agent?: string, cwd: string, cwd_given: boolean}
+local function job_env(first_agent)
+  local root, path = util.root(), vim.env.PYTHONPATH
+  local env = { PYTHONPATH = path and (root .. ":" .. path) or root }
+  if first_agent then
+    local ok, given = pcall(vim.json.encode, vim.tbl_extend("force", first_agent, { options = config.given }))
+    if ok and #given <= FIRST_AGENT_MAX then
+      env.ACP_NVIM_FIRST_AGENT = given
+    end
+  end
+  return env
+end
+
+---@param first_agent? {agent?: string, cwd: string, cwd_given: boolean}
+local function start_job(first_agent)
   local python = M.python()
-  local root = util.root()
-  local path = vim.env.PYTHONPATH
   local partial, start_error, last = "", nil, nil
   local function line_in(line)
     if line == "" then
@@ -143,7 +161,7 @@ local function start_job()
   end
   local ok, chan = pcall(vim.fn.jobstart, { python, "-m", "acp_nvim" }, {
     rpc = true,
-    env = { PYTHONPATH = path and (root .. ":" .. path) or root },
+    env = job_env(first_agent),
     on_stderr = function(_, data)
       -- Chunks split lines anywhere: the last item continues in the next chunk.
       data[1] = partial .. data[1]
@@ -189,10 +207,12 @@ function M.running()
   return M.chan ~= nil or (config.options.host == "rplugin" and M.rplugin_ready == true)
 end
 
---- Start the Python side if needed and hand it the options. False when it cannot
---- start (M.failure says why): only M.retry tries again.
+--- Start the Python side if needed and hand it the options; `first_agent`: the
+--- agent the chat it starts for opens, started with it. False when it cannot start
+--- (M.failure says why): only M.retry tries again.
+---@param first_agent? {agent?: string, cwd: string, cwd_given: boolean}
 ---@return boolean
-function M.ensure()
+function M.ensure(first_agent)
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
@@ -212,7 +232,7 @@ function M.ensure()
     return false
   end
   M.stopping = false
-  if not start_job() then
+  if not start_job(first_agent) then
     return false
   end
   vim.rpcnotify(M.chan, "acp", "setup", { options = config.given, state = vim.fn.stdpath("state") })
@@ -220,10 +240,11 @@ function M.ensure()
 end
 
 --- Forget why the last start failed and start again (:AcpChat, :AcpInstall).
+---@param first_agent? {agent?: string, cwd: string, cwd_given: boolean} as M.ensure
 ---@return boolean
-function M.retry()
+function M.retry(first_agent)
   M.failure = nil
-  return M.ensure()
+  return M.ensure(first_agent)
 end
 
 --- Send a command; it returns at once, results arrive through M.apply. False when

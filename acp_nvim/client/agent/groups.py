@@ -1,0 +1,184 @@
+"""Agents' process groups, and a kill that leaves no orphans.
+
+Each agent runs in its own process group (``start_new_session``) so closing it
+also ends whatever it spawned (shells, language servers, MCP servers). Every
+live group is remembered so :func:`kill_all` can end them from ``atexit`` or a
+signal handler, when no event loop is left to await anything. And since neither
+runs when this process is killed outright, a reaper outlives it: a small shell
+in a session of its own that holds every live group and SIGKILLs them once this
+process is gone (its end of the reaper's stdin closes, however it ended).
+
+A group is signalled only while it is known to be ours (decision 0036): once
+its leader is reaped, its pid may be handed to a stranger. Where the kernel
+signals a group through the leader's pidfd (Linux 6.9), the group is named by
+the process itself, never by a number, so it stays reachable after the leader
+exits; elsewhere a group is signalled while its leader is unreaped (its pidfd
+tells, else the exit code not yet collected) and dropped the moment it is. The
+reaper, a shell holding numbers, lets go of a group when its leader is reaped.
+
+No event loop here: the first agent is spawned and held before the host imports
+one (acp_nvim/client/agent/first.py).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Group", "kill_all"]
+
+import errno
+import os
+import signal
+import subprocess
+from typing import Protocol
+
+
+class Leader(Protocol):
+    """What a group needs of its leader's process (a Popen or an anyio Process)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+
+_live_groups: dict[int, Group] = {}  # by the leader's pid
+# Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
+# Builtins only: it forks nothing while it runs (a fork would take a pid).
+_REAPER = """
+trap '' HUP INT TERM
+groups=""
+while read -r pg; do
+  case "$pg" in
+    -*) kept=""; for g in $groups; do [ "$g" = "${pg#-}" ] || kept="$kept $g"; done
+        groups=$kept ;;
+    *) groups="$groups $pg" ;;
+  esac
+done
+for pg in $groups; do kill -s KILL -- "-$pg" 2>/dev/null; done
+"""
+_reaper: subprocess.Popen[bytes] | None = None
+
+
+def kill_all() -> None:
+    """SIGKILL every agent process group still alive (for atexit and signals)."""
+    for group in list(_live_groups.values()):
+        group.signal(signal.SIGKILL)
+        group.drop()
+
+
+def _tell_reaper(line: str) -> None:
+    """Hand a group to the reaper (``"123"``) or take it back (``"-123"``)."""
+    global _reaper
+    try:
+        if _reaper is None or _reaper.poll() is not None:
+            _reaper = subprocess.Popen(
+                ["/bin/sh", "-c", _REAPER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": os.environ.get("PATH", os.defpath)},  # it needs nothing else
+            )
+        assert _reaper.stdin is not None
+        _reaper.stdin.write(line.encode() + b"\n")
+        _reaper.stdin.flush()
+    except OSError:
+        pass  # no reaper: kill_all and aclose still end the groups on a normal exit
+
+
+# pidfd_send_signal's flag for "the process group of this process" (Linux 6.9).
+_PIDFD_SIGNAL_PROCESS_GROUP = 4
+# Whether this kernel takes that flag; None until the first try.
+_pidfd_groups: bool | None = None
+
+
+def _child_pidfd(pid: int) -> int | None:
+    """A pidfd of our child ``pid``; None where there are no pidfds (not Linux, or
+    before 5.3) or when it has exited and been reaped already (asyncio reaps at once):
+    then the number may be a stranger's, which its parent says."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        signal.pidfd_send_signal(fd, 0)  # still the process read above
+    except (OSError, ValueError, IndexError):
+        parent = -1
+    if parent == os.getpid():
+        return fd
+    os.close(fd)
+    return None
+
+
+class Group:
+    """The process group an agent leads, signalled only while known to be ours."""
+
+    def __init__(self, process: Leader) -> None:
+        self.pid = process.pid
+        self._process = process
+        self._held = False  # by the reaper
+        self._pidfd = _child_pidfd(self.pid)
+
+    def __repr__(self) -> str:
+        return f"<Group {self.pid} pidfd={self._pidfd}>"
+
+    def hold(self) -> None:
+        """Remember the group, and hand it to the reaper."""
+        _live_groups[self.pid] = self
+        self._held = True
+        _tell_reaper(str(self.pid))
+
+    def _let_go(self) -> None:
+        if self._held:
+            self._held = False
+            _tell_reaper(f"-{self.pid}")
+
+    @property
+    def named_by_pidfd(self) -> bool:
+        """Whether the kernel signals this group through the leader's pidfd: then
+        it reaches the group's own members even after the leader is reaped."""
+        return self._pidfd is not None and _pidfd_groups is not False
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the group, if it is still ours (see the module docstring)."""
+        global _pidfd_groups
+        if self._pidfd is not None:
+            if _pidfd_groups is not False:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, sig, None, _PIDFD_SIGNAL_PROCESS_GROUP)
+                    _pidfd_groups = True
+                    return
+                except OSError as err:
+                    if err.errno != errno.EINVAL or _pidfd_groups:
+                        return  # ESRCH: none of the group is left
+                    _pidfd_groups = False  # a kernel before 6.9
+            try:
+                signal.pidfd_send_signal(self._pidfd, 0)  # a zombie leader counts
+            except OSError:
+                return  # reaped: its pid may be anyone's now
+        elif self._process.returncode is not None:
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reaped(self) -> None:
+        """The leader was reaped: the reaper lets go of its pid; only a group named
+        by the pidfd is still signalled (by :meth:`AgentProcess.aclose` and
+        :func:`kill_all`)."""
+        if self.named_by_pidfd:
+            self._let_go()
+        else:
+            self.drop()
+
+    def drop(self) -> None:
+        """Forget the group: no more signals to it, from here or the reaper."""
+        self._let_go()
+        if _live_groups.get(self.pid) is self:
+            del _live_groups[self.pid]
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None

@@ -1,0 +1,230 @@
+"""The transcript's colours as a user sees them (an attached UI's screen), drawn for
+the rows on screen from their blocks (decision 0050): the same after scrolling,
+closing and opening folds, a tool call updated in place and a copied transcript;
+and what that saves: no stored mark per row, no undo history, a turn's garbage
+collected once it ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.nvim.conftest import RENDER, Editor
+from tests.nvim.screen import Screen
+
+DIFF = [
+    "```diff",
+    "diff --git a/x.py b/x.py",
+    "--- a/x.py",
+    "+++ b/x.py",
+    "@@ -1,30 +1,30 @@",
+    *[row for n in range(30) for row in (f"-old {n}", f"+new {n}", f" same {n}")],
+    "```",
+]
+
+
+def tool_lines(diff: list[str]) -> list[str]:
+    return ["#### Edit x.py", "`edit` · completed", *diff, "→ /w/x.py:3"]
+
+
+def expected(lines: list[str]) -> list[list[Any]]:
+    """[row, group] for every coloured row, derived from the text alone: each block
+    below starts at a header (or is a notice of one row kind)."""
+    groups: list[list[Any]] = []
+    kind, in_hunk = None, False
+    for row, line in enumerate(lines):
+        if line.startswith("#### "):
+            kind, in_hunk = "tool", False
+            groups.append([row, "AcpToolHeader"])
+        elif line.startswith("### Thinking"):
+            kind = "thought"
+            groups.append([row, "AcpThoughtHeader"])
+        elif line.startswith("## Agent"):
+            kind = "agent"
+            groups.append([row, "AcpAgentHeader"])
+        elif line.startswith("*— "):
+            kind = None
+            groups.append([row, "AcpTurnEnd"])
+        elif line == "":
+            continue
+        elif kind == "thought":
+            groups.append([row, "AcpThought"])
+        elif kind == "tool":
+            if line.startswith("`edit` · "):
+                groups.append([row, "AcpToolCompleted"])
+            elif line.startswith("→ "):
+                groups.append([row, "AcpLocation"])
+            elif line.startswith("@@"):
+                in_hunk = True
+                groups.append([row, "AcpDiffHunk"])
+            elif line.startswith(("diff ", "```")):
+                in_hunk = False
+            elif in_hunk and line[:1] in "+-":
+                groups.append([row, "AcpDiffAdd" if line[0] == "+" else "AcpDiffDelete"])
+    return groups
+
+
+def seen(editor: Editor, screen: Screen, win: int) -> list[list[Any]]:
+    """[row, group] for every row of ``win``'s buffer, a screenful at a time from the
+    top (each screen drawn anew after scrolling there)."""
+    count = editor.lua("return vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(...))", win)
+    rows: list[list[Any]] = []
+    top = 1
+    while top <= count:
+        bottom = editor.lua(
+            "local win, top = ...; return vim.api.nvim_win_call(win, function()"
+            " vim.fn.winrestview({topline = top, lnum = top}); vim.cmd('redraw')"
+            " return vim.fn.line('w$') end)",
+            win,
+            top,
+        )
+        rows += screen.rows(win, top - 1, bottom)
+        top = bottom + 1
+    return rows
+
+
+def chat_with_a_long_transcript(editor: Editor) -> tuple[dict[str, Any], int]:
+    editor.setup()
+    status = editor.open_chat()
+    ops = [
+        {"op": "block", "id": "th", "kind": "thought", "lines": ["### Thinking", "> first"]},
+        {"op": "append", "id": "th", "text": "\n> second\n> third"},
+        {
+            "op": "block",
+            "id": "t",
+            "kind": "tool",
+            "status": "completed",
+            "lines": tool_lines(DIFF),
+        },
+        {
+            "op": "block",
+            "id": "a",
+            "kind": "agent",
+            "lines": ["## Agent", *(f"row {n}" for n in range(60))],
+        },
+        {"op": "block", "id": "end", "kind": "turn", "lines": ["*— end_turn —*"]},
+    ]
+    ops[2]["locations"] = [{"row": len(tool_lines(DIFF)) - 1, "path": "/w/x.py", "line": 3}]
+    editor.lua(RENDER, status["chat"], ops)
+    win = editor.lua("return vim.fn.win_findbuf(...)[1]", status["transcript_buf"])
+    return status, win
+
+
+def test_every_row_shows_its_blocks_colours_after_scrolling_and_an_update(editor: Editor) -> None:
+    status, win = chat_with_a_long_transcript(editor)
+    screen = Screen.of(editor)
+    lines = editor.transcript()
+    assert len(lines) > 3 * editor.lua("return vim.api.nvim_win_get_height(...)", win)
+    assert seen(editor, screen, win) == expected(lines)
+    # The tool call's diff replaced in place by a shorter one (its rows and hunks
+    # move): the colours follow the new text.
+    shorter = ["```diff", "@@ -1 +1 @@", "-a", "+b", "```", "plain text", "+not a change"]
+    editor.lua(
+        RENDER,
+        status["chat"],
+        [{"op": "block", "id": "t", "status": "failed", "start": 1, "end": 2 + len(DIFF),
+          "lines": ["`edit` · failed", *shorter],
+          "locations": [{"row": 2 + len(shorter), "path": "/w/x.py", "line": 3}]}],
+    )  # fmt: skip
+    lines = editor.transcript()
+    want = [
+        [row, "AcpToolFailed" if group == "AcpToolCompleted" else group]
+        for row, group in expected(lines)
+    ]
+    assert seen(editor, screen, win) == want
+    head = lines.index("#### Edit x.py")
+    assert [row for row, group in want if group.startswith("AcpDiff")] == [
+        head + 3,
+        head + 4,
+        head + 5,
+    ]
+
+
+def test_a_closed_fold_shows_its_header_across_the_window_and_opens_coloured(
+    editor: Editor,
+) -> None:
+    _, win = chat_with_a_long_transcript(editor)
+    screen = Screen.of(editor)
+    lines = editor.transcript()
+    head = lines.index("#### Edit x.py")
+    editor.lua(
+        "local win, lnum = ...; vim.api.nvim_set_current_win(win)"
+        "; vim.api.nvim_win_set_cursor(win, {lnum, 0}); vim.cmd('normal! zc')",
+        win,
+        head + 1,
+    )
+    assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
+    screen.draw()
+    assert screen.groups(win, head + 1) == {"AcpToolHeader"}
+    assert screen.edge(win, head + 1) == {"AcpToolHeader"}  # to the window's last column
+    # Below the fold, the next block's rows as before.
+    agent = lines.index("## Agent")
+    assert screen.rows(win, agent, agent + 3) == [[agent, "AcpAgentHeader"]]
+    editor.nvim.command("normal! zo")
+    assert seen(editor, screen, win) == expected(lines)
+
+
+def test_a_rewound_or_copied_transcript_shows_the_same_colours(editor: Editor) -> None:
+    """A rewind takes blocks out of view and puts them back (cut, uncut), render.copy
+    (a fork's transcript) draws them again in another buffer: their rows are
+    coloured as before."""
+    status, win = chat_with_a_long_transcript(editor)
+    screen = Screen.of(editor)
+    original = seen(editor, screen, win)
+    editor.lua(RENDER, status["chat"], [{"op": "cut", "turns": [{"key": "k", "block": "t"}]}])
+    assert "#### Edit x.py" not in editor.transcript()
+    editor.lua(RENDER, status["chat"], [{"op": "uncut", "turns": ["k"]}])
+    assert seen(editor, screen, win) == original
+    editor.lua(
+        """
+        local win, chat_id = ...
+        local chat = require('acp.chat.registry').chats[chat_id]
+        local render, blocks_of = require('acp.chat.render'), require('acp.chat.blocks')
+        local copy = vim.api.nvim_create_buf(false, true)
+        _G.copied = blocks_of.new() -- as a chat would keep them
+        render.copy(chat.transcript, chat.blocks, copy, _G.copied, 'fork:')
+        vim.api.nvim_win_set_buf(win, copy)
+        """,
+        win,
+        status["chat"],
+    )
+    assert editor.lua("return vim.api.nvim_win_get_buf(...)", win) != status["transcript_buf"]
+    assert seen(editor, screen, win) == original
+
+
+def test_rows_cost_no_stored_marks_and_the_transcript_no_undo_history(editor: Editor) -> None:
+    """What the screen-drawn colours save: a tool call with a 90-row diff, a thought
+    of 3 rows and a notice keep one mark a block (where it starts) and one a header."""
+    status, _ = chat_with_a_long_transcript(editor)
+    marks, blocks = editor.lua(
+        """
+        local chat = require('acp.chat.registry').chats[...]
+        local marks = vim.api.nvim_buf_get_extmarks(chat.transcript, -1, 0, -1, {})
+        return {#marks, #chat.blocks.order}
+        """,
+        status["chat"],
+    )
+    assert blocks == 4 and marks <= 2 * blocks
+    buf = status["transcript_buf"]
+    assert editor.lua("return vim.bo[...].undolevels", buf) == -1
+    assert editor.lua("return vim.fn.undotree(...).seq_last", buf) == 0
+
+
+def test_a_turns_garbage_is_collected_once_it_ends(editor: Editor) -> None:
+    """After AcpTurnEnd the plugin runs the Lua collector to the end of a full cycle
+    (in slices between events), so Neovim's heap does not keep a turn's garbage."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua(
+        """
+        _G.cycles = 0
+        local collect = collectgarbage
+        _G.collectgarbage = function(what, ...)
+          local done = collect(what, ...)
+          if what == 'step' and done then _G.cycles = _G.cycles + 1 end
+          return done
+        end
+        """
+    )
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")

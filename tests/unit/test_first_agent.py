@@ -1,0 +1,166 @@
+"""The first chat's agent, spawned before the host imports its event loop (decision
+0051): what Lua hands over starts it, the chat's start takes it over when it is the
+same agent, and it never outlives being unwanted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_nvim.client.agent import first
+from acp_nvim.client.agent.process import AgentProcess, PipedProcess
+from acp_nvim.protocol.streams import receive
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Echoes stdin to stdout, says hello on stderr, exits 7 at the end of its input.
+ECHO = [sys.executable, "-c", "import sys; sys.stderr.write('hello\\n'); sys.stderr.flush()"
+        "\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()\nsys.exit(7)"]
+
+
+def given(tmp_path: Path, agent: str = "echo", cmd: list[str] = ECHO, **more: object) -> str:
+    options = {"agents": {"echo": {"cmd": cmd}}, "default_agent": "echo"}
+    return json.dumps({"options": options, "agent": agent, "cwd": str(tmp_path), **more})
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_waiting() -> Iterator[None]:
+    yield
+    first.end()
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return ") Z " not in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def test_the_agent_starts_before_the_host_imports_an_event_loop(tmp_path: Path) -> None:
+    # What `python -m acp_nvim` runs first, in a Python of its own: no asyncio, anyio
+    # or pynvim imported yet when the agent is already running.
+    script = textwrap.dedent(
+        """
+        import json, os, sys
+        from acp_nvim.client.agent import first
+        first.spawn()
+        spawned = first._waiting
+        print(json.dumps({
+            "pid": spawned and spawned.popen.pid,
+            "loaded": sorted(m for m in ("asyncio", "anyio", "pynvim") if m in sys.modules),
+            "left_in_env": first.ENV in os.environ,
+            "cwd": spawned and spawned.cwd,
+        }))
+        first.end()
+        """
+    )
+    env = {**os.environ, first.ENV: given(tmp_path), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report["pid"]
+    assert report["loaded"] == []
+    assert report["left_in_env"] is False  # no agent inherits it
+    assert report["cwd"] == str(tmp_path)
+
+
+@pytest.mark.anyio
+async def test_the_chats_start_takes_the_first_agent_over_and_talks_to_it(tmp_path: Path) -> None:
+    environ = {**os.environ, first.ENV: given(tmp_path)}
+    first.spawn(environ)
+    assert first.ENV not in environ
+    waiting = first._waiting
+    assert waiting is not None
+    stderr: list[bytes] = []
+    agent = AgentProcess("echo", ECHO, cwd=str(tmp_path), on_stderr=stderr.append)
+    await agent.start()
+    assert agent.pid == waiting.popen.pid
+    assert first._waiting is None  # taken once
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(agent.drain_stderr)
+        # More than a pipe holds, while it is read back: the writes wait for room.
+        line = b"x" * 1000 + b"\n"
+        async with anyio.create_task_group() as writers:
+            writers.start_soon(agent.stdin.send, line * 300)
+            echoed = b""
+            while len(echoed) < len(line) * 300:
+                echoed += await receive(agent.stdout)
+        assert echoed == line * 300
+        await agent.stdin.aclose()
+        assert await receive(agent.stdout) == b""  # its end
+        assert await agent.wait() == 7
+    assert stderr == [b"hello"]
+    await agent.aclose()
+    assert not alive(waiting.popen.pid)
+
+
+@pytest.mark.anyio
+async def test_another_agents_first_start_ends_the_first_agent(tmp_path: Path) -> None:
+    first.spawn({**os.environ, first.ENV: given(tmp_path)})
+    waiting = first._waiting
+    assert waiting is not None
+    other = AgentProcess("other", [*ECHO, "other"], cwd=str(tmp_path))
+    await other.start()
+    try:
+        assert other.pid != waiting.popen.pid
+        assert waiting.popen.returncode is not None  # ended and reaped
+        assert first._waiting is None
+    finally:
+        await other.aclose()
+
+
+def test_an_agent_nothing_takes_is_ended(tmp_path: Path) -> None:
+    first.spawn({**os.environ, first.ENV: given(tmp_path)})
+    waiting = first._waiting
+    assert waiting is not None and alive(waiting.popen.pid)
+    first.end()
+    assert waiting.popen.returncode is not None and not alive(waiting.popen.pid)
+
+
+@pytest.mark.anyio
+async def test_the_host_ends_an_agent_nothing_took_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_nvim.nvim import host
+
+    monkeypatch.setattr(first, "CLAIM_SECONDS", 0.01)
+    first.spawn({**os.environ, first.ENV: given(tmp_path)})
+    waiting = first._waiting
+    assert waiting is not None
+    await host._end_first_agent_unclaimed()
+    assert first._waiting is None and not alive(waiting.popen.pid)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["unknown agent", "wrong options", "no such program", "no such directory", "not json", "unset"],
+)
+def test_what_cannot_start_starts_nothing_and_says_nothing(tmp_path: Path, case: str) -> None:
+    # The chat's own start finds the same fault and says so in the chat.
+    value = {
+        "unknown agent": given(tmp_path, agent="nope"),
+        "wrong options": json.dumps({"options": {"default_agent": 3}, "cwd": str(tmp_path)}),
+        "no such program": given(tmp_path, cmd=[str(tmp_path / "missing")]),
+        "no such directory": given(tmp_path / "gone"),
+        "not json": "{",
+        "unset": "",
+    }[case]
+    first.spawn({first.ENV: value})
+    assert first._waiting is None
+
+
+@pytest.mark.anyio
+async def test_a_piped_process_closed_reads_nothing_more(tmp_path: Path) -> None:
+    popen = subprocess.Popen(ECHO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = PipedProcess(popen)
+    await process.aclose()  # its pipes closed: it exits (its write to stderr broke)
+    assert process.returncode is not None and not alive(popen.pid)
+    assert await receive(process.stdout) == b""
