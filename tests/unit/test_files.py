@@ -398,14 +398,19 @@ def git(cwd: Path, *args: str) -> None:
     )
 
 
+def commit_all(repo: Path) -> None:
+    """Make ``repo`` a git work tree with everything in it committed."""
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: Path) -> None:
     clean, dirty = tmp_path / "clean.txt", tmp_path / "dirty.txt"
     clean.write_text("committed\n")
     dirty.write_text("committed\n")
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "init")
+    commit_all(tmp_path)
     dirty.write_text("my own edit\n")  # dirty before the turn: git does not know this text
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
@@ -425,6 +430,7 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
     assert dirty.read_text() == "my own edit\n"
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 async def test_a_root_outside_git_keeps_its_texts_beside_a_git_work_tree(tmp_path: Path) -> None:
     """The turn start skips its walk for files outside git when every directory is in
     a git work tree; a workspace root outside git still has its texts kept, and a
@@ -435,9 +441,7 @@ async def test_a_root_outside_git_keeps_its_texts_beside_a_git_work_tree(tmp_pat
     tracked, loose = repo / "tracked.txt", plain / "loose.txt"
     tracked.write_text("committed\n")
     loose.write_text("mine\n")
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "init")
+    commit_all(repo)
     for roots in ([], [str(plain)]):
         editor = RecordingEditor()
         async with anyio.create_task_group() as tasks:
