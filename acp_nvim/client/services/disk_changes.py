@@ -99,7 +99,9 @@ def scan_tree(
     symlinks.
 
     Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
-    False: files not reached are only checked when a tool call names them).
+    False: files not reached are only checked when a tool call names them). Pauses
+    after every :data:`SCAN_PIECE` entries, so the thread it runs in never keeps the
+    GIL from the worker loop for long.
     """
     deadline = time.monotonic() + max_seconds
     scan = Scan()
