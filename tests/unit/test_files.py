@@ -342,6 +342,27 @@ def test_scan_skips_vendored_dirs_and_stops_at_the_cap(tmp_path: Path) -> None:
     assert not capped.complete and len(capped.stats) == 3
 
 
+def test_the_scan_lets_other_threads_run_after_every_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26.6: the scan held the GIL but for its system calls, too short for the
+    worker loop to take it, so the loop answered late while a turn start scanned. It
+    now pauses after every piece of entries, and still finds every file."""
+    from acp_nvim.client.services import disk_changes as module
+
+    for d in range(3):
+        (tmp_path / f"d{d}").mkdir()
+        for i in range(5):
+            (tmp_path / f"d{d}" / f"f{i}").write_text(str(i))
+    pauses: list[None] = []
+    monkeypatch.setattr(module, "SCAN_PIECE", 4)
+    monkeypatch.setattr(module, "_let_others_run", lambda: pauses.append(None))
+    scan = scan_tree(str(tmp_path))
+    assert len(pauses) == 4  # 18 entries (3 folders, 15 files): after every 4th
+    assert scan.complete and len(scan.stats) == 15
+    assert scan.stats[str(tmp_path / "d2" / "f4")] == module.stat_of(str(tmp_path / "d2" / "f4"))
+
+
 async def test_summary_shape(
     session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
 ) -> None:
@@ -377,14 +398,19 @@ def git(cwd: Path, *args: str) -> None:
     )
 
 
+def commit_all(repo: Path) -> None:
+    """Make ``repo`` a git work tree with everything in it committed."""
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: Path) -> None:
     clean, dirty = tmp_path / "clean.txt", tmp_path / "dirty.txt"
     clean.write_text("committed\n")
     dirty.write_text("committed\n")
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "init")
+    commit_all(tmp_path)
     dirty.write_text("my own edit\n")  # dirty before the turn: git does not know this text
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
@@ -402,6 +428,36 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
         tasks.cancel_scope.cancel()
     assert clean.read_text() == "committed\n"
     assert dirty.read_text() == "my own edit\n"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_a_root_outside_git_keeps_its_texts_beside_a_git_work_tree(tmp_path: Path) -> None:
+    """The turn start skips its walk for files outside git when every directory is in
+    a git work tree; a workspace root outside git still has its texts kept, and a
+    file of it rewritten behind our back is reviewable, as one in the work tree."""
+    repo, plain = tmp_path / "repo", tmp_path / "plain"
+    repo.mkdir()
+    plain.mkdir()
+    tracked, loose = repo / "tracked.txt", plain / "loose.txt"
+    tracked.write_text("committed\n")
+    loose.write_text("mine\n")
+    commit_all(repo)
+    for roots in ([], [str(plain)]):
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as tasks:
+            changes = SessionChanges(editor, 1, str(repo), Tasks(tasks), roots=roots)
+            await changes.begin_turn()
+            tracked.write_text("by the agent\n")
+            loose.write_text("by the agent\n")
+            await changes.end_turn()
+            found = sorted(hunks(changes))
+            tasks.cancel_scope.cancel()
+        tracked.write_text("committed\n")
+        loose.write_text("mine\n")
+        expected = [("tracked.txt", "pending", ["-committed", "+by the agent"])]
+        if roots:
+            expected.insert(0, ("loose.txt", "pending", ["-mine", "+by the agent"]))
+        assert found == expected
 
 
 async def test_a_turn_start_reads_the_tree_off_the_event_loop(
