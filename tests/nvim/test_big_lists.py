@@ -77,6 +77,13 @@ def test_settings_past_10000_choices_are_asked_for_when_a_picker_needs_them(
     assert offered[1] == "Choice 7.1 (current)"
     assert [o.removesuffix(" (current)") for o in offered] == choices(7)
 
+    # A choice not offered is reported in one line, not with every one offered.
+    editor.nvim.command("AcpModel nope")
+    editor.wait("_G.acp_notices[#_G.acp_notices] and _G.acp_notices[#_G.acp_notices].msg:find('nope')")
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
+        "acp: no model 'nope' (offered: v0, v1, v2, v3, v4, v5, v6, v7 and 492 more)"
+    )
+
     # The :AcpMode picker: all 500 modes; the one picked goes to the agent.
     picked(editor, 3)
     editor.nvim.command("AcpMode")

@@ -30,6 +30,7 @@ __all__ = [
     "mcp_server",
     "prompt_blocks",
     "seed_blocks",
+    "select_choices",
     "serve_mcp_over_acp",
     "session_info",
     "session_runs",
@@ -54,7 +55,7 @@ from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Fie
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat, Chunk
-from acp_nvim.client.session.model import Attachment, LoginMethod, Role
+from acp_nvim.client.session.model import Attachment, Choices, LoginMethod, Role
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import Connection, RequestError
@@ -617,3 +618,20 @@ def streamed_chunk(
         return role, update.message_id, text
 
     return chunk
+
+
+def select_choices(options: Any, group: type[Any]) -> Choices:
+    """A select setting's choices as either version sends them: plain, or in
+    ``group``s (each choice named "group: choice"); none when not understood."""
+    if isinstance(options, Unknown):
+        return Choices()
+    values: list[str] = []
+    names: list[str] = []
+    for item in options:
+        if isinstance(item, group):
+            values += [o.value for o in item.options]
+            names += [f"{item.name}: {o.name}" for o in item.options]
+        else:
+            values.append(item.value)
+            names.append(item.name)
+    return Choices(tuple(values), tuple(names))

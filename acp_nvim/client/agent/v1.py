@@ -45,6 +45,7 @@ from acp_nvim.client.agent.sessions import (
     login_method,
     mcp_server,
     prompt_blocks,
+    select_choices,
     serve_mcp_over_acp,
     session_info,
     session_runs,
@@ -144,7 +145,7 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
     for option in options:
         match option:
             case v1.SessionConfigOptionSelect():
-                choices = _choices(option.options)
+                choices = select_choices(option.options, v1.SessionConfigSelectGroup)
                 result.append(_option(option, "select", option.current_value, choices))
             case v1.SessionConfigOptionBoolean():
                 result.append(_option(option, "boolean", option.current_value))
@@ -169,21 +170,6 @@ def _option(
         option.id, option.name, kind, current, option.category, option.description,
         choices or Choices(),
     )  # fmt: skip
-
-
-def _choices(options: Any) -> Choices:
-    if isinstance(options, Unknown):
-        return Choices()
-    values: list[str] = []
-    names: list[str] = []
-    for item in options:
-        if isinstance(item, v1.SessionConfigSelectGroup):
-            values += [o.value for o in item.options]
-            names += [f"{item.name}: {o.name}" for o in item.options]
-        else:
-            values.append(item.value)
-            names.append(item.name)
-    return Choices(tuple(values), tuple(names))
 
 
 class _Model(msgspec.Struct):

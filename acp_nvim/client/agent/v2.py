@@ -49,6 +49,7 @@ from acp_nvim.client.agent.sessions import (
     login_method,
     mcp_server,
     prompt_blocks,
+    select_choices,
     serve_mcp_over_acp,
     session_info,
     session_runs,
@@ -60,7 +61,6 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
-    Choices,
     ConfigOption,
     ContentPart,
     FileOp,
@@ -323,7 +323,7 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
                         option.current_value,
                         option.category,
                         option.description,
-                        _choices(option.options),
+                        select_choices(option.options, v2.SessionConfigSelectGroup),
                     )
                 )
             case v2.SessionConfigOptionBoolean():
@@ -349,21 +349,6 @@ def config_options(options: Sequence[Any]) -> list[ConfigOption]:
                     )
                 )
     return result
-
-
-def _choices(options: Any) -> Choices:
-    if isinstance(options, Unknown):
-        return Choices()
-    values: list[str] = []
-    names: list[str] = []
-    for item in options:
-        if isinstance(item, v2.SessionConfigSelectGroup):
-            values += [o.value for o in item.options]
-            names += [f"{item.name}: {o.name}" for o in item.options]
-        else:
-            values.append(item.value)
-            names.append(item.name)
-    return Choices(tuple(values), tuple(names))
 
 
 # -- requests --------------------------------------------------------------------------

@@ -36,8 +36,7 @@ class Settings:
             option = _setting(chat, key)
             choices = [v for v, _ in option.choices] if option is not None else []
             if option is None or (option.type == "select" and value not in choices):
-                offered = f" (offered: {', '.join(choices)})" if choices else ""
-                message = f"{chat.agent} does not offer {what}{offered}"
+                message = f"{chat.agent} does not offer {what}{_offered(choices)}"
                 chat.info(f"*{message}*")
                 self.ctx.editor.notify(message, "warn")
             elif option.current != value:
@@ -83,8 +82,8 @@ class Settings:
         by_name = {name: value_id for value_id, name in option.choices}
         value = by_name.get(value, value)
         if option.choices and value not in dict(option.choices):
-            names = ", ".join(v for v, _ in option.choices)
-            self.ctx.editor.notify(f"no {category} {value!r} (offered: {names})", "warn")
+            offered = _offered([v for v, _ in option.choices])
+            self.ctx.editor.notify(f"no {category} {value!r}{offered}", "warn")
             return
         await self.set_config(chat_id, option.id, value)
 
@@ -114,3 +113,18 @@ def _setting(chat: Chat, key: str) -> ConfigOption | None:
     return next((o for o in options if o.id == key), None) or next(
         (o for o in options if o.category == key), None
     )
+
+
+# How many of a setting's choices a message names: an agent may offer thousands
+# (the pickers and completion list them all).
+OFFERED_NAMED = 8
+
+
+def _offered(choices: list[str]) -> str:
+    """`` (offered: a, b, c)``, the first :data:`OFFERED_NAMED` and how many more;
+    empty when there are none."""
+    if not choices:
+        return ""
+    named = ", ".join(choices[:OFFERED_NAMED])
+    more = len(choices) - OFFERED_NAMED
+    return f" (offered: {named}{f' and {more:,} more' if more > 0 else ''})"
