@@ -638,3 +638,25 @@ async def test_v2_elicitation_form_round_trip(raw_peer, serving) -> None:
         "result": {"action": "accept", "content": {"size": 2.5, "tags": ["x"]}},
     }
     assert not client.services.elicitations.answer(op["id"], "decline", None)  # answered once
+
+
+def test_a_null_file_change_is_no_change() -> None:
+    # The fuzzer's find (test_agent_output_mid_turn): `changes: [null]` in a diff
+    # stopped the update with an internal error.
+    from acp_nvim.client.agent.v2 import tool_call_patch
+    from acp_nvim.client.session.model import ChangesPart, FileOp
+
+    update = v2.decode(
+        json.dumps(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "c",
+                "content": [{"type": "diff", "changes": [None, {"operation": "delete", "path": "/w/a"}]}],
+            }
+        ),
+        v2.SessionUpdate,
+    )
+    assert isinstance(update, v2.SessionUpdateToolCallUpdate)
+    [part] = tool_call_patch(update).content or []
+    assert isinstance(part, ChangesPart)
+    assert part.changes == [FileOp("delete", "/w/a", None, None)]

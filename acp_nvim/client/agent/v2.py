@@ -232,7 +232,8 @@ def _content_part(item: Any) -> ContentPart:
             return TextPart(content_text(content))
         case v2.ToolCallContentDiff(changes=changes, patch=patch):
             return ChangesPart(
-                [_file_op(change) for change in changes],
+                # A null item decodes as None (open unions take null): no change.
+                [_file_op(change) for change in changes if change is not None],
                 patch.text if patch is not None else None,
                 patch.format if patch is not None else None,
             )
