@@ -164,3 +164,20 @@ async def test_a_piped_process_closed_reads_nothing_more(tmp_path: Path) -> None
     await process.aclose()  # its pipes closed: it exits (its write to stderr broke)
     assert process.returncode is not None and not alive(popen.pid)
     assert await receive(process.stdout) == b""
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_read_takes_no_bytes(tmp_path: Path) -> None:
+    popen = subprocess.Popen(ECHO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = PipedProcess(popen)
+    try:
+        await process.stdin.send(b"kept\n")
+        assert popen.stdout is not None
+        await anyio.wait_readable(popen.stdout.fileno())  # the line is there to take
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await process.stdout.receive()
+        assert scope.cancelled_caught
+        assert await process.stdout.receive() == b"kept\n"
+    finally:
+        await process.aclose()

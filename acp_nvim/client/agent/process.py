@@ -253,53 +253,57 @@ async def _exited(popen: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
-class _PipeReceiver(anyio.abc.ByteReceiveStream):
+class _Pipe:
+    """One end of a pipe, non-blocking; the loop says when it is ready."""
+
     def __init__(self, pipe: IO[bytes]) -> None:
         self._pipe = pipe
         os.set_blocking(pipe.fileno(), False)
 
+    def _fileno(self) -> int:
+        if self._pipe.closed:
+            raise anyio.ClosedResourceError
+        return self._pipe.fileno()
+
+    async def aclose(self) -> None:
+        if not self._pipe.closed:
+            anyio.notify_closing(self._pipe.fileno())
+            self._pipe.close()
+
+
+# A cancellation is taken before bytes move, never after: bytes read or written are
+# never lost to one. A call that did not wait still lets the loop's other tasks run.
+
+
+class _PipeReceiver(_Pipe, anyio.abc.ByteReceiveStream):
     async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.lowlevel.checkpoint_if_cancelled()
         waited = False
         while True:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
             try:
-                data = os.read(self._pipe.fileno(), max_bytes)
+                data = os.read(self._fileno(), max_bytes)
             except BlockingIOError:
-                await anyio.wait_readable(self._pipe.fileno())
+                await anyio.wait_readable(self._fileno())
                 waited = True
                 continue
-            if not waited:  # every receive lets the loop's other tasks run
-                await anyio.lowlevel.checkpoint()
+            if not waited:
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             if not data:
                 raise anyio.EndOfStream
             return data
 
-    async def aclose(self) -> None:
-        if not self._pipe.closed:
-            anyio.notify_closing(self._pipe.fileno())
-            self._pipe.close()
 
-
-class _PipeSender(anyio.abc.ByteSendStream):
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
-        os.set_blocking(pipe.fileno(), False)
-
+class _PipeSender(_Pipe, anyio.abc.ByteSendStream):
     async def send(self, item: bytes) -> None:
-        view = memoryview(item)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        view, waited = memoryview(item), False
         while view:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
             try:
-                view = view[os.write(self._pipe.fileno(), view) :]
+                view = view[os.write(self._fileno(), view) :]
             except BlockingIOError:
-                await anyio.wait_writable(self._pipe.fileno())
+                await anyio.wait_writable(self._fileno())
+                waited = True
             except BrokenPipeError as err:
                 raise anyio.BrokenResourceError from err
-        await anyio.lowlevel.checkpoint()
-
-    async def aclose(self) -> None:
-        if not self._pipe.closed:
-            anyio.notify_closing(self._pipe.fileno())
-            self._pipe.close()
+        if not waited:
+            await anyio.lowlevel.cancel_shielded_checkpoint()
