@@ -340,6 +340,9 @@ def test_scan_skips_vendored_dirs_and_stops_at_the_cap(tmp_path: Path) -> None:
     assert full.complete and len(full.stats) == 5
     capped = scan_tree(str(tmp_path), max_files=3)
     assert not capped.complete and len(capped.stats) == 3
+    # Exactly as many files as the cap: all of them seen, so deletions are found too.
+    exact = scan_tree(str(tmp_path), max_files=5)
+    assert exact.complete and len(exact.stats) == 5
 
 
 def test_the_scan_lets_other_threads_run_after_every_piece(

@@ -98,8 +98,9 @@ def scan_tree(
     """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
     symlinks.
 
-    Stops after ``max_files`` files or ``max_seconds`` in all (then ``complete`` is
-    False: files not reached are only checked when a tool call names them). Pauses
+    Stops at a file past ``max_files`` or after ``max_seconds`` in all (then
+    ``complete`` is False: files not reached are only checked when a tool call
+    names them); a tree of exactly ``max_files`` files is scanned complete. Pauses
     after every :data:`SCAN_PIECE` entries, so the thread it runs in never keeps the
     GIL from the worker loop for long.
     """
@@ -119,6 +120,9 @@ def scan_tree(
                         if entry.name not in SKIP_DIRS:
                             stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
+                        if len(scan.stats) == max_files:  # a file past the cap: not all seen
+                            scan.complete = False
+                            return scan
                         st = entry.stat(follow_symlinks=False)
                         scan.stats[entry.path] = (st.st_size, st.st_mtime_ns)
                 except OSError:
@@ -126,7 +130,7 @@ def scan_tree(
                 seen += 1
                 if seen % SCAN_PIECE == 0:
                     _let_others_run()
-                if len(scan.stats) >= max_files or time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     scan.complete = False
                     return scan
     return scan
