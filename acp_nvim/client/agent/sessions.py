@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
+from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
 from acp_nvim.client.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
 from acp_nvim.client.services.changes import SessionChanges
@@ -55,7 +56,7 @@ from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Fie
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat, Chunk
-from acp_nvim.client.session.model import Attachment, Choices, LoginMethod, Role
+from acp_nvim.client.session.model import Attachment, Choices, ConfigOption, LoginMethod, Role
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import Connection, RequestError
@@ -587,18 +588,24 @@ def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: Schema) 
     connection.on_notification("mcp/message", schema.MessageMcpNotification, notification)
 
 
-_SESSION_ID = operator.attrgetter("session_id")
+_SESSION_ID, _UPDATE = operator.attrgetter("session_id"), operator.attrgetter("update")
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
-def session_runs(
-    notifications: Sequence[Any], updates: Sequence[Any]
-) -> Iterator[tuple[str, list[Any]]]:
-    """``updates`` (one per notification of a read, in order) in runs of one session:
-    split by C calls, not a Python step per streamed chunk."""
+async def session_runs(
+    notifications: Sequence[Any],
+    config_update: type[Any],
+    convert: Callable[[Sequence[Any]], list[ConfigOption]],
+) -> list[tuple[str, list[Any]]]:
+    """The updates of a read's ``session/update`` notifications, in order, in runs of
+    one session; a big ``config_update`` converted off the loop (big_settings).
+    Split by C calls, not a Python step per streamed chunk."""
+    updates = await big_settings.off_loop(list(map(_UPDATE, notifications)), config_update, convert)
     pairs = zip(map(_SESSION_ID, notifications), updates, strict=True)
-    for session_id, run in itertools.groupby(pairs, _FIRST):
-        yield session_id, list(map(_SECOND, run))
+    return [
+        (session_id, list(map(_SECOND, run)))
+        for session_id, run in itertools.groupby(pairs, _FIRST)
+    ]
 
 
 def streamed_chunk(

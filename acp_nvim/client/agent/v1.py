@@ -23,7 +23,6 @@ __all__ = [
     "tool_call_patch",
 ]
 
-import operator
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -75,8 +74,6 @@ from acp_nvim.client.session.model import (
 from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_convert
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown
-
-_UPDATE = operator.attrgetter("update")  # a read's updates, by C
 
 # The streamed kinds: consecutive chunks of one message are applied as one.
 _CHUNK_ROLES: dict[type, Role] = {
@@ -599,10 +596,8 @@ class SessionsV1:
 
     async def _on_updates(self, notifications: list[v1.SessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        updates = await big_settings.off_loop(
-            list(map(_UPDATE, notifications)), v1.SessionUpdateConfigOptionUpdate, config_options
-        )
-        for session_id, group in session_runs(notifications, updates):
+        config_update = v1.SessionUpdateConfigOptionUpdate
+        for session_id, group in await session_runs(notifications, config_update, config_options):
             chat = self.services.chats.get(session_id)
             if chat is None:
                 self._early.hold(session_id, group)

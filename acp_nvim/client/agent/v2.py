@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 import base64
-import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -116,7 +115,6 @@ def initialize_request() -> v2.InitializeRequest:
     )
 
 
-_UPDATE = operator.attrgetter("update")  # a read's updates, by C
 
 # -- updates ---------------------------------------------------------------------------
 
@@ -571,10 +569,8 @@ class SessionsV2:
 
     async def _on_updates(self, notifications: list[v2.UpdateSessionNotification]) -> None:
         # A run of updates as one read of the stream brought them, split by session.
-        updates = await big_settings.off_loop(
-            list(map(_UPDATE, notifications)), v2.SessionUpdateConfigOptionUpdate, config_options
-        )
-        for session_id, group in session_runs(notifications, updates):
+        config_update = v2.SessionUpdateConfigOptionUpdate
+        for session_id, group in await session_runs(notifications, config_update, config_options):
             chat = self.services.chats.get(session_id)
             if chat is None:
                 self._early.hold(session_id, group)
