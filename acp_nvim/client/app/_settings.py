@@ -6,6 +6,7 @@ from __future__ import annotations
 
 __all__ = ["Settings", "Wanted", "chosen", "defaults"]
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from acp_nvim.client.app._context import AppContext
@@ -34,7 +35,7 @@ class Settings:
         offer is reported, not dropped silently."""
         for what, key, value in wanted:
             option = _setting(chat, key)
-            choices = [v for v, _ in option.choices] if option is not None else []
+            choices = option.choices.values if option is not None else ()
             if option is None or (option.type == "select" and value not in choices):
                 message = f"{chat.agent} does not offer {what}{_offered(choices)}"
                 chat.info(f"*{message}*")
@@ -81,8 +82,8 @@ class Settings:
             return
         by_name = {name: value_id for value_id, name in option.choices}
         value = by_name.get(value, value)
-        if option.choices and value not in dict(option.choices):
-            offered = _offered([v for v, _ in option.choices])
+        if option.choices and value not in option.choices.values:
+            offered = _offered(option.choices.values)
             self.ctx.editor.notify(f"no {category} {value!r}{offered}", "warn")
             return
         await self.set_config(chat_id, option.id, value)
@@ -120,7 +121,7 @@ def _setting(chat: Chat, key: str) -> ConfigOption | None:
 OFFERED_NAMED = 8
 
 
-def _offered(choices: list[str]) -> str:
+def _offered(choices: Sequence[str]) -> str:
     """`` (offered: a, b, c)``, the first :data:`OFFERED_NAMED` and how many more;
     empty when there are none."""
     if not choices:
