@@ -48,17 +48,20 @@ end
 ---@return integer chat id
 function M.open(opts)
   opts = opts or {}
-  local unsupported = require("acp.util").unsupported()
+  local unsupported = util.unsupported()
   if unsupported then
-    require("acp.util").user_error(unsupported)
+    util.user_error(unsupported)
   end
   -- The Python host starts first, so its start-up overlaps drawing the chat, and
   -- with it the chat's agent (decision 0051); a start that failed before is tried
   -- again. An open that starts no agent of its own at once (a stored chat, a
   -- worktree to make first) does not have one started early.
-  local first_agent = not (opts.history or opts.worktree)
-    and { agent = opts.agent, cwd = opts.cwd and util.directory(opts.cwd) or vim.fn.getcwd(), cwd_given = opts.cwd ~= nil }
-  host.retry(first_agent or nil)
+  local first_agent
+  if not (opts.history or opts.worktree) then
+    local cwd = opts.cwd and util.directory(opts.cwd) or vim.fn.getcwd()
+    first_agent = { agent = opts.agent, cwd = cwd, cwd_given = opts.cwd ~= nil }
+  end
+  host.retry(first_agent)
   highlights.setup()
   return chat_module().open(opts).id
 end
