@@ -174,10 +174,21 @@ class UnionDecoder:
     tag_field/variants: the discriminated members, tag value -> tagged Struct.
     defaults: members without a tag (or all members of an untagged union), tried
     in order when the tag is absent; the first that decodes wins. Decoders are
-    built on first use, keeping the import of the generated modules cheap.
+    built on first use, keeping the import of the generated modules cheap, and those
+    of the open twins only when a value needs them: building a module's twins takes
+    some 20 ms, which a session's start would otherwise wait for (issue 26).
     """
 
-    __slots__ = ("_by_tag", "_defaults", "_fast", "_ready", "defaults", "name", "tag_field")
+    __slots__ = (
+        "_by_tag",
+        "_closed_defaults",
+        "_fast",
+        "_open_decoders",
+        "_ready",
+        "defaults",
+        "name",
+        "tag_field",
+    )
 
     def __init__(
         self,
@@ -191,32 +202,34 @@ class UnionDecoder:
         self.defaults = tuple(defaults)
         self._by_tag: dict[str, Any] = dict(variants)
         self._fast: msgspec.json.Decoder[Any] | None = None
-        self._defaults: list[msgspec.json.Decoder[Any]] = []
+        self._closed_defaults: list[msgspec.json.Decoder[Any]] = []
+        self._open_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
         self._ready = False
 
-    def prepare(self) -> None:
-        """Build the msgspec decoders now rather than on first use (idempotent)."""
-        if self._ready:
-            return
-        members = list(dict.fromkeys(self._by_tag.values()))
-        # One msgspec pass handles the common case (a known tag, or null; every
-        # variant nested in it known too). With a single tagged member msgspec would
-        # not insist on the tag, so when there are defaults to fall back on, the tag
-        # is then checked by hand instead. The slow path decodes open twins.
-        if len(members) > 1 or (members and not self.defaults):
-            self._fast = msgspec.json.Decoder(functools.reduce(operator.or_, members) | None)
-        # Each default closed first: one msgspec pass, where the twins cost a Python
-        # call per struct (500k choices: 1.8 s); what the closed pass takes, the
-        # twins would decode alike.
-        self._defaults = [
-            decoder
-            for d in self.defaults
-            for decoder in (msgspec.json.Decoder(d), msgspec.json.Decoder(_open_type(d)))
-        ]
-        self._by_tag = {
-            tag: msgspec.json.Decoder(_open_type(cls)) for tag, cls in self._by_tag.items()
-        }
-        self._ready = True
+    def prepare(self, *, open_twins: bool = False) -> None:
+        """Build the one-pass decoders now rather than on first use (idempotent);
+        with ``open_twins`` those of every member's open twin too."""
+        if not self._ready:
+            members = list(dict.fromkeys(self._by_tag.values()))
+            # One msgspec pass handles the common case (a known tag, or null; every
+            # variant nested in it known too). With a single tagged member msgspec
+            # would not insist on the tag, so when there are defaults to fall back
+            # on, the tag is then checked by hand instead. The slow path decodes
+            # open twins.
+            if len(members) > 1 or (members and not self.defaults):
+                self._fast = msgspec.json.Decoder(functools.reduce(operator.or_, members) | None)
+            self._closed_defaults = [msgspec.json.Decoder(d) for d in self.defaults]
+            self._ready = True
+        if open_twins:
+            for member in (*self._by_tag.values(), *self.defaults):
+                self._open(member)
+
+    def _open(self, member: Any) -> msgspec.json.Decoder[Any]:
+        """The decoder of ``member``'s open twin, built on first use."""
+        decoder = self._open_decoders.get(member)
+        if decoder is None:
+            decoder = self._open_decoders[member] = msgspec.json.Decoder(_open_type(member))
+        return decoder
 
     @property
     def closed(self) -> bool:
@@ -243,16 +256,23 @@ class UnionDecoder:
             return None
         tag = obj.get(self.tag_field) if type(obj) is dict and self.tag_field else None
         if tag is not None:
-            decoder = self._by_tag.get(tag) if type(tag) is str else None
-            if decoder is None:
+            member = self._by_tag.get(tag) if type(tag) is str else None
+            if member is None:
                 return Unknown(obj, tag)
             try:  # a known tag: the variant is malformed, report why
-                return decoder.decode(raw)
+                return self._open(member).decode(raw)
             except ValidationError as err:
                 raise _at(err, field) from None
-        for decoder in self._defaults:
+        # Each default closed first: one msgspec pass, where the twins cost a Python
+        # call per struct (500k choices: 1.8 s); what the closed pass takes, the
+        # twins would decode alike.
+        for default, closed in zip(self.defaults, self._closed_defaults, strict=True):
             try:
-                return decoder.decode(raw)
+                return closed.decode(raw)
+            except ValidationError as err:
+                exc = err
+            try:
+                return self._open(default).decode(raw)
             except ValidationError as err:
                 exc = err
         if obj is _UNSEEN:
@@ -482,18 +502,18 @@ def _decoder_for(type_: Any) -> Callable[[Any], Any]:
 
 
 def _closed_then_open(type_: Any) -> Callable[[Any], Any]:
-    """One closed pass; when it fails, the open twins (which also report the errors)."""
+    """One closed pass; when it fails, the open twins (which also report the errors),
+    built then: a session's start decodes every message in one pass."""
     closed = msgspec.json.Decoder(type_).decode
-    opened = _open_type(type_)
-    if opened is type_:
-        return closed
-    fallback = msgspec.json.Decoder(opened).decode
+    fallback: list[Callable[[Any], Any]] = []
 
     def decode(raw: Any) -> Any:
         try:
             return closed(raw)
         except ValidationError:
-            return fallback(raw)
+            if not fallback:
+                fallback.append(msgspec.json.Decoder(_open_type(type_)).decode)
+            return fallback[0](raw)
 
     return decode
 

@@ -474,14 +474,15 @@ def test_v2_single_variant_unions() -> None:
 
 @pytest.mark.parametrize("module", [v1, v2], ids=["v1", "v2"])
 def test_every_type_resolves(module: Any) -> None:
-    """Every struct's annotations resolve for msgspec and every union decoder builds."""
+    """Every struct's annotations resolve for msgspec and every union decoder builds,
+    its open twins' too."""
     from acp_nvim.protocol.unknown import UnionDecoder
 
     for name, obj in vars(module).items():
         if isinstance(obj, type) and issubclass(obj, msgspec.Struct):
             msgspec.json.Decoder(obj)
         elif isinstance(obj, UnionDecoder):
-            obj.prepare()
+            obj.prepare(open_twins=True)
             assert name == f"_{obj.name}Decoder"
 
 
@@ -550,6 +551,36 @@ def test_open_twins_pass_for_their_structs() -> None:
     assert roundtrip(chunk) == update
     text = {**update, "content": {"type": "text", "text": "x"}}
     assert struct_type(v1_update(text).update) is v1.SessionUpdateAgentMessageChunk
+
+
+TWINS_BUILT_WHEN_NEEDED = """
+import sys
+from acp_nvim.protocol import schema_v1 as v1
+twins = "acp_nvim.protocol.schema_v1._open"
+v1.decode(b'{"protocolVersion": 1, "agentCapabilities": {}}', v1.InitializeResponse)
+text = b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}'
+v1.decode(b'{"sessionId": "s", "update": ' + text + b'}', v1.SessionNotification)
+v1.decode(text, v1.SessionUpdate)
+print(twins in sys.modules)
+smell = b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "smell"}}'
+note = v1.decode(b'{"sessionId": "s", "update": ' + smell + b'}', v1.SessionNotification)
+print(twins in sys.modules, type(note.update.content).__name__)
+"""
+
+
+def test_open_twins_are_built_only_for_a_value_that_needs_them() -> None:
+    """Known variants decode without the module's twins, which take some 20 ms to
+    build: a session's start waits for none (issue 26). The first value that needs
+    them builds them."""
+    out = subprocess.run(
+        [sys.executable, "-c", TWINS_BUILT_WHEN_NEEDED],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    ).stdout.split()
+    assert out == ["False", "True", "Unknown"]
 
 
 # --- the generator ---------------------------------------------------------------------
