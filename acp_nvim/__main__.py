@@ -7,6 +7,7 @@ that says what failed; Lua shows that line in the chat with the fix.
 
 # No `from __future__` and nothing newer than Python 3.7 in this file: an old
 # Python must get far enough to say that it is too old.
+import gc
 import sys
 from typing import NoReturn
 
@@ -32,6 +33,10 @@ def _spawn_first_agent() -> None:
 
 
 def main() -> None:
+    # Start-up makes some 30,000 objects for the collector, which live as long as
+    # the process; walking them while they piled up cost ~10 ms of it. The host
+    # turns the collector back on once they are in (acp_nvim/nvim/host.py).
+    gc.disable()
     version = ".".join(map(str, sys.version_info[:3]))
     if sys.version_info < (3, 10):  # noqa: UP036 -- the check is for Pythons we do not support
         _fail(f"{sys.executable} is Python {version}; acp.nvim needs Python 3.10 or newer")

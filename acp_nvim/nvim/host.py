@@ -13,6 +13,7 @@ __all__ = ["BUFFER_EVENTS", "Host", "run_stdio"]
 import atexit
 import ctypes
 import gc
+import importlib
 import logging
 import os
 import signal
@@ -265,11 +266,18 @@ def run_stdio() -> None:
     _malloc_that_gives_back()
     nvim = pynvim.attach("stdio")
     host = Host(nvim)
+    if first.waiting():
+        # The first chat's agent is starting: its modules are imported now, as they
+        # would be when its chat opens, but with the others (collector off, frozen).
+        # Without an agent starting they wait for the chat: its agent spawns first.
+        for module in ("acp_nvim.client.agent.connection", "acp_nvim.client.session.chat"):
+            importlib.import_module(module)
     # The modules' own objects (some 30,000 functions, classes and their dicts) never
     # become garbage: frozen, a full collection walks only what the chats made. It
     # walked them all whenever a burst of objects (a plan of 10k entries) set it off:
     # 10-20 ms on the worker loop (issue 29.7).
     gc.freeze()
+    gc.enable()
     try:
         nvim.run_loop(host.on_request, host.on_notification)
     finally:

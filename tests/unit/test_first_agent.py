@@ -181,3 +181,48 @@ async def test_a_cancelled_read_takes_no_bytes(tmp_path: Path) -> None:
         assert await process.stdout.receive() == b"kept\n"
     finally:
         await process.aclose()
+
+
+# `python -m acp_nvim` up to serving Neovim, with a stand-in for the channel: what
+# the host is like when it starts serving.
+HOST_START = """
+import gc, json, sys
+import pynvim
+
+def collections():
+    return sum(generation["collections"] for generation in gc.get_stats())
+
+class Channel:
+    def run_loop(self, on_request, on_notification):
+        print(json.dumps({
+            "collecting": gc.isenabled(),
+            "collections": collections() - before,
+            "frozen": gc.get_freeze_count(),
+            "chat_imported": "acp_nvim.client.session.chat" in sys.modules,
+        }))
+
+pynvim.attach = lambda *_: Channel()
+from acp_nvim.__main__ import main
+before = collections()
+main()
+"""
+
+
+@pytest.mark.parametrize("agent_starting", [True, False], ids=["agent starting", "no agent"])
+def test_the_host_starts_without_collecting_and_serves_collecting(
+    tmp_path: Path, agent_starting: bool
+) -> None:
+    # Start-up's objects live as long as the process: no collection walks them while
+    # they pile up. Served, the collector is on, and the modules' objects are frozen,
+    # with the first chat's when its agent is already starting.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if agent_starting:
+        env[first.ENV] = given(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", HOST_START], env=env, capture_output=True, text=True, timeout=60
+    )
+    report = json.loads(out.stdout)
+    assert report["collections"] == 0
+    assert report["collecting"] is True
+    assert report["frozen"] > 10_000
+    assert report["chat_imported"] is agent_starting

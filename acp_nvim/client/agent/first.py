@@ -86,6 +86,11 @@ def spawn(environ: MutableMapping[str, str] = os.environ) -> None:
     _waiting = Spawned(list(agent.cmd), env, cwd, popen, group)
 
 
+def waiting() -> bool:
+    """Whether a first agent is starting and no chat has taken it yet."""
+    return _waiting is not None
+
+
 def claim(cmd: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Spawned | None:
     """The first agent, for the start of the same ``cmd`` in ``env`` and ``cwd``;
     None otherwise, and a first agent that is another one is ended: the host's
