@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 
 from acp_nvim.client.history import Store, StoredBlock
+from acp_nvim.client.history._branches import StoredBranch, encode
+from acp_nvim.client.history._store import VERSION
 
 VOCABULARY = 5000
 # The chat reopened by the benchmark: this many blocks, a tool call with a diff in each turn.
@@ -29,7 +31,8 @@ def words(seed: int = 24) -> list[str]:
 
 def build(chats: int, turns: int) -> tuple[Path, int]:
     """The store's path, and the id of its long chat (built when missing)."""
-    path = Path(tempfile.gettempdir()) / f"acp-bench-history-{chats}x{turns}.sqlite3"
+    name = f"acp-bench-history-{chats}x{turns}-v{VERSION}.sqlite3"  # (a layout of its own)
+    path = Path(tempfile.gettempdir()) / name
     marker = path.with_suffix(".json")
     if marker.exists() and path.exists():
         return path, int(json.loads(marker.read_text())["long"])
@@ -47,9 +50,9 @@ def build(chats: int, turns: int) -> tuple[Path, int]:
         chat = store.new_chat("bench", "/project")
         blocks = []
         for turn in range(1, turns + 1):
-            blocks.append(StoredBlock(len(blocks), f"u{turn}", turn, "user", said(8)))
-            blocks.append(StoredBlock(len(blocks), f"a{turn}", turn, "agent", said(30)))
-        store.write(chat, blocks, {"turns": turns, "title": said(4)})
+            blocks.append(StoredBlock(len(blocks), f"u{turn}", turn, "user", said(8), node=turn))
+            blocks.append(StoredBlock(len(blocks), f"a{turn}", turn, "agent", said(30), node=turn))
+        store.write(chat, blocks, {"turns": turns, "title": said(4), "branches": _one(turns)})
     long = store.new_chat("bench", "/project")
     blocks, turn = [], 0
     while len(blocks) < LONG_BLOCKS:
@@ -61,16 +64,22 @@ def build(chats: int, turns: int) -> tuple[Path, int]:
         end = json.dumps({"stop_reason": "end_turn", "usage": {}})
         seq = len(blocks)
         blocks += [
-            StoredBlock(seq, f"u{turn}", turn, "user", said(8)),
-            StoredBlock(seq + 1, f"a{turn}", turn, "agent", said(40)),
-            StoredBlock(seq + 2, f"t{turn}", turn, "tool", f"Edit f{turn}.py", tool),
-            StoredBlock(seq + 3, f"e{turn}", turn, "turn", "*— end_turn —*", end),
+            StoredBlock(seq, f"u{turn}", turn, "user", said(8), node=turn),
+            StoredBlock(seq + 1, f"a{turn}", turn, "agent", said(40), node=turn),
+            StoredBlock(seq + 2, f"t{turn}", turn, "tool", f"Edit f{turn}.py", tool, node=turn),
+            StoredBlock(seq + 3, f"e{turn}", turn, "turn", "*— end_turn —*", end, node=turn),
         ]
-    store.write(long, blocks, {"turns": turn, "title": "the long chat"})
+    store.write(long, blocks, {"turns": turn, "title": "the long chat", "branches": _one(turn)})
     store._run("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     marker.write_text(json.dumps({"long": long}))
     return path, long
+
+
+def _one(turns: int) -> str:
+    """The branches of a chat never rewound, as the history keeps them."""
+    session = "0b4e3c1a-5d2f-4f6e-9a7b-8c9d0e1f2a3b"  # as long as a UUID
+    return encode([StoredBranch(1, list(range(1, turns + 1)), session)], 1)
 
 
 def text_bytes(path: Path) -> int:

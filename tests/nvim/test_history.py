@@ -570,3 +570,73 @@ def test_a_rewound_chat_is_reopened_on_the_branch_it_showed(editor: Editor) -> N
     for text in reopened():
         assert "write a.txt two" in text and "write a.txt three" in text and "go on" in text
         assert "write b.txt new" not in text
+
+
+@pytest.mark.parametrize(
+    ("scenario", "version"), [("rewind+resume", 1), ("rewind+resume", 2), ("rewind", 1)]
+)
+def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, version: int) -> None:
+    """Reopened in another Neovim, a rewound chat lists the branches it had, shows the
+    one it showed, switches to another (its turns in order) before its agent starts,
+    and goes on in that branch's session: resumed where the agent resumes, else a new
+    session told that branch's conversation."""
+    import sys
+
+    from tests.nvim.conftest import FAKE
+    from tests.nvim.test_chats import STUB_UI
+    from tests.nvim.test_permissions import wait_text
+    from tests.nvim.test_rewind import calls, session_changed, start, three_turns, turn
+
+    start(editor, scenario, version)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)
+    had = editor.lua("return require('acp').branches()")
+    assert [(b["id"], b["current"], b["turns"]) for b in had] == [(2, True, 2), (1, False, 3)]
+    [entry] = kept(editor, "new")
+
+    other = second_neovim(editor)
+    try:
+        wire = editor.tmp / "other-calls.jsonl"
+        agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(wire)}}
+        other.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        assert other.lua("return require('acp').branches()") == had
+        text = other.transcript_text()
+        assert text.index("write a.txt one") < text.index("write b.txt new")
+        assert "write a.txt two" not in text and "Another branch leaves here" in text
+
+        # The branch left behind, switched to before the agent starts: its turns in order.
+        other.lua(STUB_UI, 1)
+        other.nvim.command("AcpBranches")
+        other.wait("require('acp').branches()[1].id == 1", what="branch 1 shown")
+        assert [b["id"] for b in other.lua("return require('acp').branches()")] == [1, 2]
+        text = other.transcript_text()
+        assert "write b.txt new" not in text
+        assert text.index("one") < text.index("write a.txt two") < text.index("write a.txt three")
+        assert not wire.exists()  # no agent yet
+
+        turn(other, "go on", 1)
+        if "resume" in scenario:  # the branch's own session
+            assert [c["sessionId"] for c in calls(wire, "session/resume")] == ["s1"]
+            assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "go on"}]
+        else:  # a new session, told the branch's conversation (not the other one's)
+            seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+            assert said == {"type": "text", "text": "go on"}
+            assert all(f"write a.txt {word}" in seed["text"] for word in ("one", "two", "three"))
+            assert "write b.txt new" not in seed["text"]
+        # Back to the other branch; a rewind reaches into the stored turns.
+        other.lua(STUB_UI, 1)
+        other.nvim.command("AcpBranches")
+        wait_text(other, "write b.txt new")
+        assert "go on" not in other.transcript_text()
+        other.lua("require('acp').rewind(2)")
+        wait_text(other, "Rewound to before turn 2")
+        turn(other, "after the rewind", 2)
+        seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+        assert said == {"type": "text", "text": "after the rewind"}
+        assert "write a.txt one" in seed["text"] and "write b.txt new" not in seed["text"]
+    finally:
+        other.quit()

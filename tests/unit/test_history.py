@@ -201,12 +201,11 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         blocks = store.blocks(hit.chat.id)
         assert [b.kind for b in blocks] == ["user", "agent", "tool", "turn"]
         assert "QUJD" not in (blocks[0].data or "") and '"size":300' in (blocks[0].data or "")
-        # Drawn again: the same blocks, lines and statuses, ids prefixed.
+        # Drawn again: the same blocks and lines, ids by their place, prefixed.
         drawn = {op["id"]: op for op in editor.ops[1] if op["op"] == "block" and "start" not in op}
         again = render_ops(blocks, "#h:")
-        assert [op["lines"] for op in again] == [
-            drawn[op["id"].removeprefix("#h:")]["lines"] for op in again
-        ]
+        assert [op["id"] for op in again] == ["#h:0", "#h:1", "#h:2", "#h:3"]
+        assert [op["lines"] for op in again] == [drawn[b.key]["lines"] for b in blocks]
         text = markdown(hit.chat, blocks)
         assert "## You\n\nlook at this" in text and "```diff" in text and "-one" in text
         assert "- attached: shot.png (file:///shot.png, 300 bytes)" in text
@@ -226,3 +225,55 @@ def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
     data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'
     [op] = render_ops([StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)], "#h:")
     assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `/p/a.py`: 2 accepted"]  # type: ignore[typeddict-item]
+
+
+def test_a_chat_kept_before_branches_were_reopens_as_it_showed(tmp_path: Path) -> None:
+    """A store of schema 1 is migrated; its rows (no turn of their own, ``branch`` 1
+    for those a rewind left) reopen as before: what was in view, as one branch whose
+    turns are its prompts (a message steered into a turn begins none)."""
+    path = tmp_path / "h.sqlite3"
+    old = sqlite3.connect(path, isolation_level=None)
+    for statement in _store._statements(_store._MIGRATIONS[0]):
+        old.execute(statement)
+    old.execute("PRAGMA user_version = 1")
+    old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at, turns) "
+                "VALUES (1, 'demo', '/p', 0, 0, 3)")  # fmt: skip
+    rows = [  # key, branch, turn, kind, text
+        ("#message:m1", 0, 1, "user", "first prompt"),
+        ("#message:m2", 0, 1, "agent", "first reply"),
+        ("#message:m3", 1, 2, "user", "left behind"),
+        ("#message:m4", 1, 2, "agent", "left reply"),
+        ("#info5", 0, 2, "info", "*Rewound to before turn 2.*"),
+        ("#message:m6", 0, 3, "user", "second prompt"),
+        ("#message:m7", 0, 3, "user", "steered in"),
+        ("#message:m8", 0, 3, "agent", "second reply"),
+    ]
+    for seq, row in enumerate(rows):
+        old.execute("INSERT INTO blocks(id, key, branch, turn, kind, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    ((1 << _store.SEQ_BITS) | seq, *row))  # fmt: skip
+    old.close()
+    shown = ["first prompt", "first reply", "*Rewound to before turn 2.*", "second prompt",
+             "steered in", "second reply"]  # fmt: skip
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            history.configure(HistoryOptions(path=str(path)), None)
+            found = await history.load(1)
+            assert found is not None
+            row, blocks = found
+            chat = Chat(1, "demo", editor)
+            history.attach(chat, "/p", keep=False)
+            await history.reopen(chat, row, blocks)
+            drawn = [op for op in editor.ops[1] if op["op"] == "block"]
+            assert [op["lines"][-1].split("  ")[-1].strip() for op in drawn] == shown  # type: ignore[typeddict-item]
+            assert [(b["id"], b["turns"]) for b in chat.branches.listed()] == [(1, 2)]
+            exported = history.export(1)
+            assert exported is not None and "left behind" not in exported
+            assert [line for line in exported.split("\n") if line in shown] == shown
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+    assert Store(str(path))._run("PRAGMA user_version") == [(_store.VERSION,)]

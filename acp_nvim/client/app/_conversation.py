@@ -35,6 +35,7 @@ from acp_nvim.client.errors import AgentFailed
 if TYPE_CHECKING:
     # Imported with the chat, after the first agent is spawned (doc/performance.md).
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.session.branches import Branch
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Prompt
 
@@ -134,7 +135,9 @@ class Conversations:
         with the chat's settings."""
         from acp_nvim.client.session.seed import conversation, markdown
 
-        carried, kept = markdown(conversation(chat.session)), chosen(chat)
+        stored = self.ctx.history.conversation(chat)  # (a reopened chat's turns)
+        carried = stored if stored is not None else markdown(conversation(chat.session))
+        kept = chosen(chat)
         await connection.new_session(chat)
         chat.seed = carried
         if carried is not None:
@@ -146,6 +149,14 @@ class Conversations:
 
     async def pick(self, chat_id: int, branch_id: int) -> None:
         """Show branch ``branch_id`` and go on in its session (see the module doc)."""
+        chat = self.ctx.chats.get(chat_id)
+        if chat is not None and chat.state == "ready" and chat_id not in self.pool.agent_of:
+            # A reopened chat whose agent has not started: the branch is shown; the
+            # next prompt starts the agent in its session (resumed, else seeded).
+            shown = self._show(chat, branch_id)
+            if shown is not None:
+                chat.session.session_id = shown.session_id or ""
+            return
         live = self._live(chat_id)
         if live is None:
             return
@@ -154,14 +165,11 @@ class Conversations:
             if not ready:
                 self.ctx.editor.notify("cannot switch branches: the chat has no session", "warn")
                 return
-            try:
-                branch = chat.pick(branch_id)
-            except KeyError:
-                self.ctx.editor.notify(f"no other branch {branch_id}", "warn")
+            branch = self._show(chat, branch_id)
+            if branch is None:
                 return
             chat.seed = None
             session_id = branch.session_id or ""
-            chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
             # Held by this agent process still (not a restarted one naming its own alike).
             held = branch.turns[-1].agent == connection.serial and session_id in connection.opened
             try:
@@ -175,6 +183,16 @@ class Conversations:
                     await self._seeded(chat, connection)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)
+
+    def _show(self, chat: Chat, branch_id: int) -> Branch | None:
+        """Show branch ``branch_id`` in ``chat``; None (told) when there is no such one."""
+        try:
+            branch = chat.pick(branch_id)
+        except KeyError:
+            self.ctx.editor.notify(f"no other branch {branch_id}", "warn")
+            return None
+        chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
+        return branch
 
     # -- editing and regenerating ------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "NOTICES",
     "attachment_data",
+    "block_id",
     "markdown",
     "notice_block",
     "render_ops",
@@ -205,8 +206,8 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
 
 
 def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
-    """The ops drawing ``blocks`` as the chat drew them, block ids prefixed with
-    ``prefix`` (a reopened chat's own blocks must never meet these)."""
+    """The ops drawing ``blocks`` as the chat drew them, with the ids of
+    :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
     for block in blocks:
@@ -229,8 +230,14 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
             kind = "info" if block.kind == "changes" else block.kind
             op = view.notice_op(block.key, kind, lines)
         if op is not None:
-            ops.append(view.bounded({**op, "id": prefix + str(op["id"])}))
+            ops.append(view.bounded({**op, "id": block_id(prefix, block)}))
     return ops
+
+
+def block_id(prefix: str, block: StoredBlock) -> str:
+    """The id a stored block is drawn with: by its place (keys repeat in a chat that
+    went on after a reopen: the live chat's ids start again)."""
+    return f"{prefix}{block.seq}"
 
 
 def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True) -> str:

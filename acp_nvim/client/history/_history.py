@@ -20,7 +20,8 @@ import anyio.lowlevel
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history._store import SHOWN, ChatRow, Store, StoredBlock, StoreError
+from acp_nvim.client.history._branches import branches_of, in_view
+from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.tasks import Tasks
 
@@ -162,10 +163,11 @@ class History:
         record = self._records[chat.id]
         if record.target is not None:
             record.target.id = row.id
-        record.start_with(blocks, row.turns, written=True)
+        prefix = f"#h{row.id}:"
+        shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""
         chat.session.title = row.name or row.title
-        await self._draw(chat, record.base, f"#h{row.id}:")
+        await self._draw(chat, shown, prefix)
         # Ready once it shows the whole stored transcript.
         chat.set_state(
             "ready",
@@ -193,22 +195,30 @@ class History:
         if record.target is not None and before is not None and before.target is not None:
             record.target.parent = before.target.id
         turns = before.base_turns + source.turn if before is not None else source.turn
-        record.start_with(blocks, turns, written=False)
-        await self._draw(chat, record.base, f"#from{source.id}:")
+        prefix = f"#from{source.id}:"
+        shown = record.start_with(blocks, None, turns, prefix, written=False)
+        await self._draw(chat, shown, prefix)
         chat.info(f"*Handed over from chat {source.id} ({source.agent}).*")
 
     def seed(self, chat: Chat) -> None:
         """A new session begins for a chat that shows an earlier conversation: its
         first prompt carries it (and the transcript says so)."""
+        chat.seed = self.conversation(chat)
+        if chat.seed is not None:
+            chat.info(
+                f"*{chat.agent} starts a new session: the next prompt carries the conversation"
+                " so far.*"
+            )
+
+    def conversation(self, chat: Chat) -> str | None:
+        """The conversation ``chat`` shows as Markdown, for a session that does not know
+        it, when it shows stored turns (its model holds only its own); else None."""
         from acp_nvim.client.history._blocks import markdown
 
         record = self._records.get(chat.id)
-        if record is None or not record.base:
-            return
-        chat.seed = markdown(record.row(), record.blocks(), diffs=False)
-        chat.info(
-            f"*{chat.agent} starts a new session: the next prompt carries the conversation so far.*"
-        )
+        if record is None or not any(turn.first is not None for turn in chat.branches.path):
+            return None
+        return markdown(record.row(), record.blocks(), diffs=False)
 
     def export_chat(self, chat_id: int) -> str | None:
         """A live chat as Markdown (None: no such chat)."""
@@ -309,4 +319,5 @@ class History:
         if found is None:
             return None
         row, blocks = found
-        return markdown(row, [block for block in blocks if block.branch == SHOWN])
+        kept, shown = branches_of(row.branches, blocks)
+        return markdown(row, in_view(next(b for b in kept if b.id == shown), blocks))

@@ -18,21 +18,26 @@ from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.history._blocks import (
     NOTICES,
     attachment_data,
+    block_id,
     notice_block,
+    render_ops,
     review_of,
     stored,
 )
-from acp_nvim.client.history._store import OTHER_BRANCH, SHOWN, ChatRow, StoredBlock
+from acp_nvim.client.history._branches import StoredBranch, branches_of, encode, in_view
+from acp_nvim.client.history._store import ChatRow, StoredBlock
 from acp_nvim.client.history._writer import Target
+from acp_nvim.client.session.branches import Branch, Turn
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import Attachment, Session
+from acp_nvim.client.session.model import Attachment, Prompt, Session
+from acp_nvim.client.session.view import message_block
 
 
 class ChatRecord:
     """The history's side of one chat (its ``record``).
 
     ``target`` is where it is written (None: this chat is not kept). ``base``: the
-    blocks shown before the chat's own (a reopened chat's stored transcript, or
+    stored blocks the chat goes on from (a reopened chat's, every branch of it, or
     the conversation handed over to it), with the turns they hold.
     """
 
@@ -57,29 +62,65 @@ class ChatRecord:
         self._first_prompt: str | None = None
         self._turn_ends: dict[str, int] = {}  # turn notices: the chat's own turn number
         self._review: dict[str, Any] | None = None  # the review's summary, read once a take
-        # The blocks in view, in order, and those a rewind took out (by the key of the
-        # turn they follow from), as Lua keeps them (``cut``/``uncut`` ops).
-        self._shown: dict[str, None] = {}
-        self._cut: dict[str, str] = {}  # block key → its turn's key
+        # The turn (node, see _branches) each block belongs to: the last one in view
+        # when it was first drawn, as Lua groups blocks for ``cut``/``uncut`` ops.
+        self._nodes: dict[str, int] = {}  # block key → its turn's node
+        self._turn_nodes: dict[str, int] = {}  # a turn's key (Turn.message) → its node
 
     def __repr__(self) -> str:
         where = self.target.id if self.target is not None else "not kept"
         return f"<ChatRecord chat {self.chat.id} → {where}, {len(self._seqs)} blocks>"
 
-    def start_with(self, blocks: Sequence[StoredBlock], turns: int, *, written: bool) -> None:
-        """The chat goes on from ``blocks`` (``written``: they are stored already)."""
-        # Only the branch in view is shown and goes on (the others stay in the file).
-        self.base = [b for b in blocks if b.branch == SHOWN]
+    def start_with(
+        self,
+        blocks: Sequence[StoredBlock],
+        branches: str | None,
+        turns: int,
+        prefix: str,
+        *,
+        written: bool,
+    ) -> list[StoredBlock]:
+        """The chat goes on from stored ``blocks`` and ``branches`` (``written``: they
+        are stored already), drawn with block ids prefixed by ``prefix``: its turns
+        and branches become the chat's. Returns the blocks it shows, in order."""
+        kept, shown = branches_of(branches, blocks)
+        branch = next(k for k in kept if k.id == shown)
         self.base_turns = turns
         self.base_written = written
         self._next = max((b.seq for b in blocks), default=-1) + 1
-        if not written:
-            self.base = [_renumbered(b, seq) for seq, b in enumerate(self.base)]
+        self.base = list(blocks)
+        if not written:  # what is shown is handed over
+            self.base = [_renumbered(b, seq) for seq, b in enumerate(in_view(branch, blocks))]
             self._facts = True
             self._wake(False)
-        for block in blocks:
-            if block.kind == "user" and self._first_prompt is None:
-                self._first_prompt = block.text
+        self._first_prompt = next((b.text for b in self.base if b.kind == "user"), None)
+        turns_of = self._stored_turns(kept, branch, prefix)
+        if turns_of:
+            paths = [[turns_of[node] for node in b.nodes if node in turns_of] for b in kept]
+            stored = [Branch(b.id, path) for b, path in zip(kept, paths, strict=True)]
+            self.chat.branches.restore(stored, shown)
+            self.chat.show_branches()
+        return in_view(branch, self.base)
+
+    def _stored_turns(
+        self, kept: list[StoredBranch], shown: StoredBranch, prefix: str
+    ) -> dict[int, Turn]:
+        """A turn for each stored turn (by node), begun by its first block; one on no
+        branch shown carries the ops that draw it, for when one is picked."""
+        blocks: dict[int, list[StoredBlock]] = {}
+        for block in self.base:
+            if block.node:
+                blocks.setdefault(block.node, []).append(block)
+        last = {b.nodes[-1]: b.session_id for b in kept if b.nodes}
+        turns = {}
+        for node, own in blocks.items():
+            turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(own[0].text))
+            turn.first = block_id(prefix, own[0])
+            if node not in shown.nodes:
+                turn.drawing = render_ops(own, prefix)
+            self._turn_nodes[turn.message] = node
+            turns[node] = turn
+        return turns
 
     # -- told by the chat (on the worker's loop) ------------------------------------------
 
@@ -88,12 +129,6 @@ class ChatRecord:
             self._facts = True
             self._wake(False)
             return
-        if op["op"] == "cut":
-            self._take_out([turn["block"] for turn in op["turns"]], [t["key"] for t in op["turns"]])
-            return
-        if op["op"] == "uncut":
-            self._put_back(op["turns"])
-            return
         if op["op"] != "block" and op["op"] != "append":
             return
         key = op["id"]
@@ -101,7 +136,7 @@ class ChatRecord:
             self._seqs[key] = self._next
             self._next += 1
             self._turns[key] = self.base_turns + self.chat.turn
-            self._shown[key] = None
+            self._nodes[key] = self._node_of_new(key, op)
         kind = op["kind"] if op["op"] == "block" else None
         if op["op"] == "block" and kind in NOTICES and "start" not in op:
             data = None
@@ -113,29 +148,15 @@ class ChatRecord:
         self._dirty[key] = None
         self._wake(kind == "turn")
 
-    def _take_out(self, blocks: list[str], turns: list[str]) -> None:
-        """A rewind took the blocks from ``blocks[0]`` to the end out of view: each
-        turn's (begun by its block) is kept apart, written as another branch's."""
-        shown = list(self._shown)
-        if not blocks or blocks[0] not in self._shown:
-            return
-        starts = dict(zip(blocks, turns, strict=True))
-        turn = turns[0]
-        for key in shown[shown.index(blocks[0]) :]:
-            turn = starts.get(key, turn)
-            self._cut[key] = turn
-            del self._shown[key]
-            self._dirty[key] = None
-        self._wake(False)
-
-    def _put_back(self, turns: list[str]) -> None:
-        """The branch of ``turns`` is in view again (at the end of the transcript)."""
-        for turn in turns:
-            for key in [k for k, t in self._cut.items() if t == turn]:
-                del self._cut[key]
-                self._shown[key] = None
-                self._dirty[key] = None
-        self._wake(False)
+    def _node_of_new(self, key: str, op: RenderOp) -> int:
+        """The turn block ``key`` belongs to: its own, for the prompt that begins one
+        (drawn before the chat's branches have it), else the last one shown."""
+        if op["op"] == "block" and "turn" in op:
+            node = self.base_turns + self.chat.turn
+            self._turn_nodes[key.removeprefix(message_block(""))] = node
+            return node
+        path = self.chat.branches.path
+        return self._turn_nodes.get(path[-1].message, 0) if path else 0
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
         if self._first_prompt is None:
@@ -174,13 +195,33 @@ class ChatRecord:
             "session_id": session.session_id or None,
             "protocol_version": self.chat.protocol_version,
             "turns": self.base_turns + self.chat.turn,
+            "branches": self._branches(),
         }
 
+    def _branches(self) -> str | None:
+        """The chat's branches as kept (None before its first turn)."""
+        branches = self.chat.branches
+        if not branches.path and not branches.others:
+            return None
+        kept = [
+            StoredBranch(b.id, [self._turn_nodes[t.message] for t in b.turns], b.session_id)
+            for b in branches.all
+        ]
+        return encode(kept, branches.shown.id)
+
+    def _shown(self) -> StoredBranch:
+        """The branch in view, as kept."""
+        nodes = [self._turn_nodes[t.message] for t in self.chat.branches.path]
+        return StoredBranch(self.chat.branches.shown.id, nodes)
+
     def blocks(self) -> list[StoredBlock]:
-        """The transcript in view: the base, then the chat's own blocks."""
+        """The transcript in view, in order: what is shown of the base and of the
+        chat's own blocks."""
         self._review = None
-        own = (self._block(key) for key in self._shown)
-        return [*self.base, *(b for b in own if b is not None)]
+        shown = self._shown()
+        place = set(shown.nodes) | {0}
+        own = (self._block(key) for key, node in self._nodes.items() if node in place)
+        return in_view(shown, [*self.base, *(b for b in own if b is not None)])
 
     def row(self) -> ChatRow:
         """The chat's facts as a stored chat's (for Markdown)."""
@@ -210,29 +251,31 @@ class ChatRecord:
                 data = {**(data or {}), "review": review_of(self._review, self._turn_ends[key])}
             block = notice_block(key, notice[0], notice[1], seq, turn, data)
         else:
-            model = self.chat.session if key in self._shown else self._taken_out(key)
+            model = self._model_of(self._nodes[key])
             found = None if model is None else stored(key, model, seq, turn, self._extra.get(key))
             if found is None:
                 return None
             block = found
-        block.branch = SHOWN if key in self._shown else OTHER_BRANCH
+        block.node = self._nodes[key]
         return block
 
-    def _taken_out(self, key: str) -> Session | None:
-        """The items of the turn a rewind took block ``key`` out with, as a model."""
-        turn_key = self._cut.get(key)
+    def _model_of(self, node: int) -> Session | None:
+        """The model holding the items of turn ``node``: the chat's while it is in
+        view, else the items a rewind or a branch switch took out with it."""
         for branch in self.chat.branches.all:
             for turn in branch.turns:
                 hidden = turn.hidden
-                if turn.message == turn_key and hidden is not None:
+                if self._turn_nodes.get(turn.message) == node and hidden is not None:
                     return Session(
                         messages=hidden.messages,
                         tool_calls=hidden.tool_calls,
                         plans=hidden.plans,
                         terminals=self.chat.session.terminals,
                     )
-        return None
+        return self.chat.session
 
 
 def _renumbered(block: StoredBlock, seq: int) -> StoredBlock:
-    return StoredBlock(seq, block.key, block.turn, block.kind, block.text, block.data)
+    return StoredBlock(
+        seq, block.key, block.turn, block.kind, block.text, block.data, node=block.node
+    )

@@ -10,8 +10,15 @@ One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
   of the primary key. ``text`` is the block's words (a message's text, a tool
   call's title, a notice's lines); ``data`` the rest as JSON (a tool call's diffs,
   status and permission outcome, a prompt's attachments, a turn's usage).
-  ``branch`` is ``SHOWN`` (0) for the blocks in view, ``OTHER_BRANCH`` (1) for those
-  of the branches a rewind left (kept and searched; not drawn when reopened).
+  ``node`` is the turn the block belongs to (the chat's turn count when that turn
+  began; 0 before the first): the turn that was the last in view when the block
+  was first drawn, as the transcript groups blocks when a rewind takes turns out.
+  Rows kept before schema 2 have none, and ``branch``: ``SHOWN`` (0) for the blocks
+  then in view, 1 for those of the branches a rewind left (not written since).
+- ``chats.branches`` (since schema 2): the chat's branches as JSON (see
+  ``history._branches``), each its turns (``node`` s) in order, the one in view
+  named; with the blocks' ``node`` s it says what a reopened chat shows and which
+  branches it can pick. Without it (a chat kept before), ``branch`` says it.
 - ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
   with ``blocks`` as its external content (the text is stored once).
 
@@ -23,7 +30,6 @@ translated here); ``unavailable`` tells a store that cannot be used at all
 from __future__ import annotations
 
 __all__ = [
-    "OTHER_BRANCH",
     "SEQ_BITS",
     "SHOWN",
     "ChatRow",
@@ -42,8 +48,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-# A block's ``branch``: in the transcript's view, or on a branch a rewind left.
-SHOWN, OTHER_BRANCH = 0, 1
+# A schema-1 row's ``branch``: in the transcript's view (else 1: on a branch a rewind left).
+SHOWN = 0
 # Blocks a chat holds at most: ``id`` is ``chat << SEQ_BITS | seq``.
 SEQ_BITS = 24
 # Milliseconds a statement waits for another Neovim's write to end.
@@ -90,6 +96,11 @@ _MIGRATIONS: list[str] = [
         INSERT INTO search(rowid, text) VALUES (new.id, new.text);
     END;
     """,
+    # 2: every branch kept (issue 23's rewinds) can be reopened
+    """
+    ALTER TABLE blocks ADD COLUMN node INTEGER;
+    ALTER TABLE chats ADD COLUMN branches TEXT;
+    """,
 ]
 VERSION = len(_MIGRATIONS)
 
@@ -113,6 +124,7 @@ class StoredBlock:
     text: str
     data: str | None = None
     branch: int = 0
+    node: int | None = None
 
 
 @dataclass
@@ -130,6 +142,7 @@ class ChatRow:
     session_id: str | None = None
     protocol_version: int | None = None
     parent: int | None = None
+    branches: str | None = None
 
 
 @dataclass
@@ -142,7 +155,7 @@ class Hit:
 
 _CHAT_COLUMNS = (
     "id, agent, cwd, created_at, updated_at, turns, title, name, session_id, "
-    "protocol_version, parent"
+    "protocol_version, parent, branches"
 )
 
 
@@ -242,7 +255,7 @@ class Store:
         if unknown:
             raise ValueError(f"not a column of chats: {sorted(unknown)}")
         rows = [
-            ((chat_id << SEQ_BITS) | b.seq, b.key, b.branch, b.turn, b.kind, b.text, b.data)
+            ((chat_id << SEQ_BITS) | b.seq, b.key, b.node, b.turn, b.kind, b.text, b.data)
             for b in blocks
         ]
         with self._transaction() as db:
@@ -253,10 +266,9 @@ class Store:
             ).fetchall()
             if there:
                 db.executemany(
-                    "INSERT INTO blocks(id, key, branch, turn, kind, text, data) "
+                    "INSERT INTO blocks(id, key, node, turn, kind, text, data) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                    "turn = excluded.turn, text = excluded.text, data = excluded.data, "
-                    "branch = excluded.branch",
+                    "turn = excluded.turn, text = excluded.text, data = excluded.data",
                     rows,
                 )
         return bool(there)
@@ -311,7 +323,7 @@ class Store:
         """The chat's transcript in order."""
         first = chat_id << SEQ_BITS
         rows = self._run(
-            "SELECT id, key, turn, kind, text, data, branch FROM blocks "
+            "SELECT id, key, turn, kind, text, data, branch, node FROM blocks "
             "WHERE id >= ? AND id < ? ORDER BY id",
             (first, first + (1 << SEQ_BITS)),
         )

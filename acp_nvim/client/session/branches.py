@@ -19,6 +19,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.session.model import (
     Compaction,
     Message,
@@ -27,6 +28,7 @@ from acp_nvim.client.session.model import (
     Session,
     ToolCall,
 )
+from acp_nvim.client.session.view import message_block
 
 
 @dataclass
@@ -49,6 +51,9 @@ class Turn:
     (a serial the connection stamps: a session id means something only there).
 
     ``start`` is where its items begin in ``Session.items`` while it is shown.
+    A turn of a stored chat (reopened, or handed over) has no items; ``first`` is
+    the block it begins with (else its message's), and ``drawing`` the ops that
+    draw it while it was never drawn here (it is on a branch not shown).
     """
 
     message: str
@@ -58,6 +63,13 @@ class Turn:
     start: int = 0
     agent: int | None = None
     hidden: _Hidden | None = field(default=None, repr=False)
+    first: str | None = None
+    drawing: list[RenderOp] | None = field(default=None, repr=False)
+
+    @property
+    def block(self) -> str:
+        """The id of the block it begins with."""
+        return self.first or message_block(self.message)
 
 
 @dataclass(eq=False)
@@ -100,6 +112,15 @@ class Branches:
     @property
     def path(self) -> list[Turn]:
         return self.shown.turns
+
+    def restore(self, branches: list[Branch], shown: int) -> None:
+        """Go on from a stored chat's ``branches`` (sharing their common turns), the
+        one of id ``shown`` in view; the places where others leave it are marked."""
+        self.shown = next(b for b in branches if b.id == shown)
+        self.others = [b for b in branches if b is not self.shown]
+        self._ids = itertools.count(max(b.id for b in branches) + 1)
+        for other in self.others:
+            self.mark(_common(self.path, other.turns))
 
     def begin(self, turn: Turn) -> None:
         self.shown.turns.append(turn)
@@ -207,13 +228,23 @@ def _take(items: list[tuple[str, str]], kind: str, found: dict[str, Any]) -> dic
     return {k: found.pop(k) for i, k in items if i == kind and k in found}
 
 
-def show(session: Session, turns: list[Turn]) -> None:
-    """Put hidden ``turns`` back at the end of the session model, in order."""
+def show(session: Session, turns: list[Turn]) -> tuple[list[RenderOp], list[str]]:
+    """Put hidden ``turns`` back at the end of the session model, in order. Returns
+    the ops that draw the stored turns never drawn here (they come first: a path
+    begins with the stored turns), and the keys of the others, whose blocks Lua
+    keeps (``uncut``)."""
+    drawing: list[RenderOp] = []
+    kept: list[str] = []
     for turn in turns:
+        turn.start = len(session.items)  # (a stored turn has no items)
+        if turn.drawing is not None:
+            drawing += turn.drawing
+            turn.drawing = None
+        else:
+            kept.append(turn.message)
         hidden = turn.hidden
         if hidden is None:
             continue
-        turn.start = len(session.items)
         session.items.extend(hidden.items)
         session.messages.update(hidden.messages)
         session.tool_calls.update(hidden.tool_calls)
@@ -221,3 +252,4 @@ def show(session: Session, turns: list[Turn]) -> None:
         session.compactions.update(hidden.compactions)
         session.aliases.update(hidden.aliases)
         turn.hidden = None
+    return drawing, kept

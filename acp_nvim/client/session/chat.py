@@ -497,7 +497,7 @@ class Chat:
         """The shown turns' prompts, a first line each (status field ``turns``)."""
         return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.branches.path]
 
-    def _show_branches(self) -> None:
+    def show_branches(self) -> None:
         self._draw(view.status_op(turns=self._turn_lines(), branches=self.branches.listed()))
 
     def last_reply(self, number: int) -> str | None:
@@ -523,7 +523,7 @@ class Chat:
         left = self.branches.leave(number)
         self._take_out(left)
         self._mark(number - 1)
-        self._show_branches()
+        self.show_branches()
         return left
 
     def pick(self, branch_id: int) -> Branch:
@@ -536,9 +536,9 @@ class Chat:
         out, into = self.branches.pick(branch_id)
         self._take_out(out)
         self._mark(len(self.branches.path) - len(into))
-        show(self.session, into)
-        self._draw(view.uncut_op([t.message for t in into]))
-        self._show_branches()
+        drawing, kept = show(self.session, into)  # (stored blocks: the history has them)
+        self.editor.render(self.id, [*drawing, view.uncut_op(kept)])
+        self.show_branches()
         return self.branches.shown
 
     def _take_out(self, turns: list[Turn]) -> None:
@@ -546,7 +546,7 @@ class Chat:
         for turn in turns:
             for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():
                 self._drawings.pop(call_id, None)
-        self._draw(view.cut_op([t.message for t in turns]))
+        self._draw(view.cut_op([(t.message, t.block) for t in turns]))
 
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""

@@ -496,10 +496,10 @@ def compaction_op(compaction: Compaction) -> BlockOp:
             "lines": lines}  # fmt: skip
 
 
-def cut_op(turns: list[str]) -> CutOp:
-    """Take the blocks of the turns begun by the user's messages keyed ``turns`` (the
-    end of the transcript, in order) out of view; Lua keeps them by those keys."""
-    return {"op": "cut", "turns": [{"key": k, "block": message_block(k)} for k in turns]}
+def cut_op(turns: list[tuple[str, str]]) -> CutOp:
+    """Take the blocks of ``turns`` (the end of the transcript, in order: each its key
+    and the block it begins with) out of view; Lua keeps them by those keys."""
+    return {"op": "cut", "turns": [{"key": key, "block": block} for key, block in turns]}
 
 
 def uncut_op(turns: list[str]) -> UncutOp:
