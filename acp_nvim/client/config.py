@@ -326,7 +326,7 @@ class PermissionKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     """reject once (transcript)"""
     reject_always: Key = "R"
     """reject always (transcript)"""
-    reject_why: Key = "?"
+    reject_why: Key = "s"
     """reject, and the reason you type goes to the agent (transcript)"""
     buffer_allow_once: Key = "<localleader>y"
     """allow once (input, previewed file)"""

@@ -1,6 +1,7 @@
 """Every key the plugin maps comes from the `keys` option (issue 28.2): per table, a
 remapped key works and the default lhs is free again; the older option names
-still work; the chat's help key, motions and change summary (issue 30.10)."""
+still work; the chat's help key, motions and change summary (issue 30.10); no two
+default keys meet in one buffer."""
 
 from __future__ import annotations
 
@@ -206,3 +207,93 @@ def test_a_turn_that_changed_files_ends_with_their_summary_and_the_review_keys(
     # A turn that changes nothing ends without one.
     run(editor, [{"read": {"path": str(project / "a.txt")}}], turn=2)
     assert sum("changed:**" in line for line in editor.transcript()) == 1
+
+
+# Records the buffer-local mappings the plugin makes (its descriptions start with
+# "acp"), in Normal, Insert, Visual and Operator-pending mode, as they come and go:
+# a key mapped again in a buffer where another of the plugin's keys holds it is a clash.
+CLASHES = """
+local set, del = vim.keymap.set, vim.keymap.del
+local active, clashes = {}, {}
+_G.acp_clashes = clashes
+local function each(modes, buf, lhs, fn)
+  buf = (buf == true or buf == 0) and vim.api.nvim_get_current_buf() or buf
+  for _, mode in ipairs(type(modes) == "table" and modes or { modes }) do
+    fn(("buffer %d, mode %s, %s"):format(buf, mode, vim.fn.keytrans(vim.keycode(lhs))))
+  end
+end
+vim.keymap.set = function(modes, lhs, rhs, opts)
+  local desc = opts and opts.desc or ""
+  if opts and opts.buffer and desc:find("^acp") then
+    each(modes, opts.buffer, lhs, function(where)
+      if active[where] and active[where] ~= desc then
+        table.insert(clashes, ("%s: %q and %q"):format(where, active[where], desc))
+      end
+      active[where] = desc
+    end)
+  end
+  return set(modes, lhs, rhs, opts)
+end
+vim.keymap.del = function(modes, lhs, opts)
+  if opts and opts.buffer then
+    each(modes, opts.buffer, lhs, function(where)
+      active[where] = nil
+    end)
+  end
+  return del(modes, lhs, opts)
+end
+"""
+
+
+def test_no_two_default_keys_meet_in_one_buffer(editor: Editor, tmp_path: Path) -> None:
+    """With every kind of key mapped at once — the chat's, the input's and the queue's
+    in both windows, a permission prompt waiting (its keys in the transcript, the input
+    and the file its edit is previewed in), that file holding open agent hunks, and
+    the review buffer open — no default key is mapped twice in one buffer: `?` shows
+    the chat's keys while a prompt waits, and does not answer it."""
+    from tests.nvim.test_inline import ask
+
+    editor.lua(CLASHES)
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    editor.nvim.command(f"edit {path}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.setup(agents={"files": editor.fake_agent("files")})
+    status = editor.open_chat("files")
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n"}}])
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'one'")
+    ask(editor, [{"ask": {"path": str(path), "oldText": "3", "newText": "three"}}])
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()"
+                "['acp.preview'], 0, -1, {}) > 0")  # fmt: skip
+    transcript, chat_input = status["transcript_buf"], status["input_buf"]
+    assert all(mapped(editor, transcript, key) for key in ("a", "r", "s", "?", "q", "\\q"))
+    assert all(mapped(editor, chat_input, key) for key in ("\\y", "\\n", "<CR>", "\\e"))
+    assert all(mapped(editor, buf, key) for key in ("\\y", "\\n", "\\a", "\\r", "]h"))
+    editor.nvim.command("AcpReview")
+    review = editor.lua("return vim.api.nvim_get_current_buf()")
+    assert mapped(editor, review, "a") and mapped(editor, review, "q")
+    assert editor.lua("return _G.acp_clashes") == []
+
+    go(editor, transcript)
+    editor.nvim.input("?")
+    editor.wait("vim.iter(vim.api.nvim_list_wins()):any(function(w)"
+                " return vim.api.nvim_win_get_config(w).relative ~= '' end)")  # fmt: skip
+    assert "permission: selected" not in editor.transcript_text()
+
+
+def test_reject_why_set_to_the_help_key_still_answers(editor: Editor) -> None:
+    """A user who keeps `?` for "reject, and say why" has it: while a prompt waits it
+    answers (the help key is the chat's again once the prompt is answered)."""
+    from tests.nvim.test_chats import STUB_UI
+
+    editor.setup(
+        agents={"fake": editor.fake_agent("permission")}, keys={"permission": {"reject_why": "?"}}
+    )
+    status = editor.open_chat("fake")
+    editor.lua("require('acp').send('edit')")
+    wait_text(editor, "- `?` Reject, and say why")
+    editor.lua(STUB_UI, "not that file")
+    go(editor, status["transcript_buf"])
+    editor.nvim.input("?")
+    wait_text(editor, "I rejected Fake edit: not that file")
+    editor.wait("vim.fn.maparg('?', 'n', false, true).desc == \"acp: show the chat's keys\"")

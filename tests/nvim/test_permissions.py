@@ -88,7 +88,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
         "- `A` Always allow",
         "- `r` Reject",
         "- `R` Never",
-        "- `?` Reject, and say why",
+        "- `s` Reject, and say why",
     ]
     assert groups_at(editor, head + 2) == ["AcpPermission"]
     request = editor.wait_event("AcpPermissionRequest")
@@ -187,7 +187,7 @@ def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
             "prompt": "acp: allow Fake edit?",
             "items": [
                 "[a] Allow", "[A] Always allow", "[r] Reject", "[R] Never",
-                "[?] Reject and say why",
+                "[s] Reject and say why",
             ],
         }
     ]

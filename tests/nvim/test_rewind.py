@@ -281,11 +281,11 @@ def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None
     editor.setup(agents={"fake": editor.fake_agent("permission")}, default_agent="fake")
     editor.open_chat()
     editor.lua("require('acp').send('edit')")
-    wait_text(editor, "- `?` Reject, and say why")
+    wait_text(editor, "- `s` Reject, and say why")
     editor.lua(STUB_UI, "not that file")
     transcript = editor.lua("return require('acp').status().transcript_buf")
     editor.lua(f"vim.api.nvim_set_current_buf({transcript})")
-    editor.nvim.input("?")
+    editor.nvim.input("s")
     wait_text(editor, "permission: selected cancel")  # the reject option, answered
     wait_text(editor, "I rejected Fake edit: not that file")  # the next prompt
     assert editor.lua("return _G.asked")[0]["prompt"] == "Why reject Fake edit? "

@@ -170,7 +170,7 @@ async def test_upsert_creates_the_call_and_shows_the_prompt_with_keys() -> None:
             "- `A` Always allow",
             "- `a` Allow",
             "- `r` Reject",
-            "- `?` Reject, and say why",
+            "- `s` Reject, and say why",
         ]
         op = editor.ops[1][-1]
         assert op["permission"]["pending"] is True
@@ -181,7 +181,7 @@ async def test_upsert_creates_the_call_and_shows_the_prompt_with_keys() -> None:
             ("r", "cancel", 5),
         ]
         # "?" rejects with the reject option, and Lua asks why.
-        assert op["permission"]["why"] == {"key": "?", "option": "cancel", "row": 6}
+        assert op["permission"]["why"] == {"key": "s", "option": "cancel", "row": 6}
         perms.answer(perms.pending(chat)[0], "cancel")
     assert result == ["cancel"]
     assert editor.transcript(1)["edit-1"][-1] == "**Permission:** Reject"

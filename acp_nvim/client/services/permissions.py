@@ -27,7 +27,7 @@ from typing import Literal
 
 import anyio
 
-from acp_nvim.client.config import PermissionAllow
+from acp_nvim.client.config import PermissionAllow, PermissionKeys
 from acp_nvim.client.services.allowlist import allowed
 from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.session.chat import Chat
@@ -50,9 +50,7 @@ READ_KINDS = frozenset({"read", "search", "think"})
 _REMEMBERED_TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}
 )
-_KIND_KEYS: Mapping[str, str | None] = {
-    "allow_once": "a", "allow_always": "A", "reject_once": "r", "reject_always": "R"
-}  # fmt: skip
+_KIND_KEYS: Mapping[str, str | None] = PermissionKeys().by_kind()
 # A remembered "always" answer picks the option of its kind, else its one-time sibling.
 _ONCE = {"allow_always": "allow_once", "reject_always": "reject_once"}
 
@@ -106,7 +104,8 @@ class Permissions:
         self.grants = grants if grants is not None else Grants()
         self.preview = True
         self.keys: Mapping[str, str | None] = _KIND_KEYS  # the transcript's, by option kind
-        self.why_key: str | None = "?"  # the transcript's for "reject, and say why"
+        # The transcript's key for "reject, and say why".
+        self.why_key: str | None = PermissionKeys().reject_why or None
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
 

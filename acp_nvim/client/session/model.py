@@ -290,7 +290,7 @@ class PermissionPrompt:
     outcome: str | None = None
     question: str | None = None
     preview: list[FilePreview] = field(default_factory=list)
-    why_key: str | None = "?"
+    why_key: str | None = None
 
 
 @dataclass
