@@ -13,6 +13,23 @@ local api = vim.api
 
 local diff_hl = { ["+"] = "AcpDiffAdd", ["-"] = "AcpDiffDelete" }
 
+--- Walk the rows of a tool block's ```diff fences: `on(i, text)` for each row of
+--- one, `on(i, nil)` where what came before is over: a fence's row (``` opens or
+--- closes one) or the next file's `diff ` line (its ---/+++ headers follow).
+---@param lines string[] the block's rows
+---@param on fun(i: integer, text: string?)
+local function diff_rows(lines, on)
+  local in_diff = false
+  for i, text in ipairs(lines) do
+    if text:sub(1, 3) == "```" then
+      in_diff = not in_diff and text == "```diff"
+      on(i, nil)
+    elseif in_diff then
+      on(i, text:sub(1, 5) ~= "diff " and text or nil)
+    end
+  end
+end
+
 --- The rows of a tool block's ```diff fences that are in a hunk, from its first @@
 --- to the next file's headers or the fence's end: offsets from the block's first
 --- row, in pairs {from, to, from, to, ...} (to excluded). acp.chat.screen colours
@@ -20,24 +37,19 @@ local diff_hl = { ["+"] = "AcpDiffAdd", ["-"] = "AcpDiffDelete" }
 ---@param lines string[] the block's rows
 ---@return integer[]
 function M.hunks(lines)
-  local spans, in_diff, from = {}, false, nil
+  local spans, from = {}, nil
   local function close(to)
     if from then
       spans[#spans + 1], spans[#spans + 2], from = from, to, nil
     end
   end
-  for i, line in ipairs(lines) do
-    if line:sub(1, 3) == "```" then
+  diff_rows(lines, function(i, text)
+    if not text then
       close(i - 1)
-      in_diff = not in_diff and line == "```diff"
-    elseif in_diff then
-      if line:sub(1, 2) == "@@" then
-        from = from or i - 1
-      elseif line:sub(1, 5) == "diff " then
-        close(i - 1) -- the next file's headers (---/+++) are not changes
-      end
+    elseif text:sub(1, 2) == "@@" then
+      from = from or i - 1
     end
-  end
+  end)
   close(#lines)
   return spans
 end
@@ -57,32 +69,30 @@ end
 --- relative paths (git patches, their a/ and b/ prefixes dropped).
 ---@return string? path, integer? line
 local function diff_target(lines, cwd)
-  local in_diff, in_hunk, new, old, line, at = false, false, nil, nil, 1, nil
-  for _, text in ipairs(lines) do
-    at = nil
-    if text:sub(1, 3) == "```" then
-      in_diff, in_hunk, new, old = not in_diff and text == "```diff", false, nil, nil
-    elseif in_diff then
-      local start = text:match("^@@ %-%S+ %+(%d+)")
-      if start then
-        in_hunk, line = true, math.max(1, tonumber(start) --[[@as integer]])
-        at = line
-      elseif text:sub(1, 5) == "diff " then
-        in_hunk, new, old = false, nil, nil
-      elseif in_hunk then
-        at = line
-        if not text:match("^[-\\]") then -- a removed line or "\ No newline" takes no row
-          line = line + 1
-        end
-      else
-        new = text:match("^%+%+%+ ([^\t]+)") or new
-        old = text:match("^%-%-%- ([^\t]+)") or old
-        at = 1
-      end
+  local in_hunk, new, old, line, at, last = false, nil, nil, 1, nil, nil
+  diff_rows(lines, function(i, text)
+    last, at = i, nil
+    if not text then
+      in_hunk, new, old = false, nil, nil
+      return
     end
-  end
+    local start = text:match("^@@ %-%S+ %+(%d+)")
+    if start then
+      in_hunk, line = true, math.max(1, tonumber(start) --[[@as integer]])
+      at = line
+    elseif in_hunk then
+      at = line
+      if not text:match("^[-\\]") then -- a removed line or "\ No newline" takes no row
+        line = line + 1
+      end
+    else
+      new = text:match("^%+%+%+ ([^\t]+)") or new
+      old = text:match("^%-%-%- ([^\t]+)") or old
+      at = 1
+    end
+  end)
   local path = new ~= "/dev/null" and new or old
-  if not (at and path) or path == "/dev/null" then
+  if last ~= #lines or not (at and path) or path == "/dev/null" then
     return nil
   end
   if path:sub(1, 1) ~= "/" then
