@@ -640,3 +640,46 @@ def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, 
         assert "write a.txt one" in seed["text"] and "write b.txt new" not in seed["text"]
     finally:
         other.quit()
+
+
+def test_an_earlier_prompt_of_a_reopened_chat_edited_and_sent(editor: Editor) -> None:
+    """:AcpEdit reaches a reopened chat's stored turns: sent before its agent started,
+    it goes on from before that turn in a new session given turn 1 only, the turns
+    left stay a branch, and the next turn is numbered from the stored ones."""
+    import sys
+
+    from tests.nvim.conftest import FAKE
+    from tests.nvim.test_rewind import calls, start, three_turns
+
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    [entry] = kept(editor, "three")
+    other = second_neovim(editor)
+    try:
+        wire = editor.tmp / "other-calls.jsonl"
+        agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(wire)}}
+        other.setup(agents={"fake": agent}, default_agent="fake")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        assert other.lua("return require('acp.chat.registry').get().status.turns") == [
+            f"write a.txt {word}" for word in ("one", "two", "three")
+        ]
+        other.nvim.command("AcpEdit 2")
+        input_buf = other.lua("return require('acp').status().input_buf")
+        other.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt two'")
+        other.lua(f"vim.api.nvim_buf_set_lines({input_buf}, 0, -1, false, {{'write a.txt TWO'}})")
+        other.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+        other.nvim.input("<CR>")
+        other.wait_event("AcpTurnEnd")
+        seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+        assert said == {"type": "text", "text": "write a.txt TWO"}
+        assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
+        text = other.transcript_text()
+        assert "write a.txt TWO" in text and "write a.txt three" not in text
+        assert other.lua("return require('acp.chat.registry').get().status.turns") == [
+            "write a.txt one", "write a.txt TWO"
+        ]
+        branches = other.lua("return require('acp').branches()")
+        assert [(b["id"], b["current"], b["turns"]) for b in branches] == [(2, True, 2), (1, False, 3)]
+    finally:
+        other.quit()

@@ -315,7 +315,9 @@ class ChatLifecycle:
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
         prompt = Prompt(text, attachments)
-        if chat is not None and rewind is not None:
+        # A reopened chat whose agent has not started goes back in view, then sends below.
+        in_view = rewind is not None and self.conversations.went_back(chat_id, rewind)
+        if chat is not None and rewind is not None and not in_view:
             await self.conversations.rewind(chat_id, rewind, then=prompt)
             return
         if chat is not None and now and chat.state == "running":

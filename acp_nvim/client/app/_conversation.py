@@ -87,14 +87,18 @@ class Conversations:
     async def rewind(self, chat_id: int, turn: int | None, then: Prompt | None = None) -> None:
         """Take the files and the conversation back to before ``turn`` of the shown
         branch (default: its last); ``then`` is sent first afterwards (an edited
-        prompt). A turn out of range is told, and ``then`` goes back to the input."""
-        live = self._live(chat_id)
-        path = live[0].branches.path if live is not None else []
+        prompt). A turn out of range is told, and ``then`` goes back to the input.
+        A reopened chat whose agent has not started goes back in view (:meth:`went_back`)."""
+        shown = self.ctx.chats.get(chat_id)
+        path = shown.branches.path if shown is not None else []
         turn = len(path) if turn is None else turn
-        if live is None or not 1 <= turn <= len(path):
-            if live is not None:
-                span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
-                self.ctx.editor.notify(f"no turn {turn} to rewind to ({span})", "warn")
+        if shown is not None and not 1 <= turn <= len(path):
+            span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
+            self.ctx.editor.notify(f"no turn {turn} to rewind to ({span})", "warn")
+        elif then is None and self.went_back(chat_id, turn):
+            return
+        live = self._live(chat_id) if shown is None or 1 <= turn <= len(path) else None
+        if live is None:
             if then is not None:
                 self.queue.return_input(chat_id, then.text)
             return
@@ -149,13 +153,11 @@ class Conversations:
 
     async def pick(self, chat_id: int, branch_id: int) -> None:
         """Show branch ``branch_id`` and go on in its session (see the module doc)."""
-        chat = self.ctx.chats.get(chat_id)
-        if chat is not None and chat.state == "ready" and chat_id not in self.pool.agent_of:
-            # A reopened chat whose agent has not started: the branch is shown; the
-            # next prompt starts the agent in its session (resumed, else seeded).
-            shown = self._show(chat, branch_id)
+        unstarted = self._unstarted(chat_id)
+        if unstarted is not None:  # its next prompt goes on in the branch's session
+            shown = self._show(unstarted, branch_id)
             if shown is not None:
-                chat.session.session_id = shown.session_id or ""
+                unstarted.session.session_id = shown.session_id or ""
             return
         live = self._live(chat_id)
         if live is None:
@@ -183,6 +185,27 @@ class Conversations:
                     await self._seeded(chat, connection)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)
+
+    def _unstarted(self, chat_id: int) -> Chat | None:
+        """The chat when it is a reopened one whose agent has not started: a rewind or
+        a branch switch changes its view and the session its next prompt goes on in
+        (resumed, else seeded, as the first prompt of a reopened chat; decision 0057)."""
+        chat = self.ctx.chats.get(chat_id)
+        ready = chat is not None and chat.state == "ready"
+        return chat if ready and chat_id not in self.pool.agent_of else None
+
+    def went_back(self, chat_id: int, turn: int) -> bool:
+        """Rewind a reopened chat whose agent has not started to before ``turn``, in
+        view: the turns from there stay as a branch; its next prompt goes to a new
+        session given the conversation before them. Its files are not touched (a
+        reopened chat keeps no review). False for any other chat or turn."""
+        chat = self._unstarted(chat_id)
+        if chat is None or not 1 <= turn <= len(chat.branches.path):
+            return False
+        chat.leave(turn)
+        chat.session.session_id = ""
+        chat.info(f"*Rewound to before turn {turn}, the conversation; the files stay as they are.*")
+        return True
 
     def _show(self, chat: Chat, branch_id: int) -> Branch | None:
         """Show branch ``branch_id`` in ``chat``; None (told) when there is no such one."""
