@@ -66,6 +66,7 @@ class ChatRecord:
         # when it was first drawn, as Lua groups blocks for ``cut``/``uncut`` ops.
         self._nodes: dict[str, int] = {}  # block key → its turn's node
         self._turn_nodes: dict[str, int] = {}  # a turn's key (Turn.message) → its node
+        self._hidden: dict[int, Session] | None = None  # turns out of view, read once a take
 
     def __repr__(self) -> str:
         where = self.target.id if self.target is not None else "not kept"
@@ -181,7 +182,7 @@ class ChatRecord:
         """The blocks changed since the last take, and the chat's facts."""
         blocks = [] if self.base_written else list(self.base)
         self.base_written = True
-        self._review = None
+        self._review = self._hidden = None
         blocks += [b for key in self._dirty if (b := self._block(key)) is not None]
         self._dirty.clear()
         self._facts = False
@@ -217,7 +218,7 @@ class ChatRecord:
     def blocks(self) -> list[StoredBlock]:
         """The transcript in view, in order: what is shown of the base and of the
         chat's own blocks."""
-        self._review = None
+        self._review = self._hidden = None
         shown = self._shown()
         place = set(shown.nodes) | {0}
         own = (self._block(key) for key, node in self._nodes.items() if node in place)
@@ -251,28 +252,29 @@ class ChatRecord:
                 data = {**(data or {}), "review": review_of(self._review, self._turn_ends[key])}
             block = notice_block(key, notice[0], notice[1], seq, turn, data)
         else:
-            model = self._model_of(self._nodes[key])
-            found = None if model is None else stored(key, model, seq, turn, self._extra.get(key))
+            found = stored(key, self._model_of(self._nodes[key]), seq, turn, self._extra.get(key))
             if found is None:
                 return None
             block = found
         block.node = self._nodes[key]
         return block
 
-    def _model_of(self, node: int) -> Session | None:
+    def _model_of(self, node: int) -> Session:
         """The model holding the items of turn ``node``: the chat's while it is in
         view, else the items a rewind or a branch switch took out with it."""
-        for branch in self.chat.branches.all:
-            for turn in branch.turns:
-                hidden = turn.hidden
-                if self._turn_nodes.get(turn.message) == node and hidden is not None:
-                    return Session(
-                        messages=hidden.messages,
-                        tool_calls=hidden.tool_calls,
-                        plans=hidden.plans,
-                        terminals=self.chat.session.terminals,
-                    )
-        return self.chat.session
+        if self._hidden is None:  # read once a take
+            self._hidden = {
+                self._turn_nodes[turn.message]: Session(
+                    messages=turn.hidden.messages,
+                    tool_calls=turn.hidden.tool_calls,
+                    plans=turn.hidden.plans,
+                    terminals=self.chat.session.terminals,
+                )
+                for branch in self.chat.branches.all
+                for turn in branch.turns
+                if turn.hidden is not None and turn.message in self._turn_nodes
+            }
+        return self._hidden.get(node, self.chat.session)
 
 
 def _renumbered(block: StoredBlock, seq: int) -> StoredBlock:
