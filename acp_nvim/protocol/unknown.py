@@ -68,6 +68,7 @@ import functools
 import operator
 import re
 import sys
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -363,6 +364,9 @@ class ValidItems:
 _twins: dict[type, type] = {}  # generated struct -> its open twin
 _bases: dict[type, type] = {}  # open twin -> its generated struct
 _twinned: set[str] = set()  # modules whose twins are built
+# Twins are built on first need, which may come in a worker thread (a big setting's
+# conversion) while the event loop's thread needs them too: one builds, the other waits.
+_twinning = threading.RLock()
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _RAW_IN_TWINS = {"Open", "Lenient"}
 
@@ -414,9 +418,13 @@ def _annotations(cls: type) -> dict[str, str]:
 def _build_twins(module_name: str) -> None:
     """Give every struct of a generated module that holds an ``Open`` or ``Lenient``
     field, directly or through other structs, an open twin (see the module docstring)."""
-    if module_name in _twinned:
-        return
-    _twinned.add(module_name)
+    with _twinning:
+        if module_name not in _twinned:
+            _twinned.add(module_name)  # the build below asks again: it is under way
+            _build_module_twins(module_name)
+
+
+def _build_module_twins(module_name: str) -> None:
     namespace = vars(sys.modules[module_name])
     structs = {
         obj: _annotations(obj)

@@ -553,6 +553,19 @@ def test_open_twins_pass_for_their_structs() -> None:
     assert struct_type(v1_update(text).update) is v1.SessionUpdateAgentMessageChunk
 
 
+def printed_by(script: str) -> list[str]:
+    """The words ``script`` prints, run by a Python of its own: the twins a process
+    has built are its own."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    ).stdout.split()
+
+
 TWINS_BUILT_WHEN_NEEDED = """
 import sys
 from acp_nvim.protocol import schema_v1 as v1
@@ -572,15 +585,45 @@ def test_open_twins_are_built_only_for_a_value_that_needs_them() -> None:
     """Known variants decode without the module's twins, which take some 20 ms to
     build: a session's start waits for none (issue 26). The first value that needs
     them builds them."""
-    out = subprocess.run(
-        [sys.executable, "-c", TWINS_BUILT_WHEN_NEEDED],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-        timeout=60,
-    ).stdout.split()
-    assert out == ["False", "True", "Unknown"]
+    assert printed_by(TWINS_BUILT_WHEN_NEEDED) == ["False", "True", "Unknown"]
+
+
+TWINS_OF_TWO_THREADS = """
+import sys, threading, time
+from acp_nvim.protocol import schema_v1 as v1, unknown
+building, go_on = threading.Event(), threading.Event()
+build = unknown._build_module_twins
+def held_build(name):
+    building.set()
+    go_on.wait()
+    build(name)
+unknown._build_module_twins = held_build
+smell = b'{"sessionUpdate": "agent_message_chunk", "content": {"type": "smell"}}'
+note = b'{"sessionId": "s", "update": ' + smell + b'}'
+seen = {}
+def decode(who):
+    seen[who] = type(v1.decode(note, v1.SessionNotification).update.content).__name__
+first = threading.Thread(target=decode, args=("first",))
+first.start()
+building.wait()
+second = threading.Thread(target=decode, args=("second",))
+second.start()
+while second.is_alive():  # until it waits for the first thread's build (or is done)
+    frame = sys._current_frames().get(second.ident)
+    if frame is not None and frame.f_code.co_name == "_build_twins":
+        break
+    time.sleep(0.001)
+go_on.set()
+first.join()
+second.join()
+print(seen.get("first"), seen.get("second"))
+"""
+
+
+def test_a_thread_needing_twins_another_is_building_waits_for_them() -> None:
+    # A big setting is converted in a worker thread while the loop's thread decodes:
+    # either may be the first to need a module's twins.
+    assert printed_by(TWINS_OF_TWO_THREADS) == ["Unknown", "Unknown"]
 
 
 # --- the generator ---------------------------------------------------------------------
