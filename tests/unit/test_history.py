@@ -277,3 +277,26 @@ def test_a_chat_kept_before_branches_were_reopens_as_it_showed(tmp_path: Path) -
 
     anyio.run(run)
     assert Store(str(path))._run("PRAGMA user_version") == [(_store.VERSION,)]
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        '{"shown": 9, "branches": [[1, [[1, 2]], "s"]]}',
+        '{"branches": [[1]]}',
+        "[",
+        '{"shown": 1, "branches": [[1, [[1, 99999999999]], null]]}',
+    ],
+)
+def test_branches_kept_unreadable_reopen_as_the_blocks_show(kept: str) -> None:
+    """A ``chats.branches`` that cannot be read (or names too many turns) costs the
+    branches, not the chat: it reopens with one branch, its blocks in order."""
+    from acp_nvim.client.history._branches import branches_of, in_view
+
+    blocks = [
+        StoredBlock(0, "u1", 1, "user", "one", node=1),
+        StoredBlock(1, "u2", 2, "user", "two", node=2),
+    ]
+    [branch], shown = branches_of(kept, blocks)
+    assert (branch.id, shown, branch.nodes) == (1, 1, [1, 2])
+    assert in_view(branch, blocks) == blocks

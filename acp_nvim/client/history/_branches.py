@@ -50,7 +50,7 @@ def branches_of(kept: str | None, blocks: Sequence[StoredBlock]) -> tuple[list[S
     rows kept without one (see the module doc). Without ``kept`` (a chat kept
     before branches were), or when it cannot be read: one branch, what was shown."""
     _number_old_rows(blocks)
-    with contextlib.suppress(msgspec.DecodeError, TypeError, ValueError, KeyError):
+    with contextlib.suppress(msgspec.DecodeError, TypeError, ValueError, KeyError, IndexError):
         if kept is not None:
             found = msgspec.json.decode(kept)
             listed = [

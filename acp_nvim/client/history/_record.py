@@ -204,16 +204,17 @@ class ChatRecord:
         branches = self.chat.branches
         if not branches.path and not branches.others:
             return None
-        kept = [
-            StoredBranch(b.id, [self._turn_nodes[t.message] for t in b.turns], b.session_id)
-            for b in branches.all
-        ]
+        kept = [StoredBranch(b.id, self._nodes_of(b.turns), b.session_id) for b in branches.all]
         return encode(kept, branches.shown.id)
 
     def _shown(self) -> StoredBranch:
         """The branch in view, as kept."""
-        nodes = [self._turn_nodes[t.message] for t in self.chat.branches.path]
-        return StoredBranch(self.chat.branches.shown.id, nodes)
+        branches = self.chat.branches
+        return StoredBranch(branches.shown.id, self._nodes_of(branches.path))
+
+    def _nodes_of(self, turns: list[Turn]) -> list[int]:
+        """The nodes of ``turns`` (each met as its prompt was drawn, or stored)."""
+        return [node for t in turns if (node := self._turn_nodes.get(t.message)) is not None]
 
     def blocks(self) -> list[StoredBlock]:
         """The transcript in view, in order: what is shown of the base and of the
