@@ -283,7 +283,7 @@ def test_no_two_default_keys_meet_in_one_buffer(editor: Editor, tmp_path: Path) 
 
 def test_reject_why_set_to_the_help_key_still_answers(editor: Editor) -> None:
     """A user who keeps `?` for "reject, and say why" has it: while a prompt waits it
-    answers (the help key is the chat's again once the prompt is answered)."""
+    answers (the help key is the chat's again once no prompt waits)."""
     from tests.nvim.test_chats import STUB_UI
 
     editor.setup(
@@ -295,5 +295,9 @@ def test_reject_why_set_to_the_help_key_still_answers(editor: Editor) -> None:
     editor.lua(STUB_UI, "not that file")
     go(editor, status["transcript_buf"])
     editor.nvim.input("?")
-    wait_text(editor, "I rejected Fake edit: not that file")
+    editor.wait_event("AcpTurnStart", count=2)  # the reason, as the next prompt
+    assert editor.events("AcpTurnStart")[1]["prompt"] == "I rejected Fake edit: not that file"
+    editor.wait_event("AcpPermissionRequest", count=2)  # this agent asks again: cancelled
+    editor.lua("require('acp').cancel()")
+    editor.wait_event("AcpTurnEnd", count=2)
     editor.wait("vim.fn.maparg('?', 'n', false, true).desc == \"acp: show the chat's keys\"")
