@@ -683,3 +683,63 @@ def test_an_earlier_prompt_of_a_reopened_chat_edited_and_sent(editor: Editor) ->
         assert [(b["id"], b["current"], b["turns"]) for b in branches] == [(2, True, 2), (1, False, 3)]
     finally:
         other.quit()
+
+
+def edit_key(editor: Editor, prompt: str) -> int:
+    """The edit key (<CR>) on the user's message reading ``prompt`` in the transcript:
+    once the prompt is in the input, the turn the input sends it from."""
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_buf_set_lines({input_buf}, 0, -1, false, {{}})")
+    row = editor.transcript().index(prompt) + 1
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
+    editor.nvim.input("<CR>")
+    editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == {prompt!r}", what=prompt)
+    return editor.lua("return require('acp.chat.registry').get().editing")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_edit_key_on_a_reopened_chats_prompts(editor: Editor, version: int) -> None:
+    """The edit key on a user's message of a reopened chat does what :AcpEdit does: on
+    a stored prompt of the branch shown or of one picked before the agent started
+    (numbered by its place on its branch), and on one sent after the reopen."""
+    import sys
+
+    from tests.nvim.conftest import FAKE
+    from tests.nvim.test_chats import STUB_UI
+    from tests.nvim.test_rewind import calls, session_changed, start, three_turns, turn
+
+    start(editor, "rewind", version)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)  # turn 2 of the branch shown, the chat's 4th
+    [entry] = kept(editor, "new")
+    other = second_neovim(editor)
+    try:
+        wire = editor.tmp / "other-calls.jsonl"
+        agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(wire)}}
+        other.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        assert edit_key(other, "write b.txt new") == 2
+        assert edit_key(other, "write a.txt one") == 1
+        other.lua(STUB_UI, 1)
+        other.nvim.command("AcpBranches")
+        other.wait("require('acp').branches()[1].id == 1", what="branch 1 shown")
+        assert edit_key(other, "write a.txt three") == 3
+        assert not wire.exists()  # no agent yet
+
+        turn(other, "go on", 1)
+        assert edit_key(other, "go on") == 4
+        input_buf = other.lua("return require('acp').status().input_buf")
+        other.lua(f"vim.api.nvim_buf_set_lines({input_buf}, 0, -1, false, {{'go on again'}})")
+        other.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+        other.nvim.input("<CR>")
+        other.wait_event("AcpTurnEnd", count=2)
+        assert calls(wire, "session/prompt")[-1]["prompt"][-1]["text"] == "go on again"
+        assert "go on" not in other.transcript()
+        shown, *others = other.lua("return require('acp').branches()")
+        assert (shown["current"], shown["turns"], len(others)) == (True, 4, 2)
+    finally:
+        other.quit()

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -205,9 +205,13 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
     return call
 
 
-def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
+def render_ops(
+    blocks: Sequence[StoredBlock], prefix: str, prompts: Mapping[int, int] | None = None
+) -> list[RenderOp]:
     """The ops drawing ``blocks`` as the chat drew them, with the ids of
-    :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them)."""
+    :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them).
+    ``prompts``: the turn each prompt that begins one begins, by its block's seq (the
+    edit key on it puts it back in the input)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
     for block in blocks:
@@ -215,7 +219,7 @@ def render_ops(blocks: Sequence[StoredBlock], prefix: str) -> list[RenderOp]:
         if block.kind in ("user", "agent", "thought"):
             message = Message(block.key.removeprefix(_MESSAGE), block.kind)  # type: ignore[arg-type]
             message.text = block.text
-            op = view.message_op(message)
+            op = view.message_op(message, (prompts or {}).get(block.seq))
         elif block.kind == "tool":
             op = view.ToolCallDrawing().op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":

@@ -183,8 +183,10 @@ class History:
         while the rest is made (a 2,000-block chat's ops take ~80 ms to make)."""
         from acp_nvim.client.history._blocks import render_ops
 
+        prompts = self._records[chat.id].prompts
         for start in range(0, len(blocks), _SLICE):
-            self.editor.render(chat.id, render_ops(blocks[start : start + _SLICE], prefix))
+            ops = render_ops(blocks[start : start + _SLICE], prefix, prompts)
+            self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 
     async def hand_over(self, chat: Chat, source: Chat) -> None:

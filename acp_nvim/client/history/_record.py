@@ -49,6 +49,7 @@ class ChatRecord:
         self.target = target
         self.base: list[StoredBlock] = []
         self.base_turns = 0
+        self.prompts: dict[int, int] = {}  # a base block's seq → the turn its prompt begins
         self.base_written = True  # a handed-over base is written with the first batch
         self.created_at = time.time()
         self._wake = wake
@@ -107,18 +108,30 @@ class ChatRecord:
         self, kept: list[StoredBranch], shown: StoredBranch, prefix: str
     ) -> dict[int, Turn]:
         """A turn for each stored turn (by node), begun by its first block; one on no
-        branch shown carries the ops that draw it, for when one is picked."""
+        branch shown carries the ops that draw it, for when one is picked. Numbers
+        each stored turn's prompt in ``prompts``."""
         blocks: dict[int, list[StoredBlock]] = {}
         for block in self.base:
             if block.node:
                 blocks.setdefault(block.node, []).append(block)
+        # A turn's number is its place on the branches holding it (they share its past).
+        numbers = {
+            node: number
+            for b in kept
+            for number, node in enumerate((n for n in b.nodes if n in blocks), 1)
+        }
+        self.prompts = {
+            own[0].seq: numbers[node]
+            for node, own in blocks.items()
+            if node in numbers and own[0].kind == "user"
+        }
         last = {b.nodes[-1]: b.session_id for b in kept if b.nodes}
         turns = {}
         for node, own in blocks.items():
             turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(own[0].text))
             turn.first = block_id(prefix, own[0])
             if node not in shown.nodes:
-                turn.drawing = render_ops(own, prefix)
+                turn.drawing = render_ops(own, prefix, self.prompts)
             self._turn_nodes[turn.message] = node
             turns[node] = turn
         return turns
