@@ -9,12 +9,13 @@ import json
 import os
 import signal
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import ROOT, Editor, child_editor, wait_gone
+from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
@@ -29,6 +30,26 @@ def second_neovim(editor: Editor, wrapper: list[str] | None = None) -> Editor:
     )
     other.nvim.command(f"cd {editor.tmp / 'project'}")
     return other
+
+
+def reopened_elsewhere(
+    editor: Editor, entry: dict[str, Any], scenario: str, version: int | None = None
+) -> tuple[Editor, Path]:
+    """Stored chat ``entry`` reopened in another Neovim, its agent (``scenario`` over
+    ``version``, default the plugin's) not started; and where that agent writes the
+    requests it gets."""
+    wire = editor.tmp / "other-calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(wire)}}
+    versions = {} if version is None else {"protocol_version": version}
+    other = second_neovim(editor)
+    try:
+        other.setup(agents={"fake": agent}, default_agent="fake", **versions)
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+    except BaseException:
+        other.quit()
+        raise
+    return other, wire
 
 
 def agents(editor: Editor) -> dict[str, Any]:
@@ -580,9 +601,6 @@ def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, 
     one it showed, switches to another (its turns in order) before its agent starts,
     and goes on in that branch's session: resumed where the agent resumes, else a new
     session told that branch's conversation."""
-    import sys
-
-    from tests.nvim.conftest import FAKE
     from tests.nvim.test_chats import STUB_UI
     from tests.nvim.test_permissions import wait_text
     from tests.nvim.test_rewind import calls, session_changed, start, three_turns, turn
@@ -596,13 +614,8 @@ def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, 
     assert [(b["id"], b["current"], b["turns"]) for b in had] == [(2, True, 2), (1, False, 3)]
     [entry] = kept(editor, "new")
 
-    other = second_neovim(editor)
+    other, wire = reopened_elsewhere(editor, entry, scenario, version)
     try:
-        wire = editor.tmp / "other-calls.jsonl"
-        agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(wire)}}
-        other.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
-        other.lua("require('acp').open({history = ...})", entry["id"])
-        other.wait("require('acp').status().state == 'ready'")
         assert other.lua("return require('acp').branches()") == had
         text = other.transcript_text()
         assert text.index("write a.txt one") < text.index("write b.txt new")
@@ -646,21 +659,13 @@ def test_an_earlier_prompt_of_a_reopened_chat_edited_and_sent(editor: Editor) ->
     """:AcpEdit reaches a reopened chat's stored turns: sent before its agent started,
     it goes on from before that turn in a new session given turn 1 only, the turns
     left stay a branch, and the next turn is numbered from the stored ones."""
-    import sys
-
-    from tests.nvim.conftest import FAKE
     from tests.nvim.test_rewind import calls, start, three_turns
 
     start(editor, "rewind", 1)
     three_turns(editor)
     [entry] = kept(editor, "three")
-    other = second_neovim(editor)
+    other, wire = reopened_elsewhere(editor, entry, "rewind")
     try:
-        wire = editor.tmp / "other-calls.jsonl"
-        agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(wire)}}
-        other.setup(agents={"fake": agent}, default_agent="fake")
-        other.lua("require('acp').open({history = ...})", entry["id"])
-        other.wait("require('acp').status().state == 'ready'")
         assert other.lua("return require('acp.chat.registry').get().status.turns") == [
             f"write a.txt {word}" for word in ("one", "two", "three")
         ]
@@ -703,9 +708,6 @@ def test_the_edit_key_on_a_reopened_chats_prompts(editor: Editor, version: int) 
     """The edit key on a user's message of a reopened chat does what :AcpEdit does: on
     a stored prompt of the branch shown or of one picked before the agent started
     (numbered by its place on its branch), and on one sent after the reopen."""
-    import sys
-
-    from tests.nvim.conftest import FAKE
     from tests.nvim.test_chats import STUB_UI
     from tests.nvim.test_rewind import calls, session_changed, start, three_turns, turn
 
@@ -715,13 +717,8 @@ def test_the_edit_key_on_a_reopened_chats_prompts(editor: Editor, version: int) 
     session_changed(editor, 2)
     turn(editor, "write b.txt new", 4)  # turn 2 of the branch shown, the chat's 4th
     [entry] = kept(editor, "new")
-    other = second_neovim(editor)
+    other, wire = reopened_elsewhere(editor, entry, "rewind", version)
     try:
-        wire = editor.tmp / "other-calls.jsonl"
-        agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(wire)}}
-        other.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
-        other.lua("require('acp').open({history = ...})", entry["id"])
-        other.wait("require('acp').status().state == 'ready'")
         assert edit_key(other, "write b.txt new") == 2
         assert edit_key(other, "write a.txt one") == 1
         other.lua(STUB_UI, 1)
@@ -741,5 +738,57 @@ def test_the_edit_key_on_a_reopened_chats_prompts(editor: Editor, version: int) 
         assert "go on" not in other.transcript()
         shown, *others = other.lua("return require('acp').branches()")
         assert (shown["current"], shown["turns"], len(others)) == (True, 4, 2)
+    finally:
+        other.quit()
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("rewind", 1), ("rewind+resume", 2)])
+def test_regenerate_in_a_reopened_chat_before_its_agent_starts(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """:AcpRegenerate in a reopened chat whose agent has not started goes back in view
+    to before the last stored turn and sends its prompt again: the agent starts for
+    it, in a new session given the turns before it (the stored session knows the
+    answer, so it is not resumed); the turn left behind stays a branch."""
+    from tests.nvim.test_rewind import calls, start, three_turns
+
+    start(editor, scenario, version)
+    three_turns(editor)
+    [entry] = kept(editor, "three")
+    other, wire = reopened_elsewhere(editor, entry, scenario, version)
+    try:
+        other.nvim.command("AcpRegenerate")
+        other.wait_event("AcpTurnEnd")
+        assert not calls(wire, "session/resume") and not calls(wire, "session/load")
+        seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+        assert said == {"type": "text", "text": "write a.txt three"}
+        assert "write a.txt two" in seed["text"] and "write a.txt three" not in seed["text"]
+        assert "Rewound to before turn 3" in other.transcript_text()
+        assert other.transcript().count("write a.txt three") == 1
+        branches = other.lua("return require('acp').branches()")
+        assert [(b["id"], b["current"], b["turns"]) for b in branches] == [(2, True, 3), (1, False, 3)]
+    finally:
+        other.quit()
+
+
+def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> None:
+    """A chat without a turn has nothing to regenerate: started, or reopened before its
+    agent starts."""
+    said = (
+        "vim.iter(_G.acp_notices):any(function(n)"
+        " return n.msg == 'acp: no prompt to regenerate in this chat' end)"
+    )
+    editor.setup(agents={"fake": editor.fake_agent("kept")}, default_agent="fake")
+    editor.open_chat()
+    editor.wait("require('acp').status().state == 'ready'")
+    editor.nvim.command("AcpRegenerate")
+    editor.wait(said)
+    editor.wait("#require('acp').history({}) == 1", what="the chat kept")
+    [entry] = editor.lua(HISTORY, {})
+    other, _ = reopened_elsewhere(editor, entry, "kept")
+    try:
+        other.nvim.command("AcpRegenerate")
+        other.wait(said)
+        assert other.lua("return require('acp').status().history") == entry["id"]
     finally:
         other.quit()

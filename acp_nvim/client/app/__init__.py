@@ -7,9 +7,10 @@ port only, so nothing here waits on the editor.
 :class:`App` is the face the host calls; each command is answered by the part
 it concerns, one module each (decision 0034):
 
-- ``_chats``: a chat's life (open, fork, restart, send, cancel, login, close)
-- ``_conversation``: going back and steering (rewind, branches, edit, regenerate,
-  send now, a rejection's reason)
+- ``_chats``: a chat's life (open, fork, restart, send, regenerate, cancel, login,
+  close)
+- ``_conversation``: going back and steering (rewind, branches, edit, send now, a
+  rejection's reason)
 - ``_pool``: the agents (processes, connections, logins and their secrets)
 - ``_queue``: prompts waiting for a busy chat
 - ``_settings``: a session's mode, model and options
@@ -80,6 +81,7 @@ class App:
         self.open = self.lifecycle.open
         self.restart = self.lifecycle.restart
         self.send = self.lifecycle.send
+        self.regenerate = self.lifecycle.regenerate
         self.cancel = self.lifecycle.cancel
         self.login = self.lifecycle.login
         self.close = self.lifecycle.close
@@ -100,7 +102,6 @@ class App:
         self.rewind = self.conversations.rewind
         self.pick_branch = self.conversations.pick
         self.edit = self.conversations.edit
-        self.regenerate = self.conversations.regenerate
         self.send_queued = self.conversations.send_queued
         self.root = self.workspaces.root
         self.mcp_status = self.mcp.status

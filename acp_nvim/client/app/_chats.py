@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     # (doc/performance.md, start-up).
     from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.session.chat import Chat
-    from acp_nvim.client.session.model import Attachment, LoginMethod
+    from acp_nvim.client.session.model import Attachment, LoginMethod, Prompt
 
 
 class ChatLifecycle:
@@ -300,11 +300,6 @@ class ChatLifecycle:
         from acp_nvim.client.session.model import Prompt
 
         chat = self.ctx.chats.get(chat_id)
-        queue = self.queue.prompts.get(chat_id)  # there from open() to close()
-        if queue is None or (chat is not None and chat.state == "closed"):
-            self.ctx.editor.notify("cannot send: the chat is closed", "warn")
-            self.queue.return_input(chat_id, text)
-            return
         attachments: list[Attachment] = []
         if context:
             from acp_nvim.client.services.context import resolve
@@ -314,7 +309,31 @@ class ChatLifecycle:
             attachments, warnings = await resolve(self.ctx.editor, context, cwd)
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
-        prompt = Prompt(text, attachments)
+        await self._send(chat_id, Prompt(text, attachments), rewind, now)
+
+    async def regenerate(self, chat_id: int) -> None:
+        """Send the last prompt again from before its answer: unchanged (with what
+        was attached), as an edit of the last turn is sent."""
+        from acp_nvim.client.session.model import Prompt
+
+        chat = self.ctx.chats.get(chat_id)
+        path = chat.branches.path if chat is not None else []
+        if not path:
+            self.ctx.editor.notify("no prompt to regenerate in this chat", "info")
+            return
+        last = path[-1].prompt
+        await self._send(chat_id, Prompt(last.text, list(last.attachments)), len(path))
+
+    async def _send(
+        self, chat_id: int, prompt: Prompt, rewind: int | None = None, now: bool = False
+    ) -> None:
+        """Send ``prompt`` as :meth:`send` says."""
+        chat = self.ctx.chats.get(chat_id)
+        queue = self.queue.prompts.get(chat_id)  # there from open() to close()
+        if queue is None or (chat is not None and chat.state == "closed"):
+            self.ctx.editor.notify("cannot send: the chat is closed", "warn")
+            self.queue.return_input(chat_id, prompt.text)
+            return
         # A reopened chat whose agent has not started goes back in view, then sends below.
         in_view = rewind is not None and self.conversations.went_back(chat_id, rewind)
         if chat is not None and rewind is not None and not in_view:

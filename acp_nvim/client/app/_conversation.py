@@ -7,8 +7,8 @@
   left behind stay as a branch (``session.branches``).
 - :meth:`Conversations.pick` shows another branch and goes on in its session: the
   agent still holds it, or resumes it, else a seeded session takes its place.
-- :meth:`Conversations.edit` and :meth:`Conversations.regenerate`: an earlier prompt
-  back in the input (sent, it is a rewind and a send), the last one again.
+- :meth:`Conversations.edit`: an earlier prompt back in the input (sent, it is a
+  rewind and a send; ``ChatLifecycle.regenerate`` sends the last one so, unchanged).
 - :meth:`Conversations.send_now` puts a message into the running turn where the agent
   steers (``_session/steering``), else cancels the turn and sends it first;
   :meth:`Conversations.say` is the same for a rejection's reason, without the cancel.
@@ -217,7 +217,7 @@ class Conversations:
         chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
         return branch
 
-    # -- editing and regenerating ------------------------------------------------------
+    # -- editing -----------------------------------------------------------------------
 
     def edit(self, chat_id: int, turn: int | None) -> None:
         """Put the prompt of ``turn`` (default: the last) in the chat's input; the
@@ -234,18 +234,6 @@ class Conversations:
             self.ctx.editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
             return
         self.ctx.editor.render(chat_id, [view.edit_op(turn, path[turn - 1].prompt.text)])
-
-    async def regenerate(self, chat_id: int) -> None:
-        """Send the last prompt again from before its answer (a rewind to it)."""
-        from acp_nvim.client.session.model import Prompt
-
-        chat = self.ctx.chats.get(chat_id)
-        path = chat.branches.path if chat is not None else []
-        if not path:
-            self.ctx.editor.notify("no prompt to regenerate in this chat", "info")
-            return
-        last = path[-1].prompt
-        await self.rewind(chat_id, len(path), Prompt(last.text, list(last.attachments)))
 
     # -- steering ----------------------------------------------------------------------
 
