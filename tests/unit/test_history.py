@@ -298,5 +298,6 @@ def test_branches_kept_unreadable_reopen_as_the_blocks_show(kept: str) -> None:
         StoredBlock(1, "u2", 2, "user", "two", node=2),
     ]
     [branch], shown = branches_of(kept, blocks)
-    assert (branch.id, shown, branch.nodes) == (1, 1, [1, 2])
+    assert shown is branch
+    assert (branch.id, shown.id, branch.nodes) == (1, 1, [1, 2])
     assert in_view(branch, blocks) == blocks

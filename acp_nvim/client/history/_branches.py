@@ -45,8 +45,10 @@ def encode(branches: Sequence[StoredBranch], shown: int) -> str:
     return msgspec.json.encode({"shown": shown, "branches": listed}).decode()
 
 
-def branches_of(kept: str | None, blocks: Sequence[StoredBlock]) -> tuple[list[StoredBranch], int]:
-    """A stored chat's branches and the id of the one shown. Fills in the ``node`` of
+def branches_of(
+    kept: str | None, blocks: Sequence[StoredBlock]
+) -> tuple[list[StoredBranch], StoredBranch]:
+    """A stored chat's branches and the one shown. Fills in the ``node`` of
     rows kept without one (see the module doc). Without ``kept`` (a chat kept
     before branches were), or when it cannot be read: one branch, what was shown."""
     _number_old_rows(blocks)
@@ -58,10 +60,12 @@ def branches_of(kept: str | None, blocks: Sequence[StoredBlock]) -> tuple[list[S
                 for b in found["branches"]
             ]
             shown = int(found["shown"])
-            if any(b.id == shown for b in listed):
-                return listed, shown
+            for branch in listed:
+                if branch.id == shown:
+                    return listed, branch
     nodes = dict.fromkeys(b.node for b in blocks if b.node)  # in order, each once
-    return [StoredBranch(1, list(nodes))], 1
+    only = StoredBranch(1, list(nodes))
+    return [only], only
 
 
 def in_view(branch: StoredBranch, blocks: Sequence[StoredBlock]) -> list[StoredBlock]:

@@ -321,5 +321,5 @@ class History:
         if found is None:
             return None
         row, blocks = found
-        kept, shown = branches_of(row.branches, blocks)
-        return markdown(row, in_view(next(b for b in kept if b.id == shown), blocks))
+        _, shown = branches_of(row.branches, blocks)
+        return markdown(row, in_view(shown, blocks))

@@ -85,8 +85,7 @@ class ChatRecord:
         """The chat goes on from stored ``blocks`` and ``branches`` (``written``: they
         are stored already), drawn with block ids prefixed by ``prefix``: its turns
         and branches become the chat's. Returns the blocks it shows, in order."""
-        kept, shown = branches_of(branches, blocks)
-        branch = next(k for k in kept if k.id == shown)
+        kept, branch = branches_of(branches, blocks)
         self.base_turns = turns
         self.base_written = written
         self._next = max((b.seq for b in blocks), default=-1) + 1
@@ -100,7 +99,7 @@ class ChatRecord:
         if turns_of:
             paths = [[turns_of[node] for node in b.nodes if node in turns_of] for b in kept]
             stored = [Branch(b.id, path) for b, path in zip(kept, paths, strict=True)]
-            self.chat.branches.restore(stored, shown)
+            self.chat.branches.restore(stored, branch.id)
             self.chat.show_branches()
         return in_view(branch, self.base)
 
