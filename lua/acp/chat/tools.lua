@@ -69,6 +69,8 @@ end
 --- relative paths (git patches, their a/ and b/ prefixes dropped).
 ---@return string? path, integer? line
 local function diff_target(lines, cwd)
+  -- `last`: the last row diff_rows reached; unless it is the last of `lines`, that
+  -- row is outside a fence and stands for no file.
   local in_hunk, new, old, line, at, last = false, nil, nil, 1, nil, nil
   diff_rows(lines, function(i, text)
     last, at = i, nil
