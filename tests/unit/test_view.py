@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acp_nvim.client.session.model import Message
+from acp_nvim.client.session import prose
 from acp_nvim.client.session.prose import ROW_MAX, Prose, reflow
 from acp_nvim.client.session.view import message_op
 
@@ -75,6 +76,26 @@ def test_a_reply_streamed_in_any_pieces_shows_as_the_whole(size: int) -> None:
     prose = Prose()
     pieces = [prose.feed(text[i : i + size]) for i in range(0, len(text), size)]
     assert "".join(pieces) + prose.flush() == reflow(text)
+
+
+class _Everything:
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+def test_prose_decided_at_a_glance_reads_as_the_full_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every first character of a line, and of a line after a break, in and out of
+    # a fence: the shortcut for plain text draws what the full checks draw.
+    starts = [chr(c) for c in range(1, 128)] + ["\u00a0", "\u2003", "\u3000", "é"]
+    text = "".join(
+        f"text {c}x\n{c}\nplain\n{c}{c}{c} y  \n    code\n{c}\n\n```\n{c}z\n```\n"
+        for c in starts
+    )
+    quick = reflow(text)
+    monkeypatch.setattr(prose, "_MAY_START_BLOCK", _Everything())
+    assert quick == reflow(text)
 
 
 def test_rows_stop_growing_at_their_bound() -> None:

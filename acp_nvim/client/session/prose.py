@@ -23,6 +23,11 @@ _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
 _DIGITS = "0123456789"
 _INDENT = re.compile(r"[ \t]*")
+# A line whose first character is none of these (nor other white space) is
+# paragraph text, and a line after a newline that starts with none of these
+# continues the paragraph: decided without a regex or a slice, as most of a
+# stream's lines are.
+_MAY_START_BLOCK = frozenset(" \t\n#>|<`~-*+=_" + _DIGITS)
 # A row grows by joined lines up to this many characters: lines that only look
 # like prose (a log without a fence) must not become one row of megabytes.
 ROW_MAX = 1000
@@ -31,6 +36,8 @@ ROW_MAX = 1000
 def _next_starts_block(text: str, start: int) -> bool | None:
     """Whether the line of ``text`` at ``start`` is blank or starts a block (a hard
     break before it); None while its first characters have not all arrived."""
+    if start < len(text) and text[start] not in _MAY_START_BLOCK:
+        return False
     end = text.find("\n", start)
     complete = end >= 0
     text = (text[start:end] if complete else text[start:]).lstrip(" \t")
@@ -117,6 +124,8 @@ class Prose:
         """Whether a complete ``line`` ends its block whatever follows, the fence open
         after it, and whether it is paragraph text."""
         fence = self._fence
+        if fence is None and line and line[0] not in _MAY_START_BLOCK and not line[0].isspace():
+            return line.endswith(("  ", "\\")), None, True
         match = _FENCE.match(line)
         if fence is not None:
             closes = (
