@@ -56,7 +56,10 @@ async def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> N
         ["## Agent", "again"],
     ]
     # Streaming is an append, not a redraw of the block.
-    assert [op["op"] for op in editor.ops[1] if op.get("id") == "#message:#m1"] == ["block", "append"]
+    assert [op["op"] for op in editor.ops[1] if op.get("id") == "#message:#m1"] == [
+        "block",
+        "append",
+    ]
 
 
 def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
@@ -204,3 +207,45 @@ def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:
     assert editor_batched.transcript(1) == editor_one.transcript(1)
     # Fewer render steps: one per run of a message, not one per chunk.
     assert len(editor_batched.ops[1]) < len(editor_one.ops[1])
+
+
+def _chunk(kind: str, text: str, message_id: str | None = None, block: str = "text") -> object:
+    content = (
+        {"type": "text", "text": text}
+        if block == "text"
+        else {"type": block, "uri": text, "name": text}
+    )
+    body = {"sessionUpdate": kind, "content": content}
+    if message_id is not None:
+        body["messageId"] = message_id
+    return update(msgspec.json.encode(body))
+
+
+@pytest.mark.parametrize(
+    ("updates", "patches"),
+    [
+        # One message's text chunks, as a stream's read brings them: one patch.
+        ([_chunk("agent_message_chunk", f"w{i} ", "a") for i in range(50)], 1),
+        ([_chunk("agent_thought_chunk", "x\n"), _chunk("agent_thought_chunk", "y")], 1),
+        # Anything else in the run: the chunks one by one, joined where they can be.
+        ([_chunk("agent_message_chunk", "a", "m"), _chunk("agent_message_chunk", "b", "n")], 2),
+        ([_chunk("agent_message_chunk", "a"), _chunk("agent_thought_chunk", "b")], 2),
+        (
+            [
+                _chunk("agent_message_chunk", "a"),
+                _chunk("agent_message_chunk", "f", block="resource_link"),
+            ],
+            1,
+        ),
+        ([_chunk("user_message_chunk", "typed"), _chunk("agent_message_chunk", "said")], 2),
+    ],
+)
+def test_a_read_of_one_message_is_one_patch(updates: list[object], patches: int) -> None:
+    one_by_one, editor_one = make_chat()
+    for item in updates:
+        adapter_v1.apply_update(one_by_one, item)
+    batched, editor_batched = make_chat()
+    before = len(editor_batched.ops[1])
+    adapter_v1.apply_updates(batched, updates)
+    assert editor_batched.transcript(1) == editor_one.transcript(1)
+    assert len(editor_batched.ops[1]) - before == patches

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acp_nvim.client.session.model import Message
 from acp_nvim.client.session import prose
+from acp_nvim.client.session.model import Message
 from acp_nvim.client.session.prose import ROW_MAX, Prose, reflow
 from acp_nvim.client.session.view import message_op
 
@@ -49,7 +49,10 @@ def test_agent_messages_stream_as_they_are() -> None:
         ("Run `git\nstatus` now.\nAnd on.", "Run `git status` now. And on."),
         ("a\n   indented on", "a indented on"),  # a soft break's indent goes
         ("a\n\nb", "a\n\nb"),
-        ("Steps:\n1. one\n2) two\n  still two\n2024 was", "Steps:\n1. one\n2) two still two 2024 was"),
+        (
+            "Steps:\n1. one\n2) two\n  still two\n2024 was",
+            "Steps:\n1. one\n2) two still two 2024 was",
+        ),
         ("# Head\ntext\n- x\n* y\n+ z\n> q", "# Head\ntext\n- x\n* y\n+ z\n> q"),
         ("a\n**bold** b\n-not a bullet", "a **bold** b -not a bullet"),
         ("```py\nx = 1\ny = 2\n```\nafter\nthat", "```py\nx = 1\ny = 2\n```\nafter that"),
@@ -90,8 +93,7 @@ def test_prose_decided_at_a_glance_reads_as_the_full_checks(
     # a fence: the shortcut for plain text draws what the full checks draw.
     starts = [chr(c) for c in range(1, 128)] + ["\u00a0", "\u2003", "\u3000", "é"]
     text = "".join(
-        f"text {c}x\n{c}\nplain\n{c}{c}{c} y  \n    code\n{c}\n\n```\n{c}z\n```\n"
-        for c in starts
+        f"text {c}x\n{c}\nplain\n{c}{c}{c} y  \n    code\n{c}\n\n```\n{c}z\n```\n" for c in starts
     )
     quick = reflow(text)
     monkeypatch.setattr(prose, "_MAY_START_BLOCK", _Everything())

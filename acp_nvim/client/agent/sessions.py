@@ -19,6 +19,7 @@ __all__ = [
     "Services",
     "SessionTaken",
     "Sessions",
+    "StreamedChunks",
     "additional_directories",
     "content_block",
     "elicit",
@@ -36,7 +37,6 @@ __all__ = [
     "session_runs",
     "steer",
     "steers",
-    "streamed_chunk",
     "untold_roots",
 ]
 
@@ -590,6 +590,8 @@ def serve_mcp_over_acp(connection: Connection, offer: McpOffer, schema: Schema) 
 
 _SESSION_ID, _UPDATE = operator.attrgetter("session_id"), operator.attrgetter("update")
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_MESSAGE_ID, _CONTENT = operator.attrgetter("message_id"), operator.attrgetter("content")
+_TEXT = operator.attrgetter("text")
 
 
 async def session_runs(
@@ -601,30 +603,49 @@ async def session_runs(
     one session; a big ``config_update`` converted off the loop (big_settings).
     Split by C calls, not a Python step per streamed chunk."""
     updates = await big_settings.off_loop(list(map(_UPDATE, notifications)), config_update, convert)
-    pairs = zip(map(_SESSION_ID, notifications), updates, strict=True)
+    session_ids = list(map(_SESSION_ID, notifications))
+    if session_ids and session_ids.count(session_ids[0]) == len(session_ids):
+        return [(session_ids[0], updates)]  # a stream's read
+    pairs = zip(session_ids, updates, strict=True)
     return [
         (session_id, list(map(_SECOND, run)))
         for session_id, run in itertools.groupby(pairs, _FIRST)
     ]
 
 
-def streamed_chunk(
-    roles: Mapping[type, Role], text_block: type[Any], content_text: Callable[[Any], str]
-) -> Callable[[Any], Chunk | None]:
+class StreamedChunks:
     """An adapter's reader of streamed chunks for `Chat.on_updates`: ``roles`` by
     update struct, the text of a ``text_block`` read in place (a stream's every chunk),
     other content through ``content_text``."""
 
-    def chunk(update: Any) -> Chunk | None:
+    def __init__(
+        self, roles: Mapping[type, Role], text_block: type[Any], content_text: Callable[[Any], str]
+    ) -> None:
+        self._roles = roles
+        self._text_block = text_block
+        self._content_text = content_text
+
+    def __call__(self, update: Any) -> Chunk | None:
         # By type first: a stream's chunks are the structs themselves, open twins rare.
-        role = roles.get(type(update)) or roles.get(struct_type(update))
+        role = self._roles.get(type(update)) or self._roles.get(struct_type(update))
         if role is None:
             return None
         content = update.content
-        text = content.text if type(content) is text_block else content_text(content)
+        text = content.text if type(content) is self._text_block else self._content_text(content)
         return role, update.message_id, text
 
-    return chunk
+    def joined(self, updates: Sequence[Any]) -> Chunk | None:
+        # A pass of C per question, not a Python step per 20-byte chunk: one struct
+        # type of a role, one message id, text blocks alone.
+        kinds = set(map(type, updates))
+        role = self._roles.get(kinds.pop()) if len(kinds) == 1 else None
+        if role is None:
+            return None
+        message_ids = set(map(_MESSAGE_ID, updates))
+        contents = list(map(_CONTENT, updates))
+        if len(message_ids) != 1 or set(map(type, contents)) != {self._text_block}:
+            return None
+        return role, message_ids.pop(), "".join(map(_TEXT, contents))
 
 
 def select_choices(options: Any, group: type[Any]) -> Choices:

@@ -36,6 +36,7 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
+    StreamedChunks,
     additional_directories,
     elicit,
     every_page,
@@ -50,7 +51,6 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
-    streamed_chunk,
 )
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
@@ -275,7 +275,7 @@ def content_text(block: Any) -> str:
             return f"[{type(block).__name__}]"
 
 
-_chunk = streamed_chunk(_CHUNK_ROLES, v1.ContentBlockText, content_text)
+_chunk = StreamedChunks(_CHUNK_ROLES, v1.ContentBlockText, content_text)
 
 
 # -- errors ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from acp_nvim.client.agent.sessions import (
     NotOffered,
     Page,
     Services,
+    StreamedChunks,
     additional_directories,
     elicit,
     every_page,
@@ -54,7 +55,6 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
-    streamed_chunk,
 )
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
@@ -276,7 +276,7 @@ def content_text(block: Any) -> str:
             return f"[{type(block).__name__}]"
 
 
-_chunk = streamed_chunk(_CHUNK_ROLES, v2.ContentBlockText, content_text)
+_chunk = StreamedChunks(_CHUNK_ROLES, v2.ContentBlockText, content_text)
 
 
 def _snapshot(output: v2.TerminalOutput | UnsetType | None) -> bytes | UnsetType | None:

@@ -50,6 +50,19 @@ ChatState = Literal["starting", "ready", "running", "error", "closed"]
 _TURN_LINE = 80
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
 Chunk = tuple[Role, str | None, str]
+
+
+class ChunkReader(Protocol):
+    """An adapter's reader of streamed chunks (agent.sessions.StreamedChunks)."""
+
+    def __call__(self, update: Any) -> Chunk | None:
+        """The chunk ``update`` is; None for any other update."""
+
+    def joined(self, updates: Sequence[Any]) -> Chunk | None:
+        """All of ``updates`` as one chunk, their texts joined, when every one is a
+        text chunk of one message; else None."""
+
+
 # Stop reasons after which tool calls still running are shown as cancelled.
 _ABANDONED = frozenset({"cancelled", "error"})
 
@@ -287,17 +300,16 @@ class Chat:
     def on_updates(
         self,
         updates: Sequence[Any],
-        chunk: Callable[[Any], Chunk | None],
+        chunk: ChunkReader,
         other: Callable[[Any], None],
     ) -> None:
-        """Apply a run of this session's updates, in order, for an adapter.
-
-        ``chunk`` reads a streamed message chunk (None for any other update, which
-        goes to ``other``). Consecutive chunks of one message (same role, same id)
-        are applied as one patch with their texts joined: what one patch each would
-        show, without the model, view and render steps per 20-byte chunk.
-        """
+        """Apply a run of this session's updates, in order, for an adapter: chunks of
+        one message in a row as one patch of their texts joined (what a patch each
+        would show, without the steps per 20-byte chunk), others through ``other``."""
         if self.muted:
+            return
+        if (whole := chunk.joined(updates)) is not None:  # a stream's read, joined in C
+            self.on_message(MessagePatch(whole[1], whole[0], whole[2]))
             return
         # The run of chunks being joined (none while texts is empty): role, message id.
         role: Role = "agent"
