@@ -18,6 +18,8 @@ import json
 import time
 from typing import Any
 
+from acp_nvim.protocol.framing import lines_of
+
 _MAX_LINE = 4000
 # Past this size a line with secrets is not read as JSON to hide them (in the log only).
 _REDACTED_MAX = 1 << 20
@@ -32,9 +34,10 @@ class ProtocolLog:
     def __init__(self, max_lines: int) -> None:
         self._max_lines = max_lines
         # One entry per add (a stream's read holds hundreds of lines): wall time,
-        # source, direction, the lines as they came (cut to _MAX_LINE), and their
-        # full sizes when one was cut. Formatted, and secrets taken out, only when
-        # read: a stream logs 10k lines a second, a user reads the log now and then.
+        # source, direction, the lines as they came (cut to _MAX_LINE) or a read's
+        # block of them, their full sizes when one was cut, and how many there are.
+        # Formatted, and secrets taken out, only when read: a stream logs 10k lines
+        # a second, a user reads the log now and then.
         self._entries: collections.deque[_Entry] = collections.deque()
         self._count = 0  # lines in _entries
 
@@ -51,16 +54,34 @@ class ProtocolLog:
             kept = [_kept(line, traffic) for line in lines]
             lines = tuple(line for line, _ in kept)
             sizes = tuple(size for _, size in kept)
-        self._entries.append((time.time(), source, direction, lines, sizes))
-        self._count += len(lines)
-        while self._count - len(self._entries[0][3]) >= self._max_lines:
-            self._count -= len(self._entries.popleft()[3])
+        self._append((time.time(), source, direction, lines, sizes, len(lines)))
+
+    def traffic(self, source: str, direction: str, data: bytes, count: int) -> None:
+        """Record a read's block of ``count`` lines (`LineReader.receive_block`), or a
+        line sent. A block is split, cut and hidden when read, not here (a stream's
+        reads come by the thousand): kept whole while it is no bigger than its lines
+        cut would be, so that the log's memory stays bounded as `add` bounds it."""
+        if count == 1 and b"\n" not in data:  # a big line is cut, not split
+            self.add(source, direction, data)
+        elif len(data) > _MAX_LINE * count:
+            self.add(source, direction, *lines_of(data))
+        elif count:
+            self._append((time.time(), source, direction, data, None, count))
+
+    def _append(self, entry: _Entry) -> None:
+        self._entries.append(entry)
+        self._count += entry[5]
+        while self._count - self._entries[0][5] >= self._max_lines:
+            self._count -= self._entries.popleft()[5]
 
     def lines(self) -> list[str]:
         """The log as text, oldest first."""
         shown: list[str] = []
-        for when, source, direction, lines, sizes in list(self._entries):
+        for when, source, direction, lines, sizes, _ in list(self._entries):
             head = f"{time.strftime('%H:%M:%S', time.localtime(when))} {source} {direction} "
+            if isinstance(lines, bytes):  # a read's block: what `add` would have kept
+                kept = [_kept(line, True) for line in lines_of(lines)]
+                lines, sizes = tuple(line for line, _ in kept), tuple(size for _, size in kept)
             for i, line in enumerate(lines):
                 if isinstance(line, bytes) and direction != "!!":
                     line = redacted(line)
@@ -68,7 +89,7 @@ class ProtocolLog:
         return shown[-self._max_lines :]
 
 
-_Entry = tuple[float, str, str, tuple[bytes | str, ...], tuple[int, ...] | None]
+_Entry = tuple[float, str, str, tuple[bytes | str, ...] | bytes, tuple[int, ...] | None, int]
 
 
 def _kept(data: bytes | str, traffic: bool) -> tuple[bytes | str, int]:

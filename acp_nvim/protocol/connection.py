@@ -17,7 +17,7 @@ import logging
 import operator
 import re
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 import anyio
@@ -28,7 +28,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 from msgspec import UNSET, Raw, UnsetType
 
 from .errors import ConnectionClosed, LineTooLong, ProtocolError, RequestError
-from .framing import DEFAULT_MAX_LINE, LineReader, encode_line
+from .framing import DEFAULT_MAX_LINE, LineReader, encode_line, lines_of
 from .streams import STREAM_GONE
 
 T = TypeVar("T")
@@ -79,15 +79,12 @@ async def _decoding(size: int, decode: Callable[..., T], *args: Any) -> T:
     return decode(*args)
 
 
-def _runs_of_read(lines: list[bytes], batched: _Batched) -> list[tuple[_Route, list[Any]]] | None:
-    """A stream's read in one msgspec call: when every one of ``lines`` is a
+def _runs_of_read(block: bytes, batched: _Batched) -> list[tuple[_Route, list[Any]]] | None:
+    """A stream's read in one msgspec call: when every line of ``block`` is a
     notification of a batched route, its runs of one route (one struct type each), in
     order; None when any line is something else (the caller goes line by line)."""
     decoder, routes = batched
-    if not routes or len(lines) < 2:
-        return None
-    block = b"\n".join(lines)
-    if len(block) > OFF_LOOP_BYTES:
+    if not routes or len(block) > OFF_LOOP_BYTES or b"\n" not in block:
         return None
     try:
         notes = decoder.decode_lines(block)
@@ -96,6 +93,10 @@ def _runs_of_read(lines: list[bytes], batched: _Batched) -> list[tuple[_Route, l
     return [
         (routes[struct], list(map(_PARAMS, run))) for struct, run in itertools.groupby(notes, type)
     ]
+
+
+def _notes_in(runs: list[tuple[_Route, list[Any]]]) -> int:
+    return sum(len(values) for _, values in runs)
 
 
 def free_in_pieces(values: list[Any], depth: int = 4) -> None:
@@ -434,8 +435,9 @@ class Connection:
       the user for minutes); incoming notifications run inline in the read loop, in
       order, so their handlers must be quick and must not await `request()`.
     - `$/cancel_request` from the peer cancels the handler's task; it answers -32800.
-    - `on_traffic(direction, lines)` sees every line: those one read brought in, or
-      the one written.
+    - `on_traffic(direction, data, count)` sees every line: the block one read
+      brought in (`LineReader.receive_block`) and how many lines it holds, or the
+      one written (1).
     - At EOF `serve()` returns, pending `request()`s raise `ConnectionClosed`, and so
       does every later call.
     """
@@ -448,7 +450,7 @@ class Connection:
         convert: Convert = default_convert,
         enc_hook: Callable[[Any], Any] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
-        on_traffic: Callable[[Direction, Sequence[bytes]], None] | None = None,
+        on_traffic: Callable[[Direction, bytes, int], None] | None = None,
         name: str = "peer",
         send_cancel_requests: bool = False,
         id_start: int = 0,
@@ -600,11 +602,11 @@ class Connection:
             try:
                 while True:
                     try:
-                        lines = await reader.receive_lines()
+                        block = await reader.receive_block()
                     except LineTooLong as exc:
                         logger.error("%s: dropped incoming message: %s", self.name, exc)
                         continue
-                    await self._handle_lines(lines)
+                    await self._handle_read(block)
             except ConnectionClosed as exc:
                 reason = exc.reason or reason
             finally:
@@ -622,12 +624,13 @@ class Connection:
             self._batched = (msgspec.json.Decoder(types), routes)
         return self._batched
 
-    async def _handle_lines(self, lines: list[bytes]) -> None:
+    async def _handle_read(self, block: bytes) -> None:
         """One read's lines, in order; a run of a batched route's notifications in one call."""
-        if self._on_traffic is not None:
-            self._on_traffic("in", lines)
         batched = self._batched_decoder()
-        runs = _runs_of_read(lines, batched)
+        runs = _runs_of_read(block, batched)
+        lines = lines_of(block) if runs is None else []
+        if self._on_traffic is not None:
+            self._on_traffic("in", block, len(lines) if runs is None else _notes_in(runs))
         if runs is not None:
             for read_route, values in runs:
                 await self._run_batch(read_route, values)
@@ -843,7 +846,7 @@ class Connection:
         # cancelled mid-send cannot leave half a line on the wire.
         async with self._write_lock:
             if self._on_traffic is not None:
-                self._on_traffic("out", (payload,))
+                self._on_traffic("out", payload, 1)
             try:
                 await self._send.send(line)
             except STREAM_GONE as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_LINE", "LineReader", "encode_line"]
+__all__ = ["DEFAULT_MAX_LINE", "LineReader", "encode_line", "lines_of"]
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -32,7 +32,9 @@ class LineReader:
         # 50 MB line costs O(n), not O(n^2).
         self._scanned = 0
         self._eof = False
-        self._too_long: LineTooLong | None = None
+        # A block holds no more than this after its first line: within one read,
+        # and no line in it too long.
+        self._block_max = min(_CHUNK, max_line)
 
     def __repr__(self) -> str:
         return f"<LineReader {len(self._buf)} bytes buffered{', eof' if self._eof else ''}>"
@@ -53,37 +55,27 @@ class LineReader:
             else:
                 self._buf += chunk
 
-    async def receive_lines(self) -> list[bytes]:
-        """The next line and every further line already buffered (one read's worth).
+    async def receive_block(self) -> bytes:
+        """The next line and every further complete line already buffered (one
+        read's worth), as they came: ``b"\\n"`` between lines, which may be empty or
+        end in ``\\r`` (`lines_of` gives the lines). msgspec's ``decode_lines`` takes
+        such a block whole: a stream's read is neither split nor joined in Python.
 
-        A too-long line among them ends the list; its `LineTooLong` is raised by
-        the next call, so the lines before it are not lost.
+        A line past one read's size comes alone, as `receive_line` gives it (not
+        copied once more), and so does the line before more than that or than
+        ``max_line``: the next calls take those lines one by one, a too-long one
+        raising `LineTooLong` then, the lines before it not lost.
         """
-        if self._too_long is not None:
-            error, self._too_long = self._too_long, None
-            raise error
-        lines = [await self.receive_line()]
+        first = await self.receive_line()
         buf = self._buf
         end = buf.rfind(b"\n")
-        if end < 0:
-            return lines
+        if end < 0 or end > self._block_max or len(first) > _CHUNK:
+            return first
         with memoryview(buf) as view:
-            data = view[:end].tobytes()
-        parts = data.split(b"\n")
-        if end <= self._max_line or max(map(len, parts)) <= self._max_line:
-            # The common case, in C: split once instead of a find and a copy per line.
-            del buf[: end + 1]
-            self._scanned = 0
-            if b"\r" in data:
-                parts = [part[:-1] if part.endswith(b"\r") else part for part in parts]
-            lines.extend(filter(None, parts))
-            return lines
-        try:
-            while (line := self._complete_line()) is not None:
-                lines.append(line)
-        except LineTooLong as exc:
-            self._too_long = exc
-        return lines
+            block = b"".join((first, b"\n", view[:end]))
+        del buf[: end + 1]
+        self._scanned = 0
+        return block
 
     def _complete_line(self) -> bytes | None:
         """The next non-empty complete line in the buffer, or None (also at EOF: the
@@ -140,6 +132,16 @@ class LineReader:
             raise ConnectionClosed(f"read failed: {exc!r}") from exc
         # A well-behaved stream raises EndOfStream, but b"" must not spin forever.
         return chunk or None
+
+
+def lines_of(block: bytes) -> list[bytes]:
+    """The lines of a `LineReader.receive_block` block: without ``\\r``, none empty."""
+    if b"\n" not in block:  # one line (a big one is not copied again)
+        return [block] if block else []
+    lines = block.split(b"\n")
+    if b"\r" in block:
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+    return list(filter(None, lines))
 
 
 def encode_line(payload: bytes) -> bytes:

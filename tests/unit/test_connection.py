@@ -692,15 +692,15 @@ async def test_a_request_named_like_a_batched_notification_is_a_request(raw_peer
 
 
 async def test_traffic_hook(raw_peer, serving) -> None:
-    traffic: list[tuple[str, bytes]] = []
-    conn, peer = raw_peer(on_traffic=lambda d, lines: traffic.extend((d, line) for line in lines))
+    traffic: list[tuple[str, bytes, int]] = []
+    conn, peer = raw_peer(on_traffic=lambda d, data, count: traffic.append((d, data, count)))
     conn.on_request("echo", Echo, echo)
     async with serving(conn):
         await peer.send_line(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}\r')
         await peer.receive_json()
     assert traffic == [
-        ("in", b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}'),
-        ("out", b'{"jsonrpc":"2.0","id":1,"result":{"text":"t"}}'),
+        ("in", b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"t"}}', 1),
+        ("out", b'{"jsonrpc":"2.0","id":1,"result":{"text":"t"}}', 1),
     ]
 
 

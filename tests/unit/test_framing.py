@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from acp_nvim.protocol import ConnectionClosed, LineReader, LineTooLong, encode_line
+from acp_nvim.protocol.framing import lines_of
 
 pytestmark = pytest.mark.anyio
 
@@ -72,21 +73,32 @@ async def test_line_at_limit_accepted_one_more_rejected(scripted) -> None:
     assert await reader.receive_line() == b"ok"
 
 
-async def test_receive_lines_returns_what_one_read_holds(scripted) -> None:
+async def test_receive_block_returns_what_one_read_holds(scripted) -> None:
     reader = LineReader(scripted([b'{"a":1}\n\n{"b":2}\r\n{"c"', b":3}\n"]))
-    assert await reader.receive_lines() == [b'{"a":1}', b'{"b":2}']
-    assert await reader.receive_lines() == [b'{"c":3}']
+    block = await reader.receive_block()
+    assert block == b'{"a":1}\n\n{"b":2}\r'  # as it came: decode_lines takes it whole
+    assert lines_of(block) == [b'{"a":1}', b'{"b":2}']
+    assert lines_of(await reader.receive_block()) == [b'{"c":3}']
     with pytest.raises(ConnectionClosed):
-        await reader.receive_lines()
+        await reader.receive_block()
 
 
-async def test_receive_lines_keeps_the_lines_before_a_long_one(scripted) -> None:
+async def test_receive_block_keeps_the_lines_before_a_long_one(scripted) -> None:
     wire = b"one\ntwo\n" + b"y" * 11 + b"\nok\n"
     reader = LineReader(scripted([wire]), max_line=10)
-    assert await reader.receive_lines() == [b"one", b"two"]
+    lines = []
     with pytest.raises(LineTooLong):
-        await reader.receive_lines()
-    assert await reader.receive_lines() == [b"ok"]
+        while True:
+            lines += lines_of(await reader.receive_block())
+    assert lines == [b"one", b"two"]
+    assert lines_of(await reader.receive_block()) == [b"ok"]
+
+
+async def test_a_line_past_a_read_comes_alone(scripted) -> None:
+    big = b'"' + b"x" * 70_000 + b'"'
+    reader = LineReader(scripted([big[:65536], big[65536:] + b"\n1\n2\n"]))
+    assert await reader.receive_block() == big  # not joined to what follows: no copy
+    assert await reader.receive_block() == b"1\n2"
 
 
 async def test_long_line_skipped_across_chunks(scripted) -> None:

@@ -62,6 +62,7 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import ConnectionClosed, LineReader
+from acp_nvim.protocol.framing import lines_of as lines_of_block
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import assert_no_tracebacks
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
@@ -709,7 +710,7 @@ async def exchange(path: str, data: bytes, answers: set[Any], accepted: bool = T
             return
         assert hello.startswith(b'{"ok": true}' if accepted else b'{"ok": false')
         while answers:
-            for line in await reader.receive_lines():
+            for line in lines_of_block(await reader.receive_block()):
                 message = json.loads(line)
                 answers.discard(message.get("id") if isinstance(message, dict) else None)
 

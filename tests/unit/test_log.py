@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from acp_nvim.client.log import HIDDEN, ProtocolLog, redacted
 
 
@@ -83,3 +85,27 @@ def test_a_secret_past_the_kept_part_costs_no_json_and_a_big_line_with_one_is_no
     kept_late, kept_early = log.lines()
     assert kept_late.endswith("d" * (4000 - len('{"description": "')) + f"… ({len(late)} bytes)")
     assert "sss" not in kept_early and "too long to hide them in" in kept_early
+
+
+def test_a_reads_block_shows_as_its_lines_would() -> None:
+    """A stream's read is logged as the block it came in, split, cut and hidden only
+    when the log is read: what :AcpLog shows is what lines one by one would show."""
+    create = {"method": "terminal/create", "params": {"env": [{"name": "K", "value": "s3cr3t"}]}}
+    lines = [b"{}", b"x" * 10_000, json.dumps(create).encode(), b"y" * 100]
+    block = b"\n".join([lines[0], b"", lines[1] + b"\r", *lines[2:]])
+    by_lines, by_block = ProtocolLog(10), ProtocolLog(10)
+    by_lines.add("a", "<<", *lines)
+    by_block.traffic("a", "<<", block, len(lines))
+    assert by_block.lines() == by_lines.lines()
+    assert "s3cr3t" not in "".join(by_block.lines())
+
+
+@pytest.mark.parametrize("block_lines", [1, 30, 400])
+def test_blocks_count_as_their_lines(block_lines: int) -> None:
+    log = ProtocolLog(100)
+    for read in range(10):
+        block = b"\n".join(f"r{read} l{n}".encode() for n in range(block_lines))
+        log.traffic("a", "<<", block, block_lines)
+    shown = log.lines()
+    assert len(shown) == len(log) == min(100, 10 * block_lines)
+    assert shown[-1].endswith(f" a << r9 l{block_lines - 1}")

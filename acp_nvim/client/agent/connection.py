@@ -180,8 +180,8 @@ class AgentConnection:
         self.exited = anyio.Event()
         self._connection = None
 
-    def _traffic(self, direction: str, lines: Sequence[bytes]) -> None:
-        self.log.add(self.name, ">>" if direction == "out" else "<<", *lines)
+    def _traffic(self, direction: str, data: bytes, count: int) -> None:
+        self.log.traffic(self.name, ">>" if direction == "out" else "<<", data, count)
 
     async def _serve(
         self, connection: Connection, process: AgentProcess, exited: anyio.Event

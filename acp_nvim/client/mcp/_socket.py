@@ -20,7 +20,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -196,8 +196,8 @@ class EditorSocket:
     ) -> None:
         source = f"mcp:{session.chat.agent}"
 
-        def traffic(direction: str, lines: Sequence[bytes]) -> None:
-            self._log().add(source, ">>" if direction == "out" else "<<", *lines)
+        def traffic(direction: str, data: bytes, count: int) -> None:
+            self._log().traffic(source, ">>" if direction == "out" else "<<", data, count)
 
         connection = Connection(receive, stream, on_traffic=traffic, name=source)
         server = McpServer(session, connection.notify, page_size=self.page_size)
