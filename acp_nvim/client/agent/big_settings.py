@@ -10,7 +10,6 @@ one setting's when a picker needs them.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +38,8 @@ async def off_loop(
 ) -> list[Any]:
     """``updates``, each ``settings`` update past `OFF_LOOP_CHOICES` replaced by its
     `Converted`, made in a worker thread (the caller awaits it: order is kept)."""
-    if not any(map(isinstance, updates, itertools.repeat(settings))):
-        return updates  # a stream's reads: one C pass
+    if not any(issubclass(kind, settings) for kind in set(map(type, updates))):
+        return updates  # a stream's reads: one C pass, a step per kind of update
     result = []
     for update in updates:
         if isinstance(update, settings) and _choices(update.config_options) > OFF_LOOP_CHOICES:
