@@ -158,14 +158,40 @@ BatchItem = RenderItem | EventItem | NotifyItem | ReviewItem | BaselineItem
 
 
 class _Append:
-    """A queued append op: its text in parts (joined when sent), its newlines counted."""
+    """A queued append op: its text in parts (joined when sent), their newlines counted."""
 
-    __slots__ = ("id", "lines", "parts")
+    __slots__ = ("counts", "id", "lines", "parts")
 
-    def __init__(self, block: str, text: str) -> None:
+    def __init__(self, block: str, parts: list[str], counts: list[int] | None = None) -> None:
         self.id = block
-        self.parts = [text]
-        self.lines = text.count("\n")
+        self.parts = parts
+        self.counts = counts if counts is not None else [part.count("\n") for part in parts]
+        self.lines = sum(self.counts)
+
+    def add(self, text: str) -> None:
+        count = text.count("\n")
+        self.parts.append(text)
+        self.counts.append(count)
+        self.lines += count
+
+    def cut(self, count: int) -> tuple[_Append, _Append] | None:
+        """Its first ``count`` lines (ending with the last one's newline) and the rest;
+        None when that is all it has. The parts before the cut go whole, the ones
+        after it stay as they are: a long stream's backlog is not copied again at
+        each batch."""
+        if self.lines <= count:
+            return None
+        whole = 0  # parts taken whole
+        while self.counts[whole] < count:
+            count -= self.counts[whole]
+            whole += 1
+        pieces = self.parts[whole].split("\n", count)
+        head = [*self.parts[:whole], "\n".join(pieces[:count]) + "\n"]
+        rest = [pieces[count], *self.parts[whole + 1 :]]
+        return (
+            _Append(self.id, head, [*self.counts[:whole], count]),
+            _Append(self.id, rest, [self.counts[whole] - count, *self.counts[whole + 1 :]]),
+        )
 
     def op(self) -> AppendOp:
         return {"op": "append", "id": self.id, "text": "".join(self.parts)}
@@ -219,10 +245,7 @@ def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
     if count < 1:
         return None
     if isinstance(op, _Append):
-        pieces = "".join(op.parts).split("\n", count)
-        if len(pieces) <= count:
-            return None
-        return _Append(op.id, "\n".join(pieces[:count]) + "\n"), _Append(op.id, pieces[count])
+        return op.cut(count)
     if op["op"] == "status" or op["op"] == "more_commands":
         commands = op.get("commands") or []
         if len(commands) <= count:
@@ -237,7 +260,7 @@ def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
     prefix, lines = op.get("prefix", ""), op["lines"]
     rest_text = "\n" + "\n".join(line[len(prefix) :] for line in lines[count:])
     block: BlockOp = {**op, "lines": lines[:count]}
-    return block, _Append(op["id"], rest_text)
+    return block, _Append(op["id"], [rest_text])
 
 
 class NvimEditor:
@@ -269,10 +292,9 @@ class NvimEditor:
             if isinstance(last, _Render) and last.chat == chat and last.ops:
                 previous = last.ops[-1]
                 if isinstance(previous, _Append) and previous.id == op["id"]:
-                    previous.parts.append(op["text"])
-                    previous.lines += op["text"].count("\n")
+                    previous.add(op["text"])
                     return
-            queued = _Append(op["id"], op["text"])
+            queued = _Append(op["id"], [op["text"]])
         if isinstance(last, _Render) and last.chat == chat:
             last.ops.append(queued)
         else:
