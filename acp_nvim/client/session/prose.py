@@ -84,32 +84,32 @@ class Prose:
         text comes to decide a held break (it is hard)."""
         text, self._held = self._held + text, ""
         out: list[str] = []
-        start = 0
+        # The next line's start, and where the text not yet in ``out`` starts: lines
+        # that end with a hard break are drawn as they came, in one slice.
+        start = copied = 0
         while (end := text.find("\n", start)) >= 0:
-            piece = text[start:end]
-            out.append(piece)
-            self.row += len(piece)
-            self._line.append(piece)
-            line = "".join(self._line)
+            self.row += end - start
+            line = "".join([*self._line, text[start:end]]) if self._line else text[start:end]
             ends, fence, paragraph = self._ends_block(line)
             hard = ends or self.row >= ROW_MAX or _next_starts_block(text, end + 1)
             if hard is None and not final:
                 self._line, self._held = [line], text[end:]
+                out.append(text[copied:end])
                 return "".join(out)
             self._line, self._fence, self._paragraph = [], fence, paragraph
+            start = end + 1
             if hard is False:
-                out.append(" ")
+                out += (text[copied:end], " ")
                 self.row += 1
-                indent = _INDENT.match(text, end + 1)
-                start = indent.end() if indent else end + 1
+                if text.startswith((" ", "\t"), start):  # the indent after a soft break
+                    indent = _INDENT.match(text, start)
+                    start = indent.end() if indent else start
+                copied = start
             else:
-                out.append("\n")
                 self.row = 0
-                start = end + 1
-        piece = text[start:]
-        out.append(piece)
-        self.row += len(piece)
-        self._line.append(piece)
+        out.append(text[copied:])
+        self.row += len(text) - start
+        self._line.append(text[start:])
         return "".join(out)
 
     def flush(self) -> str:
