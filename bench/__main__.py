@@ -224,7 +224,7 @@ ROWS: dict[str, list[Row]] = {
             lambda m, _: m <= 80,
         ),
         (
-            "  growth over the second run (MB)",
+            "  growth of a third such chat over the second (MB)",
             "flat (≤ 2)",
             _key("rss_growth_mb"),
             lambda m, _: m <= 2,

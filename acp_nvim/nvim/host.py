@@ -11,7 +11,6 @@ from __future__ import annotations
 __all__ = ["BUFFER_EVENTS", "Host", "run_stdio"]
 
 import atexit
-import ctypes
 import gc
 import importlib
 import logging
@@ -25,6 +24,7 @@ from typing import Any
 import anyio.abc
 import pynvim
 
+from acp_nvim.client import malloc
 from acp_nvim.client.agent import first
 from acp_nvim.client.agent.groups import kill_all
 from acp_nvim.client.app import App
@@ -229,26 +229,6 @@ async def _end_first_agent_unclaimed() -> None:
     first.end()
 
 
-# glibc's mallopt parameters (malloc.h).
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
-
-
-def _malloc_that_gives_back() -> None:
-    """glibc malloc set to give memory back (doc/decisions/0053): two arenas, not one
-    per thread (what the history writer's thread freed stayed with its own), and
-    blocks past 1 MiB always mapped apart, unmapped when freed (a long message's text,
-    joined for the history, otherwise raised the threshold and stayed in the heap).
-    Python RSS after 100k chunks and 1,000 tool calls: 89-99 MB, now 74-79 (59-61
-    with the history off). Elsewhere than glibc: nothing to do."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_ARENA_MAX, 2)
-    mallopt(_M_MMAP_THRESHOLD, 1024 * 1024)
-
-
 def run_stdio() -> None:
     """Entry for ``python -m acp_nvim``: serve the Neovim that started us on stdio."""
     logging.basicConfig(
@@ -263,7 +243,7 @@ def run_stdio() -> None:
     # default, which the event loop waited per wake-up while a turn start scanned
     # a tree in a worker thread. Our own process, so ours to set.
     sys.setswitchinterval(0.001)
-    _malloc_that_gives_back()
+    malloc.set_up()
     nvim = pynvim.attach("stdio")
     host = Host(nvim)
     if first.waiting():

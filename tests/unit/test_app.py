@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_nvim.client import malloc
 from acp_nvim.client.app import App
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
@@ -133,4 +134,24 @@ async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> Non
         # No collection here: closing collects the cycles a chat is held in.
         assert [chat() for chat in chats] == [None, None]
         await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_freed_memory_goes_back_before_the_turn_is_said_ended_and_at_a_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """glibc keeps freed memory in the arena of the thread that used it: 15-20 MB after a
+    100k-chunk turn (decision 0059). A turn's end and a chat's close give it back;
+    whoever reads the RSS at ``AcpTurnEnd`` sees it given back."""
+    editor = RecordingEditor()
+    trims: list[list[str]] = []  # the events so far at each trim
+    monkeypatch.setattr(malloc, "_trim", lambda pad: trims.append([e for e, _ in editor.events]))
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        await app.send(1, "hello")
+        [at_turn_end] = trims
+        assert "AcpTurnStart" in at_turn_end and "AcpTurnEnd" not in at_turn_end
+        await app.close(1)
+        assert len(trims) == 2 and "AcpTurnEnd" in trims[1]
         tasks.cancel_scope.cancel()

@@ -27,6 +27,7 @@ LAYERS = [
             "acp_nvim.client.editor",
             "acp_nvim.client.errors",
             "acp_nvim.client.log",
+            "acp_nvim.client.malloc",
             "acp_nvim.client.tasks",
             "acp_nvim.client.text",
         ],

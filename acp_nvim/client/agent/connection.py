@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
+from acp_nvim.client import malloc
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
@@ -341,6 +342,7 @@ class AgentConnection:
         except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
             await chat.finish_turn("error", internal_error("running the turn", err))
         else:
+            malloc.give_back()  # the turn's freed memory, before AcpTurnEnd says it ended
             await chat.finish_turn(stop_reason)
         finally:
             del self._abandon[chat.id], self._ended[chat.id]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_nvim.client import malloc
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._conversation import Conversations
@@ -412,6 +413,7 @@ class ChatLifecycle:
         # a collection now frees it while nothing streams. Walks the open chats' objects.
         del chat, review
         gc.collect()
+        malloc.give_back()
 
 
 def _plain(method: LoginMethod) -> dict[str, Any]:
