@@ -513,14 +513,17 @@ def _closed_then_open(type_: Any) -> Callable[[Any], Any]:
     """One closed pass; when it fails, the open twins (which also report the errors),
     built then: a session's start decodes every message in one pass."""
     closed = msgspec.json.Decoder(type_).decode
-    fallback: list[Callable[[Any], Any]] = []
+    fallback: list[Callable[[Any], Any] | None] = []  # None: no twin, the error stands
 
     def decode(raw: Any) -> Any:
         try:
             return closed(raw)
         except ValidationError:
             if not fallback:
-                fallback.append(msgspec.json.Decoder(_open_type(type_)).decode)
+                opened = _open_type(type_)
+                fallback.append(None if opened is type_ else msgspec.json.Decoder(opened).decode)
+            if fallback[0] is None:
+                raise
             return fallback[0](raw)
 
     return decode
