@@ -474,11 +474,11 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     (tmp_path / "a.txt").write_text("before\n")
     started, release = threading.Event(), threading.Event()
 
-    def blocked_scan(root: str) -> Any:
+    def blocked_scan(root: str, **options: Any) -> Any:
         started.set()
         if not release.wait(30):
             raise TimeoutError("the event loop never ran while the scan was blocked")
-        return scan_tree(root)
+        return scan_tree(root, **options)
 
     monkeypatch.setattr(module, "scan_tree", blocked_scan)
     editor = RecordingEditor()

@@ -74,7 +74,9 @@ class Reviews:
         )
 
     def forget(self, chat_id: int) -> None:
-        self.by_chat.pop(chat_id, None)
+        review = self.by_chat.pop(chat_id, None)
+        if review is not None:
+            review.close()
 
     async def review(
         self,

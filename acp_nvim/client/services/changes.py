@@ -311,6 +311,10 @@ class SessionChanges:
             self._turn_open = True
             self._publish()
 
+    def close(self) -> None:
+        """The chat is gone: let go of what watches its files."""
+        self.disk.close()
+
     def on_tool_call(self, call: ToolCall) -> None:
         """Note the files a tool call names; check the disk once it completes.
 

@@ -40,6 +40,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from stat import S_ISREG
 from typing import Any
 
 import anyio.to_thread
@@ -48,6 +49,7 @@ from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
+from acp_nvim.client.services.tree_watch import TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.text import split_text
 from acp_nvim.review import (
@@ -93,10 +95,13 @@ class Scan:
 
 
 def scan_tree(
-    *roots: str, max_files: int = SCAN_MAX_FILES, max_seconds: float = SCAN_MAX_SECONDS
+    *roots: str,
+    max_files: int = SCAN_MAX_FILES,
+    max_seconds: float = SCAN_MAX_SECONDS,
+    watch: TreeWatch | None = None,
 ) -> Scan:
     """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
-    symlinks.
+    symlinks; with ``watch``, watch every directory entered before listing it.
 
     Stops at a file past ``max_files`` or after ``max_seconds`` in all (then
     ``complete`` is False: files not reached are only checked when a tool call
@@ -109,8 +114,11 @@ def scan_tree(
     stack = list(reversed(roots))
     seen = 0
     while stack:
+        folder = stack.pop()
+        if watch is not None:
+            watch.add_dir(folder, root=folder in roots)
         try:
-            entries = os.scandir(stack.pop())
+            entries = os.scandir(folder)
         except OSError:
             continue
         with entries:
@@ -226,19 +234,103 @@ def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
 Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
 
 
-def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], Kept]:
-    """What a turn compares against, read in a worker thread: the scan of ``dirs``,
-    the dirty files of each git work tree they are in, and the text of the files
-    whose "before" nothing else will hold: in a git work tree the dirty ones the scan
-    found (git knows the clean ones' text), outside git every file, newest first,
-    within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last turn's texts, taken again
-    for files that did not change."""
-    scan = scan_tree(*dirs)
+@dataclass
+class _TurnStart:
+    """What a turn compares against: the scan of ``dirs``, the dirty files of each
+    git work tree they are in, the texts whose "before" nothing else will hold; and
+    the watch that brings them up to date at the next turn start."""
+
+    dirs: tuple[str, ...]
+    scan: Scan
+    gits: list[GitState]
+    kept: Kept
+    watch: TreeWatch | None = None
+
+
+def _turn_start(dirs: tuple[str, ...], last: _TurnStart | None) -> _TurnStart:
+    """What the turn starting now compares against, read in a worker thread: the last
+    turn start's brought up to date from its watch's news, or read anew (and a new
+    watch set up) when the watch cannot vouch for them (decision 0060)."""
+    known = _known_since(last, dirs) if last is not None else None
+    if known is not None:
+        scan, gits = known
+        watch = last.watch if last is not None else None
+    else:
+        if last is not None and last.watch is not None:
+            last.watch.close()
+        watch = TreeWatch.open(SKIP_DIRS)
+        scan = scan_tree(*dirs, watch=watch)
+        gits = _read_gits(dirs, watch)
+        if watch is not None and not (scan.complete and watch.whole):
+            watch.close()
+            watch = None
+    kept = _keep_texts(dirs, scan, gits, last.kept if last is not None else {})
+    return _TurnStart(dirs, scan, gits, kept, watch)
+
+
+def _read_gits(dirs: Sequence[str], watch: TreeWatch | None) -> list[GitState]:
+    """The state of each git work tree ``dirs`` are in, each index watched by ``watch``."""
     gits: dict[str, GitState] = {}
     for top in dirs:
-        git = GitState.read(top)
+        git = GitState.read(top, watch.add_index if watch is not None else None)
         if git is not None:
             gits.setdefault(git.root, git)
+    return list(gits.values())
+
+
+def _known_since(last: _TurnStart, dirs: tuple[str, ...]) -> tuple[Scan, list[GitState]] | None:
+    """``last``'s scan and git states as they are now, from its watch's news: the
+    files it names stat-ed again, new directories scanned, and the files changed
+    counted dirty (a clean one among them only costs a snapshot of its text); git
+    read again when an index changed. None when the watch cannot vouch for it."""
+    watch = last.watch
+    news = watch.news() if watch is not None and last.dirs == dirs else None
+    if news is None:
+        return None
+    stats = dict(last.scan.stats)
+    changed = set(news.paths)
+    for folder in news.gone_dirs:
+        inside = folder + os.sep
+        changed.update(path for path in stats if path.startswith(inside))
+    for folder in news.new_dirs:
+        found = scan_tree(folder, watch=watch)
+        if not found.complete:
+            return None
+        changed.update(found.stats)
+    for path in changed:
+        stat = _file_stat(path)
+        if stat is None:
+            stats.pop(path, None)
+        else:
+            stats[path] = stat
+    if len(stats) > SCAN_MAX_FILES or watch is None or not watch.whole:
+        return None
+    gits = [
+        GitState(
+            git.root, git.dirty | {p for p in changed if p.startswith(git.root + os.sep)}, git.index
+        )
+        for git in last.gits
+    ]
+    if news.index_changed or any(len(git.dirty) > SNAPSHOT_MAX_DIRTY for git in gits):
+        gits = _read_gits(dirs, None)  # the indexes are watched already
+    return Scan(stats), gits
+
+
+def _file_stat(path: str) -> Stat | None:
+    """(size, mtime_ns) of ``path`` as the scan takes it: None unless a regular file
+    (a symlink is not followed)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns) if S_ISREG(st.st_mode) else None
+
+
+def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kept) -> Kept:
+    """The text of the files whose "before" nothing else will hold: in a git work
+    tree the dirty ones the scan found (git knows the clean ones' text), outside git
+    every file, newest first, within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last
+    turn's texts, taken again for files that did not change."""
     snapshots: Kept = {}
 
     def take(path: str) -> int:
@@ -258,10 +350,10 @@ def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], 
         snapshots[path] = (stat, text)
         return stat[0]
 
-    for git in gits.values():
+    for git in gits:
         for path in sorted(git.dirty)[:SNAPSHOT_MAX_DIRTY]:
             take(path)
-    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits.values())
+    in_git = tuple(git.root.rstrip(os.sep) + os.sep for git in gits)
     # Every path under a directory starts with it: no walk of 20k paths with the GIL
     # held (milliseconds) to find none outside git.
     all_in_git = all((top.rstrip(os.sep) + os.sep).startswith(in_git) for top in dirs)
@@ -270,7 +362,7 @@ def _turn_start(dirs: Sequence[str], kept: Kept) -> tuple[Scan, list[GitState], 
     for path in sorted(outside, key=lambda p: scan.stats[p][1], reverse=True):
         if scan.stats[path][0] <= room:
             room -= take(path)
-    return scan, list(gits.values()), snapshots
+    return snapshots
 
 
 def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
@@ -283,8 +375,6 @@ def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
     except FileError:
         return NOTHING
     return text if stat_of(path) == stat else NOTHING
-
-
 
 
 def under(cwd: str, path: str) -> str:
@@ -313,7 +403,7 @@ class DiskChanges:
         self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
-        self._kept: Kept = {}  # the turn-start texts, with the stats they were read at
+        self._last: _TurnStart | None = None  # the last turn start's reading, and its watch
         self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
         # The paths of each tool call, with the content and locations lists they were
         # read from: recomputed only when those change, not on every status update.
@@ -333,12 +423,15 @@ class DiskChanges:
 
     async def begin_turn(self) -> None:
         """Take what the turn compares against. The scan, git and the snapshots run
-        in a worker thread (a 20k-file tree takes a quarter of a second): every other
-        chat streams on meanwhile."""
-        start, gits, kept = await anyio.to_thread.run_sync(_turn_start, self.dirs, self._kept)
-        self._start, self._gits, self._kept = start, gits, kept
-        self._snapshots = {path: text for path, (_, text) in kept.items()}
-        self._known = dict(start.stats)
+        in a worker thread (a 20k-file tree takes a tenth of a second, unless a watch
+        knows what changed since the last turn start): every other chat streams on
+        meanwhile."""
+        last = self._last = await anyio.to_thread.run_sync(
+            _turn_start, tuple(self.dirs), self._last
+        )
+        self._start, self._gits = last.scan, last.gits
+        self._snapshots = {path: text for path, (_, text) in last.kept.items()}
+        self._known = dict(last.scan.stats)
         self.named.clear()
         self._tried.clear()
         self._call_paths.clear()
@@ -351,6 +444,11 @@ class DiskChanges:
         """The turn's last check is done: until the next turn begins, no file counts
         as absent at its start."""
         self._start = Scan(complete=False)
+
+    def close(self) -> None:
+        """The session is gone: let go of the watch (idempotent)."""
+        if self._last is not None and self._last.watch is not None:
+            self._last.watch.close()
 
     def on_tool_call(self, call: ToolCall, in_turn: bool) -> bool:
         """Note the files a tool call names; True when it just completed ``in_turn``,

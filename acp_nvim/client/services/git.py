@@ -17,6 +17,7 @@ __all__ = ["GitError", "GitState", "dirty_files", "git"]
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from acp_nvim.client.text import decode_file
 
@@ -69,27 +70,39 @@ def dirty_files(root: str, status: bytes) -> set[str]:
 
 
 class GitState:
-    """Which files under a git work tree were dirty when the turn started."""
+    """Which files under a git work tree were dirty when the turn started (or may
+    have been: a file counted dirty that is not only costs a snapshot of its text)."""
 
-    def __init__(self, root: str, dirty: set[str]) -> None:
+    def __init__(self, root: str, dirty: set[str], index: str) -> None:
         self.root = root
         self.dirty = dirty
+        self.index = index  # git's index file for this work tree
 
     def __repr__(self) -> str:
         return f"<GitState {self.root} {len(self.dirty)} dirty>"
 
     @classmethod
-    def read(cls, cwd: str) -> GitState | None:
-        """The state of the work tree holding ``cwd``; None outside git (or no git)."""
+    def read(cls, cwd: str, on_index: Callable[[str], object] | None = None) -> GitState | None:
+        """The state of the work tree holding ``cwd``; None outside git (or no git).
+        ``on_index`` is given git's index file before the status is read (so a
+        watch on it misses no change after)."""
         if shutil.which("git") is None:
             return None
         try:
-            top = git(cwd, "rev-parse", "--show-toplevel")
-            root = os.path.normpath(os.fsdecode(top).strip())
+            top, index = os.fsdecode(
+                git(cwd, "rev-parse", "--show-toplevel", "--git-path", "index")
+            ).splitlines()
+            root = os.path.normpath(top)
+            index = os.path.normpath(os.path.join(cwd, index))
+            if on_index is not None:
+                on_index(index)
             # One thread, at a low CPU priority: git's index preload took every core
             # for its lstats of a 20k-file tree, and Neovim and the event loop waited.
+            # No optional locks: the status does not rewrite the index (a watch on it
+            # would take our own read for a change).
             status = git(
                 root,
+                "--no-optional-locks",
                 "-c",
                 "core.preloadIndex=false",
                 "status",
@@ -98,9 +111,9 @@ class GitState:
                 "--untracked-files=all",
                 nice=True,
             )
-        except GitError:
+        except (GitError, ValueError):  # ValueError: not the two lines asked for
             return None
-        return cls(root, dirty_files(root, status))
+        return cls(root, dirty_files(root, status), index)
 
     def clean_text(self, path: str) -> str | None:
         """The text ``path`` had at turn start if git knows it (clean and tracked)."""

@@ -1,0 +1,206 @@
+"""A turn start after the first reads only what changed since the last (decision
+0060): the inotify watch, and the review's baselines built on its news."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_nvim.client.services import disk_changes, tree_watch
+from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.tree_watch import News, TreeWatch
+from acp_nvim.client.tasks import Tasks
+from tests.fakes.editor import RecordingEditor
+from tests.unit.test_files import commit_all, git, hunks
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's"),
+]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def watched_or_not(root: Path) -> TreeWatch:
+    watch = TreeWatch.open(disk_changes.SKIP_DIRS)
+    assert watch is not None
+    assert disk_changes.scan_tree(str(root), watch=watch).complete
+    return watch
+
+
+def watched(root: Path) -> TreeWatch:
+    watch = watched_or_not(root)
+    assert watch.whole
+    return watch
+
+
+def test_the_watch_names_what_changed_since_it_was_last_asked(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "node_modules").mkdir()
+    kept, edited, gone = tmp_path / "kept.txt", tmp_path / "sub" / "edited.txt", tmp_path / "gone"
+    for path in (kept, edited, gone):
+        path.write_text("before\n")
+    watch = watched(tmp_path)
+    assert watch.news() == News()  # nothing yet
+    edited.write_text("after\n")
+    gone.unlink()
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "made.txt").write_text("x\n")  # before anything watched new/
+    (tmp_path / "node_modules" / "dep.js").write_text("x\n")  # never watched
+    news = watch.news()
+    assert news is not None
+    assert news.paths == {str(edited), str(gone)}
+    assert news.new_dirs == [str(tmp_path / "new")]
+    assert not news.index_changed
+    # The turn start scans a new directory with the watch: what is made in it later
+    # is news too.
+    assert disk_changes.scan_tree(str(tmp_path / "new"), watch=watch).stats.keys() == {
+        str(tmp_path / "new" / "made.txt")
+    }
+    (tmp_path / "new" / "later.txt").write_text("y\n")
+    shutil.rmtree(tmp_path / "sub")
+    news = watch.news()
+    assert news is not None
+    assert news.paths == {str(tmp_path / "new" / "later.txt"), str(edited)}
+    assert news.gone_dirs == [str(tmp_path / "sub")]
+    assert watch.news() == News()  # asked again: nothing new
+    watch.close()
+    watch.close()
+    assert watch.news() is None  # closed: it vouches for nothing
+
+
+def test_a_moved_directory_or_a_lost_watch_makes_the_watch_give_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    watch = watched(tmp_path)
+    (tmp_path / "a").rename(tmp_path / "b")  # its watch would name b's files a/...
+    assert watch.news() is None
+    watch.close()
+    watch = watched(tmp_path)
+    monkeypatch.setattr(watch._libc, "add_watch", lambda *args: -1)  # out of watches
+    (tmp_path / "c").mkdir()
+    assert disk_changes.scan_tree(str(tmp_path / "c"), watch=watch).complete
+    assert not watch.whole
+    assert watch.news() is None
+    watch.close()
+    monkeypatch.setattr(tree_watch, "MAX_DIRS", 2)  # four directories now: no room
+    (tmp_path / "b" / "d").mkdir()
+    assert not watched_or_not(tmp_path).whole
+
+
+def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The roots of every scan from now on."""
+    scans: list[tuple[str, ...]] = []
+    scan_tree = disk_changes.scan_tree
+
+    def counted(*roots: str, **options: Any) -> disk_changes.Scan:
+        scans.append(roots)
+        return scan_tree(*roots, **options)
+
+    monkeypatch.setattr(disk_changes, "scan_tree", counted)
+    return scans
+
+
+@needs_git
+async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between two turns the user edits a clean file, makes a directory with a file in
+    it and deletes another; then a shell command of the agent's rewrites or makes each.
+    The second turn start scans only the new directory, and every baseline is what the
+    file held when that turn began: the user's text, not the committed one."""
+    edited, deleted = tmp_path / "edited.txt", tmp_path / "deleted.txt"
+    edited.write_text("committed\n")
+    deleted.write_text("committed\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "other.txt").write_text("committed\n")
+    commit_all(tmp_path)
+    scans = count_scans(monkeypatch)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        await changes.end_turn()
+        assert scans == [(str(tmp_path),), (str(tmp_path),)]  # the start's, the end's
+        scans.clear()
+        edited.write_text("the user's\n")  # between turns: the user's own edits
+        (tmp_path / "new").mkdir()
+        made = tmp_path / "new" / "made.txt"
+        made.write_text("the user's\n")
+        deleted.unlink()
+        await changes.begin_turn()
+        assert scans == [(str(tmp_path / "new"),)]  # no scan of the whole tree
+        for path in (edited, made, deleted):  # the agent's shell command
+            path.write_text("by the agent\n")
+        await changes.end_turn()
+        assert sorted(hunks(changes)) == [
+            ("deleted.txt", "pending", ["+by the agent"]),
+            ("edited.txt", "pending", ["-the user's", "+by the agent"]),
+            ("made.txt", "pending", ["-the user's", "+by the agent"]),
+        ]
+        changes.close()
+        tasks.cancel_scope.cancel()
+
+
+@needs_git
+async def test_an_index_changed_between_turns_has_git_read_again(tmp_path: Path) -> None:
+    """The user moves the index back a commit between turns (``git reset``): the file
+    did not change, but git's text for it did. The turn start reads git again, so
+    the file counts as dirty and its own text, not the index's, is its baseline."""
+    path = tmp_path / "a.txt"
+    path.write_text("one\n")
+    commit_all(tmp_path)
+    path.write_text("two\n")
+    git(tmp_path, "commit", "-qam", "two")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        await changes.end_turn()
+        git(tmp_path, "reset", "-q", "HEAD~1")  # the index says "one", the file "two"
+        await changes.begin_turn()
+        path.write_text("by the agent\n")  # behind our back
+        await changes.end_turn()
+        assert hunks(changes) == [("a.txt", "pending", ["-two", "+by the agent"])]
+        changes.close()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_new_turn_start_scans_again_when_the_watch_gave_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside git too: a directory moved between turns has the next turn start scan
+    the whole tree again, and a file moved with it is still reviewable."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.txt").write_text("before\n")
+    scans = count_scans(monkeypatch)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        (tmp_path / "a").rename(tmp_path / "b")
+        scans.clear()
+        await changes.begin_turn()
+        assert scans == [(str(tmp_path),)]
+        (tmp_path / "b" / "f.txt").write_text("by the agent\n")
+        await changes.end_turn()
+        assert hunks(changes) == [("f.txt", "pending", ["-before", "+by the agent"])]
+        changes.close()
+        tasks.cancel_scope.cancel()
+
+
+async def test_closing_the_review_lets_go_of_its_watch(tmp_path: Path) -> None:
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        fds = set(os.listdir("/proc/self/fd"))
+        changes.close()
+        assert len(fds - set(os.listdir("/proc/self/fd"))) == 1  # the inotify instance
+        tasks.cancel_scope.cancel()
