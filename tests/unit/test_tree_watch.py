@@ -66,8 +66,8 @@ def test_the_watch_names_what_changed_since_it_was_last_asked(tmp_path: Path) ->
     shutil.rmtree(tmp_path / "sub")
     news = watch.news()
     assert news is not None
+    # A directory is removed empty: what was in it is named from its own watch.
     assert news.paths == {str(tmp_path / "new" / "later.txt"), str(edited)}
-    assert news.gone_dirs == [str(tmp_path / "sub")]
     assert watch.news() == News()  # asked again: nothing new
     watch.close()
     watch.close()
@@ -113,8 +113,9 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
 ) -> None:
     """Between two turns the user edits a clean file, makes a directory with a file in
     it and deletes another; then a shell command of the agent's rewrites or makes each.
-    The second turn start scans only the new directory, and every baseline is what the
-    file held when that turn began: the user's text, not the committed one."""
+    The second turn start scans only the new directory, the turn's end nothing, and
+    every baseline is what the file held when that turn began: the user's text, not
+    the committed one."""
     edited, deleted = tmp_path / "edited.txt", tmp_path / "deleted.txt"
     edited.write_text("committed\n")
     deleted.write_text("committed\n")
@@ -127,7 +128,7 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
         await changes.begin_turn()
         await changes.end_turn()
-        assert scans == [(str(tmp_path),), (str(tmp_path),)]  # the start's, the end's
+        assert scans == [(str(tmp_path),)]  # the first start's; the end asks the watch
         scans.clear()
         edited.write_text("the user's\n")  # between turns: the user's own edits
         (tmp_path / "new").mkdir()
@@ -139,6 +140,7 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
         for path in (edited, made, deleted):  # the agent's shell command
             path.write_text("by the agent\n")
         await changes.end_turn()
+        assert scans == [(str(tmp_path / "new"),)]
         assert sorted(hunks(changes)) == [
             ("deleted.txt", "pending", ["+by the agent"]),
             ("edited.txt", "pending", ["-the user's", "+by the agent"]),
@@ -203,4 +205,32 @@ async def test_closing_the_review_lets_go_of_its_watch(tmp_path: Path) -> None:
         fds = set(os.listdir("/proc/self/fd"))
         changes.close()
         assert len(fds - set(os.listdir("/proc/self/fd"))) == 1  # the inotify instance
+        tasks.cancel_scope.cancel()
+
+
+@needs_git
+async def test_a_turns_checks_find_new_and_removed_directories_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a turn the agent's shell makes a directory with a file and removes another
+    directory: the turn's end finds both from the watch, scanning only the new one."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "old.txt").write_text("committed\n")
+    commit_all(tmp_path)
+    scans = count_scans(monkeypatch)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        scans.clear()
+        shutil.rmtree(tmp_path / "pkg")
+        (tmp_path / "new" / "deeper").mkdir(parents=True)
+        (tmp_path / "new" / "deeper" / "made.txt").write_text("by the agent\n")
+        await changes.end_turn()
+        assert scans == [(str(tmp_path / "new"),)]
+        assert sorted(hunks(changes)) == [
+            ("made.txt", "pending", ["+by the agent"]),
+            ("old.txt", "pending", ["-committed"]),
+        ]
+        changes.close()
         tasks.cancel_scope.cancel()

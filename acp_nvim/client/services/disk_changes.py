@@ -280,7 +280,8 @@ def _read_gits(dirs: Sequence[str], watch: TreeWatch | None) -> list[GitState]:
 
 def _known_since(last: _TurnStart, dirs: tuple[str, ...]) -> tuple[Scan, list[GitState]] | None:
     """``last``'s scan and git states as they are now, from its watch's news: the
-    files it names stat-ed again, new directories scanned, and the files changed
+    files it names stat-ed again (a removed one is gone), new directories scanned,
+    and the files changed
     counted dirty (a clean one among them only costs a snapshot of its text); git
     read again when an index changed. None when the watch cannot vouch for it."""
     watch = last.watch
@@ -289,9 +290,6 @@ def _known_since(last: _TurnStart, dirs: tuple[str, ...]) -> tuple[Scan, list[Gi
         return None
     stats = dict(last.scan.stats)
     changed = set(news.paths)
-    for folder in news.gone_dirs:
-        inside = folder + os.sep
-        changed.update(path for path in stats if path.startswith(inside))
     for folder in news.new_dirs:
         found = scan_tree(folder, watch=watch)
         if not found.complete:
@@ -481,15 +479,38 @@ class DiskChanges:
         self._known[path] = stat_of(path)
 
     async def changed(self, named: dict[str, None]) -> list[str]:
-        """Record ``named`` and what the scan finds changed; the files recorded."""
-        now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
+        """Record ``named`` and what changed since the turn began (what the watch saw,
+        else what a scan finds); the files recorded."""
         candidates = dict(named)
-        candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
-        if self._start.complete and now.complete:
-            candidates.update(
-                (p, None) for p, st in self._known.items() if st is not None and p not in now.stats
-            )
+        seen = await anyio.to_thread.run_sync(self._watched_since_start)
+        if seen is not None:
+            candidates.update(seen)
+        else:
+            now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
+            candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
+            if self._start.complete and now.complete:
+                candidates.update(
+                    (p, None)
+                    for p, st in self._known.items()
+                    if st is not None and p not in now.stats
+                )
         return [path for path in candidates if await self.check_one(path)]
+
+    def _watched_since_start(self) -> dict[str, None] | None:
+        """The files the watch saw change since the turn began (and those in new
+        directories, scanned); None when it cannot say."""
+        last = self._last
+        watch = last.watch if last is not None and last.dirs == tuple(self.dirs) else None
+        news = watch.peek() if watch is not None else None
+        if news is None:
+            return None
+        paths = dict.fromkeys(news.paths)
+        for folder in news.new_dirs:
+            found = scan_tree(folder, watch=watch)
+            if not found.complete:
+                return None
+            paths.update(dict.fromkeys(found.stats))
+        return paths
 
     async def check_one(self, path: str) -> bool:
         """Record a change of ``path`` on disk since it was last seen; whether there was one."""

@@ -50,7 +50,6 @@ class News:
 
     paths: set[str] = field(default_factory=set)  # files created, changed or deleted
     new_dirs: list[str] = field(default_factory=list)  # to scan (and now watched)
-    gone_dirs: list[str] = field(default_factory=list)  # deleted: nothing under them now
     index_changed: bool = False  # a watched git index was rewritten
 
 
@@ -93,6 +92,7 @@ class TreeWatch:
         self._indexes: dict[int, set[str]] = {}  # watch descriptor -> index file names
         self._roots: set[int] = set()
         self._lost = False  # a watch could not be added: the watch vouches for nothing
+        self._since = News()  # what changed since the last news()
         self._lock = threading.Lock()
         self._closer = weakref.finalize(self, os.close, fd)
 
@@ -130,11 +130,8 @@ class TreeWatch:
 
     def _add(self, path: str, mask: int) -> int:
         with self._lock:
-            wd = (
-                -1
-                if self._closer.alive is False
-                else self._libc.add_watch(self._fd, os.fsencode(path), mask)
-            )
+            alive = self._closer.alive
+            wd = self._libc.add_watch(self._fd, os.fsencode(path), mask) if alive else -1
         if wd < 0:
             self._lost = True  # out of watches (fs.inotify.max_user_watches), or gone
         return wd
@@ -146,39 +143,56 @@ class TreeWatch:
 
     def news(self) -> News | None:
         """What changed since the last call (or since the watches were added); None
-        when the watch cannot vouch for it. Directories created since are watched
-        from now on: the caller scans them, so nothing made in them before is missed."""
-        news = News()
+        when the watch cannot vouch for it. The caller scans the new directories with
+        this watch, which watches them before listing them: nothing made in them is
+        missed."""
+        if not self._take_events():
+            return None
+        news, self._since = self._since, News()
+        return news
+
+    def peek(self) -> News | None:
+        """What :meth:`news` would say now, without starting over: a check during a
+        turn asks what changed since the turn began."""
+        if not self._take_events():
+            return None
+        since = self._since
+        return News(set(since.paths), list(since.new_dirs))
+
+    def _take_events(self) -> bool:
+        """Add the kernel's queued events to what changed since the last
+        :meth:`news`; False (from now on) when they leave the watch unable to vouch."""
+        since = self._since
+        # A directory is removed empty: its files' removals came from its own watch.
         for wd, mask, name in self._drain():
-            if mask & (_OVERFLOW | _UNMOUNT) or self._lost:
-                return None
+            if self._lost or mask & (_OVERFLOW | _UNMOUNT):
+                self._lost = True
+                break
             if mask & _IGNORED:  # the directory is gone, its watch with it
                 self._dirs.pop(wd, None)
                 continue
             if wd in self._indexes:
-                news.index_changed |= name in self._indexes[wd]
+                since.index_changed |= name in self._indexes[wd]
                 continue
             folder = self._dirs.get(wd)
             if folder is None:
                 continue
             if mask & _MOVE_SELF or (mask & _DELETE_SELF and wd in self._roots):
-                return None  # a directory moved (its watches would name it wrongly)
+                self._lost = True  # a directory moved (its watches would name it wrongly)
+                break
             if not name or mask & _DELETE_SELF:
                 continue
             path = os.path.join(folder, name)
             if not mask & _ISDIR:
-                news.paths.add(path)
+                since.paths.add(path)
             elif name in self._skip:
                 continue
             elif mask & (_CREATE | _MOVED_TO):
-                news.new_dirs.append(path)
-            elif mask & _DELETE:
-                news.gone_dirs.append(path)
+                since.new_dirs.append(path)
             elif mask & _MOVED_FROM:
-                return None
-        for path in news.new_dirs:
-            self.add_dir(path)
-        return None if self._lost else news
+                self._lost = True
+                break
+        return not self._lost
 
     def _drain(self) -> list[tuple[int, int, str]]:
         """Every event the kernel queued: (watch descriptor, mask, name)."""
