@@ -265,6 +265,7 @@ ROWS: dict[str, list[Row]] = {
             None,
         ),
         ("    the second before (ms)", "—", _key("nvim_busy_idle"), None),
+        ("  its end: the agent's last update → AcpTurnEnd (ms)", "—", _key("turn_end"), None),
     ],
     "biglines": [
         row

@@ -411,7 +411,8 @@ def git_tree(files: int = 20_000, dirty: int = 200) -> Path:
 def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
     """A turn started in a git work tree of ``files`` files while another chat's agent
     measures the worker loop: it sends a request every millisecond and times the
-    answer. The turn start: sent → its prompt reached the agent. Neovim's ping p99
+    answer. The turn start: sent → its prompt reached the agent; its end: the agent's
+    last update written → AcpTurnEnd (the review's last check is in it). Neovim's ping p99
     meanwhile is compared with the second before, the loop prober already running
     (its requests cost the host and the cores too), and with a Neovim left alone;
     and Neovim's longest turn of its event loop, meanwhile and the second before."""
@@ -435,10 +436,11 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         before = time.monotonic_ns()
         time.sleep(1)
         sent = n.send_to(chat, f"burst 10 {nonce()}")
-        n.wait_turn_end(chat)
+        ended = n.wait_turn_end(chat)
         pings = pinger.stop()
         n.wait_turn_end(pinging)
-        started = n.last_stamp("burst")["first_ns"]
+        burst = n.last_stamp("burst")
+        started = burst["first_ns"]
         samples = n.last_stamp("pings")["samples"]
         during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
         usual = [rtt for begun, rtt in samples if begun + rtt < sent]
@@ -449,6 +451,7 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
 
         return {
             "turn_start": (started - sent) / MS,
+            "turn_end": (ended - burst["last_ns"]) / MS,
             "loop_stall": max(during) / MS,
             "loop_rtt_before": statistics.median(usual) / MS,
             "nvim_p99_turn_start": p99(pings, sent, started),

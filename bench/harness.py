@@ -78,7 +78,8 @@ class Nvim:
         self.chan: int = self.nvim.channel_id
         self.lua("_G.bench.events(...)", self.chan)
         self._queued: list[list[Any]] = []
-        self._ended: list[int] = []  # chats whose AcpTurnEnd came while waiting for another
+        # Chats whose AcpTurnEnd came while waiting for another, and when.
+        self._ended: dict[int, int] = {}
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
@@ -184,11 +185,13 @@ class Nvim:
             )
         )
 
-    def wait_turn_end(self, chat: int, timeout: float = 120) -> None:
-        """Wait for the (next) AcpTurnEnd of ``chat``; other chats' are kept for them."""
+    def wait_turn_end(self, chat: int, timeout: float = 120) -> int:
+        """Wait for the (next) AcpTurnEnd of ``chat``, other chats' kept for them;
+        returns when (hrtime) it fired."""
         while chat not in self._ended:
-            self._ended.append(self.wait("AcpTurnEnd", timeout)[1]["chat"])
-        self._ended.remove(chat)
+            at, data = self.wait("AcpTurnEnd", timeout)
+            self._ended[data["chat"]] = int(at)
+        return self._ended.pop(chat)
 
     def buffer_text(self, buf: int) -> str:
         return "\n".join(self.nvim.buffers[buf][:])
