@@ -74,6 +74,16 @@ def test_the_watch_names_what_changed_since_it_was_last_asked(tmp_path: Path) ->
     assert watch.news() is None  # closed: it vouches for nothing
 
 
+def test_a_root_through_a_symlink_is_watched(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    watch = watched(tmp_path / "link")
+    (tmp_path / "real" / "a.txt").write_text("x\n")
+    news = watch.news()
+    assert news is not None and news.paths == {str(tmp_path / "link" / "a.txt")}
+    watch.close()
+
+
 def test_a_moved_directory_or_a_lost_watch_makes_the_watch_give_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

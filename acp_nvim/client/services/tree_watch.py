@@ -111,11 +111,12 @@ class TreeWatch:
 
     def add_dir(self, path: str, root: bool = False) -> None:
         """Watch ``path`` itself (not what is under it): a scan calls this for every
-        directory it enters, before it lists it."""
+        directory it enters, before it lists it. A root may be a symlink (a home
+        directory linked elsewhere); below it the scan follows none."""
         if len(self._dirs) >= MAX_DIRS:
             self._lost = True
             return
-        wd = self._add(path, _TREE_MASK)
+        wd = self._add(path, _TREE_MASK & ~_DONT_FOLLOW if root else _TREE_MASK)
         if wd >= 0:
             self._dirs[wd] = path
             if root:
