@@ -99,6 +99,12 @@ ROWS: dict[str, list[Row]] = {
             _key("fill_batch"),
             lambda m, _: m <= 4,
         ),
+        (
+            "    Neovim's CPU time in its costliest batch (ms)",
+            "—",
+            _key("fill_batch_cpu"),
+            None,
+        ),
         ("first byte → text in the buffer (ms)", "—", _key("plugin_buffer"), None),
         ("  strong floor: same (ms)", "—", _key("floor_buffer"), None),
         ("cost per chunk, empty transcript (µs)", "—", _key("chunk_us_empty"), None),

@@ -266,16 +266,24 @@ function M.batches(chan)
   })
 end
 
---- Time every batch the host applies (vim.uv.hrtime around acp.host.apply):
---- M.applied() returns their durations (ns) since the last call, and forgets them.
+--- CPU time Neovim has used (ns): user and system, all its threads.
+local function cpu_ns()
+  local used = vim.uv.getrusage()
+  return ((used.utime.sec + used.stime.sec) * 1e6 + used.utime.usec + used.stime.usec) * 1000
+end
+
+--- Time every batch the host applies (vim.uv.hrtime around acp.host.apply, and
+--- the CPU time Neovim used meanwhile: a batch's wall time also holds the time
+--- another process had Neovim's core): M.applied() returns {wall, cpu} of each (ns)
+--- since the last call, and forgets them.
 function M.time_batches()
   local host = require("acp.host")
   local apply = host.apply
   M.durations = {}
   host.apply = function(batch)
-    local start = vim.uv.hrtime()
+    local start, used = vim.uv.hrtime(), cpu_ns()
     apply(batch)
-    table.insert(M.durations, vim.uv.hrtime() - start)
+    table.insert(M.durations, { vim.uv.hrtime() - start, cpu_ns() - used })
   end
 end
 
