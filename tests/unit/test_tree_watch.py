@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -242,5 +243,33 @@ async def test_a_turns_checks_find_new_and_removed_directories_without_a_scan(
             ("made.txt", "pending", ["+by the agent"]),
             ("old.txt", "pending", ["-committed"]),
         ]
+        changes.close()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_ready_session_reads_the_tree_before_its_first_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the session is ready the review reads the tree, while the user writes the
+    first prompt: that turn's start only asks the watch, and a file the user saves
+    meanwhile is the user's, not the agent's."""
+    path = tmp_path / "a.txt"
+    path.write_text("before\n")
+    scans = count_scans(monkeypatch)
+    counted, scanned = disk_changes.scan_tree, threading.Event()
+    monkeypatch.setattr(
+        disk_changes, "scan_tree", lambda *a, **k: (scanned.set(), counted(*a, **k))[1]
+    )
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        changes.prepare_soon()
+        assert await anyio.to_thread.run_sync(scanned.wait, 10)
+        path.write_text("saved by the user\n")
+        await changes.begin_turn()
+        assert scans == [(str(tmp_path),)]  # the ready session's, none at the turn start
+        path.write_text("by the agent\n")
+        await changes.end_turn()
+        assert hunks(changes) == [("a.txt", "pending", ["-saved by the user", "+by the agent"])]
         changes.close()
         tasks.cancel_scope.cancel()

@@ -248,6 +248,7 @@ class ChatLifecycle:
         if scope.cancelled_caught and chat.state != "closed":
             chat.fail("the start was cancelled; :AcpRestart tries again")
         if chat.state == "ready":
+            self.reviews.prepare(chat.id)
             await self.queue.drain(chat)
         elif chat.state == "error":  # "running": a prompt sent as the session became ready
             self.queue.give_back(chat)

@@ -73,6 +73,12 @@ class Reviews:
             missing_file_as_empty=missing_as_empty,
         )
 
+    def prepare(self, chat_id: int) -> None:
+        """The chat's session is ready: its review reads the tree before the first turn."""
+        review = self.by_chat.get(chat_id)
+        if review is not None:
+            review.prepare_soon()
+
     def forget(self, chat_id: int) -> None:
         review = self.by_chat.pop(chat_id, None)
         if review is not None:

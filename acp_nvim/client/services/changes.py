@@ -315,6 +315,16 @@ class SessionChanges:
         """The chat is gone: let go of what watches its files."""
         self.disk.close()
 
+    def prepare_soon(self) -> None:
+        """The session is ready: read what the first turn will compare against now,
+        so that its start only asks what changed since (decision 0060)."""
+        self._tasks.start_soon(self._prepare)
+
+    async def _prepare(self) -> None:
+        async with self._lock:
+            if self._turns == 0:
+                await self.disk.prepare()
+
     def on_tool_call(self, call: ToolCall) -> None:
         """Note the files a tool call names; check the disk once it completes.
 

@@ -251,19 +251,18 @@ def _turn_start(dirs: tuple[str, ...], last: _TurnStart | None) -> _TurnStart:
     """What the turn starting now compares against, read in a worker thread: the last
     turn start's brought up to date from its watch's news, or read anew (and a new
     watch set up) when the watch cannot vouch for them (decision 0060)."""
-    known = _known_since(last, dirs) if last is not None else None
-    if known is not None:
-        scan, gits = known
-        watch = last.watch if last is not None else None
-    else:
-        if last is not None and last.watch is not None:
+    if last is not None:
+        known = _up_to_date(last, dirs)
+        if known is not None:
+            return known
+        if last.watch is not None:
             last.watch.close()
-        watch = TreeWatch.open(SKIP_DIRS)
-        scan = scan_tree(*dirs, watch=watch)
-        gits = _read_gits(dirs, watch)
-        if watch is not None and not (scan.complete and watch.whole):
-            watch.close()
-            watch = None
+    watch = TreeWatch.open(SKIP_DIRS)
+    scan = scan_tree(*dirs, watch=watch)
+    gits = _read_gits(dirs, watch)
+    if watch is not None and not (scan.complete and watch.whole):
+        watch.close()
+        watch = None
     kept = _keep_texts(dirs, scan, gits, last.kept if last is not None else {})
     return _TurnStart(dirs, scan, gits, kept, watch)
 
@@ -278,40 +277,45 @@ def _read_gits(dirs: Sequence[str], watch: TreeWatch | None) -> list[GitState]:
     return list(gits.values())
 
 
-def _known_since(last: _TurnStart, dirs: tuple[str, ...]) -> tuple[Scan, list[GitState]] | None:
-    """``last``'s scan and git states as they are now, from its watch's news: the
-    files it names stat-ed again (a removed one is gone), new directories scanned,
-    and the files changed
-    counted dirty (a clean one among them only costs a snapshot of its text); git
-    read again when an index changed. None when the watch cannot vouch for it."""
+def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
+    """``last`` as it is now, from its watch's news: the files it names stat-ed again
+    (a removed one is gone), new directories scanned, and the files changed counted
+    dirty (a clean one among them only costs a snapshot of its text); git read again
+    when an index changed. ``last`` itself when nothing changed; None when the watch
+    cannot vouch for it."""
     watch = last.watch
     news = watch.news() if watch is not None and last.dirs == dirs else None
-    if news is None:
+    if watch is None or news is None:
         return None
-    stats = dict(last.scan.stats)
     changed = set(news.paths)
     for folder in news.new_dirs:
         found = scan_tree(folder, watch=watch)
         if not found.complete:
             return None
         changed.update(found.stats)
+    if not changed and not news.index_changed:
+        return last
+    stats = dict(last.scan.stats)
     for path in changed:
         stat = _file_stat(path)
         if stat is None:
             stats.pop(path, None)
         else:
             stats[path] = stat
-    if len(stats) > SCAN_MAX_FILES or watch is None or not watch.whole:
+    if len(stats) > SCAN_MAX_FILES or not watch.whole:
         return None
     gits = [
         GitState(
-            git.root, git.dirty | {p for p in changed if p.startswith(git.root + os.sep)}, git.index
+            git.root,
+            git.dirty | {p for p in changed if p.startswith(git.root + os.sep)},
+            git.index,
         )
         for git in last.gits
     ]
     if news.index_changed or any(len(git.dirty) > SNAPSHOT_MAX_DIRTY for git in gits):
         gits = _read_gits(dirs, None)  # the indexes are watched already
-    return Scan(stats), gits
+    scan = Scan(stats)
+    return _TurnStart(dirs, scan, gits, _keep_texts(dirs, scan, gits, last.kept), watch)
 
 
 def _file_stat(path: str) -> Stat | None:
@@ -402,6 +406,7 @@ class DiskChanges:
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
         self._last: _TurnStart | None = None  # the last turn start's reading, and its watch
+        self._closed = False
         self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
         # The paths of each tool call, with the content and locations lists they were
         # read from: recomputed only when those change, not on every status update.
@@ -424,9 +429,7 @@ class DiskChanges:
         in a worker thread (a 20k-file tree takes a tenth of a second, unless a watch
         knows what changed since the last turn start): every other chat streams on
         meanwhile."""
-        last = self._last = await anyio.to_thread.run_sync(
-            _turn_start, tuple(self.dirs), self._last
-        )
+        last = await self._read_start()
         self._start, self._gits = last.scan, last.gits
         self._snapshots = {path: text for path, (_, text) in last.kept.items()}
         self._known = dict(last.scan.stats)
@@ -438,6 +441,20 @@ class DiskChanges:
         self._checked.clear()
         self._due.clear()
 
+    async def prepare(self) -> None:
+        """Read what the first turn will compare against before it begins (while the
+        user writes the prompt): its start then asks the watch what changed since."""
+        if self._last is None:
+            await self._read_start()
+
+    async def _read_start(self) -> _TurnStart:
+        last = self._last = await anyio.to_thread.run_sync(
+            _turn_start, tuple(self.dirs), self._last
+        )
+        if self._closed:  # closed while the thread read
+            self.close()
+        return last
+
     def end_turn(self) -> None:
         """The turn's last check is done: until the next turn begins, no file counts
         as absent at its start."""
@@ -445,6 +462,7 @@ class DiskChanges:
 
     def close(self) -> None:
         """The session is gone: let go of the watch (idempotent)."""
+        self._closed = True
         if self._last is not None and self._last.watch is not None:
             self._last.watch.close()
 
