@@ -273,3 +273,43 @@ async def test_a_ready_session_reads_the_tree_before_its_first_turn(
         assert hunks(changes) == [("a.txt", "pending", ["-saved by the user", "+by the agent"])]
         changes.close()
         tasks.cancel_scope.cancel()
+
+
+def test_a_full_kernel_queue_makes_the_watch_give_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past fs.inotify.max_queued_events the kernel drops events and queues one
+    overflow: whatever else was read, the watch vouches for nothing from then on."""
+    watch = watched(tmp_path)
+    (tmp_path / "a.txt").write_text("x\n")
+    drain = watch._drain
+    monkeypatch.setattr(watch, "_drain", lambda: [*drain(), (-1, tree_watch._OVERFLOW, "")])
+    assert watch.news() is None
+    monkeypatch.setattr(watch, "_drain", drain)
+    assert watch.news() is None
+    assert watch.peek() is None
+    watch.close()
+
+
+async def test_without_inotify_every_turn_start_and_check_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not Linux (or no inotify left): the review scans as it always did, and finds
+    what the agent changed."""
+    monkeypatch.setattr(TreeWatch, "open", classmethod(lambda cls, skip: None))
+    path = tmp_path / "a.txt"
+    path.write_text("before\n")
+    scans = count_scans(monkeypatch)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        for turn in (1, 2):
+            await changes.begin_turn()
+            path.write_text(f"turn {turn}\n")
+            await changes.end_turn()
+        assert scans == [(str(tmp_path),)] * 4  # each turn's start and end
+        assert sorted(hunks(changes)) == [
+            ("a.txt", "pending", ["-before", "+turn 1"]),
+            ("a.txt", "pending", ["-turn 1", "+turn 2"]),
+        ]
+        tasks.cancel_scope.cancel()
