@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,16 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's"),
 ]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@pytest.fixture
+async def changes(tmp_path: Path) -> AsyncIterator[SessionChanges]:
+    """The review of ``tmp_path``, no turn begun; its watch let go of at the end."""
+    async with anyio.create_task_group() as tasks:
+        review = SessionChanges(RecordingEditor(), 1, str(tmp_path), Tasks(tasks))
+        yield review
+        review.close()
+        tasks.cancel_scope.cancel()
 
 
 def watched_or_not(root: Path) -> TreeWatch:
@@ -120,7 +131,7 @@ def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
 
 @needs_git
 async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
 ) -> None:
     """Between two turns the user edits a clean file, makes a directory with a file in
     it and deletes another; then a shell command of the agent's rewrites or makes each.
@@ -134,35 +145,32 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
     (tmp_path / "pkg" / "other.txt").write_text("committed\n")
     commit_all(tmp_path)
     scans = count_scans(monkeypatch)
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        await changes.begin_turn()
-        await changes.end_turn()
-        assert scans == [(str(tmp_path),)]  # the first start's; the end asks the watch
-        scans.clear()
-        edited.write_text("the user's\n")  # between turns: the user's own edits
-        (tmp_path / "new").mkdir()
-        made = tmp_path / "new" / "made.txt"
-        made.write_text("the user's\n")
-        deleted.unlink()
-        await changes.begin_turn()
-        assert scans == [(str(tmp_path / "new"),)]  # no scan of the whole tree
-        for path in (edited, made, deleted):  # the agent's shell command
-            path.write_text("by the agent\n")
-        await changes.end_turn()
-        assert scans == [(str(tmp_path / "new"),)]
-        assert sorted(hunks(changes)) == [
-            ("deleted.txt", "pending", ["+by the agent"]),
-            ("edited.txt", "pending", ["-the user's", "+by the agent"]),
-            ("made.txt", "pending", ["-the user's", "+by the agent"]),
-        ]
-        changes.close()
-        tasks.cancel_scope.cancel()
+    await changes.begin_turn()
+    await changes.end_turn()
+    assert scans == [(str(tmp_path),)]  # the first start's; the end asks the watch
+    scans.clear()
+    edited.write_text("the user's\n")  # between turns: the user's own edits
+    (tmp_path / "new").mkdir()
+    made = tmp_path / "new" / "made.txt"
+    made.write_text("the user's\n")
+    deleted.unlink()
+    await changes.begin_turn()
+    assert scans == [(str(tmp_path / "new"),)]  # no scan of the whole tree
+    for path in (edited, made, deleted):  # the agent's shell command
+        path.write_text("by the agent\n")
+    await changes.end_turn()
+    assert scans == [(str(tmp_path / "new"),)]
+    assert sorted(hunks(changes)) == [
+        ("deleted.txt", "pending", ["+by the agent"]),
+        ("edited.txt", "pending", ["-the user's", "+by the agent"]),
+        ("made.txt", "pending", ["-the user's", "+by the agent"]),
+    ]
 
 
 @needs_git
-async def test_an_index_changed_between_turns_has_git_read_again(tmp_path: Path) -> None:
+async def test_an_index_changed_between_turns_has_git_read_again(
+    tmp_path: Path, changes: SessionChanges
+) -> None:
     """The user moves the index back a commit between turns (``git reset``): the file
     did not change, but git's text for it did. The turn start reads git again, so
     the file counts as dirty and its own text, not the index's, is its baseline."""
@@ -171,57 +179,45 @@ async def test_an_index_changed_between_turns_has_git_read_again(tmp_path: Path)
     commit_all(tmp_path)
     path.write_text("two\n")
     git(tmp_path, "commit", "-qam", "two")
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        await changes.begin_turn()
-        await changes.end_turn()
-        git(tmp_path, "reset", "-q", "HEAD~1")  # the index says "one", the file "two"
-        await changes.begin_turn()
-        path.write_text("by the agent\n")  # behind our back
-        await changes.end_turn()
-        assert hunks(changes) == [("a.txt", "pending", ["-two", "+by the agent"])]
-        changes.close()
-        tasks.cancel_scope.cancel()
+    await changes.begin_turn()
+    await changes.end_turn()
+    git(tmp_path, "reset", "-q", "HEAD~1")  # the index says "one", the file "two"
+    await changes.begin_turn()
+    path.write_text("by the agent\n")  # behind our back
+    await changes.end_turn()
+    assert hunks(changes) == [("a.txt", "pending", ["-two", "+by the agent"])]
 
 
 async def test_a_new_turn_start_scans_again_when_the_watch_gave_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
 ) -> None:
     """Outside git too: a directory moved between turns has the next turn start scan
     the whole tree again, and a file moved with it is still reviewable."""
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f.txt").write_text("before\n")
     scans = count_scans(monkeypatch)
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        await changes.begin_turn()
-        (tmp_path / "a").rename(tmp_path / "b")
-        scans.clear()
-        await changes.begin_turn()
-        assert scans == [(str(tmp_path),)]
-        (tmp_path / "b" / "f.txt").write_text("by the agent\n")
-        await changes.end_turn()
-        assert hunks(changes) == [("f.txt", "pending", ["-before", "+by the agent"])]
-        changes.close()
-        tasks.cancel_scope.cancel()
+    await changes.begin_turn()
+    (tmp_path / "a").rename(tmp_path / "b")
+    scans.clear()
+    await changes.begin_turn()
+    assert scans == [(str(tmp_path),)]
+    (tmp_path / "b" / "f.txt").write_text("by the agent\n")
+    await changes.end_turn()
+    assert hunks(changes) == [("f.txt", "pending", ["-before", "+by the agent"])]
 
 
-async def test_closing_the_review_lets_go_of_its_watch(tmp_path: Path) -> None:
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        await changes.begin_turn()
-        fds = set(os.listdir("/proc/self/fd"))
-        changes.close()
-        assert len(fds - set(os.listdir("/proc/self/fd"))) == 1  # the inotify instance
-        tasks.cancel_scope.cancel()
+async def test_closing_the_review_lets_go_of_its_watch(
+    tmp_path: Path, changes: SessionChanges
+) -> None:
+    await changes.begin_turn()
+    fds = set(os.listdir("/proc/self/fd"))
+    changes.close()
+    assert len(fds - set(os.listdir("/proc/self/fd"))) == 1  # the inotify instance
 
 
 @needs_git
 async def test_a_turns_checks_find_new_and_removed_directories_without_a_scan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
 ) -> None:
     """In a turn the agent's shell makes a directory with a file and removes another
     directory: the turn's end finds both from the watch, scanning only the new one."""
@@ -229,26 +225,21 @@ async def test_a_turns_checks_find_new_and_removed_directories_without_a_scan(
     (tmp_path / "pkg" / "old.txt").write_text("committed\n")
     commit_all(tmp_path)
     scans = count_scans(monkeypatch)
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        await changes.begin_turn()
-        scans.clear()
-        shutil.rmtree(tmp_path / "pkg")
-        (tmp_path / "new" / "deeper").mkdir(parents=True)
-        (tmp_path / "new" / "deeper" / "made.txt").write_text("by the agent\n")
-        await changes.end_turn()
-        assert scans == [(str(tmp_path / "new"),)]
-        assert sorted(hunks(changes)) == [
-            ("made.txt", "pending", ["+by the agent"]),
-            ("old.txt", "pending", ["-committed"]),
-        ]
-        changes.close()
-        tasks.cancel_scope.cancel()
+    await changes.begin_turn()
+    scans.clear()
+    shutil.rmtree(tmp_path / "pkg")
+    (tmp_path / "new" / "deeper").mkdir(parents=True)
+    (tmp_path / "new" / "deeper" / "made.txt").write_text("by the agent\n")
+    await changes.end_turn()
+    assert scans == [(str(tmp_path / "new"),)]
+    assert sorted(hunks(changes)) == [
+        ("made.txt", "pending", ["+by the agent"]),
+        ("old.txt", "pending", ["-committed"]),
+    ]
 
 
 async def test_a_ready_session_reads_the_tree_before_its_first_turn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
 ) -> None:
     """Once the session is ready the review reads the tree, while the user writes the
     first prompt: that turn's start only asks the watch, and a file the user saves
@@ -260,19 +251,14 @@ async def test_a_ready_session_reads_the_tree_before_its_first_turn(
     monkeypatch.setattr(
         disk_changes, "scan_tree", lambda *a, **k: (scanned.set(), counted(*a, **k))[1]
     )
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        changes.prepare_soon()
-        assert await anyio.to_thread.run_sync(scanned.wait, 10)
-        path.write_text("saved by the user\n")
-        await changes.begin_turn()
-        assert scans == [(str(tmp_path),)]  # the ready session's, none at the turn start
-        path.write_text("by the agent\n")
-        await changes.end_turn()
-        assert hunks(changes) == [("a.txt", "pending", ["-saved by the user", "+by the agent"])]
-        changes.close()
-        tasks.cancel_scope.cancel()
+    changes.prepare_soon()
+    assert await anyio.to_thread.run_sync(scanned.wait, 10)
+    path.write_text("saved by the user\n")
+    await changes.begin_turn()
+    assert scans == [(str(tmp_path),)]  # the ready session's, none at the turn start
+    path.write_text("by the agent\n")
+    await changes.end_turn()
+    assert hunks(changes) == [("a.txt", "pending", ["-saved by the user", "+by the agent"])]
 
 
 def test_a_full_kernel_queue_makes_the_watch_give_up(
@@ -292,7 +278,7 @@ def test_a_full_kernel_queue_makes_the_watch_give_up(
 
 
 async def test_without_inotify_every_turn_start_and_check_scans(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
 ) -> None:
     """Not Linux (or no inotify left): the review scans as it always did, and finds
     what the agent changed."""
@@ -300,16 +286,12 @@ async def test_without_inotify_every_turn_start_and_check_scans(
     path = tmp_path / "a.txt"
     path.write_text("before\n")
     scans = count_scans(monkeypatch)
-    editor = RecordingEditor()
-    async with anyio.create_task_group() as tasks:
-        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
-        for turn in (1, 2):
-            await changes.begin_turn()
-            path.write_text(f"turn {turn}\n")
-            await changes.end_turn()
-        assert scans == [(str(tmp_path),)] * 4  # each turn's start and end
-        assert sorted(hunks(changes)) == [
-            ("a.txt", "pending", ["-before", "+turn 1"]),
-            ("a.txt", "pending", ["-turn 1", "+turn 2"]),
-        ]
-        tasks.cancel_scope.cancel()
+    for turn in (1, 2):
+        await changes.begin_turn()
+        path.write_text(f"turn {turn}\n")
+        await changes.end_turn()
+    assert scans == [(str(tmp_path),)] * 4  # each turn's start and end
+    assert sorted(hunks(changes)) == [
+        ("a.txt", "pending", ["-before", "+turn 1"]),
+        ("a.txt", "pending", ["-turn 1", "+turn 2"]),
+    ]
