@@ -145,7 +145,8 @@ class Editor:
 
     def agent_pids(self) -> list[int]:
         """Processes started from this test's Neovim (Python host, agents): they carry
-        the test's marker in their environment."""
+        the test's marker in their environment. Not the review's `git` runs, which
+        end by themselves (one may be under way once a session is ready)."""
         pids = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -153,11 +154,13 @@ class Editor:
             try:
                 environ = (entry / "environ").read_bytes()
                 stat = (entry / "stat").read_text()
+                name = (entry / "comm").read_text().strip()
             except OSError:
                 continue
             if (
                 self.marker.encode() in environ
                 and ") Z " not in stat
+                and name not in ("git", "nice")
                 and int(entry.name) != self.pid
             ):
                 pids.append(int(entry.name))

@@ -295,3 +295,29 @@ async def test_without_inotify_every_turn_start_and_check_scans(
         ("a.txt", "pending", ["-before", "+turn 1"]),
         ("a.txt", "pending", ["-turn 1", "+turn 2"]),
     ]
+
+
+async def test_the_agents_reads_do_not_wait_for_the_ready_sessions_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
+) -> None:
+    """The reading when the session is ready holds no lock the agent's fs/* calls
+    need; the first turn start waits for it and takes it up."""
+    path = tmp_path / "a.txt"
+    path.write_text("before\n")
+    scans = count_scans(monkeypatch)
+    counted, started, release = disk_changes.scan_tree, threading.Event(), threading.Event()
+
+    def blocked(*roots: str, **options: Any) -> disk_changes.Scan:
+        started.set()
+        if not release.wait(30):
+            raise TimeoutError("the read waited for the reading")
+        return counted(*roots, **options)
+
+    monkeypatch.setattr(disk_changes, "scan_tree", blocked)
+    changes.prepare_soon()
+    assert await anyio.to_thread.run_sync(started.wait, 10)
+    with anyio.fail_after(10):
+        assert await changes.read(str(path)) == "before\n"  # while the scan is blocked
+    release.set()
+    await changes.begin_turn()
+    assert scans == [(str(tmp_path),)]  # the ready session's reading, taken up

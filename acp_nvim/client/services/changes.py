@@ -321,9 +321,10 @@ class SessionChanges:
         self._tasks.start_soon(self._prepare)
 
     async def _prepare(self) -> None:
-        async with self._lock:
-            if self._turns == 0:
-                await self.disk.prepare()
+        # Not under the lock: the agent's first fs/* calls do not wait for the reading
+        # (the first turn start does: DiskChanges.begin_turn).
+        if self._turns == 0:
+            await self.disk.prepare()
 
     def on_tool_call(self, call: ToolCall) -> None:
         """Note the files a tool call names; check the disk once it completes.

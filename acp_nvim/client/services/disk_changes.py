@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from stat import S_ISREG
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from acp_nvim.client.editor import Editor
@@ -407,6 +408,7 @@ class DiskChanges:
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
         self._last: _TurnStart | None = None  # the last turn start's reading, and its watch
         self._closed = False
+        self._reading: anyio.Event | None = None  # set when a reading under way ends
         self._tried: set[str] = set()  # paths snapshotted (or found unfit) this turn
         # The paths of each tool call, with the content and locations lists they were
         # read from: recomputed only when those change, not on every status update.
@@ -443,14 +445,22 @@ class DiskChanges:
 
     async def prepare(self) -> None:
         """Read what the first turn will compare against before it begins (while the
-        user writes the prompt): its start then asks the watch what changed since."""
-        if self._last is None:
+        user writes the prompt): its start then asks the watch what changed since.
+        Needs no lock of the session's: a turn start waits for this reading."""
+        if self._last is None and self._reading is None:
             await self._read_start()
 
     async def _read_start(self) -> _TurnStart:
-        last = self._last = await anyio.to_thread.run_sync(
-            _turn_start, tuple(self.dirs), self._last
-        )
+        while self._reading is not None:  # the ready session's reading, under way
+            await self._reading.wait()
+        self._reading = anyio.Event()
+        try:
+            last = self._last = await anyio.to_thread.run_sync(
+                _turn_start, tuple(self.dirs), self._last
+            )
+        finally:
+            self._reading.set()
+            self._reading = None
         if self._closed:  # closed while the thread read
             self.close()
         return last
