@@ -113,6 +113,26 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
         tasks.cancel_scope.cancel()
 
 
+async def test_a_prompt_sent_at_once_draws_no_queue(tmp_path: Path) -> None:
+    """A prompt to a ready chat goes at once: the queue it never joined is not drawn
+    (a batch less for Neovim at every turn start) and AcpQueued does not fire. A
+    prompt that waits is drawn, with its event."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"hold": {"cmd": [sys.executable, FAKE, "hold"]}}})
+        await app.open(1, "hold", str(tmp_path))
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: app.chats[1].state == "running")
+        assert [op for op in editor.ops[1] if "queue" in op] == []
+        assert [e for e in editor.events if e[0] == "AcpQueued"] == []
+        await app.send(1, "next")
+        assert [op["queue"] for op in editor.ops[1] if "queue" in op] == [["next"]]
+        assert [e[1]["count"] for e in editor.events if e[0] == "AcpQueued"] == [1]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> None:
     """The history's writer keeps what it wrote for a chat past its close; it held the
     whole chat (its model, its transcript's text) for as long as the Neovim ran. And a

@@ -22,8 +22,9 @@ class PromptQueue:
         self.pool = pool
         # By chat id, there from the chat's open to its close.
         self.prompts: dict[int, list[Prompt]] = {}
-        # The count AcpQueued last gave, by chat: a prompt sent at once fires none.
-        self.counted: dict[int, int] = {}
+        # The queue the chat last showed (AcpQueued gave its count), by chat: a prompt
+        # sent at once draws nothing and fires no event.
+        self.shown: dict[int, list[str]] = {}
 
     def __repr__(self) -> str:
         return f"<PromptQueue {sum(map(len, self.prompts.values()))} prompts>"
@@ -34,7 +35,7 @@ class PromptQueue:
 
     def forget(self, chat_id: int) -> list[Prompt]:
         """The chat is gone: its queue is dropped; returns what was in it."""
-        self.counted.pop(chat_id, None)
+        self.shown.pop(chat_id, None)
         return self.prompts.pop(chat_id, [])
 
     async def drain(self, chat: Chat) -> None:
@@ -96,11 +97,13 @@ class PromptQueue:
     def show(self, chat: Chat) -> None:
         from acp_nvim.client.session import view
 
-        queued = self.prompts.get(chat.id, [])
-        texts = [p.text for p in queued]
+        texts = [p.text for p in self.prompts.get(chat.id, [])]
+        shown = self.shown.get(chat.id, [])
+        if texts == shown:  # a batch less for Neovim at every turn start
+            return
+        self.shown[chat.id] = texts
         self.ctx.editor.render(chat.id, [view.status_op(queued=len(texts), queue=texts)])
-        if self.counted.get(chat.id, 0) != len(texts):
-            self.counted[chat.id] = len(texts)
+        if len(shown) != len(texts):
             self.ctx.editor.emit("AcpQueued", {"chat": chat.id, "count": len(texts)})
 
     def return_input(self, chat_id: int, text: str) -> None:
