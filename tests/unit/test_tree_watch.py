@@ -116,6 +116,29 @@ def test_a_moved_directory_or_a_lost_watch_makes_the_watch_give_up(
     assert not watched_or_not(tmp_path).whole
 
 
+def test_all_watches_together_keep_to_a_share_of_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other programs (an LSP's file watcher) need the user's inotify watches too: all
+    chats' watches together take at most a quarter of them, and give them back when
+    they close, or when their directory goes."""
+    monkeypatch.setattr(tree_watch, "_budget", [3])
+    (tmp_path / "a").mkdir()
+    first = watched(tmp_path)  # the tree and a/
+    assert tree_watch._budget == [1]
+    (tmp_path / "a").rmdir()
+    assert first.news() is not None  # a/'s watch went with it
+    assert tree_watch._budget == [2]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    second = watched_or_not(tmp_path)
+    assert not second.whole  # the tree and b/ took what was left: none for c/
+    assert tree_watch._budget == [0]
+    first.close()
+    del second  # closed, or dropped: their watches come back
+    assert tree_watch._budget == [3]
+
+
 def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The roots of every scan from now on."""
     scans: list[tuple[str, ...]] = []

@@ -40,8 +40,41 @@ _TREE_MASK = (
 _INDEX_MASK = _MOVED_TO | _CLOSE_WRITE | _CREATE | _DELETE | _ONLYDIR
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 # Watches are the user's, shared by every program (fs.inotify.max_user_watches, 8192
-# on older kernels): past this many directories a chat's tree is scanned instead.
+# on older kernels): past this many directories a chat's tree is scanned instead,
+# and all chats together hold at most a quarter of the user's watches.
 MAX_DIRS = 4096
+_LIMIT = "/proc/sys/fs/inotify/max_user_watches"
+_budget_lock = threading.Lock()
+_budget: list[int] = []  # watches all chats may still add (read at the first)
+
+
+def _take_watch() -> bool:
+    """One watch from the chats' share of the user's; False when it is spent."""
+    with _budget_lock:
+        if not _budget:
+            try:
+                with open(_LIMIT) as limit:
+                    _budget.append(int(limit.read()) // 4)
+            except (OSError, ValueError):
+                _budget.append(8192 // 4)
+        if _budget[0] <= 0:
+            return False
+        _budget[0] -= 1
+        return True
+
+
+def _let_go_one() -> None:
+    with _budget_lock:
+        _budget[0] += 1
+
+
+def _let_go(fd: int, held: list[int]) -> None:
+    """Close an inotify instance and give its watches back to the share."""
+    os.close(fd)
+    with _budget_lock:
+        if _budget:
+            _budget[0] += held[0]
+        held[0] = 0
 
 
 @dataclass
@@ -94,7 +127,8 @@ class TreeWatch:
         self._lost = False  # a watch could not be added: the watch vouches for nothing
         self._since = News()  # what changed since the last news()
         self._lock = threading.Lock()
-        self._closer = weakref.finalize(self, os.close, fd)
+        self._held = [0]  # watches taken from the share (given back at the close)
+        self._closer = weakref.finalize(self, _let_go, fd, self._held)
 
     def __repr__(self) -> str:
         return f"<TreeWatch {len(self._dirs)} dirs, {len(self._indexes)} indexes>"
@@ -131,8 +165,13 @@ class TreeWatch:
 
     def _add(self, path: str, mask: int) -> int:
         with self._lock:
-            alive = self._closer.alive
-            wd = self._libc.add_watch(self._fd, os.fsencode(path), mask) if alive else -1
+            wd = -1
+            if self._closer.alive and _take_watch():
+                wd = self._libc.add_watch(self._fd, os.fsencode(path), mask)
+                if wd < 0 or wd in self._dirs or wd in self._indexes:
+                    _let_go_one()  # not added, or the same directory again
+                else:
+                    self._held[0] += 1
         if wd < 0:
             self._lost = True  # out of watches (fs.inotify.max_user_watches), or gone
         return wd
@@ -170,7 +209,9 @@ class TreeWatch:
                 self._lost = True
                 break
             if mask & _IGNORED:  # the directory is gone, its watch with it
-                self._dirs.pop(wd, None)
+                if self._dirs.pop(wd, None) is not None:
+                    self._held[0] -= 1
+                    _let_go_one()
                 continue
             if wd in self._indexes:
                 since.index_changed |= name in self._indexes[wd]
