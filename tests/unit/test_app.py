@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from acp_nvim.client import malloc
 from acp_nvim.client.app import App
@@ -90,16 +91,22 @@ async def test_two_chats_opened_at_once_share_one_agent_process(tmp_path: Path) 
         tasks.cancel_scope.cancel()
 
 
+async def holding_a_turn(editor: RecordingEditor, tasks: TaskGroup, cwd: Path) -> App:
+    """An app whose chat 1 runs a turn the ``hold`` fake agent keeps open."""
+    app = App(editor, tasks)
+    app.setup({"agents": {"hold": {"cmd": [sys.executable, FAKE, "hold"]}}})
+    await app.open(1, "hold", str(cwd))
+    tasks.start_soon(app.send, 1, "hold")
+    await wait_for(lambda: app.chats[1].state == "running")
+    return app
+
+
 async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Path) -> None:
     """The picker showed the queue as it was: a prompt sent meanwhile shifts the
     indexes, and the one picked (by its text) goes, never its neighbour."""
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
-        app = App(editor, tasks)
-        app.setup({"agents": {"hold": {"cmd": [sys.executable, FAKE, "hold"]}}})
-        await app.open(1, "hold", str(tmp_path))
-        tasks.start_soon(app.send, 1, "hold")
-        await wait_for(lambda: app.chats[1].state == "running")
+        app = await holding_a_turn(editor, tasks, tmp_path)
         for text in ("a", "b", "c"):
             await app.send(1, text)
         app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
@@ -119,11 +126,7 @@ async def test_a_prompt_sent_at_once_draws_no_queue(tmp_path: Path) -> None:
     prompt that waits is drawn, with its event."""
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
-        app = App(editor, tasks)
-        app.setup({"agents": {"hold": {"cmd": [sys.executable, FAKE, "hold"]}}})
-        await app.open(1, "hold", str(tmp_path))
-        tasks.start_soon(app.send, 1, "hold")
-        await wait_for(lambda: app.chats[1].state == "running")
+        app = await holding_a_turn(editor, tasks, tmp_path)
         assert [op for op in editor.ops[1] if "queue" in op] == []
         assert [e for e in editor.events if e[0] == "AcpQueued"] == []
         await app.send(1, "next")
