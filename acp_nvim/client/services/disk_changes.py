@@ -50,7 +50,7 @@ from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
-from acp_nvim.client.services.tree_watch import TreeWatch
+from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.text import split_text
 from acp_nvim.review import (
@@ -285,15 +285,11 @@ def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
     when an index changed. ``last`` itself when nothing changed; None when the watch
     cannot vouch for it."""
     watch = last.watch
-    news = watch.news() if watch is not None and last.dirs == dirs else None
-    if watch is None or news is None:
+    if watch is None or last.dirs != dirs or (news := watch.news()) is None:
         return None
-    changed = set(news.paths)
-    for folder in news.new_dirs:
-        found = scan_tree(folder, watch=watch)
-        if not found.complete:
-            return None
-        changed.update(found.stats)
+    changed = _named(news, watch)
+    if changed is None:
+        return None
     if not changed and not news.index_changed:
         return last
     stats = dict(last.scan.stats)
@@ -317,6 +313,18 @@ def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
         gits = _read_gits(dirs, None)  # the indexes are watched already
     scan = Scan(stats)
     return _TurnStart(dirs, scan, gits, _keep_texts(dirs, scan, gits, last.kept), watch)
+
+
+def _named(news: News, watch: TreeWatch) -> set[str] | None:
+    """The files ``news`` names, and those of its new directories, scanned with
+    ``watch`` (so watched from now on); None when such a scan was capped."""
+    named = set(news.paths)
+    for folder in news.new_dirs:
+        found = scan_tree(folder, watch=watch)
+        if not found.complete:
+            return None
+        named.update(found.stats)
+    return named
 
 
 def _file_stat(path: str) -> Stat | None:
@@ -529,16 +537,10 @@ class DiskChanges:
         directories, scanned); None when it cannot say."""
         last = self._last
         watch = last.watch if last is not None and last.dirs == tuple(self.dirs) else None
-        news = watch.peek() if watch is not None else None
-        if news is None:
+        if watch is None or (news := watch.peek()) is None:
             return None
-        paths = dict.fromkeys(news.paths)
-        for folder in news.new_dirs:
-            found = scan_tree(folder, watch=watch)
-            if not found.complete:
-                return None
-            paths.update(dict.fromkeys(found.stats))
-        return paths
+        named = _named(news, watch)
+        return None if named is None else dict.fromkeys(named)
 
     async def check_one(self, path: str) -> bool:
         """Record a change of ``path`` on disk since it was last seen; whether there was one."""

@@ -90,11 +90,10 @@ class _Inotify:
     """The few libc calls inotify needs."""
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
+        libc = ctypes.CDLL(None)
         self.init1 = libc.inotify_init1
         self.add_watch = libc.inotify_add_watch
         self.add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self.rm_watch = libc.inotify_rm_watch
 
 
 _inotify: _Inotify | None = None
@@ -197,7 +196,7 @@ class TreeWatch:
         if not self._take_events():
             return None
         since = self._since
-        return News(set(since.paths), list(since.new_dirs))
+        return News(set(since.paths), list(since.new_dirs), since.index_changed)
 
     def _take_events(self) -> bool:
         """Add the kernel's queued events to what changed since the last
