@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import RENDER, Editor
 
 # The chat's windows in the current tab page: {transcript = {wins}, input = {wins}}.
 CHAT_WINDOWS = """
@@ -125,13 +125,47 @@ def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
     # Word-boundary wrapping with wrapped list items indented under their text.
     assert editor.lua(f"return vim.wo[{transcript}].breakindentopt") == "list:-1"
     assert editor.lua(f"return vim.wo[{transcript}][0].showbreak") == "NONE"
-    assert editor.lua("return vim.bo[require('acp').status().transcript_buf].formatlistpat") != ""
 
     for which, name in (("transcript", "b.txt"), ("input", "c.txt")):
         win = wins[which][0]
         editor.lua("vim.api.nvim_set_current_win(...)", win)
         editor.nvim.command(f"edit {name}")
         assert window_options(editor, win) == mine, which
+
+
+def test_wrapped_list_items_continue_under_their_text(editor: Editor) -> None:
+    """The transcript's own 'formatlistpat' (cheap to compile for every row measured)
+    knows CommonMark's list markers: a wrapped item's next screen row starts under the
+    item's text; prose and a quote wrap from the window's edge."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+    win = editor.lua("return vim.fn.win_findbuf(...)[1]", buf)
+    words = " ".join(["wrapped"] * 40)
+    items = {"- ": 2, "* ": 2, "+ ": 2, "1. ": 3, "12) ": 4, "  - ": 4, "": 0, "> ": 0}
+    lines = [f"{marker}{words}" for marker in items]
+    editor.lua(RENDER, chat, [{"op": "block", "id": "m", "kind": "agent", "lines": lines}])
+    first = editor.transcript().index(lines[0]) + 1
+
+    def indent(lnum: int) -> int:
+        """Columns from the window's edge to the line's second screen row."""
+        return int(
+            editor.lua(
+                "local win, lnum = ...; vim.api.nvim_win_set_cursor(win, {lnum, 0})"
+                "; vim.cmd('redraw')"
+                "; local row = vim.fn.screenpos(win, lnum, 1).row"
+                "; local buf = vim.api.nvim_win_get_buf(win)"
+                "; local text = vim.api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1]"
+                "; for col = 1, #text do"
+                " local at = vim.fn.screenpos(win, lnum, col) if at.row > row then"
+                " return at.col - vim.fn.getwininfo(win)[1].wincol end end",
+                win,
+                lnum,
+            )
+        )
+
+    shown = {marker: indent(first + i) for i, marker in enumerate(items)}
+    assert shown == items
 
 
 def layout(editor: Editor) -> dict[str, Any]:

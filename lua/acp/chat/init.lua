@@ -173,6 +173,12 @@ local SYNTAX, SYNC_LINES = "acpchat", 10
 -- (doc/decisions/0025-render-pacing.md). Settling wraps only what is on screen
 -- again. Human-paced replies keep it.
 local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
+-- The list items 'breakindentopt' list:-1 indents wrapped rows under: CommonMark's
+-- markers. Neovim compiles the pattern for each row it measures; markdown's own
+-- (with its footnote branch, on the automatic engine) costs ~13 µs a row, this
+-- one on the backtracking engine ~0.6 µs. Following the transcript's end measures
+-- a window of rows at every turn start (decision 0061).
+local LIST_ITEM = [[\%#=1^\s*\%([-*+]\|\d\+[.)]\)\s\+]]
 
 local function set_sync(chat)
   api.nvim_buf_call(chat.transcript, function()
@@ -290,6 +296,7 @@ local function create()
     active_at = os.time(),
   }
   vim.bo[chat.transcript].modifiable = false
+  vim.bo[chat.transcript].formatlistpat = LIST_ITEM
   -- Nobody undoes in a read-only buffer: the history of what we wrote only took
   -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
   vim.bo[chat.transcript].undolevels = -1
