@@ -272,6 +272,24 @@ ROWS: dict[str, list[Row]] = {
         ),
         ("    the second before (ms)", "—", _key("nvim_busy_idle"), None),
         ("  its end: the agent's last update → AcpTurnEnd (ms)", "—", _key("turn_end"), None),
+        (
+            "  5 rounds of a turn start of ours and one of the strong floor's, same tree:"
+            " ours, sent → prompt at the agent (ms)",
+            "—",
+            _key("ours_rounds_turn_start"),
+            None,
+        ),
+        ("    the strong floor's (ms)", "—", _key("floor_rounds_turn_start"), None),
+        ("    pings that met ours", "—", _key("ours_rounds_pings"), None),
+        ("    pings that met the floor's", "—", _key("floor_rounds_pings"), None),
+        ("    Neovim's slowest ping in ours (ms)", "—", _key("ours_rounds_slowest"), None),
+        ("    in the floor's (ms)", "—", _key("floor_rounds_slowest"), None),
+        (
+            "    ours / the floor's",
+            "≤ 1.0x",
+            _ratio("ours_rounds_slowest", "floor_rounds_slowest"),
+            lambda m, _: m <= 1.0,
+        ),
     ],
     "biglines": [
         row

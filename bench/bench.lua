@@ -164,13 +164,12 @@ function M.floor(cmd, prompt, chan)
   return buf
 end
 
---- The strong floor, the best a Lua client can do: vim.system with a stdout
---- callback (on libuv's read, no job layer), the lines split and each decoded
---- with vim.json.decode in that callback, then one scheduled nvim_buf_set_text
---- per read.
-function M.strong_floor(cmd, prompt, chan)
-  local buf = floor_buffer()
-  local cwd = vim.fn.getcwd()
+--- Start `cmd` the strong floor's way: vim.system with a stdout callback (on
+--- libuv's read, no job layer), the lines split and each decoded with
+--- vim.json.decode in that callback, `on_message(msg, texts)` for each, then one
+--- scheduled nvim_buf_set_text of the texts it collected into `buf` per read.
+--- Returns send(id, method, params) and stop().
+local function strong_agent(cmd, cwd, buf, on_message)
   local proc
   local partial = ""
   local function send(id, method, params)
@@ -180,6 +179,7 @@ function M.strong_floor(cmd, prompt, chan)
     proc:kill("sigterm")
   end
   proc = vim.system(cmd, {
+    cwd = cwd,
     stdin = true,
     stdout = function(_, data)
       if not data then
@@ -196,7 +196,7 @@ function M.strong_floor(cmd, prompt, chan)
         if start == 1 and partial ~= "" then
           line, partial = partial .. line, ""
         end
-        floor_message(vim.json.decode(line), texts, send, prompt, cwd, chan, stop)
+        on_message(vim.json.decode(line), texts)
         start = nl + 1
       end
       partial = partial .. data:sub(start)
@@ -208,6 +208,50 @@ function M.strong_floor(cmd, prompt, chan)
     end,
   })
   send(1, "initialize", { protocolVersion = 1, clientCapabilities = vim.empty_dict() })
+  return send, stop
+end
+
+--- The strong floor, the best a Lua client can do (strong_agent), sending `prompt`
+--- as soon as its session is there.
+function M.strong_floor(cmd, prompt, chan)
+  local buf = floor_buffer()
+  local cwd = vim.fn.getcwd()
+  local send, stop
+  send, stop = strong_agent(cmd, cwd, buf, function(msg, texts)
+    floor_message(msg, texts, send, prompt, cwd, chan, stop)
+  end)
+  return buf
+end
+
+--- The strong floor as a chat in `cwd`: "floor_ready" once its session is there,
+--- then M.floor_send(text) sends a prompt the way a client does (the prompt drawn
+--- in its buffer, the request written) and returns when it began; "floor_end" at
+--- each prompt's answer.
+function M.floor_chat(cmd, cwd, chan)
+  local buf = floor_buffer()
+  local send, session
+  local sent = 2
+  send = strong_agent(cmd, cwd, buf, function(msg, texts)
+    if msg.method == "session/update" then
+      if msg.params.update.sessionUpdate == "agent_message_chunk" then
+        texts[#texts + 1] = msg.params.update.content.text
+      end
+    elseif msg.id == 1 then
+      send(2, "session/new", { cwd = cwd, mcpServers = {} })
+    elseif msg.id == 2 then
+      session = msg.result.sessionId
+      report(chan, "floor_ready", vim.uv.hrtime())
+    else
+      report(chan, "floor_end", vim.uv.hrtime())
+    end
+  end)
+  function M.floor_send(text)
+    local start = vim.uv.hrtime()
+    append(buf, { "\n\n" .. text .. "\n\n" })
+    sent = sent + 1
+    send(sent, "session/prompt", { sessionId = session, prompt = { { type = "text", text = text } } })
+    return start
+  end
   return buf
 end
 

@@ -415,14 +415,16 @@ def git_tree(files: int = 20_000, dirty: int = 200) -> Path:
     return _trees[files]
 
 
-def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
+def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000, rounds: int = 5) -> Figures:
     """A turn started in a git work tree of ``files`` files while another chat's agent
     measures the worker loop: it sends a request every millisecond and times the
     answer. The turn start: sent → its prompt reached the agent; its end: the agent's
     last update written → AcpTurnEnd (the review's last check is in it). Neovim's ping p99
     meanwhile is compared with the second before, the loop prober already running
     (its requests cost the host and the cores too), and with a Neovim left alone;
-    and Neovim's longest turn of its event loop, meanwhile and the second before."""
+    and Neovim's longest turn of its event loop, meanwhile and the second before.
+    Then ``rounds`` rounds of a turn start of ours and one of the strong floor's in
+    the same tree, prober and Neovim: the pings of each client's turn starts pooled."""
     tree = git_tree(files)
     n = Nvim()
     ui = Ui(n.socket)
@@ -437,17 +439,25 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         time.sleep(1)
         alone_pings = alone.stop()
         n.lua("_G.bench.busy()")
-        n.send_to(pinging, f"pings {pings_ms}")
-        time.sleep(0.3)  # the pings are under way
-        pinger = Pinger(n.socket)
-        before = time.monotonic_ns()
-        time.sleep(1)
-        sent = n.send_to(chat, f"burst 10 {nonce()}")
-        ended = n.wait_turn_end(chat)
-        pings = pinger.stop()
-        n.wait_turn_end(pinging)
+
+        def turn_start_pinged(send: Any, wait: Any) -> tuple[list[Any], int, int, int, int]:
+            """One turn start, the prober and the pinger running from a second
+            before: the pings, their start, when it was sent, when the prompt
+            arrived and when its turn ended (``wait``)."""
+            n.send_to(pinging, f"pings {pings_ms}")
+            time.sleep(0.3)  # the pings are under way
+            pinger = Pinger(n.socket)
+            before = time.monotonic_ns()
+            time.sleep(1)
+            sent = send(f"burst 10 {nonce()}")
+            ended = wait()
+            pings = pinger.stop()
+            n.wait_turn_end(pinging)
+            return pings, before, sent, n.last_stamp("burst")["first_ns"], ended
+
+        ours = (lambda text: n.send_to(chat, text), lambda: n.wait_turn_end(chat))
+        pings, before, sent, started, ended = turn_start_pinged(*ours)
         burst = n.last_stamp("burst")
-        started = burst["first_ns"]
         samples = n.last_stamp("pings")["samples"]
         during = [rtt for begun, rtt in samples if begun + rtt >= sent and begun <= started]
         usual = [rtt for begun, rtt in samples if begun + rtt < sent]
@@ -456,7 +466,7 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
         def busiest(start: int, end: int) -> float:  # the stretches that overlap [start, end)
             return max((t for at, t in stretches if at < end and at + t >= start), default=0) / MS
 
-        return {
+        figures = {
             "turn_start": (started - sent) / MS,
             "turn_end": (ended - burst["last_ns"]) / MS,
             "loop_stall": max(during) / MS,
@@ -467,6 +477,26 @@ def turn_start(run: int, files: int = 20_000, pings_ms: int = 3000) -> Figures:
             "nvim_busy_turn_start": busiest(sent, started),
             "nvim_busy_idle": busiest(before, sent - 1),
         }
+        n.lua("_G.bench.floor_chat(...)", [*AGENT, n.stamps], str(tree), n.chan)
+        n.wait("floor_ready")
+        floor = (
+            lambda text: int(n.lua("return _G.bench.floor_send(...)", text)),
+            lambda: n.wait("floor_end"),
+        )
+        floor[0](f"burst 10 {nonce()}")  # warm-up, as ours had
+        floor[1]()
+        windows: dict[str, list[float]] = {"ours": [], "floor": []}
+        met: dict[str, list[float]] = {"ours": [], "floor": []}
+        for _ in range(rounds):
+            for name, client in (("ours", ours), ("floor", floor)):
+                pings, _, sent, started, _ = turn_start_pinged(*client)
+                windows[name].append((started - sent) / MS)
+                met[name] += [rtt / MS for begun, rtt, _, _ in pings if sent <= begun <= started]
+        for name in ("ours", "floor"):
+            figures[f"{name}_rounds_turn_start"] = statistics.median(windows[name])
+            figures[f"{name}_rounds_pings"] = len(met[name])
+            figures[f"{name}_rounds_slowest"] = max(met[name], default=float("nan"))
+        return figures
     finally:
         ui.close()
         n.quit()
