@@ -190,6 +190,36 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
     ]
 
 
+async def test_a_turn_start_with_nothing_changed_takes_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
+) -> None:
+    """Nothing changed since the last turn start: the next one is that reading, asked
+    of the watch on the event loop, with no hop to a worker thread and back. A file
+    changed between turns still has the reading done in the thread, and the file's
+    baseline is what it held when the turn began."""
+    path = tmp_path / "a.txt"
+    path.write_text("one\n")
+    readings: list[Any] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        if func is disk_changes._turn_start:
+            readings.append(args)
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    for _ in range(3):
+        await changes.begin_turn()
+        await changes.end_turn()
+    assert len(readings) == 1
+    path.write_text("two\n")  # the user's, between turns
+    await changes.begin_turn()
+    assert len(readings) == 2
+    path.write_text("by the agent\n")
+    await changes.end_turn()
+    assert hunks(changes) == [("a.txt", "pending", ["-two", "+by the agent"])]
+
+
 @needs_git
 async def test_an_index_changed_between_turns_has_git_read_again(
     tmp_path: Path, changes: SessionChanges

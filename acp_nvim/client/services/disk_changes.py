@@ -41,7 +41,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from stat import S_ISREG
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 import anyio.to_thread
@@ -268,6 +268,17 @@ def _turn_start(dirs: tuple[str, ...], last: _TurnStart | None) -> _TurnStart:
     return _TurnStart(dirs, scan, gits, kept, watch)
 
 
+def _unchanged(last: _TurnStart | None, dirs: tuple[str, ...]) -> TypeGuard[_TurnStart]:
+    """Whether ``last`` is the turn start now: its watch saw nothing change. Asked on
+    the event loop (a read of the kernel's queue), it spares the send the hops to a
+    worker thread and back (0.3-0.5 ms of a 3 ms turn start, measured). What the
+    kernel queues after this belongs to the turn."""
+    if last is None or last.watch is None or last.dirs != dirs:
+        return False
+    news = last.watch.peek()
+    return news is not None and not (news.paths or news.new_dirs or news.index_changed)
+
+
 def _read_gits(dirs: Sequence[str], watch: TreeWatch | None) -> list[GitState]:
     """The state of each git work tree ``dirs`` are in, each index watched by ``watch``."""
     gits: dict[str, GitState] = {}
@@ -461,11 +472,12 @@ class DiskChanges:
     async def _read_start(self) -> _TurnStart:
         while self._reading is not None:  # the ready session's reading, under way
             await self._reading.wait()
+        dirs = tuple(self.dirs)
+        if _unchanged(self._last, dirs):
+            return self._last
         self._reading = anyio.Event()
         try:
-            last = self._last = await anyio.to_thread.run_sync(
-                _turn_start, tuple(self.dirs), self._last
-            )
+            last = self._last = await anyio.to_thread.run_sync(_turn_start, dirs, self._last)
         finally:
             self._reading.set()
             self._reading = None
