@@ -38,10 +38,11 @@ __all__ = [
 
 import os
 import time
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from stat import S_ISREG
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 import anyio
 import anyio.to_thread
@@ -422,7 +423,8 @@ class DiskChanges:
         # The turn-start scan; none yet proves no file absent (complete=False).
         self._start = Scan(complete=False)
         self._gits: list[GitState] = []  # dirty files at turn start, of each git work tree
-        self._known: dict[str, Stat | None] = {}  # last (size, mtime) seen per file
+        # Last (size, mtime) seen per file: what the turn saw over the turn start's scan.
+        self._known: MutableMapping[str, Stat | None] = {}
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
         self._last: _TurnStart | None = None  # the last turn start's reading, and its watch
@@ -453,7 +455,8 @@ class DiskChanges:
         last = await self._read_start()
         self._start, self._gits = last.scan, last.gits
         self._snapshots = {path: text for path, (_, text) in last.kept.items()}
-        self._known = dict(last.scan.stats)
+        # Not a copy: 20k files' stats took 0.4-1 ms of the send, the GIL held.
+        self._known = ChainMap({}, cast(dict[str, Stat | None], last.scan.stats))
         self.named.clear()
         self._tried.clear()
         self._call_paths.clear()
