@@ -247,7 +247,7 @@ def install_then_chat(tmp_path: Path, plugin: Path, env: dict[str, str], tool: s
         assert "OK anyio" in text and "WARNING" not in text, text
         # An update that changes the dependencies makes the environment stale.
         pyproject = plugin / "pyproject.toml"
-        pyproject.write_text(pyproject.read_text().replace('"anyio>=4.7",', '"anyio>=4.8",'))
+        pyproject.write_text(pyproject.read_text().replace('"anyio>=4.11",', '"anyio>=4.12",'))
         editor.nvim.command("bwipeout | checkhealth acp")
         text = "\n".join(editor.nvim.current.buffer[:])
         assert "WARNING the plugin's Python environment was built for other dependencies" in text

@@ -22,7 +22,7 @@ def test_digest_follows_the_dependencies_only() -> None:
     )
     assert dependencies_digest(unrelated) == digest
     for changed in (
-        text.replace('"anyio>=4.7"', '"anyio>=4.8"'),
+        text.replace('"anyio>=4.11"', '"anyio>=4.12"'),
         text.replace('"msgspec>=0.18",', '"msgspec>=0.18",\n  "pydantic>=2",'),
         text.replace('requires-python = ">=3.10"', 'requires-python = ">=3.11"'),
     ):
