@@ -483,11 +483,15 @@ def main() -> None:
             continue
         medians: dict[str, float] = {}
         for label, target, value, passes in ROWS[group]:
-            values = [value(r) for r in runs]
-            med = statistics.median(values)
+            # A run without the figure (no ping met its window: NaN) is left out and
+            # counted: NaN would sort anywhere in the median.
+            values = [v for v in map(value, runs) if not math.isnan(v)]
+            med = statistics.median(values) if values else math.nan
             medians[label] = med
             verdict = "" if passes is None else ("ok" if passes(med, medians) else "MISSED")
-            spread = f"{fmt(min(values))}-{fmt(max(values))}"
+            spread = f"{fmt(min(values))}-{fmt(max(values))}" if values else "n/a"
+            if len(values) < len(runs):
+                spread += f", {len(runs) - len(values)} n/a"
             print(f"| {label} | {target} | {fmt(med)} | {spread} | {verdict} |")
     if args.json:
         with open(args.json, "w") as f:
