@@ -1,0 +1,74 @@
+"""The worker thread's loop, as the pynvim thread hands it work (acp_nvim/nvim/worker.py)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+
+import anyio
+import anyio.abc
+import pytest
+
+from acp_nvim.nvim.worker import Worker
+
+
+async def _nothing(tasks: anyio.abc.TaskGroup) -> None:
+    pass
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    running = Worker(_nothing)
+    running.start()
+    yield running
+    running.stop()
+
+
+def test_submitted_tasks_run_in_order_and_a_failure_is_only_logged(
+    worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    ran: list[int] = []
+    done = threading.Event()
+
+    async def job(n: int) -> None:
+        ran.append(n)
+
+    async def fails() -> None:
+        raise ValueError("broken")
+
+    async def last() -> None:
+        done.set()
+
+    with caplog.at_level(logging.ERROR, logger="acp_nvim"):
+        for n in range(20):
+            worker.submit(job, n)
+        worker.submit(fails)
+        worker.submit(last)
+        assert done.wait(5)
+    assert ran == list(range(20))
+    assert "task fails failed" in caplog.text
+    assert worker.call(len, ran) == 20  # the loop goes on
+
+
+def test_submit_does_not_wait_for_a_busy_loop(worker: Worker) -> None:
+    """The loop is held (a task blocks its thread): a submit still returns at once,
+    and its task runs once the loop is free."""
+    holding, release, ran = threading.Event(), threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        holding.set()
+        release.wait(10)  # blocks the loop's thread on purpose
+
+    async def job() -> None:
+        ran.set()
+
+    worker.submit(hold)
+    assert holding.wait(5)
+    submitting = threading.Thread(target=worker.submit, args=(job,))
+    submitting.start()
+    submitting.join(5)
+    returned = not submitting.is_alive()
+    release.set()
+    assert returned
+    assert ran.wait(5)
