@@ -444,10 +444,13 @@ def turn_start(
         alone_pings = alone.stop()
         n.lua("_G.bench.busy()")
 
-        def turn_start_pinged(send: Any, wait: Any) -> tuple[list[Any], int, int, int, int]:
+        def turn_start_pinged(
+            send: Any, wait: Any, after_ms: int = 0
+        ) -> tuple[list[Any], int, int, int, int]:
             """One turn start, the prober and the pinger running from a second
-            before: the pings, their start, when it was sent, when the prompt
-            arrived and when its turn ended (``wait``)."""
+            before and at least ``after_ms`` after the send: the pings, their start,
+            when it was sent, when the prompt arrived and when its turn ended
+            (``wait``)."""
             n.send_to(pinging, f"pings {pings_ms}")
             time.sleep(0.3)  # the pings are under way
             pinger = Pinger(n.socket)
@@ -455,6 +458,7 @@ def turn_start(
             time.sleep(1)
             sent = send(f"burst 10 {nonce()}")
             ended = wait()
+            time.sleep(max(0, sent + after_ms * MS - time.monotonic_ns()) / 1e9)
             pings = pinger.stop()
             n.wait_turn_end(pinging)
             return pings, before, sent, n.last_stamp("burst")["first_ns"], ended
@@ -493,7 +497,7 @@ def turn_start(
         met: dict[str, list[float]] = {"ours": [], "floor": []}
         for _ in range(rounds):
             for name, client in (("ours", ours), ("floor", floor)):
-                pings, _, sent, started, _ = turn_start_pinged(*client)
+                pings, _, sent, started, _ = turn_start_pinged(*client, after_ms)
                 windows[name].append((started - sent) / MS)
                 end = sent + after_ms * MS
                 met[name] += [rtt / MS for begun, rtt, _, _ in pings if sent <= begun <= end]
