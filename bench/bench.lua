@@ -115,22 +115,35 @@ local function floor_buffer()
   return buf
 end
 
---- What both floors do with one decoded message: collect a chunk's text, or
---- answer the handshake (`send`), or report the turn's end.
-local function floor_message(msg, texts, send, prompt, cwd, chan, stop)
+--- What every floor does with one decoded message: collect a chunk's text, answer
+--- the handshake (`agent.send`), then `on.session(id)` once the session is there
+--- and `on.answer()` at a prompt's answer.
+local function floor_message(msg, texts, agent, cwd, on)
   if msg.method == "session/update" then
     if msg.params.update.sessionUpdate == "agent_message_chunk" then
       texts[#texts + 1] = msg.params.update.content.text
     end
   elseif msg.id == 1 then
-    send(2, "session/new", { cwd = cwd, mcpServers = {} })
+    agent.send(2, "session/new", { cwd = cwd, mcpServers = {} })
   elseif msg.id == 2 then
-    local session = msg.result.sessionId
-    send(3, "session/prompt", { sessionId = session, prompt = { { type = "text", text = prompt } } })
-  elseif msg.id == 3 then
-    stop()
-    report(chan, "floor_end", vim.uv.hrtime())
+    on.session(msg.result.sessionId)
+  elseif not msg.method then
+    on.answer()
   end
+end
+
+--- floor_message's `on` for a floor that sends `prompt` as soon as its session is
+--- there and stops `agent` at its answer.
+local function one_prompt(agent, prompt, chan)
+  return {
+    session = function(session)
+      agent.send(3, "session/prompt", { sessionId = session, prompt = { { type = "text", text = prompt } } })
+    end,
+    answer = function()
+      agent.stop()
+      report(chan, "floor_end", vim.uv.hrtime())
+    end,
+  }
 end
 
 --- The weak floor (the one of the first rounds): the agent read with jobstart,
@@ -147,13 +160,15 @@ function M.floor(cmd, prompt, chan)
   local function stop()
     vim.fn.jobstop(job)
   end
+  local agent = { send = send, stop = stop }
+  local on = one_prompt(agent, prompt, chan)
   job = vim.fn.jobstart(cmd, {
     on_stdout = function(_, data)
       data[1] = partial .. data[1]
       partial = table.remove(data)
       local texts = {}
       for _, line in ipairs(data) do
-        floor_message(vim.json.decode(line), texts, send, prompt, cwd, chan, stop)
+        floor_message(vim.json.decode(line), texts, agent, cwd, on)
       end
       if #texts > 0 then
         append(buf, texts)
@@ -216,9 +231,10 @@ end
 function M.strong_floor(cmd, prompt, chan)
   local buf = floor_buffer()
   local cwd = vim.fn.getcwd()
-  local send, stop
-  send, stop = strong_agent(cmd, cwd, buf, function(msg, texts)
-    floor_message(msg, texts, send, prompt, cwd, chan, stop)
+  local agent = {}
+  local on = one_prompt(agent, prompt, chan)
+  agent.send, agent.stop = strong_agent(cmd, cwd, buf, function(msg, texts)
+    floor_message(msg, texts, agent, cwd, on)
   end)
   return buf
 end
@@ -229,27 +245,26 @@ end
 --- each prompt's answer.
 function M.floor_chat(cmd, cwd, chan)
   local buf = floor_buffer()
-  local send, session
+  local session
   local sent = 2
-  send = strong_agent(cmd, cwd, buf, function(msg, texts)
-    if msg.method == "session/update" then
-      if msg.params.update.sessionUpdate == "agent_message_chunk" then
-        texts[#texts + 1] = msg.params.update.content.text
-      end
-    elseif msg.id == 1 then
-      send(2, "session/new", { cwd = cwd, mcpServers = {} })
-    elseif msg.id == 2 then
-      session = msg.result.sessionId
+  local agent = {}
+  local on = {
+    session = function(id)
+      session = id
       report(chan, "floor_ready", vim.uv.hrtime())
-    else
+    end,
+    answer = function()
       report(chan, "floor_end", vim.uv.hrtime())
-    end
+    end,
+  }
+  agent.send, agent.stop = strong_agent(cmd, cwd, buf, function(msg, texts)
+    floor_message(msg, texts, agent, cwd, on)
   end)
   function M.floor_send(text)
     local start = vim.uv.hrtime()
     append(buf, { "\n\n" .. text .. "\n\n" })
     sent = sent + 1
-    send(sent, "session/prompt", { sessionId = session, prompt = { { type = "text", text = text } } })
+    agent.send(sent, "session/prompt", { sessionId = session, prompt = { { type = "text", text = text } } })
     return start
   end
   return buf
