@@ -4,9 +4,9 @@ pynvim's loop keeps the main thread; this thread runs ``anyio.run`` (asyncio). T
 main thread reaches the loop through :meth:`Worker.submit`, which hands a coroutine
 to the loop's task group and returns at once, without waiting for the loop even to
 take it: a Neovim request is never blocked on agent I/O, and the loop thread runs
-on with the GIL instead of handing it back to a waiting caller (the hop took
-0.15-1.4 ms of a turn start on two busy cores, decision 0061). A plain thread is used, not a
-BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
+on with the GIL instead of handing it back to a waiting caller (the wait cost a
+turn start 0.15-1.4 ms on two busy cores, decision 0061). A plain thread is used,
+not a BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
 channel.
 """
 
