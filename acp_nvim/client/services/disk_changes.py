@@ -248,6 +248,10 @@ class _TurnStart:
     kept: Kept
     watch: TreeWatch | None = None
 
+    def watching(self, dirs: tuple[str, ...]) -> TreeWatch | None:
+        """The watch, when it covers ``dirs`` (the chat's directories are the same)."""
+        return self.watch if self.dirs == dirs else None
+
 
 def _turn_start(dirs: tuple[str, ...], last: _TurnStart | None) -> _TurnStart:
     """What the turn starting now compares against, read in a worker thread: the last
@@ -274,9 +278,8 @@ def _unchanged(last: _TurnStart | None, dirs: tuple[str, ...]) -> TypeGuard[_Tur
     the event loop (a read of the kernel's queue), it spares the send the hops to a
     worker thread and back (0.3-0.5 ms of a 3 ms turn start, measured). What the
     kernel queues after this belongs to the turn."""
-    if last is None or last.watch is None or last.dirs != dirs:
-        return False
-    news = last.watch.peek()
+    watch = last.watching(dirs) if last is not None else None
+    news = watch.peek() if watch is not None else None
     return news is not None and not (news.paths or news.new_dirs or news.index_changed)
 
 
@@ -296,8 +299,8 @@ def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
     dirty (a clean one among them only costs a snapshot of its text); git read again
     when an index changed. ``last`` itself when nothing changed; None when the watch
     cannot vouch for it."""
-    watch = last.watch
-    if watch is None or last.dirs != dirs or (news := watch.news()) is None:
+    watch = last.watching(dirs)
+    if watch is None or (news := watch.news()) is None:
         return None
     changed = _named(news, watch)
     if changed is None:
@@ -550,8 +553,7 @@ class DiskChanges:
     def _watched_since_start(self) -> dict[str, None] | None:
         """The files the watch saw change since the turn began (and those in new
         directories, scanned); None when it cannot say."""
-        last = self._last
-        watch = last.watch if last is not None and last.dirs == tuple(self.dirs) else None
+        watch = self._last.watching(tuple(self.dirs)) if self._last is not None else None
         if watch is None or (news := watch.peek()) is None:
             return None
         named = _named(news, watch)
