@@ -1,12 +1,10 @@
 """The worker thread: one anyio event loop that owns all agent I/O and state.
 
-pynvim's loop keeps the main thread; this thread runs ``anyio.run`` (asyncio). The
-main thread reaches the loop through :meth:`Worker.submit`, which hands a coroutine
-to the loop's task group and returns at once, without waiting for the loop even to
-take it: a Neovim request is never blocked on agent I/O, and the loop thread runs
-on with the GIL instead of handing it back to a waiting caller (the wait cost a
-turn start 0.15-1.4 ms on two busy cores, decision 0061). A plain thread is used,
-not a BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
+pynvim's loop keeps the main thread; this thread runs ``anyio.run``. The main
+thread reaches the loop only through :meth:`Worker.submit`, which hands a
+coroutine to the loop's task group and returns without waiting for it, so a
+Neovim request is never blocked on agent I/O. A plain thread is used, not a
+BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
 channel.
 """
 
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["Worker"]
 
-import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -37,7 +34,6 @@ class Worker:
         self._main = main
         self._ready = threading.Event()
         self._token: anyio.lowlevel.EventLoopToken | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
         self._stopped: anyio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="acp-worker", daemon=True)
@@ -48,7 +44,7 @@ class Worker:
 
     def _run(self) -> None:
         try:
-            anyio.run(self._serve, backend="asyncio")
+            anyio.run(self._serve)
         except Exception:
             log.exception("worker loop crashed")
         finally:
@@ -56,7 +52,6 @@ class Worker:
 
     async def _serve(self) -> None:
         self._token = anyio.lowlevel.current_token()
-        self._loop = asyncio.get_running_loop()
         self._stopped = anyio.Event()
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
@@ -66,9 +61,8 @@ class Worker:
             tasks.cancel_scope.cancel()
 
     def submit(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Start ``fn(*args)`` on the loop, in the order submitted; errors are logged,
-        never raised here."""
-        if self._tasks is None or self._loop is None:
+        """Start ``fn(*args)`` on the loop; errors are logged, never raised here."""
+        if self._tasks is None or self._token is None:
             raise RuntimeError("worker is not running")
         tasks = self._tasks
 
@@ -78,9 +72,7 @@ class Worker:
             except Exception:
                 log.exception("task %s failed", getattr(fn, "__name__", fn))
 
-        # anyio has no call into its loop that does not wait (but a portal's, which
-        # hangs the interpreter's exit); asyncio's keeps the order of the calls.
-        self._loop.call_soon_threadsafe(tasks.start_soon, guarded)
+        anyio.from_thread.run_sync(tasks.start_soon, guarded, token=self._token)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a quick synchronous function on the loop thread and return its result."""

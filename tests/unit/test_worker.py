@@ -49,26 +49,3 @@ def test_submitted_tasks_run_in_order_and_a_failure_is_only_logged(
     assert ran == list(range(20))
     assert "task fails failed" in caplog.text
     assert worker.call(len, ran) == 20  # the loop goes on
-
-
-def test_submit_does_not_wait_for_a_busy_loop(worker: Worker) -> None:
-    """The loop is held (a task blocks its thread): a submit still returns at once,
-    and its task runs once the loop is free."""
-    holding, release, ran = threading.Event(), threading.Event(), threading.Event()
-
-    async def hold() -> None:
-        holding.set()
-        release.wait(10)  # blocks the loop's thread on purpose
-
-    async def job() -> None:
-        ran.set()
-
-    worker.submit(hold)
-    assert holding.wait(5)
-    submitting = threading.Thread(target=worker.submit, args=(job,))
-    submitting.start()
-    submitting.join(5)
-    returned = not submitting.is_alive()
-    release.set()
-    assert returned
-    assert ran.wait(5)
