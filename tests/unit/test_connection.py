@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from anyio.abc import ByteSendStream
 
 from acp_nvim.protocol import (
     Connection,
@@ -98,6 +99,31 @@ async def test_notifications_in_order(connection_pair, serving) -> None:
             await a.notify("session/update", Update(i))
         await done.wait()
     assert seen == list(range(100))
+
+
+async def test_a_message_is_written_in_the_step_that_sends_it() -> None:
+    """With no other send under way, nothing else runs between a send and its write:
+    a turn start's prompt does not wait behind every task the loop has ready."""
+    order: list[str] = []
+
+    class Recorded(ByteSendStream):
+        async def send(self, item: bytes) -> None:
+            order.append("written")
+
+        async def send_eof(self) -> None:
+            pass
+
+        async def aclose(self) -> None:
+            pass
+
+    async def other() -> None:
+        order.append("other")
+
+    conn = Connection(None, Recorded())  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(other)
+        await conn.notify("session/cancel", {"sessionId": "s"})
+    assert order == ["written", "other"]
 
 
 async def test_error_codes_and_data(connection_pair, serving) -> None:

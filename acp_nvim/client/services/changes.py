@@ -134,7 +134,9 @@ class SessionChanges:
         self.missing_file_as_empty = missing_file_as_empty
         self.access: FileAccess | None = None
         self._tasks = tasks
-        self._lock = anyio.Lock()
+        # Free, it lets the caller through without a turn of the loop (a turn start's
+        # prompt waits for it: see Connection's write lock).
+        self._lock = anyio.Lock(fast_acquire=True)
         self.disk = DiskChanges(editor, self.cwd, self.store, roots)
         self._check_queued = False
         self._turn_open = False
