@@ -74,16 +74,16 @@ end
 
 local later_writes = 0
 
---- M.write_lines off Neovim's loop: libuv's threads write, sync and rename the new
---- file (the sync alone took 1-2 ms, Neovim answering nothing meanwhile), then
---- `done(err)` runs on the loop: err is nil, or why `path` was left as it was.
+--- Write `data` (the file's whole text) as M.write_lines writes lines, off Neovim's
+--- loop: libuv's threads write, sync and rename the new file (the sync alone took
+--- 1-2 ms, Neovim answering nothing meanwhile), then `done(err)` runs on the loop:
+--- err is nil, or why `path` was left as it was.
 ---@param path string
----@param lines string[]
+---@param data string
 ---@param done fun(err: string?)
-function M.write_lines_later(path, lines, done)
+function M.write_later(path, data, done)
   later_writes = later_writes + 1
   local temporary = ("%s/.%s.%d.%d.acp~"):format(vim.fs.dirname(path), vim.fs.basename(path), vim.uv.os_getpid(), later_writes)
-  local data = table.concat(lines, "\n") .. "\n"
   local uv = vim.uv
   local finish = vim.schedule_wrap(done)
   local function failed(err, fd)

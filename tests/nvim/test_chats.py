@@ -93,6 +93,23 @@ def test_a_prompt_sent_as_neovim_quits_is_kept(editor: Editor) -> None:
     assert list(stored.values()) == [["first", "last words"]]
 
 
+def test_a_prompt_is_merged_into_what_the_file_holds(editor: Editor) -> None:
+    """The file is read again at each write (off Neovim's loop): another agent's or
+    project's prompts stay, and this chat's keep the last 100."""
+    path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    cwd = editor.lua("return require('acp').status().cwd")
+    mine = f"fake\t{cwd}"
+    older = [f"old {i}" for i in range(100)]
+    path.write_text(json.dumps({"other\t/elsewhere": ["theirs"], mine: older}))
+    editor.lua("require('acp').send('new')")
+    editor.wait_event("AcpTurnEnd")
+    editor.lua("require('acp.chat.prompt_history').flush()")  # its write is done
+    assert json.loads(path.read_text()) == {"other\t/elsewhere": ["theirs"], mine: [*older[1:], "new"]}
+
+
 def test_history_keys_move_as_usual_inside_a_multiline_input(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
     editor.open_chat()

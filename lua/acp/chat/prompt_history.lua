@@ -38,39 +38,82 @@ end
 local waiting = {}
 local writing = false
 
---- The file's prompts with those waiting added (and taken).
-local function merged()
-  local data = load()
-  for _, prompt in ipairs(waiting) do
-    local name, text = prompt[1], prompt[2]
-    local stored = data[name] or {}
-    if stored[#stored] ~= text then
-      table.insert(stored, text)
+--- The file's text with `sent` (JSON of key, text pairs) added, after true; false
+--- and why when that failed. Run in one of libuv's threads: a hundred prompts per
+--- agent and project make a history whose decoding and encoding must not hold up a
+--- send on Neovim's loop. So it has only its arguments, vim.uv and vim.json (a
+--- thread's function takes no upvalues).
+---@param path string
+---@param sent string
+---@param limit integer
+---@return boolean, string
+local function merge(path, sent, limit)
+  local uv, json = vim.uv, vim.json
+  return pcall(function()
+    local data
+    local fd = uv.fs_open(path, "r", 0)
+    if fd then
+      local stat = uv.fs_fstat(fd)
+      local text = stat and uv.fs_read(fd, stat.size, 0)
+      uv.fs_close(fd)
+      local ok, decoded = pcall(json.decode, text or "")
+      data = ok and type(decoded) == "table" and decoded or nil
     end
-    data[name] = vim.list_slice(stored, math.max(1, #stored - LIMIT + 1))
-  end
+    data = data or {}
+    for _, prompt in ipairs(json.decode(sent)) do
+      local name, text = prompt[1], prompt[2]
+      local stored = data[name] or {}
+      if stored[#stored] ~= text then
+        table.insert(stored, text)
+      end
+      local kept = {}
+      for i = math.max(1, #stored - limit + 1), #stored do
+        kept[#kept + 1] = stored[i]
+      end
+      data[name] = kept
+    end
+    return json.encode(data) .. "\n"
+  end)
+end
+
+--- The prompts waiting, as `merge` takes them (and no longer waiting).
+local function take()
+  local sent = vim.json.encode(waiting)
   waiting = {}
   vim.fn.mkdir(vim.fs.dirname(file()), "p")
-  return { vim.json.encode(data) }
+  return sent
 end
 
 -- One write at a time, each after reading the file again (another Neovim's prompts
--- are kept); all or nothing (a full disk must not cost the history), its sync off
--- the loop (a turn start must not wait for the disk).
-local function store()
+-- are kept); all or nothing (a full disk must not cost the history); the reading,
+-- merging and writing all off the loop.
+local store
+
+local merged = vim.uv.new_work(
+  merge,
+  vim.schedule_wrap(function(ok, text)
+    local function written()
+      writing = false
+      store()
+    end
+    if not ok then
+      vim.notify("acp.nvim: the prompt history was not written: " .. text, vim.log.levels.WARN)
+      return written()
+    end
+    util.write_later(file(), text, written)
+  end)
+)
+
+function store()
   if writing or #waiting == 0 then
     return
   end
   writing = true
-  util.write_lines_later(file(), merged(), function()
-    writing = false
-    store()
-  end)
+  merged:queue(file(), take(), LIMIT)
 end
 
---- Remember `text` as sent from `chat`, in the chat now and on disk in a later
---- turn of the event loop: reading and merging the file is not done in the same
---- turn as sending the prompt and drawing it, and writing it not on the loop.
+--- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
+--- merged it into the file (see `store`).
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -80,7 +123,7 @@ function M.add(chat, text)
     table.insert(history.entries, text)
   end
   table.insert(waiting, { key(chat), text })
-  vim.schedule(store)
+  store()
 end
 
 --- Have every prompt sent so far on disk before returning (Neovim is closing).
@@ -89,7 +132,10 @@ function M.flush()
     return not writing
   end)
   if #waiting > 0 then
-    util.write_lines(file(), merged())
+    local ok, text = merge(file(), take(), LIMIT)
+    if ok then
+      util.write_lines(file(), { text:sub(1, -2) })
+    end
   end
 end
 
