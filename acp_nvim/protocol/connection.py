@@ -471,9 +471,7 @@ class Connection:
         # params in one pass; (decoder, route by struct), built on the next read.
         self._batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]] | None = None
         self._pending: dict[int, _Pending] = {}
-        # Free, it lets the writer through without a turn of the loop: a prompt is not
-        # written after every task the loop had ready (a turn start's ~0.2 ms).
-        self._write_lock = anyio.Lock(fast_acquire=True)
+        self._write_lock = anyio.Lock(fast_acquire=True)  # free: no turn of the loop first
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
         self._close_reason: str | None = None
