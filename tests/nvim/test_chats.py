@@ -110,6 +110,21 @@ def test_a_prompt_is_merged_into_what_the_file_holds(editor: Editor) -> None:
     assert json.loads(path.read_text()) == {"other\t/elsewhere": ["theirs"], mine: [*older[1:], "new"]}
 
 
+def test_a_chat_reads_its_history_in_a_thread_as_it_opens(editor: Editor) -> None:
+    """Before its first send or <Up>, which then need not decode the file on the loop."""
+    path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cwd = editor.lua("return vim.fn.getcwd()")
+    path.write_text(json.dumps({f"fake\t{cwd}": ["earlier"], "other\t/elsewhere": ["theirs"]}))
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    history = "require('acp.chat.registry').chats[require('acp').status().chat].history"
+    editor.wait(f"{history} ~= nil", what="the history read")
+    assert editor.lua(f"return {history}.entries") == ["earlier"]
+    editor.nvim.input("i<Up>")
+    wait_input(editor, ["earlier"])
+
+
 def test_history_keys_move_as_usual_inside_a_multiline_input(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
     editor.open_chat()

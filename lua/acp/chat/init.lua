@@ -444,6 +444,7 @@ function M.open(opts)
   -- is the chat's they continue).
   chat.cwd = opts.cwd and util.directory(opts.cwd) or from and from.cwd or vim.fn.getcwd()
   registry.current = chat.id
+  prompt_history.prefetch(chat)
   if opts.fork then
     continue_from(opts.fork, chat)
   elseif not (opts.session_id or opts.history or opts.handoff) then

@@ -5,6 +5,7 @@ local keys = require("acp.keys")
 
 local M = {}
 local api = vim.api
+local registry = require("acp.chat.registry")
 local util = require("acp.util")
 
 local LIMIT = 100 -- prompts kept per agent and project
@@ -17,52 +18,37 @@ local function key(chat)
   return (chat.status.agent or "?") .. "\t" .. chat.cwd
 end
 
-local function load()
-  local ok, data = pcall(function()
-    return vim.json.decode(table.concat(vim.fn.readfile(file()), "\n"))
-  end)
-  return ok and type(data) == "table" and data or {}
-end
-
---- The chat's history, oldest first (read from disk once per chat).
----@param chat acp.Chat
----@return {entries: string[], index?: integer, draft?: string[]}
-local function of(chat)
-  if not chat.history then
-    chat.history = { entries = vim.deepcopy(load()[key(chat)] or {}) }
-  end
-  return chat.history
-end
-
----@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
-local waiting = {}
-local writing = false
-
---- The file's text with `sent` (JSON of key, text pairs) added, after true; false
---- and why when that failed. Run in one of libuv's threads: a hundred prompts per
---- agent and project make a history whose decoding and encoding must not hold up a
---- send on Neovim's loop. So it has only its arguments, vim.uv and vim.json (a
---- thread's function takes no upvalues).
+--- What the history file holds of `name` (JSON of its prompts, oldest first) and,
+--- with `sent` (JSON of key, text pairs) added, the file's new text ("" when nothing
+--- was sent), after true; false and why when that failed; then `name` and `chat_id`
+--- (what the caller gave, for the callback). It runs in one of libuv's threads (a
+--- chat's first read, every write: a hundred prompts per agent and project make a
+--- file whose decoding and encoding must not hold up a send on Neovim's loop), so it
+--- has only its arguments, vim.uv and vim.json (a thread's function takes no
+--- upvalues).
 ---@param path string
 ---@param sent string
 ---@param limit integer
----@return boolean, string
-local function merge(path, sent, limit)
+---@param name string
+---@param chat_id integer?
+---@return boolean, string, string?, string, integer?
+local function read_merged(path, sent, limit, name, chat_id)
   local uv, json = vim.uv, vim.json
-  return pcall(function()
+  local ok, entries, text = pcall(function()
     local data
     local fd = uv.fs_open(path, "r", 0)
     if fd then
       local stat = uv.fs_fstat(fd)
-      local text = stat and uv.fs_read(fd, stat.size, 0)
+      local stored = stat and uv.fs_read(fd, stat.size, 0)
       uv.fs_close(fd)
-      local ok, decoded = pcall(json.decode, text or "")
-      data = ok and type(decoded) == "table" and decoded or nil
+      local decoded, value = pcall(json.decode, stored or "")
+      data = decoded and type(value) == "table" and value or nil
     end
     data = data or {}
-    for _, prompt in ipairs(json.decode(sent)) do
-      local name, text = prompt[1], prompt[2]
-      local stored = data[name] or {}
+    local prompts = json.decode(sent)
+    for _, prompt in ipairs(prompts) do
+      local key, text = prompt[1], prompt[2]
+      local stored = data[key] or {}
       if stored[#stored] ~= text then
         table.insert(stored, text)
       end
@@ -70,13 +56,53 @@ local function merge(path, sent, limit)
       for i = math.max(1, #stored - limit + 1), #stored do
         kept[#kept + 1] = stored[i]
       end
-      data[name] = kept
+      data[key] = kept
     end
-    return json.encode(data) .. "\n"
+    return json.encode(data[name] or {}), #prompts > 0 and json.encode(data) .. "\n" or ""
   end)
+  return ok, entries, text, name, chat_id
 end
 
---- The prompts waiting, as `merge` takes them (and no longer waiting).
+--- A chat's history as read ahead in a thread, unless something read it meanwhile.
+local read = vim.uv.new_work(
+  read_merged,
+  vim.schedule_wrap(function(ok, entries, _, name, chat_id)
+    local chat = registry.chats[chat_id]
+    if ok and chat and not chat.history then
+      chat.history = { entries = vim.json.decode(entries), read_as = name }
+    end
+  end)
+)
+
+--- Have the chat's history read in a thread before its first send or <Up> needs it.
+---@param chat acp.Chat
+function M.prefetch(chat)
+  read:queue(file(), "[]", LIMIT, key(chat), chat.id)
+end
+
+--- The chat's history, oldest first (read from disk once per chat).
+---@param chat acp.Chat
+---@return {entries: string[], index?: integer, draft?: string[]}
+local function of(chat)
+  local history = chat.history
+  -- Read ahead as the chat opened: a reopened chat learns its directory later.
+  if history and history.read_as and history.read_as ~= key(chat) then
+    history = nil
+  end
+  if not history then
+    local ok, entries = read_merged(file(), "[]", LIMIT, key(chat))
+    history = { entries = ok and vim.json.decode(entries) or {} }
+  end
+  history.read_as = nil
+  chat.history = history
+  return history
+end
+
+---@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
+local waiting = {}
+local writing = false
+
+--- The prompts waiting, as `read_merged` takes them (and no longer waiting).
 local function take()
   local sent = vim.json.encode(waiting)
   waiting = {}
@@ -90,14 +116,14 @@ end
 local store
 
 local merged = vim.uv.new_work(
-  merge,
-  vim.schedule_wrap(function(ok, text)
+  read_merged,
+  vim.schedule_wrap(function(ok, result, text) -- result: why, when not ok
     local function written()
       writing = false
       store()
     end
     if not ok then
-      vim.notify("acp.nvim: the prompt history was not written: " .. text, vim.log.levels.WARN)
+      vim.notify("acp.nvim: the prompt history was not written: " .. result, vim.log.levels.WARN)
       return written()
     end
     util.write_later(file(), text, written)
@@ -109,7 +135,7 @@ function store()
     return
   end
   writing = true
-  merged:queue(file(), take(), LIMIT)
+  merged:queue(file(), take(), LIMIT, "")
 end
 
 --- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
@@ -132,7 +158,7 @@ function M.flush()
     return not writing
   end)
   if #waiting > 0 then
-    local ok, text = merge(file(), take(), LIMIT)
+    local ok, _, text = read_merged(file(), take(), LIMIT, "")
     if ok then
       util.write_lines(file(), { text:sub(1, -2) })
     end
