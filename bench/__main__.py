@@ -387,6 +387,16 @@ ROWS: dict[str, list[Row]] = {
             lambda m, _: m <= 16,
         ),
     ],
+    "prompts": [
+        (
+            "a send, 20 projects' prompts in the history (0.67 MB): Neovim's longest"
+            " loop turn until it is on disk (ms)",
+            "≤ 4",
+            _key("prompts_long"),
+            lambda m, _: m <= 4,
+        ),
+        ("  the same with no history (ms)", "—", _key("prompts_none"), None),
+    ],
 }
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "stream": figures.streaming,
@@ -402,6 +412,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "long": figures.long_session,
     "transcript": figures.long_transcript,
     "history": figures.history,
+    "prompts": figures.prompts,
 }
 
 

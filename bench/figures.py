@@ -715,3 +715,44 @@ def _stream_with_history(count: int = 10_000, rounds: int = 5) -> Figures:
     finally:
         ui.close()
         n.quit()
+
+
+def prompts(run: int, projects: int = 20, kept: int = 100, sends: int = 10) -> Figures:
+    """Sends in a chat with no prompt history, then in one whose history file
+    (stdpath("state")/acp/history.json) holds ``kept`` prompts of ~330 bytes for
+    each of ``projects`` agents and directories (0.67 MB): Neovim's longest turn of
+    its event loop from each send until its prompt is on disk (the chat's own
+    drawing in it too), the median of ``sends``, the chat's first send included."""
+    n = Nvim()
+    try:
+        n.setup()
+        path = n.tmp / "xdg-state" / "nvim" / "acp" / "history.json"
+        n.lua("_G.bench.busy()")
+
+        def longest_per_send() -> float:
+            chat, _ = n.open_chat_in(n.project)
+            longest = []
+            for _ in range(sends):
+                key = nonce()
+                n.lua("_G.bench.stretches = {}")
+                n.send_to(chat, f"burst 10 {key}")
+                n.wait_turn_end(chat)
+                while not path.exists() or key not in path.read_text():  # written later
+                    time.sleep(0.005)
+                stretches = n.lua("return _G.bench.stretches")
+                longest.append(max((t for _, t in stretches), default=0) / MS)
+            return statistics.median(longest)
+
+        figures = {"prompts_none": longest_per_send()}
+        path.write_text(
+            json.dumps(
+                {
+                    f"agent {p}\t/project/{p}": [f"prompt {i} " + "x" * 320 for i in range(kept)]
+                    for p in range(projects)
+                }
+            )
+        )
+        figures["prompts_long"] = longest_per_send()
+        return figures
+    finally:
+        n.quit()
