@@ -39,9 +39,9 @@ local function read_merged(path, sent, limit, name, chat_id)
     local fd = uv.fs_open(path, "r", 0)
     if fd then
       local stat = uv.fs_fstat(fd)
-      local stored = stat and uv.fs_read(fd, stat.size, 0)
+      local content = stat and uv.fs_read(fd, stat.size, 0)
       uv.fs_close(fd)
-      local decoded, value = pcall(json.decode, stored or "")
+      local decoded, value = pcall(json.decode, content or "")
       data = decoded and type(value) == "table" and value or nil
     end
     data = data or {}
@@ -82,7 +82,7 @@ end
 
 --- The chat's history, oldest first (read from disk once per chat).
 ---@param chat acp.Chat
----@return {entries: string[], index?: integer, draft?: string[]}
+---@return {entries: string[], index?: integer, draft?: string[], read_as?: string}
 local function of(chat)
   local history = chat.history
   -- Read ahead as the chat opened: a reopened chat learns its directory later.
