@@ -600,9 +600,9 @@ def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, 
     """Reopened in another Neovim, a rewound chat lists the branches it had, shows the
     one it showed, switches to another (its turns in order) before its agent starts,
     and goes on in that branch's session: resumed where the agent resumes, else a new
-    session told that branch's conversation."""
+    session told that branch's conversation. A switch, a rewind and a prompt asked at
+    once are done in that order."""
     from tests.nvim.test_chats import STUB_UI
-    from tests.nvim.test_permissions import wait_text
     from tests.nvim.test_rewind import calls, session_changed, start, three_turns, turn
 
     start(editor, scenario, version)
@@ -640,17 +640,21 @@ def test_a_reopened_chat_has_the_branches_it_had(editor: Editor, scenario: str, 
             assert said == {"type": "text", "text": "go on"}
             assert all(f"write a.txt {word}" in seed["text"] for word in ("one", "two", "three"))
             assert "write b.txt new" not in seed["text"]
-        # Back to the other branch; a rewind reaches into the stored turns.
+        # Back to the other branch, a rewind into its stored turns and a prompt, asked
+        # at once: each waits for the one before (the switch resumes a session).
+        asked = len(calls(wire))
         other.lua(STUB_UI, 1)
-        other.nvim.command("AcpBranches")
-        wait_text(other, "write b.txt new")
-        assert "go on" not in other.transcript_text()
-        other.lua("require('acp').rewind(2)")
-        wait_text(other, "Rewound to before turn 2")
-        turn(other, "after the rewind", 2)
+        other.lua("vim.cmd.AcpBranches(); require('acp').rewind(2); require('acp').send('after the rewind')")
+        other.wait_event("AcpTurnEnd", count=2)
+        if "resume" in scenario:
+            assert [m for m, _ in calls(wire)[asked:]] == ["session/resume", "session/new", "session/prompt"]
         seed, said = calls(wire, "session/prompt")[-1]["prompt"]
         assert said == {"type": "text", "text": "after the rewind"}
         assert "write a.txt one" in seed["text"] and "write b.txt new" not in seed["text"]
+        text = other.transcript_text()
+        assert text.count("Rewound to before turn 2") == 2  # the first Neovim's and this one
+        assert text.index("Continued in a new session") < text.index("after the rewind")
+        assert "go on" not in text and "write b.txt new" not in text
     finally:
         other.quit()
 

@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
+import anyio
+
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
@@ -56,6 +58,8 @@ class Conversations:
         self.queue = queue
         self.reviews = reviews
         self.settings = settings
+        # A lock per chat whose conversation is changing (see :meth:`_holding`).
+        self._changing: dict[int, anyio.Lock] = {}
 
     def __repr__(self) -> str:
         return f"<Conversations of {len(self.ctx.chats)} chats>"
@@ -70,17 +74,24 @@ class Conversations:
 
     @asynccontextmanager
     async def _holding(self, chat: Chat, connection: AgentConnection) -> AsyncIterator[bool]:
-        """Hold the chat's queue, cancelling a running turn first; yields whether the
-        chat is ready for its session to change. Queued prompts go on afterwards."""
-        chat.held = True
+        """Hold the chat's queue while its conversation changes, cancelling a running
+        turn first; yields whether the chat is ready for its session to change. The
+        changes asked of a chat run one at a time, in the order asked (a rewind asked
+        while a branch switch resumes its session waits for it); queued prompts go on
+        after the last."""
+        chat.held += 1
         try:
-            if chat.state == "running":
-                await self.pool.cancel_quietly(connection, chat)
-                await connection.turn_over(chat)
-            yield chat.state == "ready"
+            async with self._changing.setdefault(chat.id, anyio.Lock()):
+                if chat.state == "running":
+                    await self.pool.cancel_quietly(connection, chat)
+                    await connection.turn_over(chat)
+                yield chat.state == "ready"
         finally:
-            chat.held = False
-        await self.queue.drain(chat)
+            chat.held -= 1
+            if not chat.held:
+                del self._changing[chat.id]
+        if not chat.held:
+            await self.queue.drain(chat)
 
     # -- rewind and branches -----------------------------------------------------------
 
@@ -90,28 +101,37 @@ class Conversations:
         prompt). A turn out of range is told, and ``then`` goes back to the input.
         A reopened chat whose agent has not started goes back in view (:meth:`went_back`)."""
         shown = self.ctx.chats.get(chat_id)
-        path = shown.branches.path if shown is not None else []
-        turn = len(path) if turn is None else turn
-        if shown is not None and not 1 <= turn <= len(path):
-            span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
-            self.ctx.editor.notify(f"no turn {turn} to rewind to ({span})", "warn")
-        elif then is None and self.went_back(chat_id, turn):
+        at = self._turn(shown, turn) if shown is not None else turn
+        if shown is not None and at is not None and then is None and self.went_back(chat_id, at):
             return
-        live = self._live(chat_id) if shown is None or 1 <= turn <= len(path) else None
+        live = self._live(chat_id) if shown is None or at is not None else None
         if live is None:
             if then is not None:
                 self.queue.return_input(chat_id, then.text)
             return
         chat, connection = live
         async with self._holding(chat, connection) as ready:
-            if ready:
-                await self._rewind(chat, connection, turn)
-            else:
+            if not ready:
                 self.ctx.editor.notify("cannot rewind: the chat has no running session", "warn")
-            if then is not None and ready:
+            # Of the branch shown now: a switch asked before may have changed it.
+            at = self._turn(chat, turn) if ready else None
+            if at is not None:
+                await self._rewind(chat, connection, at)
+            if then is not None and at is not None:
                 self.queue.prompts[chat.id].insert(0, then)
             elif then is not None:
                 self.queue.return_input(chat_id, then.text)
+
+    def _turn(self, chat: Chat, turn: int | None) -> int | None:
+        """Turn ``turn`` (default: the last) of the branch shown; None, told, when the
+        branch has no such turn."""
+        path = chat.branches.path
+        at = len(path) if turn is None else turn
+        if 1 <= at <= len(path):
+            return at
+        span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
+        self.ctx.editor.notify(f"no turn {at} to rewind to ({span})", "warn")
+        return None
 
     async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
         path = chat.branches.path

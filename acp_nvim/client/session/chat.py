@@ -152,8 +152,8 @@ class Chat:
         self.seed: str | None = None
         # The turns shown and the branches rewinds left (session.branches).
         self.branches = Branches()
-        # A rewind or a branch switch is under way: queued prompts wait for it.
-        self.held = False
+        # Rewinds and branch switches under way or asked: queued prompts wait for them.
+        self.held = 0
         # Usage when the turn began, what the last turn and the session used so far.
         self._usage_before: dict[str, Any] = {}
         self._spent_turn: Spent | None = None
