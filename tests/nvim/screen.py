@@ -33,6 +33,7 @@ class Screen:
         self.width, self.height = width, height
         self.names: dict[int, frozenset[str]] = {0: frozenset()}
         self.grid: list[list[int]] = [[0] * width for _ in range(height)]
+        self.chars: list[list[str]] = [[" "] * width for _ in range(height)]
         editor.lua(
             "for i, group in ipairs(require('acp.highlights').groups) do"
             " vim.api.nvim_set_hl(0, group[1], {fg = i}) end"
@@ -42,11 +43,11 @@ class Screen:
     def _apply(self, name: str, args: list[Any]) -> None:
         if name == "hl_attr_define":
             self.names[args[0]] = frozenset(i["hi_name"] for i in args[3] if "hi_name" in i)
-        elif name == "grid_resize":
-            self.width, self.height = args[1], args[2]
+        elif name in ("grid_resize", "grid_clear"):
+            if name == "grid_resize":
+                self.width, self.height = args[1], args[2]
             self.grid = [[0] * self.width for _ in range(self.height)]
-        elif name == "grid_clear":
-            self.grid = [[0] * self.width for _ in range(self.height)]
+            self.chars = [[" "] * self.width for _ in range(self.height)]
         elif name == "grid_line":
             _, row, col, cells = args[:4]
             attr = 0
@@ -55,20 +56,27 @@ class Screen:
                     attr = cell[1]
                 for _ in range(cell[2] if len(cell) > 2 else 1):
                     if col < self.width:
-                        self.grid[row][col] = attr
+                        self.grid[row][col], self.chars[row][col] = attr, cell[0]
                     col += 1
         elif name == "grid_scroll":
             _, top, bot, left, right, rows = args[:6]
-            old = [row[:] for row in self.grid]
-            for row in range(top, bot):
-                source = row + rows
-                if top <= source < bot:
-                    self.grid[row][left:right] = old[source][left:right]
+            for grid in (self.grid, self.chars):
+                old = [row[:] for row in grid]
+                for row in range(top, bot):
+                    source = row + rows
+                    if top <= source < bot:
+                        grid[row][left:right] = old[source][left:right]
 
-    def draw(self) -> None:
-        """Redraw everything, and read the redraws up to that point."""
+    def text(self, row: int, col: int = 1, width: int | None = None) -> str:
+        """The characters on screen row ``row`` (1-based) from column ``col``."""
+        end = None if width is None else col - 1 + width
+        return "".join(self.chars[row - 1][col - 1 : end])
+
+    def draw(self, full: bool = True) -> None:
+        """Redraw (everything, else what Neovim's next redraw would draw), and read
+        the redraws up to that point."""
         nvim = self.editor.nvim
-        nvim.command("redraw!")
+        nvim.command("redraw!" if full else "redraw")
         nvim.exec_lua("vim.rpcnotify(..., 'acp_screen_drawn')", nvim.channel_id)
         while True:
             message = nvim.next_message()

@@ -185,3 +185,37 @@ def test_a_flood_keeps_its_colors_and_is_wrapped_plain_until_it_settles(editor: 
     assert editor.lua(f"return {loads}") == 0  # no syntax was loaded again
     assert sync() == "syncing starts 10 lines before top line"
     assert editor.transcript()[-2] == flood[-1]
+
+
+def test_a_window_at_the_transcripts_end_shows_each_batchs_last_line(editor: Editor) -> None:
+    """A transcript window whose cursor is on its last line follows what a batch adds:
+    drawn as Neovim draws after the batch (not a full redraw), its last row on an
+    attached UI is the end of the transcript's last line: a long block, a stream onto
+    it, a block of wrapped lines; a window moved up stays where it was."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    screen = Screen.of(editor)
+
+    def last_row() -> str:
+        screen.draw(full=False)
+        row, col, height, width = editor.lua(
+            "local i = vim.fn.getwininfo(...)[1]; return {i.winrow + i.winbar, i.wincol, i.height, i.width}",
+            win,
+        )
+        return screen.text(row + height - 1, col, width).rstrip()
+
+    def apply(*ops: dict[str, object]) -> str:
+        editor.lua(RENDER, chat, list(ops))
+        return last_row()
+
+    lines = ["## Agent", *(f"line {i}" for i in range(200))]
+    assert apply({"op": "block", "id": "m1", "kind": "agent", "lines": lines}) == "line 199"
+    assert apply({"op": "append", "id": "m1", "text": "\nmore\nthe end"}) == "the end"
+    wide = "word " * 60 + "tail"  # wraps over 3 rows of the window
+    wrapped = {"op": "block", "id": "m2", "kind": "agent", "lines": ["## Agent", wide, wide]}
+    assert apply(wrapped).endswith("word tail")
+    editor.lua("vim.api.nvim_win_set_cursor(..., {1, 0})", win)
+    shown = last_row()
+    assert apply({"op": "append", "id": "m2", "text": "\nafter"}) == shown
