@@ -290,6 +290,14 @@ ROWS: dict[str, list[Row]] = {
             _ratio("ours_rounds_slowest", "floor_rounds_slowest"),
             lambda m, _: m <= 1.0,
         ),
+        (
+            "    Neovim's CPU in its loop turns in those 5 ms, ours (ms)",
+            "—",
+            _key("ours_rounds_cpu"),
+            None,
+        ),
+        ("    the floor's (ms)", "—", _key("floor_rounds_cpu"), None),
+        ("    ours / the floor's", "—", _ratio("ours_rounds_cpu", "floor_rounds_cpu"), None),
     ],
     "biglines": [
         row

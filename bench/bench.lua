@@ -58,15 +58,22 @@ function M.tick(chan, ms)
   end, ms)
 end
 
+--- CPU time Neovim has used (ns): user and system, all its threads.
+local function cpu_ns()
+  local used = vim.uv.getrusage()
+  return ((used.utime.sec + used.stime.sec) * 1e6 + used.utime.usec + used.stime.usec) * 1000
+end
+
 --- Neovim's busy stretches from now on: from libuv's poll returning (a check
 --- handle) to the next poll (a prepare handle), i.e. the work of one turn of the
 --- event loop (requests, callbacks, the redraw). M.stretches holds each over 0.1 ms
---- as {start, length} (ns).
-function M.busy()
-  local woke = nil
-  M.stretches = {}
+--- as {start, length} (ns); with `cpu`, M.turns holds every turn as {start, CPU
+--- time used} (ns), until M.cpu_between takes them.
+function M.busy(cpu)
+  local woke, used = nil, nil
+  M.stretches, M.turns = {}, {}
   vim.uv.new_check():start(function()
-    woke = vim.uv.hrtime()
+    woke, used = vim.uv.hrtime(), cpu and cpu_ns()
   end)
   vim.uv.new_prepare():start(function()
     if woke then
@@ -74,9 +81,25 @@ function M.busy()
       if took > 100000 then
         table.insert(M.stretches, { woke, took })
       end
+      if cpu then
+        table.insert(M.turns, { woke, cpu_ns() - used })
+      end
       woke = nil
     end
   end)
+end
+
+--- The CPU time (ns) of the loop turns M.busy saw start in [from, to); forgets
+--- every turn seen so far.
+function M.cpu_between(from, to)
+  local sum = 0
+  for _, turn in ipairs(M.turns) do
+    if turn[1] >= from and turn[1] < to then
+      sum = sum + turn[2]
+    end
+  end
+  M.turns = {}
+  return sum
 end
 
 --- Report every AcpTurnEnd and AcpSessionReady (with its time) to the driver.
@@ -323,12 +346,6 @@ function M.batches(chan)
       M.request = ev.data
     end,
   })
-end
-
---- CPU time Neovim has used (ns): user and system, all its threads.
-local function cpu_ns()
-  local used = vim.uv.getrusage()
-  return ((used.utime.sec + used.stime.sec) * 1e6 + used.utime.usec + used.stime.usec) * 1000
 end
 
 --- Time every batch the host applies (vim.uv.hrtime around acp.host.apply, and

@@ -428,7 +428,8 @@ def turn_start(
     Then ``rounds`` rounds of a turn start of ours and one of the strong floor's in
     the same tree, prober and Neovim: the pings sent in the ``after_ms`` after each
     send pooled per client (the same span for both, so as many pings: the floor's
-    prompt reaches its agent in ~0.6 ms, and its window alone held 0-2)."""
+    prompt reaches its agent in ~0.6 ms, and its window alone held 0-2), and the CPU
+    time of Neovim's loop turns in that span, the median of the rounds."""
     tree = git_tree(files)
     n = Nvim()
     ui = Ui(n.socket)
@@ -442,7 +443,7 @@ def turn_start(
         alone = Pinger(n.socket)
         time.sleep(1)
         alone_pings = alone.stop()
-        n.lua("_G.bench.busy()")
+        n.lua("_G.bench.busy(true)")
 
         def turn_start_pinged(
             send: Any, wait: Any, after_ms: int = 0
@@ -495,16 +496,19 @@ def turn_start(
         floor[1]()
         windows: dict[str, list[float]] = {"ours": [], "floor": []}
         met: dict[str, list[float]] = {"ours": [], "floor": []}
+        cpu: dict[str, list[float]] = {"ours": [], "floor": []}
         for _ in range(rounds):
             for name, client in (("ours", ours), ("floor", floor)):
                 pings, _, sent, started, _ = turn_start_pinged(*client, after_ms)
                 windows[name].append((started - sent) / MS)
                 end = sent + after_ms * MS
                 met[name] += [rtt / MS for begun, rtt, _, _ in pings if sent <= begun <= end]
+                cpu[name].append(n.lua("return _G.bench.cpu_between(...)", sent, end) / MS)
         for name in ("ours", "floor"):
             figures[f"{name}_rounds_turn_start"] = statistics.median(windows[name])
             figures[f"{name}_rounds_pings"] = len(met[name])
             figures[f"{name}_rounds_slowest"] = max(met[name], default=float("nan"))
+            figures[f"{name}_rounds_cpu"] = statistics.median(cpu[name])
         return figures
     finally:
         ui.close()
