@@ -102,7 +102,7 @@ class Conversations:
         A reopened chat whose agent has not started goes back in view (:meth:`went_back`)."""
         shown = self.ctx.chats.get(chat_id)
         at = self._turn(shown, turn) if shown is not None else turn
-        if shown is not None and at is not None and then is None and self.went_back(chat_id, at):
+        if at is not None and then is None and self.went_back(chat_id, at):
             return
         live = self._live(chat_id) if shown is None or at is not None else None
         if live is None:
