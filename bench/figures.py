@@ -435,8 +435,8 @@ def turn_start(
     Neovim's ping p99 meanwhile (sent → prompt at the agent) is compared with the
     second before, the loop prober already running (its requests cost the host and
     the cores too), each pooled over all of a client's turn starts: one window
-    (2-3 ms) holds 0-4 pings, whose slowest passed for a p99 and met the target
-    in most runs that the pooled one misses. And with a Neovim left alone."""
+    (2-3 ms) holds 0-4 pings, too few for a p99 of its own (decision 0064). And
+    with a Neovim left alone."""
     tree = git_tree(files)
     n = Nvim()
     ui = Ui(n.socket)
