@@ -30,8 +30,9 @@ import base64
 import binascii
 import codecs
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 Eol = Literal["\n", "\r\n", "\r"]
 
@@ -116,8 +117,7 @@ def looks_binary(data: bytes) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class DecodedFile:
+class DecodedFile(msgspec.Struct, frozen=True):
     """A decoded file: ``text`` without BOM, whether it had one, and the encoding used."""
 
     text: str

@@ -14,7 +14,6 @@ __all__ = ["HELP_V2", "DemoAgentV2", "initialize_result"]
 import base64
 import itertools
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -90,18 +89,17 @@ def initialize_result() -> Params:
     }
 
 
-@dataclass
-class _Session:
+class _Session(msgspec.Struct):
     id: str
     cwd: str
-    history: list[Params] = field(default_factory=list)
-    mcp_servers: list[Params] = field(default_factory=list)
-    config: dict[str, str] = field(
+    history: list[Params] = msgspec.field(default_factory=list)
+    mcp_servers: list[Params] = msgspec.field(default_factory=list)
+    config: dict[str, str] = msgspec.field(
         default_factory=lambda: {"mode": "ask", "model": "demo-small", "thought": "low"}
     )
     suggestions: bool = True
     turn: anyio.CancelScope | None = None
-    steering: list[str] = field(default_factory=list)  # joined the running turn
+    steering: list[str] = msgspec.field(default_factory=list)  # joined the running turn
     title: str | None = None
     used: int = 0  # context tokens, for usage_update
 

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 __all__ = ["BufferMirrors", "nul_bytes"]
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass
-class _Copy:
+class _Copy(msgspec.Struct):
     """One buffer's text at ``tick``: ``lines``, ``joined`` (by ``\\n``), or both."""
 
     tick: int

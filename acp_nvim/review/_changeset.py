@@ -11,16 +11,16 @@ __all__ = ["Changeset", "RestoreOutcome", "ReviewStore", "WriteOutcome"]
 import copy
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from ._diff import Hunk, strip_eol
 from ._filechange import FileChange, FileKind, ReviewError
 from ._merge import MergeResult, merge3
 
 
-@dataclass(frozen=True)
-class WriteOutcome:
+class WriteOutcome(msgspec.Struct, frozen=True):
     """What an agent write turned into.
 
     ``text`` is what the buffer/file must now hold (the agent's text merged
@@ -32,8 +32,7 @@ class WriteOutcome:
     conflicts: list[Hunk]
 
 
-@dataclass(frozen=True)
-class RestoreOutcome:
+class RestoreOutcome(msgspec.Struct, frozen=True):
     """What a restore (:meth:`ReviewStore.restore`) turned a file into.
 
     ``text`` is what the file must now hold (``None``: deleted); ``conflicts``

@@ -26,8 +26,9 @@ import difflib
 import itertools
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal
+
+import msgspec
 
 HunkStatus = Literal["pending", "accepted", "rejected", "conflict", "reverted"]
 
@@ -47,8 +48,7 @@ _DIFFLIB_WORK = 400_000
 _MYERS_STEPS = 3_000_000
 
 
-@dataclass(frozen=True)
-class LineEdit:
+class LineEdit(msgspec.Struct, frozen=True):
     """Replace old rows ``[start, end)`` (0-based, end exclusive) with ``lines``.
 
     Matches ``nvim_buf_set_lines(buf, start, end, false, lines)``.
@@ -59,8 +59,7 @@ class LineEdit:
     lines: list[str]
 
 
-@dataclass
-class Hunk:
+class Hunk(msgspec.Struct):
     """One change between a baseline and the current text.
 
     ``base_lines`` sat at ``base_start`` in the baseline; ``new_lines`` sit at
@@ -75,7 +74,7 @@ class Hunk:
     new_start: int
     new_lines: list[str]
     status: HunkStatus = "pending"
-    proposed: list[str] | None = field(default=None)
+    proposed: list[str] | None = None
 
     @property
     def base_end(self) -> int:

@@ -24,8 +24,9 @@ __all__ = ["FileChange", "FileKind", "ReviewError"]
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Literal
+
+import msgspec
 
 from ._diff import Hunk, Region, diff_regions, split_lines
 from ._merge import Conflict, merge3_lines
@@ -67,7 +68,7 @@ def _map_range(regions: Sequence[Region], start: int, end: int) -> tuple[int, in
 
 
 def _copy(hunk: Hunk) -> Hunk:
-    return replace(
+    return msgspec.structs.replace(
         hunk,
         base_lines=list(hunk.base_lines),
         new_lines=list(hunk.new_lines),

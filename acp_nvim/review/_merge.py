@@ -10,13 +10,13 @@ from __future__ import annotations
 __all__ = ["Conflict", "MergeResult", "merge3", "merge3_lines"]
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from ._diff import diff_regions, split_lines
 
 
-@dataclass(frozen=True)
-class Conflict:
+class Conflict(msgspec.Struct, frozen=True):
     """Both sides changed base lines ``[base_start, base_start + len(base_lines))``.
 
     The merged text holds ``ours_lines`` at ``start``; ``theirs_lines`` is the
@@ -30,8 +30,7 @@ class Conflict:
     base_lines: list[str]
 
 
-@dataclass(frozen=True)
-class MergeResult:
+class MergeResult(msgspec.Struct, frozen=True):
     """``text`` is the merge (ours wherever the sides clash); ``conflicts`` lists the clashes."""
 
     text: str

@@ -20,7 +20,8 @@ __all__ = [
 ]
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ._diff import split_lines, strip_eol
 
@@ -29,8 +30,7 @@ class PatchError(ValueError):
     """A patch that is malformed, or that does not fit the text it is applied to."""
 
 
-@dataclass
-class PatchHunk:
+class PatchHunk(msgspec.Struct):
     """One ``@@`` hunk. ``lines`` keep their ``" "``/``"-"``/``"+"`` tag and end in
     ``\\n`` unless the patch said ``\\ No newline at end of file``."""
 
@@ -39,7 +39,7 @@ class PatchHunk:
     new_start: int
     new_count: int
     section: str = ""
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = msgspec.field(default_factory=list)
 
     @property
     def old_lines(self) -> list[str]:
@@ -50,13 +50,12 @@ class PatchHunk:
         return [line[1:] for line in self.lines if line[0] in " +"]
 
 
-@dataclass
-class FilePatch:
+class FilePatch(msgspec.Struct):
     """One file's section of a patch. ``None`` paths mean ``/dev/null``."""
 
     old_path: str | None
     new_path: str | None
-    hunks: list[PatchHunk] = field(default_factory=list)
+    hunks: list[PatchHunk] = msgspec.field(default_factory=list)
     new_file: bool = False
     deleted: bool = False
     rename: bool = False

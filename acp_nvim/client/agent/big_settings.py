@@ -11,10 +11,10 @@ one setting's when a picker needs them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
+import msgspec
 
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import ConfigOption
@@ -23,8 +23,7 @@ from acp_nvim.client.session.model import ConfigOption
 OFF_LOOP_CHOICES = 10_000
 
 
-@dataclass(frozen=True)
-class Converted:
+class Converted(msgspec.Struct, frozen=True):
     """A settings update already converted: its options and their status entries."""
 
     options: list[ConfigOption]

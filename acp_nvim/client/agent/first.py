@@ -24,7 +24,8 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from acp_nvim.client.agent.groups import Group, kill_all
 
@@ -35,8 +36,7 @@ ENV = "ACP_NVIM_FIRST_AGENT"
 CLAIM_SECONDS = 10.0
 
 
-@dataclass(frozen=True)
-class Spawned:
+class Spawned(msgspec.Struct, frozen=True):
     """The first agent's process, as it was started."""
 
     cmd: list[str]

@@ -44,8 +44,9 @@ import itertools
 import operator
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
+
+import msgspec
 
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
@@ -76,8 +77,7 @@ class SessionTaken(Exception):
     """A session id that is another chat's on this connection; ``str()`` says whose."""
 
 
-@dataclass(eq=False)
-class Services:
+class Services(msgspec.Struct, eq=False):
     """What a protocol adapter needs to answer the agent, shared with the connection.
 
     ``chats`` by session id and ``reviews`` by chat id are live mappings (the

@@ -56,9 +56,9 @@ class App:
     in its chat and ends nothing else."""
 
     def __init__(self, editor: Editor, tasks: anyio.abc.TaskGroup) -> None:
-        config = Config()
-        self.ctx = AppContext(editor, Tasks(tasks), config, ProtocolLog(config.log_lines))
-        self.ctx.history = History(editor, self.ctx.tasks)
+        config, barrier = Config(), Tasks(tasks)
+        history = History(editor, barrier)
+        self.ctx = AppContext(editor, barrier, config, ProtocolLog(config.log_lines), history)
         self.reviews = Reviews(self.ctx)
         self.mcp = McpWiring(self.ctx, self.reviews.by_chat)
         self.pool = AgentPool(self.ctx, self.reviews.by_chat, self.mcp)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 __all__ = ["AppContext"]
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from acp_nvim.client.config import Config
 from acp_nvim.client.editor import Editor
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.session.chat import Chat
 
 
-@dataclass(eq=False)
-class AppContext:
+class AppContext(msgspec.Struct, eq=False):
     """Shared by the app's parts. ``config`` and ``log`` are replaced by ``App.setup``,
     so parts read them here each time rather than keeping their own."""
 
@@ -27,15 +27,15 @@ class AppContext:
     tasks: Tasks
     config: Config
     log: ProtocolLog
+    # The chat history (client.history).
+    history: History
     # The open chats by id; the chat lifecycle adds and removes them.
-    chats: dict[int, Chat] = field(default_factory=dict)
+    chats: dict[int, Chat] = msgspec.field(default_factory=dict)
     # A rejected options table: chats refuse to start until setup() is fixed,
     # rather than silently running with defaults the user did not ask for.
     config_error: str | None = None
     # Permission answers given "always", kept across restarts (services.grants).
-    grants: Grants = field(default_factory=Grants)
-    # The chat history (client.history), set by the app once the rest is built.
-    history: History = field(init=False)
+    grants: Grants = msgspec.field(default_factory=Grants)
     # Neovim's stdpath("state") (from setup): the history's and the worktrees' home.
     state_dir: str | None = None
 

@@ -23,15 +23,13 @@ __all__ = ["StoredBranch", "branches_of", "encode", "in_view"]
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import msgspec
 
 from acp_nvim.client.history._store import SEQ_BITS, SHOWN, StoredBlock
 
 
-@dataclass
-class StoredBranch:
+class StoredBranch(msgspec.Struct):
     """A branch as kept: its ``id``, its turns' nodes in order, the session its last
     turn ran in."""
 

@@ -45,8 +45,9 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 # A schema-1 row's ``branch``: in the transcript's view (else 1: on a branch a rewind left).
 SHOWN = 0
@@ -113,8 +114,7 @@ class StoreError(Exception):
         self.unavailable = unavailable
 
 
-@dataclass
-class StoredBlock:
+class StoredBlock(msgspec.Struct):
     """One block of a stored transcript (see the module docstring)."""
 
     seq: int
@@ -127,8 +127,7 @@ class StoredBlock:
     node: int | None = None
 
 
-@dataclass
-class ChatRow:
+class ChatRow(msgspec.Struct):
     """A stored chat's facts; ``parent`` the chat it continues, if any."""
 
     id: int
@@ -145,8 +144,7 @@ class ChatRow:
     branches: str | None = None
 
 
-@dataclass
-class Hit:
+class Hit(msgspec.Struct):
     """A chat found: its row and the matching words in their context."""
 
     chat: ChatRow

@@ -17,8 +17,9 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from acp_nvim.client.history._store import Store, StoredBlock, StoreError
 
@@ -45,13 +46,12 @@ class Target:
         self.on_id: Callable[[int], None] | None = None
 
 
-@dataclass
-class _Batch:
+class _Batch(msgspec.Struct):
     target: Target
-    blocks: dict[int, StoredBlock] = field(default_factory=dict)
-    facts: dict[str, Any] = field(default_factory=dict)
+    blocks: dict[int, StoredBlock] = msgspec.field(default_factory=dict)
+    facts: dict[str, Any] = msgspec.field(default_factory=dict)
     stamp: float | None = None
-    done: list[threading.Event] = field(default_factory=list)
+    done: list[threading.Event] = msgspec.field(default_factory=list)
 
 
 class Writer:

@@ -17,7 +17,8 @@ import shutil
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 import acp_nvim
 from acp_nvim.client.config import McpServerOptions
@@ -33,23 +34,20 @@ from acp_nvim.client.session.chat import Chat
 EDITOR_SERVER = "nvim"
 
 
-@dataclass(frozen=True)
-class StdioServer:
+class StdioServer(msgspec.Struct, frozen=True):
     name: str
     command: str
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class HttpServer:
+class HttpServer(msgspec.Struct, frozen=True):
     name: str
     url: str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class AcpServer:
+class AcpServer(msgspec.Struct, frozen=True):
     """MCP-over-ACP: the agent reaches it with ``mcp/connect {serverId}`` on the ACP
     connection."""
 
@@ -71,8 +69,7 @@ def shim_launch() -> tuple[str, list[str], dict[str, str]]:
     )
 
 
-@dataclass(eq=False)
-class McpOffer:
+class McpOffer(msgspec.Struct, eq=False):
     """The MCP servers of one agent connection's sessions.
 
     ``tools`` (the editor tools offered; empty: no editor server) and ``servers``
@@ -86,13 +83,13 @@ class McpOffer:
     permissions: Permissions
     socket: Callable[[], Awaitable[EditorSocket]]
     lsp_timeout: Callable[[], float]
-    tools: list[str] = field(default_factory=list)
-    servers: dict[str, McpServerOptions] = field(default_factory=dict)
+    tools: list[str] = msgspec.field(default_factory=list)
+    servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
     # Told when buffers come and go (MCP-over-ACP connections).
-    listeners: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    _tokens: dict[int, str] = field(default_factory=dict)  # by chat id
-    _ids: dict[str, ToolSession] = field(default_factory=dict)  # MCP-over-ACP ids
-    _reported: set[str] = field(default_factory=set)
+    listeners: list[Callable[[], Awaitable[None]]] = msgspec.field(default_factory=list)
+    _tokens: dict[int, str] = msgspec.field(default_factory=dict)  # by chat id
+    _ids: dict[str, ToolSession] = msgspec.field(default_factory=dict)  # MCP-over-ACP ids
+    _reported: set[str] = msgspec.field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"<McpOffer {self.agent} {len(self.tools)} tools, {len(self.servers)} servers>"

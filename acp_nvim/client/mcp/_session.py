@@ -12,7 +12,8 @@ __all__ = ["ToolSession"]
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services.changes import SessionChanges
@@ -23,8 +24,7 @@ from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 
 
-@dataclass(eq=False)
-class ToolSession:
+class ToolSession(msgspec.Struct, eq=False):
     """The services one chat's editor tools use.
 
     ``reviews`` is the app's live mapping of chat id to review; ``tools`` the

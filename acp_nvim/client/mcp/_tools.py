@@ -19,10 +19,10 @@ __all__ = ["TOOLS", "call", "describe"]
 import itertools
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acp_nvim.client.config import EDITOR_TOOLS
@@ -303,8 +303,7 @@ async def _open_file(session: ToolSession, args: OpenInput) -> Result:
 # -- the registry
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(msgspec.Struct, frozen=True):
     title: str
     description: str
     model: type[_Input]

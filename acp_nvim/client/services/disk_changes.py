@@ -40,12 +40,12 @@ import os
 import time
 from collections import ChainMap
 from collections.abc import MutableMapping, Sequence
-from dataclasses import dataclass, field
 from stat import S_ISREG
 from typing import Any, TypeGuard, cast
 
 import anyio
 import anyio.to_thread
+import msgspec
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
@@ -88,11 +88,10 @@ SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
-@dataclass
-class Scan:
+class Scan(msgspec.Struct):
     """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
 
-    stats: dict[str, Stat] = field(default_factory=dict)
+    stats: dict[str, Stat] = msgspec.field(default_factory=dict)
     complete: bool = True
 
 
@@ -161,8 +160,7 @@ def stat_of(path: str) -> Stat | None:
     return (st.st_size, st.st_mtime_ns)
 
 
-@dataclass
-class _CallPaths:
+class _CallPaths(msgspec.Struct):
     """The paths read from a tool call's content and locations, as they were then.
 
     The model replaces those lists when they change, and only appends to content
@@ -236,8 +234,7 @@ def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
 Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
 
 
-@dataclass
-class _TurnStart:
+class _TurnStart(msgspec.Struct):
     """What a turn compares against: the scan of ``dirs``, the dirty files of each
     git work tree they are in, the texts whose "before" nothing else will hold; and
     the watch that brings them up to date at the next turn start."""

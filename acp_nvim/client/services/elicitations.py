@@ -11,11 +11,11 @@ from __future__ import annotations
 __all__ = ["Answer", "Elicitation", "Elicitations", "Field"]
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
+import msgspec
 
 from acp_nvim.client.editor import ElicitField, ElicitOp
 from acp_nvim.client.session.chat import Chat
@@ -24,8 +24,7 @@ Action = Literal["accept", "decline", "cancel"]
 Value = str | int | float | bool | list[str]
 
 
-@dataclass
-class Field:
+class Field(msgspec.Struct):
     """One value a form asks for. ``type`` is string, number, integer, boolean or
     array (several of ``choices``); ``choices`` are ``(value, label)`` pairs."""
 
@@ -54,26 +53,23 @@ def _field(f: Field) -> ElicitField:
     }
 
 
-@dataclass
-class Elicitation:
+class Elicitation(msgspec.Struct):
     message: str
     mode: Literal["form", "url"]
-    fields: list[Field] = field(default_factory=list)
+    fields: list[Field] = msgspec.field(default_factory=list)
     url: str | None = None
     elicitation_id: str | None = None
 
 
-@dataclass
-class Answer:
+class Answer(msgspec.Struct):
     action: Action
     content: dict[str, Value] | None = None
 
 
-@dataclass(eq=False)
-class _Pending:
+class _Pending(msgspec.Struct, eq=False):
     chat: Chat
-    done: anyio.Event = field(default_factory=anyio.Event)
-    answer: Answer = field(default_factory=lambda: Answer("cancel"))
+    done: anyio.Event = msgspec.field(default_factory=anyio.Event)
+    answer: Answer = msgspec.field(default_factory=lambda: Answer("cancel"))
     by_user: bool = False
 
 

@@ -36,10 +36,10 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Literal
 
 import anyio.to_thread
+import msgspec
 
 from acp_nvim.client.editor import BufferState, Editor, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
@@ -83,8 +83,7 @@ class FileError(ServiceError):
         self.reason: FileErrorKind = reason
 
 
-@dataclass
-class Document:
+class Document(msgspec.Struct):
     """One file's text as the editor holds it now.
 
     ``text`` is None when there is no file (and no buffer). ``buffer`` is set

@@ -22,10 +22,10 @@ __all__ = ["READ_KINDS", "Permissions", "Policy", "Previewer", "assign_keys"]
 
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
+import msgspec
 
 from acp_nvim.client.config import PermissionAllow, PermissionKeys
 from acp_nvim.client.services.allowlist import allowed
@@ -77,15 +77,14 @@ def assign_keys(
             used.add(key)
 
 
-@dataclass
-class _Pending:
+class _Pending(msgspec.Struct):
     id: str
     chat: Chat
     call_id: str
     tool_kind: str
     options: list[PermissionOption]
     remember: bool
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = msgspec.field(default_factory=anyio.Event)
     choice: PermissionOption | None = None
 
 

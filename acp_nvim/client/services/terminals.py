@@ -31,10 +31,10 @@ import os
 import shlex
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import msgspec
 from msgspec import UnsetType
 
 from acp_nvim.client.editor import EditorError
@@ -67,8 +67,7 @@ def _new_key() -> str:
     return f"t{next(_keys)}"
 
 
-@dataclass
-class CommandOutput:
+class CommandOutput(msgspec.Struct):
     """A command's output as an agent asks for it: text, whether it was cut, exit."""
 
     text: str
@@ -138,8 +137,7 @@ def _label(command: str | None) -> str:
     return text[:200]
 
 
-@dataclass(eq=False)
-class _Shown:
+class _Shown(msgspec.Struct, eq=False):
     """A terminal as the transcript shows it: its chat, wire id, and raw output."""
 
     key: str
@@ -153,29 +151,27 @@ class _Shown:
         self.chat.on_terminal(self.terminal_id)
 
 
-@dataclass(eq=False)
-class _Command(_Shown):
+class _Command(_Shown, eq=False):
     """A command running in an editor terminal buffer (ACP v1 ``terminal/*``)."""
 
     session_id: str = ""
     limit: int | None = None
     pid: int | None = None
     status: ExitStatus | None = None
-    exited: anyio.Event = field(default_factory=anyio.Event)
+    exited: anyio.Event = msgspec.field(default_factory=anyio.Event)
     released: bool = False
     kill_sent: bool = False
 
 
-@dataclass(eq=False)
-class _Display(_Shown):
+class _Display(_Shown, eq=False):
     """A display terminal: output from the agent, waiting to be written to the editor.
 
     The editor's terminal shows a character split across two writes as two
     replacement marks, so text goes out only whole (the decoder holds the rest).
     """
 
-    decoder: ChunkDecoder = field(default_factory=lambda: ChunkDecoder(strip=False))
-    pending: list[str] = field(default_factory=list)
+    decoder: ChunkDecoder = msgspec.field(default_factory=lambda: ChunkDecoder(strip=False))
+    pending: list[str] = msgspec.field(default_factory=list)
     reset: bool = False
 
     def add(self, text: str) -> None:

@@ -25,7 +25,8 @@ import sys
 import threading
 import weakref
 from collections.abc import Collection
-from dataclasses import dataclass, field
+
+import msgspec
 
 # <sys/inotify.h>
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -77,12 +78,11 @@ def _let_go(fd: int, held: list[int]) -> None:
         held[0] = 0
 
 
-@dataclass
-class News:
+class News(msgspec.Struct):
     """What changed under the watched directories since the last :meth:`TreeWatch.news`."""
 
-    paths: set[str] = field(default_factory=set)  # files created, changed or deleted
-    new_dirs: list[str] = field(default_factory=list)  # to scan (and now watched)
+    paths: set[str] = msgspec.field(default_factory=set)  # files created, changed or deleted
+    new_dirs: list[str] = msgspec.field(default_factory=list)  # to scan (and now watched)
     index_changed: bool = False  # a watched git index was rewritten
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 __all__ = ["Branch", "Branches", "Turn", "hide", "show"]
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.session.model import (
@@ -31,8 +32,7 @@ from acp_nvim.client.session.model import (
 from acp_nvim.client.session.view import message_block
 
 
-@dataclass
-class _Hidden:
+class _Hidden(msgspec.Struct):
     """A turn's part of the session model while its branch is not shown."""
 
     items: list[tuple[str, str]]
@@ -43,8 +43,7 @@ class _Hidden:
     aliases: dict[str, str]
 
 
-@dataclass(eq=False)
-class Turn:
+class Turn(msgspec.Struct, eq=False):
     """One turn: begun by the user's message keyed ``message`` (its block in the
     transcript), numbered ``review`` in the chat's review (every turn the chat ran,
     whichever branch), run in session ``session_id`` of the agent process ``agent``
@@ -62,9 +61,9 @@ class Turn:
     prompt: Prompt
     start: int = 0
     agent: int | None = None
-    hidden: _Hidden | None = field(default=None, repr=False)
+    hidden: _Hidden | None = None
     first: str | None = None
-    drawing: list[RenderOp] | None = field(default=None, repr=False)
+    drawing: list[RenderOp] | None = None
 
     @property
     def block(self) -> str:
@@ -72,8 +71,7 @@ class Turn:
         return self.first or message_block(self.message)
 
 
-@dataclass(eq=False)
-class Branch:
+class Branch(msgspec.Struct, eq=False):
     """A path of turns from the first; ``id`` names it to the user."""
 
     id: int

@@ -49,17 +49,16 @@ __all__ = [
 
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
 Role = Literal["user", "agent", "thought"]
 TurnState = Literal["idle", "running", "requires_action"]
 
 
-@dataclass
-class LoginMethod:
+class LoginMethod(msgspec.Struct):
     """A way to log in to the agent: ``agent`` (it runs its own flow on request),
     ``terminal`` (its program runs with ``args``/``env`` in a terminal the user
     works in), or ``env`` (the user gives the values of ``vars``, passed in the
@@ -69,13 +68,12 @@ class LoginMethod:
     name: str
     kind: Literal["agent", "terminal", "env"]
     description: str | None = None
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    vars: list[str] = field(default_factory=list)
+    args: list[str] = msgspec.field(default_factory=list)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    vars: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Attachment:
+class Attachment(msgspec.Struct):
     """Context the user sends with a prompt: a file, a selection, diagnostics, an image,
     a directory, the quickfix list, the work tree's diff, a web address.
 
@@ -96,12 +94,11 @@ class Attachment:
     links: tuple[str, ...] = ()
 
 
-@dataclass
-class Prompt:
+class Prompt(msgspec.Struct):
     """A prompt as the user sent it (or will: queued): its text and what is attached."""
 
     text: str
-    attachments: list[Attachment] = field(default_factory=list)
+    attachments: list[Attachment] = msgspec.field(default_factory=list)
 
 
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.
@@ -124,15 +121,13 @@ def wire_id(key: str) -> str | None:
     return None if key.startswith("#") else key
 
 
-@dataclass
-class TextPart:
+class TextPart(msgspec.Struct):
     """Displayable text (markdown); non-text content arrives already described."""
 
     text: str
 
 
-@dataclass
-class DiffPart:
+class DiffPart(msgspec.Struct):
     """A file change: ``old_text`` None means a new file."""
 
     path: str
@@ -140,8 +135,7 @@ class DiffPart:
     new_text: str
 
 
-@dataclass
-class FileOp:
+class FileOp(msgspec.Struct):
     """One file-level change of a structured diff (v2 ``changes``).
 
     ``operation`` is add / delete / modify / move / copy, or a newer one kept as is;
@@ -154,8 +148,7 @@ class FileOp:
     file_type: str | None = None
 
 
-@dataclass
-class ChangesPart:
+class ChangesPart(msgspec.Struct):
     """File changes with optional renderable patch text (``git_patch``)."""
 
     changes: list[FileOp]
@@ -163,21 +156,18 @@ class ChangesPart:
     patch_format: str | None = None
 
 
-@dataclass
-class TerminalPart:
+class TerminalPart(msgspec.Struct):
     terminal_id: str
 
 
-@dataclass
-class ExitStatus:
+class ExitStatus(msgspec.Struct):
     """How a terminal's command ended: an exit code, or the signal that killed it."""
 
     exit_code: int | None = None
     signal: str | None = None
 
 
-@dataclass
-class TerminalView:
+class TerminalView(msgspec.Struct):
     """What the transcript shows of a terminal (v1 command or display terminal).
 
     ``key`` names its editor buffer (``:AcpTerminal key``); ``lines`` are the
@@ -186,21 +176,19 @@ class TerminalView:
 
     key: str
     label: str = ""
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = msgspec.field(default_factory=list)
     exit_status: ExitStatus | None = None
 
 
 ContentPart = TextPart | DiffPart | ChangesPart | TerminalPart
 
 
-@dataclass
-class Location:
+class Location(msgspec.Struct):
     path: str
     line: int | None = None
 
 
-@dataclass
-class Message:
+class Message(msgspec.Struct):
     """A message; streamed chunks are kept in runs and joined when ``text`` is read.
 
     Appending each chunk to one growing str would copy the whole message per
@@ -210,8 +198,8 @@ class Message:
 
     id: str
     role: Role
-    _runs: list[str] = field(default_factory=list, repr=False)
-    _chunks: list[str] = field(default_factory=list, repr=False)
+    _runs: list[str] = msgspec.field(default_factory=list)
+    _chunks: list[str] = msgspec.field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -233,8 +221,7 @@ class Message:
             chunks.clear()
 
 
-@dataclass
-class MessagePatch:
+class MessagePatch(msgspec.Struct):
     """Append ``text`` to a message (``replace`` False) or set its whole text."""
 
     message_id: str | None
@@ -243,8 +230,7 @@ class MessagePatch:
     replace: bool = False
 
 
-@dataclass
-class PermissionOption:
+class PermissionOption(msgspec.Struct):
     """One answer to a permission request; ``kind`` None when the agent sent none."""
 
     id: str
@@ -253,8 +239,7 @@ class PermissionOption:
     key: str | None = None  # the key that picks it in the chat
 
 
-@dataclass
-class PreviewHunk:
+class PreviewHunk(msgspec.Struct):
     """Rows ``[row, row + count)`` of a file's text now (0-based) would become ``lines``."""
 
     row: int
@@ -262,8 +247,7 @@ class PreviewHunk:
     lines: list[str]
 
 
-@dataclass
-class FilePreview:
+class FilePreview(msgspec.Struct):
     """What an edit waiting for permission would do to one file, against its text now
     (its buffer's, unsaved edits included, else the disk's): ``created`` when there is
     no such file yet, ``deleted`` when the edit removes it."""
@@ -274,8 +258,7 @@ class FilePreview:
     deleted: bool = False
 
 
-@dataclass
-class PermissionPrompt:
+class PermissionPrompt(msgspec.Struct):
     """A permission request shown at its tool call; ``outcome`` None while pending.
 
     ``question`` is the request's own wording (v2 ``title``/``description``) when the
@@ -289,24 +272,22 @@ class PermissionPrompt:
     options: list[PermissionOption]
     outcome: str | None = None
     question: str | None = None
-    preview: list[FilePreview] = field(default_factory=list)
+    preview: list[FilePreview] = msgspec.field(default_factory=list)
     why_key: str | None = None
 
 
-@dataclass
-class ToolCall:
+class ToolCall(msgspec.Struct):
     id: str
     title: str = ""
     kind: str = "other"
     status: str = "pending"
-    content: list[ContentPart] = field(default_factory=list)
-    locations: list[Location] = field(default_factory=list)
+    content: list[ContentPart] = msgspec.field(default_factory=list)
+    locations: list[Location] = msgspec.field(default_factory=list)
     raw_input: Any = None
     permission: PermissionPrompt | None = None
 
 
-@dataclass
-class ToolCallPatch:
+class ToolCallPatch(msgspec.Struct):
     """Fields to set on a tool call; UNSET leaves a field as it is.
 
     ``id`` None: a call of the client's own (it gets a local id). ``append_content``
@@ -323,8 +304,7 @@ class ToolCallPatch:
     raw_input: Any = UNSET
 
 
-@dataclass(frozen=True)
-class Choices:
+class Choices(msgspec.Struct, frozen=True):
     """A select's choices: (value, name) pairs when iterated, kept as two tuples of
     strings. 500,000 of them made as pairs were 500,000 objects for the collector to
     count and walk, holding the GIL 15-20 ms a collection (issue 29.7)."""
@@ -347,8 +327,7 @@ class Choices:
         return len(self.values)
 
 
-@dataclass
-class ConfigOption:
+class ConfigOption(msgspec.Struct):
     """A session setting: a config option, or an agent's modes or models shown as one
     (category ``mode`` / ``model``) when it sends no config option of that category.
 
@@ -367,8 +346,7 @@ class ConfigOption:
     source: Literal["config", "modes", "models"] = "config"
 
 
-@dataclass
-class Compaction:
+class Compaction(msgspec.Struct):
     """The agent compacting its context: ``status`` in_progress, completed, failed,
     cancelled (or newer, kept as is); ``summary`` what it retained, as markdown."""
 
@@ -380,7 +358,7 @@ class Compaction:
 
 class PlanEntry(NamedTuple):
     """One step of a plan. A tuple: the collector stops following it once it saw it,
-    where 10k dataclasses of a plan made their update set off full collections
+    where 10k class instances of a plan made their update set off full collections
     (issue 29.7)."""
 
     content: str
@@ -388,8 +366,7 @@ class PlanEntry(NamedTuple):
     priority: str = "medium"
 
 
-@dataclass
-class Session:
+class Session(msgspec.Struct):
     """State of one ACP session as the user sees it.
 
     ``items`` is the transcript order: ("message" | "tool" | "plan" | "compaction",
@@ -400,21 +377,21 @@ class Session:
     state: TurnState = "idle"
     stop_reason: str | None = None
     title: str | None = None
-    items: list[tuple[str, str]] = field(default_factory=list)
-    messages: dict[str, Message] = field(default_factory=dict)
-    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
-    plans: dict[str, list[PlanEntry]] = field(default_factory=dict)
-    compactions: dict[str, Compaction] = field(default_factory=dict)
-    commands: list[dict[str, Any]] = field(default_factory=list)
-    config_options: list[ConfigOption] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
+    items: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    messages: dict[str, Message] = msgspec.field(default_factory=dict)
+    tool_calls: dict[str, ToolCall] = msgspec.field(default_factory=dict)
+    plans: dict[str, list[PlanEntry]] = msgspec.field(default_factory=dict)
+    compactions: dict[str, Compaction] = msgspec.field(default_factory=dict)
+    commands: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    config_options: list[ConfigOption] = msgspec.field(default_factory=list)
+    usage: dict[str, Any] = msgspec.field(default_factory=dict)
     # By terminal id as tool call content names it; kept after release (still shown).
-    terminals: dict[str, TerminalView] = field(default_factory=dict)
+    terminals: dict[str, TerminalView] = msgspec.field(default_factory=dict)
     # The local echo of the user's prompt, until the agent acknowledges it with its
     # own message id; that id is then an alias of the echo (one message, not two).
     pending_echo: str | None = None
-    aliases: dict[str, str] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=itertools.count, repr=False)
+    aliases: dict[str, str] = msgspec.field(default_factory=dict)
+    _ids: itertools.count[int] = msgspec.field(default_factory=itertools.count)
 
     def __repr__(self) -> str:
         return (

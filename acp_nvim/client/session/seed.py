@@ -25,7 +25,8 @@ from __future__ import annotations
 __all__ = ["SEED_URI", "Exchange", "conversation", "markdown"]
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from acp_nvim.client.session.model import Session
 
@@ -33,8 +34,7 @@ from acp_nvim.client.session.model import Session
 SEED_URI = "acp://conversation.md"
 
 
-@dataclass(frozen=True)
-class Exchange:
+class Exchange(msgspec.Struct, frozen=True):
     """One turn as it was said: the user's prompt and the agent's reply ("" where
     either was not said, e.g. a reply the agent gave before any prompt)."""
 

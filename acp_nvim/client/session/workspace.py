@@ -13,7 +13,8 @@ from __future__ import annotations
 __all__ = ["Workspace", "Worktree"]
 
 import os
-from dataclasses import dataclass, field
+
+import msgspec
 
 from acp_nvim.client.editor import StatusFields
 
@@ -24,8 +25,7 @@ def _under(path: str, top: str) -> str | None:
     return None if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
-@dataclass(frozen=True)
-class Worktree:
+class Worktree(msgspec.Struct, frozen=True):
     """A git worktree a chat's agent works in, apart from the user's work tree
     (decision 0046): ``path`` its top, on a new ``branch`` made from commit ``base``
     of the work tree whose top is ``project``."""
@@ -46,14 +46,13 @@ class Worktree:
         return None if rel is None else os.path.normpath(os.path.join(self.path, rel))
 
 
-@dataclass(eq=False)
-class Workspace:
+class Workspace(msgspec.Struct, eq=False):
     """``cwd``: the session's directory (absolute; the base of relative paths);
     ``roots``: more directories the agent works in (absolute), in the order given.
     ``worktree``: the worktree ``cwd`` lies in, for a worktree chat."""
 
     cwd: str
-    roots: list[str] = field(default_factory=list)
+    roots: list[str] = msgspec.field(default_factory=list)
     worktree: Worktree | None = None
     # The chat said that its agent was not told of the roots (it says so once).
     untold_said: bool = False
