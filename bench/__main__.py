@@ -178,6 +178,7 @@ ROWS: dict[str, list[Row]] = {
     ],
     "startup": [
         (":AcpChat → session ready (ms)", "—", _key("startup_total"), None),
+        ("  the first start in that project (ms)", "—", _key("startup_first"), None),
         ("  the agent's own start alone (ms)", "—", _key("agent_own"), None),
         (
             "  :AcpChat → ready minus the agent's own start (ms)",
@@ -185,6 +186,7 @@ ROWS: dict[str, list[Row]] = {
             _key("startup_plugin"),
             lambda m, _: m <= 100,
         ),
+        ("    the first start in that project (ms)", "—", _key("startup_first_plugin"), None),
     ],
     "tools": [
         (

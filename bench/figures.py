@@ -296,21 +296,36 @@ def agent_own_start(cmd: list[str], cwd: str) -> float:
 
 
 def startup(run: int, agent: str | None = None) -> Figures:
-    """``:AcpChat`` → AcpSessionReady in a fresh Neovim (cold Python host), and
-    the agent's own start measured alone."""
+    """``:AcpChat`` → AcpSessionReady in a fresh Neovim (cold Python host), twice in
+    the same project and XDG dirs: the first start there, then a later one, which
+    finds the launch the first kept (decision 0066); and the agent's own start alone."""
     cmd = shlex.split(agent) if agent else [sys.executable, "-m", "acp_nvim.demo_agent"]
-    n = Nvim()
+    options = {"python": sys.executable, "agents": {"measured": {"cmd": cmd}}}
+    first = Nvim()
     try:
-        n.lua(
-            "require('acp').setup(...)",
-            {"python": sys.executable, "agents": {"measured": {"cmd": cmd}}},
-        )
-        n.lua("_G.bench.startup(...)", n.chan, "measured")
-        total = int(n.wait("startup", 60)[0]) / MS
+        first_total = _chat_ready(first, options)
+    finally:
+        first.quit(keep=True)
+    n = Nvim(first.tmp)
+    try:
+        total = _chat_ready(n, options)
         own = agent_own_start(cmd, str(n.project))
-        return {"startup_total": total, "agent_own": own, "startup_plugin": total - own}
+        return {
+            "startup_total": total,
+            "startup_first": first_total,
+            "agent_own": own,
+            "startup_plugin": total - own,
+            "startup_first_plugin": first_total - own,
+        }
     finally:
         n.quit()
+
+
+def _chat_ready(n: Nvim, options: dict[str, Any]) -> float:
+    """``:AcpChat measured`` → AcpSessionReady (ms)."""
+    n.lua("require('acp').setup(...)", options)
+    n.lua("_G.bench.startup(...)", n.chan, "measured")
+    return int(n.wait("startup", 60)[0]) / MS
 
 
 def tools(run: int, count: int = 1000) -> Figures:

@@ -39,16 +39,18 @@ def nvim_binary() -> str:
 class Nvim:
     """One headless Neovim with the plugin loaded and the bench probes."""
 
-    def __init__(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="acp-bench-"))
+    def __init__(self, tmp: Path | None = None) -> None:
+        """``tmp``: the directory of a Neovim that quit keeping it (its project and
+        XDG dirs: what a user's next Neovim finds); a new one by default."""
+        self.tmp = tmp or Path(tempfile.mkdtemp(prefix="acp-bench-"))
         self.project = self.tmp / "project"
-        self.project.mkdir()
-        self.socket = str(self.tmp / "nvim.sock")
+        self.project.mkdir(exist_ok=True)
+        self.socket = str(self.tmp / f"nvim-{nonce()}.sock")
         self.stamps = str(self.tmp / "stamps.jsonl")
         env = {**os.environ, "ACP_DEMO_DELAY": "0"}
         for name in ("CONFIG", "DATA", "STATE", "CACHE"):
             path = self.tmp / f"xdg-{name.lower()}"
-            path.mkdir()
+            path.mkdir(exist_ok=True)
             env[f"XDG_{name}_HOME"] = str(path)
         init = (
             f"set rtp^={ROOT} | set noswapfile | runtime plugin/acp.lua"
@@ -196,13 +198,15 @@ class Nvim:
     def buffer_text(self, buf: int) -> str:
         return "\n".join(self.nvim.buffers[buf][:])
 
-    def quit(self) -> None:
+    def quit(self, keep: bool = False) -> None:
+        """Quit Neovim; its directory (XDG dirs, socket, stamps) goes too unless ``keep``."""
         try:
             self.nvim.command("qa!")
         except (OSError, EOFError):
             pass
         self.nvim.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)  # XDG dirs, socket, stamps
+        if not keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def nonce() -> str:

@@ -4,11 +4,13 @@ host."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_faults import fake_pids
+from tests.nvim.test_history import second_neovim
 
 # `python -m acp_nvim` as Lua runs it, telling which process it started first.
 RECORDING_HOST = """\
@@ -44,6 +46,32 @@ def test_the_first_chat_talks_to_the_agent_started_with_the_host(editor: Editor,
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")
     assert "echo: hello" in editor.transcript_text()
+
+
+def test_the_next_neovim_spawns_the_launch_the_first_kept(editor: Editor) -> None:
+    # Decision 0066: kept in the cache directory, found again by another Neovim whose
+    # Lua may encode the same options' keys in another order.
+    options = {
+        "agents": {"echo": editor.fake_agent("echo"), "plain": editor.fake_agent("blocks")},
+        "default_agent": "echo",
+        "chat": {"width": 60, "position": "right"},
+    }
+    editor.setup(**options)
+    editor.open_chat()
+    cache = Path(editor.lua("return vim.fn.stdpath('cache')")) / "acp" / "first-agents.json"
+    kept = json.loads(cache.read_text())
+    cwd = editor.lua("return vim.fn.getcwd()")
+    assert list(kept.values()) == [{"cmd": options["agents"]["echo"]["cmd"], "cwd": cwd}]
+    other = second_neovim(editor)
+    try:
+        other.setup(**options)
+        other.open_chat()
+        other.lua("require('acp').send('hello')")
+        other.wait_event("AcpTurnEnd")
+        assert "echo: hello" in other.transcript_text()
+    finally:
+        other.quit()
+    assert json.loads(cache.read_text()) == kept  # found, not resolved into another entry
 
 
 def test_a_chat_elsewhere_or_of_another_agent_ends_the_agent_started_first(

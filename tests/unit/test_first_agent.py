@@ -139,6 +139,111 @@ async def test_the_host_ends_an_agent_nothing_took_in_time(
     assert first._waiting is None and not alive(waiting.popen.pid)
 
 
+def spawned_in_own_python(value: str) -> dict[str, object]:
+    """``first.spawn()`` in a Python of its own, as ``python -m acp_nvim`` runs it:
+    what it started, and which of the client's heavier modules it needed for that."""
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from acp_nvim.client.agent import first
+        first.spawn()
+        spawned = first._waiting
+        print(json.dumps({
+            "cmd": spawned and spawned.cmd,
+            "cwd": spawned and spawned.cwd,
+            "loaded": sorted(m for m in ("msgspec", "acp_nvim.client.config") if m in sys.modules),
+        }))
+        first.end()
+        """
+    )
+    env = {**os.environ, first.ENV: value, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_a_later_start_spawns_the_launch_the_first_kept(tmp_path: Path) -> None:
+    # The first start resolves the agent with the options' module; the next one with
+    # the same hand-over finds what it gave and spawns before importing any of it.
+    cache = tmp_path / "cache"
+    value = given(tmp_path, cache=str(cache))
+    assert spawned_in_own_python(value) == {
+        "cmd": ECHO,
+        "cwd": str(tmp_path),
+        "loaded": ["acp_nvim.client.config", "msgspec"],
+    }
+    assert (cache / "acp" / "first-agents.json").exists()
+    assert spawned_in_own_python(value) == {"cmd": ECHO, "cwd": str(tmp_path), "loaded": []}
+    # The next Neovim may encode the same tables' keys in another order.
+    reordered = json.dumps(dict(reversed(json.loads(value).items())))
+    assert reordered != value
+    assert spawned_in_own_python(reordered)["loaded"] == []
+    # Other options are another entry: resolved, not taken for the kept one.
+    other = given(tmp_path, cmd=[*ECHO, "other"], cache=str(cache))
+    assert spawned_in_own_python(other)["cmd"] == [*ECHO, "other"]
+    assert spawned_in_own_python(value)["cmd"] == ECHO
+
+
+def test_kept_launches_hold_neither_the_options_nor_an_agents_variables(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    options = {
+        "agents": {
+            "echo": {"cmd": ECHO},
+            "keyed": {"cmd": [*ECHO, "keyed"], "env": {"SOME_KEY": "s3cret-value"}},
+        },
+        "default_agent": "echo",
+    }
+    for agent in ("echo", "keyed"):
+        value = json.dumps({"options": options, "agent": agent, "cwd": str(tmp_path), "cache": str(cache)})
+        first.spawn({**os.environ, first.ENV: value})
+        assert first._waiting is not None
+        first.end()
+    text = (cache / "acp" / "first-agents.json").read_text()
+    assert "s3cret" not in text and "SOME_KEY" not in text
+    assert list(json.loads(text).values()) == [{"cmd": ECHO, "cwd": str(tmp_path)}]
+
+
+@pytest.mark.anyio
+async def test_a_kept_launch_the_chats_start_disagrees_with_is_dropped(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    value = given(tmp_path, cache=str(cache))
+    first.spawn({**os.environ, first.ENV: value})
+    first.end()
+    store = cache / "acp" / "first-agents.json"
+    [key] = json.loads(store.read_text())
+    # Kept by an older version of the options' rules, say: another directory.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store.write_text(json.dumps({key: {"cmd": ECHO, "cwd": str(elsewhere)}}))
+    first.spawn({**os.environ, first.ENV: value})
+    waiting = first._waiting
+    assert waiting is not None and waiting.cwd == str(elsewhere)
+    agent = AgentProcess("echo", ECHO, cwd=str(tmp_path))
+    await agent.start()
+    try:
+        assert agent.pid != waiting.popen.pid and not alive(waiting.popen.pid)
+    finally:
+        await agent.aclose()
+    assert json.loads(store.read_text()) == {}
+    first.spawn({**os.environ, first.ENV: value})  # resolved again, and right
+    assert first._waiting is not None and first._waiting.cwd == str(tmp_path)
+    assert json.loads(store.read_text()) == {key: {"cmd": ECHO, "cwd": str(tmp_path)}}
+
+
+@pytest.mark.parametrize("content", ["{", "[1, 2]", '{"k": 3}', None])
+def test_a_cache_that_cannot_be_read_is_no_entry(tmp_path: Path, content: str | None) -> None:
+    store = tmp_path / "cache" / "acp" / "first-agents.json"
+    store.parent.mkdir(parents=True)
+    if content is None:
+        store.mkdir()  # not a file: nothing can be read or written there
+    else:
+        store.write_text(content)
+    first.spawn({**os.environ, first.ENV: given(tmp_path, cache=str(tmp_path / "cache"))})
+    assert first._waiting is not None and first._waiting.cmd == ECHO
+    if content is not None:
+        assert [entry["cwd"] for entry in json.loads(store.read_text()).values()] == [str(tmp_path)]
+    assert list(store.parent.glob("first-agents.json.*")) == []  # no half-written file left
+
+
 @pytest.mark.parametrize(
     "case",
     ["unknown agent", "wrong options", "no such program", "no such directory", "not json", "unset"],

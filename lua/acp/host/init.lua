@@ -131,13 +131,15 @@ end
 local FIRST_AGENT_MAX = 64 * 1024
 
 --- The host's environment: the plugin on its path, and the first chat's agent to
---- start at once (acp_nvim/client/agent/first.py, decision 0051).
+--- start at once (acp_nvim/client/agent/first.py, decisions 0051 and 0066: `cache`
+--- is where the host keeps the launches it resolved).
 ---@param first_agent? {agent?: string, cwd: string, cwd_given: boolean}
 local function job_env(first_agent)
   local root, path = util.root(), vim.env.PYTHONPATH
   local env = { PYTHONPATH = path and (root .. ":" .. path) or root }
   if first_agent then
-    local ok, given = pcall(vim.json.encode, vim.tbl_extend("force", first_agent, { options = config.given }))
+    local handed = { options = config.given, cache = vim.fn.stdpath("cache") }
+    local ok, given = pcall(vim.json.encode, vim.tbl_extend("force", first_agent, handed))
     if ok and #given <= FIRST_AGENT_MAX then
       env.ACP_NVIM_FIRST_AGENT = given
     end
