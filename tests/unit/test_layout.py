@@ -26,6 +26,7 @@ LAYERS = [
             "acp_nvim.client.presets",
             "acp_nvim.client.editor",
             "acp_nvim.client.errors",
+            "acp_nvim.client.json_file",
             "acp_nvim.client.log",
             "acp_nvim.client.malloc",
             "acp_nvim.client.tasks",

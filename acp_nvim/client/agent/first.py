@@ -34,6 +34,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import NamedTuple
 
 from acp_nvim import __version__
+from acp_nvim.client import json_file
 from acp_nvim.client.agent.groups import Group, kill_all
 
 ENV = "ACP_NVIM_FIRST_AGENT"
@@ -109,29 +110,14 @@ class Launches:
             self._write(entries)
 
     def _read(self) -> dict[str, dict[str, object]]:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                entries = json.load(f)
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(entries, dict):
-            return {}
-        return {key: entry for key, entry in entries.items() if isinstance(entry, dict)}
+        entries = json_file.read_object(self.path).items()
+        return {key: entry for key, entry in entries if isinstance(entry, dict)}
 
     def _write(self, entries: dict[str, dict[str, object]]) -> None:
-        # Written whole beside it and renamed: two Neovims starting at once each
-        # leave a whole file, never a torn one.
-        temporary = f"{self.path}.{os.getpid()}"
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            with open(temporary, "w", encoding="utf-8") as f:
-                json.dump(entries, f)
-            os.replace(temporary, self.path)
+            json_file.write(self.path, entries)
         except OSError:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+            pass
 
 
 _waiting: Spawned | None = None

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 __all__ = ["Grant", "Grants"]
 
-import json
 import os
 from typing import Any, TypedDict
+
+from acp_nvim.client import json_file
 
 
 class Grant(TypedDict):
@@ -79,11 +80,7 @@ class Grants:
     def _save(self) -> None:
         if self.path is None:
             return  # no state directory (tests, a bare App): kept for this run only
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        partial = self.path + ".tmp"
-        with open(partial, "w", encoding="utf-8") as file:
-            json.dump(self._by_project, file, indent=1, sort_keys=True)
-        os.replace(partial, self.path)
+        json_file.write(self.path, self._by_project, indent=1, sort_keys=True)
 
 
 def _read(path: str | None) -> dict[str, dict[str, dict[str, str]]]:
@@ -91,13 +88,7 @@ def _read(path: str | None) -> dict[str, dict[str, dict[str, str]]]:
     again, never taken from a file we do not understand)."""
     if path is None:
         return {}
-    try:
-        with open(path, encoding="utf-8") as file:
-            data: Any = json.load(file)
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = json_file.read_object(path)
     return {
         project: {
             agent: {k: a for k, a in kinds.items() if isinstance(a, str)}
