@@ -478,19 +478,20 @@ def turn_start(
         n.lua("_G.bench.busy(true)")
 
         def turn_start_pinged(
-            send: Any, wait: Any, after_ms: int = 0
+            chat: int | None, wait: Any, after_ms: int = 0
         ) -> tuple[list[Any], int, int, int, int]:
-            """One turn start, the prober and the pinger running from a second
-            before and at least ``after_ms`` after the send: the pings, their start,
-            when it was sent, when the prompt arrived and when its turn ended
-            (``wait``)."""
+            """One turn start in ``chat`` (None: the strong floor's), the prober and
+            the pinger running from a second before and at least ``after_ms`` after
+            the send: the pings, their start, when it was sent, when the prompt
+            arrived and when its turn ended (``wait``). Neovim sends it on a timer
+            while this process waits in a blocking read (bench.lua send_later)."""
             n.send_to(pinging, f"pings {pings_ms}")
             time.sleep(0.3)  # the pings are under way
             pinger = Pinger(n.socket)
             before = time.monotonic_ns()
-            time.sleep(1)
-            sent = send(f"burst 10 {nonce()}")
+            n.lua("_G.bench.send_later(...)", 1000, f"burst 10 {nonce()}", chat)
             ended = wait()
+            sent = int(n.lua("return _G.bench.sent"))
             time.sleep(max(0, sent + after_ms * MS - time.monotonic_ns()) / 1e9)
             pings = pinger.stop()
             n.wait_turn_end(pinging)
@@ -503,7 +504,7 @@ def turn_start(
             meanwhile[name] += [ping for ping in pings if sent <= ping[0] <= started]
             second_before[name] += [ping for ping in pings if before <= ping[0] < sent]
 
-        ours = (lambda text: n.send_to(chat, text), lambda: n.wait_turn_end(chat))
+        ours = (chat, lambda: n.wait_turn_end(chat))
         pings, before, sent, started, ended = turn_start_pinged(*ours)
         pool("ours", pings, before, sent, started)
         burst = n.last_stamp("burst")
@@ -526,12 +527,9 @@ def turn_start(
         }
         n.lua("_G.bench.floor_chat(...)", [*AGENT, n.stamps], str(tree), n.chan)
         n.wait("floor_ready")
-        floor = (
-            lambda text: int(n.lua("return _G.bench.floor_send(...)", text)),
-            lambda: n.wait("floor_end"),
-        )
-        floor[0](f"burst 10 {nonce()}")  # warm-up, as ours had
-        floor[1]()
+        floor = (None, lambda: n.wait("floor_end"))
+        n.lua("_G.bench.floor_send(...)", f"burst 10 {nonce()}")  # warm-up, as ours had
+        n.wait("floor_end")
         windows: dict[str, list[float]] = {"ours": [], "floor": []}
         met: dict[str, list[float]] = {"ours": [], "floor": []}
         cpu: dict[str, list[float]] = {"ours": [], "floor": []}
