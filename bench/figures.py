@@ -519,7 +519,8 @@ def turn_start(
         figures = {
             "turn_start": (started - sent) / MS,
             "turn_end": (ended - burst["last_ns"]) / MS,
-            "loop_stall": max(during) / MS,
+            # NaN when no answer overlapped: a window of ~1 ms fits between two of them.
+            "loop_stall": max(during, default=float("nan")) / MS,
             "loop_rtt_before": statistics.median(usual) / MS,
             "nvim_p99_alone": p99(alone_pings),
             "nvim_busy_turn_start": busiest(sent, started),
