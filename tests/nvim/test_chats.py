@@ -65,9 +65,10 @@ def test_send_key_in_insert_mode_and_history_kept_across_chats(editor: Editor) -
     wait_input(editor, ["draft"])
 
     # Kept in stdpath("state"): a new chat (as after a restart) starts with it. The
-    # file is written off Neovim's loop: wait for it.
+    # file is written off Neovim's loop, a moment after the send: wait for it.
     path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json"
-    editor.wait(f"(vim.fn.readfile('{path}')[1] or ''):find('second') ~= nil", what="the prompts on disk")
+    on_disk = f"vim.fn.filereadable('{path}') == 1 and vim.fn.readfile('{path}')[1]:find('second')"
+    editor.wait(f"{on_disk} ~= nil", what="the prompts on disk")
     stored = json.loads(path.read_text())
     assert list(stored.values()) == [["first", "second"]]
     editor.nvim.input("<Esc>")

@@ -9,6 +9,10 @@ local registry = require("acp.chat.registry")
 local util = require("acp.util")
 
 local LIMIT = 100 -- prompts kept per agent and project
+-- A send's file write waits this long: the turn start (its prompt's way to the agent,
+-- a few milliseconds) has Neovim's loop and the cores; prompts sent meanwhile go in
+-- one write. Quitting writes what waits (M.flush).
+local WRITE_AFTER_MS = 200
 
 local function file()
   return vim.fs.joinpath(vim.fn.stdpath("state"), "acp", "history.json")
@@ -107,6 +111,7 @@ end
 ---@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
 local waiting = {}
 local writing = false
+local due = false -- a write is to start after WRITE_AFTER_MS
 
 --- The prompts waiting, as `read_merged` takes them (and no longer waiting).
 local function take()
@@ -145,7 +150,7 @@ function store()
 end
 
 --- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
---- merged it into the file (see `store`).
+--- merged it into the file (see `store`), WRITE_AFTER_MS later.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -155,7 +160,13 @@ function M.add(chat, text)
     table.insert(history.entries, text)
   end
   table.insert(waiting, { key(chat), text })
-  store()
+  if not due then
+    due = true
+    vim.defer_fn(function()
+      due = false
+      store()
+    end, WRITE_AFTER_MS)
+  end
 end
 
 --- Have every prompt sent so far on disk before returning (Neovim is closing).
