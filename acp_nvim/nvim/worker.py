@@ -1,10 +1,10 @@
 """The worker thread: one anyio event loop that owns all agent I/O and state.
 
 pynvim's loop keeps the main thread; this thread runs ``anyio.run``. The main
-thread reaches the loop only through :meth:`Worker.submit`, which hands a
-coroutine to the loop's task group and returns without waiting for it, so a
-Neovim request is never blocked on agent I/O. A plain thread is used, not a
-BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
+thread reaches the loop only through :meth:`Worker.submit` (or :meth:`Worker.post`),
+which hands a coroutine to the loop's task group and returns without waiting for it
+to run, so a Neovim request is never blocked on agent I/O. A plain thread is used,
+not a BlockingPortal: a live portal hangs interpreter exit when Neovim closes the
 channel.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 __all__ = ["Worker"]
 
+import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -34,6 +35,7 @@ class Worker:
         self._main = main
         self._ready = threading.Event()
         self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
         self._stopped: anyio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="acp-worker", daemon=True)
@@ -52,6 +54,7 @@ class Worker:
 
     async def _serve(self) -> None:
         self._token = anyio.lowlevel.current_token()
+        self._loop = asyncio.get_running_loop()  # anyio.run's backend: asyncio
         self._stopped = anyio.Event()
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
@@ -61,18 +64,20 @@ class Worker:
             tasks.cancel_scope.cancel()
 
     def submit(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Start ``fn(*args)`` on the loop; errors are logged, never raised here."""
+        """Start ``fn(*args)`` on the loop; errors are logged, never raised here.
+        Returns once the loop took it: a flood of calls waits for the loop."""
         if self._tasks is None or self._token is None:
             raise RuntimeError("worker is not running")
-        tasks = self._tasks
+        anyio.from_thread.run_sync(self._tasks.start_soon, _guarded(fn, *args), token=self._token)
 
-        async def guarded() -> None:
-            try:
-                await fn(*args)
-            except Exception:
-                log.exception("task %s failed", getattr(fn, "__name__", fn))
-
-        anyio.from_thread.run_sync(tasks.start_soon, guarded, token=self._token)
+    def post(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """:meth:`submit` without waiting for the loop to take it, for a call whose
+        latency the user feels (a send): the wait is a thread switch there and back,
+        in which the two threads trade the GIL. Not for what may come in a flood.
+        anyio has no public call of this kind: asyncio's own."""
+        if self._tasks is None or self._loop is None:
+            raise RuntimeError("worker is not running")
+        self._loop.call_soon_threadsafe(self._tasks.start_soon, _guarded(fn, *args))
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a quick synchronous function on the loop thread and return its result."""
@@ -98,3 +103,17 @@ class Worker:
         except Exception:
             log.exception("worker cleanup failed")
         self._thread.join(timeout)
+
+
+def _guarded(
+    fn: Callable[..., Awaitable[Any]], *args: Any
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    """``fn(*args)`` as a task whose error is logged, not raised into the task group."""
+
+    async def guarded() -> None:
+        try:
+            await fn(*args)
+        except Exception:
+            log.exception("task %s failed", getattr(fn, "__name__", fn))
+
+    return guarded

@@ -49,3 +49,31 @@ def test_submitted_tasks_run_in_order_and_a_failure_is_only_logged(
     assert ran == list(range(20))
     assert "task fails failed" in caplog.text
     assert worker.call(len, ran) == 20  # the loop goes on
+
+
+def test_posted_tasks_run_in_order_with_the_submitted_ones(
+    worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """post() returns before the loop takes the task; the loop still runs them in the
+    order they came, and a failure is only logged."""
+    ran: list[str] = []
+    done = threading.Event()
+
+    async def job(name: str) -> None:
+        ran.append(name)
+
+    async def fails() -> None:
+        raise ValueError("broken")
+
+    async def last() -> None:
+        done.set()
+
+    with caplog.at_level(logging.ERROR, logger="acp_nvim"):
+        for n in range(10):
+            worker.post(job, f"posted {n}")
+            worker.submit(job, f"submitted {n}")
+        worker.post(fails)
+        worker.post(last)
+        assert done.wait(5)
+    assert ran == [f"{how} {n}" for n in range(10) for how in ("posted", "submitted")]
+    assert "task fails failed" in caplog.text
