@@ -38,6 +38,7 @@ __all__ = [
     "WriteError",
 ]
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from acp_nvim.client.text import Eol, join_text
@@ -405,6 +406,11 @@ class Editor(Protocol):
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
         """Queue a file's text before a turn of chat ``chat``, to diff the file against
         (``{path, turn, lines}``, lines without terminators)."""
+
+    def hold(self) -> Callable[[], None]:
+        """Keep what is queued from now on until the returned function is called (once
+        or more), then send it as usual: a turn start's drawing waits for its prompt
+        to be written to the agent."""
 
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False

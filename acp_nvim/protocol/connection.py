@@ -34,6 +34,8 @@ from .streams import STREAM_GONE
 T = TypeVar("T")
 P = TypeVar("P")
 R = TypeVar("R")
+# Called once a request is written, before its answer is awaited (``Connection.request``).
+OnSent = Callable[[], object] | None
 
 logger = logging.getLogger("acp_nvim.protocol")
 
@@ -525,14 +527,18 @@ class Connection:
     async def request(self, method: str, params: Any) -> Raw: ...
 
     @overload
-    async def request(self, method: str, params: Any, result_type: type[R]) -> R: ...
+    async def request(
+        self, method: str, params: Any, result_type: type[R], *, on_sent: OnSent = None
+    ) -> R: ...
 
-    async def request(self, method: str, params: Any, result_type: Any = Raw) -> Any:
+    async def request(
+        self, method: str, params: Any, result_type: Any = Raw, *, on_sent: OnSent = None
+    ) -> Any:
         """Call `method` on the peer and return its result converted to `result_type`.
 
         Raises `RequestError` if the peer answers with an error, `ProtocolError` if
         the result does not convert, `ConnectionClosed` if the connection goes away.
-        `params=None` omits the params member.
+        `params=None` omits the params member; `on_sent` is called once it is written.
         """
         if self._closed:
             raise ConnectionClosed(self._close_reason)
@@ -544,6 +550,8 @@ class Connection:
         try:
             await self._write(_OutRequest("2.0", msg_id, method, _params(params)))
             sent = True
+            if on_sent is not None:
+                on_sent()
             await slot.event.wait()
         except anyio.get_cancelled_exc_class():
             if self._send_cancel_requests and sent and msg_id in self._pending:
@@ -790,7 +798,7 @@ class Connection:
         msg_id = msg.id
         slot = self._pending.get(msg_id) if type(msg_id) is int else None
         if slot is None:
-            self._unknown_response(msg_id)
+            _unknown_response(self.name, msg_id, range(self._id_start, self._next_id))
             return
         del self._pending[msg_id]  # type: ignore[arg-type]
         if isinstance(msg.error, _ErrorObject):
@@ -799,13 +807,6 @@ class Connection:
         else:
             slot.result = msg.result
         slot.event.set()
-
-    def _unknown_response(self, msg_id: Any) -> None:
-        if type(msg_id) is int and self._id_start <= msg_id < self._next_id:
-            # Ours, but its request() was cancelled or already failed: a late answer.
-            logger.debug("%s: dropping late response to request %d", self.name, msg_id)
-        else:
-            logger.warning("%s: response for unknown request id %r", self.name, msg_id)
 
     async def _reject_invalid(
         self, raw: bytes, detail: str, batch: _Batch | None, probe: _Probe | None = None
@@ -878,6 +879,14 @@ class Connection:
         for slot in pending.values():
             slot.error = ConnectionClosed(reason)
             slot.event.set()
+
+
+def _unknown_response(name: str, msg_id: Any, ours: range) -> None:
+    if type(msg_id) is int and msg_id in ours:
+        # Ours, but its request() was cancelled or already failed: a late answer.
+        logger.debug("%s: dropping late response to request %d", name, msg_id)
+    else:
+        logger.warning("%s: response for unknown request id %r", name, msg_id)
 
 
 def _params(params: Any) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = ["RecordingEditor"]
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ class RecordingEditor:
         self.lsp_asked: list[tuple[str, str | None, tuple[int, int] | None, str]] = []
         self.shown: list[tuple[str, int | None]] = []
         self.watching = False
+        self.held = 0  # holds not released (hold())
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         self.ops.setdefault(chat, []).extend(ops)
@@ -72,6 +74,19 @@ class RecordingEditor:
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
         self.baselines.append((chat, data))
+
+    def hold(self) -> Callable[[], None]:
+        """Count the holds not released (``held``); ops are recorded all the same."""
+        self.held += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.held -= 1
+
+        return release
 
     # -- buffers: an in-memory model of Neovim's, saved with plain file writes
 

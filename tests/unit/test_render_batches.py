@@ -110,6 +110,24 @@ def test_at_most_two_batches_are_in_flight() -> None:
     assert len(nvim.scheduled) == 1  # all applied: the next goes at once
 
 
+def test_what_is_queued_while_held_goes_when_the_last_hold_is_released() -> None:
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    first, second = editor.hold(), editor.hold()
+    editor.emit("AcpTurnStart", {"chat": 1})
+    editor.render(1, [append("prompt")])
+    assert nvim.scheduled == []  # the pynvim thread is not woken
+    first()
+    first()  # again: no effect
+    assert nvim.scheduled == []
+    second()
+    assert len(nvim.scheduled) == 1
+    nvim.run_scheduled()
+    assert ops_of(nvim.batches) == [["event", "AcpTurnStart"], append("prompt")]
+    editor.render(1, [append("!")])  # released: at once again
+    assert len(nvim.scheduled) == 1
+
+
 def test_a_batch_over_the_budget_is_split_in_order() -> None:
     nvim = FakeNvim()
     budget = OP_COST * 4 + LINE_COST * 20

@@ -104,3 +104,74 @@ async def test_changes_are_complete_when_the_turn_ends(tmp_path: Path, version: 
         assert editor.review_at_turn_end == [["made.txt"]]
         await app.shutdown()
         tasks.cancel_scope.cancel()
+
+
+class HoldEditor(RecordingEditor):
+    """Records how many holds were unreleased at each event and render op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held_at: list[tuple[str, int]] = []
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        self.held_at.append((event, self.held))
+        super().emit(event, data)
+
+    def render(self, chat: int, ops: list[Any]) -> None:
+        self.held_at += [(op.get("kind") or op["op"], self.held) for op in ops]
+        super().render(chat, ops)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_turn_starts_drawing_waits_for_its_prompt_to_be_written(
+    tmp_path: Path, version: int
+) -> None:
+    """What the turn start draws (its event, the user's message, the status) is held
+    until the prompt is written to the agent; what the agent sends is not."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    editor = HoldEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup(
+            {
+                "protocol_version": version,
+                "agents": {"writer": {"cmd": [sys.executable, str(script), str(version)]}},
+                "default_agent": "writer",
+            }
+        )
+        await app.open(1, None, str(tmp_path))
+        editor.held_at.clear()
+        await app.send(1, "write it")
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+    start = editor.held_at.index(("AcpTurnStart", 1))
+    tool = next(i for i, (what, _) in enumerate(editor.held_at) if what == "tool")
+    assert start < tool
+    assert ("user", 1) in editor.held_at[start:tool]  # the prompt's block, held
+    assert editor.held_at[tool:] == [(what, 0) for what, _ in editor.held_at[tool:]]
+    assert editor.held == 0
+
+
+async def test_the_hold_ends_when_the_prompt_cannot_be_written(tmp_path: Path) -> None:
+    """The agent stops reading after its session is made: the prompt's write fails,
+    the chat fails, and what the turn start drew still goes to Neovim."""
+    script = tmp_path / "deaf.py"
+    deaf = "sys.stdout.flush()\n        continue"
+    assert deaf in WRITER
+    script.write_text(
+        WRITER.replace("import json, sys", "import json, os, sys, time").replace(
+            deaf, "sys.stdout.flush()\n        os.close(0); time.sleep(0.3); sys.exit(3)"
+        )
+    )
+    editor = HoldEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"deaf": {"cmd": [sys.executable, str(script), "1"]}}})
+        await app.open(1, "deaf", str(tmp_path))
+        await app.send(1, "go")
+        assert app.chats[1].state == "error"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+    assert ("AcpTurnStart", 1) in editor.held_at
+    assert editor.held == 0

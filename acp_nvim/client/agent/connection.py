@@ -311,6 +311,8 @@ class AgentConnection:
         sessions = self._sessions()
         abandon = self._abandon[chat.id] = anyio.Event()
         ended = self._ended[chat.id] = anyio.Event()
+        # The turn start's drawing goes to Neovim once the prompt is on its way.
+        drawn = chat.editor.hold()
         try:
             await chat.start_turn(text, attachments)
             chat.branches.path[-1].agent = self.serial
@@ -319,10 +321,11 @@ class AgentConnection:
                 # What the agent still sends of the turn left behind stays hidden, and
                 # this prompt is not mixed into it: it goes once the agent ends that.
                 chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")
+                drawn()  # shown while it waits
                 await self._until_exit(left.wait(), abandon)
             chat.muted = False
             stop_reason = await self._until_exit(
-                sessions.prompt(chat, text, attachments), abandon, chat
+                sessions.prompt(chat, text, attachments, on_sent=drawn), abandon, chat
             )
         except _Abandoned:
             chat.info(
@@ -345,6 +348,7 @@ class AgentConnection:
             malloc.give_back()  # the turn's freed memory, before AcpTurnEnd says it ended
             await chat.finish_turn(stop_reason)
         finally:
+            drawn()  # the prompt never went: a failed write, an exit, a cancel
             del self._abandon[chat.id], self._ended[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)

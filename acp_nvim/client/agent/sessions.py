@@ -163,8 +163,15 @@ class Sessions(Protocol):
             NotOffered: the agent does not advertise steering.
         """
 
-    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
+    async def prompt(
+        self,
+        chat: Chat,
+        text: str,
+        attachments: Sequence[Attachment],
+        on_sent: Callable[[], object] | None = None,
+    ) -> str:
         """Send one prompt; returns the stop reason once the agent ended the turn.
+        ``on_sent`` is called once the prompt is written to the agent.
 
         Attachments go in the form the agent accepts (``services.context.prompt_form``);
         one it cannot take is left out, and the chat says so.

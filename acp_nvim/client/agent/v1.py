@@ -23,7 +23,7 @@ __all__ = [
     "tool_call_patch",
 ]
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -470,11 +470,19 @@ class SessionsV1:
             chat, text, attachments, v1, embed=accepts.embedded_context, image=accepts.image
         )
 
-    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
+    async def prompt(
+        self,
+        chat: Chat,
+        text: str,
+        attachments: Sequence[Attachment],
+        on_sent: Callable[[], object] | None = None,
+    ) -> str:
         """The turn ends with the answer to ``session/prompt``."""
         blocks = self._blocks(chat, text, attachments)
         params = v1.PromptRequest(session_id=chat.session.session_id, prompt=blocks)
-        response = await self.connection.request("session/prompt", params, v1.PromptResponse)
+        response = await self.connection.request(
+            "session/prompt", params, v1.PromptResponse, on_sent=on_sent
+        )
         return str(response.stop_reason)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -476,14 +476,22 @@ class SessionsV2:
         blocks = self._blocks(chat, text, attachments)
         return await steer(self.connection, chat.session.session_id, blocks)
 
-    async def prompt(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> str:
+    async def prompt(
+        self,
+        chat: Chat,
+        text: str,
+        attachments: Sequence[Attachment],
+        on_sent: Callable[[], object] | None = None,
+    ) -> str:
         """Send the prompt; returns the stop reason once the agent reports idle."""
         session_id = chat.session.session_id
         blocks = self._blocks(chat, text, attachments)
         idle = self._idle[session_id] = anyio.Event()
         params = v2.PromptRequest(session_id=session_id, prompt=blocks)
         try:
-            await self.connection.request("session/prompt", params, v2.PromptResponse)
+            await self.connection.request(
+                "session/prompt", params, v2.PromptResponse, on_sent=on_sent
+            )
             await idle.wait()
         finally:
             self._idle.pop(session_id, None)
