@@ -175,3 +175,29 @@ async def test_the_hold_ends_when_the_prompt_cannot_be_written(tmp_path: Path) -
         tasks.cancel_scope.cancel()
     assert ("AcpTurnStart", 1) in editor.held_at
     assert editor.held == 0
+
+
+async def test_the_hold_ends_soon_while_the_prompt_cannot_be_written(tmp_path: Path) -> None:
+    """An agent that stops reading: a prompt bigger than the pipe cannot be written,
+    and what the turn start drew goes to Neovim all the same, within milliseconds."""
+    script = tmp_path / "busy.py"
+    busy = "sys.stdout.flush()\n        continue"
+    script.write_text(
+        WRITER.replace("import json, sys", "import json, sys, time").replace(
+            busy, "sys.stdout.flush()\n        time.sleep(30)"
+        )
+    )
+    editor = HoldEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"busy": {"cmd": [sys.executable, str(script), "1"]}}})
+        await app.open(1, "busy", str(tmp_path))
+        tasks.start_soon(app.send, 1, "x" * 1_000_000)
+        with anyio.fail_after(5):
+            while ("AcpTurnStart", 1) not in editor.held_at:
+                await anyio.sleep(0.001)
+            while editor.held:
+                await anyio.sleep(0.001)
+        assert app.chats[1].state == "running"  # the prompt is still on its way
+        await app.shutdown()
+        tasks.cancel_scope.cancel()

@@ -38,6 +38,14 @@ from acp_nvim.protocol.unknown import decode, enc_hook
 T = TypeVar("T")
 # Seconds a closing chat waits for the agent to acknowledge session/close.
 _CLOSE_TIMEOUT = 2.0
+# Seconds a turn start's drawing waits for its prompt's write at most (decision 0067):
+# a review's scan of a changed tree or an agent not reading must not keep it back.
+_DRAWN_AFTER = 0.005
+
+
+async def _call_later(seconds: float, fn: Callable[[], object]) -> None:
+    await anyio.sleep(seconds)
+    fn()
 
 
 class _Abandoned(Exception):
@@ -313,6 +321,8 @@ class AgentConnection:
         ended = self._ended[chat.id] = anyio.Event()
         # The turn start's drawing goes to Neovim once the prompt is on its way.
         drawn = chat.editor.hold()
+        if self._tasks is not None:
+            self._tasks.start_soon(_call_later, _DRAWN_AFTER, drawn)
         try:
             await chat.start_turn(text, attachments)
             chat.branches.path[-1].agent = self.serial
