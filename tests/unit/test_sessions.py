@@ -122,6 +122,20 @@ class HoldEditor(RecordingEditor):
         super().render(chat, ops)
 
 
+def stops_reading(tmp_path: Path, then: str) -> list[str]:
+    """The command of a v1 WRITER that runs ``then`` instead of reading on, once it
+    answered ``session/new``."""
+    answered = "sys.stdout.flush()\n        continue"
+    assert answered in WRITER
+    script = tmp_path / "stops.py"
+    script.write_text(
+        WRITER.replace("import json, sys", "import json, os, sys, time").replace(
+            answered, f"sys.stdout.flush()\n        {then}"
+        )
+    )
+    return [sys.executable, str(script), "1"]
+
+
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_turn_starts_drawing_waits_for_its_prompt_to_be_written(
     tmp_path: Path, version: int
@@ -156,18 +170,11 @@ async def test_a_turn_starts_drawing_waits_for_its_prompt_to_be_written(
 async def test_the_hold_ends_when_the_prompt_cannot_be_written(tmp_path: Path) -> None:
     """The agent stops reading after its session is made: the prompt's write fails,
     the chat fails, and what the turn start drew still goes to Neovim."""
-    script = tmp_path / "deaf.py"
-    deaf = "sys.stdout.flush()\n        continue"
-    assert deaf in WRITER
-    script.write_text(
-        WRITER.replace("import json, sys", "import json, os, sys, time").replace(
-            deaf, "sys.stdout.flush()\n        os.close(0); time.sleep(0.3); sys.exit(3)"
-        )
-    )
+    cmd = stops_reading(tmp_path, "os.close(0); time.sleep(0.3); sys.exit(3)")
     editor = HoldEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
-        app.setup({"agents": {"deaf": {"cmd": [sys.executable, str(script), "1"]}}})
+        app.setup({"agents": {"deaf": {"cmd": cmd}}})
         await app.open(1, "deaf", str(tmp_path))
         await app.send(1, "go")
         assert app.chats[1].state == "error"
@@ -180,17 +187,11 @@ async def test_the_hold_ends_when_the_prompt_cannot_be_written(tmp_path: Path) -
 async def test_the_hold_ends_soon_while_the_prompt_cannot_be_written(tmp_path: Path) -> None:
     """An agent that stops reading: a prompt bigger than the pipe cannot be written,
     and what the turn start drew goes to Neovim all the same, within milliseconds."""
-    script = tmp_path / "busy.py"
-    busy = "sys.stdout.flush()\n        continue"
-    script.write_text(
-        WRITER.replace("import json, sys", "import json, sys, time").replace(
-            busy, "sys.stdout.flush()\n        time.sleep(30)"
-        )
-    )
+    cmd = stops_reading(tmp_path, "time.sleep(30)")
     editor = HoldEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
-        app.setup({"agents": {"busy": {"cmd": [sys.executable, str(script), "1"]}}})
+        app.setup({"agents": {"busy": {"cmd": cmd}}})
         await app.open(1, "busy", str(tmp_path))
         tasks.start_soon(app.send, 1, "x" * 1_000_000)
         with anyio.fail_after(5):
