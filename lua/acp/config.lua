@@ -5,6 +5,7 @@
 -- Python host answers): all wrong ones are reported at once, by their dotted key,
 -- and Lua goes on with their defaults. The Python host validates the table as
 -- given (M.given) once more, and refuses to start chats until it is right.
+if jit then jit.off(true, true) end -- decision 0068
 local defaults = require("acp.defaults")
 
 local M = {}

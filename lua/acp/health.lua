@@ -1,4 +1,5 @@
 -- :checkhealth acp
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local host = require("acp.host")
 local util = require("acp.util")

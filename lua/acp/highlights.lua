@@ -1,4 +1,5 @@
 -- Highlight groups: one list that nvim_set_hl and the doc generator both read.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 
 -- { name, default link, description }

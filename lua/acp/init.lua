@@ -3,6 +3,7 @@
 -- setup() runs in every start of the user's Neovim: only what it needs, and the
 -- leaf registry of chats, are required here. The chat and review modules (~2.5 ms
 -- more) are required in the functions that use them, on first use.
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local highlights = require("acp.highlights")
 local host = require("acp.host")

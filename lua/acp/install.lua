@@ -7,6 +7,7 @@
 -- With a UI it runs in the background. Without one (`nvim --headless`, e.g.
 -- `nvim --headless "+Lazy! sync" +qa` running a lazy.nvim `build`) the command
 -- returns only when it is done, so Neovim does not quit under it.
+if jit then jit.off(true, true) end -- decision 0068
 local chat = require("acp.chat")
 local config = require("acp.config")
 local host = require("acp.host")

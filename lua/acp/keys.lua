@@ -2,6 +2,7 @@
 -- the plugin's own buffers; M.set and M.clear for keys that come and go with what
 -- they act on (a permission prompt, a preview, agent hunks), putting back a
 -- buffer-local mapping the buffer had for the same key when ours goes.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 

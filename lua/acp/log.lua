@@ -1,5 +1,6 @@
 -- :AcpLog — the Python side's stderr, then the bounded protocol log (both
 -- directions and agent stderr).
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local util = require("acp.util")
 

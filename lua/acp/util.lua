@@ -1,4 +1,5 @@
 -- Messages to the user: one helper, fixed prefix, safe from fast events.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 
 local levels = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.nvim.conftest import RENDER, Editor
 from tests.nvim.screen import Screen
 
@@ -219,3 +221,44 @@ def test_a_window_at_the_transcripts_end_shows_each_batchs_last_line(editor: Edi
     editor.lua("vim.api.nvim_win_set_cursor(..., {1, 0})", win)
     shown = last_row()
     assert apply({"op": "append", "id": "m2", "text": "\nafter"}) == shown
+
+
+def test_luajit_traces_none_of_our_functions(editor: Editor) -> None:
+    """Decision 0068: a function of ours called thousands of times starts no trace
+    of LuaJIT's (its hot loops and calls run in the interpreter); other code, such
+    as the loop after it, still does."""
+    started = editor.lua(
+        """
+        if not jit then
+          return vim.NIL
+        end
+        local render, blocks_of = require("acp.chat.render"), require("acp.chat.blocks")
+        local buf = vim.api.nvim_create_buf(false, true)
+        local blocks = blocks_of.new()
+        local ops = {}
+        for i = 1, 30 do
+          ops[i] = { op = "block", id = "b" .. i, kind = "tool", lines = { "#### b" .. i, "x" } }
+        end
+        render.apply(buf, blocks, ops)
+        local started = {}
+        local function on_trace(what, _, fn)
+          if what == "start" then
+            table.insert(started, require("jit.util").funcinfo(fn).source)
+          end
+        end
+        jit.attach(on_trace, "trace")
+        for _ = 1, 3000 do
+          blocks_of.block_at(buf, blocks, 45)
+        end
+        local sum = 0
+        for i = 1, 3000 do
+          sum = sum + i % 7
+        end
+        jit.attach(on_trace)
+        return started
+        """
+    )
+    if started is None:
+        pytest.skip("this Neovim's Lua is not LuaJIT")
+    ours = [source for source in started if "/lua/acp/" in source]
+    assert ours == [] and len(started) > 0, started

@@ -1,4 +1,5 @@
-"""The Lua side's shape: no require loop, requires point down the layers.
+"""The Lua side's shape: no require loop, requires point down the layers, no
+function traced by LuaJIT.
 
 The twin of test_layout.py for lua/acp/ and plugin/acp.lua. Every ``require``
 counts, wherever it stands: file top or function body (a require inside a function
@@ -151,6 +152,14 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+JIT_OFF = "if jit then jit.off(true, true) end -- decision 0068"
+
+
+def first_statement(source: str) -> str:
+    """The first line of ``source`` after its header comment."""
+    return next(line for line in source.splitlines() if not line.startswith("--"))
+
+
 FILES = [*(ROOT / "lua").rglob("*.lua"), ROOT / "plugin" / "acp.lua"]
 SOURCES = {module_name(path): path.read_text() for path in FILES}
 EDGES = graph(SOURCES)
@@ -173,6 +182,18 @@ def test_requires_only_point_down() -> None:
 def test_a_dozen_files_at_most_at_the_top() -> None:
     top = sorted(path.name for path in (ROOT / "lua" / "acp").glob("*.lua"))
     assert len(top) <= TOP_FILES_MAX, top
+
+
+def test_every_module_leaves_its_functions_to_the_interpreter() -> None:
+    """Decision 0068: the first statement after a module's header comment keeps
+    LuaJIT from tracing any of its functions (tests/nvim/test_render.py shows it
+    takes)."""
+    traced = [
+        module
+        for module, source in SOURCES.items()
+        if module.startswith("acp") and first_statement(source) != JIT_OFF
+    ]
+    assert traced == []
 
 
 # -- the checks themselves, on module sets made up for them

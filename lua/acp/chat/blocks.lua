@@ -2,6 +2,7 @@
 -- starts at an extmark in our namespace, and blocks are only appended, so their
 -- first rows grow with their order. acp.chat.render writes them; the modules that
 -- act on a row (folds, prompts, <CR>) ask here which block holds it.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 

@@ -1,6 +1,7 @@
 -- Going back in a chat's conversation: the pickers of |:AcpRewind| (a turn of the
 -- branch shown) and |:AcpBranches| (another branch). Python owns the turns and the
 -- branches (status fields `turns` and `branches`) and does the work.
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local util = require("acp.util")
 

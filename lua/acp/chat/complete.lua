@@ -4,6 +4,7 @@
 -- @diff: acp.chat.context). Built in through 'omnifunc' and opened as you type;
 -- lua/acp/completion/{blink,cmp}.lua serve the same items to blink.cmp and
 -- nvim-cmp. After a command, its input hint shows as virtual text.
+if jit then jit.off(true, true) end -- decision 0068
 local registry = require("acp.chat.registry")
 local workspace = require("acp.chat.workspace")
 

@@ -10,6 +10,7 @@
 --                  diff of the work tree (unsaved buffers included); @https://...
 -- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input. A relative
 -- path is the chat's directory's (acp.chat.workspace), not Neovim's.
+if jit then jit.off(true, true) end -- decision 0068
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
 local workspace = require("acp.chat.workspace")

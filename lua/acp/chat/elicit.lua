@@ -3,6 +3,7 @@
 -- a time per chat; a hidden chat notifies and asks when it is shown again. The
 -- answer (accept with the values, decline, or cancel when dismissed) goes back to
 -- Python (services/elicitations.py).
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
 local notice = require("acp.chat.notice")

@@ -1,5 +1,6 @@
 -- :AcpPermission list|forget: the permission answers given "always", which the
 -- Python side keeps per project across restarts (acp_nvim/client/services/grants.py).
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local util = require("acp.util")
 

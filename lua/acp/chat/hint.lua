@@ -2,6 +2,7 @@
 -- over the empty transcript (never transcript text: the history, a copy or an export
 -- of the chat holds none of it). The keys named are the user's (|acp-keys|); a key
 -- turned off is not named. The first block drawn takes it away.
+if jit then jit.off(true, true) end -- decision 0068
 local keys = require("acp.keys")
 
 local M = {}

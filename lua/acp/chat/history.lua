@@ -2,6 +2,7 @@
 -- SQLite file. Here: the search (answered at once, read on the Python side's own
 -- thread), the :AcpHistory picker, and export to Markdown. Not the prompt history
 -- of the input (acp.chat.prompt_history).
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")

@@ -2,6 +2,7 @@
 -- together by acp.chat.layout. Each chat is bound to one session on the Python side
 -- by its integer id; acp.chat.registry holds the open ones. The render ops Python
 -- sends for a chat arrive here (M.render) and are handled by their kind (M.ops).
+if jit then jit.off(true, true) end -- decision 0068
 local blocks_of = require("acp.chat.blocks")
 local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")

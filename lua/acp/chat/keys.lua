@@ -3,6 +3,7 @@
 -- the help key lists. Also the motions between turns and tool calls, and the keys
 -- named at a turn's change summary. What a key does to the chat itself (send,
 -- cancel, hide) acp.chat hands in: this module does not require it.
+if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local keys = require("acp.keys")
 local queue = require("acp.chat.queue")

@@ -4,6 +4,7 @@
 -- every VimResized. Every option is set window-local, so a buffer shown later in
 -- one of these windows gets the user's values back. Buffers and sessions are
 -- acp.chat's.
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local util = require("acp.util")
 

@@ -1,6 +1,7 @@
 -- Telling the user about a chat they may not be looking at: its turn ended, it
 -- failed, it needs an answer. The `notify` option decides: "hidden" (a chat not
 -- shown in the current tab page), "always", or false (never).
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local layout = require("acp.chat.layout")
 local registry = require("acp.chat.registry")

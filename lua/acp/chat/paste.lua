@@ -2,6 +2,7 @@
 -- is (wl-paste on Wayland, xclip on X11, pngpaste on macOS), saved under
 -- stdpath("cache")/acp/ and mentioned in the chat's input: it goes with the next
 -- prompt like any @image (to an agent that takes images), shown by name and size.
+if jit then jit.off(true, true) end -- decision 0068
 local context = require("acp.chat.context")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")

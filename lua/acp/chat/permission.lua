@@ -3,6 +3,7 @@
 -- picker (vim.ui.select), and a notice when the chat is not on screen. Python owns
 -- the requests and assigns the transcript's keys from the same option; this maps
 -- them and sends the user's answer.
+if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local host = require("acp.host")
 local notice = require("acp.chat.notice")

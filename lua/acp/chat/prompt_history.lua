@@ -1,6 +1,7 @@
 -- Prompt history of the chat input: what was sent, per agent and project, kept
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
 -- the input's first line and <Down> on its last (decision 0022).
+if jit then jit.off(true, true) end -- decision 0068
 local keys = require("acp.keys")
 
 local M = {}

@@ -2,6 +2,7 @@
 -- virtual lines, so a copy of the transcript never takes them and the blocks
 -- above stay as render.lua wrote them; picked with :AcpQueue to edit or remove.
 -- Python owns the queue: it arrives as the chat's `queue` status field.
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local layout = require("acp.chat.layout")
 local util = require("acp.util")

@@ -1,6 +1,7 @@
 -- The open chats, by id, and the current one. A leaf: the modules that act on
 -- "the chat" (pickers, completion, prompts, the review's API) read it instead of
 -- acp.chat, which requires them. acp.chat adds and removes the chats.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 

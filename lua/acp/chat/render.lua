@@ -3,6 +3,7 @@
 -- but the first. Streaming appends touch only the block's last line; replacing a
 -- block rewrites only its rows. Old text is never rewritten, so the cost of a chunk
 -- does not grow with the transcript. acp.chat dispatches the render ops here.
+if jit then jit.off(true, true) end -- decision 0068
 local blocks_of = require("acp.chat.blocks")
 local permission = require("acp.chat.permission")
 local screen = require("acp.chat.screen")

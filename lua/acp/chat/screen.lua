@@ -8,6 +8,7 @@
 -- colour to the window's edge, which no ephemeral mark gives (Neovim draws no
 -- line_hl_group from ephemeral marks, neovim#32936; an hl_group reaching the end of
 -- the line looks the same on an open row).
+if jit then jit.off(true, true) end -- decision 0068
 local blocks_of = require("acp.chat.blocks")
 local tools = require("acp.chat.tools")
 

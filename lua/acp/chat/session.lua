@@ -1,6 +1,7 @@
 -- Session surface pickers: settings (mode, model, thinking, ...), saved sessions,
 -- login. Thin glue over vim.ui.select; the Python side does the work and reports
 -- back through the chat status (settings) or the AcpSessionList event (sessions).
+if jit then jit.off(true, true) end -- decision 0068
 local chats = require("acp.chat")
 local host = require("acp.host")
 local registry = require("acp.chat.registry")

@@ -1,6 +1,7 @@
 -- Tool call blocks in the transcript: diff and location highlights, <CR> on a
 -- location, and following the agent (the file a tool call works on, shown in the
 -- non-chat window without taking the cursor there).
+if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local config = require("acp.config")
 local permission = require("acp.chat.permission")

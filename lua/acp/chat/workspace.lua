@@ -2,6 +2,7 @@
 -- the chat's status (cwd, roots, worktree). Here: what the winbar and the chat
 -- list show of it, :AcpRoot, and asking before closing a worktree chat removes a
 -- worktree that holds hunks not yet brought into the user's files.
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local registry = require("acp.chat.registry")
 local state = require("acp.review.state")

@@ -2,6 +2,7 @@
 -- `@` context as the built-in completion (acp.chat.complete). In your blink.cmp spec:
 --   sources = { per_filetype = { markdown = { inherit_defaults = true, "acp" } },
 --               providers = { acp = { name = "acp", module = "acp.completion.blink" } } }
+if jit then jit.off(true, true) end -- decision 0068
 local complete = require("acp.chat.complete")
 local registry = require("acp.chat.registry")
 

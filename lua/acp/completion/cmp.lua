@@ -2,6 +2,7 @@
 -- `@` context as the built-in completion (acp.chat.complete). Register it:
 --   require("cmp").register_source("acp", require("acp.completion.cmp").new())
 -- and add { name = "acp" } to the sources of the markdown filetype.
+if jit then jit.off(true, true) end -- decision 0068
 local complete = require("acp.chat.complete")
 local registry = require("acp.chat.registry")
 

@@ -1,6 +1,7 @@
 -- File buffers for the Python side: read one, apply minimal line edits, save,
 -- reload after a disk change. Each function is one atomic step on the main
 -- loop; Python computes the edits and retries when the buffer moved on.
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 
 local M = {}

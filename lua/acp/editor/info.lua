@@ -3,6 +3,7 @@
 -- attached language servers. Plain data out; lines and columns 1-based, columns
 -- in characters. Language server requests are asynchronous: their answers go to
 -- the host as a notification, so the UI never waits on a server.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 

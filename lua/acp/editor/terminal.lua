@@ -2,6 +2,7 @@
 -- Python owns what they mean; this file owns jobs, buffers and windows, and sends
 -- each command's raw output back in batches (one notification per ~10 ms, not one
 -- per read).
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local util = require("acp.util")
 

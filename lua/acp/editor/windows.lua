@@ -1,6 +1,7 @@
 -- The window beside the chat: where a file the agent works on, a location or a
 -- preview is shown (Editor.show_file of the Python side too), without taking a
 -- chat's window.
+if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 

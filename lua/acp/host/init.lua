@@ -12,6 +12,7 @@
 -- fix (M.failure): every chat shows it and fires AcpError, while the host's
 -- stderr (the traceback) goes to :AcpLog. Only :AcpChat and :AcpInstall start
 -- it again (M.retry).
+if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local util = require("acp.util")
 

@@ -3,6 +3,7 @@
 -- read-only scratch buffer beside the file's window. Python sends the baseline
 -- (and again after each review change, so the split stays true); decisions from
 -- either side go through the review like any other (acp.review.hunks).
+if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")

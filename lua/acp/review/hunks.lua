@@ -5,6 +5,7 @@
 -- one extmark, which follows the user's edits; the keys, :AcpHunk and
 -- hunk_at_cursor() find the hunk under the cursor through it. Python owns the
 -- hunks (acp.review.state holds its summary); decisions go back there.
+if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
 local host = require("acp.host")
 local keys = require("acp.keys")

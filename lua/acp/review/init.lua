@@ -3,6 +3,7 @@
 -- redraws the marks in edited buffers (acp.review.hunks), the :AcpDiff splits
 -- (acp.review.diff) and the review buffers. Decisions go back through
 -- acp.review.state.
+if jit then jit.off(true, true) end -- decision 0068
 local diff = require("acp.review.diff")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")

@@ -10,6 +10,7 @@
 -- Python computes each preview (acp_nvim/client/services/changes.py) and sends it
 -- with the prompt in the tool block's render op: rows of the file now, and the
 -- lines to put there. Nothing here reads a diff.
+if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
 local config = require("acp.config")
 local hunks = require("acp.review.hunks")

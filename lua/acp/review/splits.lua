@@ -1,6 +1,7 @@
 -- The :AcpDiff splits open now, by baseline buffer (acp.review.diff opens and
 -- closes them): which file buffers are diffed, and the hunk at a row of a
 -- baseline, for the hunk keys (acp.review.hunks).
+if jit then jit.off(true, true) end -- decision 0068
 local state = require("acp.review.state")
 
 local M = {}

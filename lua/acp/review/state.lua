@@ -1,6 +1,7 @@
 -- The review state Python pushes whole for each chat ({turn, files}: the agent's
 -- changes and their hunks), and the user's decisions sent back. The review buffer,
 -- the marks in edited buffers and :AcpDiff all draw from it.
+if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")

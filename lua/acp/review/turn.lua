@@ -3,6 +3,7 @@
 -- agent's lines highlighted, the lines it removed above them) and decided with the
 -- review's hunk keys (|acp-hunks|). One tab, so not Vim's 'diff' mode: that diffs
 -- every window of a tab page with every other.
+if jit then jit.off(true, true) end -- decision 0068
 local hunks = require("acp.review.hunks")
 local state = require("acp.review.state")
 local util = require("acp.util")
