@@ -11,12 +11,13 @@ __all__ = [
     "Convert",
     "LineReader",
     "LineTooLong",
+    "OnSent",
     "ProtocolError",
     "RequestError",
     "default_convert",
     "encode_line",
 ]
 
-from .connection import CANCEL_REQUEST_METHOD, Connection, Convert, default_convert
+from .connection import CANCEL_REQUEST_METHOD, Connection, Convert, OnSent, default_convert
 from .errors import AcpError, ConnectionClosed, LineTooLong, ProtocolError, RequestError
 from .framing import DEFAULT_MAX_LINE, LineReader, encode_line

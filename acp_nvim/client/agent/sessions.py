@@ -60,7 +60,7 @@ from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import Attachment, Choices, ConfigOption, LoginMethod, Role
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.protocol import Connection, RequestError
+from acp_nvim.protocol import Connection, OnSent, RequestError
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class Sessions(Protocol):
         chat: Chat,
         text: str,
         attachments: Sequence[Attachment],
-        on_sent: Callable[[], object] | None = None,
+        on_sent: OnSent = None,
     ) -> str:
         """Send one prompt; returns the stop reason once the agent ended the turn.
         ``on_sent`` is called once the prompt is written to the agent.

@@ -23,7 +23,7 @@ __all__ = [
     "tool_call_patch",
 ]
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -71,7 +71,13 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.protocol import Connection, ProtocolError, RequestError, default_convert
+from acp_nvim.protocol import (
+    Connection,
+    OnSent,
+    ProtocolError,
+    RequestError,
+    default_convert,
+)
 from acp_nvim.protocol import schema_v1 as v1
 from acp_nvim.protocol.unknown import Unknown
 
@@ -475,7 +481,7 @@ class SessionsV1:
         chat: Chat,
         text: str,
         attachments: Sequence[Attachment],
-        on_sent: Callable[[], object] | None = None,
+        on_sent: OnSent = None,
     ) -> str:
         """The turn ends with the answer to ``session/prompt``."""
         blocks = self._blocks(chat, text, attachments)

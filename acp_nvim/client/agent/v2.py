@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 import base64
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -73,7 +73,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.protocol import Connection
+from acp_nvim.protocol import Connection, OnSent
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
@@ -481,7 +481,7 @@ class SessionsV2:
         chat: Chat,
         text: str,
         attachments: Sequence[Attachment],
-        on_sent: Callable[[], object] | None = None,
+        on_sent: OnSent = None,
     ) -> str:
         """Send the prompt; returns the stop reason once the agent reports idle."""
         session_id = chat.session.session_id
