@@ -294,9 +294,10 @@ function M.floor_chat(cmd, cwd, chan)
 end
 
 --- Send `text` in `ms`, as a key typed then would: in chat `chat` (a chat id), or
---- through the strong floor (chat nil or vim.NIL, as Python's None arrives). When it was sent is M.sent. The driver then
---- waits in a blocking read, so its own work is not in the cores' way (its reading of
---- an RPC answer, ~1 ms of Python, would fall in the turn start measured).
+--- through the strong floor (chat nil or vim.NIL, as Python's None arrives). When it
+--- was sent is M.sent. The driver then waits in a blocking read, so its own work is
+--- not in the cores' way (its reading of an RPC answer, ~1 ms of Python, would fall
+--- in the turn start measured).
 function M.send_later(ms, text, chat)
   vim.defer_fn(function()
     M.sent = vim.uv.hrtime()
