@@ -477,6 +477,28 @@ def test_closing_one_of_two_chats_of_an_agent_keeps_it_for_the_other(editor: Edi
     assert wait_gone([agent]) == []
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="a Linux scheduling policy")
+def test_what_we_start_runs_as_batch_work_and_neovim_does_not(editor: Editor) -> None:
+    # The first chat's agent is spawned by the host's first lines, another agent's
+    # by the worker loop; both, and every thread of the host, are batch work.
+    editor.setup(agents={"other": editor.fake_agent("echo")})
+    editor.open_chat()
+    editor.nvim.command("AcpChat other")
+    editor.wait_event("AcpSessionReady", count=2)
+    pids = editor.agent_pids()
+    assert len(pids) == 3  # the host and two agents
+    policies = {}
+    for pid in pids:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                policies[int(task)] = os.sched_getscheduler(int(task))
+            except ProcessLookupError:
+                pass  # a thread that ended meanwhile
+    assert len(policies) > len(pids)  # the host's worker thread among them
+    assert set(policies.values()) == {os.SCHED_BATCH}
+    assert os.sched_getscheduler(editor.pid) == os.SCHED_OTHER
+
+
 def test_quitting_leaves_no_process(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()
