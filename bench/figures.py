@@ -320,11 +320,13 @@ def startup(run: int, agent: str | None = None, starts: int = STARTS) -> Figures
             laters.append(_chat_ready(n, options))
         finally:
             n.quit(keep=True)
-        # Once Neovim has quit, its host and agents gone with it: a chat's work after
-        # ready (the review's scan, the history's store) shared the cores with the
-        # agent measured alone.
-        owns.append(agent_own_start(cmd, str(n.project)))
-        shutil.rmtree(n.tmp, ignore_errors=True)
+        # Once Neovim has quit (its host and agents end with it): beside the chat, the
+        # agent measured alone shared the cores with the chat's work after ready (the
+        # review's scan, the history's store).
+        try:
+            owns.append(agent_own_start(cmd, str(n.project)))
+        finally:
+            shutil.rmtree(n.tmp, ignore_errors=True)
     total, first_total, own = (statistics.median(v) for v in (laters, firsts, owns))
     return {
         "startup_total": total,
