@@ -142,16 +142,23 @@ end
 -- One slice of garbage collection may take this long (ns) before the event loop
 -- gets its turn again.
 local SLICE_NS = 1e6
+-- Work that grew the Lua heap by less than this share of what our last collection
+-- left is left to LuaJIT's own collector, which waits for twice that: two full
+-- cycles walk all that is live in Neovim's Lua heap, the user's plugins' share
+-- too, ~1 ms of CPU per MB, however little the work left (decision 0070).
+local WORTH = 0.1
 local collecting = false
+local heap_after_kb = 0 -- the Lua heap when our last collection ended
 
 --- Collect the Lua garbage that work just ended (a chat's turn) left: two full
 --- cycles (the first finishes the one under way, which may have started before that
 --- garbage), in slices of ~1 ms with the event loop's work between them. LuaJIT
 --- collects when its heap reaches twice what was live after its last cycle, and
 --- the pages it grew into stay Neovim's: without this, a long chat's Lua heap (and
---- Neovim's RSS) keeps the garbage of its turns (doc/performance.md).
+--- Neovim's RSS) keeps the garbage of its turns (doc/performance.md). Nothing
+--- happens while the heap has grown by less than a tenth since the last time.
 function M.collect_garbage()
-  if collecting then
+  if collecting or collectgarbage("count") < heap_after_kb * (1 + WORTH) then
     return
   end
   collecting = true
@@ -163,6 +170,7 @@ function M.collect_garbage()
         cycles = cycles + 1
         if cycles == 2 then
           collecting = false
+          heap_after_kb = collectgarbage("count")
           return
         end
       end

@@ -209,22 +209,47 @@ def test_rows_cost_no_stored_marks_and_the_transcript_no_undo_history(editor: Ed
     assert editor.lua("return vim.fn.undotree(...).seq_last", buf) == 0
 
 
-def test_a_turns_garbage_is_collected_once_it_ends(editor: Editor) -> None:
-    """After AcpTurnEnd the plugin runs the Lua collector to the end of a full cycle
-    (in slices between events), so Neovim's heap does not keep a turn's garbage."""
+def test_a_turns_garbage_is_collected_once_it_ends_if_it_is_worth_it(editor: Editor) -> None:
+    """After AcpTurnEnd the plugin runs the Lua collector to the end of two full
+    cycles (in slices between events), so Neovim's heap does not keep a turn's
+    garbage; a turn that left little since the last collection costs no cycle."""
     editor.setup()
     editor.open_chat()
     editor.lua(
         """
-        _G.cycles = 0
+        _G.steps, _G.cycles = 0, 0
         local collect = collectgarbage
         _G.collectgarbage = function(what, ...)
           local done = collect(what, ...)
-          if what == 'step' and done then _G.cycles = _G.cycles + 1 end
+          if what == 'step' then
+            _G.steps = _G.steps + 1
+            if done then _G.cycles = _G.cycles + 1 end
+          end
           return done
         end
         """
     )
-    editor.lua("require('acp').send('hi')")
-    editor.wait_event("AcpTurnEnd")
+
+    def turn(prompt: str, ended: int) -> None:
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count=ended)
+
+    # What a large configuration keeps live (~5 MB): a tenth of it is worth a cycle.
+    editor.lua("_G.ballast = {} for i = 1, 7e4 do _G.ballast[i] = {i} end")
+    turn("hi", 1)  # the first turn's end: nothing was collected before
     editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")
+    editor.lua("_G.steps, _G.cycles = 0, 0")
+    turn("hi", 2)
+    # A collection would have been scheduled before this callback: none was.
+    editor.lua("vim.schedule(function() _G.later = true end)")
+    editor.wait("_G.later")
+    assert editor.lua("return _G.steps") == 0
+    # Garbage enough to be worth two cycles (~7 MB), left behind by work before
+    # the turn's end: its end frees it.
+    before = editor.lua(
+        "local junk = {} for i = 1, 1e5 do junk[i] = {i} end return collectgarbage('count')"
+    )
+    editor.lua("_G.cycles = 0")
+    turn("hi", 3)
+    editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")
+    assert editor.lua("return collectgarbage('count')") < before - 2048
