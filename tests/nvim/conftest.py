@@ -146,7 +146,8 @@ class Editor:
     def agent_pids(self) -> list[int]:
         """Processes started from this test's Neovim (Python host, agents): they carry
         the test's marker in their environment. Not the review's `git` runs, which
-        end by themselves (one may be under way once a session is ready)."""
+        end by themselves (one may be under way once a session is ready), nor a
+        child the host has forked for one and not yet handed its program."""
         pids = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -162,9 +163,19 @@ class Editor:
                 and ") Z " not in stat
                 and name not in ("git", "nice")
                 and int(entry.name) != self.pid
+                and not _forked_not_yet_running(entry, stat)
             ):
                 pids.append(int(entry.name))
         return pids
+
+
+def _forked_not_yet_running(entry: Path, stat: str) -> bool:
+    """A child between fork and exec: it still runs its parent's command line."""
+    parent = stat.rsplit(")", 1)[1].split()[1]
+    try:
+        return (entry / "cmdline").read_bytes() == Path(f"/proc/{parent}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def child_editor(
