@@ -143,9 +143,9 @@ end
 -- gets its turn again.
 local SLICE_NS = 1e6
 -- Work that grew the Lua heap by less than this share of what our last collection
--- left is left to LuaJIT's own collector, which waits for twice that: two full
--- cycles walk all that is live in Neovim's Lua heap, the user's plugins' share
--- too, ~1 ms of CPU per MB, however little the work left (decision 0070).
+-- left is left to LuaJIT's own collector, which waits until the heap has doubled:
+-- two full cycles walk all that is live in Neovim's Lua heap, the user's plugins'
+-- share too, ~1 ms of CPU per MB, however little the work left (decision 0070).
 local WORTH = 0.1
 local collecting = false
 local heap_after_kb = 0 -- the Lua heap when our last collection ended
