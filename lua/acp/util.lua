@@ -140,8 +140,9 @@ function M.extmark(buf, ns, row, col, opts)
 end
 
 -- One slice of garbage collection may take this long (ns) before the event loop
--- gets its turn again.
-local SLICE_NS = 1e6
+-- gets its turn again: a key or request that comes meanwhile waits for the rest of
+-- it (decision 0071).
+local SLICE_NS = 0.25e6
 -- Work that grew the Lua heap by less than this share of what our last collection
 -- left is left to LuaJIT's own collector, which waits until the heap has doubled:
 -- two full cycles walk all that is live in Neovim's Lua heap, the user's plugins'
@@ -152,7 +153,7 @@ local heap_after_kb = 0 -- the Lua heap when our last collection ended
 
 --- Collect the Lua garbage that work just ended (a chat's turn) left: two full
 --- cycles (the first finishes the one under way, which may have started before that
---- garbage), in slices of ~1 ms with the event loop's work between them. LuaJIT
+--- garbage), in slices of ~0.25 ms with the event loop's work between them. LuaJIT
 --- collects when its heap reaches twice what was live after its last cycle, and
 --- the pages it grew into stay Neovim's: without this, a long chat's Lua heap (and
 --- Neovim's RSS) keeps the garbage of its turns (doc/performance.md). Nothing
