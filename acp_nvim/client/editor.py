@@ -412,6 +412,15 @@ class Editor(Protocol):
         or more), then send it as usual: a turn start's drawing waits for its prompt
         to be written to the agent."""
 
+    async def drawn(self) -> None:
+        """Return once everything queued to be drawn has been drawn: work that can wait
+        (the history's write) waits for it, and leaves the cores to the editor while it
+        draws a long message (decision 0072)."""
+
+    async def room(self) -> None:
+        """Return once what is queued to be drawn is no more than the editor draws at a
+        time: an agent's stream is read no faster than it is drawn (decision 0072)."""
+
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False
     ) -> BufferState | None:

@@ -39,11 +39,13 @@ __all__ = [
     "ReviewItem",
 ]
 
+import asyncio
+import contextlib
 import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 import anyio
 import anyio.from_thread
@@ -263,6 +265,14 @@ def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
     return block, _Append(op["id"], [rest_text])
 
 
+class _Waiter(NamedTuple):
+    """A task on the worker's loop waiting for the queue (NvimEditor._until)."""
+
+    ready: Callable[[], bool]
+    done: anyio.Event
+    loop: asyncio.AbstractEventLoop
+
+
 class NvimEditor:
     """Queues everything for Lua; the pynvim thread sends it (see the module docstring)."""
 
@@ -275,6 +285,8 @@ class NvimEditor:
         self._pumps = 0
         # Holds not yet released (hold()): no pump starts meanwhile.
         self._holds = 0
+        # Who awaits drawn() or room(): until when, and the event to set on its loop.
+        self._waiting: list[_Waiter] = []
         # Touched only on the pynvim thread (events and reads both run there).
         self.mirrors = BufferMirrors()
         # Language server requests waiting for Lua's answer, by id (worker thread).
@@ -334,6 +346,35 @@ class NvimEditor:
             self._kick()
 
         return release
+
+    async def drawn(self) -> None:
+        await self._until(lambda: not self._pending and not self._pumps)
+
+    async def room(self) -> None:
+        # Held: nothing is sent until the prompt is written, and so no waiting.
+        await self._until(lambda: bool(self._holds) or self._queued_cost() <= self._budget)
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        """Return once ``ready()`` holds (checked under the lock; a pump checks it again
+        as it takes each batch and as it ends)."""
+        with self._lock:
+            if ready():
+                return
+            waiter = _Waiter(ready, anyio.Event(), asyncio.get_running_loop())
+            self._waiting.append(waiter)
+        try:
+            await waiter.done.wait()
+        finally:  # cancelled (a wait with a time limit): no longer waiting
+            with self._lock:
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+
+    def _queued_cost(self) -> int:
+        """The estimated Lua work of everything queued (lock held)."""
+        return sum(
+            sum(map(_op_cost, item.ops)) if isinstance(item, _Render) else _cost(item)
+            for item in self._pending
+        )
 
     def emit(self, event: Event, data: dict[str, Any]) -> None:
         self._queue({"kind": "event", "name": event, "data": data})
@@ -511,8 +552,28 @@ class NvimEditor:
                 batch = self._take()
                 if not batch:
                     self._pumps -= 1
-                    return
+                ready = self._ready_waiters()
+            self._tell(ready)
+            if not batch:
+                return
             self._send(batch)
+
+    def _ready_waiters(self) -> list[_Waiter]:
+        """Take the waiters whose condition now holds (lock held)."""
+        ready: list[_Waiter] = []
+        waiting: list[_Waiter] = []
+        for waiter in self._waiting:
+            (ready if waiter.ready() else waiting).append(waiter)
+        self._waiting = waiting
+        return ready
+
+    @staticmethod
+    def _tell(ready: list[_Waiter]) -> None:
+        """Wake the waiters without waiting for their loop (as Worker.post): the pump
+        sends its batch at once. A loop closed meanwhile has nobody left to wake."""
+        for waiter in ready:
+            with contextlib.suppress(RuntimeError):
+                waiter.loop.call_soon_threadsafe(waiter.done.set)
 
     def _drain(self) -> None:
         """Send everything queued now (before a call that must see it drawn)."""

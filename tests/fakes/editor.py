@@ -88,6 +88,12 @@ class RecordingEditor:
 
         return release
 
+    async def drawn(self) -> None:
+        """Everything is drawn as soon as it is recorded."""
+
+    async def room(self) -> None:
+        """Everything is drawn as soon as it is recorded."""
+
     # -- buffers: an in-memory model of Neovim's, saved with plain file writes
 
     def open_buffer(self, path: str, lines: list[str] | None = None, **state: Any) -> BufferState:

@@ -355,6 +355,13 @@ def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
             other.lua("require('acp').send(...)", f"second{turn} elephant")
             editor.wait_event("AcpTurnEnd", count=turn)
             other.wait_event("AcpTurnEnd", count=turn)
+        # Written once Neovim has drawn the turn's end (decision 0072): each chat's
+        # fifth turn lands a moment after its AcpTurnEnd.
+        editor.wait(
+            "#vim.tbl_filter(function(f) return f.turns == 5 end,"
+            " require('acp').history({query = 'elephant'})) == 2",
+            what="both chats' fifth turns",
+        )
         found = kept(editor, "elephant", 2)
         assert sorted(f["turns"] for f in found) == [5, 5]
         for word in ("first5", "second5", "first1", "second1"):

@@ -12,6 +12,8 @@ def test_the_session_picker_shows_agent_directory_age_and_turns(editor: Editor) 
     for n, text in enumerate(("remember me", "and this"), 1):
         editor.lua("require('acp').send(...)", text)
         editor.wait_event("AcpTurnEnd", count=n)
+    # The turns are the history's, written a moment after the turn's end.
+    editor.wait("(require('acp').history({query = 'remember'})[1] or {}).turns == 2")
     editor.lua(
         "vim.ui.select = function(items, opts, on_choice)"
         " _G.offered = vim.tbl_map(opts.format_item, items) end"

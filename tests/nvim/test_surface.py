@@ -130,6 +130,7 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     # A finished turn (stop_reason), then the agent dies (error): every field is set.
     editor.lua("require('acp').send('hi unknown')")  # an update of a kind no client knows
     editor.wait_event("AcpTurnEnd")
+    editor.wait("require('acp').status().history ~= nil")  # once the history wrote it
     (agent,) = (
         pid
         for pid in editor.agent_pids()

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from acp_nvim.client.config import HistoryOptions
-from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _store
+from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _history, _store
 from acp_nvim.client.history._blocks import markdown, render_ops
 from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
@@ -162,10 +163,9 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(not hasattr(os, "setpriority"), reason="CPU priority per thread: Linux")
-def test_the_writer_yields_the_cpu_to_the_editor(tmp_path: Path) -> None:
-    """The history is written whenever a core is idle: its thread runs at a lower
-    priority than the host's others (a long message's FTS write at a turn end took
-    a core from Neovim while it drew the burst's end)."""
+def test_the_writer_yields_the_cpu_to_the_hosts_other_threads(tmp_path: Path) -> None:
+    """The writer's thread runs at a lower priority than the host's others: the
+    worker reading the agent's stream goes first."""
     target = Target("demo", "/p")
     done = threading.Event()
     writer = Writer(str(tmp_path / "h.sqlite3"), lambda message, level: None)
@@ -176,6 +176,83 @@ def test_the_writer_yields_the_cpu_to_the_editor(tmp_path: Path) -> None:
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert os.getpriority(os.PRIO_PROCESS, thread_id) == min(own + 10, 19)
     writer.close()
+
+
+class DrawingEditor(RecordingEditor):
+    """Done drawing what is queued when the test says so (``finished``); ``asked`` once
+    waited for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = anyio.Event()
+        self.finished = anyio.Event()
+
+    async def drawn(self) -> None:
+        self.asked.set()
+        await self.finished.wait()
+
+
+async def _a_turn_kept(tmp_path: Path, editor: RecordingEditor, history: History) -> anyio.Event:
+    """A kept chat's turn with a long answer; set once the answer is handed to the writer."""
+    history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+    chat = Chat(1, "demo", editor)
+    history.attach(chat, "/p", keep=True)
+    writer = history._writer
+    assert writer is not None
+    handed, put = anyio.Event(), writer.put
+
+    def spy(target: Target, blocks: list[StoredBlock], *rest: Any) -> None:
+        if any(block.text == "a long answer" for block in blocks):
+            handed.set()
+        put(target, blocks, *rest)
+
+    writer.put = spy  # type: ignore[method-assign]
+    await chat.start_turn("hello", [])
+    chat.on_message(_patch("agent", "a long answer"))
+    chat.end_turn("end_turn")
+    return handed
+
+
+def test_a_turn_is_written_once_neovim_has_drawn_it(tmp_path: Path) -> None:
+    """A long message's write (its search index) would take a core from Neovim as it
+    draws the message: the history waits for the drawing (decision 0072)."""
+
+    async def run() -> None:
+        editor = DrawingEditor()
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            handed = await _a_turn_kept(tmp_path, editor, history)
+            with anyio.fail_after(10):
+                await editor.asked.wait()
+            for _ in range(20):
+                await anyio.lowlevel.checkpoint()
+            assert not handed.is_set()
+            editor.finished.set()
+            with anyio.fail_after(10):
+                await handed.wait()
+            await history.close()
+            group.cancel_scope.cancel()
+        store = store_at(tmp_path)
+        [hit] = store.search("long")
+        assert [b.text for b in store.blocks(hit.chat.id)][:2] == ["hello", "a long answer"]
+
+    anyio.run(run)
+
+
+def test_a_write_waits_for_the_drawing_only_so_long(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(_history, "DRAWN_SECONDS", 0.05)
+
+    async def run() -> None:
+        editor = DrawingEditor()  # never done drawing
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            handed = await _a_turn_kept(tmp_path, editor, history)
+            with anyio.fail_after(10):
+                await handed.wait()
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
 
 
 def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:

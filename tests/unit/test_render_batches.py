@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgpack
 import pytest
 
@@ -189,6 +190,93 @@ def test_a_lua_call_sees_everything_queued_before_it() -> None:
         {"op": "append", "id": "m1", "text": "drawn first"},
         ["event", "AcpTurnEnd"],
     ]
+
+
+def test_drawn_returns_once_everything_queued_is_applied() -> None:
+    nvim = FakeNvim(threaded=True)
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    applying, resume = threading.Event(), threading.Event()
+
+    def slow_apply() -> None:  # Neovim takes its time over the first batch
+        applying.set()
+        resume.wait(10)
+
+    nvim.on_apply = slow_apply
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            await editor.drawn()  # nothing queued: at once
+        editor.render(1, [append("a")])
+        await anyio.to_thread.run_sync(applying.wait, 10)
+        editor.render(1, [append("b")])  # the second batch in flight
+        drawn = anyio.Event()
+
+        async def wait() -> None:
+            await editor.drawn()
+            drawn.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            for _ in range(20):
+                await anyio.lowlevel.checkpoint()
+            assert not drawn.is_set()  # "a" is still being applied
+            resume.set()
+            with anyio.fail_after(10):
+                await drawn.wait()
+        assert [op["text"] for op in ops_of(nvim.batches)] == ["a", "b"]
+
+    anyio.run(main)
+
+
+def test_room_waits_while_more_than_a_batch_is_queued() -> None:
+    """The agent's stream is read no faster than Neovim draws it: room() returns once
+    what is queued fits in one batch."""
+    nvim = FakeNvim(threaded=True)
+    budget = OP_COST + LINE_COST * 10
+    editor = NvimEditor(nvim, budget=budget)  # type: ignore[arg-type]
+    applying, resume = threading.Event(), threading.Event()
+
+    def slow_apply() -> None:  # every batch, until resumed
+        nvim.on_apply = slow_apply
+        applying.set()
+        resume.wait(10)
+
+    nvim.on_apply = slow_apply
+    lines = "".join(f"line {i}\n" for i in range(40))
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            await editor.room()  # nothing queued
+        editor.render(1, [append("first\n")])
+        await anyio.to_thread.run_sync(applying.wait, 10)
+        released = editor.hold()
+        editor.render(1, [append(lines)])  # four batches' worth, queued
+        with anyio.fail_after(10):
+            await editor.room()  # held: nothing goes until released, so no waiting
+        released()
+        roomy = anyio.Event()
+
+        async def wait() -> None:
+            await editor.room()
+            roomy.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            for _ in range(20):
+                await anyio.lowlevel.checkpoint()
+            assert not roomy.is_set()
+            resume.set()
+            with anyio.fail_after(10):
+                await roomy.wait()
+        with anyio.fail_after(10):
+            await editor.drawn()
+        texts = [op["text"] for op in ops_of(nvim.batches)]
+        # Each pump is a thread of its own here (pynvim has one): two batches in
+        # flight may be recorded in either order.
+        assert sorted("".join(texts).splitlines()) == sorted(("first\n" + lines).splitlines())
+        assert len(texts) >= 4
+
+    anyio.run(main)
 
 
 def draw(ops: list[dict[str, Any]]) -> list[str]:

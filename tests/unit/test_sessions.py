@@ -167,6 +167,57 @@ async def test_a_turn_starts_drawing_waits_for_its_prompt_to_be_written(
     assert editor.held == 0
 
 
+class BusyEditor(RecordingEditor):
+    """Has no room to draw more while ``busy``, until ``caught_up`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy = False
+        self.waiting = anyio.Event()
+        self.caught_up = anyio.Event()
+        self.turn_ended = anyio.Event()
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        if event == "AcpTurnEnd":
+            self.turn_ended.set()
+        super().emit(event, data)
+
+    async def room(self) -> None:
+        if self.busy:
+            self.waiting.set()
+            await self.caught_up.wait()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_the_stream_is_read_no_faster_than_it_is_drawn(tmp_path: Path, version: int) -> None:
+    """While Neovim has more to draw than one batch, nothing after the updates laid
+    out is read: here, the turn's end the agent wrote after its tool call."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    editor = BusyEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup(
+            {
+                "protocol_version": version,
+                "agents": {"writer": {"cmd": [sys.executable, str(script), str(version)]}},
+                "default_agent": "writer",
+            }
+        )
+        await app.open(1, None, str(tmp_path))
+        editor.busy = True
+        tasks.start_soon(app.send, 1, "write it")
+        with anyio.fail_after(10):
+            await editor.waiting.wait()
+        assert any(op.get("kind") == "tool" for op in editor.ops[1])  # laid out
+        assert not editor.turn_ended.is_set()
+        editor.caught_up.set()
+        with anyio.fail_after(10):
+            await editor.turn_ended.wait()
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_the_hold_ends_when_the_prompt_cannot_be_written(tmp_path: Path) -> None:
     """The agent stops reading after its session is made: the prompt's write fails,
     the chat fails, and what the turn start drew still goes to Neovim."""

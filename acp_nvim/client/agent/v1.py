@@ -617,6 +617,7 @@ class SessionsV1:
                 self._early.hold(session_id, group)
             else:
                 apply_updates(chat, group)
+                await chat.editor.room()  # read on once drawing keeps up (decision 0072)
 
     async def _on_permission(
         self, params: v1.RequestPermissionRequest

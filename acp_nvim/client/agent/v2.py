@@ -590,6 +590,7 @@ class SessionsV2:
                     self._idle[session_id].set()
                 continue
             apply_updates(chat, group, self.services.terminals)
+            await chat.editor.room()  # read on once drawing keeps up (decision 0072)
             if chat.state == "running" and chat.session.state == "idle":
                 idle = self._idle.get(session_id)
                 if idle is not None:

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 
 # Seconds a change waits at most before it is written (a turn's end: at once).
 FLUSH_SECONDS = 0.5
+# A write then waits until Neovim has drawn what is queued, and again QUIET_SECONDS
+# later (a burst that came meanwhile is drawn first), DRAWN_SECONDS at most: a long
+# message's write (its search index, ~0.1 s of CPU) would take a core from Neovim
+# as it draws (decision 0072).
+QUIET_SECONDS = 0.25
+DRAWN_SECONDS = 5.0
 # Milliseconds a read waits for another Neovim's write (Neovim waits for a search).
 _READ_BUSY_MS = 250
 # Stored blocks drawn at a time (a screen's worth and more).
@@ -114,11 +120,16 @@ class History:
             self._urgent.set()
 
     async def _flush_every(self, writer: Writer) -> None:
-        """Hand the changes to the writer at most every FLUSH_SECONDS, at once at a turn end."""
+        """Hand the changes to the writer at most every FLUSH_SECONDS, at once at a turn
+        end, each time once what is queued for Neovim is drawn (decision 0072)."""
         while self._writer is writer:
             await self._dirty.wait()
             with anyio.move_on_after(FLUSH_SECONDS):
                 await self._urgent.wait()
+            with anyio.move_on_after(DRAWN_SECONDS):
+                await self.editor.drawn()
+                await anyio.sleep(QUIET_SECONDS)
+                await self.editor.drawn()
             self._dirty, self._urgent = anyio.Event(), anyio.Event()
             self._flush()
 

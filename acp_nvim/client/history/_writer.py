@@ -182,8 +182,11 @@ class Writer:
 
 
 def _yield_the_cpu() -> None:
-    """Lower this thread's CPU priority (Linux: per thread): the history is written
-    whenever a core is idle, never before Neovim or the agent's stream."""
+    """Lower this thread's CPU priority (Linux: per thread) below the host's other
+    threads': the worker reading the agent's stream goes first. Neovim starts its
+    jobs in a session of their own, so with autogroups on (most desktops) this does
+    not weigh against Neovim; waiting until Neovim has drawn what is queued does
+    (decision 0072)."""
     thread = threading.get_native_id()
     try:
         nice = os.getpriority(os.PRIO_PROCESS, thread)
