@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from acp_nvim.client.app import App
@@ -136,25 +137,33 @@ def stops_reading(tmp_path: Path, then: str) -> list[str]:
     return [sys.executable, str(script), "1"]
 
 
+async def writer_chat(
+    tmp_path: Path, version: int, editor: RecordingEditor, tasks: anyio.abc.TaskGroup
+) -> App:
+    """An app with chat 1 open on a WRITER agent speaking ``version``."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    app = App(editor, tasks)
+    app.setup(
+        {
+            "protocol_version": version,
+            "agents": {"writer": {"cmd": [sys.executable, str(script), str(version)]}},
+            "default_agent": "writer",
+        }
+    )
+    await app.open(1, None, str(tmp_path))
+    return app
+
+
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_turn_starts_drawing_waits_for_its_prompt_to_be_written(
     tmp_path: Path, version: int
 ) -> None:
     """What the turn start draws (its event, the user's message, the status) is held
     until the prompt is written to the agent; what the agent sends is not."""
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
     editor = HoldEditor()
     async with anyio.create_task_group() as tasks:
-        app = App(editor, tasks)
-        app.setup(
-            {
-                "protocol_version": version,
-                "agents": {"writer": {"cmd": [sys.executable, str(script), str(version)]}},
-                "default_agent": "writer",
-            }
-        )
-        await app.open(1, None, str(tmp_path))
+        app = await writer_chat(tmp_path, version, editor, tasks)
         editor.held_at.clear()
         await app.send(1, "write it")
         await app.shutdown()
@@ -192,19 +201,9 @@ class BusyEditor(RecordingEditor):
 async def test_the_stream_is_read_no_faster_than_it_is_drawn(tmp_path: Path, version: int) -> None:
     """While Neovim has more to draw than one batch, nothing after the updates laid
     out is read: here, the turn's end the agent wrote after its tool call."""
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
     editor = BusyEditor()
     async with anyio.create_task_group() as tasks:
-        app = App(editor, tasks)
-        app.setup(
-            {
-                "protocol_version": version,
-                "agents": {"writer": {"cmd": [sys.executable, str(script), str(version)]}},
-                "default_agent": "writer",
-            }
-        )
-        await app.open(1, None, str(tmp_path))
+        app = await writer_chat(tmp_path, version, editor, tasks)
         editor.busy = True
         tasks.start_soon(app.send, 1, "write it")
         with anyio.fail_after(10):
