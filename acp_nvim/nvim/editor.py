@@ -355,8 +355,8 @@ class NvimEditor:
         await self._until(lambda: bool(self._holds) or self._queued_cost() <= self._budget)
 
     async def _until(self, ready: Callable[[], bool]) -> None:
-        """Return once ``ready()`` holds (checked under the lock; a pump checks it again
-        as it takes each batch and as it ends)."""
+        """Return once ``ready()`` holds (checked under the lock, and again as each
+        batch is taken: _send_queued)."""
         with self._lock:
             if ready():
                 return
@@ -547,10 +547,20 @@ class NvimEditor:
 
     def _pump(self) -> None:
         """Send batches until the queue is empty, each once the last one was applied."""
+        self._send_queued(pump=True)
+
+    def _drain(self) -> None:
+        """Send everything queued now (before a call that must see it drawn)."""
+        self._send_queued(pump=False)
+
+    def _send_queued(self, *, pump: bool) -> None:
+        """Send batches until the queue is empty, waking the waiters (drawn(), room())
+        whose condition holds as each batch is taken; a pump counts itself out at the
+        end, under the same lock as the empty take."""
         while True:
             with self._lock:
                 batch = self._take()
-                if not batch:
+                if not batch and pump:
                     self._pumps -= 1
                 ready = self._ready_waiters()
             self._tell(ready)
@@ -560,6 +570,8 @@ class NvimEditor:
 
     def _ready_waiters(self) -> list[_Waiter]:
         """Take the waiters whose condition now holds (lock held)."""
+        if not self._waiting:  # each batch of a stream: nobody waits
+            return []
         ready: list[_Waiter] = []
         waiting: list[_Waiter] = []
         for waiter in self._waiting:
@@ -574,15 +586,6 @@ class NvimEditor:
         for waiter in ready:
             with contextlib.suppress(RuntimeError):
                 waiter.loop.call_soon_threadsafe(waiter.done.set)
-
-    def _drain(self) -> None:
-        """Send everything queued now (before a call that must see it drawn)."""
-        while True:
-            with self._lock:
-                batch = self._take()
-            if not batch:
-                return
-            self._send(batch)
 
     def _send(self, batch: list[_Queued]) -> None:
         self._apply([i.item() if isinstance(i, _Render) else i for i in batch])

@@ -5,7 +5,7 @@ records each ``exec_lua`` batch; nothing here depends on a clock."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -192,16 +192,44 @@ def test_a_lua_call_sees_everything_queued_before_it() -> None:
     ]
 
 
-def test_drawn_returns_once_everything_queued_is_applied() -> None:
+def slow_neovim(*, every: bool = False) -> tuple[FakeNvim, threading.Event, threading.Event]:
+    """A threaded fake Neovim that takes its time over the first batch (``every``: each
+    batch) until ``resume`` is set; ``applying`` is set once one is being applied."""
     nvim = FakeNvim(threaded=True)
-    editor = NvimEditor(nvim)  # type: ignore[arg-type]
     applying, resume = threading.Event(), threading.Event()
 
-    def slow_apply() -> None:  # Neovim takes its time over the first batch
+    def slow_apply() -> None:
+        if every:
+            nvim.on_apply = slow_apply
         applying.set()
         resume.wait(10)
 
     nvim.on_apply = slow_apply
+    return nvim, applying, resume
+
+
+async def returns_once_resumed(until: Callable[[], Awaitable[None]], resume: threading.Event) -> None:
+    """``until()`` still waits while Neovim applies what it holds, and returns once
+    Neovim goes on."""
+    returned = anyio.Event()
+
+    async def wait() -> None:
+        await until()
+        returned.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait)
+        for _ in range(20):
+            await anyio.lowlevel.checkpoint()
+        assert not returned.is_set()
+        resume.set()
+        with anyio.fail_after(10):
+            await returned.wait()
+
+
+def test_drawn_returns_once_everything_queued_is_applied() -> None:
+    nvim, applying, resume = slow_neovim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
 
     async def main() -> None:
         with anyio.fail_after(10):
@@ -209,20 +237,7 @@ def test_drawn_returns_once_everything_queued_is_applied() -> None:
         editor.render(1, [append("a")])
         await anyio.to_thread.run_sync(applying.wait, 10)
         editor.render(1, [append("b")])  # the second batch in flight
-        drawn = anyio.Event()
-
-        async def wait() -> None:
-            await editor.drawn()
-            drawn.set()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(wait)
-            for _ in range(20):
-                await anyio.lowlevel.checkpoint()
-            assert not drawn.is_set()  # "a" is still being applied
-            resume.set()
-            with anyio.fail_after(10):
-                await drawn.wait()
+        await returns_once_resumed(editor.drawn, resume)  # "a" was still being applied
         assert [op["text"] for op in ops_of(nvim.batches)] == ["a", "b"]
 
     anyio.run(main)
@@ -231,17 +246,8 @@ def test_drawn_returns_once_everything_queued_is_applied() -> None:
 def test_room_waits_while_more_than_a_batch_is_queued() -> None:
     """The agent's stream is read no faster than Neovim draws it: room() returns once
     what is queued fits in one batch."""
-    nvim = FakeNvim(threaded=True)
-    budget = OP_COST + LINE_COST * 10
-    editor = NvimEditor(nvim, budget=budget)  # type: ignore[arg-type]
-    applying, resume = threading.Event(), threading.Event()
-
-    def slow_apply() -> None:  # every batch, until resumed
-        nvim.on_apply = slow_apply
-        applying.set()
-        resume.wait(10)
-
-    nvim.on_apply = slow_apply
+    nvim, applying, resume = slow_neovim(every=True)
+    editor = NvimEditor(nvim, budget=OP_COST + LINE_COST * 10)  # type: ignore[arg-type]
     lines = "".join(f"line {i}\n" for i in range(40))
 
     async def main() -> None:
@@ -254,20 +260,7 @@ def test_room_waits_while_more_than_a_batch_is_queued() -> None:
         with anyio.fail_after(10):
             await editor.room()  # held: nothing goes until released, so no waiting
         released()
-        roomy = anyio.Event()
-
-        async def wait() -> None:
-            await editor.room()
-            roomy.set()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(wait)
-            for _ in range(20):
-                await anyio.lowlevel.checkpoint()
-            assert not roomy.is_set()
-            resume.set()
-            with anyio.fail_after(10):
-                await roomy.wait()
+        await returns_once_resumed(editor.room, resume)
         with anyio.fail_after(10):
             await editor.drawn()
         texts = [op["text"] for op in ops_of(nvim.batches)]
