@@ -351,6 +351,7 @@ ROWS: dict[str, list[Row]] = {
                     "a 100k-line transcript, UI attached: slowest <C-d>/<C-f>/<C-u>/<C-b> (ms)",
                     "scroll",
                 ),
+                ("  the first <C-w>k into it, the input current as it grew (ms)", "enter"),
                 ("  slowest G / gg (ms)", "jump"),
                 ("  slowest /word<CR>, n, N (ms)", "search"),
                 ("  slowest zc / zo on a tool call (ms)", "fold"),

@@ -632,8 +632,9 @@ def _browse(n: Nvim, win: int, name: str, middle: str) -> Figures:
 
 def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: int = 10) -> Figures:
     """A transcript of ``lines`` lines made of turns of ``chunks`` chunks and ``calls``
-    tool calls with diffs (their folds), a UI attached: the slowest key of each kind
-    (Neovim's work for it and its redraw), Neovim's RSS against the text's size."""
+    tool calls with diffs (their folds), a UI attached: the first key into it from
+    the input, the slowest key of each kind (Neovim's work for it and its redraw),
+    Neovim's RSS against the text's size."""
     n = Nvim()
     ui = Ui(n.socket)
     try:
@@ -648,6 +649,12 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
             keys.append(key)
         figures: Figures = {"transcript_nvim_rss_mb": rss_kb(pid) / 1024 - rss_before}
         win = int(n.lua("return vim.fn.win_findbuf(...)[1]", buf))
+        input_win = int(n.lua("return vim.fn.win_findbuf(require('acp').status().input_buf)[1]"))
+        # The text grew while the input was the current window: the first key
+        # into the transcript (it lies above the input).
+        figures["transcript_enter"] = _keys(n, input_win, ["<C-w>k"])[0]
+        if int(n.lua("return vim.api.nvim_get_current_win()")) != win:
+            raise AssertionError("<C-w>k did not enter the transcript")
         middle = keys[len(keys) // 2]
         figures |= _browse(n, win, "transcript", middle)
         # The floor: the same keys in a plain buffer holding the same text, in the
@@ -668,7 +675,6 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         )
         n.lua("vim.api.nvim_win_set_cursor(...)", win, [row, 0])
         figures["transcript_fold"] = max(_keys(n, win, ["zc", "zo", "zc", "zo"]))
-        input_win = int(n.lua("return vim.fn.win_findbuf(require('acp').status().input_buf)[1]"))
         figures["transcript_type"] = max(
             _keys(n, input_win, list("hello, a long chat"), insert=True)
         )
