@@ -34,6 +34,9 @@ class Screen:
         self.names: dict[int, frozenset[str]] = {0: frozenset()}
         self.grid: list[list[int]] = [[0] * width for _ in range(height)]
         self.chars: list[list[str]] = [[" "] * width for _ in range(height)]
+        # win_viewport events: [grid, window, topline, botline, curline, curcol,
+        # line_count, scroll_delta], the newest last.
+        self.viewports: list[list[Any]] = []
         editor.lua(
             "for i, group in ipairs(require('acp.highlights').groups) do"
             " vim.api.nvim_set_hl(0, group[1], {fg = i}) end"
@@ -58,6 +61,8 @@ class Screen:
                     if col < self.width:
                         self.grid[row][col], self.chars[row][col] = attr, cell[0]
                     col += 1
+        elif name == "win_viewport":
+            self.viewports.append(args)
         elif name == "grid_scroll":
             _, top, bot, left, right, rows = args[:6]
             for grid in (self.grid, self.chars):

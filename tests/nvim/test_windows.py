@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
 import pytest
 
 from tests.nvim.conftest import RENDER, Editor
+from tests.nvim.screen import Screen
 
 # The chat's windows in the current tab page: {transcript = {wins}, input = {wins}}.
 CHAT_WINDOWS = """
@@ -88,6 +90,58 @@ def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
     editor.lua("require('acp').toggle()")
     editor.wait(HIDDEN)
     assert editor.events("AcpSessionReady") == editor.events("AcpSessionReady")[:1]
+
+
+def scrolled_into(editor: Editor, screen: Screen, which: str) -> tuple[int, int, int]:
+    """Enter the chat window ``which`` and draw: the screen rows the UI was told it
+    scrolled by, its top line, and the screen rows from line 1 to that line."""
+    win = chat_windows(editor)[which][0]
+    del screen.viewports[:]
+    go(editor, which)
+    screen.draw(full=False)
+    told = [args[7] for args in screen.viewports if msgpack.unpackb(args[1].data) == win]
+    top, rows = editor.lua(
+        "local win = ...; local top = vim.fn.line('w0', win)"
+        "; return {top, vim.api.nvim_win_text_height(win, {end_row = top - 1}).all}",
+        win,
+    )
+    return told[-1], top, rows
+
+
+@pytest.mark.parametrize(
+    ("position", "shown"),
+    [
+        ("right", "as opened"),
+        ("float", "as opened"),
+        ("tab", "as opened"),
+        ("right", "hidden and shown again"),
+    ],
+)
+def test_entering_a_long_transcript_does_not_measure_every_row_above(
+    editor: Editor, position: str, shown: str
+) -> None:
+    """Neovim tells a UI how many screen rows the current window scrolled since it
+    was last current at a redraw, counting every wrapped row in between, and from
+    line 1 for a window never current at one: the first key into a transcript that
+    grew from the input measured all of it (~400 ms at 100k lines). A window current
+    once at its top gets an approximate count past its old screen instead: a line
+    each (decision 0073)."""
+    screen = Screen.of(editor)  # a UI attached, as a user's is, before the chat opens
+    editor.setup(chat={"position": position})
+    editor.open_chat()
+    # Paragraphs that each wrap to several rows of the transcript's window.
+    words = " ".join(["word"] * 120)
+    editor.lua("require('acp').send(...)", "\n\n".join([words] * 150))
+    editor.wait_event("AcpTurnEnd")
+    if shown != "as opened":  # a new window, for a transcript as long
+        editor.nvim.command("AcpToggle")
+        editor.wait(HIDDEN, what="the toggle to hide the chat")
+        editor.nvim.command("AcpToggle")
+        assert_whole(editor)
+    told, top, rows = scrolled_into(editor, screen, "transcript")
+    assert top > 300, "the transcript's window follows its end"
+    assert rows > 3 * top, "its lines wrap"
+    assert told < 2 * top, (told, rows)
 
 
 # Window options of the chat, and what a user's file window has.

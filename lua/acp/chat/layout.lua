@@ -182,6 +182,28 @@ api.nvim_create_autocmd("BufWinEnter", {
   end,
 })
 
+-- When the current window has scrolled, Neovim tells the UI by how many screen
+-- rows (win_viewport's scroll_delta), counting each wrapped row since the last
+-- redraw at which that window was current, or since line 1 for a window never
+-- current at one: the first key into a transcript that grew from the input
+-- window walked all of it (~400 ms at 100k lines). A jump past the screen it
+-- last reported is only approximated, so a window current once at a redraw, at
+-- its top, costs a screen from then on (decision 0073).
+---@param win integer a transcript window
+local function measure_from_top(win)
+  -- With no UI attached there is nobody to tell: a later show, with one, does it.
+  if vim.w[win].acp_measured_from_top or #api.nvim_list_uis() == 0 then
+    return
+  end
+  vim.w[win].acp_measured_from_top = true
+  api.nvim_win_call(win, function()
+    local view = vim.fn.winsaveview()
+    api.nvim_win_set_cursor(win, { 1, 0 })
+    vim.cmd.redraw()
+    vim.fn.winrestview(view)
+  end)
+end
+
 --- A new pair in the layout of the `chat.position` option.
 local function open(chat)
   local o = config.options.chat
@@ -238,6 +260,7 @@ function M.show(chat)
   chat.layout = chat.layout or config.options.chat.position
   pin(chat, transcript, input)
   resize(chat, transcript, input)
+  measure_from_top(transcript)
   api.nvim_set_current_win(input)
 end
 
