@@ -356,6 +356,7 @@ ROWS: dict[str, list[Row]] = {
                 ("  slowest /word<CR>, n, N (ms)", "search"),
                 ("  slowest zc / zo on a tool call (ms)", "fold"),
                 ("  slowest key typed in the input (ms)", "type"),
+                ("  :AcpToggle showing it again, hidden by the one before (ms)", "show"),
             )
         ),
         ("  a plain buffer of the same text: slowest scroll (ms)", "—", _key("plain_scroll"), None),

@@ -634,7 +634,7 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
     """A transcript of ``lines`` lines made of turns of ``chunks`` chunks and ``calls``
     tool calls with diffs (their folds), a UI attached: the first key into it from
     the input, the slowest key of each kind (Neovim's work for it and its redraw),
-    Neovim's RSS against the text's size."""
+    :AcpToggle showing it again, Neovim's RSS against the text's size."""
     n = Nvim()
     ui = Ui(n.socket)
     try:
@@ -678,6 +678,10 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         figures["transcript_type"] = max(
             _keys(n, input_win, list("hello, a long chat"), insert=True)
         )
+        # Hidden and shown again: a new window on the whole transcript.
+        figures["transcript_show"] = _keys(n, input_win, [":AcpToggle<CR>"] * 2)[1]
+        if input_win == int(n.lua("return vim.api.nvim_get_current_win()")):
+            raise AssertionError(":AcpToggle did not open a new window")
         text = int(
             n.lua(
                 "return vim.api.nvim_buf_call(..., function()"
