@@ -183,11 +183,16 @@ end
 
 --- Set window options like :setlocal: a buffer shown later in `win` gets the
 --- user's values back (vim.wo[win] would also change the window's global values).
+--- A value the window has already is left alone: setting a fold option again
+--- evaluates 'foldexpr' for every line of the buffer.
 ---@param win integer
 ---@param options table<string, any>
 function M.set_local(win, options)
   for name, value in pairs(options) do
-    vim.api.nvim_set_option_value(name, value, { scope = "local", win = win })
+    local scope = { scope = "local", win = win }
+    if vim.api.nvim_get_option_value(name, scope) ~= value then
+      vim.api.nvim_set_option_value(name, value, scope)
+    end
   end
 end
 

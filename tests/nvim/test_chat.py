@@ -159,6 +159,84 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     assert levels[agent:] == [0] * (len(lines) - agent)
 
 
+FOLD_LEVELS = """
+local win = vim.fn.win_findbuf(...)[1]
+return vim.api.nvim_win_call(win, function()
+  local levels = {}
+  for lnum = 1, vim.api.nvim_buf_line_count(0) do
+    table.insert(levels, vim.fn.foldlevel(lnum))
+  end
+  return levels
+end)
+"""
+
+
+def test_fold_levels_of_a_window_opened_again_on_many_blocks(editor: Editor) -> None:
+    """A window opened on a transcript asks each line's fold level from the top down
+    (the block found last is kept for the next line): every row of a tool call or a
+    thought folds with it, its separator included, and nothing else does. Rows asked
+    out of order (<CR> and the prompt keys ask for one) find their block too, after
+    earlier blocks grew while the chat was hidden."""
+    editor.setup()
+    status = editor.open_chat()
+    buf = status["transcript_buf"]
+    kinds = {"T": "tool", "M": "agent", "H": "thought"}
+    names = [f"{letter}{i}" for i in range(1, 5) for letter in "TMH"]
+
+    def apply(*ops: dict[str, object]) -> None:
+        editor.lua(RENDER, status["chat"], list(ops))
+
+    def blocks() -> tuple[list[str], list[int]]:
+        """Each row's block, and the rows that begin one."""
+        lines = editor.transcript()
+        heads = sorted(lines.index(f"### {name}") for name in names)
+        assert heads[0] == 0
+        owners = []
+        for head, end in zip(heads, [*heads[1:], len(lines)], strict=True):
+            owners += [lines[head][4:]] * (end - head)
+        return owners, heads
+
+    def levels_are_the_blocks() -> None:
+        owners, _ = blocks()
+        assert editor.lua(FOLD_LEVELS, buf) == [int(name[0] in "TH") for name in owners]
+
+    def rows_find_their_blocks() -> None:
+        owners, _ = blocks()
+        # Up three rows at a time, then down five: it ends on a late block.
+        rows = [*range(len(owners) - 1, -1, -3), *range(0, len(owners), 5)]
+        found = editor.lua(
+            "local chat, buf, rows = ...; local blocks = require('acp.chat.registry').chats[chat]"
+            ".blocks; return vim.tbl_map(function(row)"
+            " return require('acp.chat.blocks').block_at(buf, blocks, row) end, rows)",
+            status["chat"],
+            buf,
+            rows,
+        )
+        assert found == [owners[row] for row in rows]
+
+    def toggle() -> None:
+        editor.nvim.command("AcpToggle")
+
+    apply(
+        *(
+            {"op": "block", "id": name, "kind": kinds[name[0]], "lines": [f"### {name}", "a"]}
+            for name in names
+        )
+    )
+    toggle()
+    toggle()
+    levels_are_the_blocks()
+    rows_find_their_blocks()
+    toggle()  # hidden: no fold levels are asked while earlier blocks grow
+    apply({"op": "block", "id": "T2", "start": 1, "end": 2, "lines": ["b", "c", "d"]})
+    rows_find_their_blocks()
+    apply({"op": "append", "id": "H1", "text": "\nmore\nand more"})
+    rows_find_their_blocks()
+    toggle()
+    levels_are_the_blocks()
+    rows_find_their_blocks()
+
+
 def test_treesitter_started_by_the_users_filetype_autocmd_stays_on_the_transcript(
     editor: Editor,
 ) -> None:

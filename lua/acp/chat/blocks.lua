@@ -25,7 +25,13 @@ M.ns = api.nvim_create_namespace("acp.blocks")
 ---@field order string[]
 ---@field by_id table<string, acp.Block>
 ---@field tail_first? integer the last block's first row, while known (see M.block_at)
+---@field near? acp.Near the block M.block_at found last, before the last one
 ---@field hidden? table<string, acp.Block[]> blocks out of view, by the key of their turn
+
+---@class acp.Near
+---@field index integer
+---@field first integer its first row
+---@field next_first integer the next block's first row
 
 ---@return acp.Blocks
 function M.new()
@@ -46,11 +52,26 @@ function M.rows(buf, blocks, block)
   return first, last
 end
 
+--- Rows of the transcript moved, or a block was added or removed: forget the rows
+--- M.block_at keeps (only acp.chat.render writes the transcript, and calls this).
+function M.moved(blocks)
+  blocks.tail_first, blocks.near = nil, nil
+end
+
+--- The block at `index` (not the last), kept as the one M.block_at found last.
+local function keep(blocks, index, first, next_first)
+  blocks.near = { index = index, first = first, next_first = next_first }
+  local id = blocks.order[index]
+  return id, blocks.by_id[id], first
+end
+
 --- The block holding a 0-based row.
 ---
---- A binary search over the blocks' first rows. (A reverse nvim_buf_get_extmarks
---- walks every mark before the row, and foldexpr asks this for each line:
---- quadratic in the transcript.)
+--- foldexpr asks this for each line, top to bottom over the whole transcript when
+--- a window opens on it: the block found last is kept with the next one's first
+--- row, and a row past it tries the next block before a binary search over the
+--- blocks' first rows. (A reverse nvim_buf_get_extmarks walks every mark before
+--- the row: quadratic in the transcript.)
 ---@return string? id, acp.Block? block, integer? first_row
 function M.block_at(buf, blocks, row)
   local count = #blocks.order
@@ -58,8 +79,7 @@ function M.block_at(buf, blocks, row)
     return nil
   end
   -- A stream grows the last block, and foldexpr asks for each row it adds: its first
-  -- row is kept (the extmark lookup is half of foldexpr's cost) until rows before it
-  -- change (only acp.chat.render writes the transcript, and it forgets it then).
+  -- row is kept (the extmark lookup is half of foldexpr's cost) until M.moved.
   local last_id = blocks.order[count]
   local last = blocks.by_id[last_id]
   local last_first = blocks.tail_first
@@ -70,17 +90,33 @@ function M.block_at(buf, blocks, row)
   if last_first <= row then
     return last_id, last, last_first
   end
-  local lo, hi, id, first = 1, count - 1, nil, nil
+  local near = blocks.near
+  if near and near.first <= row then
+    if row < near.next_first then
+      local id = blocks.order[near.index]
+      return id, blocks.by_id[id], near.first
+    end
+    -- The next block is not the last: rows from the last one's first were answered above.
+    local index = near.index + 1
+    local next_first = start_row(buf, blocks.by_id[blocks.order[index + 1]])
+    if row < next_first then
+      return keep(blocks, index, near.next_first, next_first)
+    end
+  end
+  local lo, hi, index, first = 1, count - 1, nil, nil
   while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
     local start = start_row(buf, blocks.by_id[blocks.order[mid]])
     if start <= row then
-      lo, id, first = mid + 1, blocks.order[mid], start
+      lo, index, first = mid + 1, mid, start
     else
       hi = mid - 1
     end
   end
-  return id, id and blocks.by_id[id], first
+  if not index then
+    return nil
+  end
+  return keep(blocks, index, first, start_row(buf, blocks.by_id[blocks.order[index + 1]]))
 end
 
 --- The block kind at a 1-based line, for folding.

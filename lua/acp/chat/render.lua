@@ -39,7 +39,7 @@ end
 --- and when they are just its header and status line, only those are highlighted.
 local function put_rows(buf, blocks, block, op)
   local first = start_row(buf, block)
-  blocks.tail_first = nil
+  blocks_of.moved(blocks)
   block.status, block.permission = op.status, op.permission
   if op.locations then
     block.locations = op.locations
@@ -68,7 +68,7 @@ function M.block(buf, blocks, op)
   end
   if block then
     local first, last = rows(buf, blocks, block)
-    blocks.tail_first = nil
+    blocks_of.moved(blocks)
     block.status, block.permission, block.locations = op.status, op.permission, op.locations
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)
@@ -83,6 +83,7 @@ function M.block(buf, blocks, op)
   block.permission, block.locations, block.turn = op.permission, op.locations, op.turn
   table.insert(blocks.order, op.id)
   blocks.by_id[op.id] = block
+  blocks_of.moved(blocks)
   blocks.tail_first = first
   if empty then
     api.nvim_buf_set_lines(buf, 0, 1, false, op.lines)
@@ -105,7 +106,7 @@ function M.append(buf, blocks, op)
   end
   local _, last = rows(buf, blocks, block)
   if block.index < #blocks.order then
-    blocks.tail_first = nil
+    blocks_of.moved(blocks)
   end
   local row = last - 1
   local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
@@ -170,7 +171,7 @@ function M.cut(buf, blocks, turns)
     blocks.by_id[id].mark = nil
     blocks.by_id[id], blocks.order[index] = nil, nil
   end
-  blocks.tail_first = nil
+  blocks_of.moved(blocks)
   api.nvim_buf_clear_namespace(buf, blocks_of.ns, at, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
   api.nvim_buf_set_lines(buf, at, -1, false, {})
