@@ -117,6 +117,19 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     assert levels == [0] * (len(lines) - agent)
 
 
+# The fold level of each line of the transcript buffer (...) in its first window.
+FOLD_LEVELS = """
+local win = vim.fn.win_findbuf(...)[1]
+return vim.api.nvim_win_call(win, function()
+  local levels = {}
+  for lnum = 1, vim.api.nvim_buf_line_count(0) do
+    table.insert(levels, vim.fn.foldlevel(lnum))
+  end
+  return levels
+end)
+"""
+
+
 def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> None:
     """Rows a tool call gains above a streamed message fold with the tool call (the
     fold levels know where the last block starts until rows before it change), and
@@ -139,36 +152,12 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     apply({"op": "append", "id": "m", "text": "\nfour"})
     lines = editor.transcript()
     head = lines.index("### Tool")
-    levels = editor.lua(
-        """
-        local win = vim.fn.win_findbuf(...)[1]
-        return vim.api.nvim_win_call(win, function()
-          local levels = {}
-          for lnum = 1, vim.api.nvim_buf_line_count(0) do
-            table.insert(levels, vim.fn.foldlevel(lnum))
-          end
-          return levels
-        end)
-        """,
-        buf,
-    )
+    levels = editor.lua(FOLD_LEVELS, buf)
     agent = lines.index("## Agent")
     assert lines[head:agent] == ["### Tool", "b", "c", "d", "e", ""]
     assert lines[agent:] == ["## Agent", "one", "two", "three", "four"]
     assert levels[head:agent] == [1] * 6  # the separator folds with the block above it
     assert levels[agent:] == [0] * (len(lines) - agent)
-
-
-FOLD_LEVELS = """
-local win = vim.fn.win_findbuf(...)[1]
-return vim.api.nvim_win_call(win, function()
-  local levels = {}
-  for lnum = 1, vim.api.nvim_buf_line_count(0) do
-    table.insert(levels, vim.fn.foldlevel(lnum))
-  end
-  return levels
-end)
-"""
 
 
 def test_fold_levels_of_a_window_opened_again_on_many_blocks(editor: Editor) -> None:
