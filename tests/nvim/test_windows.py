@@ -144,6 +144,37 @@ def test_entering_a_long_transcript_does_not_measure_every_row_above(
     assert told < 2 * top, (told, rows)
 
 
+TRANSCRIPT_VIEW = """
+local win = vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]
+return {vim.api.nvim_win_get_cursor(win)[1], vim.fn.line('w$', win),
+  vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(win))}
+"""
+
+
+@pytest.mark.parametrize("where", ["at its end", "reading further up"])
+def test_a_chat_shown_again_follows_what_arrived_while_hidden(editor: Editor, where: str) -> None:
+    """A transcript window that followed the end when the chat was hidden opens at
+    the new end; one the user had moved up opens where they were."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "\n".join(f"line {i}" for i in range(100)))
+    editor.wait_event("AcpTurnEnd")
+    if where != "at its end":
+        go(editor, "transcript")
+        editor.nvim.command("normal! 20G")
+    editor.nvim.command("AcpToggle")
+    editor.wait(HIDDEN, what="the toggle to hide the chat")
+    editor.lua("require('acp').send('more, while hidden')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    editor.nvim.command("AcpToggle")
+    assert_whole(editor)
+    cursor, bottom, count = editor.lua(TRANSCRIPT_VIEW)
+    if where == "at its end":
+        assert (cursor, bottom) == (count, count)
+    else:
+        assert cursor == 20
+
+
 # Window options of the chat, and what a user's file window has.
 OPTIONS = [
     "number",

@@ -326,6 +326,9 @@ local function create()
       callback = function(ev)
         local win = tonumber(ev.match) --[[@as integer]]
         local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
+        if buf == chat.transcript then
+          chat.closed_at_end = render.at_end(win, buf)
+        end
         -- The layout cannot change inside WinClosed.
         vim.schedule(function()
           if registry.chats[chat.id] then

@@ -247,6 +247,7 @@ function M.show(chat)
       end
     end
   end
+  local opened = not transcript
   if not (transcript or input) then
     transcript, input = open(chat)
   elseif not input then
@@ -261,6 +262,10 @@ function M.show(chat)
   pin(chat, transcript, input)
   resize(chat, transcript, input)
   measure_from_top(transcript)
+  if opened and chat.closed_at_end then
+    -- It followed the transcript when it closed: what came since is what to see.
+    api.nvim_win_set_cursor(transcript, { api.nvim_buf_line_count(chat.transcript), 0 })
+  end
   api.nvim_set_current_win(input)
 end
 

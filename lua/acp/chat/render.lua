@@ -209,13 +209,21 @@ function M.reset(buf)
   return blocks
 end
 
+--- Whether window `win` is at the end of transcript `buf`, which it shows: it
+--- follows what is written there.
+---@param win integer
+---@param buf integer
+function M.at_end(win, buf)
+  return api.nvim_win_get_cursor(win)[1] >= api.nvim_buf_line_count(buf)
+end
+
 --- Make the transcript writable for M.block and M.append.
 ---@param buf integer
 ---@return integer[] following the windows at its end, for M.done
 function M.begin(buf)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if api.nvim_win_get_cursor(win)[1] >= api.nvim_buf_line_count(buf) then
+    if M.at_end(win, buf) then
       table.insert(following, win)
     end
   end
