@@ -43,6 +43,7 @@ def give_back() -> None:
     """Return the free memory the arenas keep to the system (``malloc_trim``: ~0.3 ms
     after a 100k-chunk turn; ctypes lets the GIL go meanwhile). Freed memory stays
     in the arena of the thread that used it; after a turn of a chat whose agent was
-    not the host's first, 15-20 MB of it (decision 0059)."""
+    not the host's first, 15-20 MB of it, and as much after the history's write of
+    that turn (decision 0059)."""
     if _trim is not None:
         _trim(0)

@@ -12,6 +12,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from acp_nvim.client import malloc
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _history, _store
 from acp_nvim.client.history._blocks import markdown, render_ops
@@ -176,6 +177,28 @@ def test_the_writer_yields_the_cpu_to_the_hosts_other_threads(tmp_path: Path) ->
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert os.getpriority(os.PRIO_PROCESS, thread_id) == min(own + 10, 19)
     writer.close()
+
+
+def test_the_writer_gives_back_the_memory_its_write_freed(tmp_path: Path) -> None:
+    """The history is written after the turn's end gave memory back (decision 0072):
+    the writer gives back what its own write freed, once the turn is on disk."""
+    path = str(tmp_path / "h.sqlite3")
+    target = Target("demo", "/p")
+    on_disk: list[list[str]] = []
+    given = threading.Event()
+
+    def give_back() -> None:
+        assert target.id is not None
+        on_disk.append([b.text for b in Store(path).blocks(target.id)])
+        given.set()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(malloc, "give_back", give_back)
+        writer = Writer(path, lambda message, level: None)
+        writer.put(target, [StoredBlock(0, "k0", 1, "agent", "a long answer")], {}, 5.0)
+        assert given.wait(10)
+        writer.close()
+    assert on_disk[0] == ["a long answer"]
 
 
 class DrawingEditor(RecordingEditor):

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from acp_nvim.client import malloc
 from acp_nvim.client.history._store import Store, StoredBlock, StoreError
 
 log = logging.getLogger("acp_nvim")
@@ -120,6 +121,7 @@ class Writer:
             if retry:
                 self._report("history: written again", "info")
             retry = 0
+            malloc.give_back()  # what the write freed (decision 0059)
         store.close()
 
     def _gather(self, pending: dict[Target, _Batch], wait: float | None) -> tuple[list[Any], bool]:
