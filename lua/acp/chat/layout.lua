@@ -186,7 +186,7 @@ api.nvim_create_autocmd("BufWinEnter", {
 -- rows (win_viewport's scroll_delta), counting each wrapped row since the last
 -- redraw at which that window was current, or since line 1 for a window never
 -- current at one: the first key into a transcript that grew from the input
--- window walked all of it (~400 ms at 100k lines). A jump past the screen it
+-- window walked all of it (215-418 ms at 100k lines). A jump past the screen it
 -- last reported is only approximated, so a window current once at a redraw, at
 -- its top, costs a screen from then on (decision 0073).
 ---@param win integer a transcript window
