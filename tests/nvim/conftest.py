@@ -19,6 +19,8 @@ from typing import Any
 import pynvim
 import pytest
 
+from tests import proc
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fakes" / "agent.py"
 # Lua drawing render ops (the ... args: chat id, ops) as Python's batches do.
@@ -154,24 +156,24 @@ class Editor:
                 continue
             try:
                 environ = (entry / "environ").read_bytes()
-                stat = (entry / "stat").read_text()
                 name = (entry / "comm").read_text().strip()
             except OSError:
                 continue
+            found = proc.stat(entry.name)
             if (
                 self.marker.encode() in environ
-                and ") Z " not in stat
+                and found is not None
+                and found.state != "Z"
                 and name not in ("git", "nice")
                 and int(entry.name) != self.pid
-                and not _forked_not_yet_running(entry, stat)
+                and not _forked_not_yet_running(entry, found.parent)
             ):
                 pids.append(int(entry.name))
         return pids
 
 
-def _forked_not_yet_running(entry: Path, stat: str) -> bool:
+def _forked_not_yet_running(entry: Path, parent: int) -> bool:
     """A child between fork and exec: it still runs its parent's command line."""
-    parent = stat.rsplit(")", 1)[1].split()[1]
     try:
         return (entry / "cmdline").read_bytes() == Path(f"/proc/{parent}/cmdline").read_bytes()
     except OSError:

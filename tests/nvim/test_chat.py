@@ -6,10 +6,11 @@ import json
 import os
 import re
 import signal
+from pathlib import Path
 
 import pytest
 
-from tests.nvim.conftest import RENDER, Editor, wait_gone
+from tests.nvim.conftest import FAKE, RENDER, Editor, wait_gone
 from tests.nvim.screen import Screen
 
 
@@ -553,7 +554,11 @@ def test_what_we_start_runs_as_batch_work_and_neovim_does_not(editor: Editor) ->
     editor.nvim.command("AcpChat other")
     editor.wait_event("AcpSessionReady", count=2)
     pids = editor.agent_pids()
-    assert len(pids) >= 3  # the host and two agents
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pids]
+    assert host in pids
+    assert [b"-m", b"acp_nvim.demo_agent"] in [command[1:3] for command in commands]
+    assert [str(FAKE).encode(), b"echo"] in [command[1:3] for command in commands]
     policies = {}
     for pid in pids:
         for task in os.listdir(f"/proc/{pid}/task"):

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from tests import proc
 from tests.nvim.conftest import Editor, wait_gone
 
 
@@ -30,12 +31,8 @@ def group_members(pgid: int) -> list[int]:
     members = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != "Z":
+            found = proc.stat(entry.name)
+            if found is not None and found.group == pgid and found.state != "Z":
                 members.append(int(entry.name))
     return members
 
@@ -136,7 +133,9 @@ def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]
     editor.wait(f"vim.fn.filereadable('{pidfile}') == 1 and vim.fn.readfile('{pidfile}')[1] ~= nil")
     shell = int(pidfile.read_text())
     editor.wait(f"#vim.api.nvim_get_proc_children({shell}) > 0")  # the sleep runs
-    pgid = int(Path(f"/proc/{shell}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    found = proc.stat(shell)
+    assert found is not None
+    pgid = found.group
     members = group_members(pgid)
     assert len(members) == 3  # the output-draining wrapper, the shell, its sleep
     return report["terminalId"], members

@@ -18,6 +18,7 @@ import pytest
 from acp_nvim.client.agent import first
 from acp_nvim.client.agent.process import AgentProcess, PipedProcess
 from acp_nvim.protocol.streams import receive
+from tests.proc import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,14 +36,6 @@ def given(tmp_path: Path, agent: str = "echo", cmd: list[str] = ECHO, **more: ob
 def nothing_left_waiting() -> Iterator[None]:
     yield
     first.end()
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return ") Z " not in f.read()
-    except FileNotFoundError:
-        return False
 
 
 def test_the_agent_starts_before_the_host_imports_an_event_loop(tmp_path: Path) -> None:
