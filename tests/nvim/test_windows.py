@@ -115,6 +115,7 @@ def scrolled_into(editor: Editor, screen: Screen, which: str) -> tuple[int, int,
         ("float", "as opened"),
         ("tab", "as opened"),
         ("right", "hidden and shown again"),
+        ("right", "to a UI attached later"),
     ],
 )
 def test_entering_a_long_transcript_does_not_measure_every_row_above(
@@ -126,14 +127,21 @@ def test_entering_a_long_transcript_does_not_measure_every_row_above(
     grew from the input measured all of it (~400 ms at 100k lines). A window current
     once at its top gets an approximate count past its old screen instead: a line
     each (decision 0073)."""
-    screen = Screen.of(editor)  # a UI attached, as a user's is, before the chat opens
+    if shown != "to a UI attached later":
+        Screen.of(editor)  # a UI attached, as a user's is, before the chat opens
     editor.setup(chat={"position": position})
     editor.open_chat()
     # Paragraphs that each wrap to several rows of the transcript's window.
     words = " ".join(["word"] * 120)
     editor.lua("require('acp').send(...)", "\n\n".join([words] * 150))
     editor.wait_event("AcpTurnEnd")
-    if shown != "as opened":  # a new window, for a transcript as long
+    screen = Screen.of(editor)
+    if shown == "to a UI attached later":  # to a headless Neovim, as a remote UI is
+        editor.wait(
+            f"vim.w[{chat_windows(editor)['transcript'][0]}].acp_measured_from_top",
+            what="the transcript window measured once a UI is attached",
+        )
+    elif shown != "as opened":  # a new window, for a transcript as long
         editor.nvim.command("AcpToggle")
         editor.wait(HIDDEN, what="the toggle to hide the chat")
         editor.nvim.command("AcpToggle")

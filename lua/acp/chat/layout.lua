@@ -191,11 +191,14 @@ api.nvim_create_autocmd("BufWinEnter", {
 -- its top, costs a screen from then on (decision 0073).
 ---@param win integer a transcript window
 local function measure_from_top(win)
-  -- With no UI attached there is nobody to tell: a later show, with one, does it.
-  if vim.w[win].acp_measured_from_top or #api.nvim_list_uis() == 0 then
+  if vim.w[win].acp_measured_from_top then
     return
   end
-  vim.w[win].acp_measured_from_top = true
+  if #api.nvim_list_uis() == 0 then
+    vim.w[win].acp_measure_with_a_ui = true -- nobody to tell yet: UIEnter does it
+    return
+  end
+  vim.w[win].acp_measured_from_top, vim.w[win].acp_measure_with_a_ui = true, nil
   api.nvim_win_call(win, function()
     local view = vim.fn.winsaveview()
     api.nvim_win_set_cursor(win, { 1, 0 })
@@ -203,6 +206,19 @@ local function measure_from_top(win)
     vim.fn.winrestview(view)
   end)
 end
+
+-- A chat shown while no UI was attached (a UI that attaches later, to a headless
+-- or remote Neovim): measured once one is.
+api.nvim_create_autocmd("UIEnter", {
+  group = api.nvim_create_augroup("acp.layout.measure", { clear = true }),
+  callback = vim.schedule_wrap(function()
+    for _, win in ipairs(api.nvim_list_wins()) do
+      if vim.w[win].acp_measure_with_a_ui then
+        measure_from_top(win)
+      end
+    end
+  end),
+})
 
 --- A new pair in the layout of the `chat.position` option.
 local function open(chat)
