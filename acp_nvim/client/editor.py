@@ -407,6 +407,10 @@ class Editor(Protocol):
         """Queue a file's text before a turn of chat ``chat``, to diff the file against
         (``{path, turn, lines}``, lines without terminators)."""
 
+    def reply(self, token: int, result: Any, error: str | None = None) -> None:
+        """Answer the editor's call ``token`` (one it made without waiting for the
+        answer) with ``result``, or with ``error``, the line to show."""
+
     def hold(self) -> Callable[[], None]:
         """Keep what is queued from now on until the returned function is called (once
         or more), then send it as usual: a turn start's drawing waits for its prompt

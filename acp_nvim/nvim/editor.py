@@ -36,6 +36,7 @@ __all__ = [
     "NotifyItem",
     "NvimEditor",
     "RenderItem",
+    "ReplyItem",
     "ReviewItem",
 ]
 
@@ -156,7 +157,16 @@ class BaselineItem(TypedDict):
     baseline: dict[str, Any]
 
 
-BatchItem = RenderItem | EventItem | NotifyItem | ReviewItem | BaselineItem
+class ReplyItem(TypedDict):
+    """The answer to Lua's call ``token`` (``acp.host.call``): ``result``, or ``error``."""
+
+    kind: Literal["reply"]
+    token: int
+    result: Any
+    error: str | None
+
+
+BatchItem = RenderItem | EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem
 
 
 class _Append:
@@ -216,15 +226,17 @@ class _Render:
         return {"kind": "render", "chat": self.chat, "ops": ops}
 
 
-_Queued = _Render | EventItem | NotifyItem | ReviewItem | BaselineItem
+_Queued = _Render | EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem
 
 
-def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem) -> int:
+def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem) -> int:
     """Estimated Lua work of a queued non-render item."""
     if item["kind"] == "review":
         return OP_COST * (1 + len(item["summary"].get("files", ())))
     if item["kind"] == "baseline":
         return OP_COST + LINE_COST * len(item["baseline"].get("lines", ()))
+    if item["kind"] == "reply" and isinstance(item["result"], str):
+        return OP_COST + LINE_COST * item["result"].count("\n")  # an export's lines
     return OP_COST
 
 
@@ -314,7 +326,7 @@ class NvimEditor:
         else:
             self._pending.append(_Render(chat, [queued]))
 
-    def _queue(self, item: EventItem | NotifyItem | BaselineItem) -> None:
+    def _queue(self, item: EventItem | NotifyItem | BaselineItem | ReplyItem) -> None:
         with self._lock:
             self._pending.append(item)
         self._kick()
@@ -395,6 +407,9 @@ class NvimEditor:
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
         self._queue({"kind": "baseline", "chat": chat, "baseline": data})
+
+    def reply(self, token: int, result: Any, error: str | None = None) -> None:
+        self._queue({"kind": "reply", "token": token, "result": result, "error": error})
 
     async def read_buffer(
         self, path: str, *, load: bool = False, check: bool = False

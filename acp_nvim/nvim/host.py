@@ -172,6 +172,9 @@ class Host:
                 self.worker.call(self.editor.lsp_answer, params)
             case "buffers_changed":
                 self.worker.submit(app.buffers_changed)
+            case "export":  # :AcpExport: answered with a reply item (App.export)
+                chat, history = params.get("chat"), params.get("history")
+                self.worker.submit(app.export, params["token"], chat, history)
             case "history_forget":
                 self.worker.call(app.history.forget, params["id"])
             case "history_rename":
@@ -202,10 +205,9 @@ class Host:
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
-            case "export":
-                if params.get("history") is not None:
-                    return self._history(app.history.export, params["history"])
-                return self.worker.call(app.history.export_chat, params.get("chat"))
+            case "export":  # acp.export() without on_done: Lua waits, the loop goes on
+                chat, history = params.get("chat"), params.get("history")
+                return self._history(self.worker.wait, app.history.markdown, chat, history)
             case other:
                 raise ValueError(f"unknown request acp/{other}")
 

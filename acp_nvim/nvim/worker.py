@@ -84,6 +84,12 @@ class Worker:
         assert self._token is not None
         return anyio.from_thread.run_sync(fn, *args, token=self._token)
 
+    def wait(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
+        """Run ``fn(*args)`` on the loop and return its result: for a request whose
+        answer is made off the loop (the loop goes on meanwhile)."""
+        assert self._token is not None
+        return anyio.from_thread.run(fn, *args, token=self._token)
+
     def stop(self, before: Callable[[], Awaitable[None]] | None = None, timeout: float = 5) -> None:
         """Run ``before`` (cleanup) on the loop, then end the loop and join the thread."""
         if self._token is None or not self._thread.is_alive():

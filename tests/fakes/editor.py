@@ -48,6 +48,7 @@ class RecordingEditor:
         self.notices: list[tuple[str, str]] = []
         self.reviews: dict[int, dict[str, Any]] = {}
         self.baselines: list[tuple[int, dict[str, Any]]] = []
+        self.replies: dict[int, tuple[Any, str | None]] = {}  # by token
         self.buffers: dict[str, _FakeBuffer] = {}
         # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
         self.terminals: dict[str, dict[str, Any]] = {}
@@ -74,6 +75,9 @@ class RecordingEditor:
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:
         self.baselines.append((chat, data))
+
+    def reply(self, token: int, result: Any, error: str | None = None) -> None:
+        self.replies[token] = (result, error)
 
     def hold(self) -> Callable[[], None]:
         """Count the holds not released (``held``); ops are recorded all the same."""

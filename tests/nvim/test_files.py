@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -389,6 +390,13 @@ def test_an_export_on_a_full_disk_leaves_the_old_one_whole(editor: Editor, tmp_p
         fill(full, room=0)
         with pytest.raises(Exception, match=f"cannot write {old}: .*space"):
             editor.lua("require('acp').export(...)", str(old))
+        assert old.read_text() == "the old export\n"
+        # :AcpExport, which does not wait for the Markdown, tells the same.
+        editor.nvim.command(f"AcpExport {old}")
+        said = "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('cannot write') end)"
+        editor.wait(said, what="the export's error")
+        [notice] = [n for n in editor.lua("return _G.acp_notices") if "cannot write" in n["msg"]]
+        assert re.fullmatch(f"acp: cannot write {old}: .*space.*", notice["msg"]), notice
         assert old.read_text() == "the old export\n"
         assert [name for name in os.listdir(full) if name != ".filler"] == ["chat.md"]
 

@@ -132,9 +132,15 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
                      f"### Tool: Edit {target}", "```diff", "-two", "+2", f"edited {target}",
                      f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted"):  # fmt: skip
             assert part in markdown, part
-        # :AcpExport without a path: the current chat in a buffer.
+        # :AcpExport without a path: the current chat in a buffer of a new tab page. The
+        # command returns at once: Neovim goes on while Python writes the Markdown.
+        tabs = other.lua("return vim.fn.tabpagenr('$')")
         other.nvim.command("AcpExport")
-        assert "## You" in other.nvim.current.buffer[:]
+        assert other.lua("return vim.fn.tabpagenr('$')") == tabs
+        other.wait(f"vim.fn.tabpagenr('$') == {tabs + 1}", what="the export's buffer")
+        exported = other.nvim.current.buffer
+        assert exported[0] == "# hello zebra" and "## You" in exported[:]
+        assert other.lua("return vim.bo.filetype") == "markdown"
     finally:
         other.quit()
 
@@ -409,6 +415,7 @@ def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
     )
     picked = "_G.answers = {...}; vim.cmd('AcpHistory')"
     editor.lua(picked, "export", str(path))
+    editor.wait(f"vim.uv.fs_stat('{path}') ~= nil", what="the picker's export")
     assert path.read_text().startswith("# hello zebra\n")
     editor.lua(picked, "rename", "  Zoo ")
     editor.wait("require('acp').history()[1].title == 'Zoo'")

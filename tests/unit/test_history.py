@@ -14,7 +14,15 @@ import pytest
 
 from acp_nvim.client import malloc
 from acp_nvim.client.config import HistoryOptions
-from acp_nvim.client.history import History, Store, StoredBlock, StoreError, _history, _store
+from acp_nvim.client.history import (
+    History,
+    Store,
+    StoredBlock,
+    StoreError,
+    _blocks,
+    _history,
+    _store,
+)
 from acp_nvim.client.history._blocks import markdown, render_ops
 from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
@@ -310,6 +318,51 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert "## You\n\nlook at this" in text and "```diff" in text and "-one" in text
         assert "- attached: shot.png (file:///shot.png, 300 bytes)" in text
         assert "*Turn ended: end_turn*" in text
+
+    anyio.run(run)
+
+
+def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A long chat's Markdown takes a while (its diffs): it is made in a thread while
+    the loop, every chat's, goes on; a live chat and a stored one alike."""
+    made_on: list[threading.Thread] = []
+    go_on = threading.Event()
+
+    def slow_markdown(*args: Any, **kwargs: Any) -> str:
+        made_on.append(threading.current_thread())
+        assert go_on.wait(10), "the loop did not go on while the Markdown was made"
+        return markdown(*args, **kwargs)
+
+    monkeypatch.setattr(_blocks, "markdown", slow_markdown)
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+            chat = Chat(1, "demo", editor)
+            history.attach(chat, "/p", keep=True)
+            await chat.start_turn("export me", [])
+            chat.on_message(_patch("agent", "a zebra"))
+            chat.end_turn("end_turn")
+            await history.close()
+            [hit] = store_at(tmp_path).search("zebra")
+            loop = threading.current_thread()
+            for chat_id, history_id in ((1, None), (None, hit.chat.id)):
+                go_on.clear()
+
+                async def meanwhile() -> None:
+                    await anyio.sleep(0.01)  # a turn of the loop while the thread works
+                    go_on.set()
+
+                group.start_soon(meanwhile)
+                text = await history.markdown(chat_id, history_id)
+                assert text is not None and "## You\n\nexport me" in text and "a zebra" in text
+                assert made_on[-1] is not loop
+            assert await history.markdown(2) is None and await history.markdown(None, 99) is None
+            group.cancel_scope.cancel()
 
     anyio.run(run)
 

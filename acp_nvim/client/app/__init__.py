@@ -39,7 +39,7 @@ from acp_nvim.client.app._settings import Settings
 from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history import History
+from acp_nvim.client.history import History, StoreError
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.tasks import Tasks
@@ -152,6 +152,16 @@ class App:
             self.pool.configure(connection)
         self.reviews.configure()
         return True
+
+    async def export(self, token: int, chat_id: int | None, history_id: int | None) -> None:
+        """Answer Lua's call ``token`` (acp.host.call) with the chat as Markdown
+        (History.markdown: made off the loop), nil for no such chat, or an error."""
+        try:
+            text = await self.ctx.history.markdown(chat_id, history_id)
+        except StoreError as err:
+            self.ctx.editor.reply(token, None, f"history: {err}")
+        else:
+            self.ctx.editor.reply(token, text)
 
     async def buffers_changed(self) -> None:
         """File buffers came or went: MCP clients that follow the list are told."""

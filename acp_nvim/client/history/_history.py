@@ -2,8 +2,8 @@
 are written, reopening, hand-over, search and export.
 
 Runs on the worker's loop, except :meth:`History.search` and :meth:`History.export`,
-which read the file on the calling thread (Neovim's requests, answered on the
-pynvim thread without waiting for the loop) through a connection of that thread.
+which read the file on the calling thread (a search: Neovim's request, answered on
+the pynvim thread without waiting for the loop) through a connection of that thread.
 """
 
 from __future__ import annotations
@@ -233,12 +233,20 @@ class History:
             return None
         return markdown(record.row(), record.blocks(), diffs=False)
 
-    def export_chat(self, chat_id: int) -> str | None:
-        """A live chat as Markdown (None: no such chat)."""
+    async def markdown(self, chat_id: int | None, history_id: int | None = None) -> str | None:
+        """Stored chat ``history_id``, else live chat ``chat_id``, as Markdown (None:
+        no such chat). The live chat's blocks are taken here, on the loop that owns
+        them; the Markdown is made in a thread: a long chat's (~0.4 s for 100k lines
+        of tool calls with diffs) would hold the loop and every chat's stream.
+        Raises StoreError."""
         from acp_nvim.client.history._blocks import markdown
 
-        record = self._records.get(chat_id)
-        return None if record is None else markdown(record.row(), record.blocks())
+        if history_id is not None:
+            return await anyio.to_thread.run_sync(self.export, history_id)
+        record = self._records.get(chat_id) if chat_id is not None else None
+        if record is None:
+            return None
+        return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
 
     def forget(self, history_id: int) -> None:
         """Delete a stored chat; a chat open here stops being kept."""

@@ -27,23 +27,12 @@ function M.search(opts)
   return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
 end
 
---- The chat's Markdown: written to `path`, else shown in a new buffer.
----@param path? string
----@param opts? {history?: integer}
----@return string|integer path written, or the buffer
-function M.export(path, opts)
-  opts = opts or {}
-  local params = { history = opts.history }
-  if not opts.history then
-    local chat = registry.get()
-    if not chat then
-      util.user_error("no chat is open (:AcpChat)")
-    end
-    params.chat = chat.id
-  end
-  local text = ask("export", params)
+--- Markdown `text` of chat `name` written to `path`, else shown in a new buffer.
+---@return string|integer? done the path written, or the buffer
+---@return string? error why not
+local function deliver(text, path, name)
   if type(text) ~= "string" then
-    util.user_error(("no chat %s in the history"):format(opts.history or params.chat))
+    return nil, ("no chat %s in the history"):format(name)
   end
   local lines = vim.split(text, "\n", { plain = true })
   if lines[#lines] == "" then
@@ -53,7 +42,7 @@ function M.export(path, opts)
     path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
     local failed = util.write_lines(path, lines) -- all or nothing: a file it replaces stays whole
     if failed then
-      util.user_error(("cannot write %s: %s"):format(path, failed))
+      return nil, ("cannot write %s: %s"):format(path, failed)
     end
     util.notify("exported to " .. path, "info")
     return path
@@ -64,6 +53,45 @@ function M.export(path, opts)
   vim.bo[buf].filetype = "markdown"
   vim.bo[buf].modified = false
   return buf
+end
+
+--- The chat's Markdown (the current chat's, else stored chat `opts.history`):
+--- written to `path`, else shown in a new buffer. With `opts.on_done`, Neovim goes
+--- on while Python writes the Markdown (a long chat's takes a while), and
+--- `on_done(path or buffer)` runs once it is there (a failure is told instead);
+--- else this waits for it.
+---@param path? string
+---@param opts? {history?: integer, on_done?: fun(done: string|integer)}
+---@return string|integer? done the path written, or the buffer (nil with on_done)
+function M.export(path, opts)
+  opts = opts or {}
+  local params = { history = opts.history }
+  if not opts.history then
+    local chat = registry.get()
+    if not chat then
+      util.user_error("no chat is open (:AcpChat)")
+    end
+    params.chat = chat.id
+  end
+  local name, on_done = opts.history or params.chat, opts.on_done
+  if not on_done then
+    local done, error = deliver(ask("export", params), path, name)
+    if error then
+      util.user_error(error)
+    end
+    return done
+  end
+  host.call("export", params, function(text, error)
+    local done
+    if not error then
+      done, error = deliver(text, path, name)
+    end
+    if error then
+      util.notify(error)
+    else
+      on_done(done)
+    end
+  end)
 end
 
 --- Forget stored chat `id` (a chat open here is no longer kept).
@@ -98,7 +126,7 @@ function M.pick(query, open)
       elseif action == "export" then
         vim.ui.input({ prompt = "Export to (empty: a buffer): ", completion = "file" }, function(path)
           if path then
-            M.export(path, { history = entry.id })
+            M.export(path, { history = entry.id, on_done = function() end })
           end
         end)
       elseif action == "rename" then

@@ -34,6 +34,10 @@ local stderr_log = {}
 local failure_listeners = {}
 ---@type fun()[]
 local exit_listeners = {}
+-- What M.call waits for: the callback of each call not answered yet, by its token.
+---@type table<integer, fun(result: any, error: string?)>
+local replies = {}
+local last_token = 0
 
 --- Hear of the host failing to start or dying: `show(message)` tells the user where
 --- it can (a chat); `shown()` says whether that is on screen, else the message is a
@@ -174,6 +178,11 @@ local function start_job(first_agent)
     on_exit = function(_, code)
       line_in(partial)
       M.chan = nil
+      local unanswered = replies
+      replies = {}
+      for _, on_reply in pairs(unanswered) do
+        on_reply(nil, "the Python side stopped before it answered")
+      end
       for _, listener in ipairs(exit_listeners) do
         listener()
       end
@@ -266,6 +275,23 @@ function M.notify(method, params)
   return (pcall(vim.rpcnotify, M.chan, "acp", method, params))
 end
 
+--- Send a command whose answer comes later, in a batch: `on_reply(result, error)`
+--- then runs, with `error` the line to show when it failed. Neovim goes on
+--- meanwhile (M.request waits). False when the Python side is not running (the
+--- user was told why).
+---@param method string
+---@param params table
+---@param on_reply fun(result: any, error: string?)
+function M.call(method, params, on_reply)
+  last_token = last_token + 1
+  local token = last_token
+  if not M.notify(method, vim.tbl_extend("force", params, { token = token })) then
+    return false
+  end
+  replies[token] = on_reply
+  return true
+end
+
 --- Ask for state the Python side keeps thread-safe (never agent I/O).
 ---@param method string
 ---@param params? table
@@ -308,6 +334,14 @@ M.handlers = {
   end,
   notify = function(item)
     util.notify(item.message, item.level)
+  end,
+  reply = function(item)
+    local on_reply = replies[item.token]
+    replies[item.token] = nil
+    if on_reply then
+      local result, error = item.result, item.error
+      on_reply(result ~= vim.NIL and result or nil, error ~= vim.NIL and error or nil)
+    end
   end,
 }
 
