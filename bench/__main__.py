@@ -357,8 +357,10 @@ ROWS: dict[str, list[Row]] = {
                 ("  slowest zc / zo on a tool call (ms)", "fold"),
                 ("  slowest key typed in the input (ms)", "type"),
                 ("  :AcpToggle showing it again, hidden by the one before (ms)", "show"),
+                ("  :AcpExport to a buffer: Neovim's time for the command (ms)", "export"),
             )
         ),
+        ("    → its buffer shown (ms)", "—", _key("transcript_export_shown"), None),
         ("  a plain buffer of the same text: slowest scroll (ms)", "—", _key("plain_scroll"), None),
         ("    slowest G / gg (ms)", "—", _key("plain_jump"), None),
         ("    slowest /word<CR>, n, N (ms)", "—", _key("plain_search"), None),

@@ -642,7 +642,7 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
     """A transcript of ``lines`` lines made of turns of ``chunks`` chunks and ``calls``
     tool calls with diffs (their folds), a UI attached: the first key into it from
     the input, the slowest key of each kind (Neovim's work for it and its redraw),
-    :AcpToggle showing it again, Neovim's RSS against the text's size."""
+    :AcpToggle showing it again, :AcpExport, Neovim's RSS against the text's size."""
     n = Nvim()
     ui = Ui(n.socket)
     try:
@@ -690,6 +690,20 @@ def long_transcript(run: int, lines: int = 100_000, chunks: int = 1000, calls: i
         figures["transcript_show"] = _keys(n, input_win, [":AcpToggle<CR>"] * 2)[1]
         if input_win == int(n.lua("return vim.api.nvim_get_current_win()")):
             raise AssertionError(":AcpToggle did not open a new window")
+        # Exported to a buffer: the command's own time, then the time until that
+        # buffer is shown (a tab page of its own) while Python makes the Markdown.
+        tabs = int(n.lua("return vim.fn.tabpagenr('$')"))
+        before = int(n.lua("return vim.uv.hrtime()"))
+        current = int(n.lua("return vim.api.nvim_get_current_win()"))
+        figures["transcript_export"] = _keys(n, current, [":AcpExport<CR>"])[0]
+        shown = n.lua(
+            "local tabs = ...; return vim.wait(60000, function()"
+            " return vim.fn.tabpagenr('$') > tabs end, 1) and vim.uv.hrtime()",
+            tabs,
+        )
+        if not shown:
+            raise AssertionError(":AcpExport showed no buffer")
+        figures["transcript_export_shown"] = (shown - before) / MS
         text = int(
             n.lua(
                 "return vim.api.nvim_buf_call(..., function()"
