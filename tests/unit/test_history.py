@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pytest
 
@@ -286,14 +287,22 @@ def test_a_write_waits_for_the_drawing_only_so_long(tmp_path: Path, monkeypatch:
     anyio.run(run)
 
 
+def _keeping(
+    tmp_path: Path, editor: RecordingEditor, group: anyio.abc.TaskGroup
+) -> tuple[History, Chat]:
+    """A history with its file in ``tmp_path``, and chat 1 kept in it."""
+    history = History(editor, Tasks(group))
+    history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+    chat = Chat(1, "demo", editor)
+    history.attach(chat, "/p", keep=True)
+    return history, chat
+
+
 def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
     async def run() -> None:
         editor = RecordingEditor()
         async with anyio.create_task_group() as group:
-            history = History(editor, Tasks(group))
-            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
-            chat = Chat(1, "demo", editor)
-            history.attach(chat, "/p", keep=True)
+            history, chat = _keeping(tmp_path, editor, group)
             image = Attachment("image", "shot.png", "file:///shot.png", data="QUJD" * 100,
                                mime_type="image/png")  # fmt: skip
             await chat.start_turn("look at this", [image])
@@ -340,10 +349,7 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
     async def run() -> None:
         editor = RecordingEditor()
         async with anyio.create_task_group() as group:
-            history = History(editor, Tasks(group))
-            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
-            chat = Chat(1, "demo", editor)
-            history.attach(chat, "/p", keep=True)
+            history, chat = _keeping(tmp_path, editor, group)
             await chat.start_turn("export me", [])
             chat.on_message(_patch("agent", "a zebra"))
             chat.end_turn("end_turn")
