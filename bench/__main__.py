@@ -360,7 +360,7 @@ ROWS: dict[str, list[Row]] = {
                 ("  :AcpExport to a buffer: Neovim's time for the command (ms)", "export"),
             )
         ),
-        ("    → its buffer shown (ms)", "—", _key("transcript_export_shown"), None),
+        ("    → its buffer full (ms)", "—", _key("transcript_export_full"), None),
         ("  a plain buffer of the same text: slowest scroll (ms)", "—", _key("plain_scroll"), None),
         ("    slowest G / gg (ms)", "—", _key("plain_jump"), None),
         ("    slowest /word<CR>, n, N (ms)", "—", _key("plain_search"), None),

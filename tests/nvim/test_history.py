@@ -810,3 +810,38 @@ def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> No
         assert other.lua("return require('acp').status().history") == entry["id"]
     finally:
         other.quit()
+
+
+def test_a_long_export_fills_its_buffer_a_slice_a_turn_as_the_wait_for_it_would(
+    editor: Editor,
+) -> None:
+    """:AcpExport of a long chat fills its buffer a slice per loop turn (read-only
+    until it is full), and the buffer then holds what acp.export(), which waits,
+    puts in one go."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "\n".join(f"line {i}" for i in range(12_000)))
+    editor.wait_event("AcpTurnEnd")
+    whole = editor.lua("local buf = require('acp').export(); vim.cmd('tabclose'); return buf")
+    expected = editor.nvim.buffers[whole][:]
+    assert len(expected) > 24_000 and "line 11999" in expected
+    editor.lua(
+        """
+        _G.fills = {}
+        vim.api.nvim_create_autocmd("TabNewEntered", { once = true, callback = function()
+          local buf = vim.api.nvim_get_current_buf()
+          vim.api.nvim_buf_attach(buf, false, { on_lines = function(_, _, _, first, last, new)
+            table.insert(_G.fills, { first, new })
+          end })
+        end })
+        """
+    )
+    editor.nvim.command("AcpExport")
+    # Read-only between its slices: modifiable again once full.
+    editor.wait("_G.fills[1] and vim.bo.modifiable and not vim.bo.modified", what="the buffer full")
+    assert editor.nvim.current.buffer[:] == expected
+    fills = editor.lua("return _G.fills")
+    # 5,000 lines a turn: the first replace the empty line, the others follow them.
+    assert [tuple(fill) for fill in fills] == [
+        (at, min(at + 5000, len(expected))) for at in range(0, len(expected), 5000)
+    ]

@@ -27,39 +27,61 @@ function M.search(opts)
   return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
 end
 
---- Markdown `text` of chat `name` written to `path`, else shown in a new buffer.
----@return string|integer? done the path written, or the buffer
----@return string? error why not
-local function deliver(text, path, name)
-  if type(text) ~= "string" then
-    return nil, ("no chat %s in the history"):format(name)
+-- Lines a loop turn puts in the export's buffer: a long chat's Markdown (100k
+-- lines filled it in one 40-60 ms turn) comes in over several turns of a few ms.
+local FILL_LINES = 5000
+
+--- Up to `count` lines of `text` from byte `at` on (its last "\n" ends its last
+--- line), and the byte after them.
+---@return string[] lines, integer at
+local function lines_from(text, at, count)
+  local lines = {}
+  while #lines < count and at <= #text do
+    local newline = text:find("\n", at, true) or #text + 1
+    lines[#lines + 1] = text:sub(at, newline - 1)
+    at = newline + 1
   end
-  local lines = vim.split(text, "\n", { plain = true })
-  if lines[#lines] == "" then
-    table.remove(lines)
-  end
-  if path and path ~= "" then
-    path = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
-    local failed = util.write_lines(path, lines) -- all or nothing: a file it replaces stays whole
-    if failed then
-      return nil, ("cannot write %s: %s"):format(path, failed)
-    end
-    util.notify("exported to " .. path, "info")
-    return path
-  end
+  return lines, at
+end
+
+--- Markdown `text` in a new buffer of a new tab page: all of it now, or with
+--- `done`, FILL_LINES a loop turn (the buffer read-only meanwhile), then `done(buf)`.
+---@param text string
+---@param done? fun(buf: integer)
+---@return integer buf
+local function show(text, done)
   vim.cmd("tabnew")
   local buf = vim.api.nvim_get_current_buf()
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].filetype = "markdown"
-  vim.bo[buf].modified = false
+  local at, count = 1, done and FILL_LINES or math.huge
+  local function fill()
+    if not vim.api.nvim_buf_is_valid(buf) then
+      return -- closed before it was full
+    end
+    local first, lines = at == 1, nil
+    lines, at = lines_from(text, at, count)
+    vim.bo[buf].modifiable = true
+    -- The first lines replace the new buffer's empty line; the others follow them.
+    vim.api.nvim_buf_set_lines(buf, first and 0 or -1, -1, false, lines)
+    if at <= #text then
+      vim.bo[buf].modifiable = false
+      vim.schedule(fill)
+      return
+    end
+    vim.bo[buf].modified = false
+    if done then
+      done(buf)
+    end
+  end
+  fill()
   return buf
 end
 
 --- The chat's Markdown (the current chat's, else stored chat `opts.history`):
 --- written to `path`, else shown in a new buffer. With `opts.on_done`, Neovim goes
---- on while Python writes the Markdown (a long chat's takes a while), and
---- `on_done(path or buffer)` runs once it is there (a failure is told instead);
---- else this waits for it.
+--- on while Python makes the Markdown (a long chat's takes a while), writes the
+--- file or fills the buffer, and `on_done(path or buffer)` runs once it is done (a
+--- failure is told instead); else this waits for it.
 ---@param path? string
 ---@param opts? {history?: integer, on_done?: fun(done: string|integer)}
 ---@return string|integer? done the path written, or the buffer (nil with on_done)
@@ -73,23 +95,41 @@ function M.export(path, opts)
     end
     params.chat = chat.id
   end
-  local name, on_done = opts.history or params.chat, opts.on_done
+  local missing = ("no chat %s in the history"):format(opts.history or params.chat)
+  path = path and path ~= "" and vim.fn.fnamemodify(vim.fn.expand(path), ":p") or nil
+  local on_done = opts.on_done
   if not on_done then
-    local done, error = deliver(ask("export", params), path, name)
-    if error then
-      util.user_error(error)
+    local text = ask("export", params)
+    if type(text) ~= "string" then
+      util.user_error(missing)
     end
-    return done
+    if not path then
+      return show(text)
+    end
+    local failed = util.write_lines(path, (lines_from(text, 1, math.huge))) -- all or nothing
+    if failed then
+      util.user_error(("cannot write %s: %s"):format(path, failed))
+    end
+    util.notify("exported to " .. path, "info")
+    return path
   end
   host.call("export", params, function(text, error)
-    local done
-    if not error then
-      done, error = deliver(text, path, name)
+    if not error and type(text) ~= "string" then
+      error = missing
     end
     if error then
       util.notify(error)
+    elseif not path then
+      show(text, on_done)
     else
-      on_done(done)
+      util.write_later(path, text, function(failed) -- all or nothing, off the loop
+        if failed then
+          util.notify(("cannot write %s: %s"):format(path, failed))
+          return
+        end
+        util.notify("exported to " .. path, "info")
+        on_done(path)
+      end)
     end
   end)
 end
