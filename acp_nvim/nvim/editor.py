@@ -83,6 +83,10 @@ _CONTEXT = "return require('acp.editor.info').{}(...)"
 LINE_COST = 10
 OP_COST = 50
 BATCH_BUDGET = 3000
+# A turn an uncut op puts back: Lua holds its lines, so their number is not known
+# here; a hundred lines' worth, so that a batch puts back two turns (a rewound
+# 100k-line chat's 161 turns in one batch held Neovim 0.14-0.24 s).
+UNCUT_TURN_COST = 100 * LINE_COST
 # What pynvim and msgpack raise for a value they cannot pack (an int past 64 bits,
 # an unknown type, nesting past their limits) before anything is written.
 _UNPACKABLE = (OverflowError, TypeError, ValueError, RecursionError)
@@ -247,14 +251,23 @@ def _op_cost(op: _Op) -> int:
         return OP_COST + LINE_COST * len(op["lines"])
     if op["op"] == "status" or op["op"] == "more_commands":
         return OP_COST + LINE_COST * len(op.get("commands") or ())
+    if op["op"] == "uncut":
+        return OP_COST + UNCUT_TURN_COST * len(op["turns"])
     return OP_COST
 
 
 def _split(op: _Op, room: int) -> tuple[_Op, _Op] | None:
     """``op`` as a head that fits in ``room`` units and the rest: a long append cut
     at a line end into two, a block into its first lines and an append of the others,
-    a list of slash commands into its first commands and a ``more_commands`` op. None
-    when it cannot be cut there (a tool call's block)."""
+    a list of slash commands into its first commands and a ``more_commands`` op, an
+    uncut op into its first turns and the others. None when it cannot be cut there
+    (a tool call's block)."""
+    if isinstance(op, dict) and op["op"] == "uncut":
+        turns = op["turns"]
+        fit = (room - OP_COST) // UNCUT_TURN_COST
+        if fit < 1 or len(turns) <= fit:
+            return None
+        return {"op": "uncut", "turns": turns[:fit]}, {"op": "uncut", "turns": turns[fit:]}
     count = (room - OP_COST) // LINE_COST
     if count < 1:
         return None
