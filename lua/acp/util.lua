@@ -50,6 +50,24 @@ function M.unsupported()
   end
 end
 
+--- Give `buf` the 'filetype' `filetype` (its ftplugin and the user's FileType
+--- autocmds run) and the Vim syntax `syntax`, unless treesitter highlights it.
+--- The filetype's own syntax is loaded by a FileType autocmd that Neovim skips for
+--- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim took
+--- 10-50 ms of opening a chat or an export only to be replaced.
+---@param buf integer
+---@param filetype string
+---@param syntax string
+function M.highlight(buf, filetype, syntax)
+  vim.b[buf].ts_highlight = true
+  vim.bo[buf].filetype = filetype
+  local treesitter = package.loaded["vim.treesitter.highlighter"]
+  if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
+    vim.b[buf].ts_highlight = nil
+    vim.bo[buf].syntax = syntax
+  end
+end
+
 --- Write `lines` to the file `path` all or nothing (decision 0037): to a new file
 --- beside it, synced, then renamed over it; on failure (a full disk) `path` is as
 --- it was. Returns nil, or why nothing was written.

@@ -37,16 +37,7 @@ local function scratch(name, filetype, syntax)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
   if syntax then
-    -- The filetype's syntax is loaded by a FileType autocmd that Neovim skips for
-    -- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim
-    -- took 10-50 ms of opening a chat only to be replaced.
-    vim.b[buf].ts_highlight = true
-    vim.bo[buf].filetype = filetype
-    local treesitter = package.loaded["vim.treesitter.highlighter"]
-    if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
-      vim.b[buf].ts_highlight = nil
-      vim.bo[buf].syntax = syntax
-    end
+    util.highlight(buf, filetype, syntax)
   else
     vim.bo[buf].filetype = filetype
   end
