@@ -71,7 +71,7 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor.setup(protocol_version=version)
     editor.lua(
         "_G.markdown_loads = 0; vim.api.nvim_create_autocmd('Syntax', {pattern = 'markdown',"
-        " callback = function(ev) if vim.api.nvim_buf_get_name(ev.buf):find('^acp://chat/') then"
+        " callback = function(ev) if vim.api.nvim_buf_get_name(ev.buf):find('^acp://') then"
         " _G.markdown_loads = _G.markdown_loads + 1 end end})"
     )
     status = editor.open_chat()
@@ -80,8 +80,13 @@ def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     buf = status["transcript_buf"]
     assert editor.lua(f"return vim.bo[{buf}].modifiable") is False
     assert editor.lua(f"return vim.bo[{buf}].filetype") == "markdown"
-    # Drawn with the transcript's own syntax; markdown.vim was never loaded for it.
+    # Drawn with the transcript's own syntax, the input too; markdown.vim was never
+    # loaded for either.
     assert editor.lua(f"return vim.bo[{buf}].syntax") == "acpchat"
+    assert editor.lua("return {vim.bo[...].filetype, vim.bo[...].syntax}", status["input_buf"]) == [
+        "markdown",
+        "acpchat",
+    ]
     items = editor.lua(
         "return vim.api.nvim_buf_call(..., function() return vim.fn.execute('syntax list') end)",
         buf,

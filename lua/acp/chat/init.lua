@@ -30,17 +30,18 @@ local api = vim.api
 
 local valid = registry.valid
 local next_id = 1
+-- The transcript's and the input's 'syntax': syntax/acpchat.vim, not markdown.vim.
+-- A screen of new rows costs it a few tenths of a millisecond against 10-20 ms, so
+-- a stream keeps its colors and nothing is loaded again after one (decision 0049).
+local SYNTAX = "acpchat"
 
---- A scratch buffer `name` of `filetype`, drawn with `syntax` when given (else the
---- filetype's own).
-local function scratch(name, filetype, syntax)
+--- A scratch buffer `name` of Markdown, with the chat's own syntax (SYNTAX): the
+--- transcript and the input alike, as markdown.vim took 20 ms of opening a chat,
+--- and more to draw new rows (decision 0049).
+local function scratch(name)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
-  if syntax then
-    util.highlight(buf, filetype, syntax)
-  else
-    vim.bo[buf].filetype = filetype
-  end
+  util.highlight(buf, "markdown", SYNTAX)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
@@ -153,11 +154,9 @@ local function map(chat)
   })
 end
 
--- The transcript is drawn with syntax/acpchat.vim, not markdown.vim: a screen of
--- new rows costs it a few tenths of a millisecond against 10-20 ms, so a stream
--- keeps its colors and nothing is loaded again after one (decision 0049). Syntax
--- looks back ten lines above the window for where it is (decision 0008).
-local SYNTAX, SYNC_LINES = "acpchat", 10
+-- The transcript's syntax looks back ten lines above the window for where it is
+-- (decision 0008).
+local SYNC_LINES = 10
 -- A flood, more than FLOOD_ROWS rows written within FLOOD_MS, is shown without
 -- list-aware wrapping until no row came for SETTLE_MS: a flood scrolls a window
 -- with each batch, and following it measures each new row's wrapped height, where
@@ -281,8 +280,8 @@ local function create()
   next_id = next_id + 1
   local chat = {
     id = id,
-    transcript = scratch("acp://chat/" .. id, "markdown", SYNTAX),
-    input = scratch("acp://input/" .. id, "markdown"),
+    transcript = scratch("acp://chat/" .. id),
+    input = scratch("acp://input/" .. id),
     blocks = blocks_of.new(),
     status = { state = "starting" },
     active_at = os.time(),
