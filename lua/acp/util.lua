@@ -50,21 +50,21 @@ function M.unsupported()
   end
 end
 
---- Give `buf` the 'filetype' `filetype` (its ftplugin and the user's FileType
---- autocmds run) and the Vim syntax `syntax`, unless treesitter highlights it.
---- The filetype's own syntax is loaded by a FileType autocmd that Neovim skips for
---- buffers treesitter highlights (runtime syntax/syntax.vim): markdown.vim took
---- 10-50 ms of opening a chat or an export only to be replaced.
+--- Make `buf` a Markdown buffer highlighted as the chat's transcript: 'filetype'
+--- markdown (its ftplugin and the user's FileType autocmds run) and 'syntax'
+--- acpchat (syntax/acpchat.vim: a screen of new rows costs it a few tenths of a
+--- millisecond against markdown.vim's 10-20 ms, decision 0049), unless treesitter
+--- highlights it. markdown.vim is loaded by a FileType autocmd that Neovim skips for
+--- buffers treesitter highlights (runtime syntax/syntax.vim): it took 10-50 ms of
+--- opening a chat or an export only to be replaced.
 ---@param buf integer
----@param filetype string
----@param syntax string
-function M.highlight(buf, filetype, syntax)
+function M.chat_markdown(buf)
   vim.b[buf].ts_highlight = true
-  vim.bo[buf].filetype = filetype
+  vim.bo[buf].filetype = "markdown"
   local treesitter = package.loaded["vim.treesitter.highlighter"]
   if not (treesitter and treesitter.active[buf]) then -- else the user's FileType autocmd started it
     vim.b[buf].ts_highlight = nil
-    vim.bo[buf].syntax = syntax
+    vim.bo[buf].syntax = "acpchat"
   end
 end
 

@@ -52,7 +52,7 @@ end
 local function show(text, done)
   vim.cmd("tabnew")
   local buf = vim.api.nvim_get_current_buf()
-  util.highlight(buf, "markdown", "acpchat") -- as the chat's transcript
+  util.chat_markdown(buf)
   local at, count = 1, done and FILL_LINES or math.huge
   local function fill()
     if not vim.api.nvim_buf_is_valid(buf) then

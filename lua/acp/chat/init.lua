@@ -30,18 +30,14 @@ local api = vim.api
 
 local valid = registry.valid
 local next_id = 1
--- The transcript's and the input's 'syntax': syntax/acpchat.vim, not markdown.vim.
--- A screen of new rows costs it a few tenths of a millisecond against 10-20 ms, so
--- a stream keeps its colors and nothing is loaded again after one (decision 0049).
-local SYNTAX = "acpchat"
 
---- A scratch buffer `name` of Markdown, with the chat's own syntax (SYNTAX): the
---- transcript and the input alike, as markdown.vim took 20 ms of opening a chat,
---- and more to draw new rows (decision 0049).
+--- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
+--- and the input alike: a stream keeps its colors and nothing is loaded again after
+--- one (decision 0049).
 local function scratch(name)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, name)
-  util.highlight(buf, "markdown", SYNTAX)
+  util.chat_markdown(buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
