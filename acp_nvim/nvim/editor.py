@@ -240,7 +240,9 @@ def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem) 
     if item["kind"] == "baseline":
         return OP_COST + LINE_COST * len(item["baseline"].get("lines", ()))
     if item["kind"] == "reply" and isinstance(item["result"], str):
-        return OP_COST + LINE_COST * item["result"].count("\n")  # an export's lines
+        # An export's Markdown: Lua opens a buffer and fills its first 5,000 lines
+        # from it (the rest in later loop turns), a batch of its own.
+        return BATCH_BUDGET
     return OP_COST
 
 

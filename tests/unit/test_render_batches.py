@@ -357,6 +357,26 @@ def test_the_turns_a_branch_puts_back_go_two_a_batch_in_order() -> None:
     assert len(nvim.batches) >= 81
 
 
+def test_an_exports_markdown_goes_in_a_batch_of_its_own() -> None:
+    """Lua opens a buffer for an export's reply and fills its first 5,000 lines
+    from it, however short: nothing else waits in that batch."""
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    editor.render(1, [append("before")])
+    editor.reply(7, "# chat\n\nhello\n")
+    editor.reply(8, None, "history: locked")
+    editor.render(1, [append("after")])
+    nvim.run_scheduled()
+    kinds = [[item["kind"] for item in batch] for batch in nvim.batches]
+    assert ["reply"] in kinds
+    assert [item for batch in nvim.batches for item in batch if item["kind"] == "reply"] == [
+        {"kind": "reply", "token": 7, "result": "# chat\n\nhello\n", "error": None},
+        {"kind": "reply", "token": 8, "result": None, "error": "history: locked"},
+    ]
+    alone = kinds.index(["reply"])
+    assert nvim.batches[alone][0]["token"] == 7
+
+
 def batch_cost(batch: list[dict[str, Any]]) -> int:
     """The budget's units of one batch's render ops: an op, each line and command."""
     return sum(
