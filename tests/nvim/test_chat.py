@@ -558,20 +558,27 @@ def test_what_we_start_runs_as_batch_work_and_neovim_does_not(editor: Editor) ->
     editor.open_chat()
     editor.nvim.command("AcpChat other")
     editor.wait_event("AcpSessionReady", count=2)
-    pids = editor.agent_pids()
     host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
-    commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pids]
-    assert host in pids
-    assert [b"-m", b"acp_nvim.demo_agent"] in [command[1:3] for command in commands]
-    assert [str(FAKE).encode(), b"echo"] in [command[1:3] for command in commands]
-    policies = {}
-    for pid in pids:
-        for task in os.listdir(f"/proc/{pid}/task"):
+    # A process may end between the listing and the reads (one the agents or the
+    # review ran): only those still there count.
+    commands: list[list[bytes]] = []
+    policies: dict[int, int] = {}
+    for pid in editor.agent_pids():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            continue
+        commands.append(command)
+        for task in tasks:
             try:
                 policies[int(task)] = os.sched_getscheduler(int(task))
             except ProcessLookupError:
                 pass  # a thread that ended meanwhile
-    assert len(policies) > len(pids)  # the host's worker thread among them
+    assert host in policies
+    assert [b"-m", b"acp_nvim.demo_agent"] in [command[1:3] for command in commands]
+    assert [str(FAKE).encode(), b"echo"] in [command[1:3] for command in commands]
+    assert len(policies) > len(commands)  # the host's worker thread among them
     assert set(policies.values()) == {os.SCHED_BATCH}
     assert os.sched_getscheduler(editor.pid) == os.SCHED_OTHER
 
