@@ -76,7 +76,8 @@ class Host:
         params = params if isinstance(params, dict) else {}
         match method:
             case "setup":
-                self.worker.call(app.setup, params.get("options"), params.get("state"))
+                options, state = params.get("options"), params.get("state")
+                self.worker.call(app.setup, options, state, params.get("nvim_dirs") or ())
             case "open":
                 cwd = params.get("cwd") or os.getcwd()
                 resume, fork = params.get("session_id"), params.get("fork")

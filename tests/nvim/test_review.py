@@ -84,6 +84,32 @@ def test_direct_disk_edit_shows_in_acp_review_and_is_rejected_with_a_key(
     assert lines(editor, buf) == ["x = 1", "y = 2"]
 
 
+def test_neovims_own_directories_in_the_project_stay_out_of_the_review(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Decision 0077: the project holds Neovim's own directories (here the test's
+    XDG dirs, as $HOME holds ~/.local/state). What changes in them during a turn is
+    not the agent's: the prompt history Lua writes at the send, a file of Neovim's
+    that a command the agent ran wrote. Only the project's file is reviewed."""
+    editor.nvim.command(f"cd {tmp_path}")
+    state = Path(editor.lua("return vim.fn.stdpath('state')"))
+    assert tmp_path in state.parents
+    (state / "acp").mkdir(parents=True, exist_ok=True)
+    kept, notes = state / "acp" / "kept.json", tmp_path / "notes.txt"
+    kept.write_text("{}\n")
+    notes.write_text("old\n")
+    start(editor)
+    steps = [
+        {"shell": {"path": str(kept), "content": '{"a": 1}\n'}},
+        {"shell": {"path": str(notes), "content": "new\n"}},
+    ]
+    run(editor, steps)
+    changes = editor.lua("return require('acp').changes()")
+    assert [(f["path"], f["hunks"][0]["preview"]) for f in changes] == [
+        (str(notes), ["-old", "+new"])
+    ]
+
+
 def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "k.txt").write_text("k\n")

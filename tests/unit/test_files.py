@@ -18,6 +18,7 @@ from acp_nvim.client.config import Config, load_config
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
+from acp_nvim.client.services.tree_watch import TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import RequestError
@@ -321,6 +322,64 @@ async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
     assert hunks(changes) == [("c.txt", "pending", ["-v1", "+v2"])]  # from oldText
     assert editor.buffers[str(path)].state.lines == ["mine"]
     assert "unsaved edits" in editor.notices[-1][1]
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["watched", "scanned"])
+async def test_neovims_own_directories_in_the_project_are_never_the_agents_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watched: bool
+) -> None:
+    """Decision 0077: a project may hold Neovim's own directories (the project is
+    $HOME, or XDG_STATE_HOME points into it). What Neovim and acp.nvim write there
+    during a turn (the prompt history, the chat history, swap files) is not the
+    agent's work: in the review, a rewind or a "reject all" would take it back. Found
+    both by the watch's news (a directory made during the turn among them) and by a
+    scan where there is no watch."""
+    if not watched:
+        monkeypatch.setattr(TreeWatch, "open", classmethod(lambda cls, skip: None))
+    state, cache = tmp_path / ".local" / "state" / "nvim", tmp_path / ".cache" / "nvim"
+    (state / "acp").mkdir(parents=True)
+    (state / "acp" / "history.json").write_text("[]\n")
+    cache.parent.mkdir()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("old\n")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        own = {str(state), str(cache)}
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks), skip_paths=own)
+        await changes.begin_turn()
+        (state / "acp" / "history.json").write_text('["hello"]\n')
+        cache.mkdir()  # made during the turn
+        (cache / "luac").write_text("cached\n")
+        notes.write_text("new\n")  # the agent's, through a shell command
+        await changes.end_turn()
+        tasks.cancel_scope.cancel()
+    assert hunks(changes) == [("notes.txt", "pending", ["-old", "+new"])]
+
+
+async def test_a_file_in_neovims_own_directories_a_tool_call_names_keeps_its_old_text(
+    tmp_path: Path,
+) -> None:
+    """The scan skips Neovim's directories, so it cannot prove a file there new: an
+    agent's edit of one that a tool call names is reviewed against its old text, and
+    a reject puts that back rather than deleting the file."""
+    state = tmp_path / ".local" / "state" / "nvim"
+    state.mkdir(parents=True)
+    path = state / "settings.json"
+    path.write_text("{}\n")
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks), skip_paths={str(state)})
+        await changes.begin_turn()
+        call = ToolCall("t1", status="pending", locations=[Location(str(path))])
+        changes.on_tool_call(call)
+        path.write_text('{"a": 1}\n')
+        call.status = "completed"
+        changes.on_tool_call(call)
+        await changes.end_turn()
+        assert hunks(changes) == [("settings.json", "pending", ["-{}", '+{"a": 1}'])]
+        await changes.decide("reject", str(path))
+        tasks.cancel_scope.cancel()
+    assert path.read_text() == "{}\n"
 
 
 def test_baseline_from_diff_handles_whole_files_and_fragments() -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 __all__ = ["App"]
 
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -133,11 +135,12 @@ class App:
     def mcp_socket(self) -> EditorSocket | None:
         return self.mcp.socket
 
-    def setup(self, raw: Any, state_dir: str | None = None) -> bool:
+    def setup(self, raw: Any, state_dir: str | None = None, nvim_dirs: Sequence[str] = ()) -> bool:
         """Validate and take the user's options. Wrong ones are not raised: chats
         refuse to start, showing every one (setup() in Lua reported them already).
         ``state_dir``: Neovim's stdpath("state"), where the history and the
-        worktrees are kept."""
+        worktrees are kept; ``nvim_dirs``: Neovim's own directories, which the
+        reviews never scan."""
         try:
             self.ctx.config = load_config(raw)
         except ConfigError as err:
@@ -145,6 +148,8 @@ class App:
             return False
         self.ctx.config_error = None
         self.ctx.state_dir = state_dir or self.ctx.state_dir
+        if nvim_dirs:
+            self.ctx.nvim_dirs = frozenset(os.path.realpath(d) for d in nvim_dirs if d)
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)
         self.ctx.history.configure(self.ctx.config.history, state_dir)
         self.ctx.grants.configure(state_dir)

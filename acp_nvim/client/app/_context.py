@@ -38,6 +38,9 @@ class AppContext(msgspec.Struct, eq=False):
     grants: Grants = msgspec.field(default_factory=Grants)
     # Neovim's stdpath("state") (from setup): the history's and the worktrees' home.
     state_dir: str | None = None
+    # Neovim's own directories (from setup: stdpath cache, data, state, log), as real
+    # paths: a review never counts what changes in them (decision 0077).
+    nvim_dirs: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         return f"<AppContext {len(self.chats)} chats>"

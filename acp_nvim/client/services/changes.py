@@ -31,7 +31,7 @@ from __future__ import annotations
 __all__ = ["SessionChanges", "proposed_from_diff"]
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any, Literal
 
@@ -112,7 +112,8 @@ class SessionChanges:
     ``tasks`` runs the disk checks a completed tool call asks for; every
     operation holds one lock, so checks, writes and decisions never interleave.
     ``access``, when set, decides which paths the agent may read and write.
-    ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``.
+    ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``;
+    ``skip_paths``: directories below them never scanned (DiskChanges).
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class SessionChanges:
         tasks: Tasks,
         *,
         roots: Sequence[str] = (),
+        skip_paths: Collection[str] = (),
         auto_save: bool = True,
         missing_file_as_empty: bool = False,
     ) -> None:
@@ -137,7 +139,7 @@ class SessionChanges:
         # Free, it lets the caller through without a turn of the loop (a turn start's
         # prompt waits for it: see Connection's write lock).
         self._lock = anyio.Lock(fast_acquire=True)
-        self.disk = DiskChanges(editor, self.cwd, self.store, roots)
+        self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
         self._check_queued = False
         self._turn_open = False
         self._turns = 0  # turns begun

@@ -39,7 +39,8 @@ __all__ = [
 import os
 import time
 from collections import ChainMap
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Collection, MutableMapping, Sequence
+from functools import partial
 from stat import S_ISREG
 from typing import Any, TypeGuard, cast
 
@@ -63,7 +64,8 @@ from acp_nvim.review import (
     reverse_patch,
 )
 
-# Directories never scanned: version control, dependencies, caches.
+# Directories never scanned, by name: version control, dependencies, caches. (By
+# path, the scan skips Neovim's own directories too: DiskChanges' ``skip_paths``.)
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
@@ -100,9 +102,11 @@ def scan_tree(
     max_files: int = SCAN_MAX_FILES,
     max_seconds: float = SCAN_MAX_SECONDS,
     watch: TreeWatch | None = None,
+    skip_paths: Collection[str] = (),
 ) -> Scan:
-    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS` and
-    symlinks; with ``watch``, watch every directory entered before listing it.
+    """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS`, the
+    directories ``skip_paths`` names below them, and symlinks; with ``watch``, watch
+    every directory entered before listing it.
 
     Stops at a file past ``max_files`` or after ``max_seconds`` in all (then
     ``complete`` is False: files not reached are only checked when a tool call
@@ -126,7 +130,7 @@ def scan_tree(
             for entry in entries:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
+                        if entry.name not in SKIP_DIRS and entry.path not in skip_paths:
                             stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
                         if len(scan.stats) == max_files:  # a file past the cap: not all seen
@@ -250,18 +254,20 @@ class _TurnStart(msgspec.Struct):
         return self.watch if self.dirs == dirs else None
 
 
-def _turn_start(dirs: tuple[str, ...], last: _TurnStart | None) -> _TurnStart:
+def _turn_start(
+    dirs: tuple[str, ...], last: _TurnStart | None, skip_paths: Collection[str]
+) -> _TurnStart:
     """What the turn starting now compares against, read in a worker thread: the last
     turn start's brought up to date from its watch's news, or read anew (and a new
     watch set up) when the watch cannot vouch for them (decision 0060)."""
     if last is not None:
-        known = _up_to_date(last, dirs)
+        known = _up_to_date(last, dirs, skip_paths)
         if known is not None:
             return known
         if last.watch is not None:
             last.watch.close()
     watch = TreeWatch.open(SKIP_DIRS)
-    scan = scan_tree(*dirs, watch=watch)
+    scan = scan_tree(*dirs, watch=watch, skip_paths=skip_paths)
     gits = _read_gits(dirs, watch)
     if watch is not None and not (scan.complete and watch.whole):
         watch.close()
@@ -290,7 +296,9 @@ def _read_gits(dirs: Sequence[str], watch: TreeWatch | None) -> list[GitState]:
     return list(gits.values())
 
 
-def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
+def _up_to_date(
+    last: _TurnStart, dirs: tuple[str, ...], skip_paths: Collection[str]
+) -> _TurnStart | None:
     """``last`` as it is now, from its watch's news: the files it names stat-ed again
     (a removed one is gone), new directories scanned, and the files changed counted
     dirty (a clean one among them only costs a snapshot of its text); git read again
@@ -299,7 +307,7 @@ def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
     watch = last.watching(dirs)
     if watch is None or (news := watch.news()) is None:
         return None
-    changed = _named(news, watch)
+    changed = _named(news, watch, skip_paths)
     if changed is None:
         return None
     if not changed and not news.index_changed:
@@ -327,12 +335,15 @@ def _up_to_date(last: _TurnStart, dirs: tuple[str, ...]) -> _TurnStart | None:
     return _TurnStart(dirs, scan, gits, _keep_texts(dirs, scan, gits, last.kept), watch)
 
 
-def _named(news: News, watch: TreeWatch) -> set[str] | None:
-    """The files ``news`` names, and those of its new directories, scanned with
-    ``watch`` (so watched from now on); None when such a scan was capped."""
+def _named(news: News, watch: TreeWatch, skip_paths: Collection[str]) -> set[str] | None:
+    """The files ``news`` names, and those of its new directories (but those the scan
+    skips), scanned with ``watch`` (so watched from now on); None when such a scan
+    was capped."""
     named = set(news.paths)
     for folder in news.new_dirs:
-        found = scan_tree(folder, watch=watch)
+        if folder in skip_paths:
+            continue
+        found = scan_tree(folder, watch=watch, skip_paths=skip_paths)
         if not found.complete:
             return None
         named.update(found.stats)
@@ -414,11 +425,19 @@ class DiskChanges:
     """
 
     def __init__(
-        self, editor: Editor, cwd: str, store: ReviewStore, roots: Sequence[str] = ()
+        self,
+        editor: Editor,
+        cwd: str,
+        store: ReviewStore,
+        roots: Sequence[str] = (),
+        skip_paths: Collection[str] = (),
     ) -> None:
         self.editor = editor
         self.cwd = cwd
         self.roots = roots  # the chat's workspace roots (its live list), scanned after cwd
+        # Directories never scanned below cwd and the roots: Neovim's own (decision
+        # 0077). What changes in them is never the agent's work, whoever did it.
+        self.skip_paths = skip_paths
         self.store = store
         # The turn-start scan; none yet proves no file absent (complete=False).
         self._start = Scan(complete=False)
@@ -480,7 +499,9 @@ class DiskChanges:
             return self._last
         self._reading = anyio.Event()
         try:
-            last = self._last = await anyio.to_thread.run_sync(_turn_start, dirs, self._last)
+            last = self._last = await anyio.to_thread.run_sync(
+                _turn_start, dirs, self._last, self.skip_paths
+            )
         finally:
             self._reading.set()
             self._reading = None
@@ -537,7 +558,9 @@ class DiskChanges:
         if seen is not None:
             candidates.update(seen)
         else:
-            now = await anyio.to_thread.run_sync(scan_tree, *self.dirs)
+            now = await anyio.to_thread.run_sync(
+                partial(scan_tree, *self.dirs, skip_paths=self.skip_paths)
+            )
             candidates.update((p, None) for p, st in now.stats.items() if self._known.get(p) != st)
             if self._start.complete and now.complete:
                 candidates.update(
@@ -553,7 +576,7 @@ class DiskChanges:
         watch = self._last.watching(tuple(self.dirs)) if self._last is not None else None
         if watch is None or (news := watch.peek()) is None:
             return None
-        named = _named(news, watch)
+        named = _named(news, watch, self.skip_paths)
         return None if named is None else dict.fromkeys(named)
 
     async def check_one(self, path: str) -> bool:
@@ -603,7 +626,9 @@ class DiskChanges:
         for top in self.dirs:
             rel = os.path.relpath(path, top)
             if not rel.startswith(".."):
-                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1]) and not any(
+                    path.startswith(skipped + os.sep) for skipped in self.skip_paths
+                )
                 return scanned and path not in self._start.stats
         return False
 

@@ -219,6 +219,17 @@ function M.running()
   return M.chan ~= nil or (config.options.host == "rplugin" and M.rplugin_ready == true)
 end
 
+--- What `setup` hands the Python side: the options, where the history and the
+--- worktrees are kept, and Neovim's own directories, which a review never scans
+--- (decision 0077: a project may hold them, as $HOME does).
+local function setup_params()
+  local own = {}
+  for _, what in ipairs({ "cache", "data", "state", "log" }) do
+    own[#own + 1] = vim.fn.stdpath(what)
+  end
+  return { options = config.given, state = vim.fn.stdpath("state"), nvim_dirs = own }
+end
+
 --- Start the Python side if needed and hand it the options; `first_agent`: the
 --- agent the chat it starts for opens, started with it. False when it cannot start
 --- (M.failure says why): only M.retry tries again.
@@ -228,7 +239,7 @@ function M.ensure(first_agent)
   if config.options.host == "rplugin" then
     if not M.rplugin_ready then
       M.rplugin_ready = true
-      vim.fn.AcpHostNotify("setup", { options = config.given, state = vim.fn.stdpath("state") })
+      vim.fn.AcpHostNotify("setup", setup_params())
     end
     return true
   end
@@ -247,7 +258,7 @@ function M.ensure(first_agent)
   if not start_job(first_agent) then
     return false
   end
-  vim.rpcnotify(M.chan, "acp", "setup", { options = config.given, state = vim.fn.stdpath("state") })
+  vim.rpcnotify(M.chan, "acp", "setup", setup_params())
   return true
 end
 
@@ -308,7 +319,7 @@ end
 --- Re-send the options after setup() was called again.
 function M.reconfigure()
   if M.chan or M.rplugin_ready then
-    M.notify("setup", { options = config.given, state = vim.fn.stdpath("state") })
+    M.notify("setup", setup_params())
   end
 end
 
