@@ -405,6 +405,26 @@ def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
     assert "A new session begins" in text  # the fake offers no resume over v1
 
 
+def test_the_demo_agent_crashed_and_restarted_keeps_the_earlier_turn_as_it_was(
+    editor: Editor,
+) -> None:
+    """The demo agent started again hands out its session's id and message ids
+    again ("demo-1", "demo-1-m0"): the new session's prompt and reply are turns of
+    their own, not written over the crashed turn's prompt and onto its reply."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('crash')")
+    editor.wait_event("AcpError")
+    before = editor.transcript_text()
+    editor.lua("require('acp').send('hello')")  # restarts the agent: a new session
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert text.startswith(before)
+    after = text[len(before) :]
+    assert "## You\nhello\n" in after and "You said: *hello*" in after
+    assert "as asked…\n" in before and "as asked…You said" not in text
+
+
 def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
     def demo_pids() -> list[int]:
         return [

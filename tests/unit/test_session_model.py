@@ -62,6 +62,48 @@ async def test_v1_chunks_of_one_role_form_one_message_and_roles_alternate() -> N
     ]
 
 
+@pytest.mark.anyio
+async def test_a_later_sessions_ids_never_reach_the_items_of_an_earlier_one() -> None:
+    """The spec makes the agent's ids unique within a session only. A chat that goes
+    on in a new session (a restart whose resume failed; an agent started again may
+    even hand out the same session id) still shows the earlier turns: the new
+    session's "m1" and "t1" are items and blocks of their own, not more of the old
+    ones. A session taken again (a branch picked) keys its ids as it did."""
+    editor = RecordingEditor()
+    chat = Chat(1, "demo", editor)
+    session = chat.session
+    for prompt, reply, title in (("crash", "Crashing now", "first"), ("hello", "Hi", "second")):
+        session.take("s", created=True)  # "s" made anew by the agent started again
+        await chat.start_turn(prompt)
+        chat.on_message(MessagePatch("m1", "agent", reply))
+        chat.on_tool_call(ToolCallPatch("t1", title=title, status="pending"))
+    agents = [m for m in session.messages.values() if m.role == "agent"]
+    assert [m.text for m in agents] == ["Crashing now", "Hi"]
+    assert [call.title for call in session.tool_calls.values()] == ["first", "second"]
+    blocks = [op["id"] for op in editor.ops[1] if op["op"] == "block" and op["kind"] == "agent"]
+    assert len(set(blocks)) == 2
+    assert chat.last_reply(2) == "m1"  # the agent's own id, for a fork at it
+    session.take("other", created=True)
+    session.take("s", created=False)  # back to the second "s"
+    chat.on_message(MessagePatch("m1", "agent", "!"))
+    chat.on_tool_call(ToolCallPatch("t1", status="completed"))
+    assert [m.text for m in agents] == ["Crashing now", "Hi!"]
+    assert [call.status for call in session.tool_calls.values()] == ["pending", "completed"]
+
+
+@pytest.mark.anyio
+async def test_a_prompt_after_a_turn_its_agent_never_acknowledged_is_a_message_of_its_own() -> None:
+    """The agent died before it acknowledged a prompt: the next prompt's echo did
+    not take that one's place (its text written over the earlier prompt)."""
+    chat, _ = make_chat()
+    await chat.start_turn("crash")
+    await chat.start_turn("hello")  # the chat restarted its agent meanwhile
+    chat.on_message(MessagePatch("u1", "user", "hello"))  # the new agent's acknowledgment
+    users = [(key, m.text) for key, m in chat.session.messages.items() if m.role == "user"]
+    assert [text for _, text in users] == ["crash", "hello"]
+    assert chat.session.aliases == {"u1": users[1][0]}
+
+
 def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
     chat, editor = make_chat()
     adapter_v1.apply_update(

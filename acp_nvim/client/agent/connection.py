@@ -308,6 +308,7 @@ class AgentConnection:
         sessions = self._sessions()
         self.detach(chat)
         self.chats[session_id] = chat
+        chat.session.take(session_id, created=False)
         chat.ready(session_id, sessions.version, sessions.agent_title)
 
     async def prompt(

@@ -109,6 +109,7 @@ class Services(msgspec.Struct, eq=False):
                 f"it answered {answered} with session id {session_id!r}, chat {other.id}'s: refused"
             )
         self.chats[session_id] = chat
+        chat.session.take(session_id, created=answered is not None)
 
 
 class Sessions(Protocol):

@@ -1,7 +1,8 @@
 """One chat: an ACP session, its model, and what the user sees of it.
 
 Adapters call the ``on_*`` methods with version-neutral patches carrying the
-agent's own ids (keyed here through ``model.agent_id``); this class applies them
+agent's own ids (keyed here through ``Session.key``: each session's in a scope of its
+own); this class applies them
 to the :class:`~acp_nvim.client.session.model.Session` and hands the matching
 render ops to the Editor. Turn bookkeeping (start, stop reason,
 unfinished tool calls shown as cancelled) lives here too, so v1 and v2 end a
@@ -35,7 +36,6 @@ from acp_nvim.client.session.model import (
     TerminalPart,
     ToolCall,
     ToolCallPatch,
-    agent_id,
     wire_id,
 )
 from acp_nvim.client.session.prose import Streams
@@ -339,7 +339,7 @@ class Chat:
     ) -> None:
         """Apply a message patch; ``turn``: the user's message that begins that turn."""
         if patch.message_id is not None:
-            patch.message_id = agent_id(patch.message_id)
+            patch.message_id = self.session.key(patch.message_id)
         elif force_new:
             patch.message_id = self.session.new_id("m")
         message, created = self.session.apply_message(patch)
@@ -356,7 +356,7 @@ class Chat:
     def on_tool_call(self, patch: ToolCallPatch) -> ToolCall:
         """Upsert a tool call the agent names (``id`` None: one of the client's own)."""
         if patch.id is not None:
-            patch.id = agent_id(patch.id)
+            patch.id = self.session.key(patch.id)
         return self._apply_tool_call(patch)
 
     def _apply_tool_call(self, patch: ToolCallPatch) -> ToolCall:
@@ -397,7 +397,7 @@ class Chat:
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.
-        plan_id = agent_id(plan_id) if plan_id is not None else f"#plan{self.turn}"
+        plan_id = self.session.key(plan_id) if plan_id is not None else f"#plan{self.turn}"
         self.session.apply_plan(plan_id, entries)
         number = list(self.session.plans).index(plan_id) + 1  # two plans: told apart
         self._draw(view.plan_op(plan_id, entries, number))
@@ -491,8 +491,9 @@ class Chat:
         error: str | UnsetType | None = UNSET,
     ) -> None:
         """The agent compacts its context (see ``Session.apply_compaction``)."""
+        key = self.session.key(compaction_id)
         compaction = self.session.apply_compaction(
-            agent_id(compaction_id), status=status, summary=summary, append=append, error=error
+            key, status=status, summary=summary, append=append, error=error
         )
         self._draw(view.compaction_op(compaction))
 

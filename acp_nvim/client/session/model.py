@@ -10,7 +10,9 @@ Nothing in this module knows a protocol version or a wire type.
 - The turn state is ``idle`` / ``running`` / ``requires_action`` with the last
   stop reason.
 - Ids the client makes (v1 messages, the prompt's echo, turn marks) start with one
-  ``#``; an agent's id is keyed through :func:`agent_id`, so the two never meet.
+  ``#``; an agent's id is keyed through :func:`agent_id`, so the two never meet. An
+  agent's ids are unique within its session only: those of a chat's later sessions
+  are keyed under a scope of their own (:func:`session_scope`).
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ __all__ = [
     "ToolCallPatch",
     "TurnState",
     "agent_id",
+    "session_scope",
     "wire_id",
 ]
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, NamedTuple
 
@@ -107,15 +111,29 @@ UNFINISHED = ("pending", "in_progress")
 _RUN = 256
 
 
-def agent_id(wire_id: str) -> str:
-    """The key of an id the agent chose: itself, unless it starts with ``#``, the
-    mark of the client's own ids (:meth:`Session.new_id`); then it gets another."""
-    return "#" + wire_id if wire_id.startswith("#") else wire_id
+def agent_id(wire_id: str, scope: str = "") -> str:
+    """The key of an id the agent chose in a session whose ids are keyed under
+    ``scope`` (:func:`session_scope`): the id, unless it starts with ``#``, the mark
+    of the client's own ids (:meth:`Session.new_id`); then it gets another."""
+    return scope + ("#" + wire_id if wire_id.startswith("#") else wire_id)
+
+
+def session_scope(number: int) -> str:
+    """Where the agent's ids are keyed in the ``number``-th session (from 0) a chat
+    shows: the spec makes them unique within a session only, and a chat goes on in
+    new ones (a restart, a rewind), its earlier turns still shown. The first
+    session's ids are keys as they are."""
+    return f"#s{number}:" if number else ""
+
+
+_SCOPE = re.compile(r"#s\d+:")
 
 
 def wire_id(key: str) -> str | None:
     """The id the agent chose for the item keyed ``key`` (see :func:`agent_id`), or
     None for an id of the client's own."""
+    if (scope := _SCOPE.match(key)) is not None:
+        key = key[scope.end() :]
     if key.startswith("##"):
         return key[1:]
     return None if key.startswith("#") else key
@@ -391,6 +409,11 @@ class Session(msgspec.Struct):
     # own message id; that id is then an alias of the echo (one message, not two).
     pending_echo: str | None = None
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
+    # Where the agent's ids are keyed (session_scope): for each session taken (by
+    # id), for the one shown, and how many sessions were taken (take).
+    scopes: dict[str, str] = msgspec.field(default_factory=dict)
+    scope: str = ""
+    _taken: int = 0
     _ids: itertools.count[int] = msgspec.field(default_factory=itertools.count)
 
     def __repr__(self) -> str:
@@ -398,6 +421,28 @@ class Session(msgspec.Struct):
             f"<Session {self.session_id or '?'} {self.state}, "
             f"{len(self.messages)} messages, {len(self.tool_calls)} tool calls>"
         )
+
+    def take(self, session_id: str, *, created: bool) -> None:
+        """The updates of ``session_id`` are this model's from now on; ``created``: the
+        agent has just made it (a new session, a fork), so none of its ids was seen
+        here, even if its id was (an agent started again may hand that out again).
+
+        The ids of a session after the first are keyed under a scope of their own:
+        they are unique within a session only, and the chat still shows earlier
+        turns (a restart, a rewind), whose "m1" a new session's must not reach. A
+        session taken again (a branch picked) keys them as it did."""
+        scope = None if created else self.scopes.get(session_id)
+        if scope is None:
+            scope = session_scope(self._taken)
+            self._taken += 1
+        self.scopes[session_id] = self.scope = scope
+
+    def key(self, wire: str) -> str:
+        """The key of the agent's id ``wire`` in the session shown; a key stays as it
+        is (a patch whose id was keyed already, applied again)."""
+        if self.scope and wire.startswith(self.scope):
+            return wire
+        return agent_id(wire, self.scope)
 
     def new_id(self, prefix: str) -> str:
         """A local id for items the wire does not name (v1 messages, turn marks):
@@ -432,6 +477,9 @@ class Session(msgspec.Struct):
         if (
             patch.role == "user"
             and self.pending_echo is not None
+            # Only the agent acknowledges: the client's next echo (a turn after one
+            # whose agent died unacknowledged) is a message of its own.
+            and wire_id(patch.message_id) is not None
             and patch.message_id not in self.messages
             and patch.message_id not in self.aliases
         ):
