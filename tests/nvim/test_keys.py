@@ -106,7 +106,7 @@ def test_review_keys_remapped_and_hunk_keys_the_older_name(
     review = editor.lua("return vim.api.nvim_get_current_buf()")
     assert mapped(editor, review, "x") and not mapped(editor, review, "a")
     heading = editor.nvim.current.buffer[0]
-    assert heading.startswith("acp review · 1 open hunks · x/r accept/reject")
+    assert heading.startswith("acp review · 1 open hunk · x/r accept/reject")
     editor.lua("vim.fn.cursor(1, 1); vim.fn.search('^  @@')")
     editor.nvim.input("x")
     editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")

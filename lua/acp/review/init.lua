@@ -31,7 +31,7 @@ end
 
 --- The review buffer's first line: how many hunks are open, and its keys.
 local function heading(open)
-  local parts = { ("acp review · %d open hunks"):format(open) }
+  local parts = { ("acp review · %d open hunk%s"):format(open, open == 1 and "" or "s") }
   for _, group in ipairs({
     { "accept/reject", "accept", "reject" },
     { "all", "accept_all", "reject_all" },
