@@ -36,6 +36,7 @@ from acp_nvim.demo_agent._text import (
     reply,
     steered_reply,
     thought,
+    typed,
 )
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
@@ -220,9 +221,7 @@ class DemoAgent:
         session_id = params.get("sessionId", "")
         if self.sessions.get(session_id) is None:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
-        blocks = params.get("prompt") or []
-        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        self.steering.setdefault(session_id, []).append(text)
+        self.steering.setdefault(session_id, []).append(typed(params.get("prompt") or []))
         return {"outcome": "injected"}
 
     async def close_session(self, params: Params) -> Params:
@@ -243,8 +242,7 @@ class DemoAgent:
         session_id = params["sessionId"]
         if session_id not in self.sessions:
             raise RequestError.resource_not_found(f"session {session_id}")
-        blocks = params.get("prompt", [])
-        text = " ".join(block.get("text", "") for block in blocks if block.get("type") == "text")
+        text = typed(params.get("prompt", []))
         words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")

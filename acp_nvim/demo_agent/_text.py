@@ -17,6 +17,7 @@ __all__ = [
     "reply",
     "steered_reply",
     "thought",
+    "typed",
 ]
 
 import re
@@ -72,6 +73,19 @@ COMMANDS = [
 def chunks(text: str) -> list[str]:
     """Split text into words with their spacing, the way a model streams tokens."""
     return re.findall(r"\S+\s*|\s+", text)
+
+
+# A seeded session's first prompt carries the conversation so far in a
+# <conversation> element, ahead of what the user typed (client/agent/sessions.py).
+_CARRIED = re.compile(r"\A.*?<conversation>\n.*\n</conversation>\s*", re.S)
+
+
+def typed(blocks: list[dict[str, Any]]) -> str:
+    """The text the user typed in a prompt's content blocks: a conversation carried
+    ahead of it is context, not words for the demo to act on (a hand-over whose
+    transcript said `help` is not asking for help)."""
+    text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    return _CARRIED.sub("", text, count=1)
 
 
 def prompt_words(text: str) -> set[str]:

@@ -37,6 +37,7 @@ from acp_nvim.demo_agent._text import (
     reply,
     steered_reply,
     thought,
+    typed,
 )
 from acp_nvim.protocol import Connection, RequestError
 
@@ -211,8 +212,7 @@ class DemoAgentV2:
         session = self._session(params)
         if session.turn is None:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
-        blocks = params.get("prompt") or []
-        session.steering.append(" ".join(b.get("text", "") for b in blocks if "text" in b))
+        session.steering.append(typed(params.get("prompt") or []))
         return {"outcome": "injected"}
 
     async def close(self, params: Params) -> Params:
@@ -279,8 +279,7 @@ class DemoAgentV2:
         session = self._session(params)
         if session.turn is not None:
             raise RequestError.invalid_request("a turn is already running")
-        blocks = params.get("prompt", [])
-        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        text = typed(params.get("prompt", []))
         words = prompt_words(text)
         if "fail" in words:
             raise RequestError.internal("the demo agent was asked to fail")

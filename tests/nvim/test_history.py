@@ -236,6 +236,22 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert {f["agent"] for f in found} == {"kept", "embeds"}
 
 
+def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Editor) -> None:
+    """The demo reads the conversation carried ahead of a hand-over's first prompt
+    as context. Its replies there say `help`: that is not a request for its help."""
+    demo = [sys.executable, "-m", "acp_nvim.demo_agent"]
+    editor.setup(agents={"other": {"cmd": demo}})
+    editor.open_chat()
+    send(editor, "hello", 1)
+    editor.nvim.command("AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on please", 2)
+    text = editor.transcript_text()
+    assert "Type `help`" in text.split("Handed over", 1)[0]
+    assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
+    assert editor.lua("return require('acp').status().title") == "go on please"
+
+
 def newer(store: Path) -> None:
     """``store`` as a later acp.nvim's schema would leave it."""
     with sqlite3.connect(store) as db:
