@@ -47,6 +47,22 @@ def nvim_binary() -> str:
     return found
 
 
+# Marks the batches the Python side has Neovim apply: _G.in_batch is true while one
+# is applied. A picker opened there holds Neovim inside it: the default
+# vim.ui.select waits for the user, and Neovim answers no other request meanwhile.
+NOTE_BATCHES = """
+local host = require('acp.host')
+local apply = host.apply
+_G.in_batch = false
+host.apply = function(...)
+  _G.in_batch = true
+  local ok, err = pcall(apply, ...)
+  _G.in_batch = false
+  assert(ok, err)
+end
+"""
+
+
 def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
     """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
     deadline = time.monotonic() + timeout

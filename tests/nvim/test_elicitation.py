@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import NOTE_BATCHES, Editor
 from tests.nvim.test_chats import STUB_UI
 
 FORM = {
@@ -49,6 +49,22 @@ def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]
         for line in editor.transcript()
         if line.startswith("RESULT ")
     ]
+
+
+def test_a_form_is_asked_once_the_batch_that_brought_it_is_applied(editor: Editor) -> None:
+    """Asked inside that batch, the default vim.ui.select held Neovim there until
+    the user answered: another client's request, an agent's read of a buffer and
+    every chat's stream waited for it."""
+    start(editor)
+    editor.lua(NOTE_BATCHES)
+    editor.lua(
+        "_G.asked_in_batch = {}"
+        " vim.ui.select = function(items, opts, on_choice)"
+        " table.insert(_G.asked_in_batch, _G.in_batch) on_choice(nil) end"
+    )
+    [result] = run(editor, [{"create": FORM}])
+    assert result["action"] == "cancel"
+    assert editor.lua("return _G.asked_in_batch") == [False]
 
 
 @VERSIONS

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import NOTE_BATCHES, Editor
 from tests.nvim.test_faults import fake_pids
 
 
@@ -36,6 +36,23 @@ def pick_first_session(editor: Editor, ready: int | None = 2) -> list[str]:
     else:
         editor.wait("_G.offered ~= nil")
     return list(editor.lua("return _G.offered"))
+
+
+def test_the_session_picker_opens_once_the_batch_that_brought_the_list_is_applied(
+    editor: Editor,
+) -> None:
+    """Opened inside that batch, the default vim.ui.select held Neovim there until
+    the user picked: another client's request, an agent's read of a buffer and
+    every chat's stream waited for it."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('remember me')")
+    editor.wait_event("AcpTurnEnd")
+    editor.lua(NOTE_BATCHES)
+    editor.lua("vim.ui.select = function() _G.picked_in_batch = _G.in_batch end")
+    editor.nvim.command("AcpSessions")
+    editor.wait("_G.picked_in_batch ~= nil", what="the session picker")
+    assert editor.lua("return _G.picked_in_batch") is False
 
 
 def winbar(editor: Editor) -> str:

@@ -182,7 +182,11 @@ function M.add(chat, op)
   chat.elicits = chat.elicits or {}
   table.insert(chat.elicits, op)
   if layout.shown(chat) then
-    next_one(chat)
+    -- Asked once the batch that brought it is applied: the default vim.ui.select
+    -- waits for the user, and inside a batch Neovim would answer nothing else.
+    vim.schedule(function()
+      next_one(chat)
+    end)
   else
     notice.announce(chat, ("asks: %s (open the chat to answer)"):format(op.message), "warn")
   end

@@ -229,7 +229,11 @@ function M.sessions(chat)
         return
       end
       waiting[chat.id] = nil
-      pick(chat, ev.data)
+      -- Not inside the batch that brought the list: the default vim.ui.select waits
+      -- there for the user, and Neovim would answer nothing else meanwhile.
+      vim.schedule(function()
+        pick(chat, ev.data)
+      end)
       return true -- answered: this autocmd is done
     end,
   })
