@@ -13,6 +13,7 @@ __all__ = [
     "chunks",
     "compaction_updates",
     "fork_point",
+    "help_text",
     "prompt_words",
     "reply",
     "steered_reply",
@@ -23,14 +24,33 @@ __all__ = [
 import re
 from typing import Any
 
-HELP = """I am the offline demo agent of acp.nvim. Try:
-
-- anything: a short streamed reply with a code block
+# What the demo shows over both versions; each version's help adds its own.
+_HELP_BOTH = """- anything: a short streamed reply with a code block
 - `long`: a long reply (try `:AcpCancel` or `<C-c>` while it streams)
 - `fail`: the agent answers the prompt with an error
 - `crash`: the agent exits in the middle of the turn
-- `permission`: the agent asks before it runs a (pretend) command; answer with the
-  key shown in the chat, `<CR>` on the prompt, or `:AcpPermission`
+- `unknown`: also sends an update of a kind no client knows (`acp.status()` names it)
+- `:AcpFork`: a new chat that goes on from this one in a session of its own
+  (`session/fork`); what you say there stays out of this chat
+- `:AcpRewind 2`: back to before your second prompt, files and conversation (the
+  demo forks its session at its last reply before it); `:AcpBranches` shows the
+  turns left behind again; `<CR>` on one of your messages edits it
+- `long`, then `:AcpSend! shorter please` (or `<M-CR>` in the input): your message
+  joins the running turn (`_session/steering`), answered before the turn ends
+- `compact`: the demo compacts its context (a folded block) and says so in a notice
+- `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
+  server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
+"""
+
+
+def help_text(own: str) -> str:
+    """The demo's answer to `help`: what it shows over both versions, then ``own``,
+    what it shows over the version spoken (nothing the other one would list)."""
+    return f"I am the offline demo agent of acp.nvim. Try:\n\n{_HELP_BOTH}{own}"
+
+
+HELP = help_text("""- `permission`: the agent asks before it runs a (pretend) command; answer
+  with the key shown in the chat, `<CR>` on the prompt, or `:AcpPermission`
 - `edit [PATH]`: reads PATH (default: `demo.txt` in the session's directory) through
   the editor with fs/read_text_file, asks permission, and adds a comment line at its
   top with fs/write_text_file; unsaved text in its buffer is kept (`:AcpReview`)
@@ -41,19 +61,8 @@ HELP = """I am the offline demo agent of acp.nvim. Try:
 - `:AcpMode`, `:AcpModel`: the demo's modes and models; `/` shows its commands;
   `:AcpSessions` lists this process's sessions (`session/list`, `session/load`);
   `:AcpLogin` runs its login; the winbar shows a title and a context meter
-- `:AcpFork`: a new chat that goes on from this one in a session of its own
-  (`session/fork`); what you say there stays out of this chat
-- `unknown`: also sends an update of a kind no client knows (`acp.status()` names it)
-- `:AcpRewind 2`: back to before your second prompt, files and conversation (the
-  demo forks its session at its last reply before it); `:AcpBranches` shows the
-  turns left behind again; `<CR>` on one of your messages edits it
-- `long`, then `:AcpSend! shorter please` (or `<M-CR>` in the input): your message
-  joins the running turn (`_session/steering`), answered before the turn ends
-- `compact`: the demo compacts its context (a folded block) and says so in a notice
-- `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
-  server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
-- over ACP v2 (`protocol_version = 2`), `help` lists more
-"""
+- over ACP v2 (`protocol_version = 2`), `help` lists what it shows there
+""")
 
 # Forks at a message (the jetbrains.air.fork extension), advertised in the agent
 # capabilities' _meta; steering (_session/steering) in the initialize result's.

@@ -26,13 +26,13 @@ from acp_nvim.demo_agent._text import (
     COMMANDS,
     COMPACTED_NOTICE,
     FORK_AT_MESSAGE,
-    HELP,
     MODELS,
     MODES,
     STEERING,
     chunks,
     compaction_updates,
     fork_point,
+    help_text,
     prompt_words,
     reply,
     steered_reply,
@@ -43,18 +43,15 @@ from acp_nvim.protocol import Connection, RequestError
 
 Params = dict[str, Any]
 
-HELP_V2 = """Over ACP v2 I can also show:
-
-- `tool`: a tool call created by an update, its content streamed in chunks
+HELP_V2 = help_text("""- `tool`: a tool call created by an update, its content streamed in chunks
 - `diff`: structured file changes (modify, add, delete, move, a binary file) with a git patch
 - `terminal`: an agent-owned display terminal streaming output, then its exit
 - `plan`: two plans, updated by id
 - `fix`: a reply corrected in place (a whole-message update), then continued
 - `permission`: a permission request for a command (the turn waits for you)
-- `unknown`: an update kind this client does not know (`acp.status()` names it)
 
 Settings: `:AcpConfig` (mode, model, thinking). Sessions: `:AcpSessions`.
-"""
+""")
 
 _THOUGHT = [("low", "Low"), ("high", "High")]
 
@@ -117,7 +114,6 @@ class DemoAgentV2:
         self.c = connection
         self.delay = delay
         self.tasks = tasks
-        self.help_text = HELP + "\n" + HELP_V2
         self.sessions: dict[str, _Session] = {}
         self._ids = itertools.count(1)
         self._permission: anyio.Event | None = None
@@ -349,7 +345,7 @@ class DemoAgentV2:
         await self._notify(session, COMPACTED_NOTICE, record=False)
 
     def _reply(self, text: str, words: set[str]) -> str:
-        return self.help_text if "help" in words else reply(text, words)
+        return HELP_V2 if "help" in words else reply(text, words)
 
     async def _tool(self, session: _Session, n: int) -> None:
         call = f"read-{n}"

@@ -509,6 +509,25 @@ async def test_demo_v2_turn_features_and_session_surface(tmp_path: Path) -> None
         tasks.cancel_scope.cancel()
 
 
+async def test_the_demo_v2_help_offers_nothing_it_does_not_show_over_v2(tmp_path: Path) -> None:
+    """Its help listed the v1 demo's whole list too: `edit`, `run` and `disk` need
+    the client's file system and terminals, which v2 does not have, and did nothing."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup({"protocol_version": 2})
+        await app.open(1, None, str(tmp_path))
+        await app.send(1, "help")
+        helped = agent_text(editor, 1)
+        assert "`tool`" in helped and "`long`" in helped
+        await app.send(1, "edit run disk")
+        assert app.chats[1].session.tool_calls == {}
+        assert "You said: *edit run disk*" in agent_text(editor, 1)
+        assert not any(f"`{word}" in helped for word in ("edit", "run", "disk"))
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_demo_v2_cancel_ends_on_idle_cancelled(tmp_path: Path) -> None:
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
