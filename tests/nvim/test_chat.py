@@ -343,6 +343,32 @@ def test_cancel_mid_stream_ends_turn_cancelled(editor: Editor) -> None:
     assert editor.lua("return require('acp').status().state") == "ready"
 
 
+def test_a_turn_cancelled_in_a_code_block_leaves_the_rest_of_the_transcript_prose(
+    editor: Editor,
+) -> None:
+    """Its fence left open, the transcript's syntax read every later line as code:
+    the turn's end line, the next prompt's heading, its reply."""
+    editor.setup(agents={"endless": editor.fake_agent("endless")}, default_agent="endless")
+    editor.open_chat()
+    editor.lua("require('acp').send('in code')")
+    editor.wait(
+        "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('tick3') ~= nil"
+    )
+    editor.nvim.command("AcpCancel")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    end = len(lines)  # the turn's end line
+    assert lines[end - 1].startswith("*— cancelled") and "```" in lines[end - 3 : end - 1]
+    groups = editor.lua(
+        "local buf, row = ...; return vim.api.nvim_buf_call(buf, function() return"
+        " vim.tbl_map(function(id) return vim.fn.synIDattr(id, 'name') end,"
+        " vim.fn.synstack(row, 1)) end)",
+        editor.lua("return require('acp').status().transcript_buf"),
+        end,
+    )
+    assert "acpchatCodeBlock" not in groups
+
+
 def test_ctrl_c_in_chat_buffers_cancels(editor: Editor) -> None:
     editor.setup(agents={"endless": editor.fake_agent("endless")}, default_agent="endless")
     status = editor.open_chat()

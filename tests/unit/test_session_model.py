@@ -104,6 +104,29 @@ async def test_a_prompt_after_a_turn_its_agent_never_acknowledged_is_a_message_o
     assert chat.session.aliases == {"u1": users[1][0]}
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "closing"),
+    [
+        ("Here:\n```python\nx = 1\n", "```"),
+        ("```python\nx = 1", "\n```"),
+        ("~~~~\nz\n", "~~~~"),
+        ("```\nclosed\n```\n", ""),
+    ],
+)
+async def test_a_turn_cut_short_in_a_code_block_closes_its_fence(text: str, closing: str) -> None:
+    """Cancelled (or failed) in a code block, the agent's message left its fence open,
+    and Markdown read every later block of the transcript as code."""
+    chat, editor = make_chat()
+    await chat.start_turn("go")
+    chat.on_message(MessagePatch(None, "agent", text))
+    chat.end_turn("cancelled")
+    [message] = [m for m in chat.session.messages.values() if m.role == "agent"]
+    assert message.text == text + closing
+    drawn = editor.transcript(1)["#message:" + message.id]
+    assert drawn[1:] == (text + closing).split("\n")
+
+
 def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> None:
     chat, editor = make_chat()
     adapter_v1.apply_update(

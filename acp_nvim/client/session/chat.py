@@ -231,6 +231,7 @@ class Chat:
         if stop_reason in _ABANDONED:
             for call in self.session.unfinished_tool_calls():
                 self._apply_tool_call(ToolCallPatch(call.id, status="cancelled"))
+        self._close_fence()
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
         self.session.pending_echo = None
@@ -431,26 +432,23 @@ class Chat:
         return usage
 
     def _spend(self) -> Spent | None:
-        """What the turn ending used, from the usage reports before and after it (the
-        growth of the context, the cost's rise); None when the agent reports none.
-        Added to the session's totals."""
-        before, after = self._usage_before, self.session.usage
-        if "used" not in after:
-            return None
-        spent: Spent = {"tokens": after["used"] - before.get("used", 0)}
-        cost = after.get("cost")
-        if cost is not None:
-            earlier = before.get("cost") or {}
-            same = earlier.get("currency") == cost["currency"]
-            start = earlier.get("amount", 0.0) if same else 0.0
-            spent["cost"] = {"amount": cost["amount"] - start, "currency": cost["currency"]}
-        total = self._spent_session or {"tokens": 0}
-        total = {**total, "tokens": total["tokens"] + spent["tokens"]}
-        if "cost" in spent:
-            amount = (total.get("cost") or {}).get("amount", 0.0) + spent["cost"]["amount"]
-            total["cost"] = {"amount": amount, "currency": spent["cost"]["currency"]}
-        self._spent_turn, self._spent_session = spent, total
+        """What the turn ending used, from the usage reports before and after it;
+        None when the agent reports none. Added to the session's totals."""
+        spent = view.spent_between(self._usage_before, self.session.usage)
+        if spent is not None:
+            self._spent_turn = spent
+            self._spent_session = view.spent_sum(self._spent_session, spent)
         return spent
+
+    def _close_fence(self) -> None:
+        """The turn ends in the agent's message with a code fence open (it was cut
+        short): the fence is closed, or every later block would show as code."""
+        kind, key = self.session.items[-1] if self.session.items else ("", "")
+        fence = self._streams.closing(key) if kind == "message" else ""
+        if fence:
+            self.session.messages[key].append(fence)
+            row, shown = self._streams.append(key, fence)
+            self._draw(view.append_op(key, view.visible_append(row, shown)))
 
     def on_current(self, category: Literal["mode", "model"], value: str) -> None:
         """The current value of the setting of ``category`` changed (e.g. a mode)."""

@@ -120,6 +120,15 @@ class Prose:
     def holding(self) -> bool:
         return bool(self._held)
 
+    def closing(self) -> str:
+        """What closes the code fence the text so far leaves open, on a row of its own;
+        "" when none is open."""
+        line = "".join(self._line)
+        fence = self._ends_block(line)[1] if line else self._fence
+        if fence is None:
+            return ""
+        return "\n" + fence if line else fence
+
     def _ends_block(self, line: str) -> tuple[bool, str | None, bool]:
         """Whether a complete ``line`` ends its block whatever follows, the fence open
         after it, and whether it is paragraph text."""
@@ -188,6 +197,13 @@ class Streams:
         newline as a hard break and what follows it."""
         message_id, self._holding = self._holding, None
         return self._prose[message_id].flush() if message_id is not None else ""
+
+    def closing(self, message_id: str) -> str:
+        """What closes the code fence the message leaves open ("" when none is): one
+        cut short in a code block (a turn cancelled) would have Markdown read every
+        later block of the transcript as code."""
+        prose = self._prose.get(message_id)
+        return prose.closing() if prose is not None else ""
 
     def forget(self, message_id: str) -> None:
         self._prose.pop(message_id, None)

@@ -27,7 +27,10 @@ async def held(agent: Agent, params: Params) -> None:
 
 
 async def endless(agent: Agent, prompt: Prompt) -> str:
-    """Streams until cancelled, then answers the way every real agent does."""
+    """Streams until cancelled, then answers the way every real agent does; prompt
+    "in code": inside a code block it opens first."""
+    if prompt.text == "in code":
+        await agent.say("Here:\n```python\n")
     i = 0
     while not agent.cancelled.is_set():
         await agent.say(f"tick{i} ")
