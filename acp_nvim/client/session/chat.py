@@ -1,10 +1,10 @@
 """One chat: an ACP session, its model, and what the user sees of it.
 
 Adapters call the ``on_*`` methods with version-neutral patches carrying the
-agent's own ids (keyed here through ``Session.key``: each session's in a scope of its
-own); this class applies them
-to the :class:`~acp_nvim.client.session.model.Session` and hands the matching
-render ops to the Editor. Turn bookkeeping (start, stop reason,
+agent's own ids (keyed here through ``Session.key``, each session's in a scope of
+its own); this class applies them to the
+:class:`~acp_nvim.client.session.model.Session` and hands the matching render ops
+to the Editor. Turn bookkeeping (start, stop reason,
 unfinished tool calls shown as cancelled) lives here too, so v1 and v2 end a
 turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 """
