@@ -386,6 +386,9 @@ def test_the_demo_agent_forks_at_a_message_steers_and_compacts(
     editor.nvim.input("a")
     editor.wait_event("AcpTurnEnd", count=3)
     wait_text(editor, "You added, while I was working: “shorter please”")
+    lines = editor.transcript()
+    added = next(i for i, line in enumerate(lines) if line.startswith("You added"))
+    assert lines[added - 1] == "## Agent"  # the reply's block opens on its text
 
     turn(editor, "compact", 4)
     lines = editor.transcript()

@@ -61,7 +61,8 @@ def test_agent_messages_stream_as_they_are() -> None:
         ("| a |\n| - |\ntext", "| a |\n| - |\ntext"),
         ("Title\n===\nbody", "Title\n===\nbody"),
         ("text\n---\n<div>\nx", "text\n---\n<div>\nx"),
-        ("\n    code\n    more", "\n    code\n    more"),  # indented code
+        ("\n    code\n    more", "    code\n    more"),  # indented code
+        ("\n\r\nYou added", "You added"),  # no blank lines before a message's text
         ("x\n", "x\n"),
         ("x\n1", "x\n1"),  # undecided at the end: hard
     ],
@@ -79,6 +80,18 @@ def test_a_reply_streamed_in_any_pieces_shows_as_the_whole(size: int) -> None:
     prose = Prose()
     pieces = [prose.feed(text[i : i + size]) for i in range(0, len(text), size)]
     assert "".join(pieces) + prose.flush() == reflow(text)
+
+
+def test_blank_lines_before_a_messages_first_text_never_open_its_block() -> None:
+    """A reply that goes on from one the user's steered message cut in two begins
+    with the line breaks that separated them: its block began with blank rows."""
+    prose = Prose()
+    assert [prose.feed(piece) for piece in ("\n", "\n", "You added", "\n\nmore")] == [
+        "",
+        "",
+        "You added",
+        "\n\nmore",
+    ]
 
 
 class _Everything:

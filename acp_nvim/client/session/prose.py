@@ -77,11 +77,19 @@ class Prose:
         self._held = ""  # a newline and the next line's first characters, undecided
         self._fence: str | None = None  # the open code fence
         self._paragraph = False  # the last line was paragraph text
+        self._begun = False  # some text other than line breaks came
         self.row = 0  # characters of the drawn row so far
 
     def feed(self, text: str, *, final: bool = False) -> str:
         """What to draw of ``text``, the message's next piece; ``final``: no more
         text comes to decide a held break (it is hard)."""
+        if not self._begun:
+            # Blank lines before a message's first text (a reply that goes on from
+            # one the user's steered message cut in two) would open its block.
+            text = text.lstrip("\r\n")
+            if not text:
+                return ""
+            self._begun = True
         text, self._held = self._held + text, ""
         out: list[str] = []
         # The next line's start, and where the text not yet in ``out`` starts: lines
