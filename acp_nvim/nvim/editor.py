@@ -170,7 +170,9 @@ class ReplyItem(TypedDict):
     error: str | None
 
 
-BatchItem = RenderItem | EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem
+# The items that are not a chat's render ops: queued as they come, each costed whole.
+_Plain = EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem
+BatchItem = RenderItem | _Plain
 
 
 class _Append:
@@ -230,10 +232,10 @@ class _Render:
         return {"kind": "render", "chat": self.chat, "ops": ops}
 
 
-_Queued = _Render | EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem
+_Queued = _Render | _Plain
 
 
-def _cost(item: EventItem | NotifyItem | ReviewItem | BaselineItem | ReplyItem) -> int:
+def _cost(item: _Plain) -> int:
     """Estimated Lua work of a queued non-render item."""
     if item["kind"] == "review":
         return OP_COST * (1 + len(item["summary"].get("files", ())))
