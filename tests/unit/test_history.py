@@ -325,7 +325,8 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert [op["lines"] for op in again] == [drawn[b.key]["lines"] for b in blocks]
         text = markdown(hit.chat, blocks)
         assert "## You\n\nlook at this" in text and "```diff" in text and "-one" in text
-        assert "- attached: shot.png (file:///shot.png, 300 bytes)" in text
+        assert "## You\n\nlook at this\n\n- attached: shot.png (file:///shot.png, 300 bytes)\n" in text
+        assert "*Attached" not in text
         assert "*Turn ended: end_turn*" in text
 
     anyio.run(run)

@@ -261,8 +261,13 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     for block in blocks:
         lines.append("")
         if block.kind in ("user", "agent"):
-            lines += ["## You" if block.kind == "user" else "## Agent", "", block.text]
-            for attachment in _data(block).get("attachments") or []:
+            attachments = _data(block).get("attachments") or []
+            # The list below names each with its address: the transcript's line goes.
+            named = "\n\n" + view.attached_line([a["label"] for a in attachments])
+            text = block.text.removesuffix(named) if attachments else block.text
+            lines += ["## You" if block.kind == "user" else "## Agent", "", text]
+            lines += [""] if attachments else []
+            for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
                 lines.append(f"- attached: {attachment['label']} ({attachment['uri']}{size})")
         elif block.kind == "thought":

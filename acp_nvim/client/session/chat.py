@@ -192,7 +192,7 @@ class Chat:
         self.editor.emit("AcpTurnStart", {"chat": self.id, "prompt": text})
         shown = text
         if attachments:
-            shown += "\n\n*Attached: " + ", ".join(a.label for a in attachments) + "*"
+            shown += "\n\n" + view.attached_line([a.label for a in attachments])
         start = len(self.session.items)
         patch = MessagePatch(None, "user", shown, replace=True)
         self.on_message(patch, force_new=True, turn=len(self.branches.path) + 1)
