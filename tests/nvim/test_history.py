@@ -134,9 +134,9 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
             assert part in markdown, part
         # :AcpExport without a path: the current chat in a buffer of a new tab page. The
         # command returns at once: Neovim goes on while Python writes the Markdown.
+        # (In one request: nothing Python sends after the command can come between.)
         tabs = other.lua("return vim.fn.tabpagenr('$')")
-        other.nvim.command("AcpExport")
-        assert other.lua("return vim.fn.tabpagenr('$')") == tabs
+        assert other.lua("vim.cmd.AcpExport(); return vim.fn.tabpagenr('$')") == tabs
         other.wait(f"vim.fn.tabpagenr('$') == {tabs + 1}", what="the export's buffer")
         exported = other.nvim.current.buffer
         assert exported[0] == "# hello zebra" and "## You" in exported[:]
