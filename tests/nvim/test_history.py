@@ -161,7 +161,11 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
         other.wait("require('acp').status().state == 'ready'")
         send(other, "and now", 1)
         text = other.transcript_text()
-        assert "the next prompt carries the conversation so far" in text
+        # One line says why a new session begins (the agent offers no resume over v1,
+        # knows no such session over v2) and what it is told.
+        [line] = [line for line in text.split("\n") if "new session" in line]
+        why = "is not offered by this agent" if version == 1 else "Resource not found"
+        assert why in line and "carries the conversation so far" in line
         blocks = json.loads(other.transcript()[-3])
         assert len(blocks) == 2 and blocks[1] == {"type": "text", "text": "and now"}
         assert "## You\n\nhello zebra" in blocks[0]["text"]

@@ -229,9 +229,11 @@ class ChatLifecycle:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).
                         kept = chosen(chat) if again else []
-                        resumed = await self._session(connection, chat, session_id, again=again)
+                        resumed, lost = await self._session(
+                            connection, chat, session_id, again=again
+                        )
                         if not resumed:
-                            self.ctx.history.seed(chat)
+                            self.ctx.history.seed(chat, lost)
                         wanted = kept if again and resumed else defaults(agent_config)
                         await self.settings.apply(connection, chat, wanted)
             except TimeoutError:
@@ -257,22 +259,22 @@ class ChatLifecycle:
 
     async def _session(
         self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
-    ) -> bool:
-        """Begin or resume ``chat``'s session; whether an existing one goes on."""
+    ) -> tuple[bool, str | None]:
+        """Begin or resume ``chat``'s session: whether an existing one goes on, and
+        why not (the agent's error) when one was to go on and could not."""
         if session_id is None:
             await connection.new_session(chat)
-            return False
+            return False, None
         if not again:
             await connection.resume(chat, session_id)
-            return True
+            return True, None
         # The transcript already shows the history: resume without a replay.
         try:
             await connection.resume(chat, session_id, replay=False)
         except AgentFailed as err:
-            chat.info(f"*A new session begins ({err}).*")
             await connection.new_session(chat)
-            return False
-        return True
+            return False, str(err)
+        return True, None
 
     def _new_chat(self, chat_id: int, agent: str, workspace: Workspace) -> Chat:
         from acp_nvim.client.session.chat import Chat

@@ -213,15 +213,19 @@ class History:
         await self._draw(chat, shown, prefix)
         chat.info(f"*Handed over from chat {source.id} ({source.agent}).*")
 
-    def seed(self, chat: Chat) -> None:
-        """A new session begins for a chat that shows an earlier conversation: its
-        first prompt carries it (and the transcript says so)."""
+    def seed(self, chat: Chat, lost: str | None = None) -> None:
+        """A new session begins for ``chat``: if it shows an earlier conversation, its
+        first prompt carries it. The transcript says so, with why the session it
+        had could not go on (``lost``: the agent's error), in one line."""
         chat.seed = self.conversation(chat)
+        why = f" ({lost})" if lost else ""
         if chat.seed is not None:
             chat.info(
-                f"*{chat.agent} starts a new session: the next prompt carries the conversation"
-                " so far.*"
+                f"*{chat.agent} starts a new session{why}: the next prompt carries the"
+                " conversation so far.*"
             )
+        elif lost:
+            chat.info(f"*A new session begins{why}.*")
 
     def conversation(self, chat: Chat) -> str | None:
         """The conversation ``chat`` shows as Markdown, for a session that does not know
