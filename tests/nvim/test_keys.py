@@ -190,23 +190,39 @@ def test_a_turn_that_changed_files_ends_with_their_summary_and_the_review_keys(
     lines = editor.transcript()
     row = lines.index("**2 files changed:** `a.txt`, `b.txt`")
     assert lines[row + 2].startswith("*— end_turn")
-    hint = editor.lua(
-        "return vim.api.nvim_buf_get_extmarks(require('acp').status().transcript_buf,"
-        " vim.api.nvim_get_namespaces()['acp.changes.hint'], 0, -1, {details = true})"
-    )
-    assert [(m[1], m[3]["virt_text"][0][0]) for m in hint] == [
-        (row, "  · \\v review · \\A accept all · \\R reject all")
-    ]
-    # The keys do what they say.
+    named = "  · \\v review · \\A accept all · \\R reject all"
+    assert hints(editor) == [(row, named)]
+    # The keys do what they say; once no change is open they are named no more.
     go(editor, editor.lua("return require('acp').status().transcript_buf"))
     editor.nvim.input("\\A")
     editor.wait(
         "vim.iter(require('acp').changes()):all(function(f) return not f.open end)",
         what="every change accepted",
     )
+    editor.wait(f"#{HINTS} == 0", what="the review's keys no longer named")
     # A turn that changes nothing ends without one.
     run(editor, [{"read": {"path": str(project / "a.txt")}}], turn=2)
     assert sum("changed:**" in line for line in editor.transcript()) == 1
+    # Two turns that change files: the newer summary names the keys, the older not.
+    run(editor, [{"write": {"path": str(project / "a.txt"), "content": "AA\n"}}], turn=3)
+    run(editor, [{"write": {"path": str(project / "b.txt"), "content": "bb\n"}}], turn=4)
+    rows = [i for i, line in enumerate(editor.transcript()) if "changed:**" in line]
+    assert hints(editor) == [(rows[-1], named)]
+    # Both taken back: nothing is open.
+    editor.nvim.command("AcpRestore 3")
+    editor.wait(f"#{HINTS} == 0", what="the review's keys no longer named")
+    assert (project / "a.txt").read_text() == "A\n"
+
+
+HINTS = (
+    "vim.api.nvim_buf_get_extmarks(require('acp').status().transcript_buf,"
+    " vim.api.nvim_get_namespaces()['acp.changes.hint'], 0, -1, {details = true})"
+)
+
+
+def hints(editor: Editor) -> list[tuple[int, str]]:
+    """The transcript's rows that name the review's keys, and what they say."""
+    return [(m[1], m[3]["virt_text"][0][0]) for m in editor.lua(f"return {HINTS}")]
 
 
 # Records the buffer-local mappings the plugin makes (its descriptions start with

@@ -724,6 +724,7 @@ api.nvim_create_autocmd("VimResized", {
 ---@field status table the status fields they set
 ---@field created acp.Block[] the blocks they created
 ---@field tools table[] their tool call block ops (prompts and locations)
+---@field summaries? boolean they drew a change summary or took turns out of or into view
 
 --- Every render op Python sends, by its `op`: the kinds of RenderOp in
 --- acp_nvim/client/editor.py, which documents each (tests/nvim/test_contract.py
@@ -739,7 +740,7 @@ M.ops = {
     if op.kind == "tool" then
       table.insert(batch.tools, op)
     elseif op.kind == "changes" then
-      chat_keys.summarize(chat, chat.blocks.by_id[op.id])
+      batch.summaries = true
     end
   end,
   append = function(batch, op)
@@ -769,9 +770,11 @@ M.ops = {
   end,
   cut = function(batch, op)
     render.cut(batch.chat.transcript, batch.chat.blocks, op.turns)
+    batch.summaries = true
   end,
   uncut = function(batch, op)
     vim.list_extend(batch.created, render.uncut(batch.chat.transcript, batch.chat.blocks, op.turns))
+    batch.summaries = true
   end,
   edit = function(batch, op)
     local chat = batch.chat
@@ -803,6 +806,9 @@ function M.render(item)
   render.done(chat.transcript, following)
   if #batch.created > 0 then
     hint.clear(chat)
+  end
+  if batch.summaries then -- the newest change summary in view may be another
+    chat_keys.hint_review(chat)
   end
   open_folds(chat, batch.created)
   if #batch.tools > 0 then
@@ -886,6 +892,12 @@ function M.retry_failed()
 end
 
 host.handle("render", M.render)
+review.on_update(function(chat_id)
+  local chat = registry.chats[chat_id]
+  if valid(chat) then
+    chat_keys.hint_review(chat)
+  end
+end)
 host.on_failure(M.host_failed, M.failure_shown)
 
 return M

@@ -123,11 +123,40 @@ function M.map(chat, actions)
   end
 end
 
---- Name the review's keys after a turn's change summary (a `changes` block):
---- virtual text, which a copy of the transcript does not take.
+--- Whether a hunk of `chat`'s review waits for a decision.
 ---@param chat acp.Chat
----@param block acp.Block
-function M.summarize(chat, block)
+local function has_open_hunk(chat)
+  local review = review_state.by_chat[chat.id]
+  for _, file in ipairs(review and review.files or {}) do
+    for _, hunk in ipairs(file.hunks) do
+      if review_state.is_open(hunk) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- The newest change summary (a `changes` block) in view in `chat`'s transcript.
+---@param chat acp.Chat
+---@return acp.Block?
+local function newest_summary(chat)
+  for index = #chat.blocks.order, 1, -1 do
+    local block = chat.blocks.by_id[chat.blocks.order[index]]
+    if block.kind == "changes" then
+      return block
+    end
+  end
+end
+
+--- Name the review's keys after the newest change summary the transcript shows,
+--- while the chat's review has a hunk open: the keys act on every open change, so
+--- one summary names them, and none once all are decided (accepted, rejected, a
+--- restore). Virtual text, which a copy of the transcript does not take.
+---@param chat acp.Chat
+function M.hint_review(chat)
+  api.nvim_buf_clear_namespace(chat.transcript, hint_ns, 0, -1)
+  local summary = has_open_hunk(chat) and newest_summary(chat)
   local hint = {}
   for _, key in ipairs({ { "review", "review" }, { "accept_all", "accept all" }, { "reject_all", "reject all" } }) do
     local lhs = keys.lhs("chat", key[1])
@@ -135,11 +164,10 @@ function M.summarize(chat, block)
       table.insert(hint, ("%s %s"):format(keys.typed(lhs), key[2]))
     end
   end
-  if #hint == 0 then
+  if not summary or #hint == 0 then
     return
   end
-  local row = blocks.start_row(chat.transcript, block)
-  api.nvim_buf_set_extmark(chat.transcript, hint_ns, row, 0, {
+  api.nvim_buf_set_extmark(chat.transcript, hint_ns, blocks.start_row(chat.transcript, summary), 0, {
     virt_text = { { "  · " .. table.concat(hint, " · "), "AcpInfo" } },
   })
 end

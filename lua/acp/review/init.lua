@@ -206,11 +206,24 @@ function M.open()
   return buf
 end
 
+--- Who else draws from a chat's review state (acp.chat: the keys named at its
+--- change summary), told its id after each update.
+---@type fun(chat: integer)[]
+local listeners = {}
+
+---@param listener fun(chat: integer)
+function M.on_update(listener)
+  table.insert(listeners, listener)
+end
+
 --- New review state from Python for chat `chat`.
 function M.update(chat, summary)
   state.by_chat[chat] = summary
   mark_buffers()
   diff.refresh(chat)
+  for _, listener in ipairs(listeners) do
+    listener(chat)
+  end
   for buf, view in pairs(views) do
     if view.chat == chat and api.nvim_buf_is_valid(buf) then
       local wins = vim.fn.win_findbuf(buf)
