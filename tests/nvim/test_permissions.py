@@ -293,7 +293,7 @@ def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
-    row = lines.index(f"→ {path}:3")
+    row = lines.index("→ notes.txt:3")  # named in the chat's directory
     # The diff renders as a unified diff with our highlights on its lines.
     assert groups_at(editor, lines.index("-two")) == ["AcpDiffDelete"]
     assert groups_at(editor, lines.index("+2")) == ["AcpDiffAdd"]
@@ -316,7 +316,8 @@ def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
     # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@.
-    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {path}", 1)):
+    assert lines.index("diff --git notes.txt notes.txt") < lines.index("+++ notes.txt")
+    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), ("+++ notes.txt", 1)):
         focus_transcript(editor, lines.index(row))
         editor.nvim.input("<CR>")
         editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}", what=f"<CR> on {row!r}")
@@ -354,5 +355,5 @@ def test_tool_block_folds_from_its_header_shown_as_it_is(editor: Editor) -> None
     focus_transcript(editor, head)
     editor.nvim.command("normal! zc")  # on the header itself: no E490
     assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
-    assert editor.lua(f"return vim.fn.foldclosedend({head + 1})") >= lines.index(f"→ {path}:3") + 1
+    assert editor.lua(f"return vim.fn.foldclosedend({head + 1})") >= lines.index("→ notes.txt:3") + 1
     assert editor.lua("return vim.wo.foldtext") == ""  # the closed fold shows the header line

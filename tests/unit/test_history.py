@@ -320,7 +320,7 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert "QUJD" not in (blocks[0].data or "") and '"size":300' in (blocks[0].data or "")
         # Drawn again: the same blocks and lines, ids by their place, prefixed.
         drawn = {op["id"]: op for op in editor.ops[1] if op["op"] == "block" and "start" not in op}
-        again = render_ops(blocks, "#h:")
+        again = render_ops(blocks, "#h:", chat.workspace.cwd)
         assert [op["id"] for op in again] == ["#h:0", "#h:1", "#h:2", "#h:3"]
         assert [op["lines"] for op in again] == [drawn[b.key]["lines"] for b in blocks]
         text = markdown(hit.chat, blocks)
@@ -383,7 +383,7 @@ def _patch(role: str, text: str) -> Any:
 def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
     """Rows kept before each hunk was listed hold counts by status."""
     data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'
-    [op] = render_ops([StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)], "#h:")
+    [op] = render_ops([StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)], "#h:", "/p")
     assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `/p/a.py`: 2 accepted"]  # type: ignore[typeddict-item]
 
 

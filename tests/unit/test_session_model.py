@@ -7,7 +7,14 @@ import pytest
 
 from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import MessagePatch, Session, ToolCallPatch
+from acp_nvim.client.session.model import (
+    DiffPart,
+    Location,
+    MessagePatch,
+    Session,
+    ToolCallPatch,
+)
+from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.protocol import schema_v1 as v1
 from tests.fakes.editor import RecordingEditor
 
@@ -163,6 +170,26 @@ def test_tool_call_upsert_tolerates_duplicates_and_update_before_create() -> Non
     assert lines[:2] == ["#### Read a.py", "`read` · completed"]
     assert "```diff" in lines and "-a" in lines and "+b" in lines
     assert lines[-1] == "→ /p/a.py:3"
+
+
+def test_files_in_the_session_directory_are_named_relative_to_it() -> None:
+    """An agent sends absolute paths: a diff's header names each file three times,
+    which took six rows of a narrow chat. In the session's directory they are named
+    as the user would name them; a file outside it keeps its full path."""
+    editor = RecordingEditor()
+    chat = Chat(1, "demo", editor, Workspace("/p"))
+    chat.ready("s", 1, "Demo")
+    content = [DiffPart("/p/src/a.py", "a\n", "b\n"), DiffPart("/etc/b.conf", None, "x\n")]
+    locations = [Location("/p/src/a.py", 3), Location("/pp/c.py")]
+    chat.on_tool_call(ToolCallPatch("t1", title="Edit", kind="edit", content=content,
+                                    locations=locations))  # fmt: skip
+    lines = editor.transcript(1)["t1"]
+    assert lines[3:6] == ["diff --git src/a.py src/a.py", "--- src/a.py", "+++ src/a.py"]
+    assert "diff --git /etc/b.conf /etc/b.conf" in lines and "+++ /etc/b.conf" in lines
+    assert lines[-2:] == ["→ src/a.py:3", "→ /pp/c.py"]
+    # Lua is given the full paths (<CR> opens the file).
+    [op] = [op for op in editor.ops[1] if op.get("id") == "t1"]
+    assert [where["path"] for where in op["locations"]] == ["/p/src/a.py", "/pp/c.py"]
 
 
 def test_v1_diff_without_old_text_reads_as_a_new_file() -> None:

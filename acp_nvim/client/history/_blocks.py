@@ -48,6 +48,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
 )
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.review import format_unified
 
 # Blocks the client draws itself (turn ends, the files a turn changed, errors,
@@ -206,10 +207,14 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
 
 
 def render_ops(
-    blocks: Sequence[StoredBlock], prefix: str, prompts: Mapping[int, int] | None = None
+    blocks: Sequence[StoredBlock],
+    prefix: str,
+    cwd: str,
+    prompts: Mapping[int, int] | None = None,
 ) -> list[RenderOp]:
     """The ops drawing ``blocks`` as the chat drew them, with the ids of
-    :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them).
+    :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them) and
+    files named relative to ``cwd``, the directory of the session drawing them.
     ``prompts``: the turn each prompt that begins one begins, by its block's seq (the
     edit key on it puts it back in the input)."""
     ops: list[RenderOp] = []
@@ -221,7 +226,7 @@ def render_ops(
             message.text = block.text
             op = view.message_op(message, (prompts or {}).get(block.seq))
         elif block.kind == "tool":
-            op = view.ToolCallDrawing().op(_tool_call(block, terminals), terminals)
+            op = view.ToolCallDrawing(cwd).op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
             op = view.plan_op(block.key.removeprefix(_PLAN), entries)
@@ -273,7 +278,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         elif block.kind == "thought":
             lines += ["> " + line if line else ">" for line in block.text.split("\n")]
         elif block.kind == "tool":
-            lines += _tool_markdown(_tool_call(block, terminals), terminals, diffs)
+            lines += _tool_markdown(_tool_call(block, terminals), terminals, chat.cwd, diffs)
         elif block.kind == "plan":
             lines += ["**Plan**", ""]
             lines += [f"- [{'x' if s == 'completed' else ' '}] {c}"
@@ -285,15 +290,20 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     return "\n".join(lines) + "\n"
 
 
-def _tool_markdown(call: ToolCall, terminals: dict[str, TerminalView], diffs: bool) -> list[str]:
+def _tool_markdown(
+    call: ToolCall, terminals: dict[str, TerminalView], cwd: str, diffs: bool
+) -> list[str]:
+    """A tool call as Markdown: files named as the transcript names them (``cwd``:
+    the chat's directory, which the export's header gives)."""
     lines = [f"### Tool: {call.title or call.kind}", "", f"`{call.kind}` · {call.status}"]
     for part in call.content:
         if isinstance(part, DiffPart):
+            path = shown_path(part.path, cwd)
             if diffs:
-                fence = _fence(format_unified(part.path, part.old_text, part.new_text))
+                fence = _fence(format_unified(path, part.old_text, part.new_text))
                 lines += ["", fence[0] + "diff", *fence[1:]]
             else:
-                lines.append(f"- changed {part.path}")
+                lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
             lines += [f"- {c.operation} {c.path}" for c in part.changes]
             if diffs and part.patch:

@@ -57,6 +57,7 @@ from acp_nvim.client.session.model import (
     PreviewHunk,
     ToolCall,
 )
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import slice_lines, split_text
 from acp_nvim.review import (
@@ -224,13 +225,13 @@ class SessionChanges:
             self.disk.seen(path)
             if doc.buffer is not None and doc.buffer.moved:
                 self.editor.notify(
-                    f"{self._name(path)} changed on disk behind your unsaved edits; "
+                    f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
                     "the agent's change went to both, :write will ask before replacing the file",
                     "warn",
                 )
             if outcome.conflicts:
                 self.editor.notify(
-                    f"{self._name(path)}: the agent changed lines you edited; "
+                    f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
                     "your text was kept (:AcpReview)",
                     "warn",
                 )
@@ -349,11 +350,7 @@ class SessionChanges:
     def turn_files(self) -> list[str]:
         """The files the latest turn changed, relative to the session's directory
         where inside it."""
-        names = []
-        for item in self.store.changes():
-            path = os.path.relpath(item["path"], self.cwd)
-            names.append(item["path"] if path.startswith(os.pardir) else path)
-        return names
+        return [shown_path(item["path"], self.cwd) for item in self.store.changes()]
 
     async def end_turn(self) -> None:
         """Final disk check of the turn (idempotent)."""
@@ -379,7 +376,7 @@ class SessionChanges:
             return
         for path in await self.editor.reload_buffers(changed):
             self.editor.notify(
-                f"{self._name(path)} changed on disk; your buffer has unsaved edits "
+                f"{shown_path(path, self.cwd)} changed on disk; your buffer has unsaved edits "
                 "and was not reloaded",
                 "warn",
             )
@@ -460,14 +457,14 @@ class SessionChanges:
                     self.editor.notify(clash, "warn")
                 if outcome.conflicts:
                     self.editor.notify(
-                        f"{self._name(path)}: you changed lines the restore takes back; "
+                        f"{shown_path(path, self.cwd)}: you changed lines the restore takes back; "
                         "your text was kept (:AcpReview)",
                         "warn",
                     )
                 if outcome.text != doc.text or outcome.conflicts:
                     restored.append(path)
             self._publish()
-        return sorted(self._name(path) for path in restored)
+        return sorted(shown_path(path, self.cwd) for path in restored)
 
     def summary(self) -> dict[str, Any]:
         """Plain data for Lua: ``{turn, files}``, files of every turn, newest first."""
@@ -489,10 +486,6 @@ class SessionChanges:
     def reviewed_path(self, path: str) -> str:
         """The name the review (:meth:`summary`) lists the file ``path`` under."""
         return path
-
-    def _name(self, path: str) -> str:
-        rel = os.path.relpath(path, self.cwd)
-        return path if rel.startswith("..") else rel
 
     def _latest(self, path: str) -> Changeset:
         for changeset in reversed(self.store.turns()):

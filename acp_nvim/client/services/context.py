@@ -30,6 +30,7 @@ from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files, mentions
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.model import Attachment
+from acp_nvim.client.session.workspace import shown_path
 
 # Text embedded in a prompt at most, per attachment; a bigger file goes as a link.
 MAX_EMBED_BYTES = 256 * 1024
@@ -81,7 +82,7 @@ async def _resolve_one(
     kind = item.get("type")
     path = os.path.normpath(os.path.join(cwd, os.path.expanduser(str(item.get("path") or ""))))
     uri = Path(path).as_uri()
-    label = _label(path, cwd)
+    label = shown_path(path, cwd)
     match kind:
         case "file":
             doc = await files.load(editor, path)
@@ -137,11 +138,6 @@ def _read_image(path: str, label: str) -> tuple[str, str]:
 
 def _size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.0f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
-
-
-def _label(path: str, cwd: str) -> str:
-    rel = os.path.relpath(path, cwd)
-    return path if rel.startswith("..") else rel
 
 
 def _mime(path: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import Decision, SessionChanges
-from acp_nvim.client.session.workspace import Worktree
+from acp_nvim.client.session.workspace import Worktree, shown_path
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.review import ReviewStore
 
@@ -194,7 +194,7 @@ class Landed(SessionChanges):
                     return  # gone already
                 if doc.text != base:
                     self.editor.notify(
-                        f"{self._name(path)}: not deleted, you changed it since", "warn"
+                        f"{shown_path(path, self.cwd)}: not deleted, you changed it since", "warn"
                     )
                     return
                 self.store.record(path, doc.text, None, "write")
@@ -211,7 +211,7 @@ class Landed(SessionChanges):
             self.disk.seen(path)
             if outcome.conflicts:
                 self.editor.notify(
-                    f"{self._name(path)}: the agent changed lines you edited since; "
+                    f"{shown_path(path, self.cwd)}: the agent changed lines you edited since; "
                     "your text was kept (:AcpReview)",
                     "warn",
                 )

@@ -377,7 +377,7 @@ class Chat:
 
     def _draw_call(self, call: ToolCall, redraw: Collection[int] = view.ALL_PARTS) -> None:
         """Send the rows of ``call``'s block that ``redraw`` changed (the prompt always)."""
-        drawing = self._drawings.setdefault(call.id, view.ToolCallDrawing())
+        drawing = self._drawings.setdefault(call.id, view.ToolCallDrawing(self.workspace.cwd))
         op = drawing.op(call, self.session.terminals, redraw)
         if op is not None:
             self._draw(op)

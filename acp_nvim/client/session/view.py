@@ -72,6 +72,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
 )
 from acp_nvim.client.session.prose import reflow
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.review import PatchError, format_unified, parse_unified
 
 if TYPE_CHECKING:
@@ -186,7 +187,9 @@ class ToolCallDrawing:
 
     ``locations`` and ``permission`` tell Lua which rows of the block (offsets from
     its header) ``<CR>`` and the prompt keys act on; ``terminals`` (by terminal id)
-    give the live view of terminal content.
+    give the live view of terminal content. Files in the session's directory ``cwd``
+    are named relative to it (an agent sends absolute paths: a diff's three header
+    lines of them took six rows of a narrow chat).
 
     An op with ``start``/``end`` replaces those rows of the block (offsets from its
     header, ``end`` exclusive, in the block as it was); without them it is the whole
@@ -194,7 +197,8 @@ class ToolCallDrawing:
     moved; ``status`` and ``permission`` always.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cwd: str) -> None:
+        self._cwd = cwd
         self._parts: list[list[str]] | None = None
 
     def op(
@@ -213,12 +217,13 @@ class ToolCallDrawing:
         if HEAD in redraw:
             parts[HEAD] = [f"#### {title}", f"`{call.kind}` · {call.status}"]
         if CONTENT in redraw:
-            parts[CONTENT] = _tool_content_lines(call, terminals or {})
+            parts[CONTENT] = _tool_content_lines(call, terminals or {}, self._cwd)
         op: BlockOp = {"op": "block", "id": call.id, "kind": "tool", "lines": []}
         op["status"] = call.status
         moved = CONTENT in redraw or LOCATIONS in redraw
         if moved:
-            locations, parts[LOCATIONS] = _locations(call, len(parts[HEAD]) + len(parts[CONTENT]))
+            row = len(parts[HEAD]) + len(parts[CONTENT])
+            locations, parts[LOCATIONS] = _locations(call, row, self._cwd)
             if locations or old is not None:
                 op["locations"] = locations
         base = sum(len(part) for part in parts[:PROMPT])
@@ -241,18 +246,21 @@ class ToolCallDrawing:
         return op
 
 
-def _tool_content_lines(call: ToolCall, terminals: Mapping[str, TerminalView]) -> list[str]:
+def _tool_content_lines(
+    call: ToolCall, terminals: Mapping[str, TerminalView], cwd: str
+) -> list[str]:
     lines: list[str] = []
     for part in call.content:
         if isinstance(part, TerminalPart):
             lines.extend(_terminal_lines(part.terminal_id, terminals.get(part.terminal_id)))
         else:
-            lines.extend(_content_lines(part))
+            lines.extend(_content_lines(part, cwd))
     return lines
 
 
-def _locations(call: ToolCall, row: int) -> tuple[list[BlockLocation], list[str]]:
-    """The locations for Lua (their rows counted from ``row``), and their lines."""
+def _locations(call: ToolCall, row: int, cwd: str) -> tuple[list[BlockLocation], list[str]]:
+    """The locations for Lua (their rows counted from ``row``, their full paths),
+    and their lines."""
     locations: list[BlockLocation] = []
     lines: list[str] = []
     for location in call.locations:
@@ -261,7 +269,7 @@ def _locations(call: ToolCall, row: int) -> tuple[list[BlockLocation], list[str]
         if location.line:
             where["line"] = location.line
         locations.append(where)
-        lines.append(f"→ {location.path}{suffix}")
+        lines.append(f"→ {shown_path(location.path, cwd)}{suffix}")
     return locations, lines
 
 
@@ -321,11 +329,11 @@ def _preview(file: FilePreview) -> PreviewFile:
     }
 
 
-def _content_lines(part: ContentPart) -> list[str]:
+def _content_lines(part: ContentPart, cwd: str) -> list[str]:
     if isinstance(part, TextPart):
         return part.text.split("\n")
     if isinstance(part, DiffPart):
-        return list(_diff_lines(part.path, part.old_text, part.new_text))
+        return list(_diff_lines(shown_path(part.path, cwd), part.old_text, part.new_text))
     if isinstance(part, ChangesPart):
         return _changes_lines(part)
     return _terminal_lines(part.terminal_id, None)

@@ -5,6 +5,7 @@ if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local config = require("acp.config")
 local permission = require("acp.chat.permission")
+local registry = require("acp.chat.registry")
 local terminal = require("acp.editor.terminal")
 local util = require("acp.util")
 local windows = require("acp.editor.windows")
@@ -67,7 +68,7 @@ end
 --- The file and line the last of `lines` (a tool block's rows from its header)
 --- stands for when it is a row of a ```diff fence: from the file headers above it
 --- and its hunk's @@ line, counting the rows of the new text. `cwd` resolves
---- relative paths (git patches, their a/ and b/ prefixes dropped).
+--- relative paths (ours, and git patches' with their a/ and b/ prefixes dropped).
 ---@return string? path, integer? line
 local function diff_target(lines, cwd)
   -- `last`: the last row diff_rows reached; unless it is the last of `lines`, that
@@ -129,7 +130,9 @@ function M.enter(chat, lhs)
         return open_file(location.path, location.line)
       end
     end
-    local path, line = diff_target(api.nvim_buf_get_lines(chat.transcript, first, row + 1, false), chat.cwd)
+    -- Relative names are the session's: a worktree chat's lie in its worktree.
+    local rows = api.nvim_buf_get_lines(chat.transcript, first, row + 1, false)
+    local path, line = diff_target(rows, registry.cwd(chat))
     if path then
       return open_file(path, line)
     end
