@@ -344,3 +344,15 @@ def test_completion_opened_as_you_type_inserts_nothing_you_did_not_choose(
     editor.nvim.input("e")
     editor.wait("vim.api.nvim_get_current_line():find('e') ~= nil")
     assert editor.nvim.current.line == "/e"
+    # Typed faster than Neovim looks (one input: one TextChangedI for all of it), a
+    # mention opens the menu too, with what matches so far; closed with <C-e>, it
+    # stays closed while the mention is typed on.
+    editor.nvim.input("<Esc>ggdGilook at @sa")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on @sa")
+    words = editor.lua("return vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({'items'}).items)")
+    assert words == ["@sample.py"]
+    editor.nvim.input("<C-e>")
+    editor.wait("vim.fn.pumvisible() == 0", what="the popup closed")
+    editor.nvim.input("m")
+    editor.wait("vim.api.nvim_get_current_line() == 'look at @sam'")
+    assert editor.lua("return vim.fn.pumvisible()") == 0

@@ -27,6 +27,8 @@ local cache = {}
 local listing = {}
 -- By input buffer: the `@` prefix of the open menu when it did not hold every match.
 local cut = {}
+-- By input buffer: where the token being typed at the last change began ("row:col").
+local token_at = {}
 
 --- Open the menu at `start` (0-based) with the items for `word`.
 local function open_menu(chat, start, word)
@@ -231,11 +233,17 @@ function M.attach(chat)
     callback = function()
       show_hint(chat)
       local start, word = M.token()
+      -- A token begun since the last change opens the menu, however much of it was
+      -- typed before Neovim got to this event (fast typing, a mapping, a paste); one
+      -- typed on after the menu was closed does not open it again.
+      local at = start and ("%d:%d"):format(api.nvim_win_get_cursor(0)[1], start)
+      local begun = at ~= token_at[chat.input]
+      token_at[chat.input] = at
       if not start then
         return
       end
       local held = cut[chat.input]
-      if #word == 1 and vim.fn.pumvisible() == 0 then
+      if (begun or #word == 1) and vim.fn.pumvisible() == 0 then
         open_menu(chat, start, word)
       elseif held and #word > #held and vim.startswith(word, held) then
         open_menu(chat, start, word) -- the menu held only part of what matched
