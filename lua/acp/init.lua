@@ -412,7 +412,7 @@ function M.statusline()
   if s.mode then
     table.insert(parts, s.mode)
   end
-  local usage = chat_module().usage_text(s.usage)
+  local usage = require("acp.chat.winbar").usage_text(s.usage)
   if usage then
     table.insert(parts, usage)
   end

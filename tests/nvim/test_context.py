@@ -272,6 +272,7 @@ def test_usage_and_title_show_in_the_winbar_status_and_statusline(
     editor: Editor, version: int
 ) -> None:
     editor.setup(protocol_version=version)
+    editor.lua("vim.o.columns = 200")  # a chat wide enough for every field of its winbar
     assert editor.open_chat()["protocol_version"] == version
     editor.lua("require('acp').send('tell me about lua')")
     editor.wait_event("AcpTurnEnd")
@@ -284,21 +285,36 @@ def test_usage_and_title_show_in_the_winbar_status_and_statusline(
     assert editor.lua("return require('acp').statusline()").startswith("acp demo · ready")
 
 
-def test_state_and_agent_survive_a_narrow_winbar(editor: Editor) -> None:
+WINBAR_SHOWN = """
+local win = vim.fn.bufwinid(require('acp').status().transcript_buf)
+return {vim.api.nvim_win_get_width(win),
+        vim.api.nvim_eval_statusline(vim.wo[win].winbar, {winid = win, use_winbar = true}).str}
+"""
+
+
+def test_a_narrow_winbar_keeps_state_agent_and_whole_fields(editor: Editor) -> None:
+    """A chat 40 columns wide: the state and agent, then the fields a user needs most,
+    each whole (the title shortened); a field is never cut through its middle (a
+    61-column chat showed "demo<ode · Demo small"). Made wider, it shows them all."""
     editor.setup(chat={"width": 40})
     editor.open_chat()
     editor.lua("require('acp').send('tell me about lua and a title long enough to cut')")
+    title = "tell me about lua and a"  # the demo's title: the prompt's first words
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().usage ~= nil")
-    shown = editor.lua(
-        """
-        local win = vim.fn.bufwinid(require('acp').status().transcript_buf)
-        assert(vim.api.nvim_win_get_width(win) == 40)
-        return vim.api.nvim_eval_statusline(vim.wo[win].winbar, {winid = win, use_winbar = true}).str
-        """
-    )
-    assert shown.startswith(" ready · demo"), shown
-    assert "$0.00" not in shown and "tell me about lua" in shown  # the middle gives way first
+    width, shown = editor.lua(WINBAR_SHOWN)
+    assert width == 40
+    assert shown == " ready · demo · mode Ask · tell me abou…", shown
+    editor.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 61)")
+    editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
+    width, shown = editor.lua(WINBAR_SHOWN)
+    assert width == 61
+    assert shown == f" ready · demo · mode Ask · {title}", shown
+    editor.lua("vim.o.columns = 200; vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 140)")
+    editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
+    assert editor.lua(WINBAR_SHOWN) == [140, (
+        f" ready · demo · ACP v1 · mode Ask · Demo small · ctx 1k/200k 1% $0.00 · {title}"
+    )]
 
 
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:

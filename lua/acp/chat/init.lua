@@ -23,6 +23,7 @@ local render = require("acp.chat.render")
 local review = require("acp.review")
 local tools = require("acp.chat.tools")
 local util = require("acp.util")
+local winbar = require("acp.chat.winbar")
 local workspace = require("acp.chat.workspace")
 
 local M = {}
@@ -41,71 +42,6 @@ local function scratch(name)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   return buf
-end
-
---- The transcript's winbar: state and agent first, then the rest up to the
---- title; a narrow window cuts the middle (at %<), never the state.
-local function winbar(chat)
-  local s = chat.status
-  local state = s.state or "starting"
-  if state == "running" and s.turn_state == "requires_action" then
-    state = "waiting for you"
-  elseif state == "running" and s.turn_state == "cancelling" then
-    state = "cancelling…"
-  end
-  local parts = {}
-  vim.list_extend(parts, workspace.label(chat))
-  if s.protocol_version then
-    table.insert(parts, "ACP v" .. s.protocol_version)
-  end
-  if (s.queued or 0) > 0 then
-    table.insert(parts, s.queued .. " queued")
-  end
-  if s.mode then
-    table.insert(parts, "mode " .. s.mode)
-  end
-  if s.model then
-    table.insert(parts, s.model)
-  end
-  local usage = M.usage_text(s.usage)
-  if usage then
-    table.insert(parts, usage)
-  end
-  local title = chat.name or s.title
-  if title then
-    table.insert(parts, title)
-  end
-  local function escape(text)
-    return (text:gsub("%%", "%%%%"))
-  end
-  local head = escape((" %s · %s"):format(state, s.agent or "?"))
-  return #parts == 0 and head or (head .. "%< · " .. escape(table.concat(parts, " · ")))
-end
-
-local function tokens(n)
-  return n >= 1000 and ("%dk"):format(math.floor(n / 1000 + 0.5)) or tostring(n)
-end
-
---- "ctx 12k/200k 6% $0.04" from a usage_update (nil without one).
----@param usage? {used: integer, size: integer, cost?: {amount: number, currency: string}}
----@return string?
-function M.usage_text(usage)
-  if type(usage) ~= "table" or not usage.size or usage.size <= 0 then
-    return nil
-  end
-  local text = ("ctx %s/%s %d%%"):format(tokens(usage.used), tokens(usage.size), math.floor(100 * usage.used / usage.size + 0.5))
-  local cost = usage.cost
-  if type(cost) == "table" and cost.amount then
-    local sign = cost.currency == "USD" and "$" or ""
-    text = text .. (" %s%.2f%s"):format(sign, cost.amount, sign == "" and (" " .. cost.currency) or "")
-  end
-  return text
-end
-
-local function update_winbar(chat)
-  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    util.set_local(win, { winbar = winbar(chat) })
-  end
 end
 
 --- <CR> on one of the user's messages in the transcript: its prompt back in the
@@ -300,7 +236,7 @@ local function create()
       buffer = buf,
       callback = function()
         layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
-        update_winbar(chat)
+        winbar.update(chat)
         -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
         vim.schedule(function()
           elicit.resume(chat)
@@ -455,7 +391,7 @@ function M.open(opts)
       api.nvim_win_set_cursor(win, { last, 0 })
     end
   end
-  update_winbar(chat)
+  winbar.update(chat)
   return chat
 end
 
@@ -559,7 +495,7 @@ function M.pick()
         vim.ui.input({ prompt = "Name: ", default = item.title }, function(name)
           if name then
             chat.name = vim.trim(name) ~= "" and vim.trim(name) or nil
-            update_winbar(chat)
+            winbar.update(chat)
           end
         end)
       end
@@ -626,7 +562,7 @@ function M.retry(chat)
   chat.blocks = render.reset(chat.transcript)
   chat.status = { state = "starting", agent = chat.status.agent }
   queue.draw(chat)
-  update_winbar(chat)
+  winbar.update(chat)
   start(chat)
 end
 
@@ -826,7 +762,7 @@ function M.render(item)
       -- A stored chat was opened in the directory it worked in, known once read.
       chat.cwd = status.cwd
     end
-    update_winbar(chat)
+    winbar.update(chat)
     notice.after(chat, before, status)
     if type(status.stop_reason) == "string" then -- a turn ended: what it made is garbage now
       util.collect_garbage()

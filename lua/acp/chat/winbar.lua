@@ -1,0 +1,134 @@
+-- The transcript's winbar: the chat's state and agent, then what it works with
+-- (workspace, protocol, queue, mode, model, context meter, title), fitted to each
+-- window's width by whole fields: a narrow chat drops the ones a user needs least
+-- and shortens the title, rather than cutting through the middle of a field.
+if jit then jit.off(true, true) end -- decision 0068
+local registry = require("acp.chat.registry")
+local util = require("acp.util")
+local workspace = require("acp.chat.workspace")
+
+local M = {}
+local api = vim.api
+
+local SEPARATOR = " · "
+local SEPARATOR_WIDTH = vim.fn.strdisplaywidth(SEPARATOR)
+-- The fewest columns a title is shortened to before it gives way altogether.
+local TITLE_MIN = 12
+
+local function tokens(n)
+  return n >= 1000 and ("%dk"):format(math.floor(n / 1000 + 0.5)) or tostring(n)
+end
+
+--- "ctx 12k/200k 6% $0.04" from a usage_update (nil without one).
+---@param usage? {used: integer, size: integer, cost?: {amount: number, currency: string}}
+---@return string?
+function M.usage_text(usage)
+  if type(usage) ~= "table" or not usage.size or usage.size <= 0 then
+    return nil
+  end
+  local text = ("ctx %s/%s %d%%"):format(tokens(usage.used), tokens(usage.size), math.floor(100 * usage.used / usage.size + 0.5))
+  local cost = usage.cost
+  if type(cost) == "table" and cost.amount then
+    local sign = cost.currency == "USD" and "$" or ""
+    text = text .. (" %s%.2f%s"):format(sign, cost.amount, sign == "" and (" " .. cost.currency) or "")
+  end
+  return text
+end
+
+---@class acp.WinbarField
+---@field text string
+---@field rank integer the lowest gives way first
+---@field title? boolean shortened before it gives way
+
+--- The state shown: a running turn that waits for the user, or is being cancelled, says so.
+local function state_of(s)
+  local state = s.state or "starting"
+  if state == "running" and s.turn_state == "requires_action" then
+    return "waiting for you"
+  elseif state == "running" and s.turn_state == "cancelling" then
+    return "cancelling…"
+  end
+  return state
+end
+
+--- The fields after the state and agent, in the order shown.
+---@param chat acp.Chat
+---@return acp.WinbarField[]
+local function fields(chat)
+  local s = chat.status
+  local shown = {}
+  local function add(text, rank, title)
+    if text then
+      table.insert(shown, { text = text, rank = rank, title = title })
+    end
+  end
+  for _, label in ipairs(workspace.label(chat)) do
+    add(label, 5)
+  end
+  add(s.protocol_version and ("ACP v" .. s.protocol_version), 1)
+  add((s.queued or 0) > 0 and (s.queued .. " queued") or nil, 7)
+  add(s.mode and ("mode " .. s.mode), 6)
+  add(s.model, 2)
+  add(M.usage_text(s.usage), 3)
+  add(chat.name or s.title, 4, true)
+  return shown
+end
+
+--- The winbar of `chat`'s transcript in a window `width` columns wide.
+---@param chat acp.Chat
+---@param width integer
+---@return string
+function M.text(chat, width)
+  local head = (" %s · %s"):format(state_of(chat.status), chat.status.agent or "?")
+  local shown = fields(chat)
+  local used = vim.fn.strdisplaywidth(head)
+  for _, field in ipairs(shown) do
+    used = used + SEPARATOR_WIDTH + vim.fn.strdisplaywidth(field.text)
+  end
+  while used > width and #shown > 0 do
+    local lowest = 1
+    for i, field in ipairs(shown) do
+      if field.rank < shown[lowest].rank then
+        lowest = i
+      end
+    end
+    local field = shown[lowest]
+    local over, size = used - width, vim.fn.strdisplaywidth(field.text)
+    if field.title and size - over >= TITLE_MIN then
+      field.text = vim.fn.strcharpart(field.text, 0, size - over - 1) .. "…"
+      used = width
+    else
+      used = used - SEPARATOR_WIDTH - size
+      table.remove(shown, lowest)
+    end
+  end
+  local texts = vim.tbl_map(function(field)
+    return field.text
+  end, shown)
+  local text = table.concat({ head, unpack(texts) }, SEPARATOR)
+  -- Narrower than the state and agent: Neovim cuts their end.
+  return (text:gsub("%%", "%%%%"))
+end
+
+--- Draw `chat`'s winbar in every window that shows its transcript.
+---@param chat acp.Chat
+function M.update(chat)
+  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
+    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win)) })
+  end
+end
+
+-- A transcript's window made narrower or wider fits its winbar again.
+api.nvim_create_autocmd("WinResized", {
+  group = api.nvim_create_augroup("acp.winbar", { clear = true }),
+  callback = function()
+    for _, win in ipairs(vim.v.event.windows) do
+      local chat = api.nvim_win_is_valid(win) and registry.of_buffer(api.nvim_win_get_buf(win))
+      if chat and chat.transcript == api.nvim_win_get_buf(win) then
+        M.update(chat)
+      end
+    end
+  end,
+})
+
+return M
