@@ -79,5 +79,6 @@ async def ask_editor(servers: list[Params], words: set[str]) -> list[tuple[str, 
             if word in words:
                 result = await mcp.request("tools/call", {"name": tool, "arguments": {}}, dict)
                 text = "".join(b.get("text", "") for b in result.get("content", []))
-                answers.append((tool, f"`{tool}` answered:\n\n```json\n{text}\n```"))
+                fence = "```json" if text.startswith(("[", "{")) else "```"
+                answers.append((tool, f"`{tool}` answered:\n\n{fence}\n{text}\n```"))
     return answers

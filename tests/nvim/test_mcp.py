@@ -301,9 +301,10 @@ def test_the_demo_agent_asks_the_editor(editor: Editor, tmp_path: Path, version:
     editor.lua("require('acp').send('buffers and diagnostics please')")
     editor.wait_event("AcpTurnEnd")
     transcript = editor.transcript_text()
-    assert "`list_buffers` answered" in transcript
+    assert "`list_buffers` answered:\n\n```json\n" in transcript
     assert str(path) in transcript
-    assert "No diagnostics in the open buffers." in transcript
+    # Plain text in a plain fence (not highlighted as JSON).
+    assert "`get_diagnostics` answered:\n\n```\nNo diagnostics in the open buffers." in transcript
 
 
 def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:

@@ -190,6 +190,7 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     assert lines(editor, buf) == [header, "print('hi')", "unsaved = 1"]
     # The disk gets the agent's change only: the unsaved line is the user's to save.
     assert path.read_text() == f"{header}\nprint('hi')\n"
+    assert "I added a comment line at the top of `hello.py`." in editor.transcript_text()
     assert editor.lua("return vim.bo[...].modified", buf) is True
     [hunk] = editor.lua("return require('acp').changes()")[0]["hunks"]
     assert hunk["preview"] == ["+" + header]
@@ -200,6 +201,7 @@ def test_demo_agent_edits_through_the_editor_then_on_disk(editor: Editor, tmp_pa
     editor.wait_event("AcpTurnEnd", count=2)
     appended = "Written to disk directly by the acp.nvim demo agent."
     assert lines(editor, buf)[-1] == appended  # reloaded
+    assert "I appended a line to `hello.py`." in editor.transcript_text()
     [file] = editor.lua("return require('acp').changes()")
     assert file["kind"] == "disk" and file["hunks"][0]["preview"] == ["+" + appended]
     editor.lua("require('acp').reject()")
