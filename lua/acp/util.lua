@@ -34,6 +34,14 @@ function M.age(stamp)
   return "just now"
 end
 
+--- `n` of `noun`: "1 turn", "3 turns".
+---@param n integer
+---@param noun string
+---@return string
+function M.count(n, noun)
+  return ("%d %s%s"):format(n, noun, n == 1 and "" or "s")
+end
+
 --- Raise a user error without file:line noise.
 ---@param message string
 function M.user_error(message)

@@ -263,7 +263,7 @@ def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
     assert chats[0]["title"] == "mine" and chats[0]["permissions"] == 1
     editor.lua(STUB_UI)
     editor.nvim.command("AcpChats")
-    assert editor.lua("return _G.asked")[0]["items"][0].endswith(" · 1 permission(s) pending")
+    assert editor.lua("return _G.asked")[0]["items"][0].endswith(" · 1 permission pending")
 
 
 def test_without_room_beside_another_agents_chat_takes_the_windows(editor: Editor) -> None:

@@ -362,7 +362,7 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     assert (agent, title, where, turns, state) == (
         "ws",
         f"ws #{first}",
-        f"worktree {one['worktree']}, 1 hunk(s) waiting",
+        f"worktree acp/{first}, 1 hunk waiting",  # its branch, as the winbar names it
         "1 turn",
         "ready",
     )

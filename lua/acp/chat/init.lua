@@ -474,11 +474,14 @@ function M.pick()
   vim.ui.select(list, {
     prompt = "Chats",
     format_item = function(item)
-      local asking = item.permissions > 0 and (" · %d permission(s) pending"):format(item.permissions) or ""
-      -- A worktree chat works in its worktree: that is its directory.
-      local where = item.worktree and ("worktree %s, %d hunk(s) waiting"):format(item.worktree, item.waiting)
-        or vim.fn.fnamemodify(item.cwd, ":~")
-      local turns = item.turns == 1 and "1 turn" or (item.turns .. " turns")
+      local asking = item.permissions > 0 and (" · %s pending"):format(util.count(item.permissions, "permission")) or ""
+      -- A worktree chat works in its worktree, named by its branch as in the winbar.
+      local worktree = workspace.worktree(registry.chats[item.id])
+      local where = worktree and ("worktree " .. worktree.branch) or vim.fn.fnamemodify(item.cwd, ":~")
+      if item.waiting > 0 then
+        where = ("%s, %s waiting"):format(where, util.count(item.waiting, "hunk"))
+      end
+      local turns = util.count(item.turns, "turn")
       return ("%s · %s · %s · %s · %s · %s%s"):format(item.agent, item.title, where, util.age(item.active_at), turns, item.state, asking)
     end,
   }, function(item)
