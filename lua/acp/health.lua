@@ -106,7 +106,7 @@ function M.check()
     end
     local live = host.running() and host.request("mcp") or nil
     if live and live.socket ~= vim.NIL then
-      health.ok(("socket %s (directory only you can open), %d connection(s)"):format(live.socket, live.connections))
+      health.ok(("socket %s (directory only you can open), %s"):format(live.socket, util.count(live.connections, "connection")))
     else
       health.info("its socket opens with the first session that offers it")
     end

@@ -319,7 +319,7 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     text = "\n".join(editor.nvim.current.buffer[:])
     assert "OK the editor MCP server offers 12 tools: list_buffers, read_buffer" in text
     assert "OK its stdio shim runs" in text
-    assert "mcp.sock (directory only you can open), 0 connection(s)" in text
+    assert "mcp.sock (directory only you can open), 0 connections" in text
     assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
 
