@@ -11,7 +11,9 @@ DEMO_V1_ONLY = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent", "--v1"]}
 
 
 def winbar(editor: Editor) -> str:
+    """The transcript's winbar, its window wide enough for every field."""
     buf = editor.lua("return require('acp').status().transcript_buf")
+    editor.lua("vim.o.columns = 250; vim.api.nvim_win_set_width(vim.fn.win_findbuf(...)[1], 200)", buf)
     return str(editor.lua(f"return vim.wo[vim.fn.win_findbuf({buf})[1]].winbar"))
 
 
