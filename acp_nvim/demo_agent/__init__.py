@@ -51,6 +51,12 @@ _COMMENT = {".lua": "--", ".sql": "--", ".hs": "--", ".vim": '"', ".c": "//", ".
             ".cpp": "//", ".go": "//", ".rs": "//", ".js": "//", ".ts": "//"}  # fmt: skip
 
 
+def _named(path: str, cwd: str) -> str:
+    """``path`` as a reply names it: relative to the session's directory ``cwd``, as
+    the agents people use name the files they changed."""
+    return os.path.relpath(path, cwd) if os.path.commonpath([path, cwd]) == cwd else path
+
+
 _CALL_IDS = itertools.count(1)
 _PERMISSION_OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
@@ -346,12 +352,6 @@ class DemoAgent:
                 return os.path.normpath(path)
         return os.path.join(cwd, "demo.txt")
 
-    def _name(self, session_id: str, path: str) -> str:
-        """``path`` as a reply names it: relative to the session's directory, as the
-        agents people use name the files they changed."""
-        cwd = self.cwds[session_id]
-        return os.path.relpath(path, cwd) if os.path.commonpath([path, cwd]) == cwd else path
-
     async def _edit_through_editor(self, session_id: str, path: str) -> None:
         """Read with fs/read_text_file, ask, add a comment line, fs/write_text_file."""
         if not (self.client_fs.get("readTextFile") and self.client_fs.get("writeTextFile")):
@@ -389,7 +389,7 @@ class DemoAgent:
         await self._send_update(
             session_id, {**status, "status": "completed" if allowed else "failed"}
         )
-        name = self._name(session_id, path)
+        name = _named(path, self.cwds[session_id])
         reply = f"I added a comment line at the top of `{name}`." if allowed else "I left it alone."
         await self._stream(session_id, "agent_message_chunk", reply)
 
@@ -415,7 +415,7 @@ class DemoAgent:
             {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
              "content": [diff], "locations": locations},
         )  # fmt: skip
-        name = self._name(session_id, path)
+        name = _named(path, self.cwds[session_id])
         await self._stream(session_id, "agent_message_chunk", f"I appended a line to `{name}`.")
 
     async def _run_command(self, session_id: str) -> None:
