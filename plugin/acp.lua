@@ -70,7 +70,7 @@ end, {
   nargs = "?",
   desc = "Take the files back to before turn N (default: the last turn)",
   complete = function(arglead)
-    return require("acp.review").turns_changed(arglead)
+    return require("acp.review").turns_to_restore(arglead)
   end,
 })
 command("AcpTurnDiff", function(args)

@@ -204,6 +204,8 @@ class Host:
                 return self._history(search, query, agent, cwd, params.get("limit") or 50)
             case "choices":  # a setting's choices, left out of its status entry
                 return self.worker.call(app.choices, params["chat"], params["id"])
+            case "restorable":  # :AcpRestore's completion
+                return self.worker.call(app.restorable, params["chat"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":  # acp.export() without on_done: Lua waits, the loop goes on

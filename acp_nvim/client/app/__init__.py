@@ -101,6 +101,7 @@ class App:
         self.baseline = self.reviews.baseline
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
+        self.restorable = self.reviews.restorable
         self.rewind = self.conversations.rewind
         self.pick_branch = self.conversations.pick
         self.edit = self.conversations.edit

@@ -116,6 +116,17 @@ class Reviews:
         for review in list(self.by_chat.values()):
             await review.sync(path)
 
+    def restorable(self, chat_id: int) -> list[int]:
+        """The turns of the chat's shown branch that changed files, newest first
+        (:AcpRestore's completion: numbered as the transcript shows them, which the
+        review's numbers are not once a turn was rewound)."""
+        chat, review = self.ctx.chats.get(chat_id), self.by_chat.get(chat_id)
+        if chat is None or review is None:
+            return []
+        changed = review.turns_changed()
+        shown = enumerate(chat.branches.path, 1)
+        return [number for number, turn in reversed(list(shown)) if turn.review in changed]
+
     async def restore(self, chat_id: int, turn: int | None = None) -> None:
         """Take the project's files back to how they were before ``turn`` of the chat's
         shown branch (default: its last turn); the transcript marks it (the agent is

@@ -466,6 +466,10 @@ class SessionChanges:
             self._publish()
         return sorted(shown_path(path, self.cwd) for path in restored)
 
+    def turns_changed(self) -> set[int]:
+        """The (review) numbers of the turns that changed files."""
+        return {changeset.turn for changeset in self.store.turns() if changeset.files()}
+
     def summary(self) -> dict[str, Any]:
         """Plain data for Lua: ``{turn, files}``, files of every turn, newest first."""
         current = self.store.current

@@ -274,6 +274,23 @@ function M.turns_changed(arglead)
   return turns
 end
 
+--- The turns of the current chat's shown branch that changed files, newest first,
+--- as text starting with `arglead` (:AcpRestore completion). Numbered as the
+--- transcript shows them: the review's numbers (M.turns_changed) go on across a
+--- rewind, the branch's start again.
+---@param arglead string
+---@return string[]
+function M.turns_to_restore(arglead)
+  local chat = state.chat_id()
+  if not (chat and host.running()) then
+    return {}
+  end
+  local turns = vim.tbl_map(tostring, host.request("restorable", { chat = chat }))
+  return vim.tbl_filter(function(turn)
+    return vim.startswith(turn, arglead)
+  end, turns)
+end
+
 -- A buffer loaded after the review state arrived gets its marks too.
 api.nvim_create_autocmd("BufReadPost", {
   group = api.nvim_create_augroup("acp.review", { clear = true }),
