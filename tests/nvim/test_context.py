@@ -75,6 +75,8 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> 
     editor.nvim.command(f"edit {path}")
     editor.nvim.command("2,3AcpAdd")
     assert editor.nvim.buffers[status["input_buf"]][:] == ["@c.lua:2-3 "]
+    editor.nvim.command("AcpAdd")  # one space apart, as typed
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["@c.lua:2-3 @c.lua "]
     editor.lua("require('acp').send(...)", "explain @c.lua:2-3")
     resource = blocks(editor)[1]["resource"]
     assert resource["text"] == "two\nthree"

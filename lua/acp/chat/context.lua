@@ -209,13 +209,14 @@ function M.normalize(item)
   return item
 end
 
---- Put `text` at the end of the chat's input (a space apart from what is there).
+--- Put `text` at the end of the chat's input (a space apart from what is there,
+--- one: a mention ends with the space typing goes on after).
 ---@param chat acp.Chat
 ---@param text string
 function M.insert(chat, text)
   local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
   local last = lines[#lines]
-  lines[#lines] = last == "" and text or (last .. " " .. text)
+  lines[#lines] = (last == "" or last:match("%s$")) and (last .. text) or (last .. " " .. text)
   api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
 end
 
