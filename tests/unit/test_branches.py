@@ -121,6 +121,10 @@ async def test_a_turns_usage_is_the_difference_of_the_reports_around_it() -> Non
     usage = editor.last_status(1)["usage"]
     assert usage["turn"] == {"tokens": 2500, "cost": {"amount": 0.5, "currency": "USD"}}
     assert usage["session"] == usage["turn"]
+    await chat.start_turn("fails")
+    chat.end_turn("error")  # nothing used: its line says no "0 tokens · $0.00"
+    assert list(editor.transcript(1).values())[-1] == ["*— error —*"]
+    assert editor.last_status(1)["usage"]["turn"]["tokens"] == 0
     chat.ready("s2", 1, None)  # another session: its totals start again
     await chat.start_turn("three")
     chat.on_usage(100, 200_000, None)

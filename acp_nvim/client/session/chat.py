@@ -242,7 +242,7 @@ class Chat:
             if files:  # what the turn changed, at its end (Lua adds the review's keys)
                 self._draw(view.changes_op(self.session.new_id("changes"), files))
         spent = self._spend()
-        line = f"{stop_reason} · {view.spent_text(spent)}" if spent else stop_reason
+        line = f"{stop_reason} · {view.spent_text(spent)}" if view.used(spent) else stop_reason
         block = self.session.new_id("turn")
         self._draw(view.notice_op(block, "turn", [f"*— {line} —*"]))
         fields = {"usage": self._usage()} if spent else {}

@@ -37,7 +37,7 @@ __all__ = [
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from acp_nvim.client.editor import (
     AppendOp,
@@ -554,6 +554,11 @@ def spent_sum(total: Spent | None, spent: Spent) -> Spent:
         amount = (base.get("cost") or {}).get("amount", 0.0) + spent["cost"]["amount"]
         summed["cost"] = {"amount": amount, "currency": spent["cost"]["currency"]}
     return summed
+
+
+def used(spent: Spent | None) -> TypeGuard[Spent]:
+    """Whether ``spent`` is anything (a turn the agent failed at once used nothing)."""
+    return spent is not None and bool(spent["tokens"] or spent.get("cost", {}).get("amount"))
 
 
 def spent_text(spent: Spent) -> str:
