@@ -400,9 +400,12 @@ def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
     editor.setup(agents={"crashy": editor.fake_agent("echo")}, default_agent="crashy")
     editor.lua("require('acp').send('are you back')")
     editor.wait_event("AcpTurnEnd")
+    # The fake offers no resume over v1: a new session, told the conversation so far
+    # with the first prompt (the fake echoes its first block, which carries it).
     text = editor.transcript_text()
-    assert text.index("about to crash") < text.index("echo: are you back")
-    assert "A new session begins" in text  # the fake offers no resume over v1
+    told = text.index("crashy starts a new session (agent 'crashy': resuming a session is")
+    assert text.index("about to crash") < told < text.index("echo: This conversation began")
+    assert "<conversation>\n## You\n\ngo\n\n## Agent\n\nabout to crash" in text
 
 
 def test_the_demo_agent_crashed_and_restarted_keeps_the_earlier_turn_as_it_was(

@@ -157,10 +157,7 @@ class Conversations:
     async def _seeded(self, chat: Chat, connection: AgentConnection) -> None:
         """Go on in a new session whose first prompt carries the shown conversation,
         with the chat's settings."""
-        from acp_nvim.client.session.seed import conversation, markdown
-
-        stored = self.ctx.history.conversation(chat)  # (a reopened chat's turns)
-        carried = stored if stored is not None else markdown(conversation(chat.session))
+        carried = self.ctx.history.carried(chat)
         kept = chosen(chat)
         await connection.new_session(chat)
         chat.seed = carried

@@ -214,10 +214,11 @@ class History:
         chat.info(f"*Handed over from chat {source.id} ({source.agent}).*")
 
     def seed(self, chat: Chat, lost: str | None = None) -> None:
-        """A new session begins for ``chat``: if it shows an earlier conversation, its
-        first prompt carries it. The transcript says so, with why the session it
-        had could not go on (``lost``: the agent's error), in one line."""
-        chat.seed = self.conversation(chat)
+        """A new session begins for ``chat``: if it shows a conversation (stored, or
+        its own before a restart whose resume failed), its first prompt carries it.
+        The transcript says so, with why the session it had could not go on
+        (``lost``: the agent's error), in one line."""
+        chat.seed = self.carried(chat)
         why = f" ({lost})" if lost else ""
         if chat.seed is not None:
             chat.info(
@@ -227,14 +228,16 @@ class History:
         elif lost:
             chat.info(f"*A new session begins{why}.*")
 
-    def conversation(self, chat: Chat) -> str | None:
-        """The conversation ``chat`` shows as Markdown, for a session that does not know
-        it, when it shows stored turns (its model holds only its own); else None."""
+    def carried(self, chat: Chat) -> str | None:
+        """The conversation ``chat`` shows as Markdown, for a session that does not
+        know it: the stored chat's where it shows stored turns (its model holds only
+        its own), else its model's; None when nothing was said."""
         from acp_nvim.client.history._blocks import markdown
+        from acp_nvim.client.session import seed
 
         record = self._records.get(chat.id)
         if record is None or not any(turn.first is not None for turn in chat.branches.path):
-            return None
+            return seed.markdown(seed.conversation(chat.session))
         return markdown(record.row(), record.blocks(), diffs=False)
 
     async def markdown(self, chat_id: int | None, history_id: int | None = None) -> str | None:

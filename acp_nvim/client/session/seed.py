@@ -3,7 +3,8 @@
 A session that does not know a conversation is told it with its first prompt: a
 chat rewound where the agent cannot fork at a message, a branch picked again after
 the agent lost its session, a reopened chat whose agent cannot load its session, a
-chat handed over to another agent. The conversation, as Markdown, goes as an
+chat restarted whose agent cannot resume its session, a chat handed over to another
+agent. The conversation, as Markdown, goes as an
 embedded resource where the agent takes embedded context, else as text, before what
 the user typed. ``Chat.seed`` holds it until ``sessions.prompt_blocks`` takes it.
 
