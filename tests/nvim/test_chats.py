@@ -169,6 +169,33 @@ def test_acpedit_resends_from_before_the_last_turn(editor: Editor) -> None:
     editor.wait(f"vim.fn.readfile({str(a)!r})[1] == 'a0'", what="a.txt back to a0")
 
 
+def test_an_earlier_prompt_put_back_keeps_what_you_were_typing(editor: Editor) -> None:
+    """:AcpEdit (and <Up>) put an earlier prompt in the input over what you were
+    typing: that text waits past the newest prompt (<Down>), and comes back once the
+    earlier prompt is sent."""
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('first')")
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.input("ia draft<Esc>")
+    wait_input(editor, ["a draft"])
+    editor.nvim.command("AcpEdit")
+    wait_input(editor, ["first"])
+    editor.nvim.input("A<Down>")  # past the newest prompt: the draft
+    wait_input(editor, ["a draft"])
+    editor.nvim.input("<Esc>")
+    editor.nvim.command("AcpEdit")
+    wait_input(editor, ["first"])
+    editor.nvim.input("A again<Esc><CR>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "echo: first again" in editor.transcript_text()
+    wait_input(editor, ["a draft"])
+    # The same from <Up>: the old prompt sent, the draft back.
+    editor.nvim.input("ccanother draft<Up><Esc><CR>")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_input(editor, ["another draft"])
+
+
 def test_acpedit_without_a_prompt_says_so(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
     editor.open_chat()

@@ -717,7 +717,7 @@ M.ops = {
   end,
   edit = function(batch, op)
     local chat = batch.chat
-    api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(op.text, "\n", { plain = true }))
+    prompt_history.recall(chat, op.text)
     chat.editing = op.turn
     layout.show(chat)
   end,

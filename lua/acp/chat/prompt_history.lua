@@ -151,12 +151,20 @@ function store()
 end
 
 --- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
---- merged it into the file (see `store`), WRITE_AFTER_MS later.
+--- merged it into the file (see `store`), WRITE_AFTER_MS later. Sent from the walk
+--- through the history (<Up>, :AcpEdit), the text typed before the walk comes back
+--- to the input: sending an earlier prompt never costs what you were writing.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
   local history = of(chat)
+  local draft = history.index and history.draft
   history.index, history.draft = nil, nil
+  if draft and (#draft > 1 or draft[1] ~= "") then
+    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+    local empty = #lines == 1 and lines[1] == ""
+    api.nvim_buf_set_lines(chat.input, empty and 0 or -1, -1, false, draft)
+  end
   if history.entries[#history.entries] ~= text then
     table.insert(history.entries, text)
   end
@@ -214,6 +222,31 @@ function M.step(chat, step)
     api.nvim_win_set_cursor(win, { row, step < 0 and 0 or #lines[row] })
   end
   return true
+end
+
+--- Put `text`, a prompt sent before (:AcpEdit), in the input as <Up> would have: what
+--- was typed is set aside, for <Down> past the newest prompt to bring back, and
+--- comes back by itself once the prompt is sent (M.add).
+---@param chat acp.Chat
+---@param text string
+function M.recall(chat, text)
+  local history = of(chat)
+  if not history.index then
+    history.draft = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  end
+  local index
+  for i = #history.entries, 1, -1 do
+    if history.entries[i] == text then
+      index = i
+      break
+    end
+  end
+  if not index then -- a stored chat's prompt, sent from elsewhere
+    table.insert(history.entries, text)
+    index = #history.entries
+  end
+  history.index = index
+  api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
 end
 
 --- Map keys.input.prev_prompt/next_prompt (<Up>/<Down>) in the input: on its
