@@ -392,6 +392,18 @@ def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None
     assert "You said: *hello*" in editor.transcript_text()
 
 
+def test_a_chat_of_an_unknown_agent_says_why_in_it(editor: Editor) -> None:
+    """:AcpChat with a name no agent has: the chat shows the error (it stood at
+    "starting" for good), and what was typed for it goes back to its input."""
+    editor.setup()
+    editor.lua("require('acp').open({agent = 'nope'}); require('acp').send('hello?')")
+    editor.wait_event("AcpError")
+    editor.wait("require('acp').status().state == 'error'")
+    assert "**Error:** unknown agent 'nope' (configured: " in editor.transcript_text()
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'hello?'")
+
+
 def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
     editor.setup(agents={"crashy": editor.fake_agent("crash_mid_turn")}, default_agent="crashy")
     editor.open_chat()

@@ -92,11 +92,8 @@ class ChatLifecycle:
             return
         try:
             name, agent_config = self.pool.agent_config(agent)
-        except ConfigError as err:
-            self.ctx.editor.notify(str(err))
-            self.ctx.editor.emit("AcpError", {"chat": chat_id, "message": str(err)})
-            for prompt in self.queue.forget(chat_id):
-                self.queue.return_input(chat_id, prompt.text)
+        except ConfigError as err:  # an agent not configured: the chat says so
+            self._refuse(chat_id, agent or "?", cwd, str(err))
             return
         source = self.ctx.chats.get(handoff) if handoff is not None else None
         try:
@@ -124,7 +121,11 @@ class ChatLifecycle:
 
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
         """Open chat ``chat_id`` failed with ``why``: what was sent to it goes back."""
-        chat = self._new_chat(chat_id, agent, Workspace(cwd))
+        self._fail(self._new_chat(chat_id, agent, Workspace(cwd)), why)
+
+    def _fail(self, chat: Chat, why: str) -> None:
+        """``chat`` cannot start: it shows ``why``, and what was sent to it goes back
+        to its input."""
         chat.fail(why)
         self.queue.give_back(chat)
 
@@ -163,12 +164,12 @@ class ChatLifecycle:
         if chat.id in self._opening:
             return  # starting already
         if self.ctx.config_error is not None:
-            chat.fail(self.ctx.config_error)
+            self._fail(chat, self.ctx.config_error)
             return
         try:
             name, agent_config = self.pool.agent_config(chat.agent)
         except ConfigError as err:
-            chat.fail(str(err))
+            self._fail(chat, str(err))
             return
         old = self.pool.agent_of.get(chat_id)
         # The other chats of its process go along: restarted with it, not failed.
