@@ -305,6 +305,25 @@ def test_without_room_beside_another_agents_chat_takes_the_windows(editor: Edito
     assert [c["agent"] for c in editor.lua("return require('acp').chats()")] == ["one", "two"]
 
 
+def test_a_third_agents_chat_beside_two_takes_a_window_without_squeezing_one(
+    editor: Editor,
+) -> None:
+    """Room beside one chat is not room beside two: the third takes the windows of
+    the chat it replaces (it took the first's window down to one column)."""
+    agents = {name: editor.fake_agent("echo") for name in ("one", "two", "three")}
+    editor.setup(agents=agents, default_agent="one", chat={"width": 60})
+    editor.lua("vim.o.columns = 150")  # room for two chats of 60 columns and the rest
+    first = editor.open_chat()["chat"]
+    second = editor.open_chat("two")["chat"]
+    assert shown(editor, first) and shown(editor, second)
+    third = editor.open_chat("three")["chat"]
+    assert shown(editor, third) and [shown(editor, first), shown(editor, second)].count(True) == 1
+    widths = editor.lua(
+        "return vim.tbl_map(vim.api.nvim_win_get_width, vim.api.nvim_tabpage_list_wins(0))"
+    )
+    assert min(widths) >= 20, widths
+
+
 def test_switching_to_a_hidden_chat_from_the_picker_shows_it_in_the_windows(
     editor: Editor,
 ) -> None:

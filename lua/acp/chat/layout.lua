@@ -285,15 +285,22 @@ function M.show(chat)
   api.nvim_set_current_win(input)
 end
 
---- Whether a second pair fits beside a shown one: in its own tab page, or at the
---- side with 20 columns left for the rest (a window squeezed to nothing is of no use).
+--- Whether one more pair fits beside those the tab page shows: in its own tab page,
+--- or at the side with 20 columns left for the rest (a window squeezed to nothing
+--- is of no use: a third chat took a first one's window down to one column).
 function M.room_beside()
   local position = config.options.chat.position
   if position == "tab" then
     return true
   end
+  local shown = 0
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if vim.startswith(api.nvim_buf_get_name(api.nvim_win_get_buf(win)), "acp://chat/") then
+      shown = shown + 1
+    end
+  end
   local width = dimensions()
-  return (position == "right" or position == "left") and vim.o.columns - 2 * (width + 1) >= 20
+  return (position == "right" or position == "left") and vim.o.columns - (shown + 1) * (width + 1) >= 20
 end
 
 --- A new session takes over the windows that show chat `old`; false when none do.
