@@ -8,7 +8,9 @@ import pytest
 from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
+    ChangesPart,
     DiffPart,
+    FileOp,
     Location,
     MessagePatch,
     Session,
@@ -179,13 +181,15 @@ def test_files_in_the_session_directory_are_named_relative_to_it() -> None:
     editor = RecordingEditor()
     chat = Chat(1, "demo", editor, Workspace("/p"))
     chat.ready("s", 1, "Demo")
-    content = [DiffPart("/p/src/a.py", "a\n", "b\n"), DiffPart("/etc/b.conf", None, "x\n")]
+    moved = ChangesPart([FileOp("move", "/p/b.md", old_path="/p/a.md")])  # v2's changes
+    content = [DiffPart("/p/src/a.py", "a\n", "b\n"), DiffPart("/etc/b.conf", None, "x\n"), moved]
     locations = [Location("/p/src/a.py", 3), Location("/pp/c.py")]
     chat.on_tool_call(ToolCallPatch("t1", title="Edit", kind="edit", content=content,
                                     locations=locations))  # fmt: skip
     lines = editor.transcript(1)["t1"]
     assert lines[3:6] == ["diff --git src/a.py src/a.py", "--- src/a.py", "+++ src/a.py"]
     assert "diff --git /etc/b.conf /etc/b.conf" in lines and "+++ /etc/b.conf" in lines
+    assert "**moved** a.md → b.md" in lines
     assert lines[-2:] == ["→ src/a.py:3", "→ /pp/c.py"]
     # Lua is given the full paths (<CR> opens the file).
     [op] = [op for op in editor.ops[1] if op.get("id") == "t1"]

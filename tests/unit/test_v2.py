@@ -247,18 +247,19 @@ async def test_structured_diff_rendered_per_file(raw_peer, serving) -> None:
         await client.barrier()
     lines = client.blocks()["e1"]
     text = "\n".join(lines)
-    assert "**modified** /w/a.txt\n```diff\ndiff --git /w/a.txt /w/a.txt" in text
+    # Named in the session's directory (/w); each file's patch as the agent sent it.
+    assert "**modified** a.txt\n```diff\ndiff --git /w/a.txt /w/a.txt" in text
     assert "-old\n+new\n```" in text
-    assert "**added** /w/new.txt\n```diff\ndiff --git /w/new.txt /w/new.txt\nnew file mode" in text
-    assert "**deleted** /w/gone.txt" in text
-    assert "**moved** /w/x.md → /w/y.md" in text
-    assert "**copied** /w/c1 → /w/c2" in text
-    assert "**modified** /w/logo.png (binary)" in text
-    assert "**modified** /w/link (symlink)" in text
-    assert "**added** /w/dir (directory)" in text
-    assert "**_splice** /w/odd" in text  # an unknown operation is listed as is
+    assert "**added** new.txt\n```diff\ndiff --git /w/new.txt /w/new.txt\nnew file mode" in text
+    assert "**deleted** gone.txt" in text
+    assert "**moved** x.md → y.md" in text
+    assert "**copied** c1 → c2" in text
+    assert "**modified** logo.png (binary)" in text
+    assert "**modified** link (symlink)" in text
+    assert "**added** dir (directory)" in text
+    assert "**_splice** odd" in text  # an unknown operation is listed as is
     # Patch-less changes have no diff block of their own.
-    assert lines[lines.index("**deleted** /w/gone.txt") + 1].startswith("**")
+    assert lines[lines.index("**deleted** gone.txt") + 1].startswith("**")
 
 
 # -- terminals -----------------------------------------------------------------------

@@ -335,7 +335,7 @@ def _content_lines(part: ContentPart, cwd: str) -> list[str]:
     if isinstance(part, DiffPart):
         return list(_diff_lines(shown_path(part.path, cwd), part.old_text, part.new_text))
     if isinstance(part, ChangesPart):
-        return _changes_lines(part)
+        return _changes_lines(part, cwd)
     return _terminal_lines(part.terminal_id, None)
 
 
@@ -375,8 +375,9 @@ _OPERATIONS = {
 }
 
 
-def _changes_lines(part: ChangesPart) -> list[str]:
-    """One header per changed file, each followed by its section of the patch.
+def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
+    """One header per changed file (named as :func:`shown_path` names it), each
+    followed by its section of the patch, which is the agent's text as sent.
 
     Changes with no text (binary, symlink, directory, or no patch at all) get
     the header only; a patch in a format we do not know is shown as is.
@@ -385,7 +386,8 @@ def _changes_lines(part: ChangesPart) -> list[str]:
     lines: list[str] = []
     for change in part.changes:
         what = _OPERATIONS.get(change.operation, change.operation)
-        where = f"{change.old_path} → {change.path}" if change.old_path else change.path
+        path = shown_path(change.path, cwd)
+        where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
         kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
         lines.append(f"**{what}** {where}{kind}")
         section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
