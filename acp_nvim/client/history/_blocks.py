@@ -305,7 +305,7 @@ def _tool_markdown(
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
-            lines += [f"- {c.operation} {c.path}" for c in part.changes]
+            lines += [f"- {c.operation} {shown_path(c.path, cwd)}" for c in part.changes]
             if diffs and part.patch:
                 fence = _fence(part.patch)
                 lines += ["", fence[0] + "diff", *fence[1:]]
