@@ -114,8 +114,9 @@ def reply(text: str, words: set[str]) -> str:
         '```python\ndef greet(name: str) -> str:\n    return f"Hello, {name}!"\n```\n\n'
         "Type `help` to see what else I can do."
     )
-    if "long" in words:
-        answer += "\n\n" + " ".join(f"word{i}" for i in range(2000))
+    if "long" in words:  # 2,000 words in paragraphs of 40, as a model writes them
+        paragraphs = (" ".join(f"word{i}" for i in range(p, p + 40)) for p in range(0, 2000, 40))
+        answer += "\n\n" + "\n\n".join(paragraphs)
     return answer
 
 
