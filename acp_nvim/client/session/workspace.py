@@ -10,7 +10,7 @@ status). Plain data: the git work of a worktree is ``services.worktrees``.
 
 from __future__ import annotations
 
-__all__ = ["Workspace", "Worktree", "shown_path", "under"]
+__all__ = ["Workspace", "Worktree", "shown_path"]
 
 import os
 
@@ -19,7 +19,7 @@ import msgspec
 from acp_nvim.client.editor import StatusFields
 
 
-def under(path: str, top: str) -> str | None:
+def _under(path: str, top: str) -> str | None:
     """``path`` relative to directory ``top`` when it lies in it, else None."""
     rel = os.path.relpath(os.path.normpath(path), top)
     return None if rel == ".." or rel.startswith(".." + os.sep) else rel
@@ -28,7 +28,7 @@ def under(path: str, top: str) -> str | None:
 def shown_path(path: str, cwd: str) -> str:
     """How a file is named to the user: relative to the session's directory ``cwd``
     where it lies in it, else in full."""
-    return under(path, cwd) or path
+    return _under(path, cwd) or path
 
 
 class Worktree(msgspec.Struct, frozen=True):
@@ -43,12 +43,12 @@ class Worktree(msgspec.Struct, frozen=True):
 
     def user_path(self, path: str) -> str | None:
         """The user's file that ``path`` of the worktree stands for; None outside it."""
-        rel = under(path, self.path)
+        rel = _under(path, self.path)
         return None if rel is None else os.path.normpath(os.path.join(self.project, rel))
 
     def agent_path(self, path: str) -> str | None:
         """The worktree's copy of the user's file ``path``; None outside the project."""
-        rel = under(path, self.project)
+        rel = _under(path, self.project)
         return None if rel is None else os.path.normpath(os.path.join(self.path, rel))
 
 
