@@ -5,7 +5,8 @@ chat rewound where the agent cannot fork at a message, a branch picked again aft
 the agent lost its session, a reopened chat whose agent cannot load its session, a
 chat restarted whose agent cannot resume its session, a chat handed over to another
 agent. The conversation, as Markdown, goes as an embedded resource where the agent
-takes embedded context, else as text, before what the user typed. ``Chat.seed`` holds it until ``sessions.prompt_blocks`` takes it.
+takes embedded context, else as text, before what the user typed. ``Chat.seed``
+holds it until ``sessions.prompt_blocks`` takes it.
 
 Pure: :func:`conversation` reads the user's prompts and the agent's replies out of
 the session model, :func:`markdown` writes them (the history writes its stored
