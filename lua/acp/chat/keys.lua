@@ -157,6 +157,9 @@ end
 function M.hint_review(chat)
   api.nvim_buf_clear_namespace(chat.transcript, hint_ns, 0, -1)
   local summary = has_open_hunk(chat) and newest_summary(chat)
+  if not summary then
+    return
+  end
   local hint = {}
   for _, key in ipairs({ { "review", "review" }, { "accept_all", "accept all" }, { "reject_all", "reject all" } }) do
     local lhs = keys.lhs("chat", key[1])
@@ -164,7 +167,7 @@ function M.hint_review(chat)
       table.insert(hint, ("%s %s"):format(keys.typed(lhs), key[2]))
     end
   end
-  if not summary or #hint == 0 then
+  if #hint == 0 then
     return
   end
   api.nvim_buf_set_extmark(chat.transcript, hint_ns, blocks.start_row(chat.transcript, summary), 0, {
