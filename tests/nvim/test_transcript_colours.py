@@ -253,3 +253,23 @@ def test_a_turns_garbage_is_collected_once_it_ends_if_it_is_worth_it(editor: Edi
     turn("hi", 3)
     editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")
     assert editor.lua("return collectgarbage('count')") < before - 2048
+
+
+def test_a_block_that_lost_its_row_is_drawn_plain_and_reported_once(editor: Editor) -> None:
+    """Seen once: a block without its row made the screen's decoration provider fail,
+    and Neovim stopped at a hit-enter prompt (no request answered) on that redraw and
+    the next. Now those rows are drawn plain, one notice names the block, and Neovim
+    goes on."""
+    status, win = chat_with_a_long_transcript(editor)
+    screen = Screen.of(editor)
+    editor.lua(
+        "local chat = require('acp.chat.registry').get(); local blocks = require('acp.chat.blocks')"
+        " local block = chat.blocks.by_id['t']"
+        " vim.api.nvim_buf_del_extmark(chat.transcript, blocks.ns, block.mark); blocks.moved(chat.blocks)"
+    )
+    for _ in range(2):
+        seen(editor, screen, win)
+        assert editor.lua("return vim.api.nvim_get_mode()") == {"mode": "n", "blocking": False}
+    editor.wait("#_G.acp_notices > 0", what="the notice")
+    [notice] = editor.lua("return _G.acp_notices")
+    assert "drawn plain where its blocks are lost: transcript block #2 (tool" in notice["msg"]

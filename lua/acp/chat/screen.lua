@@ -11,6 +11,7 @@
 if jit then jit.off(true, true) end -- decision 0068
 local blocks_of = require("acp.chat.blocks")
 local tools = require("acp.chat.tools")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -120,17 +121,44 @@ local function on_end()
   current.buf, current.blocks, current.block = nil, nil, nil
 end
 
+-- Whether a transcript that could not tell a row's block was reported (once).
+local reported = false
+
+--- The block of 0-based `row` with its rows [first, last), or nil.
+local function find(buf, blocks, row)
+  local _, block, first = blocks_of.block_at(buf, blocks, row)
+  if block then
+    return block, first, select(2, blocks_of.rows(buf, blocks, block))
+  end
+end
+
+--- `find`, where the blocks cannot tell (a block lost its row) nil: that row is
+--- drawn plain, and it is reported once. An error in a decoration provider would
+--- stop Neovim at a hit-enter prompt on this redraw, and on the next.
+local function locate(buf, blocks, row)
+  local ok, block, first, last = pcall(find, buf, blocks, row)
+  if ok then
+    return block, first, last
+  end
+  if not reported then
+    reported = true
+    vim.schedule(function()
+      util.notify("the transcript is drawn plain where its blocks are lost: " .. tostring(block), "warn")
+    end)
+  end
+end
+
 local function on_line(_, _, buf, row)
   local c = current
   if c.buf ~= buf then
     return
   end
   if not (c.block and row >= c.first and row < c.last) then
-    local _, block, first = blocks_of.block_at(buf, c.blocks, row)
+    local block, first, last = locate(buf, c.blocks, row)
     if not block then
       return
     end
-    c.block, c.first, c.last = block, first, select(2, blocks_of.rows(buf, c.blocks, block))
+    c.block, c.first, c.last = block, first, last
   end
   if row >= c.last then -- the separator row before the next block
     return
