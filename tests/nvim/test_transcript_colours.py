@@ -260,7 +260,7 @@ def test_a_block_that_lost_its_row_is_drawn_plain_and_reported_once(editor: Edit
     and Neovim stopped at a hit-enter prompt (no request answered) on that redraw and
     the next. Now those rows are drawn plain, one notice names the block, and Neovim
     goes on."""
-    status, win = chat_with_a_long_transcript(editor)
+    _, win = chat_with_a_long_transcript(editor)
     screen = Screen.of(editor)
     editor.lua(
         "local chat = require('acp.chat.registry').get(); local blocks = require('acp.chat.blocks')"
