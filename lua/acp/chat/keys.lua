@@ -123,20 +123,6 @@ function M.map(chat, actions)
   end
 end
 
---- Whether a hunk of `chat`'s review waits for a decision.
----@param chat acp.Chat
-local function has_open_hunk(chat)
-  local review = review_state.by_chat[chat.id]
-  for _, file in ipairs(review and review.files or {}) do
-    for _, hunk in ipairs(file.hunks) do
-      if review_state.is_open(hunk) then
-        return true
-      end
-    end
-  end
-  return false
-end
-
 --- The newest change summary (a `changes` block) in view in `chat`'s transcript.
 ---@param chat acp.Chat
 ---@return acp.Block?
@@ -156,7 +142,7 @@ end
 ---@param chat acp.Chat
 function M.hint_review(chat)
   api.nvim_buf_clear_namespace(chat.transcript, hint_ns, 0, -1)
-  local summary = has_open_hunk(chat) and newest_summary(chat)
+  local summary = review_state.open_hunks(chat.id) > 0 and newest_summary(chat)
   if not summary then
     return
   end

@@ -23,16 +23,9 @@ end
 ---@param chat acp.Chat
 ---@return integer
 function M.waiting(chat)
-  local review = state.by_chat[chat.id]
-  local count = 0
-  for _, file in ipairs(review and review.files or {}) do
-    if file.source then
-      for _, hunk in ipairs(file.hunks) do
-        count = count + (state.is_open(hunk) and 1 or 0)
-      end
-    end
-  end
-  return count
+  return state.open_hunks(chat.id, function(file)
+    return file.source
+  end)
 end
 
 --- `path` as a file name of `chat`: `~` and variables expanded, a relative one in

@@ -63,13 +63,7 @@ local function compose(chat)
     end
     rows[#lines] = entry
   end
-  local open = 0
-  for _, file in ipairs(review.files) do
-    for _, hunk in ipairs(file.hunks) do
-      open = open + (state.is_open(hunk) and 1 or 0)
-    end
-  end
-  add(heading(open), "AcpReviewHunk")
+  add(heading(state.open_hunks(chat)), "AcpReviewHunk")
   if #review.files == 0 then
     add("No changes by the agent yet.", "AcpReviewDecided")
   end

@@ -38,6 +38,24 @@ function M.is_open(hunk)
   return hunk.status == "pending" or hunk.status == "conflict"
 end
 
+--- How many hunks of chat `chat`'s review wait for a decision: of every file, or of
+--- those `of_file` keeps.
+---@param chat integer
+---@param of_file? fun(file: acp.ReviewFile): any
+---@return integer
+function M.open_hunks(chat, of_file)
+  local review = M.by_chat[chat]
+  local count = 0
+  for _, file in ipairs(review and review.files or {}) do
+    if not of_file or of_file(file) then
+      for _, hunk in ipairs(file.hunks) do
+        count = count + (M.is_open(hunk) and 1 or 0)
+      end
+    end
+  end
+  return count
+end
+
 --- The chat the API acts on: the current one, else the newest with changes.
 ---@return integer?
 function M.chat_id()
