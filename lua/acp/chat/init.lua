@@ -545,16 +545,7 @@ end
 
 --- Put text that was not handed over back in the input (after what is there).
 local function give_back(chat, text)
-  if not api.nvim_buf_is_valid(chat.input) then
-    return
-  end
-  local lines = vim.split(text, "\n", { plain = true })
-  local current = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-  if #current == 1 and current[1] == "" then
-    api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
-  else
-    api.nvim_buf_set_lines(chat.input, -1, -1, false, lines)
-  end
+  prompt_history.give_back(chat, vim.split(text, "\n", { plain = true }))
 end
 
 --- Start again, in place, a chat whose Python side failed before its session

@@ -150,6 +150,19 @@ function store()
   merged:queue(file(), take(), LIMIT, "")
 end
 
+--- Put `lines` back in the chat's input: in place of an empty one, else after what
+--- is there (nothing typed is written over).
+---@param chat acp.Chat
+---@param lines string[]
+function M.give_back(chat, lines)
+  if not api.nvim_buf_is_valid(chat.input) then
+    return
+  end
+  local current = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local empty = #current == 1 and current[1] == ""
+  api.nvim_buf_set_lines(chat.input, empty and 0 or -1, -1, false, lines)
+end
+
 --- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
 --- merged it into the file (see `store`), WRITE_AFTER_MS later. Sent from the walk
 --- through the history (<Up>, :AcpEdit), the text typed before the walk comes back
@@ -161,9 +174,7 @@ function M.add(chat, text)
   local draft = history.index and history.draft
   history.index, history.draft = nil, nil
   if draft and (#draft > 1 or draft[1] ~= "") then
-    local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-    local empty = #lines == 1 and lines[1] == ""
-    api.nvim_buf_set_lines(chat.input, empty and 0 or -1, -1, false, draft)
+    M.give_back(chat, draft)
   end
   if history.entries[#history.entries] ~= text then
     table.insert(history.entries, text)
