@@ -457,8 +457,8 @@ class Editor(Protocol):
             WriteError: the save failed (a full disk); nothing changed.
         """
 
-    async def reload_buffers(self, paths: list[str]) -> list[str]:
-        """Reload the buffers of ``paths`` from disk; returns those with unsaved edits (kept)."""
+    async def reload_buffers(self, paths: list[str]) -> None:
+        """Reload the buffers of ``paths`` that hold no unsaved edits from disk."""
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
         """Delete the buffer of ``path`` (its file is gone) if it is still at ``tick``.

@@ -504,10 +504,9 @@ class NvimEditor:
             raise WriteError(str(result.get("error")))
         return None if result is False or result is None else int(result)
 
-    async def reload_buffers(self, paths: list[str]) -> list[str]:
-        if not paths:
-            return []
-        return list(await self.call_lua("return require('acp.editor.buffers').reload(...)", paths))
+    async def reload_buffers(self, paths: list[str]) -> None:
+        if paths:
+            await self.call_lua("require('acp.editor.buffers').reload(...)", paths)
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
         delete = "return require('acp.editor.buffers').delete(...)"

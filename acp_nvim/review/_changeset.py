@@ -216,6 +216,18 @@ class ReviewStore:
         self._agent_view[key] = agent_text
         return outcome
 
+    def write_behind(
+        self, path: str, disk_before: str, disk_now: str, *, editor_text: str, kind: FileKind
+    ) -> WriteOutcome:
+        """The agent changed the file of a buffer holding unsaved text on disk, from
+        ``disk_before`` to ``disk_now``: that change merged into ``editor_text`` as
+        :meth:`write` merges a write (the user's lines stay on a clash, the agent's
+        wait in a conflict hunk). The review then follows the buffer's text."""
+        merged = merge3(disk_before, editor_text, disk_now)
+        change = self.record(path, editor_text, merged.text, kind)
+        self._agent_view[change.path] = disk_now
+        return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
+
     def merged(
         self, path: str, agent_text: str, *, editor_text: str | None, unseen: str | None = None
     ) -> str:

@@ -182,15 +182,11 @@ class RecordingEditor:
             buffer.seen = _stat(path)
         return state.tick
 
-    async def reload_buffers(self, paths: list[str]) -> list[str]:
-        dirty = []
+    async def reload_buffers(self, paths: list[str]) -> None:
         for path in paths:
             buffer = self.buffers.get(path)
-            if buffer is not None and buffer.state.modified:
-                dirty.append(path)
-            elif buffer is not None and os.path.exists(path):
+            if buffer is not None and not buffer.state.modified and os.path.exists(path):
                 self.open_buffer(path, tick=buffer.state.tick + 1)
-        return dirty
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
         buffer = self.buffers.get(path)

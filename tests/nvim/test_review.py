@@ -84,6 +84,34 @@ def test_direct_disk_edit_shows_in_acp_review_and_is_rejected_with_a_key(
     assert lines(editor, buf) == ["x = 1", "y = 2"]
 
 
+def test_a_disk_edit_behind_unsaved_text_lands_in_the_buffer_and_is_rejected_there(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Decision 0015, amended: the buffer gets the agent's lines beside the user's
+    unsaved ones (no W12 question, nothing saved), marked as the agent's; rejecting
+    takes them out of buffer and file, and the user's line stays unsaved."""
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'x = 100  # mine'})", buf)
+    run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 2\nz = 3\n"}}])
+    assert lines(editor, buf) == ["x = 100  # mine", "y = 2", "z = 3"]
+    assert editor.lua("return vim.bo[...].modified", buf) is True
+    assert path.read_text() == "x = 1\ny = 2\nz = 3\n"
+    assert marks(editor, buf) == [2]
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert any("the agent's change is in your buffer too" in n for n in notices), notices
+    # Neovim took the file's new time as seen: a check asks nothing, reloads nothing.
+    editor.nvim.command(f"checktime {buf}")
+    assert lines(editor, buf)[0] == "x = 100  # mine"
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert lines(editor, buf) == ["x = 100  # mine", "y = 2"]
+    assert path.read_text() == "x = 1\ny = 2\n"
+    assert editor.lua("return vim.bo[...].modified", buf) is True
+    assert marks(editor, buf) == []
+
+
 def test_neovims_own_directories_in_the_project_stay_out_of_the_review(
     editor: Editor, tmp_path: Path
 ) -> None:

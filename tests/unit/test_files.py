@@ -307,7 +307,56 @@ async def test_turn_scan_finds_unnamed_disk_changes_and_reloads_clean_buffers(
     assert editor.buffers[str(path)].state.lines == ["new"]  # reloaded
 
 
-async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
+async def test_a_change_on_disk_is_merged_into_a_buffers_unsaved_text(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    """Decision 0015, amended: the agent's own write of a file whose buffer holds
+    unsaved text lands in the buffer too (not saved), beside the user's lines, and
+    the review follows the buffer: rejecting takes the agent's line out of both."""
+    changes, editor = session
+    path = tmp_path / "c.txt"
+    path.write_text("a\nb\nc\n")
+    await changes.begin_turn()
+    editor.open_buffer(str(path), ["mine", "b", "c"], modified=True)
+    path.write_text("a\nb\nc\nagent\n")
+    changes.on_tool_call(ToolCall("t", status="completed", locations=[Location(str(path))]))
+    await changes.end_turn()
+    buffer = editor.buffers[str(path)].state
+    assert buffer.lines == ["mine", "b", "c", "agent"] and buffer.modified
+    assert path.read_text() == "a\nb\nc\nagent\n"  # the user's line is theirs to save
+    assert hunks(changes) == [("c.txt", "pending", ["+agent"])]
+    assert "the agent's change is in your buffer too" in editor.notices[-1][1]
+    await changes.decide("reject")
+    assert editor.buffers[str(path)].state.lines == ["mine", "b", "c"]
+    assert path.read_text() == "a\nb\nc\n"
+    assert hunks(changes) == [("c.txt", "rejected", ["+agent"])]
+
+
+async def test_a_second_change_on_disk_merges_against_the_first_not_the_buffer(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    """The review follows the buffer once a change is merged into it: the next change
+    on disk is taken against what the first left on disk, so the user's unsaved
+    lines (typed before and between) are never taken for the agent's removals."""
+    changes, editor = session
+    path = tmp_path / "c.txt"
+    path.write_text("a\nb\n")
+    await changes.begin_turn()
+    editor.open_buffer(str(path), ["mine", "b"], modified=True)
+    path.write_text("a\nb\nA\n")
+    changes.on_tool_call(ToolCall("t1", status="completed", locations=[Location(str(path))]))
+    await changes.check()
+    editor.open_buffer(str(path), ["mine", "more of mine", "b", "A"], modified=True)
+    path.write_text("a\nb\nA\nB\n")
+    changes.on_tool_call(ToolCall("t2", status="completed", locations=[Location(str(path))]))
+    await changes.end_turn()
+    assert editor.buffers[str(path)].state.lines == ["mine", "more of mine", "b", "A", "B"]
+    await changes.decide("reject")
+    assert editor.buffers[str(path)].state.lines == ["mine", "more of mine", "b"]
+    assert path.read_text() == "a\nb\n"
+
+
+async def test_a_change_on_disk_clashing_with_unsaved_text_leaves_it_a_conflict(
     session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
 ) -> None:
     changes, editor = session
@@ -319,9 +368,9 @@ async def test_unsaved_buffer_is_not_reloaded_and_the_user_is_told(
     editor.open_buffer(str(path), ["mine"], modified=True)
     path.write_text("v2\n")
     await changes.end_turn()
-    assert hunks(changes) == [("c.txt", "pending", ["-v1", "+v2"])]  # from oldText
+    assert hunks(changes) == [("c.txt", "conflict", ["-mine", "+v2"])]  # base from oldText
     assert editor.buffers[str(path)].state.lines == ["mine"]
-    assert "unsaved edits" in editor.notices[-1][1]
+    assert "your text was kept" in editor.notices[-1][1]
 
 
 @pytest.mark.parametrize("watched", [True, False], ids=["watched", "scanned"])

@@ -374,12 +374,7 @@ class SessionChanges:
         changed = await self.disk.changed(named)
         if not changed:
             return
-        for path in await self.editor.reload_buffers(changed):
-            self.editor.notify(
-                f"{shown_path(path, self.cwd)} changed on disk; your buffer has unsaved edits "
-                "and was not reloaded",
-                "warn",
-            )
+        await self.editor.reload_buffers(changed)  # those with unsaved edits: see DiskChanges
         self._publish(changed)
 
     # -- review ----------------------------------------------------------------------
@@ -530,12 +525,15 @@ class SessionChanges:
 
     async def _document(self, path: str, disk: bool) -> Document:
         """``path`` as a decision meets it, the user's edits folded into the review;
-        ``disk``: a change the agent made on disk, decided against the file when the
-        buffer holds unsaved text (that text is not the disk's)."""
+        ``disk``: a change the agent made on disk, decided against the file where the
+        review follows the file, not the buffer's unsaved text (a change that could
+        not be merged into it: see DiskChanges)."""
         doc = await files.load(self.editor, path)
-        if disk and doc.buffer is not None and doc.buffer.modified:
-            doc = await anyio.to_thread.run_sync(files.read_disk, path)
         latest = self._latest(path).file(path)
+        if disk and doc.buffer is not None and doc.buffer.modified:
+            on_disk = await anyio.to_thread.run_sync(files.read_disk, path)
+            if on_disk.text == latest.current:
+                doc = on_disk
         if doc.text != latest.current:
             latest.user_edit(doc.text)
         return doc

@@ -18,6 +18,9 @@ tool call's ``oldText`` (whole file, or a fragment found once in the new text)
 or its v2 ``git_patch`` taken back (then the change is of kind ``patch``); its
 git index entry when it was clean at turn start.
 doc/decisions/0005-review-baselines.md explains why.
+
+A change to a file whose buffer holds unsaved edits is merged into that buffer, as
+an agent write through the editor is (decision 0015, amended).
 """
 
 from __future__ import annotations
@@ -48,14 +51,16 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from acp_nvim.client.editor import Editor
+from acp_nvim.client.editor import BufferState, Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.files import FileError
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.text import split_text
 from acp_nvim.review import (
+    FileKind,
     FilePatch,
     PatchError,
     ReviewStore,
@@ -457,6 +462,8 @@ class DiskChanges:
         self._patches: dict[str, FilePatch] = {}  # latest v2 git_patch section per path
         self._checked: set[str] = set()  # tool calls whose completion was checked
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
+        # The text each change recorded this turn left on disk, until we write there.
+        self._on_disk: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"<DiskChanges {self.cwd} {len(self.named)} named, {len(self._due)} due>"
@@ -483,6 +490,7 @@ class DiskChanges:
         self._patches.clear()
         self._checked.clear()
         self._due.clear()
+        self._on_disk.clear()
 
     async def prepare(self) -> None:
         """Read what the first turn will compare against before it begins (while the
@@ -549,6 +557,7 @@ class DiskChanges:
     def seen(self, path: str) -> None:
         """``path`` holds what we wrote: no change of the agent's to find there."""
         self._known[path] = stat_of(path)
+        self._on_disk.pop(path, None)
 
     async def changed(self, named: dict[str, None]) -> list[str]:
         """Record ``named`` and what changed since the turn began (what the watch saw,
@@ -593,8 +602,70 @@ class DiskChanges:
         self._known[path] = stat
         if isinstance(baseline, Nothing) or baseline == current:
             return False
-        self.store.record(path, baseline, current, "patch" if path in self._patches else "disk")
+        kind: FileKind = "patch" if path in self._patches else "disk"
+        buffer = await self.editor.read_buffer(path)
+        if buffer is None or not buffer.modified:
+            self.store.record(path, baseline, current, kind)  # ChangeService reloads its buffer
+        elif not await self._write_behind(buffer, path, baseline, current, kind):
+            self.store.record(path, baseline, current, kind)
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)} changed on disk; your buffer has unsaved "
+                "edits and was not reloaded",
+                "warn",
+            )
+        if current is not None:
+            self._on_disk[path] = current
         return True
+
+    async def _write_behind(
+        self,
+        buffer: BufferState,
+        path: str,
+        baseline: str | None,
+        current: str | None,
+        kind: FileKind,
+    ) -> bool:
+        """The agent's change of a file on disk merged into its buffer's unsaved text,
+        as an agent write through the editor is (decision 0015, amended): the buffer
+        gets the agent's lines (minimal edits, not saved), the user's stay, and the
+        review follows the buffer. False, with nothing recorded, for a file deleted,
+        one whose text before the change is not known, or a buffer that would not
+        take the change."""
+        before = self._disk_before(path, baseline)
+        if current is None or before is None:
+            return False
+        rollback = self.store.checkpoint(path)
+        outcome = self.store.write_behind(path, before, current, editor_text=buffer.text, kind=kind)
+        try:
+            final = await files.save(
+                self.editor, files.Document(path, buffer.text, buffer), outcome.text,
+                to_disk=False, moved=True,
+            )  # fmt: skip
+        except FileError:
+            rollback()
+            return False
+        changeset = self.store.current
+        assert changeset is not None  # write_behind recorded into it
+        if final != outcome.text:  # the user typed meanwhile: theirs, as in files.save
+            changeset.file(path).user_edit(final)
+        clash = "; where it changed lines you edited, your text was kept (:AcpReview)"
+        self.editor.notify(
+            f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; the "
+            "agent's change is in your buffer too, :write will ask before replacing the file"
+            + (clash if outcome.conflicts else ""),
+            "warn",
+        )
+        return True
+
+    def _disk_before(self, path: str, baseline: str | None) -> str | None:
+        """What the file held on disk before the change just found: ``baseline``,
+        unless the review has recorded the file this turn (its text may then be a
+        buffer's); then what the last change we recorded left there. None when
+        unknown (we wrote the file since) or there was no file."""
+        changeset = self.store.current
+        if changeset is not None and path in changeset:
+            return self._on_disk.get(path)
+        return baseline
 
     def _paths(self, call: ToolCall) -> tuple[list[tuple[str, Edit]], bool]:
         """The files ``call`` names, with what it says it did to each, and whether

@@ -420,7 +420,7 @@ def _saving(path: str) -> Iterator[None]:
 
 
 async def save(
-    editor: Editor, doc: Document, text: str | None, *, to_disk: bool = True
+    editor: Editor, doc: Document, text: str | None, *, to_disk: bool = True, moved: bool = False
 ) -> str | None:
     """Make ``doc``'s file hold ``text`` (None: delete it); returns what it holds after.
 
@@ -432,7 +432,8 @@ async def save(
     change alone, applied to the disk's text (:func:`applied`), and the buffer
     stays modified. Without a buffer the file is written directly, with its
     encoding. Deleting the file also deletes its buffer, unless the user typed
-    in it since ``doc`` was read.
+    in it since ``doc`` was read. ``moved``: the file changed behind the buffer
+    (the agent's own write, merged into it): Neovim takes its new time as seen.
 
     Raises:
         FileError: the file cannot be written.
@@ -463,7 +464,7 @@ async def save(
                 buffer.tick,
                 line_edits(buffer.lines, lines),
                 save=to_disk and not buffer.modified,
-                disk_changed=beside,
+                disk_changed=beside or moved,
             )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text

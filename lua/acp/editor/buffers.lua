@@ -328,22 +328,16 @@ function M.delete(path, tick)
   return true
 end
 
---- Reload the buffers of `paths` that have no unsaved edits (cursor kept);
---- returns the paths whose buffers do have unsaved edits.
+--- Reload the buffers of `paths` that have no unsaved edits (cursor kept): the
+--- Python side merges the agent's change into the others.
 ---@param paths string[]
----@return string[]
 function M.reload(paths)
-  local dirty = {}
   for _, path in ipairs(paths) do
     local buf = M.find(path)
-    if buf and vim.bo[buf].modified then
-      -- Left to Neovim's own W12 warning: the user decides.
-      table.insert(dirty, path)
-    elseif buf then
+    if buf and not vim.bo[buf].modified then
       checktime(buf)
     end
   end
-  return dirty
 end
 
 return M
