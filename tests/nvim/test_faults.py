@@ -154,10 +154,24 @@ def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) 
         "return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
     )
     assert "echo: second prompt" not in editor.transcript_text()
-    editor.lua("require('acp').cancel()")  # the held turn ends; the queued one goes
+    editor.lua("require('acp').send('send me after it')")  # at the end of the queue
+    editor.wait("require('acp').status().queued == 2")
+    editor.lua("require('acp').cancel()")
+    # Stopped, with what waited for it: the queue is back in the input, nothing sent.
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait("require('acp').status().queued == 0")
+    assert editor.nvim.buffers[status["input_buf"]][:] == [
+        "second prompt",
+        "",
+        "send me after it",
+    ]
+    assert editor.lua("return require('acp').status().state") == "ready"
+    editor.lua(
+        f"vim.api.nvim_buf_call({status['input_buf']}, function()"
+        " vim.fn.maparg('<CR>', 'n', false, true).callback() end)"
+    )
     editor.wait_event("AcpTurnEnd", count=2)
-    assert "echo: second prompt" in editor.transcript_text()
-    assert editor.lua("return require('acp').status().queued") == 0
+    assert "echo: second prompt\n\nsend me after it" in editor.transcript_text()
 
 
 # vim.ui.select answers from _G.answers, in order (an index).

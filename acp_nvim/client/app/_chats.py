@@ -359,7 +359,8 @@ class ChatLifecycle:
             self.queue.show(chat)
 
     async def cancel(self, chat_id: int) -> None:
-        """Cancel the running turn, or stop waiting for a starting agent."""
+        """Cancel the running turn, or stop waiting for a starting agent. The prompts
+        queued behind a cancelled turn come back to the input (decision 0080)."""
         chat = self.ctx.chats.get(chat_id)
         opening = self._opening.get(chat_id)
         if opening is not None:
@@ -367,6 +368,7 @@ class ChatLifecycle:
             return
         connection = self.pool.agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
+            self.queue.give_back(chat)
             await self.pool.cancel_quietly(connection, chat)
 
     async def login(
