@@ -137,6 +137,14 @@ def test_what_an_abandoned_turn_still_sends_is_never_shown(editor: Editor, versi
     assert sum("still working" in line for line in log) > shown  # the agent did go on
 
 
+def send_input(editor: Editor, status: dict[str, Any]) -> None:
+    """Send what the chat's input holds, as <CR> there does."""
+    editor.lua(
+        f"vim.api.nvim_buf_call({status['input_buf']}, function()"
+        " vim.fn.maparg('<CR>', 'n', false, true).callback() end)"
+    )
+
+
 def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) -> None:
     editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
     status = editor.open_chat()
@@ -144,10 +152,7 @@ def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) 
     editor.wait("require('acp').status().state == 'running'")
     # Typed and sent with <CR> while the turn runs.
     editor.nvim.buffers[status["input_buf"]][:] = ["second prompt"]
-    editor.lua(
-        f"vim.api.nvim_buf_call({status['input_buf']}, function()"
-        " vim.fn.maparg('<CR>', 'n', false, true).callback() end)"
-    )
+    send_input(editor, status)
     editor.wait("require('acp').status().queued == 1")
     assert editor.lua("return require('acp').queue()") == ["second prompt"]
     assert "1 queued" in editor.lua(
@@ -166,10 +171,7 @@ def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) 
         "send me after it",
     ]
     assert editor.lua("return require('acp').status().state") == "ready"
-    editor.lua(
-        f"vim.api.nvim_buf_call({status['input_buf']}, function()"
-        " vim.fn.maparg('<CR>', 'n', false, true).callback() end)"
-    )
+    send_input(editor, status)
     editor.wait_event("AcpTurnEnd", count=2)
     assert "echo: second prompt\n\nsend me after it" in editor.transcript_text()
 
@@ -257,11 +259,14 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     assert editor.lua("return require('acp').queue()") == ["second\nline two"]
     assert queue_shown(editor) == ["", "queued 1/1 · second", "             line two"]
 
-    editor.lua("require('acp').cancel()")  # the held turn ends; the one left goes
+    editor.lua("require('acp').cancel()")  # the held turn ends; the one left comes back
+    editor.wait("require('acp').status().queued == 0")
+    assert queue_shown(editor) == []
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["second", "line two"]
+    send_input(editor, status)
     editor.wait_event("AcpTurnEnd", count=2)
     text = editor.transcript_text()
     assert "echo: second line two" in text and "echo: first" not in text  # a soft break
-    assert queue_shown(editor) == []
 
 
 def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None:
@@ -272,11 +277,10 @@ def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None
     assert editor.lua("return vim.api.nvim_get_current_buf()") == status["input_buf"]
     assert editor.lua("return require('acp').queue()") == ["keep"]
     assert queue_shown(editor) == ["", "queued 1/1 · keep"]
-    editor.lua("require('acp').cancel()")
-    editor.wait_event("AcpTurnEnd", count=2)
-    text = editor.transcript_text()
-    assert "echo: keep" in text and "echo: fix me" not in text
-    assert editor.nvim.buffers[status["input_buf"]][:] == ["fix me"]
+    editor.lua("require('acp').cancel()")  # what was left in the queue comes after it
+    editor.wait("require('acp').status().queued == 0")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["fix me", "", "keep"]
+    assert "echo: keep" not in editor.transcript_text()
 
 
 def test_queued_prompts_come_back_to_the_input_when_the_host_dies(editor: Editor) -> None:

@@ -151,7 +151,7 @@ function store()
 end
 
 --- Put `lines` back in the chat's input: in place of an empty one, else after what
---- is there (nothing typed is written over).
+--- is there, a paragraph of their own (nothing typed is written over).
 ---@param chat acp.Chat
 ---@param lines string[]
 function M.give_back(chat, lines)
@@ -159,8 +159,12 @@ function M.give_back(chat, lines)
     return
   end
   local current = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-  local empty = #current == 1 and current[1] == ""
-  api.nvim_buf_set_lines(chat.input, empty and 0 or -1, -1, false, lines)
+  if #current == 1 and current[1] == "" then
+    api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
+  else
+    local after = current[#current] == "" and lines or vim.list_extend({ "" }, lines)
+    api.nvim_buf_set_lines(chat.input, -1, -1, false, after)
+  end
 end
 
 --- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
