@@ -219,10 +219,11 @@ class ReviewStore:
     def write_behind(
         self, path: str, disk_before: str, disk_now: str, *, editor_text: str, kind: FileKind
     ) -> WriteOutcome:
-        """The agent changed the file of a buffer holding unsaved text on disk, from
-        ``disk_before`` to ``disk_now``: that change merged into ``editor_text`` as
-        :meth:`write` merges a write (the user's lines stay on a clash, the agent's
-        wait in a conflict hunk). The review then follows the buffer's text."""
+        """The agent changed ``path`` on disk by itself, from ``disk_before`` to
+        ``disk_now``, while its buffer held unsaved text, ``editor_text``: that change
+        merged into the buffer's text as :meth:`write` merges a write (the user's
+        lines stay on a clash, the agent's wait in a conflict hunk). The review then
+        follows the buffer's text."""
         merged = merge3(disk_before, editor_text, disk_now)
         change = self.record(path, editor_text, merged.text, kind)
         self._agent_view[change.path] = disk_now
