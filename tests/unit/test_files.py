@@ -326,8 +326,11 @@ async def test_a_change_on_disk_is_merged_into_a_buffers_unsaved_text(
     assert path.read_text() == "a\nb\nc\nagent\n"  # the user's line is theirs to save
     assert hunks(changes) == [("c.txt", "pending", ["+agent"])]
     assert "the agent's change is in your buffer too" in editor.notices[-1][1]
+    # The user types on (the buffer tells the review), then rejects.
+    editor.open_buffer(str(path), ["mine", "b", "c", "agent", "more"], modified=True)
+    await changes.sync(str(path))
     await changes.decide("reject")
-    assert editor.buffers[str(path)].state.lines == ["mine", "b", "c"]
+    assert editor.buffers[str(path)].state.lines == ["mine", "b", "c", "more"]
     assert path.read_text() == "a\nb\nc\n"
     assert hunks(changes) == [("c.txt", "rejected", ["+agent"])]
 
@@ -353,6 +356,25 @@ async def test_a_second_change_on_disk_merges_against_the_first_not_the_buffer(
     assert editor.buffers[str(path)].state.lines == ["mine", "more of mine", "b", "A", "B"]
     await changes.decide("reject")
     assert editor.buffers[str(path)].state.lines == ["mine", "more of mine", "b"]
+    assert path.read_text() == "a\nb\n"
+
+
+async def test_a_restore_takes_a_change_merged_behind_unsaved_text_out_of_both(
+    session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
+) -> None:
+    """:AcpRestore (and a rewind) of a turn whose change on disk was merged into a
+    buffer's unsaved text: the buffer keeps the user's lines, the file its own."""
+    changes, editor = session
+    path = tmp_path / "c.txt"
+    path.write_text("a\nb\n")
+    await changes.begin_turn()
+    editor.open_buffer(str(path), ["mine", "b"], modified=True)
+    path.write_text("a\nb\nagent\n")
+    changes.on_tool_call(ToolCall("t", status="completed", locations=[Location(str(path))]))
+    await changes.end_turn()
+    assert editor.buffers[str(path)].state.lines == ["mine", "b", "agent"]
+    assert await changes.restore(1) == ["c.txt"]
+    assert editor.buffers[str(path)].state.lines == ["mine", "b"]
     assert path.read_text() == "a\nb\n"
 
 
