@@ -29,7 +29,6 @@ from acp_nvim.demo_agent._text import (
     MODELS,
     MODES,
     STEERING,
-    chunks,
     compaction_updates,
     fork_point,
     prompt_words,
@@ -37,6 +36,7 @@ from acp_nvim.demo_agent._text import (
     steered_reply,
     thought,
     typed,
+    until_steered,
 )
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
@@ -87,7 +87,8 @@ class DemoAgent:
         # What session/list and session/load show: (role, text, message id) per
         # session, and titles.
         self.history: dict[str, list[tuple[str, str, str | None]]] = {}
-        # Messages steered into a running turn, by session, answered at its end.
+        # Messages steered into a running turn, by session: the reply streaming stops
+        # at its next paragraph, and each is answered after it.
         self.steering: dict[str, list[str]] = {}
         self.client_compaction = False
         self.titles: dict[str, str] = {}
@@ -222,8 +223,9 @@ class DemoAgent:
         return {"sessionId": session_id, **self._settings()}
 
     async def steer(self, params: Params) -> Params:
-        """``_session/steering``: the message joins the running turn (answered at its
-        end), else the client is to send it as a prompt."""
+        """``_session/steering``: the message joins the running turn (the reply stops
+        at its next paragraph and answers it), else the client is to send it as a
+        prompt."""
         session_id = params.get("sessionId", "")
         if self.sessions.get(session_id) is None:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
@@ -257,7 +259,8 @@ class DemoAgent:
         with anyio.CancelScope() as scope:
             self.sessions[session_id] = scope
             await self._reply(session_id, text, words)
-            for steered in self.steering.pop(session_id, []):
+            while steering := self.steering.get(session_id):  # one joining meanwhile too
+                steered = steering.pop(0)
                 self.history[session_id].append(("user", steered, None))
                 await self._stream(session_id, "agent_message_chunk", steered_reply(steered))
         self.sessions[session_id] = None
@@ -498,19 +501,25 @@ class DemoAgent:
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
         update: Params = {"sessionUpdate": kind}
+        said = None
         if kind == "agent_message_chunk":
             # Ids of its own: where a fork at a message (of this reply) ends.
             history = self.history[session_id]
-            update["messageId"] = f"{session_id}-m{len(history)}"
+            said = len(history)
+            update["messageId"] = f"{session_id}-m{said}"
             history.append(("agent", text, update["messageId"]))
-        for piece in chunks(text):
+        sent = ""
+        for piece in until_steered(text, lambda: bool(self.steering.get(session_id))):
             content = {"type": "text", "text": piece}
             await self.connection.notify(
                 "session/update",
                 {"sessionId": session_id, "update": {**update, "content": content}},
             )
+            sent += piece
             # A checkpoint even without delay, so a cancel can land mid-stream.
             await anyio.sleep(self.delay)
+        if said is not None and sent != text:  # a steered message cut it short
+            self.history[session_id][said] = ("agent", sent, update["messageId"])
 
 
 async def _serve(offer_v2: bool) -> None:

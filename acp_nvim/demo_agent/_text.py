@@ -10,7 +10,6 @@ __all__ = [
     "MODELS",
     "MODES",
     "STEERING",
-    "chunks",
     "compaction_updates",
     "fork_point",
     "help_text",
@@ -19,9 +18,11 @@ __all__ = [
     "steered_reply",
     "thought",
     "typed",
+    "until_steered",
 ]
 
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # What the demo shows over both versions; each version's help adds its own.
@@ -36,7 +37,8 @@ _HELP_BOTH = """- anything: a short streamed reply with a code block
   demo forks its session at its last reply before it); `:AcpBranches` shows the
   turns left behind again; `<CR>` on one of your messages edits it
 - `long`, then `:AcpSend! shorter please` (or `<M-CR>` in the input): your message
-  joins the running turn (`_session/steering`), answered before the turn ends
+  joins the running turn (`_session/steering`): the reply stops at its next paragraph
+  and answers it below your message
 - `compact`: the demo compacts its context (a folded block) and says so in a notice
 - `buffers`, `diagnostics`, `selection`: asks the editor itself, through the MCP
   server the client offered (`list_buffers`, `get_diagnostics`, `get_selection`)
@@ -79,9 +81,21 @@ COMMANDS = [
 ]
 
 
-def chunks(text: str) -> list[str]:
+def _chunks(text: str) -> list[str]:
     """Split text into words with their spacing, the way a model streams tokens."""
     return re.findall(r"\S+\s*|\s+", text)
+
+
+def until_steered(text: str, steered: Callable[[], bool]) -> Iterator[str]:
+    """The chunks of ``text``, ending at a paragraph's end once a message joined the
+    running turn (``steered()``): a model takes it at its next step and answers it in
+    a message of its own, below the user's."""
+    sent = ""
+    for piece in _chunks(text):
+        if sent.endswith("\n\n") and steered():
+            return
+        yield piece
+        sent += piece
 
 
 # A seeded session's first prompt carries the conversation so far in a
@@ -130,7 +144,7 @@ def fork_point(params: dict[str, Any]) -> str | None:
 
 def steered_reply(text: str) -> str:
     """The demo's answer to a message steered into its running turn."""
-    return f"\n\nYou added, while I was working: “{text}”. Noted — I will take it into account."
+    return f"You added, while I was working: “{text}”. Noted — I will take it into account."
 
 
 def compaction_updates(compaction_id: str) -> list[dict[str, Any]]:

@@ -29,7 +29,6 @@ from acp_nvim.demo_agent._text import (
     MODELS,
     MODES,
     STEERING,
-    chunks,
     compaction_updates,
     fork_point,
     help_text,
@@ -38,6 +37,7 @@ from acp_nvim.demo_agent._text import (
     steered_reply,
     thought,
     typed,
+    until_steered,
 )
 from acp_nvim.protocol import Connection, RequestError
 
@@ -203,8 +203,9 @@ class DemoAgentV2:
         return {"sessionId": session.id, "configOptions": self._config(session)}
 
     async def steer(self, params: Params) -> Params:
-        """``_session/steering``: the message joins the running turn (answered before
-        it ends), else the client is to send it as a prompt."""
+        """``_session/steering``: the message joins the running turn (the reply stops
+        at its next paragraph and answers it), else the client is to send it as a
+        prompt."""
         session = self._session(params)
         if session.turn is None:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
@@ -322,10 +323,12 @@ class DemoAgentV2:
             await self._stream(
                 session, "agent_message_chunk", f"reply-{n}", self._reply(text, words)
             )
-            for i, steered in enumerate(session.steering):
-                await self._stream(
-                    session, "agent_message_chunk", f"steered-{n}-{i}", steered_reply(steered)
-                )
+            answered = 0
+            while session.steering:  # taken as it answers: one joining meanwhile too
+                steered = steered_reply(session.steering.pop(0))
+                key = f"steered-{n}-{answered}"
+                await self._stream(session, "agent_message_chunk", key, steered)
+                answered += 1
         stop = "cancelled" if session.turn.cancel_called else "end_turn"
         session.turn = None
         session.steering.clear()
@@ -508,7 +511,7 @@ class DemoAgentV2:
         await self._notify(session, {"sessionUpdate": "tool_call_update", **fields})
 
     async def _stream(self, session: _Session, kind: str, message_id: str, text: str) -> None:
-        for piece in chunks(text):
+        for piece in until_steered(text, lambda: bool(session.steering)):
             update = {
                 "sessionUpdate": kind,
                 "messageId": message_id,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import FAKE, Editor
+from tests.nvim.conftest import FAKE, ROOT, Editor
 from tests.nvim.test_chats import STUB_UI
 from tests.nvim.test_permissions import wait_text
 
@@ -373,6 +373,32 @@ def test_the_hunk_key_rejects_and_says_why(editor: Editor, version: int) -> None
     said = calls(wire, "session/prompt")[-1]["prompt"][-1]["text"]
     assert said == "I rejected your change to `a.txt`: zero is right"
     assert a.read_text() == "zero\n"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_demo_takes_a_steered_message_at_its_next_paragraph(
+    editor: Editor, version: int
+) -> None:
+    """As a model takes a steered message at its next step: the long reply stops at
+    a paragraph's end and the answer is a message of its own, below the user's
+    (the demo had streamed the whole reply above it first)."""
+    paced = {
+        "cmd": [sys.executable, "-m", "acp_nvim.demo_agent"],
+        "env": {"ACP_DEMO_DELAY": "0.002", "PYTHONPATH": str(ROOT)},
+    }
+    editor.setup(agents={"paced": paced}, default_agent="paced", protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('long')")
+    wait_text(editor, "word3 ")
+    editor.lua("require('acp').send('shorter please', {now = true})")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    assert not any("word1999" in line for line in lines)  # cut short
+    steered = lines.index("shorter please")
+    assert lines[steered - 1] == "## You"
+    answer = lines.index("## Agent", steered)
+    assert lines[answer + 1].startswith("You added, while I was working: “shorter please”")
+    assert not any(line.startswith("word") for line in lines[steered:])
 
 
 @pytest.mark.parametrize("version", VERSIONS)
