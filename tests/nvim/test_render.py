@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from tests.nvim.conftest import RENDER, Editor
@@ -53,6 +56,101 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
         "",
     ]
     assert lines[-3:] == ["#### b39", "xy", "z"]
+
+
+# Each row's block as the Lua side finds it (acp.chat.blocks.block_at), and the text.
+_OWNERS = """
+local buf, blocks = _G.model_buf, _G.model_blocks
+local owners = {}
+for row = 0, vim.api.nvim_buf_line_count(buf) - 1 do
+  local ok, id = pcall(require("acp.chat.blocks").block_at, buf, blocks, row)
+  owners[#owners + 1] = ok and (id or vim.NIL) or ("error: " .. id)
+end
+return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), owners }
+"""
+
+
+def _shown(blocks: list[tuple[str, list[str]]]) -> tuple[list[str], list[str | None]]:
+    """A transcript of ``blocks`` (id, lines): its lines, and the block of each row
+    (a separator belongs to the block above it)."""
+    if not blocks:
+        return [""], [None]
+    lines: list[str] = []
+    owners: list[str | None] = []
+    for index, (block_id, rows) in enumerate(blocks):
+        if index:
+            lines.append("")
+            owners.append(blocks[index - 1][0])
+        lines += rows
+        owners += [block_id] * len(rows)
+    return lines, owners
+
+
+def test_random_ops_keep_every_row_with_its_block(editor: Editor) -> None:
+    """Seeded sequences of what Python sends (new blocks, whole and partial redraws,
+    appends, turns cut out of view and put back) in batches: after each, the text and
+    every row's block are what the ops say. A block that lost its row once stopped
+    Neovim at a hit-enter prompt from the screen's decoration provider."""
+    rng = random.Random(26)
+    editor.lua(
+        "_G.model_buf = vim.api.nvim_create_buf(false, true)"
+        "; _G.model_blocks = require('acp.chat.blocks').new()"
+        "; vim.api.nvim_win_set_buf(0, _G.model_buf)"
+    )
+    shown: list[tuple[str, list[str]]] = []
+    hidden: dict[str, list[tuple[str, list[str]]]] = {}
+    made = 0
+    for _ in range(250):
+        ops: list[dict[str, Any]] = []
+        for _ in range(rng.randint(1, 4)):
+            pick = rng.random()
+            if pick < 0.3 or not shown:
+                made += 1
+                rows = [f"#### b{made}"] + [f"l{rng.randrange(99)}" for _ in range(rng.randrange(4))]
+                shown.append((f"b{made}", rows))
+                ops.append({"op": "block", "id": f"b{made}", "kind": "tool", "lines": rows})
+                continue
+            index = rng.randrange(len(shown))
+            block_id, old = shown[index]
+            if pick < 0.45:  # redrawn whole
+                rows = [old[0]] + [f"r{rng.randrange(99)}" for _ in range(rng.randrange(5))]
+                ops.append({"op": "block", "id": block_id, "kind": "tool", "lines": rows})
+            elif pick < 0.6:  # some rows redrawn (the header again when from the first)
+                start = rng.randrange(len(old) + 1)
+                end = rng.randrange(max(start, 1), len(old) + 1)
+                new = ([old[0]] if start == 0 else []) + ["p"] * rng.randrange(3)
+                rows = old[:start] + new + old[end:]
+                ops.append({"op": "block", "id": block_id, "kind": "tool", "lines": new,
+                            "start": start, "end": end})  # fmt: skip
+            elif pick < 0.8:  # streamed onto
+                text = rng.choice(["a", "b\nc", "\n", "d\n"])
+                first, *more = text.split("\n")
+                rows = [*old[:-1], old[-1] + first, *more]
+                ops.append({"op": "append", "id": block_id, "text": text})
+            elif pick < 0.9:  # a turn cut out of view
+                key = f"k{made}-{len(hidden)}"
+                hidden[key], shown = shown[index:], shown[:index]
+                ops.append({"op": "cut", "turns": [{"key": key, "block": block_id}]})
+                continue
+            else:  # a branch put back
+                if hidden:
+                    key = rng.choice(sorted(hidden))
+                    shown += hidden.pop(key)
+                    ops.append({"op": "uncut", "turns": [key]})
+                continue
+            shown[index] = (block_id, rows)
+        editor.lua(
+            "local ops = ...; local render = require('acp.chat.render')"
+            "; local following = render.begin(_G.model_buf)"
+            "; for _, op in ipairs(ops) do"
+            "   if op.op == 'append' then render.append(_G.model_buf, _G.model_blocks, op)"
+            "   elseif op.op == 'cut' then render.cut(_G.model_buf, _G.model_blocks, op.turns)"
+            "   elseif op.op == 'uncut' then render.uncut(_G.model_buf, _G.model_blocks, op.turns)"
+            "   else render.block(_G.model_buf, _G.model_blocks, op) end"
+            " end; render.done(_G.model_buf, following)",
+            ops,
+        )
+        assert editor.lua(_OWNERS) == list(_shown(shown)), ops
 
 
 def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
