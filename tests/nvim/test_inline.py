@@ -322,6 +322,25 @@ def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path
     assert any("no agent hunk" in n["msg"] for n in editor.lua("return _G.acp_notices"))
 
 
+def test_deciding_a_previewed_hunk_closes_its_preview(editor: Editor, tmp_path: Path) -> None:
+    """The float named the hunk "pending" until the cursor moved."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\n")
+    buf = start(editor, path)
+    assert buf is not None
+    run(editor, [{"write": {"path": str(path), "content": "A\nb\n"}}])
+    focus(editor, buf, 1)
+    floats = (
+        "return #vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= ''"
+        " end, vim.api.nvim_tabpage_list_wins(0))"
+    )
+    editor.nvim.command("AcpHunk preview")
+    assert editor.lua(floats) == 1
+    editor.nvim.command("AcpHunk accept")
+    assert editor.lua(floats) == 0
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+
+
 def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
     editor: Editor, tmp_path: Path
 ) -> None:

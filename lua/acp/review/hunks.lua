@@ -215,10 +215,21 @@ function M.at_cursor()
   return hunk
 end
 
+local PREVIEW = "acp.hunk" -- the preview float's focus_id (a window variable of it)
+
 local function preview(h)
   local lines = { ("%s  %s  (turn %d, %s)"):format(relative(h.path), h.hunk.header, h.turn, h.hunk.status) }
   vim.list_extend(lines, h.hunk.preview)
-  vim.lsp.util.open_floating_preview(lines, "diff", { focus_id = "acp.hunk", border = "rounded" })
+  vim.lsp.util.open_floating_preview(lines, "diff", { focus_id = PREVIEW, border = "rounded" })
+end
+
+--- Close the current buffer's hunk preview: the hunk it shows is being decided (it
+--- would stay, "pending", until the cursor moved).
+local function close_preview()
+  local win = vim.b.lsp_floating_preview
+  if win and api.nvim_win_is_valid(win) and vim.w[win][PREVIEW] then
+    api.nvim_win_close(win, true)
+  end
 end
 
 M.actions = { "accept", "reject", "reject_why", "preview" }
@@ -237,12 +248,14 @@ function M.act(action)
   elseif action == "preview" then
     preview(h)
   elseif action == "reject_why" then
+    close_preview()
     vim.ui.input({ prompt = "Why reject it? " }, function(reason)
       if reason and vim.trim(reason) ~= "" then
         state.decide(h.chat, "reject", h.path, h.hunk.id, h.turn, vim.trim(reason))
       end
     end)
   else
+    close_preview()
     state.decide(h.chat, action, h.path, h.hunk.id, h.turn)
   end
 end
