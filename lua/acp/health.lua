@@ -80,7 +80,10 @@ function M.check()
   end
 
   health.start("Agents")
-  for name, agent in pairs(report.agents) do
+  local names = vim.tbl_keys(report.agents) -- a map from Python: sorted here
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local agent = report.agents[name]
     local cmd = table.concat(agent.cmd, " ")
     if agent.found ~= vim.NIL and agent.fetched_by ~= vim.NIL then
       health.info(("%s: %s (%s fetches the agent when it starts: not checked here)"):format(name, cmd, agent.fetched_by))

@@ -523,6 +523,10 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
         in text
     )
     assert "OK fetched" not in text
+    lines = editor.nvim.current.buffer[:]
+    section = lines[lines.index("Agents ~") + 1 : lines.index("MCP ~")]
+    named = [line.split(":")[0].split()[-1] for line in section if line.startswith("- ")]
+    assert named == sorted(named) and {"demo", "fetched", "ghost"} <= set(named)
 
 
 def test_on_windows_checkhealth_and_acpchat_say_it_is_unix_only(editor: Editor) -> None:
