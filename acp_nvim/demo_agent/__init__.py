@@ -87,8 +87,7 @@ class DemoAgent:
         # What session/list and session/load show: (role, text, message id) per
         # session, and titles.
         self.history: dict[str, list[tuple[str, str, str | None]]] = {}
-        # Messages steered into a running turn, by session: the reply streaming stops
-        # at its next paragraph, and each is answered after it.
+        # Messages steered into a running turn, by session: answered at its next paragraph.
         self.steering: dict[str, list[str]] = {}
         self.client_compaction = False
         self.titles: dict[str, str] = {}
@@ -223,9 +222,8 @@ class DemoAgent:
         return {"sessionId": session_id, **self._settings()}
 
     async def steer(self, params: Params) -> Params:
-        """``_session/steering``: the message joins the running turn (the reply stops
-        at its next paragraph and answers it), else the client is to send it as a
-        prompt."""
+        """``_session/steering``: the message joins the running turn (answered at the
+        reply's next paragraph), else the client is to send it as a prompt."""
         session_id = params.get("sessionId", "")
         if self.sessions.get(session_id) is None:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
@@ -501,25 +499,18 @@ class DemoAgent:
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
         update: Params = {"sessionUpdate": kind}
-        said = None
-        if kind == "agent_message_chunk":
-            # Ids of its own: where a fork at a message (of this reply) ends.
-            history = self.history[session_id]
-            said = len(history)
+        history, said, sent = self.history[session_id], len(self.history[session_id]), ""
+        if kind == "agent_message_chunk":  # ids of its own: where a fork at a message ends
             update["messageId"] = f"{session_id}-m{said}"
             history.append(("agent", text, update["messageId"]))
-        sent = ""
         for piece in until_steered(text, lambda: bool(self.steering.get(session_id))):
-            content = {"type": "text", "text": piece}
-            await self.connection.notify(
-                "session/update",
-                {"sessionId": session_id, "update": {**update, "content": content}},
-            )
+            chunk = {**update, "content": {"type": "text", "text": piece}}
+            params = {"sessionId": session_id, "update": chunk}
+            await self.connection.notify("session/update", params)
             sent += piece
-            # A checkpoint even without delay, so a cancel can land mid-stream.
-            await anyio.sleep(self.delay)
-        if said is not None and sent != text:  # a steered message cut it short
-            self.history[session_id][said] = ("agent", sent, update["messageId"])
+            await anyio.sleep(self.delay)  # a checkpoint even without delay: a cancel lands
+        if "messageId" in update and sent != text:  # a steered message cut it short
+            history[said] = ("agent", sent, update["messageId"])
 
 
 async def _serve(offer_v2: bool) -> None:
