@@ -375,6 +375,39 @@ def test_the_hunk_key_rejects_and_says_why(editor: Editor, version: int) -> None
     assert a.read_text() == "zero\n"
 
 
+def review_headings(editor: Editor) -> list[str]:
+    """The turn headings of the current chat's :AcpReview, drawn anew."""
+    editor.nvim.command("AcpReview")
+    lines = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+    editor.nvim.command("tabclose")
+    return [line for line in lines if line.startswith("Turn ")]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_review_says_which_turns_the_transcript_shows_and_as_which(
+    editor: Editor, version: int
+) -> None:
+    """The review numbers every turn run, the transcript those of the branch shown:
+    once they part, each review turn says where it is."""
+    start(editor, "rewind", version)
+    three_turns(editor)
+    assert review_headings(editor) == ["Turn 3 (latest)", "Turn 2", "Turn 1"]
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)
+    other = " · on another branch (:AcpBranches)"
+    assert review_headings(editor) == [
+        "Turn 4 (latest) · turn 2 of the transcript",
+        "Turn 3" + other,
+        "Turn 2" + other,
+        "Turn 1",
+    ]
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "write a.txt three")
+    assert review_headings(editor) == ["Turn 4 (latest)" + other, "Turn 3", "Turn 2", "Turn 1"]
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_demo_takes_a_steered_message_at_its_next_paragraph(
     editor: Editor, version: int

@@ -143,6 +143,7 @@ class SessionChanges:
         self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
         self._check_queued = False
         self._turn_open = False
+        self._numbers: dict[int, int] | None = None  # see number()
         self._turns = 0  # turns begun
 
     def __repr__(self) -> str:
@@ -300,8 +301,9 @@ class SessionChanges:
 
     # -- turn hooks ------------------------------------------------------------------
 
-    async def begin_turn(self) -> None:
-        """A turn starts: new changeset, and the scan later checks compare against.
+    async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
+        """A turn starts: new changeset, and the scan later checks compare against;
+        ``numbers``: the chat's branch shown, with the turn (see :meth:`number`).
 
         Changes made before the first turn (an agent's fs call or MCP tool right after
         the session started) already opened a changeset: they count as the first
@@ -309,6 +311,7 @@ class SessionChanges:
         loop (:meth:`DiskChanges.begin_turn`).
         """
         async with self._lock:
+            self._numbers = numbers
             await self.disk.begin_turn()
             self._turns += 1
             if len(self.store.turns()) < self._turns:
@@ -465,13 +468,20 @@ class SessionChanges:
         """The (review) numbers of the turns that changed files."""
         return {changeset.turn for changeset in self.store.turns() if changeset.files()}
 
+    def number(self, shown: dict[int, int] | None) -> None:
+        """The turns of the chat's branch shown, by review number: their numbers there
+        (None: one branch). Lua is told when a turn that changed files is renumbered."""
+        before, self._numbers = self._numbers or {}, shown
+        if any(before.get(t) != (shown or {}).get(t) for t in self.turns_changed()):
+            self._publish()
+
     def summary(self) -> dict[str, Any]:
-        """Plain data for Lua: ``{turn, files}``, files of every turn, newest first."""
+        """Plain data for Lua: ``{turn, files, shown}``, files of every turn, newest first;
+        ``shown``: :meth:`number`'s as a list by review number (None: not shown there)."""
         current = self.store.current
-        return {
-            "turn": current.turn if current is not None else 0,
-            "files": self.store.changes(all_turns=True),
-        }
+        turn, shown = (current.turn if current is not None else 0), self._numbers
+        numbered = None if shown is None else [shown.get(t) for t in range(1, turn + 1)]
+        return {"turn": turn, "files": self.store.changes(all_turns=True), "shown": numbered}
 
     # -- internals -------------------------------------------------------------------
 

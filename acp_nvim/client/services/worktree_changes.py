@@ -99,7 +99,7 @@ class WorktreeChanges(SessionChanges):
             source = {} if user is None else {"path": user, "source": entry["path"]}
             shown.append({**entry, **source})
         landed = self.landed.store.changes(all_turns=True)
-        return {"turn": own["turn"], "files": shown + [e for e in landed if e["open"]]}
+        return {**own, "files": shown + [e for e in landed if e["open"]]}
 
     async def decide(
         self,

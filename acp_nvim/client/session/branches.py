@@ -167,6 +167,13 @@ class Branches:
         """The shown branch, then the others."""
         return [self.shown, *self.others]
 
+    def numbers(self) -> dict[int, int] | None:
+        """Each turn of the shown branch by its review number: its number there (the
+        transcript's). None while there is one branch (the numbers are the same)."""
+        if not self.others:
+            return None
+        return {turn.review: number for number, turn in enumerate(self.path, 1)}
+
     def mark(self, shared: int) -> bool:
         """Whether the place after the first ``shared`` turns of the shown branch needs
         a mark that another branch leaves there (once per place)."""

@@ -75,8 +75,9 @@ def _set(*fields: Any) -> bool:
 class TurnReview(Protocol):
     """What a chat tells the review of its agent's changes (services.changes)."""
 
-    async def begin_turn(self) -> None:
-        """Take the state the turn's changes compare against (off the event loop)."""
+    async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
+        """Take the state the turn's changes compare against (off the event loop);
+        ``numbers``: as :meth:`number` says, the new turn shown."""
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
@@ -96,6 +97,10 @@ class TurnReview(Protocol):
     def summary(self) -> dict[str, Any]:
         """The review as plain data: ``{turn, files}``, each file with its ``turn``,
         ``path``, ``created``, ``deleted`` and ``hunks`` (each with a ``status``)."""
+
+    def number(self, shown: dict[int, int] | None) -> None:
+        """The turns of the branch shown, by review number: their numbers there
+        (``Branches.numbers``). The review names its turns by both."""
 
 
 class Record(Protocol):
@@ -206,7 +211,7 @@ class Chat:
         self._usage_before = dict(self.session.usage)
         self.set_state("running", turns=self._turn_lines(), branches=self.branches.listed())
         if self.changes is not None:
-            await self.changes.begin_turn()
+            await self.changes.begin_turn(self.branches.numbers())
 
     async def finish_turn(
         self, stop_reason: str, error: str | None = None, details: list[str] | None = None
@@ -510,6 +515,8 @@ class Chat:
 
     def show_branches(self) -> None:
         self._draw(view.status_op(turns=self._turn_lines(), branches=self.branches.listed()))
+        if self.changes is not None:
+            self.changes.number(self.branches.numbers())
 
     def last_reply(self, number: int) -> str | None:
         """The agent's id of the last agent message of turn ``number`` (1-based) of the

@@ -53,6 +53,21 @@ local function heading(open)
   return table.concat(parts, " · ")
 end
 
+--- A turn's heading: the review numbers every turn the chat ran; once a turn was
+--- rewound, it says which of them the transcript shows, and as which turn.
+local function turn_heading(turn, review)
+  local heading = ("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or "")
+  local shown = review.shown
+  if type(shown) ~= "table" then
+    return heading
+  end
+  local number = shown[turn]
+  if number == nil or number == vim.NIL then
+    return heading .. " · on another branch (:AcpBranches)"
+  end
+  return number == turn and heading or ("%s · turn %d of the transcript"):format(heading, number)
+end
+
 local function compose(chat)
   local review = state.by_chat[chat] or { turn = 0, files = {} }
   local lines, hls, rows = {}, {}, {}
@@ -72,7 +87,7 @@ local function compose(chat)
     if file.turn ~= turn then
       turn = file.turn
       add("")
-      add(("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or ""), "AcpReviewFile")
+      add(turn_heading(turn, review), "AcpReviewFile")
     end
     local flag = file.created and "A" or (file.deleted and "D" or "M")
     -- A worktree chat's file is listed by your path, decided (and opened) where its
