@@ -307,6 +307,21 @@ async def test_turn_scan_finds_unnamed_disk_changes_and_reloads_clean_buffers(
     assert editor.buffers[str(path)].state.lines == ["new"]  # reloaded
 
 
+def written_behind(
+    changes: SessionChanges,
+    editor: RecordingEditor,
+    path: Path,
+    unsaved: list[str],
+    on_disk: str,
+    call: str = "t",
+) -> None:
+    """The agent writes ``on_disk`` to ``path`` by itself while its buffer holds
+    ``unsaved`` (typed since it was read); the tool call naming the file completes."""
+    editor.open_buffer(str(path), unsaved, modified=True)
+    path.write_text(on_disk)
+    changes.on_tool_call(ToolCall(call, status="completed", locations=[Location(str(path))]))
+
+
 async def test_a_change_on_disk_is_merged_into_a_buffers_unsaved_text(
     session: tuple[SessionChanges, RecordingEditor], tmp_path: Path
 ) -> None:
@@ -317,9 +332,7 @@ async def test_a_change_on_disk_is_merged_into_a_buffers_unsaved_text(
     path = tmp_path / "c.txt"
     path.write_text("a\nb\nc\n")
     await changes.begin_turn()
-    editor.open_buffer(str(path), ["mine", "b", "c"], modified=True)
-    path.write_text("a\nb\nc\nagent\n")
-    changes.on_tool_call(ToolCall("t", status="completed", locations=[Location(str(path))]))
+    written_behind(changes, editor, path, ["mine", "b", "c"], "a\nb\nc\nagent\n")
     await changes.end_turn()
     buffer = editor.buffers[str(path)].state
     assert buffer.lines == ["mine", "b", "c", "agent"] and buffer.modified
@@ -345,13 +358,9 @@ async def test_a_second_change_on_disk_merges_against_the_first_not_the_buffer(
     path = tmp_path / "c.txt"
     path.write_text("a\nb\n")
     await changes.begin_turn()
-    editor.open_buffer(str(path), ["mine", "b"], modified=True)
-    path.write_text("a\nb\nA\n")
-    changes.on_tool_call(ToolCall("t1", status="completed", locations=[Location(str(path))]))
+    written_behind(changes, editor, path, ["mine", "b"], "a\nb\nA\n")
     await changes.check()
-    editor.open_buffer(str(path), ["mine", "more of mine", "b", "A"], modified=True)
-    path.write_text("a\nb\nA\nB\n")
-    changes.on_tool_call(ToolCall("t2", status="completed", locations=[Location(str(path))]))
+    written_behind(changes, editor, path, ["mine", "more of mine", "b", "A"], "a\nb\nA\nB\n", "t2")
     await changes.end_turn()
     assert editor.buffers[str(path)].state.lines == ["mine", "more of mine", "b", "A", "B"]
     await changes.decide("reject")
@@ -368,9 +377,7 @@ async def test_a_restore_takes_a_change_merged_behind_unsaved_text_out_of_both(
     path = tmp_path / "c.txt"
     path.write_text("a\nb\n")
     await changes.begin_turn()
-    editor.open_buffer(str(path), ["mine", "b"], modified=True)
-    path.write_text("a\nb\nagent\n")
-    changes.on_tool_call(ToolCall("t", status="completed", locations=[Location(str(path))]))
+    written_behind(changes, editor, path, ["mine", "b"], "a\nb\nagent\n")
     await changes.end_turn()
     assert editor.buffers[str(path)].state.lines == ["mine", "b", "agent"]
     assert await changes.restore(1) == ["c.txt"]
