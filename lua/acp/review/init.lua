@@ -56,16 +56,16 @@ end
 --- A turn's heading: the review numbers every turn the chat ran; once a turn was
 --- rewound, it says which of them the transcript shows, and as which turn.
 local function turn_heading(turn, review)
-  local heading = ("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or "")
+  local text = ("Turn %d%s"):format(turn, turn == review.turn and " (latest)" or "")
   local shown = review.shown
   if type(shown) ~= "table" then
-    return heading
+    return text
   end
   local number = shown[turn]
   if number == nil or number == vim.NIL then
-    return heading .. " · on another branch (:AcpBranches)"
+    return text .. " · on another branch (:AcpBranches)"
   end
-  return number == turn and heading or ("%s · turn %d of the transcript"):format(heading, number)
+  return number == turn and text or ("%s · turn %d of the transcript"):format(text, number)
 end
 
 local function compose(chat)
