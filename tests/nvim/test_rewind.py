@@ -256,9 +256,11 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
     assert steering["idleBehavior"] == "promptRequired"
     assert steering["prompt"] == [{"type": "text", "text": "turn left"}]
     assert calls(wire, "session/cancel") == []
+    # In the order it came: what the agent streamed on in the same message (its id)
+    # after the user's is shown after it.
     text = editor.transcript_text()
-    assert "steered: turn left" in text
-    assert "## You\nturn left\n\n*Sent into the running turn.*" in text
+    assert "## Agent\nholding\n\n## You\nturn left\n\n*Sent into the running turn.*" in text
+    assert text.index("*Sent into the running turn.*") < text.index("steered: turn left")
     assert len(calls(wire, "session/prompt")) == 1
 
 

@@ -266,6 +266,27 @@ def test_message_patch_with_id_replaces_whole_message() -> None:
     assert repr(session) == "<Session ? idle, 1 messages, 0 tool calls>"
 
 
+def test_a_message_streaming_when_the_user_steers_goes_on_after_the_users() -> None:
+    """The agent's chunks of its message (one id) that come after a steered message
+    are a message of their own after it, as they came; steered twice, twice."""
+    session = Session()
+    session.apply_message(MessagePatch("a", "agent", "one"))
+    session.steered()
+    session.apply_message(MessagePatch("#u1", "user", "shorter", replace=True))
+    session.apply_message(MessagePatch("a", "agent", " two"))
+    session.steered()
+    session.apply_message(MessagePatch("#u2", "user", "stop", replace=True))
+    session.apply_message(MessagePatch("a", "agent", " three"))
+    shown = [(session.messages[key].role, session.messages[key].text) for _, key in session.items]
+    assert shown == [
+        ("agent", "one"),
+        ("user", "shorter"),
+        ("agent", " two"),
+        ("user", "stop"),
+        ("agent", " three"),
+    ]
+
+
 def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:
     # The connection hands a read's run of session/update over at once; joining
     # the chunks of one message must not change what the transcript shows.

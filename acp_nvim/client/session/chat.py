@@ -476,9 +476,9 @@ class Chat:
         self._draw(view.status_op(**view.config_fields(options, entries)))
 
     def on_steered(self, text: str) -> None:
-        """The user's message went into the running turn (steering): shown there. An
-        echo the agent never acknowledged is not this message's to replace."""
-        self.session.pending_echo = None
+        """The user's message went into the running turn (steering): shown there, and
+        what the agent streams on below it (``Session.steered``)."""
+        self.session.steered()
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
         self.session.pending_echo = patch.message_id

@@ -488,6 +488,19 @@ class Session(msgspec.Struct):
             patch.replace = True  # a first chunk of the ack starts the text afresh
         patch.message_id = self.aliases.get(patch.message_id, patch.message_id)
 
+    def steered(self) -> None:
+        """A user's message joins the running turn next: an echo the agent never
+        acknowledged is not its to replace, and the agent's message streaming last
+        goes on as a message of its own (what comes of it, the same id, is shown
+        after the user's, as it came)."""
+        self.pending_echo = None
+        kind, key = self.items[-1] if self.items else ("", "")
+        if kind != "message" or self.messages[key].role == "user":
+            return
+        parted = self.new_id("m")
+        for alias in [key, *(a for a, k in self.aliases.items() if k == key)]:
+            self.aliases[alias] = parted
+
     def _continued_message(self, role: Role) -> str | None:
         if not self.items or self.items[-1][0] != "message":
             return None
