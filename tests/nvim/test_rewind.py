@@ -256,11 +256,11 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
     assert steering["idleBehavior"] == "promptRequired"
     assert steering["prompt"] == [{"type": "text", "text": "turn left"}]
     assert calls(wire, "session/cancel") == []
-    # In the order it came: what the agent streamed on in the same message (its id)
-    # after the user's is shown after it.
+    # What the agent streamed on in the same message (its id) once the user's was
+    # sent is not added to what was written before it: a block of its own.
     text = editor.transcript_text()
-    assert "## Agent\nholding\n\n## You\nturn left\n\n*Sent into the running turn.*" in text
-    assert text.index("*Sent into the running turn.*") < text.index("steered: turn left")
+    assert "## Agent\nholding\n\n" in text and "## Agent\n steered: turn left" in text
+    assert "## You\nturn left\n\n*Sent into the running turn.*" in text
     assert len(calls(wire, "session/prompt")) == 1
 
 
@@ -415,8 +415,9 @@ def test_the_demo_takes_a_steered_message_at_its_next_paragraph(
     editor: Editor, version: int
 ) -> None:
     """As a model takes a steered message at its next step: the long reply stops at
-    a paragraph's end and the answer is a message of its own, below the user's
-    (the demo had streamed the whole reply above it first)."""
+    its paragraph's end (the rest of that paragraph below the user's message, as it
+    came) and the answer is a message of its own (the demo had streamed the whole
+    reply above the user's message first)."""
     paced = {
         "cmd": [sys.executable, "-m", "acp_nvim.demo_agent"],
         "env": {"ACP_DEMO_DELAY": "0.002", "PYTHONPATH": str(ROOT)},
@@ -428,12 +429,12 @@ def test_the_demo_takes_a_steered_message_at_its_next_paragraph(
     editor.lua("require('acp').send('shorter please', {now = true})")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
-    assert not any("word1999" in line for line in lines)  # cut short
+    assert not any("word40 " in line for line in lines)  # cut at the first paragraph's end
     steered = lines.index("shorter please")
     assert lines[steered - 1] == "## You"
-    answer = lines.index("## Agent", steered)
-    assert lines[answer + 1].startswith("You added, while I was working: “shorter please”")
-    assert not any(line.startswith("word") for line in lines[steered:])
+    answer = next(i for i, line in enumerate(lines) if line.startswith("You added, while"))
+    assert answer > steered and lines[answer - 1] == "## Agent"
+    assert lines[answer].endswith("“shorter please”. Noted — I will take it into account.")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
