@@ -90,12 +90,12 @@ def until_steered(text: str, steered: Callable[[], bool]) -> Iterator[str]:
     """The chunks of ``text``, ending at a paragraph's end once a message joined the
     running turn (``steered()``): a model takes it at its next step and answers it in
     a message of its own, below the user's."""
-    sent = ""
     for piece in _chunks(text):
-        if sent.endswith("\n\n") and steered():
+        if "\n\n" in piece and steered():
+            if piece.strip():
+                yield piece.rstrip()
             return
         yield piece
-        sent += piece
 
 
 # A seeded session's first prompt carries the conversation so far in a
