@@ -598,12 +598,12 @@ class DiskChanges:
         except FileError:
             self._known[path] = stat
             return False
-        baseline = await self._baseline(path, current)
+        buffer = await self.editor.read_buffer(path)
+        baseline = await self._baseline(path, current, buffer)
         self._known[path] = stat
         if isinstance(baseline, Nothing) or baseline == current:
             return False
         kind: FileKind = "patch" if path in self._patches else "disk"
-        buffer = await self.editor.read_buffer(path)
         if buffer is None or not buffer.modified:
             self.store.record(path, baseline, current, kind)  # ChangeService reloads its buffer
         elif not await self._write_behind(buffer, path, baseline, current, kind):
@@ -717,8 +717,11 @@ class DiskChanges:
         self._snapshots[path] = text
         self._known.setdefault(path, stat)
 
-    async def _baseline(self, path: str, current: str | None) -> Baseline:
-        """What ``path`` held before the agent changed it (see the module docstring).
+    async def _baseline(
+        self, path: str, current: str | None, buffer: BufferState | None
+    ) -> Baseline:
+        """What ``path`` held before the agent changed it (see the module docstring);
+        ``buffer``: its buffer now, if loaded.
 
         The first source that differs from ``current`` wins; sources that agree
         with it (a buffer Neovim already reloaded) do not hide a later one.
@@ -730,11 +733,10 @@ class DiskChanges:
             # Not there when the turn began, and nothing recorded it since: whatever
             # a tool call's oldText or a buffer says (opencode sends "" for a new file).
             return None
-        state = await self.editor.read_buffer(path)
         diff, patch = self._diffs.get(path), self._patches.get(path)
         sources: list[Baseline] = [
             self._snapshots.get(path, NOTHING),
-            state.text if state is not None and not state.modified else NOTHING,
+            buffer.text if buffer is not None and not buffer.modified else NOTHING,
             baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
             baseline_from_patch(current, patch) if patch is not None else NOTHING,
             await self._git_text(path),
