@@ -499,7 +499,8 @@ class DemoAgent:
 
     async def _stream(self, session_id: str, kind: str, text: str) -> None:
         update: Params = {"sessionUpdate": kind}
-        history, said, sent = self.history[session_id], len(self.history[session_id]), ""
+        history, sent = self.history[session_id], ""
+        said = len(history)
         if kind == "agent_message_chunk":  # ids of its own: where a fork at a message ends
             update["messageId"] = f"{session_id}-m{said}"
             history.append(("agent", text, update["messageId"]))
