@@ -109,8 +109,9 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert "hello zebra" in text and "echo: hello zebra" in text
         assert f"#### Edit {target}" in text and "-two" in text and "+2" in text
         assert "— end_turn —" in text
-        # The turn's end says what became of its changes in the review.
-        assert f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted" in text
+        # The turn's end says what became of its changes in the review (the files
+        # named as the live chat names them).
+        assert "*Review:*\n- `a.py`: `@@ -2 +2 @@` accepted" in text
         assert other.lua("return require('acp').status().history") == found["id"]
 
         # Sending goes on with the stored session, loaded (without showing it again).
@@ -130,7 +131,7 @@ def test_a_chat_is_found_reopened_continued_with_load_and_exported(editor: Edito
         assert "- Agent: kept" in markdown and f"- Directory: {editor.tmp / 'project'}" in markdown
         for part in ("## You\n\nhello zebra", "## Agent\n\necho: hello zebra",
                      f"### Tool: Edit {target}", "```diff", "-two", "+2", f"edited {target}",
-                     f"*Review:*\n- `{target}`: `@@ -2 +2 @@` accepted"):  # fmt: skip
+                     "*Review:*\n- `a.py`: `@@ -2 +2 @@` accepted"):  # fmt: skip
             assert part in markdown, part
         # :AcpExport without a path: the current chat in a buffer of a new tab page. The
         # command returns at once: Neovim goes on while Python writes the Markdown.
@@ -567,9 +568,9 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
         other.wait("require('acp').status().state == 'ready'")
         text = other.transcript_text()
         turn_one = (
-            f"*Review:*\n- `{f}`: `{first['header']}` accepted, `{last['header']}` rejected"
+            f"*Review:*\n- `f.txt`: `{first['header']}` accepted, `{last['header']}` rejected"
         )
-        turn_two = f"*Review:*\n- `{g}` (new): `{new['header']}` pending"
+        turn_two = f"*Review:*\n- `g.txt` (new): `{new['header']}` pending"
         assert turn_one in text and turn_two in text
         assert text.index(turn_one) < text.index("write g.txt new") < text.index(turn_two)
         # The turns' changed files as the live chat drew them, without the review's

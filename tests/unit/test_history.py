@@ -29,6 +29,7 @@ from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
+from acp_nvim.client.session.workspace import Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 
@@ -320,7 +321,7 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert "QUJD" not in (blocks[0].data or "") and '"size":300' in (blocks[0].data or "")
         # Drawn again: the same blocks and lines, ids by their place, prefixed.
         drawn = {op["id"]: op for op in editor.ops[1] if op["op"] == "block" and "start" not in op}
-        again = render_ops(blocks, "#h:", chat.workspace.cwd)
+        again = render_ops(blocks, "#h:", chat.workspace)
         assert [op["id"] for op in again] == ["#h:0", "#h:1", "#h:2", "#h:3"]
         assert [op["lines"] for op in again] == [drawn[b.key]["lines"] for b in blocks]
         text = markdown(hit.chat, blocks)
@@ -383,8 +384,13 @@ def _patch(role: str, text: str) -> Any:
 def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
     """Rows kept before each hunk was listed hold counts by status."""
     data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'
-    [op] = render_ops([StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)], "#h:", "/p")
-    assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `/p/a.py`: 2 accepted"]  # type: ignore[typeddict-item]
+    turn = StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)
+    [op] = render_ops([turn], "#h:", Workspace("/p"))
+    assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `a.py`: 2 accepted"]  # type: ignore[typeddict-item]
+    # A worktree chat's review holds the user's files: named from the user's directory.
+    worktree = Worktree("/wt/p-1", "acp/1", "/p", "0" * 40)
+    [op] = render_ops([turn], "#h:", Workspace("/wt/p-1", worktree=worktree))
+    assert op["lines"][-1] == "- `a.py`: 2 accepted"  # type: ignore[typeddict-item]
 
 
 def test_a_chat_kept_before_branches_were_reopens_as_it_showed(tmp_path: Path) -> None:

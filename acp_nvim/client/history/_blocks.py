@@ -48,7 +48,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
 )
-from acp_nvim.client.session.workspace import shown_path
+from acp_nvim.client.session.workspace import Workspace, shown_path
 from acp_nvim.review import format_unified
 
 # Blocks the client draws itself (turn ends, the files a turn changed, errors,
@@ -119,8 +119,9 @@ def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     return kept
 
 
-def _review_lines(files: list[dict[str, Any]]) -> list[str]:
-    """A turn's review, a line per file: ``- `a.py`: `@@ -1 +1 @@` accepted, ...``."""
+def _review_lines(files: list[dict[str, Any]], cwd: str) -> list[str]:
+    """A turn's review, a line per file: ``- `a.py`: `@@ -1 +1 @@` accepted, ...``;
+    the user's files named relative to ``cwd``, the user's directory of the chat."""
     lines = ["*Review:*"]
     for file in files:
         hunks = file.get("hunks") or []
@@ -129,7 +130,8 @@ def _review_lines(files: list[dict[str, Any]]) -> list[str]:
         else:
             said = ", ".join(f"`{header}` {status}" for header, status in hunks)
         made = " (new)" if file.get("created") else " (deleted)" if file.get("deleted") else ""
-        lines.append(f"- `{file['path']}`{made}" + (f": {said}" if said else ""))
+        path = shown_path(file["path"], cwd)
+        lines.append(f"- `{path}`{made}" + (f": {said}" if said else ""))
     return lines
 
 
@@ -209,12 +211,13 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
 def render_ops(
     blocks: Sequence[StoredBlock],
     prefix: str,
-    cwd: str,
+    workspace: Workspace,
     prompts: Mapping[int, int] | None = None,
 ) -> list[RenderOp]:
     """The ops drawing ``blocks`` as the chat drew them, with the ids of
     :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them) and
-    files named relative to ``cwd``, the directory of the session drawing them.
+    files named as the chat drawing them names them: the agent's relative to its
+    session's directory, the review's (the user's files) to the user's.
     ``prompts``: the turn each prompt that begins one begins, by its block's seq (the
     edit key on it puts it back in the input)."""
     ops: list[RenderOp] = []
@@ -226,7 +229,7 @@ def render_ops(
             message.text = block.text
             op = view.message_op(message, (prompts or {}).get(block.seq))
         elif block.kind == "tool":
-            op = view.ToolCallDrawing(cwd).op(_tool_call(block, terminals), terminals)
+            op = view.ToolCallDrawing(workspace.cwd).op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
             op = view.plan_op(block.key.removeprefix(_PLAN), entries)
@@ -234,7 +237,7 @@ def render_ops(
             lines = block.text.split("\n")
             review = _data(block).get("review") if block.kind == "turn" else None
             if review:
-                lines += _review_lines(review)
+                lines += _review_lines(review, workspace.user_cwd)
             # A turn's changed files as information: no review acts on them here.
             kind = "info" if block.kind == "changes" else block.kind
             op = view.notice_op(block.key, kind, lines)
@@ -284,7 +287,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             lines += [f"- [{'x' if s == 'completed' else ' '}] {c}"
                       for c, s, _ in _data(block).get("entries") or []]  # fmt: skip
         elif block.kind == "turn":
-            lines.append(_turn_markdown(block))
+            lines.append(_turn_markdown(block, chat.cwd))
         else:
             lines.append(block.text)
     return "\n".join(lines) + "\n"
@@ -331,7 +334,7 @@ def _fence(text: str) -> list[str]:
     return [fence, *body, fence]
 
 
-def _turn_markdown(block: StoredBlock) -> str:
+def _turn_markdown(block: StoredBlock, cwd: str) -> str:
     data = _data(block)
     line = f"*Turn ended: {data.get('stop_reason', '?')}"
     usage = data.get("usage") or {}
@@ -341,7 +344,9 @@ def _turn_markdown(block: StoredBlock) -> str:
     if isinstance(cost, dict) and "amount" in cost:
         line += f" · cost {cost['amount']:.2f} {cost.get('currency', '')}".rstrip()
     line += "*"
-    return "\n".join([line, "", *_review_lines(data["review"])]) if data.get("review") else line
+    if not data.get("review"):
+        return line
+    return "\n".join([line, "", *_review_lines(data["review"], cwd)])
 
 
 def _date(stamp: float) -> str:

@@ -196,7 +196,7 @@ class History:
 
         prompts = self._records[chat.id].prompts
         for start in range(0, len(blocks), _SLICE):
-            ops = render_ops(blocks[start : start + _SLICE], prefix, chat.workspace.cwd, prompts)
+            ops = render_ops(blocks[start : start + _SLICE], prefix, chat.workspace, prompts)
             self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 

@@ -130,7 +130,7 @@ class ChatRecord:
             turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(own[0].text))
             turn.first = block_id(prefix, own[0])
             if node not in shown.nodes:
-                turn.drawing = render_ops(own, prefix, self.chat.workspace.cwd, self.prompts)
+                turn.drawing = render_ops(own, prefix, self.chat.workspace, self.prompts)
             self._turn_nodes[turn.message] = node
             turns[node] = turn
         return turns
