@@ -160,6 +160,15 @@ class ReviewStore:
         """All changesets, oldest first."""
         return list(self._turns)
 
+    def open_hunks(self) -> int:
+        """How many hunks of every turn await a decision (pending or conflict)."""
+        return sum(
+            h.status in ("pending", "conflict")
+            for changeset in self._turns
+            for change in changeset.files()
+            for h in change.hunks()
+        )
+
     def turn(self, number: int) -> Changeset:
         """Changeset of turn ``number``. Raises :class:`ReviewError` when unknown."""
         if not 1 <= number <= len(self._turns):

@@ -165,6 +165,44 @@ def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
     assert len(editor.lua("return require('acp').changes({all = true})")) == 4
 
 
+def test_a_closed_chats_hunks_stay_reviewable_until_none_waits(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Decision 0081: the agent's lines that wait for a decision stay in the user's
+    files when the chat closes, marked, and are still accepted or rejected (keys,
+    :AcpReview, even with another chat current); once none waits, its review goes."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n5\n6\n7\neight\n"}}])
+    closed = editor.lua("return require('acp').status().chat")
+    editor.lua("require('acp').close()")
+    said = f"acp: 2 hunks wait in your files from closed chat #{closed} (:AcpReview)"
+    editor.wait(f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {said!r})")
+    assert marks(editor, buf) == [0, 7] and lines(editor, buf)[0] == "one"
+
+    editor.open_chat("files")  # a chat of its own, nothing in its review
+    editor.nvim.command("AcpReview")
+    review = editor.lua("return vim.api.nvim_get_current_buf()")
+    text = lines(editor, review)
+    assert f"Chat #{closed} is closed: accept or reject what waits, as before." in text
+    assert text[editor.lua("return vim.fn.line('.')") - 1] == "  @@ -1 +1 @@ pending"
+    editor.nvim.input("r")
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == '1'", what="the rejection")
+    assert path.read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
+    assert marks(editor, buf) == [7]
+
+    editor.nvim.command("tabclose")
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.lua("vim.api.nvim_win_set_cursor(0, {8, 0})")
+    editor.nvim.command("AcpHunk accept")
+    state = "require('acp.review.state').by_chat"
+    editor.wait(f"{state}[{closed}] == nil", what="the closed chat's review let go")
+    assert marks(editor, buf) == [] and lines(editor, buf)[7] == "eight"
+    editor.nvim.command("AcpReview")  # the current chat's again
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(f"review/{closed + 1}")
+
+
 def test_rejecting_a_created_file_deletes_its_buffer_and_keeps_the_window(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -332,6 +332,7 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     editor.lua("require('acp').close()")  # nothing waits: no question
     branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
     editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    editor.wait(f"require('acp.review.state').by_chat[{chat}] == nil", what="its review let go")
     assert not worktree.exists()
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
 

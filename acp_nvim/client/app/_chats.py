@@ -401,8 +401,7 @@ class ChatLifecycle:
         if opening is not None:
             opening.cancel()
         chat = self.ctx.chats.pop(chat_id, None)
-        review = self.reviews.by_chat.get(chat_id)
-        self.reviews.forget(chat_id)
+        review = self.reviews.closed(chat_id)
         self.queue.forget(chat_id)
         self.ctx.history.detach(chat_id)
         if chat is None:

@@ -80,10 +80,37 @@ class Reviews:
         if review is not None:
             review.prepare_soon()
 
-    def forget(self, chat_id: int) -> None:
-        review = self.by_chat.pop(chat_id, None)
-        if review is not None:
-            review.close()
+    def closed(self, chat_id: int) -> SessionChanges | None:
+        """Chat ``chat_id`` closed: its review goes, unless hunks of it still wait in
+        the user's files; then it stays and takes the user's decisions as before,
+        until none waits (decision 0081). A worktree chat's goes: its worktree goes
+        or stays whole (``Workspaces.release``). Returns the review the chat had."""
+        from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+        review = self.by_chat.get(chat_id)
+        if review is None:
+            return None
+        review.close()  # no agent changes files for it any more
+        waiting = review.store.open_hunks()
+        if isinstance(review, WorktreeChanges) or not waiting:
+            self._forget(chat_id)
+        else:
+            hunks = "1 hunk waits" if waiting == 1 else f"{waiting} hunks wait"
+            where = f"in your files from closed chat #{chat_id} (:AcpReview)"
+            self.ctx.editor.notify(f"{hunks} {where}", "info")
+        return review
+
+    def _forget(self, chat_id: int) -> None:
+        """Let go of a closed chat's review; Lua drops it and its marks with it (an
+        empty review of a chat it no longer shows)."""
+        self.by_chat.pop(chat_id, None)
+        self.ctx.editor.review(chat_id, {"turn": 0, "files": []})
+
+    def _settle(self, chat_id: int) -> None:
+        """A closed chat's review goes once no hunk of it waits."""
+        review = self.by_chat.get(chat_id)
+        if chat_id not in self.ctx.chats and review is not None and not review.store.open_hunks():
+            self._forget(chat_id)
 
     async def review(
         self,
@@ -102,6 +129,7 @@ class Reviews:
             raise ValueError(f"unknown review decision {decision!r}")
         await review.decide("accept" if decision == "accept" else "reject", path, hunk, turn)
         self.ctx.history.reviewed(chat_id)
+        self._settle(chat_id)
 
     def baseline(self, chat_id: int, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s text before ``turn`` (see SessionChanges.baseline)."""
@@ -113,8 +141,9 @@ class Reviews:
 
     async def buffer_changed(self, path: str) -> None:
         """The user changed a buffer holding agent hunks (typing, undo, redo)."""
-        for review in list(self.by_chat.values()):
+        for chat_id, review in list(self.by_chat.items()):
             await review.sync(path)
+            self._settle(chat_id)
 
     def restorable(self, chat_id: int) -> list[int]:
         """The turns of the chat's shown branch that changed files, newest first

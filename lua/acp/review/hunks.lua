@@ -9,6 +9,7 @@ if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
 local host = require("acp.host")
 local keys = require("acp.keys")
+local registry = require("acp.chat.registry")
 local splits = require("acp.review.splits")
 local state = require("acp.review.state")
 local util = require("acp.util")
@@ -247,16 +248,16 @@ function M.act(action)
     util.notify("no agent hunk under the cursor", "warn")
   elseif action == "preview" then
     preview(h)
-  elseif action == "reject_why" then
+  elseif action == "reject_why" and registry.chats[h.chat] then
     close_preview()
     vim.ui.input({ prompt = "Why reject it? " }, function(reason)
       if reason and vim.trim(reason) ~= "" then
         state.decide(h.chat, "reject", h.path, h.hunk.id, h.turn, vim.trim(reason))
       end
     end)
-  else
+  else -- a closed chat's hunk (decision 0081) is rejected without a reason: no agent hears it
     close_preview()
-    state.decide(h.chat, action, h.path, h.hunk.id, h.turn)
+    state.decide(h.chat, action == "reject_why" and "reject" or action, h.path, h.hunk.id, h.turn)
   end
 end
 

@@ -8,6 +8,7 @@ local diff = require("acp.review.diff")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
+local registry = require("acp.chat.registry")
 local state = require("acp.review.state")
 local util = require("acp.util")
 
@@ -79,7 +80,11 @@ local function compose(chat)
     rows[#lines] = entry
   end
   add(heading(state.open_hunks(chat)), "AcpReviewHunk")
-  if #review.files == 0 then
+  if not registry.chats[chat] then
+    local said = #review.files > 0 and "Chat #%d is closed: accept or reject what waits, as before."
+      or "Chat #%d is closed and nothing of it waits any more."
+    add(said:format(chat), "AcpReviewDecided")
+  elseif #review.files == 0 then
     add("No changes by the agent yet.", "AcpReviewDecided")
   end
   local turn
@@ -183,9 +188,13 @@ local function map(buf)
 end
 
 --- Open the review of the current chat's changes in a new tab page, or go to
---- the window that shows it.
+--- the window that shows it; when none of them waits, the newest closed chat's
+--- whose hunks still wait (decision 0081).
 function M.open()
   local chat = state.chat_id()
+  if not chat or state.open_hunks(chat) == 0 then
+    chat = state.closed_waiting() or chat
+  end
   if not chat then
     util.user_error("no chat has changes to review (:AcpChat)")
   end
@@ -227,7 +236,7 @@ end
 
 --- New review state from Python for chat `chat`.
 function M.update(chat, summary)
-  state.by_chat[chat] = summary
+  state.set(chat, summary)
   mark_buffers()
   diff.refresh(chat)
   for _, listener in ipairs(listeners) do

@@ -56,6 +56,30 @@ function M.open_hunks(chat, of_file)
   return count
 end
 
+--- Take chat `chat`'s review state from Python. A closed chat's is kept only while
+--- hunks of it wait for a decision (decision 0081): Python sends an empty one when
+--- it lets go of it.
+---@param chat integer
+---@param summary {turn: integer, files: acp.ReviewFile[]}
+function M.set(chat, summary)
+  M.by_chat[chat] = summary
+  if not registry.chats[chat] and M.open_hunks(chat) == 0 then
+    M.by_chat[chat] = nil
+  end
+end
+
+--- The newest closed chat whose review still has hunks waiting (see M.set).
+---@return integer?
+function M.closed_waiting()
+  local newest
+  for id in pairs(M.by_chat) do
+    if not registry.chats[id] and (not newest or id > newest) then
+      newest = id
+    end
+  end
+  return newest
+end
+
 --- The chat the API acts on: the current one, else the newest with changes.
 ---@return integer?
 function M.chat_id()
