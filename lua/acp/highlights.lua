@@ -8,7 +8,7 @@ M.groups = {
   { "AcpAgentHeader", "Title", "Header of the agent's messages" },
   { "AcpThoughtHeader", "Comment", "Header of the agent's thoughts" },
   { "AcpThought", "Comment", "The agent's thoughts" },
-  { "AcpHint", "Comment", "What a new chat's empty transcript says to type" },
+  { "AcpHint", "Comment", "What a new chat's empty transcript says to type; an edit in the input" },
   { "AcpToolHeader", "Function", "Title of a tool call" },
   { "AcpToolPending", "NonText", "Tool call status: pending" },
   { "AcpToolRunning", "DiagnosticInfo", "Tool call status: in progress" },

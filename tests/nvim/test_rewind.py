@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.nvim.conftest import FAKE, ROOT, Editor
+from tests.nvim.screen import Screen
 from tests.nvim.test_chats import STUB_UI
 from tests.nvim.test_permissions import wait_text
 
@@ -205,6 +206,43 @@ def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
     editor.nvim.input("<CR>")
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt one'")
     assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
+def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
+    editor: Editor,
+) -> None:
+    """Sending an edit rewinds files and conversation: the input says so while it
+    holds one, and a prompt typed after emptying it (or walking the prompt history
+    off it) is sent as a new prompt, nothing rewound."""
+    wire = start(editor, "rewind", 1)
+    a = three_turns(editor)
+    screen = Screen(editor, 160, 40)
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    input_win = editor.lua(f"return vim.fn.bufwinid({input_buf})")
+
+    def input_row() -> str:
+        screen.draw()
+        row, col = editor.lua(
+            f"local p = vim.fn.screenpos({input_win}, 1, 1); return {{p.row, p.col}}"
+        )
+        return screen.text(row, col).rstrip()
+
+    editor.nvim.command("AcpEdit 2")
+    editor.wait("require('acp.chat.registry').get().editing == 2")
+    assert input_row() == "write a.txt two ← editing turn 2: sent, it rewinds"
+    editor.lua(f"vim.api.nvim_set_current_win({input_win})")
+    editor.nvim.input("ggdG")
+    editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
+    assert "editing" not in input_row()
+    editor.nvim.input("iwrite a.txt four<Esc><CR>")  # sent with the input's key
+    editor.wait_event("AcpTurnEnd", count=4)
+    assert calls(wire, "session/fork") == [] and a.read_text() == "four\n"
+
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    editor.nvim.input("<Down>")  # off the edited prompt, to what was typed before it
+    editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
+    assert "editing" not in input_row()
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -7,6 +7,7 @@ local blocks_of = require("acp.chat.blocks")
 local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
+local editing = require("acp.chat.editing")
 local elicit = require("acp.chat.elicit")
 local hint = require("acp.chat.hint")
 local host = require("acp.host")
@@ -63,10 +64,9 @@ local function map(chat)
       if text == "" then
         return
       end
-      api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
       -- An edited earlier prompt goes from before its turn (a rewind, then the send).
-      local rewind = chat.editing
-      chat.editing = nil
+      local rewind = editing.take(chat)
+      api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
       M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
   end
@@ -709,7 +709,7 @@ M.ops = {
   edit = function(batch, op)
     local chat = batch.chat
     prompt_history.recall(chat, op.text)
-    chat.editing = op.turn
+    editing.start(chat, op.turn)
     layout.show(chat)
   end,
 }

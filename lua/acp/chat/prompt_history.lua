@@ -2,6 +2,7 @@
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
 -- the input's first line and <Down> on its last (decision 0022).
 if jit then jit.off(true, true) end -- decision 0068
+local editing = require("acp.chat.editing")
 local keys = require("acp.keys")
 
 local M = {}
@@ -229,6 +230,7 @@ function M.step(chat, step)
   local lines = index > count and history.draft
     or vim.split(history.entries[index], "\n", { plain = true })
   history.index = index <= count and index or nil
+  editing.stop(chat) -- walked off the prompt being edited: what is sent is a prompt again
   api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
   local win = api.nvim_get_current_win()
   if api.nvim_win_get_buf(win) == chat.input then

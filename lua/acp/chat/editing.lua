@@ -1,0 +1,50 @@
+-- An earlier prompt back in the input to edit (|:AcpEdit|, <CR> on one of your
+-- messages): sent, it goes from before its turn, files and conversation. A rewind
+-- is not to happen unseen: the input says so while the edit lasts, and emptying the
+-- input or walking the prompt history off it ends the edit.
+if jit then jit.off(true, true) end -- decision 0068
+local M = {}
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("acp.editing")
+
+--- Stop editing in `chat`: what is sent next is a new prompt.
+---@param chat acp.Chat
+function M.stop(chat)
+  chat.editing = nil
+  if api.nvim_buf_is_valid(chat.input) then
+    api.nvim_buf_clear_namespace(chat.input, M.ns, 0, -1)
+    pcall(api.nvim_del_augroup_by_name, "acp.editing." .. chat.input)
+  end
+end
+
+--- The input of `chat` now holds the prompt of `turn`, to edit.
+---@param chat acp.Chat
+---@param turn integer
+function M.start(chat, turn)
+  M.stop(chat)
+  chat.editing = turn
+  local said = ("← editing turn %d: sent, it rewinds"):format(turn)
+  api.nvim_buf_set_extmark(chat.input, M.ns, 0, 0, { virt_text = { { said, "AcpHint" } }, virt_text_pos = "eol" })
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+    group = api.nvim_create_augroup("acp.editing." .. chat.input, { clear = true }),
+    buffer = chat.input,
+    callback = function()
+      local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+      if #lines == 1 and lines[1] == "" then
+        M.stop(chat)
+      end
+    end,
+  })
+end
+
+--- The turn the input's text edits, if any, ending the edit: it is being sent.
+---@param chat acp.Chat
+---@return integer?
+function M.take(chat)
+  local turn = chat.editing
+  M.stop(chat)
+  return turn
+end
+
+return M
