@@ -303,13 +303,23 @@ class History:
         return reader
 
     def session_turns(self, agent: str) -> dict[str, int]:
-        """The turns of ``agent``'s stored chats by their session id, for the session
-        picker; none when the history cannot be read (a picker shows less, no error)."""
+        """The turns of ``agent``'s sessions the history knows, by session id, for
+        the session picker: each branch's, in the session its last turn ran in (a
+        chat a rewind branched holds more turns than any of its sessions); none when
+        the history cannot be read (a picker shows less, no error)."""
         try:
             hits = self._reader().search(agent=agent, limit=1000)
         except StoreError:
             return {}
-        return {h.chat.session_id: h.chat.turns for h in hits if h.chat.session_id}
+        turns: dict[str, int] = {}
+        for hit in hits:
+            branches, _ = branches_of(hit.chat.branches, [])
+            for branch in branches:
+                if branch.session_id and branch.nodes:
+                    turns.setdefault(branch.session_id, len(branch.nodes))
+            if hit.chat.session_id:  # a chat kept before branches were
+                turns.setdefault(hit.chat.session_id, hit.chat.turns)
+        return turns
 
     def search(
         self,
