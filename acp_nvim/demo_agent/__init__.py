@@ -37,6 +37,7 @@ from acp_nvim.demo_agent._text import (
     thought,
     typed,
     until_steered,
+    usage_update,
 )
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
@@ -92,7 +93,7 @@ class DemoAgent:
         self.client_compaction = False
         self.titles: dict[str, str] = {}
         self.updated: dict[str, str] = {}  # ISO 8601 time of each session's last prompt
-        self.used = 0  # context tokens, for usage_update
+        self.used = self.billed = 0  # context tokens, tokens so far: usage_update
         self.mcp_servers: dict[str, list[Params]] = {}  # offered with each session
         self.client_fs: Params = {}
         self.client_terminal = False
@@ -273,9 +274,8 @@ class DemoAgent:
             update = {"sessionUpdate": "session_info_update", "title": self.titles[session_id]}
             await self._send_update(session_id, update)
         self.used += 1000 + 4 * len(text)
-        cost = {"amount": round(self.used * 3e-6, 4), "currency": "USD"}
-        usage = {"sessionUpdate": "usage_update", "used": self.used, "size": 200_000, "cost": cost}
-        await self._send_update(session_id, usage)
+        self.billed += 1000 + 4 * len(text)
+        await self._send_update(session_id, usage_update(self.used, self.billed))
 
     async def _reply(self, session_id: str, text: str, words: set[str]) -> None:
         await self._stream(session_id, "agent_thought_chunk", thought(text))

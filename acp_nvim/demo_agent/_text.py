@@ -19,6 +19,7 @@ __all__ = [
     "thought",
     "typed",
     "until_steered",
+    "usage_update",
 ]
 
 import re
@@ -166,3 +167,10 @@ COMPACTED_NOTICE = {
     "title": "Context compacted",
     "description": "the older turns are summarised",
 }
+
+
+def usage_update(used: int, billed: int) -> dict[str, Any]:
+    """The context meter, ``used`` tokens of 200k, and the cost of the ``billed``
+    tokens so far: a compaction shrinks the one, never the other."""
+    cost = {"amount": round(billed * 3e-6, 4), "currency": "USD"}
+    return {"sessionUpdate": "usage_update", "used": used, "size": 200_000, "cost": cost}

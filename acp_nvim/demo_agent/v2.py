@@ -38,6 +38,7 @@ from acp_nvim.demo_agent._text import (
     thought,
     typed,
     until_steered,
+    usage_update,
 )
 from acp_nvim.protocol import Connection, RequestError
 
@@ -100,6 +101,7 @@ class _Session(msgspec.Struct):
     steering: list[str] = msgspec.field(default_factory=list)  # joined the running turn
     title: str | None = None
     used: int = 0  # context tokens, for usage_update
+    billed: int = 0  # tokens so far, for its cost
 
 
 class DemoAgentV2:
@@ -334,9 +336,8 @@ class DemoAgentV2:
         session.steering.clear()
         with anyio.CancelScope(shield=True):
             session.used += 1000 + 4 * len(text)
-            cost = {"amount": round(session.used * 3e-6, 4), "currency": "USD"}
-            usage = {"sessionUpdate": "usage_update", "used": session.used, "size": 200_000}
-            await self._notify(session, {**usage, "cost": cost}, record=False)
+            session.billed += 1000 + 4 * len(text)
+            await self._notify(session, usage_update(session.used, session.billed), record=False)
             await self._state(session, "idle", stop)
 
     async def _compact(self, session: _Session, n: int) -> None:

@@ -508,6 +508,9 @@ def test_the_demo_agent_forks_at_a_message_steers_and_compacts(
     lines = editor.transcript()
     assert "#### Context compacted" in lines
     assert "*Context compacted — the older turns are summarised*" in lines
+    # The context shrank; what was spent did not.
+    [end] = [line for line in lines if line.startswith("*— end_turn")][-1:]
+    assert " · $0." in end and "$-" not in end, end
 
 
 def test_a_branch_picked_after_a_restart_goes_on_in_a_seeded_session(editor: Editor) -> None:
