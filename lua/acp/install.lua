@@ -43,12 +43,34 @@ local function usable(python, need_pip)
   return ok and result.code == 0
 end
 
+--- Why `base`, the Python asked for, cannot build the venv; nil when it can. Asked
+--- before the venv is removed: a typo must not cost a working environment.
+---@param base string a path, a name on PATH, for uv also a version such as `3.12`
+---@param uv string uv's path, "" without it
+---@return string?
+local function unfit(base, uv)
+  if uv ~= "" and base:match("^%d") then
+    local ok, result = pcall(function()
+      return vim.system({ uv, "python", "find", base }):wait(20000)
+    end)
+    if not (ok and result.code == 0) then
+      return ("uv finds no Python %s (`uv python install %s` fetches one)"):format(base, base)
+    end
+  elseif not usable(base, false) then
+    return ("%s is not a Python 3.10 or newer that runs"):format(base)
+  end
+end
+
 --- The steps, each {title, cmd}; nil and a message when nothing can build it.
 ---@param base? string the Python to create the venv with (it is then always built anew)
 local function plan(base)
   local venv, python = host.venv(), host.venv_python()
   local uv = vim.fn.exepath("uv")
   local steps = {}
+  local problem = base and unfit(base, uv)
+  if problem then
+    return nil, problem .. "; the environment was left as it was"
+  end
   if base or not usable(python, uv == "") then
     -- Built anew: with the Python asked for, or because it is broken or half-built
     -- (removed here, so no tool's --clear flag is needed).

@@ -204,6 +204,32 @@ def test_failing_install_reports_the_command_and_its_output(tmp_path: Path, plug
         editor.quit()
 
 
+def test_acpinstall_with_a_python_that_cannot_build_it_leaves_the_environment(
+    tmp_path: Path, plugin: Path
+) -> None:
+    """A typo in :AcpInstall's [python], or a Python too old, is told before anything
+    is removed: the environment that worked still does, the Python side still runs."""
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\nexit 1\n")  # fails the version check
+    old.chmod(0o755)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(plugin / ".venv")], check=True)
+    editor = start(tmp_path, plugin, f"require('acp').setup({{ python = {sys.executable!r} }})")
+    try:
+        editor.open_chat()
+        for python in ("/nonexistent/python3", str(old)):
+            editor.lua("pcall(vim.cmd, ...)", f"AcpInstall {python}")  # an error message
+            said = editor.lua("return _G.acp_notices")[-1]["msg"]
+            assert said == (
+                f"acp: install failed: {python} is not a Python 3.10 or newer that runs;"
+                " the environment was left as it was"
+            )
+        assert (plugin / ".venv" / "bin" / "python").exists()
+        editor.lua("require('acp').send('still here')")
+        assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    finally:
+        editor.quit()
+
+
 @pytest.fixture(scope="session")
 def offline_index(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """pip and uv told to install only from wheels of this test environment: no network.
