@@ -16,6 +16,15 @@ local function chat_module()
   return require("acp.chat")
 end
 
+--- Stop at an agent that is neither built in nor configured, before a chat opens
+--- only to say so.
+---@param agent? string
+local function known_agent(agent)
+  if agent and agent ~= vim.NIL and not vim.tbl_contains(config.agent_names(), agent) then
+    util.user_error(("unknown agent '%s' (configured: %s)"):format(agent, table.concat(config.agent_names(), ", ")))
+  end
+end
+
 --- Configure the plugin. Every wrong option is reported at once, by its dotted
 --- key, and its default is used until it is right (the Python side refuses to
 --- start chats meanwhile).
@@ -53,6 +62,7 @@ function M.open(opts)
   if unsupported then
     util.user_error(unsupported)
   end
+  known_agent(opts.agent)
   -- The Python host starts first, so its start-up overlaps drawing the chat, and
   -- with it the chat's agent (decision 0051); a start that failed before is tried
   -- again. An open that starts no agent of its own at once (a stored chat, a
@@ -177,8 +187,9 @@ end
 ---@return integer chat id
 function M.handoff(agent)
   local from = require_chat()
+  known_agent(agent)
   if from.status.state == "running" then
-    require("acp.util").user_error("cannot hand over during a turn: cancel it first")
+    util.user_error("cannot hand over during a turn: cancel it first")
   end
   return chat_module().open({ agent = agent, handoff = from }).id
 end

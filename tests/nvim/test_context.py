@@ -77,6 +77,11 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> 
     assert editor.nvim.buffers[status["input_buf"]][:] == ["@c.lua:2-3 "]
     editor.nvim.command("AcpAdd")  # one space apart, as typed
     assert editor.nvim.buffers[status["input_buf"]][:] == ["@c.lua:2-3 @c.lua "]
+    editor.lua("pcall(vim.cmd, 'AcpAdd nothere.txt')")  # a typo: an error, nothing added
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: no file or buffer nothere.txt to mention"
+    )
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["@c.lua:2-3 @c.lua "]
     editor.lua("require('acp').send(...)", "explain @c.lua:2-3")
     resource = blocks(editor)[1]["resource"]
     assert resource["text"] == "two\nthree"

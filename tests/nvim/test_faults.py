@@ -410,14 +410,32 @@ def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None
     assert "You said: *hello*" in editor.transcript_text()
 
 
-def test_a_chat_of_an_unknown_agent_says_why_in_it(editor: Editor) -> None:
-    """:AcpChat with a name no agent has: the chat shows the error (it stood at
-    "starting" for good), and what was typed for it goes back to its input."""
+def test_an_unknown_agent_is_an_error_and_opens_no_chat(editor: Editor) -> None:
+    """:AcpChat or :AcpHandoff with a name no agent has: an error naming the agents,
+    and no chat opens only to say so."""
     editor.setup()
-    editor.lua("require('acp').open({agent = 'nope'}); require('acp').send('hello?')")
+    said = "acp: unknown agent 'nope' (configured: auggie, claude, "
+    for command in ("AcpChat nope", "AcpWorktree nope", "AcpHandoff nope"):
+        if command == "AcpHandoff nope":
+            editor.open_chat()
+        editor.lua("_G.acp_notices = {}; pcall(vim.cmd, ...)", command)  # an error message
+        [notice] = editor.lua("return _G.acp_notices")
+        assert notice["msg"].startswith(said) and ", demo, " in notice["msg"], command
+    assert editor.lua("return #require('acp').chats()") == 1  # the one opened for the hand-over
+
+
+def test_a_chat_whose_agent_left_the_options_says_why_in_it(editor: Editor) -> None:
+    """The agent went from the options since the chat opened (setup() again): the
+    chat starting it again shows the error, and what was typed for it goes back to
+    its input."""
+    editor.setup(agents={"gone": editor.fake_agent("echo")})
+    editor.open_chat("gone")
+    editor.setup()
+    editor.nvim.command("AcpRestart")
     editor.wait_event("AcpError")
     editor.wait("require('acp').status().state == 'error'")
-    assert "**Error:** unknown agent 'nope' (configured: " in editor.transcript_text()
+    assert "**Error:** unknown agent 'gone' (configured: " in editor.transcript_text()
+    editor.lua("require('acp').send('hello?')")
     input_buf = editor.lua("return require('acp').status().input_buf")
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'hello?'")
 

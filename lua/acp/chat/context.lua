@@ -230,7 +230,11 @@ function M.add(opts)
   end
   local mention
   if opts.file and opts.file ~= "" then
-    mention = "@" .. workspace.mention(chat, vim.fn.fnamemodify(opts.file, ":p"))
+    local path = vim.fn.fnamemodify(opts.file, ":p")
+    if not vim.uv.fs_stat(path) and vim.fn.bufloaded(path) == 0 then
+      util.user_error(("no file or buffer %s to mention"):format(opts.file))
+    end
+    mention = "@" .. workspace.mention(chat, path)
   else
     local name = api.nvim_buf_get_name(0)
     if name == "" or api.nvim_get_current_buf() == chat.input then
