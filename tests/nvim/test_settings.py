@@ -98,6 +98,18 @@ def test_acpmode_and_acpmodel_switch_over_v1(editor: Editor) -> None:
         "default",
         "plan",
     ]
+    # What the agent does not offer is told here, not sent for the agent to refuse.
+    for typed, said in (
+        ("AcpConfig nope on", "acp: no setting 'nope' (offered: mode, model)"),
+        ("AcpConfig mode nope", "acp: no mode 'nope' (offered: auto, default, plan)"),
+    ):
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(typed)
+        editor.wait("#_G.acp_notices > 0", what=typed)
+        assert editor.lua("return _G.acp_notices")[0]["msg"] == said
+    editor.nvim.command("AcpConfig mode Default")  # a name, as with :AcpMode
+    editor.wait("require('acp').status().modes.current == 'default'")
+    assert calls(editor, turn=2)[2:] == [["session/set_mode", {"sessionId": "fake-1", "modeId": "default"}]]
 
 
 def test_a_default_the_agent_does_not_offer_is_reported(editor: Editor) -> None:

@@ -47,17 +47,32 @@ class Settings:
                     chat.info(f"*{what}: {err}*")
 
     async def set_config(self, chat_id: int, config_id: str, value: str | bool) -> None:
-        """Change a session setting (mode, model, ...); the header shows the result."""
+        """Change a session setting (mode, model, ...); the header shows the result.
+        A setting the agent does not offer, or a value it does not list, is told
+        here, not sent (``value`` of a select: a choice's id or name)."""
         connection = self.pool.connection(chat_id)
         chat = self.ctx.chats.get(chat_id)
         if connection is not None and chat is not None:
-            option = next((o for o in chat.session.config_options if o.id == config_id), None)
-            if option is not None and option.type == "boolean" and isinstance(value, str):
+            options = chat.session.config_options
+            option = next((o for o in options if o.id == config_id), None)
+            if option is None:
+                offered = _offered([o.id for o in options])
+                self.ctx.editor.notify(f"no setting {config_id!r}{offered}", "warn")
+                return
+            if option.type == "boolean" and isinstance(value, str):
                 # Typed on the command line (`:AcpConfig thinking on`): a word, not a bool.
                 if value.lower() not in _SWITCH_WORDS:
                     self.ctx.editor.notify(f"{config_id} is on or off, not {value!r}")
                     return
                 value = _SWITCH_WORDS[value.lower()]
+            elif option.type == "select" and option.choices and isinstance(value, str):
+                if value not in option.choices.values:  # a name, as typed
+                    value = {name: id_ for id_, name in option.choices}.get(value, value)
+                if value not in option.choices.values:
+                    offered = _offered(option.choices.values)
+                    what = option.category or option.id
+                    self.ctx.editor.notify(f"no {what} {value!r}{offered}", "warn")
+                    return
             try:
                 await connection.set_config(chat, config_id, value)
             except AgentFailed as err:
@@ -79,12 +94,6 @@ class Settings:
         option = _setting(chat, category) if chat is not None else None
         if chat is None or option is None:
             self.ctx.editor.notify(f"the agent offers no {category} to choose", "warn")
-            return
-        by_name = {name: value_id for value_id, name in option.choices}
-        value = by_name.get(value, value)
-        if option.choices and value not in option.choices.values:
-            offered = _offered(option.choices.values)
-            self.ctx.editor.notify(f"no {category} {value!r}{offered}", "warn")
             return
         await self.set_config(chat_id, option.id, value)
 
