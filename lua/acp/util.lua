@@ -114,6 +114,8 @@ function M.write_later(path, data, done)
   local uv = vim.uv
   local finish = vim.schedule_wrap(done)
   local function failed(err, fd)
+    -- libuv names the file it failed on: the temporary, which the user never saw.
+    err = (tostring(err):gsub(": " .. vim.pesc(temporary) .. "$", ""))
     local function unlink()
       uv.fs_unlink(temporary, function()
         finish(err)

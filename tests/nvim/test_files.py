@@ -401,6 +401,18 @@ def test_an_export_on_a_full_disk_leaves_the_old_one_whole(editor: Editor, tmp_p
         assert [name for name in os.listdir(full) if name != ".filler"] == ["chat.md"]
 
 
+def test_an_export_into_a_missing_directory_says_so(editor: Editor, tmp_path: Path) -> None:
+    """The error names the file asked for, never the temporary it is written to first."""
+    editor.setup()
+    editor.open_chat()
+    path = tmp_path / "missing" / "chat.md"
+    editor.nvim.command(f"AcpExport {path}")
+    said = "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('cannot write') end)"
+    editor.wait(said, what="the export's error")
+    [notice] = [n for n in editor.lua("return _G.acp_notices") if "cannot write" in n["msg"]]
+    assert notice["msg"] == f"acp: cannot write {path}: ENOENT: no such file or directory"
+
+
 def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
     """Issue 27.6: the prompt history (stdpath("state")) is written all or nothing too."""
     with small_disk(editor.tmp / "xdg-state" / "nvim" / "acp") as state:

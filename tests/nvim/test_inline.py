@@ -246,6 +246,10 @@ def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
     path.write_text("1\n2\n3\n")
     buf = start(editor, path)
     run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n3\nfour\n"}}])
+    editor.lua("vim.cmd('tab split | enew'); pcall(vim.cmd, 'AcpDiff'); vim.cmd('tabclose')")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: :AcpDiff compares a file: name one, or run it in a file's buffer"
+    )
     editor.nvim.command(f"AcpDiff {path}")
     editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
     base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")

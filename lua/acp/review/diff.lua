@@ -28,6 +28,9 @@ end
 ---@param turn? integer
 function M.open(file, turn)
   local path = file and file ~= "" and vim.fn.fnamemodify(file, ":p") or api.nvim_buf_get_name(0)
+  if path == "" then
+    util.user_error(":AcpDiff compares a file: name one, or run it in a file's buffer")
+  end
   local order = { state.chat_id() }
   for id in pairs(state.by_chat) do
     table.insert(order, id)
