@@ -92,8 +92,12 @@ local function remember(win)
 end
 
 local function restore(win)
+  -- Closed meanwhile (`:only` closes them all, one WinClosed each).
+  if not api.nvim_win_is_valid(win) then
+    return
+  end
   local size = vim.w[win].acp_size
-  if not (size and api.nvim_win_is_valid(win) and vim.w[win].acp_pinned) then
+  if not (size and vim.w[win].acp_pinned) then
     return
   end
   if vim.wo[win].winfixwidth then
