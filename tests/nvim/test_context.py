@@ -379,3 +379,27 @@ def test_completion_opened_as_you_type_inserts_nothing_you_did_not_choose(
     editor.nvim.input("m")
     editor.wait("vim.api.nvim_get_current_line() == 'look at @sam'")
     assert editor.lua("return vim.fn.pumvisible()") == 0
+
+
+def test_a_mention_finds_a_path_by_letters_in_order(editor: Editor) -> None:
+    """`@main` offers src/main.py: after the paths that begin with what is typed, those
+    whose letters it holds in order, best first; each key asks again."""
+    project = editor.tmp / "project"
+    (project / "src" / "app").mkdir(parents=True)
+    (project / "src" / "app" / "main.py").write_text("")
+    (project / "src" / "maintenance.txt").write_text("")
+    (project / "main.rs").write_text("")
+    editor.setup()
+    status = editor.open_chat()
+    editor.nvim.command(f"call win_gotoid(bufwinid({status['input_buf']}))")
+    editor.nvim.input("i@main")
+    editor.wait("vim.fn.pumvisible() == 1", what="the popup on @main")
+    shown = "vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({'items'}).items)"
+    editor.wait(f"#{shown} == 3", what="three files")
+    words = editor.lua(f"return {shown}")
+    assert words[0] == "@main.rs"  # the prefix first
+    assert sorted(words[1:]) == ["@src/app/main.py", "@src/maintenance.txt"]
+    editor.nvim.input(".p")  # narrowed by the next keys, asked again
+    editor.wait(f"vim.deep_equal({shown}, {{'@src/app/main.py'}})", what="one file left")
+    editor.nvim.input("<C-n><C-y>")
+    editor.wait("vim.api.nvim_get_current_line() == '@src/app/main.py'")

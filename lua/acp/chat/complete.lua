@@ -21,6 +21,10 @@ local ns = api.nvim_create_namespace("acp.hint")
 local MAX_FILES = 200000
 local MAX_ITEMS = 500
 local TTL_MS = 10000
+-- After what the prefix matches, the paths its letters match in order (`@main`:
+-- src/main.py), best first (|matchfuzzy()|), among a directory's first FUZZY_FILES
+-- files: 200k paths took ~100 ms of the loop a key.
+local FUZZY_FILES = 20000
 ---@type table<string, {at: integer, files: string[]}> by directory
 local cache = {}
 ---@type table<string, true> directories being listed
@@ -106,8 +110,9 @@ local function files_of(dir)
 end
 
 --- The completion items for `prefix` (`/...` or `@...`) in `chat`, as
---- |complete-items|: word, abbr, menu, info; then whether more would match than
---- those (the files are still being listed, or there are more than MAX_ITEMS).
+--- |complete-items|: word, abbr, menu, info; then whether the next key must ask
+--- again (the files are still being listed, more than MAX_ITEMS match, or fuzzy
+--- matches are among them).
 ---@return table[] items
 ---@return boolean incomplete
 function M.items(chat, prefix)
@@ -139,20 +144,48 @@ function M.items(chat, prefix)
     end
   end
   -- The chat's directory first, then each root's files by where they are.
-  for index, dir in ipairs(registry.dirs(chat)) do
+  local dirs = registry.dirs(chat)
+  local function mention_of(index, file)
+    return index == 1 and file or workspace.mention(chat, vim.fs.joinpath(dirs[index], file))
+  end
+  local function add_file(index, mention)
+    seen[mention] = true
+    local menu = index == 1 and "file" or ("file of " .. vim.fs.basename(dirs[index]))
+    table.insert(items, { word = "@" .. mention, menu = menu, info = "", icase = 1 })
+  end
+  for index, dir in ipairs(dirs) do
     for _, file in ipairs(files_of(dir)) do
-      local mention = index == 1 and file or workspace.mention(chat, vim.fs.joinpath(dir, file))
+      local mention = mention_of(index, file)
       if not seen[mention] and vim.startswith("@" .. mention, prefix) then
         if #items >= MAX_ITEMS then
           return items, true
         end
-        seen[mention] = true
-        local menu = index == 1 and "file" or ("file of " .. vim.fs.basename(dir))
-        table.insert(items, { word = "@" .. mention, menu = menu, info = "", icase = 1 })
+        add_file(index, mention)
       end
     end
   end
-  return items, next(listing) ~= nil
+  local query, prefixed = prefix:sub(2), #items
+  if #query >= 2 then
+    local shown = {}
+    for _, item in ipairs(items) do
+      shown[item.word] = true
+    end
+    for index, dir in ipairs(dirs) do
+      local files = files_of(dir)
+      local looked = #files > FUZZY_FILES and vim.list_slice(files, 1, FUZZY_FILES) or files
+      local room = MAX_ITEMS - #items
+      for _, file in ipairs(room > 0 and vim.fn.matchfuzzy(looked, query, { limit = room }) or {}) do
+        local mention = mention_of(index, file)
+        if not shown["@" .. mention] then
+          shown["@" .. mention] = true
+          add_file(index, mention)
+        end
+      end
+    end
+  end
+  -- Fuzzy items do not begin with what is typed, by which the menu filters itself:
+  -- the next key asks again.
+  return items, #items > prefixed or next(listing) ~= nil
 end
 
 --- The token being completed before the cursor: its start column (0-based) and
