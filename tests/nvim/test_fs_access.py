@@ -102,3 +102,38 @@ def test_deny_refuses_writes_through_links_leaving_the_directory_and_roots_are_i
         f"Refused to write a file {link}: denied by fs_access.outside (fs_access)."
         in editor.transcript_text()
     )
+
+
+def test_an_edit_allowed_at_its_prompt_is_written_outside_without_a_second_question(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent's own prompt showed its edit of a file outside the session's directory
+    and the user allowed it: writing that file is not asked about again, that turn.
+    Another file outside still is, and so is that one in a later turn."""
+    outside, other = tmp_path / "outside.txt", tmp_path / "other.txt"
+    outside.write_text("s\n")
+    editor.setup(agents={"files": editor.fake_agent("files")})
+    editor.open_chat("files")
+    steps = [
+        {"ask": {"path": str(outside), "oldText": "s\n", "newText": "t\n", "write": "t\n"}},
+        {"write": {"path": str(other), "content": "o\n"}},
+    ]
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpPermissionRequest")
+    focus_transcript(editor)
+    editor.nvim.input("a")  # the edit, shown with its diff
+    asked = editor.wait_event("AcpPermissionRequest", count=2)
+    assert asked["title"] == f"Write {other}"  # the next question is the other file's
+    focus_transcript(editor)
+    editor.nvim.input("r")
+    editor.wait_event("AcpTurnEnd")
+    allowed, refused = results(editor)
+    assert allowed == {"outcome": "selected", "optionId": "once"}
+    why = "is outside the session's directory: not allowed by the user"
+    assert refused["message"].endswith(f"{other} {why}")
+    assert outside.read_text() == "t\n" and not other.exists()
+    assert f"#### Write {outside}" not in editor.transcript_text()
+
+    again = [{"write": {"path": str(outside), "content": "u\n"}}]
+    assert answer(editor, again, "r", turn=2)["message"].endswith(f"{outside} {why}")
+    assert outside.read_text() == "t\n"

@@ -76,6 +76,8 @@ class FileAccess:
         real = os.path.realpath(path)
         if self.options.outside == "allow" or real in self._allowed or self.inside(path):
             return
+        if self.options.outside == "ask" and self.permissions.allowed_at_prompt(self.chat, real):
+            return  # the user allowed the agent's tool call on it just now, seeing it
         verb = "write" if write else "read"
         where = "outside the session's directory"
         if real != os.path.normpath(path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 __all__ = ["READ_KINDS", "Permissions", "Policy", "Previewer", "assign_keys"]
 
 import itertools
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
@@ -32,6 +33,8 @@ from acp_nvim.client.services.allowlist import allowed
 from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
+    ChangesPart,
+    DiffPart,
     FilePreview,
     PermissionOption,
     PermissionPrompt,
@@ -77,6 +80,18 @@ def assign_keys(
             used.add(key)
 
 
+def _named_paths(call: ToolCall) -> list[str]:
+    """The absolute paths tool call ``call`` names: its diffs', its file changes'
+    (where moved, both), its locations'."""
+    paths = [loc.path for loc in call.locations]
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            paths.append(part.path)
+        elif isinstance(part, ChangesPart):
+            paths += [p for op in part.changes for p in (op.path, op.old_path) if p]
+    return [path for path in paths if os.path.isabs(path)]
+
+
 class _Pending(msgspec.Struct):
     id: str
     chat: Chat
@@ -107,9 +122,17 @@ class Permissions:
         self.why_key: str | None = PermissionKeys().reject_why or None
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
+        # By chat: the files (symlinks resolved) of the tool calls the user allowed
+        # at a prompt this turn, which its file access then does not ask about again.
+        self._shown_allowed: dict[int, set[str]] = {}
 
     def __repr__(self) -> str:
         return f"<Permissions {self.policy}, {len(self._pending)} pending>"
+
+    def allowed_at_prompt(self, chat: Chat, real_path: str) -> bool:
+        """Whether the user, this turn, allowed at a prompt a tool call of ``chat``
+        naming ``real_path`` (its edit, with the file, was shown then)."""
+        return real_path in self._shown_allowed.get(chat.id, ())
 
     def pending(self, chat: Chat) -> list[str]:
         """Ids of the requests of ``chat`` waiting for the user, oldest first."""
@@ -188,6 +211,10 @@ class Permissions:
         if option is None:
             return False
         pending.choice = option
+        call = pending.chat.session.tool_calls.get(pending.call_id)
+        if pending.remember and option.kind in ("allow_once", "allow_always") and call:
+            named = self._shown_allowed.setdefault(pending.chat.id, set())
+            named.update(os.path.realpath(path) for path in _named_paths(call))
         if (
             pending.remember
             and option.kind in _ONCE
@@ -228,7 +255,9 @@ class Permissions:
             chat.on_state("requires_action")  # the winbar says the agent waits for you
 
     def cancel(self, chat: Chat) -> None:
-        """Answer every pending request of ``chat`` with ``cancelled``."""
+        """Answer every pending request of ``chat`` with ``cancelled`` (its turn is
+        over: what the user allowed at its prompts is asked about again)."""
+        self._shown_allowed.pop(chat.id, None)
         for pending in self._pending.values():
             if pending.chat is chat:
                 pending.done.set()
