@@ -5,7 +5,7 @@ piped, substituted or redirected after it never matches."""
 
 from __future__ import annotations
 
-__all__ = ["allowed"]
+__all__ = ["allowed", "named_paths"]
 
 import os
 import re
@@ -36,6 +36,18 @@ def _runs(command: str, prefix: str) -> bool:
     return not _CHAINED.search(command) and words[: len(wanted)] == wanted
 
 
+def named_paths(call: ToolCall) -> list[str]:
+    """The paths tool call ``call`` names: its locations', its diffs', its file
+    changes' (where moved, both)."""
+    paths = [loc.path for loc in call.locations]
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            paths.append(part.path)
+        elif isinstance(part, ChangesPart):
+            paths += [p for op in part.changes for p in (op.path, op.old_path) if p]
+    return paths
+
+
 def _inside(path: str, roots: list[str]) -> bool:
     real = os.path.realpath(path)
     return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
@@ -51,12 +63,7 @@ def allowed(call: ToolCall, allow: PermissionAllow, cwd: str) -> str | None:
     if command is not None:
         match = next((p for p in allow.commands if _runs(command, p)), None)
         return f"allowed command `{match}`" if match is not None else None
-    paths = [loc.path for loc in call.locations]
-    for part in call.content:
-        if isinstance(part, DiffPart):
-            paths.append(part.path)
-        elif isinstance(part, ChangesPart):
-            paths += [p for op in part.changes for p in (op.path, op.old_path) if p]
+    paths = named_paths(call)
     if not paths or not allow.paths:
         return None
     roots = [os.path.realpath(os.path.join(cwd, os.path.expanduser(p))) for p in allow.paths]

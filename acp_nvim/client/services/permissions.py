@@ -29,12 +29,10 @@ import anyio
 import msgspec
 
 from acp_nvim.client.config import PermissionAllow, PermissionKeys
-from acp_nvim.client.services.allowlist import allowed
+from acp_nvim.client.services.allowlist import allowed, named_paths
 from acp_nvim.client.services.grants import Grants
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
-    ChangesPart,
-    DiffPart,
     FilePreview,
     PermissionOption,
     PermissionPrompt,
@@ -78,18 +76,6 @@ def assign_keys(
         option.key = key
         if key is not None:
             used.add(key)
-
-
-def _named_paths(call: ToolCall) -> list[str]:
-    """The absolute paths tool call ``call`` names: its diffs', its file changes'
-    (where moved, both), its locations'."""
-    paths = [loc.path for loc in call.locations]
-    for part in call.content:
-        if isinstance(part, DiffPart):
-            paths.append(part.path)
-        elif isinstance(part, ChangesPart):
-            paths += [p for op in part.changes for p in (op.path, op.old_path) if p]
-    return [path for path in paths if os.path.isabs(path)]
 
 
 class _Pending(msgspec.Struct):
@@ -214,7 +200,8 @@ class Permissions:
         call = pending.chat.session.tool_calls.get(pending.call_id)
         if pending.remember and option.kind in ("allow_once", "allow_always") and call:
             named = self._shown_allowed.setdefault(pending.chat.id, set())
-            named.update(os.path.realpath(path) for path in _named_paths(call))
+            paths = [path for path in named_paths(call) if os.path.isabs(path)]
+            named.update(os.path.realpath(path) for path in paths)
         if (
             pending.remember
             and option.kind in _ONCE
