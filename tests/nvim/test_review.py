@@ -188,7 +188,9 @@ def test_a_closed_chats_hunks_stay_reviewable_until_none_waits(
     assert f"Chat #{closed} is closed: accept or reject what waits, as before." in text
     assert text[editor.lua("return vim.fn.line('.')") - 1] == "  @@ -1 +1 @@ pending"
     editor.nvim.input("r")
-    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == '1'", what="the rejection")
+    first = f"require('acp.review.state').by_chat[{closed}].files[1].hunks[1]"
+    editor.wait(f"{first}.status == 'rejected'", what="the rejection")
+    assert lines(editor, buf)[0] == "1"
     assert path.read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
     assert marks(editor, buf) == [7]
 
