@@ -165,6 +165,27 @@ async def test_your_edit_of_the_same_lines_is_kept_and_the_agents_wait_as_a_conf
     assert a.read_text() == "a, the agent's\n"
 
 
+async def test_a_clash_brought_in_is_listed_under_the_turn_its_hunk_came_from(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The review groups files by the chat's turns: a clash that accepting turn 2's
+    hunk left in your file is turn 2's, listed with it, and decided as such."""
+    await agent_writes(review, "b.txt", "b, turn 1\n")
+    await review.end_turn()
+    await review.begin_turn()
+    a = project / "a.txt"
+    await agent_writes(review, "a.txt", "a, the agent's\n")
+    a.write_text("a, yours again\n")
+    review.editor.open_buffer(str(a))  # type: ignore[attr-defined]
+    await review.decide("accept", str(a))
+    files = review.summary()["files"]
+    listed = [(f["turn"], Path(f["path"]).name, f.get("source") is None) for f in files]
+    assert listed == [(2, "a.txt", False), (2, "a.txt", True), (1, "b.txt", False)]
+    [clash] = [f for f in review.summary()["files"] if f.get("source") is None]
+    await review.decide("accept", str(a), clash["hunks"][0]["id"], clash["turn"])
+    assert a.read_text() == "a, the agent's\n"
+
+
 async def test_a_file_the_agent_made_or_deleted_comes_or_goes_when_accepted(
     review: WorktreeChanges, project: Path
 ) -> None:

@@ -98,8 +98,15 @@ class WorktreeChanges(SessionChanges):
             user = self.worktree.user_path(entry["path"])
             source = {} if user is None else {"path": user, "source": entry["path"]}
             shown.append({**entry, **source})
-        landed = self.landed.store.changes(all_turns=True)
-        return {**own, "files": shown + [e for e in landed if e["open"]]}
+        # Listed under the turn whose hunks brought them in (the landed store has
+        # turns of its own, which the chat does not count).
+        origin = self.landed.origin
+        landed = [
+            {**e, "turn": origin.get(e["path"], e["turn"])}
+            for e in self.landed.store.changes(all_turns=True)
+            if e["open"]
+        ]
+        return {**own, "files": sorted(shown + landed, key=lambda e: -e["turn"])}  # newest first
 
     async def decide(
         self,
@@ -122,8 +129,8 @@ class WorktreeChanges(SessionChanges):
             await super().decide(decision, path, hunk, turn)  # the worktree's, or outside both
             return
         landed = _open_hunks(self.landed.store, path, hunk)
-        if landed:
-            await self.landed.decide(decision, path, hunk, turn)
+        if landed:  # by the landed store's own turns: its latest change of the file
+            await self.landed.decide(decision, path, hunk)
         if not landed or (hunk is None and mine in _paths(self.store)):
             await super().decide(decision, mine, hunk, turn)
 
@@ -136,7 +143,7 @@ class WorktreeChanges(SessionChanges):
         worktree review's (a file there, or one the agent changed outside it)."""
         path = os.path.normpath(path)
         if path in _paths(self.landed.store):
-            self.landed.baseline(path, turn)
+            self.landed.baseline(path)
         else:
             super().baseline(path, turn)
 
@@ -153,7 +160,7 @@ class WorktreeChanges(SessionChanges):
         before = change.baseline
         await super()._decide_one(decision, path, hunk, turn)
         if change.baseline != before:
-            await self.landed.land(user, before, change.baseline)
+            await self.landed.land(user, before, change.baseline, change.turn)
 
 
 class Landed(SessionChanges):
@@ -169,6 +176,7 @@ class Landed(SessionChanges):
             owner.editor, owner.chat_id, owner.worktree.project, owner._tasks, auto_save=True
         )
         self._owner = owner
+        self.origin: dict[str, int] = {}  # path -> the chat's turn it was last brought from
 
     def __repr__(self) -> str:
         return f"<Landed {self.cwd} {self.store!r}>"
@@ -176,13 +184,15 @@ class Landed(SessionChanges):
     def summary(self) -> dict[str, Any]:
         return self._owner.summary()
 
-    async def land(self, path: str, base: str | None, theirs: str | None) -> None:
+    async def land(self, path: str, base: str | None, theirs: str | None, turn: int) -> None:
         """Bring the agent's change of ``path`` from ``base`` to ``theirs`` (None: no
-        file) into the user's file, merged with what the user changed since ``base``:
+        file), made in the chat's ``turn``, into the user's file, merged with what the
+        user changed since ``base``:
         one edit of the buffer (one undo step), saved; a clash keeps the user's lines
         with the agent's waiting in a conflict hunk, a deletion of a file the user
         changed is not done (both said)."""
         async with self._lock:
+            self.origin[path] = turn
             try:
                 doc = await files.load(self.editor, path, check=True)
                 files.check_writable(doc)
