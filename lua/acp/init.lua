@@ -20,8 +20,11 @@ end
 --- only to say so.
 ---@param agent? string
 local function known_agent(agent)
-  if agent and agent ~= vim.NIL and not vim.tbl_contains(config.agent_names(), agent) then
-    util.user_error(("unknown agent '%s' (configured: %s)"):format(agent, table.concat(config.agent_names(), ", ")))
+  if agent and agent ~= vim.NIL then
+    local names = config.agent_names()
+    if not vim.tbl_contains(names, agent) then
+      util.user_error(("unknown agent '%s' (configured: %s)"):format(agent, table.concat(names, ", ")))
+    end
   end
 end
 

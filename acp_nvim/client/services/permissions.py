@@ -198,7 +198,7 @@ class Permissions:
             return False
         pending.choice = option
         call = pending.chat.session.tool_calls.get(pending.call_id)
-        if pending.remember and option.kind in ("allow_once", "allow_always") and call:
+        if pending.remember and option.kind in ("allow_once", "allow_always") and call is not None:
             named = self._shown_allowed.setdefault(pending.chat.id, set())
             paths = [path for path in named_paths(call) if os.path.isabs(path)]
             named.update(os.path.realpath(path) for path in paths)
