@@ -454,7 +454,9 @@ def test_forget_and_rename(editor: Editor) -> None:
     editor.wait("require('acp').history()[1].title == 'Zoo'")
     editor.lua("require('acp').forget(...)", entry["id"])
     editor.wait("#require('acp').history() == 0")
-    # The chat goes on, no longer kept.
+    # The chat goes on, no longer kept, and says so.
+    said = "acp: history: deleted; chat #1 goes on, no longer kept"
+    editor.wait(f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {said!r})")
     send(editor, "hello again zebra", 2)
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 

@@ -256,10 +256,12 @@ class History:
         return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
 
     def forget(self, history_id: int) -> None:
-        """Delete a stored chat; a chat open here stops being kept."""
+        """Delete a stored chat; a chat open here stops being kept, and says so."""
         for record in self._records.values():
             if record.target is not None and record.target.id == history_id:
                 record.target.forgotten = True
+                said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
+                self.editor.notify(said, "info")
         writer = self._writer_now()
         if writer is not None:
             writer.call(lambda store: store.forget(history_id))
