@@ -8,6 +8,12 @@ local function acp()
   return require("acp")
 end
 
+--- A command's turn number; what is not one goes on as typed, for the API to refuse.
+local function turn_arg(args)
+  local typed = args.fargs[1]
+  return typed and (tonumber(typed) or typed)
+end
+
 --- A user command whose user errors (acp.util.user_error) show as one line, not
 --- as a Lua traceback; other errors go on as they are.
 local function command(name, body, opts)
@@ -65,7 +71,7 @@ command("AcpRestart", function()
   acp().restart()
 end, { desc = "Start the chat's agent again, going on in the same transcript" })
 command("AcpRestore", function(args)
-  acp().restore(tonumber(args.fargs[1]))
+  acp().restore(turn_arg(args))
 end, {
   nargs = "?",
   desc = "Take the files back to before turn N (default: the last turn)",
@@ -83,7 +89,7 @@ end, {
   end,
 })
 command("AcpRewind", function(args)
-  acp().rewind(tonumber(args.fargs[1]))
+  acp().rewind(turn_arg(args))
 end, { nargs = "?", desc = "Take the conversation and the files back to before turn N (no N: pick)" })
 command("AcpBranches", function()
   local chat = require("acp.chat.registry").get()
@@ -99,7 +105,7 @@ command("AcpQueue", function()
   acp().edit_queue()
 end, { desc = "Edit, send now or remove a prompt waiting to be sent" })
 command("AcpEdit", function(args)
-  acp().edit(tonumber(args.fargs[1]))
+  acp().edit(turn_arg(args))
 end, { nargs = "?", desc = "Put a prompt (default: the last) back in the input; sent, it goes from there" })
 command("AcpChats", function()
   acp().pick_chat()

@@ -52,6 +52,14 @@ local function require_chat()
   return chat
 end
 
+--- `turn` as the functions that take one want it: nil, or a whole number.
+local function turn_number(turn)
+  if turn ~= nil and (type(turn) ~= "number" or turn % 1 ~= 0) then
+    util.user_error(("a turn is a whole number, not %s"):format(vim.inspect(turn)))
+  end
+  return turn
+end
+
 --- Open (or focus) the chat; `new` starts a new session; `history` shows that
 --- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
 --- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
@@ -98,6 +106,9 @@ end
 ---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
   opts = opts or {}
+  if type(text) ~= "string" or (vim.trim(text) == "" and not opts.context) then
+    util.user_error(("send takes the prompt's text, not %s"):format(vim.inspect(text)))
+  end
   local context = {}
   for _, item in ipairs(opts.context or {}) do
     table.insert(context, require("acp.chat.context").normalize(item))
@@ -134,7 +145,7 @@ end
 --- the current chat (default: its last turn), like |:AcpRestore|.
 ---@param turn? integer
 function M.restore(turn)
-  host.notify("restore", { chat = require_chat().id, turn = turn })
+  host.notify("restore", { chat = require_chat().id, turn = turn_number(turn) })
 end
 
 --- Prompts of the current chat waiting to be sent, oldest first (sent one by one
@@ -150,7 +161,7 @@ end
 --- behind stay as a branch (|acp.branches()|).
 ---@param turn? integer
 function M.rewind(turn)
-  require("acp.chat.branches").rewind(require_chat(), turn)
+  require("acp.chat.branches").rewind(require_chat(), turn_number(turn))
 end
 
 --- The branches of the current chat's conversation, the one shown first:
@@ -165,7 +176,7 @@ end
 --- its input, like |:AcpEdit|: sent, it goes from before that turn (a rewind).
 ---@param turn? integer
 function M.edit(turn)
-  chat_module().edit(require_chat(), turn)
+  chat_module().edit(require_chat(), turn_number(turn))
 end
 
 --- Send the current chat's last prompt again, from before its answer, like

@@ -106,3 +106,25 @@ def test_help_acp_opens_on_the_quick_start_without_a_plugin_manager(editor: Edit
     assert end <= 24, "the quick start fits on one screen"
     for words in (":AcpChat", ":AcpToggle", "setup(", "|acp-contents|"):
         assert words in quick_start
+
+
+def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
+    """A turn that is no number, a prompt that is no text, a hunk without its file:
+    an error that says so (not a traceback, not a picker, not a guess)."""
+    editor.setup()
+    editor.open_chat()
+    for command, said in {
+        "AcpRewind abc": 'acp: a turn is a whole number, not "abc"',
+        "AcpEdit 1.5": "acp: a turn is a whole number, not 1.5",
+        "AcpRestore x": 'acp: a turn is a whole number, not "x"',
+    }.items():
+        editor.lua("_G.acp_notices = {}; pcall(vim.cmd, ...)", command)
+        assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said], command
+    for call, said in {
+        "send('  ')": 'acp: send takes the prompt\'s text, not "  "',
+        "send()": "acp: send takes the prompt's text, not nil",
+        "reject(nil, 1)": "acp: a hunk is named with its file: (file, hunk)",
+    }.items():
+        raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
+        assert raised == said, call
+    assert editor.events("AcpTurnStart") == []

@@ -102,6 +102,9 @@ function M.decide(chat, decision, path, hunk, turn, reason)
   if not chat then
     util.user_error("no chat has changes to review")
   end
+  if hunk and not path then -- hunk ids are a file's own: every file has a hunk 1
+    util.user_error("a hunk is named with its file: (file, hunk)")
+  end
   host.notify("review", {
     chat = chat,
     decision = decision,
