@@ -124,6 +124,7 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "send('  ')": 'acp: send takes the prompt\'s text, not "  "',
         "send()": "acp: send takes the prompt's text, not nil",
         "reject(nil, 1)": "acp: a hunk is named with its file: (file, hunk)",
+        "accept('nothing.txt')": "acp: no agent changes to nothing.txt",
     }.items():
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call

@@ -105,10 +105,19 @@ function M.decide(chat, decision, path, hunk, turn, reason)
   if hunk and not path then -- hunk ids are a file's own: every file has a hunk 1
     util.user_error("a hunk is named with its file: (file, hunk)")
   end
+  path = path and vim.fn.fnamemodify(path, ":p") or nil
+  if path then
+    local listed = vim.iter((M.by_chat[chat] or {}).files or {}):any(function(file)
+      return file.path == path or file.source == path
+    end)
+    if not listed then
+      util.user_error(("no agent changes to %s"):format(vim.fn.fnamemodify(path, ":~:.")))
+    end
+  end
   host.notify("review", {
     chat = chat,
     decision = decision,
-    path = path and vim.fn.fnamemodify(path, ":p") or nil,
+    path = path,
     hunk = hunk,
     turn = turn,
     reason = reason,
