@@ -160,12 +160,14 @@ class ReviewStore:
         """All changesets, oldest first."""
         return list(self._turns)
 
-    def open_hunks(self) -> int:
-        """How many hunks of every turn await a decision (pending or conflict)."""
+    def open_hunks(self, of_path: Callable[[str], bool] | None = None) -> int:
+        """How many hunks of every turn await a decision (pending or conflict): of
+        every file, or of those whose path ``of_path`` keeps."""
         return sum(
             h.status in ("pending", "conflict")
             for changeset in self._turns
             for change in changeset.files()
+            if of_path is None or of_path(change.path)
             for h in change.hunks()
         )
 

@@ -77,13 +77,7 @@ class WorktreeChanges(SessionChanges):
 
     def waiting(self) -> int:
         """How many hunks wait in the worktree (neither brought in nor dropped)."""
-        return sum(
-            h.status in ("pending", "conflict")
-            for changeset in self.store.turns()
-            for change in changeset.files()
-            if self.worktree.user_path(change.path) is not None
-            for h in change.hunks()
-        )
+        return self.store.open_hunks(lambda path: self.worktree.user_path(path) is not None)
 
     def reviewed_path(self, path: str) -> str:
         """The user's file a worktree file stands for; others by their own path."""
