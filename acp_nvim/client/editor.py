@@ -30,6 +30,7 @@ __all__ = [
     "LspRequest",
     "PreviewFile",
     "PreviewHunk",
+    "RefusedOp",
     "RenderOp",
     "Spent",
     "StatusFields",
@@ -294,6 +295,15 @@ class EditOp(TypedDict):
     text: str
 
 
+class RefusedOp(TypedDict):
+    """The agent refused the session the chat was opened to resume (``error``: its
+    answer): the chat closes and gives its windows back to the chat it took them
+    from, unless its input holds text."""
+
+    op: Literal["refused"]
+    error: str
+
+
 RenderOp = (
     BlockOp
     | AppendOp
@@ -305,6 +315,7 @@ RenderOp = (
     | CutOp
     | UncutOp
     | EditOp
+    | RefusedOp
 )
 # The public events (``User`` autocmds), every one documented in doc/acp.txt
 # (tests/nvim/test_surface.py holds the two together).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["AgentFailed"]
+__all__ = ["AgentFailed", "Refused"]
 
 
 class AgentFailed(Exception):
@@ -18,3 +18,8 @@ class AgentFailed(Exception):
         super().__init__(message)
         self.details = details or []
         self.code = code
+
+
+class Refused(AgentFailed):
+    """The agent, running, answered a request with an error or does not offer it:
+    what was asked cannot be, the agent itself is fine."""

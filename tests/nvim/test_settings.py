@@ -379,3 +379,30 @@ def test_a_failed_session_list_leaves_no_picker_behind(editor: Editor) -> None:
     editor.nvim.command("AcpSessions")
     editor.wait("_G.pickers > 0", what="the picker")  # every autocmd ran in that one event
     assert editor.lua("return _G.pickers") == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_session_the_agent_does_not_know_costs_no_chat(editor: Editor, version: int) -> None:
+    """:AcpResume with a mistyped id opened a chat in place of the one shown, failed
+    in it: the user had to close it and find their chat again."""
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()
+    windows = editor.lua("return vim.tbl_map(vim.api.nvim_win_get_buf, vim.api.nvim_list_wins())")
+    editor.nvim.command("AcpResume bogus")
+    editor.wait(
+        "#vim.tbl_filter(function(n) return n.msg:find('session bogus', 1, true) end,"
+        " _G.acp_notices) > 0",
+        what="the agent's refusal told",
+    )
+    [chat] = editor.lua("return require('acp').chats()")
+    assert chat["id"] == first["chat"]
+    assert editor.lua("return require('acp').status().chat") == first["chat"]
+    shown = editor.lua("return vim.tbl_map(vim.api.nvim_win_get_buf, vim.api.nvim_list_wins())")
+    assert shown == windows  # the chat shown before, in its windows
+    # A prompt sent to it while it started goes back to its input: it stays, failed.
+    editor.lua("vim.cmd('AcpResume bogus'); require('acp').send('keep me')")
+    editor.wait_event("AcpError")
+    editor.wait("require('acp').status().state == 'error'")
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"]
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["keep me"]

@@ -22,7 +22,7 @@ from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
 from acp_nvim.client.config import AgentConfig, agent_cwd
-from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.errors import AgentFailed, Refused
 from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.mcp import McpOffer
 from acp_nvim.client.services.changes import SessionChanges
@@ -221,10 +221,9 @@ class AgentConnection:
         except ConnectionClosed:
             raise self.exit_failure(f"exited while {doing}") from None
         except RequestError as err:
-            message = f"agent {self.name!r} failed {doing}: {err}"
-            raise AgentFailed(message, code=err.code) from None
+            raise Refused(f"agent {self.name!r} failed {doing}: {err}", code=err.code) from None
         except (NotOffered, SessionTaken) as err:
-            raise AgentFailed(f"agent {self.name!r}: {err}") from None
+            raise Refused(f"agent {self.name!r}: {err}") from None
         except ProtocolError as err:
             message = f"agent {self.name!r} answered nonsense while {doing}: {err}"
             raise AgentFailed(message) from None

@@ -23,7 +23,7 @@ from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
-from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.errors import AgentFailed, Refused
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -209,6 +209,7 @@ class ChatLifecycle:
         chat.set_state("starting", agent=name)
         timeout = self.ctx.config.timeouts.start
         connection: AgentConnection | None = None
+        refused: str | None = None
         with anyio.CancelScope() as scope:
             self._opening[chat.id] = scope
             try:
@@ -245,6 +246,8 @@ class ChatLifecycle:
             except AgentFailed as err:
                 if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:
                     err = AgentFailed(f"{err}: log in with :AcpLogin, then send again", err.details)
+                elif isinstance(err, Refused) and session_id is not None and not again:
+                    refused = str(err)  # no such session: nothing of this chat lives
                 chat.fail(str(err), err.details)
             finally:
                 del self._opening[chat.id]
@@ -255,6 +258,8 @@ class ChatLifecycle:
             await self.queue.drain(chat)
         elif chat.state == "error":  # "running": a prompt sent as the session became ready
             self.queue.give_back(chat)
+            if refused is not None:
+                self.ctx.editor.render(chat.id, [{"op": "refused", "error": refused}])
             if connection is not None and not connection.auth_methods():
                 await self.pool.release(chat)  # kept while a login may still come
 

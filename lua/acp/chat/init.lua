@@ -382,7 +382,9 @@ function M.open(opts)
   -- A new session (:AcpChat!, a resumed one) takes over the visible chat windows;
   -- the previous chat stays alive in its hidden buffers. Another agent's chat
   -- opens beside it where there is room.
-  if not (existing and not beside and layout.take_over(existing, chat)) then
+  if existing and not beside and layout.take_over(existing, chat) then
+    chat.opened.took_over = existing.id
+  else
     layout.show(chat)
   end
   if opts.fork then -- where the conversation goes on, as in its parent
@@ -655,6 +657,7 @@ api.nvim_create_autocmd("VimResized", {
 ---@field created acp.Block[] the blocks they created
 ---@field tools table[] their tool call block ops (prompts and locations)
 ---@field summaries? boolean they drew a change summary or took turns out of or into view
+---@field refused? string the agent refused the session the chat was opened to resume
 
 --- Every render op Python sends, by its `op`: the kinds of RenderOp in
 --- acp_nvim/client/editor.py, which documents each (tests/nvim/test_contract.py
@@ -712,7 +715,29 @@ M.ops = {
     editing.start(chat, op.turn)
     layout.show(chat)
   end,
+  refused = function(batch, op)
+    batch.refused = op.error
+  end,
 }
+
+--- The agent refused the session `chat` was opened to resume (`why`): a typo in
+--- :AcpResume costs no chat to close. It closes and gives its windows back to the
+--- chat it took them from; text in its input keeps it open, failed.
+---@return boolean closed
+local function withdraw(chat, why)
+  local typed = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
+  if typed:find("%S") then
+    return false
+  end
+  local before = chat.opened.took_over and registry.chats[chat.opened.took_over]
+  if valid(before) then
+    layout.take_over(chat, before)
+    registry.current = before.id
+  end
+  close_now(chat)
+  util.notify(why, "error")
+  return true
+end
 
 --- A render item from Python (acp_nvim/nvim/editor.py RenderItem): the ops for
 --- chat `item.chat`, in order.
@@ -761,6 +786,9 @@ function M.render(item)
     if type(status.stop_reason) == "string" then -- a turn ended: what it made is garbage now
       util.collect_garbage()
     end
+  end
+  if batch.refused and withdraw(chat, batch.refused) then
+    return
   end
   if status.queue or chat.queue_mark then
     queue.draw(chat)
