@@ -371,3 +371,26 @@ def test_acpchat_after_closing_the_shown_chat_shows_a_hidden_one(editor: Editor)
     assert editor.lua("return require('acp').status().chat") == first
     assert shown(editor, first)
     assert len(editor.events("AcpSessionReady")) == 2  # no new session
+
+
+def test_switching_to_a_shown_chat_keeps_the_sizes_you_gave(editor: Editor) -> None:
+    """:AcpChats → switch to a chat already shown sized it to its share again, which
+    took the columns from the chat beside it, and undid a width the user had set."""
+    editor.setup(
+        agents={"one": editor.fake_agent("echo"), "two": editor.fake_agent("echo")},
+        default_agent="one",
+    )
+    editor.lua("vim.o.columns = 200")
+    first = editor.open_chat()["chat"]
+    editor.open_chat("two")
+    transcript = editor.lua("return vim.fn.win_findbuf(require('acp.chat.registry').chats[...].transcript)[1]", first)
+    editor.lua("vim.api.nvim_win_set_width(..., 50)", transcript)
+    sizes = "return vim.tbl_map(function(w) return {vim.api.nvim_win_get_width(w), vim.api.nvim_win_get_height(w)} end, vim.api.nvim_tabpage_list_wins(0))"
+    before = editor.lua(sizes)
+    editor.lua(STUB_UI, 1, 1)  # the first chat, "switch"
+    editor.nvim.command("AcpChats")
+    assert editor.lua("return require('acp').status().chat") == first
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == (
+        editor.lua("return require('acp.chat.registry').chats[...].input", first)
+    )
+    assert editor.lua(sizes) == before

@@ -267,7 +267,7 @@ function M.show(chat)
       end
     end
   end
-  local opened = not transcript
+  local opened, whole = not transcript, transcript and input
   if not (transcript or input) then
     transcript, input = open(chat)
   elseif not input then
@@ -279,8 +279,10 @@ function M.show(chat)
     transcript = api.nvim_open_win(chat.transcript, false, box)
   end
   chat.layout = chat.layout or config.options.chat.position
-  pin(chat, transcript, input)
-  resize(chat, transcript, input)
+  if not whole then -- a pair shown whole keeps the sizes it has, maybe the user's
+    pin(chat, transcript, input)
+    resize(chat, transcript, input)
+  end
   measure_from_top(transcript)
   if opened and chat.closed_at_end then
     -- It followed the transcript when it closed: what came since is what to see.
