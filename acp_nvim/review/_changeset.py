@@ -103,9 +103,10 @@ class Changeset:
 
         ``editor_text`` is what the buffer (or disk) holds now, ``agent_read``
         the text the agent last read or wrote (``None``: unknown, the agent's
-        text wins). Changes on both sides merge; where the user changed the
-        same lines since the agent's read, the user's lines stay and a
-        conflict hunk holds the agent's.
+        text wins). Changes on both sides merge, lines both inserted at one
+        place too (the user's first); where the user changed the same lines
+        since the agent's read, the user's lines stay and a conflict hunk holds
+        the agent's.
         """
         merged = _merge_write(agent_text, editor_text, agent_read)
         change = self.record(path, editor_text, merged.text, kind)
@@ -235,7 +236,7 @@ class ReviewStore:
         merged into the buffer's text as :meth:`write` merges a write (the user's
         lines stay on a clash, the agent's wait in a conflict hunk). The review then
         follows the buffer's text."""
-        merged = merge3(disk_before, editor_text, disk_now)
+        merged = merge3(disk_before, editor_text, disk_now, union=True)
         change = self.record(path, editor_text, merged.text, kind)
         self._agent_view[change.path] = disk_now
         return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
@@ -434,7 +435,9 @@ def _merge_write(agent_text: str, editor_text: str | None, agent_read: str | Non
     outright when the file or the agent's view of it is unknown)."""
     if editor_text is None or agent_read is None:
         return MergeResult(agent_text, [])
-    return merge3(agent_read, editor_text, agent_text)
+    # Lines both inserted at one place are both kept: the user's typing is never
+    # traded for the agent's, and the agent's lines are a hunk like any other.
+    return merge3(agent_read, editor_text, agent_text, union=True)
 
 
 def _preview(hunk: Hunk) -> list[str]:

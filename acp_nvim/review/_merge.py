@@ -3,6 +3,7 @@
 Deliberately simpler than git's merge: no conflict markers (the caller keeps
 "ours" and stores "theirs" as a proposal), and changes that merely touch
 (adjacent lines, or an insertion at the edge of another change) merge cleanly.
+With ``union``, insertions of both sides at the same point do too: both stay.
 """
 
 from __future__ import annotations
@@ -41,23 +42,26 @@ class MergeResult(msgspec.Struct, frozen=True):
         return not self.conflicts
 
 
-def merge3(base: str, ours: str, theirs: str) -> MergeResult:
+def merge3(base: str, ours: str, theirs: str, *, union: bool = False) -> MergeResult:
     """Merge the changes ``base -> ours`` and ``base -> theirs``.
 
     Changes to separate regions all apply. Where both sides changed
     overlapping lines (or inserted at the same point) differently, the result
     keeps ``ours`` and reports a :class:`Conflict`. Identical changes on both
-    sides are not conflicts.
+    sides are not conflicts. With ``union``, where both sides only inserted
+    lines at the same point, both insertions stay, ours first: no conflict.
 
     >>> merge3("a\\nb\\nc\\n", "A\\nb\\nc\\n", "a\\nb\\nC\\n").text
     'A\\nb\\nC\\n'
     """
-    lines, conflicts = merge3_lines(split_lines(base), split_lines(ours), split_lines(theirs))
+    lines, conflicts = merge3_lines(
+        split_lines(base), split_lines(ours), split_lines(theirs), union=union
+    )
     return MergeResult("".join(lines), conflicts)
 
 
 def merge3_lines(
-    base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
+    base: Sequence[str], ours: Sequence[str], theirs: Sequence[str], *, union: bool = False
 ) -> tuple[list[str], list[Conflict]]:
     """Line-level :func:`merge3`: returns the merged lines and the conflicts."""
     # (i1, i2, replacement, side) with side 0 = ours, 1 = theirs. Sorting by
@@ -94,6 +98,8 @@ def merge3_lines(
             merged.extend(versions[1])
         elif sides == {0} or versions[0] == versions[1]:
             merged.extend(versions[0])
+        elif union and lo == top:  # both sides only inserted, here
+            merged.extend(versions[0] + versions[1])
         else:
             conflicts.append(
                 Conflict(len(merged), versions[0], versions[1], lo, list(base[lo:top]))

@@ -239,6 +239,28 @@ def test_write_clashing_with_unsaved_text_keeps_it_as_a_conflict_and_off_the_dis
     assert path.read_text() == "agent\n2\n3\n4\nfive\n"
 
 
+def test_lines_you_and_the_agent_add_at_one_place_are_both_kept(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Both appended a line: the merge called it a conflict, and accepting the
+    agent's line took it in place of yours. Now both stay, and the agent's line is
+    a hunk like any other: rejecting it takes out only that line."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n")
+    buf = start(editor, path)
+    run(editor, [{"read": {"path": str(path)}}])
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "1\n2\nagent\n"}}], turn=2)
+    assert lines(editor, buf) == ["1", "2", "mine", "agent"]
+    assert hunks(editor) == [("pending", ["+agent"])]
+    assert path.read_text() == "1\n2\nagent\n"  # never "mine", unsaved
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert lines(editor, buf) == ["1", "2", "mine"]
+    assert path.read_text() == "1\n2\n"
+    assert modified(editor, buf)
+
+
 def test_write_to_a_stale_buffer_reloads_it_first_and_keeps_the_newer_disk_text(
     editor: Editor, tmp_path: Path
 ) -> None:

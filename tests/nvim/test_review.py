@@ -112,6 +112,19 @@ def test_a_disk_edit_behind_unsaved_text_lands_in_the_buffer_and_is_rejected_the
     assert marks(editor, buf) == []
 
 
+def test_a_disk_edit_adding_where_you_added_keeps_both_lines(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'y = 2  # mine'})", buf)
+    run(editor, [{"disk": {"path": str(path), "content": "x = 1\nz = 3\n"}}])
+    assert lines(editor, buf) == ["x = 1", "y = 2  # mine", "z = 3"]
+    assert statuses(editor) == ["pending"]
+    assert marks(editor, buf) == [2]
+
+
 def test_neovims_own_directories_in_the_project_stay_out_of_the_review(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -340,6 +340,17 @@ def test_merge3(
     assert result.clean is (not conflicts)
 
 
+def test_merge3_union_keeps_both_sides_insertions_at_one_point() -> None:
+    ours = text("1", "2", "3", "mine", "4", "5", "6")
+    theirs = text("1", "2", "3", "theirs", "more", "4", "5", "6")
+    result = merge3(BASE, ours, theirs, union=True)
+    assert result.text == text("1", "2", "3", "mine", "theirs", "more", "4", "5", "6")
+    assert result.clean
+    # Only insertions: a change of base lines around the point still clashes.
+    clash = merge3(BASE, ours, text("1", "2", "THREE", "FOUR", "5", "6"), union=True)
+    assert clash.text == ours and len(clash.conflicts) == 1
+
+
 def test_merge3_final_newline_and_empty_base() -> None:
     assert merge3("a\nb", "A\nb", "a\nb\n").text == "A\nb\n"
     assert merge3("", "x\n", "").text == "x\n"
