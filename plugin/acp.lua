@@ -30,6 +30,17 @@ local function command(name, body, opts)
   end, opts)
 end
 
+-- A buffer's file as Neovim read or wrote it (acp.editor.seen). Not :w to another
+-- file, which leaves the buffer's own as it was.
+vim.api.nvim_create_autocmd({ "BufReadPost", "BufWritePost" }, {
+  group = vim.api.nvim_create_augroup("acp.seen", {}),
+  callback = function(ev)
+    if ev.event == "BufReadPost" or vim.fn.fnamemodify(ev.match, ":p") == vim.api.nvim_buf_get_name(ev.buf) then
+      require("acp.editor.seen").record(ev.buf)
+    end
+  end,
+})
+
 command("AcpChat", function(args)
   acp().open({ agent = args.fargs[1], new = args.bang })
 end, {

@@ -455,14 +455,19 @@ class Editor(Protocol):
         *,
         save: bool,
         disk_changed: bool = False,
+        disk_before: tuple[int, int] | None = None,
     ) -> int | None:
         """Apply ``edits`` (bottom to top) as one undo step if the buffer is still at ``tick``.
 
         Writes the buffer when ``save``, unless its file changed on disk since it
         was read (then it is reloaded instead, and None returned). ``disk_changed``:
-        the caller just wrote the file behind the buffer's unsaved edits, which the
-        editor then takes as seen. Returns the new tick, or None when the buffer
-        changed (or vanished) since ``tick``: read it again and retry.
+        the file just changed behind the buffer's unsaved edits (the caller wrote it,
+        or the agent did), which the editor then takes as seen; ``disk_before``: its
+        (size, mtime_ns) before that change. When the editor last read or wrote the
+        file as it was then, the buffer now holds all that changed in the file, and
+        the editor takes the file as read (no question at the user's next write).
+        Returns the new tick, or None when the buffer changed (or vanished) since
+        ``tick``: read it again and retry.
 
         Raises:
             WriteError: the save failed (a full disk); nothing changed.

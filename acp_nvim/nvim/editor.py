@@ -495,11 +495,18 @@ class NvimEditor:
         *,
         save: bool,
         disk_changed: bool = False,
+        disk_before: tuple[int, int] | None = None,
     ) -> int | None:
         plain = [[e.start, e.end, e.lines] for e in edits]
+        # Seconds and nanoseconds apart: Lua's numbers hold 53 bits, mtime_ns 61.
+        before = None
+        if disk_before is not None:
+            size, mtime_ns = disk_before
+            before = [size, *divmod(mtime_ns, 1_000_000_000)]
         result = await self.call_lua(
-            "return require('acp.editor.buffers').edit(...)", path, tick, plain, save, disk_changed
-        )
+            "return require('acp.editor.buffers').edit(...)",
+            path, tick, plain, save, disk_changed, before,
+        )  # fmt: skip
         if isinstance(result, dict):
             raise WriteError(str(result.get("error")))
         return None if result is False or result is None else int(result)

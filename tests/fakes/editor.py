@@ -160,6 +160,7 @@ class RecordingEditor:
         *,
         save: bool,
         disk_changed: bool = False,
+        disk_before: tuple[int, int] | None = None,
     ) -> int | None:
         buffer = self.buffers.get(path)
         if buffer is not None and (disk_changed or (save and not buffer.state.modified)):

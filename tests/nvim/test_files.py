@@ -261,6 +261,55 @@ def test_lines_you_and_the_agent_add_at_one_place_are_both_kept(
     assert modified(editor, buf)
 
 
+def user_write(editor: Editor, buf: int) -> bool:
+    """:write typed in the buffer's window; whether Neovim asked "changed since
+    reading it" (answered no: nothing written)."""
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.nvim.input(":write<CR>")
+    # Answered once Neovim waits for a key: after the write, or at its question.
+    if editor.lua("return vim.api.nvim_get_mode().mode") != "r?":
+        return False
+    editor.nvim.input("n")
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    return True
+
+
+def test_after_an_agent_write_beside_unsaved_text_write_asks_nothing(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Neovim asked "changed since reading it" at the user's next :write: only the
+    agent's change, which the buffer holds too, had changed the file."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 3, false, {'three, unsaved'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n"}}])
+    assert path.read_text() == "one\n2\n3\n" and modified(editor, buf)
+    assert not user_write(editor, buf)
+    assert path.read_text() == "one\n2\nthree, unsaved\n"
+    # Something else changes the file after the agent's write: Neovim asks again.
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'ONE, unsaved'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n"}}], turn=2)
+    path.write_text(path.read_text() + "5 from a shell\n")
+    assert user_write(editor, buf)
+    assert path.read_text().endswith("5 from a shell\n") and modified(editor, buf)
+
+
+def test_a_write_command_of_another_plugin_keeps_neovims_question(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Making Neovim take the file as read takes a :write that writes nothing: with
+    another BufWriteCmd for the file (gnupg's, say), that would write."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start(editor, path)
+    editor.nvim.command("autocmd BufWriteCmd *.txt let g:written_by_plugin = 1")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 3, false, {'three, unsaved'})", buf)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n"}}])
+    assert editor.lua("return vim.g.written_by_plugin") is None
+    assert path.read_text() == "one\n2\n3\n" and modified(editor, buf)
+
+
 def test_write_to_a_stale_buffer_reloads_it_first_and_keeps_the_newer_disk_text(
     editor: Editor, tmp_path: Path
 ) -> None:

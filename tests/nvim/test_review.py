@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.nvim.conftest import Editor
-from tests.nvim.test_files import lines, run, start
+from tests.nvim.test_files import lines, run, start, user_write
 
 
 def statuses(editor: Editor) -> list[str]:
@@ -110,6 +110,18 @@ def test_a_disk_edit_behind_unsaved_text_lands_in_the_buffer_and_is_rejected_the
     assert path.read_text() == "x = 1\ny = 2\n"
     assert editor.lua("return vim.bo[...].modified", buf) is True
     assert marks(editor, buf) == []
+
+
+def test_after_a_disk_edit_behind_unsaved_text_write_asks_nothing(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'x = 100  # mine'})", buf)
+    run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 2\nz = 3\n"}}])
+    assert not user_write(editor, buf)
+    assert path.read_text() == "x = 100  # mine\ny = 2\nz = 3\n"
 
 
 def test_a_disk_edit_adding_where_you_added_keeps_both_lines(

@@ -53,7 +53,7 @@ import msgspec
 
 from acp_nvim.client.editor import BufferState, Editor
 from acp_nvim.client.services import files
-from acp_nvim.client.services.files import FileError
+from acp_nvim.client.services.files import FileError, Stat, stat_of
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
@@ -91,9 +91,6 @@ SNAPSHOT_MAX_DIRTY = 200
 # changed first, up to this much in all; a file unchanged since the last turn is not
 # read again (decision 0005).
 SNAPSHOT_MAX_TOTAL = 8 * 1024 * 1024
-
-Stat = tuple[int, int]  # (size, mtime_ns)
-
 
 class Scan(msgspec.Struct):
     """(size, mtime_ns) of regular files under a root; ``complete`` False when capped."""
@@ -157,16 +154,6 @@ def scan_tree(
 def _let_others_run() -> None:
     """Leave the GIL free long enough for a thread waiting for it to take it."""
     time.sleep(SCAN_PAUSE_S)
-
-
-def stat_of(path: str) -> Stat | None:
-    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
-    can have that name (an agent's path with a NUL byte raises ValueError)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_size, st.st_mtime_ns)
 
 
 class _CallPaths(msgspec.Struct):
@@ -590,8 +577,8 @@ class DiskChanges:
 
     async def check_one(self, path: str) -> bool:
         """Record a change of ``path`` on disk since it was last seen; whether there was one."""
-        stat = stat_of(path)
-        if path in self._known and self._known[path] == stat:
+        stat, before = stat_of(path), self._known.get(path)
+        if path in self._known and before == stat:
             return False
         try:
             current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
@@ -606,7 +593,7 @@ class DiskChanges:
         kind: FileKind = "patch" if path in self._patches else "disk"
         if buffer is None or not buffer.modified:
             self.store.record(path, baseline, current, kind)  # ChangeService reloads its buffer
-        elif not await self._write_behind(buffer, path, baseline, current, kind):
+        elif not await self._write_behind(buffer, path, baseline, current, kind, before):
             self.store.record(path, baseline, current, kind)
             self.editor.notify(
                 f"{shown_path(path, self.cwd)} changed on disk; your buffer has unsaved "
@@ -624,13 +611,14 @@ class DiskChanges:
         baseline: str | None,
         current: str | None,
         kind: FileKind,
+        stat_before: Stat | None,
     ) -> bool:
         """The agent's change of a file on disk merged into its buffer's unsaved text,
         as an agent write through the editor is (decision 0015, amended): the buffer
         gets the agent's lines (minimal edits, not saved), the user's stay, and the
-        review follows the buffer. False, with nothing recorded, for a file deleted,
-        one whose text before the change is not known, or a buffer that would not
-        take the change."""
+        review follows the buffer; ``stat_before``: the file's stat last seen. False,
+        with nothing recorded, for a file deleted, one whose text before the change
+        is not known, or a buffer that would not take the change."""
         before = self._disk_before(path, baseline)
         if current is None or before is None:
             return False
@@ -639,7 +627,7 @@ class DiskChanges:
         try:
             final = await files.save(
                 self.editor, files.Document(path, buffer.text, buffer), outcome.text,
-                to_disk=False, moved=True,
+                to_disk=False, moved=True, before=stat_before,
             )  # fmt: skip
         except FileError:
             rollback()
@@ -651,7 +639,7 @@ class DiskChanges:
         clash = "; where it changed lines you edited, your text was kept (:AcpReview)"
         self.editor.notify(
             f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; the "
-            "agent's change is in your buffer too, :write will ask before replacing the file"
+            "agent's change is in your buffer too (unsaved)"
             + (clash if outcome.conflicts else ""),
             "warn",
         )

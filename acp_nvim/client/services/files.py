@@ -22,12 +22,14 @@ from __future__ import annotations
 __all__ = [
     "Document",
     "FileError",
+    "Stat",
     "applied",
     "check_writable",
     "file_name",
     "follow",
     "load",
     "save",
+    "stat_of",
 ]
 
 import errno
@@ -163,6 +165,19 @@ def _open_regular(path: str, flags: int) -> int:
     if stat.S_ISDIR(kind):
         raise FileError("directory", f"{path} is a directory")
     raise FileError("special", f"{path} is not a regular file")
+
+
+Stat = tuple[int, int]  # (size, mtime_ns)
+
+
+def stat_of(path: str) -> Stat | None:
+    """(size, mtime_ns) of ``path``; None when there is no such file, or no file
+    can have that name (an agent's path with a NUL byte raises ValueError)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 def read_disk(path: str) -> Document:
@@ -420,7 +435,13 @@ def _saving(path: str) -> Iterator[None]:
 
 
 async def save(
-    editor: Editor, doc: Document, text: str | None, *, to_disk: bool = True, moved: bool = False
+    editor: Editor,
+    doc: Document,
+    text: str | None,
+    *,
+    to_disk: bool = True,
+    moved: bool = False,
+    before: Stat | None = None,
 ) -> str | None:
     """Make ``doc``'s file hold ``text`` (None: delete it); returns what it holds after.
 
@@ -433,7 +454,11 @@ async def save(
     stays modified. Without a buffer the file is written directly, with its
     encoding. Deleting the file also deletes its buffer, unless the user typed
     in it since ``doc`` was read. ``moved``: the file changed behind the buffer
-    (the agent's own write, merged into it): Neovim takes its new time as seen.
+    (the agent's own write, merged into it; ``before``: the file's stat before it):
+    Neovim takes its new time as seen. Where nothing but that change (or ours, to
+    the file of a modified buffer) came between Neovim's last read or write of the
+    file and now, its "changed since reading it" question at the user's next
+    :write is answered too: the buffer holds the change (lua/acp/editor/buffers.lua).
 
     Raises:
         FileError: the file cannot be written.
@@ -449,9 +474,10 @@ async def save(
         return text
     buffer = doc.buffer
     change = (buffer.text, doc.conform(text))
-    beside = False  # the change was written to the file behind the buffer
+    beside = moved  # the file changed behind the buffer (``before``: from what)
     for _ in range(_RETRIES):
         if to_disk and buffer.modified and not beside:
+            before = await anyio.to_thread.run_sync(stat_of, doc.path)
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
             target = disk.conform(applied(change, disk.text))
             if target != (disk.text or ""):
@@ -464,7 +490,8 @@ async def save(
                 buffer.tick,
                 line_edits(buffer.lines, lines),
                 save=to_disk and not buffer.modified,
-                disk_changed=beside or moved,
+                disk_changed=beside,
+                disk_before=before if beside else None,
             )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text

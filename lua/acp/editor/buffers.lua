@@ -3,6 +3,7 @@
 -- loop; Python computes the edits and retries when the buffer moved on.
 if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
+local seen = require("acp.editor.seen")
 
 local M = {}
 local api = vim.api
@@ -152,6 +153,48 @@ local function settle(buf)
   vim.bo[buf].autoread = autoread
 end
 
+--- Whether a BufWriteCmd autocmd of someone else's may write `buf` (its file
+--- `name`): by buffer, or by a pattern that matches the name or cannot be read
+--- plainly. Pattern rules as in |autocmd-pattern|: without a slash, the tail.
+local function written_by_others(buf, name)
+  for _, au in ipairs(api.nvim_get_autocmds({ event = "BufWriteCmd" })) do
+    if au.buflocal then
+      if au.buffer == buf then
+        return true
+      end
+    elseif au.pattern:find("[~$<]") then
+      return true
+    else
+      local target = au.pattern:find("/", 1, true) and name or vim.fs.basename(name)
+      local ok, regex = pcall(vim.regex, vim.fn.glob2regpat(au.pattern))
+      if not ok or regex:match_str(target) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- The file of `buf` changed behind its unsaved edits by our doing (`before`: its
+--- stat then, acp.editor.seen), and the buffer holds that change too. Where the
+--- file was still as Neovim last read or wrote it, Neovim's "changed since reading
+--- it" question at the next :write has nothing to guard: it is answered here. A
+--- :write! that a BufWriteCmd of ours turns into nothing makes Neovim take the file
+--- as read, the buffer staying modified, its undo states and changedtick as they
+--- were, no other event run. Not where another BufWriteCmd would write the file.
+local function vouch(buf, before)
+  local name = api.nvim_buf_get_name(buf)
+  if not seen.was(buf, before) or written_by_others(buf, name) then
+    return
+  end
+  local id = api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, command = "" })
+  api.nvim_buf_call(buf, function()
+    pcall(vim.cmd, "silent keepalt keepjumps write!")
+  end)
+  api.nvim_del_autocmd(id)
+  seen.record(buf)
+end
+
 --- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
 --- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
 local function reason(err)
@@ -249,6 +292,7 @@ local function write_buffer(buf, name)
     return failed
   end
   settle(buf)
+  seen.record(buf)
   if vim.bo[buf].undofile then
     pcall(vim.cmd, "silent wundo! " .. vim.fn.fnameescape(vim.fn.undofile(name)))
   end
@@ -260,15 +304,18 @@ end
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at
 --- `tick`; one undo step; then write it when `save`. Returns false when stale,
 --- including when the file changed on disk since the buffer was read (it is
---- reloaded first, never written over). `disk_changed`: Python just wrote the file
---- behind the buffer's unsaved edits; Neovim takes that as seen (no W12 for it).
+--- reloaded first, never written over). `disk_changed`: the file just changed
+--- behind the buffer's unsaved edits (Python wrote it, or the agent did); Neovim
+--- takes that as seen (no W12 for it), and with `before` (the file's stat before
+--- the change) as read where it can (see vouch() above): the edits bring the change.
 --- A save that fails returns {error = why}: the edits are undone, the file untouched.
 ---@param path string
 ---@param tick integer
 ---@param edits {[1]: integer, [2]: integer, [3]: string[]}[]
 ---@param save boolean
 ---@param disk_changed? boolean
-function M.edit(path, tick, edits, save, disk_changed)
+---@param before? integer[]
+function M.edit(path, tick, edits, save, disk_changed, before)
   local buf = M.find(path)
   if buf and (disk_changed or (save and not vim.bo[buf].modified)) then
     checktime(buf)
@@ -303,6 +350,9 @@ function M.edit(path, tick, edits, save, disk_changed)
       end
       return { error = failed }
     end
+  end
+  if disk_changed and type(before) == "table" then
+    vouch(buf, before)
   end
   return api.nvim_buf_get_changedtick(buf)
 end
