@@ -33,6 +33,8 @@ vim.cmd("runtime plugin/acp.lua")
 {extra}
 """
 TRACEBACK_SIGNS = ("Traceback", 'File "', "E5108", "stack traceback")
+# uv for the uv route: on PATH, else the one the test extra put beside this Python.
+UV = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
 
 
 def checkout(dest: Path) -> Path:
@@ -247,14 +249,16 @@ def offline_index(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def install_then_chat(tmp_path: Path, plugin: Path, env: dict[str, str], tool: str) -> None:
+def install_then_chat(
+    tmp_path: Path, plugin: Path, env: dict[str, str], tool: str, python: str = ""
+) -> None:
     """The user story: no venv, the chat says what to do, :AcpInstall, the chat works."""
     editor = start(tmp_path, plugin, f"vim.g.python3_host_prog = {bare_python(tmp_path)!r}", env)
     try:
         editor.nvim.command("AcpChat")
         assert ":AcpInstall" in editor.wait_event("AcpError")["message"]
 
-        editor.nvim.command("AcpInstall")  # headless: returns when done
+        editor.nvim.command(f"AcpInstall {python}")  # headless: returns when done
         notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
         assert f"installing the dependencies with {tool}" in "\n".join(notices)
         assert notices[-1].startswith("acp: installed in "), notices[-1]
@@ -292,10 +296,35 @@ def test_acpinstall_with_pip_then_chat(
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(
-    shutil.which("uv") is None, reason="uv is not on PATH (the pip route is tested)"
-)
+@pytest.mark.skipif(UV is None, reason="no uv (the test extra installs it)")
 def test_acpinstall_with_uv_then_chat(
     tmp_path: Path, plugin: Path, offline_index: dict[str, str]
 ) -> None:
-    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": os.environ["PATH"]}, "uv")
+    assert UV is not None
+    path = os.pathsep.join([os.path.dirname(UV), os.environ["PATH"]])
+    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": path}, "uv")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(UV is None, reason="no uv (the test extra installs it)")
+def test_acpinstall_of_a_python_version_asks_uv_for_it(
+    tmp_path: Path, plugin: Path, offline_index: dict[str, str]
+) -> None:
+    """`:AcpInstall 3.12` is uv's to find: one it does not have is told before
+    anything is removed; one it has builds the environment."""
+    assert UV is not None
+    path = os.pathsep.join([os.path.dirname(UV), os.environ["PATH"]])
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(plugin / ".venv")], check=True)
+    editor = start(tmp_path, plugin, env={**offline_index, "PATH": path})
+    try:
+        editor.lua("pcall(vim.cmd, 'AcpInstall 3.99')")
+        assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+            "acp: install failed: uv finds no Python 3.99 (`uv python install 3.99` fetches"
+            " one); the environment was left as it was"
+        )
+        assert (plugin / ".venv" / "bin" / "python").exists()
+    finally:
+        editor.quit()
+    shutil.rmtree(plugin / ".venv")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    install_then_chat(tmp_path / "again", plugin, {**offline_index, "PATH": path}, "uv", version)
