@@ -91,7 +91,7 @@ end, {
   end,
 })
 command("AcpTurnDiff", function(args)
-  require("acp.review.turn").open(tonumber(args.fargs[1]))
+  require("acp.review.turn").open(turn_arg(args))
 end, {
   nargs = "?",
   desc = "Every file a turn changed (default: the latest), in one tab, its hunks inline",

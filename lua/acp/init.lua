@@ -52,14 +52,6 @@ local function require_chat()
   return chat
 end
 
---- `turn` as the functions that take one want it: nil, or a whole number.
-local function turn_number(turn)
-  if turn ~= nil and (type(turn) ~= "number" or turn % 1 ~= 0) then
-    util.user_error(("a turn is a whole number, not %s"):format(vim.inspect(turn)))
-  end
-  return turn
-end
-
 --- Open (or focus) the chat; `new` starts a new session; `history` shows that
 --- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
 --- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
@@ -145,7 +137,7 @@ end
 --- the current chat (default: its last turn), like |:AcpRestore|.
 ---@param turn? integer
 function M.restore(turn)
-  host.notify("restore", { chat = require_chat().id, turn = turn_number(turn) })
+  host.notify("restore", { chat = require_chat().id, turn = util.turn_number(turn) })
 end
 
 --- Prompts of the current chat waiting to be sent, oldest first (sent one by one
@@ -161,7 +153,7 @@ end
 --- behind stay as a branch (|acp.branches()|).
 ---@param turn? integer
 function M.rewind(turn)
-  require("acp.chat.branches").rewind(require_chat(), turn_number(turn))
+  require("acp.chat.branches").rewind(require_chat(), util.turn_number(turn))
 end
 
 --- The branches of the current chat's conversation, the one shown first:
@@ -176,7 +168,7 @@ end
 --- its input, like |:AcpEdit|: sent, it goes from before that turn (a rewind).
 ---@param turn? integer
 function M.edit(turn)
-  chat_module().edit(require_chat(), turn_number(turn))
+  chat_module().edit(require_chat(), util.turn_number(turn))
 end
 
 --- Send the current chat's last prompt again, from before its answer, like

@@ -271,6 +271,17 @@ function M.focus_or_tab(buf)
   return true
 end
 
+--- `turn` as the functions that take one want it: nil, or a whole number; else a
+--- user error.
+---@param turn any
+---@return integer?
+function M.turn_number(turn)
+  if turn ~= nil and (type(turn) ~= "number" or turn % 1 ~= 0) then
+    M.user_error(("a turn is a whole number, not %s"):format(vim.inspect(turn)))
+  end
+  return turn
+end
+
 --- Map `q` in normal mode on `buf` to close the window showing it.
 ---@param buf integer
 ---@param what string what closes, for the mapping's description

@@ -9,6 +9,7 @@ local state = require("acp.review.state")
 local util = require("acp.util")
 
 local M = {}
+local api = vim.api
 
 local function counts(file)
   local added, removed = 0, 0
@@ -34,8 +35,34 @@ function M.files(turn)
   return files, turn
 end
 
+--- The winbar of a window :AcpTurnDiff opened: its turn, its file and the
+--- lines the turn added and removed there, "decided" once no hunk of it waits, as
+--- the review has them now. Nothing once the window shows another buffer.
+function M.label()
+  local win = api.nvim_get_current_win() -- %{} draws with its window current
+  local shown = vim.w[win].acp_turn_diff
+  local review = shown and state.by_chat[shown.chat]
+  local name = api.nvim_buf_get_name(api.nvim_win_get_buf(win))
+  for _, file in ipairs(review and review.files or {}) do
+    if file.turn == shown.turn and (file.source or file.path) == name then
+      local open = vim.iter(file.hunks):any(state.is_open)
+      local label = ("turn %d · %s · %s%s%s%s"):format(
+        shown.turn,
+        vim.fn.fnamemodify(file.path, ":~:."),
+        counts(file),
+        file.created and " · new" or "",
+        file.source and " · in the worktree" or "",
+        open and "" or " · decided"
+      )
+      return (label:gsub("%%", "%%%%"))
+    end
+  end
+  return ""
+end
+
 ---@param turn? integer
 function M.open(turn)
+  turn = util.turn_number(turn)
   local files, shown = M.files(turn)
   if #files == 0 then
     util.user_error(turn and ("turn %d changed no file"):format(turn) or "the agent changed no file")
@@ -52,14 +79,8 @@ function M.open(turn)
       first = false
       -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
       vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
-      local label = ("turn %d · %s · %s%s%s"):format(
-        shown,
-        vim.fn.fnamemodify(file.path, ":~:."),
-        counts(file),
-        file.created and " · new" or "",
-        file.source and " · in the worktree" or ""
-      )
-      vim.wo.winbar = label:gsub("%%", "%%%%")
+      vim.w.acp_turn_diff = { chat = state.chat_id(), turn = shown }
+      vim.wo.winbar = "%{%v:lua.require'acp.review.turn'.label()%}"
     end
   end
   vim.cmd("wincmd =")
