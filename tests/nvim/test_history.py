@@ -412,14 +412,27 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
         end
         """
     )
+    # Open here: "open" goes to that chat. Two chats on one would both write it.
     editor.nvim.command("AcpHistory zebra")
-    editor.wait("require('acp').status().history ~= nil and #require('acp').chats() == 2")
     shown = editor.lua("return _G.shown")
     assert len(shown[0]) == 1 and shown[0][0].startswith("hello zebra · kept · ")
-    assert "echo: hello zebra" in shown[0][0]
+    assert " · open in chat #1  " in shown[0][0] and "echo: hello zebra" in shown[0][0]
     assert shown[1] == ["open", "export", "rename", "delete"]
+    assert [c["id"] for c in editor.lua("return require('acp').chats()")] == [1]
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == (
+        editor.lua("return require('acp').status().input_buf")
+    )
+    # Closed, it opens in a new chat.
+    editor.nvim.command("AcpClose")
+    editor.nvim.command("AcpHistory zebra")
+    editor.wait("require('acp').status().history ~= nil and #require('acp').chats() == 1")
+    assert " · open in chat" not in editor.lua("return _G.shown")[2][0]
+    assert editor.lua("return require('acp').chats()")[0]["id"] == 2
     editor.wait("require('acp').status().state == 'ready'")
     assert "echo: giraffe" in editor.transcript_text()
+    # Opened again (the API's way): the chat that shows it.
+    assert editor.lua("return require('acp').open({history = require('acp').status().history})") == 2
+    assert len(editor.lua("return require('acp').chats()")) == 1
 
 
 def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:

@@ -153,8 +153,10 @@ function M.pick(query, open)
   vim.ui.select(entries, {
     prompt = query and ("History: " .. query) or "History",
     format_item = function(e)
+      local open = registry.of_history(e.id)
+      local where = open and (" · open in chat #%d"):format(open.id) or ""
       local snippet = e.snippet ~= "" and ("  " .. e.snippet) or ""
-      return ("%s · %s · %s · %s%s"):format(e.title, e.agent, vim.fn.fnamemodify(e.cwd, ":~"), util.age(e.updated_at), snippet)
+      return ("%s · %s · %s · %s%s%s"):format(e.title, e.agent, vim.fn.fnamemodify(e.cwd, ":~"), util.age(e.updated_at), where, snippet)
     end,
   }, function(entry)
     if not entry then

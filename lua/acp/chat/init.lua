@@ -335,6 +335,11 @@ function M.open(opts)
   if opts.agent == vim.NIL then
     opts.agent = nil
   end
+  local keeping = opts.history and registry.of_history(opts.history)
+  if keeping then -- one chat per stored chat: two would both write it
+    M.switch(keeping)
+    return keeping
+  end
   local existing = opts.fork or (registry.current and registry.chats[registry.current])
   if not valid(existing) then
     existing = nil

@@ -59,6 +59,18 @@ function M.get()
   return M.valid(chat) and chat or nil
 end
 
+--- The open chat on stored chat `id` of the history (|acp-chat-history|): one
+--- that keeps it, or one opened on it.
+---@param id integer
+---@return acp.Chat?
+function M.of_history(id)
+  for _, chat in pairs(M.chats) do
+    if M.valid(chat) and (chat.status.history == id or chat.opened.history == id) then
+      return chat
+    end
+  end
+end
+
 --- The directory `chat`'s agent works in (for a worktree chat, in its worktree):
 --- the base of its `@` mentions.
 ---@param chat acp.Chat
