@@ -53,7 +53,8 @@ local function require_chat()
 end
 
 --- Open (or focus) the chat; `new` starts a new session; `history` shows that
---- stored chat (|acp-chat-history|) in a new chat, where sending continues it.
+--- stored chat (|acp-chat-history|) in a new chat, where sending continues it
+--- (or goes to the chat that shows it).
 --- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
 --- in directory `cwd` (default: Neovim's), with more workspace `roots` (absolute
 --- paths), in a new git worktree of the project with `worktree`.
