@@ -231,8 +231,13 @@ command("AcpHistory", function(args)
 end, { nargs = "*", desc = "Pick a stored chat (matching the words given) to open, export, rename or delete" })
 command("AcpExport", function(args)
   -- Neovim goes on while the Markdown is made; the buffer or the notice says when it is done.
-  acp().export(args.args ~= "" and args.args or nil, { on_done = function() end })
-end, { nargs = "?", complete = "file", desc = "Export the chat to Markdown (a file, else a buffer)" })
+  acp().export(args.args ~= "" and args.args or nil, { force = args.bang, on_done = function() end })
+end, {
+  nargs = "?",
+  bang = true,
+  complete = "file",
+  desc = "Export the chat to Markdown (a file, else a buffer; ! writes over a file)",
+})
 command("AcpHandoff", function(args)
   acp().handoff(args.fargs[1])
 end, {

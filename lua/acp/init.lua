@@ -215,11 +215,12 @@ function M.forget(id)
   require("acp.chat.history").forget(id)
 end
 
---- The current chat (or stored chat `opts.history`) as Markdown, written to `path`,
---- else shown in a new buffer (|:AcpExport|). Returns the path or the buffer; with
---- `opts.on_done`, returns at once and calls it with them (Neovim goes on meanwhile).
+--- The current chat (or stored chat `opts.history`) as Markdown, written to `path`
+--- (over a file there only with `opts.force`), else shown in a new buffer
+--- (|:AcpExport|). Returns the path or the buffer; with `opts.on_done`, returns at
+--- once and calls it with them (Neovim goes on meanwhile).
 ---@param path? string
----@param opts? {history?: integer, on_done?: fun(done: string|integer)}
+---@param opts? {history?: integer, force?: boolean, on_done?: fun(done: string|integer)}
 ---@return string|integer?
 function M.export(path, opts)
   return require("acp.chat.history").export(path, opts)

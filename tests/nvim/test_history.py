@@ -461,6 +461,38 @@ def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
     assert editor.lua("return require('acp').status().history") == entry["id"]  # the chat goes on
 
 
+def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
+    """:AcpExport notes.md wrote over the user's notes.md without a word."""
+    a_kept_chat(editor)
+    notes = editor.tmp / "project" / "notes.md"
+    notes.write_text("mine\n")
+    editor.nvim.command("AcpExport notes.md")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: notes.md exists (add ! to write over it)"
+    )
+    assert notes.read_text() == "mine\n"
+    editor.nvim.command("AcpExport! notes.md")
+    editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == '# hello zebra'", what="the export")
+    # The picker asks.
+    notes.write_text("mine\n")
+    editor.lua(
+        """
+        _G.asked, _G.answers = {}, {...}
+        vim.ui.select = function(items, opts, choice)
+          table.insert(_G.asked, opts.prompt)
+          choice(opts.prompt == 'History' and items[1] or table.remove(_G.answers, 1))
+        end
+        vim.ui.input = function(opts, done) done(table.remove(_G.answers, 1)) end
+        vim.cmd('AcpHistory')
+        """,
+        "export", str(notes), "cancel",
+    )
+    assert editor.lua("return _G.asked")[-1] == f"{notes} exists"
+    assert notes.read_text() == "mine\n"
+    editor.lua("_G.answers = {...}; vim.cmd('AcpHistory')", "export", str(notes), "write over it")
+    editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == '# hello zebra'", what="the export")
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])

@@ -78,12 +78,13 @@ local function show(text, done)
 end
 
 --- The chat's Markdown (the current chat's, else stored chat `opts.history`):
---- written to `path`, else shown in a new buffer. With `opts.on_done`, Neovim goes
---- on while Python makes the Markdown (a long chat's takes a while), writes the
---- file or fills the buffer, and `on_done(path or buffer)` runs once it is done (a
---- failure is told instead); else this waits for it.
+--- written to `path` (a file there only with `opts.force`, as Vim's :write!),
+--- else shown in a new buffer. With `opts.on_done`, Neovim goes on while Python
+--- makes the Markdown (a long chat's takes a while), writes the file or fills
+--- the buffer, and `on_done(path or buffer)` runs once it is done (a failure is
+--- told instead); else this waits for it.
 ---@param path? string
----@param opts? {history?: integer, on_done?: fun(done: string|integer)}
+---@param opts? {history?: integer, force?: boolean, on_done?: fun(done: string|integer)}
 ---@return string|integer? done the path written, or the buffer (nil with on_done)
 function M.export(path, opts)
   opts = opts or {}
@@ -97,6 +98,9 @@ function M.export(path, opts)
   end
   local missing = ("no chat %s in the history"):format(opts.history or params.chat)
   path = path and path ~= "" and vim.fn.fnamemodify(vim.fn.expand(path), ":p") or nil
+  if path and not opts.force and vim.uv.fs_stat(path) then
+    util.user_error(("%s exists (add ! to write over it)"):format(vim.fn.fnamemodify(path, ":~:.")))
+  end
   local on_done = opts.on_done
   if not on_done then
     local text = ask("export", params)
@@ -167,8 +171,17 @@ function M.pick(query, open)
         open(entry.id)
       elseif action == "export" then
         vim.ui.input({ prompt = "Export to (empty: a buffer): ", completion = "file" }, function(path)
-          if path then
-            M.export(path, { history = entry.id, on_done = function() end })
+          local function export(force)
+            M.export(path, { history = entry.id, force = force, on_done = function() end })
+          end
+          if path and path ~= "" and vim.uv.fs_stat(vim.fn.expand(path)) then
+            vim.ui.select({ "write over it", "cancel" }, { prompt = path .. " exists" }, function(choice)
+              if choice == "write over it" then
+                export(true)
+              end
+            end)
+          elseif path then
+            export(false)
           end
         end)
       elseif action == "rename" then
