@@ -307,7 +307,8 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert editor.events("AcpChangesRecorded")[-1] == {"chat": chat, "files": [str(f)]}
     editor.nvim.command("AcpTurnDiff")  # the worktree's copy: where the hunks wait
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(worktree / "f.txt")
-    assert editor.lua("return vim.wo.winbar").endswith(" · f.txt · +2 -2 · in the worktree")
+    drawn = "return vim.api.nvim_eval_statusline(vim.wo.winbar, {use_winbar = true}).str"
+    assert editor.lua(drawn).endswith(" · f.txt · +2 -2 · in the worktree")
     editor.nvim.command("tabclose")
     first, last = file["hunks"]
     assert editor.lua("return require('acp').chats()[1].waiting") == 2
