@@ -296,9 +296,10 @@ class EditOp(TypedDict):
 
 
 class RefusedOp(TypedDict):
-    """The agent refused the session the chat was opened to resume (``error``: its
-    answer): the chat closes and gives its windows back to the chat it took them
-    from, unless its input holds text."""
+    """What the failed chat was opened for cannot be (``error``: why): a session
+    the agent does not know, a directory or worktree that cannot be made. The chat
+    closes and gives its windows back to the chat it took them from, unless its
+    input holds text."""
 
     op: Literal["refused"]
     error: str

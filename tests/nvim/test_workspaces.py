@@ -231,9 +231,13 @@ def test_a_root_that_is_no_directory_is_an_error_naming_it(editor: Editor) -> No
     editor.lua("require('acp').open({ roots = { 'lib' } })")
     error = editor.wait_event("AcpError")
     assert error["message"] == "root 'lib' is not an absolute path (nor ~/...)"
+    # No chat is left to close: the error is a notice.
+    editor.wait("#require('acp').chats() == 0", what="the refused chat closed")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == f"acp: {error['message']}"
 
-    editor.nvim.command("AcpChat!")  # the failed chat stays as it is
+    editor.nvim.command("AcpChat")
     editor.wait_event("AcpSessionReady")
+    editor.lua("_G.acp_notices = {}")
     editor.nvim.command(f"AcpRoot add {editor.tmp / 'gone'}")
     editor.wait("#_G.acp_notices > 0")
     assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
@@ -403,9 +407,17 @@ def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_noth
 ) -> None:
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     project = editor.tmp / "project"
+    first = editor.open_chat()
+    windows = editor.lua("return vim.tbl_map(vim.api.nvim_win_get_buf, vim.api.nvim_list_wins())")
     editor.nvim.command("AcpWorktree")
     error = editor.wait_event("AcpError")
     assert error["message"] == f"cannot make a worktree: {project} is not in a git repository"
+    # No failed chat in place of the one shown: the error is a notice.
+    editor.wait("#require('acp').chats() == 1", what="the refused chat closed")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == f"acp: {error['message']}"
+    assert editor.lua("return require('acp').status().chat") == first["chat"]
+    shown = editor.lua("return vim.tbl_map(vim.api.nvim_win_get_buf, vim.api.nvim_list_wins())")
+    assert shown == windows
 
     git(project, "init", "-q")  # no commit yet: no HEAD to start from
     (project / "a.txt").write_text("yours\n")

@@ -106,8 +106,9 @@ class ChatLifecycle:
                 worktree=worktree,
                 like=parent or source,
             )
-        except WorkspaceRefused as err:
+        except WorkspaceRefused as err:  # a directory or worktree asked for that cannot be
             self._refuse(chat_id, name, cwd, str(err))
+            self._withdraw(chat_id, str(err))
             return
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
@@ -122,6 +123,11 @@ class ChatLifecycle:
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
         """Open chat ``chat_id`` failed with ``why``: what was sent to it goes back."""
         self._fail(self._new_chat(chat_id, agent, Workspace(cwd)), why)
+
+    def _withdraw(self, chat_id: int, why: str) -> None:
+        """What failed chat ``chat_id`` was opened for cannot be (``why``): nothing
+        of it lives, so Lua closes it unless its input holds text (RefusedOp)."""
+        self.ctx.editor.render(chat_id, [{"op": "refused", "error": why}])
 
     def _fail(self, chat: Chat, why: str) -> None:
         """``chat`` cannot start: it shows ``why``, and what was sent to it goes back
@@ -259,7 +265,7 @@ class ChatLifecycle:
         elif chat.state == "error":  # "running": a prompt sent as the session became ready
             self.queue.give_back(chat)
             if refused is not None:
-                self.ctx.editor.render(chat.id, [{"op": "refused", "error": refused}])
+                self._withdraw(chat.id, refused)
             if connection is not None and not connection.auth_methods():
                 await self.pool.release(chat)  # kept while a login may still come
 

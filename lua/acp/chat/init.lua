@@ -662,7 +662,7 @@ api.nvim_create_autocmd("VimResized", {
 ---@field created acp.Block[] the blocks they created
 ---@field tools table[] their tool call block ops (prompts and locations)
 ---@field summaries? boolean they drew a change summary or took turns out of or into view
----@field refused? string the agent refused the session the chat was opened to resume
+---@field refused? string why what the chat was opened for cannot be (RefusedOp)
 
 --- Every render op Python sends, by its `op`: the kinds of RenderOp in
 --- acp_nvim/client/editor.py, which documents each (tests/nvim/test_contract.py
@@ -725,9 +725,11 @@ M.ops = {
   end,
 }
 
---- The agent refused the session `chat` was opened to resume (`why`): a typo in
---- :AcpResume costs no chat to close. It closes and gives its windows back to the
---- chat it took them from; text in its input keeps it open, failed.
+--- What `chat` was opened for cannot be (`why`): a session the agent does not
+--- know, a directory or worktree that cannot be made. A typo in :AcpResume, or
+--- :AcpWorktree outside git, costs no chat to close: it closes and gives its
+--- windows back to the chat it took them from; text in its input keeps it open,
+--- failed.
 ---@return boolean closed
 local function withdraw(chat, why)
   local typed = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
