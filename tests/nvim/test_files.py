@@ -460,10 +460,10 @@ def test_an_export_on_a_full_disk_leaves_the_old_one_whole(editor: Editor, tmp_p
         editor.wait_event("AcpTurnEnd")
         fill(full, room=0)
         with pytest.raises(Exception, match=f"cannot write {old}: .*space"):
-            editor.lua("require('acp').export(...)", str(old))
+            editor.lua("require('acp').export(..., {force = true})", str(old))
         assert old.read_text() == "the old export\n"
         # :AcpExport, which does not wait for the Markdown, tells the same.
-        editor.nvim.command(f"AcpExport {old}")
+        editor.nvim.command(f"AcpExport! {old}")
         said = "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('cannot write') end)"
         editor.wait(said, what="the export's error")
         [notice] = [n for n in editor.lua("return _G.acp_notices") if "cannot write" in n["msg"]]
