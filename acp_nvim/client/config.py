@@ -165,16 +165,16 @@ class ChatOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
 
     position: Literal["right", "left", "bottom", "float", "tab"] = "right"
     """where the chat opens (see |acp-layout|)"""
-    width: _Size = 0.4
+    width: _Size | None = None
     """for right, left and float: a fraction of the editor's columns (at most 1), or
-    columns (20 or more)"""
+    columns (20 or more); not given: 0.4, for float 0.8"""
     min_width: _Count = 40
     """columns the width is never below (wins over max_width)"""
     max_width: _Count = 120
     """columns the width is never above"""
-    height: _Size = 0.4
+    height: _Size | None = None
     """for bottom and float, input included: a fraction of the editor's lines (at most
-    1), or lines (5 or more)"""
+    1), or lines (5 or more); not given: 0.4, for float 0.8"""
     min_height: _Count = 10
     """lines the height is never below (wins over max_height)"""
     max_height: _Count = 40
@@ -598,7 +598,7 @@ def load_config(raw: Any) -> Config:
         _check_roots(agent.roots, f"agents.{name}.roots", problems)
     for key, least in _SIZES.items():
         size = getattr(config.chat, key)
-        if size > 1 and (size < least or size % 1):
+        if size is not None and size > 1 and (size < least or size % 1):
             problems.append(
                 f"chat.{key}: expected a fraction (at most 1) or a whole number >= {least},"
                 f" got {size:g}"

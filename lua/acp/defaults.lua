@@ -122,10 +122,10 @@ local M = {}
 --- Where and how big the chat windows are (used by the Lua side).
 ---@class (exact) acp.ChatOptions
 ---@field position? "right"|"left"|"bottom"|"float"|"tab" where the chat opens (see |acp-layout|)
----@field width? number for right, left and float: a fraction of the editor's columns (at most 1), or columns (20 or more)
+---@field width? number for right, left and float: a fraction of the editor's columns (at most 1), or columns (20 or more); not given: 0.4, for float 0.8
 ---@field min_width? integer columns the width is never below (wins over max_width)
 ---@field max_width? integer columns the width is never above
----@field height? number for bottom and float, input included: a fraction of the editor's lines (at most 1), or lines (5 or more)
+---@field height? number for bottom and float, input included: a fraction of the editor's lines (at most 1), or lines (5 or more); not given: 0.4, for float 0.8
 ---@field min_height? integer lines the height is never below (wins over max_height)
 ---@field max_height? integer lines the height is never above
 ---@field input_height? integer lines of the input window
@@ -252,10 +252,10 @@ M.options = {
   log_lines = 5000,
   chat = {
     position = "right",
-    width = 0.4,
+    width = nil,
     min_width = 40,
     max_width = 120,
-    height = 0.4,
+    height = nil,
     min_height = 10,
     max_height = 40,
     input_height = 5,

@@ -336,7 +336,10 @@ def test_layouts_open_and_close_as_a_pair(editor: Editor, position: str) -> None
     elif position == "float":
         assert transcript["float"] and chat_input["float"]
         assert chat_input["row"] > transcript["row"] + transcript["height"]
-        assert transcript["width"] == 48 - 2  # inside its border
+        # Over the editor, 0.8 of it unless told: 0.4 left the transcript 2 lines
+        # of 30. Inside its border: 2 columns, and 4 lines for the two boxes.
+        assert transcript["width"] == 96 - 2
+        assert transcript["height"] == 32 - 5 - 4
     else:
         assert shape["tabs"] == 2 and shape.get("user") is None
     editor.nvim.input("q")

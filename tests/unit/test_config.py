@@ -113,7 +113,7 @@ def test_demo_agent_runs_the_tree_of_the_host(monkeypatch: pytest.MonkeyPatch) -
 def test_empty_lua_tables_read_as_tables() -> None:
     # Lua cannot tell an empty list from an empty table; pynvim sends [] for both.
     config = load_config({"agents": {"a": {"cmd": ["x"], "env": []}}, "chat": []})
-    assert config.agents["a"].env == {} and config.chat.width == 0.4
+    assert config.agents["a"].env == {} and config.chat.min_width == 40
     assert load_config([]) == load_config(None) == load_config({})
 
 

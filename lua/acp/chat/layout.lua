@@ -39,11 +39,14 @@ local function size(value, total, min, max)
   return math.max(min, math.min(max, cells))
 end
 
---- Columns and lines of the chat (input included) for the editor's size now.
+--- Columns and lines of the chat (input included) for the editor's size now. A
+--- size not given: a float over the editor takes most of it (its borders cost
+--- four lines), a split beside the code less.
 local function dimensions()
   local o = config.options.chat
-  return size(o.width, vim.o.columns, o.min_width, o.max_width),
-    size(o.height, vim.o.lines - vim.o.cmdheight, o.min_height, o.max_height)
+  local share = o.position == "float" and 0.8 or 0.4
+  return size(o.width or share, vim.o.columns, o.min_width, o.max_width),
+    size(o.height or share, vim.o.lines - vim.o.cmdheight, o.min_height, o.max_height)
 end
 
 --- Configs of the centred float pair: the transcript's box over the input's.
