@@ -27,8 +27,9 @@ def test_chat_layout_and_completion_need_no_host(editor: Editor) -> None:
         return { vim.fn.win_findbuf(chat.transcript)[1], vim.fn.win_findbuf(chat.input)[1] }
         """
     )
-    # 0.4 of 200 columns, within min_width..max_width.
-    expected = max(chat.min_width, min(chat.max_width, round(200 * chat.width)))
+    # 0.4 of 200 columns (a split's share when none is given), within min..max_width.
+    assert chat.width is None
+    expected = max(chat.min_width, min(chat.max_width, round(200 * 0.4)))
     assert editor.lua(f"return vim.api.nvim_win_get_width({transcript})") == expected
     assert editor.lua(f"return vim.api.nvim_win_get_height({input_})") == chat.input_height
     editor.wait_event("AcpSessionReady")
