@@ -148,6 +148,16 @@ def test_help_lists_the_chats_keys(editor: Editor) -> None:
     assert "Transcript:" in text and "Input:" in text
     assert "  g?       show the chat's keys" in text
     assert "  <C-S>    send (Insert mode)" in text
+    # Whole, however small the chat's window, with the cursor in it: q closes it,
+    # not the chat.
+    float_win = editor.lua("return vim.api.nvim_get_current_win()")
+    assert editor.lua("return vim.api.nvim_win_get_config(0).relative") == "editor"
+    rows = editor.lua("return vim.o.lines - vim.o.cmdheight")
+    assert editor.lua("return vim.api.nvim_win_get_height(0)") == min(len(text.split("\n")), rows - 2)
+    editor.nvim.input("q")
+    editor.wait(f"not vim.api.nvim_win_is_valid({float_win})", what="the help closed")
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == status["transcript_buf"]
+    assert len(editor.lua("return vim.fn.win_findbuf(...)", status["input_buf"])) == 1
 
 
 def test_motions_between_prompts_and_tool_calls(editor: Editor, tmp_path: Path) -> None:

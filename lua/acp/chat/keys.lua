@@ -64,13 +64,44 @@ local function described(buf)
   return lines
 end
 
---- The help key: the keys of the transcript and of the input, in a float.
+--- The help key: the keys of the transcript and of the input, in a float over
+--- the editor with the cursor in it (`q` or <Esc> closes it). A hover at the
+--- cursor got only the chat window's height: 1 line of ~30 in a bottom chat, and
+--- `q` then hid the chat instead of the help.
 local function help(chat)
   local lines = { "# Keys of the chat (:help acp-keys)", "", "Transcript:" }
   vim.list_extend(lines, described(chat.transcript))
   vim.list_extend(lines, { "", "Input:" })
   vim.list_extend(lines, described(chat.input))
-  vim.lsp.util.open_floating_preview(lines, "markdown", { focus_id = "acp.help", border = "rounded" })
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable, vim.bo[buf].bufhidden, vim.bo[buf].filetype = false, "wipe", "markdown"
+  local widest = math.max(unpack(vim.tbl_map(api.nvim_strwidth, lines)))
+  local rows = vim.o.lines - vim.o.cmdheight
+  local width, height = math.min(widest + 1, vim.o.columns - 2), math.min(#lines, rows - 2)
+  local win = api.nvim_open_win(buf, true, {
+    relative = "editor",
+    row = math.floor((rows - height - 2) / 2),
+    col = math.floor((vim.o.columns - width - 2) / 2),
+    width = width,
+    height = height,
+    border = "rounded",
+    style = "minimal",
+  })
+  for _, lhs in ipairs({ "q", "<Esc>" }) do
+    vim.keymap.set("n", lhs, function()
+      pcall(api.nvim_win_close, win, true)
+    end, { buffer = buf, nowait = true, desc = "acp: close the keys' help" })
+  end
+  api.nvim_create_autocmd("WinLeave", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        pcall(api.nvim_win_close, win, true)
+      end)
+    end,
+  })
 end
 
 --- Map the chat's keys on its transcript and input. `actions`: what acp.chat does
