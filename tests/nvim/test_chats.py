@@ -78,6 +78,32 @@ def test_send_key_in_insert_mode_and_history_kept_across_chats(editor: Editor) -
     wait_input(editor, ["second"])
 
 
+def test_a_prompt_typed_in_a_chat_that_closes_is_kept(editor: Editor) -> None:
+    """:AcpClose took what the input held with it: a long prompt, gone."""
+    editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
+    editor.open_chat()
+    editor.nvim.input("ia long prompt<CR>on two lines<Esc>")
+    wait_input(editor, ["a long prompt", "on two lines"])
+    editor.nvim.command("AcpClose")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: chat #1's unsent prompt is in the prompt history (<Up> in the input)"
+    )
+    editor.open_chat()
+    editor.nvim.input("i<Up>")
+    wait_input(editor, ["a long prompt", "on two lines"])
+    # Neovim quits: kept too.
+    editor.nvim.input("<Esc>")
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {'still typing'})")
+    editor.closed = True
+    try:
+        editor.lua("vim.cmd('qa!')")
+    except (OSError, EOFError):
+        pass  # the channel closes under the request
+    editor.nvim.close()
+    stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
+    assert list(stored.values()) == [["a long prompt\non two lines", "still typing"]]
+
+
 def test_a_prompt_sent_as_neovim_quits_is_kept(editor: Editor) -> None:
     """The prompt history is written off the loop; quitting writes what is left."""
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")

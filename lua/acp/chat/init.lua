@@ -626,6 +626,9 @@ local function close_now(chat, keep)
   if host.running() then
     host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
+  if prompt_history.keep_unsent(chat) then -- a close never costs what was typed
+    util.notify(("chat #%d's unsent prompt is in the prompt history (<Up> in the input)"):format(chat.id), "info")
+  end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })

@@ -20,6 +20,19 @@ local function file()
   return vim.fs.joinpath(vim.fn.stdpath("state"), "acp", "history.json")
 end
 
+---@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
+local waiting = {}
+---@type {[1]: string, [2]: string}[] the prompts the write under way takes to disk
+local in_flight = {}
+local writing = false
+local due = false -- a write is to start after WRITE_AFTER_MS
+
+--- The prompts not on disk yet, as `read_merged` takes them: a chat opened in the
+--- moment after a send (or a close, which keeps what its input held) has them too.
+local function unwritten()
+  return vim.json.encode(vim.list_extend(vim.list_extend({}, in_flight), waiting))
+end
+
 local function key(chat)
   return (chat.status.agent or "?") .. "\t" .. chat.cwd
 end
@@ -89,7 +102,7 @@ local read = vim.uv.new_work(
 --- Have the chat's history read in a thread before its first send or <Up> needs it.
 ---@param chat acp.Chat
 function M.prefetch(chat)
-  read:queue(file(), "[]", LIMIT, key(chat), chat.id)
+  read:queue(file(), unwritten(), LIMIT, key(chat), chat.id)
 end
 
 --- The chat's history, oldest first (read from disk once per chat).
@@ -102,7 +115,7 @@ local function of(chat)
     history = nil
   end
   if not history then
-    local ok, entries = read_merged(file(), "[]", LIMIT, key(chat))
+    local ok, entries = read_merged(file(), unwritten(), LIMIT, key(chat))
     history = { entries = ok and vim.json.decode(entries) or {} }
   end
   history.read_as = nil
@@ -110,17 +123,12 @@ local function of(chat)
   return history
 end
 
----@type {[1]: string, [2]: string}[] prompts sent and not yet written: key, text
-local waiting = {}
-local writing = false
-local due = false -- a write is to start after WRITE_AFTER_MS
 
 --- The prompts waiting, as `read_merged` takes them (and no longer waiting).
 local function take()
-  local sent = vim.json.encode(waiting)
-  waiting = {}
+  in_flight, waiting = waiting, {}
   vim.fn.mkdir(vim.fs.dirname(file()), "p")
-  return sent
+  return vim.json.encode(in_flight)
 end
 
 -- One write at a time, each after reading the file again (another Neovim's prompts
@@ -132,7 +140,7 @@ local merged = vim.uv.new_work(
   read_merged,
   vim.schedule_wrap(function(ok, result, text) -- result: why, when not ok
     local function written()
-      writing = false
+      writing, in_flight = false, {}
       store()
     end
     if not ok then
@@ -194,6 +202,22 @@ function M.add(chat, text)
   end
 end
 
+--- Keep what `chat`'s input holds, not sent, in its history, where <Up> finds it
+--- (the chat closes, Neovim quits): whether it held anything.
+---@param chat acp.Chat
+---@return boolean
+function M.keep_unsent(chat)
+  if not api.nvim_buf_is_valid(chat.input) then
+    return false
+  end
+  local text = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
+  if not text:find("%S") then
+    return false
+  end
+  M.add(chat, text)
+  return true
+end
+
 --- Have every prompt sent so far on disk before returning (Neovim is closing).
 function M.flush()
   vim.wait(5000, function()
@@ -209,7 +233,12 @@ end
 
 vim.api.nvim_create_autocmd("VimLeavePre", {
   group = vim.api.nvim_create_augroup("acp.prompt_history", { clear = true }),
-  callback = M.flush,
+  callback = function()
+    for _, chat in pairs(registry.chats) do
+      M.keep_unsent(chat)
+    end
+    M.flush()
+  end,
 })
 
 --- Show the previous (`step` -1) or next (+1) prompt in the input; past the newest
