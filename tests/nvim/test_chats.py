@@ -94,14 +94,20 @@ def test_a_prompt_typed_in_a_chat_that_closes_is_kept(editor: Editor) -> None:
     # Neovim quits: kept too.
     editor.nvim.input("<Esc>")
     editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {'still typing'})")
+    assert quit_with(editor, "") == [["a long prompt\non two lines", "still typing"]]
+
+
+def quit_with(editor: Editor, lua: str) -> list[list[str]]:
+    """Run ``lua`` and quit Neovim in the same turn of its loop; the prompt history
+    on disk then, per agent and directory."""
     editor.closed = True
     try:
-        editor.lua("vim.cmd('qa!')")
+        editor.lua(f"{lua} vim.cmd('qa!')")
     except (OSError, EOFError):
         pass  # the channel closes under the request
     editor.nvim.close()
     stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
-    assert list(stored.values()) == [["a long prompt\non two lines", "still typing"]]
+    return list(stored.values())
 
 
 def test_a_prompt_sent_as_neovim_quits_is_kept(editor: Editor) -> None:
@@ -110,14 +116,8 @@ def test_a_prompt_sent_as_neovim_quits_is_kept(editor: Editor) -> None:
     editor.open_chat()
     editor.lua("require('acp').send('first')")
     editor.wait_event("AcpTurnEnd")
-    editor.closed = True
-    try:  # quit in the same turn of the loop: the prompt's write had not begun
-        editor.lua("require('acp').send('last words'); vim.cmd('qa!')")
-    except (OSError, EOFError):
-        pass  # the channel closes under the request
-    editor.nvim.close()
-    stored = json.loads((editor.tmp / "xdg-state" / "nvim" / "acp" / "history.json").read_text())
-    assert list(stored.values()) == [["first", "last words"]]
+    # In the same turn of the loop: the prompt's write had not begun.
+    assert quit_with(editor, "require('acp').send('last words')") == [["first", "last words"]]
 
 
 def test_a_prompt_is_merged_into_what_the_file_holds(editor: Editor) -> None:

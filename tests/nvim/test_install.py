@@ -33,8 +33,10 @@ vim.cmd("runtime plugin/acp.lua")
 {extra}
 """
 TRACEBACK_SIGNS = ("Traceback", 'File "', "E5108", "stack traceback")
-# uv for the uv route: on PATH, else the one the test extra put beside this Python.
+# uv for the uv route: on PATH, else the one the test extra put beside this Python;
+# the PATH that finds it.
 UV = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+UV_PATH = os.pathsep.join([os.path.dirname(UV or ""), os.environ["PATH"]])
 
 
 def checkout(dest: Path) -> Path:
@@ -300,9 +302,7 @@ def test_acpinstall_with_pip_then_chat(
 def test_acpinstall_with_uv_then_chat(
     tmp_path: Path, plugin: Path, offline_index: dict[str, str]
 ) -> None:
-    assert UV is not None
-    path = os.pathsep.join([os.path.dirname(UV), os.environ["PATH"]])
-    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": path}, "uv")
+    install_then_chat(tmp_path, plugin, {**offline_index, "PATH": UV_PATH}, "uv")
 
 
 @pytest.mark.timeout(300)
@@ -312,10 +312,8 @@ def test_acpinstall_of_a_python_version_asks_uv_for_it(
 ) -> None:
     """`:AcpInstall 3.12` is uv's to find: one it does not have is told before
     anything is removed; one it has builds the environment."""
-    assert UV is not None
-    path = os.pathsep.join([os.path.dirname(UV), os.environ["PATH"]])
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(plugin / ".venv")], check=True)
-    editor = start(tmp_path, plugin, env={**offline_index, "PATH": path})
+    editor = start(tmp_path, plugin, env={**offline_index, "PATH": UV_PATH})
     try:
         editor.lua("pcall(vim.cmd, 'AcpInstall 3.99')")
         assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
@@ -327,4 +325,4 @@ def test_acpinstall_of_a_python_version_asks_uv_for_it(
         editor.quit()
     shutil.rmtree(plugin / ".venv")
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    install_then_chat(tmp_path / "again", plugin, {**offline_index, "PATH": path}, "uv", version)
+    install_then_chat(tmp_path / "again", plugin, {**offline_index, "PATH": UV_PATH}, "uv", version)
