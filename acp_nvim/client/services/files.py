@@ -474,7 +474,7 @@ async def save(
         return text
     buffer = doc.buffer
     change = (buffer.text, doc.conform(text))
-    beside = moved  # the file changed behind the buffer (``before``: from what)
+    beside = False  # the change was written to the file behind the buffer
     for _ in range(_RETRIES):
         if to_disk and buffer.modified and not beside:
             before = await anyio.to_thread.run_sync(stat_of, doc.path)
@@ -490,8 +490,8 @@ async def save(
                 buffer.tick,
                 line_edits(buffer.lines, lines),
                 save=to_disk and not buffer.modified,
-                disk_changed=beside,
-                disk_before=before if beside else None,
+                disk_changed=beside or moved,
+                disk_before=before,
             )
         if tick is not None:
             return BufferState(lines, buffer.eol, buffer.final_newline).text
