@@ -237,6 +237,9 @@ def test_write_clashing_with_unsaved_text_keeps_it_as_a_conflict_and_off_the_dis
     editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
     assert lines(editor, buf)[0] == "agent"
     assert path.read_text() == "agent\n2\n3\n4\nfive\n"
+    # The file changed behind the buffer only by what the buffer holds: :write asks nothing.
+    assert not user_write(editor, buf)
+    assert path.read_text() == "agent\n2\n3\n4\nfive\n" and not modified(editor, buf)
 
 
 def test_lines_you_and_the_agent_add_at_one_place_are_both_kept(
