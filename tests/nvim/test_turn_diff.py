@@ -49,6 +49,7 @@ def test_a_turns_files_open_in_one_tab_and_take_the_review_keys(editor: Editor) 
     assert shown(editor)[1] == [str(project / "b.txt"), "turn 2 · b.txt · +1 -0 · decided"]
     editor.nvim.command(f"1wincmd w | edit {project / 'c.txt'}")
     assert shown(editor)[0] == [str(project / "c.txt"), ""]
+    editor.wait("vim.wo.winbar == ''", what="the winbar's row given back")
     # An earlier turn by its number.
     editor.nvim.command("AcpTurnDiff 1")
     assert shown(editor) == [[str(project / "c.txt"), "turn 1 · c.txt · +1 -1"]]

@@ -37,12 +37,22 @@ end
 
 --- The winbar of a window :AcpTurnDiff opened: its turn, its file and the
 --- lines the turn added and removed there, "decided" once no hunk of it waits, as
---- the review has them now. Nothing once the window shows another buffer.
+--- the review has them now. Once the window shows another buffer, none: the
+--- option is taken off the window after this redraw (not while it draws).
 function M.label()
   local win = api.nvim_get_current_win() -- %{} draws with its window current
   local shown = vim.w[win].acp_turn_diff
-  local review = shown and state.by_chat[shown.chat]
-  local name = api.nvim_buf_get_name(api.nvim_win_get_buf(win))
+  local buf = api.nvim_win_get_buf(win)
+  if not shown or shown.buf ~= buf then
+    vim.schedule(function()
+      if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == buf then
+        vim.wo[win].winbar, vim.w[win].acp_turn_diff = "", nil
+      end
+    end)
+    return ""
+  end
+  local review = state.by_chat[shown.chat]
+  local name = api.nvim_buf_get_name(buf)
   for _, file in ipairs(review and review.files or {}) do
     if file.turn == shown.turn and (file.source or file.path) == name then
       local open = vim.iter(file.hunks):any(state.is_open)
@@ -79,7 +89,7 @@ function M.open(turn)
       first = false
       -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
       vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
-      vim.w.acp_turn_diff = { chat = state.chat_id(), turn = shown }
+      vim.w.acp_turn_diff = { chat = state.chat_id(), turn = shown, buf = api.nvim_get_current_buf() }
       vim.wo.winbar = "%{%v:lua.require'acp.review.turn'.label()%}"
     end
   end
