@@ -165,7 +165,7 @@ class ReviewStore:
         """How many hunks of every turn await a decision (pending or conflict): of
         every file, or of those whose path ``of_path`` keeps."""
         return sum(
-            h.status in ("pending", "conflict")
+            h.open
             for changeset in self._turns
             for change in changeset.files()
             if of_path is None or of_path(change.path)

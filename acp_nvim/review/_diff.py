@@ -85,6 +85,11 @@ class Hunk(msgspec.Struct):
         return self.new_start + len(self.new_lines)
 
     @property
+    def open(self) -> bool:
+        """Whether it still awaits a decision (pending, or a conflict)."""
+        return self.status in ("pending", "conflict")
+
+    @property
     def header(self) -> str:
         """Unified-diff style ``@@ -a,b +c,d @@`` (1-based, as git prints it)."""
         return (

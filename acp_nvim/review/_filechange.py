@@ -96,7 +96,7 @@ class FileChange:
         self._next_id = 1
 
     def __repr__(self) -> str:
-        open_ = sum(h.status in ("pending", "conflict") for h in self._hunks)
+        open_ = sum(h.open for h in self._hunks)
         return f"<FileChange {self.path} turn {self.turn} {self.kind}, {open_} open hunks>"
 
     @property
@@ -118,7 +118,7 @@ class FileChange:
     @property
     def open(self) -> bool:
         """Whether any hunk still awaits a decision."""
-        return any(h.status in ("pending", "conflict") for h in self._hunks)
+        return any(h.open for h in self._hunks)
 
     @property
     def applied(self) -> bool:
@@ -359,7 +359,7 @@ class FileChange:
             hunk = self._find(hunk_id)
             if hunk.status == decision:
                 return []  # deciding twice the same way is a no-op
-            if hunk.status not in ("pending", "conflict"):
+            if not hunk.open:
                 raise ReviewError(f"{self.path}: hunk {hunk_id} is already {hunk.status}")
             hunks = [hunk]
         # Bottom-up, so the shifts of one decision never touch the next target.

@@ -37,7 +37,7 @@ def _paths(store: ReviewStore) -> set[str]:
 def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
     """Whether ``path`` has open hunks in ``store`` (hunk ``hunk`` among them)."""
     return any(
-        h.status in ("pending", "conflict") and (hunk is None or h.id == hunk)
+        h.open and (hunk is None or h.id == hunk)
         for changeset in store.turns()
         if path in changeset
         for h in changeset.file(path).hunks()
