@@ -59,11 +59,11 @@ end
 local function map(chat)
   local function sender(now)
     return function()
-      local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
-      local text = vim.trim(table.concat(lines, "\n"))
-      if text == "" then
+      local text = registry.typed(chat)
+      if not text then
         return
       end
+      text = vim.trim(text)
       -- An edited earlier prompt goes from before its turn (a rewind, then the send).
       local rewind = editing.take(chat)
       api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
@@ -735,8 +735,7 @@ M.ops = {
 --- failed.
 ---@return boolean closed
 local function withdraw(chat, why)
-  local typed = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
-  if typed:find("%S") then
+  if registry.typed(chat) then
     return false
   end
   local before = chat.opened.took_over and registry.chats[chat.opened.took_over]

@@ -10,6 +10,7 @@ local queue = require("acp.chat.queue")
 local review = require("acp.review")
 local review_state = require("acp.review.state")
 local tools = require("acp.chat.tools")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -88,11 +89,8 @@ local function help(chat)
     border = "rounded",
     style = "minimal",
   })
-  for _, lhs in ipairs({ "q", "<Esc>" }) do
-    vim.keymap.set("n", lhs, function()
-      pcall(api.nvim_win_close, win, true)
-    end, { buffer = buf, nowait = true, desc = "acp: close the keys' help" })
-  end
+  util.map_close(buf, "keys' help")
+  vim.keymap.set("n", "<Esc>", "q", { buffer = buf, remap = true, desc = "acp: close the keys' help" })
   api.nvim_create_autocmd("WinLeave", {
     buffer = buf,
     once = true,

@@ -207,15 +207,11 @@ end
 ---@param chat acp.Chat
 ---@return boolean
 function M.keep_unsent(chat)
-  if not api.nvim_buf_is_valid(chat.input) then
-    return false
+  local text = registry.typed(chat)
+  if text then
+    M.add(chat, text)
   end
-  local text = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
-  if not text:find("%S") then
-    return false
-  end
-  M.add(chat, text)
-  return true
+  return text ~= nil
 end
 
 --- Have every prompt sent so far on disk before returning (Neovim is closing).

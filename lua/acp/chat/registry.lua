@@ -59,6 +59,18 @@ function M.get()
   return M.valid(chat) and chat or nil
 end
 
+--- What `chat`'s input holds, lines joined; nil when it holds nothing but blanks
+--- (or is gone).
+---@param chat acp.Chat
+---@return string?
+function M.typed(chat)
+  if not api.nvim_buf_is_valid(chat.input) then
+    return nil
+  end
+  local text = table.concat(api.nvim_buf_get_lines(chat.input, 0, -1, false), "\n")
+  return text:find("%S") and text or nil
+end
+
 --- The open chat on stored chat `id` of the history (|acp-chat-history|): one
 --- that keeps it, or one opened on it.
 ---@param id integer
