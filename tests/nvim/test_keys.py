@@ -158,6 +158,14 @@ def test_help_lists_the_chats_keys(editor: Editor) -> None:
     editor.wait(f"not vim.api.nvim_win_is_valid({float_win})", what="the help closed")
     assert editor.lua("return vim.api.nvim_get_current_buf()") == status["transcript_buf"]
     assert len(editor.lua("return vim.fn.win_findbuf(...)", status["input_buf"])) == 1
+    # <Esc> closes it too, and so does leaving it.
+    for leave in ("<Esc>", "<C-w>p"):
+        editor.nvim.input("g?")
+        editor.wait("vim.api.nvim_win_get_config(0).relative == 'editor'", what="the help")
+        float_win = editor.lua("return vim.api.nvim_get_current_win()")
+        editor.nvim.input(leave)
+        editor.wait(f"not vim.api.nvim_win_is_valid({float_win})", what=f"{leave} closing the help")
+        assert editor.lua("return vim.api.nvim_get_current_buf()") == status["transcript_buf"]
 
 
 def test_motions_between_prompts_and_tool_calls(editor: Editor, tmp_path: Path) -> None:
