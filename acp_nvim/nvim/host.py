@@ -102,8 +102,9 @@ class Host:
                 context = params.get("context") or []
                 rewind, now = params.get("rewind"), bool(params.get("now"))
                 chat, text = params["chat"], params["text"]
+                starting = bool(params.get("starting"))
                 # Its way to the agent is the latency a user feels (decision 0067).
-                self.worker.post(app.send, chat, text, context, rewind, now)
+                self.worker.post(app.send, chat, text, context, rewind, now, starting)
             case "cancel":
                 self.worker.submit(app.cancel, params["chat"])
             case "buffer_changed":

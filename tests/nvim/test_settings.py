@@ -401,8 +401,50 @@ def test_a_session_the_agent_does_not_know_costs_no_chat(editor: Editor, version
     assert shown == windows  # the chat shown before, in its windows
     # A prompt sent to it while it started goes back to its input: it stays, failed.
     editor.lua("vim.cmd('AcpResume bogus'); require('acp').send('keep me')")
-    editor.wait_event("AcpError")
-    editor.wait("require('acp').status().state == 'error'")
+    editor.wait_event("AcpError", count=2)
+    _kept_failed(editor, first)
+
+
+def _kept_failed(editor: Editor, first: dict[str, Any]) -> None:
+    """The refused chat holds what was sent to it, failed; ``first`` goes on as it was."""
     status = editor.lua("return require('acp').status()")
     assert status["chat"] != first["chat"]
-    assert editor.nvim.buffers[status["input_buf"]][:] == ["keep me"]
+    editor.wait(
+        f"vim.deep_equal(vim.api.nvim_buf_get_lines({status['input_buf']}, 0, -1, true),"
+        " {'keep me'})",
+        what="the prompt back in the input",
+    )
+    assert editor.lua("return require('acp').status().state") == "error"
+    assert [e["chat"] for e in editor.events("AcpSessionReady")] == [first["chat"]]
+    session = "return require('acp.chat.registry').chats[...].status.session_id"
+    assert editor.lua(session, first["chat"]) == first["session_id"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_prompt_sent_as_the_refusal_comes_back_too(editor: Editor, version: int) -> None:
+    """The refusal may reach Neovim before the prompt sent as the chat started
+    reaches Python: Neovim closed the chat (its input was empty) and Python, finding
+    it failed, restarted its agent, ending the other chat's session. The prompt was
+    lost."""
+    editor.setup(protocol_version=version)
+    first = editor.open_chat()
+    # What Python draws in the new chat reaches Neovim only after the prompt left.
+    editor.lua(
+        """
+        local host, first = require('acp.host'), ...
+        local render, held = host.handlers.render, {}
+        host.handlers.render = function(item)
+          if item.chat == first then return render(item) end
+          table.insert(held, item)
+        end
+        _G.release = function()
+          host.handlers.render = render
+          for _, item in ipairs(held) do render(item) end
+        end
+        """,
+        first["chat"],
+    )
+    editor.nvim.command("AcpResume bogus")
+    editor.wait_event("AcpError")  # Python refused: the chat still starts, as Neovim shows it
+    editor.lua("require('acp').send('keep me'); _G.release()")
+    _kept_failed(editor, first)

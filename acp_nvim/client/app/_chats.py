@@ -306,13 +306,15 @@ class ChatLifecycle:
         context: Sequence[dict[str, Any]] = (),
         rewind: int | None = None,
         now: bool = False,
+        starting: bool = False,
     ) -> None:
         """Send ``text`` with ``context`` (files, selections, diagnostics, images the
         user attached: services.context), or queue it while the chat is busy; a chat
         whose agent failed is restarted first. What cannot be sent goes back to the
         input. ``rewind``: an earlier prompt edited, sent from before turn ``rewind``
         (``Conversations.rewind``); ``now``: into the running turn, or ahead of the
-        queue (``Conversations.send_now``)."""
+        queue (``Conversations.send_now``); ``starting``: sent while the chat started,
+        as the user saw it."""
         from acp_nvim.client.session.model import Prompt
 
         chat = self.ctx.chats.get(chat_id)
@@ -325,7 +327,7 @@ class ChatLifecycle:
             attachments, warnings = await resolve(self.ctx.editor, context, cwd)
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
-        await self._send(chat_id, Prompt(text, attachments), rewind, now)
+        await self._send(chat_id, Prompt(text, attachments), rewind, now, starting)
 
     async def regenerate(self, chat_id: int) -> None:
         """Send the last prompt again from before its answer: unchanged (with what
@@ -341,13 +343,23 @@ class ChatLifecycle:
         await self._send(chat_id, Prompt(last.text, list(last.attachments)), len(path))
 
     async def _send(
-        self, chat_id: int, prompt: Prompt, rewind: int | None = None, now: bool = False
+        self,
+        chat_id: int,
+        prompt: Prompt,
+        rewind: int | None = None,
+        now: bool = False,
+        starting: bool = False,
     ) -> None:
         """Send ``prompt`` as :meth:`send` says."""
         chat = self.ctx.chats.get(chat_id)
         queue = self.queue.prompts.get(chat_id)  # there from open() to close()
         if queue is None or (chat is not None and chat.state == "closed"):
             self.ctx.editor.notify("cannot send: the chat is closed", "warn")
+            self.queue.return_input(chat_id, prompt.text)
+            return
+        if starting and chat is not None and chat.state == "error":
+            # Sent to a start that failed before the prompt came: back to the input,
+            # as what came before the failure went (_fail), not a restart unasked.
             self.queue.return_input(chat_id, prompt.text)
             return
         # A reopened chat whose agent has not started goes back in view, then sends below.

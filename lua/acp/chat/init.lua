@@ -577,7 +577,12 @@ end
 function M.send(chat, text, context, opts)
   opts = opts or {}
   context = vim.list_extend(vim.deepcopy(context or {}), mentions.items(chat, text))
-  local params = { chat = chat.id, text = text, context = context, rewind = opts.rewind, now = opts.now }
+  -- Sent while the chat starts: should the start fail, it comes back to the input,
+  -- whether it reached Python before the failure or after it (withdraw).
+  local starting = chat.status.state == "starting" or nil
+  chat.sent_starting = chat.sent_starting or starting
+  local params =
+    { chat = chat.id, text = text, context = context, rewind = opts.rewind, now = opts.now, starting = starting }
   -- The prompt leaves first: the history's file is written after it (acp.history).
   if chat.host_failed or not host.notify("send", params) then
     give_back(chat, text)
@@ -731,11 +736,11 @@ M.ops = {
 --- What `chat` was opened for cannot be (`why`): a session the agent does not
 --- know, a directory or worktree that cannot be made. A typo in :AcpResume, or
 --- :AcpWorktree outside git, costs no chat to close: it closes and gives its
---- windows back to the chat it took them from; text in its input keeps it open,
---- failed.
+--- windows back to the chat it took them from; text in its input, or a prompt sent
+--- to it while it started (on its way back), keeps it open, failed.
 ---@return boolean closed
 local function withdraw(chat, why)
-  if registry.typed(chat) then
+  if registry.typed(chat) or chat.sent_starting then
     return false
   end
   local before = chat.opened.took_over and registry.chats[chat.opened.took_over]
