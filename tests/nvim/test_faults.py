@@ -476,24 +476,25 @@ def test_the_demo_agent_crashed_and_restarted_keeps_the_earlier_turn_as_it_was(
     assert "as asked…\n" in before and "as asked…You said" not in text
 
 
-def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
-    def demo_pids() -> list[int]:
-        return [
-            pid
-            for pid in editor.agent_pids()
-            if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        ]
+def demo_pids(editor: Editor) -> list[int]:
+    return [
+        pid
+        for pid in editor.agent_pids()
+        if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
 
+
+def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
     editor.setup()
     first = editor.open_chat()["chat"]
     editor.nvim.command("AcpChat!")  # a second session on the same process
     editor.wait_event("AcpSessionReady", count=2)
-    [old] = demo_pids()
+    [old] = demo_pids(editor)
     editor.nvim.command("AcpRestart")
     editor.wait_event("AcpSessionReady", count=4)
     assert editor.events("AcpError") == []  # not shown as a crash anywhere
     assert wait_gone([old]) == []
-    [new] = demo_pids()
+    [new] = demo_pids(editor)
     assert new != old
     first_text = editor.lua(
         "local c = require('acp.chat.registry').chats[...]"
@@ -505,3 +506,30 @@ def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) ->
     editor.lua("require('acp.chat').send(require('acp.chat.registry').chats[...], 'still here')", first)
     editor.wait_event("AcpTurnEnd")
     assert editor.lua("return require('acp.chat.registry').chats[...].status.state", first) == "ready"
+
+
+def test_a_prompt_to_a_failed_chat_leaves_the_others_of_its_agent_alone(editor: Editor) -> None:
+    """A prompt sent to a chat that failed to start, on an agent that runs for
+    another chat, restarted that agent: the other chat lost its session, and while
+    it ran a turn the prompt stayed queued in the failed chat."""
+    editor.setup(protocol_version=2)  # an agent with a login: a failed chat stays on it
+    first = editor.open_chat()
+    editor.lua(
+        "vim.cmd('AcpResume bogus');"
+        " vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, true, {'typed'})"
+    )
+    editor.wait_event("AcpError")  # refused, kept for what its input holds
+    [pid] = demo_pids(editor)
+    # The first chat's turn waits for an answer meanwhile.
+    send_first = "require('acp.chat').send(require('acp.chat.registry').chats[...], 'permission')"
+    editor.lua(send_first, first["chat"])
+    editor.wait_event("AcpPermissionRequest")
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["state"] == "ready"
+    assert "hello" in editor.transcript_text()
+    assert demo_pids(editor) == [pid]
+    session = "return require('acp.chat.registry').chats[...].status.session_id"
+    assert editor.lua(session, first["chat"]) == first["session_id"]
+    assert not [e for e in editor.events("AcpSessionReady") if e["chat"] == first["chat"]][1:]

@@ -160,9 +160,11 @@ class ChatLifecycle:
             return "cannot fork: the chat's agent is not running"
         return None
 
-    async def restart(self, chat_id: int) -> None:
+    async def restart(self, chat_id: int, *, asked: bool = True) -> None:
         """Start the chat's agent again and go on in the same transcript: the agent's
-        session is resumed where it offers that, else a new one begins."""
+        session is resumed where it offers that, else a new one begins. Not
+        ``asked`` (a prompt sent to the failed chat), an agent that runs for other
+        chats too is not restarted: the chat starts again on it."""
         chat = self.ctx.chats.get(chat_id)
         if chat is None:
             self.ctx.editor.notify("no such chat to restart", "warn")
@@ -180,6 +182,10 @@ class ChatLifecycle:
         old = self.pool.agent_of.get(chat_id)
         # The other chats of its process go along: restarted with it, not failed.
         along = [c for c in old.chats.values() if c is not chat] if old is not None else []
+        if not asked and along and old is not None and old.alive:
+            await self.pool.release(chat)
+            await self._start(chat, agent_config, None, chat.session.session_id or None, again=True)
+            return
         busy = next((c for c in [chat, *along] if c.state == "running"), None)
         if busy is not None:
             which = "" if busy is chat else f" (chat #{busy.id}, same agent process)"
@@ -377,7 +383,7 @@ class ChatLifecycle:
             await self.queue.drain(chat)
         elif chat.state in ("error", "ready"):  # ready without an agent: a reopened chat
             self.queue.show(chat)
-            await self.restart(chat_id)
+            await self.restart(chat_id, asked=False)
         else:  # starting or running: it goes when the chat is ready
             self.queue.show(chat)
 
