@@ -30,7 +30,9 @@ local function lua_value(value)
 end
 
 function kind_of(value)
-  if type(value) == "table" then
+  if value == vim.NIL then
+    return "vim.NIL"
+  elseif type(value) == "table" then
     return (vim.islist(value) and next(value)) and "a list" or "a table"
   end
   if type(value) == "number" then
@@ -200,12 +202,28 @@ local function resolve_aliases(opts, options)
   end
 end
 
+--- `opts` without its keys set to vim.NIL (a JSON null, or a key cleared on
+--- purpose): such a key is not given, as one set to nil. Lists keep theirs (an
+--- item is checked).
+local function without_null(opts)
+  if type(opts) ~= "table" or vim.islist(opts) then
+    return opts
+  end
+  local kept = {}
+  for key, value in pairs(opts) do
+    if value ~= vim.NIL then
+      kept[key] = without_null(value)
+    end
+  end
+  return kept
+end
+
 --- Take the options given to setup(). Returns what is wrong with them (each
 --- `key: problem`); Lua then uses the defaults of those keys.
 ---@param opts? acp.Options
 ---@return string[]
 function M.set(opts)
-  opts = opts or {}
+  opts = without_null(opts or {})
   local problems, options = M.check(opts)
   local valid = options
   resolve_aliases(check(opts, { class = "acp.Options" }, "", nil) or {}, valid)

@@ -64,6 +64,25 @@ def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) ->
         assert f"ERROR invalid option {key}: " in text
 
 
+def test_an_option_set_to_vim_nil_is_not_given(editor: Editor) -> None:
+    """vim.NIL (a null from a JSON file, a key cleared) was "expected an integer,
+    got userdata" in Lua, and null for the Python host: valid for some keys there."""
+    editor.lua("vim.o.columns = 200")
+    # None arrives in Lua as vim.NIL.
+    editor.setup(chat={"width": None, "min_width": None}, log_lines=None)
+    assert editor.lua("return _G.acp_notices") == []
+    editor.open_chat()  # the Python host took them too
+    width = editor.lua(
+        "return vim.api.nvim_win_get_width(vim.fn.bufwinid(require('acp').status().transcript_buf))"
+    )
+    assert width == 80  # 0.4 of 200 columns: the default
+    # In a list, an item is wrong: said as it was written.
+    problems = editor.lua(
+        "return require('acp.config').set({agents = {x = {cmd = {'x', vim.NIL}}}})"
+    )
+    assert problems == ["agents.x.cmd[2]: expected a string, got vim.NIL"]
+
+
 def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
     cases = [
         {"chat": {"width": "wide", "bogus": 1}, "auto_save": 1},
