@@ -294,11 +294,13 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
     assert steering["idleBehavior"] == "promptRequired"
     assert steering["prompt"] == [{"type": "text", "text": "turn left"}]
     assert calls(wire, "session/cancel") == []
-    # What the agent streamed on in the same message (its id) once the user's was
-    # sent is not added to what was written before it: a block of its own.
+    # What the agent streamed on in the same message (its id) ends the line it was
+    # writing, above the user's message: no word cut in two blocks.
     text = editor.transcript_text()
-    assert "## Agent\nholding\n\n" in text and "## Agent\n steered: turn left" in text
-    assert "## You\nturn left\n\n*Sent into the running turn.*" in text
+    assert (
+        "## Agent\nholding steered: turn left\n\n"
+        "## You\nturn left\n\n*Sent into the running turn.*"
+    ) in text
     assert len(calls(wire, "session/prompt")) == 1
 
 

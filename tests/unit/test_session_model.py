@@ -268,23 +268,66 @@ def test_message_patch_with_id_replaces_whole_message() -> None:
 
 def test_a_message_streaming_when_the_user_steers_goes_on_after_the_users() -> None:
     """The agent's chunks of its message (one id) that come after a steered message
-    are a message of their own after it, as they came; steered twice, twice."""
+    are a message of their own after it, as they came, from the end of the line
+    they were writing (a word, a line cut in two read as two); steered twice, twice."""
     session = Session()
-    session.apply_message(MessagePatch("a", "agent", "one"))
-    session.steered()
-    session.apply_message(MessagePatch("#u1", "user", "shorter", replace=True))
-    session.apply_message(MessagePatch("a", "agent", " two"))
-    session.steered()
-    session.apply_message(MessagePatch("#u2", "user", "stop", replace=True))
-    session.apply_message(MessagePatch("a", "agent", " three"))
+
+    def steer(text: str) -> None:
+        session.steered()
+        session.apply_message(MessagePatch(session.new_id("u"), "user", text, replace=True))
+
+    def chunk(text: str, message_id: str | None = "a") -> None:
+        for part in session.parts(MessagePatch(message_id, "agent", text)):
+            session.apply_message(part)
+
+    chunk("one\nthe sec")
+    steer("shorter")
+    chunk("ond line\nthird ")
+    chunk("line")
+    steer("stop")
+    chunk(" goes on\n")
+    chunk("fourth\n")
+    steer("again")  # at a line's end: the message parts there and then
+    chunk("fifth\n")
     shown = [(session.messages[key].role, session.messages[key].text) for _, key in session.items]
     assert shown == [
-        ("agent", "one"),
+        ("agent", "one\nthe second line\n"),
         ("user", "shorter"),
-        ("agent", " two"),
+        ("agent", "third line goes on\n"),
         ("user", "stop"),
-        ("agent", " three"),
+        ("agent", "fourth\n"),
+        ("user", "again"),
+        ("agent", "fifth\n"),
     ]
+
+
+def test_without_message_ids_a_steer_parts_the_message_at_its_lines_end() -> None:
+    """v1 chunks carry no id: they continue the message the steer came into, past the
+    user's message, to the end of its line; a tool call or a turn's end first ends it."""
+    session = Session()
+
+    def chunk(text: str) -> None:
+        for part in session.parts(MessagePatch(None, "agent", text)):
+            session.apply_message(part)
+
+    def texts() -> list[str]:
+        return [session.messages[key].text for kind, key in session.items if kind == "message"]
+
+    chunk("tell")
+    session.steered()
+    session.apply_message(MessagePatch(session.new_id("u"), "user", "shorter", replace=True))
+    chunk(" me\nmore")
+    assert texts() == ["tell me\n", "shorter", "more"]
+    session.steered()
+    session.apply_message(MessagePatch(session.new_id("u"), "user", "stop", replace=True))
+    session.apply_tool_call(ToolCallPatch("call1", title="read"))
+    chunk("after the tool")  # the agent went on: no line to finish
+    assert texts() == ["tell me\n", "shorter", "more", "stop", "after the tool"]
+    session.steered()
+    session.turn_ended()
+    session.apply_message(MessagePatch(session.new_id("u"), "user", "next turn", replace=True))
+    chunk("answer")
+    assert texts()[-3:] == ["after the tool", "next turn", "answer"]
 
 
 def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:

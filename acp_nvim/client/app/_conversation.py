@@ -295,9 +295,6 @@ class Conversations:
             return None
         if not connection.can_steer:
             return None
-        # What the agent streams from now on follows the user's message, even what
-        # comes before the agent's answer (on_steered parts that off in turn).
-        chat.session.steered()
         try:
             injected = await connection.steer(chat, prompt.text, prompt.attachments)
         except AgentFailed as err:

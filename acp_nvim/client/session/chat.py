@@ -217,11 +217,8 @@ class Chat:
         self, stop_reason: str, error: str | None = None, details: list[str] | None = None
     ) -> None:
         """End the turn once the review has checked the disk, so whoever reads
-        ``changes()`` at ``AcpTurnEnd`` sees every file the agent wrote.
-
-        ``error`` (a turn the agent answered with an error) is shown first; the
-        turn still ends and the session stays usable.
-        """
+        ``changes()`` at ``AcpTurnEnd`` sees every file the agent wrote. ``error`` (a
+        turn the agent answered with an error) is shown first; the session stays usable."""
         try:
             if self.changes is not None:
                 await self.changes.end_turn()
@@ -239,7 +236,7 @@ class Chat:
         self._close_fence()
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
-        self.session.pending_echo = None
+        self.session.turn_ended()
         self.prompted = False
         if self.changes is not None:
             self.changes.turn_ended()
@@ -348,16 +345,17 @@ class Chat:
             patch.message_id = self.session.key(patch.message_id)
         elif force_new:
             patch.message_id = self.session.new_id("m")
-        message, created = self.session.apply_message(patch)
-        # A user message is drawn whole, so that a fence it leaves open is closed.
-        if message.role == "user":
-            self._draw(view.message_op(message, turn))
-        elif created or patch.replace:
-            shown = self._streams.start(message.id, message.text)
-            self._draw(view.message_op(message, turn, shown))
-        elif patch.text:
-            row, shown = self._streams.append(message.id, patch.text)
-            self._draw(view.append_op(message.id, view.visible_append(row, shown)))
+        for part in self.session.parts(patch):
+            message, created = self.session.apply_message(part)
+            # A user message is drawn whole, so that a fence it leaves open is closed.
+            if message.role == "user":
+                self._draw(view.message_op(message, turn))
+            elif created or part.replace:
+                shown = self._streams.start(message.id, message.text)
+                self._draw(view.message_op(message, turn, shown))
+            elif part.text:
+                row, shown = self._streams.append(message.id, part.text)
+                self._draw(view.append_op(message.id, view.visible_append(row, shown)))
 
     def on_tool_call(self, patch: ToolCallPatch) -> ToolCall:
         """Upsert a tool call the agent names (``id`` None: one of the client's own)."""

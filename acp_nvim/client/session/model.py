@@ -409,6 +409,9 @@ class Session(msgspec.Struct):
     # own message id; that id is then an alias of the echo (one message, not two).
     pending_echo: str | None = None
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
+    # Where in items the agent's message is that a steered message came into mid-line:
+    # it runs on to the line's end above the user's message (parts).
+    parting: int | None = None
     # Where the agent's ids are keyed (session_scope): for each session taken (by
     # id), for the one shown, and how many sessions were taken (take).
     scopes: dict[str, str] = msgspec.field(default_factory=dict)
@@ -489,19 +492,70 @@ class Session(msgspec.Struct):
         patch.message_id = self.aliases.get(patch.message_id, patch.message_id)
 
     def steered(self) -> None:
-        """A user's message joins the running turn next: an echo the agent never
+        """A user's message joins the running turn: an echo the agent never
         acknowledged is not its to replace, and the agent's message streaming last
-        goes on as a message of its own (what comes of it, the same id, is shown
-        after the user's, as it came)."""
+        goes on as a message of its own from the end of its line (what comes of it,
+        the same id, is shown after the user's, as it came; no line is cut)."""
         self.pending_echo = None
         kind, key = self.items[-1] if self.items else ("", "")
         if kind != "message" or self.messages[key].role == "user":
             return
+        if self.messages[key].text.endswith("\n"):
+            self._part(key)
+        else:
+            self.parting = len(self.items) - 1
+
+    def parts(self, patch: MessagePatch) -> Iterable[MessagePatch]:
+        """``patch`` as the patches to apply one after the other: a chunk of the
+        message a steer parts is cut after its first line end, where it parts."""
+        key = self._parting()
+        if key is None or patch.replace:
+            return (patch,)
+        if patch.message_id is None:
+            target = self._continued_message(patch.role)
+        else:
+            target = self.aliases.get(patch.message_id, patch.message_id)
+        head, newline, tail = patch.text.partition("\n")
+        if target != key or not newline:
+            return (patch,)
+        return self._parted(patch, key, head + newline, tail)
+
+    def _parted(
+        self, patch: MessagePatch, key: str, head: str, tail: str
+    ) -> Iterator[MessagePatch]:
+        yield MessagePatch(key, patch.role, head)
+        self._part(key)  # once the head is in
+        if tail:
+            yield MessagePatch(patch.message_id, patch.role, tail)
+
+    def _part(self, key: str) -> None:
+        """What the agent sends of message ``key`` from now on is a new message."""
         parted = self.new_id("m")
         for alias in [key, *(a for a, k in self.aliases.items() if k == key)]:
             self.aliases[alias] = parted
+        self.parting = None
+
+    def _parting(self) -> str | None:
+        """The message a steer parts at its line's end: parted now when anything but
+        the user's messages came after it (the agent went on to another step)."""
+        if self.parting is None:
+            return None
+        key = self.items[self.parting][1]
+        for kind, later in self.items[self.parting + 1 :]:
+            if kind != "message" or self.messages[later].role != "user":
+                self._part(key)
+                return None
+        return key
+
+    def turn_ended(self) -> None:
+        """The turn is over: no echo waits for its ack, no message for its line's end."""
+        self.pending_echo = None
+        self.parting = None
 
     def _continued_message(self, role: Role) -> str | None:
+        parting = self._parting()
+        if parting is not None:  # past the user's messages a steer put after it
+            return parting if self.messages[parting].role == role else None
         if not self.items or self.items[-1][0] != "message":
             return None
         last = self.messages[self.items[-1][1]]
