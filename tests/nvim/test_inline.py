@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 from tests.nvim.test_files import lines, run, start
 from tests.nvim.test_permissions import STUB_SELECT
 
@@ -18,8 +19,8 @@ ALLOW, DENY = "\\y", "\\n"
 
 
 def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
-    """Our extmarks in `buf`: {row, end_row, line_hl, virt_lines (texts)}; not the
-    keys' hint (see prompt_hint)."""
+    """Our extmarks in `buf`: {row, end_row, line_hl, virt_lines (texts, without
+    the gutter a preview's start with)}; not the keys' hint (see prompt_hint)."""
     return list(
         editor.lua(
             """
@@ -31,7 +32,7 @@ def marks(editor: Editor, buf: int, namespace: str) -> list[dict[str, Any]]:
               if not d.virt_text then
                 table.insert(out, {
                   row = m[2], end_row = d.end_row or m[2], line_hl = d.line_hl_group or '',
-                  virt_lines = vim.tbl_map(function(l) return l[1][1] end, d.virt_lines or {}),
+                  virt_lines = vim.tbl_map(function(l) return l[#l][1] end, d.virt_lines or {}),
                 })
               end
             end
@@ -415,32 +416,38 @@ def test_every_hunk_of_every_chat_is_under_a_mark_in_its_buffer(
     editor.wait("vim.fn.line('.') == 9")
 
 
-def test_added_lines_hang_below_the_signed_row_and_the_sign_column_stays(
+def test_each_added_line_has_its_plus_in_the_gutter_and_the_sign_column_stays(
     editor: Editor, tmp_path: Path
 ) -> None:
+    """A virtual line has no sign: the "+" of the lines an edit adds stood beside
+    the real row above them (or below, at the top), as if that row were added."""
     path = tmp_path / "project" / "a.txt"
     path.write_text("one\ntwo\nthree\n")
     buf = start(editor, path)
     assert buf is not None
+    screen = Screen(editor, 100, 30)
     win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua(f"vim.wo[{win}].number = true")
     assert editor.lua(f"return vim.wo[{win}].signcolumn") == "auto"
     ask(
         editor,
-        [{"ask": {"path": str(path), "oldText": "two\n", "newText": "two\nnew\n",
-                  "write": "one\ntwo\nnew\nthree\n"}}],
+        [{"ask": {"path": str(path), "oldText": "one\ntwo\nthree\n",
+                  "newText": "zero\none\n2\n2b\nthree\n", "write": "zero\none\n2\n2b\nthree\n"}}],
     )  # fmt: skip
     editor.wait(
         f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
     )
-    [mark] = editor.lua(
-        "return vim.tbl_filter(function(m) return m[4].sign_text ~= nil end,"
-        " vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()['acp.preview'],"
-        " 0, -1, {details = true}))",
-        buf,
-    )
-    details = mark[3]
-    # On "two", the row the new line follows, with the line hung below it.
-    assert (mark[1], details["sign_text"].strip(), details.get("virt_lines_above", False)) == (1, "+", False)
+    screen.draw()
+    top, left = editor.lua(f"local i = vim.fn.getwininfo({win})[1] return {{i.winrow, i.wincol}}")
+    shown = [screen.text(top + row, left, 11).rstrip() for row in range(6)]
+    assert shown == [
+        "+     zero",  # above the first line
+        "    1 one",
+        "-   2 two",  # removed, in place
+        "+     2",  # and what replaces it, below
+        "+     2b",
+        "    3 three",
+    ]
     assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"
     editor.lua(STUB_SELECT)
     editor.lua("_G.pick = 1; require('acp').permission()")  # the first option allows

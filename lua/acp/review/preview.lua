@@ -52,14 +52,31 @@ local function window_of(buf)
   end
 end
 
-local function draw_inline(buf, file)
+--- The lines a hunk adds, as virtual lines of window `win`: each starts in the
+--- gutter with a `+` where a sign stands (a virtual line has no sign of its own,
+--- and a sign on a real row beside them said that row was added).
+local function added_lines(lines, win)
+  local gutter = vim.fn.getwininfo(win)[1].textoff
+  local out = {}
+  for _, line in ipairs(lines) do
+    local chunks = { { line, "AcpReviewAdd" } }
+    if gutter > 0 then
+      table.insert(chunks, 1, { "+", "AcpReviewSignAdd" })
+      table.insert(chunks, 2, { string.rep(" ", gutter - 1), "SignColumn" })
+    end
+    table.insert(out, chunks)
+  end
+  return out, gutter > 0
+end
+
+--- Draw `file`'s hunks in `buf`, as window `win` (the one showing it, else the
+--- current one) lays them out.
+local function draw_inline(buf, win, file)
+  hunks.keep_sign_column(buf)
   local marks = {}
   local count = api.nvim_buf_line_count(buf)
   for _, hunk in ipairs(file.hunks) do
-    local added = {}
-    for _, line in ipairs(hunk.lines) do
-      table.insert(added, { { line, "AcpReviewAdd" } })
-    end
+    local added, leftcol = added_lines(hunk.lines, win)
     if hunk.count > 0 then
       local last = math.min(hunk.row + hunk.count, count) - 1
       table.insert(
@@ -74,19 +91,17 @@ local function draw_inline(buf, file)
         })
       )
       if #added > 0 then
-        table.insert(marks, util.extmark(buf, M.ns, last, 0, { virt_lines = added }))
+        table.insert(marks, util.extmark(buf, M.ns, last, 0, { virt_lines = added, virt_lines_leftcol = leftcol }))
       end
     elseif #added > 0 then
-      -- Lines added: hung below the row before them, whose sign then stands next
-      -- to them (a virtual line has no sign); above the first row at the top.
+      -- Lines added: below the row before them; above the first row at the top.
       local top = hunk.row == 0 and count > 0
       table.insert(
         marks,
         util.extmark(buf, M.ns, top and 0 or math.min(hunk.row, count) - 1, 0, {
-          sign_text = "+",
-          sign_hl_group = "AcpReviewSignAdd",
           virt_lines = added,
           virt_lines_above = top,
+          virt_lines_leftcol = leftcol,
         })
       )
       if top then
@@ -94,7 +109,6 @@ local function draw_inline(buf, file)
       end
     end
   end
-  hunks.keep_sign_column(buf)
   return marks
 end
 
@@ -159,7 +173,7 @@ local function show(chat, permission, answer)
         entry.scratch_win = draw_split(buf, win, file, permission.id)
         entry.diff_win = win
       else
-        entry.marks = draw_inline(buf, file)
+        entry.marks = draw_inline(buf, win or api.nvim_get_current_win(), file)
       end
       -- Which keys answer here: a file is no place for keys you cannot see.
       local _, hint = keys.prompt_keys(permission.options, function() end)
