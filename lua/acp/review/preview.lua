@@ -56,17 +56,13 @@ end
 --- gutter with a `+` where a sign stands (a virtual line has no sign of its own,
 --- and a sign on a real row beside them said that row was added).
 local function added_lines(lines, win)
-  local gutter = vim.fn.getwininfo(win)[1].textoff
+  local width = vim.fn.getwininfo(win)[1].textoff
+  local gutter = width > 0 and { "+" .. string.rep(" ", width - 1), "AcpReviewSignAdd" }
   local out = {}
-  for _, line in ipairs(lines) do
-    local chunks = { { line, "AcpReviewAdd" } }
-    if gutter > 0 then
-      table.insert(chunks, 1, { "+", "AcpReviewSignAdd" })
-      table.insert(chunks, 2, { string.rep(" ", gutter - 1), "SignColumn" })
-    end
-    table.insert(out, chunks)
+  for i, line in ipairs(lines) do
+    out[i] = gutter and { gutter, { line, "AcpReviewAdd" } } or { { line, "AcpReviewAdd" } }
   end
-  return out, gutter > 0
+  return out, width > 0
 end
 
 --- Draw `file`'s hunks in `buf`, as window `win` (the one showing it, else the
