@@ -28,6 +28,17 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def scans_take_their_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tree scan's time cap (0.25 s) guards a huge tree; a test's few files need
+    a complete scan, and on a loaded machine a thread kept from a core that long
+    left one incomplete (the review then fell back as designed, and the test
+    failed). The cap itself is tested with ``max_seconds``."""
+    from acp_nvim.client.services import disk_changes
+
+    monkeypatch.setattr(disk_changes, "SCAN_MAX_SECONDS", 60.0)
+
+
 def assert_no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
     """A contained bug is still a bug: nothing logged with its traceback."""
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.exc_info]

@@ -468,7 +468,7 @@ def test_baseline_from_diff_handles_whole_files_and_fragments() -> None:
     assert not isinstance(baseline_from_diff("zzz\n", "b", "B"), str)
 
 
-def test_scan_skips_vendored_dirs_and_stops_at_the_cap(tmp_path: Path) -> None:
+def test_scan_skips_vendored_dirs_and_stops_at_the_caps(tmp_path: Path) -> None:
     (tmp_path / "node_modules").mkdir()
     (tmp_path / "node_modules" / "x.js").write_text("")
     for i in range(5):
@@ -480,6 +480,9 @@ def test_scan_skips_vendored_dirs_and_stops_at_the_cap(tmp_path: Path) -> None:
     # Exactly as many files as the cap: all of them seen, so deletions are found too.
     exact = scan_tree(str(tmp_path), max_files=5)
     assert exact.complete and len(exact.stats) == 5
+    # Out of time: what it saw so far, not complete.
+    late = scan_tree(str(tmp_path), max_seconds=0)
+    assert not late.complete and len(late.stats) < 5
 
 
 def test_the_scan_lets_other_threads_run_after_every_piece(

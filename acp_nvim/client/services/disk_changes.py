@@ -102,7 +102,7 @@ class Scan(msgspec.Struct):
 def scan_tree(
     *roots: str,
     max_files: int = SCAN_MAX_FILES,
-    max_seconds: float = SCAN_MAX_SECONDS,
+    max_seconds: float | None = None,
     watch: TreeWatch | None = None,
     skip_paths: Collection[str] = (),
 ) -> Scan:
@@ -110,13 +110,14 @@ def scan_tree(
     directories ``skip_paths`` names below them, and symlinks; with ``watch``, watch
     every directory entered before listing it.
 
-    Stops at a file past ``max_files`` or after ``max_seconds`` in all (then
+    Stops at a file past ``max_files`` or after ``max_seconds`` in all (default
+    :data:`SCAN_MAX_SECONDS`, read at the call) (then
     ``complete`` is False: files not reached are only checked when a tool call
     names them); a tree of exactly ``max_files`` files is scanned complete. Pauses
     after every :data:`SCAN_PIECE` entries, so the thread it runs in never keeps the
     GIL from the worker loop for long.
     """
-    deadline = time.monotonic() + max_seconds
+    deadline = time.monotonic() + (SCAN_MAX_SECONDS if max_seconds is None else max_seconds)
     scan = Scan()
     stack = list(reversed(roots))
     seen = 0
