@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.session.chat import Chat
@@ -328,6 +330,53 @@ def test_without_message_ids_a_steer_parts_the_message_at_its_lines_end() -> Non
     session.apply_message(MessagePatch(session.new_id("u"), "user", "next turn", replace=True))
     chunk("answer")
     assert texts()[-3:] == ["after the tool", "next turn", "answer"]
+
+
+_STEERING_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("chunk"), st.text(alphabet="ab\n", max_size=6)),
+        st.tuples(st.sampled_from(["steer", "turn"]), st.just("")),
+    ),
+    max_size=40,
+)
+
+
+@given(_STEERING_OPS, st.booleans())
+def test_steers_part_messages_only_at_line_ends_and_lose_nothing(
+    ops: list[tuple[str, str]], with_ids: bool
+) -> None:
+    """Whatever the chunks and however often the user steers: each turn's agent text
+    reads as it was sent, and each of its messages but the last ends a line."""
+    session = Session()
+    sent: list[list[str]] = [[]]  # the agent's chunks, by turn
+
+    def prompt(turn: int) -> None:
+        session.apply_message(MessagePatch(f"#turn{turn}", "user", "go", replace=True))
+
+    prompt(0)
+    for op, text in ops:
+        if op == "chunk":
+            message_id = f"a{len(sent)}" if with_ids else None
+            for part in session.parts(MessagePatch(message_id, "agent", text)):
+                session.apply_message(part)
+            sent[-1].append(text)
+        elif op == "steer":
+            session.steered()
+            session.apply_message(MessagePatch(session.new_id("u"), "user", "s", replace=True))
+        else:
+            session.turn_ended()
+            sent.append([])
+            prompt(len(sent) - 1)
+    turns: list[list[str]] = []
+    for _, key in session.items:
+        message = session.messages[key]
+        if key.startswith("#turn"):
+            turns.append([])
+        elif message.role == "agent":
+            turns[-1].append(message.text)
+    assert ["".join(texts) for texts in turns] == ["".join(chunks) for chunks in sent]
+    for texts in turns:
+        assert all(text.endswith("\n") for text in texts[:-1]), texts
 
 
 def test_a_run_of_updates_shows_what_one_by_one_shows() -> None:
