@@ -305,6 +305,24 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_steered_in_a_code_block_parts_after_the_block(
+    editor: Editor, version: int
+) -> None:
+    """Parted inside a code block, the agent's message left its fence open above the
+    user's message: Markdown read the user's message as code, and the closing fence
+    that came after opened a block running to the transcript's end."""
+    start(editor, "rewind+steer", version)
+    editor.lua("require('acp').send('hold code')")
+    wait_text(editor, "x = 1")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    before, steered, after = text.partition("## You\nturn left\n")
+    assert steered and "y = 2\n```" in before  # the block closes above it
+    assert before.count("```") % 2 == 0 and after.count("```") % 2 == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_send_now_cancels_then_sends_first_elsewhere(editor: Editor, version: int) -> None:
     wire = start(editor, "rewind", version)
     editor.lua("require('acp').send('hold')")

@@ -58,6 +58,8 @@ from typing import Any, Literal, NamedTuple
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from acp_nvim.client.session.prose import fence_after
+
 Role = Literal["user", "agent", "thought"]
 TurnState = Literal["idle", "running", "requires_action"]
 
@@ -109,6 +111,8 @@ class Prompt(msgspec.Struct):
 UNFINISHED = ("pending", "in_progress")
 # Streamed chunks joined into one run of a message (see Message).
 _RUN = 256
+# What a steer keeps of the line it waits to part a message at: enough to see a fence.
+PARTING_LINE = 200
 
 
 def agent_id(wire_id: str, scope: str = "") -> str:
@@ -409,9 +413,13 @@ class Session(msgspec.Struct):
     # own message id; that id is then an alias of the echo (one message, not two).
     pending_echo: str | None = None
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
-    # Where in items the agent's message is that a steered message came into mid-line:
-    # it runs on to the line's end above the user's message (parts).
+    # Where in items the agent's message is that a steered message came into mid-line
+    # or in a code block: it runs on to the end of a line outside code above the
+    # user's message (parts), else Markdown reads the user's as code. The fence open
+    # in it and its last line so far (its first PARTING_LINE characters).
     parting: int | None = None
+    _parting_fence: str | None = None
+    _parting_line: str = ""
     # Where the agent's ids are keyed (session_scope): for each session taken (by
     # id), for the one shown, and how many sessions were taken (take).
     scopes: dict[str, str] = msgspec.field(default_factory=dict)
@@ -500,10 +508,16 @@ class Session(msgspec.Struct):
         kind, key = self.items[-1] if self.items else ("", "")
         if kind != "message" or self.messages[key].role == "user":
             return
-        if self.messages[key].text.endswith("\n"):
+        text = self.messages[key].text
+        *lines, line = text.split("\n")
+        fence = None
+        for complete in lines:
+            fence = fence_after(fence, complete)
+        if fence is None and text.endswith("\n"):
             self._part(key)
         else:
             self.parting = len(self.items) - 1
+            self._parting_fence, self._parting_line = fence, line[:PARTING_LINE]
 
     def parts(self, patch: MessagePatch) -> Iterable[MessagePatch]:
         """``patch`` as the patches to apply one after the other: a chunk of the
@@ -515,10 +529,22 @@ class Session(msgspec.Struct):
             target = self._continued_message(patch.role)
         else:
             target = self.aliases.get(patch.message_id, patch.message_id)
-        head, newline, tail = patch.text.partition("\n")
-        if target != key or not newline:
+        cut = self._line_end(patch.text) if target == key else -1
+        if cut < 0:
             return (patch,)
-        return self._parted(patch, key, head + newline, tail)
+        return self._parted(patch, key, patch.text[:cut], patch.text[cut:])
+
+    def _line_end(self, text: str) -> int:
+        """Where in ``text``, the next chunk of the message a steer parts, the first
+        line outside a code block ends (past its newline); -1 when none does yet."""
+        fence, line, start = self._parting_fence, self._parting_line, 0
+        while (end := text.find("\n", start)) >= 0:
+            fence = fence_after(fence, line + text[start:end])
+            line, start = "", end + 1
+            if fence is None:
+                return start
+        self._parting_fence, self._parting_line = fence, (line + text[start:])[:PARTING_LINE]
+        return -1
 
     def _parted(
         self, patch: MessagePatch, key: str, head: str, tail: str

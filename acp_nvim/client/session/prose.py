@@ -13,7 +13,7 @@ The model keeps the agent's text as sent (export, history, seeds).
 
 from __future__ import annotations
 
-__all__ = ["Prose", "Streams", "reflow"]
+__all__ = ["Prose", "Streams", "fence_after", "reflow"]
 
 import re
 
@@ -31,6 +31,21 @@ _MAY_START_BLOCK = frozenset(" \t\n#>|<`~-*+=_" + _DIGITS)
 # A row grows by joined lines up to this many characters: lines that only look
 # like prose (a log without a fence) must not become one row of megabytes.
 ROW_MAX = 1000
+
+
+def fence_after(fence: str | None, line: str) -> str | None:
+    """The code fence open after the complete ``line`` (no newline), ``fence`` the one
+    open before it: a fence opens one, a fence as long of the same character closes it."""
+    match = _FENCE.match(line)
+    if fence is None:
+        return match[1] if match is not None else None
+    closes = (
+        match is not None
+        and match[1][0] == fence[0]
+        and len(match[1]) >= len(fence)
+        and not line[match.end() :].strip()
+    )
+    return None if closes else fence
 
 
 def _next_starts_block(text: str, start: int) -> bool | None:
@@ -143,17 +158,9 @@ class Prose:
         fence = self._fence
         if fence is None and line and line[0] not in _MAY_START_BLOCK and not line[0].isspace():
             return line.endswith(("  ", "\\")), None, True
-        match = _FENCE.match(line)
-        if fence is not None:
-            closes = (
-                match is not None
-                and match[1][0] == fence[0]
-                and len(match[1]) >= len(fence)
-                and not line[match.end() :].strip()
-            )
-            return True, None if closes else fence, False
-        if match is not None:
-            return True, match[1], False
+        after = fence_after(fence, line)
+        if fence is not None or after is not None:
+            return True, after, False
         stripped = line.strip()
         if not stripped:
             return True, None, False

@@ -31,7 +31,7 @@ class Rewind:
 
     A prompt ``write NAME TEXT`` writes TEXT to NAME in the session's directory (on
     disk, reported as a tool call); ``hold`` waits for a cancel or a steering
-    message; ``compact`` compacts the context and sends a notice; anything else is
+    message (``hold code`` in an open code block); ``compact`` compacts the context and sends a notice; anything else is
     echoed. Flags after ``+``: ``plain`` forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``).
@@ -149,8 +149,9 @@ class Rewind:
             await self.update(session, {"sessionUpdate": "tool_call_update", **call,
                                         "status": "completed", "content": [diff]})  # fmt: skip
             await self.say(session, f"wrote {name}")
-        elif text == "hold":
-            await self.say(session, "holding")
+        elif text in ("hold", "hold code"):
+            # "hold code": the message waits in an open code block.
+            await self.say(session, "```py\nx = 1\n" if text == "hold code" else "holding")
             self.steered[session], self.cancelled[session] = anyio.Event(), anyio.Event()
             async with anyio.create_task_group() as waits:
                 for event in (self.steered[session], self.cancelled[session]):
@@ -158,6 +159,8 @@ class Rewind:
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
+            elif text == "hold code":
+                await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
             else:
                 await self.say(session, f" steered: {self.steering.pop(session)}")
         elif text == "compact":
