@@ -502,8 +502,9 @@ class Session(msgspec.Struct):
     def steered(self) -> None:
         """A user's message joins the running turn: an echo the agent never
         acknowledged is not its to replace, and the agent's message streaming last
-        goes on as a message of its own from the end of its line (what comes of it,
-        the same id, is shown after the user's, as it came; no line is cut)."""
+        goes on as a message of its own from the end of its line, or of the code block
+        it is in (what comes of it, the same id, is shown after the user's, as it
+        came; no line or block is cut)."""
         self.pending_echo = None
         kind, key = self.items[-1] if self.items else ("", "")
         if kind != "message" or self.messages[key].role == "user":
@@ -521,7 +522,8 @@ class Session(msgspec.Struct):
 
     def parts(self, patch: MessagePatch) -> Iterable[MessagePatch]:
         """``patch`` as the patches to apply one after the other: a chunk of the
-        message a steer parts is cut after its first line end, where it parts."""
+        message a steer parts is cut after its first line end outside a code block,
+        where it parts."""
         key = self._parting()
         if key is None or patch.replace:
             return (patch,)
@@ -562,7 +564,7 @@ class Session(msgspec.Struct):
         self.parting = None
 
     def _parting(self) -> str | None:
-        """The message a steer parts at its line's end: parted now when anything but
+        """The message a steer parts at a line's end: parted now when anything but
         the user's messages came after it (the agent went on to another step)."""
         if self.parting is None:
             return None
