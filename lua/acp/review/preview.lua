@@ -52,27 +52,29 @@ local function window_of(buf)
   end
 end
 
---- The lines a hunk adds, as virtual lines of window `win`: each starts in the
---- gutter with a `+` where a sign stands (a virtual line has no sign of its own,
---- and a sign on a real row beside them said that row was added).
-local function added_lines(lines, win)
-  local width = vim.fn.getwininfo(win)[1].textoff
-  local gutter = width > 0 and { "+" .. string.rep(" ", width - 1), "AcpReviewSignAdd" }
+--- The lines a hunk adds, as virtual lines: each starts with `gutter` (a chunk as
+--- wide as the window's gutter, `+` where a sign stands), when the window has one.
+--- A virtual line has no sign of its own, and a sign on a real row beside them
+--- said that row was added.
+local function added_lines(lines, gutter)
   local out = {}
   for i, line in ipairs(lines) do
     out[i] = gutter and { gutter, { line, "AcpReviewAdd" } } or { { line, "AcpReviewAdd" } }
   end
-  return out, width > 0
+  return out
 end
 
 --- Draw `file`'s hunks in `buf`, as window `win` (the one showing it, else the
 --- current one) lays them out.
 local function draw_inline(buf, win, file)
-  hunks.keep_sign_column(buf)
+  hunks.keep_sign_column(buf) -- first: the gutter measured next has its sign column
+  local width = vim.fn.getwininfo(win)[1].textoff
+  local gutter = width > 0 and { "+" .. string.rep(" ", width - 1), "AcpReviewSignAdd" } or nil
+  local leftcol = gutter ~= nil
   local marks = {}
   local count = api.nvim_buf_line_count(buf)
   for _, hunk in ipairs(file.hunks) do
-    local added, leftcol = added_lines(hunk.lines, win)
+    local added = added_lines(hunk.lines, gutter)
     if hunk.count > 0 then
       local last = math.min(hunk.row + hunk.count, count) - 1
       table.insert(
