@@ -123,7 +123,6 @@ local function of(chat)
   return history
 end
 
-
 --- The prompts waiting, as `read_merged` takes them (and no longer waiting).
 local function take()
   in_flight, waiting = waiting, {}
