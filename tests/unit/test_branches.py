@@ -125,8 +125,19 @@ async def test_a_turns_usage_is_the_difference_of_the_reports_around_it() -> Non
     chat.end_turn("error")  # nothing used: its line says no "0 tokens · $0.00"
     assert list(editor.transcript(1).values())[-1] == ["*— error —*"]
     assert editor.last_status(1)["usage"]["turn"]["tokens"] == 0
-    chat.ready("s2", 1, None)  # another session: its totals start again
+    # Another session (a rewind's, a seed's): counted from its own reports, from zero.
+    chat.ready("s2", 1, None)
+    assert "used" not in editor.last_status(1)["usage"]  # the meter was the first's
     await chat.start_turn("three")
     chat.on_usage(100, 200_000, None)
     chat.end_turn("end_turn")
-    assert editor.last_status(1)["usage"]["session"] == {"tokens": -3900}
+    assert list(editor.transcript(1).values())[-1] == ["*— end_turn · 100 tokens —*"]
+    assert editor.last_status(1)["usage"]["session"] == {"tokens": 100}
+    # Back in the first (a branch picked back): from its last report, its sum goes on.
+    chat.ready("s1", 1, None)
+    await chat.start_turn("four")
+    chat.on_usage(4500, 200_000, (0.80, "USD"))
+    chat.end_turn("end_turn")
+    usage = editor.last_status(1)["usage"]
+    assert usage["turn"] == {"tokens": 500, "cost": {"amount": pytest.approx(0.05), "currency": "USD"}}
+    assert usage["session"] == {"tokens": 3000, "cost": {"amount": pytest.approx(0.55), "currency": "USD"}}

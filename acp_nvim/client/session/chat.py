@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
 
-from acp_nvim.client.editor import Editor, RenderOp, Spent, StatusFields
+from acp_nvim.client.editor import Editor, RenderOp, StatusFields
 from acp_nvim.client.session import view
 from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, show
 from acp_nvim.client.session.model import (
@@ -39,6 +39,7 @@ from acp_nvim.client.session.model import (
     wire_id,
 )
 from acp_nvim.client.session.prose import Streams
+from acp_nvim.client.session.usage import Usage
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import internal_error
 
@@ -159,10 +160,7 @@ class Chat:
         self.branches = Branches()
         # Rewinds and branch switches under way or asked: queued prompts wait for them.
         self.held = 0
-        # Usage when the turn began, what the last turn and the session used so far.
-        self._usage_before: dict[str, Any] = {}
-        self._spent_turn: Spent | None = None
-        self._spent_session: Spent | None = None
+        self.usage = Usage()  # what its turns used (the reports are the model's)
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -174,8 +172,7 @@ class Chat:
         self._draw(view.status_op(state=state, **fields))
 
     def ready(self, session_id: str, protocol_version: int, agent_title: str | None) -> None:
-        if session_id != self.session.session_id:
-            self._spent_session = None  # the session's totals start again
+        self.session.usage = self.usage.switch(session_id, self.session.usage)
         self.session.session_id = session_id
         self.protocol_version = protocol_version
         self.set_state(
@@ -184,6 +181,7 @@ class Chat:
             agent_title=agent_title,
             session_id=session_id,
             protocol_version=protocol_version,
+            usage=self.usage.status(self.session.usage),  # another session's meter, if it moved
         )
         data = {"chat": self.id, "agent": self.agent, "session_id": session_id}
         self.editor.emit("AcpSessionReady", {**data, "protocol_version": protocol_version})
@@ -208,7 +206,7 @@ class Chat:
         self.branches.begin(Turn(patch.message_id, self.turn, session_id, prompt, start))
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
-        self._usage_before = dict(self.session.usage)
+        self.usage.begin_turn(self.session.usage)
         self.set_state("running", turns=self._turn_lines(), branches=self.branches.listed())
         if self.changes is not None:
             await self.changes.begin_turn(self.branches.numbers())
@@ -243,11 +241,11 @@ class Chat:
             files = self.changes.turn_files()
             if files:  # what the turn changed, at its end (Lua adds the review's keys)
                 self._draw(view.changes_op(self.session.new_id("changes"), files))
-        spent = self._spend()
+        spent = self.usage.end_turn(self.session.usage)
         line = f"{stop_reason} · {view.spent_text(spent)}" if view.used(spent) else stop_reason
         block = self.session.new_id("turn")
         self._draw(view.notice_op(block, "turn", [f"*— {line} —*"]))
-        fields = {"usage": self._usage()} if spent else {}
+        fields = {"usage": self.usage.status(self.session.usage)} if spent else {}
         self.set_state("ready", stop_reason=stop_reason, turn_state="idle", **fields)
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
 
@@ -422,26 +420,7 @@ class Chat:
         if cost is not None:
             usage["cost"] = {"amount": cost[0], "currency": cost[1]}
         self.session.usage = usage
-        self._draw(view.status_op(usage=self._usage()))
-
-    def _usage(self) -> dict[str, Any]:
-        """The status field ``usage``: the agent's report, with what the last turn
-        and the session's turns used (where known)."""
-        usage = dict(self.session.usage)
-        if self._spent_turn is not None:
-            usage["turn"] = self._spent_turn
-        if self._spent_session is not None:
-            usage["session"] = self._spent_session
-        return usage
-
-    def _spend(self) -> Spent | None:
-        """What the turn ending used, from the usage reports before and after it;
-        None when the agent reports none. Added to the session's totals."""
-        spent = view.spent_between(self._usage_before, self.session.usage)
-        if spent is not None:
-            self._spent_turn = spent
-            self._spent_session = view.spent_sum(self._spent_session, spent)
-        return spent
+        self._draw(view.status_op(usage=self.usage.status(usage)))
 
     def _close_fence(self) -> None:
         """The turn ends in the agent's message with a code fence open (it was cut

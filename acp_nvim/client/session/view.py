@@ -533,31 +533,6 @@ def _tokens(count: int) -> str:
     return f"{sign}{count / 1000:.1f}k" if count >= 1000 else f"{sign}{count}"
 
 
-def spent_between(before: dict[str, Any], after: dict[str, Any]) -> Spent | None:
-    """What was used between two usage reports (the growth of the context, the
-    cost's rise); None when the later one reports no tokens."""
-    if "used" not in after:
-        return None
-    spent: Spent = {"tokens": after["used"] - before.get("used", 0)}
-    cost = after.get("cost")
-    if cost is not None:
-        earlier = before.get("cost") or {}
-        same = earlier.get("currency") == cost["currency"]
-        start = earlier.get("amount", 0.0) if same else 0.0
-        spent["cost"] = {"amount": cost["amount"] - start, "currency": cost["currency"]}
-    return spent
-
-
-def spent_sum(total: Spent | None, spent: Spent) -> Spent:
-    """``total`` (None: nothing yet) with ``spent`` added."""
-    base: Spent = total if total is not None else {"tokens": 0}
-    summed: Spent = {**base, "tokens": base["tokens"] + spent["tokens"]}
-    if "cost" in spent:
-        amount = (base.get("cost") or {}).get("amount", 0.0) + spent["cost"]["amount"]
-        summed["cost"] = {"amount": amount, "currency": spent["cost"]["currency"]}
-    return summed
-
-
 def used(spent: Spent | None) -> TypeGuard[Spent]:
     """Whether ``spent`` is anything (a turn the agent failed at once used nothing)."""
     return spent is not None and bool(spent["tokens"] or spent.get("cost", {}).get("amount"))
