@@ -65,6 +65,21 @@ def test_soft_line_breaks_of_a_reply_join_and_hard_ones_stay(editor: Editor, ver
 
 
 @pytest.mark.parametrize("version", [1, 2])
+def test_a_reply_ending_in_line_breaks_leaves_one_blank_row_before_the_next_block(
+    editor: Editor, version: int
+) -> None:
+    editor.setup(
+        agents={"fake": editor.fake_agent("trickle")}, default_agent="fake", protocol_version=version
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "Done.\n\n")
+    editor.wait_event("AcpTurnEnd")
+    lines = editor.transcript()
+    reply = lines[lines.index("## Agent") + 1 :]
+    assert reply[:2] == ["Done.", ""] and reply[2].startswith("*— end_turn"), reply
+
+
+@pytest.mark.parametrize("version", [1, 2])
 def test_transcript_is_read_only_markdown_with_distinct_foldable_thoughts(
     editor: Editor, version: int
 ) -> None:

@@ -63,7 +63,9 @@ def test_agent_messages_stream_as_they_are() -> None:
         ("text\n---\n<div>\nx", "text\n---\n<div>\nx"),
         ("\n    code\n    more", "    code\n    more"),  # indented code
         ("\n\r\nYou added", "You added"),  # no blank lines before a message's text
-        ("x\n", "x\n"),
+        ("x\n", "x"),  # line breaks at the end: no blank row above the next block
+        ("x\n\n\n", "x"),
+        ("```\nx\n```\n", "```\nx\n```"),
         ("x\n1", "x\n1"),  # undecided at the end: hard
     ],
 )
@@ -80,6 +82,16 @@ def test_a_reply_streamed_in_any_pieces_shows_as_the_whole(size: int) -> None:
     prose = Prose()
     pieces = [prose.feed(text[i : i + size]) for i in range(0, len(text), size)]
     assert "".join(pieces) + prose.flush() == reflow(text)
+
+
+def test_line_breaks_at_the_end_are_drawn_once_text_follows_them() -> None:
+    prose = Prose()
+    drawn = [prose.feed(piece) for piece in ("One.\n", "\n", "Two", ".\n")]
+    assert drawn == ["One.", "", "\n\nTwo", "."]
+    assert prose.flush() == ""  # the message ended: its last line break is never drawn
+    assert prose.feed("```\nx\n") == "\n```\nx"  # a reply going on after a tool call
+    assert prose.closing() == "```"
+    assert prose.feed(prose.closing()) == "\n```"
 
 
 def test_blank_lines_before_a_messages_first_text_never_open_its_block() -> None:

@@ -287,8 +287,13 @@ class Chat:
 
     def _draw(self, op: RenderOp) -> None:
         held = self._streams.holding  # a newline that waits for its next line
-        if held is not None and op["op"] != "status" and op.get("id") != view.message_block(held):
-            self._draw(view.append_op(held, self._streams.release()))
+        if (
+            held is not None
+            and op["op"] != "status"
+            and op.get("id") != view.message_block(held)
+            and (released := self._streams.release())  # "": the message ended a line
+        ):
+            self._draw(view.append_op(held, released))
         self.record.drawn(op)
         self.editor.render(self.id, [view.bounded(op)])
 

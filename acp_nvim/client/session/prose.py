@@ -8,6 +8,8 @@ drawn as a space; a hard one stays: a blank line, a block that ends or starts (a
 heading, a list item, a quote, a table row, a fence and everything inside it), two
 trailing spaces or a backslash. Streamed text decides a break once the next line's
 first characters arrive; until then the newline and those characters are held.
+Line breaks at the end of what is drawn wait for text after them: a message that
+ends in one would show a blank row more above the next block.
 The model keeps the agent's text as sent (export, history, seeds).
 """
 
@@ -90,6 +92,7 @@ class Prose:
     def __init__(self) -> None:
         self._line: list[str] = []  # the current line of the text so far
         self._held = ""  # a newline and the next line's first characters, undecided
+        self._trailing = ""  # decided line breaks that end what was drawn, not drawn yet
         self._fence: str | None = None  # the open code fence
         self._paragraph = False  # the last line was paragraph text
         self._begun = False  # some text other than line breaks came
@@ -98,6 +101,20 @@ class Prose:
     def feed(self, text: str, *, final: bool = False) -> str:
         """What to draw of ``text``, the message's next piece; ``final``: no more
         text comes to decide a held break (it is hard)."""
+        shown = self._decide(text, final)
+        if not shown.endswith("\n"):
+            if self._trailing and shown:
+                shown, self._trailing = self._trailing + shown, ""
+            return shown
+        body = shown.rstrip("\n")
+        if not body:
+            self._trailing += shown
+            return ""
+        shown, self._trailing = self._trailing + body, shown[len(body) :]
+        return shown
+
+    def _decide(self, text: str, final: bool) -> str:
+        """:meth:`feed` but for the line breaks at the end."""
         if not self._begun:
             # Blank lines before a message's first text (a reply that goes on from
             # one the user's steered message cut in two) would open its block.
@@ -209,7 +226,7 @@ class Streams:
 
     def release(self) -> str:
         """What the holding message draws before anything else is drawn: the held
-        newline as a hard break and what follows it."""
+        newline as a hard break and what follows it ("" when nothing does)."""
         message_id, self._holding = self._holding, None
         return self._prose[message_id].flush() if message_id is not None else ""
 
