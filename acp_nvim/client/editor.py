@@ -484,6 +484,11 @@ class Editor(Protocol):
         buffer changed since ``tick`` (the user's text is kept) or there is none.
         """
 
+    async def drop_buffers_under(self, directory: str) -> list[str]:
+        """Delete the buffers of files under ``directory`` (removed with its files)
+        that hold no unsaved edits, as :meth:`delete_buffer` does; the paths of those
+        that hold some, kept."""
+
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:

@@ -519,6 +519,10 @@ class NvimEditor:
         delete = "return require('acp.editor.buffers').delete(...)"
         return bool(await self.call_lua(delete, path, tick))
 
+    async def drop_buffers_under(self, directory: str) -> list[str]:
+        drop = "return require('acp.editor.buffers').drop_under(...)"
+        return list(await self.call_lua(drop, directory) or [])
+
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
     ) -> int:

@@ -196,6 +196,13 @@ class RecordingEditor:
         del self.buffers[path]
         return True
 
+    async def drop_buffers_under(self, directory: str) -> list[str]:
+        under = [path for path in self.buffers if path.startswith(directory.rstrip("/") + "/")]
+        kept = [path for path in under if self.buffers[path].state.modified]
+        for path in set(under) - set(kept):
+            del self.buffers[path]
+        return kept
+
     # -- terminals: recorded; a test plays the command's output and exit itself
 
     async def open_terminal(

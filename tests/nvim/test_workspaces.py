@@ -334,12 +334,26 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert (worktree / "f.txt").read_text() == "one\n2\n3\n4\n5\n"  # dropped from the worktree
     assert f.read_text() == "one\n2\n3\n4\n5\n"
 
+    # A buffer of the worktree's copy left open, and one you typed in.
+    editor.nvim.command(f"edit {worktree / 'g.txt'}")
+    editor.nvim.command("normal! Oyours")
+    editor.nvim.command(f"split {worktree / 'f.txt'}")
     editor.lua("require('acp').close()")  # nothing waits: no question
     branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
     editor.wait(f"{branches} == ''", what="the worktree's branch removed")
     editor.wait(f"require('acp.review.state').by_chat[{chat}] == nil", what="its review let go")
     assert not worktree.exists()
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    # Its files' buffers go, their windows show another; your unsaved text stays.
+    kept = "its files' unsaved edits stay in buffers: g.txt"
+    editor.wait(
+        f"vim.iter(_G.acp_notices):any(function(n) return n.msg:find({kept!r}, 1, true) end)",
+        what="the kept buffer told",
+    )
+    assert editor.lua("return vim.fn.bufexists(...)", str(worktree / "f.txt")) == 0
+    assert buffer_lines(editor, worktree / "g.txt")[0] == "yours"
+    shown = editor.lua("return vim.tbl_map(vim.fn.winbufnr, vim.api.nvim_tabpage_list_wins(0))")
+    assert editor.lua("return vim.fn.bufnr(...)", str(worktree / "g.txt")) in shown
 
 
 def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(

@@ -194,6 +194,15 @@ class Workspaces:
             await anyio.to_thread.run_sync(remove_worktree, worktree)
         except WorktreeError as err:
             notify(str(err))
+            return
+        if quiet:
+            return
+        # Windows and buffers on its files would write them back into a directory
+        # that is gone (E212); a buffer with unsaved edits is the user's to save.
+        kept = await self.ctx.editor.drop_buffers_under(worktree.path)
+        if kept:
+            names = ", ".join(os.path.relpath(path, worktree.path) for path in kept)
+            notify(f"removed {where}; its files' unsaved edits stay in buffers: {names}", "warn")
 
     async def aclose(self) -> None:
         """Neovim is closing: the worktrees that hold no work go (the others stay)."""

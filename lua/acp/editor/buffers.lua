@@ -357,16 +357,9 @@ function M.edit(path, tick, edits, save, disk_changed, before)
   return api.nvim_buf_get_changedtick(buf)
 end
 
---- Delete the buffer of `path` (its file was deleted) when it is still at `tick`;
---- windows showing it get the alternate buffer, or a new empty one.
----@param path string
----@param tick integer
----@return boolean
-function M.delete(path, tick)
-  local buf = M.find(path)
-  if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
-    return false
-  end
+--- Delete `buf`, its file gone: windows showing it get the alternate buffer, or a
+--- new empty one.
+local function drop(buf)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     local alt = api.nvim_win_call(win, function()
       return vim.fn.bufnr("#")
@@ -375,7 +368,39 @@ function M.delete(path, tick)
     api.nvim_win_set_buf(win, other)
   end
   api.nvim_buf_delete(buf, { force = true })
+end
+
+--- Delete the buffer of `path` (its file was deleted) when it is still at `tick`.
+---@param path string
+---@param tick integer
+---@return boolean
+function M.delete(path, tick)
+  local buf = M.find(path)
+  if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
+    return false
+  end
+  drop(buf)
   return true
+end
+
+--- Delete the buffers of files under `dir` (a worktree removed with its files)
+--- that hold no unsaved edits; the names of those that do, kept.
+---@param dir string absolute
+---@return string[]
+function M.drop_under(dir)
+  local prefix = dir:gsub("/+$", "") .. "/"
+  local kept = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if vim.bo[buf].buftype == "" and vim.startswith(name, prefix) then
+      if vim.bo[buf].modified then
+        table.insert(kept, name)
+      else
+        drop(buf)
+      end
+    end
+  end
+  return kept
 end
 
 --- Reload the buffers of `paths` that have no unsaved edits (cursor kept): the
