@@ -386,7 +386,7 @@ def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
     data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'
     turn = StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", data)
     [op] = render_ops([turn], "#h:", Workspace("/p"))
-    assert op["lines"] == ["*— end_turn —*", "*Review:*", "- `a.py`: 2 accepted"]  # type: ignore[typeddict-item]
+    assert op["lines"] == ["*— end_turn —*", "", "*Review:*", "- `a.py`: 2 accepted"]  # type: ignore[typeddict-item]
     # A worktree chat's review holds the user's files: named from the user's directory.
     worktree = Worktree("/wt/p-1", "acp/1", "/p", "0" * 40)
     [op] = render_ops([turn], "#h:", Workspace("/wt/p-1", worktree=worktree))

@@ -236,8 +236,8 @@ def render_ops(
         else:
             lines = block.text.split("\n")
             review = _data(block).get("review") if block.kind == "turn" else None
-            if review:
-                lines += _review_lines(review, workspace.user_cwd)
+            if review:  # a paragraph of its own, as in the export
+                lines += ["", *_review_lines(review, workspace.user_cwd)]
             # A turn's changed files as information: no review acts on them here.
             kind = "info" if block.kind == "changes" else block.kind
             op = view.notice_op(block.key, kind, lines)
