@@ -30,14 +30,16 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
     requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
     `disk_edit`), ``{"shell": {path, content}}`` (a file written as a command the
-    agent ran would: no tool call names it), ``{"opencode": {path, content}}`` (see
-    `opencode_write`) and ``{"ask": {path, oldText, newText, write?}}`` (see
-    `ask_edit`)."""
+    agent ran would: no tool call names it), ``{"rm": {path}}`` (a file deleted the
+    same way), ``{"opencode": {path, content}}`` (see `opencode_write`) and
+    ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
         if kind == "shell":
             with open(args["path"], "w") as f:
                 f.write(args["content"])
+        elif kind == "rm":
+            os.remove(args["path"])
         elif kind == "ask":
             await ask_edit(agent, f"ask{n}", args)
         elif kind == "opencode":
