@@ -107,6 +107,25 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
     return NOTHING
 
 
+async def _decided(editor: Editor, path: str, current: str | None, disk: bool) -> Document:
+    """``path`` as a decision meets it, the review's text of it being ``current``.
+
+    ``disk``: a change the agent made on disk, decided against the file where the
+    review follows the file, not the buffer's unsaved text (a change that could not
+    be merged into it: see DiskChanges). A file the agent deleted is decided against
+    the disk, whatever a buffer still shows: an unmodified one stands for the deleted
+    file (a reject writes the file through it, an accept takes it away), one the
+    user typed in is theirs and kept (decision 0015, amended).
+    """
+    doc = await files.load(editor, path)
+    buffer = doc.buffer
+    if buffer is not None and (current is None or (disk and buffer.modified)):
+        on_disk = await anyio.to_thread.run_sync(files.read_disk, path)
+        if on_disk.text == current:
+            return on_disk if buffer.modified else Document(path, None, buffer)
+    return doc
+
+
 class SessionChanges:
     """Review state of one session, its fs/* answers and its turn hooks.
 
@@ -416,6 +435,8 @@ class SessionChanges:
             buffer = await self.editor.read_buffer(path)
             if buffer is None or buffer.text == change.current:
                 return
+            if change.current is None and files.stat_of(path) is None:
+                return  # typed in the buffer of a file the agent deleted: no file's text
             before = change.current
             followed = change.user_edit(buffer.text)
             if followed is not None and (self.auto_save or change.kind in _ON_DISK):
@@ -534,26 +555,22 @@ class SessionChanges:
             raise
 
     async def _document(self, path: str, disk: bool) -> Document:
-        """``path`` as a decision meets it, the user's edits folded into the review;
-        ``disk``: a change the agent made on disk, decided against the file where the
-        review follows the file, not the buffer's unsaved text (a change that could
-        not be merged into it: see DiskChanges)."""
-        doc = await files.load(self.editor, path)
+        """``path`` as a decision meets it (:func:`_decided`), the user's edits folded
+        into the review."""
         latest = self._latest(path).file(path)
-        if disk and doc.buffer is not None and doc.buffer.modified:
-            on_disk = await anyio.to_thread.run_sync(files.read_disk, path)
-            if on_disk.text == latest.current:
-                doc = on_disk
+        doc = await _decided(self.editor, path, latest.current, disk)
         if doc.text != latest.current:
             latest.user_edit(doc.text)
         return doc
 
     async def _put(self, doc: Document, text: str | None, disk: bool) -> None:
         """Make ``doc``'s file hold ``text`` a decision gave it (saved unless
-        ``auto_save`` is off and the change was not the agent's on disk)."""
-        if text == doc.text:
+        ``auto_save`` is off and the change was neither the agent's on disk nor of a
+        deleted file)."""
+        deleted = doc.text is None  # a buffer standing for the file goes with it
+        if text == doc.text and (not deleted or doc.buffer is None):
             return
-        final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk)
+        final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk or deleted)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)
         self.disk.seen(doc.path)

@@ -20,7 +20,8 @@ git index entry when it was clean at turn start.
 doc/decisions/0005-review-baselines.md explains why.
 
 A change to a file whose buffer holds unsaved edits is merged into that buffer, as
-an agent write through the editor is (decision 0015, amended).
+an agent write through the editor is (decision 0015, amended). A file deleted while
+a buffer shows it is recorded and the user told; the buffer keeps its text.
 """
 
 from __future__ import annotations
@@ -452,6 +453,7 @@ class DiskChanges:
         self._due: dict[str, None] = {}  # paths named by completions not yet checked
         # The text each change recorded this turn left on disk, until we write there.
         self._on_disk: dict[str, str] = {}
+        self._told_deleted: set[str] = set()  # deleted files whose buffer we told of
 
     def __repr__(self) -> str:
         return f"<DiskChanges {self.cwd} {len(self.named)} named, {len(self._due)} due>"
@@ -479,6 +481,7 @@ class DiskChanges:
         self._checked.clear()
         self._due.clear()
         self._on_disk.clear()
+        self._told_deleted.clear()
 
     async def prepare(self) -> None:
         """Read what the first turn will compare against before it begins (while the
@@ -592,8 +595,10 @@ class DiskChanges:
         if isinstance(baseline, Nothing) or baseline == current:
             return False
         kind: FileKind = "patch" if path in self._patches else "disk"
-        if buffer is None or not buffer.modified:
+        if buffer is None or not buffer.modified or current is None:
             self.store.record(path, baseline, current, kind)  # ChangeService reloads its buffer
+            if current is None and buffer is not None:
+                self._tell_deleted(path, buffer)
         elif not await self._write_behind(buffer, path, baseline, current, kind, before):
             self.store.record(path, baseline, current, kind)
             self.editor.notify(
@@ -605,12 +610,25 @@ class DiskChanges:
             self._on_disk[path] = current
         return True
 
+    def _tell_deleted(self, path: str, buffer: BufferState) -> None:
+        """The agent deleted ``path`` while a buffer shows it: the buffer keeps its text
+        (the review marks it deleted; a reject writes it back), once a turn a file."""
+        if path in self._told_deleted:
+            return
+        self._told_deleted.add(path)
+        keeps = "your unsaved text" if buffer.modified else "its text"
+        self.editor.notify(
+            f"the agent deleted {shown_path(path, self.cwd)}; the buffer keeps {keeps} "
+            "(:AcpHunk reject restores the file)",
+            "warn",
+        )
+
     async def _write_behind(
         self,
         buffer: BufferState,
         path: str,
         baseline: str | None,
-        current: str | None,
+        current: str,
         kind: FileKind,
         stat_before: Stat | None,
     ) -> bool:
@@ -618,10 +636,10 @@ class DiskChanges:
         as an agent write through the editor is (decision 0015, amended): the buffer
         gets the agent's lines (minimal edits, not saved), the user's stay, and the
         review follows the buffer; ``stat_before``: the file's stat last seen. False,
-        with nothing recorded, for a file deleted, one whose text before the change
-        is not known, or a buffer that would not take the change."""
+        with nothing recorded, for a file whose text before the change is not known,
+        or a buffer that would not take the change."""
         before = self._disk_before(path, baseline)
-        if current is None or before is None:
+        if before is None:
             return False
         rollback = self.store.checkpoint(path)
         outcome = self.store.write_behind(path, before, current, editor_text=buffer.text, kind=kind)

@@ -88,8 +88,10 @@ class FileError(ServiceError):
 class Document(msgspec.Struct):
     """One file's text as the editor holds it now.
 
-    ``text`` is None when there is no file (and no buffer). ``buffer`` is set
-    when a buffer holds it; ``encoding`` (disk only) is how to write it back.
+    ``text`` is None when there is no file; ``buffer`` is set when a buffer holds
+    it (with ``text`` None, a buffer still showing a deleted file's text: saving
+    writes the file through it, deleting takes it away); ``encoding`` (disk only)
+    is how to write it back.
     """
 
     path: str

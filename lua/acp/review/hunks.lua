@@ -95,6 +95,28 @@ function M.keep_sign_column(buf)
   end
 end
 
+--- Draw the hunk of a file the agent deleted whose buffer still shows its text (as
+--- draw_hunk does, which it stands in for): that text, where it is, is what the
+--- deletion removes (drawn again as removed lines, it showed twice).
+local function draw_deleted(buf)
+  local last = api.nvim_buf_line_count(buf) - 1
+  return {
+    util.extmark(buf, M.ns, 0, 0, {
+      end_row = last,
+      end_col = 0,
+      end_right_gravity = true,
+      invalidate = true,
+      sign_text = "-",
+      sign_hl_group = "AcpReviewSignDelete",
+      line_hl_group = "AcpReviewDelete",
+    }),
+    util.extmark(buf, M.ns, 0, 0, {
+      invalidate = true,
+      virt_text = { { "  acp: the agent deleted this file", "AcpReviewSignDelete" } },
+    }),
+  }, false
+end
+
 --- Draw one hunk with its first row at `row`; returns its marks (the first holds
 --- its rows, light to read back: the virtual lines are marks of their own) and
 --- whether the first sits on the row above it.
@@ -320,14 +342,16 @@ function M.draw(states)
         for _, hunk in ipairs(file.hunks) do
           if state.is_open(hunk) then
             local key = table.concat({ chat, file.turn, path, hunk.id }, ":")
-            local sig = signature(hunk) .. (with_removed and "" or "\0bare")
+            local deleted = file.deleted and hunk.new_count == 0
+            local sig = signature(hunk) .. (deleted and "\0deleted" or with_removed and "" or "\0bare")
             local old = before[key]
             if old and old.buf == buf and old.drawn.sig == sig and rows_of(buf, old.drawn) then
               before[key] = nil
               old.drawn.hunk = hunk
               table.insert(list, old.drawn)
             else
-              local ok, marks, below = pcall(draw_hunk, buf, hunk, hunk.new_start, with_removed)
+              local draw = deleted and draw_deleted or draw_hunk
+              local ok, marks, below = pcall(draw, buf, hunk, hunk.new_start, with_removed)
               if ok then
                 table.insert(list, {
                   key = key,
