@@ -108,6 +108,48 @@ def test_rewind_forks_at_the_last_agent_message_and_keeps_the_branch(
     assert editor.lua("return require('acp').status().session_id") == "s2"
 
 
+def windows_show_their_end_filled(editor: Editor) -> bool:
+    """Whether each window on the transcript shows its end at the bottom with as
+    much above as fits: it starts at the top, or one more line would not fit."""
+    return editor.lua(  # type: ignore[no-any-return]
+        """
+        local buf = require('acp').status().transcript_buf
+        local wins = vim.fn.win_findbuf(buf)
+        for _, win in ipairs(wins) do
+          local view = vim.api.nvim_win_call(win, vim.fn.winsaveview)
+          local info = vim.fn.getwininfo(win)[1]
+          local height = info.height - info.winbar
+          local above = vim.api.nvim_win_text_height(win, { start_row = view.topline - 2 }).all
+          if view.lnum ~= vim.api.nvim_buf_line_count(buf) or (view.topline > 1 and above <= height) then
+            return false
+          end
+        end
+        return #wins > 0
+        """
+    )
+
+
+def test_after_a_rewind_or_a_switch_the_window_shows_what_is_left(editor: Editor) -> None:
+    """A rewind takes rows off the transcript's end: its window showed the last few
+    rows left above empty ones, the rest out of view above, as if the conversation
+    were gone. So did a switch to a shorter branch."""
+    Screen(editor, 100, 60)  # a tall window: a branch switched to fits in it
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    assert windows_show_their_end_filled(editor)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    wait_text(editor, "Rewound to before turn 2")
+    assert windows_show_their_end_filled(editor)
+
+    turn(editor, "write b.txt new", 4)
+    for switch in (1, 2):  # to the longer branch left behind, then back
+        editor.lua(STUB_UI, 1)
+        editor.nvim.command("AcpBranches")
+        wait_text(editor, f"Switched to branch {switch}")
+        assert windows_show_their_end_filled(editor)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("embed", [False, True])
 def test_without_forks_at_a_message_a_new_session_gets_the_conversation(

@@ -219,9 +219,9 @@ end
 
 --- Make the transcript writable for M.block and M.append.
 ---@param buf integer
----@return integer[] following the windows at its end, for M.done
+---@return {rows: integer, [integer]: integer} following the windows at its end (and its rows now), for M.done
 function M.begin(buf)
-  local following = {}
+  local following = { rows = api.nvim_buf_line_count(buf) }
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if M.at_end(win, buf) then
       table.insert(following, win)
@@ -232,14 +232,27 @@ function M.begin(buf)
 end
 
 --- Done writing: the transcript is read-only again, and windows that were at its
---- end follow it.
+--- end follow it. When rows were taken away (M.cut: a rewind, a branch switch),
+--- Neovim keeps a window's top line: its end would show high above empty rows, what
+--- is left above out of view. Each window now at the end (following, or its rows
+--- cut) shows as much as fits, the end at its bottom.
 ---@param buf integer
----@param following integer[] from M.begin
+---@param following {rows: integer, [integer]: integer} from M.begin
 function M.done(buf, following)
   vim.bo[buf].modifiable = false
   local last = api.nvim_buf_line_count(buf)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
+  end
+  if last >= following.rows then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if M.at_end(win, buf) then
+      api.nvim_win_call(win, function()
+        vim.cmd("normal! zb")
+      end)
+    end
   end
 end
 
