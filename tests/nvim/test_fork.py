@@ -43,8 +43,7 @@ def test_fork_opens_a_chat_that_continues_the_session(editor: Editor, version: i
     lines = transcript_of(editor, fork["chat"])
     assert lines[: len(before)] == before
     assert lines[len(before) + 1] == (
-        f"*Forked from chat {parent['chat']} (fake #{parent['chat']}): "
-        "from here on, this chat goes its own way.*"
+        f"*Forked from chat {parent['chat']}: from here on, this chat goes its own way.*"
     )
     assert editor.lua("return #require('acp').chats()") == 2
     assert editor.lua("return #vim.fn.win_findbuf(require('acp').status().transcript_buf)") == 1
@@ -112,6 +111,8 @@ def test_the_demo_agent_forks(editor: Editor, version: int) -> None:
     status = editor.lua("return require('acp').status()")
     assert status["chat"] == fork and status["protocol_version"] == version
     assert status["session_id"] != parent["session_id"]
+    # Named by its parent's title, where the agent gave one.
+    assert f"*Forked from chat {parent['chat']} (hello): from here" in editor.transcript_text()
     editor.lua("require('acp').send('again')")
     assert editor.wait_event("AcpTurnEnd", count=2)["chat"] == fork
     assert editor.transcript_text().count("## You") == 2  # the parent's turn, then its own

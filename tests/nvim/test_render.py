@@ -10,8 +10,25 @@ import pytest
 from tests.nvim.conftest import RENDER, Editor
 from tests.nvim.screen import Screen
 
+# Draws render ops into a transcript buffer of no chat, as a chat's batch does.
+DRAW = """
+_G.draw = function(buf, blocks, ops)
+  local render = require("acp.chat.render")
+  local following = render.begin(buf)
+  for _, op in ipairs(ops) do
+    if op.op == "append" then
+      render.append(buf, blocks, op)
+    else
+      render.block(buf, blocks, op)
+    end
+  end
+  render.done(buf, following)
+end
+"""
+
 
 def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> None:
+    editor.lua(DRAW)
     ops = [
         {"op": "block", "id": f"b{i}", "kind": "tool", "lines": [f"#### b{i}", "x"]}
         for i in range(40)
@@ -27,7 +44,7 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
         local render, blocks_of = require("acp.chat.render"), require("acp.chat.blocks")
         local buf = vim.api.nvim_create_buf(false, true)
         local blocks = blocks_of.new()
-        render.apply(buf, blocks, ...)
+        _G.draw(buf, blocks, ...)
         local owners = {}
         for row = 0, vim.api.nvim_buf_line_count(buf) - 1 do
           local id, _, first = blocks_of.block_at(buf, blocks, row)
@@ -156,6 +173,7 @@ def test_random_ops_keep_every_row_with_its_block(editor: Editor) -> None:
 def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
     """The ops of a chat's tool call updates (header only, content, locations, a
     prompt) leave the buffer as whole redraws would, with the block's highlights."""
+    editor.lua(DRAW)
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import (
         Location,
@@ -184,7 +202,7 @@ def test_tool_call_updates_rewrite_only_their_rows(editor: Editor) -> None:
         local buf = vim.api.nvim_create_buf(false, true)
         _G.blocks = require("acp.chat.blocks").new() -- kept, as a chat keeps its blocks
         local blocks = _G.blocks
-        render.apply(buf, blocks, ...)
+        _G.draw(buf, blocks, ...)
         vim.api.nvim_win_set_buf(0, buf)
         local block = blocks.by_id.c
         return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), block.locations, block.permission.row }
@@ -325,6 +343,7 @@ def test_luajit_traces_none_of_our_functions(editor: Editor) -> None:
     """Decision 0068: a function of ours called thousands of times starts no trace
     of LuaJIT's (its hot loops and calls run in the interpreter); other code, such
     as the loop after it, still does."""
+    editor.lua(DRAW)
     started = editor.lua(
         """
         if not jit then
@@ -337,7 +356,7 @@ def test_luajit_traces_none_of_our_functions(editor: Editor) -> None:
         for i = 1, 30 do
           ops[i] = { op = "block", id = "b" .. i, kind = "tool", lines = { "#### b" .. i, "x" } }
         end
-        render.apply(buf, blocks, ops)
+        _G.draw(buf, blocks, ops)
         local started = {}
         local function on_trace(what, _, fn)
           if what == "start" then

@@ -15,6 +15,7 @@ import pytest
 from tests.nvim.conftest import FAKE, ROOT, Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_chats import STUB_UI
+from tests.nvim.test_history import kept
 from tests.nvim.test_permissions import wait_text
 
 VERSIONS = [1, 2]
@@ -206,6 +207,84 @@ def test_rewind_to_the_first_turn_begins_afresh_and_out_of_range_is_an_error(
     turn(editor, "hello", 2)
     # Nothing was said before turn 1: no conversation to carry.
     assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "hello"}]
+
+
+def seed_of(prompt: dict[str, Any]) -> str:
+    """The conversation a session's first prompt carries ahead of the user's text."""
+    *seed, _ = prompt["prompt"]
+    return "\n".join(block.get("text", "") for block in seed)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_fork_goes_back_into_the_turns_it_continues(editor: Editor, version: int) -> None:
+    """A fork's transcript shows its parent's turns: they are its turns too. It was
+    told of none: :AcpRewind 1 in a fork lost the conversation shown (the agent got a
+    bare new session), and before its own first turn nothing could be picked."""
+    wire = start(editor, "rewind+plain", version)
+    turn(editor, "my name is Zorro remember it", 1)
+    turn(editor, "second turn text", 2)
+    editor.lua("require('acp').fork()")
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    assert [c["turns"] for c in editor.lua("return require('acp').chats()")] == [2, 2]
+    editor.lua(STUB_UI)  # the picker is cancelled
+    editor.nvim.command("AcpRewind")
+    items = ["1 · my name is Zorro remember it", "2 · second turn text"]
+    assert editor.lua("return _G.asked")[0]["items"] == items
+    editor.nvim.command("AcpEdit")
+    editor.wait("require('acp.chat.registry').get().editing == 2")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    assert editor.lua(f"return vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)") == [
+        "second turn text"
+    ]
+    editor.lua(f"vim.api.nvim_set_current_win(vim.fn.bufwinid({input_buf}))")
+    editor.nvim.input("ggdG")  # not this edit after all
+    editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
+
+    turn(editor, "in the fork one", 3)
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == "s2"
+    # Back to right after the fork: the conversation it continued goes on.
+    editor.nvim.command("AcpRewind 3")
+    assert session_changed(editor, 3)["session_id"] == "s3"
+    text = editor.transcript_text()
+    assert "second turn text" in text and "in the fork one" not in text
+    turn(editor, "after rewind in fork", 4)
+    first = calls(wire, "session/prompt")[-1]
+    assert first["sessionId"] == "s3"
+    said = seed_of(first)
+    assert "my name is Zorro remember it" in said and "s1: second turn text" in said
+    assert "in the fork one" not in said
+
+    # Before its parent's first turn: nothing was said, in the transcript as for the agent.
+    editor.nvim.command("AcpRewind 1")
+    session_changed(editor, 4)
+    assert "Zorro" not in editor.transcript_text()
+    turn(editor, "hello", 5)
+    assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "hello"}]
+
+
+def test_a_fork_picked_back_before_its_own_first_turn_goes_on_in_its_session(
+    editor: Editor,
+) -> None:
+    """Until it has a turn of its own, the fork's session holds just the turns it
+    continues: a branch of those, picked again, goes on there with no request
+    (decision 0041). The fork is kept in the history with that conversation."""
+    wire = start(editor, "rewind", 1)
+    turn(editor, "my name is Zorro remember it", 1)
+    turn(editor, "second turn text", 2)
+    editor.lua("require('acp').fork()")
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    editor.nvim.command("AcpRewind 2")
+    assert session_changed(editor, 3)["session_id"] == "s3"
+    assert "second turn text" not in editor.transcript_text()
+    asked = len(calls(wire))
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Switched to branch 1")
+    assert "second turn text" in editor.transcript_text()
+    turn(editor, "go on", 3)
+    prompt = {"sessionId": "s2", "prompt": [{"type": "text", "text": "go on"}]}
+    assert calls(wire)[asked:] == [["session/prompt", prompt]]
+    assert {c["turns"] for c in kept(editor, "Zorro", 2)} == {2, 3}
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -163,31 +163,15 @@ def test_a_closed_fold_shows_its_header_across_the_window_and_opens_coloured(
     assert seen(editor, screen, win) == expected(lines)
 
 
-def test_a_rewound_or_copied_transcript_shows_the_same_colours(editor: Editor) -> None:
-    """A rewind takes blocks out of view and puts them back (cut, uncut), render.copy
-    (a fork's transcript) draws them again in another buffer: their rows are
-    coloured as before."""
+def test_a_rewound_transcript_shows_the_same_colours(editor: Editor) -> None:
+    """A rewind takes blocks out of view and puts them back (cut, uncut): their rows
+    are coloured as before."""
     status, win = chat_with_a_long_transcript(editor)
     screen = Screen.of(editor)
     original = seen(editor, screen, win)
     editor.lua(RENDER, status["chat"], [{"op": "cut", "turns": [{"key": "k", "block": "t"}]}])
     assert "#### Edit x.py" not in editor.transcript()
     editor.lua(RENDER, status["chat"], [{"op": "uncut", "turns": ["k"]}])
-    assert seen(editor, screen, win) == original
-    editor.lua(
-        """
-        local win, chat_id = ...
-        local chat = require('acp.chat.registry').chats[chat_id]
-        local render, blocks_of = require('acp.chat.render'), require('acp.chat.blocks')
-        local copy = vim.api.nvim_create_buf(false, true)
-        _G.copied = blocks_of.new() -- as a chat would keep them
-        render.copy(chat.transcript, chat.blocks, copy, _G.copied, 'fork:')
-        vim.api.nvim_win_set_buf(win, copy)
-        """,
-        win,
-        status["chat"],
-    )
-    assert editor.lua("return vim.api.nvim_win_get_buf(...)", win) != status["transcript_buf"]
     assert seen(editor, screen, win) == original
 
 

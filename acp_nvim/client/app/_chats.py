@@ -117,7 +117,13 @@ class ChatLifecycle:
         if self.queue.prompts[chat_id]:  # sent before the chat was made: shown waiting
             self.queue.show(chat)
         if source is not None:
-            await self.ctx.history.hand_over(chat, source)
+            note = f"*Handed over from chat {source.id} ({source.agent}).*"
+            await self.ctx.history.continue_from(chat, source, note)
+        elif parent is not None:
+            title = parent.session.title
+            named = f"chat {parent.id}" + (f" ({title})" if title else "")
+            note = f"*Forked from {named}: from here on, this chat goes its own way.*"
+            await self.ctx.history.continue_from(chat, parent, note)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
 
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
@@ -239,6 +245,11 @@ class ChatLifecycle:
                         # The fork keeps the parent's settings (from the agent's answer),
                         # not the configured defaults.
                         await connection.fork(chat, fork_of.session.session_id)
+                        # The turns it continues go on in this session until it has
+                        # its own: going back to them needs no request (decision 0041).
+                        if chat.branches.path:
+                            chat.branches.path[-1].session_id = chat.session.session_id
+                            chat.branches.path[-1].agent = connection.serial
                     else:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).

@@ -1,5 +1,5 @@
 """The chat history as the app uses it: which chats are kept, when their changes
-are written, reopening, hand-over, search and export.
+are written, reopening, hand-over and fork, search and export.
 
 Runs on the worker's loop, except :meth:`History.search` and :meth:`History.export`,
 which read the file on the calling thread (a search: Neovim's request, answered on
@@ -200,9 +200,11 @@ class History:
             self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 
-    async def hand_over(self, chat: Chat, source: Chat) -> None:
-        """``chat`` continues ``source``'s conversation (with another agent): shown
-        first, kept in its own stored chat, told to the agent with the first prompt."""
+    async def continue_from(self, chat: Chat, source: Chat, note: str) -> None:
+        """``chat`` continues ``source``'s conversation (handed over to another agent,
+        or a fork): shown first, then ``note``; its turns are ``chat``'s (a rewind, an
+        edit, a seed reach them), kept in its own stored chat. A hand-over's agent is
+        told it with the first prompt (:meth:`seed`), a fork's has it."""
         record, before = self._records[chat.id], self._records.get(source.id)
         blocks = before.blocks() if before is not None else []
         if record.target is not None and before is not None and before.target is not None:
@@ -211,7 +213,7 @@ class History:
         prefix = f"#from{source.id}:"
         shown = record.start_with(blocks, None, turns, prefix, written=False)
         await self._draw(chat, shown, prefix)
-        chat.info(f"*Handed over from chat {source.id} ({source.agent}).*")
+        chat.info(note)
 
     def seed(self, chat: Chat, lost: str | None = None) -> None:
         """A new session begins for ``chat``: if it shows a conversation (stored, or

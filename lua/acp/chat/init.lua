@@ -295,17 +295,6 @@ local function open_folds(chat, blocks)
   end
 end
 
---- A fork's transcript starts with its parent's (the conversation it continues),
---- then a line that says so. The copies are the parent's blocks as they are now.
---- Their ids, and the line's, start with one `#` and a word Python's own block ids
---- never use (an agent's ids never start with one `#`): they never meet the fork's.
-local function continue_from(parent, chat)
-  local created = render.copy(parent.transcript, parent.blocks, chat.transcript, chat.blocks, ("#fork%d:"):format(parent.id))
-  local note = ("*Forked from chat %d (%s): from here on, this chat goes its own way.*"):format(parent.id, registry.title(parent))
-  render.apply(chat.transcript, chat.blocks, { { op = "block", id = "#forked", kind = "info", lines = { note } } })
-  open_folds(chat, created)
-end
-
 --- Ask the Python side for the chat's session, or show why it cannot start.
 local function start(chat)
   if host.ensure() then
@@ -376,9 +365,7 @@ function M.open(opts)
   chat.cwd = opts.cwd and util.directory(opts.cwd) or from and from.cwd or vim.fn.getcwd()
   registry.current = chat.id
   prompt_history.prefetch(chat)
-  if opts.fork then
-    continue_from(opts.fork, chat)
-  elseif not (opts.session_id or opts.history or opts.handoff) then
+  if not (opts.fork or opts.session_id or opts.history or opts.handoff) then
     hint.show(chat)
   end
   -- Asked before the windows are made: the Python side starts (or reads a stored
@@ -391,12 +378,6 @@ function M.open(opts)
     chat.opened.took_over = existing.id
   else
     layout.show(chat)
-  end
-  if opts.fork then -- where the conversation goes on, as in its parent
-    local last = api.nvim_buf_line_count(chat.transcript)
-    for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-      api.nvim_win_set_cursor(win, { last, 0 })
-    end
   end
   winbar.update(chat)
   return chat

@@ -117,28 +117,6 @@ function M.append(buf, blocks, op)
   api.nvim_buf_set_text(buf, row, col, row, col, parts)
 end
 
---- Copy every block of transcript `from` to the end of transcript `buf`, ids
---- prefixed with `prefix`: the same lines, kinds, statuses and locations. Permission
---- prompts stay behind (they are answered where they were asked).
----@return acp.Block[] created (as M.apply)
-function M.copy(from, from_blocks, buf, blocks, prefix)
-  local ops = {}
-  for _, id in ipairs(from_blocks.order) do
-    local block = from_blocks.by_id[id]
-    local first, last = rows(from, from_blocks, block)
-    table.insert(ops, {
-      op = "block",
-      id = prefix .. id,
-      kind = block.kind,
-      prefix = block.prefix,
-      status = block.status,
-      locations = block.locations,
-      lines = api.nvim_buf_get_lines(from, first, last, false),
-    })
-  end
-  return M.apply(buf, blocks, ops)
-end
-
 --- Take the blocks from the first of `turns` to the end out of view (a cut op,
 --- acp_nvim/client/editor.py CutOp), kept in `blocks.hidden` by turn: each `{key,
 --- block}` names the block a turn begins with. Inside M.writing.
@@ -254,25 +232,6 @@ function M.done(buf, following)
       end)
     end
   end
-end
-
---- Draw block and append ops into a transcript of its own (a fork's copy).
----@param buf integer
----@param blocks acp.Blocks
----@param ops table[]
----@return acp.Block[] created the blocks the ops created
-function M.apply(buf, blocks, ops)
-  local created = {}
-  local following = M.begin(buf)
-  for _, op in ipairs(ops) do
-    if op.op == "append" then
-      M.append(buf, blocks, op)
-    elseif M.block(buf, blocks, op) then
-      table.insert(created, blocks.by_id[op.id])
-    end
-  end
-  M.done(buf, following)
-  return created
 end
 
 return M
