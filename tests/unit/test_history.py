@@ -333,6 +333,39 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
     anyio.run(run)
 
 
+@pytest.mark.parametrize("rewound", [False, True])
+def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound: bool) -> None:
+    """A reopened chat, a hand-over and a fork (drawn from the record) showed the
+    turn without its compaction block: the record did not keep it. ``rewound``: its
+    turn went out of view before it was written."""
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, editor, group)
+            await chat.start_turn("compact please", [])
+            chat.on_compaction("c1", status="in_progress")
+            chat.on_compaction("c1", append="Kept: the plan.", status="completed")
+            chat.on_message(_patch("agent", "compacted zebra"))
+            chat.end_turn("end_turn")
+            if rewound:
+                chat.leave(1)
+            await history.close()
+            group.cancel_scope.cancel()
+        store = store_at(tmp_path)
+        [hit] = store.search("zebra")
+        blocks = store.blocks(hit.chat.id)
+        assert [b.kind for b in blocks][:4] == ["user", "compaction", "agent", "turn"]
+        drawn = {op["id"]: op for op in editor.ops[1] if op["op"] == "block"}
+        [again] = [op for op in render_ops(blocks, "#h:", chat.workspace) if op["id"] == "#h:1"]
+        assert again["kind"] == "compaction"  # type: ignore[typeddict-item]
+        assert again["lines"] == drawn[blocks[1].key]["lines"]  # type: ignore[typeddict-item]
+        assert again["lines"] == ["#### Context compacted", "Kept: the plan."]  # type: ignore[typeddict-item]
+        assert "#### Context compacted\nKept: the plan." in markdown(hit.chat, blocks)
+
+    anyio.run(run)
+
+
 def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
     tmp_path: Path, monkeypatch: Any
 ) -> None:

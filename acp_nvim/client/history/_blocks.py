@@ -1,6 +1,6 @@
 """Transcript blocks as the history keeps them, and back.
 
-A live chat's items (messages, tool calls, plans) and notices become
+A live chat's items (messages, tool calls, plans, compactions) and notices become
 :class:`StoredBlock` rows here; stored rows become the same render ops the chat
 drew (through ``session.view``, so a reopened chat looks as it did) and Markdown
 (export, and the conversation a seeded session starts with).
@@ -54,7 +54,7 @@ from acp_nvim.review import format_unified
 # Blocks the client draws itself (turn ends, the files a turn changed, errors,
 # information).
 NOTICES = ("turn", "changes", "error", "info")
-_MESSAGE, _PLAN = "#message:", "#plan:"
+_MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -94,6 +94,13 @@ def stored(
         return StoredBlock(
             seq, key, turn, "plan", "\n".join(e.content for e in entries), _json(data)
         )
+    if key.startswith(_COMPACTION):
+        compaction = session.compactions.get(key[len(_COMPACTION) :])
+        if compaction is None:
+            return None
+        # Kept as drawn (its state, the summary): drawn again as a notice is.
+        lines = view.compaction_op(compaction)["lines"]
+        return StoredBlock(seq, key, turn, "compaction", "\n".join(lines))
     call = session.tool_calls.get(key)
     if call is None:
         return None

@@ -281,6 +281,7 @@ class ChatRecord:
                     messages=turn.hidden.messages,
                     tool_calls=turn.hidden.tool_calls,
                     plans=turn.hidden.plans,
+                    compactions=turn.hidden.compactions,
                     terminals=self.chat.session.terminals,
                 )
                 for branch in self.chat.branches.all
