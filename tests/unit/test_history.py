@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -406,6 +408,49 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
             group.cancel_scope.cancel()
 
     anyio.run(run)
+
+
+def test_a_reopened_chat_keeps_its_dates_until_it_changes(tmp_path: Path) -> None:
+    """A chat reopened in another Neovim was exported (and seeded) as started when it
+    was reopened, and every export's "Last change" was the export's own time; the
+    reopen alone made it the newest chat of the history."""
+    store = store_at(tmp_path)
+    history_id = chat_with(store, "hello zebra", "echo: hello zebra")
+    store._run("UPDATE chats SET created_at = 1e9, updated_at = 1e9 + 60")
+    started, changed = (time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) for t in (1e9, 1e9 + 60))
+
+    async def reopened(then: Callable[[History, Chat], Awaitable[None]]) -> None:
+        async with anyio.create_task_group() as group:
+            history = History(RecordingEditor(), Tasks(group))
+            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+            found = await history.load(history_id)
+            assert found is not None
+            chat = Chat(1, "demo", history.editor)
+            history.attach(chat, "/p", keep=True)
+            await history.reopen(chat, *found)
+            await then(history, chat)
+            await history.close()
+            group.cancel_scope.cancel()
+
+    async def export(history: History, chat: Chat) -> None:
+        header = f"- Started: {started}\n- Last change: {changed}\n"
+        assert header in (await history.markdown(chat.id) or "")
+        assert header in (history.carried(chat) or "")  # the seed of a new session
+
+    anyio.run(reopened, export)
+    row = store_at(tmp_path).chat(history_id)
+    assert row is not None and (row.created_at, row.updated_at) == (1e9, 1e9 + 60)
+
+    async def new_turn(history: History, chat: Chat) -> None:
+        await chat.start_turn("more", [])
+        chat.end_turn("end_turn")
+        exported = await history.markdown(chat.id) or ""
+        assert f"- Started: {started}\n" in exported and f"- Last change: {changed}" not in exported
+
+    before = time.time()
+    anyio.run(reopened, new_turn)
+    row = store_at(tmp_path).chat(history_id)
+    assert row is not None and row.created_at == 1e9 and row.updated_at >= before
 
 
 def _patch(role: str, text: str) -> Any:

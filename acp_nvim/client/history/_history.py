@@ -12,7 +12,6 @@ __all__ = ["FLUSH_SECONDS", "History"]
 
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -138,7 +137,7 @@ class History:
         for record in self._records.values():
             if record.changed and record.target is not None and writer is not None:
                 blocks, facts = record.take()
-                writer.put(record.target, blocks, facts, time.time())
+                writer.put(record.target, blocks, facts, record.updated_at)
 
     def detach(self, chat_id: int) -> None:
         """The chat closed: its last changes are written, then it is no longer followed."""
@@ -174,6 +173,7 @@ class History:
         record = self._records[chat.id]
         if record.target is not None:
             record.target.id = row.id
+        record.created_at, record.updated_at = row.created_at, row.updated_at
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""

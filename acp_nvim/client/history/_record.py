@@ -51,7 +51,9 @@ class ChatRecord:
         self.base_turns = 0
         self.prompts: dict[int, int] = {}  # a base block's seq → the turn its prompt begins
         self.base_written = True  # a handed-over base is written with the first batch
-        self.created_at = time.time()
+        # When the chat began, and when its transcript or review last changed (a
+        # reopened chat's: as stored, until it changes here).
+        self.created_at = self.updated_at = time.time()
         self._wake = wake
         self._seqs: dict[str, int] = {}
         self._turns: dict[str, int] = {}
@@ -144,6 +146,7 @@ class ChatRecord:
             return
         if op["op"] != "block" and op["op"] != "append":
             return
+        self.updated_at = time.time()
         key = op["id"]
         if key not in self._seqs:
             self._seqs[key] = self._next
@@ -182,6 +185,7 @@ class ChatRecord:
         state of that turn's files."""
         for key in self._turn_ends:
             self._dirty[key] = None
+        self.updated_at = time.time()
         self._wake(False)
 
     # -- read by the history ----------------------------------------------------------------
@@ -246,7 +250,7 @@ class ChatRecord:
             self.chat.agent,
             self.cwd,
             self.created_at,
-            time.time(),
+            self.updated_at,
             facts["turns"],
             facts["title"],
             session_id=facts["session_id"],
