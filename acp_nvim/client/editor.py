@@ -186,6 +186,7 @@ class StatusFields(TypedDict, total=False):
     queued: int
     queue: list[str]  # the queued prompts' texts, oldest first
     title: str | None
+    name: str | None  # the user's for the chat (:AcpChats, :AcpHistory), kept with it
     usage: dict[str, Any]  # {used, size, cost?: {amount, currency}, turn?, session?: Spent}
     commands: list[dict[str, Any]]  # {name, description, hint?}
     config_options: list[dict[str, Any]]  # {id, name, type, category, current, choices}

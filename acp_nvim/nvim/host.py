@@ -181,6 +181,8 @@ class Host:
                 self.worker.call(app.history.forget, params["id"])
             case "history_rename":
                 self.worker.call(app.history.rename, params["id"], params.get("name"))
+            case "rename":
+                self.worker.call(app.history.rename_chat, params["chat"], params.get("name"))
             case "shutdown":
                 self.shutdown()
             case _:

@@ -228,8 +228,8 @@ end
 
 --- The open chats, oldest first: `{id, agent, title, state, permissions, cwd,
 --- turns, active_at, worktree, waiting}` with `title` the chat's name (|:AcpChats|
---- rename, else the session's title, else the agent and id), `permissions` the
---- count of pending permission requests, `cwd` the directory its agent works in,
+--- or |:AcpHistory| rename, else the session's title, else the agent and id),
+--- `permissions` the count of pending permission requests, `cwd` the directory its agent works in,
 --- `turns` the prompts shown, `active_at` its last change, and for a worktree chat
 --- `worktree` (the worktree's path) and `waiting` (its hunks not yet brought into
 --- your files).

@@ -454,11 +454,53 @@ def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
     assert path.read_text().startswith("# hello zebra\n")
     editor.lua(picked, "rename", "  Zoo ")
     editor.wait("require('acp').history()[1].title == 'Zoo'")
-    assert editor.lua("return require('acp').status().title") == "Zoo"
+    editor.wait("require('acp').chats()[1].title == 'Zoo'", what="the open chat renamed")
     editor.lua(picked, "delete")
     editor.wait("#require('acp').history() == 0")
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
     assert editor.lua("return require('acp').status().history") == entry["id"]  # the chat goes on
+
+
+def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
+    """A name given with :AcpChats showed in the chat only: the history, its picker
+    and the chat reopened later went on with the old one."""
+    a_kept_chat(editor)
+    # Each picker takes its first entry, then "rename"; vim.ui.input answers.
+    renamed = """
+        local picker, name = ...
+        vim.ui.select = function(items, opts, choice)
+          choice((opts.prompt == 'Chats' or opts.prompt == 'History') and items[1] or 'rename')
+        end
+        vim.ui.input = function(opts, done) done(name) end
+        vim.cmd(picker)
+    """
+    named = "require('acp').chats()[1].title"
+    editor.lua(renamed, "AcpChats", " Zoo ")
+    assert editor.lua(f"return {named}") == "Zoo"
+    editor.wait("require('acp').history()[1].title == 'Zoo'", what="the name stored")
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, 1, false)[1]"
+    assert editor.lua(export) == "# Zoo"
+    editor.lua(renamed, "AcpHistory", "Yak")
+    editor.wait("require('acp').history()[1].title == 'Yak'", what="the name stored")
+    editor.wait(f"{named} == 'Yak'", what="the open chat renamed")
+    assert "Yak" in editor.lua(
+        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
+    )
+    entry = editor.lua(HISTORY)[0]
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        assert other.lua(f"return {named}") == "Yak"
+        # An empty name: the chat goes by its title again, here and stored.
+        other.lua(renamed, "AcpChats", "")
+        assert other.lua(f"return {named}") == "hello zebra"
+        other.wait("require('acp').history()[1].title == 'hello zebra'", what="the name gone")
+    finally:
+        other.quit()
 
 
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:

@@ -174,17 +174,19 @@ class History:
         if record.target is not None:
             record.target.id = row.id
         record.created_at, record.updated_at = row.created_at, row.updated_at
+        record.name = row.name
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""
-        chat.session.title = row.name or row.title
+        chat.session.title = row.title
         await self._draw(chat, shown, prefix)
         # Ready once it shows the whole stored transcript.
         chat.set_state(
             "ready",
             agent=row.agent,
             history=row.id,
-            title=row.name or row.title,
+            title=row.title,
+            name=row.name,
             session_id=row.session_id,
             protocol_version=row.protocol_version,
         )
@@ -271,6 +273,8 @@ class History:
             self._on_reader(lambda store: store.forget(history_id))
 
     def rename(self, history_id: int, name: str | None) -> None:
+        """Name stored chat ``history_id`` (empty: it goes by its title); a chat open
+        here that it is takes the name too."""
         writer = self._writer_now()
         if writer is not None:
             writer.call(lambda store: store.rename(history_id, name or None))
@@ -278,7 +282,14 @@ class History:
             self._on_reader(lambda store: store.rename(history_id, name or None))
         for record in self._records.values():
             if record.target is not None and record.target.id == history_id:
-                record.chat.on_info(title=name or None)
+                record.named(name or None)
+
+    def rename_chat(self, chat_id: int, name: str | None) -> None:
+        """Name open chat ``chat_id`` (:AcpChats; empty: it goes by its title): its
+        stored chat takes the name with its next write."""
+        record = self._records.get(chat_id)
+        if record is not None:
+            record.named(name or None)
 
     def _on_reader(self, fn: Any) -> None:
         try:

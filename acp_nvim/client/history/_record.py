@@ -54,6 +54,10 @@ class ChatRecord:
         # When the chat began, and when its transcript or review last changed (a
         # reopened chat's: as stored, until it changes here).
         self.created_at = self.updated_at = time.time()
+        self.name: str | None = None  # the user's for the chat
+        # Named here since the last take: only then is the name written (another
+        # Neovim showing the chat may have renamed it since).
+        self._renamed = False
         self._wake = wake
         self._seqs: dict[str, int] = {}
         self._turns: dict[str, int] = {}
@@ -180,6 +184,13 @@ class ChatRecord:
         if attachments:
             self._extra["#message:" + message_id] = {"attachments": attachment_data(attachments)}
 
+    def named(self, name: str | None) -> None:
+        """The user named the chat (None: it goes by its title): the chat shows it,
+        and it is written with the chat's facts."""
+        self.name = name
+        self._renamed = True
+        self.chat.on_info(name=name)
+
     def reviewed(self) -> None:
         """The user decided on the agent's changes: each turn's end keeps the review's
         state of that turn's files."""
@@ -202,7 +213,10 @@ class ChatRecord:
         blocks += [b for key in self._dirty if (b := self._block(key)) is not None]
         self._dirty.clear()
         self._facts = False
-        return blocks, self.facts()
+        facts = self.facts()
+        if self._renamed:
+            facts["name"], self._renamed = self.name, False
+        return blocks, facts
 
     def facts(self) -> dict[str, Any]:
         session = self.chat.session
@@ -253,6 +267,7 @@ class ChatRecord:
             self.updated_at,
             facts["turns"],
             facts["title"],
+            self.name,
             session_id=facts["session_id"],
             protocol_version=facts["protocol_version"],
         )

@@ -452,6 +452,19 @@ function M.switch(chat)
   end
 end
 
+--- Name `chat` (empty: it goes by its session's title again); the Python side
+--- keeps the name with the chat in the history (|acp-chat-history|).
+---@param chat acp.Chat
+---@param name string
+local function rename(chat, name)
+  name = vim.trim(name)
+  chat.status.name = name ~= "" and name or nil
+  winbar.update(chat)
+  if host.running() then
+    host.notify("rename", { chat = chat.id, name = chat.status.name })
+  end
+end
+
 --- :AcpChats: pick a chat, then switch to it, close it or rename it.
 function M.pick()
   local list = M.list()
@@ -485,8 +498,7 @@ function M.pick()
       elseif action == "rename" then
         vim.ui.input({ prompt = "Name: ", default = item.title }, function(name)
           if name then
-            chat.name = vim.trim(name) ~= "" and vim.trim(name) or nil
-            winbar.update(chat)
+            rename(chat, name)
           end
         end)
       end

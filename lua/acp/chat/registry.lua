@@ -23,7 +23,6 @@ local api = vim.api
 ---@field active_at integer when Python last drew in it (os.time(); the chat picker)
 ---@field history? table the input's prompt history (acp.chat.prompt_history)
 ---@field editing? integer the input holds that turn's prompt again (|:AcpEdit|): sent, it rewinds there
----@field name? string given with |:AcpChats| rename
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
 ---@field eliciting? boolean one of them is being asked
 ---@field queue_mark? integer the extmark drawing the queued prompts (acp.chat.queue)
@@ -99,13 +98,13 @@ function M.dirs(chat)
   return { M.cwd(chat), unpack(chat.status.roots or {}) }
 end
 
---- The chat's name for the user: the one given with :AcpChats, else the
---- session's title, else its agent and id.
+--- The chat's name for the user: the one given with :AcpChats or :AcpHistory
+--- (status.name), else the session's title, else its agent and id.
 ---@param chat acp.Chat
 ---@return string
 function M.title(chat)
   local s = chat.status
-  return chat.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
+  return s.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
 end
 
 --- Who speaks in a notice about `chat`: its agent, and in which chat
@@ -113,7 +112,7 @@ end
 ---@param chat acp.Chat
 ---@return string
 function M.speaker(chat)
-  local named = chat.name or chat.status.title
+  local named = chat.status.name or chat.status.title
   return ("%s in %s"):format(chat.status.agent or "?", named and ('"%s"'):format(named) or ("chat #" .. chat.id))
 end
 

@@ -70,7 +70,7 @@ local function fields(chat)
   add(s.mode and ("mode " .. s.mode), 6)
   add(s.model, 2)
   add(M.usage_text(s.usage), 3)
-  add(chat.name or s.title, 4, true)
+  add(s.name or s.title, 4, true)
   return shown
 end
 
