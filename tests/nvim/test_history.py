@@ -503,6 +503,32 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
         other.quit()
 
 
+def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
+    """A refused :AcpResume and a refused :AcpWorktree closed the chat they opened,
+    yet left it in the history: `chat 3 · demo · ~/project · just now`, 0 turns.
+    One the user goes on in, kept for what its input held, is kept."""
+    editor.setup()
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpResume nosuch")
+    editor.wait_event("AcpError")
+    editor.nvim.command("AcpWorktree")  # the project is not in a git repository
+    editor.wait_event("AcpError", count=2)
+    editor.wait("#require('acp').chats() == 1", what="the refused chats closed")
+    send(editor, "giraffe", 2)  # written after all the refused chats would have been
+    kept(editor, "giraffe")
+    assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra"]
+
+    editor.lua("vim.cmd('AcpResume nosuch'); require('acp').send('keep me')")
+    editor.wait_event("AcpError", count=3)  # kept, failed, for what its input holds
+    editor.wait("require('acp').status().state == 'error'")
+    send(editor, "keep me", 3)  # it starts again, in a session of its own
+    editor.nvim.command("AcpClose")
+    send(editor, "okapi", 4)
+    kept(editor, "okapi")
+    assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra", "keep me"]
+
+
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     """:AcpExport notes.md wrote over the user's notes.md without a word."""
     a_kept_chat(editor)

@@ -54,6 +54,9 @@ class ChatLifecycle:
         self.conversations = conversations
         self.workspaces = workspaces
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
+        # Chats whose opening was refused (decision 0083) and that have not gone on
+        # since: the user never had them, so closed, they are not kept in the history.
+        self._refused: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._opening)} opening>"
@@ -133,6 +136,7 @@ class ChatLifecycle:
     def _withdraw(self, chat_id: int, why: str) -> None:
         """What failed chat ``chat_id`` was opened for cannot be (``why``): nothing
         of it lives, so Lua closes it unless its input holds text (RefusedOp)."""
+        self._refused.add(chat_id)
         self.ctx.editor.render(chat_id, [{"op": "refused", "error": why}])
 
     def _fail(self, chat: Chat, why: str) -> None:
@@ -223,6 +227,7 @@ class ChatLifecycle:
         """Connect ``chat`` to its agent within ``timeouts.start``; ``cancel()`` and
         ``close()`` end the wait. ``again``: the chat goes on after a restart;
         ``fork_of``: its session is a fork of that chat's."""
+        self._refused.discard(chat.id)  # it goes on: kept as any other chat
         name = chat.agent
         chat.set_state("starting", agent=name)
         timeout = self.ctx.config.timeouts.start
@@ -443,7 +448,8 @@ class ChatLifecycle:
         chat = self.ctx.chats.pop(chat_id, None)
         review = self.reviews.closed(chat_id)
         self.queue.forget(chat_id)
-        self.ctx.history.detach(chat_id)
+        self.ctx.history.detach(chat_id, keep=chat_id not in self._refused)
+        self._refused.discard(chat_id)
         if chat is None:
             return
         connection = self.pool.agent_of.get(chat_id)

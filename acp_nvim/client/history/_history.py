@@ -139,8 +139,15 @@ class History:
                 blocks, facts = record.take()
                 writer.put(record.target, blocks, facts, record.updated_at)
 
-    def detach(self, chat_id: int) -> None:
-        """The chat closed: its last changes are written, then it is no longer followed."""
+    def detach(self, chat_id: int, *, keep: bool = True) -> None:
+        """The chat closed: its last changes are written, then it is no longer followed.
+        Not ``keep``: nothing of it is kept (what was written of it is deleted)."""
+        record = self._records.get(chat_id)
+        writer, target = self._writer, record.target if record is not None else None
+        if not keep and target is not None:
+            target.forgotten = True  # the writer drops what comes for it
+            if writer is not None:  # on the writer's thread, which gives it its id
+                writer.call(lambda store: target.id is None or store.forget(target.id))
         self._flush()
         self._records.pop(chat_id, None)
 
