@@ -142,3 +142,30 @@ def test_a_fork_answered_with_the_parents_id_is_refused_and_the_parent_goes_on(
     assert "still mine" not in "\n".join(transcript_of(editor, fork))
     states = {c["id"]: c["state"] for c in editor.lua("return require('acp').chats()")}
     assert states == {parent: "ready", fork: "error"}
+
+
+def test_a_reopened_chat_forks_once_its_agent_has_started(editor: Editor) -> None:
+    """A chat reopened from the history, its agent not started, said "demo does not
+    offer fork"; :AcpSessions said the chat had no running agent."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('hello zebra')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("#require('acp').history({query = 'zebra'}) == 1", what="the chat kept")
+    editor.nvim.command("AcpClose")
+    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
+    editor.wait("require('acp').status().state == 'ready'")
+    unstarted = "the chat has no running agent (a prompt or :AcpRestart starts it)"
+    editor.nvim.command("AcpFork")
+    assert last_notice(editor) == f"acp: cannot fork: {unstarted}"
+    editor.nvim.command("AcpMode")
+    assert last_notice(editor) == f"acp: {unstarted}"
+    editor.nvim.command("AcpSessions")
+    editor.wait(f"_G.acp_notices[#_G.acp_notices].msg == 'acp: {unstarted}'", what="the reason")
+    assert editor.lua("return #require('acp').chats()") == 1
+
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    fork = editor.lua("return require('acp').fork()")
+    assert editor.wait_event("AcpSessionReady", count=3)["chat"] == fork
+    assert "hello zebra" in "\n".join(transcript_of(editor, fork))

@@ -17,7 +17,7 @@ from acp_nvim.client import malloc
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._conversation import Conversations
-from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.app._pool import NO_AGENT, AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
@@ -167,7 +167,7 @@ class ChatLifecycle:
         new agent started here would not know the session)."""
         connection = self.pool.agent_of.get(chat_id)
         if chat_id not in self.ctx.chats or connection is None or not connection.alive:
-            return "cannot fork: the chat's agent is not running"
+            return f"cannot fork: {NO_AGENT}"
         return None
 
     async def restart(self, chat_id: int, *, asked: bool = True) -> None:
@@ -244,6 +244,7 @@ class ChatLifecycle:
                     chat.on_info(
                         login_methods=[_plain(m) for m in connection.auth_methods()],
                         can_fork=connection.can_fork,
+                        connected=True,
                     )
                     self.reviews.attach(chat, connection, agent_config)
                     if fork_of is not None:

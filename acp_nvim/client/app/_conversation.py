@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from acp_nvim.client.app._context import AppContext
-from acp_nvim.client.app._pool import AgentPool
+from acp_nvim.client.app._pool import NO_AGENT, AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen
@@ -68,7 +68,7 @@ class Conversations:
         """The chat and its agent, or None with the reason told."""
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or not connection.alive:
-            self.ctx.editor.notify("the chat has no running agent", "warn")
+            self.ctx.editor.notify(NO_AGENT, "warn")
             return None
         return chat, connection
 

@@ -4,7 +4,7 @@ values of login variables each start of the agent gets."""
 
 from __future__ import annotations
 
-__all__ = ["AgentPool"]
+__all__ = ["NO_AGENT", "AgentPool"]
 
 import base64
 from collections.abc import Mapping
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import LoginMethod
+
+# What a command asking the agent says of a chat without one: a chat reopened from
+# the history before its first prompt, or one whose start failed.
+NO_AGENT = "the chat has no running agent (a prompt or :AcpRestart starts it)"
 
 
 class AgentPool:
@@ -170,7 +174,7 @@ class AgentPool:
         """The chat's agent; the user is told when it has none."""
         connection = self.agent_of.get(chat_id)
         if connection is None:
-            self.ctx.editor.notify("the chat has no running agent", "warn")
+            self.ctx.editor.notify(NO_AGENT, "warn")
         return connection
 
     async def cancel_quietly(self, connection: AgentConnection, chat: Chat) -> None:

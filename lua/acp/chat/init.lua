@@ -390,11 +390,14 @@ end
 ---@return acp.Chat the new chat; a user error when `chat` cannot fork now
 function M.fork(chat)
   local s = chat.status
+  local unstarted = registry.unstarted(chat)
   local refusal
   if s.state == "running" then
     refusal = "cannot fork during a turn: cancel it first"
   elseif s.state ~= "ready" or chat.host_failed then
     refusal = "cannot fork: the chat has no running session"
+  elseif unstarted then
+    refusal = "cannot fork: " .. unstarted
   elseif not s.can_fork then
     refusal = ("%s does not offer fork"):format(s.agent)
   end

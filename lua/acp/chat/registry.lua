@@ -107,6 +107,17 @@ function M.title(chat)
   return s.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
 end
 
+--- Why what asks `chat`'s agent cannot be done yet, or nil: a chat reopened from
+--- the history shows its transcript before its agent has started (as the Python
+--- side's AgentPool.connection says).
+---@param chat acp.Chat
+---@return string?
+function M.unstarted(chat)
+  if chat.status.state == "ready" and not chat.status.connected then
+    return "the chat has no running agent (a prompt or :AcpRestart starts it)"
+  end
+end
+
 --- Who speaks in a notice about `chat`: its agent, and in which chat
 --- (`demo in "refactor"`, `demo in chat #2`).
 ---@param chat acp.Chat

@@ -55,7 +55,7 @@ function M.config(chat, id, value)
   end
   local options = chat.status.config_options or {}
   if #options == 0 then
-    util.notify("the agent offers no settings", "warn")
+    util.notify(registry.unstarted(chat) or "the agent offers no settings", "warn")
     return
   end
   vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
@@ -100,7 +100,7 @@ function M.choose(chat, category, value)
   local option = M.setting(chat, category)
   local choices = option and M.choices(chat, option) or {}
   if #choices == 0 then
-    util.notify(("the agent offers no %s to choose"):format(category), "warn")
+    util.notify(registry.unstarted(chat) or ("the agent offers no %s to choose"):format(category), "warn")
     return
   end
   vim.ui.select(choices, {
