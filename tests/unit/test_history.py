@@ -318,6 +318,7 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         store = store_at(tmp_path)
         [hit] = store.search("zebra")
         assert hit.chat.turns == 1 and hit.chat.title == "look at this"
+        assert hit.chat.created_at <= hit.chat.updated_at  # begun, then changed
         blocks = store.blocks(hit.chat.id)
         assert [b.kind for b in blocks] == ["user", "agent", "tool", "turn"]
         assert "QUJD" not in (blocks[0].data or "") and '"size":300' in (blocks[0].data or "")

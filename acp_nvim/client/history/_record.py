@@ -227,6 +227,8 @@ class ChatRecord:
             "protocol_version": self.chat.protocol_version,
             "turns": self.base_turns + self.chat.turn,
             "branches": self._branches(),
+            # Its row is made at its first write, after it began.
+            "created_at": self.created_at,
         }
 
     def _branches(self) -> str | None:
