@@ -391,6 +391,21 @@ def test_an_agent_save_fires_bufwritepost_but_never_a_format_on_save(
     assert path.read_text() == "x = 2\n"
 
 
+def test_agent_saves_and_a_restore_leave_no_buffer_behind(editor: Editor, tmp_path: Path) -> None:
+    # Each save goes through a hidden file beside the file (decision 0037): `:ls!`
+    # used to list one buffer per save, named after it.
+    path = tmp_path / "project" / "demo.txt"
+    path.write_text("one\n")
+    start(editor, path)
+    every_buffer = "return vim.tbl_map(vim.api.nvim_buf_get_name, vim.api.nvim_list_bufs())"
+    before = editor.lua(every_buffer)
+    run(editor, [{"write": {"path": str(path), "content": "one\ntwo\n"}}])
+    run(editor, [{"write": {"path": str(path), "content": "one\ntwo\nthree\n"}}], turn=2)
+    editor.nvim.command("AcpRestore 1")
+    editor.wait(f"vim.fn.readfile({str(path)!r})[2] == nil", what="the file restored")
+    assert editor.lua(every_buffer) == before
+
+
 def test_undo_of_an_agent_edit_takes_its_hunk_out_of_the_review(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -229,7 +229,10 @@ local function replace(buf, target, old)
     return (old and code == "EACCES") and "in place" or reason(err)
   end
   uv.fs_close(fd)
-  local ok, write_err = pcall(with_options, { writebackup = false, backup = false }, function()
+  -- Without 'A' in 'cpoptions': with it (the default), `:write {file}` adds a buffer
+  -- for {file}, keepalt or not, and each save would leave one behind (`:ls!`).
+  local options = { writebackup = false, backup = false, cpoptions = (vim.o.cpoptions:gsub("A", "")) }
+  local ok, write_err = pcall(with_options, options, function()
     vim.cmd("silent noautocmd keepalt keepjumps write! " .. vim.fn.fnameescape(temporary))
   end)
   local made = ok and old and uv.fs_stat(temporary)
