@@ -299,6 +299,26 @@ def test_acp_diff_of_a_file_whose_changes_are_all_decided_says_so(
     assert notice == "acp: the agent's changes to a.txt in turn 1 are all decided: nothing to compare"
 
 
+def test_acp_diff_without_a_turn_compares_the_turn_whose_hunks_still_wait(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n")
+    buf = start(editor, path)
+    assert buf is not None
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n"}}])
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\nthree\n"}}], turn=2)
+    focus(editor, buf, 3)
+    editor.nvim.command("AcpHunk accept")  # turn 2 is decided, turn 1's hunk waits
+    editor.wait("not require('acp').changes()[1].open", what="turn 2 decided")
+    editor.nvim.command("AcpDiff")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
+    # Turn 1's baseline, its hunk there to decide (it used to be turn 2's: the file as it is).
+    assert lines(editor, base) == ["1", "2"]
+    assert editor.lua("return vim.api.nvim_buf_get_name(...)", base).startswith("acp://baseline/1/")
+
+
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("a\nb\n")

@@ -23,7 +23,8 @@ local function relative(path)
 end
 
 --- Ask for `file` (default: the current buffer's) against its baseline for `turn`
---- (default: the latest turn that changed it); the split opens when it arrives.
+--- (default: the latest turn whose changes to it still wait); the split opens when
+--- it arrives.
 ---@param file? string
 ---@param turn? integer
 function M.open(file, turn)
@@ -42,7 +43,8 @@ function M.open(file, turn)
         -- All decided, the baseline is the text as it is: two equal sides.
         if changed.open then
           -- A worktree chat's file is compared where its hunks are (its source).
-          host.notify("baseline", { chat = chat, path = changed.source or path, turn = turn })
+          -- Its own turn: with none asked for, the newest with open hunks.
+          host.notify("baseline", { chat = chat, path = changed.source or path, turn = changed.turn })
           return
         end
         decided = decided or changed.turn
