@@ -284,6 +284,48 @@ def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
     assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False
 
 
+def test_acp_diff_sides_pair_their_lines_row_by_row_under_a_winbar_each(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n3\n"}}])
+    screen = Screen(editor, 120, 40)
+
+    def sides() -> list[list[Any]]:
+        """Baseline, then file: the window's top row on screen (its winbar) and the
+        screen row of its line 2, where "2" and "two" stand."""
+        screen.draw()
+        placed = editor.lua(
+            "return vim.tbl_map(function(win) local info = vim.fn.getwininfo(win)[1]"
+            " return {info.winrow, info.wincol, info.width, vim.fn.screenpos(win, 2, 1).row}"
+            " end, {vim.fn.bufwinid(vim.fn.bufnr('acp://baseline/*')), vim.fn.bufwinid(...)})",
+            buf,
+        )
+        return [[screen.text(top, col, width).rstrip(), row] for top, col, width, row in placed]
+
+    def close() -> None:
+        """`q` in the baseline."""
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr('acp://baseline/*')))")
+        editor.nvim.input("q")
+        editor.wait("vim.fn.bufnr('acp://baseline/*') == -1")
+
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    # Paired lines side by side: each side's winbar takes the same row above them.
+    assert sides() == [["baseline of a.txt before turn 1", 3], ["a.txt now", 3]]
+    close()
+    assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].winbar", buf) == ""
+    # A winbar of the user's own stays as it is, and takes that row itself.
+    editor.lua("vim.wo[vim.fn.bufwinid(...)].winbar = 'mine'", buf)
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    assert sides() == [["baseline of a.txt before turn 1", 3], ["mine", 3]]
+    close()
+    assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].winbar", buf) == "mine"
+
+
 def test_acp_diff_of_a_file_whose_changes_are_all_decided_says_so(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -79,10 +79,15 @@ end
 local function close(base)
   local view = views[base]
   views[base] = nil
-  if api.nvim_win_is_valid(view.file_win) and api.nvim_win_get_buf(view.file_win) == view.file_buf then
-    api.nvim_win_call(view.file_win, function()
-      vim.cmd("diffoff")
-    end)
+  if api.nvim_win_is_valid(view.file_win) then
+    if api.nvim_win_get_buf(view.file_win) == view.file_buf then
+      api.nvim_win_call(view.file_win, function()
+        vim.cmd("diffoff")
+      end)
+    end
+    if view.winbar and vim.wo[view.file_win].winbar == view.winbar then
+      vim.wo[view.file_win].winbar = ""
+    end
   end
   redraw_marks()
 end
@@ -133,9 +138,17 @@ function M.show(chat, data)
   local bo = vim.bo[base]
   bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
   bo.filetype = vim.bo[file_buf].filetype
-  views[base] = { chat = chat, path = data.path, turn = data.turn, file_win = file_win, file_buf = file_buf }
+  local view = { chat = chat, path = data.path, turn = data.turn, file_win = file_win, file_buf = file_buf }
+  views[base] = view
+  local name = relative(data.path):gsub("%%", "%%%%")
   local base_win = api.nvim_open_win(base, false, { split = "left", win = file_win })
-  vim.wo[base_win].winbar = ("baseline of %s before turn %d"):format(relative(data.path), data.turn)
+  vim.wo[base_win].winbar = ("baseline of %s before turn %d"):format(name, data.turn)
+  -- A winbar takes a row: the file's side needs one too, or each line sits one
+  -- row below its pair. The user's own stays; ours goes with the baseline.
+  if vim.wo[file_win].winbar == "" then
+    view.winbar = name .. " now"
+    vim.wo[file_win].winbar = view.winbar
+  end
   for _, win in ipairs({ base_win, file_win }) do
     api.nvim_win_call(win, function()
       vim.cmd("diffthis")

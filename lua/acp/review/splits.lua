@@ -13,6 +13,7 @@ local api = vim.api
 ---@field turn integer
 ---@field file_win integer
 ---@field file_buf integer
+---@field winbar? string the file window's winbar, set while the split is open
 
 ---@type table<integer, acp.DiffView> by baseline buffer
 M.views = {}
