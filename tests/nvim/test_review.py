@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 from tests.nvim.test_files import lines, run, start, user_write
 
 
@@ -251,6 +252,29 @@ def test_rejecting_a_created_file_deletes_its_buffer_and_keeps_the_window(
     assert editor.lua("return vim.fn.bufnr(...)", str(created)) == -1
     shown = editor.lua("return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...))", window)
     assert shown == str(kept)  # the window stays, on the buffer it showed before
+
+
+def test_a_hunk_at_the_top_accepted_in_the_review_leaves_no_filler_rows_above_the_file(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # The lines the agent removed at the top of a file show above its line 1: its
+    # window scrolls to them. Accepted while another window was current, that
+    # window kept two empty filler rows ("-----") there.
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("first\nsecond\nthird\n")
+    buf = start(editor, path)
+    screen = Screen(editor, 120, 40)
+    run(editor, [{"disk": {"path": str(path), "content": "third\n"}}])
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    row, col = editor.lua(f"local i = vim.fn.getwininfo({win})[1] return {{i.winrow, i.wincol}}")
+    screen.draw()
+    assert [screen.text(row + i, col + 2, 6) for i in range(3)] == ["first ", "second", "third "]
+    editor.nvim.command("AcpReview")
+    editor.nvim.command("normal a")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    editor.nvim.command("tabclose")
+    screen.draw()
+    assert [screen.text(row + i, col, 8).strip() for i in range(2)] == ["third", "~"]
 
 
 def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:

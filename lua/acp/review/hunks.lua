@@ -83,6 +83,27 @@ function M.reveal_top(buf, count)
   end
 end
 
+--- Filler rows above line 1 ('topfill') that no virtual line fills any more (a
+--- hunk or preview at the top gone): Neovim fits 'topfill' to them in the current
+--- window only, another one showed them as empty filler ("-----") until scrolled.
+function M.fit_top(buf)
+  local above = 0
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, -1, { 0, 0 }, { 0, -1 }, { details = true, type = "virt_lines" })) do
+    if m[4].virt_lines_above then
+      above = above + #m[4].virt_lines
+    end
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_call(win, function()
+      local fill = above + vim.fn.diff_filler(1)
+      local view = vim.fn.winsaveview()
+      if view.topline == 1 and view.topfill > fill then
+        vim.fn.winrestview({ topfill = fill })
+      end
+    end)
+  end
+end
+
 --- A window showing `buf` with 'signcolumn' "auto" gets it always on while it
 --- shows `buf` (:setlocal): agent marks come and go through a turn (a preview,
 --- then the landed hunk, then decided), and each time the text shifted sideways.
@@ -371,12 +392,17 @@ function M.draw(states)
       end
     end
   end
+  local undrawn = {}
   for _, old in pairs(before) do
     if api.nvim_buf_is_valid(old.buf) then
       for _, mark in ipairs(old.drawn.marks) do
         api.nvim_buf_del_extmark(old.buf, M.ns, mark)
       end
+      undrawn[old.buf] = true
     end
+  end
+  for buf in pairs(undrawn) do
+    M.fit_top(buf)
   end
   local map, chosen = M.keymap(false), ""
   for lhs in pairs(map) do
