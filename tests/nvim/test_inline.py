@@ -162,6 +162,34 @@ def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_
     assert window_state(editor)["wins"] == before["wins"]
 
 
+def test_a_preview_above_the_first_line_leaves_no_filler_rows_once_answered(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # A line the edit would add at the top shows above line 1: the file's window
+    # scrolls to it. Answered from the chat, that window kept an empty filler
+    # row ("-----") there.
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\n")
+    buf = start(editor, path)
+    screen = Screen(editor, 120, 40)
+    row, col = editor.lua(
+        "local i = vim.fn.getwininfo(vim.fn.bufwinid(...))[1] return {i.winrow, i.wincol}", buf
+    )
+    ask(editor, [{"ask": {"path": str(path), "oldText": "one\n", "newText": "zero\none\n"}}])
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+    screen.draw()
+    assert [screen.text(row + i, col, 8).strip() for i in range(3)] == ["+ zero", "one", "two"]
+    editor.lua(STUB_SELECT)
+    editor.lua("_G.pick = 2; require('acp').permission()")  # the second option rejects
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) == 0"
+    )
+    screen.draw()
+    assert [screen.text(row + i, col, 8).strip() for i in range(2)] == ["one", "two"]
+
+
 def test_split_preview_diffs_the_file_against_the_proposed_text(
     editor: Editor, tmp_path: Path
 ) -> None:

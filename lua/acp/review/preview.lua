@@ -197,6 +197,7 @@ local function remove(id)
       for _, mark in ipairs(entry.marks) do
         api.nvim_buf_del_extmark(entry.buf, M.ns, mark)
       end
+      hunks.fit_top(entry.buf)
     end
     if entry.diff_win and api.nvim_win_is_valid(entry.diff_win) then
       api.nvim_win_call(entry.diff_win, function()
