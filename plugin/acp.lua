@@ -101,7 +101,13 @@ end, {
 })
 command("AcpRewind", function(args)
   acp().rewind(turn_arg(args))
-end, { nargs = "?", desc = "Take the conversation and the files back to before turn N (no N: pick)" })
+end, {
+  nargs = "?",
+  desc = "Take the conversation and the files back to before turn N (no N: pick)",
+  complete = function(arglead)
+    return require("acp.chat.branches").complete_turns(arglead)
+  end,
+})
 command("AcpBranches", function()
   local chat = require("acp.chat.registry").get()
   if not chat then
@@ -117,7 +123,13 @@ command("AcpQueue", function()
 end, { desc = "Edit, send now or remove a prompt waiting to be sent" })
 command("AcpEdit", function(args)
   acp().edit(turn_arg(args))
-end, { nargs = "?", desc = "Put a prompt (default: the last) back in the input; sent, it goes from there" })
+end, {
+  nargs = "?",
+  desc = "Put a prompt (default: the last) back in the input; sent, it goes from there",
+  complete = function(arglead)
+    return require("acp.chat.branches").complete_turns(arglead)
+  end,
+})
 command("AcpChats", function()
   acp().pick_chat()
 end, { desc = "Pick an open chat to switch to, close or rename" })

@@ -383,15 +383,22 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert text.count("s1: second") == 0 and "s2: second" in text
 
 
-def test_restore_takes_and_completes_the_turns_the_transcript_shows(editor: Editor) -> None:
+def test_restore_rewind_and_edit_complete_the_turns_the_transcript_shows(editor: Editor) -> None:
     """After a rewind the review numbers every turn run (4 here), the transcript the
-    shown branch's (turn 2): :AcpRestore completes what it takes, the latter."""
+    shown branch's (turn 2): :AcpRestore completes what it takes, the latter, as
+    :AcpRewind and :AcpEdit do."""
+
+    def complete(line: str) -> list[str]:
+        return list(editor.lua("return vim.fn.getcompletion(..., 'cmdline')", line))
+
     start(editor, "rewind", 1)
     a = three_turns(editor)
+    assert complete("AcpRewind ") == complete("AcpEdit ") == ["3", "2", "1"]
     editor.lua("require('acp').rewind(2)")
     session_changed(editor, 2)
     turn(editor, "write a.txt again", 4)
-    assert editor.lua("return vim.fn.getcompletion('AcpRestore ', 'cmdline')") == ["2", "1"]
+    assert complete("AcpRestore ") == complete("AcpRewind ") == complete("AcpEdit ") == ["2", "1"]
+    assert complete("AcpEdit 1") == ["1"]
     editor.nvim.command("AcpRestore 2")
     wait_text(editor, "Restored the files to before turn 2")
     assert a.read_text() == "one\n"

@@ -40,6 +40,22 @@ function M.rewind(chat, turn)
   end)
 end
 
+--- Completion of |:AcpRewind| and |:AcpEdit|: the turns of the current chat's
+--- shown branch, newest first.
+---@param arglead string
+---@return string[]
+function M.complete_turns(arglead)
+  local chat = require("acp.chat.registry").get()
+  local words = {}
+  for turn = #(chat and chat.status.turns or {}), 1, -1 do
+    local word = tostring(turn)
+    if vim.startswith(word, arglead) then
+      table.insert(words, word)
+    end
+  end
+  return words
+end
+
 --- The branches of `chat` as plain tables (acp.branches()).
 ---@param chat acp.Chat
 ---@return table[]
