@@ -59,10 +59,14 @@ def test_q_in_either_window_closes_both_and_acpchat_brings_both_back(
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no second column
 
 
-def test_only_in_the_input_keeps_the_pair_and_q_then_hides_it(editor: Editor) -> None:
+@pytest.mark.parametrize("beside", ["a file window", "nothing"])
+def test_only_in_the_input_makes_the_pair_fill_the_tab_page_and_q_then_hides_it(
+    editor: Editor, beside: str
+) -> None:
     editor.setup()
-    (editor.tmp / "project" / "notes.txt").write_text("mine\n")
-    editor.nvim.command("edit notes.txt")
+    if beside == "a file window":
+        (editor.tmp / "project" / "notes.txt").write_text("mine\n")
+        editor.nvim.command("edit notes.txt")
     editor.open_chat()
     editor.lua("vim.v.errmsg = ''")
     editor.nvim.command("only")
@@ -75,11 +79,23 @@ def test_only_in_the_input_keeps_the_pair_and_q_then_hides_it(editor: Editor) ->
     editor.lua("_G.flushed = false; vim.schedule(function() _G.flushed = true end)")
     editor.wait("_G.flushed")
     assert editor.lua("return vim.v.errmsg") == ""
-    assert_whole(editor)
+    wins = assert_whole(editor)
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
+    # The pair fills the tab page: the input as tall as ever, the transcript over
+    # it taking the rest, and the command line keeps its one line (a height set on
+    # a window alone in its tab page went to 'cmdheight': 15 of 24 lines).
+    transcript, input, lines, cmdheight = editor.lua(
+        "local t, i = ...; return {vim.api.nvim_win_get_height(t),"
+        " vim.api.nvim_win_get_height(i), vim.o.lines, vim.o.cmdheight}",
+        wins["transcript"][0],
+        wins["input"][0],
+    )
+    assert (cmdheight, input) == (1, 5)
+    assert transcript + input > lines - 6, (transcript, input, lines)
     editor.nvim.input("q")
     editor.wait(HIDDEN, what="q to hide the chat")
-    assert editor.lua("return vim.fn.expand('%:t')") == "notes.txt"
+    if beside == "a file window":
+        assert editor.lua("return vim.fn.expand('%:t')") == "notes.txt"
 
 
 def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
@@ -305,6 +321,23 @@ def test_width_is_a_share_of_the_editor_within_bounds_and_follows_resizes(
             f"vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]) == {width}",
             what=f"width {width} at {columns} columns",
         )
+
+
+def test_a_chat_window_moved_beside_the_others_leaves_the_command_line_on_resize(
+    editor: Editor,
+) -> None:
+    """The input moved to a column of its own (CTRL-W L) spans the editor's height:
+    sizing it on the next resize gave its spare lines to the command line."""
+    editor.nvim.command("set columns=150 lines=40")
+    editor.setup()
+    editor.open_chat()
+    editor.nvim.command("wincmd L")
+    editor.nvim.command("set columns=160")
+    editor.wait(
+        "vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]) == 64",
+        what="the resize to size the chat",
+    )
+    assert editor.lua("return vim.o.cmdheight") == 1
 
 
 def test_width_in_columns_is_kept(editor: Editor) -> None:

@@ -83,6 +83,28 @@ local function pair(chat, tab)
   return transcript, input
 end
 
+--- Give `win` `height` lines, when it has a window above or below it to take them
+--- from or give them to. One that spans its tab page's height (alone, or with
+--- windows only beside it) would change 'cmdheight' instead: after `:only` in the
+--- input, the command line took 15 of 24 lines.
+local function set_height(win, height)
+  local function stacked(node, in_column)
+    if node[1] == "leaf" then
+      return node[2] == win and in_column
+    end
+    for _, child in ipairs(node[2]) do
+      if stacked(child, in_column or node[1] == "col") then
+        return true
+      end
+    end
+    return false
+  end
+  local tab = api.nvim_tabpage_get_number(api.nvim_win_get_tabpage(win))
+  if stacked(vim.fn.winlayout(tab), false) then
+    api.nvim_win_set_height(win, height)
+  end
+end
+
 -- A window closing gives its room to a neighbour, 'winfixheight' or not (the
 -- input grew by a closed terminal split's lines), and a split opening may have
 -- squeezed the pair before. So each pinned window remembers its size (w:acp_size)
@@ -107,7 +129,7 @@ local function restore(win)
     api.nvim_win_set_width(win, size[1])
   end
   if vim.wo[win].winfixheight then
-    api.nvim_win_set_height(win, size[2])
+    set_height(win, size[2])
   end
 end
 
@@ -157,11 +179,11 @@ local function resize(chat, transcript, input)
   local width, height = dimensions()
   -- The input first: with its 'winfixheight' the transcript then grows into the
   -- other windows, not into the input.
-  api.nvim_win_set_height(input, o.input_height)
+  set_height(input, o.input_height)
   if chat.layout == "right" or chat.layout == "left" then
     api.nvim_win_set_width(transcript, width)
   elseif chat.layout == "bottom" then
-    api.nvim_win_set_height(transcript, math.max(1, height - o.input_height - 1))
+    set_height(transcript, math.max(1, height - o.input_height - 1))
   end
   remember(transcript)
   remember(input)
