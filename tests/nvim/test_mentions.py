@@ -182,3 +182,49 @@ def test_without_a_clipboard_tool_paste_says_which_to_install(editor: Editor) ->
         "acp: no clipboard tool for images: install wl-paste (Wayland), xclip (X11) or "
         "pngpaste (macOS)"
     )
+
+
+MENU = "vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({'items'}).items)"
+
+
+def test_a_mention_typed_key_by_key_narrows_at_every_key(editor: Editor) -> None:
+    """Typed one key at a time, as people type, each key of a mention asks again: `@main`
+    keeps src/app/main.py (its letters in order), `.` and `/` narrow the menu rather
+    than close it; closed with <C-e>, it stays closed while the mention is typed on."""
+    (project(editor) / "src" / "app").mkdir(parents=True)
+    (project(editor) / "src" / "app" / "main.py").write_text("")
+    (project(editor) / "src" / "maintenance.txt").write_text("")
+    (project(editor) / "main.rs").write_text("")
+    editor.setup()
+    status = editor.open_chat()
+    editor.nvim.command(f"call win_gotoid(bufwinid({status['input_buf']}))")
+
+    def type_keys(keys: str) -> None:
+        for key in keys:
+            typed = editor.nvim.current.line + key
+            editor.nvim.input(key)
+            editor.wait(
+                f"vim.api.nvim_get_current_line() == {typed!r} and vim.fn.pumvisible() == 1",
+                what=f"the menu at {typed!r}",
+            )
+
+    editor.nvim.input("i")
+    type_keys("@")
+    editor.wait(f"vim.tbl_contains({MENU}, '@src/app/main.py')", what="the files listed")
+    type_keys("main")
+    editor.wait(f"#{MENU} == 3", what="three files at @main")
+    words = editor.lua(f"return {MENU}")
+    assert words[0] == "@main.rs"
+    assert sorted(words[1:]) == ["@src/app/main.py", "@src/maintenance.txt"]
+    type_keys(".p")
+    assert editor.lua(f"return {MENU}") == ["@src/app/main.py"]
+
+    editor.nvim.input("<C-e><Esc>ggdGi")
+    editor.wait("vim.api.nvim_get_current_line() == '' and vim.fn.mode() == 'i'")
+    type_keys("@src/app/m")
+    assert editor.lua(f"return {MENU}") == ["@src/app/main.py"]
+    editor.nvim.input("<C-e>")
+    editor.wait("vim.fn.pumvisible() == 0", what="the menu closed")
+    editor.nvim.input("a")
+    editor.wait("vim.api.nvim_get_current_line() == '@src/app/ma'")
+    assert editor.lua("return vim.fn.pumvisible()") == 0

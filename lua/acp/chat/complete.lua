@@ -29,16 +29,17 @@ local FUZZY_FILES = 20000
 local cache = {}
 ---@type table<string, true> directories being listed
 local listing = {}
--- By input buffer: the `@` prefix of the open menu when it did not hold every match.
-local cut = {}
 -- By input buffer: where the token being typed at the last change began ("row:col").
 local token_at = {}
+-- By input buffer: the token whose menu you closed (<C-e>) or chose from (<C-y>).
+local closed = {}
+-- By input buffer: the 'changedtick' last asked about (a menu opened on TextChangedI
+-- is followed by a TextChangedP for the same change).
+local asked = {}
 
 --- Open the menu at `start` (0-based) with the items for `word`.
 local function open_menu(chat, start, word)
-  local items, incomplete = M.items(chat, word)
-  vim.fn.complete(start + 1, items)
-  cut[chat.input] = incomplete and word or nil
+  vim.fn.complete(start + 1, (M.items(chat, word)))
 end
 
 local LISTERS = {
@@ -85,7 +86,7 @@ local function completing()
   local chat = registry.of_buffer(api.nvim_get_current_buf())
   if chat and api.nvim_get_mode().mode:sub(1, 1) == "i" then
     local start, word = M.token()
-    if start and word:sub(1, 1) == "@" then
+    if start and word:sub(1, 1) == "@" and closed[chat.input] ~= token_at[chat.input] then
       return chat, start, word
     end
   end
@@ -264,28 +265,39 @@ end
 function M.attach(chat)
   vim.bo[chat.input].omnifunc = "v:lua.require'acp.chat.complete'.omnifunc"
   complete_without_inserting(chat.input)
+  -- Each key typed in a token asks again, as completion plugins do: Neovim's own
+  -- filter would keep only the items that begin with what is typed (the paths matched
+  -- by letters in order went), and a key that is not a word character (`/`, `.`)
+  -- would end the menu. The token's listing is cached, so asking again is a scan of
+  -- it (doc/performance.md).
   api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, {
     buffer = chat.input,
     callback = function()
-      show_hint(chat)
-      local start, word = M.token()
-      -- A token begun since the last change opens the menu, however much of it was
-      -- typed before Neovim got to this event (fast typing, a mapping, a paste); one
-      -- typed on after the menu was closed does not open it again.
-      local at = start and ("%d:%d"):format(api.nvim_win_get_cursor(0)[1], start)
-      local begun = at ~= token_at[chat.input]
-      token_at[chat.input] = at
-      if not start then
+      local tick = api.nvim_buf_get_changedtick(chat.input)
+      if asked[chat.input] == tick then
         return
       end
-      local held = cut[chat.input]
-      if (begun or #word == 1) and vim.fn.pumvisible() == 0 then
+      asked[chat.input] = tick
+      show_hint(chat)
+      local start, word = M.token()
+      local at = start and ("%d:%d"):format(api.nvim_win_get_cursor(0)[1], start)
+      if at ~= token_at[chat.input] or (start and #word == 1) then
+        closed[chat.input] = nil -- a token begun (or begun again) opens the menu
+      end
+      token_at[chat.input] = at
+      local choosing = vim.fn.pumvisible() == 1 and vim.fn.complete_info({ "selected" }).selected ~= -1
+      if start and closed[chat.input] ~= at and not choosing then
         open_menu(chat, start, word)
-      elseif held and #word > #held and vim.startswith(word, held) then
-        open_menu(chat, start, word) -- the menu held only part of what matched
       end
     end,
   })
+  -- Neovim 0.10 gives no reason: there the next key opens the menu again.
+  api.nvim_create_autocmd("CompleteDone", { buffer = chat.input, callback = function()
+    local reason = vim.v.event.reason
+    if reason == "cancel" or reason == "accept" then
+      closed[chat.input] = token_at[chat.input]
+    end
+  end })
   api.nvim_create_autocmd("TextChanged", { buffer = chat.input, callback = function()
     show_hint(chat)
   end })
