@@ -82,7 +82,8 @@ function M.open(opts)
 end
 
 --- Hide the chats the current tab page shows; else show the chats hidden so
---- last, else the chat (opening one when there is none), like |:AcpChat|.
+--- last, when no chat was shown or hidden since, else the chat (opening one when
+--- there is none), like |:AcpChat|.
 function M.toggle()
   if not chat_module().toggle() then
     M.open()

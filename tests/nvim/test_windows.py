@@ -416,6 +416,27 @@ def test_toggle_hides_and_brings_back_two_chats_side_by_side(editor: Editor) -> 
     assert editor.lua("return require('acp').status().agent") == "two"
 
 
+@pytest.mark.parametrize("position", ["right", "float", "tab"])
+def test_toggle_shows_the_chat_used_since_not_one_an_earlier_toggle_hid(
+    editor: Editor, position: str
+) -> None:
+    editor.setup(chat={"position": position})
+    first = editor.open_chat()["chat"]
+    editor.nvim.command("AcpToggle")  # hides the first chat
+    editor.wait(HIDDEN, what="the toggle to hide the chat")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    second = editor.lua("return require('acp').status().chat")
+    editor.nvim.command("q")  # in the second chat's input
+    editor.wait(HIDDEN, what=":q to hide the second chat")
+    editor.nvim.command("AcpToggle")
+    assert editor.lua("return require('acp').status().chat") == second
+    assert_whole(editor)
+    assert editor.lua(
+        "return #vim.fn.win_findbuf(require('acp.chat.registry').chats[...].transcript)", first
+    ) == 0
+
+
 def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()

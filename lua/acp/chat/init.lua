@@ -32,6 +32,10 @@ local api = vim.api
 
 local valid = registry.valid
 local next_id = 1
+-- The chats the last :AcpToggle hid, oldest first, to show again. Forgotten when
+-- a chat window opens or closes another way: the chat used since is the one to
+-- bring back, not those hidden before it.
+local toggled = {} ---@type integer[]
 
 --- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
 --- and the input alike: a stream keeps its colors and nothing is loaded again after
@@ -235,6 +239,7 @@ local function create()
     api.nvim_create_autocmd("BufWinEnter", {
       buffer = buf,
       callback = function()
+        toggled = {}
         layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
         winbar.update(chat)
         -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
@@ -247,6 +252,7 @@ local function create()
       buffer = buf,
       callback = function(ev)
         local win = tonumber(ev.match) --[[@as integer]]
+        toggled = {}
         local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
         if buf == chat.transcript then
           chat.closed_at_end = render.at_end(win, buf)
@@ -509,11 +515,9 @@ function M.pick()
   end)
 end
 
----@type integer[] the chats the last toggle hid, oldest first
-local toggled = {}
-
 --- :AcpToggle: hide every chat the current tab page shows, or show again the
---- ones the last toggle hid, as they were. False when neither was done.
+--- ones the last toggle hid, as they were, when no chat window opened or closed
+--- since. False when neither was done.
 ---@return boolean
 function M.toggle()
   local ids = vim.tbl_map(function(item)
@@ -523,10 +527,10 @@ function M.toggle()
     return layout.shown(registry.chats[id])
   end, ids)
   if #shown > 0 then
-    toggled = shown
     for _, id in ipairs(shown) do
       layout.hide(registry.chats[id])
     end
+    toggled = shown -- after the windows closed, which forget what was toggled
     return true
   end
   local hidden = vim.tbl_filter(function(id)
