@@ -94,6 +94,15 @@ class Screen:
                     for args in calls:
                         self._apply(name, args)
 
+    def window(self, win: int) -> list[str]:
+        """The rows ``win`` shows (its winbar first, if any), drawn afresh."""
+        self.draw()
+        top, left, width, height = self.editor.lua(
+            "local i = vim.fn.getwininfo(...)[1] return {i.winrow, i.wincol, i.width, i.height + i.winbar}",
+            win,
+        )
+        return [self.text(top + row, left, width).rstrip() for row in range(height)]
+
     def _place(self, win: int, lnum: int) -> tuple[int, int, int]:
         """The screen row (1-based, 0 when off screen) of ``lnum``, and ``win``'s first
         column (1-based) and width."""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 
 HINT = """
 local buf = require('acp').status().transcript_buf
@@ -22,9 +23,10 @@ return lines
 """
 
 
-def hint(editor: Editor) -> list[str]:
+def hint(editor: Editor) -> str:
+    """The hint's words, its lines wrapped to the window joined again."""
     lines: list[str] = editor.lua(HINT)
-    return lines
+    return " ".join(" ".join(lines).split())
 
 
 @pytest.mark.parametrize(
@@ -43,7 +45,7 @@ def test_an_empty_chat_teaches_and_the_first_prompt_takes_it_away(
 ) -> None:
     editor.setup(**options)
     editor.open_chat()
-    shown = "\n".join(hint(editor))
+    shown = hint(editor)
     for needle in [*named, "@ attaches", "/ runs", ":help acp"]:
         assert needle in shown
     for needle in unnamed:
@@ -51,11 +53,33 @@ def test_an_empty_chat_teaches_and_the_first_prompt_takes_it_away(
     assert editor.transcript() == [""]  # virtual lines only: no transcript text
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")
-    assert hint(editor) == []
+    assert hint(editor) == ""
 
 
 def test_a_resumed_chat_shows_no_first_screen(editor: Editor) -> None:
     editor.setup()
     # Its transcript fills with the session's history: nothing to teach there.
     editor.lua("require('acp').open({agent = 'demo', session_id = 'demo-1'})")
-    assert hint(editor) == []
+    assert hint(editor) == ""
+
+
+
+def test_the_first_screen_wraps_to_the_chats_window(editor: Editor) -> None:
+    # Virtual lines never wrap: at the chat's default width (48 columns of 120) the
+    # send keys and q, <C-c>, ? were cut off.
+    screen = Screen(editor, 120, 40)
+    editor.setup()
+    status = editor.open_chat()
+    win = editor.lua("return vim.fn.bufwinid(...)", status["transcript_buf"])
+    sentences = [
+        "Type your prompt in the input below; send it with <CR> (Normal mode)"
+        " or <C-S> (Insert mode too).",
+        "@ attaches a file, a directory, the selection, diagnostics… (completion offers them).",
+        "/ runs one of the agent's commands; q hides the chat, <C-C> cancels a turn,"
+        " ? lists the chat's keys.",
+        ":help acp for everything else.",
+    ]
+    for width in (None, 70, 30):  # and again when the window is resized
+        if width:
+            editor.lua("vim.api.nvim_win_set_width(...)", win, width)
+        assert " ".join(sentences) in " ".join(" ".join(screen.window(win)).split())

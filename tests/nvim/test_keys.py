@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 from tests.nvim.test_files import run
 from tests.nvim.test_permissions import PROMPT, wait_text
 
@@ -208,7 +209,7 @@ def test_a_turn_that_changed_files_ends_with_their_summary_and_the_review_keys(
     lines = editor.transcript()
     row = lines.index("**2 files changed:** `a.txt`, `b.txt`")
     assert lines[row + 2].startswith("*— end_turn")
-    named = "  · \\v review · \\A accept all · \\R reject all"
+    named = "\\v review · \\A accept all · \\R reject all"
     assert hints(editor) == [(row, named)]
     # The keys do what they say; once no change is open they are named no more.
     go(editor, editor.lua("return require('acp').status().transcript_buf"))
@@ -239,8 +240,31 @@ HINTS = (
 
 
 def hints(editor: Editor) -> list[tuple[int, str]]:
-    """The transcript's rows that name the review's keys, and what they say."""
-    return [(m[1], m[3]["virt_text"][0][0]) for m in editor.lua(f"return {HINTS}")]
+    """The transcript's rows that name the review's keys (below them), and what they say."""
+    return [
+        (m[1], " · ".join(line[0][0].strip() for line in m[3]["virt_lines"]))
+        for m in editor.lua(f"return {HINTS}")
+    ]
+
+
+def test_the_review_keys_show_whole_at_the_chats_default_width(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # At the end of the summary's line, the 48 columns of a 120-column screen cut
+    # them after "\A a": a line of their own fits them, wrapped when narrower.
+    screen = Screen(editor, 120, 40)
+    editor.setup(agents={"files": editor.fake_agent("files")})
+    status = editor.open_chat("files")
+    run(editor, [{"write": {"path": str(tmp_path / "project" / "b.txt"), "content": "b\n"}}])
+    win = editor.lua("return vim.fn.bufwinid(...)", status["transcript_buf"])
+    for width, named in (
+        (None, "\\v review · \\A accept all · \\R reject all"),
+        (30, "\\v review · \\A accept all \\R reject all"),  # a line for the last
+    ):
+        if width:
+            editor.lua("vim.api.nvim_win_set_width(...)", win, width)
+        shown = " ".join(" ".join(screen.window(win)).split())
+        assert f"**1 file changed:** `b.txt` {named} *— end_turn" in shown
 
 
 # Records the buffer-local mappings the plugin makes (its descriptions start with
@@ -335,3 +359,4 @@ def test_reject_why_set_to_the_help_key_still_answers(editor: Editor) -> None:
     editor.lua("require('acp').cancel()")
     editor.wait_event("AcpTurnEnd", count=2)
     editor.wait("vim.fn.maparg('?', 'n', false, true).desc == \"acp: show the chat's keys\"")
+

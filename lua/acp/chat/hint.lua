@@ -1,9 +1,11 @@
 -- The first screen of a new chat: what to type and where help is, as virtual lines
 -- over the empty transcript (never transcript text: the history, a copy or an export
--- of the chat holds none of it). The keys named are the user's (|acp-keys|); a key
--- turned off is not named. The first block drawn takes it away.
+-- of the chat holds none of it), wrapped to the chat's window. The keys named are the
+-- user's (|acp-keys|); a key turned off is not named. The first block drawn takes it
+-- away.
 if jit then jit.off(true, true) end -- decision 0068
 local keys = require("acp.keys")
+local wrapped = require("acp.chat.wrapped")
 
 local M = {}
 local api = vim.api
@@ -16,8 +18,8 @@ local function with_key(where, name, text)
   return lhs and text:format(keys.typed(lhs)) or nil
 end
 
---- The hint's lines, each a list of {text, highlight} chunks.
-local function lines()
+--- The hint's paragraphs.
+local function paragraphs()
   local send = vim.tbl_filter(function(part)
     return part ~= nil
   end, {
@@ -31,28 +33,25 @@ local function lines()
     with_key("chat", "cancel", "%s cancels a turn"),
     with_key("chat", "help", "%s lists the chat's keys"),
   })
-  local texts = {
+  return {
     #send > 0 and ("Type your prompt in the input below; send it with %s."):format(table.concat(send, " or "))
       or "Type your prompt in the input below; send it with :AcpSend.",
     "@ attaches a file, a directory, the selection, diagnostics… (completion offers them).",
     "/ runs one of the agent's commands" .. (#chat > 0 and "; " .. table.concat(chat, ", ") or "") .. ".",
     ":help acp for everything else.",
   }
-  return vim.tbl_map(function(text)
-    return { { text, "AcpHint" } }
-  end, texts)
 end
 
 --- Show the hint over `chat`'s empty transcript.
 ---@param chat acp.Chat
 function M.show(chat)
-  api.nvim_buf_set_extmark(chat.transcript, ns, 0, 0, { virt_lines = lines(), virt_lines_above = false })
+  wrapped.set(chat.transcript, ns, 0, vim.tbl_map(wrapped.words, paragraphs()), "AcpHint")
 end
 
 --- Take the hint away (the transcript has its first block).
 ---@param chat acp.Chat
 function M.clear(chat)
-  api.nvim_buf_clear_namespace(chat.transcript, ns, 0, -1)
+  wrapped.clear(chat.transcript, ns)
 end
 
 return M

@@ -1,7 +1,7 @@
 -- The chat's own keys (|acp-keys|: keys.chat, keys.input, keys.queue): mapped on
 -- the transcript and the input when a chat is made, each with its `desc`, which
 -- the help key lists. Also the motions between turns and tool calls, and the keys
--- named at a turn's change summary. What a key does to the chat itself (send,
+-- named under a turn's change summary. What a key does to the chat itself (send,
 -- cancel, hide) acp.chat hands in: this module does not require it.
 if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
@@ -11,6 +11,7 @@ local review = require("acp.review")
 local review_state = require("acp.review.state")
 local tools = require("acp.chat.tools")
 local util = require("acp.util")
+local wrapped = require("acp.chat.wrapped")
 
 local M = {}
 local api = vim.api
@@ -164,13 +165,13 @@ local function newest_summary(chat)
   end
 end
 
---- Name the review's keys after the newest change summary the transcript shows,
+--- Name the review's keys under the newest change summary the transcript shows,
 --- while the chat's review has a hunk open: the keys act on every open change, so
 --- one summary names them, and none once all are decided (accepted, rejected, a
---- restore). Virtual text, which a copy of the transcript does not take.
+--- restore). A virtual line, which a copy of the transcript does not take.
 ---@param chat acp.Chat
 function M.hint_review(chat)
-  api.nvim_buf_clear_namespace(chat.transcript, hint_ns, 0, -1)
+  wrapped.clear(chat.transcript, hint_ns)
   local summary = review_state.open_hunks(chat.id) > 0 and newest_summary(chat)
   if not summary then
     return
@@ -185,9 +186,8 @@ function M.hint_review(chat)
   if #hint == 0 then
     return
   end
-  api.nvim_buf_set_extmark(chat.transcript, hint_ns, blocks.start_row(chat.transcript, summary), 0, {
-    virt_text = { { "  · " .. table.concat(hint, " · "), "AcpInfo" } },
-  })
+  local row = blocks.start_row(chat.transcript, summary)
+  wrapped.set(chat.transcript, hint_ns, row, { { pieces = hint, separator = " · " } }, "AcpInfo")
 end
 
 return M
