@@ -301,27 +301,31 @@ return {vim.api.nvim_win_get_width(win),
 
 def test_a_narrow_winbar_keeps_state_agent_and_whole_fields(editor: Editor) -> None:
     """A chat 40 columns wide: the state and agent, then the fields a user needs most,
-    each whole (the title shortened); a field is never cut through its middle (a
-    61-column chat showed "demo<ode · Demo small"). Made wider, it shows them all."""
+    each whole; a field is never cut through its middle (a 61-column chat showed
+    "demo<ode · Demo small"). Wider, the context meter comes before the title (a
+    48-column chat showed the title and not the meter), then the title, shortened
+    where it does not fit, then everything."""
     editor.setup(chat={"width": 40})
     editor.open_chat()
     editor.lua("require('acp').send('tell me about lua and a title long enough to cut')")
     title = "tell me about lua and a"  # the demo's title: the prompt's first words
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().usage ~= nil")
+    head, meter = " ready · demo · mode Ask", "ctx 1k/200k 1% $0.00"
     width, shown = editor.lua(WINBAR_SHOWN)
-    assert width == 40
-    assert shown == " ready · demo · mode Ask · tell me abou…", shown
-    editor.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 61)")
-    editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
-    width, shown = editor.lua(WINBAR_SHOWN)
-    assert width == 61
-    assert shown == f" ready · demo · mode Ask · {title}", shown
-    editor.lua("vim.o.columns = 200; vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 140)")
-    editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
-    assert editor.lua(WINBAR_SHOWN) == [140, (
-        f" ready · demo · ACP v1 · mode Ask · Demo small · ctx 1k/200k 1% $0.00 · {title}"
-    )]
+    assert (width, shown) == (40, head)
+    editor.lua("vim.o.columns = 200")
+    for width, fitted in (
+        (48, f"{head} · {meter}"),
+        (66, f"{head} · {meter} · tell me about l…"),
+        (140, f" ready · demo · ACP v1 · mode Ask · Demo small · {meter} · {title}"),
+    ):
+        editor.lua(
+            "vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), ...)", width
+        )
+        editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
+        assert editor.lua(WINBAR_SHOWN) == [width, fitted]
+        shown = fitted
 
 
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:

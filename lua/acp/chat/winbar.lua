@@ -69,8 +69,10 @@ local function fields(chat)
   add((s.queued or 0) > 0 and (s.queued .. " queued") or nil, 7)
   add(s.mode and ("mode " .. s.mode), 6)
   add(s.model, 2)
-  add(M.usage_text(s.usage), 3)
-  add(s.name or s.title, 4, true)
+  -- The meter outlasts the title: it is the figure that changes as you work, and
+  -- :AcpChats lists every chat's title (decision 0079).
+  add(M.usage_text(s.usage), 4)
+  add(s.name or s.title, 3, true)
   return shown
 end
 
