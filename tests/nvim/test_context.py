@@ -176,10 +176,14 @@ def test_an_image_goes_only_to_an_agent_that_takes_images(editor: Editor, versio
 @VERSIONS
 def test_an_image_the_agent_cannot_take_is_not_sent_and_said(editor: Editor, version: int) -> None:
     (editor.tmp / "project" / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    (editor.tmp / "project" / "notes.md").write_text("n\n")
     open_with(editor, "blocks", version)
-    editor.lua("require('acp').send('what is in @shot.png')")
-    assert len(blocks(editor)) == 1
-    assert "shot.png (12 B) not sent: the agent takes no images" in editor.transcript_text()
+    editor.lua("require('acp').send('what is in @shot.png and @notes.md')")
+    assert [block["type"] for block in blocks(editor)] == ["text", "resource_link"]
+    text = editor.transcript_text()
+    assert "shot.png (12 B) not sent: the agent takes no images" in text
+    # The prompt's attached line lists what was sent: the image is not among it.
+    assert "*Attached: notes.md*" in text and "*Attached: shot.png" not in text
 
 
 def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> None:

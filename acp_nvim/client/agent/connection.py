@@ -324,7 +324,7 @@ class AgentConnection:
         if self._tasks is not None:
             self._tasks.start_soon(_call_later, _DRAWN_AFTER, drawn)
         try:
-            await chat.start_turn(text, attachments)
+            await chat.start_turn(text, sessions.sendable(attachments))
             chat.branches.path[-1].agent = self.serial
             left = self._left.get(chat.id)
             if left is not None:

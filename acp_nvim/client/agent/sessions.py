@@ -156,6 +156,11 @@ class Sessions(Protocol):
                 a message when ``at_message`` is given.
         """
 
+    def sendable(self, attachments: Sequence[Attachment]) -> list[Attachment]:
+        """The ``attachments`` this agent takes, in their order: :meth:`prompt` leaves
+        out the others (an image to an agent that takes none) and the chat says so, so
+        the turn lists only these as attached."""
+
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
         """Put a message into ``chat``'s running turn (``_session/steering``); whether
         the agent took it (``injected``), else it is the caller's to send as a prompt.

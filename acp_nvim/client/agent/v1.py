@@ -53,6 +53,7 @@ from acp_nvim.client.agent.sessions import (
     steers,
 )
 from acp_nvim.client.services.changes import SessionChanges
+from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
@@ -469,6 +470,9 @@ class SessionsV1:
         found = settings(options, modes, models)
         if found:
             chat.on_config(found)
+
+    def sendable(self, attachments: Sequence[Attachment]) -> list[Attachment]:
+        return sendable(attachments, image=self._capabilities.prompt_capabilities.image)
 
     def _blocks(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> list[Any]:
         accepts = self._capabilities.prompt_capabilities

@@ -56,6 +56,7 @@ from acp_nvim.client.agent.sessions import (
     steer,
     steers,
 )
+from acp_nvim.client.services.context import sendable
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import (
     Attachment,
@@ -464,9 +465,16 @@ class SessionsV2:
             apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
         return response.session_id
 
-    def _blocks(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> list[Any]:
+    @property
+    def _prompt_capabilities(self) -> v2.PromptCapabilities:
         accepts = (self.init.capabilities.session or v2.SessionCapabilities()).prompt
-        accepts = accepts or v2.PromptCapabilities()
+        return accepts or v2.PromptCapabilities()
+
+    def sendable(self, attachments: Sequence[Attachment]) -> list[Attachment]:
+        return sendable(attachments, image=self._prompt_capabilities.image is not None)
+
+    def _blocks(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> list[Any]:
+        accepts = self._prompt_capabilities
         embed, image = accepts.embedded_context is not None, accepts.image is not None
         return prompt_blocks(chat, text, attachments, v2, embed=embed, image=image)
 

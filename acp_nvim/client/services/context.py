@@ -15,7 +15,7 @@ the *agent* asks for.
 
 from __future__ import annotations
 
-__all__ = ["MAX_EMBED_BYTES", "MAX_IMAGE_BYTES", "PromptForm", "prompt_form", "resolve"]
+__all__ = ["MAX_EMBED_BYTES", "MAX_IMAGE_BYTES", "PromptForm", "prompt_form", "resolve", "sendable"]
 
 import base64
 import mimetypes
@@ -56,6 +56,12 @@ def prompt_form(attachment: Attachment, *, embed: bool, image: bool) -> PromptFo
     # Without embedded context a file is a link the agent reads itself; a selection
     # or diagnostics exist only here, so they go as text.
     return "link" if attachment.kind == "file" else "text"
+
+
+def sendable(attachments: Sequence[Attachment], *, image: bool) -> list[Attachment]:
+    """The ``attachments`` that go to an agent that takes images (``image``) or not:
+    all but those :func:`prompt_form` skips (whatever it embeds)."""
+    return [a for a in attachments if prompt_form(a, embed=False, image=image) != "skip"]
 
 
 async def resolve(
