@@ -7,6 +7,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 
@@ -155,22 +157,32 @@ def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) 
     assert editor.lua("return vim.fn.maparg('\\\\y', 'n')") == ""  # gone with the prompt
 
 
-def test_keys_a_prompt_does_not_offer_do_not_fall_through(editor: Editor) -> None:
+@pytest.mark.parametrize(
+    ("prompt", "offered", "answer", "answered"),
+    [
+        ("execute nokind", "1 2", "1", "selected yes"),
+        # Every key the prompt lists, "reject and say why" too (`s` was left out).
+        ("execute nonever", "a A r s", "a", "selected proceed_once"),
+    ],
+)
+def test_keys_a_prompt_does_not_offer_do_not_fall_through(
+    editor: Editor, prompt: str, offered: str, answer: str, answered: str
+) -> None:
     start(editor)
-    editor.lua("require('acp').send('execute nokind')")
+    editor.lua("require('acp').send(...)", prompt)
     wait_text(editor, PROMPT)
     focus_transcript(editor)
     editor.nvim.input("R")
     editor.wait("#_G.acp_notices > 0", what="a notice for R")
     assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == (
-        "acp: the permission prompt takes 1 2 (or :AcpPermission)"
+        f"acp: the permission prompt takes {offered} (or :AcpPermission)"
     )
     assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
     assert "E21" not in editor.lua("return vim.v.errmsg")
     assert PROMPT in editor.transcript()  # still waiting
-    editor.nvim.input("1")
+    editor.nvim.input(answer)
     editor.wait_event("AcpTurnEnd")
-    assert "permission: selected yes" in editor.transcript_text()
+    assert f"permission: {answered}" in editor.transcript_text()
 
 
 def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:

@@ -60,15 +60,26 @@ function M.why(chat, permission)
   end)
 end
 
+---@class acp.PermissionChoice: acp.PermissionOption
+---@field why? true reject and say why
+
+--- What `permission` offers, in the order its prompt lists them: its options, then
+--- "reject and say why" where it has that.
+---@param permission acp.Permission
+---@return acp.PermissionChoice[]
+local function choices(permission)
+  local offered = vim.list_extend({}, permission.options)
+  local why = permission.why
+  if why then
+    table.insert(offered, { id = why.option, key = why.key, name = "Reject and say why", row = why.row, why = true })
+  end
+  return offered
+end
+
 --- Pick an option of `permission` with vim.ui.select ("reject and say why" last).
 ---@param permission acp.Permission
 function M.pick(chat, permission)
-  local items = vim.list_extend({}, permission.options)
-  local why = permission.why
-  if why then
-    table.insert(items, { key = why.key, name = "Reject and say why", why = true })
-  end
-  vim.ui.select(items, {
+  vim.ui.select(choices(permission), {
     prompt = ("acp: allow %s?"):format(permission.title),
     kind = "acp.permission",
     format_item = function(option)
@@ -105,15 +116,14 @@ function M.press(chat, key)
   local offered = {}
   for _, entry in ipairs(entries) do
     local permission = permission_of(chat, entry)
-    if permission.why and permission.why.key == key then
-      return M.why(chat, permission)
-    end
-    for _, option in ipairs(permission.options) do
-      if option.key == key then
-        return M.answer(chat, permission, option)
+    for _, choice in ipairs(choices(permission)) do
+      if choice.key == key and choice.why then
+        return M.why(chat, permission)
+      elseif choice.key == key then
+        return M.answer(chat, permission, choice)
       end
-      if option.key and not vim.tbl_contains(offered, option.key) then
-        table.insert(offered, option.key)
+      if choice.key and not vim.tbl_contains(offered, choice.key) then
+        table.insert(offered, choice.key)
       end
     end
   end
@@ -192,15 +202,12 @@ local function map_keys(chat)
     local options = {}
     for _, entry in ipairs(entries) do
       local permission = permission_of(chat, entry)
-      for _, option in ipairs(permission.options) do
-        if option.key and not transcript[option.key] then
-          transcript[option.key] = press(option.key) -- a digit
+      for _, choice in ipairs(choices(permission)) do
+        if choice.key and not transcript[choice.key] then
+          transcript[choice.key] = press(choice.key) -- a digit, or reject and say why
         end
-        table.insert(options, option)
       end
-      if permission.why and permission.why.key and not transcript[permission.why.key] then
-        transcript[permission.why.key] = press(permission.why.key) -- reject and say why
-      end
+      vim.list_extend(options, permission.options)
     end
     input, hint = keys.prompt_keys(options, function(option)
       answer_kind(chat, option.kind)
@@ -293,11 +300,7 @@ function M.highlight(buf, ns, block, first, lines)
     return
   end
   api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "AcpPermission" })
-  local keyed = vim.list_extend({}, permission.options)
-  if permission.why then
-    table.insert(keyed, permission.why)
-  end
-  for _, option in ipairs(keyed) do
+  for _, option in ipairs(choices(permission)) do
     local line = lines[option.row + 1]
     local from, to = nil, nil
     if line and option.key then

@@ -133,8 +133,8 @@ async def opencode_write(agent: Agent, call_id: str, path: str, content: str) ->
 
 
 async def ask_permission(agent: Agent, prompt: Prompt) -> str:
-    """Prompt ``KIND [nokind] [at PATH:LINE]``: ask like gemini (the tool call exists
-    only in the request), then say the outcome as a message."""
+    """Prompt ``KIND [nokind|nonever] [at PATH:LINE]``: ask like gemini (the tool call
+    exists only in the request), then say the outcome as a message."""
     words = prompt.text.split()
     call: Params = {"toolCallId": f"call-{words[0]}", "title": f"Fake {words[0]}", "kind": words[0]}
     if "at" in words:
@@ -149,6 +149,8 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
             {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
             {"optionId": "never", "name": "Never", "kind": "reject_always"},
         ]
+        if "nonever" in words:  # the demo agent's three
+            options.pop()
     answer = await agent.c.request(
         "session/request_permission", {**sid(agent), "toolCall": call, "options": options}, dict
     )
