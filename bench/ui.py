@@ -52,7 +52,10 @@ class Ui:
 
     def read(self) -> None:
         while True:
-            data = self.sock.recv(1 << 20)
+            try:
+                data = self.sock.recv(1 << 20)
+            except OSError:  # main() closed the socket: detached
+                return
             received = time.monotonic_ns()
             if not data:
                 return
