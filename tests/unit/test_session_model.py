@@ -236,6 +236,24 @@ async def test_cancelled_turn_marks_unfinished_tool_calls_cancelled() -> None:
     assert editor.last_status(1)["stop_reason"] == "cancelled"
 
 
+@pytest.mark.anyio
+async def test_a_cancel_settles_its_own_turns_calls_and_compactions_only() -> None:
+    """An earlier turn's call nothing finished (a v2 permission's own block) was
+    marked cancelled by a later turn's cancel; a compaction cut short stayed in
+    progress."""
+    chat, editor = make_chat()
+    await chat.start_turn("one")
+    chat.on_tool_call(ToolCallPatch("t1", title="Run", status="pending"))
+    chat.end_turn("end_turn")
+    await chat.start_turn("two")
+    chat.on_tool_call(ToolCallPatch("t2", title="Run", status="pending"))
+    chat.on_compaction("c1", status="in_progress")
+    chat.end_turn("cancelled")
+    assert chat.session.tool_calls["t1"].status == "pending"
+    assert chat.session.tool_calls["t2"].status == "cancelled"
+    assert editor.transcript(1)["#compaction:c1"][0] == "#### Context compaction cancelled"
+
+
 def test_unknown_update_and_content_never_crash() -> None:
     chat, editor = make_chat()
     adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "brand_new_thing", "x": 1}'))

@@ -227,10 +227,15 @@ class Chat:
         self.end_turn(stop_reason)
 
     def end_turn(self, stop_reason: str) -> None:
-        """Close the turn: unfinished tool calls become cancelled, then the stop line."""
-        if stop_reason in _ABANDONED:
-            for call in self.session.unfinished_tool_calls():
-                self._apply_tool_call(ToolCallPatch(call.id, status="cancelled"))
+        """Close the turn: its unfinished tool calls and compactions become cancelled
+        (not an earlier turn's, which nothing will finish), then the stop line."""
+        start = self.branches.path[-1].start if self.branches.path else 0
+        for kind, key in self.session.unfinished(start) if stop_reason in _ABANDONED else ():
+            if kind == "tool":
+                self._apply_tool_call(ToolCallPatch(key, status="cancelled"))
+            else:
+                compaction = self.session.apply_compaction(key, status="cancelled")
+                self._draw(view.compaction_op(compaction))
         self._close_fence()
         self.session.state = "idle"
         self.session.stop_reason = stop_reason

@@ -650,5 +650,13 @@ class Session(msgspec.Struct):
             compaction.error = error
         return compaction
 
-    def unfinished_tool_calls(self) -> list[ToolCall]:
-        return [call for call in self.tool_calls.values() if call.status in UNFINISHED]
+    def unfinished(self, since: int) -> list[tuple[Literal["tool", "compaction"], str]]:
+        """The tool calls and compactions among the items from ``since`` on (a turn's)
+        that have not finished, each its kind and key."""
+        found: list[tuple[Literal["tool", "compaction"], str]] = []
+        for kind, key in self.items[since:]:
+            if kind == "tool" and self.tool_calls[key].status in UNFINISHED:
+                found.append(("tool", key))
+            elif kind == "compaction" and self.compactions[key].status in UNFINISHED:
+                found.append(("compaction", key))
+        return found
