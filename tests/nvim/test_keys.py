@@ -267,6 +267,32 @@ def test_the_review_keys_show_whole_at_the_chats_default_width(
         assert f"**1 file changed:** `b.txt` {named} *— end_turn" in shown
 
 
+def test_a_window_at_the_end_still_shows_it_under_the_review_keys(editor: Editor) -> None:
+    # The keys' line comes after the turn's rows were drawn and the window followed
+    # them: it pushed the turn's end line below the window, the cursor on it.
+    Screen(editor, 120, 40)
+    project = editor.tmp / "project"
+    (project / "demo.txt").write_text("one\ntwo\nthree\n")
+    editor.nvim.command(f"cd {project}")
+    editor.setup()
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    status = editor.open_chat()
+    win = editor.lua("return vim.fn.bufwinid(...)", status["transcript_buf"])
+    editor.lua("vim.api.nvim_set_current_win(...)", win)
+    for turn, prompt in enumerate(("permission", "edit"), 1):  # the second changes a file
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpPermissionRequest", count=turn)
+        editor.nvim.command("AcpPermission")  # allowed
+        editor.wait_event("AcpTurnEnd", count=turn)
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({status['transcript_buf']}, -1, 0, -1, {{details = true}}) > 0")
+    last, shown = editor.lua(
+        "return vim.api.nvim_win_call(..., function() return {vim.fn.line('$'), vim.fn.line('w$')} end)",
+        win,
+    )
+    assert editor.transcript()[-1].startswith("*— end_turn")
+    assert shown == last, f"line {last} below the window"
+
+
 # Records the buffer-local mappings the plugin makes (its descriptions start with
 # "acp"), in Normal, Insert, Visual and Operator-pending mode, as they come and go:
 # a key mapped again in a buffer where another of the plugin's keys holds it is a clash.

@@ -7,6 +7,7 @@ if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local keys = require("acp.keys")
 local queue = require("acp.chat.queue")
+local render = require("acp.chat.render")
 local review = require("acp.review")
 local review_state = require("acp.review.state")
 local tools = require("acp.chat.tools")
@@ -188,6 +189,7 @@ function M.hint_review(chat)
   end
   local row = blocks.start_row(chat.transcript, summary)
   wrapped.set(chat.transcript, hint_ns, row, { { pieces = hint, separator = " · " } }, "AcpInfo")
+  render.keep_end(chat.transcript) -- the line pushed the turn's end down
 end
 
 return M

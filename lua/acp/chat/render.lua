@@ -222,9 +222,16 @@ function M.done(buf, following)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })
   end
-  if last >= following.rows then
-    return
+  if last < following.rows then
+    M.keep_end(buf)
   end
+end
+
+--- Each window at the end of transcript `buf` shows as much as fits, the end at its
+--- bottom: Neovim keeps a window's top line when rows go (M.done) or a virtual line
+--- above the end comes (the review's keys), and the end then sat out of view.
+---@param buf integer
+function M.keep_end(buf)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if M.at_end(win, buf) then
       api.nvim_win_call(win, function()
