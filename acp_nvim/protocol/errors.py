@@ -60,6 +60,10 @@ class LineTooLong(ProtocolError):
         return f"line of {self.size} bytes exceeds the {self.limit}-byte limit; skipped"
 
 
+# The most of an error's detail a message carries (a stack trace has more lines).
+_DETAIL = 300
+
+
 class RequestError(AcpError):
     """A JSON-RPC error: `code`, `message` and optional `data`."""
 
@@ -79,10 +83,25 @@ class RequestError(AcpError):
         self.data = data
 
     def __str__(self) -> str:
+        detail = self.detail
+        if detail and detail not in self.message:
+            return f"{self.code} {self.message}: {detail}"
         return f"{self.code} {self.message}"
 
     def __repr__(self) -> str:
         return f"RequestError({self.code}, {self.message!r}, {self.data!r})"
+
+    @property
+    def detail(self) -> str | None:
+        """What ``data`` tells a person beside ``message``: the text itself, or the
+        ``details`` the ACP SDKs put there for an internal error (an agent's
+        "-32603 Internal error" says its real cause only there); its first line, at
+        most :data:`_DETAIL` characters."""
+        data = self.data.get("details") if isinstance(self.data, dict) else self.data
+        if not isinstance(data, str) or not data.strip():
+            return None
+        line = data.strip().split("\n", 1)[0]
+        return line if len(line) <= _DETAIL else line[: _DETAIL - 1] + "…"
 
     # The detail goes into `message` (so logs and `str()` say what failed) and, where
     # it is a name, into `data` too (so a program can read it without parsing).

@@ -841,6 +841,15 @@ def test_default_convert() -> None:
 
 def test_repr_and_errors() -> None:
     assert str(RequestError.cancelled()) == "-32800 Request cancelled"
+    # What the agent put in `data` for a person: the SDKs' `details`, or a text.
+    overloaded = RequestError(-32603, "Internal error", {"details": "overloaded_error: Overloaded"})
+    assert str(overloaded) == "-32603 Internal error: overloaded_error: Overloaded"
+    trace = "Error: boom\n    at x (a.js:1)"
+    assert str(RequestError(-32000, "Failed", trace)) == "-32000 Failed: Error: boom"
+    long = str(RequestError(-32000, "x", "y" * 400))
+    assert long.endswith("y…") and len(long) == len("-32000 x: ") + 300
+    # Names a program reads are not repeated: they are in the message already.
+    assert str(RequestError.method_not_found("a/b")) == "-32601 Method not found: a/b"
     assert RequestError.internal("x").code == -32603
     assert RequestError.invalid_params("bad").message == "Invalid params: bad"
     assert str(ConnectionClosed()) == "connection closed"
