@@ -105,6 +105,7 @@ def report(raw_options: Any) -> dict[str, Any]:
         agents[name] = {
             "cmd": agent.cmd,
             "found": found,
+            "missing": None if found else _missing(program),
             "configured": name in config.agents,
             "needs": _NEEDS.get(program, f"{program!r} on PATH"),
             # npx and uvx fetch the agent's package when it starts: found says
@@ -118,6 +119,16 @@ def report(raw_options: Any) -> dict[str, Any]:
         "agents": agents,
         "mcp": _mcp(config),
     }
+
+
+def _missing(program: str) -> str:
+    """Why ``program``, which ``shutil.which`` did not find, cannot start (as the
+    chat's start would say it)."""
+    if os.sep not in program:
+        return "is not installed or not on PATH"
+    if not os.path.exists(program):
+        return "does not exist"
+    return "is a directory" if os.path.isdir(program) else "is not executable"
 
 
 def _mcp(config: Any) -> dict[str, Any]:

@@ -90,7 +90,7 @@ function M.check()
     elseif agent.found ~= vim.NIL then
       health.ok(("%s: %s"):format(name, cmd))
     elseif agent.configured or name == report.default_agent then
-      health.error(("%s: %q is not installed or not on PATH"):format(name, agent.cmd[1]))
+      health.error(("%s: %q %s"):format(name, agent.cmd[1], agent.missing))
     else
       health.info(("%s: cannot start here, needs %s (%s)"):format(name, agent.needs, cmd))
     end

@@ -520,9 +520,12 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     bin_dir.mkdir()
     (bin_dir / "npx").write_text("#!/bin/sh\n")
     (bin_dir / "npx").chmod(0o755)
+    (bin_dir / "plain.sh").write_text("#!/bin/sh\n")  # not executable
     editor.setup(
         agents={
             "ghost": {"cmd": ["no-such-agent-binary"]},
+            "plain": {"cmd": [str(bin_dir / "plain.sh")]},
+            "gone": {"cmd": [str(bin_dir / "gone")]},
             "fetched": {"cmd": ["npx", "-y", "some-agent@1.0"], "env": {"PATH": str(bin_dir)}},
         }
     )
@@ -532,6 +535,9 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     assert "OK msgspec" in text and "OK anyio" in text
     assert "OK options are valid; default agent: demo" in text
     assert 'ERROR ghost: "no-such-agent-binary" is not installed' in text
+    # A path says what is wrong with it, as the chat's start would.
+    assert f'ERROR plain: "{bin_dir / "plain.sh"}" is not executable' in text
+    assert f'ERROR gone: "{bin_dir / "gone"}" does not exist' in text
     # A launcher found is not the agent found: npx downloads it when it starts.
     assert (
         "fetched: npx -y some-agent@1.0 (npx fetches the agent when it starts: not checked here)"
@@ -541,7 +547,7 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
     lines = editor.nvim.current.buffer[:]
     section = lines[lines.index("Agents ~") + 1 : lines.index("MCP ~")]
     named = [line.split(":")[0].split()[-1] for line in section if line.startswith("- ")]
-    assert named == sorted(named) and {"demo", "fetched", "ghost"} <= set(named)
+    assert named == sorted(named) and {"demo", "fetched", "ghost", "plain"} <= set(named)
 
 
 def test_on_windows_checkhealth_and_acpchat_say_it_is_unix_only(editor: Editor) -> None:
