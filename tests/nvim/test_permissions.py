@@ -369,3 +369,20 @@ def test_tool_block_folds_from_its_header_shown_as_it_is(editor: Editor) -> None
     assert editor.lua(f"return vim.fn.foldclosed({head + 1})") == head + 1
     assert editor.lua(f"return vim.fn.foldclosedend({head + 1})") >= lines.index("→ notes.txt:3") + 1
     assert editor.lua("return vim.wo.foldtext") == ""  # the closed fold shows the header line
+
+
+@pytest.mark.parametrize("answer", ["allow", "cancel"])
+def test_a_v2_prompt_without_a_tool_call_settles_its_own_block(editor: Editor, answer: str) -> None:
+    """v2 asks about a command with no tool call: the client's own block carries the
+    question, and nothing else would ever end its "pending"."""
+    editor.setup(protocol_version=2)
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.open_chat()
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    assert "`execute` · pending" in editor.transcript_text()
+    editor.nvim.command("AcpPermission" if answer == "allow" else "AcpCancel")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    status = "completed" if answer == "allow" else "cancelled"
+    assert f"`execute` · {status}" in text and "· pending" not in text

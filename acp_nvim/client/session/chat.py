@@ -23,6 +23,7 @@ from acp_nvim.client.editor import Editor, RenderOp, StatusFields
 from acp_nvim.client.session import view
 from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, show
 from acp_nvim.client.session.model import (
+    UNFINISHED,
     UNSET,
     Attachment,
     ConfigOption,
@@ -401,11 +402,15 @@ class Chat:
                 self._draw_call(call, {view.CONTENT})
 
     def on_permission(self, call_id: str, prompt: PermissionPrompt | None) -> None:
-        """Show a permission prompt (or its outcome) at its tool call; None removes it."""
+        """Show a permission prompt (or its outcome) at its tool call; None removes it.
+        A call of the client's own is the question alone: answered, it is done."""
         call = self.session.tool_calls.get(call_id)
         if call is not None:
             call.permission = prompt
             self._draw_call(call, ())
+            if call.own and prompt is not None and prompt.outcome and call.status in UNFINISHED:
+                done = "cancelled" if prompt.outcome == "cancelled" else "completed"
+                self._apply_tool_call(ToolCallPatch(call.id, status=done))
 
     def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
         # v1 sends one plan per turn, whole each time: one block per turn.

@@ -307,6 +307,7 @@ class ToolCall(msgspec.Struct):
     locations: list[Location] = msgspec.field(default_factory=list)
     raw_input: Any = None
     permission: PermissionPrompt | None = None
+    own: bool = False  # the client's own (a v2 permission's subject): no agent updates it
 
 
 class ToolCallPatch(msgspec.Struct):
@@ -592,12 +593,13 @@ class Session(msgspec.Struct):
     def apply_tool_call(self, patch: ToolCallPatch) -> tuple[ToolCall, bool]:
         """Upsert a tool call; the first patch for an unknown id creates it. Also
         whether the call is new or its status changed (what ``AcpToolCall`` tells)."""
+        own = patch.id is None
         if patch.id is None:
             patch.id = self.new_id("call")
         call = self.tool_calls.get(patch.id)
         news = call is None
         if call is None:
-            call = ToolCall(patch.id)
+            call = ToolCall(patch.id, own=own)
             self.tool_calls[call.id] = call
             self.items.append(("tool", call.id))
         if not isinstance(patch.title, UnsetType):
