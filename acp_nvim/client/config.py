@@ -603,7 +603,8 @@ def load_config(raw: Any) -> Config:
                 f"chat.{key}: expected a fraction (at most 1) or a whole number >= {least},"
                 f" got {size:g}"
             )
-    if config.default_agent not in config.all_agents():
+    # An agent given but wrong is already reported: it is not also "unknown".
+    if config.default_agent not in {**config.all_agents(), **agents}:
         problems.append(f"default_agent: unknown agent {config.default_agent!r}")
     if problems:
         raise ConfigError(*problems)
@@ -710,21 +711,26 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
         problems.append(f"agents: agent name {name!r} must be a non-empty word")
         return None
+    spec = _table(spec)
+    wrong_env = []
     if isinstance(spec, dict):
         spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
         if "mcp_servers" in spec:
             spec["mcp_servers"] = _servers(
                 _table(spec["mcp_servers"]), f"{key}.mcp_servers", problems
             )
-    if isinstance(spec, dict) and "env" in spec:
-        for var, value in spec["env"].items() if isinstance(spec["env"], dict) else ():
-            if not isinstance(value, str):  # named here: msgspec shows a dict key as [...]
-                problems.append(f"{key}.env.{var}: expected a string")
-                return None
+        env = spec.get("env")
+        if isinstance(env, dict):  # named here: msgspec shows a dict key as [...]
+            wrong_env = [f"{key}.env.{var}: expected a string" for var, value in env.items()
+                         if not isinstance(value, str)]  # fmt: skip
+            spec["env"] = {var: value for var, value in env.items() if isinstance(value, str)}
+    problems += wrong_env
     try:
         agent = msgspec.convert(spec, AgentConfig)
     except msgspec.ValidationError as err:
         problems.append(_describe(str(err), key))
+        return None
+    if wrong_env:
         return None
     if not agent.cmd[0].strip():
         problems.append(f"{key}.cmd: the first item must name a program")
@@ -747,6 +753,8 @@ _TYPE_WORDS = {
 def _describe(error: str, prefix: str = "") -> str:
     """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``."""
     message, _, path = error.partition(" - at `$")
+    # A list item by its Lua index, as setup() names it: cmd[1] is the first.
+    path = re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)) + 1}]", path)
     key = ".".join(k for k in (prefix, path.rstrip("`").lstrip(".")) if k)
     unknown = re.fullmatch(r"Object contains unknown field `(.+)`", message)
     if unknown:

@@ -176,9 +176,12 @@ function M.check(opts)
   -- Sorted: the report reads the same whatever order pairs() takes.
   table.sort(problems)
   local options = vim.tbl_deep_extend("force", vim.deepcopy(defaults.options), valid)
-  local agents = M.agent_names(options)
-  if not vim.tbl_contains(agents, options.default_agent) then
-    table.insert(problems, ("default_agent: unknown agent '%s'"):format(options.default_agent))
+  if not vim.tbl_contains(M.agent_names(options), options.default_agent) then
+    -- An agent given but wrong is already reported: it is not also "unknown".
+    local given = is_table(opts.agents) and opts.agents[options.default_agent] ~= nil
+    if not given then
+      table.insert(problems, ("default_agent: unknown agent '%s'"):format(options.default_agent))
+    end
     options.default_agent = defaults.options.default_agent
   end
   return problems, options

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from acp_nvim.client.config import Config, ConfigError, builtin_agents, load_config
@@ -101,3 +103,27 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
             raw,
         )
         assert sorted(lua) == python, raw
+
+
+
+@pytest.mark.parametrize(
+    ("agent", "problems"),
+    [
+        ({}, ["agents.foo.cmd: required"]),
+        (
+            {"cmd": [1, 2], "env": {"A": 1}},
+            ["agents.foo.cmd[1]: expected a string, got an integer",
+             "agents.foo.env.A: expected a string"],
+        ),
+    ],
+)  # fmt: skip
+def test_a_wrong_agent_is_told_alike_by_lua_and_python_and_not_also_unknown(
+    editor: Editor, agent: dict[str, object], problems: list[str]
+) -> None:
+    editor.setup(agents={"foo": agent}, default_agent="foo")
+    [notice] = editor.lua("return _G.acp_notices")
+    assert "unknown agent" not in notice["msg"]
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")
+    told = re.sub(r"^invalid options?:? ", "", error["message"])
+    assert sorted(told.split("; ")) == problems
