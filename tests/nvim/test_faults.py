@@ -394,6 +394,20 @@ def test_a_stderr_flood_without_newlines_is_bounded(editor: Editor) -> None:
     assert max(len(line) for line in editor.transcript()) <= 4096
 
 
+def test_an_agent_that_closes_its_output_but_lives_on_is_stopped(editor: Editor) -> None:
+    editor.setup(agents={"closeout": editor.fake_agent("close_output")}, default_agent="closeout")
+    editor.open_chat()
+    [pid] = fake_pids(editor, "close_output")
+    editor.lua("require('acp').send('go')")
+    error = editor.wait_event("AcpError", timeout=30)
+    assert "agent 'closeout' closed its output during the turn, so it was stopped" in (
+        error["message"]
+    )
+    assert "exited" not in error["message"]
+    assert wait_gone([pid]) == []
+    assert "one chunk" in editor.transcript_text()
+
+
 def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None:
     # The demo agent answers "fail" with a JSON-RPC error, as rate limits do.
     editor.setup()

@@ -202,6 +202,10 @@ class AgentConnection:
             # EOF on stdout: the agent is gone or going; collect its exit code.
             with anyio.move_on_after(2):
                 await process.wait()
+            if process.returncode is None:
+                # It closed its output but lives on: it can no longer be talked to.
+                process.output_closed = True
+                await process.aclose()
             exited.set()
 
     def _show_error(self, message: str) -> None:
@@ -209,17 +213,20 @@ class AgentConnection:
         for chat in list(self.chats.values()):
             chat.show_error(message)
 
-    def exit_failure(self, what: str) -> AgentFailed:
-        code = self.process.returncode
-        status = f" (exit code {code})" if code is not None else ""
-        return AgentFailed(f"agent {self.name!r} {what}{status}", self.process.stderr_tail())
+    def exit_failure(self, when: str = "") -> AgentFailed:
+        """How the agent ended ``when`` ("during the turn"): exited, or stopped by us."""
+        code, when = self.process.returncode, f" {when}" if when else ""
+        what = f"exited{when}" + (f" (exit code {code})" if code is not None else "")
+        if self.process.output_closed:
+            what = f"closed its output{when}, so it was stopped"
+        return AgentFailed(f"agent {self.name!r} {what}", self.process.stderr_tail())
 
     async def _call(self, call: Awaitable[T], doing: str) -> T:
         """Await a request; a refusal, nonsense or an exit becomes AgentFailed naming ``doing``."""
         try:
             return await call
         except ConnectionClosed:
-            raise self.exit_failure(f"exited while {doing}") from None
+            raise self.exit_failure(f"while {doing}") from None
         except RequestError as err:
             raise Refused(f"agent {self.name!r} failed {doing}: {err}", code=err.code) from None
         except (NotOffered, SessionTaken) as err:
@@ -348,9 +355,10 @@ class AgentConnection:
         except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
         except ConnectionClosed:
-            with anyio.move_on_after(2):
+            # _serve waits 2 s for the exit, then stops it (2 s grace).
+            with anyio.move_on_after(5):
                 await self.exited.wait()
-            failure = self.exit_failure("exited during the turn")
+            failure = self.exit_failure("during the turn")
             chat.fail(str(failure), failure.details)
         except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
             await chat.finish_turn("error", internal_error("running the turn", err))

@@ -65,6 +65,8 @@ class AgentProcess:
         self._process: anyio.abc.Process | None = None
         self._group: Group | None = None
         self.returncode: int | None = None
+        # Stopped by us because it closed its stdout (the protocol) but lived on.
+        self.output_closed = False
 
     def __repr__(self) -> str:
         pid = self._process.pid if self._process else None

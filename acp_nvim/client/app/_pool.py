@@ -167,7 +167,7 @@ class AgentPool:
         await connection.terminals.end_all()
         for chat in list(connection.chats.values()):
             if chat.state == "ready":
-                failure = connection.exit_failure("exited")
+                failure = connection.exit_failure()
                 chat.fail(str(failure), failure.details)
 
     def connection(self, chat_id: int) -> AgentConnection | None:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import anyio
 
@@ -115,6 +116,14 @@ async def crash_mid_turn(agent: Agent, prompt: Prompt) -> None:
     os._exit(2)
 
 
+async def close_output(agent: Agent, prompt: Prompt) -> None:
+    """A chunk, then stdout closed while the process lives on."""
+    await agent.say("one chunk")
+    await agent.send.aclose()  # a dup of fd 1
+    os.close(1)
+    time.sleep(60)  # blocks the loop too: nothing more is read or written
+
+
 async def vendor(agent: Agent, prompt: Prompt) -> None:
     """A vendor request and a vendor notification mid-turn, then text."""
     try:
@@ -151,6 +160,7 @@ SCENARIOS = (
     Scenario("huge_ints", huge_ints),
     Scenario("stderr_flood", stderr_flood),
     Scenario("crash_mid_turn", crash_mid_turn),
+    Scenario("close_output", close_output),
     Scenario("vendor", vendor),
     Scenario("garbage", garbage),
 )
