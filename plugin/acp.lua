@@ -14,6 +14,11 @@ local function turn_arg(args)
   return typed and (tonumber(typed) or typed)
 end
 
+--- Completion of a turn of the branch shown (:AcpRewind, :AcpEdit).
+local function shown_turns(arglead)
+  return require("acp.chat.branches").complete_turns(arglead)
+end
+
 --- A user command whose user errors (acp.util.user_error) show as one line, not
 --- as a Lua traceback; other errors go on as they are.
 local function command(name, body, opts)
@@ -104,9 +109,7 @@ command("AcpRewind", function(args)
 end, {
   nargs = "?",
   desc = "Take the conversation and the files back to before turn N (no N: pick)",
-  complete = function(arglead)
-    return require("acp.chat.branches").complete_turns(arglead)
-  end,
+  complete = shown_turns,
 })
 command("AcpBranches", function()
   local chat = require("acp.chat.registry").get()
@@ -126,9 +129,7 @@ command("AcpEdit", function(args)
 end, {
   nargs = "?",
   desc = "Put a prompt (default: the last) back in the input; sent, it goes from there",
-  complete = function(arglead)
-    return require("acp.chat.branches").complete_turns(arglead)
-  end,
+  complete = shown_turns,
 })
 command("AcpChats", function()
   acp().pick_chat()
