@@ -106,6 +106,8 @@ def report(raw_options: Any) -> dict[str, Any]:
             "cmd": agent.cmd,
             "found": found,
             "missing": None if found else _missing(program),
+            # Where it would work, when its own cwd option names no directory.
+            "no_cwd": agent.cwd if agent.cwd and not os.path.isdir(agent.cwd) else None,
             "configured": name in config.agents,
             "needs": _NEEDS.get(program, f"{program!r} on PATH"),
             # npx and uvx fetch the agent's package when it starts: found says

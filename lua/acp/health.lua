@@ -94,6 +94,9 @@ function M.check()
     else
       health.info(("%s: cannot start here, needs %s (%s)"):format(name, agent.needs, cmd))
     end
+    if agent.no_cwd ~= vim.NIL then
+      health.error(("%s: agents.%s.cwd %q is no directory"):format(name, name, agent.no_cwd))
+    end
   end
 
   health.start("MCP")

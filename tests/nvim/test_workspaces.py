@@ -246,6 +246,19 @@ def test_a_root_that_is_no_directory_is_an_error_naming_it(editor: Editor) -> No
     assert editor.lua("return require('acp').status().roots") == []
 
 
+def test_an_agent_cwd_that_is_no_directory_is_named_as_the_option(editor: Editor) -> None:
+    gone = str(editor.tmp / "gone")
+    fake = {**editor.fake_agent("workspace"), "cwd": gone}
+    editor.setup(agents={"ws": fake}, default_agent="ws")
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == f"cannot work in {gone!r} (the agent's cwd option): no such directory"
+    editor.nvim.command("checkhealth acp")
+    assert f'ERROR ws: agents.ws.cwd "{gone}" is no directory' in "\n".join(
+        editor.nvim.current.buffer[:]
+    )
+
+
 def git(cwd: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True

@@ -76,7 +76,8 @@ class Workspaces:
             return Workspace(theirs.cwd, list(theirs.roots), theirs.worktree)
         cwd = chat_cwd(agent_config, cwd, cwd_given=cwd_given)
         if not os.path.isdir(cwd):
-            raise WorkspaceRefused(f"cannot work in {cwd!r}: no such directory")
+            option = " (the agent's cwd option)" if agent_config.cwd and not cwd_given else ""
+            raise WorkspaceRefused(f"cannot work in {cwd!r}{option}: no such directory")
         chosen = self.ctx.config.agent_roots(agent_config)
         for raw in roots:
             try:
