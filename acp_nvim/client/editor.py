@@ -196,7 +196,9 @@ class StatusFields(TypedDict, total=False):
     thought_level: str | bool | None
     login_methods: list[dict[str, Any]]  # {id, name, kind, vars}
     can_fork: bool
-    connected: bool  # its agent took the chat (a reopened chat's: not before it is sent)
+    # An agent process runs for the chat: set as it takes the chat (a reopened chat's:
+    # at its first prompt or :AcpRestart), cleared as it exits or lets the chat go.
+    connected: bool
     unknown_update: str  # the last update the client could not show
     history: int  # the chat's id in the chat history (``status().history``)
     turns: list[str]  # the shown branch's prompts, a first line each (session.branches)

@@ -394,11 +394,13 @@ end
 
 ---@class (exact) acp.Status
 ---@field chat integer chat id
+---@field name? string the name you gave the chat (:AcpChats, :AcpHistory), nil without one
 ---@field agent string agent name
 ---@field agent_title? string the agent's own name for itself
 ---@field session_id? string
 ---@field protocol_version? integer negotiated ACP version
 ---@field state "starting"|"ready"|"running"|"error"|"closed"
+---@field connected boolean an agent process runs for the chat: true once it takes the chat; false before (a reopened chat: until its first prompt) and after it exits
 ---@field stop_reason? string of the last turn
 ---@field error? string the last error message
 ---@field unknown_update? string the kind of the last update this client could not show
@@ -461,11 +463,13 @@ function M.status()
   local s = chat.status
   return {
     chat = chat.id,
+    name = s.name,
     agent = s.agent,
     agent_title = s.agent_title,
     session_id = s.session_id,
     protocol_version = s.protocol_version,
     state = s.state,
+    connected = s.connected == true,
     stop_reason = s.stop_reason,
     error = s.error,
     mode = s.mode,

@@ -94,6 +94,9 @@ def lua_type_holds(lua_type: str, value: Any) -> bool:
         if alternative.startswith('"'):
             if value == alternative.strip('"'):
                 return True
+        elif alternative == "boolean":
+            if isinstance(value, bool):
+                return True
         elif alternative == "integer":
             if isinstance(value, int) and not isinstance(value, bool):
                 return True
@@ -120,6 +123,26 @@ def lua_type_holds(lua_type: str, value: Any) -> bool:
     return False
 
 
+# :AcpChats names its first chat (vim.ui.select takes it, then "rename").
+RENAME = """
+local name = ...
+vim.ui.select = function(items, opts, choice)
+  choice(opts.prompt == 'Chats' and items[1] or 'rename')
+end
+vim.ui.input = function(opts, done) done(name) end
+vim.cmd.AcpChats()
+"""
+
+
+def the_demo_agent(editor: Editor) -> int:
+    (agent,) = (
+        pid
+        for pid in editor.agent_pids()
+        if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
+    return agent
+
+
 def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     annotated = annotated_status()
     assert set(annotated) == documented_status(), "acp.Status and the example in doc/acp.txt"
@@ -127,16 +150,12 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     status = editor.open_chat()
     required = {name for name, (_, optional) in annotated.items() if not optional}
     assert required <= set(status)
+    editor.lua(RENAME, "parser")
     # A finished turn (stop_reason), then the agent dies (error): every field is set.
     editor.lua("require('acp').send('hi unknown')")  # an update of a kind no client knows
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().history ~= nil")  # once the history wrote it
-    (agent,) = (
-        pid
-        for pid in editor.agent_pids()
-        if b"acp_nvim.demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    )
-    os.kill(agent, signal.SIGKILL)
+    os.kill(the_demo_agent(editor), signal.SIGKILL)
     editor.wait_event("AcpError")
     status = editor.lua("return require('acp').status()")
     assert set(status) == set(annotated), "status() and acp.Status"
@@ -146,3 +165,35 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
         if not lua_type_holds(annotated[name][0], value)
     }
     assert not wrong
+
+
+def test_status_names_the_chat_and_says_whether_its_agent_runs(editor: Editor) -> None:
+    """A statusline could show neither the chat's name nor whether its agent ran:
+    status() returned no `name` and no `connected`."""
+    editor.setup()
+    status = editor.open_chat()
+    assert status["connected"] is True and "name" not in status
+    editor.lua(RENAME, "parser")
+    assert editor.lua("return require('acp').status().name") == "parser"
+    editor.lua("require('acp').send('hello zebra')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("#require('acp').history({query = 'zebra'}) == 1", what="the chat kept")
+
+    os.kill(the_demo_agent(editor), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    assert editor.lua("return require('acp').status().connected") is False
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return require('acp').status().connected") is True
+
+    # Reopened from the history: named as before, no agent until its first prompt.
+    editor.nvim.command("AcpClose")
+    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
+    editor.wait("require('acp').status().state == 'ready'")
+    status = editor.lua("return require('acp').status()")
+    assert (status["name"], status["connected"]) == ("parser", False)
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert editor.lua("return require('acp').status().connected") is True
+    editor.lua(RENAME, "")
+    assert "name" not in editor.lua("return require('acp').status()")

@@ -150,6 +150,8 @@ class AgentPool:
         connection = self.agent_of.pop(chat.id, None)
         if connection is None:
             return
+        if chat.state != "closed":
+            chat.on_info(connected=False)
         await connection.release(chat)
         if not connection.chats and connection not in self.agent_of.values():
             if self.agents.get(connection.name) is connection:
@@ -166,6 +168,7 @@ class AgentPool:
         # No orphans: its commands die with it.
         await connection.terminals.end_all()
         for chat in list(connection.chats.values()):
+            chat.on_info(connected=False)
             if chat.state == "ready":
                 failure = connection.exit_failure()
                 chat.fail(str(failure), failure.details)

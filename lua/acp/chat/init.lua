@@ -818,7 +818,7 @@ function M.fail(chat, message)
   chat.failures = (chat.failures or 0) + 1
   local ops = {
     { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
-    { op = "status", state = "error", error = message, queued = 0, queue = {} },
+    { op = "status", state = "error", error = message, connected = false, queued = 0, queue = {} },
   }
   local queued = chat.status.queue or {}
   if #queued > 0 then
