@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["AgentFailed", "Refused"]
+__all__ = ["NO_AGENT", "AgentFailed", "Refused"]
+
+# What a command asking a chat's agent says of a chat without one: a chat reopened
+# from the history before its first prompt, or one whose start failed. Lua, which
+# refuses some of them before asking, has it from lua/acp/defaults.lua
+# (scripts/gen_defaults.py).
+NO_AGENT = "the chat has no running agent (a prompt or :AcpRestart starts it)"
 
 
 class AgentFailed(Exception):

@@ -9,8 +9,9 @@ import typing
 from typing import Any
 
 from acp_nvim.client.editor import RenderOp
+from acp_nvim.client.errors import NO_AGENT
 from acp_nvim.nvim.editor import BatchItem
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import ROOT, Editor
 
 
 def kinds(union: Any, tag: str) -> set[str]:
@@ -48,3 +49,15 @@ def test_every_batch_item_kind_has_one_lua_handler_once_a_chat_can_exist(editor:
 def test_every_render_op_has_one_lua_handler(editor: Editor) -> None:
     handled = editor.lua("return vim.tbl_keys(require('acp.chat').ops)")
     same(kinds(RenderOp, "op"), set(handled), "render ops")
+
+
+def test_lua_refuses_in_the_words_python_says_it_in(editor: Editor) -> None:
+    # :AcpFork and :AcpMode refuse a chat without an agent in Lua, :AcpSessions in
+    # Python: one sentence, Python's, which Lua reads from the generated defaults.
+    assert editor.lua("return require('acp.defaults').no_agent") == NO_AGENT
+    copies = [
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "lua").rglob("*.lua")
+        if path.name != "defaults.lua" and NO_AGENT in path.read_text()
+    ]
+    assert copies == []

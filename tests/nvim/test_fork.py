@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from acp_nvim.client.errors import NO_AGENT
 from tests.nvim.conftest import Editor
 
 
@@ -155,7 +156,7 @@ def test_a_reopened_chat_forks_once_its_agent_has_started(editor: Editor) -> Non
     editor.nvim.command("AcpClose")
     editor.lua("require('acp').open({history = require('acp').history()[1].id})")
     editor.wait("require('acp').status().state == 'ready'")
-    unstarted = "the chat has no running agent (a prompt or :AcpRestart starts it)"
+    unstarted = NO_AGENT
     editor.nvim.command("AcpFork")
     assert last_notice(editor) == f"acp: cannot fork: {unstarted}"
     editor.nvim.command("AcpMode")

@@ -17,13 +17,13 @@ from acp_nvim.client import malloc
 from acp_nvim.client.agent.process import AgentProcess
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._conversation import Conversations
-from acp_nvim.client.app._pool import NO_AGENT, AgentPool
+from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
-from acp_nvim.client.errors import AgentFailed, Refused
+from acp_nvim.client.errors import NO_AGENT, AgentFailed, Refused
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from acp_nvim.client.app._context import AppContext
-from acp_nvim.client.app._pool import NO_AGENT, AgentPool
+from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen
-from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.errors import NO_AGENT, AgentFailed
 
 if TYPE_CHECKING:
     # Imported with the chat, after the first agent is spawned (doc/performance.md).

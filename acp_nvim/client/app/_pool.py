@@ -4,7 +4,7 @@ values of login variables each start of the agent gets."""
 
 from __future__ import annotations
 
-__all__ = ["NO_AGENT", "AgentPool"]
+__all__ = ["AgentPool"]
 
 import base64
 from collections.abc import Mapping
@@ -19,7 +19,7 @@ from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_proces
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._mcp import McpWiring
 from acp_nvim.client.config import AgentConfig
-from acp_nvim.client.errors import AgentFailed
+from acp_nvim.client.errors import NO_AGENT, AgentFailed
 from acp_nvim.client.services.errors import ServiceError
 
 if TYPE_CHECKING:
@@ -30,11 +30,6 @@ if TYPE_CHECKING:
     from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import LoginMethod
-
-# What a command asking the agent says of a chat without one: a chat reopened from
-# the history before its first prompt, or one whose start failed.
-NO_AGENT = "the chat has no running agent (a prompt or :AcpRestart starts it)"
-
 
 class AgentPool:
     """``reviews``: each chat's review, by chat id (live), for the connections."""

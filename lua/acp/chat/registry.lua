@@ -108,13 +108,13 @@ function M.title(chat)
 end
 
 --- Why what asks `chat`'s agent cannot be done yet, or nil: a chat reopened from
---- the history shows its transcript before its agent has started (as the Python
---- side's AgentPool.connection says).
+--- the history shows its transcript before its agent has started (in the words
+--- the Python side says it in).
 ---@param chat acp.Chat
 ---@return string?
 function M.unstarted(chat)
   if chat.status.state == "ready" and not chat.status.connected then
-    return "the chat has no running agent (a prompt or :AcpRestart starts it)"
+    return require("acp.defaults").no_agent
   end
 end
 
