@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ._diff import Hunk, strip_eol
-from ._filechange import FileChange, FileKind, ReviewError
+from ._filechange import FileChange, FileKind, ReviewError, Rows
 from ._merge import MergeResult, merge3
 
 
@@ -129,10 +129,6 @@ class Changeset:
     def take_back(self, path: str) -> str | None:
         """See :meth:`FileChange.take_back`."""
         return self.file(path).take_back()
-
-    def summary(self) -> list[dict[str, Any]]:
-        """Plain data for Lua: one dict per file (see :meth:`ReviewStore.changes`)."""
-        return [_file_summary(change) for change in self._files.values()]
 
 
 class ReviewStore:
@@ -345,15 +341,34 @@ class ReviewStore:
         ``turn`` defaults to the latest; ``all_turns`` lists every turn, newest
         first. Each dict: ``path, kind, turn, created, deleted, open`` and
         ``hunks: [{id, status, base_start, base_count, new_start, new_count,
-        header, preview, proposed}]``. Positions are 0-based lines; ``preview``
-        holds ``-``/``+`` diff lines without terminators; ``proposed`` (conflict
-        hunks) the agent's lines.
+        header, preview, proposed}]``. Positions are 0-based lines, new ones in the
+        file now and base ones in what rejecting the turn's open hunks would leave
+        (:meth:`baseline`): an earlier turn's file with open hunks has them where a
+        later turn's changes moved them (:meth:`FileChange.placed`). ``header`` and
+        ``preview`` are the turn's own change: ``-``/``+`` diff lines without
+        terminators; ``proposed`` (conflict hunks) the agent's lines.
         """
         if all_turns:
-            return [item for cs in reversed(self._turns) for item in cs.summary()]
-        if turn is None:
-            return self._turns[-1].summary() if self._turns else []
-        return self.turn(turn).summary()
+            changesets = self._turns[::-1]
+        else:
+            changesets = [self.turn(turn)] if turn is not None else self._turns[-1:]
+        latest: dict[str, FileChange] = {}
+        for changeset in reversed(self._turns):
+            for change in changeset.files():
+                latest.setdefault(change.path, change)
+        return [
+            _file_summary(change, latest[change.path])
+            for changeset in changesets
+            for change in changeset.files()
+        ]
+
+    def baseline(self, path: str, turn: int | None = None) -> str | None:
+        """What rejecting the open hunks of ``turn`` (default: the latest that changed
+        ``path``) would leave in the file now: the turn's baseline, with the changes
+        of later turns to the file (see :meth:`FileChange.placed`)."""
+        change = self._changeset_for(path, turn).file(path)
+        latest = self._changeset_for(path, None).file(path)
+        return change.baseline if change is latest else change.placed(latest.current)[0]
 
     # -- internals -----------------------------------------------------------------
 
@@ -448,7 +463,11 @@ def _preview(hunk: Hunk) -> list[str]:
     return ["-" + strip_eol(line) for line in old] + ["+" + strip_eol(line) for line in new]
 
 
-def _file_summary(change: FileChange) -> dict[str, Any]:
+def _file_summary(change: FileChange, latest: FileChange) -> dict[str, Any]:
+    """``change`` as :meth:`ReviewStore.changes` lists it, ``latest`` being the latest
+    turn's change to its file: open hunks of an earlier turn are placed in its text."""
+    placed = change.open and change is not latest
+    rows = change.placed(latest.current)[1] if placed else {}
     return {
         "path": change.path,
         "kind": change.kind,
@@ -456,20 +475,25 @@ def _file_summary(change: FileChange) -> dict[str, Any]:
         "created": change.original is None and change.current is not None,
         "deleted": change.original is not None and change.current is None,
         "open": change.open,
-        "hunks": [
-            {
-                "id": h.id,
-                "status": h.status,
-                "base_start": h.base_start,
-                "base_count": len(h.base_lines),
-                "new_start": h.new_start,
-                "new_count": len(h.new_lines),
-                "header": h.header,
-                "preview": _preview(h),
-                "proposed": None
-                if h.proposed is None
-                else [strip_eol(line) for line in h.proposed],
-            }
-            for h in change.hunks()
-        ],
+        "hunks": [_hunk_summary(h, rows.get(h.id)) for h in change.hunks()],
+    }
+
+
+def _hunk_summary(h: Hunk, rows: Rows | None) -> dict[str, Any]:
+    base_start, base_count, new_start, new_count = rows or (
+        h.base_start,
+        len(h.base_lines),
+        h.new_start,
+        len(h.new_lines),
+    )
+    return {
+        "id": h.id,
+        "status": h.status,
+        "base_start": base_start,
+        "base_count": base_count,
+        "new_start": new_start,
+        "new_count": new_count,
+        "header": h.header,
+        "preview": _preview(h),
+        "proposed": None if h.proposed is None else [strip_eol(line) for line in h.proposed],
     }

@@ -20,7 +20,7 @@ Nothing here does I/O: callers pass texts in and write the returned text out.
 
 from __future__ import annotations
 
-__all__ = ["FileChange", "FileKind", "ReviewError"]
+__all__ = ["FileChange", "FileKind", "ReviewError", "Rows"]
 
 import difflib
 from collections.abc import Sequence
@@ -34,6 +34,8 @@ from ._merge import Conflict, merge3_lines
 # write: through the client's fs/write_text_file; disk: the agent wrote the
 # file itself; patch: from a structured (v2) diff.
 FileKind = Literal["write", "disk", "patch"]
+# Where a hunk is: (base_start, base_count, new_start, new_count).
+Rows = tuple[int, int, int, int]
 
 
 class ReviewError(Exception):
@@ -133,6 +135,29 @@ class FileChange:
     def hunk(self, hunk_id: int) -> Hunk:
         """A copy of hunk ``hunk_id``. Raises :class:`ReviewError` when unknown."""
         return _copy(self._find(hunk_id))
+
+    def placed(self, now: str | None) -> tuple[str | None, dict[int, Rows]]:
+        """This turn's change where the file is ``now``, a later turn having changed it
+        since (the rows of :meth:`hunks` are those of the text this turn left).
+
+        Returns the baseline there, what rejecting this turn's open hunks would leave
+        in ``now`` (where the later turn changed the same lines, their text before
+        this turn: such a reject waits for that turn's review), and each hunk's rows
+        by id: the new ones in ``now`` (widened over a later change to them), a
+        pending hunk's base ones in that baseline (the others keep theirs).
+        """
+        lines = split_lines(now)
+        # From what this turn left: its open hunks rejected (kept on a clash), and now.
+        base = merge3_lines(self._cur, self._base, lines)[0]
+        to_now, to_base = diff_regions(self._cur, lines), diff_regions(self._base, base)
+        rows: dict[int, Rows] = {}
+        for hunk in self._hunks:
+            new_start, new_end = _map_range(to_now, hunk.new_start, hunk.new_end)
+            base_start, base_end = hunk.base_start, hunk.base_end
+            if hunk.status == "pending":
+                base_start, base_end = _map_range(to_base, base_start, base_end)
+            rows[hunk.id] = (base_start, base_end - base_start, new_start, new_end - new_start)
+        return ("".join(base) if base or self._base_exists else None), rows
 
     # -- recording -----------------------------------------------------------------
 

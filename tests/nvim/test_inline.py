@@ -377,16 +377,26 @@ def test_acp_diff_without_a_turn_compares_the_turn_whose_hunks_still_wait(
     buf = start(editor, path)
     assert buf is not None
     run(editor, [{"write": {"path": str(path), "content": "one\n2\n"}}])
-    run(editor, [{"write": {"path": str(path), "content": "one\n2\nthree\n"}}], turn=2)
-    focus(editor, buf, 3)
-    editor.nvim.command("AcpHunk accept")  # turn 2 is decided, turn 1's hunk waits
+    run(editor, [{"write": {"path": str(path), "content": "zero\none\n2\nthree\n"}}], turn=2)
+    editor.lua("require('acp').accept(..., 1); require('acp').accept(..., 2)", str(path))
     editor.wait("not require('acp').changes()[1].open", what="turn 2 decided")
-    editor.nvim.command("AcpDiff")
+    focus(editor, buf, 1)
+    editor.nvim.command("AcpDiff")  # turn 1's hunk waits
     editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
     base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
-    # Turn 1's baseline, its hunk there to decide (it used to be turn 2's: the file as it is).
-    assert lines(editor, base) == ["1", "2"]
     assert editor.lua("return vim.api.nvim_buf_get_name(...)", base).startswith("acp://baseline/1/")
+    # Turn 1's own change: turn 2's accepted lines are on both sides, not a difference.
+    assert lines(editor, base) == ["zero", "1", "2", "three"]
+    # Its hunk is decided from the baseline's side, where it is there.
+    editor.lua(
+        "vim.api.nvim_set_current_win(vim.fn.bufwinid(...)); vim.api.nvim_win_set_cursor(0, {2, 0})",
+        base,
+    )
+    hunk = editor.lua("return require('acp').hunk_at_cursor()")
+    assert (hunk["turn"], hunk["preview"]) == (1, ["-1", "+one"])
+    editor.nvim.input(REJECT)
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 1, 2, false)[1] == '1'", what="rejected")
+    assert path.read_text() == "zero\n1\n2\nthree\n"
 
 
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:

@@ -834,6 +834,35 @@ def test_turns_and_reviewing_an_earlier_turn() -> None:
     assert store.reject(P) == changed((5, ["five"]))
 
 
+def test_an_earlier_turns_open_hunks_are_placed_in_the_text_a_later_turn_left() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    t1 = changed((1, ["one"]), (5, ["five"]), (8, ["eight"]))
+    store.record(P, TEN, t1, "disk")
+    store.accept(P, 3)
+    store.begin_turn()
+    # Turn 2 adds two lines at the top and rewrites turn 1's "five".
+    t2 = text("x", "y") + changed((1, ["one"]), (5, ["FIVE", "5"]), (8, ["eight"]))
+    store.record(P, t1, t2, "disk")
+    store.accept(P)
+    rows = [
+        (h["id"], h["status"], h["base_start"], h["base_count"], h["new_start"], h["new_count"])
+        for h in store.changes(turn=1)[0]["hunks"]
+    ]
+    # Rows in the file now: moved down by two, "five" widened over turn 2's lines.
+    assert rows == [
+        (1, "pending", 3, 1, 3, 1),
+        (2, "pending", 7, 1, 7, 2),
+        (3, "accepted", 8, 1, 11, 1),  # its base rows are the turn's own
+    ]
+    # The turn's own change still says what it did.
+    assert store.changes(turn=1)[0]["hunks"][1]["preview"] == ["-l5", "+five"]
+    # Its baseline is the file now without it: turn 2's accepted lines are not its
+    # difference, and where turn 2 rewrote its lines they are the text before it.
+    assert store.baseline(P, 1) == text("x", "y") + changed((8, ["eight"]))
+    assert store.baseline(P) == t2
+
+
 def test_earlier_turn_revert_that_clashes_is_refused_without_changes() -> None:
     store = ReviewStore()
     store.begin_turn()

@@ -274,11 +274,12 @@ class SessionChanges:
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
-        changed it) for a side-by-side diff: what rejecting its open hunks would leave."""
+        changed it) for a side-by-side diff: what rejecting its open hunks would leave
+        in the file now (an earlier turn's: with the later turns' changes)."""
         path = os.path.normpath(path)
         try:
             changeset = self.store.turn(turn) if turn is not None else self._latest(path)
-            text = changeset.file(path).baseline
+            text = self.store.baseline(path, changeset.turn)
         except ReviewError as err:
             self.editor.notify(f"no agent changes to compare: {err}", "warn")
             return
