@@ -202,7 +202,8 @@ class StatusFields(TypedDict, total=False):
     unknown_update: str  # the last update the client could not show
     history: int  # the chat's id in the chat history (``status().history``)
     turns: list[str]  # the shown branch's prompts, a first line each (session.branches)
-    branches: list[dict[str, Any]]  # {id, current, turns, leaves_at, prompt, session_id}
+    # {id, current, turns, leaves_at, prompt, last_prompt, session_id} (Branches.listed)
+    branches: list[dict[str, Any]]
     # Where the agent works (session.workspace): the session's directory, the roots,
     # and the worktree {path, branch, project} of a worktree chat.
     cwd: str

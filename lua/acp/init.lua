@@ -159,8 +159,8 @@ function M.rewind(turn)
 end
 
 --- The branches of the current chat's conversation, the one shown first:
---- `{id, current, turns, leaves_at?, prompt, session_id?}` (|acp-branches|).
----@return {id: integer, current: boolean, turns: integer, leaves_at?: integer, prompt: string, session_id?: string}[]
+--- `{id, current, turns, leaves_at?, prompt, last_prompt, session_id?}` (|acp-branches|).
+---@return {id: integer, current: boolean, turns: integer, leaves_at?: integer, prompt: string, last_prompt: string, session_id?: string}[]
 function M.branches()
   local chat = registry.get()
   return chat and require("acp.chat.branches").list(chat) or {}

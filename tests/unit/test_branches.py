@@ -31,6 +31,7 @@ def test_a_rewind_keeps_the_turns_left_as_a_branch_and_a_pick_swaps_what_differs
         (True, 1, None, "new"),
         (False, 3, 1, "one"),
     ]
+    assert [b["last_prompt"] for b in listed] == ["new", "three"]
     other = listed[1]["id"]
     out, into = branches.pick(other)
     assert (out, into) == ([new], [one, two, three])

@@ -187,7 +187,8 @@ class Branches:
         """Every branch for the user, the shown one first: ``id``, ``current``,
         ``turns`` (count), ``leaves_at`` (the turn where it leaves the shown one),
         ``prompt`` (its first prompt from there; the shown one's: its last),
-        ``session_id``."""
+        ``last_prompt`` (its newest: two branches leaving at the same turn with the
+        same prompt, a regenerated one, differ there), ``session_id``."""
         listed = []
         for branch in self.all:
             common = _common(self.path, branch.turns)
@@ -200,6 +201,7 @@ class Branches:
                     "turns": len(branch.turns),
                     "leaves_at": None if current else common + 1,
                     "prompt": first.prompt.text if first is not None else "",
+                    "last_prompt": branch.turns[-1].prompt.text if branch.turns else "",
                     "session_id": branch.session_id,
                 }
             )

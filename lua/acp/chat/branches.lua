@@ -11,6 +11,26 @@ local function one_line(text)
   return (text:gsub("\n", " ⏎ "))
 end
 
+-- The most of a prompt a branch's entry shows: it may show two.
+local PROMPT_WIDTH = 40
+
+local function short(text)
+  local line = one_line(text)
+  return vim.fn.strchars(line) > PROMPT_WIDTH and vim.fn.strcharpart(line, 0, PROMPT_WIDTH - 1) .. "…" or line
+end
+
+--- A branch in the :AcpBranches picker: where it leaves, its turns, its first
+--- prompt from there and, where it went on, its newest (`first → newest`): two
+--- branches leaving at the same turn with the same prompt (one regenerated)
+--- differ there.
+local function branch_entry(branch)
+  local prompts = short(branch.prompt)
+  if branch.turns > branch.leaves_at then
+    prompts = prompts .. " → " .. short(branch.last_prompt)
+  end
+  return ("branch %d · leaves at turn %d · %d turns · %s"):format(branch.id, branch.leaves_at, branch.turns, prompts)
+end
+
 --- Rewind `chat` to before turn `turn`; without one, pick the turn.
 ---@param chat acp.Chat
 ---@param turn? integer
@@ -75,9 +95,7 @@ function M.pick(chat)
   end
   vim.ui.select(others, {
     prompt = "Branches",
-    format_item = function(branch)
-      return ("branch %d · leaves at turn %d · %d turns · %s"):format(branch.id, branch.leaves_at, branch.turns, one_line(branch.prompt))
-    end,
+    format_item = branch_entry,
   }, function(branch)
     if branch then
       host.notify("branch", { chat = chat.id, branch = branch.id })
