@@ -224,38 +224,37 @@ function M.set_local(win, options)
   end
 end
 
---- The listed buffer to show instead of `current`: the alternate one, else the
---- one used last.
-local function previous_buffer(current)
-  local alternate = vim.fn.bufnr("#")
-  if alternate > 0 and alternate ~= current and vim.bo[alternate].buflisted then
-    return alternate
-  end
-  local last
-  for _, info in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
-    if info.bufnr ~= current and (not last or info.lastused > last.lastused) then
-      last = info
+--- Show in `win` what follows `buf` there once it goes (its window closes, or the
+--- buffer is deleted): the window's alternate buffer, else the listed one used
+--- last, else a new empty one; what :bdelete leaves in a window.
+---@param win integer
+---@param buf integer
+function M.show_instead(win, buf)
+  local api = vim.api
+  local alternate = api.nvim_win_call(win, function()
+    return vim.fn.bufnr("#")
+  end)
+  if not (alternate > 0 and alternate ~= buf and vim.bo[alternate].buflisted) then
+    local last
+    for _, info in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
+      if info.bufnr ~= buf and (not last or info.lastused > last.lastused) then
+        last = info
+      end
     end
+    alternate = last and last.bufnr or api.nvim_create_buf(true, false)
   end
-  return last and last.bufnr
+  api.nvim_win_set_buf(win, alternate)
 end
 
 --- Close `win`, hiding its buffer. The last window of all cannot close: it shows
---- the previous buffer instead (an empty one when there is none).
+--- what M.show_instead picks.
 ---@param win integer
 function M.close_window(win)
   local api = vim.api
   if not api.nvim_win_is_valid(win) or pcall(api.nvim_win_close, win, true) then
     return
   end
-  api.nvim_win_call(win, function()
-    local previous = previous_buffer(api.nvim_win_get_buf(win))
-    if previous then
-      api.nvim_win_set_buf(win, previous)
-    else
-      vim.cmd.enew()
-    end
-  end)
+  M.show_instead(win, api.nvim_win_get_buf(win))
 end
 
 --- Go to a window showing `buf` (in any tab page), else show it in a new tab page.

@@ -254,6 +254,31 @@ def test_rejecting_a_created_file_deletes_its_buffer_and_keeps_the_window(
     assert shown == str(kept)  # the window stays, on the buffer it showed before
 
 
+def test_a_window_without_an_alternate_keeps_the_file_used_last_when_its_file_goes(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A rejected new file's window whose alternate was no listed buffer (the
+    chat's) showed a new empty buffer, where a window whose chat closes shows the
+    buffer used last: both show what :bdelete would."""
+    project = tmp_path / "project"
+    kept, created = project / "k.txt", project / "n.txt"
+    kept.write_text("k\n")
+    start(editor, kept)
+    run(editor, [{"write": {"path": str(created), "content": "n\n"}}])
+    # Split off the chat's input: the new file's window has no listed alternate.
+    window = editor.lua(
+        "local input, path = ...; vim.api.nvim_set_current_win(vim.fn.win_findbuf(input)[1]);"
+        " vim.cmd.split(path); return vim.api.nvim_get_current_win()",
+        editor.lua("return require('acp').status().input_buf"),
+        str(created),
+    )
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert editor.lua("return vim.fn.bufnr(...)", str(created)) == -1
+    shown = editor.lua("return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...))", window)
+    assert shown == str(kept)
+
+
 def test_a_hunk_at_the_top_accepted_in_the_review_leaves_no_filler_rows_above_the_file(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@
 if jit then jit.off(true, true) end -- decision 0068
 local config = require("acp.config")
 local seen = require("acp.editor.seen")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -360,15 +361,10 @@ function M.edit(path, tick, edits, save, disk_changed, before)
   return api.nvim_buf_get_changedtick(buf)
 end
 
---- Delete `buf`, its file gone: windows showing it get the alternate buffer, or a
---- new empty one.
+--- Delete `buf`, its file gone: the windows showing it stay (util.show_instead).
 local function drop(buf)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    local alt = api.nvim_win_call(win, function()
-      return vim.fn.bufnr("#")
-    end)
-    local other = alt > 0 and alt ~= buf and vim.fn.buflisted(alt) == 1 and alt or api.nvim_create_buf(true, false)
-    api.nvim_win_set_buf(win, other)
+    util.show_instead(win, buf)
   end
   api.nvim_buf_delete(buf, { force = true })
 end
