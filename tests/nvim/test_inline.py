@@ -387,7 +387,10 @@ def test_acp_diff_without_a_turn_compares_the_turn_whose_hunks_still_wait(
     assert editor.lua("return vim.api.nvim_buf_get_name(...)", base).startswith("acp://baseline/1/")
     # Turn 1's own change: turn 2's accepted lines are on both sides, not a difference.
     assert lines(editor, base) == ["zero", "1", "2", "three"]
-    # Its hunk is decided from the baseline's side, where it is there.
+    # Its hunk is marked in the file where it is now, and decided from either side.
+    assert marks(editor, buf, "acp.review") == [
+        {"row": 1, "end_row": 1, "line_hl": "AcpReviewAdd", "virt_lines": []}
+    ]
     editor.lua(
         "vim.api.nvim_set_current_win(vim.fn.bufwinid(...)); vim.api.nvim_win_set_cursor(0, {2, 0})",
         base,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import run, start
+from tests.nvim.test_inline import REJECT, marks
 
 
 def shown(editor: Editor) -> list[list[str]]:
@@ -57,3 +58,32 @@ def test_a_turns_files_open_in_one_tab_and_take_the_review_keys(editor: Editor) 
     assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
         'acp: a turn is a whole number, not "one"'
     )
+
+
+def test_an_earlier_turn_shows_its_own_hunks_where_a_later_turn_moved_them(
+    editor: Editor,
+) -> None:
+    path = editor.tmp / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n")
+    start(editor)
+    run(editor, [{"write": {"path": str(path), "content": "1\nTWO\n3\n4\n"}}])
+    # Turn 2 adds a line above turn 1's and changes another: its hunks wait too.
+    run(editor, [{"write": {"path": str(path), "content": "0\n1\nTWO\n3\nFOUR\n"}}], turn=2)
+    editor.nvim.command("AcpTurnDiff 1")
+    assert shown(editor) == [[str(path), "turn 1 · a.txt · +1 -1"]]
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    # Turn 1's hunk, on "TWO" where it is now; turn 2's are not this turn's.
+    assert marks(editor, buf, "acp.review") == [
+        {"row": 2, "end_row": 2, "line_hl": "AcpReviewAdd", "virt_lines": []},
+        {"row": 2, "end_row": 2, "line_hl": "", "virt_lines": ["2"]},
+    ]
+    editor.nvim.command("normal! 3G")
+    assert editor.lua("return require('acp').hunk_at_cursor().turn") == 1
+    editor.nvim.input(REJECT)
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 2, 3, false)[1] == '2'", what="rejected")
+    assert path.read_text() == "0\n1\n2\n3\nFOUR\n"
+    # The tab closed, the buffer shows its newest turn's hunks again.
+    editor.nvim.command("tabclose")
+    ns = "vim.api.nvim_get_namespaces()['acp.review']"
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, {ns}, 0, -1, {{}}) == 3", what="turn 2's")
+    assert [m["row"] for m in marks(editor, buf, "acp.review")] == [0, 4, 4]

@@ -330,9 +330,34 @@ function M.keymap(baseline)
   return map
 end
 
+--- The turn of chat `chat` whose hunks `buf` shows when not the newest: the one an
+--- :AcpDiff split (acp.review.splits) or an :AcpTurnDiff window (its `acp_turn_diff`
+--- variable, acp.review.turn) shows it for, a window of the current tab page first.
+local function turn_shown(buf, chat)
+  local found
+  local function consider(win, turn)
+    if not found or api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage() then
+      found = turn
+    end
+  end
+  for _, view in pairs(splits.views) do
+    if view.file_buf == buf and view.chat == chat and api.nvim_win_is_valid(view.file_win) then
+      consider(view.file_win, view.turn)
+    end
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local shown = vim.w[win].acp_turn_diff
+    if shown and shown.buf == buf and shown.chat == chat then
+      consider(win, shown.turn)
+    end
+  end
+  return found
+end
+
 --- Draw the marks of every open hunk from the review state (`states`: by chat,
---- {turn, files}); for each chat and file the newest turn that changed it (two
---- chats' hunks in one buffer are both marked). A hunk showing
+--- {turn, files}); for each chat and file the newest turn that changed it, or the
+--- turn an :AcpDiff or :AcpTurnDiff shows it for (two chats' hunks in one buffer
+--- are both marked; Python places an earlier turn's in the file now). A hunk showing
 --- the same as before keeps its marks, where they moved with the user's edits
 --- (Python's rows are those of the text it last read); a new or changed one is
 --- drawn at the row Python gives, and the marks of decided ones go. One pass.
@@ -348,16 +373,19 @@ function M.draw(states)
   drawn = {}
   watched = {}
   for chat, review in pairs(states) do
-    local seen = {}
+    local shown = {} ---@type table<string, {buf: integer|false, turn: integer}> by path
     for _, file in ipairs(review.files) do -- newest turn first
       local path = file.source or file.path
-      local buf = not seen[path] and buffers.find(path)
-      seen[path] = true
-      if buf and may_return(file) then
-        watched[buf] = true
-        follow(buf, path)
+      if not shown[path] then
+        local found = buffers.find(path)
+        shown[path] = { buf = found or false, turn = found and turn_shown(found, chat) or file.turn }
+        if found and may_return(file) then -- the newest turn follows your edits
+          watched[found] = true
+          follow(found, path)
+        end
       end
-      if buf and file.open then
+      local buf = shown[path].buf
+      if buf and file.open and file.turn == shown[path].turn then
         local list = drawn[buf] or {}
         local with_removed = not splits.active(buf) -- else the baseline window shows them
         for _, hunk in ipairs(file.hunks) do

@@ -11,13 +11,43 @@ local util = require("acp.util")
 local M = {}
 local api = vim.api
 
+--- The lines the turn added and removed: its hunks' own (their rows in the file now
+--- also hold a later turn's lines where it changed theirs).
 local function counts(file)
   local added, removed = 0, 0
   for _, hunk in ipairs(file.hunks) do
-    added, removed = added + hunk.new_count, removed + hunk.base_count
+    for _, line in ipairs(hunk.preview) do
+      local sign = line:sub(1, 1)
+      added, removed = added + (sign == "+" and 1 or 0), removed + (sign == "-" and 1 or 0)
+    end
   end
   return ("+%d -%d"):format(added, removed)
 end
+
+local function redraw()
+  hunks.draw(state.by_chat)
+end
+
+-- Its window's turn is the one whose hunks a buffer shows (acp.review.hunks): once no
+-- window shows it for that turn, its newest turn's come back; and of two tab pages
+-- showing it for different turns, the one entered decides.
+local group = api.nvim_create_augroup("acp.review.turn", { clear = true })
+api.nvim_create_autocmd("WinClosed", {
+  group = group,
+  callback = function(args)
+    if vim.w[tonumber(args.match)].acp_turn_diff then
+      vim.schedule(redraw)
+    end
+  end,
+})
+api.nvim_create_autocmd("TabEnter", {
+  group = group,
+  callback = function()
+    if vim.iter(api.nvim_list_wins()):any(function(win) return vim.w[win].acp_turn_diff ~= nil end) then
+      redraw()
+    end
+  end,
+})
 
 --- The files `turn` of the current chat changed (default: the latest turn that
 --- changed any), and that turn.
@@ -47,6 +77,7 @@ function M.label()
     vim.schedule(function()
       if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == buf then
         vim.wo[win].winbar, vim.w[win].acp_turn_diff = "", nil
+        redraw()
       end
     end)
     return ""
@@ -95,7 +126,7 @@ function M.open(turn)
   end
   vim.cmd("wincmd =")
   vim.cmd("1wincmd w")
-  hunks.draw(state.by_chat)
+  redraw()
   if #gone > 0 then
     util.notify(("turn %d also deleted %s (:AcpReview)"):format(shown, table.concat(gone, ", ")), "info")
   end
