@@ -18,6 +18,7 @@ import anyio
 
 from acp_nvim.client import malloc
 from acp_nvim.client.agent import v1
+from acp_nvim.client.agent.ending import Ending
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
@@ -104,13 +105,18 @@ class AgentConnection:
         # Turns ended here that the agent still runs (it ignored the cancel), by chat
         # id: set once it ends them. The chat shows nothing of them meanwhile.
         self._left: dict[int, anyio.Event] = {}
-        self.exited = anyio.Event()
+        self.ending = Ending(name, self.process)
 
     def __repr__(self) -> str:
         return f"<AgentConnection {self.name} v{self.protocol_version} {len(self.chats)} sessions>"
 
     def _new_process(self) -> AgentProcess:
         return agent_process(self.name, self.config, self.cwd, self.log)
+
+    @property
+    def exited(self) -> anyio.Event:
+        """Set once this start's process is collected (or stopped)."""
+        return self.ending.exited
 
     @property
     def alive(self) -> bool:
@@ -149,7 +155,7 @@ class AgentConnection:
             self._connection = connection
             tasks.start_soon(self.process.drain_stderr)
             tasks.start_soon(self.process.wait)  # a leader reaped is let go of at once
-            tasks.start_soon(self._serve, connection, self.process, self.exited)
+            tasks.start_soon(self.ending.serve, connection)  # a v1 fallback makes its own
 
         try:
             self.sessions = await self._call(
@@ -186,47 +192,23 @@ class AgentConnection:
         """End the agent so that the next :meth:`_open` starts a fresh one."""
         await self.aclose()
         self.process = self._new_process()
-        self.exited = anyio.Event()
+        self.ending = Ending(self.name, self.process)
         self._connection = None
 
     def _traffic(self, direction: str, data: bytes, count: int) -> None:
         self.log.traffic(self.name, ">>" if direction == "out" else "<<", data, count)
-
-    async def _serve(
-        self, connection: Connection, process: AgentProcess, exited: anyio.Event
-    ) -> None:
-        # The process and event of *this* start: a v1 fallback replaces both.
-        try:
-            await connection.serve()
-        finally:
-            # EOF on stdout: the agent is gone or going; collect its exit code.
-            with anyio.move_on_after(2):
-                await process.wait()
-            if process.returncode is None:
-                # It closed its output but lives on: it can no longer be talked to.
-                process.output_closed = True
-                await process.aclose()
-            exited.set()
 
     def _show_error(self, message: str) -> None:
         """A failure of what this agent's chats share (its terminals): shown in each."""
         for chat in list(self.chats.values()):
             chat.show_error(message)
 
-    def exit_failure(self, when: str = "") -> AgentFailed:
-        """How the agent ended ``when`` ("during the turn"): exited, or stopped by us."""
-        code, when = self.process.returncode, f" {when}" if when else ""
-        what = f"exited{when}" + (f" (exit code {code})" if code is not None else "")
-        if self.process.output_closed:
-            what = f"closed its output{when}, so it was stopped"
-        return AgentFailed(f"agent {self.name!r} {what}", self.process.stderr_tail())
-
     async def _call(self, call: Awaitable[T], doing: str) -> T:
         """Await a request; a refusal, nonsense or an exit becomes AgentFailed naming ``doing``."""
         try:
             return await call
         except ConnectionClosed:
-            raise self.exit_failure(f"while {doing}") from None
+            raise self.ending.failure(f"while {doing}") from None
         except RequestError as err:
             raise Refused(f"agent {self.name!r} failed {doing}: {err}", code=err.code) from None
         except (NotOffered, SessionTaken) as err:
@@ -355,10 +337,7 @@ class AgentConnection:
         except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
         except ConnectionClosed:
-            # _serve waits 2 s for the exit, then stops it (2 s grace).
-            with anyio.move_on_after(5):
-                await self.exited.wait()
-            failure = self.exit_failure("during the turn")
+            failure = await self.ending.collected_failure("during the turn")
             chat.fail(str(failure), failure.details)
         except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
             await chat.finish_turn("error", internal_error("running the turn", err))
@@ -500,4 +479,4 @@ class AgentConnection:
             if self._connection is not None:
                 await self._connection.aclose()
             await self.process.aclose()
-            self.exited.set()
+            self.ending.exited.set()

@@ -165,7 +165,7 @@ class AgentPool:
         for chat in list(connection.chats.values()):
             chat.on_info(connected=False)
             if chat.state == "ready":
-                failure = connection.exit_failure()
+                failure = connection.ending.failure()
                 chat.fail(str(failure), failure.details)
 
     def connection(self, chat_id: int) -> AgentConnection | None:
