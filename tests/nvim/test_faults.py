@@ -68,6 +68,22 @@ def test_cancel_ends_a_start_that_hangs(editor: Editor) -> None:
     assert wait_gone(fake_pids(editor, "silent_init")) == []
 
 
+def test_an_agent_that_exits_at_once_is_told_with_its_exit_code_at_every_start(
+    editor: Editor,
+) -> None:
+    """The exit code was read before the process was collected: a start (often the
+    second) said only "exited while initializing"."""
+    quitter = {"cmd": ["sh", "-c", "echo 'no config found' >&2; exit 4"]}
+    editor.setup(agents={"quitter": quitter}, default_agent="quitter")
+    editor.open_chat(ready=False)
+    for start in range(1, 4):
+        if start > 1:
+            editor.nvim.command("AcpRestart")
+        error = editor.wait_event("AcpError", start)
+        assert error["message"] == "agent 'quitter' exited while initializing (exit code 4)"
+    assert editor.transcript_text().count("no config found") == 3
+
+
 def test_session_new_never_answered_times_out(editor: Editor) -> None:
     editor.setup(
         agents={"mute": editor.fake_agent("silent_new")},

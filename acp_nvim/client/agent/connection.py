@@ -208,7 +208,8 @@ class AgentConnection:
         try:
             return await call
         except ConnectionClosed:
-            raise self.ending.failure(f"while {doing}") from None
+            # Its output ended first: the exit code comes once the process is collected.
+            raise await self.ending.collected_failure(f"while {doing}") from None
         except RequestError as err:
             raise Refused(f"agent {self.name!r} failed {doing}: {err}", code=err.code) from None
         except (NotOffered, SessionTaken) as err:
