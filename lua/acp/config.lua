@@ -173,6 +173,14 @@ end
 function M.check(opts)
   local problems = {}
   local valid = check(opts, { class = "acp.Options" }, "", problems) or {}
+  -- Beyond the types, as Python's load_config says it (config.py, _agent): an
+  -- agent whose program is blank is left out.
+  for name, agent in pairs(is_table(valid.agents) and valid.agents or {}) do
+    if agent.cmd and not agent.cmd[1]:match("%S") then
+      table.insert(problems, ("agents.%s.cmd: the first item must name a program"):format(name))
+      valid.agents[name] = nil
+    end
+  end
   -- Sorted: the report reads the same whatever order pairs() takes.
   table.sort(problems)
   local options = vim.tbl_deep_extend("force", vim.deepcopy(defaults.options), valid)

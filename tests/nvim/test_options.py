@@ -92,6 +92,7 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
         {"keys": {"chat": {"hide": True}, "review": {"nope": "x"}}, "hunk_keys": True},
         {"timeouts": {"start": 0}, "fs_access": {"outside": "yes"}, "protocol_version": 3},
         {"mcp_servers": {"s": {"type": "ftp"}}, "history": {"max_age_days": "old"}},
+        {"agents": {"blank": {"cmd": [""]}, "space": {"cmd": [" ", "x"]}}},
     ]
     for raw in cases:
         with pytest.raises(ConfigError) as err:
@@ -115,6 +116,7 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
             ["agents.foo.cmd[1]: expected a string, got an integer",
              "agents.foo.env.A: expected a string"],
         ),
+        ({"cmd": [""]}, ["agents.foo.cmd: the first item must name a program"]),
     ],
 )  # fmt: skip
 def test_a_wrong_agent_is_told_alike_by_lua_and_python_and_not_also_unknown(
@@ -127,3 +129,16 @@ def test_a_wrong_agent_is_told_alike_by_lua_and_python_and_not_also_unknown(
     error = editor.wait_event("AcpError")
     told = re.sub(r"^invalid options?:? ", "", error["message"])
     assert sorted(told.split("; ")) == problems
+
+
+@pytest.mark.parametrize("program", ["", "  "])
+def test_a_blank_program_is_told_by_setup_in_the_words_of_the_chat(
+    editor: Editor, program: str
+) -> None:
+    """cmd = {''} passed setup(): only the chat's start said it was wrong."""
+    editor.setup(agents={"foo": {"cmd": [program, "--acp"]}}, default_agent="foo")
+    problem = "invalid option agents.foo.cmd: the first item must name a program"
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == f"acp: {problem}"
+    editor.nvim.command("AcpChat")
+    assert editor.wait_event("AcpError")["message"] == problem
