@@ -374,6 +374,17 @@ class _Incoming:
         scope.cancel()
         return True
 
+    def cancel_request(self, raw: Raw | None) -> None:
+        """The peer's ``$/cancel_request`` with params ``raw``."""
+        try:
+            target = _decoded(_CANCEL_PARAMS, raw or b"null").requestId
+        except msgspec.DecodeError as exc:
+            logger.warning("%s: invalid %s params: %s", self.name, CANCEL_REQUEST_METHOD, exc)
+            return
+        if not self.cancel(target):
+            # Already answered (or never seen): the spec says to ignore it.
+            logger.debug("%s: cancel for request %r not in flight", self.name, target)
+
     async def _run(
         self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope, batch: _Batch | None
     ) -> None:
@@ -762,7 +773,7 @@ class Connection:
 
     async def _handle_notification(self, method: str, params: Raw) -> None:
         if method == CANCEL_REQUEST_METHOD:
-            self._handle_cancel_request(params if params else None)
+            self._incoming.cancel_request(params if params else None)
             return
         route = self._notifications.get(method)
         if route is None:
@@ -783,16 +794,6 @@ class Connection:
         except Exception as exc:
             logger.warning("%s: invalid params for notification %s: %s", self.name, method, exc)
             return _INVALID
-
-    def _handle_cancel_request(self, raw: Raw | None) -> None:
-        try:
-            target = _decoded(_CANCEL_PARAMS, raw or b"null").requestId
-        except msgspec.DecodeError as exc:
-            logger.warning("%s: invalid %s params: %s", self.name, CANCEL_REQUEST_METHOD, exc)
-            return
-        if not self._incoming.cancel(target):
-            # Already answered (or never seen): the spec says to ignore it.
-            logger.debug("%s: cancel for request %r not in flight", self.name, target)
 
     def _handle_response(self, msg: _Envelope) -> None:
         msg_id = msg.id
