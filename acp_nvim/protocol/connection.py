@@ -451,6 +451,8 @@ class Connection:
     - `on_traffic(direction, data, count)` sees every line: the block one read
       brought in (`LineReader.receive_block`) and how many lines it holds, or the
       one written (1).
+    - `on_not_json(line)` sees each line that is no JSON at all (a peer's banner or
+      prompt on the wrong stream), before it is answered as a parse error.
     - At EOF `serve()` returns, pending `request()`s raise `ConnectionClosed`, and so
       does every later call.
     """
@@ -464,6 +466,7 @@ class Connection:
         enc_hook: Callable[[Any], Any] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
         on_traffic: Callable[[Direction, bytes, int], None] | None = None,
+        on_not_json: Callable[[bytes], None] | None = None,
         name: str = "peer",
         send_cancel_requests: bool = False,
         id_start: int = 0,
@@ -474,6 +477,7 @@ class Connection:
         self._encoder = msgspec.json.Encoder(enc_hook=enc_hook)
         self._max_line = max_line
         self._on_traffic = on_traffic
+        self._on_not_json = on_not_json
         self.name = name
         self._send_cancel_requests = send_cancel_requests
         self._id_start = id_start
@@ -728,6 +732,8 @@ class Connection:
                 await self._reject_invalid(line, str(exc), None, probe)
                 return
         logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
+        if self._on_not_json is not None:
+            self._on_not_json(line)
         await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
 
     async def _run_batch(self, route: _Route, values: list[Any]) -> None:

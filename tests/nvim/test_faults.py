@@ -57,6 +57,27 @@ def test_an_agent_that_never_answers_initialize_times_out_and_is_stopped(
     assert "echo: hello again" in editor.transcript_text()
 
 
+def test_a_start_that_times_out_shows_the_last_lines_the_agent_printed_on_stdout(
+    editor: Editor,
+) -> None:
+    """They were only in :AcpLog: a login prompt or a banner where the protocol goes
+    says why the agent never answers."""
+    editor.setup(
+        agents={"chatty": editor.fake_agent("banner_init")},
+        default_agent="chatty",
+        timeouts={"start": 2},
+    )
+    editor.open_chat(ready=False)
+    editor.wait(
+        "vim.iter(require('acp.host').request('log')):any(function(l) return l:find('log in') end)",
+        what="the banner in the log",
+    )
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("agent 'chatty' did not answer within 2 s")
+    text = editor.transcript_text()
+    assert "stdout: Fake Agent 1.0\nstdout: Please log in at https://example.invalid/login\n" in text
+
+
 def test_cancel_ends_a_start_that_hangs(editor: Editor) -> None:
     editor.setup(agents={"mute": editor.fake_agent("silent_init")}, default_agent="mute")
     editor.open_chat(ready=False)
@@ -73,7 +94,7 @@ def test_an_agent_that_exits_at_once_is_told_with_its_exit_code_at_every_start(
 ) -> None:
     """The exit code was read before the process was collected: a start (often the
     second) said only "exited while initializing"."""
-    quitter = {"cmd": ["sh", "-c", "echo 'no config found' >&2; exit 4"]}
+    quitter = {"cmd": ["sh", "-c", "echo 'no config found' >&2; echo 'usage: quitter'; exit 4"]}
     editor.setup(agents={"quitter": quitter}, default_agent="quitter")
     editor.open_chat(ready=False)
     for start in range(1, 4):
@@ -81,7 +102,7 @@ def test_an_agent_that_exits_at_once_is_told_with_its_exit_code_at_every_start(
             editor.nvim.command("AcpRestart")
         error = editor.wait_event("AcpError", start)
         assert error["message"] == "agent 'quitter' exited while initializing (exit code 4)"
-    assert editor.transcript_text().count("no config found") == 3
+    assert editor.transcript_text().count("no config found\nstdout: usage: quitter") == 3
 
 
 def test_session_new_never_answered_times_out(editor: Editor) -> None:

@@ -556,6 +556,19 @@ async def test_invalid_json_then_alive(raw_peer, serving, caplog) -> None:
     assert any("invalid JSON" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_line_that_is_no_json_is_seen_and_json_that_is_no_message_is_not(
+    raw_peer, serving
+) -> None:
+    seen: list[bytes] = []
+    conn, peer = raw_peer(on_not_json=seen.append)
+    async with serving(conn):
+        await peer.send_line(b"Please log in")
+        await peer.receive_json()
+        await peer.send_line(b'"a string"')
+        await peer.receive_json()
+    assert seen == [b"Please log in"]
+
+
 @pytest.mark.parametrize(
     ("message", "reply_id"),
     [

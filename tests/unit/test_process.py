@@ -4,7 +4,7 @@ A pid is handed out again once its process is reaped and its group is empty. The
 tests force that in a pid namespace of their own (``unshare``, writing
 ``/proc/sys/kernel/ns_last_pid``): an agent exits by itself, a stranger gets its pid
 as the leader of a group of its own, and every way we end agents must leave the
-stranger alone.
+stranger alone. And what a failure shows of what it printed beside the protocol.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from acp_nvim.client.agent import process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,3 +117,12 @@ def test_a_recycled_pid_is_never_signalled(kernel: str, ending: str) -> None:
     assert report["stranger_alive"]
     if kernel == "named":
         assert report["leftover_alive"] is False
+
+
+def test_a_failure_shows_the_last_lines_printed_on_stdout_trimmed_and_cut() -> None:
+    agent = process.AgentProcess("a", ["a"])
+    for line in (b"banner", b"  ", b"\tPlease log in\r ", "é".encode() * 300):
+        agent.keep_stdout_text(line)
+    agent.keep_stdout_text(b"last")
+    cut = "é" * process.STDOUT_TEXT_MAX + "…"
+    assert agent.printed() == ["stdout: Please log in", f"stdout: {cut}", "stdout: last"]

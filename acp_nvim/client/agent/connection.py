@@ -185,6 +185,7 @@ class AgentConnection:
             convert=decode,
             enc_hook=enc_hook,
             on_traffic=self._traffic,
+            on_not_json=self.process.keep_stdout_text,
             name=self.name,
         )
 

@@ -1,6 +1,6 @@
 """How one start of an agent ends, as the user is told: once its output ends, its
 exit code is collected (one that lives on without its output is stopped), and the
-failure is said with its code and what it printed on stderr.
+failure is said with its code and what it printed beside the protocol.
 
 It does not decide when an agent is stopped (the connection does) nor show
 anything (the chats do).
@@ -54,7 +54,7 @@ class Ending:
         what = f"exited{when}" + (f" (exit code {code})" if code is not None else "")
         if self.process.output_closed:
             what = f"closed its output{when}, so it was stopped"
-        return AgentFailed(f"agent {self.name!r} {what}", self.process.stderr_tail())
+        return AgentFailed(f"agent {self.name!r} {what}", self.process.printed())
 
     async def collected_failure(self, when: str = "") -> AgentFailed:
         """:meth:`failure` once the exit is collected (or :data:`_COLLECTED_WITHIN`

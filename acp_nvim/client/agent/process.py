@@ -28,6 +28,10 @@ from acp_nvim.protocol.streams import receive
 # A stderr line longer than this is cut: one line without an end must not grow
 # without bound (nor be re-split on every read).
 STDERR_LINE_MAX = 4096
+# What a failure shows of the lines the agent wrote on stdout that were no JSON (a
+# banner, a login prompt, an error before it hung): the last few, cut short.
+STDOUT_TEXT_LINES = 3
+STDOUT_TEXT_MAX = 200
 
 
 class SpawnError(RuntimeError):
@@ -62,6 +66,7 @@ class AgentProcess:
         self.cwd = cwd
         self._on_stderr = on_stderr
         self._stderr: collections.deque[str] = collections.deque(maxlen=stderr_lines)
+        self._stdout_text: collections.deque[str] = collections.deque(maxlen=STDOUT_TEXT_LINES)
         self._process: anyio.abc.Process | None = None
         self._group: Group | None = None
         self.returncode: int | None = None
@@ -90,6 +95,20 @@ class AgentProcess:
     def stderr_tail(self, count: int = 20) -> list[str]:
         """The last ``count`` lines the agent wrote to stderr."""
         return list(self._stderr)[-count:]
+
+    def keep_stdout_text(self, line: bytes) -> None:
+        """Keep a line the agent wrote on stdout that was no JSON, trimmed and cut
+        to :data:`STDOUT_TEXT_MAX` characters."""
+        text = line[: STDOUT_TEXT_MAX * 4].decode("utf-8", "replace").strip()
+        if len(text) > STDOUT_TEXT_MAX:
+            text = text[:STDOUT_TEXT_MAX] + "…"
+        if text:
+            self._stdout_text.append(text)
+
+    def printed(self) -> list[str]:
+        """What the agent printed beside the protocol, for a failure's message: its
+        stderr tail, then its last lines on stdout that were no JSON."""
+        return [*self.stderr_tail(), *(f"stdout: {text}" for text in self._stdout_text)]
 
     async def start(self) -> None:
         """Spawn the process, or take over the first agent when it is this one

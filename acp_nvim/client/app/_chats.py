@@ -270,7 +270,8 @@ class ChatLifecycle:
             except TimeoutError:
                 chat.fail(
                     f"agent {name!r} did not answer within {timeout:g} s (timeouts.start); "
-                    ":AcpRestart tries again"
+                    ":AcpRestart tries again",
+                    self.pool.printed(name, connection),
                 )
             except AgentFailed as err:
                 if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:

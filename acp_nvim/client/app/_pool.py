@@ -43,6 +43,9 @@ class AgentPool:
         self.agents: dict[str, AgentConnection] = {}
         self.agent_of: dict[int, AgentConnection] = {}  # by chat id
         self._starting: dict[str, anyio.Event] = {}
+        # Each agent's latest process, by name: a start that timed out has no
+        # connection left to ask what it printed.
+        self._launched: dict[str, AgentProcess] = {}
         # Values of login variables, by agent: added to its environment when it starts.
         self._secrets: dict[str, dict[str, str]] = {}
         # Neovim is closing: nothing may wait on the editor any more.
@@ -72,7 +75,7 @@ class AgentPool:
         if name in self._starting or (existing is not None and existing.alive):
             return None
         self._starting[name] = started = anyio.Event()
-        process = agent_process(name, agent_config, cwd, self.ctx.log)
+        process = self._launched[name] = agent_process(name, agent_config, cwd, self.ctx.log)
         try:
             await process.start()
         except SpawnError as err:
@@ -126,6 +129,12 @@ class AgentPool:
         finally:
             del self._starting[name]
             done.set()
+
+    def printed(self, name: str, connection: AgentConnection | None) -> list[str]:
+        """What the agent printed beside the protocol in its latest start: through
+        ``connection`` once there is one (a v1 fallback starts another process)."""
+        process = connection.process if connection is not None else self._launched.get(name)
+        return process.printed() if process is not None else []
 
     def configure(self, connection: AgentConnection) -> None:
         """The options an agent connection follows."""

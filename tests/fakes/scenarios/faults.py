@@ -21,6 +21,12 @@ async def hang(agent: Agent, params: Params) -> None:
     await anyio.sleep_forever()
 
 
+async def banner(agent: Agent, params: Params) -> None:
+    """Print on stdout what is no JSON (a banner, a login prompt), then never answer."""
+    await agent.send.send(b"Fake Agent 1.0\n   Please log in at https://example.invalid/login   \n")
+    await anyio.sleep_forever()
+
+
 async def held(agent: Agent, params: Params) -> None:
     """Answer once the test releases the start: it opens the named pipe ``release``
     in the agent's directory for writing and closes it."""
@@ -149,6 +155,7 @@ async def garbage(agent: Agent, prompt: Prompt) -> None:
 SCENARIOS = (
     Scenario("silent_init", before={"initialize": hang}),
     Scenario("silent_new", before={"session/new": hang}),
+    Scenario("banner_init", before={"initialize": banner}),
     Scenario("held_init", before={"initialize": held}),
     Scenario("bad_version", protocol_version=7),
     Scenario("endless", endless),
