@@ -174,6 +174,38 @@ def test_what_an_abandoned_turn_still_sends_is_never_shown(editor: Editor, versi
     assert sum("still working" in line for line in log) > shown  # the agent did go on
 
 
+def test_a_prompt_cancelled_behind_an_abandoned_turn_comes_back_at_once(
+    editor: Editor,
+) -> None:
+    """A prompt waiting for the agent to end a turn left behind was never sent:
+    cancelling it waited timeouts.cancel again and ended it "did not stop", its
+    text only in the transcript. Now the cancel is immediate and the prompt comes
+    back to the input, the queue behind it after it."""
+    editor.setup(
+        agents={"deaf": editor.fake_agent("ignore_cancel")},
+        default_agent="deaf",
+        timeouts={"cancel": 0.5},
+    )
+    status = editor.open_chat()
+    editor.lua("require('acp').send('go long')")  # goes on for 20 s after a cancel
+    editor.wait("require('acp').status().state == 'running'")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.lua("require('acp').send('after one')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.lua("require('acp').send('after two')")  # queued behind it
+    editor.wait("require('acp').status().queued == 1")
+    assert "still ending the cancelled turn" in editor.transcript_text()
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    editor.wait("require('acp').status().queued == 0")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["after one", "", "after two"]
+    text = editor.transcript_text()
+    assert text.count("did not stop within") == 1  # the first cancel's, not this one's
+    assert "Cancelled before it was sent: the prompt is back in the input." in text
+    assert "echo: after" not in text
+
+
 def send_input(editor: Editor, status: dict[str, Any]) -> None:
     """Send what the chat's input holds, as <CR> there does."""
     editor.lua(

@@ -12,7 +12,7 @@ __all__ = ["AgentConnection", "AgentFailed"]
 
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 
@@ -22,6 +22,7 @@ from acp_nvim.client.agent.ending import Ending
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
+from acp_nvim.client.agent.turns import Abandoned, Turns, Withdrawn
 from acp_nvim.client.config import AgentConfig, agent_cwd
 from acp_nvim.client.errors import AgentFailed, Refused
 from acp_nvim.client.log import ProtocolLog
@@ -47,10 +48,6 @@ _DRAWN_AFTER = 0.005
 async def _call_later(seconds: float, fn: Callable[[], object]) -> None:
     await anyio.sleep(seconds)
     fn()
-
-
-class _Abandoned(Exception):
-    """The agent did not end a cancelled turn in time."""
 
 
 class AgentConnection:
@@ -96,15 +93,10 @@ class AgentConnection:
         self.elicitations = Elicitations()
         # The MCP servers offered with each session, made for this connection.
         self.mcp = mcp(self) if mcp is not None else None
-        # Seconds an agent gets to end a turn after session/cancel (timeouts.cancel).
-        self.cancel_grace = 5.0
+        # How turns end that the agent does not end (turns.grace: timeouts.cancel).
+        self.turns = Turns()
         self._connection: Connection | None = None
         self._tasks: Tasks | None = None
-        self._abandon: dict[int, anyio.Event] = {}  # running turns by chat id
-        self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
-        # Turns ended here that the agent still runs (it ignored the cancel), by chat
-        # id: set once it ends them. The chat shows nothing of them meanwhile.
-        self._left: dict[int, anyio.Event] = {}
         self.ending = Ending(name, self.process)
 
     def __repr__(self) -> str:
@@ -140,6 +132,7 @@ class AgentConnection:
                 nonsense, or speaks another version.
         """
         self._tasks = tasks
+        self.turns.start(tasks)
         self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
             self.chats,
@@ -279,12 +272,6 @@ class AgentConnection:
         sessions = self._sessions()
         return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
 
-    async def turn_over(self, chat: Chat) -> None:
-        """Wait until ``chat``'s running turn (if any) has ended here."""
-        ended = self._ended.get(chat.id)
-        if ended is not None:
-            await ended.wait()
-
     async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
         sessions = self._sessions()
@@ -306,10 +293,10 @@ class AgentConnection:
     ) -> None:
         """Run one turn. It ends with the agent's stop reason, or with the agent's
         error shown (the session stays usable), or here as ``cancelled`` when the
-        agent ignores a cancel, or with the chat failed when the agent exits."""
+        agent ignores a cancel (see :mod:`~acp_nvim.client.agent.turns`), or with
+        the chat failed when the agent exits."""
         sessions = self._sessions()
-        abandon = self._abandon[chat.id] = anyio.Event()
-        ended = self._ended[chat.id] = anyio.Event()
+        self.turns.begin(chat)
         # The turn start's drawing goes to Neovim once the prompt is on its way.
         drawn = chat.editor.hold()
         if self._tasks is not None:
@@ -317,20 +304,25 @@ class AgentConnection:
         try:
             await chat.start_turn(text, sessions.sendable(attachments))
             chat.branches.path[-1].agent = self.serial
-            left = self._left.get(chat.id)
-            if left is not None:
+            if self.turns.behind(chat):
                 # What the agent still sends of the turn left behind stays hidden, and
                 # this prompt is not mixed into it: it goes once the agent ends that.
                 chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")
                 drawn()  # shown while it waits
-                await self._until_exit(left.wait(), abandon)
+                await self.turns.wait_behind(chat, text, self.exited)
             chat.muted = False
-            stop_reason = await self._until_exit(
-                sessions.prompt(chat, text, attachments, on_sent=drawn), abandon, chat
+            stop_reason = await self.turns.until_exit(
+                sessions.prompt(chat, text, attachments, on_sent=drawn),
+                chat,
+                self.exited,
+                leave=True,
             )
-        except _Abandoned:
+        except Withdrawn:
+            chat.info("*Cancelled before it was sent: the prompt is back in the input.*")
+            await chat.finish_turn("cancelled")
+        except Abandoned:
             chat.info(
-                f"*The agent did not stop within {self.cancel_grace:g} s of the cancel: "
+                f"*The agent did not stop within {self.turns.grace:g} s of the cancel: "
                 "the turn ends here and what it still sends is not shown.*"
             )
             await chat.finish_turn("cancelled")
@@ -348,72 +340,15 @@ class AgentConnection:
             await chat.finish_turn(stop_reason)
         finally:
             drawn()  # the prompt never went: a failed write, an exit, a cancel
-            del self._abandon[chat.id], self._ended[chat.id]
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
             self.elicitations.cancel(chat)
-            ended.set()
-
-    async def _until_exit(
-        self, call: Awaitable[T], abandon: anyio.Event, chat: Chat | None = None
-    ) -> T:
-        """``call``'s result, or ConnectionClosed as soon as the agent exits (a v2
-        turn waits on notifications, which an exit never sends), or _Abandoned
-        once ``abandon`` is set. With ``chat``, a call abandoned goes on in the
-        connection's task group until the agent ends it, ``chat`` muted."""
-        outcome: list[Any] = []  # the result, or the exception the call raised
-        finished = anyio.Event()
-
-        async def run() -> None:
-            try:
-                outcome.append((await call,))
-            except Exception as err:  # re-raised below, outside the task group
-                outcome.append(err)
-            finally:
-                finished.set()
-
-        async def until(event: anyio.Event) -> None:
-            await event.wait()
-            waits.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as waits:
-            if chat is not None and self._tasks is not None:
-                self._tasks.start_soon(run)
-            else:
-                waits.start_soon(run)
-            waits.start_soon(until, finished)
-            waits.start_soon(until, abandon)
-            await self.exited.wait()
-            waits.cancel_scope.cancel()
-        if not outcome:
-            if abandon.is_set() and not self.exited.is_set():
-                if chat is not None:
-                    self._leave(chat, finished)
-                raise _Abandoned
-            raise ConnectionClosed("the agent exited")
-        if isinstance(outcome[0], Exception):
-            raise outcome[0]
-        return cast(T, outcome[0][0])
-
-    def _leave(self, chat: Chat, ended: anyio.Event) -> None:
-        """The turn of ``chat`` ends here while the agent goes on with it: nothing of
-        it is shown until ``ended`` (the agent ended it)."""
-        chat.muted = True
-        self._left[chat.id] = ended
-
-        async def forget() -> None:
-            await ended.wait()
-            if self._left.get(chat.id) is ended:
-                del self._left[chat.id]
-                chat.muted = False
-
-        if self._tasks is not None:
-            self._tasks.start_soon(forget)
+            self.turns.end(chat)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``,
-        or here after :attr:`cancel_grace` seconds (the spec lets a client stop
-        waiting; pending permission requests are answered ``cancelled`` at once)."""
+        or here after ``turns.grace`` seconds (the spec lets a client stop waiting;
+        pending permission requests are answered ``cancelled`` at once)."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
         try:
@@ -422,13 +357,7 @@ class AgentConnection:
             pass
         self.permissions.cancel(chat)
         self.elicitations.cancel(chat)
-        abandon = self._abandon.get(chat.id)
-        if abandon is not None and self._tasks is not None:
-            self._tasks.start_soon(self._abandon_after_grace, abandon)
-
-    async def _abandon_after_grace(self, abandon: anyio.Event) -> None:
-        await anyio.sleep(self.cancel_grace)
-        abandon.set()  # a no-op when the turn ended meanwhile: nobody waits on it
+        self.turns.cancelled(chat)
 
     async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
         """The agent's sessions (for ``cwd`` when given), as it reports them."""

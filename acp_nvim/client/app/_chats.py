@@ -415,8 +415,7 @@ class ChatLifecycle:
             return
         connection = self.pool.agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
-            self.queue.give_back(chat)
-            await self.pool.cancel_quietly(connection, chat)
+            await self.queue.cancel(chat, connection, give_back=True)
 
     async def login(
         self, chat_id: int, method_id: str | None, values: dict[str, str] | None = None

@@ -83,8 +83,8 @@ class Conversations:
         try:
             async with self._changing.setdefault(chat.id, anyio.Lock()):
                 if chat.state == "running":
-                    await self.pool.cancel_quietly(connection, chat)
-                    await connection.turn_over(chat)
+                    await self.queue.cancel(chat, connection)
+                    await connection.turns.over(chat)
                 yield chat.state == "ready"
         finally:
             chat.held -= 1
@@ -264,7 +264,7 @@ class Conversations:
         self.queue.prompts[chat_id].insert(0, prompt)
         self.queue.show(chat)
         if steered is None and connection is not None and chat.state == "running":
-            await self.pool.cancel_quietly(connection, chat)
+            await self.queue.cancel(chat, connection)
         await self.queue.drain(chat)
 
     async def send_queued(self, chat_id: int, index: int, text: str) -> None:

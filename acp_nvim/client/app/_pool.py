@@ -146,7 +146,7 @@ class AgentPool:
         permissions.keys = config.keys.permission.by_kind()
         permissions.why_key = config.keys.permission.reject_why or None
         permissions.preview = config.diff_preview is not False
-        connection.cancel_grace = config.timeouts.cancel
+        connection.turns.grace = config.timeouts.cancel
         self.mcp.configure(connection)
 
     async def release(self, chat: Chat) -> None:

@@ -12,6 +12,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.errors import AgentFailed
 
 if TYPE_CHECKING:
+    from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Prompt
 
@@ -68,6 +69,21 @@ class PromptQueue:
             self.return_input(chat.id, "\n\n".join(p.text for p in queue))
             queue.clear()
             self.show(chat)
+
+    async def cancel(
+        self, chat: Chat, connection: AgentConnection, *, give_back: bool = False
+    ) -> None:
+        """Cancel ``chat``'s running turn. A prompt the agent never got (it waited for
+        the agent to end a turn left to it) is withdrawn at once and comes back to
+        the input; with ``give_back`` (the user's cancel, decision 0080) the queue
+        follows it, before the agent is told."""
+        unsent = connection.turns.withdraw(chat)
+        if unsent is not None:
+            self.return_input(chat.id, unsent)
+        if give_back:
+            self.give_back(chat)
+        if unsent is None:
+            await self.pool.cancel_quietly(connection, chat)
 
     def dequeue(self, chat_id: int, index: int, text: str, edit: bool = False) -> None:
         """Drop queued prompt ``index`` (0-based), the one reading ``text``; ``edit``

@@ -48,13 +48,13 @@ async def endless(agent: Agent, prompt: Prompt) -> str:
 
 
 async def ignore_cancel(agent: Agent, prompt: Prompt) -> str | None:
-    """Goes on after a cancel: 100 more lines (2 s), then ends the turn cancelled.
-    Prompt "after" is echoed."""
-    if prompt.text == "after":
+    """Goes on after a cancel: 100 more lines (2 s), then ends the turn cancelled;
+    prompt "go long": 1000 lines (20 s). Prompts starting "after" are echoed."""
+    if prompt.text.startswith("after"):
         await echo(agent, prompt)
         return None
     with anyio.move_on_after(30):
-        left = 100
+        left = 1000 if prompt.text == "go long" else 100
         for i in range(100_000):
             await agent.say(f"still working {i}\n")
             await anyio.sleep(0.02)

@@ -1,0 +1,173 @@
+"""How a chat's turn ends when its agent does not end it: the agent exits, or it
+ignores a cancel.
+
+A cancelled turn the agent has not ended within ``grace`` seconds ends here and is
+left to the agent: nothing more of it is shown until the agent ends it, and the
+chat's next prompt waits for that. Cancelled while it waits, that prompt never
+went: it is withdrawn at once (:meth:`Turns.withdraw`), with nothing to tell the
+agent and nothing to wait for.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Abandoned", "Turns", "Withdrawn"]
+
+from collections.abc import Awaitable
+from typing import Any, TypeVar, cast
+
+import anyio
+
+from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.tasks import Tasks
+from acp_nvim.protocol import ConnectionClosed
+
+T = TypeVar("T")
+
+
+class Abandoned(Exception):
+    """The agent did not end a cancelled turn in time."""
+
+
+class Withdrawn(Exception):
+    """The turn was cancelled while its prompt waited behind a turn left to the
+    agent: the prompt never went."""
+
+
+class Turns:
+    """The running turn of each chat of one agent connection, by chat id.
+
+    ``grace``: seconds an agent gets to end a turn after a cancel (timeouts.cancel).
+    :meth:`start` must run first: abandoned calls go on in its task group.
+    """
+
+    def __init__(self) -> None:
+        self.grace = 5.0
+        self._tasks: Tasks | None = None
+        self._abandon: dict[int, anyio.Event] = {}  # set to end that turn here
+        self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
+        # Turns ended here that the agent still runs (it ignored the cancel): set once
+        # it ends them. The chat shows nothing of them meanwhile.
+        self._left: dict[int, anyio.Event] = {}
+        # The prompt of a turn waiting for the agent to end the one left to it.
+        self._waiting: dict[int, str] = {}
+
+    def __repr__(self) -> str:
+        return f"<Turns {len(self._abandon)} running, {len(self._left)} left to the agent>"
+
+    def start(self, tasks: Tasks) -> None:
+        self._tasks = tasks
+
+    def begin(self, chat: Chat) -> None:
+        self._abandon[chat.id] = anyio.Event()
+        self._ended[chat.id] = anyio.Event()
+
+    def end(self, chat: Chat) -> None:
+        del self._abandon[chat.id]
+        self._ended.pop(chat.id).set()
+
+    async def over(self, chat: Chat) -> None:
+        """Wait until ``chat``'s running turn (if any) has ended here."""
+        ended = self._ended.get(chat.id)
+        if ended is not None:
+            await ended.wait()
+
+    def behind(self, chat: Chat) -> bool:
+        """Whether the agent still runs a turn of ``chat`` that ended here."""
+        return chat.id in self._left
+
+    async def wait_behind(self, chat: Chat, prompt: str, exited: anyio.Event) -> None:
+        """Wait until the agent has ended the turn of ``chat`` left to it, if any;
+        ``prompt`` (the running turn's, not sent yet) can be withdrawn meanwhile.
+
+        Raises:
+            Withdrawn: :meth:`withdraw` took the prompt back.
+            ConnectionClosed: the agent exited.
+        """
+        left = self._left.get(chat.id)
+        if left is None:
+            return
+        self._waiting[chat.id] = prompt
+        try:
+            await self.until_exit(left.wait(), chat, exited)
+        except Abandoned:
+            raise Withdrawn from None
+        finally:
+            self._waiting.pop(chat.id, None)
+
+    def withdraw(self, chat: Chat) -> str | None:
+        """End ``chat``'s turn at once if its prompt still waits behind a turn left
+        to the agent (it never went: nothing to tell the agent, nothing to wait
+        for); returns that prompt, else None."""
+        prompt = self._waiting.pop(chat.id, None)
+        if prompt is not None:
+            self._abandon[chat.id].set()
+        return prompt
+
+    def cancelled(self, chat: Chat) -> None:
+        """The agent was asked to stop ``chat``'s turn: the turn ends here (Abandoned)
+        unless the agent has ended it within :attr:`grace` seconds."""
+        abandon = self._abandon.get(chat.id)
+        if abandon is not None and self._tasks is not None:
+            self._tasks.start_soon(self._abandon_after_grace, abandon)
+
+    async def _abandon_after_grace(self, abandon: anyio.Event) -> None:
+        await anyio.sleep(self.grace)
+        abandon.set()  # a no-op when the turn ended meanwhile: nobody waits on it
+
+    async def until_exit(
+        self, call: Awaitable[T], chat: Chat, exited: anyio.Event, *, leave: bool = False
+    ) -> T:
+        """``call``'s result, or ConnectionClosed as soon as the agent exits
+        (``exited``; a v2 turn waits on notifications, which an exit never sends), or
+        Abandoned once ``chat``'s turn is abandoned. With ``leave``, a call abandoned
+        goes on in the connection's task group until the agent ends it, ``chat``
+        muted."""
+        abandon = self._abandon[chat.id]
+        outcome: list[Any] = []  # the result, or the exception the call raised
+        finished = anyio.Event()
+
+        async def run() -> None:
+            try:
+                outcome.append((await call,))
+            except Exception as err:  # re-raised below, outside the task group
+                outcome.append(err)
+            finally:
+                finished.set()
+
+        async def until(event: anyio.Event) -> None:
+            await event.wait()
+            waits.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as waits:
+            if leave and self._tasks is not None:
+                self._tasks.start_soon(run)
+            else:
+                waits.start_soon(run)
+            waits.start_soon(until, finished)
+            waits.start_soon(until, abandon)
+            await exited.wait()
+            waits.cancel_scope.cancel()
+        if not outcome:
+            if abandon.is_set() and not exited.is_set():
+                if leave:
+                    self._leave(chat, finished)
+                raise Abandoned
+            raise ConnectionClosed("the agent exited")
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return cast(T, outcome[0][0])
+
+    def _leave(self, chat: Chat, ended: anyio.Event) -> None:
+        """The turn of ``chat`` ends here while the agent goes on with it: nothing of
+        it is shown until ``ended`` (the agent ended it)."""
+        chat.muted = True
+        self._left[chat.id] = ended
+
+        async def forget() -> None:
+            await ended.wait()
+            if self._left.get(chat.id) is ended:
+                del self._left[chat.id]
+                chat.muted = False
+
+        if self._tasks is not None:
+            self._tasks.start_soon(forget)
