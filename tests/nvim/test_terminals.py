@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,35 @@ def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]
     members = group_members(pgid)
     assert len(members) == 3  # the output-draining wrapper, the shell, its sleep
     return report["terminalId"], members
+
+
+def test_a_command_of_a_turn_left_to_the_agent_is_killed(editor: Editor) -> None:
+    """A command the agent started in a turn it then did not stop on a cancel ran on
+    until :AcpClose. The turn left behind (timeouts.cancel), its commands are killed
+    as terminal/kill does: the tool call says so, the agent reads the signal, the
+    buffer keeps the output."""
+    editor.setup(
+        agents={"fake": editor.fake_agent("terminal")},
+        default_agent="fake",
+        timeouts={"cancel": 0.5},
+    )
+    editor.open_chat()
+    report = editor.tmp / "report.json"
+    # The agent waits for the command's exit and does not heed a cancel meanwhile.
+    script = {"create": {"command": "echo started; sleep 100"}, "report_to": str(report)}
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait(
+        "vim.fn.join(vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$'),"
+        " '|'):find('```text|started|```') ~= nil",
+        what="the command runs",
+    )
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait(f"vim.fn.filereadable('{report}') == 1", what="the agent's report")
+    assert json.loads(report.read_text())["exit"] == {"signal": "SIGHUP"}
+    [key] = re.findall(r"\[terminal (t\d+) · killed by SIGHUP\] echo started", editor.transcript_text())
+    buf = editor.lua(f"return require('acp.editor.terminal').terminals[{key!r}].buf")
+    assert editor.lua(f"return vim.api.nvim_buf_get_lines({buf}, 0, 1, false)") == ["started"]
 
 
 def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:

@@ -266,6 +266,24 @@ async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> 
         await rig.output(running)
 
 
+async def test_an_abandoned_turn_kills_its_own_commands_and_starts_no_more(rig: Rig) -> None:
+    """A turn the agent goes on with after a cancel ends here (timeouts.cancel): the
+    commands it started are killed, one an earlier turn left running (a server) is
+    not, and the agent, still in that turn, runs nothing more."""
+    rig.chat.turn = 1
+    server = await rig.create("serve")
+    rig.chat.turn = 2
+    build = await rig.create("make")
+    await rig.terminals.abandon(rig.chat)
+    assert rig.editor.terminals[build]["stopped"] and not rig.editor.terminals[server]["stopped"]
+    rig.terminals.feed(build, exit_code=129)
+    assert (await rig.output(build)).exit_status == ExitStatus(signal="SIGHUP")  # still readable
+    rig.chat.muted = True  # what the agent still sends of that turn is not shown
+    with pytest.raises(ServiceError, match="the turn was cancelled") as err:
+        await rig.create("make again")
+    assert err.value.kind == "denied"
+
+
 async def test_agent_exit_stops_what_runs(rig: Rig) -> None:
     tid = await rig.create("sleep 100")
     await rig.terminals.end_all()

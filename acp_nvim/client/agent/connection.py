@@ -325,6 +325,7 @@ class AgentConnection:
                 f"*The agent did not stop within {self.turns.grace:g} s of the cancel: "
                 "the turn ends here and what it still sends is not shown.*"
             )
+            await self.terminals.abandon(chat)
             await chat.finish_turn("cancelled")
         except RequestError as err:
             await chat.finish_turn("error", f"agent error {err}")

@@ -155,6 +155,7 @@ class _Command(_Shown, eq=False):
     """A command running in an editor terminal buffer (ACP v1 ``terminal/*``)."""
 
     session_id: str = ""
+    turn: int = 0  # the chat's turn that started it (Chat.turn)
     limit: int | None = None
     pid: int | None = None
     status: ExitStatus | None = None
@@ -228,9 +229,12 @@ class Terminals:
         means the session's. ``limit`` bounds the output kept (bytes).
 
         Raises:
-            ServiceError: a bad cwd or limit, or the editor could not start it.
+            ServiceError: a bad cwd or limit, a turn that ended here (see
+                :meth:`abandon`), or the editor could not start it.
         """
         chat = self._chat(session_id)
+        if chat.muted:
+            raise ServiceError("the turn was cancelled: it runs no more commands", "denied")
         cwd = cwd or chat.workspace.cwd
         if not os.path.isabs(cwd):
             raise ServiceError(f"cwd must be an absolute path: {cwd!r}")
@@ -243,7 +247,9 @@ class Terminals:
         key = _new_key()
         cap = DEFAULT_RAW_CAP if limit is None else max(2 * limit, limit + _SLACK)
         view = TerminalView(key, _label(label))
-        term = _Command(key, key, chat, _Output(cap), view, session_id=session_id, limit=limit)
+        term = _Command(
+            key, key, chat, _Output(cap), view, session_id=session_id, turn=chat.turn, limit=limit
+        )
         # Known before the editor starts it: its first output may arrive at once.
         self._commands[key] = term
         chat.session.terminals[key] = view
@@ -308,6 +314,14 @@ class Terminals:
         await self._stop([term])
         if term.status is not None:
             del self._commands[term.key]
+
+    async def abandon(self, chat: Chat) -> None:
+        """``chat``'s running turn ended here while the agent goes on with it (it
+        ignored the cancel): the commands that turn started are killed, as by
+        ``terminal/kill``. Their buffers and output stay, and the agent may still
+        read them; while the chat is muted it starts no more (:meth:`create`)."""
+        turn = [t for t in self._commands.values() if t.chat is chat and t.turn == chat.turn]
+        await self._stop([t for t in turn if not t.released])
 
     def _chat(self, session_id: str) -> Chat:
         chat = self._chats.get(session_id)
