@@ -493,6 +493,24 @@ def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None
     assert editor.lua("return _G.asked")[0]["prompt"] == "Why reject Fake edit? "
 
 
+def test_a_rejected_permissions_reason_shows_above_what_a_fast_agent_says_next(
+    editor: Editor,
+) -> None:
+    """Steered in after the answer, the reason showed when `injected` came back: below
+    what a fast agent had said by then. Told first, it shows where it went in."""
+    start(editor, "rewind+steer", 1)
+    editor.lua("require('acp').send('ask')")
+    wait_text(editor, "- `s` Reject, and say why")
+    editor.lua(STUB_UI, "keep them")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript})")
+    editor.nvim.input("s")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    reason = text.index("## You\nI rejected Delete notes: keep them")
+    assert reason < text.index("answered no") < text.index("steered: I rejected Delete notes")
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_each_turn_shows_what_it_used(editor: Editor, version: int) -> None:
     start(editor, "rewind", version)

@@ -310,11 +310,16 @@ class Conversations:
         self, chat_id: int, request_id: str, option_id: str, reason: str | None = None
     ) -> None:
         """The user answered a permission prompt (``AgentPool.answer``); ``reason``:
-        why they rejected it, told to the agent at once (:meth:`say`)."""
-        connection = self.pool.agent_of.get(chat_id)
-        subject = connection.permissions.subject(request_id) if connection else None
-        if await self.pool.answer(chat_id, request_id, option_id) and reason:
+        why they rejected it, told to the agent first (:meth:`say`). The agent waits
+        for the answer meanwhile: steered in, the reason shows where it went in, above
+        all the agent says once answered (said after the answer, it showed when
+        ``injected`` came back, below what a fast agent had said by then)."""
+        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
+        permissions = connection.permissions if connection is not None else None
+        if reason and chat and permissions and request_id in permissions.pending(chat):
+            subject = permissions.subject(request_id)
             await self.say(chat_id, f"I rejected {subject or 'that'}: {reason}")
+        await self.pool.answer(chat_id, request_id, option_id)
 
     async def review(
         self,

@@ -31,7 +31,8 @@ class Rewind:
 
     A prompt ``write NAME TEXT`` writes TEXT to NAME in the session's directory (on
     disk, reported as a tool call); ``hold`` waits for a cancel or a steering
-    message (``hold code`` in an open code block); ``compact`` compacts the context and sends a notice; anything else is
+    message (``hold code`` in an open code block); ``ask`` asks a permission (v1, see
+    :meth:`ask`); ``compact`` compacts the context and sends a notice; anything else is
     echoed. Flags after ``+``: ``plain`` forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``).
@@ -52,6 +53,7 @@ class Rewind:
         self.turns: dict[str, int] = {}  # turns run, by session
         self.steered: dict[str, anyio.Event] = {}  # sessions whose turn holds
         self.steering: dict[str, str] = {}
+        self.asking: set[str] = set()  # sessions whose turn asks (see ask)
         self.cancelled: dict[str, anyio.Event] = {}
         self.sessions = 0
         self.client: Params = {}
@@ -163,6 +165,8 @@ class Rewind:
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
             else:
                 await self.say(session, f" steered: {self.steering.pop(session)}")
+        elif text == "ask":
+            await self.ask(session)
         elif text == "compact":
             await self.compact(session)
         else:
@@ -179,6 +183,26 @@ class Rewind:
     async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
         await event.wait()
         group.cancel_scope.cancel()
+
+    async def ask(self, session: str) -> None:
+        """Ask to delete notes; say the answer at once (a fast agent), then what was
+        steered in by then or within 5 s. A steer takes 0.2 s meanwhile: what the
+        agent says once answered comes before its ``injected``."""
+        self.steered[session] = anyio.Event()
+        self.asking.add(session)
+        call = {"toolCallId": f"{session}-d{self.turns[session]}", "title": "Delete notes",
+                "kind": "delete"}
+        options = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                   {"optionId": "no", "name": "Reject", "kind": "reject_once"}]
+        answer = await self.c.request("session/request_permission", {"sessionId": session,
+                                      "toolCall": call, "options": options}, dict)  # fmt: skip
+        await self.say(session, f"answered {answer['outcome'].get('optionId')}\n")
+        with anyio.move_on_after(5):
+            await self.steered[session].wait()
+        del self.steered[session]
+        self.asking.discard(session)
+        if session in self.steering:
+            await self.say(session, f"steered: {self.steering.pop(session)}")
 
     async def compact(self, session: str) -> None:
         """A compaction (only where the client takes them: v2, or v1 advertising it),
@@ -198,6 +222,8 @@ class Rewind:
         session = params["sessionId"]
         if session not in self.steered:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        if session in self.asking:
+            await anyio.sleep(0.2)
         self.steering[session] = params["prompt"][-1]["text"]
         self.steered[session].set()
         return {"outcome": "injected"}
