@@ -192,14 +192,12 @@ class AgentPool:
 
     # -- what the user answers or asks of a chat's agent --------------------------------
 
-    async def answer(self, chat_id: int, request_id: str, option_id: str) -> bool:
-        """The user answered a permission prompt of chat ``chat_id``; whether it was
-        still pending (else the user is told)."""
+    async def answer(self, chat_id: int, request_id: str, option_id: str) -> None:
+        """The user answered a permission prompt of chat ``chat_id``; one no longer
+        pending is told."""
         connection = self.agent_of.get(chat_id)
         if connection is None or not connection.permissions.answer(request_id, option_id):
             self.ctx.editor.notify("that permission request is no longer pending", "warn")
-            return False
-        return True
 
     def elicit(
         self, chat_id: int, request_id: str, action: str, content: dict[str, Any] | None
