@@ -570,3 +570,57 @@ def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, vers
     [line] = [ln for ln in transcript(editor, other) if ln.startswith('[{"type"')]
     link = json.loads(line)[1]
     assert (link["type"], link["uri"]) == ("resource_link", (a / "notes.txt").as_uri())
+
+
+def reopen(editor: Editor) -> int:
+    """The stored chat last changed, reopened (its agent not started): its chat id."""
+    editor.wait("#require('acp').history() > 0", what="the chat kept")
+    entry = editor.lua("return require('acp').history()[1]")
+    chat: int = editor.lua("return require('acp').open({history = ...})", entry["id"])
+    editor.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
+    return chat
+
+
+def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Editor) -> None:
+    project, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)
+    assert worktree.is_dir()
+
+    chat = reopen(editor)
+    assert "worktree acp/" in winbar(editor)
+    [listed] = editor.lua("return require('acp').chats()")
+    assert (listed["cwd"], listed["worktree"], listed["waiting"]) == (str(worktree), str(worktree), 1)
+    # The hunk it left waiting is there to decide, before its agent starts.
+    [waited] = review(editor, chat)
+    assert (waited["path"], waited["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+    assert send(editor, chat, "where")["cwd"] == str(worktree)
+    send(editor, chat, "write g.txt again")
+    assert (worktree / "g.txt").read_text() == "again\n"
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"  # your file untouched
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').chats()[1].waiting == 0", what="both brought in")
+    assert (project / "f.txt").read_text() == "first\n"
+    assert (project / "g.txt").read_text() == "again\n"
+
+    # Nothing waits now: closing it removes the worktree, as the chat that made it would.
+    close_chat(editor, chat)
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    assert not worktree.exists()
+
+
+def test_a_worktree_chat_reopened_once_its_worktree_is_gone_says_where_it_works(
+    editor: Editor,
+) -> None:
+    project, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree, then remove it yourself
+    close_chat(editor, first)
+    git(project, "worktree", "remove", "--force", str(worktree))
+
+    chat = reopen(editor)
+    gone = f"is gone: it goes on in your directory `{project}`"
+    # Said before anything is sent: the agent's changes will land in your files.
+    assert any(gone in line for line in transcript(editor, chat))
+    assert "worktree acp/" not in winbar(editor)
+    assert send(editor, chat, "where")["cwd"] == str(project)

@@ -156,8 +156,14 @@ class ChatLifecycle:
         row, blocks = found
         agent_config = self.ctx.config.all_agents().get(row.agent)
         roots = self.ctx.config.agent_roots(agent_config) if agent_config is not None else []
-        chat = self._new_chat(chat_id, row.agent, Workspace(row.cwd, roots))
-        await self.ctx.history.reopen(chat, row, blocks)
+        stored = self.ctx.history.worktree_of(row)
+        workspace, gone = self.workspaces.reopened(chat_id, row.cwd, roots, stored)
+        chat = self._new_chat(chat_id, row.agent, workspace)
+        waiting = self.ctx.history.waiting(blocks) if workspace.worktree is not None else []
+        if waiting:  # the hunks it left in its kept worktree are decided as before
+            missing_as_empty = agent_config is not None and agent_config.missing_file_as_empty
+            await self.reviews.reopened(chat, waiting, missing_as_empty)
+        await self.ctx.history.reopen(chat, row, blocks, gone)
         if self.queue.prompts.get(chat_id):  # sent while it was read and drawn
             await self.restart(chat_id)
 

@@ -41,18 +41,29 @@ class Reviews:
 
         review = self.by_chat.get(chat.id)
         if review is None:
-            review = self.by_chat[chat.id] = self._new(chat, agent_config)
+            review = self._new(chat, agent_config.missing_file_as_empty)
+            self.by_chat[chat.id] = review
         # Asks through this connection's prompts (a restart brings new ones).
         review.access = FileAccess(chat, connection.permissions, self.ctx.config.fs_access)
         chat.changes = review
 
-    def _new(self, chat: Chat, agent_config: AgentConfig) -> SessionChanges:
+    async def reopened(self, chat: Chat, waiting: list[str], missing_as_empty: bool) -> None:
+        """``chat`` was reopened in its kept worktree: the user's files ``waiting``
+        (whose hunks waited there) are reviewed again before its agent starts, as a
+        live worktree chat's (``WorktreeChanges.left_waiting``)."""
+        from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+        review = self.by_chat[chat.id] = self._new(chat, missing_as_empty)
+        if isinstance(review, WorktreeChanges):
+            await review.left_waiting(waiting)
+
+    def _new(self, chat: Chat, missing_as_empty: bool) -> SessionChanges:
         """The review of ``chat``'s directory; of its worktree for a worktree chat."""
         from acp_nvim.client.services.changes import SessionChanges
         from acp_nvim.client.services.worktree_changes import WorktreeChanges
 
         tasks = self.ctx.tasks.reporting_to(chat.show_error)
-        workspace, missing_as_empty = chat.workspace, agent_config.missing_file_as_empty
+        workspace = chat.workspace
         if workspace.worktree is not None:
             return WorktreeChanges(
                 self.ctx.editor,

@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.config import AgentConfig, ConfigError, chat_cwd, workspace_root
-from acp_nvim.client.session.workspace import Workspace, Worktree
+from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
@@ -96,6 +96,25 @@ class Workspaces:
             raise WorkspaceRefused(str(err)) from None
         self._made[chat_id] = made
         return Workspace(where, chosen, made)
+
+    def reopened(
+        self, chat_id: int, cwd: str, roots: list[str], stored: KeptWorktree | None
+    ) -> tuple[Workspace, str | None]:
+        """The workspace of a stored chat reopened as ``chat_id``: its worktree while
+        that is kept (``stored``: what the history holds of it), which the chat then
+        answers for as the chat that made it did; else ``cwd``, the user's directory,
+        and when its worktree is gone, a line saying the chat goes on there."""
+        if stored is None:
+            return Workspace(cwd, roots), None
+        if os.path.isdir(stored.cwd):
+            self._made[chat_id] = stored.worktree
+            return Workspace(stored.cwd, roots, stored.worktree), None
+        worktree = stored.worktree
+        gone = (
+            f"*The worktree this chat worked in ({worktree.path}, branch `{worktree.branch}`)"
+            f" is gone: it goes on in your directory `{cwd}`, on your own files.*"
+        )
+        return Workspace(cwd, roots), gone
 
     def root(self, chat_id: int, action: str, path: str) -> None:
         """Add a workspace root to chat ``chat_id`` or remove one (:AcpRoot): the

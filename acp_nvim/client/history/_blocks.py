@@ -20,6 +20,7 @@ __all__ = [
     "render_ops",
     "review_of",
     "stored",
+    "waiting_files",
 ]
 
 import time
@@ -124,6 +125,23 @@ def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
         item = {"path": file["path"], "hunks": hunks}
         kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
     return kept
+
+
+def waiting_files(blocks: Sequence[StoredBlock]) -> list[str]:
+    """The files with hunks pending in a stored chat's review (as its turns' ends
+    kept it), by the user's paths, in the order first met."""
+    waiting: dict[str, None] = {}
+    for block in blocks:
+        if block.kind != "turn":
+            continue
+        for file in _data(block).get("review") or []:
+            hunks = file.get("hunks") or []
+            pending = hunks.get("pending") if isinstance(hunks, dict) else any(
+                status == "pending" for _, status in hunks
+            )
+            if pending:
+                waiting[file["path"]] = None
+    return list(waiting)
 
 
 def _review_lines(files: list[dict[str, Any]], cwd: str) -> list[str]:

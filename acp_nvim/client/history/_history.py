@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
+import msgspec
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     # spawns the first agent (doc/performance.md, start-up).
     from acp_nvim.client.history._record import ChatRecord
     from acp_nvim.client.session.chat import Chat
+    from acp_nvim.client.session.workspace import KeptWorktree
 
 # Seconds a change waits at most before it is written (a turn's end: at once).
 FLUSH_SECONDS = 0.5
@@ -174,9 +176,14 @@ class History:
         row = store.chat(history_id)
         return None if row is None else (row, store.blocks(history_id))
 
-    async def reopen(self, chat: Chat, row: ChatRow, blocks: list[StoredBlock]) -> None:
-        """Show a stored chat in ``chat``, as it was; it goes on in the same stored
+    async def reopen(
+        self, chat: Chat, row: ChatRow, blocks: list[StoredBlock], note: str | None = None
+    ) -> None:
+        """Show a stored chat in ``chat``, as it was, then ``note`` (drawn, not kept:
+        opening a stored chat changes nothing of it); it goes on in the same stored
         chat (its next prompt starts the agent: resumed, loaded, or seeded)."""
+        from acp_nvim.client.session import view
+
         record = self._records[chat.id]
         if record.target is not None:
             record.target.id = row.id
@@ -187,6 +194,9 @@ class History:
         chat.session.session_id = row.session_id or ""
         chat.session.title = row.title
         await self._draw(chat, shown, prefix)
+        if note is not None:
+            shown_note = view.notice_op(chat.session.new_id("info"), "info", [note])
+            self.editor.render(chat.id, [shown_note])
         # Ready once it shows the whole stored transcript.
         chat.set_state(
             "ready",
@@ -197,6 +207,26 @@ class History:
             session_id=row.session_id,
             protocol_version=row.protocol_version,
         )
+
+    @staticmethod
+    def worktree_of(row: ChatRow) -> KeptWorktree | None:
+        """The worktree a stored worktree chat worked in, and its directory there;
+        None for another chat (or a record that does not read)."""
+        from acp_nvim.client.session.workspace import KeptWorktree
+
+        if not row.worktree:
+            return None
+        try:
+            return msgspec.json.decode(row.worktree, type=KeptWorktree)
+        except msgspec.MsgspecError:
+            return None
+
+    @staticmethod
+    def waiting(blocks: list[StoredBlock]) -> list[str]:
+        """The user's files whose hunks a stored chat's review left pending."""
+        from acp_nvim.client.history._blocks import waiting_files
+
+        return waiting_files(blocks)
 
     async def _draw(self, chat: Chat, blocks: list[StoredBlock], prefix: str) -> None:
         """Draw stored blocks a slice at a time: the first screen goes to Neovim

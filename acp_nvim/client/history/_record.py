@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
+
 from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.history._blocks import (
     NOTICES,
@@ -227,6 +229,7 @@ class ChatRecord:
             "protocol_version": self.chat.protocol_version,
             "turns": self.base_turns + self.chat.turn,
             "branches": self._branches(),
+            "worktree": _json(self.chat.workspace.kept()),
             # Its row is made at its first write, after it began.
             "created_at": self.created_at,
         }
@@ -310,6 +313,10 @@ class ChatRecord:
                 if turn.hidden is not None and turn.message in self._turn_nodes
             }
         return self._hidden.get(node, self.chat.session)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else msgspec.json.encode(value).decode()
 
 
 def _renumbered(block: StoredBlock, seq: int) -> StoredBlock:

@@ -19,6 +19,8 @@ One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
   ``history._branches``), each its turns (``node`` s) in order, the one in view
   named; with the blocks' ``node`` s it says what a reopened chat shows and which
   branches it can pick. Without it (a chat kept before), ``branch`` says it.
+- ``chats.worktree`` (since schema 3): a worktree chat's worktree and its
+  directory there, as JSON (``session.workspace.KeptWorktree``).
 - ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
   with ``blocks`` as its external content (the text is stored once).
 
@@ -102,6 +104,10 @@ _MIGRATIONS: list[str] = [
     ALTER TABLE blocks ADD COLUMN node INTEGER;
     ALTER TABLE chats ADD COLUMN branches TEXT;
     """,
+    # 3: a worktree chat reopens in its worktree while that is kept
+    """
+    ALTER TABLE chats ADD COLUMN worktree TEXT;
+    """,
 ]
 VERSION = len(_MIGRATIONS)
 
@@ -142,6 +148,7 @@ class ChatRow(msgspec.Struct):
     protocol_version: int | None = None
     parent: int | None = None
     branches: str | None = None
+    worktree: str | None = None
 
 
 class Hit(msgspec.Struct):
@@ -153,7 +160,7 @@ class Hit(msgspec.Struct):
 
 _CHAT_COLUMNS = (
     "id, agent, cwd, created_at, updated_at, turns, title, name, session_id, "
-    "protocol_version, parent, branches"
+    "protocol_version, parent, branches, worktree"
 )
 
 

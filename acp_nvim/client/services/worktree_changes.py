@@ -79,6 +79,25 @@ class WorktreeChanges(SessionChanges):
         """How many hunks wait in the worktree (neither brought in nor dropped)."""
         return self.store.open_hunks(lambda path: self.worktree.user_path(path) is not None)
 
+    async def left_waiting(self, paths: Sequence[str]) -> None:
+        """The chat reopened in its kept worktree: each of the user's files ``paths``
+        whose hunks waited there when it closed waits again, as the difference from
+        the user's file to the worktree's copy (what accepting brings in: the review's
+        own baselines went with the chat)."""
+        async with self._lock:
+            for path in paths:
+                mine = self.worktree.agent_path(path)
+                if mine is None:
+                    continue
+                try:
+                    yours = await files.load(self.editor, path)
+                    theirs = await files.load(self.editor, mine)
+                except files.FileError:
+                    continue  # unreadable now: git shows it in the worktree
+                if yours.text != theirs.text:
+                    self.store.record(mine, yours.text, theirs.text, "write")
+            self._publish()
+
     def reviewed_path(self, path: str) -> str:
         """The user's file a worktree file stands for; others by their own path."""
         return self.worktree.user_path(path) or path

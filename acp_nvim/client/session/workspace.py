@@ -10,7 +10,7 @@ status). Plain data: the git work of a worktree is ``services.worktrees``.
 
 from __future__ import annotations
 
-__all__ = ["Workspace", "Worktree", "shown_path"]
+__all__ = ["KeptWorktree", "Workspace", "Worktree", "shown_path"]
 
 import os
 
@@ -52,6 +52,14 @@ class Worktree(msgspec.Struct, frozen=True):
         return None if rel is None else os.path.normpath(os.path.join(self.path, rel))
 
 
+class KeptWorktree(msgspec.Struct, frozen=True):
+    """A worktree chat's ``worktree`` and its directory ``cwd`` there, as the
+    history keeps them: reopened while the worktree is kept, the chat goes on in it."""
+
+    worktree: Worktree
+    cwd: str
+
+
 class Workspace(msgspec.Struct, eq=False):
     """``cwd``: the session's directory (absolute; the base of relative paths);
     ``roots``: more directories the agent works in (absolute), in the order given.
@@ -79,6 +87,11 @@ class Workspace(msgspec.Struct, eq=False):
         if self.worktree is None:
             return self.cwd
         return self.worktree.user_path(self.cwd) or self.worktree.project
+
+    def kept(self) -> KeptWorktree | None:
+        """What the history keeps of the worktree; None for a chat working in the
+        user's own directory."""
+        return None if self.worktree is None else KeptWorktree(self.worktree, self.cwd)
 
     def status(self) -> StatusFields:
         """The chat status fields that show it (``status().cwd``, ``roots``, the
