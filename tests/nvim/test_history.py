@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -222,23 +223,34 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept")
     first = editor.open_chat()
     send(editor, "hello zebra", 1)
+    [source] = kept(editor, "zebra")
     editor.nvim.command("AcpHandoff embeds")
     editor.wait_event("AcpSessionReady", count=2)
     status = editor.lua("return require('acp').status()")
     assert status["agent"] == "embeds" and status["chat"] != first["chat"]
+    # Whose turns are whose, and when the first chat began: named by its title, not
+    # a number that means nothing outside this Neovim.
+    began = time.strftime("%Y-%m-%d %H:%M", time.localtime(source["created_at"]))
+    carried = f"*From kept's chat “hello zebra” (begun {began}): kept answers from here.*"
+    handed = "*Handed over from kept's chat “hello zebra” to embeds: embeds answers from here.*"
     text = editor.transcript_text()
-    assert "echo: hello zebra" in text
-    assert f"Handed over from chat {first['chat']} (kept)" in text
+    assert text.index(carried) < text.index("echo: hello zebra") < text.index(handed)
     send(editor, "go on", 2)
     blocks = json.loads(editor.transcript()[-3])
     assert blocks[0]["type"] == "text" and "conversation" in blocks[0]["text"]
     assert blocks[1]["type"] == "resource"
     assert blocks[1]["resource"]["mimeType"] == "text/markdown"
+    assert carried in blocks[1]["resource"]["text"]  # the new agent is told so too
     assert blocks[2] == {"type": "text", "text": "go on"}
     # The first chat stays, and both are kept.
     assert [c["agent"] for c in editor.lua("return require('acp').chats()")] == ["kept", "embeds"]
     found = kept(editor, "zebra", 2)
     assert {f["agent"] for f in found} == {"kept", "embeds"}
+    # Its export says the same.
+    [own] = [f for f in found if f["agent"] == "embeds"]
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", own["id"])
+    exported = "\n".join(editor.nvim.buffers[buf][:])
+    assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
 
 
 def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Editor) -> None:
@@ -254,7 +266,37 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     text = editor.transcript_text()
     assert "Type `help`" in text.split("Handed over", 1)[0]
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
-    assert editor.lua("return require('acp').status().title") == "go on please"
+
+
+def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
+    """Handed over, or reopened and continued in a new session, a chat keeps the
+    title it had: not the new session's, which the demo agent names after its first
+    prompt."""
+    demo = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}
+    editor.setup(agents={"demo": demo, "other": demo}, default_agent="demo")
+    editor.open_chat()
+    send(editor, "tell me about whales", 1)
+    title = "return require('acp').status().title"
+    assert editor.lua(title) == "tell me about whales"
+    editor.nvim.command("AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on please", 2)
+    assert editor.lua(title) == "tell me about whales"
+    found = kept(editor, "please")
+    assert [f["title"] for f in found] == ["tell me about whales"]
+
+    editor.lua("require('acp').close()")  # the hand-over, then the first chat: its agent goes
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').chats() == 0")
+    [first] = [f for f in kept(editor, "whales", 2) if f["agent"] == "demo"]
+    editor.lua("require('acp').open({history = ...})", first["id"])
+    editor.wait("require('acp').status().state == 'ready'")
+    send(editor, "and dolphins?", 3)
+    assert "demo starts a new session" in editor.transcript_text()
+    assert editor.lua(title) == "tell me about whales"
+    editor.wait("#require('acp').history({query = 'dolphins'}) == 1")
+    [again] = editor.lua(HISTORY, {"query": "dolphins"})
+    assert again["title"] == "tell me about whales"
 
 
 def newer(store: Path) -> None:

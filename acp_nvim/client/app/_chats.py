@@ -120,8 +120,7 @@ class ChatLifecycle:
         if self.queue.prompts[chat_id]:  # sent before the chat was made: shown waiting
             self.queue.show(chat)
         if source is not None:
-            note = f"*Handed over from chat {source.id} ({source.agent}).*"
-            await self.ctx.history.continue_from(chat, source, note)
+            await self.ctx.history.hand_over(chat, source)
         elif parent is not None:
             title = parent.session.title
             named = f"chat {parent.id}" + (f" ({title})" if title else "")

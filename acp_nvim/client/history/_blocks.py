@@ -15,6 +15,7 @@ __all__ = [
     "NOTICES",
     "attachment_data",
     "block_id",
+    "date",
     "markdown",
     "notice_block",
     "render_ops",
@@ -287,8 +288,8 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         "",
         f"- Agent: {chat.agent}",
         f"- Directory: {chat.cwd}",
-        f"- Started: {_date(chat.created_at)}",
-        f"- Last change: {_date(chat.updated_at)}",
+        f"- Started: {date(chat.created_at)}",
+        f"- Last change: {date(chat.updated_at)}",
     ]
     terminals: dict[str, TerminalView] = {}
     for block in blocks:
@@ -374,5 +375,6 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
     return "\n".join([line, "", *_review_lines(data["review"], cwd)])
 
 
-def _date(stamp: float) -> str:
+def date(stamp: float) -> str:
+    """When ``stamp`` was, as the export and the transcript say it."""
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))

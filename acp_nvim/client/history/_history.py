@@ -192,7 +192,8 @@ class History:
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""
-        chat.session.title = row.title
+        if row.title is not None:
+            chat.keep_title(row.title)
         await self._draw(chat, shown, prefix)
         if note is not None:
             shown_note = view.notice_op(chat.session.new_id("info"), "info", [note])
@@ -239,13 +240,39 @@ class History:
             self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 
-    async def continue_from(self, chat: Chat, source: Chat, note: str) -> None:
+    async def hand_over(self, chat: Chat, source: Chat) -> None:
+        """``chat`` continues ``source``'s conversation with another agent, as
+        :meth:`continue_from` says, under ``source``'s title; the lines before and
+        after the conversation say whose the turns are (and when that chat began):
+        carried, then its own, the export and the seed say which agent answered."""
+        from acp_nvim.client.history._blocks import date
+
+        before = self._records[source.id]
+        title = before.title
+        named = f"{source.agent}'s chat" + (f" “{title}”" if title else "")
+        began = date(before.created_at)
+        intro = f"*From {named} (begun {began}): {source.agent} answers from here.*"
+        note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
+        await self.continue_from(chat, source, note, intro)
+        if title:
+            chat.keep_title(title)
+
+    async def continue_from(
+        self, chat: Chat, source: Chat, note: str, intro: str | None = None
+    ) -> None:
         """``chat`` continues ``source``'s conversation (handed over to another agent,
-        or a fork): shown first, then ``note``; its turns are ``chat``'s (a rewind, an
-        edit, a seed reach them), kept in its own stored chat. A hand-over's agent is
-        told it with the first prompt (:meth:`seed`), a fork's has it."""
+        or a fork): shown first (after ``intro``), then ``note``; its turns are
+        ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat.
+        A hand-over's agent is told it with the first prompt (:meth:`seed`), a fork's
+        has it."""
+        from acp_nvim.client.history._blocks import notice_block
+
         record, before = self._records[chat.id], self._records.get(source.id)
         blocks = before.blocks() if before is not None else []
+        if intro is not None:  # before every turn, and before the first block
+            first = notice_block("#intro", "info", [intro], -1, 0, None)
+            first.node = 0
+            blocks = [first, *blocks]
         if record.target is not None and before is not None and before.target is not None:
             record.target.parent = before.target.id
         turns = before.base_turns + source.turn if before is not None else source.turn

@@ -96,12 +96,12 @@ class ChatRecord:
         kept, branch = branches_of(branches, blocks)
         self.base_turns = turns
         self.base_written = written
-        self._next = max((b.seq for b in blocks), default=-1) + 1
         self.base = list(blocks)
         if not written:  # what is shown is handed over
             self.base = [_renumbered(b, seq) for seq, b in enumerate(in_view(branch, blocks))]
             self._facts = True
             self._wake(False)
+        self._next = max((b.seq for b in self.base), default=-1) + 1
         self._first_prompt = next((b.text for b in self.base if b.kind == "user"), None)
         turns_of = self._stored_turns(kept, branch, prefix)
         if turns_of:
@@ -219,6 +219,11 @@ class ChatRecord:
         if self._renamed:
             facts["name"], self._renamed = self.name, False
         return blocks, facts
+
+    @property
+    def title(self) -> str | None:
+        """What the chat is called: the user's name for it, else its title."""
+        return self.name or self.facts()["title"]
 
     def facts(self) -> dict[str, Any]:
         session = self.chat.session

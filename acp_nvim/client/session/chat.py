@@ -162,6 +162,9 @@ class Chat:
         # Rewinds and branch switches under way or asked: queued prompts wait for them.
         self.held = 0
         self.usage = Usage()  # what its turns used (the reports are the model's)
+        # The title of the conversation it carries on (reopened, handed over): what a
+        # new session of the agent calls itself does not rename the chat.
+        self.kept_title: str | None = None
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -421,6 +424,8 @@ class Chat:
 
     def on_info(self, **fields: Unpack[StatusFields]) -> None:
         """Session-level facts for the header: title, mode, usage, commands."""
+        if "title" in fields and self.kept_title is not None:
+            fields["title"] = self.kept_title
         if "title" in fields:
             self.session.title = fields["title"]
         if "usage" in fields:
@@ -428,6 +433,11 @@ class Chat:
         if "commands" in fields:
             self.session.commands = fields["commands"]
         self._draw(view.status_op(**fields))
+
+    def keep_title(self, title: str) -> None:
+        """Go by ``title`` (see ``kept_title``), whatever the agent calls its session."""
+        self.kept_title = title
+        self.on_info(title=title)
 
     def on_usage(self, used: int, size: int, cost: tuple[float, str] | None) -> None:
         """The context window (tokens used of size) and the session's cost so far."""
