@@ -524,6 +524,24 @@ def test_each_turn_shows_what_it_used(editor: Editor, version: int) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_forks_first_turn_counts_from_the_context_it_was_given(
+    editor: Editor, version: int
+) -> None:
+    """A session forked at a message starts with the parent's context up to there: its
+    first turn showed that whole context as what the turn used."""
+    start(editor, "rewind", version)
+    for number, word in enumerate(("one", "two", "three"), 1):
+        turn(editor, word, number)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    turn(editor, "two again", 4)
+    # The fork holds turn 1 (1234 tokens); the turn added 1234. Its cost is the
+    # agent's report (this one counts the parent's in: nothing says whether real ones do).
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.10 —*"
+    assert editor.lua("return require('acp').status().usage")["turn"]["tokens"] == 1234
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, version: int) -> None:
     start(editor, "rewind", version)
     turn(editor, "compact", 1)

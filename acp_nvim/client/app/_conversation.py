@@ -147,6 +147,7 @@ class Conversations:
             if source is not None and point is not None:
                 try:
                     await connection.fork(chat, source, point)
+                    chat.usage.forked(path[turn - 2].report)
                     return
                 except AgentFailed as err:
                     chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")

@@ -50,6 +50,8 @@ class Turn(msgspec.Struct, eq=False):
     (a serial the connection stamps: a session id means something only there).
 
     ``start`` is where its items begin in ``Session.items`` while it is shown.
+    ``report`` is the agent's usage report when it ended (``Session.usage``): a
+    fork at its last message starts with that context.
     A turn of a stored chat (reopened, or handed over) has no items; ``first`` is
     the block it begins with (else its message's), and ``drawing`` the ops that
     draw it while it was never drawn here (it is on a branch not shown).
@@ -64,6 +66,7 @@ class Turn(msgspec.Struct, eq=False):
     hidden: _Hidden | None = None
     first: str | None = None
     drawing: list[RenderOp] | None = None
+    report: dict[str, Any] | None = None
 
     @property
     def block(self) -> str:

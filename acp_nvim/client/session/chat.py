@@ -250,6 +250,8 @@ class Chat:
             files = self.changes.turn_files()
             if files:  # what the turn changed, at its end (Lua adds the review's keys)
                 self._draw(view.changes_op(self.session.new_id("changes"), files))
+        if self.branches.path:
+            self.branches.path[-1].report = self.session.usage
         spent = self.usage.end_turn(self.session.usage)
         line = f"{stop_reason} · {view.spent_text(spent)}" if view.used(spent) else stop_reason
         block = self.session.new_id("turn")

@@ -5,6 +5,10 @@ An agent reports the context its session holds and the session's cost so far
 each session is measured against its own reports: a chat that moves to another
 session (a rewind, a seed, a fork, a branch picked back) starts a new one from
 zero, and an earlier one from its own last report, never from another session's.
+A session forked at a message holds the parent's context up to there: its tokens
+are measured from the parent's report at that point (:meth:`Usage.forked`); its
+cost is the agent's report as it stands (no agent is known to say whether a fork's
+cost includes the parent's).
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ class Usage:
         self.session: Spent | None = None  # what the current session's turns used
         self._before: dict[str, Any] = {}  # the report when the turn began
         self._session_id: str | None = None
-        self._kept: dict[str, tuple[dict[str, Any], Spent | None]] = {}
+        # What the current session's turns count from while it has no report of its
+        # own: nothing, or a fork's context (tokens only).
+        self._start: dict[str, Any] = {}
+        self._kept: dict[str, tuple[dict[str, Any], Spent | None, dict[str, Any]]] = {}
 
     def switch(self, session_id: str, report: dict[str, Any]) -> dict[str, Any]:
         """The chat goes on in ``session_id``, ``report`` the last of the session it
@@ -34,14 +41,21 @@ class Usage:
         if session_id == self._session_id:
             return report
         if self._session_id is not None:
-            self._kept[self._session_id] = (report, self.session)
+            self._kept[self._session_id] = (report, self.session, self._start)
             report = {}
-        report, self.session = self._kept.pop(session_id, (report, None))
+        report, self.session, self._start = self._kept.pop(session_id, (report, None, {}))
         self._session_id = session_id
         return report
 
+    def forked(self, parent: dict[str, Any] | None) -> None:
+        """The session just begun is a fork at a message, ``parent`` the report of the
+        parent's session when that message was its last (None: not known). Its context
+        is the parent's there: its first turn's tokens are its growth from there."""
+        if parent is not None and "used" in parent:
+            self._start = {"used": parent["used"]}
+
     def begin_turn(self, report: dict[str, Any]) -> None:
-        self._before = report
+        self._before = report or self._start
 
     def end_turn(self, report: dict[str, Any]) -> Spent | None:
         """What the turn ending used, ``report`` the session's last; None when the

@@ -33,7 +33,9 @@ class Rewind:
     disk, reported as a tool call); ``hold`` waits for a cancel or a steering
     message (``hold code`` in an open code block); ``ask`` asks a permission (v1, see
     :meth:`ask`); ``compact`` compacts the context and sends a notice; anything else is
-    echoed. Flags after ``+``: ``plain`` forks only whole sessions (no fork at a
+    echoed. Usage is reported as 1234 tokens and $0.05 a turn the session holds (a
+    fork at a message holds the parent's turns up to it). Flags after ``+``: ``plain``
+    forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``).
     """
@@ -105,6 +107,9 @@ class Rewind:
     async def fork(self, params: Params) -> Params:
         session = self.open(params["cwd"])
         self.turns[session] = self.turns.get(params["sessionId"], 0)
+        point = params.get("_meta", {}).get("jetbrains", {}).get("air", {}).get("fork")
+        if point is not None and "plain" not in self.flags:  # kept up to message ``sN-mK``
+            self.turns[session] = int(point["messageId"].rsplit("-m", 1)[1])
         return {"sessionId": session}
 
     async def update(self, session: str, update: Params) -> None:
