@@ -19,6 +19,7 @@ __all__ = [
     "BufferState",
     "CutOp",
     "CutTurn",
+    "DropOp",
     "EditOp",
     "Editor",
     "EditorError",
@@ -291,6 +292,14 @@ class UncutOp(TypedDict):
     turns: list[str]
 
 
+class DropOp(TypedDict):
+    """Take the blocks from ``block`` to the end out of the transcript for good: the
+    notes of a view left before a turn was sent in it (decision 0041)."""
+
+    op: Literal["drop"]
+    block: str
+
+
 class EditOp(TypedDict):
     """Put turn ``turn``'s prompt ``text`` in the input: sent, it goes from before
     that turn (a rewind, then the send)."""
@@ -320,6 +329,7 @@ RenderOp = (
     | ElicitGoneOp
     | CutOp
     | UncutOp
+    | DropOp
     | EditOp
     | RefusedOp
 )

@@ -151,6 +151,67 @@ def test_after_a_rewind_or_a_switch_the_window_shows_what_is_left(editor: Editor
         assert windows_show_their_end_filled(editor)
 
 
+REWOUND = ("Rewound to before turn 2", "Continued in a new session")
+
+
+def notes_in(text: str) -> tuple[int, ...]:
+    """How often the transcript says each of :data:`REWOUND`, and that it switched."""
+    return (*(text.count(note) for note in REWOUND), text.count("Switched to branch"))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewinds_and_a_switchs_notes_show_on_their_branch_only(
+    editor: Editor, version: int
+) -> None:
+    """A rewind's notes went into the part of the transcript every branch shares: the
+    first branch showed "Continued in a new session" above its own turns, which ran in
+    the first session, and three rewinds to turn 2 made three notes under turn 1. A
+    switch's note stayed at its branch's end: 1 → 2 → 1 said "Switched to branch 1"
+    twice in a row. Now the notes of a rewind or a switch go with the turn sent after
+    it (its branch's), and go away with the view when none was; so it is kept."""
+    from tests.nvim.test_history import reopened_elsewhere
+
+    start(editor, "rewind+plain", version)
+    for number, word in enumerate(("alpha", "beta", "gamma"), 1):
+        turn(editor, word, number)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    turn(editor, "beta edited", 4)
+    text = editor.transcript_text()
+    order = ["Another branch leaves here", *REWOUND, "beta edited"]
+    assert sorted(order, key=text.index) == order and notes_in(text) == (1, 1, 0)
+    for branch in (1, 2, 1):
+        editor.lua(STUB_UI, 1)
+        editor.nvim.command("AcpBranches")
+        wait_text(editor, f"Switched to branch {branch}")
+        text = editor.transcript_text()
+        assert notes_in(text) == (branch == 2, branch == 2, 1)
+        assert text.count("Another branch leaves here") == 1
+    turn(editor, "delta", 5)  # the switch's note goes with it
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 6)
+    turn(editor, "beta again", 6)
+    assert notes_in(editor.transcript_text()) == (1, 1, 0)
+    [entry] = kept(editor, "again")
+
+    other, _ = reopened_elsewhere(editor, entry, "rewind+plain", version)
+    try:
+        assert notes_in(other.transcript_text()) == (1, 1, 0)
+        buf = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+        assert notes_in("\n".join(other.nvim.buffers[buf][:])) == (1, 1, 0)
+        other.nvim.command("tabclose")
+        # Branch 1 as it was drawn: back there before "delta" was sent, once.
+        others = [b["id"] for b in other.lua("return require('acp').branches()") if not b["current"]]
+        other.lua(STUB_UI, others.index(1) + 1)
+        other.nvim.command("AcpBranches")
+        other.wait("require('acp').branches()[1].id == 1", what="branch 1 shown")
+        text = other.transcript_text()
+        assert notes_in(text) == (0, 0, 2)
+        assert text.index("gamma") < text.index("Switched to branch 1") < text.index("delta")
+    finally:
+        other.quit()
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("embed", [False, True])
 def test_without_forks_at_a_message_a_new_session_gets_the_conversation(

@@ -304,7 +304,7 @@ class History:
         from acp_nvim.client.session import seed
 
         record = self._records.get(chat.id)
-        if record is None or not any(turn.first is not None for turn in chat.branches.path):
+        if record is None or not any(turn.stored for turn in chat.branches.path):
             return seed.markdown(seed.conversation(chat.session))
         return markdown(record.row(), record.blocks(), diffs=False)
 

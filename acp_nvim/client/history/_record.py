@@ -75,6 +75,9 @@ class ChatRecord:
         # when it was first drawn, as Lua groups blocks for ``cut``/``uncut`` ops.
         self._nodes: dict[str, int] = {}  # block key → its turn's node
         self._turn_nodes: dict[str, int] = {}  # a turn's key (Turn.message) → its node
+        # The notes of a view change no turn was sent in yet (``Branches.between``): not
+        # written until the next turn takes them (its node), forgotten when dropped.
+        self._between: dict[str, None] = {}
         self._hidden: dict[int, Session] | None = None  # turns out of view, read once a take
 
     def __repr__(self) -> str:
@@ -114,9 +117,10 @@ class ChatRecord:
     def _stored_turns(
         self, kept: list[StoredBranch], shown: StoredBranch, prefix: str
     ) -> dict[int, Turn]:
-        """A turn for each stored turn (by node), begun by its first block; one on no
-        branch shown carries the ops that draw it, for when one is picked. Numbers
-        each stored turn's prompt in ``prompts``."""
+        """A turn for each stored turn (by node), begun by its first block (a rewind's
+        or a switch's notes may come before its prompt); one on no branch shown carries
+        the ops that draw it, for when one is picked. Numbers each stored turn's prompt
+        in ``prompts``."""
         blocks: dict[int, list[StoredBlock]] = {}
         for block in self.base:
             if block.node:
@@ -127,15 +131,17 @@ class ChatRecord:
             for b in kept
             for number, node in enumerate((n for n in b.nodes if n in blocks), 1)
         }
+        prompts = {n: next((b for b in own if b.kind == "user"), None) for n, own in blocks.items()}
         self.prompts = {
-            own[0].seq: numbers[node]
-            for node, own in blocks.items()
-            if node in numbers and own[0].kind == "user"
+            prompt.seq: numbers[node]
+            for node, prompt in prompts.items()
+            if node in numbers and prompt is not None
         }
         last = {b.nodes[-1]: b.session_id for b in kept if b.nodes}
         turns = {}
         for node, own in blocks.items():
-            turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(own[0].text))
+            text = (prompts[node] or own[0]).text
+            turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(text))
             turn.first = block_id(prefix, own[0])
             if node not in shown.nodes:
                 turn.drawing = render_ops(own, prefix, self.chat.workspace, self.prompts)
@@ -150,6 +156,9 @@ class ChatRecord:
             self._facts = True
             self._wake(False)
             return
+        if op["op"] == "drop":
+            self._forget_between()
+            return
         if op["op"] != "block" and op["op"] != "append":
             return
         self.updated_at = time.time()
@@ -159,6 +168,8 @@ class ChatRecord:
             self._next += 1
             self._turns[key] = self.base_turns + self.chat.turn
             self._nodes[key] = self._node_of_new(key, op)
+            if key in (self.chat.branches.between or ()):
+                self._between[key] = None
         kind = op["kind"] if op["op"] == "block" else None
         if op["op"] == "block" and kind in NOTICES and "start" not in op:
             data = None
@@ -167,18 +178,31 @@ class ChatRecord:
                 data = {"stop_reason": session.stop_reason, "usage": session.usage}
                 self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
-        self._dirty[key] = None
+        if key not in self._between:
+            self._dirty[key] = None
         self._wake(kind == "turn")
 
     def _node_of_new(self, key: str, op: RenderOp) -> int:
         """The turn block ``key`` belongs to: its own, for the prompt that begins one
-        (drawn before the chat's branches have it), else the last one shown."""
+        (drawn before the chat's branches have it; the notes of a view change before
+        it are its too), else the last one shown."""
         if op["op"] == "block" and "turn" in op:
             node = self.base_turns + self.chat.turn
             self._turn_nodes[key.removeprefix(message_block(""))] = node
+            for note in self._between:
+                self._nodes[note] = node
+                self._dirty[note] = None
+            self._between.clear()
             return node
         path = self.chat.branches.path
         return self._turn_nodes.get(path[-1].message, 0) if path else 0
+
+    def _forget_between(self) -> None:
+        """The notes of a view change went with it, before a turn was sent there."""
+        for key in self._between:
+            for kept in (self._seqs, self._turns, self._nodes, self._notices):
+                kept.pop(key, None)
+        self._between.clear()
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
         if self._first_prompt is None:

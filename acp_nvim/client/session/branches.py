@@ -52,9 +52,11 @@ class Turn(msgspec.Struct, eq=False):
     ``start`` is where its items begin in ``Session.items`` while it is shown.
     ``report`` is the agent's usage report when it ended (``Session.usage``): a
     fork at its last message starts with that context.
-    A turn of a stored chat (reopened, or handed over) has no items; ``first`` is
-    the block it begins with (else its message's), and ``drawing`` the ops that
-    draw it while it was never drawn here (it is on a branch not shown).
+    ``first`` is the block it begins with, else its message's: the first note of a
+    rewind or a branch switch drawn before it (they go with it), or a stored turn's
+    first block. A turn of a stored chat (reopened, or handed over: ``review`` 0) has
+    no items; ``drawing`` holds the ops that draw it while it was never drawn here (it
+    is on a branch not shown).
     """
 
     message: str
@@ -67,6 +69,11 @@ class Turn(msgspec.Struct, eq=False):
     first: str | None = None
     drawing: list[RenderOp] | None = None
     report: dict[str, Any] | None = None
+
+    @property
+    def stored(self) -> bool:
+        """Whether it ran before the chat was reopened or handed over."""
+        return self.review == 0
 
     @property
     def block(self) -> str:
@@ -106,6 +113,10 @@ class Branches:
         # Where a mark says that another branch leaves: the key of the turn it
         # follows ("" before the first turn).
         self._marked: set[str] = set()
+        # The blocks of the notes drawn since the view last changed (a rewind, a
+        # switch: ``Chat._take_out``) while no turn was sent in it: the next turn
+        # begins with them, else they go with the view. None once a turn was sent.
+        self.between: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"
@@ -124,7 +135,15 @@ class Branches:
             self.mark(_common(self.path, other.turns))
 
     def begin(self, turn: Turn) -> None:
+        if self.between:
+            turn.first = self.between[0]
+        self.between = None
         self.shown.turns.append(turn)
+
+    def noted(self, block: str) -> None:
+        """A note was drawn, block ``block``: the next turn's, after a view change."""
+        if self.between is not None:
+            self.between.append(block)
 
     def leave(self, number: int) -> list[Turn]:
         """Go on from before turn ``number`` (1-based) of the shown branch, which is

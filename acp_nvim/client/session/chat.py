@@ -292,8 +292,7 @@ class Chat:
         lines = [f"**Error:** {message}"]
         if details:
             lines += ["```", *details, "```"]
-        block = self.session.new_id("error")
-        self._draw(view.notice_op(block, "error", lines))
+        self._note("error", "error", lines)
         self.editor.emit("AcpError", {"chat": self.id, "message": message})
 
     def _draw(self, op: RenderOp) -> None:
@@ -309,8 +308,13 @@ class Chat:
         self.editor.render(self.id, [view.bounded(op)])
 
     def info(self, text: str) -> None:
-        block = self.session.new_id("info")
-        self._draw(view.notice_op(block, "info", text.split("\n")))
+        self._note("info", "info", text.split("\n"))
+
+    def _note(self, name: str, kind: str, lines: list[str]) -> None:
+        """Draw a notice of ``kind``, its block named after ``name``."""
+        block = self.session.new_id(name)
+        self.branches.noted(block)
+        self._draw(view.notice_op(block, kind, lines))
 
     # -- updates from the adapters -------------------------------------------
 
@@ -508,8 +512,7 @@ class Chat:
         """An advisory from the agent, not part of the conversation: one line."""
         marks = {"warning": "⚠ ", "error": "✗ "}
         text = f"{marks.get(severity, '')}{title}" + (f" — {description}" if description else "")
-        kind = "error" if severity == "error" else "info"
-        self._draw(view.notice_op(self.session.new_id("notice"), kind, [f"*{text}*"]))
+        self._note("notice", "error" if severity == "error" else "info", [f"*{text}*"])
 
     # -- turns and branches -------------------------------------------------------------
 
@@ -564,6 +567,11 @@ class Chat:
         return self.branches.shown
 
     def _take_out(self, turns: list[Turn]) -> None:
+        """The view changes: ``turns`` leave it, and so do the notes of its last change
+        if no turn was sent after them; this change's notes go with the next turn."""
+        if self.branches.between:
+            self._draw(view.drop_op(self.branches.between[0]))
+        self.branches.between = []
         hide(self.session, turns)
         for turn in turns:
             for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():

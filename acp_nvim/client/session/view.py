@@ -24,6 +24,7 @@ __all__ = [
     "compaction_op",
     "config_fields",
     "cut_op",
+    "drop_op",
     "edit_op",
     "message_block",
     "message_op",
@@ -47,6 +48,7 @@ from acp_nvim.client.editor import (
     BlockPermissionOption,
     BlockPermissionWhy,
     CutOp,
+    DropOp,
     EditOp,
     PreviewFile,
     RenderOp,
@@ -515,6 +517,11 @@ def cut_op(turns: list[tuple[str, str]]) -> CutOp:
     """Take the blocks of ``turns`` (the end of the transcript, in order: each its key
     and the block it begins with) out of view; Lua keeps them by those keys."""
     return {"op": "cut", "turns": [{"key": key, "block": block} for key, block in turns]}
+
+
+def drop_op(block: str) -> DropOp:
+    """Take the blocks from ``block`` to the end out of the transcript for good."""
+    return {"op": "drop", "block": block}
 
 
 def uncut_op(turns: list[str]) -> UncutOp:

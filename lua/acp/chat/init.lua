@@ -718,6 +718,10 @@ M.ops = {
     render.cut(batch.chat.transcript, batch.chat.blocks, op.turns)
     batch.summaries = true
   end,
+  drop = function(batch, op)
+    render.drop(batch.chat.transcript, batch.chat.blocks, op.block)
+    batch.summaries = true
+  end,
   uncut = function(batch, op)
     vim.list_extend(batch.created, render.uncut(batch.chat.transcript, batch.chat.blocks, op.turns))
     batch.summaries = true

@@ -117,6 +117,21 @@ function M.append(buf, blocks, op)
   api.nvim_buf_set_text(buf, row, col, row, col, parts)
 end
 
+--- Take the blocks from `first` to the end out of the transcript.
+local function take_from(buf, blocks, first)
+  -- From the separator before the first block (or the top) to the end.
+  local at = first.index > 1 and start_row(buf, first) - 1 or 0
+  for index = #blocks.order, first.index, -1 do
+    local id = blocks.order[index]
+    blocks.by_id[id].mark = nil
+    blocks.by_id[id], blocks.order[index] = nil, nil
+  end
+  blocks_of.moved(blocks)
+  api.nvim_buf_clear_namespace(buf, blocks_of.ns, at, -1)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
+  api.nvim_buf_set_lines(buf, at, -1, false, {})
+end
+
 --- Take the blocks from the first of `turns` to the end out of view (a cut op,
 --- acp_nvim/client/editor.py CutOp), kept in `blocks.hidden` by turn: each `{key,
 --- block}` names the block a turn begins with. Inside M.writing.
@@ -129,8 +144,6 @@ function M.cut(buf, blocks, turns)
   for _, turn in ipairs(turns) do
     begins[turn.block] = turn.key
   end
-  -- From the separator before the first block (or the top) to the end.
-  local at = first.index > 1 and start_row(buf, first) - 1 or 0
   blocks.hidden = blocks.hidden or {}
   local group = {}
   for index = first.index, #blocks.order do
@@ -144,15 +157,16 @@ function M.cut(buf, blocks, turns)
     block.id, block.lines = id, api.nvim_buf_get_lines(buf, from, to, false)
     table.insert(group, block)
   end
-  for index = #blocks.order, first.index, -1 do
-    local id = blocks.order[index]
-    blocks.by_id[id].mark = nil
-    blocks.by_id[id], blocks.order[index] = nil, nil
+  take_from(buf, blocks, first)
+end
+
+--- Take the blocks from block `id` to the end out of the transcript for good (a
+--- drop op: the notes of a view left before a turn was sent in it). Inside M.writing.
+function M.drop(buf, blocks, id)
+  local first = blocks.by_id[id]
+  if first then
+    take_from(buf, blocks, first)
   end
-  blocks_of.moved(blocks)
-  api.nvim_buf_clear_namespace(buf, blocks_of.ns, at, -1)
-  api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
-  api.nvim_buf_set_lines(buf, at, -1, false, {})
 end
 
 --- Put the blocks kept for `keys` (turn keys, as M.cut stored them) back at the end
