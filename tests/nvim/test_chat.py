@@ -181,6 +181,43 @@ def test_fold_levels_stay_right_when_an_earlier_block_grows(editor: Editor) -> N
     assert levels[agent:] == [0] * (len(lines) - agent)
 
 
+def test_a_tool_calls_header_rewritten_keeps_its_whole_fold(editor: Editor) -> None:
+    """A tool call's header and status line rewritten, one row longer, while a tool
+    call and a message follow it: zc on it folds all its rows, its separator
+    included, and the next tool call folds on its own."""
+    editor.setup()
+    status = editor.open_chat()
+    buf = status["transcript_buf"]
+
+    def apply(*ops: dict[str, object]) -> None:
+        editor.lua(RENDER, status["chat"], list(ops))
+
+    apply(
+        {"op": "block", "id": "t", "kind": "tool", "lines": ["### T", "pending", "a", "b"]},
+        {"op": "block", "id": "u", "kind": "tool", "lines": ["### U", "pending"]},
+        {"op": "block", "id": "m", "kind": "agent", "lines": ["## Agent", "one"]},
+    )
+    apply({"op": "block", "id": "t", "start": 0, "end": 2, "lines": ["### T", "done", "x"]})
+    lines = editor.transcript()
+    assert lines[: lines.index("## Agent")] == ["### T", "done", "x", "a", "b", "", "### U", "pending", ""]
+    closed = editor.lua(
+        """
+        local buf, heads = ...
+        vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+        return vim.tbl_map(function(lnum)
+          vim.api.nvim_win_set_cursor(0, { lnum, 0 })
+          vim.cmd('normal! zc')
+          local rows = { vim.fn.foldclosed(lnum), vim.fn.foldclosedend(lnum) }
+          vim.cmd('normal! zo')
+          return rows
+        end, heads)
+        """,
+        buf,
+        [1, 7],
+    )
+    assert closed == [[1, 6], [7, 9]]
+
+
 def test_fold_levels_of_a_window_opened_again_on_many_blocks(editor: Editor) -> None:
     """A window opened on a transcript asks each line's fold level from the top down
     (the block found last is kept for the next line): every row of a tool call or a
@@ -245,6 +282,47 @@ def test_fold_levels_of_a_window_opened_again_on_many_blocks(editor: Editor) -> 
     toggle()
     levels_are_the_blocks()
     rows_find_their_blocks()
+
+
+def test_zc_on_a_tool_call_folds_all_of_it_after_its_status_changed(editor: Editor) -> None:
+    """A tool call's status line is rewritten after its output came (pending →
+    completed): zc on its header still folds every row of it, down to the blank line
+    before the next block, and so for each thought, tool call and compaction."""
+    editor.setup(protocol_version=2)
+    status = editor.open_chat()
+    editor.lua("require('acp').send('tool diff terminal compact')")
+    editor.wait_event("AcpTurnEnd")
+    folds = editor.lua(
+        """
+        local chat, buf = ...
+        local blocks, blocks_of = require('acp.chat.registry').chats[chat].blocks, require('acp.chat.blocks')
+        vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+        local folds = {}
+        for index, id in ipairs(blocks.order) do
+          local block = blocks.by_id[id]
+          if block.kind == 'tool' or block.kind == 'thought' or block.kind == 'compaction' then
+            local lnum = blocks_of.start_row(buf, block) + 1
+            local next_id = blocks.order[index + 1]
+            local last = next_id and blocks_of.start_row(buf, blocks.by_id[next_id]) or vim.fn.line('$')
+            vim.api.nvim_win_set_cursor(0, { lnum, 0 })
+            vim.cmd('normal! zc')
+            table.insert(folds, { id, { lnum, last }, { vim.fn.foldclosed(lnum), vim.fn.foldclosedend(lnum) } })
+            vim.cmd('normal! zo')
+          end
+        end
+        return folds
+        """,
+        status["chat"],
+        status["transcript_buf"],
+    )
+    assert [name for name, _, _ in folds] == [
+        "#message:thought-1",
+        "read-1",
+        "edit-1",
+        "run-1",
+        "#compaction:compact-1",
+    ]
+    assert {name: closed for name, _, closed in folds} == {name: rows for name, rows, _ in folds}
 
 
 def test_treesitter_started_by_the_users_filetype_autocmd_stays_on_the_transcript(

@@ -8,6 +8,9 @@ local api = vim.api
 
 M.ns = api.nvim_create_namespace("acp.blocks")
 
+-- Kinds of block that fold under their header line (acp.chat's foldexpr).
+M.folds = { thought = true, tool = true, compaction = true }
+
 ---@class acp.Block
 ---@field mark? integer extmark id of the first row
 ---@field first? integer the first row while the block is being inserted (no mark yet)

@@ -194,9 +194,6 @@ local function flood(chat, rows)
   end
 end
 
--- Blocks that fold under their header line.
-local FOLDED = { thought = true, tool = true, compaction = true }
-
 --- The transcript's 'foldexpr' (acp.chat.layout) calls this as the funcref
 --- b:acp_foldexpr: a `v:lua` expression compiles a Lua chunk on every call, and
 --- Neovim evaluates it for each row a stream adds (1.5 µs and 300 bytes of garbage
@@ -205,7 +202,7 @@ local FOLDED = { thought = true, tool = true, compaction = true }
 --- header folds the block.
 local function foldexpr(chat, lnum)
   local kind, first = blocks_of.kind_at(chat.transcript, chat.blocks, lnum)
-  if FOLDED[kind] then
+  if blocks_of.folds[kind] then
     return first and ">1" or 1
   end
   return 0
@@ -281,7 +278,7 @@ end
 local function open_folds(chat, blocks)
   local lnums = {}
   for _, block in ipairs(blocks) do
-    if FOLDED[block.kind] then
+    if blocks_of.folds[block.kind] then
       table.insert(lnums, blocks_of.start_row(chat.transcript, block) + 1)
     end
   end

@@ -33,6 +33,35 @@ local function highlight(buf, block, first, last)
   end
 end
 
+--- Rows [first, last) of a folding block whose first row was just written over,
+--- the rows below the write left as they were: Neovim then shortens the block's
+--- fold, its last rows (one more than the write added) left out of every fold
+--- (`zx` would find them; a whole-buffer `zx` costs what doc/decisions/0074
+--- measured). In each window, the rows at the block's end that no fold holds have
+--- their levels asked again, and the fold takes them back: a few rows, not the
+--- block.
+local function refold_end(buf, blocks, block, first, last)
+  if not blocks_of.folds[block.kind] then
+    return
+  end
+  -- The fold's last row: the separator before the next block, else the transcript's last.
+  local fold_end = block.index < #blocks.order and last or last - 1
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.wo[win].foldenable and vim.wo[win].foldmethod == "expr" then
+      local top = api.nvim_win_call(win, function()
+        local row = fold_end
+        while row > first and vim.fn.foldlevel(row + 1) == 0 do
+          row = row - 1
+        end
+        return row + 1
+      end)
+      if top <= fold_end then
+        vim._foldupdate(win, top, fold_end + 1)
+      end
+    end
+  end
+end
+
 --- Rows [op.start, op.end) of a tool block replaced by op.lines (offsets from its
 --- first row): an update resends only the parts of the block it changed. Locations
 --- are kept unless the op carries them; only the block's changed rows are rewritten,
@@ -47,11 +76,14 @@ local function put_rows(buf, blocks, block, op)
   -- Cleared first: marks of replaced rows would otherwise move onto the rows after them.
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first + op.start, first + op["end"])
   api.nvim_buf_set_lines(buf, first + op.start, first + op["end"], false, op.lines)
+  local _, last = rows(buf, blocks, block)
+  if op.start == 0 then
+    refold_end(buf, blocks, block, first, last)
+  end
   if op.start == 0 and op["end"] == 2 and #op.lines == 2 and block.kind == "tool" then
     mark_header(buf, block, first) -- its status line is coloured on screen, by block.status
     return
   end
-  local _, last = rows(buf, blocks, block)
   highlight(buf, block, first, last)
 end
 
