@@ -7,6 +7,7 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -284,14 +285,10 @@ def test_fold_levels_of_a_window_opened_again_on_many_blocks(editor: Editor) -> 
     rows_find_their_blocks()
 
 
-def test_zc_on_a_tool_call_folds_all_of_it_after_its_status_changed(editor: Editor) -> None:
-    """A tool call's status line is rewritten after its output came (pending →
-    completed): zc on its header still folds every row of it, down to the blank line
-    before the next block, and so for each thought, tool call and compaction."""
-    editor.setup(protocol_version=2)
-    status = editor.open_chat()
-    editor.lua("require('acp').send('tool diff terminal compact')")
-    editor.wait_event("AcpTurnEnd")
+def zc_on_each_fold(editor: Editor, status: dict[str, object]) -> dict[str, dict[str, Any]]:
+    """zc and zo on the header of each thought, tool call and compaction in the
+    transcript's window: by block id, its `rows` (header to the blank line before
+    the next block), whether it was `open` and the rows `zc` closed."""
     folds = editor.lua(
         """
         local chat, buf = ...
@@ -304,10 +301,12 @@ def test_zc_on_a_tool_call_folds_all_of_it_after_its_status_changed(editor: Edit
             local lnum = blocks_of.start_row(buf, block) + 1
             local next_id = blocks.order[index + 1]
             local last = next_id and blocks_of.start_row(buf, blocks.by_id[next_id]) or vim.fn.line('$')
+            local open = vim.fn.foldclosed(lnum) == -1
             vim.api.nvim_win_set_cursor(0, { lnum, 0 })
-            vim.cmd('normal! zc')
-            table.insert(folds, { id, { lnum, last }, { vim.fn.foldclosed(lnum), vim.fn.foldclosedend(lnum) } })
-            vim.cmd('normal! zo')
+            vim.cmd('silent! normal! zc') -- no fold: E490
+            local closed = { vim.fn.foldclosed(lnum), vim.fn.foldclosedend(lnum) }
+            table.insert(folds, { id, { rows = { lnum, last }, open = open, zc = closed } })
+            vim.cmd('silent! normal! zo')
           end
         end
         return folds
@@ -315,14 +314,67 @@ def test_zc_on_a_tool_call_folds_all_of_it_after_its_status_changed(editor: Edit
         status["chat"],
         status["transcript_buf"],
     )
-    assert [name for name, _, _ in folds] == [
-        "#message:thought-1",
-        "read-1",
-        "edit-1",
-        "run-1",
-        "#compaction:compact-1",
-    ]
-    assert {name: closed for name, _, closed in folds} == {name: rows for name, rows, _ in folds}
+    return dict(folds)
+
+
+DEMO_FOLDS = ["#message:thought-1", "read-1", "edit-1", "run-1", "#compaction:compact-1"]
+
+
+def test_zc_on_a_tool_call_folds_all_of_it_after_its_status_changed(editor: Editor) -> None:
+    """A tool call's status line is rewritten after its output came (pending →
+    completed): zc on its header still folds every row of it, down to the blank line
+    before the next block, and so for each thought, tool call and compaction."""
+    editor.setup(protocol_version=2)
+    status = editor.open_chat()
+    editor.lua("require('acp').send('tool diff terminal compact')")
+    editor.wait_event("AcpTurnEnd")
+    folds = zc_on_each_fold(editor, status)
+    assert list(folds) == DEMO_FOLDS
+    assert {name: fold["zc"] for name, fold in folds.items()} == {
+        name: fold["rows"] for name, fold in folds.items()
+    }
+
+
+@pytest.mark.parametrize("where", ["input", "file"])
+def test_zc_folds_each_tool_call_of_a_turn_drawn_while_you_typed(editor: Editor, where: str) -> None:
+    """You type while a turn is drawn, in the chat's input or in a file in another
+    tab (in insert mode Neovim updates no window's folds, and on leaving it the
+    current window's only): after <Esc> (in the file <C-c>, which fires no
+    InsertLeave), each thought, tool call and compaction is open, and zc on it
+    folds all of it. A fold the user closed makes Vim create new folds closed:
+    they still arrive open, and the user's stays closed."""
+    editor.setup(protocol_version=2)
+    status = editor.open_chat()
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd")
+    head = editor.transcript().index("### Thinking") + 1
+    editor.lua(
+        """
+        local buf, lnum = ...
+        vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+        vim.api.nvim_win_set_cursor(0, { lnum, 0 })
+        vim.cmd('normal! zc')
+        """,
+        status["transcript_buf"],
+        head,
+    )
+    if where == "input":
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
+    else:
+        editor.nvim.command(f"tabnew {editor.tmp / 'notes.txt'}")
+    typed_in = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.nvim.command("startinsert")
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "i"
+    editor.lua("require('acp').send(...)", "tool diff terminal compact")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert editor.lua("return {vim.api.nvim_get_mode().mode, vim.api.nvim_get_current_buf()}") == ["i", typed_in]
+    editor.nvim.input("<Esc>" if where == "input" else "<C-c>")
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    folds = zc_on_each_fold(editor, status)
+    assert folds["#message:thought-1"]["rows"][0] == head
+    assert {name: [fold["open"], fold["zc"]] for name, fold in folds.items()} == {
+        name: [name != "#message:thought-1", fold["rows"]] for name, fold in folds.items()
+    }
 
 
 def test_treesitter_started_by_the_users_filetype_autocmd_stays_on_the_transcript(

@@ -273,31 +273,6 @@ local function create()
   return chat
 end
 
---- New blocks arrive open, unless 'foldlevel' closes them (zM): once the user
---- closed a fold (zc), Vim creates every new fold of the window closed.
-local function open_folds(chat, blocks)
-  local lnums = {}
-  for _, block in ipairs(blocks) do
-    if blocks_of.folds[block.kind] then
-      table.insert(lnums, blocks_of.start_row(chat.transcript, block) + 1)
-    end
-  end
-  if #lnums == 0 then
-    return
-  end
-  for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    if vim.wo[win].foldlevel > 0 then
-      api.nvim_win_call(win, function()
-        for _, lnum in ipairs(lnums) do
-          if vim.fn.foldclosed(lnum) ~= -1 then
-            vim.cmd(lnum .. "foldopen")
-          end
-        end
-      end)
-    end
-  end
-end
-
 --- Ask the Python side for the chat's session, or show why it cannot start.
 local function start(chat)
   if host.ensure() then
@@ -780,7 +755,7 @@ function M.render(item)
   if batch.summaries then -- the newest change summary in view may be another
     chat_keys.hint_review(chat)
   end
-  open_folds(chat, batch.created)
+  render.open_folds(chat.transcript, batch.created)
   if #batch.tools > 0 then
     permission.update(chat, batch.tools)
     tools.follow(chat, batch.tools)

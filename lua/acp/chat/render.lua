@@ -17,6 +17,22 @@ M.ns_hl = vim.api.nvim_create_namespace("acp.highlights")
 local api = vim.api
 local start_row, rows = blocks_of.start_row, blocks_of.rows
 
+-- Transcripts written in insert mode, by buffer: the first row written since, and
+-- the blocks created. In insert mode Neovim leaves expr folds as they were (its
+-- foldUpdate returns at once, and so does vim._foldupdate), and on leaving it
+-- updates the current window's only, the input's: a turn drawn while the user
+-- typed got no folds. `settle` makes them once, when the mode leaves insert.
+---@type table<integer, {from: integer, created: acp.Block[]}>
+local unsettled = {}
+
+--- Row `row` of transcript `buf` is written to (and those below it may move).
+local function wrote(buf, row)
+  local pending = unsettled[buf]
+  if pending and row < pending.from then
+    pending.from = row
+  end
+end
+
 local function mark_header(buf, block, first)
   local group = screen.header_hl[block.kind]
   if group then
@@ -75,9 +91,10 @@ local function put_rows(buf, blocks, block, op)
   end
   -- Cleared first: marks of replaced rows would otherwise move onto the rows after them.
   api.nvim_buf_clear_namespace(buf, M.ns_hl, first + op.start, first + op["end"])
+  wrote(buf, first + op.start)
   api.nvim_buf_set_lines(buf, first + op.start, first + op["end"], false, op.lines)
   local _, last = rows(buf, blocks, block)
-  if op.start == 0 then
+  if op.start == 0 and not unsettled[buf] then -- in insert mode `settle` refolds it
     refold_end(buf, blocks, block, first, last)
   end
   if op.start == 0 and op["end"] == 2 and #op.lines == 2 and block.kind == "tool" then
@@ -102,6 +119,7 @@ function M.block(buf, blocks, op)
     local first, last = rows(buf, blocks, block)
     blocks_of.moved(blocks)
     block.status, block.permission, block.locations = op.status, op.permission, op.locations
+    wrote(buf, first)
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)
     return false
@@ -117,6 +135,7 @@ function M.block(buf, blocks, op)
   blocks.by_id[op.id] = block
   blocks_of.moved(blocks)
   blocks.tail_first = first
+  wrote(buf, count - 1) -- the row above the separator, whose fold takes it
   if empty then
     api.nvim_buf_set_lines(buf, 0, 1, false, op.lines)
   else
@@ -142,6 +161,7 @@ function M.append(buf, blocks, op)
   end
   local row = last - 1
   local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  wrote(buf, row)
   local parts = vim.split(op.text, "\n", { plain = true })
   for i = 2, #parts do
     parts[i] = block.prefix .. parts[i]
@@ -161,6 +181,7 @@ local function take_from(buf, blocks, first)
   blocks_of.moved(blocks)
   api.nvim_buf_clear_namespace(buf, blocks_of.ns, at, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, at, -1)
+  wrote(buf, at)
   api.nvim_buf_set_lines(buf, at, -1, false, {})
 end
 
@@ -228,6 +249,9 @@ function M.reset(buf)
   vim.bo[buf].modifiable = false
   api.nvim_buf_clear_namespace(buf, blocks_of.ns, 0, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
+  if unsettled[buf] then -- its blocks are gone
+    unsettled[buf] = { from = 0, created = {} }
+  end
   local blocks = blocks_of.new()
   screen.attach(buf, blocks)
   return blocks
@@ -241,10 +265,75 @@ function M.at_end(win, buf)
   return api.nvim_win_get_cursor(win)[1] >= api.nvim_buf_line_count(buf)
 end
 
+--- Blocks `created` in transcript `buf` arrive open, unless 'foldlevel' closes them
+--- (zM): once the user closed a fold (zc), Vim creates every new fold of the
+--- window closed. In insert mode they have no fold yet: `settle` opens them.
+---@param buf integer
+---@param created acp.Block[]
+function M.open_folds(buf, created)
+  local pending = unsettled[buf]
+  if pending then
+    vim.list_extend(pending.created, created)
+    return
+  end
+  local lnums = {}
+  for _, block in ipairs(created) do
+    -- A block taken out of view since (M.cut) has no mark.
+    if blocks_of.folds[block.kind] and block.mark then
+      table.insert(lnums, start_row(buf, block) + 1)
+    end
+  end
+  if #lnums == 0 then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.wo[win].foldlevel > 0 then
+      api.nvim_win_call(win, function()
+        for _, lnum in ipairs(lnums) do
+          if vim.fn.foldclosed(lnum) ~= -1 then
+            vim.cmd(lnum .. "foldopen")
+          end
+        end
+      end)
+    end
+  end
+end
+
+--- The mode left insert: in each window on a transcript written meanwhile,
+--- Neovim asks the fold levels from the first row written to the end, once (not
+--- per chunk, nor the whole buffer as `zx` would), and the blocks created
+--- meanwhile arrive open.
+local function settle()
+  for buf, pending in pairs(unsettled) do
+    unsettled[buf] = nil
+    if api.nvim_buf_is_valid(buf) then
+      local count = api.nvim_buf_line_count(buf)
+      -- At least the last row: rows cut from the end leave none below it written.
+      local from = math.min(pending.from, count - 1)
+      for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+        if vim.wo[win].foldmethod == "expr" then
+          vim._foldupdate(win, from, count)
+        end
+      end
+      M.open_folds(buf, pending.created)
+    end
+  end
+end
+
 --- Make the transcript writable for M.block and M.append.
 ---@param buf integer
 ---@return {rows: integer, [integer]: integer} following the windows at its end (and its rows now), for M.done
 function M.begin(buf)
+  if not unsettled[buf] and api.nvim_get_mode().mode:find("^[iR]") then
+    if not next(unsettled) then
+      -- Into any mode but insert and replace (normal, <C-o>'s, visual, the
+      -- command line): Neovim updates folds there again, and fold commands work
+      -- only there. Not InsertLeave, which leaving with <C-c> does not fire, nor
+      -- WinEnter on the transcript, which can come in insert mode.
+      api.nvim_create_autocmd("ModeChanged", { pattern = "*:[^iR]*", once = true, callback = settle })
+    end
+    unsettled[buf] = { from = math.huge, created = {} }
+  end
   local following = { rows = api.nvim_buf_line_count(buf) }
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if M.at_end(win, buf) then
