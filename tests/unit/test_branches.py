@@ -64,7 +64,7 @@ async def test_hidden_turns_leave_the_model_and_come_back_as_they_were() -> None
         chat.on_tool_call(ToolCallPatch(f"t{n}", title=f"tool {n}", status="completed"))
         said(chat, "agent", f"reply {n}", f"m{n}")
         chat.end_turn("end_turn")
-    assert chat.last_reply(1) == "m1" and chat.last_reply(3) == "m3"
+    assert chat.branches.last_reply(chat.session, 1) == "m1" and chat.branches.last_reply(chat.session, 3) == "m3"
     before = (list(chat.session.items), dict(chat.session.messages), dict(chat.session.aliases))
 
     left = chat.leave(2)
@@ -88,7 +88,7 @@ async def test_hidden_turns_leave_the_model_and_come_back_as_they_were() -> None
     other = next(b["id"] for b in chat.branches.listed() if not b["current"])
     assert chat.pick(other).session_id == "s1"
     assert (session.items, session.messages, session.aliases) == before
-    assert chat.last_reply(2) == "m2" and session.messages["m2"].text == "reply 2"
+    assert chat.branches.last_reply(chat.session, 2) == "m2" and session.messages["m2"].text == "reply 2"
     assert editor.ops[1][-2] == {"op": "uncut", "turns": [t.message for t in left]}
     status = editor.last_status(1)
     assert status["turns"] == ["prompt 1", "prompt 2", "prompt 3"]
@@ -102,7 +102,7 @@ async def test_a_turn_with_no_agent_message_id_has_no_fork_point() -> None:
     await chat.start_turn("hello")
     chat.on_message(MessagePatch(None, "agent", "v1, no id"))
     chat.end_turn("end_turn")
-    assert chat.last_reply(1) is None
+    assert chat.branches.last_reply(chat.session, 1) is None
 
 
 @pytest.mark.anyio

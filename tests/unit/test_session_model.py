@@ -94,7 +94,7 @@ async def test_a_later_sessions_ids_never_reach_the_items_of_an_earlier_one() ->
     assert [call.title for call in session.tool_calls.values()] == ["first", "second"]
     blocks = [op["id"] for op in editor.ops[1] if op["op"] == "block" and op["kind"] == "agent"]
     assert len(set(blocks)) == 2
-    assert chat.last_reply(2) == "m1"  # the agent's own id, for a fork at it
+    assert chat.branches.last_reply(chat.session, 2) == "m1"  # the agent's own id, for a fork at it
     session.take("other", created=True)
     session.take("s", created=False)  # back to the second "s"
     chat.on_message(MessagePatch("m1", "agent", "!"))

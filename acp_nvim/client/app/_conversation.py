@@ -136,7 +136,8 @@ class Conversations:
     async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
         path = chat.branches.path
         source = path[turn - 2].session_id if turn >= 2 else None
-        point = chat.last_reply(turn - 1) if turn >= 2 and connection.can_fork_at_message else None
+        forks_at = turn >= 2 and connection.can_fork_at_message
+        point = chat.branches.last_reply(chat.session, turn - 1) if forks_at else None
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else []
         chat.leave(turn)

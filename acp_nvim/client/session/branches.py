@@ -28,8 +28,12 @@ from acp_nvim.client.session.model import (
     Prompt,
     Session,
     ToolCall,
+    wire_id,
 )
 from acp_nvim.client.session.view import message_block
+
+# Characters of a prompt's first line the turn list shows (status field ``turns``).
+_TURN_LINE = 80
 
 
 class _Hidden(msgspec.Struct):
@@ -124,6 +128,22 @@ class Branches:
     @property
     def path(self) -> list[Turn]:
         return self.shown.turns
+
+    def prompt_lines(self) -> list[str]:
+        """The shown turns' prompts, a first line each (status field ``turns``)."""
+        return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.path]
+
+    def last_reply(self, session: Session, number: int) -> str | None:
+        """The agent's id of the last agent message of turn ``number`` (1-based) of the
+        shown branch, in ``session``: where a fork at a message keeps it. None when the
+        turn has no agent message, or only ones the agent gave no id."""
+        path, items = self.path, session.items
+        end = path[number].start if number < len(path) else len(items)
+        for kind, key in reversed(items[path[number - 1].start : end]):
+            message = session.messages.get(key) if kind == "message" else None
+            if message is not None and message.role == "agent":
+                return wire_id(key)
+        return None
 
     def restore(self, branches: list[Branch], shown: int) -> None:
         """Go on from a stored chat's ``branches`` (sharing their common turns), the

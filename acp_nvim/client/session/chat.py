@@ -37,7 +37,6 @@ from acp_nvim.client.session.model import (
     TerminalPart,
     ToolCall,
     ToolCallPatch,
-    wire_id,
 )
 from acp_nvim.client.session.prose import Streams
 from acp_nvim.client.session.usage import Usage
@@ -48,8 +47,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 ChatState = Literal["starting", "ready", "running", "error", "closed"]
-# Characters of a prompt's first line the turn list shows (status field ``turns``).
-_TURN_LINE = 80
 # A streamed chunk as (role, message id, text); see Chat.on_updates.
 Chunk = tuple[Role, str | None, str]
 
@@ -211,7 +208,8 @@ class Chat:
         # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
         self.session.pending_echo = patch.message_id
         self.usage.begin_turn(self.session.usage)
-        self.set_state("running", turns=self._turn_lines(), branches=self.branches.listed())
+        branches = self.branches
+        self.set_state("running", turns=branches.prompt_lines(), branches=branches.listed())
         if self.changes is not None:
             await self.changes.begin_turn(self.branches.numbers())
 
@@ -516,26 +514,11 @@ class Chat:
 
     # -- turns and branches -------------------------------------------------------------
 
-    def _turn_lines(self) -> list[str]:
-        """The shown turns' prompts, a first line each (status field ``turns``)."""
-        return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.branches.path]
-
     def show_branches(self) -> None:
-        self._draw(view.status_op(turns=self._turn_lines(), branches=self.branches.listed()))
+        branches = self.branches
+        self._draw(view.status_op(turns=branches.prompt_lines(), branches=branches.listed()))
         if self.changes is not None:
             self.changes.number(self.branches.numbers())
-
-    def last_reply(self, number: int) -> str | None:
-        """The agent's id of the last agent message of turn ``number`` (1-based) of the
-        shown branch: where a fork at a message keeps it. None when the turn has no
-        agent message, or only ones the agent gave no id."""
-        path, items = self.branches.path, self.session.items
-        end = path[number].start if number < len(path) else len(items)
-        for kind, key in reversed(items[path[number - 1].start : end]):
-            message = self.session.messages.get(key) if kind == "message" else None
-            if message is not None and message.role == "agent":
-                return wire_id(key)
-        return None
 
     def leave(self, number: int) -> list[Turn]:
         """Go back to before turn ``number`` (1-based) of the shown branch: its turns
