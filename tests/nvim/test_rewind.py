@@ -444,6 +444,69 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert text.count("s1: second") == 0 and "s2: second" in text
 
 
+# The user's redo lands right after the review read the buffer their undo left: on
+# the next turn of Neovim's loop, before the review's next request. TextChanged as
+# Neovim's loop fires it after a command (not inside vim.wait, where the test waits).
+REDO_AFTER_THE_READ = """
+local path = ...
+local buffers = require('acp.editor.buffers')
+local read, edit = buffers.read, buffers.edit
+_G.edited_at, _G.redo_armed = {}, true
+buffers.read = function(file, ...)
+  if file == path and _G.redo_armed then
+    _G.redo_armed = false
+    vim.schedule(function()
+      vim.cmd('redo')
+      vim.api.nvim_exec_autocmds('TextChanged', { buffer = 0 })
+    end)
+  end
+  return read(file, ...)
+end
+buffers.edit = function(file, tick, ...)
+  local result = edit(file, tick, ...)
+  if file == path then table.insert(_G.edited_at, tick) end
+  return result
+end
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_undo_and_redo_right_after_a_rewind_never_save_the_users_unsaved_text(
+    editor: Editor, version: int
+) -> None:
+    """Decisions 0015 and 0027: the file follows an undo or redo of the agent's lines,
+    never with the user's unsaved text. A redo straight after the undo left the disk
+    without the undo while the review took it; the redo, followed from there, clashed
+    and took the whole buffer to disk, saved (2 runs in 8)."""
+    start(editor, "rewind", version)
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\nkeep me\n")
+    editor.nvim.command(f"wincmd t | edit {a}")
+    for number, text in enumerate(
+        ("write a.txt one\nkeep me", "write b.txt b-two", "write a.txt three\nkeep me"), 1
+    ):
+        turn(editor, text, number)
+    # Typed in a.txt, not saved: the rewind's restore keeps it in the buffer.
+    typed = "vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 0, 0, false, {'USER TOP LINE'})"
+    editor.lua(typed, str(a))
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command(f"wincmd t | buffer {a}")
+    kept = "{'USER TOP LINE', 'one', 'keep me'}"
+    editor.wait(f"vim.deep_equal(vim.api.nvim_buf_get_lines(0, 0, -1, false), {kept})")
+    assert a.read_text() == "one\nkeep me\n"
+
+    editor.lua(REDO_AFTER_THE_READ, str(a))
+    editor.lua("vim.cmd('undo'); vim.api.nvim_exec_autocmds('TextChanged', { buffer = 0 })")
+    # Both followed: the last write follows the buffer as the redo left it.
+    editor.wait("vim.tbl_contains(_G.edited_at, vim.api.nvim_buf_get_changedtick(0))")
+    assert editor.lua(f"return vim.deep_equal(vim.api.nvim_buf_get_lines(0, 0, -1, false), {kept})")
+    assert a.read_text() == "one\nkeep me\n"
+    assert editor.lua("return vim.bo.modified") is True
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert not [n for n in notices if "clashes" in n]  # each followed, none refused
+
+
 def test_restore_rewind_and_edit_complete_the_turns_the_transcript_shows(editor: Editor) -> None:
     """After a rewind the review numbers every turn run (4 here), the transcript the
     shown branch's (turn 2): :AcpRestore completes what it takes, the latter, as

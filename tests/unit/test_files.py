@@ -15,6 +15,7 @@ import pytest
 
 from acp_nvim.client.agent.v1 import request_error
 from acp_nvim.client.config import Config, load_config
+from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
@@ -400,6 +401,25 @@ async def test_a_change_on_disk_clashing_with_unsaved_text_leaves_it_a_conflict(
     assert hunks(changes) == [("c.txt", "conflict", ["-mine", "+v2"])]  # base from oldText
     assert editor.buffers[str(path)].state.lines == ["mine"]
     assert "your text was kept" in editor.notices[-1][1]
+
+
+async def test_an_undo_followed_on_a_file_that_missed_a_change_never_saves_unsaved_text(
+    tmp_path: Path,
+) -> None:
+    """Decisions 0015 and 0027: following an undo or redo publishes only it. Here the
+    change starts from a text the file never got (the review's "three", the file's
+    "one"): it clashes with the file, and the clash would take the buffer's lines,
+    the user's unsaved top line with them. Nothing is written; the user is told."""
+    editor = RecordingEditor()
+    path = tmp_path / "a.txt"
+    path.write_text("one\nkeep me\n")
+    editor.open_buffer(str(path), ["USER TOP LINE", "one", "keep me"], modified=True)
+    doc = await files.load(editor, str(path))
+    await files.follow(editor, doc, ("USER TOP LINE\nthree\nkeep me\n", doc.text))
+    assert path.read_text() == "one\nkeep me\n"
+    assert editor.buffers[str(path)].state.modified
+    clash = f"{path}: your undo or redo clashes with the file: not written"
+    assert editor.notices == [("warn", clash)]
 
 
 @pytest.mark.parametrize("watched", [True, False], ids=["watched", "scanned"])

@@ -399,30 +399,34 @@ def applied(change: tuple[str, str], disk: str | None) -> str:
 
 
 async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None:
-    """Write to its file ``change`` (before, after) that ``doc``'s buffer already
-    holds (the user's undo or redo of agent hunks): the buffer is saved when that
-    publishes nothing else of it, else the change alone goes to the disk's text
-    behind the buffer's unsaved edits (:func:`applied`), as :func:`save` does.
-    Nothing is written when the buffer changed again since ``doc`` was read.
+    """Write to its file ``change`` (before, after) that ``doc``'s buffer held (the
+    user's undo or redo of agent hunks, which the review took): the buffer is saved
+    when that publishes nothing else of it and it is still as ``doc`` read it, else
+    the change alone goes to the disk's text behind the buffer (:func:`applied`),
+    as :func:`save` does. A change that clashes with the disk's text is not written:
+    the clash would take the buffer's lines, maybe the user's unsaved ones.
 
     Raises:
         FileError: the file cannot be read or written.
     """
     assert doc.buffer is not None
     disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-    target = disk.conform(applied(change, disk.text))
+    merged = merge3(*change, disk.text or "")
+    target = disk.conform(merged.text)
     if target == (disk.text or ""):
         return
-    # When the buffer has moved on since ``doc`` (more undo, redo), nothing is
-    # written: its next change is followed in turn.
+    if not merged.clean:
+        editor.notify(f"{doc.path}: your undo or redo clashes with the file: not written", "warn")
+        return
     tick = doc.buffer.tick
     if target == doc.text:
+        # The tick is checked where the buffer is written, in one step of Neovim's loop.
         with _saving(doc.path):
-            await editor.edit_buffer(doc.path, tick, [], save=True)
-        return
-    fresh = await editor.read_buffer(doc.path)
-    if fresh is None or fresh.tick != tick:
-        return
+            if await editor.edit_buffer(doc.path, tick, [], save=True) is not None:
+                return
+    # Also when the buffer moved on since ``doc`` (a redo straight after the undo):
+    # the review took the change, so the disk must too, or the next change, followed
+    # from the review's text, would meet a file without this one.
     await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
