@@ -363,6 +363,32 @@ def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind", version)
+    turn(editor, "alpha", 1)
+    turn(editor, "beta", 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    assert editor.wait_event("AcpTurnEnd", count=3)["stop_reason"] == "cancelled"
+    wait_text(editor, "Switched to branch 1")
+    assert "*Switched to branch 1 (2 turns); the turn running on branch 2 was cancelled.*" in (
+        editor.transcript_text()
+    )
+    assert [m for m, _ in calls(wire)][-1] == "session/cancel"
+    # The cancelled turn is kept with its branch.
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "holding")
+    assert "*— cancelled" in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
     editor: Editor, version: int
 ) -> None:

@@ -73,19 +73,22 @@ class Conversations:
         return chat, connection
 
     @asynccontextmanager
-    async def _holding(self, chat: Chat, connection: AgentConnection) -> AsyncIterator[bool]:
+    async def _holding(
+        self, chat: Chat, connection: AgentConnection
+    ) -> AsyncIterator[tuple[bool, bool]]:
         """Hold the chat's queue while its conversation changes, cancelling a running
-        turn first; yields whether the chat is ready for its session to change. The
-        changes asked of a chat run one at a time, in the order asked (a rewind asked
-        while a branch switch resumes its session waits for it); queued prompts go on
-        after the last."""
+        turn first; yields whether the chat is ready for its session to change, and
+        whether a turn was cancelled for it. The changes asked of a chat run one at a
+        time, in the order asked (a rewind asked while a branch switch resumes its
+        session waits for it); queued prompts go on after the last."""
         chat.held += 1
         try:
             async with self._changing.setdefault(chat.id, anyio.Lock()):
-                if chat.state == "running":
+                cancelled = chat.state == "running"
+                if cancelled:
                     await self.queue.cancel(chat, connection)
                     await connection.turns.over(chat)
-                yield chat.state == "ready"
+                yield chat.state == "ready", cancelled
         finally:
             chat.held -= 1
             if not chat.held:
@@ -110,7 +113,7 @@ class Conversations:
                 self.queue.return_input(chat_id, then.text)
             return
         chat, connection = live
-        async with self._holding(chat, connection) as ready:
+        async with self._holding(chat, connection) as (ready, _):
             if not ready:
                 self.ctx.editor.notify("cannot rewind: the chat has no running session", "warn")
             # Of the branch shown now: a switch asked before may have changed it.
@@ -182,11 +185,13 @@ class Conversations:
         if live is None:
             return
         chat, connection = live
-        async with self._holding(chat, connection) as ready:
+        if not self._known(chat, branch_id):
+            return  # before a running turn is cancelled for it
+        async with self._holding(chat, connection) as (ready, cancelled):
             if not ready:
                 self.ctx.editor.notify("cannot switch branches: the chat has no session", "warn")
                 return
-            branch = self._show(chat, branch_id)
+            branch = self._show(chat, branch_id, cancelled)
             if branch is None:
                 return
             chat.seed = None
@@ -226,14 +231,22 @@ class Conversations:
         chat.info(f"*Rewound to before turn {turn}, the conversation; the files stay as they are.*")
         return True
 
-    def _show(self, chat: Chat, branch_id: int) -> Branch | None:
-        """Show branch ``branch_id`` in ``chat``; None (told) when there is no such one."""
-        try:
-            branch = chat.pick(branch_id)
-        except KeyError:
-            self.ctx.editor.notify(f"no other branch {branch_id}", "warn")
+    def _known(self, chat: Chat, branch_id: int) -> bool:
+        """Whether ``chat`` has a branch ``branch_id`` besides the one shown (told when not)."""
+        if any(branch.id == branch_id for branch in chat.branches.others):
+            return True
+        self.ctx.editor.notify(f"no other branch {branch_id}", "warn")
+        return False
+
+    def _show(self, chat: Chat, branch_id: int, cancelled: bool = False) -> Branch | None:
+        """Show branch ``branch_id`` in ``chat``; None (told) when there is no such one.
+        ``cancelled``: the turn running on the branch left was cancelled for it."""
+        left = chat.branches.shown.id
+        if not self._known(chat, branch_id):
             return None
-        chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns).*")
+        branch = chat.pick(branch_id)
+        what = f"; the turn running on branch {left} was cancelled" if cancelled else ""
+        chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns){what}.*")
         return branch
 
     # -- editing -----------------------------------------------------------------------
