@@ -470,25 +470,31 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert text.count("s1: second") == 0 and "s2: second" in text
 
 
-# The user's redo lands right after the review read the buffer their undo left: on
-# the next turn of Neovim's loop, before the review's next request. TextChanged as
-# Neovim's loop fires it after a command (not inside vim.wait, where the test waits).
+# The user's redo lands right after the review read the buffer their undo left,
+# before anything else the review asks of Neovim; with TextChanged as Neovim's loop
+# fires it after a command (not inside vim.wait, where the test waits).
 REDO_AFTER_THE_READ = """
 local path = ...
 local buffers = require('acp.editor.buffers')
 local read, edit = buffers.read, buffers.edit
-_G.edited_at, _G.redo_armed = {}, true
+local state = 'armed'
+_G.edited_at = {}
+local function redo_once()
+  if state == 'read' then
+    state = 'redone'
+    vim.api.nvim_buf_call(vim.fn.bufnr(path), function() vim.cmd('redo') end)
+    vim.api.nvim_exec_autocmds('TextChanged', { buffer = vim.fn.bufnr(path) })
+  end
+end
 buffers.read = function(file, ...)
-  if file == path and _G.redo_armed then
-    _G.redo_armed = false
-    vim.schedule(function()
-      vim.cmd('redo')
-      vim.api.nvim_exec_autocmds('TextChanged', { buffer = 0 })
-    end)
+  if file == path then
+    redo_once()
+    state = state == 'armed' and 'read' or state
   end
   return read(file, ...)
 end
 buffers.edit = function(file, tick, ...)
+  if file == path then redo_once() end
   local result = edit(file, tick, ...)
   if file == path then table.insert(_G.edited_at, tick) end
   return result
