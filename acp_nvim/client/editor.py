@@ -226,12 +226,18 @@ class MoreCommandsOp(TypedDict):
     commands: list[dict[str, Any]]
 
 
-class InputOp(TypedDict):
-    """Put ``text`` back in the chat's input, after what is there (a queued prompt
-    taken out to edit, or prompts the host could no longer send)."""
-
+class _InputOpRequired(TypedDict):
     op: Literal["input"]
     text: str
+
+
+class InputOp(_InputOpRequired, total=False):
+    """Put ``text`` back in the chat's input, after what is there (a queued prompt
+    taken out to edit, or prompts the host could no longer send). ``queued``: the
+    rank of the queued prompt it is (``Prompt.rank``): it goes before the queued
+    prompts given back earlier that came after it in the queue."""
+
+    queued: int
 
 
 class ElicitField(TypedDict):

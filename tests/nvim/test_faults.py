@@ -346,10 +346,34 @@ def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None
     assert editor.lua("return vim.api.nvim_get_current_buf()") == status["input_buf"]
     assert editor.lua("return require('acp').queue()") == ["keep"]
     assert queue_shown(editor) == ["", "queued 1/1 · keep"]
-    editor.lua("require('acp').cancel()")  # what was left in the queue comes after it
+    editor.lua("require('acp').cancel()")  # what was left in the queue comes back before it
     editor.wait("require('acp').status().queued == 0")
-    assert editor.nvim.buffers[status["input_buf"]][:] == ["fix me", "", "keep"]
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["keep", "", "fix me"]
     assert "echo: keep" not in editor.transcript_text()
+
+
+def test_a_cancel_gives_the_queue_back_in_queue_order_around_the_prompts_taken_out(
+    editor: Editor,
+) -> None:
+    """Decision 0080, amended: the prompts a cancel gives back go where the queue had
+    them among those taken out to edit before (:AcpQueue, \\e). They came after what
+    the input held, in reverse when \\e had taken the last one first."""
+    status = hold_and_queue(editor, "queued one", "queued two", "queued three", "queued four")
+    input_buf = status["input_buf"]
+    editor.lua(STUB_SELECT, 2, 1)  # "queued two": edit
+    editor.nvim.command("AcpQueue")
+    editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'queued two'")
+    editor.nvim.input("Go<CR>my draft<Esc>")  # typed below it
+    editor.nvim.input("\\e")  # the last queued prompt taken out too
+    editor.wait("require('acp').status().queued == 2")
+    assert editor.nvim.buffers[input_buf][:] == [
+        "queued two", "", "my draft", "", "queued four",
+    ]  # fmt: skip
+    editor.nvim.command("AcpCancel")
+    editor.wait("require('acp').status().queued == 0")
+    assert editor.nvim.buffers[input_buf][:] == [
+        "queued one", "", "queued two", "", "my draft", "", "queued three", "", "queued four",
+    ]  # fmt: skip
 
 
 def test_queued_prompts_come_back_to_the_input_when_the_host_dies(editor: Editor) -> None:

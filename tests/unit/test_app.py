@@ -112,7 +112,9 @@ async def test_a_queued_prompt_is_dequeued_by_what_the_user_picked(tmp_path: Pat
         app.dequeue(1, 0, "a")  # as if "a" had gone: "c" is now at index 1, not 2
         app.dequeue(1, 2, "c", edit=True)
         assert [p.text for p in app.queue.prompts[1]] == ["b"]
-        assert editor.ops[1][-1] == {"op": "input", "text": "c"}
+        given = editor.ops[1][-1]
+        assert (given["op"], given["text"]) == ("input", "c")
+        assert given["queued"] > app.queue.prompts[1][0].rank  # "c" came after "b"
         app.dequeue(1, 0, "c")
         assert editor.notices[-1] == ("warn", "that prompt is no longer queued")
         assert [p.text for p in app.queue.prompts[1]] == ["b"]

@@ -399,7 +399,7 @@ class ChatLifecycle:
         if chat is not None and now and chat.state == "running":
             await self.conversations.send_now(chat_id, prompt)
             return
-        queue.insert(0 if now else len(queue), prompt)
+        self.queue.put(chat_id, prompt, first=now)
         if chat is None:
             return  # still being opened: sent once the chat is ready
         if chat.state == "ready" and chat.id in self.pool.agent_of:

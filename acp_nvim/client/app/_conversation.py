@@ -121,7 +121,7 @@ class Conversations:
             if at is not None:
                 await self._rewind(chat, connection, at)
             if then is not None and at is not None:
-                self.queue.prompts[chat.id].insert(0, then)
+                self.queue.put(chat.id, then, first=True)
             elif then is not None:
                 self.queue.return_input(chat_id, then.text)
 
@@ -276,7 +276,7 @@ class Conversations:
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if steered == "injected" or chat is None:
             return
-        self.queue.prompts[chat_id].insert(0, prompt)
+        self.queue.put(chat_id, prompt, first=True)
         self.queue.show(chat)
         if steered is None and connection is not None and chat.state == "running":
             await self.queue.cancel(chat, connection)
@@ -297,7 +297,7 @@ class Conversations:
         chat = self.ctx.chats.get(chat_id)
         if chat is None or await self._steer(chat_id, Prompt(text)) == "injected":
             return
-        self.queue.prompts[chat_id].insert(0, Prompt(text))
+        self.queue.put(chat_id, Prompt(text), first=True)
         self.queue.show(chat)
         await self.queue.drain(chat)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["PromptQueue"]
 
+import itertools
 from typing import TYPE_CHECKING
 
 from acp_nvim.client.app._context import AppContext
@@ -13,6 +14,7 @@ from acp_nvim.client.errors import AgentFailed
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.editor import InputOp, RenderOp
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Prompt
 
@@ -26,6 +28,8 @@ class PromptQueue:
         # The queue the chat last showed (AcpQueued gave its count), by chat: a prompt
         # sent at once draws nothing and fires no event.
         self.shown: dict[int, list[str]] = {}
+        # Prompt.rank: queue order, kept by a prompt taken out of the queue to edit.
+        self._ranks = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"<PromptQueue {sum(map(len, self.prompts.values()))} prompts>"
@@ -33,6 +37,11 @@ class PromptQueue:
     def open(self, chat_id: int) -> None:
         """Prompts may be queued from now on (sent before the chat is ready)."""
         self.prompts.setdefault(chat_id, [])
+
+    def put(self, chat_id: int, prompt: Prompt, *, first: bool = False) -> None:
+        """Queue ``prompt`` last, or ``first``: ahead of every prompt queued before."""
+        prompt.rank = -next(self._ranks) if first else next(self._ranks)
+        self.prompts[chat_id].insert(0 if first else len(self.prompts[chat_id]), prompt)
 
     def forget(self, chat_id: int) -> list[Prompt]:
         """The chat is gone: its queue is dropped; returns what was in it."""
@@ -51,7 +60,7 @@ class PromptQueue:
                     raise AgentFailed(f"agent {chat.agent!r} is not running")
                 await connection.prompt(chat, prompt.text, prompt.attachments)
             except AgentFailed as err:
-                self.return_input(chat.id, prompt.text)
+                self.return_input(chat.id, prompt.text, prompt.rank)
                 chat.fail(str(err), err.details)
         if chat.state == "error":
             self.give_back(chat)
@@ -62,11 +71,15 @@ class PromptQueue:
         return chat.state == "ready" and not chat.held and self.ctx.chats.get(chat.id) is chat
 
     def give_back(self, chat: Chat) -> None:
-        """The chat failed: what waited to be sent goes back to the input, not lost
-        in a queue the user may not see."""
+        """The chat failed, or the user cancelled its turn: what waited to be sent goes
+        back to the input, not lost in a queue the user may not see; in queue order,
+        around the queued prompts taken out to edit that are still there."""
         queue = self.prompts.get(chat.id)
         if queue:
-            self.return_input(chat.id, "\n\n".join(p.text for p in queue))
+            given: list[RenderOp] = [
+                {"op": "input", "text": p.text, "queued": p.rank} for p in queue
+            ]
+            self.ctx.editor.render(chat.id, given)
             queue.clear()
             self.show(chat)
 
@@ -90,7 +103,7 @@ class PromptQueue:
         puts its text back in the input."""
         prompt = self.take(chat_id, index, text)
         if prompt is not None and edit:
-            self.return_input(chat_id, prompt.text)
+            self.return_input(chat_id, prompt.text, prompt.rank)
 
     def take(self, chat_id: int, index: int, text: str) -> Prompt | None:
         """Take queued prompt ``index`` (0-based), the one reading ``text``, out of the
@@ -122,6 +135,10 @@ class PromptQueue:
         if len(shown) != len(texts):
             self.ctx.editor.emit("AcpQueued", {"chat": chat.id, "count": len(texts)})
 
-    def return_input(self, chat_id: int, text: str) -> None:
-        """Put text that was not handed over back in the chat's input."""
-        self.ctx.editor.render(chat_id, [{"op": "input", "text": text}])
+    def return_input(self, chat_id: int, text: str, rank: int | None = None) -> None:
+        """Put text that was not handed over back in the chat's input; ``rank``: the
+        queued prompt's (see ``InputOp``)."""
+        op: InputOp = {"op": "input", "text": text}
+        if rank is not None:
+            op["queued"] = rank
+        self.ctx.editor.render(chat_id, [op])

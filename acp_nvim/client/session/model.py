@@ -101,10 +101,12 @@ class Attachment(msgspec.Struct):
 
 
 class Prompt(msgspec.Struct):
-    """A prompt as the user sent it (or will: queued): its text and what is attached."""
+    """A prompt as the user sent it (or will: queued): its text and what is attached;
+    ``rank``: its place in its chat's queue, once queued (``PromptQueue.put``)."""
 
     text: str
     attachments: list[Attachment] = msgspec.field(default_factory=list)
+    rank: int = 0
 
 
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.

@@ -522,9 +522,10 @@ function M.toggle()
   return true
 end
 
---- Put text that was not handed over back in the input (after what is there).
-local function give_back(chat, text)
-  prompt_history.give_back(chat, vim.split(text, "\n", { plain = true }))
+--- Put text that was not handed over back in the input (after what is there;
+--- `rank`: a queued prompt's, see prompt_history.give_back).
+local function give_back(chat, text, rank)
+  prompt_history.give_back(chat, vim.split(text, "\n", { plain = true }), rank)
 end
 
 --- Start again, in place, a chat whose Python side failed before its session
@@ -678,7 +679,7 @@ M.ops = {
     batch.status.commands = commands
   end,
   input = function(batch, op)
-    give_back(batch.chat, op.text)
+    give_back(batch.chat, op.text, op.queued)
   end,
   elicit = function(batch, op)
     elicit.add(batch.chat, op)

@@ -158,20 +158,48 @@ function store()
   merged:queue(file(), take(), LIMIT, "")
 end
 
+local given_ns = api.nvim_create_namespace("acp.given_back")
+
+--- The row of the first queued prompt given back to `chat`'s input that ranked
+--- after `rank` in the queue and is still there (its first line not deleted).
+local function ranked_after(chat, rank)
+  for _, mark in ipairs(api.nvim_buf_get_extmarks(chat.input, given_ns, 0, -1, { details = true })) do
+    if not mark[4].invalid and chat.given_back[mark[1]] > rank then
+      return mark[2]
+    end
+  end
+end
+
 --- Put `lines` back in the chat's input: in place of an empty one, else after what
---- is there, a paragraph of their own (nothing typed is written over).
+--- is there, a paragraph of their own (nothing typed is written over). `rank`: the
+--- queued prompt's they are (its place in the queue): they go before the queued
+--- prompts given back earlier that came after it, so a cancel gives the queue back
+--- in its order around those taken out to edit (\e takes the last one).
 ---@param chat acp.Chat
 ---@param lines string[]
-function M.give_back(chat, lines)
-  if not api.nvim_buf_is_valid(chat.input) then
+---@param rank? integer
+function M.give_back(chat, lines, rank)
+  local buf = chat.input
+  if not api.nvim_buf_is_valid(buf) then
     return
   end
-  local current = api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local current = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local row, before = 0, rank and ranked_after(chat, rank)
   if #current == 1 and current[1] == "" then
-    api.nvim_buf_set_lines(chat.input, 0, -1, false, lines)
+    api.nvim_buf_clear_namespace(buf, given_ns, 0, -1)
+    chat.given_back = {}
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  elseif before then
+    row = before
+    api.nvim_buf_set_lines(buf, row, row, false, vim.list_extend(vim.list_slice(lines), { "" }))
   else
     local after = current[#current] == "" and lines or vim.list_extend({ "" }, lines)
-    api.nvim_buf_set_lines(chat.input, -1, -1, false, after)
+    row = #current + #after - #lines
+    api.nvim_buf_set_lines(buf, -1, -1, false, after)
+  end
+  if rank then
+    chat.given_back = chat.given_back or {}
+    chat.given_back[api.nvim_buf_set_extmark(buf, given_ns, row, 0, { invalidate = true })] = rank
   end
 end
 

@@ -26,6 +26,7 @@ local api = vim.api
 ---@field elicits? table[] the agent's questions waiting to be asked (acp.chat.elicit)
 ---@field eliciting? boolean one of them is being asked
 ---@field queue_mark? integer the extmark drawing the queued prompts (acp.chat.queue)
+---@field given_back? table<integer, integer> queued prompts given back to the input: their rank by extmark (acp.chat.prompt_history)
 
 ---@type table<integer, acp.Chat>
 M.chats = {}
