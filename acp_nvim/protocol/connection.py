@@ -385,6 +385,15 @@ class _Incoming:
             # Already answered (or never seen): the spec says to ignore it.
             logger.debug("%s: cancel for request %r not in flight", self.name, target)
 
+    async def answer_all(self, error: RequestError | None) -> None:
+        """Answer every request in flight with ``error`` now, its handler cancelled
+        (its own answer is not sent); None: nothing to answer."""
+        for msg_id, scope in list(self._handling.items()):
+            if error is not None and msg_id not in self._unanswered:
+                self._unanswered.add(msg_id)
+                scope.cancel()
+                await self._send(_error_response(msg_id, error))
+
     async def _run(
         self, msg_id: Id, method: str, params: Raw, scope: anyio.CancelScope, batch: _Batch | None
     ) -> None:
@@ -484,9 +493,7 @@ class Connection:
         self._next_id = id_start
         self._incoming = _Incoming(name, convert, self._encoder, self._send_quietly)
         self._notifications: dict[str, _Route] = {}
-        # One decoder for the notifications of every batched route, envelope and
-        # params in one pass; (decoder, route by struct), built on the next read.
-        self._batched: tuple[msgspec.json.Decoder[Any], dict[type, _Route]] | None = None
+        self._batched: _Batched | None = None  # every batched route's decoder, built on read
         self._pending: dict[int, _Pending] = {}
         self._write_lock = anyio.Lock(fast_acquire=True)  # free: no turn of the loop first
         self._tg: anyio.abc.TaskGroup | None = None
@@ -595,8 +602,10 @@ class Connection:
             return False
         return self._incoming.cancel(request_id, reply=reply)
 
-    async def aclose(self) -> None:
-        """Fail pending requests, stop `serve()`, and close both streams."""
+    async def aclose(self, answer: RequestError | None = None) -> None:
+        """Fail pending requests, stop `serve()`, and close both streams; the peer's
+        requests still being handled are answered `answer` first (else not at all)."""
+        await self._incoming.answer_all(answer)
         self._mark_closed("closed locally")
         if self._tg is not None:
             self._tg.cancel_scope.cancel()

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import select
 import socket
 import stat
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,7 @@ import pytest
 from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor
+from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
 def start(editor: Editor, scenario: str = "mcp", **options: Any) -> None:
@@ -441,3 +447,143 @@ def test_an_edit_on_a_full_disk_is_one_clear_error_and_changes_nothing(
         assert path.read_text() == "one\ntwo\n"
         assert editor.lua("return require('acp').changes()") == []
         assert not [name for name in os.listdir(full) if name.endswith(".acp~")]
+
+
+class Relay:
+    """The editor's stdio shim as an agent drives it, a line at a time, so that the
+    test can answer prompts in Neovim while a tool call waits."""
+
+    def __init__(self, server: dict[str, Any]) -> None:
+        env = {**os.environ, **{v["name"]: v["value"] for v in server.get("env") or []}}
+        self.process = subprocess.Popen(
+            [server["command"], *server["args"]],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.ids = itertools.count(1)
+        self.answers: dict[int, Any] = {}
+        self.unread = b""  # read from the shim, not yet a whole line
+        self.answer(self.start("initialize", {"protocolVersion": "2025-11-25",
+                                              "capabilities": {}, "clientInfo": {"name": "t"}}))  # fmt: skip
+        self.send({"method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def start(self, method: str, params: dict[str, Any]) -> int:
+        request_id = next(self.ids)
+        self.send({"id": request_id, "method": method, "params": params})
+        return request_id
+
+    def call(self, name: str, arguments: dict[str, Any]) -> int:
+        return self.start("tools/call", {"name": name, "arguments": arguments})
+
+    def cancel(self, request_id: int) -> None:
+        self.send({"method": "notifications/cancelled", "params": {"requestId": request_id}})
+
+    def answer(self, request_id: int, timeout: float = 15) -> Any:
+        """The response to ``request_id``; None when the shim ends without one."""
+        assert self.process.stdout is not None
+        out = self.process.stdout.fileno()
+        while request_id not in self.answers:
+            if b"\n" not in self.unread:
+                ready, _, _ = select.select([out], [], [], timeout)
+                assert ready, f"no answer to request {request_id} within {timeout} s"
+                data = os.read(out, 65536)
+                if not data:
+                    return None
+                self.unread += data
+                continue
+            line, self.unread = self.unread.split(b"\n", 1)
+            message = json.loads(line)
+            if "id" in message and "method" not in message:
+                self.answers[message["id"]] = message
+        return self.answers.pop(request_id)
+
+
+@contextmanager
+def relay(editor: Editor, tmp_path: Path, **options: Any) -> Iterator[Relay]:
+    """A chat with the fake agent, and the editor server it was offered."""
+    servers_file = tmp_path / "servers.json"
+    agent = editor.fake_agent("mcp")
+    agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+    editor.setup(agents={"fake": agent}, **options)
+    editor.open_chat("fake")
+    server = editor_server(json.loads(servers_file.read_text()))
+    assert server is not None
+    mcp = Relay(server)
+    with mcp.process:  # closes the pipes, waits for the shim
+        yield mcp
+
+
+def block_status(editor: Editor, title: str, status: str) -> None:
+    """Wait for the tool call block ``title`` to read ``status``."""
+    wait_text(editor, f"#### {title}")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(e) return e.data.title .. ' ' .. e.data.status end,"
+        f" vim.tbl_filter(function(e) return e.name == 'AcpToolCall' end, _G.acp_events)),"
+        f" {f'{title} {status}'!r})",
+        what=f"{title}: {status}",
+    )
+
+
+def test_a_write_outside_withdrawn_at_its_prompt_ends_cancelled(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """notifications/cancelled while fs_access asks: the block said "pending" forever."""
+    with relay(editor, tmp_path) as mcp:
+        target = tmp_path / "outside.txt"
+        request = mcp.call("write_file", {"path": str(target), "content": "x\n"})
+        wait_text(editor, PROMPT)
+        mcp.cancel(request)
+        block_status(editor, f"Write {target}", "cancelled")
+        assert "`edit` · cancelled" in editor.transcript_text()
+        assert PROMPT not in editor.transcript_text()
+        assert mcp.answer(mcp.start("ping", {})) is not None  # no answer came before it
+        assert request not in mcp.answers
+        assert not target.exists()
+
+
+def test_a_command_whose_cwd_is_no_directory_ends_failed_with_the_reason(
+    editor: Editor, tmp_path: Path
+) -> None:
+    with relay(editor, tmp_path) as mcp:
+        request = mcp.call("run_command", {"command": "pwd", "cwd": "nonexistent"})
+        wait_text(editor, PROMPT)
+        focus_transcript(editor)
+        editor.nvim.input("a")
+        answer = mcp.answer(request)
+        assert answer["result"]["isError"] is True
+        block_status(editor, "Run `pwd`", "failed")
+        assert "cwd is not a directory: " in editor.transcript_text()
+        assert "`execute` · failed" in editor.transcript_text()
+
+
+def test_a_running_command_withdrawn_is_killed_and_ends_cancelled(
+    editor: Editor, tmp_path: Path
+) -> None:
+    with relay(editor, tmp_path, permission_policy="allow_all") as mcp:
+        request = mcp.call("run_command", {"command": "sleep 100; echo done"})
+        block_status(editor, "Run `sleep 100; echo done`", "in_progress")
+        mcp.cancel(request)
+        block_status(editor, "Run `sleep 100; echo done`", "cancelled")
+        assert "`execute` · cancelled" in editor.transcript_text()
+
+
+def test_closing_the_chat_answers_a_tool_call_waiting_on_a_prompt(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """:AcpClose while write_file waited on its fs_access prompt: the shim exited
+    and the agent never heard of the call again."""
+    with relay(editor, tmp_path) as mcp:
+        request = mcp.call("write_file", {"path": str(tmp_path / "outside.txt"), "content": "x"})
+        wait_text(editor, PROMPT)
+        editor.nvim.command("AcpClose")
+        answer = mcp.answer(request)
+        assert answer is not None, "the shim ended without answering"
+        assert answer["error"]["message"] == "the chat was closed"
+        assert not (tmp_path / "outside.txt").exists()
+

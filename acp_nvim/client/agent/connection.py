@@ -387,9 +387,10 @@ class AgentConnection:
 
         Its terminals are stopped and their buffers deleted.
         """
-        self.detach(chat)
         if self.mcp is not None:
+            # First: a tool call waiting on a prompt is told the chat closed, not refused.
             await self.mcp.forget(chat)
+        self.detach(chat)
         await self.terminals.end_session(chat)
         self.opened.discard(chat.session.session_id)
         if self.sessions is not None and self.alive and chat.session.session_id:

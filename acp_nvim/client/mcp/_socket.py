@@ -32,7 +32,7 @@ from acp_nvim.client.log import ProtocolLog
 from acp_nvim.client.mcp._core import PAGE_SIZE, McpServer
 from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.protocol import Connection, ConnectionClosed
+from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 from acp_nvim.protocol.streams import receive, send
 
 log = logging.getLogger("acp_nvim")
@@ -43,6 +43,7 @@ TOKEN_ENV = "ACP_NVIM_MCP_TOKEN"
 _HELLO_BYTES = 1024
 _HELLO_SECONDS = 5.0
 _REFUSAL = b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
+_CHAT_CLOSED = RequestError(RequestError.INTERNAL_ERROR, "the chat was closed")
 
 
 class _Rest(ByteReceiveStream):
@@ -119,7 +120,8 @@ class EditorSocket:
         session = self._sessions.pop(token, None)
         for server, connection in list(self._served.items()):
             if server.session is session:
-                await connection.aclose()
+                # A tool call still waiting (on a prompt, a command) is told why.
+                await connection.aclose(answer=_CHAT_CLOSED)
 
     def launch_env(self, token: str) -> dict[str, str]:
         """What the shim needs to reach this socket for the session of ``token``."""

@@ -29,6 +29,8 @@ from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.editor import EditorError, LspRequest
 from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.terminals import CommandOutput
+from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
 
 Result = dict[str, Any]
@@ -242,43 +244,24 @@ _runs = itertools.count(1)
 
 
 async def _run_command(session: ToolSession, args: RunInput) -> Result:
-    chat = session.chat
+    chat, call_id = session.chat, f"mcp-run-{next(_runs)}"
     call = ToolCallPatch(
-        f"mcp-run-{next(_runs)}",
+        call_id,
         title=f"Run `{args.command}`",
         kind="execute",
         status="pending",
         raw_input=args.model_dump(),
     )
     options = [PermissionOption(*option) for option in _RUN_OPTIONS]
-    choice = await session.permissions.ask(chat, call, options)
-    if choice not in ("allow", "allow_always"):
-        chat.on_tool_call(ToolCallPatch(call.id, status="failed"))
-        return _error("The user did not allow this command.")
-    cwd = session.path(args.cwd) if args.cwd is not None else None
-    terminals, session_id = session.terminals, chat.session.session_id
-    terminal_id = await terminals.create(
-        session_id, args.command, [], cwd=cwd, limit=args.output_limit
-    )
-    chat.on_tool_call(
-        ToolCallPatch(call.id, status="in_progress", content=[TerminalPart(terminal_id)])
-    )
-    timed_out = False
-    try:
-        with anyio.move_on_after(args.timeout) as scope:
-            await terminals.wait_for_exit(session_id, terminal_id)
-        if scope.cancelled_caught:
-            timed_out = True
-            await terminals.kill(session_id, terminal_id)
-            await terminals.wait_for_exit(session_id, terminal_id)
-        out = terminals.output(session_id, terminal_id)
-    finally:
-        with anyio.CancelScope(shield=True):  # a cancelled call stops its command too
-            await terminals.release(session_id, terminal_id)
-    status = out.exit_status
-    code = status.exit_code if status is not None else None
-    signal = status.signal if status is not None else None
-    chat.on_tool_call(ToolCallPatch(call.id, status="completed" if code == 0 else "failed"))
+    with settled(chat, call_id):  # a bad cwd fails it, a withdrawn call is cancelled
+        choice = await session.permissions.ask(chat, call, options)
+        if choice not in ("allow", "allow_always"):
+            chat.on_tool_call(ToolCallPatch(call_id, status="failed"))
+            return _error("The user did not allow this command.")
+        out, timed_out = await _run(session, call_id, args)
+        code = out.exit_status.exit_code if out.exit_status is not None else None
+        chat.on_tool_call(ToolCallPatch(call_id, status="completed" if code == 0 else "failed"))
+    signal = out.exit_status.signal if out.exit_status is not None else None
     ending = f"exit code {code}" if code is not None else f"killed by {signal}"
     if timed_out:
         ending = f"killed after {args.timeout:g} s ({ending})"
@@ -291,6 +274,31 @@ async def _run_command(session: ToolSession, args: RunInput) -> Result:
         "timed_out": timed_out,
     }
     return _text(f"{out.text}\n[{ending}{cut}]", structured)
+
+
+async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[CommandOutput, bool]:
+    """Run the allowed command in a terminal shown at tool call ``call_id``: its
+    output, and whether it was killed for its timeout."""
+    cwd = session.path(args.cwd) if args.cwd is not None else None
+    terminals, session_id = session.terminals, session.chat.session.session_id
+    terminal_id = await terminals.create(
+        session_id, args.command, [], cwd=cwd, limit=args.output_limit
+    )
+    session.chat.on_tool_call(
+        ToolCallPatch(call_id, status="in_progress", content=[TerminalPart(terminal_id)])
+    )
+    timed_out = False
+    try:
+        with anyio.move_on_after(args.timeout) as scope:
+            await terminals.wait_for_exit(session_id, terminal_id)
+        if scope.cancelled_caught:
+            timed_out = True
+            await terminals.kill(session_id, terminal_id)
+            await terminals.wait_for_exit(session_id, terminal_id)
+        return terminals.output(session_id, terminal_id), timed_out
+    finally:
+        with anyio.CancelScope(shield=True):  # a cancelled call stops its command too
+            await terminals.release(session_id, terminal_id)
 
 
 async def _open_file(session: ToolSession, args: OpenInput) -> Result:

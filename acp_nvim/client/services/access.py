@@ -26,7 +26,7 @@ import os
 from acp_nvim.client.config import FileAccessOptions
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.permissions import Permissions, Previewer
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, settled
 from acp_nvim.client.session.model import PermissionOption, TextPart, ToolCallPatch
 
 _ALLOW, _ALWAYS, _REJECT = "allow", "allow_path", "reject"
@@ -82,27 +82,28 @@ class FileAccess:
         where = "outside the session's directory"
         if real != os.path.normpath(path):
             where = f"{where} (a link to {real})"
+        call_id = f"fs_access{next(self._ids)}"
         call = ToolCallPatch(
-            f"fs_access{next(self._ids)}",
+            call_id,
             title=f"{verb.capitalize()} {path}",
             kind="edit" if write else "read",
             status="pending",
         )
-        if self.options.outside == "deny":
-            why = "denied by fs_access.outside"
-        else:
-            options = [PermissionOption(*option) for option in _OPTIONS]
-            question = f"The agent asks to {verb} a file {where}."
-            choice = await self.permissions.ask(
-                self.chat, call, options, question, remember=False, preview=preview
-            )
-            if choice == _ALWAYS:
-                self._allowed.add(real)
-            if choice in (_ALLOW, _ALWAYS):
-                self.chat.on_tool_call(ToolCallPatch(call.id, status="completed"))
-                return
-            why = "not allowed by the user"
-        call.status = "failed"
-        call.content = [TextPart(f"Refused to {verb} a file {where}: {why} (fs_access).")]
-        self.chat.on_tool_call(call)
-        raise ServiceError(f"{path} is {where}: {why}", "denied")
+        with settled(self.chat, call_id):  # allowed: completed; withdrawn: cancelled
+            if self.options.outside == "deny":
+                why = "denied by fs_access.outside"
+            else:
+                options = [PermissionOption(*option) for option in _OPTIONS]
+                question = f"The agent asks to {verb} a file {where}."
+                choice = await self.permissions.ask(
+                    self.chat, call, options, question, remember=False, preview=preview
+                )
+                if choice == _ALWAYS:
+                    self._allowed.add(real)
+                if choice in (_ALLOW, _ALWAYS):
+                    return
+                why = "not allowed by the user"
+            call.status = "failed"
+            call.content = [TextPart(f"Refused to {verb} a file {where}: {why} (fs_access).")]
+            self.chat.on_tool_call(call)
+            raise ServiceError(f"{path} is {where}: {why}", "denied")

@@ -11,10 +11,11 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview"]
+__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "settled"]
 
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
@@ -27,6 +28,7 @@ from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
     ConfigOption,
+    ContentPart,
     FilePreview,
     MessagePatch,
     PermissionPrompt,
@@ -35,6 +37,7 @@ from acp_nvim.client.session.model import (
     Role,
     Session,
     TerminalPart,
+    TextPart,
     ToolCall,
     ToolCallPatch,
 )
@@ -567,3 +570,34 @@ class Chat:
             block = self.session.new_id("branch")
             line = "*⎇ Another branch leaves here (:AcpBranches).*"
             self._draw(view.notice_op(block, "info", [line]))
+
+
+@contextmanager
+def settled(chat: Chat, call_id: str) -> Iterator[None]:
+    """The one end of a tool call of the client's own (a file access asked about, an
+    editor tool's command): no agent finishes its block, so whatever its body leaves
+    unfinished ends here: completed, failed with the error's reason, or cancelled
+    with the task (the agent withdrew the request, or went away).
+
+    Example::
+
+        with settled(chat, "mcp-run-1"):
+            await permissions.ask(chat, ToolCallPatch("mcp-run-1", kind="execute"), options)
+    """
+    try:
+        yield
+    except Exception as err:
+        _end(chat, call_id, "failed", str(err))
+        raise
+    except BaseException:  # the task was cancelled
+        _end(chat, call_id, "cancelled")
+        raise
+    else:
+        _end(chat, call_id, "completed")
+
+
+def _end(chat: Chat, call_id: str, status: str, reason: str = "") -> None:
+    call = chat.session.tool_calls.get(chat.session.key(call_id))
+    if call is not None and call.status in UNFINISHED:
+        why: list[ContentPart] = [TextPart(reason)] if reason else []
+        chat.on_tool_call(ToolCallPatch(call.id, status=status, append_content=why))
