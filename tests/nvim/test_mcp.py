@@ -587,3 +587,24 @@ def test_closing_the_chat_answers_a_tool_call_waiting_on_a_prompt(
         assert answer["error"]["message"] == "the chat was closed"
         assert not (tmp_path / "outside.txt").exists()
 
+
+def test_a_file_over_16_mb_is_read_in_parts(editor: Editor, tmp_path: Path) -> None:
+    """read_buffer refused a big file even for a slice of two lines, and said only
+    that it was larger than 16 MB."""
+    path = tmp_path / "project" / "big.log"
+    path.write_text("".join(f"line {i} {'x' * 80}\n" for i in range(1, 200_001)))
+    assert path.stat().st_size > 16 * 2**20
+    start(editor)
+    whole, part, past = call(
+        editor,
+        [
+            {"tool": "read_buffer", "arguments": {"path": "big.log"}},
+            {"tool": "read_buffer", "arguments": {"path": "big.log", "line": 199_999, "limit": 5}},
+            {"tool": "read_buffer", "arguments": {"path": "big.log", "line": 200_002}},
+        ],
+    )
+    assert whole["isError"] is True
+    assert text(whole) == f"{path} is larger than 16 MB: read it in parts (line, limit)"
+    assert part["isError"] is False
+    assert text(part) == f"line 199999 {'x' * 80}\nline 200000 {'x' * 80}\n"
+    assert text(past) == f"{path}: line 200002 is past the end of the file (200000 lines)"

@@ -156,8 +156,7 @@ class SessionChanges:
         self.missing_file_as_empty = missing_file_as_empty
         self.access: FileAccess | None = None
         self._tasks = tasks
-        # Free, it lets the caller through without a turn of the loop (a turn start's
-        # prompt waits for it: see Connection's write lock).
+        # Free: no turn of the loop (a turn start's prompt waits for it; see Connection's).
         self._lock = anyio.Lock(fast_acquire=True)
         self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
         self._check_queued = False
@@ -181,8 +180,11 @@ class SessionChanges:
         path = files.absolute(path)
         if self.access is not None:
             await self.access.check(path, write=False)  # the user may take a while: no lock
-        async with self._lock:
-            doc = await files.load(self.editor, path)
+        try:
+            async with self._lock:
+                doc = await files.load(self.editor, path)
+        except FileError as err:  # too large to read whole: a part is read line by line
+            return await anyio.to_thread.run_sync(files.read_part, path, line, limit, err)
         if doc.text is None:
             if self.missing_file_as_empty:
                 return ""

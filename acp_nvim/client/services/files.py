@@ -28,6 +28,7 @@ __all__ = [
     "file_name",
     "follow",
     "load",
+    "read_part",
     "save",
     "stat_of",
 ]
@@ -51,6 +52,8 @@ from acp_nvim.review import line_edits, merge3
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
 MAX_BYTES = 16 * 1024 * 1024
+# Bytes read at a time from a file larger than that (read_part).
+_PIECE = 65536
 # Attempts at applying an edit while the user keeps typing in the buffer.
 _RETRIES = 5
 
@@ -199,12 +202,50 @@ def read_disk(path: str) -> Document:
     except _OS_ERRORS as err:
         raise FileError("io", f"{path}: {_reason(err)}") from None
     if len(data) > MAX_BYTES:
-        raise FileError("too_large", f"{path} is larger than {MAX_BYTES // 2**20} MB")
+        why = f"{path} is larger than {MAX_BYTES // 2**20} MB: read it in parts (line, limit)"
+        raise FileError("too_large", why)
     # A NUL byte marks binary data; other non-UTF-8 bytes read as latin-1, as in Neovim.
     if b"\0" in data[:8192]:
         raise FileError("binary", f"{path} is a binary file")
     decoded = decode_file(data)
     return Document(path, decoded.text, encoding=decoded)
+
+
+def read_part(path: str, line: int | None, limit: int | None, whole: FileError) -> str:
+    """Lines ``line`` (1-based) on, at most ``limit`` of them, of a file on disk that
+    ``whole`` says is too large to read whole: read a piece at a time, keeping only
+    the lines asked for (at most :data:`MAX_BYTES` of them).
+
+    Raises:
+        FileError: ``whole`` when it is not about the size or no part was asked
+            for; the part too large, a binary file, ``line`` past the end, unreadable.
+    """
+    if whole.reason != "too_large" or (line is None and limit is None):
+        raise whole
+    start, number, taken, ended = (line or 1) - 1, 0, bytearray(), True  # number: lines read
+    try:
+        with open(_open_regular(path, os.O_RDONLY), "rb") as f:
+            if b"\0" in f.read(8192):
+                raise FileError("binary", f"{path} is a binary file")
+            f.seek(0)
+            while limit is None or number < start + limit:
+                piece = f.readline(_PIECE)  # a line, or a piece of a long one
+                if not piece:
+                    break
+                if number >= start:
+                    taken += piece
+                    if len(taken) > MAX_BYTES:
+                        why = f"{MAX_BYTES // 2**20} MB: ask for fewer (limit)"
+                        raise FileError("too_large", f"the lines of {path} are larger than {why}")
+                ended = piece.endswith(b"\n")
+                number += ended
+    except _OS_ERRORS as err:
+        raise FileError("io", f"{path}: {_reason(err)}") from None
+    number += not ended  # a last line without a line break
+    if start and number <= start and limit != 0:
+        why = f"line {line} is past the end of the file ({number} lines)"
+        raise FileError("range", f"{path}: {why}")
+    return decode_file(bytes(taken)).text
 
 
 def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
