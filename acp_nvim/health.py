@@ -160,8 +160,13 @@ def _mcp(config: Any) -> dict[str, Any]:
                 "found": found,
             }
     runs = shim.returncode == 0 and shim.stdout.strip() == "ok"
+    off = None
+    if not choice:
+        off = "editor_mcp = false"
+    elif not tools:  # an agent is offered no server without tools (McpOffer)
+        off = "editor_mcp.tools is empty"
     return {
-        "enabled": bool(choice),
+        "off": off,
         "tools": tools if choice else [],
         "shim": runs,
         "shim_error": "" if runs else (shim.stderr or shim.stdout).strip()[-500:],

@@ -762,6 +762,9 @@ def _describe(error: str, prefix: str = "") -> str:
     missing = re.fullmatch(r"Object missing required field `(.+)`", message)
     if missing:
         return f"{key + '.' if key else ''}{missing.group(1)}: required"
+    if message == "Expected `str` of length >= 1":  # said as setup() says it (config.lua)
+        others = [c for c in _choices(key) if c not in ("a table", "a key (an lhs)")]
+        return f"{key}: expected {' or '.join(['a non-empty string', *others])}, got ''"
     if message.startswith("Invalid enum value"):
         choices = " or ".join(_choices(key))
         if len(_choices(key)) > 4:

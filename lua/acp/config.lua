@@ -48,6 +48,15 @@ end
 
 local check
 
+--- What scalar `spec` takes, in words: "a non-empty string" for a string that must
+--- have a character (as the Python host says it).
+local function words_of(spec)
+  if type(spec) == "table" and spec.type == "string" and spec.min_length == 1 then
+    return "a non-empty string"
+  end
+  return NAMES[type(spec) == "string" and spec or spec.type]
+end
+
 --- The problem with `value` against scalar or bounded `spec`, or nil.
 local function scalar(value, spec)
   local name = type(spec) == "string" and spec or spec.type
@@ -74,6 +83,9 @@ local function scalar(value, spec)
       end,
     }) do
       if spec[bound] and not test(spec[bound]) then
+        if name == "string" then -- "" where a key or a name is wanted
+          return ("expected %s, got %s"):format(words_of(spec), lua_value(value))
+        end
         local words = { gt = "> %s", ge = ">= %s", le = "<= %s", min_length = "of length >= %s" }
         return ("expected %s %s"):format(NAMES[name], words[bound]:format(spec[bound]))
       end
@@ -114,11 +126,14 @@ function check(value, spec, key, problems)
         return check(value, choice, key, problems)
       end
     end
+    local empty = false -- "" where a non-empty string is taken: said as such
     local words = vim.tbl_map(function(choice)
+      empty = empty or (value == "" and type(choice) == "table" and choice.type == "string")
       return choice.class and "a table" or choice.enum and table.concat(vim.tbl_map(lua_value, choice.enum), " or ")
-        or NAMES[type(choice) == "string" and choice or choice.type] or "a list"
+        or words_of(choice) or "a list"
     end, spec.any_of)
-    return wrong(("expected %s, got %s"):format(table.concat(words, " or "), kind_of(value)))
+    local got = empty and lua_value(value) or kind_of(value)
+    return wrong(("expected %s, got %s"):format(table.concat(words, " or "), got))
   elseif spec.list then
     if type(value) ~= "table" or not vim.islist(value) then
       return wrong("expected a list, got " .. kind_of(value))

@@ -101,8 +101,8 @@ function M.check()
 
   health.start("MCP")
   local mcp = report.mcp
-  if not mcp.enabled then
-    health.info("the editor MCP server is off (editor_mcp = false)")
+  if mcp.off ~= vim.NIL then
+    health.info(("the editor MCP server is off (%s)"):format(mcp.off))
   else
     health.ok(("the editor MCP server offers %d tools: %s"):format(#mcp.tools, table.concat(mcp.tools, ", ")))
     if mcp.shim then

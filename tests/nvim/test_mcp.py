@@ -588,6 +588,20 @@ def test_closing_the_chat_answers_a_tool_call_waiting_on_a_prompt(
         assert not (tmp_path / "outside.txt").exists()
 
 
+def test_editor_mcp_without_tools_offers_no_server_and_health_says_it_is_off(
+    editor: Editor,
+) -> None:
+    """`editor_mcp = { tools = {} }`: :checkhealth said "OK the editor MCP server
+    offers 0 tools: " (a dangling colon)."""
+    start(editor, editor_mcp={"tools": []})
+    [servers] = call(editor, "servers")
+    assert servers == []
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "the editor MCP server is off (editor_mcp.tools is empty)" in text
+    assert "0 tools" not in text
+
+
 def test_a_file_over_16_mb_is_read_in_parts(editor: Editor, tmp_path: Path) -> None:
     """read_buffer refused a big file even for a slice of two lines, and said only
     that it was larger than 16 MB."""

@@ -142,3 +142,23 @@ def test_a_blank_program_is_told_by_setup_in_the_words_of_the_chat(
     assert notice["msg"] == f"acp: {problem}"
     editor.nvim.command("AcpChat")
     assert editor.wait_event("AcpError")["message"] == problem
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ({"keys": {"review": {"accept": ""}}},
+         "keys.review.accept: expected a non-empty string or false, got ''"),
+        ({"permissions": {"allow": {"commands": [""]}}},
+         "permissions.allow.commands[1]: expected a non-empty string, got ''"),
+    ],
+)  # fmt: skip
+def test_an_empty_string_is_told_alike_by_lua_and_python(
+    editor: Editor, raw: dict[str, object], problem: str
+) -> None:
+    """`accept = ""` was "expected a string or false, got a string" in Lua and "expected a
+    string of length >= 1" in :checkhealth."""
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    assert err.value.problems == [problem]
+    assert editor.lua("return (require('acp.config').check(...))", raw) == [problem]

@@ -68,7 +68,7 @@ from acp_nvim.client.config import ConfigError, load_config
         ({"hunk_keys": True}, "hunk_keys: expected a table or false, got True"),
         ({"hunk_keys": {"stage": "s"}}, "hunk_keys.stage: unknown option"),
         ({"keys": {"chat": {"hide": True}}}, "keys.chat.hide: expected a key (an lhs) or false"),
-        ({"keys": {"input": {"send": ""}}}, "keys.input.send: expected a string of length >= 1"),
+        ({"keys": {"input": {"send": ""}}}, "keys.input.send: expected a non-empty string or false, got ''"),
         ({"keys": {"queue": {"drop": "x"}}}, "keys.queue.drop: unknown option"),
         ("x", "options must be a table"),
     ],
