@@ -17,6 +17,7 @@ pydantic cost more than the rest of the start-up (decision 0010).
 from __future__ import annotations
 
 __all__ = [
+    "EDITOR_SERVER",
     "EDITOR_TOOLS",
     "AgentConfig",
     "ChatKeys",
@@ -74,6 +75,12 @@ EditorTool = Literal[
     "edit_buffer", "write_file", "run_command", "open_file",
 ]  # fmt: skip
 EDITOR_TOOLS: tuple[EditorTool, ...] = typing.get_args(EditorTool)
+# The editor server's name in mcpServers: agents prefix its tools with it
+# (Claude: mcp__nvim__read_buffer), so no server of the user's may take it.
+EDITOR_SERVER = "nvim"
+_NAME_TAKEN = (
+    f"'{EDITOR_SERVER}' names the editor's own MCP server (editor_mcp): give yours another name"
+)
 
 
 class McpServerOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -440,7 +447,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """offer the editor to agents as an MCP server: buffers, diagnostics, language
     servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those"""
     mcp_servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
-    """your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)"""
+    """your own MCP servers, offered to every agent by name (see |acp-mcp-servers|);
+    `nvim` is the editor's own"""
     follow_agent: bool = False
     """show the file and line a tool call reports in the non-chat window (the cursor stays)"""
     notify: Literal["hidden", "always", False] = "hidden"
@@ -674,12 +682,17 @@ def _servers(raw: Any, key: str, problems: list[str]) -> Any:
         if not isinstance(name, str) or not name or any(c.isspace() for c in name):
             problems.append(f"{key}: server name {name!r} must be a non-empty word")
             continue
+        if name == EDITOR_SERVER:  # said as setup() says it (lua/acp/config.lua)
+            problems.append(f"{key}.{name}: {_NAME_TAKEN}")
         if isinstance(spec, dict):
             spec = {k: (_table(v) if k in ("env", "headers") else v) for k, v in spec.items()}
         try:
-            servers[name] = msgspec.convert(spec, McpServerOptions)
+            server = msgspec.convert(spec, McpServerOptions)
         except msgspec.ValidationError as err:
             problems.append(_describe(str(err), f"{key}.{name}"))
+            continue
+        if name != EDITOR_SERVER:
+            servers[name] = server
     return {name: msgspec.to_builtins(server) for name, server in servers.items()}
 
 

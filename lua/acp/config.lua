@@ -181,6 +181,24 @@ function check(value, spec, key, problems)
   return kept
 end
 
+-- The editor's own MCP server's name (EDITOR_SERVER in config.py): no server of the
+-- user's may take it, or an agent would see two servers by one name.
+local EDITOR_SERVER = "nvim"
+
+--- The problem of a table of MCP servers (at `key`) naming one as the editor's.
+local function editor_server_named(servers, key, problems)
+  if is_table(servers) and servers[EDITOR_SERVER] ~= nil then
+    table.insert(
+      problems,
+      ("%s.%s: '%s' names the editor's own MCP server (editor_mcp): give yours another name"):format(
+        key,
+        EDITOR_SERVER,
+        EDITOR_SERVER
+      )
+    )
+  end
+end
+
 --- Every problem with `opts`, and the options Lua can use: the defaults under
 --- the valid ones.
 ---@param opts table
@@ -194,6 +212,12 @@ function M.check(opts)
     if agent.cmd and not agent.cmd[1]:match("%S") then
       table.insert(problems, ("agents.%s.cmd: the first item must name a program"):format(name))
       valid.agents[name] = nil
+    end
+  end
+  editor_server_named(opts.mcp_servers, "mcp_servers", problems)
+  for name, agent in pairs(is_table(opts.agents) and opts.agents or {}) do
+    if is_table(agent) then
+      editor_server_named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), problems)
     end
   end
   -- Sorted: the report reads the same whatever order pairs() takes.

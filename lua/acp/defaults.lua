@@ -161,7 +161,7 @@ local M = {}
 ---@field keys? acp.Keys the keys the plugin maps, each an lhs or false (see |acp-keys|)
 ---@field hunk_keys? acp.HunkKeys|false the older name of the `hunk_` keys of |acp-option-keys.review| (false: none)
 ---@field editor_mcp? boolean|acp.EditorMcpOptions offer the editor to agents as an MCP server: buffers, diagnostics, language servers, edits, commands (see |acp-mcp|); `{ tools = {...} }` offers only those
----@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|)
+---@field mcp_servers? table<string,acp.McpServerSpec> your own MCP servers, offered to every agent by name (see |acp-mcp-servers|); `nvim` is the editor's own
 ---@field follow_agent? boolean show the file and line a tool call reports in the non-chat window (the cursor stays)
 ---@field notify? "hidden"|"always"|false tell with |vim.notify()| when a chat's turn ends, fails or needs you: only for a chat not shown in the current tab page, for every chat, or never (see |acp-notices|)
 ---@field python? string Python for the host (default: plugin venv, then g:python3_host_prog, then python3)

@@ -144,6 +144,25 @@ def test_a_blank_program_is_told_by_setup_in_the_words_of_the_chat(
     assert editor.wait_event("AcpError")["message"] == problem
 
 
+def test_a_server_of_yours_named_nvim_is_refused_alike_by_lua_and_python(editor: Editor) -> None:
+    """An `nvim` of mcp_servers went to the agent beside the editor's own `nvim`
+    server, unsaid: the agent saw one name for two servers."""
+    editor.setup(
+        mcp_servers={"nvim": {"command": "sh"}},
+        agents={"mine": {"cmd": ["mine-acp"], "mcp_servers": {"nvim": {"command": "sh"}}}},
+    )
+    taken = "'nvim' names the editor's own MCP server (editor_mcp): give yours another name"
+    problems = [f"agents.mine.mcp_servers.nvim: {taken}", f"mcp_servers.nvim: {taken}"]
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == "acp: invalid options: " + "; ".join(problems)
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")
+    assert sorted(error["message"].removeprefix("invalid options: ").split("; ")) == problems
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert f"ERROR invalid option mcp_servers.nvim: {taken}" in text
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [

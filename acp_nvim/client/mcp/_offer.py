@@ -21,17 +21,13 @@ from collections.abc import Awaitable, Callable, Mapping
 import msgspec
 
 import acp_nvim
-from acp_nvim.client.config import McpServerOptions
+from acp_nvim.client.config import EDITOR_SERVER, McpServerOptions
 from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.mcp._socket import EditorSocket
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-
-# The editor server's name in mcpServers: agents prefix its tools with it
-# (Claude: mcp__nvim__read_buffer).
-EDITOR_SERVER = "nvim"
 
 
 class StdioServer(msgspec.Struct, frozen=True):
