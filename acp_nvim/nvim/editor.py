@@ -75,6 +75,14 @@ log = logging.getLogger("acp_nvim")
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.editor.buffers').read(...)"
 _CONTEXT = "return require('acp.editor.info').{}(...)"
+# Python's None reaches Lua as vim.NIL, which `x or default` takes for a value: the
+# arguments of call_lua that are None are passed as nil, an optional one left out.
+_NIL_ARGS = (
+    "local n, args = select('#', ...), { ... } "
+    "for i = 1, n do if args[i] == vim.NIL then args[i] = nil end end "
+    "return (function(...)\n",
+    "\nend)(unpack(args, 1, n))",
+)
 # Estimated Lua work, in microseconds on this 2-core machine (bench "longest
 # batch", doc/performance.md): a transcript line LINE_COST (Neovim inserting it,
 # its fold level and wrap: 2-8 µs when quiet, the rest is room for a loaded machine
@@ -693,11 +701,15 @@ class NvimEditor:
 
         Pending render ops are flushed first, so Lua sees the transcript as the
         core last described it. One call is atomic from Neovim's point of view:
-        a read-modify-write of a buffer must be ONE such call.
+        a read-modify-write of a buffer must be ONE such call. An argument that is
+        None is nil in Lua (not vim.NIL).
 
         Raises:
             EditorError: the Lua code raised.
         """
+        if any(arg is None for arg in args):
+            head, tail = _NIL_ARGS
+            code = head + code + tail
         return await self._on_nvim(self._nvim.exec_lua, code, *args)
 
     async def _on_nvim(self, fn: Callable[..., Any], *args: Any) -> Any:

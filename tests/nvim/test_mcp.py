@@ -622,3 +622,32 @@ def test_a_file_over_16_mb_is_read_in_parts(editor: Editor, tmp_path: Path) -> N
     assert part["isError"] is False
     assert text(part) == f"line 199999 {'x' * 80}\nline 200000 {'x' * 80}\n"
     assert text(past) == f"{path}: line 200002 is past the end of the file (200000 lines)"
+
+
+def test_open_file_without_a_line_shows_it_and_refuses_what_it_cannot_show(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """`open_file` without `line` was a Lua stack trace for every path (Python's None
+    reached Lua as vim.NIL), so a missing file, a directory or a file outside the
+    project got the same trace, not a refusal."""
+    project = tmp_path / "project"
+    (project / "a.py").write_text("one\ntwo\n")
+    (project / "sub").mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the project's\n")
+    start(editor, fs_access={"outside": "deny"})
+    shown, missing, directory, denied = call(
+        editor,
+        [
+            {"tool": "open_file", "arguments": {"path": path}}
+            for path in ("a.py", "missing.txt", "sub", str(outside))
+        ],
+    )
+    assert (shown["isError"], text(shown)) == (False, f"Showed {project / 'a.py'} to the user.")
+    window = editor.lua("return vim.fn.bufwinid(...)", str(project / "a.py"))
+    assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [1, 0]
+    assert (missing["isError"], text(missing)) == (True, f"{project / 'missing.txt'}: no such file.")
+    assert (directory["isError"], text(directory)) == (True, f"{project / 'sub'} is a directory.")
+    assert denied["isError"] is True and "fs_access" in text(denied), text(denied)
+    assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
+

@@ -288,6 +288,9 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
             "timeout: Input should be greater than 0",
         ),
         ("open_file", {"line": 3}, "path: Field required"),
+        # What Neovim would show as an empty buffer or a listing is no file to show.
+        ("open_file", {"path": "missing.py"}, "missing.py: no such file"),
+        ("open_file", {"path": ".", "line": 1}, "is a directory"),
         # Issue 29.5: what the file system refuses (ValueError) was -32603 with a
         # traceback in the log.
         ("read_buffer", {"path": "~\x00"}, "not a file name: '~\\x00'"),

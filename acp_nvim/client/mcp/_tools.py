@@ -18,6 +18,7 @@ __all__ = ["TOOLS", "call", "describe"]
 
 import itertools
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -303,6 +304,12 @@ async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[Comm
 
 async def _open_file(session: ToolSession, args: OpenInput) -> Result:
     path = session.path(args.path)
+    await session.may_read(path)
+    # Neovim would show an empty buffer for a missing file, a listing for a directory.
+    if os.path.isdir(path):
+        return _error(f"{path} is a directory.")
+    if not os.path.exists(path) and await session.editor.read_buffer(path) is None:
+        return _error(f"{path}: no such file.")
     await session.editor.show_file(path, args.line)
     at = f" at line {args.line}" if args.line else ""
     return _text(f"Showed {path}{at} to the user.")

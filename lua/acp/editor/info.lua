@@ -124,7 +124,7 @@ local severities = { "error", "warning", "info", "hint" }
 ---@param path? string
 function M.diagnostics(path)
   local buf
-  if path ~= nil and path ~= vim.NIL then
+  if path then
     buf = buffers.find(path)
     if not buf then
       return {}
@@ -204,7 +204,7 @@ end
 function M.lsp(id, kind, path, pos, query)
   local method = methods[kind]
   local buf
-  if path ~= nil and path ~= vim.NIL then
+  if path then
     buf = buffers.find(path)
     if not buf then
       buf = vim.fn.bufadd(path)
@@ -233,7 +233,7 @@ function M.lsp(id, kind, path, pos, query)
   for _, client in ipairs(clients) do
     table.insert(names, client.name)
     local p = vim.deepcopy(params)
-    if pos ~= nil and pos ~= vim.NIL and buf then
+    if pos and buf then
       local row = pos[1] - 1
       local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
       local byte = vim.fn.byteidx(line, pos[2] - 1)
