@@ -651,3 +651,43 @@ def test_open_file_without_a_line_shows_it_and_refuses_what_it_cannot_show(
     assert denied["isError"] is True and "fs_access" in text(denied), text(denied)
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
 
+
+def test_a_line_with_a_nul_byte_leaves_buffers_and_selection_readable(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The cursor or the selection on a line holding a NUL byte (a Lua string that
+    vim.fn takes for a Blob: E1174) failed list_buffers, get_selection and
+    resources/list whole: one such buffer hid every buffer from the agent."""
+    project = tmp_path / "project"
+    (project / "a.py").write_text("x = 1\n")
+    data = project / "bin.dat"
+    data.write_bytes("ab\0dé f\nmore\n".encode())
+    edit(editor, project / "a.py")
+    edit(editor, data)
+    editor.nvim.input("1G0v4l<Esc>")
+    editor.wait("vim.fn.mode() == 'n' and vim.api.nvim_buf_get_mark(0, '>')[2] == 4")
+    servers_file = tmp_path / "servers.json"
+    agent = editor.fake_agent("mcp")
+    agent["env"] = {"FAKE_MCP_SERVERS": str(servers_file)}
+    editor.setup(agents={"fake": agent})
+    editor.open_chat("fake")
+    server = editor_server(json.loads(servers_file.read_text()))
+    assert server is not None
+
+    async def ask() -> list[Any]:
+        async with mcp_session(server) as mcp:
+            return [
+                await mcp.request("tools/call", {"name": "list_buffers"}, dict),
+                await mcp.request("tools/call", {"name": "get_selection"}, dict),
+                await mcp.request("resources/list", {}, dict),
+            ]
+
+    buffers, selection, resources = anyio.run(ask)
+    assert buffers["isError"] is False, text(buffers)
+    listed = {b["path"]: b for b in buffers["structuredContent"]["buffers"]}
+    assert sorted(listed) == [str(project / "a.py"), str(data)]
+    assert listed[str(data)]["cursor"] == [1, 5]  # on "é", the 5th character
+    assert selection["isError"] is False, text(selection)
+    chosen = selection["structuredContent"]
+    assert (chosen["start"], chosen["end"], chosen["text"]) == ([1, 1], [1, 5], "ab\0dé")
+    assert sorted(r["name"] for r in resources["resources"]) == ["a.py", "bin.dat"]

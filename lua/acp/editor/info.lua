@@ -10,9 +10,20 @@ local api = vim.api
 local buffers = require("acp.editor.buffers")
 local host = require("acp.host")
 
+--- `text` as a Vim string: a Lua string with a NUL byte reaches vim.fn as a Blob
+--- (E1174), and Vim keeps a NUL in a line as "\n" anyway.
+local function vim_string(text)
+  return (text:gsub("%z", "\n"))
+end
+
+--- Line `row` (0-based) of `buf`, as a Vim string.
+local function line_of(buf, row)
+  return vim_string(api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or "")
+end
+
 --- 1-based character column of 0-based byte column `col` of row `row` (0-based).
 local function charcol(buf, row, col)
-  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
+  local line = line_of(buf, row)
   return vim.fn.charidx(line, math.min(col, #line)) + 1
 end
 
@@ -99,15 +110,18 @@ function M.selection()
   local text = api.nvim_buf_call(buf, function()
     return vim.fn.getregion(first, last, { type = mode })
   end)
+  for i, line in ipairs(text) do
+    text[i] = line:gsub("\n", "\0") -- Vim's "\n" in a line is the file's NUL byte
+  end
   local function at(pos)
-    local line = api.nvim_buf_get_lines(buf, pos[2] - 1, pos[2], false)[1] or ""
+    local line = line_of(buf, pos[2] - 1)
     local col = math.min(pos[3], math.max(#line, 1)) -- V selections end at MAXCOL
     return { pos[2], vim.fn.charidx(line, col - 1) + 1 }
   end
   local start, finish = at(first), at(last)
   if mode == "V" then
     start[2] = 1
-    finish[2] = math.max(1, vim.fn.strchars(api.nvim_buf_get_lines(buf, last[2] - 1, last[2], false)[1] or ""))
+    finish[2] = math.max(1, vim.fn.strchars(line_of(buf, last[2] - 1)))
   end
   return {
     path = path_of(buf),
@@ -183,7 +197,7 @@ local function items_of(kind, result, client, buf)
       path = item.filename,
       line = item.lnum,
       -- Symbols' text is "[Kind] name", locations' the line itself.
-      column = item.kind and item.col or vim.fn.charidx(text, item.col - 1) + 1,
+      column = item.kind and item.col or vim.fn.charidx(vim_string(text), item.col - 1) + 1,
       text = text,
       kind = item.kind or vim.NIL,
     })
@@ -235,7 +249,7 @@ function M.lsp(id, kind, path, pos, query)
     local p = vim.deepcopy(params)
     if pos and buf then
       local row = pos[1] - 1
-      local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
+      local line = line_of(buf, row)
       local byte = vim.fn.byteidx(line, pos[2] - 1)
       byte = byte < 0 and #line or byte
       p.position = { line = row, character = vim.lsp.util.character_offset(buf, row, byte, client.offset_encoding) }
