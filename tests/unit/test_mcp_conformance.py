@@ -316,6 +316,30 @@ async def test_every_tool_with_bad_input_answers_is_error(
         assert message in _text(result)
 
 
+async def test_a_write_that_keeps_the_users_lines_says_so(host: Host) -> None:
+    """The user edited a line (unsaved) after the agent read the file; the agent's write
+    changed that line too: the user's text stays, the agent's lines wait in the review
+    (decision 0015). The result said "Wrote" alone, as if the file held the agent's text."""
+    code = host.cwd / "code.py"
+    code.write_text("alpha\nbeta\ngamma\ndelta\n")
+    host.editor.open_buffer(str(code))
+    async with Client(host.server(), mode="legacy") as client:
+        await client.call_tool("read_buffer", {"path": "code.py"})
+        host.editor.type_in(str(code), 1, "beta typed by the user")
+        written = await client.call_tool(
+            "write_file", {"path": "code.py", "content": "alpha\nBETA\ngamma\nDELTA\n"}
+        )
+    assert not written.is_error
+    assert _text(written) == (
+        f"Wrote {code}. At line 2 the user had unsaved edits of their own: their text was "
+        "kept there, and yours waits in the user's review until they accept it. Read the "
+        "file again before changing those lines."
+    )
+    assert host.editor.buffers[str(code)].state.lines[:4] == [
+        "alpha", "beta typed by the user", "gamma", "DELTA"
+    ]  # fmt: skip
+
+
 async def test_resources_are_the_open_buffers_with_unsaved_text(host: Host) -> None:
     code = host.cwd / "code.py"
     code.write_text("print(1)\n")

@@ -33,6 +33,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
+from acp_nvim.review import Hunk
 
 Result = dict[str, Any]
 
@@ -223,17 +224,37 @@ async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
             f"old_text occurs {count} times in {path}: include more of the text around "
             "it to pick one, or set replace_all."
         )
-    await review.write(
+    conflicts = await review.write(
         path, text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
     )
     replaced = count if args.replace_all else 1
-    return _text(f"Edited {path}: {replaced} replacement{'s' if replaced > 1 else ''}.")
+    done = f"Edited {path}: {replaced} replacement{'s' if replaced > 1 else ''}."
+    return _text(done + _held_back(conflicts))
 
 
 async def _write_file(session: ToolSession, args: WriteInput) -> Result:
     path = session.path(args.path)
-    await session.review().write(path, args.content)
-    return _text(f"Wrote {path}.")
+    conflicts = await session.review().write(path, args.content)
+    return _text(f"Wrote {path}." + _held_back(conflicts))
+
+
+def _held_back(conflicts: list[Hunk]) -> str:
+    """What a write left of the agent's text where the user had edited the same lines
+    unsaved (decision 0015): the user's lines stay, the agent's wait in the review."""
+    if not conflicts:
+        return ""
+    spans = []
+    for hunk in conflicts:
+        first, last = hunk.new_start + 1, hunk.new_end
+        if last < first:
+            spans.append(f"before line {first}")
+        else:
+            spans.append(f"line {first}" if first == last else f"lines {first}-{last}")
+    return (
+        f" At {', '.join(spans)} the user had unsaved edits of their own: their text was "
+        "kept there, and yours waits in the user's review until they accept it. Read the "
+        "file again before changing those lines."
+    )
 
 
 _RUN_OPTIONS = (

@@ -64,6 +64,7 @@ from acp_nvim.review import (
     Changeset,
     FileKind,
     FilePatch,
+    Hunk,
     PatchError,
     ReviewError,
     ReviewStore,
@@ -196,12 +197,13 @@ class SessionChanges:
         self.store.note_read(path, doc.text)
         return content
 
-    async def write(self, path: str, content: str) -> None:
+    async def write(self, path: str, content: str) -> list[Hunk]:
         """Answer ``fs/write_text_file``: merge into the buffer or file and record it.
 
         The user's unsaved text is never replaced nor saved: the agent's change
         is merged into it (base: what the agent last read through us, else the
-        disk's text), and the disk gets only the agent's change.
+        disk's text), and the disk gets only the agent's change. Returns the
+        conflicts: where the user's lines were kept and the agent's await review.
 
         Raises:
             FileError: relative path, directory, binary file, read-only file or
@@ -258,6 +260,7 @@ class SessionChanges:
                     "warn",
                 )
             self._publish([path])
+            return outcome.conflicts
 
     # -- before and beside -------------------------------------------------------------
 
