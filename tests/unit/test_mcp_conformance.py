@@ -288,6 +288,20 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
             "timeout: Input should be greater than 0",
         ),
         ("open_file", {"line": 3}, "path: Field required"),
+        # Strict as the schemas say: true is no line 1, "2" no number.
+        ("read_buffer", {"path": "code.py", "line": True}, "line: Input should be a valid integer"),
+        ("read_buffer", {"path": "code.py", "line": "2"}, "line: Input should be a valid integer"),
+        ("read_buffer", {"path": "code.py", "limit": 2.0}, "limit: Input should be a valid integer"),
+        (
+            "edit_buffer",
+            {"path": "code.py", "old_text": "x", "new_text": "y", "replace_all": "yes"},
+            "replace_all: Input should be a valid boolean",
+        ),
+        (
+            "run_command",  # (a bad output_limit too: a "5" taken as 5 s would run the command)
+            {"command": "ls", "timeout": "5", "output_limit": 0},
+            "timeout: Input should be a valid number",
+        ),
         # What Neovim would show as an empty buffer or a listing is no file to show.
         ("open_file", {"path": "missing.py"}, "missing.py: no such file"),
         ("open_file", {"path": ".", "line": 1}, "is a directory"),

@@ -39,7 +39,8 @@ Result = dict[str, Any]
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: JSON's true is no line 1, "5" no number of seconds (the schemas say so).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 _PATH = "The file: absolute, or relative to the session's working directory."
