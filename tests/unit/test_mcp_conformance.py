@@ -305,6 +305,7 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
         # What Neovim would show as an empty buffer or a listing is no file to show.
         ("open_file", {"path": "missing.py"}, "missing.py: no such file"),
         ("open_file", {"path": ".", "line": 1}, "is a directory"),
+        ("read_buffer", {"path": "file://elsewhere/code.py"}, "not a file on this machine"),
         # Issue 29.5: what the file system refuses (ValueError) was -32603 with a
         # traceback in the log.
         ("read_buffer", {"path": "~\x00"}, "not a file name: '~\\x00'"),
@@ -328,6 +329,21 @@ async def test_every_tool_with_bad_input_answers_is_error(
         assert isinstance(result, types.CallToolResult)
         assert result.is_error
         assert message in _text(result)
+
+
+async def test_a_path_may_be_a_file_uri(host: Host) -> None:
+    """A file:// URI (what resources/list hands out) was taken for a relative name:
+    "<cwd>/file:/<path>: no such file"."""
+    spaced = host.cwd / "my notes.txt"
+    spaced.write_text("read by its URI\n")
+    async with Client(host.server(), mode="legacy") as client:
+        read = await client.call_tool("read_buffer", {"path": spaced.as_uri()})
+        assert not read.is_error and _text(read) == "read by its URI\n", _text(read)
+        written = await client.call_tool(
+            "write_file", {"path": "file://localhost" + str(host.cwd / "new.txt"), "content": "x\n"}
+        )
+        assert not written.is_error, _text(written)
+    assert (host.cwd / "new.txt").read_text() == "x\n"
 
 
 async def test_a_write_that_keeps_the_users_lines_says_so(host: Host) -> None:

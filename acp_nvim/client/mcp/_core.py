@@ -39,7 +39,7 @@ from typing import Any, Final
 import anyio.to_thread
 
 from acp_nvim import __version__
-from acp_nvim.client.mcp._session import ToolSession
+from acp_nvim.client.mcp._session import ToolSession, uri_path
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.protocol import Connection, ConnectionClosed, RequestError
 
@@ -283,12 +283,11 @@ class McpServer:
         if not isinstance(uri, str):
             raise RequestError.invalid_params("uri: a string is required")
         try:
-            parsed = urllib.parse.urlparse(uri)
+            path = uri_path(uri)
         except ValueError as err:  # file://[::1/
             raise RequestError.invalid_params(f"uri: {err}") from None
-        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        if path is None:
             raise RequestError.resource_not_found(uri)
-        path = urllib.parse.unquote(parsed.path)
         try:
             text = await self.session.review().read(path)
         except ServiceError as err:

@@ -8,9 +8,10 @@ writes inside its workspace roots are not asked (``services.access``).
 
 from __future__ import annotations
 
-__all__ = ["ToolSession"]
+__all__ = ["ToolSession", "uri_path"]
 
 import os
+import urllib.parse
 from collections.abc import Callable, Mapping
 
 import msgspec
@@ -22,6 +23,18 @@ from acp_nvim.client.services.files import file_name
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
+
+
+def uri_path(uri: str) -> str | None:
+    """The path a ``file://`` URI of this machine names, decoded; None for any other.
+
+    Raises:
+        ValueError: ``uri`` cannot be parsed (``file://[::1/``).
+    """
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    return urllib.parse.unquote(parsed.path)
 
 
 class ToolSession(msgspec.Struct, eq=False):
@@ -67,11 +80,20 @@ class ToolSession(msgspec.Struct, eq=False):
         return review
 
     def path(self, path: str) -> str:
-        """``path`` made absolute against the session's directory, normalized.
+        """``path`` (or a ``file://`` URI) made absolute against the session's
+        directory, normalized.
 
         Raises:
-            ServiceError: no file can have it (a NUL byte).
+            ServiceError: no file can have it (a NUL byte, a URI of another host).
         """
+        if path[:7].lower() == "file://":
+            try:
+                local = uri_path(path)
+            except ValueError:
+                local = None
+            if local is None:
+                raise ServiceError(f"not a file on this machine: {path!r}")
+            path = local
         return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(file_name(path))))
 
     async def may_read(self, path: str) -> None:

@@ -43,7 +43,7 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-_PATH = "The file: absolute, or relative to the session's working directory."
+_PATH = "The file: absolute, relative to the session's working directory, or a file:// URI."
 # Lines and columns as Neovim counts them (int32): a bigger one could not reach it.
 _MAX = 2**31 - 1
 
