@@ -416,6 +416,44 @@ def test_toggle_hides_and_brings_back_two_chats_side_by_side(editor: Editor) -> 
     assert editor.lua("return require('acp').status().agent") == "two"
 
 
+# What every tab page shows (its windows' buffers), and where the cursor is, once
+# what closing a window scheduled has run.
+LAYOUT = """
+local tabs = {}
+for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+  table.insert(tabs, vim.tbl_map(function(win)
+    return vim.fn.bufname(vim.api.nvim_win_get_buf(win))
+  end, vim.api.nvim_tabpage_list_wins(tab)))
+end
+return { tabs = tabs, tab = vim.fn.tabpagenr(), at = vim.fn.bufname() }
+"""
+
+
+def settled_layout(editor: Editor) -> dict[str, Any]:
+    editor.lua("_G.flushed = false; vim.schedule(function() _G.flushed = true end)")
+    editor.wait("_G.flushed")
+    return dict(editor.lua(LAYOUT))
+
+
+@pytest.mark.parametrize("position", ["right", "bottom", "float", "tab"])
+def test_toggling_twice_leaves_two_chats_as_they_were(editor: Editor, position: str) -> None:
+    # With `tab`, hiding the second chat closes its tab page and lands in the
+    # first chat's: the next toggle hid that one too, and the second never came back.
+    editor.setup(agents={"two": editor.fake_agent("echo")}, chat={"position": position})
+    editor.lua("vim.o.columns = 200")
+    editor.open_chat()
+    editor.open_chat("two")
+    editor.wait_event("AcpSessionReady", count=2)
+    before = settled_layout(editor)
+    for _ in range(2):
+        editor.nvim.command("AcpToggle")
+        hidden = settled_layout(editor)
+        assert hidden != before
+        assert "acp://chat/2" not in str(hidden["tabs"])
+        editor.nvim.command("AcpToggle")
+        assert settled_layout(editor) == before
+
+
 @pytest.mark.parametrize("position", ["right", "float", "tab"])
 def test_toggle_shows_the_chat_used_since_not_one_an_earlier_toggle_hid(
     editor: Editor, position: str

@@ -32,10 +32,10 @@ local api = vim.api
 
 local valid = registry.valid
 local next_id = 1
--- The chats the last :AcpToggle hid, oldest first, to show again. Forgotten when
--- a chat window opens or closes another way: the chat used since is the one to
--- bring back, not those hidden before it.
-local toggled = {} ---@type integer[]
+-- The chats the last :AcpToggle hid, oldest first, to show again, and the tab page
+-- it left the user in. Forgotten when a chat window opens or closes another way:
+-- the chat used since is the one to bring back, not those hidden before it.
+local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
 
 --- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
 --- and the input alike: a stream keeps its colors and nothing is loaded again after
@@ -236,7 +236,7 @@ local function create()
     api.nvim_create_autocmd("BufWinEnter", {
       buffer = buf,
       callback = function()
-        toggled = {}
+        toggled = { chats = {} }
         layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
         winbar.update(chat)
         -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
@@ -249,7 +249,7 @@ local function create()
       buffer = buf,
       callback = function(ev)
         local win = tonumber(ev.match) --[[@as integer]]
-        toggled = {}
+        toggled = { chats = {} }
         local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
         if buf == chat.transcript then
           chat.closed_at_end = render.at_end(win, buf)
@@ -489,26 +489,30 @@ end
 
 --- :AcpToggle: hide every chat the current tab page shows, or show again the
 --- ones the last toggle hid, as they were, when no chat window opened or closed
---- since. False when neither was done.
+--- since. A toggle undoes the one before: in the tab page that toggle left the user
+--- in, it shows them again even where that tab page shows another chat (closing a
+--- chat's own tab page lands in another chat's). False when neither was done.
 ---@return boolean
 function M.toggle()
-  local ids = vim.tbl_map(function(item)
-    return item.id
-  end, M.list())
-  local shown = vim.tbl_filter(function(id)
-    return layout.shown(registry.chats[id])
-  end, ids)
+  local hidden = vim.tbl_filter(function(id)
+    return valid(registry.chats[id])
+  end, toggled.chats)
+  local undo = #hidden > 0 and toggled.tab == api.nvim_get_current_tabpage()
+  local shown = {}
+  for _, item in ipairs(undo and {} or M.list()) do
+    if layout.shown(registry.chats[item.id]) then
+      table.insert(shown, item.id)
+    end
+  end
   if #shown > 0 then
     for _, id in ipairs(shown) do
       layout.hide(registry.chats[id])
     end
-    toggled = shown -- after the windows closed, which forget what was toggled
+    -- After the windows closed, which forget what was toggled.
+    toggled = { chats = shown, tab = api.nvim_get_current_tabpage() }
     return true
   end
-  local hidden = vim.tbl_filter(function(id)
-    return valid(registry.chats[id])
-  end, toggled)
-  toggled = {}
+  toggled = { chats = {} }
   if #hidden == 0 then
     return false
   end
