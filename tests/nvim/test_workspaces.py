@@ -310,6 +310,7 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert (worktree / "g.txt").read_text() == "g, as you changed it\n"
     assert (worktree / "new.txt").read_text() == "new\n"
     assert "worktree acp/" in winbar(editor)
+    assert " · in " not in winbar(editor)  # the branch names where it works
 
     chat = listed["id"]
     if version == 1:  # its terminals run there too
@@ -541,6 +542,35 @@ def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str)
     branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
     editor.wait(f"{branches} == ''", what="the worktree's branch removed")
     assert not worktree.exists()
+
+
+def test_the_winbar_names_a_chats_directory_where_it_is_not_neovims(editor: Editor) -> None:
+    project = editor.tmp / "project"  # Neovim's directory
+    (project / "sub").mkdir()
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.open_chat()
+    assert " · in " not in winbar(editor)
+    chat = editor.lua("return require('acp').open({ cwd = ... })", str(project / "sub"))
+    editor.wait_event("AcpSessionReady", count=2)
+    assert " · ws · in sub" in winbar(editor)
+    editor.nvim.command("cd ..")  # shown as it differs from Neovim's directory now
+    assert " · ws · in project/sub" in winbar(editor)
+
+    # A narrow window shortens it before it gives way.
+    def directory(width: int) -> str | None:
+        text = editor.lua(
+            "local chat = require('acp.chat.registry').chats[...]"
+            " return require('acp.chat.winbar').text(chat, select(2, ...), vim.fn.getcwd())",
+            chat,
+            width,
+        )
+        return next((f for f in text.split(" · ") if f.startswith("in ")), None)
+
+    seen = [directory(width) for width in range(120, 0, -1)]
+    assert list(dict.fromkeys(seen)) == ["in project/sub", "in p/sub", None]
+
+    editor.nvim.command("cd project/sub")
+    assert " · in " not in winbar(editor)
 
 
 @VERSIONS

@@ -1,7 +1,8 @@
 -- The transcript's winbar: the chat's state and agent, then what it works with
 -- (workspace, protocol, queue, mode, model, context meter, title), fitted to each
 -- window's width by whole fields: a narrow chat drops the ones a user needs least
--- and shortens the title, rather than cutting through the middle of a field.
+-- and shortens the title and the directory, rather than cutting through the middle
+-- of a field.
 if jit then jit.off(true, true) end -- decision 0068
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
@@ -39,6 +40,7 @@ end
 ---@field text string
 ---@field rank integer the lowest gives way first
 ---@field title? boolean shortened before it gives way
+---@field short? string what it shows before it gives way
 
 --- The state shown: a running turn that waits for the user, or is being cancelled, says so.
 local function state_of(s)
@@ -51,10 +53,12 @@ local function state_of(s)
   return state
 end
 
---- The fields after the state and agent, in the order shown.
+--- The fields after the state and agent, in the order shown, for a window whose
+--- directory is `cwd`.
 ---@param chat acp.Chat
+---@param cwd string
 ---@return acp.WinbarField[]
-local function fields(chat)
+local function fields(chat, cwd)
   local s = chat.status
   local shown = {}
   local function add(text, rank, title)
@@ -62,12 +66,18 @@ local function fields(chat)
       table.insert(shown, { text = text, rank = rank, title = title })
     end
   end
+  -- The chat's own directory outlasts its roots (decision 0079).
+  local directory = workspace.directory(chat, cwd)
+  if directory then
+    add("in " .. directory, 6)
+    shown[#shown].short = "in " .. vim.fn.pathshorten(directory)
+  end
   for _, label in ipairs(workspace.label(chat)) do
     add(label, 5)
   end
   add(s.protocol_version and ("ACP v" .. s.protocol_version), 1)
-  add((s.queued or 0) > 0 and (s.queued .. " queued") or nil, 7)
-  add(s.mode and ("mode " .. s.mode), 6)
+  add((s.queued or 0) > 0 and (s.queued .. " queued") or nil, 8)
+  add(s.mode and ("mode " .. s.mode), 7)
   add(s.model, 2)
   -- The meter outlasts the title: it is the figure that changes as you work, and
   -- :AcpChats lists every chat's title (decision 0079).
@@ -76,13 +86,15 @@ local function fields(chat)
   return shown
 end
 
---- The winbar of `chat`'s transcript in a window `width` columns wide.
+--- The winbar of `chat`'s transcript in a window `width` columns wide, whose
+--- directory is `cwd`.
 ---@param chat acp.Chat
 ---@param width integer
+---@param cwd string
 ---@return string
-function M.text(chat, width)
+function M.text(chat, width, cwd)
   local head = (" %s · %s"):format(state_of(chat.status), chat.status.agent or "?")
-  local shown = fields(chat)
+  local shown = fields(chat, cwd)
   local used = vim.fn.strdisplaywidth(head)
   for _, field in ipairs(shown) do
     used = used + SEPARATOR_WIDTH + vim.fn.strdisplaywidth(field.text)
@@ -99,6 +111,9 @@ function M.text(chat, width)
     if field.title and size - over >= TITLE_MIN then
       field.text = vim.fn.strcharpart(field.text, 0, size - over - 1) .. "…"
       used = width
+    elseif field.short and field.short ~= field.text then
+      field.text, field.short = field.short, nil
+      used = used - size + vim.fn.strdisplaywidth(field.text)
     else
       used = used - SEPARATOR_WIDTH - size
       table.remove(shown, lowest)
@@ -116,17 +131,30 @@ end
 ---@param chat acp.Chat
 function M.update(chat)
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win)) })
+    local cwd = vim.fn.getcwd(win, api.nvim_tabpage_get_number(api.nvim_win_get_tabpage(win)))
+    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win), cwd) })
   end
 end
 
+local group = api.nvim_create_augroup("acp.winbar", { clear = true })
 -- A transcript's window made narrower or wider fits its winbar again.
 api.nvim_create_autocmd("WinResized", {
-  group = api.nvim_create_augroup("acp.winbar", { clear = true }),
+  group = group,
   callback = function()
     for _, win in ipairs(vim.v.event.windows) do
       local chat = api.nvim_win_is_valid(win) and registry.of_buffer(api.nvim_win_get_buf(win))
       if chat and chat.transcript == api.nvim_win_get_buf(win) then
+        M.update(chat)
+      end
+    end
+  end,
+})
+-- Each chat's directory is shown as it differs from Neovim's, which changed.
+api.nvim_create_autocmd("DirChanged", {
+  group = group,
+  callback = function()
+    for _, chat in pairs(registry.chats) do
+      if registry.valid(chat) then
         M.update(chat)
       end
     end

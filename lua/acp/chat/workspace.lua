@@ -41,18 +41,35 @@ function M.absolute(chat, path)
   return path
 end
 
+--- `path` relative to directory `dir` inside it, else with `~` for the home directory.
+local function shortened(path, dir)
+  if vim.startswith(path, dir .. "/") then
+    return path:sub(#dir + 2)
+  end
+  return vim.fn.fnamemodify(path, ":~")
+end
+
 --- How to mention the file `path` in `chat`'s input: relative to the chat's
 --- directory inside it, else with `~` for the home directory.
 ---@param chat acp.Chat
 ---@param path string
 ---@return string
 function M.mention(chat, path)
-  local cwd = registry.cwd(chat)
-  path = vim.fs.normalize(path)
-  if vim.startswith(path, cwd .. "/") then
-    return path:sub(#cwd + 2)
+  return shortened(vim.fs.normalize(path), registry.cwd(chat))
+end
+
+--- Where `chat` works, for a window whose directory is `cwd`: nil when it is that
+--- directory, or a worktree (whose branch names it); else relative to `cwd` inside
+--- it, else with `~`. Two chats of one agent in different directories differ by it.
+---@param chat acp.Chat
+---@param cwd string
+---@return string?
+function M.directory(chat, cwd)
+  local dir = registry.cwd(chat)
+  if not dir or dir == cwd or M.worktree(chat) then
+    return nil
   end
-  return vim.fn.fnamemodify(path, ":~")
+  return shortened(dir, cwd)
 end
 
 --- What the winbar shows of the workspace: the worktree's branch and the roots' names.
