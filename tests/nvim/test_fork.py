@@ -43,8 +43,10 @@ def test_fork_opens_a_chat_that_continues_the_session(editor: Editor, version: i
     # The fork's transcript starts with the parent's, then says where it came from.
     lines = transcript_of(editor, fork["chat"])
     assert lines[: len(before)] == before
+    # Named by its agent and title (its first prompt here), which mean something in a
+    # saved file or another Neovim, where "chat 1" does not.
     assert lines[len(before) + 1] == (
-        f"*Forked from chat {parent['chat']}: from here on, this chat goes its own way.*"
+        "*Forked from fake's chat “first question”: from here on, this chat goes its own way.*"
     )
     assert editor.lua("return #require('acp').chats()") == 2
     assert editor.lua("return #vim.fn.win_findbuf(require('acp').status().transcript_buf)") == 1
@@ -113,7 +115,7 @@ def test_the_demo_agent_forks(editor: Editor, version: int) -> None:
     assert status["chat"] == fork and status["protocol_version"] == version
     assert status["session_id"] != parent["session_id"]
     # Named by its parent's title, where the agent gave one.
-    assert f"*Forked from chat {parent['chat']} (hello): from here" in editor.transcript_text()
+    assert "*Forked from demo's chat “hello”: from here" in editor.transcript_text()
     editor.lua("require('acp').send('again')")
     assert editor.wait_event("AcpTurnEnd", count=2)["chat"] == fork
     assert editor.transcript_text().count("## You") == 2  # the parent's turn, then its own

@@ -122,10 +122,7 @@ class ChatLifecycle:
         if source is not None:
             await self.ctx.history.hand_over(chat, source)
         elif parent is not None:
-            title = parent.session.title
-            named = f"chat {parent.id}" + (f" ({title})" if title else "")
-            note = f"*Forked from {named}: from here on, this chat goes its own way.*"
-            await self.ctx.history.continue_from(chat, parent, note)
+            await self.ctx.history.fork(chat, parent)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
 
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:

@@ -240,6 +240,13 @@ class History:
             self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 
+    def _named(self, chat: Chat) -> str:
+        """``chat`` as the transcript of a chat that continues it names it: by its
+        agent and title (``alpha's chat “fix the parser”``), which mean something in
+        a saved file or another Neovim, where this Neovim's chat numbers do not."""
+        title = self._records[chat.id].title
+        return f"{chat.agent}'s chat" + (f" “{title}”" if title else "")
+
     async def hand_over(self, chat: Chat, source: Chat) -> None:
         """``chat`` continues ``source``'s conversation with another agent, as
         :meth:`continue_from` says, under ``source``'s title; the lines before and
@@ -248,14 +255,18 @@ class History:
         from acp_nvim.client.history._blocks import date
 
         before = self._records[source.id]
-        title = before.title
-        named = f"{source.agent}'s chat" + (f" “{title}”" if title else "")
-        began = date(before.created_at)
+        named, began = self._named(source), date(before.created_at)
         intro = f"*From {named} (begun {began}): {source.agent} answers from here.*"
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
         await self.continue_from(chat, source, note, intro)
-        if title:
-            chat.keep_title(title)
+        if before.title:
+            chat.keep_title(before.title)
+
+    async def fork(self, chat: Chat, parent: Chat) -> None:
+        """``chat`` continues a fork of ``parent``'s session, as :meth:`continue_from`
+        says; the line after the conversation names the parent."""
+        note = f"*Forked from {self._named(parent)}: from here on, this chat goes its own way.*"
+        await self.continue_from(chat, parent, note)
 
     async def continue_from(
         self, chat: Chat, source: Chat, note: str, intro: str | None = None
