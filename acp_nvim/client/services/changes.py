@@ -77,6 +77,31 @@ Decision = Literal["accept", "reject"]
 _ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
 
 
+async def _previews(
+    editor: Editor, edits: list[tuple[str, Callable[[Document], Baseline]]]
+) -> list[FilePreview]:
+    """Each file's text now (read through ``editor``), and what the edit ``(path,
+    make)`` would turn it into."""
+    found = []
+    for path, make in edits:
+        try:
+            doc = await files.load(editor, path)
+        except (FileError, EditorError):
+            continue  # nothing to show: a directory, a binary file, an editor error
+        proposed = make(doc)
+        if isinstance(proposed, Nothing) or proposed == doc.text:
+            continue
+        if doc.buffer is not None:
+            old = doc.buffer.lines
+        else:
+            old = split_text(doc.text)[0] if doc.text is not None else []
+        new = split_text(proposed)[0] if proposed is not None else []
+        hunks = [PreviewHunk(e.start, e.end - e.start, e.lines) for e in line_edits(old, new)]
+        hunks.reverse()
+        found.append(FilePreview(path, hunks, doc.text is None, proposed is None))
+    return found
+
+
 def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
     return proposed_from_diff(doc.text, diff.old_text, diff.new_text)
 
@@ -212,9 +237,8 @@ class SessionChanges:
         """
         path = files.absolute(path)
         if self.access is not None:
-            await self.access.check(
-                path, write=True, preview=lambda: self._previews([(path, self._write_of(content))])
-            )
+            edit = [(path, self._write_of(content))]
+            await self.access.check(path, write=True, preview=partial(_previews, self.editor, edit))
         async with self._lock:
             if self._turn_open:
                 # Some agents also write the file themselves (opencode, racing its own
@@ -275,7 +299,7 @@ class SessionChanges:
                 for patch in patches_of(part):
                     if not (patch.binary or patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
-        return await self._previews(edits)
+        return await _previews(self.editor, edits)
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
@@ -297,29 +321,6 @@ class SessionChanges:
         return lambda doc: self.store.merged(
             doc.path, doc.conform(content), editor_text=doc.text, unseen=doc.text
         )
-
-    async def _previews(
-        self, edits: list[tuple[str, Callable[[Document], Baseline]]]
-    ) -> list[FilePreview]:
-        """Each file's text now, and what the edit ``(path, make)`` would turn it into."""
-        found = []
-        for path, make in edits:
-            try:
-                doc = await files.load(self.editor, path)
-            except (FileError, EditorError):
-                continue  # nothing to show: a directory, a binary file, an editor error
-            proposed = make(doc)
-            if isinstance(proposed, Nothing) or proposed == doc.text:
-                continue
-            if doc.buffer is not None:
-                old = doc.buffer.lines
-            else:
-                old = split_text(doc.text)[0] if doc.text is not None else []
-            new = split_text(proposed)[0] if proposed is not None else []
-            hunks = [PreviewHunk(e.start, e.end - e.start, e.lines) for e in line_edits(old, new)]
-            hunks.reverse()
-            found.append(FilePreview(path, hunks, doc.text is None, proposed is None))
-        return found
 
     def _abs(self, path: str) -> str:
         return under(self.cwd, path)
