@@ -462,12 +462,15 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     tick = doc.buffer.tick
     if target == doc.text:
         # The tick is checked where the buffer is written, in one step of Neovim's loop.
+        # Moved on since (a redo straight after the undo), it showed its file's text:
+        # written behind it, Neovim would reload it, the redo lost; the next change
+        # follows from the file as it is.
         with _saving(doc.path):
-            if await editor.edit_buffer(doc.path, tick, [], save=True) is not None:
-                return
-    # Also when the buffer moved on since ``doc`` (a redo straight after the undo):
-    # the review took the change, so the disk must too, or the next change, followed
-    # from the review's text, would meet a file without this one.
+            await editor.edit_buffer(doc.path, tick, [], save=True)
+        return
+    # Also when the buffer moved on since ``doc``: the review took the change, so the
+    # disk must too, or the next change, followed from the review's text, would meet
+    # a file without this one (behind the buffer's unsaved edits).
     await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
