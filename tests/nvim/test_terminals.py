@@ -13,11 +13,13 @@ from tests import proc
 from tests.nvim.conftest import Editor, wait_gone
 
 
-def run(editor: Editor, script: dict[str, Any], turn: int = 1) -> dict[str, Any]:
+def run(
+    editor: Editor, script: dict[str, Any], turn: int = 1, timeout: float = 15
+) -> dict[str, Any]:
     """Send the fake agent a terminal script; returns its JSON report."""
     path = editor.tmp / f"report{turn}.json"
     editor.lua("require('acp').send(...)", json.dumps({**script, "report_to": str(path)}))
-    editor.wait_event("AcpTurnEnd", count=turn)
+    editor.wait_event("AcpTurnEnd", count=turn, timeout=timeout)
     report: dict[str, Any] = json.loads(path.read_text())
     return report
 
@@ -105,6 +107,23 @@ def test_a_command_that_prints_much_and_exits_at_once_loses_no_output(editor: Ed
     report = run(editor, {"create": {"command": "seq 20000", "outputByteLimit": 200_000}})
     assert report["output"] == "".join(f"{i}\n" for i in range(1, 20001))
     assert report["exit"] == {"exitCode": 0}
+
+
+def test_a_megabyte_of_output_gives_the_agent_its_end_and_the_exit(editor: Editor) -> None:
+    # 200,000 lines, then a coloured last line and a failure: the agent gets the
+    # last 100 bytes of the text (escapes gone, the "é" whole) and the exit code;
+    # the tool call shows the same end. Neovim's terminal takes a second or more
+    # for this (doc/performance.md): the wait is generous, never a measure.
+    open_fake(editor)
+    command = "seq 200000; printf '\\033[1mfin \\303'; printf '\\251\\033[0m\\n'; exit 3"
+    report = run(editor, {"create": {"command": command, "outputByteLimit": 100}}, timeout=120)
+    text = "".join(f"{i}\n" for i in range(1, 200001)) + "fin é\n"
+    assert report["output"] == text.encode()[-100:].decode()
+    assert report["truncated"] is True
+    assert report["exit"] == {"exitCode": 3}
+    transcript = editor.transcript_text()
+    assert f"[terminal {report['terminalId']} · exit 3]" in transcript
+    assert "199999\n200000\nfin é\n```" in transcript
 
 
 def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
