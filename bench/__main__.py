@@ -176,6 +176,43 @@ ROWS: dict[str, list[Row]] = {
         ("  the first read of that buffer (ms)", "—", _key("mcp_read_first"), None),
         ("  the shim's start and MCP handshake (ms)", "—", _key("mcp_start"), None),
     ],
+    "terminal": [
+        row
+        for name, label in (
+            ("seq", "`seq 1 200000`"),
+            ("yes", "1 MB of `y` lines (`yes`, `head -c 1000000`)"),
+        )
+        for row in (
+            (
+                f"{label} via terminal/create: create → exit (ms)",
+                "—",
+                _key(f"term_{name}"),
+                None,
+            ),
+            (
+                "  bare terminal buffer, the floor: start → exit (ms)",
+                "—",
+                _key(f"term_{name}_floor"),
+                None,
+            ),
+            (
+                "  ours / the floor",
+                "≤ 1.2",
+                _ratio(f"term_{name}", f"term_{name}_floor"),
+                lambda m, _: m <= 1.2,
+            ),
+            ("  Neovim's CPU time, ours (ms)", "—", _key(f"term_{name}_cpu"), None),
+            ("  the same, the floor (ms)", "—", _key(f"term_{name}_floor_cpu"), None),
+            ("  the Python host's CPU time, ours (ms)", "—", _key(f"term_{name}_host_cpu"), None),
+            (
+                "  Neovim's longest loop turn, ours (ms)",
+                "≤ 16",
+                _key(f"term_{name}_turn"),
+                lambda m, _: m <= 16,
+            ),
+            ("  the same, the floor (ms)", "—", _key(f"term_{name}_floor_turn"), None),
+        )
+    ],
     "startup": [
         (":AcpChat → session ready (ms)", "—", _key("startup_total"), None),
         ("  the first start in that project (ms)", "—", _key("startup_first"), None),
@@ -430,6 +467,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "stream50k": figures.streaming_50k,
     "fs": figures.fs_read,
     "mcp": figures.mcp_read,
+    "terminal": figures.terminal,
     "startup": figures.startup,
     "tools": figures.tools,
     "edits": figures.edits,

@@ -14,6 +14,9 @@ Speaks ACP v1 on stdio with raw NDJSON. The prompt text is a command:
 - ``write PATH N``: the same edit through ``fs/write_text_file``.
 - ``mcp_read N PATH...``: the same through the editor's MCP server (``read_buffer``
   via the stdio shim offered in ``mcpServers``), after timing the shim's start.
+- ``terminal LIMIT LINE...``: the shell line LINE run through ``terminal/create``
+  (``outputByteLimit`` LIMIT) until ``terminal/wait_for_exit`` answers; then its
+  output and release. Timed here.
 - ``pings MS``: for MS milliseconds, a request the client does not know (answered
   at once by its event loop) every millisecond, each round trip timed here.
 - ``turn CHUNKS TOOLS NONCE``: CHUNKS chunks as ``burst``, then TOOLS tool calls as
@@ -271,6 +274,9 @@ class Agent:
         if command == "mcp_read":
             self.stamp(self.mcp_read(int(args[0]), args[1:]))
             return
+        if command == "terminal":
+            self.stamp(self.terminal(session, int(args[0]), " ".join(args[1:])))
+            return
         if command == "pings":
             self.stamp(self.pings(int(args[0])))
             return
@@ -338,6 +344,26 @@ class Agent:
             record["times"][path] = times
             record.setdefault("sizes", {})[path] = size
         return record
+
+    def terminal(self, session: str, limit: int, command: str) -> dict[str, Any]:
+        """A shell line from ``terminal/create`` to its exit, as this agent sees it."""
+        start = time.monotonic_ns()
+        params = {"sessionId": session, "command": command, "args": [], "outputByteLimit": limit}
+        created = self.request("terminal/create", params)
+        if "error" in created:
+            return {"command": "terminal", "error": created["error"]}
+        term = {"sessionId": session, "terminalId": created["result"]["terminalId"]}
+        exited = self.request("terminal/wait_for_exit", term)["result"]
+        exit_ns = time.monotonic_ns()
+        output = self.request("terminal/output", term)["result"]
+        self.request("terminal/release", term)
+        return {
+            "command": "terminal",
+            "first_ns": start,
+            "exit_ns": exit_ns,
+            "exit": exited,
+            "output": output["output"],
+        }
 
     def mcp_read(self, count: int, paths: list[str]) -> dict[str, Any]:
         """Round trips of the editor MCP server's read_buffer through its stdio shim."""

@@ -64,6 +64,28 @@ local function cpu_ns()
   return ((used.utime.sec + used.stime.sec) * 1e6 + used.utime.usec + used.stime.usec) * 1000
 end
 
+--- CPU time Neovim has used so far (ns), for the driver.
+function M.cpu_used()
+  return cpu_ns()
+end
+
+--- The terminal floor: the shell line `line` in a hidden terminal buffer, as an
+--- agent's command runs but with nothing of ours around it (no wrapper, no output
+--- callback). Reports `terminal_floor` with its start and exit (hrtime) and
+--- Neovim's CPU time in between (ns).
+function M.terminal_floor(line, chan)
+  local buf = api.nvim_create_buf(false, true)
+  local start, used = vim.uv.hrtime(), cpu_ns()
+  api.nvim_buf_call(buf, function()
+    vim.fn.jobstart(line, {
+      term = true,
+      on_exit = function()
+        report(chan, "terminal_floor", start, vim.uv.hrtime(), cpu_ns() - used)
+      end,
+    })
+  end)
+end
+
 --- Neovim's busy stretches from now on: from libuv's poll returning (a check
 --- handle) to the next poll (a prepare handle), i.e. the work of one turn of the
 --- event loop (requests, callbacks, the redraw). M.stretches holds each over 0.1 ms

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import random
 import shlex
 import shutil
@@ -248,6 +249,72 @@ def mcp_read(run: int, size: int = 10_000, count: int = 20) -> Figures:
         }
     finally:
         n.quit()
+
+
+# Shell lines an agent runs through terminal/create, each with the end its output
+# must have: the size of a test suite's or a build's log, in long and short lines.
+TERMINAL_LINES = {
+    "seq": ("seq 1 200000", "199999\n200000\n"),
+    "yes": ("yes | head -c 1000000; echo END", "y\ny\nEND\n"),
+}
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def terminal(run: int, limit: int = 100) -> Figures:
+    """Each of TERMINAL_LINES through ``terminal/create`` (create → exit answered, as
+    the agent sees it) and in a bare hidden terminal buffer in the same Neovim (the
+    floor: Neovim's own terminal, nothing of ours); the order alternates per run."""
+    n = Nvim()
+    try:
+        n.setup()
+        n.open_chat()
+        host = n.host_pid()
+        n.lua("_G.bench.busy(false)")
+        figures: Figures = {}
+
+        def ours(name: str, line: str, end: str) -> None:
+            cpu, host_cpu = n.lua("return _G.bench.cpu_used()"), _cpu_s(host)
+            n.lua("_G.bench.stretches = {}")
+            n.lua("require('acp').send(...)", f"terminal {limit} {line}")
+            n.wait("AcpTurnEnd", timeout=300)
+            stamp = n.last_stamp("terminal")
+            if "error" in stamp or stamp["exit"] != {"exitCode": 0}:
+                raise RuntimeError(f"{line!r}: {stamp.get('error') or stamp['exit']}")
+            if not stamp["output"].endswith(end) or len(stamp["output"].encode()) > limit:
+                raise RuntimeError(f"{line!r}: wrong output end {stamp['output'][-40:]!r}")
+            figures[f"term_{name}"] = (stamp["exit_ns"] - stamp["first_ns"]) / MS
+            figures[f"term_{name}_cpu"] = (n.lua("return _G.bench.cpu_used()") - cpu) / MS
+            figures[f"term_{name}_host_cpu"] = (_cpu_s(host) - host_cpu) * 1000
+            figures[f"term_{name}_turn"] = _longest_stretch(n)
+
+        def floor(name: str, line: str) -> None:
+            n.lua("_G.bench.stretches = {}")
+            n.lua("_G.bench.terminal_floor(...)", line, n.chan)
+            start, end, cpu = n.wait("terminal_floor", timeout=300)
+            figures[f"term_{name}_floor"] = (end - start) / MS
+            figures[f"term_{name}_floor_cpu"] = cpu / MS
+            figures[f"term_{name}_floor_turn"] = _longest_stretch(n)
+
+        for name, (line, end) in TERMINAL_LINES.items():
+            if run % 2:
+                floor(name, line)
+                ours(name, line, end)
+            else:
+                ours(name, line, end)
+                floor(name, line)
+        return figures
+    finally:
+        n.quit()
+
+
+def _longest_stretch(n: Nvim) -> float:
+    """Neovim's longest turn of its event loop since ``bench.stretches`` was emptied (ms)."""
+    return max((took for _, took in n.lua("return _G.bench.stretches")), default=0) / MS
 
 
 def _answer(out: Any, request: int) -> None:
