@@ -353,6 +353,11 @@ class Agent:
         if "error" in created:
             return {"command": "terminal", "error": created["error"]}
         term = {"sessionId": session, "terminalId": created["result"]["terminalId"]}
+        # Shown in a tool call, as agents do: the transcript follows its last lines.
+        shown = {"type": "terminal", "terminalId": term["terminalId"]}
+        call = {"sessionUpdate": "tool_call", "toolCallId": "bench-run", "title": "Run",
+                "kind": "execute", "status": "in_progress", "content": [shown]}  # fmt: skip
+        write(update(session, call))
         exited = self.request("terminal/wait_for_exit", term)["result"]
         exit_ns = time.monotonic_ns()
         output = self.request("terminal/output", term)["result"]

@@ -267,9 +267,12 @@ def _cpu_s(pid: int) -> float:
 
 def terminal(run: int, limit: int = 100) -> Figures:
     """Each of TERMINAL_LINES through ``terminal/create`` (create → exit answered, as
-    the agent sees it) and in a bare hidden terminal buffer in the same Neovim (the
-    floor: Neovim's own terminal, nothing of ours); the order alternates per run."""
+    the agent sees it; the agent shows it in a tool call) and in a bare hidden
+    terminal buffer in the same Neovim (the floor: Neovim's own terminal, nothing of
+    ours); a UI attached, so both terminals are as wide as its screen and the
+    transcript is drawn as the tail changes. The order alternates per run."""
     n = Nvim()
+    ui = Ui(n.socket)
     try:
         n.setup()
         n.open_chat()
@@ -309,6 +312,7 @@ def terminal(run: int, limit: int = 100) -> Figures:
                 floor(name, line)
         return figures
     finally:
+        ui.close()
         n.quit()
 
 
