@@ -299,11 +299,12 @@ class UncutOp(TypedDict):
 
 
 class DropOp(TypedDict):
-    """Take the blocks from ``block`` to the end out of the transcript for good: the
-    notes of a view left before a turn was sent in it (decision 0041)."""
+    """Take ``blocks`` out of the transcript for good, wherever they are: the notes of
+    a view left before a turn was sent in it, the mark of a place no branch leaves
+    any more (decision 0041)."""
 
     op: Literal["drop"]
-    block: str
+    blocks: list[str]
 
 
 class EditOp(TypedDict):

@@ -105,9 +105,10 @@ def _shown(blocks: list[tuple[str, list[str]]]) -> tuple[list[str], list[str | N
 
 def test_random_ops_keep_every_row_with_its_block(editor: Editor) -> None:
     """Seeded sequences of what Python sends (new blocks, whole and partial redraws,
-    appends, turns cut out of view and put back) in batches: after each, the text and
-    every row's block are what the ops say. A block that lost its row once stopped
-    Neovim at a hit-enter prompt from the screen's decoration provider."""
+    appends, turns cut out of view and put back, blocks dropped anywhere) in batches:
+    after each, the text and every row's block are what the ops say. A block that lost
+    its row once stopped Neovim at a hit-enter prompt from the screen's decoration
+    provider."""
     rng = random.Random(26)
     editor.lua(
         "_G.model_buf = vim.api.nvim_create_buf(false, true)"
@@ -144,10 +145,15 @@ def test_random_ops_keep_every_row_with_its_block(editor: Editor) -> None:
                 first, *more = text.split("\n")
                 rows = [*old[:-1], old[-1] + first, *more]
                 ops.append({"op": "append", "id": block_id, "text": text})
-            elif pick < 0.9:  # a turn cut out of view
+            elif pick < 0.85:  # a turn cut out of view
                 key = f"k{made}-{len(hidden)}"
                 hidden[key], shown = shown[index:], shown[:index]
                 ops.append({"op": "cut", "turns": [{"key": key, "block": block_id}]})
+                continue
+            elif pick < 0.9:  # blocks taken out for good, anywhere (a mark, notes)
+                gone = rng.sample([b for b, _ in shown], min(len(shown), rng.randint(1, 2)))
+                shown = [(b, rows) for b, rows in shown if b not in gone]
+                ops.append({"op": "drop", "blocks": gone})
                 continue
             else:  # a branch put back
                 if hidden:
@@ -163,6 +169,7 @@ def test_random_ops_keep_every_row_with_its_block(editor: Editor) -> None:
             "   if op.op == 'append' then render.append(_G.model_buf, _G.model_blocks, op)"
             "   elseif op.op == 'cut' then render.cut(_G.model_buf, _G.model_blocks, op.turns)"
             "   elseif op.op == 'uncut' then render.uncut(_G.model_buf, _G.model_blocks, op.turns)"
+            "   elseif op.op == 'drop' then render.drop(_G.model_buf, _G.model_blocks, op.blocks)"
             "   else render.block(_G.model_buf, _G.model_blocks, op) end"
             " end; render.done(_G.model_buf, following)",
             ops,

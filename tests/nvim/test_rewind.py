@@ -212,6 +212,71 @@ def test_a_rewinds_and_a_switchs_notes_show_on_their_branch_only(
         other.quit()
 
 
+MARK = "Another branch leaves here"
+
+
+def show_branch(editor: Editor, branch: int) -> str:
+    """Pick branch ``branch`` in :AcpBranches; the transcript then."""
+    others = [b["id"] for b in editor.lua("return require('acp').branches()") if not b["current"]]
+    editor.lua(STUB_UI, others.index(branch) + 1)
+    editor.nvim.command("AcpBranches")
+    editor.wait(f"require('acp').branches()[1].id == {branch}", what=f"branch {branch} shown")
+    wait_text(editor, f"Switched to branch {branch}")
+    return editor.transcript_text()
+
+
+def test_a_mark_goes_when_no_branch_leaves_there_any_more(editor: Editor) -> None:
+    """After :AcpRewind 2 and :AcpBranches back to branch 1 before anything was sent,
+    the rewound branch, which had no turn, was gone, but its mark "Another branch
+    leaves here" stayed, in the transcript and in the history (a reopened chat showed
+    it again). Now the mark goes with the last branch leaving there; one where a
+    branch still leaves stays."""
+    from tests.nvim.test_history import reopened_elsewhere
+
+    start(editor, "rewind+plain", 2)
+    for number, word in enumerate(("alpha", "beta", "gamma"), 1):
+        turn(editor, word, number)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    assert editor.transcript_text().count(MARK) == 1
+    text = show_branch(editor, 1)
+    assert MARK not in text and len(editor.lua("return require('acp').branches()")) == 1
+    assert text.index("alpha") < text.index("beta") < text.index("gamma")
+
+    # Rewound again and kept so (this Neovim closes): reopened, it has its mark, and
+    # loses it, in the history too, when its branch is left the same way.
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 3)
+    [entry] = kept(editor, "gamma")
+    editor.quit()
+    other, _ = reopened_elsewhere(editor, entry, "rewind+plain", 2)
+    try:
+        assert other.transcript_text().count(MARK) == 1
+        assert MARK not in show_branch(other, 1)
+        turn(other, "delta", 1)
+        kept(other, "delta")
+        export = editor.tmp / "chat.md"
+        other.lua("require('acp').export(...)", str(export), {"history": entry["id"]})
+        assert "delta" in export.read_text() and MARK not in export.read_text()
+
+        # Left while another branch leaves there too: the mark stays.
+        other.nvim.command("AcpRewind 2")
+        session_changed(other, 2)
+        turn(other, "beta again", 2)
+        other.nvim.command("AcpRewind 2")
+        session_changed(other, 3)
+        assert show_branch(other, 1).count(MARK) == 1
+        assert len(other.lua("return require('acp').branches()")) == 2
+    finally:
+        other.quit()
+
+    again, _ = reopened_elsewhere(editor, entry, "rewind+plain", 2)
+    try:
+        assert again.transcript_text().count(MARK) == 1
+    finally:
+        again.quit()
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("embed", [False, True])
 def test_without_forks_at_a_message_a_new_session_gets_the_conversation(

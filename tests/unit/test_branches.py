@@ -42,11 +42,31 @@ def test_a_rewind_keeps_the_turns_left_as_a_branch_and_a_pick_swaps_what_differs
         branches.leave(4)
 
 
-def test_a_place_is_marked_once() -> None:
+def test_a_place_is_marked_once_and_unmarked_when_no_branch_leaves_there() -> None:
     branches = Branches()
-    branches.begin(turn("one"))
-    assert branches.mark(1) and not branches.mark(1)
-    assert branches.mark(0)
+    branches.begin(one := turn("one"))
+    branches.begin(turn("two"))
+    assert not branches.mark(1)  # no branch leaves there
+    branches.leave(2)
+    assert branches.mark(1, "mark") and not branches.mark(1, "again")
+    assert branches.dropped() == []
+    # Back before a turn was sent in the rewind's branch: it goes, and so does its mark.
+    branches.pick(1)
+    assert branches.others == [] and branches.dropped() == ["mark"]
+    assert not branches.mark(1)
+    # Left with another branch still leaving there, the mark stays.
+    branches.leave(2)
+    assert branches.mark(1, "mark 2")
+    branches.begin(turn("two again"))
+    branches.leave(2)
+    assert not branches.mark(1, "mark 3")  # marked
+    branches.pick(1)
+    assert len(branches.others) == 1 and branches.dropped() == []
+    # Before the first turn: a place too.
+    branches.leave(1)
+    assert branches.path == [] and branches.mark(0, "top")
+    branches.pick(1)
+    assert branches.dropped() == ["top"] and branches.path[0] is one
 
 
 def said(chat: Chat, role: str, text: str, message_id: str) -> None:

@@ -236,10 +236,10 @@ async def _a_turn_kept(tmp_path: Path, editor: RecordingEditor, history: History
     assert writer is not None
     handed, put = anyio.Event(), writer.put
 
-    def spy(target: Target, blocks: list[StoredBlock], *rest: Any) -> None:
+    def spy(target: Target, blocks: list[StoredBlock], *rest: Any, **named: Any) -> None:
         if any(block.text == "a long answer" for block in blocks):
             handed.set()
-        put(target, blocks, *rest)
+        put(target, blocks, *rest, **named)
 
     writer.put = spy  # type: ignore[method-assign]
     await chat.start_turn("hello", [])
@@ -367,6 +367,57 @@ def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound:
         assert "#### Context compacted\nKept: the plan." in markdown(hit.chat, blocks)
 
     anyio.run(run)
+
+
+def test_a_mark_no_branch_leaves_at_any_more_is_deleted_where_it_was_written(
+    tmp_path: Path,
+) -> None:
+    """A rewind's branch left before a turn was sent in it goes: so does its mark, from
+    the store too once it was written, with the rewind's note, never written."""
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, editor, group)
+            for text in ("one zebra", "two"):
+                await chat.start_turn(text, [])
+                chat.end_turn("end_turn")
+            chat.leave(2)
+            chat.info("*Rewound to before turn 2.*")
+            assert "Another branch leaves here" in _stored(history)
+            chat.pick(1)
+            exported = history._records[chat.id].blocks()
+            assert not any("Another branch" in b.text for b in exported)
+            stored = _stored(history)
+            assert "Another branch" not in stored and "Rewound" not in stored
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def _stored(history: History) -> str:
+    """Chat 1's stored transcript's text, once what it changed is written."""
+    history._flush()
+    written = threading.Event()
+    writer = history._writer
+    assert writer is not None
+    writer.call(lambda store: written.set())  # after the writes queued before it
+    assert written.wait(10)
+    store = Store(writer.path)
+    try:
+        [hit] = store.search("zebra")
+        return "\n".join(b.text for b in store.blocks(hit.chat.id))
+    finally:
+        store.close()
+
+
+def test_blocks_gone_are_deleted_with_their_words(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    history_id = chat_with(store, "one zebra", "two")
+    assert store.write(history_id, [], gone=[0])
+    assert [b.key for b in store.blocks(history_id)] == ["k1"]
+    assert store.search("zebra") == []
 
 
 def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(

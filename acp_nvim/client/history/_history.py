@@ -138,8 +138,8 @@ class History:
         writer = self._writer
         for record in self._records.values():
             if record.changed and record.target is not None and writer is not None:
-                blocks, facts = record.take()
-                writer.put(record.target, blocks, facts, record.updated_at)
+                blocks, gone, facts = record.take()
+                writer.put(record.target, blocks, facts, record.updated_at, gone=gone)
 
     def detach(self, chat_id: int, *, keep: bool = True) -> None:
         """The chat closed: its last changes are written, then it is no longer followed.

@@ -32,7 +32,7 @@ from acp_nvim.client.history._writer import Target
 from acp_nvim.client.session.branches import Branch, Turn
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, Prompt, Session
-from acp_nvim.client.session.view import message_block
+from acp_nvim.client.session.view import is_mark, message_block
 
 
 class ChatRecord:
@@ -78,6 +78,8 @@ class ChatRecord:
         # The notes of a view change no turn was sent in yet (``Branches.between``): not
         # written until the next turn takes them (its node), forgotten when dropped.
         self._between: dict[str, None] = {}
+        self._gone: list[int] = []  # the seqs of blocks dropped since the last take
+        self._prefix = ""  # the stored blocks' ids' (block_id)
         self._hidden: dict[int, Session] | None = None  # turns out of view, read once a take
 
     def __repr__(self) -> str:
@@ -99,6 +101,7 @@ class ChatRecord:
         kept, branch = branches_of(branches, blocks)
         self.base_turns = turns
         self.base_written = written
+        self._prefix = prefix
         self.base = list(blocks)
         if not written:  # what is shown is handed over
             self.base = [_renumbered(b, seq) for seq, b in enumerate(in_view(branch, blocks))]
@@ -110,7 +113,13 @@ class ChatRecord:
         if turns_of:
             paths = [[turns_of[node] for node in b.nodes if node in turns_of] for b in kept]
             stored = [Branch(b.id, path) for b, path in zip(kept, paths, strict=True)]
-            self.chat.branches.restore(stored, branch.id)
+            # A mark follows the turn last in view when it was drawn: its place's.
+            marks = {
+                turns_of[b.node].message if b.node else "": block_id(prefix, b)
+                for b in self.base
+                if is_mark(b.key)
+            }
+            self.chat.branches.restore(stored, branch.id, marks)
             self.chat.show_branches()
         return in_view(branch, self.base)
 
@@ -157,7 +166,7 @@ class ChatRecord:
             self._wake(False)
             return
         if op["op"] == "drop":
-            self._forget_between()
+            self._drop(op["blocks"])
             return
         if op["op"] != "block" and op["op"] != "append":
             return
@@ -197,12 +206,22 @@ class ChatRecord:
         path = self.chat.branches.path
         return self._turn_nodes.get(path[-1].message, 0) if path else 0
 
-    def _forget_between(self) -> None:
-        """The notes of a view change went with it, before a turn was sent there."""
-        for key in self._between:
-            for kept in (self._seqs, self._turns, self._nodes, self._notices):
+    def _drop(self, keys: list[str]) -> None:
+        """Blocks taken out of the transcript for good: the notes of a view change no
+        turn was sent in (never written), a mark where no branch leaves any more
+        (deleted where it was written, a stored chat's too)."""
+        self.updated_at = time.time()
+        for key in keys:
+            seq = self._seqs.get(key)
+            if seq is None:  # a stored block, drawn by its place
+                seq = next((b.seq for b in self.base if block_id(self._prefix, b) == key), None)
+                self.base = [b for b in self.base if b.seq != seq]
+            if seq is not None and key not in self._between:
+                self._gone.append(seq)
+            for kept in (self._seqs, self._turns, self._nodes, self._notices, self._dirty,
+                         self._between):  # fmt: skip
                 kept.pop(key, None)
-        self._between.clear()
+        self._wake(False)
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
         if self._first_prompt is None:
@@ -229,20 +248,22 @@ class ChatRecord:
 
     @property
     def changed(self) -> bool:
-        return bool(self._dirty) or self._facts
+        return bool(self._dirty) or self._facts or bool(self._gone)
 
-    def take(self) -> tuple[list[StoredBlock], dict[str, Any]]:
-        """The blocks changed since the last take, and the chat's facts."""
+    def take(self) -> tuple[list[StoredBlock], list[int], dict[str, Any]]:
+        """The blocks changed since the last take, the seqs of those dropped, and the
+        chat's facts."""
         blocks = [] if self.base_written else list(self.base)
         self.base_written = True
         self._review = self._hidden = None
         blocks += [b for key in self._dirty if (b := self._block(key)) is not None]
         self._dirty.clear()
+        gone, self._gone = self._gone, []
         self._facts = False
         facts = self.facts()
         if self._renamed:
             facts["name"], self._renamed = self.name, False
-        return blocks, facts
+        return blocks, gone, facts
 
     @property
     def title(self) -> str | None:

@@ -251,10 +251,12 @@ class Store:
         blocks: Iterable[StoredBlock],
         facts: dict[str, Any] | None = None,
         updated_at: float | None = None,
+        gone: Iterable[int] = (),
     ) -> bool:
-        """Upsert ``blocks`` and set ``facts`` (columns of ``chats``) of one chat, in
-        one transaction; False when the chat was forgotten meanwhile (nothing is
-        written). Raises StoreError (the caller retries it whole)."""
+        """Upsert ``blocks``, delete the blocks of seqs ``gone`` and set ``facts``
+        (columns of ``chats``) of one chat, in one transaction; False when the chat
+        was forgotten meanwhile (nothing is written). Raises StoreError (the caller
+        retries it whole)."""
         sets = {**(facts or {}), "updated_at": updated_at or time.time()}
         unknown = set(sets) - set(_CHAT_COLUMNS.split(", "))
         if unknown:
@@ -276,6 +278,8 @@ class Store:
                     "turn = excluded.turn, text = excluded.text, data = excluded.data",
                     rows,
                 )
+                deleted = [((chat_id << SEQ_BITS) | seq,) for seq in gone]
+                db.executemany("DELETE FROM blocks WHERE id = ?", deleted)
         return bool(there)
 
     def rename(self, chat_id: int, name: str | None) -> bool:

@@ -16,7 +16,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -50,6 +50,7 @@ class Target:
 class _Batch(msgspec.Struct):
     target: Target
     blocks: dict[int, StoredBlock] = msgspec.field(default_factory=dict)
+    gone: set[int] = msgspec.field(default_factory=set)
     facts: dict[str, Any] = msgspec.field(default_factory=dict)
     stamp: float | None = None
     done: list[threading.Event] = msgspec.field(default_factory=list)
@@ -77,9 +78,12 @@ class Writer:
         facts: dict[str, Any],
         stamp: float,
         done: threading.Event | None = None,
+        *,
+        gone: Sequence[int] = (),
     ) -> None:
-        """Queue blocks and facts of one chat (``done`` is set once they are written)."""
-        self._queue.put(("write", target, blocks, facts, stamp, done))
+        """Queue blocks and facts of one chat, and the seqs of its blocks ``gone``
+        (``done`` is set once they are written)."""
+        self._queue.put(("write", target, blocks, facts, stamp, done, gone))
 
     def call(self, fn: Callable[[Store], Any]) -> None:
         """Run ``fn(store)`` in order with the writes (forget, rename, expire)."""
@@ -141,9 +145,12 @@ class Writer:
         calls = []
         for item in items:
             if item[0] == "write":
-                _, target, blocks, facts, stamp, done = item
+                _, target, blocks, facts, stamp, done, gone = item
                 batch = pending.setdefault(target, _Batch(target))
                 batch.blocks.update((b.seq, b) for b in blocks)
+                for seq in gone:
+                    batch.blocks.pop(seq, None)
+                batch.gone.update(gone)
                 batch.facts.update(facts)
                 batch.stamp = stamp
                 if done is not None:
@@ -165,7 +172,7 @@ class Writer:
                 if target.on_id is not None:
                     target.on_id(target.id)
             blocks = sorted(batch.blocks.values(), key=lambda b: b.seq)
-            if not store.write(target.id, blocks, batch.facts, batch.stamp):
+            if not store.write(target.id, blocks, batch.facts, batch.stamp, batch.gone):
                 target.forgotten = True
             del pending[target]
             for done in batch.done:

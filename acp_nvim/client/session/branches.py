@@ -97,6 +97,12 @@ class Branch(msgspec.Struct, eq=False):
         return self.turns[-1].session_id if self.turns else None
 
 
+def _place(turns: list[Turn]) -> str:
+    """The place after ``turns`` (a path from the first turn): its last turn's key, ""
+    before the first turn."""
+    return turns[-1].message if turns else ""
+
+
 def _common(a: list[Turn], b: list[Turn]) -> int:
     """How many turns two paths share from the first."""
     count = 0
@@ -114,9 +120,11 @@ class Branches:
         self._ids = itertools.count(1)
         self.shown = Branch(next(self._ids), [])
         self.others: list[Branch] = []
-        # Where a mark says that another branch leaves: the key of the turn it
-        # follows ("" before the first turn).
-        self._marked: set[str] = set()
+        # Where a mark says that another branch leaves: by the key of the turn it
+        # follows ("" before the first turn), its block (None: a stored chat's, not
+        # found). Marks of places no branch leaves any more go with the view change.
+        self._marked: dict[str, str | None] = {}
+        self._unmarked: list[str] = []
         # The blocks of the notes drawn since the view last changed (a rewind, a
         # switch: ``Chat._take_out``) while no turn was sent in it: the next turn
         # begins with them, else they go with the view. None once a turn was sent.
@@ -145,12 +153,14 @@ class Branches:
                 return wire_id(key)
         return None
 
-    def restore(self, branches: list[Branch], shown: int) -> None:
+    def restore(self, branches: list[Branch], shown: int, marks: dict[str, str]) -> None:
         """Go on from a stored chat's ``branches`` (sharing their common turns), the
-        one of id ``shown`` in view; the places where others leave it are marked."""
+        one of id ``shown`` in view, and its ``marks`` (blocks by place, as in
+        :meth:`mark`); the places where others leave it are marked."""
         self.shown = next(b for b in branches if b.id == shown)
         self.others = [b for b in branches if b is not self.shown]
         self._ids = itertools.count(max(b.id for b in branches) + 1)
+        self._marked = dict(marks)
         for other in self.others:
             self.mark(_common(self.path, other.turns))
 
@@ -200,9 +210,33 @@ class Branches:
 
     def _keep(self, branch: Branch) -> None:
         """Keep ``branch`` among the others, unless one of the branches holds all its
-        turns (a rewind's branch that never got a turn of its own)."""
+        turns (a rewind's branch that never got a turn of its own): then its mark goes
+        unless another branch leaves there too."""
         if not any(_common(branch.turns, b.turns) == len(branch.turns) for b in self.all):
             self.others.append(branch)
+        elif not self._parts(branch.turns):
+            block = self._marked.pop(_place(branch.turns), None)
+            if block is not None:
+                self._unmarked.append(block)
+
+    def _parts(self, turns: list[Turn]) -> bool:
+        """Whether branches part after ``turns`` (a path from the first turn): two go
+        on with different turns, or one ends there and another goes on."""
+        count = len(turns)
+        after = {
+            id(b.turns[count]) if len(b.turns) > count else None
+            for b in self.all
+            if _common(b.turns, turns) == count
+        }
+        return len(after) > 1
+
+    def dropped(self) -> list[str]:
+        """The view changes: the blocks that go with it for good (the notes of its
+        last change if no turn was sent after them, the marks of places no branch
+        leaves any more). The notes of this change are gathered from now on."""
+        gone = [*self._unmarked, *(self.between or ())]
+        self._unmarked, self.between = [], []
+        return gone
 
     @property
     def all(self) -> list[Branch]:
@@ -216,13 +250,15 @@ class Branches:
             return None
         return {turn.review: number for number, turn in enumerate(self.path, 1)}
 
-    def mark(self, shared: int) -> bool:
+    def mark(self, shared: int, block: str | None = None) -> bool:
         """Whether the place after the first ``shared`` turns of the shown branch needs
-        a mark that another branch leaves there (once per place)."""
-        key = self.path[shared - 1].message if shared else ""
-        if key in self._marked:
+        a mark that another branch leaves there (once per place, where branches part);
+        if so, it is ``block``."""
+        turns = self.path[:shared]
+        key = _place(turns)
+        if key in self._marked or not self._parts(turns):
             return False
-        self._marked.add(key)
+        self._marked[key] = block
         return True
 
     def listed(self) -> list[dict[str, Any]]:

@@ -553,11 +553,11 @@ class Chat:
         return self.branches.shown
 
     def _take_out(self, turns: list[Turn]) -> None:
-        """The view changes: ``turns`` leave it, and so do the notes of its last change
-        if no turn was sent after them; this change's notes go with the next turn."""
-        if self.branches.between:
-            self._draw(view.drop_op(self.branches.between[0]))
-        self.branches.between = []
+        """The view changes: ``turns`` leave it, and so does what goes with it for good
+        (``Branches.dropped``); this change's notes go with the next turn."""
+        gone = self.branches.dropped()
+        if gone:
+            self._draw(view.drop_op(gone))
         hide(self.session, turns)
         for turn in turns:
             for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():
@@ -566,10 +566,9 @@ class Chat:
 
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""
-        if self.branches.mark(shared):
-            block = self.session.new_id("branch")
-            line = "*⎇ Another branch leaves here (:AcpBranches).*"
-            self._draw(view.notice_op(block, "info", [line]))
+        block = self.session.new_id(view.MARK)
+        if self.branches.mark(shared, block):
+            self._draw(view.mark_op(block))
 
 
 @contextmanager

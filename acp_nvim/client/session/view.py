@@ -18,6 +18,7 @@ __all__ = [
     "CONTENT",
     "HEAD",
     "LOCATIONS",
+    "MARK",
     "ToolCallDrawing",
     "append_op",
     "changes_op",
@@ -26,6 +27,8 @@ __all__ = [
     "cut_op",
     "drop_op",
     "edit_op",
+    "is_mark",
+    "mark_op",
     "message_block",
     "message_op",
     "notice_op",
@@ -519,9 +522,9 @@ def cut_op(turns: list[tuple[str, str]]) -> CutOp:
     return {"op": "cut", "turns": [{"key": key, "block": block} for key, block in turns]}
 
 
-def drop_op(block: str) -> DropOp:
-    """Take the blocks from ``block`` to the end out of the transcript for good."""
-    return {"op": "drop", "block": block}
+def drop_op(blocks: list[str]) -> DropOp:
+    """Take ``blocks`` out of the transcript for good."""
+    return {"op": "drop", "blocks": blocks}
 
 
 def uncut_op(turns: list[str]) -> UncutOp:
@@ -558,6 +561,20 @@ def spent_text(spent: Spent) -> str:
 def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:
     """A line or two from the client itself: turn end, errors, information."""
     return {"op": "block", "id": block_id, "kind": kind, "lines": lines}
+
+
+# The prefix of a mark's block id (``Session.new_id``), which the history knows it by.
+MARK = "branch"
+
+
+def mark_op(block_id: str) -> BlockOp:
+    """The mark where another branch leaves the one shown."""
+    return notice_op(block_id, "info", ["*⎇ Another branch leaves here (:AcpBranches).*"])
+
+
+def is_mark(key: str) -> bool:
+    """Whether the block keyed ``key`` is a mark (:func:`mark_op`)."""
+    return key.startswith("#" + MARK)
 
 
 def status_op(**fields: Unpack[StatusFields]) -> StatusOp:

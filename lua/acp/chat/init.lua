@@ -696,7 +696,7 @@ M.ops = {
     batch.summaries = true
   end,
   drop = function(batch, op)
-    render.drop(batch.chat.transcript, batch.chat.blocks, op.block)
+    render.drop(batch.chat.transcript, batch.chat.blocks, op.blocks)
     batch.summaries = true
   end,
   uncut = function(batch, op)

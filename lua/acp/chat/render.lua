@@ -213,13 +213,46 @@ function M.cut(buf, blocks, turns)
   take_from(buf, blocks, first)
 end
 
---- Take the blocks from block `id` to the end out of the transcript for good (a
---- drop op: the notes of a view left before a turn was sent in it). Inside M.writing.
-function M.drop(buf, blocks, id)
-  local first = blocks.by_id[id]
-  if first then
-    take_from(buf, blocks, first)
+--- Take blocks `ids` out of the transcript for good, wherever they are (a drop op:
+--- the notes of a view left before a turn was sent in it, the mark of a place no
+--- branch leaves any more). Inside M.writing.
+function M.drop(buf, blocks, ids)
+  local indexes = {}
+  for _, id in ipairs(ids) do
+    local block = blocks.by_id[id]
+    if block then
+      table.insert(indexes, block.index)
+    end
   end
+  if #indexes == 0 then
+    return
+  end
+  -- The last first: the rows of the blocks before it stay where they are.
+  table.sort(indexes, function(a, b)
+    return a > b
+  end)
+  for _, index in ipairs(indexes) do
+    local id = blocks.order[index]
+    local block = blocks.by_id[id]
+    local from, to = rows(buf, blocks, block)
+    -- With the separator before it; the first block takes the next one's instead.
+    if index > 1 then
+      from = from - 1
+    elseif index < #blocks.order then
+      to = to + 1
+    end
+    api.nvim_buf_del_extmark(buf, blocks_of.ns, block.mark)
+    api.nvim_buf_clear_namespace(buf, M.ns_hl, from, to)
+    wrote(buf, from)
+    api.nvim_buf_set_lines(buf, from, to, false, {})
+    block.mark = nil
+    table.remove(blocks.order, index)
+    blocks.by_id[id] = nil
+  end
+  for index = indexes[#indexes], #blocks.order do
+    blocks.by_id[blocks.order[index]].index = index
+  end
+  blocks_of.moved(blocks)
 end
 
 --- Put the blocks kept for `keys` (turn keys, as M.cut stored them) back at the end
