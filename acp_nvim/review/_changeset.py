@@ -17,7 +17,7 @@ import msgspec
 
 from ._diff import Hunk, strip_eol
 from ._filechange import FileChange, FileKind, ReviewError, Rows
-from ._merge import MergeResult, merge3
+from ._merge import MergeResult, hold_back, merge3
 
 
 class WriteOutcome(msgspec.Struct, frozen=True):
@@ -98,6 +98,7 @@ class Changeset:
         editor_text: str | None,
         agent_read: str | None,
         kind: FileKind = "write",
+        saved: str | None = None,
     ) -> WriteOutcome:
         """An agent write of ``agent_text``, merged with edits the agent has not seen.
 
@@ -106,9 +107,13 @@ class Changeset:
         text wins). Changes on both sides merge, lines both inserted at one
         place too (the user's first); where the user changed the same lines
         since the agent's read, the user's lines stay and a conflict hunk holds
-        the agent's.
+        the agent's. ``saved``: the file's text behind a buffer with unsaved
+        edits, which the change is written to too; where the change reaches into
+        lines the buffer holds unsaved, the same (see :func:`hold_back`).
         """
         merged = _merge_write(agent_text, editor_text, agent_read)
+        if saved is not None and editor_text is not None:
+            merged = hold_back(editor_text, merged, saved)
         change = self.record(path, editor_text, merged.text, kind)
         return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
 
@@ -207,6 +212,7 @@ class ReviewStore:
         editor_text: str | None,
         unseen: str | None = None,
         kind: FileKind = "write",
+        saved: str | None = None,
     ) -> WriteOutcome:
         """Merge an agent write into the current turn (see :meth:`Changeset.write`).
 
@@ -220,6 +226,7 @@ class ReviewStore:
             editor_text=editor_text,
             agent_read=self._agent_view.get(key, unseen),
             kind=kind,
+            saved=saved,
         )
         self._agent_view[key] = agent_text
         return outcome

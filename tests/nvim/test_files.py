@@ -264,6 +264,65 @@ def test_lines_you_and_the_agent_add_at_one_place_are_both_kept(
     assert modified(editor, buf)
 
 
+@pytest.mark.parametrize(
+    ("written", "buffer", "disk", "review"),
+    [
+        # The agent's line next to yours: in the buffer and on disk; yours only in the buffer.
+        (
+            "a\nB\nmine\nc\nd\n",
+            ["a", "B", "mine", "c", "d"],
+            "a\nB\nc\nd\n",
+            [("pending", ["-b", "+B"])],
+        ),
+        # Your line, reworded by the agent.
+        (
+            "a\nb\nmine, reworded\nc\nd\n",
+            ["a", "b", "mine", "c", "d"],
+            "a\nb\nc\nd\n",
+            [("conflict", ["-mine", "+mine, reworded"])],
+        ),
+        # The lines around yours, deleted with it.
+        (
+            "a\nd\n",
+            ["a", "b", "mine", "c", "d"],
+            "a\nb\nc\nd\n",
+            [("conflict", ["-b", "-mine", "-c"])],
+        ),
+    ],
+    ids=["adjacent", "same-line", "deleted-around"],
+)
+def test_an_agent_write_reaching_into_your_unsaved_line_never_puts_it_on_disk(
+    editor: Editor,
+    tmp_path: Path,
+    written: str,
+    buffer: list[str],
+    disk: str,
+    review: list[Any],
+) -> None:
+    """Decision 0015: the file behind unsaved edits gets only the agent's change. The
+    agent read your unsaved "mine" (through the editor) and rewrote lines over it:
+    the disk got its rewording of "mine", or, for a deletion, "mine" itself once the
+    deletion was rejected. Now that part of the change waits in the review as a
+    conflict, and your text stays in the buffer, unsaved."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 2, false, {'mine'})", buf)
+    steps = [{"read": {"path": str(path)}}, {"write": {"path": str(path), "content": written}}]
+    assert run(editor, steps)[0] == {"content": "a\nb\nmine\nc\nd\n"}
+    assert path.read_text() == disk  # never "mine", unsaved
+    assert lines(editor, buf) == buffer and modified(editor, buf)
+    assert hunks(editor) == review
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert any("your text was kept" in n for n in notices) == (review[0][0] == "conflict")
+    # Rejecting gives back the file and your text as they were: the agent's deletion,
+    # taken into the buffer, was rejected by writing "mine" to the disk with the rest.
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "a\nb\nc\nd\n"
+    assert lines(editor, buf) == ["a", "b", "mine", "c", "d"] and modified(editor, buf)
+
+
 def user_write(editor: Editor, buf: int) -> bool:
     """:write typed in the buffer's window; whether Neovim asked "changed since
     reading it" (answered no: nothing written)."""

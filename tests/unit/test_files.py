@@ -155,6 +155,59 @@ async def test_conflicting_user_edit_survives_as_a_conflict(
     assert editor.notices[-1][0] == "warn"
 
 
+# The agent read the buffer with the user's unsaved line "mine" in it, then wrote.
+@pytest.mark.parametrize(
+    ("written", "buffer", "disk", "review"),
+    [
+        # Next to "mine": the agent's line reaches the buffer and the disk, "mine" only the buffer.
+        ("a\nB\nmine\nc\nd\n", "a B mine c d", "a B c d", [("pending", ["-b", "+B"])]),
+        # "mine" itself, rewritten: the disk would get the agent's version of an unsaved line.
+        (
+            "a\nb\nmine, reworded\nc\nd\n",
+            "a b mine c d",
+            "a b c d",
+            [("conflict", ["-mine", "+mine, reworded"])],
+        ),
+        # Lines around "mine", rewritten keeping it: it would go to the disk with them.
+        (
+            "a\nB\nmine!\nC\nd\n",
+            "a b mine c d",
+            "a b c d",
+            [("conflict", ["-b", "-mine", "-c", "+B", "+mine!", "+C"])],
+        ),
+        # Lines around "mine", deleted with it: rejecting that put "mine" on disk.
+        ("a\nd\n", "a b mine c d", "a b c d", [("conflict", ["-b", "-mine", "-c"])]),
+    ],
+    ids=["adjacent", "same-line", "around", "deleted-around"],
+)
+async def test_a_write_reaching_into_unsaved_lines_waits_as_a_conflict_off_the_disk(
+    session: tuple[SessionChanges, RecordingEditor],
+    tmp_path: Path,
+    written: str,
+    buffer: str,
+    disk: str,
+    review: list[tuple[str, list[str]]],
+) -> None:
+    """Decision 0015: a write behind unsaved edits puts only the agent's change on
+    disk. Where it reached into the user's unsaved lines, applying it to the disk
+    took the buffer's whole clashing region there, the user's line with it."""
+    changes, editor = session
+    path = tmp_path / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    await changes.begin_turn()
+    editor.open_buffer(str(path), ["a", "b", "mine", "c", "d"], modified=True)
+    assert await changes.read(str(path)) == "a\nb\nmine\nc\nd\n"
+    await changes.write(str(path), written)
+    assert editor.buffers[str(path)].state.lines == buffer.split()
+    assert editor.buffers[str(path)].state.modified
+    assert path.read_text().split() == disk.split()
+    assert [(status, preview) for _, status, preview in hunks(changes)] == review
+    # A reject writes the hunk's lines back: never "mine" (the deletion's did).
+    await changes.decide("reject")
+    assert path.read_text() == "a\nb\nc\nd\n"
+    assert editor.buffers[str(path)].state.lines == ["a", "b", "mine", "c", "d"]
+
+
 async def test_read_and_write_before_any_turn_keep_the_agents_read_base(tmp_path: Path) -> None:
     """An agent (an MCP tool, an fs call) reads and writes before the first turn: the
     user's edit made in between is merged, not lost, and the file is not "created"."""

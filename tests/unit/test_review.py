@@ -26,6 +26,7 @@ from acp_nvim.review import (
     split_lines,
 )
 from acp_nvim.review._diff import diff_regions
+from acp_nvim.review._merge import Conflict, MergeResult, hold_back
 
 P = "/proj/a.txt"
 
@@ -355,6 +356,28 @@ def test_merge3_final_newline_and_empty_base() -> None:
     assert merge3("a\nb", "A\nb", "a\nb\n").text == "A\nb\n"
     assert merge3("", "x\n", "").text == "x\n"
     assert merge3("", "x\n", "y\n").conflicts[0].theirs_lines == ["y\n"]
+
+
+def test_hold_back_keeps_the_buffers_lines_where_its_file_differs() -> None:
+    """An agent's change merged into a buffer whose "u" is unsaved (the file has
+    "3"): what reaches into "u" waits as a conflict, the rest stays, and what is
+    left applies to the file cleanly, taking nothing of the buffer's own."""
+    buffer = text("1", "2", "u", "4", "5", "6")
+    own = Conflict(1, ["2\n"], ["TWO\n"], 1, ["2\n"])  # the user changed "2" since the read
+    merged = MergeResult(text("1", "2", "U", "4", "FIVE", "6"), [own])
+    result = hold_back(buffer, merged, BASE)
+    assert result.text == text("1", "2", "u", "4", "FIVE", "6")
+    assert result.conflicts == [own, Conflict(2, ["u\n"], ["U\n"], 2, ["u\n"])]
+    on_disk = merge3(buffer, result.text, BASE)
+    assert on_disk.clean and on_disk.text == text("1", "2", "3", "4", "FIVE", "6")
+    # The merge's own conflict and an agent's change, both in unsaved lines ("u v"
+    # for "3 4"): one conflict holding both.
+    buffer = text("1", "2", "u", "v", "5", "6")
+    own = Conflict(2, ["u\n"], ["X\n"], 2, ["3\n"])
+    merged = MergeResult(text("1", "2", "u", "V", "5", "6"), [own])
+    result = hold_back(buffer, merged, BASE)
+    assert result.text == buffer
+    assert result.conflicts == [Conflict(2, ["u\n", "v\n"], ["X\n", "V\n"], 2, ["u\n", "v\n"])]
 
 
 # -- changesets: accept / reject ---------------------------------------------------
