@@ -291,7 +291,11 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     [first] = [f for f in kept(editor, "whales", 2) if f["agent"] == "demo"]
     editor.lua("require('acp').open({history = ...})", first["id"])
     editor.wait("require('acp').status().state == 'ready'")
-    send(editor, "and dolphins?", 3)
+    editor.lua("require('acp').send(...)", "and dolphins?")
+    # Its own turn's end (an event count would take another chat's for it).
+    buf = editor.lua("return require('acp').status().transcript_buf")
+    ends = f"table.concat(vim.api.nvim_buf_get_lines({buf}, 0, -1, false)):gsub('end_turn', '')"
+    editor.wait(f"select(2, {ends}) == 2", what="the end of the turn sent")
     assert "demo starts a new session" in editor.transcript_text()
     assert editor.lua(title) == "tell me about whales"
     editor.wait("#require('acp').history({query = 'dolphins'}) == 1")
