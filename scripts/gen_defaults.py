@@ -8,7 +8,7 @@ built-in agent names, for the Lua that needs them before the Python host answers
 (window sizes, :AcpChat completion). ``scripts/gen_doc.py`` documents the options
 from the same rows (:func:`option_rows`, :func:`agent_rows`). It also copies the
 words of acp_nvim/client/errors.py that Lua says itself, refusing before it asks
-the Python side (``NO_AGENT``).
+the Python side (``NO_AGENT``, ``STARTING``).
 
 ``--check`` writes nothing and exits 1 when lua/acp/defaults.lua is out of date.
 """
@@ -298,6 +298,8 @@ def render() -> str:
         "",
         "--- Why a command that asks a chat's agent cannot be done: the chat has none.",
         f"M.no_agent = {lua_literal(errors_module().NO_AGENT)}",
+        "--- ... the chat's agent has not answered yet.",
+        f"M.starting = {lua_literal(errors_module().STARTING)}",
         "",
         "return M",
         "",

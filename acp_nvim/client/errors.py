@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["NO_AGENT", "AgentFailed", "Refused"]
+__all__ = ["NO_AGENT", "STARTING", "AgentFailed", "Refused"]
 
 # What a command asking a chat's agent says of a chat without one: a chat reopened
-# from the history before its first prompt, or one whose start failed. Lua, which
-# refuses some of them before asking, has it from lua/acp/defaults.lua
-# (scripts/gen_defaults.py).
+# from the history before its first prompt, one whose start failed or whose agent
+# exited. Lua, which refuses some of them before asking, has them from
+# lua/acp/defaults.lua (scripts/gen_defaults.py).
 NO_AGENT = "the chat has no running agent (a prompt or :AcpRestart starts it)"
+# ... and of a chat whose agent has not answered yet: what it offers is not known.
+STARTING = "the chat's agent is still starting: try again once it is ready"
 
 
 class AgentFailed(Exception):

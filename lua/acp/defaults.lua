@@ -434,5 +434,7 @@ M.agents = { "auggie", "claude-code-acp", "codex-acp", "factory-droid", "gemini"
 
 --- Why a command that asks a chat's agent cannot be done: the chat has none.
 M.no_agent = "the chat has no running agent (a prompt or :AcpRestart starts it)"
+--- ... the chat's agent has not answered yet.
+M.starting = "the chat's agent is still starting: try again once it is ready"
 
 return M

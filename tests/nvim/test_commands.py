@@ -3,6 +3,11 @@ page, `q` that closes, completion, one-line errors, described mappings, help."""
 
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
+
+from acp_nvim.client.errors import NO_AGENT, STARTING
 from tests.nvim.conftest import ROOT, Editor
 
 TABS = "return #vim.api.nvim_list_tabpages()"
@@ -129,3 +134,69 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call
     assert editor.events("AcpTurnStart") == []
+
+
+def refusals(editor: Editor, asks: list[str]) -> dict[str, list[str]]:
+    """What each command or Lua call in ``asks`` told the user (Python answers later:
+    waited for)."""
+    said = {}
+    for ask in asks:
+        editor.lua("_G.acp_notices = {}")
+        if ask.startswith("require"):
+            editor.lua(f"pcall(function() {ask} end)")
+        else:
+            editor.lua("pcall(vim.cmd, ...)", ask)
+        editor.wait("#_G.acp_notices > 0", what=f"what {ask} says")
+        said[ask] = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    return said
+
+
+# What asks a chat's agent: the pickers Lua refuses, and what Python refuses.
+ASKS = [
+    "AcpConfig",
+    "AcpMode",
+    "AcpModel",
+    "AcpConfig mode code",
+    "AcpMode code",
+    "AcpModel demo-large",
+    "require('acp').set_mode('x')",
+    "AcpSessions",
+    "AcpDeleteSession demo-1",
+]
+
+
+def test_a_chat_whose_agent_is_starting_or_gone_says_so_whatever_asks_it(editor: Editor) -> None:
+    """Reopened before its first prompt, `:AcpMode code` said "the agent offers no
+    mode to choose"; starting, :AcpConfig said "the agent offers no settings" (the
+    user concluded it had none); its agent dead, :AcpSessions said "agent 'demo' is
+    not running". One sentence for each situation, whichever side refuses."""
+    release = editor.tmp / "project" / "release"
+    os.mkfifo(release)
+    editor.setup(agents={"held": editor.fake_agent("held_init")})
+    editor.open_chat("held", ready=False)
+    editor.wait("require('acp').status().state == 'starting'")
+    starting = [f"acp: {STARTING}"]
+    assert refusals(editor, [*ASKS, "AcpFork"]) == {
+        **{ask: starting for ask in ASKS},
+        "AcpFork": [f"acp: cannot fork: {STARTING}"],
+    }
+    with open(release, "wb"):  # the agent answers its initialize now
+        pass
+    editor.wait_event("AcpSessionReady")
+    editor.nvim.command("AcpClose")
+
+    editor.open_chat()
+    editor.lua("require('acp').send('hello whales')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("#require('acp').history({query = 'whales'}) == 1", what="the chat kept")
+    [demo] = [p for p in editor.agent_pids() if b"demo_agent" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    os.kill(demo, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    no_agent = [f"acp: {NO_AGENT}"]
+    expected = {**{ask: no_agent for ask in ASKS}, "AcpFork": [f"acp: cannot fork: {NO_AGENT}"]}
+    assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "its agent dead"
+
+    editor.nvim.command("AcpClose")
+    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
+    editor.wait("require('acp').status().state == 'ready'")
+    assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "reopened"

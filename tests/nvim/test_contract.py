@@ -9,7 +9,7 @@ import typing
 from typing import Any
 
 from acp_nvim.client.editor import RenderOp
-from acp_nvim.client.errors import NO_AGENT
+from acp_nvim.client.errors import NO_AGENT, STARTING
 from acp_nvim.nvim.editor import BatchItem
 from tests.nvim.conftest import ROOT, Editor
 
@@ -52,12 +52,15 @@ def test_every_render_op_has_one_lua_handler(editor: Editor) -> None:
 
 
 def test_lua_refuses_in_the_words_python_says_it_in(editor: Editor) -> None:
-    # :AcpFork and :AcpMode refuse a chat without an agent in Lua, :AcpSessions in
-    # Python: one sentence, Python's, which Lua reads from the generated defaults.
+    # :AcpFork and :AcpMode refuse a chat without an agent (or still starting) in
+    # Lua, :AcpSessions in Python: one sentence each, Python's, which Lua reads from
+    # the generated defaults.
     assert editor.lua("return require('acp.defaults').no_agent") == NO_AGENT
+    assert editor.lua("return require('acp.defaults').starting") == STARTING
     copies = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "lua").rglob("*.lua")
-        if path.name != "defaults.lua" and NO_AGENT in path.read_text()
+        for words in (NO_AGENT, STARTING)
+        if path.name != "defaults.lua" and words in path.read_text()
     ]
     assert copies == []

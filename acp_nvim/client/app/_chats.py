@@ -23,7 +23,7 @@ from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
-from acp_nvim.client.errors import NO_AGENT, AgentFailed, Refused
+from acp_nvim.client.errors import AgentFailed, Refused
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -167,10 +167,8 @@ class ChatLifecycle:
         """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
         ready chat whose agent offers it; this holds when that changed meanwhile (a
         new agent started here would not know the session)."""
-        connection = self.pool.agent_of.get(chat_id)
-        if chat_id not in self.ctx.chats or connection is None or not connection.alive:
-            return f"cannot fork: {NO_AGENT}"
-        return None
+        why = self.pool.unavailable(chat_id)
+        return f"cannot fork: {why}" if why is not None else None
 
     async def restart(self, chat_id: int, *, asked: bool = True) -> None:
         """Start the chat's agent again and go on in the same transcript: the agent's

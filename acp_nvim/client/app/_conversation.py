@@ -32,7 +32,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen
-from acp_nvim.client.errors import NO_AGENT, AgentFailed
+from acp_nvim.client.errors import AgentFailed
 
 if TYPE_CHECKING:
     # Imported with the chat, after the first agent is spawned (doc/performance.md).
@@ -66,11 +66,8 @@ class Conversations:
 
     def _live(self, chat_id: int) -> tuple[Chat, AgentConnection] | None:
         """The chat and its agent, or None with the reason told."""
-        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
-        if chat is None or connection is None or not connection.alive:
-            self.ctx.editor.notify(NO_AGENT, "warn")
-            return None
-        return chat, connection
+        connection = self.pool.connection(chat_id)
+        return (self.ctx.chats[chat_id], connection) if connection is not None else None
 
     @asynccontextmanager
     async def _holding(

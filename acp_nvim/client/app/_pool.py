@@ -19,7 +19,7 @@ from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_proces
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._mcp import McpWiring
 from acp_nvim.client.config import AgentConfig
-from acp_nvim.client.errors import NO_AGENT, AgentFailed
+from acp_nvim.client.errors import NO_AGENT, STARTING, AgentFailed
 from acp_nvim.client.services.errors import ServiceError
 
 if TYPE_CHECKING:
@@ -177,12 +177,24 @@ class AgentPool:
                 failure = connection.ending.failure()
                 chat.fail(str(failure), failure.details)
 
+    def unavailable(self, chat_id: int) -> str | None:
+        """Why what asks the chat's agent cannot be done now, or None: it is still
+        starting, or it has none (never started, failed or exited). The one place
+        that says so (Lua's registry.unstarted says it in the same words)."""
+        chat, connection = self.ctx.chats.get(chat_id), self.agent_of.get(chat_id)
+        if chat is not None and chat.state == "starting":
+            return STARTING
+        if chat is None or connection is None or not connection.alive:
+            return NO_AGENT
+        return None
+
     def connection(self, chat_id: int) -> AgentConnection | None:
-        """The chat's agent; the user is told when it has none."""
-        connection = self.agent_of.get(chat_id)
-        if connection is None:
-            self.ctx.editor.notify(NO_AGENT, "warn")
-        return connection
+        """The chat's running agent; the user is told why when it has none."""
+        why = self.unavailable(chat_id)
+        if why is not None:
+            self.ctx.editor.notify(why, "warn")
+            return None
+        return self.agent_of[chat_id]
 
     async def cancel_quietly(self, connection: AgentConnection, chat: Chat) -> None:
         try:

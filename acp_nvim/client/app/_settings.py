@@ -90,9 +90,10 @@ class Settings:
     async def set_category(self, chat_id: int, category: str, value: str) -> None:
         """Switch the chat's mode or model (the setting of that ``category``); ``value``
         is a choice's id or name."""
-        chat = self.ctx.chats.get(chat_id)
-        option = _setting(chat, category) if chat is not None else None
-        if chat is None or option is None:
+        if self.pool.connection(chat_id) is None:
+            return  # told why: a chat without an agent has no choices to know
+        option = _setting(self.ctx.chats[chat_id], category)
+        if option is None:
             self.ctx.editor.notify(f"the agent offers no {category} to choose", "warn")
             return
         await self.set_config(chat_id, option.id, value)

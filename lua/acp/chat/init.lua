@@ -372,10 +372,10 @@ function M.fork(chat)
   local refusal
   if s.state == "running" then
     refusal = "cannot fork during a turn: cancel it first"
-  elseif s.state ~= "ready" or chat.host_failed then
-    refusal = "cannot fork: the chat has no running session"
   elseif unstarted then
     refusal = "cannot fork: " .. unstarted
+  elseif s.state ~= "ready" or chat.host_failed then
+    refusal = "cannot fork: the chat has no running session"
   elseif not s.can_fork then
     refusal = ("%s does not offer fork"):format(s.agent)
   end

@@ -108,13 +108,17 @@ function M.title(chat)
   return s.name or s.title or ("%s #%d"):format(s.agent or "?", chat.id)
 end
 
---- Why what asks `chat`'s agent cannot be done yet, or nil: a chat reopened from
---- the history shows its transcript before its agent has started (in the words
---- the Python side says it in).
+--- Why what asks `chat`'s agent cannot be done now, or nil: it is still starting,
+--- or the chat has no agent (a chat reopened from the history before its first
+--- prompt, one whose start failed or whose agent exited). In the words the Python
+--- side says it in (AgentPool.unavailable).
 ---@param chat acp.Chat
 ---@return string?
 function M.unstarted(chat)
-  if chat.status.state == "ready" and not chat.status.connected then
+  local state = chat.status.state
+  if state == "starting" then
+    return require("acp.defaults").starting
+  elseif not chat.status.connected and (state == "ready" or state == "error") then
     return require("acp.defaults").no_agent
   end
 end

@@ -54,8 +54,9 @@ function M.config(chat, id, value)
     return
   end
   local options = chat.status.config_options or {}
-  if #options == 0 then
-    util.notify(registry.unstarted(chat) or "the agent offers no settings", "warn")
+  local refusal = registry.unstarted(chat) or (#options == 0 and "the agent offers no settings")
+  if refusal then
+    util.notify(refusal, "warn")
     return
   end
   vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
@@ -97,10 +98,12 @@ function M.choose(chat, category, value)
     host.notify("set_" .. category, { chat = chat.id, value = value })
     return
   end
-  local option = M.setting(chat, category)
+  local refusal = registry.unstarted(chat)
+  local option = not refusal and M.setting(chat, category)
   local choices = option and M.choices(chat, option) or {}
-  if #choices == 0 then
-    util.notify(registry.unstarted(chat) or ("the agent offers no %s to choose"):format(category), "warn")
+  refusal = refusal or (#choices == 0 and ("the agent offers no %s to choose"):format(category))
+  if refusal then
+    util.notify(refusal, "warn")
     return
   end
   vim.ui.select(choices, {
