@@ -6,15 +6,19 @@ per-turn usage, compaction and notices; over ACP v1 and v2 with the scripted
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_nvim.client.errors import STARTING
 from tests.nvim.conftest import FAKE, ROOT, Editor
 from tests.nvim.screen import Screen
-from tests.nvim.test_chats import STUB_UI
+from tests.nvim.test_chats import STUB_UI, input_lines
+from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import kept
 from tests.nvim.test_permissions import wait_text
 
@@ -533,6 +537,63 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert (last["sessionId"], last["prompt"][-1]["text"]) == ("s2", "second")
     text = editor.transcript_text()
     assert text.count("s1: second") == 0 and "s2: second" in text
+
+
+def kill_the_agent(editor: Editor, scenario: str, errors: int) -> None:
+    [pid] = fake_pids(editor, scenario)
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError", count=errors)
+
+
+def test_regenerate_and_rewind_start_a_dead_agent_as_a_prompt_would(editor: Editor) -> None:
+    """A chat whose agent died refused :AcpRegenerate and :AcpRewind 1 ("the chat has
+    no running agent"), where a reopened chat, without an agent too, starts it and
+    does them; sending a prompt to it restarts it (|:AcpRestart|)."""
+    start(editor, "rewind", 2)
+    turn(editor, "first", 1)
+    turn(editor, "second", 2)
+    kill_the_agent(editor, "rewind", 1)
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {'my draft'})")
+    editor.nvim.command("AcpRegenerate")
+    editor.wait_event("AcpTurnEnd", count=3)
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["first", "second"]
+    after = editor.transcript_text().split("*Rewound to before turn 2, the conversation")[1]
+    assert "## You\nsecond\n\n## Agent\ns1: second" in after
+    assert input_lines(editor) == ["my draft"]
+
+    kill_the_agent(editor, "rewind", 2)
+    editor.nvim.command("AcpRewind 1")
+    editor.wait("#require('acp.chat.registry').get().status.turns == 0", what="the rewind")
+    assert editor.lua("return require('acp').status().state") == "ready"
+    assert "*Rewound to before turn 1, the conversation and the files" in editor.transcript_text()
+
+
+def test_regenerate_and_rewind_refused_while_the_agent_starts_change_nothing(
+    editor: Editor,
+) -> None:
+    """A refused :AcpRegenerate put the last prompt under the draft in the input;
+    :AcpRewind without a turn opened the turn picker, then failed."""
+    start(editor, "rewind", 2)
+    turn(editor, "first", 1)
+    kill_the_agent(editor, "rewind", 1)
+    release = editor.tmp / "project" / "release"
+    os.mkfifo(release)
+    editor.setup(agents={"fake": editor.fake_agent("held_init")}, default_agent="fake")
+    editor.nvim.command("AcpRestart")
+    editor.wait("require('acp').status().state == 'starting'")
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {'my draft'})")
+    editor.lua(STUB_UI, 1)
+    for command in ("AcpRewind", "AcpRegenerate"):
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(command)
+        editor.wait("#_G.acp_notices > 0", what=f"what {command} says")
+        assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {STARTING}"]
+    assert editor.lua("return _G.asked") == []
+    assert input_lines(editor) == ["my draft"]
+    with open(release, "wb"):  # the agent answers its initialize now
+        pass
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["first"]
 
 
 # The user's redo lands right after the review read the buffer their undo left,

@@ -102,7 +102,7 @@ class App:
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
         self.restorable = self.reviews.restorable
-        self.rewind = self.conversations.rewind
+        self.rewind = self.lifecycle.rewind
         self.pick_branch = self.conversations.pick
         self.edit = self.conversations.edit
         self.send_queued = self.conversations.send_queued

@@ -364,7 +364,18 @@ class ChatLifecycle:
             self.ctx.editor.notify("no prompt to regenerate in this chat", "info")
             return
         last = path[-1].prompt
-        await self._send(chat_id, Prompt(last.text, list(last.attachments)), len(path))
+        await self._send(chat_id, Prompt(last.text, list(last.attachments), again=True), len(path))
+
+    async def rewind(self, chat_id: int, turn: int | None) -> None:
+        """``Conversations.rewind``, in a chat whose agent failed once it started again
+        (as a prompt sent to it starts it)."""
+        await self._started(chat_id)
+        await self.conversations.rewind(chat_id, turn)
+
+    async def _started(self, chat_id: int) -> None:
+        chat = self.ctx.chats.get(chat_id)
+        if chat is not None and chat.state == "error":
+            await self.restart(chat_id, asked=False)
 
     async def _send(
         self,
@@ -386,6 +397,8 @@ class ChatLifecycle:
             # as what came before the failure went (_fail), not a restart unasked.
             self.queue.return_input(chat_id, prompt.text)
             return
+        if rewind is not None:
+            await self._started(chat_id)
         # A reopened chat whose agent has not started goes back in view, then sends below.
         in_view = rewind is not None and self.conversations.went_back(chat_id, rewind)
         if chat is not None and rewind is not None and not in_view:

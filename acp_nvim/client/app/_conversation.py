@@ -106,8 +106,7 @@ class Conversations:
             return
         live = self._live(chat_id) if shown is None or at is not None else None
         if live is None:
-            if then is not None:
-                self.queue.return_input(chat_id, then.text)
+            self._give_back(chat_id, then)
             return
         chat, connection = live
         async with self._holding(chat, connection) as (ready, _):
@@ -119,8 +118,14 @@ class Conversations:
                 await self._rewind(chat, connection, at)
             if then is not None and at is not None:
                 self.queue.put(chat.id, then, first=True)
-            elif then is not None:
-                self.queue.return_input(chat_id, then.text)
+            else:
+                self._give_back(chat_id, then)
+
+    def _give_back(self, chat_id: int, then: Prompt | None) -> None:
+        """A rewind was refused: the edited prompt to send after it goes back to the
+        input (one sent again was never taken from it)."""
+        if then is not None and not then.again:
+            self.queue.return_input(chat_id, then.text)
 
     def _turn(self, chat: Chat, turn: int | None) -> int | None:
         """Turn ``turn`` (default: the last) of the branch shown; None, told, when the

@@ -102,11 +102,14 @@ class Attachment(msgspec.Struct):
 
 class Prompt(msgspec.Struct):
     """A prompt as the user sent it (or will: queued): its text and what is attached;
-    ``rank``: its place in its chat's queue, once queued (``PromptQueue.put``)."""
+    ``rank``: its place in its chat's queue, once queued (``PromptQueue.put``);
+    ``again``: a turn's prompt sent again (:AcpRegenerate), not taken from the
+    input: refused, it goes back to none."""
 
     text: str
     attachments: list[Attachment] = msgspec.field(default_factory=list)
     rank: int = 0
+    again: bool = False
 
 
 # Tool call statuses that mean "still going"; at turn end they are shown cancelled.

@@ -43,6 +43,10 @@ function M.rewind(chat, turn)
   if #turns == 0 then
     util.notify("no turn to rewind to in this chat", "info")
     return
+  elseif chat.status.state == "starting" then
+    -- The turn picked could not be rewound to (a chat without an agent starts it).
+    util.notify(require("acp.chat.registry").unstarted(chat), "warn")
+    return
   end
   local items = {}
   for i, prompt in ipairs(turns) do
