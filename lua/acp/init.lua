@@ -194,6 +194,7 @@ end
 ---@param agent string
 ---@return integer chat id
 function M.handoff(agent)
+  util.required("handoff", "agent", agent, "string")
   local from = require_chat()
   known_agent(agent)
   if from.status.state == "running" then
@@ -213,6 +214,7 @@ end
 --- Delete stored chat `id` from the history.
 ---@param id integer
 function M.forget(id)
+  util.required("forget", "id", id, "integer")
   require("acp.chat.history").forget(id)
 end
 
@@ -340,6 +342,7 @@ end
 ---@param session_id string
 ---@return integer chat id
 function M.resume(session_id)
+  util.required("resume", "session_id", session_id, "string")
   local chat = require_chat()
   return require("acp.chat.session").resume(chat.status.agent, session_id, registry.cwd(chat)).id
 end
@@ -347,6 +350,7 @@ end
 --- Delete one of the agent's saved sessions (when the agent offers it).
 ---@param session_id string
 function M.delete_session(session_id)
+  util.required("delete_session", "session_id", session_id, "string")
   require("acp.chat.session").delete(require_chat(), session_id)
 end
 

@@ -48,6 +48,24 @@ function M.user_error(message)
   error("acp: " .. message, 0)
 end
 
+--- Raise a user error when argument `name` of public function `fn` is missing or
+--- not a `kind`, in vim.validate's words: `forget: id: expected integer, got "x"`.
+---@param fn string
+---@param name string
+---@param value any
+---@param kind "string"|"integer" a string is not blank
+function M.required(fn, name, value, kind)
+  local ok
+  if kind == "integer" then
+    ok = type(value) == "number" and value % 1 == 0
+  else
+    ok = type(value) == "string" and value:find("%S") ~= nil
+  end
+  if not ok then
+    M.user_error(("%s: %s: expected %s, got %s"):format(fn, name, kind, vim.inspect(value)))
+  end
+end
+
 --- Why this system cannot run the plugin, or nil. It is Unix only: agents run in
 --- process groups, commands through /bin/sh, the editor MCP server on a Unix socket.
 ---@return string?

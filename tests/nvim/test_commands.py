@@ -114,8 +114,10 @@ def test_help_acp_opens_on_the_quick_start_without_a_plugin_manager(editor: Edit
 
 
 def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
-    """A turn that is no number, a prompt that is no text, a hunk without its file:
-    an error that says so (not a traceback, not a picker, not a guess)."""
+    """A turn that is no number, a prompt that is no text, a hunk without its file,
+    a required argument missing: an error that says so (not a traceback, not a
+    picker, not a guess). delete_session() left a KeyError in :AcpLog, handoff(nil)
+    handed over to the same agent, forget(999999) and forget('x') said nothing."""
     editor.setup()
     editor.open_chat()
     for command, said in {
@@ -130,10 +132,20 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "send()": "acp: send takes the prompt's text, not nil",
         "reject(nil, 1)": "acp: a hunk is named with its file: (file, hunk)",
         "accept('nothing.txt')": "acp: no agent changes to nothing.txt",
+        # Required arguments, named as vim.validate names them.
+        "delete_session()": "acp: delete_session: session_id: expected string, got nil",
+        "resume(' ')": 'acp: resume: session_id: expected string, got " "',
+        "handoff(nil)": "acp: handoff: agent: expected string, got nil",
+        "forget('x')": 'acp: forget: id: expected integer, got "x"',
+        "forget(1.5)": "acp: forget: id: expected integer, got 1.5",
     }.items():
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call
     assert editor.events("AcpTurnStart") == []
+    assert len(editor.lua("return require('acp').chats()")) == 1  # handoff(nil) opened one
+    editor.lua("_G.acp_notices = {}; require('acp').forget(999999)")
+    editor.wait("#_G.acp_notices > 0", what="what forget(999999) says")
+    assert editor.lua("return _G.acp_notices[1].msg") == "acp: history: no stored chat 999999"
 
 
 def refusals(editor: Editor, asks: list[str]) -> dict[str, list[str]]:

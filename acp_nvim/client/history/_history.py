@@ -341,11 +341,15 @@ class History:
                 record.target.forgotten = True
                 said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
                 self.editor.notify(said, "info")
+        def forget(store: Store) -> None:
+            if not store.forget(history_id):
+                self.editor.notify(f"history: no stored chat {history_id}", "warn")
+
         writer = self._writer_now()
         if writer is not None:
-            writer.call(lambda store: store.forget(history_id))
+            writer.call(forget)
         else:
-            self._on_reader(lambda store: store.forget(history_id))
+            self._on_reader(forget)
 
     def rename(self, history_id: int, name: str | None) -> None:
         """Name stored chat ``history_id`` (empty: it goes by its title); a chat open
