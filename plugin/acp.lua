@@ -20,19 +20,28 @@ local function shown_turns(arglead)
 end
 
 --- A user command whose user errors (acp.util.user_error) show as one line, not
---- as a Lua traceback; other errors go on as they are.
+--- as a Lua traceback; other errors go on as they are. Given in the command-line
+--- window (q:), where no window may open (E11), one that opens a window says so
+--- and runs again once that window closes.
 local function command(name, body, opts)
-  vim.api.nvim_create_user_command(name, function(args)
+  local function run(args)
     local ok, err = pcall(body, args)
     if ok then
       return
     end
+    local util = require("acp.util")
     if type(err) == "string" and vim.startswith(err, "acp: ") then
-      require("acp.util").notify(err:sub(6))
+      util.notify(err:sub(6))
+    elseif type(err) == "string" and err:find("E11:", 1, true) and util.in_cmdwin() then
+      util.notify((":%s opens once the command-line window closes"):format(name), "info")
+      util.outside_cmdwin(function()
+        run(args)
+      end)
     else
       error(err, 0)
     end
-  end, opts)
+  end
+  vim.api.nvim_create_user_command(name, run, opts)
 end
 
 -- A buffer's file as Neovim read or wrote it (acp.editor.seen). Not :w to another

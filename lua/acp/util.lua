@@ -288,6 +288,30 @@ function M.focus_or_tab(buf)
   return true
 end
 
+--- Whether the command-line window (q:) is open: no other window may open, close or
+--- be entered then (E11).
+---@return boolean
+function M.in_cmdwin()
+  return vim.fn.getcmdwintype() ~= ""
+end
+
+--- Run `fn` now, or, while the command-line window is open, once it has closed
+--- (CmdwinLeave comes before it closes, hence the schedule; it may open again).
+---@param fn fun()
+function M.outside_cmdwin(fn)
+  if not M.in_cmdwin() then
+    return fn()
+  end
+  vim.api.nvim_create_autocmd("CmdwinLeave", {
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        M.outside_cmdwin(fn)
+      end)
+    end,
+  })
+end
+
 --- `turn` as the functions that take one want it: nil, or a whole number; else a
 --- user error.
 ---@param turn any

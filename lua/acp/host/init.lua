@@ -363,17 +363,49 @@ function M.handle(kind, handler)
   M.handlers[kind] = handler
 end
 
---- Called by Python with one ordered batch of items (render ops, events, notices,
---- review states, baselines). An item whose handler is not loaded concerns no chat
---- Lua has: there is nothing to draw.
+--- Apply one batch, item by item. An item whose handler is not loaded concerns no
+--- chat Lua has: there is nothing to draw.
 ---@param batch table[]
-function M.apply(batch)
+local function apply_now(batch)
   local handlers = M.handlers
   for _, item in ipairs(batch) do
     local handler = handlers[item.kind]
     if handler then
       handler(item)
     end
+  end
+end
+
+-- The batches that came while the command-line window was open, oldest first: any
+-- item may open a window (a chat shown, an export's tab), which fails there (E11)
+-- and would lose the rest of its batch. They wait whole, and so do the batches
+-- after them until they are applied.
+---@type table[][]
+local held = {}
+
+--- Apply the oldest held batch, one a loop turn as Python cut them; the next is
+--- scheduled first, so that an error in one loses no other.
+local function apply_held()
+  local batch = table.remove(held, 1)
+  if held[1] then
+    vim.schedule(function()
+      util.outside_cmdwin(apply_held)
+    end)
+  end
+  apply_now(batch)
+end
+
+--- Called by Python with one ordered batch of items (render ops, events, notices,
+--- review states, baselines). While the command-line window is open it waits, to
+--- be applied once that closes.
+---@param batch table[]
+function M.apply(batch)
+  if not held[1] and not util.in_cmdwin() then
+    return apply_now(batch)
+  end
+  table.insert(held, batch)
+  if #held == 1 then
+    util.outside_cmdwin(apply_held)
   end
 end
 
