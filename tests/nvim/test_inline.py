@@ -307,6 +307,8 @@ def test_acp_diff_opens_the_file_against_its_baseline_and_decides_from_there(
     editor.lua("require('acp').accept()")
     editor.wait(f"#vim.api.nvim_buf_get_lines({base}, 0, -1, false) == 4")
     assert lines(editor, base) == ["1", "2", "3", "four"]
+    # The baseline, read-only to the user, followed both without a warning (W10).
+    assert "W10" not in editor.lua("return vim.v.warningmsg .. vim.fn.execute('messages')")
     editor.nvim.input("q")
     editor.wait("vim.fn.bufnr('acp://baseline/*') == -1")
     assert editor.lua("return vim.wo[vim.fn.bufwinid(...)].diff", buf) is False

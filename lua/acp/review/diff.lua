@@ -110,6 +110,15 @@ local function file_window(path)
   return api.nvim_get_current_win()
 end
 
+--- Put `lines` in the baseline `base`, read-only to the user: both flags are lifted
+--- for our own change, which would otherwise warn (W10) when it is the current buffer.
+local function set_baseline(base, lines)
+  local bo = vim.bo[base]
+  bo.modifiable, bo.readonly = true, false
+  api.nvim_buf_set_lines(base, 0, -1, false, lines)
+  bo.modifiable, bo.readonly = false, true
+end
+
 --- A baseline from Python (`data`: {path, turn, lines}): open the split, or bring
 --- an open one up to date.
 ---@param chat integer
@@ -118,9 +127,7 @@ function M.show(chat, data)
   for base, view in pairs(views) do
     if view.chat == chat and view.path == data.path and view.turn == data.turn then
       if api.nvim_buf_is_valid(base) then
-        vim.bo[base].modifiable = true
-        api.nvim_buf_set_lines(base, 0, -1, false, data.lines)
-        vim.bo[base].modifiable = false
+        set_baseline(base, data.lines)
         for _, win in ipairs(vim.fn.win_findbuf(base)) do
           api.nvim_win_call(win, function()
             vim.cmd("diffupdate")
@@ -133,10 +140,10 @@ function M.show(chat, data)
   local file_win = file_window(data.path)
   local file_buf = api.nvim_win_get_buf(file_win)
   local base = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_lines(base, 0, -1, false, data.lines)
+  set_baseline(base, data.lines)
   pcall(api.nvim_buf_set_name, base, ("acp://baseline/%d/%s"):format(data.turn, data.path))
   local bo = vim.bo[base]
-  bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
+  bo.bufhidden, bo.swapfile = "wipe", false
   bo.filetype = vim.bo[file_buf].filetype
   local view = { chat = chat, path = data.path, turn = data.turn, file_win = file_win, file_buf = file_buf }
   views[base] = view
