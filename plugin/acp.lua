@@ -15,15 +15,47 @@ local function turn_arg(args)
 end
 
 --- Completion of a turn of the branch shown (:AcpRewind, :AcpEdit).
-local function shown_turns(arglead)
-  return require("acp.chat.branches").complete_turns(arglead)
+local function shown_turns()
+  return require("acp.chat.branches").turns()
+end
+
+--- The `complete` of a command taking `nargs` from `candidates(args)`, which gives
+--- every word that may follow `args` (the arguments typed before the one completed),
+--- or the name of a built-in completion ("dir"). Neovim offers what a Lua function
+--- returns as it is: the words not starting with what is typed are left out here.
+local function completion(candidates, nargs)
+  return function(arglead, cmdline, cursorpos)
+    local ok, parsed = pcall(vim.api.nvim_parse_cmd, cmdline:sub(1, cursorpos), {})
+    if not ok then -- a line Neovim would refuse: no word makes it right
+      return {}
+    end
+    -- With -nargs=1 or ?, Neovim gives the rest of the line as one argument.
+    local args = vim.split(table.concat(parsed.args, " "), "%s+", { trimempty = true })
+    if arglead ~= "" then
+      table.remove(args)
+    end
+    if (nargs == 1 or nargs == "?") and #args > 0 then
+      return {}
+    end
+    local words = candidates(args)
+    if type(words) == "string" then
+      return vim.fn.getcompletion(arglead, words)
+    end
+    return vim.tbl_filter(function(word)
+      return vim.startswith(word, arglead)
+    end, words)
+  end
 end
 
 --- A user command whose user errors (acp.util.user_error) show as one line, not
 --- as a Lua traceback; other errors go on as they are. Given in the command-line
 --- window (q:), where no window may open (E11), one that opens a window says so
---- and runs again once that window closes.
+--- and runs again once that window closes. A `complete` function gives the
+--- candidates that `completion` narrows to what is typed.
 local function command(name, body, opts)
+  if type(opts.complete) == "function" then
+    opts.complete = completion(opts.complete, opts.nargs)
+  end
   local function run(args)
     local ok, err = pcall(body, args)
     if ok then
@@ -79,8 +111,8 @@ command("AcpRoot", function(args)
 end, {
   nargs = "+",
   desc = "Add a workspace root to the chat, or remove one (add|remove [dir])",
-  complete = function(arglead, cmdline)
-    return require("acp.chat.workspace").complete(arglead, cmdline)
+  complete = function(args)
+    return require("acp.chat.workspace").complete(args)
   end,
 })
 command("AcpToggle", function()
@@ -100,8 +132,8 @@ command("AcpRestore", function(args)
 end, {
   nargs = "?",
   desc = "Take the files back to before turn N (default: the last turn)",
-  complete = function(arglead)
-    return require("acp.review").turns_to_restore(arglead)
+  complete = function()
+    return require("acp.review").turns_to_restore()
   end,
 })
 command("AcpTurnDiff", function(args)
@@ -109,8 +141,8 @@ command("AcpTurnDiff", function(args)
 end, {
   nargs = "?",
   desc = "Every file a turn changed (default: the latest), in one tab, its hunks inline",
-  complete = function(arglead)
-    return require("acp.review").turns_changed(arglead)
+  complete = function()
+    return require("acp.review").turns_changed()
   end,
 })
 command("AcpRewind", function(args)
@@ -192,10 +224,8 @@ command("AcpDiff", function(args)
   require("acp.review.diff").open(file, turn)
 end, {
   nargs = "*",
-  complete = function(lead)
-    return vim.tbl_filter(function(path)
-      return vim.startswith(path, lead)
-    end, require("acp.review.diff").paths())
+  complete = function(args)
+    return require("acp.review.diff").complete(args)
   end,
   desc = "Diff a file against its text before the agent's turn",
 })
@@ -204,8 +234,8 @@ command("AcpConfig", function(args)
 end, {
   nargs = "*",
   desc = "Change a session setting (mode, model, ...)",
-  complete = function(arglead, cmdline)
-    return require("acp.chat.session").complete(arglead, cmdline)
+  complete = function(args)
+    return require("acp.chat.session").complete(args)
   end,
 })
 local function choices(category)
@@ -239,8 +269,8 @@ command("AcpResume", function(args)
 end, {
   nargs = 1,
   desc = "Resume a saved session in a new chat",
-  complete = function(arglead)
-    return require("acp.chat.session").complete_ids(arglead)
+  complete = function()
+    return require("acp.chat.session").complete_ids()
   end,
 })
 command("AcpDeleteSession", function(args)

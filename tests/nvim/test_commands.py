@@ -58,6 +58,43 @@ def test_acpconfig_completes_settings_then_their_values(editor: Editor) -> None:
     assert complete("AcpConfig suggest ") == ["on", "off"]
 
 
+def complete(editor: Editor, line: str) -> list[str]:
+    """What <Tab> offers at the end of `line` on the command line."""
+    return list(editor.lua("return vim.fn.getcompletion(..., 'cmdline')", line))
+
+
+def test_tab_offers_only_what_starts_with_the_text_typed(editor: Editor) -> None:
+    """Neovim offers what a Lua `complete` function returns as it is: `:AcpChat d<Tab>`
+    offered auggie, `:AcpHunk rej<Tab>` every action. Every command completed by a
+    function narrows to what is typed, each argument to its own words."""
+    (editor.tmp / "project" / "hello.py").write_text("print('hi')\n")
+    (editor.tmp / "project" / "src").mkdir()
+    editor.setup(permission_policy="allow_all")
+    editor.open_chat()
+    for turn, prompt in enumerate(("edit hello.py", "run"), start=1):
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count=turn)
+    completed = editor.lua(
+        "return vim.iter(vim.api.nvim_get_commands({})):filter(function(_, c)"
+        " return vim.startswith(c.name, 'Acp') and c.complete == '<Lua function>' end)"
+        ":map(function(name) return name end):totable()"
+    )
+    assert {"AcpChat", "AcpConfig", "AcpDiff", "AcpHunk", "AcpTerminal"} <= set(completed)
+    # Each command's first argument, and the arguments that follow another.
+    typed = [f"{name} " for name in sorted(completed)]
+    typed += ["AcpChat! ", "AcpConfig mode ", "AcpDiff hello.py ", "AcpRoot add "]
+    for line in typed:
+        offered = complete(editor, line)
+        assert offered, f"{line!r} offers something to narrow"
+        for first in {word[0] for word in offered}:
+            narrowed = [word for word in offered if word.startswith(first)]
+            assert complete(editor, line + first) == narrowed, line + first
+        assert complete(editor, line + "zzz") == [], line
+    # After the argument of a one-argument command, and after a file its turns.
+    assert complete(editor, "AcpHunk reject ") == complete(editor, "AcpChat demo ") == []
+    assert complete(editor, "AcpDiff hello.py ") == ["1"]
+
+
 def test_every_chat_mapping_has_a_description(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("permission")})
     status = editor.open_chat("fake")

@@ -66,16 +66,12 @@ end
 
 --- Completion of |:AcpRewind| and |:AcpEdit|: the turns of the current chat's
 --- shown branch, newest first.
----@param arglead string
 ---@return string[]
-function M.complete_turns(arglead)
+function M.turns()
   local chat = require("acp.chat.registry").get()
   local words = {}
   for turn = #(chat and chat.status.turns or {}), 1, -1 do
-    local word = tostring(turn)
-    if vim.startswith(word, arglead) then
-      table.insert(words, word)
-    end
+    table.insert(words, tostring(turn))
   end
   return words
 end

@@ -119,28 +119,23 @@ function M.choose(chat, category, value)
 end
 
 --- :AcpConfig completion: the ids of the current chat's settings, then the
---- values of the setting named.
----@param arglead string
----@param cmdline string
+--- values of the setting named (`args`: the arguments typed before).
+---@param args string[]
 ---@return string[]
-function M.complete(arglead, cmdline)
+function M.complete(args)
   local chat = registry.get()
-  local words = vim.split(cmdline, "%s+", { trimempty = true })
-  local index = #words - (arglead ~= "" and 1 or 0) -- arguments before the one completed
   local items = {}
   for _, option in ipairs(chat and chat.status.config_options or {}) do
-    if index == 1 then
+    if #args == 0 then
       table.insert(items, option.id)
-    elseif index == 2 and option.id == words[2] then
+    elseif #args == 1 and option.id == args[1] then
       items = option.type == "boolean" and { "on", "off" } or {}
       for _, choice in ipairs(M.choices(chat, option)) do
         table.insert(items, choice.value)
       end
     end
   end
-  return vim.tbl_filter(function(item)
-    return vim.startswith(item, arglead)
-  end, items)
+  return items
 end
 
 ---@type table<string, string[]> by agent: the session ids of its last list
@@ -155,12 +150,11 @@ vim.api.nvim_create_autocmd("User", {
   end,
 })
 
---- Session ids of the current chat's agent starting with `arglead` (:AcpResume
---- completion): its open chats' and those of its last list. No list yet: one is
---- asked for, for the next <Tab>.
----@param arglead string
+--- Session ids of the current chat's agent (:AcpResume completion): its open
+--- chats' and those of its last list. No list yet: one is asked for, for the next
+--- <Tab>.
 ---@return string[]
-function M.complete_ids(arglead)
+function M.complete_ids()
   local chat = registry.get()
   if not chat then
     return {}
@@ -176,9 +170,7 @@ function M.complete_ids(arglead)
       table.insert(ids, id)
     end
   end
-  return vim.tbl_filter(function(id)
-    return vim.startswith(id, arglead)
-  end, ids)
+  return ids
 end
 
 --- Offer the sessions of `chat`'s AcpSessionList event; the one picked opens in a

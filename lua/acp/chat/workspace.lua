@@ -104,21 +104,19 @@ function M.root(action, dir)
   host.notify("root", { chat = chat.id, action = action, path = path })
 end
 
---- Completion of :AcpRoot: the action, then directories (to remove: the chat's roots).
-function M.complete(arglead, cmdline)
-  local words = vim.split(cmdline, "%s+", { trimempty = true })
-  if #words <= 1 or (#words == 2 and arglead ~= "") then
-    return vim.tbl_filter(function(action)
-      return vim.startswith(action, arglead)
-    end, { "add", "remove" })
+--- Completion of :AcpRoot after `args`: the action, then directories (to remove:
+--- the chat's roots).
+---@param args string[]
+---@return string[]|string
+function M.complete(args)
+  if #args == 0 then
+    return { "add", "remove" }
   end
   local chat = registry.get()
-  if words[2] == "remove" and chat then
-    return vim.tbl_filter(function(root)
-      return vim.startswith(root, arglead)
-    end, chat.status.roots or {})
+  if args[1] == "remove" and chat then
+    return chat.status.roots or {}
   end
-  return vim.fn.getcompletion(arglead, "dir")
+  return "dir"
 end
 
 --- Whether another open chat works in `chat`'s worktree (a fork, a hand-over).

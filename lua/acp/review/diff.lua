@@ -22,6 +22,26 @@ local function relative(path)
   return vim.fn.fnamemodify(path, ":~:.")
 end
 
+--- The review's entries for `path` (a chat's own file, or a worktree chat's
+--- source), each with its chat: the current chat's first.
+---@param path string
+---@return {chat: integer, changed: table}[]
+local function changes_to(path)
+  local order = { state.chat_id() }
+  for id in pairs(state.by_chat) do
+    table.insert(order, id)
+  end
+  local found = {}
+  for _, chat in ipairs(order) do
+    for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
+      if changed.path == path or changed.source == path then
+        table.insert(found, { chat = chat, changed = changed })
+      end
+    end
+  end
+  return found
+end
+
 --- Ask for `file` (default: the current buffer's) against its baseline for `turn`
 --- (default: the latest turn whose changes to it still wait); the split opens when
 --- it arrives.
@@ -32,23 +52,18 @@ function M.open(file, turn)
   if path == "" then
     util.user_error(":AcpDiff compares a file: name one, or run it in a file's buffer")
   end
-  local order = { state.chat_id() }
-  for id in pairs(state.by_chat) do
-    table.insert(order, id)
-  end
   local decided
-  for _, chat in ipairs(order) do
-    for _, changed in ipairs(state.by_chat[chat] and state.by_chat[chat].files or {}) do
-      if (changed.path == path or changed.source == path) and (not turn or changed.turn == turn) then
-        -- All decided, the baseline is the text as it is: two equal sides.
-        if changed.open then
-          -- A worktree chat's file is compared where its hunks are (its source).
-          -- Its own turn: with none asked for, the newest with open hunks.
-          host.notify("baseline", { chat = chat, path = changed.source or path, turn = changed.turn })
-          return
-        end
-        decided = decided or changed.turn
+  for _, change in ipairs(changes_to(path)) do
+    local changed = change.changed
+    if not turn or changed.turn == turn then
+      -- All decided, the baseline is the text as it is: two equal sides.
+      if changed.open then
+        -- A worktree chat's file is compared where its hunks are (its source).
+        -- Its own turn: with none asked for, the newest with open hunks.
+        host.notify("baseline", { chat = change.chat, path = changed.source or path, turn = changed.turn })
+        return
       end
+      decided = decided or changed.turn
     end
   end
   if decided then
@@ -58,18 +73,34 @@ function M.open(file, turn)
   util.user_error(("no agent changes to %s%s"):format(relative(path), turn and (" in turn " .. turn) or ""))
 end
 
---- Paths with agent changes, for completion.
-function M.paths()
-  local found, seen = {}, {}
-  for _, review in pairs(state.by_chat) do
-    for _, file in ipairs(review.files) do
-      if not seen[file.path] then
-        seen[file.path] = true
-        table.insert(found, relative(file.path))
+--- Completion of :AcpDiff after `args`: the paths with agent changes, then the
+--- turns that changed the path named, newest first.
+---@param args string[]
+---@return string[]
+function M.complete(args)
+  if #args == 0 then
+    local found = {}
+    for _, review in pairs(state.by_chat) do
+      for _, file in ipairs(review.files) do
+        if not vim.tbl_contains(found, relative(file.path)) then
+          table.insert(found, relative(file.path))
+        end
+      end
+    end
+    return found
+  end
+  local turns = {}
+  if #args == 1 and not tonumber(args[1]) then
+    for _, change in ipairs(changes_to(vim.fn.fnamemodify(args[1], ":p"))) do
+      if not vim.tbl_contains(turns, change.changed.turn) then
+        table.insert(turns, change.changed.turn)
       end
     end
   end
-  return found
+  table.sort(turns, function(a, b)
+    return a > b
+  end)
+  return vim.tbl_map(tostring, turns)
 end
 
 local function redraw_marks()

@@ -274,15 +274,14 @@ host.handle("review", function(item)
 end)
 
 --- The turns of the current chat that changed files, newest first, as text
---- starting with `arglead` (:AcpRestore completion).
----@param arglead string
+--- (:AcpTurnDiff completion).
 ---@return string[]
-function M.turns_changed(arglead)
+function M.turns_changed()
   local review = state.by_chat[state.chat_id() or -1]
   local turns = {}
   for _, file in ipairs(review and review.files or {}) do
     local turn = tostring(file.turn)
-    if vim.startswith(turn, arglead) and not vim.tbl_contains(turns, turn) then
+    if not vim.tbl_contains(turns, turn) then
       table.insert(turns, turn)
     end
   end
@@ -293,20 +292,16 @@ function M.turns_changed(arglead)
 end
 
 --- The turns of the current chat's shown branch that changed files, newest first,
---- as text starting with `arglead` (:AcpRestore completion). Numbered as the
---- transcript shows them: the review's numbers (M.turns_changed) go on across a
---- rewind, the branch's start again.
----@param arglead string
+--- as text (:AcpRestore completion). Numbered as the transcript shows them: the
+--- review's numbers (M.turns_changed) go on across a rewind, the branch's start
+--- again.
 ---@return string[]
-function M.turns_to_restore(arglead)
+function M.turns_to_restore()
   local chat = state.chat_id()
   if not (chat and host.running()) then
     return {}
   end
-  local turns = vim.tbl_map(tostring, host.request("restorable", { chat = chat }))
-  return vim.tbl_filter(function(turn)
-    return vim.startswith(turn, arglead)
-  end, turns)
+  return vim.tbl_map(tostring, host.request("restorable", { chat = chat }))
 end
 
 -- A buffer loaded after the review state arrived gets its marks too.
