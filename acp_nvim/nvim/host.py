@@ -155,7 +155,7 @@ class Host:
             case "root":
                 self.worker.call(app.root, params["chat"], params["action"], params["path"])
             case "list_sessions":
-                self.worker.submit(app.list_sessions, params["chat"])
+                self.worker.submit(app.list_sessions, params["chat"], params.get("quiet", False))
             case "delete_session":
                 self.worker.submit(app.delete_session, params["chat"], params["session_id"])
             case "set_mode" | "set_model":

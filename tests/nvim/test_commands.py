@@ -95,6 +95,25 @@ def test_tab_offers_only_what_starts_with_the_text_typed(editor: Editor) -> None
     assert complete(editor, "AcpDiff hello.py ") == ["1"]
 
 
+def test_tab_on_acpresume_in_a_chat_without_its_agent_tells_nothing(editor: Editor) -> None:
+    """<Tab> after `:AcpResume ` in a reopened chat asked for the agent's sessions and
+    notified "the chat has no running agent" while the user typed."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('hello zebra')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("#require('acp').history({query = 'zebra'}) == 1", what="the chat kept")
+    editor.nvim.command("AcpClose")
+    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
+    editor.wait("require('acp').status().state == 'ready'")
+    editor.lua("_G.acp_notices = {}")
+    complete(editor, "AcpResume ")
+    # :AcpSessions asks the same way after it: its notice comes after any of the Tab's.
+    editor.nvim.command("AcpSessions")
+    editor.wait("#_G.acp_notices > 0", what=":AcpSessions' notice")
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {NO_AGENT}"]
+
+
 def test_every_chat_mapping_has_a_description(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("permission")})
     status = editor.open_chat("fake")

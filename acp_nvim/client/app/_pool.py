@@ -236,16 +236,20 @@ class AgentPool:
                 if connection.terminals.feed(str(chunk["key"]), data, exit_code):
                     break
 
-    async def list_sessions(self, chat_id: int) -> None:
-        """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks)."""
-        connection, chat = self.connection(chat_id), self.ctx.chats.get(chat_id)
+    async def list_sessions(self, chat_id: int, quiet: bool = False) -> None:
+        """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks).
+        ``quiet`` (completion asks while the user types): a chat without a running
+        agent, or a list that fails, is no notice, only no event."""
+        chat = self.ctx.chats.get(chat_id)
+        connection = self.agent_of.get(chat_id) if quiet else self.connection(chat_id)
         if connection is None or chat is None:
             return
         try:
             # The chat's directory: its sessions are the ones it can resume there.
             sessions = await connection.list_sessions(chat.workspace.cwd)
         except AgentFailed as err:
-            self.ctx.editor.notify(str(err))
+            if not quiet:
+                self.ctx.editor.notify(str(err))
             return
         # What the history knows of them: the picker shows their turns, and their age.
         turns = await anyio.to_thread.run_sync(self.ctx.history.session_turns, connection.name)

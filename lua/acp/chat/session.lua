@@ -161,7 +161,8 @@ function M.complete_ids()
   end
   local agent = chat.status.agent
   if not listed[agent] and host.running() then
-    host.notify("list_sessions", { chat = chat.id })
+    -- Quiet: a chat without a running agent tells the user nothing while they type.
+    host.notify("list_sessions", { chat = chat.id, quiet = true })
   end
   local ids = vim.deepcopy(listed[agent] or {})
   for _, open in pairs(registry.chats) do
