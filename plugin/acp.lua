@@ -230,6 +230,9 @@ end, {
   desc = "Diff a file against its text before the agent's turn",
 })
 command("AcpConfig", function(args)
+  if #args.fargs > 2 then
+    require("acp.util").user_error("E488: Trailing characters: " .. table.concat(args.fargs, " ", 3))
+  end
   acp().config(args.fargs[1], args.fargs[2])
 end, {
   nargs = "*",

@@ -311,7 +311,7 @@ function M.hunk_at_cursor()
 end
 
 --- Change a session setting (ACP v2 config options: mode, model, thinking, ...).
---- Without arguments, pick the setting and its value with vim.ui.select.
+--- Without `value`, pick it with vim.ui.select; without `id` either, the setting too.
 ---@param id? string the setting's id (`configId`)
 ---@param value? string|boolean
 function M.config(id, value)

@@ -112,6 +112,30 @@ def test_acpmode_and_acpmodel_switch_over_v1(editor: Editor) -> None:
     assert calls(editor, turn=2)[2:] == [["session/set_mode", {"sessionId": "fake-1", "modeId": "default"}]]
 
 
+def test_acpconfig_with_a_setting_alone_picks_its_value_and_more_is_refused(
+    editor: Editor,
+) -> None:
+    """`:AcpConfig mode` opened the picker of every setting, not of the modes;
+    `:AcpConfig mode auto extra` switched the mode, `extra` dropped unsaid."""
+    editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
+    editor.open_chat()
+    editor.lua(
+        "vim.ui.select = function(items, opts, on_choice)"
+        " _G.offered = vim.tbl_map(opts.format_item, items) on_choice(items[3]) end"
+    )
+    editor.nvim.command("AcpConfig mode")
+    editor.wait("require('acp').status().modes.current == 'plan'")
+    assert editor.lua("return _G.offered") == ["Auto (current)", "Default", "Plan"]
+    for typed, said in (
+        ("AcpConfig mode auto extra", "acp: E488: Trailing characters: extra"),
+        ("AcpConfig nope", "acp: no setting 'nope' (offered: mode, model)"),
+    ):
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(typed)
+        assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said], typed
+    assert calls(editor) == [["session/set_mode", {"sessionId": "fake-1", "modeId": "plan"}]]
+
+
 def test_a_default_the_agent_does_not_offer_is_reported(editor: Editor) -> None:
     editor.setup(
         agents={"qwen": {**editor.fake_agent("settings"), "model": "huge"}},

@@ -46,8 +46,30 @@ local function option_label(option)
   return ("%s: %s%s"):format(option.name, tostring(current), suffix)
 end
 
---- Change a setting of `chat`: with `id` and `value` directly, else with pickers.
---- Options of a type this client does not know are listed but not editable.
+--- Change `option` of `chat` as picked: an on/off setting flips, a choice is
+--- picked with vim.ui.select.
+local function change(chat, option)
+  if option.type == "boolean" then
+    M.config(chat, option.id, not option.current)
+  elseif option.type == "select" then
+    vim.ui.select(M.choices(chat, option), {
+      prompt = option.name,
+      format_item = function(choice)
+        return choice.value == option.current and choice.name .. " (current)" or choice.name
+      end,
+    }, function(choice)
+      if choice then
+        M.config(chat, option.id, choice.value)
+      end
+    end)
+  else
+    util.notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
+  end
+end
+
+--- Change a setting of `chat`: with `id` and `value` directly; with `id` alone, as
+--- if that setting were picked; else with pickers. Options of a type this client
+--- does not know are listed but not editable.
 function M.config(chat, id, value)
   if id and value ~= nil then
     host.notify("set_config", { chat = chat.id, id = id, value = value })
@@ -59,25 +81,22 @@ function M.config(chat, id, value)
     util.notify(refusal, "warn")
     return
   end
-  vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
-    if not option then
-      return
+  if id then
+    for _, option in ipairs(options) do
+      if option.id == id then
+        change(chat, option)
+        return
+      end
     end
-    if option.type == "boolean" then
-      M.config(chat, option.id, not option.current)
-    elseif option.type == "select" then
-      vim.ui.select(M.choices(chat, option), {
-        prompt = option.name,
-        format_item = function(choice)
-          return choice.value == option.current and choice.name .. " (current)" or choice.name
-        end,
-      }, function(choice)
-        if choice then
-          M.config(chat, option.id, choice.value)
-        end
-      end)
-    else
-      util.notify(("cannot change %s (a %s setting)"):format(option.name, option.type))
+    -- As Python says it of `:AcpConfig {id} {value}` (client/app/_settings.py).
+    local ids = vim.tbl_map(function(option)
+      return option.id
+    end, options)
+    util.user_error(("no setting '%s' (offered: %s)"):format(id, table.concat(ids, ", ")))
+  end
+  vim.ui.select(options, { prompt = "Setting", format_item = option_label }, function(option)
+    if option then
+      change(chat, option)
     end
   end)
 end
