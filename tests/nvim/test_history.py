@@ -303,6 +303,26 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     assert again["title"] == "tell me about whales"
 
 
+def test_a_hand_over_whose_chat_closes_while_its_agent_starts_still_says_whose(
+    editor: Editor,
+) -> None:
+    """The chat handed over can close while the new agent starts: the lines naming
+    it came from its stored record, gone by then (a KeyError, and no chat)."""
+    demo = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}
+    late = f"sleep 1; exec {sys.executable} -m acp_nvim.demo_agent"
+    editor.setup(agents={"demo": demo, "late": {"cmd": ["sh", "-c", late]}}, default_agent="demo")
+    first = editor.open_chat()
+    send(editor, "tell me about whales", 1)
+    editor.nvim.command("AcpHandoff late")
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...], true)", first["chat"])
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.wait("require('acp').status().state == 'ready'")
+    text = editor.transcript_text()
+    assert "*From demo's chat “tell me about whales”: demo answers from here.*" in text
+    assert "*Handed over from demo's chat “tell me about whales” to late" in text
+    assert not [e for e in editor.lua("return _G.acp_events") if e["name"] == "AcpError"]
+
+
 def newer(store: Path) -> None:
     """``store`` as a later acp.nvim's schema would leave it."""
     with sqlite3.connect(store) as db:

@@ -244,7 +244,8 @@ class History:
         """``chat`` as the transcript of a chat that continues it names it: by its
         agent and title (``alpha's chat “fix the parser”``), which mean something in
         a saved file or another Neovim, where this Neovim's chat numbers do not."""
-        title = self._records[chat.id].title
+        record = self._records.get(chat.id)  # none once it closed meanwhile
+        title = record.title if record is not None else chat.session.title
         return f"{chat.agent}'s chat" + (f" “{title}”" if title else "")
 
     async def hand_over(self, chat: Chat, source: Chat) -> None:
@@ -254,13 +255,15 @@ class History:
         carried, then its own, the export and the seed say which agent answered."""
         from acp_nvim.client.history._blocks import date
 
-        before = self._records[source.id]
-        named, began = self._named(source), date(before.created_at)
-        intro = f"*From {named} (begun {began}): {source.agent} answers from here.*"
+        before = self._records.get(source.id)  # none once it closed meanwhile
+        named = self._named(source)
+        began = f" (begun {date(before.created_at)})" if before is not None else ""
+        intro = f"*From {named}{began}: {source.agent} answers from here.*"
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
         await self.continue_from(chat, source, note, intro)
-        if before.title:
-            chat.keep_title(before.title)
+        title = before.title if before is not None else source.session.title
+        if title:
+            chat.keep_title(title)
 
     async def fork(self, chat: Chat, parent: Chat) -> None:
         """``chat`` continues a fork of ``parent``'s session, as :meth:`continue_from`
@@ -341,6 +344,7 @@ class History:
                 record.target.forgotten = True
                 said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
                 self.editor.notify(said, "info")
+
         def forget(store: Store) -> None:
             if not store.forget(history_id):
                 self.editor.notify(f"history: no stored chat {history_id}", "warn")
