@@ -93,6 +93,8 @@ class Turns:
             raise Withdrawn from None
         finally:
             self._waiting.pop(chat.id, None)
+        if self._abandon[chat.id].is_set():  # withdrawn as the agent ended the other
+            raise Withdrawn
 
     def withdraw(self, chat: Chat) -> str | None:
         """End ``chat``'s turn at once if its prompt still waits behind a turn left

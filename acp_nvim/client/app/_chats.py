@@ -468,7 +468,7 @@ class ChatLifecycle:
             return
         connection = self.pool.agent_of.get(chat_id)
         if connection is not None and chat.state == "running":
-            await self.pool.cancel_quietly(connection, chat)
+            await self.queue.cancel(chat, connection)
         chat.state = "closed"
         await self.pool.release(chat)
         await self.workspaces.release(chat, review, keep_worktree)
