@@ -301,6 +301,10 @@ def render() -> str:
         "--- ... the chat's agent has not answered yet.",
         f"M.starting = {lua_literal(errors_module().STARTING)}",
         "",
+        "--- The editor's own MCP server's name, and why no server of yours may take it.",
+        f"M.editor_server = {lua_literal(config_module().EDITOR_SERVER)}",
+        f"M.editor_server_taken = {lua_literal(config_module().EDITOR_SERVER_TAKEN)}",
+        "",
         "return M",
         "",
     ]

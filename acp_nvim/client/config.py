@@ -78,7 +78,7 @@ EDITOR_TOOLS: tuple[EditorTool, ...] = typing.get_args(EditorTool)
 # The editor server's name in mcpServers: agents prefix its tools with it
 # (Claude: mcp__nvim__read_buffer), so no server of the user's may take it.
 EDITOR_SERVER = "nvim"
-_NAME_TAKEN = (
+EDITOR_SERVER_TAKEN = (
     f"'{EDITOR_SERVER}' names the editor's own MCP server (editor_mcp): give yours another name"
 )
 
@@ -683,7 +683,7 @@ def _servers(raw: Any, key: str, problems: list[str]) -> Any:
             problems.append(f"{key}: server name {name!r} must be a non-empty word")
             continue
         if name == EDITOR_SERVER:  # said as setup() says it (lua/acp/config.lua)
-            problems.append(f"{key}.{name}: {_NAME_TAKEN}")
+            problems.append(f"{key}.{name}: {EDITOR_SERVER_TAKEN}")
         if isinstance(spec, dict):
             spec = {k: (_table(v) if k in ("env", "headers") else v) for k, v in spec.items()}
         try:

@@ -181,21 +181,11 @@ function check(value, spec, key, problems)
   return kept
 end
 
--- The editor's own MCP server's name (EDITOR_SERVER in config.py): no server of the
--- user's may take it, or an agent would see two servers by one name.
-local EDITOR_SERVER = "nvim"
-
---- The problem of a table of MCP servers (at `key`) naming one as the editor's.
+--- The problem of a table of MCP servers (at `key`) naming one as the editor's: an
+--- agent would see two servers by one name (in Python's words, generated).
 local function editor_server_named(servers, key, problems)
-  if is_table(servers) and servers[EDITOR_SERVER] ~= nil then
-    table.insert(
-      problems,
-      ("%s.%s: '%s' names the editor's own MCP server (editor_mcp): give yours another name"):format(
-        key,
-        EDITOR_SERVER,
-        EDITOR_SERVER
-      )
-    )
+  if is_table(servers) and servers[defaults.editor_server] ~= nil then
+    table.insert(problems, ("%s.%s: %s"):format(key, defaults.editor_server, defaults.editor_server_taken))
   end
 end
 

@@ -437,4 +437,8 @@ M.no_agent = "the chat has no running agent (a prompt or :AcpRestart starts it)"
 --- ... the chat's agent has not answered yet.
 M.starting = "the chat's agent is still starting: try again once it is ready"
 
+--- The editor's own MCP server's name, and why no server of yours may take it.
+M.editor_server = "nvim"
+M.editor_server_taken = "'nvim' names the editor's own MCP server (editor_mcp): give yours another name"
+
 return M
