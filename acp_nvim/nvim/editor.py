@@ -700,7 +700,8 @@ class NvimEditor:
         """Run Lua ``code`` (``...`` are ``args``) on Neovim's main loop; await its result.
 
         Pending render ops are flushed first, so Lua sees the transcript as the
-        core last described it. One call is atomic from Neovim's point of view:
+        core last described it (unless the command-line window holds them back:
+        acp.host.apply). One call is atomic from Neovim's point of view:
         a read-modify-write of a buffer must be ONE such call. An argument that is
         None is nil in Lua (not vim.NIL).
 

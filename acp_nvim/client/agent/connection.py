@@ -388,7 +388,8 @@ class AgentConnection:
         Its terminals are stopped and their buffers deleted.
         """
         if self.mcp is not None:
-            # First: a tool call waiting on a prompt is told the chat closed, not refused.
+            # First: a tool call waiting on a prompt is told the chat went (closed, or
+            # restarted), not refused.
             await self.mcp.forget(chat)
         self.detach(chat)
         await self.terminals.end_session(chat)

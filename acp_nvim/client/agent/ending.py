@@ -2,8 +2,8 @@
 exit code is collected (one that lives on without its output is stopped), and the
 failure is said with its code and what it printed beside the protocol.
 
-It does not decide when an agent is stopped (the connection does) nor show
-anything (the chats do).
+It does not decide when an agent that still talks is stopped (the connection
+does) nor show anything (the chats do).
 """
 
 from __future__ import annotations

@@ -223,8 +223,9 @@ class Conversations:
     def went_back(self, chat_id: int, turn: int) -> bool:
         """Rewind a reopened chat whose agent has not started to before ``turn``, in
         view: the turns from there stay as a branch; its next prompt goes to a new
-        session given the conversation before them. Its files are not touched (a
-        reopened chat keeps no review). False for any other chat or turn."""
+        session given the conversation before them. Its files are not touched (they
+        stay as they are, even a kept worktree chat's). False for any other chat or
+        turn."""
         chat = self._unstarted(chat_id)
         if chat is None or not 1 <= turn <= len(chat.branches.path):
             return False

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import LoginMethod
 
+
 class AgentPool:
     """``reviews``: each chat's review, by chat id (live), for the connections."""
 

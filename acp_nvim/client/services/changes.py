@@ -261,7 +261,7 @@ class SessionChanges:
                 doc.conform(content),
                 editor_text=doc.text if existed else None,
                 unseen=disk.text or "",
-                saved=disk.text or "" if disk is not doc and self.auto_save else None,
+                saved=(disk.text or "") if disk is not doc and self.auto_save else None,
             )
             try:
                 final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)

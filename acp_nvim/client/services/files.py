@@ -47,7 +47,7 @@ import msgspec
 from acp_nvim.client.editor import BufferState, Editor, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
 from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
-from acp_nvim.review import line_edits, merge3
+from acp_nvim.review import MergeResult, line_edits, merge3
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
@@ -429,30 +429,32 @@ def check_writable(doc: Document) -> None:
         raise FileError("readonly", f"{doc.path} is read-only (no write permission)")
 
 
-def applied(change: tuple[str, str], disk: str | None) -> str:
-    """The change ``(before, after)`` of a buffer applied to its file's ``disk`` text.
+def applied(change: tuple[str, str], disk: str | None) -> MergeResult:
+    """The change ``(before, after)`` of a buffer applied to its file's ``disk`` text
+    (``.text``; ``.clean``: no clash).
 
     Lines the buffer holds unsaved (where it differs from the disk) stay the disk's,
     unless the change itself replaces them. A missing file counts as empty.
     """
     before, after = change
-    return merge3(before, after, disk or "").text
+    return merge3(before, after, disk or "")
 
 
 async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None:
     """Write to its file ``change`` (before, after) that ``doc``'s buffer held (the
     user's undo or redo of agent hunks, which the review took): the buffer is saved
-    when that publishes nothing else of it and it is still as ``doc`` read it, else
-    the change alone goes to the disk's text behind the buffer (:func:`applied`),
-    as :func:`save` does. A change that clashes with the disk's text is not written:
-    the clash would take the buffer's lines, maybe the user's unsaved ones.
+    when that publishes nothing else of it (nothing is written once it moved on: it
+    showed its file), else the change alone goes to the disk's text behind the
+    buffer's unsaved edits (:func:`applied`), even when it moved on since. A change
+    that clashes with the disk's text is not written: the clash would take the
+    buffer's lines, maybe the user's unsaved ones.
 
     Raises:
         FileError: the file cannot be read or written.
     """
     assert doc.buffer is not None
     disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-    merged = merge3(*change, disk.text or "")
+    merged = applied(change, disk.text)
     target = disk.conform(merged.text)
     if target == (disk.text or ""):
         return
@@ -529,7 +531,7 @@ async def save(
         if to_disk and buffer.modified and not beside:
             before = await anyio.to_thread.run_sync(stat_of, doc.path)
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-            target = disk.conform(applied(change, disk.text))
+            target = disk.conform(applied(change, disk.text).text)
             if target != (disk.text or ""):
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
             beside = True
@@ -548,7 +550,7 @@ async def save(
         fresh = await editor.read_buffer(doc.path)
         if fresh is None:  # the buffer went away: write the file instead
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-            return await save(editor, disk, applied(change, disk.text), to_disk=to_disk)
+            return await save(editor, disk, applied(change, disk.text).text, to_disk=to_disk)
         text = merge3(buffer.text, fresh.text, text).text
         doc, buffer = Document(doc.path, fresh.text, fresh), fresh
     raise FileError("io", f"{doc.path}: the buffer keeps changing; the edit was not applied")

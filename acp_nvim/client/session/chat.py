@@ -312,7 +312,8 @@ class Chat:
         self._note("info", "info", text.split("\n"))
 
     def _note(self, name: str, kind: str, lines: list[str]) -> None:
-        """Draw a notice of ``kind``, its block named after ``name``."""
+        """Draw a notice of ``kind``, its block named after ``name``: after a rewind or
+        a switch, one of the notes the next turn begins with (Branches.noted)."""
         block = self.session.new_id(name)
         self.branches.noted(block)
         self._draw(view.notice_op(block, kind, lines))
