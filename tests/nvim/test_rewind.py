@@ -568,6 +568,30 @@ def test_regenerate_and_rewind_start_a_dead_agent_as_a_prompt_would(editor: Edit
     assert "*Rewound to before turn 1, the conversation and the files" in editor.transcript_text()
 
 
+def test_a_branch_picked_in_a_dead_agent_chat_goes_on_at_the_next_prompt(editor: Editor) -> None:
+    """:AcpBranches in a chat whose agent died said "the chat has no running agent";
+    as in a reopened chat, it shows the branch now and the next prompt starts the
+    agent and goes on in that branch's session."""
+    wire = start(editor, "rewind", 2)
+    turn(editor, "first", 1)
+    turn(editor, "second", 2)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    turn(editor, "elsewhere", 3)
+    kill_the_agent(editor, "rewind", 1)
+    text = show_branch(editor, 1)
+    assert "second" in text and "elsewhere" not in text
+    assert editor.lua("return require('acp').status().state") == "error"
+    turn(editor, "go on", 4)
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == [
+        "first", "second", "go on"
+    ]
+    # Branch 1's session (the first), resumed by the agent started again.
+    assert calls(wire, "session/resume")[-1]["sessionId"] == "s1"
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == "s1"
+    assert "## You\ngo on" in editor.transcript_text().split("*Switched to branch 1")[1]
+
+
 def test_regenerate_and_rewind_refused_while_the_agent_starts_change_nothing(
     editor: Editor,
 ) -> None:

@@ -6,7 +6,8 @@
   whose first prompt carries the conversation so far (``session.seed``). The turns
   left behind stay as a branch (``session.branches``).
 - :meth:`Conversations.pick` shows another branch and goes on in its session: the
-  agent still holds it, or resumes it, else a seeded session takes its place.
+  agent still holds it, or resumes it, else a seeded session takes its place (in a
+  chat without a running agent, from the next prompt, which starts it).
 - :meth:`Conversations.edit`: an earlier prompt back in the input (sent, it is a
   rewind and a send; ``ChatLifecycle.regenerate`` sends the last one so, unchanged).
 - :meth:`Conversations.send_now` puts a message into the running turn where the agent
@@ -177,11 +178,12 @@ class Conversations:
 
     async def pick(self, chat_id: int, branch_id: int) -> None:
         """Show branch ``branch_id`` and go on in its session (see the module doc)."""
-        unstarted = self._unstarted(chat_id)
-        if unstarted is not None:  # its next prompt goes on in the branch's session
-            shown = self._show(unstarted, branch_id)
+        waiting = self._agentless(chat_id)
+        if waiting is not None:  # its next prompt goes on in the branch's session
+            shown = self._show(waiting, branch_id)
             if shown is not None:
-                unstarted.session.session_id = shown.session_id or ""
+                waiting.session.session_id = shown.session_id or ""
+                waiting.seed = None
             return
         live = self._live(chat_id)
         if live is None:
@@ -219,6 +221,16 @@ class Conversations:
         chat = self.ctx.chats.get(chat_id)
         ready = chat is not None and chat.state == "ready"
         return chat if ready and chat_id not in self.pool.agent_of else None
+
+    def _agentless(self, chat_id: int) -> Chat | None:
+        """The chat when its next prompt starts its agent: a reopened one whose agent
+        has not started, or one whose agent failed (a send restarts it). A branch
+        switch needs no agent, nor touches the files: it changes the view and the
+        session that prompt goes on in, as in a reopened chat (:meth:`_unstarted`).
+        A rewind takes the files back with the agent: a failed chat's starts it first
+        (``ChatLifecycle.rewind``)."""
+        chat = self.ctx.chats.get(chat_id)
+        return chat if chat is not None and chat.state == "error" else self._unstarted(chat_id)
 
     def went_back(self, chat_id: int, turn: int) -> bool:
         """Rewind a reopened chat whose agent has not started to before ``turn``, in
