@@ -588,7 +588,7 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> None:
-        await self.call_lua("require('acp.editor.windows').show(...)", path, line, False)
+        await self.call_lua("require('acp.editor.windows').follow(...)", path, line)
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.nvim.conftest import Editor
+from tests.nvim.test_mcp import start, text
 
 IN_CMDWIN = "vim.fn.getcmdwintype() ~= ''"
 # Counts the batches Python sends, so that a test knows one came while it waits.
@@ -16,6 +20,12 @@ host.apply = function(...)
   return apply(...)
 end
 """
+
+# The agent sent a tool's result, seen in its log: what the chat draws of it waits.
+AGENT_REPLIED = (
+    "vim.iter(require('acp.host').request('log')):any(function(line)"
+    " return line:find('RESULT ', 1, true) ~= nil end)"
+)
 
 FILE_WINDOW = """
 local status = require('acp').status()
@@ -122,3 +132,28 @@ def test_a_batch_that_came_in_the_command_line_window_is_applied_whole_after_it(
     assert notices(editor) == ["acp: later"]
     assert "drawn after the edit" in editor.transcript_text()
     assert editor.lua("return vim.fn.win_findbuf(require('acp').status().input_buf)") != []
+
+
+def test_a_file_the_agent_shows_in_the_command_line_window_opens_once_it_closes(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent's `open_file` there failed (E11 in Python) and showed nothing."""
+    project = tmp_path / "project"
+    (project / "a.py").write_text("one\ntwo\n")
+    start(editor)
+    open_cmdwin(editor)
+    call = {"tool": "open_file", "arguments": {"path": "a.py", "line": 2}}
+    editor.lua("require('acp').send(...)", json.dumps([call]))
+    editor.wait(AGENT_REPLIED, what="the tool's result sent")
+    leave_cmdwin(editor)
+    editor.wait_event("AcpTurnEnd")
+    (result,) = [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in editor.transcript()
+        if line.startswith("RESULT ")
+    ]
+    assert (result["isError"], text(result)) == (False, f"Showed {project / 'a.py'} at line 2 to the user.")
+    window = editor.lua("return vim.fn.bufwinid(...)", str(project / "a.py"))
+    assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [2, 0]
+    assert notices(editor) == []
+

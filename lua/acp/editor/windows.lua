@@ -2,6 +2,7 @@
 -- preview is shown (Editor.show_file of the Python side too), without taking a
 -- chat's window.
 if jit then jit.off(true, true) end -- decision 0068
+local util = require("acp.util")
 local M = {}
 local api = vim.api
 
@@ -47,6 +48,17 @@ function M.show(path, line, focus)
   if focus then
     api.nvim_set_current_win(win)
   end
+end
+
+--- Show `path` at `line` where the agent asks (Editor.show_file), the cursor
+--- staying put. In the command-line window, where no window may change (E11),
+--- once it closes: the agent is not made to wait for the user.
+---@param path string
+---@param line? integer
+function M.follow(path, line)
+  util.outside_cmdwin(function()
+    M.show(path, line, false)
+  end)
 end
 
 return M
