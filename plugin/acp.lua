@@ -76,6 +76,14 @@ local function command(name, body, opts)
   vim.api.nvim_create_user_command(name, run, opts)
 end
 
+--- Refuse the words of a command's `args` past its `most`, as Vim refuses its own
+--- commands' (E488), rather than drop them unsaid.
+local function at_most(args, most)
+  if #args.fargs > most then
+    require("acp.util").user_error("E488: Trailing characters: " .. table.concat(args.fargs, " ", most + 1))
+  end
+end
+
 -- A buffer's file as Neovim read or wrote it (acp.editor.seen). Not :w to another
 -- file, which leaves the buffer's own as it was.
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufWritePost" }, {
@@ -219,6 +227,7 @@ end, {
   end,
 })
 command("AcpDiff", function(args)
+  at_most(args, 2)
   local turn = tonumber(args.fargs[#args.fargs] or "")
   local file = args.fargs[1] ~= nil and not (turn and #args.fargs == 1) and args.fargs[1] or nil
   require("acp.review.diff").open(file, turn)
@@ -230,9 +239,7 @@ end, {
   desc = "Diff a file against its text before the agent's turn",
 })
 command("AcpConfig", function(args)
-  if #args.fargs > 2 then
-    require("acp.util").user_error("E488: Trailing characters: " .. table.concat(args.fargs, " ", 3))
-  end
+  at_most(args, 2)
   acp().config(args.fargs[1], args.fargs[2])
 end, {
   nargs = "*",

@@ -268,3 +268,19 @@ def test_a_chat_whose_agent_is_starting_or_gone_says_so_whatever_asks_it(editor:
     editor.lua("require('acp').open({history = require('acp').history()[1].id})")
     editor.wait("require('acp').status().state == 'ready'")
     assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "reopened"
+
+
+def test_acpdiff_with_a_third_word_is_refused(editor: Editor) -> None:
+    """`:AcpDiff hello.py 1 extra` opened the diff, `extra` dropped unsaid."""
+    (editor.tmp / "project" / "hello.py").write_text("print('hi')\n")
+    editor.setup(permission_policy="allow_all")
+    editor.open_chat()
+    editor.lua("require('acp').send('edit hello.py')")
+    editor.wait_event("AcpTurnEnd")
+    editor.lua("_G.acp_notices = {}")
+    editor.nvim.command("AcpDiff hello.py 1 extra")
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert notices == ["acp: E488: Trailing characters: extra"]
+    assert editor.lua("return vim.fn.bufnr('acp://baseline/*')") == -1
+    editor.nvim.command("AcpDiff hello.py 1")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1", what="the diff")
