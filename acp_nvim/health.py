@@ -135,10 +135,8 @@ def _missing(program: str) -> str:
 
 def _mcp(config: Any) -> dict[str, Any]:
     """The editor MCP server (its tools, whether its shim runs) and the user's servers."""
-    from acp_nvim.client.config import EDITOR_TOOLS, EditorMcpOptions
-
     choice = config.editor_mcp
-    tools = list(choice.tools) if isinstance(choice, EditorMcpOptions) else list(EDITOR_TOOLS)
+    tools = config.editor_mcp_tools()
     shim = subprocess.run(
         [sys.executable, "-m", "acp_nvim.mcp", "--check"],
         capture_output=True,
@@ -167,7 +165,7 @@ def _mcp(config: Any) -> dict[str, Any]:
         off = "editor_mcp.tools is empty"
     return {
         "off": off,
-        "tools": tools if choice else [],
+        "tools": tools,
         "shim": runs,
         "shim_error": "" if runs else (shim.stderr or shim.stdout).strip()[-500:],
         "servers": servers,

@@ -488,9 +488,10 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
             raise ConfigError(f"unknown agent {name!r} (configured: {known})")
         return name, agents[name]
 
-    def editor_mcp_tools(self, agent: AgentConfig) -> list[str]:
-        """The editor MCP tools offered to ``agent``; empty when the server is off."""
-        choice = self.editor_mcp if agent.editor_mcp is None else agent.editor_mcp
+    def editor_mcp_tools(self, agent: AgentConfig | None = None) -> list[str]:
+        """The editor MCP tools offered to ``agent`` (None: by the global
+        ``editor_mcp``); empty when the server is off."""
+        choice = self.editor_mcp if agent is None or agent.editor_mcp is None else agent.editor_mcp
         if isinstance(choice, EditorMcpOptions):
             return list(choice.tools)
         return list(EDITOR_TOOLS) if choice else []
