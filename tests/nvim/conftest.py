@@ -142,6 +142,15 @@ class Editor:
         status: dict[str, Any] = self.lua("return require('acp').status()")
         return status
 
+    def reopen_last(self) -> int:
+        """The stored chat last changed, reopened from the history (its agent not
+        started) and shown: its chat id."""
+        self.wait("#require('acp').history() > 0", what="the chat kept")
+        entry = self.lua("return require('acp').history()[1]")
+        chat: int = self.lua("return require('acp').open({history = ...})", entry["id"])
+        self.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
+        return chat
+
     def events(self, name: str) -> list[dict[str, Any]]:
         events = self.lua("return _G.acp_events")
         return [e.get("data", {}) for e in events if e["name"] == name]

@@ -104,8 +104,7 @@ def test_tab_on_acpresume_in_a_chat_without_its_agent_tells_nothing(editor: Edit
     editor.wait_event("AcpTurnEnd")
     editor.wait("#require('acp').history({query = 'zebra'}) == 1", what="the chat kept")
     editor.nvim.command("AcpClose")
-    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
-    editor.wait("require('acp').status().state == 'ready'")
+    editor.reopen_last()
     editor.lua("_G.acp_notices = {}")
     complete(editor, "AcpResume ")
     # :AcpSessions asks the same way after it: its notice comes after any of the Tab's.
@@ -265,8 +264,7 @@ def test_a_chat_whose_agent_is_starting_or_gone_says_so_whatever_asks_it(editor:
     assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "its agent dead"
 
     editor.nvim.command("AcpClose")
-    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
-    editor.wait("require('acp').status().state == 'ready'")
+    editor.reopen_last()
     assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "reopened"
 
 

@@ -156,8 +156,7 @@ def test_a_reopened_chat_forks_once_its_agent_has_started(editor: Editor) -> Non
     editor.wait_event("AcpTurnEnd")
     editor.wait("#require('acp').history({query = 'zebra'}) == 1", what="the chat kept")
     editor.nvim.command("AcpClose")
-    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
-    editor.wait("require('acp').status().state == 'ready'")
+    editor.reopen_last()
     unstarted = NO_AGENT
     editor.nvim.command("AcpFork")
     assert last_notice(editor) == f"acp: cannot fork: {unstarted}"

@@ -188,8 +188,7 @@ def test_status_names_the_chat_and_says_whether_its_agent_runs(editor: Editor) -
 
     # Reopened from the history: named as before, no agent until its first prompt.
     editor.nvim.command("AcpClose")
-    editor.lua("require('acp').open({history = require('acp').history()[1].id})")
-    editor.wait("require('acp').status().state == 'ready'")
+    editor.reopen_last()
     status = editor.lua("return require('acp').status()")
     assert (status["name"], status["connected"]) == ("parser", False)
     editor.lua("require('acp').send('again')")

@@ -602,22 +602,13 @@ def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, vers
     assert (link["type"], link["uri"]) == ("resource_link", (a / "notes.txt").as_uri())
 
 
-def reopen(editor: Editor) -> int:
-    """The stored chat last changed, reopened (its agent not started): its chat id."""
-    editor.wait("#require('acp').history() > 0", what="the chat kept")
-    entry = editor.lua("return require('acp').history()[1]")
-    chat: int = editor.lua("return require('acp').open({history = ...})", entry["id"])
-    editor.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
-    return chat
-
-
 def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Editor) -> None:
     project, first, worktree = open_worktree_chat(editor, 1)
     editor.lua(STUB_SELECT, 2)  # keep the worktree
     close_chat(editor, first)
     assert worktree.is_dir()
 
-    chat = reopen(editor)
+    chat = editor.reopen_last()
     assert "worktree acp/" in winbar(editor)
     [listed] = editor.lua("return require('acp').chats()")
     assert (listed["cwd"], listed["worktree"], listed["waiting"]) == (str(worktree), str(worktree), 1)
@@ -648,7 +639,7 @@ def test_a_worktree_chat_reopened_once_its_worktree_is_gone_says_where_it_works(
     close_chat(editor, first)
     git(project, "worktree", "remove", "--force", str(worktree))
 
-    chat = reopen(editor)
+    chat = editor.reopen_last()
     gone = f"is gone: it goes on in your directory `{project}`"
     # Said before anything is sent: the agent's changes will land in your files.
     assert any(gone in line for line in transcript(editor, chat))
