@@ -620,9 +620,11 @@ def test_regenerate_and_rewind_refused_while_the_agent_starts_change_nothing(
     assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["first"]
 
 
-# The user's redo lands right after the review read the buffer their undo left,
-# before anything else the review asks of Neovim; with TextChanged as Neovim's loop
-# fires it after a command (not inside vim.wait, where the test waits).
+# The user's redo lands right after the review read the buffer their undo left (the
+# read that gave the review its text, at the undo's changedtick: not a read left from
+# before the undo, nor one whose text Python's copy still lacked), before anything else
+# the review asks of Neovim; with TextChanged as Neovim's loop fires it after a command
+# (not inside vim.wait, where the test waits).
 REDO_AFTER_THE_READ = """
 local path = ...
 local buffers = require('acp.editor.buffers')
@@ -636,12 +638,17 @@ local function redo_once()
     vim.api.nvim_exec_autocmds('TextChanged', { buffer = vim.fn.bufnr(path) })
   end
 end
-buffers.read = function(file, ...)
-  if file == path then
-    redo_once()
-    state = state == 'armed' and 'read' or state
+buffers.read = function(file, load, want, known, ...)
+  if file ~= path then
+    return read(file, load, want, known, ...)
   end
-  return read(file, ...)
+  redo_once()
+  local result = read(file, load, want, known, ...)
+  local text_given = result ~= nil and (result.text ~= nil or (type(known) == 'table' and known[2] == result.tick))
+  if state == 'armed' and text_given and result.tick == _G.undo_tick then
+    state = 'read'
+  end
+  return result
 end
 buffers.edit = function(file, tick, ...)
   if file == path then redo_once() end
@@ -669,7 +676,11 @@ def test_an_undo_and_redo_right_after_a_rewind_never_save_the_users_unsaved_text
     ):
         turn(editor, text, number)
     # Typed in a.txt, not saved: the rewind's restore keeps it in the buffer.
-    typed = "vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 0, 0, false, {'USER TOP LINE'})"
+    # The TextChanged Neovim fires before the user's next command: the review has
+    # the line before the rewind meets the buffer.
+    typed = """local buf = vim.fn.bufnr(...)
+    vim.api.nvim_buf_set_lines(buf, 0, 0, false, {'USER TOP LINE'})
+    vim.api.nvim_exec_autocmds('TextChanged', { buffer = buf })"""
     editor.lua(typed, str(a))
     editor.lua("require('acp').rewind(2)")
     session_changed(editor, 2)
@@ -679,7 +690,10 @@ def test_an_undo_and_redo_right_after_a_rewind_never_save_the_users_unsaved_text
     assert a.read_text() == "one\nkeep me\n"
 
     editor.lua(REDO_AFTER_THE_READ, str(a))
-    editor.lua("vim.cmd('undo'); vim.api.nvim_exec_autocmds('TextChanged', { buffer = 0 })")
+    undo = """vim.cmd('undo')
+    _G.undo_tick = vim.api.nvim_buf_get_changedtick(0)
+    vim.api.nvim_exec_autocmds('TextChanged', { buffer = 0 })"""
+    editor.lua(undo)
     # Both followed: the last write follows the buffer as the redo left it.
     editor.wait("vim.tbl_contains(_G.edited_at, vim.api.nvim_buf_get_changedtick(0))")
     assert editor.lua(f"return vim.deep_equal(vim.api.nvim_buf_get_lines(0, 0, -1, false), {kept})")
