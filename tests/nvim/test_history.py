@@ -253,6 +253,58 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
 
 
+@pytest.mark.parametrize("reopened", [False, True], ids=["live", "reopened"])
+def test_a_hand_over_handed_over_again_says_once_where_it_came_from(
+    editor: Editor, reopened: bool
+) -> None:
+    """Handed on again (live, or reopened from the history), a chat's transcript
+    began with two "From" lines, the new one saying the middle agent answered the
+    first turns; the new agent's conversation and the export did too. One line names
+    the chat it came from and the one it began in, whose agent answered first; each
+    hand-over keeps its line."""
+    wire = editor.tmp / "calls.jsonl"  # the conversation is too long for a reply to say
+    scenario = [sys.executable, str(FAKE), "rewind+plain+embed"]
+    embeds = {"cmd": scenario, "env": {"FAKE_CALLS": str(wire)}}
+    editor.setup(agents={**agents(editor), "embeds": embeds}, default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    if reopened:  # the second chat, closed once it is kept, then reopened
+        editor.wait("#require('acp').history({query = 'go'}) == 1", what="the second turn kept")
+        editor.lua("require('acp').close()")
+        editor.reopen_last()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=3)
+    found = {f["agent"]: f for f in kept(editor, "zebra", 2)}  # the third: once it sends
+    began = {agent: time.strftime("%Y-%m-%d %H:%M", time.localtime(f["created_at"]))
+             for agent, f in found.items()}  # fmt: skip
+    intro = (
+        f"*From plain's chat “hello zebra” (begun {began['plain']}), handed over from"
+        f" kept's chat “hello zebra” (begun {began['kept']}): kept answers from here.*"
+    )
+    handed = [
+        "*Handed over from kept's chat “hello zebra” to plain: plain answers from here.*",
+        "*Handed over from plain's chat “hello zebra” to embeds: embeds answers from here.*",
+    ]
+
+    def told_once(text: str) -> None:
+        assert [line for line in text.split("\n") if line.startswith("*From ")] == [intro]
+        said = [intro, "echo: hello zebra", handed[0], "go on", handed[1]]
+        assert [text.index(words) for words in said] == sorted(text.index(w) for w in said)
+
+    told_once(editor.transcript_text())
+    send(editor, "and more", 3)
+    prompts = [params for method, params in map(json.loads, wire.read_text().splitlines())
+               if method == "session/prompt"]  # fmt: skip
+    carried = prompts[0]["prompt"][1]["resource"]["text"]
+    told_once(carried)
+    [own] = [f for f in kept(editor, "zebra", 3) if f["agent"] == "embeds"]
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", own["id"])
+    told_once("\n".join(editor.nvim.buffers[buf][:]))
+
+
 def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Editor) -> None:
     """The demo reads the conversation carried ahead of a hand-over's first prompt
     as context. Its replies there say `help`: that is not a request for its help."""

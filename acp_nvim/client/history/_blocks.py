@@ -16,6 +16,7 @@ __all__ = [
     "attachment_data",
     "block_id",
     "date",
+    "introduced",
     "markdown",
     "notice_block",
     "render_ops",
@@ -57,6 +58,8 @@ from acp_nvim.review import format_unified
 # information).
 NOTICES = ("turn", "changes", "error", "info")
 _MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
+# The line before a conversation handed over (introduced).
+_INTRO = "#intro"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -113,6 +116,25 @@ def notice_block(
     key: str, kind: str, lines: list[str], seq: int, turn: int, data: dict[str, Any] | None
 ) -> StoredBlock:
     return StoredBlock(seq, key, turn, kind, "\n".join(lines), _json(data))
+
+
+def introduced(source: str, agent: str, blocks: Sequence[StoredBlock]) -> list[StoredBlock]:
+    """``blocks``, the conversation of chat ``source`` (as a transcript names it)
+    handed over, after a line before every turn saying where it came from and that
+    ``agent`` answered it. A conversation handed over before begins with such a
+    line: it goes, and the new one names the chat it began in too, whose agent
+    answered its first turns (the chats between are named by the line each
+    hand-over left after their turns), so a chain of hand-overs is said once."""
+    earlier = _data(blocks[0]) if blocks and blocks[0].key == _INTRO else {}
+    origin = earlier.get("origin")
+    if isinstance(origin, str):
+        blocks, agent = blocks[1:], str(earlier.get("agent", agent))
+        line = f"*From {source}, handed over from {origin}: {agent} answers from here.*"
+    else:
+        origin, line = source, f"*From {source}: {agent} answers from here.*"
+    intro = notice_block(_INTRO, "info", [line], -1, 0, {"origin": origin, "agent": agent})
+    intro.node = 0
+    return [intro, *blocks]
 
 
 def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:

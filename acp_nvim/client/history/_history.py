@@ -258,9 +258,8 @@ class History:
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
         began = f" (begun {date(before.created_at)})" if before is not None else ""
-        intro = f"*From {named}{began}: {source.agent} answers from here.*"
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
-        await self.continue_from(chat, source, note, intro)
+        await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title
         if title:
             chat.keep_title(title)
@@ -272,21 +271,20 @@ class History:
         await self.continue_from(chat, parent, note)
 
     async def continue_from(
-        self, chat: Chat, source: Chat, note: str, intro: str | None = None
+        self, chat: Chat, source: Chat, note: str, handed: str | None = None
     ) -> None:
         """``chat`` continues ``source``'s conversation (handed over to another agent,
-        or a fork): shown first (after ``intro``), then ``note``; its turns are
+        or a fork): shown first (handed over: after the line saying it came from
+        ``handed``, the source as named there), then ``note``; its turns are
         ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat.
         A hand-over's agent is told it with the first prompt (:meth:`seed`), a fork's
         has it."""
-        from acp_nvim.client.history._blocks import notice_block
+        from acp_nvim.client.history._blocks import introduced
 
         record, before = self._records[chat.id], self._records.get(source.id)
         blocks = before.blocks() if before is not None else []
-        if intro is not None:  # before every turn, and before the first block
-            first = notice_block("#intro", "info", [intro], -1, 0, None)
-            first.node = 0
-            blocks = [first, *blocks]
+        if handed is not None:
+            blocks = introduced(handed, source.agent, blocks)
         if record.target is not None and before is not None and before.target is not None:
             record.target.parent = before.target.id
         turns = before.base_turns + source.turn if before is not None else source.turn
