@@ -8,9 +8,10 @@ local function acp()
   return require("acp")
 end
 
---- A command's turn number; what is not one goes on as typed, for the API to refuse.
-local function turn_arg(args)
-  local typed = args.fargs[1]
+--- A command's turn number (its `at`th word, default the first); what is not one
+--- goes on as typed, for the API to refuse.
+local function turn_arg(args, at)
+  local typed = args.fargs[at or 1]
   return typed and (tonumber(typed) or typed)
 end
 
@@ -228,9 +229,10 @@ end, {
 })
 command("AcpDiff", function(args)
   at_most(args, 2)
-  local turn = tonumber(args.fargs[#args.fargs] or "")
-  local file = args.fargs[1] ~= nil and not (turn and #args.fargs == 1) and args.fargs[1] or nil
-  require("acp.review.diff").open(file, turn)
+  -- A lone number is the turn (of the current buffer's file); else the first word
+  -- is the file and the second the turn, refused when it is none, never dropped.
+  local file = not (#args.fargs == 1 and tonumber(args.fargs[1])) and args.fargs[1] or nil
+  require("acp.review.diff").open(file, turn_arg(args, file and 2 or 1))
 end, {
   nargs = "*",
   complete = function(args)

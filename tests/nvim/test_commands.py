@@ -268,17 +268,30 @@ def test_a_chat_whose_agent_is_starting_or_gone_says_so_whatever_asks_it(editor:
     assert refusals(editor, [*ASKS, "AcpFork"]) == expected, "reopened"
 
 
-def test_acpdiff_with_a_third_word_is_refused(editor: Editor) -> None:
-    """`:AcpDiff hello.py 1 extra` opened the diff, `extra` dropped unsaid."""
+def test_acpdiff_refuses_a_word_it_cannot_use_and_opens_every_form_it_takes(
+    editor: Editor,
+) -> None:
+    """`:AcpDiff hello.py 1 extra` opened the diff, `extra` dropped unsaid, and so did
+    `:AcpDiff hello.py x`: a second word that is no turn was dropped, turn 1's diff
+    opened. Each is an error naming the word, which opens nothing; each form the
+    help gives opens the diff still."""
     (editor.tmp / "project" / "hello.py").write_text("print('hi')\n")
     editor.setup(permission_policy="allow_all")
     editor.open_chat()
     editor.lua("require('acp').send('edit hello.py')")
     editor.wait_event("AcpTurnEnd")
-    editor.lua("_G.acp_notices = {}")
-    editor.nvim.command("AcpDiff hello.py 1 extra")
-    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
-    assert notices == ["acp: E488: Trailing characters: extra"]
-    assert editor.lua("return vim.fn.bufnr('acp://baseline/*')") == -1
-    editor.nvim.command("AcpDiff hello.py 1")
-    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1", what="the diff")
+    baseline = "vim.fn.bufnr('acp://baseline/*')"
+    for typed, said in {
+        "AcpDiff hello.py 1 extra": "acp: E488: Trailing characters: extra",
+        "AcpDiff hello.py x": 'acp: a turn is a whole number, not "x"',
+        "AcpDiff hello.py 1.5": "acp: a turn is a whole number, not 1.5",
+    }.items():
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(typed)
+        assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said], typed
+        assert editor.lua(f"return {baseline}") == -1, typed
+    editor.nvim.command("edit hello.py")
+    for typed in ("AcpDiff hello.py 1", "AcpDiff hello.py", "AcpDiff 1", "AcpDiff"):
+        editor.nvim.command(typed)
+        editor.wait(f"{baseline} ~= -1", what=f"the diff of {typed}")
+        editor.lua(f"vim.api.nvim_buf_delete({baseline}, {{ force = true }})")

@@ -46,8 +46,9 @@ end
 --- (default: the latest turn whose changes to it still wait); the split opens when
 --- it arrives.
 ---@param file? string
----@param turn? integer
+---@param turn? integer what is not a whole number is a user error
 function M.open(file, turn)
+  turn = util.turn_number(turn)
   local path = file and file ~= "" and vim.fn.fnamemodify(file, ":p") or api.nvim_buf_get_name(0)
   if path == "" then
     util.user_error(":AcpDiff compares a file: name one, or run it in a file's buffer")
