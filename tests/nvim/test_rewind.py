@@ -441,7 +441,8 @@ def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor.lua("require('acp').rewind(2)")
     session_changed(editor, 2)
     editor.lua("require('acp').send('hold')")
-    editor.wait("require('acp').status().state == 'running'")
+    # The agent holds the turn: its prompt is recorded before the cancel can be.
+    wait_text(editor, "holding")
     editor.lua(STUB_UI, 1)
     editor.nvim.command("AcpBranches")
     assert editor.wait_event("AcpTurnEnd", count=3)["stop_reason"] == "cancelled"

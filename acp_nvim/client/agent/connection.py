@@ -311,8 +311,13 @@ class AgentConnection:
                 drawn()  # shown while it waits
                 await self.turns.wait_behind(chat, text, self.exited)
             chat.muted = False
+
+            def sent() -> None:
+                drawn()
+                self.turns.sent(chat)
+
             stop_reason = await self.turns.until_exit(
-                sessions.prompt(chat, text, attachments, on_sent=drawn),
+                sessions.prompt(chat, text, attachments, on_sent=sent),
                 chat,
                 self.exited,
                 leave=True,
@@ -347,11 +352,13 @@ class AgentConnection:
             self.turns.end(chat)
 
     async def cancel(self, chat: Chat) -> None:
-        """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``,
-        or here after ``turns.grace`` seconds (the spec lets a client stop waiting;
-        pending permission requests are answered ``cancelled`` at once)."""
+        """Ask the agent to stop the turn, once it has the prompt; the turn ends when
+        it answers ``cancelled``, or here after ``turns.grace`` seconds (the spec lets
+        a client stop waiting; pending permission requests are answered ``cancelled``
+        at once)."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
+        await self.turns.written(chat)
         try:
             await sessions.cancel(chat)
         except ConnectionClosed:

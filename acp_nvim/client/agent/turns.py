@@ -50,6 +50,10 @@ class Turns:
         self._left: dict[int, anyio.Event] = {}
         # The prompt of a turn waiting for the agent to end the one left to it.
         self._waiting: dict[int, str] = {}
+        # Set once the running turn's prompt is written to the agent, waits behind a
+        # turn left to it, or never goes (the turn ended): a cancel written before it
+        # would reach the agent ahead of the prompt, which it would then run.
+        self._sent: dict[int, anyio.Event] = {}
 
     def __repr__(self) -> str:
         return f"<Turns {len(self._abandon)} running, {len(self._left)} left to the agent>"
@@ -60,10 +64,25 @@ class Turns:
     def begin(self, chat: Chat) -> None:
         self._abandon[chat.id] = anyio.Event()
         self._ended[chat.id] = anyio.Event()
+        self._sent[chat.id] = anyio.Event()
 
     def end(self, chat: Chat) -> None:
         del self._abandon[chat.id]
         self._ended.pop(chat.id).set()
+        self._sent.pop(chat.id).set()
+
+    def sent(self, chat: Chat) -> None:
+        """``chat``'s prompt is written to the agent."""
+        self._sent[chat.id].set()
+
+    async def written(self, chat: Chat) -> None:
+        """Wait until a cancel of ``chat``'s turn can go to the agent: its prompt is
+        written (during the turn start, the review's scan, it is not yet), waits
+        behind a turn left to the agent (withdrawn by the cancel's grace), or the
+        turn ended."""
+        sent = self._sent.get(chat.id)
+        if sent is not None:
+            await sent.wait()
 
     async def over(self, chat: Chat) -> None:
         """Wait until ``chat``'s running turn (if any) has ended here."""
@@ -87,6 +106,7 @@ class Turns:
         if left is None:
             return
         self._waiting[chat.id] = prompt
+        self._sent[chat.id].set()
         try:
             await self.until_exit(left.wait(), chat, exited)
         except Abandoned:

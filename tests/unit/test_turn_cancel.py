@@ -1,0 +1,54 @@
+"""A cancel given while the turn starts, before its prompt is written to the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.lowlevel import checkpoint
+
+from tests.unit.memory_agent import MemoryAgent, app_with, watchdog
+
+pytestmark = pytest.mark.anyio
+
+
+def methods(agent: MemoryAgent) -> list[str]:
+    return [m["method"] for m in agent.received if isinstance(m, dict) and "method" in m]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_cancel_during_the_turn_start_reaches_the_agent_after_its_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """The turn shows as running while the review takes its start (the scan); a
+    cancel then went to the agent ahead of the prompt, which the agent, idle at the
+    cancel, then ran whole while the chat ended the turn and hid it. The cancel now
+    follows the prompt."""
+    agent = MemoryAgent(version, turns=[[]], end_turns=False)  # holds its turn
+    options: dict[str, Any] = {"timeouts": {"cancel": 0.2}}
+    async with watchdog(), app_with(agent, str(tmp_path), **options) as (app, editor):
+        changes = app.chats[1].changes
+        assert changes is not None
+        begin_turn, starting, release = changes.begin_turn, anyio.Event(), anyio.Event()
+
+        async def held(*args: Any) -> None:
+            starting.set()
+            await release.wait()
+            await begin_turn(*args)
+
+        monkeypatch.setattr(changes, "begin_turn", held)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(app.send, 1, "go")
+                await starting.wait()
+                assert app.chats[1].state == "running"
+                tasks.start_soon(app.cancel, 1)
+                await anyio.wait_all_tasks_blocked()  # the cancel has gone, or waits
+                release.set()
+            while "session/cancel" not in methods(agent):
+                await checkpoint()
+        sent = methods(agent)
+        assert sent.index("session/prompt") < sent.index("session/cancel")
+        assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "cancelled"})
