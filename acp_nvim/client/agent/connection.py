@@ -344,14 +344,17 @@ class AgentConnection:
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
             self.elicitations.cancel(chat)
+            self.terminals.cancel(chat)
             self.turns.end(chat)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn; the turn ends when it answers ``cancelled``,
         or here after ``turns.grace`` seconds (the spec lets a client stop waiting;
-        pending permission requests are answered ``cancelled`` at once)."""
+        pending permission requests are answered ``cancelled`` at once, and a
+        command not started yet never starts)."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
+        self.terminals.cancel(chat)  # before the await: the window may close meanwhile
         try:
             await sessions.cancel(chat)
         except ConnectionClosed:
