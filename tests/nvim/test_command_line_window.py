@@ -264,3 +264,41 @@ def test_a_cancel_while_the_agents_command_waits_for_the_window_starts_nothing(
     assert [c["name"] for c in terminal_calls(editor)].count("create") == 1
     assert not (editor.tmp / "report.json").exists()
 
+
+def test_a_display_terminal_started_afresh_in_the_command_line_window_shows_it_after(
+    editor: Editor,
+) -> None:
+    """An agent's display terminal (ACP v2) starting afresh there left its old
+    buffer behind (E11 deleting it) and the new one without its name."""
+    editor.setup()
+    term = "require('acp.editor.terminal')"
+    editor.lua(f"{term}.write('d1', 'old screen', false)")
+    old = editor.lua(f"{term}.open('d1'); vim.cmd.wincmd('p'); return {term}.terminals.d1.buf")
+    window = editor.lua(f"return vim.fn.bufwinid({old})")
+    editor.nvim.input("q:")
+    editor.wait(IN_CMDWIN, what="the command-line window")
+    editor.lua(f"{term}.write('d1', 'fresh', true)")
+    editor.lua(f"{term}.write('d1', ' and more', false)")
+    new = editor.lua(f"return {term}.terminals.d1.buf")
+    assert new != old
+    leave_cmdwin(editor)
+    editor.wait(f"vim.api.nvim_win_get_buf({window}) == {new}", what="the window on the new screen")
+    assert editor.lua(f"return vim.api.nvim_buf_is_valid({old})") is False
+    assert editor.lua(f"return vim.api.nvim_buf_get_name({new})").endswith("acp://terminal/d1")
+    editor.wait(f"vim.api.nvim_buf_get_lines({new}, 0, 1, false)[1] == 'fresh and more'")
+
+
+def test_a_chat_closed_in_the_command_line_window_takes_its_terminals_with_it(
+    editor: Editor,
+) -> None:
+    """Its commands were stopped but their buffers stayed (E11 deleting them there)."""
+    open_fake(editor)
+    script = {"create": {"command": "echo started; sleep 100"}, "wait": False, "release": False}
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait_event("AcpTurnEnd")
+    term = editor.lua("local t = require('acp.editor.terminal') return t.terminals[t.last]")
+    open_cmdwin(editor)
+    editor.lua("require('acp').close()")
+    editor.wait(f"vim.fn.jobwait({{{term['job']}}}, 0)[1] ~= -1", what="the command stopped")
+    leave_cmdwin(editor)
+    editor.wait(f"not vim.api.nvim_buf_is_valid({term['buf']})", what="its buffer gone")

@@ -283,14 +283,19 @@ function M.write(key, data, reset)
     term = { buf = buf, chan = chan, running = false }
     remember(key, term)
   elseif reset then
-    -- A terminal cannot forget its scrollback: swap in a new buffer where the old one shows.
+    -- A terminal cannot forget its scrollback: a new buffer takes the old one's
+    -- windows and name. The output goes to it at once, the swap waits for the
+    -- command-line window to close (no buffer may go there: E11).
     local old = term.buf
     term.buf, term.chan = new_display()
-    for _, win in ipairs(vim.fn.win_findbuf(old)) do
-      api.nvim_win_set_buf(win, term.buf)
-    end
-    pcall(api.nvim_buf_delete, old, { force = true })
-    pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+    local new = term.buf
+    util.outside_cmdwin(function()
+      for _, win in ipairs(vim.fn.win_findbuf(old)) do
+        api.nvim_win_set_buf(win, new)
+      end
+      pcall(api.nvim_buf_delete, old, { force = true })
+      pcall(api.nvim_buf_set_name, new, "acp://terminal/" .. key)
+    end)
   end
   if data ~= "" then
     api.nvim_chan_send(term.chan, data)
@@ -316,7 +321,10 @@ function M.stop(keys, wipe)
         if M.last == key then
           M.last = nil
         end
-        pcall(api.nvim_buf_delete, term.buf, { force = true })
+        -- No buffer may go in the command-line window (E11): it goes once that closes.
+        util.outside_cmdwin(function()
+          pcall(api.nvim_buf_delete, term.buf, { force = true })
+        end)
       end
     end
   end
