@@ -196,12 +196,14 @@ def test_a_command_the_agent_runs_in_the_command_line_window_runs_once_it_closes
     editor: Editor,
 ) -> None:
     """terminal/create failed there (E11: Neovim makes no terminal in it) and the
-    agent's command never ran. It waits for the window to close, then runs whole."""
+    agent's command never ran. It waits for the window to close, then runs whole,
+    and what it did is reviewed and watched as any command's."""
+    (editor.tmp / "project" / "notes.txt").write_text("mine\n")
     open_fake(editor)
     editor.lua(RECORD_TERMINAL_CALLS)
     open_cmdwin(editor)
     report = editor.tmp / "report.json"
-    create = {"command": "seq 3000; exit 3", "outputByteLimit": 100_000}
+    create = {"command": "echo theirs > notes.txt; seq 3000; exit 3", "outputByteLimit": 100_000}
     script = {"create": create, "report_to": str(report)}
     editor.lua("require('acp').send(...)", json.dumps(script))
     editor.wait(TERMINAL_WAITS, what="the agent's command asked for")
@@ -213,9 +215,12 @@ def test_a_command_the_agent_runs_in_the_command_line_window_runs_once_it_closes
     assert result["output"] == "".join(f"{i}\n" for i in range(1, 3001))
     assert result["exit"] == {"exitCode": 3}
     key = result["terminalId"]
-    assert f"[terminal {key} · exit 3] seq 3000; exit 3" in editor.transcript_text()
+    assert f"[terminal {key} · exit 3] echo theirs > notes.txt;" in editor.transcript_text()
     creates = [c for c in terminal_calls(editor) if c["name"] == "create"]
     assert [c["cmdwin"] for c in creates] == [True, False]
+    editor.nvim.command("AcpReview")
+    review = editor.nvim.current.buffer[:]
+    assert "M notes.txt  [disk]" in review and "  @@ -1 +1 @@ pending" in review
     # The terminal is a real one the user opens as any other.
     editor.nvim.command("AcpTerminal")
     assert editor.lua("return vim.bo.buftype") == "terminal"
@@ -265,7 +270,7 @@ def test_a_cancel_while_the_agents_command_waits_for_the_window_starts_nothing(
     assert not (editor.tmp / "report.json").exists()
 
 
-def test_a_display_terminal_started_afresh_in_the_command_line_window_shows_it_after(
+def test_a_display_terminal_started_afresh_in_the_command_line_window_leaves_nothing_behind(
     editor: Editor,
 ) -> None:
     """An agent's display terminal (ACP v2) starting afresh there left its old
