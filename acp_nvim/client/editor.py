@@ -513,13 +513,20 @@ class Editor(Protocol):
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
-    ) -> int:
+    ) -> int | None:
         """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``;
         ``show`` opens it for the user to type in.
 
-        Returns the process id (its process group). Output and the exit code come
-        back through the host (:meth:`~acp_nvim.client.services.terminals.Terminals.feed`).
+        Returns the process id (its process group), or None when the editor can
+        make no terminal now (Neovim's command-line window is open): nothing
+        started, ask again after :meth:`terminal_allowed`. Output and the exit
+        code come back through the host
+        (:meth:`~acp_nvim.client.services.terminals.Terminals.feed`).
         """
+
+    async def terminal_allowed(self) -> None:
+        """Return once the editor may make a terminal (at once, or when Neovim's
+        command-line window closes)."""
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
         """Show ``text`` (escapes and all) in display-only terminal ``key``, created on

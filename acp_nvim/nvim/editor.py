@@ -329,6 +329,8 @@ class NvimEditor:
         # Language server requests waiting for Lua's answer, by id (worker thread).
         self._lsp: dict[int, tuple[anyio.Event, dict[str, Any]]] = {}
         self._lsp_ids = itertools.count(1)
+        # Set when the command-line window closes, for who waits to make a terminal.
+        self._cmdwin_closed: anyio.Event | None = None
 
     def render(self, chat: int, ops: list[RenderOp]) -> None:
         with self._lock:
@@ -533,9 +535,22 @@ class NvimEditor:
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
-    ) -> int:
+    ) -> int | None:
         create = "return require('acp.editor.terminal').create(...)"
-        return int(await self.call_lua(create, key, cmd, cwd, env, show))
+        pid = await self.call_lua(create, key, cmd, cwd, env, show)
+        return None if pid is None else int(pid)
+
+    async def terminal_allowed(self) -> None:
+        # Made before asking: the window may close before Lua's answer is read.
+        closed = self._cmdwin_closed = self._cmdwin_closed or anyio.Event()
+        if not await self.call_lua("return require('acp.editor.terminal').allowed()"):
+            await closed.wait()
+
+    def cmdwin_closed(self) -> None:
+        """Lua's word that the command-line window closed (worker thread)."""
+        if self._cmdwin_closed is not None:
+            self._cmdwin_closed.set()
+            self._cmdwin_closed = None
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
         await self.call_lua("require('acp.editor.terminal').write(...)", key, text, reset)

@@ -172,6 +172,8 @@ class Host:
                 self.worker.call(app.terminal_output, params.get("chunks") or [])
             case "lsp_answer":
                 self.worker.call(self.editor.lsp_answer, params)
+            case "cmdwin_closed":
+                self.worker.call(self.editor.cmdwin_closed)
             case "buffers_changed":
                 self.worker.submit(app.buffers_changed)
             case "export":  # :AcpExport: answered with a reply item (App.export)

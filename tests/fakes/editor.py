@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from acp_nvim.client.editor import BufferState, Editor, EditorError, Event, LspRequest, RenderOp
 
 if TYPE_CHECKING:
@@ -52,6 +54,10 @@ class RecordingEditor:
         self.buffers: dict[str, _FakeBuffer] = {}
         # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
         self.terminals: dict[str, dict[str, Any]] = {}
+        # Set by a test: no terminal is made until it is set (Neovim's command-line
+        # window open); asked meanwhile, by key.
+        self.terminals_after: anyio.Event | None = None
+        self.terminals_refused: list[str] = []
         # What the MCP tools read: set by the tests.
         self.selected: dict[str, Any] | None = None
         self.diagnostic_list: list[dict[str, Any]] = []
@@ -207,9 +213,12 @@ class RecordingEditor:
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
-    ) -> int:
+    ) -> int | None:
         if isinstance(cmd, list) and not cmd[0]:
             raise EditorError("empty command")
+        if self.terminals_after is not None and not self.terminals_after.is_set():
+            self.terminals_refused.append(key)
+            return None
         self.terminals[key] = {
             "cmd": cmd,
             "cwd": cwd,
@@ -220,6 +229,10 @@ class RecordingEditor:
             "wiped": False,
         }
         return 10_000 + len(self.terminals)
+
+    async def terminal_allowed(self) -> None:
+        if self.terminals_after is not None:
+            await self.terminals_after.wait()
 
     async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
         term = self.terminals.setdefault(key, {"data": "", "stopped": False, "wiped": False})

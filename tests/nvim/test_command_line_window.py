@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.nvim.conftest import Editor
+from tests.nvim.test_login import open_needing_login
 from tests.nvim.test_mcp import start, text
+from tests.nvim.test_terminals import open_fake
 
 IN_CMDWIN = "vim.fn.getcmdwintype() ~= ''"
 # Counts the batches Python sends, so that a test knows one came while it waits.
@@ -157,3 +160,150 @@ def test_a_file_the_agent_shows_in_the_command_line_window_opens_once_it_closes(
     assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [2, 0]
     assert notices(editor) == []
 
+
+# Each call Python makes of acp.editor.terminal's functions, with whether the
+# command-line window was open and how it went.
+RECORD_TERMINAL_CALLS = """
+local term = require('acp.editor.terminal')
+_G.terminal_calls = {}
+for name, fn in pairs(term) do
+  if type(fn) == 'function' then
+    term[name] = function(...)
+      local result = { pcall(fn, ...) }
+      table.insert(_G.terminal_calls, {
+        name = name, cmdwin = vim.fn.getcmdwintype() ~= '', ok = result[1], value = result[2],
+      })
+      if not result[1] then
+        error(result[2], 0)
+      end
+      return unpack(result, 2)
+    end
+  end
+end
+"""
+# Python asked for the agent's terminal in the command-line window and now waits
+# for it to close; or Neovim refused the terminal.
+TERMINAL_WAITS = (
+    "vim.iter(_G.terminal_calls):any(function(c) return c.name == 'allowed' or not c.ok end)"
+)
+
+
+def terminal_calls(editor: Editor) -> list[dict[str, Any]]:
+    return list(editor.lua("return _G.terminal_calls"))
+
+
+def test_a_command_the_agent_runs_in_the_command_line_window_runs_once_it_closes(
+    editor: Editor,
+) -> None:
+    """terminal/create failed there (E11: Neovim makes no terminal in it) and the
+    agent's command never ran. It waits for the window to close, then runs whole,
+    and what it did is reviewed and watched as any command's."""
+    (editor.tmp / "project" / "notes.txt").write_text("mine\n")
+    open_fake(editor)
+    editor.lua(RECORD_TERMINAL_CALLS)
+    open_cmdwin(editor)
+    report = editor.tmp / "report.json"
+    create = {"command": "echo theirs > notes.txt; seq 3000; exit 3", "outputByteLimit": 100_000}
+    script = {"create": create, "report_to": str(report)}
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait(TERMINAL_WAITS, what="the agent's command asked for")
+    assert [c for c in terminal_calls(editor) if not c["ok"]] == []
+    assert editor.lua("return vim.tbl_isempty(require('acp.editor.terminal').terminals)")
+    leave_cmdwin(editor)
+    editor.wait_event("AcpTurnEnd")
+    result = json.loads(report.read_text())
+    assert result["output"] == "".join(f"{i}\n" for i in range(1, 3001))
+    assert result["exit"] == {"exitCode": 3}
+    key = result["terminalId"]
+    assert f"[terminal {key} · exit 3] echo theirs > notes.txt;" in editor.transcript_text()
+    creates = [c for c in terminal_calls(editor) if c["name"] == "create"]
+    assert [c["cmdwin"] for c in creates] == [True, False]
+    editor.nvim.command("AcpReview")
+    review = editor.nvim.current.buffer[:]
+    assert "M notes.txt  [disk]" in review and "  @@ -1 +1 @@ pending" in review
+    # The terminal is a real one the user opens as any other.
+    editor.nvim.command("AcpTerminal")
+    assert editor.lua("return vim.bo.buftype") == "terminal"
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(f"acp://terminal/{key}")
+    editor.wait("vim.fn.getline(1) == '1'", what="the output in the terminal")
+
+
+def test_a_terminal_login_asked_in_the_command_line_window_opens_once_it_closes(
+    editor: Editor,
+) -> None:
+    open_needing_login(editor)
+    editor.lua(RECORD_TERMINAL_CALLS)
+    open_cmdwin(editor)
+    editor.nvim.command("AcpLogin tui")  # typed after `:` in the command-line window
+    editor.wait(TERMINAL_WAITS, what="the login's terminal asked for")
+    assert notices(editor) == []
+    leave_cmdwin(editor)
+    editor.wait("vim.bo.buftype == 'terminal'", what="the login terminal in front")
+    editor.wait("vim.fn.join(vim.fn.getline(1, '$')):find('Press Enter') ~= nil", what="the login")
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "t"
+    editor.lua("vim.api.nvim_chan_send(vim.bo.channel, '\\r')")
+    editor.wait_event("AcpSessionReady")
+    assert (editor.tmp / "logged-in").exists()
+
+
+def test_a_cancel_while_the_agents_command_waits_for_the_window_starts_nothing(
+    editor: Editor,
+) -> None:
+    """The user cancels the turn (:AcpCancel given there): the agent's waiting
+    command is refused at once and does not run once the window closes."""
+    open_fake(editor)
+    editor.lua(RECORD_TERMINAL_CALLS)
+    open_cmdwin(editor)
+    script = {"create": {"command": "echo never"}, "report_to": str(editor.tmp / "report.json")}
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait(TERMINAL_WAITS, what="the agent's command asked for")
+    editor.nvim.command("AcpCancel")
+    refused = (
+        "vim.iter(require('acp.host').request('log')):any(function(line)"
+        " return line:find('was stopped before it could start', 1, true) ~= nil end)"
+    )
+    editor.wait(refused, what="the agent told")
+    leave_cmdwin(editor)
+    editor.wait_event("AcpTurnEnd")
+    assert editor.lua("return vim.tbl_isempty(require('acp.editor.terminal').terminals)")
+    assert [c["name"] for c in terminal_calls(editor)].count("create") == 1
+    assert not (editor.tmp / "report.json").exists()
+
+
+def test_a_display_terminal_started_afresh_in_the_command_line_window_leaves_nothing_behind(
+    editor: Editor,
+) -> None:
+    """An agent's display terminal (ACP v2) starting afresh there left its old
+    buffer behind (E11 deleting it) and the new one without its name."""
+    editor.setup()
+    term = "require('acp.editor.terminal')"
+    editor.lua(f"{term}.write('d1', 'old screen', false)")
+    old = editor.lua(f"{term}.open('d1'); vim.cmd.wincmd('p'); return {term}.terminals.d1.buf")
+    window = editor.lua(f"return vim.fn.bufwinid({old})")
+    editor.nvim.input("q:")
+    editor.wait(IN_CMDWIN, what="the command-line window")
+    editor.lua(f"{term}.write('d1', 'fresh', true)")
+    editor.lua(f"{term}.write('d1', ' and more', false)")
+    new = editor.lua(f"return {term}.terminals.d1.buf")
+    assert new != old
+    leave_cmdwin(editor)
+    editor.wait(f"vim.api.nvim_win_get_buf({window}) == {new}", what="the window on the new screen")
+    assert editor.lua(f"return vim.api.nvim_buf_is_valid({old})") is False
+    assert editor.lua(f"return vim.api.nvim_buf_get_name({new})").endswith("acp://terminal/d1")
+    editor.wait(f"vim.api.nvim_buf_get_lines({new}, 0, 1, false)[1] == 'fresh and more'")
+
+
+def test_a_chat_closed_in_the_command_line_window_takes_its_terminals_with_it(
+    editor: Editor,
+) -> None:
+    """Its commands were stopped but their buffers stayed (E11 deleting them there)."""
+    open_fake(editor)
+    script = {"create": {"command": "echo started; sleep 100"}, "wait": False, "release": False}
+    editor.lua("require('acp').send(...)", json.dumps(script))
+    editor.wait_event("AcpTurnEnd")
+    term = editor.lua("local t = require('acp.editor.terminal') return t.terminals[t.last]")
+    open_cmdwin(editor)
+    editor.lua("require('acp').close()")
+    editor.wait(f"vim.fn.jobwait({{{term['job']}}}, 0)[1] ~= -1", what="the command stopped")
+    leave_cmdwin(editor)
+    editor.wait(f"not vim.api.nvim_buf_is_valid({term['buf']})", what="its buffer gone")

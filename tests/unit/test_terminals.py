@@ -5,7 +5,7 @@ callbacks do."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -309,3 +309,68 @@ async def test_the_app_routes_editor_output_to_the_agent_that_asked(tmp_path: Pa
         assert reply[-3:] == ["hi", "counting: 1 2 3", "```"]
         await app.shutdown()
         tasks.cancel_scope.cancel()
+
+
+async def test_a_command_waits_while_the_editor_makes_no_terminal(rig: Rig) -> None:
+    """Neovim makes none in its command-line window: the agent's request waits for it
+    to close, then the command starts, once."""
+    rig.editor.terminals_after = anyio.Event()
+    created: list[str] = []
+
+    async def create() -> None:
+        created.append(await rig.create("make"))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(create)
+        await anyio.wait_all_tasks_blocked()
+        assert len(rig.editor.terminals_refused) == 1 and rig.editor.terminals == {}
+        rig.editor.terminals_after.set()
+    assert list(rig.editor.terminals) == created == rig.editor.terminals_refused
+    rig.terminals.feed(created[0], b"built\n", 0)
+    assert (await rig.output(created[0])).text == "built\n"
+
+
+async def _cancel(rig: Rig) -> None:
+    rig.terminals.cancel(rig.chat)
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        pytest.param(_cancel, id="the turn cancelled"),
+        pytest.param(lambda rig: rig.terminals.abandon(rig.chat), id="the turn left to the agent"),
+        pytest.param(lambda rig: rig.terminals.end_session(rig.chat), id="the chat closed"),
+        pytest.param(lambda rig: rig.terminals.end_all(), id="the agent gone"),
+    ],
+)
+async def test_a_command_stopped_while_it_waits_for_the_editor_never_starts(
+    rig: Rig, stop: Callable[[Rig], Awaitable[None]]
+) -> None:
+    rig.editor.terminals_after = anyio.Event()
+    errors: list[ServiceError] = []
+
+    async def create() -> None:
+        with pytest.raises(ServiceError) as err:
+            await rig.create("make")
+        errors.append(err.value)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(create)
+        await anyio.wait_all_tasks_blocked()
+        await stop(rig)
+    rig.editor.terminals_after.set()  # the window closes: nothing waits any more
+    [error] = errors
+    assert (error.kind, str(error)) == ("denied", "'make' was stopped before it could start")
+    assert rig.editor.terminals == {} and rig.chat.session.terminals == {}
+    assert repr(rig.terminals).startswith("<Terminals 0 commands")
+
+
+async def test_a_waiting_command_whose_request_the_agent_cancels_is_forgotten(rig: Rig) -> None:
+    rig.editor.terminals_after = anyio.Event()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(rig.create, "make")
+        await anyio.wait_all_tasks_blocked()
+        tasks.cancel_scope.cancel()  # as $/cancel_request does
+    rig.editor.terminals_after.set()
+    assert rig.editor.terminals == {} and rig.chat.session.terminals == {}
+    assert repr(rig.terminals).startswith("<Terminals 0 commands")

@@ -349,15 +349,17 @@ class AgentConnection:
             # The turn is over: nobody waits for the answers any more.
             self.permissions.cancel(chat)
             self.elicitations.cancel(chat)
+            self.terminals.cancel(chat)
             self.turns.end(chat)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn, once it has the prompt; the turn ends when
         it answers ``cancelled``, or here after ``turns.grace`` seconds (the spec lets
         a client stop waiting; pending permission requests are answered ``cancelled``
-        at once)."""
+        at once, and a command not started yet never starts)."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
+        self.terminals.cancel(chat)  # before the await: the window may close meanwhile
         await self.turns.written(chat)
         try:
             await sessions.cancel(chat)

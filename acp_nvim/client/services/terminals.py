@@ -162,6 +162,9 @@ class _Command(_Shown, eq=False):
     exited: anyio.Event = msgspec.field(default_factory=anyio.Event)
     released: bool = False
     kill_sent: bool = False
+    # While the editor can make no terminal (Neovim's command-line window): cancelled
+    # by a stop, the command never starts (Terminals._start).
+    waiting: anyio.CancelScope | None = None
 
 
 class _Display(_Shown, eq=False):
@@ -250,15 +253,7 @@ class Terminals:
         term = _Command(
             key, key, chat, _Output(cap), view, session_id=session_id, turn=chat.turn, limit=limit
         )
-        # Known before the editor starts it: its first output may arrive at once.
-        self._commands[key] = term
-        chat.session.terminals[key] = view
-        try:
-            term.pid = await chat.editor.open_terminal(key, cmd, cwd, dict(env or {}))
-        except EditorError as err:
-            del self._commands[key]
-            chat.session.terminals.pop(key, None)
-            raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
+        await self._start(term, cmd, cwd, dict(env or {}), label)
         return key
 
     async def run(
@@ -274,19 +269,58 @@ class Terminals:
         key = _new_key()
         view = TerminalView(key, _label(label))
         term = _Command(key, key, chat, _Output(DEFAULT_RAW_CAP), view)
-        self._commands[key] = term
-        chat.session.terminals[key] = view
-        try:
-            term.pid = await chat.editor.open_terminal(
-                key, argv, chat.workspace.cwd, dict(env), show=True
-            )
-        except EditorError as err:
-            del self._commands[key]
-            raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
+        await self._start(term, argv, chat.workspace.cwd, dict(env), label, show=True)
         await term.exited.wait()
         term.released = True
         del self._commands[key]
         return term.status or ExitStatus()
+
+    async def _start(
+        self,
+        term: _Command,
+        cmd: str | list[str],
+        cwd: str,
+        env: dict[str, str],
+        label: str,
+        *,
+        show: bool = False,
+    ) -> None:
+        """Have the editor start ``term``'s command; while it can make no terminal
+        (Neovim's command-line window is open), once it can again.
+
+        Raises:
+            ServiceError: the editor could not start it, or it was stopped first.
+        """
+        editor = term.chat.editor
+        # Known before the editor starts it: its first output may arrive at once.
+        self._commands[term.key] = term
+        term.chat.session.terminals[term.key] = term.view
+        try:
+            while (pid := await editor.open_terminal(term.key, cmd, cwd, env, show=show)) is None:
+                await self._until_allowed(term, label)
+        except EditorError as err:
+            self._forget(term)
+            raise ServiceError(f"cannot run {label!r}: {err}", "internal") from None
+        term.pid = pid
+
+    async def _until_allowed(self, term: _Command, label: str) -> None:
+        """Wait until the editor may make a terminal. Nothing of ``term`` runs yet: a
+        stop (cancelling ``term.waiting``) or a cancel of this wait forgets it."""
+        scope = term.waiting = anyio.CancelScope()
+        try:
+            with scope:
+                await term.chat.editor.terminal_allowed()
+            if scope.cancel_called:
+                raise ServiceError(f"{label!r} was stopped before it could start", "denied")
+        except BaseException:
+            self._forget(term)
+            raise
+        finally:
+            term.waiting = None
+
+    def _forget(self, term: _Command) -> None:
+        self._commands.pop(term.key, None)
+        term.chat.session.terminals.pop(term.key, None)
 
     def output(self, session_id: str, terminal_id: str) -> CommandOutput:
         """The command's output so far, escape-free and cut to its limit."""
@@ -320,8 +354,17 @@ class Terminals:
         ignored the cancel): the commands that turn started are killed, as by
         ``terminal/kill``. Their buffers and output stay, and the agent may still
         read them; while the chat is muted it starts no more (:meth:`create`)."""
-        turn = [t for t in self._commands.values() if t.chat is chat and t.turn == chat.turn]
-        await self._stop([t for t in turn if not t.released])
+        await self._stop([t for t in self._of_turn(chat) if not t.released])
+
+    def cancel(self, chat: Chat) -> None:
+        """``chat``'s turn was cancelled or is over: its commands still waiting for
+        the editor (Neovim's command-line window) never start; the agent hears so."""
+        for term in self._of_turn(chat):
+            if term.waiting is not None:
+                term.waiting.cancel()
+
+    def _of_turn(self, chat: Chat) -> list[_Command]:
+        return [t for t in self._commands.values() if t.chat is chat and t.turn == chat.turn]
 
     def _chat(self, session_id: str) -> Chat:
         chat = self._chats.get(session_id)
@@ -336,6 +379,10 @@ class Terminals:
         return term
 
     async def _stop(self, terms: list[_Command], *, wipe: bool = False) -> None:
+        for term in terms:
+            if term.waiting is not None:  # not started: it never will
+                term.waiting.cancel()
+        terms = [t for t in terms if t.waiting is None]
         running = [t for t in terms if t.status is None]
         for term in running:
             term.kill_sent = True

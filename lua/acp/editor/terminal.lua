@@ -196,13 +196,18 @@ end
 
 --- Run `cmd` (a string: through 'shell'; a list: argv) in a new terminal buffer,
 --- hidden unless `show` (then opened in Terminal mode, for the user to type in).
+--- In the command-line window Neovim makes no terminal (E11): nothing starts and
+--- nil is returned, for Python to ask again once M.allowed() (decision 0007).
 ---@param key string
 ---@param cmd string|string[]
 ---@param cwd string
 ---@param env table<string, string>
 ---@param show? boolean
----@return integer pid
+---@return integer? pid
 function M.create(key, cmd, cwd, env, show)
+  if util.in_cmdwin() then
+    return nil
+  end
   local nonce = ("%x%x"):format(vim.uv.hrtime(), math.random(0x3fffffff))
   local argv = drained(cmd, nonce)
   local buf = new_buffer()
@@ -229,13 +234,37 @@ function M.create(key, cmd, cwd, env, show)
   remember(key, { buf = buf, job = job, pid = pid, running = true })
   if show then
     vim.schedule(function()
-      if api.nvim_buf_is_valid(buf) then
-        M.open(key)
-        vim.cmd.startinsert()
-      end
+      util.outside_cmdwin(function()
+        if api.nvim_buf_is_valid(buf) then
+          M.open(key)
+          vim.cmd.startinsert()
+        end
+      end)
     end)
   end
   return pid
+end
+
+local cmdwin_watched = false
+
+--- Whether a terminal may be made now. If not (the command-line window is open),
+--- Python hears `cmdwin_closed` once it has closed.
+---@return boolean
+function M.allowed()
+  if not util.in_cmdwin() then
+    return true
+  end
+  if not cmdwin_watched then
+    cmdwin_watched = true
+    util.outside_cmdwin(function()
+      cmdwin_watched = false
+      -- Never start a Python host for this (it stopped meanwhile).
+      if host.chan or host.rplugin_ready then
+        host.notify("cmdwin_closed", {})
+      end
+    end)
+  end
+  return false
 end
 
 local function new_display()
@@ -254,14 +283,19 @@ function M.write(key, data, reset)
     term = { buf = buf, chan = chan, running = false }
     remember(key, term)
   elseif reset then
-    -- A terminal cannot forget its scrollback: swap in a new buffer where the old one shows.
+    -- A terminal cannot forget its scrollback: a new buffer takes the old one's
+    -- windows and name. The output goes to it at once, the swap waits for the
+    -- command-line window to close (no buffer may go there: E11).
     local old = term.buf
     term.buf, term.chan = new_display()
-    for _, win in ipairs(vim.fn.win_findbuf(old)) do
-      api.nvim_win_set_buf(win, term.buf)
-    end
-    pcall(api.nvim_buf_delete, old, { force = true })
-    pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+    local new = term.buf
+    util.outside_cmdwin(function()
+      for _, win in ipairs(vim.fn.win_findbuf(old)) do
+        api.nvim_win_set_buf(win, new)
+      end
+      pcall(api.nvim_buf_delete, old, { force = true })
+      pcall(api.nvim_buf_set_name, new, "acp://terminal/" .. key)
+    end)
   end
   if data ~= "" then
     api.nvim_chan_send(term.chan, data)
@@ -287,7 +321,10 @@ function M.stop(keys, wipe)
         if M.last == key then
           M.last = nil
         end
-        pcall(api.nvim_buf_delete, term.buf, { force = true })
+        -- No buffer may go in the command-line window (E11): it goes once that closes.
+        util.outside_cmdwin(function()
+          pcall(api.nvim_buf_delete, term.buf, { force = true })
+        end)
       end
     end
   end
