@@ -316,14 +316,14 @@ class SessionChanges:
             if doc.buffer is None and not self.auto_save:
                 # Left unsaved, as asked: the edit needs a buffer to live in.
                 doc = await files.load(self.editor, path, load_buffer=True)
-            disk = await _behind(doc)
+            disk, saved = await self._behind(doc)
             rollback = self.store.checkpoint(path)
             outcome = self.store.write(
                 path,
                 doc.conform(content),
                 editor_text=doc.text if existed else None,
                 unseen=disk.text or "",
-                saved=_saved(doc, disk, self.auto_save),
+                saved=saved,
             )
             try:
                 final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
@@ -377,6 +377,12 @@ class SessionChanges:
             return
         lines = split_text(text)[0] if text is not None else []
         self.editor.baseline(self.chat_id, {"path": path, "turn": changeset.turn, "lines": lines})
+
+    async def _behind(self, doc: Document) -> tuple[Document, str | None]:
+        """The file behind ``doc`` (:func:`_behind`), and the text a write to ``doc``
+        holds back its clashes against (:func:`_saved`)."""
+        disk = await _behind(doc)
+        return disk, _saved(doc, disk, self.auto_save)
 
     def _abs(self, path: str) -> str:
         return under(self.cwd, path)

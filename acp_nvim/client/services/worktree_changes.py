@@ -202,8 +202,9 @@ class Landed(SessionChanges):
         file), made in the chat's ``turn``, into the user's file, merged with what the
         user changed since ``base``:
         one edit of the buffer (one undo step), saved; a clash keeps the user's lines
-        with the agent's waiting in a conflict hunk, a deletion of a file the user
-        changed is not done (both said)."""
+        with the agent's waiting in a conflict hunk, as does a change reaching into
+        lines the buffer holds unsaved; a deletion of a file the user changed is not
+        done (both said)."""
         async with self._lock:
             self.origin[path] = turn
             try:
@@ -226,7 +227,10 @@ class Landed(SessionChanges):
                 self._publish()
                 return
             self.store.note_read(path, base or "")  # the merge base: what the agent changed
-            outcome = self.store.write(path, doc.conform(theirs), editor_text=doc.text)
+            # Behind unsaved edits, what reaches into them waits too (decision 0015): the
+            # save below would take the buffer's lines there to the file.
+            _, saved = await self._behind(doc)
+            outcome = self.store.write(path, doc.conform(theirs), editor_text=doc.text, saved=saved)
             self.store.accept(path)  # what merged cleanly is decided; a clash waits
             final = await files.save(self.editor, doc, outcome.text)
             if final != outcome.text:
