@@ -195,6 +195,8 @@ class ReviewStore:
                     changeset._files.pop(key, None)
                 else:
                     changeset._files[key] = change
+            for changeset in self._turns[len(kept) :]:  # begun since, by what recorded it
+                changeset._files.pop(key, None)
             if view is None:
                 self._agent_view.pop(key, None)
             else:

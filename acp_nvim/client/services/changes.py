@@ -70,6 +70,7 @@ from acp_nvim.review import (
     PatchError,
     ReviewError,
     ReviewStore,
+    WriteOutcome,
     apply_patch,
     held_rows,
     line_edits,
@@ -304,50 +305,67 @@ class SessionChanges:
             preview = partial(_previews, self.editor, self.store, edits, auto_save=self.auto_save)
             await self.access.check(path, write=True, preview=preview)
         async with self._lock:
-            if self._turn_open:
-                # Some agents also write the file themselves (opencode, racing its own
-                # request): record that first, against the usual baselines. Outside a
-                # turn (an MCP tool, before the first prompt) a change on disk is the
-                # user's: the write's merge takes care of it.
-                await self.disk.check_one(path)
-            doc = await files.load(self.editor, path, check=True)
-            files.check_writable(doc)
-            existed = doc.text is not None
-            if doc.buffer is None and not self.auto_save:
-                # Left unsaved, as asked: the edit needs a buffer to live in.
-                doc = await files.load(self.editor, path, load_buffer=True)
-            disk, saved = await self._behind(doc)
-            rollback = self.store.checkpoint(path)
-            outcome = self.store.write(
-                path,
-                doc.conform(content),
-                editor_text=doc.text if existed else None,
-                unseen=disk.text or "",
-                saved=saved,
+            for _ in range(files.RETRIES):
+                outcome = await self._write_once(path, content)
+                if outcome is not None:
+                    return outcome.conflicts
+        err = FileError("io", f"{path} kept changing on disk while the agent wrote it")
+        self.editor.notify(f"the agent's write failed: {err}")
+        raise err
+
+    async def _write_once(self, path: str, content: str) -> WriteOutcome | None:
+        """:meth:`write`, the lock held; None, with nothing written nor recorded,
+        where the file changed on disk between the two reads of a write behind
+        unsaved edits (something else wrote it; opencode, racing its own request):
+        what was held back against the first would not fit the second."""
+        if self._turn_open:
+            # Some agents also write the file themselves (opencode, racing its own
+            # request): record that first, against the usual baselines. Outside a
+            # turn (an MCP tool, before the first prompt) a change on disk is the
+            # user's: the write's merge takes care of it.
+            await self.disk.check_one(path)
+        doc = await files.load(self.editor, path, check=True)
+        files.check_writable(doc)
+        existed = doc.text is not None
+        if doc.buffer is None and not self.auto_save:
+            # Left unsaved, as asked: the edit needs a buffer to live in.
+            doc = await files.load(self.editor, path, load_buffer=True)
+        disk, saved = await self._behind(doc)
+        rollback = self.store.checkpoint(path)
+        outcome = self.store.write(
+            path,
+            doc.conform(content),
+            editor_text=doc.text if existed else None,
+            unseen=disk.text or "",
+            saved=saved,
+        )
+        try:
+            final = await files.save(
+                self.editor, doc, outcome.text, to_disk=self.auto_save, behind=saved
             )
-            try:
-                final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
-            except FileError as err:
-                rollback()  # nothing was written: nothing to review
-                self.editor.notify(f"the agent's write failed: {err}")
-                raise
-            if final != outcome.text:
-                self._latest(path).file(path).user_edit(final)
-            self.disk.seen(path)
-            if doc.buffer is not None and doc.buffer.moved:
-                self.editor.notify(
-                    f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
-                    "the agent's change went to both, :write will ask before replacing the file",
-                    "warn",
-                )
-            if outcome.conflicts:
-                self.editor.notify(
-                    f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
-                    "your text was kept (:AcpReview)",
-                    "warn",
-                )
-            self._publish([path])
-            return outcome.conflicts
+        except FileError as err:
+            rollback()  # nothing was written: nothing to review
+            if err.reason == "moved":
+                return None
+            self.editor.notify(f"the agent's write failed: {err}")
+            raise
+        if final != outcome.text:
+            self._latest(path).file(path).user_edit(final)
+        self.disk.seen(path)
+        if doc.buffer is not None and doc.buffer.moved:
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
+                "the agent's change went to both, :write will ask before replacing the file",
+                "warn",
+            )
+        if outcome.conflicts:
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
+                "your text was kept (:AcpReview)",
+                "warn",
+            )
+        self._publish([path])
+        return outcome
 
     # -- before and beside -------------------------------------------------------------
 
