@@ -522,6 +522,30 @@ def test_a_preview_keeps_your_unsaved_line_where_the_write_will_keep_it(
     ]
 
 
+def test_the_split_preview_holds_the_text_the_write_will_leave(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The same edit as above, previewed side by side: the proposed text keeps your
+    unsaved line, as the write will."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    buf = start(editor, path)
+    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 2, false, {'mine'})", buf)
+    run(editor, [{"read": {"path": str(path)}}])
+    edit = {"path": str(path), "oldText": "a\nb\nmine", "newText": "A\nb\nmine, reworded"}
+    ask(editor, [{"ask": edit}])
+    proposed = "vim.fn.bufnr('^acp://proposed/')"
+    editor.wait(f"{proposed} ~= -1", what="the proposed text")
+    assert editor.lua(f"return vim.api.nvim_buf_get_lines({proposed}, 0, -1, false)") == [
+        "A",
+        "b",
+        "mine",
+        "c",
+        "d",
+    ]
+
+
 def test_a_write_asked_at_its_fs_access_prompt_is_previewed_as_it_lands(
     editor: Editor, tmp_path: Path
 ) -> None:
