@@ -138,12 +138,17 @@ class BlockPermissionOption(_BlockPermissionOptionRequired, total=False):
     key: str
 
 
-class PreviewHunk(TypedDict):
-    """Rows ``[row, row + count)`` of the file now (0-based) become ``lines``."""
-
+class _PreviewHunkRequired(TypedDict):
     row: int
     count: int
     lines: list[str]
+
+
+class PreviewHunk(_PreviewHunkRequired, total=False):
+    """Rows ``[row, row + count)`` of the file now (0-based) become ``lines``; where
+    ``held``, they stay and ``lines`` wait in the review as a conflict."""
+
+    held: bool
 
 
 class PreviewFile(TypedDict):

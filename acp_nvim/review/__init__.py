@@ -25,6 +25,7 @@ __all__ = [
     "apply_patch",
     "compute_hunks",
     "format_unified",
+    "held_rows",
     "line_edits",
     "merge3",
     "parse_unified",
@@ -43,5 +44,5 @@ from ._diff import (
     split_lines,
 )
 from ._filechange import FileChange, FileKind, ReviewError
-from ._merge import Conflict, MergeResult, merge3
+from ._merge import Conflict, MergeResult, held_rows, merge3
 from ._patch import FilePatch, PatchError, PatchHunk, apply_patch, parse_unified, reverse_patch

@@ -111,9 +111,7 @@ class Changeset:
         edits, which the change is written to too; where the change reaches into
         lines the buffer holds unsaved, the same (see :func:`hold_back`).
         """
-        merged = _merge_write(agent_text, editor_text, agent_read)
-        if saved is not None and editor_text is not None:
-            merged = hold_back(editor_text, merged, saved)
+        merged = _landing(agent_text, editor_text, agent_read, saved)
         change = self.record(path, editor_text, merged.text, kind)
         return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
 
@@ -197,6 +195,8 @@ class ReviewStore:
                     changeset._files.pop(key, None)
                 else:
                     changeset._files[key] = change
+            for changeset in self._turns[len(kept) :]:  # begun since, by what recorded it
+                changeset._files.pop(key, None)
             if view is None:
                 self._agent_view.pop(key, None)
             else:
@@ -245,11 +245,23 @@ class ReviewStore:
         return WriteOutcome(merged.text, change.add_conflicts(merged.conflicts))
 
     def merged(
-        self, path: str, agent_text: str, *, editor_text: str | None, unseen: str | None = None
-    ) -> str:
-        """The text :meth:`write` would give ``path`` now, recording nothing (a preview)."""
+        self,
+        path: str,
+        agent_text: str,
+        *,
+        editor_text: str | None,
+        unseen: str | None = None,
+        saved: str | None = None,
+    ) -> MergeResult:
+        """What :meth:`write` would give ``path`` now (``.text``), and where it would
+        keep the user's lines with the agent's waiting (``.conflicts``): recording
+        nothing (a preview)."""
         agent_read = self._agent_view.get(_norm(path), unseen)
-        return _merge_write(agent_text, editor_text, agent_read).text
+        return _landing(agent_text, editor_text, agent_read, saved)
+
+    def agent_read(self, path: str) -> str | None:
+        """The text the agent last read or wrote of ``path`` through us (None: none)."""
+        return self._agent_view.get(_norm(path))
 
     def record(
         self, path: str, baseline: str | None, current: str | None, kind: FileKind
@@ -450,6 +462,16 @@ class _Single:
 
 def _norm(path: str) -> str:
     return os.path.normpath(path)
+
+
+def _landing(
+    agent_text: str, editor_text: str | None, agent_read: str | None, saved: str | None
+) -> MergeResult:
+    """What an agent write leaves in the buffer or file (:meth:`Changeset.write`)."""
+    merged = _merge_write(agent_text, editor_text, agent_read)
+    if saved is not None and editor_text is not None:
+        merged = hold_back(editor_text, merged, saved)
+    return merged
 
 
 def _merge_write(agent_text: str, editor_text: str | None, agent_read: str | None) -> MergeResult:

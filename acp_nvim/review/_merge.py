@@ -8,13 +8,13 @@ With ``union``, insertions of both sides at the same point do too: both stay.
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "MergeResult", "hold_back", "merge3", "merge3_lines"]
+__all__ = ["Conflict", "MergeResult", "held_rows", "hold_back", "merge3", "merge3_lines"]
 
 from collections.abc import Sequence
 
 import msgspec
 
-from ._diff import Region, diff_regions, split_lines
+from ._diff import Region, diff_regions, split_lines, strip_eol
 
 # (i1, i2, replacement, side): base[i1:i2] becomes replacement on one side (0 = ours,
 # 1 = theirs; hold_back's 2 = an agent's change already held back).
@@ -140,6 +140,21 @@ def hold_back(base: str, merged: MergeResult, saved: str) -> MergeResult:
         kept.extend(buffers)
     kept.extend(lines[pos:])
     return MergeResult("".join(kept), conflicts)
+
+
+def held_rows(base: str, merged: MergeResult) -> list[tuple[int, int, list[str]]]:
+    """Where ``merged``, a merge into ``base`` that keeps ``base``'s lines at its
+    conflicts, holds them: each conflict as rows ``[row, row + count)`` of ``base``
+    and the other side's lines waiting there (without terminators)."""
+    regions = diff_regions(split_lines(base), split_lines(merged.text))
+    return [
+        (
+            _to_base(regions, conflict.start),
+            len(conflict.ours_lines),
+            [strip_eol(line) for line in conflict.theirs_lines],
+        )
+        for conflict in merged.conflicts
+    ]
 
 
 def _changes(lines: Sequence[str], regions: list[Region], side: int) -> list[_Change]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
-from tests.nvim.test_files import lines, run, start
+from tests.nvim.test_files import hunks, lines, modified, run, start
 from tests.nvim.test_permissions import STUB_SELECT
 
 # The default hunk keys, as typed (<localleader> is "\" unless set).
@@ -477,6 +477,101 @@ def test_a_write_asked_at_its_fs_access_prompt_is_previewed_too(
     assert outside.read_text() == "keep\nnew\n"
     # The buffer loaded for the preview went with it.
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
+
+
+def preview_shown(editor: Editor, buf: int) -> None:
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+
+
+def test_a_preview_keeps_your_unsaved_line_where_the_write_will_keep_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Decision 0015: an agent's change reaching into a line you typed and did not
+    save waits as a conflict, your line staying. The prompt's preview showed the
+    agent's line over yours all the same: you were asked about another edit than
+    the one allowing it made. Now it shows your line kept and marked, the agent's
+    below it as what will wait in the review, and the rest of the edit as before."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    buf = start(editor, path)
+    assert buf is not None
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 2, false, {'mine'})", buf)
+    run(editor, [{"read": {"path": str(path)}}])  # through the editor: it saw "mine"
+    written = "A\nb\nmine, reworded\nc\nd\n"
+    edit = {"path": str(path), "oldText": "a\nb\nmine", "newText": "A\nb\nmine, reworded"}
+    ask(editor, [{"ask": {**edit, "write": written}}])
+    preview_shown(editor, buf)
+    held = "your lines stay; the agent's wait in :AcpReview:"
+    assert marks(editor, buf, "acp.preview") == [
+        {"row": 0, "end_row": 0, "line_hl": "AcpReviewDelete", "virt_lines": []},
+        {"row": 0, "end_row": 0, "line_hl": "", "virt_lines": ["A"]},
+        {"row": 2, "end_row": 2, "line_hl": "AcpReviewConflict", "virt_lines": []},
+        {"row": 2, "end_row": 2, "line_hl": "", "virt_lines": [held, "mine, reworded"]},
+    ]
+    focus(editor, buf)
+    editor.nvim.input(ALLOW)
+    editor.wait_event("AcpTurnEnd", count=2)
+    # What the preview showed is what the write did.
+    assert lines(editor, buf) == ["A", "b", "mine", "c", "d"] and modified(editor, buf)
+    assert path.read_text() == "A\nb\nc\nd\n"
+    assert hunks(editor) == [
+        ("pending", ["-a", "+A"]),
+        ("conflict", ["-mine", "+mine, reworded"]),
+    ]
+
+
+def test_the_split_preview_holds_the_text_the_write_will_leave(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The same edit as above, previewed side by side: the proposed text keeps your
+    unsaved line, as the write will."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    buf = start(editor, path)
+    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 2, false, {'mine'})", buf)
+    run(editor, [{"read": {"path": str(path)}}])
+    edit = {"path": str(path), "oldText": "a\nb\nmine", "newText": "A\nb\nmine, reworded"}
+    ask(editor, [{"ask": edit}])
+    proposed = "vim.fn.bufnr('^acp://proposed/')"
+    editor.wait(f"{proposed} ~= -1", what="the proposed text")
+    assert editor.lua(f"return vim.api.nvim_buf_get_lines({proposed}, 0, -1, false)") == [
+        "A",
+        "b",
+        "mine",
+        "c",
+        "d",
+    ]
+
+
+def test_a_write_asked_at_its_fs_access_prompt_is_previewed_as_it_lands(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """An agent that never read the file through the editor writes it (merge base:
+    the disk's text). The preview merged against the buffer instead, so it showed the
+    agent's text over your unsaved last line, which the write keeps."""
+    outside = tmp_path / "notes.txt"  # the session's directory is tmp_path/project
+    outside.write_text("keep\nold\n")
+    buf = start(editor, outside)
+    assert buf is not None
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+    editor.lua(
+        "require('acp').send(...)",
+        json.dumps([{"write": {"path": str(outside), "content": "keep\nnew\n"}}]),
+    )
+    editor.wait_event("AcpPermissionRequest")
+    preview_shown(editor, buf)
+    assert [
+        (m["row"], m["end_row"], m["line_hl"], m["virt_lines"])
+        for m in marks(editor, buf, "acp.preview")
+    ] == [(1, 1, "AcpReviewDelete", []), (1, 1, "", ["new"])]
+    focus(editor, buf)
+    editor.nvim.input(ALLOW)
+    editor.wait_event("AcpTurnEnd")
+    assert lines(editor, buf) == ["keep", "new", "mine"] and modified(editor, buf)
+    assert outside.read_text() == "keep\nnew\n"
 
 
 def test_every_hunk_of_every_chat_is_under_a_mark_in_its_buffer(

@@ -370,6 +370,42 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert editor.lua("return vim.fn.bufnr(...)", str(worktree / "g.txt")) in shown
 
 
+def test_a_worktree_hunk_brought_in_beside_your_unsaved_line_never_saves_it(
+    editor: Editor,
+) -> None:
+    """Decision 0015 for a worktree chat's accept. You saved "3, saved" after the
+    worktree was made, took it back in the buffer (unsaved) and typed a line under
+    it. The agent's change of line 3 merged cleanly against the worktree's copy, and
+    saving it behind your unsaved edits took its part of the buffer to the file, your
+    unsaved line with it. Now what reaches into unsaved lines waits as a conflict."""
+    project = repository(editor)
+    f = project / "f.txt"
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command(f"edit {f}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    send(editor, listed["id"], "write f.txt 1\n2\nthree\n4\n5")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 3, false, {'3, saved'})", buf)
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 3, false, {'3', 'mine, unsaved'})", buf)
+    editor.lua("require('acp').accept(...)", str(f))
+    editor.wait("require('acp').chats()[1].waiting == 0", what="the hunk brought in")
+    assert f.read_text() == "1\n2\n3, saved\n4\n5\n"  # never "mine, unsaved"
+    assert buffer_lines(editor, f) == ["1", "2", "3", "mine, unsaved", "4", "5"]
+    assert editor.lua("return vim.bo[...].modified", buf)
+    editor.wait(
+        f"#vim.tbl_filter(function(f) return f.source == nil end, "
+        f"require('acp.review.state').by_chat[{listed['id']}].files) == 1",
+        what="the clash listed",
+    )
+    [clash] = [f for f in review(editor, listed["id"]) if f.get("source") is None]
+    assert [(h["status"], h["proposed"]) for h in clash["hunks"]] == [
+        ("conflict", ["three", "mine, unsaved"])
+    ]
+
+
 def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     editor: Editor,
 ) -> None:

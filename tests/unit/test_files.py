@@ -208,6 +208,43 @@ async def test_a_write_reaching_into_unsaved_lines_waits_as_a_conflict_off_the_d
     assert editor.buffers[str(path)].state.lines == ["a", "b", "mine", "c", "d"]
 
 
+async def test_a_file_changed_between_the_writes_two_reads_never_gets_your_unsaved_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write behind unsaved edits reads the file twice: to hold back what reaches
+    into the user's unsaved lines, then to apply what is left to it. Something else
+    (opencode's own write of the file, a formatter) changing the file in between
+    met a change held back against the older text: the change won the clash, and
+    took the buffer's region there, the user's unsaved "mine" in it, to the disk."""
+    path = tmp_path / "a.txt"
+    path.write_text("a\nb\nc\nd\n")
+    editor = RecordingEditor()
+    editor.open_buffer(str(path), ["a", "mine", "c", "d"], modified=True)
+    read = files.read_disk
+    raced: list[str] = []
+
+    def racing(name: str) -> files.Document:
+        doc = read(name)
+        if not raced:  # the first read of the write: the file changes right after it
+            raced.append(name)
+            path.write_text("a\nb\nX, by something else\nd\n")
+        return doc
+
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        assert await changes.read(str(path)) == "a\nmine\nc\nd\n"
+        monkeypatch.setattr(files, "read_disk", racing)
+        conflicts = await changes.write(str(path), "a\nmine\nC, the agent's\nd\n")
+        assert raced
+        assert path.read_text() == "a\nb\nX, by something else\nd\n"  # never "mine"
+        assert editor.buffers[str(path)].state.lines == ["a", "mine", "c", "d"]
+        assert [h.status for h in conflicts] == ["conflict"]
+        assert hunks(changes) == [
+            ("a.txt", "conflict", ["-mine", "-c", "+mine", "+C, the agent's"])
+        ]
+        tasks.cancel_scope.cancel()
+
+
 async def test_read_and_write_before_any_turn_keep_the_agents_read_base(tmp_path: Path) -> None:
     """An agent (an MCP tool, an fs call) reads and writes before the first turn: the
     user's edit made in between is merged, not lost, and the file is not "created"."""

@@ -19,6 +19,7 @@ from acp_nvim.review import (
     apply_patch,
     compute_hunks,
     format_unified,
+    held_rows,
     line_edits,
     merge3,
     parse_unified,
@@ -63,6 +64,7 @@ def test_exports() -> None:
             "apply_patch",
             "compute_hunks",
             "format_unified",
+            "held_rows",
             "line_edits",
             "merge3",
             "parse_unified",
@@ -1131,3 +1133,17 @@ def test_parse_rejects_malformed_hunks(patch_text: str, message: str) -> None:
 def test_file_patch_path_prefers_new_path() -> None:
     assert FilePatch("old", "new").path == "new"
     assert FilePatch("old", None).path == "old"
+
+
+def test_held_rows_are_the_conflicts_rows_in_the_text_merged_into() -> None:
+    """A conflict sits in the merged text; the preview draws it on the buffer's text,
+    where the change's lines above it are not yet."""
+    buffer = text("a", "mine", "c")
+    merged = MergeResult(
+        text("new 1", "new 2", "a", "mine"),  # two lines added above, "c" deleted
+        [Conflict(3, ["mine\n"], ["MINE\n"], 1, ["mine\n"])],
+    )
+    assert held_rows(buffer, merged) == [(1, 1, ["MINE"])]
+    # An agent's deletion of the user's lines, held: none of its lines wait there.
+    merged = MergeResult(buffer, [Conflict(1, ["mine\n"], [], 1, ["mine\n"])])
+    assert held_rows(buffer, merged) == [(1, 1, [])]

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from acp_nvim.client.app import App
+from acp_nvim.client.services import files
 from acp_nvim.client.services.worktree_changes import WorktreeChanges
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
@@ -163,6 +164,38 @@ async def test_your_edit_of_the_same_lines_is_kept_and_the_agents_wait_as_a_conf
 
     await review.decide("accept", str(a), conflict["id"])  # the agent's lines after all
     assert a.read_text() == "a, the agent's\n"
+
+
+async def test_a_file_changed_while_a_hunk_is_brought_in_never_gets_your_unsaved_line(
+    review: WorktreeChanges, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bringing a hunk in beside unsaved edits reads your file twice: to hold back
+    what reaches into your unsaved lines, then to save what is left to it. Changed
+    in between by something else, the save met a change held back against the
+    older text, and the change won the clash: your unsaved "mine" went with it."""
+    yours = project / "doc.txt"
+    await agent_writes(review, "doc.txt", "1\n2\nthree\n4\n5\n6\n7\n")
+    review.editor.open_buffer(  # type: ignore[attr-defined]
+        str(yours), ["1", "mine", "3", "4", "5", "6", "7"], modified=True
+    )
+    read = files.read_disk
+    raced: list[str] = []
+
+    def racing(name: str) -> files.Document:
+        doc = read(name)
+        if name == str(yours) and not raced:  # your file changes right after its first read
+            raced.append(name)
+            yours.write_text("1\n2\nX, by something else\n4\n5\n6\n7\n")
+        return doc
+
+    monkeypatch.setattr(files, "read_disk", racing)
+    await review.decide("accept", str(yours))
+    assert raced
+    assert yours.read_text() == "1\n2\nX, by something else\n4\n5\n6\n7\n"  # never "mine"
+    buffer = review.editor.buffers[str(yours)].state  # type: ignore[attr-defined]
+    assert buffer.lines == ["1", "mine", "3", "4", "5", "6", "7"] and buffer.modified
+    landed = [f for f in review.summary()["files"] if f.get("source") is None]
+    assert [h["status"] for h in landed[0]["hunks"]] == ["conflict"]
 
 
 async def test_a_clash_brought_in_is_listed_under_the_turn_its_hunk_came_from(

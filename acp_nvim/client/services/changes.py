@@ -18,7 +18,8 @@ each file held before. An ``fs/write_text_file`` first records such a change
 to its file (opencode writes the file itself too, racing its own request).
 
 Before an edit is allowed, :meth:`SessionChanges.preview` tells what it would
-do to each file (a permission prompt shows it in the file), and
+do to each file, as the write would land it (a permission prompt shows it in the
+file, with the parts that will wait as conflicts where the user's lines stay), and
 :meth:`SessionChanges.baseline` hands the editor a file's text before a turn
 for a side-by-side diff.
 
@@ -65,10 +66,13 @@ from acp_nvim.review import (
     FileKind,
     FilePatch,
     Hunk,
+    MergeResult,
     PatchError,
     ReviewError,
     ReviewStore,
+    WriteOutcome,
     apply_patch,
+    held_rows,
     line_edits,
 )
 
@@ -77,40 +81,100 @@ Decision = Literal["accept", "reject"]
 _ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
 
 
+# What an edit makes of a file's text (None: no file): its text after (None: the file
+# deleted), or NOTHING where the edit does not fit the text.
+Edit = Callable[[str | None], Baseline]
+
+
+def _after_diff(diff: DiffPart, text: str | None) -> Baseline:
+    return proposed_from_diff(text, diff.old_text, diff.new_text)
+
+
+def _after_patch(patch: FilePatch, text: str | None) -> Baseline:
+    try:
+        return apply_patch(text, patch)
+    except PatchError:
+        return NOTHING
+
+
+async def _behind(doc: Document) -> Document:
+    """The file behind ``doc``: read from disk where ``doc``'s buffer holds unsaved
+    edits, else ``doc`` itself."""
+    if doc.buffer is not None and doc.buffer.modified:
+        return await anyio.to_thread.run_sync(files.read_disk, doc.path)
+    return doc
+
+
+def _file_preview(doc: Document, landing: MergeResult | None) -> FilePreview:
+    """What ``landing`` (None: a deletion) does to ``doc``'s text now, as rows of it:
+    the lines it changes, and those it keeps with the agent's waiting (``held``)."""
+    if doc.buffer is not None:
+        old = doc.buffer.lines
+    else:
+        old = split_text(doc.text)[0] if doc.text is not None else []
+    new = split_text(landing.text)[0] if landing is not None else []
+    hunks = [PreviewHunk(e.start, e.end - e.start, e.lines) for e in line_edits(old, new)]
+    if landing is not None and doc.text is not None:
+        held = held_rows(doc.text, landing)
+        hunks += [PreviewHunk(row, count, lines, held=True) for row, count, lines in held]
+    hunks.sort(key=lambda hunk: hunk.row)
+    return FilePreview(doc.path, hunks, doc.text is None, landing is None)
+
+
 async def _previews(
-    editor: Editor, edits: list[tuple[str, Callable[[Document], Baseline]]]
+    editor: Editor, store: ReviewStore, edits: list[tuple[str, Edit]], *, auto_save: bool
 ) -> list[FilePreview]:
-    """Each file's text now (read through ``editor``), and what the edit ``(path,
-    make)`` would turn it into."""
+    """What each edit ``(path, edit)`` would do to its file's text now (read through
+    ``editor``), landed as the session's write (``store``, ``auto_save``) would land
+    it; files it does not fit, or leaves as they are, are left out."""
     found = []
-    for path, make in edits:
+    for path, edit in edits:
         try:
             doc = await files.load(editor, path)
+            disk = await _behind(doc)
         except (FileError, EditorError):
             continue  # nothing to show: a directory, a binary file, an editor error
-        proposed = make(doc)
-        if isinstance(proposed, Nothing) or proposed == doc.text:
+        landing = _landing(store, doc, disk, edit, auto_save)
+        if isinstance(landing, Nothing):
             continue
-        if doc.buffer is not None:
-            old = doc.buffer.lines
-        else:
-            old = split_text(doc.text)[0] if doc.text is not None else []
-        new = split_text(proposed)[0] if proposed is not None else []
-        hunks = [PreviewHunk(e.start, e.end - e.start, e.lines) for e in line_edits(old, new)]
-        hunks.reverse()
-        found.append(FilePreview(path, hunks, doc.text is None, proposed is None))
+        text = landing.text if landing is not None else None
+        if text == doc.text and (landing is None or landing.clean):
+            continue  # it would change nothing
+        found.append(_file_preview(doc, landing))
     return found
 
 
-def _after_diff(diff: DiffPart, doc: Document) -> Baseline:
-    return proposed_from_diff(doc.text, diff.old_text, diff.new_text)
+def _landing(
+    store: ReviewStore, doc: Document, disk: Document, edit: Edit, auto_save: bool
+) -> MergeResult | Nothing | None:
+    """What ``edit`` would leave in ``doc``'s file were the agent to write it now (a
+    prompt's preview: the write, once allowed, comes after it). The agent's text is
+    the edit made to what it last read of the file through us, else to the disk's (it
+    read that on its own), else, fitting neither, to ``doc``'s; it lands as
+    :meth:`SessionChanges.write` lands it: merged with the user's edits, its clashes
+    with their unsaved lines held back (``.conflicts``). None: the file deleted;
+    NOTHING: the edit fits no text."""
+    read = store.agent_read(doc.path)
+    view = read if read is not None else disk.text
+    text = edit(view)
+    if isinstance(text, Nothing) and view != doc.text:
+        text = edit(doc.text)
+    if text is None or isinstance(text, Nothing):
+        return text
+    return store.merged(
+        doc.path,
+        doc.conform(text),
+        editor_text=doc.text,
+        unseen=disk.text or "",
+        saved=_saved(doc, disk, auto_save),
+    )
 
 
-def _after_patch(patch: FilePatch, doc: Document) -> Baseline:
-    try:
-        return apply_patch(doc.text, patch)
-    except PatchError:
-        return NOTHING
+def _saved(doc: Document, disk: Document, auto_save: bool) -> str | None:
+    """The file's text behind ``doc``'s unsaved edits (``disk``: :func:`_behind`),
+    which an agent's write goes to as well, its clashes with them held back; None: no
+    unsaved edits, or the write stays in the buffer (``auto_save`` off)."""
+    return (disk.text or "") if disk is not doc and auto_save else None
 
 
 def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseline:
@@ -237,62 +301,78 @@ class SessionChanges:
         """
         path = files.absolute(path)
         if self.access is not None:
-            edit = [(path, self._write_of(content))]
-            await self.access.check(path, write=True, preview=partial(_previews, self.editor, edit))
+            edits: list[tuple[str, Edit]] = [(path, lambda _: content)]
+            preview = partial(_previews, self.editor, self.store, edits, auto_save=self.auto_save)
+            await self.access.check(path, write=True, preview=preview)
         async with self._lock:
-            if self._turn_open:
-                # Some agents also write the file themselves (opencode, racing its own
-                # request): record that first, against the usual baselines. Outside a
-                # turn (an MCP tool, before the first prompt) a change on disk is the
-                # user's: the write's merge takes care of it.
-                await self.disk.check_one(path)
-            doc = await files.load(self.editor, path, check=True)
-            files.check_writable(doc)
-            existed = doc.text is not None
-            if doc.buffer is None and not self.auto_save:
-                # Left unsaved, as asked: the edit needs a buffer to live in.
-                doc = await files.load(self.editor, path, load_buffer=True)
-            disk = doc
-            if doc.buffer is not None and doc.buffer.modified:
-                disk = await anyio.to_thread.run_sync(files.read_disk, path)
-            rollback = self.store.checkpoint(path)
-            outcome = self.store.write(
-                path,
-                doc.conform(content),
-                editor_text=doc.text if existed else None,
-                unseen=disk.text or "",
-                saved=(disk.text or "") if disk is not doc and self.auto_save else None,
+            for _ in range(files.RETRIES):
+                outcome = await self._write_once(path, content)
+                if outcome is not None:
+                    return outcome.conflicts
+        err = FileError("io", f"{path} kept changing on disk while the agent wrote it")
+        self.editor.notify(f"the agent's write failed: {err}")
+        raise err
+
+    async def _write_once(self, path: str, content: str) -> WriteOutcome | None:
+        """:meth:`write`, the lock held; None, with nothing written nor recorded,
+        where the file changed on disk between the two reads of a write behind
+        unsaved edits (something else wrote it; opencode, racing its own request):
+        what was held back against the first would not fit the second."""
+        if self._turn_open:
+            # Some agents also write the file themselves (opencode, racing its own
+            # request): record that first, against the usual baselines. Outside a
+            # turn (an MCP tool, before the first prompt) a change on disk is the
+            # user's: the write's merge takes care of it.
+            await self.disk.check_one(path)
+        doc = await files.load(self.editor, path, check=True)
+        files.check_writable(doc)
+        existed = doc.text is not None
+        if doc.buffer is None and not self.auto_save:
+            # Left unsaved, as asked: the edit needs a buffer to live in.
+            doc = await files.load(self.editor, path, load_buffer=True)
+        disk, saved = await self._behind(doc)
+        rollback = self.store.checkpoint(path)
+        outcome = self.store.write(
+            path,
+            doc.conform(content),
+            editor_text=doc.text if existed else None,
+            unseen=disk.text or "",
+            saved=saved,
+        )
+        try:
+            final = await files.save(
+                self.editor, doc, outcome.text, to_disk=self.auto_save, behind=saved
             )
-            try:
-                final = await files.save(self.editor, doc, outcome.text, to_disk=self.auto_save)
-            except FileError as err:
-                rollback()  # nothing was written: nothing to review
-                self.editor.notify(f"the agent's write failed: {err}")
-                raise
-            if final != outcome.text:
-                self._latest(path).file(path).user_edit(final)
-            self.disk.seen(path)
-            if doc.buffer is not None and doc.buffer.moved:
-                self.editor.notify(
-                    f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
-                    "the agent's change went to both, :write will ask before replacing the file",
-                    "warn",
-                )
-            if outcome.conflicts:
-                self.editor.notify(
-                    f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
-                    "your text was kept (:AcpReview)",
-                    "warn",
-                )
-            self._publish([path])
-            return outcome.conflicts
+        except FileError as err:
+            rollback()  # nothing was written: nothing to review
+            if err.reason == "moved":
+                return None
+            self.editor.notify(f"the agent's write failed: {err}")
+            raise
+        if final != outcome.text:
+            self._latest(path).file(path).user_edit(final)
+        self.disk.seen(path)
+        if doc.buffer is not None and doc.buffer.moved:
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
+                "the agent's change went to both, :write will ask before replacing the file",
+                "warn",
+            )
+        if outcome.conflicts:
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
+                "your text was kept (:AcpReview)",
+                "warn",
+            )
+        self._publish([path])
+        return outcome
 
     # -- before and beside -------------------------------------------------------------
 
     async def preview(self, call: ToolCall) -> list[FilePreview]:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
         against each file's text now; files the edit does not fit are left out."""
-        edits: list[tuple[str, Callable[[Document], Baseline]]] = []
+        edits: list[tuple[str, Edit]] = []
         for part in call.content:
             if isinstance(part, DiffPart):
                 edits.append((self._abs(part.path), partial(_after_diff, part)))
@@ -300,7 +380,7 @@ class SessionChanges:
                 for patch in patches_of(part):
                     if not (patch.binary or patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
-        return await _previews(self.editor, edits)
+        return await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
@@ -316,12 +396,11 @@ class SessionChanges:
         lines = split_text(text)[0] if text is not None else []
         self.editor.baseline(self.chat_id, {"path": path, "turn": changeset.turn, "lines": lines})
 
-    def _write_of(self, content: str) -> Callable[[Document], Baseline]:
-        """What an ``fs/write_text_file`` of ``content`` would make of a document: the
-        agent's text merged with the edits it has not seen, as :meth:`write` does."""
-        return lambda doc: self.store.merged(
-            doc.path, doc.conform(content), editor_text=doc.text, unseen=doc.text
-        )
+    async def _behind(self, doc: Document) -> tuple[Document, str | None]:
+        """The file behind ``doc`` (:func:`_behind`), and the text a write to ``doc``
+        holds back its clashes against (:func:`_saved`)."""
+        disk = await _behind(doc)
+        return disk, _saved(doc, disk, self.auto_save)
 
     def _abs(self, path: str) -> str:
         return under(self.cwd, path)

@@ -54,8 +54,9 @@ from acp_nvim.review import MergeResult, line_edits, merge3
 MAX_BYTES = 16 * 1024 * 1024
 # Bytes read at a time from a file larger than that (read_part).
 _PIECE = 65536
-# Attempts at applying an edit while the user keeps typing in the buffer.
-_RETRIES = 5
+# Attempts at applying an edit while the user keeps typing in the buffer, or while
+# something else keeps changing its file (see save's ``behind``).
+RETRIES = 5
 
 FileErrorKind = Literal[
     "relative",
@@ -68,6 +69,7 @@ FileErrorKind = Literal[
     "range",
     "readonly",
     "io",
+    "moved",
 ]
 # What the OS raises for a path it cannot take: ValueError for a NUL byte in it.
 _OS_ERRORS = (OSError, ValueError)
@@ -494,6 +496,7 @@ async def save(
     to_disk: bool = True,
     moved: bool = False,
     before: Stat | None = None,
+    behind: str | None = None,
 ) -> str | None:
     """Make ``doc``'s file hold ``text`` (None: delete it); returns what it holds after.
 
@@ -511,9 +514,13 @@ async def save(
     the file of a modified buffer) came between Neovim's last read or write of the
     file and now, its "changed since reading it" question at the user's next
     :write is answered too: the buffer holds the change (lua/acp/editor/buffers.lua).
+    ``behind``: the file's text behind the buffer's unsaved edits that the change
+    was held back against (decision 0015): a file holding other text by now is not
+    written, nor the buffer (``moved``, raised): where the change clashed with it,
+    the change would win and take the buffer's lines there, unsaved ones too.
 
     Raises:
-        FileError: the file cannot be written.
+        FileError: the file cannot be written; ``moved``: see ``behind``.
     """
     if text is None:
         await anyio.to_thread.run_sync(remove_disk, doc.path)
@@ -527,10 +534,12 @@ async def save(
     buffer = doc.buffer
     change = (buffer.text, doc.conform(text))
     beside = False  # the change was written to the file behind the buffer
-    for _ in range(_RETRIES):
+    for _ in range(RETRIES):
         if to_disk and buffer.modified and not beside:
             before = await anyio.to_thread.run_sync(stat_of, doc.path)
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
+            if behind is not None and (disk.text or "") != behind:
+                raise FileError("moved", f"{doc.path} changed on disk while it was written")
             target = disk.conform(applied(change, disk.text).text)
             if target != (disk.text or ""):
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)

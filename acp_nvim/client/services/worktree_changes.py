@@ -202,40 +202,68 @@ class Landed(SessionChanges):
         file), made in the chat's ``turn``, into the user's file, merged with what the
         user changed since ``base``:
         one edit of the buffer (one undo step), saved; a clash keeps the user's lines
-        with the agent's waiting in a conflict hunk, a deletion of a file the user
-        changed is not done (both said)."""
+        with the agent's waiting in a conflict hunk, as does a change reaching into
+        lines the buffer holds unsaved; a deletion of a file the user changed is not
+        done (both said)."""
         async with self._lock:
             self.origin[path] = turn
-            try:
-                doc = await files.load(self.editor, path, check=True)
-                files.check_writable(doc)
-            except files.FileError as err:
-                self.editor.notify(f"not brought in: {err}", "warn")
-                return
-            if theirs is None:
-                if doc.text is None:
-                    return  # gone already
-                if doc.text != base:
-                    self.editor.notify(
-                        f"{shown_path(path, self.cwd)}: not deleted, you changed it since", "warn"
-                    )
+            for _ in range(files.RETRIES):
+                try:
+                    doc = await files.load(self.editor, path, check=True)
+                    files.check_writable(doc)
+                except files.FileError as err:
+                    self.editor.notify(f"not brought in: {err}", "warn")
                     return
-                self.store.record(path, doc.text, None, "write")
-                self.store.accept(path)
-                await files.save(self.editor, doc, None)
-                self._publish()
-                return
-            self.store.note_read(path, base or "")  # the merge base: what the agent changed
-            outcome = self.store.write(path, doc.conform(theirs), editor_text=doc.text)
-            self.store.accept(path)  # what merged cleanly is decided; a clash waits
-            final = await files.save(self.editor, doc, outcome.text)
-            if final != outcome.text:
-                self._latest(path).file(path).user_edit(final)
-            self.disk.seen(path)
-            if outcome.conflicts:
-                self.editor.notify(
-                    f"{shown_path(path, self.cwd)}: the agent changed lines you edited since; "
-                    "your text was kept (:AcpReview)",
-                    "warn",
-                )
-            self._publish()
+                if theirs is None:
+                    await self._delete(doc, base)
+                    return
+                if await self._land_once(doc, base, theirs):
+                    return
+            self.editor.notify(
+                f"not brought in: {shown_path(path, self.cwd)} kept changing on disk", "warn"
+            )
+
+    async def _delete(self, doc: files.Document, base: str | None) -> None:
+        """The agent deleted ``doc``'s file, which held ``base``: so does the user's."""
+        if doc.text is None:
+            return  # gone already
+        if doc.text != base:
+            self.editor.notify(
+                f"{shown_path(doc.path, self.cwd)}: not deleted, you changed it since", "warn"
+            )
+            return
+        self.store.record(doc.path, doc.text, None, "write")
+        self.store.accept(doc.path)
+        await files.save(self.editor, doc, None)
+        self._publish()
+
+    async def _land_once(self, doc: files.Document, base: str | None, theirs: str) -> bool:
+        """The agent's change from ``base`` to ``theirs`` merged into ``doc`` and saved;
+        False, nothing done, where the file changed on disk meanwhile (what reaches
+        into unsaved lines was held back against its older text)."""
+        path = doc.path
+        rollback = self.store.checkpoint(path)
+        self.store.note_read(path, base or "")  # the merge base: what the agent changed
+        # Behind unsaved edits, what reaches into them waits too (decision 0015): the
+        # save below would take the buffer's lines there to the file.
+        _, saved = await self._behind(doc)
+        outcome = self.store.write(path, doc.conform(theirs), editor_text=doc.text, saved=saved)
+        self.store.accept(path)  # what merged cleanly is decided; a clash waits
+        try:
+            final = await files.save(self.editor, doc, outcome.text, behind=saved)
+        except files.FileError as err:
+            rollback()  # nothing was written: nothing brought in
+            if err.reason == "moved":
+                return False
+            raise
+        if final != outcome.text:
+            self._latest(path).file(path).user_edit(final)
+        self.disk.seen(path)
+        if outcome.conflicts:
+            self.editor.notify(
+                f"{shown_path(path, self.cwd)}: the agent changed lines you edited since; "
+                "your text was kept (:AcpReview)",
+                "warn",
+            )
+        self._publish()
+        return True

@@ -267,11 +267,14 @@ class PermissionOption(msgspec.Struct):
 
 
 class PreviewHunk(msgspec.Struct):
-    """Rows ``[row, row + count)`` of a file's text now (0-based) would become ``lines``."""
+    """Rows ``[row, row + count)`` of a file's text now (0-based) would become ``lines``;
+    ``held``: they stay (the user's unsaved lines, kept by the write), and ``lines``,
+    the agent's, wait there in the review as a conflict."""
 
     row: int
     count: int
     lines: list[str]
+    held: bool = False
 
 
 class FilePreview(msgspec.Struct):

@@ -54,6 +54,7 @@ from acp_nvim.client.editor import (
     DropOp,
     EditOp,
     PreviewFile,
+    PreviewHunk,
     RenderOp,
     Spent,
     StatusFields,
@@ -326,12 +327,13 @@ def _rejecting(prompt: PermissionPrompt) -> PermissionOption | None:
 def _preview(file: FilePreview) -> PreviewFile:
     """A file's preview as Lua draws it in the file (``row`` 0-based, lines without
     terminators): plain data, so Lua never reads a diff of the wire."""
-    return {
-        "path": file.path,
-        "created": file.created,
-        "deleted": file.deleted,
-        "hunks": [{"row": h.row, "count": h.count, "lines": h.lines} for h in file.hunks],
-    }
+    hunks: list[PreviewHunk] = []
+    for h in file.hunks:
+        hunk: PreviewHunk = {"row": h.row, "count": h.count, "lines": h.lines}
+        if h.held:
+            hunk["held"] = True
+        hunks.append(hunk)
+    return {"path": file.path, "created": file.created, "deleted": file.deleted, "hunks": hunks}
 
 
 def _content_lines(part: ContentPart, cwd: str) -> list[str]:

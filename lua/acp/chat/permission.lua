@@ -29,7 +29,7 @@ local api = vim.api
 ---@field pending boolean
 ---@field options? acp.PermissionOption[]
 ---@field why? {key: string, option: string, row: integer} reject with that option and say why
----@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[]}[]}[] the files the edit would change (acp.review.preview)
+---@field preview? {path: string, created: boolean, deleted: boolean, hunks: {row: integer, count: integer, lines: string[], held?: boolean}[]}[] the files the edit would change (acp.review.preview; held: rows the write keeps, lines that wait in the review)
 
 --- Pending prompts of a chat, oldest first: the tool block holding each and its request id.
 ---@return {block: string, id: string}[]

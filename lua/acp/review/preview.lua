@@ -64,8 +64,26 @@ local function added_lines(lines, gutter)
   return out
 end
 
+--- A held hunk's lines (the agent's, which the write leaves waiting in the review
+--- where your lines stay), under a line saying so; `gutter` as above, blank.
+local function held_lines(lines, gutter)
+  local pad = gutter and { string.rep(" ", #gutter[1]), "AcpReviewSignConflict" }
+  local function line(text, hl)
+    return pad and { pad, { text, hl } } or { { text, hl } }
+  end
+  local says = #lines > 0 and "your lines stay; the agent's wait in :AcpReview:"
+    or "your lines stay; their deletion waits in :AcpReview"
+  local out = { line(says, "AcpReviewSignConflict") }
+  for _, text in ipairs(lines) do
+    table.insert(out, line(text, "AcpReviewConflict"))
+  end
+  return out
+end
+
 --- Draw `file`'s hunks in `buf`, as window `win` (the one showing it, else the
---- current one) lays them out.
+--- current one) lays them out: the lines an edit replaces, the ones it adds below
+--- them; a held hunk's rows (your unsaved lines, which the write keeps) marked as
+--- a conflict, the agent's lines that will wait in the review below them.
 local function draw_inline(buf, win, file)
   hunks.keep_sign_column(buf) -- first: the gutter measured next has its sign column
   local width = vim.fn.getwininfo(win)[1].textoff
@@ -74,7 +92,7 @@ local function draw_inline(buf, win, file)
   local marks = {}
   local count = api.nvim_buf_line_count(buf)
   for _, hunk in ipairs(file.hunks) do
-    local added = added_lines(hunk.lines, gutter)
+    local added = hunk.held and held_lines(hunk.lines, gutter) or added_lines(hunk.lines, gutter)
     if hunk.count > 0 then
       local last = math.min(hunk.row + hunk.count, count) - 1
       table.insert(
@@ -83,9 +101,9 @@ local function draw_inline(buf, win, file)
           strict = false, -- the user may have typed since Python read the file
           end_row = last,
           end_col = 0,
-          sign_text = "-",
-          sign_hl_group = "AcpReviewSignDelete",
-          line_hl_group = "AcpReviewDelete",
+          sign_text = hunk.held and "┃" or "-",
+          sign_hl_group = hunk.held and "AcpReviewSignConflict" or "AcpReviewSignDelete",
+          line_hl_group = hunk.held and "AcpReviewConflict" or "AcpReviewDelete",
         })
       )
       if #added > 0 then
@@ -110,7 +128,8 @@ local function draw_inline(buf, win, file)
   return marks
 end
 
---- The file's lines with the preview's hunks applied: the proposed text.
+--- The file's lines with the preview's hunks applied: what the write leaves (held
+--- hunks keep the file's lines).
 local function proposed(buf, file)
   if file.deleted then
     return {}
@@ -118,9 +137,11 @@ local function proposed(buf, file)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
   local out, at = {}, 0
   for _, hunk in ipairs(file.hunks) do
-    vim.list_extend(out, lines, at + 1, hunk.row)
-    vim.list_extend(out, hunk.lines)
-    at = hunk.row + hunk.count
+    if not hunk.held then
+      vim.list_extend(out, lines, at + 1, hunk.row)
+      vim.list_extend(out, hunk.lines)
+      at = hunk.row + hunk.count
+    end
   end
   vim.list_extend(out, lines, at + 1, #lines)
   return out
