@@ -1,8 +1,8 @@
 """What a turn used (|acp-usage|) when the chat's session goes on in another agent
-process: :AcpRestart, a prompt after the agent died. Real agents differ there:
-Claude's adapter counts its cost from zero in a new process (before its SDK
-0.3.277) or on (since), opencode counts its cost on and reports it at the
-resume, every one reports the context it resumed. The "rewind" agents
+process: :AcpRestart, a prompt after the agent died, a stored chat reopened. Real
+agents differ there: Claude's adapter counts its cost from zero in a new process
+(before its SDK 0.3.277) or on (since), opencode counts its cost on and reports it
+at the resume, every one reports the context it resumed. The "rewind" agents
 (tests/fakes/scenarios/rewind.py) stand for both: "+resume" counts from zero in a
 new process, "+resume+store" counts on."""
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.nvim.conftest import Editor
+from tests.nvim.test_history import kept
 from tests.nvim.test_rewind import kill_the_agent, start, turn
 
 KINDS = ["rewind+resume", "rewind+resume+store"]
@@ -18,22 +19,29 @@ KINDS = ["rewind+resume", "rewind+resume+store"]
 
 def new_process(editor: Editor, scenario: str, how: str) -> None:
     """The chat's agent is started again ``how``; the next prompt goes to the new
-    process (for "died", that prompt starts it)."""
+    process (for "died" and "reopened", that prompt starts it)."""
     if how == "restarted":
         editor.nvim.command("AcpRestart")
         editor.wait_event("AcpSessionReady", count=2)
-    else:
+    elif how == "died":
         kill_the_agent(editor, scenario, 1)
+    else:
+        [entry] = kept(editor, "two")
+        stored = f"require('acp.host').request('export', {{history = {entry['id']}}})"
+        editor.wait(f"select(2, {stored}:gsub('Turn ended', '')) == 2", what="its turn ends kept")
+        editor.nvim.command("AcpClose")
+        editor.reopen_last()
 
 
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("scenario", KINDS)
-@pytest.mark.parametrize("how", ["restarted", "died"])
+@pytest.mark.parametrize("how", ["restarted", "died", "reopened"])
 def test_the_first_turn_in_a_new_process_shows_what_it_used(
     editor: Editor, how: str, scenario: str, version: int
 ) -> None:
     """The turn was measured against the last report of the process before: "-1.2k
-    tokens · $-0.05" where the new one counted from zero."""
+    tokens · $-0.05" where the new one counted from zero, and, in a reopened chat,
+    the whole session ("3.7k tokens · $0.15") where it counted on."""
     start(editor, scenario, version)
     turn(editor, "one", 1)
     turn(editor, "two", 2)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from acp_nvim.client.editor import Spent
+from acp_nvim.client.history._blocks import turn_report
+from acp_nvim.client.history._store import StoredBlock
 from acp_nvim.client.session.usage import Usage
 
 
@@ -92,3 +95,29 @@ def test_a_session_left_before_its_new_process_reported_is_compared_when_back() 
     chat.ready("s1")
     assert chat.turn((1000, 0.1)) == spent(1000, 0.1)
     assert chat.usage.session == spent(3000, 0.3)
+
+
+def turn_end(usage: object) -> list[StoredBlock]:
+    """A turn's blocks as the history keeps them, ``usage`` kept at its end."""
+    data = msgspec.json.encode({"stop_reason": "end_turn", "usage": usage}).decode()
+    return [StoredBlock(0, "m1", 1, "user", "hi"), StoredBlock(1, "t1", 1, "turn", "", data)]
+
+
+def test_a_reopened_chat_goes_on_from_its_stored_report_and_sum() -> None:
+    chat = two_turns()
+    stored = turn_report(turn_end(chat.usage.summed(chat.report)))
+    assert stored is not None
+    reopened = Chat()
+    reopened.usage.reopened("s1", stored)
+    reopened.ready("s1", resumed=True)
+    assert reopened.report == {"used": 2000, "size": 200_000, "cost": {"amount": 0.2, "currency": "USD"}}
+    assert reopened.turn((3000, 0.3)) == spent(1000, 0.1)
+    assert reopened.usage.session == spent(3000, 0.3)
+
+
+@pytest.mark.parametrize(
+    "usage", [None, {}, {"used": "many", "size": 1}, {"used": 1, "size": 2, "cost": {"amount": 1}}]
+)
+def test_a_stored_report_that_does_not_read_is_none(usage: object) -> None:
+    assert turn_report(turn_end(usage)) is None
+    assert turn_report(turn_end(usage)[:1]) is None  # no turn end

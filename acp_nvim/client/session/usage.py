@@ -10,7 +10,7 @@ are measured from the parent's report at that point (:meth:`Usage.forked`); its
 cost is the agent's report as it stands (no agent is known to say whether a fork's
 cost includes the parent's).
 
-A session resumed by another agent process (a restart, a prompt after it died) goes
+A session resumed by another agent process (a restart, a stored chat reopened) goes
 on from its last report, but the new process may count from zero (Claude's adapter
 did so for its cost while it reported the context it resumed; opencode counts on).
 So the new process's first figures are compared with the last ones before it, each
@@ -77,6 +77,13 @@ class Usage:
             self._count.carried = {k: report[k] for k in ("used", "cost") if k in report}
         return report
 
+    def reopened(self, session_id: str, stored: dict[str, Any]) -> None:
+        """A stored chat reopened goes on in ``session_id``, whose last turn ended with
+        ``stored``: the report and what the session's turns used, as :meth:`summed`
+        kept them."""
+        report = {k: v for k, v in stored.items() if k != "session"}
+        self._kept[session_id] = (report, _Count(spent=stored.get("session")))
+
     def forked(self, parent: dict[str, Any] | None) -> None:
         """The session just begun is a fork at a message, ``parent`` the report of the
         parent's session when that message was its last (None: not known). Its context
@@ -111,6 +118,11 @@ class Usage:
             self.turn = spent
             self._count.spent = spent_sum(self._count.spent, spent)
         return spent
+
+    def summed(self, report: dict[str, Any]) -> dict[str, Any]:
+        """``report`` with what the session's turns used (``session``), as a turn's end
+        keeps it in the history."""
+        return report if self.session is None else {**report, "session": self.session}
 
     def status(self, report: dict[str, Any]) -> dict[str, Any]:
         """The status field ``usage``: the agent's ``report``, with what the last turn
