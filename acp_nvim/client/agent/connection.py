@@ -277,7 +277,7 @@ class AgentConnection:
         sessions = self._sessions()
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.opened.add(session_id)
-        chat.ready(session_id, sessions.version, sessions.agent_title)
+        chat.ready(session_id, sessions.version, sessions.agent_title, resumed=True)
 
     def attach(self, chat: Chat, session_id: str) -> None:
         """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still

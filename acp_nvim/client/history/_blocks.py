@@ -22,6 +22,7 @@ __all__ = [
     "render_ops",
     "review_of",
     "stored",
+    "turn_report",
     "waiting_files",
 ]
 
@@ -148,6 +149,37 @@ def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
         item = {"path": file["path"], "hunks": hunks}
         kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
     return kept
+
+
+class _Cost(msgspec.Struct, frozen=True):
+    amount: float
+    currency: str
+
+
+class _Spent(msgspec.Struct, frozen=True, omit_defaults=True):
+    tokens: int
+    cost: _Cost | None = None
+
+
+class _Report(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A usage report with what its session's turns had used (``Usage.summed``)."""
+
+    used: int
+    size: int
+    cost: _Cost | None = None
+    session: _Spent | None = None
+
+
+def turn_report(blocks: Sequence[StoredBlock]) -> dict[str, Any] | None:
+    """The usage report the last turn end of ``blocks`` kept (a turn's blocks: when it
+    ended), with what its session's turns had used; None where none was kept or it
+    does not read (a damaged row)."""
+    ends = [block for block in blocks if block.kind == "turn"]
+    try:
+        report = msgspec.convert(_data(ends[-1]).get("usage"), _Report) if ends else None
+    except msgspec.ValidationError:
+        return None
+    return msgspec.to_builtins(report)  # type: ignore[no-any-return]
 
 
 def waiting_files(blocks: Sequence[StoredBlock]) -> list[str]:

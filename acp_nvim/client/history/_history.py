@@ -192,6 +192,11 @@ class History:
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""
+        # Each session goes on from its last turn's report (the shown branch's last).
+        for branch in reversed(chat.branches.all):
+            last = branch.turns[-1] if branch.turns else None
+            if last is not None and last.report is not None and last.session_id:
+                chat.usage.reopened(last.session_id, last.report)
         if row.title is not None:
             chat.keep_title(row.title)
         await self._draw(chat, shown, prefix)

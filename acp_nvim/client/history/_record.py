@@ -25,6 +25,7 @@ from acp_nvim.client.history._blocks import (
     render_ops,
     review_of,
     stored,
+    turn_report,
 )
 from acp_nvim.client.history._branches import StoredBranch, branches_of, encode, in_view
 from acp_nvim.client.history._store import ChatRow, StoredBlock
@@ -152,6 +153,7 @@ class ChatRecord:
             text = (prompts[node] or own[0]).text
             turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(text))
             turn.first = block_id(prefix, own[0])
+            turn.report = turn_report(own)
             if node not in shown.nodes:
                 turn.drawing = render_ops(own, prefix, self.chat.workspace, self.prompts)
             self._turn_nodes[turn.message] = node
@@ -184,7 +186,8 @@ class ChatRecord:
             data = None
             if kind == "turn":
                 session = self.chat.session
-                data = {"stop_reason": session.stop_reason, "usage": session.usage}
+                usage = self.chat.usage.summed(session.usage)
+                data = {"stop_reason": session.stop_reason, "usage": usage}
                 self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
         if key not in self._between:

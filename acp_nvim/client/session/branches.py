@@ -55,7 +55,8 @@ class Turn(msgspec.Struct, eq=False):
 
     ``start`` is where its items begin in ``Session.items`` while it is shown.
     ``report`` is the agent's usage report when it ended (``Session.usage``): a
-    fork at its last message starts with that context.
+    fork at its last message starts with that context; a stored turn's holds what its
+    session's turns had used by then too (``Usage.summed``).
     ``first`` is the block it begins with, else its message's: the first note of a
     rewind or a branch switch drawn before it (they go with it), or a stored turn's
     first block. A turn of a stored chat (reopened, or handed over: ``review`` 0) has

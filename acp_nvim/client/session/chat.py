@@ -175,20 +175,23 @@ class Chat:
         self.state = state
         self._draw(view.status_op(state=state, **fields))
 
-    def ready(self, session_id: str, protocol_version: int, agent_title: str | None) -> None:
-        self.session.usage = self.usage.switch(session_id, self.session.usage)
+    def ready(
+        self, session_id: str, version: int, agent_title: str | None, *, resumed: bool = False
+    ) -> None:
+        """Go on in ``session_id``, which an agent process ``resumed`` (or loaded)."""
+        self.session.usage = self.usage.switch(session_id, self.session.usage, resumed=resumed)
         self.session.session_id = session_id
-        self.protocol_version = protocol_version
+        self.protocol_version = version
         self.set_state(
             "ready",
             agent=self.agent,
             agent_title=agent_title,
             session_id=session_id,
-            protocol_version=protocol_version,
+            protocol_version=version,
             usage=self.usage.status(self.session.usage),  # another session's meter, if it moved
         )
         data = {"chat": self.id, "agent": self.agent, "session_id": session_id}
-        self.editor.emit("AcpSessionReady", {**data, "protocol_version": protocol_version})
+        self.editor.emit("AcpSessionReady", {**data, "protocol_version": version})
 
     async def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         """Show the user's message (and what is attached), mark the turn running, and
@@ -452,8 +455,8 @@ class Chat:
         usage: dict[str, Any] = {"used": used, "size": size}
         if cost is not None:
             usage["cost"] = {"amount": cost[0], "currency": cost[1]}
-        self.session.usage = usage
-        self._draw(view.status_op(usage=self.usage.status(usage)))
+        self.session.usage = self.usage.reported(usage)
+        self._draw(view.status_op(usage=self.usage.status(self.session.usage)))
 
     def _close_fence(self) -> None:
         """The turn ends in the agent's message with a code fence open (it was cut

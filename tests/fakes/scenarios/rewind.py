@@ -101,8 +101,15 @@ class Rewind:
 
     async def resume(self, params: Params) -> Params:
         session = params["sessionId"]
-        self.cwd[session], self.turns[session] = params["cwd"], self.turns.get(session, 0)
+        stored = json.loads(self.store.read_text()) if self.store and self.store.exists() else {}
+        self.cwd[session] = params["cwd"]
+        self.turns[session] = self.turns.get(session, stored.get(session, 0))
         return {}
+
+    @property
+    def store(self) -> Path | None:
+        """Where ``store`` keeps the turns each session ran (None without it)."""
+        return Path(os.environ["FAKE_CALLS"] + ".sessions") if "store" in self.flags else None
 
     async def fork(self, params: Params) -> Params:
         session = self.open(params["cwd"])
@@ -131,6 +138,8 @@ class Rewind:
     async def turn(self, params: Params) -> str:
         session = params["sessionId"]
         self.turns[session] += 1
+        if self.store is not None:
+            self.store.write_text(json.dumps(self.turns))
         text = params["prompt"][-1]["text"]
         stop = "end_turn"
         if self.version == 2:
@@ -243,5 +252,6 @@ class Rewind:
 
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
-    for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+resume")
+    for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+resume",
+                 "rewind+resume+store")
 )

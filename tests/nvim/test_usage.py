@@ -1,0 +1,57 @@
+"""What a turn used (|acp-usage|) when the chat's session goes on in another agent
+process: :AcpRestart, a prompt after the agent died, a stored chat reopened. Real
+agents differ there: Claude's adapter counts its cost from zero in a new process
+(before its SDK 0.3.277) or on (since), opencode counts its cost on and reports it
+at the resume, every one reports the context it resumed. The "rewind" agents
+(tests/fakes/scenarios/rewind.py) stand for both: "+resume" counts from zero in a
+new process, "+resume+store" counts on."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.nvim.conftest import Editor
+from tests.nvim.test_history import kept
+from tests.nvim.test_rewind import kill_the_agent, start, turn
+
+KINDS = ["rewind+resume", "rewind+resume+store"]
+
+
+def new_process(editor: Editor, scenario: str, how: str) -> None:
+    """The chat's agent is started again ``how``; the next prompt goes to the new
+    process (for "died" and "reopened", that prompt starts it)."""
+    if how == "restarted":
+        editor.nvim.command("AcpRestart")
+        editor.wait_event("AcpSessionReady", count=2)
+    elif how == "died":
+        kill_the_agent(editor, scenario, 1)
+    else:
+        [entry] = kept(editor, "two")
+        stored = f"require('acp.host').request('export', {{history = {entry['id']}}})"
+        editor.wait(f"select(2, {stored}:gsub('Turn ended', '')) == 2", what="its turn ends kept")
+        editor.nvim.command("AcpClose")
+        editor.reopen_last()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("scenario", KINDS)
+@pytest.mark.parametrize("how", ["restarted", "died", "reopened"])
+def test_the_first_turn_in_a_new_process_shows_what_it_used(
+    editor: Editor, how: str, scenario: str, version: int
+) -> None:
+    """The turn was measured against the last report of the process before: "-1.2k
+    tokens · $-0.05" where the new one counted from zero, and, in a reopened chat,
+    the whole session ("3.7k tokens · $0.15") where it counted on."""
+    start(editor, scenario, version)
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    new_process(editor, scenario, how)
+    turn(editor, "three", 3)
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
+    usage = editor.lua("return require('acp').status().usage")
+    assert usage["turn"] == {"tokens": 1234, "cost": {"amount": pytest.approx(0.05), "currency": "USD"}}
+    # The session's three turns, and its cost so far: the winbar's.
+    assert usage["session"] == {"tokens": 3702, "cost": {"amount": pytest.approx(0.15), "currency": "USD"}}
+    assert usage["cost"]["amount"] == pytest.approx(0.15)
+    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    editor.wait(f"{winbar}:find('$0.15', 1, true) ~= nil", what="the session's cost in the winbar")
