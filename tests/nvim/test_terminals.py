@@ -212,6 +212,20 @@ def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
     assert editor.lua("return require('acp').status().state") == "error"
 
 
+def test_commands_leave_no_stray_buffers(editor: Editor) -> None:
+    """Naming a command's terminal buffer acp://terminal/tN left its first name,
+    term://…//PID:/bin/sh, behind as an empty unlisted buffer, one per command,
+    in :ls! and buffer pickers, and :AcpClose did not delete it."""
+    editor.setup()
+    editor.open_chat()
+    for turn in (1, 2):
+        editor.lua("require('acp').send('run something')")
+        editor.wait_event("AcpTurnEnd", count=turn)
+    listed = editor.lua("return vim.api.nvim_exec2('ls!', { output = true }).output")
+    assert len(re.findall(r"acp://terminal/t\d+", listed)) == 2
+    assert "term://" not in listed
+
+
 def test_display_terminal_buffer_takes_split_chunks_and_snapshots(editor: Editor) -> None:
     editor.setup()
     term = "require('acp.editor.terminal')"

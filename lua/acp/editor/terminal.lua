@@ -153,7 +153,14 @@ local function remember(key, term)
   end
   M.terminals[key] = term
   M.last = key
+  local first = api.nvim_buf_get_name(term.buf)
   pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+  -- A rename keeps the first name (jobstart's term://…) in a new unlisted buffer,
+  -- the newest one, as the alternate file: one stray buffer per command.
+  local stray = vim.fn.bufnr("$")
+  if first ~= "" and stray ~= term.buf and api.nvim_buf_get_name(stray) == first then
+    pcall(api.nvim_buf_delete, stray, { force = true })
+  end
 end
 
 -- Neovim drops PTY output still unread when the process exits (neovim#37982,
