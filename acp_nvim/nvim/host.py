@@ -30,6 +30,7 @@ from acp_nvim.client.agent.groups import kill_all
 from acp_nvim.client.app import App
 from acp_nvim.client.history import StoreError
 from acp_nvim.nvim.editor import NvimEditor
+from acp_nvim.nvim.terminal_groups import TerminalGroups
 from acp_nvim.nvim.worker import Worker
 
 log = logging.getLogger("acp_nvim")
@@ -46,6 +47,7 @@ class Host:
         self.editor = NvimEditor(nvim)
         self.app: App | None = None
         self.worker = Worker(self._main)
+        self.terminal_groups = TerminalGroups()
         self._started = False
         atexit.register(kill_all)
 
@@ -168,8 +170,14 @@ class Host:
                 self.worker.submit(app.login, params["chat"], params.get("method"), values)
             case "logout":
                 self.worker.submit(app.logout, params["chat"])
+            case "terminal_started":
+                key, pid, nvim_pid = params["key"], params["pid"], params["nvim_pid"]
+                self.worker.call(self.terminal_groups.started, key, pid, nvim_pid)
             case "terminal_output":
-                self.worker.call(app.terminal_output, params.get("chunks") or [])
+                chunks = params.get("chunks") or []
+                if ended := [str(c["key"]) for c in chunks if c.get("exit") is not None]:
+                    self.worker.call(self.terminal_groups.exited, ended)
+                self.worker.call(app.terminal_output, chunks)
             case "lsp_answer":
                 self.worker.call(self.editor.lsp_answer, params)
             case "cmdwin_closed":

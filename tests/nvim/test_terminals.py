@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests import proc
 from tests.nvim.conftest import Editor, wait_gone
@@ -134,17 +137,16 @@ def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
     assert report["exit"] == {"signal": "SIGHUP"}
 
 
-def start_stubborn_command(editor: Editor, ignores: str) -> tuple[str, list[int]]:
-    """Have the agent run a shell that ignores the signals ``ignores`` (e.g. "HUP TERM")
-    around a running sleep; returns the terminal id and the group's processes."""
+def start_long_command(editor: Editor, ignores: str = "") -> tuple[str, list[int]]:
+    """Have the agent run a shell that ignores the signals ``ignores`` (e.g. "HUP TERM",
+    or none) around a running sleep; returns the terminal id and the group's processes."""
     open_fake(editor)
     pidfile = editor.tmp / "pid"
+    deaf = f"trap '' {ignores}; " if ignores else ""
     report = run(
         editor,
         {
-            "create": {
-                "command": f"echo $$ > {pidfile}; trap '' {ignores}; sleep 1000; sleep 1000"
-            },
+            "create": {"command": f"echo $$ > {pidfile}; {deaf}sleep 1000; sleep 1000"},
             "wait": False,
             "release": False,
         },
@@ -191,7 +193,7 @@ def test_a_command_of_a_turn_left_to_the_agent_is_killed(editor: Editor) -> None
 
 
 def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
-    terminal_id, members = start_stubborn_command(editor, "HUP")
+    terminal_id, members = start_long_command(editor, "HUP")
     editor.lua("require('acp').close()")
     # Hang-up is ignored; Neovim escalates to SIGTERM after 2 s.
     assert wait_gone(members, timeout=10) == []
@@ -199,17 +201,57 @@ def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -
 
 
 def test_quitting_neovim_kills_running_commands(editor: Editor) -> None:
-    _, members = start_stubborn_command(editor, "HUP TERM")
+    _, members = start_long_command(editor, "HUP TERM")
     editor.quit()
     assert wait_gone(members, timeout=10) == []
 
 
+@pytest.mark.parametrize(
+    ("ignores", "host_too"), [("", False), ("HUP TERM", False), ("HUP TERM", True)]
+)
+def test_neovim_killed_outright_kills_running_commands(
+    editor: Editor, ignores: str, host_too: bool
+) -> None:
+    """Neovim killed (SIGKILL, a crash) runs no exit hook: its terminals' hang-up
+    reaches only the wrapper, which waits for its command. The command and the
+    wrapper ran on with parent 1; now they end with Neovim as agents do, also when
+    the Python side is killed with it (only the reaper is left to end them: both
+    are stopped first, so neither sees the other go)."""
+    _, members = start_long_command(editor, ignores)
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    if host_too:
+        os.kill(editor.pid, signal.SIGSTOP)
+        os.kill(host, signal.SIGSTOP)
+        os.kill(host, signal.SIGKILL)
+    os.kill(editor.pid, signal.SIGKILL)
+    survivors = wait_gone(members, timeout=10)
+    for pid in survivors:  # no orphan of a failure left to run for 1000 s
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+
+
 def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
-    _, members = start_stubborn_command(editor, "HUP TERM")
+    _, members = start_long_command(editor, "HUP TERM")
     host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
     os.kill(host, signal.SIGKILL)
     assert wait_gone(members, timeout=10) == []
-    assert editor.lua("return require('acp').status().state") == "error"
+    # The reaper may end them before Neovim has heard of the host's end.
+    editor.wait("require('acp').status().state == 'error'", what="the chat failed")
+
+
+def test_commands_leave_no_stray_buffers(editor: Editor) -> None:
+    """Naming a command's terminal buffer acp://terminal/tN left its first name,
+    term://…//PID:/bin/sh, behind as an empty unlisted buffer, one per command,
+    in :ls! and buffer pickers, and :AcpClose did not delete it."""
+    editor.setup()
+    editor.open_chat()
+    for turn in (1, 2):
+        editor.lua("require('acp').send('run something')")
+        editor.wait_event("AcpTurnEnd", count=turn)
+    listed = editor.lua("return vim.api.nvim_exec2('ls!', { output = true }).output")
+    assert len(re.findall(r"acp://terminal/t\d+", listed)) == 2
+    assert "term://" not in listed
 
 
 def test_display_terminal_buffer_takes_split_chunks_and_snapshots(editor: Editor) -> None:

@@ -4,7 +4,8 @@ A pid is handed out again once its process is reaped and its group is empty. The
 tests force that in a pid namespace of their own (``unshare``, writing
 ``/proc/sys/kernel/ns_last_pid``): an agent exits by itself, a stranger gets its pid
 as the leader of a group of its own, and every way we end agents must leave the
-stranger alone. And what a failure shows of what it printed beside the protocol.
+stranger alone; so must a command of Neovim's terminals once Neovim said it exited.
+And what a failure shows of what it printed beside the protocol.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +83,47 @@ anyio.run(main, *sys.argv[1:])
 """
 
 
+# The same for a terminal's command (acp_nvim/nvim/terminal_groups.py), this process
+# playing Neovim: its exit heard, its pid goes to a stranger that every ending must
+# leave alone; a command still running is ended.
+_TERMINAL_SCRIPT = """
+import json, os, signal, subprocess, sys
+if sys.argv[1] == "number":
+    del os.pidfd_open
+from acp_nvim.client.agent import groups
+from acp_nvim.nvim.terminal_groups import TerminalGroups
+
+if sys.argv[1] == "leader":
+    groups._pidfd_groups = False
+held = TerminalGroups()
+def start(key):
+    job = subprocess.Popen(["sh", "-c", "read line"], stdin=subprocess.PIPE, start_new_session=True)
+    held.started(key, job.pid, os.getpid())
+    return job
+running, ended = start("t1"), start("t2")
+ended.stdin.close()
+ended.wait()  # Neovim reaped it...
+held.exited(["t2"])  # ...and said so
+try:
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(ended.pid - 1))
+except OSError as err:
+    print(json.dumps({"skip": f"cannot write ns_last_pid: {err}"}))
+    sys.exit()
+stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
+report = {"reused": stranger.pid == ended.pid}
+if sys.argv[2] == "kill_all":  # the host ends (Neovim gone)
+    groups.kill_all()
+else:  # the host killed with Neovim: the reaper sees EOF
+    groups._reaper.stdin.close()
+    groups._reaper.wait()
+report["running_killed"] = running.wait() == -signal.SIGKILL
+stranger.terminate()
+report["stranger_alive"] = stranger.wait() == -signal.SIGTERM
+print(json.dumps(report))
+"""
+
+
 @cache
 def _unshare() -> list[str] | str:
     """The unshare command that makes a pid namespace here, or why none can be made."""
@@ -96,27 +139,43 @@ def _unshare() -> list[str] | str:
     return f"cannot make a pid namespace here (unshare: {why})"
 
 
-@pytest.mark.parametrize("kernel", ["named", "leader", "number"])
-@pytest.mark.parametrize("ending", ["aclose", "kill_all", "reaper"])
-def test_a_recycled_pid_is_never_signalled(kernel: str, ending: str) -> None:
+def _in_pid_namespace(script: str, *args: str) -> dict[str, Any]:
+    """The JSON report of ``script`` run as pid 1 of a new pid namespace; skips where
+    none can be made or its pids cannot be steered."""
     command = _unshare()
     if isinstance(command, str):
         pytest.skip(command)
     done = subprocess.run(
-        [*command, sys.executable, "-c", _SCRIPT, kernel, ending],
+        [*command, sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
     if "skip" in report:
         pytest.skip(report["skip"])
+    return report
+
+
+@pytest.mark.parametrize("kernel", ["named", "leader", "number"])
+@pytest.mark.parametrize("ending", ["aclose", "kill_all", "reaper"])
+def test_a_recycled_pid_is_never_signalled(kernel: str, ending: str) -> None:
+    report = _in_pid_namespace(_SCRIPT, kernel, ending)
     assert report["reused"], "the stranger did not get the agent's pid"
     assert report["stranger_alive"]
     if kernel == "named":
         assert report["leftover_alive"] is False
+
+
+@pytest.mark.parametrize("kernel", ["named", "leader", "number"])
+@pytest.mark.parametrize("ending", ["kill_all", "reaper"])
+def test_a_terminal_commands_recycled_pid_is_never_signalled(kernel: str, ending: str) -> None:
+    report = _in_pid_namespace(_TERMINAL_SCRIPT, kernel, ending)
+    assert report["reused"], "the stranger did not get the command's pid"
+    assert report["stranger_alive"]
+    assert report["running_killed"]
 
 
 def test_a_failure_shows_the_last_lines_printed_on_stdout_trimmed_and_cut() -> None:

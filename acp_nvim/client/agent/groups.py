@@ -7,6 +7,8 @@ signal handler, when no event loop is left to await anything. And since neither
 runs when this process is killed outright, a reaper outlives it: a small shell
 in a session of its own that holds every live group and SIGKILLs them once this
 process is gone (its end of the reaper's stdin closes, however it ended).
+The commands Neovim runs in terminals for agents are held the same way
+(acp_nvim/nvim/terminal_groups.py), so that they end with Neovim however it ends.
 
 A group is signalled only while it is known to be ours (decision 0036): once
 its leader is reaped, its pid may be handed to a stranger. Where the kernel
@@ -92,34 +94,40 @@ _PIDFD_SIGNAL_PROCESS_GROUP = 4
 _pidfd_groups: bool | None = None
 
 
-def _child_pidfd(pid: int) -> int | None:
-    """A pidfd of our child ``pid``; None where there are no pidfds (not Linux, or
-    before 5.3) or when it has exited and been reaped already (asyncio reaps at once):
-    then the number may be a stranger's, which its parent says."""
+def _child_pidfd(pid: int, parent: int) -> int | None:
+    """A pidfd of ``parent``'s child ``pid``; None where there are no pidfds (not
+    Linux, or before 5.3) or when it has exited and been reaped already (asyncio
+    reaps at once): then the number may be a stranger's, which its parent says."""
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            found = int(f.read().rsplit(b")", 1)[1].split()[1])
         signal.pidfd_send_signal(fd, 0)  # still the process read above
     except (OSError, ValueError, IndexError):
-        parent = -1
-    if parent == os.getpid():
+        found = -1
+    if found == parent:
         return fd
     os.close(fd)
     return None
 
 
 class Group:
-    """The process group an agent leads, signalled only while known to be ours."""
+    """The process group an agent leads, signalled only while known to be ours.
 
-    def __init__(self, process: Leader) -> None:
+    Args:
+        process: the leader, our child unless ``parent`` says whose (a command
+            Neovim runs in a terminal): then ``parent`` reaps it, and its end is
+            not seen here (:meth:`drop` the group when ``parent`` reports it).
+    """
+
+    def __init__(self, process: Leader, parent: int | None = None) -> None:
         self.pid = process.pid
         self._process = process
         self._held = False  # by the reaper
-        self._pidfd = _child_pidfd(self.pid)
+        self._pidfd = _child_pidfd(self.pid, os.getpid() if parent is None else parent)
 
     def __repr__(self) -> str:
         return f"<Group {self.pid} pidfd={self._pidfd}>"

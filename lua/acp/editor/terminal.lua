@@ -153,7 +153,20 @@ local function remember(key, term)
   end
   M.terminals[key] = term
   M.last = key
+  local first = api.nvim_buf_get_name(term.buf)
   pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+  -- A rename keeps the first name (jobstart's term://…) in a new unlisted buffer,
+  -- the newest one, as the alternate file: one stray buffer per command.
+  local stray = vim.fn.bufnr("$")
+  if first ~= "" and stray ~= term.buf and api.nvim_buf_get_name(stray) == first then
+    pcall(api.nvim_buf_delete, stray, { force = true })
+  end
+  -- Neovim killed outright runs no VimLeavePre, and the hang-up of its terminals
+  -- reaches only the wrapper (see DRAIN): the Python side holds the command's
+  -- group to end it with Neovim, as it does the agents' (until the exit it hears).
+  if term.pid and host.running() then
+    host.notify("terminal_started", { key = key, pid = term.pid, nvim_pid = vim.fn.getpid() })
+  end
 end
 
 -- Neovim drops PTY output still unread when the process exits (neovim#37982,
