@@ -1,6 +1,7 @@
 -- Prompt history of the chat input: what was sent, per agent and project, kept
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
--- the input's first line and <Down> on its last (decision 0022).
+-- the input's first line and <Down> on its last (decision 0022). What an input
+-- holds unsent is kept there too when its chat closes or Neovim quits.
 if jit then jit.off(true, true) end -- decision 0068
 local editing = require("acp.chat.editing")
 local keys = require("acp.keys")
@@ -150,6 +151,17 @@ local merged = vim.uv.new_work(
   end)
 )
 
+--- Have the prompts waiting written WRITE_AFTER_MS from now, with what comes meanwhile.
+local function store_later()
+  if not due then
+    due = true
+    vim.defer_fn(function()
+      due = false
+      store()
+    end, WRITE_AFTER_MS)
+  end
+end
+
 function store()
   if writing or #waiting == 0 then
     return
@@ -203,10 +215,20 @@ function M.give_back(chat, lines, rank)
   end
 end
 
---- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
---- merged it into the file (see `store`), WRITE_AFTER_MS later. Sent from the walk
---- through the history (<Up>, :AcpEdit), the text typed before the walk comes back
---- to the input: sending an earlier prompt never costs what you were writing.
+--- Add `text` to `chat`'s history: in the chat now, on disk once a thread has
+--- merged it into the file (see `store`), WRITE_AFTER_MS later.
+local function remember(chat, text)
+  local history = of(chat)
+  if history.entries[#history.entries] ~= text then
+    table.insert(history.entries, text)
+  end
+  table.insert(waiting, { key(chat), text })
+  store_later()
+end
+
+--- Remember `text` as sent from `chat`. Sent from the walk through the history
+--- (<Up>, :AcpEdit), the text typed before the walk comes back to the input:
+--- sending an earlier prompt never costs what you were writing.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -216,29 +238,46 @@ function M.add(chat, text)
   if draft and (#draft > 1 or draft[1] ~= "") then
     M.give_back(chat, draft)
   end
-  if history.entries[#history.entries] ~= text then
-    table.insert(history.entries, text)
+  remember(chat, text)
+end
+
+--- What `chat`'s input holds that was never sent, oldest first: what was typed
+--- before walking the prompt history (<Up>, :AcpEdit), then what the input shows,
+--- unless that is the walk's prompt as it was. Nothing when the input is not
+--- loaded.
+---@param chat acp.Chat
+---@return string[]
+function M.unsent(chat)
+  local texts = {}
+  if not api.nvim_buf_is_loaded(chat.input) then
+    return texts
   end
-  table.insert(waiting, { key(chat), text })
-  if not due then
-    due = true
-    vim.defer_fn(function()
-      due = false
-      store()
-    end, WRITE_AFTER_MS)
+  local walk = chat.history and chat.history.index and chat.history
+  local before = walk and table.concat(walk.draft, "\n")
+  if before and before:find("%S") then
+    table.insert(texts, before)
   end
+  local typed = registry.typed(chat)
+  if typed and not (walk and walk.entries[walk.index] == typed) then
+    table.insert(texts, typed)
+  end
+  return texts
 end
 
 --- Keep what `chat`'s input holds, not sent, in its history, where <Up> finds it
---- (the chat closes, Neovim quits): whether it held anything.
+--- (the chat closes, a buffer command empties the input, Neovim quits): whether it
+--- held anything. A walk through the history ends with it.
 ---@param chat acp.Chat
 ---@return boolean
 function M.keep_unsent(chat)
-  local text = registry.typed(chat)
-  if text then
-    M.add(chat, text)
+  local texts = M.unsent(chat)
+  if chat.history then
+    chat.history.index, chat.history.draft = nil, nil
   end
-  return text ~= nil
+  for _, text in ipairs(texts) do
+    remember(chat, text)
+  end
+  return #texts > 0
 end
 
 --- Have every prompt sent so far on disk before returning (Neovim is closing).
