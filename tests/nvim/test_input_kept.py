@@ -1,13 +1,18 @@
 """Nothing typed in the chat's input is lost (|acp-history|): not to a buffer command
 run in it (:bdelete, :bunload, :edit!, :bwipeout!), after which the chat's input
-works again whole."""
+works again whole, nor to a signal that ends Neovim (a terminal window closed, an
+SSH connection dropped)."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
-from tests.nvim.conftest import Editor
-from tests.nvim.test_chats import input_lines, wait_input
+from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.test_chats import input_lines, quit_with, wait_input
+from tests.nvim.test_history import second_neovim
 from tests.nvim.test_permissions import PROMPT, wait_text
 
 KEPT = "acp: chat #1's unsent prompt is in the prompt history (<Up> in the input)"
@@ -28,12 +33,13 @@ return {
 
 
 def typed_then(editor: Editor, command: str) -> None:
-    """A chat with ``TYPED`` in its input, then ``command`` run in the input."""
+    """A chat with ``TYPED`` in its input, then ``command`` (if any) run in the input."""
     editor.setup(agents={"fake": editor.fake_agent("echo")}, default_agent="fake")
     editor.open_chat()
     editor.nvim.input("ia long prompt<CR>on two lines<Esc>")
     wait_input(editor, TYPED)
-    editor.nvim.command(command)
+    if command:
+        editor.nvim.command(command)
 
 
 @pytest.mark.parametrize("command", ["bdelete", "bunload", "edit", "edit!", "bwipeout!"])
@@ -78,6 +84,47 @@ def test_a_wiped_input_leaves_the_chat_whole(editor: Editor) -> None:
     assert "echo: hello" in editor.transcript_text()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_what_is_typed_outlives_a_signal_that_ends_neovim(
+    editor: Editor, signum: signal.Signals
+) -> None:
+    """A terminal window closed or an SSH connection dropped: Neovim gets SIGHUP (or
+    SIGTERM) and unloads every buffer before VimLeavePre, so the input's text was
+    gone before it could be kept; :qa! and :cq kept it. It is kept as it is typed."""
+    editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
+    editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    editor.wait("require('acp').status().state == 'running'")
+    editor.nvim.input("itwo lines<CR>typed during a turn")
+    # Kept a moment after the last key, in stdpath("state")/acp/drafts/.
+    drafts = editor.tmp / "xdg-state" / "nvim" / "acp" / "drafts"
+    editor.wait(
+        f"vim.iter(vim.fn.glob('{drafts}/*.json', true, true)):any(function(path)"
+        " return (vim.uv.fs_stat(path) and table.concat(vim.fn.readfile(path)) or ''):find("
+        "'typed during a turn', 1, true) ~= nil end)",
+        what="the input's text kept",
+    )
+    pids = editor.agent_pids()
+    os.kill(editor.pid, signum)
+    assert wait_gone([editor.pid, *pids]) == []
+    editor.quit()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents={"hold": other.fake_agent("hold")}, default_agent="hold")
+        other.open_chat()
+        assert other.lua("return _G.acp_notices")[-1]["msg"] == (
+            "acp: 1 unsent prompt from a Neovim that ended is in the prompt history"
+            " (<Up> in the input)"
+        )
+        other.nvim.input("i<Up>")
+        wait_input(other, ["two lines", "typed during a turn"])
+        other.nvim.input("<Up>")
+        wait_input(other, ["hold"])
+    finally:
+        other.quit()
+
+
 def test_an_input_made_again_answers_a_waiting_permission_prompt(editor: Editor) -> None:
     """A prompt's keys are the input's too while it waits (\\y, \\n and their hint)."""
     editor.setup(agents={"fake": editor.fake_agent("permission")})
@@ -114,3 +161,12 @@ def test_text_set_aside_by_a_walk_through_the_history_is_kept_too(editor: Editor
     editor.nvim.input("<Up>")
     wait_input(editor, ["sent"])
 
+
+def test_neovim_quitting_keeps_the_text_once_and_no_draft(editor: Editor) -> None:
+    """:qa! keeps the input's text in the prompt history, as before, and takes the
+    drafts file with it: the next Neovim finds the text there once."""
+    typed_then(editor, "")
+    drafts = editor.tmp / "xdg-state" / "nvim" / "acp" / "drafts"
+    editor.wait(f"#vim.fn.glob('{drafts}/*.json', true, true) == 1", what="the drafts kept")
+    assert quit_with(editor, "") == [["a long prompt\non two lines"]]
+    assert list(drafts.iterdir()) == []

@@ -251,7 +251,8 @@ local function follow_windows(chat, buf)
   })
 end
 
---- The chat's input: a buffer with its keys, completion and windows. A buffer command that takes the text (:bdelete, :bunload,
+--- The chat's input: a buffer with its keys, completion and windows, whose text is
+--- kept as it is typed. A buffer command that takes the text (:bdelete, :bunload,
 --- :edit!, :bwipeout!) costs none of it: it is kept in the prompt history, as a
 --- close keeps it, and an input unloaded or wiped is made again, whole.
 local function make_input(chat)
@@ -260,6 +261,7 @@ local function make_input(chat)
   prompt_history.map(chat)
   chat_keys.map_input(chat, actions(chat))
   complete.attach(chat)
+  prompt_history.watch(chat)
   follow_windows(chat, buf)
   api.nvim_create_autocmd("BufUnload", {
     buffer = buf,
