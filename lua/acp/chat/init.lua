@@ -60,7 +60,9 @@ local function edit_at_cursor(chat)
   return false
 end
 
-local function map(chat)
+--- What the chat's keys do to it (acp.chat.keys).
+---@return acp.ChatActions
+local function actions(chat)
   local function sender(now)
     return function()
       local text = registry.typed(chat)
@@ -74,8 +76,7 @@ local function map(chat)
       M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
   end
-  prompt_history.map(chat)
-  chat_keys.map(chat, {
+  return {
     send = sender(false),
     send_now = sender(true),
     cancel = function()
@@ -87,7 +88,7 @@ local function map(chat)
     edit_at_cursor = function()
       return edit_at_cursor(chat)
     end,
-  })
+  }
 end
 
 -- The transcript's syntax looks back ten lines above the window for where it is
@@ -208,13 +209,89 @@ local function foldexpr(chat, lnum)
   return 0
 end
 
+--- Keep what `chat`'s input holds, unsent, in the prompt history, and say so.
+local function keep_unsent(chat)
+  if prompt_history.keep_unsent(chat) then
+    util.notify(("chat #%d's unsent prompt is in the prompt history (<Up> in the input)"):format(chat.id), "info")
+  end
+end
+
+--- The windows of chat buffer `buf` (its transcript or its input): decorated as
+--- they show it, and the pair closed or made whole when one of them closes.
+local function follow_windows(chat, buf)
+  vim.b[buf].acp_chat = chat.id
+  api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      toggled = { chats = {} }
+      layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
+      winbar.update(chat)
+      -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
+      vim.schedule(function()
+        elicit.resume(chat)
+      end)
+    end,
+  })
+  api.nvim_create_autocmd("WinClosed", {
+    buffer = buf,
+    callback = function(ev)
+      local win = tonumber(ev.match) --[[@as integer]]
+      toggled = { chats = {} }
+      local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
+      if buf == chat.transcript then
+        chat.closed_at_end = render.at_end(win, buf)
+      end
+      -- The layout cannot change inside WinClosed.
+      vim.schedule(function()
+        if registry.chats[chat.id] then
+          layout.rejoin(chat, tab, closed_current)
+        end
+      end)
+    end,
+  })
+end
+
+--- The chat's input: a buffer with its keys, completion and windows, whose text is
+--- kept as it is typed. A buffer command that takes the text (:bdelete, :bunload,
+--- :edit!, :bwipeout!) costs none of it: it is kept in the prompt history, as a
+--- close keeps it, and an input unloaded or wiped is made again, whole.
+local function make_input(chat)
+  local buf = scratch("acp://input/" .. chat.id)
+  chat.input = buf
+  prompt_history.map(chat)
+  chat_keys.map_input(chat, actions(chat))
+  complete.attach(chat)
+  prompt_history.watch(chat)
+  follow_windows(chat, buf)
+  api.nvim_create_autocmd("BufUnload", {
+    buffer = buf,
+    callback = function()
+      if registry.chats[chat.id] ~= chat or vim.v.exiting ~= vim.NIL then
+        return -- it closes, or Neovim quits (VimLeavePre keeps the text)
+      end
+      editing.stop(chat)
+      chat.given_back = nil
+      keep_unsent(chat)
+      vim.schedule(function()
+        if registry.chats[chat.id] ~= chat or chat.input ~= buf then
+          return
+        end
+        if not api.nvim_buf_is_loaded(buf) then
+          pcall(api.nvim_buf_delete, buf, { force = true }) -- :bdelete leaves its name taken
+          make_input(chat)
+        end
+        permission.map_keys(chat) -- a waiting prompt's keys and hint
+      end)
+    end,
+  })
+end
+
 local function create()
   local id = next_id
   next_id = next_id + 1
   local chat = {
     id = id,
     transcript = scratch("acp://chat/" .. id),
-    input = scratch("acp://input/" .. id),
     blocks = blocks_of.new(),
     status = { state = "starting" },
     active_at = os.time(),
@@ -229,40 +306,9 @@ local function create()
   end
   bound_syntax_sync(chat)
   registry.chats[id] = chat
-  map(chat)
-  complete.attach(chat)
-  for _, buf in ipairs({ chat.transcript, chat.input }) do
-    vim.b[buf].acp_chat = id
-    api.nvim_create_autocmd("BufWinEnter", {
-      buffer = buf,
-      callback = function()
-        toggled = { chats = {} }
-        layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
-        winbar.update(chat)
-        -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
-        vim.schedule(function()
-          elicit.resume(chat)
-        end)
-      end,
-    })
-    api.nvim_create_autocmd("WinClosed", {
-      buffer = buf,
-      callback = function(ev)
-        local win = tonumber(ev.match) --[[@as integer]]
-        toggled = { chats = {} }
-        local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
-        if buf == chat.transcript then
-          chat.closed_at_end = render.at_end(win, buf)
-        end
-        -- The layout cannot change inside WinClosed.
-        vim.schedule(function()
-          if registry.chats[chat.id] then
-            layout.rejoin(chat, tab, closed_current)
-          end
-        end)
-      end,
-    })
-  end
+  make_input(chat)
+  chat_keys.map_transcript(chat, actions(chat))
+  follow_windows(chat, chat.transcript)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
@@ -608,9 +654,7 @@ local function close_now(chat, keep)
   if host.running() then
     host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
-  if prompt_history.keep_unsent(chat) then -- a close never costs what was typed
-    util.notify(("chat #%d's unsent prompt is in the prompt history (<Up> in the input)"):format(chat.id), "info")
-  end
+  keep_unsent(chat) -- a close never costs what was typed
   for _, buf in ipairs({ chat.input, chat.transcript }) do
     if api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })

@@ -104,26 +104,40 @@ local function help(chat)
   })
 end
 
---- Map the chat's keys on its transcript and input. `actions`: what acp.chat does
---- for `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
---- messages at the cursor back in the input; false when there is none).
+---@alias acp.ChatActions {send: fun(), send_now: fun(), cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
+
+--- The keys both of the chat's buffers have.
+local function map_either(chat, buf, actions)
+  keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
+  keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
+  keys.map(buf, "n", "queue", "pick", function()
+    queue.pick(chat)
+  end, "pick a queued prompt to edit or remove")
+  keys.map(buf, "n", "queue", "edit_last", function()
+    queue.edit_last(chat)
+  end, "the last queued prompt back into the input")
+end
+
+--- Map the chat's keys on its input (made again after a buffer command took it:
+--- acp.chat). `actions`: what acp.chat does for them (see M.map_transcript).
 ---@param chat acp.Chat
----@param actions {send: fun(), send_now: fun(), cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
-function M.map(chat, actions)
-  local transcript, input = chat.transcript, chat.input
+---@param actions acp.ChatActions
+function M.map_input(chat, actions)
+  local input = chat.input
   keys.map(input, "n", "input", "send", actions.send, "send")
   keys.map(input, { "n", "i" }, "input", "send_insert", actions.send, "send")
   keys.map(input, { "n", "i" }, "input", "send_now", actions.send_now, "send now, into the running turn")
-  for _, buf in ipairs({ transcript, input }) do
-    keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
-    keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
-    keys.map(buf, "n", "queue", "pick", function()
-      queue.pick(chat)
-    end, "pick a queued prompt to edit or remove")
-    keys.map(buf, "n", "queue", "edit_last", function()
-      queue.edit_last(chat)
-    end, "the last queued prompt back into the input")
-  end
+  map_either(chat, input, actions)
+end
+
+--- Map the chat's keys on its transcript. `actions`: what acp.chat does for
+--- `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
+--- messages at the cursor back in the input; false when there is none).
+---@param chat acp.Chat
+---@param actions acp.ChatActions
+function M.map_transcript(chat, actions)
+  local transcript = chat.transcript
+  map_either(chat, transcript, actions)
   -- One key for the transcript: one of your messages to edit, else
   -- (acp.chat.tools.enter) a permission prompt's picker, a location's file, a
   -- terminal, else what the key does anyway.

@@ -1,7 +1,10 @@
 -- Prompt history of the chat input: what was sent, per agent and project, kept
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
--- the input's first line and <Down> on its last (decision 0022).
+-- the input's first line and <Down> on its last (decision 0022). What an input
+-- holds unsent is kept there too when its chat closes or Neovim quits, and on disk
+-- as it is typed (acp.chat.drafts) for a Neovim that a signal ends (decision 0091).
 if jit then jit.off(true, true) end -- decision 0068
+local drafts = require("acp.chat.drafts")
 local editing = require("acp.chat.editing")
 local keys = require("acp.keys")
 
@@ -24,6 +27,10 @@ end
 local waiting = {}
 ---@type {[1]: string, [2]: string}[] the prompts the write under way takes to disk
 local in_flight = {}
+---@type fun()[] what is to run once the prompts waiting are on disk
+local when_waiting_written = {}
+---@type fun()[] what is to run once the write under way is done
+local when_written = {}
 local writing = false
 local due = false -- a write is to start after WRITE_AFTER_MS
 
@@ -126,6 +133,7 @@ end
 --- The prompts waiting, as `read_merged` takes them (and no longer waiting).
 local function take()
   in_flight, waiting = waiting, {}
+  when_written, when_waiting_written = when_waiting_written, {}
   vim.fn.mkdir(vim.fs.dirname(file()), "p")
   return vim.json.encode(in_flight)
 end
@@ -138,17 +146,32 @@ local store
 local merged = vim.uv.new_work(
   read_merged,
   vim.schedule_wrap(function(ok, result, text) -- result: why, when not ok
-    local function written()
-      writing, in_flight = false, {}
+    local function written(err)
+      local done = not err and when_written or {}
+      writing, in_flight, when_written = false, {}, {}
+      for _, run in ipairs(done) do
+        run()
+      end
       store()
     end
     if not ok then
       vim.notify("acp.nvim: the prompt history was not written: " .. result, vim.log.levels.WARN)
-      return written()
+      return written(result)
     end
     util.write_later(file(), text, written)
   end)
 )
+
+--- Have the prompts waiting written WRITE_AFTER_MS from now, with what comes meanwhile.
+local function store_later()
+  if not due then
+    due = true
+    vim.defer_fn(function()
+      due = false
+      store()
+    end, WRITE_AFTER_MS)
+  end
+end
 
 function store()
   if writing or #waiting == 0 then
@@ -203,10 +226,20 @@ function M.give_back(chat, lines, rank)
   end
 end
 
---- Remember `text` as sent from `chat`: in the chat now, on disk once a thread has
---- merged it into the file (see `store`), WRITE_AFTER_MS later. Sent from the walk
---- through the history (<Up>, :AcpEdit), the text typed before the walk comes back
---- to the input: sending an earlier prompt never costs what you were writing.
+--- Add `text` to `chat`'s history: in the chat now, on disk once a thread has
+--- merged it into the file (see `store`), WRITE_AFTER_MS later.
+local function remember(chat, text)
+  local history = of(chat)
+  if history.entries[#history.entries] ~= text then
+    table.insert(history.entries, text)
+  end
+  table.insert(waiting, { key(chat), text })
+  store_later()
+end
+
+--- Remember `text` as sent from `chat`. Sent from the walk through the history
+--- (<Up>, :AcpEdit), the text typed before the walk comes back to the input:
+--- sending an earlier prompt never costs what you were writing.
 ---@param chat acp.Chat
 ---@param text string
 function M.add(chat, text)
@@ -216,53 +249,146 @@ function M.add(chat, text)
   if draft and (#draft > 1 or draft[1] ~= "") then
     M.give_back(chat, draft)
   end
-  if history.entries[#history.entries] ~= text then
-    table.insert(history.entries, text)
+  remember(chat, text)
+end
+
+--- What `chat`'s input holds that was never sent, oldest first: what was typed
+--- before walking the prompt history (<Up>, :AcpEdit), then what the input shows,
+--- unless that is the walk's prompt as it was. Nothing when the input is not
+--- loaded (a signal ends Neovim: its buffers are gone before VimLeavePre).
+---@param chat acp.Chat
+---@return string[]
+function M.unsent(chat)
+  local texts = {}
+  if not api.nvim_buf_is_loaded(chat.input) then
+    return texts
   end
-  table.insert(waiting, { key(chat), text })
-  if not due then
-    due = true
-    vim.defer_fn(function()
-      due = false
-      store()
-    end, WRITE_AFTER_MS)
+  local walk = chat.history and chat.history.index and chat.history
+  local before = walk and table.concat(walk.draft, "\n")
+  if before and before:find("%S") then
+    table.insert(texts, before)
   end
+  local typed = registry.typed(chat)
+  if typed and not (walk and walk.entries[walk.index] == typed) then
+    table.insert(texts, typed)
+  end
+  return texts
+end
+
+-- What the inputs hold is kept on disk this long after they change: a key costs a
+-- flag's check, no more (the keeping reads each input once); a signal that ends
+-- Neovim costs at most what was typed in the last moment.
+local KEEP_AFTER_MS = 500
+local keeping = vim.uv.new_timer()
+local keep_due = false
+
+local function keep_drafts()
+  keep_due = false
+  if vim.v.exiting ~= vim.NIL then
+    return -- Neovim ends (its buffers maybe gone already): VimLeavePre settles the file
+  end
+  local ids = vim.tbl_keys(registry.chats)
+  table.sort(ids)
+  local kept = {}
+  for _, id in ipairs(ids) do
+    local chat = registry.chats[id]
+    for _, text in ipairs(M.unsent(chat)) do
+      table.insert(kept, { key(chat), text })
+    end
+  end
+  drafts.keep(kept)
+end
+
+--- An input changed (or a chat closed): what the inputs hold is kept on disk
+--- KEEP_AFTER_MS later, with what changes meanwhile.
+function M.changed()
+  if not keep_due then
+    keep_due = true
+    keeping:start(KEEP_AFTER_MS, 0, vim.schedule_wrap(keep_drafts))
+  end
+end
+
+--- Keep what `chat`'s input holds as it is typed (acp.chat.drafts).
+---@param chat acp.Chat
+function M.watch(chat)
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "TextChangedP" }, {
+    buffer = chat.input,
+    callback = M.changed,
+  })
 end
 
 --- Keep what `chat`'s input holds, not sent, in its history, where <Up> finds it
---- (the chat closes, Neovim quits): whether it held anything.
+--- (the chat closes, a buffer command empties the input, Neovim quits): whether it
+--- held anything. A walk through the history ends with it.
 ---@param chat acp.Chat
 ---@return boolean
 function M.keep_unsent(chat)
-  local text = registry.typed(chat)
-  if text then
-    M.add(chat, text)
+  local texts = M.unsent(chat)
+  if chat.history then
+    chat.history.index, chat.history.draft = nil, nil
   end
-  return text ~= nil
+  for _, text in ipairs(texts) do
+    remember(chat, text)
+  end
+  M.changed()
+  return #texts > 0
 end
 
---- Have every prompt sent so far on disk before returning (Neovim is closing).
+--- Have every prompt sent so far on disk before returning (Neovim is closing):
+--- whether they are.
+---@return boolean
 function M.flush()
   vim.wait(5000, function()
     return not writing
   end)
-  if #waiting > 0 then
-    local ok, _, text = read_merged(file(), take(), LIMIT, "")
-    if ok then
-      util.write_lines(file(), { text:sub(1, -2) })
-    end
+  if #waiting == 0 then
+    return not writing
   end
+  local ok, _, text = read_merged(file(), take(), LIMIT, "")
+  local done = when_written
+  when_written = {}
+  if not (ok and util.write_lines(file(), { text:sub(1, -2) }) == nil) then
+    return false
+  end
+  for _, run in ipairs(done) do
+    run()
+  end
+  return true
 end
 
 vim.api.nvim_create_autocmd("VimLeavePre", {
   group = vim.api.nvim_create_augroup("acp.prompt_history", { clear = true }),
   callback = function()
-    for _, chat in pairs(registry.chats) do
-      M.keep_unsent(chat)
+    -- A signal (SIGHUP, SIGTERM) unloaded every buffer before this: what the inputs
+    -- held is in this Neovim's drafts file then, which stays for the next Neovim.
+    local dying = vim.v.dying > 0
+    if not dying then
+      for _, chat in pairs(registry.chats) do
+        M.keep_unsent(chat)
+      end
     end
-    M.flush()
+    keeping:stop()
+    drafts.finish(not M.flush() or dying)
   end,
 })
+
+-- What the inputs of a Neovim that is gone held (a signal ended it): taken into the
+-- history file, off the loop as a send's prompt is, before any chat reads it; the
+-- drafts files go once it is on disk.
+do
+  local left, paths = drafts.left_behind()
+  vim.list_extend(waiting, left)
+  if #paths > 0 then
+    table.insert(when_waiting_written, function()
+      drafts.forget(paths)
+    end)
+  end
+  if #left > 0 then
+    local said = "%s from a Neovim that ended %s in the prompt history (<Up> in the input)"
+    util.notify(said:format(util.count(#left, "unsent prompt"), #left == 1 and "is" or "are"), "info")
+  end
+  store()
+end
 
 --- Show the previous (`step` -1) or next (+1) prompt in the input; past the newest
 --- the text typed before walking comes back. False when there is nothing there.
