@@ -96,6 +96,15 @@ vim.api.nvim_create_autocmd({ "BufReadPost", "BufWritePost" }, {
   end,
 })
 
+-- A session saved with a chat shown brings back empty buffers of the chat's names,
+-- in windows of their own; a chat is not in a session (decision 0084): they go.
+vim.api.nvim_create_autocmd("SessionLoadPost", {
+  group = vim.api.nvim_create_augroup("acp.session", {}),
+  callback = function()
+    require("acp.bufnames").sweep_soon()
+  end,
+})
+
 command("AcpChat", function(args)
   acp().open({ agent = args.fargs[1], new = args.bang })
 end, {

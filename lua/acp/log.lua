@@ -1,6 +1,7 @@
 -- :AcpLog — the Python side's stderr, then the bounded protocol log (both
 -- directions and agent stderr).
 if jit then jit.off(true, true) end -- decision 0068
+local bufnames = require("acp.bufnames")
 local host = require("acp.host")
 local util = require("acp.util")
 
@@ -12,10 +13,10 @@ function M.open()
     vim.list_extend(lines, host.request("log"))
   end
   local name = "acp://log"
-  local buf = vim.fn.bufnr(name)
-  if buf == -1 then
+  local buf = bufnames.find(name)
+  if not buf then
     buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(buf, name)
+    bufnames.give(buf, name)
     vim.bo[buf].filetype = "acplog"
     util.map_close(buf, "log")
   end

@@ -484,3 +484,27 @@ def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> Non
     assert editor.lua("return vim.api.nvim_get_current_tabpage()") == tab
     assert_whole(editor)
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 2
+
+
+@pytest.mark.parametrize("position", ["right", "bottom", "float", "tab"])
+@pytest.mark.parametrize("which", ["input", "transcript"])
+def test_ctrl_w_t_in_either_window_moves_the_pair_to_a_new_tab_page(
+    editor: Editor, which: str, position: str
+) -> None:
+    # The half went to a new tab page alone and the other closed: the pair came
+    # back only with :AcpToggle. (From a float, what the move left behind then
+    # crashed Neovim 0.11 once the pair was made whole.)
+    editor.setup(chat={"position": position})
+    (editor.tmp / "project" / "notes.txt").write_text("mine\n")
+    editor.nvim.command("edit notes.txt")
+    editor.open_chat()
+    go(editor, which)
+    editor.nvim.command("wincmd T")
+    layout = settled_layout(editor)
+    assert layout["tabs"] == [["notes.txt"], ["acp://chat/1", "acp://input/1"]]
+    assert layout["tab"] == 2
+    assert_whole(editor)
+    editor.nvim.command("redraw | tabfirst | redraw | tablast | redraw")
+    editor.nvim.input("q")
+    editor.wait(HIDDEN, what="q to hide the pair")
+    assert settled_layout(editor)["tabs"] == [["notes.txt"]]

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # under it); any other entry is one module.
 LAYERS = [
     # Options, small helpers, buffer-local key sets, highlight groups.
-    ("base", ["acp.defaults", "acp.config", "acp.util", "acp.keys", "acp.highlights"]),
+    ("base", ["acp.defaults", "acp.config", "acp.util", "acp.keys", "acp.highlights", "acp.bufnames"]),
     # The transport: starts the Python side, sends to it, and dispatches what it
     # sends to the handlers the layers above register (acp.host.handle).
     ("host", ["acp.host.*"]),

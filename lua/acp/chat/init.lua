@@ -4,6 +4,7 @@
 -- sends for a chat arrive here (M.render) and are handled by their kind (M.ops).
 if jit then jit.off(true, true) end -- decision 0068
 local blocks_of = require("acp.chat.blocks")
+local bufnames = require("acp.bufnames")
 local chat_keys = require("acp.chat.keys")
 local complete = require("acp.chat.complete")
 local config = require("acp.config")
@@ -42,7 +43,7 @@ local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
 --- one (decision 0049).
 local function scratch(name)
   local buf = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_name(buf, name)
+  bufnames.give(buf, name)
   util.chat_markdown(buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false

@@ -365,23 +365,33 @@ function M.hide(chat)
   end
 end
 
+--- The one window of the pair tab page `tab` shows, when it shows half of it.
+local function half(chat, tab)
+  local transcript, input = pair(chat, tab)
+  if (transcript == nil) ~= (input == nil) then
+    return transcript or input
+  end
+end
+
 --- After a window of the pair closed in tab page `tab`: the other half closes too
 --- (`:q`, `:close` or `q` in one closes both), unless it is the current window and
 --- the closed one was not (`:only` in it): then the pair is made whole around it.
+--- CTRL-W T in one half makes a window in a new tab page and closes the one it
+--- left: there the other half joins it, as the pair moved together.
 ---@param closed_current boolean the closed window was the current one
 function M.rejoin(chat, tab, closed_current)
-  if not api.nvim_tabpage_is_valid(tab) then
-    return
+  local alone = api.nvim_tabpage_is_valid(tab) and half(chat, tab)
+  if alone and not closed_current and alone == api.nvim_get_current_win() then
+    return M.show(chat)
+  elseif alone then
+    -- From inside its tab page: after CTRL-W T in a float, closing the other float
+    -- from the new tab page, then splitting there, crashed Neovim 0.11.
+    api.nvim_win_call(alone, function()
+      util.close_window(alone)
+    end)
   end
-  local transcript, input = pair(chat, tab)
-  if (transcript == nil) == (input == nil) then
-    return -- whole, or gone
-  end
-  local alone = transcript or input
-  if not closed_current and alone == api.nvim_get_current_win() then
+  if tab ~= api.nvim_get_current_tabpage() and half(chat, 0) == api.nvim_get_current_win() then
     M.show(chat)
-  else
-    util.close_window(alone)
   end
 end
 

@@ -5,6 +5,7 @@
 -- either side go through the review like any other (acp.review.hunks).
 if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
+local bufnames = require("acp.bufnames")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
@@ -173,7 +174,7 @@ function M.show(chat, data)
   local file_buf = api.nvim_win_get_buf(file_win)
   local base = api.nvim_create_buf(false, true)
   set_baseline(base, data.lines)
-  pcall(api.nvim_buf_set_name, base, ("acp://baseline/%d/%s"):format(data.turn, data.path))
+  pcall(bufnames.give, base, ("acp://baseline/%d/%s"):format(data.turn, data.path))
   local bo = vim.bo[base]
   bo.bufhidden, bo.swapfile = "wipe", false
   bo.filetype = vim.bo[file_buf].filetype

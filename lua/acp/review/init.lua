@@ -4,6 +4,7 @@
 -- (acp.review.diff) and the review buffers. Decisions go back through
 -- acp.review.state.
 if jit then jit.off(true, true) end -- decision 0068
+local bufnames = require("acp.bufnames")
 local diff = require("acp.review.diff")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")
@@ -199,10 +200,10 @@ function M.open()
     util.user_error("no chat has changes to review (:AcpChat)")
   end
   local name = "acp://review/" .. chat
-  local buf = vim.fn.bufnr(name)
-  if buf < 0 or not views[buf] then
+  local buf = bufnames.find(name)
+  if not (buf and views[buf]) then
     buf = api.nvim_create_buf(false, true)
-    api.nvim_buf_set_name(buf, name)
+    bufnames.give(buf, name)
     vim.bo[buf].bufhidden = "wipe"
     vim.bo[buf].swapfile = false
     vim.bo[buf].filetype = "acpreview"

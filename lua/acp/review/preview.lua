@@ -12,6 +12,7 @@
 -- lines to put there. Nothing here reads a diff.
 if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
+local bufnames = require("acp.bufnames")
 local config = require("acp.config")
 local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
@@ -150,7 +151,7 @@ end
 local function draw_split(buf, win, file, id)
   local scratch = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(scratch, 0, -1, false, proposed(buf, file))
-  pcall(api.nvim_buf_set_name, scratch, ("acp://proposed/%s/%s"):format(id, vim.fn.fnamemodify(file.path, ":t")))
+  pcall(bufnames.give, scratch, ("acp://proposed/%s/%s"):format(id, vim.fn.fnamemodify(file.path, ":t")))
   local bo = vim.bo[scratch]
   bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
   bo.filetype = vim.bo[buf].filetype
