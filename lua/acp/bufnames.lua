@@ -6,7 +6,7 @@
 -- `:edit acp://chat/1` typed by hand, and the chat's own buffer then could not take
 -- its name (E95). A buffer named here is marked (b:acp_named, which no session
 -- keeps): one of an acp:// name without the mark is a leftover (decision 0084).
--- Terminals (acp.editor.terminal) name their own buffers; a leftover is never one.
+-- Terminal buffers are named here too; a terminal is never a leftover.
 if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api

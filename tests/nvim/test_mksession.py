@@ -174,3 +174,19 @@ def test_the_log_never_writes_into_a_buffer_of_its_name(editor: Editor) -> None:
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == "acp://log"
     assert editor.lua("return {vim.bo.buftype, vim.bo.filetype}") == ["nofile", "acplog"]
     assert acp_shown(editor) == [editor.lua("return vim.api.nvim_get_current_buf()")]
+
+
+def test_a_terminal_name_typed_by_hand_gives_way_to_the_terminal(editor: Editor) -> None:
+    """A terminal was left unnamed where a plain buffer held its name (E95, caught)."""
+    editor.setup()
+    editor.nvim.command("edit acp://terminal/d1")
+    term = "require('acp.editor.terminal')"
+    editor.lua(f"{term}.write('d1', 'ok', false)")
+    named = editor.lua(
+        "return vim.tbl_map(function(b) return vim.bo[b].buftype end, vim.tbl_filter(function(b)"
+        " return vim.api.nvim_buf_get_name(b) == 'acp://terminal/d1' end, vim.api.nvim_list_bufs()))"
+    )
+    assert named == ["terminal"]
+    assert editor.lua(f"return vim.api.nvim_buf_get_name({term}.terminals.d1.buf)") == (
+        "acp://terminal/d1"
+    )

@@ -3,6 +3,7 @@
 -- each command's raw output back in batches (one notification per ~10 ms, not one
 -- per read).
 if jit then jit.off(true, true) end -- decision 0068
+local bufnames = require("acp.bufnames")
 local host = require("acp.host")
 local util = require("acp.util")
 
@@ -154,7 +155,7 @@ local function remember(key, term)
   M.terminals[key] = term
   M.last = key
   local first = api.nvim_buf_get_name(term.buf)
-  pcall(api.nvim_buf_set_name, term.buf, "acp://terminal/" .. key)
+  pcall(bufnames.give, term.buf, "acp://terminal/" .. key)
   -- A rename keeps the first name (jobstart's term://…) in a new unlisted buffer,
   -- the newest one, as the alternate file: one stray buffer per command.
   local stray = vim.fn.bufnr("$")
@@ -307,7 +308,7 @@ function M.write(key, data, reset)
         api.nvim_win_set_buf(win, new)
       end
       pcall(api.nvim_buf_delete, old, { force = true })
-      pcall(api.nvim_buf_set_name, new, "acp://terminal/" .. key)
+      pcall(bufnames.give, new, "acp://terminal/" .. key)
     end)
   end
   if data ~= "" then
