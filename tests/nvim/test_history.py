@@ -285,9 +285,15 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     found = kept(editor, "please")
     assert [f["title"] for f in found] == ["tell me about whales"]
 
+    agents = [
+        pid for pid in editor.agent_pids() if b"demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     editor.lua("require('acp').close()")  # the hand-over, then the first chat: its agent goes
     editor.lua("require('acp').close()")
     editor.wait("#require('acp').chats() == 0")
+    # Reopened on a new process, which knows no session of the one before: not on the
+    # one ending, which would still hold it while it answers its session/close.
+    assert len(agents) == 2 and wait_gone(agents) == []
     [first] = [f for f in kept(editor, "whales", 2) if f["agent"] == "demo"]
     editor.lua("require('acp').open({history = ...})", first["id"])
     editor.wait("require('acp').status().state == 'ready'")
