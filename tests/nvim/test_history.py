@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, wait_gone
+from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
@@ -309,12 +309,6 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     assert again["title"] == "tell me about whales"
 
 
-# logged(way, text): the lines of the protocol log sent (" >> ") or received (" << ")
-# that hold ``text``.
-LOGGED = (
-    "_G.logged = function(way, text) return vim.tbl_filter(function(l) return"
-    " l:find(way, 1, true) and l:find(text, 1, true) end, require('acp.host').request('log')) end"
-)
 SHOWN = (
     "vim.iter(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false))"
     ":any(function(l) return l:find(%r, 1, true) end)"
@@ -330,7 +324,6 @@ def test_a_chat_reopened_while_its_agent_closes_its_session_keeps_it(
     the session at once, the late close ended it, and its next prompt was refused."""
     release = editor.tmp / "project" / "release"
     os.mkfifo(release)
-    editor.lua(LOGGED)
     agent = {"slow": editor.fake_agent("slow_close")}
     editor.setup(agents=agent, default_agent="slow", protocol_version=version)
     editor.open_chat()
@@ -338,22 +331,21 @@ def test_a_chat_reopened_while_its_agent_closes_its_session_keeps_it(
     editor.wait_event("AcpSessionReady", count=2)
     send(editor, "hello zebra", 1)
     editor.nvim.command("AcpClose")  # its session/close waits for the release
-    editor.wait("#logged(' >> ', '\"session/close\"') == 1", what="session/close sent")
-    [closing] = editor.lua("return logged(' >> ', '\"session/close\"')")
+    closes = logged(">>", '"session/close"')
+    editor.wait(f"#{closes} == 1", what="session/close sent")
+    [closing] = editor.lua(f"return {closes}")
     [entry] = kept(editor, "zebra")
     chat = editor.lua("return require('acp').open({history = ...})", entry["id"])
     editor.wait(f"require('acp').status().chat == {chat}", what="the stored chat shown")
     editor.wait("require('acp').status().state == 'ready'", what="the stored chat drawn")
     editor.lua("require('acp').send('go on')")
     # The session resumed at once, or the chat says it waits for the close to end.
-    editor.wait(
-        "#logged(' >> ', '\"session/resume\"') > 0 or " + SHOWN % "still closing",
-        what="the resume sent or waiting",
-    )
+    resumes = logged(">>", '"session/resume"')
+    editor.wait(f"#{resumes} > 0 or " + SHOWN % "still closing", what="the resume or a wait")
     with open(release, "wb"):  # the agent closes the session now, and answers
         pass
     answer = f'"id":{json.loads(closing.split(" >> ", 1)[1])["id"]},"result"'
-    editor.wait(f"#logged(' << ', {answer!r}) > 0", what="the close answered")
+    editor.wait(f"#{logged('<<', answer)} > 0", what="the close answered")
     editor.wait_event("AcpTurnEnd", count=2)
     send(editor, "calls", 3)
     assert [e["stop_reason"] for e in editor.events("AcpTurnEnd")] == ["end_turn"] * 3
