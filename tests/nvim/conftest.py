@@ -82,6 +82,15 @@ def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
     return survivors
 
 
+def logged(way: str, text: str) -> str:
+    """A Lua expression: the lines of the protocol log sent (``way`` ">>") or received
+    ("<<") that hold ``text``."""
+    return (
+        f"vim.tbl_filter(function(l) return l:find({f' {way} '!r}, 1, true)"
+        f" and l:find({text!r}, 1, true) end, require('acp.host').request('log'))"
+    )
+
+
 class Editor:
     """The test's handle on a child Neovim."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, wait_gone
+from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
@@ -337,9 +337,15 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     found = kept(editor, "please")
     assert [f["title"] for f in found] == ["tell me about whales"]
 
+    agents = [
+        pid for pid in editor.agent_pids() if b"demo_agent" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     editor.lua("require('acp').close()")  # the hand-over, then the first chat: its agent goes
     editor.lua("require('acp').close()")
     editor.wait("#require('acp').chats() == 0")
+    # Reopened on a new process, which knows no session of the one before: not on the
+    # one ending, which would still hold it while it answers its session/close.
+    assert len(agents) == 2 and wait_gone(agents) == []
     [first] = [f for f in kept(editor, "whales", 2) if f["agent"] == "demo"]
     editor.lua("require('acp').open({history = ...})", first["id"])
     editor.wait("require('acp').status().state == 'ready'")
@@ -353,6 +359,56 @@ def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     editor.wait("#require('acp').history({query = 'dolphins'}) == 1")
     [again] = editor.lua(HISTORY, {"query": "dolphins"})
     assert again["title"] == "tell me about whales"
+
+
+SHOWN = (
+    "vim.iter(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false))"
+    ":any(function(l) return l:find(%r, 1, true) end)"
+)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_chat_reopened_while_its_agent_closes_its_session_keeps_it(
+    editor: Editor, version: int
+) -> None:
+    """A chat closed, then reopened from the history and sent to before its agent
+    (still running for another chat) answered session/close: the reopened chat resumed
+    the session at once, the late close ended it, and its next prompt was refused."""
+    release = editor.tmp / "project" / "release"
+    os.mkfifo(release)
+    agent = {"slow": editor.fake_agent("slow_close")}
+    editor.setup(agents=agent, default_agent="slow", protocol_version=version)
+    editor.open_chat()
+    editor.nvim.command("AcpChat!")  # the agent's second chat, where the turn goes
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpClose")  # its session/close waits for the release
+    closes = logged(">>", '"session/close"')
+    editor.wait(f"#{closes} == 1", what="session/close sent")
+    [closing] = editor.lua(f"return {closes}")
+    [entry] = kept(editor, "zebra")
+    chat = editor.lua("return require('acp').open({history = ...})", entry["id"])
+    editor.wait(f"require('acp').status().chat == {chat}", what="the stored chat shown")
+    editor.wait("require('acp').status().state == 'ready'", what="the stored chat drawn")
+    editor.lua("require('acp').send('go on')")
+    # The session resumed at once, or the chat says it waits for the close to end.
+    resumes = logged(">>", '"session/resume"')
+    editor.wait(f"#{resumes} > 0 or " + SHOWN % "still closing", what="the resume or a wait")
+    with open(release, "wb"):  # the agent closes the session now, and answers
+        pass
+    answer = f'"id":{json.loads(closing.split(" >> ", 1)[1])["id"]},"result"'
+    editor.wait(f"#{logged('<<', answer)} > 0", what="the close answered")
+    editor.wait_event("AcpTurnEnd", count=2)
+    send(editor, "calls", 3)
+    assert [e["stop_reason"] for e in editor.events("AcpTurnEnd")] == ["end_turn"] * 3
+    text = editor.transcript_text()
+    assert "*slow is still closing this session: it goes on once that is done.*" in text
+    assert "echo: go on" in text and "Resource not found" not in text
+    calls = json.loads([line for line in editor.transcript() if line.startswith("[[")][-1])
+    assert [(method, params["sessionId"]) for method, params in calls] == [
+        ("session/close", "fake-2"),
+        ("session/resume", "fake-2"),
+    ]
 
 
 def test_a_hand_over_whose_chat_closes_while_its_agent_starts_still_says_whose(

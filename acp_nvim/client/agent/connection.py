@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
+import contextlib
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -38,7 +39,8 @@ from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, Reque
 from acp_nvim.protocol.unknown import decode, enc_hook
 
 T = TypeVar("T")
-# Seconds a closing chat waits for the agent to acknowledge session/close.
+# Seconds a closing chat waits for the agent to acknowledge session/close (a resume
+# of its session waits for the answer however long it takes).
 _CLOSE_TIMEOUT = 2.0
 # Seconds a turn start's drawing waits for its prompt's write at most (decision 0067):
 # a review's scan of a changed tree or an agent not reading must not keep it back.
@@ -87,6 +89,10 @@ class AgentConnection:
         # Sessions begun or resumed on this process and not closed: a chat can go
         # back to one without asking the agent (a branch picked again).
         self.opened: set[str] = set()
+        # Sessions of closed chats whose session/close the agent has not answered, by
+        # id: set once it has. Resumed before, such a session would be closed under
+        # the chat that resumed it.
+        self._closing: dict[str, anyio.Event] = {}
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats)
         self.permissions = Permissions()
@@ -273,7 +279,12 @@ class AgentConnection:
         return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
-        """Attach ``chat`` to an existing session; ``replay`` shows its history first."""
+        """Attach ``chat`` to an existing session; ``replay`` shows its history first.
+        One a chat has just closed is resumed once the agent has answered that close."""
+        closing = self._closing.get(session_id)
+        if closing is not None:
+            chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
+            await closing.wait()
         sessions = self._sessions()
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.opened.add(session_id)
@@ -392,24 +403,41 @@ class AgentConnection:
         await self._call(self._sessions().logout(), "logging out")
 
     async def release(self, chat: Chat) -> None:
-        """Forget ``chat``'s session; the agent is told where it offers that.
+        """Forget ``chat``'s session; the agent is told where it offers that. Its answer
+        is waited for up to ``_CLOSE_TIMEOUT`` s here, by a :meth:`resume` of the
+        session as long as it takes.
 
         Its terminals are stopped and their buffers deleted.
         """
-        if self.mcp is not None:
-            # First: a tool call waiting on a prompt is told the chat went (closed, or
-            # restarted), not refused.
-            await self.mcp.forget(chat)
-        self.detach(chat)
-        await self.terminals.end_session(chat)
-        self.opened.discard(chat.session.session_id)
-        if self.sessions is not None and self.alive and chat.session.session_id:
-            # Closing anyway: a refusal, nonsense or no answer at all changes nothing.
-            with anyio.move_on_after(_CLOSE_TIMEOUT):
-                try:
-                    await self.sessions.close(chat)
-                except (ConnectionClosed, RequestError, ProtocolError):
-                    pass
+        session_id = chat.session.session_id
+        # Before anything is awaited: from now on the session is not gone back to
+        # unasked, and a resume of it waits for the close.
+        self.opened.discard(session_id)
+        closed = self._closing[session_id] = anyio.Event()
+        try:
+            if self.mcp is not None:
+                # First: a tool call waiting on a prompt is told the chat went (closed, or
+                # restarted), not refused.
+                await self.mcp.forget(chat)
+            self.detach(chat)
+            await self.terminals.end_session(chat)
+        finally:
+            assert self._tasks is not None  # only a started agent's chats are released
+            self._tasks.start_soon(self._close, session_id, closed)
+        with anyio.move_on_after(_CLOSE_TIMEOUT):
+            await closed.wait()
+
+    async def _close(self, session_id: str, closed: anyio.Event) -> None:
+        """Close ``session_id`` where the agent offers that; ``closed`` is set once it
+        answered, refused or exited (a refusal or nonsense changes nothing)."""
+        try:
+            if self.sessions is not None and self.alive and session_id:
+                with contextlib.suppress(ConnectionClosed, RequestError, ProtocolError):
+                    await self.sessions.close(session_id)
+        finally:
+            if self._closing.get(session_id) is closed:
+                del self._closing[session_id]
+            closed.set()
 
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)

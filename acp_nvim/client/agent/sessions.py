@@ -195,7 +195,7 @@ class Sessions(Protocol):
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history."""
 
-    async def close(self, chat: Chat) -> None:
+    async def close(self, session_id: str) -> None:
         """Tell the agent the session is closed (where it offers that; else nothing)."""
 
     async def delete(self, session_id: str) -> None: ...

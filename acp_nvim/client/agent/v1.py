@@ -559,9 +559,9 @@ class SessionsV1:
             chat.muted = False
         self._settings(chat, response.config_options, response.modes, _models(raw))
 
-    async def close(self, chat: Chat) -> None:
+    async def close(self, session_id: str) -> None:
         if self._capabilities.session_capabilities.close is not None:
-            params = v1.CloseSessionRequest(session_id=chat.session.session_id)
+            params = v1.CloseSessionRequest(session_id=session_id)
             await self.connection.request("session/close", params, v1.CloseSessionResponse)
 
     async def delete(self, session_id: str) -> None:

@@ -543,8 +543,8 @@ class SessionsV2:
             raise
         self._take_config(chat, response.config_options)
 
-    async def close(self, chat: Chat) -> None:
-        params = v2.CloseSessionRequest(session_id=chat.session.session_id)
+    async def close(self, session_id: str) -> None:
+        params = v2.CloseSessionRequest(session_id=session_id)
         await self.connection.request("session/close", params, v2.CloseSessionResponse)
 
     async def delete(self, session_id: str) -> None:

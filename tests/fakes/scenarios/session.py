@@ -21,6 +21,7 @@ from tests.fakes.handshake import (
     echo,
     mode_option,
 )
+from tests.fakes.scenarios.faults import held
 from tests.fakes.scenarios.tools import disk_edit
 
 
@@ -210,6 +211,16 @@ async def unknown_session(agent: Agent, params: Params) -> None:
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
 
 
+async def refuse_closed(agent: Agent, params: Params) -> None:
+    """A prompt to a session closed since it was last resumed is refused, as an agent
+    that freed the session refuses it."""
+    session = params["sessionId"]
+    ends = ("session/close", "session/resume", "session/load")
+    last = [method for method, p in agent.calls if method in ends and p["sessionId"] == session]
+    if last[-1:] == ["session/close"]:
+        raise RequestError(-32002, f"Resource not found: {session} was closed")
+
+
 def blocks(*takes: str) -> Scenario:
     """The scenario "blocks" with prompt capabilities ``takes`` ("blocks+embed", ...)."""
     return Scenario(
@@ -245,6 +256,14 @@ SCENARIOS = (
             "loadSession": True,
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
         },
+    ),
+    # session/close done and answered only once the test releases it (faults.held)
+    Scenario(
+        "slow_close",
+        calls,
+        capabilities={"sessionCapabilities": {"close": {}, "resume": {}}},
+        v2={},
+        before={"session/close": held, "session/prompt": refuse_closed},
     ),
     # load only: a reopened chat goes on with session/load
     Scenario("kept", calls_or_edit, capabilities={"loadSession": True}),
