@@ -36,6 +36,7 @@ local next_id = 1
 -- it left the user in. Forgotten when a chat window opens or closes another way:
 -- the chat used since is the one to bring back, not those hidden before it.
 local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
+local close_now -- defined below; a transcript wiped out calls it
 
 --- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
 --- and the input alike: a stream keeps its colors and nothing is loaded again after
@@ -267,7 +268,7 @@ local function create()
     buffer = chat.transcript,
     once = true,
     callback = function()
-      M.close(chat)
+      close_now(chat, nil, chat.transcript)
     end,
   })
   return chat
@@ -592,10 +593,13 @@ function M.cancel(chat)
   host.notify("cancel", { chat = chat.id })
 end
 
---- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked).
+--- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked);
+--- `wiped`: its buffer Neovim is wiping out (deleting it again would fail with E937
+--- and stop the wipe).
 ---@param chat acp.Chat
 ---@param keep? boolean
-local function close_now(chat, keep)
+---@param wiped? integer
+function close_now(chat, keep, wiped)
   if not registry.chats[chat.id] then
     return
   end
@@ -612,7 +616,7 @@ local function close_now(chat, keep)
     util.notify(("chat #%d's unsent prompt is in the prompt history (<Up> in the input)"):format(chat.id), "info")
   end
   for _, buf in ipairs({ chat.input, chat.transcript }) do
-    if api.nvim_buf_is_valid(buf) then
+    if buf ~= wiped and api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
     end
   end
