@@ -11,6 +11,7 @@ local editing = require("acp.chat.editing")
 local elicit = require("acp.chat.elicit")
 local hint = require("acp.chat.hint")
 local host = require("acp.host")
+local kept = require("acp.chat.kept")
 local layout = require("acp.chat.layout")
 local mentions = require("acp.chat.context")
 local notice = require("acp.chat.notice")
@@ -38,15 +39,21 @@ local next_id = 1
 local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
 local close_now -- defined below; a transcript wiped out calls it
 
---- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
+--- A scratch buffer's options: Markdown with the chat's own syntax, the transcript
 --- and the input alike: a stream keeps its colors and nothing is loaded again after
 --- one (decision 0049).
-local function scratch(name)
-  local buf = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_name(buf, name)
+local function scratch_options(buf)
+  vim.bo[buf].buftype = "nofile"
   util.chat_markdown(buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
+end
+
+--- A scratch buffer `name`, its options not set yet: each is set once (a second
+--- 'filetype' runs the ftplugin's undo and the ftplugin again).
+local function scratch(name)
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(buf, name)
   return buf
 end
 
@@ -61,7 +68,8 @@ local function edit_at_cursor(chat)
   return false
 end
 
-local function map(chat)
+--- What the chat's keys do (acp.chat.keys).
+local function actions(chat)
   local function sender(now)
     return function()
       local text = registry.typed(chat)
@@ -75,8 +83,7 @@ local function map(chat)
       M.send(chat, text, nil, { rewind = rewind, now = now or nil })
     end
   end
-  prompt_history.map(chat)
-  chat_keys.map(chat, {
+  return {
     send = sender(false),
     send_now = sender(true),
     cancel = function()
@@ -88,7 +95,7 @@ local function map(chat)
     edit_at_cursor = function()
       return edit_at_cursor(chat)
     end,
-  })
+  }
 end
 
 -- The transcript's syntax looks back ten lines above the window for where it is
@@ -209,6 +216,24 @@ local function foldexpr(chat, lnum)
   return 0
 end
 
+--- The transcript's options, variables and keys: set when it is made, and again
+--- when it loads after a :bdelete took them (acp.chat.kept).
+local function dress_transcript(chat)
+  local buf = chat.transcript
+  scratch_options(buf)
+  vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].formatlistpat = LIST_ITEM
+  -- Nobody undoes in a read-only buffer: the history of what we wrote only took
+  -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
+  vim.bo[buf].undolevels = -1
+  vim.b[buf].acp_chat = chat.id
+  vim.b[buf].acp_foldexpr = function(lnum)
+    return foldexpr(chat, lnum)
+  end
+  chat_keys.map_transcript(chat, actions(chat))
+end
+
 local function create()
   local id = next_id
   next_id = next_id + 1
@@ -220,20 +245,15 @@ local function create()
     status = { state = "starting" },
     active_at = os.time(),
   }
-  vim.bo[chat.transcript].modifiable = false
-  vim.bo[chat.transcript].formatlistpat = LIST_ITEM
-  -- Nobody undoes in a read-only buffer: the history of what we wrote only took
-  -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
-  vim.bo[chat.transcript].undolevels = -1
-  vim.b[chat.transcript].acp_foldexpr = function(lnum)
-    return foldexpr(chat, lnum)
-  end
+  scratch_options(chat.input)
+  dress_transcript(chat)
   bound_syntax_sync(chat)
   registry.chats[id] = chat
-  map(chat)
+  prompt_history.map(chat)
+  chat_keys.map_input(chat, actions(chat))
   complete.attach(chat)
+  vim.b[chat.input].acp_chat = id
   for _, buf in ipairs({ chat.transcript, chat.input }) do
-    vim.b[buf].acp_chat = id
     api.nvim_create_autocmd("BufWinEnter", {
       buffer = buf,
       callback = function()
@@ -264,6 +284,7 @@ local function create()
       end,
     })
   end
+  kept.attach(chat, dress_transcript)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
@@ -746,6 +767,7 @@ function M.render(item)
   if not valid(chat) then
     return
   end
+  kept.load(chat)
   local ops, handlers = item.ops, M.ops
   chat.active_at = os.time()
   flood(chat, rows_of(ops))
@@ -852,6 +874,7 @@ host.handle("render", M.render)
 review.on_update(function(chat_id)
   local chat = registry.chats[chat_id]
   if valid(chat) then
+    kept.load(chat)
     chat_keys.hint_review(chat)
   end
 end)

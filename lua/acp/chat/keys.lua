@@ -1,8 +1,9 @@
 -- The chat's own keys (|acp-keys|: keys.chat, keys.input, keys.queue): mapped on
--- the transcript and the input when a chat is made, each with its `desc`, which
--- the help key lists. Also the motions between turns and tool calls, and the keys
--- named under a turn's change summary. What a key does to the chat itself (send,
--- cancel, hide) acp.chat hands in: this module does not require it.
+-- the transcript and the input when a chat is made (the transcript's again after a
+-- :bdelete), each with its `desc`, which the help key lists. Also the motions
+-- between turns and tool calls, and the keys named under a turn's change summary.
+-- What a key does to the chat itself (send, cancel, hide) acp.chat hands in: this
+-- module does not require it.
 if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local keys = require("acp.keys")
@@ -104,26 +105,39 @@ local function help(chat)
   })
 end
 
---- Map the chat's keys on its transcript and input. `actions`: what acp.chat does
---- for `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
---- messages at the cursor back in the input; false when there is none).
+--- The keys of the transcript and the input alike, in `buf`.
+local function map_both(chat, buf, actions)
+  keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
+  keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
+  keys.map(buf, "n", "queue", "pick", function()
+    queue.pick(chat)
+  end, "pick a queued prompt to edit or remove")
+  keys.map(buf, "n", "queue", "edit_last", function()
+    queue.edit_last(chat)
+  end, "the last queued prompt back into the input")
+end
+
+--- Map the chat's keys on its input. `actions`: what acp.chat does for `send`,
+--- `send_now`, `cancel` and `hide`.
 ---@param chat acp.Chat
----@param actions {send: fun(), send_now: fun(), cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
-function M.map(chat, actions)
-  local transcript, input = chat.transcript, chat.input
+---@param actions {send: fun(), send_now: fun(), cancel: fun(), hide: fun()}
+function M.map_input(chat, actions)
+  local input = chat.input
   keys.map(input, "n", "input", "send", actions.send, "send")
   keys.map(input, { "n", "i" }, "input", "send_insert", actions.send, "send")
   keys.map(input, { "n", "i" }, "input", "send_now", actions.send_now, "send now, into the running turn")
-  for _, buf in ipairs({ transcript, input }) do
-    keys.map(buf, { "n", "i" }, "chat", "cancel", actions.cancel, "cancel the turn")
-    keys.map(buf, "n", "chat", "hide", actions.hide, "hide the chat")
-    keys.map(buf, "n", "queue", "pick", function()
-      queue.pick(chat)
-    end, "pick a queued prompt to edit or remove")
-    keys.map(buf, "n", "queue", "edit_last", function()
-      queue.edit_last(chat)
-    end, "the last queued prompt back into the input")
-  end
+  map_both(chat, input, actions)
+end
+
+--- Map the chat's keys on its transcript: when it is made, and again when a
+--- :bdelete took them (acp.chat.kept). `actions`: what acp.chat does for `cancel`,
+--- `hide` and `edit_at_cursor` (one of your messages at the cursor back in the
+--- input; false when there is none).
+---@param chat acp.Chat
+---@param actions {cancel: fun(), hide: fun(), edit_at_cursor: fun(): boolean}
+function M.map_transcript(chat, actions)
+  local transcript = chat.transcript
+  map_both(chat, transcript, actions)
   -- One key for the transcript: one of your messages to edit, else
   -- (acp.chat.tools.enter) a permission prompt's picker, a location's file, a
   -- terminal, else what the key does anyway.

@@ -181,7 +181,9 @@ end
 --- While a prompt waits its keys are mapped in Normal mode: in the read-only
 --- transcript the bare ones (keys.permission), in the input (where the cursor stays
 --- after a send, and `a` must append) the `buffer_` ones, named by virtual text.
-local function map_keys(chat)
+--- Again when a :bdelete took the transcript's (acp.chat.kept).
+---@param chat acp.Chat
+function M.map_keys(chat)
   local transcript, input, hint = {}, {}, ""
   local entries = pending(chat)
   if #entries > 0 then
@@ -251,7 +253,7 @@ end
 --- its keys (a key press would otherwise start a new host that knows nothing of it).
 function M.forget_all(chat)
   chat.prompts = {}
-  map_keys(chat)
+  M.map_keys(chat)
   preview.sync(chat, {}, M.answer)
 end
 
@@ -280,7 +282,7 @@ function M.update(chat, ops)
     end
   end
   if changed then
-    map_keys(chat)
+    M.map_keys(chat)
     preview.sync(chat, entries, M.answer)
   end
   for _, entry in ipairs(new) do
