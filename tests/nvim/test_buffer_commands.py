@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.nvim.conftest import Editor
+from tests.nvim.screen import Screen
 from tests.nvim.test_permissions import PROMPT, STUB_SELECT, focus_transcript, wait_text
 
 # What the user types in the transcript; each unloads it, which empties it.
@@ -184,3 +185,23 @@ def test_bwipeout_on_the_transcript_closes_the_chat_without_an_error(editor: Edi
     assert editor.lua("return require('acp').chats()") == []
     for buf in (status["transcript_buf"], status["input_buf"]):
         assert editor.lua("return vim.api.nvim_buf_is_valid(...)", buf) is False
+
+
+def test_a_transcript_the_user_edited_goes_on_drawing(editor: Editor) -> None:
+    """The user unlocked it: what they changed stays changed, and the next turns are
+    drawn as before, without a warning."""
+    editor.setup()
+    editor.open_chat()
+    for count, prompt in enumerate(["one", "two"], 1):
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count)
+    focus_transcript(editor)
+    editor.as_typed("set modifiable | execute 'normal! ggdd'")
+    editor.nvim.command("normal! G")
+    Screen.of(editor).draw()  # the rows at the end on screen: each one's block looked up
+    editor.lua("require('acp').send('three')")
+    editor.wait_event("AcpTurnEnd", 3)
+    lines = editor.transcript()
+    assert lines[0] == "one" and "You said: *three*" in lines
+    assert fold_level(editor, len(lines) - 1 - lines[::-1].index("### Thinking") + 1) == 1
+    assert editor.lua("return _G.acp_notices") == []

@@ -4,8 +4,10 @@
 -- shows is copied as it unloads and written back as it loads again: inside :e!,
 -- whose BufReadCmd reads the copy as a file's reads the disk, and at once after the
 -- others, so the transcript stays loaded and hidden, as when its window closes.
--- (:bwipeout closes the chat: acp.chat.) Not the input's: acp.chat.
+-- (:bwipeout closes the chat: acp.chat.) Text the user changed after setting
+-- 'modifiable' moves the blocks' rows. Not the input's: acp.chat.
 if jit then jit.off(true, true) end -- decision 0068
+local blocks_of = require("acp.chat.blocks")
 local permission = require("acp.chat.permission")
 local queue = require("acp.chat.queue")
 local registry = require("acp.chat.registry")
@@ -65,6 +67,14 @@ function M.attach(chat, dress)
     callback = function()
       restore(chat, dress, copy)
       copy = nil
+    end,
+  })
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+    buffer = buf,
+    callback = function()
+      -- Rows render.lua did not write moved (the user's edit), or ours did: the
+      -- rows blocks_of.block_at keeps are forgotten either way.
+      blocks_of.moved(chat.blocks)
     end,
   })
 end
