@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
+from tests.nvim.test_files import run
+from tests.nvim.test_files import start as start_files
 from tests.nvim.test_permissions import PROMPT, STUB_SELECT, focus_transcript, wait_text
 
 # What the user types in the transcript; each unloads it, which empties it.
@@ -205,3 +209,18 @@ def test_a_transcript_the_user_edited_goes_on_drawing(editor: Editor) -> None:
     assert lines[0] == "one" and "You said: *three*" in lines
     assert fold_level(editor, len(lines) - 1 - lines[::-1].index("### Thinking") + 1) == 1
     assert editor.lua("return _G.acp_notices") == []
+
+
+def test_edit_bang_in_the_review_buffer_draws_it_again(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "k.txt").write_text("k\n")
+    start_files(editor)
+    run(editor, [{"write": {"path": str(project / "k.txt"), "content": "K\n"}}])
+    editor.nvim.command("AcpReview")
+    before = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+    assert any("-k" in line for line in before)
+    editor.as_typed("edit!")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == before
+    assert editor.lua("return vim.bo.buflisted") is False
+    editor.nvim.input("A")  # accepts what it shows
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
