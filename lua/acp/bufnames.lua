@@ -4,18 +4,23 @@
 -- buffers of the chat's names (:mksession writes `enew | file acp://chat/1` for a
 -- window of a 'nofile' buffer, and its options with "localoptions"), as does
 -- `:edit acp://chat/1` typed by hand, and the chat's own buffer then could not take
--- its name (E95). A buffer named here is marked (b:acp_named, which no session
--- keeps): one of an acp:// name without the mark is a leftover (decision 0084).
+-- its name (E95). The buffers named here are remembered (by number, which Neovim
+-- never hands out again; not a b: variable, which :bdelete drops from a chat's
+-- transcript it keeps): one of an acp:// name not among them is a leftover
+-- (decision 0084).
 -- Terminal buffers are named here too; a terminal is never a leftover.
 if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 
+---@type table<integer, true> the buffers named here
+local owned = {}
+
 --- Whether `buf` holds an acp:// name without being the plugin's.
 ---@param buf integer
 ---@return boolean
 local function leftover(buf)
-  return not vim.b[buf].acp_named
+  return not owned[buf]
     and vim.bo[buf].buftype ~= "terminal"
     and vim.startswith(api.nvim_buf_get_name(buf), "acp://")
 end
@@ -71,7 +76,7 @@ function M.give(buf, name)
   end
   M.sweep()
   api.nvim_buf_set_name(buf, name)
-  vim.b[buf].acp_named = true
+  owned[buf] = true
 end
 
 return M

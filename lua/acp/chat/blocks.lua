@@ -61,7 +61,8 @@ function M.rows(buf, blocks, block)
 end
 
 --- Rows of the transcript moved, or a block was added or removed: forget the rows
---- M.block_at keeps (only acp.chat.render writes the transcript, and calls this).
+--- M.block_at keeps (acp.chat.render, which writes the transcript, calls this;
+--- acp.chat.kept after any change, the user's in a transcript made modifiable).
 function M.moved(blocks)
   blocks.tail_first, blocks.near = nil, nil
 end

@@ -12,6 +12,7 @@ local editing = require("acp.chat.editing")
 local elicit = require("acp.chat.elicit")
 local hint = require("acp.chat.hint")
 local host = require("acp.host")
+local kept = require("acp.chat.kept")
 local layout = require("acp.chat.layout")
 local mentions = require("acp.chat.context")
 local notice = require("acp.chat.notice")
@@ -37,16 +38,23 @@ local next_id = 1
 -- it left the user in. Forgotten when a chat window opens or closes another way:
 -- the chat used since is the one to bring back, not those hidden before it.
 local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
+local close_now -- defined below; a transcript wiped out calls it
 
---- A scratch buffer `name` of Markdown with the chat's own syntax, the transcript
+--- A scratch buffer's options: Markdown with the chat's own syntax, the transcript
 --- and the input alike: a stream keeps its colors and nothing is loaded again after
 --- one (decision 0049).
-local function scratch(name)
-  local buf = api.nvim_create_buf(false, true)
-  bufnames.give(buf, name)
+local function scratch_options(buf)
+  vim.bo[buf].buftype = "nofile"
   util.chat_markdown(buf)
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
+end
+
+--- A scratch buffer `name`, its options not set yet: each is set once (a second
+--- 'filetype' runs the ftplugin's undo and the ftplugin again).
+local function scratch(name)
+  local buf = api.nvim_create_buf(false, true)
+  bufnames.give(buf, name)
   return buf
 end
 
@@ -258,6 +266,7 @@ end
 --- close keeps it, and an input unloaded or wiped is made again, whole.
 local function make_input(chat)
   local buf = scratch("acp://input/" .. chat.id)
+  scratch_options(buf)
   chat.input = buf
   prompt_history.map(chat)
   chat_keys.map_input(chat, actions(chat))
@@ -287,6 +296,24 @@ local function make_input(chat)
   })
 end
 
+--- The transcript's options, variables and keys: set when it is made, and again
+--- when it loads after a :bdelete took them (acp.chat.kept).
+local function dress_transcript(chat)
+  local buf = chat.transcript
+  scratch_options(buf)
+  vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].formatlistpat = LIST_ITEM
+  -- Nobody undoes in a read-only buffer: the history of what we wrote only took
+  -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
+  vim.bo[buf].undolevels = -1
+  vim.b[buf].acp_chat = chat.id
+  vim.b[buf].acp_foldexpr = function(lnum)
+    return foldexpr(chat, lnum)
+  end
+  chat_keys.map_transcript(chat, actions(chat))
+end
+
 local function create()
   local id = next_id
   next_id = next_id + 1
@@ -297,24 +324,17 @@ local function create()
     status = { state = "starting" },
     active_at = os.time(),
   }
-  vim.bo[chat.transcript].modifiable = false
-  vim.bo[chat.transcript].formatlistpat = LIST_ITEM
-  -- Nobody undoes in a read-only buffer: the history of what we wrote only took
-  -- memory (~0.4 MB for a 100k-line transcript, doc/performance.md).
-  vim.bo[chat.transcript].undolevels = -1
-  vim.b[chat.transcript].acp_foldexpr = function(lnum)
-    return foldexpr(chat, lnum)
-  end
+  dress_transcript(chat)
   bound_syntax_sync(chat)
   registry.chats[id] = chat
   make_input(chat)
-  chat_keys.map_transcript(chat, actions(chat))
   follow_windows(chat, chat.transcript)
+  kept.attach(chat, dress_transcript)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = chat.transcript,
     once = true,
     callback = function()
-      M.close(chat)
+      close_now(chat, nil, chat.transcript)
     end,
   })
   return chat
@@ -639,10 +659,13 @@ function M.cancel(chat)
   host.notify("cancel", { chat = chat.id })
 end
 
---- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked).
+--- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked);
+--- `wiped`: its buffer Neovim is wiping out (deleting it again would fail with E937
+--- and stop the wipe).
 ---@param chat acp.Chat
 ---@param keep? boolean
-local function close_now(chat, keep)
+---@param wiped? integer
+function close_now(chat, keep, wiped)
   if not registry.chats[chat.id] then
     return
   end
@@ -657,7 +680,7 @@ local function close_now(chat, keep)
   end
   keep_unsent(chat) -- a close never costs what was typed
   for _, buf in ipairs({ chat.input, chat.transcript }) do
-    if api.nvim_buf_is_valid(buf) then
+    if buf ~= wiped and api.nvim_buf_is_valid(buf) then
       pcall(api.nvim_buf_delete, buf, { force = true })
     end
   end
@@ -787,6 +810,7 @@ function M.render(item)
   if not valid(chat) then
     return
   end
+  kept.load(chat)
   local ops, handlers = item.ops, M.ops
   chat.active_at = os.time()
   flood(chat, rows_of(ops))
@@ -893,6 +917,7 @@ host.handle("render", M.render)
 review.on_update(function(chat_id)
   local chat = registry.chats[chat_id]
   if valid(chat) then
+    kept.load(chat)
     chat_keys.hint_review(chat)
   end
 end)

@@ -1,8 +1,9 @@
 -- The chat's own keys (|acp-keys|: keys.chat, keys.input, keys.queue): mapped on
--- the transcript and the input when a chat is made, each with its `desc`, which
--- the help key lists. Also the motions between turns and tool calls, and the keys
--- named under a turn's change summary. What a key does to the chat itself (send,
--- cancel, hide) acp.chat hands in: this module does not require it.
+-- the transcript and the input when a chat is made (the transcript's again after a
+-- :bdelete), each with its `desc`, which the help key lists. Also the motions
+-- between turns and tool calls, and the keys named under a turn's change summary.
+-- What a key does to the chat itself (send, cancel, hide) acp.chat hands in: this
+-- module does not require it.
 if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
 local keys = require("acp.keys")
@@ -130,9 +131,10 @@ function M.map_input(chat, actions)
   map_either(chat, input, actions)
 end
 
---- Map the chat's keys on its transcript. `actions`: what acp.chat does for
---- `send`, `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your
---- messages at the cursor back in the input; false when there is none).
+--- Map the chat's keys on its transcript: when it is made, and again when a
+--- :bdelete took them (acp.chat.kept). `actions`: what acp.chat does for `send`,
+--- `send_now`, `cancel`, `hide`, and `edit_at_cursor` (one of your messages at the
+--- cursor back in the input; false when there is none).
 ---@param chat acp.Chat
 ---@param actions acp.ChatActions
 function M.map_transcript(chat, actions)

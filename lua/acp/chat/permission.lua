@@ -181,7 +181,8 @@ end
 --- While a prompt waits its keys are mapped in Normal mode: in the read-only
 --- transcript the bare ones (keys.permission), in the input (where the cursor stays
 --- after a send, and `a` must append) the `buffer_` ones, named by virtual text.
---- Again when the input is made anew (a buffer command took it: acp.chat).
+--- Again when the input is made anew, or a :bdelete took the transcript's keys
+--- (acp.chat, acp.chat.kept).
 ---@param chat acp.Chat
 function M.map_keys(chat)
   local transcript, input, hint = {}, {}, ""

@@ -290,6 +290,49 @@ function M.reset(buf)
   return blocks
 end
 
+--- Transcript `buf` as it stands: its lines, and the first row of each of `blocks`
+--- by index (acp.chat.kept keeps them while Neovim unloads the buffer).
+---@param buf integer
+---@param blocks acp.Blocks
+---@return {lines: string[], rows: integer[]}
+function M.copy(buf, blocks)
+  local rows = {}
+  for index, id in ipairs(blocks.order) do
+    rows[index] = start_row(buf, blocks.by_id[id])
+  end
+  return { lines = api.nvim_buf_get_lines(buf, 0, -1, false), rows = rows }
+end
+
+--- Write transcript `buf` again from M.copy's `copy` (Neovim emptied it): its
+--- lines, its blocks' marks and their stored highlights.
+---@param buf integer
+---@param blocks acp.Blocks
+---@param copy {lines: string[], rows: integer[]}
+function M.restore(buf, blocks, copy)
+  screen.attach(buf, blocks)
+  api.nvim_buf_clear_namespace(buf, blocks_of.ns, 0, -1)
+  api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
+  -- Known before the lines exist, as in M.block: foldexpr runs while they are written.
+  for index, id in ipairs(blocks.order) do
+    local block = blocks.by_id[id]
+    block.first, block.mark = copy.rows[index], nil
+  end
+  blocks_of.moved(blocks)
+  wrote(buf, 0)
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, copy.lines)
+  vim.bo[buf].modifiable = false
+  for _, id in ipairs(blocks.order) do
+    local block = blocks.by_id[id]
+    block.mark = api.nvim_buf_set_extmark(buf, blocks_of.ns, block.first, 0, { right_gravity = false })
+    block.first = nil
+  end
+  for _, id in ipairs(blocks.order) do
+    local block = blocks.by_id[id]
+    highlight(buf, block, rows(buf, blocks, block))
+  end
+end
+
 --- Whether window `win` is at the end of transcript `buf`, which it shows: it
 --- follows what is written there.
 ---@param win integer

@@ -19,6 +19,7 @@ local INDENT = "  "
 ---@field id integer
 ---@field paragraphs acp.WrappedText[]
 ---@field hl string
+---@field row? integer its row when its buffer unloaded (M.restore)
 
 --- [buf][ns]: the marks shown.
 ---@type table<integer, table<integer, acp.WrappedMark>>
@@ -110,6 +111,15 @@ local function redraw(buf)
   end
 end
 
+--- Show again, where they were, the lines `buf` showed when it unloaded (its text
+--- written back: acp.chat.kept).
+---@param buf integer
+function M.restore(buf)
+  for ns, mark in pairs(marks[buf] or {}) do
+    draw(buf, ns, mark, mark.row)
+  end
+end
+
 local group = api.nvim_create_augroup("acp.wrapped", { clear = true })
 api.nvim_create_autocmd("BufWinEnter", {
   group = group,
@@ -124,6 +134,16 @@ api.nvim_create_autocmd("WinResized", {
       if api.nvim_win_is_valid(win) then
         redraw(api.nvim_win_get_buf(win))
       end
+    end
+  end,
+})
+-- An unloaded buffer (:bdelete, :bunload, :e!) loses its marks, or keeps them on its
+-- one empty row: where each was is kept for M.restore.
+api.nvim_create_autocmd("BufUnload", {
+  group = group,
+  callback = function(ev)
+    for ns, mark in pairs(marks[ev.buf] or {}) do
+      mark.row = api.nvim_buf_get_extmark_by_id(ev.buf, ns, mark.id, {})[1]
     end
   end,
 })

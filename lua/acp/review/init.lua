@@ -209,6 +209,15 @@ function M.open()
     vim.bo[buf].filetype = "acpreview"
     views[buf] = { chat = chat, rows = {} }
     map(buf)
+    -- :e! reads it again from the review, as a file's reads the disk: emptied, its
+    -- keys acted on hunks it no longer showed.
+    api.nvim_create_autocmd("BufReadCmd", {
+      buffer = buf,
+      callback = function()
+        draw(buf)
+        vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
+      end,
+    })
     api.nvim_create_autocmd("BufWipeout", {
       buffer = buf,
       once = true,
