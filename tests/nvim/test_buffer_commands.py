@@ -224,3 +224,28 @@ def test_edit_bang_in_the_review_buffer_draws_it_again(editor: Editor, tmp_path:
     assert editor.lua("return vim.bo.buflisted") is False
     editor.nvim.input("A")  # accepts what it shows
     editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+
+
+def test_a_transcript_taken_by_bdelete_outlives_the_next_buffer_named(editor: Editor) -> None:
+    """:bdelete drops a buffer's b: variables, where the plugin marked the buffers it
+    named: the next buffer named (a new chat's) swept the first chat's unloaded
+    transcript away as a session's leftover, and that chat closed."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    before = editor.transcript()
+    first = editor.lua("return require('acp').status().chat")
+    focus_transcript(editor)
+    editor.as_typed("bdelete")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return #require('acp').chats()") == 2
+    chat = f"require('acp.chat.registry').chats[{first}]"
+    assert editor.lua(f"return {chat} ~= nil")
+    editor.lua("_G.before = ...", before)
+    editor.wait(
+        f"vim.api.nvim_buf_is_loaded({chat}.transcript) and vim.deep_equal("
+        f"vim.api.nvim_buf_get_lines({chat}.transcript, 0, -1, false), _G.before)",
+        what="the first chat's transcript back whole",
+    )
