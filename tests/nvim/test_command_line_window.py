@@ -296,14 +296,17 @@ def test_a_display_terminal_started_afresh_in_the_command_line_window_leaves_not
 def test_a_chat_closed_in_the_command_line_window_takes_its_terminals_with_it(
     editor: Editor,
 ) -> None:
-    """Its commands were stopped but their buffers stayed (E11 deleting them there)."""
+    """Its commands were stopped but their buffers stayed, and so did its transcript
+    and input (E11 deleting them there)."""
     open_fake(editor)
     script = {"create": {"command": "echo started; sleep 100"}, "wait": False, "release": False}
     editor.lua("require('acp').send(...)", json.dumps(script))
     editor.wait_event("AcpTurnEnd")
     term = editor.lua("local t = require('acp.editor.terminal') return t.terminals[t.last]")
+    status = editor.lua("return require('acp').status()")
     open_cmdwin(editor)
     editor.lua("require('acp').close()")
     editor.wait(f"vim.fn.jobwait({{{term['job']}}}, 0)[1] ~= -1", what="the command stopped")
     leave_cmdwin(editor)
-    editor.wait(f"not vim.api.nvim_buf_is_valid({term['buf']})", what="its buffer gone")
+    for buf in (term["buf"], status["transcript_buf"], status["input_buf"]):
+        editor.wait(f"not vim.api.nvim_buf_is_valid({buf})", what=f"buffer {buf} gone")

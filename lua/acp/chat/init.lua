@@ -679,11 +679,14 @@ function close_now(chat, keep, wiped)
     host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
   keep_unsent(chat) -- a close never costs what was typed
-  for _, buf in ipairs({ chat.input, chat.transcript }) do
-    if buf ~= wiped and api.nvim_buf_is_valid(buf) then
-      pcall(api.nvim_buf_delete, buf, { force = true })
+  -- No buffer may go in the command-line window (E11): they go once it closes.
+  util.outside_cmdwin(function()
+    for _, buf in ipairs({ chat.input, chat.transcript }) do
+      if buf ~= wiped and api.nvim_buf_is_valid(buf) then
+        pcall(api.nvim_buf_delete, buf, { force = true })
+      end
     end
-  end
+  end)
 end
 
 --- Close `chat`. `ask`: while hunks wait in its worktree, ask first whether to
