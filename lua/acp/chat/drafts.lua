@@ -6,7 +6,7 @@
 -- gone one left into the prompt history (acp.chat.prompt_history, which decides
 -- what is kept and when); a Neovim that quits removes its own file. Not the prompt
 -- history's own file: that one (every project's prompts) is not to be rewritten at
--- each pause in typing (decision 0091).
+-- each pause in typing (decision 0086).
 if jit then jit.off(true, true) end -- decision 0068
 local util = require("acp.util")
 

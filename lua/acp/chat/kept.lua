@@ -1,4 +1,4 @@
--- The transcript kept whole through Neovim's buffer commands (decision 0090).
+-- The transcript kept whole through Neovim's buffer commands (decision 0085).
 -- :bdelete, :bunload and :e! unload it, which empties it (and :bdelete takes its
 -- options, variables, keys and marks too), and nothing can refuse them. What it
 -- shows is copied as it unloads and written back as it loads again: inside :e!,

@@ -2,7 +2,7 @@
 -- in stdpath("state") across restarts. Each chat walks its own copy with <Up> on
 -- the input's first line and <Down> on its last (decision 0022). What an input
 -- holds unsent is kept there too when its chat closes or Neovim quits, and on disk
--- as it is typed (acp.chat.drafts) for a Neovim that a signal ends (decision 0091).
+-- as it is typed (acp.chat.drafts) for a Neovim that a signal ends (decision 0086).
 if jit then jit.off(true, true) end -- decision 0068
 local drafts = require("acp.chat.drafts")
 local editing = require("acp.chat.editing")
