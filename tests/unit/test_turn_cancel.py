@@ -52,3 +52,41 @@ async def test_a_cancel_during_the_turn_start_reaches_the_agent_after_its_prompt
         sent = methods(agent)
         assert sent.index("session/prompt") < sent.index("session/cancel")
         assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "cancelled"})
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_cancel_waiting_for_a_prompt_that_never_went_leaves_the_next_turn_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """The turn start failed while a cancel waited for its prompt, and a prompt sent
+    meanwhile (the chat still showed the turn cancelling) went next: the cancel woke
+    to that turn and cancelled it."""
+    agent = MemoryAgent(version)  # each turn answers "reply N" and ends
+    async with watchdog(), app_with(agent, str(tmp_path)) as (app, editor):
+        changes = app.chats[1].changes
+        assert changes is not None
+        begin_turn, starting, release = changes.begin_turn, anyio.Event(), anyio.Event()
+        failed = False
+
+        async def failing_once(*args: Any) -> None:
+            nonlocal failed
+            if not failed:
+                failed = True
+                starting.set()
+                await release.wait()
+                raise OSError("the scan failed")
+            await begin_turn(*args)
+
+        monkeypatch.setattr(changes, "begin_turn", failing_once)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(app.send, 1, "one")
+                await starting.wait()
+                tasks.start_soon(app.cancel, 1)
+                await anyio.wait_all_tasks_blocked()  # the cancel waits for the prompt
+                await app.send(1, "two")  # queued behind the turn
+                release.set()
+            while ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"}) not in editor.events:
+                await checkpoint()
+        assert "session/cancel" not in methods(agent)
+        assert methods(agent).count("session/prompt") == 1

@@ -371,7 +371,8 @@ class AgentConnection:
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
         self.terminals.cancel(chat)  # before the await: the window may close meanwhile
-        await self.turns.written(chat)
+        if not await self.turns.written(chat):
+            return
         try:
             await sessions.cancel(chat)
         except ConnectionClosed:

@@ -75,14 +75,17 @@ class Turns:
         """``chat``'s prompt is written to the agent."""
         self._sent[chat.id].set()
 
-    async def written(self, chat: Chat) -> None:
+    async def written(self, chat: Chat) -> bool:
         """Wait until a cancel of ``chat``'s turn can go to the agent: its prompt is
-        written (during the turn start, the review's scan, it is not yet), waits
-        behind a turn left to the agent (withdrawn by the cancel's grace), or the
-        turn ended."""
+        written (during the turn start, the review's scan, it is not yet) or waits
+        behind a turn left to the agent (withdrawn by the cancel's grace). False when
+        that turn ended meanwhile, its prompt never sent: nothing is left to cancel
+        (the next queued prompt's turn may run by then)."""
         sent = self._sent.get(chat.id)
-        if sent is not None:
-            await sent.wait()
+        if sent is None:
+            return True
+        await sent.wait()
+        return self._sent.get(chat.id) is sent
 
     async def over(self, chat: Chat) -> None:
         """Wait until ``chat``'s running turn (if any) has ended here."""
