@@ -36,8 +36,12 @@ class TerminalGroups:
         return f"<TerminalGroups {sorted(self._held)}>"
 
     def started(self, key: str, pid: int, nvim_pid: int) -> None:
-        """Terminal ``key``'s command runs as ``pid``, a child of Neovim (``nvim_pid``)."""
+        """Terminal ``key``'s command runs as ``pid``, a child of Neovim (``nvim_pid``).
+        Held only where it is vouched for: Neovim reaps it, not us, so a quick one may
+        be gone by now, its pid anyone's."""
         group = Group(_Job(pid), parent=nvim_pid)
+        if not group.vouched:
+            return
         group.hold()
         self._held[key] = group
 

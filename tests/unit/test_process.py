@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from acp_nvim.client.agent import process
+from acp_nvim.client.agent import groups, process
+from acp_nvim.nvim.terminal_groups import TerminalGroups
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -176,6 +177,18 @@ def test_a_terminal_commands_recycled_pid_is_never_signalled(kernel: str, ending
     assert report["reused"], "the stranger did not get the command's pid"
     assert report["stranger_alive"]
     assert report["running_killed"]
+
+
+def test_a_terminal_command_gone_before_it_is_held_is_not_held() -> None:
+    """A quick command Neovim reaped before the host heard it started: its number may
+    be anyone's by then, and was held (signalled, handed to the reaper) all the same."""
+    if not groups._has_pidfds():
+        pytest.skip("no pidfds here: a number is all there is (decision 0036)")
+    done = subprocess.Popen(["true"])
+    done.wait()
+    held = TerminalGroups()
+    held.started("t1", done.pid, os.getpid())
+    assert repr(held) == "<TerminalGroups []>"
 
 
 def test_a_failure_shows_the_last_lines_printed_on_stdout_trimmed_and_cut() -> None:

@@ -94,6 +94,15 @@ _PIDFD_SIGNAL_PROCESS_GROUP = 4
 _pidfd_groups: bool | None = None
 
 
+def _has_pidfds() -> bool:
+    """Whether this system has pidfds (Linux 5.3 and later)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 def _child_pidfd(pid: int, parent: int) -> int | None:
     """A pidfd of ``parent``'s child ``pid``; None where there are no pidfds (not
     Linux, or before 5.3) or when it has exited and been reaped already (asyncio
@@ -142,6 +151,13 @@ class Group:
         if self._held:
             self._held = False
             _tell_reaper(f"-{self.pid}")
+
+    @property
+    def vouched(self) -> bool:
+        """Whether the leader is known to be the child it was said to be: a pidfd
+        holds it, taken while it was; where this system has no pidfds, its number is
+        all there is (see the module docstring). False for one reaped already."""
+        return self._pidfd is not None or not _has_pidfds()
 
     @property
     def named_by_pidfd(self) -> bool:
