@@ -16,13 +16,17 @@ local api = vim.api
 ---@type table<integer, true> the buffers named here
 local owned = {}
 
---- Whether `buf` holds an acp:// name without being the plugin's.
+-- The names the plugin gives (acp://chat/1, acp://log, ...) by their first word: a
+-- buffer of another acp:// name is some other plugin's, never swept.
+local KINDS = { chat = true, input = true, review = true, log = true, terminal = true, baseline = true, proposed = true }
+
+--- Whether `buf` holds a name of the plugin's kind without being the plugin's.
 ---@param buf integer
 ---@return boolean
 local function leftover(buf)
   return not owned[buf]
     and vim.bo[buf].buftype ~= "terminal"
-    and vim.startswith(api.nvim_buf_get_name(buf), "acp://")
+    and KINDS[api.nvim_buf_get_name(buf):match("^acp://(%a+)") or ""] == true
 end
 
 --- Wipe every leftover that holds no text of the user's: its windows close, as

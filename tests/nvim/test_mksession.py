@@ -190,3 +190,14 @@ def test_a_terminal_name_typed_by_hand_gives_way_to_the_terminal(editor: Editor)
     assert editor.lua(f"return vim.api.nvim_buf_get_name({term}.terminals.d1.buf)") == (
         "acp://terminal/d1"
     )
+
+
+def test_a_buffer_of_another_acp_name_is_left_alone(editor: Editor) -> None:
+    """Every acp:// buffer the plugin had not named was swept at its next naming,
+    another plugin's of that scheme too."""
+    editor.setup()
+    editor.nvim.command("edit acp://elsewhere/1")
+    other = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady")
+    assert editor.lua(f"return vim.api.nvim_buf_get_name({other})") == "acp://elsewhere/1"
