@@ -9,6 +9,7 @@ import anyio
 import pytest
 from anyio.lowlevel import checkpoint
 
+from acp_nvim.client.app import App
 from tests.unit.memory_agent import MemoryAgent, app_with, watchdog
 
 pytestmark = pytest.mark.anyio
@@ -16,6 +17,27 @@ pytestmark = pytest.mark.anyio
 
 def methods(agent: MemoryAgent) -> list[str]:
     return [m["method"] for m in agent.received if isinstance(m, dict) and "method" in m]
+
+
+def held_turn_start(
+    app: App, monkeypatch: pytest.MonkeyPatch, *, fail: bool = False
+) -> tuple[anyio.Event, anyio.Event]:
+    """Hold chat 1's first turn start (the review's) from the first event until the
+    second is set; then it goes on, or with ``fail`` fails as a scan may."""
+    changes = app.chats[1].changes
+    assert changes is not None
+    begin_turn, starting, release = changes.begin_turn, anyio.Event(), anyio.Event()
+
+    async def held(*args: Any) -> None:
+        if not starting.is_set():
+            starting.set()
+            await release.wait()
+            if fail:
+                raise OSError("the scan failed")
+        await begin_turn(*args)
+
+    monkeypatch.setattr(changes, "begin_turn", held)
+    return starting, release
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -29,16 +51,7 @@ async def test_a_cancel_during_the_turn_start_reaches_the_agent_after_its_prompt
     agent = MemoryAgent(version, turns=[[]], end_turns=False)  # holds its turn
     options: dict[str, Any] = {"timeouts": {"cancel": 0.2}}
     async with watchdog(), app_with(agent, str(tmp_path), **options) as (app, editor):
-        changes = app.chats[1].changes
-        assert changes is not None
-        begin_turn, starting, release = changes.begin_turn, anyio.Event(), anyio.Event()
-
-        async def held(*args: Any) -> None:
-            starting.set()
-            await release.wait()
-            await begin_turn(*args)
-
-        monkeypatch.setattr(changes, "begin_turn", held)
+        starting, release = held_turn_start(app, monkeypatch)
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(app.send, 1, "go")
@@ -63,21 +76,7 @@ async def test_a_cancel_waiting_for_a_prompt_that_never_went_leaves_the_next_tur
     to that turn and cancelled it."""
     agent = MemoryAgent(version)  # each turn answers "reply N" and ends
     async with watchdog(), app_with(agent, str(tmp_path)) as (app, editor):
-        changes = app.chats[1].changes
-        assert changes is not None
-        begin_turn, starting, release = changes.begin_turn, anyio.Event(), anyio.Event()
-        failed = False
-
-        async def failing_once(*args: Any) -> None:
-            nonlocal failed
-            if not failed:
-                failed = True
-                starting.set()
-                await release.wait()
-                raise OSError("the scan failed")
-            await begin_turn(*args)
-
-        monkeypatch.setattr(changes, "begin_turn", failing_once)
+        starting, release = held_turn_start(app, monkeypatch, fail=True)
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(app.send, 1, "one")
