@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from functools import cache
@@ -146,15 +147,24 @@ def _in_pid_namespace(script: str, *args: str) -> dict[str, Any]:
     command = _unshare()
     if isinstance(command, str):
         pytest.skip(command)
-    done = subprocess.run(
+    run = subprocess.Popen(
         [*command, sys.executable, "-c", script, *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
     )
-    assert done.returncode == 0, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
+    try:
+        stdout, stderr = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # The namespace's first process, in unshare's group, takes every other one
+        # of the namespace with it: nothing of a hung script is left running.
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        raise
+    assert run.returncode == 0, stderr
+    report: dict[str, Any] = json.loads(stdout)
     if "skip" in report:
         pytest.skip(report["skip"])
     return report
