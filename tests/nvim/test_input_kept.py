@@ -5,6 +5,7 @@ SSH connection dropped)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -170,3 +171,23 @@ def test_neovim_quitting_keeps_the_text_once_and_no_draft(editor: Editor) -> Non
     editor.wait(f"#vim.fn.glob('{drafts}/*.json', true, true) == 1", what="the drafts kept")
     assert quit_with(editor, "") == [["a long prompt\non two lines"]]
     assert list(drafts.iterdir()) == []
+
+
+def test_a_drafts_file_of_this_neovims_pid_is_taken_once(editor: Editor) -> None:
+    """A Neovim before this one with the same pid (after a reboot) left a drafts
+    file: its text came into the history, and the file stayed, so that a signal
+    ending this Neovim before it kept anything of its own brought it in again."""
+    drafts = editor.tmp / "xdg-state" / "nvim" / "acp" / "drafts"
+    drafts.mkdir(parents=True)
+    project = editor.lua("return vim.fn.getcwd()")
+    left = drafts / f"{editor.pid}.json"
+    left.write_text(json.dumps([[f"demo\t{project}", "typed before a reboot"]]))
+    editor.setup()
+    editor.open_chat()
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: 1 unsent prompt from a Neovim that ended is in the prompt history"
+        " (<Up> in the input)"
+    )
+    editor.wait(f"vim.uv.fs_stat({str(left)!r}) == nil", what="the file taken in, gone")
+    editor.nvim.input("i<Up>")
+    wait_input(editor, ["typed before a reboot"])

@@ -71,8 +71,8 @@ end
 
 --- What the drafts files of Neovims that are gone hold ({key, text} pairs), and
 --- those files, to remove once the history holds their text. A file with this
---- Neovim's pid was left by one before it: its text is taken too, and this
---- Neovim's own keeping writes over the file.
+--- Neovim's pid was left by one before it: its text is taken too (M.forget spares
+--- it once this Neovim has kept its own there).
 ---@return {[1]: string, [2]: string}[] drafts, string[] paths
 function M.left_behind()
   local drafts, paths = {}, {}
@@ -87,19 +87,20 @@ function M.left_behind()
           table.insert(drafts, { pair[1], pair[2] })
         end
       end
-      if pid ~= uv.os_getpid() then
-        table.insert(paths, path)
-      end
+      table.insert(paths, path)
     end
   end
   return drafts, paths
 end
 
---- Remove drafts files whose text the prompt history now holds.
+--- Remove drafts files whose text the prompt history now holds; this Neovim's own
+--- file only while it has kept nothing there itself.
 ---@param paths string[]
 function M.forget(paths)
   for _, path in ipairs(paths) do
-    uv.fs_unlink(path)
+    if path ~= own() or (on_disk == "" and not writing) then
+      uv.fs_unlink(path)
+    end
   end
 end
 
