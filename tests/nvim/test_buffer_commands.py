@@ -1,5 +1,6 @@
-"""Neovim's own buffer commands on the chat's transcript and the review buffer
-(:bdelete, :bunload, :e!, :bwipeout): harmless, as closing a window is."""
+"""Neovim's own buffer commands on the chat's transcript, the review buffer and the
+sides of a diff split the plugin fills (:bdelete, :bunload, :e!, :bwipeout):
+harmless, as closing a window is."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
-from tests.nvim.test_files import run
+from tests.nvim.test_files import lines, run
 from tests.nvim.test_files import start as start_files
+from tests.nvim.test_inline import DENY, REJECT, ask
 from tests.nvim.test_permissions import PROMPT, STUB_SELECT, focus_transcript, wait_text
 
 # What the user types in the transcript; each unloads it, which empties it.
@@ -249,3 +251,74 @@ def test_a_transcript_taken_by_bdelete_outlives_the_next_buffer_named(editor: Ed
         f"vim.api.nvim_buf_get_lines({chat}.transcript, 0, -1, false), _G.before)",
         what="the first chat's transcript back whole",
     )
+
+
+def diff_highlights(editor: Editor, bufs: list[int]) -> list[list[str]]:
+    """Each buffer's diff highlight on each of its lines, in its window of this tab."""
+    found: list[list[str]] = editor.lua(
+        """
+        return vim.tbl_map(function(buf)
+          return vim.api.nvim_win_call(vim.fn.bufwinid(buf), function()
+            local out = {}
+            for row = 1, vim.api.nvim_buf_line_count(buf) do
+              table.insert(out, vim.fn.synIDattr(vim.fn.diff_hlID(row, 1), 'name'))
+            end
+            return out
+          end)
+        end, {...})
+        """,
+        *bufs,
+    )
+    return found
+
+
+def edit_bang_in(editor: Editor, side: int) -> None:
+    """`:e!` typed in the window of ``side``, which keeps the cursor after it."""
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", side)
+    editor.as_typed("edit!")
+
+
+def test_edit_bang_in_the_baseline_of_acp_diff_draws_it_again(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start_files(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "1\ntwo\n3\n"}}])
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
+    diffed = diff_highlights(editor, [base, buf])
+    assert diffed[0] == ["", "DiffText", ""]
+    edit_bang_in(editor, base)
+    assert lines(editor, base) == ["1", "2", "3"]
+    assert diff_highlights(editor, [base, buf]) == diffed
+    flags = "local b = ...; return {vim.bo[b].buflisted, vim.bo[b].modifiable, vim.bo[b].readonly}"
+    assert editor.lua(flags, base) == [False, False, True]
+    # Its keys act on the hunk it shows.
+    editor.lua("vim.api.nvim_win_set_cursor(0, {2, 0})")
+    assert editor.lua("return require('acp').hunk_at_cursor().preview") == ["-2", "+two"]
+    editor.nvim.input(REJECT)
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "1\n2\n3\n"
+
+
+def test_edit_bang_in_the_proposed_side_of_a_split_preview_draws_it_again(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "c.txt"
+    path.write_text("a\nb\nc\n")
+    buf = start_files(editor, path)
+    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    ask(editor, [{"ask": {"path": str(path), "oldText": "b\n", "newText": "B\n"}}])
+    editor.wait("vim.fn.bufnr('acp://proposed/*') ~= -1")
+    proposed = editor.lua("return vim.fn.bufnr('acp://proposed/*')")
+    diffed = diff_highlights(editor, [buf, proposed])
+    assert diffed[1] == ["", "DiffText", ""]
+    edit_bang_in(editor, proposed)
+    assert lines(editor, proposed) == ["a", "B", "c"]
+    assert diff_highlights(editor, [buf, proposed]) == diffed
+    assert editor.lua("return vim.bo[...].buflisted", proposed) is False
+    # The prompt's keys there answer it, and the preview goes with it.
+    editor.nvim.input(DENY)
+    editor.wait_event("AcpTurnEnd")
+    assert editor.lua("return vim.fn.bufnr('acp://proposed/*')") == -1
+    assert path.read_text() == "a\nb\nc\n"

@@ -5,10 +5,10 @@
 -- either side go through the review like any other (acp.review.hunks).
 if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
-local bufnames = require("acp.bufnames")
 local host = require("acp.host")
 local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
+local side = require("acp.review.side")
 local splits = require("acp.review.splits")
 local state = require("acp.review.state")
 local util = require("acp.util")
@@ -143,15 +143,6 @@ local function file_window(path)
   return api.nvim_get_current_win()
 end
 
---- Put `lines` in the baseline `base`, read-only to the user: both flags are lifted
---- for our own change, which would otherwise warn (W10) when it is the current buffer.
-local function set_baseline(base, lines)
-  local bo = vim.bo[base]
-  bo.modifiable, bo.readonly = true, false
-  api.nvim_buf_set_lines(base, 0, -1, false, lines)
-  bo.modifiable, bo.readonly = false, true
-end
-
 --- A baseline from Python (`data`: {path, turn, lines}): open the split, or bring
 --- an open one up to date.
 ---@param chat integer
@@ -160,7 +151,7 @@ function M.show(chat, data)
   for base, view in pairs(views) do
     if view.chat == chat and view.path == data.path and view.turn == data.turn then
       if api.nvim_buf_is_valid(base) then
-        set_baseline(base, data.lines)
+        side.set(base, data.lines)
         for _, win in ipairs(vim.fn.win_findbuf(base)) do
           api.nvim_win_call(win, function()
             vim.cmd("diffupdate")
@@ -172,12 +163,8 @@ function M.show(chat, data)
   end
   local file_win = file_window(data.path)
   local file_buf = api.nvim_win_get_buf(file_win)
-  local base = api.nvim_create_buf(false, true)
-  set_baseline(base, data.lines)
-  pcall(bufnames.give, base, ("acp://baseline/%d/%s"):format(data.turn, data.path))
-  local bo = vim.bo[base]
-  bo.bufhidden, bo.swapfile = "wipe", false
-  bo.filetype = vim.bo[file_buf].filetype
+  local base =
+    side.create(("acp://baseline/%d/%s"):format(data.turn, data.path), vim.bo[file_buf].filetype, data.lines)
   local view = { chat = chat, path = data.path, turn = data.turn, file_win = file_win, file_buf = file_buf }
   views[base] = view
   local name = relative(data.path):gsub("%%", "%%%%")

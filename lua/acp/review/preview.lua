@@ -12,10 +12,10 @@
 -- lines to put there. Nothing here reads a diff.
 if jit then jit.off(true, true) end -- decision 0068
 local buffers = require("acp.editor.buffers")
-local bufnames = require("acp.bufnames")
 local config = require("acp.config")
 local hunks = require("acp.review.hunks")
 local keys = require("acp.keys")
+local side = require("acp.review.side")
 local util = require("acp.util")
 local windows = require("acp.editor.windows")
 
@@ -149,12 +149,8 @@ local function proposed(buf, file)
 end
 
 local function draw_split(buf, win, file, id)
-  local scratch = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_lines(scratch, 0, -1, false, proposed(buf, file))
-  pcall(bufnames.give, scratch, ("acp://proposed/%s/%s"):format(id, vim.fn.fnamemodify(file.path, ":t")))
-  local bo = vim.bo[scratch]
-  bo.bufhidden, bo.swapfile, bo.modifiable, bo.readonly = "wipe", false, false, true
-  bo.filetype = vim.bo[buf].filetype
+  local name = ("acp://proposed/%s/%s"):format(id, vim.fn.fnamemodify(file.path, ":t"))
+  local scratch = side.create(name, vim.bo[buf].filetype, proposed(buf, file))
   local scratch_win = api.nvim_open_win(scratch, false, { split = "right", win = win })
   for _, w in ipairs({ win, scratch_win }) do
     api.nvim_win_call(w, function()
