@@ -1,8 +1,11 @@
 """What Linux's /proc says of a process, for the tests of both suites: its state,
-parent and process group (``/proc/<pid>/stat``)."""
+parent and process group (``/proc/<pid>/stat``); and a wait for processes to exit."""
 
 from __future__ import annotations
 
+import os
+import select
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,3 +31,22 @@ def alive(pid: int) -> bool:
     """The process runs (it is not gone, nor a zombie)."""
     found = stat(pid)
     return found is not None and found.state != "Z"
+
+
+def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
+    """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
+    deadline = time.monotonic() + timeout
+    survivors = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, deadline - time.monotonic()) * 1000):
+                survivors.append(pid)
+        finally:
+            os.close(fd)
+    return survivors

@@ -7,10 +7,8 @@ processing events, including the Python host's RPC), never sleeps.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pynvim
 import pytest
 
 from tests import proc
+from tests.proc import wait_gone as wait_gone  # the nvim tests import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fakes" / "agent.py"
@@ -61,25 +60,6 @@ host.apply = function(...)
   assert(ok, err)
 end
 """
-
-
-def wait_gone(pids: list[int], timeout: float = 10) -> list[int]:
-    """Wait for processes to exit (pidfd: woken by the exit itself); returns survivors."""
-    deadline = time.monotonic() + timeout
-    survivors = []
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            if not poller.poll(max(0, deadline - time.monotonic()) * 1000):
-                survivors.append(pid)
-        finally:
-            os.close(fd)
-    return survivors
 
 
 def logged(way: str, text: str) -> str:

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import select
+import signal
 import socket
 import stat
 import subprocess
@@ -19,8 +20,9 @@ import anyio
 import pytest
 
 from acp_nvim.demo_agent._mcp import editor_server, mcp_session
+from tests import proc
 from tests.disk import fill, small_disk
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
@@ -328,6 +330,33 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     assert "mcp.sock (directory only you can open), 0 connections" in text
     assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
+
+
+def test_the_socket_directory_goes_when_the_host_is_killed(editor: Editor) -> None:
+    """No finally runs in a host killed outright: the reaper it handed its socket's
+    directory to (its child, in a session of its own) removes it."""
+    editor.open_chat("demo")  # its session is offered the editor server: the socket opens
+    directory = Path(editor.lua("return require('acp.host').request('mcp')")["socket"]).parent
+    assert directory.is_dir()
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    [reaper] = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and (found := proc.stat(entry.name)) is not None
+        and found.parent == host
+        and _cmdline(entry).startswith(b"/bin/sh\0-c\0\ntrap")
+    ]
+    os.kill(host, signal.SIGKILL)
+    assert wait_gone([reaper]) == []
+    assert not directory.exists()
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])

@@ -9,6 +9,8 @@ in a session of its own that holds every live group and SIGKILLs them once this
 process is gone (its end of the reaper's stdin closes, however it ended).
 The commands Neovim runs in terminals for agents are held the same way
 (acp_nvim/nvim/terminal_groups.py), so that they end with Neovim however it ends.
+So is the editor MCP server's socket directory: the reaper removes it, since the
+host that made it cannot (decision 0087).
 
 A group is signalled only while it is known to be ours (decision 0036): once
 its leader is reaped, its pid may be handed to a stranger. Where the kernel
@@ -24,7 +26,7 @@ one (acp_nvim/client/agent/first.py).
 
 from __future__ import annotations
 
-__all__ = ["Group", "kill_all"]
+__all__ = ["Group", "hold_directory", "kill_all", "let_go_of_directory"]
 
 import errno
 import os
@@ -44,19 +46,30 @@ class Leader(Protocol):
 
 
 _live_groups: dict[int, Group] = {}  # by the leader's pid
-# Lines on stdin: a group id to hold, or -id to let go. At EOF it kills what it holds.
-# Builtins only: it forks nothing while it runs (a fork would take a pid).
+# Lines on stdin: a group id to hold, or -id to let go; an absolute path (a directory
+# of ours) to hold, or -path to let go. At EOF it kills the groups it holds, then
+# removes the directories. Builtins only: it forks nothing while it runs (a fork
+# would take a pid). Paths are kept one a line, never globbed.
 _REAPER = """
 trap '' HUP INT TERM
+set -f
+nl='
+'
 groups=""
-while read -r pg; do
-  case "$pg" in
-    -*) kept=""; for g in $groups; do [ "$g" = "${pg#-}" ] || kept="$kept $g"; done
+dirs=""
+while IFS= read -r line; do
+  case "$line" in
+    -/*) kept=""; IFS=$nl; for d in $dirs; do [ "$d" = "${line#-}" ] || kept="$kept$nl$d"; done
+         unset IFS; dirs=$kept ;;
+    /*) dirs="$dirs$nl$line" ;;
+    -*) kept=""; for g in $groups; do [ "$g" = "${line#-}" ] || kept="$kept $g"; done
         groups=$kept ;;
-    *) groups="$groups $pg" ;;
+    *) groups="$groups $line" ;;
   esac
 done
 for pg in $groups; do kill -s KILL -- "-$pg" 2>/dev/null; done
+IFS=$nl
+[ -z "$dirs" ] || rm -rf -- $dirs
 """
 _reaper: subprocess.Popen[bytes] | None = None
 
@@ -68,8 +81,23 @@ def kill_all() -> None:
         group.drop()
 
 
+def hold_directory(path: str) -> None:
+    """Have the reaper remove ``path``, a directory this process made, if this
+    process is killed outright. :func:`let_go_of_directory` before removing it:
+    once gone, its name may be made again by someone else."""
+    if os.path.isabs(path) and "\n" not in path:  # one line, never a group's
+        _tell_reaper(path)
+
+
+def let_go_of_directory(path: str) -> None:
+    """The reaper no longer removes ``path``."""
+    if os.path.isabs(path) and "\n" not in path:
+        _tell_reaper(f"-{path}")
+
+
 def _tell_reaper(line: str) -> None:
-    """Hand a group to the reaper (``"123"``) or take it back (``"-123"``)."""
+    """Hand the reaper a group (``"123"``) or a directory (``"/tmp/x"``), or take it
+    back (``"-123"``, ``"-/tmp/x"``)."""
     global _reaper
     try:
         if _reaper is None or _reaper.poll() is not None:
@@ -82,7 +110,7 @@ def _tell_reaper(line: str) -> None:
                 env={"PATH": os.environ.get("PATH", os.defpath)},  # it needs nothing else
             )
         assert _reaper.stdin is not None
-        _reaper.stdin.write(line.encode() + b"\n")
+        _reaper.stdin.write(os.fsencode(line) + b"\n")
         _reaper.stdin.flush()
     except OSError:
         pass  # no reaper: kill_all and aclose still end the groups on a normal exit

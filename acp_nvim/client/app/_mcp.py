@@ -59,9 +59,11 @@ class McpWiring:
         """The editor MCP server's socket, started on first use."""
         async with self._starting:
             if self.socket is None:
+                from acp_nvim.client.agent import groups
                 from acp_nvim.client.mcp import EditorSocket
 
-                socket = EditorSocket(self.ctx.editor, self.ctx.tasks, lambda: self.ctx.log)
+                ctx = self.ctx
+                socket = EditorSocket(ctx.editor, ctx.tasks, lambda: ctx.log, reaper=groups)
                 await socket.start()
                 self.socket = socket
             return self.socket

@@ -5,7 +5,9 @@ One Unix socket per host, in a directory only the user can open (``mkdtemp``:
 sends ``{"token": ...}`` and the host answers ``{"ok": true}`` and serves MCP on
 the connection for that session, or refuses (logged, and said to the shim) a
 missing or wrong token. So another user cannot reach the socket at all, and
-another program of the user's needs a token it was handed.
+another program of the user's needs a token it was handed. The directory goes
+with the listener; if the host is killed outright, the reaper it is handed to
+(acp_nvim/client/agent/groups.py, which outlives the host) removes it.
 
 Whatever one connection sends costs only that connection: its failures end it
 alone, never the listener (whose end takes the socket, every chat's server).
@@ -21,7 +23,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -46,6 +48,14 @@ _REFUSAL = b'{"ok": false, "error": "acp.nvim: wrong or missing token"}\n'
 _CHAT_CLOSED = RequestError(RequestError.INTERNAL_ERROR, "the chat was closed")
 
 
+class Reaper(Protocol):
+    """What removes a directory of ours once this process is gone, however it ends."""
+
+    def hold_directory(self, path: str) -> None: ...
+
+    def let_go_of_directory(self, path: str) -> None: ...
+
+
 class _Rest(ByteReceiveStream):
     """A stream that first gives back what was read past the token line."""
 
@@ -66,13 +76,18 @@ class EditorSocket:
     """The socket, the sessions by token, and the MCP connections being served.
 
     ``log`` returns the current protocol log (``:AcpLog``); MCP traffic is
-    logged as ``mcp:AGENT``.
+    logged as ``mcp:AGENT``. ``reaper`` holds the socket's directory while it is up.
     """
 
     def __init__(
-        self, editor: Editor, tasks: Tasks, log: Callable[[], ProtocolLog]
+        self,
+        editor: Editor,
+        tasks: Tasks,
+        log: Callable[[], ProtocolLog],
+        reaper: Reaper | None = None,
     ) -> None:
         self.editor = editor
+        self._reaper = reaper
         self._tasks = tasks
         self._log = log
         self.directory = ""
@@ -95,6 +110,8 @@ class EditorSocket:
     async def start(self) -> None:
         """Listen on ``<private dir>/mcp.sock``."""
         self.directory = tempfile.mkdtemp(prefix="acp-nvim-mcp-")
+        if self._reaper is not None:
+            self._reaper.hold_directory(self.directory)
         self.path = os.path.join(self.directory, "mcp.sock")
         self._listener = await anyio.create_unix_listener(self.path)
         self._tasks.start_soon(self._listen, self._listener)
@@ -107,6 +124,8 @@ class EditorSocket:
                 async with listener, anyio.create_task_group() as connections:
                     await listener.serve(self._accept, connections)
         finally:
+            if self._reaper is not None:  # first: once gone, its name may be anyone's
+                self._reaper.let_go_of_directory(self.directory)
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def add(self, session: ToolSession) -> str:
