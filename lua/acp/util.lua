@@ -295,6 +295,23 @@ function M.in_cmdwin()
   return vim.fn.getcmdwintype() ~= ""
 end
 
+--- Plugin buffer `buf` read again by :e! from what `draw` puts in it, as a file's is
+--- from the disk (emptied, its keys acted on text it no longer showed), and left
+--- unlisted; `gone` runs once it is wiped.
+---@param buf integer
+---@param draw fun()
+---@param gone fun()
+function M.drawn_again_on_edit(buf, draw, gone)
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    buffer = buf,
+    callback = function()
+      draw()
+      vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, once = true, callback = gone })
+end
+
 --- Run `fn` now, or, while the command-line window is open, once it has closed
 --- (CmdwinLeave comes before it closes, hence the schedule; it may open again).
 ---@param fn fun()

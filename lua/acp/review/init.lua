@@ -209,22 +209,11 @@ function M.open()
     vim.bo[buf].filetype = "acpreview"
     views[buf] = { chat = chat, rows = {} }
     map(buf)
-    -- :e! reads it again from the review, as a file's reads the disk: emptied, its
-    -- keys acted on hunks it no longer showed.
-    api.nvim_create_autocmd("BufReadCmd", {
-      buffer = buf,
-      callback = function()
-        draw(buf)
-        vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
-      end,
-    })
-    api.nvim_create_autocmd("BufWipeout", {
-      buffer = buf,
-      once = true,
-      callback = function()
-        views[buf] = nil
-      end,
-    })
+    util.drawn_again_on_edit(buf, function()
+      draw(buf)
+    end, function()
+      views[buf] = nil
+    end)
   end
   if util.focus_or_tab(buf) then
     util.set_local(0, { number = false, relativenumber = false })

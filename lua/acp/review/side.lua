@@ -5,6 +5,7 @@
 -- BufReadCmd writes back what it showed, as a file's reads the disk (decision 0085).
 if jit then jit.off(true, true) end -- decision 0068
 local bufnames = require("acp.bufnames")
+local util = require("acp.util")
 
 local M = {}
 local api = vim.api
@@ -36,20 +37,11 @@ function M.create(name, filetype, lines)
   pcall(bufnames.give, buf, name)
   local bo = vim.bo[buf]
   bo.bufhidden, bo.swapfile, bo.filetype = "wipe", false, filetype
-  api.nvim_create_autocmd("BufReadCmd", {
-    buffer = buf,
-    callback = function()
-      M.set(buf, texts[buf])
-      vim.bo[buf].buflisted = false -- :e! lists the buffer it edits
-    end,
-  })
-  api.nvim_create_autocmd("BufWipeout", {
-    buffer = buf,
-    once = true,
-    callback = function()
-      texts[buf] = nil
-    end,
-  })
+  util.drawn_again_on_edit(buf, function()
+    M.set(buf, texts[buf])
+  end, function()
+    texts[buf] = nil
+  end)
   return buf
 end
 
