@@ -32,6 +32,7 @@ import errno
 import os
 import signal
 import subprocess
+from functools import cache
 from typing import Protocol
 
 
@@ -122,8 +123,9 @@ _PIDFD_SIGNAL_PROCESS_GROUP = 4
 _pidfd_groups: bool | None = None
 
 
+@cache
 def _has_pidfds() -> bool:
-    """Whether this system has pidfds (Linux 5.3 and later)."""
+    """Whether this system has pidfds (Linux 5.3 and later): asked once."""
     try:
         os.close(os.pidfd_open(os.getpid()))
     except (AttributeError, OSError):
