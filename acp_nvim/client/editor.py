@@ -517,10 +517,18 @@ class Editor(Protocol):
         that hold some, kept."""
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
+        self,
+        key: str,
+        cmd: str | list[str],
+        cwd: str,
+        env: dict[str, str],
+        *,
+        chat: int,
+        show: bool = False,
     ) -> int | None:
-        """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``;
-        ``show`` opens it for the user to type in.
+        """Run ``cmd`` (a shell line, or argv) in a new terminal buffer named by ``key``,
+        ``chat``'s (deleted when that chat closes); ``show`` opens it for the user to
+        type in.
 
         Returns the process id (its process group), or None when the editor can
         make no terminal now (Neovim's command-line window is open): nothing
@@ -533,13 +541,13 @@ class Editor(Protocol):
         """Return once the editor may make a terminal (at once, or when Neovim's
         command-line window closes)."""
 
-    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
+    async def write_terminal(self, key: str, text: str, *, chat: int, reset: bool = False) -> None:
         """Show ``text`` (escapes and all) in display-only terminal ``key``, created on
-        first write; ``reset`` first clears everything shown before."""
+        first write as ``chat``'s; ``reset`` first clears everything shown before."""
 
-    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
-        """Stop the commands of terminals ``keys`` still running; ``wipe`` also
-        deletes their buffers."""
+    async def stop_terminals(self, keys: list[str]) -> None:
+        """Stop the commands of terminals ``keys`` still running; their buffers stay
+        until their chat closes."""
 
     # -- what the editor MCP server asks (acp_nvim/client/mcp); lines and columns 1-based,
     # columns in characters

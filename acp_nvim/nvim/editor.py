@@ -534,10 +534,17 @@ class NvimEditor:
         return list(await self.call_lua(drop, directory) or [])
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
+        self,
+        key: str,
+        cmd: str | list[str],
+        cwd: str,
+        env: dict[str, str],
+        *,
+        chat: int,
+        show: bool = False,
     ) -> int | None:
         create = "return require('acp.editor.terminal').create(...)"
-        pid = await self.call_lua(create, key, cmd, cwd, env, show)
+        pid = await self.call_lua(create, key, cmd, cwd, env, show, chat)
         return None if pid is None else int(pid)
 
     async def terminal_allowed(self) -> None:
@@ -552,11 +559,11 @@ class NvimEditor:
             self._cmdwin_closed.set()
             self._cmdwin_closed = None
 
-    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
-        await self.call_lua("require('acp.editor.terminal').write(...)", key, text, reset)
+    async def write_terminal(self, key: str, text: str, *, chat: int, reset: bool = False) -> None:
+        await self.call_lua("require('acp.editor.terminal').write(...)", key, text, reset, chat)
 
-    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
-        await self.call_lua("require('acp.editor.terminal').stop(...)", keys, wipe)
+    async def stop_terminals(self, keys: list[str]) -> None:
+        await self.call_lua("require('acp.editor.terminal').stop(...)", keys, False)
 
     async def list_buffers(self) -> list[dict[str, Any]]:
         return list(await self.call_lua(_CONTEXT.format("buffers")))

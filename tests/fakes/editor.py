@@ -52,7 +52,7 @@ class RecordingEditor:
         self.baselines: list[tuple[int, dict[str, Any]]] = []
         self.replies: dict[int, tuple[Any, str | None]] = {}  # by token
         self.buffers: dict[str, _FakeBuffer] = {}
-        # Terminal buffers by key: {"cmd", "cwd", "env", "data", "stopped", "wiped"}.
+        # Terminal buffers by key: {"cmd", "cwd", "env", "shown", "chat", "data", "stopped"}.
         self.terminals: dict[str, dict[str, Any]] = {}
         # Set by a test: no terminal is made until it is set (Neovim's command-line
         # window open); asked meanwhile, by key.
@@ -212,7 +212,14 @@ class RecordingEditor:
     # -- terminals: recorded; a test plays the command's output and exit itself
 
     async def open_terminal(
-        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, show: bool = False
+        self,
+        key: str,
+        cmd: str | list[str],
+        cwd: str,
+        env: dict[str, str],
+        *,
+        chat: int,
+        show: bool = False,
     ) -> int | None:
         if isinstance(cmd, list) and not cmd[0]:
             raise EditorError("empty command")
@@ -224,9 +231,9 @@ class RecordingEditor:
             "cwd": cwd,
             "env": env,
             "shown": show,
+            "chat": chat,
             "data": "",
             "stopped": False,
-            "wiped": False,
         }
         return 10_000 + len(self.terminals)
 
@@ -234,14 +241,13 @@ class RecordingEditor:
         if self.terminals_after is not None:
             await self.terminals_after.wait()
 
-    async def write_terminal(self, key: str, text: str, *, reset: bool = False) -> None:
-        term = self.terminals.setdefault(key, {"data": "", "stopped": False, "wiped": False})
+    async def write_terminal(self, key: str, text: str, *, chat: int, reset: bool = False) -> None:
+        term = self.terminals.setdefault(key, {"chat": chat, "data": "", "stopped": False})
         term["data"] = text if reset else term["data"] + text
 
-    async def stop_terminals(self, keys: list[str], *, wipe: bool = False) -> None:
+    async def stop_terminals(self, keys: list[str]) -> None:
         for key in keys:
             self.terminals[key]["stopped"] = True
-            self.terminals[key]["wiped"] |= wipe
 
     # -- the MCP tools' questions: answered from what the test set
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests import proc
-from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.conftest import ROOT, Editor, child_editor, wait_gone
 
 
 def run(
@@ -329,3 +329,57 @@ def test_a_command_that_rewrites_a_file_outside_git_is_in_the_review(editor: Edi
     assert [h["preview"] for h in change["hunks"]] == [["-mine", "+theirs"]]
     editor.lua("require('acp').reject()")
     editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == 'mine'", what="the file back")
+
+
+def test_a_chats_terminals_stay_through_a_restart_and_go_with_the_chat(editor: Editor) -> None:
+    """:AcpClose deleted only the buffers of commands still running: those the agent
+    had released stayed in :ls! for good. :AcpRestart deleted the running ones' buffers
+    while the tool calls still named them. A chat's terminal buffers now last as long
+    as the chat: a restart stops the commands and keeps them, the close deletes all."""
+    running, members = start_long_command(editor)
+    released = run(editor, {"create": {"command": "echo done"}}, turn=2)["terminalId"]
+    terminals = "require('acp.editor.terminal').terminals"
+    bufs = [editor.lua(f"return {terminals}[...].buf", key) for key in (running, released)]
+    valid = f"vim.tbl_map(vim.api.nvim_buf_is_valid, {{{bufs[0]}, {bufs[1]}}})"
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert wait_gone(members, timeout=10) == []
+    assert editor.lua(f"return {valid}") == [True, True]
+    editor.lua("require('acp').close()")
+    editor.wait(f"not vim.tbl_contains({valid}, true)", what="the buffers deleted")
+    assert editor.lua(f"return vim.tbl_count({terminals})") == 0
+
+
+def test_a_stored_chats_terminal_line_opens_no_other_chats_terminal(editor: Editor) -> None:
+    """Terminal keys are counted per Python host: a chat kept from another Neovim
+    names t1, and <CR> on its line opened this Neovim's t1, another chat's command."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('run something')")
+    editor.wait_event("AcpTurnEnd")
+    [key] = re.findall(r"\[terminal (t\d+) · exit 0\]", editor.transcript_text())
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').history() > 0", what="the chat kept")
+    entry = editor.lua("return require('acp').history()[1]")
+    editor.quit()
+    other = child_editor(
+        editor.tmp, (ROOT / "tests" / "nvim" / "init.lua").read_text(), {"ACP_TEST_ROOT": str(ROOT)}
+    )
+    try:
+        other.setup()
+        other.open_chat()
+        other.lua("require('acp').send('run something')")
+        other.wait_event("AcpTurnEnd")
+        assert other.lua(f"return require('acp.editor.terminal').terminals.{key} ~= nil")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
+        transcript = other.lua("return require('acp').status().transcript_buf")
+        lines = other.transcript()
+        row = next(i for i, line in enumerate(lines) if line.startswith(f"[terminal {key} ·"))
+        win = other.lua(f"return vim.fn.win_findbuf({transcript})[1]")
+        other.lua("vim.api.nvim_set_current_win(...)", win)
+        other.lua("vim.api.nvim_win_set_cursor(0, { ..., 0 })", row + 1)
+        assert other.lua("return require('acp.editor.terminal').open_at_cursor()") is False
+        assert other.lua("return vim.api.nvim_get_current_buf()") == transcript
+    finally:
+        other.quit()

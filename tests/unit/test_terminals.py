@@ -66,8 +66,8 @@ async def test_shell_line_runs_in_the_session_cwd_and_argv_runs_directly(
         "env": {},
         "data": None,
         "stopped": False,
-        "wiped": False,
         "shown": False,
+        "chat": rig.chat.id,
     }
     assert rig.editor.terminals[argv]["cmd"] == ["printenv", "GREETING"]
     assert rig.editor.terminals[argv]["cwd"] == "/"
@@ -158,9 +158,7 @@ async def test_release_stops_and_invalidates_but_the_tool_call_keeps_showing_it(
     )
     rig.terminals.feed(tid, b"first\r\n")
     await rig.terminals.release(SID, tid)
-    assert (
-        rig.editor.terminals[tid] | {"stopped": True, "wiped": False} == rig.editor.terminals[tid]
-    )
+    assert rig.editor.terminals[tid]["stopped"]
     for method in (rig.output,):
         with pytest.raises(ServiceError) as err:
             await method(tid)
@@ -249,7 +247,9 @@ async def test_a_bad_display_chunk_is_reported_not_raised(rig: Rig) -> None:
     assert "is not base64" in rig.editor.last_status(1)["unknown_update"]
 
 
-async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> None:
+async def test_ending_the_session_stops_commands_and_forgets_them(rig: Rig) -> None:
+    """On a close and on :AcpRestart. The buffers are the chat's, not the agent
+    process's: Neovim deletes them when the chat closes (tests/nvim/test_terminals.py)."""
     running = await rig.create("sleep 100")
     done = await rig.create("true")
     rig.terminals.feed(done, exit_code=0)
@@ -259,11 +259,11 @@ async def test_ending_the_session_stops_commands_and_wipes_buffers(rig: Rig) -> 
     await wait_for(lambda: "d" in terminals and terminals["d"].key in rig.editor.terminals)
     display = terminals["d"].key
     await rig.terminals.end_session(rig.chat)
-    for key in (running, done, display):
-        assert rig.editor.terminals[key]["wiped"], key
-    assert rig.editor.terminals[running]["stopped"]
-    with pytest.raises(ServiceError):
-        await rig.output(running)
+    assert [key for key, term in rig.editor.terminals.items() if term["stopped"]] == [running]
+    assert {rig.editor.terminals[key]["chat"] for key in (running, done, display)} == {rig.chat.id}
+    for key in (running, done):
+        with pytest.raises(ServiceError):
+            await rig.output(key)
 
 
 async def test_an_abandoned_turn_kills_its_own_commands_and_starts_no_more(rig: Rig) -> None:
@@ -287,9 +287,7 @@ async def test_an_abandoned_turn_kills_its_own_commands_and_starts_no_more(rig: 
 async def test_agent_exit_stops_what_runs(rig: Rig) -> None:
     tid = await rig.create("sleep 100")
     await rig.terminals.end_all()
-    assert (
-        rig.editor.terminals[tid] | {"stopped": True, "wiped": False} == rig.editor.terminals[tid]
-    )
+    assert rig.editor.terminals[tid]["stopped"]
 
 
 async def test_the_app_routes_editor_output_to_the_agent_that_asked(tmp_path: Path) -> None:

@@ -408,7 +408,7 @@ class AgentConnection:
         is waited for up to ``_CLOSE_TIMEOUT`` s here, by a :meth:`resume` of the
         session as long as it takes.
 
-        Its terminals are stopped and their buffers deleted.
+        Its commands are stopped (their buffers stay: Neovim deletes them with the chat).
         """
         session_id = chat.session.session_id
         # Before anything is awaited: from now on the session is not gone back to

@@ -296,7 +296,11 @@ class Terminals:
         self._commands[term.key] = term
         term.chat.session.terminals[term.key] = term.view
         try:
-            while (pid := await editor.open_terminal(term.key, cmd, cwd, env, show=show)) is None:
+            while (
+                pid := await editor.open_terminal(
+                    term.key, cmd, cwd, env, chat=term.chat.id, show=show
+                )
+            ) is None:
                 await self._until_allowed(term, label)
         except EditorError as err:
             self._forget(term)
@@ -378,7 +382,7 @@ class Terminals:
             raise ServiceError(f"unknown terminal {terminal_id}", "not_found")
         return term
 
-    async def _stop(self, terms: list[_Command], *, wipe: bool = False) -> None:
+    async def _stop(self, terms: list[_Command]) -> None:
         for term in terms:
             if term.waiting is not None:  # not started: it never will
                 term.waiting.cancel()
@@ -386,12 +390,12 @@ class Terminals:
         running = [t for t in terms if t.status is None]
         for term in running:
             term.kill_sent = True
-        keys = [t.key for t in (terms if wipe else running)]
+        keys = [t.key for t in running]
         if not keys:
             return
         with anyio.move_on_after(_STOP_TIMEOUT):
             try:
-                await terms[0].chat.editor.stop_terminals(keys, wipe=wipe)
+                await terms[0].chat.editor.stop_terminals(keys)
             except EditorError as err:
                 log.warning("could not stop terminals %s: %s", keys, err)
 
@@ -490,29 +494,26 @@ class Terminals:
                 data, reset = "".join(term.pending), term.reset
                 term.pending, term.reset = [], False
                 try:
-                    await term.chat.editor.write_terminal(term.key, data, reset=reset)
+                    await term.chat.editor.write_terminal(
+                        term.key, data, chat=term.chat.id, reset=reset
+                    )
                 except EditorError as err:
                     log.warning("could not show terminal %s: %s", term.key, err)
 
     # -- session end -----------------------------------------------------------------
 
-    async def end_session(self, chat: Chat, *, wipe: bool = True) -> None:
-        """The chat closed: stop its commands and (with ``wipe``) delete its buffers."""
+    async def end_session(self, chat: Chat) -> None:
+        """The chat closed or goes on with another agent process (:AcpRestart): stop
+        its commands. Their buffers stay; Neovim deletes them when the chat closes."""
         commands = [t for t in self._commands.values() if t.chat is chat]
-        displays = [k for k, t in self._displays.items() if t.chat is chat]
+        for key in [k for k, t in self._displays.items() if t.chat is chat]:
+            del self._displays[key]
         for term in commands:
             term.released = True
-        keys = [self._displays.pop(k).key for k in displays]
-        await self._stop(commands, wipe=wipe)
+        await self._stop(commands)
         for term in commands:
             if term.status is not None:
                 self._commands.pop(term.key, None)
-        if wipe and keys:
-            with anyio.move_on_after(_STOP_TIMEOUT):
-                try:
-                    await chat.editor.stop_terminals(keys, wipe=True)
-                except EditorError as err:
-                    log.warning("could not close terminals %s: %s", keys, err)
 
     async def end_all(self) -> None:
         """The agent is gone: stop every command still running (buffers stay)."""

@@ -679,6 +679,7 @@ function close_now(chat, keep, wiped)
     host.notify("close", { chat = chat.id, keep_worktree = keep })
   end
   keep_unsent(chat) -- a close never costs what was typed
+  require("acp.editor.terminal").close_chat(chat.id)
   -- No buffer may go in the command-line window (E11): they go once it closes.
   util.outside_cmdwin(function()
     for _, buf in ipairs({ chat.input, chat.transcript }) do

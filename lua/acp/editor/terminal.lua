@@ -16,6 +16,7 @@ local api = vim.api
 ---@field pid? integer process id = process group of a command
 ---@field chan? integer channel of a display terminal (nvim_open_term)
 ---@field running boolean
+---@field chat? integer the chat whose agent made it: its transcript opens it, its close deletes it
 
 ---@type table<string, acp.Terminal>
 M.terminals = {}
@@ -217,8 +218,9 @@ end
 ---@param cwd string
 ---@param env table<string, string>
 ---@param show? boolean
+---@param chat? integer
 ---@return integer? pid
-function M.create(key, cmd, cwd, env, show)
+function M.create(key, cmd, cwd, env, show, chat)
   if util.in_cmdwin() then
     return nil
   end
@@ -245,7 +247,7 @@ function M.create(key, cmd, cwd, env, show)
   end
   local pid = vim.fn.jobpid(job)
   drains[key] = { mark = ("\27]5379;%s\7"):format(nonce), held = "" }
-  remember(key, { buf = buf, job = job, pid = pid, running = true })
+  remember(key, { buf = buf, job = job, pid = pid, running = true, chat = chat })
   if show then
     vim.schedule(function()
       util.outside_cmdwin(function()
@@ -286,15 +288,17 @@ local function new_display()
   return buf, api.nvim_open_term(buf, {})
 end
 
---- Show bytes in display-only terminal `key` (no input); `reset` starts a fresh screen.
+--- Show bytes in display-only terminal `key` (no input) of `chat`; `reset` starts a
+--- fresh screen.
 ---@param key string
 ---@param data string
 ---@param reset boolean
-function M.write(key, data, reset)
+---@param chat? integer
+function M.write(key, data, reset, chat)
   local term = M.terminals[key]
   if not term or not api.nvim_buf_is_valid(term.buf) then
     local buf, chan = new_display()
-    term = { buf = buf, chan = chan, running = false }
+    term = { buf = buf, chan = chan, running = false, chat = chat }
     remember(key, term)
   elseif reset then
     -- A terminal cannot forget its scrollback: a new buffer takes the old one's
@@ -344,6 +348,19 @@ function M.stop(keys, wipe)
   end
 end
 
+--- `chat` closed: stop its commands still running and delete every terminal buffer
+--- it had, those the agent released and those of its agent before an :AcpRestart.
+---@param chat integer
+function M.close_chat(chat)
+  local keys = {}
+  for key, term in pairs(M.terminals) do
+    if term.chat == chat then
+      table.insert(keys, key)
+    end
+  end
+  M.stop(keys, true)
+end
+
 --- Open terminal `key` (default: the newest) in a split, or focus the window showing it.
 ---@param key? string
 ---@return integer buf
@@ -367,14 +384,18 @@ end
 
 --- In a transcript: open the terminal whose `[terminal KEY · …]` line is at or above
 --- the cursor within the same tool call. Returns whether there was one.
+--- Only the chat's own: keys are counted per Python host, so a chat kept from an
+--- earlier Neovim names keys that now may be another chat's commands.
 ---@return boolean
 function M.open_at_cursor()
   local buf = api.nvim_get_current_buf()
+  local chat = require("acp.chat.registry").of_buffer(buf)
   local row = api.nvim_win_get_cursor(0)[1]
   local lines = api.nvim_buf_get_lines(buf, math.max(0, row - 200), row, false)
   for i = #lines, 1, -1 do
     local key = lines[i]:match("^%[terminal (%S+) ·")
-    if key and M.terminals[key] then
+    local term = key and M.terminals[key]
+    if term and (chat == nil or term.chat == chat.id) then
       M.open(key)
       return true
     end
