@@ -29,6 +29,7 @@ from acp_nvim.client.agent import first
 from acp_nvim.client.agent.groups import kill_all
 from acp_nvim.client.app import App
 from acp_nvim.client.history import StoreError
+from acp_nvim.client.services.terminal_keys import keys_from
 from acp_nvim.nvim.editor import NvimEditor
 from acp_nvim.nvim.terminal_groups import TerminalGroups
 from acp_nvim.nvim.worker import Worker
@@ -78,6 +79,7 @@ class Host:
         params = params if isinstance(params, dict) else {}
         match method:
             case "setup":
+                keys_from(params.get("terminal_keys_from") or 1)
                 options, state = params.get("options"), params.get("state")
                 self.worker.call(app.setup, options, state, params.get("nvim_dirs") or ())
             case "open":

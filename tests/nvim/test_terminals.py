@@ -240,6 +240,28 @@ def test_python_host_dying_kills_running_commands(editor: Editor) -> None:
     editor.wait("require('acp').status().state == 'error'", what="the chat failed")
 
 
+def test_a_new_python_host_gives_its_terminals_keys_of_their_own(editor: Editor) -> None:
+    """Keys were counted from t1 in every Python host: after one died, the new host's
+    first command took the key of the failed chat's terminal, whose buffer then
+    belonged to no chat (its close left it) and whose name went to the new one."""
+    old, _ = start_long_command(editor)
+    host = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    os.kill(host, signal.SIGKILL)
+    editor.wait("require('acp').status().state == 'error'", what="the chat failed")
+    failed = editor.lua("return require('acp').status().chat")
+    terminals = "require('acp.editor.terminal').terminals"
+    old_buf = editor.lua(f"return {terminals}[...].buf", old)
+    editor.open_chat(ready=False)  # a new host starts for it
+    editor.wait_event("AcpSessionReady", count=2)
+    new = run(editor, {"create": {"command": "echo new"}}, turn=2)["terminalId"]
+    assert new != old
+    new_buf = editor.lua(f"return {terminals}[...].buf", new)
+    assert editor.lua(f"return vim.api.nvim_buf_get_name({new_buf})").endswith(f"/{new}")
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...])", failed)
+    editor.wait(f"not vim.api.nvim_buf_is_valid({old_buf})", what="the failed chat's terminal gone")
+    assert editor.lua(f"return vim.api.nvim_buf_is_valid({new_buf})")
+
+
 def test_commands_leave_no_stray_buffers(editor: Editor) -> None:
     """Naming a command's terminal buffer acp://terminal/tN left its first name,
     term://…//PID:/bin/sh, behind as an empty unlisted buffer, one per command,

@@ -25,7 +25,6 @@ __all__ = ["CommandOutput", "Terminals", "tail_lines"]
 
 import base64
 import codecs
-import itertools
 import logging
 import os
 import shlex
@@ -39,6 +38,7 @@ from msgspec import UnsetType
 
 from acp_nvim.client.editor import EditorError
 from acp_nvim.client.services.errors import ServiceError
+from acp_nvim.client.services.terminal_keys import new_key
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalView
 from acp_nvim.client.tasks import Tasks
@@ -59,12 +59,6 @@ REFRESH_INTERVAL = 0.05
 # Waiting longer than this for the editor to stop terminals would only hang a close.
 _STOP_TIMEOUT = 2.0
 
-# Terminal buffers of every agent share the editor: one counter for all keys.
-_keys = itertools.count(1)
-
-
-def _new_key() -> str:
-    return f"t{next(_keys)}"
 
 
 class CommandOutput(msgspec.Struct):
@@ -247,7 +241,7 @@ class Terminals:
             raise ServiceError("outputByteLimit must be 0 or more")
         cmd: str | list[str] = [command, *args] if args else command
         label = shlex.join(cmd) if isinstance(cmd, list) else cmd
-        key = _new_key()
+        key = new_key()
         cap = DEFAULT_RAW_CAP if limit is None else max(2 * limit, limit + _SLACK)
         view = TerminalView(key, _label(label))
         term = _Command(
@@ -266,7 +260,7 @@ class Terminals:
         Raises:
             ServiceError: the editor could not start it.
         """
-        key = _new_key()
+        key = new_key()
         view = TerminalView(key, _label(label))
         term = _Command(key, key, chat, _Output(DEFAULT_RAW_CAP), view)
         await self._start(term, argv, chat.workspace.cwd, dict(env), label, show=True)
@@ -468,7 +462,7 @@ class Terminals:
     def _display(self, chat: Chat, terminal_id: str) -> _Display:
         term = self._displays.get((chat.id, terminal_id))
         if term is None:
-            key = _new_key()
+            key = new_key()
             view = TerminalView(key, "")
             term = _Display(key, terminal_id, chat, _Output(DEFAULT_RAW_CAP), view)
             self._displays[(chat.id, terminal_id)] = term

@@ -406,6 +406,16 @@ function M.open_at_cursor()
   return false
 end
 
+--- The number after the highest terminal key (`t41` -> 42).
+---@return integer
+function M.next_number()
+  local highest = 0
+  for key in pairs(M.terminals) do
+    highest = math.max(highest, tonumber(key:match("^t(%d+)$")) or 0)
+  end
+  return highest + 1
+end
+
 --- Keys of the terminals, newest last (for completion).
 ---@return string[]
 function M.keys()

@@ -227,7 +227,14 @@ local function setup_params()
   for _, what in ipairs({ "cache", "data", "state", "log" }) do
     own[#own + 1] = vim.fn.stdpath(what)
   end
-  return { options = config.given, state = vim.fn.stdpath("state"), nvim_dirs = own }
+  -- Terminals a host before this one made stay: its keys go on past theirs.
+  local terminal = package.loaded["acp.editor.terminal"]
+  return {
+    options = config.given,
+    state = vim.fn.stdpath("state"),
+    nvim_dirs = own,
+    terminal_keys_from = terminal and terminal.next_number() or 1,
+  }
 end
 
 --- Start the Python side if needed and hand it the options; `first_agent`: the
