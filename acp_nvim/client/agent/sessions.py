@@ -117,6 +117,11 @@ class Sessions(Protocol):
 
     version: int
     agent_title: str | None
+    # Whether the answer that ends a turn ends all its work: v1's ``session/prompt``
+    # answer comes once no tool call is pending (prompt-turn.mdx), so a call still
+    # unfinished then was dropped (a rejected permission: qwen, opencode); over v2
+    # background work may go on while idle.
+    turn_ends_its_work: bool
 
     @property
     def auth_methods(self) -> list[LoginMethod]:

@@ -329,6 +329,7 @@ class SessionsV1:
     """
 
     version = 1
+    turn_ends_its_work = True
 
     def __init__(self, connection: Connection, services: Services) -> None:
         self.connection = connection
