@@ -587,8 +587,10 @@ def test_initialize_advertises_only_what_works(editor: Editor) -> None:
     assert capabilities["elicitation"] == {"form": {}, "url": {}}
     # Compaction updates (unstable schema): shown as a folded block (acp-compaction).
     assert capabilities["session"] == {"compaction": {}}
+    # The output of commands the agent runs itself, in its tool calls (decision 0097).
+    assert capabilities["_meta"] == {"terminal_output": True}
     assert {key for key, value in capabilities.items() if value} == {
-        "fs", "terminal", "auth", "elicitation", "session"
+        "fs", "terminal", "auth", "elicitation", "session", "_meta"
     }
 
 

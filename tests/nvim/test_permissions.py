@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -259,6 +260,33 @@ def test_cancel_while_pending_answers_cancelled(editor: Editor) -> None:
     assert "`edit` · cancelled" in text
     focus_transcript(editor)
     assert not mapped(editor, "a")
+
+
+@pytest.mark.parametrize("agent", ["gemini", "opencode"])
+def test_a_call_rejected_at_its_prompt_is_not_left_running_when_the_turn_ends(
+    editor: Editor, tmp_path: Path, agent: str
+) -> None:
+    """gemini's rejected edit exists only in its request (pending); opencode asks with
+    its call in progress. After the reject the agent ends the turn (``end_turn``) and
+    never finishes the call: its block said pending / in_progress under an ended turn."""
+    if agent == "gemini":
+        start(editor)
+        editor.lua("require('acp').send('edit')")
+        header, running = "#### Fake edit", "`edit` · pending"
+    else:
+        start(editor, "files")
+        step = {"opencode": {"path": str(tmp_path / "new.py"), "content": "x = 1\n"}}
+        editor.lua("require('acp').send(...)", json.dumps([step]))
+        header, running = "#### write", "`edit` · in_progress"
+    wait_text(editor, PROMPT)
+    lines = editor.transcript()
+    assert lines[lines.index(header) + 1] == running
+    focus_transcript(editor)
+    editor.nvim.input("r")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    lines = editor.transcript()
+    assert lines[lines.index(header) + 1] == "`edit` · cancelled"
+    assert not (tmp_path / "new.py").exists()
 
 
 def test_prompt_disappears_when_the_agent_dies(editor: Editor) -> None:

@@ -754,6 +754,27 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_too_late_for_the_turn_goes_as_the_next_prompt(
+    editor: Editor, version: int
+) -> None:
+    """The agent's turn ended as the message came: it answers ``promptRequired``
+    (``noRunningTurn``, as Claude's and Codex's adapters do). The message is the next
+    prompt once the turn has ended; nothing is cancelled, nothing shown as steered."""
+    wire = start(editor, "rewind+steer+late", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "end_turn"
+    assert len(calls(wire, "_session/steering")) == 1
+    assert [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")] == ["hold", "turn left"]
+    assert calls(wire, "session/cancel") == []
+    text = editor.transcript_text()
+    assert "Sent into the running turn" not in text
+    assert "## Agent\nholding done" in text and "## You\nturn left\n" in text
+    assert "s1: turn left" in text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_message_steered_in_a_code_block_parts_after_the_block(
     editor: Editor, version: int
 ) -> None:

@@ -307,6 +307,36 @@ def test_demo_agent_runs_a_command_shown_live_in_the_chat(editor: Editor) -> Non
     )
 
 
+def test_claudes_own_command_shows_its_output_in_a_terminal_of_the_chat(editor: Editor) -> None:
+    """claude-agent-acp runs Bash itself; told the client takes ``_meta.terminal_output``
+    (Zed's convention), it names a terminal the client never created and sends the
+    output and exit there: shown as a display terminal at its tool call."""
+    editor.setup(agents={"claude": editor.fake_agent("claude_bash")})
+    editor.open_chat("claude")
+    editor.lua("require('acp').send('hi from bash')")
+    editor.wait_event("AcpTurnEnd")
+    editor.wait(
+        "table.concat(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf,"
+        " 0, -1, false), '\\n'):find('· exit 0]', 1, true) ~= nil",
+        what="the terminal's exit in the transcript",
+    )
+    text = editor.transcript_text()
+    block = text[text.index("#### echo hi from bash") :]
+    assert re.match(
+        r"#### echo hi from bash\n`execute` · completed\n\[terminal (t\d+) · exit 0\]\n"
+        r"```text\nhi from bash\n```",
+        block,
+    ), block
+    key = re.search(r"\[terminal (t\d+) ·", block).group(1)  # type: ignore[union-attr]
+    term = f"require('acp.editor.terminal').terminals[{key!r}]"
+    editor.wait(f"{term} ~= nil", what="the terminal's buffer")
+    editor.nvim.command(f"AcpTerminal {key}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    assert buf == editor.lua(f"return {term}.buf")
+    assert editor.lua(f"return vim.bo[{buf}].buftype") == "terminal"
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'hi from bash'")
+
+
 def test_a_stopped_command_is_never_signalled_by_number_after_it_exited(editor: Editor) -> None:
     """Issue 27.4: M.stop scheduled SIGTERM and SIGKILL to the job's process group for
     2 and 4 s later, whether or not the job had exited by then; by then its pid may

@@ -254,6 +254,22 @@ async def test_a_cancel_settles_its_own_turns_calls_and_compactions_only() -> No
     assert editor.transcript(1)["#compaction:c1"][0] == "#### Context compaction cancelled"
 
 
+@pytest.mark.anyio
+async def test_a_settled_turn_end_cancels_its_own_unfinished_calls_whatever_its_stop() -> None:
+    """v1 (``settle``): the prompt's answer ends the turn's work, so a call left pending
+    (a rejected permission) is cancelled; without it (v2: work may go on while idle)
+    an ``end_turn`` leaves the call as it is."""
+    chat, _ = make_chat()
+    await chat.start_turn("one")
+    chat.on_tool_call(ToolCallPatch("t1", title="Run", status="pending"))
+    chat.end_turn("end_turn")
+    await chat.start_turn("two")
+    chat.on_tool_call(ToolCallPatch("t2", title="Edit", status="in_progress"))
+    chat.end_turn("end_turn", settle=True)
+    assert chat.session.tool_calls["t1"].status == "pending"
+    assert chat.session.tool_calls["t2"].status == "cancelled"
+
+
 def test_unknown_update_and_content_never_crash() -> None:
     chat, editor = make_chat()
     adapter_v1.apply_update(chat, update(b'{"sessionUpdate": "brand_new_thing", "x": 1}'))

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import msgspec
 import pytest
 from msgspec import UNSET
 
+from acp_nvim.client.agent import v1 as adapter_v1
 from acp_nvim.client.app import App
 from acp_nvim.client.services import terminals as terminals_module
 from acp_nvim.client.services.errors import ServiceError
@@ -21,6 +23,7 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import ExitStatus, TerminalPart, ToolCallPatch
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
+from acp_nvim.protocol import schema_v1 as v1
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -245,6 +248,38 @@ async def test_display_terminal_chunks_split_a_character_and_an_escape(rig: Rig)
 async def test_a_bad_display_chunk_is_reported_not_raised(rig: Rig) -> None:
     rig.terminals.chunk(rig.chat, "term_1", "not base64!")
     assert "is not base64" in rig.editor.last_status(1)["unknown_update"]
+
+
+def v1_update(update: dict[str, object]) -> object:
+    raw = msgspec.json.encode({"sessionId": SID, "update": update})
+    return v1.decode(raw, v1.SessionNotification).update
+
+
+async def test_a_v1_calls_meta_terminal_is_shown_and_its_odd_fields_ignored(rig: Rig) -> None:
+    """Zed's ``_meta.terminal_output`` convention (claude-agent-acp): ``terminal_info``
+    shows a terminal at the call even where its content does not name it, output is
+    appended (``terminal_output_delta`` too), ``terminal_exit`` ends it; a field of
+    the wrong type is left out, never raised."""
+    call = {"toolCallId": "c", "title": "ls", "kind": "execute", "status": "pending"}
+    for update in (
+        {"sessionUpdate": "tool_call", **call, "_meta": {"terminal_info": {"terminal_id": "t"}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c",
+         "_meta": {"terminal_info": "t", "terminal_output": {"terminal_id": "t", "data": 5},
+                   "terminal_exit": {"terminal_id": 7}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c",
+         "_meta": {"terminal_output": {"terminal_id": "t", "data": "a.txt\n"}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c",
+         "_meta": {"terminal_output_delta": {"terminal_id": "t", "data": "b.txt\n"}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed",
+         "_meta": {"terminal_exit": {"terminal_id": "t", "exit_code": "0", "signal": None}}},
+    ):  # fmt: skip
+        adapter_v1.apply_update(rig.chat, v1_update(update), rig.terminals)
+    await wait_for(lambda: "b.txt" in rig.block("c"))
+    key = rig.chat.session.terminals["t"].key
+    # An exit code that is no number is not known ("?").
+    assert rig.block("c")[2:] == [f"[terminal {key} · exit ?]", "```text", "a.txt", "b.txt", "```"]
+    assert rig.chat.session.tool_calls["c"].content == [TerminalPart("t")]
+    assert rig.editor.terminals[key]["data"] == "a.txt\nb.txt\n"
 
 
 async def test_ending_the_session_stops_commands_and_forgets_them(rig: Rig) -> None:

@@ -354,7 +354,7 @@ class AgentConnection:
             await chat.finish_turn("error", internal_error("running the turn", err))
         else:
             malloc.give_back()  # the turn's freed memory, before AcpTurnEnd says it ended
-            await chat.finish_turn(stop_reason)
+            await chat.finish_turn(stop_reason, settle=sessions.turn_ends_its_work)
         finally:
             drawn()  # the prompt never went: a failed write, an exit, a cancel
             # The turn is over: nobody waits for the answers any more.

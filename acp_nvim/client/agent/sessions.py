@@ -20,6 +20,7 @@ __all__ = [
     "SessionTaken",
     "Sessions",
     "StreamedChunks",
+    "TerminalSink",
     "additional_directories",
     "content_block",
     "elicit",
@@ -47,6 +48,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import msgspec
+from msgspec import UnsetType
 
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
@@ -117,6 +119,11 @@ class Sessions(Protocol):
 
     version: int
     agent_title: str | None
+    # Whether the answer that ends a turn ends all its work: v1's ``session/prompt``
+    # answer comes once no tool call is pending (prompt-turn.mdx), so a call still
+    # unfinished then was dropped (a rejected permission: qwen, opencode); over v2
+    # background work may go on while idle.
+    turn_ends_its_work: bool
 
     @property
     def auth_methods(self) -> list[LoginMethod]:
@@ -206,6 +213,33 @@ class Sessions(Protocol):
         """Run a login method of kind ``agent``."""
 
     async def logout(self) -> None: ...
+
+
+class TerminalSink(Protocol):
+    """Where terminals the agent runs itself go, shown as display terminals: v2's
+    ``terminal_update`` / ``terminal_output_chunk``, and over v1 the ``_meta`` of a tool
+    call (``terminal_info`` / ``terminal_output`` / ``terminal_exit``, Zed's convention).
+
+    ``output`` and ``exit_status`` follow the patch rule: UNSET leaves the value,
+    None clears it; ``output`` is the whole decoded byte snapshot.
+    """
+
+    def update(
+        self,
+        chat: Chat,
+        terminal_id: str,
+        *,
+        command: str | UnsetType | None,
+        cwd: str | UnsetType | None,
+        output: bytes | UnsetType | None,
+        exit_status: dict[str, Any] | UnsetType | None,
+    ) -> None: ...
+
+    def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
+        """Append one base64 chunk (decoded by the sink, which keeps split state)."""
+
+    def append(self, chat: Chat, terminal_id: str, text: str) -> None:
+        """Append output that came as text."""
 
 
 class EarlyUpdates:

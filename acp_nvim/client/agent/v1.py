@@ -8,7 +8,10 @@
 - ``session/update`` → model patches. v1 has no message ids (consecutive chunks
   of one role form a message), one plan per turn, and ``tool_call`` /
   ``tool_call_update`` that real agents mix freely (the same ``tool_call``
-  twice, an update before its create): both are applied as one upsert.
+  twice, an update before its create): both are applied as one upsert. A command
+  the agent runs itself may come with its output in the call's ``_meta`` (Zed's
+  ``terminal_output`` convention, which we advertise: Claude's adapter): shown
+  as a display terminal, as v2's.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import msgspec
+from msgspec import UnsetType
 
 from acp_nvim import __version__
 from acp_nvim.client.agent import big_settings
@@ -37,9 +41,11 @@ from acp_nvim.client.agent.sessions import (
     Page,
     Services,
     StreamedChunks,
+    TerminalSink,
     additional_directories,
     elicit,
     every_page,
+    extension,
     fork_point,
     forks_at_messages,
     login_method,
@@ -91,20 +97,26 @@ _CHUNK_ROLES: dict[type, Role] = {
 }
 
 
-def apply_update(chat: Chat, update: Any) -> None:
-    """Apply one ``SessionNotification.update`` to the chat."""
-    apply_updates(chat, [update])
+def apply_update(chat: Chat, update: Any, terminals: TerminalSink | None = None) -> None:
+    """Apply one ``SessionNotification.update`` to the chat; ``terminals`` shows the
+    commands whose output comes in a tool call's ``_meta`` (None: not shown)."""
+    apply_updates(chat, [update], terminals)
 
 
-def apply_updates(chat: Chat, updates: Sequence[Any]) -> None:
+def apply_updates(
+    chat: Chat, updates: Sequence[Any], terminals: TerminalSink | None = None
+) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
-    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update))
+    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
 
 
-def _apply_other(chat: Chat, update: Any) -> None:
+def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:
     match update:
         case v1.SessionUpdateToolCall() | v1.SessionUpdateToolCallUpdate():
-            chat.on_tool_call(tool_call_patch(update))
+            patch = tool_call_patch(update)
+            if terminals is not None and update.meta:
+                _meta_terminal(chat, terminals, patch, update.meta)
+            chat.on_tool_call(patch)
         case v1.SessionUpdatePlan(entries=entries):
             chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
         case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
@@ -134,6 +146,42 @@ def _apply_other(chat: Chat, update: Any) -> None:
             chat.on_info(unknown_update=str(raw.get("sessionUpdate", "?")))
         case _:
             pass
+
+
+# The output keys of the convention: the newer adapters' delta is appended the same.
+_TERMINAL_OUTPUT = ("terminal_output", "terminal_output_delta")
+
+
+def _meta_terminal(
+    chat: Chat, terminals: TerminalSink, patch: ToolCallPatch, meta: dict[str, Any]
+) -> None:
+    """A terminal the agent runs itself, told in a tool call's ``_meta`` (Zed's
+    convention, advertised as ``clientCapabilities._meta.terminal_output``):
+    ``terminal_info`` names it (the call then shows it), ``terminal_output`` carries
+    output to append, ``terminal_exit`` how it ended. Each field is checked: it is
+    whatever the agent sends."""
+    info = extension(meta, "terminal_info", "terminal_id")
+    if isinstance(info, str):
+        terminals.update(chat, info, command=UNSET, cwd=UNSET, output=UNSET, exit_status=UNSET)
+        shown = TerminalPart(info)
+        if isinstance(patch.content, UnsetType):
+            patch.append_content = [shown]
+        elif shown not in patch.content:
+            patch.content.append(shown)
+    for key in _TERMINAL_OUTPUT:
+        terminal_id, data = (extension(meta, key, field) for field in ("terminal_id", "data"))
+        if isinstance(terminal_id, str) and isinstance(data, str):
+            terminals.append(chat, terminal_id, data)
+    terminal_id = extension(meta, "terminal_exit", "terminal_id")
+    if isinstance(terminal_id, str):
+        code, signal = (extension(meta, "terminal_exit", f) for f in ("exit_code", "signal"))
+        status = {
+            "exit_code": code if isinstance(code, int) else None,
+            "signal": signal if isinstance(signal, str) else None,
+        }
+        terminals.update(
+            chat, terminal_id, command=UNSET, cwd=UNSET, output=UNSET, exit_status=status
+        )
 
 
 def _command(command: v1.AvailableCommand) -> dict[str, Any]:
@@ -329,6 +377,7 @@ class SessionsV1:
     """
 
     version = 1
+    turn_ends_its_work = True
 
     def __init__(self, connection: Connection, services: Services) -> None:
         self.connection = connection
@@ -375,6 +424,9 @@ class SessionsV1:
                 ),
                 # Compaction updates (unstable schema): drawn as a folded block.
                 session=v1.ClientSessionCapabilities(compaction=v1.CompactionCapabilities()),
+                # Output of commands the agent runs itself in its tool calls' _meta
+                # (Zed's convention; Claude's adapter: decision 0097).
+                meta={"terminal_output": True},
             ),
             client_info=v1.Implementation(name="acp.nvim", title="acp.nvim", version=__version__),
         )
@@ -457,7 +509,7 @@ class SessionsV1:
             response = v1.decode(raw, answer)
             self.services.register(response.session_id, chat, answered=method)
             self._settings(chat, response.config_options, response.modes, _models(raw))
-            apply_updates(chat, self._early.take(response.session_id))
+            apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
         return response.session_id
 
     def _settings(
@@ -620,7 +672,7 @@ class SessionsV1:
             if chat is None:
                 self._early.hold(session_id, group)
             else:
-                apply_updates(chat, group)
+                apply_updates(chat, group, self.services.terminals)
                 await chat.editor.room()  # read on once drawing keeps up (decision 0072)
 
     async def _on_permission(

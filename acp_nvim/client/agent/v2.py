@@ -17,7 +17,6 @@ from __future__ import annotations
 
 __all__ = [
     "SessionsV2",
-    "TerminalSink",
     "apply_update",
     "apply_updates",
     "config_options",
@@ -28,7 +27,7 @@ __all__ = [
 
 import base64
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 from msgspec import UnsetType
@@ -41,6 +40,7 @@ from acp_nvim.client.agent.sessions import (
     Page,
     Services,
     StreamedChunks,
+    TerminalSink,
     additional_directories,
     elicit,
     every_page,
@@ -77,28 +77,6 @@ from acp_nvim.client.session.model import (
 from acp_nvim.protocol import Connection, OnSent
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
-
-
-class TerminalSink(Protocol):
-    """Where agent-owned display terminals go (``terminal_update`` / ``_output_chunk``).
-
-    ``output`` and ``exit_status`` follow the patch rule: UNSET leaves the value,
-    None clears it; ``output`` is the whole decoded byte snapshot.
-    """
-
-    def update(
-        self,
-        chat: Chat,
-        terminal_id: str,
-        *,
-        command: str | UnsetType | None,
-        cwd: str | UnsetType | None,
-        output: bytes | UnsetType | None,
-        exit_status: dict[str, Any] | UnsetType | None,
-    ) -> None: ...
-
-    def chunk(self, chat: Chat, terminal_id: str, data: str) -> None:
-        """Append one base64 chunk (decoded by the sink, which keeps split state)."""
 
 
 def initialize_request() -> v2.InitializeRequest:
@@ -362,6 +340,7 @@ class SessionsV2:
     """
 
     version = 2
+    turn_ends_its_work = False
 
     def __init__(
         self, connection: Connection, init: v2.InitializeResponse, services: Services

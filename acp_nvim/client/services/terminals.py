@@ -4,9 +4,10 @@ A command terminal (ACP v1 ``terminal/*``) runs a real command in an editor
 terminal buffer (a PTY the user can open and watch); the editor sends its raw
 output back in batches (:meth:`Terminals.feed`), kept here in a bounded byte
 buffer that answers the agent's output requests and feeds the live tail shown
-in tool call blocks. A display terminal (ACP v2 ``terminal_update`` / ``terminal_output_chunk``, see
-:class:`acp_nvim.client.agent.v2.TerminalSink`) has no process: the agent
-sends the bytes and the editor shows them in an input-less terminal buffer.
+in tool call blocks. A display terminal (ACP v2 ``terminal_update`` /
+``terminal_output_chunk``, or a v1 tool call's ``_meta.terminal_output``; see
+:class:`acp_nvim.client.agent.sessions.TerminalSink`) has no process: the agent
+sends the output and the editor shows it in an input-less terminal buffer.
 
 Both keep raw bytes and derive text only when it is shown or asked for, so a
 UTF-8 character or an escape sequence split across chunks is whole by then;
@@ -417,7 +418,7 @@ class Terminals:
                 del self._commands[key]
         return True
 
-    # -- display terminals (the agent.v2.TerminalSink protocol) --------------------
+    # -- display terminals (the agent.sessions.TerminalSink protocol) --------------
 
     def update(
         self,
@@ -457,6 +458,12 @@ class Terminals:
         except ValueError as err:
             chat.on_info(unknown_update=f"terminal {terminal_id}: {err}")
             return
+        self._mark(term)
+
+    def append(self, chat: Chat, terminal_id: str, text: str) -> None:
+        """Append output that came as text (v1's ``_meta.terminal_output``)."""
+        term = self._display(chat, terminal_id)
+        term.add(text)
         self._mark(term)
 
     def _display(self, chat: Chat, terminal_id: str) -> _Display:

@@ -220,11 +220,11 @@ class Chat:
             await self.changes.begin_turn(self.branches.numbers())
 
     async def finish_turn(
-        self, stop_reason: str, error: str | None = None, details: list[str] | None = None
-    ) -> None:
-        """End the turn once the review has checked the disk, so whoever reads
-        ``changes()`` at ``AcpTurnEnd`` sees every file the agent wrote. ``error`` (a
-        turn the agent answered with an error) is shown first; the session stays usable."""
+        self, stop_reason: str, error: str | None = None, details: list[str] | None = None,
+        *, settle: bool = False,
+    ) -> None:  # fmt: skip
+        """End the turn once the review has checked the disk (``changes()`` at ``AcpTurnEnd``
+        has every file), ``error`` shown first (the chat goes on); ``settle``: see end_turn."""
         try:
             if self.changes is not None:
                 await self.changes.end_turn()
@@ -232,13 +232,14 @@ class Chat:
             self.show_error(internal_error("checking the turn's changes", err))
         if error is not None:
             self.show_error(error, details)
-        self.end_turn(stop_reason)
+        self.end_turn(stop_reason, settle=settle)
 
-    def end_turn(self, stop_reason: str) -> None:
-        """Close the turn: its unfinished tool calls and compactions become cancelled
-        (not an earlier turn's, which nothing will finish), then the stop line."""
+    def end_turn(self, stop_reason: str, *, settle: bool = False) -> None:
+        """Close the turn: its unfinished calls and compactions (not an earlier turn's) become
+        cancelled after a cancel, an error, or with ``settle`` (nothing of it runs on)."""
         start = self.branches.path[-1].start if self.branches.path else 0
-        for kind, key in self.session.unfinished(start) if stop_reason in _ABANDONED else ():
+        abandoned = settle or stop_reason in _ABANDONED
+        for kind, key in self.session.unfinished(start) if abandoned else ():
             if kind == "tool":
                 self._apply_tool_call(ToolCallPatch(key, status="cancelled"))
             else:

@@ -36,7 +36,8 @@ class Rewind:
     echoed. Usage is reported as 1234 tokens and $0.05 a turn the session holds (a
     fork at a message holds the parent's turns up to it). Flags after ``+``: ``plain``
     forks only whole sessions (no fork at a
-    message), ``steer`` advertises ``_session/steering``, ``embed`` takes embedded
+    message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
+    ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``).
     """
 
@@ -175,6 +176,8 @@ class Rewind:
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
+            elif session not in self.steering:  # "late": the turn ended first
+                await self.say(session, " done")
             elif text == "hold code":
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
             else:
@@ -236,6 +239,9 @@ class Rewind:
         session = params["sessionId"]
         if session not in self.steered:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        if "late" in self.flags:  # the turn ends as the message comes: too late for it
+            self.steered[session].set()
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
         if session in self.asking:
             await anyio.sleep(0.2)
         self.steering[session] = params["prompt"][-1]["text"]
@@ -252,6 +258,6 @@ class Rewind:
 
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
-    for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+resume",
+    for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store")
 )

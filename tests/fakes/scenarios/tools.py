@@ -212,6 +212,38 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
     await agent.say(json.dumps(report))
 
 
+async def claude_bash(agent: Agent, prompt: Prompt) -> None:
+    """Runs ``echo TEXT`` as claude-agent-acp 0.23.1 reports its own Bash tool: where
+    the client advertises ``clientCapabilities._meta.terminal_output``, the call shows a
+    terminal the client never created (``terminal_info``) and carries its output and
+    exit in ``_meta``; else the output comes as text content."""
+    call: Params = {"toolCallId": "toolu_bash"}
+    meta = agent.init_params.get("clientCapabilities", {}).get("_meta") or {}
+    live = meta.get("terminal_output") is True
+    first: Params = {"sessionUpdate": "tool_call", **call, "title": "Terminal", "kind": "execute",
+                     "status": "pending", "content": []}  # fmt: skip
+    if live:
+        first["content"] = [{"type": "terminal", "terminalId": "toolu_bash"}]
+        first["_meta"] = {"claudeCode": {"toolName": "Bash"},
+                          "terminal_info": {"terminal_id": "toolu_bash"}}  # fmt: skip
+    await agent.update(first)
+    command = f"echo {prompt.text}"
+    await agent.update({"sessionUpdate": "tool_call_update", **call, "title": command,
+                        "rawInput": {"command": command}})  # fmt: skip
+    done: Params = {"sessionUpdate": "tool_call_update", **call, "status": "completed"}
+    if live:
+        output = {"terminal_id": "toolu_bash", "data": f"{prompt.text}\n"}
+        await agent.update({"sessionUpdate": "tool_call_update", **call,
+                            "_meta": {"terminal_output": output}})  # fmt: skip
+        done["_meta"] = {"terminal_exit": {"terminal_id": "toolu_bash", "exit_code": 0,
+                                           "signal": None}}  # fmt: skip
+    else:
+        text = {"type": "text", "text": f"```console\n{prompt.text}\n```"}
+        done["content"] = [{"type": "content", "content": text}]
+    await agent.update(done)
+    await agent.say("Done.")
+
+
 async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
     """Prompt: a JSON list of ``{"create": params}`` (an ``elicitation/create`` of
     this session, the answer said as ``RESULT <json>``), ``{"complete": id}`` (an
@@ -238,5 +270,6 @@ SCENARIOS = (
     Scenario("permission", ask_permission),
     Scenario("tool_calls", tool_call_at),
     Scenario("terminal", run_terminal),
+    Scenario("claude_bash", claude_bash),
     Scenario("elicit", elicit_steps, v2={}),
 )
