@@ -114,6 +114,31 @@ def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
     assert editor.events("AcpSessionReady") == editor.events("AcpSessionReady")[:1]
 
 
+def test_an_editor_too_short_for_the_pair_says_so_and_leaves_no_half_of_it(
+    editor: Editor,
+) -> None:
+    """Five lines and no command line: Neovim has room for the transcript's window,
+    not for the input under it (E36). The user gets one line saying what to do, not
+    a traceback and a transcript without its input; the chat shows once there is
+    room."""
+    editor.setup()
+    editor.nvim.command("set lines=6 cmdheight=0")
+    for command in ("AcpChat", "AcpToggle"):
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(command)  # a Lua error would raise here
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert notices == [
+            "acp: no room for the chat's windows (E36): close a window or enlarge Neovim,"
+            " then :AcpChat"
+        ], command
+        assert chat_windows(editor) == {"transcript": [], "input": []}, command
+        assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 1
+    editor.nvim.command("set lines=24")
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady")
+    assert_whole(editor)
+
+
 def scrolled_into(editor: Editor, screen: Screen, which: str) -> tuple[int, int, int]:
     """Enter the chat window ``which`` and draw: the screen rows the UI was told it
     scrolled by, its top line, and the screen rows from line 1 to that line."""

@@ -278,10 +278,8 @@ local function open(chat)
   return transcript, api.nvim_open_win(chat.input, true, { split = "below", win = transcript, height = o.input_height })
 end
 
---- Show the chat and put the cursor in its input: complete a half shown alone in
---- the current tab page, else open it here (a chat in a tab page of its own:
---- go to that tab page).
-function M.show(chat)
+--- M.show's work: its windows made (or found), sized, the cursor in the input.
+local function place(chat)
   local transcript, input = pair(chat, 0)
   if not (transcript or input) and chat.layout == "tab" then
     for _, tab in ipairs(api.nvim_list_tabpages()) do
@@ -314,6 +312,33 @@ function M.show(chat)
     api.nvim_win_set_cursor(transcript, { api.nvim_buf_line_count(chat.transcript), 0 })
   end
   api.nvim_set_current_win(input)
+end
+
+--- Show the chat and put the cursor in its input: complete a half shown alone in
+--- the current tab page, else open it here (a chat in a tab page of its own:
+--- go to that tab page). Where Neovim has no room for both windows (E36, a
+--- short editor), none is left open: half a pair would be a transcript without
+--- its input, and the user is told in one line what to do.
+function M.show(chat)
+  local before = {}
+  for _, win in ipairs(api.nvim_list_wins()) do
+    before[win] = true
+  end
+  local ok, err = pcall(place, chat)
+  if ok then
+    return
+  end
+  if type(err) ~= "string" or not err:find("E36:", 1, true) then
+    error(err, 0)
+  end
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if not before[win] then
+        util.close_window(win)
+      end
+    end
+  end
+  util.user_error("no room for the chat's windows (E36): close a window or enlarge Neovim, then :AcpChat")
 end
 
 --- Whether one more pair fits beside those the tab page shows: in its own tab page,
