@@ -66,6 +66,22 @@ def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) ->
         assert f"ERROR invalid option {key}: " in text
 
 
+def test_a_chat_refused_by_wrong_options_starts_once_they_are_right(editor: Editor) -> None:
+    """A chat opened under a wrong option shows it; with setup() right again, the
+    prompt sent there starts the agent :AcpChat asked for (the default one) and
+    goes to it. It was "unknown agent '?'": the refused chat never knew its agent."""
+    editor.setup(chat={"width": "wide"})
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpError")
+    editor.setup()
+    editor.lua("require('acp').send('hello')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    assert [e["message"] for e in editor.events("AcpError")] == [
+        "invalid option chat.width: expected a number or nil, got a string"
+    ]
+    assert editor.events("AcpSessionReady")[0]["agent"] == "demo"
+
+
 def test_an_option_set_to_vim_nil_is_not_given(editor: Editor) -> None:
     """vim.NIL (a null from a JSON file, a key cleared) was "expected an integer,
     got userdata" in Lua, and null for the Python host: valid for some keys there."""
