@@ -125,6 +125,7 @@ end, {
   end,
 })
 command("AcpRoot", function(args)
+  at_most(args, 2)
   require("acp.chat.workspace").root(args.fargs[1], args.fargs[2])
 end, {
   nargs = "+",
