@@ -152,10 +152,10 @@ class ChatLifecycle:
     async def _reopen(self, chat_id: int, history_id: int) -> None:
         """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
         found = await self.ctx.history.load(history_id)
-        if found is None:
-            self._new_chat(chat_id, "?", Workspace(os.getcwd())).fail(
-                f"no stored chat {history_id}"
-            )
+        if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
+            why = f"history: no chat {history_id}"
+            self._refuse(chat_id, "?", os.getcwd(), why)
+            self._withdraw(chat_id, why)
             return
         row, blocks = found
         agent_config = self.ctx.config.all_agents().get(row.agent)
