@@ -100,6 +100,9 @@ end
 ---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
   opts = opts or {}
+  if type(opts) ~= "table" or not (opts.context == nil or type(opts.context) == "table") then
+    util.user_error(("send: opts: expected {context?: table[], now?: boolean}, got %s"):format(vim.inspect(opts)))
+  end
   if type(text) ~= "string" or (vim.trim(text) == "" and not opts.context) then
     util.user_error(("send takes the prompt's text, not %s"):format(vim.inspect(text)))
   end

@@ -193,6 +193,13 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "handoff(nil)": "acp: handoff: agent: expected string, got nil",
         "forget('x')": 'acp: forget: id: expected integer, got "x"',
         "forget(1.5)": "acp: forget: id: expected integer, got 1.5",
+        # Options of the wrong type: a Lua error at ipairs, and a limit of "x" that
+        # the store took for a damaged file ("move it away").
+        "send('x', {context = 'file'})": (
+            'acp: send: opts: expected {context?: table[], now?: boolean}, got {\n  context = "file"\n}'
+        ),
+        "history({limit = 'x'})": 'acp: history: opts.limit: expected integer, got "x"',
+        "history('x')": 'acp: history: opts: expected table, got "x"',
     }.items():
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call
