@@ -33,7 +33,9 @@ end
 --- start chats meanwhile).
 ---@param opts? acp.Options
 function M.setup(opts)
-  if opts ~= nil and type(opts) ~= "table" then
+  -- A list (`setup({ { ... } })`, braces doubled) was "invalid option : expected a
+  -- table, got a list", the key it names empty.
+  if opts ~= nil and (type(opts) ~= "table" or (next(opts) ~= nil and vim.islist(opts))) then
     util.user_error("setup() takes a table of options")
   end
   local problems = config.set(opts)

@@ -66,6 +66,17 @@ def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) ->
         assert f"ERROR invalid option {key}: " in text
 
 
+def test_setup_given_no_table_of_options_says_so_and_changes_nothing(editor: Editor) -> None:
+    """`setup({ { ... } })` (braces doubled) said "invalid option : expected a table,
+    got a list", naming an empty key, and went on with every default."""
+    editor.setup(chat={"position": "left"})
+    for given in ("'left'", "{ { chat = { position = 'bottom' } } }"):
+        raised = editor.lua(f"return select(2, pcall(require('acp').setup, {given}))")
+        assert raised == "acp: setup() takes a table of options", given
+        assert editor.lua("return require('acp.config').options.chat.position") == "left"
+    assert editor.lua("return _G.acp_notices") == []
+
+
 def test_a_chat_refused_by_wrong_options_starts_once_they_are_right(editor: Editor) -> None:
     """A chat opened under a wrong option shows it; with setup() right again, the
     prompt sent there starts the agent :AcpChat asked for (the default one) and
