@@ -59,11 +59,14 @@ def test_q_in_either_window_closes_both_and_acpchat_brings_both_back(
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no second column
 
 
+@pytest.mark.parametrize("position", ["right", "bottom"])
 @pytest.mark.parametrize("beside", ["a file window", "nothing"])
 def test_only_in_the_input_makes_the_pair_fill_the_tab_page_and_q_then_hides_it(
-    editor: Editor, beside: str
+    editor: Editor, beside: str, position: str
 ) -> None:
-    editor.setup()
+    """At the bottom, the transcript kept the height of its share of the editor and
+    the input took the rest of the tab page: 9 lines over 28."""
+    editor.setup(chat={"position": position})
     if beside == "a file window":
         (editor.tmp / "project" / "notes.txt").write_text("mine\n")
         editor.nvim.command("edit notes.txt")

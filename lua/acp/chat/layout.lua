@@ -167,6 +167,17 @@ api.nvim_create_autocmd("WinClosed", {
   end,
 })
 
+--- Whether the pair's windows are all the tab page shows (floats aside): after
+--- `:only` in one of them, it fills the tab page.
+local function alone(transcript, input)
+  for _, win in ipairs(api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(transcript))) do
+    if win ~= transcript and win ~= input and not is_float(win) then
+      return false
+    end
+  end
+  return true
+end
+
 --- Size the pair's windows for the editor's size now.
 local function resize(chat, transcript, input)
   local o = config.options.chat
@@ -182,7 +193,7 @@ local function resize(chat, transcript, input)
   set_height(input, o.input_height)
   if chat.layout == "right" or chat.layout == "left" then
     api.nvim_win_set_width(transcript, width)
-  elseif chat.layout == "bottom" then
+  elseif chat.layout == "bottom" and not alone(transcript, input) then
     set_height(transcript, math.max(1, height - o.input_height - 1))
   end
   remember(transcript)
