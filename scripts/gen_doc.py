@@ -50,12 +50,15 @@ def agents_section() -> str:
 
 # The syntax groups of |group-name|: Neovim's help has no hl- tag for them.
 SYNTAX_GROUPS = frozenset(
-    "Comment Constant String Character Number Boolean Float Identifier Function"
-    " Statement Conditional Repeat Label Operator Keyword Exception PreProc Include"
-    " Define Macro PreCondit Type StorageClass Structure Typedef Special SpecialChar"
-    " Tag Delimiter SpecialComment Debug Underlined Ignore Error Todo Added Changed"
-    " Removed".split()
-)
+    {
+        "Comment", "Constant", "String", "Character", "Number", "Boolean", "Float",
+        "Identifier", "Function", "Statement", "Conditional", "Repeat", "Label",
+        "Operator", "Keyword", "Exception", "PreProc", "Include", "Define", "Macro",
+        "PreCondit", "Type", "StorageClass", "Structure", "Typedef", "Special",
+        "SpecialChar", "Tag", "Delimiter", "SpecialComment", "Debug", "Underlined",
+        "Ignore", "Error", "Todo", "Added", "Changed", "Removed",
+    }
+)  # fmt: skip
 
 
 def highlights_section() -> str:
