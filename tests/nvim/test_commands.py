@@ -93,6 +93,9 @@ def test_tab_offers_only_what_starts_with_the_text_typed(editor: Editor) -> None
     # After the argument of a one-argument command, and after a file its turns.
     assert complete(editor, "AcpHunk reject ") == complete(editor, "AcpChat demo ") == []
     assert complete(editor, "AcpDiff hello.py ") == ["1"]
+    # The login methods the agent offers, the sessions :AcpResume offers too.
+    assert complete(editor, "AcpLogin ") == ["demo-login"]
+    assert complete(editor, "AcpDeleteSession ") == complete(editor, "AcpResume ") != []
 
 
 def test_tab_on_acpresume_in_a_chat_without_its_agent_tells_nothing(editor: Editor) -> None:
