@@ -503,6 +503,28 @@ def test_toggle_shows_the_chat_used_since_not_one_an_earlier_toggle_hid(
     ) == 0
 
 
+def test_a_new_chat_in_another_tab_page_leaves_the_first_tab_pages_chat(
+    editor: Editor,
+) -> None:
+    """Two chats in two tab pages: `:AcpChat!` in the second took over the first
+    tab page's windows too, so both showed the new chat and the first was hidden."""
+    editor.setup()
+    first = editor.open_chat()
+    editor.nvim.command("tabnew")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    second = editor.lua("return require('acp').status()")
+    assert second["chat"] != first["chat"]
+    assert_whole(editor)
+    shown = (
+        "local tab = ...; return vim.tbl_map(function(w) return vim.api.nvim_win_get_buf(w) end,"
+        " vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[tab]))"
+    )
+    assert {first["transcript_buf"], first["input_buf"]} <= set(editor.lua(shown, 1))
+    assert {second["transcript_buf"], second["input_buf"]} <= set(editor.lua(shown, 2))
+    assert second["transcript_buf"] not in editor.lua(shown, 1)
+
+
 def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()

@@ -370,14 +370,20 @@ function M.room_beside()
   return (position == "right" or position == "left") and vim.o.columns - (shown + 1) * (width + 1) >= 20
 end
 
---- A new session takes over the windows that show chat `old`; false when none do.
+--- A new session takes over the windows that show chat `old` in the current tab
+--- page (in any, for a chat in a tab page of its own); false when none do. Another
+--- tab page's stay `old`'s: :AcpChat! in a second tab page replaced the first tab
+--- page's chat too, leaving two tab pages showing the new one.
 function M.take_over(old, chat)
   chat.layout = old.layout
+  local here = api.nvim_get_current_tabpage()
   local shown = false
   for _, swap in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
     for _, win in ipairs(vim.fn.win_findbuf(swap[1])) do
-      api.nvim_win_set_buf(win, swap[2])
-      shown = true
+      if old.layout == "tab" or api.nvim_win_get_tabpage(win) == here then
+        api.nvim_win_set_buf(win, swap[2])
+        shown = true
+      end
     end
   end
   if shown then
