@@ -117,15 +117,19 @@ def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
     assert editor.events("AcpSessionReady") == editor.events("AcpSessionReady")[:1]
 
 
+@pytest.mark.parametrize(
+    ("position", "size"),
+    [("right", "lines=6 cmdheight=0"), ("float", "lines=10 cmdheight=0"), ("tab", "lines=4")],
+)
 def test_an_editor_too_short_for_the_pair_says_so_and_leaves_no_half_of_it(
-    editor: Editor,
+    editor: Editor, position: str, size: str
 ) -> None:
-    """Five lines and no command line: Neovim has room for the transcript's window,
-    not for the input under it (E36). The user gets one line saying what to do, not
-    a traceback and a transcript without its input; the chat shows once there is
-    room."""
-    editor.setup()
-    editor.nvim.command("set lines=6 cmdheight=0")
+    """A few lines: Neovim has room for the transcript's window, not for the input
+    under it (E36; a float's winbar has no line). The user gets one line saying
+    what to do, not a traceback, a transcript without its input or an empty tab
+    page; the chat shows once there is room."""
+    editor.setup(chat={"position": position})
+    editor.nvim.command(f"set {size}")
     for command in ("AcpChat", "AcpToggle"):
         editor.lua("_G.acp_notices = {}")
         editor.nvim.command(command)  # a Lua error would raise here
@@ -134,9 +138,10 @@ def test_an_editor_too_short_for_the_pair_says_so_and_leaves_no_half_of_it(
             "acp: no room for the chat's windows (E36): close a window or enlarge Neovim,"
             " then :AcpChat"
         ], command
-        assert chat_windows(editor) == {"transcript": [], "input": []}, command
-        assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 1
-    editor.nvim.command("set lines=24")
+        assert editor.lua(f"return {HIDDEN}"), command
+        windows = "return {#vim.api.nvim_list_tabpages(), #vim.api.nvim_list_wins()}"
+        assert editor.lua(windows) == [1, 1], command
+    editor.nvim.command("set lines=40")
     editor.nvim.command("AcpChat")
     editor.wait_event("AcpSessionReady")
     assert_whole(editor)

@@ -331,10 +331,7 @@ end
 --- short editor), none is left open: half a pair would be a transcript without
 --- its input, and the user is told in one line what to do.
 function M.show(chat)
-  local before = {}
-  for _, win in ipairs(api.nvim_list_wins()) do
-    before[win] = true
-  end
+  local wins, tabs = api.nvim_list_wins(), api.nvim_list_tabpages()
   local ok, err = pcall(place, chat)
   if ok then
     return
@@ -344,9 +341,14 @@ function M.show(chat)
   end
   for _, buf in ipairs({ chat.transcript, chat.input }) do
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-      if not before[win] then
+      if not vim.tbl_contains(wins, win) then
         util.close_window(win)
       end
+    end
+  end
+  for _, tab in ipairs(api.nvim_list_tabpages()) do -- `tab`'s, made before its windows
+    if not vim.tbl_contains(tabs, tab) then
+      vim.cmd.tabclose(api.nvim_tabpage_get_number(tab))
     end
   end
   util.user_error("no room for the chat's windows (E36): close a window or enlarge Neovim, then :AcpChat")
