@@ -125,6 +125,7 @@ end, {
   end,
 })
 command("AcpRoot", function(args)
+  at_most(args, 2)
   require("acp.chat.workspace").root(args.fargs[1], args.fargs[2])
 end, {
   nargs = "+",
@@ -296,7 +297,13 @@ end, {
 })
 command("AcpDeleteSession", function(args)
   acp().delete_session(args.fargs[1])
-end, { nargs = 1, desc = "Delete a saved session of the agent" })
+end, {
+  nargs = 1,
+  desc = "Delete a saved session of the agent",
+  complete = function()
+    return require("acp.chat.session").complete_ids()
+  end,
+})
 command("AcpHistory", function(args)
   require("acp.chat.history").pick(args.args ~= "" and args.args or nil, function(id)
     require("acp").open({ history = id })
@@ -322,7 +329,13 @@ end, {
 })
 command("AcpLogin", function(args)
   acp().login(args.fargs[1])
-end, { nargs = "?", desc = "Log in to the agent" })
+end, {
+  nargs = "?",
+  desc = "Log in to the agent",
+  complete = function()
+    return require("acp.chat.session").complete_logins()
+  end,
+})
 command("AcpLogout", function()
   acp().logout()
 end, { desc = "Log out of the agent" })

@@ -305,6 +305,9 @@ def render() -> str:
         f"M.editor_server = {lua_literal(config_module().EDITOR_SERVER)}",
         f"M.editor_server_taken = {lua_literal(config_module().EDITOR_SERVER_TAKEN)}",
         "",
+        "--- A chat size above 1 is a whole count of cells, at least this many.",
+        f"M.chat_sizes = {lua_literal(config_module().CHAT_SIZES)}",
+        "",
         "return M",
         "",
     ]

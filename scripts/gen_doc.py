@@ -48,13 +48,27 @@ def agents_section() -> str:
     return "\n".join(f"    {name:<16}{command}" for name, command in agent_rows())
 
 
+# The syntax groups of |group-name|: Neovim's help has no hl- tag for them.
+SYNTAX_GROUPS = frozenset(
+    {
+        "Comment", "Constant", "String", "Character", "Number", "Boolean", "Float",
+        "Identifier", "Function", "Statement", "Conditional", "Repeat", "Label",
+        "Operator", "Keyword", "Exception", "PreProc", "Include", "Define", "Macro",
+        "PreCondit", "Type", "StorageClass", "Structure", "Typedef", "Special",
+        "SpecialChar", "Tag", "Delimiter", "SpecialComment", "Debug", "Underlined",
+        "Ignore", "Error", "Todo", "Added", "Changed", "Removed",
+    }
+)  # fmt: skip
+
+
 def highlights_section() -> str:
     lua = HIGHLIGHTS.read_text()
     rows = re.findall(r'\{ "(\w+)", "(\w+)", "([^"]+)" \}', lua)
     out = []
     for name, link, text in rows:
         tag = f"*hl-{name}*"
-        out.append(f"{tag:>78}\n{name:<20} {text} (links to |hl-{link}|)")
+        target = f"`{link}`, |group-name|" if link in SYNTAX_GROUPS else f"|hl-{link}|"
+        out.append(f"{tag:>78}\n{name:<20} {text} (links to {target})")
     return "\n".join(out)
 
 

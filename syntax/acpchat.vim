@@ -19,7 +19,9 @@ hi def link acpchatHeading Title
 hi def link acpchatCodeBlock String
 hi def link acpchatQuote Comment
 hi def link acpchatCode String
-hi def acpchatBold term=bold cterm=bold gui=bold
+" Linked, not set: `:highlight clear` (every colorscheme) wipes a syntax file's
+" own attributes but keeps its default links, and Neovim defines this one again.
+hi def link acpchatBold @markup.strong
 hi def link acpchatListMarker Special
 hi def link acpchatLink Underlined
 

@@ -17,6 +17,7 @@ pydantic cost more than the rest of the start-up (decision 0010).
 from __future__ import annotations
 
 __all__ = [
+    "CHAT_SIZES",
     "EDITOR_SERVER",
     "EDITOR_TOOLS",
     "AgentConfig",
@@ -161,9 +162,9 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
 
 
-# A size is a fraction of the editor (at most 1) or a count of cells (_SIZES).
+# A size is a fraction of the editor (at most 1) or a count of cells (CHAT_SIZES).
 _Size = Annotated[float, Meta(gt=0)]
-_SIZES = {"width": 20, "height": 5}  # the least count of cells
+CHAT_SIZES = {"width": 20, "height": 5}  # the least count of cells (Lua: defaults.lua)
 _Count = Annotated[int, Meta(ge=1)]
 
 
@@ -605,7 +606,7 @@ def load_config(raw: Any) -> Config:
     _check_roots(config.roots, "roots", problems)
     for name, agent in config.agents.items():
         _check_roots(agent.roots, f"agents.{name}.roots", problems)
-    for key, least in _SIZES.items():
+    for key, least in CHAT_SIZES.items():
         size = getattr(config.chat, key)
         if size is not None and size > 1 and (size < least or size % 1):
             problems.append(

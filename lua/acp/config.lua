@@ -204,6 +204,15 @@ function M.check(opts)
       valid.agents[name] = nil
     end
   end
+  -- A size is a fraction of the editor, or a whole count of cells from a least one.
+  for key, least in pairs(defaults.chat_sizes) do
+    local size = is_table(valid.chat) and valid.chat[key]
+    if type(size) == "number" and size > 1 and (size < least or size % 1 ~= 0) then
+      local problem = "chat.%s: expected a fraction (at most 1) or a whole number >= %d, got %g"
+      table.insert(problems, problem:format(key, least, size))
+      valid.chat[key] = nil
+    end
+  end
   editor_server_named(opts.mcp_servers, "mcp_servers", problems)
   for name, agent in pairs(is_table(opts.agents) and opts.agents or {}) do
     if is_table(agent) then

@@ -441,4 +441,10 @@ M.starting = "the chat's agent is still starting: try again once it is ready"
 M.editor_server = "nvim"
 M.editor_server_taken = "'nvim' names the editor's own MCP server (editor_mcp): give yours another name"
 
+--- A chat size above 1 is a whole count of cells, at least this many.
+M.chat_sizes = {
+  width = 20,
+  height = 5,
+}
+
 return M

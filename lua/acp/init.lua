@@ -33,7 +33,9 @@ end
 --- start chats meanwhile).
 ---@param opts? acp.Options
 function M.setup(opts)
-  if opts ~= nil and type(opts) ~= "table" then
+  -- A list (`setup({ { ... } })`, braces doubled) was "invalid option : expected a
+  -- table, got a list", the key it names empty.
+  if opts ~= nil and (type(opts) ~= "table" or (next(opts) ~= nil and vim.islist(opts))) then
     util.user_error("setup() takes a table of options")
   end
   local problems = config.set(opts)
@@ -100,6 +102,9 @@ end
 ---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
   opts = opts or {}
+  if type(opts) ~= "table" or not (opts.context == nil or type(opts.context) == "table") then
+    util.user_error(("send: opts: expected {context?: table[], now?: boolean}, got %s"):format(vim.inspect(opts)))
+  end
   if type(text) ~= "string" or (vim.trim(text) == "" and not opts.context) then
     util.user_error(("send takes the prompt's text, not %s"):format(vim.inspect(text)))
   end

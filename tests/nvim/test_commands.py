@@ -93,6 +93,9 @@ def test_tab_offers_only_what_starts_with_the_text_typed(editor: Editor) -> None
     # After the argument of a one-argument command, and after a file its turns.
     assert complete(editor, "AcpHunk reject ") == complete(editor, "AcpChat demo ") == []
     assert complete(editor, "AcpDiff hello.py ") == ["1"]
+    # The login methods the agent offers, the sessions :AcpResume offers too.
+    assert complete(editor, "AcpLogin ") == ["demo-login"]
+    assert complete(editor, "AcpDeleteSession ") == complete(editor, "AcpResume ") != []
 
 
 def test_tab_on_acpresume_in_a_chat_without_its_agent_tells_nothing(editor: Editor) -> None:
@@ -193,6 +196,13 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "handoff(nil)": "acp: handoff: agent: expected string, got nil",
         "forget('x')": 'acp: forget: id: expected integer, got "x"',
         "forget(1.5)": "acp: forget: id: expected integer, got 1.5",
+        # Options of the wrong type: a Lua error at ipairs, and a limit of "x" that
+        # the store took for a damaged file ("move it away").
+        "send('x', {context = 'file'})": (
+            'acp: send: opts: expected {context?: table[], now?: boolean}, got {\n  context = "file"\n}'
+        ),
+        "history({limit = 'x'})": 'acp: history: opts.limit: expected integer, got "x"',
+        "history('x')": 'acp: history: opts: expected table, got "x"',
     }.items():
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import RENDER, Editor
 
 GROUPS = "return vim.tbl_map(function(g) return { g[1], g[2] } end, require('acp.highlights').groups)"
 # A colorscheme as most start: clear everything, then set its own groups.
@@ -49,3 +49,26 @@ def test_groups_are_reapplied_after_a_colorscheme(editor: Editor) -> None:
 
     editor.nvim.command("colorscheme default")
     assert definitions(editor) == linked
+
+
+def test_bold_in_a_reply_stays_bold_after_a_colorscheme_or_background_change(
+    editor: Editor,
+) -> None:
+    """The transcript's syntax set its bold as attributes, which `:highlight clear`
+    (the start of every colorscheme, and of a 'background' switch) wiped: `**bold**`
+    drew plain until Neovim restarted. It links to a group Neovim defines again."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+    block = {"op": "block", "id": "m1", "kind": "agent", "lines": ["## Agent", ""]}
+    editor.lua(RENDER, chat, [block, {"op": "append", "id": "m1", "text": "some **bold** words\n"}])
+    lnum = editor.transcript().index("some **bold** words") + 1
+    bold = (
+        "local win, lnum = ...; return vim.api.nvim_win_call(win, function()"
+        " return vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.synID(lnum, 8, 1)), 'bold') end)"
+    )
+    win = editor.lua("return vim.fn.win_findbuf(...)[1]", buf)
+    assert editor.lua(bold, win, lnum) == "1"
+    for change in ("colorscheme default", "set background=light", "colorscheme habamax"):
+        editor.nvim.command(change)
+        assert editor.lua(bold, win, lnum) == "1", change

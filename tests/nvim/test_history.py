@@ -1159,3 +1159,23 @@ def test_a_long_export_fills_its_buffer_a_slice_a_turn_as_the_wait_for_it_would(
     assert [tuple(fill) for fill in fills] == [
         (at, min(at + 5000, len(expected))) for at in range(0, len(expected), 5000)
     ]
+
+
+def test_a_stored_chat_gone_since_opens_no_chat_and_keeps_none(editor: Editor) -> None:
+    """Opening a stored chat forgotten since (in another Neovim, or an id kept from an
+    earlier list) left a failed chat in the shown chat's windows, and kept it in the
+    history as agent "?". It is refused as a session the agent does not know is: a
+    message, the chat shown before back, nothing kept."""
+    editor.setup()
+    first = editor.open_chat()["chat"]
+    editor.lua("_G.acp_notices = {}")
+    editor.lua("require('acp').open({history = 999999})")
+    editor.wait("#require('acp').chats() == 1", what="the refused chat closed")
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [
+        "acp: history: no chat 999999"
+    ]
+    assert editor.lua("return require('acp').status().chat") == first
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == f"acp://input/{first}"
+    editor.lua("require('acp').send('dolphins')")
+    editor.wait("#require('acp').history({query = 'dolphins'}) == 1", what="the turn kept")
+    assert [entry["agent"] for entry in editor.lua(HISTORY)] == ["demo"]

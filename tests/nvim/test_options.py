@@ -66,6 +66,46 @@ def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) ->
         assert f"ERROR invalid option {key}: " in text
 
 
+def test_setup_given_no_table_of_options_says_so_and_changes_nothing(editor: Editor) -> None:
+    """`setup({ { ... } })` (braces doubled) said "invalid option : expected a table,
+    got a list", naming an empty key, and went on with every default."""
+    editor.setup(chat={"position": "left"})
+    for given in ("'left'", "{ { chat = { position = 'bottom' } } }"):
+        raised = editor.lua(f"return select(2, pcall(require('acp').setup, {given}))")
+        assert raised == "acp: setup() takes a table of options", given
+        assert editor.lua("return require('acp.config').options.chat.position") == "left"
+    assert editor.lua("return _G.acp_notices") == []
+
+
+def test_a_chat_refused_by_wrong_options_starts_once_they_are_right(editor: Editor) -> None:
+    """A chat opened under a wrong option shows it; with setup() right again, the
+    prompt sent there starts the agent :AcpChat asked for (the default one) and
+    goes to it. It was "unknown agent '?'": the refused chat never knew its agent."""
+    editor.setup(chat={"width": "wide"})
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpError")
+    editor.setup()
+    editor.lua("require('acp').send('hello')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    assert [e["message"] for e in editor.events("AcpError")] == [
+        "invalid option chat.width: expected a number or nil, got a string"
+    ]
+    assert editor.events("AcpSessionReady")[0]["agent"] == "demo"
+
+
+def test_a_chat_size_of_too_few_cells_is_told_by_setup_in_the_words_of_the_chat(
+    editor: Editor,
+) -> None:
+    """`chat.width = 5` (columns, the help says 20 or more) passed setup() in
+    silence, then failed the chat: setup() says it, as the chat does."""
+    editor.setup(chat={"width": 5})
+    [notice] = editor.lua("return _G.acp_notices")
+    problem = "chat.width: expected a fraction (at most 1) or a whole number >= 20, got 5"
+    assert notice["msg"] == f"acp: invalid option {problem}"
+    editor.nvim.command("AcpChat")
+    assert editor.wait_event("AcpError")["message"] == f"invalid option {problem}"
+
+
 def test_an_option_set_to_vim_nil_is_not_given(editor: Editor) -> None:
     """vim.NIL (a null from a JSON file, a key cleared) was "expected an integer,
     got userdata" in Lua, and null for the Python host: valid for some keys there."""
@@ -93,6 +133,7 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
         {"timeouts": {"start": 0}, "fs_access": {"outside": "yes"}, "protocol_version": 3},
         {"mcp_servers": {"s": {"type": "ftp"}}, "history": {"max_age_days": "old"}},
         {"agents": {"blank": {"cmd": [""]}, "space": {"cmd": [" ", "x"]}}},
+        {"chat": {"width": 5, "height": 2.5, "min_width": 3}},
     ]
     for raw in cases:
         with pytest.raises(ConfigError) as err:

@@ -300,12 +300,11 @@ def test_a_flood_keeps_its_colors_and_is_wrapped_plain_until_it_settles(editor: 
     assert shown_as(fence + 3) == "Comment"
     assert shown_as(fence + 4) == "Special"
     assert shown_as(fence + 4, 6) == "String"
-    assert editor.lua(
+    bold = (
         "local win, lnum = ...; return vim.api.nvim_win_call(win, function()"
-        " return vim.fn.synIDattr(vim.fn.synID(lnum, 22, 1), 'bold') end)",
-        win,
-        fence + 4,
-    ) == "1"
+        " return vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.synID(lnum, 22, 1)), 'bold') end)"
+    )
+    assert editor.lua(bold, win, fence + 4) == "1"
     editor.wait(f"vim.wo[{win}].breakindentopt == 'list:-1'", what="the flood to settle")
     assert editor.lua(f"return {loads}") == 0  # no syntax was loaded again
     assert sync() == "syncing starts 10 lines before top line"

@@ -59,11 +59,14 @@ def test_q_in_either_window_closes_both_and_acpchat_brings_both_back(
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no second column
 
 
+@pytest.mark.parametrize("position", ["right", "bottom"])
 @pytest.mark.parametrize("beside", ["a file window", "nothing"])
 def test_only_in_the_input_makes_the_pair_fill_the_tab_page_and_q_then_hides_it(
-    editor: Editor, beside: str
+    editor: Editor, beside: str, position: str
 ) -> None:
-    editor.setup()
+    """At the bottom, the transcript kept the height of its share of the editor and
+    the input took the rest of the tab page: 9 lines over 28."""
+    editor.setup(chat={"position": position})
     if beside == "a file window":
         (editor.tmp / "project" / "notes.txt").write_text("mine\n")
         editor.nvim.command("edit notes.txt")
@@ -112,6 +115,36 @@ def test_toggle_opens_hides_and_shows_the_chat(editor: Editor) -> None:
     editor.lua("require('acp').toggle()")
     editor.wait(HIDDEN)
     assert editor.events("AcpSessionReady") == editor.events("AcpSessionReady")[:1]
+
+
+@pytest.mark.parametrize(
+    ("position", "size"),
+    [("right", "lines=6 cmdheight=0"), ("float", "lines=10 cmdheight=0"), ("tab", "lines=4")],
+)
+def test_an_editor_too_short_for_the_pair_says_so_and_leaves_no_half_of_it(
+    editor: Editor, position: str, size: str
+) -> None:
+    """A few lines: Neovim has room for the transcript's window, not for the input
+    under it (E36; a float's winbar has no line). The user gets one line saying
+    what to do, not a traceback, a transcript without its input or an empty tab
+    page; the chat shows once there is room."""
+    editor.setup(chat={"position": position})
+    editor.nvim.command(f"set {size}")
+    for command in ("AcpChat", "AcpToggle"):
+        editor.lua("_G.acp_notices = {}")
+        editor.nvim.command(command)  # a Lua error would raise here
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert notices == [
+            "acp: no room for the chat's windows (E36): close a window or enlarge Neovim,"
+            " then :AcpChat"
+        ], command
+        assert editor.lua(f"return {HIDDEN}"), command
+        windows = "return {#vim.api.nvim_list_tabpages(), #vim.api.nvim_list_wins()}"
+        assert editor.lua(windows) == [1, 1], command
+    editor.nvim.command("set lines=40")
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady")
+    assert_whole(editor)
 
 
 def scrolled_into(editor: Editor, screen: Screen, which: str) -> tuple[int, int, int]:
@@ -473,6 +506,28 @@ def test_toggle_shows_the_chat_used_since_not_one_an_earlier_toggle_hid(
     assert editor.lua(
         "return #vim.fn.win_findbuf(require('acp.chat.registry').chats[...].transcript)", first
     ) == 0
+
+
+def test_a_new_chat_in_another_tab_page_leaves_the_first_tab_pages_chat(
+    editor: Editor,
+) -> None:
+    """Two chats in two tab pages: `:AcpChat!` in the second took over the first
+    tab page's windows too, so both showed the new chat and the first was hidden."""
+    editor.setup()
+    first = editor.open_chat()
+    editor.nvim.command("tabnew")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    second = editor.lua("return require('acp').status()")
+    assert second["chat"] != first["chat"]
+    assert_whole(editor)
+    shown = (
+        "local tab = ...; return vim.tbl_map(function(w) return vim.api.nvim_win_get_buf(w) end,"
+        " vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[tab]))"
+    )
+    assert {first["transcript_buf"], first["input_buf"]} <= set(editor.lua(shown, 1))
+    assert {second["transcript_buf"], second["input_buf"]} <= set(editor.lua(shown, 2))
+    assert second["transcript_buf"] not in editor.lua(shown, 1)
 
 
 def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:

@@ -246,6 +246,25 @@ def test_a_root_that_is_no_directory_is_an_error_naming_it(editor: Editor) -> No
     assert editor.lua("return require('acp').status().roots") == []
 
 
+def test_acproot_takes_one_directory_and_refuses_a_word_more(editor: Editor) -> None:
+    """`:AcpRoot add /tmp/my docs` added /tmp/my, `docs` dropped unsaid: a directory
+    whose name has a space became another root. A word more is an error (E488), as
+    for :AcpDiff and :AcpConfig, which adds nothing; an escaped space is one word."""
+    spaced = editor.tmp / "my docs"
+    spaced.mkdir()
+    editor.setup()
+    editor.open_chat()
+    editor.lua("_G.acp_notices = {}")
+    editor.nvim.command(f"AcpRoot add {editor.tmp}/my docs")
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [
+        "acp: E488: Trailing characters: docs"
+    ]
+    assert editor.lua("return vim.fn.getcompletion('AcpRoot add /tmp ', 'cmdline')") == []
+    editor.nvim.command(f"AcpRoot add {editor.tmp}/my\\ docs")
+    editor.wait("#require('acp').status().roots == 1", what="the root added")
+    assert editor.lua("return require('acp').status().roots") == [str(spaced)]
+
+
 def test_an_agent_cwd_that_is_no_directory_is_named_as_the_option(editor: Editor) -> None:
     gone = str(editor.tmp / "gone")
     fake = {**editor.fake_agent("workspace"), "cwd": gone}

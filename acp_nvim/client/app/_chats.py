@@ -57,6 +57,9 @@ class ChatLifecycle:
         # Chats whose opening was refused (decision 0083) and that have not gone on
         # since: the user never had them, so closed, they are not kept in the history.
         self._refused: set[int] = set()
+        # Chats refused by wrong options: opened as they were asked once the options
+        # are right and the user sends or restarts (the agent was never resolved).
+        self._unopened: dict[int, functools.partial[Any]] = {}
 
     def __repr__(self) -> str:
         return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._opening)} opening>"
@@ -89,7 +92,12 @@ class ChatLifecycle:
             await self._reopen(chat_id, history)
             return
         parent = self.ctx.chats.get(fork) if fork is not None else None
-        refusal = self.ctx.config_error or (None if fork is None else self._fork_refusal(fork))
+        if self.ctx.config_error is not None:
+            self._unopened[chat_id] = functools.partial(
+                self.open, chat_id, agent, cwd, session_id, fork, history, handoff,
+                cwd_given=cwd_given, roots=roots, worktree=worktree,
+            )  # fmt: skip
+        refusal = self.ctx.config_error or _fork_refusal(self.pool, fork)
         if refusal is not None:
             self._refuse(chat_id, agent or "?", cwd, refusal)
             return
@@ -144,10 +152,10 @@ class ChatLifecycle:
     async def _reopen(self, chat_id: int, history_id: int) -> None:
         """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
         found = await self.ctx.history.load(history_id)
-        if found is None:
-            self._new_chat(chat_id, "?", Workspace(os.getcwd())).fail(
-                f"no stored chat {history_id}"
-            )
+        if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
+            why = f"history: no chat {history_id}"
+            self._refuse(chat_id, "?", os.getcwd(), why)
+            self._withdraw(chat_id, why)
             return
         row, blocks = found
         agent_config = self.ctx.config.all_agents().get(row.agent)
@@ -163,13 +171,6 @@ class ChatLifecycle:
         if self.queue.prompts.get(chat_id):  # sent while it was read and drawn
             await self.restart(chat_id)
 
-    def _fork_refusal(self, chat_id: int) -> str | None:
-        """Why chat ``chat_id``'s session cannot be forked, or None. Lua forks only a
-        ready chat whose agent offers it; this holds when that changed meanwhile (a
-        new agent started here would not know the session)."""
-        why = self.pool.unavailable(chat_id)
-        return f"cannot fork: {why}" if why is not None else None
-
     async def restart(self, chat_id: int, *, asked: bool = True) -> None:
         """Start the chat's agent again and go on in the same transcript: the agent's
         session is resumed where it offers that, else a new one begins. Not
@@ -183,6 +184,10 @@ class ChatLifecycle:
             return  # starting already
         if self.ctx.config_error is not None:
             self._fail(chat, self.ctx.config_error)
+            return
+        if chat_id in self._unopened:
+            self.ctx.history.detach(chat_id, keep=False)  # the open makes its record anew
+            await self._unopened.pop(chat_id)()
             return
         try:
             name, agent_config = self.pool.agent_config(chat.agent)
@@ -462,6 +467,7 @@ class ChatLifecycle:
         chat = self.ctx.chats.pop(chat_id, None)
         review = self.reviews.closed(chat_id)
         self.queue.forget(chat_id)
+        self._unopened.pop(chat_id, None)
         self.ctx.history.detach(chat_id, keep=chat_id not in self._refused)
         self._refused.discard(chat_id)
         if chat is None:
@@ -479,6 +485,14 @@ class ChatLifecycle:
         del chat, review
         gc.collect()
         malloc.give_back()
+
+
+def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:
+    """Why chat ``chat_id``'s session cannot be forked, or None (also for no chat to
+    fork). Lua forks only a ready chat whose agent offers it; this holds when that
+    changed meanwhile (a new agent started here would not know the session)."""
+    why = pool.unavailable(chat_id) if chat_id is not None else None
+    return f"cannot fork: {why}" if why is not None else None
 
 
 def _plain(method: LoginMethod) -> dict[str, Any]:

@@ -160,16 +160,13 @@ class History:
             record.reviewed()
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
-        """A stored chat and its transcript, read in a thread; None (told) when there
-        is no such chat or the file cannot be read."""
+        """A stored chat and its transcript, read in a thread; None when there is no
+        such chat, or the file cannot be read (told)."""
         try:
-            found = await anyio.to_thread.run_sync(self._read, history_id)
+            return await anyio.to_thread.run_sync(self._read, history_id)
         except StoreError as err:
             self.editor.notify(f"history: {err}")
             return None
-        if found is None:
-            self.editor.notify(f"history: no chat {history_id}")
-        return found
 
     def _read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         store = self._reader()

@@ -167,6 +167,17 @@ api.nvim_create_autocmd("WinClosed", {
   end,
 })
 
+--- Whether the pair's windows are all the tab page shows (floats aside): after
+--- `:only` in one of them, it fills the tab page.
+local function alone(transcript, input)
+  for _, win in ipairs(api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(transcript))) do
+    if win ~= transcript and win ~= input and not is_float(win) then
+      return false
+    end
+  end
+  return true
+end
+
 --- Size the pair's windows for the editor's size now.
 local function resize(chat, transcript, input)
   local o = config.options.chat
@@ -182,7 +193,7 @@ local function resize(chat, transcript, input)
   set_height(input, o.input_height)
   if chat.layout == "right" or chat.layout == "left" then
     api.nvim_win_set_width(transcript, width)
-  elseif chat.layout == "bottom" then
+  elseif chat.layout == "bottom" and not alone(transcript, input) then
     set_height(transcript, math.max(1, height - o.input_height - 1))
   end
   remember(transcript)
@@ -278,10 +289,8 @@ local function open(chat)
   return transcript, api.nvim_open_win(chat.input, true, { split = "below", win = transcript, height = o.input_height })
 end
 
---- Show the chat and put the cursor in its input: complete a half shown alone in
---- the current tab page, else open it here (a chat in a tab page of its own:
---- go to that tab page).
-function M.show(chat)
+--- M.show's work: its windows made (or found), sized, the cursor in the input.
+local function place(chat)
   local transcript, input = pair(chat, 0)
   if not (transcript or input) and chat.layout == "tab" then
     for _, tab in ipairs(api.nvim_list_tabpages()) do
@@ -316,6 +325,35 @@ function M.show(chat)
   api.nvim_set_current_win(input)
 end
 
+--- Show the chat and put the cursor in its input: complete a half shown alone in
+--- the current tab page, else open it here (a chat in a tab page of its own:
+--- go to that tab page). Where Neovim has no room for both windows (E36, a
+--- short editor), none is left open: half a pair would be a transcript without
+--- its input, and the user is told in one line what to do.
+function M.show(chat)
+  local wins, tabs = api.nvim_list_wins(), api.nvim_list_tabpages()
+  local ok, err = pcall(place, chat)
+  if ok then
+    return
+  end
+  if type(err) ~= "string" or not err:find("E36:", 1, true) then
+    error(err, 0)
+  end
+  for _, buf in ipairs({ chat.transcript, chat.input }) do
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      if not vim.tbl_contains(wins, win) then
+        util.close_window(win)
+      end
+    end
+  end
+  for _, tab in ipairs(api.nvim_list_tabpages()) do -- `tab`'s, made before its windows
+    if not vim.tbl_contains(tabs, tab) then
+      vim.cmd.tabclose(api.nvim_tabpage_get_number(tab))
+    end
+  end
+  util.user_error("no room for the chat's windows (E36): close a window or enlarge Neovim, then :AcpChat")
+end
+
 --- Whether one more pair fits beside those the tab page shows: in its own tab page,
 --- or at the side with 20 columns left for the rest (a window squeezed to nothing
 --- is of no use: a third chat took a first one's window down to one column).
@@ -334,14 +372,20 @@ function M.room_beside()
   return (position == "right" or position == "left") and vim.o.columns - (shown + 1) * (width + 1) >= 20
 end
 
---- A new session takes over the windows that show chat `old`; false when none do.
+--- A new session takes over the windows that show chat `old` in the current tab
+--- page (in any, for a chat in a tab page of its own); false when none do. Another
+--- tab page's stay `old`'s: :AcpChat! in a second tab page replaced the first tab
+--- page's chat too, leaving two tab pages showing the new one.
 function M.take_over(old, chat)
   chat.layout = old.layout
+  local here = api.nvim_get_current_tabpage()
   local shown = false
   for _, swap in ipairs({ { old.transcript, chat.transcript }, { old.input, chat.input } }) do
     for _, win in ipairs(vim.fn.win_findbuf(swap[1])) do
-      api.nvim_win_set_buf(win, swap[2])
-      shown = true
+      if old.layout == "tab" or api.nvim_win_get_tabpage(win) == here then
+        api.nvim_win_set_buf(win, swap[2])
+        shown = true
+      end
     end
   end
   if shown then

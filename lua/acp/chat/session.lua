@@ -281,6 +281,16 @@ function M.delete(chat, session_id)
   host.notify("delete_session", { chat = chat.id, session_id = session_id })
 end
 
+--- Completion of :AcpLogin: the ids of the login methods the current chat's agent
+--- offers.
+---@return string[]
+function M.complete_logins()
+  local chat = registry.get()
+  return vim.tbl_map(function(m)
+    return m.id
+  end, chat and chat.status.login_methods or {})
+end
+
 --- Log in to `chat`'s agent with `method` (an id), else the only one, else a pick.
 --- A method that takes variables asks for their values without showing them; the
 --- values go only into the agent's environment.

@@ -112,6 +112,9 @@ function M.complete(args)
   if #args == 0 then
     return { "add", "remove" }
   end
+  if #args > 1 then -- one directory at a time
+    return {}
+  end
   local chat = registry.get()
   if args[1] == "remove" and chat then
     return chat.status.roots or {}
