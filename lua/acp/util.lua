@@ -189,6 +189,36 @@ end
 -- gets its turn again: a key or request that comes meanwhile waits for the rest of
 -- it (decision 0071).
 local SLICE_NS = 0.25e6
+-- Neovim has SafeState from 0.10 on; without it `when_idle` waits for its timer.
+local HAS_SAFE_STATE = vim.fn.exists("##SafeState") == 1
+-- How long `when_idle` waits for Neovim to draw: it does not while Lua waits in
+-- vim.wait, or at a prompt.
+local IDLE_WAIT_MS = 100
+
+--- Run `fn` once Neovim has drawn what is pending and has nothing else to do
+--- (SafeState; `fn` is scheduled from there), or after IDLE_WAIT_MS where that does
+--- not come. Neovim draws only when nothing is scheduled: work that schedules
+--- itself again, run at once, would hold back what was just written.
+---@param fn fun()
+local function when_idle(fn)
+  local done = false
+  local function run()
+    if not done then
+      done = true
+      fn()
+    end
+  end
+  if HAS_SAFE_STATE then
+    vim.api.nvim_create_autocmd("SafeState", {
+      once = true,
+      callback = function()
+        vim.schedule(run)
+      end,
+    })
+  end
+  vim.defer_fn(run, IDLE_WAIT_MS)
+end
+
 -- Work that grew the Lua heap by less than this share of what our last collection
 -- left is left to LuaJIT's own collector, which waits until the heap has doubled:
 -- two full cycles walk all that is live in Neovim's Lua heap, the user's plugins'
@@ -199,7 +229,8 @@ local heap_after_kb = 0 -- the Lua heap when our last collection ended
 
 --- Collect the Lua garbage that work just ended (a chat's turn) left: two full
 --- cycles (the first finishes the one under way, which may have started before that
---- garbage), in slices of ~0.25 ms with the event loop's work between them. LuaJIT
+--- garbage), in slices of ~0.25 ms with the event loop's work between them, the
+--- first once Neovim has drawn (`when_idle`): a turn's last words come first. LuaJIT
 --- collects when its heap reaches twice what was live after its last cycle, and
 --- the pages it grew into stay Neovim's: without this, a long chat's Lua heap (and
 --- Neovim's RSS) keeps the garbage of its turns (doc/performance.md). Nothing
@@ -224,7 +255,7 @@ function M.collect_garbage()
     until vim.uv.hrtime() >= deadline
     vim.schedule(slice)
   end
-  vim.schedule(slice)
+  when_idle(slice)
 end
 
 --- Set window options like :setlocal: a buffer shown later in `win` gets the

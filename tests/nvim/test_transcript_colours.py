@@ -224,8 +224,8 @@ def test_a_turns_garbage_is_collected_once_it_ends_if_it_is_worth_it(editor: Edi
     editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")
     editor.lua("_G.steps, _G.cycles = 0, 0")
     turn("hi", 2)
-    # A collection would have been scheduled before this callback: none was.
-    editor.lua("vim.schedule(function() _G.later = true end)")
+    # A collection would have begun before this timer's callback: none did.
+    editor.lua("vim.defer_fn(function() _G.later = true end, 0)")
     editor.wait("_G.later")
     assert editor.lua("return _G.steps") == 0
     # Garbage enough to be worth two cycles (~7 MB), left behind by work before
@@ -237,6 +237,50 @@ def test_a_turns_garbage_is_collected_once_it_ends_if_it_is_worth_it(editor: Edi
     turn("hi", 3)
     editor.wait("_G.cycles >= 2", what="two collection cycles after the turn")
     assert editor.lua("return collectgarbage('count')") < before - 2048
+
+
+def test_a_turns_end_is_on_screen_before_its_garbage_is_collected(editor: Editor) -> None:
+    """What a turn's last batch changes (its last words, its stop line, the winbar)
+    is drawn before the turn's Lua garbage is collected. The collection walks all
+    that is live in Neovim's Lua heap, ~1 ms of CPU per MB (tens of milliseconds
+    with a large configuration), and its slices, scheduled callbacks, ran before
+    Neovim drew again: the end of every answer reached the screen that much later.
+    The test waits outside Neovim (its next notification), so Neovim's loop runs as
+    for a user: a wait in vim.wait never draws."""
+    editor.setup()
+    editor.open_chat()
+    Screen.of(editor)  # a UI attached: Neovim draws as for a user
+    editor.lua(
+        """
+        local chan = ...
+        _G.ballast = {} for i = 1, 7e4 do _G.ballast[i] = {i} end
+        local draws, at_end, steps = 0, nil, 0
+        vim.api.nvim_set_decoration_provider(vim.api.nvim_create_namespace('test.draws'), {
+          on_start = function() draws = draws + 1 end,
+        })
+        local util = require('acp.util')
+        local collect_garbage = util.collect_garbage
+        util.collect_garbage = function()
+          at_end = draws
+          return collect_garbage()
+        end
+        local collect = collectgarbage
+        _G.collectgarbage = function(what, ...)
+          if what == 'step' and at_end then
+            steps = steps + 1
+            if steps == 1 then vim.rpcnotify(chan, 'first_step', draws > at_end) end
+          end
+          return collect(what, ...)
+        end
+        """,
+        editor.nvim.channel_id,
+    )
+    editor.lua("require('acp').send(...)", "hi")  # the first turn's end collects (0070)
+    while True:
+        message = editor.nvim.next_message()
+        if message[0] == "notification" and message[1] == "first_step":
+            assert message[2] == [True], "the collection began before Neovim drew"
+            return
 
 
 def test_a_block_that_lost_its_row_is_drawn_plain_and_reported_once(editor: Editor) -> None:
