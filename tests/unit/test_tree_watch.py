@@ -123,21 +123,42 @@ def test_all_watches_together_keep_to_a_share_of_the_users(
     """Other programs (an LSP's file watcher) need the user's inotify watches too: all
     chats' watches together take at most a quarter of them, and give them back when
     they close, or when their directory goes."""
-    monkeypatch.setattr(tree_watch, "_budget", [3])
+    watches = tree_watch._Share("/nonexistent", 12)  # a quarter of 12: 3
+    monkeypatch.setattr(tree_watch, "_watches", watches)
     (tmp_path / "a").mkdir()
     first = watched(tmp_path)  # the tree and a/
-    assert tree_watch._budget == [1]
+    assert watches.left == 1
     (tmp_path / "a").rmdir()
     assert first.news() is not None  # a/'s watch went with it
-    assert tree_watch._budget == [2]
+    assert watches.left == 2
     (tmp_path / "b").mkdir()
     (tmp_path / "c").mkdir()
     second = watched_or_not(tmp_path)
     assert not second.whole  # the tree and b/ took what was left: none for c/
-    assert tree_watch._budget == [0]
+    assert watches.left == 0
     first.close()
     del second  # closed, or dropped: their watches come back
-    assert tree_watch._budget == [3]
+    assert watches.left == 3
+
+
+def test_all_chats_together_keep_to_a_share_of_the_users_instances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each chat's watch is an inotify instance, of the user's 128 for every program
+    (fs.inotify.max_user_instances): all chats together hold at most a quarter. A
+    chat past them has none (its turn starts scan), and a closed chat's goes to the
+    next one."""
+    instances = tree_watch._Share("/nonexistent", 8)  # a quarter of 8: 2
+    monkeypatch.setattr(tree_watch, "_instances", instances)
+    first, second = (TreeWatch.open(disk_changes.SKIP_DIRS) for _ in range(2))
+    assert first is not None and second is not None
+    assert TreeWatch.open(disk_changes.SKIP_DIRS) is None
+    first.close()
+    third = TreeWatch.open(disk_changes.SKIP_DIRS)
+    assert third is not None
+    for watch in (second, third):
+        watch.close()
+    assert instances.left == 2
 
 
 def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
