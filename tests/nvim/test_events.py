@@ -50,9 +50,17 @@ def test_a_v2_tool_call_fires_on_create_and_each_status_not_on_content(editor: E
 
 
 def test_a_prompt_sent_during_a_turn_is_queued_then_counted_out(editor: Editor) -> None:
+    """The turn runs until its permission prompt is answered: the second prompt is
+    sent during it. (Two sends at once raced the demo's quick first turn: on a busy
+    machine it could end before the second send came, which then went at once.)"""
     editor.setup()
     chat = editor.open_chat()["chat"]
-    editor.lua("require('acp').send('one'); require('acp').send('two')")
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    editor.lua("require('acp').send('two')")
+    editor.wait_event("AcpQueued")
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.nvim.command("AcpPermission")
     editor.wait_event("AcpTurnEnd", count=2)
     assert editor.events("AcpQueued") == [{"chat": chat, "count": 1}, {"chat": chat, "count": 0}]
 

@@ -32,6 +32,11 @@ def open_fake(editor: Editor) -> dict[str, Any]:
     return editor.open_chat()
 
 
+def lua_list(items: list[str]) -> str:
+    """A Lua list of strings."""
+    return "{" + ", ".join(json.dumps(item) for item in items) + "}"
+
+
 def group_members(pgid: int) -> list[int]:
     """Live processes of process group ``pgid``."""
     members = []
@@ -367,6 +372,44 @@ def test_a_stopped_command_is_never_signalled_by_number_after_it_exited(editor: 
     editor.lua("for _, fn in ipairs(_G.timers) do fn() end")
     signals = editor.lua("return _G.signals")
     assert signals and not [s for s in signals if s["exited"]], signals
+
+
+def test_a_command_stopped_as_it_starts_ends_and_neovim_goes_on(editor: Editor) -> None:
+    """Stopped the moment it started (an agent's terminal/kill right after
+    terminal/create, on a busy machine), a command was hung up while it was still a
+    forked Neovim, not yet its own program: Neovim's signal handlers in it passed the
+    SIGHUP on to Neovim, which exited with code 1 ("Caught deadly signal 'SIGHUP'").
+    The stop waits for the command's start: each one ends of the hang-up, and Neovim
+    goes on."""
+    editor.setup()
+    keys = [f"s{i}" for i in range(20)]
+    editor.lua(
+        """
+        local term = require('acp.editor.terminal')
+        for _, key in ipairs(...) do
+          term.create(key, 'sleep 100', vim.fn.getcwd(), {})
+          term.stop({ key }, false)
+        end
+        """,
+        keys,
+    )
+    editor.lua(
+        """
+        local terms = require('acp.editor.terminal').terminals
+        _G.ends = function(keys)  -- what each terminal shows, its exit line once ended
+          return vim.tbl_map(function(key)
+            local lines = vim.api.nvim_buf_get_lines(terms[key].buf, 0, -1, false)
+            return vim.trim(table.concat(lines, ''))
+          end, keys)
+        end
+        """
+    )
+    editor.wait(
+        f"vim.iter(_G.ends({lua_list(keys)})):all(function(s) return s:find('^%[Process exited') end)",
+        what="every command ended",
+    )
+    ends = editor.lua("return _G.ends(...)", keys)
+    assert ends == [f"[Process exited {128 + signal.SIGHUP}]"] * len(keys)
 
 
 def test_a_command_that_rewrites_a_file_outside_git_is_in_the_review(editor: Editor) -> None:

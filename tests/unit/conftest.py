@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,6 +38,29 @@ def scans_take_their_time(monkeypatch: pytest.MonkeyPatch) -> None:
     from acp_nvim.client.services import disk_changes
 
     monkeypatch.setattr(disk_changes, "SCAN_MAX_SECONDS", 60.0)
+
+
+def inotify_instances() -> int:
+    """This process's inotify instances (the review's tree watches), counted by kind:
+    a number closed here may be reused at once by a thread."""
+    kinds = []
+    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
+        try:
+            kinds.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            continue
+    return kinds.count("anon_inode:inotify")
+
+
+@pytest.fixture(autouse=True)
+def closes_its_watches() -> Iterator[None]:
+    """A test closes the inotify instances it opens, as the chats it stands for do
+    when they close: left to the collector they piled up to ~80 in one run, and the
+    user has 128 for every program, so two suites at once ran out."""
+    before = inotify_instances()
+    yield
+    # Fewer: the collector freed one a test before left behind.
+    assert inotify_instances() <= before, "an inotify instance was left open"
 
 
 def assert_no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:

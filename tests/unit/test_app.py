@@ -68,6 +68,7 @@ async def test_agent_exit_between_turns_is_reported(tmp_path: Path) -> None:
         await wait_for(lambda: editor.events[-1][0] == "AcpError")
         assert "agent 'demo' exited (exit code -9)" in editor.events[-1][1]["message"]
         assert app.chats[1].state == "error"
+        await app.shutdown()
         tasks.cancel_scope.cancel()
 
 

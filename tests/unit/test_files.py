@@ -36,6 +36,7 @@ async def session(tmp_path: Path) -> AsyncIterator[tuple[SessionChanges, Recordi
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
         await changes.begin_turn()
         yield changes, editor
+        changes.close()
         tasks.cancel_scope.cancel()
 
 
@@ -113,6 +114,7 @@ async def test_missing_file_as_empty(tmp_path: Path) -> None:
             RecordingEditor(), 1, str(tmp_path), Tasks(tasks), missing_file_as_empty=True
         )
         assert await changes.read(str(tmp_path / "new.py")) == ""
+        changes.close()
         tasks.cancel_scope.cancel()
 
 
@@ -242,6 +244,7 @@ async def test_a_file_changed_between_the_writes_two_reads_never_gets_your_unsav
         assert hunks(changes) == [
             ("a.txt", "conflict", ["-mine", "-c", "+mine", "+C, the agent's"])
         ]
+        changes.close()
         tasks.cancel_scope.cancel()
 
 
@@ -262,6 +265,7 @@ async def test_read_and_write_before_any_turn_keep_the_agents_read_base(tmp_path
         assert hunks(changes) == [("a.py", "pending", ["-c", "+C"])]
         await changes.begin_turn()  # the first turn: the change above is part of it
         assert changes.summary()["turn"] == 1
+        changes.close()
         tasks.cancel_scope.cancel()
 
 
@@ -295,6 +299,7 @@ async def test_auto_save_off_leaves_the_buffer_unsaved(tmp_path: Path) -> None:
         changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks), auto_save=False)
         await changes.begin_turn()
         await changes.write(str(path), "new\n")
+        changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_text() == "old\n"
     assert editor.buffers[str(path)].state.lines == ["new"]
@@ -540,6 +545,7 @@ async def test_neovims_own_directories_in_the_project_are_never_the_agents_chang
         (cache / "luac").write_text("cached\n")
         notes.write_text("new\n")  # the agent's, through a shell command
         await changes.end_turn()
+        changes.close()
         tasks.cancel_scope.cancel()
     assert hunks(changes) == [("notes.txt", "pending", ["-old", "+new"])]
 
@@ -566,6 +572,7 @@ async def test_a_file_in_neovims_own_directories_a_tool_call_names_keeps_its_old
         await changes.end_turn()
         assert hunks(changes) == [("settings.json", "pending", ["-{}", '+{"a": 1}'])]
         await changes.decide("reject", str(path))
+        changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_text() == "{}\n"
 
@@ -678,6 +685,7 @@ async def test_in_git_a_file_rewritten_behind_our_back_is_reviewable(tmp_path: P
             ("dirty.txt", "pending", ["-my own edit", "+by the agent"]),
         ]
         await changes.decide("reject", None, None, None)
+        changes.close()
         tasks.cancel_scope.cancel()
     assert clean.read_text() == "committed\n"
     assert dirty.read_text() == "my own edit\n"
@@ -704,6 +712,7 @@ async def test_a_root_outside_git_keeps_its_texts_beside_a_git_work_tree(tmp_pat
             loose.write_text("by the agent\n")
             await changes.end_turn()
             found = sorted(hunks(changes))
+            changes.close()
             tasks.cancel_scope.cancel()
         tracked.write_text("committed\n")
         loose.write_text("mine\n")
@@ -768,6 +777,7 @@ async def test_a_refused_call_before_any_turn_does_not_make_files_new(tmp_path: 
         changes.on_tool_call(ToolCall("fs_access2", "Read /etc/passwd", "read", "failed"))
         await changes.check()
         assert [os.path.basename(f["path"]) for f in changes.summary()["files"]] == ["keep.txt"]
+        changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_text() == "one\ntwo\n"
 
@@ -803,6 +813,7 @@ async def test_a_full_disk_leaves_the_file_and_the_review_as_they_were(tmp_path:
             ]
             # A write that fits still goes through.
             await changes.write(str(keep), "short\n")
+            changes.close()
             tasks.cancel_scope.cancel()
         assert keep.read_text() == "short\n"
         assert not new.exists() and leftovers(full) == []
@@ -823,6 +834,7 @@ async def test_a_reject_the_disk_cannot_take_leaves_file_and_hunk(tmp_path: Path
             await changes.decide("reject", None, None, None)
             assert [h[1] for h in hunks(changes)] == ["pending"]
             assert "No space left on device" in editor.notices[-1][1]
+            changes.close()
             tasks.cancel_scope.cancel()
         assert path.read_text() == "short\n" and leftovers(full) == []
 
@@ -904,6 +916,7 @@ async def test_outside_git_a_file_rewritten_behind_our_back_is_reviewable(
         reads.clear()
         await changes.begin_turn()
         assert reads == []  # nothing changed since: nothing read
+        changes.close()
         tasks.cancel_scope.cancel()
     assert new.read_text() == "new one\n"
 
@@ -946,5 +959,6 @@ async def test_a_v2_git_patch_is_the_baseline_of_what_the_agent_wrote(
             ("NEWS.md", "pending", ["+Debug mode is on."]),
         ]
         await changes.decide("reject", None, None, None)
+        changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_text() == '{\n  "debug": false\n}\n' and not created.exists()

@@ -694,6 +694,7 @@ async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
             yield socket, socket.add(session)
         finally:
             await socket.aclose()
+            review.close()
             group.cancel_scope.cancel()
 
 

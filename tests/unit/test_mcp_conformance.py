@@ -83,6 +83,7 @@ async def host(tmp_path: Path) -> AsyncIterator[Host]:
         host.token = host.socket.add(host.session)
         yield host
         await host.socket.aclose()
+        host.review.close()
         tasks.cancel_scope.cancel()
 
 

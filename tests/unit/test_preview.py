@@ -42,6 +42,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
         chat.changes = SessionChanges(editor, 1, str(tmp_path), tasks)
         await chat.changes.begin_turn()
         yield chat
+        chat.changes.close()
         tasks.cancel_scope.cancel()
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import threading
@@ -19,6 +18,8 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
+from tests.unit.conftest import inotify_instances
+from tests.unit.memory_agent import MemoryAgent, app_with
 from tests.unit.test_files import commit_all, git, hunks
 
 pytestmark = [
@@ -122,21 +123,42 @@ def test_all_watches_together_keep_to_a_share_of_the_users(
     """Other programs (an LSP's file watcher) need the user's inotify watches too: all
     chats' watches together take at most a quarter of them, and give them back when
     they close, or when their directory goes."""
-    monkeypatch.setattr(tree_watch, "_budget", [3])
+    watches = tree_watch._Share("/nonexistent", 12)  # a quarter of 12: 3
+    monkeypatch.setattr(tree_watch, "_watches", watches)
     (tmp_path / "a").mkdir()
     first = watched(tmp_path)  # the tree and a/
-    assert tree_watch._budget == [1]
+    assert watches.left == 1
     (tmp_path / "a").rmdir()
     assert first.news() is not None  # a/'s watch went with it
-    assert tree_watch._budget == [2]
+    assert watches.left == 2
     (tmp_path / "b").mkdir()
     (tmp_path / "c").mkdir()
     second = watched_or_not(tmp_path)
     assert not second.whole  # the tree and b/ took what was left: none for c/
-    assert tree_watch._budget == [0]
+    assert watches.left == 0
     first.close()
     del second  # closed, or dropped: their watches come back
-    assert tree_watch._budget == [3]
+    assert watches.left == 3
+
+
+def test_all_chats_together_keep_to_a_share_of_the_users_instances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each chat's watch is an inotify instance, of the user's 128 for every program
+    (fs.inotify.max_user_instances): all chats together hold at most a quarter. A
+    chat past them has none (its turn starts scan), and a closed chat's goes to the
+    next one."""
+    instances = tree_watch._Share("/nonexistent", 8)  # a quarter of 8: 2
+    monkeypatch.setattr(tree_watch, "_instances", instances)
+    first, second = (TreeWatch.open(disk_changes.SKIP_DIRS) for _ in range(2))
+    assert first is not None and second is not None
+    assert TreeWatch.open(disk_changes.SKIP_DIRS) is None
+    first.close()
+    third = TreeWatch.open(disk_changes.SKIP_DIRS)
+    assert third is not None
+    for watch in (second, third):
+        watch.close()
+    assert instances.left == 2
 
 
 def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
@@ -262,20 +284,39 @@ async def test_a_new_turn_start_scans_again_when_the_watch_gave_up(
 async def test_closing_the_review_lets_go_of_its_watch(
     tmp_path: Path, changes: SessionChanges
 ) -> None:
-    def inotify_instances() -> int:
-        """Counted by kind: a number closed here may be reused at once by a thread."""
-        kinds = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                kinds.append(os.readlink(f"/proc/self/fd/{fd}"))
-            except OSError:  # closed meanwhile (the listing's own descriptor)
-                continue
-        return kinds.count("anon_inode:inotify")
-
     await changes.begin_turn()
     before = inotify_instances()
     changes.close()
     assert inotify_instances() == before - 1
+
+
+async def test_a_failed_reading_keeps_no_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
+) -> None:
+    """A turn start whose reading fails (here git's) leaves no inotify instance open
+    behind it: the user has 128 for every program, and the collector frees one only
+    when it comes by."""
+
+    def broken(*args: Any) -> None:
+        raise OSError("git went away")
+
+    monkeypatch.setattr(disk_changes, "_read_gits", broken)
+    before = inotify_instances()
+    with pytest.raises(OSError, match="git went away"):  # its traceback holds the reading
+        await changes.begin_turn()
+    assert inotify_instances() == before
+
+
+async def test_closing_neovim_lets_go_of_every_chats_watch(tmp_path: Path) -> None:
+    """The host shutting down (Neovim closing) closes every chat's watch, not only
+    the chats closed before it."""
+    before = inotify_instances()
+    async with app_with(MemoryAgent(), str(tmp_path)) as (app, _editor):
+        await app.open(2, None, str(tmp_path))
+        for chat in (1, 2):
+            await app.send(chat, "hello")  # its turn start watches the tree
+        assert inotify_instances() == before + 2
+    assert inotify_instances() == before  # the app, its chats and reviews still held
 
 
 @needs_git

@@ -595,6 +595,7 @@ async def test_v2_agent_exit_mid_turn_is_reported(tmp_path: Path) -> None:
         await app.send(1, "crash")
         assert app.chats[1].state == "error"
         assert "exited during the turn (exit code 3)" in editor.events[-1][1]["message"]
+        await app.shutdown()
         tasks.cancel_scope.cancel()
 
 

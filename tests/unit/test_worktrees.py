@@ -107,6 +107,7 @@ async def review(project: Path, tmp_path: Path) -> AsyncIterator[WorktreeChanges
         review = WorktreeChanges(RecordingEditor(), 1, cwd, Tasks(tasks), worktree)
         await review.begin_turn()
         yield review
+        review.close()
         tasks.cancel_scope.cancel()
 
 

@@ -174,7 +174,9 @@ class App:
         await self.mcp.buffers_changed(self.pool.agents.values())
 
     async def shutdown(self) -> None:
-        """End every agent (Neovim is closing)."""
+        """End every agent (Neovim is closing), and let go of what watches the
+        chats' files."""
+        self.reviews.close_all()
         with anyio.CancelScope(shield=True):
             await self.ctx.history.close()
             await self.pool.aclose()

@@ -111,6 +111,11 @@ class Reviews:
             self.ctx.editor.notify(f"{hunks} {where}", "info")
         return review
 
+    def close_all(self) -> None:
+        """Every review lets go of its watch: no agent changes files any more."""
+        for review in self.by_chat.values():
+            review.close()
+
     def _forget(self, chat_id: int) -> None:
         """Let go of a closed chat's review; Lua drops it and its marks with it (an
         empty review of a chat it no longer shows)."""

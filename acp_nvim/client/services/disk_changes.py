@@ -261,8 +261,15 @@ def _turn_start(
         if last.watch is not None:
             last.watch.close()
     watch = TreeWatch.open(SKIP_DIRS)
-    scan = scan_tree(*dirs, watch=watch, skip_paths=skip_paths)
-    gits = _read_gits(dirs, watch)
+    try:
+        scan = scan_tree(*dirs, watch=watch, skip_paths=skip_paths)
+        gits = _read_gits(dirs, watch)
+    except BaseException:
+        # Left to the collector, the inotify instance (the user has 128 in all)
+        # would stay open until a collection happened to free it.
+        if watch is not None:
+            watch.close()
+        raise
     if watch is not None and not (scan.complete and watch.whole):
         watch.close()
         watch = None

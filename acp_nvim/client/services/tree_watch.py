@@ -40,42 +40,56 @@ _TREE_MASK = (
 # A git index is replaced by a rename of its lock file, or written in place.
 _INDEX_MASK = _MOVED_TO | _CLOSE_WRITE | _CREATE | _DELETE | _ONLYDIR
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
-# Watches are the user's, shared by every program (fs.inotify.max_user_watches, 8192
-# on older kernels): past this many directories a chat's tree is scanned instead,
-# and all chats together hold at most a quarter of the user's watches.
+# Watches and instances are the user's, shared by every program: an LSP's file
+# watcher that finds none left stops working. Past MAX_DIRS directories a chat's tree
+# is scanned instead; all chats together hold at most a quarter of the user's watches
+# and of the user's instances (one a chat: 128 in all by default).
 MAX_DIRS = 4096
-_LIMIT = "/proc/sys/fs/inotify/max_user_watches"
-_budget_lock = threading.Lock()
-_budget: list[int] = []  # watches all chats may still add (read at the first)
 
 
-def _take_watch() -> bool:
-    """One watch from the chats' share of the user's; False when it is spent."""
-    with _budget_lock:
-        if not _budget:
-            try:
-                with open(_LIMIT) as limit:
-                    _budget.append(int(limit.read()) // 4)
-            except (OSError, ValueError):
-                _budget.append(8192 // 4)
-        if _budget[0] <= 0:
-            return False
-        _budget[0] -= 1
-        return True
+class _Share:
+    """A quarter of one of the user's inotify limits, for all chats together; the
+    limit is read at the first take."""
+
+    def __init__(self, limit: str, default: int) -> None:
+        self._limit = limit
+        self._default = default
+        self._lock = threading.Lock()
+        self.left: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<_Share {self.left} left of {self._limit}>"
+
+    def take(self) -> bool:
+        """One from the share; False when it is spent."""
+        with self._lock:
+            if self.left is None:
+                try:
+                    with open(self._limit) as limit:
+                        self.left = int(limit.read()) // 4
+                except (OSError, ValueError):
+                    self.left = self._default // 4
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+    def give_back(self, count: int = 1) -> None:
+        with self._lock:
+            if self.left is not None:
+                self.left += count
 
 
-def _let_go_one() -> None:
-    with _budget_lock:
-        _budget[0] += 1
+_watches = _Share("/proc/sys/fs/inotify/max_user_watches", 8192)
+_instances = _Share("/proc/sys/fs/inotify/max_user_instances", 128)
 
 
 def _let_go(fd: int, held: list[int]) -> None:
-    """Close an inotify instance and give its watches back to the share."""
+    """Close an inotify instance and give it and its watches back to the shares."""
     os.close(fd)
-    with _budget_lock:
-        if _budget:
-            _budget[0] += held[0]
-        held[0] = 0
+    _instances.give_back()
+    _watches.give_back(held[0])
+    held[0] = 0
 
 
 class News(msgspec.Struct):
@@ -135,12 +149,16 @@ class TreeWatch:
     @classmethod
     def open(cls, skip: Collection[str]) -> TreeWatch | None:
         """A new, empty watch; None where inotify is not there (not Linux, or out of
-        instances). ``skip``: names of directories never watched."""
+        instances or of the chats' share of them). ``skip``: names of directories
+        never watched."""
         libc = _libc()
-        if libc is None:
+        if libc is None or not _instances.take():
             return None
         fd = libc.init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        return None if fd < 0 else cls(fd, libc, skip)
+        if fd < 0:
+            _instances.give_back()
+            return None
+        return cls(fd, libc, skip)
 
     def add_dir(self, path: str, root: bool = False) -> None:
         """Watch ``path`` itself (not what is under it): a scan calls this for every
@@ -165,10 +183,10 @@ class TreeWatch:
     def _add(self, path: str, mask: int) -> int:
         with self._lock:
             wd = -1
-            if self._closer.alive and _take_watch():
+            if self._closer.alive and _watches.take():
                 wd = self._libc.add_watch(self._fd, os.fsencode(path), mask)
                 if wd < 0 or wd in self._dirs or wd in self._indexes:
-                    _let_go_one()  # not added, or the same directory again
+                    _watches.give_back()  # not added, or the same directory again
                 else:
                     self._held[0] += 1
         if wd < 0:
@@ -210,7 +228,7 @@ class TreeWatch:
             if mask & _IGNORED:  # the directory is gone, its watch with it
                 if self._dirs.pop(wd, None) is not None:
                     self._held[0] -= 1
-                    _let_go_one()
+                    _watches.give_back()
                 continue
             if wd in self._indexes:
                 since.index_changed |= name in self._indexes[wd]

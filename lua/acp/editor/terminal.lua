@@ -57,9 +57,28 @@ local function entry_for(key)
   return entry
 end
 
--- Each running command's end mark (see DRAIN) and the output held back while it
--- may be the mark's beginning: {mark, held}.
+-- Each running command's marks (see DRAIN) and the output held back while it may
+-- be the end mark's beginning: {start, started, head, mark, held, stopping}.
+-- `stopping`: a stop asked for before the start mark came (its `wipe`), else nil.
 local drains = {}
+
+--- `text` past the start mark, once it has come whole (the first bytes the command's
+--- terminal gets); nil while it has not.
+local function past_start(drain, text)
+  if drain.started then
+    return text
+  end
+  drain.head = drain.head .. text
+  if #drain.head < #drain.start then
+    return nil
+  end
+  drain.started = true
+  text, drain.head = drain.head, ""
+  if vim.startswith(text, drain.start) then
+    text = text:sub(#drain.start + 1)
+  end
+  return text
+end
 
 --- `text` without the end mark, and whether the mark was in it.
 local function cut_mark(drain, text)
@@ -92,6 +111,19 @@ local function on_output(key, data)
   local text = table.concat(data, "\n")
   local drain = drains[key]
   if drain then
+    local was_started = drain.started
+    text = past_start(drain, text)
+    if text == nil then
+      return
+    end
+    if not was_started and drain.stopping ~= nil then
+      -- Asked to stop before it was its own program: now it is. Outside this
+      -- callback (jobwait() may run the job's on_exit).
+      local wipe = drain.stopping
+      vim.schedule(function()
+        M.stop({ key }, wipe)
+      end)
+    end
     local ended
     text, ended = cut_mark(drain, text)
     if ended then
@@ -122,6 +154,12 @@ end
 local function on_exit(key, code)
   local drain = drains[key]
   drains[key] = nil
+  if drain and drain.stopping then
+    -- It ended before it said it started: the wipe the stop still owes.
+    vim.schedule(function()
+      M.stop({ key }, true)
+    end)
+  end
   if drain and drain.held ~= "" then
     table.insert(entry_for(key).parts, drain.held)
   end
@@ -182,9 +220,16 @@ end
 -- for the command to end. Then it sends SIGTERM to what is left of its group and
 -- dies of the signal that stopped it. So the group is only ever signalled while its
 -- leader lives, and its pid cannot be a stranger's (decision 0036).
+-- Nor before the command prints its start mark, just before it becomes the command
+-- (the wrapper's traps set, the command in the group): until the wrapper runs its
+-- own program it is a forked Neovim with Neovim's signal handlers, which pass a
+-- signal on to Neovim through a pipe they share, and Neovim died of a SIGHUP it
+-- was never sent (exit code 1, "Caught deadly signal 'SIGHUP'"): an agent killing a
+-- command it had just started, on a busy machine. A stop asked before waits for it.
 local DRAIN = [[n=$1; shift; stop=; trap 'stop=HUP' HUP; trap 'stop=TERM' TERM; ]]
   .. [[end_() { trap '' TERM; kill -TERM 0 2>/dev/null; trap - "$stop"; kill -s "$stop" $$; }; ]]
-  .. [["$@"; rc=$?; [ -n "$stop" ] && end_; trap 'kill $! 2>/dev/null; exit $rc' USR1; ]]
+  .. [[/bin/sh -c 'printf "\033]5379;%s+\007" "$0"; exec "$@"' "$n" "$@"; ]]
+  .. [[rc=$?; [ -n "$stop" ] && end_; trap 'kill $! 2>/dev/null; exit $rc' USR1; ]]
   .. [[printf '\033]5379;%s\007' "$n"; sleep 5 & wait $!; ]]
   .. [[kill $! 2>/dev/null; [ -n "$stop" ] && end_; exit $rc]]
 
@@ -246,7 +291,13 @@ function M.create(key, cmd, cwd, env, show, chat)
     error(ok and (program .. " is not executable") or job, 0)
   end
   local pid = vim.fn.jobpid(job)
-  drains[key] = { mark = ("\27]5379;%s\7"):format(nonce), held = "" }
+  drains[key] = {
+    start = ("\27]5379;%s+\7"):format(nonce),
+    started = false,
+    head = "",
+    mark = ("\27]5379;%s\7"):format(nonce),
+    held = "",
+  }
   remember(key, { buf = buf, job = job, pid = pid, running = true, chat = chat })
   if show then
     vim.schedule(function()
@@ -329,7 +380,11 @@ end
 function M.stop(keys, wipe)
   for _, key in ipairs(keys) do
     local term = M.terminals[key]
-    if term then
+    local drain = drains[key]
+    if drain and not drain.started then
+      -- Not yet its own program (see DRAIN): stopped once it says it is.
+      drain.stopping = wipe or drain.stopping or false
+    elseif term then
       if term.pid and alive(term) then
         pcall(vim.uv.kill, -term.pid, "sighup")
         vim.fn.jobstop(term.job)
