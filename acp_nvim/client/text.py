@@ -142,13 +142,19 @@ def decode_file(data: bytes) -> DecodedFile:
 def encode_file(text: str, like: DecodedFile | None = None) -> bytes:
     """Encode ``text`` for writing back with the BOM and encoding of ``like``.
 
-    Characters latin-1 cannot hold switch the file to UTF-8 rather than fail.
+    Raises:
+        ValueError: ``like`` is latin-1 and ``text`` holds a character latin-1
+            cannot (said with its line). Writing such a file as UTF-8 instead
+            would change the bytes of every other non-ASCII character in it, and
+            double-encode those of a UTF-8 file read as latin-1 for one stray byte.
     """
     if like is not None and like.encoding == "latin-1":
         try:
             return text.encode("latin-1")
-        except UnicodeEncodeError:
-            pass
+        except UnicodeEncodeError as err:
+            line = text.count("\n", 0, err.start) + 1
+            why = f"its encoding latin-1 cannot hold {text[err.start]!r} (line {line})"
+            raise ValueError(why) from None
     data = text.encode("utf-8", "surrogatepass")
     return _BOM + data if like is not None and like.bom else data
 

@@ -136,6 +136,37 @@ def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     assert closed.read_bytes() == b"a\r\nB\r\n"
 
 
+def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # Neovim reads both as latin1: one is, the other is UTF-8 but for a stray byte.
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"caf\xe9\nx\n")
+    closed.write_bytes(b"caf\xc3\xa9 \xff\nx\n")
+    buf = start(editor, loaded)
+    assert editor.lua("return vim.bo[...].fileencoding", buf) == "latin1"
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "café\nx → y\n"}},
+            {"write": {"path": str(closed), "content": "cafÃ© ÿ\nx → y\n"}},
+            {"write": {"path": str(loaded), "content": "Café\nx\n"}},
+        ],
+    )
+    why = "its encoding {} cannot hold '→' (line 2)"
+    assert results == [
+        {"error": -32603, "message": f"Internal error: cannot write {loaded}: {why.format('latin1')}"},
+        {"error": -32603, "message": f"Internal error: cannot write {closed}: {why.format('latin-1')}"},
+        {},
+    ]
+    # Neither file got "?" for the arrow, nor was re-encoded; the buffer is as on disk.
+    assert closed.read_bytes() == b"caf\xc3\xa9 \xff\nx\n"
+    assert loaded.read_bytes() == b"Caf\xe9\nx\n"
+    assert lines(editor, buf) == ["Café", "x"]
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -140,9 +140,10 @@ def test_decode_file_and_encode_back(data: bytes, decoded: DecodedFile) -> None:
     assert encode_file(decoded.text, decoded) == data
 
 
-def test_encode_file_falls_back_to_utf8_for_non_latin1_text() -> None:
+def test_encode_file_refuses_what_latin1_cannot_hold() -> None:
     latin = decode_file(b"caf\xe9")
-    assert encode_file("caf\u00e9 \u2603", latin) == "caf\u00e9 \u2603".encode()
+    with pytest.raises(ValueError, match=r"latin-1 cannot hold '\u2603' \(line 2\)"):
+        encode_file("caf\u00e9\n\u2603", latin)
     assert encode_file("x") == b"x"
 
 

@@ -305,6 +305,35 @@ local function write_buffer(buf, name)
   end
 end
 
+-- Why `buf`'s 'fileencoding' cannot hold the text `edits` ({start, end, lines},
+-- bottom to top) bring, or nil. :write! writes such a character as "?" or "¿"
+-- (its conversion error is no error with "!"), the buffer showing the agent's.
+local function unconvertible(buf, edits)
+  local fenc = vim.bo[buf].fileencoding
+  if fenc == "" or fenc:find("^utf") or fenc:find("^ucs") then
+    return nil -- Unicode: every character fits
+  end
+  local function fits(text)
+    local back = vim.fn.iconv(vim.fn.iconv(text, "utf-8", fenc), fenc, "utf-8")
+    return not text:find("[\128-\255]") or back == text
+  end
+  local shift = 0 -- lines the edits above this one added
+  for k = #edits, 1, -1 do
+    local e = edits[k]
+    for i, line in ipairs(e[3]) do
+      if not fits(line) then
+        for _, char in ipairs(vim.fn.split(line, "\\zs")) do
+          if not fits(char) then
+            return ("its encoding %s cannot hold '%s' (line %d)"):format(fenc, char, e[1] + shift + i)
+          end
+        end
+      end
+    end
+    shift = shift + #e[3] - (e[2] - e[1])
+  end
+  return nil
+end
+
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at
 --- `tick`; one undo step; then write it when `save`. Returns false when stale,
 --- including when the file changed on disk since the buffer was read (it is
@@ -326,6 +355,10 @@ function M.edit(path, tick, edits, save, disk_changed, before)
   end
   if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
     return false
+  end
+  local unfit = save and unconvertible(buf, edits)
+  if unfit then
+    return { error = unfit }
   end
   if #edits > 0 then
     api.nvim_buf_call(buf, function()
