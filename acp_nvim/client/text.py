@@ -20,6 +20,7 @@ __all__ = [
     "join_text",
     "looks_binary",
     "slice_lines",
+    "split_as",
     "split_text",
     "strip_ansi",
     "truncate_from_start",
@@ -63,6 +64,32 @@ def split_text(text: str) -> tuple[list[str], Eol, bool]:
     if final_newline:
         lines.pop()
     return lines, eol, final_newline
+
+
+def split_as(text: str, eol: Eol) -> tuple[list[str], bool]:
+    """Split ``text`` into the lines of a file that ends its lines with ``eol``.
+
+    Returns ``(lines, final_newline)``. Where the file ends its lines with
+    ``"\n"`` alone (a file of mixed endings, a 'fileformat' unix buffer), a
+    ``"\r"`` before one is its line's own, kept as it came: :func:`split_text`
+    would take a text whose every ``"\n"`` follows a ``"\r"`` for a CRLF one
+    and drop them all. Where it ends them with ``"\r\n"``, a ``"\n"`` alone
+    ends a line too (an agent may send either).
+
+    >>> split_as("a\r\nb\r\n", "\n")
+    (['a\r', 'b\r'], True)
+    """
+    if eol == "\r":
+        lines, _, final_newline = split_text(text)
+        return lines, final_newline
+    lines = text.split("\n")
+    if eol == "\r\n":
+        # The last piece ends no line: a "\r" there is text.
+        lines[:-1] = [line.removesuffix("\r") for line in lines[:-1]]
+    final_newline = len(lines) > 1 and lines[-1] == ""
+    if final_newline:
+        lines.pop()
+    return lines, final_newline
 
 
 def join_text(lines: list[str], eol: Eol = "\n", final_newline: bool = True) -> str:

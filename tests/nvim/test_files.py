@@ -136,6 +136,29 @@ def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     assert closed.read_bytes() == b"a\r\nB\r\n"
 
 
+def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"a\r\nb\nc\r\n")
+    closed.write_bytes(b"a\r\nb\nc\r\n")
+    buf = start(editor, loaded)
+    assert editor.lua("return vim.bo[...].fileformat", buf) == "unix"
+    # The agent gives line b a CRLF too: its text, every line CRLF, is what it meant.
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "a\r\nB\r\nc\r\n"}},
+            {"write": {"path": str(closed), "content": "a\r\nB\r\nc\r\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"a\r\nB\r\nc\r\n"
+    assert closed.read_bytes() == b"a\r\nB\r\nc\r\n"
+    assert lines(editor, buf) == ["a\r", "B\r", "c\r"]
+
+
 def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     editor: Editor, tmp_path: Path
 ) -> None:

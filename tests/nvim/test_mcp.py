@@ -280,6 +280,18 @@ def test_edit_buffer_keeps_unsaved_text_and_shows_in_the_review(
     assert path.read_text() == "first = 1\nsecond = 3\n"
 
 
+def test_edit_buffer_keeps_the_line_endings_of_a_file_of_mixed_ones(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    start(editor)
+    arguments = {"path": "mixed.txt", "old_text": "c", "new_text": "C"}
+    [result] = call(editor, [{"tool": "edit_buffer", "arguments": arguments}])
+    assert result["isError"] is False, text(result)
+    assert path.read_bytes() == b"a\r\nb\nC\r\n"
+
+
 def test_a_connection_without_the_token_is_refused(editor: Editor) -> None:
     start(editor)
     [servers] = call(editor, "servers")

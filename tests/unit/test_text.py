@@ -8,11 +8,13 @@ from acp_nvim.client import text as text_module
 from acp_nvim.client.text import (
     ChunkDecoder,
     DecodedFile,
+    Eol,
     decode_file,
     encode_file,
     join_text,
     looks_binary,
     slice_lines,
+    split_as,
     split_text,
     strip_ansi,
     truncate_from_start,
@@ -30,6 +32,7 @@ def test_exports() -> None:
         "join_text",
         "looks_binary",
         "slice_lines",
+        "split_as",
         "split_text",
         "strip_ansi",
         "truncate_from_start",
@@ -138,6 +141,22 @@ def test_looks_binary(data: bytes, binary: bool) -> None:
 def test_decode_file_and_encode_back(data: bytes, decoded: DecodedFile) -> None:
     assert decode_file(data) == decoded
     assert encode_file(decoded.text, decoded) == data
+
+
+@pytest.mark.parametrize(
+    ("text", "eol", "split"),
+    [
+        ("a\r\nb\r\n", "\n", (["a\r", "b\r"], True)),  # a "\r" of a LF file is text
+        ("a\nb\r\nc", "\r\n", (["a", "b", "c"], False)),  # either ends a CRLF line
+        ("a\r\nb\r", "\r\n", (["a", "b\r"], False)),  # the last piece ends no line
+        ("", "\r\n", ([""], False)),
+        ("a\rb\r", "\r", (["a", "b"], True)),
+    ],
+)
+def test_split_as_splits_as_the_file_ends_its_lines(
+    text: str, eol: Eol, split: tuple[list[str], bool]
+) -> None:
+    assert split_as(text, eol) == split
 
 
 def test_encode_file_refuses_what_latin1_cannot_hold() -> None:

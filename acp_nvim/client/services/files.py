@@ -46,7 +46,15 @@ import msgspec
 
 from acp_nvim.client.editor import BufferState, Editor, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
-from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
+from acp_nvim.client.text import (
+    DecodedFile,
+    Eol,
+    decode_file,
+    encode_file,
+    join_text,
+    split_as,
+    split_text,
+)
 from acp_nvim.review import MergeResult, line_edits, merge3
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
@@ -116,13 +124,13 @@ class Document(msgspec.Struct):
         The agent's own endings count only for an empty or new file on disk; a
         buffer always writes with its 'fileformat' and 'eol'/'fixeol'.
         """
-        lines = split_text(content)[0]
         if self.buffer is not None:
+            lines = split_as(content, self.buffer.eol)[0]
             return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text
         if not self.text:
             return content
         _, eol, final_newline = split_text(self.text)
-        return join_text(lines, eol, final_newline)
+        return join_text(split_as(content, eol)[0], eol, final_newline)
 
 
 def absolute(path: str) -> str:
@@ -544,7 +552,7 @@ async def save(
             if target != (disk.text or ""):
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
             beside = True
-        lines = split_text(doc.conform(text))[0]
+        lines = split_as(doc.conform(text), buffer.eol)[0]
         with _saving(doc.path):
             tick = await editor.edit_buffer(
                 doc.path,
