@@ -190,6 +190,36 @@ def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     assert editor.lua("return vim.bo[...].modified", buf) is False
 
 
+@pytest.mark.parametrize("name", ["link", "braces"])
+def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
+    editor: Editor, tmp_path: Path, name: str
+) -> None:
+    project = tmp_path / "project"
+    path = project / ("real.txt" if name == "link" else "page.{a,b}.txt")
+    path.write_text("one\ntwo\n")
+    opened = path
+    if name == "link":
+        opened = project / "link.txt"
+        opened.symlink_to(path)
+    editor.nvim.command(f"edit {editor.lua('return vim.fn.fnameescape(...)', str(opened))}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'unsaved'})", buf)
+    start(editor)
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(path)}},
+            {"write": {"path": str(path), "content": "unsaved\ntwo\nthree\n"}},
+        ],
+    )
+    # The agent reads your unsaved line; its change reaches buffer and file, your line
+    # stays yours: the buffer does not go stale behind a file it never saw change.
+    assert results == [{"content": "unsaved\ntwo\n"}, {}]
+    assert lines(editor, buf) == ["unsaved", "two", "three"]
+    assert path.read_text() == "one\ntwo\nthree\n"
+    assert modified(editor, buf)
+
+
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -11,14 +11,32 @@ local api = vim.api
 
 local eols = { unix = "\n", dos = "\r\n", mac = "\r" }
 
---- The loaded buffer holding `path` (absolute), or nil.
+local function is_file_buffer(buf)
+  return api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == ""
+end
+
+--- The loaded buffer holding `path` (absolute), or nil: the buffer of that name,
+--- else one of the same file by another name (through a symlink, to the file or
+--- to a directory on its way).
 ---@param path string
 ---@return integer?
 function M.find(path)
-  local buf = vim.fn.bufnr(vim.fn.fnameescape(path))
-  if buf > 0 and api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
-    -- bufnr() matches patterns; make sure it is this very file.
-    if vim.fn.fnamemodify(api.nvim_buf_get_name(buf), ":p") == path then
+  -- Names compared as they are: bufnr() takes a pattern, costs more than this loop
+  -- with many buffers, and found no buffer for a name holding "{a,b}", escaped.
+  local buffers = api.nvim_list_bufs()
+  for _, buf in ipairs(buffers) do
+    if api.nvim_buf_get_name(buf) == path and is_file_buffer(buf) then
+      return buf
+    end
+  end
+  -- By the file the names lead to now. Not Neovim's own lookup by file: it keeps
+  -- the inode a buffer last read, and a save through a new file (decision 0037)
+  -- replaces it.
+  local file = vim.uv.fs_stat(path)
+  for _, buf in ipairs(file and buffers or {}) do
+    local name = api.nvim_buf_get_name(buf)
+    local other = name ~= "" and vim.uv.fs_stat(name)
+    if other and other.ino == file.ino and other.dev == file.dev and is_file_buffer(buf) then
       return buf
     end
   end
