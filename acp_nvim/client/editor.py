@@ -473,6 +473,10 @@ class Editor(Protocol):
         With ``check``, the buffer is first compared with its file as Neovim's
         :checktime does: reloaded when unmodified and the file changed, else
         ``moved`` tells that the file changed behind its unsaved edits.
+
+        Raises:
+            EditorError: ``load`` and the file cannot be loaded (a swap file of
+                it exists), saying why.
         """
 
     async def edit_buffer(

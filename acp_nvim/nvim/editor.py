@@ -457,6 +457,8 @@ class NvimEditor:
             raw = self._nvim.exec_lua(_READ, path, load, want, known, check)
             if not raw:
                 return None
+            if "error" in raw:  # the buffer could not be loaded
+                raise EditorError(f"cannot load {path}: {raw['error']}")
             # Only the first call checks the file: what it found holds for the retries.
             moved, check = moved or bool(raw.get("moved")), False
             buf, tick = int(raw["buf"]), int(raw["tick"])

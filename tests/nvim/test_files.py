@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.disk import fill, small_disk
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import Editor, nvim_binary
 
 
 def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]:
@@ -483,6 +486,44 @@ def test_write_to_a_stale_buffer_with_unsaved_edits_leaves_the_newer_disk_text(
     assert lines(editor, buf)[:2] == ["A", "b, unsaved"] and modified(editor, buf)
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert any("changed on disk behind your unsaved edits" in n for n in notices), notices
+
+
+@contextmanager
+def open_elsewhere(editor: Editor, path: Path) -> Iterator[None]:
+    """``path`` open in another Neovim, its swap file where this one looks for one."""
+    editor.nvim.command("set swapfile updatecount=200")  # the fixture's -n turned them off
+    swaps = editor.lua("return vim.fn.stdpath('state') .. '/swap//'")
+    os.makedirs(swaps, exist_ok=True)
+    other = subprocess.Popen(
+        [nvim_binary(), "--headless", "--clean", "--cmd", f"set directory={swaps}", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        editor.wait(f"#vim.fn.glob({swaps!r} .. '*.swp', false, true) > 0", what="its swap file")
+        yield
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_file_open_in_another_neovim_is_not_loaded_for_an_unsaved_edit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\n")
+    with open_elsewhere(editor, path):
+        editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+        editor.open_chat("files")
+        [result] = run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}])
+        why = f"cannot load {path}: a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+        # Not loaded past Neovim's E325 (the user would never be offered to recover the
+        # swap file's text): the agent and the user are told, and nothing changed.
+        assert result == {"error": -32603, "message": f"Internal error: {why}"}
+        assert editor.lua("return vim.fn.bufexists(...)", str(path)) == 0
+        assert editor.lua("return _G.acp_notices")[-1]["msg"] == f"acp: the agent's write failed: {why}"
+        assert path.read_text() == "one\ntwo\n"
 
 
 def test_read_only_buffer_or_file_is_refused_with_a_clear_error(

@@ -44,7 +44,7 @@ from typing import Literal
 import anyio.to_thread
 import msgspec
 
-from acp_nvim.client.editor import BufferState, Editor, WriteError
+from acp_nvim.client.editor import BufferState, Editor, EditorError, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
 from acp_nvim.client.text import (
     DecodedFile,
@@ -410,11 +410,15 @@ async def load(
     disk, else ``buffer.moved`` says the file changed behind its unsaved edits.
 
     Raises:
-        FileError: see :func:`read_disk`.
+        FileError: see :func:`read_disk`; the buffer cannot be loaded (a swap
+            file of it exists).
     """
     if load_buffer and os.path.isdir(path):
         raise FileError("directory", f"{path} is a directory")
-    buffer = await editor.read_buffer(path, load=load_buffer, check=check)
+    try:
+        buffer = await editor.read_buffer(path, load=load_buffer, check=check)
+    except EditorError as err:
+        raise FileError("io", str(err)) from None
     if buffer is not None:
         return Document(path, buffer.text, buffer)
     return await anyio.to_thread.run_sync(read_disk, path)

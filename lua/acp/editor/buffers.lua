@@ -11,6 +11,17 @@ local api = vim.api
 
 local eols = { unix = "\n", dos = "\r\n", mac = "\r" }
 
+--- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
+--- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
+local function reason(err)
+  err = tostring(err)
+  local vim_error = err:match("E%d+: ([^\n]*)$")
+  if vim_error then
+    return (vim_error:gsub(" %(add ! to override%)$", ""))
+  end
+  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
+end
+
 local function is_file_buffer(buf)
   return api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == ""
 end
@@ -95,6 +106,27 @@ local function state(buf, want, known)
   }
 end
 
+--- A buffer for `path` loaded without a window, or nil and why not. Not
+--- where Neovim finds a swap file of it (another Neovim edits the file, or one
+--- crashed editing it): bufload() asks nothing, loads the file anyway and raises
+--- E325, and the user, whose windows would then show the loaded buffer, would
+--- never be offered the swap file's text to recover. The buffer is taken back.
+---@param path string
+---@return integer?, string?
+function M.load(path)
+  local existed = vim.fn.bufexists(path) == 1
+  local buf = vim.fn.bufadd(path)
+  local ok, err = pcall(vim.fn.bufload, buf)
+  if ok then
+    return buf
+  end
+  api.nvim_buf_delete(buf, { unload = existed, force = true })
+  if tostring(err):find("E325:", 1, true) then
+    return nil, "a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+  end
+  return nil, reason(err)
+end
+
 --- The state of the buffer of `path` (absolute), or nil when none is loaded; with
 --- `load`, a hidden buffer is created for it (no window) first. `want` is "meta"
 --- (no text), "text" (the lines joined by "\n") or "lines". `known` is {buf, tick}
@@ -110,9 +142,12 @@ end
 function M.read(path, load, want, known, check)
   local buf = M.find(path)
   if not buf and load then
-    buf = vim.fn.bufadd(path)
+    local why
+    buf, why = M.load(path)
+    if not buf then
+      return { error = why }
+    end
     vim.bo[buf].buflisted = true
-    vim.fn.bufload(buf)
   end
   if not buf then
     return nil
@@ -212,17 +247,6 @@ local function vouch(buf, before)
   end)
   api.nvim_del_autocmd(id)
   seen.record(buf)
-end
-
---- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
---- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
-local function reason(err)
-  err = tostring(err)
-  local vim_error = err:match("E%d+: ([^\n]*)$")
-  if vim_error then
-    return (vim_error:gsub(" %(add ! to override%)$", ""))
-  end
-  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
 end
 
 --- Write the current buffer `buf` to `target` (its file, symlinks resolved;
