@@ -223,6 +223,29 @@ def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
     assert modified(editor, buf)
 
 
+def test_a_buffer_the_agent_empties_leaves_an_empty_file(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    full, empty = project / "full.txt", project / "empty.txt"
+    full.write_text("one\n")
+    empty.write_bytes(b"")
+    start(editor, full)
+    editor.nvim.command(f"edit {empty}")
+    assert run(
+        editor,
+        [
+            {"write": {"path": str(full), "content": ""}},
+            {"write": {"path": str(empty), "content": "new\n"}},
+        ],
+    ) == [{}, {}]
+    assert full.read_bytes() == b""  # not "\n"
+    # Rejecting the agent's text in the empty file leaves it empty too.
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    editor.wait("require('acp').changes()[2].hunks[1].status == 'rejected'")
+    assert empty.read_bytes() == b""
+    assert full.read_bytes() == b"one\n"
+
+
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     editor: Editor, tmp_path: Path
 ) -> None:

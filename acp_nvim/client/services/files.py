@@ -55,7 +55,7 @@ from acp_nvim.client.text import (
     split_as,
     split_text,
 )
-from acp_nvim.review import MergeResult, line_edits, merge3
+from acp_nvim.review import LineEdit, MergeResult, line_edits, merge3
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
@@ -491,6 +491,14 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
 
+def _buffer_edits(old: list[str], new: list[str]) -> list[LineEdit]:
+    """The edits making a buffer of lines ``old`` hold ``new``. The empty file is
+    a buffer left with no lines: one left with an empty line, :write writes as "\n"."""
+    if new == [""] and old != [""]:
+        return [LineEdit(0, len(old), [])]
+    return line_edits(old, new)
+
+
 @contextmanager
 def _saving(path: str) -> Iterator[None]:
     """The editor's failed save of ``path`` told as a :class:`FileError`."""
@@ -561,7 +569,7 @@ async def save(
             tick = await editor.edit_buffer(
                 doc.path,
                 buffer.tick,
-                line_edits(buffer.lines, lines),
+                _buffer_edits(buffer.lines, lines),
                 save=to_disk and not buffer.modified,
                 disk_changed=beside or moved,
                 disk_before=before,
