@@ -382,7 +382,8 @@ class BufferState:
     then ``text`` needs no list of lines, which for a 100k-line buffer costs more
     than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
     ``readonly``: 'readonly' or 'nomodifiable' is set. ``moved``: a checked read
-    found the file changed on disk behind the buffer's unsaved edits.
+    found the file changed on disk behind the buffer's unsaved edits. ``bom``:
+    :write starts the file with a byte order mark ('bomb').
     """
 
     def __init__(
@@ -396,13 +397,14 @@ class BufferState:
         joined: str | None = None,
         readonly: bool = False,
         moved: bool = False,
+        bom: bool = False,
     ) -> None:
         if (lines is None) == (joined is None):
             raise TypeError("BufferState needs exactly one of lines and joined")
         self._lines = lines
         self._joined = joined
         self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
-        self.readonly, self.moved = readonly, moved
+        self.readonly, self.moved, self.bom = readonly, moved, bom
 
     def __repr__(self) -> str:
         return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"

@@ -463,7 +463,7 @@ class NvimEditor:
             moved, check = moved or bool(raw.get("moved")), False
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
-            readonly = bool(raw["readonly"])
+            readonly, bom = bool(raw["readonly"]), bool(raw.get("bomb"))
             if not mirrors.is_attached(buf) and self._attach(buf):
                 mirrors.mark_attached(buf)
                 want, known = "text", None
@@ -481,7 +481,9 @@ class NvimEditor:
                 want = "lines"
                 continue
             if text is not None:
-                return BufferState(None, *state, joined=text, readonly=readonly, moved=moved)
+                return BufferState(
+                    None, *state, joined=text, readonly=readonly, moved=moved, bom=bom
+                )
             want, known = "text", None
         raise EditorError(f"{path}: the buffer kept changing while it was read")
 

@@ -139,6 +139,27 @@ def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     assert closed.read_bytes() == b"a\r\nB\r\n"
 
 
+def test_a_byte_order_mark_the_agent_kept_is_not_written_twice(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"\xef\xbb\xbfa\nb\n")
+    closed.write_bytes(b"\xef\xbb\xbfa\nb\n")
+    start(editor, loaded)
+    # As an agent that read the files itself sends them (opencode's read keeps it).
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "\ufeffa\nB\n"}},
+            {"write": {"path": str(closed), "content": "\ufeffa\nB\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"\xef\xbb\xbfa\nB\n"
+    assert closed.read_bytes() == b"\xef\xbb\xbfa\nB\n"
+
+
 def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
     editor: Editor, tmp_path: Path
 ) -> None:

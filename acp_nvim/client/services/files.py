@@ -118,12 +118,22 @@ class Document(msgspec.Struct):
             return self.buffer.eol
         return split_text(self.text or "")[1]
 
+    @property
+    def _bom(self) -> bool:
+        if self.buffer is not None:
+            return self.buffer.bom
+        return self.encoding is not None and self.encoding.bom
+
     def conform(self, content: str) -> str:
         """``content`` with this file's line endings and final newline.
 
         The agent's own endings count only for an empty or new file on disk; a
-        buffer always writes with its 'fileformat' and 'eol'/'fixeol'.
+        buffer always writes with its 'fileformat' and 'eol'/'fixeol'. Where the
+        file starts with a byte order mark, one the agent's text starts with is
+        that mark (an agent that read the file itself may keep it), not a second.
         """
+        if content.startswith("\ufeff") and self._bom:
+            content = content[1:]
         if self.buffer is not None:
             lines = split_as(content, self.buffer.eol)[0]
             return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text

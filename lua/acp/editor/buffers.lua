@@ -102,6 +102,7 @@ local function state(buf, want, known)
     final_newline = bo.eol or (bo.fixeol and not bo.binary),
     modified = bo.modified,
     readonly = bo.readonly or not bo.modifiable,
+    bomb = bo.bomb,
     tick = tick,
   }
 end
