@@ -581,7 +581,11 @@ class Editor(Protocol):
         """
 
     async def show_file(self, path: str, line: int | None) -> None:
-        """Show ``path`` at ``line`` to the user, in the window beside the chat."""
+        """Show ``path`` at ``line`` to the user, in the window beside the chat.
+
+        Raises:
+            EditorError: it cannot be shown (a swap file of it exists), saying why.
+        """
 
     async def watch_buffers(self) -> None:
         """From now on, tell the host when file buffers come and go

@@ -607,7 +607,9 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> None:
-        await self.call_lua("require('acp.editor.windows').follow(...)", path, line)
+        failed = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
+        if failed:
+            raise EditorError(str(failed))
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))

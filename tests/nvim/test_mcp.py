@@ -23,6 +23,7 @@ from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from tests import proc
 from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.test_files import open_elsewhere
 from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
@@ -290,6 +291,21 @@ def test_edit_buffer_keeps_the_line_endings_of_a_file_of_mixed_ones(
     [result] = call(editor, [{"tool": "edit_buffer", "arguments": arguments}])
     assert result["isError"] is False, text(result)
     assert path.read_bytes() == b"a\r\nb\nC\r\n"
+
+
+def test_open_file_leaves_a_file_open_in_another_neovim_to_the_user(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\n")
+    with open_elsewhere(editor, path):
+        start(editor)
+        [result] = call(editor, [{"tool": "open_file", "arguments": {"path": "s.txt"}}])
+        # Not shown past Neovim's E325: opening it, the user is offered its swap file.
+        why = "a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+        assert result["isError"] is True
+        assert text(result) == f"The editor could not do it: cannot show {path}: {why}"
+        assert editor.lua("return vim.fn.bufloaded(...)", str(path)) == 0
 
 
 def test_a_connection_without_the_token_is_refused(editor: Editor) -> None:
