@@ -15,6 +15,7 @@ __all__ = [
     "ChunkDecoder",
     "DecodedFile",
     "Eol",
+    "FileEncoding",
     "decode_file",
     "encode_file",
     "join_text",
@@ -38,7 +39,6 @@ import msgspec
 Eol = Literal["\n", "\r\n", "\r"]
 
 _SNIFF_BYTES = 8192
-_BOM = b"\xef\xbb\xbf"
 
 
 def split_text(text: str) -> tuple[list[str], Eol, bool]:
@@ -144,24 +144,42 @@ def looks_binary(data: bytes) -> bool:
     return False
 
 
+FileEncoding = Literal["utf-8", "latin-1", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+
+# The byte order marks 'fileencodings' "ucs-bom" reads, UTF-32's before UTF-16's:
+# "\xff\xfe\0\0" starts both UTF-32 LE and UTF-16 LE.
+_BOMS: tuple[tuple[bytes, FileEncoding], ...] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
 class DecodedFile(msgspec.Struct, frozen=True):
     """A decoded file: ``text`` without BOM, whether it had one, and the encoding used."""
 
     text: str
     bom: bool = False
-    encoding: Literal["utf-8", "latin-1"] = "utf-8"
+    encoding: FileEncoding = "utf-8"
 
 
 def decode_file(data: bytes) -> DecodedFile:
     """Decode file bytes like Neovim's default 'fileencodings' (ucs-bom,utf-8,latin1).
 
-    A UTF-8 BOM is stripped and reported; bytes that are not UTF-8 decode as
-    latin-1, which never fails. Never raises.
+    A byte order mark (UTF-8, UTF-16 or UTF-32) is stripped and reported, and
+    says the encoding; bytes that are not UTF-8 decode as latin-1, which never
+    fails. Never raises.
     """
-    bom = data.startswith(_BOM)
-    body = data[len(_BOM) :] if bom else data
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            try:
+                return DecodedFile(data[len(mark) :].decode(encoding), True, encoding)
+            except UnicodeDecodeError:
+                break
     try:
-        return DecodedFile(body.decode("utf-8"), bom, "utf-8")
+        return DecodedFile(data.decode("utf-8"), False, "utf-8")
     except UnicodeDecodeError:
         return DecodedFile(data.decode("latin-1"), False, "latin-1")
 
@@ -182,8 +200,11 @@ def encode_file(text: str, like: DecodedFile | None = None) -> bytes:
             line = text.count("\n", 0, err.start) + 1
             why = f"its encoding latin-1 cannot hold {text[err.start]!r} (line {line})"
             raise ValueError(why) from None
-    data = text.encode("utf-8", "surrogatepass")
-    return _BOM + data if like is not None and like.bom else data
+    encoding = like.encoding if like is not None else "utf-8"
+    data = text.encode(encoding, "surrogatepass")
+    if like is not None and like.bom:
+        return next(mark for mark, name in _BOMS if name == encoding) + data
+    return data
 
 
 # Terminal output ----------------------------------------------------------------

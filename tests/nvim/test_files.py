@@ -139,6 +139,22 @@ def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     assert closed.read_bytes() == b"a\r\nB\r\n"
 
 
+def test_a_utf16_file_reads_and_writes_back_as_utf16(editor: Editor, tmp_path: Path) -> None:
+    # As Windows tools write it: a byte order mark, CRLF. Neovim reads it ('ucs-bom').
+    path = tmp_path / "project" / "notes.txt"
+    path.write_bytes("\ufeffcafé\r\nx\r\n".encode("utf-16-le"))
+    start(editor)
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(path)}},
+            {"write": {"path": str(path), "content": "café\nx → y\n"}},
+        ],
+    )
+    assert results == [{"content": "café\r\nx\r\n"}, {}]
+    assert path.read_bytes() == "\ufeffcafé\r\nx → y\r\n".encode("utf-16-le")
+
+
 def test_a_byte_order_mark_the_agent_kept_is_not_written_twice(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -27,6 +27,7 @@ def test_exports() -> None:
         "ChunkDecoder",
         "DecodedFile",
         "Eol",
+        "FileEncoding",
         "decode_file",
         "encode_file",
         "join_text",
@@ -134,6 +135,9 @@ def test_looks_binary(data: bytes, binary: bool) -> None:
         ("\u00e9t\u00e9\n".encode(), DecodedFile("\u00e9t\u00e9\n", False, "utf-8")),
         (b"\xef\xbb\xbfhi\n", DecodedFile("hi\n", True, "utf-8")),
         (b"caf\xe9\n", DecodedFile("caf\u00e9\n", False, "latin-1")),
+        ("\ufeffhi\r\n".encode("utf-16-le"), DecodedFile("hi\r\n", True, "utf-16-le")),
+        ("\ufeffhi".encode("utf-16-be"), DecodedFile("hi", True, "utf-16-be")),
+        ("\ufeffhi".encode("utf-32-le"), DecodedFile("hi", True, "utf-32-le")),
         # A BOM followed by invalid UTF-8: the whole thing is latin-1.
         (b"\xef\xbb\xbf\xe9", DecodedFile("\u00ef\u00bb\u00bf\u00e9", False, "latin-1")),
     ],

@@ -224,10 +224,11 @@ def read_disk(path: str) -> Document:
     if len(data) > MAX_BYTES:
         why = f"{path} is larger than {MAX_BYTES // 2**20} MB: read it in parts (line, limit)"
         raise FileError("too_large", why)
-    # A NUL byte marks binary data; other non-UTF-8 bytes read as latin-1, as in Neovim.
-    if b"\0" in data[:8192]:
-        raise FileError("binary", f"{path} is a binary file")
+    # A NUL marks binary data (a UTF-16 file's NUL bytes decode to other characters);
+    # other non-UTF-8 bytes read as latin-1, as in Neovim.
     decoded = decode_file(data)
+    if "\0" in decoded.text[:8192]:
+        raise FileError("binary", f"{path} is a binary file")
     return Document(path, decoded.text, encoding=decoded)
 
 
