@@ -306,6 +306,19 @@ def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     assert editor.lua("return vim.fn.bufnr(...)", str(new)) == -1
 
 
+def test_a_new_file_left_unsaved_in_a_new_directory_can_be_written(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "new" / "deep" / "n.txt"
+    editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+    editor.open_chat("files")
+    assert run(editor, [{"write": {"path": str(path), "content": "hello\n"}}]) == [{}]
+    assert not path.exists()
+    buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+    editor.nvim.command(f"buffer {buf} | write")  # no E212: its directory is there
+    assert path.read_text() == "hello\n"
+
+
 def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path) -> None:
     # After the first read the host keeps a copy patched by Neovim's buffer events;
     # each read must still equal the buffer, whatever changed it.

@@ -28,6 +28,7 @@ __all__ = [
     "file_name",
     "follow",
     "load",
+    "make_parents",
     "read_part",
     "save",
     "stat_of",
@@ -279,10 +280,21 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
         FileError: a directory or special file, or the write failed (the reason
             said, e.g. "No space left on device"); the file is untouched then.
     """
+    make_parents(path)
     try:
-        target = os.path.realpath(path)  # a symlink is written through
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        replace_file(target, encode_file(text, like))
+        replace_file(os.path.realpath(path), encode_file(text, like))  # through a symlink
+    except _OS_ERRORS as err:
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
+
+
+def make_parents(path: str) -> None:
+    """Create the directories a new file at ``path`` needs.
+
+    Raises:
+        FileError: one cannot be created (the reason said).
+    """
+    try:
+        os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
     except _OS_ERRORS as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
