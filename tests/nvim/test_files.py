@@ -595,6 +595,8 @@ def test_a_file_open_in_another_neovim_is_not_loaded_for_an_unsaved_edit(
         # swap file's text): the agent and the user are told, and nothing changed.
         assert result == {"error": -32603, "message": f"Internal error: {why}"}
         assert editor.lua("return vim.fn.bufexists(...)", str(path)) == 0
+        swaps = editor.lua("return vim.fn.glob(vim.fn.stdpath('state') .. '/swap/*', false, true)")
+        assert not [s for s in swaps if not s.endswith(".swp")]  # none of ours (.swo)
         assert editor.lua("return _G.acp_notices")[-1]["msg"] == f"acp: the agent's write failed: {why}"
         assert path.read_text() == "one\ntwo\n"
 
