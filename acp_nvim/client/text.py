@@ -191,7 +191,8 @@ def encode_file(text: str, like: DecodedFile | None = None) -> bytes:
         ValueError: ``like`` is latin-1 and ``text`` holds a character latin-1
             cannot (said with its line). Writing such a file as UTF-8 instead
             would change the bytes of every other non-ASCII character in it, and
-            double-encode those of a UTF-8 file read as latin-1 for one stray byte.
+            double-encode those of a UTF-8 file read as latin-1 for one stray byte
+            (decision 0090).
     """
     if like is not None and like.encoding == "latin-1":
         try:

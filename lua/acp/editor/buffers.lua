@@ -111,7 +111,8 @@ end
 --- where Neovim finds a swap file of it (another Neovim edits the file, or one
 --- crashed editing it): bufload() asks nothing, loads the file anyway and raises
 --- E325, and the user, whose windows would then show the loaded buffer, would
---- never be offered the swap file's text to recover. The buffer is taken back.
+--- never be offered the swap file's text to recover. The buffer is taken back
+--- (decision 0090).
 ---@param path string
 ---@return integer?, string?
 function M.load(path)
