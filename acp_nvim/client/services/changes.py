@@ -328,11 +328,9 @@ class SessionChanges:
         files.check_writable(doc)
         existed = doc.text is not None
         if doc.buffer is None and not self.auto_save:
-            # Left unsaved, as asked: the edit needs a buffer to live in, and a new
-            # file its directories, or the user's :write fails (E212).
+            # Left unsaved, as asked: the edit needs a buffer to live in.
             try:
-                await anyio.to_thread.run_sync(files.make_parents, path)
-                doc = await files.load(self.editor, path, load_buffer=True)
+                doc = await files.load_to_edit(self.editor, path)
             except FileError as err:
                 self.editor.notify(f"the agent's write failed: {err}")
                 raise

@@ -28,7 +28,7 @@ __all__ = [
     "file_name",
     "follow",
     "load",
-    "make_parents",
+    "load_to_edit",
     "read_part",
     "save",
     "stat_of",
@@ -280,14 +280,14 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
         FileError: a directory or special file, or the write failed (the reason
             said, e.g. "No space left on device"); the file is untouched then.
     """
-    make_parents(path)
+    _make_parents(path)
     try:
         replace_file(os.path.realpath(path), encode_file(text, like))  # through a symlink
     except _OS_ERRORS as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
 
-def make_parents(path: str) -> None:
+def _make_parents(path: str) -> None:
     """Create the directories a new file at ``path`` needs.
 
     Raises:
@@ -445,6 +445,17 @@ async def load(
     if buffer is not None:
         return Document(path, buffer.text, buffer)
     return await anyio.to_thread.run_sync(read_disk, path)
+
+
+async def load_to_edit(editor: Editor, path: str) -> Document:
+    """``path`` in a buffer loaded without a window, for an edit left unsaved there;
+    a new file's directories are made first, or the user's :write fails (E212).
+
+    Raises:
+        FileError: see :func:`load`; a directory cannot be made.
+    """
+    await anyio.to_thread.run_sync(_make_parents, path)
+    return await load(editor, path, load_buffer=True)
 
 
 def check_writable(doc: Document) -> None:
