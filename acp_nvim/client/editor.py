@@ -382,7 +382,8 @@ class BufferState:
     then ``text`` needs no list of lines, which for a 100k-line buffer costs more
     than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
     ``readonly``: 'readonly' or 'nomodifiable' is set. ``moved``: a checked read
-    found the file changed on disk behind the buffer's unsaved edits.
+    found the file changed on disk behind the buffer's unsaved edits. ``bom``:
+    :write starts the file with a byte order mark ('bomb').
     """
 
     def __init__(
@@ -396,13 +397,14 @@ class BufferState:
         joined: str | None = None,
         readonly: bool = False,
         moved: bool = False,
+        bom: bool = False,
     ) -> None:
         if (lines is None) == (joined is None):
             raise TypeError("BufferState needs exactly one of lines and joined")
         self._lines = lines
         self._joined = joined
         self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
-        self.readonly, self.moved = readonly, moved
+        self.readonly, self.moved, self.bom = readonly, moved, bom
 
     def __repr__(self) -> str:
         return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"
@@ -473,6 +475,10 @@ class Editor(Protocol):
         With ``check``, the buffer is first compared with its file as Neovim's
         :checktime does: reloaded when unmodified and the file changed, else
         ``moved`` tells that the file changed behind its unsaved edits.
+
+        Raises:
+            EditorError: ``load`` and the file cannot be loaded (a swap file of
+                it exists), saying why.
         """
 
     async def edit_buffer(
@@ -583,7 +589,11 @@ class Editor(Protocol):
         """
 
     async def show_file(self, path: str, line: int | None) -> None:
-        """Show ``path`` at ``line`` to the user, in the window beside the chat."""
+        """Show ``path`` at ``line`` to the user, in the window beside the chat.
+
+        Raises:
+            EditorError: it cannot be shown (a swap file of it exists), saying why.
+        """
 
     async def watch_buffers(self) -> None:
         """From now on, tell the host when file buffers come and go

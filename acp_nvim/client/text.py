@@ -15,11 +15,13 @@ __all__ = [
     "ChunkDecoder",
     "DecodedFile",
     "Eol",
+    "FileEncoding",
     "decode_file",
     "encode_file",
     "join_text",
     "looks_binary",
     "slice_lines",
+    "split_as",
     "split_text",
     "strip_ansi",
     "truncate_from_start",
@@ -37,7 +39,6 @@ import msgspec
 Eol = Literal["\n", "\r\n", "\r"]
 
 _SNIFF_BYTES = 8192
-_BOM = b"\xef\xbb\xbf"
 
 
 def split_text(text: str) -> tuple[list[str], Eol, bool]:
@@ -63,6 +64,32 @@ def split_text(text: str) -> tuple[list[str], Eol, bool]:
     if final_newline:
         lines.pop()
     return lines, eol, final_newline
+
+
+def split_as(text: str, eol: Eol) -> tuple[list[str], bool]:
+    """Split ``text`` into the lines of a file that ends its lines with ``eol``.
+
+    Returns ``(lines, final_newline)``. Where the file ends its lines with
+    ``"\n"`` alone (a file of mixed endings, a 'fileformat' unix buffer), a
+    ``"\r"`` before one is its line's own, kept as it came: :func:`split_text`
+    would take a text whose every ``"\n"`` follows a ``"\r"`` for a CRLF one
+    and drop them all. Where it ends them with ``"\r\n"``, a ``"\n"`` alone
+    ends a line too (an agent may send either).
+
+    >>> split_as("a\r\nb\r\n", "\n")
+    (['a\r', 'b\r'], True)
+    """
+    if eol == "\r":
+        lines, _, final_newline = split_text(text)
+        return lines, final_newline
+    lines = text.split("\n")
+    if eol == "\r\n":
+        # The last piece ends no line: a "\r" there is text.
+        lines[:-1] = [line.removesuffix("\r") for line in lines[:-1]]
+    final_newline = len(lines) > 1 and lines[-1] == ""
+    if final_newline:
+        lines.pop()
+    return lines, final_newline
 
 
 def join_text(lines: list[str], eol: Eol = "\n", final_newline: bool = True) -> str:
@@ -117,24 +144,42 @@ def looks_binary(data: bytes) -> bool:
     return False
 
 
+FileEncoding = Literal["utf-8", "latin-1", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+
+# The byte order marks 'fileencodings' "ucs-bom" reads, UTF-32's before UTF-16's:
+# "\xff\xfe\0\0" starts both UTF-32 LE and UTF-16 LE.
+_BOMS: tuple[tuple[bytes, FileEncoding], ...] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
 class DecodedFile(msgspec.Struct, frozen=True):
     """A decoded file: ``text`` without BOM, whether it had one, and the encoding used."""
 
     text: str
     bom: bool = False
-    encoding: Literal["utf-8", "latin-1"] = "utf-8"
+    encoding: FileEncoding = "utf-8"
 
 
 def decode_file(data: bytes) -> DecodedFile:
     """Decode file bytes like Neovim's default 'fileencodings' (ucs-bom,utf-8,latin1).
 
-    A UTF-8 BOM is stripped and reported; bytes that are not UTF-8 decode as
-    latin-1, which never fails. Never raises.
+    A byte order mark (UTF-8, UTF-16 or UTF-32) is stripped and reported, and
+    says the encoding; bytes that are not UTF-8 decode as latin-1, which never
+    fails. Never raises.
     """
-    bom = data.startswith(_BOM)
-    body = data[len(_BOM) :] if bom else data
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            try:
+                return DecodedFile(data[len(mark) :].decode(encoding), True, encoding)
+            except UnicodeDecodeError:
+                break
     try:
-        return DecodedFile(body.decode("utf-8"), bom, "utf-8")
+        return DecodedFile(data.decode("utf-8"), False, "utf-8")
     except UnicodeDecodeError:
         return DecodedFile(data.decode("latin-1"), False, "latin-1")
 
@@ -142,15 +187,25 @@ def decode_file(data: bytes) -> DecodedFile:
 def encode_file(text: str, like: DecodedFile | None = None) -> bytes:
     """Encode ``text`` for writing back with the BOM and encoding of ``like``.
 
-    Characters latin-1 cannot hold switch the file to UTF-8 rather than fail.
+    Raises:
+        ValueError: ``like`` is latin-1 and ``text`` holds a character latin-1
+            cannot (said with its line). Writing such a file as UTF-8 instead
+            would change the bytes of every other non-ASCII character in it, and
+            double-encode those of a UTF-8 file read as latin-1 for one stray byte
+            (decision 0090).
     """
     if like is not None and like.encoding == "latin-1":
         try:
             return text.encode("latin-1")
-        except UnicodeEncodeError:
-            pass
-    data = text.encode("utf-8", "surrogatepass")
-    return _BOM + data if like is not None and like.bom else data
+        except UnicodeEncodeError as err:
+            line = text.count("\n", 0, err.start) + 1
+            why = f"its encoding latin-1 cannot hold {text[err.start]!r} (line {line})"
+            raise ValueError(why) from None
+    encoding = like.encoding if like is not None else "utf-8"
+    data = text.encode(encoding, "surrogatepass")
+    if like is not None and like.bom:
+        return next(mark for mark, name in _BOMS if name == encoding) + data
+    return data
 
 
 # Terminal output ----------------------------------------------------------------

@@ -457,11 +457,13 @@ class NvimEditor:
             raw = self._nvim.exec_lua(_READ, path, load, want, known, check)
             if not raw:
                 return None
+            if "error" in raw:  # the buffer could not be loaded
+                raise EditorError(f"cannot load {path}: {raw['error']}")
             # Only the first call checks the file: what it found holds for the retries.
             moved, check = moved or bool(raw.get("moved")), False
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
-            readonly = bool(raw["readonly"])
+            readonly, bom = bool(raw["readonly"]), bool(raw.get("bomb"))
             if not mirrors.is_attached(buf) and self._attach(buf):
                 mirrors.mark_attached(buf)
                 want, known = "text", None
@@ -479,7 +481,9 @@ class NvimEditor:
                 want = "lines"
                 continue
             if text is not None:
-                return BufferState(None, *state, joined=text, readonly=readonly, moved=moved)
+                return BufferState(
+                    None, *state, joined=text, readonly=readonly, moved=moved, bom=bom
+                )
             want, known = "text", None
         raise EditorError(f"{path}: the buffer kept changing while it was read")
 
@@ -610,7 +614,9 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> None:
-        await self.call_lua("require('acp.editor.windows').follow(...)", path, line)
+        failed = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
+        if failed:
+            raise EditorError(str(failed))
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))

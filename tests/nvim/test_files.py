@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.disk import fill, small_disk
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import Editor, nvim_binary
 
 
 def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]:
@@ -136,6 +139,150 @@ def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     assert closed.read_bytes() == b"a\r\nB\r\n"
 
 
+def test_a_utf16_file_reads_and_writes_back_as_utf16(editor: Editor, tmp_path: Path) -> None:
+    # As Windows tools write it: a byte order mark, CRLF. Neovim reads it ('ucs-bom').
+    path = tmp_path / "project" / "notes.txt"
+    path.write_bytes("\ufeffcafé\r\nx\r\n".encode("utf-16-le"))
+    start(editor)
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(path)}},
+            {"write": {"path": str(path), "content": "café\nx → y\n"}},
+        ],
+    )
+    assert results == [{"content": "café\r\nx\r\n"}, {}]
+    assert path.read_bytes() == "\ufeffcafé\r\nx → y\r\n".encode("utf-16-le")
+
+
+def test_a_byte_order_mark_the_agent_kept_is_not_written_twice(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"\xef\xbb\xbfa\nb\n")
+    closed.write_bytes(b"\xef\xbb\xbfa\nb\n")
+    start(editor, loaded)
+    # As an agent that read the files itself sends them (opencode's read keeps it).
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "\ufeffa\nB\n"}},
+            {"write": {"path": str(closed), "content": "\ufeffa\nB\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"\xef\xbb\xbfa\nB\n"
+    assert closed.read_bytes() == b"\xef\xbb\xbfa\nB\n"
+
+
+def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"a\r\nb\nc\r\n")
+    closed.write_bytes(b"a\r\nb\nc\r\n")
+    buf = start(editor, loaded)
+    assert editor.lua("return vim.bo[...].fileformat", buf) == "unix"
+    # The agent gives line b a CRLF too: its text, every line CRLF, is what it meant.
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "a\r\nB\r\nc\r\n"}},
+            {"write": {"path": str(closed), "content": "a\r\nB\r\nc\r\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"a\r\nB\r\nc\r\n"
+    assert closed.read_bytes() == b"a\r\nB\r\nc\r\n"
+    assert lines(editor, buf) == ["a\r", "B\r", "c\r"]
+
+
+def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # Neovim reads both as latin1: one is, the other is UTF-8 but for a stray byte.
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"caf\xe9\nx\n")
+    closed.write_bytes(b"caf\xc3\xa9 \xff\nx\n")
+    buf = start(editor, loaded)
+    assert editor.lua("return vim.bo[...].fileencoding", buf) == "latin1"
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "café\nx → y\n"}},
+            {"write": {"path": str(closed), "content": "cafÃ© ÿ\nx → y\n"}},
+            {"write": {"path": str(loaded), "content": "Café\nx\n"}},
+        ],
+    )
+    why = "its encoding {} cannot hold '→' (line 2)"
+    assert results == [
+        {"error": -32603, "message": f"Internal error: cannot write {loaded}: {why.format('latin1')}"},
+        {"error": -32603, "message": f"Internal error: cannot write {closed}: {why.format('latin-1')}"},
+        {},
+    ]
+    # Neither file got "?" for the arrow, nor was re-encoded; the buffer is as on disk.
+    assert closed.read_bytes() == b"caf\xc3\xa9 \xff\nx\n"
+    assert loaded.read_bytes() == b"Caf\xe9\nx\n"
+    assert lines(editor, buf) == ["Café", "x"]
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+@pytest.mark.parametrize("name", ["link", "braces"])
+def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
+    editor: Editor, tmp_path: Path, name: str
+) -> None:
+    project = tmp_path / "project"
+    path = project / ("real.txt" if name == "link" else "page.{a,b}.txt")
+    path.write_text("one\ntwo\n")
+    opened = path
+    if name == "link":
+        opened = project / "link.txt"
+        opened.symlink_to(path)
+    editor.nvim.command(f"edit {editor.lua('return vim.fn.fnameescape(...)', str(opened))}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'unsaved'})", buf)
+    start(editor)
+    results = run(
+        editor,
+        [
+            {"read": {"path": str(path)}},
+            {"write": {"path": str(path), "content": "unsaved\ntwo\nthree\n"}},
+        ],
+    )
+    # The agent reads your unsaved line; its change reaches buffer and file, your line
+    # stays yours: the buffer does not go stale behind a file it never saw change.
+    assert results == [{"content": "unsaved\ntwo\n"}, {}]
+    assert lines(editor, buf) == ["unsaved", "two", "three"]
+    assert path.read_text() == "one\ntwo\nthree\n"
+    assert modified(editor, buf)
+
+
+def test_a_buffer_the_agent_empties_leaves_an_empty_file(editor: Editor, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    full, empty = project / "full.txt", project / "empty.txt"
+    full.write_text("one\n")
+    empty.write_bytes(b"")
+    start(editor, full)
+    editor.nvim.command(f"edit {empty}")
+    assert run(
+        editor,
+        [
+            {"write": {"path": str(full), "content": ""}},
+            {"write": {"path": str(empty), "content": "new\n"}},
+        ],
+    ) == [{}, {}]
+    assert full.read_bytes() == b""  # not "\n"
+    # Rejecting the agent's text in the empty file leaves it empty too.
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    editor.wait("require('acp').changes()[2].hunks[1].status == 'rejected'")
+    assert empty.read_bytes() == b""
+    assert full.read_bytes() == b"one\n"
+
+
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     editor: Editor, tmp_path: Path
 ) -> None:
@@ -157,6 +304,19 @@ def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     assert editor.lua("return #vim.api.nvim_list_wins()") == windows
     assert editor.lua("return vim.fn.bufnr(...)", str(existing)) == -1
     assert editor.lua("return vim.fn.bufnr(...)", str(new)) == -1
+
+
+def test_a_new_file_left_unsaved_in_a_new_directory_can_be_written(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "new" / "deep" / "n.txt"
+    editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+    editor.open_chat("files")
+    assert run(editor, [{"write": {"path": str(path), "content": "hello\n"}}]) == [{}]
+    assert not path.exists()
+    buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+    editor.nvim.command(f"buffer {buf} | write")  # no E212: its directory is there
+    assert path.read_text() == "hello\n"
 
 
 def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path) -> None:
@@ -399,6 +559,46 @@ def test_write_to_a_stale_buffer_with_unsaved_edits_leaves_the_newer_disk_text(
     assert lines(editor, buf)[:2] == ["A", "b, unsaved"] and modified(editor, buf)
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert any("changed on disk behind your unsaved edits" in n for n in notices), notices
+
+
+@contextmanager
+def open_elsewhere(editor: Editor, path: Path) -> Iterator[None]:
+    """``path`` open in another Neovim, its swap file where this one looks for one."""
+    editor.nvim.command("set swapfile updatecount=200")  # the fixture's -n turned them off
+    swaps = editor.lua("return vim.fn.stdpath('state') .. '/swap//'")
+    os.makedirs(swaps, exist_ok=True)
+    other = subprocess.Popen(
+        [nvim_binary(), "--headless", "--clean", "--cmd", f"set directory={swaps}", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        editor.wait(f"#vim.fn.glob({swaps!r} .. '*.swp', false, true) > 0", what="its swap file")
+        yield
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_file_open_in_another_neovim_is_not_loaded_for_an_unsaved_edit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\n")
+    with open_elsewhere(editor, path):
+        editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+        editor.open_chat("files")
+        [result] = run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}])
+        why = f"cannot load {path}: a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+        # Not loaded past Neovim's E325 (the user would never be offered to recover the
+        # swap file's text): the agent and the user are told, and nothing changed.
+        assert result == {"error": -32603, "message": f"Internal error: {why}"}
+        assert editor.lua("return vim.fn.bufexists(...)", str(path)) == 0
+        swaps = editor.lua("return vim.fn.glob(vim.fn.stdpath('state') .. '/swap/*', false, true)")
+        assert not [s for s in swaps if not s.endswith(".swp")]  # none of ours (.swo)
+        assert editor.lua("return _G.acp_notices")[-1]["msg"] == f"acp: the agent's write failed: {why}"
+        assert path.read_text() == "one\ntwo\n"
 
 
 def test_read_only_buffer_or_file_is_refused_with_a_clear_error(

@@ -23,6 +23,7 @@ from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from tests import proc
 from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.test_files import open_elsewhere
 from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
@@ -278,6 +279,33 @@ def test_edit_buffer_keeps_unsaved_text_and_shows_in_the_review(
     assert [h["status"] for h in change["hunks"]] == ["pending"]
     # The disk got the agent's change alone; the user's line stays theirs, unsaved.
     assert path.read_text() == "first = 1\nsecond = 3\n"
+
+
+def test_edit_buffer_keeps_the_line_endings_of_a_file_of_mixed_ones(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    start(editor)
+    arguments = {"path": "mixed.txt", "old_text": "c", "new_text": "C"}
+    [result] = call(editor, [{"tool": "edit_buffer", "arguments": arguments}])
+    assert result["isError"] is False, text(result)
+    assert path.read_bytes() == b"a\r\nb\nC\r\n"
+
+
+def test_open_file_leaves_a_file_open_in_another_neovim_to_the_user(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\n")
+    with open_elsewhere(editor, path):
+        start(editor)
+        [result] = call(editor, [{"tool": "open_file", "arguments": {"path": "s.txt"}}])
+        # Not shown past Neovim's E325: opening it, the user is offered its swap file.
+        why = "a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+        assert result["isError"] is True
+        assert text(result) == f"The editor could not do it: cannot show {path}: {why}"
+        assert editor.lua("return vim.fn.bufloaded(...)", str(path)) == 0
 
 
 def test_a_connection_without_the_token_is_refused(editor: Editor) -> None:

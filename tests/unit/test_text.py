@@ -8,11 +8,13 @@ from acp_nvim.client import text as text_module
 from acp_nvim.client.text import (
     ChunkDecoder,
     DecodedFile,
+    Eol,
     decode_file,
     encode_file,
     join_text,
     looks_binary,
     slice_lines,
+    split_as,
     split_text,
     strip_ansi,
     truncate_from_start,
@@ -25,11 +27,13 @@ def test_exports() -> None:
         "ChunkDecoder",
         "DecodedFile",
         "Eol",
+        "FileEncoding",
         "decode_file",
         "encode_file",
         "join_text",
         "looks_binary",
         "slice_lines",
+        "split_as",
         "split_text",
         "strip_ansi",
         "truncate_from_start",
@@ -131,6 +135,9 @@ def test_looks_binary(data: bytes, binary: bool) -> None:
         ("\u00e9t\u00e9\n".encode(), DecodedFile("\u00e9t\u00e9\n", False, "utf-8")),
         (b"\xef\xbb\xbfhi\n", DecodedFile("hi\n", True, "utf-8")),
         (b"caf\xe9\n", DecodedFile("caf\u00e9\n", False, "latin-1")),
+        ("\ufeffhi\r\n".encode("utf-16-le"), DecodedFile("hi\r\n", True, "utf-16-le")),
+        ("\ufeffhi".encode("utf-16-be"), DecodedFile("hi", True, "utf-16-be")),
+        ("\ufeffhi".encode("utf-32-le"), DecodedFile("hi", True, "utf-32-le")),
         # A BOM followed by invalid UTF-8: the whole thing is latin-1.
         (b"\xef\xbb\xbf\xe9", DecodedFile("\u00ef\u00bb\u00bf\u00e9", False, "latin-1")),
     ],
@@ -140,9 +147,26 @@ def test_decode_file_and_encode_back(data: bytes, decoded: DecodedFile) -> None:
     assert encode_file(decoded.text, decoded) == data
 
 
-def test_encode_file_falls_back_to_utf8_for_non_latin1_text() -> None:
+@pytest.mark.parametrize(
+    ("text", "eol", "split"),
+    [
+        ("a\r\nb\r\n", "\n", (["a\r", "b\r"], True)),  # a "\r" of a LF file is text
+        ("a\nb\r\nc", "\r\n", (["a", "b", "c"], False)),  # either ends a CRLF line
+        ("a\r\nb\r", "\r\n", (["a", "b\r"], False)),  # the last piece ends no line
+        ("", "\r\n", ([""], False)),
+        ("a\rb\r", "\r", (["a", "b"], True)),
+    ],
+)
+def test_split_as_splits_as_the_file_ends_its_lines(
+    text: str, eol: Eol, split: tuple[list[str], bool]
+) -> None:
+    assert split_as(text, eol) == split
+
+
+def test_encode_file_refuses_what_latin1_cannot_hold() -> None:
     latin = decode_file(b"caf\xe9")
-    assert encode_file("caf\u00e9 \u2603", latin) == "caf\u00e9 \u2603".encode()
+    with pytest.raises(ValueError, match=r"latin-1 cannot hold '\u2603' \(line 2\)"):
+        encode_file("caf\u00e9\n\u2603", latin)
     assert encode_file("x") == b"x"
 
 

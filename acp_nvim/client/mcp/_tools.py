@@ -33,6 +33,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
+from acp_nvim.client.text import split_text
 from acp_nvim.review import Hunk
 
 Result = dict[str, Any]
@@ -214,9 +215,11 @@ async def _lsp_symbols(session: ToolSession, args: SymbolsInput) -> Result:
 async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
     review, path = session.review(), session.path(args.path)
     # As the user sees it, and the base the write merges the user's typing against.
-    # Line endings are the file's: compared and written as "\n", conformed on write.
-    text = (await review.read(path)).replace("\r\n", "\n")
-    old, new = args.old_text.replace("\r\n", "\n"), args.new_text.replace("\r\n", "\n")
+    # A CRLF file's line endings are compared and written as "\n", conformed on
+    # write; in any other file a "\r" before a "\n" is text (a file of mixed endings).
+    text, old, new = await review.read(path), args.old_text, args.new_text
+    if split_text(text)[1] == "\r\n":
+        text, old, new = (part.replace("\r\n", "\n") for part in (text, old, new))
     count = text.count(old)
     if count == 0:
         return _error(f"old_text was not found in {path}: read it again (read_buffer).")

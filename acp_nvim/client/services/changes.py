@@ -329,7 +329,11 @@ class SessionChanges:
         existed = doc.text is not None
         if doc.buffer is None and not self.auto_save:
             # Left unsaved, as asked: the edit needs a buffer to live in.
-            doc = await files.load(self.editor, path, load_buffer=True)
+            try:
+                doc = await files.load_to_edit(self.editor, path)
+            except FileError as err:
+                self.editor.notify(f"the agent's write failed: {err}")
+                raise
         disk, saved = await self._behind(doc)
         rollback = self.store.checkpoint(path)
         outcome = self.store.write(

@@ -28,6 +28,7 @@ __all__ = [
     "file_name",
     "follow",
     "load",
+    "load_to_edit",
     "read_part",
     "save",
     "stat_of",
@@ -44,10 +45,18 @@ from typing import Literal
 import anyio.to_thread
 import msgspec
 
-from acp_nvim.client.editor import BufferState, Editor, WriteError
+from acp_nvim.client.editor import BufferState, Editor, EditorError, WriteError
 from acp_nvim.client.services.errors import ServiceError, ServiceErrorKind
-from acp_nvim.client.text import DecodedFile, Eol, decode_file, encode_file, join_text, split_text
-from acp_nvim.review import MergeResult, line_edits, merge3
+from acp_nvim.client.text import (
+    DecodedFile,
+    Eol,
+    decode_file,
+    encode_file,
+    join_text,
+    split_as,
+    split_text,
+)
+from acp_nvim.review import LineEdit, MergeResult, line_edits, merge3
 
 # Files bigger than this are not read as text (an agent asking for a 200 MB log
 # would stall the editor and its own context alike).
@@ -110,19 +119,29 @@ class Document(msgspec.Struct):
             return self.buffer.eol
         return split_text(self.text or "")[1]
 
+    @property
+    def _bom(self) -> bool:
+        if self.buffer is not None:
+            return self.buffer.bom
+        return self.encoding is not None and self.encoding.bom
+
     def conform(self, content: str) -> str:
         """``content`` with this file's line endings and final newline.
 
         The agent's own endings count only for an empty or new file on disk; a
-        buffer always writes with its 'fileformat' and 'eol'/'fixeol'.
+        buffer always writes with its 'fileformat' and 'eol'/'fixeol'. Where the
+        file starts with a byte order mark, one the agent's text starts with is
+        that mark (an agent that read the file itself may keep it), not a second.
         """
-        lines = split_text(content)[0]
+        if content.startswith("\ufeff") and self._bom:
+            content = content[1:]
         if self.buffer is not None:
+            lines = split_as(content, self.buffer.eol)[0]
             return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text
         if not self.text:
             return content
         _, eol, final_newline = split_text(self.text)
-        return join_text(lines, eol, final_newline)
+        return join_text(split_as(content, eol)[0], eol, final_newline)
 
 
 def absolute(path: str) -> str:
@@ -206,10 +225,11 @@ def read_disk(path: str) -> Document:
     if len(data) > MAX_BYTES:
         why = f"{path} is larger than {MAX_BYTES // 2**20} MB: read it in parts (line, limit)"
         raise FileError("too_large", why)
-    # A NUL byte marks binary data; other non-UTF-8 bytes read as latin-1, as in Neovim.
-    if b"\0" in data[:8192]:
-        raise FileError("binary", f"{path} is a binary file")
+    # A NUL marks binary data (a UTF-16 file's NUL bytes decode to other characters);
+    # other non-UTF-8 bytes read as latin-1, as in Neovim.
     decoded = decode_file(data)
+    if "\0" in decoded.text[:8192]:
+        raise FileError("binary", f"{path} is a binary file")
     return Document(path, decoded.text, encoding=decoded)
 
 
@@ -260,10 +280,21 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
         FileError: a directory or special file, or the write failed (the reason
             said, e.g. "No space left on device"); the file is untouched then.
     """
+    _make_parents(path)
     try:
-        target = os.path.realpath(path)  # a symlink is written through
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        replace_file(target, encode_file(text, like))
+        replace_file(os.path.realpath(path), encode_file(text, like))  # through a symlink
+    except _OS_ERRORS as err:
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
+
+
+def _make_parents(path: str) -> None:
+    """Create the directories a new file at ``path`` needs.
+
+    Raises:
+        FileError: one cannot be created (the reason said).
+    """
+    try:
+        os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
     except _OS_ERRORS as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
@@ -402,14 +433,29 @@ async def load(
     disk, else ``buffer.moved`` says the file changed behind its unsaved edits.
 
     Raises:
-        FileError: see :func:`read_disk`.
+        FileError: see :func:`read_disk`; the buffer cannot be loaded (a swap
+            file of it exists).
     """
     if load_buffer and os.path.isdir(path):
         raise FileError("directory", f"{path} is a directory")
-    buffer = await editor.read_buffer(path, load=load_buffer, check=check)
+    try:
+        buffer = await editor.read_buffer(path, load=load_buffer, check=check)
+    except EditorError as err:
+        raise FileError("io", str(err)) from None
     if buffer is not None:
         return Document(path, buffer.text, buffer)
     return await anyio.to_thread.run_sync(read_disk, path)
+
+
+async def load_to_edit(editor: Editor, path: str) -> Document:
+    """``path`` in a buffer loaded without a window, for an edit left unsaved there;
+    a new file's directories are made first, or the user's :write fails (E212).
+
+    Raises:
+        FileError: see :func:`load`; a directory cannot be made.
+    """
+    await anyio.to_thread.run_sync(_make_parents, path)
+    return await load(editor, path, load_buffer=True)
 
 
 def check_writable(doc: Document) -> None:
@@ -479,6 +525,14 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
 
+def _buffer_edits(old: list[str], new: list[str]) -> list[LineEdit]:
+    """The edits making a buffer of lines ``old`` hold ``new``. The empty file is
+    a buffer left with no lines: one left with an empty line, :write writes as "\n"."""
+    if new == [""] and old != [""]:
+        return [LineEdit(0, len(old), [])]
+    return line_edits(old, new)
+
+
 @contextmanager
 def _saving(path: str) -> Iterator[None]:
     """The editor's failed save of ``path`` told as a :class:`FileError`."""
@@ -544,12 +598,12 @@ async def save(
             if target != (disk.text or ""):
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
             beside = True
-        lines = split_text(doc.conform(text))[0]
+        lines = split_as(doc.conform(text), buffer.eol)[0]
         with _saving(doc.path):
             tick = await editor.edit_buffer(
                 doc.path,
                 buffer.tick,
-                line_edits(buffer.lines, lines),
+                _buffer_edits(buffer.lines, lines),
                 save=to_disk and not buffer.modified,
                 disk_changed=beside or moved,
                 disk_before=before,

@@ -123,6 +123,5 @@ class GitState:
             data = git(self.root, "show", f":{os.path.relpath(path, self.root)}")
         except GitError:
             return None
-        if b"\0" in data[:8192]:
-            return None
-        return decode_file(data).text
+        text = decode_file(data).text
+        return None if "\0" in text[:8192] else text  # binary (UTF-16's NUL bytes are not)

@@ -11,14 +11,43 @@ local api = vim.api
 
 local eols = { unix = "\n", dos = "\r\n", mac = "\r" }
 
---- The loaded buffer holding `path` (absolute), or nil.
+--- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
+--- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
+local function reason(err)
+  err = tostring(err)
+  local vim_error = err:match("E%d+: ([^\n]*)$")
+  if vim_error then
+    return (vim_error:gsub(" %(add ! to override%)$", ""))
+  end
+  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
+end
+
+local function is_file_buffer(buf)
+  return api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == ""
+end
+
+--- The loaded buffer holding `path` (absolute), or nil: the buffer of that name,
+--- else one of the same file by another name (through a symlink, to the file or
+--- to a directory on its way).
 ---@param path string
 ---@return integer?
 function M.find(path)
-  local buf = vim.fn.bufnr(vim.fn.fnameescape(path))
-  if buf > 0 and api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
-    -- bufnr() matches patterns; make sure it is this very file.
-    if vim.fn.fnamemodify(api.nvim_buf_get_name(buf), ":p") == path then
+  -- Names compared as they are: bufnr() takes a pattern, costs more than this loop
+  -- with many buffers, and found no buffer for a name holding "{a,b}", escaped.
+  local buffers = api.nvim_list_bufs()
+  for _, buf in ipairs(buffers) do
+    if api.nvim_buf_get_name(buf) == path and is_file_buffer(buf) then
+      return buf
+    end
+  end
+  -- By the file the names lead to now. Not Neovim's own lookup by file: it keeps
+  -- the inode a buffer last read, and a save through a new file (decision 0037)
+  -- replaces it.
+  local file = vim.uv.fs_stat(path)
+  for _, buf in ipairs(file and buffers or {}) do
+    local name = api.nvim_buf_get_name(buf)
+    local other = name ~= "" and vim.uv.fs_stat(name)
+    if other and other.ino == file.ino and other.dev == file.dev and is_file_buffer(buf) then
       return buf
     end
   end
@@ -73,8 +102,31 @@ local function state(buf, want, known)
     final_newline = bo.eol or (bo.fixeol and not bo.binary),
     modified = bo.modified,
     readonly = bo.readonly or not bo.modifiable,
+    bomb = bo.bomb,
     tick = tick,
   }
+end
+
+--- A buffer for `path` loaded without a window, or nil and why not. Not
+--- where Neovim finds a swap file of it (another Neovim edits the file, or one
+--- crashed editing it): bufload() asks nothing, loads the file anyway and raises
+--- E325, and the user, whose windows would then show the loaded buffer, would
+--- never be offered the swap file's text to recover. The buffer is taken back
+--- (decision 0090).
+---@param path string
+---@return integer?, string?
+function M.load(path)
+  local existed = vim.fn.bufexists(path) == 1
+  local buf = vim.fn.bufadd(path)
+  local ok, err = pcall(vim.fn.bufload, buf)
+  if ok then
+    return buf
+  end
+  api.nvim_buf_delete(buf, { unload = existed, force = true })
+  if tostring(err):find("E325:", 1, true) then
+    return nil, "a swap file exists for it: it is open in another Neovim, or one crashed editing it"
+  end
+  return nil, reason(err)
 end
 
 --- The state of the buffer of `path` (absolute), or nil when none is loaded; with
@@ -92,9 +144,12 @@ end
 function M.read(path, load, want, known, check)
   local buf = M.find(path)
   if not buf and load then
-    buf = vim.fn.bufadd(path)
+    local why
+    buf, why = M.load(path)
+    if not buf then
+      return { error = why }
+    end
     vim.bo[buf].buflisted = true
-    vim.fn.bufload(buf)
   end
   if not buf then
     return nil
@@ -196,17 +251,6 @@ local function vouch(buf, before)
   seen.record(buf)
 end
 
---- The reason in an error of :write ("...Vim(write):E514: Write error ..." -> "Write
---- error ..."), or of libuv ("ENOSPC: no space left on device: /p" -> "no space...").
-local function reason(err)
-  err = tostring(err)
-  local vim_error = err:match("E%d+: ([^\n]*)$")
-  if vim_error then
-    return (vim_error:gsub(" %(add ! to override%)$", ""))
-  end
-  return (err:gsub("^%u+: ", ""):gsub(": /.*$", ""))
-end
-
 --- Write the current buffer `buf` to `target` (its file, symlinks resolved;
 --- `old`: its stat, nil when new) through a new file beside it: Neovim writes the
 --- text as :write would ('fileencoding', 'fileformat', 'bomb', 'fsync') to a file
@@ -305,6 +349,35 @@ local function write_buffer(buf, name)
   end
 end
 
+-- Why `buf`'s 'fileencoding' cannot hold the text `edits` ({start, end, lines},
+-- bottom to top) bring, or nil. :write! writes such a character as "?" or "¿"
+-- (its conversion error is no error with "!"), the buffer showing the agent's.
+local function unconvertible(buf, edits)
+  local fenc = vim.bo[buf].fileencoding
+  if fenc == "" or fenc:find("^utf") or fenc:find("^ucs") then
+    return nil -- Unicode: every character fits
+  end
+  local function fits(text)
+    local back = vim.fn.iconv(vim.fn.iconv(text, "utf-8", fenc), fenc, "utf-8")
+    return not text:find("[\128-\255]") or back == text
+  end
+  local shift = 0 -- lines the edits above this one added
+  for k = #edits, 1, -1 do
+    local e = edits[k]
+    for i, line in ipairs(e[3]) do
+      if not fits(line) then
+        for _, char in ipairs(vim.fn.split(line, "\\zs")) do
+          if not fits(char) then
+            return ("its encoding %s cannot hold '%s' (line %d)"):format(fenc, char, e[1] + shift + i)
+          end
+        end
+      end
+    end
+    shift = shift + #e[3] - (e[2] - e[1])
+  end
+  return nil
+end
+
 --- Apply `edits` ({start, end, lines}, bottom to top) when the buffer is still at
 --- `tick`; one undo step; then write it when `save`. Returns false when stale,
 --- including when the file changed on disk since the buffer was read (it is
@@ -326,6 +399,10 @@ function M.edit(path, tick, edits, save, disk_changed, before)
   end
   if not buf or api.nvim_buf_get_changedtick(buf) ~= tick then
     return false
+  end
+  local unfit = save and unconvertible(buf, edits)
+  if unfit then
+    return { error = unfit }
   end
   if #edits > 0 then
     api.nvim_buf_call(buf, function()

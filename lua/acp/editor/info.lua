@@ -219,10 +219,9 @@ function M.lsp(id, kind, path, pos, query)
   local method = methods[kind]
   local buf
   if path then
-    buf = buffers.find(path)
+    buf = buffers.find(path) or buffers.load(path)
     if not buf then
-      buf = vim.fn.bufadd(path)
-      vim.fn.bufload(buf)
+      return {} -- a swap file of it exists: not loaded, no server asked
     end
   end
   local clients = vim.lsp.get_clients({ bufnr = buf, method = method })

@@ -2,6 +2,7 @@
 -- preview is shown (Editor.show_file of the Python side too), without taking a
 -- chat's window.
 if jit then jit.off(true, true) end -- decision 0068
+local buffers = require("acp.editor.buffers")
 local util = require("acp.util")
 local M = {}
 local api = vim.api
@@ -30,12 +31,20 @@ function M.target_window()
 end
 
 --- Show `path` at `line` (1-based, clamped) in the non-chat window, splitting one
---- off when there is none; `focus` moves the cursor there.
+--- off when there is none; `focus` moves the cursor there. A file not loaded that
+--- has a swap file is not shown (see buffers.load): an error says so.
 ---@param path string
 ---@param line? integer
 ---@param focus boolean
 function M.show(path, line, focus)
-  local buf = vim.fn.bufadd(vim.fn.fnamemodify(path, ":p"))
+  path = vim.fn.fnamemodify(path, ":p")
+  local buf, why = buffers.find(path), nil
+  if not buf then
+    buf, why = buffers.load(path)
+  end
+  if not buf then
+    error(("cannot show %s: %s"):format(path, why), 0)
+  end
   vim.bo[buf].buflisted = true
   local win = M.target_window()
   if win then
@@ -51,14 +60,19 @@ function M.show(path, line, focus)
 end
 
 --- Show `path` at `line` where the agent asks (Editor.show_file), the cursor
---- staying put. In the command-line window, where no window may change (E11),
---- once it closes: the agent is not made to wait for the user.
+--- staying put; returns why it cannot, or nil. In the command-line window, where
+--- no window may change (E11), once it closes: the agent is not made to wait for
+--- the user.
 ---@param path string
 ---@param line? integer
+---@return string?
 function M.follow(path, line)
+  local failed = nil
   util.outside_cmdwin(function()
-    M.show(path, line, false)
+    local ok, err = pcall(M.show, path, line, false)
+    failed = not ok and tostring(err) or nil
   end)
+  return failed
 end
 
 return M

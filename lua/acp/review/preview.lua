@@ -173,15 +173,16 @@ local function show(chat, permission, answer)
         -- Loaded only to be shown; wiped when the preview goes (the agent's write,
         -- once allowed, goes to the file).
         local existed = vim.fn.bufexists(file.path) == 1
-        buf = vim.fn.bufadd(file.path)
-        vim.fn.bufload(buf)
+        buf = buffers.load(file.path) -- nil where a swap file of it exists: not shown
         view.created = not existed and buf or nil
       end
-      local target = windows.target_window()
-      win = api.nvim_open_win(buf, false, target and { split = "above", win = target } or { split = "left", win = -1 })
-      view.win = win
-      local first = file.hunks[1]
-      api.nvim_win_set_cursor(win, { math.min((first and first.row or 0) + 1, api.nvim_buf_line_count(buf)), 0 })
+      if buf then
+        local target = windows.target_window()
+        win = api.nvim_open_win(buf, false, target and { split = "above", win = target } or { split = "left", win = -1 })
+        view.win = win
+        local first = file.hunks[1]
+        api.nvim_win_set_cursor(win, { math.min((first and first.row or 0) + 1, api.nvim_buf_line_count(buf)), 0 })
+      end
     end
     if buf then
       local entry = { buf = buf, marks = {} }
