@@ -227,26 +227,39 @@ local WORTH = 0.1
 local collecting = false
 local heap_after_kb = 0 -- the Lua heap when our last collection ended
 
---- Collect the Lua garbage that work just ended (a chat's turn) left: two full
---- cycles (the first finishes the one under way, which may have started before that
---- garbage), in slices of ~0.25 ms with the event loop's work between them, the
---- first once Neovim has drawn (`when_idle`): a turn's last words come first. LuaJIT
---- collects when its heap reaches twice what was live after its last cycle, and
---- the pages it grew into stay Neovim's: without this, a long chat's Lua heap (and
---- Neovim's RSS) keeps the garbage of its turns (doc/performance.md). Nothing
---- happens while the heap has grown by less than a tenth since the last time.
+--- Whether LuaJIT's collector is between two cycles, with the heap at `heap_kb`: it
+--- starts one once the heap reaches 'pause' percent (200 unless a plugin set it) of
+--- what was live after its last cycle, which was ours while the heap stays below
+--- that share of what ours left (decision 0089).
+local function between_cycles(heap_kb)
+  local pause = collectgarbage("setpause", 0) -- LuaJIT has no getter: set it back
+  collectgarbage("setpause", pause)
+  return heap_kb < heap_after_kb * pause / 100
+end
+
+--- Collect the Lua garbage that work just ended (a chat's turn) left: one full cycle
+--- when the collector was between cycles, else two (the first finishes the one
+--- under way, which may have started before that garbage), in slices of ~0.25 ms
+--- with the event loop's work between them, the first once Neovim has drawn
+--- (`when_idle`): a turn's last words come first. LuaJIT collects when its heap reaches
+--- twice what was live after its last cycle, and the pages it grew into stay
+--- Neovim's: without this, a long chat's Lua heap (and Neovim's RSS) keeps the
+--- garbage of its turns (doc/performance.md). Nothing happens while the heap has
+--- grown by less than a tenth since the last time.
 function M.collect_garbage()
   if collecting or collectgarbage("count") < heap_after_kb * (1 + WORTH) then
     return
   end
   collecting = true
-  local cycles = 0
+  local cycles, needed = 0, nil
   local function slice()
+    -- Asked as it starts: the heap may have grown since (the wait for a draw).
+    needed = needed or (between_cycles(collectgarbage("count")) and 1 or 2)
     local deadline = vim.uv.hrtime() + SLICE_NS
     repeat
       if collectgarbage("step", 16) then
         cycles = cycles + 1
-        if cycles == 2 then
+        if cycles == needed then
           collecting = false
           heap_after_kb = collectgarbage("count")
           return

@@ -283,6 +283,50 @@ def test_a_turns_end_is_on_screen_before_its_garbage_is_collected(editor: Editor
             return
 
 
+def test_a_collection_between_the_collectors_cycles_runs_one(editor: Editor) -> None:
+    """Garbage worth a collection that leaves the heap short of LuaJIT's own next cycle
+    (twice what was live): the collector was between cycles, so one full cycle frees
+    it and none follows (decision 0089); a second walked the whole heap again."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua(
+        """
+        _G.steps, _G.cycles, _G.steps_after = 0, 0, {}
+        local collect = collectgarbage
+        _G.collectgarbage = function(what, ...)
+          local done = collect(what, ...)
+          if what == 'step' then
+            _G.steps = _G.steps + 1
+            if done then
+              _G.cycles = _G.cycles + 1
+              -- Two loop turns on: a collection that goes on has stepped meanwhile.
+              local at, after = _G.steps, _G.steps_after
+              vim.schedule(function()
+                vim.schedule(function() table.insert(after, _G.steps - at) end)
+              end)
+            end
+          end
+          return done
+        end
+        """
+    )
+    # What a large configuration keeps live (~5 MB).
+    editor.lua("_G.ballast = {} for i = 1, 7e4 do _G.ballast[i] = {i} end")
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd", count=1)
+    editor.wait("#_G.steps_after >= 2", what="the first turn's end: two cycles")
+    editor.lua("_G.steps, _G.cycles, _G.steps_after = 0, 0, {}")
+    # ~1.4 MB of garbage: over a tenth of the heap, far from doubling it.
+    before = editor.lua(
+        "local junk = {} for i = 1, 2e4 do junk[i] = {i} end return collectgarbage('count')"
+    )
+    editor.lua("require('acp').send('hi')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    editor.wait("#_G.steps_after >= 1", what="a collection cycle after the turn")
+    assert editor.lua("return {_G.cycles, _G.steps_after[1]}") == [1, 0]
+    assert editor.lua("return collectgarbage('count')") < before - 1024
+
+
 def test_a_block_that_lost_its_row_is_drawn_plain_and_reported_once(editor: Editor) -> None:
     """Seen once: a block without its row made the screen's decoration provider fail,
     and Neovim stopped at a hit-enter prompt (no request answered) on that redraw and
