@@ -538,15 +538,9 @@ class NvimEditor:
         return list(await self.call_lua(drop, directory) or [])
 
     async def open_terminal(
-        self,
-        key: str,
-        cmd: str | list[str],
-        cwd: str,
-        env: dict[str, str],
-        *,
-        chat: int,
+        self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, chat: int,
         show: bool = False,
-    ) -> int | None:
+    ) -> int | None:  # fmt: skip
         create = "return require('acp.editor.terminal').create(...)"
         pid = await self.call_lua(create, key, cmd, cwd, env, show, chat)
         return None if pid is None else int(pid)
