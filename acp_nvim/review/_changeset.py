@@ -17,7 +17,7 @@ import msgspec
 
 from ._diff import Hunk, strip_eol
 from ._filechange import FileChange, FileKind, ReviewError, Rows
-from ._merge import MergeResult, hold_back, merge3
+from ._merge import MergeResult, hold_back, merge3, unmerged
 
 
 class WriteOutcome(msgspec.Struct, frozen=True):
@@ -103,11 +103,11 @@ class Changeset:
         """An agent write of ``agent_text``, merged with edits the agent has not seen.
 
         ``editor_text`` is what the buffer (or disk) holds now, ``agent_read``
-        the text the agent last read or wrote (``None``: unknown, the agent's
-        text wins). Changes on both sides merge, lines both inserted at one
-        place too (the user's first); where the user changed the same lines
-        since the agent's read, the user's lines stay and a conflict hunk holds
-        the agent's. ``saved``: the file's text behind a buffer with unsaved
+        the text the agent last read or wrote (``None``: unknown, every place
+        the two texts differ is a conflict). Changes on both sides merge, lines
+        both inserted at one place too (the user's first); where the user
+        changed the same lines since the agent's read, the user's lines stay and
+        a conflict hunk holds the agent's. ``saved``: the file's text behind a buffer with unsaved
         edits, which the change is written to too; where the change reaches into
         lines the buffer holds unsaved, the same (see :func:`hold_back`).
         """
@@ -217,7 +217,8 @@ class ReviewStore:
         """Merge an agent write into the current turn (see :meth:`Changeset.write`).
 
         The merge base is the text the agent last read or wrote through us; for a
-        file it has not, ``unseen`` (the disk's text, which it read on its own).
+        file it has not, ``unseen`` (the disk's text, which it read on its own; None:
+        no file on disk, what the agent read is unknown).
         """
         key = _norm(path)
         outcome = self._now().write(
@@ -475,10 +476,13 @@ def _landing(
 
 
 def _merge_write(agent_text: str, editor_text: str | None, agent_read: str | None) -> MergeResult:
-    """An agent write merged with the edits it has not seen (the agent's text wins
-    outright when the file or the agent's view of it is unknown)."""
-    if editor_text is None or agent_read is None:
+    """An agent write merged with the edits it has not seen: the agent's text where
+    there is no file; where what the agent saw of it is unknown, every line its text
+    and the file's differ waits as a conflict (the differences may be the user's)."""
+    if editor_text is None:
         return MergeResult(agent_text, [])
+    if agent_read is None:
+        return unmerged(editor_text, agent_text)
     # Lines both inserted at one place are both kept: the user's typing is never
     # traded for the agent's, and the agent's lines are a hunk like any other.
     return merge3(agent_read, editor_text, agent_text, union=True)

@@ -8,7 +8,15 @@ With ``union``, insertions of both sides at the same point do too: both stay.
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "MergeResult", "held_rows", "hold_back", "merge3", "merge3_lines"]
+__all__ = [
+    "Conflict",
+    "MergeResult",
+    "held_rows",
+    "hold_back",
+    "merge3",
+    "merge3_lines",
+    "unmerged",
+]
 
 from collections.abc import Sequence
 
@@ -93,6 +101,17 @@ def merge3_lines(
             merged.extend(versions[0])
     merged.extend(base[pos:])
     return merged, conflicts
+
+
+def unmerged(ours: str, theirs: str) -> MergeResult:
+    """``ours`` kept, each place ``theirs`` differs from it a conflict: a merge whose
+    base is unknown, which cannot tell one side's changes from the other's."""
+    kept, other = split_lines(ours), split_lines(theirs)
+    conflicts = [
+        Conflict(i1, list(kept[i1:i2]), list(other[j1:j2]), i1, list(kept[i1:i2]))
+        for i1, i2, j1, j2 in diff_regions(kept, other)
+    ]
+    return MergeResult(ours, conflicts)
 
 
 def hold_back(base: str, merged: MergeResult, saved: str) -> MergeResult:

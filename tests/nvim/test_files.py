@@ -483,6 +483,71 @@ def test_an_agent_write_reaching_into_your_unsaved_line_never_puts_it_on_disk(
     assert lines(editor, buf) == ["a", "b", "mine", "c", "d"] and modified(editor, buf)
 
 
+def notices(editor: Editor) -> list[str]:
+    return [n["msg"] for n in editor.lua("return _G.acp_notices")]
+
+
+def test_a_write_never_read_to_a_file_gone_behind_unsaved_edits_waits_for_you(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The file was renamed away in a shell; its buffer holds unsaved edits; the
+    agent, which read the file on its own before, writes it whole. The missing file
+    made the merge's base empty, so the buffer got its text and the agent's (the
+    whole file twice) and the file came back with the agent's text. What the agent
+    read is unknown: each line where its text and yours differ waits as a conflict,
+    your text stays, and no file is made behind your unsaved edits."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., 2, 3, false, {'three, unsaved'})", buf)
+    path.rename(path.with_name("b.txt"))
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n"}}])
+    assert lines(editor, buf) == ["1", "2", "three, unsaved"] and modified(editor, buf)
+    assert hunks(editor) == [
+        ("conflict", ["-1", "+one"]),
+        ("conflict", ["-three, unsaved", "+3"]),
+    ]
+    assert not path.exists() and path.with_name("b.txt").read_text() == "1\n2\n3\n"
+    assert any("a.txt has no file on disk" in n for n in notices(editor)), notices(editor)
+    # Accepting the agent's line puts it in the buffer; the file is yours to write.
+    conflict = editor.lua("return require('acp').changes()")[0]["hunks"][0]["id"]
+    editor.lua("require('acp').accept(...)", str(path), conflict)
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    assert lines(editor, buf) == ["one", "2", "three, unsaved"] and modified(editor, buf)
+    assert not path.exists()
+    assert not user_write(editor, buf)
+    assert path.read_text() == "one\n2\nthree, unsaved\n"
+
+
+def test_a_write_to_a_file_deleted_behind_unsaved_edits_stays_in_the_buffer(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The file was deleted on disk; the agent read its buffer (your unsaved line
+    too) and added a line. The change went to the missing file's empty text: the
+    file came back holding only the agent's line. No file is made from an unsaved
+    buffer (decision 0015): the change is in the buffer, a hunk like any other, and
+    you are told that :write makes the file."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n")
+    buf = start(editor, path)
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'mine'})", buf)
+    path.unlink()
+    steps = [
+        {"read": {"path": str(path)}},
+        {"write": {"path": str(path), "content": "1\n2\nmine\nagent\n"}},
+    ]
+    assert run(editor, steps)[0] == {"content": "1\n2\nmine\n"}
+    assert lines(editor, buf) == ["1", "2", "mine", "agent"] and modified(editor, buf)
+    assert hunks(editor) == [("pending", ["+agent"])]
+    assert not path.exists()
+    assert any("a.txt has no file on disk" in n for n in notices(editor)), notices(editor)
+    # Rejecting takes the line out of the buffer, and still makes no file.
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert lines(editor, buf) == ["1", "2", "mine"] and modified(editor, buf)
+    assert not path.exists()
+
+
 def user_write(editor: Editor, buf: int) -> bool:
     """:write typed in the buffer's window; whether Neovim asked "changed since
     reading it" (answered no: nothing written)."""

@@ -781,11 +781,19 @@ def test_store_tracks_what_the_agent_read_and_wrote() -> None:
     ]
 
 
-def test_write_without_a_known_read_takes_the_agent_text() -> None:
+def test_write_without_a_known_read_keeps_your_text_and_holds_each_difference() -> None:
+    """Nothing tells the agent's change from the user's edits (a file gone from disk
+    behind unsaved edits, never read through us): each place the texts differ waits."""
     store = ReviewStore()
-    outcome = store.write(P, "agent\n", editor_text="user\n")
-    assert (outcome.text, outcome.conflicts) == ("agent\n", [])
+    outcome = store.write(P, "agent\n2\n3\n", editor_text="user\n2\nthree\n")
+    assert outcome.text == "user\n2\nthree\n"
+    assert [(c.new_lines, c.proposed) for c in outcome.conflicts] == [
+        (["user\n"], ["agent\n"]),
+        (["three\n"], ["3\n"]),
+    ]
     assert store.current is not None and store.current.turn == 1
+    new = store.write("/proj/new.txt", "agent\n", editor_text=None)
+    assert (new.text, new.conflicts) == ("agent\n", [])  # no file: the agent's text
 
 
 # -- store: turns and summaries ---------------------------------------------------

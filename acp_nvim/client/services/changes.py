@@ -165,7 +165,7 @@ def _landing(
         doc.path,
         doc.conform(text),
         editor_text=doc.text,
-        unseen=disk.text or "",
+        unseen=disk.text,
         saved=_saved(doc, disk, auto_save),
     )
 
@@ -173,8 +173,33 @@ def _landing(
 def _saved(doc: Document, disk: Document, auto_save: bool) -> str | None:
     """The file's text behind ``doc``'s unsaved edits (``disk``: :func:`_behind`),
     which an agent's write goes to as well, its clashes with them held back; None: no
-    unsaved edits, or the write stays in the buffer (``auto_save`` off)."""
-    return (disk.text or "") if disk is not doc and auto_save else None
+    unsaved edits, no file behind them (the write stays in the buffer: see
+    :func:`files.save`), or the write stays in the buffer (``auto_save`` off)."""
+    return disk.text if disk is not doc and auto_save else None
+
+
+def _written(shown: str, doc: Document, disk: Document, outcome: WriteOutcome) -> list[str]:
+    """What the user is told of an agent's write to ``shown`` (``doc``, its file behind
+    it ``disk``: :func:`_behind`) that landed as ``outcome``."""
+    if disk is not doc and disk.text is None:
+        # Gone from disk (renamed, deleted) or never made behind the buffer's unsaved
+        # edits: no file is made of them (decision 0015), the change stays in the buffer.
+        waits = "; where it differs from your text it waits in :AcpReview"
+        return [
+            f"{shown} has no file on disk: the agent's change is only in your unsaved "
+            f"buffer{waits if outcome.conflicts else ''}; :write makes the file"
+        ]
+    notices = []
+    if doc.buffer is not None and doc.buffer.moved:
+        notices.append(
+            f"{shown} changed on disk behind your unsaved edits; the agent's change went "
+            "to both, :write will ask before replacing the file"
+        )
+    if outcome.conflicts:
+        notices.append(
+            f"{shown}: the agent changed lines you edited; your text was kept (:AcpReview)"
+        )
+    return notices
 
 
 def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseline:
@@ -340,7 +365,7 @@ class SessionChanges:
             path,
             doc.conform(content),
             editor_text=doc.text if existed else None,
-            unseen=disk.text or "",
+            unseen=disk.text,
             saved=saved,
         )
         try:
@@ -356,18 +381,8 @@ class SessionChanges:
         if final != outcome.text:
             self._latest(path).file(path).user_edit(final)
         self.disk.seen(path)
-        if doc.buffer is not None and doc.buffer.moved:
-            self.editor.notify(
-                f"{shown_path(path, self.cwd)} changed on disk behind your unsaved edits; "
-                "the agent's change went to both, :write will ask before replacing the file",
-                "warn",
-            )
-        if outcome.conflicts:
-            self.editor.notify(
-                f"{shown_path(path, self.cwd)}: the agent changed lines you edited; "
-                "your text was kept (:AcpReview)",
-                "warn",
-            )
+        for notice in _written(shown_path(path, self.cwd), doc, disk, outcome):
+            self.editor.notify(notice, "warn")
         self._publish([path])
         return outcome
 

@@ -495,13 +495,15 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     showed its file), else the change alone goes to the disk's text behind the
     buffer's unsaved edits (:func:`applied`), even when it moved on since. A change
     that clashes with the disk's text is not written: the clash would take the
-    buffer's lines, maybe the user's unsaved ones.
+    buffer's lines, maybe the user's unsaved ones; nor one to a file gone from disk.
 
     Raises:
         FileError: the file cannot be read or written.
     """
     assert doc.buffer is not None
     disk = await anyio.to_thread.run_sync(read_disk, doc.path)
+    if disk.text is None:
+        return  # gone from disk: the buffer stands for it (see save), the user's to write
     merged = applied(change, disk.text)
     target = disk.conform(merged.text)
     if target == (disk.text or ""):
@@ -560,9 +562,10 @@ async def save(
     on a clash), so the result may differ from ``text``. A buffer with unsaved
     edits is never written (they are the user's to publish): its file gets the
     change alone, applied to the disk's text (:func:`applied`), and the buffer
-    stays modified. Without a buffer the file is written directly, with its
-    encoding. Deleting the file also deletes its buffer, unless the user typed
-    in it since ``doc`` was read. ``moved``: the file changed behind the buffer
+    stays modified; where there is no file behind it, none is made. Without a
+    buffer the file is written directly, with its encoding. Deleting the file
+    also deletes its buffer, unless the user typed in it since ``doc`` was read.
+    ``moved``: the file changed behind the buffer
     (the agent's own write, merged into it; ``before``: the file's stat before it):
     Neovim takes its new time as seen. Where nothing but that change (or ours, to
     the file of a modified buffer) came between Neovim's last read or write of the
@@ -592,12 +595,14 @@ async def save(
         if to_disk and buffer.modified and not beside:
             before = await anyio.to_thread.run_sync(stat_of, doc.path)
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)
-            if behind is not None and (disk.text or "") != behind:
+            if behind is not None and disk.text != behind:
                 raise FileError("moved", f"{doc.path} changed on disk while it was written")
-            target = disk.conform(applied(change, disk.text).text)
-            if target != (disk.text or ""):
+            # No file behind the buffer (gone, or never made): the change alone has no
+            # text to go to, and a file made of it would be a fragment, or the user's.
+            beside = disk.text is not None
+            target = disk.conform(applied(change, disk.text).text) if beside else None
+            if target is not None and target != disk.text:
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
-            beside = True
         lines = split_as(doc.conform(text), buffer.eol)[0]
         with _saving(doc.path):
             tick = await editor.edit_buffer(
