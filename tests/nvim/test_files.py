@@ -43,6 +43,18 @@ def lines(editor: Editor, buf: int) -> list[str]:
     return list(editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf))
 
 
+def loaded_and_closed(editor: Editor, tmp_path: Path, data: bytes) -> tuple[Path, Path, int]:
+    """Two files of the project holding ``data``, the first :edited in a buffer (the
+    second in none), and a chat on the `files` fake agent: the files and the buffer."""
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(data)
+    closed.write_bytes(data)
+    buf = start(editor, loaded)
+    assert buf is not None
+    return loaded, closed, buf
+
+
 def test_agent_reads_unsaved_buffer_text_with_line_and_limit(
     editor: Editor, tmp_path: Path
 ) -> None:
@@ -120,11 +132,7 @@ def test_write_is_a_minimal_edit_one_undo_step_and_keeps_cursor_and_user_edits(
 def test_crlf_file_keeps_its_line_endings_in_a_buffer_and_without_one(
     editor: Editor, tmp_path: Path
 ) -> None:
-    project = tmp_path / "project"
-    loaded, closed = project / "loaded.txt", project / "closed.txt"
-    loaded.write_bytes(b"a\r\nb\r\n")
-    closed.write_bytes(b"a\r\nb\r\n")
-    buf = start(editor, loaded)
+    loaded, closed, buf = loaded_and_closed(editor, tmp_path, b"a\r\nb\r\n")
     assert editor.lua("return vim.bo[...].fileformat", buf) == "dos"
     results = run(
         editor,
@@ -158,11 +166,7 @@ def test_a_utf16_file_reads_and_writes_back_as_utf16(editor: Editor, tmp_path: P
 def test_a_byte_order_mark_the_agent_kept_is_not_written_twice(
     editor: Editor, tmp_path: Path
 ) -> None:
-    project = tmp_path / "project"
-    loaded, closed = project / "loaded.txt", project / "closed.txt"
-    loaded.write_bytes(b"\xef\xbb\xbfa\nb\n")
-    closed.write_bytes(b"\xef\xbb\xbfa\nb\n")
-    start(editor, loaded)
+    loaded, closed, _ = loaded_and_closed(editor, tmp_path, b"\xef\xbb\xbfa\nb\n")
     # As an agent that read the files itself sends them (opencode's read keeps it).
     results = run(
         editor,
@@ -179,11 +183,7 @@ def test_a_byte_order_mark_the_agent_kept_is_not_written_twice(
 def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
     editor: Editor, tmp_path: Path
 ) -> None:
-    project = tmp_path / "project"
-    loaded, closed = project / "loaded.txt", project / "closed.txt"
-    loaded.write_bytes(b"a\r\nb\nc\r\n")
-    closed.write_bytes(b"a\r\nb\nc\r\n")
-    buf = start(editor, loaded)
+    loaded, closed, buf = loaded_and_closed(editor, tmp_path, b"a\r\nb\nc\r\n")
     assert editor.lua("return vim.bo[...].fileformat", buf) == "unix"
     # The agent gives line b a CRLF too: its text, every line CRLF, is what it meant.
     results = run(
