@@ -301,6 +301,42 @@ def _keeping(
     return history, chat
 
 
+def test_a_chat_closed_just_now_is_read_with_its_last_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reopen read the store while the close's last changes still waited for the
+    writer's thread: a worktree chat reopened at once came back without its worktree.
+    The writer is held until the reopen has asked for what it holds."""
+    asked = threading.Event()
+    real_call, real_write = Writer.call, Writer._write
+
+    def call(writer: Writer, fn: Any) -> None:
+        real_call(writer, fn)
+        asked.set()
+
+    def held_write(writer: Writer, store: Any, pending: Any) -> None:
+        asked.wait(5)
+        real_write(writer, store, pending)
+
+    async def run() -> tuple[Any, ...] | None:
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, RecordingEditor(), group)
+            monkeypatch.setattr(Writer, "call", call)
+            monkeypatch.setattr(Writer, "_write", held_write)
+            await chat.start_turn("kept at the close", [])
+            chat.end_turn("end_turn")
+            history.detach(chat.id)
+            found = await history.load(1)
+            asked.set()  # a reopen that asked nothing: let the writer go on
+            await history.close()
+            group.cancel_scope.cancel()
+        return found
+
+    found = anyio.run(run)
+    assert found is not None
+    assert "kept at the close" in [block.text for block in found[1]]
+
+
 def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
     async def run() -> None:
         editor = RecordingEditor()

@@ -43,6 +43,8 @@ QUIET_SECONDS = 0.25
 DRAWN_SECONDS = 5.0
 # Milliseconds a read waits for another Neovim's write (Neovim waits for a search).
 _READ_BUSY_MS = 250
+# Seconds a reopen waits for the writer to write what it holds (a store it retries).
+_WRITTEN_SECONDS = 2.0
 # Stored blocks drawn at a time (a screen's worth and more).
 _SLICE = 50
 
@@ -161,12 +163,25 @@ class History:
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         """A stored chat and its transcript, read in a thread; None when there is no
-        such chat, or the file cannot be read (told)."""
+        such chat, or the file cannot be read (told). Read once what the writer holds
+        is written: a chat closed just now (its last changes handed over at the close)
+        came back as it was before, a worktree chat without its worktree."""
+        await self._written()
         try:
             return await anyio.to_thread.run_sync(self._read, history_id)
         except StoreError as err:
             self.editor.notify(f"history: {err}")
             return None
+
+    async def _written(self) -> None:
+        """Return once the writer has written what it was handed by now (or failed to,
+        or after _WRITTEN_SECONDS)."""
+        writer = self._writer
+        if writer is None or writer.failed:
+            return
+        done = threading.Event()
+        writer.call(lambda _store: done.set())  # in order, after the writes before it
+        await anyio.to_thread.run_sync(done.wait, _WRITTEN_SECONDS)
 
     def _read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         store = self._reader()
