@@ -199,6 +199,28 @@ def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
     assert lines(editor, buf) == ["a\r", "B\r", "c\r"]
 
 
+def test_a_lf_file_stays_lf_when_the_agent_writes_crlf(editor: Editor, tmp_path: Path) -> None:
+    """A "\r" before a "\n" is a line's own only in a file that has some (mixed
+    endings): in a file of LF lines alone, an agent's CRLF text (copied from a CRLF
+    file, or how it writes) gave every line a "\r" on disk and "^M" in the buffer."""
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"a\nb\n")
+    closed.write_bytes(b"a\nb\n")
+    buf = start(editor, loaded)
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "a\r\nB\r\n"}},
+            {"write": {"path": str(closed), "content": "a\r\nB\r\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"a\nB\n"
+    assert closed.read_bytes() == b"a\nB\n"
+    assert lines(editor, buf) == ["a", "B"]
+
+
 def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     editor: Editor, tmp_path: Path
 ) -> None:
