@@ -341,6 +341,27 @@ def test_a_new_file_left_unsaved_in_a_new_directory_can_be_written(
     assert path.read_text() == "hello\n"
 
 
+def test_an_autocommand_failing_as_the_file_loads_does_not_refuse_an_unsaved_edit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """An autocommand of the user's failing as a file loads (a plugin's BufReadPost or
+    FileType): bufload() raised its error, the buffer loaded; taken for a refusal
+    like a swap file's E325, the buffer was deleted and every edit left unsaved to a
+    file of that kind refused, where :edit shows the file and the error."""
+    path = tmp_path / "project" / "notes.txt"
+    path.write_text("one\ntwo\n")
+    editor.lua(
+        "vim.api.nvim_create_autocmd('BufReadPost', {pattern = '*.txt',"
+        " callback = function() error('broken plugin') end})"
+    )
+    editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+    editor.open_chat("files")
+    assert run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}]) == [{}]
+    buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+    assert lines(editor, buf) == ["one", "TWO"]
+    assert path.read_text() == "one\ntwo\n"
+
+
 def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path) -> None:
     # After the first read the host keeps a copy patched by Neovim's buffer events;
     # each read must still equal the buffer, whatever changed it.
