@@ -199,6 +199,28 @@ def test_a_file_of_mixed_line_endings_keeps_them_in_a_buffer_and_without_one(
     assert lines(editor, buf) == ["a\r", "B\r", "c\r"]
 
 
+def test_a_lf_file_stays_lf_when_the_agent_writes_crlf(editor: Editor, tmp_path: Path) -> None:
+    """A "\r" before a "\n" is a line's own only in a file that has some (mixed
+    endings): in a file of LF lines alone, an agent's CRLF text (copied from a CRLF
+    file, or how it writes) gave every line a "\r" on disk and "^M" in the buffer."""
+    project = tmp_path / "project"
+    loaded, closed = project / "loaded.txt", project / "closed.txt"
+    loaded.write_bytes(b"a\nb\n")
+    closed.write_bytes(b"a\nb\n")
+    buf = start(editor, loaded)
+    results = run(
+        editor,
+        [
+            {"write": {"path": str(loaded), "content": "a\r\nB\r\n"}},
+            {"write": {"path": str(closed), "content": "a\r\nB\r\n"}},
+        ],
+    )
+    assert results == [{}, {}]
+    assert loaded.read_bytes() == b"a\nB\n"
+    assert closed.read_bytes() == b"a\nB\n"
+    assert lines(editor, buf) == ["a", "B"]
+
+
 def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     editor: Editor, tmp_path: Path
 ) -> None:
@@ -317,6 +339,27 @@ def test_a_new_file_left_unsaved_in_a_new_directory_can_be_written(
     buf = editor.lua("return vim.fn.bufnr(...)", str(path))
     editor.nvim.command(f"buffer {buf} | write")  # no E212: its directory is there
     assert path.read_text() == "hello\n"
+
+
+def test_an_autocommand_failing_as_the_file_loads_does_not_refuse_an_unsaved_edit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """An autocommand of the user's failing as a file loads (a plugin's BufReadPost or
+    FileType): bufload() raised its error, the buffer loaded; taken for a refusal
+    like a swap file's E325, the buffer was deleted and every edit left unsaved to a
+    file of that kind refused, where :edit shows the file and the error."""
+    path = tmp_path / "project" / "notes.txt"
+    path.write_text("one\ntwo\n")
+    editor.lua(
+        "vim.api.nvim_create_autocmd('BufReadPost', {pattern = '*.txt',"
+        " callback = function() error('broken plugin') end})"
+    )
+    editor.setup(agents={"files": editor.fake_agent("files")}, auto_save=False)
+    editor.open_chat("files")
+    assert run(editor, [{"write": {"path": str(path), "content": "one\nTWO\n"}}]) == [{}]
+    buf = editor.lua("return vim.fn.bufnr(...)", str(path))
+    assert lines(editor, buf) == ["one", "TWO"]
+    assert path.read_text() == "one\ntwo\n"
 
 
 def test_reads_follow_every_kind_of_buffer_change(editor: Editor, tmp_path: Path) -> None:

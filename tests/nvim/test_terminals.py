@@ -478,3 +478,26 @@ def test_a_stored_chats_terminal_line_opens_no_other_chats_terminal(editor: Edit
         assert other.lua("return vim.api.nvim_get_current_buf()") == transcript
     finally:
         other.quit()
+
+
+def test_a_terminal_asked_for_a_chat_as_it_closes_leaves_no_buffer(editor: Editor) -> None:
+    """A chat's terminal buffers go when Lua closes the chat (close_chat); what the
+    agent's command or streamed output asked for it while the close was on its way to
+    Python (a terminal/create, a display write in flight) came after that, and made a
+    buffer, a running command's too, that no chat would ever delete."""
+    chat = open_fake(editor)["chat"]
+    editor.lua("require('acp').close()")
+    editor.wait("vim.tbl_isempty(require('acp.chat.registry').chats)", what="the chat closed")
+    before = editor.lua("return #vim.api.nvim_list_bufs()")
+    refused = editor.lua(
+        """
+        local term = require('acp.editor.terminal')
+        term.write('late-output', 'hi', false, ...)
+        local ok, err = pcall(term.create, 'late-command', 'sleep 100', vim.fn.getcwd(), {}, false, ...)
+        return ok and 'started' or err
+        """,
+        chat,
+    )
+    assert refused == "its chat is closed"
+    assert editor.lua("return vim.tbl_count(require('acp.editor.terminal').terminals)") == 0
+    assert editor.lua("return #vim.api.nvim_list_bufs()") == before

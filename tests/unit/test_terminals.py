@@ -282,6 +282,21 @@ async def test_a_v1_calls_meta_terminal_is_shown_and_its_odd_fields_ignored(rig:
     assert rig.editor.terminals[key]["data"] == "a.txt\nb.txt\n"
 
 
+async def test_a_v1_calls_terminal_told_again_is_shown_once(rig: Rig) -> None:
+    """v1 agents send the same ``tool_call`` twice (see agent/v1.py), and an update
+    may name the terminal again: each ``terminal_info`` of a call whose content
+    does not name it appended it once more, the block showing the terminal twice."""
+    info = {"terminal_info": {"terminal_id": "t"}}
+    call = {"toolCallId": "c", "title": "ls", "kind": "execute", "_meta": info}
+    for update in (
+        {"sessionUpdate": "tool_call", **call, "status": "pending"},
+        {"sessionUpdate": "tool_call", **call, "status": "in_progress"},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c", "_meta": info},
+    ):
+        adapter_v1.apply_update(rig.chat, v1_update(update), rig.terminals)
+    assert rig.chat.session.tool_calls["c"].content == [TerminalPart("t")]
+
+
 async def test_ending_the_session_stops_commands_and_forgets_them(rig: Rig) -> None:
     """On a close and on :AcpRestart. The buffers are the chat's, not the agent
     process's: Neovim deletes them when the chat closes (tests/nvim/test_terminals.py)."""

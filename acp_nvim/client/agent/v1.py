@@ -165,7 +165,9 @@ def _meta_terminal(
         terminals.update(chat, info, command=UNSET, cwd=UNSET, output=UNSET, exit_status=UNSET)
         shown = TerminalPart(info)
         if isinstance(patch.content, UnsetType):
-            patch.append_content = [shown]
+            call = chat.session.tool_calls.get(patch.id or "")
+            if call is None or shown not in call.content:  # told again: shown once
+                patch.append_content = [shown]
         elif shown not in patch.content:
             patch.content.append(shown)
     for key in _TERMINAL_OUTPUT:

@@ -136,12 +136,20 @@ class Document(msgspec.Struct):
         if content.startswith("\ufeff") and self._bom:
             content = content[1:]
         if self.buffer is not None:
-            lines = split_as(content, self.buffer.eol)[0]
+            lines = split_as(content, self._ends_lines(self.buffer.eol))[0]
             return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text
         if not self.text:
             return content
         _, eol, final_newline = split_text(self.text)
-        return join_text(split_as(content, eol)[0], eol, final_newline)
+        return join_text(split_as(content, self._ends_lines(eol))[0], eol, final_newline)
+
+    def _ends_lines(self, eol: Eol) -> Eol:
+        """What ends a line of the agent's text in this file ending its lines with
+        ``eol``: a ``"\r"`` before a ``"\n"`` is a line's own text only in a file
+        of mixed endings (it has some); in one of LF lines alone, the agent's CRLF
+        ends a line as its LF does, and the file stays LF."""
+        text = self.buffer.text if self.buffer is not None else self.text
+        return "\r\n" if eol == "\n" and "\r\n" not in (text or "") else eol
 
 
 def absolute(path: str) -> str:

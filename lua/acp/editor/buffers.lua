@@ -119,11 +119,14 @@ function M.load(path)
   local existed = vim.fn.bufexists(path) == 1
   local buf = vim.fn.bufadd(path)
   local ok, err = pcall(vim.fn.bufload, buf)
-  if ok then
+  local swap = not ok and tostring(err):find("E325:", 1, true)
+  -- Loaded, an autocommand of the user's failing (a plugin's BufReadPost or
+  -- FileType): the file is there, as :edit shows it past the error.
+  if ok or (not swap and api.nvim_buf_is_loaded(buf)) then
     return buf
   end
   api.nvim_buf_delete(buf, { unload = existed, force = true })
-  if tostring(err):find("E325:", 1, true) then
+  if swap then
     return nil, "a swap file exists for it: it is open in another Neovim, or one crashed editing it"
   end
   return nil, reason(err)

@@ -184,6 +184,12 @@ function M.kill_running()
   end
 end
 
+--- Whether `chat` (nil: none) has closed: what the agent asked for it while the
+--- close was on its way to Python would make a buffer its close_chat never deletes.
+local function closed(chat)
+  return chat ~= nil and require("acp.chat.registry").chats[chat] == nil
+end
+
 local function remember(key, term)
   if next(M.terminals) == nil then
     api.nvim_create_autocmd("VimLeavePre", {
@@ -266,6 +272,9 @@ end
 ---@param chat? integer
 ---@return integer? pid
 function M.create(key, cmd, cwd, env, show, chat)
+  if closed(chat) then
+    error("its chat is closed", 0)
+  end
   if util.in_cmdwin() then
     return nil
   end
@@ -346,6 +355,9 @@ end
 ---@param reset boolean
 ---@param chat? integer
 function M.write(key, data, reset, chat)
+  if closed(chat) then
+    return
+  end
   local term = M.terminals[key]
   if not term or not api.nvim_buf_is_valid(term.buf) then
     local buf, chan = new_display()
