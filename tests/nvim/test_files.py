@@ -689,6 +689,24 @@ def open_elsewhere(editor: Editor, path: Path) -> Iterator[None]:
         other.wait()
 
 
+def test_a_file_open_in_another_neovim_opens_as_edit_does_where_the_user_jumps(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """<CR> on a location, or the review's jump to a file, is the user's own :edit:
+    Neovim's swap file question is theirs (headless, with no UI to ask, its E325),
+    not the refusal an agent's load gets."""
+    path = tmp_path / "project" / "s.txt"
+    path.write_text("one\ntwo\n")
+    with open_elsewhere(editor, path):
+        start(editor)
+        ok, err = editor.lua(
+            "return { pcall(require('acp.editor.windows').show, ..., 2, true) }", str(path)
+        )
+        assert "a swap file exists for it" not in str(err)
+        assert (ok, "E325" in str(err)) == (False, True)
+        assert editor.lua("return vim.fn.getbufline(..., 1, '$')", str(path)) == ["one", "two"]
+
+
 def test_a_file_open_in_another_neovim_is_not_loaded_for_an_unsaved_edit(
     editor: Editor, tmp_path: Path
 ) -> None:

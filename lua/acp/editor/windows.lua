@@ -31,15 +31,19 @@ function M.target_window()
 end
 
 --- Show `path` at `line` (1-based, clamped) in the non-chat window, splitting one
---- off when there is none; `focus` moves the cursor there. A file not loaded that
---- has a swap file is not shown (see buffers.load): an error says so.
+--- off when there is none; `focus` (the user's own jump) moves the cursor there.
+--- Not loaded yet, the file is loaded as the window takes it, Neovim asking about
+--- a swap file of it as for :edit; where the agent asks (not `focus`), a file that
+--- has one is not shown (see buffers.load): an error says so.
 ---@param path string
 ---@param line? integer
 ---@param focus boolean
 function M.show(path, line, focus)
   path = vim.fn.fnamemodify(path, ":p")
   local buf, why = buffers.find(path), nil
-  if not buf then
+  if not buf and focus then
+    buf = vim.fn.bufadd(path)
+  elseif not buf then
     buf, why = buffers.load(path)
   end
   if not buf then
