@@ -46,8 +46,9 @@ function M.find(path)
   local file = vim.uv.fs_stat(path)
   for _, buf in ipairs(file and buffers or {}) do
     local name = api.nvim_buf_get_name(buf)
-    local other = name ~= "" and vim.uv.fs_stat(name)
-    if other and other.ino == file.ino and other.dev == file.dev and is_file_buffer(buf) then
+    -- File buffers only: a stat is a system call, on Neovim's loop.
+    local other = name ~= "" and is_file_buffer(buf) and vim.uv.fs_stat(name)
+    if other and other.ino == file.ino and other.dev == file.dev then
       return buf
     end
   end
