@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 
 from acp_nvim.client import malloc
 from acp_nvim.client.app import App
+from acp_nvim.client.history import StoreError
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -159,6 +160,31 @@ async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> Non
         assert await anyio.to_thread.run_sync(written.wait, 10)
         # No collection here: closing collects the cycles a chat is held in.
         assert [chat() for chat in chats] == [None, None]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_stored_chat_that_cannot_be_read_is_refused_in_one_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The history file unreadable since the list was read: opening a chat of it said
+    the store's error, then "history: no chat 1" too, which was not so."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"history": {"path": str(tmp_path / "h.sqlite3")}})
+        await app.open(1, None, str(tmp_path))
+        await app.send(1, "hello")
+        await app.close(1)
+
+        def unreadable(history_id: int) -> None:
+            raise StoreError("database disk image is malformed")
+
+        monkeypatch.setattr(app.ctx.history, "_read", unreadable)
+        await app.open(2, None, str(tmp_path), history=1)
+        assert [m for _, m in editor.notices if "history" in m] == []
+        why = "history: database disk image is malformed"
+        assert editor.ops[2][-1] == {"op": "refused", "error": why}
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

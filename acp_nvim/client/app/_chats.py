@@ -24,6 +24,7 @@ from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
+from acp_nvim.client.history import StoreError
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -151,9 +152,13 @@ class ChatLifecycle:
 
     async def _reopen(self, chat_id: int, history_id: int) -> None:
         """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
-        found = await self.ctx.history.load(history_id)
-        if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
+        try:
+            found = await self.ctx.history.load(history_id)
+        except StoreError as err:
+            found, why = None, f"history: {err}"
+        else:
             why = f"history: no chat {history_id}"
+        if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
             self._refuse(chat_id, "?", os.getcwd(), why)
             self._withdraw(chat_id, why)
             return

@@ -163,15 +163,15 @@ class History:
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         """A stored chat and its transcript, read in a thread; None when there is no
-        such chat, or the file cannot be read (told). Read once what the writer holds
+        such chat. Read once what the writer holds
         is written: a chat closed just now (its last changes handed over at the close)
-        came back as it was before, a worktree chat without its worktree."""
+        came back as it was before, a worktree chat without its worktree.
+
+        Raises:
+            StoreError: the file cannot be read.
+        """
         await self._written()
-        try:
-            return await anyio.to_thread.run_sync(self._read, history_id)
-        except StoreError as err:
-            self.editor.notify(f"history: {err}")
-            return None
+        return await anyio.to_thread.run_sync(self._read, history_id)
 
     async def _written(self) -> None:
         """Return once the writer has written what it was handed by now (or failed to,
