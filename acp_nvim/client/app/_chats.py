@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     # first agent is spawned, so their import overlaps the agent's own start-up
     # (doc/performance.md, start-up).
     from acp_nvim.client.agent.connection import AgentConnection
+    from acp_nvim.client.history import History, StoredBlock
+    from acp_nvim.client.history._store import ChatRow
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Attachment, LoginMethod, Prompt
 
@@ -152,12 +154,7 @@ class ChatLifecycle:
 
     async def _reopen(self, chat_id: int, history_id: int) -> None:
         """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
-        try:
-            found = await self.ctx.history.load(history_id)
-        except StoreError as err:
-            found, why = None, f"history: {err}"
-        else:
-            why = f"history: no chat {history_id}"
+        found, why = await _stored(self.ctx.history, history_id)
         if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
             self._refuse(chat_id, "?", os.getcwd(), why)
             self._withdraw(chat_id, why)
@@ -490,6 +487,17 @@ class ChatLifecycle:
         del chat, review
         gc.collect()
         malloc.give_back()
+
+
+async def _stored(
+    history: History, history_id: int
+) -> tuple[tuple[ChatRow, list[StoredBlock]] | None, str]:
+    """Stored chat ``history_id``, and why none is there to show: no such chat, or its
+    file cannot be read (said as the store says it)."""
+    try:
+        return await history.load(history_id), f"history: no chat {history_id}"
+    except StoreError as err:
+        return None, f"history: {err}"
 
 
 def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:
