@@ -971,6 +971,13 @@ def test_the_review_says_which_turns_the_transcript_shows_and_as_which(
     editor.lua(STUB_UI, 1)
     editor.nvim.command("AcpBranches")
     wait_text(editor, "write a.txt three")
+    # The review hears of the branch shown in a notification of its own, which may
+    # come after the transcript's.
+    editor.wait(
+        "vim.deep_equal(require('acp.review.state').by_chat[require('acp').status().chat]"
+        ".shown, { 1, 2, 3, vim.NIL })",
+        what="the review told of the branch shown",
+    )
     assert review_headings(editor) == ["Turn 4 (latest)" + other, "Turn 3", "Turn 2", "Turn 1"]
 
 
