@@ -18,6 +18,7 @@ __all__ = [
     "FileEncoding",
     "decode_file",
     "encode_file",
+    "eol_of",
     "join_text",
     "looks_binary",
     "slice_lines",
@@ -53,17 +54,20 @@ def split_text(text: str) -> tuple[list[str], Eol, bool]:
     >>> split_text("a\\r\\nb\\r\\n")
     (['a', 'b'], '\\r\\n', True)
     """
-    newlines = text.count("\n")
-    eol: Eol
-    if newlines:
-        eol = "\r\n" if text.count("\r\n") == newlines else "\n"
-    else:
-        eol = "\r" if "\r" in text else "\n"
+    eol = eol_of(text)
     lines = text.split(eol)
     final_newline = len(lines) > 1 and lines[-1] == ""
     if final_newline:
         lines.pop()
     return lines, eol, final_newline
+
+
+def eol_of(text: str) -> Eol:
+    """What ends ``text``'s lines, as :func:`split_text` finds it (without splitting)."""
+    newlines = text.count("\n")
+    if newlines:
+        return "\r\n" if text.count("\r\n") == newlines else "\n"
+    return "\r" if "\r" in text else "\n"
 
 
 def split_as(text: str, eol: Eol) -> tuple[list[str], bool]:

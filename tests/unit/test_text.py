@@ -11,6 +11,7 @@ from acp_nvim.client.text import (
     Eol,
     decode_file,
     encode_file,
+    eol_of,
     join_text,
     looks_binary,
     slice_lines,
@@ -30,6 +31,7 @@ def test_exports() -> None:
         "FileEncoding",
         "decode_file",
         "encode_file",
+        "eol_of",
         "join_text",
         "looks_binary",
         "slice_lines",
@@ -66,6 +68,7 @@ def test_split_text_detects_like_neovim_and_round_trips(
     text: str, lines: list[str], eol: str, final: bool
 ) -> None:
     assert split_text(text) == (lines, eol, final)
+    assert eol_of(text) == eol
     got_lines, got_eol, got_final = split_text(text)
     assert join_text(got_lines, got_eol, got_final) == text
 

@@ -33,7 +33,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
-from acp_nvim.client.text import split_text
+from acp_nvim.client.text import eol_of
 from acp_nvim.review import Hunk
 
 Result = dict[str, Any]
@@ -218,7 +218,7 @@ async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
     # A CRLF file's line endings are compared and written as "\n", conformed on
     # write; in any other file a "\r" before a "\n" is text (a file of mixed endings).
     text, old, new = await review.read(path), args.old_text, args.new_text
-    if split_text(text)[1] == "\r\n":
+    if eol_of(text) == "\r\n":
         text, old, new = (part.replace("\r\n", "\n") for part in (text, old, new))
     count = text.count(old)
     if count == 0:

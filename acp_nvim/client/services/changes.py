@@ -60,7 +60,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.client.text import slice_lines, split_text
+from acp_nvim.client.text import eol_of, slice_lines, split_text
 from acp_nvim.review import (
     Changeset,
     FileKind,
@@ -214,7 +214,7 @@ def proposed_from_diff(current: str | None, old: str | None, new: str) -> Baseli
         return NOTHING
     if current == old:
         return new
-    eol = split_text(current)[1]
+    eol = eol_of(current)
     if current == old + eol:
         return new + eol
     if current.count(old) == 1:

@@ -59,7 +59,7 @@ from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.session.workspace import shown_path
-from acp_nvim.client.text import split_text
+from acp_nvim.client.text import eol_of
 from acp_nvim.review import (
     FileKind,
     FilePatch,
@@ -205,7 +205,7 @@ def baseline_from_diff(current: str, old: str | None, new: str) -> Baseline:
     Agents send the whole file (some without its final newline) or only the
     replaced fragment; ``NOTHING`` when ``current`` matches neither.
     """
-    eol = split_text(current)[1]
+    eol = eol_of(current)
     whole = current in (new, new + eol)
     if old is None:
         return None if whole else NOTHING

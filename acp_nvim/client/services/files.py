@@ -52,6 +52,7 @@ from acp_nvim.client.text import (
     Eol,
     decode_file,
     encode_file,
+    eol_of,
     join_text,
     split_as,
     split_text,
@@ -117,7 +118,7 @@ class Document(msgspec.Struct):
     def eol(self) -> Eol:
         if self.buffer is not None:
             return self.buffer.eol
-        return split_text(self.text or "")[1]
+        return eol_of(self.text or "")
 
     @property
     def _bom(self) -> bool:
