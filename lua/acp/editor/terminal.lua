@@ -473,12 +473,17 @@ function M.open_at_cursor()
   return false
 end
 
+--- A terminal key's number (`t41` -> 41; 0 for a key without one).
+local function number_of(key)
+  return tonumber(key:match("%d+")) or 0
+end
+
 --- The number after the highest terminal key (`t41` -> 42).
 ---@return integer
 function M.next_number()
   local highest = 0
   for key in pairs(M.terminals) do
-    highest = math.max(highest, tonumber(key:match("^t(%d+)$")) or 0)
+    highest = math.max(highest, number_of(key))
   end
   return highest + 1
 end
@@ -488,7 +493,7 @@ end
 function M.keys()
   local keys = vim.tbl_keys(M.terminals)
   table.sort(keys, function(a, b)
-    return (tonumber(a:match("%d+")) or 0) < (tonumber(b:match("%d+")) or 0)
+    return number_of(a) < number_of(b)
   end)
   return keys
 end
