@@ -163,9 +163,9 @@ class History:
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         """A stored chat and its transcript, read in a thread; None when there is no
-        such chat. Read once what the writer holds
-        is written: a chat closed just now (its last changes handed over at the close)
-        came back as it was before, a worktree chat without its worktree.
+        such chat. Read once what the writer holds is written: a chat closed just now
+        (its last changes handed over at the close) came back as it was before, a
+        worktree chat without its worktree.
 
         Raises:
             StoreError: the file cannot be read.

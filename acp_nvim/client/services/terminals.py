@@ -61,7 +61,6 @@ REFRESH_INTERVAL = 0.05
 _STOP_TIMEOUT = 2.0
 
 
-
 class CommandOutput(msgspec.Struct):
     """A command's output as an agent asks for it: text, whether it was cut, exit."""
 
