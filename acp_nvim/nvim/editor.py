@@ -422,14 +422,18 @@ class NvimEditor:
         self._queue({"kind": "notify", "message": message, "level": level})
 
     def review(self, chat: int, summary: dict[str, Any]) -> None:
+        item: ReviewItem = {"kind": "review", "chat": chat, "summary": summary}
         with self._lock:
-            # Only the latest state matters: an older one still queued is dropped.
-            self._pending = [
-                i
-                for i in self._pending
-                if isinstance(i, _Render) or i["kind"] != "review" or i["chat"] != chat
-            ]
-            self._pending.append({"kind": "review", "chat": chat, "summary": summary})
+            # Only the latest state matters: one still queued takes it in its place, so
+            # what was queued after it (AcpTurnEnd: "changes() has every file") still
+            # comes after a state at least as new.
+            for i, queued in enumerate(self._pending):
+                if isinstance(queued, _Render) or queued["kind"] != "review":
+                    continue
+                if queued["chat"] == chat:
+                    self._pending[i] = item
+                    return
+            self._pending.append(item)
         self._kick()
 
     def baseline(self, chat: int, data: dict[str, Any]) -> None:

@@ -192,6 +192,23 @@ def test_a_lua_call_sees_everything_queued_before_it() -> None:
     ]
 
 
+def test_a_newer_review_state_takes_the_queued_ones_place_before_the_turn_end() -> None:
+    """AcpTurnEnd promises changes() has every file: a state posted after it (the
+    review's watch seeing the turn's own save) must not move the turn's past it."""
+    nvim = FakeNvim()
+    editor = NvimEditor(nvim)  # type: ignore[arg-type]
+    editor.review(1, {"files": ["old"]})
+    editor.review(2, {"files": ["other chat"]})
+    editor.emit("AcpTurnEnd", {"chat": 1})
+    editor.review(1, {"files": ["new"]})
+    nvim.run_scheduled()
+    assert [(item["kind"], item.get("summary")) for batch in nvim.batches for item in batch] == [
+        ("review", {"files": ["new"]}),
+        ("review", {"files": ["other chat"]}),
+        ("event", None),
+    ]
+
+
 def slow_neovim(*, every: bool = False) -> tuple[FakeNvim, threading.Event, threading.Event]:
     """A threaded fake Neovim that takes its time over the first batch (``every``: each
     batch) until ``resume`` is set; ``applying`` is set once one is being applied."""
