@@ -1179,3 +1179,40 @@ def test_a_stored_chat_gone_since_opens_no_chat_and_keeps_none(editor: Editor) -
     editor.lua("require('acp').send('dolphins')")
     editor.wait("#require('acp').history({query = 'dolphins'}) == 1", what="the turn kept")
     assert [entry["agent"] for entry in editor.lua(HISTORY)] == ["demo"]
+
+
+def test_a_stored_chat_continued_in_two_neovims_keeps_both_conversations(
+    editor: Editor,
+) -> None:
+    """Two Neovims sharing one history both go on in one stored chat: each one's
+    turns stay whole, neither written over the other's (the later one's are kept as
+    a chat of their own, which says so)."""
+    entry = a_kept_chat(editor)
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        send(other, "tiger", 1)
+        kept(other, "tiger")
+        send(editor, "lion", 2)
+        kept(editor, "lion")
+        editor.wait(
+            "require('acp').history({query = 'lion'})[1].turns == 2", what="the lion turn"
+        )
+        [with_tiger] = editor.lua(HISTORY, {"query": "tiger"})
+        [with_lion] = editor.lua(HISTORY, {"query": "lion"})
+        assert with_tiger["id"] != with_lion["id"]
+        for found, word, not_there in ((with_tiger, "tiger", "lion"), (with_lion, "lion", "tiger")):
+            markdown = editor.lua(
+                "return require('acp.chat.history').export(nil, {history = ...})", found["id"]
+            )
+            text = "\n".join(editor.nvim.buffers[markdown][:])
+            assert "## You\n\nhello zebra" in text, text
+            assert f"## You\n\n{word}" in text and f"echo: {word}" in text, text
+            assert not_there not in text, text
+        # The chat whose turns went elsewhere says so.
+        assert any("another Neovim" in n["msg"] for n in editor.lua("return _G.acp_notices")
+                   + other.lua("return _G.acp_notices"))
+    finally:
+        other.quit()

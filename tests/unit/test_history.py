@@ -44,7 +44,7 @@ def chat_with(store: Store, *texts: str, agent: str = "demo") -> int:
     chat_id = store.new_chat(agent, "/p")
     blocks = [StoredBlock(i, f"k{i}", 1, "user" if i % 2 == 0 else "agent", t)
               for i, t in enumerate(texts)]  # fmt: skip
-    assert store.write(chat_id, blocks, {"turns": 1})
+    assert store.write(chat_id, blocks, {"turns": 1}) == "written"
     return chat_id
 
 
@@ -100,7 +100,7 @@ def test_forget_deletes_a_chat_and_its_words(tmp_path: Path) -> None:
     assert [h.chat.id for h in store.search("zebra")] == [kept]
     assert store.blocks(gone) == []
     # A chat forgotten while it is written to stays forgotten.
-    assert not store.write(gone, [StoredBlock(5, "k5", 2, "agent", "zebra")])
+    assert store.write(gone, [StoredBlock(5, "k5", 2, "agent", "zebra")]) == "forgotten"
     assert store.blocks(gone) == [] and store.chat(gone) is None
 
 
@@ -148,7 +148,7 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     holder.execute("BEGIN IMMEDIATE")  # another Neovim writing, longer than the busy timeout
     original = Store.write
 
-    def impatient(self: Store, *args: Any, **kwargs: Any) -> bool:
+    def impatient(self: Store, *args: Any, **kwargs: Any) -> str:
         self._db.execute("PRAGMA busy_timeout = 50")
         return original(self, *args, **kwargs)
 
@@ -173,6 +173,40 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     assert told[-1] == ("info", "history: written again")
     assert [b.text for b in store.blocks(target.id)] == ["kept zebra", "more"]
     assert store.chat(target.id).turns == 1  # type: ignore[union-attr]
+
+
+def test_a_chat_another_neovim_went_on_in_is_not_written_over(tmp_path: Path) -> None:
+    """Two Neovims that reopened one stored chat: the second to go on in it keeps
+    its turn in a chat of its own (the first's turn stays whole); its facts alone
+    are never written over the first's."""
+    path = str(tmp_path / "h.sqlite3")
+    shared = chat_with(Store(path), "hello zebra", "echo: hello zebra")
+    told: list[tuple[str, str]] = []
+    first, second = Writer(path, lambda m, lv: told.append((lv, m))), Writer(path, print)
+    targets = [Target("demo", "/p"), Target("demo", "/p")]
+    for target in targets:  # each reopened it
+        target.id, target.top = shared, 1
+    done = threading.Event()
+    second.put(targets[1], [StoredBlock(2, "k2", 2, "user", "tiger")], {"turns": 2}, 5.0, done)
+    assert done.wait(10)
+    done.clear()
+    first.put(targets[0], [], {"turns": 1, "title": "stale"}, 6.0, done)  # a status: facts
+    assert done.wait(10)
+    done.clear()
+    first.put(targets[0], [StoredBlock(2, "k2", 2, "user", "lion")], {"turns": 2}, 7.0, done)
+    assert done.wait(10)
+    first.close()
+    second.close()
+    store = Store(path)
+    assert [b.text for b in store.blocks(shared)] == ["hello zebra", "echo: hello zebra", "tiger"]
+    assert store.chat(shared).turns == 2 and store.chat(shared).title is None  # type: ignore[union-attr]
+    own = targets[0].id
+    assert own is not None and own != shared
+    assert [b.text for b in store.blocks(own)] == ["hello zebra", "echo: hello zebra", "lion"]
+    assert store.chat(own).parent == shared  # type: ignore[union-attr]
+    assert [h.chat.id for h in store.search("lion")] == [own]
+    assert told == [("info", f"history: stored chat {shared} went on in another Neovim: "
+                             f"this chat is kept as stored chat {own}")]  # fmt: skip
 
 
 @pytest.mark.skipif(not hasattr(os, "setpriority"), reason="CPU priority per thread: Linux")
@@ -451,7 +485,7 @@ def _stored(history: History) -> str:
 def test_blocks_gone_are_deleted_with_their_words(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     history_id = chat_with(store, "one zebra", "two")
-    assert store.write(history_id, [], gone=[0])
+    assert store.write(history_id, [], gone=[0]) == "written"
     assert [b.key for b in store.blocks(history_id)] == ["k1"]
     assert store.search("zebra") == []
 

@@ -199,6 +199,7 @@ class History:
         record = self._records[chat.id]
         if record.target is not None:
             record.target.id = row.id
+            record.target.top = max((b.seq for b in blocks), default=-1)
         record.created_at, record.updated_at = row.created_at, row.updated_at
         record.name = row.name
         prefix = f"#h{row.id}:"

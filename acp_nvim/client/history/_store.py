@@ -39,6 +39,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredBlock",
+    "Written",
 ]
 
 import os
@@ -47,7 +48,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -59,6 +60,9 @@ SEQ_BITS = 24
 BUSY_MS = 5000
 # The kinds of block the search index holds.
 SEARCHED = ("user", "agent", "tool")
+# What became of a chat's write: ``forgotten``, the chat was deleted meanwhile;
+# ``taken``, another Neovim wrote blocks after those this one knows of.
+Written = Literal["written", "forgotten", "taken"]
 
 _MIGRATIONS: list[str] = [
     # 1: the first layout
@@ -252,11 +256,13 @@ class Store:
         facts: dict[str, Any] | None = None,
         updated_at: float | None = None,
         gone: Iterable[int] = (),
-    ) -> bool:
+        top: int | None = None,
+    ) -> Written:
         """Upsert ``blocks``, delete the blocks of seqs ``gone`` and set ``facts``
-        (columns of ``chats``) of one chat, in one transaction; False when the chat
-        was forgotten meanwhile (nothing is written). Raises StoreError (the caller
-        retries it whole)."""
+        (columns of ``chats``) of one chat, in one transaction. Nothing is written when
+        the chat was forgotten meanwhile, nor when ``top`` (the last seq the writer
+        knows the chat holds) is given and the chat holds one after it: another
+        Neovim went on in it. Raises StoreError (the caller retries it whole)."""
         sets = {**(facts or {}), "updated_at": updated_at or time.time()}
         unknown = set(sets) - set(_CHAT_COLUMNS.split(", "))
         if unknown:
@@ -265,22 +271,53 @@ class Store:
             ((chat_id << SEQ_BITS) | b.seq, b.key, b.node, b.turn, b.kind, b.text, b.data)
             for b in blocks
         ]
+        first = chat_id << SEQ_BITS
         with self._transaction() as db:
+            if top is not None:
+                [(last,)] = db.execute(
+                    "SELECT max(id) FROM blocks WHERE id >= ? AND id < ?",
+                    (first, first + (1 << SEQ_BITS)),
+                ).fetchall()
+                if last is not None and last > first | top:
+                    return "taken"
             assignments = ", ".join(f"{column} = ?" for column in sets)
             there = db.execute(
                 f"UPDATE chats SET {assignments} WHERE id = ? RETURNING id",
                 [*sets.values(), chat_id],
             ).fetchall()
-            if there:
-                db.executemany(
-                    "INSERT INTO blocks(id, key, node, turn, kind, text, data) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                    "turn = excluded.turn, text = excluded.text, data = excluded.data",
-                    rows,
-                )
-                deleted = [((chat_id << SEQ_BITS) | seq,) for seq in gone]
-                db.executemany("DELETE FROM blocks WHERE id = ?", deleted)
-        return bool(there)
+            if not there:
+                return "forgotten"
+            db.executemany(
+                "INSERT INTO blocks(id, key, node, turn, kind, text, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                "turn = excluded.turn, text = excluded.text, data = excluded.data",
+                rows,
+            )
+            db.executemany("DELETE FROM blocks WHERE id = ?", [(first | seq,) for seq in gone])
+        return "written"
+
+    def branch_off(self, chat_id: int, top: int) -> int | None:
+        """A new chat, whose parent is ``chat_id``, holding its facts and its blocks up
+        to seq ``top``: where a Neovim goes on that another one's turns came after.
+        None when there is no such chat."""
+        first = chat_id << SEQ_BITS
+        columns = _CHAT_COLUMNS.removeprefix("id, ").replace("parent", "?")
+        with self._transaction() as db:
+            made = db.execute(
+                f"INSERT INTO chats({_CHAT_COLUMNS.removeprefix('id, ')}) "
+                f"SELECT {columns} FROM chats WHERE id = ? RETURNING id",
+                (chat_id, chat_id),
+            ).fetchall()
+            if not made:
+                return None
+            [(new,)] = made
+            db.execute(
+                "INSERT INTO blocks(id, key, branch, turn, kind, text, data, node) "
+                "SELECT (? << ?) | (id - ?), key, branch, turn, kind, text, data, node "
+                "FROM blocks WHERE id >= ? AND id <= ?",
+                (new, SEQ_BITS, first, first, first | top),
+            )
+        return int(new)
 
     def rename(self, chat_id: int, name: str | None) -> bool:
         return bool(

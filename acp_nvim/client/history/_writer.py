@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from acp_nvim.client import malloc
-from acp_nvim.client.history._store import Store, StoredBlock, StoreError
+from acp_nvim.client.history._store import Store, StoredBlock, StoreError, Written
 
 log = logging.getLogger("acp_nvim")
 
@@ -34,7 +34,10 @@ class Target:
     """Where one chat's blocks go: its row, made by the writer on first write.
 
     ``id`` is set on the writer thread (read elsewhere only once set);
-    ``forgotten``: the user deleted it while it was kept, nothing more is written.
+    ``forgotten``: the user deleted it while it was kept, nothing more is written;
+    ``top``: the last block (seq) this Neovim knows the stored chat holds (written
+    here, or there when it was reopened). A block after it is another Neovim's,
+    which went on in the chat: this one's turns then go to a chat of their own.
     """
 
     def __init__(self, agent: str, cwd: str, parent: int | None = None) -> None:
@@ -43,6 +46,7 @@ class Target:
         self.parent = parent
         self.id: int | None = None
         self.forgotten = False
+        self.top = -1
         # Told the chat's id once it has one (from the writer thread).
         self.on_id: Callable[[int], None] | None = None
 
@@ -172,11 +176,44 @@ class Writer:
                 if target.on_id is not None:
                     target.on_id(target.id)
             blocks = sorted(batch.blocks.values(), key=lambda b: b.seq)
-            if not store.write(target.id, blocks, batch.facts, batch.stamp, batch.gone):
+            written = store.write(
+                target.id, blocks, batch.facts, batch.stamp, batch.gone, target.top
+            )
+            if written == "taken":
+                written = self._branch_off(store, target, batch, blocks)
+            if written == "forgotten":
                 target.forgotten = True
+            elif blocks:
+                target.top = max(target.top, blocks[-1].seq)
             del pending[target]
             for done in batch.done:
                 done.set()
+
+    def _branch_off(
+        self, store: Store, target: Target, batch: _Batch, blocks: list[StoredBlock]
+    ) -> Written:
+        """Another Neovim went on in ``target``'s stored chat: this one's changes
+        (its own turns, a decision on its review) go to a new stored chat holding
+        what the two shared, and the user is told. Facts alone (a status) are not
+        written over the other's, only a name given here."""
+        assert target.id is not None
+        if not blocks and not batch.gone:
+            name = batch.facts.get("name", False)
+            if name is not False:
+                store.rename(target.id, name)
+            return "written"
+        shared, new = target.id, store.branch_off(target.id, target.top)
+        if new is None:
+            return "forgotten"
+        target.id = new
+        if target.on_id is not None:
+            target.on_id(new)
+        self._report(
+            f"history: stored chat {shared} went on in another Neovim: this chat is kept"
+            f" as stored chat {new}",
+            "info",
+        )
+        return store.write(new, blocks, batch.facts, batch.stamp, batch.gone)
 
     def _unavailable(self, why: str) -> None:
         """Nothing can be kept: say so once, then drop what comes."""
