@@ -5,6 +5,7 @@ tests/fakes/scenarios/workspace.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -700,3 +701,34 @@ def test_a_worktree_chat_reopened_once_its_worktree_is_gone_says_where_it_works(
     assert any(gone in line for line in transcript(editor, chat))
     assert "worktree acp/" not in winbar(editor)
     assert send(editor, chat, "where")["cwd"] == str(project)
+
+
+@pytest.mark.parametrize("how", ["rm -rf", "git worktree remove", "and its branch"])
+def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
+    editor: Editor, how: str
+) -> None:
+    """You removed the chat's worktree yourself (its directory, with git or without,
+    its branch too): closing the chat says nothing of work kept there, and takes
+    away what git still held of it (the branch with no commit of the agent's, the
+    worktree's registration)."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    if how == "rm -rf":
+        shutil.rmtree(worktree)
+    else:
+        git(project, "worktree", "remove", "--force", str(worktree))
+    if how == "and its branch":
+        git(project, "branch", "-D", f"acp/{chat}")
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').chats() == 0", what="the chat closed")
+    editor.wait(
+        "vim.system({'git', 'branch', '--list', 'acp/*'}, {text = true}):wait().stdout == ''",
+        what="the branch removed",
+    )
+    listed = git(project, "worktree", "list", "--porcelain")
+    assert str(worktree) not in listed, listed
+    notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert not [n for n in notices if "worktree" in n], notices

@@ -64,26 +64,48 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
 
 
 def remove_worktree(worktree: Worktree) -> None:
-    """Remove the worktree's directory and its branch.
+    """Remove the worktree's directory and its branch (what of them is left: the user
+    may have removed either).
 
     Raises:
         WorktreeError: git refused (its message).
     """
+    project = worktree.project
     try:
-        git(worktree.project, "worktree", "remove", "--force", worktree.path, timeout=_SLOW)
-        git(worktree.project, "branch", "-D", worktree.branch)
+        try:
+            git(project, "worktree", "remove", "--force", worktree.path, timeout=_SLOW)
+        except GitError:
+            if os.path.lexists(worktree.path):
+                raise
+            # The user removed it (`git worktree remove`): git knows it no more.
+        if _has_branch(project, worktree.branch):
+            git(project, "branch", "-D", worktree.branch)
     except GitError as err:
         raise WorktreeError(f"worktree {worktree.path} not removed: {err}") from None
 
 
 def holds_commits(worktree: Worktree) -> bool:
     """Whether the agent committed on the worktree's branch (work the review does not
-    list); True when git cannot tell."""
+    list); True when git cannot tell. A branch the user deleted holds none."""
+    if os.path.isdir(worktree.path):
+        where, tip = worktree.path, "HEAD"
+    elif _has_branch(worktree.project, worktree.branch):  # its directory removed
+        where, tip = worktree.project, f"refs/heads/{worktree.branch}"
+    else:
+        return False
     try:
-        count = git(worktree.path, "rev-list", "--count", f"{worktree.base}..HEAD")
+        count = git(where, "rev-list", "--count", f"{worktree.base}..{tip}")
     except GitError:
         return True
     return int(count or b"0") > 0
+
+
+def _has_branch(project: str, branch: str) -> bool:
+    try:
+        git(project, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+    except GitError:
+        return False
+    return True
 
 
 def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
@@ -92,11 +114,8 @@ def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     for n in range(1, 1000):
         suffix = "" if n == 1 else f"-{n}"
         branch, path = f"acp/{name}{suffix}", f"{stem}-{name}{suffix}"
-        try:
-            git(project, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
-        except GitError:
-            if not os.path.lexists(path):
-                return branch, path
+        if not _has_branch(project, branch) and not os.path.lexists(path):
+            return branch, path
     raise WorktreeError(f"cannot make a worktree: every branch acp/{name}-N is taken")
 
 
