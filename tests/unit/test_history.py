@@ -63,6 +63,21 @@ def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) 
     assert store.search("***") == store.search(None)
 
 
+def test_search_finds_words_of_scripts_written_without_spaces(tmp_path: Path) -> None:
+    """Chinese and Japanese (Thai, ...) put no space between words: the index holds
+    a whole run as one word, and `:AcpHistory テキスト` found nothing."""
+    store = store_at(tmp_path)
+    japanese = chat_with(store, "日本語のテキストを直してください", "はい、parser を直しました")
+    chinese = chat_with(store, "请修复解析器的错误", "已修复")
+    assert [h.chat.id for h in store.search("テキスト")] == [japanese]
+    assert [h.chat.id for h in store.search("解析器")] == [chinese]
+    assert [h.chat.id for h in store.search("修复")] == [chinese]  # in both its blocks
+    assert [h.chat.id for h in store.search("PARSER 直し")] == [japanese]
+    assert store.search("parser 解析器") == []  # every word, as ever
+    assert store.search("テキスト")[0].snippet == "日本語のテキストを直してください"
+    assert store.search("直しました")[0].snippet == "はい、parser を直しました"
+
+
 def test_search_is_newest_first_by_last_change_even_for_older_chats(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     ids = [chat_with(store, f"word{i % 3} common", "reply", agent=f"a{i % 2}") for i in range(12)]

@@ -386,7 +386,8 @@ class Store:
     ) -> list[Hit]:
         """Chats newest first (by their last change) whose prompts, replies or tool
         calls hold every word of ``query`` (a word ending in ``*``: as a prefix;
-        case and accents ignored); every chat without one."""
+        case and accents ignored; a word of a script written without spaces:
+        anywhere in the text, as written); every chat without one."""
         words = _WORD.findall(query or "")
         where, params = ["1"], []
         if agent is not None:
@@ -403,12 +404,14 @@ class Store:
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
-        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in words)
-        found = self._matching(match, filters, params, limit)
+        indexed = [w for w in words if not _UNSPACED.search(w)]
+        scanned = [w.rstrip("*") for w in words if _UNSPACED.search(w)]
+        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed)
+        found = self._matching(_Hits(match, scanned), filters, params, limit)
         return [Hit(chat, self._snippet(rowid, words)) for chat, rowid in found]
 
     def _matching(
-        self, match: str, filters: str, params: list[Any], limit: int
+        self, hits: _Hits, filters: str, params: list[Any], limit: int
     ) -> list[tuple[ChatRow, int]]:
         """The ``limit`` matching chats newest first, each with its newest matching block.
 
@@ -419,9 +422,7 @@ class Store:
         """
         newest: dict[int, int] = {}  # chat id → its newest matching block
         found: dict[int, ChatRow] = {}
-        cursor = self._db.execute(
-            "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC", (match,)
-        )
+        cursor = self._db.execute(*hits.newest_first())
         complete = True
         try:
             for (rowid,) in cursor:
@@ -433,7 +434,7 @@ class Store:
                     f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ? AND {filters}",
                     (chat_id, *params),
                 )
-                if rows:
+                if rows and self._holds(chat_id, hits.scanned):
                     found[chat_id] = ChatRow(*rows[0])
                     if len(found) >= limit:
                         complete = False
@@ -452,16 +453,24 @@ class Store:
             )
             for row in later:
                 first = row[0] << SEQ_BITS
-                hit = self._run(
-                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid >= ? AND rowid < ? "
-                    "ORDER BY rowid DESC LIMIT 1",
-                    (match, first, first + (1 << SEQ_BITS)),
-                )
-                if hit:
+                hit = self._run(*hits.newest_first((first, first + (1 << SEQ_BITS)), 1))
+                if hit and self._holds(row[0], hits.scanned):
                     newest[row[0]] = hit[0][0]
                     ranked.append(ChatRow(*row))
             ranked.sort(key=lambda chat: chat.updated_at, reverse=True)
         return [(chat, newest[chat.id]) for chat in ranked[:limit]]
+
+    def _holds(self, chat_id: int, texts: list[str]) -> bool:
+        """Whether the chat's prompts, replies or tool calls hold each of ``texts``."""
+        first = chat_id << SEQ_BITS
+        return all(
+            self._run(
+                f"SELECT 1 FROM blocks WHERE id >= ? AND id < ? AND kind IN {SEARCHED} "
+                "AND instr(text, ?) > 0 LIMIT 1",
+                (first, first + (1 << SEQ_BITS), text),
+            )
+            for text in texts
+        )
 
     def _snippet(self, rowid: int, words: list[str]) -> str:
         """The words of block ``rowid`` around the first query word in it."""
@@ -470,6 +479,38 @@ class Store:
 
 
 _WORD = re.compile(r"\w+\*?")
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Japanese
+# kana, Chinese characters, Hangul): the index holds a run of them as one word, so
+# a word holding them is looked for in the text instead.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
+
+
+class _Hits:
+    """The blocks a query's words are found in: ``match`` (FTS5) over the index, else
+    the first of ``scanned`` (words of unspaced scripts) in the text. A chat is found
+    once it also holds every one of ``scanned`` (``Store._holds``)."""
+
+    def __init__(self, match: str, scanned: list[str]) -> None:
+        self.match = match
+        self.scanned = scanned
+
+    def newest_first(
+        self, within: tuple[int, int] | None = None, limit: int = -1
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement reading their ids newest first (``within``: an id range)."""
+        params: tuple[Any, ...]
+        if self.match:
+            sql, params = "SELECT rowid FROM search WHERE search MATCH ?", (self.match,)
+        else:
+            sql = f"SELECT id FROM blocks WHERE kind IN {SEARCHED} AND instr(text, ?) > 0"
+            params = (self.scanned[0],)
+        if within is not None:
+            sql += " AND rowid >= ? AND rowid < ?"
+            params += within
+        return sql + " ORDER BY rowid DESC LIMIT ?", (*params, limit)
 
 
 def _cut(text: str, words: list[str], around: int = 6) -> str:
@@ -481,7 +522,14 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
 
     def matches(token: str) -> bool:
         token = token.casefold().strip("`*_.,;:!?()[]{}'\"<>")
-        return any(token.startswith(w[:-1]) if w.endswith("*") else token == w for w in wanted)
+        return any(
+            w.rstrip("*") in token
+            if _UNSPACED.search(w)
+            else token.startswith(w[:-1])
+            if w.endswith("*")
+            else token == w
+            for w in wanted
+        )
 
     at = next((i for i, token in enumerate(said) if matches(token)), 0)
     first, last = max(0, at - around), min(len(said), at + around + 1)
