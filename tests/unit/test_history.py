@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -419,6 +421,29 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert "*Turn ended: end_turn*" in text
 
     anyio.run(run)
+
+
+def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
+    """An agent's edit of a README with code blocks: the diff's context line
+    `` ```sh`` (a space, then the file's fence) closed the export's fence, and the
+    rest of the export was drawn as Markdown, or as code."""
+    readme_old = "# Tool\n\n```sh\nmake\n```\n\nOld words.\n"
+    readme_new = readme_old.replace("Old words.", "New words.")
+    data = {"kind": "edit", "status": "completed",
+            "content": [{"type": "diff", "path": "/p/README.md", "old": readme_old,
+                         "new": readme_new}]}  # fmt: skip
+    blocks = [
+        StoredBlock(0, "k0", 1, "user", "fix the readme"),
+        StoredBlock(1, "t1", 1, "tool", "Edit README.md", json.dumps(data)),
+        StoredBlock(2, "k2", 1, "agent", "done"),
+    ]
+    lines = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks).split("\n")
+    opened = lines.index(next(line for line in lines if line.endswith("diff")))
+    fence = lines[opened].removesuffix("diff")
+    closing = re.compile(rf" {{0,3}}{fence}`*[ \t]*")  # CommonMark's closing fence
+    closed = next(i for i in range(opened + 1, len(lines)) if closing.fullmatch(lines[i]))
+    assert lines[closed - 1] == "+New words.", lines[opened:closed]
+    assert lines[closed + 1 :] == ["", "## Agent", "", "done", ""]
 
 
 @pytest.mark.parametrize("rewound", [False, True])

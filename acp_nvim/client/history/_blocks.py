@@ -26,6 +26,7 @@ __all__ = [
     "waiting_files",
 ]
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -406,10 +407,15 @@ def _tool_markdown(
     return lines
 
 
+# A backtick run that could close a fence: at a line's start, after up to 3 spaces
+# (a diff's context line of a Markdown file's own fence is one space, then it).
+_TICKS = re.compile(r" {0,3}(`+)")
+
+
 def _fence(text: str) -> list[str]:
-    """``text`` between fences longer than any backtick run it holds at a line start."""
+    """``text`` between fences longer than any backtick run that could close one."""
     body = text.rstrip("\n").split("\n")
-    ticks = max((len(line) - len(line.lstrip("`")) for line in body), default=0)
+    ticks = max((len(m.group(1)) for line in body if (m := _TICKS.match(line))), default=0)
     fence = "`" * max(3, ticks + 1)
     return [fence, *body, fence]
 
