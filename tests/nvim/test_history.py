@@ -1216,3 +1216,35 @@ def test_a_stored_chat_continued_in_two_neovims_keeps_both_conversations(
                    + other.lua("return _G.acp_notices"))
     finally:
         other.quit()
+
+
+def test_a_reopened_chat_whose_directory_is_gone_says_where_it_goes_on(editor: Editor) -> None:
+    """The project a chat worked in was moved or removed since: reopened, the chat
+    said nothing, and sending failed on the missing directory, again with every
+    restart and hand-over: the conversation could not go on anywhere. It now goes
+    on in Neovim's directory, which a line says before anything is sent."""
+    work = editor.tmp / "project" / "moved-away"
+    work.mkdir()
+    editor.nvim.command(f"cd {work}")
+    workspace = {"ws": editor.fake_agent("workspace")}
+    editor.setup(agents=workspace, default_agent="ws")
+    editor.open_chat()
+    send(editor, "where", 1)
+    [entry] = kept(editor, "where")
+    editor.quit()
+    work.rmdir()
+
+    other = second_neovim(editor)
+    project = editor.tmp / "project"
+    try:
+        other.setup(agents=workspace, default_agent="ws")
+        other.lua("require('acp').open({history = ...})", entry["id"])
+        other.wait("require('acp').status().state == 'ready'")
+        gone = f"*The directory this chat worked in (`{work}`) is gone: it goes on in `{project}`.*"
+        assert gone in other.transcript()
+        assert other.lua("return require('acp').status().cwd") == str(project)
+        send(other, "where", 1)
+        said = [line for line in other.transcript() if line.startswith("RESULT ")]
+        assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
+    finally:
+        other.quit()

@@ -92,7 +92,7 @@ class ChatLifecycle:
         """
         self.queue.open(chat_id)  # prompts sent before the chat is ready
         if history is not None:
-            await self._reopen(chat_id, history)
+            await self._reopen(chat_id, history, cwd)
             return
         parent = self.ctx.chats.get(fork) if fork is not None else None
         if self.ctx.config_error is not None:
@@ -152,18 +152,19 @@ class ChatLifecycle:
         chat.fail(why)
         self.queue.give_back(chat)
 
-    async def _reopen(self, chat_id: int, history_id: int) -> None:
-        """Show stored chat ``history_id``; it goes on when the user sends (see send)."""
+    async def _reopen(self, chat_id: int, history_id: int, here: str) -> None:
+        """Show stored chat ``history_id`` (opened in Neovim's directory ``here``); it
+        goes on when the user sends (see send)."""
         found, why = await _stored(self.ctx.history, history_id)
         if found is None:  # gone (forgotten since) or unreadable: nothing of it lives
-            self._refuse(chat_id, "?", os.getcwd(), why)
+            self._refuse(chat_id, "?", here, why)
             self._withdraw(chat_id, why)
             return
         row, blocks = found
         agent_config = self.ctx.config.all_agents().get(row.agent)
         roots = self.ctx.config.agent_roots(agent_config) if agent_config is not None else []
         stored = self.ctx.history.worktree_of(row)
-        workspace, gone = self.workspaces.reopened(chat_id, row.cwd, roots, stored)
+        workspace, gone = self.workspaces.reopened(chat_id, row.cwd, roots, stored, here)
         chat = self._new_chat(chat_id, row.agent, workspace)
         waiting = self.ctx.history.waiting(blocks) if workspace.worktree is not None else []
         if waiting:  # the hunks it left in its kept worktree are decided as before

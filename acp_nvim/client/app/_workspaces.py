@@ -98,23 +98,32 @@ class Workspaces:
         return Workspace(where, chosen, made)
 
     def reopened(
-        self, chat_id: int, cwd: str, roots: list[str], stored: KeptWorktree | None
+        self, chat_id: int, cwd: str, roots: list[str], stored: KeptWorktree | None, here: str
     ) -> tuple[Workspace, str | None]:
         """The workspace of a stored chat reopened as ``chat_id``: its worktree while
         that is kept (``stored``: what the history holds of it), which the chat then
         answers for as the chat that made it did; else ``cwd``, the user's directory,
-        and when its worktree is gone, a line saying the chat goes on there."""
-        if stored is None:
-            return Workspace(cwd, roots), None
-        if os.path.isdir(stored.cwd):
+        and when its worktree is gone, a line saying the chat goes on there. A ``cwd``
+        gone too (moved, removed) gives way to ``here`` (Neovim's directory), and
+        the line says so: else the conversation could go on nowhere."""
+        if stored is not None and os.path.isdir(stored.cwd):
             self._made[chat_id] = stored.worktree
             return Workspace(stored.cwd, roots, stored.worktree), None
-        worktree = stored.worktree
-        gone = (
-            f"*The worktree this chat worked in ({worktree.path}, branch `{worktree.branch}`)"
-            f" is gone: it goes on in your directory `{cwd}`, on your own files.*"
-        )
-        return Workspace(cwd, roots), gone
+        where = cwd if os.path.isdir(cwd) else here
+        if stored is not None:
+            worktree = stored.worktree
+            gone = (
+                f"*The worktree this chat worked in ({worktree.path}, branch `{worktree.branch}`)"
+                f" is gone: it goes on in your directory `{where}`, on your own files.*"
+            )
+        elif where != cwd:
+            gone = (
+                f"*The directory this chat worked in (`{cwd}`) is gone:"
+                f" it goes on in `{where}`.*"
+            )
+        else:
+            gone = None
+        return Workspace(where, roots), gone
 
     def root(self, chat_id: int, action: str, path: str) -> None:
         """Add a workspace root to chat ``chat_id`` or remove one (:AcpRoot): the
