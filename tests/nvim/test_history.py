@@ -1248,3 +1248,32 @@ def test_a_reopened_chat_whose_directory_is_gone_says_where_it_goes_on(editor: E
         assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
     finally:
         other.quit()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("how", ["handed over", "reopened"])
+def test_a_conversation_carried_on_survives_a_refused_first_prompt(
+    editor: Editor, how: str, version: int
+) -> None:
+    """The first prompt of a hand-over (or of a reopened chat whose agent knows
+    nothing of it) carries the conversation; the agent refused it (a rate limit),
+    and the next prompt went without it: the agent knew nothing of what the
+    transcript showed."""
+    first = "kept" if how == "handed over" else "plain"
+    editor.setup(agents=agents(editor), default_agent=first, protocol_version=version)
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    kept(editor, "zebra")
+    if how == "handed over":
+        editor.nvim.command("AcpHandoff plain")
+        editor.wait_event("AcpSessionReady", count=2)
+    else:
+        editor.nvim.command("AcpClose")
+        editor.reopen_last()
+    editor.lua("require('acp').send('fail')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "rate limited" in editor.transcript_text()
+    send(editor, "go on", 3)
+    blocks = json.loads(editor.transcript()[-3])
+    assert "## You\n\nhello zebra" in blocks[0]["text"], blocks
+    assert blocks[-1] == {"type": "text", "text": "go on"}

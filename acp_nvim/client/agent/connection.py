@@ -308,6 +308,7 @@ class AgentConnection:
         the chat failed when the agent exits."""
         sessions = self._sessions()
         self.turns.begin(chat)
+        seed = chat.seed  # the conversation this prompt carries to a new session, if any
         # The turn start's drawing goes to Neovim once the prompt is on its way.
         drawn = chat.editor.hold()
         if self._tasks is not None:
@@ -344,6 +345,11 @@ class AgentConnection:
             await self.terminals.abandon(chat)
             await chat.finish_turn("cancelled")
         except RequestError as err:
+            # Refused (a rate limit): the next prompt carries the conversation again,
+            # else the agent would go on knowing nothing of it. One that took it in
+            # before it failed is told it twice, which costs context, not the thread.
+            if seed is not None:
+                chat.seed = seed
             await chat.finish_turn("error", f"agent error {err}")
         except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")

@@ -221,6 +221,12 @@ async def refuse_closed(agent: Agent, params: Params) -> None:
         raise RequestError(-32002, f"Resource not found: {session} was closed")
 
 
+async def refuse_fail(agent: Agent, params: Params) -> None:
+    """A prompt whose last block is "fail" is refused, as a rate limit is."""
+    if params["prompt"][-1].get("text") == "fail":
+        raise RequestError(-32603, "rate limited")
+
+
 def blocks(*takes: str) -> Scenario:
     """The scenario "blocks" with prompt capabilities ``takes`` ("blocks+embed", ...)."""
     return Scenario(
@@ -230,7 +236,7 @@ def blocks(*takes: str) -> Scenario:
             "promptCapabilities": {"embeddedContext": "embed" in takes, "image": "image" in takes}
         },
         v2={"prompt": {"embeddedContext" if t == "embed" else t: {} for t in takes}},
-        before={"session/resume": unknown_session},
+        before={"session/resume": unknown_session, "session/prompt": refuse_fail},
     )
 
 
