@@ -85,6 +85,23 @@ def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
     assert git(project, "branch", "--list", "acp/*") == ""
 
 
+def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(
+    project: Path, tmp_path: Path
+) -> None:
+    """Opened in a directory git holds nothing of (empty, or only ignored files):
+    the chat's directory in the worktree did not exist, and its agent was told
+    to work in a directory that is not there."""
+    (project / ".gitignore").write_text("build/\n")
+    for name in ("build", "empty"):
+        (project / name).mkdir()
+    (project / "build" / "out.o").write_text("ignored\n")
+    for name in ("build", "empty"):
+        worktree, cwd = make_worktree(str(project / name), name, str(tmp_path / "home"))
+        assert cwd == str(Path(worktree.path) / name) and os.path.isdir(cwd)
+        assert not (Path(cwd) / "out.o").exists()  # ignored files stay out
+        remove_worktree(worktree)
+
+
 def test_no_worktree_outside_git_nor_without_a_commit_and_nothing_is_left(
     tmp_path: Path,
 ) -> None:

@@ -54,13 +54,17 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
     except GitError as err:
         _clean_up(project, branch, path)
         raise WorktreeError(f"cannot make a worktree: {err}") from None
+    where = os.path.normpath(os.path.join(path, prefix))
     try:
         _copy_changes(project, path)
+        # Made when git holds nothing of it (empty, or only ignored files): the agent
+        # works there.
+        os.makedirs(where, exist_ok=True)
         base = os.fsdecode(git(path, "rev-parse", "HEAD")).strip()
     except (OSError, GitError) as err:
         _clean_up(project, branch, path)
         raise WorktreeError(f"cannot make a worktree: copying your changes failed: {err}") from None
-    return Worktree(path, branch, project, base), os.path.normpath(os.path.join(path, prefix))
+    return Worktree(path, branch, project, base), where
 
 
 def remove_worktree(worktree: Worktree) -> None:
