@@ -278,7 +278,7 @@ class Store:
                     "SELECT max(id) FROM blocks WHERE id >= ? AND id < ?",
                     (first, first + (1 << SEQ_BITS)),
                 ).fetchall()
-                if last is not None and last > first | top:
+                if last is not None and last > first + top:
                     return "taken"
             assignments = ", ".join(f"{column} = ?" for column in sets)
             there = db.execute(
@@ -315,7 +315,7 @@ class Store:
                 "INSERT INTO blocks(id, key, branch, turn, kind, text, data, node) "
                 "SELECT (? << ?) | (id - ?), key, branch, turn, kind, text, data, node "
                 "FROM blocks WHERE id >= ? AND id <= ?",
-                (new, SEQ_BITS, first, first, first | top),
+                (new, SEQ_BITS, first, first, first + top),
             )
         return int(new)
 
