@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.nvim.conftest import Editor, wait_gone
+from tests.nvim.test_history import second_neovim
 
 VERSIONS = pytest.mark.parametrize("version", [1, 2])
 
@@ -732,3 +733,40 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     assert str(worktree) not in listed, listed
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert not [n for n in notices if "worktree" in n], notices
+
+
+def test_a_stored_worktree_chat_does_not_take_a_newer_worktree_of_its_name(
+    editor: Editor,
+) -> None:
+    """Worktrees are named by the chat (`acp/1`, `project-1`), and chat numbers start
+    again in each Neovim: reopened after its own worktree went, a chat took the
+    worktree a newer chat made under the same name, worked in it, and closing it
+    removed it under that chat, with the hunks waiting there."""
+    project, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua(STUB_SELECT, 1)  # remove the worktree
+    close_chat(editor, first)
+    editor.quit()
+    assert not worktree.exists()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents={"ws": other.fake_agent("workspace")}, default_agent="ws")
+        other.nvim.command("AcpWorktree ws")
+        other.wait_event("AcpSessionReady")
+        [newer] = other.lua("return require('acp').chats()")
+        assert newer["worktree"] == str(worktree)  # the same name again
+        send(other, newer["id"], "write f.txt second")
+        [stored] = [e for e in other.lua("return require('acp').history()")
+                    if e["title"] == "write f.txt first"]  # fmt: skip
+        reopened = other.lua("return require('acp').open({history = ...})", stored["id"])
+        other.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
+        gone = f"is gone: it goes on in your directory `{project}`"
+        assert any(gone in line for line in transcript(other, reopened))
+        listed = {c["id"]: c for c in other.lua("return require('acp').chats()")}
+        assert listed[reopened].get("worktree") is None
+        assert listed[reopened]["cwd"] == str(project)
+        close_chat(other, reopened)
+        assert (worktree / "f.txt").read_text() == "second\n"
+        assert other.lua("return require('acp').chats()[1].waiting") == 1
+    finally:
+        other.quit()

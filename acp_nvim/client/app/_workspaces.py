@@ -106,7 +106,9 @@ class Workspaces:
         and when its worktree is gone, a line saying the chat goes on there. A ``cwd``
         gone too (moved, removed) gives way to ``here`` (Neovim's directory), and
         the line says so: else the conversation could go on nowhere."""
-        if stored is not None and os.path.isdir(stored.cwd):
+        from acp_nvim.client.services.worktrees import still_there
+
+        if stored is not None and still_there(stored.worktree) and os.path.isdir(stored.cwd):
             self._made[chat_id] = stored.worktree
             return Workspace(stored.cwd, roots, stored.worktree), None
         where = cwd if os.path.isdir(cwd) else here

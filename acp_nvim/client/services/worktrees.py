@@ -9,10 +9,17 @@ behind. Every function runs git and copies files: call them in a worker thread.
 
 from __future__ import annotations
 
-__all__ = ["WorktreeError", "holds_commits", "make_worktree", "remove_worktree"]
+__all__ = [
+    "WorktreeError",
+    "holds_commits",
+    "make_worktree",
+    "remove_worktree",
+    "still_there",
+]
 
 import os
 import shutil
+import uuid
 
 from acp_nvim.client.services.git import GitError, dirty_files, git
 from acp_nvim.client.session.workspace import Worktree
@@ -61,10 +68,27 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
         # works there.
         os.makedirs(where, exist_ok=True)
         base = os.fsdecode(git(path, "rev-parse", "HEAD")).strip()
+        mark = _marked(path)
     except (OSError, GitError) as err:
         _clean_up(project, branch, path)
         raise WorktreeError(f"cannot make a worktree: copying your changes failed: {err}") from None
-    return Worktree(path, branch, project, base), where
+    return Worktree(path, branch, project, base, mark), where
+
+
+def still_there(worktree: Worktree) -> bool:
+    """Whether ``worktree`` is still there: its directory, and not another worktree
+    made since under its name (chat numbers, which name worktrees, start again in
+    each Neovim). Reads one small file: callable on the loop."""
+    if not os.path.isdir(worktree.path):
+        return False
+    if not worktree.mark:  # kept before worktrees were marked
+        return True
+    admin = _admin_dir(worktree.path)
+    try:
+        with open(os.path.join(admin or "", _MARK), encoding="utf-8") as file:
+            return file.read().strip() == worktree.mark
+    except OSError:
+        return False
 
 
 def remove_worktree(worktree: Worktree) -> None:
@@ -102,6 +126,34 @@ def holds_commits(worktree: Worktree) -> bool:
     except GitError:
         return True
     return int(count or b"0") > 0
+
+
+# The file in a worktree's own directory under the project's .git (git's, which
+# goes with the worktree) that holds its mark.
+_MARK = "acp-chat"
+
+
+def _admin_dir(path: str) -> str | None:
+    """Git's directory of the worktree at ``path`` (its ``.git`` file names it)."""
+    try:
+        with open(os.path.join(path, ".git"), encoding="utf-8") as file:
+            line = file.readline().strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.join(path, line.removeprefix("gitdir:").strip())
+
+
+def _marked(path: str) -> str:
+    """A new mark, written into git's directory of the worktree at ``path``."""
+    admin = _admin_dir(path)
+    if admin is None:
+        raise OSError(f"git made no {path}/.git file")
+    mark = uuid.uuid4().hex
+    with open(os.path.join(admin, _MARK), "w", encoding="utf-8") as file:
+        file.write(mark + "\n")
+    return mark
 
 
 def _has_branch(project: str, branch: str) -> bool:

@@ -34,12 +34,15 @@ def shown_path(path: str, cwd: str) -> str:
 class Worktree(msgspec.Struct, frozen=True):
     """A git worktree a chat's agent works in, apart from the user's work tree
     (decision 0046): ``path`` its top, on a new ``branch`` made from commit ``base``
-    of the work tree whose top is ``project``."""
+    of the work tree whose top is ``project``. ``mark``: what tells it from a later
+    worktree made under its name once it is gone (``services.worktrees.still_there``;
+    empty in one kept before marks were)."""
 
     path: str
     branch: str
     project: str
     base: str
+    mark: str = ""
 
     def user_path(self, path: str) -> str | None:
         """The user's file that ``path`` of the worktree stands for; None outside it."""
