@@ -1277,3 +1277,22 @@ def test_a_conversation_carried_on_survives_a_refused_first_prompt(
     blocks = json.loads(editor.transcript()[-3])
     assert "## You\n\nhello zebra" in blocks[0]["text"], blocks
     assert blocks[-1] == {"type": "text", "text": "go on"}
+    assert "refused the conversation" not in editor.transcript_text()
+
+
+def test_a_conversation_refused_twice_goes_no_more_and_the_chat_says_so(editor: Editor) -> None:
+    """Given back at every refusal, a conversation the agent cannot take (too long
+    for it) would have it refuse every prompt: at the second, the chat goes on
+    without it, and says so."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait_event("AcpSessionReady", count=2)
+    for turns in (2, 3):
+        editor.lua("require('acp').send('fail')")
+        editor.wait_event("AcpTurnEnd", count=turns)
+    said = "*plain refused the conversation twice: it goes on without it.*"
+    assert said in editor.transcript()
+    send(editor, "go on", 4)
+    assert json.loads(editor.transcript()[-3]) == [{"type": "text", "text": "go on"}]

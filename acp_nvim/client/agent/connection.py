@@ -86,6 +86,8 @@ class AgentConnection:
         self.offer_version = protocol_version
         self.sessions: Sessions | None = None
         self.chats: dict[str, Chat] = {}  # by session id
+        # Chats whose prompt carrying their conversation the agent refused once.
+        self._seed_refused: set[int] = set()
         # Sessions begun or resumed on this process and not closed: a chat can go
         # back to one without asking the agent (a branch picked again).
         self.opened: set[str] = set()
@@ -345,11 +347,8 @@ class AgentConnection:
             await self.terminals.abandon(chat)
             await chat.finish_turn("cancelled")
         except RequestError as err:
-            # Refused (a rate limit): the next prompt carries the conversation again,
-            # else the agent would go on knowing nothing of it. One that took it in
-            # before it failed is told it twice, which costs context, not the thread.
             if seed is not None:
-                chat.seed = seed
+                self._refused_with(chat, seed)
             await chat.finish_turn("error", f"agent error {err}")
         except ProtocolError as err:
             await chat.finish_turn("error", f"agent {self.name!r} answered nonsense: {err}")
@@ -359,6 +358,7 @@ class AgentConnection:
         except Exception as err:  # a bug: the turn ends with it shown, the chat goes on
             await chat.finish_turn("error", internal_error("running the turn", err))
         else:
+            self._seed_refused.discard(chat.id)
             malloc.give_back()  # the turn's freed memory, before AcpTurnEnd says it ended
             await chat.finish_turn(stop_reason, settle=sessions.turn_ends_its_work)
         finally:
@@ -368,6 +368,19 @@ class AgentConnection:
             self.elicitations.cancel(chat)
             self.terminals.cancel(chat)
             self.turns.end(chat)
+
+    def _refused_with(self, chat: Chat, seed: str) -> None:
+        """The agent refused the prompt carrying the conversation (``seed``) to a new
+        session: a rate limit, say, so the next prompt carries it again, else the
+        agent would go on knowing nothing of it (one that took it in before it failed
+        is told it twice: context spent, not the thread). Refused twice (too long for
+        it, say), it goes without it, and the chat says so."""
+        if chat.id in self._seed_refused:
+            self._seed_refused.discard(chat.id)
+            chat.info(f"*{chat.agent} refused the conversation twice: it goes on without it.*")
+            return
+        chat.seed = seed
+        self._seed_refused.add(chat.id)
 
     async def cancel(self, chat: Chat) -> None:
         """Ask the agent to stop the turn, once it has the prompt; the turn ends when
@@ -458,3 +471,4 @@ class AgentConnection:
                 await self._connection.aclose()
             await self.process.aclose()
             self.ending.exited.set()
+
