@@ -3,8 +3,10 @@ user's HEAD with their uncommitted changes copied in, so the agent starts from w
 the user has on disk; removed with their branch when the chat closes.
 
 Nothing here changes the user's work tree: it is only read (its status and the
-files that differ from HEAD). A failed attempt leaves no worktree or branch
-behind. Every function runs git and copies files: call them in a worker thread.
+files that differ from HEAD). A worktree's mark goes in git's own directory for
+that worktree, which git removes with it. A failed attempt leaves no worktree or
+branch behind. Every function but ``still_there`` runs git and copies files: call
+them in a worker thread.
 """
 
 from __future__ import annotations
