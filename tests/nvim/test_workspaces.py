@@ -770,3 +770,35 @@ def test_a_stored_worktree_chat_does_not_take_a_newer_worktree_of_its_name(
         assert other.lua("return require('acp').chats()[1].waiting") == 1
     finally:
         other.quit()
+
+
+def test_a_worktree_chat_reopened_in_another_neovim_leaves_the_worktree_to_the_first(
+    editor: Editor,
+) -> None:
+    """A worktree chat open in one Neovim, reopened from the history in another and
+    closed there: the second removed the worktree under the first's running chat."""
+    _project, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').chats()[1].waiting == 0", what="the hunk brought in")
+    editor.wait("#require('acp').history() == 1", what="the chat kept")
+    [stored] = editor.lua("return require('acp').history()")
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents={"ws": other.fake_agent("workspace")}, default_agent="ws")
+        reopened = other.lua("return require('acp').open({history = ...})", stored["id"])
+        other.wait("require('acp').status().state == 'ready'", what="the stored chat shown")
+        assert other.lua("return require('acp').chats()[1].worktree") == str(worktree)
+        close_chat(other, reopened)
+        kept = f"acp: kept the worktree {worktree} (branch acp/{first}): a chat of another Neovim works in it"
+        other.wait(
+            f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})",
+            what="the notice",
+        )
+    finally:
+        other.quit()
+    assert worktree.is_dir()
+    assert send(editor, first, "where")["cwd"] == str(worktree)
+    # Its own Neovim, the last to work there, removes it as ever.
+    close_chat(editor, first)
+    editor.wait(f"vim.fn.isdirectory({str(worktree)!r}) == 0", what="the worktree removed")

@@ -87,13 +87,14 @@ class Workspaces:
         chosen = [root for root in dict.fromkeys(chosen) if root != cwd]
         if not worktree:
             return Workspace(cwd, chosen)
-        from acp_nvim.client.services.worktrees import WorktreeError, make_worktree
+        from acp_nvim.client.services.worktrees import WorktreeError, hold, make_worktree
 
         home = os.path.join(self.ctx.state_dir or tempfile.gettempdir(), "acp", "worktrees")
         try:
             made, where = await anyio.to_thread.run_sync(make_worktree, cwd, str(chat_id), home)
         except WorktreeError as err:
             raise WorkspaceRefused(str(err)) from None
+        hold(made)
         self._made[chat_id] = made
         return Workspace(where, chosen, made)
 
@@ -106,9 +107,10 @@ class Workspaces:
         and when its worktree is gone, a line saying the chat goes on there. A ``cwd``
         gone too (moved, removed) gives way to ``here`` (Neovim's directory), and
         the line says so: else the conversation could go on nowhere."""
-        from acp_nvim.client.services.worktrees import still_there
+        from acp_nvim.client.services.worktrees import hold, still_there
 
         if stored is not None and still_there(stored.worktree) and os.path.isdir(stored.cwd):
+            hold(stored.worktree)
             self._made[chat_id] = stored.worktree
             return Workspace(stored.cwd, roots, stored.worktree), None
         where = cwd if os.path.isdir(cwd) else here
@@ -199,7 +201,12 @@ class Workspaces:
     ) -> None:
         """Remove ``worktree`` as :meth:`release` says; ``quiet``: tell the user nothing
         (Neovim is closing)."""
-        from acp_nvim.client.services.worktrees import WorktreeError, holds_commits, remove_worktree
+        from acp_nvim.client.services.worktrees import (
+            WorktreeError,
+            holds_commits,
+            let_go,
+            remove_worktree,
+        )
 
         def notify(message: str, level: Literal["warn", "info", "error"] = "error") -> None:
             if not quiet:
@@ -207,6 +214,10 @@ class Workspaces:
 
         where = f"the worktree {worktree.path} (branch {worktree.branch})"
         left = self._left_waiting.pop(worktree.path, 0)
+        if await anyio.to_thread.run_sync(let_go, worktree):
+            # Reopened from the history in two Neovims: the last to leave decides.
+            notify(f"kept {where}: a chat of another Neovim works in it", "info")
+            return
         if keep is None:
             waiting = waiting_hunks(review) + left
             if waiting:

@@ -3,22 +3,25 @@ user's HEAD with their uncommitted changes copied in, so the agent starts from w
 the user has on disk; removed with their branch when the chat closes.
 
 Nothing here changes the user's work tree: it is only read (its status and the
-files that differ from HEAD). A worktree's mark goes in git's own directory for
-that worktree, which git removes with it. A failed attempt leaves no worktree or
-branch behind. Every function but ``still_there`` runs git and copies files: call
-them in a worker thread.
+files that differ from HEAD). A worktree's mark, and which Neovims' chats work in
+it, go in git's own directory for that worktree, which git removes with it. A
+failed attempt leaves no worktree or branch behind. Every function but
+``still_there`` and ``hold`` runs git or copies files: call them in a worker thread.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "WorktreeError",
+    "hold",
     "holds_commits",
+    "let_go",
     "make_worktree",
     "remove_worktree",
     "still_there",
 ]
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -93,6 +96,43 @@ def still_there(worktree: Worktree) -> bool:
         return False
 
 
+def hold(worktree: Worktree) -> None:
+    """This Neovim's chats work in ``worktree``: a file named by its process says so,
+    for another Neovim's chat reopened there (:func:`let_go`). Writes one small
+    file: callable on the loop."""
+    admin = _admin_dir(worktree.path)
+    if admin is not None:
+        with contextlib.suppress(OSError):
+            open(os.path.join(admin, f"{_HELD}{os.getpid()}"), "w").close()
+
+
+def let_go(worktree: Worktree) -> bool:
+    """This Neovim's chats no longer work in ``worktree``; whether a chat of another
+    Neovim still running does (its file is there: a Neovim that died left one
+    that counts no more)."""
+    admin = _admin_dir(worktree.path)
+    if admin is None:
+        return False
+    with contextlib.suppress(OSError):
+        os.remove(os.path.join(admin, f"{_HELD}{os.getpid()}"))
+    try:
+        names = os.listdir(admin)
+    except OSError:
+        return False
+    pids = [name.removeprefix(_HELD) for name in names if name.startswith(_HELD)]
+    return any(_running(int(pid)) for pid in pids if pid.isdigit())
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal: only whether it runs
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_worktree(worktree: Worktree) -> None:
     """Remove the worktree's directory and its branch (what of them is left: the user
     may have removed either).
@@ -130,9 +170,11 @@ def holds_commits(worktree: Worktree) -> bool:
     return int(count or b"0") > 0
 
 
-# The file in a worktree's own directory under the project's .git (git's, which
-# goes with the worktree) that holds its mark.
+# The files in a worktree's own directory under the project's .git (git's, which
+# goes with the worktree): its mark, and one per Neovim (by its process id) whose
+# chats work in it.
 _MARK = "acp-chat"
+_HELD = "acp-held-"
 
 
 def _admin_dir(path: str) -> str | None:
