@@ -155,6 +155,24 @@ def test_migrations_run_once_and_mark_the_version(tmp_path: Path) -> None:
     assert again._run("PRAGMA journal_mode") == [("wal",)]
 
 
+def test_a_full_disk_is_said_as_such_and_the_write_goes_once_there_is_room(
+    tmp_path: Path,
+) -> None:
+    """A write the disk had no room for was told as `cannot rollback - no transaction
+    is active` (SQLite had rolled it back itself), which says nothing of why."""
+    store = store_at(tmp_path)
+    chat_id = store.new_chat("demo", "/p")
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages + 1}")  # room for a page only
+    big = [StoredBlock(0, "k0", 1, "user", "x" * 5000 + " zebra")]
+    with pytest.raises(StoreError, match="database or disk is full") as failed:
+        store.write(chat_id, big)
+    assert not failed.value.unavailable  # retried: room may come
+    store._db.execute("PRAGMA max_page_count = 1000000")
+    assert store.write(chat_id, big) == "written"
+    assert [h.chat.id for h in store.search("zebra")] == [chat_id]
+
+
 def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "h.sqlite3")
     store = Store(path)

@@ -354,7 +354,9 @@ class Store:
                 yield db
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                # A full disk has SQLite roll it back itself: its error is the one to tell.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
