@@ -773,6 +773,26 @@ def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 
 
+def test_a_hand_over_of_a_chat_kept_out_of_the_history_is_kept_out_too(editor: Editor) -> None:
+    """`agents.<name>.history = false` kept that agent's conversation out of the
+    file, until it was handed over to an agent that is kept: the hand-over, whose
+    first rows are that conversation, put it there."""
+    setup = agents(editor)
+    setup["kept"]["history"] = False
+    editor.setup(agents=setup, default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello giraffe", 2)
+    editor.lua("require('acp').open({agent = 'embeds'})")
+    editor.wait_event("AcpSessionReady", count=3)
+    send(editor, "hello okapi", 3)
+    kept(editor, "okapi")  # written after the hand-over's turn would have been
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
+    assert editor.lua(HISTORY, {"query": "giraffe"}) == []
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor, version: int) -> None:
     """Reopened from another directory, a chat, its continuation (its session

@@ -127,7 +127,7 @@ class ChatLifecycle:
         # The agent's own start is the long pole: spawn it first, then import and
         # build the chat while it boots (doc/performance.md, start-up).
         spawned = await self.pool.spawn(name, agent_config, workspace.user_cwd)
-        chat = self._new_chat(chat_id, name, workspace)
+        chat = self._new_chat(chat_id, name, workspace, carries=source or parent)
         if self.queue.prompts[chat_id]:  # sent before the chat was made: shown waiting
             self.queue.show(chat)
         if source is not None:
@@ -320,13 +320,18 @@ class ChatLifecycle:
             return False, str(err)
         return True, None
 
-    def _new_chat(self, chat_id: int, agent: str, workspace: Workspace) -> Chat:
+    def _new_chat(
+        self, chat_id: int, agent: str, workspace: Workspace, carries: Chat | None = None
+    ) -> Chat:
+        """A new chat, kept in the history unless its agent's chats are not, or the
+        chat whose conversation it ``carries`` on (a hand-over, a fork) was not."""
         from acp_nvim.client.session.chat import Chat
 
         chat = self.ctx.chats[chat_id] = Chat(chat_id, agent, self.ctx.editor, workspace)
         chat.on_info(**workspace.status())
         agent_config = self.ctx.config.all_agents().get(agent)
         keep = agent_config is None or agent_config.history
+        keep = keep and (carries is None or self.ctx.history.kept(carries.id))
         # Kept as the user's directory: a worktree goes with its chat.
         self.ctx.history.attach(chat, workspace.user_cwd, keep=keep)
         return chat

@@ -143,6 +143,11 @@ class History:
                 blocks, gone, facts = record.take()
                 writer.put(record.target, blocks, facts, record.updated_at, gone=gone)
 
+    def kept(self, chat_id: int) -> bool:
+        """Whether chat ``chat_id`` is kept (its agent's chats are, the history is on)."""
+        record = self._records.get(chat_id)
+        return record is not None and record.target is not None
+
     def detach(self, chat_id: int, *, keep: bool = True) -> None:
         """The chat closed: its last changes are written, then it is no longer followed.
         Not ``keep``: nothing of it is kept (what was written of it is deleted)."""
