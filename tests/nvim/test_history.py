@@ -1266,6 +1266,12 @@ def test_a_reopened_chat_whose_directory_is_gone_says_where_it_goes_on(editor: E
         send(other, "where", 1)
         said = [line for line in other.transcript() if line.startswith("RESULT ")]
         assert json.loads(said[-1].removeprefix("RESULT "))["cwd"] == str(project)
+        # Gone on there, it is kept there: reopened again, it works there at once
+        # (not in the directory of whichever Neovim reopens it next).
+        other.wait(
+            f"#require('acp').history({{cwd = {str(project)!r}}}) == 1",
+            what="the stored chat's new directory",
+        )
     finally:
         other.quit()
 

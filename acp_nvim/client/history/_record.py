@@ -276,7 +276,11 @@ class ChatRecord:
     def facts(self) -> dict[str, Any]:
         session = self.chat.session
         first = (self._first_prompt or "").strip().split("\n", 1)[0][:80]
+        # Its directory once it went on here: a reopened chat whose own was gone
+        # works in Neovim's, and is reopened there next (reopening alone changes none).
+        moved = {"cwd": self.cwd} if self._seqs else {}
         return {
+            **moved,
             "title": session.title or first or None,
             "session_id": session.session_id or None,
             "protocol_version": self.chat.protocol_version,
