@@ -745,6 +745,8 @@ def test_a_stored_worktree_chat_does_not_take_a_newer_worktree_of_its_name(
     project, first, worktree = open_worktree_chat(editor, 1)
     editor.lua(STUB_SELECT, 1)  # remove the worktree
     close_chat(editor, first)
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree and its branch removed")
     editor.quit()
     assert not worktree.exists()
 
