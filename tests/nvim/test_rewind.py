@@ -1083,3 +1083,26 @@ def test_a_branch_picked_after_a_restart_is_resumed_where_the_agent_resumes(
     turn(editor, "go on", 4)
     last = calls(wire, "session/prompt")[-1]
     assert last["sessionId"] == "s1" and last["prompt"] == [{"type": "text", "text": "go on"}]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_right_after_a_restart_tells_the_agent_only_the_turns_before(
+    editor: Editor, version: int
+) -> None:
+    """After :AcpRestart the agent (resuming nothing) went on in a new session, named
+    as the first one was; :AcpRewind 2 forked that one, at a message it never had,
+    and the next prompt still carried the whole conversation: turns 2 and 3 too,
+    whose files were just taken back."""
+    wire = start(editor, "rewind", version)
+    a = three_turns(editor)
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert a.read_text() == "one\n"
+    assert not calls(wire, "session/fork")
+    turn(editor, "go on", 4)
+    seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+    assert said == {"type": "text", "text": "go on"}
+    assert "write a.txt one" in seed["text"]
+    assert "write a.txt two" not in seed["text"] and "write a.txt three" not in seed["text"]
