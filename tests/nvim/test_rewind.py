@@ -523,6 +523,40 @@ def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
     assert "editing" not in input_row()
 
 
+def test_an_edit_ends_when_its_turn_leaves_the_view(editor: Editor) -> None:
+    """An edit of turn 3 ("beta", after "alpha") still said "editing turn 3" once
+    another branch was shown; sent, it rewound that branch's turn 3, took its files
+    back and put "beta" after its turn 2, a conversation the user never had. An
+    edit of a turn the view still shows as it was (turn 1) goes on."""
+    wire = start(editor, "rewind", 1)
+    a = three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "alpha", 4)
+    turn(editor, "beta", 5)
+    editor.nvim.command("AcpEdit 3")
+    editor.wait("require('acp.chat.registry').get().editing == 3")
+    show_branch(editor, 1)
+    editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
+    assert any("turn 3 is no longer shown" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+    assert input_lines(editor) == ["beta"]  # the text stays
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd", count=6)
+    # A new prompt: nothing rewound (the files stay as the switch left them; the one
+    # fork is the rewind's, before alpha).
+    assert a.read_text() == "one\n" and len(calls(wire, "session/fork")) == 1
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == [
+        "write a.txt one", "write a.txt two", "write a.txt three", "beta"
+    ]
+
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    show_branch(editor, 2)  # parts at turn 2: turn 1 is shown as it was
+    assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     editor: Editor, version: int
