@@ -550,18 +550,16 @@ class Chat:
             KeyError: no such branch, or it is the one shown.
         """
         out, into = self.branches.pick(branch_id)
-        parted = len(self.branches.path) - len(into)
-        self._take_out(out, parted + 1)
-        self._mark(parted)
+        self._take_out(out, len(self.branches.path) - len(into) + 1)
+        self._mark(len(self.branches.path) - len(into))
         drawing, kept = show(self.session, into)  # (stored blocks: the history has them)
         self.editor.render(self.id, [*drawing, view.uncut_op(kept)])
         self.show_branches()
         return self.branches.shown
 
     def _take_out(self, turns: list[Turn], since: int) -> None:
-        """The view changes from turn ``since`` on: ``turns`` leave it, and so does what
-        goes with it for good (``Branches.dropped``); this change's notes go with the
-        next turn."""
+        """The view changes from turn ``since``: ``turns`` leave it, and what goes with
+        it for good (``Branches.dropped``); this change's notes go with the next turn."""
         gone = self.branches.dropped()
         if gone:
             self._draw(view.drop_op(gone))
