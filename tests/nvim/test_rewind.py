@@ -1140,3 +1140,49 @@ def test_a_rewind_right_after_a_restart_tells_the_agent_only_the_turns_before(
     assert said == {"type": "text", "text": "go on"}
     assert "write a.txt one" in seed["text"]
     assert "write a.txt two" not in seed["text"] and "write a.txt three" not in seed["text"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_reaches_a_buffer_holding_unsaved_typing(editor: Editor, version: int) -> None:
+    """The agent wrote a.txt on disk (its buffer took each change); then the user
+    typed a line there, unsaved. :AcpRewind 2 took the disk back but left the buffer
+    showing turn 3's text: the user's next :write (after Neovim's question) put it
+    back, undoing the rewind for that file. The buffer gets the rewind too, their
+    line kept, still unsaved."""
+    start(editor, "rewind", version)
+    a = three_turns(editor)
+    buf = editor.lua("return vim.fn.bufnr(...)", str(a))
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'typed by me'})", buf)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    assert a.read_text() == "one\n"
+    editor.wait(
+        f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'one'", what="the buffer rewound"
+    )
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf) == [
+        "one", "typed by me"
+    ]
+    assert editor.lua("return vim.bo[...].modified", buf)
+    # Neovim's "changed since reading it" is answered: the buffer holds the change.
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf)
+    assert a.read_text() == "one\ntyped by me\n"
+
+
+def test_a_reject_reaches_a_buffer_holding_unsaved_typing(editor: Editor) -> None:
+    """As a rewind's restore: the agent's line rejected went off the disk only, the
+    buffer (holding it and the user's unsaved line) kept showing it."""
+    start(editor, "rewind", 1)
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\n")
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(a))
+    turn(editor, "write a.txt one", 1)
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'one'")
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'typed by me'})", buf)
+    editor.lua("require('acp').reject(...)", str(a))
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'zero'", what="the reject")
+    assert a.read_text() == "zero\n"
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf) == [
+        "zero", "typed by me"
+    ]
+    assert editor.lua("return vim.bo[...].modified", buf)
+
