@@ -1186,3 +1186,28 @@ def test_a_reject_reaches_a_buffer_holding_unsaved_typing(editor: Editor) -> Non
     ]
     assert editor.lua("return vim.bo[...].modified", buf)
 
+
+def test_what_is_asked_right_after_a_restart_waits_for_it(editor: Editor) -> None:
+    """:AcpRestart then a prompt at once: the prompt, taking the chat (its agent
+    released) for a reopened one, started it a second time; the chat went on in two
+    new sessions, each told the conversation (the note twice, once inside the turn).
+    :AcpRewind 2 at once took the chat for a reopened one too: the conversation went
+    back, the files did not ("the files stay as they are"). Both wait for the
+    restart: the prompt is queued, the rewind refused as while any agent starts."""
+    wire = start(editor, "rewind", 1)
+    a = three_turns(editor)
+    editor.lua("vim.cmd.AcpRestart(); require('acp').send('go on')")
+    editor.wait_event("AcpTurnEnd", count=4)
+    assert [m for m, _ in calls(wire)][-2:] == ["session/new", "session/prompt"]
+    assert len(calls(wire, "session/new")) == 2
+    status = editor.lua("return require('acp').status()")
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == status["session_id"]
+    assert editor.transcript_text().count("starts a new session") == 1
+
+    editor.lua("_G.acp_notices = {}")
+    editor.lua("vim.cmd.AcpRestart(); require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {STARTING}"]
+    assert "the files stay as they are" not in editor.transcript_text()
+    assert editor.lua("return #require('acp.chat.registry').get().status.turns") == 4
+    assert a.read_text() == "three\n"
