@@ -1211,3 +1211,26 @@ def test_what_is_asked_right_after_a_restart_waits_for_it(editor: Editor) -> Non
     assert "the files stay as they are" not in editor.transcript_text()
     assert editor.lua("return #require('acp.chat.registry').get().status.turns") == 4
     assert a.read_text() == "three\n"
+
+
+def test_a_rewind_into_a_reopened_chats_stored_turns_says_what_it_took_back(
+    editor: Editor,
+) -> None:
+    """Reopened, then a turn sent: :AcpRewind 2 took back that turn's file only (what
+    the stored turns changed has no record here), yet said "Rewound to before turn
+    2, the conversation and the files (`b.txt`)", as if a.txt were back to turn 1's."""
+    start(editor, "rewind", 1)
+    a = three_turns(editor)
+    kept(editor, "three")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    turn(editor, "write b.txt new", 4)
+    b = editor.tmp / "project" / "b.txt"
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert a.read_text() == "three\n" and not b.exists()
+    assert (
+        "*Rewound to before turn 2, the conversation and the files of the turns run here"
+        " (`b.txt`); what turns 2 to 3 changed stays as it is.*"
+    ) in editor.transcript_text()
+
