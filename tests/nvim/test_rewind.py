@@ -1234,3 +1234,20 @@ def test_a_rewind_into_a_reopened_chats_stored_turns_says_what_it_took_back(
         " (`b.txt`); what turns 2 to 3 changed stays as it is.*"
     ) in editor.transcript_text()
 
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind+nofork", version)
+    a = three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    assert a.read_text() == "one\n"
+    assert "*The fork at turn 1 failed (agent 'fake' failed forking a session: -32603" in (
+        editor.transcript_text()
+    )
+    turn(editor, "go on", 4)
+    seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+    assert said == {"type": "text", "text": "go on"}
+    assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
