@@ -1218,7 +1218,8 @@ def test_a_rewind_into_a_reopened_chats_stored_turns_says_what_it_took_back(
 ) -> None:
     """Reopened, then a turn sent: :AcpRewind 2 took back that turn's file only (what
     the stored turns changed has no record here), yet said "Rewound to before turn
-    2, the conversation and the files (`b.txt`)", as if a.txt were back to turn 1's."""
+    2, the conversation and the files (`b.txt`)", as if a.txt were back to turn 1's;
+    :AcpRestore alike."""
     start(editor, "rewind", 1)
     a = three_turns(editor)
     kept(editor, "three")
@@ -1233,6 +1234,13 @@ def test_a_rewind_into_a_reopened_chats_stored_turns_says_what_it_took_back(
         "*Rewound to before turn 2, the conversation and the files of the turns run here"
         " (`b.txt`); what turns 2 to 3 changed stays as it is.*"
     ) in editor.transcript_text()
+    # So does :AcpRestore.
+    turn(editor, "write c.txt new", 5)
+    editor.nvim.command("AcpRestore 1")
+    wait_text(editor, "Restored the files")
+    assert "*Restored the files to before turn 1: `c.txt`; what turn 1 changed stays as it is.*" in (
+        editor.transcript_text()
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -148,7 +148,7 @@ class Conversations:
         point = chat.branches.last_reply(chat.session, turn - 1) if forks_at else None
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else []
-        unrecorded = _unrecorded(path, turn)
+        unrecorded = chat.branches.unrecorded(turn)
         chat.leave(turn)
         files = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
         if unrecorded:
@@ -380,11 +380,3 @@ def _held(connection: AgentConnection, turn: Turn) -> bool:
     (not a restarted one naming its own sessions alike)."""
     return turn.agent == connection.serial and turn.session_id in connection.opened
 
-
-def _unrecorded(path: list[Turn], turn: int) -> str | None:
-    """The turns from ``turn`` on that ran before the chat was reopened, handed over or
-    forked (``turns 2 to 3``), whose changes a rewind cannot take back; None if none."""
-    last = sum(1 for each in path if each.stored)
-    if last < turn:
-        return None
-    return f"turn {turn}" if last == turn else f"turns {turn} to {last}"
