@@ -593,7 +593,8 @@ def test_regenerate_and_rewind_start_a_dead_agent_as_a_prompt_would(editor: Edit
     editor.wait_event("AcpTurnEnd", count=3)
     assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["first", "second"]
     after = editor.transcript_text().split("*Rewound to before turn 2, the conversation")[1]
-    assert "## You\nsecond\n\n## Agent\ns1: second" in after
+    # Its session resumed by the agent started again, forked at turn 1's reply.
+    assert "## You\nsecond\n\n## Agent\ns2: second" in after
     assert input_lines(editor) == ["my draft"]
 
     kill_the_agent(editor, "rewind", 2)
@@ -1119,23 +1120,32 @@ def test_a_branch_picked_after_a_restart_is_resumed_where_the_agent_resumes(
     assert last["sessionId"] == "s1" and last["prompt"] == [{"type": "text", "text": "go on"}]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(("scenario", "version"), [("rewind", 1), ("rewind", 2), ("rewind+resume", 1)])
 def test_a_rewind_right_after_a_restart_tells_the_agent_only_the_turns_before(
-    editor: Editor, version: int
+    editor: Editor, scenario: str, version: int
 ) -> None:
     """After :AcpRestart the agent (resuming nothing) went on in a new session, named
     as the first one was; :AcpRewind 2 forked that one, at a message it never had,
     and the next prompt still carried the whole conversation: turns 2 and 3 too,
-    whose files were just taken back."""
-    wire = start(editor, "rewind", version)
+    whose files were just taken back. An agent that resumed the session forks it
+    (v2 agents resume)."""
+    wire = start(editor, scenario, version)
     a = three_turns(editor)
     editor.nvim.command("AcpRestart")
     session_changed(editor, 2)
     editor.lua("require('acp').rewind(2)")
     session_changed(editor, 3)
     assert a.read_text() == "one\n"
-    assert not calls(wire, "session/fork")
     turn(editor, "go on", 4)
+    if "resume" in scenario or version == 2:  # resumed (v2 always): where turn 1 ran
+        [fork] = calls(wire, "session/fork")
+        assert (fork["sessionId"], fork["_meta"]["jetbrains"]["air"]["fork"]["messageId"]) == (
+            "s1", "s1-m1"
+        )
+        last = calls(wire, "session/prompt")[-1]
+        assert last == {"sessionId": "s2", "prompt": [{"type": "text", "text": "go on"}]}
+        return
+    assert not calls(wire, "session/fork")
     seed, said = calls(wire, "session/prompt")[-1]["prompt"]
     assert said == {"type": "text", "text": "go on"}
     assert "write a.txt one" in seed["text"]

@@ -141,8 +141,8 @@ class Conversations:
 
     async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
         path = chat.branches.path
-        # Forked only in the process that ran turn ``turn`` - 1: a restarted agent may
-        # give the same session and message ids to others (decision 0078).
+        # Forked only where the process holds turn ``turn`` - 1's session as it ran:
+        # a restarted agent may give its own sessions the same ids (decision 0078).
         source = path[turn - 2] if turn >= 2 and _held(connection, path[turn - 2]) else None
         forks_at = source is not None and connection.can_fork_at_message
         point = chat.branches.last_reply(chat.session, turn - 1) if forks_at else None
@@ -376,7 +376,9 @@ class Conversations:
 
 
 def _held(connection: AgentConnection, turn: Turn) -> bool:
-    """Whether ``connection``'s agent process ran ``turn`` and holds its session still
-    (not a restarted one naming its own sessions alike)."""
-    return turn.agent == connection.serial and turn.session_id in connection.opened
+    """Whether ``connection``'s agent process holds ``turn``'s session still: it ran
+    the turn there, or resumed that session (not a restarted one naming a session
+    of its own alike)."""
+    ran = turn.agent == connection.serial or turn.session_id in connection.resumed
+    return ran and turn.session_id in connection.opened
 

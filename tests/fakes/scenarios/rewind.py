@@ -103,6 +103,7 @@ class Rewind:
 
     async def resume(self, params: Params) -> Params:
         session = params["sessionId"]
+        self.sessions = max(self.sessions, int(session[1:]))  # its next ones: new ids
         stored = json.loads(self.store.read_text()) if self.store and self.store.exists() else {}
         self.cwd[session] = params["cwd"]
         self.turns[session] = self.turns.get(session, stored.get(session, 0))
