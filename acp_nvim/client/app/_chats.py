@@ -285,7 +285,7 @@ class ChatLifecycle:
             except AgentFailed as err:
                 if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:
                     err = AgentFailed(f"{err}: log in with :AcpLogin, then send again", err.details)
-                elif isinstance(err, Refused) and (fork_of or session_id and not again):
+                elif isinstance(err, Refused) and (fork_of or (session_id and not again)):
                     refused = str(err)  # no such session, or fork: nothing of this chat lives
                 chat.fail(str(err), err.details)
             finally:
