@@ -290,10 +290,12 @@ class CutTurn(TypedDict):
 
 class CutOp(TypedDict):
     """Take the blocks from the first of ``turns`` to the end out of view, kept by
-    turn until an ``uncut`` (a rewind leaves them as a branch; decision 0041)."""
+    turn until an ``uncut`` (a rewind leaves them as a branch; decision 0041). The
+    turns shown differ from turn ``since`` on: an edit of one of them ends."""
 
     op: Literal["cut"]
     turns: list[CutTurn]
+    since: int
 
 
 class UncutOp(TypedDict):

@@ -9,6 +9,7 @@ import pytest
 
 from acp_nvim.client.errors import NO_AGENT
 from tests.nvim.conftest import Editor
+from tests.nvim.test_rewind import start, turn
 
 
 def transcript_of(editor: Editor, chat: int) -> list[str]:
@@ -20,6 +21,14 @@ def transcript_of(editor: Editor, chat: int) -> list[str]:
 
 def last_notice(editor: Editor) -> str:
     return str(editor.lua("return _G.acp_notices[#_G.acp_notices].msg"))
+
+
+def wait_notice(editor: Editor, part: str) -> None:
+    """Wait for a notice holding ``part``."""
+    editor.wait(
+        f"#vim.tbl_filter(function(n) return n.msg:find({part!r}, 1, true) end, _G.acp_notices) > 0",
+        what=part,
+    )
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -130,21 +139,38 @@ def test_a_fork_answered_with_the_parents_id_is_refused_and_the_parent_goes_on(
     agent = {**editor.fake_agent("fork"), "env": {"FAKE_FORK_ID": "fake-1"}}
     editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
     parent = editor.open_chat()["chat"]
-    fork = editor.lua("return require('acp').fork()")
-    error = editor.wait_event("AcpError")
-    assert error == {
-        "chat": fork,
-        "message": "agent 'fake': it answered session/fork with session id 'fake-1', "
-        f"chat {parent}'s: refused",
-    }
+    editor.lua("require('acp').fork()")
+    refused = "acp: agent 'fake': it answered session/fork with session id 'fake-1', "
+    wait_notice(editor, refused)
+    assert last_notice(editor) == f"{refused}chat {parent}'s: refused"
     editor.lua(
         "require('acp.chat').send(require('acp.chat.registry').chats[...], 'still mine')", parent
     )
     assert editor.wait_event("AcpTurnEnd")["chat"] == parent
     assert "fake-1: echo still mine" in transcript_of(editor, parent)
-    assert "still mine" not in "\n".join(transcript_of(editor, fork))
-    states = {c["id"]: c["state"] for c in editor.lua("return require('acp').chats()")}
-    assert states == {parent: "ready", fork: "error"}
+    # The refused fork opened no chat (decision 0083): the parent has its windows back.
+    assert [c["id"] for c in editor.lua("return require('acp').chats()")] == [parent]
+    assert editor.lua("return require('acp').status().chat") == parent
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_fork_the_agent_refuses_opens_no_chat(editor: Editor, version: int) -> None:
+    """A fork the agent answered with an error left a failed chat over the parent's
+    windows, a copy of its transcript above the error, kept in the history: one
+    more chat to close, and to find the parent behind it."""
+    start(editor, "rewind+nofork", version)
+    turn(editor, "first", 1)
+    parent = editor.lua("return require('acp').status().chat")
+    editor.wait("#require('acp').history() == 1", what="the parent kept")
+    editor.lua("require('acp').fork()")
+    wait_notice(editor, "fork failed")
+    assert last_notice(editor) == (
+        "acp: agent 'fake' failed forking a session: -32603 Internal error: fork failed"
+    )
+    assert [c["id"] for c in editor.lua("return require('acp').chats()")] == [parent]
+    assert editor.lua("return require('acp').status().chat") == parent
+    # Nor is it kept in the history (its row went with it).
+    editor.wait("#require('acp').history() == 1", what="only the parent kept")
 
 
 def test_a_reopened_chat_forks_once_its_agent_has_started(editor: Editor) -> None:

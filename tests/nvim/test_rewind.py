@@ -523,6 +523,40 @@ def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
     assert "editing" not in input_row()
 
 
+def test_an_edit_ends_when_its_turn_leaves_the_view(editor: Editor) -> None:
+    """An edit of turn 3 ("beta", after "alpha") still said "editing turn 3" once
+    another branch was shown; sent, it rewound that branch's turn 3, took its files
+    back and put "beta" after its turn 2, a conversation the user never had. An
+    edit of a turn the view still shows as it was (turn 1) goes on."""
+    wire = start(editor, "rewind", 1)
+    a = three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "alpha", 4)
+    turn(editor, "beta", 5)
+    editor.nvim.command("AcpEdit 3")
+    editor.wait("require('acp.chat.registry').get().editing == 3")
+    show_branch(editor, 1)
+    editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
+    assert any("turn 3 is no longer shown" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+    assert input_lines(editor) == ["beta"]  # the text stays
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+    editor.nvim.input("<CR>")
+    editor.wait_event("AcpTurnEnd", count=6)
+    # A new prompt: nothing rewound (the files stay as the switch left them; the one
+    # fork is the rewind's, before alpha).
+    assert a.read_text() == "one\n" and len(calls(wire, "session/fork")) == 1
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == [
+        "write a.txt one", "write a.txt two", "write a.txt three", "beta"
+    ]
+
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    show_branch(editor, 2)  # parts at turn 2: turn 1 is shown as it was
+    assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     editor: Editor, version: int
@@ -559,7 +593,8 @@ def test_regenerate_and_rewind_start_a_dead_agent_as_a_prompt_would(editor: Edit
     editor.wait_event("AcpTurnEnd", count=3)
     assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["first", "second"]
     after = editor.transcript_text().split("*Rewound to before turn 2, the conversation")[1]
-    assert "## You\nsecond\n\n## Agent\ns1: second" in after
+    # Its session resumed by the agent started again, forked at turn 1's reply.
+    assert "## You\nsecond\n\n## Agent\ns2: second" in after
     assert input_lines(editor) == ["my draft"]
 
     kill_the_agent(editor, "rewind", 2)
@@ -1083,3 +1118,154 @@ def test_a_branch_picked_after_a_restart_is_resumed_where_the_agent_resumes(
     turn(editor, "go on", 4)
     last = calls(wire, "session/prompt")[-1]
     assert last["sessionId"] == "s1" and last["prompt"] == [{"type": "text", "text": "go on"}]
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("rewind", 1), ("rewind", 2), ("rewind+resume", 1)])
+def test_a_rewind_right_after_a_restart_tells_the_agent_only_the_turns_before(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """After :AcpRestart the agent (resuming nothing) went on in a new session, named
+    as the first one was; :AcpRewind 2 forked that one, at a message it never had,
+    and the next prompt still carried the whole conversation: turns 2 and 3 too,
+    whose files were just taken back. An agent that resumed the session forks it
+    (v2 agents resume)."""
+    wire = start(editor, scenario, version)
+    a = three_turns(editor)
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert a.read_text() == "one\n"
+    turn(editor, "go on", 4)
+    if "resume" in scenario or version == 2:  # resumed (v2 always): where turn 1 ran
+        [fork] = calls(wire, "session/fork")
+        assert (fork["sessionId"], fork["_meta"]["jetbrains"]["air"]["fork"]["messageId"]) == (
+            "s1", "s1-m1"
+        )
+        last = calls(wire, "session/prompt")[-1]
+        assert last == {"sessionId": "s2", "prompt": [{"type": "text", "text": "go on"}]}
+        return
+    assert not calls(wire, "session/fork")
+    seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+    assert said == {"type": "text", "text": "go on"}
+    assert "write a.txt one" in seed["text"]
+    assert "write a.txt two" not in seed["text"] and "write a.txt three" not in seed["text"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_reaches_a_buffer_holding_unsaved_typing(editor: Editor, version: int) -> None:
+    """The agent wrote a.txt on disk (its buffer took each change); then the user
+    typed a line there, unsaved. :AcpRewind 2 took the disk back but left the buffer
+    showing turn 3's text: the user's next :write (after Neovim's question) put it
+    back, undoing the rewind for that file. The buffer gets the rewind too, their
+    line kept, still unsaved."""
+    start(editor, "rewind", version)
+    a = three_turns(editor)
+    buf = editor.lua("return vim.fn.bufnr(...)", str(a))
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'typed by me'})", buf)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    assert a.read_text() == "one\n"
+    editor.wait(
+        f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'one'", what="the buffer rewound"
+    )
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf) == [
+        "one", "typed by me"
+    ]
+    assert editor.lua("return vim.bo[...].modified", buf)
+    # Neovim's "changed since reading it" is answered: the buffer holds the change.
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('write') end)", buf)
+    assert a.read_text() == "one\ntyped by me\n"
+
+
+def test_a_reject_reaches_a_buffer_holding_unsaved_typing(editor: Editor) -> None:
+    """As a rewind's restore: the agent's line rejected went off the disk only, the
+    buffer (holding it and the user's unsaved line) kept showing it."""
+    start(editor, "rewind", 1)
+    a = editor.tmp / "project" / "a.txt"
+    a.write_text("zero\n")
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(a))
+    turn(editor, "write a.txt one", 1)
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'one'")
+    editor.lua("vim.api.nvim_buf_set_lines(..., -1, -1, false, {'typed by me'})", buf)
+    editor.lua("require('acp').reject(...)", str(a))
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'zero'", what="the reject")
+    assert a.read_text() == "zero\n"
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf) == [
+        "zero", "typed by me"
+    ]
+    assert editor.lua("return vim.bo[...].modified", buf)
+
+
+def test_what_is_asked_right_after_a_restart_waits_for_it(editor: Editor) -> None:
+    """:AcpRestart then a prompt at once: the prompt, taking the chat (its agent
+    released) for a reopened one, started it a second time; the chat went on in two
+    new sessions, each told the conversation (the note twice, once inside the turn).
+    :AcpRewind 2 at once took the chat for a reopened one too: the conversation went
+    back, the files did not ("the files stay as they are"). Both wait for the
+    restart: the prompt is queued, the rewind refused as while any agent starts."""
+    wire = start(editor, "rewind", 1)
+    a = three_turns(editor)
+    editor.lua("vim.cmd.AcpRestart(); require('acp').send('go on')")
+    editor.wait_event("AcpTurnEnd", count=4)
+    assert [m for m, _ in calls(wire)][-2:] == ["session/new", "session/prompt"]
+    assert len(calls(wire, "session/new")) == 2
+    status = editor.lua("return require('acp').status()")
+    assert calls(wire, "session/prompt")[-1]["sessionId"] == status["session_id"]
+    assert editor.transcript_text().count("starts a new session") == 1
+
+    editor.lua("_G.acp_notices = {}")
+    editor.lua("vim.cmd.AcpRestart(); require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {STARTING}"]
+    assert "the files stay as they are" not in editor.transcript_text()
+    assert editor.lua("return #require('acp.chat.registry').get().status.turns") == 4
+    assert a.read_text() == "three\n"
+
+
+def test_a_rewind_into_a_reopened_chats_stored_turns_says_what_it_took_back(
+    editor: Editor,
+) -> None:
+    """Reopened, then a turn sent: :AcpRewind 2 took back that turn's file only (what
+    the stored turns changed has no record here), yet said "Rewound to before turn
+    2, the conversation and the files (`b.txt`)", as if a.txt were back to turn 1's;
+    :AcpRestore alike."""
+    start(editor, "rewind", 1)
+    a = three_turns(editor)
+    kept(editor, "three")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    turn(editor, "write b.txt new", 4)
+    b = editor.tmp / "project" / "b.txt"
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    assert a.read_text() == "three\n" and not b.exists()
+    assert (
+        "*Rewound to before turn 2, the conversation and the files of the turns run here"
+        " (`b.txt`); what turns 2 to 3 changed stays as it is.*"
+    ) in editor.transcript_text()
+    # So does :AcpRestore.
+    turn(editor, "write c.txt new", 5)
+    editor.nvim.command("AcpRestore 1")
+    wait_text(editor, "Restored the files")
+    assert "*Restored the files to before turn 1: `c.txt`; what turn 1 changed stays as it is.*" in (
+        editor.transcript_text()
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation(
+    editor: Editor, version: int
+) -> None:
+    wire = start(editor, "rewind+nofork", version)
+    a = three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    assert a.read_text() == "one\n"
+    assert "*The fork at turn 1 failed (agent 'fake' failed forking a session: -32603" in (
+        editor.transcript_text()
+    )
+    turn(editor, "go on", 4)
+    seed, said = calls(wire, "session/prompt")[-1]["prompt"]
+    assert said == {"type": "text", "text": "go on"}
+    assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]

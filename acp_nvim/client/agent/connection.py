@@ -91,6 +91,9 @@ class AgentConnection:
         # Sessions begun or resumed on this process and not closed: a chat can go
         # back to one without asking the agent (a branch picked again).
         self.opened: set[str] = set()
+        # Of those, the ones it resumed or loaded: an earlier process's turns in them
+        # name messages it knows (a fork at one of them holds).
+        self.resumed: set[str] = set()
         # Sessions of closed chats whose session/close the agent has not answered, by
         # id: set once it has. Resumed before, such a session would be closed under
         # the chat that resumed it.
@@ -290,6 +293,7 @@ class AgentConnection:
         sessions = self._sessions()
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.opened.add(session_id)
+        self.resumed.add(session_id)
         chat.ready(session_id, sessions.version, sessions.agent_title, resumed=True)
 
     def attach(self, chat: Chat, session_id: str) -> None:

@@ -147,8 +147,7 @@ class ChatLifecycle:
         self.ctx.editor.render(chat_id, [{"op": "refused", "error": why}])
 
     def _fail(self, chat: Chat, why: str) -> None:
-        """``chat`` cannot start: it shows ``why``, and what was sent to it goes back
-        to its input."""
+        """``chat`` cannot start: it shows ``why``; what was sent to it goes back to its input."""
         chat.fail(why)
         self.queue.give_back(chat)
 
@@ -201,6 +200,7 @@ class ChatLifecycle:
         # The other chats of its process go along: restarted with it, not failed.
         along = [c for c in old.chats.values() if c is not chat] if old is not None else []
         if not asked and along and old is not None and old.alive:
+            chat.set_state("starting", agent=name)  # what is asked meanwhile waits for it
             await self.pool.release(chat)
             await self._start(chat, agent_config, None, chat.session.session_id or None, again=True)
             return
@@ -209,6 +209,8 @@ class ChatLifecycle:
             which = "" if busy is chat else f" (chat #{busy.id}, same agent process)"
             self.ctx.editor.notify(f"cannot restart during a turn{which}: cancel it first", "warn")
             return
+        for each in [chat, *along]:  # released below: what is asked meanwhile waits for it
+            each.set_state("starting", agent=name)
         if old is not None:
             for each in [chat, *along]:
                 await self.pool.release(each)
@@ -284,8 +286,8 @@ class ChatLifecycle:
             except AgentFailed as err:
                 if err.code == AgentFailed.AUTH_REQUIRED and connection is not None:
                     err = AgentFailed(f"{err}: log in with :AcpLogin, then send again", err.details)
-                elif isinstance(err, Refused) and session_id is not None and not again:
-                    refused = str(err)  # no such session: nothing of this chat lives
+                elif isinstance(err, Refused) and (fork_of or (session_id and not again)):
+                    refused = str(err)  # no such session, or fork: nothing of this chat lives
                 chat.fail(str(err), err.details)
             finally:
                 del self._opening[chat.id]
@@ -367,8 +369,7 @@ class ChatLifecycle:
         await self._send(chat_id, Prompt(text, attachments), rewind, now, starting)
 
     async def regenerate(self, chat_id: int) -> None:
-        """Send the last prompt again from before its answer: unchanged (with what
-        was attached), as an edit of the last turn is sent."""
+        """Send the last prompt again, unchanged (attachments too), as its edit is sent."""
         from acp_nvim.client.session.model import Prompt
 
         chat = self.ctx.chats.get(chat_id)

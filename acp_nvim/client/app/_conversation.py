@@ -38,7 +38,7 @@ from acp_nvim.client.errors import AgentFailed
 if TYPE_CHECKING:
     # Imported with the chat, after the first agent is spawned (doc/performance.md).
     from acp_nvim.client.agent.connection import AgentConnection
-    from acp_nvim.client.session.branches import Branch
+    from acp_nvim.client.session.branches import Branch, Turn
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import Prompt
 
@@ -141,20 +141,28 @@ class Conversations:
 
     async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
         path = chat.branches.path
-        source = path[turn - 2].session_id if turn >= 2 else None
-        forks_at = turn >= 2 and connection.can_fork_at_message
+        # Forked only where the process holds turn ``turn`` - 1's session as it ran:
+        # a restarted agent may give its own sessions the same ids (decision 0078).
+        source = path[turn - 2] if turn >= 2 and _held(connection, path[turn - 2]) else None
+        forks_at = source is not None and connection.can_fork_at_message
         point = chat.branches.last_reply(chat.session, turn - 1) if forks_at else None
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else []
+        unrecorded = chat.branches.unrecorded(turn)
         chat.leave(turn)
         files = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
-        chat.info(f"*Rewound to before turn {turn}, the conversation and the files ({files}).*")
+        if unrecorded:
+            files = f"of the turns run here ({files}); what {unrecorded} changed stays as it is"
+        else:
+            files = f"({files})"
+        chat.info(f"*Rewound to before turn {turn}, the conversation and the files {files}.*")
         connection.detach(chat)
         try:
             if source is not None and point is not None:
                 try:
-                    await connection.fork(chat, source, point)
-                    chat.usage.forked(path[turn - 2].report)
+                    await connection.fork(chat, source.session_id, point)
+                    chat.usage.forked(source.report)
+                    chat.seed = None  # the fork holds the conversation
                     return
                 except AgentFailed as err:
                     chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
@@ -200,10 +208,8 @@ class Conversations:
                 return
             chat.seed = None
             session_id = branch.session_id or ""
-            # Held by this agent process still (not a restarted one naming its own alike).
-            held = branch.turns[-1].agent == connection.serial and session_id in connection.opened
             try:
-                if held:
+                if _held(connection, branch.turns[-1]):
                     connection.attach(chat, session_id)
                     return
                 connection.detach(chat)
@@ -367,3 +373,12 @@ class Conversations:
         if reason and decision == "reject" and review is not None:
             what = f"`{os.path.relpath(path, review.cwd)}`" if path else "the files"
             await self.say(chat_id, f"I rejected your change to {what}: {reason}")
+
+
+def _held(connection: AgentConnection, turn: Turn) -> bool:
+    """Whether ``connection``'s agent process holds ``turn``'s session still: it ran
+    the turn there, or resumed that session (not a restarted one naming a session
+    of its own alike)."""
+    ran = turn.agent == connection.serial or turn.session_id in connection.resumed
+    return ran and turn.session_id in connection.opened
+

@@ -190,6 +190,8 @@ class Reviews:
         if not 1 <= turn <= len(path):
             editor.notify(f"no turn {turn} (turns 1 to {len(path)})", "warn")
             return
+        unrecorded = chat.branches.unrecorded(turn)
         restored = await review.restore(path[turn - 1].review)
         listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
-        chat.info(f"*Restored the files to before turn {turn}: {listed}.*")
+        kept = f"; what {unrecorded} changed stays as it is" if unrecorded else ""
+        chat.info(f"*Restored the files to before turn {turn}: {listed}{kept}.*")

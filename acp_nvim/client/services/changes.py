@@ -39,7 +39,7 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from acp_nvim.client.editor import Editor, EditorError
+from acp_nvim.client.editor import BufferState, Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
 from acp_nvim.client.services.disk_changes import (
@@ -74,6 +74,7 @@ from acp_nvim.review import (
     apply_patch,
     held_rows,
     line_edits,
+    merge3,
 )
 
 Decision = Literal["accept", "reject"]
@@ -676,7 +677,54 @@ class SessionChanges:
         deleted = doc.text is None  # a buffer standing for the file goes with it
         if text == doc.text and (not deleted or doc.buffer is None):
             return
+        unsaved = await _unsaved(self.editor, doc) if disk else None
+        stat = await anyio.to_thread.run_sync(files.stat_of, doc.path) if unsaved else None
         final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk or deleted)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)
         self.disk.seen(doc.path)
+        if unsaved is not None and doc.text is not None and text is not None:
+            shown = shown_path(doc.path, self.cwd)
+            await _follow_unsaved(self.editor, shown, doc.path, unsaved, (doc.text, text), stat)
+
+
+async def _unsaved(editor: Editor, doc: Document) -> BufferState | None:
+    """The buffer with unsaved edits behind a decision made against ``doc``'s file on
+    disk (:func:`_decided`), if there is one."""
+    if doc.buffer is not None:
+        return None
+    buffer = await editor.read_buffer(doc.path)
+    return buffer if buffer is not None and buffer.modified else None
+
+
+async def _follow_unsaved(
+    editor: Editor,
+    shown: str,
+    path: str,
+    buffer: BufferState,
+    change: tuple[str, str],
+    stat: files.Stat | None,
+) -> None:
+    """A decision's ``change`` (before, after) written to ``path`` (``shown`` so) on
+    disk reaches its buffer's unsaved text too, unsaved, the user's lines kept where
+    they clash (``stat``: the file's before the write, so :write does not ask about
+    it). Else the buffer still showed what the decision took back (a rewind's
+    restore, a reject), and the user's next :write put it back on disk (decision
+    0015)."""
+    before, after = change
+    merged = merge3(before, buffer.text, after)
+    if merged.text != buffer.text:
+        try:
+            await files.save(
+                editor, Document(path, buffer.text, buffer), merged.text,
+                to_disk=False, moved=True, before=stat,
+            )  # fmt: skip
+        except FileError as err:
+            editor.notify(f"{err}; its buffer was left as it was", "warn")
+            return
+    if merged.conflicts:
+        editor.notify(
+            f"{shown}: your unsaved lines clash with the change written to the file; "
+            "the buffer keeps yours there",
+            "warn",
+        )

@@ -138,6 +138,15 @@ class Branches:
     def path(self) -> list[Turn]:
         return self.shown.turns
 
+    def unrecorded(self, turn: int) -> str | None:
+        """The shown turns from ``turn`` on that ran before the chat was reopened,
+        handed over or forked (``turns 2 to 3``): no review here recorded what they
+        changed, so a restore cannot take it back. None when there are none."""
+        last = sum(1 for each in self.path if each.stored)  # they come first
+        if last < turn:
+            return None
+        return f"turn {turn}" if last == turn else f"turns {turn} to {last}"
+
     def prompt_lines(self) -> list[str]:
         """The shown turns' prompts, a first line each (status field ``turns``)."""
         return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.path]

@@ -537,7 +537,7 @@ class Chat:
             ValueError: no such turn.
         """
         left = self.branches.leave(number)
-        self._take_out(left)
+        self._take_out(left, number)
         self._mark(number - 1)
         self.show_branches()
         return left
@@ -550,16 +550,16 @@ class Chat:
             KeyError: no such branch, or it is the one shown.
         """
         out, into = self.branches.pick(branch_id)
-        self._take_out(out)
+        self._take_out(out, len(self.branches.path) - len(into) + 1)
         self._mark(len(self.branches.path) - len(into))
         drawing, kept = show(self.session, into)  # (stored blocks: the history has them)
         self.editor.render(self.id, [*drawing, view.uncut_op(kept)])
         self.show_branches()
         return self.branches.shown
 
-    def _take_out(self, turns: list[Turn]) -> None:
-        """The view changes: ``turns`` leave it, and so does what goes with it for good
-        (``Branches.dropped``); this change's notes go with the next turn."""
+    def _take_out(self, turns: list[Turn], since: int) -> None:
+        """The view changes from turn ``since``: ``turns`` leave it, and what goes with
+        it for good (``Branches.dropped``); this change's notes go with the next turn."""
         gone = self.branches.dropped()
         if gone:
             self._draw(view.drop_op(gone))
@@ -567,7 +567,7 @@ class Chat:
         for turn in turns:
             for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():
                 self._drawings.pop(call_id, None)
-        self._draw(view.cut_op([(t.message, t.block) for t in turns]))
+        self._draw(view.cut_op([(t.message, t.block) for t in turns], since))
 
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""

@@ -51,6 +51,7 @@ from acp_nvim.client.editor import (
     BlockPermissionOption,
     BlockPermissionWhy,
     CutOp,
+    CutTurn,
     DropOp,
     EditOp,
     PreviewFile,
@@ -518,10 +519,12 @@ def compaction_op(compaction: Compaction) -> BlockOp:
             "lines": lines}  # fmt: skip
 
 
-def cut_op(turns: list[tuple[str, str]]) -> CutOp:
+def cut_op(turns: list[tuple[str, str]], since: int) -> CutOp:
     """Take the blocks of ``turns`` (the end of the transcript, in order: each its key
-    and the block it begins with) out of view; Lua keeps them by those keys."""
-    return {"op": "cut", "turns": [{"key": key, "block": block} for key, block in turns]}
+    and the block it begins with) out of view; Lua keeps them by those keys. The turns
+    shown differ from turn ``since`` (1-based) on."""
+    cut: list[CutTurn] = [{"key": key, "block": block} for key, block in turns]
+    return {"op": "cut", "turns": cut, "since": since}
 
 
 def drop_op(blocks: list[str]) -> DropOp:

@@ -5,6 +5,7 @@
 if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
+local util = require("acp.util")
 
 M.ns = api.nvim_create_namespace("acp.editing")
 
@@ -36,6 +37,19 @@ function M.start(chat, turn)
       end
     end,
   })
+end
+
+--- The turns shown changed from turn `since` on (a rewind, a branch switch): an edit
+--- of one of them ends, as sent it would rewind a turn the user never edited (its
+--- text stays in the input).
+---@param chat acp.Chat
+---@param since integer
+function M.changed(chat, since)
+  local turn = chat.editing
+  if turn and turn >= since then
+    M.stop(chat)
+    util.notify(("turn %d is no longer shown: the input is no longer its edit"):format(turn), "info")
+  end
 end
 
 --- The turn the input's text edits, if any, ending the edit: it is being sent.

@@ -764,6 +764,7 @@ M.ops = {
     elicit.gone(batch.chat, op.id)
   end,
   cut = function(batch, op)
+    editing.changed(batch.chat, op.since)
     render.cut(batch.chat.transcript, batch.chat.blocks, op.turns)
     batch.summaries = true
   end,

@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from acp_nvim.protocol import Connection
+from acp_nvim.protocol import Connection, RequestError
 from tests.fakes.handshake import Params, Scenario
 
 Handler = Callable[[Params], Awaitable[Params]]
@@ -38,7 +38,8 @@ class Rewind:
     forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
     ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
-    context, ``resume`` resumes any session it is named (``session/resume``).
+    context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
+    every fork with an error.
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class Rewind:
 
     async def resume(self, params: Params) -> Params:
         session = params["sessionId"]
+        self.sessions = max(self.sessions, int(session[1:]))  # its next ones: new ids
         stored = json.loads(self.store.read_text()) if self.store and self.store.exists() else {}
         self.cwd[session] = params["cwd"]
         self.turns[session] = self.turns.get(session, stored.get(session, 0))
@@ -113,6 +115,8 @@ class Rewind:
         return Path(os.environ["FAKE_CALLS"] + ".sessions") if "store" in self.flags else None
 
     async def fork(self, params: Params) -> Params:
+        if "nofork" in self.flags:
+            raise RequestError(-32603, "Internal error: fork failed")
         session = self.open(params["cwd"])
         self.turns[session] = self.turns.get(params["sessionId"], 0)
         point = params.get("_meta", {}).get("jetbrains", {}).get("air", {}).get("fork")
@@ -259,5 +263,5 @@ class Rewind:
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
-                 "rewind+resume+store")
+                 "rewind+resume+store", "rewind+nofork")
 )
