@@ -475,4 +475,3 @@ class AgentConnection:
                 await self._connection.aclose()
             await self.process.aclose()
             self.ending.exited.set()
-

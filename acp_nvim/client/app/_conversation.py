@@ -381,4 +381,3 @@ def _held(connection: AgentConnection, turn: Turn) -> bool:
     of its own alike)."""
     ran = turn.agent == connection.serial or turn.session_id in connection.resumed
     return ran and turn.session_id in connection.opened
-
