@@ -444,6 +444,23 @@ def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> N
     assert "You said: *hello*" in editor.transcript_text()
 
 
+def test_acprestart_after_the_host_died_opens_a_chat_that_works(editor: Editor) -> None:
+    """:AcpRestart in a chat whose Python side died opened a new chat that failed at
+    once with the old death's message: the host was never started again."""
+    editor.setup()
+    first = editor.open_chat()
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["state"] == "ready"
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    assert "You said: *hello*" in editor.transcript_text()
+    assert len(editor.events("AcpError")) == 1
+
+
 def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
     editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
     editor.open_chat()

@@ -639,11 +639,7 @@ end
 
 ---@param chat acp.Chat
 function M.restart(chat)
-  if chat.host_failed then
-    M.open({ agent = chat.status.agent })
-  else
-    host.notify("restart", { chat = chat.id })
-  end
+  host.notify("restart", { chat = chat.id })
 end
 
 --- Put the prompt of `turn` (default: the last) back in the input (|:AcpEdit|): the
