@@ -461,6 +461,20 @@ def test_acprestart_after_the_host_died_opens_a_chat_that_works(editor: Editor) 
     assert len(editor.events("AcpError")) == 1
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_permission_prompt_the_host_died_under_no_longer_asks(editor: Editor, version: int) -> None:
+    """The prompt's lines went on saying "press a key" with no key left to press."""
+    editor.setup(protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    text = editor.transcript_text()
+    assert "Permission needed" not in text and "`a` Allow" not in text
+    assert "**Permission:** not answered: the Python side exited\n\n**Error:**" in text
+
+
 def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
     editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
     editor.open_chat()

@@ -866,10 +866,11 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
-  local ops = {
+  local ops = permission.unanswered(chat, "not answered: the Python side exited")
+  vim.list_extend(ops, {
     { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
     { op = "status", state = "error", error = message, connected = false, queued = 0, queue = {} },
-  }
+  })
   local queued = chat.status.queue or {}
   if #queued > 0 then
     -- The queue died with the Python side: what waited in it goes back to the input.
