@@ -89,6 +89,24 @@ def test_cancel_ends_a_start_that_hangs(editor: Editor) -> None:
     assert wait_gone(fake_pids(editor, "silent_init")) == []
 
 
+def test_acprestart_while_the_start_hangs_starts_the_agent_again(editor: Editor) -> None:
+    """:AcpRestart did nothing while the agent had not answered its start: a start
+    that hung went on hanging, the user told nothing."""
+    editor.setup(agents={"mute": editor.fake_agent("silent_init")}, default_agent="mute")
+    status = editor.open_chat(ready=False)
+    editor.wait("require('acp.host').request('log')[1] ~= nil", what="initialize sent")
+    [hung] = fake_pids(editor, "silent_init")
+    editor.lua("require('acp').send('typed while it starts')")
+    editor.wait("require('acp').status().queued == 1", what="the prompt queued")
+    editor.setup(agents={"mute": editor.fake_agent("echo")}, default_agent="mute")  # fixed
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpTurnEnd")
+    assert wait_gone([hung]) == []
+    assert editor.events("AcpError") == []
+    assert "echo: typed while it starts" in editor.transcript_text()
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+
+
 def test_an_agent_that_exits_at_once_is_told_with_its_exit_code_at_every_start(
     editor: Editor,
 ) -> None:
