@@ -501,6 +501,21 @@ def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
     assert wait_gone(pids) == []
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_call_whose_agent_died_mid_turn_is_not_left_pending(editor: Editor, version: int) -> None:
+    """The agent died while its permission prompt waited: the prompt went, but its
+    call went on saying `pending` under the error, as if it could still run."""
+    editor.setup(protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    [pid] = demo_pids(editor)
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    text = editor.transcript_text()
+    assert "`execute` · cancelled" in text and "pending" not in text
+
+
 def test_a_huge_line_is_cut_on_screen(editor: Editor) -> None:
     editor.setup(agents={"huge": editor.fake_agent("huge_line")}, default_agent="huge")
     editor.open_chat()
