@@ -516,6 +516,31 @@ def test_a_call_whose_agent_died_mid_turn_is_not_left_pending(editor: Editor, ve
     assert "`execute` · cancelled" in text and "pending" not in text
 
 
+@pytest.mark.parametrize("when", ["during the turn", "between turns"])
+def test_an_agent_that_dies_leaving_a_child_on_its_output_is_told_and_its_child_ends(
+    editor: Editor, when: str
+) -> None:
+    """A child that inherited the agent's stdout kept it open: the agent's death was
+    never seen. The chat stayed ready, its next prompt ran forever, the child lived
+    on until Neovim quit."""
+    editor.setup(agents={"parent": editor.fake_agent("leave_child")}, default_agent="parent")
+    editor.open_chat()
+    editor.lua("require('acp').send('child')")
+    editor.wait_event("AcpTurnEnd")
+    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
+    agent_pid, child_pid = (int(p) for p in line.split()[1:])
+    if when == "during the turn":
+        editor.lua("require('acp').send('die')")
+    else:
+        os.kill(agent_pid, signal.SIGKILL)
+    error = editor.wait_event("AcpError")
+    code = 2 if when == "during the turn" else -9
+    assert error["message"] == f"agent 'parent' exited{' during the turn' * (code == 2)} (exit code {code})"
+    assert wait_gone([agent_pid, child_pid]) == []
+    editor.lua("require('acp').send('child')")  # the next prompt starts it again
+    editor.wait_event("AcpTurnEnd", 2)
+
+
 def test_a_huge_line_is_cut_on_screen(editor: Editor) -> None:
     editor.setup(agents={"huge": editor.fake_agent("huge_line")}, default_agent="huge")
     editor.open_chat()
