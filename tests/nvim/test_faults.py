@@ -462,6 +462,24 @@ def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> N
     assert "You said: *hello*" in editor.transcript_text()
 
 
+def test_what_was_typed_when_the_host_died_goes_on_in_the_chat_acpchat_opens(
+    editor: Editor,
+) -> None:
+    """:AcpChat after the Python side died opened a new chat over the dead one with
+    an empty input: what the user had typed stayed in the dead chat's hidden input."""
+    editor.setup()
+    first = editor.open_chat()
+    editor.nvim.buffers[first["input_buf"]][:] = ["half a thought", "and more"]
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"]
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["half a thought", "and more"]
+    assert editor.nvim.buffers[first["input_buf"]][:] == [""]  # not twice
+
+
 def test_acprestart_after_the_host_died_opens_a_chat_that_works(editor: Editor) -> None:
     """:AcpRestart in a chat whose Python side died opened a new chat that failed at
     once with the old death's message: the host was never started again."""
