@@ -64,6 +64,14 @@ end
 ---@return integer chat id
 function M.open(opts)
   opts = opts or {}
+  util.options("open", opts, {
+    agent = "string",
+    new = "boolean",
+    history = "integer",
+    cwd = "string",
+    roots = "list",
+    worktree = "boolean",
+  })
   local unsupported = util.unsupported()
   if unsupported then
     util.user_error(unsupported)
