@@ -190,6 +190,7 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "send()": "acp: send takes the prompt's text, not nil",
         "reject(nil, 1)": "acp: a hunk is named with its file: (file, hunk)",
         "accept('nothing.txt')": "acp: no agent changes to nothing.txt",
+        "reject({}, 1)": "acp: a file is named by its path, not {}",  # was Vim's E730
         # Required arguments, named as vim.validate names them.
         "delete_session()": "acp: delete_session: session_id: expected string, got nil",
         "resume(' ')": 'acp: resume: session_id: expected string, got " "',
