@@ -128,7 +128,7 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     """How to launch one agent: argv, extra environment, working directory."""
 
     cmd: Annotated[list[str], Meta(min_length=1)]
-    """argv of the agent; cmd[1] is looked up on PATH"""
+    """argv of the agent; cmd[1] is looked up on PATH (`~` in it is your home)"""
     env: dict[str, str] = msgspec.field(default_factory=dict)
     """added to Neovim's environment"""
     cwd: str | None = None
@@ -159,6 +159,8 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     def __post_init__(self) -> None:
         if self.cwd is not None:
             msgspec.structs.force_setattr(self, "cwd", os.path.expanduser(self.cwd))
+        if self.cmd:  # its program only: arguments are the agent's to read
+            msgspec.structs.force_setattr(self, "cmd", _expanded(self.cmd[:1]) + self.cmd[1:])
         msgspec.structs.force_setattr(self, "roots", _expanded(self.roots))
 
 

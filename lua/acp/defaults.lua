@@ -21,7 +21,7 @@ local M = {}
 
 --- How to launch one agent: argv, extra environment, working directory.
 ---@class (exact) acp.AgentSpec
----@field cmd string[] argv of the agent; cmd[1] is looked up on PATH
+---@field cmd string[] argv of the agent; cmd[1] is looked up on PATH (`~` in it is your home)
 ---@field env? table<string,string> added to Neovim's environment
 ---@field cwd? string working directory (default: Neovim's cwd)
 ---@field missing_file_as_empty? boolean read a missing file as "" (the built-in gemini does: it probes first)

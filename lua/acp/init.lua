@@ -64,6 +64,14 @@ end
 ---@return integer chat id
 function M.open(opts)
   opts = opts or {}
+  util.options("open", opts, {
+    agent = "string",
+    new = "boolean",
+    history = "integer",
+    cwd = "string",
+    roots = "list",
+    worktree = "boolean",
+  })
   local unsupported = util.unsupported()
   if unsupported then
     util.user_error(unsupported)
@@ -137,7 +145,12 @@ end
 --- agent's session is resumed where it offers that). After the Python host
 --- died, a new chat takes the dead one's windows.
 function M.restart()
-  chat_module().restart(require_chat())
+  local chat = require_chat()
+  if chat.host_failed then -- its session died with the Python side: a new chat, as :AcpChat
+    M.open({ agent = chat.status.agent })
+  else
+    chat_module().restart(chat)
+  end
 end
 
 --- Take the files the agent changed back to how they were before turn `turn` of

@@ -66,6 +66,31 @@ function M.required(fn, name, value, kind)
   end
 end
 
+--- Raise a user error when `opts` of public function `fn` is no table, or one of its
+--- keys holds another kind than `kinds` names (a key to "string", "integer",
+--- "boolean" or "list"; vim.NIL counts as not given): `history: opts.limit:
+--- expected integer, got "x"`.
+---@param fn string
+---@param opts any
+---@param kinds table<string, "string"|"integer"|"boolean"|"list">
+function M.options(fn, opts, kinds)
+  if type(opts) ~= "table" then
+    M.user_error(("%s: opts: expected table, got %s"):format(fn, vim.inspect(opts)))
+  end
+  for key, kind in pairs(kinds) do
+    local value = opts[key]
+    local fits
+    if kind == "list" then
+      fits = type(value) == "table" and vim.islist(value)
+    else
+      fits = type(value) == (kind == "integer" and "number" or kind) and (kind ~= "integer" or value % 1 == 0)
+    end
+    if value ~= nil and value ~= vim.NIL and not fits then
+      M.user_error(("%s: opts.%s: expected %s, got %s"):format(fn, key, kind, vim.inspect(value)))
+    end
+  end
+end
+
 --- Why this system cannot run the plugin, or nil. It is Unix only: agents run in
 --- process groups, commands through /bin/sh, the editor MCP server on a Unix socket.
 ---@return string?

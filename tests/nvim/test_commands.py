@@ -190,6 +190,7 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "send()": "acp: send takes the prompt's text, not nil",
         "reject(nil, 1)": "acp: a hunk is named with its file: (file, hunk)",
         "accept('nothing.txt')": "acp: no agent changes to nothing.txt",
+        "reject({}, 1)": "acp: a file is named by its path, not {}",  # was Vim's E730
         # Required arguments, named as vim.validate names them.
         "delete_session()": "acp: delete_session: session_id: expected string, got nil",
         "resume(' ')": 'acp: resume: session_id: expected string, got " "',
@@ -203,6 +204,11 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         ),
         "history({limit = 'x'})": 'acp: history: opts.limit: expected integer, got "x"',
         "history('x')": 'acp: history: opts: expected table, got "x"',
+        # A root came back as "root 't' is not an absolute path", a table agent as
+        # "unknown agent 'table: 0x...'".
+        "open({roots = '/tmp'})": 'acp: open: opts.roots: expected list, got "/tmp"',
+        "open({agent = {}})": "acp: open: opts.agent: expected string, got {}",
+        "open({cwd = 5})": "acp: open: opts.cwd: expected string, got 5",
     }.items():
         raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
         assert raised == said, call

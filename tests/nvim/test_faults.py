@@ -89,6 +89,24 @@ def test_cancel_ends_a_start_that_hangs(editor: Editor) -> None:
     assert wait_gone(fake_pids(editor, "silent_init")) == []
 
 
+def test_acprestart_while_the_start_hangs_starts_the_agent_again(editor: Editor) -> None:
+    """:AcpRestart did nothing while the agent had not answered its start: a start
+    that hung went on hanging, the user told nothing."""
+    editor.setup(agents={"mute": editor.fake_agent("silent_init")}, default_agent="mute")
+    status = editor.open_chat(ready=False)
+    editor.wait("require('acp.host').request('log')[1] ~= nil", what="initialize sent")
+    [hung] = fake_pids(editor, "silent_init")
+    editor.lua("require('acp').send('typed while it starts')")
+    editor.wait("require('acp').status().queued == 1", what="the prompt queued")
+    editor.setup(agents={"mute": editor.fake_agent("echo")}, default_agent="mute")  # fixed
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpTurnEnd")
+    assert wait_gone([hung]) == []
+    assert editor.events("AcpError") == []
+    assert "echo: typed while it starts" in editor.transcript_text()
+    assert editor.nvim.buffers[status["input_buf"]][:] == [""]
+
+
 def test_an_agent_that_exits_at_once_is_told_with_its_exit_code_at_every_start(
     editor: Editor,
 ) -> None:
@@ -444,12 +462,101 @@ def test_the_host_dying_is_an_error_and_acpchat_starts_anew(editor: Editor) -> N
     assert "You said: *hello*" in editor.transcript_text()
 
 
+def test_what_was_typed_when_the_host_died_goes_on_in_the_chat_acpchat_opens(
+    editor: Editor,
+) -> None:
+    """:AcpChat after the Python side died opened a new chat over the dead one with
+    an empty input: what the user had typed stayed in the dead chat's hidden input."""
+    editor.setup()
+    first = editor.open_chat()
+    editor.nvim.buffers[first["input_buf"]][:] = ["half a thought", "and more"]
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"]
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["half a thought", "and more"]
+    assert editor.nvim.buffers[first["input_buf"]][:] == [""]  # not twice
+
+
+def test_acprestart_after_the_host_died_opens_a_chat_that_works(editor: Editor) -> None:
+    """:AcpRestart in a chat whose Python side died opened a new chat that failed at
+    once with the old death's message: the host was never started again."""
+    editor.setup()
+    first = editor.open_chat()
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=2)
+    status = editor.lua("return require('acp').status()")
+    assert status["chat"] != first["chat"] and status["state"] == "ready"
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    assert "You said: *hello*" in editor.transcript_text()
+    assert len(editor.events("AcpError")) == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_permission_prompt_the_host_died_under_no_longer_asks(editor: Editor, version: int) -> None:
+    """The prompt's lines went on saying "press a key" with no key left to press."""
+    editor.setup(protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait_event("AcpError")
+    text = editor.transcript_text()
+    assert "Permission needed" not in text and "`a` Allow" not in text
+    assert "**Permission:** not answered: the Python side exited\n\n**Error:**" in text
+
+
 def test_quitting_ends_an_agent_that_ignores_sigterm(editor: Editor) -> None:
     editor.setup(agents={"stubborn": editor.fake_agent("stubborn")}, default_agent="stubborn")
     editor.open_chat()
     pids = stubborn_pids(editor)
     editor.quit()
     assert wait_gone(pids) == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_call_whose_agent_died_mid_turn_is_not_left_pending(editor: Editor, version: int) -> None:
+    """The agent died while its permission prompt waited: the prompt went, but its
+    call went on saying `pending` under the error, as if it could still run."""
+    editor.setup(protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('permission')")
+    editor.wait_event("AcpPermissionRequest")
+    [pid] = demo_pids(editor)
+    os.kill(pid, signal.SIGKILL)
+    editor.wait_event("AcpError")
+    text = editor.transcript_text()
+    assert "`execute` · cancelled" in text and "pending" not in text
+
+
+@pytest.mark.parametrize("when", ["during the turn", "between turns"])
+def test_an_agent_that_dies_leaving_a_child_on_its_output_is_told_and_its_child_ends(
+    editor: Editor, when: str
+) -> None:
+    """A child that inherited the agent's stdout kept it open: the agent's death was
+    never seen. The chat stayed ready, its next prompt ran forever, the child lived
+    on until Neovim quit."""
+    editor.setup(agents={"parent": editor.fake_agent("leave_child")}, default_agent="parent")
+    editor.open_chat()
+    editor.lua("require('acp').send('child')")
+    editor.wait_event("AcpTurnEnd")
+    [line] = [ln for ln in editor.transcript() if ln.startswith("pids ")]
+    agent_pid, child_pid = (int(p) for p in line.split()[1:])
+    if when == "during the turn":
+        editor.lua("require('acp').send('die')")
+    else:
+        os.kill(agent_pid, signal.SIGKILL)
+    error = editor.wait_event("AcpError")
+    code = 2 if when == "during the turn" else -9
+    assert error["message"] == f"agent 'parent' exited{' during the turn' * (code == 2)} (exit code {code})"
+    assert wait_gone([agent_pid, child_pid]) == []
+    editor.lua("require('acp').send('child')")  # the next prompt starts it again
+    editor.wait_event("AcpTurnEnd", 2)
 
 
 def test_a_huge_line_is_cut_on_screen(editor: Editor) -> None:

@@ -145,6 +145,22 @@ def test_get_selection_returns_the_text_of_the_last_selection(
     assert selection["path"] == str(path)
 
 
+def test_a_selection_outside_the_project_is_read_as_fs_access_says(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """get_selection gave the agent the text selected in any file, a secret outside
+    the project too, though fs_access denied reading that file."""
+    path = tmp_path / "credentials"
+    path.write_text("user\nsecret-token\n")
+    edit(editor, path)
+    editor.nvim.input("2GV<Esc>")
+    editor.wait("vim.fn.mode() == 'n' and vim.api.nvim_buf_get_mark(0, '>')[1] == 2")
+    start(editor, fs_access={"outside": "deny"})
+    [result] = call(editor, [{"tool": "get_selection"}])
+    assert result["isError"] is True and "fs_access" in text(result)
+    assert "secret-token" not in json.dumps(result)
+
+
 def test_diagnostics_set_in_neovim_reach_the_agent(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "c.lua"
     path.write_text("local x = 1\nprint(y)\n")

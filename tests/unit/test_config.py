@@ -99,6 +99,13 @@ def test_agent_cwd_expands_home(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.agent("mine")[1].cwd == "/home/someone/project"
 
 
+def test_agent_program_expands_home_as_its_cwd_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cmd = {"~/bin/agent"}`` failed with "'~/bin/agent' not found", the file there."""
+    monkeypatch.setenv("HOME", "/home/someone")
+    config = load_config({"agents": {"mine": {"cmd": ["~/bin/agent", "~/arg"]}}})
+    assert config.agent("mine")[1].cmd == ["/home/someone/bin/agent", "~/arg"]
+
+
 def test_demo_agent_runs_the_tree_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     # Not whatever acp_nvim the venv has installed: a strict editable install lacks
     # modules added since, and the host itself runs from the tree (PYTHONPATH).

@@ -208,3 +208,25 @@ def test_a_failure_shows_the_last_lines_printed_on_stdout_trimmed_and_cut() -> N
     agent.keep_stdout_text(b"last")
     cut = "é" * process.STDOUT_TEXT_MAX + "…"
     assert agent.printed() == ["stdout: Please log in", f"stdout: {cut}", "stdout: last"]
+
+
+@pytest.mark.parametrize(
+    ("script", "mode", "says"),
+    [
+        ("#!/nonexistent/interpreter -x\n", 0o755, "its interpreter /nonexistent/interpreter is not installed"),
+        (None, 0, "not found"),
+        ("#!/bin/sh\n", 0o644, "is not executable"),
+    ],
+)
+@pytest.mark.anyio
+async def test_a_program_that_cannot_start_says_why(
+    tmp_path: Path, script: str | None, mode: int, says: str
+) -> None:
+    """A script whose #! names a missing interpreter was said to be "not found"."""
+    program = tmp_path / "agent"
+    if script is not None:
+        program.write_text(script)
+        program.chmod(mode)
+    with pytest.raises(process.SpawnError) as raised:
+        await process.AgentProcess("a", [str(program)]).start()
+    assert str(raised.value) == f"agent 'a': {str(program)!r} {says}"

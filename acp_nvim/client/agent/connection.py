@@ -158,8 +158,8 @@ class AgentConnection:
         def serve(connection: Connection) -> None:
             self._connection = connection
             tasks.start_soon(self.process.drain_stderr)
-            tasks.start_soon(self.process.wait)  # a leader reaped is let go of at once
-            tasks.start_soon(self.ending.serve, connection)  # a v1 fallback makes its own
+            tasks.start_soon(self.ending.watch, connection)  # a v1 fallback makes its own
+            tasks.start_soon(self.ending.serve, connection)
 
         try:
             self.sessions = await self._call(

@@ -1,6 +1,8 @@
 """How one start of an agent ends, as the user is told: once its output ends, its
-exit code is collected (one that lives on without its output is stopped), and the
-failure is said with its code and what it printed beside the protocol.
+exit code is collected (one that lives on without its output is stopped; one whose
+output outlives it, held open by something it started, has its output closed and
+the rest of its group stopped), and the failure is said with its code and what it
+printed beside the protocol.
 
 It does not decide when an agent that still talks is stopped (the connection
 does) nor show anything (the chats do).
@@ -21,6 +23,9 @@ _EXIT_AFTER_EOF = 2.0
 # Seconds a report waits for the exit to be collected: the wait above, then
 # AgentProcess.aclose's grace of 2 s.
 _COLLECTED_WITHIN = 5.0
+# Seconds the output of an agent that exited may stay open before it is closed:
+# what it wrote before it exited is read meanwhile.
+_EOF_AFTER_EXIT = 2.0
 
 
 class Ending:
@@ -47,6 +52,17 @@ class Ending:
                 self.process.output_closed = True
                 await self.process.aclose()
             self.exited.set()
+
+    async def watch(self, connection: Connection) -> None:
+        """Collect the exit as soon as it comes (a leader reaped is let go of at once).
+        An agent whose output a child of its group holds open is gone all the same:
+        the group is stopped and ``connection`` (this start's) closed, as at EOF."""
+        await self.process.wait()
+        with anyio.move_on_after(_EOF_AFTER_EXIT):
+            await self.exited.wait()
+            return
+        await self.process.aclose()
+        await connection.aclose()
 
     def failure(self, when: str = "") -> AgentFailed:
         """How the agent ended ``when`` ("during the turn"): exited, or stopped by us."""

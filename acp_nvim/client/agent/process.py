@@ -131,7 +131,9 @@ class AgentProcess:
                 self.cmd, env=self.env, cwd=self.cwd, start_new_session=True
             )
         except FileNotFoundError:
-            raise SpawnError(f"agent {self.name!r}: {program!r} not found") from None
+            interpreter = _interpreter(shutil.which(program, path=self.env.get("PATH")))
+            why = f"its interpreter {interpreter} is not installed" if interpreter else "not found"
+            raise SpawnError(f"agent {self.name!r}: {program!r} {why}") from None
         except PermissionError:
             raise SpawnError(f"agent {self.name!r}: {program!r} is not executable") from None
         except OSError as err:
@@ -328,3 +330,15 @@ class _PipeSender(_Pipe, anyio.abc.ByteSendStream):
                 raise anyio.BrokenResourceError from err
         if not waited:
             await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+def _interpreter(path: str | None) -> str | None:
+    """The program a script's ``#!`` line names, if ``path`` is one: the file is
+    there, so a start that found nothing did not find that."""
+    try:
+        with open(path or "", "rb") as script:
+            line = script.readline(256)
+    except OSError:
+        return None
+    words = line[2:].split() if line.startswith(b"#!") else []
+    return words[0].decode(errors="replace") if words else None

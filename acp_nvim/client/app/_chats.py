@@ -57,6 +57,7 @@ class ChatLifecycle:
         self.conversations = conversations
         self.workspaces = workspaces
         self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
+        self._restarts: dict[int, anyio.Event] = {}  # starts a restart ended, set once ended
         # Chats whose opening was refused (decision 0083) and that have not gone on
         # since: the user never had them, so closed, they are not kept in the history.
         self._refused: set[int] = set()
@@ -182,8 +183,16 @@ class ChatLifecycle:
         if chat is None:
             self.ctx.editor.notify("no such chat to restart", "warn")
             return
-        if chat.id in self._opening:
-            return  # starting already
+        opening = self._opening.get(chat.id)
+        if opening is not None:
+            if not asked:
+                return  # starting already
+            # Asked while it starts (a start that hangs): that start ends quietly first.
+            ended = self._restarts[chat.id] = anyio.Event()
+            opening.cancel()
+            await ended.wait()
+            if self.ctx.chats.get(chat_id) is not chat:
+                return  # closed meanwhile
         if self.ctx.config_error is not None:
             self._fail(chat, self.ctx.config_error)
             return
@@ -270,9 +279,7 @@ class ChatLifecycle:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).
                         kept = chosen(chat) if again else []
-                        resumed, lost = await self._session(
-                            connection, chat, session_id, again=again
-                        )
+                        resumed, lost = await _session(connection, chat, session_id, again=again)
                         if not resumed:
                             self.ctx.history.seed(chat, lost)
                         wanted = kept if again and resumed else defaults(agent_config)
@@ -291,6 +298,11 @@ class ChatLifecycle:
                 chat.fail(str(err), err.details)
             finally:
                 del self._opening[chat.id]
+                restarted = self._restarts.pop(chat.id, None)
+                if restarted is not None:
+                    restarted.set()
+        if restarted is not None:
+            return  # the restart that ended it starts the chat again
         if scope.cancelled_caught and chat.state != "closed":
             chat.fail("the start was cancelled; :AcpRestart tries again")
         if chat.state == "ready":
@@ -302,25 +314,6 @@ class ChatLifecycle:
                 self._withdraw(chat.id, refused)
             if connection is not None and not connection.auth_methods():
                 await self.pool.release(chat)  # kept while a login may still come
-
-    async def _session(
-        self, connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
-    ) -> tuple[bool, str | None]:
-        """Begin or resume ``chat``'s session: whether an existing one goes on, and
-        why not (the agent's error) when one was to go on and could not."""
-        if session_id is None:
-            await connection.new_session(chat)
-            return False, None
-        if not again:
-            await connection.resume(chat, session_id)
-            return True, None
-        # The transcript already shows the history: resume without a replay.
-        try:
-            await connection.resume(chat, session_id, replay=False)
-        except AgentFailed as err:
-            await connection.new_session(chat)
-            return False, str(err)
-        return True, None
 
     def _new_chat(
         self, chat_id: int, agent: str, workspace: Workspace, carries: Chat | None = None
@@ -505,6 +498,26 @@ async def _stored(
         return await history.load(history_id), f"history: no chat {history_id}"
     except StoreError as err:
         return None, f"history: {err}"
+
+
+async def _session(
+    connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
+) -> tuple[bool, str | None]:
+    """Begin or resume ``chat``'s session: whether an existing one goes on, and why
+    not (the agent's error) when one was to go on and could not."""
+    if session_id is None:
+        await connection.new_session(chat)
+        return False, None
+    if not again:
+        await connection.resume(chat, session_id)
+        return True, None
+    # The transcript already shows the history: resume without a replay.
+    try:
+        await connection.resume(chat, session_id, replay=False)
+    except AgentFailed as err:
+        await connection.new_session(chat)
+        return False, str(err)
+    return True, None
 
 
 def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:

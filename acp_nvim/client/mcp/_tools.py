@@ -142,6 +142,8 @@ async def _get_selection(session: ToolSession, _: NoInput) -> Result:
     selection = await session.editor.selection()
     if selection is None:
         return _text("The user has selected nothing in the editor.")
+    if selection.get("path"):  # its text is the file's: read as fs_access says
+        await session.may_read(session.path(selection["path"]))
     return _text(json.dumps(selection, indent=1, ensure_ascii=False), selection)
 
 

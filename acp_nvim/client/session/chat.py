@@ -237,14 +237,8 @@ class Chat:
     def end_turn(self, stop_reason: str, *, settle: bool = False) -> None:
         """Close the turn: its unfinished calls and compactions (not an earlier turn's) become
         cancelled after a cancel, an error, or with ``settle`` (nothing of it runs on)."""
-        start = self.branches.path[-1].start if self.branches.path else 0
-        abandoned = settle or stop_reason in _ABANDONED
-        for kind, key in self.session.unfinished(start) if abandoned else ():
-            if kind == "tool":
-                self._apply_tool_call(ToolCallPatch(key, status="cancelled"))
-            else:
-                compaction = self.session.apply_compaction(key, status="cancelled")
-                self._draw(view.compaction_op(compaction))
+        if settle or stop_reason in _ABANDONED:
+            _cancel_unfinished(self)
         self._close_fence()
         self.session.state = "idle"
         self.session.stop_reason = stop_reason
@@ -285,7 +279,10 @@ class Chat:
 
     def fail(self, message: str, details: list[str] | None = None) -> None:
         """The chat cannot go on (the agent died or never started): show why and
-        stay in ``error`` (with e.g. the agent's stderr tail)."""
+        stay in ``error`` (with e.g. the agent's stderr tail). A turn it ends leaves
+        no call of its own running."""
+        if self.state == "running":
+            _cancel_unfinished(self)
         if self.changes is not None:
             self.changes.turn_ended()
         # The state first: AcpError fires after it was drawn (a batch may go between).
@@ -598,6 +595,18 @@ def settled(chat: Chat, call_id: str) -> Iterator[None]:
         raise
     else:
         _end(chat, call_id, "completed")
+
+
+def _cancel_unfinished(chat: Chat) -> None:
+    """The turn's unfinished calls and compactions (not an earlier turn's) become
+    cancelled: nothing of it runs on."""
+    start = chat.branches.path[-1].start if chat.branches.path else 0
+    for kind, key in chat.session.unfinished(start):
+        if kind == "tool":
+            chat._apply_tool_call(ToolCallPatch(key, status="cancelled"))
+        else:
+            compaction = chat.session.apply_compaction(key, status="cancelled")
+            chat._draw(view.compaction_op(compaction))
 
 
 def _end(chat: Chat, call_id: str, status: str, reason: str = "") -> None:

@@ -26,16 +26,7 @@ function M.search(opts)
   opts = opts or {}
   -- Checked here: the store took a limit of "x" for a damaged file (datatype
   -- mismatch) and said to move it away.
-  if type(opts) ~= "table" then
-    util.user_error(("history: opts: expected table, got %s"):format(vim.inspect(opts)))
-  end
-  for key, kind in pairs({ query = "string", agent = "string", cwd = "string", limit = "integer" }) do
-    local value = opts[key]
-    local fits = type(value) == (kind == "integer" and "number" or kind) and (kind ~= "integer" or value % 1 == 0)
-    if value ~= nil and not fits then
-      util.user_error(("history: opts.%s: expected %s, got %s"):format(key, kind, vim.inspect(value)))
-    end
-  end
+  util.options("history", opts, { query = "string", agent = "string", cwd = "string", limit = "integer" })
   return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
 end
 

@@ -392,6 +392,7 @@ function M.open(opts)
     end
     return existing
   end
+  local dead = reuse and existing -- its session died with the Python side: this goes on for it
   local chat = create()
   chat.status.agent = opts.agent or config.options.default_agent
   chat.opened = {
@@ -423,6 +424,15 @@ function M.open(opts)
     chat.opened.took_over = existing.id
   else
     layout.show(chat)
+  end
+  if dead and api.nvim_buf_is_loaded(dead.input) then -- what was typed there goes on here
+    for _, text in ipairs(prompt_history.unsent(dead)) do
+      prompt_history.give_back(chat, vim.split(text, "\n", { plain = true }))
+    end
+    if dead.history then -- a walk through its prompt history ends: its draft went too
+      dead.history.index, dead.history.draft = nil, nil
+    end
+    api.nvim_buf_set_lines(dead.input, 0, -1, false, {})
   end
   winbar.update(chat)
   return chat
@@ -639,11 +649,7 @@ end
 
 ---@param chat acp.Chat
 function M.restart(chat)
-  if chat.host_failed then
-    M.open({ agent = chat.status.agent })
-  else
-    host.notify("restart", { chat = chat.id })
-  end
+  host.notify("restart", { chat = chat.id })
 end
 
 --- Put the prompt of `turn` (default: the last) back in the input (|:AcpEdit|): the
@@ -871,10 +877,11 @@ end
 function M.fail(chat, message)
   chat.host_failed = true
   chat.failures = (chat.failures or 0) + 1
-  local ops = {
+  local ops = permission.unanswered(chat, "not answered: the Python side exited")
+  vim.list_extend(ops, {
     { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
     { op = "status", state = "error", error = message, connected = false, queued = 0, queue = {} },
-  }
+  })
   local queued = chat.status.queue or {}
   if #queued > 0 then
     -- The queue died with the Python side: what waited in it goes back to the input.

@@ -250,6 +250,28 @@ local function announce(chat, entry)
   end
 end
 
+--- Ops that put `outcome` where each pending prompt of `chat` lists its keys, as the
+--- Python side shows an answered one: for a host that died, which can draw no more.
+---@return table[]
+function M.unanswered(chat, outcome)
+  local ops = {}
+  for _, entry in ipairs(pending(chat)) do
+    local block = chat.blocks.by_id[entry.block]
+    if block and (block.mark or block.first) then -- not out of view
+      local first, last = blocks.rows(chat.transcript, chat.blocks, block)
+      table.insert(ops, {
+        op = "block",
+        id = entry.block,
+        start = block.permission.row,
+        ["end"] = last - first,
+        status = block.status,
+        lines = { "**Permission:** " .. outcome },
+      })
+    end
+  end
+  return ops
+end
+
 --- The Python host is gone, and the requests with it: forget every prompt and unmap
 --- its keys (a key press would otherwise start a new host that knows nothing of it).
 function M.forget_all(chat)

@@ -104,6 +104,8 @@ function M.decide(chat, decision, path, hunk, turn, reason)
   end
   if hunk and not path then -- hunk ids are a file's own: every file has a hunk 1
     util.user_error("a hunk is named with its file: (file, hunk)")
+  elseif path ~= nil and type(path) ~= "string" then
+    util.user_error(("a file is named by its path, not %s"):format(vim.inspect(path)))
   end
   path = path and vim.fn.fnamemodify(path, ":p") or nil
   if path then

@@ -92,6 +92,16 @@ async def stubborn(agent: Agent, prompt: Prompt) -> None:
     await agent.say(f"pids {os.getpid()} {child.pid}")
 
 
+async def leave_child(agent: Agent, prompt: Prompt) -> None:
+    """Prompt "child": starts a child that keeps the agent's stdout open and says
+    both pids; "die": says so and exits mid-turn, the child living on."""
+    if prompt.text == "die":
+        await agent.say("dying")
+        os._exit(2)
+    child = subprocess.Popen(["sleep", "300"])  # stdin, stdout and stderr are the agent's
+    await agent.say(f"pids {os.getpid()} {child.pid}")
+
+
 async def huge_line(agent: Agent, prompt: Prompt) -> None:
     await agent.say("x" * 2_000_000 + "\nafter the long line")
 
@@ -163,6 +173,7 @@ SCENARIOS = (
     Scenario("hold", hold),
     Scenario("hold_then_crash", hold_then_crash),
     Scenario("stubborn", stubborn, stays=True),  # stays after stdin closes too
+    Scenario("leave_child", leave_child),
     Scenario("huge_line", huge_line),
     Scenario("huge_ints", huge_ints),
     Scenario("stderr_flood", stderr_flood),
