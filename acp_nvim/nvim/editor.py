@@ -243,6 +243,14 @@ class _Render:
 _Queued = _Render | _Plain
 
 
+def _review_of(pending: list[_Queued], chat: int) -> int | None:
+    """Where in ``pending`` a review state of ``chat`` waits, if one does."""
+    for i, item in enumerate(pending):
+        if not isinstance(item, _Render) and item["kind"] == "review" and item["chat"] == chat:
+            return i
+    return None
+
+
 def _cost(item: _Plain) -> int:
     """Estimated Lua work of a queued non-render item."""
     if item["kind"] == "review":
@@ -427,12 +435,10 @@ class NvimEditor:
             # Only the latest state matters: one still queued takes it in its place, so
             # what was queued after it (AcpTurnEnd: "changes() has every file") still
             # comes after a state at least as new.
-            for i, queued in enumerate(self._pending):
-                if isinstance(queued, _Render) or queued["kind"] != "review":
-                    continue
-                if queued["chat"] == chat:
-                    self._pending[i] = item
-                    return
+            at = _review_of(self._pending, chat)
+            if at is not None:
+                self._pending[at] = item
+                return
             self._pending.append(item)
         self._kick()
 

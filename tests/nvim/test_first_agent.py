@@ -12,15 +12,17 @@ from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import second_neovim
 
-# `python -m acp_nvim` as Lua runs it, telling which process it started first.
+# `python -m acp_nvim` as Lua runs it, telling which process it started first. The
+# file appears whole (renamed into place): a test waits for it to exist, then reads it.
 RECORDING_HOST = """\
-import runpy, sys
+import os, runpy, sys
 from acp_nvim.client.agent import first
 spawn = first.spawn
 def recorded(*args):
     spawn(*args)
-    with open({out!r}, "w") as f:
+    with open({out!r} + ".part", "w") as f:
         f.write(str(first._waiting.popen.pid if first._waiting else 0))
+    os.replace({out!r} + ".part", {out!r})
 first.spawn = recorded
 runpy.run_module("acp_nvim", run_name="__main__", alter_sys=True)
 """

@@ -13,7 +13,7 @@ from tests.nvim.test_files import hunks, lines, modified, run, start
 from tests.nvim.test_permissions import STUB_SELECT
 
 # The default hunk keys, as typed (<localleader> is "\" unless set).
-REJECT, ACCEPT = "\\r", "\\a"
+REJECT, ACCEPT, PREVIEW = "\\r", "\\a", "\\p"
 # The default keys that answer a permission prompt in a file (keys.permission.buffer_*).
 ALLOW, DENY = "\\y", "\\n"
 
@@ -74,6 +74,13 @@ def ask(editor: Editor, steps: list[dict[str, Any]]) -> dict[str, Any]:
     return editor.wait_event("AcpPermissionRequest")
 
 
+# A Lua expression: how many floating windows the tab shows.
+FLOATS = (
+    "#vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= ''"
+    " end, vim.api.nvim_tabpage_list_wins(0))"
+)
+
+
 def window_state(editor: Editor) -> dict[str, Any]:
     return dict(
         editor.lua(
@@ -84,6 +91,10 @@ def window_state(editor: Editor) -> dict[str, Any]:
 
 
 def focus(editor: Editor, buf: int, row: int = 1) -> None:
+    """Put the cursor on ``row`` of ``buf``'s window through the API. Neovim fires the
+    CursorMoved of it once back in its main loop, which a next request can come before
+    (behind the host's batches still queued): what a CursorMoved closes, the hunk's
+    preview, is opened by typed keys, which Neovim reads only there."""
     editor.lua(
         "local buf, row = ...; vim.api.nvim_set_current_win(vim.fn.bufwinid(buf));"
         "vim.api.nvim_win_set_cursor(0, {row, 0})",
@@ -411,7 +422,8 @@ def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path
     assert buf is not None
     run(editor, [{"write": {"path": str(path), "content": "A\nb\nc\n"}}])
     focus(editor, buf, 1)
-    editor.nvim.command("AcpHunk preview")
+    editor.nvim.input(":AcpHunk preview<CR>")
+    editor.wait(f"{FLOATS} == 1", what="the preview")
     float_lines = editor.lua(
         """for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
              if vim.api.nvim_win_get_config(w).relative ~= '' then
@@ -440,14 +452,10 @@ def test_deciding_a_previewed_hunk_closes_its_preview(editor: Editor, tmp_path: 
     assert buf is not None
     run(editor, [{"write": {"path": str(path), "content": "A\nb\n"}}])
     focus(editor, buf, 1)
-    floats = (
-        "return #vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= ''"
-        " end, vim.api.nvim_tabpage_list_wins(0))"
-    )
-    editor.nvim.command("AcpHunk preview")
-    assert editor.lua(floats) == 1
+    editor.nvim.input(PREVIEW)
+    editor.wait(f"{FLOATS} == 1", what="the preview")
     editor.nvim.command("AcpHunk accept")
-    assert editor.lua(floats) == 0
+    assert editor.lua(f"return {FLOATS}") == 0
     editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
 
 

@@ -207,8 +207,10 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
         except RequestError as err:
             report["after_release"] = err.code
     if "report_to" in script:  # whole, where a transcript line would be cut
-        with open(script["report_to"], "w") as f:
+        # Renamed into place: a test that waits for the file to exist reads it all.
+        with open(script["report_to"] + ".part", "w") as f:
             json.dump(report, f)
+        os.replace(script["report_to"] + ".part", script["report_to"])
     await agent.say(json.dumps(report))
 
 
