@@ -793,6 +793,23 @@ def test_a_hand_over_of_a_chat_kept_out_of_the_history_is_kept_out_too(editor: E
     assert editor.lua(HISTORY, {"query": "giraffe"}) == []
 
 
+def test_a_hand_over_of_a_chat_deleted_from_the_history_is_not_kept(editor: Editor) -> None:
+    """Deleted from the history while open, a chat goes on no longer kept; handed
+    over, its conversation came back into the file as the hand-over's first rows."""
+    entry = a_kept_chat(editor)
+    editor.lua("require('acp').forget(...)", entry["id"])
+    editor.wait("#require('acp').history() == 0")
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello giraffe", 2)
+    editor.lua("require('acp').open({agent = 'embeds'})")
+    editor.wait_event("AcpSessionReady", count=3)
+    send(editor, "hello okapi", 3)
+    kept(editor, "okapi")  # written after the hand-over's turn would have been
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
+    assert editor.lua(HISTORY, {"query": "giraffe"}) == []
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_reopened_chat_works_in_its_stored_directory(editor: Editor, version: int) -> None:
     """Reopened from another directory, a chat, its continuation (its session

@@ -144,9 +144,10 @@ class History:
                 writer.put(record.target, blocks, facts, record.updated_at, gone=gone)
 
     def kept(self, chat_id: int) -> bool:
-        """Whether chat ``chat_id`` is kept (its agent's chats are, the history is on)."""
+        """Whether chat ``chat_id`` is kept (its agent's chats are, the history is on,
+        and it was not deleted from it while open)."""
         record = self._records.get(chat_id)
-        return record is not None and record.target is not None
+        return record is not None and record.target is not None and not record.target.forgotten
 
     def detach(self, chat_id: int, *, keep: bool = True) -> None:
         """The chat closed: its last changes are written, then it is no longer followed.
