@@ -601,6 +601,30 @@ def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str)
     assert not worktree.exists()
 
 
+def test_a_fork_reopened_in_its_worktree_keeps_it_when_the_chat_it_forked_closes(
+    editor: Editor,
+) -> None:
+    """A fork of a worktree chat, closed and reopened from the history while the
+    chat it forked still worked in the worktree: closing that chat removed the
+    worktree under the reopened fork, whose agent then worked nowhere."""
+    _, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').chats()[1].waiting == 0")
+    editor.nvim.command("AcpFork")
+    editor.wait_event("AcpSessionReady", count=2)
+    [_, fork] = chat_ids(editor)
+    send(editor, fork, "where")
+    editor.wait("#require('acp').history({query = 'where'}) == 1", what="the fork kept")
+    [entry] = editor.lua("return require('acp').history({query = 'where'})")
+    close_chat(editor, fork)
+    reopened = editor.lua("return require('acp').open({history = ...})", entry["id"])
+    editor.wait("require('acp').status().state == 'ready'", what="the fork shown")
+    close_chat(editor, first)
+    assert send(editor, reopened, "where")["cwd"] == str(worktree)
+    send(editor, reopened, "write g.txt again")
+    assert (worktree / "g.txt").read_text() == "again\n"
+
+
 def test_the_winbar_names_a_chats_directory_where_it_is_not_neovims(editor: Editor) -> None:
     project = editor.tmp / "project"  # Neovim's directory
     (project / "sub").mkdir()

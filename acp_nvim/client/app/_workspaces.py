@@ -180,11 +180,15 @@ class Workspaces:
         worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
         if worktree is None:
             return
-        others = [c for c in self.ctx.chats.values() if c.workspace.worktree is worktree]
+        # Equal, not the same: a chat reopened from the history holds its own copy.
+        others = [c for c in self.ctx.chats.values() if c.workspace.worktree == worktree]
         if others:
-            # The hunks it leaves waiting are work the last chat's review no longer lists.
-            left = self._left_waiting
-            left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
+            # The hunks it leaves waiting are work the last chat's review no longer
+            # lists: a fork's or a hand-over's (the same worktree) lists none of them;
+            # a reopened chat's lists those its stored turns left.
+            if any(c.workspace.worktree is worktree for c in others):
+                left = self._left_waiting
+                left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
             if answering is not None:
                 self._made[others[0].id] = answering
             return
