@@ -101,6 +101,8 @@ def test_rewind_forks_at_the_last_agent_message_and_keeps_the_branch(
     text = editor.transcript_text()
     assert "write b.txt new" not in text and "write a.txt two" in text
     assert text.count("Another branch leaves here") == 1
+    # The rows come before the switch's end (a batch or the agent's answer later).
+    assert editor.wait_event("AcpSessionReady", count=3)["session_id"] == "s1"
     assert editor.lua("return require('acp').status().session_id") == "s1"
     turn(editor, "go on", 5)
     assert calls(wire, "session/prompt")[-1]["sessionId"] == "s1"
@@ -110,6 +112,7 @@ def test_rewind_forks_at_the_last_agent_message_and_keeps_the_branch(
     editor.nvim.command("AcpBranches")
     wait_text(editor, "write b.txt new")
     assert "write a.txt two" not in editor.transcript_text()
+    assert editor.wait_event("AcpSessionReady", count=4)["session_id"] == "s2"
     assert editor.lua("return require('acp').status().session_id") == "s2"
 
 

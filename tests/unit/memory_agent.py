@@ -90,10 +90,19 @@ class MemoryAgent:
         self.peer: RawPeer | None = None
         self.synced = 0  # turns whose every line the client has handled
         self.sessions = 0  # made by this process
+        self._heard: anyio.Event | None = None  # set by the client's next message
 
     def answers(self) -> list[Any]:
         """The client's responses to the agent's requests, in order."""
         return [m for m in self.received if isinstance(m, dict) and "method" not in m]
+
+    async def answered(self, *ids: Any) -> None:
+        """Until the client has answered each of the requests ``ids``: it runs them at
+        once, so its answers come in any order, some after the turn's end."""
+        while not set(ids) <= {answer.get("id") for answer in self.answers()}:
+            if self._heard is None:
+                self._heard = anyio.Event()
+            await self._heard.wait()
 
     async def wait_synced(self, turns: int) -> None:
         """Until the client handled every line of the first ``turns`` turns: a turn
@@ -110,6 +119,9 @@ class MemoryAgent:
             except ConnectionClosed:
                 return
             self.received.append(message)
+            if self._heard is not None:
+                self._heard.set()
+                self._heard = None
             method = message.get("method") if isinstance(message, dict) else None
             if method is not None and "id" in message:
                 await self._answer(method, message["id"], message.get("params") or {})

@@ -35,12 +35,16 @@ async def next_turn_works(app: App, editor: RecordingEditor, turn: int = 2) -> N
     assert f"reply {turn}" in transcript_text(editor)
 
 
-async def one_turn(agent: MemoryAgent, cwd: Path, **options: Any) -> tuple[App, RecordingEditor]:
-    """Open, run the scripted first turn, check the second; returns what the user saw."""
+async def one_turn(
+    agent: MemoryAgent, cwd: Path, answered: tuple[int, ...] = (), **options: Any
+) -> tuple[App, RecordingEditor]:
+    """Open, run the scripted first turn (until the agent's requests ``answered`` are),
+    check the second; returns what the user saw."""
     async with watchdog(), app_with(agent, str(cwd), **options) as (app, editor):
         assert app.chats[1].state == "ready"
         with anyio.fail_after(5):
             await app.send(1, "go")
+            await agent.answered(*answered)
         await next_turn_works(app, editor)
     return app, editor
 
@@ -208,7 +212,7 @@ async def test_fs_read_of_a_special_file_is_refused_and_the_next_is_answered(
         return {"jsonrpc": "2.0", "id": msg_id, "method": "fs/read_text_file", "params": params}
 
     agent = MemoryAgent(1, [[read(50, path), read(51, "a.txt")]])
-    await one_turn(agent, tmp_path)
+    await one_turn(agent, tmp_path, answered=(50, 51))
     answers = {a["id"]: a for a in agent.answers()}
     # Outside the session's directory the file access policy refuses first.
     reason = "not a regular file" if path == "pipe" else "outside the session's directory"
