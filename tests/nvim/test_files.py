@@ -682,7 +682,12 @@ def open_elsewhere(editor: Editor, path: Path) -> Iterator[None]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        editor.wait(f"#vim.fn.glob({swaps!r} .. '*.swp', false, true) > 0", what="its swap file")
+        # Its header written, not only the file made: Neovim reads the pid there.
+        editor.wait(
+            f"vim.tbl_contains(vim.tbl_map(function(f) return vim.fn.swapinfo(f).pid end,"
+            f" vim.fn.glob({swaps!r} .. '*.swp', false, true)), {other.pid})",
+            what="its swap file",
+        )
         yield
     finally:
         other.kill()
