@@ -773,6 +773,20 @@ def test_an_agent_kept_out_of_the_history(editor: Editor) -> None:
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 
 
+def hand_over_and_find_neither(editor: Editor) -> None:
+    """Hand the chat (which said "zebra") over to `plain`, say "giraffe" there, and
+    find neither in the history once a later chat's turn was written."""
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello giraffe", 2)
+    editor.lua("require('acp').open({agent = 'embeds'})")
+    editor.wait_event("AcpSessionReady", count=3)
+    send(editor, "hello okapi", 3)
+    kept(editor, "okapi")  # written after the hand-over's turn would have been
+    assert editor.lua(HISTORY, {"query": "zebra"}) == []
+    assert editor.lua(HISTORY, {"query": "giraffe"}) == []
+
+
 def test_a_hand_over_of_a_chat_kept_out_of_the_history_is_kept_out_too(editor: Editor) -> None:
     """`agents.<name>.history = false` kept that agent's conversation out of the
     file, until it was handed over to an agent that is kept: the hand-over, whose
@@ -782,15 +796,7 @@ def test_a_hand_over_of_a_chat_kept_out_of_the_history_is_kept_out_too(editor: E
     editor.setup(agents=setup, default_agent="kept")
     editor.open_chat()
     send(editor, "hello zebra", 1)
-    editor.nvim.command("AcpHandoff plain")
-    editor.wait_event("AcpSessionReady", count=2)
-    send(editor, "hello giraffe", 2)
-    editor.lua("require('acp').open({agent = 'embeds'})")
-    editor.wait_event("AcpSessionReady", count=3)
-    send(editor, "hello okapi", 3)
-    kept(editor, "okapi")  # written after the hand-over's turn would have been
-    assert editor.lua(HISTORY, {"query": "zebra"}) == []
-    assert editor.lua(HISTORY, {"query": "giraffe"}) == []
+    hand_over_and_find_neither(editor)
 
 
 def test_a_hand_over_of_a_chat_deleted_from_the_history_is_not_kept(editor: Editor) -> None:
@@ -799,15 +805,7 @@ def test_a_hand_over_of_a_chat_deleted_from_the_history_is_not_kept(editor: Edit
     entry = a_kept_chat(editor)
     editor.lua("require('acp').forget(...)", entry["id"])
     editor.wait("#require('acp').history() == 0")
-    editor.nvim.command("AcpHandoff plain")
-    editor.wait_event("AcpSessionReady", count=2)
-    send(editor, "hello giraffe", 2)
-    editor.lua("require('acp').open({agent = 'embeds'})")
-    editor.wait_event("AcpSessionReady", count=3)
-    send(editor, "hello okapi", 3)
-    kept(editor, "okapi")  # written after the hand-over's turn would have been
-    assert editor.lua(HISTORY, {"query": "zebra"}) == []
-    assert editor.lua(HISTORY, {"query": "giraffe"}) == []
+    hand_over_and_find_neither(editor)
 
 
 @pytest.mark.parametrize("version", [1, 2])
