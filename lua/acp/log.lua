@@ -10,7 +10,9 @@ local M = {}
 function M.open()
   local lines = host.stderr_lines()
   if host.running() then
-    vim.list_extend(lines, host.request("log"))
+    -- A Python side that does not answer is what the user may be looking into.
+    local ok, log = pcall(host.request, "log")
+    vim.list_extend(lines, ok and log or { tostring(log) })
   end
   local name = "acp://log"
   local buf = bufnames.find(name)

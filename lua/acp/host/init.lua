@@ -295,7 +295,7 @@ end
 
 --- Send a command whose answer comes later, in a batch: `on_reply(result, error)`
 --- then runs, with `error` the line to show when it failed. Neovim goes on
---- meanwhile (M.request waits). False when the Python side is not running (the
+--- meanwhile (M.request waits, bounded). False when the Python side is not running (the
 --- user was told why).
 ---@param method string
 ---@param params table
@@ -310,17 +310,38 @@ function M.call(method, params, on_reply)
   return true
 end
 
---- Ask for state the Python side keeps thread-safe (never agent I/O).
+-- How long M.request waits for the answer. Neovim waits with it (Ctrl-C ends the
+-- wait sooner): a Python side alive but not answering must not freeze it.
+M.request_ms = 10000
+
+--- Ask for state the Python side keeps thread-safe (never agent I/O) and wait for
+--- the answer, at most M.request_ms: a user error says when it does not come. The
+--- answer is a reply (M.call's way) that Python sends at once, outside the batches.
 ---@param method string
 ---@param params? table
 function M.request(method, params)
   if not M.ensure() then
     util.user_error(M.failure.message)
   end
-  if config.options.host == "rplugin" then
-    return vim.fn.AcpHostRequest(method, params or {})
+  local answer
+  local sent = M.call("ask", { method = method, params = params or {} }, function(result, error)
+    answer = { result = result, error = error }
+  end)
+  if not sent then
+    util.user_error("the Python side stopped before it answered")
   end
-  return vim.rpcrequest(M.chan, "acp", method, params or {})
+  local token = last_token
+  vim.wait(M.request_ms, function()
+    return answer ~= nil
+  end)
+  if not answer then
+    replies[token] = nil -- an answer that comes later is dropped
+    util.user_error(("the Python side does not answer (%s, waited %d ms); :AcpLog shows its stderr"):format(method, M.request_ms))
+  end
+  if answer.error then
+    error(answer.error, 0)
+  end
+  return answer.result
 end
 
 --- Re-send the options after setup() was called again.
