@@ -776,6 +776,9 @@ def test_a_python_side_that_stops_answering_never_freezes_neovim(editor: Editor)
         _returns(editor, "AcpLog")
         shown = "\n".join(editor.nvim.current.buffer[:])
         assert "the Python side does not answer" in shown
+        _returns(editor, "checkhealth acp")
+        shown = "\n".join(editor.nvim.current.buffer[:])
+        assert "ERROR acp: the Python side does not answer" in shown, shown
     finally:
         os.kill(host_pid, signal.SIGCONT)
     # An answer that comes late is dropped; the next request is answered.
