@@ -310,36 +310,58 @@ function M.call(method, params, on_reply)
   return true
 end
 
--- How long M.request waits for the answer. Neovim waits with it (Ctrl-C ends the
--- wait sooner): a Python side alive but not answering must not freeze it.
+-- How long an answer of the Python side is waited for (M.ask, M.request): one
+-- alive but not answering (stopped, stuck) must not freeze Neovim.
 M.request_ms = 10000
 
---- Ask for state the Python side keeps thread-safe (never agent I/O) and wait for
---- the answer, at most M.request_ms: a user error says when it does not come. The
---- answer is a reply (M.call's way) that Python sends at once, outside the batches.
+--- Ask for state the Python side keeps thread-safe (never agent I/O), not
+--- waiting: `on_answer(result, error)` runs with its answer, or with the error
+--- "the Python side does not answer" after M.request_ms (an answer after that is
+--- dropped). Python answers at once, outside the batches (a reply item). A user
+--- error when the Python side is not running.
 ---@param method string
 ---@param params? table
-function M.request(method, params)
+---@param on_answer fun(result: any, error: string?)
+---@return fun() give_up ends the wait now, as the limit would
+function M.ask(method, params, on_answer)
   if not M.ensure() then
     util.user_error(M.failure.message)
   end
-  local answer
-  local sent = M.call("ask", { method = method, params = params or {} }, function(result, error)
-    answer = { result = result, error = error }
-  end)
-  if not sent then
+  local done = false
+  local function once(result, error)
+    if not done then
+      done = true
+      on_answer(result, error)
+    end
+  end
+  if not M.call("ask", { method = method, params = params or {} }, once) then
     util.user_error("the Python side stopped before it answered")
   end
   local token = last_token
-  vim.wait(M.request_ms, function()
-    return answer ~= nil
+  local function give_up()
+    replies[token] = nil
+    once(nil, ("the Python side does not answer (%s, waited %d ms); :AcpLog shows its stderr"):format(method, M.request_ms))
+  end
+  vim.defer_fn(give_up, M.request_ms)
+  return give_up
+end
+
+--- M.ask, waiting for the answer (Neovim waits with it; CTRL-C ends the wait
+--- sooner): the result, or a user error.
+---@param method string
+---@param params? table
+function M.request(method, params)
+  local answer
+  local give_up = M.ask(method, params, function(result, error)
+    answer = { result = result, error = error }
   end)
-  if not answer then
-    replies[token] = nil -- an answer that comes later is dropped
-    util.user_error(("the Python side does not answer (%s, waited %d ms); :AcpLog shows its stderr"):format(method, M.request_ms))
+  if not vim.wait(M.request_ms, function()
+    return answer ~= nil
+  end) then
+    give_up()
   end
   if answer.error then
-    error(answer.error, 0)
+    util.user_error(answer.error)
   end
   return answer.result
 end
