@@ -1,9 +1,11 @@
 """The handler object behind both entries, and the stdio entry itself.
 
 Lua talks to us with ``rpcnotify(chan, "acp", method, params)`` for commands
-(they return at once; the work runs on the worker loop) and
-``rpcrequest(chan, "acp", "log")`` for the few answers read from thread-safe
-state. We talk back only through :class:`NvimEditor`'s batched ``exec_lua``.
+(they return at once; the work runs on the worker loop), and with the command
+``ask`` for the few answers read from thread-safe state: Lua waits for those a
+bounded time (``acp.host.request``), as a stopped process would answer no
+``rpcrequest`` and freeze Neovim. We talk back through :class:`NvimEditor`'s
+batched ``exec_lua``, and answer an ``ask`` at once, outside the batches.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ log = logging.getLogger("acp_nvim")
 
 # Neovim's notifications for the buffers the agent reads (acp_nvim/nvim/mirror.py).
 BUFFER_EVENTS = ("nvim_buf_lines_event", "nvim_buf_changedtick_event", "nvim_buf_detach_event")
+# An answer to acp.host.request: its reply handler only keeps it (never in a batch,
+# which the command-line window holds back).
+_REPLY = "require('acp.host').handlers.reply(...)"
 
 
 class Host:
@@ -195,17 +200,30 @@ class Host:
                 self.worker.call(app.history.rename, params["id"], params.get("name"))
             case "rename":
                 self.worker.call(app.history.rename_chat, params["chat"], params.get("name"))
+            case "ask":
+                self._ask(params["token"], params["method"], params.get("params") or {})
             case "shutdown":
                 self.shutdown()
             case _:
                 log.warning("unknown method from Lua: %s", method)
 
-    def on_request(self, name: str, args: list[Any]) -> Any:
-        if name != "acp" or not args:
-            raise ValueError(f"unknown request {name}")
+    def _ask(self, token: int, method: str, params: dict[str, Any]) -> None:
+        """Answer Lua's request ``token`` (acp.host.request, waiting) now, not queued
+        behind the batches: an error is its message."""
+        result, error = None, None
+        try:
+            result = self._answer(method, params)
+        except ValueError as err:
+            error = str(err)
+        except Exception as err:
+            log.exception("answering %s", method)
+            error = f"the Python side failed answering {method}: {err}"
+        reply = {"kind": "reply", "token": token, "result": result, "error": error}
+        self.nvim.exec_lua(_REPLY, reply, async_=True)
+
+    def _answer(self, method: str, params: dict[str, Any]) -> Any:
         app = self._ensure_started()
-        params = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
-        match args[0]:
+        match method:
             case "log":
                 return app.log.lines()
             case "ping":
@@ -244,6 +262,10 @@ class Host:
         kill_all()
 
 
+def _no_request(name: str, args: list[Any]) -> Any:
+    raise ValueError(f"unknown request {name}: Lua asks with the notification acp/ask")
+
+
 async def _end_first_agent_unclaimed() -> None:
     """The first agent (client/agent/first.py) ends when no chat took it in time."""
     await anyio.sleep(first.CLAIM_SECONDS)
@@ -280,6 +302,6 @@ def run_stdio() -> None:
     gc.freeze()
     gc.enable()
     try:
-        nvim.run_loop(host.on_request, host.on_notification)
+        nvim.run_loop(_no_request, host.on_notification)
     finally:
         host.shutdown()

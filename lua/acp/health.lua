@@ -110,8 +110,13 @@ function M.check()
     else
       health.error("its stdio shim does not run: " .. mcp.shim_error, fix)
     end
-    local live = host.running() and host.request("mcp") or nil
-    if live and live.socket ~= vim.NIL then
+    local ok, live = true, nil
+    if host.running() then
+      ok, live = pcall(host.request, "mcp")
+    end
+    if not ok then
+      health.error(tostring(live), "Restart Neovim: its Python side runs but does not answer.")
+    elseif live and live.socket ~= vim.NIL then
       health.ok(("socket %s (directory only you can open), %s"):format(live.socket, util.count(live.connections, "connection")))
     else
       health.info("its socket opens with the first session that offers it")

@@ -130,7 +130,7 @@ local function started(seconds, was_running)
     util.notify(("installed %s in %d s (the rplugin host uses g:python3_host_prog)"):format(where, seconds), "info")
     return
   end
-  local ok = host.retry() and pcall(vim.rpcrequest, host.chan, "acp", "ping")
+  local ok = host.retry() and pcall(host.request, "ping")
   if not ok then
     util.notify(("installed %s, but the Python side does not start (:AcpLog)"):format(where))
     return

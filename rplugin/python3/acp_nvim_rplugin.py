@@ -22,10 +22,6 @@ class AcpRemotePlugin:
     def notify(self, args: list[Any]) -> None:
         self.host.on_notification("acp", args)
 
-    @pynvim.function("AcpHostRequest", sync=True)
-    def request(self, args: list[Any]) -> Any:
-        return self.host.on_request("acp", args)
-
     # Updates of the buffers the agent reads (acp_nvim/nvim/mirror.py) come to
     # this shared host under Neovim's own names.
     @pynvim.rpc_export("nvim_buf_lines_event")

@@ -641,6 +641,8 @@ def test_protocol_log_shows_both_directions_and_the_agents_stderr(editor: Editor
         what="the stderr line logged",
     )
     editor.nvim.command("AcpLog")
+    # The protocol log comes from the Python side a moment later (never waited for).
+    editor.wait("vim.api.nvim_buf_get_lines(0, -2, -1, false)[1] ~= '(asking the Python side for the protocol log)'")
     text = "\n".join(editor.nvim.current.buffer[:])
     assert 'demo >> {"jsonrpc":"2.0","id":0,"method":"initialize"' in text
     assert "demo << " in text and '"protocolVersion":1' in text

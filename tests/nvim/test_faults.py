@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -747,3 +748,42 @@ def test_a_prompt_to_a_failed_chat_leaves_the_others_of_its_agent_alone(editor: 
     session = "return require('acp.chat.registry').chats[...].status.session_id"
     assert editor.lua(session, first["chat"]) == first["session_id"]
     assert not [e for e in editor.events("AcpSessionReady") if e["chat"] == first["chat"]][1:]
+
+
+def _returns(editor: Editor, command: str) -> None:
+    """Run Ex ``command`` from another thread: an AssertionError when Neovim has not
+    come back from it within a minute."""
+    thread = threading.Thread(target=editor.nvim.command, args=(command,), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), f"Neovim froze on :{command}"
+
+
+def test_a_python_side_that_stops_answering_never_freezes_neovim(editor: Editor) -> None:
+    """:AcpLog and :AcpPermission list waited for the Python side's answer with no
+    limit: a host alive but not answering froze Neovim for good."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp.host').request_ms = 300")
+    # The Python side this test's Neovim started, stopped (alive, deaf) by the test.
+    host_pid = editor.lua("return vim.fn.jobpid(require('acp.host').chan)")
+    os.kill(host_pid, signal.SIGSTOP)
+    try:
+        _returns(editor, "AcpPermission list")
+        [notice] = editor.lua("return _G.acp_notices")
+        assert notice["msg"].startswith("acp: the Python side does not answer")
+        # :AcpLog shows what it has at once, then says what it could not get.
+        _returns(editor, "AcpLog")
+        editor.wait(
+            "vim.api.nvim_buf_get_lines(0, -2, -1, false)[1]:find('the Python side does not answer') ~= nil"
+        )
+        _returns(editor, "checkhealth acp")
+        shown = "\n".join(editor.nvim.current.buffer[:])
+        assert "ERROR acp: the Python side does not answer" in shown, shown
+    finally:
+        os.kill(host_pid, signal.SIGCONT)
+    # An answer that comes late is dropped; the next request is answered.
+    editor.lua("require('acp.host').request_ms = 60000")
+    _returns(editor, "AcpPermission list")
+    notices = editor.lua("return _G.acp_notices")
+    assert notices[-1]["msg"] == "acp: no permission answer is remembered", notices

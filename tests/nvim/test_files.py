@@ -15,6 +15,7 @@ import pytest
 
 from tests.disk import fill, small_disk
 from tests.nvim.conftest import Editor, nvim_binary
+from tests.nvim.screen import Screen
 
 
 def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]:
@@ -906,3 +907,38 @@ def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
         editor.lua("require('acp.chat.prompt_history').flush()")  # its write is done
         assert history.read_text() == older
         assert not [name for name in os.listdir(state) if name.endswith(".acp~")]
+
+
+def test_a_markdown_files_own_fences_in_an_edits_diff_leave_the_transcript_prose(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The diff of a Markdown file drawn inside a plain ```diff fence: the file's own
+    fence, a context row " ```", ended the transcript's code block there, and every
+    later row (the rest of the diff, the turn's end) was read the wrong way round."""
+    readme = tmp_path / "project" / "README.md"
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    readme.write_text("# Use\n\n```sh\nmake\n```\n\nDone.\n")
+    start(editor)
+    run(editor, [{"disk": {"path": str(readme), "content": readme.read_text() + "More.\n"}}])
+    lines = editor.transcript()
+    status = editor.lua("return require('acp').status()")
+
+    def syntax(row: int) -> list[str]:
+        return list(
+            editor.lua(
+                "local buf, lnum = ...; return vim.api.nvim_buf_call(buf, function() return"
+                " vim.tbl_map(function(id) return vim.fn.synIDattr(id, 'name') end,"
+                " vim.fn.synstack(lnum, 1)) end)",
+                status["transcript_buf"],
+                row + 1,
+            )
+        )
+
+    # The file's closing fence is a row of the diff, and the diff ends after it.
+    inside = lines.index(" ```")
+    assert "acpchatCodeBlock" in syntax(inside)
+    assert "acpchatCodeBlock" in syntax(lines.index("+More."))
+    assert lines[-1].startswith("*— ") and "acpchatCodeBlock" not in syntax(len(lines) - 1)
+    # The diff is coloured as one: its added row is an addition.
+    win = editor.lua("return vim.fn.win_findbuf(...)[1]", status["transcript_buf"])
+    assert Screen.of(editor).at(win, lines.index("+More.")) == ["AcpDiffAdd"]

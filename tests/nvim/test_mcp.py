@@ -268,6 +268,75 @@ def test_lsp_tools_answer_from_the_attached_language_server(editor: Editor, tmp_
     assert "No language server" in text(none)
 
 
+WORKSPACE_SERVER = """
+local bufs, symbols = ...
+vim.lsp.start({
+  name = "fakews",
+  root_dir = vim.fn.getcwd(),
+  cmd = function()
+    return {
+      request = function(method, params, callback)
+        local result = method == "initialize" and { capabilities = { workspaceSymbolProvider = true } }
+          or method == "workspace/symbol" and symbols or vim.NIL
+        vim.schedule(function() callback(nil, result) end)
+        return true, 1
+      end,
+      notify = function() return true end,
+      is_closing = function() return false end,
+      terminate = function() end,
+    }
+  end,
+}, { bufnr = bufs[1] })
+for _, buf in ipairs(bufs) do
+  vim.diagnostic.set(vim.api.nvim_create_namespace("test"), buf,
+    { { lnum = 0, col = 0, severity = vim.diagnostic.severity.ERROR, message = "in " .. vim.fn.bufname(buf) } })
+end
+"""
+
+
+@pytest.mark.parametrize("outside", ["ask", "deny", "allow"])
+def test_listings_leave_out_files_outside_the_project_unless_fs_access_allows_them(
+    editor: Editor, tmp_path: Path, outside: str
+) -> None:
+    """list_buffers, get_diagnostics and lsp_symbols without a path listed every
+    buffer, a secret's outside the project too (its diagnostics quoting it), where a
+    read of it was asked or denied by fs_access."""
+    inside, secret = tmp_path / "project" / "in.lua", tmp_path / "credentials"
+    inside.write_text("x = 1\n")
+    secret.write_text("token = 1\n")
+    bufs = [edit(editor, inside), edit(editor, secret)]
+    symbols = [
+        {"name": name, "kind": 13, "location": {"uri": path.as_uri(), "range": {
+            "start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}}}
+        for name, path in (("x", inside), ("token", secret))
+    ]  # fmt: skip
+    editor.lua(WORKSPACE_SERVER, bufs, symbols)
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {bufs[0]}, method = 'workspace/symbol'}}) == 1")
+    start(editor, fs_access={"outside": outside})
+    listed, diagnostics, found = call(
+        editor,
+        [
+            {"tool": "list_buffers"},
+            {"tool": "get_diagnostics"},
+            {"tool": "lsp_symbols", "arguments": {"query": ""}},
+        ],
+    )
+    paths = {
+        "buffers": [b["path"] for b in listed["structuredContent"]["buffers"]],
+        "diagnostics": [d["path"] for d in diagnostics["structuredContent"]["diagnostics"]],
+        "symbols": [i["path"] for i in found["structuredContent"]["items"]],
+    }
+    if outside == "allow":
+        assert paths == {key: [str(inside), str(secret)] for key in paths}
+        return
+    assert paths == {key: [str(inside)] for key in paths}
+    for result in (listed, diagnostics, found):
+        assert "credentials" not in json.dumps(result)
+        assert "1 outside the session's directories left out (fs_access)" in text(result)
+    # Nothing was asked: a listing asks no one.
+    assert "asks to read" not in editor.transcript_text()
+
+
 def test_edit_buffer_keeps_unsaved_text_and_shows_in_the_review(
     editor: Editor, tmp_path: Path
 ) -> None:

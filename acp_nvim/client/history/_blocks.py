@@ -26,7 +26,6 @@ __all__ = [
     "waiting_files",
 ]
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -384,20 +383,17 @@ def _tool_markdown(
         if isinstance(part, DiffPart):
             path = shown_path(part.path, cwd)
             if diffs:
-                fence = _fence(format_unified(path, part.old_text, part.new_text))
-                lines += ["", fence[0] + "diff", *fence[1:]]
+                lines += ["", *_fence(format_unified(path, part.old_text, part.new_text), "diff")]
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
             lines += [f"- {c.operation} {shown_path(c.path, cwd)}" for c in part.changes]
             if diffs and part.patch:
-                fence = _fence(part.patch)
-                lines += ["", fence[0] + "diff", *fence[1:]]
+                lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):
             term = terminals.get(part.terminal_id)
             if term is not None and term.lines:
-                fence = _fence("\n".join(term.lines))
-                lines += ["", fence[0] + "text", *fence[1:]]
+                lines += ["", *view.fenced(term.lines, "text")]
         elif part.text.strip():
             lines += ["", part.text]
     for location in call.locations:
@@ -407,17 +403,9 @@ def _tool_markdown(
     return lines
 
 
-# A backtick run that could close a fence: at a line's start, after up to 3 spaces
-# (a diff's context line of a Markdown file's own fence is one space, then it).
-_TICKS = re.compile(r" {0,3}(`+)")
-
-
-def _fence(text: str) -> list[str]:
-    """``text`` between fences longer than any backtick run that could close one."""
-    body = text.rstrip("\n").split("\n")
-    ticks = max((len(m.group(1)) for line in body if (m := _TICKS.match(line))), default=0)
-    fence = "`" * max(3, ticks + 1)
-    return [fence, *body, fence]
+def _fence(text: str, info: str) -> list[str]:
+    """``text`` fenced as the transcript fences it (:func:`view.fenced`)."""
+    return view.fenced(text.rstrip("\n").split("\n"), info)
 
 
 def _turn_markdown(block: StoredBlock, cwd: str) -> str:

@@ -13,6 +13,7 @@ __all__ = ["ToolSession", "uri_path"]
 import os
 import urllib.parse
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import msgspec
 
@@ -95,6 +96,18 @@ class ToolSession(msgspec.Struct, eq=False):
                 raise ServiceError(f"not a file on this machine: {path!r}")
             path = local
         return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(file_name(path))))
+
+    def listable(self, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+        """The ``items`` of a listing (buffers, diagnostics, symbols: each of a
+        ``path``, or none) the agent may see, and how many are left out: those of a
+        file it could not read without asking (``fs_access``), as a listing asks
+        no one and one prompt per entry would bury the user.
+        """
+        access = self.review().access
+        if access is None:
+            return items, 0
+        kept = [item for item in items if not item.get("path") or access.granted(item["path"])]
+        return kept, len(items) - len(kept)
 
     async def may_read(self, path: str) -> None:
         """Apply ``fs_access`` to a look at ``path`` that does not read it through

@@ -119,18 +119,28 @@ def _error(text: str) -> Result:
     return _text(text, error=True)
 
 
-def _data(key: str, items: list[Any], empty: str) -> Result:
-    """A list as JSON text (what every client shows the model) and as structure."""
+def _data(key: str, items: list[Any], empty: str, left_out: int = 0) -> Result:
+    """A list as JSON text (what every client shows the model) and as structure;
+    ``left_out``: how many entries :meth:`ToolSession.listable` kept back."""
     text = json.dumps(items, indent=1, ensure_ascii=False) if items else empty
+    if left_out:
+        text += f"\n\n({_left_out(left_out)})"
     return _text(text, {key: items})
+
+
+def _left_out(count: int) -> str:
+    return (
+        f"{count} outside the session's directories left out (fs_access): "
+        "name a file by its path to ask for it"
+    )
 
 
 # -- the tools
 
 
 async def _list_buffers(session: ToolSession, _: NoInput) -> Result:
-    buffers = await session.editor.list_buffers()
-    return _data("buffers", buffers, "No file is open in the editor.")
+    buffers, left_out = session.listable(await session.editor.list_buffers())
+    return _data("buffers", buffers, "No file is open in the editor.", left_out)
 
 
 async def _read_buffer(session: ToolSession, args: ReadBufferInput) -> Result:
@@ -154,12 +164,14 @@ async def _get_diagnostics(session: ToolSession, args: DiagnosticsInput) -> Resu
     path = session.path(args.path) if args.path is not None else None
     if path is not None:
         await session.may_read(path)
-    found = await session.editor.diagnostics(path)
+    found, left_out = await session.editor.diagnostics(path), 0
+    if path is None:  # every buffer's: a listing
+        found, left_out = session.listable(found)
     if args.severity is not None:
         worst = _SEVERITY[args.severity]
         found = [d for d in found if _SEVERITY.get(d.get("severity", ""), 4) <= worst]
     where = path or "the open buffers"
-    return _data("diagnostics", found, f"No diagnostics in {where}.")
+    return _data("diagnostics", found, f"No diagnostics in {where}.", left_out)
 
 
 async def _lsp(
@@ -186,7 +198,11 @@ async def _lsp(
         text = "\n".join(lines).strip() or "No hover information here."
         structured: dict[str, Any] = {"hover": text, "servers": servers}
     else:
-        items = answer.get("items") or []
+        items, left_out = answer.get("items") or [], 0
+        if path is None:  # the workspace's symbols: a listing
+            items, left_out = session.listable(items)
+        if left_out:
+            notes.append(_left_out(left_out))
         text = json.dumps(items, indent=1, ensure_ascii=False) if items else "Nothing found."
         structured = {"items": items, "servers": servers}
         if not items and answer.get("timed_out"):

@@ -64,6 +64,15 @@ class FileAccess:
                 return True
         return False
 
+    def granted(self, path: str) -> bool:
+        """Whether the agent reads absolute ``path`` without asking: inside, allowed
+        for the session, or ``outside`` is ``allow``."""
+        return (
+            self.options.outside == "allow"
+            or os.path.realpath(path) in self._allowed
+            or self.inside(path)
+        )
+
     async def check(self, path: str, *, write: bool, preview: Previewer | None = None) -> None:
         """Let the agent read (or ``write``) absolute ``path``, or refuse.
 
@@ -73,9 +82,9 @@ class FileAccess:
             ServiceError: ``denied``, by the policy or by the user; the
                 transcript says which.
         """
-        real = os.path.realpath(path)
-        if self.options.outside == "allow" or real in self._allowed or self.inside(path):
+        if self.granted(path):
             return
+        real = os.path.realpath(path)
         if self.options.outside == "ask" and self.permissions.allowed_at_prompt(self.chat, real):
             return  # the user allowed the agent's tool call on it just now, seeing it
         verb = "write" if write else "read"

@@ -91,6 +91,10 @@ _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
 # A markdown code fence: ``` or ~~~, indented up to 3 spaces.
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# A backtick run that could close a fence: at a line's start after any indentation,
+# as the transcript's syntax (syntax/acpchat.vim) reads one. A diff's context row of
+# a Markdown file's own fence is one space, then the fence.
+_TICKS = re.compile(r"\s*(`+)")
 
 
 # Characters of one transcript line shown at most: a multi-megabyte line would
@@ -351,7 +355,15 @@ def _content_lines(part: ContentPart, cwd: str) -> list[str]:
 def _diff_lines(path: str, old: str | None, new: str) -> tuple[str, ...]:
     # A tool call's block is re-rendered on each of its updates (status, locations,
     # permission), mostly with the same diff: diff it once.
-    return ("```diff", *format_unified(path, old, new).splitlines(), "```")
+    return tuple(fenced(format_unified(path, old, new).splitlines(), "diff"))
+
+
+def fenced(body: Sequence[str], info: str) -> list[str]:
+    """``body`` between fences (the first with ``info``) longer than any backtick
+    run that could close one: a fence in it stays text of the block."""
+    ticks = max((len(m.group(1)) for line in body if (m := _TICKS.match(line))), default=0)
+    fence = "`" * max(3, ticks + 1)
+    return [fence + info, *body, fence]
 
 
 def _terminal_lines(terminal_id: str, terminal: TerminalView | None) -> list[str]:
@@ -368,10 +380,7 @@ def _terminal_lines(terminal_id: str, terminal: TerminalView | None) -> list[str
     head = f"[terminal {terminal.key} · {state}]" + (f" {terminal.label}" if terminal.label else "")
     if not terminal.lines:
         return [head]
-    # A fence longer than any backtick run that starts an output line.
-    ticks = max((len(line) - len(line.lstrip("`")) for line in terminal.lines), default=0)
-    fence = "`" * max(3, ticks + 1)
-    return [head, fence + "text", *terminal.lines, fence]
+    return [head, *fenced(terminal.lines, "text")]
 
 
 _OPERATIONS = {
@@ -400,12 +409,12 @@ def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
         lines.append(f"**{what}** {where}{kind}")
         section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
         if section:
-            lines += ["```diff", *section, "```"]
+            lines += fenced(section, "diff")
     rest = [line for section in sections.values() for line in section]
     if part.patch and part.patch_format != "git_patch":
         rest = part.patch.splitlines()
     if rest:
-        lines += ["```diff", *rest, "```"]
+        lines += fenced(rest, "diff")
     return lines
 
 

@@ -15,16 +15,20 @@ local api = vim.api
 
 local diff_hl = { ["+"] = "AcpDiffAdd", ["-"] = "AcpDiffDelete" }
 
---- Walk the rows of a tool block's ```diff fences: `on(i, text)` for each row of
---- one, `on(i, nil)` where what came before is over: a fence's row (``` opens or
---- closes one) or the next file's `diff ` line (its ---/+++ headers follow).
+--- Walk the rows of a tool block's diff fences (```diff, longer when the diff
+--- holds a fence of its own: acp_nvim/client/session/view.py `fenced`): `on(i,
+--- text)` for each row of one, `on(i, nil)` where what came before is over: a
+--- fence's row (one opens or closes) or the next file's `diff ` line (its ---/+++
+--- headers follow).
 ---@param lines string[] the block's rows
 ---@param on fun(i: integer, text: string?)
 local function diff_rows(lines, on)
-  local in_diff = false
+  local fence, in_diff = nil, false -- the open fence's backticks
   for i, text in ipairs(lines) do
-    if text:sub(1, 3) == "```" then
-      in_diff = not in_diff and text == "```diff"
+    local ticks, info = text:match("^(```+)(.*)$")
+    if ticks and (not fence or (#ticks >= #fence and vim.trim(info) == "")) then
+      fence = not fence and ticks or nil
+      in_diff = fence ~= nil and info == "diff"
       on(i, nil)
     elseif in_diff then
       on(i, text:sub(1, 5) ~= "diff " and text or nil)
@@ -32,7 +36,7 @@ local function diff_rows(lines, on)
   end
 end
 
---- The rows of a tool block's ```diff fences that are in a hunk, from its first @@
+--- The rows of a tool block's diff fences that are in a hunk, from its first @@
 --- to the next file's headers or the fence's end: offsets from the block's first
 --- row, in pairs {from, to, from, to, ...} (to excluded). acp.chat.screen colours
 --- them by their text (M.diff_group).
@@ -66,7 +70,7 @@ function M.diff_group(line)
 end
 
 --- The file and line the last of `lines` (a tool block's rows from its header)
---- stands for when it is a row of a ```diff fence: from the file headers above it
+--- stands for when it is a row of a diff fence: from the file headers above it
 --- and its hunk's @@ line, counting the rows of the new text. `cwd` resolves
 --- relative paths (ours, and git patches' with their a/ and b/ prefixes dropped).
 ---@return string? path, integer? line

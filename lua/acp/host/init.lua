@@ -295,7 +295,7 @@ end
 
 --- Send a command whose answer comes later, in a batch: `on_reply(result, error)`
 --- then runs, with `error` the line to show when it failed. Neovim goes on
---- meanwhile (M.request waits). False when the Python side is not running (the
+--- meanwhile (M.request waits, bounded). False when the Python side is not running (the
 --- user was told why).
 ---@param method string
 ---@param params table
@@ -310,17 +310,60 @@ function M.call(method, params, on_reply)
   return true
 end
 
---- Ask for state the Python side keeps thread-safe (never agent I/O).
+-- How long an answer of the Python side is waited for (M.ask, M.request): one
+-- alive but not answering (stopped, stuck) must not freeze Neovim.
+M.request_ms = 10000
+
+--- Ask for state the Python side keeps thread-safe (never agent I/O), not
+--- waiting: `on_answer(result, error)` runs with its answer, or with the error
+--- "the Python side does not answer" after M.request_ms (an answer after that is
+--- dropped). Python answers at once, outside the batches (a reply item). A user
+--- error when the Python side is not running.
 ---@param method string
 ---@param params? table
-function M.request(method, params)
+---@param on_answer fun(result: any, error: string?)
+---@return fun() give_up ends the wait now, as the limit would
+function M.ask(method, params, on_answer)
   if not M.ensure() then
     util.user_error(M.failure.message)
   end
-  if config.options.host == "rplugin" then
-    return vim.fn.AcpHostRequest(method, params or {})
+  local done = false
+  local function once(result, error)
+    if not done then
+      done = true
+      on_answer(result, error)
+    end
   end
-  return vim.rpcrequest(M.chan, "acp", method, params or {})
+  if not M.call("ask", { method = method, params = params or {} }, once) then
+    util.user_error("the Python side stopped before it answered")
+  end
+  local token = last_token
+  local function give_up()
+    replies[token] = nil
+    once(nil, ("the Python side does not answer (%s, waited %d ms); :AcpLog shows its stderr"):format(method, M.request_ms))
+  end
+  vim.defer_fn(give_up, M.request_ms)
+  return give_up
+end
+
+--- M.ask, waiting for the answer (Neovim waits with it; CTRL-C ends the wait
+--- sooner): the result, or a user error.
+---@param method string
+---@param params? table
+function M.request(method, params)
+  local answer
+  local give_up = M.ask(method, params, function(result, error)
+    answer = { result = result, error = error }
+  end)
+  if not vim.wait(M.request_ms, function()
+    return answer ~= nil
+  end) then
+    give_up()
+  end
+  if answer.error then
+    util.user_error(answer.error)
+  end
+  return answer.result
 end
 
 --- Re-send the options after setup() was called again.
