@@ -1337,3 +1337,17 @@ def test_a_conversation_refused_twice_goes_no_more_and_the_chat_says_so(editor: 
     assert said in editor.transcript()
     send(editor, "go on", 4)
     assert json.loads(editor.transcript()[-3]) == [{"type": "text", "text": "go on"}]
+
+
+def test_an_autocmd_on_the_turns_end_may_ask_for_the_history(editor: Editor) -> None:
+    """AcpTurnEnd fires inside a batch the Python side is sending: a user's callback
+    asking the history there waits for an answer Python gives meanwhile."""
+    editor.lua(
+        """vim.api.nvim_create_autocmd('User', {pattern = 'AcpTurnEnd', callback = function()
+             local ok, found = pcall(require('acp').history)
+             _G.asked = ok and #found or found
+           end})"""
+    )
+    a_kept_chat(editor)
+    editor.wait("_G.asked ~= nil", what="the callback's answer")
+    assert editor.lua("return _G.asked") in (0, 1)
