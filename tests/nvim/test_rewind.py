@@ -212,6 +212,13 @@ def test_a_rewinds_and_a_switchs_notes_show_on_their_branch_only(
         other.lua(STUB_UI, others.index(1) + 1)
         other.nvim.command("AcpBranches")
         other.wait("require('acp').branches()[1].id == 1", what="branch 1 shown")
+        # The branch comes back two turns a batch (decision 0076), its note with the last.
+        other.wait(
+            "select(2, table.concat(vim.api.nvim_buf_get_lines("
+            "require('acp').status().transcript_buf, 0, -1, false), '\\n')"
+            ":gsub('Switched to branch', '')) == 2",
+            what="the switch's note",
+        )
         text = other.transcript_text()
         assert notes_in(text) == (0, 0, 2)
         assert text.index("gamma") < text.index("Switched to branch 1") < text.index("delta")
