@@ -899,7 +899,9 @@ def test_the_prompt_history_on_a_full_disk_stays_whole(editor: Editor) -> None:
         history = state / "history.json"
         older = json.dumps({"older": ["x" * 4000]})  # one block, nearly full
         history.write_text(older)
-        editor.setup()
+        # The chat history's file off this disk: its WAL, removed as SQLite closes it
+        # after a failed write, would give the prompt history room again.
+        editor.setup(history={"path": str(editor.tmp / "history.sqlite3")})
         editor.open_chat()
         fill(state, room=0)
         editor.lua("require('acp').send('hello')")  # stored in a later turn of the loop
