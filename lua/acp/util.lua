@@ -48,6 +48,17 @@ function M.user_error(message)
   error("acp: " .. message, 0)
 end
 
+--- Whether `value` is a `kind` of a public function's argument: "integer" a whole
+--- number, "list" a list, else its Lua type.
+local function is_a(value, kind)
+  if kind == "integer" then
+    return type(value) == "number" and value % 1 == 0
+  elseif kind == "list" then
+    return type(value) == "table" and vim.islist(value)
+  end
+  return type(value) == kind
+end
+
 --- Raise a user error when argument `name` of public function `fn` is missing or
 --- not a `kind`, in vim.validate's words: `forget: id: expected integer, got "x"`.
 ---@param fn string
@@ -55,13 +66,7 @@ end
 ---@param value any
 ---@param kind "string"|"integer" a string is not blank
 function M.required(fn, name, value, kind)
-  local ok
-  if kind == "integer" then
-    ok = type(value) == "number" and value % 1 == 0
-  else
-    ok = type(value) == "string" and value:find("%S") ~= nil
-  end
-  if not ok then
+  if not (is_a(value, kind) and (kind ~= "string" or value:find("%S"))) then
     M.user_error(("%s: %s: expected %s, got %s"):format(fn, name, kind, vim.inspect(value)))
   end
 end
@@ -79,13 +84,7 @@ function M.options(fn, opts, kinds)
   end
   for key, kind in pairs(kinds) do
     local value = opts[key]
-    local fits
-    if kind == "list" then
-      fits = type(value) == "table" and vim.islist(value)
-    else
-      fits = type(value) == (kind == "integer" and "number" or kind) and (kind ~= "integer" or value % 1 == 0)
-    end
-    if value ~= nil and value ~= vim.NIL and not fits then
+    if value ~= nil and value ~= vim.NIL and not is_a(value, kind) then
       M.user_error(("%s: opts.%s: expected %s, got %s"):format(fn, key, kind, vim.inspect(value)))
     end
   end
