@@ -712,6 +712,20 @@ def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Edito
     assert not worktree.exists()
 
 
+def test_deleting_a_stored_worktree_chat_names_the_worktree_it_kept(editor: Editor) -> None:
+    _, first, worktree = open_worktree_chat(editor, 1)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)
+    editor.wait("#require('acp').history() == 1", what="the chat kept")
+    entry = editor.lua("return require('acp').history()[1]")
+    editor.lua("require('acp').forget(...)", entry["id"])
+    editor.wait("#require('acp').history() == 0", what="the chat deleted")
+    # Nothing reopens the worktree now, and it may hold work: it stays, and is named.
+    said = f"acp: history: the worktrees deleted chats kept stay: {worktree} (branch acp/"
+    editor.wait(f"vim.iter(_G.acp_notices):any(function(n) return vim.startswith(n.msg, {said!r}) end)")
+    assert worktree.is_dir()
+
+
 def test_a_worktree_chat_reopened_once_its_worktree_is_gone_says_where_it_works(
     editor: Editor,
 ) -> None:

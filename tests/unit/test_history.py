@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import msgspec
 import pytest
 
 from acp_nvim.client import malloc
@@ -33,7 +34,7 @@ from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
-from acp_nvim.client.session.workspace import Workspace, Worktree
+from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 
@@ -125,8 +126,37 @@ def test_forget_older(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     old, new = chat_with(store, "a"), chat_with(store, "b")
     store.write(old, [], updated_at=1.0)
-    assert store.forget_older(1) == 1
+    assert store.forget_older(1) == [None]
     assert [h.chat.id for h in store.search()] == [new]
+
+
+def test_chats_expired_name_the_worktrees_they_kept(tmp_path: Path) -> None:
+    """Nothing reopens a deleted chat's worktree, and it may hold work: it stays, and
+    the notice names it (one removed meanwhile is not named)."""
+    store = store_at(tmp_path)
+    kept, gone = tmp_path / "wt-1", tmp_path / "wt-2"
+    kept.mkdir()
+    for path in (kept, gone):
+        worktree = Worktree(str(path), f"acp/{path.name}", "/p", "0" * 40)
+        column = msgspec.json.encode(KeptWorktree(worktree, str(path))).decode()
+        store.write(chat_with(store, "old"), [], {"worktree": column}, updated_at=1.0)
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history = History(editor, Tasks(group))
+            options = HistoryOptions(path=str(tmp_path / "h.sqlite3"), max_age_days=1)
+            history.configure(options, None)
+            history.attach(Chat(1, "demo", editor), "/p", keep=True)
+            await history.close()
+            group.cancel_scope.cancel()
+        said = "history: the worktrees deleted chats kept stay:"
+        assert [m for _, m in editor.notices if m.startswith(said)] == [
+            f"{said} {kept} (branch acp/wt-1); `git worktree remove` them once you do not need them"
+        ]
+
+    anyio.run(run)
+    assert store_at(tmp_path).search() == [] and kept.is_dir()
 
 
 @pytest.mark.parametrize(

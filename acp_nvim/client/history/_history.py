@@ -112,8 +112,8 @@ class History:
                 writer.close()
             writer = self._writer = Writer(path, self.editor.notify)
             if self.options.max_age_days is not None:
-                days = self.options.max_age_days
-                writer.call(lambda store: store.forget_older(days))
+                days, busy = self.options.max_age_days, self._worktrees_open()
+                writer.call(lambda store: _say_left(self.editor, store.forget_older(days), busy))
             self.tasks.start_soon(self._flush_every, writer)
         return None if writer.failed else writer
 
@@ -237,14 +237,15 @@ class History:
     def worktree_of(row: ChatRow) -> KeptWorktree | None:
         """The worktree a stored worktree chat worked in, and its directory there;
         None for another chat (or a record that does not read)."""
-        from acp_nvim.client.session.workspace import KeptWorktree
+        return _kept_worktree(row.worktree)
 
-        if not row.worktree:
-            return None
-        try:
-            return msgspec.json.decode(row.worktree, type=KeptWorktree)
-        except msgspec.MsgspecError:
-            return None
+    def _worktrees_open(self) -> set[str]:
+        """The worktrees the chats open here work in: their close keeps or removes them."""
+        return {
+            worktree.path
+            for record in self._records.values()
+            if (worktree := record.chat.workspace.worktree) is not None
+        }
 
     @staticmethod
     def waiting(blocks: list[StoredBlock]) -> list[str]:
@@ -367,9 +368,13 @@ class History:
                 said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
                 self.editor.notify(said, "info")
 
+        busy = self._worktrees_open()
+
         def forget(store: Store) -> None:
-            if not store.forget(history_id):
+            worktrees = store.forget(history_id)
+            if not worktrees:
                 self.editor.notify(f"history: no stored chat {history_id}", "warn")
+            _say_left(self.editor, worktrees, busy)
 
         writer = self._writer_now()
         if writer is not None:
@@ -479,3 +484,38 @@ class History:
         row, blocks = found
         _, shown = branches_of(row.branches, blocks)
         return markdown(row, in_view(shown, blocks))
+
+
+def _kept_worktree(text: str | None) -> KeptWorktree | None:
+    """A stored chat's ``worktree`` column read; None for none, or one that does not read."""
+    from acp_nvim.client.session.workspace import KeptWorktree
+
+    if not text:
+        return None
+    try:
+        return msgspec.json.decode(text, type=KeptWorktree)
+    except msgspec.MsgspecError:
+        return None
+
+
+def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:
+    """Name the worktrees that deleted stored chats kept (``worktrees``: their
+    records), but those of chats open here (``busy``): nothing reopens them now, and
+    removing one unasked could lose work (hunks never decided, commits). On the
+    writer's thread, or the loop: it reads a small file or two per worktree."""
+    from acp_nvim.client.services.worktrees import still_there
+
+    left = [
+        kept.worktree
+        for text in worktrees
+        if (kept := _kept_worktree(text)) is not None
+        and kept.worktree.path not in busy
+        and still_there(kept.worktree)
+    ]
+    if left:
+        where = ", ".join(f"{w.path} (branch {w.branch})" for w in left)
+        editor.notify(
+            f"history: the worktrees deleted chats kept stay: {where};"
+            " `git worktree remove` them once you do not need them",
+            "info",
+        )

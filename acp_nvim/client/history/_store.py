@@ -324,24 +324,25 @@ class Store:
             self._run("UPDATE chats SET name = ? WHERE id = ? RETURNING id", (name, chat_id))
         )
 
-    def forget(self, chat_id: int) -> bool:
-        """Delete a chat and its transcript; False when there is no such chat."""
-        return self._forget_where("id = ?", (chat_id,)) > 0
+    def forget(self, chat_id: int) -> list[str | None]:
+        """Delete a chat and its transcript; returns its ``worktree`` column in a list,
+        empty when there is no such chat."""
+        return self._forget_where("id = ?", (chat_id,))
 
-    def forget_older(self, days: float) -> int:
-        """Delete the chats not updated for ``days``; returns how many."""
+    def forget_older(self, days: float) -> list[str | None]:
+        """Delete the chats not updated for ``days``; returns their ``worktree`` columns."""
         return self._forget_where("updated_at < ?", (time.time() - days * 86400,))
 
-    def _forget_where(self, where: str, params: Sequence[Any]) -> int:
+    def _forget_where(self, where: str, params: Sequence[Any]) -> list[str | None]:
         with self._transaction() as db:
-            ids = [row[0] for row in db.execute(f"SELECT id FROM chats WHERE {where}", params)]
-            for chat_id in ids:
+            rows = db.execute(f"SELECT id, worktree FROM chats WHERE {where}", params).fetchall()
+            for chat_id, _ in rows:
                 first = chat_id << SEQ_BITS
                 db.execute(
                     "DELETE FROM blocks WHERE id >= ? AND id < ?", (first, first + (1 << SEQ_BITS))
                 )
                 db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
-        return len(ids)
+        return [worktree for _, worktree in rows]
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
