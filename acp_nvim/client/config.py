@@ -623,18 +623,24 @@ def load_config(raw: Any) -> Config:
     return config
 
 
-def _convert(raw: dict[str, Any], cls: type[_S], prefix: str, problems: list[str]) -> _S | None:
+def _convert(raw: Any, cls: type[_S], prefix: str, problems: list[str]) -> _S | None:
     """``raw`` as ``cls``, each wrong key reported in ``problems`` and left out (its
     default taken), until the rest converts; None when a wrong key cannot be left out
     (a required one)."""
     raw = copy.deepcopy(raw)
+    left_out: set[str] = set()
     for _ in range(1000):  # a key left out per round: as many rounds as keys
         try:
             return msgspec.convert(raw, cls)
         except msgspec.ValidationError as err:
-            problems.append(_describe(str(err), prefix))
+            problem = _describe(str(err), prefix)
+            key = re.sub(r"\[\d+\]$", "", problem.partition(": ")[0])
+            if problem.endswith(": required") and key in left_out:
+                return None  # told already: wrong, then left out
+            problems.append(problem)
             if not _leave_out(raw, str(err)):
                 return None
+            left_out.add(key)
     return None
 
 
@@ -742,12 +748,10 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
                          if not isinstance(value, str)]  # fmt: skip
             spec["env"] = {var: value for var, value in env.items() if isinstance(value, str)}
     problems += wrong_env
-    try:
-        agent = msgspec.convert(spec, AgentConfig)
-    except msgspec.ValidationError as err:
-        problems.append(_describe(str(err), key))
-        return None
-    if wrong_env:
+    told = len(problems)
+    # Every wrong key of the agent is told (setup() tells each), and the agent left out.
+    agent = _convert(spec, AgentConfig, key, problems)
+    if agent is None or len(problems) > told or wrong_env:
         return None
     if not agent.cmd[0].strip():
         problems.append(f"{key}.cmd: the first item must name a program")
@@ -768,7 +772,8 @@ _TYPE_WORDS = {
 
 
 def _describe(error: str, prefix: str = "") -> str:
-    """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``."""
+    """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``,
+    in the words setup() uses for it (lua/acp/config.lua): one option, one message."""
     message, _, path = error.partition(" - at `$")
     # A list item by its Lua index, as setup() names it: cmd[1] is the first.
     path = re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)) + 1}]", path)
@@ -779,46 +784,71 @@ def _describe(error: str, prefix: str = "") -> str:
     missing = re.fullmatch(r"Object missing required field `(.+)`", message)
     if missing:
         return f"{key + '.' if key else ''}{missing.group(1)}: required"
-    if message == "Expected `str` of length >= 1":  # said as setup() says it (config.lua)
-        others = [c for c in _choices(key) if c not in ("a table", "a key (an lhs)")]
-        return f"{key}: expected {' or '.join(['a non-empty string', *others])}, got ''"
-    if message.startswith("Invalid enum value"):
-        choices = " or ".join(_choices(key))
-        if len(_choices(key)) > 4:
-            choices = f"one of {', '.join(_choices(key))}"
-        return f"{key}: expected {choices}, got {message.removeprefix('Invalid enum value ')}"
+    if message == "Expected `str` of length >= 1":
+        return f"{key}: expected {_kinds(key)}, got ''"
+    # A union's types as the option's own kinds: msgspec's `bool | str` for a key
+    # (a non-empty string or false) would invite `true`, and nil is no choice.
+    union = re.fullmatch(r"Expected `\w+(?: \| \w+)+`, got `(\w+)`", message)
+    if union:
+        return f"{key}: expected {_kinds(key)}, got {_TYPE_WORDS.get(union[1], union[1])}"
+    enum = re.fullmatch(r"Invalid enum value (.+)", message)
+    if enum:
+        value = {"True": "true", "False": "false"}.get(enum[1], enum[1])
+        field = _field_type(key)
+        if typing.get_origin(field) is not Literal:  # false of `string|false`: got true
+            got = "a boolean" if value in ("true", "false") else value
+            return f"{key}: expected {_kinds(key)}, got {got}"
+        choices = [_lua(v) for v in typing.get_args(field)]
+        said = f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
+        return f"{key}: expected {said}, got {value}"
     message = re.sub(
         r"`([\w |]+)`",
         lambda m: " or ".join(_TYPE_WORDS.get(w, w) for w in m.group(1).split(" | ")),
         message,
     )
+    message = re.sub(r"(\d)\.0\b", r"\1", message)  # a bound of 0.0 is 0 in Lua
     return f"{key}: {message[:1].lower()}{message[1:]}"
 
 
-def _choices(key: str) -> list[str]:
-    """The values a Literal option at dotted ``key`` may take, as written in Lua; a
-    table of options first where the option may also be one."""
+def _field_type(key: str) -> Any:
+    """The type of the option at dotted ``key`` (a list item's for ``tools[1]``)."""
     owner: Any = Config
     parts = key.split(".")
     for index, part in enumerate(parts):
         if typing.get_origin(owner) is dict:
             owner = _held(typing.get_args(owner)[1])  # ``part`` is the key, a name
             continue
-        name = part.split("[")[0]  # a list item: tools[0]
+        name = part.split("[")[0]
         field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name)
         # The last one keeps its union: `HunkKeys | Literal[False]` is "a table or false".
-        owner = field.type if index == len(parts) - 1 else _held(field.type)
-    if typing.get_origin(owner) is Literal:
-        return [_lua(v) for v in typing.get_args(owner)]
-    choices = []
-    for arg in typing.get_args(owner):
-        if typing.get_origin(arg) is Literal:
-            choices += [_lua(v) for v in typing.get_args(arg)]
-        elif isinstance(arg, type) and issubclass(arg, msgspec.Struct):
-            choices.insert(0, "a table")
-        elif str in (arg, *typing.get_args(arg)[:1]):  # a key: str, or Annotated[str, ...]
-            choices.insert(0, "a key (an lhs)")
-    return choices
+        last = index == len(parts) - 1
+        owner = (_held(field.type) if "[" in part else field.type) if last else _held(field.type)
+    return owner
+
+
+def _kinds(key: str) -> str:
+    """What the option at dotted ``key`` takes, as setup() words it: "a non-empty
+    string or false" for a key. Not nil: that is the option not given."""
+    field = _field_type(key)
+    union = typing.get_origin(field) in (typing.Union, types.UnionType)
+    kinds = [t for t in typing.get_args(field) if t is not type(None)] if union else [field]
+    return " or ".join(_kind(t) for t in kinds)
+
+
+def _kind(t: Any) -> str:
+    """One type of an option in words (config.lua's ``words_of``)."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is Annotated:
+        if args[0] is str and any(getattr(m, "min_length", None) == 1 for m in args[1:]):
+            return "a non-empty string"
+        return _kind(args[0])
+    if origin is Literal:
+        return " or ".join(_lua(v) for v in args)
+    if origin is list:
+        return "a list"
+    if origin is dict or (isinstance(t, type) and issubclass(t, msgspec.Struct)):
+        return "a table"
+    return _TYPE_WORDS[{str: "str", int: "int", float: "float", bool: "bool"}[t]]
 
 
 def _lua(value: Any) -> str:

@@ -119,7 +119,8 @@ function check(value, spec, key, problems)
       return value
     end
     local choices = vim.tbl_map(lua_value, spec.enum)
-    return wrong(("expected %s, got %s"):format(table.concat(choices, " or "), lua_value(value)))
+    local said = #choices > 4 and "one of " .. table.concat(choices, ", ") or table.concat(choices, " or ")
+    return wrong(("expected %s, got %s"):format(said, lua_value(value)))
   elseif spec.any_of then
     for _, choice in ipairs(spec.any_of) do
       if check(value, choice, key, nil) ~= nil then
