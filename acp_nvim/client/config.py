@@ -416,7 +416,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
     agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
-    """agents by name, added to the built-in ones or replacing them (see |acp-agents|)"""
+    """agents by name, added to the built-in ones; one of a built-in's name replaces it,
+    or without `cmd` tunes it (see |acp-agents|)"""
     default_agent: str = "demo"
     """agent used by :AcpChat without a name"""
     protocol_version: Literal[1, 2] = 1
@@ -595,7 +596,10 @@ def load_config(raw: Any) -> Config:
         agents = {}
     config = _convert(raw, Config, "", problems) or Config()
     # One by one, so that an error names the agent (msgspec shows a dict key as [...]).
-    kept = {name: _agent(name, spec, problems) for name, spec in agents.items()}
+    builtin = builtin_agents()
+    kept = {
+        name: _agent(name, _tuned(name, spec, builtin), problems) for name, spec in agents.items()
+    }
     config = msgspec.structs.replace(
         config, agents={name: agent for name, agent in kept.items() if agent is not None}
     )
@@ -726,6 +730,18 @@ def _check_roots(roots: list[str], key: str, problems: list[str]) -> None:
 def _table(value: Any) -> Any:
     """An empty Lua table arrives as a list; where a table is expected it is one."""
     return {} if value == [] else value
+
+
+def _tuned(name: Any, spec: Any, builtin: dict[str, AgentConfig]) -> Any:
+    """A built-in agent's entry without ``cmd`` tunes that agent (decision 0098):
+    its fields over the built-in's, its ``env`` added to theirs. Any other is as given."""
+    spec = _table(spec)
+    base = builtin.get(name) if isinstance(name, str) else None
+    if base is None or not isinstance(spec, dict) or "cmd" in spec:
+        return spec
+    fields = msgspec.to_builtins(base)
+    env = spec.get("env") or {}  # an empty Lua table arrives as a list
+    return {**fields, **spec, "env": {**fields["env"], **env} if isinstance(env, dict) else env}
 
 
 def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:

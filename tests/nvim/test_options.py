@@ -269,3 +269,15 @@ def test_a_wrong_option_is_told_alike_by_setup_the_chat_and_checkhealth(editor: 
     told = [line.split("ERROR invalid option ", 1)[1]
             for line in editor.nvim.current.buffer[:] if "ERROR invalid option " in line]  # fmt: skip
     assert sorted(told) == problems
+
+
+def test_a_built_in_agent_is_tuned_without_restating_its_program(editor: Editor) -> None:
+    """`agents = { codex = { editor_mcp = false } }`, the help's own example, and
+    `agents.qwen.mode` of the README were "agents.codex.cmd: required"."""
+    tuned = {"codex": {"editor_mcp": False}, "demo": {"mode": "code"}}
+    assert editor.lua("return #require('acp.config').check(...)", {"agents": tuned}) == 0
+    editor.setup(agents=tuned)
+    assert editor.lua("return _G.acp_notices") == []
+    editor.open_chat("demo")  # the built-in program, with the mode given
+    editor.wait("require('acp').status().mode == 'Code'", what="the demo switched to mode code")
+    assert editor.lua("return require('acp.config').options.agents.demo.cmd") is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_nvim.client.config import ConfigError, load_config
+from acp_nvim.client.config import ConfigError, builtin_agents, load_config
 
 
 @pytest.mark.parametrize(
@@ -180,3 +180,20 @@ def test_permission_keys_by_kind_turned_off_are_none() -> None:
     assert keys.by_kind() == {
         "allow_once": "a", "allow_always": None, "reject_once": "r", "reject_always": "R"
     }  # fmt: skip
+
+
+def test_a_built_in_agent_entry_without_cmd_tunes_it() -> None:
+    """`agents = { codex = { editor_mcp = false } }` (the help's example) was
+    "agents.codex.cmd: required": an entry replaced the built-in whole."""
+    config = load_config(
+        {"agents": {"codex": {"editor_mcp": False}, "demo": {"mode": "code", "env": {"X": "1"}}}}
+    )
+    agents = config.all_agents()
+    assert (agents["codex"].cmd, agents["codex"].editor_mcp) == (["codex-acp"], False)
+    demo = builtin_agents()["demo"]
+    assert (agents["demo"].cmd, agents["demo"].mode) == (demo.cmd, "code")
+    assert agents["demo"].env == {**demo.env, "X": "1"}  # variables added to the built-in's
+    # With `cmd` an entry replaces the built-in; an agent of another name needs one.
+    assert load_config({"agents": {"codex": {"cmd": ["mine"]}}}).all_agents()["codex"].cmd == ["mine"]
+    with pytest.raises(ConfigError, match=r"agents\.mine\.cmd: required"):
+        load_config({"agents": {"mine": {"mode": "x"}}})
