@@ -751,18 +751,26 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
         problems.append(f"agents: agent name {name!r} must be a non-empty word")
         return None
     spec = _table(spec)
-    wrong_env = []
+    wrong_env: list[str] = []
     if isinstance(spec, dict):
         spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
         if "mcp_servers" in spec:
             spec["mcp_servers"] = _servers(
                 _table(spec["mcp_servers"]), f"{key}.mcp_servers", problems
             )
-        env = spec.get("env")
-        if isinstance(env, dict):  # named here: msgspec shows a dict key as [...]
-            wrong_env = [f"{key}.env.{var}: expected a string" for var, value in env.items()
-                         if not isinstance(value, str)]  # fmt: skip
-            spec["env"] = {var: value for var, value in env.items() if isinstance(value, str)}
+        # Named here, as setup() names them: msgspec shows a table's key as [...].
+        for field, kinds, words in (
+            ("env", (str,), "a string"),
+            ("config_options", (str, bool), "a string or a boolean"),
+        ):
+            values = spec.get(field)
+            if isinstance(values, dict):
+                wrong_env += [
+                    f"{key}.{field}.{option}: expected {words}, got {_kind_of(value)}"
+                    for option, value in values.items()
+                    if not isinstance(value, kinds)
+                ]
+                spec[field] = {o: v for o, v in values.items() if isinstance(v, kinds)}
     problems += wrong_env
     told = len(problems)
     # Every wrong key of the agent is told (setup() tells each), and the agent left out.
@@ -773,6 +781,19 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
         problems.append(f"{key}.cmd: the first item must name a program")
         return None
     return agent
+
+
+def _kind_of(value: Any) -> str:
+    """What ``value`` is, as setup() says it (config.lua's ``kind_of``)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "an integer" if float(value).is_integer() else "a number"
+    if isinstance(value, list) and value:
+        return "a list"
+    if isinstance(value, (list, dict)):
+        return "a table"
+    return _TYPE_WORDS.get(type(value).__name__, "nil")
 
 
 # msgspec names JSON types; the options are a Lua table.
@@ -827,19 +848,29 @@ def _describe(error: str, prefix: str = "") -> str:
 
 
 def _field_type(key: str) -> Any:
-    """The type of the option at dotted ``key`` (a list item's for ``tools[1]``)."""
+    """The type of the option at dotted ``key``; of an item for ``tools[1]``, or of a
+    table's value for msgspec's ``env[...]``. The last keeps its union: `HunkKeys |
+    Literal[False]` is "a table or false"."""
     owner: Any = Config
-    parts = key.split(".")
+    parts = key.replace("[...]", "[]").split(".")
     for index, part in enumerate(parts):
         if typing.get_origin(owner) is dict:
             owner = _held(typing.get_args(owner)[1])  # ``part`` is the key, a name
             continue
-        name = part.split("[")[0]
-        field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name)
-        # The last one keeps its union: `HunkKeys | Literal[False]` is "a table or false".
-        last = index == len(parts) - 1
-        owner = (_held(field.type) if "[" in part else field.type) if last else _held(field.type)
+        name, item, _ = part.partition("[")
+        owner = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name).type
+        if item:
+            owner = _item(owner)
+        if index < len(parts) - 1:
+            owner = _held(owner)
     return owner
+
+
+def _item(t: Any) -> Any:
+    """What a list (or a table) of type ``t`` holds."""
+    if typing.get_origin(t) is Annotated:
+        t = typing.get_args(t)[0]
+    return typing.get_args(t)[-1] if typing.get_origin(t) in (list, dict) else t
 
 
 def _kinds(key: str) -> str:

@@ -155,7 +155,7 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
         (
             {"cmd": [1, 2], "env": {"A": 1}},
             ["agents.foo.cmd[1]: expected a string, got an integer",
-             "agents.foo.env.A: expected a string"],
+             "agents.foo.env.A: expected a string, got an integer"],
         ),
         ({"cmd": [""]}, ["agents.foo.cmd: the first item must name a program"]),
     ],
@@ -231,6 +231,7 @@ WRONG_KINDS = [
     {"editor_mcp": {"tools": ["nope"]}},
     {"agents": {"x": {"cmd": ["x"], "editor_mcp": "x", "permission_policy": "no"}}},
     {"agents": {"x": {"cmd": "x", "bogus": 1}, "y": "y"}},
+    {"agents": {"demo": {"config_options": {"x": 3, "y": "on"}, "env": {"A": 3, "B": ["b"]}}}},
 ]
 
 
