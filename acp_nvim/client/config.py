@@ -416,7 +416,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     """Every option of the plugin. Lua-only options (window layout) are checked here too."""
 
     agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
-    """agents by name, added to the built-in ones or replacing them (see |acp-agents|)"""
+    """agents by name, added to the built-in ones; one of a built-in's name replaces it,
+    or without `cmd` tunes it (see |acp-agents|)"""
     default_agent: str = "demo"
     """agent used by :AcpChat without a name"""
     protocol_version: Literal[1, 2] = 1
@@ -595,7 +596,10 @@ def load_config(raw: Any) -> Config:
         agents = {}
     config = _convert(raw, Config, "", problems) or Config()
     # One by one, so that an error names the agent (msgspec shows a dict key as [...]).
-    kept = {name: _agent(name, spec, problems) for name, spec in agents.items()}
+    builtin = builtin_agents()
+    kept = {
+        name: _agent(name, _tuned(name, spec, builtin), problems) for name, spec in agents.items()
+    }
     config = msgspec.structs.replace(
         config, agents={name: agent for name, agent in kept.items() if agent is not None}
     )
@@ -623,18 +627,24 @@ def load_config(raw: Any) -> Config:
     return config
 
 
-def _convert(raw: dict[str, Any], cls: type[_S], prefix: str, problems: list[str]) -> _S | None:
+def _convert(raw: Any, cls: type[_S], prefix: str, problems: list[str]) -> _S | None:
     """``raw`` as ``cls``, each wrong key reported in ``problems`` and left out (its
     default taken), until the rest converts; None when a wrong key cannot be left out
     (a required one)."""
     raw = copy.deepcopy(raw)
+    left_out: set[str] = set()
     for _ in range(1000):  # a key left out per round: as many rounds as keys
         try:
             return msgspec.convert(raw, cls)
         except msgspec.ValidationError as err:
-            problems.append(_describe(str(err), prefix))
+            problem = _describe(str(err), prefix)
+            key = re.sub(r"\[\d+\]$", "", problem.partition(": ")[0])
+            if problem.endswith(": required") and key in left_out:
+                return None  # told already: wrong, then left out
+            problems.append(problem)
             if not _leave_out(raw, str(err)):
                 return None
+            left_out.add(key)
     return None
 
 
@@ -722,6 +732,18 @@ def _table(value: Any) -> Any:
     return {} if value == [] else value
 
 
+def _tuned(name: Any, spec: Any, builtin: dict[str, AgentConfig]) -> Any:
+    """A built-in agent's entry without ``cmd`` tunes that agent (decision 0098):
+    its fields over the built-in's, its ``env`` added to theirs. Any other is as given."""
+    spec = _table(spec)
+    base = builtin.get(name) if isinstance(name, str) else None
+    if base is None or not isinstance(spec, dict) or "cmd" in spec:
+        return spec
+    fields = msgspec.to_builtins(base)
+    env = spec.get("env") or {}  # an empty Lua table arrives as a list
+    return {**fields, **spec, "env": {**fields["env"], **env} if isinstance(env, dict) else env}
+
+
 def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
     """One agent's options; None (and the reason in ``problems``) when wrong."""
     key = f"agents.{name}"
@@ -729,30 +751,49 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
         problems.append(f"agents: agent name {name!r} must be a non-empty word")
         return None
     spec = _table(spec)
-    wrong_env = []
+    wrong_env: list[str] = []
     if isinstance(spec, dict):
         spec = {k: (_table(v) if k in ("env", "config_options") else v) for k, v in spec.items()}
         if "mcp_servers" in spec:
             spec["mcp_servers"] = _servers(
                 _table(spec["mcp_servers"]), f"{key}.mcp_servers", problems
             )
-        env = spec.get("env")
-        if isinstance(env, dict):  # named here: msgspec shows a dict key as [...]
-            wrong_env = [f"{key}.env.{var}: expected a string" for var, value in env.items()
-                         if not isinstance(value, str)]  # fmt: skip
-            spec["env"] = {var: value for var, value in env.items() if isinstance(value, str)}
+        # Named here, as setup() names them: msgspec shows a table's key as [...].
+        for field, kinds, words in (
+            ("env", (str,), "a string"),
+            ("config_options", (str, bool), "a string or a boolean"),
+        ):
+            values = spec.get(field)
+            if isinstance(values, dict):
+                wrong_env += [
+                    f"{key}.{field}.{option}: expected {words}, got {_kind_of(value)}"
+                    for option, value in values.items()
+                    if not isinstance(value, kinds)
+                ]
+                spec[field] = {o: v for o, v in values.items() if isinstance(v, kinds)}
     problems += wrong_env
-    try:
-        agent = msgspec.convert(spec, AgentConfig)
-    except msgspec.ValidationError as err:
-        problems.append(_describe(str(err), key))
-        return None
-    if wrong_env:
+    told = len(problems)
+    # Every wrong key of the agent is told (setup() tells each), and the agent left out.
+    agent = _convert(spec, AgentConfig, key, problems)
+    if agent is None or len(problems) > told or wrong_env:
         return None
     if not agent.cmd[0].strip():
         problems.append(f"{key}.cmd: the first item must name a program")
         return None
     return agent
+
+
+def _kind_of(value: Any) -> str:
+    """What ``value`` is, as setup() says it (config.lua's ``kind_of``)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "an integer" if float(value).is_integer() else "a number"
+    if isinstance(value, list) and value:
+        return "a list"
+    if isinstance(value, (list, dict)):
+        return "a table"
+    return _TYPE_WORDS.get(type(value).__name__, "nil")
 
 
 # msgspec names JSON types; the options are a Lua table.
@@ -768,7 +809,8 @@ _TYPE_WORDS = {
 
 
 def _describe(error: str, prefix: str = "") -> str:
-    """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``."""
+    """``Expected `int` >= 20 - at `$.chat.width``` -> ``chat.width: expected an integer >= 20``,
+    in the words setup() uses for it (lua/acp/config.lua): one option, one message."""
     message, _, path = error.partition(" - at `$")
     # A list item by its Lua index, as setup() names it: cmd[1] is the first.
     path = re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)) + 1}]", path)
@@ -779,46 +821,81 @@ def _describe(error: str, prefix: str = "") -> str:
     missing = re.fullmatch(r"Object missing required field `(.+)`", message)
     if missing:
         return f"{key + '.' if key else ''}{missing.group(1)}: required"
-    if message == "Expected `str` of length >= 1":  # said as setup() says it (config.lua)
-        others = [c for c in _choices(key) if c not in ("a table", "a key (an lhs)")]
-        return f"{key}: expected {' or '.join(['a non-empty string', *others])}, got ''"
-    if message.startswith("Invalid enum value"):
-        choices = " or ".join(_choices(key))
-        if len(_choices(key)) > 4:
-            choices = f"one of {', '.join(_choices(key))}"
-        return f"{key}: expected {choices}, got {message.removeprefix('Invalid enum value ')}"
+    if message == "Expected `str` of length >= 1":
+        return f"{key}: expected {_kinds(key)}, got ''"
+    # A union's types as the option's own kinds: msgspec's `bool | str` for a key
+    # (a non-empty string or false) would invite `true`, and nil is no choice.
+    union = re.fullmatch(r"Expected `\w+(?: \| \w+)+`, got `(\w+)`", message)
+    if union:
+        return f"{key}: expected {_kinds(key)}, got {_TYPE_WORDS.get(union[1], union[1])}"
+    enum = re.fullmatch(r"Invalid enum value (.+)", message)
+    if enum:
+        value = {"True": "true", "False": "false"}.get(enum[1], enum[1])
+        field = _field_type(key)
+        if typing.get_origin(field) is not Literal:  # false of `string|false`: got true
+            got = "a boolean" if value in ("true", "false") else value
+            return f"{key}: expected {_kinds(key)}, got {got}"
+        choices = [_lua(v) for v in typing.get_args(field)]
+        said = f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
+        return f"{key}: expected {said}, got {value}"
     message = re.sub(
         r"`([\w |]+)`",
         lambda m: " or ".join(_TYPE_WORDS.get(w, w) for w in m.group(1).split(" | ")),
         message,
     )
+    message = re.sub(r"(\d)\.0\b", r"\1", message)  # a bound of 0.0 is 0 in Lua
     return f"{key}: {message[:1].lower()}{message[1:]}"
 
 
-def _choices(key: str) -> list[str]:
-    """The values a Literal option at dotted ``key`` may take, as written in Lua; a
-    table of options first where the option may also be one."""
+def _field_type(key: str) -> Any:
+    """The type of the option at dotted ``key``; of an item for ``tools[1]``, or of a
+    table's value for msgspec's ``env[...]``. The last keeps its union: `HunkKeys |
+    Literal[False]` is "a table or false"."""
     owner: Any = Config
-    parts = key.split(".")
+    parts = key.replace("[...]", "[]").split(".")
     for index, part in enumerate(parts):
         if typing.get_origin(owner) is dict:
             owner = _held(typing.get_args(owner)[1])  # ``part`` is the key, a name
             continue
-        name = part.split("[")[0]  # a list item: tools[0]
-        field = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name)
-        # The last one keeps its union: `HunkKeys | Literal[False]` is "a table or false".
-        owner = field.type if index == len(parts) - 1 else _held(field.type)
-    if typing.get_origin(owner) is Literal:
-        return [_lua(v) for v in typing.get_args(owner)]
-    choices = []
-    for arg in typing.get_args(owner):
-        if typing.get_origin(arg) is Literal:
-            choices += [_lua(v) for v in typing.get_args(arg)]
-        elif isinstance(arg, type) and issubclass(arg, msgspec.Struct):
-            choices.insert(0, "a table")
-        elif str in (arg, *typing.get_args(arg)[:1]):  # a key: str, or Annotated[str, ...]
-            choices.insert(0, "a key (an lhs)")
-    return choices
+        name, item, _ = part.partition("[")
+        owner = next(f for f in msgspec.structs.fields(owner) if f.encode_name == name).type
+        if item:
+            owner = _item(owner)
+        if index < len(parts) - 1:
+            owner = _held(owner)
+    return owner
+
+
+def _item(t: Any) -> Any:
+    """What a list (or a table) of type ``t`` holds."""
+    if typing.get_origin(t) is Annotated:
+        t = typing.get_args(t)[0]
+    return typing.get_args(t)[-1] if typing.get_origin(t) in (list, dict) else t
+
+
+def _kinds(key: str) -> str:
+    """What the option at dotted ``key`` takes, as setup() words it: "a non-empty
+    string or false" for a key. Not nil: that is the option not given."""
+    field = _field_type(key)
+    union = typing.get_origin(field) in (typing.Union, types.UnionType)
+    kinds = [t for t in typing.get_args(field) if t is not type(None)] if union else [field]
+    return " or ".join(_kind(t) for t in kinds)
+
+
+def _kind(t: Any) -> str:
+    """One type of an option in words (config.lua's ``words_of``)."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is Annotated:
+        if args[0] is str and any(getattr(m, "min_length", None) == 1 for m in args[1:]):
+            return "a non-empty string"
+        return _kind(args[0])
+    if origin is Literal:
+        return " or ".join(_lua(v) for v in args)
+    if origin is list:
+        return "a list"
+    if origin is dict or (isinstance(t, type) and issubclass(t, msgspec.Struct)):
+        return "a table"
+    return _TYPE_WORDS[{str: "str", int: "int", float: "float", bool: "bool"}[t]]
 
 
 def _lua(value: Any) -> str:

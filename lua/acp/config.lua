@@ -119,7 +119,8 @@ function check(value, spec, key, problems)
       return value
     end
     local choices = vim.tbl_map(lua_value, spec.enum)
-    return wrong(("expected %s, got %s"):format(table.concat(choices, " or "), lua_value(value)))
+    local said = #choices > 4 and "one of " .. table.concat(choices, ", ") or table.concat(choices, " or ")
+    return wrong(("expected %s, got %s"):format(said, lua_value(value)))
   elseif spec.any_of then
     for _, choice in ipairs(spec.any_of) do
       if check(value, choice, key, nil) ~= nil then
@@ -195,7 +196,25 @@ end
 ---@return string[] problems, acp.Options options
 function M.check(opts)
   local problems = {}
-  local valid = check(opts, { class = "acp.Options" }, "", problems) or {}
+  -- A built-in agent's entry without `cmd` tunes that agent (Python's _tuned,
+  -- decision 0098): checked as if it named its program, which stays the built-in's.
+  local tuning = {}
+  local checked = opts
+  if is_table(opts.agents) then
+    checked = vim.tbl_extend("force", {}, opts, { agents = vim.tbl_extend("force", {}, opts.agents) })
+    for name, agent in pairs(opts.agents) do
+      if is_table(agent) and agent.cmd == nil and vim.tbl_contains(defaults.agents, name) then
+        checked.agents[name] = vim.tbl_extend("force", agent, { cmd = { name } })
+        tuning[name] = true
+      end
+    end
+  end
+  local valid = check(checked, { class = "acp.Options" }, "", problems) or {}
+  for name in pairs(tuning) do
+    if is_table(valid.agents) and valid.agents[name] then
+      valid.agents[name].cmd = nil
+    end
+  end
   -- Beyond the types, as Python's load_config says it (config.py, _agent): an
   -- agent whose program is blank is left out.
   for name, agent in pairs(is_table(valid.agents) and valid.agents or {}) do

@@ -148,7 +148,7 @@ local M = {}
 
 --- Every option of the plugin. Lua-only options (window layout) are checked here too.
 ---@class (exact) acp.Options
----@field agents? table<string,acp.AgentSpec> agents by name, added to the built-in ones or replacing them (see |acp-agents|)
+---@field agents? table<string,acp.AgentSpec> agents by name, added to the built-in ones; one of a built-in's name replaces it, or without `cmd` tunes it (see |acp-agents|)
 ---@field default_agent? string agent used by :AcpChat without a name
 ---@field protocol_version? 1|2 ACP version offered first (2 falls back to 1, see |acp-v2|)
 ---@field permission_policy? "ask"|"allow_reads"|"allow_all" answer permission requests without asking: never, for reads (read/search/think), always (see |acp-permissions|)

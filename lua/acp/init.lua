@@ -60,7 +60,7 @@ end
 --- `cwd`, `roots` and `worktree` open a new chat working there (|acp-workspaces|):
 --- in directory `cwd` (default: Neovim's), with more workspace `roots` (absolute
 --- paths), in a new git worktree of the project with `worktree`.
----@param opts? {agent?: string, new?: boolean, history?: integer, cwd?: string, roots?: string[], worktree?: boolean}
+---@param opts? {agent?: string, new?: boolean, history?: integer, session_id?: string, cwd?: string, roots?: string[], worktree?: boolean}
 ---@return integer chat id
 function M.open(opts)
   opts = opts or {}
@@ -70,6 +70,7 @@ function M.open(opts)
     history = "integer",
     cwd = "string",
     roots = "list",
+    session_id = "string",
     worktree = "boolean",
   })
   local unsupported = util.unsupported()
@@ -110,9 +111,7 @@ end
 ---@param opts? {context?: table[], now?: boolean}
 function M.send(text, opts)
   opts = opts or {}
-  if type(opts) ~= "table" or not (opts.context == nil or type(opts.context) == "table") then
-    util.user_error(("send: opts: expected {context?: table[], now?: boolean}, got %s"):format(vim.inspect(opts)))
-  end
+  util.options("send", opts, { context = "list", now = "boolean" })
   if type(text) ~= "string" or (vim.trim(text) == "" and not opts.context) then
     util.user_error(("send takes the prompt's text, not %s"):format(vim.inspect(text)))
   end
@@ -127,7 +126,9 @@ end
 --- |:AcpAdd|): `{file = path}` or `{range = {l1, l2}}`.
 ---@param opts {file?: string, range?: integer[]}
 function M.add(opts)
-  require("acp.chat.context").add(opts or {})
+  opts = opts or {}
+  util.options("add", opts, { file = "string", range = "list" })
+  require("acp.chat.context").add(opts)
 end
 
 --- Attach an image from the clipboard to the next prompt of the current chat
@@ -244,6 +245,7 @@ end
 ---@param opts? {history?: integer, force?: boolean, on_done?: fun(done: string|integer)}
 ---@return string|integer?
 function M.export(path, opts)
+  util.options("export", opts or {}, { history = "integer", force = "boolean", on_done = "function" })
   return require("acp.chat.history").export(path, opts)
 end
 
@@ -296,6 +298,7 @@ end
 ---@param opts? {all?: boolean}
 ---@return acp.ReviewFile[]
 function M.changes(opts)
+  util.options("changes", opts or {}, { all = "boolean" })
   return require("acp.review").changes(opts)
 end
 
@@ -316,6 +319,7 @@ end
 ---@param hunk? integer
 ---@param opts? {reason?: string}
 function M.reject(file, hunk, opts)
+  util.options("reject", opts or {}, { reason = "string" })
   local state = require("acp.review.state")
   state.decide(state.chat_id(), "reject", file, hunk, nil, (opts or {}).reason)
 end

@@ -71,16 +71,24 @@ function M.required(fn, name, value, kind)
   end
 end
 
---- Raise a user error when `opts` of public function `fn` is no table, or one of its
---- keys holds another kind than `kinds` names (a key to "string", "integer",
---- "boolean" or "list"; vim.NIL counts as not given): `history: opts.limit:
---- expected integer, got "x"`.
+--- Raise a user error when `opts` of public function `fn` is no table, holds a key
+--- `kinds` does not name (a typo, `agnet`, would be ignored in silence), or one of
+--- its keys holds another kind than `kinds` names (a key to "string", "integer",
+--- "boolean", "list" or "function"; vim.NIL counts as not given): `history:
+--- opts.limit: expected integer, got "x"`.
 ---@param fn string
 ---@param opts any
----@param kinds table<string, "string"|"integer"|"boolean"|"list">
+---@param kinds table<string, "string"|"integer"|"boolean"|"list"|"function">
 function M.options(fn, opts, kinds)
   if type(opts) ~= "table" then
     M.user_error(("%s: opts: expected table, got %s"):format(fn, vim.inspect(opts)))
+  end
+  for key in pairs(opts) do
+    if not kinds[key] then
+      local known = vim.tbl_keys(kinds)
+      table.sort(known)
+      M.user_error(("%s: opts.%s: unknown option (%s)"):format(fn, tostring(key), table.concat(known, ", ")))
+    end
   end
   for key, kind in pairs(kinds) do
     local value = opts[key]

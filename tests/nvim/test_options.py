@@ -42,8 +42,8 @@ def test_wrong_options_are_all_reported_once_and_no_lua_error(editor: Editor) ->
     editor.setup(chat={"width": "wide", "position": "top"}, log_lines="many")
     [notice] = editor.lua("return _G.acp_notices")
     assert notice["msg"] == (
-        "acp: invalid options: chat.position: expected 'right' or 'left' or 'bottom' or"
-        " 'float' or 'tab', got 'top'; chat.width: expected a number, got a string;"
+        "acp: invalid options: chat.position: expected one of 'right', 'left', 'bottom',"
+        " 'float', 'tab', got 'top'; chat.width: expected a number, got a string;"
         " log_lines: expected an integer, got a string"
     )
     # Lua goes on with the defaults of those keys: the chat opens, no traceback.
@@ -88,7 +88,7 @@ def test_a_chat_refused_by_wrong_options_starts_once_they_are_right(editor: Edit
     editor.lua("require('acp').send('hello')")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
     assert [e["message"] for e in editor.events("AcpError")] == [
-        "invalid option chat.width: expected a number or nil, got a string"
+        "invalid option chat.width: expected a number, got a string"
     ]
     assert editor.events("AcpSessionReady")[0]["agent"] == "demo"
 
@@ -155,7 +155,7 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
         (
             {"cmd": [1, 2], "env": {"A": 1}},
             ["agents.foo.cmd[1]: expected a string, got an integer",
-             "agents.foo.env.A: expected a string"],
+             "agents.foo.env.A: expected a string, got an integer"],
         ),
         ({"cmd": [""]}, ["agents.foo.cmd: the first item must name a program"]),
     ],
@@ -222,3 +222,63 @@ def test_an_empty_string_is_told_alike_by_lua_and_python(
         load_config(raw)
     assert err.value.problems == [problem]
     assert editor.lua("return (require('acp.config').check(...))", raw) == [problem]
+
+
+WRONG_KINDS = [
+    {"keys": {"chat": {"hide": 3}, "input": {"send": True}}, "hunk_keys": True},
+    {"hunk_keys": 3, "diff_preview": True, "timeouts": {"start": 0}},
+    {"chat": {"width": "wide"}, "history": {"max_age_days": "old"}},
+    {"editor_mcp": {"tools": ["nope"]}},
+    {"agents": {"x": {"cmd": ["x"], "editor_mcp": "x", "permission_policy": "no"}}},
+    {"agents": {"x": {"cmd": "x", "bogus": 1}, "y": "y"}},
+    {"agents": {"demo": {"config_options": {"x": 3, "y": "on"}, "env": {"A": 3, "B": ["b"]}}}},
+]
+
+
+@pytest.mark.parametrize("raw", WRONG_KINDS)
+def test_lua_and_python_tell_a_wrong_option_in_the_same_words(
+    editor: Editor, raw: dict[str, object]
+) -> None:
+    """The chat and :checkhealth (Python's words) said `keys.chat.hide: expected a
+    boolean or a string` where setup() said `a non-empty string or false` (true is
+    refused), `a number or nil`, `> 0.0`, `got True`; and of an agent with two wrong
+    keys they told only the first."""
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    lua = editor.lua("return (require('acp.config').check(...))", raw)
+    assert sorted(err.value.problems) == sorted(lua)
+
+
+def test_a_wrong_option_is_told_alike_by_setup_the_chat_and_checkhealth(editor: Editor) -> None:
+    """The help: until the options are right, chats show the message setup() gave
+    and :checkhealth acp lists each wrong option."""
+    editor.setup(
+        keys={"chat": {"hide": True}},
+        agents={"mine": {"cmd": ["mine-acp"], "mode": 3, "permission_policy": "no"}},
+    )
+    [notice] = editor.lua("return _G.acp_notices")
+    problems = [
+        "agents.mine.mode: expected a string, got an integer",
+        "agents.mine.permission_policy: expected 'ask' or 'allow_reads' or 'allow_all', got 'no'",
+        "keys.chat.hide: expected a non-empty string or false, got a boolean",
+    ]
+    assert sorted(notice["msg"].removeprefix("acp: invalid options: ").split("; ")) == problems
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")["message"]
+    assert sorted(error.removeprefix("invalid options: ").split("; ")) == problems
+    editor.nvim.command("checkhealth acp")
+    told = [line.split("ERROR invalid option ", 1)[1]
+            for line in editor.nvim.current.buffer[:] if "ERROR invalid option " in line]  # fmt: skip
+    assert sorted(told) == problems
+
+
+def test_a_built_in_agent_is_tuned_without_restating_its_program(editor: Editor) -> None:
+    """`agents = { codex = { editor_mcp = false } }`, the help's own example, and
+    `agents.qwen.mode` of the README were "agents.codex.cmd: required"."""
+    tuned = {"codex": {"editor_mcp": False}, "demo": {"mode": "code"}}
+    assert editor.lua("return #require('acp.config').check(...)", {"agents": tuned}) == 0
+    editor.setup(agents=tuned)
+    assert editor.lua("return _G.acp_notices") == []
+    editor.open_chat("demo")  # the built-in program, with the mode given
+    editor.wait("require('acp').status().mode == 'Code'", what="the demo switched to mode code")
+    assert editor.lua("return require('acp.config').options.agents.demo.cmd") is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_nvim.client.config import ConfigError, load_config
+from acp_nvim.client.config import ConfigError, builtin_agents, load_config
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ from acp_nvim.client.config import ConfigError, load_config
             "chat.width: expected a fraction (at most 1) or a whole number >= 20, got 3",
         ),
         ({"chat": {"width": 20.5}}, "chat.width: expected a fraction (at most 1) or a whole"),
-        ({"chat": {"height": 0}}, "chat.height: expected a number > 0.0"),
+        ({"chat": {"height": 0}}, "chat.height: expected a number > 0"),
         ({"chat": {"height": 4}}, "chat.height: expected a fraction (at most 1) or a whole"),
         ({"chat": {"min_width": 0}}, "chat.min_width: expected an integer >= 1"),
         ({"default_agent": "nope"}, "default_agent: unknown agent 'nope'"),
@@ -65,9 +65,9 @@ from acp_nvim.client.config import ConfigError, load_config
             {"diff_preview": "side"},
             "diff_preview: expected 'inline' or 'split' or false, got 'side'",
         ),
-        ({"hunk_keys": True}, "hunk_keys: expected a table or false, got True"),
+        ({"hunk_keys": True}, "hunk_keys: expected a table or false, got a boolean"),
         ({"hunk_keys": {"stage": "s"}}, "hunk_keys.stage: unknown option"),
-        ({"keys": {"chat": {"hide": True}}}, "keys.chat.hide: expected a key (an lhs) or false"),
+        ({"keys": {"chat": {"hide": True}}}, "keys.chat.hide: expected a non-empty string or false, got a boolean"),
         ({"keys": {"input": {"send": ""}}}, "keys.input.send: expected a non-empty string or false, got ''"),
         ({"keys": {"queue": {"drop": "x"}}}, "keys.queue.drop: unknown option"),
         ("x", "options must be a table"),
@@ -180,3 +180,20 @@ def test_permission_keys_by_kind_turned_off_are_none() -> None:
     assert keys.by_kind() == {
         "allow_once": "a", "allow_always": None, "reject_once": "r", "reject_always": "R"
     }  # fmt: skip
+
+
+def test_a_built_in_agent_entry_without_cmd_tunes_it() -> None:
+    """`agents = { codex = { editor_mcp = false } }` (the help's example) was
+    "agents.codex.cmd: required": an entry replaced the built-in whole."""
+    config = load_config(
+        {"agents": {"codex": {"editor_mcp": False}, "demo": {"mode": "code", "env": {"X": "1"}}}}
+    )
+    agents = config.all_agents()
+    assert (agents["codex"].cmd, agents["codex"].editor_mcp) == (["codex-acp"], False)
+    demo = builtin_agents()["demo"]
+    assert (agents["demo"].cmd, agents["demo"].mode) == (demo.cmd, "code")
+    assert agents["demo"].env == {**demo.env, "X": "1"}  # variables added to the built-in's
+    # With `cmd` an entry replaces the built-in; an agent of another name needs one.
+    assert load_config({"agents": {"codex": {"cmd": ["mine"]}}}).all_agents()["codex"].cmd == ["mine"]
+    with pytest.raises(ConfigError, match=r"agents\.mine\.cmd: required"):
+        load_config({"agents": {"mine": {"mode": "x"}}})
