@@ -219,6 +219,15 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
     assert editor.lua("return _G.acp_notices[1].msg") == "acp: history: no stored chat 999999"
 
 
+def test_commands_that_act_on_the_chat_say_so_when_none_is_open(editor: Editor) -> None:
+    """:AcpClose said nothing at all, as if it had closed something."""
+    editor.setup()
+    for command in ("AcpClose", "AcpCancel", "AcpRestart"):
+        editor.lua("_G.acp_notices = {}; pcall(vim.cmd, ...)", command)
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert notices == ["acp: no chat is open (:AcpChat)"], command
+
+
 def refusals(editor: Editor, asks: list[str]) -> dict[str, list[str]]:
     """What each command or Lua call in ``asks`` told the user (Python answers later:
     waited for)."""
