@@ -275,10 +275,7 @@ end
 --- chat's worktree is removed with it; while hunks wait in it, you are asked first
 --- (|acp-worktree|).
 function M.close()
-  local chat = registry.get()
-  if chat then
-    chat_module().close(chat, true)
-  end
+  chat_module().close(require_chat(), true)
 end
 
 --- Pick an answer for the pending permission request (the one at the cursor, else

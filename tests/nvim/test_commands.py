@@ -217,7 +217,6 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
     assert editor.lua("return _G.acp_notices[1].msg") == "acp: history: no stored chat 999999"
 
 
-
 def test_an_option_a_lua_function_does_not_take_is_an_error(editor: Editor) -> None:
     """`open({agnet = "claude"})` opened the default agent's chat, `send("x", {nwo =
     true})` queued the text behind the running turn, `history({qeury = ...})` listed
@@ -245,6 +244,15 @@ def test_an_option_a_lua_function_does_not_take_is_an_error(editor: Editor) -> N
         assert raised == said, call
     assert len(editor.lua("return require('acp').chats()")) == 1
     assert editor.events("AcpTurnStart") == []
+
+
+def test_commands_that_act_on_the_chat_say_so_when_none_is_open(editor: Editor) -> None:
+    """:AcpClose said nothing at all, as if it had closed something."""
+    editor.setup()
+    for command in ("AcpClose", "AcpCancel", "AcpRestart"):
+        editor.lua("_G.acp_notices = {}; pcall(vim.cmd, ...)", command)
+        notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+        assert notices == ["acp: no chat is open (:AcpChat)"], command
 
 
 def refusals(editor: Editor, asks: list[str]) -> dict[str, list[str]]:

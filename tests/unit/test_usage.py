@@ -11,6 +11,7 @@ import pytest
 from acp_nvim.client.editor import Spent
 from acp_nvim.client.history._blocks import turn_report
 from acp_nvim.client.history._store import StoredBlock
+from acp_nvim.client.session import view
 from acp_nvim.client.session.usage import Usage
 
 
@@ -121,3 +122,12 @@ def test_a_reopened_chat_goes_on_from_its_stored_report_and_sum() -> None:
 def test_a_stored_report_that_does_not_read_is_none(usage: object) -> None:
     assert turn_report(turn_end(usage)) is None
     assert turn_report(turn_end(usage)[:1]) is None  # no turn end
+
+
+@pytest.mark.parametrize(
+    ("amount", "said"),
+    [(0.0, "0.00"), (0.5, "0.50"), (12.345, "12.35"), (0.01, "0.01"), (0.003, "0.003"),
+     (0.0031, "0.0031"), (0.00314, "0.0031"), (0.00001, "0.00001"), (-0.003, "-0.003")],
+)  # fmt: skip
+def test_a_cost_under_a_cent_is_not_said_as_nothing(amount: float, said: str) -> None:
+    assert view.money(amount) == said

@@ -416,7 +416,7 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
         line += f" · context {usage.get('used', 0)}/{usage['size']} tokens"
     cost = usage.get("cost")
     if isinstance(cost, dict) and "amount" in cost:
-        line += f" · cost {cost['amount']:.2f} {cost.get('currency', '')}".rstrip()
+        line += f" · cost {view.money(cost['amount'])} {cost.get('currency', '')}".rstrip()
     line += "*"
     if not data.get("review"):
         return line

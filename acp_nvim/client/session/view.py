@@ -38,6 +38,7 @@ __all__ = [
     "uncut_op",
 ]
 
+import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
@@ -567,9 +568,18 @@ def spent_text(spent: Spent) -> str:
     text = f"{_tokens(spent['tokens'])} tokens"
     cost = spent.get("cost")
     if cost is not None:
-        amount, currency = cost["amount"], cost["currency"]
-        text += f" · ${amount:.2f}" if currency == "USD" else f" · {amount:.2f} {currency}"
+        amount, currency = money(cost["amount"]), cost["currency"]
+        text += f" · ${amount}" if currency == "USD" else f" · {amount} {currency}"
     return text
+
+
+def money(amount: float) -> str:
+    """``amount`` to the cent, and one under a cent to two significant digits: a turn
+    of a cheap model cost "$0.0031", not "$0.00" (winbar.lua's ``money`` says it alike)."""
+    if abs(amount) >= 0.01 or abs(amount) < 1e-6:
+        return f"{amount:.2f}"
+    digits = 1 - math.floor(math.log10(abs(amount)))
+    return f"{amount:.{digits}f}".rstrip("0")
 
 
 def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:

@@ -20,6 +20,18 @@ local function tokens(n)
   return n >= 1000 and ("%dk"):format(math.floor(n / 1000 + 0.5)) or tostring(n)
 end
 
+--- `amount` to the cent, and one under a cent to two significant digits: a cheap
+--- model's session cost "0.0031", not "0.00" (Python's view.money says it alike).
+---@param amount number
+---@return string
+local function money(amount)
+  if math.abs(amount) >= 0.01 or math.abs(amount) < 1e-6 then
+    return ("%.2f"):format(amount)
+  end
+  local digits = 1 - math.floor(math.log10(math.abs(amount)))
+  return (("%." .. digits .. "f"):format(amount):gsub("0+$", ""))
+end
+
 --- "ctx 12k/200k 6% $0.04" from a usage_update (nil without one).
 ---@param usage? {used: integer, size: integer, cost?: {amount: number, currency: string}}
 ---@return string?
@@ -31,7 +43,7 @@ function M.usage_text(usage)
   local cost = usage.cost
   if type(cost) == "table" and cost.amount then
     local sign = cost.currency == "USD" and "$" or ""
-    text = text .. (" %s%.2f%s"):format(sign, cost.amount, sign == "" and (" " .. cost.currency) or "")
+    text = text .. (" %s%s%s"):format(sign, money(cost.amount), sign == "" and (" " .. cost.currency) or "")
   end
   return text
 end
