@@ -28,7 +28,6 @@ from acp_nvim.client.session.model import (
     Prompt,
     Session,
     ToolCall,
-    wire_id,
 )
 from acp_nvim.client.session.view import message_block
 
@@ -160,7 +159,7 @@ class Branches:
         for kind, key in reversed(items[path[number - 1].start : end]):
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "agent":
-                return wire_id(key)
+                return session.wire_id(key)
         return None
 
     def restore(self, branches: list[Branch], shown: int, marks: dict[str, str]) -> None:
