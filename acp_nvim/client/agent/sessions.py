@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_LIST_PAGES",
     "EarlyUpdates",
+    "MessageForks",
     "NotOffered",
     "Page",
     "Services",
@@ -27,9 +28,9 @@ __all__ = [
     "every_page",
     "extension",
     "fork_point",
-    "forks_at_messages",
     "login_method",
     "mcp_server",
+    "message_forks",
     "prompt_blocks",
     "seed_blocks",
     "select_choices",
@@ -45,7 +46,7 @@ import itertools
 import operator
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import msgspec
 from msgspec import UnsetType
@@ -68,6 +69,10 @@ from acp_nvim.protocol.unknown import Unknown, struct_type
 if TYPE_CHECKING:
     from acp_nvim.protocol import schema_v1 as v1
     from acp_nvim.protocol import schema_v2 as v2
+
+
+# Whether a fork at a message keeps the message named (see message_forks).
+MessageForks = Literal["inclusive", "exclusive"]
 
 
 class NotOffered(Exception):
@@ -134,9 +139,10 @@ class Sessions(Protocol):
         """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
 
     @property
-    def can_fork_at_message(self) -> bool:
-        """Whether its forks take a message to fork at (the ``jetbrains.air.fork``
-        extension, version 1, advertised in the agent capabilities' ``_meta``)."""
+    def message_forks(self) -> MessageForks | None:
+        """Whether its forks take a message to fork at, and keep it or not (the
+        ``jetbrains.air.fork`` extension, version 1, advertised in the agent
+        capabilities' ``_meta``); None where they do not."""
 
     @property
     def can_steer(self) -> bool:
@@ -155,8 +161,9 @@ class Sessions(Protocol):
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         """Create a session for ``chat`` that continues session ``session_id``
         (registered in ``chats``, its settings from the answer); returns its id.
-        ``at_message``: the agent's id of the message the fork ends with (inclusive);
-        None forks the whole session.
+        ``at_message``: the agent's id of the message the fork ends at (kept where
+        the forks are ``inclusive``, see :attr:`message_forks`); None forks the whole
+        session.
 
         Raises:
             NotOffered: the agent does not advertise ``session/fork``, or a fork at
@@ -354,11 +361,16 @@ def extension(meta: Mapping[str, Any] | None, *path: str) -> Any:
     return value
 
 
-def forks_at_messages(capabilities_meta: Mapping[str, Any] | None) -> bool:
-    """Whether the agent capabilities' ``_meta`` advertise forks at a message
-    (``jetbrains.air.fork``, version 1: claude-agent-acp, codex-acp)."""
-    version = extension(capabilities_meta, "jetbrains", "air", "fork", "version")
-    return isinstance(version, int) and version == 1
+def message_forks(capabilities_meta: Mapping[str, Any] | None) -> MessageForks | None:
+    """How the agent capabilities' ``_meta`` advertise forks at a message
+    (``jetbrains.air.fork``, version 1: claude-agent-acp, codex-acp): ``inclusive``
+    keeps the message named (what those adapters advertise), ``exclusive`` (an
+    advertised ``inclusive: false``) drops it with what follows; None: not at all."""
+    advertised = extension(capabilities_meta, "jetbrains", "air", "fork")
+    version = extension(advertised, "version")
+    if not isinstance(version, int) or version != 1:
+        return None
+    return "exclusive" if extension(advertised, "inclusive") is False else "inclusive"
 
 
 def fork_point(message_id: str) -> dict[str, Any]:
