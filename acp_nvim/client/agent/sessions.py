@@ -204,7 +204,8 @@ class Sessions(Protocol):
         """Ask the agent to stop the turn; it ends with ``cancelled``."""
 
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
-        """The agent's sessions (all pages), as ``session_id, cwd, title, updated_at``."""
+        """The agent's sessions (all pages), as ``session_id, cwd, roots, title,
+        updated_at``."""
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history."""
@@ -420,10 +421,12 @@ def untold_roots(chat: Chat) -> None:
 
 
 def session_info(info: Any) -> dict[str, Any]:
-    """One ``session/list`` entry (v1 and v2 name these fields alike) as plain data."""
+    """One ``session/list`` entry (v1 and v2 name these fields alike) as plain data;
+    ``roots``: its ``additionalDirectories``, which a resume must name again."""
     return {
         "session_id": info.session_id,
         "cwd": info.cwd,
+        "roots": list(info.additional_directories or []),
         "title": info.title,
         "updated_at": info.updated_at,
     }
