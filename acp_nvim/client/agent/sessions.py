@@ -28,6 +28,7 @@ __all__ = [
     "every_page",
     "extension",
     "fork_point",
+    "is_seed",
     "login_method",
     "mcp_server",
     "message_forks",
@@ -511,6 +512,19 @@ def seed_blocks(
     return [schema.ContentBlockText(text=text)]
 
 
+def is_seed(block: Any) -> bool:
+    """Whether ``block`` is (part of) the conversation a seeded prompt carries
+    (:func:`seed_blocks`): an agent that echoes that prompt as it went into its
+    history (v2's acknowledgment, a v1 echo or replay) echoes the seed too, which
+    is none of the user's words; the transcript says the agent was given it."""
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text.startswith(_SEED_INTRO)
+    resource = getattr(block, "resource", None)
+    uri = resource.get("uri") if isinstance(resource, Unknown) else getattr(resource, "uri", None)
+    return uri == SEED_URI
+
+
 def content_block(
     attachment: Attachment, form: PromptForm, schema: Schema
 ) -> v1.ContentBlock | v2.ContentBlock | None:
@@ -693,6 +707,8 @@ class StreamedChunks:
         if role is None:
             return None
         content = update.content
+        if role == "user" and is_seed(content):
+            return role, update.message_id, ""
         text = content.text if type(content) is self._text_block else self._content_text(content)
         return role, update.message_id, text
 
@@ -701,7 +717,7 @@ class StreamedChunks:
         # type of a role, one message id, text blocks alone.
         kinds = set(map(type, updates))
         role = self._roles.get(kinds.pop()) if len(kinds) == 1 else None
-        if role is None:
+        if role is None or role == "user":  # rare, and each may be a seed's (is_seed)
             return None
         message_ids = set(map(_MESSAGE_ID, updates))
         contents = list(map(_CONTENT, updates))

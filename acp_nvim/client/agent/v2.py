@@ -46,6 +46,7 @@ from acp_nvim.client.agent.sessions import (
     elicit,
     every_page,
     fork_point,
+    is_seed,
     login_method,
     mcp_server,
     message_forks,
@@ -129,7 +130,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     if role is not None:
         # Omitted content: only _meta changed. null or [] clears, a list replaces.
         if not isinstance(update.content, UnsetType):
-            text = "".join(content_text(block) for block in update.content or [])
+            said = [b for b in update.content or [] if role != "user" or not is_seed(b)]
+            text = "".join(content_text(block) for block in said)
             chat.on_message(MessagePatch(update.message_id, role, text, replace=True))
         return
     match update:

@@ -40,7 +40,8 @@ class Rewind:
     ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
     every fork with an error, ``exclusive`` advertises forks at a message that drop
-    the message named (``inclusive: false``).
+    the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
+    block, as v2 agents acknowledge it, and v1 ones may).
     """
 
     def __init__(
@@ -151,7 +152,11 @@ class Rewind:
             self.store.write_text(json.dumps(self.turns))
         text = params["prompt"][-1]["text"]
         stop = "end_turn"
-        if self.version == 2:
+        if "echo" in self.flags:  # the prompt as it went into the history, every block
+            for block in params["prompt"]:
+                await self.update(session, {"sessionUpdate": "user_message_chunk", "content": block,
+                                            "messageId": f"{session}-u{self.turns[session]}"})  # fmt: skip
+        elif self.version == 2:
             await self.say(session, text, "user_message_chunk")
         if text.startswith("write "):
             _, name, content = text.split(" ", 2)
@@ -267,5 +272,6 @@ class Rewind:
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
-                 "rewind+resume+store", "rewind+nofork", "rewind+exclusive")
+                 "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
+                 "rewind+plain+echo", "rewind+plain+embed+echo")
 )
