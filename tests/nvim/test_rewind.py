@@ -330,6 +330,50 @@ def test_without_forks_at_a_message_a_new_session_gets_the_conversation(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("embed", [False, True])
+def test_an_agent_echoing_a_seeded_prompt_shows_only_what_was_typed(
+    editor: Editor, version: int, embed: bool
+) -> None:
+    """An agent echoes a prompt as it went into its history (v2 acknowledges every
+    prompt so; a v1 agent may): the first prompt of a seeded session carries the
+    conversation before the user's words, and the echo put all of it into the
+    user's message (the transcript, the history, the next seed)."""
+    start(editor, "rewind+plain" + ("+embed" if embed else "") + "+echo", version)
+    three_turns(editor)
+    editor.nvim.command("AcpRewind 2")
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    turn(editor, "write a.txt again", 4)
+    text = editor.transcript_text()
+    assert "## You\nwrite a.txt again\n" in text
+    assert "began earlier" not in text and "conversation.md" not in text
+    assert text.count("write a.txt one") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_agent_whose_forks_drop_the_message_named_is_forked_at_the_next_prompt(
+    editor: Editor, version: int
+) -> None:
+    """An agent advertising forks at a message with ``inclusive: false`` drops the
+    message named: forked at turn 1's answer, its fork lost that answer though the
+    transcript shows it. It is forked at turn 2's prompt (v2: the agent's id of it),
+    else (v1 prompts have no id of the agent's) the conversation is told anew."""
+    wire = start(editor, "rewind+exclusive", version)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    forks = calls(wire, "session/fork")
+    if version == 2:
+        [fork] = forks
+        assert fork["_meta"]["jetbrains"]["air"]["fork"]["messageId"] == "s1-u2"
+    else:
+        assert forks == []
+    turn(editor, "write b.txt new", 4)
+    prompt = calls(wire, "session/prompt")[-1]["prompt"]
+    told = "Continued in a new session" in editor.transcript_text()
+    assert (told, len(prompt) > 1) == (version == 1, version == 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_rewind_to_the_first_turn_begins_afresh_and_out_of_range_is_an_error(
     editor: Editor, version: int
 ) -> None:

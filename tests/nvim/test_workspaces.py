@@ -209,6 +209,37 @@ def test_acproot_adds_a_root_at_once_and_the_next_resume_tells_the_agent(
     editor.wait("vim.deep_equal(require('acp').status().roots, {})")
 
 
+@VERSIONS
+def test_a_session_resumed_from_the_list_goes_on_with_the_roots_it_had(
+    editor: Editor, version: int
+) -> None:
+    """The agent lists each session with its roots (``additionalDirectories``), and a
+    resume that does not name them again takes them away. Picked in :AcpSessions
+    from a chat without roots, the session was resumed without its roots; one that
+    is no directory any more is left out (it would refuse the chat)."""
+    docs, gone = editor.tmp / "docs", editor.tmp / "gone"
+    docs.mkdir()
+    gone.mkdir()
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", protocol_version=version
+    )
+    editor.lua("require('acp.chat').open({ agent = 'ws', roots = { ... } })", str(docs), str(gone))
+    first = editor.wait_event("AcpSessionReady")["chat"]
+    assert send(editor, first, "where")["roots"] == [str(docs), str(gone)]
+    editor.nvim.command("AcpChat!")  # the agent goes on for it
+    second = editor.wait_event("AcpSessionReady", count=2)["chat"]
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...])", first)
+    editor.wait(f"require('acp.chat.registry').chats[{first}] == nil", what="the chat closed")
+    gone.rmdir()
+    editor.lua(STUB_SELECT, 1)
+    editor.lua("require('acp').sessions()")
+    resumed = editor.wait_event("AcpSessionReady", count=3)
+    assert resumed["session_id"] == "ws-1" and resumed["chat"] not in (first, second)
+    project = str(editor.tmp / "project")
+    assert send(editor, resumed["chat"], "where") == {"cwd": project, "roots": [str(docs)]}
+    assert editor.lua("return require('acp').status().roots") == [str(docs)]
+
+
 def test_an_agent_that_takes_no_roots_is_told_nothing_but_the_chat_says_so_once(
     editor: Editor,
 ) -> None:

@@ -126,6 +126,25 @@ async def test_a_turn_with_no_agent_message_id_has_no_fork_point() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_steered_turns_fork_point_is_the_agents_message_it_parted(version: int) -> None:
+    """A message steered in parts the agent's message it came into: the rest, shown
+    below the user's, is still the agent's message of that id (the fork keeps it
+    all). A rewind to the next turn forked nowhere: it went on in a new session told
+    the conversation, though the agent forks at messages."""
+    chat = Chat(1, "fake", RecordingEditor())
+    chat.ready("s1", version, None)
+    await chat.start_turn("hold")
+    said(chat, "agent", "holding\n", "m1")
+    chat.on_steered("turn left")
+    said(chat, "agent", "steered", "m1")
+    chat.end_turn("end_turn")
+    texts = [chat.session.messages[key].text for _, key in chat.session.items]
+    assert texts[-3:] == ["holding\n", "turn left", "steered"]  # parted: shown below
+    assert chat.branches.last_reply(chat.session, 1) == "m1"
+
+
+@pytest.mark.anyio
 async def test_a_turns_usage_is_the_difference_of_the_reports_around_it() -> None:
     editor = RecordingEditor()
     chat = Chat(1, "fake", editor)

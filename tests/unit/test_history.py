@@ -494,6 +494,23 @@ def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None
     assert lines[closed + 1 :] == ["", "## Agent", "", "done", ""]
 
 
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: int) -> None:
+    """Its diff's file is named from the chat's directory, as the transcript names
+    it; its locations came out in full (`- at /p/src/a.py:3`) beside it."""
+    change: dict[str, Any] = (
+        {"type": "diff", "path": "/p/src/a.py", "old": "x\n", "new": "y\n"}
+        if version == 1
+        else {"type": "changes", "changes": [["modify", "/p/src/a.py", None, "text"]]}
+    )
+    data = {"kind": "edit", "status": "completed", "content": [change],
+            "locations": [["/p/src/a.py", 3], ["/elsewhere/b.py", None]]}  # fmt: skip
+    blocks = [StoredBlock(0, "t1", 1, "tool", "Edit a.py", json.dumps(data))]
+    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
+    assert "src/a.py" in text and "/p/src/a.py" not in text
+    assert "- at src/a.py:3\n- at /elsewhere/b.py\n" in text
+
 @pytest.mark.parametrize("rewound", [False, True])
 def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound: bool) -> None:
     """A reopened chat, a hand-over and a fork (drawn from the record) showed the

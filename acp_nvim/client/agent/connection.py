@@ -22,7 +22,13 @@ from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.ending import Ending
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
-from acp_nvim.client.agent.sessions import NotOffered, Services, Sessions, SessionTaken
+from acp_nvim.client.agent.sessions import (
+    MessageForks,
+    NotOffered,
+    Services,
+    Sessions,
+    SessionTaken,
+)
 from acp_nvim.client.agent.turns import Abandoned, Turns, Withdrawn
 from acp_nvim.client.config import AgentConfig, agent_cwd
 from acp_nvim.client.errors import AgentFailed, Refused
@@ -252,9 +258,9 @@ class AgentConnection:
         return self.sessions is not None and self.sessions.takes_roots
 
     @property
-    def can_fork_at_message(self) -> bool:
-        """Whether its forks can end at a message (``Sessions.can_fork_at_message``)."""
-        return self.sessions is not None and self.sessions.can_fork_at_message
+    def message_forks(self) -> MessageForks | None:
+        """Whether its forks can end at a message, and how (``Sessions.message_forks``)."""
+        return self.sessions.message_forks if self.sessions is not None else None
 
     @property
     def can_steer(self) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_LIST_PAGES",
     "EarlyUpdates",
+    "MessageForks",
     "NotOffered",
     "Page",
     "Services",
@@ -27,9 +28,10 @@ __all__ = [
     "every_page",
     "extension",
     "fork_point",
-    "forks_at_messages",
+    "is_seed",
     "login_method",
     "mcp_server",
+    "message_forks",
     "prompt_blocks",
     "seed_blocks",
     "select_choices",
@@ -45,7 +47,7 @@ import itertools
 import operator
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import msgspec
 from msgspec import UnsetType
@@ -68,6 +70,10 @@ from acp_nvim.protocol.unknown import Unknown, struct_type
 if TYPE_CHECKING:
     from acp_nvim.protocol import schema_v1 as v1
     from acp_nvim.protocol import schema_v2 as v2
+
+
+# Whether a fork at a message keeps the message named (see message_forks).
+MessageForks = Literal["inclusive", "exclusive"]
 
 
 class NotOffered(Exception):
@@ -134,9 +140,10 @@ class Sessions(Protocol):
         """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
 
     @property
-    def can_fork_at_message(self) -> bool:
-        """Whether its forks take a message to fork at (the ``jetbrains.air.fork``
-        extension, version 1, advertised in the agent capabilities' ``_meta``)."""
+    def message_forks(self) -> MessageForks | None:
+        """Whether its forks take a message to fork at, and keep it or not (the
+        ``jetbrains.air.fork`` extension, version 1, advertised in the agent
+        capabilities' ``_meta``); None where they do not."""
 
     @property
     def can_steer(self) -> bool:
@@ -155,8 +162,9 @@ class Sessions(Protocol):
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         """Create a session for ``chat`` that continues session ``session_id``
         (registered in ``chats``, its settings from the answer); returns its id.
-        ``at_message``: the agent's id of the message the fork ends with (inclusive);
-        None forks the whole session.
+        ``at_message``: the agent's id of the message the fork ends at (kept where
+        the forks are ``inclusive``, see :attr:`message_forks`); None forks the whole
+        session.
 
         Raises:
             NotOffered: the agent does not advertise ``session/fork``, or a fork at
@@ -197,7 +205,8 @@ class Sessions(Protocol):
         """Ask the agent to stop the turn; it ends with ``cancelled``."""
 
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
-        """The agent's sessions (all pages), as ``session_id, cwd, title, updated_at``."""
+        """The agent's sessions (all pages), as ``session_id, cwd, roots, title,
+        updated_at``."""
 
     async def resume(self, chat: Chat, session_id: str, *, replay: bool) -> None:
         """Attach ``chat`` to an existing session; ``replay`` shows its history."""
@@ -354,11 +363,16 @@ def extension(meta: Mapping[str, Any] | None, *path: str) -> Any:
     return value
 
 
-def forks_at_messages(capabilities_meta: Mapping[str, Any] | None) -> bool:
-    """Whether the agent capabilities' ``_meta`` advertise forks at a message
-    (``jetbrains.air.fork``, version 1: claude-agent-acp, codex-acp)."""
-    version = extension(capabilities_meta, "jetbrains", "air", "fork", "version")
-    return isinstance(version, int) and version == 1
+def message_forks(capabilities_meta: Mapping[str, Any] | None) -> MessageForks | None:
+    """How the agent capabilities' ``_meta`` advertise forks at a message
+    (``jetbrains.air.fork``, version 1: claude-agent-acp, codex-acp): ``inclusive``
+    keeps the message named (what those adapters advertise), ``exclusive`` (an
+    advertised ``inclusive: false``) drops it with what follows; None: not at all."""
+    advertised = extension(capabilities_meta, "jetbrains", "air", "fork")
+    version = extension(advertised, "version")
+    if not isinstance(version, int) or version != 1:
+        return None
+    return "exclusive" if extension(advertised, "inclusive") is False else "inclusive"
 
 
 def fork_point(message_id: str) -> dict[str, Any]:
@@ -408,10 +422,12 @@ def untold_roots(chat: Chat) -> None:
 
 
 def session_info(info: Any) -> dict[str, Any]:
-    """One ``session/list`` entry (v1 and v2 name these fields alike) as plain data."""
+    """One ``session/list`` entry (v1 and v2 name these fields alike) as plain data;
+    ``roots``: its ``additionalDirectories``, which a resume must name again."""
     return {
         "session_id": info.session_id,
         "cwd": info.cwd,
+        "roots": list(info.additional_directories or []),
         "title": info.title,
         "updated_at": info.updated_at,
     }
@@ -494,6 +510,19 @@ def seed_blocks(
         ]
     text = f"{_SEED_INTRO}\n\n<conversation>\n{conversation}\n</conversation>"
     return [schema.ContentBlockText(text=text)]
+
+
+def is_seed(block: Any) -> bool:
+    """Whether ``block`` is (part of) the conversation a seeded prompt carries
+    (:func:`seed_blocks`): an agent that echoes that prompt as it went into its
+    history (v2's acknowledgment, a v1 echo or replay) echoes the seed too, which
+    is none of the user's words; the transcript says the agent was given it."""
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text.startswith(_SEED_INTRO)
+    resource = getattr(block, "resource", None)
+    uri = resource.get("uri") if isinstance(resource, Unknown) else getattr(resource, "uri", None)
+    return uri == SEED_URI
 
 
 def content_block(
@@ -678,6 +707,8 @@ class StreamedChunks:
         if role is None:
             return None
         content = update.content
+        if role == "user" and is_seed(content):
+            return role, update.message_id, ""
         text = content.text if type(content) is self._text_block else self._content_text(content)
         return role, update.message_id, text
 
@@ -686,7 +717,7 @@ class StreamedChunks:
         # type of a role, one message id, text blocks alone.
         kinds = set(map(type, updates))
         role = self._roles.get(kinds.pop()) if len(kinds) == 1 else None
-        if role is None:
+        if role is None or role == "user":  # rare, and each may be a seed's (is_seed)
             return None
         message_ids = set(map(_MESSAGE_ID, updates))
         contents = list(map(_CONTENT, updates))

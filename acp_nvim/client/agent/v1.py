@@ -37,6 +37,7 @@ from acp_nvim import __version__
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
+    MessageForks,
     NotOffered,
     Page,
     Services,
@@ -47,9 +48,9 @@ from acp_nvim.client.agent.sessions import (
     every_page,
     extension,
     fork_point,
-    forks_at_messages,
     login_method,
     mcp_server,
+    message_forks,
     prompt_blocks,
     select_choices,
     serve_mcp_over_acp,
@@ -464,8 +465,8 @@ class SessionsV1:
         return self._capabilities.session_capabilities.fork is not None
 
     @property
-    def can_fork_at_message(self) -> bool:
-        return self.can_fork and forks_at_messages(self._capabilities.meta)
+    def message_forks(self) -> MessageForks | None:
+        return message_forks(self._capabilities.meta) if self.can_fork else None
 
     @property
     def can_steer(self) -> bool:
@@ -486,7 +487,7 @@ class SessionsV1:
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         if not self.can_fork:
             _not_offered("forking sessions")
-        if at_message is not None and not self.can_fork_at_message:
+        if at_message is not None and self.message_forks is None:
             _not_offered("forking at a message")
         params = v1.ForkSessionRequest(
             session_id=session_id,

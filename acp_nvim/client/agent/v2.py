@@ -36,6 +36,7 @@ from acp_nvim import __version__
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.sessions import (
     EarlyUpdates,
+    MessageForks,
     NotOffered,
     Page,
     Services,
@@ -45,9 +46,10 @@ from acp_nvim.client.agent.sessions import (
     elicit,
     every_page,
     fork_point,
-    forks_at_messages,
+    is_seed,
     login_method,
     mcp_server,
+    message_forks,
     prompt_blocks,
     select_choices,
     serve_mcp_over_acp,
@@ -128,7 +130,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     if role is not None:
         # Omitted content: only _meta changed. null or [] clears, a list replaces.
         if not isinstance(update.content, UnsetType):
-            text = "".join(content_text(block) for block in update.content or [])
+            said = [b for b in update.content or [] if role != "user" or not is_seed(b)]
+            text = "".join(content_text(block) for block in said)
             chat.on_message(MessagePatch(update.message_id, role, text, replace=True))
         return
     match update:
@@ -394,8 +397,8 @@ class SessionsV2:
         return session is not None and session.fork is not None
 
     @property
-    def can_fork_at_message(self) -> bool:
-        return self.can_fork and forks_at_messages(self.init.capabilities.meta)
+    def message_forks(self) -> MessageForks | None:
+        return message_forks(self.init.capabilities.meta) if self.can_fork else None
 
     @property
     def can_steer(self) -> bool:
@@ -417,7 +420,7 @@ class SessionsV2:
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> str:
         if not self.can_fork:
             raise NotOffered("forking sessions is not offered by this agent")
-        if at_message is not None and not self.can_fork_at_message:
+        if at_message is not None and self.message_forks is None:
             raise NotOffered("forking at a message is not offered by this agent")
         params = v2.ForkSessionRequest(
             session_id=session_id,

@@ -144,8 +144,11 @@ class Conversations:
         # Forked only where the process holds turn ``turn`` - 1's session as it ran:
         # a restarted agent may give its own sessions the same ids (decision 0078).
         source = path[turn - 2] if turn >= 2 and _held(connection, path[turn - 2]) else None
-        forks_at = source is not None and connection.can_fork_at_message
-        point = chat.branches.last_reply(chat.session, turn - 1) if forks_at else None
+        forks = connection.message_forks if source is not None else None
+        point = None
+        if forks is not None:  # the message a fork names to keep turn ``turn`` - 1 whole
+            inclusive = forks == "inclusive"
+            point = chat.branches.fork_point(chat.session, turn - 1, inclusive=inclusive)
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else []
         unrecorded = chat.branches.unrecorded(turn)

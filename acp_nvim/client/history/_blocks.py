@@ -397,7 +397,8 @@ def _tool_markdown(
         elif part.text.strip():
             lines += ["", part.text]
     for location in call.locations:
-        lines.append(f"- at {location.path}" + (f":{location.line}" if location.line else ""))
+        where = shown_path(location.path, cwd)
+        lines.append(f"- at {where}" + (f":{location.line}" if location.line else ""))
     if call.permission is not None:
         lines.append(f"- permission: {call.permission.outcome}")
     return lines

@@ -28,7 +28,6 @@ from acp_nvim.client.session.model import (
     Prompt,
     Session,
     ToolCall,
-    wire_id,
 )
 from acp_nvim.client.session.view import message_block
 
@@ -151,6 +150,24 @@ class Branches:
         """The shown turns' prompts, a first line each (status field ``turns``)."""
         return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.path]
 
+    def fork_point(self, session: Session, number: int, *, inclusive: bool) -> str | None:
+        """The agent's id of the message that a fork of turn ``number``'s session (in
+        ``session``) names to keep turns 1 to ``number`` of the shown branch and no
+        more: where the fork keeps the message named (``inclusive``), that turn's last
+        agent message (:meth:`last_reply`); else the message after it, the next turn's
+        prompt as the agent acknowledged it, where that turn ran in the same session
+        of the same process.
+        None where there is no such message."""
+        if inclusive:
+            return self.last_reply(session, number)
+        path = self.path
+        if number >= len(path):
+            return None
+        this, after = path[number - 1], path[number]
+        if (after.session_id, after.agent) != (this.session_id, this.agent):
+            return None
+        return session.wire_id(after.message)
+
     def last_reply(self, session: Session, number: int) -> str | None:
         """The agent's id of the last agent message of turn ``number`` (1-based) of the
         shown branch, in ``session``: where a fork at a message keeps it. None when the
@@ -160,7 +177,7 @@ class Branches:
         for kind, key in reversed(items[path[number - 1].start : end]):
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "agent":
-                return wire_id(key)
+                return session.wire_id(key)
         return None
 
     def restore(self, branches: list[Branch], shown: int, marks: dict[str, str]) -> None:

@@ -464,6 +464,17 @@ class Session(msgspec.Struct):
             return wire
         return agent_id(wire, self.scope)
 
+    def wire_id(self, key: str) -> str | None:
+        """The agent's id of the message keyed ``key``: its own, or, for the rest of
+        one a steer parted (``_part``: a key of the client's, so that it is shown
+        below the user's message), the id the agent streamed it under; None for a
+        message the agent gave no id."""
+        own = wire_id(key)
+        if own is not None:
+            return own
+        streamed = (wire_id(alias) for alias, target in self.aliases.items() if target == key)
+        return next((found for found in streamed if found is not None), None)
+
     def new_id(self, prefix: str) -> str:
         """A local id for items the wire does not name (v1 messages, turn marks):
         ``#`` and ``prefix``, which no :func:`agent_id` key is."""

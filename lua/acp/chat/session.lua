@@ -223,7 +223,12 @@ local function pick(chat, data)
     end,
   }, function(s)
     if s then
-      M.resume(data.agent, s.session_id, registry.cwd(chat))
+      -- With the roots the agent lists it with: a resume that does not name them
+      -- again takes them away (one that is no directory any more would refuse it).
+      local roots = vim.tbl_filter(function(root)
+        return vim.fn.isdirectory(root) == 1
+      end, s.roots ~= vim.NIL and s.roots or {})
+      M.resume(data.agent, s.session_id, registry.cwd(chat), roots)
     end
   end)
 end
@@ -267,14 +272,16 @@ end
 
 --- Show the chat on session `session_id` of `agent`; none: open a new chat on
 --- it, its history replayed, in directory `cwd` (the chat's the sessions were
---- listed for).
-function M.resume(agent, session_id, cwd)
+--- listed for) with the workspace `roots` (those the agent listed it with).
+---@param roots string[]?
+function M.resume(agent, session_id, cwd, roots)
   local open = M.chat_of(agent, session_id)
   if open then
     chats.switch(open)
     return open
   end
-  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd })
+  roots = roots and #roots > 0 and roots or nil
+  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd, roots = roots })
 end
 
 function M.delete(chat, session_id)

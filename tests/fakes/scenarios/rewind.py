@@ -39,7 +39,9 @@ class Rewind:
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
     ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
-    every fork with an error.
+    every fork with an error, ``exclusive`` advertises forks at a message that drop
+    the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
+    block, as v2 agents acknowledge it, and v1 ones may).
     """
 
     def __init__(
@@ -79,7 +81,8 @@ class Rewind:
     async def initialize(self, params: Params) -> Params:
         self.version = 2 if params.get("protocolVersion") == 2 else 1
         self.client = params.get("capabilities" if self.version == 2 else "clientCapabilities", {})
-        meta = {} if "plain" in self.flags else {"jetbrains": {"air": {"fork": {"version": 1, "inclusive": True}}}}
+        inclusive = "exclusive" not in self.flags
+        meta = {} if "plain" in self.flags else {"jetbrains": {"air": {"fork": {"version": 1, "inclusive": inclusive}}}}
         prompt: Params = {"embeddedContext": True} if "embed" in self.flags else {}
         result: Params = {"_meta": {"steering": {"supported": True}}} if "steer" in self.flags else {}
         sessions: Params = {"fork": {}, **({"resume": {}} if "resume" in self.flags else {})}
@@ -120,8 +123,10 @@ class Rewind:
         session = self.open(params["cwd"])
         self.turns[session] = self.turns.get(params["sessionId"], 0)
         point = params.get("_meta", {}).get("jetbrains", {}).get("air", {}).get("fork")
-        if point is not None and "plain" not in self.flags:  # kept up to message ``sN-mK``
-            self.turns[session] = int(point["messageId"].rsplit("-m", 1)[1])
+        if point is not None and "plain" not in self.flags:  # up to message ``sN-mK`` / ``sN-uK``
+            # Turns 1 to K kept; "exclusive" drops the message named too (K - 1 whole ones).
+            kept = int(point["messageId"].rsplit("-", 1)[1][1:])
+            self.turns[session] = kept - ("exclusive" in self.flags)
         return {"sessionId": session}
 
     async def update(self, session: str, update: Params) -> None:
@@ -147,7 +152,11 @@ class Rewind:
             self.store.write_text(json.dumps(self.turns))
         text = params["prompt"][-1]["text"]
         stop = "end_turn"
-        if self.version == 2:
+        if "echo" in self.flags:  # the prompt as it went into the history, every block
+            for block in params["prompt"]:
+                await self.update(session, {"sessionUpdate": "user_message_chunk", "content": block,
+                                            "messageId": f"{session}-u{self.turns[session]}"})  # fmt: skip
+        elif self.version == 2:
             await self.say(session, text, "user_message_chunk")
         if text.startswith("write "):
             _, name, content = text.split(" ", 2)
@@ -263,5 +272,6 @@ class Rewind:
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
-                 "rewind+resume+store", "rewind+nofork")
+                 "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
+                 "rewind+plain+echo", "rewind+plain+embed+echo")
 )

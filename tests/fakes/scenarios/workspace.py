@@ -21,8 +21,8 @@ and v2 when the client offers it. ``workspace`` advertises
   the session's cwd; v2 the editor MCP server's ``read_buffer``, PATH as given) and
   says ``RESULT`` with the answer.
 
-session/list lists the sessions of the ``cwd`` asked for; a session/fork is a new
-session (``ws-N``) in the ``cwd`` it is given.
+session/list lists the sessions of the ``cwd`` asked for, closed ones too (with their
+roots); a session/fork is a new session (``ws-N``) in the ``cwd`` it is given.
 """
 
 from __future__ import annotations
@@ -108,14 +108,15 @@ class Workspace:
     async def list_sessions(self, params: Params) -> Params:
         self.calls.append(["list", params])
         listed = [
-            {"sessionId": sid, "cwd": session["cwd"]}
+            {"sessionId": sid, "cwd": session["cwd"], "additionalDirectories": session["roots"] or []}
             for sid, session in self.sessions.items()
             if session["cwd"] == params.get("cwd")
         ]
         return {"sessions": listed}
 
     async def close(self, params: Params) -> Params:
-        self.sessions.pop(params["sessionId"], None)
+        # Closed, not gone: listed still, and resumed as it was.
+        self.calls.append(["close", params])
         return {}
 
     async def update(self, session_id: str, update: Params) -> None:
