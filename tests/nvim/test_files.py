@@ -306,6 +306,40 @@ def test_a_buffer_the_agent_empties_leaves_an_empty_file(editor: Editor, tmp_pat
     assert full.read_bytes() == b"one\n"
 
 
+# (file before, agent's text, file after): a buffer :writes its last line ended
+# ('eol'/'fixeol', as the file's final newline stays the file's).
+_EMPTY_LINE_WRITES = [
+    (b"one\n", "\n", b"\n"),  # one empty line: not the empty file
+    (b"", "\n", b"\n"),
+    (b"\n", "", b""),
+    (b"one\n", "", b""),
+    (b"", "two", b"two\n"),
+]
+
+
+def test_a_buffer_the_agent_leaves_one_empty_line_writes_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    paths = [project / f"{n}.txt" for n in range(len(_EMPTY_LINE_WRITES))]
+    for path, (before, _, _) in zip(paths, _EMPTY_LINE_WRITES, strict=True):
+        path.write_bytes(before)
+    start(editor, paths[0])
+    for path in paths[1:]:
+        editor.nvim.command(f"edit {path}")
+    writes = [
+        {"write": {"path": str(path), "content": content}}
+        for path, (_, content, _) in zip(paths, _EMPTY_LINE_WRITES, strict=True)
+    ]
+    reads = [{"read": {"path": str(path)}} for path in paths]
+    results = run(editor, writes + reads)
+    assert [path.read_bytes() for path in paths] == [after for _, _, after in _EMPTY_LINE_WRITES]
+    # The agent reads back what the file holds.
+    assert results[len(paths) :] == [
+        {"content": after.decode()} for _, _, after in _EMPTY_LINE_WRITES
+    ]
+
+
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(
     editor: Editor, tmp_path: Path
 ) -> None:
