@@ -39,7 +39,7 @@ class Rewind:
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
     ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
-    every fork with an error.
+    every fork with an error, ``deaf`` records a cancel and never acts on it.
     """
 
     def __init__(
@@ -256,12 +256,12 @@ class Rewind:
         with open(os.environ["FAKE_CALLS"], "a") as f:
             f.write(json.dumps(["session/cancel", params]) + "\n")
         event = self.cancelled.get(params["sessionId"])
-        if event is not None:
+        if event is not None and "deaf" not in self.flags:
             event.set()
 
 
 SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
-                 "rewind+resume+store", "rewind+nofork")
+                 "rewind+resume+store", "rewind+nofork", "rewind+deaf")
 )
