@@ -253,6 +253,25 @@ def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     assert editor.lua("return vim.bo[...].modified", buf) is False
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"caf\xe9\nx\n", b"caf\xc3\xa9 \xff\nx\n", b"\xef\xbb\xbfcaf\xc3\xa9\r\nx\r\n"],
+    ids=["latin1", "utf8-with-a-stray-byte", "utf8-bom-crlf"],
+)
+def test_a_rejected_edit_leaves_a_non_utf8_file_byte_for_byte_as_it_was(
+    editor: Editor, tmp_path: Path, data: bytes
+) -> None:
+    loaded, closed, _ = loaded_and_closed(editor, tmp_path, data)
+    # The agent's text leaves out the line that made the file non-UTF-8.
+    edits = [{"write": {"path": str(path), "content": "x\ny\n"}} for path in (loaded, closed)]
+    assert run(editor, edits) == [{}, {}]
+    assert loaded.read_bytes() != data and closed.read_bytes() != data
+    editor.lua("require('acp').reject()")
+    for n in (1, 2):
+        editor.wait(f"require('acp').changes()[{n}].hunks[1].status == 'rejected'")
+    assert (loaded.read_bytes(), closed.read_bytes()) == (data, data)
+
+
 @pytest.mark.parametrize("name", ["link", "braces"])
 def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
     editor: Editor, tmp_path: Path, name: str

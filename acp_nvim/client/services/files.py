@@ -24,7 +24,9 @@ __all__ = [
     "FileError",
     "Stat",
     "applied",
+    "as_first_read",
     "check_writable",
+    "encoding_of",
     "file_name",
     "follow",
     "load",
@@ -417,6 +419,28 @@ def _overwrite(path: str, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def encoding_of(doc: Document) -> DecodedFile | None:
+    """How ``doc``'s file on disk is encoded (without its text, to be kept), or None:
+    none read from disk."""
+    if doc.encoding is None:
+        return None
+    return DecodedFile("", doc.encoding.bom, doc.encoding.encoding)
+
+
+def as_first_read(doc: Document, first: DecodedFile | None) -> Document:
+    """``doc`` to be written in ``first``, the encoding its file had when first read,
+    where its text now cannot tell: a latin-1 file the agent's text left ASCII reads
+    as UTF-8, and a review's text given back to it (a reject) would be written so,
+    its "é" as two bytes; one gone from disk would come back as UTF-8. A buffer
+    writes with its own 'fileencoding'."""
+    if first is None or doc.buffer is not None:
+        return doc
+    utf8 = doc.encoding is not None and doc.encoding.encoding == "utf-8" and not doc.encoding.bom
+    if doc.text is None or (utf8 and doc.text.isascii()):
+        return msgspec.structs.replace(doc, encoding=first)
+    return doc
 
 
 def remove_disk(path: str) -> None:
