@@ -385,7 +385,9 @@ class BufferState:
     than the whole rest of an ``fs/read_text_file``; ``lines`` splits on first use.
     ``readonly``: 'readonly' or 'nomodifiable' is set. ``moved``: a checked read
     found the file changed on disk behind the buffer's unsaved edits. ``bom``:
-    :write starts the file with a byte order mark ('bomb').
+    :write starts the file with a byte order mark ('bomb'). ``empty``: the buffer
+    holds no line at all, which :write writes as the empty file; Neovim shows it as
+    one empty line, as it does the line that :write ends with a newline.
     """
 
     def __init__(
@@ -400,13 +402,14 @@ class BufferState:
         readonly: bool = False,
         moved: bool = False,
         bom: bool = False,
+        empty: bool = False,
     ) -> None:
         if (lines is None) == (joined is None):
             raise TypeError("BufferState needs exactly one of lines and joined")
         self._lines = lines
         self._joined = joined
         self.eol, self.final_newline, self.modified, self.tick = eol, final_newline, modified, tick
-        self.readonly, self.moved, self.bom = readonly, moved, bom
+        self.readonly, self.moved, self.bom, self.empty = readonly, moved, bom, empty
 
     def __repr__(self) -> str:
         return f"<BufferState tick {self.tick}{' modified' if self.modified else ''}>"
@@ -420,14 +423,12 @@ class BufferState:
 
     @property
     def text(self) -> str:
-        """The text :write would put on disk (one empty line is the empty file)."""
+        """The text :write would put on disk."""
+        if self.empty:
+            return ""
         if self._lines is None and self._joined is not None:
-            if not self._joined:
-                return ""
             body = self._joined if self.eol == "\n" else self._joined.replace("\n", self.eol)
             return body + self.eol if self.final_newline else body
-        if self.lines == [""]:
-            return ""
         return join_text(self.lines, self.eol, self.final_newline)
 
 

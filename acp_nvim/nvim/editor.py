@@ -473,7 +473,7 @@ class NvimEditor:
             moved, check = moved or bool(raw.get("moved")), False
             buf, tick = int(raw["buf"]), int(raw["tick"])
             state = (raw["eol"], bool(raw["final_newline"]), bool(raw["modified"]), tick)
-            readonly, bom = bool(raw["readonly"]), bool(raw.get("bomb"))
+            readonly, bom, empty = (bool(raw.get(key)) for key in ("readonly", "bomb", "empty"))
             if not mirrors.is_attached(buf) and self._attach(buf):
                 mirrors.mark_attached(buf)
                 want, known = "text", None
@@ -492,7 +492,7 @@ class NvimEditor:
                 continue
             if text is not None:
                 return BufferState(
-                    None, *state, joined=text, readonly=readonly, moved=moved, bom=bom
+                    None, *state, joined=text, readonly=readonly, moved=moved, bom=bom, empty=empty
                 )
             want, known = "text", None
         raise EditorError(f"{path}: the buffer kept changing while it was read")

@@ -190,6 +190,24 @@ local function editor_server_named(servers, key, problems)
   end
 end
 
+--- The workspace `roots` (at `key`) that are directories, each other one's problem
+--- in `problems` (in Python's words: config.py, workspace_root): a root is not
+--- found only when a chat starts on it.
+local function directories(roots, key, problems)
+  local kept = {}
+  for _, root in ipairs(roots or {}) do
+    local path = vim.fs.normalize(root, { expand_env = false })
+    local problem = not vim.startswith(path, "/") and "is not an absolute path (nor ~/...)"
+      or vim.fn.isdirectory(path) == 0 and "is not a directory"
+    if problem then
+      table.insert(problems, ("%s: '%s' %s"):format(key, root, problem))
+    else
+      table.insert(kept, root)
+    end
+  end
+  return kept
+end
+
 --- Every problem with `opts`, and the options Lua can use: the defaults under
 --- the valid ones.
 ---@param opts table
@@ -222,6 +240,10 @@ function M.check(opts)
       table.insert(problems, ("agents.%s.cmd: the first item must name a program"):format(name))
       valid.agents[name] = nil
     end
+  end
+  valid.roots = valid.roots and directories(valid.roots, "roots", problems)
+  for name, agent in pairs(is_table(valid.agents) and valid.agents or {}) do
+    agent.roots = agent.roots and directories(agent.roots, ("agents.%s.roots"):format(name), problems)
   end
   -- A size is a fraction of the editor, or a whole count of cells from a least one.
   for key, least in pairs(defaults.chat_sizes) do

@@ -117,6 +117,8 @@ class RecordingEditor:
             state.setdefault("eol", eol)
             if state["final_newline"]:
                 lines.pop()
+        # An empty file loads as Neovim's empty buffer: no line at all, shown as one.
+        state.setdefault("empty", lines == [""])
         buffer = _FakeBuffer(BufferState(list(lines), **state), seen=_stat(path))
         self.buffers[path] = buffer
         return buffer.state
@@ -143,7 +145,7 @@ class RecordingEditor:
         s = self.buffers[path].state
         return BufferState(
             list(s.lines), s.eol, s.final_newline, s.modified, s.tick,
-            readonly=s.readonly, moved=moved,
+            readonly=s.readonly, moved=moved, empty=s.empty,
         )  # fmt: skip
 
     def _checktime(self, path: str) -> bool:
@@ -179,6 +181,10 @@ class RecordingEditor:
             buffer.undo.append(list(state.lines))
             for edit in edits:
                 state.lines[edit.start : edit.end] = edit.lines
+            # A buffer left with no lines shows one empty line, as Neovim's does.
+            state.empty = not state.lines
+            if state.empty:
+                state.lines.append("")
             state.modified = True
             state.tick += 1
         if save and (state.modified or not os.path.exists(path)):

@@ -404,6 +404,23 @@ def test_queued_prompts_come_back_to_the_input_when_the_host_dies(editor: Editor
     assert queue_shown(editor) == []
 
 
+def test_a_prompt_sent_as_the_host_dies_comes_back_to_the_input(editor: Editor) -> None:
+    """Sent a moment before the Python side died, it never reached the agent, nor the
+    transcript, nor the queue: it was only in the prompt history (<Up>)."""
+    status = editor.open_chat()
+    editor.lua(
+        "require('acp').send('sent as it died')"
+        " vim.uv.kill(vim.fn.jobpid(require('acp.host').chan), 'sigkill')"
+    )
+    editor.wait_event("AcpError")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["sent as it died"]
+    # As what was typed there, it goes on in the chat :AcpChat opens.
+    editor.nvim.command("AcpChat")
+    editor.wait_event("AcpSessionReady", count=2)
+    again = editor.lua("return require('acp').status()")
+    assert editor.nvim.buffers[again["input_buf"]][:] == ["sent as it died"]
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)

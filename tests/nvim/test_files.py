@@ -253,6 +253,25 @@ def test_a_latin1_file_is_never_written_with_what_latin1_cannot_hold(
     assert editor.lua("return vim.bo[...].modified", buf) is False
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"caf\xe9\nx\n", b"caf\xc3\xa9 \xff\nx\n", b"\xef\xbb\xbfcaf\xc3\xa9\r\nx\r\n"],
+    ids=["latin1", "utf8-with-a-stray-byte", "utf8-bom-crlf"],
+)
+def test_a_rejected_edit_leaves_a_non_utf8_file_byte_for_byte_as_it_was(
+    editor: Editor, tmp_path: Path, data: bytes
+) -> None:
+    loaded, closed, _ = loaded_and_closed(editor, tmp_path, data)
+    # The agent's text leaves out the line that made the file non-UTF-8.
+    edits = [{"write": {"path": str(path), "content": "x\ny\n"}} for path in (loaded, closed)]
+    assert run(editor, edits) == [{}, {}]
+    assert loaded.read_bytes() != data and closed.read_bytes() != data
+    editor.lua("require('acp').reject()")
+    for n in (1, 2):
+        editor.wait(f"require('acp').changes()[{n}].hunks[1].status == 'rejected'")
+    assert (loaded.read_bytes(), closed.read_bytes()) == (data, data)
+
+
 @pytest.mark.parametrize("name", ["link", "braces"])
 def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
     editor: Editor, tmp_path: Path, name: str
@@ -304,6 +323,40 @@ def test_a_buffer_the_agent_empties_leaves_an_empty_file(editor: Editor, tmp_pat
     editor.wait("require('acp').changes()[2].hunks[1].status == 'rejected'")
     assert empty.read_bytes() == b""
     assert full.read_bytes() == b"one\n"
+
+
+# (file before, agent's text, file after): a buffer :writes its last line ended
+# ('eol'/'fixeol', as the file's final newline stays the file's).
+_EMPTY_LINE_WRITES = [
+    (b"one\n", "\n", b"\n"),  # one empty line: not the empty file
+    (b"", "\n", b"\n"),
+    (b"\n", "", b""),
+    (b"one\n", "", b""),
+    (b"", "two", b"two\n"),
+]
+
+
+def test_a_buffer_the_agent_leaves_one_empty_line_writes_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    paths = [project / f"{n}.txt" for n in range(len(_EMPTY_LINE_WRITES))]
+    for path, (before, _, _) in zip(paths, _EMPTY_LINE_WRITES, strict=True):
+        path.write_bytes(before)
+    start(editor, paths[0])
+    for path in paths[1:]:
+        editor.nvim.command(f"edit {path}")
+    writes = [
+        {"write": {"path": str(path), "content": content}}
+        for path, (_, content, _) in zip(paths, _EMPTY_LINE_WRITES, strict=True)
+    ]
+    reads = [{"read": {"path": str(path)}} for path in paths]
+    results = run(editor, writes + reads)
+    assert [path.read_bytes() for path in paths] == [after for _, _, after in _EMPTY_LINE_WRITES]
+    # The agent reads back what the file holds.
+    assert results[len(paths) :] == [
+        {"content": after.decode()} for _, _, after in _EMPTY_LINE_WRITES
+    ]
 
 
 def test_file_without_buffer_is_written_without_a_window_and_new_dirs_are_made(

@@ -150,6 +150,20 @@ def test_python_option_that_is_not_a_python_is_explained(no_deps: Editor) -> Non
     assert not [sign for sign in TRACEBACK_SIGNS if sign in messages(editor)]
 
 
+def test_python_option_naming_another_program_is_explained(editor: Editor) -> None:
+    """It ran, and exited at once without a word: the chat said only "the Python side
+    exited with code 1. :AcpChat starts it again", as if it had died mid-session."""
+    editor.setup(python="/bin/false")
+    editor.open_chat(ready=False)
+    message = editor.wait_event("AcpError")["message"]
+    assert message.startswith(
+        "cannot start the Python side: /bin/false (setup option `python`) exited with"
+        " code 1 as it started."
+    )
+    assert "Remove the `python` option from setup() and run :AcpInstall" in message
+    assert editor.lua("return require('acp').status().state") == "error"
+
+
 def test_checkhealth_suggests_acpinstall_without_the_venv(no_deps: Editor) -> None:
     no_deps.nvim.command("checkhealth acp")
     text = "\n".join(no_deps.nvim.current.buffer[:])

@@ -378,6 +378,27 @@ def test_edit_buffer_keeps_the_line_endings_of_a_file_of_mixed_ones(
     assert path.read_bytes() == b"a\r\nb\nC\r\n"
 
 
+@pytest.mark.parametrize("endings", ["as read", "LF"])
+@pytest.mark.parametrize("loaded", [True, False], ids=["buffer", "disk"])
+def test_edit_buffer_takes_old_text_of_a_crlf_file_as_read_buffer_gave_it(
+    editor: Editor, tmp_path: Path, loaded: bool, endings: str
+) -> None:
+    path = tmp_path / "project" / "dos.txt"
+    path.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    if loaded:
+        buf = edit(editor, path)
+        assert editor.lua("return vim.bo[...].fileformat", buf) == "dos"
+    start(editor)
+    [read] = call(editor, [{"tool": "read_buffer", "arguments": {"path": "dos.txt"}}])
+    span = text(read).split("three")[0]  # "one", "two" and their line endings, as read
+    if endings == "LF":
+        span = span.replace("\r\n", "\n")
+    arguments = {"path": "dos.txt", "old_text": span, "new_text": "ONE\r\n"}
+    [result] = call(editor, [{"tool": "edit_buffer", "arguments": arguments}], turn=2)
+    assert result["isError"] is False, text(result)
+    assert path.read_bytes() == b"ONE\r\nthree\r\n"
+
+
 def test_open_file_leaves_a_file_open_in_another_neovim_to_the_user(
     editor: Editor, tmp_path: Path
 ) -> None:

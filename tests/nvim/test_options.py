@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -183,6 +184,24 @@ def test_a_blank_program_is_told_by_setup_in_the_words_of_the_chat(
     assert notice["msg"] == f"acp: {problem}"
     editor.nvim.command("AcpChat")
     assert editor.wait_event("AcpError")["message"] == problem
+
+
+def test_a_root_that_is_no_directory_is_told_by_setup_in_the_words_of_the_chat(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """`roots = { "/no/such/dir" }` passed setup() in silence: only the chat's start
+    said it was wrong."""
+    missing, relative = str(tmp_path / "missing"), "relative/dir"
+    editor.setup(roots=[missing], agents={"foo": {"cmd": ["foo-acp"], "roots": [relative]}})
+    problems = [
+        f"agents.foo.roots: {relative!r} is not an absolute path (nor ~/...)",
+        f"roots: {missing!r} is not a directory",
+    ]
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == "acp: invalid options: " + "; ".join(problems)
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")
+    assert sorted(error["message"].removeprefix("invalid options: ").split("; ")) == problems
 
 
 def test_a_server_of_yours_named_nvim_is_refused_alike_by_lua_and_python(editor: Editor) -> None:

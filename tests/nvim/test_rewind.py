@@ -486,6 +486,33 @@ def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_prompt_after_a_rewind_goes_though_the_agent_never_ended_the_cancelled_turn(
+    editor: Editor, version: int
+) -> None:
+    """It waited for the turn the rewind cancelled, in the session left behind, to end:
+    an agent that never answers that cancel held it for ever ("still ending the
+    cancelled turn")."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+deaf"], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=version,
+        timeouts={"cancel": 0.5},
+    )  # fmt: skip
+    editor.open_chat()
+    turn(editor, "alpha", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').rewind(2)")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    turn(editor, "after", 3)
+    assert editor.events("AcpTurnEnd")[2]["stop_reason"] == "end_turn"
+    assert calls(calls_file, "session/prompt")[-1]["sessionId"] == "s2"
+    assert "s2: after" in editor.transcript_text()
+    assert "still ending the cancelled turn" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor: Editor, version: int
 ) -> None:

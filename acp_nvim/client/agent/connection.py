@@ -328,7 +328,7 @@ class AgentConnection:
         try:
             await chat.start_turn(text, sessions.sendable(attachments))
             chat.branches.path[-1].agent = self.serial
-            if self.turns.behind(chat):
+            if self.turns.behind(chat) is not None:
                 # What the agent still sends of the turn left behind stays hidden, and
                 # this prompt is not mixed into it: it goes once the agent ends that.
                 chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")

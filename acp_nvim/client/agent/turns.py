@@ -3,7 +3,10 @@ ignores a cancel.
 
 A cancelled turn the agent has not ended within ``grace`` seconds ends here and is
 left to the agent: nothing more of it is shown until the agent ends it, and the
-chat's next prompt waits for that. Cancelled while it waits, that prompt never
+chat's next prompt in that session waits for that (the agent runs one turn of a
+session at a time; a prompt to another session, after a rewind or a branch switch,
+goes at once: the spec has a cancelled turn end with the agent's answer, which an
+agent may never give). Cancelled while it waits, that prompt never
 went: it is withdrawn at once (:meth:`Turns.withdraw`), with nothing to tell the
 agent and nothing to wait for.
 """
@@ -45,9 +48,10 @@ class Turns:
         self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # set to end that turn here
         self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
-        # Turns ended here that the agent still runs (it ignored the cancel): set once
-        # it ends them. The chat shows nothing of them meanwhile.
-        self._left: dict[int, anyio.Event] = {}
+        # Turns ended here that the agent still runs (it ignored the cancel): their
+        # session, and an event set once the agent ends them. The chat shows nothing of
+        # them meanwhile.
+        self._left: dict[int, tuple[str, anyio.Event]] = {}
         # The prompt of a turn waiting for the agent to end the one left to it.
         self._waiting: dict[int, str] = {}
         # Set once the running turn's prompt is written to the agent, waits behind a
@@ -93,9 +97,11 @@ class Turns:
         if ended is not None:
             await ended.wait()
 
-    def behind(self, chat: Chat) -> bool:
-        """Whether the agent still runs a turn of ``chat`` that ended here."""
-        return chat.id in self._left
+    def behind(self, chat: Chat) -> anyio.Event | None:
+        """Set once the agent ends the turn of ``chat``'s session that ended here, if
+        it still runs one; None when not."""
+        session_id, ended = self._left.get(chat.id, ("", None))
+        return ended if session_id == chat.session.session_id else None
 
     async def wait_behind(self, chat: Chat, prompt: str, exited: anyio.Event) -> None:
         """Wait until the agent has ended the turn of ``chat`` left to it, if any;
@@ -105,7 +111,7 @@ class Turns:
             Withdrawn: :meth:`withdraw` took the prompt back.
             ConnectionClosed: the agent exited.
         """
-        left = self._left.get(chat.id)
+        left = self.behind(chat)
         if left is None:
             return
         self._waiting[chat.id] = prompt
@@ -186,11 +192,11 @@ class Turns:
         """The turn of ``chat`` ends here while the agent goes on with it: nothing of
         it is shown until ``ended`` (the agent ended it)."""
         chat.muted = True
-        self._left[chat.id] = ended
+        left = self._left[chat.id] = (chat.session.session_id, ended)
 
         async def forget() -> None:
             await ended.wait()
-            if self._left.get(chat.id) is ended:
+            if self._left.get(chat.id) is left:
                 del self._left[chat.id]
                 chat.muted = False
 

@@ -13,6 +13,7 @@ it concerns, one module each (decision 0034):
   rejection's reason)
 - ``_pool``: the agents (processes, connections, logins and their secrets)
 - ``_queue``: prompts waiting for a busy chat
+- ``_starts``: chats whose agent is starting, and the restarts asked meanwhile
 - ``_settings``: a session's mode, model and options
 - ``_reviews``: each chat's review of the agent's changes
 - ``_workspaces``: where each chat's agent works (directory, roots, worktree)

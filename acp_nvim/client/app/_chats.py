@@ -21,6 +21,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
+from acp_nvim.client.app._starts import Starts
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
@@ -56,8 +57,7 @@ class ChatLifecycle:
         self.settings = settings
         self.conversations = conversations
         self.workspaces = workspaces
-        self._opening: dict[int, anyio.CancelScope] = {}  # chats waiting for their agent
-        self._restarts: dict[int, anyio.Event] = {}  # starts a restart ended, set once ended
+        self._starts = Starts()  # chats waiting for their agent, restarts under way
         # Chats whose opening was refused (decision 0083) and that have not gone on
         # since: the user never had them, so closed, they are not kept in the history.
         self._refused: set[int] = set()
@@ -66,7 +66,7 @@ class ChatLifecycle:
         self._unopened: dict[int, functools.partial[Any]] = {}
 
     def __repr__(self) -> str:
-        return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._opening)} opening>"
+        return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._starts)} opening>"
 
     async def open(
         self,
@@ -183,16 +183,16 @@ class ChatLifecycle:
         if chat is None:
             self.ctx.editor.notify("no such chat to restart", "warn")
             return
-        opening = self._opening.get(chat.id)
-        if opening is not None:
-            if not asked:
-                return  # starting already
-            # Asked while it starts (a start that hangs): that start ends quietly first.
-            ended = self._restarts[chat.id] = anyio.Event()
-            opening.cancel()
-            await ended.wait()
-            if self.ctx.chats.get(chat_id) is not chat:
-                return  # closed meanwhile
+        if not asked and self._starts.waiting(chat.id):
+            return  # starting already
+        # Asked while it starts (a start that hangs): that start ends quietly first.
+        async with self._starts.restart(chat.id) as mine:
+            # Not when one is under way (asked twice), nor once the chat closed meanwhile.
+            if mine and self.ctx.chats.get(chat_id) is chat:
+                await self._restart(chat, asked)
+
+    async def _restart(self, chat: Chat, asked: bool) -> None:
+        chat_id = chat.id
         if self.ctx.config_error is not None:
             self._fail(chat, self.ctx.config_error)
             return
@@ -253,7 +253,7 @@ class ChatLifecycle:
         connection: AgentConnection | None = None
         refused: str | None = None
         with anyio.CancelScope() as scope:
-            self._opening[chat.id] = scope
+            self._starts.begin(chat.id, scope)
             try:
                 with anyio.fail_after(timeout):
                     connection = await self.pool.connect(
@@ -297,11 +297,8 @@ class ChatLifecycle:
                     refused = str(err)  # no such session, or fork: nothing of this chat lives
                 chat.fail(str(err), err.details)
             finally:
-                del self._opening[chat.id]
-                restarted = self._restarts.pop(chat.id, None)
-                if restarted is not None:
-                    restarted.set()
-        if restarted is not None:
+                restarted = self._starts.end(chat.id, scope)
+        if restarted:
             return  # the restart that ended it starts the chat again
         if scope.cancelled_caught and chat.state != "closed":
             chat.fail("the start was cancelled; :AcpRestart tries again")
@@ -429,9 +426,7 @@ class ChatLifecycle:
         """Cancel the running turn, or stop waiting for a starting agent. The prompts
         queued behind a cancelled turn come back to the input (decision 0080)."""
         chat = self.ctx.chats.get(chat_id)
-        opening = self._opening.get(chat_id)
-        if opening is not None:
-            opening.cancel()
+        if self._starts.cancel(chat_id):
             return
         connection = self.pool.agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
@@ -463,9 +458,7 @@ class ChatLifecycle:
         """Forget a chat; its agent ends when no other chat uses it, its worktree
         when no other chat works in it (``keep_worktree``: the user's word on that,
         see ``Workspaces.release``)."""
-        opening = self._opening.get(chat_id)
-        if opening is not None:
-            opening.cancel()
+        self._starts.cancel(chat_id)
         chat = self.ctx.chats.pop(chat_id, None)
         review = self.reviews.closed(chat_id)
         self.queue.forget(chat_id)

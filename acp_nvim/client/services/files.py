@@ -24,7 +24,9 @@ __all__ = [
     "FileError",
     "Stat",
     "applied",
+    "as_first_read",
     "check_writable",
+    "encoding_of",
     "file_name",
     "follow",
     "load",
@@ -137,8 +139,9 @@ class Document(msgspec.Struct):
         if content.startswith("\ufeff") and self._bom:
             content = content[1:]
         if self.buffer is not None:
-            lines = split_as(content, self._ends_lines(self.buffer.eol))[0]
-            return BufferState(lines, self.buffer.eol, self.buffer.final_newline).text
+            eol, final_newline = self.buffer.eol, self.buffer.final_newline
+            lines = split_as(content, self._ends_lines(eol))[0]
+            return BufferState(lines, eol, final_newline, empty=not content).text
         if not self.text:
             return content
         _, eol, final_newline = split_text(self.text)
@@ -418,6 +421,28 @@ def _overwrite(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def encoding_of(doc: Document) -> DecodedFile | None:
+    """How ``doc``'s file on disk is encoded (without its text, to be kept), or None:
+    none read from disk."""
+    if doc.encoding is None:
+        return None
+    return DecodedFile("", doc.encoding.bom, doc.encoding.encoding)
+
+
+def as_first_read(doc: Document, first: DecodedFile | None) -> Document:
+    """``doc`` to be written in ``first``, the encoding its file had when first read,
+    where its text now cannot tell: a latin-1 file the agent's text left ASCII reads
+    as UTF-8, and a review's text given back to it (a reject) would be written so,
+    its "é" as two bytes; one gone from disk would come back as UTF-8. A buffer
+    writes with its own 'fileencoding'."""
+    if first is None or doc.buffer is not None:
+        return doc
+    utf8 = doc.encoding is not None and doc.encoding.encoding == "utf-8" and not doc.encoding.bom
+    if doc.text is None or (utf8 and doc.text.isascii()):
+        return msgspec.structs.replace(doc, encoding=first)
+    return doc
+
+
 def remove_disk(path: str) -> None:
     try:
         os.remove(path)
@@ -536,12 +561,15 @@ async def follow(editor: Editor, doc: Document, change: tuple[str, str]) -> None
     await editor.edit_buffer(doc.path, tick, [], save=False, disk_changed=True)
 
 
-def _buffer_edits(old: list[str], new: list[str]) -> list[LineEdit]:
-    """The edits making a buffer of lines ``old`` hold ``new``. The empty file is
-    a buffer left with no lines: one left with an empty line, :write writes as "\n"."""
-    if new == [""] and old != [""]:
-        return [LineEdit(0, len(old), [])]
-    return line_edits(old, new)
+def _buffer_edits(buffer: BufferState, new: list[str], text: str) -> list[LineEdit]:
+    """The edits making ``buffer`` hold ``new``, the lines of ``text``. The empty file
+    is a buffer left with no lines: one left with an empty line, :write writes as "\n"
+    (where 'eol' or 'fixeol' is set); an empty buffer given one empty line writes it."""
+    if not text and buffer.text:
+        return [LineEdit(0, len(buffer.lines), [])]
+    if text and buffer.empty:
+        return [LineEdit(0, len(buffer.lines), new)]
+    return line_edits(buffer.lines, new)
 
 
 @contextmanager
@@ -612,18 +640,18 @@ async def save(
             target = disk.conform(applied(change, disk.text).text) if beside else None
             if target is not None and target != disk.text:
                 await anyio.to_thread.run_sync(write_disk, doc.path, target, disk.encoding)
-        lines = split_as(doc.conform(text), buffer.eol)[0]
+        target = doc.conform(text)
         with _saving(doc.path):
             tick = await editor.edit_buffer(
                 doc.path,
                 buffer.tick,
-                _buffer_edits(buffer.lines, lines),
+                _buffer_edits(buffer, split_as(target, buffer.eol)[0], target),
                 save=to_disk and not buffer.modified,
                 disk_changed=beside or moved,
                 disk_before=before,
             )
         if tick is not None:
-            return BufferState(lines, buffer.eol, buffer.final_newline).text
+            return target
         fresh = await editor.read_buffer(doc.path)
         if fresh is None:  # the buffer went away: write the file instead
             disk = await anyio.to_thread.run_sync(read_disk, doc.path)

@@ -24,6 +24,7 @@ local render = require("acp.chat.render")
 -- Also the handlers of the review state and the baselines Python sends about a
 -- chat's changes (acp.host's dispatch table).
 local review = require("acp.review")
+local sent = require("acp.chat.sent")
 local tools = require("acp.chat.tools")
 local util = require("acp.util")
 local winbar = require("acp.chat.winbar")
@@ -643,6 +644,8 @@ function M.send(chat, text, context, opts)
     if chat.host_failed then
       util.notify(host.failure and host.failure.message or "the Python side is not running")
     end
+  else
+    sent.add(chat, text)
   end
   prompt_history.add(chat, text)
 end
@@ -825,6 +828,7 @@ function M.render(item)
   local ops, handlers = item.ops, M.ops
   chat.active_at = os.time()
   flood(chat, rows_of(ops))
+  sent.render(chat, ops)
   local batch = { chat = chat, status = {}, created = {}, tools = {} }
   local following = render.begin(chat.transcript)
   for _, op in ipairs(ops) do
@@ -882,10 +886,11 @@ function M.fail(chat, message)
     { op = "block", id = "host-error-" .. chat.failures, kind = "error", lines = { "**Error:** " .. message } },
     { op = "status", state = "error", error = message, connected = false, queued = 0, queue = {} },
   })
-  local queued = chat.status.queue or {}
-  if #queued > 0 then
-    -- The queue died with the Python side: what waited in it goes back to the input.
-    table.insert(ops, { op = "input", text = table.concat(queued, "\n\n") })
+  -- The queue died with the Python side: what waited in it goes back to the input,
+  -- and what was sent after it that it never showed.
+  local unsent = vim.list_extend(vim.list_slice(chat.status.queue or {}), sent.take(chat))
+  if #unsent > 0 then
+    table.insert(ops, { op = "input", text = table.concat(unsent, "\n\n") })
   end
   -- The batch the Python side would send, through the one place that fires events.
   host.apply({

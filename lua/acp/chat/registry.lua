@@ -16,6 +16,7 @@ local api = vim.api
 ---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer, cwd_given?: boolean, roots?: string[], worktree?: boolean, took_over?: integer} what the chat was opened with (took_over: the chat whose windows it took)
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
 ---@field sent_starting? boolean a prompt was sent to it while it started (acp.chat withdraw)
+---@field unshown? string[] prompts sent that the Python side has not shown yet (acp.chat.sent)
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field closed_at_end? boolean its last transcript window closed at the end: a new one opens there

@@ -22,6 +22,8 @@ local M = {}
 M.chan = nil
 ---@type {message: string}? why the host is not running
 M.failure = nil
+---@type boolean the running host has sent something: it started (an exit after that is a death)
+M.heard = false
 ---@type (fun(): string?)? why the host must not start now (acp.install sets it)
 M.hold = nil
 
@@ -118,6 +120,13 @@ local function cannot_start(what)
   fail(("cannot start the Python side: %s. %s Details: :AcpLog."):format(what, M.fix()))
 end
 
+--- The Python the host runs with, as the user should look for it: a setup() option
+--- of theirs says so.
+local function named_python()
+  local python, source = M.python()
+  return source == "option" and ("%s (setup option `python`)"):format(python) or python
+end
+
 local function log(line)
   table.insert(stderr_log, os.date("%H:%M:%S") .. " host !! " .. line)
   if #stderr_log > LOG_LINES then
@@ -156,6 +165,7 @@ end
 local function start_job(first_agent)
   local python = M.python()
   local partial, start_error, last = "", nil, nil
+  M.heard = false
   local function line_in(line)
     if line == "" then
       return
@@ -191,6 +201,11 @@ local function start_job(first_agent)
       end
       if start_error then
         cannot_start(start_error)
+      elseif not M.heard then
+        -- Gone before it said a word: no Python running acp.nvim (the option naming
+        -- another program, a Python too old to read our code).
+        local why = last and (" (" .. last .. ")") or ""
+        cannot_start(("%s exited with code %d as it started%s"):format(named_python(), code, why))
       else
         fail(
           ("the Python side exited with code %d%s. :AcpChat starts it again. Details: :AcpLog."):format(
@@ -450,6 +465,7 @@ end
 --- be applied once that closes.
 ---@param batch table[]
 function M.apply(batch)
+  M.heard = true
   if not held[1] and not util.in_cmdwin() then
     return apply_now(batch)
   end

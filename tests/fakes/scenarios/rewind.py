@@ -41,7 +41,8 @@ class Rewind:
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
     every fork with an error, ``exclusive`` advertises forks at a message that drop
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
-    block, as v2 agents acknowledge it, and v1 ones may).
+    block, as v2 agents acknowledge it, and v1 ones may), ``deaf`` records a cancel and
+    never acts on it.
     """
 
     def __init__(
@@ -265,7 +266,7 @@ class Rewind:
         with open(os.environ["FAKE_CALLS"], "a") as f:
             f.write(json.dumps(["session/cancel", params]) + "\n")
         event = self.cancelled.get(params["sessionId"])
-        if event is not None:
+        if event is not None and "deaf" not in self.flags:
             event.set()
 
 
@@ -273,5 +274,5 @@ SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
-                 "rewind+plain+echo", "rewind+plain+embed+echo")
+                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf")
 )

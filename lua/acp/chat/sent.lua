@@ -1,0 +1,60 @@
+-- The prompts a chat sent that the Python side has not shown yet: as a turn's (the
+-- user's block), queued (the status' queue) or given back to the input. A Python
+-- side that dies first never shows them: they go back to the input (acp.chat's
+-- fail), else they were only in the prompt history (<Up>).
+if jit then jit.off(true, true) end -- decision 0068
+
+local M = {}
+
+--- `chat` sent `text` to the Python side.
+---@param chat acp.Chat
+---@param text string
+function M.add(chat, text)
+  chat.unshown = chat.unshown or {}
+  table.insert(chat.unshown, text)
+end
+
+-- Whether `shown` (a user block's text, attachments after it) shows prompt `text`.
+local function shows(shown, text)
+  return shown == text or vim.startswith(shown, text .. "\n")
+end
+
+local function seen(chat, shown)
+  for i, text in ipairs(chat.unshown) do
+    if shows(shown, text) then
+      table.remove(chat.unshown, i)
+      return
+    end
+  end
+end
+
+--- The render ops of one batch for `chat`: the prompts they show are shown.
+---@param chat acp.Chat
+---@param ops table[]
+function M.render(chat, ops)
+  if not (chat.unshown and chat.unshown[1]) then
+    return
+  end
+  for _, op in ipairs(ops) do
+    if op.op == "block" and op.kind == "user" then
+      seen(chat, table.concat(op.lines, "\n", 2)) -- after the "## You" header
+    elseif op.op == "input" then
+      seen(chat, op.text)
+    elseif op.op == "status" and type(op.queue) == "table" then
+      for _, text in ipairs(op.queue) do
+        seen(chat, text)
+      end
+    end
+  end
+end
+
+--- The prompts `chat` sent that were never shown, oldest first; forgotten.
+---@param chat acp.Chat
+---@return string[]
+function M.take(chat)
+  local unshown = chat.unshown or {}
+  chat.unshown = nil
+  return unshown
+end
+
+return M
