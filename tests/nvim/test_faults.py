@@ -408,9 +408,11 @@ def test_a_prompt_sent_as_the_host_dies_comes_back_to_the_input(editor: Editor) 
     """Sent a moment before the Python side died, it never reached the agent, nor the
     transcript, nor the queue: it was only in the prompt history (<Up>)."""
     status = editor.open_chat()
+    # Stopped first: on a busy machine Neovim could lose its core between the send and
+    # the kill, and the Python side show the prompt meanwhile (it is the transcript's).
     editor.lua(
-        "require('acp').send('sent as it died')"
-        " vim.uv.kill(vim.fn.jobpid(require('acp.host').chan), 'sigkill')"
+        "local pid = vim.fn.jobpid(require('acp.host').chan) vim.uv.kill(pid, 'sigstop')"
+        " require('acp').send('sent as it died') vim.uv.kill(pid, 'sigkill')"
     )
     editor.wait_event("AcpError")
     assert editor.nvim.buffers[status["input_buf"]][:] == ["sent as it died"]
