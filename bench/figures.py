@@ -82,6 +82,16 @@ def longest_batches(n: Nvim) -> tuple[float, float]:
     return max(wall for wall, _ in batches) / MS, max(cpu for _, cpu in batches) / MS
 
 
+def _settle(n: Nvim) -> None:
+    """Collect Lua's garbage, untimed, before a client's burst. A 10k burst through a
+    Lua floor leaves 8-10 MB of it in Neovim (``vim.json.decode``'s tables; ours
+    0.7 MB), and LuaJIT's collector has the allocations after it pay for sweeping it:
+    whichever client came next paid for a floor's decoding (README, honesty rules).
+    Each client's burst of a side-by-side round starts so; a burst after the same
+    client's own work (the 100k-line transcript's, after the fill) pays for its own."""
+    n.lua("collectgarbage()")
+
+
 def _plugin_burst(n: Nvim, ui: Ui | None, buf: int, count: int, ping: bool) -> _Burst:
     key = nonce()
     pinger = Pinger(n.socket) if ping else None
@@ -121,6 +131,7 @@ def _side_by_side(n: Nvim, ui: Ui, buf: int, run: int, count: int) -> dict[str, 
     """``count`` chunks through each client, in an order that rotates per run."""
     bursts = {}
     for who in CLIENTS[run % 3 :] + CLIENTS[: run % 3]:
+        _settle(n)
         if who == "plugin":
             bursts[who] = _plugin_burst(n, ui, buf, count, ping=True)
         else:
