@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.client.mcp import EditorSocket, ToolSession
+from acp_nvim.client.mcp import EditorSocket, McpServer, ToolSession
 from acp_nvim.client.mcp._core import HANDSHAKE_VERSIONS
 from acp_nvim.client.mcp._offer import shim_launch
 from acp_nvim.client.services.changes import SessionChanges
@@ -369,6 +369,42 @@ async def test_a_write_that_keeps_the_users_lines_says_so(host: Host) -> None:
     assert host.editor.buffers[str(code)].state.lines[:4] == [
         "alpha", "beta typed by the user", "gamma", "DELTA"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("other", "after"),
+    [
+        (
+            ("edit_buffer", {"path": "code.py", "old_text": "a = 1", "new_text": "a = 10"}),
+            "a = 10\nb = 2\nc = 30\n",
+        ),
+        (  # the whole text, as the agent wrote it after the edit
+            ("write_file", {"path": "code.py", "content": "a = 10\nb = 2\nc = 3\n"}),
+            "a = 10\nb = 2\nc = 3\n",
+        ),
+    ],
+)
+async def test_two_changes_of_one_file_at_once_are_made_one_after_the_other(
+    host: Host, other: tuple[str, dict[str, Any]], after: str
+) -> None:
+    """An edit_buffer and another change of its file at once (agents run tool calls
+    in parallel): both answered, but the edit had read the file before the other
+    wrote it and, merged against that text, undid the other's change."""
+    code = host.cwd / "code.py"
+    code.write_text("a = 1\nb = 2\nc = 3\n")
+    server = McpServer(host.session)
+    edit = ("edit_buffer", {"path": "code.py", "old_text": "c = 3", "new_text": "c = 30"})
+    answers: list[dict[str, Any]] = []
+
+    async def run(name: str, arguments: dict[str, Any]) -> None:
+        params = {"name": name, "arguments": arguments}
+        answers.append(await server.request("tools/call", params))
+
+    async with anyio.create_task_group() as tasks:
+        for name, arguments in (edit, other):
+            tasks.start_soon(run, name, arguments)
+    assert [a["isError"] for a in answers] == [False, False], answers
+    assert code.read_text() == after
 
 
 async def test_resources_are_the_open_buffers_with_unsaved_text(host: Host) -> None:

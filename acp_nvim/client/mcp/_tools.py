@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.editor import EditorError, LspRequest
 from acp_nvim.client.mcp._session import ToolSession
+from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
@@ -232,6 +233,11 @@ async def _lsp_symbols(session: ToolSession, args: SymbolsInput) -> Result:
 
 async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
     review, path = session.review(), session.path(args.path)
+    async with session.editing(path):
+        return await _edit(review, path, args)
+
+
+async def _edit(review: SessionChanges, path: str, args: EditInput) -> Result:
     # As the user sees it, and the base the write merges the user's typing against.
     # A CRLF file's line endings are compared and written as "\n", conformed on
     # write; in any other file a "\r" before a "\n" is text (a file of mixed endings).
@@ -256,7 +262,8 @@ async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
 
 async def _write_file(session: ToolSession, args: WriteInput) -> Result:
     path = session.path(args.path)
-    conflicts = await session.review().write(path, args.content)
+    async with session.editing(path):  # not between an edit's read and its write
+        conflicts = await session.review().write(path, args.content)
     return _text(f"Wrote {path}." + _held_back(conflicts))
 
 
