@@ -833,3 +833,23 @@ def test_a_line_with_a_nul_byte_leaves_buffers_and_selection_readable(
     chosen = selection["structuredContent"]
     assert (chosen["start"], chosen["end"], chosen["text"]) == ([1, 1], [1, 5], "ab\0dé")
     assert sorted(r["name"] for r in resources["resources"]) == ["a.py", "bin.dat"]
+
+
+def test_a_fifo_is_neither_shown_nor_loaded_for_a_language_server(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """open_file and the LSP tools on a FIFO in the project had Neovim read it as a
+    file: it waited for a writer, so the call never ended and the editor froze."""
+    pipe = tmp_path / "project" / "pipe"
+    os.mkfifo(pipe)
+    calls = [
+        ("open_file", {"path": "pipe"}),
+        ("lsp_hover", {"path": "pipe", "line": 1, "column": 1}),
+        ("lsp_symbols", {"path": "pipe"}),
+    ]
+    with relay(editor, tmp_path) as mcp:
+        for name, arguments in calls:
+            answer = mcp.answer(mcp.call(name, arguments))["result"]
+            assert answer["isError"] is True, name
+            assert text(answer) == f"{pipe} is not a regular file.", name
+        assert editor.lua("return vim.fn.bufnr(...)", str(pipe)) == -1

@@ -185,6 +185,8 @@ async def _lsp(
     if path is not None:
         path = session.path(path)
         await session.may_read(path)
+        if (unloadable := _unloadable(path)) is not None:
+            return _error(unloadable)
     timeout = session.lsp_timeout()
     answer = await session.editor.lsp(request, path, position, query, timeout)
     servers = answer.get("servers") or []
@@ -352,12 +354,23 @@ async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[Comm
             await terminals.release(session_id, terminal_id)
 
 
+def _unloadable(path: str) -> str | None:
+    """Why Neovim should not load ``path`` into a buffer, or None: it shows a listing
+    for a directory, and reads a FIFO until a writer closes it (the whole editor
+    waits meanwhile), a device maybe for ever."""
+    if os.path.isdir(path):
+        return f"{path} is a directory."
+    if os.path.exists(path) and not os.path.isfile(path):
+        return f"{path} is not a regular file."
+    return None
+
+
 async def _open_file(session: ToolSession, args: OpenInput) -> Result:
     path = session.path(args.path)
     await session.may_read(path)
-    # Neovim would show an empty buffer for a missing file, a listing for a directory.
-    if os.path.isdir(path):
-        return _error(f"{path} is a directory.")
+    if (unloadable := _unloadable(path)) is not None:
+        return _error(unloadable)
+    # Neovim would show an empty buffer for a missing file.
     if not os.path.exists(path) and await session.editor.read_buffer(path) is None:
         return _error(f"{path}: no such file.")
     await session.editor.show_file(path, args.line)
