@@ -159,6 +159,11 @@ async def test_unknown_methods_and_tools_and_bad_params_are_protocol_errors(host
         with pytest.raises(MCPError) as arguments:
             await _raw(session, "tools/call", {"name": "read_buffer", "arguments": [1]})
         assert arguments.value.error.code == -32602
+        # A call without its tool's name was "Unknown tool: None".
+        with pytest.raises(MCPError) as nameless:
+            await _raw(session, "tools/call", {"arguments": {"path": "a.py"}})
+        assert nameless.value.error.code == -32602
+        assert nameless.value.error.message == "Invalid params: name: a string is required"
         # Issue 29.5: each was -32603 with a traceback in the log.
         for method, params in [
             ("tools/list", {"cursor": "\u00b2"}),  # a digit to isdigit(), not to int()
