@@ -699,9 +699,23 @@ def test_a_command_whose_cwd_is_no_directory_ends_failed_with_the_reason(
         editor.nvim.input("a")
         answer = mcp.answer(request)
         assert answer["result"]["isError"] is True
-        block_status(editor, "Run `pwd`", "failed")
+        block_status(editor, "Run `pwd` in nonexistent", "failed")
         assert "cwd is not a directory: " in editor.transcript_text()
         assert "`execute` · failed" in editor.transcript_text()
+
+
+def test_a_command_to_run_elsewhere_says_where_at_its_prompt(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """run_command with a cwd out of the project was asked as "Run `ls`": the user
+    allowed it taking it to run in the project."""
+    with relay(editor, tmp_path) as mcp:
+        request = mcp.call("run_command", {"command": "ls", "cwd": str(tmp_path)})
+        wait_text(editor, PROMPT)
+        assert f"#### Run `ls` in {tmp_path}\n" in editor.transcript_text()
+        focus_transcript(editor)
+        editor.nvim.input("r")
+        assert mcp.answer(request)["result"]["isError"] is True
 
 
 def test_a_running_command_withdrawn_is_killed_and_ends_cancelled(

@@ -34,6 +34,7 @@ from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.text import eol_of
 from acp_nvim.review import Hunk
 
@@ -298,9 +299,11 @@ _runs = itertools.count(1)
 
 async def _run_command(session: ToolSession, args: RunInput) -> Result:
     chat, call_id = session.chat, f"mcp-run-{next(_runs)}"
+    cwd = session.path(args.cwd) if args.cwd is not None else session.cwd
+    where = "" if cwd == session.cwd else f" in {shown_path(cwd, session.cwd)}"
     call = ToolCallPatch(
         call_id,
-        title=f"Run `{args.command}`",
+        title=f"Run `{args.command}`{where}",  # the user allows it knowing where
         kind="execute",
         status="pending",
         raw_input=args.model_dump(),
@@ -311,7 +314,7 @@ async def _run_command(session: ToolSession, args: RunInput) -> Result:
         if choice not in ("allow", "allow_always"):
             chat.on_tool_call(ToolCallPatch(call_id, status="failed"))
             return _error("The user did not allow this command.")
-        out, timed_out = await _run(session, call_id, args)
+        out, timed_out = await _run(session, call_id, args, cwd)
         code = out.exit_status.exit_code if out.exit_status is not None else None
         chat.on_tool_call(ToolCallPatch(call_id, status="completed" if code == 0 else "failed"))
     signal = out.exit_status.signal if out.exit_status is not None else None
@@ -329,10 +332,11 @@ async def _run_command(session: ToolSession, args: RunInput) -> Result:
     return _text(f"{out.text}\n[{ending}{cut}]", structured)
 
 
-async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[CommandOutput, bool]:
-    """Run the allowed command in a terminal shown at tool call ``call_id``: its
-    output, and whether it was killed for its timeout."""
-    cwd = session.path(args.cwd) if args.cwd is not None else None
+async def _run(
+    session: ToolSession, call_id: str, args: RunInput, cwd: str
+) -> tuple[CommandOutput, bool]:
+    """Run the allowed command in ``cwd``, in a terminal shown at tool call
+    ``call_id``: its output, and whether it was killed for its timeout."""
     terminals, session_id = session.terminals, session.chat.session.session_id
     terminal_id = await terminals.create(
         session_id, args.command, [], cwd=cwd, limit=args.output_limit
