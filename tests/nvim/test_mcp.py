@@ -867,3 +867,16 @@ def test_a_fifo_is_neither_shown_nor_loaded_for_a_language_server(
             assert answer["isError"] is True, name
             assert text(answer) == f"{pipe} is not a regular file.", name
         assert editor.lua("return vim.fn.bufnr(...)", str(pipe)) == -1
+
+
+def test_a_lone_surrogate_in_a_call_is_written_as_a_replacement_character(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A string cut inside an emoji, as JavaScript agents' JSON.stringify sends it
+    ("\\ud83d"), made the whole request unreadable: a parse error without its id,
+    so the agent waited for an answer for ever."""
+    with relay(editor, tmp_path) as mcp:
+        content = "cut 😀"[:-1] + "\ud83d\n"
+        answer = mcp.answer(mcp.call("write_file", {"path": "cut.txt", "content": content}))
+        assert answer["result"]["isError"] is False, answer
+    assert (tmp_path / "project" / "cut.txt").read_text() == "cut \ufffd\n"
