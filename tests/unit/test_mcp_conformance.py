@@ -319,6 +319,8 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
         ("lsp_hover", {"path": "a\x00b", "line": 1, "column": 1}, "not a file name"),
         ("open_file", {"path": "a\x00b"}, "not a file name"),
         ("run_command", {"command": "true", "cwd": "~\x00"}, "not a file name"),
+        # It was a Lua stack trace, after the user had allowed it.
+        ("run_command", {"command": "echo a\x00b"}, "command: String should match pattern"),
         (
             "lsp_definition",
             {"path": "code.py", "line": 2**64, "column": 1},

@@ -94,7 +94,8 @@ class WriteInput(_Input):
 
 
 class RunInput(_Input):
-    command: str = Field(min_length=1, description="A shell command line.")
+    # No NUL byte: no process takes one in its arguments (Neovim's jobstart fails).
+    command: str = Field(min_length=1, pattern=r"^[^\x00]*$", description="A shell command line.")
     cwd: str | None = Field(None, description="Directory to run in (default: the session's).")
     timeout: float = Field(120, gt=0, le=3600, description="Seconds before it is killed.")
     output_limit: int = Field(
