@@ -213,8 +213,8 @@ class _OutResponse(msgspec.Struct, gc=False):
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _MEMBER = re.compile(rb'"(id|method|result|error)"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")?')
-# Each escape of a string in turn (so "\\\\" is no start of one): a UTF-16 surrogate
-# pair, a lone surrogate (group 1), or any other.
+# Each escape of a string in turn, so that an escaped backslash before a "u" starts
+# none: a UTF-16 surrogate pair, a lone surrogate (group 1), or any other.
 _ESCAPE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
     rb"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
