@@ -806,3 +806,18 @@ def test_a_python_side_that_stops_answering_never_freezes_neovim(editor: Editor)
     _returns(editor, "AcpPermission list")
     notices = editor.lua("return _G.acp_notices")
     assert notices[-1]["msg"] == "acp: no permission answer is remembered", notices
+
+
+def test_a_python_side_that_answered_and_then_died_is_not_said_to_have_failed_to_start(
+    editor: Editor,
+) -> None:
+    """It had answered :AcpPermission list, but no chat had shown a batch of it: its
+    death read "cannot start the Python side: ... exited with code -9 as it started",
+    with the install fix, as if the setup() option `python` named no Python."""
+    editor.setup()
+    editor.nvim.command("AcpPermission list")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == "acp: no permission answer is remembered"
+    os.kill(editor.lua("return vim.fn.jobpid(require('acp.host').chan)"), signal.SIGKILL)
+    editor.wait("require('acp.host').failure ~= nil")
+    message = editor.lua("return require('acp.host').failure.message")
+    assert message.startswith("the Python side exited with code"), message

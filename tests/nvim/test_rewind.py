@@ -513,6 +513,38 @@ def test_a_prompt_after_a_rewind_goes_though_the_agent_never_ended_the_cancelled
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_ended_it(
+    editor: Editor, version: int
+) -> None:
+    """The rewind left the cancelled turn to the agent, in a session the chat had
+    left: over v2 the end the agent then gave it (its idle) was taken for an update
+    come early, and a prompt after a switch back to that branch waited for ever
+    ("still ending the cancelled turn")."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+deaf+late"], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=version,
+        timeouts={"cancel": 0.5},
+    )  # fmt: skip
+    editor.open_chat()
+    turn(editor, "alpha", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').rewind(2)")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    assert session_changed(editor, 2)["session_id"] == "s2"
+    turn(editor, "after", 3)  # the agent ends the held turn of s1 before it answers
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Switched to branch 1")
+    assert editor.lua("return require('acp').status().session_id") == "s1"
+    turn(editor, "back", 4)
+    assert editor.events("AcpTurnEnd")[3]["stop_reason"] == "end_turn"
+    assert calls(calls_file, "session/prompt")[-1]["sessionId"] == "s1"
+    assert "still ending the cancelled turn" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor: Editor, version: int
 ) -> None:

@@ -570,14 +570,14 @@ class SessionsV2:
         config_update = v2.SessionUpdateConfigOptionUpdate
         for session_id, group in await session_runs(notifications, config_update, config_options):
             chat = self.services.chats.get(session_id)
-            if chat is None:
-                self._early.hold(session_id, group)
-                continue
-            if chat.muted:
+            if chat is None or chat.muted:
                 # A turn ended here that the agent went on with: hidden, but its idle
-                # ends it all the same (its prompt waits for that in the background).
+                # ends it all the same (its prompt waits for that in the background),
+                # in a session its chat has left too (a rewind, a branch switch).
                 if any(_is_idle(update) for update in group) and session_id in self._idle:
                     self._idle[session_id].set()
+                if chat is None:
+                    self._early.hold(session_id, group)
                 continue
             apply_updates(chat, group, self.services.terminals)
             await chat.editor.room()  # read on once drawing keeps up (decision 0072)

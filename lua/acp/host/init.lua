@@ -22,7 +22,7 @@ local M = {}
 M.chan = nil
 ---@type {message: string}? why the host is not running
 M.failure = nil
----@type boolean the running host has sent something: it started (an exit after that is a death)
+---@type boolean the running host has sent a batch or an answer: it started (an exit after that is a death)
 M.heard = false
 ---@type (fun(): string?)? why the host must not start now (acp.install sets it)
 M.hold = nil
@@ -412,6 +412,7 @@ M.handlers = {
     util.notify(item.message, item.level)
   end,
   reply = function(item)
+    M.heard = true -- answered outside the batches (M.ask): it runs, as a batch says
     local on_reply = replies[item.token]
     replies[item.token] = nil
     if on_reply then

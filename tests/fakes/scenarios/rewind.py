@@ -62,6 +62,7 @@ class Rewind:
         self.steering: dict[str, str] = {}
         self.asking: set[str] = set()  # sessions whose turn asks (see ask)
         self.cancelled: dict[str, anyio.Event] = {}
+        self.held_ended: dict[str, anyio.Event] = {}  # "deaf+late": set once that turn ended
         self.sessions = 0
         self.client: Params = {}
         connection.on_request("initialize", dict, self.initialize)
@@ -153,6 +154,11 @@ class Rewind:
             self.store.write_text(json.dumps(self.turns))
         text = params["prompt"][-1]["text"]
         stop = "end_turn"
+        if {"deaf", "late"} <= self.flags:  # the turn it never cancelled goes on, and ends
+            for held in [s for s in self.steered if s != session]:
+                ended = self.held_ended[held] = anyio.Event()
+                self.steered[held].set()
+                await ended.wait()
         if "echo" in self.flags:  # the prompt as it went into the history, every block
             for block in params["prompt"]:
                 await self.update(session, {"sessionUpdate": "user_message_chunk", "content": block,
@@ -208,6 +214,8 @@ class Rewind:
         if self.version == 2:
             await self.update(session, {"sessionUpdate": "state_update", "state": "idle",
                                         "stopReason": stop})  # fmt: skip
+        if session in self.held_ended:
+            self.held_ended.pop(session).set()
         return stop
 
     @staticmethod
@@ -274,5 +282,5 @@ SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
-                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf")
+                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late")
 )
