@@ -294,6 +294,40 @@ end
 """
 
 
+def test_lsp_positions_are_characters_after_non_ascii_text(editor: Editor, tmp_path: Path) -> None:
+    """The schemas promise columns in characters: lsp_symbols answered bytes (a
+    workspace symbol's measured on the line of whatever buffer was current)."""
+    path, other = tmp_path / "project" / "d.lua", tmp_path / "project" / "w.lua"
+    path.write_text("déf foo():\n  «foo()»\n")
+    other.write_text("x\n«» bar = 1\n")  # never opened in the editor
+    buf = edit(editor, path)
+    editor.lua(FAKE_SERVER, buf)
+    bar = {"name": "bar", "kind": 13, "location": {"uri": other.as_uri(), "range": {
+        "start": {"line": 1, "character": 3}, "end": {"line": 1, "character": 6}}}}  # fmt: skip
+    editor.lua(WORKSPACE_SERVER, [buf], [bar])
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {buf}, method = 'workspace/symbol'}}) == 1")
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {buf}, method = 'textDocument/hover'}}) == 1")
+    start(editor)
+    at = {"path": "d.lua", "line": 2, "column": 4}  # the "f" after "«"
+    definition, hover, symbols, found = call(
+        editor,
+        [
+            {"tool": "lsp_definition", "arguments": at},
+            {"tool": "lsp_hover", "arguments": at},
+            {"tool": "lsp_symbols", "arguments": {"path": "d.lua"}},
+            {"tool": "lsp_symbols", "arguments": {"query": "bar"}},
+        ],
+    )
+    assert text(hover) == "hover at 1:3"  # UTF-16, the server's encoding
+    [target] = definition["structuredContent"]["items"]
+    assert (target["line"], target["column"], target["text"]) == (1, 5, "déf foo():")
+    [symbol] = symbols["structuredContent"]["items"]
+    assert (symbol["line"], symbol["column"], symbol["text"]) == (1, 5, "[Function] foo")
+    [symbol] = found["structuredContent"]["items"]
+    assert (symbol["path"], symbol["line"], symbol["column"]) == (str(other), 2, 4)
+    assert (symbol["text"], symbol["kind"]) == ("[Variable] bar", "Variable")
+
+
 @pytest.mark.parametrize("outside", ["ask", "deny", "allow"])
 def test_listings_leave_out_files_outside_the_project_unless_fs_access_allows_them(
     editor: Editor, tmp_path: Path, outside: str
