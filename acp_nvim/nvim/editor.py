@@ -617,10 +617,11 @@ class NvimEditor:
             result.update({k: answer.get(k) or [] for k in ("items", "hover", "errors")})
             done.set()
 
-    async def show_file(self, path: str, line: int | None) -> None:
-        failed = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
-        if failed:
-            raise EditorError(str(failed))
+    async def show_file(self, path: str, line: int | None) -> int | None:
+        shown = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
+        if shown.get("failed"):
+            raise EditorError(str(shown["failed"]))
+        return int(shown["line"]) if "line" in shown else None
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))

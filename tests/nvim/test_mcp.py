@@ -849,6 +849,30 @@ def test_open_file_without_a_line_shows_it_and_refuses_what_it_cannot_show(
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
 
 
+def test_open_file_past_the_last_line_says_where_the_cursor_went(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """`open_file` at line 999 of a 2-line file answered "at line 999" while the
+    cursor went to line 2."""
+    path = tmp_path / "project" / "a.py"
+    path.write_text("one\ntwo\n")
+    start(editor)
+    past, within = call(
+        editor,
+        [
+            {"tool": "open_file", "arguments": {"path": "a.py", "line": 999}},
+            {"tool": "open_file", "arguments": {"path": "a.py", "line": 1}},
+        ],
+    )
+    assert (past["isError"], text(past)) == (
+        False,
+        f"Showed {path} at line 2, its last, to the user: no line 999.",
+    )
+    assert text(within) == f"Showed {path} at line 1 to the user."
+    window = editor.lua("return vim.fn.bufwinid(...)", str(path))
+    assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [1, 0]
+
+
 def test_a_line_with_a_nul_byte_leaves_buffers_and_selection_readable(
     editor: Editor, tmp_path: Path
 ) -> None:
