@@ -213,6 +213,21 @@ class _OutResponse(msgspec.Struct, gc=False):
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _MEMBER = re.compile(rb'"(id|method|result|error)"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")?')
+# Each escape of a string in turn, so that an escaped backslash before a "u" starts
+# none: a UTF-16 surrogate pair, a lone surrogate (group 1), or any other.
+_ESCAPE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+    rb"|\\."
+)
+
+
+def _lossy_surrogates(line: bytes) -> bytes:
+    """``line`` with each lone UTF-16 surrogate escape (``"\\ud83d"``: JavaScript's
+    JSON.stringify of a string cut inside an emoji) made U+FFFD, as Node writes one
+    to a file; msgspec refuses the whole line, which leaves its request unanswered
+    (a parse error has no id)."""
+    return _ESCAPE.sub(lambda m: rb"\ufffd" if m[1] else m[0], line)
 
 
 def _shallow_probe(line: bytes) -> _Probe:
@@ -722,7 +737,8 @@ class Connection:
         try:
             msg = _decoded(_ANY_MESSAGE, line)
         except msgspec.DecodeError as exc:  # ValidationError too
-            return None, exc
+            lossy = _lossy_surrogates(line)
+            return self._decode(lossy, batched) if lossy != line else (None, exc)
         if type(msg) is _Envelope and msg.id is UNSET and msg.method is not UNSET:
             route = self._notifications.get(msg.method)
             if route is not None and route.batched:

@@ -754,9 +754,23 @@ def test_a_command_whose_cwd_is_no_directory_ends_failed_with_the_reason(
         editor.nvim.input("a")
         answer = mcp.answer(request)
         assert answer["result"]["isError"] is True
-        block_status(editor, "Run `pwd`", "failed")
+        block_status(editor, "Run `pwd` in nonexistent", "failed")
         assert "cwd is not a directory: " in editor.transcript_text()
         assert "`execute` · failed" in editor.transcript_text()
+
+
+def test_a_command_to_run_elsewhere_says_where_at_its_prompt(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """run_command with a cwd out of the project was asked as "Run `ls`": the user
+    allowed it taking it to run in the project."""
+    with relay(editor, tmp_path) as mcp:
+        request = mcp.call("run_command", {"command": "ls", "cwd": str(tmp_path)})
+        wait_text(editor, PROMPT)
+        assert f"#### Run `ls` in {tmp_path}\n" in editor.transcript_text()
+        focus_transcript(editor)
+        editor.nvim.input("r")
+        assert mcp.answer(request)["result"]["isError"] is True
 
 
 def test_a_running_command_withdrawn_is_killed_and_ends_cancelled(
@@ -912,3 +926,36 @@ def test_a_line_with_a_nul_byte_leaves_buffers_and_selection_readable(
     chosen = selection["structuredContent"]
     assert (chosen["start"], chosen["end"], chosen["text"]) == ([1, 1], [1, 5], "ab\0dé")
     assert sorted(r["name"] for r in resources["resources"]) == ["a.py", "bin.dat"]
+
+
+def test_a_fifo_is_neither_shown_nor_loaded_for_a_language_server(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """open_file and the LSP tools on a FIFO in the project had Neovim read it as a
+    file: it waited for a writer, so the call never ended and the editor froze."""
+    pipe = tmp_path / "project" / "pipe"
+    os.mkfifo(pipe)
+    calls = [
+        ("open_file", {"path": "pipe"}),
+        ("lsp_hover", {"path": "pipe", "line": 1, "column": 1}),
+        ("lsp_symbols", {"path": "pipe"}),
+    ]
+    with relay(editor, tmp_path) as mcp:
+        for name, arguments in calls:
+            answer = mcp.answer(mcp.call(name, arguments))["result"]
+            assert answer["isError"] is True, name
+            assert text(answer) == f"{pipe} is not a regular file.", name
+        assert editor.lua("return vim.fn.bufnr(...)", str(pipe)) == -1
+
+
+def test_a_lone_surrogate_in_a_call_is_written_as_a_replacement_character(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A string cut inside an emoji, as JavaScript agents' JSON.stringify sends it
+    ("\\ud83d"), made the whole request unreadable: a parse error without its id,
+    so the agent waited for an answer for ever."""
+    with relay(editor, tmp_path) as mcp:
+        content = "cut 😀"[:-1] + "\ud83d\n"
+        answer = mcp.answer(mcp.call("write_file", {"path": "cut.txt", "content": content}))
+        assert answer["result"]["isError"] is False, answer
+    assert (tmp_path / "project" / "cut.txt").read_text() == "cut \ufffd\n"

@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.log import ProtocolLog
-from acp_nvim.client.mcp import EditorSocket, ToolSession
+from acp_nvim.client.mcp import EditorSocket, McpServer, ToolSession
 from acp_nvim.client.mcp._core import HANDSHAKE_VERSIONS
 from acp_nvim.client.mcp._offer import shim_launch
 from acp_nvim.client.services.changes import SessionChanges
@@ -159,6 +159,11 @@ async def test_unknown_methods_and_tools_and_bad_params_are_protocol_errors(host
         with pytest.raises(MCPError) as arguments:
             await _raw(session, "tools/call", {"name": "read_buffer", "arguments": [1]})
         assert arguments.value.error.code == -32602
+        # A call without its tool's name was "Unknown tool: None".
+        with pytest.raises(MCPError) as nameless:
+            await _raw(session, "tools/call", {"arguments": {"path": "a.py"}})
+        assert nameless.value.error.code == -32602
+        assert nameless.value.error.message == "Invalid params: name: a string is required"
         # Issue 29.5: each was -32603 with a traceback in the log.
         for method, params in [
             ("tools/list", {"cursor": "\u00b2"}),  # a digit to isdigit(), not to int()
@@ -314,6 +319,8 @@ async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
         ("lsp_hover", {"path": "a\x00b", "line": 1, "column": 1}, "not a file name"),
         ("open_file", {"path": "a\x00b"}, "not a file name"),
         ("run_command", {"command": "true", "cwd": "~\x00"}, "not a file name"),
+        # It was a Lua stack trace, after the user had allowed it.
+        ("run_command", {"command": "echo a\x00b"}, "command: String should match pattern"),
         (
             "lsp_definition",
             {"path": "code.py", "line": 2**64, "column": 1},
@@ -369,6 +376,42 @@ async def test_a_write_that_keeps_the_users_lines_says_so(host: Host) -> None:
     assert host.editor.buffers[str(code)].state.lines[:4] == [
         "alpha", "beta typed by the user", "gamma", "DELTA"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("other", "after"),
+    [
+        (
+            ("edit_buffer", {"path": "code.py", "old_text": "a = 1", "new_text": "a = 10"}),
+            "a = 10\nb = 2\nc = 30\n",
+        ),
+        (  # the whole text, as the agent wrote it after the edit
+            ("write_file", {"path": "code.py", "content": "a = 10\nb = 2\nc = 3\n"}),
+            "a = 10\nb = 2\nc = 3\n",
+        ),
+    ],
+)
+async def test_two_changes_of_one_file_at_once_are_made_one_after_the_other(
+    host: Host, other: tuple[str, dict[str, Any]], after: str
+) -> None:
+    """An edit_buffer and another change of its file at once (agents run tool calls
+    in parallel): both answered, but the edit had read the file before the other
+    wrote it and, merged against that text, undid the other's change."""
+    code = host.cwd / "code.py"
+    code.write_text("a = 1\nb = 2\nc = 3\n")
+    server = McpServer(host.session)
+    edit = ("edit_buffer", {"path": "code.py", "old_text": "c = 3", "new_text": "c = 30"})
+    answers: list[dict[str, Any]] = []
+
+    async def run(name: str, arguments: dict[str, Any]) -> None:
+        params = {"name": name, "arguments": arguments}
+        answers.append(await server.request("tools/call", params))
+
+    async with anyio.create_task_group() as tasks:
+        for name, arguments in (edit, other):
+            tasks.start_soon(run, name, arguments)
+    assert [a["isError"] for a in answers] == [False, False], answers
+    assert code.read_text() == after
 
 
 async def test_resources_are_the_open_buffers_with_unsaved_text(host: Host) -> None:

@@ -246,7 +246,9 @@ class McpServer:
 
     async def _call_tool(self, params: dict[str, Any], version: str) -> dict[str, Any]:
         name, arguments = params.get("name"), params.get("arguments")
-        if not isinstance(name, str) or name not in self.session.tools:
+        if not isinstance(name, str):
+            raise RequestError.invalid_params("name: a string is required")
+        if name not in self.session.tools:
             raise RequestError.invalid_params(f"Unknown tool: {name}")
         if arguments is not None and not isinstance(arguments, dict):
             raise RequestError.invalid_params("arguments: an object is required")

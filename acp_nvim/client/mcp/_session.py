@@ -12,9 +12,11 @@ __all__ = ["ToolSession", "uri_path"]
 
 import os
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import msgspec
 
 from acp_nvim.client.editor import Editor
@@ -51,6 +53,8 @@ class ToolSession(msgspec.Struct, eq=False):
     permissions: Permissions
     tools: list[str]
     lsp_timeout: Callable[[], float]
+    # Absolute path -> the lock of the edit or write of it under way (see editing()).
+    _editing: dict[str, anyio.Lock] = msgspec.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"<ToolSession chat {self.chat.id} {self.chat.agent}, {len(self.tools)} tools>"
@@ -96,6 +100,22 @@ class ToolSession(msgspec.Struct, eq=False):
                 raise ServiceError(f"not a file on this machine: {path!r}")
             path = local
         return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(file_name(path))))
+
+    @asynccontextmanager
+    async def editing(self, path: str) -> AsyncIterator[None]:
+        """Hold absolute ``path`` for one tool's read, change and write of it.
+
+        An edit merges its text against what the agent last read (decision 0015):
+        a second edit that read before the first one wrote would merge against the
+        text without it and undo it, while both answer "Edited".
+        """
+        lock = self._editing.setdefault(path, anyio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                del self._editing[path]
 
     def listable(self, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         """The ``items`` of a listing (buffers, diagnostics, symbols: each of a

@@ -29,10 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.editor import EditorError, LspRequest
 from acp_nvim.client.mcp._session import ToolSession
+from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminals import CommandOutput
 from acp_nvim.client.session.chat import settled
 from acp_nvim.client.session.model import PermissionOption, TerminalPart, ToolCallPatch
+from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.text import eol_of
 from acp_nvim.review import Hunk
 
@@ -92,7 +94,8 @@ class WriteInput(_Input):
 
 
 class RunInput(_Input):
-    command: str = Field(min_length=1, description="A shell command line.")
+    # No NUL byte: no process takes one in its arguments (Neovim's jobstart fails).
+    command: str = Field(min_length=1, pattern=r"^[^\x00]*$", description="A shell command line.")
     cwd: str | None = Field(None, description="Directory to run in (default: the session's).")
     timeout: float = Field(120, gt=0, le=3600, description="Seconds before it is killed.")
     output_limit: int = Field(
@@ -186,6 +189,8 @@ async def _lsp(
     if path is not None:
         path = session.path(path)
         await session.may_read(path)
+        if (unloadable := _unloadable(path)) is not None:
+            return _error(unloadable)
     timeout = session.lsp_timeout()
     answer = await session.editor.lsp(request, path, position, query, timeout)
     servers = answer.get("servers") or []
@@ -234,6 +239,11 @@ async def _lsp_symbols(session: ToolSession, args: SymbolsInput) -> Result:
 
 async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
     review, path = session.review(), session.path(args.path)
+    async with session.editing(path):
+        return await _edit(review, path, args)
+
+
+async def _edit(review: SessionChanges, path: str, args: EditInput) -> Result:
     # As the user sees it, and the base the write merges the user's typing against.
     # A CRLF file's line endings are compared and written as "\n", conformed on
     # write; in any other file a "\r" before a "\n" is text (a file of mixed endings).
@@ -258,7 +268,8 @@ async def _edit_buffer(session: ToolSession, args: EditInput) -> Result:
 
 async def _write_file(session: ToolSession, args: WriteInput) -> Result:
     path = session.path(args.path)
-    conflicts = await session.review().write(path, args.content)
+    async with session.editing(path):  # not between an edit's read and its write
+        conflicts = await session.review().write(path, args.content)
     return _text(f"Wrote {path}." + _held_back(conflicts))
 
 
@@ -291,9 +302,11 @@ _runs = itertools.count(1)
 
 async def _run_command(session: ToolSession, args: RunInput) -> Result:
     chat, call_id = session.chat, f"mcp-run-{next(_runs)}"
+    cwd = session.path(args.cwd) if args.cwd is not None else session.cwd
+    where = "" if cwd == session.cwd else f" in {shown_path(cwd, session.cwd)}"
     call = ToolCallPatch(
         call_id,
-        title=f"Run `{args.command}`",
+        title=f"Run `{args.command}`{where}",  # the user allows it knowing where
         kind="execute",
         status="pending",
         raw_input=args.model_dump(),
@@ -304,7 +317,7 @@ async def _run_command(session: ToolSession, args: RunInput) -> Result:
         if choice not in ("allow", "allow_always"):
             chat.on_tool_call(ToolCallPatch(call_id, status="failed"))
             return _error("The user did not allow this command.")
-        out, timed_out = await _run(session, call_id, args)
+        out, timed_out = await _run(session, call_id, args, cwd)
         code = out.exit_status.exit_code if out.exit_status is not None else None
         chat.on_tool_call(ToolCallPatch(call_id, status="completed" if code == 0 else "failed"))
     signal = out.exit_status.signal if out.exit_status is not None else None
@@ -322,10 +335,11 @@ async def _run_command(session: ToolSession, args: RunInput) -> Result:
     return _text(f"{out.text}\n[{ending}{cut}]", structured)
 
 
-async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[CommandOutput, bool]:
-    """Run the allowed command in a terminal shown at tool call ``call_id``: its
-    output, and whether it was killed for its timeout."""
-    cwd = session.path(args.cwd) if args.cwd is not None else None
+async def _run(
+    session: ToolSession, call_id: str, args: RunInput, cwd: str
+) -> tuple[CommandOutput, bool]:
+    """Run the allowed command in ``cwd``, in a terminal shown at tool call
+    ``call_id``: its output, and whether it was killed for its timeout."""
     terminals, session_id = session.terminals, session.chat.session.session_id
     terminal_id = await terminals.create(
         session_id, args.command, [], cwd=cwd, limit=args.output_limit
@@ -347,12 +361,23 @@ async def _run(session: ToolSession, call_id: str, args: RunInput) -> tuple[Comm
             await terminals.release(session_id, terminal_id)
 
 
+def _unloadable(path: str) -> str | None:
+    """Why Neovim should not load ``path`` into a buffer, or None: it shows a listing
+    for a directory, and reads a FIFO until a writer closes it (the whole editor
+    waits meanwhile), a device maybe for ever."""
+    if os.path.isdir(path):
+        return f"{path} is a directory."
+    if os.path.exists(path) and not os.path.isfile(path):
+        return f"{path} is not a regular file."
+    return None
+
+
 async def _open_file(session: ToolSession, args: OpenInput) -> Result:
     path = session.path(args.path)
     await session.may_read(path)
-    # Neovim would show an empty buffer for a missing file, a listing for a directory.
-    if os.path.isdir(path):
-        return _error(f"{path} is a directory.")
+    if (unloadable := _unloadable(path)) is not None:
+        return _error(unloadable)
+    # Neovim would show an empty buffer for a missing file.
     if not os.path.exists(path) and await session.editor.read_buffer(path) is None:
         return _error(f"{path}: no such file.")
     shown = await session.editor.show_file(path, args.line)
