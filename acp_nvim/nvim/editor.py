@@ -618,10 +618,9 @@ class NvimEditor:
             done.set()
 
     async def show_file(self, path: str, line: int | None) -> int | None:
-        shown = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
-        if shown.get("failed"):
-            raise EditorError(str(shown["failed"]))
-        return int(shown["line"]) if "line" in shown else None
+        return _line_shown(
+            await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
+        )
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))
@@ -769,3 +768,14 @@ class NvimEditor:
         if "error" in outcome:
             raise EditorError(outcome["error"])
         return outcome.get("value")
+
+
+def _line_shown(answer: dict[str, Any]) -> int | None:
+    """Lua's windows.follow answer: the line shown, None when shown later.
+
+    Raises:
+        EditorError: it cannot be shown, saying why.
+    """
+    if answer.get("failed"):
+        raise EditorError(str(answer["failed"]))
+    return int(answer["line"]) if "line" in answer else None
