@@ -775,10 +775,10 @@ def _agent(name: Any, spec: Any, problems: list[str]) -> AgentConfig | None:
     told = len(problems)
     # Every wrong key of the agent is told (setup() tells each), and the agent left out.
     agent = _convert(spec, AgentConfig, key, problems)
-    if agent is None or len(problems) > told or wrong_env:
-        return None
-    if not agent.cmd[0].strip():
+    if agent is not None and not agent.cmd[0].strip():  # told beside its other wrong keys
         problems.append(f"{key}.cmd: the first item must name a program")
+        return None
+    if agent is None or len(problems) > told or wrong_env:
         return None
     return agent
 

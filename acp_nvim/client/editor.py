@@ -591,8 +591,10 @@ class Editor(Protocol):
         seconds, then keeps what came.
         """
 
-    async def show_file(self, path: str, line: int | None) -> None:
-        """Show ``path`` at ``line`` to the user, in the window beside the chat.
+    async def show_file(self, path: str, line: int | None) -> int | None:
+        """Show ``path`` at ``line`` to the user, in the window beside the chat;
+        returns the line shown (the last for a line past it), or None when the editor
+        shows it later (the command-line window is open).
 
         Raises:
             EditorError: it cannot be shown (a swap file of it exists), saying why.

@@ -617,10 +617,10 @@ class NvimEditor:
             result.update({k: answer.get(k) or [] for k in ("items", "hover", "errors")})
             done.set()
 
-    async def show_file(self, path: str, line: int | None) -> None:
-        failed = await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
-        if failed:
-            raise EditorError(str(failed))
+    async def show_file(self, path: str, line: int | None) -> int | None:
+        return _line_shown(
+            await self.call_lua("return require('acp.editor.windows').follow(...)", path, line)
+        )
 
     async def watch_buffers(self) -> None:
         await self.call_lua(_CONTEXT.format("watch"))
@@ -768,3 +768,14 @@ class NvimEditor:
         if "error" in outcome:
             raise EditorError(outcome["error"])
         return outcome.get("value")
+
+
+def _line_shown(answer: dict[str, Any]) -> int | None:
+    """Lua's windows.follow answer: the line shown, None when shown later.
+
+    Raises:
+        EditorError: it cannot be shown, saying why.
+    """
+    if answer.get("failed"):
+        raise EditorError(str(answer["failed"]))
+    return int(answer["line"]) if "line" in answer else None

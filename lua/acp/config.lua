@@ -164,10 +164,12 @@ function check(value, spec, key, problems)
   local function at(name)
     return key == "" and name or ("%s.%s"):format(key, name)
   end
+  -- A missing key leaves the table out, after its other keys are told too.
+  local missing = false
   for _, name in ipairs(class.required) do
     if value[name] == nil then
       report(problems, at(name), "required")
-      return nil
+      missing = true
     end
   end
   local kept = {}
@@ -179,7 +181,9 @@ function check(value, spec, key, problems)
       report(problems, at(name), "unknown option")
     end
   end
-  return kept
+  if not missing then
+    return kept
+  end
 end
 
 --- The problem of a table of MCP servers (at `key`) naming one as the editor's: an

@@ -287,8 +287,9 @@ class RecordingEditor:
         self.lsp_asked.append((request, path, position, query))
         return self.lsp_answers.get(request, {"servers": [], "errors": []})
 
-    async def show_file(self, path: str, line: int | None) -> None:
+    async def show_file(self, path: str, line: int | None) -> int | None:
         self.shown.append((path, line))
+        return line or 1
 
     async def watch_buffers(self) -> None:
         self.watching = True

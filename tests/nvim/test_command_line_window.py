@@ -155,7 +155,10 @@ def test_a_file_the_agent_shows_in_the_command_line_window_opens_once_it_closes(
         for line in editor.transcript()
         if line.startswith("RESULT ")
     ]
-    assert (result["isError"], text(result)) == (False, f"Showed {project / 'a.py'} at line 2 to the user.")
+    assert (result["isError"], text(result)) == (
+        False,
+        f"{project / 'a.py'} is shown to the user once they leave the command-line window.",
+    )
     window = editor.lua("return vim.fn.bufwinid(...)", str(project / "a.py"))
     assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [2, 0]
     assert notices(editor) == []

@@ -272,6 +272,28 @@ def test_a_rejected_edit_leaves_a_non_utf8_file_byte_for_byte_as_it_was(
     assert (loaded.read_bytes(), closed.read_bytes()) == (data, data)
 
 
+@pytest.mark.parametrize("git", [False, True], ids=["snapshot", "git"])
+def test_a_rejected_change_made_on_disk_leaves_a_latin1_file_as_it_was(
+    editor: Editor, tmp_path: Path, git: bool
+) -> None:
+    """A change the agent made on disk itself (no fs/* write: the review's disk
+    watch) that left the file plain ASCII was rejected as UTF-8: "é" in two bytes."""
+    data = b"caf\xe9\nx\n"
+    project = tmp_path / "project"
+    path = project / "closed.txt"
+    path.write_bytes(data)
+    if git:
+        for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                     "commit", "-qm", "x"]):  # fmt: skip
+            subprocess.run(["git", *args], cwd=project, check=True)
+    start(editor)
+    run(editor, [{"shell": {"path": str(path), "content": "x\ny\n"}}])
+    editor.wait("#require('acp').changes() == 1")
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_bytes() == data
+
+
 @pytest.mark.parametrize("name", ["link", "braces"])
 def test_a_buffer_opened_through_a_symlink_or_named_with_braces_is_the_files(
     editor: Editor, tmp_path: Path, name: str

@@ -294,6 +294,40 @@ end
 """
 
 
+def test_lsp_positions_are_characters_after_non_ascii_text(editor: Editor, tmp_path: Path) -> None:
+    """The schemas promise columns in characters: lsp_symbols answered bytes (a
+    workspace symbol's measured on the line of whatever buffer was current)."""
+    path, other = tmp_path / "project" / "d.lua", tmp_path / "project" / "w.lua"
+    path.write_text("déf foo():\n  «foo()»\n")
+    other.write_text("x\n«» bar = 1\n")  # never opened in the editor
+    buf = edit(editor, path)
+    editor.lua(FAKE_SERVER, buf)
+    bar = {"name": "bar", "kind": 13, "location": {"uri": other.as_uri(), "range": {
+        "start": {"line": 1, "character": 3}, "end": {"line": 1, "character": 6}}}}  # fmt: skip
+    editor.lua(WORKSPACE_SERVER, [buf], [bar])
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {buf}, method = 'workspace/symbol'}}) == 1")
+    editor.wait(f"#vim.lsp.get_clients({{bufnr = {buf}, method = 'textDocument/hover'}}) == 1")
+    start(editor)
+    at = {"path": "d.lua", "line": 2, "column": 4}  # the "f" after "«"
+    definition, hover, symbols, found = call(
+        editor,
+        [
+            {"tool": "lsp_definition", "arguments": at},
+            {"tool": "lsp_hover", "arguments": at},
+            {"tool": "lsp_symbols", "arguments": {"path": "d.lua"}},
+            {"tool": "lsp_symbols", "arguments": {"query": "bar"}},
+        ],
+    )
+    assert text(hover) == "hover at 1:3"  # UTF-16, the server's encoding
+    [target] = definition["structuredContent"]["items"]
+    assert (target["line"], target["column"], target["text"]) == (1, 5, "déf foo():")
+    [symbol] = symbols["structuredContent"]["items"]
+    assert (symbol["line"], symbol["column"], symbol["text"]) == (1, 5, "[Function] foo")
+    [symbol] = found["structuredContent"]["items"]
+    assert (symbol["path"], symbol["line"], symbol["column"]) == (str(other), 2, 4)
+    assert (symbol["text"], symbol["kind"]) == ("[Variable] bar", "Variable")
+
+
 @pytest.mark.parametrize("outside", ["ask", "deny", "allow"])
 def test_listings_leave_out_files_outside_the_project_unless_fs_access_allows_them(
     editor: Editor, tmp_path: Path, outside: str
@@ -827,6 +861,30 @@ def test_open_file_without_a_line_shows_it_and_refuses_what_it_cannot_show(
     assert (directory["isError"], text(directory)) == (True, f"{project / 'sub'} is a directory.")
     assert denied["isError"] is True and "fs_access" in text(denied), text(denied)
     assert editor.lua("return vim.fn.bufnr(...)", str(outside)) == -1
+
+
+def test_open_file_past_the_last_line_says_where_the_cursor_went(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """`open_file` at line 999 of a 2-line file answered "at line 999" while the
+    cursor went to line 2."""
+    path = tmp_path / "project" / "a.py"
+    path.write_text("one\ntwo\n")
+    start(editor)
+    past, within = call(
+        editor,
+        [
+            {"tool": "open_file", "arguments": {"path": "a.py", "line": 999}},
+            {"tool": "open_file", "arguments": {"path": "a.py", "line": 1}},
+        ],
+    )
+    assert (past["isError"], text(past)) == (
+        False,
+        f"Showed {path} at line 2, its last, to the user: no line 999.",
+    )
+    assert text(within) == f"Showed {path} at line 1 to the user."
+    window = editor.lua("return vim.fn.bufwinid(...)", str(path))
+    assert editor.lua("return vim.api.nvim_win_get_cursor(...)", window) == [1, 0]
 
 
 def test_a_line_with_a_nul_byte_leaves_buffers_and_selection_readable(

@@ -159,6 +159,17 @@ def test_lua_finds_the_wrong_keys_python_finds(editor: Editor) -> None:
              "agents.foo.env.A: expected a string, got an integer"],
         ),
         ({"cmd": [""]}, ["agents.foo.cmd: the first item must name a program"]),
+        # Every wrong key is told, not only that cmd is missing or blank.
+        (
+            {"mode": 3, "bogus": 1},
+            ["agents.foo.bogus: unknown option", "agents.foo.cmd: required",
+             "agents.foo.mode: expected a string, got an integer"],
+        ),
+        (
+            {"cmd": [" "], "mode": 3},
+            ["agents.foo.cmd: the first item must name a program",
+             "agents.foo.mode: expected a string, got an integer"],
+        ),
     ],
 )  # fmt: skip
 def test_a_wrong_agent_is_told_alike_by_lua_and_python_and_not_also_unknown(
@@ -167,6 +178,8 @@ def test_a_wrong_agent_is_told_alike_by_lua_and_python_and_not_also_unknown(
     editor.setup(agents={"foo": agent}, default_agent="foo")
     [notice] = editor.lua("return _G.acp_notices")
     assert "unknown agent" not in notice["msg"]
+    said = re.sub(r"^acp: invalid options?:? ", "", notice["msg"])
+    assert sorted(said.split("; ")) == problems
     editor.nvim.command("AcpChat")
     error = editor.wait_event("AcpError")
     told = re.sub(r"^invalid options?:? ", "", error["message"])

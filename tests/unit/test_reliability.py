@@ -118,6 +118,32 @@ async def test_nul_byte_in_fs_paths_is_refused(tmp_path: Path) -> None:
     assert "cwd is not a directory" in errors[52]
 
 
+async def test_nul_byte_in_a_command_is_refused_before_it_runs(tmp_path: Path) -> None:
+    def create(msg_id: int, **params: Any) -> dict[str, Any]:
+        params = {"sessionId": "s1", "command": "echo", **params}
+        return {"jsonrpc": "2.0", "id": msg_id, "method": "terminal/create", "params": params}
+
+    agent = MemoryAgent(
+        1,
+        [
+            [
+                create(60, command="echo a\u0000b"),
+                create(61, args=["a\u0000b"]),
+                create(62, env=[{"name": "TOKEN", "value": "se\u0000cret"}]),
+            ]
+        ],
+    )
+    _, editor = await one_turn(agent, tmp_path, answered=(60, 61, 62))
+    errors = {a["id"]: a["error"] for a in agent.answers() if "error" in a}
+    refused = "holds a NUL byte, which no program can take"
+    assert errors[60]["message"] == f"Invalid params: 'echo a\\x00b' {refused}"
+    assert errors[61]["message"] == f"Invalid params: 'a\\x00b' {refused}"
+    # The value is no more quoted than :AcpLog shows it.
+    assert errors[62]["message"] == f"Invalid params: env 'TOKEN' {refused}"
+    assert {errors[i]["code"] for i in (60, 61, 62)} == {-32602}
+    assert editor.terminals == {}  # nothing was started
+
+
 # -- 2. a badly shaped answer -----------------------------------------------------------
 
 

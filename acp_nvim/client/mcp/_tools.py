@@ -105,7 +105,9 @@ class RunInput(_Input):
 
 class OpenInput(_Input):
     path: str = Field(description=_PATH)
-    line: int | None = Field(None, ge=1, le=_MAX, description="Line to show (1-based).")
+    line: int | None = Field(
+        None, ge=1, le=_MAX, description="Line to show (1-based; past the end: the last)."
+    )
 
 
 # -- results
@@ -378,9 +380,14 @@ async def _open_file(session: ToolSession, args: OpenInput) -> Result:
     # Neovim would show an empty buffer for a missing file.
     if not os.path.exists(path) and await session.editor.read_buffer(path) is None:
         return _error(f"{path}: no such file.")
-    await session.editor.show_file(path, args.line)
-    at = f" at line {args.line}" if args.line else ""
-    return _text(f"Showed {path}{at} to the user.")
+    shown = await session.editor.show_file(path, args.line)
+    if shown is None:
+        return _text(f"{path} is shown to the user once they leave the command-line window.")
+    if args.line is None:
+        return _text(f"Showed {path} to the user.")
+    if shown < args.line:
+        return _text(f"Showed {path} at line {shown}, its last, to the user: no line {args.line}.")
+    return _text(f"Showed {path} at line {shown} to the user.")
 
 
 # -- the registry

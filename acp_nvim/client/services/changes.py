@@ -60,7 +60,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.client.text import DecodedFile, eol_of, slice_lines, split_text
+from acp_nvim.client.text import eol_of, slice_lines, split_text
 from acp_nvim.review import (
     Changeset,
     FileKind,
@@ -278,7 +278,6 @@ class SessionChanges:
         self._check_queued = False
         self._turn_open = False
         self._numbers: dict[int, int] | None = None  # see number()
-        self._encodings: dict[str, DecodedFile] = {}  # files.as_first_read's, by path
         self._turns = 0  # turns begun
 
     def __repr__(self) -> str:
@@ -354,7 +353,7 @@ class SessionChanges:
         doc = await files.load(self.editor, path, check=True)
         files.check_writable(doc)
         if (encoding := files.encoding_of(doc)) is not None:
-            self._encodings.setdefault(path, encoding)
+            self.disk.encodings.setdefault(path, encoding)
         existed = doc.text is not None
         if doc.buffer is None and not self.auto_save:
             # Left unsaved, as asked: the edit needs a buffer to live in.
@@ -682,7 +681,7 @@ class SessionChanges:
             return
         unsaved = await _unsaved(self.editor, doc) if disk else None
         stat = await anyio.to_thread.run_sync(files.stat_of, doc.path) if unsaved else None
-        doc = files.as_first_read(doc, self._encodings.get(doc.path))
+        doc = files.as_first_read(doc, self.disk.encodings.get(doc.path))
         final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk or deleted)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)

@@ -59,7 +59,7 @@ from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.session.workspace import shown_path
-from acp_nvim.client.text import eol_of
+from acp_nvim.client.text import DecodedFile, eol_of
 from acp_nvim.review import (
     FileKind,
     FilePatch,
@@ -229,7 +229,7 @@ def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
         return NOTHING
 
 
-Kept = dict[str, tuple[Stat, str]]  # path -> (size, mtime_ns) and text then
+Kept = dict[str, tuple[Stat, files.Document]]  # path -> (size, mtime_ns) and file then
 
 
 class _TurnStart(msgspec.Struct):
@@ -375,14 +375,14 @@ def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kep
         if stat is None:
             return 0
         if before is not None and before[0] == stat:
-            text: Baseline = before[1]
+            doc: files.Document | Nothing = before[1]
         elif stat_of(path) == stat:
-            text = _read_unchanged(path, stat)
+            doc = _read_unchanged(path, stat)
         else:
             return 0
-        if not isinstance(text, str):
+        if isinstance(doc, Nothing) or doc.text is None:
             return 0
-        snapshots[path] = (stat, text)
+        snapshots[path] = (stat, doc)
         return stat[0]
 
     for git in gits:
@@ -400,16 +400,27 @@ def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kep
     return snapshots
 
 
-def _read_unchanged(path: str, stat: Stat | None) -> Baseline:
-    """The text of ``path`` when it still has ``stat`` after the read; NOTHING when
-    it is too big to keep, unreadable, or being written meanwhile."""
+def _read_unchanged(path: str, stat: Stat | None) -> files.Document | Nothing:
+    """The file ``path`` when it still has ``stat`` after the read; NOTHING when it
+    is too big to keep, unreadable, or being written meanwhile."""
     if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
         return NOTHING
     try:
-        text = files.read_disk(path).text
+        doc = files.read_disk(path)
     except FileError:
         return NOTHING
-    return text if stat_of(path) == stat else NOTHING
+    return doc if stat_of(path) == stat else NOTHING
+
+
+def _read_from(
+    found: files.Document | DecodedFile | None,
+) -> tuple[Baseline, DecodedFile | None]:
+    """A baseline read from a file, with the file's encoding; NOTHING without one."""
+    if found is None:
+        return NOTHING, None
+    if isinstance(found, DecodedFile):
+        return found.text, DecodedFile("", found.bom, found.encoding)
+    return found.text, files.encoding_of(found)
 
 
 def under(cwd: str, path: str) -> str:
@@ -446,7 +457,10 @@ class DiskChanges:
         # Last (size, mtime) seen per file: what the turn saw over the turn start's scan.
         self._known: MutableMapping[str, Stat | None] = {}
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
-        self._snapshots: dict[str, str | None] = {}  # text when a pending tool call named it
+        self._snapshots: dict[str, files.Document] = {}  # when a pending tool call named it
+        # How each file was encoded when its text before a change was first known: a
+        # decision writes it so where its text cannot tell (files.as_first_read).
+        self.encodings: dict[str, DecodedFile] = {}
         self._last: _TurnStart | None = None  # the last turn start's reading, and its watch
         self._closed = False
         self._reading: anyio.Event | None = None  # set when a reading under way ends
@@ -477,7 +491,7 @@ class DiskChanges:
         meanwhile."""
         last = await self._read_start()
         self._start, self._gits = last.scan, last.gits
-        self._snapshots = {path: text for path, (_, text) in last.kept.items()}
+        self._snapshots = {path: doc for path, (_, doc) in last.kept.items()}
         # Not a copy: 20k files' stats took 0.4-1 ms of the send, the GIL held.
         self._known = ChainMap({}, cast(dict[str, Stat | None], last.scan.stats))
         self.named.clear()
@@ -725,10 +739,10 @@ class DiskChanges:
         stat = stat_of(path)
         if path in self._known and self._known[path] != stat:
             return  # already changed since the turn began: not a "before" text
-        text = _read_unchanged(path, stat)
-        if isinstance(text, Nothing):
+        doc = _read_unchanged(path, stat)
+        if isinstance(doc, Nothing):
             return
-        self._snapshots[path] = text
+        self._snapshots[path] = doc
         self._known.setdefault(path, stat)
 
     async def _baseline(
@@ -748,19 +762,27 @@ class DiskChanges:
             # a tool call's oldText or a buffer says (opencode sends "" for a new file).
             return None
         diff, patch = self._diffs.get(path), self._patches.get(path)
-        sources: list[Baseline] = [
-            self._snapshots.get(path, NOTHING),
-            buffer.text if buffer is not None and not buffer.modified else NOTHING,
-            baseline_from_diff(current, *diff) if diff and current is not None else NOTHING,
-            baseline_from_patch(current, patch) if patch is not None else NOTHING,
-            await self._git_text(path),
+        snapshot, git = self._snapshots.get(path), await self._git_file(path)
+        # Each with the encoding of the file it was read from, if it was one.
+        sources: list[tuple[Baseline, DecodedFile | None]] = [
+            _read_from(snapshot),
+            (buffer.text if buffer is not None and not buffer.modified else NOTHING, None),
+            (baseline_from_diff(current, *diff) if diff and current is not None else NOTHING, None),
+            (baseline_from_patch(current, patch) if patch is not None else NOTHING, None),
+            _read_from(git),
         ]
-        known = [text for text in sources if not isinstance(text, Nothing)]
-        return next((text for text in known if text != current), known[0] if known else NOTHING)
+        known = [source for source in sources if not isinstance(source[0], Nothing)]
+        text, encoding = next(
+            (source for source in known if source[0] != current),
+            known[0] if known else (NOTHING, None),
+        )
+        if encoding is not None:
+            self.encodings.setdefault(path, encoding)
+        return text
 
-    async def _git_text(self, path: str) -> Baseline:
+    async def _git_file(self, path: str) -> DecodedFile | None:
         for git in self._gits:
-            text = await anyio.to_thread.run_sync(git.clean_text, path)
-            if text is not None:
-                return text
-        return NOTHING
+            found = await anyio.to_thread.run_sync(git.clean_file, path)
+            if found is not None:
+                return found
+        return None

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from acp_nvim.client.text import decode_file
+from acp_nvim.client.text import DecodedFile, decode_file
 
 _TIMEOUT = 2.0
 _NICE = shutil.which("nice")
@@ -115,13 +115,14 @@ class GitState:
             return None
         return cls(root, dirty_files(root, status), index)
 
-    def clean_text(self, path: str) -> str | None:
-        """The text ``path`` had at turn start if git knows it (clean and tracked)."""
+    def clean_file(self, path: str) -> DecodedFile | None:
+        """The file ``path`` was at turn start if git knows it (clean and tracked)."""
         if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
             return None
         try:
             data = git(self.root, "show", f":{os.path.relpath(path, self.root)}")
         except GitError:
             return None
-        text = decode_file(data).text
-        return None if "\0" in text[:8192] else text  # binary (UTF-16's NUL bytes are not)
+        decoded = decode_file(data)
+        # A NUL byte: binary (UTF-16's NUL bytes are not).
+        return None if "\0" in decoded.text[:8192] else decoded

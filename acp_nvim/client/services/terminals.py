@@ -226,7 +226,7 @@ class Terminals:
         means the session's. ``limit`` bounds the output kept (bytes).
 
         Raises:
-            ServiceError: a bad cwd or limit, a turn that ended here (see
+            ServiceError: a bad cwd or limit, a NUL byte, a turn that ended here (see
                 :meth:`abandon`), or the editor could not start it.
         """
         chat = self._chat(session_id)
@@ -283,8 +283,10 @@ class Terminals:
         (Neovim's command-line window is open), once it can again.
 
         Raises:
-            ServiceError: the editor could not start it, or it was stopped first.
+            ServiceError: a NUL byte in it, the editor could not start it, or it was
+                stopped first.
         """
+        _refuse_nul(cmd, env)
         editor = term.chat.editor
         # Known before the editor starts it: its first output may arrive at once.
         self._commands[term.key] = term
@@ -530,3 +532,15 @@ def _exit_status(code: int, killed: bool) -> ExitStatus:
         except ValueError:
             pass
     return ExitStatus(code, None)
+
+
+def _refuse_nul(cmd: str | list[str], env: Mapping[str, str]) -> None:
+    """No process can take a NUL byte in its argv or environment (Neovim's jobstart
+    fails on it with a Lua stack trace): refused and named before anything starts. An
+    env value is not quoted (:AcpLog redacts them)."""
+    for word in [cmd] if isinstance(cmd, str) else cmd:
+        if "\0" in word:
+            raise ServiceError(f"{word!r} holds a NUL byte, which no program can take")
+    for name, value in env.items():
+        if "\0" in name + value:
+            raise ServiceError(f"env {name!r} holds a NUL byte, which no program can take")

@@ -182,24 +182,47 @@ local function request(client, method, params, handler, buf)
   return client.request(method, params, handler, buf)
 end
 
+--- Each symbol of `result` (children too) as a location that names it: its own
+--- (SymbolInformation; a WorkspaceSymbol's may have no range), else its selection
+--- in `buf` (DocumentSymbol).
+local function symbol_locations(result, buf, out)
+  for _, symbol in ipairs(result) do
+    local location = symbol.location
+    if not location and symbol.selectionRange then
+      location = { uri = vim.uri_from_bufnr(buf), range = symbol.selectionRange }
+    end
+    if location and location.range then
+      local kind = vim.lsp.protocol.SymbolKind[symbol.kind] or "Unknown"
+      local order = #out + 1
+      out[order] = { uri = location.uri, range = location.range, kind = kind, name = symbol.name, order = order }
+    end
+    symbol_locations(symbol.children or {}, buf, out)
+  end
+  return out
+end
+
 local function items_of(kind, result, client, buf)
-  local encoding = client.offset_encoding
-  local items
-  if kind == "document_symbols" or kind == "workspace_symbols" then
-    items = vim.lsp.util.symbols_to_items(result, buf, encoding)
-  else
-    items = vim.lsp.util.locations_to_items(vim.islist(result) and result or { result }, encoding)
+  local symbols = kind == "document_symbols" or kind == "workspace_symbols"
+  -- Not symbols_to_items: it measures every symbol's column in bytes, on the lines of
+  -- `buf` (the current buffer for a workspace's symbols). As locations, each symbol
+  -- is measured on its own file's line, which comes back as its text.
+  local locations = symbols and symbol_locations(result, buf, {}) or vim.islist(result) and result or { result }
+  local items = vim.lsp.util.locations_to_items(locations, client.offset_encoding)
+  if symbols then -- in the server's order (a workspace search's: best first), not by file
+    table.sort(items, function(a, b)
+      return a.user_data.order < b.user_data.order
+    end)
   end
   local out = {}
   for _, item in ipairs(items) do
-    local text = item.text or ""
+    local symbol = symbols and item.user_data or {}
     table.insert(out, {
       path = item.filename,
       line = item.lnum,
+      column = vim.fn.charidx(vim_string(item.text or ""), item.col - 1) + 1,
       -- Symbols' text is "[Kind] name", locations' the line itself.
-      column = item.kind and item.col or vim.fn.charidx(vim_string(text), item.col - 1) + 1,
-      text = text,
-      kind = item.kind or vim.NIL,
+      text = symbol.kind and ("[%s] %s"):format(symbol.kind, symbol.name) or item.text or "",
+      kind = symbol.kind or vim.NIL,
     })
   end
   return out

@@ -38,6 +38,7 @@ end
 ---@param path string
 ---@param line? integer
 ---@param focus boolean
+---@return integer line the line shown
 function M.show(path, line, focus)
   path = vim.fn.fnamemodify(path, ":p")
   local buf, why = buffers.find(path), nil
@@ -57,26 +58,28 @@ function M.show(path, line, focus)
     win = api.nvim_open_win(buf, false, { split = "left", win = -1 })
   end
   local count = api.nvim_buf_line_count(buf)
-  api.nvim_win_set_cursor(win, { math.max(1, math.min(line or 1, count)), 0 })
+  local shown = math.max(1, math.min(line or 1, count))
+  api.nvim_win_set_cursor(win, { shown, 0 })
   if focus then
     api.nvim_set_current_win(win)
   end
+  return shown
 end
 
 --- Show `path` at `line` where the agent asks (Editor.show_file), the cursor
---- staying put; returns why it cannot, or nil. In the command-line window, where
---- no window may change (E11), once it closes: the agent is not made to wait for
---- the user.
+--- staying put; returns the line shown, or why it cannot be. In the command-line
+--- window, where no window may change (E11), once it closes (returning neither):
+--- the agent is not made to wait for the user.
 ---@param path string
 ---@param line? integer
----@return string?
+---@return {line?: integer, failed?: string}
 function M.follow(path, line)
-  local failed = nil
+  local result = vim.empty_dict()
   util.outside_cmdwin(function()
-    local ok, err = pcall(M.show, path, line, false)
-    failed = not ok and tostring(err) or nil
+    local ok, shown = pcall(M.show, path, line, false)
+    result = ok and { line = shown } or { failed = tostring(shown) }
   end)
-  return failed
+  return result
 end
 
 return M
