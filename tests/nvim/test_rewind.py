@@ -485,15 +485,12 @@ def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -
     assert "holding" not in editor.transcript_text()
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_a_prompt_after_a_rewind_goes_though_the_agent_never_ended_the_cancelled_turn(
-    editor: Editor, version: int
-) -> None:
-    """It waited for the turn the rewind cancelled, in the session left behind, to end:
-    an agent that never answers that cancel held it for ever ("still ending the
-    cancelled turn")."""
+def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then a held turn 2 rewound to before it: the agent of ``scenario``
+    never acts on the cancel, and the chat goes on in session s2. The agent's calls
+    file."""
     calls_file = editor.tmp / "calls.jsonl"
-    agent = {"cmd": [sys.executable, str(FAKE), "rewind+deaf"], "env": {"FAKE_CALLS": str(calls_file)}}
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
     editor.setup(
         agents={"fake": agent}, default_agent="fake", protocol_version=version,
         timeouts={"cancel": 0.5},
@@ -505,6 +502,17 @@ def test_a_prompt_after_a_rewind_goes_though_the_agent_never_ended_the_cancelled
     editor.lua("require('acp').rewind(2)")
     assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
     assert session_changed(editor, 2)["session_id"] == "s2"
+    return calls_file
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_prompt_after_a_rewind_goes_though_the_agent_never_ended_the_cancelled_turn(
+    editor: Editor, version: int
+) -> None:
+    """It waited for the turn the rewind cancelled, in the session left behind, to end:
+    an agent that never answers that cancel held it for ever ("still ending the
+    cancelled turn")."""
+    calls_file = rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf", version)
     turn(editor, "after", 3)
     assert editor.events("AcpTurnEnd")[2]["stop_reason"] == "end_turn"
     assert calls(calls_file, "session/prompt")[-1]["sessionId"] == "s2"
@@ -520,19 +528,7 @@ def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_
     left: over v2 the end the agent then gave it (its idle) was taken for an update
     come early, and a prompt after a switch back to that branch waited for ever
     ("still ending the cancelled turn")."""
-    calls_file = editor.tmp / "calls.jsonl"
-    agent = {"cmd": [sys.executable, str(FAKE), "rewind+deaf+late"], "env": {"FAKE_CALLS": str(calls_file)}}
-    editor.setup(
-        agents={"fake": agent}, default_agent="fake", protocol_version=version,
-        timeouts={"cancel": 0.5},
-    )  # fmt: skip
-    editor.open_chat()
-    turn(editor, "alpha", 1)
-    editor.lua("require('acp').send('hold')")
-    wait_text(editor, "holding")
-    editor.lua("require('acp').rewind(2)")
-    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
-    assert session_changed(editor, 2)["session_id"] == "s2"
+    calls_file = rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late", version)
     turn(editor, "after", 3)  # the agent ends the held turn of s1 before it answers
     editor.lua(STUB_UI, 1)
     editor.nvim.command("AcpBranches")
