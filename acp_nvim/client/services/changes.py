@@ -352,7 +352,7 @@ class SessionChanges:
             await self.disk.check_one(path)
         doc = await files.load(self.editor, path, check=True)
         files.check_writable(doc)
-        if (encoding := files.encoding_of(doc)) is not None:
+        if (encoding := files.encoding_of(doc.encoding)) is not None:
             self.disk.encodings.setdefault(path, encoding)
         existed = doc.text is not None
         if doc.buffer is None and not self.auto_save:

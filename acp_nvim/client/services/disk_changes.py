@@ -418,9 +418,8 @@ def _read_from(
     """A baseline read from a file, with the file's encoding; NOTHING without one."""
     if found is None:
         return NOTHING, None
-    if isinstance(found, DecodedFile):
-        return found.text, DecodedFile("", found.bom, found.encoding)
-    return found.text, files.encoding_of(found)
+    decoded = found if isinstance(found, DecodedFile) else found.encoding
+    return found.text, files.encoding_of(decoded)
 
 
 def under(cwd: str, path: str) -> str:

@@ -421,12 +421,12 @@ def _overwrite(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def encoding_of(doc: Document) -> DecodedFile | None:
-    """How ``doc``'s file on disk is encoded (without its text, to be kept), or None:
-    none read from disk."""
-    if doc.encoding is None:
+def encoding_of(decoded: DecodedFile | None) -> DecodedFile | None:
+    """How a file read from disk (``decoded``, a Document's ``encoding``) is encoded,
+    without its text, to be kept; None for none read."""
+    if decoded is None:
         return None
-    return DecodedFile("", doc.encoding.bom, doc.encoding.encoding)
+    return DecodedFile("", decoded.bom, decoded.encoding)
 
 
 def as_first_read(doc: Document, first: DecodedFile | None) -> Document:
