@@ -201,8 +201,29 @@ def test_diagnostics_set_in_neovim_reach_the_agent(editor: Editor, tmp_path: Pat
     ]
 
 
-# An in-process language server (vim.lsp.start with a function as cmd).
-FAKE_SERVER = """
+# An in-process language server (vim.lsp.start with a function as cmd) attached to
+# buffer ``buf``, answering each request with ``answer(method, params)``.
+START_SERVER = """
+local function start_server(name, buf, answer)
+  vim.lsp.start({
+    name = name,
+    root_dir = vim.fn.getcwd(),
+    cmd = function()
+      return {
+        request = function(method, params, callback)
+          vim.schedule(function() callback(nil, answer(method, params)) end)
+          return true, 1
+        end,
+        notify = function() return true end,
+        is_closing = function() return false end,
+        terminate = function() end,
+      }
+    end,
+  }, { bufnr = buf })
+end
+"""
+
+FAKE_SERVER = START_SERVER + """
 local buf = ...
 local function answer(method, params)
   if method == "initialize" then
@@ -221,21 +242,7 @@ local function answer(method, params)
   end
   return vim.NIL
 end
-vim.lsp.start({
-  name = "fakels",
-  root_dir = vim.fn.getcwd(),
-  cmd = function()
-    return {
-      request = function(method, params, callback)
-        vim.schedule(function() callback(nil, answer(method, params)) end)
-        return true, 1
-      end,
-      notify = function() return true end,
-      is_closing = function() return false end,
-      terminate = function() end,
-    }
-  end,
-}, { bufnr = buf })
+start_server("fakels", buf, answer)
 """
 
 
@@ -268,25 +275,12 @@ def test_lsp_tools_answer_from_the_attached_language_server(editor: Editor, tmp_
     assert "No language server" in text(none)
 
 
-WORKSPACE_SERVER = """
+WORKSPACE_SERVER = START_SERVER + """
 local bufs, symbols = ...
-vim.lsp.start({
-  name = "fakews",
-  root_dir = vim.fn.getcwd(),
-  cmd = function()
-    return {
-      request = function(method, params, callback)
-        local result = method == "initialize" and { capabilities = { workspaceSymbolProvider = true } }
-          or method == "workspace/symbol" and symbols or vim.NIL
-        vim.schedule(function() callback(nil, result) end)
-        return true, 1
-      end,
-      notify = function() return true end,
-      is_closing = function() return false end,
-      terminate = function() end,
-    }
-  end,
-}, { bufnr = bufs[1] })
+start_server("fakews", bufs[1], function(method)
+  return method == "initialize" and { capabilities = { workspaceSymbolProvider = true } }
+    or method == "workspace/symbol" and symbols or vim.NIL
+end)
 for _, buf in ipairs(bufs) do
   vim.diagnostic.set(vim.api.nvim_create_namespace("test"), buf,
     { { lnum = 0, col = 0, severity = vim.diagnostic.severity.ERROR, message = "in " .. vim.fn.bufname(buf) } })
