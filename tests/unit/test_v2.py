@@ -25,7 +25,7 @@ from acp_nvim.client.app import App
 from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-from acp_nvim.client.session.model import PermissionOption, ToolCallPatch
+from acp_nvim.client.session.model import Attachment, PermissionOption, ToolCallPatch
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import schema_v2 as v2
@@ -186,6 +186,57 @@ async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> No
         await client.barrier()
     users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
     assert users == [["## You", "hello (seen)"]]  # one message, not echo + ack
+
+
+async def test_an_ack_with_attachments_keeps_the_attached_line(raw_peer, serving) -> None:
+    """An agent acknowledging a prompt with a file echoes the file as a resource: the
+    message still names it on its own line, as the user named it, not as a link
+    stuck to the typed words."""
+    client = Client(raw_peer)
+    attached = Attachment("selection", "a.py:2-3", "file:///w/a.py#L2-L3", "x = 1\n")
+    async with serving(client.conn):
+        await client.chat.start_turn("explain this", [attached])
+        resource = {"uri": attached.uri, "text": "x = 1\n", "mimeType": "text/x-python"}
+        await client.send(
+            update(
+                {
+                    "sessionUpdate": "user_message",
+                    "messageId": "u-1",
+                    "content": [
+                        {"type": "text", "text": "explain this"},
+                        {"type": "resource", "resource": resource},
+                    ],
+                }
+            ),
+        )
+        await client.barrier()
+    users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
+    assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]
+
+
+async def test_a_users_message_names_what_it_carries(raw_peer, serving) -> None:
+    """A user's message the client did not send (a loaded session's history) names
+    its files by their paths in the session's directory, and an image as one."""
+    client = Client(raw_peer)
+    link = {"type": "resource_link", "uri": "file:///w/src/b.py", "name": "b.py"}
+    async with serving(client.conn):
+        await client.send(
+            update(
+                {
+                    "sessionUpdate": "user_message",
+                    "messageId": "u-old",
+                    "content": [
+                        {"type": "text", "text": "compare"},
+                        link,
+                        {"type": "image", "data": b64(b"png"), "mimeType": "image/png"},
+                    ],
+                }
+            ),
+        )
+        await client.barrier()
+    assert client.blocks()["#message:u-old"] == [
+        "## You", "compare", "", "*Attached: src/b.py, image*"
+    ]  # fmt: skip
 
 
 # -- the turn ------------------------------------------------------------------------

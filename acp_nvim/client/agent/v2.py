@@ -76,6 +76,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
+from acp_nvim.client.session.workspace import file_label
 from acp_nvim.protocol import Connection, OnSent
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -130,9 +131,7 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     if role is not None:
         # Omitted content: only _meta changed. null or [] clears, a list replaces.
         if not isinstance(update.content, UnsetType):
-            said = [b for b in update.content or [] if role != "user" or not is_seed(b)]
-            text = "".join(content_text(block) for block in said)
-            chat.on_message(MessagePatch(update.message_id, role, text, replace=True))
+            chat.on_message(_whole_message(update.message_id, role, update.content or [], chat))
         return
     match update:
         case v2.SessionUpdateStateUpdate(state=state, stop_reason=stop_reason):
@@ -186,6 +185,35 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             chat.on_info(unknown_update=str(tag))
         case _:
             pass
+
+
+def _whole_message(message_id: str, role: Role, blocks: Sequence[Any], chat: Chat) -> MessagePatch:
+    """A whole message's patch; a user's words are its text blocks, what else it
+    carries (files, images) is named on its "Attached" line, as the prompt's echo
+    names it."""
+    if role != "user":
+        return MessagePatch(message_id, role, "".join(map(content_text, blocks)), replace=True)
+    said = [block for block in blocks if not is_seed(block)]
+    words = "".join(b.text for b in said if isinstance(b, v2.ContentBlockText))
+    others = [b for b in said if not isinstance(b, v2.ContentBlockText)]
+    attached = tuple(_attached_label(b, chat.workspace.cwd) for b in others)
+    return MessagePatch(message_id, role, words, replace=True, attached=attached)
+
+
+def _attached_label(block: Any, cwd: str) -> str:
+    """How the user's message names ``block``: a file by its path in the session's
+    directory, other content as the transcript describes it."""
+    match block:
+        case v2.ContentBlockResourceLink(uri=uri, name=name):
+            return file_label(uri, cwd) or name or uri
+        case v2.ContentBlockResource(resource=Unknown() as resource):
+            return file_label(str(resource.get("uri", "")), cwd) or content_text(block)
+        case v2.ContentBlockResource(
+            resource=v2.TextResourceContents() | v2.BlobResourceContents() as resource
+        ):
+            return file_label(resource.uri, cwd) or content_text(block)
+        case _:
+            return content_text(block).strip("[]")
 
 
 def tool_call_patch(update: v2.ToolCallUpdate) -> ToolCallPatch:

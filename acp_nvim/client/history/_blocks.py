@@ -51,6 +51,7 @@ from acp_nvim.client.session.model import (
     TerminalView,
     TextPart,
     ToolCall,
+    attached_line,
 )
 from acp_nvim.client.session.workspace import Workspace, shown_path
 from acp_nvim.review import format_unified
@@ -351,7 +352,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         if block.kind in ("user", "agent"):
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
-            named = "\n\n" + view.attached_line([a["label"] for a in attachments])
+            named = "\n\n" + attached_line([a["label"] for a in attachments])
             text = block.text.removesuffix(named) if attachments else block.text
             lines += ["## You" if block.kind == "user" else "## Agent", "", text]
             lines += [""] if attachments else []

@@ -40,6 +40,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
     ToolCallPatch,
+    attached_line,
 )
 from acp_nvim.client.session.prose import Streams
 from acp_nvim.client.session.usage import Usage
@@ -200,19 +201,17 @@ class Chat:
         self.prompted = True
         self.session.state = "running"
         self.editor.emit("AcpTurnStart", {"chat": self.id, "prompt": text})
-        shown = text
-        if attachments:
-            shown += "\n\n" + view.attached_line([a.label for a in attachments])
+        labels = [a.label for a in attachments]
+        shown = text + ("\n\n" + attached_line(labels) if labels else "")
         start = len(self.session.items)
-        patch = MessagePatch(None, "user", shown, replace=True)
+        patch = MessagePatch(None, "user", text, replace=True, attached=tuple(labels))
         self.on_message(patch, force_new=True, turn=len(self.branches.path) + 1)
         assert patch.message_id is not None
         self.record.prompted(patch.message_id, shown, attachments)
         prompt = Prompt(text, list(attachments))
         session_id = self.session.session_id
         self.branches.begin(Turn(patch.message_id, self.turn, session_id, prompt, start))
-        # The agent's acknowledgment (v2 ``user_message``) replaces this echo.
-        self.session.pending_echo = patch.message_id
+        self.session.echoed(patch.message_id, labels)
         self.usage.begin_turn(self.session.usage)
         branches = self.branches
         self.set_state("running", turns=branches.prompt_lines(), branches=branches.listed())
@@ -492,7 +491,7 @@ class Chat:
         self.session.steered()
         patch = MessagePatch(None, "user", text, replace=True)
         self.on_message(patch, force_new=True)
-        self.session.pending_echo = patch.message_id
+        self.session.echoed(patch.message_id)
         self.info("*Sent into the running turn.*")
 
     def on_compaction(

@@ -46,13 +46,14 @@ __all__ = [
     "ToolCallPatch",
     "TurnState",
     "agent_id",
+    "attached_line",
     "session_scope",
     "wire_id",
 ]
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple
 
 import msgspec
@@ -255,6 +256,14 @@ class MessagePatch(msgspec.Struct):
     role: Role
     text: str
     replace: bool = False
+    # What a whole user message carries besides its words (files, images), named for
+    # its "Attached" line: not stuck to the words as links.
+    attached: tuple[str, ...] = ()
+
+
+def attached_line(labels: Sequence[str]) -> str:
+    """The line under a prompt that names what was attached with it."""
+    return "*Attached: " + ", ".join(labels) + "*"
 
 
 class PermissionOption(msgspec.Struct):
@@ -421,6 +430,9 @@ class Session(msgspec.Struct):
     # The local echo of the user's prompt, until the agent acknowledges it with its
     # own message id; that id is then an alias of the echo (one message, not two).
     pending_echo: str | None = None
+    # What the echo shows attached: its acknowledgment shows it so too (the agent
+    # names a file by its URI, the user by the name they gave it).
+    echo_attached: tuple[str, ...] = ()
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
     # Where in items the agent's message is that a steered message came into mid-line
     # or in a code block: it runs on to the end of a line outside code above the
@@ -499,6 +511,8 @@ class Session(msgspec.Struct):
             self.items.append(("message", message.id))
         if patch.replace:
             message.text = patch.text
+            if patch.attached:
+                message.text += "\n\n" + attached_line(patch.attached)
         else:
             message.append(patch.text)
         return message, created
@@ -515,9 +529,17 @@ class Session(msgspec.Struct):
             and patch.message_id not in self.aliases
         ):
             self.aliases[patch.message_id] = self.pending_echo
-            self.pending_echo = None
+            if patch.replace:  # a whole message: a chunk's later ones would follow the line
+                patch.attached = self.echo_attached or patch.attached
+            self.echoed(None)
             patch.replace = True  # a first chunk of the ack starts the text afresh
         patch.message_id = self.aliases.get(patch.message_id, patch.message_id)
+
+    def echoed(self, message_id: str | None, attached: Sequence[str] = ()) -> None:
+        """The client's echo of the user's message ``message_id`` (None: none) waits
+        for the agent's acknowledgment (v2 ``user_message``), which replaces it."""
+        self.pending_echo = message_id
+        self.echo_attached = tuple(attached)
 
     def steered(self) -> None:
         """A user's message joins the running turn: an echo the agent never
@@ -525,7 +547,7 @@ class Session(msgspec.Struct):
         goes on as a message of its own from the end of its line, or of the code block
         it is in (what comes of it, the same id, is shown after the user's, as it
         came; no line or block is cut)."""
-        self.pending_echo = None
+        self.echoed(None)
         kind, key = self.items[-1] if self.items else ("", "")
         if kind != "message" or self.messages[key].role == "user":
             return
@@ -597,7 +619,7 @@ class Session(msgspec.Struct):
 
     def turn_ended(self) -> None:
         """The turn is over: no echo waits for its ack, no message for its line's end."""
-        self.pending_echo = None
+        self.echoed(None)
         self.parting = None
 
     def _continued_message(self, role: Role) -> str | None:

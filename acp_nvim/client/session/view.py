@@ -130,11 +130,6 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
-def attached_line(labels: Sequence[str]) -> str:
-    """The line under a prompt that names what was attached with it."""
-    return "*Attached: " + ", ".join(labels) + "*"
-
-
 def message_block(key: str) -> str:
     """The block id of the message keyed ``key``."""
     return "#message:" + key

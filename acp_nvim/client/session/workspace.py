@@ -10,9 +10,11 @@ status). Plain data: the git work of a worktree is ``services.worktrees``.
 
 from __future__ import annotations
 
-__all__ = ["KeptWorktree", "Workspace", "Worktree", "shown_path"]
+__all__ = ["KeptWorktree", "Workspace", "Worktree", "file_label", "shown_path"]
 
 import os
+import re
+import urllib.parse
 
 import msgspec
 
@@ -29,6 +31,21 @@ def shown_path(path: str, cwd: str) -> str:
     """How a file is named to the user: relative to the session's directory ``cwd``
     where it lies in it, else in full."""
     return _under(path, cwd) or path
+
+
+# A selection's lines in a file URI's fragment, as the client sends one (#L10-L20).
+_LINES = re.compile(r"L(\d+)-L(\d+)")
+
+
+def file_label(uri: str, cwd: str) -> str | None:
+    """How a ``file://`` URI is named to the user (``a.py``, ``a.py:10-20``); None for
+    any other URI."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    label = shown_path(urllib.parse.unquote(parsed.path), cwd)
+    lines = _LINES.fullmatch(parsed.fragment)
+    return f"{label}:{lines[1]}-{lines[2]}" if lines else label
 
 
 class Worktree(msgspec.Struct, frozen=True):
