@@ -141,7 +141,8 @@ class MemoryAgent:
         if method == "initialize":
             info = {"name": "memory", "version": "0"}
             if self.version == 2:
-                result: Any = {"protocolVersion": 2, "info": info, "capabilities": {}}
+                capabilities = {"session": {}}  # the session surface: list, resume, close
+                result: Any = {"protocolVersion": 2, "info": info, "capabilities": capabilities}
             else:
                 result = {"protocolVersion": 1, "agentInfo": info}
         elif method in self.results:

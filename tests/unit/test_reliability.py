@@ -546,7 +546,7 @@ async def test_a_session_id_of_another_chat_is_refused(tmp_path: Path, version: 
     (A fork answered with its parent's id: tests/nvim/test_fork.py.)"""
     info = {"name": "memory", "version": "0"}
     result: dict[str, Any] = (
-        {"protocolVersion": 2, "info": info, "capabilities": {}}
+        {"protocolVersion": 2, "info": info, "capabilities": {"session": {}}}
         if version == 2
         else {"protocolVersion": 1, "agentInfo": info, "agentCapabilities": {"loadSession": True}}
     )

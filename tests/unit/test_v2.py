@@ -31,6 +31,7 @@ from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import schema_v2 as v2
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
+from tests.unit.memory_agent import MemoryAgent, app_with
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
@@ -732,3 +733,30 @@ def test_a_null_file_change_is_no_change() -> None:
     [part] = tool_call_patch(update).content or []
     assert isinstance(part, ChangesPart)
     assert part.changes == [FileOp("delete", "/w/a", None, None)]
+
+
+async def test_an_agent_without_sessions_is_not_asked_for_them(tmp_path: Path) -> None:
+    """No ``capabilities.session``: no session/list, resume or close is offered, and
+    without login methods no auth/logout: the user is told so, not "Method not
+    found"; a chat still starts (the agent answers session/new)."""
+    info = {"name": "memory", "version": "0"}
+    result = {"protocolVersion": 2, "info": info, "capabilities": {}}
+    agent = MemoryAgent(2, initialize=[{"jsonrpc": "2.0", "id": 0, "result": result}])
+    async with app_with(agent, str(tmp_path)) as (app, editor):
+        await app.send(1, "hi")
+        assert "reply 1" in "\n".join(editor.transcript(1)["#message:reply-1"])
+        await app.list_sessions(1)
+        await app.logout(1)
+        await app.open(2, None, str(tmp_path))  # keeps the agent when chat 1 closes
+        await app.close(1)
+        await app.open(3, None, str(tmp_path), session_id="s1")
+        assert editor.last_status(3)["error"] == (
+            "agent 'memory': resuming a session is not offered by this agent"
+        )
+    told = [message for level, message in editor.notices if level == "error"]
+    assert told == [
+        "agent 'memory': listing sessions is not offered by this agent",
+        "agent 'memory': logging out is not offered by this agent",
+    ]
+    asked = {m.get("method") for m in agent.received if isinstance(m, dict)}
+    assert not asked & {"session/list", "session/resume", "session/close", "auth/logout"}

@@ -520,7 +520,16 @@ class SessionsV2:
         params = v2.CancelSessionNotification(session_id=chat.session.session_id)
         await self.connection.notify("session/cancel", params)
 
+    @property
+    def _has_sessions(self) -> bool:
+        """Whether the agent offers the session surface: ``capabilities.session``
+        promises list, resume and close beside new and prompt; without it none is."""
+        return self.init.capabilities.session is not None
+
     async def list_sessions(self, cwd: str | None) -> list[dict[str, Any]]:
+        if not self._has_sessions:
+            raise NotOffered("listing sessions is not offered by this agent")
+
         async def page(cursor: str | None) -> Page:
             params = v2.ListSessionsRequest(cwd=cwd, cursor=cursor)
             page = await self.connection.request("session/list", params, v2.ListSessionsResponse)
@@ -533,6 +542,8 @@ class SessionsV2:
 
         The chat is registered before the request so replayed updates land in it.
         """
+        if not self._has_sessions:
+            raise NotOffered("resuming a session is not offered by this agent")
         chats = self.services.chats
         self.services.register(session_id, chat)
         chat.session.session_id = session_id
@@ -554,6 +565,8 @@ class SessionsV2:
         self._take_config(chat, response.config_options)
 
     async def close(self, session_id: str) -> None:
+        if not self._has_sessions:
+            return  # the session ends with the agent
         params = v2.CloseSessionRequest(session_id=session_id)
         await self.connection.request("session/close", params, v2.CloseSessionResponse)
 
@@ -585,6 +598,9 @@ class SessionsV2:
         await self.connection.request("auth/login", params, v2.LoginAuthResponse)
 
     async def logout(self) -> None:
+        # A login method advertised makes auth/logout available; there is no marker of its own.
+        if not self.init.auth_methods:
+            raise NotOffered("logging out is not offered by this agent")
         await self.connection.request("auth/logout", v2.LogoutAuthRequest(), v2.LogoutAuthResponse)
 
     def _take_config(self, chat: Chat, options: Sequence[Any] | None) -> None:
