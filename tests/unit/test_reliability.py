@@ -351,6 +351,22 @@ async def test_message_tool_call_and_plan_may_share_an_id(tmp_path: Path) -> Non
     assert blocks[1:4] == [["## Agent", "said"], ["#### x", "`other` · completed"], ["### Plan", "- [ ] step"]]
 
 
+async def test_a_v1_echo_of_the_prompt_without_message_ids_is_shown_once(tmp_path: Path) -> None:
+    """A v1 agent that echoes the prompt as ``user_message_chunk``s without a
+    ``messageId`` acknowledges the client's echo, as one with ids does: the prompt is
+    shown once, not twice in one message."""
+
+    def said(kind: str, text: str) -> dict[str, Any]:
+        return update({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+
+    echo = [said("user_message_chunk", "g"), said("user_message_chunk", "o")]
+    agent = MemoryAgent(1, [[*echo, said("agent_message_chunk", "ok")]])
+    _, editor = await one_turn(agent, tmp_path)
+    users = [lines for lines in editor.transcript(1).values() if lines[0] == "## You"]
+    assert users == [["## You", "go"], ["## You", "again"]]
+    assert ["## Agent", "ok"] in editor.transcript(1).values()
+
+
 # -- 10. amplification ------------------------------------------------------------------
 
 

@@ -189,27 +189,32 @@ async def test_user_message_ack_replaces_the_local_echo(raw_peer, serving) -> No
     assert users == [["## You", "hello (seen)"]]  # one message, not echo + ack
 
 
-async def test_an_ack_with_attachments_keeps_the_attached_line(raw_peer, serving) -> None:
+WHOLE_ACK = {
+    "sessionUpdate": "user_message",
+    "messageId": "u-1",
+    "content": [
+        {"type": "text", "text": "explain this"},
+        {"type": "resource", "resource": {"uri": "file:///w/a.py#L2-L3", "text": "x = 1\n"}},
+    ],
+}
+CHUNKED_ACK = [
+    {"sessionUpdate": "user_message_chunk", "messageId": "u-1", "content": {"type": "text", "text": t}}
+    for t in ("explain", " this")
+]
+
+
+@pytest.mark.parametrize("ack", [[WHOLE_ACK], CHUNKED_ACK], ids=["whole", "chunked"])
+async def test_an_ack_with_attachments_keeps_the_attached_line(
+    raw_peer, serving, ack: list[dict[str, Any]]
+) -> None:
     """An agent acknowledging a prompt with a file echoes the file as a resource: the
     message still names it on its own line, as the user named it, not as a link
-    stuck to the typed words."""
+    stuck to the typed words; an ack streamed in chunks goes above that line."""
     client = Client(raw_peer)
     attached = Attachment("selection", "a.py:2-3", "file:///w/a.py#L2-L3", "x = 1\n")
     async with serving(client.conn):
         await client.chat.start_turn("explain this", [attached])
-        resource = {"uri": attached.uri, "text": "x = 1\n", "mimeType": "text/x-python"}
-        await client.send(
-            update(
-                {
-                    "sessionUpdate": "user_message",
-                    "messageId": "u-1",
-                    "content": [
-                        {"type": "text", "text": "explain this"},
-                        {"type": "resource", "resource": resource},
-                    ],
-                }
-            ),
-        )
+        await client.send(*map(update, ack))
         await client.barrier()
     users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
     assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]

@@ -218,6 +218,8 @@ class Location(msgspec.Struct):
 
 class Message(msgspec.Struct):
     """A message; streamed chunks are kept in runs and joined when ``text`` is read.
+    ``attached``: what a user's message carries besides its words, named on a line
+    under them (chunks streamed into it go above that line).
 
     Appending each chunk to one growing str would copy the whole message per
     chunk: 100k chunks of 20 bytes cost seconds (quadratic), while a list of runs
@@ -228,13 +230,14 @@ class Message(msgspec.Struct):
     role: Role
     _runs: list[str] = msgspec.field(default_factory=list)
     _chunks: list[str] = msgspec.field(default_factory=list)
+    attached: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
         text = "".join([*self._runs, *self._chunks])
         self._runs[:] = [text]
         self._chunks.clear()
-        return text
+        return text + "\n\n" + attached_line(self.attached) if self.attached else text
 
     @text.setter
     def text(self, text: str) -> None:
@@ -497,11 +500,10 @@ class Session(msgspec.Struct):
 
         Without an id a chunk continues the last item when that is a message of
         the same role (v1 has no message ids), else it starts a new message. The
-        first user message with an unseen id while an echo is pending takes the
-        echo over: its content replaces the echo's.
+        first user message with an unseen id (or none: v1) while an echo is pending
+        takes the echo over: its content replaces the echo's.
         """
-        if patch.message_id is not None:
-            self._adopt_echo(patch)
+        self._adopt_echo(patch)
         message_id = patch.message_id or self._continued_message(patch.role)
         message = self.messages.get(message_id) if message_id else None
         created = message is None
@@ -511,29 +513,31 @@ class Session(msgspec.Struct):
             self.items.append(("message", message.id))
         if patch.replace:
             message.text = patch.text
-            if patch.attached:
-                message.text += "\n\n" + attached_line(patch.attached)
+            message.attached = patch.attached
         else:
             message.append(patch.text)
         return message, created
 
     def _adopt_echo(self, patch: MessagePatch) -> None:
-        assert patch.message_id is not None
+        wire = patch.message_id
         if (
             patch.role == "user"
             and self.pending_echo is not None
             # Only the agent acknowledges: the client's next echo (a turn after one
             # whose agent died unacknowledged) is a message of its own.
-            and wire_id(patch.message_id) is not None
-            and patch.message_id not in self.messages
-            and patch.message_id not in self.aliases
+            and (wire is None or wire_id(wire) is not None)
+            and wire not in self.messages
+            and wire not in self.aliases
         ):
-            self.aliases[patch.message_id] = self.pending_echo
-            if patch.replace:  # a whole message: a chunk's later ones would follow the line
-                patch.attached = self.echo_attached or patch.attached
+            if wire is not None:
+                self.aliases[wire] = self.pending_echo
+            patch.message_id = self.pending_echo  # id-less: the chunks after it go on in it
+            # The user's names of what the prompt carried, over the agent's URIs.
+            patch.attached = self.echo_attached or patch.attached
             self.echoed(None)
             patch.replace = True  # a first chunk of the ack starts the text afresh
-        patch.message_id = self.aliases.get(patch.message_id, patch.message_id)
+        elif wire is not None:
+            patch.message_id = self.aliases.get(wire, wire)
 
     def echoed(self, message_id: str | None, attached: Sequence[str] = ()) -> None:
         """The client's echo of the user's message ``message_id`` (None: none) waits
