@@ -98,6 +98,7 @@ class Host:
                         cwd_given=bool(params.get("cwd_given")),
                         roots=params.get("roots") or [],
                         worktree=bool(params.get("worktree")),
+                        within=params.get("within"),
                     ),
                     params["chat"],
                     agent,

@@ -363,7 +363,7 @@ end
 function M.resume(session_id)
   util.required("resume", "session_id", session_id, "string")
   local chat = require_chat()
-  return require("acp.chat.session").resume(chat.status.agent, session_id, registry.cwd(chat)).id
+  return require("acp.chat.session").resume(chat.status.agent, session_id, chat).id
 end
 
 --- Delete one of the agent's saved sessions (when the agent offers it).

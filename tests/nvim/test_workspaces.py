@@ -616,6 +616,33 @@ def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
     assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
 
 
+@VERSIONS
+def test_a_session_resumed_from_a_worktree_chats_list_works_in_its_worktree(
+    editor: Editor, version: int
+) -> None:
+    """:AcpSessions in a worktree chat lists the sessions of its worktree; the one
+    picked goes on in that worktree as a worktree chat (its review, its winbar), not
+    as a plain chat in the worktree's directory."""
+    project, first, worktree = open_worktree_chat(editor, version)
+    editor.nvim.command("AcpFork")
+    forked = editor.wait_event("AcpSessionReady", count=2)
+    close_chat(editor, forked["chat"])
+    editor.lua("require('acp.chat').switch(require('acp.chat.registry').chats[...])", first)
+    editor.lua(STUB_SELECT)
+    editor.lua("_G.answers = { 2 }")  # listed in the order made: the fork's is second
+    editor.nvim.command("AcpSessions")
+    ready = editor.wait_event("AcpSessionReady", count=3)
+    assert ready["session_id"] == forked["session_id"]
+    resumed = next(c for c in editor.lua("return require('acp').chats()") if c["id"] == ready["chat"])
+    assert resumed["worktree"] == str(worktree) and resumed["cwd"] == str(worktree)
+    assert "worktree acp/" in winbar(editor)
+    # It answers for the worktree with the chat it was listed from: closing that one keeps it.
+    editor.lua(STUB_SELECT)
+    close_chat(editor, first)
+    assert worktree.is_dir() and send(editor, ready["chat"], "where")["cwd"] == str(worktree)
+    assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
+
+
 @pytest.mark.parametrize("how", ["fork", "handoff"])
 def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str) -> None:
     project, first, worktree = open_worktree_chat(editor, 1)

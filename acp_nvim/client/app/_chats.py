@@ -81,6 +81,7 @@ class ChatLifecycle:
         cwd_given: bool = False,
         roots: Sequence[str] = (),
         worktree: bool = False,
+        within: int | None = None,
     ) -> None:
         """Start (or reuse) the agent and create a session for a new chat, in its own
         workspace (``Workspaces.choose``: ``cwd``, ``cwd_given``, ``roots``, ``worktree``).
@@ -89,7 +90,8 @@ class ChatLifecycle:
         with ``fork`` it continues a fork of chat ``fork``'s session, on its agent;
         ``history`` shows that stored chat (its agent starts with the next prompt);
         with ``handoff`` it continues chat ``handoff``'s conversation (client.history).
-        A fork and a handover work where the chat they continue does.
+        A fork and a handover work where the chat they continue does, and so does a
+        session resumed from a worktree chat ``within`` (from its list): in its worktree.
         """
         self.queue.open(chat_id)  # prompts sent before the chat is ready
         if history is not None:
@@ -99,7 +101,7 @@ class ChatLifecycle:
         if self.ctx.config_error is not None:
             self._unopened[chat_id] = functools.partial(
                 self.open, chat_id, agent, cwd, session_id, fork, history, handoff,
-                cwd_given=cwd_given, roots=roots, worktree=worktree,
+                cwd_given=cwd_given, roots=roots, worktree=worktree, within=within,
             )  # fmt: skip
         refusal = self.ctx.config_error or _fork_refusal(self.pool, fork)
         if refusal is not None:
@@ -111,6 +113,8 @@ class ChatLifecycle:
             self._refuse(chat_id, agent or "?", cwd, str(err))
             return
         source = self.ctx.chats.get(handoff) if handoff is not None else None
+        beside = self.ctx.chats.get(within) if within is not None else None
+        in_worktree = beside if beside is not None and beside.workspace.worktree else None
         try:
             workspace = await self.workspaces.choose(
                 chat_id,
@@ -119,7 +123,7 @@ class ChatLifecycle:
                 cwd_given=cwd_given,
                 roots=roots,
                 worktree=worktree,
-                like=parent or source,
+                like=parent or source or in_worktree,
             )
         except WorkspaceRefused as err:  # a directory or worktree asked for that cannot be
             self._refuse(chat_id, name, cwd, str(err))

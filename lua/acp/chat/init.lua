@@ -356,6 +356,7 @@ local function start(chat)
       fork = opened.fork,
       history = opened.history,
       handoff = opened.handoff,
+      within = opened.within,
     })
   else
     M.fail(chat, host.failure.message)
@@ -364,7 +365,9 @@ end
 
 --- A new chat in its own workspace (|acp-workspaces|): `cwd` (else Neovim's
 --- directory), `roots`, in a new git worktree with `worktree`.
----@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat, cwd?: string, roots?: string[], worktree?: boolean}
+--- `within`: the chat it is opened from (a session resumed from its list): a worktree
+--- chat's worktree is its too.
+---@param opts {agent?: string, new?: boolean, session_id?: string, fork?: acp.Chat, history?: integer, handoff?: acp.Chat, cwd?: string, roots?: string[], worktree?: boolean, within?: acp.Chat}
 ---@return acp.Chat
 function M.open(opts)
   if opts.agent == vim.NIL then
@@ -405,6 +408,7 @@ function M.open(opts)
     cwd_given = opts.cwd ~= nil or nil,
     roots = opts.roots,
     worktree = opts.worktree or nil,
+    within = opts.within and opts.within.id,
   }
   local from = opts.fork or opts.handoff
   -- Where it was opened: Python makes its workspace of it (a fork's and a handover's

@@ -13,7 +13,7 @@ local api = vim.api
 ---@field status table
 ---@field prompts? {block: string, id: string}[] pending permission prompts (acp.chat.permission)
 ---@field followed? table<string, string> last location followed per tool call (acp.chat.tools)
----@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer, cwd_given?: boolean, roots?: string[], worktree?: boolean, took_over?: integer} what the chat was opened with (took_over: the chat whose windows it took)
+---@field opened {agent?: string, session_id?: string, fork?: integer, history?: integer, handoff?: integer, cwd_given?: boolean, roots?: string[], worktree?: boolean, within?: integer, took_over?: integer} what the chat was opened with (took_over: the chat whose windows it took)
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
 ---@field sent_starting? boolean a prompt was sent to it while it started (acp.chat withdraw)
 ---@field unshown? string[] prompts sent that the Python side has not shown yet (acp.chat.sent)

@@ -228,7 +228,7 @@ local function pick(chat, data)
       local roots = vim.tbl_filter(function(root)
         return vim.fn.isdirectory(root) == 1
       end, s.roots ~= vim.NIL and s.roots or {})
-      M.resume(data.agent, s.session_id, registry.cwd(chat), roots)
+      M.resume(data.agent, s.session_id, chat, roots)
     end
   end)
 end
@@ -271,17 +271,20 @@ function M.chat_of(agent, session_id)
 end
 
 --- Show the chat on session `session_id` of `agent`; none: open a new chat on
---- it, its history replayed, in directory `cwd` (the chat's the sessions were
---- listed for) with the workspace `roots` (those the agent listed it with).
+--- it, its history replayed, where chat `from` works (the one the sessions were
+--- listed for: in its directory, in its worktree too) with the workspace `roots`
+--- (those the agent listed it with).
+---@param from acp.Chat
 ---@param roots string[]?
-function M.resume(agent, session_id, cwd, roots)
+function M.resume(agent, session_id, from, roots)
   local open = M.chat_of(agent, session_id)
   if open then
     chats.switch(open)
     return open
   end
   roots = roots and #roots > 0 and roots or nil
-  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd, roots = roots })
+  local cwd = registry.cwd(from)
+  return chats.open({ agent = agent, new = true, session_id = session_id, cwd = cwd, roots = roots, within = from })
 end
 
 function M.delete(chat, session_id)
