@@ -423,6 +423,35 @@ def test_a_prompt_sent_as_the_host_dies_comes_back_to_the_input(editor: Editor) 
     assert editor.nvim.buffers[again["input_buf"]][:] == ["sent as it died"]
 
 
+def test_an_earlier_prompt_drawn_again_does_not_hide_one_sent_as_the_host_dies(
+    editor: Editor,
+) -> None:
+    """The same words sent again: the earlier turn's block, drawn again in the last
+    batch the Python side sent (the whole transcript again, after :edit!), is not the
+    new prompt's, which never showed and comes back to the input."""
+    status = editor.open_chat()
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd")
+    earlier = editor.lua(
+        "local blocks = require('acp.chat.registry').get().blocks"
+        " for _, id in ipairs(blocks.order) do"
+        "   if blocks.by_id[id].kind == 'user' then return id end"
+        " end"
+    )
+    editor.lua(
+        "local pid = vim.fn.jobpid(require('acp.host').chan) vim.uv.kill(pid, 'sigstop')"
+        " require('acp').send('again')"
+        " require('acp.host').apply({ { kind = 'render', chat = ..., ops = {"
+        "   { op = 'block', id = select(2, ...), kind = 'user', lines = { '## You', 'again' } },"
+        " } } })"
+        " vim.uv.kill(pid, 'sigkill')",
+        status["chat"],
+        earlier,
+    )
+    editor.wait_event("AcpError")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["again"]
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)

@@ -12,6 +12,15 @@ local M = {}
 function M.add(chat, text)
   chat.unshown = chat.unshown or {}
   table.insert(chat.unshown, text)
+  -- The user blocks drawn so far are earlier prompts': drawn again (the whole
+  -- transcript again, a rewind, an acknowledgment) they show none sent now, even
+  -- with the same text. A prompt's own block is one never drawn before.
+  chat.earlier_prompts = chat.earlier_prompts or {}
+  for id, block in pairs(chat.blocks.by_id) do
+    if block.kind == "user" then
+      chat.earlier_prompts[id] = true
+    end
+  end
 end
 
 -- Whether `shown` (a user block's text, attachments after it) shows prompt `text`.
@@ -23,6 +32,9 @@ local function seen(chat, shown)
   for i, text in ipairs(chat.unshown) do
     if shows(shown, text) then
       table.remove(chat.unshown, i)
+      if not chat.unshown[1] then
+        chat.earlier_prompts = nil
+      end
       return
     end
   end
@@ -36,7 +48,7 @@ function M.render(chat, ops)
     return
   end
   for _, op in ipairs(ops) do
-    if op.op == "block" and op.kind == "user" then
+    if op.op == "block" and op.kind == "user" and not chat.earlier_prompts[op.id] then
       seen(chat, table.concat(op.lines, "\n", 2)) -- after the "## You" header
     elseif op.op == "input" then
       seen(chat, op.text)
@@ -53,7 +65,7 @@ end
 ---@return string[]
 function M.take(chat)
   local unshown = chat.unshown or {}
-  chat.unshown = nil
+  chat.unshown, chat.earlier_prompts = nil, nil
   return unshown
 end
 
