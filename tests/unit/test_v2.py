@@ -19,7 +19,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from acp_nvim.client.agent.sessions import Services
+from acp_nvim.client.agent.sessions import EarlyUpdates, Services
 from acp_nvim.client.agent.v2 import SessionsV2
 from acp_nvim.client.app import App
 from acp_nvim.client.services.elicitations import Elicitations
@@ -243,6 +243,35 @@ async def test_a_users_message_names_what_it_carries(raw_peer, serving) -> None:
     assert client.blocks()["#message:u-old"] == [
         "## You", "compare", "", "*Attached: src/b.py, image*"
     ]  # fmt: skip
+
+
+async def test_a_left_sessions_updates_leave_room_for_a_new_ones(raw_peer, serving) -> None:
+    """A session a chat left (a rewind) still streams while the next is created: its
+    updates were held with the new session's until it was made, then dropped, and a
+    thousand of them left no room for the new session's commands."""
+    client = Client(raw_peer)
+    left = Chat(3, "fake", client.editor, Workspace("/w"))
+    client.services.register("s0", left)
+    del client.services.chats["s0"]  # as the connection detaches a chat
+    second = Chat(2, "fake", client.editor, Workspace("/w"))
+    chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "."}}
+    commands = [{"name": "review", "description": "Review the code"}]
+
+    def of(session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {**update(body), "params": {"sessionId": session_id, "update": body}}
+
+    async def agent() -> None:
+        asked = await client.peer.receive_json()
+        assert asked["method"] == "session/new"
+        streamed = [json.dumps(of("s0", chunk))] * EarlyUpdates.LIMIT
+        listed = of("s2", {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"sessionId": "s2"}}
+        await client.peer.send_line("\n".join([*streamed, json.dumps(listed), json.dumps(answer)]))
+
+    async with serving(client.conn) as tasks:
+        tasks.start_soon(agent)
+        assert await client.sessions.new_session(second) == "s2"
+    assert [c["name"] for c in client.editor.last_status(2)["commands"]] == ["review"]
 
 
 # -- the turn ------------------------------------------------------------------------

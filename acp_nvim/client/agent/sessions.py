@@ -45,7 +45,7 @@ __all__ = [
 
 import itertools
 import operator
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
@@ -100,6 +100,9 @@ class Services(msgspec.Struct, eq=False):
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
+    # Every session id a chat has had: one no chat has now was left (a rewind, a
+    # closed chat), not one being created.
+    taken: set[str] = msgspec.field(default_factory=set)
 
     def register(self, session_id: str, chat: Chat, answered: str | None = None) -> None:
         """``chat`` is the chat of ``session_id`` from now on: its updates and requests
@@ -117,6 +120,7 @@ class Services(msgspec.Struct, eq=False):
                 f"it answered {answered} with session id {session_id!r}, chat {other.id}'s: refused"
             )
         self.chats[session_id] = chat
+        self.taken.add(session_id)
         chat.session.take(session_id, created=answered is not None)
 
 
@@ -256,14 +260,17 @@ class EarlyUpdates:
 
     Agents send a session's commands (or its mode) right after answering
     ``session/new``; the answer is where the client learns the id, and the next
-    lines of the stream are read before the chat is registered under it.
+    lines of the stream are read before the chat is registered under it. Those of
+    a session a chat had (``taken``: its chat left it) are dropped at once: no
+    chat takes them, and held they would use up the room of the one created.
     """
 
     LIMIT = 1000  # updates held at most: an unknown id must not fill memory
 
-    def __init__(self) -> None:
+    def __init__(self, taken: Collection[str] = ()) -> None:
         self._creating = 0
         self._held: dict[str, list[Any]] = {}
+        self._taken = taken
 
     @contextmanager
     def creating(self) -> Iterator[None]:
@@ -277,6 +284,8 @@ class EarlyUpdates:
                 self._held.clear()
 
     def hold(self, session_id: str, updates: list[Any]) -> None:
+        if session_id in self._taken:
+            return
         if self._creating and sum(map(len, self._held.values())) < self.LIMIT:
             self._held.setdefault(session_id, []).extend(updates)
 

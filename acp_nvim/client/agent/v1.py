@@ -387,7 +387,7 @@ class SessionsV1:
         self.services = services
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
-        self._early = EarlyUpdates()
+        self._early = EarlyUpdates(services.taken)
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)

@@ -382,7 +382,7 @@ class SessionsV2:
         self.agent_title: str | None = init.info.title or init.info.name
         self._idle: dict[str, anyio.Event] = {}  # prompts waiting for idle, by session
         self._ending: set[str] = set()  # sessions whose own work is being ended
-        self._early = EarlyUpdates()
+        self._early = EarlyUpdates(services.taken)
         connection.on_notifications(
             "session/update", v2.UpdateSessionNotification, self._on_updates
         )
