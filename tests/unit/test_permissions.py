@@ -266,7 +266,7 @@ async def test_request_on_the_wire(pipe: Any) -> None:
     editor = RecordingEditor()
     chat = new_chat(editor)
     owner = SimpleNamespace(
-        chats={"s1": chat}, permissions=Permissions(), reviews={}, cwd="/", mcp=None
+        chats={"s1": chat}, permissions=Permissions(), reviews={}, cwd="/", mcp=None, taken=set()
     )
     SessionsV1(client, cast(Any, owner))
     request = {
