@@ -962,3 +962,41 @@ async def test_a_v2_git_patch_is_the_baseline_of_what_the_agent_wrote(
         changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_text() == '{\n  "debug": false\n}\n' and not created.exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("from_what", ["diff", "buffer"])
+async def test_a_rejected_change_leaves_a_latin1_file_whose_before_nothing_read_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, from_what: str
+) -> None:
+    """A dirty tracked latin-1 file over the snapshot limits: its text before the
+    agent's change on disk came from the tool call's diff or an unchanged buffer,
+    which tell no encoding, and the reject wrote it as UTF-8 ("é" in two bytes)."""
+    from acp_nvim.client.services import disk_changes as module
+
+    monkeypatch.setattr(module, "SNAPSHOT_MAX_BYTES", 1)  # every file over the limit
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"caf\xe9\ncommitted\n")
+    commit_all(tmp_path)
+    mine = b"caf\xe9\nmine\n"
+    path.write_bytes(mine)  # dirty: git does not know this text
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        if from_what == "buffer":  # loaded, not reloaded yet
+            editor.open_buffer(str(path), ["caf\u00e9", "mine"])
+        call = ToolCall("t1", status="pending", locations=[Location(str(path))])
+        changes.on_tool_call(call)
+        path.write_bytes(b"x\ny\n")  # the agent's own write: plain ASCII
+        if from_what == "diff":
+            call.content = [DiffPart(str(path), "caf\u00e9\nmine\n", "x\ny\n")]
+        call.status = "completed"
+        changes.on_tool_call(call)
+        await changes.end_turn()
+        assert hunks(changes) == [("notes.txt", "pending", ["-caf\u00e9", "-mine", "+x", "+y"])]
+        editor.buffers.pop(str(path), None)  # closed before the reject
+        await changes.decide("reject", str(path))
+        changes.close()
+        tasks.cancel_scope.cancel()
+    assert path.read_bytes() == mine

@@ -43,7 +43,7 @@ __all__ = [
 import os
 import time
 from collections import ChainMap
-from collections.abc import Collection, MutableMapping, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from functools import partial
 from stat import S_ISREG
 from typing import Any, TypeGuard, cast
@@ -775,13 +775,21 @@ class DiskChanges:
             (source for source in known if source[0] != current),
             known[0] if known else (NOTHING, None),
         )
+        if encoding is None and path not in self.encodings and isinstance(text, str):
+            # Its text came from a buffer or the agent's diff: the file as read before
+            # the change, else (a dirty file over the snapshot limits) as git keeps it.
+            read = (found for _, found in known if found is not None)
+            indexed = partial(self._git_file, path, GitState.indexed_file)
+            encoding = next(read, None) or files.encoding_of(await indexed())
         if encoding is not None:
             self.encodings.setdefault(path, encoding)
         return text
 
-    async def _git_file(self, path: str) -> DecodedFile | None:
-        for git in self._gits:
-            found = await anyio.to_thread.run_sync(git.clean_file, path)
+    async def _git_file(
+        self, path: str, read: Callable[[GitState, str], DecodedFile | None] = GitState.clean_file
+    ) -> DecodedFile | None:
+        for state in self._gits:
+            found = await anyio.to_thread.run_sync(read, state, path)
             if found is not None:
                 return found
         return None

@@ -117,7 +117,11 @@ class GitState:
 
     def clean_file(self, path: str) -> DecodedFile | None:
         """The file ``path`` was at turn start if git knows it (clean and tracked)."""
-        if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
+        return None if path in self.dirty else self.indexed_file(path)
+
+    def indexed_file(self, path: str) -> DecodedFile | None:
+        """The file ``path`` as git's index holds it, if tracked (dirty or not)."""
+        if os.path.commonpath([self.root, path]) != self.root:
             return None
         try:
             data = git(self.root, "show", f":{os.path.relpath(path, self.root)}")
