@@ -48,6 +48,19 @@ def test_v2_turn_streams_and_renders_features(editor: Editor) -> None:
     assert re.search(r"\*— end_turn · [\d.]+k tokens · \$[\d.]+ —\*$", text.rstrip())
 
 
+def test_a_prompt_with_a_file_keeps_its_attached_line_once_acknowledged(editor: Editor) -> None:
+    """The demo acknowledges the prompt (``user_message``): the acknowledgment takes the
+    echo's place and the file stays named on its own line."""
+    (editor.tmp / "project" / "a.py").write_text("x = 1\n")
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    editor.lua("require('acp').send('look at @a.py')")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert text.count("## You\nlook at @a.py\n\n*Attached: a.py*") == 1
+    assert "[resource" not in text
+
+
 def test_v2_cancel_mid_stream(editor: Editor) -> None:
     editor.setup(protocol_version=2)
     editor.open_chat()
