@@ -259,8 +259,8 @@ class MessagePatch(msgspec.Struct):
     role: Role
     text: str
     replace: bool = False
-    # What a whole user message carries besides its words (files, images), named for
-    # its "Attached" line: not stuck to the words as links.
+    # What a user message carries besides its words (files, images), named on its
+    # "Attached" line, not stuck to the words as links; set with its whole text.
     attached: tuple[str, ...] = ()
 
 
