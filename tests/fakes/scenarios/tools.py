@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["SCENARIOS"]
 
+import itertools
 import json
 import os
 from typing import Any
@@ -159,6 +160,42 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
     return "cancelled" if agent.cancelled.is_set() else "end_turn"
 
 
+_EXEC_IDS = itertools.count(1)  # codex's call ids: one of its own per command
+
+
+async def codex_exec(agent: Agent, prompt: Prompt) -> str:
+    """Runs the prompt as a shell script the way codex-acp asks: the call exists only in
+    the permission request, its ``rawInput`` codex's whole approval event (the command
+    an argv through the user's shell, its parse, the cwd), its content text alone.
+    Once approved the command runs (``in_progress`` → ``completed``, no content);
+    rejected, codex ends the turn ``cancelled``."""
+    script, call_id = prompt.text, f"call_{next(_EXEC_IDS)}"
+    event = {"call_id": call_id, "turn_id": "1", "command": ["/bin/bash", "-lc", script],
+             "cwd": os.getcwd(), "reason": None,
+             "parsed_cmd": [{"type": "unknown", "cmd": script}]}  # fmt: skip
+    call: Params = {"toolCallId": call_id, "kind": "execute", "title": script}
+    decisions = {"type": "text", "text": "Available Decisions: approved\nabort"}
+    options = [
+        {"optionId": "approved", "name": "Yes", "kind": "allow_once"},
+        {"optionId": "abort", "name": "No, and tell Codex", "kind": "reject_once"},
+    ]
+    answer = await agent.c.request(
+        "session/request_permission",
+        {**sid(agent), "toolCall": {**call, "status": "pending", "rawInput": event,
+                                    "content": [{"type": "content", "content": decisions}]},
+         "options": options},
+        dict,
+    )  # fmt: skip
+    outcome = answer["outcome"]
+    await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
+    if outcome.get("optionId") != "approved":
+        return "cancelled"
+    begun = {**call, "status": "in_progress", "rawInput": event}
+    await agent.update({"sessionUpdate": "tool_call", **begun})
+    await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+    return "end_turn"
+
+
 async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
     """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
     path, line = prompt.text.split()[0].rsplit(":", 1)
@@ -270,6 +307,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 SCENARIOS = (
     Scenario("files", file_steps),
     Scenario("permission", ask_permission),
+    Scenario("codex_exec", codex_exec),
     Scenario("tool_calls", tool_call_at),
     Scenario("terminal", run_terminal),
     Scenario("claude_bash", claude_bash),
