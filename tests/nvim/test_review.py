@@ -411,3 +411,26 @@ def test_the_review_follows_undo_and_redo_in_buffer_and_on_disk(
     editor.lua("require('acp').reject(...)", str(path), hunk["id"])
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert (lines(editor, buf), path.read_text()) == (["one", "two", "three"], "one\ntwo\nthree\n")
+
+
+def test_gemini_new_file_probed_as_empty_is_created_and_rejectable(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # gemini-cli probes a new file's path with fs/read_text_file (answered "" with
+    # missing_file_as_empty, as its preset has it), asks with the diff, then writes.
+    path = tmp_path / "project" / "new.py"
+    agent = {**editor.fake_agent("files"), "missing_file_as_empty": True}
+    editor.setup(agents={"gemini": agent}, permission_policy="allow_all")
+    editor.open_chat("gemini")
+    steps = [
+        {"read": {"path": str(path)}},
+        {"ask": {"path": str(path), "oldText": "", "newText": "made = 1\n", "write": "made = 1\n"}},
+    ]
+    assert run(editor, steps)[0] == {"content": ""}
+    assert path.read_text() == "made = 1\n"
+    [file] = editor.lua("return require('acp').changes()")
+    assert (file["path"], file["created"]) == (str(path), True)
+    assert [h["preview"] for h in file["hunks"]] == [["+made = 1"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not path.exists()
