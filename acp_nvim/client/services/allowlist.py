@@ -33,7 +33,7 @@ def command_of(raw_input: Any) -> str | None:
     command = raw_input.get("command") or raw_input.get("cmd")
     if isinstance(command, list) and all(isinstance(a, str) for a in command):
         match command:
-            case [shell, "-c" | "-lc", script] if os.path.basename(shell) in _SHELLS:
+            case [str(shell), "-c" | "-lc", str(script)] if os.path.basename(shell) in _SHELLS:
                 return script
         return shlex.join(command)
     return command if isinstance(command, str) else None
