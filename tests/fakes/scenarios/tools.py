@@ -251,11 +251,13 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
     await agent.say(json.dumps(report))
 
 
-async def claude_bash(agent: Agent, prompt: Prompt) -> None:
+async def claude_bash(agent: Agent, prompt: Prompt) -> str | None:
     """Runs ``echo TEXT`` as claude-agent-acp 0.23.1 reports its own Bash tool: where
     the client advertises ``clientCapabilities._meta.terminal_output``, the call shows a
     terminal the client never created (``terminal_info``) and carries its output and
-    exit in ``_meta``; else the output comes as text content."""
+    exit in ``_meta``; else the output comes as text content. TEXT "hold ..." is
+    cancelled after its output: the turn ends ``cancelled``, the call and its terminal
+    never told they ended (as Claude leaves them)."""
     call: Params = {"toolCallId": "toolu_bash"}
     meta = agent.init_params.get("clientCapabilities", {}).get("_meta") or {}
     live = meta.get("terminal_output") is True
@@ -274,6 +276,9 @@ async def claude_bash(agent: Agent, prompt: Prompt) -> None:
         output = {"terminal_id": "toolu_bash", "data": f"{prompt.text}\n"}
         await agent.update({"sessionUpdate": "tool_call_update", **call,
                             "_meta": {"terminal_output": output}})  # fmt: skip
+    if prompt.text.startswith("hold"):
+        return await agent.until_cancelled()
+    if live:
         done["_meta"] = {"terminal_exit": {"terminal_id": "toolu_bash", "exit_code": 0,
                                            "signal": None}}  # fmt: skip
     else:
@@ -281,6 +286,7 @@ async def claude_bash(agent: Agent, prompt: Prompt) -> None:
         done["content"] = [{"type": "content", "content": text}]
     await agent.update(done)
     await agent.say("Done.")
+    return None
 
 
 async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
