@@ -197,6 +197,32 @@ def test_a_command_of_a_turn_left_to_the_agent_is_killed(editor: Editor) -> None
     assert editor.lua(f"return vim.api.nvim_buf_get_lines({buf}, 0, 1, false)") == ["started"]
 
 
+def test_the_older_claude_adapters_command_released_after_a_cancel_ends(editor: Editor) -> None:
+    """claude-code-acp 0.16 runs a whole shell line (``args: []``, no cwd, a 32000-byte
+    limit) and, on a cancel, ends the turn ``cancelled`` and releases the terminal: the
+    command is killed, the call shown cancelled, its terminal killed."""
+    open_fake(editor)
+    pidfile = editor.tmp / "pid"
+    command = {"command": f"echo $$ > {pidfile}; echo started; sleep 100", "args": [],
+               "outputByteLimit": 32000}  # fmt: skip
+    editor.lua("require('acp').send(...)", json.dumps({"create": command, "until_cancel": True}))
+    editor.wait(
+        "vim.fn.join(vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$'),"
+        " '|'):find('```text|started|```') ~= nil",
+        what="the command runs",
+    )
+    shell = int(pidfile.read_text())
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait(
+        "vim.fn.join(vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$'),"
+        " '|'):find('· killed by SIG') ~= nil",
+        what="the command killed",
+    )
+    assert re.search(r"#### Run\n`execute` · cancelled\n\[terminal t\d+ · killed by SIG", editor.transcript_text())
+    assert wait_gone([shell], timeout=10) == []
+
+
 def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
     terminal_id, members = start_long_command(editor, "HUP")
     editor.lua("require('acp').close()")

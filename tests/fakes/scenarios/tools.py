@@ -210,11 +210,13 @@ async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
     )  # fmt: skip
 
 
-async def run_terminal(agent: Agent, prompt: Prompt) -> None:
+async def run_terminal(agent: Agent, prompt: Prompt) -> str | None:
     """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
     run a terminal shown in a tool call, then report what came back as JSON (said,
     and written to the file ``report_to``). ``kill`` true kills it at once; a string
-    kills it once its output holds that string (as an agent watching a server)."""
+    kills it once its output holds that string (as an agent watching a server).
+    ``until_cancel``: as the older Claude adapter, wait for a cancel, then release the
+    terminal and end the turn ``cancelled``, the call left as it was."""
     script = json.loads(prompt.text)
     created = await agent.c.request("terminal/create", {**sid(agent), **script["create"]}, dict)
     term = {**sid(agent), "terminalId": created["terminalId"]}
@@ -228,6 +230,10 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
     async def output() -> Params:
         return await agent.c.request("terminal/output", term, dict)
 
+    if script.get("until_cancel"):
+        await agent.until_cancelled()
+        await agent.c.request("terminal/release", term, dict)
+        return "cancelled"
     if isinstance(script.get("kill"), str):
         with anyio.fail_after(10):
             while script["kill"] not in (await output())["output"]:
@@ -249,6 +255,7 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
             json.dump(report, f)
         os.replace(script["report_to"] + ".part", script["report_to"])
     await agent.say(json.dumps(report))
+    return None
 
 
 async def claude_bash(agent: Agent, prompt: Prompt) -> str | None:
