@@ -32,7 +32,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
     `disk_edit`), ``{"shell": {path, content}}`` (a file written as a command the
     agent ran would: no tool call names it), ``{"rm": {path}}`` (a file deleted the
-    same way), ``{"opencode": {path, content}}`` (see `opencode_write`) and
+    same way), ``{"opencode": {path, content}}`` (see `opencode_write`),
+    ``{"claude": {path, content}}`` (see `claude_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
@@ -47,6 +48,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
             await opencode_write(agent, f"write{n}", args["path"], args["content"])
         elif kind == "disk":
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
+        elif kind == "claude":
+            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"])
         else:
             try:
                 result: Any = await agent.c.request(f"fs/{kind}_text_file", {**sid(agent), **args}, dict)
@@ -73,6 +76,36 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
         {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
          "content": [diff]}
     )  # fmt: skip
+
+
+async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
+    """Edit a file as claude-agent-acp 0.23.1 does: the call pending with its diff (the
+    whole file minus its final newline), a permission request carrying it, and once
+    allowed the file written on disk by the agent itself (no fs/write_text_file), then
+    the call completed; the outcome said as a RESULT."""
+    with open(path) as f:
+        old = f.read()
+    diff = {"type": "diff", "path": path, "oldText": old.removesuffix("\n"),
+            "newText": content.removesuffix("\n")}  # fmt: skip
+    call = {"toolCallId": call_id, "title": f"Edit `{path}`", "kind": "edit"}
+    edit = {**call, "status": "pending", "content": [diff], "locations": [{"path": path}]}
+    await agent.update({"sessionUpdate": "tool_call", **edit})
+    options = [
+        {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+    answer = await agent.c.request(
+        "session/request_permission", {**sid(agent), "toolCall": edit, "options": options}, dict
+    )
+    outcome = answer["outcome"]
+    if outcome.get("optionId") in ("allow", "allow_always"):
+        with open(path, "w") as f:
+            f.write(content)
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+    else:  # Claude tells the model and goes on: the call failed
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "failed"})
+    await agent.result(outcome)
 
 
 async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
