@@ -134,6 +134,29 @@ def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     assert "permission: selected no" in editor.transcript_text()
 
 
+def test_an_allow_listed_command_codex_runs_through_its_shell_is_not_asked(
+    editor: Editor,
+) -> None:
+    """codex-acp's request names the command as an argv through the user's shell
+    (``["/bin/bash", "-lc", "git status"]``): matched as ``bash -lc 'git status'`` it
+    was never the allow-listed ``git status``, and every codex command asked."""
+    start(editor, "codex_exec", permissions={"allow": {"commands": ["git status"]}})
+    editor.lua("require('acp').send('git status --short')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    text = editor.transcript_text()
+    assert "permission: selected approved" in text and PROMPT not in text
+    assert "allowed command `git status`" in text
+    # A script that runs more than the command is still asked, and codex's reject
+    # ends the turn cancelled with the call not left pending.
+    editor.lua("require('acp').send('git status && rm -rf build')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor)
+    editor.nvim.input("r")
+    assert editor.wait_event("AcpTurnEnd", 2)["stop_reason"] == "cancelled"
+    lines = editor.transcript()
+    assert lines[lines.index("#### git status && rm -rf build") + 1] == "`execute` · cancelled"
+
+
 def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) -> None:
     status = start(editor)
     editor.lua("require('acp').send('edit')")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_files import lines, run, start, user_write
@@ -411,3 +413,51 @@ def test_the_review_follows_undo_and_redo_in_buffer_and_on_disk(
     editor.lua("require('acp').reject(...)", str(path), hunk["id"])
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert (lines(editor, buf), path.read_text()) == (["one", "two", "three"], "one\ntwo\nthree\n")
+
+
+def test_gemini_new_file_probed_as_empty_is_created_and_rejectable(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # gemini-cli probes a new file's path with fs/read_text_file (answered "" with
+    # missing_file_as_empty, as its preset has it), asks with the diff, then writes.
+    path = tmp_path / "project" / "new.py"
+    agent = {**editor.fake_agent("files"), "missing_file_as_empty": True}
+    editor.setup(agents={"gemini": agent}, permission_policy="allow_all")
+    editor.open_chat("gemini")
+    steps = [
+        {"read": {"path": str(path)}},
+        {"ask": {"path": str(path), "oldText": "", "newText": "made = 1\n", "write": "made = 1\n"}},
+    ]
+    assert run(editor, steps)[0] == {"content": ""}
+    assert path.read_text() == "made = 1\n"
+    [file] = editor.lua("return require('acp').changes()")
+    assert (file["path"], file["created"]) == (str(path), True)
+    assert [h["preview"] for h in file["hunks"]] == [["+made = 1"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_claudes_own_edit_after_its_permission_is_one_hunk_and_rejectable(
+    editor: Editor, tmp_path: Path, loaded: bool
+) -> None:
+    # claude-agent-acp 0.23.1: the call pending with a diff of the whole file minus its
+    # final newline, a permission request carrying it, the agent's own write to disk
+    # (no fs/write_text_file), completed.
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    if loaded:
+        editor.nvim.command(f"edit {path}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.setup(agents={"claude": editor.fake_agent("files")}, permission_policy="allow_all")
+    editor.open_chat("claude")
+    [outcome] = run(editor, [{"claude": {"path": str(path), "content": "x = 1\ny = 3\n"}}])
+    assert outcome == {"outcome": "selected", "optionId": "allow"}
+    if loaded:
+        assert lines(editor, buf) == ["x = 1", "y = 3"]  # the unmodified buffer was reloaded
+    [file] = editor.lua("return require('acp').changes()")
+    assert [h["preview"] for h in file["hunks"]] == [["-y = 2", "+y = 3"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "x = 1\ny = 2\n"

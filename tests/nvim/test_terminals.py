@@ -197,6 +197,32 @@ def test_a_command_of_a_turn_left_to_the_agent_is_killed(editor: Editor) -> None
     assert editor.lua(f"return vim.api.nvim_buf_get_lines({buf}, 0, 1, false)") == ["started"]
 
 
+def test_the_older_claude_adapters_command_released_after_a_cancel_ends(editor: Editor) -> None:
+    """claude-code-acp 0.16 runs a whole shell line (``args: []``, no cwd, a 32000-byte
+    limit) and, on a cancel, ends the turn ``cancelled`` and releases the terminal: the
+    command is killed, the call shown cancelled, its terminal killed."""
+    open_fake(editor)
+    pidfile = editor.tmp / "pid"
+    command = {"command": f"echo $$ > {pidfile}; echo started; sleep 100", "args": [],
+               "outputByteLimit": 32000}  # fmt: skip
+    editor.lua("require('acp').send(...)", json.dumps({"create": command, "until_cancel": True}))
+    editor.wait(
+        "vim.fn.join(vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$'),"
+        " '|'):find('```text|started|```') ~= nil",
+        what="the command runs",
+    )
+    shell = int(pidfile.read_text())
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait(
+        "vim.fn.join(vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$'),"
+        " '|'):find('· killed by SIG') ~= nil",
+        what="the command killed",
+    )
+    assert re.search(r"#### Run\n`execute` · cancelled\n\[terminal t\d+ · killed by SIG", editor.transcript_text())
+    assert wait_gone([shell], timeout=10) == []
+
+
 def test_closing_the_chat_kills_a_command_that_ignores_hangups(editor: Editor) -> None:
     terminal_id, members = start_long_command(editor, "HUP")
     editor.lua("require('acp').close()")
@@ -322,8 +348,8 @@ def test_claudes_own_command_shows_its_output_in_a_terminal_of_the_chat(editor: 
     editor.wait_event("AcpTurnEnd")
     editor.wait(
         "table.concat(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf,"
-        " 0, -1, false), '\\n'):find('· exit 0]', 1, true) ~= nil",
-        what="the terminal's exit in the transcript",
+        " 0, -1, false), '\\n'):find('· exit 0]\\n```text', 1, true) ~= nil",
+        what="the terminal's exit and output in the transcript",
     )
     text = editor.transcript_text()
     block = text[text.index("#### echo hi from bash") :]
@@ -501,3 +527,29 @@ def test_a_terminal_asked_for_a_chat_as_it_closes_leaves_no_buffer(editor: Edito
     assert refused == "its chat is closed"
     assert editor.lua("return vim.tbl_count(require('acp.editor.terminal').terminals)") == 0
     assert editor.lua("return #vim.api.nvim_list_bufs()") == before
+
+
+def test_claudes_own_command_cancelled_is_not_left_running(editor: Editor) -> None:
+    """A cancel while Claude's Bash runs: the agent ends the turn ``cancelled`` and
+    never tells the call or its terminal that they ended. Neither is shown running
+    under the ended turn."""
+    editor.setup(agents={"claude": editor.fake_agent("claude_bash")})
+    editor.open_chat("claude")
+    editor.lua("require('acp').send('hold on')")
+    editor.wait(
+        "table.concat(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf,"
+        " 0, -1, false), '\\n'):find('hold on\\n```', 1, true) ~= nil",
+        what="the command's output in the transcript",
+    )
+    editor.nvim.command("AcpCancel")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    text = editor.transcript_text()
+    block = text[text.index("#### echo hold on") :]
+    assert block.startswith("#### echo hold on\n`execute` · cancelled\n[terminal t"), block
+    assert "· cancelled]" in block and "running" not in block
+    # Reopened from the history, the block is as it was.
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').history() > 0", what="the chat kept")
+    editor.reopen_last()
+    text = editor.transcript_text()
+    assert "`execute` · cancelled\n[terminal t" in text and "· running]" not in text

@@ -41,6 +41,11 @@ ALLOW = PermissionAllow(commands=["git status", "npm test"], paths=["src", "/tmp
         ("git status $(rm -rf /)", None),
         ("git status > /etc/passwd", None),
         ("npm  test", "allowed command `npm test`"),
+        # codex: an argv through the user's shell, its script the command line
+        (["/bin/bash", "-lc", "git status"], "allowed command `git status`"),
+        (["zsh", "-c", "npm test -- -x"], "allowed command `npm test`"),
+        (["/bin/bash", "-lc", "git status; rm -rf /"], None),
+        (["python3", "-c", "git status"], None),
     ],
 )
 def test_a_command_is_allowed_by_its_prefix_alone(command: Any, why: str | None) -> None:

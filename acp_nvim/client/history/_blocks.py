@@ -243,6 +243,8 @@ def _part(part: ContentPart, terminals: dict[str, TerminalView]) -> dict[str, An
     kept: dict[str, Any] = {"type": "terminal", "id": part.terminal_id}
     if term is not None:
         kept |= {"key": term.key, "label": term.label, "lines": term.lines}
+        if term.display:
+            kept["display"] = True
         if term.exit_status is not None:
             kept["exit"] = [term.exit_status.exit_code, term.exit_status.signal]
     return kept
@@ -278,6 +280,7 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
                     terminals[terminal_id] = TerminalView(
                         item["key"], item.get("label", ""), list(item.get("lines") or []),
                         ExitStatus(code, signal) if "exit" in item else None,
+                        display=item.get("display") is True,
                     )  # fmt: skip
                 call.content.append(TerminalPart(terminal_id))
     call.locations = [Location(path, line) for path, line in data.get("locations") or []]

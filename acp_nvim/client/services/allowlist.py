@@ -19,13 +19,22 @@ from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 _CHAINED = re.compile(r"[;&|`<>\n]|\$\(")
 
 
+# Shells whose ``-c`` script codex's argv hands the command line to.
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+
+
 def command_of(raw_input: Any) -> str | None:
     """The command line a tool call runs, from its raw input (``command``: a string,
-    or an argv as codex sends it); None when it runs none."""
+    or an argv as codex sends it); None when it runs none. codex runs its commands
+    through the user's shell (``["/bin/bash", "-lc", "git status"]``): the script is
+    the command line, as the other agents' ``command`` is."""
     if not isinstance(raw_input, dict):
         return None
     command = raw_input.get("command") or raw_input.get("cmd")
     if isinstance(command, list) and all(isinstance(a, str) for a in command):
+        match command:
+            case [str(shell), "-c" | "-lc", str(script)] if os.path.basename(shell) in _SHELLS:
+                return script
         return shlex.join(command)
     return command if isinstance(command, str) else None
 

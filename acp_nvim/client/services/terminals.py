@@ -471,7 +471,7 @@ class Terminals:
         term = self._displays.get((chat.id, terminal_id))
         if term is None:
             key = new_key()
-            view = TerminalView(key, "")
+            view = TerminalView(key, "", display=True)
             term = _Display(key, terminal_id, chat, _Output(DEFAULT_RAW_CAP), view)
             self._displays[(chat.id, terminal_id)] = term
             chat.session.terminals[terminal_id] = view

@@ -200,12 +200,14 @@ class TerminalView(msgspec.Struct):
 
     ``key`` names its editor buffer (``:AcpTerminal key``); ``lines`` are the
     last lines of its output, escape-free; ``exit_status`` None while it runs.
+    ``display``: the agent runs it itself, so it ends only when the agent says.
     """
 
     key: str
     label: str = ""
     lines: list[str] = msgspec.field(default_factory=list)
     exit_status: ExitStatus | None = None
+    display: bool = False
 
 
 ContentPart = TextPart | DiffPart | ChangesPart | TerminalPart

@@ -259,7 +259,8 @@ def _tool_content_lines(
     lines: list[str] = []
     for part in call.content:
         if isinstance(part, TerminalPart):
-            lines.extend(_terminal_lines(part.terminal_id, terminals.get(part.terminal_id)))
+            terminal = terminals.get(part.terminal_id)
+            lines.extend(_terminal_lines(part.terminal_id, terminal, call.status))
         else:
             lines.extend(_content_lines(part, cwd))
     return lines
@@ -362,12 +363,18 @@ def fenced(body: Sequence[str], info: str) -> list[str]:
     return [fence + info, *body, fence]
 
 
-def _terminal_lines(terminal_id: str, terminal: TerminalView | None) -> list[str]:
-    """``[terminal KEY · state] command``, then the last output lines in a fence."""
+def _terminal_lines(
+    terminal_id: str, terminal: TerminalView | None, call_status: str = ""
+) -> list[str]:
+    """``[terminal KEY · state] command``, then the last output lines in a fence. An
+    agent's own terminal that it never said ended takes the end of its call where that
+    was cancelled or failed: Claude's Bash, cancelled, is never told to have stopped."""
     if terminal is None:
         return [f"[terminal {terminal_id}]"]
     status = terminal.exit_status
-    if status is None:
+    if status is None and terminal.display and call_status in ("cancelled", "failed"):
+        state = call_status
+    elif status is None:
         state = "running"
     elif status.signal:
         state = f"killed by {status.signal}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = ["SCENARIOS"]
 
+import itertools
 import json
 import os
 from typing import Any
@@ -31,7 +32,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
     `disk_edit`), ``{"shell": {path, content}}`` (a file written as a command the
     agent ran would: no tool call names it), ``{"rm": {path}}`` (a file deleted the
-    same way), ``{"opencode": {path, content}}`` (see `opencode_write`) and
+    same way), ``{"opencode": {path, content}}`` (see `opencode_write`),
+    ``{"claude": {path, content}}`` (see `claude_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
@@ -46,6 +48,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
             await opencode_write(agent, f"write{n}", args["path"], args["content"])
         elif kind == "disk":
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
+        elif kind == "claude":
+            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"])
         else:
             try:
                 result: Any = await agent.c.request(f"fs/{kind}_text_file", {**sid(agent), **args}, dict)
@@ -72,6 +76,36 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
         {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
          "content": [diff]}
     )  # fmt: skip
+
+
+async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
+    """Edit a file as claude-agent-acp 0.23.1 does: the call pending with its diff (the
+    whole file minus its final newline), a permission request carrying it, and once
+    allowed the file written on disk by the agent itself (no fs/write_text_file), then
+    the call completed; the outcome said as a RESULT."""
+    with open(path) as f:
+        old = f.read()
+    diff = {"type": "diff", "path": path, "oldText": old.removesuffix("\n"),
+            "newText": content.removesuffix("\n")}  # fmt: skip
+    call = {"toolCallId": call_id, "title": f"Edit `{path}`", "kind": "edit"}
+    edit = {**call, "status": "pending", "content": [diff], "locations": [{"path": path}]}
+    await agent.update({"sessionUpdate": "tool_call", **edit})
+    options = [
+        {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+    answer = await agent.c.request(
+        "session/request_permission", {**sid(agent), "toolCall": edit, "options": options}, dict
+    )
+    outcome = answer["outcome"]
+    if outcome.get("optionId") in ("allow", "allow_always"):
+        with open(path, "w") as f:
+            f.write(content)
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+    else:  # Claude tells the model and goes on: the call failed
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "failed"})
+    await agent.result(outcome)
 
 
 async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
@@ -159,6 +193,42 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
     return "cancelled" if agent.cancelled.is_set() else "end_turn"
 
 
+_EXEC_IDS = itertools.count(1)  # codex's call ids: one of its own per command
+
+
+async def codex_exec(agent: Agent, prompt: Prompt) -> str:
+    """Runs the prompt as a shell script the way codex-acp asks: the call exists only in
+    the permission request, its ``rawInput`` codex's whole approval event (the command
+    an argv through the user's shell, its parse, the cwd), its content text alone.
+    Once approved the command runs (``in_progress`` → ``completed``, no content);
+    rejected, codex ends the turn ``cancelled``."""
+    script, call_id = prompt.text, f"call_{next(_EXEC_IDS)}"
+    event = {"call_id": call_id, "turn_id": "1", "command": ["/bin/bash", "-lc", script],
+             "cwd": os.getcwd(), "reason": None,
+             "parsed_cmd": [{"type": "unknown", "cmd": script}]}  # fmt: skip
+    call: Params = {"toolCallId": call_id, "kind": "execute", "title": script}
+    decisions = {"type": "text", "text": "Available Decisions: approved\nabort"}
+    options = [
+        {"optionId": "approved", "name": "Yes", "kind": "allow_once"},
+        {"optionId": "abort", "name": "No, and tell Codex", "kind": "reject_once"},
+    ]
+    answer = await agent.c.request(
+        "session/request_permission",
+        {**sid(agent), "toolCall": {**call, "status": "pending", "rawInput": event,
+                                    "content": [{"type": "content", "content": decisions}]},
+         "options": options},
+        dict,
+    )  # fmt: skip
+    outcome = answer["outcome"]
+    await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
+    if outcome.get("optionId") != "approved":
+        return "cancelled"
+    begun = {**call, "status": "in_progress", "rawInput": event}
+    await agent.update({"sessionUpdate": "tool_call", **begun})
+    await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+    return "end_turn"
+
+
 async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
     """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
     path, line = prompt.text.split()[0].rsplit(":", 1)
@@ -173,11 +243,13 @@ async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
     )  # fmt: skip
 
 
-async def run_terminal(agent: Agent, prompt: Prompt) -> None:
+async def run_terminal(agent: Agent, prompt: Prompt) -> str | None:
     """Prompt ``{"create": {...}, "kill"?, "wait"?, "release"?, "report_to"?}`` (JSON):
     run a terminal shown in a tool call, then report what came back as JSON (said,
     and written to the file ``report_to``). ``kill`` true kills it at once; a string
-    kills it once its output holds that string (as an agent watching a server)."""
+    kills it once its output holds that string (as an agent watching a server).
+    ``until_cancel``: as the older Claude adapter, wait for a cancel, then release the
+    terminal and end the turn ``cancelled``, the call left as it was."""
     script = json.loads(prompt.text)
     created = await agent.c.request("terminal/create", {**sid(agent), **script["create"]}, dict)
     term = {**sid(agent), "terminalId": created["terminalId"]}
@@ -191,6 +263,10 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
     async def output() -> Params:
         return await agent.c.request("terminal/output", term, dict)
 
+    if script.get("until_cancel"):
+        await agent.until_cancelled()
+        await agent.c.request("terminal/release", term, dict)
+        return "cancelled"
     if isinstance(script.get("kill"), str):
         with anyio.fail_after(10):
             while script["kill"] not in (await output())["output"]:
@@ -212,13 +288,16 @@ async def run_terminal(agent: Agent, prompt: Prompt) -> None:
             json.dump(report, f)
         os.replace(script["report_to"] + ".part", script["report_to"])
     await agent.say(json.dumps(report))
+    return None
 
 
-async def claude_bash(agent: Agent, prompt: Prompt) -> None:
+async def claude_bash(agent: Agent, prompt: Prompt) -> str | None:
     """Runs ``echo TEXT`` as claude-agent-acp 0.23.1 reports its own Bash tool: where
     the client advertises ``clientCapabilities._meta.terminal_output``, the call shows a
     terminal the client never created (``terminal_info``) and carries its output and
-    exit in ``_meta``; else the output comes as text content."""
+    exit in ``_meta``; else the output comes as text content. TEXT "hold ..." is
+    cancelled after its output: the turn ends ``cancelled``, the call and its terminal
+    never told they ended (as Claude leaves them)."""
     call: Params = {"toolCallId": "toolu_bash"}
     meta = agent.init_params.get("clientCapabilities", {}).get("_meta") or {}
     live = meta.get("terminal_output") is True
@@ -237,6 +316,9 @@ async def claude_bash(agent: Agent, prompt: Prompt) -> None:
         output = {"terminal_id": "toolu_bash", "data": f"{prompt.text}\n"}
         await agent.update({"sessionUpdate": "tool_call_update", **call,
                             "_meta": {"terminal_output": output}})  # fmt: skip
+    if prompt.text.startswith("hold"):
+        return await agent.until_cancelled()
+    if live:
         done["_meta"] = {"terminal_exit": {"terminal_id": "toolu_bash", "exit_code": 0,
                                            "signal": None}}  # fmt: skip
     else:
@@ -244,6 +326,7 @@ async def claude_bash(agent: Agent, prompt: Prompt) -> None:
         done["content"] = [{"type": "content", "content": text}]
     await agent.update(done)
     await agent.say("Done.")
+    return None
 
 
 async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
@@ -270,6 +353,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 SCENARIOS = (
     Scenario("files", file_steps),
     Scenario("permission", ask_permission),
+    Scenario("codex_exec", codex_exec),
     Scenario("tool_calls", tool_call_at),
     Scenario("terminal", run_terminal),
     Scenario("claude_bash", claude_bash),
