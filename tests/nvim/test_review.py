@@ -256,6 +256,30 @@ def test_rejecting_a_created_file_deletes_its_buffer_and_keeps_the_window(
     assert shown == str(kept)  # the window stays, on the buffer it showed before
 
 
+def test_rejecting_a_created_file_you_typed_in_keeps_your_text_in_its_buffer(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent makes a file, you open it and type a line below its own; rejecting
+    the file takes it off the disk but keeps the buffer, your line in it, unsaved:
+    it was deleted with everything in it, undo history too."""
+    created = tmp_path / "project" / "n.txt"
+    start(editor)
+    run(editor, [{"write": {"path": str(created), "content": "agent\n"}}])
+    editor.nvim.command(f"edit {created}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.as_typed("call append(1, 'mine')")
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not created.exists()
+    assert editor.lua("return vim.api.nvim_buf_is_valid(...)", buf)
+    assert lines(editor, buf) == ["agent", "mine"]
+    assert editor.lua("return vim.bo[...].modified", buf) is True
+    said = "acp: n.txt: removed; its buffer keeps your edits (:write makes the file again)"
+    assert said in [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    editor.nvim.command("write")  # and nothing stops you making it yours
+    assert created.read_text() == "agent\nmine\n"
+
+
 def test_a_window_without_an_alternate_keeps_the_file_used_last_when_its_file_goes(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -108,6 +108,18 @@ def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
     assert (report["output"], report["truncated"]) == ("€€", True)
 
 
+def test_output_that_ends_inside_a_character_reaches_the_agent_as_a_replacement(
+    editor: Editor,
+) -> None:
+    """A command killed while writing "€" (or printing bytes that are not UTF-8 last):
+    the agent read its output without those bytes, as if it had ended cleanly."""
+    open_fake(editor)
+    report = run(editor, {"create": {"command": "printf 'ab\\342\\202'"}})
+    assert report["exit"] == {"exitCode": 0}
+    assert report["output"] == "ab\ufffd"
+    assert "```text\nab\ufffd\n```" in editor.transcript_text()  # and so does the chat
+
+
 def test_a_command_that_prints_much_and_exits_at_once_loses_no_output(editor: Editor) -> None:
     # Neovim drops unread PTY output when the process exits (neovim#37982): without
     # the draining wrapper this output ends thousands of lines early, every time.

@@ -63,6 +63,7 @@ from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import eol_of, slice_lines, split_text
 from acp_nvim.review import (
     Changeset,
+    FileChange,
     FileKind,
     FilePatch,
     Hunk,
@@ -652,13 +653,14 @@ class SessionChanges:
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
         disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
+        theirs = _typed_in(self._latest(path).file(path))
         rollback = self.store.checkpoint(path)
         if decision == "accept":
             text = self.store.accept(path, hunk, turn=turn)
         else:
             text = self.store.reject(path, hunk, turn=turn)
         try:
-            await self._put(doc, text, disk)
+            await self._put(doc, text, disk, theirs)
         except FileError:
             rollback()  # the file is as it was: so is its review
             raise
@@ -672,16 +674,18 @@ class SessionChanges:
             latest.user_edit(doc.text)
         return doc
 
-    async def _put(self, doc: Document, text: str | None, disk: bool) -> None:
+    async def _put(self, doc: Document, text: str | None, disk: bool, theirs: bool = False) -> None:
         """Make ``doc``'s file hold ``text`` a decision gave it (saved unless
         ``auto_save`` is off and the change was neither the agent's on disk nor of a
-        deleted file)."""
+        deleted file). ``theirs``: the file holds the user's edits (:func:`_typed_in`)."""
         deleted = doc.text is None  # a buffer standing for the file goes with it
         if text == doc.text and (not deleted or doc.buffer is None):
             return
         unsaved = await _unsaved(self.editor, doc) if disk else None
         stat = await anyio.to_thread.run_sync(files.stat_of, doc.path) if unsaved else None
         doc = files.as_first_read(doc, self.disk.encodings.get(doc.path))
+        if text is None and theirs and doc.buffer is not None:
+            return await _remove_keeping_buffer(self.editor, self.disk, self.cwd, doc.path)
         final = await files.save(self.editor, doc, text, to_disk=self.auto_save or disk or deleted)
         if final != text:
             self._latest(doc.path).file(doc.path).user_edit(final)
@@ -689,6 +693,21 @@ class SessionChanges:
         if unsaved is not None and doc.text is not None and text is not None:
             shown = shown_path(doc.path, self.cwd)
             await _follow_unsaved(self.editor, shown, doc.path, unsaved, (doc.text, text), stat)
+
+
+def _typed_in(change: FileChange) -> bool:
+    """Whether the user's edits are in ``change``'s file: its text is not what the
+    agent and the review left."""
+    return change.current is not None and change.current != change.left
+
+
+async def _remove_keeping_buffer(editor: Editor, disk: DiskChanges, cwd: str, path: str) -> None:
+    """A rejected file the agent created goes from the disk, but not its buffer
+    holding the user's edits: deleting it would lose them, undo history and all."""
+    await anyio.to_thread.run_sync(files.remove_disk, path)
+    disk.seen(path)
+    said = "removed; its buffer keeps your edits (:write makes the file again)"
+    editor.notify(f"{shown_path(path, cwd)}: {said}", "warn")
 
 
 async def _unsaved(editor: Editor, doc: Document) -> BufferState | None:

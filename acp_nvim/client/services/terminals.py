@@ -101,13 +101,17 @@ class _Output:
         del self.raw[:cut]
         self.dropped = True
 
-    def text(self) -> str:
-        """All kept output as text; an incomplete character at the end waits for its rest."""
-        return codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.raw))
+    def text(self, *, ended: bool = False) -> str:
+        """All kept output as text; an incomplete character at the end waits for its
+        rest, unless the command ``ended``: then nothing comes, it is U+FFFD."""
+        return codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.raw), ended)
 
 
-def tail_lines(raw: bytes | bytearray, count: int = TAIL_LINES) -> list[str]:
-    """The last ``count`` displayable lines of raw terminal output.
+def tail_lines(
+    raw: bytes | bytearray, count: int = TAIL_LINES, *, ended: bool = False
+) -> list[str]:
+    """The last ``count`` displayable lines of raw terminal output (``ended``: of a
+    command that has ended, see :meth:`_Output.text`).
 
     Escapes are stripped; a carriage return inside a line keeps only what follows
     it (a progress bar shows its last frame). A line cut by the byte window is
@@ -115,7 +119,7 @@ def tail_lines(raw: bytes | bytearray, count: int = TAIL_LINES) -> list[str]:
     """
     # Only the window is copied: the buffer may hold megabytes.
     window = utf8_tail(bytes(raw[-(_TAIL_BYTES + 4) :]), _TAIL_BYTES)
-    text = codecs.getincrementaldecoder("utf-8")("replace").decode(window)
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(window, ended)
     lines = text.split("\n")
     if len(window) < len(raw):
         lines = lines[1:]
@@ -141,7 +145,7 @@ class _Shown(msgspec.Struct, eq=False):
     view: TerminalView
 
     def refresh(self) -> None:
-        self.view.lines = tail_lines(self.output.raw)
+        self.view.lines = tail_lines(self.output.raw, ended=self.view.exit_status is not None)
         self.chat.on_terminal(self.terminal_id)
 
 
@@ -325,7 +329,7 @@ class Terminals:
     def output(self, session_id: str, terminal_id: str) -> CommandOutput:
         """The command's output so far, escape-free and cut to its limit."""
         term = self._command(session_id, terminal_id)
-        text = strip_ansi(term.output.text())
+        text = strip_ansi(term.output.text(ended=term.status is not None))
         truncated = term.output.dropped
         if term.limit is not None:
             text, cut = truncate_from_start(text, term.limit)
