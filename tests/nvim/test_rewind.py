@@ -540,6 +540,47 @@ def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_
     assert "still ending the cancelled turn" not in editor.transcript_text()
 
 
+def release(editor: Editor) -> None:
+    """Let the "release" agent end its held turn (see ``rewind_past_a_turn_the_agent_goes_on_with``)."""
+    with open(editor.tmp / "project" / "release", "wb"):
+        pass
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_shows_nothing_on_its_branch_shown_again_but_its_end(
+    editor: Editor, version: int
+) -> None:
+    """A prompt after the rewind unmuted the chat while the agent still ran the turn
+    it had left behind: switched back to that branch, the agent's late " done" was
+    drawn there, as if the cancelled turn had answered."""
+    os.mkfifo(editor.tmp / "project" / "release")
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+release", version)
+    turn(editor, "after", 3)
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Switched to branch 1")
+    release(editor)  # the agent goes on with the turn of s1, and ends it
+    turn(editor, "back", 4)  # goes once the agent has ended that turn
+    text = editor.transcript_text()
+    assert "holding" in text and "done" not in text
+    assert text.count("The agent went on with the cancelled turn and has ended it now") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_end_of_a_turn_left_behind_is_told_when_its_branch_is_shown_again(
+    editor: Editor, version: int
+) -> None:
+    os.mkfifo(editor.tmp / "project" / "release")
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+release", version)
+    release(editor)
+    turn(editor, "after", 3)  # s2: the agent answers once it is done with s1's turn
+    assert "has ended it now" not in editor.transcript_text()  # not on this branch
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "has ended it now")
+    assert "done" not in editor.transcript_text()
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor: Editor, version: int

@@ -310,6 +310,7 @@ class AgentConnection:
         self.chats[session_id] = chat
         chat.session.take(session_id, created=False)
         chat.ready(session_id, sessions.version, sessions.agent_title)
+        self.turns.shown(chat)
 
     async def prompt(
         self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()
@@ -334,7 +335,6 @@ class AgentConnection:
                 chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")
                 drawn()  # shown while it waits
                 await self.turns.wait_behind(chat, text, self.exited)
-            chat.muted = False
 
             def sent() -> None:
                 drawn()

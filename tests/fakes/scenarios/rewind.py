@@ -42,7 +42,8 @@ class Rewind:
     every fork with an error, ``exclusive`` advertises forks at a message that drop
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
     block, as v2 agents acknowledge it, and v1 ones may), ``deaf`` records a cancel and
-    never acts on it.
+    never acts on it, ``release`` ends a held turn (`` done``) once the test opens the
+    named pipe ``release`` in the session's directory for writing and closes it.
     """
 
     def __init__(
@@ -193,6 +194,8 @@ class Rewind:
             async with anyio.create_task_group() as waits:
                 for event in (self.steered[session], self.cancelled[session]):
                     waits.start_soon(self.until, event, waits)
+                if "release" in self.flags:
+                    waits.start_soon(self.released, session, waits)
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
@@ -221,6 +224,11 @@ class Rewind:
     @staticmethod
     async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
         await event.wait()
+        group.cancel_scope.cancel()
+
+    async def released(self, session: str, group: anyio.abc.TaskGroup) -> None:
+        pipe = os.path.join(self.cwd[session], "release")
+        await anyio.to_thread.run_sync(lambda: open(pipe, "rb").read(), abandon_on_cancel=True)  # noqa: SIM115
         group.cancel_scope.cancel()
 
     async def ask(self, session: str) -> None:
@@ -282,5 +290,6 @@ SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
-                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late")
+                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
+                 "rewind+deaf+release")
 )
