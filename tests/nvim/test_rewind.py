@@ -1419,3 +1419,47 @@ def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation
     seed, said = calls(wire, "session/prompt")[-1]["prompt"]
     assert said == {"type": "text", "text": "go on"}
     assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
+    editor: Editor, version: int
+) -> None:
+    """After :AcpResume the replayed messages showed, but rewind(2) said "no turn was
+    sent yet" and :AcpEdit found no prompt."""
+    wire = start(editor, "rewind+resume+load", version)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    wait_text(editor, "s9: two")
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'one'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    # The conversation forks at the replayed answer of turn 1, as the agent named it.
+    [fork] = calls(wire, "session/fork")
+    assert fork["sessionId"] == "s9"
+    assert fork["_meta"] == {"jetbrains": {"air": {"fork": {"version": 1, "messageId": "s9-m1"}}}}
+    text = editor.transcript_text()
+    assert "s9: one" in text and "s9: two" not in text
+    # Its files: never seen here, so not taken back, and the user is told.
+    assert "what turn 2 changed stays as it is" in text
+    # <CR> on a replayed message edits it too.
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    row = editor.transcript().index("one") + 1
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
+    editor.nvim.input("<CR>")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'one'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    # The history keeps the replayed turns as turns: reopened, the branch shown
+    # leaves the rewound one out, and the other is there to pick.
+    turn(editor, "three", 1)
+    kept(editor, "three")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    text = editor.transcript_text()
+    assert "s9: one" in text and "s10: three" in text and "s9: two" not in text
+    branches = editor.lua("return require('acp').branches()")
+    assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]

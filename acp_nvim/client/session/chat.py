@@ -11,7 +11,7 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "settled"]
+__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "replayed", "settled"]
 
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -113,6 +113,9 @@ class Record(Protocol):
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None: ...
 
+    def replayed(self, turns: Sequence[Turn]) -> None:
+        """``turns``, drawn before as blocks of no turn, are the agent's replay."""
+
 
 class _Unrecorded:
     """The record of a chat the history does not follow."""
@@ -121,6 +124,9 @@ class _Unrecorded:
         pass
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
+        pass
+
+    def replayed(self, turns: Sequence[Turn]) -> None:
         pass
 
 
@@ -571,6 +577,23 @@ class Chat:
         block = self.session.new_id(view.MARK)
         if self.branches.mark(shared, block):
             self._draw(view.mark_op(block))
+
+
+def replayed(chat: Chat, since: int, agent: int) -> None:
+    """The user's messages the agent replayed from item ``since`` of the model on (the
+    history of a session it resumed) begin turns (``Branches.replayed``): numbered in
+    the transcript (Lua edits one on ``<CR>``) and in the history, listed."""
+    turns = chat.branches.replayed(chat.session, since, agent)
+    if not turns:
+        return
+    first = len(chat.branches.path) - len(turns) + 1
+    messages = chat.session.messages
+    ops: list[RenderOp] = [
+        view.message_op(messages[t.message], n) for n, t in enumerate(turns, first)
+    ]
+    chat.editor.render(chat.id, ops)
+    chat.record.replayed(turns)
+    chat.show_branches()
 
 
 def muted(chat: Chat) -> bool:
