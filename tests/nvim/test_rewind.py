@@ -1463,3 +1463,54 @@ def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
     assert "s9: one" in text and "s10: three" in text and "s9: two" not in text
     branches = editor.lua("return require('acp').branches()")
     assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
+
+
+def leave_a_turn_to_the_agent(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then a held turn 2 cancelled, which the ``scenario`` agent never
+    ends: it ends here, left to the agent. The agent's calls file."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=version,
+        timeouts={"cancel": 0.5},
+    )  # fmt: skip
+    editor.open_chat()
+    turn(editor, "alpha", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    return calls_file
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_sent_now_while_the_prompt_waits_behind_a_turn_left_is_not_steered_into_it(
+    editor: Editor, version: int
+) -> None:
+    """The prompt waiting for the agent to end the turn left to it counted as a
+    running turn: "send now" steered the message into the turn left behind, whose
+    answer is not shown, and said "Sent into the running turn"."""
+    wire = leave_a_turn_to_the_agent(editor, "rewind+deaf+steer", version)
+    editor.lua("require('acp').send('after')")
+    wait_text(editor, "this prompt goes next")
+    editor.lua("require('acp').send('now', {now = true})")
+    assert editor.wait_event("AcpTurnEnd", count=3)["stop_reason"] == "cancelled"
+    assert calls(wire, "_session/steering") == []
+    assert "Sent into the running turn" not in editor.transcript_text()
+    wait_text(editor, "Cancelled before it was sent")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'after'")  # fmt: skip
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
+    editor: Editor, version: int
+) -> None:
+    """The turn left to the agent muted its session until the agent ended it; the
+    agent restarted (the turn gone with it) and the session resumed, the chat must
+    show its next answer."""
+    leave_a_turn_to_the_agent(editor, "rewind+deaf+resume", version)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 2)["session_id"] == "s1"  # resumed
+    turn(editor, "after", 3)
+    wait_text(editor, "s1: after")

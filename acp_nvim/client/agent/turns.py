@@ -134,6 +134,11 @@ class Turns:
         if self._abandon[chat.id].is_set():  # withdrawn as the agent ended the other
             raise Withdrawn
 
+    def waiting(self, chat: Chat) -> bool:
+        """Whether ``chat``'s turn waits for the agent to end the one left to it: its
+        prompt has not gone, and the agent's running turn of the session is that one."""
+        return chat.id in self._waiting
+
     def withdraw(self, chat: Chat) -> str | None:
         """End ``chat``'s turn at once if its prompt still waits behind a turn left
         to the agent (it never went: nothing to tell the agent, nothing to wait
@@ -174,41 +179,41 @@ class Turns:
             finally:
                 finished.set()
 
-        async def until(event: anyio.Event) -> None:
-            await event.wait()
-            waits.cancel_scope.cancel()
-
         async with anyio.create_task_group() as waits:
             if leave and self._tasks is not None:
                 self._tasks.start_soon(run)
             else:
                 waits.start_soon(run)
-            waits.start_soon(until, finished)
-            waits.start_soon(until, abandon)
+            waits.start_soon(_cancel_when, finished, waits.cancel_scope)
+            waits.start_soon(_cancel_when, abandon, waits.cancel_scope)
             await exited.wait()
             waits.cancel_scope.cancel()
         if not outcome:
             if abandon.is_set() and not exited.is_set():
                 if leave:
-                    self._leave(chat, finished)
+                    self._leave(chat, finished, exited)
                 raise Abandoned
             raise ConnectionClosed("the agent exited")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return cast(T, outcome[0][0])
 
-    def _leave(self, chat: Chat, ended: anyio.Event) -> None:
+    def _leave(self, chat: Chat, ended: anyio.Event, exited: anyio.Event) -> None:
         """The turn of ``chat`` ends here while the agent goes on with it: nothing of
         its session is shown until ``ended`` (the agent ended it), whichever branch
-        the chat shows meanwhile; then the chat says so on that session's branch."""
+        the chat shows meanwhile; then the chat says so on that session's branch.
+        Shown again too once the agent ``exited``: a restarted one may resume the
+        session, without that turn."""
         session_id = chat.session.session_id
         chat.unshown.add(session_id)
         self._left[session_id] = (chat, ended)
 
         async def forget() -> None:
             try:
-                await ended.wait()
-            finally:  # ended, or the agent exited (its sessions with it)
+                async with anyio.create_task_group() as waits:
+                    for event in (ended, exited):
+                        waits.start_soon(_cancel_when, event, waits.cancel_scope)
+            finally:
                 self._forget(session_id, ended, ended=ended.is_set())
 
         if self._tasks is not None:
@@ -232,3 +237,8 @@ class Turns:
         if self._untold.get(chat.session.session_id) is chat:
             del self._untold[chat.session.session_id]
             chat.info(LATE_END)
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

@@ -310,5 +310,5 @@ SCENARIOS = tuple(
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
                  "rewind+deaf+release",
-                 "rewind+resume+load")
+                 "rewind+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
