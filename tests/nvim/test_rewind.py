@@ -540,6 +540,47 @@ def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_
     assert "still ending the cancelled turn" not in editor.transcript_text()
 
 
+def release(editor: Editor) -> None:
+    """Let the "release" agent end its held turn (see ``rewind_past_a_turn_the_agent_goes_on_with``)."""
+    with open(editor.tmp / "project" / "release", "wb"):
+        pass
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_shows_nothing_on_its_branch_shown_again_but_its_end(
+    editor: Editor, version: int
+) -> None:
+    """A prompt after the rewind unmuted the chat while the agent still ran the turn
+    it had left behind: switched back to that branch, the agent's late " done" was
+    drawn there, as if the cancelled turn had answered."""
+    os.mkfifo(editor.tmp / "project" / "release")
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+release", version)
+    turn(editor, "after", 3)
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Switched to branch 1")
+    release(editor)  # the agent goes on with the turn of s1, and ends it
+    turn(editor, "back", 4)  # goes once the agent has ended that turn
+    text = editor.transcript_text()
+    assert "holding" in text and "done" not in text
+    assert text.count("The agent went on with the cancelled turn and has ended it now") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_end_of_a_turn_left_behind_is_told_when_its_branch_is_shown_again(
+    editor: Editor, version: int
+) -> None:
+    os.mkfifo(editor.tmp / "project" / "release")
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+release", version)
+    release(editor)
+    turn(editor, "after", 3)  # s2: the agent answers once it is done with s1's turn
+    assert "has ended it now" not in editor.transcript_text()  # not on this branch
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "has ended it now")
+    assert "done" not in editor.transcript_text()
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor: Editor, version: int
@@ -1378,3 +1419,98 @@ def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation
     seed, said = calls(wire, "session/prompt")[-1]["prompt"]
     assert said == {"type": "text", "text": "go on"}
     assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
+    editor: Editor, version: int
+) -> None:
+    """After :AcpResume the replayed messages showed, but rewind(2) said "no turn was
+    sent yet" and :AcpEdit found no prompt."""
+    wire = start(editor, "rewind+resume+load", version)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    wait_text(editor, "s9: two")
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'one'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 3)
+    # The conversation forks at the replayed answer of turn 1, as the agent named it.
+    [fork] = calls(wire, "session/fork")
+    assert fork["sessionId"] == "s9"
+    assert fork["_meta"] == {"jetbrains": {"air": {"fork": {"version": 1, "messageId": "s9-m1"}}}}
+    text = editor.transcript_text()
+    assert "s9: one" in text and "s9: two" not in text
+    # Its files: never seen here, so not taken back, and the user is told.
+    assert "what turn 2 changed stays as it is" in text
+    # <CR> on a replayed message edits it too.
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    row = editor.transcript().index("one") + 1
+    editor.lua(f"vim.api.nvim_set_current_buf({transcript}); vim.api.nvim_win_set_cursor(0, {{{row}, 0}})")
+    editor.nvim.input("<CR>")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'one'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    # The history keeps the replayed turns as turns: reopened, the branch shown
+    # leaves the rewound one out, and the other is there to pick.
+    turn(editor, "three", 1)
+    kept(editor, "three")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    text = editor.transcript_text()
+    assert "s9: one" in text and "s10: three" in text and "s9: two" not in text
+    branches = editor.lua("return require('acp').branches()")
+    assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
+
+
+def leave_a_turn_to_the_agent(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then a held turn 2 cancelled, which the ``scenario`` agent never
+    ends: it ends here, left to the agent. The agent's calls file."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=version,
+        timeouts={"cancel": 0.5},
+    )  # fmt: skip
+    editor.open_chat()
+    turn(editor, "alpha", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
+    return calls_file
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_sent_now_while_the_prompt_waits_behind_a_turn_left_is_not_steered_into_it(
+    editor: Editor, version: int
+) -> None:
+    """The prompt waiting for the agent to end the turn left to it counted as a
+    running turn: "send now" steered the message into the turn left behind, whose
+    answer is not shown, and said "Sent into the running turn"."""
+    wire = leave_a_turn_to_the_agent(editor, "rewind+deaf+steer", version)
+    editor.lua("require('acp').send('after')")
+    wait_text(editor, "this prompt goes next")
+    editor.lua("require('acp').send('now', {now = true})")
+    assert editor.wait_event("AcpTurnEnd", count=3)["stop_reason"] == "cancelled"
+    assert calls(wire, "_session/steering") == []
+    assert "Sent into the running turn" not in editor.transcript_text()
+    wait_text(editor, "Cancelled before it was sent")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'after'")  # fmt: skip
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
+    editor: Editor, version: int
+) -> None:
+    """The turn left to the agent muted its session until the agent ended it; the
+    agent restarted (the turn gone with it) and the session resumed, the chat must
+    show its next answer."""
+    leave_a_turn_to_the_agent(editor, "rewind+deaf+resume", version)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 2)["session_id"] == "s1"  # resumed
+    turn(editor, "after", 3)
+    wait_text(editor, "s1: after")

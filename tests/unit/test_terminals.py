@@ -328,7 +328,7 @@ async def test_an_abandoned_turn_kills_its_own_commands_and_starts_no_more(rig: 
     assert rig.editor.terminals[build]["stopped"] and not rig.editor.terminals[server]["stopped"]
     rig.terminals.feed(build, exit_code=129)
     assert (await rig.output(build)).exit_status == ExitStatus(signal="SIGHUP")  # still readable
-    rig.chat.muted = True  # what the agent still sends of that turn is not shown
+    rig.chat.unshown.add(rig.chat.session.session_id)  # nothing more of that turn is shown
     with pytest.raises(ServiceError, match="the turn was cancelled") as err:
         await rig.create("make again")
     assert err.value.kind == "denied"

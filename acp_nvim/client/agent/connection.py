@@ -38,7 +38,7 @@ from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.elicitations import Elicitations
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, replayed
 from acp_nvim.client.session.model import Attachment, LoginMethod
 from acp_nvim.client.tasks import Tasks, internal_error
 from acp_nvim.protocol import Connection, ConnectionClosed, ProtocolError, RequestError
@@ -297,10 +297,13 @@ class AgentConnection:
             chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
             await closing.wait()
         sessions = self._sessions()
+        since = len(chat.session.items)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.opened.add(session_id)
         self.resumed.add(session_id)
         chat.ready(session_id, sessions.version, sessions.agent_title, resumed=True)
+        if replay:  # its history as turns to go back to
+            replayed(chat, since, self.serial)
 
     def attach(self, chat: Chat, session_id: str) -> None:
         """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still
@@ -310,6 +313,7 @@ class AgentConnection:
         self.chats[session_id] = chat
         chat.session.take(session_id, created=False)
         chat.ready(session_id, sessions.version, sessions.agent_title)
+        self.turns.shown(chat)
 
     async def prompt(
         self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()
@@ -334,7 +338,6 @@ class AgentConnection:
                 chat.info("*The agent is still ending the cancelled turn: this prompt goes next.*")
                 drawn()  # shown while it waits
                 await self.turns.wait_behind(chat, text, self.exited)
-            chat.muted = False
 
             def sent() -> None:
                 drawn()

@@ -26,6 +26,11 @@ from acp_nvim.protocol import ConnectionClosed
 
 T = TypeVar("T")
 
+LATE_END = (
+    "*The agent went on with the cancelled turn and has ended it now; what it said and did"
+    " after the cancel is not shown, though its session holds it.*"
+)
+
 
 class Abandoned(Exception):
     """The agent did not end a cancelled turn in time."""
@@ -48,10 +53,13 @@ class Turns:
         self._tasks: Tasks | None = None
         self._abandon: dict[int, anyio.Event] = {}  # set to end that turn here
         self._ended: dict[int, anyio.Event] = {}  # set when that turn has ended
-        # Turns ended here that the agent still runs (it ignored the cancel): their
-        # session, and an event set once the agent ends them. The chat shows nothing of
-        # them meanwhile.
-        self._left: dict[int, tuple[str, anyio.Event]] = {}
+        # Turns ended here that the agent still runs (it ignored the cancel), by
+        # session: their chat, and an event set once the agent ends them. Nothing of
+        # that session is shown meanwhile (``Chat.unshown``), whichever branch is.
+        self._left: dict[str, tuple[Chat, anyio.Event]] = {}
+        # Sessions whose turn left to the agent ended while their chat showed another
+        # one: told when it shows theirs again (:meth:`shown`).
+        self._untold: dict[str, Chat] = {}
         # The prompt of a turn waiting for the agent to end the one left to it.
         self._waiting: dict[int, str] = {}
         # Set once the running turn's prompt is written to the agent, waits behind a
@@ -100,8 +108,8 @@ class Turns:
     def behind(self, chat: Chat) -> anyio.Event | None:
         """Set once the agent ends the turn of ``chat``'s session that ended here, if
         it still runs one; None when not."""
-        session_id, ended = self._left.get(chat.id, ("", None))
-        return ended if session_id == chat.session.session_id else None
+        left = self._left.get(chat.session.session_id)
+        return left[1] if left is not None and left[0] is chat else None
 
     async def wait_behind(self, chat: Chat, prompt: str, exited: anyio.Event) -> None:
         """Wait until the agent has ended the turn of ``chat`` left to it, if any;
@@ -122,8 +130,14 @@ class Turns:
             raise Withdrawn from None
         finally:
             self._waiting.pop(chat.id, None)
+        self._forget(chat.session.session_id, left, ended=True)  # before this prompt runs
         if self._abandon[chat.id].is_set():  # withdrawn as the agent ended the other
             raise Withdrawn
+
+    def waiting(self, chat: Chat) -> bool:
+        """Whether ``chat``'s turn waits for the agent to end the one left to it: its
+        prompt has not gone, and the agent's running turn of the session is that one."""
+        return chat.id in self._waiting
 
     def withdraw(self, chat: Chat) -> str | None:
         """End ``chat``'s turn at once if its prompt still waits behind a turn left
@@ -165,40 +179,66 @@ class Turns:
             finally:
                 finished.set()
 
-        async def until(event: anyio.Event) -> None:
-            await event.wait()
-            waits.cancel_scope.cancel()
-
         async with anyio.create_task_group() as waits:
             if leave and self._tasks is not None:
                 self._tasks.start_soon(run)
             else:
                 waits.start_soon(run)
-            waits.start_soon(until, finished)
-            waits.start_soon(until, abandon)
+            waits.start_soon(_cancel_when, finished, waits.cancel_scope)
+            waits.start_soon(_cancel_when, abandon, waits.cancel_scope)
             await exited.wait()
             waits.cancel_scope.cancel()
         if not outcome:
             if abandon.is_set() and not exited.is_set():
                 if leave:
-                    self._leave(chat, finished)
+                    self._leave(chat, finished, exited)
                 raise Abandoned
             raise ConnectionClosed("the agent exited")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return cast(T, outcome[0][0])
 
-    def _leave(self, chat: Chat, ended: anyio.Event) -> None:
+    def _leave(self, chat: Chat, ended: anyio.Event, exited: anyio.Event) -> None:
         """The turn of ``chat`` ends here while the agent goes on with it: nothing of
-        it is shown until ``ended`` (the agent ended it)."""
-        chat.muted = True
-        left = self._left[chat.id] = (chat.session.session_id, ended)
+        its session is shown until ``ended`` (the agent ended it), whichever branch
+        the chat shows meanwhile; then the chat says so on that session's branch.
+        Shown again too once the agent ``exited``: a restarted one may resume the
+        session, without that turn."""
+        session_id = chat.session.session_id
+        chat.unshown.add(session_id)
+        self._left[session_id] = (chat, ended)
 
         async def forget() -> None:
-            await ended.wait()
-            if self._left.get(chat.id) is left:
-                del self._left[chat.id]
-                chat.muted = False
+            try:
+                async with anyio.create_task_group() as waits:
+                    for event in (ended, exited):
+                        waits.start_soon(_cancel_when, event, waits.cancel_scope)
+            finally:
+                self._forget(session_id, ended, ended=ended.is_set())
 
         if self._tasks is not None:
             self._tasks.start_soon(forget)
+
+    def _forget(self, session_id: str, left: anyio.Event, *, ended: bool) -> None:
+        """``session_id``'s turn left to the agent (``left``) is over: shown again."""
+        chat, event = self._left.get(session_id, (None, None))
+        if chat is None or event is not left:
+            return
+        del self._left[session_id]
+        chat.unshown.discard(session_id)
+        if ended:
+            self._untold[session_id] = chat
+            self.shown(chat)
+
+    def shown(self, chat: Chat) -> None:
+        """``chat`` shows its session (again): where the agent has ended a turn of it
+        that was left to it since, the chat says that it did, and that what it did
+        after the cancel is not shown (it is in the agent's session all the same)."""
+        if self._untold.get(chat.session.session_id) is chat:
+            del self._untold[chat.session.session_id]
+            chat.info(LATE_END)
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

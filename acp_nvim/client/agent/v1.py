@@ -587,7 +587,8 @@ class SessionsV1:
         roots = additional_directories(chat, self.takes_roots)
         try:
             if can_load and (replay or not can_resume):
-                chat.muted = not replay
+                if not replay:
+                    chat.unshown.add(session_id)
                 params = v1.LoadSessionRequest(
                     session_id=session_id,
                     cwd=cwd,
@@ -611,7 +612,7 @@ class SessionsV1:
             chats.pop(session_id, None)
             raise
         finally:
-            chat.muted = False
+            chat.unshown.discard(session_id)
         self._settings(chat, response.config_options, response.modes, _models(raw))
 
     async def close(self, session_id: str) -> None:

@@ -59,7 +59,7 @@ from acp_nvim.client.agent.sessions import (
     steers,
 )
 from acp_nvim.client.services.context import sendable
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, muted
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
@@ -614,7 +614,7 @@ class SessionsV2:
         config_update = v2.SessionUpdateConfigOptionUpdate
         for session_id, group in await session_runs(notifications, config_update, config_options):
             chat = self.services.chats.get(session_id)
-            if chat is None or chat.muted:
+            if chat is None or muted(chat):
                 # A turn ended here that the agent went on with: hidden, but its idle
                 # ends it all the same (its prompt waits for that in the background),
                 # in a session its chat has left too (a rewind, a branch switch).

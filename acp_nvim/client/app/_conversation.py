@@ -332,8 +332,8 @@ class Conversations:
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or chat.state != "running":
             return None
-        if not connection.can_steer:
-            return None
+        if not connection.can_steer or connection.turns.waiting(chat):
+            return None  # (waiting: the turn the agent runs is one left behind, not shown)
         try:
             injected = await connection.steer(chat, prompt.text, prompt.attachments)
         except AgentFailed as err:

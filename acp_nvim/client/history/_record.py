@@ -232,6 +232,22 @@ class ChatRecord:
         if attachments:
             self._extra["#message:" + message_id] = {"attachments": attachment_data(attachments)}
 
+    def replayed(self, turns: Sequence[Turn]) -> None:
+        """``turns`` (the chat's first, in order) are the history the agent replayed as
+        it resumed the session, drawn before as blocks of no turn: from its prompt's
+        block on, each is a turn (a node) of its own, counted before the chat's own."""
+        begins = {message_block(turn.message): turn.message for turn in turns}
+        node = self.base_turns
+        for key in sorted(self._seqs, key=self._seqs.__getitem__):
+            if key in begins:
+                node += 1
+                self._turn_nodes[begins[key]] = node
+            if node > self.base_turns and not self._nodes[key]:
+                self._nodes[key] = self._turns[key] = node
+                self._dirty[key] = None
+        self.base_turns = node
+        self._wake(False)
+
     def named(self, name: str | None) -> None:
         """The user named the chat (None: it goes by its title): the chat shows it,
         and it is written with the chat's facts."""

@@ -31,7 +31,7 @@ import msgspec
 from acp_nvim.client.config import PermissionAllow, PermissionKeys
 from acp_nvim.client.services.allowlist import allowed, named_paths
 from acp_nvim.client.services.grants import Grants
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, muted
 from acp_nvim.client.session.model import (
     FilePreview,
     PermissionOption,
@@ -146,7 +146,7 @@ class Permissions:
 
             option_id = await permissions.ask(chat, ToolCallPatch("c1", kind="edit"), options)
         """
-        if chat.muted:
+        if muted(chat):
             return None  # the turn already ended here: nobody is asked any more
         call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"

@@ -40,7 +40,7 @@ from msgspec import UnsetType
 from acp_nvim.client.editor import EditorError
 from acp_nvim.client.services.errors import ServiceError
 from acp_nvim.client.services.terminal_keys import new_key
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, muted
 from acp_nvim.client.session.model import ExitStatus, TerminalView
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import ChunkDecoder, strip_ansi, truncate_from_start, utf8_tail
@@ -234,7 +234,7 @@ class Terminals:
                 :meth:`abandon`), or the editor could not start it.
         """
         chat = self._chat(session_id)
-        if chat.muted:
+        if muted(chat):
             raise ServiceError("the turn was cancelled: it runs no more commands", "denied")
         cwd = cwd or chat.workspace.cwd
         if not os.path.isabs(cwd):
@@ -357,7 +357,7 @@ class Terminals:
         """``chat``'s running turn ended here while the agent goes on with it (it
         ignored the cancel): the commands that turn started are killed, as by
         ``terminal/kill``. Their buffers and output stay, and the agent may still
-        read them; while the chat is muted it starts no more (:meth:`create`)."""
+        read them; while its session is muted it starts no more (:meth:`create`)."""
         await self._stop([t for t in self._of_turn(chat) if not t.released])
 
     def cancel(self, chat: Chat) -> None:

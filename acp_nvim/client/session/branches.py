@@ -60,7 +60,9 @@ class Turn(msgspec.Struct, eq=False):
     rewind or a branch switch drawn before it (they go with it), or a stored turn's
     first block. A turn of a stored chat (reopened, or handed over: ``review`` 0) has
     no items; ``drawing`` holds the ops that draw it while it was never drawn here (it
-    is on a branch not shown).
+    is on a branch not shown). A ``replayed`` turn is one the agent replayed as its
+    session was resumed (:meth:`Branches.replayed`): in the model like a turn run
+    here, but no review saw what it changed (``review`` 0).
     """
 
     message: str
@@ -73,11 +75,13 @@ class Turn(msgspec.Struct, eq=False):
     first: str | None = None
     drawing: list[RenderOp] | None = None
     report: dict[str, Any] | None = None
+    replayed: bool = False
 
     @property
     def stored(self) -> bool:
-        """Whether it ran before the chat was reopened or handed over."""
-        return self.review == 0
+        """Whether it ran before the chat was reopened or handed over (the model does
+        not hold it)."""
+        return self.review == 0 and not self.replayed
 
     @property
     def block(self) -> str:
@@ -139,9 +143,9 @@ class Branches:
 
     def unrecorded(self, turn: int) -> str | None:
         """The shown turns from ``turn`` on that ran before the chat was reopened,
-        handed over or forked (``turns 2 to 3``): no review here recorded what they
-        changed, so a restore cannot take it back. None when there are none."""
-        last = sum(1 for each in self.path if each.stored)  # they come first
+        handed over, forked or resumed (``turns 2 to 3``): no review here recorded what
+        they changed, so a restore cannot take it back. None when there are none."""
+        last = sum(1 for each in self.path if not each.review)  # they come first
         if last < turn:
             return None
         return f"turn {turn}" if last == turn else f"turns {turn} to {last}"
@@ -190,6 +194,21 @@ class Branches:
         self._marked = dict(marks)
         for other in self.others:
             self.mark(_common(self.path, other.turns))
+
+    def replayed(self, session: Session, since: int, agent: int) -> list[Turn]:
+        """Make a turn of each user message from item ``since`` of ``session`` on: the
+        history agent process ``agent`` replayed as it resumed the session (a
+        rewind forks it at a replayed message, an edit finds its prompt). Returns
+        those turns."""
+        turns: list[Turn] = []
+        for start in range(since, len(session.items)):
+            kind, key = session.items[start]
+            message = session.messages.get(key) if kind == "message" else None
+            if message is not None and message.role == "user":
+                prompt = Prompt(message.text)
+                turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
+                self.begin(turns[-1])
+        return turns
 
     def begin(self, turn: Turn) -> None:
         if self.between:

@@ -11,7 +11,7 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "settled"]
+__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "replayed", "settled"]
 
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -114,6 +114,9 @@ class Record(Protocol):
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None: ...
 
+    def replayed(self, turns: Sequence[Turn]) -> None:
+        """``turns``, drawn before as blocks of no turn, are the agent's replay."""
+
 
 class _Unrecorded:
     """The record of a chat the history does not follow."""
@@ -122,6 +125,9 @@ class _Unrecorded:
         pass
 
     def prompted(self, message_id: str, text: str, attachments: Sequence[Attachment]) -> None:
+        pass
+
+    def replayed(self, turns: Sequence[Turn]) -> None:
         pass
 
 
@@ -144,10 +150,10 @@ class Chat:
         self.turn = 0
         # Review of the agent's file changes; attached once the agent is known.
         self.changes: TurnReview | None = None
-        # Updates are not shown: the turn was ended here while the agent went on
-        # (it ignored a cancel; until it ends that turn), or history is loaded
-        # again that the chat shows.
-        self.muted = False
+        # Sessions whose updates are not shown (:func:`muted`): history loaded again
+        # that the chat shows, or a turn ended here while the agent goes on with it
+        # (it ignored a cancel; until it ends it, whichever branch is shown: agent.turns).
+        self.unshown: set[str] = set()
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
         self._streams = Streams()  # the agent's messages as drawn rows
         # A turn the user prompted runs, or is still ending: an idle arriving now
@@ -329,7 +335,7 @@ class Chat:
         """Apply a run of this session's updates, in order, for an adapter: chunks of
         one message in a row as one patch of their texts joined (what a patch each
         would show, without the steps per 20-byte chunk), others through ``other``."""
-        if self.muted:
+        if muted(self):
             return
         if (whole := chunk.joined(updates)) is not None:  # a stream's read, joined in C
             self.on_message(MessagePatch(whole[1], whole[0], whole[2]))
@@ -572,6 +578,28 @@ class Chat:
         block = self.session.new_id(view.MARK)
         if self.branches.mark(shared, block):
             self._draw(view.mark_op(block))
+
+
+def replayed(chat: Chat, since: int, agent: int) -> None:
+    """The user's messages the agent replayed from item ``since`` of the model on (the
+    history of a session it resumed) begin turns (``Branches.replayed``): numbered in
+    the transcript (Lua edits one on ``<CR>``) and in the history, listed."""
+    turns = chat.branches.replayed(chat.session, since, agent)
+    if not turns:
+        return
+    first = len(chat.branches.path) - len(turns) + 1
+    messages = chat.session.messages
+    ops: list[RenderOp] = [
+        view.message_op(messages[t.message], n) for n, t in enumerate(turns, first)
+    ]
+    chat.editor.render(chat.id, ops)
+    chat.record.replayed(turns)
+    chat.show_branches()
+
+
+def muted(chat: Chat) -> bool:
+    """Whether nothing the agent sends of ``chat``'s session is shown (``Chat.unshown``)."""
+    return chat.session.session_id in chat.unshown
 
 
 @contextmanager

@@ -119,6 +119,7 @@ function M.block(buf, blocks, op)
     local first, last = rows(buf, blocks, block)
     blocks_of.moved(blocks)
     block.status, block.permission, block.locations = op.status, op.permission, op.locations
+    block.turn = op.turn or block.turn -- a replayed prompt is numbered once replayed
     wrote(buf, first)
     api.nvim_buf_set_lines(buf, first, last, false, op.lines)
     highlight(buf, block, first, first + #op.lines)

@@ -42,7 +42,10 @@ class Rewind:
     every fork with an error, ``exclusive`` advertises forks at a message that drop
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
     block, as v2 agents acknowledge it, and v1 ones may), ``deaf`` records a cancel and
-    never acts on it.
+    never acts on it, ``release`` ends a held turn (`` done``) once the test opens the
+    named pipe ``release`` in the session's directory for writing and closes it, ``load``
+    loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
+    by replaying two turns (``one``, ``two``) with message ids.
     """
 
     def __init__(
@@ -68,7 +71,7 @@ class Rewind:
         connection.on_request("initialize", dict, self.initialize)
         for method, handler in (("session/new", self.new_session), ("session/fork", self.fork),
                                 ("session/prompt", self.prompt), ("_session/steering", self.steer),
-                                ("session/resume", self.resume)):
+                                ("session/resume", self.resume), ("session/load", self.load)):
             connection.on_request(method, dict, self.recorded(method, handler))
         connection.on_notification("session/cancel", dict, self.cancel)
 
@@ -93,7 +96,8 @@ class Rewind:
             caps = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
             return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
                     "capabilities": caps}
-        caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta}
+        caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta,
+                "loadSession": "load" in self.flags}
         return {**result, "protocolVersion": 1, "agentInfo": {"name": "fake", "version": "0"},
                 "agentCapabilities": caps}  # fmt: skip
 
@@ -111,8 +115,23 @@ class Rewind:
         self.sessions = max(self.sessions, int(session[1:]))  # its next ones: new ids
         stored = json.loads(self.store.read_text()) if self.store and self.store.exists() else {}
         self.cwd[session] = params["cwd"]
+        if "replayFrom" in params:
+            await self.replay(session)
         self.turns[session] = self.turns.get(session, stored.get(session, 0))
         return {}
+
+    async def load(self, params: Params) -> Params:
+        self.cwd[params["sessionId"]] = params["cwd"]
+        await self.replay(params["sessionId"])
+        return await self.resume(params)
+
+    async def replay(self, session: str) -> None:
+        """``load``: the history of a session it never ran, two turns."""
+        if "load" in self.flags and session not in self.turns:
+            for n, text in enumerate(("one", "two"), 1):
+                self.turns[session] = n
+                await self.say(session, text, "user_message_chunk")
+                await self.say(session, f"{session}: {text}")
 
     @property
     def store(self) -> Path | None:
@@ -193,6 +212,8 @@ class Rewind:
             async with anyio.create_task_group() as waits:
                 for event in (self.steered[session], self.cancelled[session]):
                     waits.start_soon(self.until, event, waits)
+                if "release" in self.flags:
+                    waits.start_soon(self.released, session, waits)
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
@@ -221,6 +242,11 @@ class Rewind:
     @staticmethod
     async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
         await event.wait()
+        group.cancel_scope.cancel()
+
+    async def released(self, session: str, group: anyio.abc.TaskGroup) -> None:
+        pipe = os.path.join(self.cwd[session], "release")
+        await anyio.to_thread.run_sync(lambda: open(pipe, "rb").read(), abandon_on_cancel=True)  # noqa: SIM115
         group.cancel_scope.cancel()
 
     async def ask(self, session: str) -> None:
@@ -282,5 +308,7 @@ SCENARIOS = tuple(
     Scenario(name, agent=Rewind)
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
-                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late")
+                 "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
+                 "rewind+deaf+release",
+                 "rewind+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
