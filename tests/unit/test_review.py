@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import difflib
+import gc
+import math
 import random
 import time
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -143,39 +146,62 @@ def test_line_edits_keep_untouched_lines_on_large_files() -> None:
         assert sum(e.end - e.start for e in edits) <= 20
 
 
-def test_line_edits_survive_few_distinct_lines() -> None:
-    # No unique lines at all: the patience split cannot help, difflib would
-    # be quadratic; the Myers fallback keeps it fast and exact.
-    old = ["", "}", "x"] * 20_000
+def line_edits_growth(make: Callable[[int], tuple[list[str], list[str]]], n: int) -> float:
+    """How much more CPU time ``line_edits`` takes on ``make(4 * n)`` than on
+    ``make(n)``: the best of five interleaved pairs, the collector off. About 4 for
+    linear work, 16 for quadratic; CPU time, not wall time, so a busy machine slows
+    both sizes alike instead of failing the test."""
+    inputs = {size: make(size) for size in (n, 4 * n)}
+    best = dict.fromkeys(inputs, math.inf)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            for size, (old, new) in inputs.items():
+                started = time.process_time()
+                line_edits(old, new)
+                best[size] = min(best[size], time.process_time() - started)
+    finally:
+        gc.enable()
+    return best[4 * n] / best[n]
+
+
+def few_distinct_lines(n: int) -> tuple[list[str], list[str]]:
+    # No unique lines at all: the patience split cannot help, difflib would be
+    # quadratic; the Myers fallback keeps it linear and exact.
+    old = ["", "}", "x"] * (n // 3)
     new = list(old)
-    new[1000], new[30_000], new[59_000] = "a", "b", "c"
-    started = time.perf_counter()
-    edits = line_edits(old, new)
-    assert time.perf_counter() - started < 5
-    assert edits == [
+    new[n // 60], new[n // 2], new[n - n // 60] = "a", "b", "c"
+    return old, new
+
+
+def test_line_edits_survive_few_distinct_lines() -> None:
+    old, new = few_distinct_lines(60_000)
+    assert line_edits(old, new) == [
         LineEdit(59_000, 59_001, ["c"]),
         LineEdit(30_000, 30_001, ["b"]),
         LineEdit(1000, 1001, ["a"]),
     ]
+    assert line_edits_growth(few_distinct_lines, 4_200) < 8
 
 
-def test_line_edits_100k_lines_is_fast() -> None:
-    old = [
-        ("" if i % 10 == 0 else "}" if i % 10 == 5 else f"x_{i} = f({i})") for i in range(100_000)
-    ]
+def mostly_unique_lines(n: int) -> tuple[list[str], list[str]]:
+    old = [("" if i % 10 == 0 else "}" if i % 10 == 5 else f"x_{i} = f({i})") for i in range(n)]
     new = list(old)
-    new[20_000] = "changed"
-    new[50_000:50_000] = ["ins 1", "ins 2"]
-    del new[80_000:80_003]
-    started = time.perf_counter()
-    edits = line_edits(old, new)
-    elapsed = time.perf_counter() - started
-    assert edits == [
+    new[n // 5] = "changed"
+    new[n // 2 : n // 2] = ["ins 1", "ins 2"]
+    del new[n * 4 // 5 : n * 4 // 5 + 3]
+    return old, new
+
+
+def test_line_edits_100k_lines_is_linear() -> None:
+    old, new = mostly_unique_lines(100_000)
+    assert line_edits(old, new) == [
         LineEdit(79_998, 80_001, []),
         LineEdit(50_000, 50_000, ["ins 1", "ins 2"]),
         LineEdit(20_000, 20_001, ["changed"]),
     ]
-    assert elapsed < 2  # ~0.1 s on the reference machine
+    assert line_edits_growth(mostly_unique_lines, 5_000) < 8
 
 
 # -- hunks and unified diffs -------------------------------------------------------
