@@ -1514,3 +1514,22 @@ def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
     assert session_changed(editor, 2)["session_id"] == "s1"  # resumed
     turn(editor, "after", 3)
     wait_text(editor, "s1: after")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_resumed_session_is_kept_under_its_first_prompt(editor: Editor, version: int) -> None:
+    """A resumed session's chat was kept as "chat 2" in :AcpHistory, then under the
+    first prompt typed after the resume: not the one its conversation began with. A
+    hand-over of it named it so too."""
+    start(editor, "rewind+resume+load", version)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    editor.wait("(require('acp').history({query = 'two'})[1] or {}).turns == 2")
+    [found] = kept(editor, "two")
+    assert found["title"] == "one"
+    turn(editor, "three", 1)
+    [found] = kept(editor, "three")
+    assert (found["title"], found["turns"]) == ("one", 3)
+    editor.nvim.command("AcpHandoff fake")
+    editor.wait_event("AcpSessionReady", count=3)
+    assert "*From fake's chat “one” (begun " in editor.transcript_text()
