@@ -357,7 +357,8 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             # The list below names each with its address: the transcript's line goes.
             named = "\n\n" + attached_line([a["label"] for a in attachments])
             text = block.text.removesuffix(named) if attachments else block.text
-            lines += ["## You" if block.kind == "user" else "## Agent", "", text]
+            lines += ["## You" if block.kind == "user" else "## Agent", ""]
+            lines += view.close_fence(text.split("\n"))  # the next block is no code
             lines += [""] if attachments else []
             for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
