@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
-import msgspec
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
@@ -237,7 +236,9 @@ class History:
     def worktree_of(row: ChatRow) -> KeptWorktree | None:
         """The worktree a stored worktree chat worked in, and its directory there;
         None for another chat (or a record that does not read)."""
-        return _kept_worktree(row.worktree)
+        from acp_nvim.client.history._blocks import kept_worktree
+
+        return kept_worktree(row.worktree)
 
     def _worktrees_open(self) -> set[str]:
         """The worktrees the chats open here work in: their close keeps or removes them."""
@@ -486,29 +487,18 @@ class History:
         return markdown(row, in_view(shown, blocks))
 
 
-def _kept_worktree(text: str | None) -> KeptWorktree | None:
-    """A stored chat's ``worktree`` column read; None for none, or one that does not read."""
-    from acp_nvim.client.session.workspace import KeptWorktree
-
-    if not text:
-        return None
-    try:
-        return msgspec.json.decode(text, type=KeptWorktree)
-    except msgspec.MsgspecError:
-        return None
-
-
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:
     """Name the worktrees that deleted stored chats kept (``worktrees``: their
     records), but those of chats open here (``busy``): nothing reopens them now, and
     removing one unasked could lose work (hunks never decided, commits). On the
     writer's thread, or the loop: it reads a small file or two per worktree."""
+    from acp_nvim.client.history._blocks import kept_worktree
     from acp_nvim.client.services.worktrees import still_there
 
     left = [
         kept.worktree
         for text in worktrees
-        if (kept := _kept_worktree(text)) is not None
+        if (kept := kept_worktree(text)) is not None
         and kept.worktree.path not in busy
         and still_there(kept.worktree)
     ]

@@ -351,6 +351,7 @@ class ChatRecord:
             self.name,
             session_id=facts["session_id"],
             protocol_version=facts["protocol_version"],
+            worktree=facts["worktree"],
         )
 
     def _block(self, key: str) -> StoredBlock | None:
