@@ -302,13 +302,16 @@ class History:
         """``chat`` continues ``source``'s conversation (handed over to another agent,
         or a fork): shown first (handed over: after the line saying it came from
         ``handed``, the source as named there), then ``note``; its turns are
-        ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat.
+        ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat;
+        ``source``'s other branches are not.
         A hand-over's agent is told it with the first prompt (:meth:`seed`), a fork's
         has it."""
         from acp_nvim.client.history._blocks import introduced
+        from acp_nvim.client.session.view import is_mark
 
         record, before = self._records[chat.id], self._records.get(source.id)
-        blocks = before.blocks() if before is not None else []
+        # Not the marks where ``source``'s other branches leave: they stay its own.
+        blocks = [b for b in before.blocks() if not is_mark(b.key)] if before is not None else []
         if handed is not None:
             blocks = introduced(handed, source.agent, blocks)
         if record.target is not None and before is not None and before.target is not None:
