@@ -737,6 +737,33 @@ def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == '# hello zebra'", what="the export")
 
 
+def test_an_export_to_a_directory_says_it_is_one(editor: Editor) -> None:
+    """:AcpExport docs said "docs/ exists (add ! to write over it)", and with ! "cannot
+    write docs/: ENOTDIR: not a directory: docs/..2106.1.acp~ -> docs/"; the picker
+    asked whether to write over it."""
+    a_kept_chat(editor)
+    docs = editor.tmp / "project" / "docs"
+    docs.mkdir()
+    for command in ("AcpExport docs", "AcpExport! docs"):
+        editor.nvim.command(command)
+        assert editor.lua("return _G.acp_notices")[-1]["msg"] == "acp: docs/ is a directory"
+    editor.lua(
+        """
+        _G.asked, _G.answers = {}, {...}
+        vim.ui.select = function(items, opts, choice)
+          table.insert(_G.asked, opts.prompt)
+          choice(opts.prompt == 'History' and items[1] or table.remove(_G.answers, 1))
+        end
+        vim.ui.input = function(opts, done) done(table.remove(_G.answers, 1)) end
+        vim.cmd('AcpHistory')
+        """,
+        "export", str(docs),
+    )
+    assert editor.lua("return _G.asked") == ["History", "hello zebra"]
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == "acp: docs/ is a directory"
+    assert list(docs.iterdir()) == []
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])

@@ -1514,3 +1514,48 @@ def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
     assert session_changed(editor, 2)["session_id"] == "s1"  # resumed
     turn(editor, "after", 3)
     wait_text(editor, "s1: after")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_resumed_session_is_kept_under_its_first_prompt(editor: Editor, version: int) -> None:
+    """A resumed session's chat was kept as "chat 2" in :AcpHistory, then under the
+    first prompt typed after the resume: not the one its conversation began with. A
+    hand-over of it named it so too."""
+    start(editor, "rewind+resume+load", version)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    editor.wait("(require('acp').history({query = 'two'})[1] or {}).turns == 2")
+    [found] = kept(editor, "two")
+    assert found["title"] == "one"
+    turn(editor, "three", 1)
+    [found] = kept(editor, "three")
+    assert (found["title"], found["turns"]) == ("one", 3)
+    editor.nvim.command("AcpHandoff fake")
+    editor.wait_event("AcpSessionReady", count=3)
+    assert "*From fake's chat “one” (begun " in editor.transcript_text()
+
+
+@pytest.mark.parametrize("how", ["AcpFork", "AcpHandoff other"])
+def test_a_fork_or_hand_over_of_a_rewound_chat_shows_no_branch_it_lacks(
+    editor: Editor, how: str
+) -> None:
+    """Forked or handed over after a rewind, the new chat showed "Another branch
+    leaves here (:AcpBranches)" where its :AcpBranches had none, and a hand-over's
+    agent was told so: the branch left behind is the first chat's own."""
+    wire = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(wire)}}
+    editor.setup(agents={"fake": agent, "other": agent}, default_agent="fake")
+    editor.open_chat()
+    turn(editor, "first", 1)
+    turn(editor, "second", 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    editor.nvim.command(how)
+    session_changed(editor, 3)
+    text = editor.transcript_text()
+    assert "Another branch leaves here" not in text
+    assert "s1: first" in text and "Rewound to before turn 2" in text  # what happened
+    assert [b["turns"] for b in editor.lua("return require('acp').branches()")] == [1]
+    turn(editor, "go on", 3)
+    said = json.dumps(calls(wire, "session/prompt")[-1])
+    assert "go on" in said and "Another branch" not in said

@@ -565,3 +565,27 @@ def test_claudes_own_command_cancelled_is_not_left_running(editor: Editor) -> No
     editor.reopen_last()
     text = editor.transcript_text()
     assert "`execute` · cancelled\n[terminal t" in text and "· running]" not in text
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_commands_last_output_is_shown_and_kept_when_its_turn_ends(
+    editor: Editor, version: int
+) -> None:
+    """Claude's Bash printed its output, then the turn ended: the transcript showed the
+    output only a moment after AcpTurnEnd, so an export made then, or a chat closed
+    then (and reopened from the history), had the command without its output."""
+    editor.setup(agents={"claude": editor.fake_agent("claude_bash")}, protocol_version=version)
+    editor.open_chat("claude")
+    editor.lua(
+        """vim.api.nvim_create_autocmd('User', {pattern = 'AcpTurnEnd', once = true, callback = function()
+             local buf = require('acp').status().transcript_buf
+             _G.at_end = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
+             require('acp').close()
+           end})"""
+    )
+    editor.lua("require('acp').send('plain')")
+    editor.wait_event("AcpTurnEnd")
+    output = "[terminal t1 · exit 0]\n```text\nplain\n```"
+    assert output in editor.lua("return _G.at_end")
+    editor.reopen_last()
+    assert output in editor.transcript_text()

@@ -900,3 +900,27 @@ def test_a_worktree_chat_reopened_in_another_neovim_leaves_the_worktree_to_the_f
     # Its own Neovim, the last to work there, removes it as ever.
     close_chat(editor, first)
     editor.wait(f"vim.fn.isdirectory({str(worktree)!r}) == 0", what="the worktree removed")
+
+
+def test_a_worktree_chats_export_names_its_files_as_its_transcript_does(editor: Editor) -> None:
+    """A worktree chat's transcript names the file its agent wrote `f.txt`; its
+    export named it by the worktree's whole path (the diff's header, the line under
+    it), under a header that named only your directory."""
+    project, first, worktree = open_worktree_chat(editor, 1)
+    assert "diff --git f.txt f.txt" in editor.transcript_text()
+    branch = git(worktree, "branch", "--show-current").strip()
+
+    def exported(options: dict[str, Any]) -> str:
+        path = editor.tmp / f"chat{len(options)}.md"
+        editor.lua("require('acp').export(...)", str(path), options)
+        return path.read_text()
+
+    live = exported({})
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)
+    editor.wait("#require('acp').history() == 1", what="the chat kept")
+    stored = exported({"history": editor.lua("return require('acp').history()[1].id")})
+    for markdown in (live, stored):
+        assert "diff --git f.txt f.txt\n--- f.txt\n+++ f.txt\n" in markdown
+        assert f"- Directory: {project}\n- Worktree: {worktree} (branch {branch})\n" in markdown
+        assert "- at f.txt\n" in markdown and "*Review:*\n- `f.txt`: `@@ -1,5 +1 @@` pending" in markdown

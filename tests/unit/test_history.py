@@ -772,3 +772,16 @@ def test_branches_kept_unreadable_reopen_as_the_blocks_show(kept: str) -> None:
     assert shown is branch
     assert (branch.id, shown.id, branch.nodes) == (1, 1, [1, 2])
     assert in_view(branch, blocks) == blocks
+
+
+@pytest.mark.parametrize("kind", ["user", "agent"])
+def test_a_fence_a_message_leaves_open_ends_with_it_in_the_export(kind: str) -> None:
+    """A prompt pasting the start of a code block (or a reply cut short in one) left
+    its fence open in the export: every later prompt and reply rendered as code."""
+    blocks = [
+        StoredBlock(0, "k0", 1, kind, "look:\n```py\nx = 1"),
+        StoredBlock(1, "k1", 1, "user" if kind == "agent" else "agent", "next"),
+    ]
+    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
+    after = "You" if kind == "agent" else "Agent"
+    assert text.endswith(f"\n\nlook:\n```py\nx = 1\n```\n\n## {after}\n\nnext\n")

@@ -17,6 +17,7 @@ __all__ = [
     "block_id",
     "date",
     "introduced",
+    "kept_worktree",
     "markdown",
     "notice_block",
     "render_ops",
@@ -53,7 +54,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
     attached_line,
 )
-from acp_nvim.client.session.workspace import Workspace, shown_path
+from acp_nvim.client.session.workspace import KeptWorktree, Workspace, shown_path
 from acp_nvim.review import format_unified
 
 # Blocks the client draws itself (turn ends, the files a turn changed, errors,
@@ -341,14 +342,14 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     and reply, thoughts as quotes, tool calls (their diffs in fenced blocks with
     ``diffs``), plans, and each turn's end with its usage."""
     title = chat.name or chat.title or f"Chat {chat.id}"
-    lines = [
-        f"# {title}",
-        "",
-        f"- Agent: {chat.agent}",
-        f"- Directory: {chat.cwd}",
-        f"- Started: {date(chat.created_at)}",
-        f"- Last change: {date(chat.updated_at)}",
-    ]
+    lines = [f"# {title}", "", f"- Agent: {chat.agent}", f"- Directory: {chat.cwd}"]
+    # A worktree chat's files are named from its directory there, as its transcript
+    # names them; the review's are the user's, from ``chat.cwd``.
+    kept = kept_worktree(chat.worktree)
+    worked_in = chat.cwd if kept is None else kept.cwd
+    if kept is not None:
+        lines.append(f"- Worktree: {kept.worktree.path} (branch {kept.worktree.branch})")
+    lines += [f"- Started: {date(chat.created_at)}", f"- Last change: {date(chat.updated_at)}"]
     terminals: dict[str, TerminalView] = {}
     for block in blocks:
         lines.append("")
@@ -357,7 +358,8 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             # The list below names each with its address: the transcript's line goes.
             named = "\n\n" + attached_line([a["label"] for a in attachments])
             text = block.text.removesuffix(named) if attachments else block.text
-            lines += ["## You" if block.kind == "user" else "## Agent", "", text]
+            lines += ["## You" if block.kind == "user" else "## Agent", ""]
+            lines += view.close_fence(text.split("\n"))  # the next block is no code
             lines += [""] if attachments else []
             for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
@@ -365,7 +367,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         elif block.kind == "thought":
             lines += ["> " + line if line else ">" for line in block.text.split("\n")]
         elif block.kind == "tool":
-            lines += _tool_markdown(_tool_call(block, terminals), terminals, chat.cwd, diffs)
+            lines += _tool_markdown(_tool_call(block, terminals), terminals, worked_in, diffs)
         elif block.kind == "plan":
             lines += ["**Plan**", ""]
             lines += [f"- [{'x' if s == 'completed' else ' '}] {c}"
@@ -426,6 +428,16 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
     if not data.get("review"):
         return line
     return "\n".join([line, "", *_review_lines(data["review"], cwd)])
+
+
+def kept_worktree(text: str | None) -> KeptWorktree | None:
+    """A stored chat's ``worktree`` column read; None for none, or one that does not read."""
+    if not text:
+        return None
+    try:
+        return msgspec.json.decode(text, type=KeptWorktree)
+    except msgspec.MsgspecError:
+        return None
 
 
 def date(stamp: float) -> str:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
-import msgspec
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
@@ -237,7 +236,9 @@ class History:
     def worktree_of(row: ChatRow) -> KeptWorktree | None:
         """The worktree a stored worktree chat worked in, and its directory there;
         None for another chat (or a record that does not read)."""
-        return _kept_worktree(row.worktree)
+        from acp_nvim.client.history._blocks import kept_worktree
+
+        return kept_worktree(row.worktree)
 
     def _worktrees_open(self) -> set[str]:
         """The worktrees the chats open here work in: their close keeps or removes them."""
@@ -301,13 +302,16 @@ class History:
         """``chat`` continues ``source``'s conversation (handed over to another agent,
         or a fork): shown first (handed over: after the line saying it came from
         ``handed``, the source as named there), then ``note``; its turns are
-        ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat.
+        ``chat``'s (a rewind, an edit, a seed reach them), kept in its own stored chat;
+        ``source``'s other branches are not.
         A hand-over's agent is told it with the first prompt (:meth:`seed`), a fork's
         has it."""
         from acp_nvim.client.history._blocks import introduced
+        from acp_nvim.client.session.view import is_mark
 
         record, before = self._records[chat.id], self._records.get(source.id)
-        blocks = before.blocks() if before is not None else []
+        # Not the marks where ``source``'s other branches leave: they stay its own.
+        blocks = [b for b in before.blocks() if not is_mark(b.key)] if before is not None else []
         if handed is not None:
             blocks = introduced(handed, source.agent, blocks)
         if record.target is not None and before is not None and before.target is not None:
@@ -486,29 +490,18 @@ class History:
         return markdown(row, in_view(shown, blocks))
 
 
-def _kept_worktree(text: str | None) -> KeptWorktree | None:
-    """A stored chat's ``worktree`` column read; None for none, or one that does not read."""
-    from acp_nvim.client.session.workspace import KeptWorktree
-
-    if not text:
-        return None
-    try:
-        return msgspec.json.decode(text, type=KeptWorktree)
-    except msgspec.MsgspecError:
-        return None
-
-
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:
     """Name the worktrees that deleted stored chats kept (``worktrees``: their
     records), but those of chats open here (``busy``): nothing reopens them now, and
     removing one unasked could lose work (hunks never decided, commits). On the
     writer's thread, or the loop: it reads a small file or two per worktree."""
+    from acp_nvim.client.history._blocks import kept_worktree
     from acp_nvim.client.services.worktrees import still_there
 
     left = [
         kept.worktree
         for text in worktrees
-        if (kept := _kept_worktree(text)) is not None
+        if (kept := kept_worktree(text)) is not None
         and kept.worktree.path not in busy
         and still_there(kept.worktree)
     ]

@@ -235,8 +235,11 @@ class ChatRecord:
     def replayed(self, turns: Sequence[Turn]) -> None:
         """``turns`` (the chat's first, in order) are the history the agent replayed as
         it resumed the session, drawn before as blocks of no turn: from its prompt's
-        block on, each is a turn (a node) of its own, counted before the chat's own."""
+        block on, each is a turn (a node) of its own, counted before the chat's own. The
+        chat is named by the first, where its conversation began."""
         begins = {message_block(turn.message): turn.message for turn in turns}
+        if self._first_prompt is None and turns:
+            self._first_prompt = turns[0].prompt.text
         node = self.base_turns
         for key in sorted(self._seqs, key=self._seqs.__getitem__):
             if key in begins:
@@ -348,6 +351,7 @@ class ChatRecord:
             self.name,
             session_id=facts["session_id"],
             protocol_version=facts["protocol_version"],
+            worktree=facts["worktree"],
         )
 
     def _block(self, key: str) -> StoredBlock | None:

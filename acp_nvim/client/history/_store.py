@@ -388,9 +388,10 @@ class Store:
         limit: int = 50,
     ) -> list[Hit]:
         """Chats newest first (by their last change) whose prompts, replies or tool
-        calls hold every word of ``query`` (a word ending in ``*``: as a prefix;
-        case and accents ignored; a word of a script written without spaces:
-        anywhere in the text, as written); every chat without one."""
+        calls hold every word of ``query`` (a word ending in ``*``: as a prefix; case
+        and the accents of Latin letters ignored (FTS5's unicode61 folds no others); a
+        word of a script written without spaces: anywhere in the text, as written);
+        every chat without one."""
         words = _WORD.findall(query or "")
         where, params = ["1"], []
         if agent is not None:

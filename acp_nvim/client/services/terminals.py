@@ -489,6 +489,15 @@ class Terminals:
             self._refresh_scheduled = True
             self._tasks.start_soon(self._refresh_later)
 
+    def show_now(self, chat: Chat) -> None:
+        """Show the output ``chat``'s terminals got since the last refresh in its
+        transcript now: its turn ends, and the end (``AcpTurnEnd``, the history's write
+        of the turn, an export or a close right after) must find it there. They stay
+        marked: the later refresh writes the display terminals' buffers."""
+        for term in self._dirty.values():
+            if term.chat is chat:
+                term.refresh()
+
     async def _refresh_later(self) -> None:
         await anyio.sleep(REFRESH_INTERVAL)
         self._refresh_scheduled = False

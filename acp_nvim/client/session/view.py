@@ -22,6 +22,7 @@ __all__ = [
     "ToolCallDrawing",
     "append_op",
     "changes_op",
+    "close_fence",
     "compaction_op",
     "config_fields",
     "cut_op",
@@ -79,7 +80,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCall,
 )
-from acp_nvim.client.session.prose import reflow
+from acp_nvim.client.session.prose import fence_after, reflow
 from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.review import PatchError, format_unified, parse_unified
 
@@ -90,8 +91,6 @@ _HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
-# A markdown code fence: ``` or ~~~, indented up to 3 spaces.
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # A backtick run that could close a fence: at a line's start after any indentation,
 # as the transcript's syntax (syntax/acpchat.vim) reads one. A diff's context row of
 # a Markdown file's own fence is one space, then the fence.
@@ -146,7 +145,7 @@ def message_op(message: Message, turn: int | None = None, shown: str | None = No
         text = reflow(text) if shown is None else shown
     body = [prefix + line for line in text.split("\n")]
     if message.role == "user":
-        body = _close_fence(body)
+        body = close_fence(body)
     op: BlockOp = {
         "op": "block",
         "id": message_block(message.id),
@@ -159,20 +158,12 @@ def message_op(message: Message, turn: int | None = None, shown: str | None = No
     return op
 
 
-def _close_fence(lines: list[str]) -> list[str]:
+def close_fence(lines: list[str]) -> list[str]:
     """``lines`` with a code fence they leave open closed after them: markdown
-    would read every later block of the transcript as code. A fence closes on a
-    line of the same character, at least as long, and nothing else."""
+    would read every later block of the transcript (or export) as code."""
     fence = None
     for line in lines:
-        match = _FENCE.match(line)
-        if match is None:
-            continue
-        run = match[1]
-        if fence is None:
-            fence = run
-        elif run[0] == fence[0] and len(run) >= len(fence) and not line[match.end() :].strip():
-            fence = None
+        fence = fence_after(fence, line)
     return [*lines, fence] if fence else lines
 
 

@@ -80,6 +80,13 @@ local function show(text, done)
   return buf
 end
 
+--- The error of an export to directory `path`.
+---@param path string
+---@return string
+local function is_a_directory(path)
+  return ("%s is a directory"):format(vim.fn.fnamemodify(path, ":~:."))
+end
+
 --- The chat's Markdown (the current chat's, else stored chat `opts.history`):
 --- written to `path` (a file there only with `opts.force`, as Vim's :write!),
 --- else shown in a new buffer. With `opts.on_done`, Neovim goes on while Python
@@ -101,7 +108,10 @@ function M.export(path, opts)
   end
   local missing = ("no chat %s in the history"):format(opts.history or params.chat)
   path = path and path ~= "" and vim.fn.fnamemodify(vim.fn.expand(path), ":p") or nil
-  if path and not opts.force and vim.uv.fs_stat(path) then
+  local found = path and vim.uv.fs_stat(path)
+  if found and found.type == "directory" then
+    util.user_error(is_a_directory(path)) -- no ! writes over it, as with :write
+  elseif found and not opts.force then
     util.user_error(("%s exists (add ! to write over it)"):format(vim.fn.fnamemodify(path, ":~:.")))
   end
   local on_done = opts.on_done
@@ -177,7 +187,10 @@ function M.pick(query, open)
           local function export(force)
             M.export(path, { history = entry.id, force = force, on_done = function() end })
           end
-          if path and path ~= "" and vim.uv.fs_stat(vim.fn.expand(path)) then
+          local found = path and path ~= "" and vim.uv.fs_stat(vim.fn.expand(path))
+          if found and found.type == "directory" then
+            util.notify(is_a_directory(vim.fn.fnamemodify(vim.fn.expand(path), ":p")))
+          elseif found then
             vim.ui.select({ "write over it", "cancel" }, { prompt = path .. " exists" }, function(choice)
               if choice == "write over it" then
                 export(true)

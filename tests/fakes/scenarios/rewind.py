@@ -96,10 +96,10 @@ class Rewind:
             caps: Params = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
             return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
                     "capabilities": caps}
-        caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta,
-                "loadSession": "load" in self.flags}
+        v1_caps: Params = {"sessionCapabilities": sessions, "promptCapabilities": prompt,
+                           "_meta": meta, "loadSession": "load" in self.flags}
         return {**result, "protocolVersion": 1, "agentInfo": {"name": "fake", "version": "0"},
-                "agentCapabilities": caps}  # fmt: skip
+                "agentCapabilities": v1_caps}  # fmt: skip
 
     def open(self, cwd: str) -> str:
         self.sessions += 1
