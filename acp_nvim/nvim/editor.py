@@ -543,6 +543,9 @@ class NvimEditor:
         delete = "return require('acp.editor.buffers').delete(...)"
         return bool(await self.call_lua(delete, path, tick))
 
+    async def keep_unsaved(self, path: str) -> None:
+        await self.call_lua("require('acp.editor.buffers').keep_unsaved(...)", path)
+
     async def drop_buffers_under(self, directory: str) -> list[str]:
         drop = "return require('acp.editor.buffers').drop_under(...)"
         return list(await self.call_lua(drop, directory) or [])
