@@ -147,11 +147,17 @@ def test_a_megabyte_of_output_gives_the_agent_its_end_and_the_exit(editor: Edito
 
 
 def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
+    """A kill hangs the command up: the agent reads SIGHUP, and the transcript shows
+    `killed by SIGHUP`, as the manual's example does (it said SIGTERM)."""
     open_fake(editor)
     # Killed once it runs: a hang-up before the shell even started ends it with code 1.
     command = {"command": "sh", "args": ["-c", "echo started; sleep 100"]}
     report = run(editor, {"create": command, "kill": "started"})
     assert report["exit"] == {"signal": "SIGHUP"}
+    shown = f"[terminal {report['terminalId']} · killed by SIGHUP] sh -c 'echo started; sleep 100'"
+    assert shown in editor.transcript_text()
+    manual = " ".join((ROOT / "doc" / "acp.txt").read_text().split())
+    assert "`killed by SIGHUP` when the agent stopped the command" in manual
 
 
 def start_long_command(editor: Editor, ignores: str = "") -> tuple[str, list[int]]:
