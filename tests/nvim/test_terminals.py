@@ -101,6 +101,19 @@ def test_args_run_directly_and_acp_terminal_opens_the_newest(editor: Editor) -> 
     assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(report["terminalId"])
 
 
+def test_acp_terminal_of_a_wiped_buffer_says_it_was_wiped(editor: Editor) -> None:
+    """:bwipeout! of an agent's terminal, then :AcpTerminal KEY: it said `no terminal
+    t1` as an error, as for a key never used; the user wiped it, a warning says so."""
+    open_fake(editor)
+    key = run(editor, {"create": {"command": "echo done"}})["terminalId"]
+    buf = editor.lua(f"return require('acp.editor.terminal').terminals[{key!r}].buf")
+    editor.nvim.command(f"bwipeout! {buf}")
+    editor.lua("_G.acp_notices = {}")
+    editor.nvim.command(f"AcpTerminal {key}")
+    said = {"msg": f"acp: terminal {key}: its buffer was wiped", "level": 3}  # WARN
+    assert editor.lua("return _G.acp_notices") == [said]
+
+
 def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
     open_fake(editor)
     # 1 + 3 * 3 bytes; the last 7 start inside the first "€", so it goes whole.
