@@ -93,7 +93,7 @@ class Rewind:
         sessions: Params = {"fork": {}, **({"resume": {}} if "resume" in self.flags else {})}
         if self.version == 2:
             prompt = {k: {} for k in prompt}
-            caps = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
+            caps: Params = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
             return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
                     "capabilities": caps}
         caps = {"sessionCapabilities": sessions, "promptCapabilities": prompt, "_meta": meta,
