@@ -520,6 +520,10 @@ class Editor(Protocol):
         buffer changed since ``tick`` (the user's text is kept) or there is none.
         """
 
+    async def keep_unsaved(self, path: str) -> None:
+        """Mark the buffer of ``path`` (its file just removed) modified, so that
+        quitting asks before its text goes; nothing when there is none."""
+
     async def drop_buffers_under(self, directory: str) -> list[str]:
         """Delete the buffers of files under ``directory`` (removed with its files)
         that hold no unsaved edits, as :meth:`delete_buffer` does; the paths of those

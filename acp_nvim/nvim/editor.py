@@ -74,6 +74,7 @@ log = logging.getLogger("acp_nvim")
 
 _APPLY = "require('acp.host').apply(...)"
 _READ = "return require('acp.editor.buffers').read(...)"
+_BUFFERS = "return require('acp.editor.buffers').{}(...)"
 _CONTEXT = "return require('acp.editor.info').{}(...)"
 # Python's None reaches Lua as vim.NIL, which `x or default` takes for a value: the
 # arguments of call_lua that are None are passed as nil, an optional one left out.
@@ -528,8 +529,7 @@ class NvimEditor:
             size, mtime_ns = disk_before
             before = [size, *divmod(mtime_ns, 1_000_000_000)]
         result = await self.call_lua(
-            "return require('acp.editor.buffers').edit(...)",
-            path, tick, plain, save, disk_changed, before,
+            _BUFFERS.format("edit"), path, tick, plain, save, disk_changed, before,
         )  # fmt: skip
         if isinstance(result, dict):
             raise WriteError(str(result.get("error")))
@@ -540,12 +540,13 @@ class NvimEditor:
             await self.call_lua("require('acp.editor.buffers').reload(...)", paths)
 
     async def delete_buffer(self, path: str, tick: int) -> bool:
-        delete = "return require('acp.editor.buffers').delete(...)"
-        return bool(await self.call_lua(delete, path, tick))
+        return bool(await self.call_lua(_BUFFERS.format("delete"), path, tick))
+
+    async def keep_unsaved(self, path: str) -> None:
+        await self.call_lua(_BUFFERS.format("keep_unsaved"), path)
 
     async def drop_buffers_under(self, directory: str) -> list[str]:
-        drop = "return require('acp.editor.buffers').drop_under(...)"
-        return list(await self.call_lua(drop, directory) or [])
+        return list(await self.call_lua(_BUFFERS.format("drop_under"), directory) or [])
 
     async def open_terminal(
         self, key: str, cmd: str | list[str], cwd: str, env: dict[str, str], *, chat: int,

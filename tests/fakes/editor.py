@@ -208,6 +208,11 @@ class RecordingEditor:
         del self.buffers[path]
         return True
 
+    async def keep_unsaved(self, path: str) -> None:
+        buffer = self.buffers.get(path)
+        if buffer is not None:
+            buffer.state.modified = True
+
     async def drop_buffers_under(self, directory: str) -> list[str]:
         under = [path for path in self.buffers if path.startswith(directory.rstrip("/") + "/")]
         kept = [path for path in under if self.buffers[path].state.modified]

@@ -280,6 +280,27 @@ def test_rejecting_a_created_file_you_typed_in_keeps_your_text_in_its_buffer(
     assert created.read_text() == "agent\nmine\n"
 
 
+def test_rejecting_a_created_file_you_saved_your_lines_in_leaves_its_buffer_unsaved(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent makes a file, you type a line in it and :write; rejecting the file
+    takes it off the disk and keeps the buffer, marked modified: it was left
+    unmodified, and :q then dropped your line without a word."""
+    created = tmp_path / "project" / "n.txt"
+    start(editor)
+    run(editor, [{"write": {"path": str(created), "content": "agent\n"}}])
+    editor.nvim.command(f"edit {created}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    editor.as_typed("call append(1, 'mine') | write")
+    editor.lua("require('acp').reject()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert not created.exists()
+    assert lines(editor, buf) == ["agent", "mine"]
+    assert editor.lua("return vim.bo[...].modified", buf) is True
+    said = "acp: n.txt: removed; its buffer keeps your edits (:write makes the file again)"
+    assert said in [n["msg"] for n in editor.lua("return _G.acp_notices")]
+
+
 def test_a_window_without_an_alternate_keeps_the_file_used_last_when_its_file_goes(
     editor: Editor, tmp_path: Path
 ) -> None:

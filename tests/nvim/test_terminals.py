@@ -101,6 +101,19 @@ def test_args_run_directly_and_acp_terminal_opens_the_newest(editor: Editor) -> 
     assert editor.lua("return vim.api.nvim_buf_get_name(0)").endswith(report["terminalId"])
 
 
+def test_acp_terminal_of_a_wiped_buffer_says_it_was_wiped(editor: Editor) -> None:
+    """:bwipeout! of an agent's terminal, then :AcpTerminal KEY: it said `no terminal
+    t1` as an error, as for a key never used; the user wiped it, a warning says so."""
+    open_fake(editor)
+    key = run(editor, {"create": {"command": "echo done"}})["terminalId"]
+    buf = editor.lua(f"return require('acp.editor.terminal').terminals[{key!r}].buf")
+    editor.nvim.command(f"bwipeout! {buf}")
+    editor.lua("_G.acp_notices = {}")
+    editor.nvim.command(f"AcpTerminal {key}")
+    said = {"msg": f"acp: terminal {key}: its buffer was wiped", "level": 3}  # WARN
+    assert editor.lua("return _G.acp_notices") == [said]
+
+
 def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
     open_fake(editor)
     # 1 + 3 * 3 bytes; the last 7 start inside the first "€", so it goes whole.
@@ -147,11 +160,17 @@ def test_a_megabyte_of_output_gives_the_agent_its_end_and_the_exit(editor: Edito
 
 
 def test_kill_then_wait_reports_the_signal(editor: Editor) -> None:
+    """A kill hangs the command up: the agent reads SIGHUP, and the transcript shows
+    `killed by SIGHUP`, as the manual's example does (it said SIGTERM)."""
     open_fake(editor)
     # Killed once it runs: a hang-up before the shell even started ends it with code 1.
     command = {"command": "sh", "args": ["-c", "echo started; sleep 100"]}
     report = run(editor, {"create": command, "kill": "started"})
     assert report["exit"] == {"signal": "SIGHUP"}
+    shown = f"[terminal {report['terminalId']} · killed by SIGHUP] sh -c 'echo started; sleep 100'"
+    assert shown in editor.transcript_text()
+    manual = " ".join((ROOT / "doc" / "acp.txt").read_text().split())
+    assert "`killed by SIGHUP` when the agent stopped the command" in manual
 
 
 def start_long_command(editor: Editor, ignores: str = "") -> tuple[str, list[int]]:

@@ -643,6 +643,34 @@ def test_a_session_resumed_from_a_worktree_chats_list_works_in_its_worktree(
     assert (project / "f.txt").read_text() == "1\n2\n3\n4\n5\n"
 
 
+@VERSIONS
+def test_a_session_resumed_from_a_worktree_chats_list_has_the_roots_it_was_listed_with(
+    editor: Editor, version: int
+) -> None:
+    """A session picked in a worktree chat's :AcpSessions goes on in the worktree, with
+    the roots the agent lists it with, as a resume from any other chat does: it took
+    the listing chat's roots (a root added there since), which the session never had."""
+    docs = editor.tmp / "docs"
+    docs.mkdir()
+    _, first, worktree = open_worktree_chat(editor, version)
+    editor.nvim.command("AcpFork")
+    forked = editor.wait_event("AcpSessionReady", count=2)
+    close_chat(editor, forked["chat"])
+    editor.lua("require('acp.chat').switch(require('acp.chat.registry').chats[...])", first)
+    editor.nvim.command(f"AcpRoot add {docs}")
+    editor.wait("#require('acp').status().roots == 1", what="the root added")
+    editor.lua(STUB_SELECT)
+    editor.lua("_G.answers = { 2 }")  # listed in the order made: the fork's is second
+    editor.nvim.command("AcpSessions")
+    ready = editor.wait_event("AcpSessionReady", count=3)
+    assert ready["session_id"] == forked["session_id"]
+    resumed = next(c for c in editor.lua("return require('acp').chats()") if c["id"] == ready["chat"])
+    assert resumed["worktree"] == str(worktree)
+    roots = "return require('acp.chat.registry').chats[...].status.roots"
+    assert editor.lua(roots, ready["chat"]) == []
+    assert send(editor, ready["chat"], "where") == {"cwd": str(worktree), "roots": None}
+
+
 @pytest.mark.parametrize("how", ["fork", "handoff"])
 def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str) -> None:
     project, first, worktree = open_worktree_chat(editor, 1)

@@ -503,3 +503,21 @@ def test_a_read_of_one_message_is_one_patch(updates: list[object], patches: int)
     adapter_v1.apply_updates(batched, updates)
     assert editor_batched.transcript(1) == editor_one.transcript(1)
     assert len(editor_batched.ops[1]) - before == patches
+
+
+def test_a_v1_replayed_users_message_names_its_files_on_the_attached_line() -> None:
+    """session/load replays a user's message with a file as chunks: the file is named
+    on the Attached line, as v2 names it, not as `[resource_link …]` in the words."""
+    editor = RecordingEditor()
+    chat = Chat(1, "demo", editor, Workspace("/w"))
+    chat.ready("s", 1, "Demo")
+    adapter_v1.apply_updates(
+        chat,
+        [
+            _chunk("user_message_chunk", "compare"),
+            _chunk("user_message_chunk", "file:///w/src/b.py", block="resource_link"),
+            _chunk("user_message_chunk", " these"),
+        ],
+    )
+    [user] = [lines for lines in editor.transcript(1).values() if lines[0] == "## You"]
+    assert user == ["## You", "compare these", "", "*Attached: src/b.py*"]

@@ -198,8 +198,8 @@ WHOLE_ACK = {
     ],
 }
 CHUNKED_ACK = [
-    {"sessionUpdate": "user_message_chunk", "messageId": "u-1", "content": {"type": "text", "text": t}}
-    for t in ("explain", " this")
+    {"sessionUpdate": "user_message_chunk", "messageId": "u-1", "content": block}
+    for block in [{"type": "text", "text": "explain"}, *WHOLE_ACK["content"][1:], {"type": "text", "text": " this"}]
 ]
 
 
@@ -220,25 +220,26 @@ async def test_an_ack_with_attachments_keeps_the_attached_line(
     assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]
 
 
-async def test_a_users_message_names_what_it_carries(raw_peer, serving) -> None:
+OLD_MESSAGE = [
+    {"type": "text", "text": "compare"},
+    {"type": "resource_link", "uri": "file:///w/src/b.py", "name": "b.py"},
+    {"type": "image", "data": b64(b"png"), "mimeType": "image/png"},
+]
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["whole", "chunked"])
+async def test_a_users_message_names_what_it_carries(raw_peer, serving, chunked: bool) -> None:
     """A user's message the client did not send (a loaded session's history) names
-    its files by their paths in the session's directory, and an image as one."""
+    its files by their paths in the session's directory, and an image as one, sent
+    whole or in chunks (those showed `[resource_link …]` above the line)."""
     client = Client(raw_peer)
-    link = {"type": "resource_link", "uri": "file:///w/src/b.py", "name": "b.py"}
+    whole = {"sessionUpdate": "user_message", "messageId": "u-old", "content": OLD_MESSAGE}
+    chunks = [
+        {"sessionUpdate": "user_message_chunk", "messageId": "u-old", "content": block}
+        for block in OLD_MESSAGE
+    ]
     async with serving(client.conn):
-        await client.send(
-            update(
-                {
-                    "sessionUpdate": "user_message",
-                    "messageId": "u-old",
-                    "content": [
-                        {"type": "text", "text": "compare"},
-                        link,
-                        {"type": "image", "data": b64(b"png"), "mimeType": "image/png"},
-                    ],
-                }
-            ),
-        )
+        await client.send(*map(update, chunks if chunked else [whole]))
         await client.barrier()
     assert client.blocks()["#message:u-old"] == [
         "## You", "compare", "", "*Attached: src/b.py, image*"

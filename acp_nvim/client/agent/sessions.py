@@ -23,6 +23,8 @@ __all__ = [
     "StreamedChunks",
     "TerminalSink",
     "additional_directories",
+    "attach_chunk",
+    "attached_label",
     "content_block",
     "elicit",
     "every_page",
@@ -61,8 +63,16 @@ from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Fie
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat, Chunk
-from acp_nvim.client.session.model import Attachment, Choices, ConfigOption, LoginMethod, Role
+from acp_nvim.client.session.model import (
+    Attachment,
+    Choices,
+    ConfigOption,
+    LoginMethod,
+    MessagePatch,
+    Role,
+)
 from acp_nvim.client.session.seed import SEED_URI
+from acp_nvim.client.session.workspace import file_label
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import Connection, OnSent, RequestError
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -534,6 +544,31 @@ def is_seed(block: Any) -> bool:
     return uri == SEED_URI
 
 
+def attached_label(
+    block: Any, cwd: str, schema: Schema, content_text: Callable[[Any], str]
+) -> str:
+    """How a user's message names ``block`` (not its words) on its Attached line: a
+    file by its path in the session's directory (``cwd``), other content as
+    ``content_text`` describes it."""
+    if isinstance(block, schema.ContentBlockResourceLink):
+        return file_label(block.uri, cwd) or block.name or block.uri
+    if isinstance(block, schema.ContentBlockResource):
+        resource: Any = block.resource
+        uri = resource.get("uri", "") if isinstance(resource, Unknown) else resource.uri
+        return file_label(str(uri), cwd) or content_text(block)
+    return content_text(block).strip("[]")
+
+
+def attach_chunk(
+    chat: Chat, update: Any, schema: Schema, content_text: Callable[[Any], str]
+) -> None:
+    """Name a user's message chunk that is not words (a file, an image: a replayed
+    message's, an acknowledgment's) on the message's Attached line, as a whole
+    message names it (decision 0094)."""
+    label = attached_label(update.content, chat.workspace.cwd, schema, content_text)
+    chat.on_message(MessagePatch(update.message_id, "user", "", attached=(label,)))
+
+
 def content_block(
     attachment: Attachment, form: PromptForm, schema: Schema
 ) -> v1.ContentBlock | v2.ContentBlock | None:
@@ -718,6 +753,8 @@ class StreamedChunks:
         content = update.content
         if role == "user" and is_seed(content):
             return role, update.message_id, ""
+        if role == "user" and type(content) is not self._text_block:
+            return None  # a file, an image: named on the Attached line (the adapter's)
         text = content.text if type(content) is self._text_block else self._content_text(content)
         return role, update.message_id, text
 

@@ -44,6 +44,7 @@ from acp_nvim.client.agent.sessions import (
     StreamedChunks,
     TerminalSink,
     additional_directories,
+    attach_chunk,
     elicit,
     every_page,
     extension,
@@ -113,6 +114,8 @@ def apply_updates(
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:
     match update:
+        case v1.SessionUpdateUserMessageChunk():  # not words (StreamedChunks)
+            attach_chunk(chat, update, v1, content_text)
         case v1.SessionUpdateToolCall() | v1.SessionUpdateToolCallUpdate():
             patch = tool_call_patch(update)
             if terminals is not None and update.meta:

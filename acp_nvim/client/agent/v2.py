@@ -43,6 +43,8 @@ from acp_nvim.client.agent.sessions import (
     StreamedChunks,
     TerminalSink,
     additional_directories,
+    attach_chunk,
+    attached_label,
     elicit,
     every_page,
     fork_point,
@@ -76,7 +78,6 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.client.session.workspace import file_label
 from acp_nvim.protocol import Connection, OnSent
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
@@ -136,6 +137,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
     match update:
         case v2.SessionUpdateStateUpdate(state=state, stop_reason=stop_reason):
             chat.on_state(state, stop_reason)
+        case v2.SessionUpdateUserMessageChunk():  # not words (StreamedChunks)
+            attach_chunk(chat, update, v2, content_text)
         case v2.SessionUpdateToolCallUpdate():
             chat.on_tool_call(tool_call_patch(update))
         case v2.SessionUpdateToolCallContentChunk(tool_call_id=call_id, content=item):
@@ -196,24 +199,9 @@ def _whole_message(message_id: str, role: Role, blocks: Sequence[Any], chat: Cha
     said = [block for block in blocks if not is_seed(block)]
     words = "".join(b.text for b in said if isinstance(b, v2.ContentBlockText))
     others = [b for b in said if not isinstance(b, v2.ContentBlockText)]
-    attached = tuple(_attached_label(b, chat.workspace.cwd) for b in others)
+    cwd = chat.workspace.cwd
+    attached = tuple(attached_label(b, cwd, v2, content_text) for b in others)
     return MessagePatch(message_id, role, words, replace=True, attached=attached)
-
-
-def _attached_label(block: Any, cwd: str) -> str:
-    """How the user's message names ``block``: a file by its path in the session's
-    directory, other content as the transcript describes it."""
-    match block:
-        case v2.ContentBlockResourceLink(uri=uri, name=name):
-            return file_label(uri, cwd) or name or uri
-        case v2.ContentBlockResource(resource=Unknown() as resource):
-            return file_label(str(resource.get("uri", "")), cwd) or content_text(block)
-        case v2.ContentBlockResource(
-            resource=v2.TextResourceContents() | v2.BlobResourceContents() as resource
-        ):
-            return file_label(resource.uri, cwd) or content_text(block)
-        case _:
-            return content_text(block).strip("[]")
 
 
 def tool_call_patch(update: v2.ToolCallUpdate) -> ToolCallPatch:

@@ -123,7 +123,8 @@ class ChatLifecycle:
                 cwd_given=cwd_given,
                 roots=roots,
                 worktree=worktree,
-                like=parent or source or in_worktree,
+                like=parent or source,
+                within=in_worktree,
             )
         except WorkspaceRefused as err:  # a directory or worktree asked for that cannot be
             self._refuse(chat_id, name, cwd, str(err))

@@ -60,12 +60,15 @@ class Workspaces:
         roots: Sequence[str] = (),
         worktree: bool = False,
         like: Chat | None = None,
+        within: Chat | None = None,
     ) -> Workspace:
         """The workspace of new chat ``chat_id``: in ``cwd`` when the user gave it
         (``cwd_given``), else in the agent's ``cwd`` option, else in ``cwd`` (Neovim's);
         with the configured roots and ``roots``; in a new worktree of ``cwd``'s git
         work tree with ``worktree``. ``like``: a chat whose workspace it shares (a fork,
-        a handover), worktree included.
+        a handover), worktree included. ``within``: a worktree chat a session was
+        resumed from (its list): the chat works in its worktree, with ``roots`` (the
+        session's, as the agent listed it), not the listing chat's.
 
         Raises:
             WorkspaceRefused: the directory or a root is not one (a root not
@@ -74,17 +77,15 @@ class Workspaces:
         if like is not None:
             theirs = like.workspace
             return Workspace(theirs.cwd, list(theirs.roots), theirs.worktree)
+        if within is not None:
+            theirs = within.workspace
+            chosen = self._roots(agent_config, roots, theirs.cwd)
+            return Workspace(theirs.cwd, chosen, theirs.worktree)
         cwd = chat_cwd(agent_config, cwd, cwd_given=cwd_given)
         if not os.path.isdir(cwd):
             option = " (the agent's cwd option)" if agent_config.cwd and not cwd_given else ""
             raise WorkspaceRefused(f"cannot work in {cwd!r}{option}: no such directory")
-        chosen = self.ctx.config.agent_roots(agent_config)
-        for raw in roots:
-            try:
-                chosen.append(workspace_root(raw))
-            except ConfigError as err:
-                raise WorkspaceRefused(f"root {err}") from None
-        chosen = [root for root in dict.fromkeys(chosen) if root != cwd]
+        chosen = self._roots(agent_config, roots, cwd)
         if not worktree:
             return Workspace(cwd, chosen)
         from acp_nvim.client.services.worktrees import WorktreeError, hold, make_worktree
@@ -97,6 +98,20 @@ class Workspaces:
         hold(made)
         self._made[chat_id] = made
         return Workspace(where, chosen, made)
+
+    def _roots(self, agent_config: AgentConfig, roots: Sequence[str], cwd: str) -> list[str]:
+        """The configured roots and ``roots``, once each, without ``cwd``.
+
+        Raises:
+            WorkspaceRefused: a root is not an absolute directory.
+        """
+        chosen = self.ctx.config.agent_roots(agent_config)
+        for raw in roots:
+            try:
+                chosen.append(workspace_root(raw))
+            except ConfigError as err:
+                raise WorkspaceRefused(f"root {err}") from None
+        return [root for root in dict.fromkeys(chosen) if root != cwd]
 
     def reopened(
         self, chat_id: int, cwd: str, roots: list[str], stored: KeptWorktree | None, here: str

@@ -706,6 +706,7 @@ async def _remove_keeping_buffer(editor: Editor, disk: DiskChanges, cwd: str, pa
     holding the user's edits: deleting it would lose them, undo history and all."""
     await anyio.to_thread.run_sync(files.remove_disk, path)
     disk.seen(path)
+    await editor.keep_unsaved(path)  # edits saved before: :q would drop them unasked
     said = "removed; its buffer keeps your edits (:write makes the file again)"
     editor.notify(f"{shown_path(path, cwd)}: {said}", "warn")
 

@@ -221,7 +221,9 @@ class Location(msgspec.Struct):
 class Message(msgspec.Struct):
     """A message; streamed chunks are kept in runs and joined when ``text`` is read.
     ``attached``: what a user's message carries besides its words, named on a line
-    under them (chunks streamed into it go above that line).
+    under them (chunks streamed into it go above that line); ``named_by_user``:
+    those are the names the user's echo gave them, which the chunks of its
+    acknowledgment keep (they carry the agent's URIs of the same files).
 
     Appending each chunk to one growing str would copy the whole message per
     chunk: 100k chunks of 20 bytes cost seconds (quadratic), while a list of runs
@@ -233,6 +235,7 @@ class Message(msgspec.Struct):
     _runs: list[str] = msgspec.field(default_factory=list)
     _chunks: list[str] = msgspec.field(default_factory=list)
     attached: tuple[str, ...] = ()
+    named_by_user: bool = False
 
     @property
     def text(self) -> str:
@@ -262,7 +265,8 @@ class MessagePatch(msgspec.Struct):
     text: str
     replace: bool = False
     # What a user message carries besides its words (files, images), named on its
-    # "Attached" line, not stuck to the words as links; set with its whole text.
+    # "Attached" line, not stuck to the words as links; set with its whole text,
+    # added to by a chunk (a file streamed in a replayed message or an ack).
     attached: tuple[str, ...] = ()
 
 
@@ -505,7 +509,7 @@ class Session(msgspec.Struct):
         first user message with an unseen id (or none: v1) while an echo is pending
         takes the echo over: its content replaces the echo's.
         """
-        self._adopt_echo(patch)
+        named_by_user = self._adopt_echo(patch)
         message_id = patch.message_id or self._continued_message(patch.role)
         message = self.messages.get(message_id) if message_id else None
         created = message is None
@@ -516,11 +520,16 @@ class Session(msgspec.Struct):
         if patch.replace:
             message.text = patch.text
             message.attached = patch.attached
+            message.named_by_user = named_by_user
         else:
             message.append(patch.text)
+            if not message.named_by_user:
+                message.attached += patch.attached
         return message, created
 
-    def _adopt_echo(self, patch: MessagePatch) -> None:
+    def _adopt_echo(self, patch: MessagePatch) -> bool:
+        """Let a user's ``patch`` acknowledge the echo waiting, if it does; whether it
+        took the names the echo gave what the prompt carried."""
         wire = patch.message_id
         if (
             patch.role == "user"
@@ -535,11 +544,14 @@ class Session(msgspec.Struct):
                 self.aliases[wire] = self.pending_echo
             patch.message_id = self.pending_echo  # id-less: the chunks after it go on in it
             # The user's names of what the prompt carried, over the agent's URIs.
+            named_by_user = bool(self.echo_attached)
             patch.attached = self.echo_attached or patch.attached
             self.echoed(None)
             patch.replace = True  # a first chunk of the ack starts the text afresh
-        elif wire is not None:
+            return named_by_user
+        if wire is not None:
             patch.message_id = self.aliases.get(wire, wire)
+        return False
 
     def echoed(self, message_id: str | None, attached: Sequence[str] = ()) -> None:
         """The client's echo of the user's message ``message_id`` (None: none) waits

@@ -475,6 +475,16 @@ function M.delete(path, tick)
   return true
 end
 
+--- Mark the buffer of `path` (its file just removed, its text kept) modified:
+--- `:q` then asks before the text goes.
+---@param path string
+function M.keep_unsaved(path)
+  local buf = M.find(path)
+  if buf then
+    vim.bo[buf].modified = true
+  end
+end
+
 --- Delete the buffers of files under `dir` (a worktree removed with its files)
 --- that hold no unsaved edits; the names of those that do, kept.
 ---@param dir string absolute

@@ -428,14 +428,19 @@ function M.close_chat(chat)
   M.stop(keys, true)
 end
 
---- Open terminal `key` (default: the newest) in a split, or focus the window showing it.
+--- Open terminal `key` (default: the newest) in a split, or focus the window showing
+--- it; nil when the user wiped its buffer (the command went with it).
 ---@param key? string
----@return integer buf
+---@return integer? buf
 function M.open(key)
   key = key or M.last
   local term = key and M.terminals[key]
-  if not term or not api.nvim_buf_is_valid(term.buf) then
+  if not term then
     util.user_error(key and ("no terminal %s"):format(key) or "no terminal yet")
+  end
+  if not api.nvim_buf_is_valid(term.buf) then
+    util.notify(("terminal %s: its buffer was wiped"):format(key), "warn")
+    return nil
   end
   local win = vim.fn.win_findbuf(term.buf)[1]
   if win then
