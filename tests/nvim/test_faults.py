@@ -452,6 +452,25 @@ def test_an_earlier_prompt_drawn_again_does_not_hide_one_sent_as_the_host_dies(
     assert editor.nvim.buffers[status["input_buf"]][:] == ["again"]
 
 
+def test_a_batch_showing_the_last_unshown_prompt_is_drawn_whole(editor: Editor) -> None:
+    """The queue showing the last prompt sent, then a user block in the same batch (a
+    rewind, a switch and a send asked at once): the batch is drawn to its end, the
+    turn's end with it."""
+    status = editor.open_chat()
+    editor.lua(
+        "local pid = vim.fn.jobpid(require('acp.host').chan) vim.uv.kill(pid, 'sigstop')"
+        " require('acp').send('queued')"
+        " local ok, err = pcall(require('acp.host').apply, { { kind = 'render', chat = ..., ops = {"
+        "   { op = 'status', queue = { 'queued' } },"
+        "   { op = 'block', id = 'later', kind = 'user', lines = { '## You', 'queued' } },"
+        "   { op = 'block', id = 'answer', kind = 'agent', lines = { '## Agent', 'drawn' } },"
+        " } } })"
+        " vim.uv.kill(pid, 'sigcont') assert(ok, err)",
+        status["chat"],
+    )
+    assert "drawn" in editor.transcript_text()
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)

@@ -44,10 +44,10 @@ end
 ---@param chat acp.Chat
 ---@param ops table[]
 function M.render(chat, ops)
-  if not (chat.unshown and chat.unshown[1]) then
-    return
-  end
   for _, op in ipairs(ops) do
+    if not (chat.unshown and chat.unshown[1]) then
+      return -- all shown (the rest of the batch may draw their blocks again)
+    end
     if op.op == "block" and op.kind == "user" and not chat.earlier_prompts[op.id] then
       seen(chat, table.concat(op.lines, "\n", 2)) -- after the "## You" header
     elseif op.op == "input" then
