@@ -438,6 +438,9 @@ class Session(msgspec.Struct):
     # What the echo shows attached: its acknowledgment shows it so too (the agent
     # names a file by its URI, the user by the name they gave it).
     echo_attached: tuple[str, ...] = ()
+    # The echo acknowledged by a message with no words yet (an empty first chunk,
+    # attachments only): the words typed stay until the acknowledgment's first.
+    unsaid: str | None = None
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
     # Where in items the agent's message is that a steered message came into mid-line
     # or in a code block: it runs on to the end of a line outside code above the
@@ -503,7 +506,7 @@ class Session(msgspec.Struct):
         Without an id a chunk continues the last item when that is a message of
         the same role (v1 has no message ids), else it starts a new message. The
         first user message with an unseen id (or none: v1) while an echo is pending
-        takes the echo over: its content replaces the echo's.
+        takes the echo over: its content replaces the echo's, from its first words.
         """
         self._adopt_echo(patch)
         message_id = patch.message_id or self._continued_message(patch.role)
@@ -513,6 +516,13 @@ class Session(msgspec.Struct):
             message = Message(message_id or self.new_id("m"), patch.role)
             self.messages[message.id] = message
             self.items.append(("message", message.id))
+        if message.id == self.unsaid:  # the words typed stay until the ack's own come
+            patch.attached = message.attached or patch.attached
+            if not patch.text:
+                message.attached = patch.attached
+                return message, created
+            self.unsaid = None
+            patch.replace = True
         if patch.replace:
             message.text = patch.text
             message.attached = patch.attached
@@ -538,6 +548,7 @@ class Session(msgspec.Struct):
             patch.attached = self.echo_attached or patch.attached
             self.echoed(None)
             patch.replace = True  # a first chunk of the ack starts the text afresh
+            self.unsaid = patch.message_id
         elif wire is not None:
             patch.message_id = self.aliases.get(wire, wire)
 
@@ -627,6 +638,7 @@ class Session(msgspec.Struct):
         """The turn is over: no echo waits for its ack, no message for its line's end."""
         self.echoed(None)
         self.parting = None
+        self.unsaid = None
 
     def _continued_message(self, role: Role) -> str | None:
         parting = self._parting()
