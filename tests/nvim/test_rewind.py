@@ -21,6 +21,7 @@ from tests.nvim.test_chats import STUB_UI, input_lines
 from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import kept
 from tests.nvim.test_permissions import wait_text
+from tests.proc import wait_gone
 
 VERSIONS = [1, 2]
 
@@ -1514,3 +1515,62 @@ def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
     assert session_changed(editor, 2)["session_id"] == "s1"  # resumed
     turn(editor, "after", 3)
     wait_text(editor, "s1: after")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
+    editor: Editor, version: int
+) -> None:
+    """An agent that never answered the rewind's fork held the chat for ever: a
+    prompt sent meanwhile vanished from the input, shown nowhere, and :AcpCancel
+    did nothing. The wait ends on the cancel (or timeouts.start) as a start's does;
+    the prompt comes back, and the next send starts the agent again."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "hang:session/fork"}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    [hung] = fake_pids(editor, "rewind")
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.lua("require('acp').send('after')")
+    editor.wait_event("AcpQueued")
+    assert editor.lua("return require('acp').status().queued") == 1
+    editor.lua("require('acp').cancel()")
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("the wait for the session going on from here was cancelled")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'after'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, ": again")
+    assert "s1: two" not in editor.transcript_text()
+    assert wait_gone([hung]) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restarts_it(
+    editor: Editor, version: int
+) -> None:
+    """The agent exiting on the fork was told in passing, and the chat's error said
+    only "agent 'fake' is not running" (a new session tried on the dead agent): the
+    exit and its code are the error now, and the next prompt starts the agent again."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "crash:session/fork"}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    [died] = fake_pids(editor, "rewind")
+    editor.lua("require('acp').rewind(2)")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'fake' exited while forking a session (exit code 2)"
+    assert wait_gone([died]) == []
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, ": again")
