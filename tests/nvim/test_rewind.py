@@ -1574,3 +1574,21 @@ def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restar
     editor.lua("require('acp').send('again')")
     editor.wait_event("AcpTurnEnd", count=3)
     wait_text(editor, ": again")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_whose_agent_restarts_is_not_said_to_have_ended(
+    editor: Editor, version: int
+) -> None:
+    """:AcpRestart ended the agent that still ran the turn left to it, and the chat
+    said "The agent went on with the cancelled turn and has ended it now": the
+    request's end at the exit was taken for the agent's. The next prompt goes on,
+    without the claim."""
+    leave_a_turn_to_the_agent(editor, "rewind+deaf", version)
+    [deaf] = fake_pids(editor, "rewind+deaf")
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    assert wait_gone([deaf]) == []
+    turn(editor, "after", 3)
+    wait_text(editor, ": after")
+    assert "has ended it now" not in editor.transcript_text()
