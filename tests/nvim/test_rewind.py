@@ -1592,3 +1592,30 @@ def test_a_turn_left_behind_whose_agent_restarts_is_not_said_to_have_ended(
     turn(editor, "after", 3)
     wait_text(editor, ": after")
     assert "has ended it now" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_reopened_chat_whose_agent_dies_on_the_resume_says_so_and_keeps_the_prompt(
+    editor: Editor, version: int
+) -> None:
+    """The agent exiting on the resume of a chat reopened from the history was
+    followed by a new session asked of the dead agent: the error said only "agent
+    'fake' is not running". It names the exit and its code; the prompt is back in
+    the input."""
+    wire = editor.tmp / "calls.jsonl"
+    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
+                             "env": {"FAKE_CALLS": str(wire)}}  # fmt: skip
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    kept(editor, "one")
+    editor.nvim.command("AcpClose")
+    agent["env"]["FAKE_FAULT"] = "crash:session/resume"
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.reopen_last()
+    editor.lua("require('acp').send('again')")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'fake' exited while resuming a session (exit code 2)"
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'again'")  # fmt: skip
+    assert wait_gone(fake_pids(editor, "rewind+resume")) == []
