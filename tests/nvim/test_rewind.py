@@ -1619,3 +1619,19 @@ def test_a_reopened_chat_whose_agent_dies_on_the_resume_says_so_and_keeps_the_pr
     editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
                 " == 'again'")  # fmt: skip
     assert wait_gone(fake_pids(editor, "rewind+resume")) == []
+
+
+def test_a_new_session_named_as_the_one_before_a_restart_counts_its_own_use(
+    editor: Editor,
+) -> None:
+    """An agent started again may number its sessions from the start (decision
+    0078): its new session named as the chat's last, the first turn there was
+    measured from the old session's report and showed "-1.2k tokens · $-0.05"."""
+    start(editor, "rewind", 1)
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 2)["session_id"] == "s1"  # a new one, the same id
+    turn(editor, "three", 3)
+    wait_text(editor, "s1: three")
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
