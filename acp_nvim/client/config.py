@@ -203,8 +203,9 @@ class TimeoutOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     """How long to wait for an agent before giving up on it (seconds)."""
 
     start: Annotated[float, Meta(gt=0)] = 30.0
-    """for initialize, session/new, load and resume: a chat that waits longer fails
-    and an agent started for it is stopped"""
+    """for initialize, session/new, load and resume, and the fork or session a rewind
+    or a branch switch goes on in: a chat that waits longer fails and an agent
+    started for it is stopped"""
     cancel: Annotated[float, Meta(gt=0)] = 5.0
     """after a cancel, for the agent to end the turn; then it ends here as cancelled
     and what the agent still sends about it is not shown"""

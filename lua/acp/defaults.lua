@@ -136,7 +136,7 @@ local M = {}
 
 --- How long to wait for an agent before giving up on it (seconds).
 ---@class (exact) acp.TimeoutOptions
----@field start? number for initialize, session/new, load and resume: a chat that waits longer fails and an agent started for it is stopped
+---@field start? number for initialize, session/new, load and resume, and the fork or session a rewind or a branch switch goes on in: a chat that waits longer fails and an agent started for it is stopped
 ---@field cancel? number after a cancel, for the agent to end the turn; then it ends here as cancelled and what the agent still sends about it is not shown
 ---@field lsp? number for the language servers to answer an `lsp_*` tool of the editor's MCP server
 

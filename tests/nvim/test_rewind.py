@@ -21,6 +21,7 @@ from tests.nvim.test_chats import STUB_UI, input_lines
 from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import kept
 from tests.nvim.test_permissions import wait_text
+from tests.proc import wait_gone
 
 VERSIONS = [1, 2]
 
@@ -1559,3 +1560,123 @@ def test_a_fork_or_hand_over_of_a_rewound_chat_shows_no_branch_it_lacks(
     turn(editor, "go on", 3)
     said = json.dumps(calls(wire, "session/prompt")[-1])
     assert "go on" in said and "Another branch" not in said
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
+    editor: Editor, version: int
+) -> None:
+    """An agent that never answered the rewind's fork held the chat for ever: a
+    prompt sent meanwhile vanished from the input, shown nowhere, and :AcpCancel
+    did nothing. The wait ends on the cancel (or timeouts.start) as a start's does;
+    the prompt comes back, and the next send starts the agent again."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "hang:session/fork"}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    [hung] = fake_pids(editor, "rewind")
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.lua("require('acp').send('after')")
+    editor.wait_event("AcpQueued")
+    assert editor.lua("return require('acp').status().queued") == 1
+    editor.lua("require('acp').cancel()")
+    error = editor.wait_event("AcpError")
+    assert error["message"].startswith("the wait for the session going on from here was cancelled")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'after'")  # fmt: skip
+    editor.lua("vim.api.nvim_buf_set_lines(require('acp').status().input_buf, 0, -1, false, {})")
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, ": again")
+    assert "s1: two" not in editor.transcript_text()
+    assert wait_gone([hung]) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restarts_it(
+    editor: Editor, version: int
+) -> None:
+    """The agent exiting on the fork was told in passing, and the chat's error said
+    only "agent 'fake' is not running" (a new session tried on the dead agent): the
+    exit and its code are the error now, and the next prompt starts the agent again."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "crash:session/fork"}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    [died] = fake_pids(editor, "rewind")
+    editor.lua("require('acp').rewind(2)")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'fake' exited while forking a session (exit code 2)"
+    assert wait_gone([died]) == []
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    wait_text(editor, ": again")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_whose_agent_restarts_is_not_said_to_have_ended(
+    editor: Editor, version: int
+) -> None:
+    """:AcpRestart ended the agent that still ran the turn left to it, and the chat
+    said "The agent went on with the cancelled turn and has ended it now": the
+    request's end at the exit was taken for the agent's. The next prompt goes on,
+    without the claim."""
+    leave_a_turn_to_the_agent(editor, "rewind+deaf", version)
+    [deaf] = fake_pids(editor, "rewind+deaf")
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    assert wait_gone([deaf]) == []
+    turn(editor, "after", 3)
+    wait_text(editor, ": after")
+    assert "has ended it now" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_reopened_chat_whose_agent_dies_on_the_resume_says_so_and_keeps_the_prompt(
+    editor: Editor, version: int
+) -> None:
+    """The agent exiting on the resume of a chat reopened from the history was
+    followed by a new session asked of the dead agent: the error said only "agent
+    'fake' is not running". It names the exit and its code; the prompt is back in
+    the input."""
+    wire = editor.tmp / "calls.jsonl"
+    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
+                             "env": {"FAKE_CALLS": str(wire)}}  # fmt: skip
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    kept(editor, "one")
+    editor.nvim.command("AcpClose")
+    agent["env"]["FAKE_FAULT"] = "crash:session/resume"
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.reopen_last()
+    editor.lua("require('acp').send('again')")
+    error = editor.wait_event("AcpError")
+    assert error["message"] == "agent 'fake' exited while resuming a session (exit code 2)"
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'again'")  # fmt: skip
+    assert wait_gone(fake_pids(editor, "rewind+resume")) == []
+
+
+def test_a_new_session_named_as_the_one_before_a_restart_counts_its_own_use(
+    editor: Editor,
+) -> None:
+    """An agent started again may number its sessions from the start (decision
+    0078): its new session named as the chat's last, the first turn there was
+    measured from the old session's report and showed "-1.2k tokens · $-0.05"."""
+    start(editor, "rewind", 1)
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.nvim.command("AcpRestart")
+    assert session_changed(editor, 2)["session_id"] == "s1"  # a new one, the same id
+    turn(editor, "three", 3)
+    wait_text(editor, "s1: three")
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"

@@ -14,6 +14,7 @@ import pytest
 
 from tests import proc
 from tests.nvim.conftest import ROOT, Editor, child_editor, wait_gone
+from tests.nvim.test_permissions import wait_text
 
 
 def run(
@@ -608,3 +609,21 @@ def test_a_commands_last_output_is_shown_and_kept_when_its_turn_ends(
     assert output in editor.lua("return _G.at_end")
     editor.reopen_last()
     assert output in editor.transcript_text()
+
+
+@pytest.mark.parametrize("how", ["the agent dies", "AcpRestart"])
+def test_a_command_stopped_with_its_agent_no_longer_shows_running(editor: Editor, how: str) -> None:
+    """The agent exiting (or restarted) stops its commands, but the chat went on
+    saying "running" for ever: the command's end reached only the agents still
+    running. It shows how the command ended."""
+    _, members = start_long_command(editor, "HUP TERM")
+    if how == "AcpRestart":
+        editor.nvim.command("AcpRestart")
+        editor.wait_event("AcpSessionReady", count=2)
+    else:
+        [agent] = [p for p in editor.agent_pids() if b"agent.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        os.kill(agent, signal.SIGKILL)
+        editor.wait_event("AcpError")
+    assert wait_gone(members, timeout=10) == []
+    wait_text(editor, "[terminal t1 · killed by SIGKILL]")
+    assert "t1 · running" not in editor.transcript_text()

@@ -220,6 +220,36 @@ async def test_an_ack_with_attachments_keeps_the_attached_line(
     assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]
 
 
+WORDLESS_ACKS = {
+    "empty": [{"sessionUpdate": "user_message", "messageId": "u-1", "content": []}],
+    "null": [{"sessionUpdate": "user_message", "messageId": "u-1", "content": None}],
+    "file only": [{**WHOLE_ACK, "content": WHOLE_ACK["content"][1:]}],
+    "empty chunk": [{**CHUNKED_ACK[0], "content": {"type": "text", "text": ""}}],
+}
+
+
+@pytest.mark.parametrize("ack", WORDLESS_ACKS.values(), ids=WORDLESS_ACKS.keys())
+async def test_an_ack_without_words_keeps_the_words_typed(
+    raw_peer, serving, ack: list[dict[str, Any]]
+) -> None:
+    """An agent acknowledging a prompt with no words (an empty message, the file
+    alone, an empty first chunk) replaced the words typed with nothing: the prompt
+    showed empty. They stay until the acknowledgment's own words come, which then
+    replace them once (not appended to them)."""
+    client = Client(raw_peer)
+    attached = Attachment("selection", "a.py:2-3", "file:///w/a.py#L2-L3", "x = 1\n")
+    async with serving(client.conn):
+        await client.chat.start_turn("explain this", [attached])
+        await client.send(*map(update, ack))
+        await client.barrier()
+        users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
+        assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]
+        await client.send(*map(update, CHUNKED_ACK))
+        await client.barrier()
+    users = [lines for lines in client.blocks().values() if lines[0] == "## You"]
+    assert users == [["## You", "explain this", "", "*Attached: a.py:2-3*"]]
+
+
 OLD_MESSAGE = [
     {"type": "text", "text": "compare"},
     {"type": "resource_link", "uri": "file:///w/src/b.py", "name": "b.py"},

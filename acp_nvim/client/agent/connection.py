@@ -245,7 +245,7 @@ class AgentConnection:
         sessions = self._sessions()
         session_id = await self._call(sessions.new_session(chat), "creating a session")
         self.opened.add(session_id)
-        chat.ready(session_id, sessions.version, sessions.agent_title)
+        chat.ready(session_id, sessions.version, sessions.agent_title, created=True)
 
     @property
     def can_fork(self) -> bool:
@@ -278,7 +278,7 @@ class AgentConnection:
         fork = sessions.fork(chat, session_id, at_message)
         new_id = await self._call(fork, "forking a session")
         self.opened.add(new_id)
-        chat.ready(new_id, sessions.version, sessions.agent_title)
+        chat.ready(new_id, sessions.version, sessions.agent_title, created=True)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()) -> bool:
         """Put a message into ``chat``'s running turn; whether the agent took it.

@@ -191,19 +191,22 @@ class Turns:
         if not outcome:
             if abandon.is_set() and not exited.is_set():
                 if leave:
-                    self._leave(chat, finished, exited)
+                    self._leave(chat, finished, exited, outcome)
                 raise Abandoned
             raise ConnectionClosed("the agent exited")
         if isinstance(outcome[0], Exception):
             raise outcome[0]
         return cast(T, outcome[0][0])
 
-    def _leave(self, chat: Chat, ended: anyio.Event, exited: anyio.Event) -> None:
+    def _leave(
+        self, chat: Chat, ended: anyio.Event, exited: anyio.Event, outcome: list[Any]
+    ) -> None:
         """The turn of ``chat`` ends here while the agent goes on with it: nothing of
-        its session is shown until ``ended`` (the agent ended it), whichever branch
-        the chat shows meanwhile; then the chat says so on that session's branch.
-        Shown again too once the agent ``exited``: a restarted one may resume the
-        session, without that turn."""
+        its session is shown until ``ended`` (the agent ended it: ``outcome`` holds
+        its answer), whichever branch the chat shows meanwhile; then the chat says so
+        on that session's branch. Shown again too once the agent ``exited`` (the
+        request ends then too, ConnectionClosed, told as no end): a restarted one may
+        resume the session, without that turn."""
         session_id = chat.session.session_id
         chat.unshown.add(session_id)
         self._left[session_id] = (chat, ended)
@@ -214,7 +217,8 @@ class Turns:
                     for event in (ended, exited):
                         waits.start_soon(_cancel_when, event, waits.cancel_scope)
             finally:
-                self._forget(session_id, ended, ended=ended.is_set())
+                answered = bool(outcome) and not isinstance(outcome[0], ConnectionClosed)
+                self._forget(session_id, ended, ended=answered)
 
         if self._tasks is not None:
             self._tasks.start_soon(forget)

@@ -21,7 +21,6 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
-from acp_nvim.client.app._starts import Starts
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
@@ -57,7 +56,7 @@ class ChatLifecycle:
         self.settings = settings
         self.conversations = conversations
         self.workspaces = workspaces
-        self._starts = Starts()  # chats waiting for their agent, restarts under way
+        self._starts = conversations.starts  # chats waiting for their agent, restarts under way
         # Chats whose opening was refused (decision 0083) and that have not gone on
         # since: the user never had them, so closed, they are not kept in the history.
         self._refused: set[int] = set()
@@ -428,7 +427,8 @@ class ChatLifecycle:
             self.queue.show(chat)
 
     async def cancel(self, chat_id: int) -> None:
-        """Cancel the running turn, or stop waiting for a starting agent. The prompts
+        """Cancel the running turn, or stop waiting for a starting agent (or for the
+        session a rewind or a branch switch goes on in). The prompts
         queued behind a cancelled turn come back to the input (decision 0080)."""
         chat = self.ctx.chats.get(chat_id)
         if self._starts.cancel(chat_id):
@@ -513,6 +513,8 @@ async def _session(
     try:
         await connection.resume(chat, session_id, replay=False)
     except AgentFailed as err:
+        if not connection.alive:
+            raise  # no new session either: the exit is the error
         await connection.new_session(chat)
         return False, str(err)
     return True, None

@@ -33,6 +33,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen
+from acp_nvim.client.app._starts import Starts
 from acp_nvim.client.errors import AgentFailed
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class Conversations:
         self.queue = queue
         self.reviews = reviews
         self.settings = settings
+        # Chats waiting for their agent: starting, or its session changing (a fork,
+        # a new or resumed session); :AcpCancel and :AcpRestart end the wait.
+        self.starts = Starts()
         # A lock per chat whose conversation is changing (see :meth:`_holding`).
         self._changing: dict[int, anyio.Lock] = {}
 
@@ -161,17 +165,42 @@ class Conversations:
         chat.info(f"*Rewound to before turn {turn}, the conversation and the files {files}.*")
         connection.detach(chat)
         try:
-            if source is not None and point is not None:
-                try:
-                    await connection.fork(chat, source.session_id, point)
-                    chat.usage.forked(source.report)
-                    chat.seed = None  # the fork holds the conversation
-                    return
-                except AgentFailed as err:
-                    chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
-            await self._seeded(chat, connection)
+            async with self._answered(chat):
+                if source is not None and point is not None:
+                    try:
+                        await connection.fork(chat, source.session_id, point)
+                        chat.usage.forked(source.report)
+                        chat.seed = None  # the fork holds the conversation
+                        return
+                    except AgentFailed as err:
+                        if not connection.alive:
+                            raise  # no new session either: the exit is the error
+                        chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
+                await self._seeded(chat, connection)
         except AgentFailed as err:
             chat.fail(str(err), err.details)
+
+    @asynccontextmanager
+    async def _answered(self, chat: Chat) -> AsyncIterator[None]:
+        """The session a conversation change waits for (a fork, a new or resumed
+        session) comes as a start's does: within ``timeouts.start``, and :AcpCancel
+        or :AcpRestart ends the wait. Raises AgentFailed when it did not come."""
+        timeout = self.ctx.config.timeouts.start
+        with anyio.CancelScope() as scope:
+            self.starts.begin(chat.id, scope)
+            try:
+                with anyio.fail_after(timeout):
+                    yield
+            except TimeoutError:
+                raise AgentFailed(
+                    f"agent {chat.agent!r} did not answer within {timeout:g} s (timeouts.start)"
+                    " with the session going on from here; :AcpRestart tries again"
+                ) from None
+            finally:
+                self.starts.end(chat.id, scope)
+        if scope.cancelled_caught:
+            raise AgentFailed("the wait for the session going on from here was cancelled;"
+                              " :AcpRestart tries again")  # fmt: skip
 
     async def _seeded(self, chat: Chat, connection: AgentConnection) -> None:
         """Go on in a new session whose first prompt carries the shown conversation,
@@ -216,10 +245,13 @@ class Conversations:
                     connection.attach(chat, session_id)
                     return
                 connection.detach(chat)
-                try:
-                    await connection.resume(chat, session_id, replay=False)
-                except AgentFailed:
-                    await self._seeded(chat, connection)
+                async with self._answered(chat):
+                    try:
+                        await connection.resume(chat, session_id, replay=False)
+                    except AgentFailed:
+                        if not connection.alive:
+                            raise  # no new session either: the exit is the error
+                        await self._seeded(chat, connection)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)
 

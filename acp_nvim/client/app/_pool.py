@@ -49,6 +49,10 @@ class AgentPool:
         self._launched: dict[str, AgentProcess] = {}
         # Values of login variables, by agent: added to its environment when it starts.
         self._secrets: dict[str, dict[str, str]] = {}
+        # The agents whose commands may still run, in start order: one that exited or
+        # was restarted is no agent to start chats on, but its commands end after it,
+        # and their chats show that they did (terminal_output).
+        self._commanding: dict[AgentConnection, None] = {}
         # Neovim is closing: nothing may wait on the editor any more.
         self._shutting_down = False
 
@@ -125,6 +129,8 @@ class AgentPool:
                 await connection.aclose()
                 raise
             self.agents[name] = connection
+            self._prune()
+            self._commanding[connection] = None
             self.ctx.tasks.start_soon(self._watch_exit, connection)
             return connection
         finally:
@@ -233,9 +239,16 @@ class AgentPool:
         for chunk in chunks:
             data = base64.b64decode(chunk.get("data") or "")
             exit_code = chunk.get("exit")
-            for connection in self.agents.values():
+            for connection in self._commanding:
                 if connection.terminals.feed(str(chunk["key"]), data, exit_code):
                     break
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget the agents gone whose commands have all ended."""
+        for connection in list(self._commanding):
+            if not connection.alive and not connection.terminals.running:
+                del self._commanding[connection]
 
     async def list_sessions(self, chat_id: int, quiet: bool = False) -> None:
         """The sessions of the chat's agent, as the event ``AcpSessionList`` (Lua picks).

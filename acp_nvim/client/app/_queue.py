@@ -64,6 +64,8 @@ class PromptQueue:
                 chat.fail(str(err), err.details)
         if chat.state == "error":
             self.give_back(chat)
+        else:  # what waits (the chat is held: its session changes) shows as queued
+            self.show(chat)
 
     def _ready(self, chat: Chat) -> bool:
         """Whether the chat takes its next prompt now: ready, not ``held`` (changing

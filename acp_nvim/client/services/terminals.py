@@ -208,6 +208,11 @@ class Terminals:
             f"{len(self._displays)} displays>"
         )
 
+    @property
+    def running(self) -> bool:
+        """Whether a command it started has not ended yet."""
+        return any(c.status is None for c in self._commands.values())
+
     def start(self, tasks: Tasks) -> None:
         self._tasks = tasks
 

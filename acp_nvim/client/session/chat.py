@@ -183,10 +183,11 @@ class Chat:
         self._draw(view.status_op(state=state, **fields))
 
     def ready(
-        self, session_id: str, version: int, agent_title: str | None, *, resumed: bool = False
+        self, session_id: str, version: int, agent_title: str | None, **how: bool
     ) -> None:
-        """Go on in ``session_id``, which an agent process ``resumed`` (or loaded)."""
-        self.session.usage = self.usage.switch(session_id, self.session.usage, resumed=resumed)
+        """Go on in ``session_id``, which an agent process ``resumed`` (or loaded), or
+        has just ``created`` (a new session, a fork): ``how`` (see ``Usage.switch``)."""
+        self.session.usage = self.usage.switch(session_id, self.session.usage, **how)
         self.session.session_id = session_id
         self.protocol_version = version
         self.set_state(

@@ -442,6 +442,9 @@ class Session(msgspec.Struct):
     # What the echo shows attached: its acknowledgment shows it so too (the agent
     # names a file by its URI, the user by the name they gave it).
     echo_attached: tuple[str, ...] = ()
+    # The echo acknowledged by a message with no words yet (an empty first chunk,
+    # attachments only): the words typed stay until the acknowledgment's first.
+    unsaid: str | None = None
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
     # Where in items the agent's message is that a steered message came into mid-line
     # or in a code block: it runs on to the end of a line outside code above the
@@ -507,7 +510,7 @@ class Session(msgspec.Struct):
         Without an id a chunk continues the last item when that is a message of
         the same role (v1 has no message ids), else it starts a new message. The
         first user message with an unseen id (or none: v1) while an echo is pending
-        takes the echo over: its content replaces the echo's.
+        takes the echo over: its content replaces the echo's, from its first words.
         """
         named_by_user = self._adopt_echo(patch)
         message_id = patch.message_id or self._continued_message(patch.role)
@@ -517,6 +520,14 @@ class Session(msgspec.Struct):
             message = Message(message_id or self.new_id("m"), patch.role)
             self.messages[message.id] = message
             self.items.append(("message", message.id))
+        if message.id == self.unsaid:  # the words typed stay until the ack's own come
+            patch.attached = message.attached or patch.attached
+            named_by_user = named_by_user or message.named_by_user
+            if not patch.text:
+                message.attached, message.named_by_user = patch.attached, named_by_user
+                return message, created
+            self.unsaid = None
+            patch.replace = True
         if patch.replace:
             message.text = patch.text
             message.attached = patch.attached
@@ -548,6 +559,7 @@ class Session(msgspec.Struct):
             patch.attached = self.echo_attached or patch.attached
             self.echoed(None)
             patch.replace = True  # a first chunk of the ack starts the text afresh
+            self.unsaid = patch.message_id
             return named_by_user
         if wire is not None:
             patch.message_id = self.aliases.get(wire, wire)
@@ -639,6 +651,7 @@ class Session(msgspec.Struct):
         """The turn is over: no echo waits for its ack, no message for its line's end."""
         self.echoed(None)
         self.parting = None
+        self.unsaid = None
 
     def _continued_message(self, role: Role) -> str | None:
         parting = self._parting()

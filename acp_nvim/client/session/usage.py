@@ -60,16 +60,20 @@ class Usage:
         return self._count.spent
 
     def switch(
-        self, session_id: str, report: dict[str, Any], *, resumed: bool = False
+        self, session_id: str, report: dict[str, Any], *, resumed: bool = False,
+        created: bool = False,
     ) -> dict[str, Any]:
         """The chat goes on in ``session_id``, ``report`` the last of the session it
         was in: the last report of ``session_id`` (none for a new session).
         ``resumed``: by a process that did not hold it, whose reports may count from
-        zero (see :meth:`reported`)."""
-        if session_id != self._session_id:
+        zero (see :meth:`reported`). ``created``: the agent has just made it, though
+        an agent started again may hand out an id seen before (decision 0078)."""
+        if session_id != self._session_id or created:
             if self._session_id is not None:
                 self._kept[self._session_id] = (report, self._count)
                 report = {}
+            if created:
+                self._kept.pop(session_id, None)
             report, self._count = self._kept.pop(session_id, (report, _Count()))
             self._session_id = session_id
         if resumed:

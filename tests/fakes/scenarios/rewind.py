@@ -45,7 +45,8 @@ class Rewind:
     never acts on it, ``release`` ends a held turn (`` done``) once the test opens the
     named pipe ``release`` in the session's directory for writing and closes it, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
-    by replaying two turns (``one``, ``two``) with message ids.
+    by replaying two turns (``one``, ``two``) with message ids. $FAKE_FAULT makes it
+    crash or hang at a request (:func:`fault`).
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Rewind:
         async def record(params: Params) -> Params:
             with open(os.environ["FAKE_CALLS"], "a") as f:
                 f.write(json.dumps([method, params]) + "\n")
+            await fault(method)
             return await handler(params)
 
         return record
@@ -132,6 +134,7 @@ class Rewind:
                 self.turns[session] = n
                 await self.say(session, text, "user_message_chunk")
                 await self.say(session, f"{session}: {text}")
+                await fault("replay")  # after the first turn replayed
 
     @property
     def store(self) -> Path | None:
@@ -302,6 +305,16 @@ class Rewind:
         event = self.cancelled.get(params["sessionId"])
         if event is not None and "deaf" not in self.flags:
             event.set()
+
+
+async def fault(at: str) -> None:
+    """$FAKE_FAULT ``crash:AT`` exits the agent at ``at`` (a method, before it is
+    answered, or ``replay``: one turn into a replay), ``hang:AT`` never goes on."""
+    match os.environ.get("FAKE_FAULT", "").split(":", 1):
+        case ["crash", where] if where == at:
+            os._exit(2)
+        case ["hang", where] if where == at:
+            await anyio.sleep_forever()
 
 
 SCENARIOS = tuple(
