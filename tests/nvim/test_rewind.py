@@ -582,6 +582,31 @@ def test_the_end_of_a_turn_left_behind_is_told_when_its_branch_is_shown_again(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_asks_nothing_through_the_editors_mcp_server(
+    editor: Editor, version: int
+) -> None:
+    """The rewind left the held turn of s1 to the agent; going on with it, the agent ran
+    a command with the editor's MCP tool, over the server offered with s1: the chat,
+    on s2 by then, asked the user to allow it there (the server knew the chat, not the
+    session), the agent's turn waited on that prompt, and the switch back to s1's
+    branch ended it there as a stray failed call."""
+    os.mkfifo(editor.tmp / "project" / "release")
+    calls_file = rewind_past_a_turn_the_agent_goes_on_with(
+        editor, "rewind+deaf+release+mcp", version
+    )
+    release(editor)
+    turn(editor, "after", 3)  # s2: the agent answers once it is done with s1's turn
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "has ended it now")  # s1's turn ended: nothing waited on the user
+    text = editor.transcript_text()
+    assert "Run `true`" not in text and "`other` · failed" not in text  # nor its stray end
+    [result] = calls(calls_file, "mcp")
+    assert result["isError"] is True
+    assert "cancelled" in result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_branch_switch_during_a_turn_cancels_it_and_says_so(
     editor: Editor, version: int
 ) -> None:
