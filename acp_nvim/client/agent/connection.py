@@ -460,6 +460,7 @@ class AgentConnection:
                 # restarted), not refused.
                 await self.mcp.forget(chat)
             self.detach(chat)
+            self.turns.release(chat)
             await self.terminals.end_session(chat)
         finally:
             assert self._tasks is not None  # only a started agent's chats are released
