@@ -32,9 +32,6 @@ local function seen(chat, shown)
   for i, text in ipairs(chat.unshown) do
     if shows(shown, text) then
       table.remove(chat.unshown, i)
-      if not chat.unshown[1] then
-        chat.earlier_prompts = nil
-      end
       return
     end
   end
@@ -57,6 +54,9 @@ function M.render(chat, ops)
         seen(chat, text)
       end
     end
+  end
+  if not chat.unshown[1] then -- (not before: the batch's later ops still look them up)
+    chat.earlier_prompts = nil
   end
 end
 
