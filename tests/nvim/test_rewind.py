@@ -1490,6 +1490,20 @@ def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
     assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
 
 
+def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:
+    """A v2 agent replays a user message that carried a file: the transcript names it
+    on its Attached line, and :AcpEdit of that turn put that line in the input, to be
+    sent as words of the prompt."""
+    start(editor, "rewind+resume+load+attach", 2)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    wait_text(editor, "s9: two")
+    assert "one\n\n*Attached: a.py*" in editor.transcript_text()
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)") == ["one"]
+
+
 def leave_a_turn_to_the_agent(editor: Editor, scenario: str, version: int) -> Path:
     """Turn 1, then a held turn 2 cancelled, which the ``scenario`` agent never
     ends: it ends here, left to the agent. The agent's calls file."""

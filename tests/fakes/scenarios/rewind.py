@@ -48,7 +48,8 @@ class Rewind:
     ``mcp``, it first runs ``true`` with the editor's MCP tool ``run_command``, over the
     stdio server offered with that session, and records the result as ``mcp``), ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
-    by replaying two turns (``one``, ``two``) with message ids.
+    by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
+    only: ``one`` a whole ``user_message`` carrying a link to ``a.py``).
     """
 
     def __init__(
@@ -137,7 +138,14 @@ class Rewind:
         if "load" in self.flags and session not in self.turns:
             for n, text in enumerate(("one", "two"), 1):
                 self.turns[session] = n
-                await self.say(session, text, "user_message_chunk")
+                if "attach" in self.flags and n == 1:  # a v2 user_message with a file
+                    link = {"type": "resource_link", "name": "a.py",
+                            "uri": "file://" + os.path.join(self.cwd[session], "a.py")}
+                    content = [{"type": "text", "text": text}, link]
+                    await self.update(session, {"sessionUpdate": "user_message",
+                                                "messageId": f"{session}-u{n}", "content": content})  # fmt: skip
+                else:
+                    await self.say(session, text, "user_message_chunk")
                 await self.say(session, f"{session}: {text}")
 
     @property
@@ -331,5 +339,5 @@ SCENARIOS = tuple(
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
                  "rewind+deaf+release", "rewind+deaf+release+mcp",
-                 "rewind+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
+                 "rewind+resume+load", "rewind+resume+load+attach", "rewind+deaf+steer", "rewind+deaf+resume")
 )
