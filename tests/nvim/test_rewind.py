@@ -485,10 +485,9 @@ def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -
     assert "holding" not in editor.transcript_text()
 
 
-def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, version: int) -> Path:
-    """Turn 1, then a held turn 2 rewound to before it: the agent of ``scenario``
-    never acts on the cancel, and the chat goes on in session s2. The agent's calls
-    file."""
+def hold_a_turn(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then turn 2 held by the ``scenario`` agent (``hold``), with 0.5 s for
+    the agent to end a turn after a cancel. The agent's calls file."""
     calls_file = editor.tmp / "calls.jsonl"
     agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
     editor.setup(
@@ -499,6 +498,14 @@ def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, ver
     turn(editor, "alpha", 1)
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
+    return calls_file
+
+
+def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then a held turn 2 rewound to before it: the agent of ``scenario``
+    never acts on the cancel, and the chat goes on in session s2. The agent's calls
+    file."""
+    calls_file = hold_a_turn(editor, scenario, version)
     editor.lua("require('acp').rewind(2)")
     assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
     assert session_changed(editor, 2)["session_id"] == "s2"
@@ -1507,16 +1514,7 @@ def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) ->
 def leave_a_turn_to_the_agent(editor: Editor, scenario: str, version: int) -> Path:
     """Turn 1, then a held turn 2 cancelled, which the ``scenario`` agent never
     ends: it ends here, left to the agent. The agent's calls file."""
-    calls_file = editor.tmp / "calls.jsonl"
-    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
-    editor.setup(
-        agents={"fake": agent}, default_agent="fake", protocol_version=version,
-        timeouts={"cancel": 0.5},
-    )  # fmt: skip
-    editor.open_chat()
-    turn(editor, "alpha", 1)
-    editor.lua("require('acp').send('hold')")
-    wait_text(editor, "holding")
+    calls_file = hold_a_turn(editor, scenario, version)
     editor.lua("require('acp').cancel()")
     assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
     return calls_file
