@@ -12,7 +12,6 @@ from __future__ import annotations
 __all__ = ["ToolSession", "uri_path"]
 
 import os
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,18 +26,7 @@ from acp_nvim.client.services.files import file_name
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-
-
-def uri_path(uri: str) -> str | None:
-    """The path a ``file://`` URI of this machine names, decoded; None for any other.
-
-    Raises:
-        ValueError: ``uri`` cannot be parsed (``file://[::1/``).
-    """
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-        return None
-    return urllib.parse.unquote(parsed.path)
+from acp_nvim.client.session.workspace import uri_path
 
 
 class ToolSession(msgspec.Struct, eq=False):
