@@ -597,12 +597,9 @@ def test_a_turn_left_behind_asks_nothing_through_the_editors_mcp_server(
     on s2 by then, asked the user to allow it there (the server knew the chat, not the
     session), the agent's turn waited on that prompt, and the switch back to s1's
     branch ended it there as a stray failed call."""
-    os.mkfifo(editor.tmp / "project" / "release")
-    calls_file = rewind_past_a_turn_the_agent_goes_on_with(
-        editor, "rewind+deaf+release+mcp", version
-    )
-    release(editor)
-    turn(editor, "after", 3)  # s2: the agent answers once it is done with s1's turn
+    calls_file = rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+mcp", version)
+    # s2: the agent first goes on with s1's turn, its command, and ends it; then answers.
+    turn(editor, "after", 3)
     editor.lua(STUB_UI, 1)
     editor.nvim.command("AcpBranches")
     wait_text(editor, "has ended it now")  # s1's turn ended: nothing waited on the user

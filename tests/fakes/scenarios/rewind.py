@@ -44,9 +44,10 @@ class Rewind:
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
     block, as v2 agents acknowledge it, and v1 ones may), ``deaf`` records a cancel and
     never acts on it, ``release`` ends a held turn (`` done``) once the test opens the
-    named pipe ``release`` in the session's directory for writing and closes it (with
-    ``mcp``, it first runs ``true`` with the editor's MCP tool ``run_command``, over the
-    stdio server offered with that session, and records the result as ``mcp``), ``load``
+    named pipe ``release`` in the session's directory for writing and closes it, ``mcp``
+    has a held turn that goes on (``late``, ``release``) first run ``true`` with the
+    editor's MCP tool ``run_command``, over the stdio server offered with that session,
+    and record the result as ``mcp``, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
     by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
     only: ``one`` a whole ``user_message`` carrying a link to ``a.py``).
@@ -338,6 +339,6 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release", "rewind+deaf+release+mcp",
+                 "rewind+deaf+release", "rewind+deaf+late+mcp",
                  "rewind+resume+load", "rewind+resume+load+attach", "rewind+deaf+steer", "rewind+deaf+resume")
 )
