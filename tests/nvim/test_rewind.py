@@ -595,8 +595,7 @@ def test_a_turn_left_behind_asks_nothing_through_the_editors_mcp_server(
     """The rewind left the held turn of s1 to the agent; going on with it, the agent ran
     a command with the editor's MCP tool, over the server offered with s1: the chat,
     on s2 by then, asked the user to allow it there (the server knew the chat, not the
-    session), the agent's turn waited on that prompt, and the switch back to s1's
-    branch ended it there as a stray failed call."""
+    session), and the agent's turn waited on that prompt (so did s2's answer)."""
     calls_file = rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+mcp", version)
     # s2: the agent first goes on with s1's turn, its command, and ends it; then answers.
     turn(editor, "after", 3)
