@@ -128,7 +128,8 @@ class McpOffer(msgspec.Struct, eq=False):
             session.session_id = session_id
 
     async def forget(self, chat: Chat) -> None:
-        """The chat ended: the tokens and ids of its sessions stop working."""
+        """The chat left this agent (closed, or restarted): the tokens and ids of its
+        sessions stop working."""
         self._ids = {k: s for k, s in self._ids.items() if s.chat is not chat}
         self._unbound.pop(chat.id, None)
         for token in self._tokens.pop(chat.id, []):
