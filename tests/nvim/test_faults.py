@@ -471,6 +471,25 @@ def test_a_batch_showing_the_last_unshown_prompt_is_drawn_whole(editor: Editor) 
     assert "drawn" in editor.transcript_text()
 
 
+def test_a_prompt_and_its_acknowledgment_drawn_in_one_batch_are_drawn(editor: Editor) -> None:
+    """A busy Neovim gets a prompt's block and the agent's acknowledgment redrawing it
+    in one batch: once the first showed the prompt, the second failed in acp.chat.sent
+    (its earlier blocks were forgotten with the last prompt shown) and nothing of the
+    batch was drawn."""
+    status = editor.open_chat()
+    editor.lua(
+        "local pid = vim.fn.jobpid(require('acp.host').chan) vim.uv.kill(pid, 'sigstop')"
+        " require('acp').send('hello')"
+        " local block = { op = 'block', id = '#message:new', kind = 'user', lines = { '## You', 'hello' } }"
+        " local acked = vim.tbl_extend('force', block, { lines = { '## You', 'hello', '', '*Attached: a.py*' } })"
+        " require('acp.host').apply({ { kind = 'render', chat = ..., ops = { block, acked } } })"
+        " vim.uv.kill(pid, 'sigcont')",
+        status["chat"],
+    )
+    assert "*Attached: a.py*" in editor.transcript_text()
+    editor.wait_event("AcpTurnEnd")
+
+
 def test_a_prompt_sent_while_the_chat_starts_is_sent_once_ready(editor: Editor) -> None:
     editor.setup()
     editor.open_chat(ready=False)

@@ -409,6 +409,12 @@ def test_opencode_new_file_after_a_permission_is_created_and_rejectable(
     editor.setup(agents={"files": editor.fake_agent("files")}, permission_policy="allow_all")
     editor.open_chat("files")
     assert run(editor, [{"opencode": {"path": str(path), "content": "made = 1\n"}}]) == [{}]
+    created_and_rejected(editor, path)
+
+
+def created_and_rejected(editor: Editor, path: Path) -> None:
+    """``path`` is in the review as a file the agent created (``made = 1``); rejected,
+    it goes from the disk."""
     [file] = editor.lua("return require('acp').changes()")
     assert (file["path"], file["created"]) == (str(path), True)
     assert [h["preview"] for h in file["hunks"]] == [["+made = 1"]]
@@ -475,12 +481,7 @@ def test_gemini_new_file_probed_as_empty_is_created_and_rejectable(
     ]
     assert run(editor, steps)[0] == {"content": ""}
     assert path.read_text() == "made = 1\n"
-    [file] = editor.lua("return require('acp').changes()")
-    assert (file["path"], file["created"]) == (str(path), True)
-    assert [h["preview"] for h in file["hunks"]] == [["+made = 1"]]
-    editor.lua("require('acp').reject(...)", str(path))
-    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
-    assert not path.exists()
+    created_and_rejected(editor, path)
 
 
 @pytest.mark.parametrize("loaded", [True, False])

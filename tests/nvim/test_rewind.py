@@ -486,10 +486,9 @@ def test_a_rewind_during_a_turn_cancels_it_first(editor: Editor, version: int) -
     assert "holding" not in editor.transcript_text()
 
 
-def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, version: int) -> Path:
-    """Turn 1, then a held turn 2 rewound to before it: the agent of ``scenario``
-    never acts on the cancel, and the chat goes on in session s2. The agent's calls
-    file."""
+def hold_a_turn(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then turn 2 held by the ``scenario`` agent (``hold``), with 0.5 s for
+    the agent to end a turn after a cancel. The agent's calls file."""
     calls_file = editor.tmp / "calls.jsonl"
     agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
     editor.setup(
@@ -500,6 +499,14 @@ def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, ver
     turn(editor, "alpha", 1)
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
+    return calls_file
+
+
+def rewind_past_a_turn_the_agent_goes_on_with(editor: Editor, scenario: str, version: int) -> Path:
+    """Turn 1, then a held turn 2 rewound to before it: the agent of ``scenario``
+    never acts on the cancel, and the chat goes on in session s2. The agent's calls
+    file."""
+    calls_file = hold_a_turn(editor, scenario, version)
     editor.lua("require('acp').rewind(2)")
     assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
     assert session_changed(editor, 2)["session_id"] == "s2"
@@ -580,6 +587,27 @@ def test_the_end_of_a_turn_left_behind_is_told_when_its_branch_is_shown_again(
     editor.nvim.command("AcpBranches")
     wait_text(editor, "has ended it now")
     assert "done" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_turn_left_behind_asks_nothing_through_the_editors_mcp_server(
+    editor: Editor, version: int
+) -> None:
+    """The rewind left the held turn of s1 to the agent; going on with it, the agent ran
+    a command with the editor's MCP tool, over the server offered with s1: the chat,
+    on s2 by then, asked the user to allow it there (the server knew the chat, not the
+    session), and the agent's turn waited on that prompt (so did s2's answer)."""
+    calls_file = rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+mcp", version)
+    # s2: the agent first goes on with s1's turn, its command, and ends it; then answers.
+    turn(editor, "after", 3)
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "has ended it now")  # s1's turn ended: nothing waited on the user
+    text = editor.transcript_text()
+    assert "Run `true`" not in text and "`other` · failed" not in text  # nor its stray end
+    [result] = calls(calls_file, "mcp")
+    assert result["isError"] is True
+    assert "cancelled" in result["content"][0]["text"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -1466,19 +1494,24 @@ def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
     assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
 
 
+def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:
+    """A v2 agent replays a user message that carried a file: the transcript names it
+    on its Attached line, and :AcpEdit of that turn put that line in the input, to be
+    sent as words of the prompt."""
+    start(editor, "rewind+resume+load+attach", 2)
+    editor.nvim.command("AcpResume s9")
+    session_changed(editor, 2)
+    wait_text(editor, "s9: two")
+    assert "one\n\n*Attached: a.py*" in editor.transcript_text()
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)") == ["one"]
+
+
 def leave_a_turn_to_the_agent(editor: Editor, scenario: str, version: int) -> Path:
     """Turn 1, then a held turn 2 cancelled, which the ``scenario`` agent never
     ends: it ends here, left to the agent. The agent's calls file."""
-    calls_file = editor.tmp / "calls.jsonl"
-    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": {"FAKE_CALLS": str(calls_file)}}
-    editor.setup(
-        agents={"fake": agent}, default_agent="fake", protocol_version=version,
-        timeouts={"cancel": 0.5},
-    )  # fmt: skip
-    editor.open_chat()
-    turn(editor, "alpha", 1)
-    editor.lua("require('acp').send('hold')")
-    wait_text(editor, "holding")
+    calls_file = hold_a_turn(editor, scenario, version)
     editor.lua("require('acp').cancel()")
     assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "cancelled"
     return calls_file

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -161,6 +162,46 @@ async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> Non
         # No collection here: closing collects the cycles a chat is held in.
         assert [chat() for chat in chats] == [None, None]
         await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_chat_closed_while_its_cancelled_turn_runs_on_is_freed(
+    tmp_path: Path, version: int
+) -> None:
+    """A rewind left a cancelled turn to the agent (it did not end it within
+    timeouts.cancel), and the chat, gone on in another session, was closed meanwhile;
+    the agent, kept by another chat, then ended that turn: the chat was held as one to
+    tell of that end when it shows that session again, which a closed chat never
+    does, for as long as the Neovim ran."""
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "rewind+deaf+late"],
+             "env": {"FAKE_CALLS": str(tmp_path / "calls.jsonl")}}  # fmt: skip
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"fake": agent}, "protocol_version": version,
+                   "timeouts": {"cancel": 0.2}})  # fmt: skip
+        project = tmp_path / "project"  # not where the agent writes its calls
+        project.mkdir()
+        for chat_id in (1, 2):
+            await app.open(chat_id, "fake", str(project))
+        await app.send(1, "alpha")
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: "holding" in str(editor.transcript(1)))
+        await app.rewind(1, 2)  # cancels the held turn, left to the agent; on in s3
+        assert app.chats[1].session.session_id == "s3"
+        chat = weakref.ref(app.chats[1])
+        await app.close(1)
+        await app.send(2, "after")  # the agent first ends the held turn of chat 1's session
+
+        def freed() -> bool:
+            gc.collect()
+            return chat() is None
+
+        try:
+            await wait_for(freed)
+        finally:
+            await app.shutdown()
         tasks.cancel_scope.cancel()
 
 

@@ -59,7 +59,8 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
         assert isinstance(nvim, StdioServer) and nvim.name == "nvim"
         assert nvim.args == ["-m", "acp_nvim.mcp"]
         assert nvim.env["ACP_NVIM_MCP_SOCKET"] == socket.path
-        assert again[0] == nvim  # one token per chat
+        # A token per session: a turn of one the chat left is known by it.
+        assert again[0].env["ACP_NVIM_MCP_TOKEN"] != nvim.env["ACP_NVIM_MCP_TOKEN"]
         assert files == StdioServer("files", "/usr/bin/ls", ["-l"], {"A": "1"})
         # Said once, in the chat and as a warning.
         warned = [m for level, m in editor.notices if level == "warn"]

@@ -276,6 +276,22 @@ async def test_a_users_message_names_what_it_carries(raw_peer, serving, chunked:
     ]  # fmt: skip
 
 
+async def test_a_users_message_with_a_file_uri_that_does_not_parse_is_shown(
+    raw_peer, serving
+) -> None:
+    """A replayed message linking ``file://[::1/a.py`` (no URI: urlparse raises): the
+    label failed the whole update, and the message was never drawn."""
+    client = Client(raw_peer)
+    link = {"type": "resource_link", "uri": "file://[::1/a.py", "name": "a.py"}
+    content = [{"type": "text", "text": "look"}, link]
+    async with serving(client.conn):
+        await client.send(
+            update({"sessionUpdate": "user_message", "messageId": "u-old", "content": content})
+        )
+        await client.barrier()
+    assert client.blocks()["#message:u-old"] == ["## You", "look", "", "*Attached: a.py*"]
+
+
 async def test_a_left_sessions_updates_leave_room_for_a_new_ones(raw_peer, serving) -> None:
     """A session a chat left (a rewind) still streams while the next is created: its
     updates were held with the new session's until it was made, then dropped, and a

@@ -244,8 +244,7 @@ class AgentConnection:
         """
         sessions = self._sessions()
         session_id = await self._call(sessions.new_session(chat), "creating a session")
-        self.opened.add(session_id)
-        chat.ready(session_id, sessions.version, sessions.agent_title, created=True)
+        self._opened(chat, sessions, session_id, created=True)
 
     @property
     def can_fork(self) -> bool:
@@ -277,8 +276,7 @@ class AgentConnection:
         sessions = self._sessions()
         fork = sessions.fork(chat, session_id, at_message)
         new_id = await self._call(fork, "forking a session")
-        self.opened.add(new_id)
-        chat.ready(new_id, sessions.version, sessions.agent_title, created=True)
+        self._opened(chat, sessions, new_id, created=True)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment] = ()) -> bool:
         """Put a message into ``chat``'s running turn; whether the agent took it.
@@ -299,11 +297,18 @@ class AgentConnection:
         sessions = self._sessions()
         since = len(chat.session.items)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
-        self.opened.add(session_id)
         self.resumed.add(session_id)
-        chat.ready(session_id, sessions.version, sessions.agent_title, resumed=True)
+        self._opened(chat, sessions, session_id, resumed=True)
         if replay:  # its history as turns to go back to
             replayed(chat, since, self.serial)
+
+    def _opened(self, chat: Chat, sessions: Sessions, session_id: str, **how: bool) -> None:
+        """The agent answered with ``chat``'s session ``session_id``, ``created`` (new,
+        forked) or ``resumed``: the chat is ready in it, the MCP servers offered serve it."""
+        self.opened.add(session_id)
+        if self.mcp is not None:
+            self.mcp.bind(chat, session_id)
+        chat.ready(session_id, sessions.version, sessions.agent_title, **how)
 
     def attach(self, chat: Chat, session_id: str) -> None:
         """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still
@@ -454,6 +459,7 @@ class AgentConnection:
                 # restarted), not refused.
                 await self.mcp.forget(chat)
             self.detach(chat)
+            self.turns.release(chat)
             await self.terminals.end_session(chat)
         finally:
             assert self._tasks is not None  # only a started agent's chats are released

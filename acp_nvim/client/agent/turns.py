@@ -234,6 +234,16 @@ class Turns:
             self._untold[session_id] = chat
             self.shown(chat)
 
+    def release(self, chat: Chat) -> None:
+        """``chat`` leaves this agent (closed, or restarted apart from it): nothing is
+        kept to mute or tell it of the turns left to the agent, which it never shows
+        again here."""
+        for session_id, (left, _) in list(self._left.items()):
+            if left is chat:
+                del self._left[session_id]
+                chat.unshown.discard(session_id)
+        self._untold = {key: told for key, told in self._untold.items() if told is not chat}
+
     def shown(self, chat: Chat) -> None:
         """``chat`` shows its session (again): where the agent has ended a turn of it
         that was left to it since, the chat says that it did, and that what it did

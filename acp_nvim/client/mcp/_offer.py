@@ -83,8 +83,10 @@ class McpOffer(msgspec.Struct, eq=False):
     servers: dict[str, McpServerOptions] = msgspec.field(default_factory=dict)
     # Told when buffers come and go (MCP-over-ACP connections).
     listeners: list[Callable[[], Awaitable[None]]] = msgspec.field(default_factory=list)
-    _tokens: dict[int, str] = msgspec.field(default_factory=dict)  # by chat id
+    _tokens: dict[int, list[str]] = msgspec.field(default_factory=dict)  # by chat id
     _ids: dict[str, ToolSession] = msgspec.field(default_factory=dict)  # MCP-over-ACP ids
+    # By chat id: the tool sessions offered with a session the agent has not named yet.
+    _unbound: dict[int, list[ToolSession]] = msgspec.field(default_factory=dict)
     _reported: set[str] = msgspec.field(default_factory=set)
 
     def __repr__(self) -> str:
@@ -119,11 +121,18 @@ class McpOffer(msgspec.Struct, eq=False):
         """The session an MCP-over-ACP ``mcp/connect`` names."""
         return self._ids.get(server_id)
 
+    def bind(self, chat: Chat, session_id: str) -> None:
+        """The agent named ``chat``'s session it was just offered servers with (new,
+        forked or resumed): ``session_id``; they serve that session."""
+        for session in self._unbound.pop(chat.id, []):
+            session.session_id = session_id
+
     async def forget(self, chat: Chat) -> None:
-        """The chat's session ended: its token and ids stop working."""
+        """The chat left this agent (closed, or restarted): the tokens and ids of its
+        sessions stop working."""
         self._ids = {k: s for k, s in self._ids.items() if s.chat is not chat}
-        token = self._tokens.pop(chat.id, None)
-        if token is not None:
+        self._unbound.pop(chat.id, None)
+        for token in self._tokens.pop(chat.id, []):
             await (await self.socket()).remove(token)
 
     def _tool_session(self, chat: Chat) -> ToolSession:
@@ -137,17 +146,20 @@ class McpOffer(msgspec.Struct, eq=False):
         )
 
     async def _editor_server(self, chat: Chat, takes: set[str]) -> ServerSpec | None:
-        if "acp" in takes:
-            server_id = str(uuid.uuid4())
-            self._ids[server_id] = self._tool_session(chat)
-            return AcpServer(EDITOR_SERVER, server_id)
-        if "stdio" not in takes:
+        """The editor's server for one session of ``chat``: an id or token of its own,
+        so a turn of a session the chat has left is known by it (:attr:`ToolSession.muted`)."""
+        if "acp" not in takes and "stdio" not in takes:
             self._report(chat, EDITOR_SERVER, "it takes no stdio MCP servers")
             return None
+        session = self._tool_session(chat)
+        self._unbound.setdefault(chat.id, []).append(session)
+        if "acp" in takes:
+            server_id = str(uuid.uuid4())
+            self._ids[server_id] = session
+            return AcpServer(EDITOR_SERVER, server_id)
         socket = await self.socket()
-        token = self._tokens.get(chat.id)
-        if token is None:
-            token = self._tokens[chat.id] = socket.add(self._tool_session(chat))
+        token = socket.add(session)
+        self._tokens.setdefault(chat.id, []).append(token)
         command, args, env = shim_launch()
         return StdioServer(EDITOR_SERVER, command, args, {**env, **socket.launch_env(token)})
 

@@ -1,7 +1,8 @@
 """What the editor's MCP tools reach for one chat: its review, terminals, permissions.
 
-One :class:`ToolSession` per chat whose agent was offered the editor server; the
-transports find it by the token (stdio shim) or id (MCP-over-ACP) the agent got.
+One :class:`ToolSession` per session of a chat whose agent was offered the editor
+server; the transports find it by the token (stdio shim) or id (MCP-over-ACP) the
+agent got with that session.
 Paths are the agent's: absolute, or relative to the chat's directory; reads and
 writes inside its workspace roots are not asked (``services.access``).
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 __all__ = ["ToolSession", "uri_path"]
 
 import os
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,25 +26,15 @@ from acp_nvim.client.services.files import file_name
 from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
-
-
-def uri_path(uri: str) -> str | None:
-    """The path a ``file://`` URI of this machine names, decoded; None for any other.
-
-    Raises:
-        ValueError: ``uri`` cannot be parsed (``file://[::1/``).
-    """
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-        return None
-    return urllib.parse.unquote(parsed.path)
+from acp_nvim.client.session.workspace import uri_path
 
 
 class ToolSession(msgspec.Struct, eq=False):
-    """The services one chat's editor tools use.
+    """The services one chat's editor tools use, for one of its sessions.
 
     ``reviews`` is the app's live mapping of chat id to review; ``tools`` the
-    tool names offered; ``lsp_timeout`` reads ``timeouts.lsp`` when asked.
+    tool names offered; ``lsp_timeout`` reads ``timeouts.lsp`` when asked;
+    ``session_id`` the agent's session it was offered with, once the agent named it.
     """
 
     chat: Chat
@@ -55,9 +45,17 @@ class ToolSession(msgspec.Struct, eq=False):
     lsp_timeout: Callable[[], float]
     # Absolute path -> the lock of the edit or write of it under way (see editing()).
     _editing: dict[str, anyio.Lock] = msgspec.field(default_factory=dict)
+    session_id: str | None = None
 
     def __repr__(self) -> str:
         return f"<ToolSession chat {self.chat.id} {self.chat.agent}, {len(self.tools)} tools>"
+
+    @property
+    def muted(self) -> bool:
+        """Whether its session's turn ended here while the agent goes on with it
+        (``Chat.unshown``): that turn's tool calls are neither shown nor asked about,
+        whichever session the chat is on."""
+        return self.session_id is not None and self.session_id in self.chat.unshown
 
     @property
     def editor(self) -> Editor:

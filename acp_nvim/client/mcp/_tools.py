@@ -515,6 +515,8 @@ def describe(name: str, version: str) -> dict[str, Any]:
 async def call(session: ToolSession, name: str, arguments: dict[str, Any]) -> Result:
     """Run tool ``name``; what goes wrong is told in an ``isError`` result."""
     tool = TOOLS[name]
+    if session.muted:  # as the turn's terminal/create and permission requests are
+        return _error("The turn was cancelled: it runs no more tools.")
     try:
         args = tool.model.model_validate(arguments)
     except ValidationError as err:

@@ -205,7 +205,7 @@ class Branches:
             kind, key = session.items[start]
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "user":
-                prompt = Prompt(message.text)
+                prompt = Prompt(message.words)  # what the user typed, edited as typed
                 turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
                 self.begin(turns[-1])
         return turns

@@ -238,11 +238,17 @@ class Message(msgspec.Struct):
     named_by_user: bool = False
 
     @property
-    def text(self) -> str:
-        text = "".join([*self._runs, *self._chunks])
-        self._runs[:] = [text]
+    def words(self) -> str:
+        """Its text without the line naming what it carried (``attached``)."""
+        words = "".join([*self._runs, *self._chunks])
+        self._runs[:] = [words]
         self._chunks.clear()
-        return text + "\n\n" + attached_line(self.attached) if self.attached else text
+        return words
+
+    @property
+    def text(self) -> str:
+        words = self.words
+        return words + "\n\n" + attached_line(self.attached) if self.attached else words
 
     @text.setter
     def text(self, text: str) -> None:

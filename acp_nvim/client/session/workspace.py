@@ -10,7 +10,7 @@ status). Plain data: the git work of a worktree is ``services.worktrees``.
 
 from __future__ import annotations
 
-__all__ = ["KeptWorktree", "Workspace", "Worktree", "file_label", "shown_path"]
+__all__ = ["KeptWorktree", "Workspace", "Worktree", "file_label", "shown_path", "uri_path"]
 
 import os
 import re
@@ -37,14 +37,29 @@ def shown_path(path: str, cwd: str) -> str:
 _LINES = re.compile(r"L(\d+)-L(\d+)")
 
 
-def file_label(uri: str, cwd: str) -> str | None:
-    """How a ``file://`` URI is named to the user (``a.py``, ``a.py:10-20``); None for
-    any other URI."""
+def uri_path(uri: str) -> str | None:
+    """The path a ``file://`` URI of this machine names, decoded; None for any other.
+
+    Raises:
+        ValueError: ``uri`` cannot be parsed (``file://[::1/``).
+    """
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return None
-    label = shown_path(urllib.parse.unquote(parsed.path), cwd)
-    lines = _LINES.fullmatch(parsed.fragment)
+    return urllib.parse.unquote(parsed.path)
+
+
+def file_label(uri: str, cwd: str) -> str | None:
+    """How a ``file://`` URI is named to the user (``a.py``, ``a.py:10-20``); None for
+    any other URI, or none at all (an agent's ``file://[::1/``)."""
+    try:
+        path = uri_path(uri)
+    except ValueError:
+        return None
+    if path is None:
+        return None
+    lines = _LINES.fullmatch(urllib.parse.urlparse(uri).fragment)
+    label = shown_path(path, cwd)
     return f"{label}:{lines[1]}-{lines[2]}" if lines else label
 
 

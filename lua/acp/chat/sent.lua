@@ -32,9 +32,6 @@ local function seen(chat, shown)
   for i, text in ipairs(chat.unshown) do
     if shows(shown, text) then
       table.remove(chat.unshown, i)
-      if not chat.unshown[1] then
-        chat.earlier_prompts = nil
-      end
       return
     end
   end
@@ -44,10 +41,10 @@ end
 ---@param chat acp.Chat
 ---@param ops table[]
 function M.render(chat, ops)
+  if not (chat.unshown and chat.unshown[1]) then
+    return
+  end
   for _, op in ipairs(ops) do
-    if not (chat.unshown and chat.unshown[1]) then
-      return -- all shown (the rest of the batch may draw their blocks again)
-    end
     if op.op == "block" and op.kind == "user" and not chat.earlier_prompts[op.id] then
       seen(chat, table.concat(op.lines, "\n", 2)) -- after the "## You" header
     elseif op.op == "input" then
@@ -57,6 +54,9 @@ function M.render(chat, ops)
         seen(chat, text)
       end
     end
+  end
+  if not chat.unshown[1] then -- (not before: the batch's later ops still look them up)
+    chat.earlier_prompts = nil
   end
 end
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from acp_nvim.protocol import Connection, RequestError
 from tests.fakes.handshake import Params, Scenario
 
@@ -43,10 +44,14 @@ class Rewind:
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
     block, as v2 agents acknowledge it, and v1 ones may), ``deaf`` records a cancel and
     never acts on it, ``release`` ends a held turn (`` done``) once the test opens the
-    named pipe ``release`` in the session's directory for writing and closes it, ``load``
+    named pipe ``release`` in the session's directory for writing and closes it, ``mcp``
+    has a held turn that goes on (``late``, ``release``) first run ``true`` with the
+    editor's MCP tool ``run_command``, over the stdio server offered with that session,
+    and record the result as ``mcp``, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
-    by replaying two turns (``one``, ``two``) with message ids. $FAKE_FAULT makes it
-    crash or hang at a request (:func:`fault`).
+    by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
+    only: ``one`` a whole ``user_message`` carrying a link to ``a.py``). $FAKE_FAULT
+    makes it crash or hang at a request (:func:`fault`).
     """
 
     def __init__(
@@ -68,6 +73,7 @@ class Rewind:
         self.cancelled: dict[str, anyio.Event] = {}
         self.held_ended: dict[str, anyio.Event] = {}  # "deaf+late": set once that turn ended
         self.sessions = 0
+        self.servers: dict[str, list[Params]] = {}  # the MCP servers offered, by session
         self.client: Params = {}
         connection.on_request("initialize", dict, self.initialize)
         for method, handler in (("session/new", self.new_session), ("session/fork", self.fork),
@@ -95,7 +101,8 @@ class Rewind:
         sessions: Params = {"fork": {}, **({"resume": {}} if "resume" in self.flags else {})}
         if self.version == 2:
             prompt = {k: {} for k in prompt}
-            caps: Params = {"session": {**sessions, "prompt": prompt}, "_meta": meta}
+            mcp: Params = {"mcp": {"stdio": {}}} if "mcp" in self.flags else {}
+            caps: Params = {"session": {**sessions, "prompt": prompt, **mcp}, "_meta": meta}
             return {**result, "protocolVersion": 2, "info": {"name": "fake", "version": "0"},
                     "capabilities": caps}
         v1_caps: Params = {"sessionCapabilities": sessions, "promptCapabilities": prompt,
@@ -110,7 +117,9 @@ class Rewind:
         return session
 
     async def new_session(self, params: Params) -> Params:
-        return {"sessionId": self.open(params["cwd"])}
+        session = self.open(params["cwd"])
+        self.servers[session] = params.get("mcpServers") or []
+        return {"sessionId": session}
 
     async def resume(self, params: Params) -> Params:
         session = params["sessionId"]
@@ -132,7 +141,14 @@ class Rewind:
         if "load" in self.flags and session not in self.turns:
             for n, text in enumerate(("one", "two"), 1):
                 self.turns[session] = n
-                await self.say(session, text, "user_message_chunk")
+                if "attach" in self.flags and n == 1:  # a v2 user_message with a file
+                    link = {"type": "resource_link", "name": "a.py",
+                            "uri": "file://" + os.path.join(self.cwd[session], "a.py")}
+                    content = [{"type": "text", "text": text}, link]
+                    await self.update(session, {"sessionUpdate": "user_message",
+                                                "messageId": f"{session}-u{n}", "content": content})  # fmt: skip
+                else:
+                    await self.say(session, text, "user_message_chunk")
                 await self.say(session, f"{session}: {text}")
                 await fault("replay")  # after the first turn replayed
 
@@ -145,6 +161,7 @@ class Rewind:
         if "nofork" in self.flags:
             raise RequestError(-32603, "Internal error: fork failed")
         session = self.open(params["cwd"])
+        self.servers[session] = params.get("mcpServers") or []
         self.turns[session] = self.turns.get(params["sessionId"], 0)
         point = params.get("_meta", {}).get("jetbrains", {}).get("air", {}).get("fork")
         if point is not None and "plain" not in self.flags:  # up to message ``sN-mK`` / ``sN-uK``
@@ -221,6 +238,8 @@ class Rewind:
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
             elif session not in self.steering:  # "late": the turn ended first
+                if "mcp" in self.flags:
+                    await self.run_true(session)
                 await self.say(session, " done")
             elif text == "hold code":
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
@@ -251,6 +270,17 @@ class Rewind:
         pipe = os.path.join(self.cwd[session], "release")
         await anyio.to_thread.run_sync(lambda: open(pipe, "rb").read(), abandon_on_cancel=True)  # noqa: SIM115
         group.cancel_scope.cancel()
+
+    async def run_true(self, session: str) -> None:
+        """``mcp``: run ``true`` with the editor's ``run_command`` over the server offered
+        with ``session``; the result goes to $FAKE_CALLS as ``["mcp", result]``."""
+        server = editor_server(self.servers[session])
+        assert server is not None, "no editor MCP server offered"
+        async with mcp_session(server) as mcp:
+            call = {"name": "run_command", "arguments": {"command": "true"}}
+            result = await mcp.request("tools/call", call, dict)
+        with open(os.environ["FAKE_CALLS"], "a") as f:
+            f.write(json.dumps(["mcp", result]) + "\n")
 
     async def ask(self, session: str) -> None:
         """Ask to delete notes; say the answer at once (a fast agent), then what was
@@ -322,6 +352,6 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release",
-                 "rewind+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
+                 "rewind+deaf+release", "rewind+deaf+late+mcp",
+                 "rewind+resume+load", "rewind+resume+load+attach", "rewind+deaf+steer", "rewind+deaf+resume")
 )
