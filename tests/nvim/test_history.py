@@ -777,6 +777,24 @@ def test_forget_and_rename(editor: Editor) -> None:
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 
 
+def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) -> None:
+    """`history({limit = 0})` listed 50 chats, and a search of only an emoji (or
+    punctuation) every chat, each with an empty snippet."""
+    a_kept_chat(editor)
+    assert editor.lua(HISTORY, {"limit": 0}) == []
+    assert len(editor.lua(HISTORY, {"limit": 1})) == 1
+    for call, said in {
+        "{limit = -1}": "acp: history: opts.limit: expected 0 or more, got -1",
+        "{query = '🦓'}": "acp: history: '🦓' holds no word to look for (letters or digits)",
+        "{query = '?!'}": "acp: history: '?!' holds no word to look for (letters or digits)",
+    }.items():
+        raised = editor.lua(f"return select(2, pcall(require('acp').history, {call}))")
+        assert raised == said, call
+    editor.lua("_G.acp_notices = {}; pcall(vim.cmd, 'AcpHistory ...')")
+    said = "acp: history: '...' holds no word to look for (letters or digits)"
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said]
+
+
 def test_history_off_keeps_nothing(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept", history={"enabled": False})
     editor.open_chat()
