@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from acp_nvim.client.history import Store
 from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
@@ -705,6 +706,23 @@ def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
     assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra", "keep me"]
 
 
+def test_a_chat_never_prompted_is_not_kept(editor: Editor) -> None:
+    """A chat opened and left (or closed) without a prompt stayed in :AcpHistory as
+    "chat 1", 0 turns: empty chats piled up. Named, it is kept with its first turn."""
+    editor.setup()
+    editor.open_chat()  # chat 1: never prompted, closed
+    editor.nvim.command("AcpClose")
+    editor.wait("#require('acp').chats() == 0", what="chat 1 closed")
+    editor.nvim.command("AcpChat")  # chat 2: never prompted, left open
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.nvim.command("AcpChat!")  # chat 3: named, then prompted
+    editor.wait_event("AcpSessionReady", count=3)
+    editor.lua("require('acp.host').notify('rename', {chat = 3, name = 'Zoo'})")
+    send(editor, "hello zebra", 1)
+    kept(editor, "zebra")  # written after chats 1 and 2 would have been
+    assert [(e["title"], e["turns"]) for e in editor.lua(HISTORY)] == [("Zoo", 1)]
+
+
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     """:AcpExport notes.md wrote over the user's notes.md without a word."""
     a_kept_chat(editor)
@@ -1185,7 +1203,7 @@ def test_regenerate_in_a_reopened_chat_before_its_agent_starts(
 
 def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> None:
     """A chat without a turn has nothing to regenerate: started, or reopened before its
-    agent starts."""
+    agent starts (one an earlier acp.nvim kept before its first prompt)."""
     said = (
         "vim.iter(_G.acp_notices):any(function(n)"
         " return n.msg == 'acp: no prompt to regenerate in this chat' end)"
@@ -1195,6 +1213,12 @@ def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> No
     editor.wait("require('acp').status().state == 'ready'")
     editor.nvim.command("AcpRegenerate")
     editor.wait(said)
+    path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    store = Store(str(path))
+    try:
+        store.new_chat("fake", str(editor.tmp / "project"))
+    finally:
+        store.close()
     editor.wait("#require('acp').history({}) == 1", what="the chat kept")
     [entry] = editor.lua(HISTORY, {})
     other, _ = reopened_elsewhere(editor, entry, "kept")
