@@ -471,7 +471,7 @@ class History:
                 "cwd": hit.chat.cwd,
                 "created_at": hit.chat.created_at,
                 "updated_at": hit.chat.updated_at,
-                "turns": hit.chat.turns,
+                "turns": _turns_shown(hit.chat),
                 "snippet": hit.snippet,
             }
             for hit in hits
@@ -488,6 +488,15 @@ class History:
         row, blocks = found
         _, shown = branches_of(row.branches, blocks)
         return markdown(row, in_view(shown, blocks))
+
+
+def _turns_shown(chat: ChatRow) -> int:
+    """The turns of the branch a stored chat shows (what reopening or exporting it
+    reads); ``ChatRow.turns`` counts every branch's, the next turn's number."""
+    if chat.branches is None:  # no turn yet, or kept before branches were
+        return chat.turns
+    _, shown = branches_of(chat.branches, [])
+    return len(shown.nodes)
 
 
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:
