@@ -723,6 +723,17 @@ def test_a_chat_never_prompted_is_not_kept(editor: Editor) -> None:
     assert [(e["title"], e["turns"]) for e in editor.lua(HISTORY)] == [("Zoo", 1)]
 
 
+def test_a_stored_chat_open_here_is_exported_with_the_turn_just_ended(editor: Editor) -> None:
+    """Exported from the history (`{history = id}`) as its turn ended, a chat open
+    here lacked that turn: the file was read, written up to half a second later."""
+    entry = a_kept_chat(editor)
+    editor.lua("require('acp').send('hello giraffe')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+    exported = "\n".join(editor.nvim.buffers[buf][:])
+    assert "hello zebra" in exported and "hello giraffe" in exported
+
+
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     """:AcpExport notes.md wrote over the user's notes.md without a word."""
     a_kept_chat(editor)

@@ -354,15 +354,27 @@ class History:
         no such chat). The live chat's blocks are taken here, on the loop that owns
         them; the Markdown is made in a thread: a long chat's (~0.4 s for 100k lines
         of tool calls with diffs) would hold the loop and every chat's stream.
-        Raises StoreError."""
+        A stored chat open here is made from the live chat: its file lags its last
+        changes by up to half a second (a turn just ended). Raises StoreError."""
         from acp_nvim.client.history._blocks import markdown
 
         if history_id is not None:
-            return await anyio.to_thread.run_sync(self.export, history_id)
-        record = self._records.get(chat_id) if chat_id is not None else None
+            record = self._open_as(history_id)
+            if record is None:
+                return await anyio.to_thread.run_sync(self.export, history_id)
+        else:
+            record = self._records.get(chat_id) if chat_id is not None else None
         if record is None:
             return None
         return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
+
+    def _open_as(self, history_id: int) -> ChatRecord | None:
+        """The record of the chat open here that is kept as ``history_id``."""
+        for record in self._records.values():
+            target = record.target
+            if target is not None and target.id == history_id and not target.forgotten:
+                return record
+        return None
 
     def forget(self, history_id: int) -> None:
         """Delete a stored chat; a chat open here stops being kept, and says so."""
