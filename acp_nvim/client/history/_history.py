@@ -353,17 +353,14 @@ class History:
         """Stored chat ``history_id``, else live chat ``chat_id``, as Markdown (None:
         no such chat). The live chat's blocks are taken here, on the loop that owns
         them; the Markdown is made in a thread: a long chat's (~0.4 s for 100k lines
-        of tool calls with diffs) would hold the loop and every chat's stream.
-        A stored chat open here is made from the live chat: its file lags its last
-        changes by up to half a second (a turn just ended). Raises StoreError."""
+        of tool calls with diffs) would hold the loop and every chat's stream. A stored
+        chat open here is the live one: its file lags by up to 0.5 s. Raises StoreError."""
         from acp_nvim.client.history._blocks import markdown
 
-        if history_id is not None:
-            record = self._open_as(history_id)
-            if record is None:
-                return await anyio.to_thread.run_sync(self.export, history_id)
-        else:
+        if history_id is None:
             record = self._records.get(chat_id) if chat_id is not None else None
+        elif (record := self._open_as(history_id)) is None:
+            return await anyio.to_thread.run_sync(self.export, history_id)
         if record is None:
             return None
         return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
