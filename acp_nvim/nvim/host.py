@@ -235,7 +235,8 @@ class Host:
                 # Read here, on the pynvim thread: a search never waits for the worker.
                 search = app.history.search
                 query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
-                return self._history(search, query, agent, cwd, params.get("limit") or 50)
+                limit = params.get("limit")
+                return self._history(search, query, agent, cwd, 50 if limit is None else limit)
             case "choices":  # a setting's choices, left out of its status entry
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "restorable":  # :AcpRestore's completion

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from acp_nvim.client.history import Store
 from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
@@ -705,6 +706,34 @@ def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
     assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra", "keep me"]
 
 
+def test_a_chat_never_prompted_is_not_kept(editor: Editor) -> None:
+    """A chat opened and left (or closed) without a prompt stayed in :AcpHistory as
+    "chat 1", 0 turns: empty chats piled up. Named, it is kept with its first turn."""
+    editor.setup()
+    editor.open_chat()  # chat 1: never prompted, closed
+    editor.nvim.command("AcpClose")
+    editor.wait("#require('acp').chats() == 0", what="chat 1 closed")
+    editor.nvim.command("AcpChat")  # chat 2: never prompted, left open
+    editor.wait_event("AcpSessionReady", count=2)
+    editor.nvim.command("AcpChat!")  # chat 3: named, then prompted
+    editor.wait_event("AcpSessionReady", count=3)
+    editor.lua("require('acp.host').notify('rename', {chat = 3, name = 'Zoo'})")
+    send(editor, "hello zebra", 1)
+    kept(editor, "zebra")  # written after chats 1 and 2 would have been
+    assert [(e["title"], e["turns"]) for e in editor.lua(HISTORY)] == [("Zoo", 1)]
+
+
+def test_a_stored_chat_open_here_is_exported_with_the_turn_just_ended(editor: Editor) -> None:
+    """Exported from the history (`{history = id}`) as its turn ended, a chat open
+    here lacked that turn: the file was read, written up to half a second later."""
+    entry = a_kept_chat(editor)
+    editor.lua("require('acp').send('hello giraffe')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
+    exported = "\n".join(editor.nvim.buffers[buf][:])
+    assert "hello zebra" in exported and "hello giraffe" in exported
+
+
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     """:AcpExport notes.md wrote over the user's notes.md without a word."""
     a_kept_chat(editor)
@@ -775,6 +804,24 @@ def test_forget_and_rename(editor: Editor) -> None:
     editor.wait(f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {said!r})")
     send(editor, "hello again zebra", 2)
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
+
+
+def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) -> None:
+    """`history({limit = 0})` listed 50 chats, and a search of only an emoji (or
+    punctuation) every chat, each with an empty snippet."""
+    a_kept_chat(editor)
+    assert editor.lua(HISTORY, {"limit": 0}) == []
+    assert len(editor.lua(HISTORY, {"limit": 1})) == 1
+    for call, said in {
+        "{limit = -1}": "acp: history: opts.limit: expected 0 or more, got -1",
+        "{query = '🦓'}": "acp: history: '🦓' holds no word to look for (letters or digits)",
+        "{query = '?!'}": "acp: history: '?!' holds no word to look for (letters or digits)",
+    }.items():
+        raised = editor.lua(f"return select(2, pcall(require('acp').history, {call}))")
+        assert raised == said, call
+    editor.lua("_G.acp_notices = {}; pcall(vim.cmd, 'AcpHistory ...')")
+    said = "acp: history: '...' holds no word to look for (letters or digits)"
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said]
 
 
 def test_history_off_keeps_nothing(editor: Editor) -> None:
@@ -1167,7 +1214,7 @@ def test_regenerate_in_a_reopened_chat_before_its_agent_starts(
 
 def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> None:
     """A chat without a turn has nothing to regenerate: started, or reopened before its
-    agent starts."""
+    agent starts (one an earlier acp.nvim kept before its first prompt)."""
     said = (
         "vim.iter(_G.acp_notices):any(function(n)"
         " return n.msg == 'acp: no prompt to regenerate in this chat' end)"
@@ -1177,6 +1224,12 @@ def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> No
     editor.wait("require('acp').status().state == 'ready'")
     editor.nvim.command("AcpRegenerate")
     editor.wait(said)
+    path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    store = Store(str(path))
+    try:
+        store.new_chat("fake", str(editor.tmp / "project"))
+    finally:
+        store.close()
     editor.wait("#require('acp').history({}) == 1", what="the chat kept")
     [entry] = editor.lua(HISTORY, {})
     other, _ = reopened_elsewhere(editor, entry, "kept")

@@ -44,7 +44,7 @@ def test_the_session_picker_counts_each_branchs_turns_in_its_session(editor: Edi
     editor.wait_event("AcpSessionReady", count=2)
     editor.lua("require('acp').send('two again')")
     editor.wait_event("AcpTurnEnd", count=4)
-    editor.wait("(require('acp').history({query = 'again'})[1] or {}).turns == 4")
+    editor.wait("(require('acp').history({query = 'again'})[1] or {}).turns == 2")
     editor.lua(
         "vim.ui.select = function(items, opts, on_choice)"
         " _G.offered = vim.tbl_map(opts.format_item, items) end"

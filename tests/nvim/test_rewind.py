@@ -117,6 +117,23 @@ def test_rewind_forks_at_the_last_agent_message_and_keeps_the_branch(
     assert editor.lua("return require('acp').status().session_id") == "s2"
 
 
+def test_the_history_counts_the_turns_of_the_branch_shown(editor: Editor) -> None:
+    """A rewound chat showed 3 turns in history() (4 once it went on), where reopening
+    it shows the 1 (then 2) of its branch in view."""
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    turn(editor, "write b.txt new", 4)
+    editor.wait("#require('acp').history({query = 'b.txt'}) == 1", what="the new turn kept")
+    [found] = kept(editor, "b.txt")
+    assert found["turns"] == 2  # "write a.txt one", "write b.txt new"
+    editor.lua("require('acp').close()")
+    other = editor.lua("return require('acp').open({history = ...})", found["id"])
+    editor.wait(f"require('acp').status().chat == {other} and #require('acp').branches() == 2")
+    assert editor.lua("return #require('acp.chat.branches').turns()") == found["turns"]
+
+
 def windows_show_their_end_filled(editor: Editor) -> bool:
     """Whether each window on the transcript shows its end at the bottom with as
     much above as fits: it starts at the top, or one more line would not fit."""

@@ -63,7 +63,11 @@ def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) 
     assert [h.chat.id for h in store.search(None)] == [other, new, old]
     # What the user types is words, never FTS5 syntax.
     assert store.search('"zebra" OR NEAR(') == store.search("zebra or near")
-    assert store.search("***") == store.search(None)
+    # No word (an emoji, punctuation) is said so, not answered with every chat.
+    for wordless in ("***", "🦓", "?!"):
+        with pytest.raises(ValueError, match="holds no word"):
+            store.search(wordless)
+    assert store.search("  ") == store.search(None)
 
 
 def test_search_finds_words_of_scripts_written_without_spaces(tmp_path: Path) -> None:

@@ -131,6 +131,13 @@ class AgentConnection:
     def alive(self) -> bool:
         return self._connection is not None and not self.exited.is_set()
 
+    def raise_if_exited(self, err: AgentFailed) -> None:
+        """A session could not go on (``err``): return while the agent lives, to fall
+        back to a new session; raise ``err`` once it exited: no new session could
+        start either, and the exit is the error to show."""
+        if not self.alive:
+            raise err
+
     @property
     def protocol_version(self) -> int | None:
         return self.sessions.version if self.sessions is not None else None

@@ -513,8 +513,7 @@ async def _session(
     try:
         await connection.resume(chat, session_id, replay=False)
     except AgentFailed as err:
-        if not connection.alive:
-            raise  # no new session either: the exit is the error
+        connection.raise_if_exited(err)
         await connection.new_session(chat)
         return False, str(err)
     return True, None

@@ -173,8 +173,7 @@ class Conversations:
                         chat.seed = None  # the fork holds the conversation
                         return
                     except AgentFailed as err:
-                        if not connection.alive:
-                            raise  # no new session either: the exit is the error
+                        connection.raise_if_exited(err)
                         chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
                 await self._seeded(chat, connection)
         except AgentFailed as err:
@@ -248,9 +247,8 @@ class Conversations:
                 async with self._answered(chat):
                     try:
                         await connection.resume(chat, session_id, replay=False)
-                    except AgentFailed:
-                        if not connection.alive:
-                            raise  # no new session either: the exit is the error
+                    except AgentFailed as err:
+                        connection.raise_if_exited(err)
                         await self._seeded(chat, connection)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)

@@ -353,16 +353,25 @@ class History:
         """Stored chat ``history_id``, else live chat ``chat_id``, as Markdown (None:
         no such chat). The live chat's blocks are taken here, on the loop that owns
         them; the Markdown is made in a thread: a long chat's (~0.4 s for 100k lines
-        of tool calls with diffs) would hold the loop and every chat's stream.
-        Raises StoreError."""
+        of tool calls with diffs) would hold the loop and every chat's stream. A stored
+        chat open here is the live one: its file lags by up to 0.5 s. Raises StoreError."""
         from acp_nvim.client.history._blocks import markdown
 
-        if history_id is not None:
+        if history_id is None:
+            record = self._records.get(chat_id) if chat_id is not None else None
+        elif (record := self._open_as(history_id)) is None:
             return await anyio.to_thread.run_sync(self.export, history_id)
-        record = self._records.get(chat_id) if chat_id is not None else None
         if record is None:
             return None
         return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
+
+    def _open_as(self, history_id: int) -> ChatRecord | None:
+        """The record of the chat open here that is kept as ``history_id``."""
+        for record in self._records.values():
+            target = record.target
+            if target is not None and target.id == history_id and not target.forgotten:
+                return record
+        return None
 
     def forget(self, history_id: int) -> None:
         """Delete a stored chat; a chat open here stops being kept, and says so."""
@@ -471,7 +480,7 @@ class History:
                 "cwd": hit.chat.cwd,
                 "created_at": hit.chat.created_at,
                 "updated_at": hit.chat.updated_at,
-                "turns": hit.chat.turns,
+                "turns": _turns_shown(hit.chat),
                 "snippet": hit.snippet,
             }
             for hit in hits
@@ -488,6 +497,15 @@ class History:
         row, blocks = found
         _, shown = branches_of(row.branches, blocks)
         return markdown(row, in_view(shown, blocks))
+
+
+def _turns_shown(chat: ChatRow) -> int:
+    """The turns of the branch a stored chat shows (what reopening or exporting it
+    reads); ``ChatRow.turns`` counts every branch's, the next turn's number."""
+    if chat.branches is None:  # no turn yet, or kept before branches were
+        return chat.turns
+    _, shown = branches_of(chat.branches, [])
+    return len(shown.nodes)
 
 
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:

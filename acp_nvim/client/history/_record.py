@@ -270,7 +270,11 @@ class ChatRecord:
 
     @property
     def changed(self) -> bool:
-        return bool(self._dirty) or self._facts or bool(self._gone)
+        """Whether there is something to write: never before the chat holds a turn (one
+        sent, replayed or carried over), so a chat opened and never prompted is not kept;
+        what it drew (a notice, a name given) is written with its first turn."""
+        begun = bool(self.base) or self.base_turns + self.chat.turn > 0
+        return begun and (bool(self._dirty) or self._facts or bool(self._gone))
 
     def take(self) -> tuple[list[StoredBlock], list[int], dict[str, Any]]:
         """The blocks changed since the last take, the seqs of those dropped, and the

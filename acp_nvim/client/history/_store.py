@@ -391,8 +391,15 @@ class Store:
         calls hold every word of ``query`` (a word ending in ``*``: as a prefix; case
         and the accents of Latin letters ignored (FTS5's unicode61 folds no others); a
         word of a script written without spaces: anywhere in the text, as written);
-        every chat without one."""
+        every chat without one.
+
+        Raises:
+            ValueError: ``query`` holds no word (only an emoji, only punctuation):
+                matching every chat would answer another question than was asked.
+        """
         words = _WORD.findall(query or "")
+        if query is not None and query.strip() and not words:
+            raise ValueError(f"history: {query!r} holds no word to look for (letters or digits)")
         where, params = ["1"], []
         if agent is not None:
             where.append("agent = ?")

@@ -27,6 +27,10 @@ function M.search(opts)
   -- Checked here: the store took a limit of "x" for a damaged file (datatype
   -- mismatch) and said to move it away.
   util.options("history", opts, { query = "string", agent = "string", cwd = "string", limit = "integer" })
+  -- 0 is none (as a limit left to fill would mean); below it is no count at all.
+  if type(opts.limit) == "number" and opts.limit < 0 then
+    util.user_error(("history: opts.limit: expected 0 or more, got %d"):format(opts.limit))
+  end
   return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
 end
 
