@@ -3,6 +3,7 @@ summary and the review as a whole-file change, and rejected as a whole (decision
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,22 @@ def test_a_v2_patch_naming_a_binary_file_puts_it_in_the_review_and_a_reject_back
     assert binaries(editor)["logo.png"]["binary"]["about"] == "binary, 17 bytes"
     assert "M logo.png  [patch]" in review_lines(editor)
     editor.nvim.command("wincmd p")
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+    assert logo.read_bytes() == PNG
+
+
+def test_a_clean_tracked_binary_file_comes_back_from_git(editor: Editor, tmp_path: Path) -> None:
+    """In a git work tree the turn start keeps no clean file: git's index holds its bytes."""
+    project = tmp_path / "project"
+    logo = project / "logo.png"
+    logo.write_bytes(PNG)
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                 "commit", "-qm", "x"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=project, check=True)
+    start(editor)
+    run(editor, [shell_bytes(logo, b"\x00overwritten")])
+    assert binaries(editor)["logo.png"]["binary"]["restorable"] is True
     editor.lua("require('acp').reject()")
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
     assert logo.read_bytes() == PNG
