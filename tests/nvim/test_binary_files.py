@@ -147,17 +147,22 @@ def test_a_v2_patch_naming_a_binary_file_puts_it_in_the_review_and_a_reject_back
     assert logo.read_bytes() == PNG
 
 
-def test_a_clean_tracked_binary_file_comes_back_from_git(editor: Editor, tmp_path: Path) -> None:
-    """In a git work tree the turn start keeps no clean file: git's index holds its bytes."""
+def test_clean_tracked_binary_files_come_back_from_git(editor: Editor, tmp_path: Path) -> None:
+    """In a git work tree the turn start keeps no clean file: git's index holds the
+    bytes of one changed, and of one deleted."""
     project = tmp_path / "project"
     logo = project / "logo.png"
     logo.write_bytes(PNG)
+    gone = project / "gone.bin"
+    gone.write_bytes(b"\x00gone")
     for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
                                                  "commit", "-qm", "x"]):  # fmt: skip
         subprocess.run(["git", *args], cwd=project, check=True)
     start(editor)
-    run(editor, [shell_bytes(logo, b"\x00overwritten")])
-    assert binaries(editor)["logo.png"]["binary"]["restorable"] is True
+    run(editor, [shell_bytes(logo, b"\x00overwritten"), {"rm": {"path": str(gone)}}])
+    found = binaries(editor)
+    assert [found[name]["binary"]["restorable"] for name in ("logo.png", "gone.bin")] == [True, True]
     editor.lua("require('acp').reject()")
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
-    assert logo.read_bytes() == PNG
+    editor.wait(f"{status_of('gone.bin')} == 'rejected'", what="rejected")
+    assert logo.read_bytes() == PNG and gone.read_bytes() == b"\x00gone"

@@ -59,7 +59,7 @@ from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.session.workspace import shown_path
-from acp_nvim.client.text import DecodedFile, encode_file, eol_of
+from acp_nvim.client.text import DecodedFile, decode_file, encode_file, eol_of
 from acp_nvim.review import (
     FileKind,
     FilePatch,
@@ -623,7 +623,7 @@ class DiskChanges:
         except FileError as err:
             self._known[path] = stat
             return err.reason == "binary" and await self._record_binary(path, stat)
-        if current is None and self._was_binary(path):
+        if current is None and await self._was_binary(path):
             self._known[path] = stat
             return await self._record_binary(path, None)
         buffer = await self.editor.read_buffer(path)
@@ -647,12 +647,16 @@ class DiskChanges:
             self._on_disk[path] = current
         return True
 
-    def _was_binary(self, path: str) -> bool:
+    async def _was_binary(self, path: str) -> bool:
         """Whether ``path`` had no text before it was deleted: recorded so this turn,
-        or its bytes kept."""
+        its bytes kept, or so in git's index while clean."""
         changeset = self.store.current
-        recorded = changeset is not None and changeset.binary(path) is not None
-        return recorded or path in self._bytes
+        if (changeset is not None and changeset.binary(path) is not None) or path in self._bytes:
+            return True
+        if path in self._snapshots or self._absent_at_start(path):
+            return False
+        indexed = await self._bytes_elsewhere(path)
+        return indexed is not None and "\0" in decode_file(indexed[:8192]).text
 
     async def _record_binary(self, path: str, stat: Stat | None) -> bool:
         """Record a change of ``path``, a file with no text (or none now: ``stat``
