@@ -49,6 +49,7 @@ def apply_edits(old: list[str], edits: list[LineEdit]) -> list[str]:
 def test_exports() -> None:
     assert sorted(review.__all__) == sorted(
         [
+            "BinaryChange",
             "Changeset",
             "Conflict",
             "FileChange",
