@@ -7,6 +7,7 @@ they get back. See ``ReviewStore`` for the session-level entry point.
 from __future__ import annotations
 
 __all__ = [
+    "BinaryChange",
     "Changeset",
     "Conflict",
     "FileChange",
@@ -33,6 +34,7 @@ __all__ = [
     "split_lines",
 ]
 
+from ._binary import BinaryChange
 from ._changeset import Changeset, RestoreOutcome, ReviewStore, WriteOutcome
 from ._diff import (
     Hunk,

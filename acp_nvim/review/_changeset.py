@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ._binary import BinaryChange
 from ._diff import Hunk, strip_eol
 from ._filechange import FileChange, FileKind, ReviewError, Rows
 from ._merge import MergeResult, hold_back, merge3, unmerged
@@ -51,6 +52,7 @@ class Changeset:
     def __init__(self, turn: int) -> None:
         self.turn = turn
         self._files: dict[str, FileChange] = {}
+        self._binaries: dict[str, BinaryChange] = {}  # files with no text: a whole each
 
     def __repr__(self) -> str:
         open_ = sum(f.open for f in self._files.values())
@@ -62,6 +64,31 @@ class Changeset:
     def files(self) -> list[FileChange]:
         """Changed files in the order they were first recorded."""
         return list(self._files.values())
+
+    def binaries(self) -> list[BinaryChange]:
+        """Changed files with no text, in the order they were first recorded."""
+        return list(self._binaries.values())
+
+    def binary(self, path: str) -> BinaryChange | None:
+        """The change to ``path`` when it was recorded as a file with no text."""
+        return self._binaries.get(_norm(path))
+
+    def record_binary(
+        self, path: str, before: bytes | None, before_size: int | None, size: int | None,
+        *, existed: bool, kind: FileKind,
+    ) -> BinaryChange:  # fmt: skip
+        """Record that ``path``, a file with no text, is now ``size`` bytes (None:
+        deleted). Its first record fixes what it was before the turn (``existed``,
+        its ``before`` bytes if kept, their size); a later one only the size now."""
+        key = _norm(path)
+        change = self._binaries.get(key)
+        if change is None:
+            change = self._binaries[key] = BinaryChange(
+                key, self.turn, kind, existed, before, before_size, size
+            )
+        else:
+            change.changed(size)
+        return change
 
     def file(self, path: str) -> FileChange:
         """The change to ``path``. Raises :class:`ReviewError` when none was recorded."""
@@ -163,12 +190,18 @@ class ReviewStore:
     def open_hunks(self, of_path: Callable[[str], bool] | None = None) -> int:
         """How many hunks of every turn await a decision (pending or conflict): of
         every file, or of those whose path ``of_path`` keeps."""
-        return sum(
+        hunks = sum(
             h.open
             for changeset in self._turns
             for change in changeset.files()
             if of_path is None or of_path(change.path)
             for h in change.hunks()
+        )
+        return hunks + sum(
+            binary.open
+            for changeset in self._turns
+            for binary in changeset.binaries()
+            if of_path is None or of_path(binary.path)
         )
 
     def turn(self, number: int) -> Changeset:
@@ -366,7 +399,9 @@ class ReviewStore:
         (:meth:`baseline`): an earlier turn's file with open hunks has them where a
         later turn's changes moved them (:meth:`FileChange.placed`). ``header`` and
         ``preview`` are the turn's own change: ``-``/``+`` diff lines without
-        terminators; ``proposed`` (conflict hunks) the agent's lines.
+        terminators; ``proposed`` (conflict hunks) the agent's lines. A file with no
+        text comes after a turn's others, with no hunks and ``binary: {status, size,
+        before_size, restorable}`` (:meth:`BinaryChange.summary`).
         """
         if all_turns:
             changesets = self._turns[::-1]
@@ -377,10 +412,29 @@ class ReviewStore:
             for change in changeset.files():
                 latest.setdefault(change.path, change)
         return [
-            _file_summary(change, latest[change.path])
+            summary
             for changeset in changesets
-            for change in changeset.files()
+            for summary in [
+                *(_file_summary(change, latest[change.path]) for change in changeset.files()),
+                *(binary.summary() for binary in changeset.binaries()),
+            ]
         ]
+
+    def binary(self, path: str, turn: int | None = None) -> BinaryChange | None:
+        """The change of ``path`` as a file with no text in ``turn`` (default: the
+        latest turn that recorded it so)."""
+        changesets = [self.turn(turn)] if turn is not None else reversed(self._turns)
+        return next((c.binary(path) for c in changesets if c.binary(path) is not None), None)
+
+    def record_binary(
+        self, path: str, before: bytes | None, before_size: int | None, size: int | None,
+        *, existed: bool, kind: FileKind,
+    ) -> BinaryChange:  # fmt: skip
+        """Record a change of a file with no text (see :meth:`Changeset.record_binary`)."""
+        self._agent_view.pop(_norm(path), None)
+        return self._now().record_binary(
+            path, before, before_size, size, existed=existed, kind=kind
+        )
 
     def baseline(self, path: str, turn: int | None = None) -> str | None:
         """What rejecting the open hunks of ``turn`` (default: the latest that changed

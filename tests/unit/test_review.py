@@ -49,6 +49,7 @@ def apply_edits(old: list[str], edits: list[LineEdit]) -> list[str]:
 def test_exports() -> None:
     assert sorted(review.__all__) == sorted(
         [
+            "BinaryChange",
             "Changeset",
             "Conflict",
             "FileChange",
@@ -1181,3 +1182,32 @@ def test_held_rows_are_the_conflicts_rows_in_the_text_merged_into() -> None:
     # An agent's deletion of the user's lines, held: none of its lines wait there.
     merged = MergeResult(buffer, [Conflict(1, ["mine\n"], [], 1, ["mine\n"])])
     assert held_rows(buffer, merged) == [(1, 1, [])]
+
+
+def test_a_binary_file_is_one_whole_change_listed_after_the_turns_texts() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    store.record("/p/a.txt", "x\n", "y\n", "disk")
+    store.record_binary("/p/logo.png", b"\0old", 4, 2150, existed=True, kind="disk")
+    store.record_binary("/p/logo.png", None, None, 3000, existed=False, kind="disk")
+    [text, binary] = store.changes()
+    assert text["path"] == "/p/a.txt" and "binary" not in text
+    assert binary["hunks"] == [] and (binary["created"], binary["deleted"]) == (False, False)
+    assert binary["binary"] == {"status": "pending", "size": 3000, "before_size": 4,
+                                "restorable": True, "about": "binary, 2.9 KB"}  # fmt: skip
+    assert store.open_hunks() == 2  # the text's hunk, and the binary file as one
+    found = store.binary("/p/logo.png")
+    assert found is not None and found.decide("reject") == b"\0old"  # the first before stays
+    assert store.open_hunks() == 1
+
+
+def test_a_binary_file_whose_bytes_were_not_kept_cannot_be_rejected() -> None:
+    store = ReviewStore()
+    store.begin_turn()
+    change = store.record_binary("/p/big.bin", None, 3 << 20, None, existed=True, kind="disk")
+    assert change.summary()["deleted"] and change.about == "binary, 3.0 MB"
+    with pytest.raises(ReviewError, match="cannot be restored"):
+        change.decide("reject")
+    assert change.open
+    made = store.record_binary("/p/new.bin", None, None, 1, existed=False, kind="disk")
+    assert made.decide("reject") is None and made.about == "binary, 1 byte"  # removed

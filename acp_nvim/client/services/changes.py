@@ -62,6 +62,7 @@ from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.client.text import eol_of, slice_lines, split_text
 from acp_nvim.review import (
+    BinaryChange,
     Changeset,
     FileChange,
     FileKind,
@@ -481,8 +482,8 @@ class SessionChanges:
 
     def turn_files(self) -> list[str]:
         """The files the latest turn changed, relative to the session's directory
-        where inside it."""
-        return [shown_path(item["path"], self.cwd) for item in self.store.changes()]
+        where inside it; one with no text says so, with its size."""
+        return [_listed(item, self.cwd) for item in self.store.changes()]
 
     async def end_turn(self) -> None:
         """Final disk check of the turn (idempotent)."""
@@ -643,22 +644,22 @@ class SessionChanges:
         return [
             (change.path, changeset.turn)
             for changeset in reversed(self.store.turns())
-            for change in changeset.files()
+            for change in _reviewed(changeset)
             if change.open and (path is None or change.path == path)
         ]
 
     async def _decide_one(
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
+        if (binary := self.store.binary(path, turn)) is not None:
+            return await _decide_binary(self.editor, self.store, self.disk, decision, binary)
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
         disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
         theirs = _typed_in(self._latest(path).file(path))
         rollback = self.store.checkpoint(path)
-        if decision == "accept":
-            text = self.store.accept(path, hunk, turn=turn)
-        else:
-            text = self.store.reject(path, hunk, turn=turn)
+        decide = self.store.accept if decision == "accept" else self.store.reject
+        text = decide(path, hunk, turn=turn)
         try:
             await self._put(doc, text, disk, theirs)
         except FileError:
@@ -693,6 +694,45 @@ class SessionChanges:
         if unsaved is not None and doc.text is not None and text is not None:
             shown = shown_path(doc.path, self.cwd)
             await _follow_unsaved(self.editor, shown, doc.path, unsaved, (doc.text, text), stat)
+
+
+async def _decide_binary(
+    editor: Editor, store: ReviewStore, disk: DiskChanges, decision: Decision, change: BinaryChange
+) -> None:
+    """Accept or reject the change of a file with no text as a whole: a reject
+    removes a file the turn made, and writes back the bytes of one it changed or
+    deleted (when kept: decision 0099). A later turn's change of the file is
+    decided first: a reject here would undo it unseen."""
+    later = store.binary(change.path)
+    if decision == "reject" and later is not None and later.turn > change.turn:
+        raise ReviewError(
+            f"{change.path}: turn {later.turn} changed it again; review that turn first"
+        )
+    status = change.status
+    before = change.decide(decision)
+    if decision == "accept":
+        return
+    try:
+        if before is None:
+            await anyio.to_thread.run_sync(files.remove_disk, change.path)
+        else:
+            await anyio.to_thread.run_sync(files.replace_file, change.path, before)
+    except FileError:
+        change.status = status  # the file is as it was: so is its review
+        raise
+    disk.seen(change.path)
+    await editor.reload_buffers([change.path])
+
+
+def _listed(item: dict[str, Any], cwd: str) -> str:
+    """A file of :meth:`ReviewStore.changes` as a turn's summary names it."""
+    about = f" ({item['binary']['about']})" if "binary" in item else ""
+    return shown_path(item["path"], cwd) + about
+
+
+def _reviewed(changeset: Changeset) -> list[FileChange | BinaryChange]:
+    """Every file ``changeset`` changed: those with text, then those without."""
+    return [*changeset.files(), *changeset.binaries()]
 
 
 def _typed_in(change: FileChange) -> bool:

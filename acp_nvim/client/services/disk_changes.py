@@ -59,7 +59,7 @@ from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
 from acp_nvim.client.session.workspace import shown_path
-from acp_nvim.client.text import DecodedFile, eol_of
+from acp_nvim.client.text import DecodedFile, decode_file, encode_file, eol_of
 from acp_nvim.review import (
     FileKind,
     FilePatch,
@@ -229,7 +229,9 @@ def baseline_from_patch(current: str | None, patch: FilePatch) -> Baseline:
         return NOTHING
 
 
-Kept = dict[str, tuple[Stat, files.Document]]  # path -> (size, mtime_ns) and file then
+# The file as it was: its text, or the bytes of a file with no text (decision 0099).
+Before = files.Document | bytes
+Kept = dict[str, tuple[Stat, Before]]  # path -> (size, mtime_ns) and file then
 
 
 class _TurnStart(msgspec.Struct):
@@ -364,8 +366,9 @@ def _file_stat(path: str) -> Stat | None:
 def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kept) -> Kept:
     """The text of the files whose "before" nothing else will hold: in a git work
     tree the dirty ones the scan found (git knows the clean ones' text), outside git
-    every file, newest first, within :data:`SNAPSHOT_MAX_TOTAL`. ``kept``: the last
-    turn's texts, taken again for files that did not change."""
+    every file, newest first, within :data:`SNAPSHOT_MAX_TOTAL`; of a file with no
+    text, its bytes. ``kept``: the last turn's, taken again for files that did not
+    change."""
     snapshots: Kept = {}
 
     def take(path: str) -> int:
@@ -375,12 +378,12 @@ def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kep
         if stat is None:
             return 0
         if before is not None and before[0] == stat:
-            doc: files.Document | Nothing = before[1]
+            doc: Before | Nothing = before[1]
         elif stat_of(path) == stat:
             doc = _read_unchanged(path, stat)
         else:
             return 0
-        if isinstance(doc, Nothing) or doc.text is None:
+        if isinstance(doc, Nothing) or (isinstance(doc, files.Document) and doc.text is None):
             return 0
         snapshots[path] = (stat, doc)
         return stat[0]
@@ -400,16 +403,25 @@ def _keep_texts(dirs: Sequence[str], scan: Scan, gits: list[GitState], kept: Kep
     return snapshots
 
 
-def _read_unchanged(path: str, stat: Stat | None) -> files.Document | Nothing:
-    """The file ``path`` when it still has ``stat`` after the read; NOTHING when it
-    is too big to keep, unreadable, or being written meanwhile."""
+def _read_unchanged(path: str, stat: Stat | None) -> Before | Nothing:
+    """The file ``path`` (its bytes when it has no text) when it still has ``stat``
+    after the read; NOTHING when it is too big to keep, unreadable, or being written
+    meanwhile."""
     if stat is not None and stat[0] > SNAPSHOT_MAX_BYTES:
         return NOTHING
     try:
-        doc = files.read_disk(path)
+        doc: Before | None = files.read_disk(path)
+    except FileError as err:
+        doc = _read_binary(path) if err.reason == "binary" else None
+    return doc if doc is not None and stat_of(path) == stat else NOTHING
+
+
+def _read_binary(path: str) -> bytes | None:
+    """The bytes of the file with no text at ``path``; None when unreadable or gone."""
+    try:
+        return files.read_bytes(path, SNAPSHOT_MAX_BYTES + 1)
     except FileError:
-        return NOTHING
-    return doc if stat_of(path) == stat else NOTHING
+        return None
 
 
 def _read_from(
@@ -457,6 +469,7 @@ class DiskChanges:
         self._known: MutableMapping[str, Stat | None] = {}
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
         self._snapshots: dict[str, files.Document] = {}  # when a pending tool call named it
+        self._bytes: dict[str, bytes] = {}  # the same, of files with no text
         # How each file was encoded when its text before a change was first known: a
         # decision writes it so where its text cannot tell (files.as_first_read).
         self.encodings: dict[str, DecodedFile] = {}
@@ -490,7 +503,8 @@ class DiskChanges:
         meanwhile."""
         last = await self._read_start()
         self._start, self._gits = last.scan, last.gits
-        self._snapshots = {path: doc for path, (_, doc) in last.kept.items()}
+        self._snapshots = {p: d for p, (_, d) in last.kept.items() if not isinstance(d, bytes)}
+        self._bytes = {p: d for p, (_, d) in last.kept.items() if isinstance(d, bytes)}
         # Not a copy: 20k files' stats took 0.4-1 ms of the send, the GIL held.
         self._known = ChainMap({}, cast(dict[str, Stat | None], last.scan.stats))
         self.named.clear()
@@ -606,9 +620,12 @@ class DiskChanges:
             return False
         try:
             current = (await anyio.to_thread.run_sync(files.read_disk, path)).text
-        except FileError:
+        except FileError as err:
             self._known[path] = stat
-            return False
+            return err.reason == "binary" and await self._record_binary(path, stat)
+        if current is None and await self._was_binary(path):
+            self._known[path] = stat
+            return await self._record_binary(path, None)
         buffer = await self.editor.read_buffer(path)
         baseline = await self._baseline(path, current, buffer)
         self._known[path] = stat
@@ -629,6 +646,50 @@ class DiskChanges:
         if current is not None:
             self._on_disk[path] = current
         return True
+
+    async def _was_binary(self, path: str) -> bool:
+        """Whether ``path`` had no text before it was deleted: recorded so this turn,
+        its bytes kept, or so in git's index while clean."""
+        changeset = self.store.current
+        if (changeset is not None and changeset.binary(path) is not None) or path in self._bytes:
+            return True
+        if path in self._snapshots or self._absent_at_start(path):
+            return False
+        indexed = await self._bytes_elsewhere(path)
+        return indexed is not None and "\0" in decode_file(indexed[:8192]).text
+
+    async def _record_binary(self, path: str, stat: Stat | None) -> bool:
+        """Record a change of ``path``, a file with no text (or none now: ``stat``
+        None), as a whole: what it held before the turn, if kept (decision 0099)."""
+        existed = not self._absent_at_start(path)
+        before = self._bytes.get(path) if existed else None
+        if existed and before is None:
+            before = await self._bytes_elsewhere(path)
+        start = self._start.stats.get(path)
+        before_size = len(before) if before is not None else (start[0] if start else None)
+        if existed and before is not None and stat is not None and before_size == stat[0]:
+            now = await anyio.to_thread.run_sync(_read_binary, path)
+            if now == before:
+                return False  # touched, not changed
+        kind: FileKind = "patch" if path in self._patches else "disk"
+        size = stat[0] if stat is not None else None
+        self.store.record_binary(path, before, before_size, size, existed=existed, kind=kind)
+        return True
+
+    async def _bytes_elsewhere(self, path: str) -> bytes | None:
+        """The bytes of ``path`` before the turn where no snapshot of its own kept
+        them: its text then, encoded as it was read; git's, were it clean."""
+        snapshot = self._snapshots.get(path)
+        if snapshot is not None and snapshot.text is not None:
+            try:
+                return encode_file(snapshot.text, snapshot.encoding)
+            except ValueError:
+                return None
+        for state in self._gits:
+            found = await anyio.to_thread.run_sync(state.clean_bytes, path)
+            if found is not None:
+                return found
+        return None
 
     def _tell_deleted(self, path: str, buffer: BufferState) -> None:
         """The agent deleted ``path`` while a buffer shows it: the buffer keeps its text
@@ -741,7 +802,10 @@ class DiskChanges:
         doc = _read_unchanged(path, stat)
         if isinstance(doc, Nothing):
             return
-        self._snapshots[path] = doc
+        if isinstance(doc, bytes):
+            self._bytes[path] = doc
+        else:
+            self._snapshots[path] = doc
         self._known.setdefault(path, stat)
 
     async def _baseline(

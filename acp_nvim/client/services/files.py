@@ -227,13 +227,9 @@ def read_disk(path: str) -> Document:
         FileError: a directory, not a regular file, a binary file, too large,
             or unreadable.
     """
-    try:
-        with open(_open_regular(path, os.O_RDONLY), "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
+    data = read_bytes(path, MAX_BYTES + 1)
+    if data is None:
         return Document(path, None)
-    except _OS_ERRORS as err:
-        raise FileError("io", f"{path}: {_reason(err)}") from None
     if len(data) > MAX_BYTES:
         why = f"{path} is larger than {MAX_BYTES // 2**20} MB: read it in parts (line, limit)"
         raise FileError("too_large", why)
@@ -243,6 +239,21 @@ def read_disk(path: str) -> Document:
     if "\0" in decoded.text[:8192]:
         raise FileError("binary", f"{path} is a binary file")
     return Document(path, decoded.text, encoding=decoded)
+
+
+def read_bytes(path: str, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of the regular file at ``path`` (None: no file).
+
+    Raises:
+        FileError: a directory, not a regular file, or unreadable.
+    """
+    try:
+        with open(_open_regular(path, os.O_RDONLY), "rb") as f:
+            return f.read(limit)
+    except FileNotFoundError:
+        return None
+    except _OS_ERRORS as err:
+        raise FileError("io", f"{path}: {_reason(err)}") from None
 
 
 def read_part(path: str, line: int | None, limit: int | None, whole: FileError) -> str:

@@ -119,14 +119,24 @@ class GitState:
         """The file ``path`` was at turn start if git knows it (clean and tracked)."""
         return None if path in self.dirty else self.indexed_file(path)
 
+    def clean_bytes(self, path: str) -> bytes | None:
+        """The bytes ``path`` held at turn start if git knows them (clean and tracked):
+        a file with no text, which :meth:`clean_file` does not give."""
+        return None if path in self.dirty else self._indexed_bytes(path)
+
     def indexed_file(self, path: str) -> DecodedFile | None:
         """The file ``path`` as git's index holds it, if tracked (dirty or not)."""
-        if os.path.commonpath([self.root, path]) != self.root:
-            return None
-        try:
-            data = git(self.root, "show", f":{os.path.relpath(path, self.root)}")
-        except GitError:
+        data = self._indexed_bytes(path)
+        if data is None:
             return None
         decoded = decode_file(data)
         # A NUL byte: binary (UTF-16's NUL bytes are not).
         return None if "\0" in decoded.text[:8192] else decoded
+
+    def _indexed_bytes(self, path: str) -> bytes | None:
+        if os.path.commonpath([self.root, path]) != self.root:
+            return None
+        try:
+            return git(self.root, "show", f":{os.path.relpath(path, self.root)}")
+        except GitError:
+            return None

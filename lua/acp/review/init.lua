@@ -101,6 +101,12 @@ local function compose(chat)
     local entry = { path = file.source or file.path, turn = file.turn }
     local where = file.source and "  in the worktree" or ""
     add(("%s %s  [%s]%s%s"):format(flag, relative(file.path), file.kind, where, file.open and "" or "  reviewed"), "AcpReviewFile", entry)
+    local binary = file.binary
+    if binary then -- no hunks: the whole file is one decision (decision 0099)
+      local unkept = binary.restorable and "" or " · its bytes before were not kept: a reject cannot restore it"
+      local whole = vim.tbl_extend("force", entry, { header = true })
+      add(("  %s, whole file %s%s"):format(binary.about, binary.status, unkept), binary.status == "pending" and "AcpReviewHunk" or "AcpReviewDecided", whole)
+    end
     for _, hunk in ipairs(file.hunks) do
       local hunk_entry = { path = entry.path, turn = file.turn, hunk = hunk.id, row = hunk.new_start, header = true }
       local decided = not state.is_open(hunk)

@@ -27,7 +27,16 @@ local M = {}
 ---@field created boolean
 ---@field deleted boolean
 ---@field open boolean
----@field hunks acp.ReviewHunk[]
+---@field hunks acp.ReviewHunk[] none for a file with no text (`binary`)
+---@field binary? acp.ReviewBinary
+
+--- A file with no text, reviewed as a whole (decision 0099).
+---@class acp.ReviewBinary
+---@field status "pending"|"accepted"|"rejected"
+---@field size? integer bytes now (nil: deleted)
+---@field before_size? integer bytes before the turn (nil: unknown or no file)
+---@field restorable boolean whether a reject can put it back as it was
+---@field about string "binary, 2.1 KB"
 
 ---@type table<integer, {turn: integer, files: acp.ReviewFile[]}> by chat id
 M.by_chat = {}
@@ -47,7 +56,9 @@ function M.open_hunks(chat, of_file)
   local review = M.by_chat[chat]
   local count = 0
   for _, file in ipairs(review and review.files or {}) do
-    if not of_file or of_file(file) then
+    if (not of_file or of_file(file)) and file.binary then
+      count = count + (file.binary.status == "pending" and 1 or 0) -- counts as one hunk
+    elseif not of_file or of_file(file) then
       for _, hunk in ipairs(file.hunks) do
         count = count + (M.is_open(hunk) and 1 or 0)
       end

@@ -225,6 +225,19 @@ class Rewind:
             await self.update(session, {"sessionUpdate": "tool_call_update", **call,
                                         "status": "completed", "content": [diff]})  # fmt: skip
             await self.say(session, f"wrote {name}")
+        elif text.startswith("bytes "):  # bytes written, the tool call's v2 patch naming them
+            _, name, data = text.split(" ", 2)
+            path = os.path.join(self.cwd[session], name)
+            operation = "modify" if os.path.exists(path) else "add"
+            with open(path, "wb") as f:
+                f.write(bytes.fromhex(data))
+            call = {"toolCallId": f"{session}-b{self.turns[session]}", "title": f"Write {name}"}
+            said = f"diff --git a/{name} b/{name}\nBinary files a/{name} and b/{name} differ\n"
+            diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
+                    "patch": {"format": "git_patch", "text": said}}
+            await self.update(session, {"sessionUpdate": "tool_call_update", **call, "kind": "edit",
+                                        "status": "completed", "content": [diff]})  # fmt: skip
+            await self.say(session, f"wrote {name}")
         elif text in ("hold", "hold code"):
             # "hold code": the message waits in an open code block.
             await self.say(session, "```py\nx = 1\n" if text == "hold code" else "holding")

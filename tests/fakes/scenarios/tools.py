@@ -31,8 +31,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     """Prompt: a JSON list of ``{"read": params}``, ``{"write": params}`` (fs/*
     requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
     `disk_edit`), ``{"shell": {path, content}}`` (a file written as a command the
-    agent ran would: no tool call names it), ``{"rm": {path}}`` (a file deleted the
-    same way), ``{"opencode": {path, content}}`` (see `opencode_write`),
+    agent ran would: no tool call names it), ``{"bytes": {path, hex}}`` (the same, of
+    bytes), ``{"rm": {path}}`` (a file deleted the same way), ``{"opencode": {path, content}}`` (see `opencode_write`),
     ``{"claude": {path, content}}`` (see `claude_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
@@ -40,6 +40,9 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
         if kind == "shell":
             with open(args["path"], "w") as f:
                 f.write(args["content"])
+        elif kind == "bytes":
+            with open(args["path"], "wb") as f:
+                f.write(bytes.fromhex(args["hex"]))
         elif kind == "rm":
             os.remove(args["path"])
         elif kind == "ask":
