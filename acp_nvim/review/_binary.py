@@ -23,7 +23,9 @@ BinaryStatus = Literal["pending", "accepted", "rejected"]
 class BinaryChange(msgspec.Struct):
     """``path`` in turn ``turn``: ``existed`` before it (``before``: its bytes then,
     None when not kept; ``before_size``: its size, None when unknown), ``size`` now
-    (None: deleted)."""
+    (None: deleted); ``left``: the SHA-256 of the bytes the agent left (None: it
+    deleted the file, or they could not be read), to tell a later write by the
+    user or another tool, which a reject must not undo unseen."""
 
     path: str
     turn: int
@@ -32,6 +34,7 @@ class BinaryChange(msgspec.Struct):
     before: bytes | None
     before_size: int | None
     size: int | None
+    left: str | None = None
     status: BinaryStatus = "pending"
 
     @property
@@ -44,10 +47,10 @@ class BinaryChange(msgspec.Struct):
         made, write back the bytes of one it changed or deleted."""
         return not self.existed or self.before is not None
 
-    def changed(self, size: int | None) -> None:
-        """The agent changed the file again (``size`` now; None: deleted): it waits
-        for a decision again."""
-        self.size, self.status = size, "pending"
+    def changed(self, size: int | None, left: str | None) -> None:
+        """The agent changed the file again (``size`` now; None: deleted; ``left``:
+        its digest): it waits for a decision again."""
+        self.size, self.left, self.status = size, left, "pending"
 
     def decide(self, decision: Literal["accept", "reject"]) -> bytes | None:
         """Accept, or reject: the bytes the file must hold again (None: remove it).

@@ -75,19 +75,20 @@ class Changeset:
 
     def record_binary(
         self, path: str, before: bytes | None, before_size: int | None, size: int | None,
-        *, existed: bool, kind: FileKind,
+        *, existed: bool, kind: FileKind, left: str | None = None,
     ) -> BinaryChange:  # fmt: skip
         """Record that ``path``, a file with no text, is now ``size`` bytes (None:
-        deleted). Its first record fixes what it was before the turn (``existed``,
-        its ``before`` bytes if kept, their size); a later one only the size now."""
+        deleted) of digest ``left``. Its first record fixes what it was before the
+        turn (``existed``, its ``before`` bytes if kept, their size); a later one
+        only what it is now."""
         key = _norm(path)
         change = self._binaries.get(key)
         if change is None:
             change = self._binaries[key] = BinaryChange(
-                key, self.turn, kind, existed, before, before_size, size
+                key, self.turn, kind, existed, before, before_size, size, left
             )
         else:
-            change.changed(size)
+            change.changed(size, left)
         return change
 
     def file(self, path: str) -> FileChange:
@@ -428,12 +429,12 @@ class ReviewStore:
 
     def record_binary(
         self, path: str, before: bytes | None, before_size: int | None, size: int | None,
-        *, existed: bool, kind: FileKind,
+        *, existed: bool, kind: FileKind, left: str | None = None,
     ) -> BinaryChange:  # fmt: skip
         """Record a change of a file with no text (see :meth:`Changeset.record_binary`)."""
         self._agent_view.pop(_norm(path), None)
         return self._now().record_binary(
-            path, before, before_size, size, existed=existed, kind=kind
+            path, before, before_size, size, existed=existed, kind=kind, left=left
         )
 
     def baseline(self, path: str, turn: int | None = None) -> str | None:

@@ -7,8 +7,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines, run, start
+from tests.nvim.test_permissions import wait_text
+from tests.nvim.test_rewind import session_changed, turn
+from tests.nvim.test_rewind import start as rewind_start
 
 
 def start_v2(editor: Editor, scenario: str) -> None:
@@ -166,3 +171,81 @@ def test_clean_tracked_binary_files_come_back_from_git(editor: Editor, tmp_path:
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
     editor.wait(f"{status_of('gone.bin')} == 'rejected'", what="rejected")
     assert logo.read_bytes() == PNG and gone.read_bytes() == b"\x00gone"
+
+
+def test_restore_takes_binary_files_back_and_says_which_it_could_not(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """:AcpRestore past a turn that changed only files with no text puts each back
+    as a reject would (an accepted one too), and names the one whose bytes before
+    were not kept instead of saying it went back."""
+    project = tmp_path / "project"
+    logo, old, new, big = (project / name for name in ("logo.png", "old.bin", "new.bin", "big.bin"))
+    logo.write_bytes(PNG)
+    old.write_bytes(b"\x00old")
+    big.write_bytes(b"\x00" * (2 * 1024 * 1024 + 1))  # past the 2 MB a file's bytes are kept to
+    start(editor)
+    run(
+        editor,
+        [shell_bytes(logo, PNG + b"\x01"), {"rm": {"path": str(old)}},
+         shell_bytes(new, b"\x00new"), shell_bytes(big, b"\x00small")],
+    )  # fmt: skip
+    editor.lua("require('acp').accept(...)", str(logo))
+    editor.wait(f"{status_of('logo.png')} == 'accepted'", what="accepted")
+    # The turn changed files: :AcpRestore and :AcpTurnDiff offer it.
+    assert editor.lua("return require('acp.review').turns_to_restore()") == ["1"]
+    assert editor.lua("return require('acp.review').turns_changed()") == ["1"]
+
+    editor.nvim.command("AcpRestore 1")
+    wait_text(
+        editor,
+        "Restored the files to before turn 1: `logo.png`, `new.bin`, `old.bin`; "
+        "not `big.bin` (see the warnings).",
+    )
+    assert logo.read_bytes() == PNG and old.read_bytes() == b"\x00old" and not new.exists()
+    assert big.read_bytes() == b"\x00small"
+    assert any("big.bin: its bytes from before turn 1 were not kept" in n["msg"]
+               for n in editor.lua("return _G.acp_notices"))  # fmt: skip
+    assert {name: found["binary"]["status"] for name, found in binaries(editor).items()} == {
+        "logo.png": "rejected", "old.bin": "rejected", "new.bin": "rejected", "big.bin": "pending"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_rewind_takes_binary_files_back_over_both_turns(editor: Editor, version: int) -> None:
+    """:AcpRewind to before the first of two turns that wrote files with no text:
+    the one they changed holds its first bytes again, the one they made is gone."""
+    project = editor.tmp / "project"
+    logo, new = project / "logo.png", project / "new.bin"
+    logo.write_bytes(PNG)
+    rewind_start(editor, "rewind", version)
+    writes = [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new"), ("logo.png", PNG + b"\x02")]
+    for number, (name, data) in enumerate(writes, 1):
+        turn(editor, f"bytes {name} {data.hex()}", number)
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 2)
+    wait_text(editor, "Rewound to before turn 1, the conversation and the files (`logo.png`, `new.bin`).")
+    assert logo.read_bytes() == PNG and not new.exists()
+
+
+def test_a_reject_leaves_a_binary_file_written_since_the_agents_change(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The user (or another tool) wrote the file after the agent: a reject (and a
+    restore) would lose that, so it is refused, said, and the change stays open."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    start(editor)
+    run(editor, [shell_bytes(logo, PNG + b"\x01")])
+    logo.write_bytes(PNG + b"\x00mine")
+    editor.lua("require('acp').reject()")
+    editor.wait(
+        "vim.iter(_G.acp_notices or {}):any(function(n)"
+        " return n.msg:find(\"changed since turn 1's change (by you or another tool)\", 1, true) end)",
+        what="told",
+    )
+    assert logo.read_bytes() == PNG + b"\x00mine"
+    assert binaries(editor)["logo.png"]["binary"]["status"] == "pending"
+    editor.lua("require('acp').restore(1)")
+    wait_text(editor, "Restored the files to before turn 1: no file needed it; not `logo.png`")
+    assert logo.read_bytes() == PNG + b"\x00mine"

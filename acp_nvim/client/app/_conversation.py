@@ -31,7 +31,7 @@ import anyio
 from acp_nvim.client.app._context import AppContext
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
-from acp_nvim.client.app._reviews import Reviews
+from acp_nvim.client.app._reviews import Reviews, restored_files
 from acp_nvim.client.app._settings import Settings, chosen
 from acp_nvim.client.app._starts import Starts
 from acp_nvim.client.errors import AgentFailed
@@ -154,10 +154,10 @@ class Conversations:
             inclusive = forks == "inclusive"
             point = chat.branches.fork_point(chat.session, turn - 1, inclusive=inclusive)
         review = self.reviews.by_chat.get(chat.id)
-        restored = await review.restore(path[turn - 1].review) if review is not None else []
+        restored = await review.restore(path[turn - 1].review) if review is not None else None
         unrecorded = chat.branches.unrecorded(turn)
         chat.leave(turn)
-        files = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
+        files = restored_files(restored)
         if unrecorded:
             files = f"of the turns run here ({files}); what {unrecorded} changed stays as it is"
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Reviews"]
+__all__ = ["Reviews", "restored_files"]
 
 from typing import TYPE_CHECKING
 
@@ -11,7 +11,7 @@ from acp_nvim.client.config import AgentConfig
 
 if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
-    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.client.services.changes import Restored, SessionChanges
     from acp_nvim.client.session.chat import Chat
 
 
@@ -192,6 +192,14 @@ class Reviews:
             return
         unrecorded = chat.branches.unrecorded(turn)
         restored = await review.restore(path[turn - 1].review)
-        listed = ", ".join(f"`{name}`" for name in restored) or "no file needed it"
         kept = f"; what {unrecorded} changed stays as it is" if unrecorded else ""
-        chat.info(f"*Restored the files to before turn {turn}: {listed}{kept}.*")
+        chat.info(f"*Restored the files to before turn {turn}: {restored_files(restored)}{kept}.*")
+
+
+def restored_files(restored: Restored | None) -> str:
+    """The files a restore took back as its note names them, and those it could not
+    (a warning said why)."""
+    files = restored.files if restored is not None else []
+    listed = ", ".join(f"`{name}`" for name in files) or "no file needed it"
+    refused = ", ".join(f"`{name}`" for name in restored.refused) if restored else ""
+    return f"{listed}; not {refused} (see the warnings)" if refused else listed

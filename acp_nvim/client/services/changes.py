@@ -34,7 +34,7 @@ __all__ = ["SessionChanges", "proposed_from_diff"]
 import os
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -82,6 +82,14 @@ from acp_nvim.review import (
 Decision = Literal["accept", "reject"]
 # Kinds of change the agent made on disk itself (decided against the file, saved).
 _ON_DISK: tuple[FileKind, ...] = ("disk", "patch")
+
+
+class Restored(NamedTuple):
+    """What a restore did: the files taken back, those it could not take back
+    (told why), as the user's names for them."""
+
+    files: list[str]
+    refused: list[str]
 
 
 # What an edit makes of a file's text (None: no file): its text after (None: the file
@@ -556,23 +564,17 @@ class SessionChanges:
                 self.disk.seen(path)
             self._publish()
 
-    async def restore(self, turn: int) -> list[str]:
+    async def restore(self, turn: int) -> Restored:
         """Take the files back to how they were before ``turn``: every change of that
         turn and later is taken out, open ones rejected and accepted ones reverted,
         each file in one change: one undo step per buffer, one write per file. The
         user's edits made since the agent's last change of a file are kept, where
-        they clash as conflicts (see :meth:`ReviewStore.restore`). Returns the files
-        restored."""
+        they clash as conflicts (see :meth:`ReviewStore.restore`); files with no text
+        go back whole. Returns the files restored and those refused (told why)."""
         restored: list[str] = []
+        refused: list[str] = []
         async with self._lock:
-            kinds: dict[str, set[FileKind]] = {}
-            for changeset in reversed(self.store.turns()):
-                if changeset.turn < turn:
-                    break
-                for change in changeset.files():
-                    if change.applied:
-                        kinds.setdefault(change.path, set()).add(change.kind)
-            for path, kind in kinds.items():
+            for path, kind in _applied_kinds(self.store, turn).items():
                 disk = not kind.isdisjoint(_ON_DISK)
                 rollback = self.store.checkpoint(path)
                 try:
@@ -582,6 +584,7 @@ class SessionChanges:
                 except (ReviewError, FileError) as err:
                     rollback()
                     self.editor.notify(str(err), "warn")
+                    refused.append(path)
                     continue
                 for clash in outcome.clashes:
                     self.editor.notify(clash, "warn")
@@ -593,12 +596,13 @@ class SessionChanges:
                     )
                 if outcome.text != doc.text or outcome.conflicts:
                     restored.append(path)
+            await _restore_binaries(self.editor, self.disk, self.store, turn, restored, refused)
             self._publish()
-        return sorted(shown_path(path, self.cwd) for path in restored)
+        return Restored(_shown(restored, self.cwd), _shown(refused, self.cwd))
 
     def turns_changed(self) -> set[int]:
-        """The (review) numbers of the turns that changed files."""
-        return {changeset.turn for changeset in self.store.turns() if changeset.files()}
+        """The (review) numbers of the turns that changed files (with text or not)."""
+        return {changeset.turn for changeset in self.store.turns() if _reviewed(changeset)}
 
     def number(self, shown: dict[int, int] | None) -> None:
         """The turns of the chat's branch shown, by review number: their numbers there
@@ -708,20 +712,98 @@ async def _decide_binary(
         raise ReviewError(
             f"{change.path}: turn {later.turn} changed it again; review that turn first"
         )
+    if decision == "reject":
+        await _refuse_if_written(change)
     status = change.status
     before = change.decide(decision)
     if decision == "accept":
         return
     try:
-        if before is None:
-            await anyio.to_thread.run_sync(files.remove_disk, change.path)
-        else:
-            await anyio.to_thread.run_sync(files.replace_file, change.path, before)
+        await _put_bytes(editor, disk, change.path, before)
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
-    disk.seen(change.path)
-    await editor.reload_buffers([change.path])
+
+
+def _applied_kinds(store: ReviewStore, turn: int) -> dict[str, set[FileKind]]:
+    """The files with text whose changes from ``turn`` on are in them, each with
+    how those changes were made."""
+    kinds: dict[str, set[FileKind]] = {}
+    for changeset in reversed(store.turns()):
+        if changeset.turn < turn:
+            break
+        for change in changeset.files():
+            if change.applied:
+                kinds.setdefault(change.path, set()).add(change.kind)
+    return kinds
+
+
+async def _restore_binaries(
+    editor: Editor, disk: DiskChanges, store: ReviewStore, turn: int,
+    restored: list[str], refused: list[str],
+) -> None:  # fmt: skip
+    """Take the files with no text back to before ``turn``, adding each to
+    ``restored`` or, told why, to ``refused``."""
+    since: dict[str, list[BinaryChange]] = {}  # by file, oldest turn first
+    for changeset in store.turns():
+        if changeset.turn >= turn:
+            for change in changeset.binaries():
+                since.setdefault(change.path, []).append(change)
+    for path, changes in since.items():
+        try:
+            if await _restore_binary(editor, disk, changes):
+                restored.append(path)
+        except (ReviewError, FileError) as err:
+            editor.notify(str(err), "warn")
+            refused.append(path)
+
+
+async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[BinaryChange]) -> bool:
+    """Put the file of ``changes`` (one file's, oldest turn first) back as it was
+    before the first, each rejected as a whole (decision 0099); whether it was
+    written. Refused, the file left as it is, when its bytes then were not kept or
+    someone else wrote it since the agent's last change."""
+    taken = [change for change in changes if change.status != "rejected"]
+    if not taken:
+        return False  # rejected already: the file holds what it did before them
+    await _refuse_if_written(taken[-1])
+    statuses = [change.status for change in changes]
+    before = changes[0].decide("reject")
+    for change in changes:
+        change.status = "rejected"
+    try:
+        await _put_bytes(editor, disk, changes[0].path, before)
+    except FileError:
+        for change, status in zip(changes, statuses, strict=True):
+            change.status = status
+        raise
+    return True
+
+
+async def _refuse_if_written(change: BinaryChange) -> None:
+    """Raise :class:`ReviewError` when ``change``'s file no longer holds the bytes
+    the agent left: the user or another tool wrote it since, and putting the old
+    bytes back would lose that (as a text's reject keeps the user's edits)."""
+    if await anyio.to_thread.run_sync(files.digest_of, change.path) != change.left:
+        raise ReviewError(
+            f"{change.path}: changed since turn {change.turn}'s change (by you or "
+            "another tool); left as it is"
+        )
+
+
+async def _put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
+    """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded."""
+    if data is None:
+        await anyio.to_thread.run_sync(files.remove_disk, path)
+    else:
+        await anyio.to_thread.run_sync(files.replace_file, path, data)
+    disk.seen(path)
+    await editor.reload_buffers([path])
+
+
+def _shown(paths: list[str], cwd: str) -> list[str]:
+    """``paths`` as the user's names for them, sorted."""
+    return sorted(shown_path(path, cwd) for path in paths)
 
 
 def _listed(item: dict[str, Any], cwd: str) -> str:

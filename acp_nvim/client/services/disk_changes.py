@@ -673,7 +673,10 @@ class DiskChanges:
                 return False  # touched, not changed
         kind: FileKind = "patch" if path in self._patches else "disk"
         size = stat[0] if stat is not None else None
-        self.store.record_binary(path, before, before_size, size, existed=existed, kind=kind)
+        left = await anyio.to_thread.run_sync(files.digest_of, path) if stat is not None else None
+        self.store.record_binary(
+            path, before, before_size, size, existed=existed, kind=kind, left=left
+        )
         return True
 
     async def _bytes_elsewhere(self, path: str) -> bytes | None:

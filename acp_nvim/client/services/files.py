@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 import errno
+import hashlib
 import os
 import secrets
 import stat
@@ -320,6 +321,19 @@ def _make_parents(path: str) -> None:
         os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
     except _OS_ERRORS as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
+
+
+def digest_of(path: str) -> str | None:
+    """The SHA-256 of the regular file at ``path``'s bytes; None when there is no
+    such file or it cannot be read."""
+    try:
+        digest = hashlib.sha256()
+        with open(_open_regular(path, os.O_RDONLY), "rb") as f:
+            while piece := f.read(_PIECE):
+                digest.update(piece)
+        return digest.hexdigest()
+    except (*_OS_ERRORS, FileError):
+        return None
 
 
 def replace_file(path: str, data: bytes) -> None:
