@@ -87,3 +87,26 @@ def test_an_earlier_turn_shows_its_own_hunks_where_a_later_turn_moved_them(
     ns = "vim.api.nvim_get_namespaces()['acp.review']"
     editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, {ns}, 0, -1, {{}}) == 3", what="turn 2's")
     assert [m["row"] for m in marks(editor, buf, "acp.review")] == [0, 4, 4]
+
+
+def test_files_with_no_text_are_named_not_opened(editor: Editor) -> None:
+    """A turn that wrote a text file and a file with no text: one window, the text's;
+    the other named with its size (decision 0099). One with only such files opens no
+    tab at all."""
+    project = editor.tmp / "project"
+    (project / "a.txt").write_text("one\n")
+    logo = project / "logo.png"
+    start(editor)
+    write = {"write": {"path": str(project / "a.txt"), "content": "one\ntwo\n"}}
+    run(editor, [write, {"bytes": {"path": str(logo), "hex": (b"\x00" * 3).hex()}}])
+    tabs = editor.lua("return #vim.api.nvim_list_tabpages()")
+    editor.nvim.command("AcpTurnDiff")
+    assert shown(editor) == [[str(project / "a.txt"), "turn 1 · a.txt · +1 -0"]]
+    told = "turn 1 also changed files with no text, not shown: logo.png (binary, 3 bytes) (:AcpReview)"
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == f"acp: {told}"
+    editor.nvim.command("tabclose")
+    run(editor, [{"bytes": {"path": str(logo), "hex": (b"\x00" * 5).hex()}}], turn=2)
+    editor.nvim.command("AcpTurnDiff 2")
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == tabs
+    told = "turn 2 changed files with no text, not shown: logo.png (binary, 5 bytes) (:AcpReview)"
+    assert editor.lua("return _G.acp_notices[#_G.acp_notices].msg") == f"acp: {told}"

@@ -108,27 +108,45 @@ function M.open(turn)
   if #files == 0 then
     util.user_error(turn and ("turn %d changed no file"):format(turn) or "the agent changed no file")
   end
-  vim.cmd("tabnew")
-  local first, gone = true, {}
+  -- Files with no text have no lines to show (decision 0099): named, as deleted ones are.
+  local windows, gone, whole = {}, {}, {}
   for _, file in ipairs(files) do
-    if file.deleted then
-      table.insert(gone, vim.fn.fnamemodify(file.path, ":~:."))
+    local name = vim.fn.fnamemodify(file.path, ":~:.")
+    if file.binary then
+      table.insert(whole, ("%s (%s%s)"):format(name, file.binary.about, file.deleted and ", deleted" or ""))
+    elseif file.deleted then
+      table.insert(gone, name)
     else
-      if not first then
-        vim.cmd("belowright split")
-      end
-      first = false
-      -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
-      vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
-      vim.w.acp_turn_diff = { chat = state.chat_id(), turn = shown, buf = api.nvim_get_current_buf() }
-      vim.wo.winbar = "%{%v:lua.require'acp.review.turn'.label()%}"
+      table.insert(windows, file)
     end
   end
-  vim.cmd("wincmd =")
-  vim.cmd("1wincmd w")
-  redraw()
+  if #windows > 0 then
+    vim.cmd("tabnew")
+  end
+  for i, file in ipairs(windows) do
+    if i > 1 then
+      vim.cmd("belowright split")
+    end
+    -- A worktree chat's file: its hunks wait in the worktree's copy (`source`).
+    vim.cmd.edit(vim.fn.fnameescape(file.source or file.path))
+    vim.w.acp_turn_diff = { chat = state.chat_id(), turn = shown, buf = api.nvim_get_current_buf() }
+    vim.wo.winbar = "%{%v:lua.require'acp.review.turn'.label()%}"
+  end
+  if #windows > 0 then
+    vim.cmd("wincmd =")
+    vim.cmd("1wincmd w")
+    redraw()
+  end
+  local told = {}
   if #gone > 0 then
-    util.notify(("turn %d also deleted %s (:AcpReview)"):format(shown, table.concat(gone, ", ")), "info")
+    table.insert(told, ("deleted %s"):format(table.concat(gone, ", ")))
+  end
+  if #whole > 0 then
+    table.insert(told, ("changed files with no text, not shown: %s"):format(table.concat(whole, ", ")))
+  end
+  if #told > 0 then
+    local also = #windows > 0 and "also " or ""
+    util.notify(("turn %d %s%s (:AcpReview)"):format(shown, also, table.concat(told, "; ")), "info")
   end
 end
 
