@@ -249,3 +249,23 @@ def test_a_reject_leaves_a_binary_file_written_since_the_agents_change(
     editor.lua("require('acp').restore(1)")
     wait_text(editor, "Restored the files to before turn 1: no file needed it; not `logo.png`")
     assert logo.read_bytes() == PNG + b"\x00mine"
+
+
+def test_rejecting_everything_takes_a_file_two_turns_wrote_back_to_its_first_bytes(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The later turn's change goes first, then the earlier one's: the file holds
+    what it did before both (the earlier one was refused once the later was
+    rejected, leaving the first turn's bytes)."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    start(editor)
+    run(editor, [shell_bytes(logo, PNG + b"\x01")])
+    run(editor, [shell_bytes(logo, PNG + b"\x02")], turn=2)
+    editor.lua("require('acp').reject()")
+    editor.wait(
+        "vim.iter(require('acp').changes()):all(function(f) return f.binary.status == 'rejected' end)",
+        what="both rejected",
+    )
+    assert logo.read_bytes() == PNG
+    assert not any("logo.png" in n["msg"] for n in editor.lua("return _G.acp_notices or {}"))

@@ -706,13 +706,21 @@ async def _decide_binary(
     """Accept or reject the change of a file with no text as a whole: a reject
     removes a file the turn made, and writes back the bytes of one it changed or
     deleted (when kept: decision 0099). A later turn's change of the file is
-    decided first: a reject here would undo it unseen."""
-    later = store.binary(change.path)
-    if decision == "reject" and later is not None and later.turn > change.turn:
-        raise ReviewError(
-            f"{change.path}: turn {later.turn} changed it again; review that turn first"
-        )
+    rejected first: a reject here would undo it unseen."""
     if decision == "reject":
+        later = [
+            found.turn
+            for changeset in store.turns()
+            if changeset.turn > change.turn
+            and (found := changeset.binary(change.path)) is not None
+            and found.status != "rejected"
+        ]
+        if later:
+            raise ReviewError(
+                f"{change.path}: turn {later[-1]} changed it again; reject that change first"
+            )
+        if change.status == "rejected":
+            return  # it holds its bytes from before already
         await _refuse_if_written(change)
     status = change.status
     before = change.decide(decision)
