@@ -476,7 +476,7 @@ async def test_a_restore_takes_a_change_merged_behind_unsaved_text_out_of_both(
     written_behind(changes, editor, path, ["mine", "b"], "a\nb\nagent\n")
     await changes.end_turn()
     assert editor.buffers[str(path)].state.lines == ["mine", "b", "agent"]
-    assert await changes.restore(1) == ["c.txt"]
+    assert await changes.restore(1) == (["c.txt"], [])
     assert editor.buffers[str(path)].state.lines == ["mine", "b"]
     assert path.read_text() == "a\nb\n"
 
