@@ -494,6 +494,13 @@ def _current_name(option: ConfigOption) -> str | bool | None:
     return current
 
 
+def notice_line(severity: str, title: str, description: str | None) -> str:
+    """An agent's advisory (``Chat.on_notice``) as the one line the transcript shows."""
+    marks = {"warning": "⚠ ", "error": "✗ "}
+    text = f"{marks.get(severity, '')}{title}" + (f" — {description}" if description else "")
+    return f"*{text}*"
+
+
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:
     """A plan's block; the session's ``number``-th plan is titled so from the second."""
     lines = ["### Plan" if number == 1 else f"### Plan {number}"]
