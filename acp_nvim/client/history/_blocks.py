@@ -398,8 +398,8 @@ def _tool_markdown(
                 lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):
             term = terminals.get(part.terminal_id)
-            if term is not None and term.lines:
-                lines += ["", *view.fenced(term.lines, "text")]
+            if term is not None:  # its command line and end, as the transcript shows them
+                lines += ["", *view.terminal_lines(part.terminal_id, term, call.status)]
         elif part.text.strip():
             lines += ["", part.text]
     for location in call.locations:

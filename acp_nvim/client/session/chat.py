@@ -402,7 +402,7 @@ class Chat:
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content) or (
             _set(patch.status) and any(isinstance(p, TerminalPart) for p in call.content)
-        ):  # an agent's own terminal may show its call's end (view._terminal_lines)
+        ):  # an agent's own terminal may show its call's end (view.terminal_lines)
             redraw.add(view.CONTENT)
         if _set(patch.locations):
             redraw.add(view.LOCATIONS)
