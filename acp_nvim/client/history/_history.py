@@ -206,6 +206,7 @@ class History:
             record.target.id = row.id
             record.target.top = max((b.seq for b in blocks), default=-1)
         record.created_at, record.updated_at = row.created_at, row.updated_at
+        record.began = row.created_at
         record.name = row.name
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
@@ -277,13 +278,14 @@ class History:
     async def hand_over(self, chat: Chat, source: Chat) -> None:
         """``chat`` continues ``source``'s conversation with another agent, as
         :meth:`continue_from` says, under ``source``'s title; the lines before and
-        after the conversation say whose the turns are (and when that chat began):
+        after the conversation say whose the turns are (and when that chat began, if known):
         carried, then its own, the export and the seed say which agent answered."""
         from acp_nvim.client.history._blocks import date
 
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
-        began = f" (begun {date(before.created_at)})" if before is not None else ""
+        known = before.began if before is not None else None
+        began = f" (begun {date(known)})" if known is not None else ""
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
         await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title

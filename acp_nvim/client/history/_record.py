@@ -57,6 +57,9 @@ class ChatRecord:
         # When the chat began, and when its transcript or review last changed (a
         # reopened chat's: as stored, until it changes here).
         self.created_at = self.updated_at = time.time()
+        # When its conversation began, if known: a resumed session's began before its
+        # replay here, and neither the replay nor the agent's list says when.
+        self.began: float | None = self.created_at
         self.name: str | None = None  # the user's for the chat
         # Named here since the last take: only then is the name written (another
         # Neovim showing the chat may have renamed it since).
@@ -238,6 +241,8 @@ class ChatRecord:
         block on, each is a turn (a node) of its own, counted before the chat's own. The
         chat is named by the first, where its conversation began."""
         begins = {message_block(turn.message): turn.message for turn in turns}
+        if turns:
+            self.began = None
         if self._first_prompt is None and turns:
             self._first_prompt = turns[0].prompt.text
         node = self.base_turns
