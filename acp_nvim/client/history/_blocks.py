@@ -140,6 +140,13 @@ def introduced(source: str, agent: str, blocks: Sequence[StoredBlock]) -> list[S
     return [intro, *blocks]
 
 
+def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
+    """Whether a stored chat's conversation begins with a prompt its agent replayed
+    (:AcpResume): it began before the chat, and nothing says when."""
+    first = min(blocks, key=lambda block: block.seq, default=None)
+    return first is not None and _data(first).get("replayed") is True
+
+
 def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     """What is kept of the review of ``turn``'s files: each path, whether it was
     made or deleted, and each hunk's header and status (pending, accepted, ...)."""

@@ -243,6 +243,8 @@ class ChatRecord:
         begins = {message_block(turn.message): turn.message for turn in turns}
         if turns:
             self.began = None
+            # Kept with its first prompt, for the chat reopened (``began_in_replay``).
+            self._extra.setdefault(message_block(turns[0].message), {})["replayed"] = True
         if self._first_prompt is None and turns:
             self._first_prompt = turns[0].prompt.text
         node = self.base_turns
