@@ -199,7 +199,6 @@ class History:
         """Show a stored chat in ``chat``, as it was, then ``note`` (drawn, not kept:
         opening a stored chat changes nothing of it); it goes on in the same stored
         chat (its next prompt starts the agent: resumed, loaded, or seeded)."""
-        from acp_nvim.client.history._blocks import began_in_replay
         from acp_nvim.client.session import view
 
         record = self._records[chat.id]
@@ -207,7 +206,6 @@ class History:
             record.target.id = row.id
             record.target.top = max((b.seq for b in blocks), default=-1)
         record.created_at, record.updated_at = row.created_at, row.updated_at
-        record.began = None if began_in_replay(blocks) else row.created_at
         record.name = row.name
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
@@ -285,8 +283,7 @@ class History:
 
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
-        known = before.began if before is not None else None
-        began = f" (begun {date(known)})" if known is not None else ""
+        began = f" (begun {date(before.began)})" if before is not None and before.began else ""
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
         await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title
