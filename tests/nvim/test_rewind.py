@@ -1571,7 +1571,8 @@ def test_a_session_resumed_after_a_restart_shows_what_a_turn_left_behind_muted(
 def test_a_resumed_session_is_kept_under_its_first_prompt(editor: Editor, version: int) -> None:
     """A resumed session's chat was kept as "chat 2" in :AcpHistory, then under the
     first prompt typed after the resume: not the one its conversation began with. A
-    hand-over of it named it so too."""
+    hand-over of it named it so too, and said it had begun when it was resumed here:
+    nothing tells when it began, so the line says nothing of it."""
     start(editor, "rewind+resume+load", version)
     editor.nvim.command("AcpResume s9")
     session_changed(editor, 2)
@@ -1583,7 +1584,17 @@ def test_a_resumed_session_is_kept_under_its_first_prompt(editor: Editor, versio
     assert (found["title"], found["turns"]) == ("one", 3)
     editor.nvim.command("AcpHandoff fake")
     editor.wait_event("AcpSessionReady", count=3)
-    assert "*From fake's chat “one” (begun " in editor.transcript_text()
+    unknown = "*From fake's chat “one”: fake answers from here.*"
+    assert unknown in editor.transcript_text()
+    # Reopened from the history, it is still not dated to the resume.
+    resumed = editor.events("AcpSessionReady")[1]["chat"]
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...], true)", resumed)
+    editor.wait(f"require('acp.chat.registry').chats[{resumed}] == nil", what="its chat closed")
+    chat = editor.lua("return require('acp').open({history = ...})", found["id"])
+    editor.wait(f"require('acp').status().chat == {chat} and require('acp').status().state == 'ready'")
+    editor.nvim.command("AcpHandoff fake")
+    editor.wait_event("AcpSessionReady", count=4)
+    assert unknown in editor.transcript_text()
 
 
 @pytest.mark.parametrize("how", ["AcpFork", "AcpHandoff other"])

@@ -115,6 +115,17 @@ def test_acp_terminal_of_a_wiped_buffer_says_it_was_wiped(editor: Editor) -> Non
     assert editor.lua("return _G.acp_notices") == [said]
 
 
+def test_acp_terminal_completion_leaves_out_a_wiped_buffer(editor: Editor) -> None:
+    """Two commands, the first one's buffer wiped: `:AcpTerminal <Tab>` offered both
+    keys, and picking the first only said its buffer was wiped."""
+    open_fake(editor)
+    wiped = run(editor, {"create": {"command": "echo one"}})["terminalId"]
+    kept = run(editor, {"create": {"command": "echo two"}}, turn=2)["terminalId"]
+    buf = editor.lua(f"return require('acp.editor.terminal').terminals[{wiped!r}].buf")
+    editor.nvim.command(f"bwipeout! {buf}")
+    assert editor.lua("return vim.fn.getcompletion('AcpTerminal ', 'cmdline')") == [kept]
+
+
 def test_output_is_truncated_at_a_character_boundary(editor: Editor) -> None:
     open_fake(editor)
     # 1 + 3 * 3 bytes; the last 7 start inside the first "€", so it goes whole.

@@ -515,6 +515,17 @@ def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: i
     assert "src/a.py" in text and "/p/src/a.py" not in text
     assert "- at src/a.py:3\n- at /elsewhere/b.py\n" in text
 
+def test_an_exported_command_shows_its_command_line_with_its_output() -> None:
+    """The export showed a command's last output lines but not the command that
+    printed them, nor how it ended; it shows them as the transcript does."""
+    terminal = {"type": "terminal", "id": "term-1", "key": "t1", "label": "make test",
+                "lines": ["2 failed"], "exit": [2, None]}  # fmt: skip
+    data = {"kind": "execute", "status": "failed", "content": [terminal]}
+    blocks = [StoredBlock(0, "c1", 1, "tool", "Run tests", json.dumps(data))]
+    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
+    assert "`execute` · failed\n\n[terminal t1 · exit 2] make test\n```text\n2 failed\n```" in text
+
+
 @pytest.mark.parametrize("rewound", [False, True])
 def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound: bool) -> None:
     """A reopened chat, a hand-over and a fork (drawn from the record) showed the

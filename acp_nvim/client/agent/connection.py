@@ -309,13 +309,17 @@ class AgentConnection:
         if replay:  # its history as turns to go back to
             replayed(chat, since, self.serial)
 
-    def _opened(self, chat: Chat, sessions: Sessions, session_id: str, **how: bool) -> None:
+    def _opened(
+        self, chat: Chat, sessions: Sessions, session_id: str, *,
+        resumed: bool = False, created: bool = False,
+    ) -> None:
         """The agent answered with ``chat``'s session ``session_id``, ``created`` (new,
         forked) or ``resumed``: the chat is ready in it, the MCP servers offered serve it."""
         self.opened.add(session_id)
         if self.mcp is not None:
             self.mcp.bind(chat, session_id)
-        chat.ready(session_id, sessions.version, sessions.agent_title, **how)
+        version, title = sessions.version, sessions.agent_title
+        chat.ready(session_id, version, title, resumed=resumed, created=created)
 
     def attach(self, chat: Chat, session_id: str) -> None:
         """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still

@@ -140,6 +140,13 @@ def introduced(source: str, agent: str, blocks: Sequence[StoredBlock]) -> list[S
     return [intro, *blocks]
 
 
+def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
+    """Whether a stored chat's conversation begins with a prompt its agent replayed
+    (:AcpResume): it began before the chat, and nothing says when."""
+    first = min(blocks, key=lambda block: block.seq, default=None)
+    return first is not None and _data(first).get("replayed") is True
+
+
 def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     """What is kept of the review of ``turn``'s files: each path, whether it was
     made or deleted, and each hunk's header and status (pending, accepted, ...)."""
@@ -398,8 +405,8 @@ def _tool_markdown(
                 lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):
             term = terminals.get(part.terminal_id)
-            if term is not None and term.lines:
-                lines += ["", *view.fenced(term.lines, "text")]
+            if term is not None:  # its command line and end, as the transcript shows them
+                lines += ["", *view.terminal_lines(part.terminal_id, term, call.status)]
         elif part.text.strip():
             lines += ["", part.text]
     for location in call.locations:

@@ -277,13 +277,13 @@ class History:
     async def hand_over(self, chat: Chat, source: Chat) -> None:
         """``chat`` continues ``source``'s conversation with another agent, as
         :meth:`continue_from` says, under ``source``'s title; the lines before and
-        after the conversation say whose the turns are (and when that chat began):
+        after the conversation say whose the turns are (and when that chat began, if known):
         carried, then its own, the export and the seed say which agent answered."""
         from acp_nvim.client.history._blocks import date
 
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
-        began = f" (begun {date(before.created_at)})" if before is not None else ""
+        began = f" (begun {date(before.began)})" if before is not None and before.began else ""
         note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
         await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title

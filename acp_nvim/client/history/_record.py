@@ -20,6 +20,7 @@ from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.history._blocks import (
     NOTICES,
     attachment_data,
+    began_in_replay,
     block_id,
     notice_block,
     render_ops,
@@ -57,6 +58,8 @@ class ChatRecord:
         # When the chat began, and when its transcript or review last changed (a
         # reopened chat's: as stored, until it changes here).
         self.created_at = self.updated_at = time.time()
+        # Its conversation began before it: a session resumed here, its history replayed.
+        self._replayed = False
         self.name: str | None = None  # the user's for the chat
         # Named here since the last take: only then is the name written (another
         # Neovim showing the chat may have renamed it since).
@@ -87,6 +90,12 @@ class ChatRecord:
         where = self.target.id if self.target is not None else "not kept"
         return f"<ChatRecord chat {self.chat.id} → {where}, {len(self._seqs)} blocks>"
 
+    @property
+    def began(self) -> float | None:
+        """When its conversation began, if known: a resumed session's began before its
+        replay here, and neither the replay nor the agent's list says when."""
+        return None if self._replayed else self.created_at
+
     def start_with(
         self,
         blocks: Sequence[StoredBlock],
@@ -104,6 +113,7 @@ class ChatRecord:
         self.base_written = written
         self._prefix = prefix
         self.base = list(blocks)
+        self._replayed = written and began_in_replay(blocks)  # reopened (see :meth:`replayed`)
         if not written:  # what is shown is handed over
             self.base = [_renumbered(b, seq) for seq, b in enumerate(in_view(branch, blocks))]
             self._facts = True
@@ -238,8 +248,12 @@ class ChatRecord:
         block on, each is a turn (a node) of its own, counted before the chat's own. The
         chat is named by the first, where its conversation began."""
         begins = {message_block(turn.message): turn.message for turn in turns}
-        if self._first_prompt is None and turns:
-            self._first_prompt = turns[0].prompt.text
+        if turns:
+            self._replayed = True
+            # Kept with its first prompt, for the chat reopened (``began_in_replay``).
+            self._extra.setdefault(message_block(turns[0].message), {})["replayed"] = True
+            if self._first_prompt is None:
+                self._first_prompt = turns[0].prompt.text
         node = self.base_turns
         for key in sorted(self._seqs, key=self._seqs.__getitem__):
             if key in begins:

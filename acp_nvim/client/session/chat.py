@@ -183,11 +183,13 @@ class Chat:
         self._draw(view.status_op(state=state, **fields))
 
     def ready(
-        self, session_id: str, version: int, agent_title: str | None, **how: bool
+        self, session_id: str, version: int, agent_title: str | None, *,
+        resumed: bool = False, created: bool = False,
     ) -> None:
         """Go on in ``session_id``, which an agent process ``resumed`` (or loaded), or
-        has just ``created`` (a new session, a fork): ``how`` (see ``Usage.switch``)."""
-        self.session.usage = self.usage.switch(session_id, self.session.usage, **how)
+        has just ``created`` (a new session, a fork): see ``Usage.switch``."""
+        usage = self.session.usage
+        self.session.usage = self.usage.switch(session_id, usage, resumed=resumed, created=created)
         self.session.session_id = session_id
         self.protocol_version = version
         self.set_state(
@@ -400,7 +402,7 @@ class Chat:
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content) or (
             _set(patch.status) and any(isinstance(p, TerminalPart) for p in call.content)
-        ):  # an agent's own terminal may show its call's end (view._terminal_lines)
+        ):  # an agent's own terminal may show its call's end (view.terminal_lines)
             redraw.add(view.CONTENT)
         if _set(patch.locations):
             redraw.add(view.LOCATIONS)
@@ -521,9 +523,8 @@ class Chat:
 
     def on_notice(self, severity: str, title: str, description: str | None) -> None:
         """An advisory from the agent, not part of the conversation: one line."""
-        marks = {"warning": "⚠ ", "error": "✗ "}
-        text = f"{marks.get(severity, '')}{title}" + (f" — {description}" if description else "")
-        self._note("notice", "error" if severity == "error" else "info", [f"*{text}*"])
+        line = view.notice_line(severity, title, description)
+        self._note("notice", "error" if severity == "error" else "info", [line])
 
     # -- turns and branches -------------------------------------------------------------
 

@@ -251,7 +251,7 @@ def _tool_content_lines(
     for part in call.content:
         if isinstance(part, TerminalPart):
             terminal = terminals.get(part.terminal_id)
-            lines.extend(_terminal_lines(part.terminal_id, terminal, call.status))
+            lines.extend(terminal_lines(part.terminal_id, terminal, call.status))
         else:
             lines.extend(_content_lines(part, cwd))
     return lines
@@ -336,7 +336,7 @@ def _content_lines(part: ContentPart, cwd: str) -> list[str]:
         return list(_diff_lines(shown_path(part.path, cwd), part.old_text, part.new_text))
     if isinstance(part, ChangesPart):
         return _changes_lines(part, cwd)
-    return _terminal_lines(part.terminal_id, None)
+    return terminal_lines(part.terminal_id, None)
 
 
 @lru_cache(maxsize=16)
@@ -354,7 +354,7 @@ def fenced(body: Sequence[str], info: str) -> list[str]:
     return [fence + info, *body, fence]
 
 
-def _terminal_lines(
+def terminal_lines(
     terminal_id: str, terminal: TerminalView | None, call_status: str = ""
 ) -> list[str]:
     """``[terminal KEY · state] command``, then the last output lines in a fence. An
@@ -492,6 +492,13 @@ def _current_name(option: ConfigOption) -> str | bool | None:
     if isinstance(current, str):
         return next((n for v, n in option.choices if v == current), current)
     return current
+
+
+def notice_line(severity: str, title: str, description: str | None) -> str:
+    """An agent's advisory (``Chat.on_notice``) as the one line the transcript shows."""
+    marks = {"warning": "⚠ ", "error": "✗ "}
+    text = f"{marks.get(severity, '')}{title}" + (f" — {description}" if description else "")
+    return f"*{text}*"
 
 
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:

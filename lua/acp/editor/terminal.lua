@@ -493,10 +493,16 @@ function M.next_number()
   return highest + 1
 end
 
---- Keys of the terminals, newest last (for completion).
+--- Keys of the terminals :AcpTerminal can open, newest last (for completion): not
+--- those whose buffer the user wiped.
 ---@return string[]
 function M.keys()
-  local keys = vim.tbl_keys(M.terminals)
+  local keys = {}
+  for key, term in pairs(M.terminals) do
+    if api.nvim_buf_is_valid(term.buf) then
+      table.insert(keys, key)
+    end
+  end
   table.sort(keys, function(a, b)
     return number_of(a) < number_of(b)
   end)
