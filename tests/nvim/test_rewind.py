@@ -1623,6 +1623,20 @@ def test_a_fork_or_hand_over_of_a_rewound_chat_shows_no_branch_it_lacks(
     assert "go on" in said and "Another branch" not in said
 
 
+def two_turns_then_fault(editor: Editor, fault: str, version: int) -> tuple[Path, int]:
+    """Two turns with the rewind fake, which then fails as $FAKE_FAULT ``fault`` says:
+    the file its calls are recorded in, and its pid."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": fault}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    [pid] = fake_pids(editor, "rewind")
+    return calls_file, pid
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
     editor: Editor, version: int
@@ -1631,14 +1645,7 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
     prompt sent meanwhile vanished from the input, shown nowhere, and :AcpCancel
     did nothing. The wait ends on the cancel (or timeouts.start) as a start's does;
     the prompt comes back, and the next send starts the agent again."""
-    calls_file = editor.tmp / "calls.jsonl"
-    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "hang:session/fork"}
-    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
-    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
-    editor.open_chat()
-    turn(editor, "one", 1)
-    turn(editor, "two", 2)
-    [hung] = fake_pids(editor, "rewind")
+    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
     editor.lua("require('acp').rewind(2)")
     editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
                 what="the fork asked")  # fmt: skip
@@ -1665,14 +1672,7 @@ def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restar
     """The agent exiting on the fork was told in passing, and the chat's error said
     only "agent 'fake' is not running" (a new session tried on the dead agent): the
     exit and its code are the error now, and the next prompt starts the agent again."""
-    calls_file = editor.tmp / "calls.jsonl"
-    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "crash:session/fork"}
-    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": env}
-    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
-    editor.open_chat()
-    turn(editor, "one", 1)
-    turn(editor, "two", 2)
-    [died] = fake_pids(editor, "rewind")
+    _, died = two_turns_then_fault(editor, "crash:session/fork", version)
     editor.lua("require('acp').rewind(2)")
     error = editor.wait_event("AcpError")
     assert error["message"] == "agent 'fake' exited while forking a session (exit code 2)"
