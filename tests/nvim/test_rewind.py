@@ -1040,6 +1040,31 @@ def test_send_now_cancels_then_sends_first_elsewhere(editor: Editor, version: in
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_sent_now_after_a_cancel_waits_for_the_turn_to_end(
+    editor: Editor, version: int
+) -> None:
+    """<C-c>, then a message sent now while the agent still ends the turn: it was
+    steered into the turn being stopped ("Sent into the running turn" under a turn
+    the user cancelled, its answer muted should the agent be left behind), and an
+    agent without steering was sent a second cancel. Written after the cancel, it
+    goes first once the turn has ended (decision 0080)."""
+    wire = start(editor, "rewind+deaf+steer", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').cancel()")
+    editor.wait("require('acp').status().turn_state == 'cancelling'")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    editor.wait("require('acp').status().queued == 1 or require('acp').status().state == 'ready'")
+    assert calls(wire, "_session/steering") == []
+    assert editor.lua("return require('acp').queue()") == ["turn left"]
+    # The agent ignores the cancel: the turn ends here, and the message goes next.
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    wait_text(editor, "## You\nturn left")
+    assert "Sent into the running turn" not in editor.transcript_text()
+    assert len(calls(wire, "session/cancel")) == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_rejected_hunks_reason_reaches_the_agent(editor: Editor, version: int) -> None:
     wire = start(editor, "rewind", version)
     turn(editor, "write a.txt one", 1)

@@ -419,6 +419,7 @@ class AgentConnection:
         at once, and a command not started yet never starts)."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
+        self.turns.stop(chat)
         self.terminals.cancel(chat)  # before the await: the window may close meanwhile
         if not await self.turns.written(chat):
             return

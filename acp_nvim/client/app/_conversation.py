@@ -333,7 +333,8 @@ class Conversations:
         self.queue.put(chat_id, prompt, first=True)
         self.queue.show(chat)
         if steered is None and connection is not None and chat.state == "running":
-            await self.queue.cancel(chat, connection)
+            if not connection.turns.stopping(chat):  # else it goes once the cancel is answered
+                await self.queue.cancel(chat, connection)
         await self.queue.drain(chat)
 
     async def send_queued(self, chat_id: int, index: int, text: str) -> None:
@@ -362,8 +363,11 @@ class Conversations:
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or chat.state != "running":
             return None
-        if not connection.can_steer or connection.turns.waiting(chat):
-            return None  # (waiting: the turn the agent runs is one left behind, not shown)
+        turns = connection.turns
+        if not connection.can_steer or turns.waiting(chat) or turns.stopping(chat):
+            # Waiting: the turn the agent runs is one left behind, not shown; stopping:
+            # the user cancelled it.
+            return None
         try:
             injected = await connection.steer(chat, prompt.text, prompt.attachments)
         except AgentFailed as err:
