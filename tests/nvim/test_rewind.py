@@ -1077,6 +1077,37 @@ def test_a_rejected_hunks_reason_reaches_the_agent(editor: Editor, version: int)
     assert not (editor.tmp / "project" / "a.txt").exists()
 
 
+def test_a_cancel_at_a_permission_prompt_says_cancelling_until_the_turn_ends(
+    editor: Editor,
+) -> None:
+    """<C-c> at a permission prompt answered it `cancelled`, and the answer set the
+    turn back to "running": the winbar and status().turn_state said the agent worked
+    on while it was being stopped, until it ended the turn."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind"], "env": {"FAKE_CALLS": str(calls_file)}}
+    # The agent ends the turn on its own, 5 s after the answer: before the client would.
+    editor.setup(agents={"fake": agent}, default_agent="fake", timeouts={"cancel": 60})
+    editor.open_chat()
+    editor.lua("require('acp').send('ask')")
+    editor.wait("require('acp').status().turn_state == 'requires_action'")
+    editor.lua(
+        """
+        local winbar = require('acp.chat.winbar')
+        local update = winbar.update
+        _G.turn_states = {}
+        winbar.update = function(chat)
+          table.insert(_G.turn_states, chat.status.turn_state)
+          return update(chat)
+        end
+        require('acp').cancel()
+        """
+    )
+    wait_text(editor, "answered None")  # the agent goes on once answered `cancelled`
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    states = editor.lua("return _G.turn_states")
+    assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
+
+
 def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("permission")}, default_agent="fake")
     editor.open_chat()

@@ -175,7 +175,10 @@ class Permissions:
             if not pending.done.is_set():
                 # Cancelled task: the agent died or withdrew the request ($/cancel_request).
                 self._resolve_view(pending, None)
-            if chat.state == "running" and not self.pending(chat):
+            # Answered, or withdrawn by the agent, the turn goes on; answered
+            # ``cancelled`` (:meth:`cancel`), it is being stopped: "cancelling" stays.
+            stopped = pending.done.is_set() and pending.choice is None
+            if chat.state == "running" and not self.pending(chat) and not stopped:
                 chat.on_state("running")
         choice = pending.choice
         outcome = choice.name if choice is not None else "cancelled"
