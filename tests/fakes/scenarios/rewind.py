@@ -240,8 +240,9 @@ class Rewind:
             await self.say(session, f"wrote {name}")
         elif text in ("hold", "hold code"):
             # "hold code": the message waits in an open code block.
-            await self.say(session, "```py\nx = 1\n" if text == "hold code" else "holding")
+            # Waiting before it says so: a cancel read while "holding" is written is kept.
             self.steered[session], self.cancelled[session] = anyio.Event(), anyio.Event()
+            await self.say(session, "```py\nx = 1\n" if text == "hold code" else "holding")
             async with anyio.create_task_group() as waits:
                 for event in (self.steered[session], self.cancelled[session]):
                     waits.start_soon(self.until, event, waits)
