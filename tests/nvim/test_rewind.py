@@ -1040,6 +1040,22 @@ def test_send_now_cancels_then_sends_first_elsewhere(editor: Editor, version: in
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_two_messages_sent_now_go_in_the_order_sent(editor: Editor, version: int) -> None:
+    """Without steering, each message sent now went to the front of the queue: two
+    sent before the agent ended the turn went last first, and the queue showed
+    `queued 1/2 · two`."""
+    wire = start(editor, "rewind", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('later')")  # queued
+    editor.lua("require('acp').send('one', {now = true}); require('acp').send('two', {now = true})")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait_event("AcpTurnEnd", count=4)
+    prompts = [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")]
+    assert prompts == ["hold", "one", "two", "later"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_message_sent_now_after_a_cancel_waits_for_the_turn_to_end(
     editor: Editor, version: int
 ) -> None:

@@ -28,8 +28,11 @@ class PromptQueue:
         # The queue the chat last showed (AcpQueued gave its count), by chat: a prompt
         # sent at once draws nothing and fires no event.
         self.shown: dict[int, list[str]] = {}
-        # Prompt.rank: queue order, kept by a prompt taken out of the queue to edit.
+        # Prompt.rank: queue order, kept by a prompt taken out of the queue to edit. The
+        # ones put first rank below every other, in the order they were put (a Lua
+        # number holds them exactly: under 2^53).
         self._ranks = itertools.count(1)
+        self._first_ranks = itertools.count(-(2**40))
 
     def __repr__(self) -> str:
         return f"<PromptQueue {sum(map(len, self.prompts.values()))} prompts>"
@@ -39,9 +42,15 @@ class PromptQueue:
         self.prompts.setdefault(chat_id, [])
 
     def put(self, chat_id: int, prompt: Prompt, *, first: bool = False) -> None:
-        """Queue ``prompt`` last, or ``first``: ahead of every prompt queued before."""
-        prompt.rank = -next(self._ranks) if first else next(self._ranks)
-        self.prompts[chat_id].insert(0 if first else len(self.prompts[chat_id]), prompt)
+        """Queue ``prompt`` last, or ``first``: ahead of every prompt queued, after
+        those put first before it (two messages sent now go in the order sent)."""
+        queue = self.prompts[chat_id]
+        if first:
+            prompt.rank = next(self._first_ranks)
+            queue.insert(sum(1 for p in queue if p.rank < 0), prompt)
+        else:
+            prompt.rank = next(self._ranks)
+            queue.append(prompt)
 
     def forget(self, chat_id: int) -> list[Prompt]:
         """The chat is gone: its queue is dropped; returns what was in it."""
