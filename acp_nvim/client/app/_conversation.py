@@ -332,9 +332,11 @@ class Conversations:
             return
         self.queue.put(chat_id, prompt, first=True)
         self.queue.show(chat)
-        if steered is None and connection is not None and chat.state == "running":
-            if not connection.turns.stopping(chat):  # else it goes once the cancel is answered
-                await self.queue.cancel(chat, connection)
+        # A turn being cancelled already (the user's <C-c>) is not cancelled again: the
+        # prompt goes once that cancel is answered.
+        cancel = steered is None and chat.state == "running"
+        if cancel and connection is not None and not connection.turns.stopping(chat):
+            await self.queue.cancel(chat, connection)
         await self.queue.drain(chat)
 
     async def send_queued(self, chat_id: int, index: int, text: str) -> None:
