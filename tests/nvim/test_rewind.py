@@ -1467,13 +1467,17 @@ def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation
     assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    ("scenario", "version"),
+    [("rewind+resume+load", 1), ("rewind+resume+load", 2), ("rewind+resume+load+after", 2)],
+)
 def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
-    editor: Editor, version: int
+    editor: Editor, scenario: str, version: int
 ) -> None:
     """After :AcpResume the replayed messages showed, but rewind(2) said "no turn was
-    sent yet" and :AcpEdit found no prompt."""
-    wire = start(editor, "rewind+resume+load", version)
+    sent yet" and :AcpEdit found no prompt; and so again where a v2 agent replays
+    once it has answered the resume ("after")."""
+    wire = start(editor, scenario, version)
     editor.nvim.command("AcpResume s9")
     session_changed(editor, 2)
     wait_text(editor, "s9: two")

@@ -306,8 +306,9 @@ class AgentConnection:
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)
-        if replay:  # its history as turns to go back to
+        if replay:  # its history as turns to go back to, and what it replays after
             replayed(chat, since, self.serial)
+            chat.branches.replaying = (len(chat.session.items), self.serial)
 
     def _opened(
         self, chat: Chat, sessions: Sessions, session_id: str, *,

@@ -63,7 +63,7 @@ from acp_nvim.client.agent.sessions import (
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, replayed_late
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
@@ -110,6 +110,7 @@ def apply_updates(
 ) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    replayed_late(chat)
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:

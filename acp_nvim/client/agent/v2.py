@@ -61,7 +61,7 @@ from acp_nvim.client.agent.sessions import (
     steers,
 )
 from acp_nvim.client.services.context import sendable
-from acp_nvim.client.session.chat import Chat, muted
+from acp_nvim.client.session.chat import Chat, muted, replayed_late
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
@@ -121,6 +121,7 @@ def apply_update(chat: Chat, update: Any, terminals: TerminalSink) -> None:
 def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    replayed_late(chat)
 
 
 def _is_idle(update: Any) -> bool:
