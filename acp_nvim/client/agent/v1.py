@@ -612,8 +612,10 @@ class SessionsV1:
                 response = v1.decode(raw, v1.ResumeSessionResponse)
                 if replay:
                     chat.info("*The agent resumes this session without showing its history.*")
-        except BaseException:
+        except BaseException as err:
             chats.pop(session_id, None)
+            if isinstance(err, RequestError):  # refused: the agent holds no such session
+                self.services.forget(session_id)
             raise
         finally:
             chat.unshown.discard(session_id)
@@ -623,6 +625,7 @@ class SessionsV1:
         if self._capabilities.session_capabilities.close is not None:
             params = v1.CloseSessionRequest(session_id=session_id)
             await self.connection.request("session/close", params, v1.CloseSessionResponse)
+            self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
         if self._capabilities.session_capabilities.delete is None:
