@@ -1670,6 +1670,26 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_restart_while_a_rewinds_fork_hangs_says_it_restarted(editor: Editor, version: int) -> None:
+    """:AcpRestart while the agent never answered the rewind's fork first showed "the
+    wait for the session going on from here was cancelled; :AcpRestart tries again"
+    (an error, as if the user had cancelled), then restarted."""
+    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    assert wait_gone([hung]) == []
+    assert editor.events("AcpError") == []
+    text = editor.transcript_text()
+    assert "was cancelled" not in text
+    turn(editor, "again", 3)
+    wait_text(editor, ": again")
+    assert "s1: two" not in editor.transcript_text()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restarts_it(
     editor: Editor, version: int
 ) -> None:
