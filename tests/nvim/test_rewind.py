@@ -1515,6 +1515,38 @@ def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
     assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_steered_into_a_turn_is_of_that_turn_when_its_session_is_resumed(
+    editor: Editor, version: int
+) -> None:
+    """A message steered into turn 2 was part of it; :AcpResume of the session
+    replayed it as a user message like any other, which began a turn of its own:
+    three turns where the user had seen two, and turn 3 was no turn they sent."""
+    start(editor, "rewind+steer+resume+load", version)
+    turn(editor, "one", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('now', {now = true})")
+    editor.wait_event("AcpTurnEnd", count=2)
+    wait_text(editor, "steered: now")
+    live = editor.lua("return require('acp.chat.registry').get().status.turns")
+    assert live == ["one", "hold"]
+    kept(editor, "now")
+    editor.nvim.command("AcpChat!")  # a new chat: the agent goes on for it
+    session_changed(editor, 2)
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[1], true)")
+    editor.wait("require('acp.chat.registry').chats[1] == nil", what="its chat closed")
+    editor.nvim.command("AcpResume s1")
+    session_changed(editor, 3)
+    wait_text(editor, "now")
+    resumed = editor.lua("return require('acp.chat.registry').get().status.turns")
+    assert resumed == live
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 4)
+    text = editor.transcript_text()
+    assert "s1: one" in text and "holding" not in text and "now" not in text
+
+
 def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:
     """A v2 agent replays a user message that carried a file: the transcript names it
     on its Attached line, and :AcpEdit of that turn put that line in the input, to be

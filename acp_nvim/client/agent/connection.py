@@ -294,15 +294,18 @@ class AgentConnection:
         sessions = self._sessions()
         return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
 
-    async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
-        """Attach ``chat`` to an existing session; ``replay`` shows its history first.
+    async def resume(
+        self, chat: Chat, session_id: str, *, replay: bool = True, steered: Sequence[str] = ()
+    ) -> None:
+        """Attach ``chat`` to an existing session; ``replay`` shows its history first,
+        where the user's messages ``steered`` into its turns begin none of their own.
         One a chat has just closed is resumed once the agent has answered that close."""
         closing = self._closing.get(session_id)
         if closing is not None:
             chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
             await closing.wait()
         sessions = self._sessions()
-        since = len(chat.session.items)
+        since, chat.branches.steered = len(chat.session.items), list(steered)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)

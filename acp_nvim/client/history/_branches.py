@@ -19,7 +19,7 @@ a chat reopens with one branch (the one it showed).
 
 from __future__ import annotations
 
-__all__ = ["StoredBranch", "branches_of", "encode", "in_view"]
+__all__ = ["StoredBranch", "branches_of", "encode", "in_view", "steered"]
 
 import contextlib
 from collections.abc import Sequence
@@ -71,6 +71,24 @@ def in_view(branch: StoredBranch, blocks: Sequence[StoredBlock]) -> list[StoredB
     place = {0: -1} | {node: index for index, node in enumerate(branch.nodes)}
     shown = [b for b in blocks if b.node in place]
     return sorted(shown, key=lambda b: (place[b.node or 0], b.seq))
+
+
+def steered(kept: str | None, blocks: Sequence[StoredBlock], session_id: str) -> list[str] | None:
+    """The messages the user steered into turns (decision 0042) of the branch whose
+    last turn ran in ``session_id``, in order: a user message after its turn's
+    prompt. None when no branch of the chat ran there."""
+    branches, _ = branches_of(kept, blocks)
+    branch = next((b for b in branches if b.session_id == session_id), None)
+    if branch is None:
+        return None
+    texts: list[str] = []
+    node: int | None = None
+    for block in in_view(branch, blocks):
+        if block.kind == "user":
+            if block.node == node:
+                texts.append(block.text)
+            node = block.node
+    return texts
 
 
 def _number_old_rows(blocks: Sequence[StoredBlock]) -> None:

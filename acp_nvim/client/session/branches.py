@@ -137,6 +137,9 @@ class Branches:
         # item its user messages begin turns from, and the agent process; None once a
         # turn is sent or the view changes (decision 0088).
         self.replaying: tuple[int, int] | None = None
+        # The user's messages steered into the turns of a session being replayed, in
+        # order, as the history kept them: each replayed begins no turn (0088).
+        self.steered: list[str] = []
 
     def __repr__(self) -> str:
         return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"
@@ -211,6 +214,9 @@ class Branches:
             kind, key = session.items[start]
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "user":
+                if self.steered and message.words == self.steered[0]:
+                    self.steered.pop(0)  # part of the turn before, as it was live
+                    continue
                 prompt = Prompt(message.words)  # what the user typed, edited as typed
                 turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
                 self.begin(turns[-1])
