@@ -1521,30 +1521,31 @@ def test_a_message_steered_into_a_turn_is_of_that_turn_when_its_session_is_resum
 ) -> None:
     """A message steered into turn 2 was part of it; :AcpResume of the session
     replayed it as a user message like any other, which began a turn of its own:
-    three turns where the user had seen two, and turn 3 was no turn they sent."""
+    three turns where the user had seen two, and turn 3 was no turn they sent. (Its
+    words are turn 1's too: that one stays a turn.)"""
     start(editor, "rewind+steer+resume+load", version)
-    turn(editor, "one", 1)
+    turn(editor, "go", 1)
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
-    editor.lua("require('acp').send('now', {now = true})")
+    editor.lua("require('acp').send('go', {now = true})")
     editor.wait_event("AcpTurnEnd", count=2)
-    wait_text(editor, "steered: now")
+    wait_text(editor, "steered: go")
     live = editor.lua("return require('acp.chat.registry').get().status.turns")
-    assert live == ["one", "hold"]
-    kept(editor, "now")
+    assert live == ["go", "hold"]
+    kept(editor, "steered")
     editor.nvim.command("AcpChat!")  # a new chat: the agent goes on for it
     session_changed(editor, 2)
     editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[1], true)")
     editor.wait("require('acp.chat.registry').chats[1] == nil", what="its chat closed")
     editor.nvim.command("AcpResume s1")
     session_changed(editor, 3)
-    wait_text(editor, "now")
+    wait_text(editor, "steered: go")
     resumed = editor.lua("return require('acp.chat.registry').get().status.turns")
     assert resumed == live
     editor.lua("require('acp').rewind(2)")
     session_changed(editor, 4)
     text = editor.transcript_text()
-    assert "s1: one" in text and "holding" not in text and "now" not in text
+    assert "s1: go" in text and "holding" not in text and "steered" not in text
 
 
 def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:

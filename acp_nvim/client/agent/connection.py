@@ -295,17 +295,19 @@ class AgentConnection:
         return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
 
     async def resume(
-        self, chat: Chat, session_id: str, *, replay: bool = True, steered: Sequence[str] = ()
-    ) -> None:
+        self, chat: Chat, session_id: str, *, replay: bool = True,
+        kept: Sequence[tuple[str, bool]] = (),
+    ) -> None:  # fmt: skip
         """Attach ``chat`` to an existing session; ``replay`` shows its history first,
-        where the user's messages ``steered`` into its turns begin none of their own.
-        One a chat has just closed is resumed once the agent has answered that close."""
+        where the user's messages ``kept`` as steered into a turn begin none of their
+        own (``Branches.kept``). One a chat has just closed is resumed once the agent
+        has answered that close."""
         closing = self._closing.get(session_id)
         if closing is not None:
             chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
             await closing.wait()
         sessions = self._sessions()
-        since, chat.branches.steered = len(chat.session.items), list(steered)
+        since, chat.branches.kept = len(chat.session.items), list(kept)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)

@@ -512,8 +512,8 @@ async def _session(
         await connection.new_session(chat)
         return False, None
     if not again:
-        steered = await steered_into(history, chat.agent, session_id)
-        await connection.resume(chat, session_id, steered=steered)
+        kept = await steered_into(history, chat.agent, session_id)
+        await connection.resume(chat, session_id, kept=kept)
         return True, None
     # The transcript already shows the history: resume without a replay.
     try:

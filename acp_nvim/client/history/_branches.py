@@ -73,22 +73,23 @@ def in_view(branch: StoredBranch, blocks: Sequence[StoredBlock]) -> list[StoredB
     return sorted(shown, key=lambda b: (place[b.node or 0], b.seq))
 
 
-def steered(kept: str | None, blocks: Sequence[StoredBlock], session_id: str) -> list[str] | None:
-    """The messages the user steered into turns (decision 0042) of the branch whose
-    last turn ran in ``session_id``, in order: a user message after its turn's
-    prompt. None when no branch of the chat ran there."""
+def steered(
+    kept: str | None, blocks: Sequence[StoredBlock], session_id: str
+) -> list[tuple[str, bool]] | None:
+    """The user's messages of the branch whose last turn ran in ``session_id``, in
+    order, each with whether it was steered into a turn (decision 0042: after its
+    turn's prompt). None when no branch of the chat ran there."""
     branches, _ = branches_of(kept, blocks)
     branch = next((b for b in branches if b.session_id == session_id), None)
     if branch is None:
         return None
-    texts: list[str] = []
+    messages: list[tuple[str, bool]] = []
     node: int | None = None
     for block in in_view(branch, blocks):
         if block.kind == "user":
-            if block.node == node:
-                texts.append(block.text)
+            messages.append((block.text, block.node == node))
             node = block.node
-    return texts
+    return messages
 
 
 def _number_old_rows(blocks: Sequence[StoredBlock]) -> None:

@@ -499,11 +499,11 @@ class History:
         return markdown(row, in_view(shown, blocks))
 
 
-async def steered_into(history: History, agent: str, session_id: str) -> list[str]:
-    """The messages the user steered into turns of ``agent``'s session ``session_id``,
-    as the chat kept last that went on in it shows them: a replay of the session
-    draws them as the user's messages, of no turn of their own (decision 0088).
-    None known (nor any when the history cannot be read): empty."""
+async def steered_into(history: History, agent: str, session_id: str) -> list[tuple[str, bool]]:
+    """The user's messages of ``agent``'s session ``session_id`` as the chat kept last
+    that went on in it shows them, each with whether it was steered into a turn: a
+    replay of the session draws those as the user's messages, of no turn of their
+    own (decision 0088). None known (nor any when the history cannot be read): empty."""
 
     def of_session() -> list[int]:
         hits = history._reader().search(agent=agent, limit=1000)

@@ -137,9 +137,10 @@ class Branches:
         # item its user messages begin turns from, and the agent process; None once a
         # turn is sent or the view changes (decision 0088).
         self.replaying: tuple[int, int] | None = None
-        # The user's messages steered into the turns of a session being replayed, in
-        # order, as the history kept them: each replayed begins no turn (0088).
-        self.steered: list[str] = []
+        # The user's messages of a session being replayed as the history kept them, in
+        # order, each with whether it was steered into a turn: such a message replayed
+        # begins no turn (0088).
+        self.kept: list[tuple[str, bool]] = []
 
     def __repr__(self) -> str:
         return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"
@@ -214,9 +215,8 @@ class Branches:
             kind, key = session.items[start]
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "user":
-                if self.steered and message.words == self.steered[0]:
-                    self.steered.pop(0)  # part of the turn before, as it was live
-                    continue
+                if self.kept and message.words == self.kept[0][0] and self.kept.pop(0)[1]:
+                    continue  # steered: part of the turn before, as it was live
                 prompt = Prompt(message.words)  # what the user typed, edited as typed
                 turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
                 self.begin(turns[-1])
