@@ -1539,13 +1539,17 @@ def test_a_fork_the_agent_refuses_goes_on_in_a_new_session_told_the_conversation
     assert "write a.txt one" in seed["text"] and "write a.txt two" not in seed["text"]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    ("scenario", "version"),
+    [("rewind+resume+load", 1), ("rewind+resume+load", 2), ("rewind+resume+load+after", 2)],
+)
 def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
-    editor: Editor, version: int
+    editor: Editor, scenario: str, version: int
 ) -> None:
     """After :AcpResume the replayed messages showed, but rewind(2) said "no turn was
-    sent yet" and :AcpEdit found no prompt."""
-    wire = start(editor, "rewind+resume+load", version)
+    sent yet" and :AcpEdit found no prompt; and so again where a v2 agent replays
+    once it has answered the resume ("after")."""
+    wire = start(editor, scenario, version)
     editor.nvim.command("AcpResume s9")
     session_changed(editor, 2)
     wait_text(editor, "s9: two")
@@ -1581,6 +1585,39 @@ def test_a_resumed_sessions_replayed_history_is_turns_to_go_back_to(
     assert "s9: one" in text and "s10: three" in text and "s9: two" not in text
     branches = editor.lua("return require('acp').branches()")
     assert [(b["turns"], b["last_prompt"]) for b in branches] == [(2, "three"), (2, "two")]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_steered_into_a_turn_is_of_that_turn_when_its_session_is_resumed(
+    editor: Editor, version: int
+) -> None:
+    """A message steered into turn 2 was part of it; :AcpResume of the session
+    replayed it as a user message like any other, which began a turn of its own:
+    three turns where the user had seen two, and turn 3 was no turn they sent. (Its
+    words are turn 1's too: that one stays a turn.)"""
+    start(editor, "rewind+steer+resume+load", version)
+    turn(editor, "go", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('go', {now = true})")
+    editor.wait_event("AcpTurnEnd", count=2)
+    wait_text(editor, "steered: go")
+    live = editor.lua("return require('acp.chat.registry').get().status.turns")
+    assert live == ["go", "hold"]
+    kept(editor, "steered")
+    editor.nvim.command("AcpChat!")  # a new chat: the agent goes on for it
+    session_changed(editor, 2)
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[1], true)")
+    editor.wait("require('acp.chat.registry').chats[1] == nil", what="its chat closed")
+    editor.nvim.command("AcpResume s1")
+    session_changed(editor, 3)
+    wait_text(editor, "steered: go")
+    resumed = editor.lua("return require('acp.chat.registry').get().status.turns")
+    assert resumed == live
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 4)
+    text = editor.transcript_text()
+    assert "s1: go" in text and "holding" not in text and "steered" not in text
 
 
 def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:
@@ -1735,6 +1772,26 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
     wait_text(editor, ": again")
     assert "s1: two" not in editor.transcript_text()
     assert wait_gone([hung]) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_restart_while_a_rewinds_fork_hangs_says_it_restarted(editor: Editor, version: int) -> None:
+    """:AcpRestart while the agent never answered the rewind's fork first showed "the
+    wait for the session going on from here was cancelled; :AcpRestart tries again"
+    (an error, as if the user had cancelled), then restarted."""
+    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    assert wait_gone([hung]) == []
+    assert editor.events("AcpError") == []
+    text = editor.transcript_text()
+    assert "was cancelled" not in text
+    turn(editor, "again", 3)
+    wait_text(editor, ": again")
+    assert "s1: two" not in editor.transcript_text()
 
 
 @pytest.mark.parametrize("version", VERSIONS)

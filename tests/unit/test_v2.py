@@ -28,6 +28,7 @@ from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, PermissionOption, ToolCallPatch
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import Tasks
+from acp_nvim.protocol import RequestError
 from acp_nvim.protocol import schema_v2 as v2
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
@@ -318,6 +319,47 @@ async def test_a_left_sessions_updates_leave_room_for_a_new_ones(raw_peer, servi
     async with serving(client.conn) as tasks:
         tasks.start_soon(agent)
         assert await client.sessions.new_session(second) == "s2"
+    assert [c["name"] for c in client.editor.last_status(2)["commands"]] == ["review"]
+
+
+@pytest.mark.parametrize("gone", ["closed", "refused"])
+async def test_a_session_id_the_agent_hands_out_again_keeps_its_early_updates(
+    raw_peer, serving, gone: str
+) -> None:
+    """An agent that reuses a session id in one process (after it closed the session,
+    or one it refused to resume) sends the new session's commands before its answer:
+    they were dropped as a left session's, and the chat had no commands."""
+    client = Client(raw_peer)
+    first = Chat(3, "fake", client.editor, Workspace("/w"))
+    second = Chat(2, "fake", client.editor, Workspace("/w"))
+    commands = [{"name": "review", "description": "Review the code"}]
+    body = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+    listed = {**update(body), "params": {"sessionId": "s0", "update": body}}
+
+    async def agent() -> None:
+        asked = await client.peer.receive_json()
+        if gone == "closed":
+            assert asked["method"] == "session/close"
+            await client.send({"jsonrpc": "2.0", "id": asked["id"], "result": {}})
+        else:
+            assert asked["method"] == "session/resume"
+            error = {"code": -32002, "message": "Resource not found"}
+            await client.send({"jsonrpc": "2.0", "id": asked["id"], "error": error})
+        asked = await client.peer.receive_json()
+        assert asked["method"] == "session/new"
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"sessionId": "s0"}}
+        await client.peer.send_line("\n".join([json.dumps(listed), json.dumps(answer)]))
+
+    async with serving(client.conn) as tasks:
+        tasks.start_soon(agent)
+        if gone == "closed":
+            client.services.register("s0", first)
+            del client.services.chats["s0"]  # as the connection detaches a closed chat
+            await client.sessions.close("s0")
+        else:
+            with pytest.raises(RequestError):
+                await client.sessions.resume(first, "s0", replay=False)
+        assert await client.sessions.new_session(second) == "s0"
     assert [c["name"] for c in client.editor.last_status(2)["commands"]] == ["review"]
 
 

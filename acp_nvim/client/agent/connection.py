@@ -294,20 +294,26 @@ class AgentConnection:
         sessions = self._sessions()
         return await self._call(sessions.steer(chat, text, attachments), "steering the turn")
 
-    async def resume(self, chat: Chat, session_id: str, *, replay: bool = True) -> None:
-        """Attach ``chat`` to an existing session; ``replay`` shows its history first.
-        One a chat has just closed is resumed once the agent has answered that close."""
+    async def resume(
+        self, chat: Chat, session_id: str, *, replay: bool = True,
+        kept: Sequence[tuple[str, bool]] = (),
+    ) -> None:  # fmt: skip
+        """Attach ``chat`` to an existing session; ``replay`` shows its history first,
+        where the user's messages ``kept`` as steered into a turn begin none of their
+        own (``Branches.kept``). One a chat has just closed is resumed once the agent
+        has answered that close."""
         closing = self._closing.get(session_id)
         if closing is not None:
             chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
             await closing.wait()
         sessions = self._sessions()
-        since = len(chat.session.items)
+        since, chat.branches.kept = len(chat.session.items), list(kept)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
         self.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)
-        if replay:  # its history as turns to go back to
+        if replay:  # its history as turns to go back to, and what it replays after
             replayed(chat, since, self.serial)
+            chat.branches.replaying = (len(chat.session.items), self.serial)
 
     def _opened(
         self, chat: Chat, sessions: Sessions, session_id: str, *,

@@ -110,8 +110,8 @@ class Services(msgspec.Struct, eq=False):
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
-    # Every session id a chat has had: one no chat has now was left (a rewind, a
-    # closed chat), not one being created.
+    # Every session id a chat has had that the agent may still hold: one no chat has
+    # now was left (a rewind, a closed chat), not one being created (see forget).
     taken: set[str] = msgspec.field(default_factory=set)
 
     def register(self, session_id: str, chat: Chat, answered: str | None = None) -> None:
@@ -132,6 +132,12 @@ class Services(msgspec.Struct, eq=False):
         self.chats[session_id] = chat
         self.taken.add(session_id)
         chat.session.take(session_id, created=answered is not None)
+
+    def forget(self, session_id: str) -> None:
+        """The agent holds ``session_id`` no more (it answered its close) or never did
+        (it refused to resume it): it may hand the id out again, and the updates it
+        sends for it before that answer are the new session's (``EarlyUpdates``)."""
+        self.taken.discard(session_id)
 
 
 class Sessions(Protocol):

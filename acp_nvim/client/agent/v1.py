@@ -63,7 +63,7 @@ from acp_nvim.client.agent.sessions import (
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.chat import Chat, replayed_late
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
@@ -110,6 +110,7 @@ def apply_updates(
 ) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    replayed_late(chat)
 
 
 def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:
@@ -611,8 +612,10 @@ class SessionsV1:
                 response = v1.decode(raw, v1.ResumeSessionResponse)
                 if replay:
                     chat.info("*The agent resumes this session without showing its history.*")
-        except BaseException:
+        except BaseException as err:
             chats.pop(session_id, None)
+            if isinstance(err, RequestError):  # refused: the agent holds no such session
+                self.services.forget(session_id)
             raise
         finally:
             chat.unshown.discard(session_id)
@@ -622,6 +625,7 @@ class SessionsV1:
         if self._capabilities.session_capabilities.close is not None:
             params = v1.CloseSessionRequest(session_id=session_id)
             await self.connection.request("session/close", params, v1.CloseSessionResponse)
+            self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
         if self._capabilities.session_capabilities.delete is None:

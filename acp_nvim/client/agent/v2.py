@@ -61,7 +61,7 @@ from acp_nvim.client.agent.sessions import (
     steers,
 )
 from acp_nvim.client.services.context import sendable
-from acp_nvim.client.session.chat import Chat, muted
+from acp_nvim.client.session.chat import Chat, muted, replayed_late
 from acp_nvim.client.session.model import (
     Attachment,
     ChangesPart,
@@ -78,7 +78,7 @@ from acp_nvim.client.session.model import (
     TextPart,
     ToolCallPatch,
 )
-from acp_nvim.protocol import Connection, OnSent
+from acp_nvim.protocol import Connection, OnSent, RequestError
 from acp_nvim.protocol import schema_v2 as v2
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
@@ -121,6 +121,7 @@ def apply_update(chat: Chat, update: Any, terminals: TerminalSink) -> None:
 def apply_updates(chat: Chat, updates: Sequence[Any], terminals: TerminalSink) -> None:
     """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
     chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    replayed_late(chat)
 
 
 def _is_idle(update: Any) -> bool:
@@ -547,8 +548,10 @@ class SessionsV2:
             response = await self.connection.request(
                 "session/resume", params, v2.ResumeSessionResponse
             )
-        except BaseException:
+        except BaseException as err:
             chats.pop(session_id, None)
+            if isinstance(err, RequestError):  # refused: the agent holds no such session
+                self.services.forget(session_id)
             raise
         self._take_config(chat, response.config_options)
 
@@ -557,6 +560,7 @@ class SessionsV2:
             return  # the session ends with the agent
         params = v2.CloseSessionRequest(session_id=session_id)
         await self.connection.request("session/close", params, v2.CloseSessionResponse)
+        self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
         session = self.init.capabilities.session

@@ -24,7 +24,7 @@ from acp_nvim.client.app._settings import Settings, chosen, defaults
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
-from acp_nvim.client.history import StoreError
+from acp_nvim.client.history import StoreError, steered_into
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -283,7 +283,9 @@ class ChatLifecycle:
                         # A restart goes on with the settings the user had, not the
                         # configured defaults (which would undo a mode switched to).
                         kept = chosen(chat) if again else []
-                        resumed, lost = await _session(connection, chat, session_id, again=again)
+                        resumed, lost = await _session(
+                            connection, chat, session_id, again=again, history=self.ctx.history
+                        )
                         if not resumed:
                             self.ctx.history.seed(chat, lost)
                         wanted = kept if again and resumed else defaults(agent_config)
@@ -499,15 +501,19 @@ async def _stored(
 
 
 async def _session(
-    connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool
-) -> tuple[bool, str | None]:
+    connection: AgentConnection, chat: Chat, session_id: str | None, *, again: bool,
+    history: History,
+) -> tuple[bool, str | None]:  # fmt: skip
     """Begin or resume ``chat``'s session: whether an existing one goes on, and why
-    not (the agent's error) when one was to go on and could not."""
+    not (the agent's error) when one was to go on and could not. Resumed with its
+    history replayed, the messages the user steered into its turns (as the history
+    kept them) begin no turn of their own."""
     if session_id is None:
         await connection.new_session(chat)
         return False, None
     if not again:
-        await connection.resume(chat, session_id)
+        kept = await steered_into(history, chat.agent, session_id)
+        await connection.resume(chat, session_id, kept=kept)
         return True, None
     # The transcript already shows the history: resume without a replay.
     try:

@@ -183,7 +183,8 @@ class Conversations:
     async def _answered(self, chat: Chat) -> AsyncIterator[None]:
         """The session a conversation change waits for (a fork, a new or resumed
         session) comes as a start's does: within ``timeouts.start``, and :AcpCancel
-        or :AcpRestart ends the wait. Raises AgentFailed when it did not come."""
+        or :AcpRestart ends the wait. Raises AgentFailed when it did not come, but
+        for a restart: that one goes on (it starts the chat again)."""
         timeout = self.ctx.config.timeouts.start
         with anyio.CancelScope() as scope:
             self.starts.begin(chat.id, scope)
@@ -196,8 +197,11 @@ class Conversations:
                     " with the session going on from here; :AcpRestart tries again"
                 ) from None
             finally:
-                self.starts.end(chat.id, scope)
-        if scope.cancelled_caught:
+                restarted = self.starts.end(chat.id, scope)
+        if scope.cancelled_caught and restarted:
+            chat.info("*:AcpRestart ended the wait for the session going on from here:"
+                      " the agent starts again.*")  # fmt: skip
+        elif scope.cancelled_caught:
             raise AgentFailed("the wait for the session going on from here was cancelled;"
                               " :AcpRestart tries again")  # fmt: skip
 

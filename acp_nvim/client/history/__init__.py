@@ -6,7 +6,7 @@ Does not keep: image bytes, a tool call's raw input, login values (see _blocks).
 
 from __future__ import annotations
 
-__all__ = ["FLUSH_SECONDS", "History", "Store", "StoreError", "StoredBlock"]
+__all__ = ["FLUSH_SECONDS", "History", "Store", "StoreError", "StoredBlock", "steered_into"]
 
-from acp_nvim.client.history._history import FLUSH_SECONDS, History
+from acp_nvim.client.history._history import FLUSH_SECONDS, History, steered_into
 from acp_nvim.client.history._store import Store, StoredBlock, StoreError

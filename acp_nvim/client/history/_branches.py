@@ -19,7 +19,7 @@ a chat reopens with one branch (the one it showed).
 
 from __future__ import annotations
 
-__all__ = ["StoredBranch", "branches_of", "encode", "in_view"]
+__all__ = ["StoredBranch", "branches_of", "encode", "in_view", "steered"]
 
 import contextlib
 from collections.abc import Sequence
@@ -71,6 +71,25 @@ def in_view(branch: StoredBranch, blocks: Sequence[StoredBlock]) -> list[StoredB
     place = {0: -1} | {node: index for index, node in enumerate(branch.nodes)}
     shown = [b for b in blocks if b.node in place]
     return sorted(shown, key=lambda b: (place[b.node or 0], b.seq))
+
+
+def steered(
+    kept: str | None, blocks: Sequence[StoredBlock], session_id: str
+) -> list[tuple[str, bool]] | None:
+    """The user's messages of the branch whose last turn ran in ``session_id``, in
+    order, each with whether it was steered into a turn (decision 0042: after its
+    turn's prompt). None when no branch of the chat ran there."""
+    branches, _ = branches_of(kept, blocks)
+    branch = next((b for b in branches if b.session_id == session_id), None)
+    if branch is None:
+        return None
+    messages: list[tuple[str, bool]] = []
+    node: int | None = None
+    for block in in_view(branch, blocks):
+        if block.kind == "user":
+            messages.append((block.text, block.node == node))
+            node = block.node
+    return messages
 
 
 def _number_old_rows(blocks: Sequence[StoredBlock]) -> None:

@@ -8,7 +8,7 @@ the pynvim thread without waiting for the loop) through a connection of that thr
 
 from __future__ import annotations
 
-__all__ = ["FLUSH_SECONDS", "History"]
+__all__ = ["FLUSH_SECONDS", "History", "steered_into"]
 
 import os
 import threading
@@ -19,7 +19,7 @@ import anyio.lowlevel
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history._branches import branches_of, in_view
+from acp_nvim.client.history._branches import branches_of, in_view, steered
 from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.tasks import Tasks
@@ -497,6 +497,27 @@ class History:
         row, blocks = found
         _, shown = branches_of(row.branches, blocks)
         return markdown(row, in_view(shown, blocks))
+
+
+async def steered_into(history: History, agent: str, session_id: str) -> list[tuple[str, bool]]:
+    """The user's messages of ``agent``'s session ``session_id`` as the chat kept last
+    that went on in it shows them, each with whether it was steered into a turn: a
+    replay of the session draws those as the user's messages, of no turn of their
+    own (decision 0088). None known (nor any when the history cannot be read): empty."""
+
+    def of_session() -> list[int]:
+        hits = history._reader().search(agent=agent, limit=1000)
+        return [hit.chat.id for hit in hits if session_id in (hit.chat.branches or "")]
+
+    try:
+        for history_id in await anyio.to_thread.run_sync(of_session):
+            found = await history.load(history_id)
+            texts = steered(found[0].branches, found[1], session_id) if found else None
+            if texts is not None:
+                return texts
+    except StoreError:
+        pass
+    return []
 
 
 def _turns_shown(chat: ChatRow) -> int:

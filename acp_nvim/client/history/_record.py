@@ -259,7 +259,9 @@ class ChatRecord:
             if key in begins:
                 node += 1
                 self._turn_nodes[begins[key]] = node
-            if node > self.base_turns and not self._nodes[key]:
+            # Drawn before as no turn's, or (replayed after the resume's answer) as
+            # the replayed turn's before: the chat's own turns come after.
+            if node > self.base_turns and (self._nodes[key] or 0) <= self.base_turns:
                 self._nodes[key] = self._turns[key] = node
                 self._dirty[key] = None
         self.base_turns = node

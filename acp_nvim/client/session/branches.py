@@ -133,6 +133,14 @@ class Branches:
         # switch: ``Chat._take_out``) while no turn was sent in it: the next turn
         # begins with them, else they go with the view. None once a turn was sent.
         self.between: list[str] | None = None
+        # After a resume's answer, what the agent still replays (v2 agents may): the
+        # item its user messages begin turns from, and the agent process; None once a
+        # turn is sent or the view changes (decision 0088).
+        self.replaying: tuple[int, int] | None = None
+        # The user's messages of a session being replayed as the history kept them, in
+        # order, each with whether it was steered into a turn: such a message replayed
+        # begins no turn (0088).
+        self.kept: list[tuple[str, bool]] = []
 
     def __repr__(self) -> str:
         return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"
@@ -195,16 +203,20 @@ class Branches:
         for other in self.others:
             self.mark(_common(self.path, other.turns))
 
-    def replayed(self, session: Session, since: int, agent: int) -> list[Turn]:
-        """Make a turn of each user message from item ``since`` of ``session`` on: the
-        history agent process ``agent`` replayed as it resumed the session (a
-        rewind forks it at a replayed message, an edit finds its prompt). Returns
-        those turns."""
+    def replayed(
+        self, session: Session, since: int, agent: int, until: int | None = None
+    ) -> list[Turn]:
+        """Make a turn of each user message from item ``since`` of ``session`` on (to
+        ``until``, else the end): the history agent process ``agent`` replayed as it
+        resumed the session (a rewind forks it at a replayed message, an edit finds
+        its prompt). Returns those turns."""
         turns: list[Turn] = []
-        for start in range(since, len(session.items)):
+        for start in range(since, len(session.items) if until is None else until):
             kind, key = session.items[start]
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "user":
+                if self.kept and message.words == self.kept[0][0] and self.kept.pop(0)[1]:
+                    continue  # steered: part of the turn before, as it was live
                 prompt = Prompt(message.words)  # what the user typed, edited as typed
                 turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
                 self.begin(turns[-1])
@@ -234,6 +246,7 @@ class Branches:
         kept = self.shown
         self.shown = Branch(next(self._ids), self.path[: number - 1])
         self._keep(kept)
+        self.replaying = None
         return left
 
     def pick(self, branch_id: int) -> tuple[list[Turn], list[Turn]]:
@@ -252,6 +265,7 @@ class Branches:
         self.others.remove(branch)
         kept, self.shown = self.shown, branch
         self._keep(kept)
+        self.replaying = None
         return out, into
 
     def _keep(self, branch: Branch) -> None:

@@ -11,7 +11,10 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 
 from __future__ import annotations
 
-__all__ = ["Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "replayed", "settled"]
+__all__ = [
+    "Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "replayed", "replayed_late",
+    "settled",
+]
 
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -206,6 +209,7 @@ class Chat:
     async def start_turn(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         """Show the user's message (and what is attached), mark the turn running, and
         let the review take its start (the prompt goes to the agent after that)."""
+        replayed_late(self, done=True)
         self.turn += 1
         self.prompted = True
         self.session.state = "running"
@@ -582,11 +586,12 @@ class Chat:
             self._draw(view.mark_op(block))
 
 
-def replayed(chat: Chat, since: int, agent: int) -> None:
-    """The user's messages the agent replayed from item ``since`` of the model on (the
-    history of a session it resumed) begin turns (``Branches.replayed``): numbered in
-    the transcript (Lua edits one on ``<CR>``) and in the history, listed."""
-    turns = chat.branches.replayed(chat.session, since, agent)
+def replayed(chat: Chat, since: int, agent: int, until: int | None = None) -> None:
+    """The user's messages the agent replayed from item ``since`` of the model on (to
+    ``until``; the history of a session it resumed) begin turns
+    (``Branches.replayed``): numbered in the transcript (Lua edits one on ``<CR>``)
+    and in the history, listed."""
+    turns = chat.branches.replayed(chat.session, since, agent, until)
     if not turns:
         return
     first = len(chat.branches.path) - len(turns) + 1
@@ -597,6 +602,23 @@ def replayed(chat: Chat, since: int, agent: int) -> None:
     chat.editor.render(chat.id, ops)
     chat.record.replayed(turns)
     chat.show_branches()
+
+
+def replayed_late(chat: Chat, *, done: bool = False) -> None:
+    """What the agent replayed after it answered the resume (``Branches.replaying``)
+    begins turns as what came before (decision 0088): each user message once
+    something follows it (its chunks are all in), or every one when ``done`` (the
+    chat's own turn begins: the replay is over)."""
+    if chat.branches.replaying is None:
+        return
+    since, agent = chat.branches.replaying
+    items, messages = chat.session.items, chat.session.messages
+    until = len(items)
+    last = messages.get(items[-1][1]) if items and items[-1][0] == "message" else None
+    if not done and last is not None and last.role == "user":
+        until -= 1  # it may have chunks to come
+    replayed(chat, since, agent, max(since, until))
+    chat.branches.replaying = None if done else (max(since, until), agent)
 
 
 def muted(chat: Chat) -> bool:

@@ -50,7 +50,8 @@ class Rewind:
     and record the result as ``mcp``, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
     by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
-    only: ``one`` a whole ``user_message`` carrying a link to ``a.py``). $FAKE_FAULT
+    only: ``one`` a whole ``user_message`` carrying a link to ``a.py``; with ``after``,
+    v2 only, once it has answered the resume, as the schema allows). $FAKE_FAULT
     makes it crash or hang at a request (:func:`fault`).
     """
 
@@ -126,7 +127,9 @@ class Rewind:
         self.sessions = max(self.sessions, int(session[1:]))  # its next ones: new ids
         stored = json.loads(self.store.read_text()) if self.store and self.store.exists() else {}
         self.cwd[session] = params["cwd"]
-        if "replayFrom" in params:
+        if "replayFrom" in params and "after" in self.flags:  # once the answer is written
+            self.tasks.start_soon(self.replay_after, session, session not in self.turns)
+        elif "replayFrom" in params:
             await self.replay(session)
         self.turns[session] = self.turns.get(session, stored.get(session, 0))
         return {}
@@ -136,9 +139,26 @@ class Rewind:
         await self.replay(params["sessionId"])
         return await self.resume(params)
 
-    async def replay(self, session: str) -> None:
-        """``load``: the history of a session it never ran, two turns."""
-        if "load" in self.flags and session not in self.turns:
+    @property
+    def said(self) -> Path:
+        """``load``: the messages of each session it ran, as it would replay them (the
+        steered ones as the user's), kept across its processes."""
+        return Path(os.environ["FAKE_CALLS"] + ".said")
+
+    def keep(self, session: str, update: Params) -> None:
+        if "load" in self.flags:
+            said = json.loads(self.said.read_text()) if self.said.exists() else {}
+            said.setdefault(session, []).append(update)
+            self.said.write_text(json.dumps(said))
+
+    async def replay(self, session: str, fresh: bool | None = None) -> None:
+        """``load``: the history of a session it ran, else of one it never ran
+        (``fresh``), two turns."""
+        said = json.loads(self.said.read_text()) if self.said.exists() else {}
+        if "load" in self.flags and session in said:
+            for update in said[session]:
+                await self.update(session, update)
+        elif "load" in self.flags and (session not in self.turns if fresh is None else fresh):
             for n, text in enumerate(("one", "two"), 1):
                 self.turns[session] = n
                 if "attach" in self.flags and n == 1:  # a v2 user_message with a file
@@ -151,6 +171,10 @@ class Rewind:
                     await self.say(session, text, "user_message_chunk")
                 await self.say(session, f"{session}: {text}")
                 await fault("replay")  # after the first turn replayed
+
+    async def replay_after(self, session: str, fresh: bool) -> None:
+        await anyio.wait_all_tasks_blocked()  # the resume's answer is on its way
+        await self.replay(session, fresh)
 
     @property
     def store(self) -> Path | None:
@@ -177,8 +201,14 @@ class Rewind:
         n = self.turns[session]
         prefix = "u" if kind == "user_message_chunk" else "m"
         content = {"type": "text", "text": text}
-        await self.update(session, {"sessionUpdate": kind, "messageId": f"{session}-{prefix}{n}",
-                                    "content": content})  # fmt: skip
+        update = {"sessionUpdate": kind, "messageId": f"{session}-{prefix}{n}", "content": content}
+        await self.update(session, update)
+        if kind == "agent_message_chunk":
+            self.keep(session, update)
+
+    def kept_user(self, session: str, text: str, message_id: str) -> None:
+        self.keep(session, {"sessionUpdate": "user_message_chunk", "messageId": message_id,
+                            "content": {"type": "text", "text": text}})  # fmt: skip
 
     async def prompt(self, params: Params) -> Params:
         if self.version == 2:
@@ -192,6 +222,7 @@ class Rewind:
         if self.store is not None:
             self.store.write_text(json.dumps(self.turns))
         text = params["prompt"][-1]["text"]
+        self.kept_user(session, text, f"{session}-u{self.turns[session]}")
         stop = "end_turn"
         if {"deaf", "late"} <= self.flags:  # the turn it never cancelled goes on, and ends
             for held in [s for s in self.steered if s != session]:
@@ -340,6 +371,7 @@ class Rewind:
         if session in self.asking:
             await anyio.sleep(0.2)
         self.steering[session] = params["prompt"][-1]["text"]
+        self.kept_user(session, self.steering[session], f"{session}-s{self.turns[session]}")
         self.steered[session].set()
         return {"outcome": "injected"}
 
@@ -367,5 +399,6 @@ SCENARIOS = tuple(
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
                  "rewind+deaf+release", "rewind+deaf+late+mcp",
-                 "rewind+resume+load", "rewind+resume+load+attach", "rewind+deaf+steer", "rewind+deaf+resume")
+                 "rewind+resume+load", "rewind+resume+load+attach", "rewind+resume+load+after",
+                 "rewind+steer+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
