@@ -419,10 +419,9 @@ class AgentConnection:
         self._seed_refused.add(chat.id)
 
     async def cancel(self, chat: Chat) -> None:
-        """Ask the agent to stop the turn, once it has the prompt; the turn ends when
-        it answers ``cancelled``, or here after ``turns.grace`` seconds (the spec lets
-        a client stop waiting; pending permission requests are answered ``cancelled``
-        at once, and a command not started yet never starts)."""
+        """Ask the agent to stop the turn once it has the prompt; it ends at the agent's
+        ``cancelled``, or after ``turns.grace`` seconds (the spec lets a client stop waiting).
+        Pending permission requests are answered ``cancelled`` at once; no command starts."""
         sessions = self._sessions()
         chat.on_info(turn_state="cancelling")
         self.turns.stop(chat)
