@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from acp_nvim.client.services import files
 from acp_nvim.client.services.worktree_changes import WorktreeChanges
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
+    hold,
     holds_commits,
+    let_go,
     make_worktree,
     remove_worktree,
 )
@@ -83,6 +86,37 @@ def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
         remove_worktree(made)
         assert not Path(made.path).exists()
     assert git(project, "branch", "--list", "acp/*") == ""
+
+
+def test_a_worktree_held_by_a_neovim_that_died_is_not_kept_by_a_process_given_its_pid(
+    project: Path, tmp_path: Path
+) -> None:
+    """A Neovim whose chat worked in a worktree died without letting go of it; the
+    system later gave its process id to another program. Closing the chat that works
+    there now kept the worktree, "a chat of another Neovim works in it", for as long
+    as that program ran."""
+    worktree, _ = make_worktree(str(project), "1", str(tmp_path / "home"))
+    holding = (
+        "import sys; from acp_nvim.client.services.worktrees import hold;"
+        "from acp_nvim.client.session.workspace import Worktree;"
+        "hold(Worktree(*sys.argv[1:]))"
+    )
+    fields = (worktree.path, worktree.branch, worktree.project, worktree.base, worktree.mark)
+    subprocess.run([sys.executable, "-c", holding, *fields], check=True)  # and dies
+    admin = Path(git(project, "rev-parse", "--git-common-dir").strip())
+    if not admin.is_absolute():
+        admin = project / admin
+    [left] = (admin / "worktrees").glob("*/acp-held-*")
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                          stdin=subprocess.PIPE) as stranger:  # fmt: skip
+        try:
+            # The number the dead Neovim left now names the stranger.
+            left.rename(left.with_name(f"acp-held-{stranger.pid}"))
+            hold(worktree)
+            assert not let_go(worktree)
+        finally:
+            assert stranger.stdin is not None
+            stranger.stdin.close()
 
 
 def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(
