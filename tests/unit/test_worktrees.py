@@ -283,6 +283,19 @@ async def test_a_file_the_agent_made_or_deleted_comes_or_goes_when_accepted(
     assert review.waiting() == 0
 
 
+async def test_a_script_the_agent_made_executable_comes_in_executable(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent wrote a script in its worktree and ran `chmod +x` on it; accepted,
+    the script in your project could not be run (made 0644)."""
+    script = await agent_writes(review, "run.sh", "#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    await review.end_turn()
+    await review.decide("accept")
+    assert (project / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
+    assert os.access(project / "run.sh", os.X_OK)
+
+
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
     tmp_path: Path,
 ) -> None:

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 __all__ = ["Landed", "WorktreeChanges"]
 
+import contextlib
 import os
+import stat
 from collections.abc import Sequence
 from typing import Any
+
+import anyio
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
@@ -32,6 +36,16 @@ from acp_nvim.review import ReviewStore
 def _paths(store: ReviewStore) -> set[str]:
     """The paths ``store`` has changes of, in any turn."""
     return {change.path for changeset in store.turns() for change in changeset.files()}
+
+
+def _take_execute_bits(source: str, target: str) -> None:
+    """Give the file ``target`` the execute bits of ``source``: a script the agent
+    made (and `chmod +x`) in its worktree stays one in the user's project."""
+    with contextlib.suppress(OSError):
+        bits = os.stat(source).st_mode & 0o111
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        if mode & 0o111 != bits:
+            os.chmod(target, mode & ~0o111 | bits)
 
 
 def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
@@ -258,6 +272,9 @@ class Landed(SessionChanges):
             raise
         if final != outcome.text:
             self._latest(path).file(path).user_edit(final)
+        copy = self._owner.worktree.agent_path(path)
+        if doc.text is None and final is not None and copy is not None:
+            await anyio.to_thread.run_sync(_take_execute_bits, copy, path)
         self.disk.seen(path)
         if outcome.conflicts:
             self.editor.notify(
