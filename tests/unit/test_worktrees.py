@@ -136,6 +136,25 @@ def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(
         remove_worktree(worktree)
 
 
+def test_a_folder_you_made_a_file_or_a_file_you_made_a_folder_is_so_in_the_worktree(
+    project: Path, tmp_path: Path
+) -> None:
+    """You replaced the folder src/ with a file src, and the file doc.txt with a
+    folder: no worktree chat could open ("copying your changes failed: Is a
+    directory")."""
+    (project / "src" / "b.txt").unlink()
+    (project / "src").rmdir()
+    (project / "src").write_text("now a file\n")
+    (project / "doc.txt").unlink()
+    (project / "doc.txt").mkdir()
+    (project / "doc.txt" / "in.txt").write_text("now in a folder\n")
+    worktree, _ = make_worktree(str(project), "1", str(tmp_path / "home"))
+    top = Path(worktree.path)
+    assert (top / "src").read_text() == "now a file\n"
+    assert (top / "doc.txt" / "in.txt").read_text() == "now in a folder\n"
+    assert git(top, "status", "--porcelain") == git(project, "status", "--porcelain")
+
+
 def test_no_worktree_outside_git_nor_without_a_commit_and_nothing_is_left(
     tmp_path: Path,
 ) -> None:

@@ -255,8 +255,12 @@ def _copy_changes(project: str, path: str) -> None:
     status = git(project, "status", "--porcelain=v1", "-z", "--untracked-files=all", timeout=_SLOW)
     for source in sorted(dirty_files(project, status)):
         target = os.path.join(path, os.path.relpath(source, project))
-        if os.path.isdir(source) and not os.path.islink(source):
-            continue  # a submodule's changes stay its own
+        if _is_folder(source):
+            if not _is_folder(target) and os.path.lexists(target):
+                os.remove(target)  # a file you made a folder: its files are listed too
+            continue  # else a submodule, whose changes stay its own
+        if _is_folder(target):
+            shutil.rmtree(target)  # a folder you made a file, or a submodule you deleted
         if os.path.lexists(source):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             if os.path.lexists(target):
@@ -264,6 +268,10 @@ def _copy_changes(project: str, path: str) -> None:
             shutil.copy2(source, target, follow_symlinks=False)
         elif os.path.lexists(target):
             os.remove(target)
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _clean_up(project: str, branch: str, path: str) -> None:
