@@ -306,13 +306,20 @@ async def test_a_script_the_agent_made_executable_comes_in_executable(
     review: WorktreeChanges, project: Path
 ) -> None:
     """The agent wrote a script in its worktree and ran `chmod +x` on it; accepted,
-    the script in your project could not be run (made 0644)."""
+    the script in your project could not be run (made 0644, or left so)."""
     script = await agent_writes(review, "run.sh", "#!/bin/sh\necho hi\n")
     script.chmod(0o755)
+    # So with a file of yours it changed and made executable; yours made executable
+    # by you (a.txt) stays so where the agent changed only its text.
+    changed = await agent_writes(review, "src/b.txt", "#!/bin/sh\necho b\n")
+    changed.chmod(0o755)
+    (project / "a.txt").chmod(0o755)
+    await agent_writes(review, "a.txt", "a, the agent's\n")
     await review.end_turn()
     await review.decide("accept")
     assert (project / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
-    assert os.access(project / "run.sh", os.X_OK)
+    for name in ("run.sh", "src/b.txt", "a.txt"):
+        assert os.access(project / name, os.X_OK), name
 
 
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
