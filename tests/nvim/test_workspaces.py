@@ -769,6 +769,29 @@ def test_open_with_cwd_works_there_and_at_paths_are_its_own(editor: Editor, vers
     assert (link["type"], link["uri"]) == ("resource_link", (a / "notes.txt").as_uri())
 
 
+def test_acpadd_in_a_worktree_chat_mentions_the_worktrees_copy_of_your_file(
+    editor: Editor,
+) -> None:
+    """:AcpAdd in your own file, to point a worktree chat's agent at it, mentioned it
+    by its path in your project: the agent, told of a file outside its worktree,
+    went to edit yours there, not its own copy."""
+    project, first, _worktree = open_worktree_chat(editor, 1)
+    editor.nvim.command(f"edit {project / 'f.txt'}")
+    editor.nvim.command("AcpAdd")
+    editor.nvim.command("2,3AcpAdd")
+    input_lines = editor.lua(
+        "return vim.api.nvim_buf_get_lines(require('acp.chat.registry').chats[...].input, 0, -1, false)",
+        first,
+    )
+    assert input_lines == ["@f.txt @f.txt:2-3 "]
+    # `@` offers your buffer so too, as the worktree's copy (its text is not yours).
+    offered(editor, "@f.txt")
+    items = editor.lua(
+        "return require('acp.chat.complete').items(require('acp.chat.registry').get(), '@')"
+    )
+    assert [item["menu"] for item in items if item["word"] == "@f.txt"] == ["worktree's copy"]
+
+
 def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Editor) -> None:
     project, first, worktree = open_worktree_chat(editor, 1)
     editor.lua(STUB_SELECT, 2)  # keep the worktree

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from acp_nvim.client.services import files
 from acp_nvim.client.services.worktree_changes import WorktreeChanges
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
+    hold,
     holds_commits,
+    let_go,
     make_worktree,
     remove_worktree,
 )
@@ -85,6 +88,37 @@ def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
     assert git(project, "branch", "--list", "acp/*") == ""
 
 
+def test_a_worktree_held_by_a_neovim_that_died_is_not_kept_by_a_process_given_its_pid(
+    project: Path, tmp_path: Path
+) -> None:
+    """A Neovim whose chat worked in a worktree died without letting go of it; the
+    system later gave its process id to another program. Closing the chat that works
+    there now kept the worktree, "a chat of another Neovim works in it", for as long
+    as that program ran."""
+    worktree, _ = make_worktree(str(project), "1", str(tmp_path / "home"))
+    holding = (
+        "import sys; from acp_nvim.client.services.worktrees import hold;"
+        "from acp_nvim.client.session.workspace import Worktree;"
+        "hold(Worktree(*sys.argv[1:]))"
+    )
+    fields = (worktree.path, worktree.branch, worktree.project, worktree.base, worktree.mark)
+    subprocess.run([sys.executable, "-c", holding, *fields], check=True)  # and dies
+    admin = Path(git(project, "rev-parse", "--git-common-dir").strip())
+    if not admin.is_absolute():
+        admin = project / admin
+    [left] = (admin / "worktrees").glob("*/acp-held-*")
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                          stdin=subprocess.PIPE) as stranger:  # fmt: skip
+        try:
+            # The number the dead Neovim left now names the stranger.
+            left.rename(left.with_name(f"acp-held-{stranger.pid}"))
+            hold(worktree)
+            assert not let_go(worktree)
+        finally:
+            assert stranger.stdin is not None
+            stranger.stdin.close()
+
+
 def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(
     project: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +134,25 @@ def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(
         assert cwd == str(Path(worktree.path) / name) and os.path.isdir(cwd)
         assert not (Path(cwd) / "out.o").exists()  # ignored files stay out
         remove_worktree(worktree)
+
+
+def test_a_folder_you_made_a_file_or_a_file_you_made_a_folder_is_so_in_the_worktree(
+    project: Path, tmp_path: Path
+) -> None:
+    """You replaced the folder src/ with a file src, and the file doc.txt with a
+    folder: no worktree chat could open ("copying your changes failed: Is a
+    directory")."""
+    (project / "src" / "b.txt").unlink()
+    (project / "src").rmdir()
+    (project / "src").write_text("now a file\n")
+    (project / "doc.txt").unlink()
+    (project / "doc.txt").mkdir()
+    (project / "doc.txt" / "in.txt").write_text("now in a folder\n")
+    worktree, _ = make_worktree(str(project), "1", str(tmp_path / "home"))
+    top = Path(worktree.path)
+    assert (top / "src").read_text() == "now a file\n"
+    assert (top / "doc.txt" / "in.txt").read_text() == "now in a folder\n"
+    assert git(top, "status", "--porcelain") == git(project, "status", "--porcelain")
 
 
 def test_no_worktree_outside_git_nor_without_a_commit_and_nothing_is_left(
@@ -247,6 +300,26 @@ async def test_a_file_the_agent_made_or_deleted_comes_or_goes_when_accepted(
     assert (project / "made.txt").read_text() == "made\n"
     assert not (project / "new.txt").exists()
     assert review.waiting() == 0
+
+
+async def test_a_script_the_agent_made_executable_comes_in_executable(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent wrote a script in its worktree and ran `chmod +x` on it; accepted,
+    the script in your project could not be run (made 0644, or left so)."""
+    script = await agent_writes(review, "run.sh", "#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    # So with a file of yours it changed and made executable; yours made executable
+    # by you (a.txt) stays so where the agent changed only its text.
+    changed = await agent_writes(review, "src/b.txt", "#!/bin/sh\necho b\n")
+    changed.chmod(0o755)
+    (project / "a.txt").chmod(0o755)
+    await agent_writes(review, "a.txt", "a, the agent's\n")
+    await review.end_turn()
+    await review.decide("accept")
+    assert (project / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
+    for name in ("run.sh", "src/b.txt", "a.txt"):
+        assert os.access(project / name, os.X_OK), name
 
 
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(

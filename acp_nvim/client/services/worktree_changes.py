@@ -17,13 +17,18 @@ from __future__ import annotations
 
 __all__ = ["Landed", "WorktreeChanges"]
 
+import contextlib
 import os
+import stat
 from collections.abc import Sequence
 from typing import Any
+
+import anyio
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import Decision, SessionChanges
+from acp_nvim.client.services.git import GitError, git
 from acp_nvim.client.session.workspace import Worktree, shown_path
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.review import ReviewStore
@@ -32,6 +37,25 @@ from acp_nvim.review import ReviewStore
 def _paths(store: ReviewStore) -> set[str]:
     """The paths ``store`` has changes of, in any turn."""
     return {change.path for changeset in store.turns() for change in changeset.files()}
+
+
+def _take_execute_bit(worktree: Worktree, path: str) -> None:
+    """The user's file ``path`` takes the execute bit of its copy in ``worktree``
+    where the agent changed it (from the worktree's first commit, where a new file
+    has none) and the user did not: a script the agent made, or `chmod +x`, in
+    its worktree stays one in the user's project."""
+    copy = worktree.agent_path(path)
+    if copy is None:
+        return
+    with contextlib.suppress(OSError, GitError):
+        theirs = os.stat(copy).st_mode & stat.S_IXUSR
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode & stat.S_IXUSR == theirs:
+            return
+        listed = git(worktree.project, "--literal-pathspecs", "ls-tree", worktree.base, "--", path)
+        base = stat.S_IXUSR if listed.startswith(b"100755 ") else 0
+        if mode & stat.S_IXUSR == base:  # the agent's change alone
+            os.chmod(path, (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111))
 
 
 def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
@@ -258,6 +282,8 @@ class Landed(SessionChanges):
             raise
         if final != outcome.text:
             self._latest(path).file(path).user_edit(final)
+        if final is not None:
+            await anyio.to_thread.run_sync(_take_execute_bit, self._owner.worktree, path)
         self.disk.seen(path)
         if outcome.conflicts:
             self.editor.notify(

@@ -101,9 +101,11 @@ def hold(worktree: Worktree) -> None:
     for another Neovim's chat reopened there (:func:`let_go`). Writes one small
     file: callable on the loop."""
     admin = _admin_dir(worktree.path)
-    if admin is not None:
-        with contextlib.suppress(OSError):
-            open(os.path.join(admin, f"{_HELD}{os.getpid()}"), "w").close()
+    if admin is None:
+        return
+    held = os.path.join(admin, f"{_HELD}{os.getpid()}")
+    with contextlib.suppress(OSError), open(held, "w", encoding="ascii") as file:
+        file.write(_started(os.getpid()))
 
 
 def let_go(worktree: Worktree) -> bool:
@@ -119,18 +121,46 @@ def let_go(worktree: Worktree) -> bool:
         names = os.listdir(admin)
     except OSError:
         return False
-    pids = [name.removeprefix(_HELD) for name in names if name.startswith(_HELD)]
-    return any(_running(int(pid)) for pid in pids if pid.isdigit())
+    held = [name for name in names if name.startswith(_HELD)]
+    return any(_holds(os.path.join(admin, name)) for name in held)
 
 
-def _running(pid: int) -> bool:
+def _holds(held: str) -> bool:
+    """Whether the Neovim that left ``held`` (``acp-held-<pid>``, holding when that
+    process started) still runs: a process of that id that started then. The id
+    alone is not enough: once the Neovim died, the system may give it to another
+    program."""
+    pid = os.path.basename(held).removeprefix(_HELD)
+    if not pid.isdigit():
+        return False
     try:
-        os.kill(pid, 0)  # no signal: only whether it runs
+        with open(held, encoding="utf-8") as file:
+            started = file.read().strip()
+    except OSError:
+        return False
+    if started:
+        return _started(int(pid)) == started
+    # Left before files said when (or where /proc is not): the id is all there is.
+    try:
+        os.kill(int(pid), 0)  # no signal: only whether it runs
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks after boot, /proc's field 22), with
+    the boot's id; empty where there is no /proc or no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            ticks = file.read().rsplit(b")", 1)[1].split()[19].decode()
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+            boot = file.read().strip()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
+    return f"{boot} {ticks}"
 
 
 def remove_worktree(worktree: Worktree) -> None:
@@ -225,8 +255,12 @@ def _copy_changes(project: str, path: str) -> None:
     status = git(project, "status", "--porcelain=v1", "-z", "--untracked-files=all", timeout=_SLOW)
     for source in sorted(dirty_files(project, status)):
         target = os.path.join(path, os.path.relpath(source, project))
-        if os.path.isdir(source) and not os.path.islink(source):
-            continue  # a submodule's changes stay its own
+        if _is_folder(source):
+            if not _is_folder(target) and os.path.lexists(target):
+                os.remove(target)  # a file you made a folder: its files are listed too
+            continue  # else a submodule, whose changes stay its own
+        if _is_folder(target):
+            shutil.rmtree(target)  # a folder you made a file, or a submodule you deleted
         if os.path.lexists(source):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             if os.path.lexists(target):
@@ -234,6 +268,10 @@ def _copy_changes(project: str, path: str) -> None:
             shutil.copy2(source, target, follow_symlinks=False)
         elif os.path.lexists(target):
             os.remove(target)
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _clean_up(project: str, branch: str, path: str) -> None:

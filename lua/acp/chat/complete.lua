@@ -141,7 +141,11 @@ function M.items(chat, prefix)
     if vim.bo[buf].buflisted and vim.bo[buf].buftype == "" and name ~= "" then
       local mention = workspace.mention(chat, name)
       seen[mention] = true
-      add("@" .. mention, vim.bo[buf].modified and "buffer [+]" or "buffer")
+      if workspace.absolute(chat, mention) ~= vim.fs.normalize(name) then
+        add("@" .. mention, "worktree's copy") -- not the buffer's unsaved text
+      else
+        add("@" .. mention, vim.bo[buf].modified and "buffer [+]" or "buffer")
+      end
     end
   end
   -- The chat's directory first, then each root's files by where they are.

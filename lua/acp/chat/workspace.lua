@@ -50,12 +50,20 @@ local function shortened(path, dir)
 end
 
 --- How to mention the file `path` in `chat`'s input: relative to the chat's
---- directory inside it, else with `~` for the home directory.
+--- directory inside it, else with `~` for the home directory. In a worktree chat
+--- a file of your project is its copy in the worktree, which the agent works on
+--- (named by your path, it would edit yours, outside the worktree).
 ---@param chat acp.Chat
 ---@param path string
 ---@return string
 function M.mention(chat, path)
-  return shortened(vim.fs.normalize(path), registry.cwd(chat))
+  path = vim.fs.normalize(path)
+  local worktree = M.worktree(chat)
+  local theirs = worktree and vim.startswith(path, worktree.path .. "/")
+  if worktree and not theirs and vim.startswith(path, worktree.project .. "/") then
+    path = worktree.path .. path:sub(#worktree.project + 1)
+  end
+  return shortened(path, registry.cwd(chat))
 end
 
 --- Where `chat` works, for a window whose directory is `cwd`: nil when it is that
