@@ -140,6 +140,9 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     mode: str | None = None
     """mode to switch each new session to (e.g. "default" for qwen, which starts in
     "auto"); a mode the agent does not offer is reported"""
+    set_mode: bool = False
+    """switch the mode with v1 `session/set_mode`, even where the agent also offers
+    a mode config option (the built-in qwen does: only `session/set_mode` switches it)"""
     model: str | None = None
     """model to switch each new session to"""
     config_options: dict[str, str | bool] = msgspec.field(default_factory=dict)
@@ -543,7 +546,7 @@ def workspace_root(path: str) -> str:
 # Per-agent quirks of registry presets, as data (the hand-tuned entries carry theirs).
 _PRESET_QUIRKS: dict[str, dict[str, Any]] = {
     # qwen starts sessions in "auto", where nothing is asked (decision 0014).
-    "qwen-code": {"mode": "default"},
+    "qwen-code": {"mode": "default", "set_mode": True},
 }
 
 
@@ -565,7 +568,7 @@ def builtin_agents() -> dict[str, AgentConfig]:
         "gemini": AgentConfig(cmd=["gemini", "--acp"], missing_file_as_empty=True),
         "opencode": AgentConfig(cmd=["opencode", "acp"]),
         # qwen starts sessions in "auto", where nothing is asked (decision 0014).
-        "qwen": AgentConfig(cmd=["qwen", "--acp"], mode="default"),
+        "qwen": AgentConfig(cmd=["qwen", "--acp"], mode="default", set_mode=True),
     }
 
 

@@ -26,6 +26,7 @@ local M = {}
 ---@field cwd? string working directory (default: Neovim's cwd)
 ---@field missing_file_as_empty? boolean read a missing file as "" (the built-in gemini does: it probes first)
 ---@field mode? string mode to switch each new session to (e.g. "default" for qwen, which starts in "auto"); a mode the agent does not offer is reported
+---@field set_mode? boolean switch the mode with v1 `session/set_mode`, even where the agent also offers a mode config option (the built-in qwen does: only `session/set_mode` switches it)
 ---@field model? string model to switch each new session to
 ---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
@@ -296,6 +297,7 @@ M.classes = {
     cwd = "string",
     missing_file_as_empty = "boolean",
     mode = "string",
+    set_mode = "boolean",
     model = "string",
     config_options = { map = { any_of = { "string", "boolean" } } },
     editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },

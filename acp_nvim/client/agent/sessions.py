@@ -110,6 +110,8 @@ class Services(msgspec.Struct, eq=False):
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
+    # v1: the agent switches its mode by its modes only (``AgentConfig.set_mode``).
+    modes_first: bool = False
     # Every session id a chat has had: one no chat has now was left (a rewind, a
     # closed chat), not one being created.
     taken: set[str] = msgspec.field(default_factory=set)

@@ -106,13 +106,22 @@ def apply_update(chat: Chat, update: Any, terminals: TerminalSink | None = None)
 
 
 def apply_updates(
-    chat: Chat, updates: Sequence[Any], terminals: TerminalSink | None = None
+    chat: Chat,
+    updates: Sequence[Any],
+    terminals: TerminalSink | None = None,
+    *,
+    modes_first: bool = False,
 ) -> None:
-    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
-    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`);
+    ``modes_first``: the agent's modes stay its mode setting (see `settings`)."""
+    chat.on_updates(
+        updates, _chunk, lambda update: _apply_other(chat, update, terminals, modes_first)
+    )
 
 
-def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:
+def _apply_other(
+    chat: Chat, update: Any, terminals: TerminalSink | None, modes_first: bool
+) -> None:
     match update:
         case v1.SessionUpdateUserMessageChunk():  # not words (StreamedChunks)
             attach_chunk(chat, update, v1, content_text)
@@ -132,9 +141,10 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> Non
         case v1.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
-            chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
+            before = chat.session.config_options
+            chat.on_config(_keep_shown(config_options(options), before, modes_first))
         case big_settings.Converted(options=options, entries=entries):
-            chat.on_config(_keep_shown(options, chat.session.config_options), entries)
+            chat.on_config(_keep_shown(options, chat.session.config_options, modes_first), entries)
         case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
             # v1 cannot tell an omitted summary from null: omitted, it is left as is.
             text = UNSET if summary is None else "".join(content_text(b) for b in summary)
@@ -255,12 +265,19 @@ def _models(raw: Any) -> _Models | None:
 
 
 def settings(
-    options: Sequence[Any] | None, modes: v1.SessionModeState | None, models: _Models | None
+    options: Sequence[Any] | None,
+    modes: v1.SessionModeState | None,
+    models: _Models | None,
+    modes_first: bool = False,
 ) -> list[ConfigOption]:
     """A session's settings: its config options, plus its modes and models as
     settings of category ``mode`` / ``model`` where no config option has that
-    category (config options win: session-config-options.mdx)."""
+    category (config options win: session-config-options.mdx). ``modes_first``: the
+    modes win over a mode config option, for an agent that only switches its mode
+    with ``session/set_mode`` (the built-in qwen: decision 0014)."""
     result = config_options(options or [])
+    if modes_first and modes is not None:
+        result = [o for o in result if o.category != "mode"]
     taken = {o.category for o in result} | {o.id for o in result}
     if modes is not None and "mode" not in taken:
         choices = Choices.of((m.id, m.name) for m in modes.available_modes)
@@ -278,8 +295,13 @@ def settings(
     return result
 
 
-def _keep_shown(options: list[ConfigOption], before: list[ConfigOption]) -> list[ConfigOption]:
-    """New config options, plus the modes/models settings they do not replace."""
+def _keep_shown(
+    options: list[ConfigOption], before: list[ConfigOption], modes_first: bool = False
+) -> list[ConfigOption]:
+    """New config options, plus the modes/models settings they do not replace (with
+    ``modes_first``, a modes setting is not replaced by a mode config option)."""
+    if modes_first and any(o.source == "modes" for o in before):
+        options = [o for o in options if o.category != "mode"]
     taken = {o.category for o in options} | {o.id for o in options}
     return options + [o for o in before if o.source != "config" and o.category not in taken]
 
@@ -391,6 +413,7 @@ class SessionsV1:
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         self._early = EarlyUpdates(services.taken)
+        self._modes_first = services.modes_first
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -515,7 +538,8 @@ class SessionsV1:
             response = v1.decode(raw, answer)
             self.services.register(response.session_id, chat, answered=method)
             self._settings(chat, response.config_options, response.modes, _models(raw))
-            apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
+            early = self._early.take(response.session_id)
+            apply_updates(chat, early, self.services.terminals, modes_first=self._modes_first)
         return response.session_id
 
     def _settings(
@@ -525,7 +549,7 @@ class SessionsV1:
         modes: v1.SessionModeState | None,
         models: _Models | None,
     ) -> None:
-        found = settings(options, modes, models)
+        found = settings(options, modes, models, self._modes_first)
         if found:
             chat.on_config(found)
 
@@ -658,7 +682,7 @@ class SessionsV1:
             "session/set_config_option", params, v1.SetSessionConfigOptionResponse
         )
         options = config_options(response.config_options)
-        chat.on_config(_keep_shown(options, chat.session.config_options))
+        chat.on_config(_keep_shown(options, chat.session.config_options, self._modes_first))
 
     async def login(self, method_id: str) -> None:
         params = v1.AuthenticateRequest(method_id=method_id)
@@ -679,7 +703,9 @@ class SessionsV1:
             if chat is None:
                 self._early.hold(session_id, group)
             else:
-                apply_updates(chat, group, self.services.terminals)
+                apply_updates(
+                    chat, group, self.services.terminals, modes_first=self._modes_first
+                )
                 await chat.editor.room()  # read on once drawing keeps up (decision 0072)
 
     async def _on_permission(
