@@ -12,11 +12,11 @@ local M = {}
 
 --- An MCP server of your own, offered to agents with each session.
 ---@class (exact) acp.McpServerSpec
----@field type? "stdio"|"http" "stdio": a program the agent starts (`command`); "http": a server the agent reaches at `url`
+---@field type? "stdio"|"http"|"sse" "stdio": a program the agent starts (`command`); "http": a server the agent reaches at `url`; "sse": the same over MCP's older HTTP+SSE transport
 ---@field command? string program of a stdio server (looked up on PATH)
 ---@field args? string[] its arguments
 ---@field env? table<string,string> environment variables the agent sets for it
----@field url? string address of an http server
+---@field url? string address of an http or sse server
 ---@field headers? table<string,string> HTTP headers the agent sends to it
 
 --- How to launch one agent: argv, extra environment, working directory.
@@ -284,7 +284,7 @@ M.classes = {
     tools = { list = { enum = { "list_buffers", "read_buffer", "get_selection", "get_diagnostics", "lsp_definition", "lsp_references", "lsp_hover", "lsp_symbols", "edit_buffer", "write_file", "run_command", "open_file" } } },
   } },
   ["acp.McpServerSpec"] = { required = {}, fields = {
-    type = { enum = { "stdio", "http" } },
+    type = { enum = { "stdio", "http", "sse" } },
     command = "string",
     args = { list = "string" },
     env = { map = "string" },

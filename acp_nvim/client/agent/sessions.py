@@ -56,7 +56,15 @@ from msgspec import UnsetType
 
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
-from acp_nvim.client.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
+from acp_nvim.client.mcp import (
+    AcpBridge,
+    AcpServer,
+    HttpServer,
+    McpOffer,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
@@ -665,7 +673,8 @@ def mcp_server(spec: ServerSpec, schema: V1) -> v1.McpServer: ...
 def mcp_server(spec: ServerSpec, schema: V2) -> v2.McpServer: ...
 def mcp_server(spec: ServerSpec, schema: Schema) -> v1.McpServer | v2.McpServer:
     """One offered MCP server as ``schema`` (the version's generated types) sends it:
-    v1 and v2 name and shape the three transports alike."""
+    v1 and v2 name and shape the three transports alike (sse, v1's alone, is
+    ``v1.mcp_server_v1``'s)."""
     match spec:
         case StdioServer(name=name, command=command, args=args, env=env):
             variables = [schema.EnvVariable(name=k, value=v) for k, v in env.items()]
@@ -673,6 +682,8 @@ def mcp_server(spec: ServerSpec, schema: Schema) -> v1.McpServer | v2.McpServer:
         case HttpServer(name=name, url=url, headers=headers):
             fields = [schema.HttpHeader(name=k, value=v) for k, v in headers.items()]
             return schema.McpServerHttp(name=name, url=url, headers=fields)
+        case SseServer():  # v2 has no sse transport: no v2 agent advertises one
+            raise NotImplementedError("an sse MCP server is v1's alone (v1.mcp_server_v1)")
         case AcpServer(name=name, server_id=server_id):
             return schema.McpServerAcp(name=name, server_id=server_id)
 

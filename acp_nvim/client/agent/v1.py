@@ -60,6 +60,7 @@ from acp_nvim.client.agent.sessions import (
     steer,
     steers,
 )
+from acp_nvim.client.mcp import ServerSpec, SseServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
@@ -397,6 +398,15 @@ def _answering() -> Iterator[None]:
 # -- the v1 sessions -------------------------------------------------------------------
 
 
+def mcp_server_v1(spec: ServerSpec) -> v1.McpServer:
+    """An offered MCP server as v1 sends it: sse (v1's alone) here, the others as
+    v2 has them too (`mcp_server`)."""
+    if isinstance(spec, SseServer):
+        headers = [v1.HttpHeader(name=k, value=v) for k, v in spec.headers.items()]
+        return v1.McpServerSse(name=spec.name, url=spec.url, headers=headers)
+    return mcp_server(spec, v1)
+
+
 class SessionsV1:
     """ACP v1 over one connection; registers the handlers of the agent's requests.
 
@@ -478,13 +488,14 @@ class SessionsV1:
 
     async def _mcp_servers(self, chat: Chat) -> list[Any]:
         """The MCP servers for a session of ``chat``, as far as the agent takes them
-        (stdio always; http and MCP-over-ACP when it says so)."""
+        (stdio always; http, sse and MCP-over-ACP when it says so)."""
         offer = self.services.mcp
         if offer is None:
             return []
         caps = self._capabilities.mcp_capabilities
-        takes = {"stdio"} | ({"http"} if caps.http else set()) | ({"acp"} if caps.acp else set())
-        return [mcp_server(spec, v1) for spec in await offer.servers_for(chat, takes)]
+        offered = {"http": caps.http, "sse": caps.sse, "acp": caps.acp}
+        takes = {"stdio"} | {transport for transport, cap in offered.items() if cap}
+        return [mcp_server_v1(spec) for spec in await offer.servers_for(chat, takes)]
 
     @property
     def can_fork(self) -> bool:
