@@ -423,7 +423,6 @@ class SessionsV1:
         self.agent_title: str | None = None
         self.init = v1.InitializeResponse(protocol_version=1)  # until initialize answers
         self._early = EarlyUpdates(services.taken)
-        self._modes_first = services.modes_first
         connection.on_notifications("session/update", v1.SessionNotification, self._on_updates)
         on = connection.on_request
         on("session/request_permission", v1.RequestPermissionRequest, self._on_permission)
@@ -549,8 +548,9 @@ class SessionsV1:
             response = v1.decode(raw, answer)
             self.services.register(response.session_id, chat, answered=method)
             self._settings(chat, response.config_options, response.modes, _models(raw))
+            services = self.services
             early = self._early.take(response.session_id)
-            apply_updates(chat, early, self.services.terminals, modes_first=self._modes_first)
+            apply_updates(chat, early, services.terminals, modes_first=services.modes_first)
         return response.session_id
 
     def _settings(
@@ -560,7 +560,7 @@ class SessionsV1:
         modes: v1.SessionModeState | None,
         models: _Models | None,
     ) -> None:
-        found = settings(options, modes, models, self._modes_first)
+        found = settings(options, modes, models, self.services.modes_first)
         if found:
             chat.on_config(found)
 
@@ -693,7 +693,8 @@ class SessionsV1:
             "session/set_config_option", params, v1.SetSessionConfigOptionResponse
         )
         options = config_options(response.config_options)
-        chat.on_config(_keep_shown(options, chat.session.config_options, self._modes_first))
+        before = chat.session.config_options
+        chat.on_config(_keep_shown(options, before, self.services.modes_first))
 
     async def login(self, method_id: str) -> None:
         params = v1.AuthenticateRequest(method_id=method_id)
@@ -715,7 +716,7 @@ class SessionsV1:
                 self._early.hold(session_id, group)
             else:
                 apply_updates(
-                    chat, group, self.services.terminals, modes_first=self._modes_first
+                    chat, group, self.services.terminals, modes_first=self.services.modes_first
                 )
                 await chat.editor.room()  # read on once drawing keeps up (decision 0072)
 
