@@ -87,9 +87,9 @@ EDITOR_SERVER_TAKEN = (
 class McpServerOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """An MCP server of your own, offered to agents with each session."""
 
-    type: Literal["stdio", "http"] = "stdio"
+    type: Literal["stdio", "http", "sse"] = "stdio"
     """"stdio": a program the agent starts (`command`); "http": a server the agent
-    reaches at `url`"""
+    reaches at `url`; "sse": the same over MCP's older HTTP+SSE transport"""
     command: str | None = None
     """program of a stdio server (looked up on PATH)"""
     args: list[str] = msgspec.field(default_factory=list)
@@ -97,7 +97,7 @@ class McpServerOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     env: dict[str, str] = msgspec.field(default_factory=dict)
     """environment variables the agent sets for it"""
     url: str | None = None
-    """address of an http server"""
+    """address of an http or sse server"""
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     """HTTP headers the agent sends to it"""
 
@@ -107,10 +107,11 @@ class McpServerOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
             if not (self.command or "").strip():
                 return "command: required for a stdio server"
             if self.url is not None or self.headers:
-                return f"{'url' if self.url is not None else 'headers'}: only for type = \"http\""
+                key = "url" if self.url is not None else "headers"
+                return f'{key}: only for type = "http" or "sse"'
             return None
         if not (self.url or "").strip():
-            return "url: required for an http server"
+            return f"url: required for an {self.type} server"
         for key in ("command", "args", "env"):
             if getattr(self, key):
                 return f"{key}: only for a stdio server"
@@ -140,6 +141,9 @@ class AgentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     mode: str | None = None
     """mode to switch each new session to (e.g. "default" for qwen, which starts in
     "auto"); a mode the agent does not offer is reported"""
+    set_mode: bool = False
+    """switch the mode with v1 `session/set_mode`, even where the agent also offers
+    a mode config option (the built-in qwen does: only `session/set_mode` switches it)"""
     model: str | None = None
     """model to switch each new session to"""
     config_options: dict[str, str | bool] = msgspec.field(default_factory=dict)
@@ -543,7 +547,7 @@ def workspace_root(path: str) -> str:
 # Per-agent quirks of registry presets, as data (the hand-tuned entries carry theirs).
 _PRESET_QUIRKS: dict[str, dict[str, Any]] = {
     # qwen starts sessions in "auto", where nothing is asked (decision 0014).
-    "qwen-code": {"mode": "default"},
+    "qwen-code": {"mode": "default", "set_mode": True},
 }
 
 
@@ -565,7 +569,7 @@ def builtin_agents() -> dict[str, AgentConfig]:
         "gemini": AgentConfig(cmd=["gemini", "--acp"], missing_file_as_empty=True),
         "opencode": AgentConfig(cmd=["opencode", "acp"]),
         # qwen starts sessions in "auto", where nothing is asked (decision 0014).
-        "qwen": AgentConfig(cmd=["qwen", "--acp"], mode="default"),
+        "qwen": AgentConfig(cmd=["qwen", "--acp"], mode="default", set_mode=True),
     }
 
 

@@ -12,11 +12,11 @@ local M = {}
 
 --- An MCP server of your own, offered to agents with each session.
 ---@class (exact) acp.McpServerSpec
----@field type? "stdio"|"http" "stdio": a program the agent starts (`command`); "http": a server the agent reaches at `url`
+---@field type? "stdio"|"http"|"sse" "stdio": a program the agent starts (`command`); "http": a server the agent reaches at `url`; "sse": the same over MCP's older HTTP+SSE transport
 ---@field command? string program of a stdio server (looked up on PATH)
 ---@field args? string[] its arguments
 ---@field env? table<string,string> environment variables the agent sets for it
----@field url? string address of an http server
+---@field url? string address of an http or sse server
 ---@field headers? table<string,string> HTTP headers the agent sends to it
 
 --- How to launch one agent: argv, extra environment, working directory.
@@ -26,6 +26,7 @@ local M = {}
 ---@field cwd? string working directory (default: Neovim's cwd)
 ---@field missing_file_as_empty? boolean read a missing file as "" (the built-in gemini does: it probes first)
 ---@field mode? string mode to switch each new session to (e.g. "default" for qwen, which starts in "auto"); a mode the agent does not offer is reported
+---@field set_mode? boolean switch the mode with v1 `session/set_mode`, even where the agent also offers a mode config option (the built-in qwen does: only `session/set_mode` switches it)
 ---@field model? string model to switch each new session to
 ---@field config_options? table<string,string|boolean> session settings to apply to each new session, by setting id
 ---@field editor_mcp? boolean|acp.EditorMcpOptions the editor's MCP server for this agent (default: the global `editor_mcp`)
@@ -283,7 +284,7 @@ M.classes = {
     tools = { list = { enum = { "list_buffers", "read_buffer", "get_selection", "get_diagnostics", "lsp_definition", "lsp_references", "lsp_hover", "lsp_symbols", "edit_buffer", "write_file", "run_command", "open_file" } } },
   } },
   ["acp.McpServerSpec"] = { required = {}, fields = {
-    type = { enum = { "stdio", "http" } },
+    type = { enum = { "stdio", "http", "sse" } },
     command = "string",
     args = { list = "string" },
     env = { map = "string" },
@@ -296,6 +297,7 @@ M.classes = {
     cwd = "string",
     missing_file_as_empty = "boolean",
     mode = "string",
+    set_mode = "boolean",
     model = "string",
     config_options = { map = { any_of = { "string", "boolean" } } },
     editor_mcp = { any_of = { "boolean", { class = "acp.EditorMcpOptions" } } },

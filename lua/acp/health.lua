@@ -126,8 +126,8 @@ function M.check()
   table.sort(servers)
   for _, name in ipairs(servers) do
     local server = mcp.servers[name]
-    if server.type == "http" then
-      health.ok(("%s: %s (http)"):format(name, server.url))
+    if server.type == "http" or server.type == "sse" then
+      health.ok(("%s: %s (%s)"):format(name, server.url, server.type))
     elseif server.found ~= vim.NIL then
       health.ok(("%s: %s"):format(name, table.concat(server.command, " ")))
     else

@@ -482,6 +482,7 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
         mcp_servers={
             "gh": {"command": "no-such-mcp-server", "args": ["--stdio"]},
             "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+            "events": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
         }
     )
     editor.open_chat("demo")  # its session is offered the editor server: the socket opens
@@ -492,6 +493,7 @@ def test_checkhealth_reports_the_mcp_servers(editor: Editor) -> None:
     assert "mcp.sock (directory only you can open), 0 connections" in text
     assert 'ERROR gh: "no-such-mcp-server" is not installed or not on PATH' in text
     assert "OK web: http://127.0.0.1:1/mcp (http)" in text
+    assert "OK events: http://127.0.0.1:1/sse (sse)" in text
 
 
 def test_the_socket_directory_goes_when_the_host_is_killed(editor: Editor) -> None:
@@ -566,6 +568,33 @@ def test_the_users_servers_reach_the_agent_and_no_secret_reaches_the_log(
     assert '"mcpServers"' in log and "<redacted>" in log
     for secret in (token, bearer, editor_token):
         assert secret not in log
+
+
+def test_an_sse_server_reaches_an_agent_that_takes_sse_and_is_said_to_others(
+    editor: Editor,
+) -> None:
+    """v1's third transport: opencode advertises ``mcpCapabilities.sse``, yet no
+    server could be configured as `sse`. An agent without it is told of, not sent one."""
+    bearer = "Bearer not-for-the-log"
+    events = {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"Authorization": bearer}}
+    editor.setup(
+        agents={"opencode": editor.fake_agent("mcp_sse"), "http_only": editor.fake_agent("mcp")},
+        mcp_servers={"events": events},
+    )
+    editor.open_chat("opencode")
+    [servers] = call(editor, "servers")
+    assert {s["name"]: s for s in servers}["events"] == {
+        "type": "sse", "name": "events", "url": "http://127.0.0.1:9/sse",
+        "headers": [{"name": "Authorization", "value": bearer}],
+    }  # fmt: skip
+    editor.lua("_G.acp_notices = {}")
+    editor.lua("require('acp').open({agent = 'http_only', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    [servers] = call(editor, "servers", turn=2)
+    assert [s["name"] for s in servers] == ["nvim"]
+    said = "http_only cannot take MCP server 'events': it takes no sse MCP servers"
+    assert f"*{said}.*" in editor.transcript()
+    assert {"level": 3, "msg": f"acp: {said}"} in editor.lua("return _G.acp_notices")
 
 
 @pytest.mark.parametrize(("scenario", "version"), [("mcp", 1), ("mcp_v2", 2)])

@@ -157,6 +157,26 @@ def test_an_allow_listed_command_codex_runs_through_its_shell_is_not_asked(
     assert lines[lines.index("#### git status && rm -rf build") + 1] == "`execute` · cancelled"
 
 
+def test_an_allow_listed_command_gemini_names_only_in_its_title_is_not_asked(
+    editor: Editor,
+) -> None:
+    """gemini-cli sends no raw input for its shell commands: the command is in the
+    title only (``git status [current working directory /p] (why)``), and the user who
+    allowed ``git status`` was asked every time. A chained command is still asked."""
+    start(editor, "gemini_shell", permissions={"allow": {"commands": ["git status"]}})
+    editor.lua("require('acp').send('git status --short -- Show the working tree')")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
+    text = editor.transcript_text()
+    assert "permission: selected proceed_once" in text and PROMPT not in text
+    assert "allowed command `git status`" in text
+    editor.lua("require('acp').send('git status; rm -rf ~ -- Show the working tree')")
+    wait_text(editor, PROMPT)
+    focus_transcript(editor)
+    editor.nvim.input("r")
+    assert editor.wait_event("AcpTurnEnd", 2)["stop_reason"] == "end_turn"
+    assert "permission: selected cancel" in editor.transcript_text()
+
+
 def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) -> None:
     status = start(editor)
     editor.lua("require('acp').send('edit')")

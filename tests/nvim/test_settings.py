@@ -84,6 +84,24 @@ def test_a_configured_mode_is_set_before_the_first_prompt(editor: Editor) -> Non
     assert "mode Default" in winbar(editor) and "Small" in winbar(editor)
 
 
+def test_qwens_configured_mode_is_sent_the_one_way_qwen_switches(editor: Editor) -> None:
+    """qwen offers its mode both as v1 modes and as a config option, and the config
+    option won: the configured "default" went by session/set_config_option, which
+    leaves qwen in "auto", where nothing is asked. The built-in qwen sets `set_mode`."""
+    qwen = {**editor.fake_agent("qwen"), "mode": "default", "set_mode": True}
+    editor.setup(agents={"qwen": qwen}, default_agent="qwen")
+    editor.open_chat()
+    editor.lua("require('acp').send('which mode?')")
+    editor.wait_event("AcpTurnEnd")
+    assert "working in mode default" in editor.transcript_text()
+    assert editor.lua("return require('acp').status().modes.current") == "default"
+    editor.nvim.command("AcpMode plan")  # a switch later goes the same way
+    editor.wait("require('acp').status().modes.current == 'plan'")
+    editor.lua("require('acp').send('which mode now?')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert "working in mode plan" in editor.transcript_text()
+
+
 def test_acpmode_and_acpmodel_switch_over_v1(editor: Editor) -> None:
     editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
     editor.open_chat()

@@ -197,3 +197,17 @@ def test_a_built_in_agent_entry_without_cmd_tunes_it() -> None:
     assert load_config({"agents": {"codex": {"cmd": ["mine"]}}}).all_agents()["codex"].cmd == ["mine"]
     with pytest.raises(ConfigError, match=r"agents\.mine\.cmd: required"):
         load_config({"agents": {"mine": {"mode": "x"}}})
+
+
+def test_an_sse_server_needs_a_url_and_takes_no_command() -> None:
+    servers = {"ev": {"type": "sse", "url": "http://h/sse", "headers": {"K": "v"}}}
+    assert load_config({"mcp_servers": servers}).mcp_servers["ev"].type == "sse"
+    wrong = {"a": {"type": "sse"}, "b": {"type": "sse", "url": "u", "command": "x"},
+             "c": {"command": "x", "url": "u"}}  # fmt: skip
+    with pytest.raises(ConfigError) as err:
+        load_config({"mcp_servers": wrong})
+    assert sorted(err.value.problems) == [
+        "mcp_servers.a.url: required for an sse server",
+        "mcp_servers.b.command: only for a stdio server",
+        'mcp_servers.c.url: only for type = "http" or "sse"',
+    ]

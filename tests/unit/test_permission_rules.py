@@ -53,6 +53,30 @@ def test_a_command_is_allowed_by_its_prefix_alone(command: Any, why: str | None)
     assert allowed(call, ALLOW, "/project") == why
 
 
+@pytest.mark.parametrize(
+    ("title", "why"),
+    [
+        ("git status [current working directory /p]", "allowed command `git status`"),
+        ("git status -s [in sub] (Show the tree)", "allowed command `git status`"),
+        (
+            "git status [current working directory /p] (Show) [background]",
+            "allowed command `git status`",
+        ),
+        ("git status; rm -rf ~ [current working directory /p]", None),
+        ("git statusx [current working directory /p]", None),
+        # A description that looks like the title's tail never shortens the command.
+        ("git status [in x] (a); rm -rf ~ [current working directory /p] (b)", None),
+        ("git status", None),  # not gemini's form: nothing says it is the command
+        ("git status\nrm -rf ~ [current working directory /p]", None),
+    ],
+)
+def test_gemini_names_its_command_in_the_title_alone(title: str, why: str | None) -> None:
+    """gemini-cli sends no raw input: an execute call's title in its shell tool's
+    form names the command; any other kind of call is never read that way."""
+    assert allowed(ToolCall("c", title=title, kind="execute"), ALLOW, "/p") == why
+    assert allowed(ToolCall("c", title=title, kind="read"), ALLOW, "/p") is None
+
+
 def test_paths_allow_a_call_only_when_every_one_is_inside(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     inside = ToolCall("c", kind="edit", locations=[Location(str(tmp_path / "src" / "a.py"))])

@@ -19,6 +19,8 @@ def test_every_registry_agent_is_a_preset_launched_as_the_registry_says() -> Non
     assert agents["auggie"].env == {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
     assert agents["kimi"].cmd == ["kimi", "acp"]  # a binary: by its name on PATH
     assert agents["qwen-code"].mode == "default"  # a quirk, as data on the preset
+    # ... sent the one way qwen switches (its mode config option does not).
+    assert agents["qwen-code"].set_mode and agents["qwen"].set_mode
 
 
 def test_hand_tuned_entries_win_and_options_override_presets() -> None:

@@ -521,3 +521,33 @@ def test_a_v1_replayed_users_message_names_its_files_on_the_attached_line() -> N
     )
     [user] = [lines for lines in editor.transcript(1).values() if lines[0] == "## You"]
     assert user == ["## You", "compare these", "", "*Attached: src/b.py*"]
+
+
+@pytest.mark.parametrize("modes_first", [False, True])
+def test_a_mode_config_option_wins_over_modes_unless_the_agent_switches_by_modes(
+    modes_first: bool,
+) -> None:
+    """qwen offers its mode as modes and as a config option; only session/set_mode
+    switches it, so with ``modes_first`` its modes stay its mode setting, at the
+    session's start and when a config update names the mode again."""
+    chat, _ = make_chat()
+    modes = v1.SessionModeState(
+        current_mode_id="auto",
+        available_modes=[v1.SessionMode(id="auto", name="Auto"), v1.SessionMode(id="default", name="Default")],
+    )  # fmt: skip
+    option = (
+        b'{"type": "select", "id": "approval", "name": "Mode", "category": "mode",'
+        b' "currentValue": "auto", "options": [{"value": "auto", "name": "Auto"}]}'
+    )
+    options = [v1.decode(option, v1.SessionConfigOption)]
+    chat.on_config(adapter_v1.settings(options, modes, None, modes_first))
+    mode_source = "modes" if modes_first else "config"
+    assert [(o.id, o.source) for o in chat.session.config_options] == [
+        ("mode" if modes_first else "approval", mode_source)
+    ]
+    adapter_v1.apply_updates(
+        chat,
+        [update(b'{"sessionUpdate": "config_option_update", "configOptions": [' + option + b"]}")],
+        modes_first=modes_first,
+    )
+    assert [o.source for o in chat.session.config_options] == [mode_source]

@@ -166,6 +166,7 @@ class AgentConnection:
             tasks,
             self.elicitations,
             self.mcp,
+            modes_first=self.config.set_mode,
         )
 
         def serve(connection: Connection) -> None:

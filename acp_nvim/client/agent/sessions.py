@@ -56,7 +56,15 @@ from msgspec import UnsetType
 
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
-from acp_nvim.client.mcp import AcpBridge, AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
+from acp_nvim.client.mcp import (
+    AcpBridge,
+    AcpServer,
+    HttpServer,
+    McpOffer,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import PromptForm, prompt_form
 from acp_nvim.client.services.elicitations import Elicitation, Elicitations, Field
@@ -110,6 +118,8 @@ class Services(msgspec.Struct, eq=False):
     elicitations: Elicitations
     # The MCP servers offered with each session (None: none at all).
     mcp: McpOffer | None = None
+    # v1: the agent switches its mode by its modes only (``AgentConfig.set_mode``).
+    modes_first: bool = False
     # Every session id a chat has had that the agent may still hold: one no chat has
     # now was left (a rewind, a closed chat), not one being created (see forget).
     taken: set[str] = msgspec.field(default_factory=set)
@@ -669,7 +679,8 @@ def mcp_server(spec: ServerSpec, schema: V1) -> v1.McpServer: ...
 def mcp_server(spec: ServerSpec, schema: V2) -> v2.McpServer: ...
 def mcp_server(spec: ServerSpec, schema: Schema) -> v1.McpServer | v2.McpServer:
     """One offered MCP server as ``schema`` (the version's generated types) sends it:
-    v1 and v2 name and shape the three transports alike."""
+    v1 and v2 name and shape the three transports alike (sse, v1's alone, is
+    ``v1.mcp_server_v1``'s)."""
     match spec:
         case StdioServer(name=name, command=command, args=args, env=env):
             variables = [schema.EnvVariable(name=k, value=v) for k, v in env.items()]
@@ -677,6 +688,8 @@ def mcp_server(spec: ServerSpec, schema: Schema) -> v1.McpServer | v2.McpServer:
         case HttpServer(name=name, url=url, headers=headers):
             fields = [schema.HttpHeader(name=k, value=v) for k, v in headers.items()]
             return schema.McpServerHttp(name=name, url=url, headers=fields)
+        case SseServer():  # v2 has no sse transport: no v2 agent advertises one
+            raise NotImplementedError("an sse MCP server is v1's alone (v1.mcp_server_v1)")
         case AcpServer(name=name, server_id=server_id):
             return schema.McpServerAcp(name=name, server_id=server_id)
 

@@ -60,6 +60,7 @@ from acp_nvim.client.agent.sessions import (
     steer,
     steers,
 )
+from acp_nvim.client.mcp import ServerSpec, SseServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
@@ -106,14 +107,23 @@ def apply_update(chat: Chat, update: Any, terminals: TerminalSink | None = None)
 
 
 def apply_updates(
-    chat: Chat, updates: Sequence[Any], terminals: TerminalSink | None = None
+    chat: Chat,
+    updates: Sequence[Any],
+    terminals: TerminalSink | None = None,
+    *,
+    modes_first: bool = False,
 ) -> None:
-    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`)."""
-    chat.on_updates(updates, _chunk, lambda update: _apply_other(chat, update, terminals))
+    """Apply consecutive updates of one session, in order (see :meth:`Chat.on_updates`);
+    ``modes_first``: the agent's modes stay its mode setting (see `settings`)."""
+    chat.on_updates(
+        updates, _chunk, lambda update: _apply_other(chat, update, terminals, modes_first)
+    )
     replayed_late(chat)
 
 
-def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> None:
+def _apply_other(
+    chat: Chat, update: Any, terminals: TerminalSink | None, modes_first: bool
+) -> None:
     match update:
         case v1.SessionUpdateUserMessageChunk():  # not words (StreamedChunks)
             attach_chunk(chat, update, v1, content_text)
@@ -133,9 +143,10 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink | None) -> Non
         case v1.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
         case v1.SessionUpdateConfigOptionUpdate(config_options=options):
-            chat.on_config(_keep_shown(config_options(options), chat.session.config_options))
+            before = chat.session.config_options
+            chat.on_config(_keep_shown(config_options(options), before, modes_first))
         case big_settings.Converted(options=options, entries=entries):
-            chat.on_config(_keep_shown(options, chat.session.config_options), entries)
+            chat.on_config(_keep_shown(options, chat.session.config_options, modes_first), entries)
         case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
             # v1 cannot tell an omitted summary from null: omitted, it is left as is.
             text = UNSET if summary is None else "".join(content_text(b) for b in summary)
@@ -256,12 +267,19 @@ def _models(raw: Any) -> _Models | None:
 
 
 def settings(
-    options: Sequence[Any] | None, modes: v1.SessionModeState | None, models: _Models | None
+    options: Sequence[Any] | None,
+    modes: v1.SessionModeState | None,
+    models: _Models | None,
+    modes_first: bool = False,
 ) -> list[ConfigOption]:
     """A session's settings: its config options, plus its modes and models as
     settings of category ``mode`` / ``model`` where no config option has that
-    category (config options win: session-config-options.mdx)."""
+    category (config options win: session-config-options.mdx). ``modes_first``: the
+    modes win over a mode config option, for an agent that only switches its mode
+    with ``session/set_mode`` (the built-in qwen: decision 0014)."""
     result = config_options(options or [])
+    if modes_first and modes is not None:
+        result = [o for o in result if o.category != "mode"]
     taken = {o.category for o in result} | {o.id for o in result}
     if modes is not None and "mode" not in taken:
         choices = Choices.of((m.id, m.name) for m in modes.available_modes)
@@ -279,8 +297,13 @@ def settings(
     return result
 
 
-def _keep_shown(options: list[ConfigOption], before: list[ConfigOption]) -> list[ConfigOption]:
-    """New config options, plus the modes/models settings they do not replace."""
+def _keep_shown(
+    options: list[ConfigOption], before: list[ConfigOption], modes_first: bool = False
+) -> list[ConfigOption]:
+    """New config options, plus the modes/models settings they do not replace (with
+    ``modes_first``, a modes setting is not replaced by a mode config option)."""
+    if modes_first and any(o.source == "modes" for o in before):
+        options = [o for o in options if o.category != "mode"]
     taken = {o.category for o in options} | {o.id for o in options}
     return options + [o for o in before if o.source != "config" and o.category not in taken]
 
@@ -376,6 +399,15 @@ def _answering() -> Iterator[None]:
 # -- the v1 sessions -------------------------------------------------------------------
 
 
+def mcp_server_v1(spec: ServerSpec) -> v1.McpServer:
+    """An offered MCP server as v1 sends it: sse (v1's alone) here, the others as
+    v2 has them too (`mcp_server`)."""
+    if isinstance(spec, SseServer):
+        headers = [v1.HttpHeader(name=k, value=v) for k, v in spec.headers.items()]
+        return v1.McpServerSse(name=spec.name, url=spec.url, headers=headers)
+    return mcp_server(spec, v1)
+
+
 class SessionsV1:
     """ACP v1 over one connection; registers the handlers of the agent's requests.
 
@@ -456,13 +488,14 @@ class SessionsV1:
 
     async def _mcp_servers(self, chat: Chat) -> list[Any]:
         """The MCP servers for a session of ``chat``, as far as the agent takes them
-        (stdio always; http and MCP-over-ACP when it says so)."""
+        (stdio always; http, sse and MCP-over-ACP when it says so)."""
         offer = self.services.mcp
         if offer is None:
             return []
         caps = self._capabilities.mcp_capabilities
-        takes = {"stdio"} | ({"http"} if caps.http else set()) | ({"acp"} if caps.acp else set())
-        return [mcp_server(spec, v1) for spec in await offer.servers_for(chat, takes)]
+        offered = {"http": caps.http, "sse": caps.sse, "acp": caps.acp}
+        takes = {"stdio"} | {transport for transport, cap in offered.items() if cap}
+        return [mcp_server_v1(spec) for spec in await offer.servers_for(chat, takes)]
 
     @property
     def can_fork(self) -> bool:
@@ -516,7 +549,9 @@ class SessionsV1:
             response = v1.decode(raw, answer)
             self.services.register(response.session_id, chat, answered=method)
             self._settings(chat, response.config_options, response.modes, _models(raw))
-            apply_updates(chat, self._early.take(response.session_id), self.services.terminals)
+            services = self.services
+            early = self._early.take(response.session_id)
+            apply_updates(chat, early, services.terminals, modes_first=services.modes_first)
         return response.session_id
 
     def _settings(
@@ -526,7 +561,7 @@ class SessionsV1:
         modes: v1.SessionModeState | None,
         models: _Models | None,
     ) -> None:
-        found = settings(options, modes, models)
+        found = settings(options, modes, models, self.services.modes_first)
         if found:
             chat.on_config(found)
 
@@ -662,7 +697,8 @@ class SessionsV1:
             "session/set_config_option", params, v1.SetSessionConfigOptionResponse
         )
         options = config_options(response.config_options)
-        chat.on_config(_keep_shown(options, chat.session.config_options))
+        before = chat.session.config_options
+        chat.on_config(_keep_shown(options, before, self.services.modes_first))
 
     async def login(self, method_id: str) -> None:
         params = v1.AuthenticateRequest(method_id=method_id)
@@ -683,7 +719,9 @@ class SessionsV1:
             if chat is None:
                 self._early.hold(session_id, group)
             else:
-                apply_updates(chat, group, self.services.terminals)
+                apply_updates(
+                    chat, group, self.services.terminals, modes_first=self.services.modes_first
+                )
                 await chat.editor.room()  # read on once drawing keeps up (decision 0072)
 
     async def _on_permission(

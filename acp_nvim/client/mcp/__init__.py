@@ -22,12 +22,20 @@ __all__ = [
     "McpOffer",
     "McpServer",
     "ServerSpec",
+    "SseServer",
     "StdioServer",
     "ToolSession",
 ]
 
 from acp_nvim.client.mcp._acp import AcpBridge
 from acp_nvim.client.mcp._core import McpServer
-from acp_nvim.client.mcp._offer import AcpServer, HttpServer, McpOffer, ServerSpec, StdioServer
+from acp_nvim.client.mcp._offer import (
+    AcpServer,
+    HttpServer,
+    McpOffer,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
 from acp_nvim.client.mcp._session import ToolSession
 from acp_nvim.client.mcp._socket import EditorSocket

@@ -10,7 +10,15 @@ these into their wire types.
 
 from __future__ import annotations
 
-__all__ = ["AcpServer", "HttpServer", "McpOffer", "ServerSpec", "StdioServer", "shim_launch"]
+__all__ = [
+    "AcpServer",
+    "HttpServer",
+    "McpOffer",
+    "ServerSpec",
+    "SseServer",
+    "StdioServer",
+    "shim_launch",
+]
 
 import os
 import shutil
@@ -43,6 +51,14 @@ class HttpServer(msgspec.Struct, frozen=True):
     headers: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+class SseServer(msgspec.Struct, frozen=True):
+    """MCP's older HTTP+SSE transport (v1 only: v2 has no such server)."""
+
+    name: str
+    url: str
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class AcpServer(msgspec.Struct, frozen=True):
     """MCP-over-ACP: the agent reaches it with ``mcp/connect {serverId}`` on the ACP
     connection."""
@@ -51,7 +67,7 @@ class AcpServer(msgspec.Struct, frozen=True):
     server_id: str
 
 
-ServerSpec = StdioServer | HttpServer | AcpServer
+ServerSpec = StdioServer | HttpServer | SseServer | AcpServer
 
 
 def shim_launch() -> tuple[str, list[str], dict[str, str]]:
@@ -94,7 +110,7 @@ class McpOffer(msgspec.Struct, eq=False):
 
     async def servers_for(self, chat: Chat, takes: set[str]) -> list[ServerSpec]:
         """The servers for a new or resumed session of ``chat``; ``takes`` are the
-        transports the agent advertises (``stdio``, ``http``, ``acp``)."""
+        transports the agent advertises (``stdio``, ``http``, ``sse``, ``acp``)."""
         offered: list[ServerSpec] = []
         if self.tools:
             editor = await self._editor_server(chat, takes)
@@ -103,8 +119,9 @@ class McpOffer(msgspec.Struct, eq=False):
         for name, options in self.servers.items():
             if options.type not in takes:
                 self._report(chat, name, f"it takes no {options.type} MCP servers")
-            elif options.type == "http":
-                offered.append(HttpServer(name, options.url or "", dict(options.headers)))
+            elif options.type in ("http", "sse"):
+                remote = HttpServer if options.type == "http" else SseServer
+                offered.append(remote(name, options.url or "", dict(options.headers)))
             else:
                 command = options.command or ""
                 offered.append(

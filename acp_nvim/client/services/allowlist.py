@@ -22,6 +22,12 @@ _CHAINED = re.compile(r"[;&|`<>\n]|\$\(")
 # Shells whose ``-c`` script codex's argv hands the command line to.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 
+# gemini-cli's shell tool call names its command in the title alone: ``COMMAND
+# [current working directory CWD]`` or ``COMMAND [in DIR]``, then `` (DESCRIPTION)``
+# and more. Greedy, the command read is the longest the title allows: never shorter
+# than the one run, so anything chained after it stays in what is checked.
+_GEMINI_TITLE = re.compile(r"(.+) \[(?:current working directory|in) .*")
+
 
 def command_of(raw_input: Any) -> str | None:
     """The command line a tool call runs, from its raw input (``command``: a string,
@@ -37,6 +43,15 @@ def command_of(raw_input: Any) -> str | None:
                 return script
         return shlex.join(command)
     return command if isinstance(command, str) else None
+
+
+def _command(call: ToolCall) -> str | None:
+    """The command line ``call`` runs: from its raw input, else (an ``execute`` call
+    with none, as gemini's) from its title in gemini's form."""
+    if call.raw_input is not None:
+        return command_of(call.raw_input)
+    match = _GEMINI_TITLE.fullmatch(call.title) if call.kind == "execute" else None
+    return match.group(1) if match else None
 
 
 def _runs(command: str, prefix: str) -> bool:
@@ -68,7 +83,7 @@ def allowed(call: ToolCall, allow: PermissionAllow, cwd: str) -> str | None:
     A call that runs a command is matched on its command only; one that runs none,
     on its locations and the paths of its diffs, every one inside an allowed path.
     """
-    command = command_of(call.raw_input)
+    command = _command(call)
     if command is not None:
         match = next((p for p in allow.commands if _runs(command, p)), None)
         return f"allowed command `{match}`" if match is not None else None

@@ -94,6 +94,12 @@ SCENARIOS = (
         capabilities={"mcpCapabilities": {"http": True}},
         before={"session/new": tell_servers},
     ),
+    # opencode's mcpCapabilities: http and sse
+    Scenario(
+        "mcp_sse",
+        call_editor_tools,
+        capabilities={"mcpCapabilities": {"http": True, "sse": True}},
+    ),
     Scenario(
         "mcp_v2",
         call_editor_tools,

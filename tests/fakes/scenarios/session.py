@@ -51,6 +51,32 @@ def approval_too(agent: Agent) -> Params:
     return {**modes_and_models(agent), "configOptions": config_options("auto")}
 
 
+QWEN_MODES = ("plan", "default", "auto-edit", "auto", "yolo")
+
+
+def qwen_settings(agent: Agent) -> Params:
+    """qwen-code's session/new settings: five modes (current "auto"), models, and
+    config options for the mode and the model as well."""
+    modes = [{"id": mode, "name": mode.title()} for mode in QWEN_MODES]
+    mode_option = {
+        "type": "select", "id": "mode", "name": "Mode", "category": "mode",
+        "currentValue": "auto",
+        "options": [{"value": m["id"], "name": m["name"]} for m in modes],
+    }  # fmt: skip
+    return {
+        **modes_and_models(agent),
+        "modes": {"currentModeId": "auto", "availableModes": modes},
+        "configOptions": [mode_option],
+    }
+
+
+async def qwen_mode(agent: Agent, prompt: Prompt) -> None:
+    """Says the mode its session works in: "auto" until ``session/set_mode`` switches
+    it, the only request that does (its mode config option leaves it as it was)."""
+    modes = [p["modeId"] for method, p in agent.calls if method == "session/set_mode"]
+    await agent.say(f"working in mode {(modes or ['auto'])[-1]}")
+
+
 async def calls(agent: Agent, prompt: Prompt) -> None:
     """Prompt "calls": says the session methods called so far (JSON); else echoes."""
     if prompt.text == "calls":
@@ -254,6 +280,7 @@ SCENARIOS = (
         session=modes_and_models,
     ),
     Scenario("configs", configs_switch, session=approval_too),
+    Scenario("qwen", qwen_mode, session=qwen_settings),
     Scenario("big", big_lists, v2={}),
     Scenario(
         "history",

@@ -232,6 +232,44 @@ async def codex_exec(agent: Agent, prompt: Prompt) -> str:
     return "end_turn"
 
 
+_GEMINI_IDS = itertools.count(1)
+
+
+async def gemini_shell(agent: Agent, prompt: Prompt) -> str:
+    """Runs the prompt as a shell command the way gemini-cli asks: no ``rawInput``,
+    no content, no locations; the title is its shell tool's description (the command,
+    ``[current working directory CWD]``, the model's ``(description)``: prompt
+    ``COMMAND -- DESCRIPTION``). The call exists only in the request until it is
+    allowed (``in_progress`` → ``completed`` with the output as text); a reject is told
+    to the model and the turn goes on."""
+    command, _, description = prompt.text.partition(" -- ")
+    title = f"{command} [current working directory {os.getcwd()}]"
+    if description:
+        title += f" ({description})"
+    call: Params = {"toolCallId": f"run_shell_command-{next(_GEMINI_IDS)}", "title": title,
+                    "content": [], "locations": [], "kind": "execute"}  # fmt: skip
+    root = command.split()[0] if command.split() else command
+    options = [
+        {"optionId": "proceed_always", "name": f"Always Allow {root}", "kind": "allow_always"},
+        {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+    ]
+    answer = await agent.c.request(
+        "session/request_permission",
+        {**sid(agent), "toolCall": {**call, "status": "pending"}, "options": options},
+        dict,
+    )
+    outcome = answer["outcome"]
+    await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
+    if outcome.get("optionId") not in ("proceed_once", "proceed_always"):
+        return "cancelled" if agent.cancelled.is_set() else "end_turn"
+    await agent.update({"sessionUpdate": "tool_call", **call, "status": "in_progress"})
+    text = {"type": "content", "content": {"type": "text", "text": "ran"}}
+    await agent.update({"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"],
+                        "status": "completed", "content": [text]})  # fmt: skip
+    return "end_turn"
+
+
 async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
     """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
     path, line = prompt.text.split()[0].rsplit(":", 1)
@@ -357,6 +395,7 @@ SCENARIOS = (
     Scenario("files", file_steps),
     Scenario("permission", ask_permission),
     Scenario("codex_exec", codex_exec),
+    Scenario("gemini_shell", gemini_shell),
     Scenario("tool_calls", tool_call_at),
     Scenario("terminal", run_terminal),
     Scenario("claude_bash", claude_bash),
