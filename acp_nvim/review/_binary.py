@@ -56,8 +56,12 @@ class BinaryChange(msgspec.Struct):
         """Accept, or reject: the bytes the file must hold again (None: remove it).
 
         Raises:
-            ReviewError: a reject of a file whose bytes before were not kept.
+            ReviewError: an accept of a change already rejected (as a text hunk's:
+                its bytes are gone from the file), a reject of a file whose bytes
+                before were not kept.
         """
+        if decision == "accept" and self.status == "rejected":
+            raise ReviewError(f"{self.path}: its change in turn {self.turn} is already rejected")
         if decision == "accept":
             self.status = "accepted"
             return None

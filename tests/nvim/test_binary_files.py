@@ -269,3 +269,28 @@ def test_rejecting_everything_takes_a_file_two_turns_wrote_back_to_its_first_byt
     )
     assert logo.read_bytes() == PNG
     assert not any("logo.png" in n["msg"] for n in editor.lua("return _G.acp_notices or {}"))
+
+
+def test_accepting_a_rejected_binary_file_is_refused_as_a_rejected_hunks_is(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The reject wrote the bytes from before back: an accept now would mark the
+    agent's change accepted while the file holds none of it. A text hunk already
+    rejected refuses an accept; so does a file with no text, and says so."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    start(editor)
+    run(editor, [shell_bytes(logo, PNG + b"\x01")])
+    editor.nvim.command("AcpReview")
+    editor.nvim.command("call search('^  binary, 17 bytes')")
+    editor.nvim.input("r")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+    editor.nvim.input("a")
+    told = "logo.png: its change in turn 1 is already rejected"
+    editor.wait(
+        f"{status_of('logo.png')} ~= 'rejected' or vim.iter(_G.acp_notices or {{}}):any("
+        f"function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="accept answered",
+    )
+    assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
+    assert logo.read_bytes() == PNG
