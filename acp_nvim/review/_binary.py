@@ -9,7 +9,7 @@ Nothing here does I/O: callers write or remove the file as a decision says.
 
 from __future__ import annotations
 
-__all__ = ["BinaryChange", "BinaryStatus"]
+__all__ = ["BinaryChange", "BinaryStatus", "binary_about"]
 
 from typing import Any, Literal
 
@@ -76,8 +76,7 @@ class BinaryChange(msgspec.Struct):
     @property
     def about(self) -> str:
         """What the review says of it: ``binary, 2.1 KB`` (its size now, else before)."""
-        size = self.size if self.size is not None else self.before_size
-        return "binary" if size is None else f"binary, {_sized(size)}"
+        return binary_about(self.size if self.size is not None else self.before_size)
 
     def summary(self) -> dict[str, Any]:
         """Plain data for Lua, shaped as a text file's (no hunks) plus ``binary``."""
@@ -97,6 +96,12 @@ class BinaryChange(msgspec.Struct):
                 "about": self.about,
             },
         }
+
+
+def binary_about(size: int | None) -> str:
+    """What the review says of a file with no text of ``size`` bytes (None: unknown):
+    ``binary, 2.1 KB``."""
+    return "binary" if size is None else f"binary, {_sized(size)}"
 
 
 def _sized(count: int) -> str:

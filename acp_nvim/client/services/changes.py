@@ -74,6 +74,7 @@ from acp_nvim.review import (
     ReviewStore,
     WriteOutcome,
     apply_patch,
+    binary_about,
     held_rows,
     line_edits,
     merge3,
@@ -153,6 +154,14 @@ async def _previews(
             continue  # it would change nothing
         found.append(_file_preview(doc, landing))
     return found
+
+
+def _whole_preview(path: str, made: bool, deleted: bool) -> FilePreview:
+    """A file with no text a change ``made`` or ``deleted`` (else changed) as a whole:
+    what the review would say of it now (its size, when it is there)."""
+    stat = files.stat_of(path)
+    about = binary_about(stat[0] if stat is not None else None)
+    return FilePreview(path, [], made and stat is None, deleted, binary=about)
 
 
 def _landing(
@@ -403,16 +412,28 @@ class SessionChanges:
 
     async def preview(self, call: ToolCall) -> list[FilePreview]:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
-        against each file's text now; files the edit does not fit are left out."""
+        against each file's text now; files the edit does not fit are left out. Files
+        with no text a v2 change names come last, whole (``FilePreview.binary``)."""
         edits: list[tuple[str, Edit]] = []
+        whole: dict[str, tuple[bool, bool]] = {}  # by path: (made, deleted)
         for part in call.content:
             if isinstance(part, DiffPart):
                 edits.append((self._abs(part.path), partial(_after_diff, part)))
             elif isinstance(part, ChangesPart):
                 for patch in patches_of(part):
-                    if not (patch.binary or patch.rename or patch.copy):
+                    if patch.binary:
+                        whole[self._abs(patch.path)] = (patch.new_file, patch.deleted)
+                    elif not (patch.rename or patch.copy):
                         edits.append((self._abs(patch.path), partial(_after_patch, patch)))
-        return await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
+                for op in part.changes:
+                    if op.file_type == "binary":
+                        whole.setdefault(
+                            self._abs(op.path), (op.operation == "add", op.operation == "delete")
+                        )
+        found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
+        for path, (made, deleted) in whole.items():
+            found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
+        return found
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
