@@ -294,3 +294,41 @@ def test_accepting_a_rejected_binary_file_is_refused_as_a_rejected_hunks_is(
     )
     assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
     assert logo.read_bytes() == PNG
+
+
+def test_a_text_file_the_turn_edited_then_made_binary_is_one_whole_change_rejected_exactly(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent edits a text file (a hunk in the review), then writes bytes over it
+    in the same turn: the review shows one change, the whole file as binary (no stale
+    hunk of a text that is gone), and a reject puts back the bytes from before the
+    turn, line ends and all."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\r\ntwo\r\n")
+    start(editor)
+    run(editor, [{"write": {"path": str(notes), "content": "one\r\n2\r\n"}},
+                 shell_bytes(notes, b"\x00packed")])  # fmt: skip
+    assert [(Path(f["path"]).name, f["hunks"], f.get("binary", {}).get("about"))
+            for f in editor.lua("return require('acp').changes()")] == [
+        ("notes.txt", [], "binary, 7 bytes")
+    ]  # fmt: skip
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    assert notes.read_bytes() == b"one\r\ntwo\r\n"
+
+
+def test_a_binary_file_the_agent_writes_text_over_is_reviewed_whole_and_rejected_back(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A file with no text before the turn and text after it: no text from before to
+    diff against, so it is one change of the whole file, whose reject puts its bytes
+    back (it was left out of the review altogether)."""
+    data = tmp_path / "project" / "data.bin"
+    data.write_bytes(b"\x00old")
+    start(editor)
+    run(editor, [{"shell": {"path": str(data), "content": "text now\n"}}])
+    assert binaries(editor)["data.bin"]["binary"]["about"] == "binary, 9 bytes"
+    assert "  binary, 9 bytes, whole file pending" in review_lines(editor)
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('data.bin')} == 'rejected'", what="rejected")
+    assert data.read_bytes() == b"\x00old"
