@@ -332,3 +332,44 @@ def test_a_binary_file_the_agent_writes_text_over_is_reviewed_whole_and_rejected
     editor.lua("require('acp').reject()")
     editor.wait(f"{status_of('data.bin')} == 'rejected'", what="rejected")
     assert data.read_bytes() == b"\x00old"
+
+
+def test_a_worktree_chats_binary_files_land_in_yours_when_accepted_unless_you_changed_them(
+    editor: Editor,
+) -> None:
+    """A worktree chat's accepted change of a file with no text brings its bytes into
+    your file, as an accepted hunk brings its lines (a file it made too). One you
+    changed since cannot be merged: the accept is refused and said, the change
+    waits in the worktree, your file left as it is."""
+    from tests.nvim.test_workspaces import git, repository, send
+
+    project = repository(editor)
+    (project / "logo.png").write_bytes(PNG)
+    (project / "mine.bin").write_bytes(b"\x00mine")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "binaries")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [chat] = editor.lua("return require('acp').chats()")
+    for name, data in [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new"), ("mine.bin", b"\x00agent")]:
+        send(editor, chat["id"], f"bytes {name} {data.hex()}")
+    (project / "mine.bin").write_bytes(b"\x00yours")
+    editor.lua("require('acp').accept()")
+    told = "not brought in: mine.bin has no text"
+    editor.wait(
+        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="told",
+    )
+    every = "require('acp').changes({all = true})"
+    editor.wait(
+        f"vim.iter({every}):filter(function(f) return f.binary.status == 'accepted' end):totable()"
+        "[2] ~= nil",
+        what="two accepted",
+    )
+    assert (project / "logo.png").read_bytes() == PNG + b"\x01"
+    assert (project / "new.bin").read_bytes() == b"\x00new"
+    assert (project / "mine.bin").read_bytes() == b"\x00yours"
+    assert {Path(f["path"]).name: f["binary"]["status"] for f in editor.lua(f"return {every}")} == {
+        "logo.png": "accepted", "new.bin": "accepted", "mine.bin": "pending"
+    }  # fmt: skip

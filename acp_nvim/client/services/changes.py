@@ -29,7 +29,7 @@ with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
 
 from __future__ import annotations
 
-__all__ = ["SessionChanges", "proposed_from_diff"]
+__all__ = ["SessionChanges", "proposed_from_diff", "put_bytes"]
 
 import os
 from collections.abc import Callable, Collection, Sequence
@@ -748,7 +748,7 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await _put_bytes(editor, disk, change.path, before)
+        await put_bytes(editor, disk, change.path, before)
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
@@ -801,7 +801,7 @@ async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[Binar
     for change in changes:
         change.status = "rejected"
     try:
-        await _put_bytes(editor, disk, changes[0].path, before)
+        await put_bytes(editor, disk, changes[0].path, before)
     except FileError:
         for change, status in zip(changes, statuses, strict=True):
             change.status = status
@@ -820,7 +820,7 @@ async def _refuse_if_written(change: BinaryChange) -> None:
         )
 
 
-async def _put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
+async def put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
     """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded."""
     if data is None:
         await anyio.to_thread.run_sync(files.remove_disk, path)
