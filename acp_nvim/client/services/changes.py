@@ -156,6 +156,28 @@ async def _previews(
     return found
 
 
+def _edits_of(
+    call: ToolCall, at: Callable[[str], str]
+) -> tuple[list[tuple[str, Edit]], dict[str, tuple[bool, bool]]]:
+    """The edits of ``call`` (v1 diffs, v2 git patches) by full path (``at``), and
+    the files with no text its v2 changes name: whether each is made, deleted."""
+    edits: list[tuple[str, Edit]] = []
+    whole: dict[str, tuple[bool, bool]] = {}
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            edits.append((at(part.path), partial(_after_diff, part)))
+        elif isinstance(part, ChangesPart):
+            for patch in patches_of(part):
+                if patch.binary:
+                    whole[at(patch.path)] = (patch.new_file, patch.deleted)
+                elif not (patch.rename or patch.copy):
+                    edits.append((at(patch.path), partial(_after_patch, patch)))
+            for op in part.changes:
+                if op.file_type == "binary":
+                    whole.setdefault(at(op.path), (op.operation == "add", op.operation == "delete"))
+    return edits, whole
+
+
 def _whole_preview(path: str, made: bool, deleted: bool) -> FilePreview:
     """A file with no text a change ``made`` or ``deleted`` (else changed) as a whole:
     what the review would say of it now (its size, when it is there)."""
@@ -414,22 +436,7 @@ class SessionChanges:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
         against each file's text now; files the edit does not fit are left out. Files
         with no text a v2 change names come last, whole (``FilePreview.binary``)."""
-        edits: list[tuple[str, Edit]] = []
-        whole: dict[str, tuple[bool, bool]] = {}  # by path: (made, deleted)
-        for part in call.content:
-            if isinstance(part, DiffPart):
-                edits.append((self._abs(part.path), partial(_after_diff, part)))
-            elif isinstance(part, ChangesPart):
-                for patch in patches_of(part):
-                    if patch.binary:
-                        whole[self._abs(patch.path)] = (patch.new_file, patch.deleted)
-                    elif not (patch.rename or patch.copy):
-                        edits.append((self._abs(patch.path), partial(_after_patch, patch)))
-                for op in part.changes:
-                    if op.file_type == "binary":
-                        whole.setdefault(
-                            self._abs(op.path), (op.operation == "add", op.operation == "delete")
-                        )
+        edits, whole = _edits_of(call, self._abs)
         found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
         for path, (made, deleted) in whole.items():
             found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
