@@ -352,7 +352,8 @@ def test_a_worktree_chats_binary_files_land_in_yours_when_accepted_unless_you_ch
     editor.nvim.command("AcpWorktree ws")
     editor.wait_event("AcpSessionReady")
     [chat] = editor.lua("return require('acp').chats()")
-    for name, data in [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new"), ("mine.bin", b"\x00agent")]:
+    writes = [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new"), ("mine.bin", b"\x00agent")]
+    for name, data in writes:
         send(editor, chat["id"], f"bytes {name} {data.hex()}")
     (project / "mine.bin").write_bytes(b"\x00yours")
     editor.lua("require('acp').accept()")

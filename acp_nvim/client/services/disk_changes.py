@@ -629,10 +629,11 @@ class DiskChanges:
         buffer = await self.editor.read_buffer(path)
         baseline = await self._baseline(path, current, buffer)
         self._known[path] = stat
-        unknown = isinstance(baseline, Nothing)
-        if (unknown or self._recorded_binary(path)) and await self._was_binary(path):
-            # Text now, none before (or earlier this turn): one change of bytes, whose
-            # reject puts the bytes back (decision 0099).
+        if (isinstance(baseline, Nothing) or self._recorded_binary(path)) and (
+            await self._was_binary(path)
+        ):
+            # Text now, bytes before the turn (or earlier in it): one change of the
+            # whole file, whose reject puts the bytes back (decision 0099).
             return await self._record_binary(path, stat)
         if isinstance(baseline, Nothing) or baseline == current:
             return False

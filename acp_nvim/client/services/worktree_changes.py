@@ -182,7 +182,6 @@ class WorktreeChanges(SessionChanges):
         if change.baseline != before:
             await self.landed.land(user, before, change.baseline, change.turn)
 
-
     async def _accept_bytes(self, user: str, change: BinaryChange) -> None:
         """Accept ``change`` of a file with no text, its bytes brought into the user's
         file ``user`` whole (bytes cannot be merged); refused, the change left open,
