@@ -24,6 +24,7 @@ __all__ = [
     "ReviewStore",
     "WriteOutcome",
     "apply_patch",
+    "binary_about",
     "compute_hunks",
     "format_unified",
     "held_rows",
@@ -34,7 +35,7 @@ __all__ = [
     "split_lines",
 ]
 
-from ._binary import BinaryChange
+from ._binary import BinaryChange, binary_about
 from ._changeset import Changeset, RestoreOutcome, ReviewStore, WriteOutcome
 from ._diff import (
     Hunk,

@@ -9,7 +9,7 @@ Nothing here does I/O: callers write or remove the file as a decision says.
 
 from __future__ import annotations
 
-__all__ = ["BinaryChange", "BinaryStatus"]
+__all__ = ["BinaryChange", "BinaryStatus", "binary_about"]
 
 from typing import Any, Literal
 
@@ -56,8 +56,12 @@ class BinaryChange(msgspec.Struct):
         """Accept, or reject: the bytes the file must hold again (None: remove it).
 
         Raises:
-            ReviewError: a reject of a file whose bytes before were not kept.
+            ReviewError: an accept of a change already rejected (as a text hunk's:
+                its bytes are gone from the file), a reject of a file whose bytes
+                before were not kept.
         """
+        if decision == "accept" and self.status == "rejected":
+            raise ReviewError(f"{self.path}: its change in turn {self.turn} is already rejected")
         if decision == "accept":
             self.status = "accepted"
             return None
@@ -72,8 +76,7 @@ class BinaryChange(msgspec.Struct):
     @property
     def about(self) -> str:
         """What the review says of it: ``binary, 2.1 KB`` (its size now, else before)."""
-        size = self.size if self.size is not None else self.before_size
-        return "binary" if size is None else f"binary, {_sized(size)}"
+        return binary_about(self.size if self.size is not None else self.before_size)
 
     def summary(self) -> dict[str, Any]:
         """Plain data for Lua, shaped as a text file's (no hunks) plus ``binary``."""
@@ -93,6 +96,12 @@ class BinaryChange(msgspec.Struct):
                 "about": self.about,
             },
         }
+
+
+def binary_about(size: int | None) -> str:
+    """What the review says of a file with no text of ``size`` bytes (None: unknown):
+    ``binary, 2.1 KB``."""
+    return "binary" if size is None else f"binary, {_sized(size)}"
 
 
 def _sized(count: int) -> str:

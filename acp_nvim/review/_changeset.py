@@ -80,9 +80,12 @@ class Changeset:
         """Record that ``path``, a file with no text, is now ``size`` bytes (None:
         deleted) of digest ``left``. Its first record fixes what it was before the
         turn (``existed``, its ``before`` bytes if kept, their size); a later one
-        only what it is now."""
+        only what it is now. A file this turn first changed as text (it turned
+        binary since) is one change from what it was before the turn: its text
+        change goes, its hunks stale against bytes."""
         key = _norm(path)
         change = self._binaries.get(key)
+        self._files.pop(key, None)
         if change is None:
             change = self._binaries[key] = BinaryChange(
                 key, self.turn, kind, existed, before, before_size, size, left

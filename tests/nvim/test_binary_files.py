@@ -269,3 +269,108 @@ def test_rejecting_everything_takes_a_file_two_turns_wrote_back_to_its_first_byt
     )
     assert logo.read_bytes() == PNG
     assert not any("logo.png" in n["msg"] for n in editor.lua("return _G.acp_notices or {}"))
+
+
+def test_accepting_a_rejected_binary_file_is_refused_as_a_rejected_hunks_is(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The reject wrote the bytes from before back: an accept now would mark the
+    agent's change accepted while the file holds none of it. A text hunk already
+    rejected refuses an accept; so does a file with no text, and says so."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    start(editor)
+    run(editor, [shell_bytes(logo, PNG + b"\x01")])
+    editor.nvim.command("AcpReview")
+    editor.nvim.command("call search('^  binary, 17 bytes')")
+    editor.nvim.input("r")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+    editor.nvim.input("a")
+    told = "logo.png: its change in turn 1 is already rejected"
+    editor.wait(
+        f"{status_of('logo.png')} ~= 'rejected' or vim.iter(_G.acp_notices or {{}}):any("
+        f"function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="accept answered",
+    )
+    assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
+    assert logo.read_bytes() == PNG
+
+
+def test_a_text_file_the_turn_edited_then_made_binary_is_one_whole_change_rejected_exactly(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent edits a text file (a hunk in the review), then writes bytes over it
+    in the same turn: the review shows one change, the whole file as binary (no stale
+    hunk of a text that is gone), and a reject puts back the bytes from before the
+    turn, line ends and all."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\r\ntwo\r\n")
+    start(editor)
+    run(editor, [{"write": {"path": str(notes), "content": "one\r\n2\r\n"}},
+                 shell_bytes(notes, b"\x00packed")])  # fmt: skip
+    assert [(Path(f["path"]).name, f["hunks"], f.get("binary", {}).get("about"))
+            for f in editor.lua("return require('acp').changes()")] == [
+        ("notes.txt", [], "binary, 7 bytes")
+    ]  # fmt: skip
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    assert notes.read_bytes() == b"one\r\ntwo\r\n"
+
+
+def test_a_binary_file_the_agent_writes_text_over_is_reviewed_whole_and_rejected_back(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A file with no text before the turn and text after it: no text from before to
+    diff against, so it is one change of the whole file, whose reject puts its bytes
+    back (it was left out of the review altogether)."""
+    data = tmp_path / "project" / "data.bin"
+    data.write_bytes(b"\x00old")
+    start(editor)
+    run(editor, [{"shell": {"path": str(data), "content": "text now\n"}}])
+    assert binaries(editor)["data.bin"]["binary"]["about"] == "binary, 9 bytes"
+    assert "  binary, 9 bytes, whole file pending" in review_lines(editor)
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('data.bin')} == 'rejected'", what="rejected")
+    assert data.read_bytes() == b"\x00old"
+
+
+def test_a_worktree_chats_binary_files_land_in_yours_when_accepted_unless_you_changed_them(
+    editor: Editor,
+) -> None:
+    """A worktree chat's accepted change of a file with no text brings its bytes into
+    your file, as an accepted hunk brings its lines (a file it made too). One you
+    changed since cannot be merged: the accept is refused and said, the change
+    waits in the worktree, your file left as it is."""
+    from tests.nvim.test_workspaces import git, repository, send
+
+    project = repository(editor)
+    (project / "logo.png").write_bytes(PNG)
+    (project / "mine.bin").write_bytes(b"\x00mine")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "binaries")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [chat] = editor.lua("return require('acp').chats()")
+    writes = [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new"), ("mine.bin", b"\x00agent")]
+    for name, data in writes:
+        send(editor, chat["id"], f"bytes {name} {data.hex()}")
+    (project / "mine.bin").write_bytes(b"\x00yours")
+    editor.lua("require('acp').accept()")
+    told = "not brought in: mine.bin has no text"
+    editor.wait(
+        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="told",
+    )
+    every = "require('acp').changes({all = true})"
+    editor.wait(
+        f"vim.iter({every}):filter(function(f) return f.binary.status == 'accepted' end):totable()"
+        "[2] ~= nil",
+        what="two accepted",
+    )
+    assert (project / "logo.png").read_bytes() == PNG + b"\x01"
+    assert (project / "new.bin").read_bytes() == b"\x00new"
+    assert (project / "mine.bin").read_bytes() == b"\x00yours"
+    assert {Path(f["path"]).name: f["binary"]["status"] for f in editor.lua(f"return {every}")} == {
+        "logo.png": "accepted", "new.bin": "accepted", "mine.bin": "pending"
+    }  # fmt: skip

@@ -701,6 +701,25 @@ def _patch(role: str, text: str) -> Any:
     return MessagePatch(None, role, text)  # type: ignore[arg-type]
 
 
+def test_a_binary_file_in_a_turns_kept_review_is_drawn_as_the_review_says_it() -> None:
+    """A file with no text has no hunks: reopened, its turn's review says what it is
+    and what became of it as a whole, as the live review does, not a bare path."""
+    from acp_nvim.client.history._blocks import review_of
+    from acp_nvim.review import BinaryChange
+
+    made = BinaryChange("/p/new.bin", 1, "disk", False, None, None, 2048)
+    changed = BinaryChange("/p/logo.png", 1, "disk", True, b"\x00old", 4, 17, status="rejected")
+    summary = {"files": [made.summary(), changed.summary()]}
+    data = {"stop_reason": "end_turn", "review": review_of(summary, 1)}
+    turn = StoredBlock(0, "t1", 1, "turn", "*— end_turn —*", json.dumps(data))
+    [op] = render_ops([turn], "#h:", Workspace("/p"))
+    assert op["lines"][2:] == [  # type: ignore[typeddict-item]
+        "*Review:*",
+        "- `new.bin` (new): binary, 2.0 KB, whole file pending",
+        "- `logo.png`: binary, 17 bytes, whole file rejected",
+    ]
+
+
 def test_a_turns_review_kept_as_counts_is_still_drawn() -> None:
     """Rows kept before each hunk was listed hold counts by status."""
     data = '{"stop_reason": "end_turn", "review": [{"path": "/p/a.py", "hunks": {"accepted": 2}}]}'

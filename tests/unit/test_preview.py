@@ -154,6 +154,41 @@ async def test_the_prompt_carries_the_preview_until_it_is_answered(
     assert path.read_text() == "x = 1\n"  # nothing was written
 
 
+async def test_a_prompt_names_the_binary_files_a_v2_change_makes_changes_or_deletes(
+    chat: Chat, tmp_path: Path
+) -> None:
+    """No file can show a change of bytes: the prompt names each such file with what
+    the review would say of it, so nothing is allowed unseen; the files with text
+    are still previewed in the files (``preview``)."""
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\x00" + bytes(11))
+    (tmp_path / "old.bin").write_bytes(b"\x00old")
+    (tmp_path / "a.txt").write_text("old\n")
+    patch = (
+        "diff --git a/logo.png b/logo.png\nBinary files a/logo.png and b/logo.png differ\n"
+        "diff --git a/old.bin b/old.bin\ndeleted file mode 100644\n"
+        "Binary files a/old.bin and /dev/null differ\n"
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    )
+    ops = [FileOp("modify", "logo.png"), FileOp("delete", "old.bin"),
+           FileOp("add", "new.bin", file_type="binary"), FileOp("modify", "a.txt")]  # fmt: skip
+    perms = Permissions()
+    call = ToolCallPatch("c1", kind="edit", content=[ChangesPart(ops, patch, "git_patch")])
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(perms.ask, chat, call, [PermissionOption(*o) for o in OPTIONS])
+        await wait_for(lambda: "pending" in prompt_of(chat, "c1"))
+        [op] = [op for op in editor_of(chat).ops[chat.id] if op.get("permission")][-1:]
+        said = [line.replace(f"{tmp_path}/", "") for line in op["lines"]]  # the chat's cwd: not here
+        asked = said.index("**Permission needed:** press a key, or `<CR>` for a menu")
+        assert said[asked - 3 : asked] == [
+            "Changes the whole of `logo.png` (binary, 16 bytes): not previewed",
+            "Deletes `old.bin` (binary, 4 bytes)",
+            "Makes `new.bin` (binary): not previewed",
+        ]
+        assert [Path(f["path"]).name for f in op["permission"]["preview"]] == ["a.txt"]
+        perms.cancel(chat)
+
+
 async def test_no_preview_is_read_when_diff_preview_is_off(chat: Chat, tmp_path: Path) -> None:
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")

@@ -66,6 +66,7 @@ def test_exports() -> None:
             "ReviewStore",
             "WriteOutcome",
             "apply_patch",
+            "binary_about",
             "compute_hunks",
             "format_unified",
             "held_rows",

@@ -357,3 +357,28 @@ async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
                 await workspaces.choose(6, demo, str(here), roots=bad)
             assert str(refused.value) == why
         tasks.cancel_scope.cancel()
+
+
+async def test_each_turns_change_of_a_binary_file_brings_in_the_bytes_it_left(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """A file with no text the agent made, changed in a later turn, then deleted:
+    accepting each turn's change in turn brings in what that turn left (the first
+    turn's bytes too while the second's still waits), and the deletion removes
+    your file."""
+    copy, yours = Path(review.worktree.path) / "pic.bin", project / "pic.bin"
+    for data in (b"\x00one", b"\x00two", None):
+        if data is None:
+            copy.unlink()
+        else:
+            copy.write_bytes(data)
+        await review.end_turn()
+        await review.begin_turn()
+    await review.decide("accept", str(copy), turn=1)
+    assert yours.read_bytes() == b"\x00one"
+    await review.decide("accept", str(copy), turn=2)
+    assert yours.read_bytes() == b"\x00two"
+    await review.decide("accept", str(copy), turn=3)
+    assert not yours.exists()
+    assert review.waiting() == 0
+    assert isinstance(review.editor, RecordingEditor) and review.editor.notices == []

@@ -149,13 +149,16 @@ def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
 
 def review_of(summary: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     """What is kept of the review of ``turn``'s files: each path, whether it was
-    made or deleted, and each hunk's header and status (pending, accepted, ...)."""
+    made or deleted, and each hunk's header and status (pending, accepted, ...); a
+    file with no text, what the review says of it and its status as a whole."""
     kept = []
     for file in summary.get("files") or []:
         if file.get("turn") != turn:
             continue
         hunks = [[hunk["header"], hunk["status"]] for hunk in file.get("hunks") or []]
-        item = {"path": file["path"], "hunks": hunks}
+        item: dict[str, Any] = {"path": file["path"], "hunks": hunks}
+        if binary := file.get("binary"):
+            item["binary"] = [binary["about"], binary["status"]]
         kept.append(item | {k: True for k in ("created", "deleted") if file.get(k)})
     return kept
 
@@ -218,6 +221,8 @@ def _review_lines(files: list[dict[str, Any]], cwd: str) -> list[str]:
             said = ", ".join(f"{n} {status}" for status, n in sorted(hunks.items()))
         else:
             said = ", ".join(f"`{header}` {status}" for header, status in hunks)
+        if binary := file.get("binary"):  # as the live review says it (decision 0099)
+            said = "{}, whole file {}".format(*binary)
         made = " (new)" if file.get("created") else " (deleted)" if file.get("deleted") else ""
         path = shown_path(file["path"], cwd)
         lines.append(f"- `{path}`{made}" + (f": {said}" if said else ""))

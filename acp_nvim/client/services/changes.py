@@ -29,7 +29,7 @@ with :meth:`Editor.review`) and the diff/merge logic (``acp_nvim.review``).
 
 from __future__ import annotations
 
-__all__ = ["SessionChanges", "proposed_from_diff"]
+__all__ = ["SessionChanges", "proposed_from_diff", "put_bytes"]
 
 import os
 from collections.abc import Callable, Collection, Sequence
@@ -74,6 +74,7 @@ from acp_nvim.review import (
     ReviewStore,
     WriteOutcome,
     apply_patch,
+    binary_about,
     held_rows,
     line_edits,
     merge3,
@@ -153,6 +154,36 @@ async def _previews(
             continue  # it would change nothing
         found.append(_file_preview(doc, landing))
     return found
+
+
+def _edits_of(
+    call: ToolCall, at: Callable[[str], str]
+) -> tuple[list[tuple[str, Edit]], dict[str, tuple[bool, bool]]]:
+    """The edits of ``call`` (v1 diffs, v2 git patches) by full path (``at``), and
+    the files with no text its v2 changes name: whether each is made, deleted."""
+    edits: list[tuple[str, Edit]] = []
+    whole: dict[str, tuple[bool, bool]] = {}
+    for part in call.content:
+        if isinstance(part, DiffPart):
+            edits.append((at(part.path), partial(_after_diff, part)))
+        elif isinstance(part, ChangesPart):
+            for patch in patches_of(part):
+                if patch.binary:
+                    whole[at(patch.path)] = (patch.new_file, patch.deleted)
+                elif not (patch.rename or patch.copy):
+                    edits.append((at(patch.path), partial(_after_patch, patch)))
+            for op in part.changes:
+                if op.file_type == "binary":
+                    whole.setdefault(at(op.path), (op.operation == "add", op.operation == "delete"))
+    return edits, whole
+
+
+def _whole_preview(path: str, made: bool, deleted: bool) -> FilePreview:
+    """A file with no text a change ``made`` or ``deleted`` (else changed) as a whole:
+    what the review would say of it now (its size, when it is there)."""
+    stat = files.stat_of(path)
+    about = binary_about(stat[0] if stat is not None else None)
+    return FilePreview(path, [], made and stat is None, deleted, binary=about)
 
 
 def _landing(
@@ -403,16 +434,13 @@ class SessionChanges:
 
     async def preview(self, call: ToolCall) -> list[FilePreview]:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
-        against each file's text now; files the edit does not fit are left out."""
-        edits: list[tuple[str, Edit]] = []
-        for part in call.content:
-            if isinstance(part, DiffPart):
-                edits.append((self._abs(part.path), partial(_after_diff, part)))
-            elif isinstance(part, ChangesPart):
-                for patch in patches_of(part):
-                    if not (patch.binary or patch.rename or patch.copy):
-                        edits.append((self._abs(patch.path), partial(_after_patch, patch)))
-        return await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
+        against each file's text now; files the edit does not fit are left out. Files
+        with no text a v2 change names come last, whole (``FilePreview.binary``)."""
+        edits, whole = _edits_of(call, self._abs)
+        found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
+        for path, (made, deleted) in whole.items():
+            found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
+        return found
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
@@ -727,7 +755,7 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await _put_bytes(editor, disk, change.path, before)
+        await put_bytes(editor, disk, change.path, before)
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
@@ -780,7 +808,7 @@ async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[Binar
     for change in changes:
         change.status = "rejected"
     try:
-        await _put_bytes(editor, disk, changes[0].path, before)
+        await put_bytes(editor, disk, changes[0].path, before)
     except FileError:
         for change, status in zip(changes, statuses, strict=True):
             change.status = status
@@ -799,7 +827,7 @@ async def _refuse_if_written(change: BinaryChange) -> None:
         )
 
 
-async def _put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
+async def put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
     """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded."""
     if data is None:
         await anyio.to_thread.run_sync(files.remove_disk, path)

@@ -629,6 +629,12 @@ class DiskChanges:
         buffer = await self.editor.read_buffer(path)
         baseline = await self._baseline(path, current, buffer)
         self._known[path] = stat
+        if (isinstance(baseline, Nothing) or self._recorded_binary(path)) and (
+            await self._was_binary(path)
+        ):
+            # Text now, bytes before the turn (or earlier in it): one change of the
+            # whole file, whose reject puts the bytes back (decision 0099).
+            return await self._record_binary(path, stat)
         if isinstance(baseline, Nothing) or baseline == current:
             return False
         kind: FileKind = "patch" if path in self._patches else "disk"
@@ -647,11 +653,15 @@ class DiskChanges:
             self._on_disk[path] = current
         return True
 
-    async def _was_binary(self, path: str) -> bool:
-        """Whether ``path`` had no text before it was deleted: recorded so this turn,
-        its bytes kept, or so in git's index while clean."""
+    def _recorded_binary(self, path: str) -> bool:
+        """Whether this turn recorded ``path`` as a file with no text."""
         changeset = self.store.current
-        if (changeset is not None and changeset.binary(path) is not None) or path in self._bytes:
+        return changeset is not None and changeset.binary(path) is not None
+
+    async def _was_binary(self, path: str) -> bool:
+        """Whether ``path`` had no text before (it was deleted, or has text now):
+        recorded so this turn, its bytes kept, or so in git's index while clean."""
+        if self._recorded_binary(path) or path in self._bytes:
             return True
         if path in self._snapshots or self._absent_at_start(path):
             return False

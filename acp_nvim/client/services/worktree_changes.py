@@ -18,20 +18,22 @@ from __future__ import annotations
 __all__ = ["Landed", "WorktreeChanges"]
 
 import contextlib
+import hashlib
 import os
 import stat
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
+import anyio.to_thread
 
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
-from acp_nvim.client.services.changes import Decision, SessionChanges
+from acp_nvim.client.services.changes import Decision, SessionChanges, put_bytes
+from acp_nvim.client.services.disk_changes import NOTHING, Nothing
 from acp_nvim.client.services.git import GitError, git
 from acp_nvim.client.session.workspace import Worktree, shown_path
 from acp_nvim.client.tasks import Tasks
-from acp_nvim.review import ReviewStore
+from acp_nvim.review import BinaryChange, ReviewError, ReviewStore
 
 
 def _paths(store: ReviewStore) -> set[str]:
@@ -193,11 +195,77 @@ class WorktreeChanges(SessionChanges):
         if decision == "reject" or user is None:
             await super()._decide_one(decision, path, hunk, turn)
             return
+        if (binary := self.store.binary(path, turn)) is not None:
+            await self._accept_bytes(user, binary)
+            return
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
         before = change.baseline
         await super()._decide_one(decision, path, hunk, turn)
         if change.baseline != before:
             await self.landed.land(user, before, change.baseline, change.turn)
+
+    async def _accept_bytes(self, user: str, change: BinaryChange) -> None:
+        """Accept ``change`` of a file with no text, its bytes brought into the user's
+        file ``user`` whole (bytes cannot be merged); refused, the change left open,
+        where those bytes are not known or the user's file holds none of the bytes
+        the worktree's did before the agent's changes (the user changed it since)."""
+        status = change.status
+        await super()._decide_one("accept", change.path, None, change.turn)
+        if status == "accepted":
+            return
+        changes = [c for t in self.store.turns() if (c := t.binary(change.path)) is not None]
+        try:
+            data = await anyio.to_thread.run_sync(_landing_bytes, changes, change, user)
+            if not isinstance(data, Nothing):
+                await put_bytes(self.editor, self.landed.disk, user, data)
+        except (ReviewError, files.FileError, OSError) as err:
+            change.status = status  # not brought in: it waits in the worktree still
+            raise ReviewError(f"not brought in: {err}") from None
+
+
+def _landing_bytes(
+    changes: list[BinaryChange], change: BinaryChange, user: str
+) -> bytes | Nothing | None:
+    """What accepting ``change`` (of a worktree file with no text; ``changes``: every
+    turn's of that file) writes to the user's file ``user``: the bytes it left in the
+    worktree (None: remove the file; NOTHING: nothing to write, the user's file holds
+    them, or a later change accepted brought newer ones).
+
+    Raises:
+        ReviewError: those bytes are not known, or the user's file holds none of the
+            bytes the worktree's held before its changes up to this one.
+    """
+    later = next((c for c in changes if c.turn > change.turn), None)
+    if later is not None and later.status == "accepted":
+        return NOTHING
+    if later is None:
+        data = files.read_bytes(change.path, _WHOLE) if change.size is not None else None
+        if _digest(data) != change.left:
+            raise ReviewError(f"{change.path} changed in the worktree since the agent's change")
+    elif later.existed and later.before is None:
+        raise ReviewError(f"{change.path}: its bytes after turn {change.turn} were not kept")
+    else:
+        data = later.before
+    yours = files.digest_of(user)  # None: no such file
+    if yours == _digest(data):
+        return NOTHING
+    since = [c for c in changes if c.turn <= change.turn]  # the states it went through
+    untouched = {_digest(c.before) for c in since if c.existed and c.before is not None}
+    untouched |= {None for c in since if not c.existed}
+    if yours not in untouched:
+        raise ReviewError(
+            f"{os.path.basename(user)} has no text and is not what the "
+            "worktree's copy was before the agent's change (you changed it since, or "
+            "its bytes then were not kept): copy it from the worktree yourself"
+        )
+    return data
+
+
+_WHOLE = -1  # no limit (as ``read``'s): the file's bytes are brought in whole
+
+
+def _digest(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 class Landed(SessionChanges):

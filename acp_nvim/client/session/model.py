@@ -304,12 +304,15 @@ class PreviewHunk(msgspec.Struct):
 class FilePreview(msgspec.Struct):
     """What an edit waiting for permission would do to one file, against its text now
     (its buffer's, unsaved edits included, else the disk's): ``created`` when there is
-    no such file yet, ``deleted`` when the edit removes it."""
+    no such file yet, ``deleted`` when the edit removes it. ``binary``: a file with
+    no text, changed as a whole (no hunks), what the review would say of it now
+    (``binary, 2.1 KB``): the prompt names it, no file shows it."""
 
     path: str
     hunks: list[PreviewHunk]
     created: bool = False
     deleted: bool = False
+    binary: str | None = None
 
 
 class PermissionPrompt(msgspec.Struct):

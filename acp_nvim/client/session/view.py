@@ -227,7 +227,7 @@ class ToolCallDrawing:
         base = sum(len(part) for part in parts[:PROMPT])
         parts[PROMPT] = []
         if call.permission is not None:
-            op["permission"] = _permission(call.permission, title, parts[PROMPT], base)
+            op["permission"] = _permission(call.permission, title, parts[PROMPT], base, self._cwd)
         self._parts = parts
         changed = [i for i in range(len(parts)) if old is None or parts[i] != old[i]]
         if not changed:
@@ -273,12 +273,14 @@ def _locations(call: ToolCall, row: int, cwd: str) -> tuple[list[BlockLocation],
 
 
 def _permission(
-    prompt: PermissionPrompt, title: str, lines: list[str], base: int
+    prompt: PermissionPrompt, title: str, lines: list[str], base: int, cwd: str
 ) -> BlockPermission:
     """Append the prompt (or its outcome) to ``lines``, which start at row ``base`` of
-    the block; returns what Lua needs of it."""
+    the block; returns what Lua needs of it. Files with no text the edit changes
+    are named in it (no file can show them), the others previewed in their files."""
     if prompt.question:
         lines.extend(prompt.question.split("\n"))
+    lines.extend(_whole_line(file, cwd) for file in prompt.preview if file.binary is not None)
     data: BlockPermission = {
         "id": prompt.id, "row": base + len(lines), "title": title, "pending": prompt.outcome is None
     }  # fmt: skip
@@ -306,9 +308,20 @@ def _permission(
         data["why"] = why
         key = f"`{prompt.why_key}` " if prompt.why_key is not None else ""
         lines.append(f"- {key}{reject.name}, and say why")
-    if prompt.preview:
-        data["preview"] = [_preview(file) for file in prompt.preview]
+    if shown := [_preview(file) for file in prompt.preview if file.binary is None]:
+        data["preview"] = shown
     return data
+
+
+def _whole_line(file: FilePreview, cwd: str) -> str:
+    """What the prompt says of a file with no text the edit changes as a whole, as
+    the review would list it (decision 0099)."""
+    name = f"`{shown_path(file.path, cwd)}` ({file.binary})"
+    if file.created:
+        return f"Makes {name}: not previewed"
+    if file.deleted:
+        return f"Deletes {name}"
+    return f"Changes the whole of {name}: not previewed"
 
 
 def _rejecting(prompt: PermissionPrompt) -> PermissionOption | None:

@@ -16,7 +16,7 @@ and v2 when the client offers it. ``workspace`` advertises
   cwd) on disk itself, reported by an edit tool call with its diff (as the Claude
   and Codex adapters do);
 - ``run NAME TEXT``: writes TEXT to NAME as a shell command would, no tool call
-  naming it (the review finds it by its scan);
+  naming it (the review finds it by its scan); ``bytes NAME HEX`` the same, of bytes;
 - ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, PATH in
   the session's cwd; v2 the editor MCP server's ``read_buffer``, PATH as given) and
   says ``RESULT`` with the answer.
@@ -159,6 +159,12 @@ class Workspace:
                 with open(path, "w") as f:
                     f.write(text + "\n")
                 result = {"ran": path}
+        elif command == "bytes":
+            name, _, data = rest.partition(" ")
+            path = os.path.join(session["cwd"], name)
+            with open(path, "wb") as f:
+                f.write(bytes.fromhex(data))
+            result = {"ran": path}
         elif command == "read":
             result = await self.read(session_id, rest)
         elif command == "pwd":
