@@ -159,15 +159,9 @@ class AgentConnection:
         self.turns.start(tasks)
         self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
-            self.chats,
-            self.reviews,
-            self.terminals,
-            self.permissions,
-            tasks,
-            self.elicitations,
-            self.mcp,
-            modes_first=self.config.set_mode,
-        )
+            self.chats, self.reviews, self.terminals, self.permissions, tasks,
+            self.elicitations, self.mcp, modes_first=self.config.set_mode,
+        )  # fmt: skip
 
         def serve(connection: Connection) -> None:
             self._connection = connection
