@@ -382,3 +382,17 @@ async def test_each_turns_change_of_a_binary_file_brings_in_the_bytes_it_left(
     assert not yours.exists()
     assert review.waiting() == 0
     assert isinstance(review.editor, RecordingEditor) and review.editor.notices == []
+
+
+async def test_a_program_the_agent_built_in_its_worktree_comes_in_executable(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent built a program (a file with no text, executable) in its worktree;
+    accepted, its bytes came into your project but it could not be run there."""
+    program = Path(review.worktree.path) / "app"
+    program.write_bytes(b"\x7fELF\x00built")
+    program.chmod(0o755)
+    await review.end_turn()
+    await review.decide("accept")
+    assert (project / "app").read_bytes() == b"\x7fELF\x00built"
+    assert os.access(project / "app", os.X_OK)

@@ -221,6 +221,8 @@ class WorktreeChanges(SessionChanges):
         except (ReviewError, files.FileError, OSError) as err:
             change.status = status  # not brought in: it waits in the worktree still
             raise ReviewError(f"not brought in: {err}") from None
+        # A program the agent built or made executable runs in your project too.
+        await anyio.to_thread.run_sync(_take_execute_bit, self.worktree, user)
 
 
 def _landing_bytes(
