@@ -396,3 +396,24 @@ async def test_a_program_the_agent_built_in_its_worktree_comes_in_executable(
     await review.decide("accept")
     assert (project / "app").read_bytes() == b"\x7fELF\x00built"
     assert os.access(project / "app", os.X_OK)
+
+
+async def test_a_binary_files_earlier_change_accepted_after_its_later_one_keeps_the_later(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """Three turns wrote a file with no text; you accepted the last turn's change,
+    then the first's: refused as a file "you changed since", the first left
+    pending, where the newer bytes you accepted already hold it."""
+    data = Path(review.worktree.path) / "data.bin"
+    for n in (1, 2, 3):
+        data.write_bytes(b"\x00turn %d" % n)
+        await review.end_turn()
+        if n < 3:
+            await review.begin_turn()
+    await review.decide("accept", str(data), None, 3)
+    await review.decide("accept", str(data), None, 1)
+    assert (project / "data.bin").read_bytes() == b"\x00turn 3"
+    statuses = [f["binary"]["status"] for f in review.summary()["files"] if f.get("binary")]
+    assert sorted(statuses) == ["accepted", "accepted", "pending"]
+    notices = review.editor.notices  # type: ignore[attr-defined]
+    assert not [message for _, message in notices if "not brought in" in message]

@@ -237,9 +237,9 @@ def _landing_bytes(
         ReviewError: those bytes are not known, or the user's file holds none of the
             bytes the worktree's held before its changes up to this one.
     """
+    if any(c.turn > change.turn and c.status == "accepted" for c in changes):
+        return NOTHING  # the newer bytes accepted hold the file already
     later = next((c for c in changes if c.turn > change.turn), None)
-    if later is not None and later.status == "accepted":
-        return NOTHING
     if later is None:
         data = files.read_bytes(change.path, _WHOLE) if change.size is not None else None
         if _digest(data) != change.left:
