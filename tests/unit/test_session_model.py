@@ -551,3 +551,21 @@ def test_a_mode_config_option_wins_over_modes_unless_the_agent_switches_by_modes
         modes_first=modes_first,
     )
     assert [o.source for o in chat.session.config_options] == [mode_source]
+
+
+def test_a_steered_message_replayed_after_a_prompt_whose_replay_reads_otherwise_is_no_turn() -> None:
+    """The first prompt carried a selection, which an agent without embedded context
+    gets as text: replayed, its words were not the ones the history kept, and every
+    message after it, the one steered into turn 2 too, began a turn of its own."""
+    from acp_nvim.client.session.chat import replayed
+
+    chat, _ = make_chat()
+    chat.branches.kept = [("explain", False), ("hold", False), ("go on", True)]
+    selection = "a.py:1:\n```\nx = 1\n```\n"
+    for n, (role, text) in enumerate(
+        [("user", selection + "explain"), ("agent", "ok"), ("user", "hold"),
+         ("agent", "holding"), ("user", "go on"), ("agent", "steered")]
+    ):  # fmt: skip
+        chat.on_message(MessagePatch(f"m{n}", role, text))  # type: ignore[arg-type]
+    replayed(chat, 0, 1)
+    assert [turn.prompt.text for turn in chat.branches.path] == [selection + "explain", "hold"]

@@ -215,12 +215,24 @@ class Branches:
             kind, key = session.items[start]
             message = session.messages.get(key) if kind == "message" else None
             if message is not None and message.role == "user":
-                if self.kept and message.words == self.kept[0][0] and self.kept.pop(0)[1]:
-                    continue  # steered: part of the turn before, as it was live
+                if self._steered_in(message.words):
+                    continue  # part of the turn before, as it was live
                 prompt = Prompt(message.words)  # what the user typed, edited as typed
                 turns.append(Turn(key, 0, session.session_id, prompt, start, agent, replayed=True))
                 self.begin(turns[-1])
         return turns
+
+    def _steered_in(self, words: str) -> bool:
+        """Whether the replayed user message ``words`` was steered into a turn: the
+        first of the history's messages left (``kept``) with those words is it, and
+        those before it are passed (replayed with other words: a prompt's selection
+        goes as text to an agent without embedded context). None with them: no."""
+        found = next((i for i, (text, _) in enumerate(self.kept) if text == words), None)
+        if found is None:
+            return False
+        steered = self.kept[found][1]
+        del self.kept[: found + 1]
+        return steered
 
     def begin(self, turn: Turn) -> None:
         if self.between:
