@@ -375,6 +375,9 @@ function M.open_folds(buf, created)
     vim.list_extend(pending.created, created)
     return
   end
+  if #created == 0 then -- most batches: no table for them
+    return
+  end
   local lnums = {}
   for _, block in ipairs(created) do
     -- A block taken out of view since (M.cut) has no mark.
