@@ -239,6 +239,41 @@ def test_a_turns_garbage_is_collected_once_it_ends_if_it_is_worth_it(editor: Edi
     assert editor.lua("return collectgarbage('count')") < before - 2048
 
 
+def test_a_streamed_row_leaves_little_lua_garbage(editor: Editor) -> None:
+    """A batch that streams a row onto a message, in a window that folds the
+    transcript, leaves under 1.5 KB of Lua garbage, the row's text included (3 KB
+    before decision 0100): what a turn leaves is what brings the turn end's
+    collection (decision 0070), and a stream is many such batches."""
+    editor.setup()
+    status = editor.open_chat()
+    editor.lua(RENDER, status["chat"], [{"op": "block", "id": "m", "kind": "agent", "lines": ["## Agent"]}])
+    per_batch_kb = editor.lua(
+        """
+        local chat, count = ...
+        local host = require('acp.host')
+        local batches = {}
+        for i = 1, count do -- made before counting: Python's batches arrive decoded
+          local text = ('\\nrow %05d of the message, long enough to be a row'):format(i)
+          batches[i] = { { kind = 'render', chat = chat, ops = { { op = 'append', id = 'm', text = text } } } }
+        end
+        host.apply(batches[1])
+        collectgarbage()
+        collectgarbage('stop')
+        local before = collectgarbage('count')
+        for i = 2, count do
+          host.apply(batches[i])
+        end
+        local used = collectgarbage('count') - before
+        collectgarbage('restart')
+        return used / (count - 1)
+        """,
+        status["chat"],
+        51,
+    )
+    assert editor.transcript()[-1] == "row 00051 of the message, long enough to be a row"
+    assert per_batch_kb < 1.5
+
+
 def test_a_turns_end_is_on_screen_before_its_garbage_is_collected(editor: Editor) -> None:
     """What a turn's last batch changes (its last words, its stop line, the winbar)
     is drawn before the turn's Lua garbage is collected. The collection walks all

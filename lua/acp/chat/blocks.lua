@@ -43,8 +43,9 @@ end
 
 --- The first row (0-based) of a block. A block whose mark is gone is an error that
 --- names it (seen once, from the screen's decoration provider: see acp.chat.screen).
+local NO_OPTS = {} -- one table, not one a lookup: foldexpr and every render op ask
 local function start_row(buf, block)
-  local row = block.first or api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, {})[1]
+  local row = block.first or api.nvim_buf_get_extmark_by_id(buf, M.ns, block.mark, NO_OPTS)[1]
   if not row then
     error(("transcript block #%d (%s, mark %s) has no row"):format(block.index, block.kind, block.mark), 0)
   end

@@ -17,6 +17,13 @@ M.ns_hl = vim.api.nvim_create_namespace("acp.highlights")
 local api = vim.api
 local start_row, rows = blocks_of.start_row, blocks_of.rows
 
+--- A window's option. Not vim.wo[win]: each index builds an accessor table and its
+--- closures (~0.5 KB of Lua heap), and these run at every render batch. Buffer
+--- options are set with nvim_set_option_value for the same reason.
+local function win_option(win, name)
+  return api.nvim_get_option_value(name, { win = win })
+end
+
 -- Transcripts written in insert mode, by buffer: the first row written since, and
 -- the blocks created. In insert mode Neovim leaves expr folds as they were (its
 -- foldUpdate returns at once, and so does vim._foldupdate), and on leaving it
@@ -63,7 +70,7 @@ local function refold_end(buf, blocks, block, first, last)
   -- The fold's last row: the separator before the next block, else the transcript's last.
   local fold_end = block.index < #blocks.order and last or last - 1
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if vim.wo[win].foldenable and vim.wo[win].foldmethod == "expr" then
+    if win_option(win, "foldenable") and win_option(win, "foldmethod") == "expr" then
       local top = api.nvim_win_call(win, function()
         local row = fold_end
         while row > first and vim.fn.foldlevel(row + 1) == 0 do
@@ -150,6 +157,25 @@ function M.block(buf, blocks, op)
   return true
 end
 
+--- The lines of `text`, each after the first with `prefix` before it. Not
+--- vim.split: its options table and iterator closures cost ~0.9 KB of Lua heap
+--- an append, garbage that brings the collector sooner.
+---@param text string
+---@param prefix string
+---@return string[]
+local function lines_of(text, prefix)
+  local lines, from = {}, 1
+  while true do
+    local newline = text:find("\n", from, true)
+    local line = text:sub(from, (newline or 0) - 1)
+    lines[#lines + 1] = from == 1 and line or prefix .. line
+    if not newline then
+      return lines
+    end
+    from = newline + 1
+  end
+end
+
 --- Stream an append op's text onto its block. Inside M.writing.
 function M.append(buf, blocks, op)
   local block = blocks.by_id[op.id]
@@ -163,11 +189,7 @@ function M.append(buf, blocks, op)
   local row = last - 1
   local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
   wrote(buf, row)
-  local parts = vim.split(op.text, "\n", { plain = true })
-  for i = 2, #parts do
-    parts[i] = block.prefix .. parts[i]
-  end
-  api.nvim_buf_set_text(buf, row, col, row, col, parts)
+  api.nvim_buf_set_text(buf, row, col, row, col, lines_of(op.text, block.prefix))
 end
 
 --- Take the blocks from `first` to the end out of the transcript.
@@ -278,9 +300,9 @@ end
 ---@param buf integer
 ---@return acp.Blocks
 function M.reset(buf)
-  vim.bo[buf].modifiable = true
+  api.nvim_set_option_value("modifiable", true, { buf = buf })
   api.nvim_buf_set_lines(buf, 0, -1, false, {})
-  vim.bo[buf].modifiable = false
+  api.nvim_set_option_value("modifiable", false, { buf = buf })
   api.nvim_buf_clear_namespace(buf, blocks_of.ns, 0, -1)
   api.nvim_buf_clear_namespace(buf, M.ns_hl, 0, -1)
   if unsettled[buf] then -- its blocks are gone
@@ -320,9 +342,9 @@ function M.restore(buf, blocks, copy)
   end
   blocks_of.moved(blocks)
   wrote(buf, 0)
-  vim.bo[buf].modifiable = true
+  api.nvim_set_option_value("modifiable", true, { buf = buf })
   api.nvim_buf_set_lines(buf, 0, -1, false, copy.lines)
-  vim.bo[buf].modifiable = false
+  api.nvim_set_option_value("modifiable", false, { buf = buf })
   for _, id in ipairs(blocks.order) do
     local block = blocks.by_id[id]
     block.mark = api.nvim_buf_set_extmark(buf, blocks_of.ns, block.first, 0, { right_gravity = false })
@@ -353,6 +375,9 @@ function M.open_folds(buf, created)
     vim.list_extend(pending.created, created)
     return
   end
+  if #created == 0 then -- most batches: no table for them
+    return
+  end
   local lnums = {}
   for _, block in ipairs(created) do
     -- A block taken out of view since (M.cut) has no mark.
@@ -364,7 +389,7 @@ function M.open_folds(buf, created)
     return
   end
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if vim.wo[win].foldlevel > 0 then
+    if win_option(win, "foldlevel") > 0 then
       api.nvim_win_call(win, function()
         for _, lnum in ipairs(lnums) do
           if vim.fn.foldclosed(lnum) ~= -1 then
@@ -388,7 +413,7 @@ local function settle()
       -- At least the last row: rows cut from the end leave none below it written.
       local from = math.min(pending.from, count - 1)
       for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-        if vim.wo[win].foldmethod == "expr" then
+        if win_option(win, "foldmethod") == "expr" then
           vim._foldupdate(win, from, count)
         end
       end
@@ -401,7 +426,7 @@ end
 ---@param buf integer
 ---@return {rows: integer, [integer]: integer} following the windows at its end (and its rows now), for M.done
 function M.begin(buf)
-  if not unsettled[buf] and api.nvim_get_mode().mode:find("^[iR]") then
+  if not unsettled[buf] and vim.fn.mode():find("^[iR]") then -- mode(): no table a batch
     if not next(unsettled) then
       -- Into any mode but insert and replace (normal, <C-o>'s, visual, the
       -- command line): Neovim updates folds there again, and fold commands work
@@ -417,7 +442,7 @@ function M.begin(buf)
       table.insert(following, win)
     end
   end
-  vim.bo[buf].modifiable = true
+  api.nvim_set_option_value("modifiable", true, { buf = buf })
   return following
 end
 
@@ -429,7 +454,7 @@ end
 ---@param buf integer
 ---@param following {rows: integer, [integer]: integer} from M.begin
 function M.done(buf, following)
-  vim.bo[buf].modifiable = false
+  api.nvim_set_option_value("modifiable", false, { buf = buf })
   local last = api.nvim_buf_line_count(buf)
   for _, win in ipairs(following) do
     api.nvim_win_set_cursor(win, { last, 0 })

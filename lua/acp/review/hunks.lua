@@ -432,15 +432,19 @@ function M.draw(states)
   for buf in pairs(undrawn) do
     M.fit_top(buf)
   end
-  local map, chosen = M.keymap(false), ""
-  for lhs in pairs(map) do
-    chosen = chosen .. lhs .. "\0"
-  end
-  for buf in pairs(drawn) do
-    M.keep_sign_column(buf)
-    if keyed[buf] ~= chosen then
-      keys.set(buf, "hunks", map)
-      keyed[buf] = chosen
+  -- Built only for buffers that show hunks: a review comes at every turn's end,
+  -- mostly with none, and the map's closures and key lookups are ~2 KB of garbage.
+  if next(drawn) then
+    local map, chosen = M.keymap(false), ""
+    for lhs in pairs(map) do
+      chosen = chosen .. lhs .. "\0"
+    end
+    for buf in pairs(drawn) do
+      M.keep_sign_column(buf)
+      if keyed[buf] ~= chosen then
+        keys.set(buf, "hunks", map)
+        keyed[buf] = chosen
+      end
     end
   end
   for buf in pairs(keyed) do
