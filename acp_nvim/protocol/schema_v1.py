@@ -13,6 +13,8 @@ Conventions:
 - A discriminated union ``X`` is ``Union[<X><Tag>, ...]`` of tagged structs. Fields
   of type ``Open[X]`` decode unknown tags to ``Unknown`` (its raw JSON object),
   at the innermost level.
+- Patch structs (upserts) have three-state optional fields: omitted ->
+  ``msgspec.UNSET``, ``null`` -> ``None``, a value -> the value.
 
 Decode with ``decode(raw, Type)`` (JSON bytes / msgspec.Raw) or ``convert(obj,
 Type)`` (Python objects), encode with ``encode(obj)``. The structs decode only
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from acp_nvim.protocol.unknown import (
     Int64,
@@ -2326,17 +2328,17 @@ class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=Fals
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
     status: CompactionStatus
-    summary: Lenient[list[Open[ContentBlock]] | None] = None
-    error: Lenient[str | None] = None
-    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+    summary: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    error: Lenient[str | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.summary, Raw):
-            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", None)
+            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", UNSET)
         if isinstance(self.error, Raw):
-            self.error = _OrDefault_str_None(self.error, None)
+            self.error = _OrDefault_str_None(self.error, UNSET)
         if isinstance(self.meta, Raw):
-            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 # UNSTABLE: session/update (schema.unstable.json)

@@ -45,6 +45,7 @@ from acp_nvim.client.agent.sessions import (
     TerminalSink,
     additional_directories,
     attach_chunk,
+    compaction_patch,
     elicit,
     every_page,
     extension,
@@ -147,12 +148,8 @@ def _apply_other(
             chat.on_config(_keep_shown(config_options(options), before, modes_first))
         case big_settings.Converted(options=options, entries=entries):
             chat.on_config(_keep_shown(options, chat.session.config_options, modes_first), entries)
-        case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
-            # v1 cannot tell an omitted summary from null: omitted, it is left as is.
-            text = UNSET if summary is None else "".join(content_text(b) for b in summary)
-            chat.on_compaction(
-                compaction, status=update.status, summary=text, error=update.error or UNSET
-            )
+        case v1.SessionUpdateCompactionUpdate():
+            compaction_patch(chat, update, content_text)
         case v1.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
             chat.on_compaction(compaction, append=content_text(content))
         case v1.SessionUpdateNotice(severity=severity, title=title, description=description):

@@ -45,6 +45,7 @@ from acp_nvim.client.agent.sessions import (
     additional_directories,
     attach_chunk,
     attached_label,
+    compaction_patch,
     elicit,
     every_page,
     fork_point,
@@ -173,13 +174,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
                 chat.on_info(title=title)
         case v2.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
-        case v2.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
-            retained: str | UnsetType | None = summary if isinstance(summary, UnsetType) else (
-                "".join(content_text(b) for b in summary or []) or None
-            )
-            chat.on_compaction(
-                compaction, status=update.status, summary=retained, error=update.error
-            )
+        case v2.SessionUpdateCompactionUpdate():
+            compaction_patch(chat, update, content_text)
         case v2.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
             chat.on_compaction(compaction, append=content_text(content))
         case v2.SessionUpdateNotice(severity=severity, title=title, description=description):
