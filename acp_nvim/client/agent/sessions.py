@@ -171,6 +171,10 @@ class Sessions(Protocol):
         """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
 
     @property
+    def can_delete(self) -> bool:
+        """Whether the agent advertises ``session/delete`` (``sessionCapabilities.delete``)."""
+
+    @property
     def message_forks(self) -> MessageForks | None:
         """Whether its forks take a message to fork at, and keep it or not (the
         ``jetbrains.air.fork`` extension, version 1, advertised in the agent

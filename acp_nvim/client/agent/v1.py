@@ -499,6 +499,10 @@ class SessionsV1:
         return self._capabilities.session_capabilities.fork is not None
 
     @property
+    def can_delete(self) -> bool:
+        return self._capabilities.session_capabilities.delete is not None
+
+    @property
     def message_forks(self) -> MessageForks | None:
         return message_forks(self._capabilities.meta) if self.can_fork else None
 
@@ -660,7 +664,7 @@ class SessionsV1:
             self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
-        if self._capabilities.session_capabilities.delete is None:
+        if not self.can_delete:
             _not_offered("deleting sessions")
         params = v1.DeleteSessionRequest(session_id=session_id)
         await self.connection.request("session/delete", params, v1.DeleteSessionResponse)

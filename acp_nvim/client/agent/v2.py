@@ -410,6 +410,11 @@ class SessionsV2:
         return session is not None and session.fork is not None
 
     @property
+    def can_delete(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.delete is not None
+
+    @property
     def message_forks(self) -> MessageForks | None:
         return message_forks(self.init.capabilities.meta) if self.can_fork else None
 
@@ -559,8 +564,7 @@ class SessionsV2:
         self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
-        session = self.init.capabilities.session
-        if session is None or session.delete is None:
+        if not self.can_delete:
             raise NotOffered("deleting sessions is not offered by this agent")
         params = v2.DeleteSessionRequest(session_id=session_id)
         await self.connection.request("session/delete", params, v2.DeleteSessionResponse)
