@@ -118,7 +118,7 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
 # (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
 # the agent advertises McpCapabilities.acp (decision 0024); session/update gains the
 # compaction and notice updates, and v1 the client capability that allows compaction
-# (v2 has none to advertise; decision 0042).
+# (v2 has none to advertise; decision 0042), and the tool calls' `name`.
 ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
     "session/fork": (("SessionCapabilities", "fork"),),
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
@@ -129,6 +129,9 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
         ("SessionUpdate", "compaction_update"),
         ("SessionUpdate", "compaction_summary_chunk"),
         ("ClientSessionCapabilities", "compaction"),
+        # The tool's programmatic name (claude-agent-acp 0.77+, codex-acp 1.12+ send it).
+        ("ToolCall", "name"),
+        ("ToolCallUpdate", "name"),
     ),
 }
 # The preamble of every unstable description; the docstring is the text after it.

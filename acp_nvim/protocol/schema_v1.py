@@ -332,6 +332,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     kind: Lenient[ToolKind | None] = None
     status: Lenient[ToolCallStatus | None] = None
     title: Lenient[str | None] = None
+    # UNSTABLE: session/update (schema.unstable.json)
+    name: Lenient[str | None] = None
     content: Lenient[list[Open[ToolCallContent]] | None] = None
     locations: Lenient[list[ToolCallLocation] | None] = None
     raw_input: Any = msgspec.field(default=None, name="rawInput")
@@ -345,6 +347,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
             self.status = _OrDefault_ToolCallStatus_None(self.status, None)
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.name, Raw):
+            self.name = _OrDefault_str_None(self.name, None)
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ToolCallContent_or_null(self.content, "content", None)
         if isinstance(self.locations, Raw):
@@ -1446,6 +1450,8 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
     title: str
+    # UNSTABLE: session/update (schema.unstable.json)
+    name: Lenient[str | None] = None
     kind: Lenient[ToolKind | None] = None
     status: Lenient[ToolCallStatus | None] = None
     content: Lenient[list[Open[ToolCallContent]] | None] = None
@@ -1455,6 +1461,8 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.name, Raw):
+            self.name = _OrDefault_str_None(self.name, None)
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):

@@ -1221,6 +1221,20 @@ def test_a_compaction_patched_with_null_clears_its_summary_and_error(
     assert "**Error:** summariser busy" not in lines
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_tool_calls_name_reaches_the_tool_call_event(editor: Editor, version: int) -> None:
+    """The unstable tool-call ``name`` (the tool's own, as Claude's and Codex's
+    adapters send it): an autocmd on AcpToolCall can tell tools apart without
+    reading titles. It was dropped."""
+    start(editor, "rewind", version)
+    turn(editor, "write a.txt hi", 1)
+    calls = editor.events("AcpToolCall")
+    assert [(c["status"], c.get("name")) for c in calls] == [
+        ("in_progress", "Write"),
+        ("completed", "Write"),
+    ]
+
+
 def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor) -> None:
     wire = start(editor, "rewind", 1)
     turn(editor, "first", 1)

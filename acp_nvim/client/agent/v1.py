@@ -315,6 +315,8 @@ def tool_call_patch(update: Any) -> ToolCallPatch:
         patch.title = update.title
     if update.kind is not None:
         patch.kind = update.kind
+    if update.name is not None:  # v1 cannot clear a name
+        patch.name = update.name
     if update.status is not None:
         patch.status = update.status
     if update.content is not None:

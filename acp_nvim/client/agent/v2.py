@@ -208,6 +208,8 @@ def tool_call_patch(update: v2.ToolCallUpdate) -> ToolCallPatch:
         patch.title = update.title or ""
     if not isinstance(update.kind, UnsetType):
         patch.kind = update.kind or "other"
+    if not isinstance(update.name, UnsetType):
+        patch.name = update.name
     if not isinstance(update.status, UnsetType):
         patch.status = update.status or "pending"
     if not isinstance(update.content, UnsetType):

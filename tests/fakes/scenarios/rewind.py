@@ -242,7 +242,7 @@ class Rewind:
             old = Path(path).read_text() if os.path.exists(path) else None
             call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
             kind = "tool_call_update" if self.version == 2 else "tool_call"
-            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",
+            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit", "name": "Write",
                                         "status": "in_progress", "locations": [{"path": path}]})
             with open(path, "w") as f:
                 f.write(content + "\n")
