@@ -33,7 +33,7 @@ What it does, per ``$defs`` entry:
   of its ``format`` (`INTEGERS`: ``uint64`` -> ``UInt64``), so a value past it fails
   the field as a wrong type does (``Lenient``: falls back) instead of decoding and
   failing later (msgpack, which carries render ops to Neovim, holds 64 bits).
-- v2 patch structs (`PATCH_DEFS`): optional fields are three-state
+- patch structs (`PATCH_DEFS`): optional fields are three-state
   (omitted -> ``UNSET``, ``null`` -> ``None``).
 - `LENIENT_OPTIONAL`: required fields real agents leave out become optional.
 - ``x-deserialize-default-on-error`` (the Rust SDK's per-field error recovery): the
@@ -93,10 +93,11 @@ LENIENT_OPTIONAL: dict[tuple[str, str], str] = {
     ("PermissionOption", "kind"): "claude-code-acp omits it",
 }
 
-# v2 upserts ("omitted = unchanged, null = cleared, value = replaced"; see
-# docs/v2/migration.mdx). Their optional fields are three-state: T | None | UnsetType.
+# Upserts ("omitted = unchanged, null = cleared, value = replaced"; see
+# docs/v2/migration.mdx): v2's, and v1's compaction (unstable, advertised: its
+# contract is the same). Their optional fields are three-state: T | None | UnsetType.
 PATCH_DEFS: dict[str, frozenset[str]] = {
-    "v1": frozenset(),
+    "v1": frozenset({"CompactionUpdate"}),
     "v2": frozenset(
         {
             "ToolCallUpdate",
@@ -117,7 +118,7 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
 # (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
 # the agent advertises McpCapabilities.acp (decision 0024); session/update gains the
 # compaction and notice updates, and v1 the client capability that allows compaction
-# (v2 has none to advertise; decision 0042).
+# (v2 has none to advertise; decision 0042), and the tool calls' `name`.
 ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
     "session/fork": (("SessionCapabilities", "fork"),),
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
@@ -128,6 +129,9 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
         ("SessionUpdate", "compaction_update"),
         ("SessionUpdate", "compaction_summary_chunk"),
         ("ClientSessionCapabilities", "compaction"),
+        # The tool's programmatic name (claude-agent-acp 0.77+, codex-acp 1.12+ send it).
+        ("ToolCall", "name"),
+        ("ToolCallUpdate", "name"),
     ),
 }
 # The preamble of every unstable description; the docstring is the text after it.

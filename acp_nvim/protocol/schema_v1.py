@@ -13,6 +13,8 @@ Conventions:
 - A discriminated union ``X`` is ``Union[<X><Tag>, ...]`` of tagged structs. Fields
   of type ``Open[X]`` decode unknown tags to ``Unknown`` (its raw JSON object),
   at the innermost level.
+- Patch structs (upserts) have three-state optional fields: omitted ->
+  ``msgspec.UNSET``, ``null`` -> ``None``, a value -> the value.
 
 Decode with ``decode(raw, Type)`` (JSON bytes / msgspec.Raw) or ``convert(obj,
 Type)`` (Python objects), encode with ``encode(obj)``. The structs decode only
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 import msgspec
-from msgspec import Raw
+from msgspec import UNSET, Raw, UnsetType
 
 from acp_nvim.protocol.unknown import (
     Int64,
@@ -330,6 +332,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     kind: Lenient[ToolKind | None] = None
     status: Lenient[ToolCallStatus | None] = None
     title: Lenient[str | None] = None
+    # UNSTABLE: session/update (schema.unstable.json)
+    name: Lenient[str | None] = None
     content: Lenient[list[Open[ToolCallContent]] | None] = None
     locations: Lenient[list[ToolCallLocation] | None] = None
     raw_input: Any = msgspec.field(default=None, name="rawInput")
@@ -343,6 +347,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
             self.status = _OrDefault_ToolCallStatus_None(self.status, None)
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, None)
+        if isinstance(self.name, Raw):
+            self.name = _OrDefault_str_None(self.name, None)
         if isinstance(self.content, Raw):
             self.content = _ValidItems_ToolCallContent_or_null(self.content, "content", None)
         if isinstance(self.locations, Raw):
@@ -1444,6 +1450,8 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
     title: str
+    # UNSTABLE: session/update (schema.unstable.json)
+    name: Lenient[str | None] = None
     kind: Lenient[ToolKind | None] = None
     status: Lenient[ToolCallStatus | None] = None
     content: Lenient[list[Open[ToolCallContent]] | None] = None
@@ -1453,6 +1461,8 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.name, Raw):
+            self.name = _OrDefault_str_None(self.name, None)
         if isinstance(self.kind, Raw):
             self.kind = _OrDefault_ToolKind_None(self.kind, None)
         if isinstance(self.status, Raw):
@@ -2326,17 +2336,17 @@ class CompactionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=Fals
 
     compaction_id: CompactionId = msgspec.field(name="compactionId")
     status: CompactionStatus
-    summary: Lenient[list[Open[ContentBlock]] | None] = None
-    error: Lenient[str | None] = None
-    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+    summary: Lenient[list[Open[ContentBlock]] | UnsetType | None] = UNSET
+    error: Lenient[str | UnsetType | None] = UNSET
+    meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.summary, Raw):
-            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", None)
+            self.summary = _ValidItems_ContentBlock_or_null(self.summary, "summary", UNSET)
         if isinstance(self.error, Raw):
-            self.error = _OrDefault_str_None(self.error, None)
+            self.error = _OrDefault_str_None(self.error, UNSET)
         if isinstance(self.meta, Raw):
-            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, UNSET)
 
 
 # UNSTABLE: session/update (schema.unstable.json)

@@ -325,6 +325,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     """Represents an upsert for a tool call that the language model has requested."""
 
     tool_call_id: ToolCallId = msgspec.field(name="toolCallId")
+    # UNSTABLE: session/update (schema.unstable.json)
+    name: Lenient[str | UnsetType | None] = UNSET
     title: Lenient[str | UnsetType | None] = UNSET
     kind: Lenient[ToolKind | UnsetType | None] = UNSET
     status: Lenient[ToolCallStatus | UnsetType | None] = UNSET
@@ -335,6 +337,8 @@ class ToolCallUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     meta: Lenient[dict[str, Any] | UnsetType | None] = msgspec.field(default=UNSET, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.name, Raw):
+            self.name = _OrDefault_str_None(self.name, UNSET)
         if isinstance(self.title, Raw):
             self.title = _OrDefault_str_None(self.title, UNSET)
         if isinstance(self.kind, Raw):

@@ -1203,6 +1203,38 @@ def test_compaction_is_a_folded_block_and_a_notice_one_line(editor: Editor, vers
     assert kind == "compaction"
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_compaction_patched_with_null_clears_its_summary_and_error(
+    editor: Editor, version: int
+) -> None:
+    """The compaction contract the client advertises over v1: ``summary`` and
+    ``error`` are patches, ``null`` clears them. Over v1 a null was read as left out:
+    the cleared summary and error stayed on screen."""
+    start(editor, "rewind", version)
+    turn(editor, "compact", 1)
+    turn(editor, "uncompact", 2)
+    lines = editor.transcript()
+    first = lines.index("#### Context compacted")
+    assert lines[first + 1] != "Kept: the plan." and "Kept: the plan." not in lines
+    failed = lines.index("#### Context compaction failed")
+    assert not lines[failed + 1].startswith("**Error:**")
+    assert "**Error:** summariser busy" not in lines
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_tool_calls_name_reaches_the_tool_call_event(editor: Editor, version: int) -> None:
+    """The unstable tool-call ``name`` (the tool's own, as Claude's and Codex's
+    adapters send it): an autocmd on AcpToolCall can tell tools apart without
+    reading titles. It was dropped."""
+    start(editor, "rewind", version)
+    turn(editor, "write a.txt hi", 1)
+    calls = editor.events("AcpToolCall")
+    assert [(c["status"], c.get("name")) for c in calls] == [
+        ("in_progress", "Write"),
+        ("completed", "Write"),
+    ]
+
+
 def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor) -> None:
     wire = start(editor, "rewind", 1)
     turn(editor, "first", 1)

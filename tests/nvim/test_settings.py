@@ -25,11 +25,12 @@ def calls(editor: Editor, turn: int = 1) -> list[list[Any]]:
 
 
 def pick_first_session(editor: Editor, ready: int | None = 2) -> list[str]:
-    """:AcpSessions with the first session picked; returns how it offered them. Waits
-    for the ``ready``-th AcpSessionReady (None: the pick opens no chat)."""
+    """:AcpSessions with the first session picked (and "resume", where the agent
+    deletes sessions too); returns how it offered them. Waits for the ``ready``-th
+    AcpSessionReady (None: the pick opens no chat)."""
     editor.lua(
         "vim.ui.select = function(items, opts, on_choice)"
-        " _G.offered = vim.tbl_map(opts.format_item, items)"
+        " if opts.format_item then _G.offered = vim.tbl_map(opts.format_item, items) end"
         " on_choice(items[1]) end"
     )
     editor.nvim.command("AcpSessions")
@@ -225,6 +226,84 @@ def test_session_history_over_v1(editor: Editor) -> None:
     # Only the sessions of this directory are asked for.
     cwd = editor.lua("return vim.fn.getcwd()")
     assert history[0][1] == {"cwd": cwd} and history[1][1] == {"cwd": cwd, "cursor": "page2"}
+
+
+# vim.ui.select answered from _G.picks, by the item shown (the next of the list each
+# time); every call's prompt and items are kept in _G.asked.
+PICK_BY_NAME = """
+_G.asked = {}
+vim.ui.select = function(items, opts, on_choice)
+  local shown = vim.tbl_map(opts.format_item or tostring, items)
+  table.insert(_G.asked, { prompt = opts.prompt, items = shown })
+  local want = table.remove(_G.picks, 1)
+  for i, item in ipairs(shown) do
+    if vim.startswith(item, want) then
+      return on_choice(items[i])
+    end
+  end
+end
+"""
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_session_picker_deletes_a_session_where_the_agent_offers_it(
+    editor: Editor, version: int
+) -> None:
+    """An agent that declares sessionCapabilities.delete: a session picked in
+    :AcpSessions is resumed or deleted as the user then picks. It only resumed: a
+    session could be deleted only by typing its id to :AcpDeleteSession."""
+    editor.setup(
+        agents={"hist": editor.fake_agent("history")},
+        default_agent="hist",
+        protocol_version=version,
+    )
+    editor.open_chat()
+    editor.lua(PICK_BY_NAME)
+    editor.lua("_G.picks = {'Second', 'delete'}")
+    editor.nvim.command("AcpSessions")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " 'acp: deleted session old-2')"
+    )
+    asked = editor.lua("return _G.asked")
+    assert asked[0]["prompt"] == "Resume or delete a session"
+    assert asked[1] == {"prompt": "Second", "items": ["resume", "delete"]}
+    assert [c for c in calls(editor) if c[0] != "session/list"] == [
+        ["session/delete", {"sessionId": "old-2"}]
+    ]
+    # "resume" resumes it; a session a chat here is on is shown at once (not deleted
+    # under that chat).
+    editor.lua("_G.asked = {} _G.picks = {'First', 'resume'}")
+    editor.nvim.command("AcpSessions")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert editor.lua("return require('acp').status().session_id") == "old-1"
+    editor.lua("_G.asked = {} _G.picks = {'First'}")
+    editor.nvim.command("AcpSessions")
+    editor.wait("#_G.asked == 1")  # the stub picks at once: the pick is done
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Resume or delete a session"
+    assert len(editor.events("AcpSessionReady")) == 2
+    assert editor.lua("return require('acp').status().session_id") == "old-1"
+
+
+def test_the_session_picker_only_resumes_where_the_agent_deletes_no_session(
+    editor: Editor,
+) -> None:
+    """Without sessionCapabilities.delete nothing offers a delete the agent would
+    refuse: the picked session is resumed at once, and :AcpDeleteSession says why."""
+    editor.setup()  # the demo agent over v1: it lists sessions, deletes none
+    editor.open_chat()
+    editor.lua("require('acp').send('remember me')")
+    editor.wait_event("AcpTurnEnd")
+    editor.lua(PICK_BY_NAME)
+    editor.lua("_G.picks = {'remember me'}")
+    editor.nvim.command("AcpSessions")
+    editor.wait("#_G.asked == 1")
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Resume session"
+    editor.nvim.command("AcpDeleteSession demo-1")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        " \"acp: agent 'demo': deleting sessions is not offered by this agent\")"
+    )
 
 
 def test_closing_a_v2_chat_closes_its_session(editor: Editor) -> None:

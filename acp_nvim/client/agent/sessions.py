@@ -25,6 +25,7 @@ __all__ = [
     "additional_directories",
     "attach_chunk",
     "attached_label",
+    "compaction_patch",
     "content_block",
     "elicit",
     "every_page",
@@ -168,6 +169,10 @@ class Sessions(Protocol):
     @property
     def can_fork(self) -> bool:
         """Whether the agent advertises ``session/fork`` (unstable in v1 and v2)."""
+
+    @property
+    def can_delete(self) -> bool:
+        """Whether the agent advertises ``session/delete`` (``sessionCapabilities.delete``)."""
 
     @property
     def message_forks(self) -> MessageForks | None:
@@ -583,6 +588,19 @@ def attach_chunk(
     message names it (decision 0094)."""
     label = attached_label(update.content, chat.workspace.cwd, schema, content_text)
     chat.on_message(MessagePatch(update.message_id, "user", "", attached=(label,)))
+
+
+def compaction_patch(chat: Chat, update: Any, content_text: Callable[[Any], str]) -> None:
+    """Apply a ``compaction_update`` (v1's or v2's) as the contract says: ``summary``
+    and ``error`` are patches (omitted leaves, ``null`` clears; ``summary: []`` clears
+    too, a summary is its blocks' text)."""
+    summary = update.summary
+    retained: str | UnsetType | None = summary if isinstance(summary, UnsetType) else (
+        "".join(content_text(b) for b in summary or []) or None
+    )
+    chat.on_compaction(
+        update.compaction_id, status=update.status, summary=retained, error=update.error
+    )
 
 
 def content_block(

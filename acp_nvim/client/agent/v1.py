@@ -45,6 +45,7 @@ from acp_nvim.client.agent.sessions import (
     TerminalSink,
     additional_directories,
     attach_chunk,
+    compaction_patch,
     elicit,
     every_page,
     extension,
@@ -147,12 +148,8 @@ def _apply_other(
             chat.on_config(_keep_shown(config_options(options), before, modes_first))
         case big_settings.Converted(options=options, entries=entries):
             chat.on_config(_keep_shown(options, chat.session.config_options, modes_first), entries)
-        case v1.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
-            # v1 cannot tell an omitted summary from null: omitted, it is left as is.
-            text = UNSET if summary is None else "".join(content_text(b) for b in summary)
-            chat.on_compaction(
-                compaction, status=update.status, summary=text, error=update.error or UNSET
-            )
+        case v1.SessionUpdateCompactionUpdate():
+            compaction_patch(chat, update, content_text)
         case v1.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
             chat.on_compaction(compaction, append=content_text(content))
         case v1.SessionUpdateNotice(severity=severity, title=title, description=description):
@@ -318,6 +315,8 @@ def tool_call_patch(update: Any) -> ToolCallPatch:
         patch.title = update.title
     if update.kind is not None:
         patch.kind = update.kind
+    if update.name is not None:  # v1 cannot clear a name
+        patch.name = update.name
     if update.status is not None:
         patch.status = update.status
     if update.content is not None:
@@ -502,6 +501,10 @@ class SessionsV1:
         return self._capabilities.session_capabilities.fork is not None
 
     @property
+    def can_delete(self) -> bool:
+        return self._capabilities.session_capabilities.delete is not None
+
+    @property
     def message_forks(self) -> MessageForks | None:
         return message_forks(self._capabilities.meta) if self.can_fork else None
 
@@ -663,7 +666,7 @@ class SessionsV1:
             self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
-        if self._capabilities.session_capabilities.delete is None:
+        if not self.can_delete:
             _not_offered("deleting sessions")
         params = v1.DeleteSessionRequest(session_id=session_id)
         await self.connection.request("session/delete", params, v1.DeleteSessionResponse)

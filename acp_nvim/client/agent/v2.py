@@ -45,6 +45,7 @@ from acp_nvim.client.agent.sessions import (
     additional_directories,
     attach_chunk,
     attached_label,
+    compaction_patch,
     elicit,
     every_page,
     fork_point,
@@ -173,13 +174,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
                 chat.on_info(title=title)
         case v2.SessionUpdateUsageUpdate(used=used, size=size, cost=cost):
             chat.on_usage(used, size, (cost.amount, cost.currency) if cost else None)
-        case v2.SessionUpdateCompactionUpdate(compaction_id=compaction, summary=summary):
-            retained: str | UnsetType | None = summary if isinstance(summary, UnsetType) else (
-                "".join(content_text(b) for b in summary or []) or None
-            )
-            chat.on_compaction(
-                compaction, status=update.status, summary=retained, error=update.error
-            )
+        case v2.SessionUpdateCompactionUpdate():
+            compaction_patch(chat, update, content_text)
         case v2.SessionUpdateCompactionSummaryChunk(compaction_id=compaction, content=content):
             chat.on_compaction(compaction, append=content_text(content))
         case v2.SessionUpdateNotice(severity=severity, title=title, description=description):
@@ -212,6 +208,8 @@ def tool_call_patch(update: v2.ToolCallUpdate) -> ToolCallPatch:
         patch.title = update.title or ""
     if not isinstance(update.kind, UnsetType):
         patch.kind = update.kind or "other"
+    if not isinstance(update.name, UnsetType):
+        patch.name = update.name
     if not isinstance(update.status, UnsetType):
         patch.status = update.status or "pending"
     if not isinstance(update.content, UnsetType):
@@ -414,6 +412,11 @@ class SessionsV2:
         return session is not None and session.fork is not None
 
     @property
+    def can_delete(self) -> bool:
+        session = self.init.capabilities.session
+        return session is not None and session.delete is not None
+
+    @property
     def message_forks(self) -> MessageForks | None:
         return message_forks(self.init.capabilities.meta) if self.can_fork else None
 
@@ -563,8 +566,7 @@ class SessionsV2:
         self.services.forget(session_id)
 
     async def delete(self, session_id: str) -> None:
-        session = self.init.capabilities.session
-        if session is None or session.delete is None:
+        if not self.can_delete:
             raise NotOffered("deleting sessions is not offered by this agent")
         params = v2.DeleteSessionRequest(session_id=session_id)
         await self.connection.request("session/delete", params, v2.DeleteSessionResponse)

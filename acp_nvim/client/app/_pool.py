@@ -270,7 +270,10 @@ class AgentPool:
         for session in sessions:
             session["turns"] = turns.get(session["session_id"])
             session["updated"] = _epoch(session.get("updated_at"))
-        data = {"chat": chat_id, "agent": connection.name, "sessions": sessions}
+        # Where the agent deletes sessions, the picker offers that beside resuming.
+        can_delete = connection.sessions is not None and connection.sessions.can_delete
+        data = {"chat": chat_id, "agent": connection.name, "sessions": sessions,
+                "can_delete": can_delete}  # fmt: skip
         self.ctx.editor.emit("AcpSessionList", data)
 
     async def delete_session(self, chat_id: int, session_id: str) -> None:

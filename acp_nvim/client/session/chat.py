@@ -402,7 +402,7 @@ class Chat:
             self.changes.on_tool_call(call)
         if news:  # AcpToolCall: on create and on each status change
             data = {"chat": self.id, "id": call.id, "title": call.title, "kind": call.kind}
-            self.editor.emit("AcpToolCall", {**data, "status": call.status})
+            self.editor.emit("AcpToolCall", {**data, "name": call.name, "status": call.status})
         redraw = {view.HEAD} if _set(patch.title, patch.kind, patch.status) else set()
         if _set(patch.content, patch.append_content) or (
             _set(patch.status) and any(isinstance(p, TerminalPart) for p in call.content)

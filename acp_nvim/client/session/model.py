@@ -343,6 +343,7 @@ class ToolCall(msgspec.Struct):
     raw_input: Any = None
     permission: PermissionPrompt | None = None
     own: bool = False  # the client's own (a v2 permission's subject): no agent updates it
+    name: str | None = None  # the tool's programmatic name (Bash, exec_command), if sent
 
 
 class ToolCallPatch(msgspec.Struct):
@@ -360,6 +361,7 @@ class ToolCallPatch(msgspec.Struct):
     append_content: list[ContentPart] | UnsetType = UNSET
     locations: list[Location] | UnsetType = UNSET
     raw_input: Any = UNSET
+    name: str | UnsetType | None = UNSET
 
 
 class Choices(msgspec.Struct, frozen=True):
@@ -687,6 +689,8 @@ class Session(msgspec.Struct):
             call.title = patch.title
         if not isinstance(patch.kind, UnsetType):
             call.kind = patch.kind
+        if not isinstance(patch.name, UnsetType):
+            call.name = patch.name
         if not isinstance(patch.status, UnsetType):
             news = news or call.status != patch.status
             call.status = patch.status

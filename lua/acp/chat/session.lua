@@ -193,8 +193,24 @@ function M.complete_ids()
   return ids
 end
 
+---@param s table a session of an AcpSessionList event
+local function title_of(s)
+  return s.title ~= vim.NIL and s.title or s.session_id
+end
+
+--- Resume session `s` of `data`'s list (see M.resume).
+local function resume_listed(chat, data, s)
+  -- With the roots the agent lists it with: a resume that does not name them
+  -- again takes them away (one that is no directory any more would refuse it).
+  local roots = vim.tbl_filter(function(root)
+    return vim.fn.isdirectory(root) == 1
+  end, s.roots ~= vim.NIL and s.roots or {})
+  M.resume(data.agent, s.session_id, chat, roots)
+end
+
 --- Offer the sessions of `chat`'s AcpSessionList event; the one picked opens in a
---- new chat in the same directory.
+--- new chat in the same directory, or, where the agent deletes sessions, is
+--- resumed or deleted as the user then picks (decision 0106).
 local function pick(chat, data)
   local sessions = data.sessions or {}
   if #sessions == 0 then
@@ -202,10 +218,9 @@ local function pick(chat, data)
     return
   end
   vim.ui.select(sessions, {
-    prompt = "Resume session",
+    prompt = data.can_delete and "Resume or delete a session" or "Resume session",
     format_item = function(s)
-      local title = s.title ~= vim.NIL and s.title or s.session_id
-      local parts = { title, data.agent }
+      local parts = { title_of(s), data.agent }
       if s.cwd ~= vim.NIL and s.cwd then
         table.insert(parts, vim.fn.fnamemodify(s.cwd, ":~"))
       end
@@ -222,14 +237,21 @@ local function pick(chat, data)
       return table.concat(parts, " · ")
     end,
   }, function(s)
-    if s then
-      -- With the roots the agent lists it with: a resume that does not name them
-      -- again takes them away (one that is no directory any more would refuse it).
-      local roots = vim.tbl_filter(function(root)
-        return vim.fn.isdirectory(root) == 1
-      end, s.roots ~= vim.NIL and s.roots or {})
-      M.resume(data.agent, s.session_id, chat, roots)
+    if not s then
+      return
     end
+    -- A session a chat here is on is only shown: that chat goes on in it.
+    if not data.can_delete or M.chat_of(data.agent, s.session_id) then
+      resume_listed(chat, data, s)
+      return
+    end
+    vim.ui.select({ "resume", "delete" }, { prompt = title_of(s) }, function(action)
+      if action == "resume" then
+        resume_listed(chat, data, s)
+      elseif action == "delete" then
+        M.delete(chat, s.session_id)
+      end
+    end)
   end)
 end
 

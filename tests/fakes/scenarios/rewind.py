@@ -33,8 +33,9 @@ class Rewind:
     A prompt ``write NAME TEXT`` writes TEXT to NAME in the session's directory (on
     disk, reported as a tool call); ``hold`` waits for a cancel or a steering
     message (``hold code`` in an open code block); ``ask`` asks a permission (v1, see
-    :meth:`ask`); ``compact`` compacts the context and sends a notice; anything else is
-    echoed. Usage is reported as 1234 tokens and $0.05 a turn the session holds (a
+    :meth:`ask`); ``compact`` compacts the context and sends a notice, ``uncompact``
+    then clears that compaction's summary and fails another whose error it clears
+    (``null`` patches); anything else is echoed. Usage is reported as 1234 tokens and $0.05 a turn the session holds (a
     fork at a message holds the parent's turns up to it). Flags after ``+``: ``plain``
     forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
@@ -241,7 +242,7 @@ class Rewind:
             old = Path(path).read_text() if os.path.exists(path) else None
             call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
             kind = "tool_call_update" if self.version == 2 else "tool_call"
-            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",
+            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit", "name": "Write",
                                         "status": "in_progress", "locations": [{"path": path}]})
             with open(path, "w") as f:
                 f.write(content + "\n")
@@ -294,6 +295,8 @@ class Rewind:
             await self.ask(session)
         elif text == "compact":
             await self.compact(session)
+        elif text == "uncompact":
+            await self.uncompact(session)
         else:
             await self.say(session, f"{session}: {text}")
         n = self.turns[session]
@@ -360,6 +363,18 @@ class Rewind:
         await self.update(session, {"sessionUpdate": "notice", "severity": "warning",
                                     "title": "Context compacted", "description": "older turns summarised"})  # fmt: skip
         await self.say(session, "compacted")
+
+    async def uncompact(self, session: str) -> None:
+        """Patches with ``null`` (the contract: null clears, omission leaves): c1's
+        summary is cleared; c2 fails with an error that a later patch clears."""
+        update = {"sessionUpdate": "compaction_update"}
+        await self.update(session, {**update, "compactionId": "c1", "status": "completed",
+                                    "summary": None})  # fmt: skip
+        await self.update(session, {**update, "compactionId": "c2", "status": "failed",
+                                    "error": "summariser busy"})  # fmt: skip
+        await self.update(session, {**update, "compactionId": "c2", "status": "failed",
+                                    "error": None})  # fmt: skip
+        await self.say(session, "uncompacted")
 
     async def steer(self, params: Params) -> Params:
         session = params["sessionId"]

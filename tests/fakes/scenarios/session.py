@@ -289,6 +289,7 @@ SCENARIOS = (
             "loadSession": True,
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
         },
+        v2={"list": {}, "close": {}, "resume": {}, "delete": {}},
     ),
     # session/close done and answered only once the test releases it (faults.held)
     Scenario(
