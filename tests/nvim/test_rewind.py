@@ -565,6 +565,22 @@ def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_
     assert "still ending the cancelled turn" not in editor.transcript_text()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_file_a_turn_left_behind_writes_is_not_the_next_turns(editor: Editor, version: int) -> None:
+    """The agent went on with the turn a rewind cancelled and wrote late.txt while the
+    chat's next turn ran: the review of that turn asked about late.txt. The branch
+    left names it where it says the agent ended that turn."""
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+write", version)
+    turn(editor, "write b.txt new", 3)  # the agent ends the held turn of s1 first
+    project = editor.tmp / "project"
+    assert (project / "late.txt").read_text() == "late\n"
+    changes = editor.lua("return require('acp').changes()")
+    assert [(c["path"], c["turn"]) for c in changes] == [(str(project / "b.txt"), 3)]
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Files it named meanwhile, not in the review: `late.txt`")
+
+
 def release(editor: Editor) -> None:
     """Let the "release" agent end its held turn (see ``rewind_past_a_turn_the_agent_goes_on_with``)."""
     with open(editor.tmp / "project" / "release", "wb"):

@@ -160,7 +160,7 @@ class AgentConnection:
         self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
             self.chats, self.reviews, self.terminals, self.permissions, tasks,
-            self.elicitations, self.mcp, modes_first=self.config.set_mode,
+            self.elicitations, self.mcp, modes_first=self.config.set_mode, turns=self.turns,
         )  # fmt: skip
 
         def serve(connection: Connection) -> None:

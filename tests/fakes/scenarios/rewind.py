@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -47,7 +48,7 @@ class Rewind:
     named pipe ``release`` in the session's directory for writing and closes it, ``mcp``
     has a held turn that goes on (``late``, ``release``) first run ``true`` with the
     editor's MCP tool ``run_command``, over the stdio server offered with that session,
-    and record the result as ``mcp``, ``load``
+    and record the result as ``mcp``, ``write`` has it write ``late.txt`` then, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
     by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
     only: ``one`` a whole ``user_message`` carrying a link to ``a.py``; with ``after``,
@@ -237,25 +238,7 @@ class Rewind:
             await self.say(session, text, "user_message_chunk")
         if text.startswith("write "):
             _, name, content = text.split(" ", 2)
-            path = os.path.join(self.cwd[session], name)
-            old = Path(path).read_text() if os.path.exists(path) else None
-            call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
-            kind = "tool_call_update" if self.version == 2 else "tool_call"
-            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",
-                                        "status": "in_progress", "locations": [{"path": path}]})
-            with open(path, "w") as f:
-                f.write(content + "\n")
-            diff = {"type": "diff", "path": path, "oldText": old, "newText": content + "\n"}
-            if self.version == 2:  # a v2 diff: the change and its git patch
-                patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
-                                             "/dev/null" if old is None else path, path)
-                operation = "add" if old is None else "modify"
-                diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
-                        "patch": {"format": "git_patch",
-                                  "text": f"diff --git {path} {path}\n" + "".join(patch)}}
-            await self.update(session, {"sessionUpdate": "tool_call_update", **call,
-                                        "status": "completed", "content": [diff]})  # fmt: skip
-            await self.say(session, f"wrote {name}")
+            await self.write(session, name, content)
         elif text.startswith("bytes "):  # bytes written, the tool call's v2 patch naming them
             _, name, data = text.split(" ", 2)
             path = os.path.join(self.cwd[session], name)
@@ -285,6 +268,8 @@ class Rewind:
             elif session not in self.steering:  # "late": the turn ended first
                 if "mcp" in self.flags:
                     await self.run_true(session)
+                if "write" in self.flags:  # a tool that goes on after the cancel
+                    await self.write(session, "late.txt", "late")
                 await self.say(session, " done")
             elif text == "hold code":
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
@@ -305,6 +290,29 @@ class Rewind:
         if session in self.held_ended:
             self.held_ended.pop(session).set()
         return stop
+
+    async def write(self, session: str, name: str, content: str) -> None:
+        """Write ``content`` to ``name`` in the session's directory, as a tool call."""
+        path = os.path.join(self.cwd[session], name)
+        old = Path(path).read_text() if os.path.exists(path) else None
+        call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
+        kind = "tool_call_update" if self.version == 2 else "tool_call"
+        await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit",
+                                    "status": "in_progress", "locations": [{"path": path}]})
+        with open(path, "w") as f:
+            f.write(content + "\n")
+        diff: dict[str, Any] = {"type": "diff", "path": path, "oldText": old,
+                                "newText": content + "\n"}
+        if self.version == 2:  # a v2 diff: the change and its git patch
+            patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
+                                         "/dev/null" if old is None else path, path)
+            operation = "add" if old is None else "modify"
+            diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
+                    "patch": {"format": "git_patch",
+                              "text": f"diff --git {path} {path}\n" + "".join(patch)}}
+        await self.update(session, {"sessionUpdate": "tool_call_update", **call,
+                                    "status": "completed", "content": [diff]})  # fmt: skip
+        await self.say(session, f"wrote {name}")
 
     @staticmethod
     async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
@@ -398,7 +406,7 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release", "rewind+deaf+late+mcp",
+                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write",
                  "rewind+resume+load", "rewind+resume+load+attach", "rewind+resume+load+after",
                  "rewind+steer+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
