@@ -786,6 +786,36 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert text.count("s1: second") == 0 and "s2: second" in text
 
 
+def test_an_edit_carries_the_attachments_given_apart_from_its_text(editor: Editor) -> None:
+    """A prompt sent with ``send(text, {context = ...})`` then edited (:AcpEdit) went
+    without notes.md, which :AcpRegenerate keeps: only the ``@`` mentions of the
+    text were attached again. A mention the edit removes (``@b.txt``) goes no more."""
+    wire = start(editor, "rewind", 1)
+    project = editor.tmp / "project"
+    (project / "notes.md").write_text("the notes\n")
+    (project / "b.txt").write_text("bee\n")
+    editor.lua(
+        "require('acp').send(..., {context = {{type = 'file', path = select(2, ...)}}})",
+        "look @b.txt", str(project / "notes.md"),
+    )  # fmt: skip
+    editor.wait_event("AcpTurnEnd", count=1)
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+    editor.nvim.input("ccagain<Esc><CR>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    first, edited = (call["prompt"] for call in calls(wire, "session/prompt"))
+
+    def named(blocks: list[dict[str, Any]]) -> list[str]:
+        uris = [block.get("resource", block).get("uri", "") for block in blocks]
+        return [os.path.basename(uri) for uri in uris if uri]
+
+    assert sorted(named(first)) == ["b.txt", "notes.md"]
+    assert named(edited) == ["notes.md"]
+    assert [block["text"] for block in edited if block["type"] == "text"] == ["again"]
+
+
 def kill_the_agent(editor: Editor, scenario: str, errors: int) -> None:
     [pid] = fake_pids(editor, scenario)
     os.kill(pid, signal.SIGKILL)
