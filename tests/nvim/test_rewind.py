@@ -1170,6 +1170,39 @@ def test_a_cancel_at_a_permission_prompt_says_cancelling_until_the_turn_ends(
     assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
 
 
+def test_a_cancel_says_cancelling_though_the_agent_reports_itself_running(
+    editor: Editor,
+) -> None:
+    """A v2 agent still running a tool as <C-c> came reported ``running``, then
+    ``requires_action`` with a permission request, before it ended the turn: each
+    set "cancelling" back, as if the turn went on. The request is answered
+    ``cancelled``, nobody asked."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+busy"], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=2, timeouts={"cancel": 60}
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua(
+        """
+        local winbar = require('acp.chat.winbar')
+        local update = winbar.update
+        _G.turn_states = {}
+        winbar.update = function(chat)
+          table.insert(_G.turn_states, chat.status.turn_state)
+          return update(chat)
+        end
+        require('acp').cancel()
+        """
+    )
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    states = editor.lua("return _G.turn_states")
+    assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
+    assert calls(calls_file, "answered") == [{"outcome": {"outcome": "cancelled"}}]
+
+
 def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None:
     editor.setup(agents={"fake": editor.fake_agent("permission")}, default_agent="fake")
     editor.open_chat()

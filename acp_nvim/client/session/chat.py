@@ -298,7 +298,7 @@ class Chat:
                 self.session.stop_reason = stop_reason or "idle"
         elif state in ("running", "requires_action"):
             self.session.state = "running" if state == "running" else "requires_action"
-            if self.state in ("ready", "running"):
+            if self.state in ("ready", "running") and not self.session.cancelling:
                 self.set_state("running", turn_state=state)
         else:
             self.on_info(turn_state=state)

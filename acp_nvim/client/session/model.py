@@ -437,6 +437,9 @@ class Session(msgspec.Struct):
     session_id: str = ""
     state: TurnState = "idle"
     stop_reason: str | None = None
+    # The agent was asked to stop the running turn: "cancelling" until it ends, though
+    # an agent still running a tool reports ``running`` or ``requires_action``.
+    cancelling: bool = False
     title: str | None = None
     items: list[tuple[str, str]] = msgspec.field(default_factory=list)
     messages: dict[str, Message] = msgspec.field(default_factory=dict)
@@ -661,6 +664,7 @@ class Session(msgspec.Struct):
 
     def turn_ended(self) -> None:
         """The turn is over: no echo waits for its ack, no message for its line's end."""
+        self.cancelling = False
         self.echoed(None)
         self.parting = None
         self.unsaid = None

@@ -48,7 +48,9 @@ class Rewind:
     named pipe ``release`` in the session's directory for writing and closes it, ``mcp``
     has a held turn that goes on (``late``, ``release``) first run ``true`` with the
     editor's MCP tool ``run_command``, over the stdio server offered with that session,
-    and record the result as ``mcp``, ``write`` has it write ``late.txt`` then, ``load``
+    and record the result as ``mcp``, ``write`` has it write ``late.txt`` then, ``busy``
+    (v2) has a held turn report itself ``running``, then ``requires_action`` with a
+    permission request (its answer recorded as ``answered``), once cancelled, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
     by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
     only: ``one`` a whole ``user_message`` carrying a link to ``a.py``; with ``after``,
@@ -265,6 +267,8 @@ class Rewind:
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
+                if "busy" in self.flags:  # a tool still running as the cancel came
+                    await self.busy(session)
             elif session not in self.steering:  # "late": the turn ended first
                 if "mcp" in self.flags:
                     await self.run_true(session)
@@ -355,6 +359,16 @@ class Rewind:
         if session in self.steering:
             await self.say(session, f"steered: {self.steering.pop(session)}")
 
+    async def busy(self, session: str) -> None:
+        for state in ("running", "requires_action"):
+            await self.update(session, {"sessionUpdate": "state_update", "state": state})
+        options = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}]
+        answer = await self.c.request("session/request_permission", {"sessionId": session, "title": "Run it",
+                                      "options": options}, dict)  # fmt: skip
+        with open(os.environ["FAKE_CALLS"], "a") as f:
+            f.write(json.dumps(["answered", answer]) + "\n")
+        await self.update(session, {"sessionUpdate": "state_update", "state": "running"})
+
     async def compact(self, session: str) -> None:
         """A compaction (only where the client takes them: v2, or v1 advertising it),
         then a notice."""
@@ -406,7 +420,7 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write",
+                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write", "rewind+busy",
                  "rewind+resume+load", "rewind+resume+load+attach", "rewind+resume+load+after",
                  "rewind+steer+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
