@@ -1052,6 +1052,29 @@ def test_a_message_too_late_for_the_turn_goes_as_the_next_prompt(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_whose_steering_fails_waits_for_the_turn_and_stops_nothing(
+    editor: Editor, version: int
+) -> None:
+    """The agent failed the ``_session/steering`` request: "send now" then cancelled
+    the turn and sent the message first, though the user asked to add a message,
+    not to stop the agent. It waits in the queue and goes when the turn ends."""
+    os.mkfifo(editor.tmp / "project" / "release")
+    wire = start(editor, "rewind+steer+release+broken", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    assert "steering broke" in editor.wait_event("AcpError")["message"]
+    wait_text(editor, "waits in the queue")
+    assert editor.lua("return require('acp').status().queued") == 1
+    release(editor)
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "end_turn"
+    assert calls(wire, "session/cancel") == []
+    assert [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")] == ["hold", "turn left"]
+    text = editor.transcript_text()
+    assert "## Agent\nholding done" in text and "s1: turn left" in text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_message_steered_in_a_code_block_parts_after_the_block(
     editor: Editor, version: int
 ) -> None:

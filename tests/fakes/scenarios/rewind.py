@@ -39,7 +39,8 @@ class Rewind:
     fork at a message holds the parent's turns up to it). Flags after ``+``: ``plain``
     forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
-    ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
+    ends as a steering message comes, answered ``promptRequired``; with ``broken`` every
+    steering request fails), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
     every fork with an error, ``exclusive`` advertises forks at a message that drop
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
@@ -387,6 +388,8 @@ class Rewind:
         session = params["sessionId"]
         if session not in self.steered:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        if "broken" in self.flags:
+            raise RequestError(-32603, "Internal error: steering broke")
         if "late" in self.flags:  # the turn ends as the message comes: too late for it
             self.steered[session].set()
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
@@ -420,7 +423,7 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write", "rewind+busy",
+                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write", "rewind+busy", "rewind+steer+release+broken",
                  "rewind+resume+load", "rewind+resume+load+attach", "rewind+resume+load+after",
                  "rewind+steer+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
