@@ -518,6 +518,24 @@ def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor)
     assert git(project, "branch", "--list", "acp/*") == ""
 
 
+def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor) -> None:
+    """With a branch ``acp`` in the repository git can make no ``acp/<n>``: every
+    worktree chat failed ("cannot lock ref 'refs/heads/acp/1'"). Its branch is
+    ``acp-<n>`` there; yours is untouched."""
+    project = repository(editor)
+    git(project, "branch", "acp")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    worktree = Path(listed["worktree"])
+    assert git(worktree, "branch", "--show-current") == f"acp-{listed['id']}\n"
+    assert f"worktree acp-{listed['id']}" in winbar(editor)
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp*").split() == [
+        "acp", f"acp-{listed['id']}"
+    ]
+
+
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(
     editor: Editor,
 ) -> None:

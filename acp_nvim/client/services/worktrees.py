@@ -240,13 +240,15 @@ def _has_branch(project: str, branch: str) -> bool:
 
 def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     """A branch ``acp/<name>`` and a directory ``<stem>-<name>`` neither of which
-    exists yet (a suffix counts up while one does)."""
+    exists yet, suffixed ``-2``, ``-3``... while one is taken. Beside a branch
+    ``acp`` of the user's, git can make no ``acp/...``: ``acp-<name>`` then."""
+    prefix = "acp-" if _has_branch(project, "acp") else "acp/"
     for n in range(1, 1000):
         suffix = "" if n == 1 else f"-{n}"
-        branch, path = f"acp/{name}{suffix}", f"{stem}-{name}{suffix}"
+        branch, path = f"{prefix}{name}{suffix}", f"{stem}-{name}{suffix}"
         if not _has_branch(project, branch) and not os.path.lexists(path):
             return branch, path
-    raise WorktreeError(f"cannot make a worktree: every branch acp/{name}-N is taken")
+    raise WorktreeError(f"cannot make a worktree: every branch {prefix}{name}-N is taken")
 
 
 def _copy_changes(project: str, path: str) -> None:
