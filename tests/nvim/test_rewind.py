@@ -581,6 +581,20 @@ def test_a_file_a_turn_left_behind_writes_is_not_the_next_turns(editor: Editor, 
     wait_text(editor, "Files it named meanwhile, not in the review: `late.txt`")
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_file_the_next_turn_writes_too_is_its_own_though_a_turn_left_behind_named_it(
+    editor: Editor, version: int
+) -> None:
+    """What the open turn's own tool calls name is its change, reviewed, though the
+    turn left behind wrote there first (the two cannot be told apart on disk)."""
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+write", version)
+    turn(editor, "write late.txt mine", 3)
+    late = editor.tmp / "project" / "late.txt"
+    assert late.read_text() == "mine\n"
+    changes = editor.lua("return require('acp').changes()")
+    assert [(c["path"], c["turn"]) for c in changes] == [(str(late), 3)]
+
+
 def release(editor: Editor) -> None:
     """Let the "release" agent end its held turn (see ``rewind_past_a_turn_the_agent_goes_on_with``)."""
     with open(editor.tmp / "project" / "release", "wb"):

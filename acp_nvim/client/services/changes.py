@@ -543,7 +543,8 @@ class SessionChanges:
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        changed = await self.disk.changed(named, skip=self.left.paths)
+        # Not what the open turn's own calls name too: that turn's change is reviewed.
+        changed = await self.disk.changed(named, skip=self.left.paths.keys() - self.disk.named)
         if not changed:
             return
         await self.editor.reload_buffers(changed)  # those with unsaved edits: see DiskChanges

@@ -20,7 +20,7 @@ from acp_nvim.client.session.workspace import shown_path
 class LeftBehind:
     """The files the tool calls of a chat's turn left to the agent named (``paths``,
     absolute against ``cwd``), which the review's checks skip until a turn begins
-    after that turn ended."""
+    after that turn ended (but those the open turn's own calls name)."""
 
     def __init__(self, cwd: str) -> None:
         self.cwd = cwd
