@@ -565,6 +565,36 @@ def test_a_switch_back_to_the_session_of_a_turn_left_behind_goes_once_the_agent_
     assert "still ending the cancelled turn" not in editor.transcript_text()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_file_a_turn_left_behind_writes_is_not_the_next_turns(editor: Editor, version: int) -> None:
+    """The agent went on with the turn a rewind cancelled and wrote late.txt while the
+    chat's next turn ran: the review of that turn asked about late.txt. The branch
+    left names it where it says the agent ended that turn."""
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+write", version)
+    turn(editor, "write b.txt new", 3)  # the agent ends the held turn of s1 first
+    project = editor.tmp / "project"
+    assert (project / "late.txt").read_text() == "late\n"
+    changes = editor.lua("return require('acp').changes()")
+    assert [(c["path"], c["turn"]) for c in changes] == [(str(project / "b.txt"), 3)]
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    wait_text(editor, "Files it named meanwhile, not in the review: `late.txt`")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_file_the_next_turn_writes_too_is_its_own_though_a_turn_left_behind_named_it(
+    editor: Editor, version: int
+) -> None:
+    """What the open turn's own tool calls name is its change, reviewed, though the
+    turn left behind wrote there first (the two cannot be told apart on disk)."""
+    rewind_past_a_turn_the_agent_goes_on_with(editor, "rewind+deaf+late+write", version)
+    turn(editor, "write late.txt mine", 3)
+    late = editor.tmp / "project" / "late.txt"
+    assert late.read_text() == "mine\n"
+    changes = editor.lua("return require('acp').changes()")
+    assert [(c["path"], c["turn"]) for c in changes] == [(str(late), 3)]
+
+
 def release(editor: Editor) -> None:
     """Let the "release" agent end its held turn (see ``rewind_past_a_turn_the_agent_goes_on_with``)."""
     with open(editor.tmp / "project" / "release", "wb"):
@@ -768,6 +798,36 @@ def test_regenerate_sends_the_last_prompt_again_from_before_its_answer(
     assert (last["sessionId"], last["prompt"][-1]["text"]) == ("s2", "second")
     text = editor.transcript_text()
     assert text.count("s1: second") == 0 and "s2: second" in text
+
+
+def test_an_edit_carries_the_attachments_given_apart_from_its_text(editor: Editor) -> None:
+    """A prompt sent with ``send(text, {context = ...})`` then edited (:AcpEdit) went
+    without notes.md, which :AcpRegenerate keeps: only the ``@`` mentions of the
+    text were attached again. A mention the edit removes (``@b.txt``) goes no more."""
+    wire = start(editor, "rewind", 1)
+    project = editor.tmp / "project"
+    (project / "notes.md").write_text("the notes\n")
+    (project / "b.txt").write_text("bee\n")
+    editor.lua(
+        "require('acp').send(..., {context = {{type = 'file', path = select(2, ...)}}})",
+        "look @b.txt", str(project / "notes.md"),
+    )  # fmt: skip
+    editor.wait_event("AcpTurnEnd", count=1)
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("require('acp.chat.registry').get().editing == 1")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+    editor.nvim.input("ccagain<Esc><CR>")
+    editor.wait_event("AcpTurnEnd", count=2)
+    first, edited = (call["prompt"] for call in calls(wire, "session/prompt"))
+
+    def named(blocks: list[dict[str, Any]]) -> list[str]:
+        uris = [block.get("resource", block).get("uri", "") for block in blocks]
+        return [os.path.basename(uri) for uri in uris if uri]
+
+    assert sorted(named(first)) == ["b.txt", "notes.md"]
+    assert named(edited) == ["notes.md"]
+    assert [block["text"] for block in edited if block["type"] == "text"] == ["again"]
 
 
 def kill_the_agent(editor: Editor, scenario: str, errors: int) -> None:
@@ -1006,6 +1066,29 @@ def test_a_message_too_late_for_the_turn_goes_as_the_next_prompt(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_whose_steering_fails_waits_for_the_turn_and_stops_nothing(
+    editor: Editor, version: int
+) -> None:
+    """The agent failed the ``_session/steering`` request: "send now" then cancelled
+    the turn and sent the message first, though the user asked to add a message,
+    not to stop the agent. It waits in the queue and goes when the turn ends."""
+    os.mkfifo(editor.tmp / "project" / "release")
+    wire = start(editor, "rewind+steer+release+broken", version)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    assert "steering broke" in editor.wait_event("AcpError")["message"]
+    wait_text(editor, "waits in the queue")
+    assert editor.lua("return require('acp').status().queued") == 1
+    release(editor)
+    assert editor.wait_event("AcpTurnEnd", count=2)["stop_reason"] == "end_turn"
+    assert calls(wire, "session/cancel") == []
+    assert [p["prompt"][-1]["text"] for p in calls(wire, "session/prompt")] == ["hold", "turn left"]
+    text = editor.transcript_text()
+    assert "## Agent\nholding done" in text and "s1: turn left" in text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_message_steered_in_a_code_block_parts_after_the_block(
     editor: Editor, version: int
 ) -> None:
@@ -1122,6 +1205,39 @@ def test_a_cancel_at_a_permission_prompt_says_cancelling_until_the_turn_ends(
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
     states = editor.lua("return _G.turn_states")
     assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
+
+
+def test_a_cancel_says_cancelling_though_the_agent_reports_itself_running(
+    editor: Editor,
+) -> None:
+    """A v2 agent still running a tool as <C-c> came reported ``running``, then
+    ``requires_action`` with a permission request, before it ended the turn: each
+    set "cancelling" back, as if the turn went on. The request is answered
+    ``cancelled``, nobody asked."""
+    calls_file = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+busy"], "env": {"FAKE_CALLS": str(calls_file)}}
+    editor.setup(
+        agents={"fake": agent}, default_agent="fake", protocol_version=2, timeouts={"cancel": 60}
+    )
+    editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua(
+        """
+        local winbar = require('acp.chat.winbar')
+        local update = winbar.update
+        _G.turn_states = {}
+        winbar.update = function(chat)
+          table.insert(_G.turn_states, chat.status.turn_state)
+          return update(chat)
+        end
+        require('acp').cancel()
+        """
+    )
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    states = editor.lua("return _G.turn_states")
+    assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
+    assert calls(calls_file, "answered") == [{"outcome": {"outcome": "cancelled"}}]
 
 
 def test_a_rejected_permissions_reason_reaches_the_agent(editor: Editor) -> None:

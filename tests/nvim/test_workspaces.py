@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_nvim.client.services.worktrees import make_worktree
 from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_history import second_neovim
 
@@ -516,6 +518,49 @@ def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor)
     assert not wait_gone(pids)  # the Python side ended, after its shutdown
     assert not worktree.exists()
     assert git(project, "branch", "--list", "acp/*") == ""
+
+
+def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor) -> None:
+    """With a branch ``acp`` in the repository git can make no ``acp/<n>``: every
+    worktree chat failed ("cannot lock ref 'refs/heads/acp/1'"). Its branch is
+    ``acp-<n>`` there; yours is untouched."""
+    project = repository(editor)
+    git(project, "branch", "acp")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    worktree = Path(listed["worktree"])
+    assert git(worktree, "branch", "--show-current") == f"acp-{listed['id']}\n"
+    assert f"worktree acp-{listed['id']}" in winbar(editor)
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp*").split() == [
+        "acp", f"acp-{listed['id']}"
+    ]
+
+
+def test_a_worktree_a_killed_neovim_left_is_told_of_once(editor: Editor) -> None:
+    """A Neovim killed with a worktree chat open, the history off, left its worktree
+    and branch: nothing ever removed them or said they were there."""
+    project = repository(editor)
+    home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
+    left, _ = make_worktree(str(project), "1", str(home))
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()  # the killed Neovim: its process is gone, its file stays
+    admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
+    (admin / f"acp-held-{dead.pid}").write_text("")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", history={"enabled": False})
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    told = [n["msg"] for n in editor.lua("return _G.acp_notices") if left.path in n["msg"]]
+    assert told == [
+        f"acp: the worktree {left.path} (branch acp/1) was left by a Neovim that ended"
+        " without closing its chat: reopen that chat from the history to go on there, or"
+        f" remove it (git worktree remove --force {left.path}; git branch -D acp/1)"
+    ]
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady", count=2)
+    assert sum(left.path in n["msg"] for n in editor.lua("return _G.acp_notices")) == 1
+    assert Path(left.path).is_dir()  # what it holds is the user's to judge
 
 
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(

@@ -160,7 +160,7 @@ class AgentConnection:
         self.terminals.start(tasks.reporting_to(self._show_error))
         services = Services(
             self.chats, self.reviews, self.terminals, self.permissions, tasks,
-            self.elicitations, self.mcp, modes_first=self.config.set_mode,
+            self.elicitations, self.mcp, modes_first=self.config.set_mode, turns=self.turns,
         )  # fmt: skip
 
         def serve(connection: Connection) -> None:
@@ -399,6 +399,7 @@ class AgentConnection:
             self.elicitations.cancel(chat)
             self.terminals.cancel(chat)
             self.turns.end(chat)
+            chat.session.cancelling = False  # ended by a failure too (Session.turn_ended)
 
     def _refused_with(self, chat: Chat, seed: str) -> None:
         """The agent refused the prompt carrying the conversation (``seed``) to a new
@@ -418,6 +419,7 @@ class AgentConnection:
         ``cancelled``, or after ``turns.grace`` seconds (the spec lets a client stop waiting).
         Pending permission requests are answered ``cancelled`` at once; no command starts."""
         sessions = self._sessions()
+        chat.session.cancelling = chat.state == "running"
         chat.on_info(turn_state="cancelling")
         self.turns.stop(chat)
         self.terminals.cancel(chat)  # before the await: the window may close meanwhile

@@ -57,6 +57,7 @@ from msgspec import UnsetType
 
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
+from acp_nvim.client.agent.turns import Turns
 from acp_nvim.client.mcp import (
     AcpBridge,
     AcpServer,
@@ -124,6 +125,8 @@ class Services(msgspec.Struct, eq=False):
     # Every session id a chat has had that the agent may still hold: one no chat has
     # now was left (a rewind, a closed chat), not one being created (see forget).
     taken: set[str] = msgspec.field(default_factory=set)
+    # The connection's turns: those left to the agent go on unseen (Turns.left_call).
+    turns: Turns = msgspec.field(default_factory=Turns)
 
     def register(self, session_id: str, chat: Chat, answered: str | None = None) -> None:
         """``chat`` is the chat of ``session_id`` from now on: its updates and requests

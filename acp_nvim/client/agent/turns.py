@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 import anyio
 
 from acp_nvim.client.session.chat import Chat
+from acp_nvim.client.session.model import ToolCallPatch
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import ConnectionClosed
 
@@ -58,8 +59,9 @@ class Turns:
         # that session is shown meanwhile (``Chat.unshown``), whichever branch is.
         self._left: dict[str, tuple[Chat, anyio.Event]] = {}
         # Sessions whose turn left to the agent ended while their chat showed another
-        # one: told when it shows theirs again (:meth:`shown`).
-        self._untold: dict[str, Chat] = {}
+        # one: told when it shows theirs again (:meth:`shown`), with the files that
+        # turn's tool calls named meanwhile.
+        self._untold: dict[str, tuple[Chat, list[str]]] = {}
         # The prompt of a turn waiting for the agent to end the one left to it.
         self._waiting: dict[int, str] = {}
         # Set once the running turn's prompt is written to the agent, waits behind a
@@ -236,6 +238,13 @@ class Turns:
         if self._tasks is not None:
             self._tasks.start_soon(forget)
 
+    def left_call(self, session_id: str, patch: ToolCallPatch) -> None:
+        """A tool call of ``session_id``'s turn left to the agent, not shown: the files
+        it names are not the chat's open turn's (``TurnReview.left``)."""
+        chat = self._left.get(session_id, (None, None))[0]
+        if chat is not None and chat.changes is not None:
+            chat.changes.left.named(patch)
+
     def _forget(self, session_id: str, left: anyio.Event, *, ended: bool) -> None:
         """``session_id``'s turn left to the agent (``left``) is over: shown again."""
         chat, event = self._left.get(session_id, (None, None))
@@ -243,8 +252,9 @@ class Turns:
             return
         del self._left[session_id]
         chat.unshown.discard(session_id)
+        written = chat.changes.left.ended() if chat.changes is not None else []
         if ended:
-            self._untold[session_id] = chat
+            self._untold[session_id] = (chat, written)
             self.shown(chat)
 
     def release(self, chat: Chat) -> None:
@@ -255,15 +265,18 @@ class Turns:
             if left is chat:
                 del self._left[session_id]
                 chat.unshown.discard(session_id)
-        self._untold = {key: told for key, told in self._untold.items() if told is not chat}
+        self._untold = {key: told for key, told in self._untold.items() if told[0] is not chat}
 
     def shown(self, chat: Chat) -> None:
         """``chat`` shows its session (again): where the agent has ended a turn of it
         that was left to it since, the chat says that it did, and that what it did
         after the cancel is not shown (it is in the agent's session all the same)."""
-        if self._untold.get(chat.session.session_id) is chat:
+        told, written = self._untold.get(chat.session.session_id, (None, []))
+        if told is chat:
             del self._untold[chat.session.session_id]
-            chat.info(LATE_END)
+            named = ", ".join(f"`{path}`" for path in written)
+            listed = f"\n*Files it named meanwhile, not in the review: {named}.*"
+            chat.info(LATE_END + (listed if written else ""))
 
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:

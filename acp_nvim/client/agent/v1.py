@@ -65,7 +65,7 @@ from acp_nvim.client.mcp import ServerSpec, SseServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.services.errors import ServiceError
-from acp_nvim.client.session.chat import Chat, replayed_late
+from acp_nvim.client.session.chat import Chat, muted, replayed_late
 from acp_nvim.client.session.model import (
     UNSET,
     Attachment,
@@ -303,6 +303,9 @@ def _keep_shown(
         options = [o for o in options if o.category != "mode"]
     taken = {o.category for o in options} | {o.id for o in options}
     return options + [o for o in before if o.source != "config" and o.category not in taken]
+
+
+_TOOL_CALL_UPDATES = (v1.SessionUpdateToolCall, v1.SessionUpdateToolCallUpdate)
 
 
 def tool_call_patch(update: Any) -> ToolCallPatch:
@@ -719,6 +722,10 @@ class SessionsV1:
         config_update = v1.SessionUpdateConfigOptionUpdate
         for session_id, group in await session_runs(notifications, config_update, config_options):
             chat = self.services.chats.get(session_id)
+            if chat is None or muted(chat):  # a turn left to the agent, if any: unseen
+                for update in group:  # its tool calls' files are not the open turn's
+                    if isinstance(update, _TOOL_CALL_UPDATES):
+                        self.services.turns.left_call(session_id, tool_call_patch(update))
             if chat is None:
                 self._early.hold(session_id, group)
             else:

@@ -612,6 +612,9 @@ class SessionsV2:
                 # A turn ended here that the agent went on with: hidden, but its idle
                 # ends it all the same (its prompt waits for that in the background),
                 # in a session its chat has left too (a rewind, a branch switch).
+                for update in group:  # its tool calls' files are not the open turn's
+                    if isinstance(update, v2.SessionUpdateToolCallUpdate):
+                        self.services.turns.left_call(session_id, tool_call_patch(update))
                 if any(_is_idle(update) for update in group) and session_id in self._idle:
                     self._idle[session_id].set()
                 if chat is None:

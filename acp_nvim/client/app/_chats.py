@@ -362,6 +362,7 @@ class ChatLifecycle:
             attachments, warnings = await resolve(self.ctx.editor, context, cwd)
             for warning in warnings:
                 self.ctx.editor.notify(warning, "warn")
+        attachments = _carried(chat, rewind, attachments)
         await self._send(chat_id, Prompt(text, attachments), rewind, now, starting)
 
     async def regenerate(self, chat_id: int) -> None:
@@ -536,3 +537,16 @@ def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:
 def _plain(method: LoginMethod) -> dict[str, Any]:
     """A login method for Lua's picker (which asks for the variables' values)."""
     return {"id": method.id, "name": method.name, "kind": method.kind, "vars": method.vars}
+
+
+def _carried(
+    chat: Chat | None, rewind: int | None, attachments: list[Attachment]
+) -> list[Attachment]:
+    """The ``attachments`` of a prompt sent from before turn ``rewind`` (an edit of
+    that turn's), after what that turn's prompt was given apart from its text: the
+    edit carries those; its mentions come from its own text."""
+    path = chat.branches.path if chat is not None and rewind is not None else []
+    if not 1 <= (rewind or 0) <= len(path):
+        return attachments
+    edited = path[(rewind or 0) - 1].prompt
+    return [a for a in edited.attachments if a.given and a not in attachments] + attachments

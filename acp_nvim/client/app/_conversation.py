@@ -329,7 +329,9 @@ class Conversations:
 
     async def send_now(self, chat_id: int, prompt: Prompt) -> None:
         """Into the running turn where the agent steers; else the turn is cancelled
-        and ``prompt`` goes first once the cancel is answered."""
+        and ``prompt`` goes first once the cancel is answered. Where the steering
+        request failed, ``prompt`` goes first once the turn ends: the user asked to
+        add a message, not to stop the agent (decision 0042)."""
         steered = await self._steer(chat_id, prompt)
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if steered == "injected" or chat is None:
@@ -362,10 +364,13 @@ class Conversations:
         self.queue.show(chat)
         await self.queue.drain(chat)
 
-    async def _steer(self, chat_id: int, prompt: Prompt) -> Literal["injected", "prompt"] | None:
+    async def _steer(
+        self, chat_id: int, prompt: Prompt
+    ) -> Literal["injected", "prompt", "failed"] | None:
         """Put ``prompt`` into the chat's running turn: ``injected``, or ``prompt``
-        when the agent had no turn running any more (send it as a prompt); None
-        without a running turn or steering."""
+        when the agent had no turn running any more (send it as a prompt), ``failed``
+        when the agent failed the request (the chat says the message is queued);
+        None without a running turn or steering."""
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or chat.state != "running":
             return None
@@ -377,8 +382,8 @@ class Conversations:
         try:
             injected = await connection.steer(chat, prompt.text, prompt.attachments)
         except AgentFailed as err:
-            chat.show_error(str(err))
-            return None
+            chat.show_error(f"{err}; the message waits in the queue and goes when the turn ends")
+            return "failed"
         if injected:
             chat.on_steered(prompt.text)
         return "injected" if injected else "prompt"

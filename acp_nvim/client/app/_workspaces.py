@@ -88,7 +88,12 @@ class Workspaces:
         chosen = self._roots(agent_config, roots, cwd)
         if not worktree:
             return Workspace(cwd, chosen)
-        from acp_nvim.client.services.worktrees import WorktreeError, hold, make_worktree
+        from acp_nvim.client.services.worktrees import (
+            WorktreeError,
+            hold,
+            left_unclosed,
+            make_worktree,
+        )
 
         home = os.path.join(self.ctx.state_dir or tempfile.gettempdir(), "acp", "worktrees")
         try:
@@ -97,6 +102,14 @@ class Workspaces:
             raise WorkspaceRefused(str(err)) from None
         hold(made)
         self._made[chat_id] = made
+        for path, branch in await anyio.to_thread.run_sync(left_unclosed, made.project, home):
+            self.ctx.editor.notify(
+                f"the worktree {path} (branch {branch}) was left by a Neovim that ended"
+                " without closing its chat: reopen that chat from the history to go on"
+                f" there, or remove it (git worktree remove --force {path};"
+                f" git branch -D {branch})",
+                "warn",
+            )
         return Workspace(where, chosen, made)
 
     def _roots(self, agent_config: AgentConfig, roots: Sequence[str], cwd: str) -> list[str]:

@@ -51,6 +51,7 @@ from acp_nvim.client.services.disk_changes import (
     under,
 )
 from acp_nvim.client.services.files import Document, FileError
+from acp_nvim.client.services.left_behind import LeftBehind
 from acp_nvim.client.session.model import (
     ChangesPart,
     DiffPart,
@@ -320,6 +321,7 @@ class SessionChanges:
         self._turn_open = False
         self._numbers: dict[int, int] | None = None  # see number()
         self._turns = 0  # turns begun
+        self.left = LeftBehind(self.cwd)  # files a turn left to the agent names
 
     def __repr__(self) -> str:
         return f"<SessionChanges {self.cwd} {self.store!r}>"
@@ -479,6 +481,7 @@ class SessionChanges:
         async with self._lock:
             self._numbers = numbers
             await self.disk.begin_turn()
+            self.left.turn_begins()
             self._turns += 1
             if len(self.store.turns()) < self._turns:
                 self.store.begin_turn()
@@ -540,7 +543,8 @@ class SessionChanges:
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""
-        changed = await self.disk.changed(named)
+        # Not what the open turn's own calls name too: that turn's change is reviewed.
+        changed = await self.disk.changed(named, skip=self.left.paths.keys() - self.disk.named)
         if not changed:
             return
         await self.editor.reload_buffers(changed)  # those with unsaved edits: see DiskChanges

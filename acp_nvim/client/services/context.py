@@ -67,7 +67,9 @@ def sendable(attachments: Sequence[Attachment], *, image: bool) -> list[Attachme
 async def resolve(
     editor: Editor, items: Sequence[dict[str, Any]], cwd: str
 ) -> tuple[list[Attachment], list[str]]:
-    """The attachments for Lua's ``items``, and a warning per item changed or dropped."""
+    """The attachments for Lua's ``items``, and a warning per item changed or dropped.
+    An item marked ``mentioned`` (an ``@`` mention of the prompt's text) gives one not
+    ``given``: an edit of the prompt resolves its text's mentions again."""
     attachments: list[Attachment] = []
     warnings: list[str] = []
     for item in items:
@@ -76,6 +78,7 @@ async def resolve(
         except ServiceError as err:
             warnings.append(f"not attached: {err}")
             continue
+        attachment.given = not item.get("mentioned")
         attachments.append(attachment)
         if warning:
             warnings.append(warning)

@@ -57,7 +57,7 @@ from acp_nvim.client.services import files
 from acp_nvim.client.services.files import FileError, Stat, stat_of
 from acp_nvim.client.services.git import GitState
 from acp_nvim.client.services.tree_watch import News, TreeWatch
-from acp_nvim.client.session.model import ChangesPart, DiffPart, ToolCall
+from acp_nvim.client.session.model import ChangesPart, ContentPart, DiffPart, Location, ToolCall
 from acp_nvim.client.session.workspace import shown_path
 from acp_nvim.client.text import DecodedFile, decode_file, encode_file, eol_of
 from acp_nvim.review import (
@@ -434,6 +434,23 @@ def _read_from(
     return found.text, files.encoding_of(decoded)
 
 
+def call_paths(
+    content: Sequence[ContentPart], locations: Sequence[Location], cwd: str
+) -> list[tuple[str, Edit]]:
+    """The files a tool call's ``content`` and ``locations`` name (absolute, against
+    ``cwd``), with what it says it did to each."""
+    found: list[tuple[str, Edit]] = []
+    for part in content:
+        if isinstance(part, DiffPart):
+            found.append((part.path, part))
+        elif isinstance(part, ChangesPart):
+            patches = {under(cwd, patch.path): patch for patch in patches_of(part)}
+            for op in part.changes:
+                found += [(p, patches.get(under(cwd, p))) for p in (op.path, op.old_path) if p]
+    found += [(loc.path, None) for loc in locations]
+    return [(under(cwd, p), d) for p, d in found]
+
+
 def under(cwd: str, path: str) -> str:
     """``path`` (relative to ``cwd``, or absolute) normalized."""
     return os.path.normpath(os.path.join(cwd, path))
@@ -584,9 +601,9 @@ class DiskChanges:
         self._known[path] = stat_of(path)
         self._on_disk.pop(path, None)
 
-    async def changed(self, named: dict[str, None]) -> list[str]:
+    async def changed(self, named: dict[str, None], skip: Collection[str] = ()) -> list[str]:
         """Record ``named`` and what changed since the turn began (what the watch saw,
-        else what a scan finds); the files recorded."""
+        else what a scan finds), but for ``skip``; the files recorded."""
         candidates = dict(named)
         seen = await anyio.to_thread.run_sync(self._watched_since_start)
         if seen is not None:
@@ -602,7 +619,7 @@ class DiskChanges:
                     for p, st in self._known.items()
                     if st is not None and p not in now.stats
                 )
-        return [path for path in candidates if await self.check_one(path)]
+        return [path for path in candidates if path not in skip and await self.check_one(path)]
 
     def _watched_since_start(self) -> dict[str, None] | None:
         """The files the watch saw change since the turn began (and those in new
@@ -774,18 +791,7 @@ class DiskChanges:
         known = self._call_paths.get(call.id)
         if known is not None and known.reads(call):
             return known.paths, False
-        found: list[tuple[str, Edit]] = []
-        for part in call.content:
-            if isinstance(part, DiffPart):
-                found.append((part.path, part))
-            elif isinstance(part, ChangesPart):
-                patches = {under(self.cwd, patch.path): patch for patch in patches_of(part)}
-                for op in part.changes:
-                    found += [
-                        (p, patches.get(under(self.cwd, p))) for p in (op.path, op.old_path) if p
-                    ]
-        found += [(loc.path, None) for loc in call.locations]
-        paths = [(under(self.cwd, p), d) for p, d in found]
+        paths = call_paths(call.content, call.locations, self.cwd)
         self._call_paths[call.id] = _CallPaths(
             call.content, len(call.content), call.locations, paths
         )

@@ -146,8 +146,8 @@ class Permissions:
 
             option_id = await permissions.ask(chat, ToolCallPatch("c1", kind="edit"), options)
         """
-        if muted(chat):
-            return None  # the turn already ended here: nobody is asked any more
+        if muted(chat) or chat.session.cancelling:
+            return None  # the turn ended here, or is being stopped: nobody is asked
         call = chat.on_tool_call(tool_call)
         request_id = f"permission{next(self._ids)}"
         assign_keys(options, self.keys)

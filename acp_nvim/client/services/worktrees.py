@@ -15,6 +15,7 @@ __all__ = [
     "WorktreeError",
     "hold",
     "holds_commits",
+    "left_unclosed",
     "let_go",
     "make_worktree",
     "remove_worktree",
@@ -111,7 +112,7 @@ def hold(worktree: Worktree) -> None:
 def let_go(worktree: Worktree) -> bool:
     """This Neovim's chats no longer work in ``worktree``; whether a chat of another
     Neovim still running does (its file is there: a Neovim that died left one
-    that counts no more)."""
+    that counts no more, and goes: :func:`left_unclosed` would tell of it)."""
     admin = _admin_dir(worktree.path)
     if admin is None:
         return False
@@ -121,8 +122,45 @@ def let_go(worktree: Worktree) -> bool:
         names = os.listdir(admin)
     except OSError:
         return False
-    held = [name for name in names if name.startswith(_HELD)]
-    return any(_holds(os.path.join(admin, name)) for name in held)
+    alive = False
+    for name in names:
+        held = os.path.join(admin, name)
+        if not name.startswith(_HELD):
+            continue
+        if _holds(held):
+            alive = True
+        else:  # a Neovim gone: its chat's reopening and close here decided for it
+            with contextlib.suppress(OSError):
+                os.remove(held)
+    return alive
+
+
+def left_unclosed(project: str, home: str) -> list[tuple[str, str]]:
+    """The worktrees of ``project`` under ``home`` whose chats' Neovims all ended
+    without closing them (killed outright: a chat closed takes its Neovim's file
+    away, :func:`let_go`), as (directory, branch). Each is found once: those files go.
+    What they hold is unknown here (the review went with the Neovim): the user decides."""
+    try:
+        listed = os.fsdecode(git(project, "worktree", "list", "--porcelain"))
+    except GitError:
+        return []
+    found = []
+    for entry in listed.split("\n\n"):
+        fields = dict(line.partition(" ")[::2] for line in entry.splitlines())
+        path, branch = fields.get("worktree", ""), fields.get("branch", "")
+        admin = _admin_dir(path) if path.startswith(home + os.sep) else None
+        if admin is None or not os.path.exists(os.path.join(admin, _MARK)):
+            continue
+        try:
+            held = [os.path.join(admin, n) for n in os.listdir(admin) if n.startswith(_HELD)]
+        except OSError:
+            continue
+        if held and not any(_holds(name) for name in held):
+            for name in held:
+                with contextlib.suppress(OSError):
+                    os.remove(name)
+            found.append((path, branch.removeprefix("refs/heads/")))
+    return found
 
 
 def _holds(held: str) -> bool:
@@ -240,13 +278,15 @@ def _has_branch(project: str, branch: str) -> bool:
 
 def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     """A branch ``acp/<name>`` and a directory ``<stem>-<name>`` neither of which
-    exists yet (a suffix counts up while one does)."""
+    exists yet, suffixed ``-2``, ``-3``... while one is taken. Beside a branch
+    ``acp`` of the user's, git can make no ``acp/...``: ``acp-<name>`` then."""
+    prefix = "acp-" if _has_branch(project, "acp") else "acp/"
     for n in range(1, 1000):
         suffix = "" if n == 1 else f"-{n}"
-        branch, path = f"acp/{name}{suffix}", f"{stem}-{name}{suffix}"
+        branch, path = f"{prefix}{name}{suffix}", f"{stem}-{name}{suffix}"
         if not _has_branch(project, branch) and not os.path.lexists(path):
             return branch, path
-    raise WorktreeError(f"cannot make a worktree: every branch acp/{name}-N is taken")
+    raise WorktreeError(f"cannot make a worktree: every branch {prefix}{name}-N is taken")
 
 
 def _copy_changes(project: str, path: str) -> None:

@@ -78,6 +78,16 @@ def _set(*fields: Any) -> bool:
     return any(not isinstance(f, UnsetType) for f in fields)
 
 
+class LeftFiles(Protocol):
+    """What the review keeps of the files a turn left to the agent names."""
+
+    def named(self, patch: ToolCallPatch) -> None:
+        """A tool call of that turn, not shown: its files are not the open turn's."""
+
+    def ended(self) -> list[str]:
+        """That turn ended: the files its calls named, as the user names them."""
+
+
 class TurnReview(Protocol):
     """What a chat tells the review of its agent's changes (services.changes)."""
 
@@ -88,6 +98,10 @@ class TurnReview(Protocol):
     def on_tool_call(self, call: ToolCall) -> None: ...
 
     def turn_ended(self) -> None: ...
+
+    @property
+    def left(self) -> LeftFiles:
+        """The files a turn left to the agent names (services.left_behind)."""
 
     async def end_turn(self) -> None:
         """The final disk check of the turn; the review is complete when it returns."""
@@ -284,7 +298,7 @@ class Chat:
                 self.session.stop_reason = stop_reason or "idle"
         elif state in ("running", "requires_action"):
             self.session.state = "running" if state == "running" else "requires_action"
-            if self.state in ("ready", "running"):
+            if self.state in ("ready", "running") and not self.session.cancelling:
                 self.set_state("running", turn_state=state)
         else:
             self.on_info(turn_state=state)

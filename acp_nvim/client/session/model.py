@@ -87,7 +87,9 @@ class Attachment(msgspec.Struct):
     ``text`` is what the user sees (a buffer's unsaved text included); None sends
     only a link to ``uri``. ``data`` is an image's bytes, base64. ``label`` names it
     in the transcript (``a.py``, ``a.py:10-20``). ``links``: a directory's files,
-    sent one link each to an agent that takes no embedded context.
+    sent one link each to an agent that takes no embedded context. ``given``: apart
+    from the prompt's text (``send()``'s ``context``), not by a mention in it: an edit
+    of the prompt carries it (a mention there is resolved again, or gone with it).
     """
 
     kind: Literal[
@@ -99,6 +101,7 @@ class Attachment(msgspec.Struct):
     mime_type: str | None = None
     data: str | None = None
     links: tuple[str, ...] = ()
+    given: bool = False
 
 
 class Prompt(msgspec.Struct):
@@ -436,6 +439,9 @@ class Session(msgspec.Struct):
     session_id: str = ""
     state: TurnState = "idle"
     stop_reason: str | None = None
+    # The agent was asked to stop the running turn: "cancelling" until it ends, though
+    # an agent still running a tool reports ``running`` or ``requires_action``.
+    cancelling: bool = False
     title: str | None = None
     items: list[tuple[str, str]] = msgspec.field(default_factory=list)
     messages: dict[str, Message] = msgspec.field(default_factory=dict)
@@ -660,6 +666,7 @@ class Session(msgspec.Struct):
 
     def turn_ended(self) -> None:
         """The turn is over: no echo waits for its ack, no message for its line's end."""
+        self.cancelling = False
         self.echoed(None)
         self.parting = None
         self.unsaid = None

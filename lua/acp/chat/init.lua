@@ -635,7 +635,11 @@ end
 ---@param opts? {rewind?: integer, now?: boolean}
 function M.send(chat, text, context, opts)
   opts = opts or {}
-  context = vim.list_extend(vim.deepcopy(context or {}), mentions.items(chat, text))
+  local mentioned = mentions.items(chat, text)
+  for _, item in ipairs(mentioned) do
+    item.mentioned = true -- an edit of the prompt resolves these again (not `context`'s)
+  end
+  context = vim.list_extend(vim.deepcopy(context or {}), mentioned)
   -- Sent while the chat starts: should the start fail, it comes back to the input,
   -- whether it reached Python before the failure or after it (withdraw).
   local starting = chat.status.state == "starting" or nil

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -39,7 +40,8 @@ class Rewind:
     fork at a message holds the parent's turns up to it). Flags after ``+``: ``plain``
     forks only whole sessions (no fork at a
     message), ``steer`` advertises ``_session/steering`` (with ``late`` a held turn
-    ends as a steering message comes, answered ``promptRequired``), ``embed`` takes embedded
+    ends as a steering message comes, answered ``promptRequired``; with ``broken`` every
+    steering request fails), ``embed`` takes embedded
     context, ``resume`` resumes any session it is named (``session/resume``), ``nofork`` answers
     every fork with an error, ``exclusive`` advertises forks at a message that drop
     the message named (``inclusive: false``), ``echo`` echoes each prompt whole (every
@@ -48,7 +50,9 @@ class Rewind:
     named pipe ``release`` in the session's directory for writing and closes it, ``mcp``
     has a held turn that goes on (``late``, ``release``) first run ``true`` with the
     editor's MCP tool ``run_command``, over the stdio server offered with that session,
-    and record the result as ``mcp``, ``load``
+    and record the result as ``mcp``, ``write`` has it write ``late.txt`` then, ``busy``
+    (v2) has a held turn report itself ``running``, then ``requires_action`` with a
+    permission request (its answer recorded as ``answered``), once cancelled, ``load``
     loads (v1 ``session/load``; v2 resumes with ``replayFrom``) a session it never ran
     by replaying two turns (``one``, ``two``) with message ids (with ``attach``, v2
     only: ``one`` a whole ``user_message`` carrying a link to ``a.py``; with ``after``,
@@ -238,25 +242,7 @@ class Rewind:
             await self.say(session, text, "user_message_chunk")
         if text.startswith("write "):
             _, name, content = text.split(" ", 2)
-            path = os.path.join(self.cwd[session], name)
-            old = Path(path).read_text() if os.path.exists(path) else None
-            call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
-            kind = "tool_call_update" if self.version == 2 else "tool_call"
-            await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit", "name": "Write",
-                                        "status": "in_progress", "locations": [{"path": path}]})
-            with open(path, "w") as f:
-                f.write(content + "\n")
-            diff = {"type": "diff", "path": path, "oldText": old, "newText": content + "\n"}
-            if self.version == 2:  # a v2 diff: the change and its git patch
-                patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
-                                             "/dev/null" if old is None else path, path)
-                operation = "add" if old is None else "modify"
-                diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
-                        "patch": {"format": "git_patch",
-                                  "text": f"diff --git {path} {path}\n" + "".join(patch)}}
-            await self.update(session, {"sessionUpdate": "tool_call_update", **call,
-                                        "status": "completed", "content": [diff]})  # fmt: skip
-            await self.say(session, f"wrote {name}")
+            await self.write(session, name, content)
         elif text.startswith("bytes "):  # bytes written, the tool call's v2 patch naming them
             _, name, data = text.split(" ", 2)
             path = os.path.join(self.cwd[session], name)
@@ -283,9 +269,13 @@ class Rewind:
             del self.steered[session]
             if self.cancelled.pop(session).is_set():
                 stop = "cancelled"
+                if "busy" in self.flags:  # a tool still running as the cancel came
+                    await self.busy(session)
             elif session not in self.steering:  # "late": the turn ended first
                 if "mcp" in self.flags:
                     await self.run_true(session)
+                if "write" in self.flags:  # a tool that goes on after the cancel
+                    await self.write(session, "late.txt", "late")
                 await self.say(session, " done")
             elif text == "hold code":
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
@@ -308,6 +298,29 @@ class Rewind:
         if session in self.held_ended:
             self.held_ended.pop(session).set()
         return stop
+
+    async def write(self, session: str, name: str, content: str) -> None:
+        """Write ``content`` to ``name`` in the session's directory, as a tool call."""
+        path = os.path.join(self.cwd[session], name)
+        old = Path(path).read_text() if os.path.exists(path) else None
+        call = {"toolCallId": f"{session}-w{self.turns[session]}", "title": f"Write {name}"}
+        kind = "tool_call_update" if self.version == 2 else "tool_call"
+        await self.update(session, {"sessionUpdate": kind, **call, "kind": "edit", "name": "Write",
+                                    "status": "in_progress", "locations": [{"path": path}]})
+        with open(path, "w") as f:
+            f.write(content + "\n")
+        diff: dict[str, Any] = {"type": "diff", "path": path, "oldText": old,
+                                "newText": content + "\n"}
+        if self.version == 2:  # a v2 diff: the change and its git patch
+            patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
+                                         "/dev/null" if old is None else path, path)
+            operation = "add" if old is None else "modify"
+            diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
+                    "patch": {"format": "git_patch",
+                              "text": f"diff --git {path} {path}\n" + "".join(patch)}}
+        await self.update(session, {"sessionUpdate": "tool_call_update", **call,
+                                    "status": "completed", "content": [diff]})  # fmt: skip
+        await self.say(session, f"wrote {name}")
 
     @staticmethod
     async def until(event: anyio.Event, group: anyio.abc.TaskGroup) -> None:
@@ -350,6 +363,16 @@ class Rewind:
         if session in self.steering:
             await self.say(session, f"steered: {self.steering.pop(session)}")
 
+    async def busy(self, session: str) -> None:
+        for state in ("running", "requires_action"):
+            await self.update(session, {"sessionUpdate": "state_update", "state": state})
+        options = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}]
+        answer = await self.c.request("session/request_permission", {"sessionId": session, "title": "Run it",
+                                      "options": options}, dict)  # fmt: skip
+        with open(os.environ["FAKE_CALLS"], "a") as f:
+            f.write(json.dumps(["answered", answer]) + "\n")
+        await self.update(session, {"sessionUpdate": "state_update", "state": "running"})
+
     async def compact(self, session: str) -> None:
         """A compaction (only where the client takes them: v2, or v1 advertising it),
         then a notice."""
@@ -380,6 +403,8 @@ class Rewind:
         session = params["sessionId"]
         if session not in self.steered:
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        if "broken" in self.flags:
+            raise RequestError(-32603, "Internal error: steering broke")
         if "late" in self.flags:  # the turn ends as the message comes: too late for it
             self.steered[session].set()
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
@@ -413,7 +438,7 @@ SCENARIOS = tuple(
     for name in ("rewind", "rewind+plain", "rewind+plain+embed", "rewind+steer", "rewind+steer+late", "rewind+resume",
                  "rewind+resume+store", "rewind+nofork", "rewind+exclusive",
                  "rewind+plain+echo", "rewind+plain+embed+echo", "rewind+deaf", "rewind+deaf+late",
-                 "rewind+deaf+release", "rewind+deaf+late+mcp",
+                 "rewind+deaf+release", "rewind+deaf+late+mcp", "rewind+deaf+late+write", "rewind+busy", "rewind+steer+release+broken",
                  "rewind+resume+load", "rewind+resume+load+attach", "rewind+resume+load+after",
                  "rewind+steer+resume+load", "rewind+deaf+steer", "rewind+deaf+resume")
 )
