@@ -236,6 +236,51 @@ def test_a_server_of_yours_named_nvim_is_refused_alike_by_lua_and_python(editor:
     assert f"ERROR invalid option mcp_servers.nvim: {taken}" in text
 
 
+# What a server's whole entry, or a path, tells beyond the types.
+BEYOND_TYPES = [
+    ({"mcp_servers": {"web": {"type": "http"}}},
+     ["mcp_servers.web.url: required for an http server"]),
+    ({"mcp_servers": {"lint": {"args": ["--stdio"]}, "web": {"command": "w", "url": "http://h"}}},
+     ["mcp_servers.lint.command: required for a stdio server",
+      'mcp_servers.web.url: only for type = "http" or "sse"']),
+    ({"mcp_servers": {"web": {"type": "sse", "url": "http://h", "env": {"A": "b"}}}},
+     ["mcp_servers.web.env: only for a stdio server"]),
+    ({"fs_access": {"roots": ["relative/dir"]}},
+     ["fs_access.roots: 'relative/dir' is not an absolute path (nor ~/...)"]),
+    # A wrong server of an agent is left out, the agent's others still looked at...
+    ({"agents": {"mine": {"cmd": ["m"], "mcp_servers": {"web": {"type": "http"}, "x": {"command": 1}}}}},
+     ["agents.mine.mcp_servers.web.url: required for an http server",
+      "agents.mine.mcp_servers.x.command: expected a string, got an integer"]),
+    # ...but an agent told wrong is left out whole: its servers are not looked at.
+    ({"agents": {"mine": {"cmd": ["m"], "mode": 3, "mcp_servers": {"web": {"type": "http"}}}}},
+     ["agents.mine.mode: expected a string, got an integer"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "problems"), BEYOND_TYPES)
+def test_a_server_or_path_python_refuses_is_told_by_setup_in_its_words(
+    editor: Editor, raw: dict[str, object], problems: list[str]
+) -> None:
+    """An http server without its url (or a relative `fs_access.roots`) passed setup()
+    in silence: only the next chat's start said it was wrong."""
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    assert sorted(err.value.problems) == problems
+    assert sorted(editor.lua("return (require('acp.config').check(...))", raw)) == problems
+
+
+def test_setup_again_with_a_server_it_cannot_offer_says_so_while_a_chat_runs(
+    editor: Editor,
+) -> None:
+    """setup() called again, a chat open, with an http server and no url: nothing was
+    said, the chat went on with the options of before, and the next chat refused."""
+    editor.setup()
+    editor.open_chat()
+    editor.setup(mcp_servers={"web": {"type": "http"}})
+    problem = "invalid option mcp_servers.web.url: required for an http server"
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {problem}"]
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
