@@ -840,9 +840,11 @@ def _describe(error: str, prefix: str = "") -> str:
         if typing.get_origin(field) is not Literal:  # false of `string|false`: got true
             got = "a boolean" if value in ("true", "false") else value
             return f"{key}: expected {_kinds(key)}, got {got}"
-        choices = [_lua(v) for v in typing.get_args(field)]
-        said = f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
-        return f"{key}: expected {said}, got {value}"
+        return f"{key}: expected {_choices(field)}, got {value}"
+    # A value of another kind than the choices (`host = 1`): the choices, not "a string".
+    kind = re.fullmatch(r"Expected `\w+`, got `(\w+)`", message)
+    if kind and typing.get_origin(field := _field_type(key)) is Literal:
+        return f"{key}: expected {_choices(field)}, got {_TYPE_WORDS.get(kind[1], kind[1])}"
     message = re.sub(
         r"`([\w |]+)`",
         lambda m: " or ".join(_TYPE_WORDS.get(w, w) for w in m.group(1).split(" | ")),
@@ -901,6 +903,13 @@ def _kind(t: Any) -> str:
     if origin is dict or (isinstance(t, type) and issubclass(t, msgspec.Struct)):
         return "a table"
     return _TYPE_WORDS[{str: "str", int: "int", float: "float", bool: "bool"}[t]]
+
+
+def _choices(field: Any) -> str:
+    """The values of Literal ``field`` as setup() says them: "'a' or 'b'", or
+    "one of ..." for five or more."""
+    choices = [_lua(v) for v in typing.get_args(field)]
+    return f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
 
 
 def _lua(value: Any) -> str:

@@ -120,7 +120,12 @@ function check(value, spec, key, problems)
     end
     local choices = vim.tbl_map(lua_value, spec.enum)
     local said = #choices > 4 and "one of " .. table.concat(choices, ", ") or table.concat(choices, " or ")
-    return wrong(("expected %s, got %s"):format(said, lua_value(value)))
+    -- A value of another kind than every choice (`host = 1`) is told by its kind,
+    -- as Python tells it.
+    local alike = vim.iter(spec.enum):any(function(choice)
+      return type(choice) == type(value)
+    end)
+    return wrong(("expected %s, got %s"):format(said, alike and lua_value(value) or kind_of(value)))
   elseif spec.any_of then
     for _, choice in ipairs(spec.any_of) do
       if check(value, choice, key, nil) ~= nil then

@@ -326,6 +326,31 @@ def test_lua_and_python_tell_a_wrong_option_in_the_same_words(
     assert sorted(err.value.problems) == sorted(lua)
 
 
+def test_a_choice_given_another_kind_names_the_choices_in_setup_and_the_chat(
+    editor: Editor,
+) -> None:
+    """`fs_access = { outside = true }` was "expected 'ask' or 'allow' or 'deny', got
+    true" by setup() and "expected a string, got a boolean" by the chat and
+    :checkhealth: a string, any string, was not what was wanted."""
+    editor.setup(
+        chat={"position": 1},
+        fs_access={"outside": True},
+        protocol_version="1",
+        mcp_servers={"web": {"type": 2, "url": "http://localhost"}},
+    )
+    problems = [
+        "chat.position: expected one of 'right', 'left', 'bottom', 'float', 'tab', got an integer",
+        "fs_access.outside: expected 'ask' or 'allow' or 'deny', got a boolean",
+        "mcp_servers.web.type: expected 'stdio' or 'http' or 'sse', got an integer",
+        "protocol_version: expected 1 or 2, got a string",
+    ]
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == "acp: invalid options: " + "; ".join(problems)
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")["message"]
+    assert sorted(error.removeprefix("invalid options: ").split("; ")) == problems
+
+
 def test_a_wrong_option_is_told_alike_by_setup_the_chat_and_checkhealth(editor: Editor) -> None:
     """The help: until the options are right, chats show the message setup() gave
     and :checkhealth acp lists each wrong option."""
