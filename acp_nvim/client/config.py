@@ -56,11 +56,13 @@ from msgspec import Meta
 
 class ConfigError(ValueError):
     """User options are wrong: ``problems`` holds each as ``key: what is wrong``;
-    ``str()`` joins them."""
+    ``str()`` joins them. ``config``: from :func:`load_config`, the options with the
+    wrong ones left out (what :checkhealth looks at beside them)."""
 
-    def __init__(self, *problems: str) -> None:
+    def __init__(self, *problems: str, config: Config | None = None) -> None:
         super().__init__("; ".join(problems))
         self.problems = list(problems)
+        self.config = config
 
     def summary(self) -> str:
         """One line for the user: ``invalid option k: ...`` or ``invalid options: ...``."""
@@ -628,7 +630,7 @@ def load_config(raw: Any) -> Config:
     if config.default_agent not in {**config.all_agents(), **agents}:
         problems.append(f"default_agent: unknown agent {config.default_agent!r}")
     if problems:
-        raise ConfigError(*problems)
+        raise ConfigError(*problems, config=config)
     return config
 
 

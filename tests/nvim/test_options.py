@@ -384,3 +384,25 @@ def test_a_built_in_agent_is_tuned_without_restating_its_program(editor: Editor)
     editor.open_chat("demo")  # the built-in program, with the mode given
     editor.wait("require('acp').status().mode == 'Code'", what="the demo switched to mode code")
     assert editor.lua("return require('acp.config').options.agents.demo.cmd") is None
+
+
+def test_checkhealth_looks_for_the_agents_given_beside_a_wrong_option(editor: Editor) -> None:
+    """One wrong key elsewhere (`auto_save = 3`) and :checkhealth listed only the
+    built-in agents: the user's own, not installed, was unsaid until that key was fixed."""
+    editor.setup(
+        agents={"mine": {"cmd": ["no-such-agent-binary"]}}, default_agent="mine", auto_save=3
+    )
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "ERROR invalid option auto_save: expected a boolean, got an integer" in text
+    assert 'ERROR mine: "no-such-agent-binary" is not installed or not on PATH' in text
+
+
+def test_checkhealth_without_python_still_lists_the_wrong_options(editor: Editor) -> None:
+    """`python` naming no program: :checkhealth said only that, and nothing of the
+    other wrong options setup() had already found."""
+    editor.setup(python="/no/such/python3", chat={"width": "wide"})
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert 'ERROR Python "/no/such/python3" not found' in text
+    assert "ERROR invalid option chat.width: expected a number, got a string" in text
