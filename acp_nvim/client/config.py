@@ -598,8 +598,8 @@ def load_config(raw: Any) -> Config:
     if "mcp_servers" in raw:
         raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers", problems)
     agents = raw.pop("agents", {})
-    if not isinstance(agents, dict):
-        problems.append("agents: expected a table of agents by name")
+    if not isinstance(agents, dict):  # in setup()'s words (lua/acp/config.lua)
+        problems.append(f"agents: expected a table, got {_kind_of(agents)}")
         agents = {}
     config = _convert(raw, Config, "", problems) or Config()
     # One by one, so that an error names the agent (msgspec shows a dict key as [...]).

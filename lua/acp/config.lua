@@ -191,6 +191,24 @@ function check(value, spec, key, problems)
   end
 end
 
+--- The entries of table `entries` (at `key`) named by a word, each other one told
+--- (in Python's words: config.py, _agent and _servers) and left out, as Python
+--- leaves it out; anything else as given, for the types to tell.
+local function named(entries, key, what, problems)
+  if not is_table(entries) then
+    return entries
+  end
+  local kept = {}
+  for name, entry in pairs(entries) do
+    if type(name) == "string" and name:match("^%S+$") then
+      kept[name] = entry
+    else
+      table.insert(problems, ("%s: %s name %s must be a non-empty word"):format(key, what, lua_value(name)))
+    end
+  end
+  return kept
+end
+
 --- The problem of a table of MCP servers (at `key`) naming one as the editor's: an
 --- agent would see two servers by one name (in Python's words, generated).
 local function editor_server_named(servers, key, problems)
@@ -275,14 +293,18 @@ function M.check(opts)
   -- A built-in agent's entry without `cmd` tunes that agent (Python's _tuned,
   -- decision 0098): checked as if it named its program, which stays the built-in's.
   local tuning = {}
-  local checked = opts
-  if is_table(opts.agents) then
-    checked = vim.tbl_extend("force", {}, opts, { agents = vim.tbl_extend("force", {}, opts.agents) })
-    for name, agent in pairs(opts.agents) do
-      if is_table(agent) and agent.cmd == nil and vim.tbl_contains(defaults.agents, name) then
-        checked.agents[name] = vim.tbl_extend("force", agent, { cmd = { name } })
+  local checked = vim.tbl_extend("force", {}, opts)
+  checked.mcp_servers = named(opts.mcp_servers, "mcp_servers", "server", problems)
+  checked.agents = named(opts.agents, "agents", "agent", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
+    if is_table(agent) then
+      agent = vim.tbl_extend("force", {}, agent)
+      agent.mcp_servers = named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), "server", problems)
+      if agent.cmd == nil and vim.tbl_contains(defaults.agents, name) then
+        agent.cmd = { name }
         tuning[name] = true
       end
+      checked.agents[name] = agent
     end
   end
   local valid = check(checked, { class = "acp.Options" }, "", problems) or {}
@@ -299,16 +321,16 @@ function M.check(opts)
       valid.agents[name] = nil
     end
   end
-  editor_server_named(opts.mcp_servers, "mcp_servers", problems)
-  for name, agent in pairs(is_table(opts.agents) and opts.agents or {}) do
+  editor_server_named(checked.mcp_servers, "mcp_servers", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
     if is_table(agent) then
       editor_server_named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), problems)
     end
   end
   -- What only a server's whole entry tells (a url for an http server), and where an
   -- agent may read without asking: told here, not first by a chat that refuses to start.
-  servers_offered(opts.mcp_servers, "mcp_servers", problems)
-  for name, agent in pairs(is_table(opts.agents) and opts.agents or {}) do
+  servers_offered(checked.mcp_servers, "mcp_servers", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
     local key = ("agents.%s"):format(name)
     -- A wrong server of its own is left out; the agent (and its other servers) kept.
     if is_table(agent) and not told(problems, key, key .. ".mcp_servers") then

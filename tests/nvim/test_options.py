@@ -251,6 +251,15 @@ BEYOND_TYPES = [
     ({"agents": {"mine": {"cmd": ["m"], "mcp_servers": {"web": {"type": "http"}, "x": {"command": 1}}}}},
      ["agents.mine.mcp_servers.web.url: required for an http server",
       "agents.mine.mcp_servers.x.command: expected a string, got an integer"]),
+    # A name that is no word (Python's `agents.my agent` would name no key).
+    ({"agents": {"my agent": {"cmd": ["m"]}, "": {"cmd": ["m"]}},
+      "mcp_servers": {"my server": {"command": "s"}}},
+     ["agents: agent name '' must be a non-empty word",
+      "agents: agent name 'my agent' must be a non-empty word",
+      "mcp_servers: server name 'my server' must be a non-empty word"]),
+    ({"agents": {"mine": {"cmd": ["m"], "mcp_servers": {"a b": {"command": "s"}}}}},
+     ["agents.mine.mcp_servers: server name 'a b' must be a non-empty word"]),
+    ({"agents": [{"cmd": ["m"]}]}, ["agents: expected a table, got a list"]),
     # ...but an agent told wrong is left out whole: its servers are not looked at.
     ({"agents": {"mine": {"cmd": ["m"], "mode": 3, "mcp_servers": {"web": {"type": "http"}}}}},
      ["agents.mine.mode: expected a string, got an integer"]),
@@ -261,8 +270,9 @@ BEYOND_TYPES = [
 def test_a_server_or_path_python_refuses_is_told_by_setup_in_its_words(
     editor: Editor, raw: dict[str, object], problems: list[str]
 ) -> None:
-    """An http server without its url (or a relative `fs_access.roots`) passed setup()
-    in silence: only the next chat's start said it was wrong."""
+    """An http server without its url, a relative `fs_access.roots`, an agent named
+    `my agent` passed setup() in silence: only the next chat's start said it was wrong
+    (and of `agents = { {...} }`, in other words than setup())."""
     with pytest.raises(ConfigError) as err:
         load_config(raw)
     assert sorted(err.value.problems) == problems
