@@ -281,8 +281,18 @@ end
 
 --- Pick an answer for the pending permission request (the one at the cursor, else
 --- the current chat's oldest, else any chat's) with vim.ui.select.
-function M.permission()
-  require("acp.chat.permission").open()
+--- `action` "list": show the "always" answers remembered per project; "forget":
+--- pick one to revoke (|:AcpPermission| list, forget).
+---@param action? "list"|"forget"
+function M.permission(action)
+  util.optional("permission", "action", action, "string")
+  if action == "list" or action == "forget" then
+    require("acp.chat.grants")[action]()
+  elseif action then
+    util.user_error(("unknown :AcpPermission %s (list, forget)"):format(action))
+  else
+    require("acp.chat.permission").open()
+  end
 end
 
 --- Open the review of the agent's changes (latest turn first, then earlier turns).

@@ -239,6 +239,21 @@ def test_an_optional_argument_of_another_kind_is_an_error_not_sent_on(editor: Ed
     assert (status["mode"], status["model"]) == ("Ask", "Demo small")
 
 
+def test_permission_takes_what_acppermission_takes(editor: Editor) -> None:
+    """The help: `require("acp").permission()` is "Like :AcpPermission"; but
+    `permission("list")` opened the answer picker ("no permission request is
+    pending"): list and forget were the command's only."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("_G.acp_notices = {}; require('acp').permission('list')")
+    said = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    editor.lua("_G.acp_notices = {}; vim.cmd('AcpPermission list')")
+    assert said == [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert said == ["acp: no permission answer is remembered"]
+    raised = editor.lua("return select(2, pcall(require('acp').permission, 'lsit'))")
+    assert raised == "acp: unknown :AcpPermission lsit (list, forget)"
+
+
 def test_an_option_a_lua_function_does_not_take_is_an_error(editor: Editor) -> None:
     """`open({agnet = "claude"})` opened the default agent's chat, `send("x", {nwo =
     true})` queued the text behind the running turn, `history({qeury = ...})` listed
