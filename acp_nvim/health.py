@@ -96,8 +96,10 @@ def report(raw_options: Any) -> dict[str, Any]:
     try:
         config = load_config(raw_options)
     except ConfigError as err:
+        # The agents and servers given right are still looked for: a wrong key
+        # elsewhere hid an agent not installed until it was fixed.
         config_errors = err.problems
-        config = Config()
+        config = err.config or Config()
     agents = {}
     for name, agent in sorted(config.all_agents().items()):
         program = agent.cmd[0]

@@ -210,14 +210,7 @@ end, {
   end,
 })
 command("AcpPermission", function(args)
-  local action = args.fargs[1]
-  if action == "list" or action == "forget" then
-    require("acp.chat.grants")[action]()
-  elseif action then
-    require("acp.util").user_error(("unknown :AcpPermission %s (list, forget)"):format(action))
-  else
-    acp().permission()
-  end
+  acp().permission(args.fargs[1])
 end, {
   nargs = "?",
   desc = "Answer the agent's pending permission request; list or forget remembered answers",

@@ -56,11 +56,13 @@ from msgspec import Meta
 
 class ConfigError(ValueError):
     """User options are wrong: ``problems`` holds each as ``key: what is wrong``;
-    ``str()`` joins them."""
+    ``str()`` joins them. ``config``: from :func:`load_config`, the options with the
+    wrong ones left out (what :checkhealth looks at beside them)."""
 
-    def __init__(self, *problems: str) -> None:
+    def __init__(self, *problems: str, config: Config | None = None) -> None:
         super().__init__("; ".join(problems))
         self.problems = list(problems)
+        self.config = config
 
     def summary(self) -> str:
         """One line for the user: ``invalid option k: ...`` or ``invalid options: ...``."""
@@ -596,8 +598,8 @@ def load_config(raw: Any) -> Config:
     if "mcp_servers" in raw:
         raw["mcp_servers"] = _servers(raw["mcp_servers"], "mcp_servers", problems)
     agents = raw.pop("agents", {})
-    if not isinstance(agents, dict):
-        problems.append("agents: expected a table of agents by name")
+    if not isinstance(agents, dict):  # in setup()'s words (lua/acp/config.lua)
+        problems.append(f"agents: expected a table, got {_kind_of(agents)}")
         agents = {}
     config = _convert(raw, Config, "", problems) or Config()
     # One by one, so that an error names the agent (msgspec shows a dict key as [...]).
@@ -628,7 +630,7 @@ def load_config(raw: Any) -> Config:
     if config.default_agent not in {**config.all_agents(), **agents}:
         problems.append(f"default_agent: unknown agent {config.default_agent!r}")
     if problems:
-        raise ConfigError(*problems)
+        raise ConfigError(*problems, config=config)
     return config
 
 
@@ -840,9 +842,11 @@ def _describe(error: str, prefix: str = "") -> str:
         if typing.get_origin(field) is not Literal:  # false of `string|false`: got true
             got = "a boolean" if value in ("true", "false") else value
             return f"{key}: expected {_kinds(key)}, got {got}"
-        choices = [_lua(v) for v in typing.get_args(field)]
-        said = f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
-        return f"{key}: expected {said}, got {value}"
+        return f"{key}: expected {_choices(field)}, got {value}"
+    # A value of another kind than the choices (`host = 1`): the choices, not "a string".
+    kind = re.fullmatch(r"Expected `\w+`, got `(\w+)`", message)
+    if kind and typing.get_origin(field := _field_type(key)) is Literal:
+        return f"{key}: expected {_choices(field)}, got {_TYPE_WORDS.get(kind[1], kind[1])}"
     message = re.sub(
         r"`([\w |]+)`",
         lambda m: " or ".join(_TYPE_WORDS.get(w, w) for w in m.group(1).split(" | ")),
@@ -901,6 +905,13 @@ def _kind(t: Any) -> str:
     if origin is dict or (isinstance(t, type) and issubclass(t, msgspec.Struct)):
         return "a table"
     return _TYPE_WORDS[{str: "str", int: "int", float: "float", bool: "bool"}[t]]
+
+
+def _choices(field: Any) -> str:
+    """The values of Literal ``field`` as setup() says them: "'a' or 'b'", or
+    "one of ..." for five or more."""
+    choices = [_lua(v) for v in typing.get_args(field)]
+    return f"one of {', '.join(choices)}" if len(choices) > 4 else " or ".join(choices)
 
 
 def _lua(value: Any) -> str:

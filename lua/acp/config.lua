@@ -120,7 +120,12 @@ function check(value, spec, key, problems)
     end
     local choices = vim.tbl_map(lua_value, spec.enum)
     local said = #choices > 4 and "one of " .. table.concat(choices, ", ") or table.concat(choices, " or ")
-    return wrong(("expected %s, got %s"):format(said, lua_value(value)))
+    -- A value of another kind than every choice (`host = 1`) is told by its kind,
+    -- as Python tells it.
+    local alike = vim.iter(spec.enum):any(function(choice)
+      return type(choice) == type(value)
+    end)
+    return wrong(("expected %s, got %s"):format(said, alike and lua_value(value) or kind_of(value)))
   elseif spec.any_of then
     for _, choice in ipairs(spec.any_of) do
       if check(value, choice, key, nil) ~= nil then
@@ -186,6 +191,24 @@ function check(value, spec, key, problems)
   end
 end
 
+--- The entries of table `entries` (at `key`) named by a word, each other one told
+--- (in Python's words: config.py, _agent and _servers) and left out, as Python
+--- leaves it out; anything else as given, for the types to tell.
+local function named(entries, key, what, problems)
+  if not is_table(entries) then
+    return entries
+  end
+  local kept = {}
+  for name, entry in pairs(entries) do
+    if type(name) == "string" and name:match("^%S+$") then
+      kept[name] = entry
+    else
+      table.insert(problems, ("%s: %s name %s must be a non-empty word"):format(key, what, lua_value(name)))
+    end
+  end
+  return kept
+end
+
 --- The problem of a table of MCP servers (at `key`) naming one as the editor's: an
 --- agent would see two servers by one name (in Python's words, generated).
 local function editor_server_named(servers, key, problems)
@@ -194,15 +217,64 @@ local function editor_server_named(servers, key, problems)
   end
 end
 
---- The workspace `roots` (at `key`) that are directories, each other one's problem
---- in `problems` (in Python's words: config.py, workspace_root): a root is not
---- found only when a chat starts on it.
-local function directories(roots, key, problems)
+--- Whether a problem about `key` (or a key inside it, but for those inside `but`)
+--- is in `problems`.
+local function told(problems, key, but)
+  for _, problem in ipairs(problems) do
+    local inside = vim.startswith(problem, key .. ":") or vim.startswith(problem, key .. ".")
+    if inside and not (but and vim.startswith(problem, but .. ".")) then
+      return true
+    end
+  end
+  return false
+end
+
+--- What keeps MCP server `server` from being offered beyond its types, as
+--- `field: problem` (in Python's words: config.py, McpServerOptions.problem), or nil.
+local function server_problem(server)
+  local kind = server.type or "stdio"
+  local function blank(text)
+    return not (text or ""):match("%S")
+  end
+  if kind == "stdio" then
+    if blank(server.command) then
+      return "command: required for a stdio server"
+    elseif server.url ~= nil or next(server.headers or {}) then
+      return ('%s: only for type = "http" or "sse"'):format(server.url ~= nil and "url" or "headers")
+    end
+    return nil
+  elseif blank(server.url) then
+    return ("url: required for an %s server"):format(kind)
+  end
+  for _, field in ipairs({ "command", "args", "env" }) do
+    local value = server[field]
+    if value ~= nil and value ~= "" and not (type(value) == "table" and next(value) == nil) then
+      return field .. ": only for a stdio server"
+    end
+  end
+end
+
+--- The problems of the MCP servers at `key` that are right by their types (Python
+--- leaves out, and does not look at again, a server or an agent told wrong).
+local function servers_offered(servers, key, problems)
+  for name, server in pairs(is_table(servers) and servers or {}) do
+    local at = ("%s.%s"):format(key, name)
+    local problem = not told(problems, at) and server_problem(server)
+    if problem then
+      table.insert(problems, ("%s.%s"):format(at, problem))
+    end
+  end
+end
+
+--- The `roots` (at `key`) that are absolute paths, and with `existing`
+--- directories, each other one's problem in `problems` (in Python's words:
+--- config.py, workspace_root): a root is not found only when a chat starts on it.
+local function directories(roots, key, problems, existing)
   local kept = {}
   for _, root in ipairs(roots or {}) do
     local path = vim.fs.normalize(root, { expand_env = false })
     local problem = not vim.startswith(path, "/") and "is not an absolute path (nor ~/...)"
-      or vim.fn.isdirectory(path) == 0 and "is not a directory"
+      or existing and vim.fn.isdirectory(path) == 0 and "is not a directory"
     if problem then
       table.insert(problems, ("%s: '%s' %s"):format(key, root, problem))
     else
@@ -221,14 +293,18 @@ function M.check(opts)
   -- A built-in agent's entry without `cmd` tunes that agent (Python's _tuned,
   -- decision 0098): checked as if it named its program, which stays the built-in's.
   local tuning = {}
-  local checked = opts
-  if is_table(opts.agents) then
-    checked = vim.tbl_extend("force", {}, opts, { agents = vim.tbl_extend("force", {}, opts.agents) })
-    for name, agent in pairs(opts.agents) do
-      if is_table(agent) and agent.cmd == nil and vim.tbl_contains(defaults.agents, name) then
-        checked.agents[name] = vim.tbl_extend("force", agent, { cmd = { name } })
+  local checked = vim.tbl_extend("force", {}, opts)
+  checked.mcp_servers = named(opts.mcp_servers, "mcp_servers", "server", problems)
+  checked.agents = named(opts.agents, "agents", "agent", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
+    if is_table(agent) then
+      agent = vim.tbl_extend("force", {}, agent)
+      agent.mcp_servers = named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), "server", problems)
+      if agent.cmd == nil and vim.tbl_contains(defaults.agents, name) then
+        agent.cmd = { name }
         tuning[name] = true
       end
+      checked.agents[name] = agent
     end
   end
   local valid = check(checked, { class = "acp.Options" }, "", problems) or {}
@@ -245,9 +321,28 @@ function M.check(opts)
       valid.agents[name] = nil
     end
   end
-  valid.roots = valid.roots and directories(valid.roots, "roots", problems)
+  editor_server_named(checked.mcp_servers, "mcp_servers", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
+    if is_table(agent) then
+      editor_server_named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), problems)
+    end
+  end
+  -- What only a server's whole entry tells (a url for an http server), and where an
+  -- agent may read without asking: told here, not first by a chat that refuses to start.
+  servers_offered(checked.mcp_servers, "mcp_servers", problems)
+  for name, agent in pairs(is_table(checked.agents) and checked.agents or {}) do
+    local key = ("agents.%s"):format(name)
+    -- A wrong server of its own is left out; the agent (and its other servers) kept.
+    if is_table(agent) and not told(problems, key, key .. ".mcp_servers") then
+      servers_offered(agent.mcp_servers, key .. ".mcp_servers", problems)
+    end
+  end
+  if is_table(valid.fs_access) and valid.fs_access.roots then
+    valid.fs_access.roots = directories(valid.fs_access.roots, "fs_access.roots", problems, false)
+  end
+  valid.roots = valid.roots and directories(valid.roots, "roots", problems, true)
   for name, agent in pairs(is_table(valid.agents) and valid.agents or {}) do
-    agent.roots = agent.roots and directories(agent.roots, ("agents.%s.roots"):format(name), problems)
+    agent.roots = agent.roots and directories(agent.roots, ("agents.%s.roots"):format(name), problems, true)
   end
   -- A size is a fraction of the editor, or a whole count of cells from a least one.
   for key, least in pairs(defaults.chat_sizes) do
@@ -256,12 +351,6 @@ function M.check(opts)
       local problem = "chat.%s: expected a fraction (at most 1) or a whole number >= %d, got %g"
       table.insert(problems, problem:format(key, least, size))
       valid.chat[key] = nil
-    end
-  end
-  editor_server_named(opts.mcp_servers, "mcp_servers", problems)
-  for name, agent in pairs(is_table(opts.agents) and opts.agents or {}) do
-    if is_table(agent) then
-      editor_server_named(agent.mcp_servers, ("agents.%s.mcp_servers"):format(name), problems)
     end
   end
   -- Sorted: the report reads the same whatever order pairs() takes.

@@ -6,21 +6,9 @@ local util = require("acp.util")
 
 local M = {}
 
-function M.check()
-  local health = vim.health
-
-  health.start("Neovim")
-  local unsupported = util.unsupported()
-  if unsupported then
-    health.error(unsupported, { "Use acp.nvim on Linux, macOS or a BSD (on Windows: in WSL)" })
-    return
-  end
-  if vim.fn.has("nvim-0.10") == 1 then
-    health.ok("Neovim " .. tostring(vim.version()))
-  else
-    health.error("Neovim 0.10 or newer is required", { "Upgrade Neovim" })
-  end
-
+--- The Python section: the report of `python -m acp_nvim.health`, nil when the
+--- Python side cannot give one (what is wrong is said).
+local function python_report(health)
   health.start("Python")
   local python, source = host.python()
   local fix = { host.fix() }
@@ -31,7 +19,7 @@ function M.check()
   end
   if vim.fn.executable(python) ~= 1 then
     health.error(("Python %q not found"):format(python), fix)
-    return
+    return nil
   end
   local path = vim.env.PYTHONPATH
   local result = vim.system({ python, "-m", "acp_nvim.health" }, {
@@ -41,7 +29,7 @@ function M.check()
   }):wait(20000)
   if result.code ~= 0 then
     health.error("the Python side does not start: " .. python, { vim.trim(result.stderr or ""), fix[1] })
-    return
+    return nil
   end
   local report = vim.json.decode(result.stdout)
   health.ok(("Python %s (%s), acp.nvim %s"):format(report.python_version, report.python, report.acp_nvim))
@@ -67,16 +55,37 @@ function M.check()
       "Run :AcpInstall to bring it up to date",
     })
   end
-  if #missing > 0 then
+  return #missing == 0 and report or nil
+end
+
+function M.check()
+  local health = vim.health
+
+  health.start("Neovim")
+  local unsupported = util.unsupported()
+  if unsupported then
+    health.error(unsupported, { "Use acp.nvim on Linux, macOS or a BSD (on Windows: in WSL)" })
     return
   end
-
-  health.start("Options")
-  if #report.config_errors == 0 then
-    health.ok("options are valid; default agent: " .. report.default_agent)
+  if vim.fn.has("nvim-0.10") == 1 then
+    health.ok("Neovim " .. tostring(vim.version()))
+  else
+    health.error("Neovim 0.10 or newer is required", { "Upgrade Neovim" })
   end
-  for _, problem in ipairs(report.config_errors) do
+
+  local report = python_report(health)
+  -- Without the Python side, the options as setup() checked them: a user whose
+  -- `python` is wrong learns of the others too.
+  health.start("Options")
+  local problems = report and report.config_errors or config.problems
+  if #problems == 0 then
+    health.ok("options are valid; default agent: " .. (report and report.default_agent or config.options.default_agent))
+  end
+  for _, problem in ipairs(problems) do
     health.error("invalid option " .. problem)
+  end
+  if not report then
+    return
   end
 
   health.start("Agents")

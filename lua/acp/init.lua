@@ -69,7 +69,7 @@ function M.open(opts)
     new = "boolean",
     history = "integer",
     cwd = "string",
-    roots = "list",
+    roots = "list of strings",
     session_id = "string",
     worktree = "boolean",
   })
@@ -245,6 +245,7 @@ end
 ---@param opts? {history?: integer, force?: boolean, on_done?: fun(done: string|integer)}
 ---@return string|integer?
 function M.export(path, opts)
+  util.optional("export", "path", path, "string")
   util.options("export", opts or {}, { history = "integer", force = "boolean", on_done = "function" })
   return require("acp.chat.history").export(path, opts)
 end
@@ -280,8 +281,18 @@ end
 
 --- Pick an answer for the pending permission request (the one at the cursor, else
 --- the current chat's oldest, else any chat's) with vim.ui.select.
-function M.permission()
-  require("acp.chat.permission").open()
+--- `action` "list": show the "always" answers remembered per project; "forget":
+--- pick one to revoke (|:AcpPermission| list, forget).
+---@param action? "list"|"forget"
+function M.permission(action)
+  util.optional("permission", "action", action, "string")
+  if action == "list" or action == "forget" then
+    require("acp.chat.grants")[action]()
+  elseif action then
+    util.user_error(("unknown :AcpPermission %s (list, forget)"):format(action))
+  else
+    require("acp.chat.permission").open()
+  end
 end
 
 --- Open the review of the agent's changes (latest turn first, then earlier turns).
@@ -334,6 +345,8 @@ end
 ---@param id? string the setting's id (`configId`)
 ---@param value? string|boolean
 function M.config(id, value)
+  util.optional("config", "id", id, "string")
+  util.optional("config", "value", value, "string", "boolean")
   require("acp.chat.session").config(require_chat(), id, value)
 end
 
@@ -341,12 +354,14 @@ end
 --- the agent's config option of category "mode" where it has one, else its modes.
 ---@param id? string
 function M.set_mode(id)
+  util.optional("set_mode", "mode", id, "string")
   require("acp.chat.session").choose(require_chat(), "mode", id)
 end
 
 --- Switch the current chat's model (an id or a name); without one, pick it.
 ---@param id? string
 function M.set_model(id)
+  util.optional("set_model", "model", id, "string")
   require("acp.chat.session").choose(require_chat(), "model", id)
 end
 
@@ -376,6 +391,7 @@ end
 --- Log in to the current chat's agent (`method`: a method id; default the first).
 ---@param method? string
 function M.login(method)
+  util.optional("login", "method", method, "string")
   require("acp.chat.session").login(require_chat(), method)
 end
 

@@ -49,14 +49,23 @@ function M.user_error(message)
 end
 
 --- Whether `value` is a `kind` of a public function's argument: "integer" a whole
---- number, "list" a list, else its Lua type.
+--- number, "list" a list, "list of strings" one of strings only, else its Lua type.
 local function is_a(value, kind)
   if kind == "integer" then
     return type(value) == "number" and value % 1 == 0
   elseif kind == "list" then
     return type(value) == "table" and vim.islist(value)
+  elseif kind == "list of strings" then
+    return is_a(value, "list") and vim.iter(value):all(function(item)
+      return type(item) == "string"
+    end)
   end
   return type(value) == kind
+end
+
+--- An argument as an error shows it: a table on one line.
+local function shown(value)
+  return vim.inspect(value, { newline = " ", indent = "" })
 end
 
 --- Raise a user error when argument `name` of public function `fn` is missing or
@@ -67,7 +76,23 @@ end
 ---@param kind "string"|"integer" a string is not blank
 function M.required(fn, name, value, kind)
   if not (is_a(value, kind) and (kind ~= "string" or value:find("%S"))) then
-    M.user_error(("%s: %s: expected %s, got %s"):format(fn, name, kind, vim.inspect(value)))
+    M.user_error(("%s: %s: expected %s, got %s"):format(fn, name, kind, shown(value)))
+  end
+end
+
+--- Raise a user error when optional argument `name` of public function `fn` is
+--- given but of none of `kinds`: `set_mode: mode: expected string, got 1` (it went
+--- to the agent as it was, whose error made no sense to the user).
+---@param fn string
+---@param name string
+---@param value any
+---@param ... "string"|"integer"|"boolean"
+function M.optional(fn, name, value, ...)
+  local kinds = { ... }
+  if value ~= nil and not vim.iter(kinds):any(function(kind)
+    return is_a(value, kind)
+  end) then
+    M.user_error(("%s: %s: expected %s, got %s"):format(fn, name, table.concat(kinds, " or "), shown(value)))
   end
 end
 
@@ -78,10 +103,10 @@ end
 --- opts.limit: expected integer, got "x"`.
 ---@param fn string
 ---@param opts any
----@param kinds table<string, "string"|"integer"|"boolean"|"list"|"function">
+---@param kinds table<string, "string"|"integer"|"boolean"|"list"|"list of strings"|"function">
 function M.options(fn, opts, kinds)
   if type(opts) ~= "table" then
-    M.user_error(("%s: opts: expected table, got %s"):format(fn, vim.inspect(opts)))
+    M.user_error(("%s: opts: expected table, got %s"):format(fn, shown(opts)))
   end
   for key in pairs(opts) do
     if not kinds[key] then
@@ -93,7 +118,7 @@ function M.options(fn, opts, kinds)
   for key, kind in pairs(kinds) do
     local value = opts[key]
     if value ~= nil and value ~= vim.NIL and not is_a(value, kind) then
-      M.user_error(("%s: opts.%s: expected %s, got %s"):format(fn, key, kind, vim.inspect(value)))
+      M.user_error(("%s: opts.%s: expected %s, got %s"):format(fn, key, kind, shown(value)))
     end
   end
 end

@@ -204,7 +204,7 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
         "history('x')": 'acp: history: opts: expected table, got "x"',
         # A root came back as "root 't' is not an absolute path", a table agent as
         # "unknown agent 'table: 0x...'".
-        "open({roots = '/tmp'})": 'acp: open: opts.roots: expected list, got "/tmp"',
+        "open({roots = '/tmp'})": 'acp: open: opts.roots: expected list of strings, got "/tmp"',
         "open({agent = {}})": "acp: open: opts.agent: expected string, got {}",
         "open({cwd = 5})": "acp: open: opts.cwd: expected string, got 5",
     }.items():
@@ -215,6 +215,43 @@ def test_wrong_arguments_are_one_line_and_send_nothing(editor: Editor) -> None:
     editor.lua("_G.acp_notices = {}; require('acp').forget(999999)")
     editor.wait("#_G.acp_notices > 0", what="what forget(999999) says")
     assert editor.lua("return _G.acp_notices[1].msg") == "acp: history: no stored chat 999999"
+
+
+def test_an_optional_argument_of_another_kind_is_an_error_not_sent_on(editor: Editor) -> None:
+    """`set_mode({id = "code"})` went to the agent as it was ("-32603 Internal error:
+    unhashable type: 'dict'"), `export({force = true})` was Vim's E731, and
+    `open({roots = {1}})` left a chat "starting" for good, with not a word."""
+    editor.setup()
+    editor.open_chat()
+    for call, said in {
+        "set_mode({id = 'code'})": 'acp: set_mode: mode: expected string, got { id = "code" }',
+        "set_model(1)": "acp: set_model: model: expected string, got 1",
+        "config('mode', 1)": "acp: config: value: expected string or boolean, got 1",
+        "config(2)": "acp: config: id: expected string, got 2",
+        "login(1)": "acp: login: method: expected string, got 1",
+        "export({force = true})": "acp: export: path: expected string, got { force = true }",
+        "open({new = true, roots = {1}})": "acp: open: opts.roots: expected list of strings, got { 1 }",
+    }.items():
+        raised = editor.lua(f"return select(2, pcall(function() require('acp').{call} end))")
+        assert raised == said, call
+    assert len(editor.lua("return require('acp').chats()")) == 1
+    status = editor.lua("return require('acp').status()")
+    assert (status["mode"], status["model"]) == ("Ask", "Demo small")
+
+
+def test_permission_takes_what_acppermission_takes(editor: Editor) -> None:
+    """The help: `require("acp").permission()` is "Like :AcpPermission"; but
+    `permission("list")` opened the answer picker ("no permission request is
+    pending"): list and forget were the command's only."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("_G.acp_notices = {}; require('acp').permission('list')")
+    said = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    editor.lua("_G.acp_notices = {}; vim.cmd('AcpPermission list')")
+    assert said == [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert said == ["acp: no permission answer is remembered"]
+    raised = editor.lua("return select(2, pcall(require('acp').permission, 'lsit'))")
+    assert raised == "acp: unknown :AcpPermission lsit (list, forget)"
 
 
 def test_an_option_a_lua_function_does_not_take_is_an_error(editor: Editor) -> None:

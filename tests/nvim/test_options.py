@@ -236,6 +236,61 @@ def test_a_server_of_yours_named_nvim_is_refused_alike_by_lua_and_python(editor:
     assert f"ERROR invalid option mcp_servers.nvim: {taken}" in text
 
 
+# What a server's whole entry, or a path, tells beyond the types.
+BEYOND_TYPES = [
+    ({"mcp_servers": {"web": {"type": "http"}}},
+     ["mcp_servers.web.url: required for an http server"]),
+    ({"mcp_servers": {"lint": {"args": ["--stdio"]}, "web": {"command": "w", "url": "http://h"}}},
+     ["mcp_servers.lint.command: required for a stdio server",
+      'mcp_servers.web.url: only for type = "http" or "sse"']),
+    ({"mcp_servers": {"web": {"type": "sse", "url": "http://h", "env": {"A": "b"}}}},
+     ["mcp_servers.web.env: only for a stdio server"]),
+    ({"fs_access": {"roots": ["relative/dir"]}},
+     ["fs_access.roots: 'relative/dir' is not an absolute path (nor ~/...)"]),
+    # A wrong server of an agent is left out, the agent's others still looked at...
+    ({"agents": {"mine": {"cmd": ["m"], "mcp_servers": {"web": {"type": "http"}, "x": {"command": 1}}}}},
+     ["agents.mine.mcp_servers.web.url: required for an http server",
+      "agents.mine.mcp_servers.x.command: expected a string, got an integer"]),
+    # A name that is no word (Python's `agents.my agent` would name no key).
+    ({"agents": {"my agent": {"cmd": ["m"]}, "": {"cmd": ["m"]}},
+      "mcp_servers": {"my server": {"command": "s"}}},
+     ["agents: agent name '' must be a non-empty word",
+      "agents: agent name 'my agent' must be a non-empty word",
+      "mcp_servers: server name 'my server' must be a non-empty word"]),
+    ({"agents": {"mine": {"cmd": ["m"], "mcp_servers": {"a b": {"command": "s"}}}}},
+     ["agents.mine.mcp_servers: server name 'a b' must be a non-empty word"]),
+    ({"agents": [{"cmd": ["m"]}]}, ["agents: expected a table, got a list"]),
+    # ...but an agent told wrong is left out whole: its servers are not looked at.
+    ({"agents": {"mine": {"cmd": ["m"], "mode": 3, "mcp_servers": {"web": {"type": "http"}}}}},
+     ["agents.mine.mode: expected a string, got an integer"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "problems"), BEYOND_TYPES)
+def test_a_server_or_path_python_refuses_is_told_by_setup_in_its_words(
+    editor: Editor, raw: dict[str, object], problems: list[str]
+) -> None:
+    """An http server without its url, a relative `fs_access.roots`, an agent named
+    `my agent` passed setup() in silence: only the next chat's start said it was wrong
+    (and of `agents = { {...} }`, in other words than setup())."""
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    assert sorted(err.value.problems) == problems
+    assert sorted(editor.lua("return (require('acp.config').check(...))", raw)) == problems
+
+
+def test_setup_again_with_a_server_it_cannot_offer_says_so_while_a_chat_runs(
+    editor: Editor,
+) -> None:
+    """setup() called again, a chat open, with an http server and no url: nothing was
+    said, the chat went on with the options of before, and the next chat refused."""
+    editor.setup()
+    editor.open_chat()
+    editor.setup(mcp_servers={"web": {"type": "http"}})
+    problem = "invalid option mcp_servers.web.url: required for an http server"
+    assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [f"acp: {problem}"]
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
@@ -281,6 +336,31 @@ def test_lua_and_python_tell_a_wrong_option_in_the_same_words(
     assert sorted(err.value.problems) == sorted(lua)
 
 
+def test_a_choice_given_another_kind_names_the_choices_in_setup_and_the_chat(
+    editor: Editor,
+) -> None:
+    """`fs_access = { outside = true }` was "expected 'ask' or 'allow' or 'deny', got
+    true" by setup() and "expected a string, got a boolean" by the chat and
+    :checkhealth: a string, any string, was not what was wanted."""
+    editor.setup(
+        chat={"position": 1},
+        fs_access={"outside": True},
+        protocol_version="1",
+        mcp_servers={"web": {"type": 2, "url": "http://localhost"}},
+    )
+    problems = [
+        "chat.position: expected one of 'right', 'left', 'bottom', 'float', 'tab', got an integer",
+        "fs_access.outside: expected 'ask' or 'allow' or 'deny', got a boolean",
+        "mcp_servers.web.type: expected 'stdio' or 'http' or 'sse', got an integer",
+        "protocol_version: expected 1 or 2, got a string",
+    ]
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == "acp: invalid options: " + "; ".join(problems)
+    editor.nvim.command("AcpChat")
+    error = editor.wait_event("AcpError")["message"]
+    assert sorted(error.removeprefix("invalid options: ").split("; ")) == problems
+
+
 def test_a_wrong_option_is_told_alike_by_setup_the_chat_and_checkhealth(editor: Editor) -> None:
     """The help: until the options are right, chats show the message setup() gave
     and :checkhealth acp lists each wrong option."""
@@ -314,3 +394,25 @@ def test_a_built_in_agent_is_tuned_without_restating_its_program(editor: Editor)
     editor.open_chat("demo")  # the built-in program, with the mode given
     editor.wait("require('acp').status().mode == 'Code'", what="the demo switched to mode code")
     assert editor.lua("return require('acp.config').options.agents.demo.cmd") is None
+
+
+def test_checkhealth_looks_for_the_agents_given_beside_a_wrong_option(editor: Editor) -> None:
+    """One wrong key elsewhere (`auto_save = 3`) and :checkhealth listed only the
+    built-in agents: the user's own, not installed, was unsaid until that key was fixed."""
+    editor.setup(
+        agents={"mine": {"cmd": ["no-such-agent-binary"]}}, default_agent="mine", auto_save=3
+    )
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert "ERROR invalid option auto_save: expected a boolean, got an integer" in text
+    assert 'ERROR mine: "no-such-agent-binary" is not installed or not on PATH' in text
+
+
+def test_checkhealth_without_python_still_lists_the_wrong_options(editor: Editor) -> None:
+    """`python` naming no program: :checkhealth said only that, and nothing of the
+    other wrong options setup() had already found."""
+    editor.setup(python="/no/such/python3", chat={"width": "wide"})
+    editor.nvim.command("checkhealth acp")
+    text = "\n".join(editor.nvim.current.buffer[:])
+    assert 'ERROR Python "/no/such/python3" not found' in text
+    assert "ERROR invalid option chat.width: expected a number, got a string" in text

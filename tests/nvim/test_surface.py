@@ -219,3 +219,16 @@ def test_status_names_the_chat_and_says_whether_its_agent_runs(editor: Editor) -
     assert editor.lua("return require('acp').status().connected") is True
     editor.lua(RENAME, "")
     assert "name" not in editor.lua("return require('acp').status()")
+
+
+def test_every_command_tag_heads_the_commands_own_usage_line() -> None:
+    """`:help :AcpLogout` landed on a tag with no line of its own under it: the
+    window showed :AcpReview's usage and help, and :AcpLogout was nowhere described."""
+    lines = DOC.splitlines()
+    unheaded = []
+    for index, line in enumerate(lines):
+        for tag in re.findall(r"\*:(Acp\w+)!?\*", line):
+            usage = line if line.startswith(":") else lines[index + 1]
+            if not re.match(rf":(\{{range\}})?{tag}\b", usage):
+                unheaded.append(tag)
+    assert unheaded == []
