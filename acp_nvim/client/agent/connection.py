@@ -421,7 +421,6 @@ class AgentConnection:
         sessions = self._sessions()
         chat.session.cancelling = chat.state == "running"
         chat.on_info(turn_state="cancelling")
-        self.turns.stop(chat)
         self.terminals.cancel(chat)  # before the await: the window may close meanwhile
         if not await self.turns.written(chat):
             return

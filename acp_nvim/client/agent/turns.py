@@ -68,8 +68,6 @@ class Turns:
         # turn left to it, or never goes (the turn ended): a cancel written before it
         # would reach the agent ahead of the prompt, which it would then run.
         self._sent: dict[int, anyio.Event] = {}
-        # Chats whose running turn the agent was asked to stop: nothing more goes into it.
-        self._stopping: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<Turns {len(self._abandon)} running, {len(self._left)} left to the agent>"
@@ -84,7 +82,6 @@ class Turns:
 
     def end(self, chat: Chat) -> None:
         del self._abandon[chat.id]
-        self._stopping.discard(chat.id)
         self._ended.pop(chat.id).set()
         self._sent.pop(chat.id).set()
 
@@ -138,16 +135,6 @@ class Turns:
         self._forget(chat.session.session_id, left, ended=True)  # before this prompt runs
         if self._abandon[chat.id].is_set():  # withdrawn as the agent ended the other
             raise Withdrawn
-
-    def stop(self, chat: Chat) -> None:
-        """A cancel of ``chat``'s running turn is asked (see :meth:`stopping`)."""
-        if chat.id in self._abandon:
-            self._stopping.add(chat.id)
-
-    def stopping(self, chat: Chat) -> bool:
-        """Whether ``chat``'s running turn was cancelled and has not ended yet: a
-        message steered into it would join a turn the user stopped."""
-        return chat.id in self._stopping
 
     def waiting(self, chat: Chat) -> bool:
         """Whether ``chat``'s turn waits for the agent to end the one left to it: its

@@ -341,7 +341,7 @@ class Conversations:
         # A turn being cancelled already (the user's <C-c>) is not cancelled again: the
         # prompt goes once that cancel is answered.
         cancel = steered is None and chat.state == "running"
-        if cancel and connection is not None and not connection.turns.stopping(chat):
+        if cancel and connection is not None and not chat.session.cancelling:
             await self.queue.cancel(chat, connection)
         await self.queue.drain(chat)
 
@@ -374,10 +374,9 @@ class Conversations:
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or chat.state != "running":
             return None
-        turns = connection.turns
-        if not connection.can_steer or turns.waiting(chat) or turns.stopping(chat):
-            # Waiting: the turn the agent runs is one left behind, not shown; stopping:
-            # the user cancelled it.
+        if not connection.can_steer or connection.turns.waiting(chat) or chat.session.cancelling:
+            # Waiting: the turn the agent runs is one left behind, not shown; cancelling:
+            # the user stopped it.
             return None
         try:
             injected = await connection.steer(chat, prompt.text, prompt.attachments)
