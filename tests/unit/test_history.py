@@ -774,7 +774,7 @@ def test_a_chat_kept_before_branches_were_reopens_as_it_showed(tmp_path: Path) -
             drawn = [op for op in editor.ops[1] if op["op"] == "block"]
             assert [op["lines"][-1].split("  ")[-1].strip() for op in drawn] == shown  # type: ignore[typeddict-item]
             assert [(b["id"], b["turns"]) for b in chat.branches.listed()] == [(1, 2)]
-            exported = history.export(1)
+            exported = history.reader.export(1)
             assert exported is not None and "left behind" not in exported
             assert [line for line in exported.split("\n") if line in shown] == shown
             await history.close()
