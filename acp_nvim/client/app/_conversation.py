@@ -9,7 +9,7 @@
   agent still holds it, or resumes it, else a seeded session takes its place (in a
   chat without a running agent, from the next prompt, which starts it).
 - :meth:`Conversations.edit`: an earlier prompt back in the input (sent, it is a
-  rewind and a send; ``ChatLifecycle.regenerate`` sends the last one so, unchanged).
+  rewind and a send; ``Sender.regenerate`` sends the last one so, unchanged).
 - :meth:`Conversations.send_now` puts a message into the running turn where the agent
   steers (``_session/steering``), else cancels the turn and sends it first;
   :meth:`Conversations.say` is the same for a rejection's reason, without the cancel.
@@ -271,7 +271,7 @@ class Conversations:
         switch needs no agent, nor touches the files: it changes the view and the
         session that prompt goes on in, as in a reopened chat (:meth:`_unstarted`).
         A rewind takes the files back with the agent: a failed chat's starts it first
-        (``ChatLifecycle.rewind``)."""
+        (``Sender.rewind``)."""
         chat = self.ctx.chats.get(chat_id)
         return chat if chat is not None and chat.state == "error" else self._unstarted(chat_id)
 
