@@ -542,7 +542,7 @@ def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound:
             chat.on_message(_patch("agent", "compacted zebra"))
             chat.end_turn("end_turn")
             if rewound:
-                chat.leave(1)
+                chat.shown.leave(1)
             await history.close()
             group.cancel_scope.cancel()
         store = store_at(tmp_path)
@@ -572,10 +572,10 @@ def test_a_mark_no_branch_leaves_at_any_more_is_deleted_where_it_was_written(
             for text in ("one zebra", "two"):
                 await chat.start_turn(text, [])
                 chat.end_turn("end_turn")
-            chat.leave(2)
+            chat.shown.leave(2)
             chat.info("*Rewound to before turn 2.*")
             assert "Another branch leaves here" in _stored(history)
-            chat.pick(1)
+            chat.shown.pick(1)
             exported = history._records[chat.id].blocks()
             assert not any("Another branch" in b.text for b in exported)
             stored = _stored(history)

@@ -156,7 +156,7 @@ class Conversations:
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else None
         unrecorded = chat.branches.unrecorded(turn)
-        chat.leave(turn)
+        chat.shown.leave(turn)
         files = restored_files(restored)
         if unrecorded:
             files = f"of the turns run here ({files}); what {unrecorded} changed stays as it is"
@@ -284,7 +284,7 @@ class Conversations:
         chat = self._unstarted(chat_id)
         if chat is None or not 1 <= turn <= len(chat.branches.path):
             return False
-        chat.leave(turn)
+        chat.shown.leave(turn)
         chat.session.session_id = ""
         chat.info(f"*Rewound to before turn {turn}, the conversation; the files stay as they are.*")
         return True
@@ -302,7 +302,7 @@ class Conversations:
         left = chat.branches.shown.id
         if not self._known(chat, branch_id):
             return None
-        branch = chat.pick(branch_id)
+        branch = chat.shown.pick(branch_id)
         what = f"; the turn running on branch {left} was cancelled" if cancelled else ""
         chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns){what}.*")
         return branch
