@@ -233,7 +233,7 @@ class Host:
                 return self.worker.call(app.mcp_status)
             case "history":
                 # Read here, on the pynvim thread: a search never waits for the worker.
-                search = app.history.search
+                search = app.history.reader.search
                 query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
                 limit = params.get("limit")
                 return self._history(search, query, agent, cwd, 50 if limit is None else limit)

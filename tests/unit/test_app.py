@@ -221,7 +221,7 @@ async def test_a_stored_chat_that_cannot_be_read_is_refused_in_one_message(
         def unreadable(history_id: int) -> None:
             raise StoreError("database disk image is malformed")
 
-        monkeypatch.setattr(app.ctx.history, "_read", unreadable)
+        monkeypatch.setattr(app.ctx.history.reader, "read", unreadable)
         await app.open(2, None, str(tmp_path), history=1)
         assert [m for _, m in editor.notices if "history" in m] == []
         why = "history: database disk image is malformed"

@@ -1,4 +1,4 @@
-"""Turns and branches of a chat (session/branches.py, Chat.leave and Chat.pick)."""
+"""Turns and branches of a chat (session/branches.py, ShownBranch.leave and ShownBranch.pick)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ async def test_hidden_turns_leave_the_model_and_come_back_as_they_were() -> None
     assert chat.branches.last_reply(chat.session, 1) == "m1" and chat.branches.last_reply(chat.session, 3) == "m3"
     before = (list(chat.session.items), dict(chat.session.messages), dict(chat.session.aliases))
 
-    left = chat.leave(2)
+    left = chat.shown.leave(2)
     assert [t.prompt.text for t in left] == ["prompt 2", "prompt 3"]
     session = chat.session
     assert set(session.tool_calls) == {"t1"} and "m2" not in session.messages
@@ -106,7 +106,7 @@ async def test_hidden_turns_leave_the_model_and_come_back_as_they_were() -> None
 
     # Back to the first branch: the model is as it was, the other turn hidden.
     other = next(b["id"] for b in chat.branches.listed() if not b["current"])
-    assert chat.pick(other).session_id == "s1"
+    assert chat.shown.pick(other).session_id == "s1"
     assert (session.items, session.messages, session.aliases) == before
     assert chat.branches.last_reply(chat.session, 2) == "m2" and session.messages["m2"].text == "reply 2"
     assert editor.ops[1][-2] == {"op": "uncut", "turns": [t.message for t in left]}

@@ -542,7 +542,7 @@ def test_a_compaction_is_kept_and_drawn_again_as_it_was(tmp_path: Path, rewound:
             chat.on_message(_patch("agent", "compacted zebra"))
             chat.end_turn("end_turn")
             if rewound:
-                chat.leave(1)
+                chat.shown.leave(1)
             await history.close()
             group.cancel_scope.cancel()
         store = store_at(tmp_path)
@@ -572,10 +572,10 @@ def test_a_mark_no_branch_leaves_at_any_more_is_deleted_where_it_was_written(
             for text in ("one zebra", "two"):
                 await chat.start_turn(text, [])
                 chat.end_turn("end_turn")
-            chat.leave(2)
+            chat.shown.leave(2)
             chat.info("*Rewound to before turn 2.*")
             assert "Another branch leaves here" in _stored(history)
-            chat.pick(1)
+            chat.shown.pick(1)
             exported = history._records[chat.id].blocks()
             assert not any("Another branch" in b.text for b in exported)
             stored = _stored(history)
@@ -774,7 +774,7 @@ def test_a_chat_kept_before_branches_were_reopens_as_it_showed(tmp_path: Path) -
             drawn = [op for op in editor.ops[1] if op["op"] == "block"]
             assert [op["lines"][-1].split("  ")[-1].strip() for op in drawn] == shown  # type: ignore[typeddict-item]
             assert [(b["id"], b["turns"]) for b in chat.branches.listed()] == [(1, 2)]
-            exported = history.export(1)
+            exported = history.reader.export(1)
             assert exported is not None and "left behind" not in exported
             assert [line for line in exported.split("\n") if line in shown] == shown
             await history.close()

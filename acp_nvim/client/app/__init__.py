@@ -38,6 +38,7 @@ from acp_nvim.client.app._mcp import McpWiring
 from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
+from acp_nvim.client.app._sender import Sender
 from acp_nvim.client.app._settings import Settings
 from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
@@ -80,11 +81,12 @@ class App:
             self.conversations,
             self.workspaces,
         )
+        self.sender = Sender(self.lifecycle)
         # What the host calls, each answered by the part it concerns.
         self.open = self.lifecycle.open
         self.restart = self.lifecycle.restart
-        self.send = self.lifecycle.send
-        self.regenerate = self.lifecycle.regenerate
+        self.send = self.sender.send
+        self.regenerate = self.sender.regenerate
         self.cancel = self.lifecycle.cancel
         self.login = self.lifecycle.login
         self.close = self.lifecycle.close
@@ -103,7 +105,7 @@ class App:
         self.buffer_changed = self.reviews.buffer_changed
         self.restore = self.reviews.restore
         self.restorable = self.reviews.restorable
-        self.rewind = self.lifecycle.rewind
+        self.rewind = self.sender.rewind
         self.pick_branch = self.conversations.pick
         self.edit = self.conversations.edit
         self.send_queued = self.conversations.send_queued

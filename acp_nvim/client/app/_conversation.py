@@ -9,7 +9,7 @@
   agent still holds it, or resumes it, else a seeded session takes its place (in a
   chat without a running agent, from the next prompt, which starts it).
 - :meth:`Conversations.edit`: an earlier prompt back in the input (sent, it is a
-  rewind and a send; ``ChatLifecycle.regenerate`` sends the last one so, unchanged).
+  rewind and a send; ``Sender.regenerate`` sends the last one so, unchanged).
 - :meth:`Conversations.send_now` puts a message into the running turn where the agent
   steers (``_session/steering``), else cancels the turn and sends it first;
   :meth:`Conversations.say` is the same for a rejection's reason, without the cancel.
@@ -156,7 +156,7 @@ class Conversations:
         review = self.reviews.by_chat.get(chat.id)
         restored = await review.restore(path[turn - 1].review) if review is not None else None
         unrecorded = chat.branches.unrecorded(turn)
-        chat.leave(turn)
+        chat.shown.leave(turn)
         files = restored_files(restored)
         if unrecorded:
             files = f"of the turns run here ({files}); what {unrecorded} changed stays as it is"
@@ -271,7 +271,7 @@ class Conversations:
         switch needs no agent, nor touches the files: it changes the view and the
         session that prompt goes on in, as in a reopened chat (:meth:`_unstarted`).
         A rewind takes the files back with the agent: a failed chat's starts it first
-        (``ChatLifecycle.rewind``)."""
+        (``Sender.rewind``)."""
         chat = self.ctx.chats.get(chat_id)
         return chat if chat is not None and chat.state == "error" else self._unstarted(chat_id)
 
@@ -284,7 +284,7 @@ class Conversations:
         chat = self._unstarted(chat_id)
         if chat is None or not 1 <= turn <= len(chat.branches.path):
             return False
-        chat.leave(turn)
+        chat.shown.leave(turn)
         chat.session.session_id = ""
         chat.info(f"*Rewound to before turn {turn}, the conversation; the files stay as they are.*")
         return True
@@ -302,7 +302,7 @@ class Conversations:
         left = chat.branches.shown.id
         if not self._known(chat, branch_id):
             return None
-        branch = chat.pick(branch_id)
+        branch = chat.shown.pick(branch_id)
         what = f"; the turn running on branch {left} was cancelled" if cancelled else ""
         chat.info(f"*Switched to branch {branch.id} ({len(branch.turns)} turns){what}.*")
         return branch

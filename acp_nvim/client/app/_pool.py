@@ -266,7 +266,8 @@ class AgentPool:
                 self.ctx.editor.notify(str(err))
             return
         # What the history knows of them: the picker shows their turns, and their age.
-        turns = await anyio.to_thread.run_sync(self.ctx.history.session_turns, connection.name)
+        turns_of = self.ctx.history.reader.session_turns
+        turns = await anyio.to_thread.run_sync(turns_of, connection.name)
         for session in sessions:
             session["turns"] = turns.get(session["session_id"])
             session["updated"] = _epoch(session.get("updated_at"))

@@ -1,9 +1,8 @@
 """The chat history as the app uses it: which chats are kept, when their changes
-are written, reopening, hand-over and fork, search and export.
+are written, reopening, hand-over and fork; its search and export (``History.reader``).
 
-Runs on the worker's loop, except :meth:`History.search` and :meth:`History.export`,
-which read the file on the calling thread (a search: Neovim's request, answered on
-the pynvim thread without waiting for the loop) through a connection of that thread.
+Runs on the worker's loop, except its reader, which reads the file on the calling
+thread (_reader).
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ import anyio.lowlevel
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history._branches import branches_of, in_view, steered
+from acp_nvim.client.history._branches import steered
+from acp_nvim.client.history._reader import Reader
 from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.tasks import Tasks
@@ -40,8 +40,6 @@ FLUSH_SECONDS = 0.5
 # as it draws (decision 0072).
 QUIET_SECONDS = 0.25
 DRAWN_SECONDS = 5.0
-# Milliseconds a read waits for another Neovim's write (Neovim waits for a search).
-_READ_BUSY_MS = 250
 # Seconds a reopen waits for the writer to write what it holds (a store it retries).
 _WRITTEN_SECONDS = 2.0
 # Stored blocks drawn at a time (a screen's worth and more).
@@ -61,7 +59,8 @@ class History:
         self._dirty = anyio.Event()
         self._urgent = anyio.Event()
         self._flushing = False
-        self._readers = threading.local()
+        # The file as the calling thread reads it: search, export, the session picker.
+        self.reader = Reader(lambda: self.path)
 
     def __repr__(self) -> str:
         return f"<History {self.path} {len(self._records)} chats>"
@@ -176,7 +175,7 @@ class History:
             StoreError: the file cannot be read.
         """
         await self._written()
-        return await anyio.to_thread.run_sync(self._read, history_id)
+        return await anyio.to_thread.run_sync(self.reader.read, history_id)
 
     async def _written(self) -> None:
         """Return once the writer has written what it was handed by now (or failed to,
@@ -187,11 +186,6 @@ class History:
         done = threading.Event()
         writer.call(lambda _store: done.set())  # in order, after the writes before it
         await anyio.to_thread.run_sync(done.wait, _WRITTEN_SECONDS)
-
-    def _read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
-        store = self._reader()
-        row = store.chat(history_id)
-        return None if row is None else (row, store.blocks(history_id))
 
     async def reopen(
         self, chat: Chat, row: ChatRow, blocks: list[StoredBlock], note: str | None = None
@@ -360,7 +354,7 @@ class History:
         if history_id is None:
             record = self._records.get(chat_id) if chat_id is not None else None
         elif (record := self._open_as(history_id)) is None:
-            return await anyio.to_thread.run_sync(self.export, history_id)
+            return await anyio.to_thread.run_sync(self.reader.export, history_id)
         if record is None:
             return None
         return await anyio.to_thread.run_sync(markdown, record.row(), record.blocks())
@@ -416,7 +410,7 @@ class History:
 
     def _on_reader(self, fn: Any) -> None:
         try:
-            fn(self._reader())
+            fn(self.reader.store())
         except StoreError as err:
             self.editor.notify(f"history: {err}")
 
@@ -427,90 +421,15 @@ class History:
         if writer is not None:
             await anyio.to_thread.run_sync(writer.close)
 
-    # -- reads on the caller's thread ---------------------------------------------------------
-
-    def _reader(self) -> Store:
-        path = self.path
-        if path is None:
-            raise StoreError("the history has no file yet (setup() was not called)")
-        reader: Store | None = getattr(self._readers, "store", None)
-        if reader is None or reader.path != path:
-            if reader is not None:
-                reader.close()
-            reader = self._readers.store = Store(path, busy_ms=_READ_BUSY_MS)
-        return reader
-
-    def session_turns(self, agent: str) -> dict[str, int]:
-        """The turns of ``agent``'s sessions the history knows, by session id, for
-        the session picker: each branch's, in the session its last turn ran in (a
-        chat a rewind branched holds more turns than any of its sessions); none when
-        the history cannot be read (a picker shows less, no error)."""
-        try:
-            hits = self._reader().search(agent=agent, limit=1000)
-        except StoreError:
-            return {}
-        turns: dict[str, int] = {}
-        for hit in hits:
-            branches, _ = branches_of(hit.chat.branches, [])
-            for branch in branches:
-                if branch.session_id and branch.nodes:
-                    turns.setdefault(branch.session_id, len(branch.nodes))
-            if hit.chat.session_id:  # a chat kept before branches were
-                turns.setdefault(hit.chat.session_id, hit.chat.turns)
-        return turns
-
-    def search(
-        self,
-        query: str | None = None,
-        agent: str | None = None,
-        cwd: str | None = None,
-        limit: int = 50,
-    ) -> list[dict[str, Any]]:
-        """``require("acp").history()``: stored chats newest first, as plain tables.
-
-        Raises:
-            StoreError: the file cannot be read.
-        """
-        hits = self._reader().search(query, agent=agent, cwd=cwd, limit=limit)
-        return [
-            {
-                "id": hit.chat.id,
-                "title": hit.chat.name or hit.chat.title or f"chat {hit.chat.id}",
-                "agent": hit.chat.agent,
-                "cwd": hit.chat.cwd,
-                "created_at": hit.chat.created_at,
-                "updated_at": hit.chat.updated_at,
-                "turns": _turns_shown(hit.chat),
-                "snippet": hit.snippet,
-            }
-            for hit in hits
-        ]
-
-    def export(self, history_id: int) -> str | None:
-        """A stored chat as Markdown, the branch it showed (None: no such chat).
-        Raises StoreError."""
-        from acp_nvim.client.history._blocks import markdown
-
-        found = self._read(history_id)
-        if found is None:
-            return None
-        row, blocks = found
-        _, shown = branches_of(row.branches, blocks)
-        return markdown(row, in_view(shown, blocks))
-
 
 async def steered_into(history: History, agent: str, session_id: str) -> list[tuple[str, bool]]:
     """The user's messages of ``agent``'s session ``session_id`` as the chat kept last
     that went on in it shows them, each with whether it was steered into a turn: a
     replay of the session draws those as the user's messages, of no turn of their
     own (decision 0088). None known (nor any when the history cannot be read): empty."""
-
-    def of_session() -> list[int]:
-        hits = history._reader().search(agent=agent, limit=1000)
-        return [hit.chat.id for hit in hits if session_id in (hit.chat.branches or "")]
-
+    went_on_in = history.reader.went_on_in
     try:
-        for history_id in await anyio.to_thread.run_sync(of_session):
+        for history_id in await anyio.to_thread.run_sync(went_on_in, agent, session_id):
             found = await history.load(history_id)
             texts = steered(found[0].branches, found[1], session_id) if found else None
             if texts is not None:
@@ -518,15 +437,6 @@ async def steered_into(history: History, agent: str, session_id: str) -> list[tu
     except StoreError:
         pass
     return []
-
-
-def _turns_shown(chat: ChatRow) -> int:
-    """The turns of the branch a stored chat shows (what reopening or exporting it
-    reads); ``ChatRow.turns`` counts every branch's, the next turn's number."""
-    if chat.branches is None:  # no turn yet, or kept before branches were
-        return chat.turns
-    _, shown = branches_of(chat.branches, [])
-    return len(shown.nodes)
 
 
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:

@@ -131,7 +131,7 @@ class ChatRecord:
                 if is_mark(b.key)
             }
             self.chat.branches.restore(stored, branch.id, marks)
-            self.chat.show_branches()
+            self.chat.shown.list_branches()
         return in_view(branch, self.base)
 
     def _stored_turns(

@@ -12,8 +12,8 @@ turn the same way: :meth:`Chat.finish_turn`, after the review's final check.
 from __future__ import annotations
 
 __all__ = [
-    "Chat", "ChatState", "Chunk", "Record", "TurnReview", "muted", "replayed", "replayed_late",
-    "settled",
+    "Chat", "ChatState", "Chunk", "Record", "ShownBranch", "TurnReview", "muted", "replayed",
+    "replayed_late", "settled",
 ]
 
 import os
@@ -189,6 +189,7 @@ class Chat:
         # The title of the conversation it carries on (reopened, handed over): what a
         # new session of the agent calls itself does not rename the chat.
         self.kept_title: str | None = None
+        self.shown = ShownBranch(self)  # rewinds and branch switches, as drawn
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -544,13 +545,25 @@ class Chat:
         line = view.notice_line(severity, title, description)
         self._note("notice", "error" if severity == "error" else "info", [line])
 
-    # -- turns and branches -------------------------------------------------------------
 
-    def show_branches(self) -> None:
-        branches = self.branches
-        self._draw(view.status_op(turns=branches.prompt_lines(), branches=branches.listed()))
-        if self.changes is not None:
-            self.changes.number(self.branches.numbers())
+class ShownBranch:
+    """The branch of turns ``chat``'s transcript shows: going back to before one of
+    them (a rewind), or another branch shown in their place (``chat.branches`` keeps
+    the turns; this draws the change)."""
+
+    def __init__(self, chat: Chat) -> None:
+        self.chat = chat
+
+    def __repr__(self) -> str:
+        return f"<ShownBranch of chat {self.chat.id}: {len(self.chat.branches.path)} turns>"
+
+    def list_branches(self) -> None:
+        """The header lists the turns and branches as they are now; the review
+        numbers its turns by them."""
+        chat, branches = self.chat, self.chat.branches
+        chat._draw(view.status_op(turns=branches.prompt_lines(), branches=branches.listed()))
+        if chat.changes is not None:
+            chat.changes.number(branches.numbers())
 
     def leave(self, number: int) -> list[Turn]:
         """Go back to before turn ``number`` (1-based) of the shown branch: its turns
@@ -560,10 +573,10 @@ class Chat:
         Raises:
             ValueError: no such turn.
         """
-        left = self.branches.leave(number)
+        left = self.chat.branches.leave(number)
         self._take_out(left, number)
         self._mark(number - 1)
-        self.show_branches()
+        self.list_branches()
         return left
 
     def pick(self, branch_id: int) -> Branch:
@@ -573,31 +586,33 @@ class Chat:
         Raises:
             KeyError: no such branch, or it is the one shown.
         """
-        out, into = self.branches.pick(branch_id)
-        self._take_out(out, len(self.branches.path) - len(into) + 1)
-        self._mark(len(self.branches.path) - len(into))
-        drawing, kept = show(self.session, into)  # (stored blocks: the history has them)
-        self.editor.render(self.id, [*drawing, view.uncut_op(kept)])
-        self.show_branches()
-        return self.branches.shown
+        chat, branches = self.chat, self.chat.branches
+        out, into = branches.pick(branch_id)
+        self._take_out(out, len(branches.path) - len(into) + 1)
+        self._mark(len(branches.path) - len(into))
+        drawing, kept = show(chat.session, into)  # (stored blocks: the history has them)
+        chat.editor.render(chat.id, [*drawing, view.uncut_op(kept)])
+        self.list_branches()
+        return branches.shown
 
     def _take_out(self, turns: list[Turn], since: int) -> None:
         """The view changes from turn ``since``: ``turns`` leave it, and what goes with
         it for good (``Branches.dropped``); this change's notes go with the next turn."""
-        gone = self.branches.dropped()
+        chat = self.chat
+        gone = chat.branches.dropped()
         if gone:
-            self._draw(view.drop_op(gone))
-        hide(self.session, turns)
+            chat._draw(view.drop_op(gone))
+        hide(chat.session, turns)
         for turn in turns:
             for call_id in turn.hidden.tool_calls if turn.hidden is not None else ():
-                self._drawings.pop(call_id, None)
-        self._draw(view.cut_op([(t.message, t.block) for t in turns], since))
+                chat._drawings.pop(call_id, None)
+        chat._draw(view.cut_op([(t.message, t.block) for t in turns], since))
 
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""
-        block = self.session.new_id(view.MARK)
-        if self.branches.mark(shared, block):
-            self._draw(view.mark_op(block))
+        block = self.chat.session.new_id(view.MARK)
+        if self.chat.branches.mark(shared, block):
+            self.chat._draw(view.mark_op(block))
 
 
 def replayed(chat: Chat, since: int, agent: int, until: int | None = None) -> None:
@@ -615,7 +630,7 @@ def replayed(chat: Chat, since: int, agent: int, until: int | None = None) -> No
     ]
     chat.editor.render(chat.id, ops)
     chat.record.replayed(turns)
-    chat.show_branches()
+    chat.shown.list_branches()
 
 
 def replayed_late(chat: Chat, *, done: bool = False) -> None:
