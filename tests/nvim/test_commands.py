@@ -407,3 +407,21 @@ def test_acpcancel_with_no_turn_running_says_there_is_nothing_to_cancel(
     editor.nvim.command("AcpCancel")
     editor.wait("#_G.acp_notices > 1", what="the second notice")
     assert editor.lua("return require('acp').status().state") == "ready"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_acpmode_completes_a_mode_by_its_name_in_any_case(editor: Editor, version: int) -> None:
+    """`:AcpMode acc<Tab>` offered nothing for the mode named "Accept edits" (id
+    acceptEdits), nor `:AcpMode ask<Tab>` for "Ask before edits" (id default): only
+    ids matched, and in their own case. The id is what goes in the line."""
+    editor.setup(
+        agents={"claude": editor.fake_agent("named_modes")},
+        default_agent="claude",
+        protocol_version=version,
+    )
+    editor.open_chat()
+    assert complete(editor, "AcpMode ") == ["default", "acceptEdits", "plan"]
+    assert complete(editor, "AcpMode acc") == ["acceptEdits"]
+    assert complete(editor, "AcpMode ask") == ["default"]
+    assert complete(editor, "AcpMode PL") == ["plan"]
+    assert complete(editor, "AcpMode zzz") == []

@@ -46,6 +46,21 @@ def modes_and_models(agent: Agent) -> Params:
     }
 
 
+def named_modes(agent: Agent) -> Params:
+    """Claude Code's modes: names that are not their ids."""
+    key = "configId" if agent.version == 2 else "id"
+    modes = [("default", "Ask before edits"), ("acceptEdits", "Accept edits"), ("plan", "Plan")]
+    option = {
+        "type": "select",
+        key: "mode",
+        "name": "Mode",
+        "category": "mode",
+        "currentValue": "default",
+        "options": [{"value": value, "name": name} for value, name in modes],
+    }
+    return {"configOptions": [option]}
+
+
 def approval_too(agent: Agent) -> Params:
     """Modes and models, and a config option that wins over them."""
     return {**modes_and_models(agent), "configOptions": config_options("auto")}
@@ -280,6 +295,7 @@ SCENARIOS = (
         session=modes_and_models,
     ),
     Scenario("configs", configs_switch, session=approval_too),
+    Scenario("named_modes", session=named_modes, v2={}),
     Scenario("qwen", qwen_mode, session=qwen_settings),
     Scenario("big", big_lists, v2={}),
     Scenario(
