@@ -20,10 +20,22 @@ local function shown_turns()
   return require("acp.chat.branches").turns()
 end
 
+--- Whether completion `item` fits `arglead`: a word starts with it; a choice
+--- ({value, name}: a mode, a model) by its value or its name, in any case, as the
+--- user may know either (the value is what is inserted).
+local function fits(item, arglead)
+  if type(item) == "string" then
+    return vim.startswith(item, arglead)
+  end
+  local lead = arglead:lower()
+  return vim.startswith(item.value:lower(), lead) or vim.startswith((item.name or ""):lower(), lead)
+end
+
 --- The `complete` of a command taking `nargs` from `candidates(args)`, which gives
---- every word that may follow `args` (the arguments typed before the one completed),
---- or the name of a built-in completion ("dir"). Neovim offers what a Lua function
---- returns as it is: the words not starting with what is typed are left out here.
+--- every word (or choice, see `fits`) that may follow `args` (the arguments typed
+--- before the one completed), or the name of a built-in completion ("dir"). Neovim
+--- offers what a Lua function returns as it is: what does not fit what is typed
+--- is left out here.
 local function completion(candidates, nargs)
   return function(arglead, cmdline, cursorpos)
     local ok, parsed = pcall(vim.api.nvim_parse_cmd, cmdline:sub(1, cursorpos), {})
@@ -42,9 +54,15 @@ local function completion(candidates, nargs)
     if type(words) == "string" then
       return vim.fn.getcompletion(arglead, words)
     end
-    return vim.tbl_filter(function(word)
-      return vim.startswith(word, arglead)
-    end, words)
+    return vim
+      .iter(words)
+      :filter(function(item)
+        return fits(item, arglead)
+      end)
+      :map(function(item)
+        return type(item) == "string" and item or item.value
+      end)
+      :totable()
   end
 end
 
@@ -258,9 +276,7 @@ local function choices(category)
     local chat = require("acp.chat.registry").get()
     local session = require("acp.chat.session")
     local option = chat and session.setting(chat, category)
-    return vim.tbl_map(function(choice)
-      return choice.value
-    end, option and session.choices(chat, option) or {})
+    return option and session.choices(chat, option) or {}
   end
 end
 command("AcpAdd", function(args)

@@ -118,8 +118,9 @@ PATCH_DEFS: dict[str, frozenset[str]] = {
 # (decision 0026); the editor MCP server goes over the ACP connection (mcp/*) where
 # the agent advertises McpCapabilities.acp (decision 0024); session/update gains the
 # compaction and notice updates, and v1 the client capability that allows compaction
-# (v2 has none to advertise; decision 0042), and the tool calls' `name`.
-ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
+# (v2 has none to advertise; decision 0042), and the tool calls' `name`. A third
+# item names the only version an addition is for.
+ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "session/fork": (("SessionCapabilities", "fork"),),
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
     "mcp/message": (),
@@ -128,6 +129,11 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, str], ...]] = {
         ("SessionUpdate", "notice"),
         ("SessionUpdate", "compaction_update"),
         ("SessionUpdate", "compaction_summary_chunk"),
+        # v2's plans that go, and those given as markdown or as a file (v1's plans
+        # with ids are unstable as a whole, behind a capability not advertised).
+        ("SessionUpdate", "plan_removed", "v2"),
+        ("PlanUpdateContent", "markdown", "v2"),
+        ("PlanUpdateContent", "file", "v2"),
         ("ClientSessionCapabilities", "compaction"),
         # The tool's programmatic name (claude-agent-acp 0.77+, codex-acp 1.12+ send it).
         ("ToolCall", "name"),
@@ -852,7 +858,7 @@ def generate(schema_dir: Path, version: str) -> str:
     schema, meta, unstable, unstable_meta = (
         json.loads((schema_dir / version / name).read_text()) for name in SOURCES
     )
-    adopt_unstable(schema, meta, unstable, unstable_meta)
+    adopt_unstable(schema, meta, unstable, unstable_meta, version)
     # Named as the repository holds it, wherever --schema-dir pointed.
     return Generator(version, schema, meta).render(f"spec/acp/schema/{version}/schema.json")
 
@@ -862,6 +868,7 @@ def adopt_unstable(
     meta: dict[str, Any],
     unstable: dict[str, Any],
     unstable_meta: dict[str, Any],
+    version: str,
 ) -> None:
     """Add the `ADOPTED_UNSTABLE` methods to the stable ``schema`` and ``meta``: their
     request/response defs with every def they reference that ``schema`` lacks, the
@@ -885,8 +892,8 @@ def adopt_unstable(
         for name, d in source.items():
             if d.get("x-method") == method:
                 take(name, method)
-        for owner, addition in additions:
-            if owner not in source:
+        for owner, addition, *only in additions:
+            if owner not in source or only not in ([], [version]):
                 continue  # this version's schema has no such def (v2: client session caps)
             if "properties" in source[owner]:
                 add_property(defs[owner], source[owner], addition, method)

@@ -2204,6 +2204,44 @@ class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True, g
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanRemoved(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Removal notice for a plan identified by ID."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanMarkdown(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A plan represented as raw markdown content."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    content: str
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanFile(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A plan represented by a file URI."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    uri: str
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # --- unions: the tagged variants, then the union ---
 
 
@@ -2564,6 +2602,10 @@ class SessionUpdatePlanUpdate(PlanUpdate, tag_field="sessionUpdate", tag="plan_u
     """`sessionUpdate: "plan_update"` variant of `SessionUpdate`."""
 
 
+class SessionUpdatePlanRemoved(PlanRemoved, tag_field="sessionUpdate", tag="plan_removed"):
+    """`sessionUpdate: "plan_removed"` variant of `SessionUpdate`."""
+
+
 class SessionUpdateAvailableCommandsUpdate(
     AvailableCommandsUpdate,
     tag_field="sessionUpdate",
@@ -2626,6 +2668,7 @@ SessionUpdate = (
     | SessionUpdateTerminalUpdate
     | SessionUpdateTerminalOutputChunk
     | SessionUpdatePlanUpdate
+    | SessionUpdatePlanRemoved
     | SessionUpdateAvailableCommandsUpdate
     | SessionUpdateConfigOptionUpdate
     | SessionUpdateSessionInfoUpdate
@@ -2660,8 +2703,16 @@ class PlanUpdateContentItems(PlanItems, tag_field="type", tag="items"):
     """`type: "items"` variant of `PlanUpdateContent`."""
 
 
+class PlanUpdateContentFile(PlanFile, tag_field="type", tag="file"):
+    """`type: "file"` variant of `PlanUpdateContent`."""
+
+
+class PlanUpdateContentMarkdown(PlanMarkdown, tag_field="type", tag="markdown"):
+    """`type: "markdown"` variant of `PlanUpdateContent`."""
+
+
 # Updated content for a plan.
-PlanUpdateContent = PlanUpdateContentItems
+PlanUpdateContent = PlanUpdateContentItems | PlanUpdateContentFile | PlanUpdateContentMarkdown
 
 
 class AvailableCommandInputText(TextCommandInput, tag_field="type", tag="text"):
@@ -2929,6 +2980,7 @@ _SessionUpdateDecoder = UnionDecoder(
         "terminal_update": SessionUpdateTerminalUpdate,
         "terminal_output_chunk": SessionUpdateTerminalOutputChunk,
         "plan_update": SessionUpdatePlanUpdate,
+        "plan_removed": SessionUpdatePlanRemoved,
         "available_commands_update": SessionUpdateAvailableCommandsUpdate,
         "config_option_update": SessionUpdateConfigOptionUpdate,
         "session_info_update": SessionUpdateSessionInfoUpdate,
@@ -2956,7 +3008,11 @@ register_union(StateUpdate, _StateUpdateDecoder)
 _PlanUpdateContentDecoder = UnionDecoder(
     "PlanUpdateContent",
     "type",
-    {"items": PlanUpdateContentItems},
+    {
+        "items": PlanUpdateContentItems,
+        "file": PlanUpdateContentFile,
+        "markdown": PlanUpdateContentMarkdown,
+    },
     (),
 )
 register_union(PlanUpdateContent, _PlanUpdateContentDecoder)

@@ -42,6 +42,10 @@ function M.setup(opts)
   if #problems > 0 then
     util.notify(config.summary(problems))
   end
+  local clashes = require("acp.keys").clashes(config.options.keys)
+  if #clashes > 0 then -- still taken: the one mapped last works
+    util.notify(table.concat(clashes, "; ") .. ": only one of each works", "warn")
+  end
   highlights.setup()
   host.reconfigure()
 end

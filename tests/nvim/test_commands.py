@@ -7,6 +7,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from acp_nvim.client.errors import NO_AGENT, STARTING
 from tests.nvim.conftest import ROOT, Editor
 
@@ -384,3 +386,42 @@ def test_acpdiff_refuses_a_word_it_cannot_use_and_opens_every_form_it_takes(
         editor.nvim.command(typed)
         editor.wait(f"{baseline} ~= -1", what=f"the diff of {typed}")
         editor.lua(f"vim.api.nvim_buf_delete({baseline}, {{ force = true }})")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_acpcancel_with_no_turn_running_says_there_is_nothing_to_cancel(
+    editor: Editor, version: int
+) -> None:
+    """:AcpCancel in a ready chat said nothing: the user could not tell it was heard."""
+    editor.setup(protocol_version=version)
+    editor.open_chat()
+    editor.lua("_G.acp_notices = {}")
+    editor.nvim.command("AcpCancel")
+    editor.wait("#_G.acp_notices > 0", what=":AcpCancel's notice")
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["msg"] == "acp: nothing to cancel: no turn is running"
+    assert notice["level"] == editor.lua("return vim.log.levels.INFO")
+    # A turn that ran and ended leaves nothing to cancel either; the chat goes on.
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.command("AcpCancel")
+    editor.wait("#_G.acp_notices > 1", what="the second notice")
+    assert editor.lua("return require('acp').status().state") == "ready"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_acpmode_completes_a_mode_by_its_name_in_any_case(editor: Editor, version: int) -> None:
+    """`:AcpMode acc<Tab>` offered nothing for the mode named "Accept edits" (id
+    acceptEdits), nor `:AcpMode ask<Tab>` for "Ask before edits" (id default): only
+    ids matched, and in their own case. The id is what goes in the line."""
+    editor.setup(
+        agents={"claude": editor.fake_agent("named_modes")},
+        default_agent="claude",
+        protocol_version=version,
+    )
+    editor.open_chat()
+    assert complete(editor, "AcpMode ") == ["default", "acceptEdits", "plan"]
+    assert complete(editor, "AcpMode acc") == ["acceptEdits"]
+    assert complete(editor, "AcpMode ask") == ["default"]
+    assert complete(editor, "AcpMode PL") == ["plan"]
+    assert complete(editor, "AcpMode zzz") == []

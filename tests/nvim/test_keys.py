@@ -386,3 +386,27 @@ def test_reject_why_set_to_the_help_key_still_answers(editor: Editor) -> None:
     editor.wait_event("AcpTurnEnd", count=2)
     editor.wait("vim.fn.maparg('?', 'n', false, true).desc == \"acp: show the chat's keys\"")
 
+
+
+def test_two_keys_set_to_one_lhs_in_one_buffer_are_reported(editor: Editor) -> None:
+    """keys.chat.hide = keys.chat.cancel was taken without a word, and only the one
+    mapped last worked. setup() now names both options (spelled either way, as
+    Neovim reads a key); keys that share a lhs in different buffers are no clash."""
+    editor.setup()
+    assert editor.lua("return _G.acp_notices") == []
+    editor.setup(
+        keys={
+            "chat": {"hide": "<c-c>", "open": "gx"},
+            "input": {"send": "gx"},  # the input has no open key
+            "review": {"accept": "\\a", "close": "A"},
+        }
+    )
+    [notice] = editor.lua("return _G.acp_notices")
+    assert notice["level"] == editor.lua("return vim.log.levels.WARN")
+    assert notice["msg"] == (
+        "acp: keys.chat.cancel and keys.chat.hide are both '<c-c>' in the chat's transcript;"
+        " keys.review.accept_all and keys.review.close are both 'A' in the review:"
+        " only one of each works"
+    )
+    status = editor.open_chat()  # still taken: the chat works as before
+    assert mapped(editor, status["input_buf"], "gx")

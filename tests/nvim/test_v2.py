@@ -129,3 +129,36 @@ def test_acpconfig_picks_a_setting_then_its_value(editor: Editor) -> None:
     editor.wait(f"{suggest} == false")
     editor.nvim.command("AcpConfig suggest on")
     editor.wait(f"{suggest} == true")
+
+
+def test_a_markdown_or_file_plan_is_drawn_and_a_removed_plan_goes(editor: Editor) -> None:
+    """v2 plans given as markdown or as a file showed "(markdown plan)", "(file plan)",
+    and plan_removed was ignored: the plan stayed. A markdown plan shows its text, a
+    file's its path, which <CR> opens; a removed plan leaves the transcript."""
+    plan_file = editor.tmp / "project" / "PLAN one.md"
+    plan_file.write_text("# The plan\n")
+    editor.setup(
+        agents={"fake": editor.fake_agent("plans")}, default_agent="fake", protocol_version=2
+    )
+    editor.open_chat()
+    for turn, prompt in enumerate(["markdown", f"file {plan_file}"], start=1):
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count=turn)
+    text = editor.transcript_text()
+    assert "### Plan\n1. Read the code\n2. **Fix** it\n" in text
+    assert f"### Plan 2\n→ {plan_file}\n" in text
+    assert "(markdown plan)" not in text and "(file plan)" not in text
+    # <CR> on the file's row opens it.
+    row = editor.transcript().index(f"→ {plan_file}") + 1
+    editor.lua(
+        "local buf, row = ...; vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1]);"
+        " vim.api.nvim_win_set_cursor(0, {row, 0})",
+        editor.lua("return require('acp').status().transcript_buf"),
+        row,
+    )
+    editor.nvim.feedkeys(editor.nvim.replace_termcodes("<CR>", True, False, True), "x", False)
+    editor.wait(f"vim.fn.bufname() == {str(plan_file)!r}", what="the plan's file open")
+    editor.lua("require('acp').send('remove m')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    text = editor.transcript_text()
+    assert "Read the code" not in text and f"→ {plan_file}" in text

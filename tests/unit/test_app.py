@@ -248,3 +248,48 @@ async def test_freed_memory_goes_back_before_the_turn_is_said_ended_and_at_a_clo
         await app.close(1)
         assert len(trims) == 2 and "AcpTurnEnd" in trims[1]
         tasks.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("where", ["settings", "configure", "chat"])
+async def test_a_start_that_fails_unexpectedly_ends_said_and_leaves_no_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, where: str
+) -> None:
+    """A defect of ours while a chat starts (once connected, before the agent's
+    connection is made, or before the chat is) ends the start: the chat says so, and
+    no agent is left; a chat opened next starts."""
+    editor = RecordingEditor()
+
+    def broken(*args: object, **kwargs: object) -> None:
+        monkeypatch.undo()  # once
+        raise RuntimeError("a defect")
+
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"protocol_version": version})
+        if where == "settings":
+            monkeypatch.setattr(app.lifecycle.settings, "apply", broken)
+        elif where == "configure":
+            monkeypatch.setattr(app.pool, "configure", broken)
+        else:
+            monkeypatch.setattr(app.lifecycle, "_new_chat", broken)
+        await app.open(1, None, str(tmp_path))
+        assert app.chats[1].state == "error"
+        [error] = [data for name, data in editor.events if name == "AcpError"]
+        assert "internal error while starting the chat: RuntimeError('a defect')" in error["message"]
+        assert app.agents == {} and app.pool.agent_of == {}
+        [process] = app.pool._launched.values()
+        assert process.pid is not None
+        await wait_for(lambda: not _alive(process.pid))
+        await app.open(2, None, str(tmp_path))
+        assert app.chats[2].state == "ready"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

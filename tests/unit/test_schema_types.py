@@ -457,10 +457,11 @@ def test_v2_single_variant_unions() -> None:
     items = {"type": "items", "planId": "p", "entries": []}
     plan = v2_update({"sessionUpdate": "plan_update", "plan": items})
     assert isinstance(plan.plan, v2.PlanUpdateContentItems)
-    markdown = v2_update(
-        {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p"}}
-    )
-    assert isinstance(markdown.plan, Unknown)
+    other = v2_update({"sessionUpdate": "plan_update", "plan": {"type": "outline", "planId": "p"}})
+    assert isinstance(other.plan, Unknown)
+    markdown = {"type": "markdown", "planId": "p", "content": "1. x"}  # adopted (unstable)
+    plan = v2_update({"sessionUpdate": "plan_update", "plan": markdown})
+    assert isinstance(plan.plan, v2.PlanUpdateContentMarkdown) and plan.plan.content == "1. x"
     resume = v2.ResumeSessionRequest(session_id="s", cwd="/w", replay_from=v2.ReplayFromStart())
     assert json.loads(v2.encode(resume)) == {
         "sessionId": "s",

@@ -64,6 +64,8 @@ from acp_nvim.client.agent.sessions import (
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.session.chat import Chat, muted, replayed_late
 from acp_nvim.client.session.model import (
+    FILE_PLAN,
+    MARKDOWN_PLAN,
     Attachment,
     ChangesPart,
     ConfigOption,
@@ -160,6 +162,12 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             chat.on_plan(
                 plan.plan_id, [PlanEntry(e.content, e.status, e.priority) for e in plan.entries]
             )
+        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentMarkdown() as plan):
+            chat.on_plan(plan.plan_id, [PlanEntry(plan.content, MARKDOWN_PLAN)])
+        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentFile() as plan):
+            chat.on_plan(plan.plan_id, [PlanEntry(plan.uri, FILE_PLAN)])
+        case v2.SessionUpdatePlanRemoved(plan_id=plan_id):
+            chat.on_plan(plan_id, None)
         case v2.SessionUpdatePlanUpdate(plan=Unknown() as plan):
             kind = plan.tag or "unknown"
             chat.on_plan(str(plan.get("planId", kind)), [PlanEntry(f"({kind} plan)", "unknown")])

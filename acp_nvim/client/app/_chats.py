@@ -337,12 +337,12 @@ class ChatLifecycle:
         """Cancel the running turn, or stop waiting for a starting agent (or for the
         session a rewind or a branch switch goes on in). The prompts
         queued behind a cancelled turn come back to the input (decision 0080)."""
-        chat = self.ctx.chats.get(chat_id)
+        chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if self._starts.cancel(chat_id):
             return
-        connection = self.pool.agent_of.get(chat_id)
         if chat is not None and connection is not None and chat.state == "running":
-            await self.queue.cancel(chat, connection, give_back=True)
+            return await self.queue.cancel(chat, connection, give_back=True)
+        self.ctx.editor.notify("nothing to cancel: no turn is running", "info")
 
     async def login(
         self, chat_id: int, method_id: str | None, values: dict[str, str] | None = None

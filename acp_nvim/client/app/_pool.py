@@ -44,6 +44,8 @@ class AgentPool:
         self.agents: dict[str, AgentConnection] = {}
         self.agent_of: dict[int, AgentConnection] = {}  # by chat id
         self._starting: dict[str, anyio.Event] = {}
+        # The task that spawned each of those, until it connects (see abandon).
+        self._spawned_by: dict[str, int] = {}
         # Each agent's latest process, by name: a start that timed out has no
         # connection left to ask what it printed.
         self._launched: dict[str, AgentProcess] = {}
@@ -79,17 +81,29 @@ class AgentPool:
         existing = self.agents.get(name)
         if name in self._starting or (existing is not None and existing.alive):
             return None
-        self._starting[name] = started = anyio.Event()
+        self._starting[name] = anyio.Event()
+        self._spawned_by[name] = anyio.get_current_task().id
         process = self._launched[name] = agent_process(name, agent_config, cwd, self.ctx.log)
         try:
             await process.start()
         except SpawnError as err:
             return AgentFailed(str(err))
         except BaseException:  # cancelled: no start left for the others to wait on
-            del self._starting[name]
-            started.set()
+            self._end_start(name)
             raise
         return process
+
+    def _end_start(self, name: str) -> None:
+        del self._spawned_by[name]
+        self._starting.pop(name).set()
+
+    async def abandon(self) -> None:
+        """The current task failed between its :meth:`spawn` and :meth:`connect`: the
+        processes it spawned end, and the chats waiting for them start anew."""
+        mine = anyio.get_current_task().id
+        for name in [n for n, task in self._spawned_by.items() if task == mine]:
+            self._end_start(name)
+            await self._launched[name].aclose()
 
     async def connect(
         self,
@@ -106,7 +120,6 @@ class AgentPool:
             if existing is not None and existing.alive:
                 return existing
             spawned = await self.spawn(name, agent_config, cwd)
-        done = self._starting[name]
         try:
             if isinstance(spawned, AgentFailed):
                 raise spawned
@@ -122,8 +135,8 @@ class AgentPool:
                 process=spawned,
                 mcp=lambda connection: self.mcp.offer(connection, agent_config),
             )
-            self.configure(connection)
             try:
+                self.configure(connection)
                 await connection.start(self.ctx.tasks)
             except BaseException:  # failed, timed out or cancelled: no agent left behind
                 await connection.aclose()
@@ -134,8 +147,7 @@ class AgentPool:
             self.ctx.tasks.start_soon(self._watch_exit, connection)
             return connection
         finally:
-            del self._starting[name]
-            done.set()
+            self._end_start(name)
 
     def printed(self, name: str, connection: AgentConnection | None) -> list[str]:
         """What the agent printed beside the protocol in its latest start: through

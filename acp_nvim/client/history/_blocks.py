@@ -37,6 +37,8 @@ from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.history._store import ChatRow, StoredBlock
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
+    FILE_PLAN,
+    MARKDOWN_PLAN,
     Attachment,
     ChangesPart,
     ContentPart,
@@ -382,7 +384,9 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             lines += _tool_markdown(_tool_call(block, terminals), terminals, worked_in, diffs)
         elif block.kind == "plan":
             lines += ["**Plan**", ""]
-            lines += [f"- [{'x' if s == 'completed' else ' '}] {c}"
+            # A markdown plan's text as it is; a file's URI.
+            lines += [c if s in (MARKDOWN_PLAN, FILE_PLAN)
+                      else f"- [{'x' if s == 'completed' else ' '}] {c}"
                       for c, s, _ in _data(block).get("entries") or []]  # fmt: skip
         elif block.kind == "turn":
             lines.append(_turn_markdown(block, chat.cwd))

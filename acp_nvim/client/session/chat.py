@@ -453,11 +453,10 @@ class Chat:
                 done = "cancelled" if prompt.outcome == "cancelled" else "completed"
                 self._apply_tool_call(ToolCallPatch(call.id, status=done))
 
-    def on_plan(self, plan_id: str | None, entries: list[PlanEntry]) -> None:
-        # v1 sends one plan per turn, whole each time: one block per turn.
+    def on_plan(self, plan_id: str | None, entries: list[PlanEntry] | None) -> None:
+        # v1 sends one plan per turn, whole each time: one block per turn. None: it went.
         plan_id = self.session.key(plan_id) if plan_id is not None else f"#plan{self.turn}"
-        self.session.apply_plan(plan_id, entries)
-        number = list(self.session.plans).index(plan_id) + 1  # two plans: told apart
+        number = self.session.apply_plan(plan_id, entries)  # two plans: told apart
         self._draw(view.plan_op(plan_id, entries, number))
 
     def on_info(self, **fields: Unpack[StatusFields]) -> None:

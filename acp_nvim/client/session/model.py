@@ -18,6 +18,8 @@ Nothing in this module knows a protocol version or a wire type.
 from __future__ import annotations
 
 __all__ = [
+    "FILE_PLAN",
+    "MARKDOWN_PLAN",
     "UNSET",
     "Attachment",
     "ChangesPart",
@@ -419,10 +421,16 @@ class Compaction(msgspec.Struct):
     error: str | None = None
 
 
+# The statuses of a plan's one entry that is its whole markdown text, or its file's URI.
+MARKDOWN_PLAN, FILE_PLAN = "markdown", "file"
+
+
 class PlanEntry(NamedTuple):
     """One step of a plan. A tuple: the collector stops following it once it saw it,
     where 10k class instances of a plan made their update set off full collections
-    (issue 29.7)."""
+    (issue 29.7). A plan given otherwise than as steps (v2) is one entry whose status
+    says how: :data:`MARKDOWN_PLAN` (``content``: its text), :data:`FILE_PLAN`
+    (``content``: the URI of the file that holds it)."""
 
     content: str
     status: str = "pending"
@@ -711,13 +719,17 @@ class Session(msgspec.Struct):
             call.raw_input = patch.raw_input
         return call, news
 
-    def apply_plan(self, plan_id: str, entries: list[PlanEntry]) -> bool:
-        """Replace a plan's entries; returns whether the plan is new."""
-        created = plan_id not in self.plans
-        self.plans[plan_id] = entries
-        if created:
+    def apply_plan(self, plan_id: str, entries: list[PlanEntry] | None) -> int:
+        """Replace a plan's entries, or (None) forget the plan; returns its number
+        among the session's plans (from 1; 0 once it went)."""
+        if entries is None:
+            if self.plans.pop(plan_id, None) is not None:
+                self.items.remove(("plan", plan_id))
+            return 0
+        if plan_id not in self.plans:
             self.items.append(("plan", plan_id))
-        return created
+        self.plans[plan_id] = entries
+        return list(self.plans).index(plan_id) + 1
 
     def apply_compaction(
         self,

@@ -43,7 +43,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, overload
 
 from acp_nvim.client.editor import (
     AppendOp,
@@ -65,6 +65,8 @@ from acp_nvim.client.editor import (
     UncutOp,
 )
 from acp_nvim.client.session.model import (
+    FILE_PLAN,
+    MARKDOWN_PLAN,
     ChangesPart,
     Compaction,
     ConfigOption,
@@ -81,7 +83,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
 )
 from acp_nvim.client.session.prose import fence_after, reflow
-from acp_nvim.client.session.workspace import shown_path
+from acp_nvim.client.session.workspace import shown_path, uri_path
 from acp_nvim.review import PatchError, format_unified, parse_unified
 
 if TYPE_CHECKING:
@@ -514,11 +516,40 @@ def notice_line(severity: str, title: str, description: str | None) -> str:
     return f"*{text}*"
 
 
-def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp:
-    """A plan's block; the session's ``number``-th plan is titled so from the second."""
+@overload
+def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp: ...
+@overload
+def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> BlockOp | DropOp: ...
+def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> BlockOp | DropOp:
+    """A plan's block; the session's ``number``-th plan is titled so from the second.
+    Its steps as a checklist; a markdown plan as its text, a file's as its path
+    (a location: ``<CR>`` opens it). None: the plan went, its block with it."""
+    if entries is None:
+        return drop_op(["#plan:" + plan_id])
     lines = ["### Plan" if number == 1 else f"### Plan {number}"]
-    lines.extend(f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries)
-    return {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+    locations: list[BlockLocation] = []
+    for entry in entries:
+        if entry.status == MARKDOWN_PLAN:
+            lines.extend(close_fence(reflow(entry.content).split("\n")))
+        elif entry.status == FILE_PLAN:
+            path = _file_path(entry.content)
+            if path is not None:
+                locations.append({"row": len(lines), "path": path})
+            lines.append(f"→ {path or entry.content}")
+        else:
+            lines.append(f"- {_PLAN_MARKS.get(entry.status, '[ ]')} {entry.content}")
+    op: BlockOp = {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+    if locations:
+        op["locations"] = locations
+    return op
+
+
+def _file_path(uri: str) -> str | None:
+    """The path a plan's file URI names, None for one that names none here."""
+    try:
+        return uri_path(uri)
+    except ValueError:
+        return None
 
 
 def changes_op(block_id: str, files: list[str]) -> BlockOp:

@@ -124,16 +124,16 @@ end
 function M.enter(chat, lhs)
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local _, block, first = blocks.block_at(chat.transcript, chat.blocks, row)
+  local offset = block and row - first
+  if block and block.kind == "tool" and permission.enter(chat, block, offset) then
+    return
+  end
+  for _, location in ipairs(block and block.locations or {}) do -- a tool call's, a plan's file
+    if location.row == offset then
+      return open_file(location.path, location.line)
+    end
+  end
   if block and block.kind == "tool" then
-    local offset = row - first
-    if permission.enter(chat, block, offset) then
-      return
-    end
-    for _, location in ipairs(block.locations or {}) do
-      if location.row == offset then
-        return open_file(location.path, location.line)
-      end
-    end
     -- Relative names are the session's: a worktree chat's lie in its worktree.
     local rows = api.nvim_buf_get_lines(chat.transcript, first, row + 1, false)
     local path, line = diff_target(rows, registry.cwd(chat))

@@ -7,6 +7,7 @@ __all__ = ["SCENARIOS"]
 
 import json
 import os
+import urllib.parse
 from typing import Any
 
 import anyio
@@ -44,6 +45,21 @@ def modes_and_models(agent: Agent) -> Params:
             ],
         },
     }
+
+
+def named_modes(agent: Agent) -> Params:
+    """Claude Code's modes: names that are not their ids."""
+    key = "configId" if agent.version == 2 else "id"
+    modes = [("default", "Ask before edits"), ("acceptEdits", "Accept edits"), ("plan", "Plan")]
+    option = {
+        "type": "select",
+        key: "mode",
+        "name": "Mode",
+        "category": "mode",
+        "currentValue": "default",
+        "options": [{"value": value, "name": name} for value, name in modes],
+    }
+    return {"configOptions": [option]}
 
 
 def approval_too(agent: Agent) -> Params:
@@ -232,6 +248,24 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
     await agent.say(f"sent {prompt.text}")
 
 
+async def plans(agent: Agent, prompt: Prompt) -> None:
+    """v2's plans given otherwise than as steps, and taken away: prompt "markdown"
+    sends plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID" takes
+    plan ID away."""
+    word, _, rest = prompt.text.partition(" ")
+    update: Params
+    if word == "markdown":
+        plan = {"type": "markdown", "planId": "m", "content": "1. Read the code\n2. **Fix** it"}
+        update = {"sessionUpdate": "plan_update", "plan": plan}
+    elif word == "file":
+        uri = "file://" + urllib.parse.quote(rest)
+        update = {"sessionUpdate": "plan_update", "plan": {"type": "file", "planId": "f", "uri": uri}}
+    else:
+        update = {"sessionUpdate": "plan_removed", "planId": rest}
+    await agent.update(update)
+    await agent.say(f"done: {word}")
+
+
 async def unknown_session(agent: Agent, params: Params) -> None:
     """A new process knows no session to resume."""
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
@@ -280,6 +314,8 @@ SCENARIOS = (
         session=modes_and_models,
     ),
     Scenario("configs", configs_switch, session=approval_too),
+    Scenario("named_modes", session=named_modes, v2={}),
+    Scenario("plans", plans, v2={}),
     Scenario("qwen", qwen_mode, session=qwen_settings),
     Scenario("big", big_lists, v2={}),
     Scenario(
