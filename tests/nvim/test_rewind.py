@@ -1089,6 +1089,31 @@ def test_a_message_whose_steering_fails_waits_for_the_turn_and_stops_nothing(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_the_agent_never_takes_into_the_turn_comes_back_when_the_turn_ends(
+    editor: Editor, version: int
+) -> None:
+    """The agent never answered the ``_session/steering`` request: the message sent
+    now was shown nowhere, neither in the transcript nor queued nor in the input,
+    once the user cancelled the turn; it was lost. It is back in the input."""
+    calls_file = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(calls_file), "FAKE_FAULT": "hang:_session/steering"}
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+steer"], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('turn left', {now = true})")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('_session/steering', 1, true)",
+                what="the steering asked")  # fmt: skip
+    editor.lua("require('acp').cancel()")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'turn left'")  # fmt: skip
+    wait_text(editor, "it is back in the input")
+    assert [p["prompt"][-1]["text"] for p in calls(calls_file, "session/prompt")] == ["hold"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_message_steered_in_a_code_block_parts_after_the_block(
     editor: Editor, version: int
 ) -> None:

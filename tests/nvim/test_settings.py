@@ -285,6 +285,24 @@ def test_the_session_picker_deletes_a_session_where_the_agent_offers_it(
     assert editor.lua("return require('acp').status().session_id") == "old-1"
 
 
+def test_deleting_the_session_a_chat_is_on_is_refused(editor: Editor) -> None:
+    """:AcpDeleteSession completes the ids of the sessions chats here are on, and
+    deleted the one picked though a chat went on in it: the agent dropped the
+    conversation under the chat, whose next prompt went to a session gone. As the
+    picker, it refuses and says which chat is on it."""
+    editor.setup(agents={"hist": editor.fake_agent("history")}, default_agent="hist")
+    editor.open_chat()
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    session = editor.lua("return require('acp').status().session_id")
+    editor.nvim.command(f"AcpDeleteSession {session}")
+    editor.wait(
+        "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
+        f" 'acp: chat 1 is on session {session}: close it first to delete the session')"
+    )
+    assert [c for c in calls(editor, turn=2) if c[0] == "session/delete"] == []
+
+
 def test_the_session_picker_only_resumes_where_the_agent_deletes_no_session(
     editor: Editor,
 ) -> None:

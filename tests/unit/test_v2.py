@@ -679,7 +679,14 @@ async def test_demo_v2_turn_features_and_session_surface(tmp_path: Path) -> None
         assert app.chats[4].state == "ready"
         assert "You said: *hello tool diff terminal plan fix unknown*" in agent_text(editor, 4)
 
+        # Not deleted under the chat on it; once that is closed, deleted.
         await app.delete_session(4, "demo-1")
+        assert editor.notices.pop() == (
+            "error", "chat 4 is on session demo-1: close it first to delete the session"
+        )
+        await app.close(4)
+        await app.delete_session(3, "demo-1")
+        assert editor.notices[-1] == ("info", "deleted session demo-1")
         assert [n for n in editor.notices if n[0] == "error"] == []
         await app.shutdown()
         tasks.cancel_scope.cancel()

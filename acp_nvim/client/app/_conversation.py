@@ -334,7 +334,7 @@ class Conversations:
         add a message, not to stop the agent (decision 0042)."""
         steered = await self._steer(chat_id, prompt)
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
-        if steered == "injected" or chat is None:
+        if steered in ("injected", "unanswered") or chat is None:
             return
         self.queue.put(chat_id, prompt, first=True)
         self.queue.show(chat)
@@ -358,7 +358,7 @@ class Conversations:
         from acp_nvim.client.session.model import Prompt
 
         chat = self.ctx.chats.get(chat_id)
-        if chat is None or await self._steer(chat_id, Prompt(text)) == "injected":
+        if chat is None or await self._steer(chat_id, Prompt(text)) in ("injected", "unanswered"):
             return
         self.queue.put(chat_id, Prompt(text), first=True)
         self.queue.show(chat)
@@ -366,11 +366,12 @@ class Conversations:
 
     async def _steer(
         self, chat_id: int, prompt: Prompt
-    ) -> Literal["injected", "prompt", "failed"] | None:
+    ) -> Literal["injected", "prompt", "failed", "unanswered"] | None:
         """Put ``prompt`` into the chat's running turn: ``injected``, or ``prompt``
         when the agent had no turn running any more (send it as a prompt), ``failed``
-        when the agent failed the request (the chat says the message is queued);
-        None without a running turn or steering."""
+        when the agent failed the request (the chat says the message is queued),
+        ``unanswered`` when the turn ended without an answer (the message is back in
+        the input); None without a running turn or steering."""
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if chat is None or connection is None or chat.state != "running":
             return None
@@ -379,10 +380,15 @@ class Conversations:
             # the user stopped it.
             return None
         try:
-            injected = await connection.steer(chat, prompt.text, prompt.attachments)
+            injected = await _steered_before_turn_end(connection, chat, prompt)
         except AgentFailed as err:
             chat.show_error(f"{err}; the message waits in the queue and goes when the turn ends")
             return "failed"
+        if injected is None:  # it may have reached the agent: the user decides
+            chat.info("*The agent did not answer the message sent into the turn before the "
+                      "turn ended: it is back in the input.*")  # fmt: skip
+            self.queue.return_input(chat_id, prompt.text)
+            return "unanswered"
         if injected:
             chat.on_steered(prompt.text)
         return "injected" if injected else "prompt"
@@ -420,6 +426,35 @@ class Conversations:
         if reason and decision == "reject" and review is not None:
             what = f"`{os.path.relpath(path, review.cwd)}`" if path else "the files"
             await self.say(chat_id, f"I rejected your change to {what}: {reason}")
+
+
+async def _steered_before_turn_end(
+    connection: AgentConnection, chat: Chat, prompt: Prompt
+) -> bool | None:
+    """Whether the agent took ``prompt`` into ``chat``'s running turn (raises as
+    ``AgentConnection.steer``); None when the turn ended and the agent has not
+    answered within ``turns.grace`` seconds since: an agent that never answers
+    would otherwise hold the message, shown nowhere, for ever."""
+    answer: list[bool | AgentFailed] = []
+    async with anyio.create_task_group() as group:
+
+        async def steer() -> None:
+            try:
+                answer.append(await connection.steer(chat, prompt.text, prompt.attachments))
+            except AgentFailed as err:  # raised below, outside the task group
+                answer.append(err)
+            group.cancel_scope.cancel()
+
+        group.start_soon(steer)
+        await connection.turns.over(chat)
+        await anyio.sleep(connection.turns.grace)  # an answer on its way still counts
+        group.cancel_scope.cancel()
+    match answer:
+        case [AgentFailed() as err]:
+            raise err
+        case [bool(injected)]:
+            return injected
+    return None
 
 
 def _held(connection: AgentConnection, turn: Turn) -> bool:

@@ -290,14 +290,27 @@ class AgentPool:
         self.ctx.editor.emit("AcpSessionList", data)
 
     async def delete_session(self, chat_id: int, session_id: str) -> None:
+        """Delete ``session_id`` of the chat's agent; not one a chat here is on (as
+        the picker shows only): the agent would drop the conversation under it."""
         connection = self.connection(chat_id)
-        if connection is not None:
-            try:
-                await connection.delete_session(session_id)
-            except AgentFailed as err:
-                self.ctx.editor.notify(str(err))
-                return
-            self.ctx.editor.notify(f"deleted session {session_id}", "info")
+        if connection is None:
+            return
+        on_it = [
+            c.id
+            for c in self.ctx.chats.values()
+            if c.session.session_id == session_id and self.agent_of.get(c.id) is connection
+        ]
+        if on_it and connection.sessions is not None and connection.sessions.can_delete:
+            self.ctx.editor.notify(
+                f"chat {on_it[0]} is on session {session_id}: close it first to delete the session"
+            )
+            return
+        try:
+            await connection.delete_session(session_id)
+        except AgentFailed as err:
+            self.ctx.editor.notify(str(err))
+            return
+        self.ctx.editor.notify(f"deleted session {session_id}", "info")
 
     # -- logins --------------------------------------------------------------------------
 
