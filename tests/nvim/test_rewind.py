@@ -1201,6 +1201,22 @@ def test_a_rejected_hunks_reason_reaches_the_agent(editor: Editor, version: int)
     assert not (editor.tmp / "project" / "a.txt").exists()
 
 
+def cancel_noting_turn_states(editor: Editor) -> None:
+    """:AcpCancel, with every turn state the winbar draws from now on noted in
+    ``_G.turn_states`` (one the user saw only between two waits is kept too)."""
+    editor.lua(
+        """
+        local winbar = require('acp.chat.winbar')
+        local update = winbar.update
+        _G.turn_states = {}
+        winbar.update = function(chat)
+          table.insert(_G.turn_states, chat.status.turn_state)
+          return update(chat)
+        end
+        require('acp').cancel()
+        """
+    )
+
 def test_a_cancel_at_a_permission_prompt_says_cancelling_until_the_turn_ends(
     editor: Editor,
 ) -> None:
@@ -1214,18 +1230,7 @@ def test_a_cancel_at_a_permission_prompt_says_cancelling_until_the_turn_ends(
     editor.open_chat()
     editor.lua("require('acp').send('ask')")
     editor.wait("require('acp').status().turn_state == 'requires_action'")
-    editor.lua(
-        """
-        local winbar = require('acp.chat.winbar')
-        local update = winbar.update
-        _G.turn_states = {}
-        winbar.update = function(chat)
-          table.insert(_G.turn_states, chat.status.turn_state)
-          return update(chat)
-        end
-        require('acp').cancel()
-        """
-    )
+    cancel_noting_turn_states(editor)
     wait_text(editor, "answered None")  # the agent goes on once answered `cancelled`
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "end_turn"
     states = editor.lua("return _G.turn_states")
@@ -1247,18 +1252,7 @@ def test_a_cancel_says_cancelling_though_the_agent_reports_itself_running(
     editor.open_chat()
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
-    editor.lua(
-        """
-        local winbar = require('acp.chat.winbar')
-        local update = winbar.update
-        _G.turn_states = {}
-        winbar.update = function(chat)
-          table.insert(_G.turn_states, chat.status.turn_state)
-          return update(chat)
-        end
-        require('acp').cancel()
-        """
-    )
+    cancel_noting_turn_states(editor)
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
     states = editor.lua("return _G.turn_states")
     assert states[-1] == "idle" and set(states[:-1]) == {"cancelling"}, states
