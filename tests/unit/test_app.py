@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 
 from acp_nvim.client import malloc
 from acp_nvim.client.app import App
+from acp_nvim.client.app._start_task import start_task
 from acp_nvim.client.history import StoreError
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
@@ -283,6 +284,25 @@ async def test_a_start_that_fails_unexpectedly_ends_said_and_leaves_no_agent(
         await wait_for(lambda: not _alive(process.pid))
         await app.open(2, None, str(tmp_path))
         assert app.chats[2].state == "ready"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("asked", [("x",), ("x", "y")])
+async def test_a_start_that_fails_unexpectedly_for_no_chat_and_no_opening_makes_none(
+    tmp_path: Path, asked: tuple[str, ...]
+) -> None:
+    """A start other than an opening (called as it takes, or not) that breaks for a
+    chat not there (closed meanwhile) ends with no chat made for it and nothing said."""
+    editor = RecordingEditor()
+
+    async def broken(chat_id: int, method: str) -> None:
+        raise RuntimeError("a defect")
+
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await start_task(app.lifecycle, broken)(5, *asked)
+        assert app.chats == {} and editor.events == [] and editor.notices == []
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

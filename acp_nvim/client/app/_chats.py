@@ -140,6 +140,20 @@ class ChatLifecycle:
             await self.ctx.history.fork(chat, parent)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
 
+    async def end_start(
+        self, chat_id: int, why: str, agent: str | None = None, cwd: str | None = None
+    ) -> None:
+        """Chat ``chat_id``'s start broke off (``why``): it fails as a start does, and
+        lets go of its agent (not kept for a login: nothing says that helps). An
+        opening's chat not made yet is made to say so, on ``agent`` in ``cwd``; any
+        other start of a chat not there (closed meanwhile) ends with nothing to say."""
+        chat = self.ctx.chats.get(chat_id)
+        if chat is None and cwd is not None:
+            self._refuse(chat_id, agent or "?", cwd, why)
+        elif chat is not None and chat.state != "closed":
+            self._fail(chat, why)
+            await self.pool.release(chat)
+
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
         """Open chat ``chat_id`` failed with ``why``: what was sent to it goes back."""
         self._fail(self._new_chat(chat_id, agent, Workspace(cwd)), why)
