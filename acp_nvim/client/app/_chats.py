@@ -20,6 +20,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
+from acp_nvim.client.app._start_task import start_task
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
@@ -245,9 +246,8 @@ class ChatLifecycle:
         for other in along:
             other.info(f"*{name} restarted from chat #{chat_id}: this chat goes on with it.*")
             session_id = other.session.session_id or None
-            self.ctx.tasks.start_soon(
-                functools.partial(self._start, again=True), other, agent_config, None, session_id
-            )
+            go_on = start_task(self, functools.partial(self._start, again=True))
+            self.ctx.tasks.start_soon(go_on, other, agent_config, None, session_id)
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
 
     async def _start(
