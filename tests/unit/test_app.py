@@ -339,7 +339,7 @@ async def test_a_start_that_fails_unexpectedly_for_no_chat_and_no_opening_makes_
 
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
-        await start_task(app.lifecycle, broken)(5, *asked)
+        await start_task(app.lifecycle.end_start, broken)(5, *asked)
         assert app.chats == {} and editor.events == [] and editor.notices == []
         await app.shutdown()
         tasks.cancel_scope.cancel()

@@ -144,10 +144,12 @@ class ChatLifecycle:
     async def end_start(
         self, chat_id: int, why: str, agent: str | None = None, cwd: str | None = None
     ) -> None:
-        """Chat ``chat_id``'s start broke off (``why``): it fails as a start does, and
-        lets go of its agent (not kept for a login: nothing says that helps). An
-        opening's chat not made yet is made to say so, on ``agent`` in ``cwd``; any
-        other start of a chat not there (closed meanwhile) ends with nothing to say."""
+        """Chat ``chat_id``'s start broke off in this task (``why``): the agents it
+        spawned end; the chat fails as a start does, and lets go of its agent (not
+        kept for a login: nothing says that helps). An opening's chat not made yet is
+        made to say so, on ``agent`` in ``cwd``; any other start of a chat not there
+        (closed meanwhile) ends with nothing to say."""
+        await self.pool.abandon()
         chat = self.ctx.chats.get(chat_id)
         if chat is None and cwd is not None:
             self._refuse(chat_id, agent or "?", cwd, why)
@@ -246,7 +248,7 @@ class ChatLifecycle:
         for other in along:
             other.info(f"*{name} restarted from chat #{chat_id}: this chat goes on with it.*")
             session_id = other.session.session_id or None
-            go_on = start_task(self, functools.partial(self._start, again=True))
+            go_on = start_task(self.end_start, functools.partial(self._start, again=True))
             self.ctx.tasks.start_soon(go_on, other, agent_config, None, session_id)
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
 

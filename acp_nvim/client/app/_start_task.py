@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from acp_nvim.client.tasks import internal_error
 
 if TYPE_CHECKING:
-    from acp_nvim.client.app._chats import ChatLifecycle
     from acp_nvim.client.session.chat import Chat
 
 Start = Callable[..., Awaitable[None]]
+# ChatLifecycle.end_start (passed, not imported: _chats makes its own start tasks).
+End = Callable[[int, str, str | None, str | None], Awaitable[None]]
 
 
-def start_task(lifecycle: ChatLifecycle, start: Start) -> Start:
+def start_task(end: End, start: Start) -> Start:
     """``start`` (opening, restarting, logging in or going on with a restarted agent:
     its first argument is the chat or its id) as the task the host runs: a defect of
     ours met on the way ends the start as a failure does, said in the chat (one made
@@ -31,10 +32,8 @@ def start_task(lifecycle: ChatLifecycle, start: Start) -> Start:
             await start(chat, *args, **kwargs)
         except Exception as err:
             why = internal_error("starting the chat", err) + "; :AcpRestart tries again"
-            await lifecycle.pool.abandon()
             agent, cwd = _opening(start, chat, *args, **kwargs)
-            chat_id = chat if isinstance(chat, int) else chat.id
-            await lifecycle.end_start(chat_id, why, agent, cwd)
+            await end(chat if isinstance(chat, int) else chat.id, why, agent, cwd)
 
     return task
 
