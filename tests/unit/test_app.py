@@ -8,6 +8,7 @@ import sys
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -15,7 +16,9 @@ from anyio.abc import TaskGroup
 
 from acp_nvim.client import malloc
 from acp_nvim.client.app import App
+from acp_nvim.client.app._start_task import start_task
 from acp_nvim.client.history import StoreError
+from acp_nvim.client.session.chat import Chat
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -283,6 +286,61 @@ async def test_a_start_that_fails_unexpectedly_ends_said_and_leaves_no_agent(
         await wait_for(lambda: not _alive(process.pid))
         await app.open(2, None, str(tmp_path))
         assert app.chats[2].state == "ready"
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_chat_that_fails_unexpectedly_to_go_on_with_a_restarted_agent_ends_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chat 1's :AcpRestart restarts the agent chat 2 shares: a defect of ours while
+    chat 2 goes on with it ends chat 2's start as it does chat 1's, said in chat 2 and
+    not holding the agent (which ends with chat 1)."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        await app.open(2, None, str(tmp_path))
+        [old] = app.agents.values()
+        attach = app.reviews.attach
+
+        def broken(chat: Chat, *args: Any) -> None:
+            if chat.id == 2:
+                raise RuntimeError("a defect")
+            attach(chat, *args)
+
+        monkeypatch.setattr(app.reviews, "attach", broken)
+        await app.restart(1)
+        await wait_for(lambda: app.chats[2].state != "starting")
+        assert (app.chats[1].state, app.chats[2].state) == ("ready", "error")
+        [error] = [data for name, data in editor.events if name == "AcpError"]
+        assert error["chat"] == 2
+        assert "internal error while starting the chat: RuntimeError('a defect')" in error["message"]
+        [new] = app.agents.values()
+        assert new is not old and not old.alive and [c.id for c in new.chats.values()] == [1]
+        assert new.process.pid is not None
+        await app.close(1)
+        assert app.agents == {} and app.pool.agent_of == {}
+        await wait_for(lambda: not _alive(new.process.pid))
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("asked", [("x",), ("x", "y")])
+async def test_a_start_that_fails_unexpectedly_for_no_chat_and_no_opening_makes_none(
+    tmp_path: Path, asked: tuple[str, ...]
+) -> None:
+    """A start other than an opening (called as it takes, or not) that breaks for a
+    chat not there (closed meanwhile) ends with no chat made for it and nothing said."""
+    editor = RecordingEditor()
+
+    async def broken(chat_id: int, method: str) -> None:
+        raise RuntimeError("a defect")
+
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await start_task(app.lifecycle.end_start, broken)(5, *asked)
+        assert app.chats == {} and editor.events == [] and editor.notices == []
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

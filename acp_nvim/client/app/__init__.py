@@ -85,12 +85,12 @@ class App:
         )
         self.sender = Sender(self.lifecycle)
         # What the host calls, each answered by the part it concerns.
-        self.open = start_task(self.lifecycle, self.lifecycle.open)
-        self.restart = start_task(self.lifecycle, self.lifecycle.restart)
+        self.open = start_task(self.lifecycle.end_start, self.lifecycle.open)
+        self.restart = start_task(self.lifecycle.end_start, self.lifecycle.restart)
         self.send = self.sender.send
         self.regenerate = self.sender.regenerate
         self.cancel = self.lifecycle.cancel
-        self.login = start_task(self.lifecycle, self.lifecycle.login)
+        self.login = start_task(self.lifecycle.end_start, self.lifecycle.login)
         self.close = self.lifecycle.close
         self.dequeue = self.queue.dequeue
         self.answer = self.conversations.answer

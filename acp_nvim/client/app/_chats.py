@@ -20,6 +20,7 @@ from acp_nvim.client.app._pool import AgentPool
 from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._settings import Settings, chosen, defaults
+from acp_nvim.client.app._start_task import start_task
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
@@ -140,6 +141,22 @@ class ChatLifecycle:
             await self.ctx.history.fork(chat, parent)
         await self._start(chat, agent_config, spawned, session_id, fork_of=parent)
 
+    async def end_start(
+        self, chat_id: int, why: str, agent: str | None = None, cwd: str | None = None
+    ) -> None:
+        """Chat ``chat_id``'s start broke off in this task (``why``): the agents it
+        spawned end; the chat fails as a start does, and lets go of its agent (not
+        kept for a login: nothing says that helps). An opening's chat not made yet is
+        made to say so, on ``agent`` in ``cwd``; any other start of a chat not there
+        (closed meanwhile) ends with nothing to say."""
+        await self.pool.abandon()
+        chat = self.ctx.chats.get(chat_id)
+        if chat is None and cwd is not None:
+            self._refuse(chat_id, agent or "?", cwd, why)
+        elif chat is not None and chat.state != "closed":
+            self._fail(chat, why)
+            await self.pool.release(chat)
+
     def _refuse(self, chat_id: int, agent: str, cwd: str, why: str) -> None:
         """Open chat ``chat_id`` failed with ``why``: what was sent to it goes back."""
         self._fail(self._new_chat(chat_id, agent, Workspace(cwd)), why)
@@ -231,9 +248,8 @@ class ChatLifecycle:
         for other in along:
             other.info(f"*{name} restarted from chat #{chat_id}: this chat goes on with it.*")
             session_id = other.session.session_id or None
-            self.ctx.tasks.start_soon(
-                functools.partial(self._start, again=True), other, agent_config, None, session_id
-            )
+            go_on = start_task(self.end_start, functools.partial(self._start, again=True))
+            self.ctx.tasks.start_soon(go_on, other, agent_config, None, session_id)
         await self._start(chat, agent_config, spawned, chat.session.session_id or None, again=True)
 
     async def _start(
