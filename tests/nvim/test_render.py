@@ -75,6 +75,39 @@ def test_block_at_maps_every_row_after_appends_and_redraws(editor: Editor) -> No
     assert lines[-3:] == ["#### b39", "xy", "z"]
 
 
+def test_a_chunk_streamed_onto_a_long_line_does_not_copy_the_line(editor: Editor) -> None:
+    """A paragraph that streams as one line of 100k characters: each chunk lands at
+    its end, and appending one does not read the line back (a copy of all of it,
+    100 KB of Lua garbage a chunk, so a stream's cost grew with the square of the
+    line). A write of anything else to the transcript between two chunks (here the
+    block redrawn) is seen: the next chunk still lands at the line's end."""
+    editor.lua(DRAW)
+    used_kb, line = editor.lua(
+        """
+        local buf = vim.api.nvim_create_buf(false, true)
+        local blocks = require("acp.chat.blocks").new()
+        local chunk = { op = "append", id = "m", text = string.rep("word ", 20) }
+        _G.draw(buf, blocks, { { op = "block", id = "m", kind = "agent", lines = { "" } } })
+        _G.draw(buf, blocks, { { op = "append", id = "m", text = string.rep("x", 100000) }, chunk })
+        local render = require("acp.chat.render")
+        local following = render.begin(buf)
+        collectgarbage()
+        collectgarbage("stop")
+        local before = collectgarbage("count")
+        for _ = 1, 10 do
+          render.append(buf, blocks, chunk)
+        end
+        local used = collectgarbage("count") - before
+        collectgarbage("restart")
+        render.done(buf, following)
+        _G.draw(buf, blocks, { { op = "block", id = "m", kind = "agent", lines = { "redrawn" } }, chunk, chunk })
+        return { used, vim.api.nvim_buf_get_lines(buf, 0, -1, false) }
+        """
+    )
+    assert line == ["redrawn" + "word " * 40]
+    assert used_kb < 20  # one read of the line would be ~100 KB
+
+
 # Each row's block as the Lua side finds it (acp.chat.blocks.block_at), and the text.
 _OWNERS = """
 local buf, blocks = _G.model_buf, _G.model_blocks

@@ -23,6 +23,8 @@ M.folds = { thought = true, tool = true, compaction = true }
 ---@field turn? integer a user's message that begins that turn of the shown branch
 ---@field id? string its id, while it is out of view (acp.chat.render cut)
 ---@field lines? string[] its lines, while it is out of view
+---@field end_col? integer its last row's length in bytes, as its last append left it
+---@field end_tick? integer the transcript's changedtick after that append
 
 ---@class acp.Blocks
 ---@field order string[]

@@ -187,9 +187,16 @@ function M.append(buf, blocks, op)
     blocks_of.moved(blocks)
   end
   local row = last - 1
-  local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  -- The row's length as this block's last append left it, while nothing else wrote
+  -- the transcript since: reading the row copies all of it, and a paragraph that
+  -- streams as one line grows with every chunk (its appends grew quadratic).
+  local col = block.end_tick == api.nvim_buf_get_changedtick(buf) and block.end_col
+    or #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+  local lines = lines_of(op.text, block.prefix)
   wrote(buf, row)
-  api.nvim_buf_set_text(buf, row, col, row, col, lines_of(op.text, block.prefix))
+  api.nvim_buf_set_text(buf, row, col, row, col, lines)
+  block.end_col = (#lines == 1 and col or 0) + #lines[#lines]
+  block.end_tick = api.nvim_buf_get_changedtick(buf)
 end
 
 --- Take the blocks from `first` to the end out of the transcript.
