@@ -53,6 +53,7 @@ from acp_nvim.client.agent.sessions import (
     login_method,
     mcp_server,
     message_forks,
+    plan_update,
     prompt_blocks,
     select_choices,
     serve_mcp_over_acp,
@@ -135,6 +136,10 @@ def _apply_other(
             chat.on_tool_call(patch)
         case v1.SessionUpdatePlan(entries=entries):
             chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
+        case v1.SessionUpdatePlanUpdate(plan=plan):
+            plan_update(chat, plan, v1)
+        case v1.SessionUpdatePlanRemoved(plan_id=plan_id):
+            chat.on_plan(plan_id, None)
         case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
             chat.on_info(commands=[_command(c) for c in commands])
         case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
@@ -465,6 +470,8 @@ class SessionsV1:
                 ),
                 # Compaction updates (unstable schema): drawn as a folded block.
                 session=v1.ClientSessionCapabilities(compaction=v1.CompactionCapabilities()),
+                # Plans with ids, as steps, markdown or a file (unstable): v2's drawing.
+                plan=v1.PlanCapabilities(),
                 # Output of commands the agent runs itself in its tool calls' _meta
                 # (Zed's convention; Claude's adapter: decision 0097).
                 meta={"terminal_output": True},

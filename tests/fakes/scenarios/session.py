@@ -249,12 +249,25 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
 
 
 async def plans(agent: Agent, prompt: Prompt) -> None:
-    """v2's plans given otherwise than as steps, and taken away: prompt "markdown"
-    sends plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID" takes
-    plan ID away."""
+    """Plans with ids (v2's; over v1 the unstable ones, sent as an agent following that
+    schema sends them: only to a client advertising ``clientCapabilities.plan``, else
+    one v1 ``plan`` of the steps): prompt "steps" sends plan "s" as two steps,
+    "markdown" plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID"
+    takes plan ID away."""
     word, _, rest = prompt.text.partition(" ")
+    steps = [
+        {"content": "Read the code", "priority": "high", "status": "completed"},
+        {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+    ]
     update: Params
-    if word == "markdown":
+    if agent.version == 1 and "plan" not in agent.init_params["clientCapabilities"]:
+        update = {"sessionUpdate": "plan", "entries": steps}
+    elif word == "steps":
+        update = {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "items", "planId": "s", "entries": steps},
+        }
+    elif word == "markdown":
         plan = {"type": "markdown", "planId": "m", "content": "1. Read the code\n2. **Fix** it"}
         update = {"sessionUpdate": "plan_update", "plan": plan}
     elif word == "file":
