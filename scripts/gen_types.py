@@ -125,6 +125,8 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
     "mcp/message": (),
     "mcp/disconnect": (),
+    # The agent's own token counts for a turn (decision 0042).
+    "session/prompt": (("PromptResponse", "usage", "v1"),),
     "session/update": (
         ("SessionUpdate", "notice"),
         ("SessionUpdate", "compaction_update"),

@@ -1404,9 +1404,13 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     """Response from processing a user prompt."""
 
     stop_reason: StopReason = msgspec.field(name="stopReason")
+    # UNSTABLE: session/prompt (schema.unstable.json)
+    usage: Lenient[Usage | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.usage, Raw):
+            self.usage = _OrDefault_Usage_None(self.usage, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2322,6 +2326,33 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/prompt (schema.unstable.json)
+class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Token usage information for a prompt turn."""
+
+    total_tokens: UInt64 = msgspec.field(name="totalTokens")
+    input_tokens: UInt64 = msgspec.field(name="inputTokens")
+    output_tokens: UInt64 = msgspec.field(name="outputTokens")
+    thought_tokens: Lenient[UInt64 | None] = msgspec.field(default=None, name="thoughtTokens")
+    cached_read_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedReadTokens"
+    )
+    cached_write_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedWriteTokens"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.thought_tokens, Raw):
+            self.thought_tokens = _OrDefault_UInt64_None(self.thought_tokens, None)
+        if isinstance(self.cached_read_tokens, Raw):
+            self.cached_read_tokens = _OrDefault_UInt64_None(self.cached_read_tokens, None)
+        if isinstance(self.cached_write_tokens, Raw):
+            self.cached_write_tokens = _OrDefault_UInt64_None(self.cached_write_tokens, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # UNSTABLE: session/update (schema.unstable.json)
 class Notice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Fire-and-forget advisory information for the user."""
@@ -3106,6 +3137,7 @@ _OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
 _OrDefault_ToolKind_None = OrDefault(ToolKind | None)
 _OrDefault_UInt32_None = OrDefault(UInt32 | None)
 _OrDefault_UInt64_None = OrDefault(UInt64 | None)
+_OrDefault_Usage_None = OrDefault(Usage | None)
 _OrDefault_bool = OrDefault(bool)
 _OrDefault_bool_None = OrDefault(bool | None)
 _OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)

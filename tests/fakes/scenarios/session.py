@@ -279,6 +279,30 @@ async def plans(agent: Agent, prompt: Prompt) -> None:
     await agent.say(f"done: {word}")
 
 
+class CountingAgent(Agent):
+    """opencode's way with usage: each turn reports the context and the session's cost
+    (``usage_update``), and its ``session/prompt`` answer carries ``usage`` (v1's
+    unstable field), its count of the tokens its model read and wrote. The prompt
+    "quiet" answers without it."""
+
+    async def prompt(self, params: Params) -> Params:
+        answer = await super().prompt(params)
+        if params["prompt"][0]["text"] != "quiet":
+            answer["usage"] = {
+                "totalTokens": 36_400, "inputTokens": 35_000, "outputTokens": 900,
+                "thoughtTokens": 500, "cachedReadTokens": 30_000, "cachedWriteTokens": 0,
+            }  # fmt: skip
+        return answer
+
+
+async def reported_turn(agent: Agent, prompt: Prompt) -> None:
+    agent.turns += 1
+    cost = {"amount": 0.05 * agent.turns, "currency": "USD"}
+    usage = {"sessionUpdate": "usage_update", "used": 1234 * agent.turns, "size": 200_000}
+    await agent.update({**usage, "cost": cost})
+    await agent.say(f"done: {prompt.text}")
+
+
 async def unknown_session(agent: Agent, params: Params) -> None:
     """A new process knows no session to resume."""
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
@@ -330,6 +354,7 @@ SCENARIOS = (
     Scenario("named_modes", session=named_modes, v2={}),
     Scenario("plans", plans, v2={}),
     Scenario("qwen", qwen_mode, session=qwen_settings),
+    Scenario("counted", reported_turn, agent=CountingAgent),
     Scenario("big", big_lists, v2={}),
     Scenario(
         "history",
