@@ -125,15 +125,19 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
     "mcp/message": (),
     "mcp/disconnect": (),
+    # The agent's own token counts for a turn (decision 0042).
+    "session/prompt": (("PromptResponse", "usage", "v1"),),
     "session/update": (
         ("SessionUpdate", "notice"),
         ("SessionUpdate", "compaction_update"),
         ("SessionUpdate", "compaction_summary_chunk"),
-        # v2's plans that go, and those given as markdown or as a file (v1's plans
-        # with ids are unstable as a whole, behind a capability not advertised).
-        ("SessionUpdate", "plan_removed", "v2"),
+        # Plans that go, and those given as markdown or as a file; v1's plans with
+        # ids as a whole, behind the client capability `plan` (v2's are stable).
+        ("SessionUpdate", "plan_update", "v1"),
+        ("SessionUpdate", "plan_removed"),
         ("PlanUpdateContent", "markdown", "v2"),
         ("PlanUpdateContent", "file", "v2"),
+        ("ClientCapabilities", "plan", "v1"),
         ("ClientSessionCapabilities", "compaction"),
         # The tool's programmatic name (claude-agent-acp 0.77+, codex-acp 1.12+ send it).
         ("ToolCall", "name"),

@@ -36,6 +36,7 @@ __all__ = [
     "Spent",
     "StatusFields",
     "StatusOp",
+    "TurnTokens",
     "UncutOp",
     "WriteError",
 ]
@@ -175,6 +176,21 @@ class Spent(_SpentRequired, total=False):
     """What a turn, or a session's turns, used (decision 0042)."""
 
     cost: dict[str, Any]  # {amount, currency}: the cost's rise
+
+
+class _TurnTokensRequired(TypedDict):
+    input: int
+    output: int
+    total: int
+
+
+class TurnTokens(_TurnTokensRequired, total=False):
+    """A turn's tokens as the agent counts them (v1's unstable ``PromptResponse.usage``):
+    what its model read and wrote, not the context's growth (decision 0042)."""
+
+    thought: int
+    cached_read: int
+    cached_write: int
 
 
 class StatusFields(TypedDict, total=False):

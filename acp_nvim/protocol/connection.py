@@ -508,6 +508,7 @@ class Connection:
         self._next_id = id_start
         self._incoming = _Incoming(name, convert, self._encoder, self._send_quietly)
         self._notifications: dict[str, _Route] = {}
+        self._ignored: set[str] = set()  # notification methods nobody routes, logged once
         self._batched: _Batched | None = None  # every batched route's decoder, built on read
         self._pending: dict[int, _Pending] = {}
         self._write_lock = anyio.Lock(fast_acquire=True)  # free: no turn of the loop first
@@ -808,7 +809,7 @@ class Connection:
             return
         route = self._notifications.get(method)
         if route is None:
-            logger.debug("%s: ignoring notification %s", self.name, method)
+            _ignoring(self.name, method, self._ignored)
             return
         value = await _decoding(len(params), self._params, method, params, route)
         if value is _INVALID:
@@ -911,6 +912,21 @@ class Connection:
         for slot in pending.values():
             slot.error = ConnectionClosed(reason)
             slot.event.set()
+
+
+# How many unrouted notification methods are named in the log: an agent making up a
+# name per message logs this many, not one line each.
+_IGNORED_NAMES = 64
+
+
+def _ignoring(name: str, method: str, logged: set[str]) -> None:
+    """Log a notification nobody routes, once per method: agents send their vendor
+    ones again and again (qwen's ``qwen/notify/session/mode-update`` at every mode
+    change, its ``prompt-suggestion`` every turn), and the log only needs to say once
+    that they come and go unread."""
+    if method not in logged and len(logged) < _IGNORED_NAMES:
+        logged.add(method)
+        logger.debug("%s: ignoring notification %s (logged once)", name, method)
 
 
 def _unknown_response(name: str, msg_id: Any, ours: range) -> None:

@@ -277,6 +277,10 @@ CompactionStatus = str
 CompactionStatusLiteral = Literal["in_progress", "completed", "failed", "cancelled"]
 COMPACTION_STATUS_VALUES: tuple[str, ...] = ("in_progress", "completed", "failed", "cancelled")
 
+# UNSTABLE: session/update (schema.unstable.json)
+# Unique identifier for a plan within a session.
+PlanId = str
+
 
 # --- objects ---
 
@@ -1400,9 +1404,13 @@ class PromptResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False)
     """Response from processing a user prompt."""
 
     stop_reason: StopReason = msgspec.field(name="stopReason")
+    # UNSTABLE: session/prompt (schema.unstable.json)
+    usage: Lenient[Usage | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
+        if isinstance(self.usage, Raw):
+            self.usage = _OrDefault_Usage_None(self.usage, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -1660,6 +1668,8 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=Fa
     fs: Lenient[FileSystemCapabilities] = msgspec.field(default_factory=FileSystemCapabilities)
     terminal: Lenient[bool] = False
     session: Lenient[ClientSessionCapabilities | None] = None
+    # UNSTABLE: session/update (schema.unstable.json)
+    plan: Lenient[PlanCapabilities | None] = None
     auth: Lenient[AuthCapabilities] = msgspec.field(default_factory=AuthCapabilities)
     elicitation: Lenient[ElicitationCapabilities | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
@@ -1671,6 +1681,8 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=Fa
             self.terminal = _OrDefault_bool(self.terminal, False)
         if isinstance(self.session, Raw):
             self.session = _OrDefault_ClientSessionCapabilities_None(self.session, None)
+        if isinstance(self.plan, Raw):
+            self.plan = _OrDefault_PlanCapabilities_None(self.plan, None)
         if isinstance(self.auth, Raw):
             self.auth = _OrDefault_AuthCapabilities(self.auth, AuthCapabilities())
         if isinstance(self.elicitation, Raw):
@@ -2314,6 +2326,33 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
 
+# UNSTABLE: session/prompt (schema.unstable.json)
+class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Token usage information for a prompt turn."""
+
+    total_tokens: UInt64 = msgspec.field(name="totalTokens")
+    input_tokens: UInt64 = msgspec.field(name="inputTokens")
+    output_tokens: UInt64 = msgspec.field(name="outputTokens")
+    thought_tokens: Lenient[UInt64 | None] = msgspec.field(default=None, name="thoughtTokens")
+    cached_read_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedReadTokens"
+    )
+    cached_write_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedWriteTokens"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.thought_tokens, Raw):
+            self.thought_tokens = _OrDefault_UInt64_None(self.thought_tokens, None)
+        if isinstance(self.cached_read_tokens, Raw):
+            self.cached_read_tokens = _OrDefault_UInt64_None(self.cached_read_tokens, None)
+        if isinstance(self.cached_write_tokens, Raw):
+            self.cached_write_tokens = _OrDefault_UInt64_None(self.cached_write_tokens, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
 # UNSTABLE: session/update (schema.unstable.json)
 class Notice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Fire-and-forget advisory information for the user."""
@@ -2360,6 +2399,84 @@ class CompactionSummaryChunk(msgspec.Struct, kw_only=True, omit_defaults=True, g
     def _decode_raw(self) -> None:
         if isinstance(self.content, Raw):
             self.content = _ContentBlockDecoder(self.content, "content")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A content update for a plan identified by ID."""
+
+    plan: Open[PlanUpdateContent]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.plan, Raw):
+            self.plan = _PlanUpdateContentDecoder(self.plan, "plan")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanItems(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A plan represented as structured entries."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    entries: Lenient[list[PlanEntry]]
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.entries, Raw):
+            self.entries = _ValidItems_PlanEntry(self.entries, "entries")
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanFile(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A plan represented by a file URI."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    uri: str
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanMarkdown(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """A plan represented as raw markdown content."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    content: str
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanRemoved(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Removal notice for a plan identified by ID."""
+
+    plan_id: PlanId = msgspec.field(name="planId")
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
+class PlanCapabilities(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Capabilities for receiving `plan_update` and `plan_removed` session updates."""
+
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2580,6 +2697,14 @@ class SessionUpdatePlan(Plan, tag_field="sessionUpdate", tag="plan"):
     """`sessionUpdate: "plan"` variant of `SessionUpdate`."""
 
 
+class SessionUpdatePlanUpdate(PlanUpdate, tag_field="sessionUpdate", tag="plan_update"):
+    """`sessionUpdate: "plan_update"` variant of `SessionUpdate`."""
+
+
+class SessionUpdatePlanRemoved(PlanRemoved, tag_field="sessionUpdate", tag="plan_removed"):
+    """`sessionUpdate: "plan_removed"` variant of `SessionUpdate`."""
+
+
 class SessionUpdateAvailableCommandsUpdate(
     AvailableCommandsUpdate,
     tag_field="sessionUpdate",
@@ -2644,6 +2769,8 @@ SessionUpdate = (
     | SessionUpdateToolCall
     | SessionUpdateToolCallUpdate
     | SessionUpdatePlan
+    | SessionUpdatePlanUpdate
+    | SessionUpdatePlanRemoved
     | SessionUpdateAvailableCommandsUpdate
     | SessionUpdateCurrentModeUpdate
     | SessionUpdateConfigOptionUpdate
@@ -2782,6 +2909,22 @@ CreateElicitationResponse = (
 )
 
 
+class PlanUpdateContentItems(PlanItems, tag_field="type", tag="items"):
+    """`type: "items"` variant of `PlanUpdateContent`."""
+
+
+class PlanUpdateContentFile(PlanFile, tag_field="type", tag="file"):
+    """`type: "file"` variant of `PlanUpdateContent`."""
+
+
+class PlanUpdateContentMarkdown(PlanMarkdown, tag_field="type", tag="markdown"):
+    """`type: "markdown"` variant of `PlanUpdateContent`."""
+
+
+# Updated content for a plan.
+PlanUpdateContent = PlanUpdateContentItems | PlanUpdateContentFile | PlanUpdateContentMarkdown
+
+
 # --- decoders of the open unions (used by _decode_raw and decode) ---
 
 _ToolCallContentDecoder = UnionDecoder(
@@ -2882,6 +3025,8 @@ _SessionUpdateDecoder = UnionDecoder(
         "tool_call": SessionUpdateToolCall,
         "tool_call_update": SessionUpdateToolCallUpdate,
         "plan": SessionUpdatePlan,
+        "plan_update": SessionUpdatePlanUpdate,
+        "plan_removed": SessionUpdatePlanRemoved,
         "available_commands_update": SessionUpdateAvailableCommandsUpdate,
         "current_mode_update": SessionUpdateCurrentModeUpdate,
         "config_option_update": SessionUpdateConfigOptionUpdate,
@@ -2939,6 +3084,18 @@ _CreateElicitationResponseDecoder = UnionDecoder(
 )
 register_union(CreateElicitationResponse, _CreateElicitationResponseDecoder)
 
+_PlanUpdateContentDecoder = UnionDecoder(
+    "PlanUpdateContent",
+    "type",
+    {
+        "items": PlanUpdateContentItems,
+        "file": PlanUpdateContentFile,
+        "markdown": PlanUpdateContentMarkdown,
+    },
+    (),
+)
+register_union(PlanUpdateContent, _PlanUpdateContentDecoder)
+
 
 # --- decoders of the lenient fields (used by _decode_raw) ---
 
@@ -2962,6 +3119,7 @@ _OrDefault_Int64_None = OrDefault(Int64 | None)
 _OrDefault_LogoutCapabilities_None = OrDefault(LogoutCapabilities | None)
 _OrDefault_McpCapabilities = OrDefault(McpCapabilities)
 _OrDefault_MessageId_None = OrDefault(MessageId | None)
+_OrDefault_PlanCapabilities_None = OrDefault(PlanCapabilities | None)
 _OrDefault_PromptCapabilities = OrDefault(PromptCapabilities)
 _OrDefault_SessionAdditionalDirectoriesCapabilities_None = OrDefault(SessionAdditionalDirectoriesCapabilities | None)
 _OrDefault_SessionCapabilities = OrDefault(SessionCapabilities)
@@ -2979,6 +3137,7 @@ _OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
 _OrDefault_ToolKind_None = OrDefault(ToolKind | None)
 _OrDefault_UInt32_None = OrDefault(UInt32 | None)
 _OrDefault_UInt64_None = OrDefault(UInt64 | None)
+_OrDefault_Usage_None = OrDefault(Usage | None)
 _OrDefault_bool = OrDefault(bool)
 _OrDefault_bool_None = OrDefault(bool | None)
 _OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)

@@ -413,12 +413,21 @@ end
 ---@field tokens integer the context's growth (negative after a compaction)
 ---@field cost? {amount: number, currency: string} the cost's rise, where the agent reports it
 
+---@class (exact) acp.TurnTokens
+---@field input integer tokens the agent's model read in the turn (as the agent counts them)
+---@field output integer tokens it wrote
+---@field total integer all of them
+---@field thought? integer of those, reasoning
+---@field cached_read? integer of those, read from the model's cache
+---@field cached_write? integer of those, written to it
+
 ---@class (exact) acp.Usage
 ---@field used integer tokens in the context window
 ---@field size integer the context window's size
 ---@field cost? {amount: number, currency: string} the session's cost so far
 ---@field turn? acp.Spent what the last turn used
 ---@field session? acp.Spent what the session's turns used, together
+---@field turn_tokens? acp.TurnTokens the last turn's tokens as the agent counts them, where it does
 
 ---@class (exact) acp.Command
 ---@field name string without the leading /

@@ -55,3 +55,25 @@ def test_the_first_turn_in_a_new_process_shows_what_it_used(
     assert usage["cost"]["amount"] == pytest.approx(0.15)
     winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
     editor.wait(f"{winbar}:find('$0.15', 1, true) ~= nil", what="the session's cost in the winbar")
+
+
+def test_the_agents_own_count_of_a_turn_shows_at_its_end(editor: Editor) -> None:
+    """opencode answers a prompt with ``usage`` (v1's unstable field: the tokens its
+    model read and wrote in the turn), which was never read. It shows on the turn's
+    end line beside the context's growth, and in ``status().usage.turn_tokens``; a
+    turn answered without it shows none of the turn before."""
+    editor.setup(agents={"fake": editor.fake_agent("counted")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send('one')")
+    editor.wait_event("AcpTurnEnd")
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 · 35.0k in · 900 out —*"
+    usage = editor.lua("return require('acp').status().usage")
+    assert usage["turn_tokens"] == {
+        "input": 35_000, "output": 900, "total": 36_400,
+        "thought": 500, "cached_read": 30_000, "cached_write": 0,
+    }  # fmt: skip
+    assert usage["turn"] == {"tokens": 1234, "cost": {"amount": pytest.approx(0.05), "currency": "USD"}}
+    editor.lua("require('acp').send('quiet')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
+    assert "turn_tokens" not in editor.lua("return require('acp').status().usage")

@@ -162,3 +162,22 @@ def test_a_markdown_or_file_plan_is_drawn_and_a_removed_plan_goes(editor: Editor
     editor.wait_event("AcpTurnEnd", count=3)
     text = editor.transcript_text()
     assert "Read the code" not in text and f"→ {plan_file}" in text
+
+
+def test_v1_plans_with_ids_are_drawn_as_v2s(editor: Editor) -> None:
+    """v1's unstable plans with ids come only to a client advertising
+    ``clientCapabilities.plan``: not advertised, an agent that has several plans, or
+    one in markdown, could only send v1's single list of steps. Advertised, each
+    plan is drawn by its id as over v2, and one taken away leaves the transcript."""
+    editor.setup(agents={"fake": editor.fake_agent("plans")}, default_agent="fake")
+    editor.open_chat()
+    for turn, prompt in enumerate(["steps", "markdown"], start=1):
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count=turn)
+    text = editor.transcript_text()
+    assert "### Plan\n- [x] Read the code\n- [~] Fix it\n" in text
+    assert "### Plan 2\n1. Read the code\n2. **Fix** it\n" in text
+    editor.lua("require('acp').send('remove s')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    text = editor.transcript_text()
+    assert "- [x] Read the code" not in text and "2. **Fix** it" in text

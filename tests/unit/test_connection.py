@@ -248,6 +248,28 @@ async def test_unknown_notification_ignored_and_handler_errors_logged(
     assert any("invalid params for notification boom" in m for m in messages)
 
 
+async def test_an_unread_vendor_notification_is_logged_once(
+    connection_pair, serving, caplog
+) -> None:
+    """qwen sends ``qwen/notify/session/mode-update`` at every mode change (beside the
+    standard update, or after a ``session/set_mode`` the client asked for): unread,
+    it is named in the log once, not once per change."""
+    a, b = connection_pair()
+    b.on_request("echo", Echo, echo)
+    caplog.set_level(logging.DEBUG, LOGGER)
+    async with serving(a, b):
+        for mode in ("default", "plan", "default"):
+            update = {"v": 1, "sessionId": "s1", "currentModeId": mode}
+            await a.notify("qwen/notify/session/mode-update", update)
+        await a.notify("qwen/notify/session/prompt-suggestion", {"sessionId": "s1"})
+        assert await a.request("echo", Echo("ok"), Echoed) == Echoed("ok")
+    ignored = [m for r in caplog.records if "ignoring notification" in (m := r.getMessage())]
+    assert [m.split()[-3] for m in ignored] == [
+        "qwen/notify/session/mode-update",
+        "qwen/notify/session/prompt-suggestion",
+    ]
+
+
 async def test_local_cancel_sends_cancel_request(connection_pair, serving) -> None:
     a, b = connection_pair(send_cancel_requests=True)
     started = anyio.Event()

@@ -147,6 +147,26 @@ async def test_tools_list_is_paginated_and_every_schema_is_valid(host: Host) -> 
         assert bad.value.error.code == -32602
 
 
+async def test_prompts_asked_of_a_server_without_them_are_method_not_found(host: Host) -> None:
+    """qwen asks ``prompts/list`` and ``resources/list`` before ``tools/list``, whatever
+    the server advertised (agents-in-the-wild.md). No ``prompts`` capability, so
+    ``prompts/list`` is a method this server does not have: ``-32601`` as JSON-RPC and
+    the MCP SDKs answer it, its message saying "Method not found", the words qwen's
+    and gemini's MCP clients take as "no prompts here" (any other error they log as a
+    failed discovery). Resources, advertised, are listed."""
+    async with stdio_client(host.server()) as (read, write), ClientSession(read, write) as session:
+        result = await _handshake(session, HANDSHAKE_VERSIONS[-1])
+        assert result.capabilities.prompts is None
+        session.adopt(result)
+        await session.send_notification(types.InitializedNotification())
+        with pytest.raises(MCPError) as prompts:
+            await _raw(session, "prompts/list", {})
+        assert prompts.value.error.code == -32601
+        assert "Method not found" in prompts.value.error.message
+        assert (await session.list_resources()).resources is not None
+        assert [t.name for t in (await session.list_tools()).tools] == list(EDITOR_TOOLS)
+
+
 async def test_unknown_methods_and_tools_and_bad_params_are_protocol_errors(host: Host) -> None:
     async with Client(host.server(), mode="legacy") as client:
         session = client.session

@@ -52,6 +52,10 @@ class V1(Protocol):
     MessageMcpNotification: type[v1.MessageMcpNotification]
     DisconnectMcpRequest: type[v1.DisconnectMcpRequest]
     DisconnectMcpResponse: type[v1.DisconnectMcpResponse]
+    # plans with ids
+    PlanUpdateContentItems: type[v1.PlanUpdateContentItems]
+    PlanUpdateContentMarkdown: type[v1.PlanUpdateContentMarkdown]
+    PlanUpdateContentFile: type[v1.PlanUpdateContentFile]
 
 
 class V2(Protocol):
@@ -86,6 +90,10 @@ class V2(Protocol):
     MessageMcpNotification: type[v2.MessageMcpNotification]
     DisconnectMcpRequest: type[v2.DisconnectMcpRequest]
     DisconnectMcpResponse: type[v2.DisconnectMcpResponse]
+    # plans with ids
+    PlanUpdateContentItems: type[v2.PlanUpdateContentItems]
+    PlanUpdateContentMarkdown: type[v2.PlanUpdateContentMarkdown]
+    PlanUpdateContentFile: type[v2.PlanUpdateContentFile]
 
 
 Schema = TypeVar("Schema", V1, V2)

@@ -35,6 +35,7 @@ __all__ = [
     "login_method",
     "mcp_server",
     "message_forks",
+    "plan_update",
     "prompt_blocks",
     "seed_blocks",
     "select_choices",
@@ -74,11 +75,14 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat, Chunk
 from acp_nvim.client.session.model import (
+    FILE_PLAN,
+    MARKDOWN_PLAN,
     Attachment,
     Choices,
     ConfigOption,
     LoginMethod,
     MessagePatch,
+    PlanEntry,
     Role,
 )
 from acp_nvim.client.session.seed import SEED_URI
@@ -604,6 +608,22 @@ def compaction_patch(chat: Chat, update: Any, content_text: Callable[[Any], str]
     chat.on_compaction(
         update.compaction_id, status=update.status, summary=retained, error=update.error
     )
+
+
+def plan_update(chat: Chat, content: Any, schema: Schema) -> None:
+    """Apply a ``plan_update``'s content (v2's, v1's unstable one: alike), a plan
+    keyed by its id: its steps, its markdown or its file; content of a kind not
+    known is named where the plan would be."""
+    match content:
+        case schema.PlanUpdateContentItems(plan_id=plan_id, entries=entries):
+            chat.on_plan(plan_id, [PlanEntry(e.content, e.status, e.priority) for e in entries])
+        case schema.PlanUpdateContentMarkdown(plan_id=plan_id, content=text):
+            chat.on_plan(plan_id, [PlanEntry(text, MARKDOWN_PLAN)])
+        case schema.PlanUpdateContentFile(plan_id=plan_id, uri=uri):
+            chat.on_plan(plan_id, [PlanEntry(uri, FILE_PLAN)])
+        case Unknown(tag=tag):
+            kind = tag or "unknown"
+            chat.on_plan(str(content.get("planId", kind)), [PlanEntry(f"({kind} plan)", "unknown")])
 
 
 def content_block(

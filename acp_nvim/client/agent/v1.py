@@ -53,6 +53,7 @@ from acp_nvim.client.agent.sessions import (
     login_method,
     mcp_server,
     message_forks,
+    plan_update,
     prompt_blocks,
     select_choices,
     serve_mcp_over_acp,
@@ -61,6 +62,7 @@ from acp_nvim.client.agent.sessions import (
     steer,
     steers,
 )
+from acp_nvim.client.editor import TurnTokens
 from acp_nvim.client.mcp import ServerSpec, SseServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
@@ -135,6 +137,10 @@ def _apply_other(
             chat.on_tool_call(patch)
         case v1.SessionUpdatePlan(entries=entries):
             chat.on_plan(None, [PlanEntry(e.content, e.status, e.priority) for e in entries])
+        case v1.SessionUpdatePlanUpdate(plan=plan):
+            plan_update(chat, plan, v1)
+        case v1.SessionUpdatePlanRemoved(plan_id=plan_id):
+            chat.on_plan(plan_id, None)
         case v1.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
             chat.on_info(commands=[_command(c) for c in commands])
         case v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode):
@@ -465,6 +471,8 @@ class SessionsV1:
                 ),
                 # Compaction updates (unstable schema): drawn as a folded block.
                 session=v1.ClientSessionCapabilities(compaction=v1.CompactionCapabilities()),
+                # Plans with ids, as steps, markdown or a file (unstable): v2's drawing.
+                plan=v1.PlanCapabilities(),
                 # Output of commands the agent runs itself in its tool calls' _meta
                 # (Zed's convention; Claude's adapter: decision 0097).
                 meta={"terminal_output": True},
@@ -593,6 +601,8 @@ class SessionsV1:
         response = await self.connection.request(
             "session/prompt", params, v1.PromptResponse, on_sent=on_sent
         )
+        if response.usage is not None:
+            chat.on_turn_tokens(_turn_tokens(response.usage))
         return str(response.stop_reason)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
@@ -828,3 +838,17 @@ class SessionsV1:
 
 def _not_offered(what: str) -> NoReturn:
     raise NotOffered(f"{what} is not offered by this agent")
+
+
+def _turn_tokens(usage: v1.Usage) -> TurnTokens:
+    """The agent's count of a turn's tokens (unstable ``PromptResponse.usage``)."""
+    tokens: TurnTokens = {
+        "input": usage.input_tokens, "output": usage.output_tokens, "total": usage.total_tokens
+    }
+    if usage.thought_tokens is not None:
+        tokens["thought"] = usage.thought_tokens
+    if usage.cached_read_tokens is not None:
+        tokens["cached_read"] = usage.cached_read_tokens
+    if usage.cached_write_tokens is not None:
+        tokens["cached_write"] = usage.cached_write_tokens
+    return tokens

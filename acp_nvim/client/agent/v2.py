@@ -53,6 +53,7 @@ from acp_nvim.client.agent.sessions import (
     login_method,
     mcp_server,
     message_forks,
+    plan_update,
     prompt_blocks,
     select_choices,
     serve_mcp_over_acp,
@@ -64,8 +65,6 @@ from acp_nvim.client.agent.sessions import (
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.session.chat import Chat, muted, replayed_late
 from acp_nvim.client.session.model import (
-    FILE_PLAN,
-    MARKDOWN_PLAN,
     Attachment,
     ChangesPart,
     ConfigOption,
@@ -75,7 +74,6 @@ from acp_nvim.client.session.model import (
     LoginMethod,
     MessagePatch,
     PermissionOption,
-    PlanEntry,
     Role,
     TerminalPart,
     TextPart,
@@ -158,19 +156,10 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             )
         case v2.SessionUpdateTerminalOutputChunk(terminal_id=terminal_id, data=data):
             terminals.chunk(chat, terminal_id, data)
-        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentItems() as plan):
-            chat.on_plan(
-                plan.plan_id, [PlanEntry(e.content, e.status, e.priority) for e in plan.entries]
-            )
-        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentMarkdown() as plan):
-            chat.on_plan(plan.plan_id, [PlanEntry(plan.content, MARKDOWN_PLAN)])
-        case v2.SessionUpdatePlanUpdate(plan=v2.PlanUpdateContentFile() as plan):
-            chat.on_plan(plan.plan_id, [PlanEntry(plan.uri, FILE_PLAN)])
+        case v2.SessionUpdatePlanUpdate(plan=plan):
+            plan_update(chat, plan, v2)
         case v2.SessionUpdatePlanRemoved(plan_id=plan_id):
             chat.on_plan(plan_id, None)
-        case v2.SessionUpdatePlanUpdate(plan=Unknown() as plan):
-            kind = plan.tag or "unknown"
-            chat.on_plan(str(plan.get("planId", kind)), [PlanEntry(f"({kind} plan)", "unknown")])
         case v2.SessionUpdateAvailableCommandsUpdate(available_commands=commands):
             chat.on_info(commands=[_command(c) for c in commands])
         case v2.SessionUpdateConfigOptionUpdate(config_options=options):

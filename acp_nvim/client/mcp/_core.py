@@ -12,7 +12,9 @@ Both MCP generations are served:
   ``cacheScope``/``ttlMs``); notifications of that revision travel on
   ``subscriptions/listen`` streams, which this server does not offer.
 
-Unknown methods are answered ``-32601``, malformed params ``-32602``; a tool's own
+Unknown methods are answered ``-32601``, ``prompts/list`` too (qwen asks it whatever
+was advertised): no ``prompts`` capability is, and "Method not found" is what the MCP
+SDKs answer and the agents' clients read as "none here". Malformed params ``-32602``; a tool's own
 failure (a bad argument, a file it cannot read) is a result with ``isError``, so
 the model can act on it. The tools themselves live in :mod:`._tools` (pydantic),
 imported on first use, in a thread, so the event loop never stalls on it.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import UnsetType
 
-from acp_nvim.client.editor import Editor, RenderOp, StatusFields
+from acp_nvim.client.editor import Editor, RenderOp, StatusFields, TurnTokens
 from acp_nvim.client.session import view
 from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, show
 from acp_nvim.client.session.model import (
@@ -279,10 +279,11 @@ class Chat:
         if self.branches.path:
             self.branches.path[-1].report = self.session.usage
         spent = self.usage.end_turn(self.session.usage)
-        line = f"{stop_reason} · {view.spent_text(spent)}" if view.used(spent) else stop_reason
+        counted = self.usage.turn_tokens
+        line = view.turn_end_text(stop_reason, spent, counted)
         block = self.session.new_id("turn")
         self._draw(view.notice_op(block, "turn", [f"*— {line} —*"]))
-        fields = {"usage": self.usage.status(self.session.usage)} if spent else {}
+        fields = {"usage": self.usage.status(self.session.usage)} if spent or counted else {}
         self.set_state("ready", stop_reason=stop_reason, turn_state="idle", **fields)
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
 
@@ -475,6 +476,10 @@ class Chat:
         """Go by ``title`` (see ``kept_title``), whatever the agent calls its session."""
         self.kept_title = title
         self.on_info(title=title)
+
+    def on_turn_tokens(self, tokens: TurnTokens) -> None:
+        """The agent's own count of the turn's tokens, in its answer to the prompt."""
+        self.usage.counted(tokens)
 
     def on_usage(self, used: int, size: int, cost: tuple[float, str] | None) -> None:
         """The context window (tokens used of size) and the session's cost so far."""

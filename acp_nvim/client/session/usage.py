@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from acp_nvim.client.editor import Spent
+from acp_nvim.client.editor import Spent, TurnTokens
 
 
 class _Count(msgspec.Struct, eq=False):
@@ -49,6 +49,8 @@ class Usage:
 
     def __init__(self) -> None:
         self.turn: Spent | None = None  # what the last turn used
+        self.turn_tokens: TurnTokens | None = None  # the last turn's, as the agent counts them
+        self._counted: TurnTokens | None = None  # the running turn's
         self._before: dict[str, Any] = {}  # the report when the turn began
         self._session_id: str | None = None
         self._count = _Count()
@@ -113,10 +115,18 @@ class Usage:
 
     def begin_turn(self, report: dict[str, Any]) -> None:
         self._before = report or self._count.start
+        self._counted = None
+
+    def counted(self, tokens: TurnTokens) -> None:
+        """The agent's own count of the turn ending (its answer to the prompt)."""
+        self._counted = tokens
 
     def end_turn(self, report: dict[str, Any]) -> Spent | None:
         """What the turn ending used, ``report`` the session's last; None when the
-        agent reports none. Added to the session's sum."""
+        agent reports none. Added to the session's sum. The agent's own count of it, if
+        it gave one, becomes ``turn_tokens`` (never summed: agents count it their own
+        way, decision 0042)."""
+        self.turn_tokens, self._counted = self._counted, None
         spent = spent_between(self._before, report)
         if spent is not None:
             self.turn = spent
@@ -134,6 +144,8 @@ class Usage:
         usage = dict(report)
         if self.turn is not None:
             usage["turn"] = self.turn
+        if self.turn_tokens is not None:
+            usage["turn_tokens"] = self.turn_tokens
         if self.session is not None:
             usage["session"] = self.session
         return usage

@@ -36,6 +36,7 @@ __all__ = [
     "plan_op",
     "spent_text",
     "status_op",
+    "turn_end_text",
     "uncut_op",
 ]
 
@@ -62,6 +63,7 @@ from acp_nvim.client.editor import (
     Spent,
     StatusFields,
     StatusOp,
+    TurnTokens,
     UncutOp,
 )
 from acp_nvim.client.session.model import (
@@ -605,6 +607,16 @@ def _tokens(count: int) -> str:
 def used(spent: Spent | None) -> TypeGuard[Spent]:
     """Whether ``spent`` is anything (a turn the agent failed at once used nothing)."""
     return spent is not None and bool(spent["tokens"] or spent.get("cost", {}).get("amount"))
+
+
+def turn_end_text(stop_reason: str, spent: Spent | None, counted: TurnTokens | None) -> str:
+    """A turn's end line: its stop reason, what it used where anything (:func:`spent_text`)
+    and the agent's own count of what its model read and wrote:
+    ``end_turn · 1.2k tokens · $0.04 · 35.0k in · 900 out``."""
+    figures = [stop_reason, spent_text(spent)] if used(spent) else [stop_reason]
+    if counted is not None:
+        figures.append(f"{_tokens(counted['input'])} in · {_tokens(counted['output'])} out")
+    return " · ".join(figures)
 
 
 def spent_text(spent: Spent) -> str:

@@ -249,12 +249,25 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
 
 
 async def plans(agent: Agent, prompt: Prompt) -> None:
-    """v2's plans given otherwise than as steps, and taken away: prompt "markdown"
-    sends plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID" takes
-    plan ID away."""
+    """Plans with ids (v2's; over v1 the unstable ones, sent as an agent following that
+    schema sends them: only to a client advertising ``clientCapabilities.plan``, else
+    one v1 ``plan`` of the steps): prompt "steps" sends plan "s" as two steps,
+    "markdown" plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID"
+    takes plan ID away."""
     word, _, rest = prompt.text.partition(" ")
+    steps = [
+        {"content": "Read the code", "priority": "high", "status": "completed"},
+        {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+    ]
     update: Params
-    if word == "markdown":
+    if agent.version == 1 and "plan" not in agent.init_params["clientCapabilities"]:
+        update = {"sessionUpdate": "plan", "entries": steps}
+    elif word == "steps":
+        update = {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "items", "planId": "s", "entries": steps},
+        }
+    elif word == "markdown":
         plan = {"type": "markdown", "planId": "m", "content": "1. Read the code\n2. **Fix** it"}
         update = {"sessionUpdate": "plan_update", "plan": plan}
     elif word == "file":
@@ -264,6 +277,30 @@ async def plans(agent: Agent, prompt: Prompt) -> None:
         update = {"sessionUpdate": "plan_removed", "planId": rest}
     await agent.update(update)
     await agent.say(f"done: {word}")
+
+
+class CountingAgent(Agent):
+    """opencode's way with usage: each turn reports the context and the session's cost
+    (``usage_update``), and its ``session/prompt`` answer carries ``usage`` (v1's
+    unstable field), its count of the tokens its model read and wrote. The prompt
+    "quiet" answers without it."""
+
+    async def prompt(self, params: Params) -> Params:
+        answer = await super().prompt(params)
+        if params["prompt"][0]["text"] != "quiet":
+            answer["usage"] = {
+                "totalTokens": 36_400, "inputTokens": 35_000, "outputTokens": 900,
+                "thoughtTokens": 500, "cachedReadTokens": 30_000, "cachedWriteTokens": 0,
+            }  # fmt: skip
+        return answer
+
+
+async def reported_turn(agent: Agent, prompt: Prompt) -> None:
+    agent.turns += 1
+    cost = {"amount": 0.05 * agent.turns, "currency": "USD"}
+    usage = {"sessionUpdate": "usage_update", "used": 1234 * agent.turns, "size": 200_000}
+    await agent.update({**usage, "cost": cost})
+    await agent.say(f"done: {prompt.text}")
 
 
 async def unknown_session(agent: Agent, params: Params) -> None:
@@ -317,6 +354,7 @@ SCENARIOS = (
     Scenario("named_modes", session=named_modes, v2={}),
     Scenario("plans", plans, v2={}),
     Scenario("qwen", qwen_mode, session=qwen_settings),
+    Scenario("counted", reported_turn, agent=CountingAgent),
     Scenario("big", big_lists, v2={}),
     Scenario(
         "history",
