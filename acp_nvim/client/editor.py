@@ -357,6 +357,7 @@ Event = Literal[
     "AcpChangesRecorded",
     "AcpQueued",
     "AcpSessionList",
+    "AcpSessionDeleted",
     "AcpPermissionRequest",
     "AcpError",
 ]
