@@ -226,7 +226,8 @@ class Rewind:
         self.turns[session] += 1
         if self.store is not None:
             self.store.write_text(json.dumps(self.turns))
-        text = params["prompt"][-1]["text"]
+        # The words said last (a v2 prompt's attachments come after them).
+        text = [block["text"] for block in params["prompt"] if block["type"] == "text"][-1]
         self.kept_user(session, text, f"{session}-u{self.turns[session]}")
         stop = "end_turn"
         if {"deaf", "late"} <= self.flags:  # the turn it never cancelled goes on, and ends
