@@ -365,6 +365,8 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert (worktree / "new.txt").read_text() == "new\n"
     assert "worktree acp/" in winbar(editor)
     assert " · in " not in winbar(editor)  # the branch names where it works
+    # status() names it as chats() does (it had no worktree field).
+    assert editor.lua("return require('acp').status().worktree") == str(worktree)
 
     chat = listed["id"]
     if version == 1:  # its terminals run there too
