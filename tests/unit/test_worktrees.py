@@ -88,6 +88,21 @@ def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
     assert git(project, "branch", "--list", "acp/*") == ""
 
 
+def test_a_branch_of_yours_inside_the_chats_name_gives_the_worktree_the_next_free_one(
+    project: Path, tmp_path: Path
+) -> None:
+    """A branch of yours ``acp/3/x``: git makes no ``acp/3`` beside it (a ref cannot be
+    a branch and a folder of branches), and the worktree chat failed with git's
+    "cannot lock ref"."""
+    git(project, "branch", "acp/3/x")
+    worktree, _ = make_worktree(str(project), "3", str(tmp_path / "home"))
+    assert worktree.branch == "acp/3-2"
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
+        "acp/3-2",
+        "acp/3/x",
+    ]
+
+
 def test_a_worktree_held_by_a_neovim_that_died_is_not_kept_by_a_process_given_its_pid(
     project: Path, tmp_path: Path
 ) -> None:

@@ -276,15 +276,28 @@ def _has_branch(project: str, branch: str) -> bool:
     return True
 
 
+def _branch_taken(project: str, branch: str) -> bool:
+    """Whether git can make no branch ``branch``: one of that name is there, or
+    branches inside it (``acp/1/x`` beside ``acp/1``: a ref cannot be a branch and
+    a folder of branches)."""
+    if _has_branch(project, branch):
+        return True
+    try:
+        return bool(git(project, "for-each-ref", "--count=1", f"refs/heads/{branch}/"))
+    except GitError:
+        return False
+
+
 def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     """A branch ``acp/<name>`` and a directory ``<stem>-<name>`` neither of which
-    exists yet, suffixed ``-2``, ``-3``... while one is taken. Beside a branch
-    ``acp`` of the user's, git can make no ``acp/...``: ``acp-<name>`` then."""
+    exists yet (nor branches inside it), suffixed ``-2``, ``-3``... while one is
+    taken. Beside a branch ``acp`` of the user's, git can make no ``acp/...``:
+    ``acp-<name>`` then."""
     prefix = "acp-" if _has_branch(project, "acp") else "acp/"
     for n in range(1, 1000):
         suffix = "" if n == 1 else f"-{n}"
         branch, path = f"{prefix}{name}{suffix}", f"{stem}-{name}{suffix}"
-        if not _has_branch(project, branch) and not os.path.lexists(path):
+        if not _branch_taken(project, branch) and not os.path.lexists(path):
             return branch, path
     raise WorktreeError(f"cannot make a worktree: every branch {prefix}{name}-N is taken")
 
