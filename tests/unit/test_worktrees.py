@@ -337,6 +337,19 @@ async def test_a_script_the_agent_made_executable_comes_in_executable(
         assert os.access(project / name, os.X_OK), name
 
 
+async def test_a_file_the_agent_only_made_executable_comes_in_executable(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent ran `chmod +x` on a file of yours in its worktree and changed no
+    text: no hunk lists it, and accepting everything never brought the change in."""
+    (Path(review.worktree.path) / "src" / "b.txt").chmod(0o755)
+    await review.end_turn()
+    assert review.waiting() == 0
+    await review.decide("accept")
+    assert os.access(project / "src" / "b.txt", os.X_OK)
+    assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
+
+
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
     tmp_path: Path,
 ) -> None:
