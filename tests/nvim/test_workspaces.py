@@ -839,6 +839,39 @@ def test_acpadd_in_a_worktree_chat_mentions_the_worktrees_copy_of_your_file(
     assert [item["menu"] for item in items if item["word"] == "@f.txt"] == ["worktree's copy"]
 
 
+def test_a_worktree_chat_through_symlinks_names_its_files_as_neovim_does(editor: Editor) -> None:
+    """The project opened through a link to it, Neovim's state directory (the
+    worktrees' home) reached through another: Neovim names the worktree's files by
+    their real path, the chat by the link's. :AcpAdd in the worktree's copy named it
+    by that whole path, not as the chat's own file, and its diff opened a buffer the
+    review did not know as the copy."""
+    project = repository(editor)
+    link = editor.tmp / "link"
+    link.symlink_to(project)
+    state = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp"
+    state.mkdir(parents=True, exist_ok=True)
+    (editor.tmp / "elsewhere").mkdir()
+    (state / "worktrees").symlink_to(editor.tmp / "elsewhere")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.lua("require('acp').open({ cwd = ..., worktree = true })", str(link))
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    chat, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, chat, "write f.txt one\n2\n3\n4\n5")
+    [file] = review(editor, chat)
+    assert (file["path"], file["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+    editor.nvim.command(f"edit {state / 'worktrees' / worktree.name / 'f.txt'}")
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(worktree / "f.txt")
+    editor.nvim.command("AcpAdd")
+    input_lines = editor.lua(
+        "return vim.api.nvim_buf_get_lines(require('acp.chat.registry').chats[...].input, 0, -1, false)",
+        chat,
+    )
+    assert input_lines == ["@f.txt "]
+    editor.lua("require('acp').accept()")
+    editor.wait(f"vim.fn.readfile({str(project / 'f.txt')!r})[1] == 'one'", what="brought in")
+
+
 def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Editor) -> None:
     project, first, worktree = open_worktree_chat(editor, 1)
     editor.lua(STUB_SELECT, 2)  # keep the worktree

@@ -350,6 +350,34 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
 
 
+async def test_paths_through_symlinks_map_between_the_worktree_and_your_project(
+    project: Path, tmp_path: Path
+) -> None:
+    """The project opened through a symlink to it, Neovim's state directory (the
+    worktrees' home) another: the agent, whose process sees its directory's real
+    path, wrote a file there; its change was not taken for the worktree's (accepted,
+    it never came into your file), and your file named through the link had no copy
+    in the worktree."""
+    link, real_home, home = tmp_path / "link", tmp_path / "real-home", tmp_path / "home"
+    link.symlink_to(project)
+    real_home.mkdir()
+    home.symlink_to(real_home)
+    worktree, cwd = make_worktree(str(link / "src"), "1", str(home))
+    real = Path(os.path.realpath(worktree.path))
+    assert worktree.agent_path(str(link / "a.txt")) == str(real / "a.txt")
+    assert worktree.user_path(str(home / real.name / "a.txt")) == str(project / "a.txt")
+    async with anyio.create_task_group() as tasks:
+        review = WorktreeChanges(RecordingEditor(), 1, cwd, Tasks(tasks), worktree)
+        await review.begin_turn()
+        await review.write(str(real / "a.txt"), "a, the agent's\n")
+        await review.end_turn()
+        assert review.waiting() == 1
+        await review.decide("accept")
+        assert (project / "a.txt").read_text() == "a, the agent's\n"
+        review.close()
+        tasks.cancel_scope.cancel()
+
+
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
     tmp_path: Path,
 ) -> None:

@@ -56,7 +56,10 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
     except GitError:
         raise WorktreeError(f"cannot make a worktree: {cwd} is not in a git repository") from None
     top, prefix, *_ = [*found.splitlines(), ""]
-    project = os.path.normpath(top)
+    project = os.path.normpath(top)  # git's: its real path
+    # Its real path too (stdpath("state") may be a link): the agent's process, git and
+    # Neovim name its files so.
+    home = os.path.realpath(home)
     try:
         os.makedirs(home, exist_ok=True)
     except OSError as err:
@@ -144,6 +147,7 @@ def left_unclosed(project: str, home: str) -> list[tuple[str, str]]:
         listed = os.fsdecode(git(project, "worktree", "list", "--porcelain"))
     except GitError:
         return []
+    home = os.path.realpath(home)  # as make_worktree made them
     found = []
     for entry in listed.split("\n\n"):
         fields = dict(line.partition(" ")[::2] for line in entry.splitlines())
