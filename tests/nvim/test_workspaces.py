@@ -540,9 +540,12 @@ def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor
     ]
 
 
-def test_a_worktree_a_killed_neovim_left_is_told_of_once(editor: Editor) -> None:
+def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
+    editor: Editor,
+) -> None:
     """A Neovim killed with a worktree chat open, the history off, left its worktree
-    and branch: nothing ever removed them or said they were there."""
+    and branch: nothing ever removed them or said they were there, and only a new
+    worktree chat of that project looked, so a user who opened none never heard."""
     project = repository(editor)
     home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
     left, _ = make_worktree(str(project), "1", str(home))
@@ -551,18 +554,31 @@ def test_a_worktree_a_killed_neovim_left_is_told_of_once(editor: Editor) -> None
     admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
     (admin / f"acp-held-{dead.pid}").write_text("")
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", history={"enabled": False})
-    editor.nvim.command("AcpWorktree ws")
-    editor.wait_event("AcpSessionReady")
-    told = [n["msg"] for n in editor.lua("return _G.acp_notices") if left.path in n["msg"]]
-    assert told == [
-        f"acp: the worktree {left.path} (branch acp/1) was left by a Neovim that ended"
-        " without closing its chat: reopen that chat from the history to go on there, or"
-        f" remove it (git worktree remove --force {left.path}; git branch -D acp/1)"
+    assert f"WARNING {left.path} (branch acp/1) of {project}: left by a Neovim" in health(editor)
+    editor.open_chat()  # no worktree chat
+    notices = f"vim.tbl_filter(function(n) return n.msg:find({left.path!r}, 1, true) end, _G.acp_notices)"
+    editor.wait(f"#{notices} > 0", what="the worktree left told of")
+    git_c = f"git -C {project}"
+    assert [n["msg"] for n in editor.lua(f"return {notices}")] == [
+        f"acp: the worktree {left.path} (branch acp/1) of {project} was left by a Neovim"
+        " that ended without closing its chat: reopen that chat from the history to go"
+        f" on there, or remove it ({git_c} worktree remove --force {left.path};"
+        f" {git_c} branch -D acp/1)"
     ]
     editor.nvim.command("AcpWorktree ws")
     editor.wait_event("AcpSessionReady", count=2)
-    assert sum(left.path in n["msg"] for n in editor.lua("return _G.acp_notices")) == 1
+    assert len(editor.lua(f"return {notices}")) == 1
     assert Path(left.path).is_dir()  # what it holds is the user's to judge
+    assert f"{left.path} (branch acp/1) of {project}: kept, no chat works in it" in health(editor)
+
+
+def health(editor: Editor) -> str:
+    """What :checkhealth acp says of worktrees."""
+    editor.nvim.command("checkhealth acp")
+    lines = editor.nvim.current.buffer[:]
+    text = "\n".join(lines[lines.index("Worktrees ~") + 1 :])
+    editor.nvim.command("bwipeout")
+    return text
 
 
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(

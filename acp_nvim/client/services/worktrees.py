@@ -6,12 +6,14 @@ Nothing here changes the user's work tree: it is only read (its status and the
 files that differ from HEAD). A worktree's mark, and which Neovims' chats work in
 it, go in git's own directory for that worktree, which git removes with it. A
 failed attempt leaves no worktree or branch behind. Every function but
-``still_there`` and ``hold`` runs git or copies files: call them in a worker thread.
+``still_there`` and ``hold`` runs git, copies files or reads a directory's: call
+them in a worker thread.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "Unattended",
     "WorktreeError",
     "hold",
     "holds_commits",
@@ -20,12 +22,14 @@ __all__ = [
     "make_worktree",
     "remove_worktree",
     "still_there",
+    "unattended",
 ]
 
 import contextlib
 import os
 import shutil
 import uuid
+from typing import NamedTuple
 
 from acp_nvim.client.services.git import GitError, dirty_files, git
 from acp_nvim.client.session.workspace import Worktree
@@ -138,33 +142,74 @@ def let_go(worktree: Worktree) -> bool:
     return alive
 
 
-def left_unclosed(project: str, home: str) -> list[tuple[str, str]]:
-    """The worktrees of ``project`` under ``home`` whose chats' Neovims all ended
-    without closing them (killed outright: a chat closed takes its Neovim's file
-    away, :func:`let_go`), as (directory, branch). Each is found once: those files go.
-    What they hold is unknown here (the review went with the Neovim): the user decides."""
-    try:
-        listed = os.fsdecode(git(project, "worktree", "list", "--porcelain"))
-    except GitError:
-        return []
+class Unattended(NamedTuple):
+    """A worktree under the worktrees' home that no running Neovim's chat works in:
+    its directory, its branch ("" once the agent left it on none), the work tree it
+    was made from, and whether a Neovim that ended left it and no one was told yet
+    (:func:`left_unclosed`; else kept by its chat's close, or told of)."""
+
+    path: str
+    branch: str
+    project: str
+    left: bool
+
+
+def unattended(home: str) -> list[Unattended]:
+    """The worktrees of worktree chats under ``home`` (of any project) that no running
+    Neovim's chat works in. Reads a few small files of each (no git): cheap enough
+    for every start."""
     home = os.path.realpath(home)  # as make_worktree made them
+    try:
+        names = sorted(os.listdir(home))
+    except OSError:
+        return []
     found = []
-    for entry in listed.split("\n\n"):
-        fields = dict(line.partition(" ")[::2] for line in entry.splitlines())
-        path, branch = fields.get("worktree", ""), fields.get("branch", "")
-        admin = _admin_dir(path) if path.startswith(home + os.sep) else None
+    for name in names:
+        path = os.path.join(home, name)
+        admin = _admin_dir(path)
         if admin is None or not os.path.exists(os.path.join(admin, _MARK)):
-            continue
+            continue  # not a worktree of a chat (any more)
         try:
             held = [os.path.join(admin, n) for n in os.listdir(admin) if n.startswith(_HELD)]
         except OSError:
             continue
-        if held and not any(_holds(name) for name in held):
-            for name in held:
-                with contextlib.suppress(OSError):
-                    os.remove(name)
-            found.append((path, branch.removeprefix("refs/heads/")))
+        if not any(_holds(file) for file in held):
+            found.append(Unattended(path, _branch_of(admin), _project_of(admin), bool(held)))
     return found
+
+
+def left_unclosed(home: str) -> list[Unattended]:
+    """The worktrees under ``home`` whose chats' Neovims all ended without closing them
+    (killed outright: a chat closed takes its Neovim's file away, :func:`let_go`).
+    Each is found once: those files go. What they hold is unknown here (the review
+    went with the Neovim): the user decides."""
+    found = [worktree for worktree in unattended(home) if worktree.left]
+    for worktree in found:
+        admin = _admin_dir(worktree.path) or ""
+        with contextlib.suppress(OSError):
+            for name in os.listdir(admin):
+                if name.startswith(_HELD):
+                    os.remove(os.path.join(admin, name))
+    return found
+
+
+def _branch_of(admin: str) -> str:
+    """The branch checked out in the worktree whose git directory is ``admin``."""
+    try:
+        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as file:
+            head = file.read().strip()
+    except OSError:
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else ""
+
+
+def _project_of(admin: str) -> str:
+    """The work tree whose repository holds the worktree's git directory ``admin``
+    (``<project>/.git/worktrees/<name>``): where git commands on it run."""
+    common = os.path.normpath(os.path.join(admin, "..", ".."))
+    with contextlib.suppress(OSError), open(os.path.join(admin, "commondir"), encoding="utf-8") as file:
+        common = os.path.normpath(os.path.join(admin, file.read().strip()))
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
 
 
 def _holds(held: str) -> bool:
