@@ -553,10 +553,15 @@ def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
     dead.wait()  # the killed Neovim: its process is gone, its file stays
     admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
     (admin / f"acp-held-{dead.pid}").write_text("")
-    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", history={"enabled": False})
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        history={"enabled": False},
+    )
     assert f"WARNING {left.path} (branch acp/1) of {project}: left by a Neovim" in health(editor)
     editor.open_chat()  # no worktree chat
-    notices = f"vim.tbl_filter(function(n) return n.msg:find({left.path!r}, 1, true) end, _G.acp_notices)"
+    found = f"function(n) return n.msg:find({left.path!r}, 1, true) end"
+    notices = f"vim.tbl_filter({found}, _G.acp_notices)"
     editor.wait(f"#{notices} > 0", what="the worktree left told of")
     git_c = f"git -C {project}"
     assert [n["msg"] for n in editor.lua(f"return {notices}")] == [

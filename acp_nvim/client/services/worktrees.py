@@ -207,7 +207,8 @@ def _project_of(admin: str) -> str:
     """The work tree whose repository holds the worktree's git directory ``admin``
     (``<project>/.git/worktrees/<name>``): where git commands on it run."""
     common = os.path.normpath(os.path.join(admin, "..", ".."))
-    with contextlib.suppress(OSError), open(os.path.join(admin, "commondir"), encoding="utf-8") as file:
+    named = os.path.join(admin, "commondir")
+    with contextlib.suppress(OSError), open(named, encoding="utf-8") as file:
         common = os.path.normpath(os.path.join(admin, file.read().strip()))
     return os.path.dirname(common) if os.path.basename(common) == ".git" else common
 
