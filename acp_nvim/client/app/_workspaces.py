@@ -117,13 +117,19 @@ class Workspaces:
 
         async with self._looking:
             found = await anyio.to_thread.run_sync(left_unclosed, self.home)
+        # One a chat reopened here meanwhile went on in is no longer left.
+        ours = {worktree.path for worktree in self._made.values()}
         for left in found:
+            if left.path in ours:
+                continue
             git = f"git -C {left.project}"
+            remove = f"{git} worktree remove --force {left.path}"
+            if left.branch:  # else the agent left it on no branch
+                remove += f"; {git} branch -D {left.branch}"
             self.ctx.editor.notify(
-                f"the worktree {left.path} (branch {left.branch}) of {left.project} was left"
-                " by a Neovim that ended without closing its chat: reopen that chat from the"
-                f" history to go on there, or remove it ({git} worktree remove --force"
-                f" {left.path}; {git} branch -D {left.branch})",
+                f"the worktree {left.path} (branch {left.branch or 'none'}) of {left.project}"
+                " was left by a Neovim that ended without closing its chat: reopen that chat"
+                f" from the history to go on there, or remove it ({remove})",
                 "warn",
             )
 
