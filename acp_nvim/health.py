@@ -134,10 +134,9 @@ def report(raw_options: Any, state_dir: str | None = None) -> dict[str, Any]:
 def _worktrees(state_dir: str) -> list[dict[str, Any]]:
     """The worktrees under ``state_dir`` no running Neovim's chat works in: ``left``
     by a Neovim that ended without closing them, or kept by their chat's close."""
-    from acp_nvim.client.services.worktrees import unattended
+    from acp_nvim.client.services.worktrees import unattended, worktrees_home
 
-    home = os.path.join(state_dir, "acp", "worktrees")
-    return [worktree._asdict() for worktree in unattended(home)]
+    return [worktree._asdict() for worktree in unattended(worktrees_home(state_dir))]
 
 
 def _missing(program: str) -> str:

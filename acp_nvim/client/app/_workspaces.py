@@ -106,7 +106,9 @@ class Workspaces:
     @property
     def home(self) -> str:
         """Where worktree chats' worktrees are made."""
-        return os.path.join(self.ctx.state_dir or tempfile.gettempdir(), "acp", "worktrees")
+        from acp_nvim.client.services.worktrees import worktrees_home
+
+        return worktrees_home(self.ctx.state_dir or tempfile.gettempdir())
 
     async def tell_left_unclosed(self) -> None:
         """Tell once of each worktree whose chats' Neovims all ended without closing

@@ -23,6 +23,7 @@ __all__ = [
     "remove_worktree",
     "still_there",
     "unattended",
+    "worktrees_home",
 ]
 
 import contextlib
@@ -36,6 +37,11 @@ from acp_nvim.client.session.workspace import Worktree
 
 # Seconds git may take to check out a big tree, or to remove one.
 _SLOW = 120.0
+
+
+def worktrees_home(state_dir: str) -> str:
+    """Where worktree chats' worktrees are made, in Neovim's stdpath("state")."""
+    return os.path.join(state_dir, "acp", "worktrees")
 
 
 class WorktreeError(Exception):
