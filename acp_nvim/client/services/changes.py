@@ -438,11 +438,19 @@ class SessionChanges:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
         against each file's text now; files the edit does not fit are left out. Files
         with no text a v2 change names come last, whole (``FilePreview.binary``)."""
-        edits, whole = _edits_of(call, self._abs)
+        edits, _ = _edits_of(call, self._abs)
         found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
-        for path, (made, deleted) in whole.items():
-            found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
-        return found
+        return found + await self.wholes(call)
+
+    async def wholes(self, call: ToolCall) -> list[FilePreview]:
+        """The files with no text the v2 changes of ``call`` name, each as a whole:
+        named by a prompt even with previews off (decision 0099), as nothing else
+        tells the user of them."""
+        _, whole = _edits_of(call, self._abs)
+        return [
+            await anyio.to_thread.run_sync(_whole_preview, path, made, deleted)
+            for path, (made, deleted) in whole.items()
+        ]
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
