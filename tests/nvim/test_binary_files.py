@@ -3,6 +3,7 @@ summary and the review as a whole-file change, and rejected as a whole (decision
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -374,3 +375,29 @@ def test_a_worktree_chats_binary_files_land_in_yours_when_accepted_unless_you_ch
     assert {Path(f["path"]).name: f["binary"]["status"] for f in editor.lua(f"return {every}")} == {
         "logo.png": "accepted", "new.bin": "accepted", "mine.bin": "pending"
     }  # fmt: skip
+
+
+def test_a_hunk_accepted_before_the_file_turned_binary_stays_after_its_reject(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent edits a text file, you accept that hunk while the turn goes on, then
+    the agent writes bytes over the file: rejecting the whole change puts back the
+    text as you left it (your accepted line in), as rejecting the text's open hunks
+    would have, not the text from before the turn."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\ntwo\n")
+    start(editor)
+    steps = [{"write": {"path": str(notes), "content": "one\n2\n"}},
+             {"ask": {"path": str(notes.with_name("other.txt")), "oldText": "", "newText": ""}},
+             shell_bytes(notes, b"\x00packed")]  # fmt: skip
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpPermissionRequest")  # the turn waits here
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'", what="accepted")
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.nvim.command("AcpPermission")
+    editor.wait_event("AcpTurnEnd")
+    assert binaries(editor)["notes.txt"]["binary"]["about"] == "binary, 7 bytes"
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    assert notes.read_bytes() == b"one\n2\n"
