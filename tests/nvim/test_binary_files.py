@@ -401,3 +401,37 @@ def test_a_hunk_accepted_before_the_file_turned_binary_stays_after_its_reject(
     editor.lua("require('acp').reject()")
     editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
     assert notes.read_bytes() == b"one\n2\n"
+
+
+@pytest.mark.parametrize("decision", ["accept", "reject"])
+def test_an_earlier_turns_text_hunk_of_a_file_a_later_turn_made_binary(
+    editor: Editor, tmp_path: Path, decision: str
+) -> None:
+    """Turn 1 edits a text file, turn 2 writes bytes over it. Turn 1's hunk is text
+    the file no longer holds: rejecting it alone would write that text over turn 2's
+    bytes unseen, so it is refused until turn 2's change is rejected (as for two
+    turns' bytes); accepting it writes nothing, the bytes stay. Rejecting turn 2's
+    then turn 1's takes the file back to its first text."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\ntwo\n")
+    start(editor)
+    run(editor, [{"write": {"path": str(notes), "content": "one\n2\n"}}])
+    run(editor, [shell_bytes(notes, b"\x00packed")], turn=2)
+    state = "require('acp.review.state')"
+    every = "require('acp').changes({all = true})"
+    earlier = f"vim.iter({every}):find(function(f) return f.turn == 1 end)"
+    editor.lua(f"local d, p = ...; {state}.decide({state}.chat_id(), d, p, 1, 1)", decision, str(notes))
+    if decision == "reject":
+        told = "turn 2 changed it again"
+        editor.wait(
+            f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+            what="refused",
+        )
+        assert editor.lua(f"return {earlier}.hunks[1].status") == "pending"
+    else:
+        editor.wait(f"{earlier}.hunks[1].status == 'accepted'", what="accepted")
+    assert notes.read_bytes() == b"\x00packed"
+    editor.lua("require('acp').reject()")  # newest first: the bytes, then the text
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    editor.wait(f"not vim.iter({every}):any(function(f) return f.open end)", what="all decided")
+    assert notes.read_bytes() == (b"one\ntwo\n" if decision == "reject" else b"one\n2\n")

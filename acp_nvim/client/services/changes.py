@@ -698,6 +698,13 @@ class SessionChanges:
         if (binary := self.store.binary(path, turn)) is not None:
             return await _decide_binary(self.editor, self.store, self.disk, decision, binary)
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
+        if (later := _bytes_since(self.store, path, change.turn)) is not None:
+            # A later turn wrote bytes over this text (decision 0099): an accept
+            # leaves them, a reject would write the text over them unseen.
+            if decision == "reject":
+                raise ReviewError(_changed_again(path, later))
+            self.store.accept(path, hunk, turn=change.turn)
+            return
         disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
         theirs = _typed_in(self._latest(path).file(path))
@@ -748,17 +755,8 @@ async def _decide_binary(
     deleted (when kept: decision 0099). A later turn's change of the file is
     rejected first: a reject here would undo it unseen."""
     if decision == "reject":
-        later = [
-            found.turn
-            for changeset in store.turns()
-            if changeset.turn > change.turn
-            and (found := changeset.binary(change.path)) is not None
-            and found.status != "rejected"
-        ]
-        if later:
-            raise ReviewError(
-                f"{change.path}: turn {later[-1]} changed it again; reject that change first"
-            )
+        if (later := _bytes_since(store, change.path, change.turn)) is not None:
+            raise ReviewError(_changed_again(change.path, later))
         if change.status == "rejected":
             return  # it holds its bytes from before already
         await _refuse_if_written(change)
@@ -771,6 +769,25 @@ async def _decide_binary(
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
+
+
+def _bytes_since(store: ReviewStore, path: str, turn: int) -> BinaryChange | None:
+    """The newest change of ``path`` as a file with no text after ``turn`` that is
+    not rejected: the file holds its bytes, or an accepted one's (decision 0099)."""
+    return next(
+        (
+            found
+            for changeset in reversed(store.turns())
+            if changeset.turn > turn
+            and (found := changeset.binary(path)) is not None
+            and found.status != "rejected"
+        ),
+        None,
+    )
+
+
+def _changed_again(path: str, later: BinaryChange) -> str:
+    return f"{path}: turn {later.turn} changed it again; reject that change first"
 
 
 def _applied_kinds(store: ReviewStore, turn: int) -> dict[str, set[FileKind]]:

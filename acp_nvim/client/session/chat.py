@@ -114,6 +114,10 @@ class TurnReview(Protocol):
         """What the edits a tool call carries would do to their files (for its
         permission prompt); files whose text does not fit an edit are left out."""
 
+    async def wholes(self, call: ToolCall) -> list[FilePreview]:
+        """Of :meth:`preview`, only the files with no text (a prompt names them even
+        with previews off)."""
+
     def summary(self) -> dict[str, Any]:
         """The review as plain data: ``{turn, files}``, each file with its ``turn``,
         ``path``, ``created``, ``deleted`` and ``hunks`` (each with a ``status``)."""
