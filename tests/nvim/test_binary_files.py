@@ -435,3 +435,37 @@ def test_an_earlier_turns_text_hunk_of_a_file_a_later_turn_made_binary(
     editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
     editor.wait(f"not vim.iter({every}):any(function(f) return f.open end)", what="all decided")
     assert notes.read_bytes() == (b"one\ntwo\n" if decision == "reject" else b"one\n2\n")
+
+
+def test_a_reopened_worktree_chat_puts_a_binary_change_back_in_its_review(
+    editor: Editor,
+) -> None:
+    """A worktree chat kept and reopened reviews again what waited in its worktree:
+    a file with no text as a text file, whole, and its accept brings the bytes in."""
+    from tests.nvim.test_workspaces import (
+        STUB_SELECT, close_chat, git, repository, review, send,
+    )  # fmt: skip
+
+    project = repository(editor)
+    (project / "logo.png").write_bytes(PNG)
+    git(project, "add", "logo.png")
+    git(project, "commit", "-q", "-m", "logo")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    for name, data in [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new")]:
+        send(editor, listed["id"], f"bytes {name} {data.hex()}")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, listed["id"])
+
+    chat = editor.reopen_last()
+    assert editor.lua("return require('acp').chats()[1].waiting") == 2
+    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, chat)}
+    assert {name: (b["status"], b["about"]) for name, b in waited.items()} == {
+        "logo.png": ("pending", "binary, 17 bytes"), "new.bin": ("pending", "binary, 4 bytes")
+    }  # fmt: skip
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').chats()[1].waiting == 0", what="brought in")
+    assert (project / "logo.png").read_bytes() == PNG + b"\x01"
+    assert (project / "new.bin").read_bytes() == b"\x00new"
