@@ -442,9 +442,7 @@ def test_a_reopened_worktree_chat_puts_a_binary_change_back_in_its_review(
 ) -> None:
     """A worktree chat kept and reopened reviews again what waited in its worktree:
     a file with no text as a text file, whole, and its accept brings the bytes in."""
-    from tests.nvim.test_workspaces import (
-        STUB_SELECT, close_chat, git, repository, review, send,
-    )  # fmt: skip
+    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, review, send
 
     project = repository(editor)
     (project / "logo.png").write_bytes(PNG)
