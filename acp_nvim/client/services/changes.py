@@ -179,6 +179,17 @@ def _edits_of(
     return edits, whole
 
 
+async def _wholes(call: ToolCall, at: Callable[[str], str]) -> list[FilePreview]:
+    """The files with no text the v2 changes of ``call`` name (by full path,
+    ``at``), each as a whole: named by a prompt even with previews off (decision
+    0099), as nothing else tells the user of them."""
+    _, whole = _edits_of(call, at)
+    return [
+        await anyio.to_thread.run_sync(_whole_preview, path, made, deleted)
+        for path, (made, deleted) in whole.items()
+    ]
+
+
 def _whole_preview(path: str, made: bool, deleted: bool) -> FilePreview:
     """A file with no text a change ``made`` or ``deleted`` (else changed) as a whole:
     what the review would say of it now (its size, when it is there)."""
@@ -443,14 +454,8 @@ class SessionChanges:
         return found + await self.wholes(call)
 
     async def wholes(self, call: ToolCall) -> list[FilePreview]:
-        """The files with no text the v2 changes of ``call`` name, each as a whole:
-        named by a prompt even with previews off (decision 0099), as nothing else
-        tells the user of them."""
-        _, whole = _edits_of(call, self._abs)
-        return [
-            await anyio.to_thread.run_sync(_whole_preview, path, made, deleted)
-            for path, (made, deleted) in whole.items()
-        ]
+        """Of :meth:`preview`, the files with no text (:func:`_wholes`)."""
+        return await _wholes(call, self._abs)
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
@@ -698,12 +703,7 @@ class SessionChanges:
         if (binary := self.store.binary(path, turn)) is not None:
             return await _decide_binary(self.editor, self.store, self.disk, decision, binary)
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
-        if (later := _bytes_since(self.store, path, change.turn)) is not None:
-            # A later turn wrote bytes over this text (decision 0099): an accept
-            # leaves them, a reject would write the text over them unseen.
-            if decision == "reject":
-                raise ReviewError(_changed_again(path, later))
-            self.store.accept(path, hunk, turn=change.turn)
+        if _under_bytes(self.store, decision, path, hunk, change.turn):
             return
         disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
@@ -784,6 +784,24 @@ def _bytes_since(store: ReviewStore, path: str, turn: int) -> BinaryChange | Non
         ),
         None,
     )
+
+
+def _under_bytes(
+    store: ReviewStore, decision: Decision, path: str, hunk: int | None, turn: int
+) -> bool:
+    """Decide hunk ``hunk`` (None: all) of ``path``'s text in ``turn`` where a later
+    turn wrote bytes over it (decision 0099); False where none did. An accept leaves
+    the bytes, a reject would write the text over them unseen: refused.
+
+    Raises:
+        ReviewError: a reject, until the later change is rejected.
+    """
+    if (later := _bytes_since(store, path, turn)) is None:
+        return False
+    if decision == "reject":
+        raise ReviewError(_changed_again(path, later))
+    store.accept(path, hunk, turn=turn)
+    return True
 
 
 def _changed_again(path: str, later: BinaryChange) -> str:
