@@ -467,3 +467,29 @@ def test_a_reopened_worktree_chat_puts_a_binary_change_back_in_its_review(
     editor.wait("require('acp').chats()[1].waiting == 0", what="brought in")
     assert (project / "logo.png").read_bytes() == PNG + b"\x01"
     assert (project / "new.bin").read_bytes() == b"\x00new"
+
+
+def test_undo_in_its_buffer_brings_a_rejected_binary_change_back_and_redo_rejects_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """As |u| after a text hunk's reject puts the agent's lines back and offers the
+    hunk again: in the buffer of a file with no text, an undo of the reject's reload
+    puts the agent's bytes back on disk, exactly, and the change waits again; a redo
+    puts the bytes from before back and rejects it again. The buffer stays saved."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    buf = start(editor, logo)
+    agents = PNG + b"\x00more"
+    run(editor, [shell_bytes(logo, agents)])
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+    assert logo.read_bytes() == PNG
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('logo.png')} == 'pending'", what="pending again")
+    assert logo.read_bytes() == agents
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected again")
+    assert logo.read_bytes() == PNG
+    assert editor.lua("return vim.bo[...].modified", buf) is False

@@ -42,6 +42,7 @@ import anyio.to_thread
 from acp_nvim.client.editor import BufferState, Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
+from acp_nvim.client.services.byte_undo import ByteUndo
 from acp_nvim.client.services.disk_changes import (
     NOTHING,
     Baseline,
@@ -177,17 +178,6 @@ def _edits_of(
                 if op.file_type == "binary":
                     whole.setdefault(at(op.path), (op.operation == "add", op.operation == "delete"))
     return edits, whole
-
-
-async def _wholes(call: ToolCall, at: Callable[[str], str]) -> list[FilePreview]:
-    """The files with no text the v2 changes of ``call`` name (by full path,
-    ``at``), each as a whole: named by a prompt even with previews off (decision
-    0099), as nothing else tells the user of them."""
-    _, whole = _edits_of(call, at)
-    return [
-        await anyio.to_thread.run_sync(_whole_preview, path, made, deleted)
-        for path, (made, deleted) in whole.items()
-    ]
 
 
 def _whole_preview(path: str, made: bool, deleted: bool) -> FilePreview:
@@ -328,6 +318,7 @@ class SessionChanges:
         # Free: no turn of the loop (a turn start's prompt waits for it; see Connection's).
         self._lock = anyio.Lock(fast_acquire=True)
         self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
+        self.byte_undo = ByteUndo(editor, self.disk)
         self._check_queued = False
         self._turn_open = False
         self._numbers: dict[int, int] | None = None  # see number()
@@ -445,17 +436,17 @@ class SessionChanges:
 
     # -- before and beside -------------------------------------------------------------
 
-    async def preview(self, call: ToolCall) -> list[FilePreview]:
+    async def preview(self, call: ToolCall, *, texts: bool = True) -> list[FilePreview]:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
         against each file's text now; files the edit does not fit are left out. Files
-        with no text a v2 change names come last, whole (``FilePreview.binary``)."""
-        edits, _ = _edits_of(call, self._abs)
+        with no text a v2 change names come last, whole (``FilePreview.binary``); not
+        ``texts``: only those, which a prompt names with previews off (decision 0099)."""
+        edits, whole = _edits_of(call, self._abs)
+        edits = edits if texts else []
         found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
-        return found + await self.wholes(call)
-
-    async def wholes(self, call: ToolCall) -> list[FilePreview]:
-        """Of :meth:`preview`, the files with no text (:func:`_wholes`)."""
-        return await _wholes(call, self._abs)
+        for path, (made, deleted) in whole.items():
+            found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
+        return found
 
     def baseline(self, path: str, turn: int | None = None) -> None:
         """Hand the editor ``path``'s baseline in ``turn`` (default: the latest turn that
@@ -578,7 +569,7 @@ class SessionChanges:
         Problems (unknown hunk, a clash with a later turn) are told to the user.
         """
         async with self._lock:
-            for target_path, target_turn in self._targets(path, hunk, turn):
+            for target_path, target_turn in _targets(self.store, path, hunk, turn):
                 try:
                     await self._decide_one(decision, target_path, hunk, target_turn)
                 except (ReviewError, FileError) as err:
@@ -589,9 +580,11 @@ class SessionChanges:
         """The user changed the buffer of ``path`` (typing, undo, redo): fold its text
         into the review. A hunk the user undid is shown as reverted, one redone (its
         agent lines back) is pending again, and the file on disk follows both, so
-        buffer, disk and review agree."""
+        buffer, disk and review agree; so for a file with no text (:class:`ByteUndo`)."""
         path = os.path.normpath(path)
         async with self._lock:
+            if await self.byte_undo.follow(path):
+                return self._publish()
             try:
                 change = self._latest(path).file(path)
             except ReviewError:
@@ -683,25 +676,11 @@ class SessionChanges:
                 return changeset
         raise ReviewError(f"{path}: no recorded changes")
 
-    def _targets(
-        self, path: str | None, hunk: int | None, turn: int | None
-    ) -> list[tuple[str, int | None]]:
-        if path is not None:
-            path = os.path.normpath(path)
-        if hunk is not None or turn is not None:
-            return [(path, turn)] if path is not None else []
-        return [
-            (change.path, changeset.turn)
-            for changeset in reversed(self.store.turns())
-            for change in _reviewed(changeset)
-            if change.open and (path is None or change.path == path)
-        ]
-
     async def _decide_one(
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
         if (binary := self.store.binary(path, turn)) is not None:
-            return await _decide_binary(self.editor, self.store, self.disk, decision, binary)
+            return await _decide_binary(self.byte_undo, self.store, decision, binary)
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
         if _under_bytes(self.store, decision, path, hunk, change.turn):
             return
@@ -748,12 +727,13 @@ class SessionChanges:
 
 
 async def _decide_binary(
-    editor: Editor, store: ReviewStore, disk: DiskChanges, decision: Decision, change: BinaryChange
+    undo: ByteUndo, store: ReviewStore, decision: Decision, change: BinaryChange
 ) -> None:
     """Accept or reject the change of a file with no text as a whole: a reject
     removes a file the turn made, and writes back the bytes of one it changed or
-    deleted (when kept: decision 0099). A later turn's change of the file is
-    rejected first: a reject here would undo it unseen."""
+    deleted (when kept: decision 0099), which an undo in its buffer takes back
+    (``undo``). A later turn's change of the file is rejected first: a reject here
+    would undo it unseen."""
     if decision == "reject":
         if (later := _bytes_since(store, change.path, change.turn)) is not None:
             raise ReviewError(_changed_again(change.path, later))
@@ -765,7 +745,7 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await put_bytes(editor, disk, change.path, before)
+        await undo.reject(change, put_bytes(undo.editor, undo.disk, change.path, before))
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
@@ -895,6 +875,24 @@ def _listed(item: dict[str, Any], cwd: str) -> str:
     return shown_path(item["path"], cwd) + about
 
 
+def _targets(
+    store: ReviewStore, path: str | None, hunk: int | None, turn: int | None
+) -> list[tuple[str, int | None]]:
+    """What a decision on ``path`` (None: every file), ``hunk`` and ``turn`` acts on,
+    each ``(path, turn)``: where neither a hunk nor a turn is named, every file with
+    open hunks, newest turn first (a later turn's bytes go before an earlier text)."""
+    if path is not None:
+        path = os.path.normpath(path)
+    if hunk is not None or turn is not None:
+        return [(path, turn)] if path is not None else []
+    return [
+        (change.path, changeset.turn)
+        for changeset in reversed(store.turns())
+        for change in _reviewed(changeset)
+        if change.open and (path is None or change.path == path)
+    ]
+
+
 def _reviewed(changeset: Changeset) -> list[FileChange | BinaryChange]:
     """Every file ``changeset`` changed: those with text, then those without."""
     return [*changeset.files(), *changeset.binaries()]
@@ -911,7 +909,7 @@ async def _remove_keeping_buffer(editor: Editor, disk: DiskChanges, cwd: str, pa
     holding the user's edits: deleting it would lose them, undo history and all."""
     await anyio.to_thread.run_sync(files.remove_disk, path)
     disk.seen(path)
-    await editor.keep_unsaved(path)  # edits saved before: :q would drop them unasked
+    await editor.mark_saved(path, False)  # edits saved before: :q would drop them unasked
     said = "removed; its buffer keeps your edits (:write makes the file again)"
     editor.notify(f"{shown_path(path, cwd)}: {said}", "warn")
 

@@ -223,7 +223,7 @@ class Permissions:
     ) -> list[FilePreview]:
         if not self.preview:
             # A file with no text is named still: nothing else tells of it (0099).
-            return await chat.changes.wholes(call) if chat.changes is not None else []
+            return await chat.changes.preview(call, texts=False) if chat.changes is not None else []
         if preview is not None:
             return await preview()
         return await chat.changes.preview(call) if chat.changes is not None else []
