@@ -61,7 +61,7 @@ class ByteUndo:
         """The user changed ``path``'s buffer: where an undo shows the agent's bytes
         of a rejected change again, they are written back and it waits again; where
         a redo shows the bytes from before, they are, and it is rejected again.
-        Whether ``path`` is such a file (its text has no review of its own)."""
+        Whether it was either (else the change of the buffer is the text review's)."""
         kept = self._kept.get(path)
         if kept is None:
             return False
@@ -73,7 +73,7 @@ class ByteUndo:
         elif shown == kept.before and change.status == "pending":
             data, then, status = change.before, kept.taken, "rejected"
         else:
-            return True  # the user's own edit, or the state the review has already
+            return False  # the user's own edit, or the state the review has already
         if data is None or await anyio.to_thread.run_sync(files.digest_of, path) != _digest(then):
             self.editor.notify(f"{path}: changed since the reject; left as it is", "warn")
             return True
