@@ -537,9 +537,11 @@ class Editor(Protocol):
         buffer changed since ``tick`` (the user's text is kept) or there is none.
         """
 
-    async def keep_unsaved(self, path: str) -> None:
-        """Mark the buffer of ``path`` (its file just removed) modified, so that
-        quitting asks before its text goes; nothing when there is none."""
+    async def mark_saved(self, path: str, saved: bool) -> None:
+        """Mark the buffer of ``path`` modified (not ``saved``: its file just removed,
+        so that quitting asks before its text goes), or saved (its file was just
+        written with what the buffer shows: an undo brought the agent's bytes back,
+        written exactly), its undo states kept, no reload; nothing without one."""
 
     async def drop_buffers_under(self, directory: str) -> list[str]:
         """Delete the buffers of files under ``directory`` (removed with its files)

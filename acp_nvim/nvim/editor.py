@@ -542,8 +542,8 @@ class NvimEditor:
     async def delete_buffer(self, path: str, tick: int) -> bool:
         return bool(await self.call_lua(_BUFFERS.format("delete"), path, tick))
 
-    async def keep_unsaved(self, path: str) -> None:
-        await self.call_lua(_BUFFERS.format("keep_unsaved"), path)
+    async def mark_saved(self, path: str, saved: bool) -> None:
+        await self.call_lua(_BUFFERS.format("mark_saved"), path, saved)
 
     async def drop_buffers_under(self, directory: str) -> list[str]:
         return list(await self.call_lua(_BUFFERS.format("drop_under"), directory) or [])

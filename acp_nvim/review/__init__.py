@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BinaryChange",
+    "BinaryStatus",
     "Changeset",
     "Conflict",
     "FileChange",
@@ -35,7 +36,7 @@ __all__ = [
     "split_lines",
 ]
 
-from ._binary import BinaryChange, binary_about
+from ._binary import BinaryChange, BinaryStatus, binary_about
 from ._changeset import Changeset, RestoreOutcome, ReviewStore, WriteOutcome
 from ._diff import (
     Hunk,

@@ -208,10 +208,10 @@ class RecordingEditor:
         del self.buffers[path]
         return True
 
-    async def keep_unsaved(self, path: str) -> None:
+    async def mark_saved(self, path: str, saved: bool) -> None:
         buffer = self.buffers.get(path)
         if buffer is not None:
-            buffer.state.modified = True
+            buffer.state.modified = not saved
 
     async def drop_buffers_under(self, directory: str) -> list[str]:
         under = [path for path in self.buffers if path.startswith(directory.rstrip("/") + "/")]

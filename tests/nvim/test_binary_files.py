@@ -3,6 +3,7 @@ summary and the review as a whole-file change, and rejected as a whole (decision
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -374,3 +375,121 @@ def test_a_worktree_chats_binary_files_land_in_yours_when_accepted_unless_you_ch
     assert {Path(f["path"]).name: f["binary"]["status"] for f in editor.lua(f"return {every}")} == {
         "logo.png": "accepted", "new.bin": "accepted", "mine.bin": "pending"
     }  # fmt: skip
+
+
+def test_a_hunk_accepted_before_the_file_turned_binary_stays_after_its_reject(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The agent edits a text file, you accept that hunk while the turn goes on, then
+    the agent writes bytes over the file: rejecting the whole change puts back the
+    text as you left it (your accepted line in), as rejecting the text's open hunks
+    would have, not the text from before the turn."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\ntwo\n")
+    start(editor)
+    steps = [{"write": {"path": str(notes), "content": "one\n2\n"}},
+             {"ask": {"path": str(notes.with_name("other.txt")), "oldText": "", "newText": ""}},
+             shell_bytes(notes, b"\x00packed")]  # fmt: skip
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpPermissionRequest")  # the turn waits here
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'", what="accepted")
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.nvim.command("AcpPermission")
+    editor.wait_event("AcpTurnEnd")
+    assert binaries(editor)["notes.txt"]["binary"]["about"] == "binary, 7 bytes"
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    assert notes.read_bytes() == b"one\n2\n"
+
+
+@pytest.mark.parametrize("decision", ["accept", "reject"])
+def test_an_earlier_turns_text_hunk_of_a_file_a_later_turn_made_binary(
+    editor: Editor, tmp_path: Path, decision: str
+) -> None:
+    """Turn 1 edits a text file, turn 2 writes bytes over it. Turn 1's hunk is text
+    the file no longer holds: rejecting it alone would write that text over turn 2's
+    bytes unseen, so it is refused until turn 2's change is rejected (as for two
+    turns' bytes); accepting it writes nothing, the bytes stay. Rejecting turn 2's
+    then turn 1's takes the file back to its first text."""
+    notes = tmp_path / "project" / "notes.txt"
+    notes.write_bytes(b"one\ntwo\n")
+    start(editor)
+    run(editor, [{"write": {"path": str(notes), "content": "one\n2\n"}}])
+    run(editor, [shell_bytes(notes, b"\x00packed")], turn=2)
+    state = "require('acp.review.state')"
+    every = "require('acp').changes({all = true})"
+    earlier = f"vim.iter({every}):find(function(f) return f.turn == 1 end)"
+    editor.lua(f"local d, p = ...; {state}.decide({state}.chat_id(), d, p, 1, 1)", decision, str(notes))
+    if decision == "reject":
+        told = "turn 2 changed it again"
+        editor.wait(
+            f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+            what="refused",
+        )
+        assert editor.lua(f"return {earlier}.hunks[1].status") == "pending"
+    else:
+        editor.wait(f"{earlier}.hunks[1].status == 'accepted'", what="accepted")
+    assert notes.read_bytes() == b"\x00packed"
+    editor.lua("require('acp').reject()")  # newest first: the bytes, then the text
+    editor.wait(f"{status_of('notes.txt')} == 'rejected'", what="rejected")
+    editor.wait(f"not vim.iter({every}):any(function(f) return f.open end)", what="all decided")
+    assert notes.read_bytes() == (b"one\ntwo\n" if decision == "reject" else b"one\n2\n")
+
+
+def test_a_reopened_worktree_chat_puts_a_binary_change_back_in_its_review(
+    editor: Editor,
+) -> None:
+    """A worktree chat kept and reopened reviews again what waited in its worktree:
+    a file with no text as a text file, whole, and its accept brings the bytes in."""
+    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, review, send
+
+    project = repository(editor)
+    (project / "logo.png").write_bytes(PNG)
+    git(project, "add", "logo.png")
+    git(project, "commit", "-q", "-m", "logo")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    for name, data in [("logo.png", PNG + b"\x01"), ("new.bin", b"\x00new")]:
+        send(editor, listed["id"], f"bytes {name} {data.hex()}")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, listed["id"])
+
+    chat = editor.reopen_last()
+    assert editor.lua("return require('acp').chats()[1].waiting") == 2
+    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, chat)}
+    assert {name: (b["status"], b["about"]) for name, b in waited.items()} == {
+        "logo.png": ("pending", "binary, 17 bytes"), "new.bin": ("pending", "binary, 4 bytes")
+    }  # fmt: skip
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').chats()[1].waiting == 0", what="brought in")
+    assert (project / "logo.png").read_bytes() == PNG + b"\x01"
+    assert (project / "new.bin").read_bytes() == b"\x00new"
+
+
+def test_undo_in_its_buffer_brings_a_rejected_binary_change_back_and_redo_rejects_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """As |u| after a text hunk's reject puts the agent's lines back and offers the
+    hunk again: in the buffer of a file with no text, an undo of the reject's reload
+    puts the agent's bytes back on disk, exactly, and the change waits again; a redo
+    puts the bytes from before back and rejects it again. The buffer stays saved."""
+    logo = tmp_path / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    buf = start(editor, logo)
+    agents = PNG + b"\x00more"
+    run(editor, [shell_bytes(logo, agents)])
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+    assert logo.read_bytes() == PNG
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('logo.png')} == 'pending'", what="pending again")
+    assert logo.read_bytes() == agents
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected again")
+    assert logo.read_bytes() == PNG
+    assert editor.lua("return vim.bo[...].modified", buf) is False

@@ -203,6 +203,34 @@ async def test_no_preview_is_read_when_diff_preview_is_off(chat: Chat, tmp_path:
         perms.cancel(chat)
 
 
+async def test_a_binary_file_is_named_by_the_prompt_with_diff_preview_off(
+    chat: Chat, tmp_path: Path
+) -> None:
+    """``diff_preview = false`` turns the files' previews off, not the prompt's line
+    naming a file with no text: without it the user is asked to allow a change of a
+    file nothing tells them of."""
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\x00" + bytes(11))
+    (tmp_path / "a.txt").write_text("old\n")
+    patch = (
+        "diff --git a/logo.png b/logo.png\nBinary files a/logo.png and b/logo.png differ\n"
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    )
+    ops = [FileOp("modify", "logo.png"), FileOp("modify", "a.txt")]
+    perms = Permissions()
+    perms.preview = False
+    call = ToolCallPatch("c1", kind="edit", content=[ChangesPart(ops, patch, "git_patch")])
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(perms.ask, chat, call, [PermissionOption(*o) for o in OPTIONS])
+        await wait_for(lambda: "pending" in prompt_of(chat, "c1"))
+        [op] = [op for op in editor_of(chat).ops[chat.id] if op.get("permission")][-1:]
+        said = [line.replace(f"{tmp_path}/", "") for line in op["lines"]]
+        asked = said.index("**Permission needed:** press a key, or `<CR>` for a menu")
+        assert said[asked - 1] == "Changes the whole of `logo.png` (binary, 16 bytes): not previewed"
+        assert "preview" not in op["permission"]  # a.txt: not previewed
+        perms.cancel(chat)
+
+
 async def test_a_write_outside_the_directory_is_previewed_at_its_access_prompt(
     chat: Chat, tmp_path: Path
 ) -> None:

@@ -50,6 +50,7 @@ def test_exports() -> None:
     assert sorted(review.__all__) == sorted(
         [
             "BinaryChange",
+            "BinaryStatus",
             "Changeset",
             "Conflict",
             "FileChange",

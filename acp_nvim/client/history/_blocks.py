@@ -227,7 +227,8 @@ def turn_report(blocks: Sequence[StoredBlock]) -> dict[str, Any] | None:
 
 def waiting_files(blocks: Sequence[StoredBlock]) -> list[str]:
     """The files with hunks pending in a stored chat's review (as its turns' ends
-    kept it), by the user's paths, in the order first met."""
+    kept it), or with no text and their change pending, by the user's paths, in
+    the order first met."""
     waiting: dict[str, None] = {}
     for block in blocks:
         if block.kind != "turn":
@@ -237,7 +238,7 @@ def waiting_files(blocks: Sequence[StoredBlock]) -> list[str]:
             pending = hunks.get("pending") if isinstance(hunks, dict) else any(
                 status == "pending" for _, status in hunks
             )
-            if pending:
+            if pending or (file.get("binary") or [None, None])[1] == "pending":
                 waiting[file["path"]] = None
     return list(waiting)
 

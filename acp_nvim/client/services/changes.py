@@ -42,6 +42,7 @@ import anyio.to_thread
 from acp_nvim.client.editor import BufferState, Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
+from acp_nvim.client.services.byte_undo import ByteUndo
 from acp_nvim.client.services.disk_changes import (
     NOTHING,
     Baseline,
@@ -317,6 +318,7 @@ class SessionChanges:
         # Free: no turn of the loop (a turn start's prompt waits for it; see Connection's).
         self._lock = anyio.Lock(fast_acquire=True)
         self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
+        self.byte_undo = ByteUndo(editor, self.disk)
         self._check_queued = False
         self._turn_open = False
         self._numbers: dict[int, int] | None = None  # see number()
@@ -434,11 +436,13 @@ class SessionChanges:
 
     # -- before and beside -------------------------------------------------------------
 
-    async def preview(self, call: ToolCall) -> list[FilePreview]:
+    async def preview(self, call: ToolCall, *, texts: bool = True) -> list[FilePreview]:
         """What the edits of ``call`` (v1 diffs, v2 git patches) would do to their files,
         against each file's text now; files the edit does not fit are left out. Files
-        with no text a v2 change names come last, whole (``FilePreview.binary``)."""
+        with no text a v2 change names come last, whole (``FilePreview.binary``); not
+        ``texts``: only those, which a prompt names with previews off (decision 0099)."""
         edits, whole = _edits_of(call, self._abs)
+        edits = edits if texts else []
         found = await _previews(self.editor, self.store, edits, auto_save=self.auto_save)
         for path, (made, deleted) in whole.items():
             found.append(await anyio.to_thread.run_sync(_whole_preview, path, made, deleted))
@@ -565,7 +569,7 @@ class SessionChanges:
         Problems (unknown hunk, a clash with a later turn) are told to the user.
         """
         async with self._lock:
-            for target_path, target_turn in self._targets(path, hunk, turn):
+            for target_path, target_turn in _targets(self.store, path, hunk, turn):
                 try:
                     await self._decide_one(decision, target_path, hunk, target_turn)
                 except (ReviewError, FileError) as err:
@@ -576,9 +580,11 @@ class SessionChanges:
         """The user changed the buffer of ``path`` (typing, undo, redo): fold its text
         into the review. A hunk the user undid is shown as reverted, one redone (its
         agent lines back) is pending again, and the file on disk follows both, so
-        buffer, disk and review agree."""
+        buffer, disk and review agree; so for a file with no text (:class:`ByteUndo`)."""
         path = os.path.normpath(path)
         async with self._lock:
+            if await self.byte_undo.follow(path):
+                return self._publish()
             try:
                 change = self._latest(path).file(path)
             except ReviewError:
@@ -670,26 +676,14 @@ class SessionChanges:
                 return changeset
         raise ReviewError(f"{path}: no recorded changes")
 
-    def _targets(
-        self, path: str | None, hunk: int | None, turn: int | None
-    ) -> list[tuple[str, int | None]]:
-        if path is not None:
-            path = os.path.normpath(path)
-        if hunk is not None or turn is not None:
-            return [(path, turn)] if path is not None else []
-        return [
-            (change.path, changeset.turn)
-            for changeset in reversed(self.store.turns())
-            for change in _reviewed(changeset)
-            if change.open and (path is None or change.path == path)
-        ]
-
     async def _decide_one(
         self, decision: Decision, path: str, hunk: int | None, turn: int | None
     ) -> None:
         if (binary := self.store.binary(path, turn)) is not None:
-            return await _decide_binary(self.editor, self.store, self.disk, decision, binary)
+            return await _decide_binary(self.byte_undo, self.store, decision, binary)
         change = (self.store.turn(turn) if turn is not None else self._latest(path)).file(path)
+        if _under_bytes(self.store, decision, path, hunk, change.turn):
+            return
         disk = change.kind in _ON_DISK
         doc = await self._document(path, disk)
         theirs = _typed_in(self._latest(path).file(path))
@@ -733,24 +727,16 @@ class SessionChanges:
 
 
 async def _decide_binary(
-    editor: Editor, store: ReviewStore, disk: DiskChanges, decision: Decision, change: BinaryChange
+    undo: ByteUndo, store: ReviewStore, decision: Decision, change: BinaryChange
 ) -> None:
     """Accept or reject the change of a file with no text as a whole: a reject
     removes a file the turn made, and writes back the bytes of one it changed or
-    deleted (when kept: decision 0099). A later turn's change of the file is
-    rejected first: a reject here would undo it unseen."""
+    deleted (when kept: decision 0099), which an undo in its buffer takes back
+    (``undo``). A later turn's change of the file is rejected first: a reject here
+    would undo it unseen."""
     if decision == "reject":
-        later = [
-            found.turn
-            for changeset in store.turns()
-            if changeset.turn > change.turn
-            and (found := changeset.binary(change.path)) is not None
-            and found.status != "rejected"
-        ]
-        if later:
-            raise ReviewError(
-                f"{change.path}: turn {later[-1]} changed it again; reject that change first"
-            )
+        if (later := _bytes_since(store, change.path, change.turn)) is not None:
+            raise ReviewError(_changed_again(change.path, later))
         if change.status == "rejected":
             return  # it holds its bytes from before already
         await _refuse_if_written(change)
@@ -759,10 +745,47 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await put_bytes(editor, disk, change.path, before)
+        await undo.reject(change, put_bytes(undo.editor, undo.disk, change.path, before))
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
+
+
+def _bytes_since(store: ReviewStore, path: str, turn: int) -> BinaryChange | None:
+    """The newest change of ``path`` as a file with no text after ``turn`` that is
+    not rejected: the file holds its bytes, or an accepted one's (decision 0099)."""
+    return next(
+        (
+            found
+            for changeset in reversed(store.turns())
+            if changeset.turn > turn
+            and (found := changeset.binary(path)) is not None
+            and found.status != "rejected"
+        ),
+        None,
+    )
+
+
+def _under_bytes(
+    store: ReviewStore, decision: Decision, path: str, hunk: int | None, turn: int
+) -> bool:
+    """Decide hunk ``hunk`` (None: all) of ``path``'s text in ``turn`` where a later
+    turn wrote bytes over it (decision 0099); False where none did. An accept leaves
+    the bytes, a reject would write the text over them unseen: refused.
+
+    Raises:
+        ReviewError: a reject, until the later change is rejected.
+    """
+    if (later := _bytes_since(store, path, turn)) is None:
+        return False
+    if decision == "reject":
+        raise ReviewError(_changed_again(path, later))
+    store.accept(path, hunk, turn=turn)
+    return True
+
+
+def _changed_again(path: str, later: BinaryChange) -> str:
+    return f"{path}: turn {later.turn} changed it again; reject that change first"
 
 
 def _applied_kinds(store: ReviewStore, turn: int) -> dict[str, set[FileKind]]:
@@ -852,6 +875,24 @@ def _listed(item: dict[str, Any], cwd: str) -> str:
     return shown_path(item["path"], cwd) + about
 
 
+def _targets(
+    store: ReviewStore, path: str | None, hunk: int | None, turn: int | None
+) -> list[tuple[str, int | None]]:
+    """What a decision on ``path`` (None: every file), ``hunk`` and ``turn`` acts on,
+    each ``(path, turn)``: where neither a hunk nor a turn is named, every file with
+    open hunks, newest turn first (a later turn's bytes go before an earlier text)."""
+    if path is not None:
+        path = os.path.normpath(path)
+    if hunk is not None or turn is not None:
+        return [(path, turn)] if path is not None else []
+    return [
+        (change.path, changeset.turn)
+        for changeset in reversed(store.turns())
+        for change in _reviewed(changeset)
+        if change.open and (path is None or change.path == path)
+    ]
+
+
 def _reviewed(changeset: Changeset) -> list[FileChange | BinaryChange]:
     """Every file ``changeset`` changed: those with text, then those without."""
     return [*changeset.files(), *changeset.binaries()]
@@ -868,7 +909,7 @@ async def _remove_keeping_buffer(editor: Editor, disk: DiskChanges, cwd: str, pa
     holding the user's edits: deleting it would lose them, undo history and all."""
     await anyio.to_thread.run_sync(files.remove_disk, path)
     disk.seen(path)
-    await editor.keep_unsaved(path)  # edits saved before: :q would drop them unasked
+    await editor.mark_saved(path, False)  # edits saved before: :q would drop them unasked
     said = "removed; its buffer keeps your edits (:write makes the file again)"
     editor.notify(f"{shown_path(path, cwd)}: {said}", "warn")
 

@@ -688,10 +688,7 @@ class DiskChanges:
     async def _record_binary(self, path: str, stat: Stat | None) -> bool:
         """Record a change of ``path``, a file with no text (or none now: ``stat``
         None), as a whole: what it held before the turn, if kept (decision 0099)."""
-        existed = not self._absent_at_start(path)
-        before = self._bytes.get(path) if existed else None
-        if existed and before is None:
-            before = await self._bytes_elsewhere(path)
+        existed, before = await self._bytes_before(path)
         start = self._start.stats.get(path)
         before_size = len(before) if before is not None else (start[0] if start else None)
         if existed and before is not None and stat is not None and before_size == stat[0]:
@@ -705,6 +702,26 @@ class DiskChanges:
             path, before, before_size, size, existed=existed, kind=kind, left=left
         )
         return True
+
+    async def _bytes_before(self, path: str) -> tuple[bool, bytes | None]:
+        """Whether ``path`` was there before this turn's change of it, and its bytes
+        then (None: not kept). A file the turn changed as text first (it turned
+        binary since) was what rejecting that text change would leave: the text
+        before the turn with the hunks accepted meanwhile and the user's edits in
+        it, as it was encoded (decision 0099)."""
+        changeset = self.store.current
+        if changeset is not None and changeset.binary(path) is None and path in changeset:
+            text = changeset.file(path).baseline
+            if text is None:
+                return False, None
+            try:
+                return True, encode_file(text, self.encodings.get(path))
+            except ValueError:
+                return True, None
+        if self._absent_at_start(path):
+            return False, None
+        kept = self._bytes.get(path)
+        return True, kept if kept is not None else await self._bytes_elsewhere(path)
 
     async def _bytes_elsewhere(self, path: str) -> bytes | None:
         """The bytes of ``path`` before the turn where no snapshot of its own kept

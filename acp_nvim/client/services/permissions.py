@@ -222,7 +222,8 @@ class Permissions:
         self, chat: Chat, call: ToolCall, preview: Previewer | None
     ) -> list[FilePreview]:
         if not self.preview:
-            return []
+            # A file with no text is named still: nothing else tells of it (0099).
+            return await chat.changes.preview(call, texts=False) if chat.changes is not None else []
         if preview is not None:
             return await preview()
         return await chat.changes.preview(call) if chat.changes is not None else []

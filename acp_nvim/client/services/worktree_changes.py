@@ -29,7 +29,7 @@ import anyio.to_thread
 from acp_nvim.client.editor import Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import Decision, SessionChanges, put_bytes
-from acp_nvim.client.services.disk_changes import NOTHING, Nothing
+from acp_nvim.client.services.disk_changes import NOTHING, SNAPSHOT_MAX_BYTES, Nothing
 from acp_nvim.client.services.git import GitError, git
 from acp_nvim.client.session.workspace import Worktree, shown_path
 from acp_nvim.client.tasks import Tasks
@@ -133,11 +133,28 @@ class WorktreeChanges(SessionChanges):
                 try:
                     yours = await files.load(self.editor, path)
                     theirs = await files.load(self.editor, mine)
-                except files.FileError:
-                    continue  # unreadable now: git shows it in the worktree
+                except files.FileError as err:
+                    if err.reason == "binary":  # one of them has no text: a whole change
+                        await self._left_bytes(path, mine)
+                    continue  # else unreadable now: git shows it in the worktree
                 if yours.text != theirs.text:
                     self.store.record(mine, yours.text, theirs.text, "write")
             self._publish()
+
+    async def _left_bytes(self, path: str, mine: str) -> None:
+        """Review again the user's file ``path`` whose copy ``mine`` (or itself) has
+        no text, as one change from the user's bytes (kept, as a turn start keeps a
+        file's, up to ``SNAPSHOT_MAX_BYTES``) to the worktree's (decision 0099)."""
+        left = await anyio.to_thread.run_sync(files.digest_of, mine)
+        if await anyio.to_thread.run_sync(files.digest_of, path) == left:
+            return  # the same bytes (or neither is there)
+        yours = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
+        stats = await anyio.to_thread.run_sync(lambda: [files.stat_of(p) for p in (path, mine)])
+        before = yours if yours is not None and len(yours) <= SNAPSHOT_MAX_BYTES else None
+        sizes = [stat[0] if stat is not None else None for stat in stats]
+        self.store.record_binary(
+            mine, before, sizes[0], sizes[1], existed=yours is not None, kind="write", left=left
+        )
 
     def reviewed_path(self, path: str) -> str:
         """The user's file a worktree file stands for; others by their own path."""

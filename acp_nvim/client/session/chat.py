@@ -110,9 +110,10 @@ class TurnReview(Protocol):
         """The files the latest turn changed, as the user names them (relative to
         the session's directory where inside it)."""
 
-    async def preview(self, call: ToolCall) -> list[FilePreview]:
+    async def preview(self, call: ToolCall, *, texts: bool = True) -> list[FilePreview]:
         """What the edits a tool call carries would do to their files (for its
-        permission prompt); files whose text does not fit an edit are left out."""
+        permission prompt); files whose text does not fit an edit are left out; not
+        ``texts``: only the files with no text (named with previews off)."""
 
     def summary(self) -> dict[str, Any]:
         """The review as plain data: ``{turn, files}``, each file with its ``turn``,

@@ -475,13 +475,20 @@ function M.delete(path, tick)
   return true
 end
 
---- Mark the buffer of `path` (its file just removed, its text kept) modified:
---- `:q` then asks before the text goes.
+--- Mark the buffer of `path` modified (not `saved`: its file just removed, its
+--- text kept, `:q` then asks before the text goes), or saved (its file was just
+--- written with what it shows: an undo brought back the bytes of a file with no
+--- text, written exactly), its undo states kept (a reload would end the redo) and
+--- the file's new time taken as seen.
 ---@param path string
-function M.keep_unsaved(path)
+---@param saved boolean
+function M.mark_saved(path, saved)
   local buf = M.find(path)
   if buf then
-    vim.bo[buf].modified = true
+    if saved then
+      settle(buf)
+    end
+    vim.bo[buf].modified = not saved
   end
 end
 

@@ -58,8 +58,12 @@ local function follow(buf, path)
 end
 
 --- Whether a redo or an undo can bring a hunk of `file` back: some are open, or
---- their agent lines were taken out (reverted by an undo, or rejected).
+--- their agent lines were taken out (reverted by an undo, or rejected); a file
+--- with no text, whose reject an undo takes back (decision 0099).
 local function may_return(file)
+  if file.binary then
+    return true
+  end
   for _, hunk in ipairs(file.hunks) do
     if state.is_open(hunk) or hunk.status == "reverted" or hunk.status == "rejected" then
       return true

@@ -1,0 +1,100 @@
+"""|u| after the reject of a change of a file with no text (decision 0099), as after
+a text hunk's: a reject reloads the file's buffer, and an undo of that reload (the
+buffer showing the agent's bytes again) puts those bytes back on disk, exactly, and
+the change waits again; a redo rejects it again.
+
+The buffer's text is no copy of the bytes (Neovim converts what it reads), so the
+agent's bytes are kept at the reject: at most ``SNAPSHOT_MAX_BYTES`` (2 MiB) a file,
+and only for a file a buffer shows, unmodified, as ``u`` needs. Which state the
+buffer is at is told by a digest of its text at the reject, before and after.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ByteUndo"]
+
+import hashlib
+from collections.abc import Awaitable
+from typing import NamedTuple
+
+import anyio.to_thread
+
+from acp_nvim.client.editor import Editor
+from acp_nvim.client.services import files
+from acp_nvim.client.services.disk_changes import SNAPSHOT_MAX_BYTES, DiskChanges
+from acp_nvim.review import BinaryChange, BinaryStatus
+
+
+class _Kept(NamedTuple):
+    change: BinaryChange
+    taken: bytes  # the agent's bytes the reject took out
+    agent: str  # the digest of the buffer's text while it showed them
+    before: str  # the same, once the reject's reload showed the bytes from before
+
+
+class ByteUndo:
+    """What a review keeps so that its rejects of files with no text can be undone
+    in their buffers: one file's at most once each."""
+
+    def __init__(self, editor: Editor, disk: DiskChanges) -> None:
+        self.editor = editor
+        self.disk = disk
+        self._kept: dict[str, _Kept] = {}
+
+    async def reject(self, change: BinaryChange, rejecting: Awaitable[None]) -> None:
+        """Run ``rejecting`` (``change``'s reject), keeping what an undo in the file's
+        buffer needs: the agent's bytes, what the buffer showed before and after."""
+        path = change.path
+        self._kept.pop(path, None)
+        agent = await self._shown(path)
+        taken = None
+        if agent is not None and change.before is not None and change.size is not None:
+            taken = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
+        await rejecting
+        if taken is None or len(taken) > SNAPSHOT_MAX_BYTES or change.status != "rejected":
+            return
+        before = await self._shown(path)
+        if agent is not None and before is not None and before != agent:
+            self._kept[path] = _Kept(change, taken, agent, before)
+
+    async def follow(self, path: str) -> bool:
+        """The user changed ``path``'s buffer: where an undo shows the agent's bytes
+        of a rejected change again, they are written back and it waits again; where
+        a redo shows the bytes from before, they are, and it is rejected again.
+        Whether it was either (else the change of the buffer is the text review's)."""
+        kept = self._kept.get(path)
+        if kept is None:
+            return False
+        change, shown = kept.change, await self._shown(path, modified=True)
+        data: bytes | None
+        status: BinaryStatus
+        if shown == kept.agent and change.status == "rejected":
+            data, then, status = kept.taken, change.before, "pending"
+        elif shown == kept.before and change.status == "pending":
+            data, then, status = change.before, kept.taken, "rejected"
+        else:
+            return False  # the user's own edit, or the state the review has already
+        if data is None or await anyio.to_thread.run_sync(files.digest_of, path) != _digest(then):
+            self.editor.notify(f"{path}: changed since the reject; left as it is", "warn")
+            return True
+        try:
+            await anyio.to_thread.run_sync(files.replace_file, path, data)
+        except files.FileError as err:
+            self.editor.notify(str(err), "warn")
+            return True
+        self.disk.seen(path)
+        change.status = status
+        await self.editor.mark_saved(path, True)
+        return True
+
+    async def _shown(self, path: str, *, modified: bool = False) -> str | None:
+        """The digest of the text of ``path``'s buffer (None: no buffer, or one with
+        unsaved edits unless ``modified``)."""
+        buffer = await self.editor.read_buffer(path)
+        if buffer is None or (buffer.modified and not modified):
+            return None
+        return _digest(buffer.text.encode("utf-8", "surrogatepass"))
+
+
+def _digest(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
