@@ -509,6 +509,33 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     ]
 
 
+def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_keeps_it(
+    editor: Editor,
+) -> None:
+    """The agent ran `chmod +x` on a file of yours in its worktree and changed no
+    text: no hunk waits, and closing the chat removed the worktree without a word,
+    the change with it."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    (worktree / "f.txt").chmod(0o755)  # as the agent's shell does, in its worktree
+    send(editor, chat, "where")
+    editor.lua("require('acp').close()")
+    kept = (
+        f"acp: kept the worktree {worktree} (branch acp/{chat}): "
+        "the agent changed the execute bit of f.txt"
+    )
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(
+        f"vim.tbl_contains({notices}, {kept!r}) or not vim.uv.fs_stat({str(worktree)!r})",
+        what="the worktree kept or removed",
+    )
+    assert (worktree / "f.txt").stat().st_mode & 0o100
+    assert not (project / "f.txt").stat().st_mode & 0o100
+
+
 def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")

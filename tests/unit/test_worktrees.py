@@ -15,7 +15,7 @@ import pytest
 
 from acp_nvim.client.app import App
 from acp_nvim.client.services import files
-from acp_nvim.client.services.worktree_changes import WorktreeChanges
+from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
     hold,
@@ -345,9 +345,30 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     (Path(review.worktree.path) / "src" / "b.txt").chmod(0o755)
     await review.end_turn()
     assert review.waiting() == 0
+    # Work all the same: closing the chat keeps the worktree for it.
+    assert mode_changes(review.worktree) == [str(project / "src" / "b.txt")]
     await review.decide("accept")
+    assert mode_changes(review.worktree) == []
     assert os.access(project / "src" / "b.txt", os.X_OK)
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
+
+
+async def test_a_file_whose_change_you_rejected_keeps_your_mode_at_a_later_accept_all(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent changed src/b.txt and made it executable; you rejected that change.
+    Accepting everything later (another file's hunk) still made your b.txt
+    executable: the mode came in without the text it went with."""
+    changed = await agent_writes(review, "src/b.txt", "#!/bin/sh\necho b\n")
+    changed.chmod(0o755)
+    await agent_writes(review, "doc.txt", "1\n2\nthree\n4\n5\n6\n7\n")
+    await review.end_turn()
+    await review.decide("reject", str(project / "src" / "b.txt"))
+    assert mode_changes(review.worktree, review.rejected()) == []  # no work left in it
+    await review.decide("accept")
+    assert (project / "doc.txt").read_text() == "1\n2\nthree\n4\n5\n6\n7\n"
+    assert (project / "src" / "b.txt").read_text() == "b\n"
+    assert not os.access(project / "src" / "b.txt", os.X_OK)
 
 
 async def test_paths_through_symlinks_map_between_the_worktree_and_your_project(

@@ -277,6 +277,9 @@ class Workspaces:
             waiting = waiting_hunks(review) + left
             if waiting:
                 keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
+            elif modes := await modes_waiting(worktree, review):
+                names = ", ".join(os.path.relpath(path, worktree.project) for path in modes)
+                keep_why = f"the agent changed the execute bit of {names}"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
             else:
@@ -314,3 +317,12 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     from acp_nvim.client.services.worktree_changes import WorktreeChanges
 
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
+
+
+async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> list[str]:
+    """The user's files whose execute bit the agent changed alone in ``worktree``
+    (`chmod +x`, no text changed) and that have not taken it: work no hunk lists."""
+    from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
+
+    rejected = review.rejected() if isinstance(review, WorktreeChanges) else set()
+    return await anyio.to_thread.run_sync(mode_changes, worktree, rejected)

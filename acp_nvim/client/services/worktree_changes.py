@@ -15,13 +15,13 @@ with conflicts.
 
 from __future__ import annotations
 
-__all__ = ["Landed", "WorktreeChanges"]
+__all__ = ["Landed", "WorktreeChanges", "mode_changes"]
 
 import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -43,36 +43,74 @@ def _paths(store: ReviewStore) -> set[str]:
 
 def _take_execute_bit(worktree: Worktree, path: str) -> None:
     """The user's file ``path`` takes the execute bit of its copy in ``worktree``
-    where the agent changed it (from the worktree's first commit, where a new file
-    has none) and the user did not: a script the agent made, or `chmod +x`, in
-    its worktree stays one in the user's project."""
+    where the agent changed it and the user did not (:func:`_execute_bit_to_take`):
+    a script the agent made, or `chmod +x`, in its worktree stays one in the user's
+    project."""
+    with contextlib.suppress(OSError):
+        mode = _execute_bit_to_take(worktree, path)
+        if mode is not None:
+            os.chmod(path, mode)
+
+
+def _execute_bit_to_take(worktree: Worktree, path: str) -> int | None:
+    """The mode the user's file ``path`` takes from its copy in ``worktree``, whose
+    execute bit the agent changed (from the worktree's first commit, where a new file
+    has none) and the user did not; None: nothing to take."""
     copy = worktree.agent_path(path)
     if copy is None:
-        return
+        return None
     with contextlib.suppress(OSError, GitError):
         theirs = os.stat(copy).st_mode & stat.S_IXUSR
         mode = stat.S_IMODE(os.stat(path).st_mode)
         if mode & stat.S_IXUSR == theirs:
-            return
+            return None
         listed = git(worktree.project, "--literal-pathspecs", "ls-tree", worktree.base, "--", path)
         base = stat.S_IXUSR if listed.startswith(b"100755 ") else 0
         if mode & stat.S_IXUSR == base:  # the agent's change alone
-            os.chmod(path, (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111))
+            return (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111)
+    return None
 
 
-def _take_mode_changes(worktree: Worktree) -> None:
-    """The user's files take the execute bit the agent changed alone (`chmod +x`, no
-    text changed) in ``worktree`` since its first commit, as :func:`_take_execute_bit`
-    says: the review lists text, so no hunk brings such a change in."""
+def mode_changes(worktree: Worktree, rejected: Collection[str] = ()) -> list[str]:
+    """The user's files whose execute bit the agent changed in ``worktree`` since its
+    first commit (`chmod +x`) and the user's file has not taken yet, as
+    :func:`_execute_bit_to_take` says: a mode changed alone has no hunk in the review.
+    Not those whose copies' paths are in ``rejected``: the user rejected the agent's
+    change of them, and their mode stays the user's."""
+    found = []
     with contextlib.suppress(GitError):
         listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
         fields = listed.split(b"\0")
         for head, name in zip(fields[::2], fields[1::2], strict=False):
             old, new = head.split(b" ")[:2]
-            if old.lstrip(b":") != new and new in (b"100644", b"100755"):
-                user = worktree.user_path(os.path.join(worktree.path, os.fsdecode(name)))
-                if user is not None and os.path.isfile(user):
-                    _take_execute_bit(worktree, user)
+            if old.lstrip(b":") == new or new not in (b"100644", b"100755"):
+                continue
+            copy = os.path.join(worktree.path, os.fsdecode(name))
+            user = worktree.user_path(copy)
+            if user is None or copy in rejected or not os.path.isfile(user):
+                continue
+            if _execute_bit_to_take(worktree, user) is not None:
+                found.append(user)
+    return found
+
+
+def _take_mode_changes(worktree: Worktree, rejected: Collection[str]) -> None:
+    """The user's files take the execute bits of :func:`mode_changes`: the review
+    lists text, so no hunk brings such a change in."""
+    for user in mode_changes(worktree, rejected):
+        _take_execute_bit(worktree, user)
+
+
+def _rejected(store: ReviewStore) -> set[str]:
+    """The paths whose latest change in ``store`` the user rejected whole: none of
+    the agent's hunks stands, or its bytes were put back."""
+    latest: dict[str, bool] = {}
+    for changeset in store.turns():  # oldest first: a later turn's change wins
+        for change in changeset.files():
+            latest[change.path] = bool(change.hunks()) and not change.applied
+        for binary in changeset.binaries():
+            latest[binary.path] = binary.status == "rejected"
+    return {path for path, rejected in latest.items() if rejected}
 
 
 def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
@@ -156,6 +194,11 @@ class WorktreeChanges(SessionChanges):
             mine, before, sizes[0], sizes[1], existed=yours is not None, kind="write", left=left
         )
 
+    def rejected(self) -> set[str]:
+        """The worktree's files whose latest change the user rejected whole: their
+        mode stays the user's (:func:`mode_changes`)."""
+        return _rejected(self.store)
+
     def reviewed_path(self, path: str) -> str:
         """The user's file a worktree file stands for; others by their own path."""
         return self.worktree.user_path(path) or path
@@ -194,7 +237,8 @@ class WorktreeChanges(SessionChanges):
             if decision == "reject":  # the clashes: the user's lines stay
                 await self.landed.decide(decision)
             elif turn is None:  # everything: modes changed alone have no hunk to accept
-                await anyio.to_thread.run_sync(_take_mode_changes, self.worktree)
+                rejected = self.rejected()
+                await anyio.to_thread.run_sync(_take_mode_changes, self.worktree, rejected)
             return
         path = os.path.normpath(path)
         mine = self.worktree.agent_path(path)
