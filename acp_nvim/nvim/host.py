@@ -161,6 +161,9 @@ class Host:
             case "baseline":
                 self.worker.call(app.baseline, params["chat"], params["path"], params.get("turn"))
             case "close":
+                # Handed to the history's writer before Neovim's next message is read:
+                # a search asked next, answered here, reads the chat's last changes.
+                self.worker.call(app.closing, params["chat"])
                 self.worker.submit(app.close, params["chat"], params.get("keep_worktree"))
             case "root":
                 self.worker.call(app.root, params["chat"], params["action"], params["path"])

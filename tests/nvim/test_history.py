@@ -734,6 +734,17 @@ def test_a_stored_chat_open_here_is_exported_with_the_turn_just_ended(editor: Ed
     assert "hello zebra" in exported and "hello giraffe" in exported
 
 
+def test_a_search_right_after_acpclose_finds_the_turn_just_ended(editor: Editor) -> None:
+    """`:AcpClose` then at once `require("acp").history({query = ...})` from one
+    script: the search could read the file before the close handed the chat's last
+    turn to the writer (tests/unit/test_host_close.py holds the loop back to show it)."""
+    a_kept_chat(editor)
+    editor.lua("require('acp').send('hello giraffe')")
+    editor.wait_event("AcpTurnEnd", count=2)
+    found = editor.lua("vim.cmd('AcpClose'); return require('acp').history({query = 'giraffe'})")
+    assert [entry["turns"] for entry in found] == [2]
+
+
 def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     """:AcpExport notes.md wrote over the user's notes.md without a word."""
     a_kept_chat(editor)

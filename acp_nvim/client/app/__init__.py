@@ -92,6 +92,7 @@ class App:
         self.cancel = self.lifecycle.cancel
         self.login = start_task(self.lifecycle.end_start, self.lifecycle.login)
         self.close = self.lifecycle.close
+        self.closing = self.lifecycle.closing
         self.dequeue = self.queue.dequeue
         self.answer = self.conversations.answer
         self.elicit = self.pool.elicit

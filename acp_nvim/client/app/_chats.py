@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from acp_nvim.client.agent.connection import AgentConnection
     from acp_nvim.client.history import History, StoredBlock
     from acp_nvim.client.history._store import ChatRow
+    from acp_nvim.client.services.changes import SessionChanges
     from acp_nvim.client.session.chat import Chat
     from acp_nvim.client.session.model import LoginMethod
 
@@ -63,6 +64,8 @@ class ChatLifecycle:
         # Chats refused by wrong options: opened as they were asked once the options
         # are right and the user sends or restarts (the agent was never resolved).
         self._unopened: dict[int, functools.partial[Any]] = {}
+        # Chats Neovim closed whose agent and worktree are not let go yet (close()).
+        self._closing: dict[int, tuple[Chat | None, SessionChanges | None]] = {}
 
     def __repr__(self) -> str:
         return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._starts)} opening>"
@@ -382,17 +385,28 @@ class ChatLifecycle:
         elif chat.state == "error":
             await self._start(chat, connection.config, None, chat.session.session_id or None)
 
-    async def close(self, chat_id: int, keep_worktree: bool | None = None) -> None:
-        """Forget a chat; its agent ends when no other chat uses it, its worktree
-        when no other chat works in it (``keep_worktree``: the user's word on that,
-        see ``Workspaces.release``)."""
+    def closing(self, chat_id: int) -> None:
+        """Close chat ``chat_id`` as far as a call on the loop goes: gone from the
+        open chats, its last changes handed to the history's writer. Neovim's close
+        does this before its next message is read, so a history search it asks next
+        (answered on the pynvim thread) reads them (decision 0043); :meth:`close`
+        does the rest."""
+        if chat_id in self._closing:
+            return
         self._starts.cancel(chat_id)
         chat = self.ctx.chats.pop(chat_id, None)
-        review = self.reviews.closed(chat_id)
+        self._closing[chat_id] = (chat, self.reviews.closed(chat_id))
         self.queue.forget(chat_id)
         self._unopened.pop(chat_id, None)
         self.ctx.history.detach(chat_id, keep=chat_id not in self._refused)
         self._refused.discard(chat_id)
+
+    async def close(self, chat_id: int, keep_worktree: bool | None = None) -> None:
+        """Forget a chat (:meth:`closing`, where not done yet); its agent ends when no
+        other chat uses it, its worktree when no other chat works in it
+        (``keep_worktree``: the user's word on that, see ``Workspaces.release``)."""
+        self.closing(chat_id)
+        chat, review = self._closing.pop(chat_id)
         if chat is None:
             return
         connection = self.pool.agent_of.get(chat_id)
