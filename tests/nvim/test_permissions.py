@@ -76,8 +76,9 @@ def groups_at(editor: Editor, row: int) -> list[str]:
     return Screen.of(editor).at(win, row)
 
 
-def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     lines = editor.transcript()
@@ -229,8 +230,9 @@ def test_keys_a_prompt_does_not_offer_do_not_fall_through(
     assert f"permission: {answered}" in editor.transcript_text()
 
 
-def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_picker_on_cr_and_always_is_remembered(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua(STUB_SELECT + "_G.pick = 2")
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
@@ -258,8 +260,9 @@ def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     assert len(editor.lua("return _G.selects")) == 1
 
 
-def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua(STUB_SELECT + "_G.pick = 1")
     editor.nvim.command("AcpPermission")
     assert (
@@ -290,8 +293,9 @@ def test_allow_reads_policy_answers_reads_only(editor: Editor) -> None:
     wait_text(editor, PROMPT)
 
 
-def test_cancel_while_pending_answers_cancelled(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_cancel_while_pending_answers_cancelled(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     editor.lua("require('acp').cancel()")

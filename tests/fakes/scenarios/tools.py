@@ -188,9 +188,13 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
         ]
         if "nonever" in words:  # the demo agent's three
             options.pop()
-    answer = await agent.c.request(
-        "session/request_permission", {**sid(agent), "toolCall": call, "options": options}, dict
-    )
+    if agent.version == 1:
+        params: Params = {**sid(agent), "toolCall": call, "options": options}
+    else:  # v2: the prompt's own title; the call in its subject; the turn waits on us
+        params = {**sid(agent), "title": call["title"], "options": options,
+                  "subject": {"type": "tool_call", "toolCall": call}}  # fmt: skip
+        await agent.update({"sessionUpdate": "state_update", "state": "requires_action"})
+    answer = await agent.c.request("session/request_permission", params, dict)
     outcome = answer["outcome"]
     await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
     return "cancelled" if agent.cancelled.is_set() else "end_turn"
@@ -393,7 +397,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 
 SCENARIOS = (
     Scenario("files", file_steps),
-    Scenario("permission", ask_permission),
+    Scenario("permission", ask_permission, v2={}),
     Scenario("codex_exec", codex_exec),
     Scenario("gemini_shell", gemini_shell),
     Scenario("tool_calls", tool_call_at),
