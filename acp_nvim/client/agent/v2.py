@@ -667,8 +667,9 @@ class SessionsV2:
 
         A ``tool_call`` subject is that call, applied as an upsert (the prompt's
         title and description are shown with the prompt, not as the call's title;
-        a title that only repeats the call's heading is not said twice). Otherwise a call of the client's own carries the copy: a ``command``
-        subject with its cwd, an absent or unknown subject generically.
+        a title that only repeats the call's heading is not said twice). Otherwise
+        a call of the client's own carries the copy: a ``command`` subject with its
+        cwd, an absent or unknown subject generically.
         """
         subject = params.subject
         if isinstance(subject, v2.RequestPermissionSubjectToolCall):
