@@ -321,6 +321,23 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
 
 
+def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor: Editor) -> None:
+    """A v2 tool call's changes, exported: a moved file lost where it came from
+    ("- move b.md"), a binary one its kind, and each its transcript's word."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    send(editor, "diff terminal", 1)
+    text = editor.transcript_text()
+    assert "**moved** a.md → b.md" in text and "**modified** logo.png (binary)" in text
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    for part in ("- modified src/config.json", "- added NEWS.md", "- deleted old.txt",
+                 "- moved a.md → b.md", "- modified logo.png (binary)", '+  "debug": true',
+                 "[terminal t1 · exit 0] make test", "passed: café ✓"):  # fmt: skip
+        assert part in markdown, part
+
+
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     """Handed over, or reopened and continued in a new session, a chat keeps the
     title it had: not the new session's, which the demo agent names after its first

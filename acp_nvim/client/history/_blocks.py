@@ -409,7 +409,7 @@ def _tool_markdown(
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
-            lines += [f"- {c.operation} {shown_path(c.path, cwd)}" for c in part.changes]
+            lines += ["- " + " ".join(view.change_words(c, cwd)) for c in part.changes]
             if diffs and part.patch:
                 lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):

@@ -74,6 +74,7 @@ from acp_nvim.client.session.model import (
     ConfigOption,
     ContentPart,
     DiffPart,
+    FileOp,
     FilePreview,
     Message,
     PermissionOption,
@@ -403,6 +404,16 @@ _OPERATIONS = {
 }
 
 
+def change_words(change: FileOp, cwd: str) -> tuple[str, str]:
+    """What became of a changed file ("moved") and which it is ("a.md → b.md",
+    "logo.png (binary)"), as the transcript and an export name it."""
+    what = _OPERATIONS.get(change.operation, change.operation)
+    path = shown_path(change.path, cwd)
+    where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
+    kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
+    return what, where + kind
+
+
 def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     """One header per changed file (named as :func:`shown_path` names it), each
     followed by its section of the patch, which is the agent's text as sent.
@@ -413,11 +424,8 @@ def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     sections = _patch_sections(part.patch) if part.patch_format == "git_patch" else {}
     lines: list[str] = []
     for change in part.changes:
-        what = _OPERATIONS.get(change.operation, change.operation)
-        path = shown_path(change.path, cwd)
-        where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
-        kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
-        lines.append(f"**{what}** {where}{kind}")
+        what, where = change_words(change, cwd)
+        lines.append(f"**{what}** {where}")
         section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
         if section:
             lines += fenced(section, "diff")
