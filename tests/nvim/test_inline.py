@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_files import hunks, lines, modified, run, start
@@ -413,6 +415,31 @@ def test_acp_diff_without_a_turn_compares_the_turn_whose_hunks_still_wait(
     editor.nvim.input(REJECT)
     editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 1, 2, false)[1] == '1'", what="rejected")
     assert path.read_text() == "zero\n1\n2\nthree\n"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_acp_diff_of_a_file_the_agent_wrote_itself_decides_from_there(
+    editor: Editor, version: int
+) -> None:
+    """A v2 agent writes its files itself and names the change in its tool call as a
+    patch: :AcpDiff compares the file against it and a hunk is rejected from there."""
+    from tests.nvim.test_rewind import start as start_agent
+    from tests.nvim.test_rewind import turn
+
+    path = editor.tmp / "project" / "a.txt"
+    path.write_text("zero\n")
+    start_agent(editor, "rewind", version)
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(path))
+    turn(editor, "write a.txt one", 1)
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
+    assert lines(editor, base) == ["zero"] and lines(editor, buf) == ["one"]
+    focus(editor, base)
+    assert editor.lua("return require('acp').hunk_at_cursor().preview") == ["-zero", "+one"]
+    editor.nvim.input(REJECT)
+    editor.wait("require('acp').changes({all = true})[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "zero\n" and lines(editor, buf) == ["zero"]
 
 
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:
