@@ -338,6 +338,23 @@ def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor
         assert part in markdown, part
 
 
+def test_a_v2_chats_plans_keep_their_numbers_handed_over_and_exported(editor: Editor) -> None:
+    """A v2 agent's two plans of a turn were "Plan" and "Plan 2" in the chat, but
+    "Plan" twice in the chat it was handed over to, and "**Plan**" twice exported."""
+    editor.setup(agents=agents(editor), protocol_version=2)
+    editor.open_chat()
+    send(editor, "plan", 1)
+    assert "### Plan\n" in editor.transcript_text() and "### Plan 2\n" in editor.transcript_text()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=2)
+    text = editor.transcript_text()
+    assert text.count("### Plan\n") == 1 and text.count("### Plan 2\n") == 1
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    assert markdown.count("**Plan**\n") == 1 and markdown.count("**Plan 2**\n") == 1
+
+
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     """Handed over, or reopened and continued in a new session, a chat keeps the
     title it had: not the new session's, which the demo agent names after its first

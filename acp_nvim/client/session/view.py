@@ -526,6 +526,11 @@ def notice_line(severity: str, title: str, description: str | None) -> str:
     return f"*{text}*"
 
 
+def plan_name(number: int) -> str:
+    """A session's ``number``-th plan as its heading names it: numbered from the second."""
+    return "Plan" if number == 1 else f"Plan {number}"
+
+
 @overload
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp: ...
 @overload
@@ -536,7 +541,7 @@ def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> B
     (a location: ``<CR>`` opens it). None: the plan went, its block with it."""
     if entries is None:
         return drop_op(["#plan:" + plan_id])
-    lines = ["### Plan" if number == 1 else f"### Plan {number}"]
+    lines = [f"### {plan_name(number)}"]
     locations: list[BlockLocation] = []
     for entry in entries:
         if entry.status == MARKDOWN_PLAN:
