@@ -105,12 +105,13 @@ def focus(editor: Editor, buf: int, row: int = 1) -> None:
     )
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_permission_request_previews_the_edit_in_its_buffer_where_its_keys_edit_nothing(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("one\ntwo\nthree\nfour\n")
-    buf = start(editor, path)
+    buf = start(editor, path, version)
     assert buf is not None
     focus(editor, buf, 4)
     before = window_state(editor)
@@ -146,12 +147,13 @@ def test_a_permission_request_previews_the_edit_in_its_buffer_where_its_keys_edi
     assert editor.lua("return vim.fn.maparg(...)", DENY) == ""  # gone with the prompt
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_cursor(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "b.txt"
     path.write_text("x = 1\n")
-    start(editor)
+    start(editor, version=version)
     before = window_state(editor)
     steps = [
         {"ask": {"path": str(path), "oldText": "x = 1\n", "newText": "x = 2\n", "write": "x = 2\n"}}
@@ -203,13 +205,16 @@ def test_a_preview_above_the_first_line_leaves_no_filler_rows_once_answered(
     assert [screen.text(row + i, col, 8).strip() for i in range(2)] == ["one", "two"]
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_split_preview_diffs_the_file_against_the_proposed_text(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "c.txt"
     path.write_text("a\nb\nc\n")
-    buf = start(editor, path)
-    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    buf = start(editor, path, version)
+    editor.setup(
+        agents={"files": editor.fake_agent("files")}, diff_preview="split", protocol_version=version
+    )
     ask(editor, [{"ask": {"path": str(path), "oldText": "b\n", "newText": "B\n"}}])
     editor.wait("vim.fn.bufnr('acp://proposed/*') ~= -1")
     proposed = editor.lua("return vim.fn.bufnr('acp://proposed/*')")

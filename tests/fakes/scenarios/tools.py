@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from acp_nvim.protocol import RequestError
-from tests.fakes.handshake import Agent, Params, Prompt, Scenario
+from tests.fakes.handshake import Agent, Params, Prompt, Scenario, v2_diff
 
 ALLOW_ONCE = {"optionId": "once", "name": "Allow once", "kind": "allow_once"}
 REJECT_ONCE = {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
@@ -113,20 +113,30 @@ async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> No
 
 async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
     """A permission request for an edit with the diff ``oldText`` → ``newText``, its
-    outcome said as a RESULT; once allowed, ``write`` goes to fs/write_text_file."""
+    outcome said as a RESULT; once allowed, ``write`` goes to fs/write_text_file
+    (over v2, which has no such method, the agent writes it itself)."""
     path = args["path"]
-    diff = {"type": "diff", "path": path, "oldText": args["oldText"], "newText": args["newText"]}
     call = {"toolCallId": call_id, "title": f"Edit {os.path.basename(path)}", "kind": "edit"}
-    answer = await agent.c.request(
-        "session/request_permission",
-        {**sid(agent), "toolCall": {**call, "content": [diff]}, "options": [ALLOW_ONCE, REJECT_ONCE]},
-        dict,
-    )
+    options = [ALLOW_ONCE, REJECT_ONCE]
+    if agent.version == 1:
+        diff = {"type": "diff", "path": path, "oldText": args["oldText"], "newText": args["newText"]}
+        params = {**sid(agent), "toolCall": {**call, "content": [diff]}, "options": options}
+    else:  # the whole file's patch, the edit's place found in it
+        with open(path) as f:
+            old = f.read()
+        diff = v2_diff(path, old, old.replace(args["oldText"], args["newText"], 1))
+        subject = {"type": "tool_call", "toolCall": {**call, "content": [diff]}}
+        params = {**sid(agent), "title": call["title"], "subject": subject, "options": options}
+    answer = await agent.c.request("session/request_permission", params, dict)
     outcome = answer["outcome"]
     if outcome.get("optionId") == "once" and "write" in args:
-        await agent.c.request(
-            "fs/write_text_file", {**sid(agent), "path": path, "content": args["write"]}, dict
-        )
+        if agent.version == 1:
+            await agent.c.request(
+                "fs/write_text_file", {**sid(agent), "path": path, "content": args["write"]}, dict
+            )
+        else:
+            with open(path, "w") as f:
+                f.write(args["write"])
     await agent.result(outcome)
 
 
@@ -396,7 +406,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 
 
 SCENARIOS = (
-    Scenario("files", file_steps),
+    Scenario("files", file_steps, v2={}),  # over v2: only its steps that ask or write on disk
     Scenario("permission", ask_permission, v2={}),
     Scenario("codex_exec", codex_exec),
     Scenario("gemini_shell", gemini_shell),
