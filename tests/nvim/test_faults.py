@@ -790,8 +790,9 @@ def demo_pids(editor: Editor) -> list[int]:
     ]
 
 
-def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     first = editor.open_chat()["chat"]
     editor.nvim.command("AcpChat!")  # a second session on the same process
     editor.wait_event("AcpSessionReady", count=2)
