@@ -193,6 +193,35 @@ def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
     assert len(editor.lua("return require('acp').changes({all = true})")) == 4
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_reject_all_and_accept_of_files_the_agent_wrote_itself(editor: Editor, version: int) -> None:
+    """A v2 agent writes its files itself and names each by its patch: the review's
+    `R` takes back a changed file and deletes a new one; `accept()` keeps the next."""
+    from tests.nvim.test_rewind import start as start_agent
+    from tests.nvim.test_rewind import turn
+
+    project = editor.tmp / "project"
+    k, n = project / "k.txt", project / "n.txt"
+    k.write_text("k\n")
+    start_agent(editor, "rewind", version)
+    turn(editor, "write k.txt K", 1)
+    turn(editor, "write n.txt n", 2)
+    editor.nvim.command("AcpReview")
+    editor.nvim.input("R")
+    editor.wait(
+        f"vim.fn.filereadable({str(n)!r}) == 0 and vim.fn.readfile({str(k)!r})[1] == 'k'",
+        what="both taken back",
+    )
+    editor.nvim.input("q")
+    turn(editor, "write k.txt K2", 3)
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes({all = true})[1].hunks[1].status == 'accepted'")
+    assert k.read_text() == "K2\n" and not n.exists()
+    assert [f["open"] for f in editor.lua("return require('acp').changes({all = true})")] == [
+        False
+    ] * 3
+
+
 def test_a_closed_chats_hunks_stay_reviewable_until_none_waits(
     editor: Editor, tmp_path: Path
 ) -> None:
