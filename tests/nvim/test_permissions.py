@@ -124,6 +124,23 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor, versi
     )
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_prompt_for_a_call_already_shown_sits_under_it_once(editor: Editor, version: int) -> None:
+    """Claude style: the call comes first, the request names it by its id; over v2
+    with a title of its own, the call's: it is not said a second time."""
+    start(editor, protocol_version=version)
+    editor.lua("require('acp').send('execute first')")
+    wait_text(editor, PROMPT)
+    lines = editor.transcript()
+    head = lines.index("#### Fake execute")
+    assert lines[head : head + 4] == ["#### Fake execute", "`execute` · pending", PROMPT, "- `a` Allow"]
+    assert lines.count("Fake execute") == 0 and lines.count("#### Fake execute") == 1
+    focus_transcript(editor)
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected proceed_once" in editor.transcript_text()
+
+
 def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
     start(editor)
     editor.lua("require('acp').send('execute nokind')")

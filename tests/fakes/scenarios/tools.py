@@ -180,13 +180,19 @@ async def opencode_write(agent: Agent, call_id: str, path: str, content: str) ->
 
 
 async def ask_permission(agent: Agent, prompt: Prompt) -> str:
-    """Prompt ``KIND [nokind|nonever] [at PATH:LINE]``: ask like gemini (the tool call
-    exists only in the request), then say the outcome as a message."""
+    """Prompt ``KIND [nokind|nonever] [at PATH:LINE] [first]``: ask like gemini (the tool
+    call exists only in the request; with ``first``, like claude: the call is reported
+    first, the request names it by its id), then say the outcome as a message."""
     words = prompt.text.split()
     call: Params = {"toolCallId": f"call-{words[0]}", "title": f"Fake {words[0]}", "kind": words[0]}
     if "at" in words:
         path, line = words[words.index("at") + 1].rsplit(":", 1)
         call["locations"] = [{"path": path, "line": int(line)}]
+    title = call["title"]
+    if "first" in words:
+        kind = "tool_call" if agent.version == 1 else "tool_call_update"
+        await agent.update({"sessionUpdate": kind, **call, "status": "pending"})
+        call = {"toolCallId": call["toolCallId"]}
     if "nokind" in words:  # the older Claude adapter
         options = [{"optionId": "yes", "name": "Yes"}, {"optionId": "no", "name": "No"}]
     else:
@@ -201,7 +207,7 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
     if agent.version == 1:
         params: Params = {**sid(agent), "toolCall": call, "options": options}
     else:  # v2: the prompt's own title; the call in its subject; the turn waits on us
-        params = {**sid(agent), "title": call["title"], "options": options,
+        params = {**sid(agent), "title": title, "options": options,
                   "subject": {"type": "tool_call", "toolCall": call}}  # fmt: skip
         await agent.update({"sessionUpdate": "state_update", "state": "requires_action"})
     answer = await agent.c.request("session/request_permission", params, dict)
