@@ -338,6 +338,26 @@ def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor
         assert part in markdown, part
 
 
+def test_a_v2_chat_handed_over_tells_the_next_agent_its_changed_files_as_shown(
+    editor: Editor,
+) -> None:
+    """The conversation a hand-over carries named a v2 move by its new path only
+    ("- move b.md"): the next agent could not know where b.md came from."""
+    wire = editor.tmp / "calls.jsonl"
+    scenario = [sys.executable, str(FAKE), "rewind+plain+embed"]
+    editor.setup(agents={"next": {"cmd": scenario, "env": {"FAKE_CALLS": str(wire)}}},
+                 protocol_version=2)  # fmt: skip
+    editor.open_chat()
+    send(editor, "diff", 1)
+    editor.nvim.command("AcpHandoff next")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    [prompt] = [params for method, params in map(json.loads, wire.read_text().splitlines())
+                if method == "session/prompt"]  # fmt: skip
+    carried = prompt["prompt"][1]["resource"]["text"]
+    assert "- moved a.md → b.md\n- modified logo.png (binary)" in carried
+
+
 def test_a_v2_chats_plans_keep_their_numbers_handed_over_and_exported(editor: Editor) -> None:
     """A v2 agent's two plans of a turn were "Plan" and "Plan 2" in the chat, but
     "Plan" twice in the chat it was handed over to, and "**Plan**" twice exported."""
