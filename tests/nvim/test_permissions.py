@@ -391,8 +391,9 @@ def write_file(editor: Editor, name: str = "notes.txt") -> str:
     return str(path)
 
 
-def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
-    start(editor, "tool_calls")
+@pytest.mark.parametrize("version", [1, 2])
+def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor, version: int) -> None:
+    start(editor, "tool_calls", protocol_version=version)
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
@@ -413,15 +414,18 @@ def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
-def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
-    start(editor, "tool_calls")
+@pytest.mark.parametrize("version", [1, 2])
+def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor, version: int) -> None:
+    start(editor, "tool_calls", protocol_version=version)
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
-    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@.
-    assert lines.index("diff --git notes.txt notes.txt") < lines.index("+++ notes.txt")
-    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), ("+++ notes.txt", 1)):
+    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@
+    # (over v2, the agent's git patch as it sent it: its paths whole).
+    named = "notes.txt" if version == 1 else path
+    assert lines.index(f"diff --git {named} {named}") < lines.index(f"+++ {named}")
+    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {named}", 1)):
         focus_transcript(editor, lines.index(row))
         editor.nvim.input("<CR>")
         editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}", what=f"<CR> on {row!r}")
@@ -429,8 +433,11 @@ def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
         assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
-def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) -> None:
-    start(editor, "tool_calls", follow_agent=True)
+@pytest.mark.parametrize("version", [1, 2])
+def test_follow_agent_shows_the_location_without_taking_focus(
+    editor: Editor, version: int
+) -> None:
+    start(editor, "tool_calls", follow_agent=True, protocol_version=version)
     path = write_file(editor)
     input_win = editor.lua("return vim.api.nvim_get_current_win()")
     editor.lua("require('acp').send(...)", f"{path}:5")

@@ -291,13 +291,18 @@ async def gemini_shell(agent: Agent, prompt: Prompt) -> str:
 
 
 async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
-    """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
+    """Prompt ``PATH:LINE``: a tool call at that location, then its diff (over v2, the
+    change and its git patch)."""
     path, line = prompt.text.split()[0].rsplit(":", 1)
+    kind = "tool_call" if agent.version == 1 else "tool_call_update"
     await agent.update(
-        {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit file", "kind": "edit",
+        {"sessionUpdate": kind, "toolCallId": "t1", "title": "Edit file", "kind": "edit",
          "status": "in_progress", "locations": [{"path": path, "line": int(line)}]}
     )  # fmt: skip
-    diff = {"type": "diff", "path": path, "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+    old, new = "one\ntwo\n", "one\n2\n"
+    diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
+    if agent.version == 2:
+        diff = v2_diff(path, old, new)
     await agent.update(
         {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
          "content": [diff]}
@@ -416,7 +421,7 @@ SCENARIOS = (
     Scenario("permission", ask_permission, v2={}),
     Scenario("codex_exec", codex_exec),
     Scenario("gemini_shell", gemini_shell),
-    Scenario("tool_calls", tool_call_at),
+    Scenario("tool_calls", tool_call_at, v2={}),
     Scenario("terminal", run_terminal),
     Scenario("claude_bash", claude_bash),
     Scenario("elicit", elicit_steps, v2={}),
