@@ -135,11 +135,13 @@ def test_session_new_never_answered_times_out(editor: Editor) -> None:
     assert wait_gone(fake_pids(editor, "silent_new")) == []
 
 
-def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor, version: int) -> None:
     editor.setup(
         agents={"deaf": editor.fake_agent("ignore_cancel")},
         default_agent="deaf",
         timeouts={"cancel": 0.5},
+        protocol_version=version,
     )
     editor.open_chat()
     editor.lua("require('acp').send('go')")
@@ -698,9 +700,10 @@ def test_an_agent_that_closes_its_output_but_lives_on_is_stopped(editor: Editor)
     assert "one chunk" in editor.transcript_text()
 
 
-def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor, version: int) -> None:
     # The demo agent answers "fail" with a JSON-RPC error, as rate limits do.
-    editor.setup()
+    editor.setup(protocol_version=version)
     editor.open_chat()
     editor.lua("require('acp').send('fail')")
     error = editor.wait_event("AcpError")
