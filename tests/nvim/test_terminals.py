@@ -397,6 +397,18 @@ def test_a_v2_agents_own_terminal_shows_in_its_tool_call_and_opens(editor: Edito
     assert editor.lua("return {vim.fn.bufname(), vim.bo.buftype}") == ["acp://terminal/t1", "terminal"]
     editor.wait("vim.api.nvim_buf_get_lines(0, 1, 2, false)[1] == 'passed: café ✓'")
     assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)") == ["running 3 tests"]
+    # <CR> on its line in the transcript goes to it too.
+    editor.nvim.command("close")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    row = editor.transcript().index("[terminal t1 · exit 0] make test") + 1
+    editor.lua(
+        "local buf, row = ...; vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1]);"
+        " vim.api.nvim_win_set_cursor(0, {row, 0})",
+        transcript,
+        row,
+    )
+    editor.nvim.input("<CR>")
+    editor.wait("vim.fn.bufname() == 'acp://terminal/t1'", what="t1 open again")
 
 
 def test_claudes_own_command_shows_its_output_in_a_terminal_of_the_chat(editor: Editor) -> None:
