@@ -63,18 +63,21 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
 
 async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
     """An edit made on disk, reported only as a tool call (as Claude's and Codex's
-    adapters do)."""
+    adapters do, and every v2 agent: its diff the change and its git patch)."""
     old = None
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
     call = {"toolCallId": call_id, "title": f"Edit {path}", "kind": "edit"}
+    kind = "tool_call" if agent.version == 1 else "tool_call_update"
     await agent.update(
-        {"sessionUpdate": "tool_call", **call, "status": "pending", "locations": [{"path": path}]}
+        {"sessionUpdate": kind, **call, "status": "pending", "locations": [{"path": path}]}
     )
     with open(path, "w") as f:
         f.write(content)
     diff = {"type": "diff", "path": path, "oldText": old, "newText": content}
+    if agent.version == 2:
+        diff = v2_diff(path, old, content)
     await agent.update(
         {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
          "content": [diff]}
@@ -417,7 +420,7 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 
 
 SCENARIOS = (
-    Scenario("files", file_steps, v2={}),  # over v2: only its steps that ask or write on disk
+    Scenario("files", file_steps, v2={}),  # over v2: its steps but the fs/* requests
     Scenario("permission", ask_permission, v2={}),
     Scenario("codex_exec", codex_exec),
     Scenario("gemini_shell", gemini_shell),
