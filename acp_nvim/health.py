@@ -6,6 +6,9 @@ dependencies, whether the options are valid, and for each agent whether its
 program can be found. It never starts an agent. Options and agents are only
 checked when the dependencies are there.
 
+``--state DIR`` (Neovim's stdpath("state")) adds the worktrees of worktree chats
+kept there that no running Neovim's chat works in.
+
 ``python -m acp_nvim.health --stamp`` records in the virtual environment it
 runs in which dependencies it was built for (``:AcpInstall`` and ``make`` do
 this last), so an update that changes them shows as ``stale``.
@@ -72,7 +75,9 @@ def write_stamp() -> None:
     (Path(sys.prefix) / STAMP).write_text(digest + "\n")
 
 
-def report(raw_options: Any) -> dict[str, Any]:
+def report(raw_options: Any, state_dir: str | None = None) -> dict[str, Any]:
+    """The facts; with ``state_dir`` (Neovim's stdpath("state")), the worktrees of
+    worktree chats there that no running Neovim's chat works in."""
     from acp_nvim import __version__
 
     versions: dict[str, str | None] = {}
@@ -122,7 +127,16 @@ def report(raw_options: Any) -> dict[str, Any]:
         "default_agent": config.default_agent,
         "agents": agents,
         "mcp": _mcp(config),
+        "worktrees": _worktrees(state_dir) if state_dir else [],
     }
+
+
+def _worktrees(state_dir: str) -> list[dict[str, Any]]:
+    """The worktrees under ``state_dir`` no running Neovim's chat works in: ``left``
+    by a Neovim that ended without closing them, or kept by their chat's close."""
+    from acp_nvim.client.services.worktrees import unattended, worktrees_home
+
+    return [worktree._asdict() for worktree in unattended(worktrees_home(state_dir))]
 
 
 def _missing(program: str) -> str:
@@ -178,5 +192,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--stamp"]:
         write_stamp()
     else:
+        # ``--state DIR``: Neovim's stdpath("state"), for its worktrees.
+        state = sys.argv[2] if sys.argv[1:2] == ["--state"] and len(sys.argv) > 2 else None
         text = sys.stdin.read()
-        print(json.dumps(report(json.loads(text) if text.strip() else {})))
+        print(json.dumps(report(json.loads(text) if text.strip() else {}, state)))

@@ -373,6 +373,7 @@ Event = Literal[
     "AcpChangesRecorded",
     "AcpQueued",
     "AcpSessionList",
+    "AcpSessionDeleted",
     "AcpPermissionRequest",
     "AcpError",
 ]

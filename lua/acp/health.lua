@@ -22,7 +22,7 @@ local function python_report(health)
     return nil
   end
   local path = vim.env.PYTHONPATH
-  local result = vim.system({ python, "-m", "acp_nvim.health" }, {
+  local result = vim.system({ python, "-m", "acp_nvim.health", "--state", vim.fn.stdpath("state") }, {
     stdin = vim.json.encode(config.given),
     env = { PYTHONPATH = path and (util.root() .. ":" .. path) or util.root() },
     text = true,
@@ -141,6 +141,24 @@ function M.check()
       health.ok(("%s: %s"):format(name, table.concat(server.command, " ")))
     else
       health.error(("%s: %q is not installed or not on PATH"):format(name, server.command[1]))
+    end
+  end
+
+  health.start("Worktrees")
+  if #report.worktrees == 0 then
+    health.ok("no worktree of a worktree chat is left without its chat")
+  end
+  for _, worktree in ipairs(report.worktrees) do
+    local git = "git -C " .. worktree.project
+    local advice = {
+      "Reopen its chat from the history (:AcpHistory) to go on there, or remove it: "
+        .. ("%s worktree remove --force %s; %s branch -D %s"):format(git, worktree.path, git, worktree.branch),
+    }
+    local what = ("%s (branch %s) of %s"):format(worktree.path, worktree.branch, worktree.project)
+    if worktree.left then
+      health.warn(what .. ": left by a Neovim that ended without closing its chat", advice)
+    else
+      health.info(what .. ": kept, no chat works in it (reopen its chat from the history, or remove it)")
     end
   end
 

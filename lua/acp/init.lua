@@ -466,6 +466,7 @@ end
 ---@field history? integer the chat's id in the history (|acp-chat-history|)
 ---@field cwd string the directory the agent works in (a worktree chat's: in its worktree)
 ---@field roots string[] the chat's more workspace roots (|acp-workspaces|)
+---@field worktree? string a worktree chat's worktree (its path, as |acp.chats()| gives it)
 ---@field usage? acp.Usage the context window and cost, as the agent reports them
 ---@field commands? acp.Command[] the agent's slash commands
 ---@field modes? acp.Choices the agent's modes
@@ -513,6 +514,7 @@ function M.status()
     return nil
   end
   local s = chat.status
+  local worktree = require("acp.chat.workspace").worktree(chat)
   return {
     chat = chat.id,
     name = s.name,
@@ -534,6 +536,7 @@ function M.status()
     history = s.history,
     cwd = registry.cwd(chat),
     roots = vim.deepcopy(s.roots or {}),
+    worktree = worktree and worktree.path,
     usage = s.usage,
     commands = s.commands,
     unknown_update = s.unknown_update,

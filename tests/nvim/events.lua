@@ -3,7 +3,7 @@ _G.acp_events = {}
 vim.api.nvim_create_autocmd("User", {
   pattern = {
     "AcpSessionReady", "AcpTurnStart", "AcpTurnEnd", "AcpToolCall", "AcpChangesRecorded",
-    "AcpQueued", "AcpError", "AcpPermissionRequest",
+    "AcpQueued", "AcpError", "AcpPermissionRequest", "AcpSessionDeleted",
   },
   callback = function(ev)
     table.insert(_G.acp_events, { name = ev.match, data = ev.data })

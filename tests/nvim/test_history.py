@@ -1485,3 +1485,55 @@ def test_an_autocmd_on_the_turns_end_may_ask_for_the_history(editor: Editor) -> 
     a_kept_chat(editor)
     editor.wait("_G.asked ~= nil", what="the callback's answer")
     assert editor.lua("return _G.asked") in (0, 1)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_reopened_chats_prompts_carry_their_attachments_again(
+    editor: Editor, version: int
+) -> None:
+    """After a Neovim restart a stored prompt came back as its text alone, its
+    Attached line part of it: :AcpRegenerate sent that line as words and no file,
+    :AcpEdit put it in the input and the edit carried none of what was given with
+    ``send(text, {context = ...})``, as the same chat does before the restart."""
+    from tests.nvim.test_rewind import calls, start
+
+    start(editor, "rewind", version)
+    project = editor.tmp / "project"
+    for name in ("notes.md", "b.txt", "c.md"):
+        (project / name).write_text(f"{name} text\n")
+    send_with = "require('acp').send(..., {context = {{type = 'file', path = select(2, ...)}}})"
+    editor.lua(send_with, "look @b.txt", str(project / "notes.md"))
+    editor.wait_event("AcpTurnEnd", count=1)
+    editor.lua(send_with, "then this", str(project / "c.md"))
+    editor.wait_event("AcpTurnEnd", count=2)
+    [entry] = kept(editor, "then")
+    other, wire = reopened_elsewhere(editor, entry, "rewind", version)
+
+    def said(prompt: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        """A prompt's words and the files it carried, as the agent got them."""
+        words = [block["text"] for block in prompt if block["type"] == "text"]
+        uris = [block.get("resource", block).get("uri", "") for block in prompt]
+        return words, sorted(os.path.basename(uri) for uri in uris if uri)
+
+    try:
+        assert other.lua("return require('acp.chat.registry').get().status.turns") == [
+            "look @b.txt", "then this"
+        ]
+        other.nvim.command("AcpRegenerate")
+        other.wait_event("AcpTurnEnd")
+        # Sent as a seed of turn 1 (the stored session knows the answer), then the prompt.
+        seed, *prompt = calls(wire, "session/prompt")[-1]["prompt"]
+        assert "look @b.txt" in seed["text"] and said(prompt) == (["then this"], ["c.md"])
+        # The edit of turn 1 carries notes.md (given apart), not b.txt (its mention, gone).
+        other.nvim.command("AcpEdit 1")
+        other.wait("require('acp.chat.registry').get().editing == 1")
+        input_buf = other.lua("return require('acp').status().input_buf")
+        assert other.lua(f"return vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)") == [
+            "look @b.txt"
+        ]
+        other.lua(f"vim.api.nvim_set_current_buf({input_buf})")
+        other.nvim.input("ccagain<Esc><CR>")
+        other.wait_event("AcpTurnEnd", count=2)
+        assert said(calls(wire, "session/prompt")[-1]["prompt"]) == (["again"], ["notes.md"])
+    finally:
+        other.quit()

@@ -2037,3 +2037,39 @@ def test_a_new_session_named_as_the_one_before_a_restart_counts_its_own_use(
     turn(editor, "three", 3)
     wait_text(editor, "s1: three")
     assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_replay_the_agent_died_in_is_shown_whole_once_it_is_restarted(
+    editor: Editor, version: int
+) -> None:
+    """The agent died one turn into the replay of :AcpResume: the restart resumed
+    the session without a replay (the transcript shows the history), so turn 2
+    never showed, and turn 1, drawn as blocks of no turn, was no turn to go back to
+    (:AcpEdit 1: "no prompt was sent in this chat"). The restart replays it again,
+    in place of what the replay had drawn."""
+    wire = editor.tmp / "calls.jsonl"
+    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume+load"],
+                             "env": {"FAKE_CALLS": str(wire), "FAKE_FAULT": "crash:replay"}}  # fmt: skip
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    editor.nvim.command("AcpResume s9")
+    editor.wait_event("AcpError")
+    wait_text(editor, "s9: one")
+    del agent["env"]["FAKE_FAULT"]
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.nvim.command("AcpRestart")
+    session_changed(editor, 2)
+    wait_text(editor, "s9: two")
+    text = editor.transcript_text()
+    assert text.count("s9: one") == 1 and text.count("## You\none") == 1
+    assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["one", "two"]
+    editor.nvim.command("AcpEdit 1")
+    editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
+                " == 'one'")  # fmt: skip
+    # The history keeps the replay once too: reopened, the chat shows it so.
+    editor.wait("(require('acp').history({query = 'two'})[1] or {}).turns == 2")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    text = editor.transcript_text()
+    assert text.count("s9: one") == 1 and text.count("## You\none") == 1 and "s9: two" in text

@@ -265,6 +265,14 @@ def test_the_session_picker_deletes_a_session_where_the_agent_offers_it(
         "vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices),"
         " 'acp: deleted session old-2')"
     )
+    # :AcpResume no longer completes it (it did until the next list).
+    editor.wait(
+        "vim.deep_equal(vim.fn.getcompletion('AcpResume old', 'cmdline'), {'old-1'})",
+        what="old-2 out of :AcpResume's completion",
+    )
+    assert editor.events("AcpSessionDeleted") == [
+        {"chat": 1, "agent": "hist", "session_id": "old-2"}
+    ]
     asked = editor.lua("return _G.asked")
     assert asked[0]["prompt"] == "Resume or delete a session"
     assert asked[1] == {"prompt": "Second", "items": ["resume", "delete"]}

@@ -365,6 +365,8 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     assert (worktree / "new.txt").read_text() == "new\n"
     assert "worktree acp/" in winbar(editor)
     assert " · in " not in winbar(editor)  # the branch names where it works
+    # status() names it as chats() does (it had no worktree field).
+    assert editor.lua("return require('acp').status().worktree") == str(worktree)
 
     chat = listed["id"]
     if version == 1:  # its terminals run there too
@@ -538,9 +540,12 @@ def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor
     ]
 
 
-def test_a_worktree_a_killed_neovim_left_is_told_of_once(editor: Editor) -> None:
+def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
+    editor: Editor,
+) -> None:
     """A Neovim killed with a worktree chat open, the history off, left its worktree
-    and branch: nothing ever removed them or said they were there."""
+    and branch: nothing ever removed them or said they were there, and only a new
+    worktree chat of that project looked, so a user who opened none never heard."""
     project = repository(editor)
     home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
     left, _ = make_worktree(str(project), "1", str(home))
@@ -548,19 +553,37 @@ def test_a_worktree_a_killed_neovim_left_is_told_of_once(editor: Editor) -> None
     dead.wait()  # the killed Neovim: its process is gone, its file stays
     admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
     (admin / f"acp-held-{dead.pid}").write_text("")
-    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws", history={"enabled": False})
-    editor.nvim.command("AcpWorktree ws")
-    editor.wait_event("AcpSessionReady")
-    told = [n["msg"] for n in editor.lua("return _G.acp_notices") if left.path in n["msg"]]
-    assert told == [
-        f"acp: the worktree {left.path} (branch acp/1) was left by a Neovim that ended"
-        " without closing its chat: reopen that chat from the history to go on there, or"
-        f" remove it (git worktree remove --force {left.path}; git branch -D acp/1)"
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        history={"enabled": False},
+    )
+    assert f"WARNING {left.path} (branch acp/1) of {project}: left by a Neovim" in health(editor)
+    editor.open_chat()  # no worktree chat
+    found = f"function(n) return n.msg:find({left.path!r}, 1, true) end"
+    notices = f"vim.tbl_filter({found}, _G.acp_notices)"
+    editor.wait(f"#{notices} > 0", what="the worktree left told of")
+    git_c = f"git -C {project}"
+    assert [n["msg"] for n in editor.lua(f"return {notices}")] == [
+        f"acp: the worktree {left.path} (branch acp/1) of {project} was left by a Neovim"
+        " that ended without closing its chat: reopen that chat from the history to go"
+        f" on there, or remove it ({git_c} worktree remove --force {left.path};"
+        f" {git_c} branch -D acp/1)"
     ]
     editor.nvim.command("AcpWorktree ws")
     editor.wait_event("AcpSessionReady", count=2)
-    assert sum(left.path in n["msg"] for n in editor.lua("return _G.acp_notices")) == 1
+    assert len(editor.lua(f"return {notices}")) == 1
     assert Path(left.path).is_dir()  # what it holds is the user's to judge
+    assert f"{left.path} (branch acp/1) of {project}: kept, no chat works in it" in health(editor)
+
+
+def health(editor: Editor) -> str:
+    """What :checkhealth acp says of worktrees."""
+    editor.nvim.command("checkhealth acp")
+    lines = editor.nvim.current.buffer[:]
+    text = "\n".join(lines[lines.index("Worktrees ~") + 1 :])
+    editor.nvim.command("bwipeout")
+    return text
 
 
 def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_nothing(
@@ -835,6 +858,39 @@ def test_acpadd_in_a_worktree_chat_mentions_the_worktrees_copy_of_your_file(
         "return require('acp.chat.complete').items(require('acp.chat.registry').get(), '@')"
     )
     assert [item["menu"] for item in items if item["word"] == "@f.txt"] == ["worktree's copy"]
+
+
+def test_a_worktree_chat_through_symlinks_names_its_files_as_neovim_does(editor: Editor) -> None:
+    """The project opened through a link to it, Neovim's state directory (the
+    worktrees' home) reached through another: Neovim names the worktree's files by
+    their real path, the chat by the link's. :AcpAdd in the worktree's copy named it
+    by that whole path, not as the chat's own file, and its diff opened a buffer the
+    review did not know as the copy."""
+    project = repository(editor)
+    link = editor.tmp / "link"
+    link.symlink_to(project)
+    state = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp"
+    state.mkdir(parents=True, exist_ok=True)
+    (editor.tmp / "elsewhere").mkdir()
+    (state / "worktrees").symlink_to(editor.tmp / "elsewhere")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.lua("require('acp').open({ cwd = ..., worktree = true })", str(link))
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    chat, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, chat, "write f.txt one\n2\n3\n4\n5")
+    [file] = review(editor, chat)
+    assert (file["path"], file["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+    editor.nvim.command(f"edit {state / 'worktrees' / worktree.name / 'f.txt'}")
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(worktree / "f.txt")
+    editor.nvim.command("AcpAdd")
+    input_lines = editor.lua(
+        "return vim.api.nvim_buf_get_lines(require('acp.chat.registry').chats[...].input, 0, -1, false)",
+        chat,
+    )
+    assert input_lines == ["@f.txt "]
+    editor.lua("require('acp').accept()")
+    editor.wait(f"vim.fn.readfile({str(project / 'f.txt')!r})[1] == 'one'", what="brought in")
 
 
 def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Editor) -> None:

@@ -234,6 +234,8 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
         assert warned.wait(10)
         assert told == [("warn", f"history: cannot write, retrying: {path} is locked by "
                                  "another program (database is locked)")]  # fmt: skip
+        # A read meanwhile waits for the failed attempt only, not for the retries.
+        assert writer.written(10)
         holder.execute("ROLLBACK")
         writer.put(target, [StoredBlock(1, "k1", 1, "agent", "more")], {}, 6.0, done)
         assert done.wait(10)
@@ -242,6 +244,19 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     assert told[-1] == ("info", "history: written again")
     assert [b.text for b in store.blocks(target.id)] == ["kept zebra", "more"]
     assert store.chat(target.id).turns == 1  # type: ignore[union-attr]
+
+
+def test_a_read_does_not_wait_for_a_writer_that_cannot_write(tmp_path: Path) -> None:
+    """A file the writer cannot use (damaged): what it was handed is never written,
+    and a read goes on at once (it reads the file as it is, or says why not)."""
+    path = tmp_path / "h.sqlite3"
+    path.write_bytes(b"not a database " * 1000)
+    told: list[str] = []
+    writer = Writer(str(path), lambda message, level: told.append(message))
+    writer.put(Target("demo", "/p"), [StoredBlock(0, "k0", 1, "user", "lost")], {}, 1.0)
+    assert writer.written(10)
+    assert writer.failed is not None and told[0].startswith("history off:")
+    writer.close()
 
 
 def test_a_chat_another_neovim_went_on_in_is_not_written_over(tmp_path: Path) -> None:
@@ -404,40 +419,68 @@ def _keeping(
     return history, chat
 
 
-def test_a_chat_closed_just_now_is_read_with_its_last_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A reopen read the store while the close's last changes still waited for the
-    writer's thread: a worktree chat reopened at once came back without its worktree.
-    The writer is held until the reopen has asked for what it holds."""
-    asked = threading.Event()
-    real_call, real_write = Writer.call, Writer._write
+async def _read_stored(history: History, how: str, history_id: int) -> str:
+    """Stored chat ``history_id`` as ``how`` reads it, as text: a reopen, an export,
+    a search (on a thread, as the pynvim thread answers it), the session picker."""
+    match how:
+        case "reopen":
+            found = await history.load(history_id)
+            return "" if found is None else "\n".join(block.text for block in found[1])
+        case "export":
+            return await history.markdown(None, history_id) or ""
+        case "search":
+            hits = await anyio.to_thread.run_sync(history.reader.search, "close")
+            return json.dumps(hits)
+        case _:
+            turns = await anyio.to_thread.run_sync(history.reader.session_turns, "demo")
+            return json.dumps(turns)
 
-    def call(writer: Writer, fn: Any) -> None:
-        real_call(writer, fn)
+
+@pytest.mark.parametrize("how", ["reopen", "export", "search", "sessions"])
+def test_a_chat_closed_just_now_is_read_with_its_last_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A chat exported from the history right after its close had its header only:
+    the read went to the file while the close's last changes still waited for the
+    writer's thread (its row was there, from its first turn's write). A reopen, a
+    search and the session picker read it the same way. Every read waits for what
+    the writer was handed before it: here the writer is held until the read asked."""
+    asked = threading.Event()
+    real_written = getattr(Writer, "written", None)  # the read's wait for the writer
+    real_write = Writer._write
+
+    def written(writer: Writer, timeout: float) -> bool:
         asked.set()
+        return real_written(writer, timeout) if real_written is not None else True
 
     def held_write(writer: Writer, store: Any, pending: Any) -> None:
-        asked.wait(5)
+        if pending:
+            asked.wait(5)
         real_write(writer, store, pending)
 
-    async def run() -> tuple[Any, ...] | None:
+    async def run() -> str:
         async with anyio.create_task_group() as group:
             history, chat = _keeping(tmp_path, RecordingEditor(), group)
-            monkeypatch.setattr(Writer, "call", call)
+            chat.session.session_id = "s1"
+            await chat.start_turn("a first turn", [])
+            chat.end_turn("end_turn")
+            _stored_text(history, "first")  # the chat's row and first turn are written
+            monkeypatch.setattr(Writer, "written", written, raising=False)
             monkeypatch.setattr(Writer, "_write", held_write)
             await chat.start_turn("kept at the close", [])
             chat.end_turn("end_turn")
             history.detach(chat.id)
-            found = await history.load(1)
-            asked.set()  # a reopen that asked nothing: let the writer go on
+            text = await _read_stored(history, how, 1)
+            asked.set()  # a read that asked nothing: let the writer go on
             await history.close()
             group.cancel_scope.cancel()
-        return found
+        return text
 
-    found = anyio.run(run)
-    assert found is not None
-    assert "kept at the close" in [block.text for block in found[1]]
+    text = anyio.run(run)
+    if how == "sessions":
+        assert json.loads(text) == {"s1": 2}
+    else:
+        assert "kept at the close" in text
 
 
 def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
@@ -588,6 +631,12 @@ def test_a_mark_no_branch_leaves_at_any_more_is_deleted_where_it_was_written(
 
 def _stored(history: History) -> str:
     """Chat 1's stored transcript's text, once what it changed is written."""
+    return _stored_text(history, "zebra")
+
+
+def _stored_text(history: History, word: str) -> str:
+    """The stored transcript's text of the chat holding ``word``, once what the chats
+    changed is written."""
     history._flush()
     written = threading.Event()
     writer = history._writer
@@ -596,7 +645,7 @@ def _stored(history: History) -> str:
     assert written.wait(10)
     store = Store(writer.path)
     try:
-        [hit] = store.search("zebra")
+        [hit] = store.search(word)
         return "\n".join(b.text for b in store.blocks(hit.chat.id))
     finally:
         store.close()

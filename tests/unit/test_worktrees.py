@@ -88,6 +88,21 @@ def test_a_worktree_starts_from_the_users_disk_and_goes_with_its_branch(
     assert git(project, "branch", "--list", "acp/*") == ""
 
 
+def test_a_branch_of_yours_inside_the_chats_name_gives_the_worktree_the_next_free_one(
+    project: Path, tmp_path: Path
+) -> None:
+    """A branch of yours ``acp/3/x``: git makes no ``acp/3`` beside it (a ref cannot be
+    a branch and a folder of branches), and the worktree chat failed with git's
+    "cannot lock ref"."""
+    git(project, "branch", "acp/3/x")
+    worktree, _ = make_worktree(str(project), "3", str(tmp_path / "home"))
+    assert worktree.branch == "acp/3-2"
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
+        "acp/3-2",
+        "acp/3/x",
+    ]
+
+
 def test_a_worktree_held_by_a_neovim_that_died_is_not_kept_by_a_process_given_its_pid(
     project: Path, tmp_path: Path
 ) -> None:
@@ -320,6 +335,47 @@ async def test_a_script_the_agent_made_executable_comes_in_executable(
     assert (project / "run.sh").read_text() == "#!/bin/sh\necho hi\n"
     for name in ("run.sh", "src/b.txt", "a.txt"):
         assert os.access(project / name, os.X_OK), name
+
+
+async def test_a_file_the_agent_only_made_executable_comes_in_executable(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent ran `chmod +x` on a file of yours in its worktree and changed no
+    text: no hunk lists it, and accepting everything never brought the change in."""
+    (Path(review.worktree.path) / "src" / "b.txt").chmod(0o755)
+    await review.end_turn()
+    assert review.waiting() == 0
+    await review.decide("accept")
+    assert os.access(project / "src" / "b.txt", os.X_OK)
+    assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
+
+
+async def test_paths_through_symlinks_map_between_the_worktree_and_your_project(
+    project: Path, tmp_path: Path
+) -> None:
+    """The project opened through a symlink to it, Neovim's state directory (the
+    worktrees' home) another: the agent, whose process sees its directory's real
+    path, wrote a file there; its change was not taken for the worktree's (accepted,
+    it never came into your file), and your file named through the link had no copy
+    in the worktree."""
+    link, real_home, home = tmp_path / "link", tmp_path / "real-home", tmp_path / "home"
+    link.symlink_to(project)
+    real_home.mkdir()
+    home.symlink_to(real_home)
+    worktree, cwd = make_worktree(str(link / "src"), "1", str(home))
+    real = Path(os.path.realpath(worktree.path))
+    assert worktree.agent_path(str(link / "a.txt")) == str(real / "a.txt")
+    assert worktree.user_path(str(home / real.name / "a.txt")) == str(project / "a.txt")
+    async with anyio.create_task_group() as tasks:
+        review = WorktreeChanges(RecordingEditor(), 1, cwd, Tasks(tasks), worktree)
+        await review.begin_turn()
+        await review.write(str(real / "a.txt"), "a, the agent's\n")
+        await review.end_turn()
+        assert review.waiting() == 1
+        await review.decide("accept")
+        assert (project / "a.txt").read_text() == "a, the agent's\n"
+        review.close()
+        tasks.cancel_scope.cancel()
 
 
 async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(

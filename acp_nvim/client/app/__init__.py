@@ -153,7 +153,10 @@ class App:
             self.ctx.config_error = err.summary()
             return False
         self.ctx.config_error = None
+        started = bool(state_dir) and self.ctx.state_dir is None  # the host's first setup
         self.ctx.state_dir = state_dir or self.ctx.state_dir
+        if started:  # worktrees a killed Neovim left: told though no worktree chat opens
+            self.ctx.tasks.start_soon(self.workspaces.tell_left_unclosed)
         if nvim_dirs:
             self.ctx.nvim_dirs = frozenset(os.path.realpath(d) for d in nvim_dirs if d)
         self.ctx.log = ProtocolLog(self.ctx.config.log_lines)

@@ -433,17 +433,38 @@ async def _session(
         await connection.new_session(chat)
         return False, None
     if not again:
-        kept = await steered_into(history, chat.agent, session_id)
-        await connection.resume(chat, session_id, kept=kept)
+        await _replay(connection, chat, session_id, history)
         return True, None
-    # The transcript already shows the history: resume without a replay.
     try:
-        await connection.resume(chat, session_id, replay=False)
+        if chat.branches.unreplayed is not None:
+            # A replay the agent died in is replayed again, in place of what it drew.
+            chat.shown.unreplay()
+            await _replay(connection, chat, session_id, history)
+        else:
+            # The transcript already shows the history: resume without a replay.
+            await connection.resume(chat, session_id, replay=False)
     except AgentFailed as err:
         connection.raise_if_exited(err)
         await connection.new_session(chat)
         return False, str(err)
     return True, None
+
+
+async def _replay(
+    connection: AgentConnection, chat: Chat, session_id: str, history: History
+) -> None:
+    """Resume ``chat``'s session with its history replayed. Until the agent answers,
+    ``Branches.unreplayed`` marks where the replay began: an agent that dies in it
+    (or hangs) leaves the mark, and the restart replays it again (decision 0088)."""
+    kept = await steered_into(history, chat.agent, session_id)
+    chat.branches.unreplayed = len(chat.session.items)
+    try:
+        await connection.resume(chat, session_id, kept=kept)
+    except AgentFailed as err:
+        connection.raise_if_exited(err)  # an answer (a refusal): no replay came
+        chat.branches.unreplayed = None
+        raise
+    chat.branches.unreplayed = None
 
 
 def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:

@@ -311,6 +311,9 @@ class AgentPool:
             self.ctx.editor.notify(str(err))
             return
         self.ctx.editor.notify(f"deleted session {session_id}", "info")
+        # Lua's completion keeps the last list's ids: the deleted one leaves it now.
+        data = {"chat": chat_id, "agent": connection.name, "session_id": session_id}
+        self.ctx.editor.emit("AcpSessionDeleted", data)
 
     # -- logins --------------------------------------------------------------------------
 

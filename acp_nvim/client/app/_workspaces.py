@@ -46,6 +46,8 @@ class Workspaces:
         self._made: dict[int, Worktree] = {}
         # Hunks that chats closed before the last one in a worktree left waiting there.
         self._left_waiting: dict[str, int] = {}
+        # One look for worktrees left unclosed at a time: each is told of once.
+        self._looking = anyio.Lock()
 
     def __repr__(self) -> str:
         return f"<Workspaces {len(self._made)} worktrees>"
@@ -88,29 +90,50 @@ class Workspaces:
         chosen = self._roots(agent_config, roots, cwd)
         if not worktree:
             return Workspace(cwd, chosen)
-        from acp_nvim.client.services.worktrees import (
-            WorktreeError,
-            hold,
-            left_unclosed,
-            make_worktree,
-        )
+        from acp_nvim.client.services.worktrees import WorktreeError, hold, make_worktree
 
-        home = os.path.join(self.ctx.state_dir or tempfile.gettempdir(), "acp", "worktrees")
         try:
-            made, where = await anyio.to_thread.run_sync(make_worktree, cwd, str(chat_id), home)
+            made, where = await anyio.to_thread.run_sync(
+                make_worktree, cwd, str(chat_id), self.home
+            )
         except WorktreeError as err:
             raise WorkspaceRefused(str(err)) from None
         hold(made)
         self._made[chat_id] = made
-        for path, branch in await anyio.to_thread.run_sync(left_unclosed, made.project, home):
+        await self.tell_left_unclosed()  # a Neovim may have ended since the last look
+        return Workspace(where, chosen, made)
+
+    @property
+    def home(self) -> str:
+        """Where worktree chats' worktrees are made."""
+        from acp_nvim.client.services.worktrees import worktrees_home
+
+        return worktrees_home(self.ctx.state_dir or tempfile.gettempdir())
+
+    async def tell_left_unclosed(self) -> None:
+        """Tell once of each worktree whose chats' Neovims all ended without closing
+        it (killed outright): when the host starts (the first chat, or :AcpChat after
+        setup), and as a worktree chat opens. A look at a few small files each, in a
+        worker thread."""
+        from acp_nvim.client.services.worktrees import left_unclosed
+
+        async with self._looking:
+            found = await anyio.to_thread.run_sync(left_unclosed, self.home)
+        # One a chat reopened here meanwhile went on in is no longer left.
+        ours = {worktree.path for worktree in self._made.values()}
+        for left in found:
+            if left.path in ours:
+                continue
+            git = f"git -C {left.project}"
+            remove = f"{git} worktree remove --force {left.path}"
+            if left.branch:  # else the agent left it on no branch
+                remove += f"; {git} branch -D {left.branch}"
             self.ctx.editor.notify(
-                f"the worktree {path} (branch {branch}) was left by a Neovim that ended"
-                " without closing its chat: reopen that chat from the history to go on"
-                f" there, or remove it (git worktree remove --force {path};"
-                f" git branch -D {branch})",
+                f"the worktree {left.path} (branch {left.branch or 'none'}) of {left.project}"
+                " was left by a Neovim that ended without closing its chat: reopen that chat"
+                f" from the history to go on there, or remove it ({remove})",
                 "warn",
             )
-        return Workspace(where, chosen, made)
 
     def _roots(self, agent_config: AgentConfig, roots: Sequence[str], cwd: str) -> list[str]:
         """The configured roots and ``roots``, once each, without ``cwd``.

@@ -23,6 +23,7 @@ __all__ = [
     "render_ops",
     "review_of",
     "stored",
+    "stored_prompt",
     "turn_report",
     "waiting_files",
 ]
@@ -49,6 +50,7 @@ from acp_nvim.client.session.model import (
     Message,
     PermissionPrompt,
     PlanEntry,
+    Prompt,
     Session,
     TerminalPart,
     TerminalView,
@@ -83,8 +85,35 @@ def attachment_data(attachments: Sequence[Attachment]) -> list[dict[str, Any]]:
             item["size"] = len(a.data or "") * 3 // 4
         elif a.text is not None:
             item["text"] = a.text
+        if a.links:
+            item["links"] = list(a.links)
+        if a.given:
+            item["given"] = True
         kept.append(item)
     return kept
+
+
+def stored_prompt(block: StoredBlock) -> Prompt:
+    """The prompt stored user's message ``block`` was, to edit or send again: its words
+    (without the line naming its attachments) and what it carried, as it was sent.
+    Not an image, whose bytes are not kept: it is attached again by hand."""
+    kept = _data(block).get("attachments") or []
+    attachments = []
+    for item in kept:
+        try:
+            attachment = msgspec.convert(item, Attachment)
+        except msgspec.ValidationError:
+            continue
+        if attachment.kind != "image":
+            attachments.append(attachment)
+    return Prompt(_words(block, kept), attachments)
+
+
+def _words(block: StoredBlock, attachments: Sequence[dict[str, Any]]) -> str:
+    """A stored message's text without the line naming ``attachments`` under it."""
+    if not attachments:
+        return block.text
+    return block.text.removesuffix("\n\n" + attached_line([a["label"] for a in attachments]))
 
 
 def stored(
@@ -373,8 +402,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         if block.kind in ("user", "agent"):
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
-            named = "\n\n" + attached_line([a["label"] for a in attachments])
-            text = block.text.removesuffix(named) if attachments else block.text
+            text = _words(block, attachments)
             lines += ["## You" if block.kind == "user" else "## Agent", ""]
             lines += view.close_fence(text.split("\n"))  # the next block is no code
             lines += [""] if attachments else []

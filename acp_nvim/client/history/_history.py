@@ -10,7 +10,6 @@ from __future__ import annotations
 __all__ = ["FLUSH_SECONDS", "History", "steered_into"]
 
 import os
-import threading
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,7 +39,8 @@ FLUSH_SECONDS = 0.5
 # as it draws (decision 0072).
 QUIET_SECONDS = 0.25
 DRAWN_SECONDS = 5.0
-# Seconds a reopen waits for the writer to write what it holds (a store it retries).
+# Seconds a read waits at most for the writer to write what it was handed (one
+# attempt: a write it then retries is not waited for).
 _WRITTEN_SECONDS = 2.0
 # Stored blocks drawn at a time (a screen's worth and more).
 _SLICE = 50
@@ -60,7 +60,7 @@ class History:
         self._urgent = anyio.Event()
         self._flushing = False
         # The file as the calling thread reads it: search, export, the session picker.
-        self.reader = Reader(lambda: self.path)
+        self.reader = Reader(lambda: self.path, self._written)
 
     def __repr__(self) -> str:
         return f"<History {self.path} {len(self._records)} chats>"
@@ -167,25 +167,22 @@ class History:
 
     async def load(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
         """A stored chat and its transcript, read in a thread; None when there is no
-        such chat. Read once what the writer holds is written: a chat closed just now
-        (its last changes handed over at the close) came back as it was before, a
-        worktree chat without its worktree.
+        such chat.
 
         Raises:
             StoreError: the file cannot be read.
         """
-        await self._written()
         return await anyio.to_thread.run_sync(self.reader.read, history_id)
 
-    async def _written(self) -> None:
+    def _written(self) -> None:
         """Return once the writer has written what it was handed by now (or failed to,
-        or after _WRITTEN_SECONDS)."""
+        or after _WRITTEN_SECONDS): the reader's every read waits for it, on its own
+        thread. A chat closed just now (its last changes handed over at the close) was
+        read as it was before: exported with its header only, reopened without its
+        worktree."""
         writer = self._writer
-        if writer is None or writer.failed:
-            return
-        done = threading.Event()
-        writer.call(lambda _store: done.set())  # in order, after the writes before it
-        await anyio.to_thread.run_sync(done.wait, _WRITTEN_SECONDS)
+        if writer is not None:
+            writer.written(_WRITTEN_SECONDS)
 
     async def reopen(
         self, chat: Chat, row: ChatRow, blocks: list[StoredBlock], note: str | None = None

@@ -2,7 +2,9 @@
 session picker and a resume ask of it.
 
 A search is Neovim's request, answered on the pynvim thread without waiting for the
-worker's loop: each thread reads through a connection of its own.
+worker's loop: each thread reads through a connection of its own. Every read first
+waits for the writer to write what it was handed before (a chat closed just now: its
+last changes), a bounded wait on the reading thread.
 """
 
 from __future__ import annotations
@@ -22,21 +24,25 @@ _READ_BUSY_MS = 250
 
 class Reader:
     """The history file as the calling thread reads it (``path``: where it is now,
-    None before setup())."""
+    None before setup(); ``written``: returns once the writer has written what it was
+    handed by now)."""
 
-    def __init__(self, path: Callable[[], str | None]) -> None:
+    def __init__(self, path: Callable[[], str | None], written: Callable[[], object]) -> None:
         self._path = path
+        self._written = written
         self._stores = threading.local()
 
     def __repr__(self) -> str:
         return f"<Reader {self._path()}>"
 
     def store(self) -> Store:
-        """This thread's connection to the file.
+        """This thread's connection to the file, once what the writer was handed by
+        now is in it: a read through it sees every change made before it was asked.
 
         Raises:
             StoreError: the history has no file yet, or it cannot be read.
         """
+        self._written()
         path = self._path()
         if path is None:
             raise StoreError("the history has no file yet (setup() was not called)")

@@ -26,6 +26,7 @@ from acp_nvim.client.history._blocks import (
     render_ops,
     review_of,
     stored,
+    stored_prompt,
     turn_report,
 )
 from acp_nvim.client.history._branches import StoredBranch, branches_of, encode, in_view
@@ -160,8 +161,9 @@ class ChatRecord:
         last = {b.nodes[-1]: b.session_id for b in kept if b.nodes}
         turns = {}
         for node, own in blocks.items():
-            text = (prompts[node] or own[0]).text
-            turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", Prompt(text))
+            said = prompts[node]
+            prompt = stored_prompt(said) if said is not None else Prompt(own[0].text)
+            turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", prompt)
             turn.first = block_id(prefix, own[0])
             turn.report = turn_report(own)
             if node not in shown.nodes:

@@ -68,6 +68,11 @@ class Writer:
         self.path = path
         self._report = report
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # Items queued, and those whose write (or its attempt) ended: a read waits
+        # for the second to reach what the first was when it was asked (:meth:`written`).
+        self._settled = threading.Condition()
+        self._asked = 0
+        self._done = 0
         self._thread = threading.Thread(target=self._run, name="acp-history", daemon=True)
         self.failed: str | None = None  # why nothing is kept (the store is unavailable)
         self._thread.start()
@@ -87,16 +92,37 @@ class Writer:
     ) -> None:
         """Queue blocks and facts of one chat, and the seqs of its blocks ``gone``
         (``done`` is set once they are written)."""
-        self._queue.put(("write", target, blocks, facts, stamp, done, gone))
+        self._put(("write", target, blocks, facts, stamp, done, gone))
 
     def call(self, fn: Callable[[Store], Any]) -> None:
         """Run ``fn(store)`` in order with the writes (forget, rename, expire)."""
-        self._queue.put(("call", fn))
+        self._put(("call", fn))
 
     def close(self, timeout: float = 3.0) -> None:
         """Write what is queued, then end the thread (waits at most ``timeout``)."""
-        self._queue.put(("close",))
+        self._put(("close",))
         self._thread.join(timeout)
+
+    def written(self, timeout: float) -> bool:
+        """Wait until what was queued by now is written, or its write failed (a
+        retry or an unusable file: the file is read as it is), ``timeout`` at most;
+        whether it was. On the reading thread: never the loop that queues."""
+        with self._settled:
+            asked = self._asked
+            return self._settled.wait_for(
+                lambda: self._done >= asked or self.failed is not None, timeout
+            )
+
+    def _put(self, item: tuple[Any, ...]) -> None:
+        with self._settled:  # counted in the queue's order
+            self._asked += 1
+            self._queue.put(item)
+
+    def _settle(self, gathered: int) -> None:
+        """The ``gathered`` first items queued were written, or tried."""
+        with self._settled:
+            self._done = gathered
+            self._settled.notify_all()
 
     def _run(self) -> None:
         _yield_the_cpu()
@@ -106,11 +132,12 @@ class Writer:
             self._unavailable(str(err))
             return
         pending: dict[Target, _Batch] = {}
-        retry = 0
+        retry = gathered = 0
         closing = False
         while not closing:
             wait = _RETRY[min(retry, len(_RETRY) - 1)] if retry else None
-            calls, closing = self._gather(pending, wait)
+            calls, closing, taken = self._gather(pending, wait)
+            gathered += taken
             try:
                 self._write(store, pending)
                 for fn in calls:
@@ -125,17 +152,21 @@ class Writer:
                 retry += 1
                 if closing:
                     log.warning("history: %s; the last changes are lost", err)
+                self._settle(gathered)
                 continue
+            self._settle(gathered)
             if retry:
                 self._report("history: written again", "info")
             retry = 0
             malloc.give_back()  # what the write freed (decision 0059)
         store.close()
 
-    def _gather(self, pending: dict[Target, _Batch], wait: float | None) -> tuple[list[Any], bool]:
+    def _gather(
+        self, pending: dict[Target, _Batch], wait: float | None
+    ) -> tuple[list[Any], bool, int]:
         """Everything queued by now (waiting up to ``wait`` for the first) folded into
-        ``pending``; the calls to make, and whether a close came. Its own frame: what was
-        written is not kept alive while the thread waits for more."""
+        ``pending``; the calls to make, whether a close came, and the items taken. Its
+        own frame: what was written is not kept alive while the thread waits for more."""
         closing = False
         try:
             items = [self._queue.get(timeout=wait)]
@@ -163,7 +194,7 @@ class Writer:
                 calls.append(item[1])
             else:
                 closing = True
-        return calls, closing
+        return calls, closing, len(items)
 
     def _write(self, store: Store, pending: dict[Target, _Batch]) -> None:
         """Write each chat's batch; one written leaves ``pending`` at once."""
@@ -217,7 +248,9 @@ class Writer:
 
     def _unavailable(self, why: str) -> None:
         """Nothing can be kept: say so once, then drop what comes."""
-        self.failed = why
+        with self._settled:
+            self.failed = why
+            self._settled.notify_all()
         self._report(f"history off: {why}", "warn")
         while True:
             item = self._queue.get()

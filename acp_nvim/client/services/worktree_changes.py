@@ -60,6 +60,21 @@ def _take_execute_bit(worktree: Worktree, path: str) -> None:
             os.chmod(path, (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111))
 
 
+def _take_mode_changes(worktree: Worktree) -> None:
+    """The user's files take the execute bit the agent changed alone (`chmod +x`, no
+    text changed) in ``worktree`` since its first commit, as :func:`_take_execute_bit`
+    says: the review lists text, so no hunk brings such a change in."""
+    with contextlib.suppress(GitError):
+        listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
+        fields = listed.split(b"\0")
+        for head, name in zip(fields[::2], fields[1::2], strict=False):
+            old, new = head.split(b" ")[:2]
+            if old.lstrip(b":") != new and new in (b"100644", b"100755"):
+                user = worktree.user_path(os.path.join(worktree.path, os.fsdecode(name)))
+                if user is not None and os.path.isfile(user):
+                    _take_execute_bit(worktree, user)
+
+
 def _open_hunks(store: ReviewStore, path: str, hunk: int | None) -> bool:
     """Whether ``path`` has open hunks in ``store`` (hunk ``hunk`` among them)."""
     return any(
@@ -161,6 +176,8 @@ class WorktreeChanges(SessionChanges):
             await super().decide(decision, None, hunk, turn)
             if decision == "reject":  # the clashes: the user's lines stay
                 await self.landed.decide(decision)
+            elif turn is None:  # everything: modes changed alone have no hunk to accept
+                await anyio.to_thread.run_sync(_take_mode_changes, self.worktree)
             return
         path = os.path.normpath(path)
         mine = self.worktree.agent_path(path)

@@ -6,12 +6,14 @@ Nothing here changes the user's work tree: it is only read (its status and the
 files that differ from HEAD). A worktree's mark, and which Neovims' chats work in
 it, go in git's own directory for that worktree, which git removes with it. A
 failed attempt leaves no worktree or branch behind. Every function but
-``still_there`` and ``hold`` runs git or copies files: call them in a worker thread.
+``still_there`` and ``hold`` runs git, copies files or reads a directory's: call
+them in a worker thread.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "Unattended",
     "WorktreeError",
     "hold",
     "holds_commits",
@@ -20,18 +22,26 @@ __all__ = [
     "make_worktree",
     "remove_worktree",
     "still_there",
+    "unattended",
+    "worktrees_home",
 ]
 
 import contextlib
 import os
 import shutil
 import uuid
+from typing import NamedTuple
 
 from acp_nvim.client.services.git import GitError, dirty_files, git
 from acp_nvim.client.session.workspace import Worktree
 
 # Seconds git may take to check out a big tree, or to remove one.
 _SLOW = 120.0
+
+
+def worktrees_home(state_dir: str) -> str:
+    """Where worktree chats' worktrees are made, in Neovim's stdpath("state")."""
+    return os.path.join(state_dir, "acp", "worktrees")
 
 
 class WorktreeError(Exception):
@@ -56,7 +66,10 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
     except GitError:
         raise WorktreeError(f"cannot make a worktree: {cwd} is not in a git repository") from None
     top, prefix, *_ = [*found.splitlines(), ""]
-    project = os.path.normpath(top)
+    project = os.path.normpath(top)  # git's: its real path
+    # Its real path too (stdpath("state") may be a link): the agent's process, git and
+    # Neovim name its files so.
+    home = os.path.realpath(home)
     try:
         os.makedirs(home, exist_ok=True)
     except OSError as err:
@@ -135,32 +148,75 @@ def let_go(worktree: Worktree) -> bool:
     return alive
 
 
-def left_unclosed(project: str, home: str) -> list[tuple[str, str]]:
-    """The worktrees of ``project`` under ``home`` whose chats' Neovims all ended
-    without closing them (killed outright: a chat closed takes its Neovim's file
-    away, :func:`let_go`), as (directory, branch). Each is found once: those files go.
-    What they hold is unknown here (the review went with the Neovim): the user decides."""
+class Unattended(NamedTuple):
+    """A worktree under the worktrees' home that no running Neovim's chat works in:
+    its directory, its branch ("" once the agent left it on none), the work tree it
+    was made from, and whether a Neovim that ended left it and no one was told yet
+    (:func:`left_unclosed`; else kept by its chat's close, or told of)."""
+
+    path: str
+    branch: str
+    project: str
+    left: bool
+
+
+def unattended(home: str) -> list[Unattended]:
+    """The worktrees of worktree chats under ``home`` (of any project) that no running
+    Neovim's chat works in. Reads a few small files of each (no git): cheap enough
+    for every start."""
+    home = os.path.realpath(home)  # as make_worktree made them
     try:
-        listed = os.fsdecode(git(project, "worktree", "list", "--porcelain"))
-    except GitError:
+        names = sorted(os.listdir(home))
+    except OSError:
         return []
     found = []
-    for entry in listed.split("\n\n"):
-        fields = dict(line.partition(" ")[::2] for line in entry.splitlines())
-        path, branch = fields.get("worktree", ""), fields.get("branch", "")
-        admin = _admin_dir(path) if path.startswith(home + os.sep) else None
+    for name in names:
+        path = os.path.join(home, name)
+        admin = _admin_dir(path)
         if admin is None or not os.path.exists(os.path.join(admin, _MARK)):
-            continue
+            continue  # not a worktree of a chat (any more)
         try:
             held = [os.path.join(admin, n) for n in os.listdir(admin) if n.startswith(_HELD)]
         except OSError:
             continue
-        if held and not any(_holds(name) for name in held):
-            for name in held:
-                with contextlib.suppress(OSError):
-                    os.remove(name)
-            found.append((path, branch.removeprefix("refs/heads/")))
+        if not any(_holds(file) for file in held):
+            found.append(Unattended(path, _branch_of(admin), _project_of(admin), bool(held)))
     return found
+
+
+def left_unclosed(home: str) -> list[Unattended]:
+    """The worktrees under ``home`` whose chats' Neovims all ended without closing them
+    (killed outright: a chat closed takes its Neovim's file away, :func:`let_go`).
+    Each is found once: those files go. What they hold is unknown here (the review
+    went with the Neovim): the user decides."""
+    found = [worktree for worktree in unattended(home) if worktree.left]
+    for worktree in found:
+        admin = _admin_dir(worktree.path) or ""
+        with contextlib.suppress(OSError):
+            for name in os.listdir(admin):
+                if name.startswith(_HELD):
+                    os.remove(os.path.join(admin, name))
+    return found
+
+
+def _branch_of(admin: str) -> str:
+    """The branch checked out in the worktree whose git directory is ``admin``."""
+    try:
+        with open(os.path.join(admin, "HEAD"), encoding="utf-8") as file:
+            head = file.read().strip()
+    except OSError:
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else ""
+
+
+def _project_of(admin: str) -> str:
+    """The work tree whose repository holds the worktree's git directory ``admin``
+    (``<project>/.git/worktrees/<name>``): where git commands on it run."""
+    common = os.path.normpath(os.path.join(admin, "..", ".."))
+    named = os.path.join(admin, "commondir")
+    with contextlib.suppress(OSError), open(named, encoding="utf-8") as file:
+        common = os.path.normpath(os.path.join(admin, file.read().strip()))
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
 
 
 def _holds(held: str) -> bool:
@@ -276,15 +332,28 @@ def _has_branch(project: str, branch: str) -> bool:
     return True
 
 
+def _branch_taken(project: str, branch: str) -> bool:
+    """Whether git can make no branch ``branch``: one of that name is there, or
+    branches inside it (``acp/1/x`` beside ``acp/1``: a ref cannot be a branch and
+    a folder of branches)."""
+    if _has_branch(project, branch):
+        return True
+    try:
+        return bool(git(project, "for-each-ref", "--count=1", f"refs/heads/{branch}/"))
+    except GitError:
+        return False
+
+
 def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     """A branch ``acp/<name>`` and a directory ``<stem>-<name>`` neither of which
-    exists yet, suffixed ``-2``, ``-3``... while one is taken. Beside a branch
-    ``acp`` of the user's, git can make no ``acp/...``: ``acp-<name>`` then."""
+    exists yet (nor branches inside it), suffixed ``-2``, ``-3``... while one is
+    taken. Beside a branch ``acp`` of the user's, git can make no ``acp/...``:
+    ``acp-<name>`` then."""
     prefix = "acp-" if _has_branch(project, "acp") else "acp/"
     for n in range(1, 1000):
         suffix = "" if n == 1 else f"-{n}"
         branch, path = f"{prefix}{name}{suffix}", f"{stem}-{name}{suffix}"
-        if not _has_branch(project, branch) and not os.path.lexists(path):
+        if not _branch_taken(project, branch) and not os.path.lexists(path):
             return branch, path
     raise WorktreeError(f"cannot make a worktree: every branch {prefix}{name}-N is taken")
 

@@ -141,6 +141,10 @@ class Branches:
         # order, each with whether it was steered into a turn: such a message replayed
         # begins no turn (0088).
         self.kept: list[tuple[str, bool]] = []
+        # While a resume's replay runs: the item it began at. Still set once the resume
+        # failed (the agent died in it): the restart replays the session again, in
+        # place of what it had drawn (``ShownBranch.unreplay``).
+        self.unreplayed: int | None = None
 
     def __repr__(self) -> str:
         return f"<Branches {len(self.path)} turns shown, {len(self.others)} others>"

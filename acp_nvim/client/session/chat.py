@@ -612,6 +612,29 @@ class ShownBranch:
                 chat._drawings.pop(call_id, None)
         chat._draw(view.cut_op([(t.message, t.block) for t in turns], since))
 
+    def unreplay(self) -> None:
+        """Take what a replay the agent died in drew (``Branches.unreplayed``) out of
+        the model and the transcript for good: the restart replays the session whole
+        (decision 0088). Nothing of it began a turn: turns are made once it ends."""
+        chat, since = self.chat, self.chat.branches.unreplayed
+        if since is None:
+            return
+        gone = Turn("", 0, "", Prompt(""), start=since)
+        hide(chat.session, [gone])
+        if gone.hidden is None:
+            return
+        hidden = gone.hidden
+        for call_id in hidden.tool_calls:
+            chat._drawings.pop(call_id, None)
+        blocks = [
+            *map(view.message_block, hidden.messages),
+            *hidden.tool_calls,
+            *(view.plan_block(key) for key in hidden.plans),
+            *(view.compaction_block(key) for key in hidden.compactions),
+        ]
+        if blocks:
+            chat._draw(view.drop_op(blocks))
+
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""
         block = self.chat.session.new_id(view.MARK)

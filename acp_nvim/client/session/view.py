@@ -139,6 +139,14 @@ def message_block(key: str) -> str:
     return "#message:" + key
 
 
+def plan_block(plan_id: str) -> str:
+    return "#plan:" + plan_id
+
+
+def compaction_block(compaction_id: str) -> str:
+    return "#compaction:" + compaction_id
+
+
 def message_op(message: Message, turn: int | None = None, shown: str | None = None) -> BlockOp:
     """The whole block of a message (on creation or replacement); ``turn``: the user's
     message begins that turn of the shown branch (Lua edits it on ``<CR>``);
@@ -540,7 +548,7 @@ def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> B
     Its steps as a checklist; a markdown plan as its text, a file's as its path
     (a location: ``<CR>`` opens it). None: the plan went, its block with it."""
     if entries is None:
-        return drop_op(["#plan:" + plan_id])
+        return drop_op([plan_block(plan_id)])
     lines = [f"### {plan_name(number)}"]
     locations: list[BlockLocation] = []
     for entry in entries:
@@ -553,7 +561,7 @@ def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> B
             lines.append(f"→ {path or entry.content}")
         else:
             lines.append(f"- {_PLAN_MARKS.get(entry.status, '[ ]')} {entry.content}")
-    op: BlockOp = {"op": "block", "id": "#plan:" + plan_id, "kind": "plan", "lines": lines}
+    op: BlockOp = {"op": "block", "id": plan_block(plan_id), "kind": "plan", "lines": lines}
     if locations:
         op["locations"] = locations
     return op
@@ -584,7 +592,7 @@ def compaction_op(compaction: Compaction) -> BlockOp:
         lines.append(f"**Error:** {compaction.error}")
     if compaction.summary:
         lines += compaction.summary.split("\n")
-    return {"op": "block", "id": "#compaction:" + compaction.id, "kind": "compaction",
+    return {"op": "block", "id": compaction_block(compaction.id), "kind": "compaction",
             "lines": lines}  # fmt: skip
 
 

@@ -27,6 +27,18 @@ def _under(path: str, top: str) -> str | None:
     return None if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
+def _under_real(path: str, top: str) -> str | None:
+    """``path`` relative to directory ``top`` (its real path: git's, or resolved)
+    when it lies in it, also through a symlinked directory (the project opened
+    through a link to it; an agent naming its files as its process sees them)."""
+    rel = _under(path, top)
+    if rel is None and os.path.isabs(path):
+        # Its folder resolved, not the file: a symlink of the project is its own file.
+        folder, name = os.path.split(os.path.normpath(path))
+        rel = _under(os.path.join(os.path.realpath(folder), name), top)
+    return rel
+
+
 def shown_path(path: str, cwd: str) -> str:
     """How a file is named to the user: relative to the session's directory ``cwd``
     where it lies in it, else in full."""
@@ -66,7 +78,8 @@ def file_label(uri: str, cwd: str) -> str | None:
 class Worktree(msgspec.Struct, frozen=True):
     """A git worktree a chat's agent works in, apart from the user's work tree
     (decision 0046): ``path`` its top, on a new ``branch`` made from commit ``base``
-    of the work tree whose top is ``project``. ``mark``: what tells it from a later
+    of the work tree whose top is ``project`` (both real paths: no symlink in them,
+    as git and Neovim name files). ``mark``: what tells it from a later
     worktree made under its name once it is gone (``services.worktrees.still_there``;
     empty in one kept before marks were)."""
 
@@ -78,12 +91,12 @@ class Worktree(msgspec.Struct, frozen=True):
 
     def user_path(self, path: str) -> str | None:
         """The user's file that ``path`` of the worktree stands for; None outside it."""
-        rel = _under(path, self.path)
+        rel = _under_real(path, self.path)
         return None if rel is None else os.path.normpath(os.path.join(self.project, rel))
 
     def agent_path(self, path: str) -> str | None:
         """The worktree's copy of the user's file ``path``; None outside the project."""
-        rel = _under(path, self.project)
+        rel = _under_real(path, self.project)
         return None if rel is None else os.path.normpath(os.path.join(self.path, rel))
 
 

@@ -159,13 +159,26 @@ end
 
 ---@type table<string, string[]> by agent: the session ids of its last list
 local listed = {}
+local group = vim.api.nvim_create_augroup("acp.sessions", { clear = true })
 vim.api.nvim_create_autocmd("User", {
   pattern = "AcpSessionList",
-  group = vim.api.nvim_create_augroup("acp.sessions", { clear = true }),
+  group = group,
   callback = function(ev)
     listed[ev.data.agent] = vim.tbl_map(function(s)
       return s.session_id
     end, ev.data.sessions or {})
+  end,
+})
+vim.api.nvim_create_autocmd("User", {
+  pattern = "AcpSessionDeleted",
+  group = group,
+  callback = function(ev)
+    local ids = listed[ev.data.agent]
+    if ids then -- none listed yet: the next <Tab> asks for the list
+      listed[ev.data.agent] = vim.tbl_filter(function(id)
+        return id ~= ev.data.session_id
+      end, ids)
+    end
   end,
 })
 

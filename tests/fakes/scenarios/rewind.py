@@ -163,6 +163,7 @@ class Rewind:
             for update in said[session]:
                 await self.update(session, update)
         elif "load" in self.flags and (session not in self.turns if fresh is None else fresh):
+            replayed = []  # kept once replayed whole: a crash in it keeps none
             for n, text in enumerate(("one", "two"), 1):
                 self.turns[session] = n
                 if "attach" in self.flags and n == 1:  # a v2 user_message with a file
@@ -172,9 +173,11 @@ class Rewind:
                     await self.update(session, {"sessionUpdate": "user_message",
                                                 "messageId": f"{session}-u{n}", "content": content})  # fmt: skip
                 else:
-                    await self.say(session, text, "user_message_chunk")
-                await self.say(session, f"{session}: {text}")
+                    replayed.append(await self.say(session, text, "user_message_chunk"))
+                replayed.append(await self.say(session, f"{session}: {text}", keep=False))
                 await fault("replay")  # after the first turn replayed
+            for update in replayed:
+                self.keep(session, update)
 
     async def replay_after(self, session: str, fresh: bool) -> None:
         await anyio.wait_all_tasks_blocked()  # the resume's answer is on its way
@@ -201,14 +204,17 @@ class Rewind:
     async def update(self, session: str, update: Params) -> None:
         await self.c.notify("session/update", {"sessionId": session, "update": update})
 
-    async def say(self, session: str, text: str, kind: str = "agent_message_chunk") -> None:
+    async def say(
+        self, session: str, text: str, kind: str = "agent_message_chunk", keep: bool = True
+    ) -> Params:
         n = self.turns[session]
         prefix = "u" if kind == "user_message_chunk" else "m"
         content = {"type": "text", "text": text}
         update = {"sessionUpdate": kind, "messageId": f"{session}-{prefix}{n}", "content": content}
         await self.update(session, update)
-        if kind == "agent_message_chunk":
+        if kind == "agent_message_chunk" and keep:
             self.keep(session, update)
+        return update
 
     def kept_user(self, session: str, text: str, message_id: str) -> None:
         self.keep(session, {"sessionUpdate": "user_message_chunk", "messageId": message_id,
@@ -225,7 +231,8 @@ class Rewind:
         self.turns[session] += 1
         if self.store is not None:
             self.store.write_text(json.dumps(self.turns))
-        text = params["prompt"][-1]["text"]
+        # The words said last (a v2 prompt's attachments come after them).
+        text = [block["text"] for block in params["prompt"] if block["type"] == "text"][-1]
         self.kept_user(session, text, f"{session}-u{self.turns[session]}")
         stop = "end_turn"
         if {"deaf", "late"} <= self.flags:  # the turn it never cancelled goes on, and ends
