@@ -321,6 +321,60 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
 
 
+def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor: Editor) -> None:
+    """A v2 tool call's changes, exported: a moved file lost where it came from
+    ("- move b.md"), a binary one its kind, and each its transcript's word."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    send(editor, "diff terminal", 1)
+    text = editor.transcript_text()
+    assert "**moved** a.md → b.md" in text and "**modified** logo.png (binary)" in text
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    for part in ("- modified src/config.json", "- added NEWS.md", "- deleted old.txt",
+                 "- moved a.md → b.md", "- modified logo.png (binary)", '+  "debug": true',
+                 "[terminal t1 · exit 0] make test", "passed: café ✓"):  # fmt: skip
+        assert part in markdown, part
+
+
+def test_a_v2_chat_handed_over_tells_the_next_agent_its_changed_files_as_shown(
+    editor: Editor,
+) -> None:
+    """The conversation a hand-over carries named a v2 move by its new path only
+    ("- move b.md"): the next agent could not know where b.md came from."""
+    wire = editor.tmp / "calls.jsonl"
+    scenario = [sys.executable, str(FAKE), "rewind+plain+embed"]
+    editor.setup(agents={"next": {"cmd": scenario, "env": {"FAKE_CALLS": str(wire)}}},
+                 protocol_version=2)  # fmt: skip
+    editor.open_chat()
+    send(editor, "diff", 1)
+    editor.nvim.command("AcpHandoff next")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    [prompt] = [params for method, params in map(json.loads, wire.read_text().splitlines())
+                if method == "session/prompt"]  # fmt: skip
+    carried = prompt["prompt"][1]["resource"]["text"]
+    assert "- moved a.md → b.md\n- modified logo.png (binary)" in carried
+
+
+def test_a_v2_chats_plans_keep_their_numbers_handed_over_and_exported(editor: Editor) -> None:
+    """A v2 agent's two plans of a turn were "Plan" and "Plan 2" in the chat, but
+    "Plan" twice in the chat it was handed over to, and "**Plan**" twice exported."""
+    editor.setup(agents=agents(editor), protocol_version=2)
+    editor.open_chat()
+    send(editor, "plan", 1)
+    assert "### Plan\n" in editor.transcript_text() and "### Plan 2\n" in editor.transcript_text()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=2)
+    text = editor.transcript_text()
+    assert text.count("### Plan\n") == 1 and text.count("### Plan 2\n") == 1
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    assert markdown.count("**Plan**\n") == 1 and markdown.count("**Plan 2**\n") == 1
+
+
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     """Handed over, or reopened and continued in a new session, a chat keeps the
     title it had: not the new session's, which the demo agent names after its first

@@ -351,6 +351,7 @@ def render_ops(
     edit key on it puts it back in the input)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
+    plans = 0  # numbered as the chat numbered them: in their order
     for block in blocks:
         op: RenderOp | None
         if block.kind in ("user", "agent", "thought"):
@@ -361,7 +362,8 @@ def render_ops(
             op = view.ToolCallDrawing(workspace.cwd).op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
-            op = view.plan_op(block.key.removeprefix(_PLAN), entries)
+            plans += 1
+            op = view.plan_op(block.key.removeprefix(_PLAN), entries, plans)
         else:
             lines = block.text.split("\n")
             review = _data(block).get("review") if block.kind == "turn" else None
@@ -395,6 +397,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         lines.append(f"- Worktree: {kept.worktree.path} (branch {kept.worktree.branch})")
     lines += [f"- Started: {date(chat.created_at)}", f"- Last change: {date(chat.updated_at)}"]
     terminals: dict[str, TerminalView] = {}
+    plans = 0
     for block in blocks:
         lines.append("")
         if block.kind in ("user", "agent"):
@@ -412,7 +415,8 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         elif block.kind == "tool":
             lines += _tool_markdown(_tool_call(block, terminals), terminals, worked_in, diffs)
         elif block.kind == "plan":
-            lines += ["**Plan**", ""]
+            plans += 1
+            lines += [f"**{view.plan_name(plans)}**", ""]
             # A markdown plan's text as it is; a file's URI.
             lines += [c if s in (MARKDOWN_PLAN, FILE_PLAN)
                       else f"- [{'x' if s == 'completed' else ' '}] {c}"
@@ -438,7 +442,7 @@ def _tool_markdown(
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
-            lines += [f"- {c.operation} {shown_path(c.path, cwd)}" for c in part.changes]
+            lines += ["- " + " ".join(view.change_words(c, cwd)) for c in part.changes]
             if diffs and part.patch:
                 lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):

@@ -74,6 +74,7 @@ from acp_nvim.client.session.model import (
     ConfigOption,
     ContentPart,
     DiffPart,
+    FileOp,
     FilePreview,
     Message,
     PermissionOption,
@@ -411,6 +412,16 @@ _OPERATIONS = {
 }
 
 
+def change_words(change: FileOp, cwd: str) -> tuple[str, str]:
+    """What became of a changed file ("moved") and which it is ("a.md → b.md",
+    "logo.png (binary)"), as the transcript and an export name it."""
+    what = _OPERATIONS.get(change.operation, change.operation)
+    path = shown_path(change.path, cwd)
+    where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
+    kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
+    return what, where + kind
+
+
 def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     """One header per changed file (named as :func:`shown_path` names it), each
     followed by its section of the patch, which is the agent's text as sent.
@@ -421,11 +432,8 @@ def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     sections = _patch_sections(part.patch) if part.patch_format == "git_patch" else {}
     lines: list[str] = []
     for change in part.changes:
-        what = _OPERATIONS.get(change.operation, change.operation)
-        path = shown_path(change.path, cwd)
-        where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
-        kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
-        lines.append(f"**{what}** {where}{kind}")
+        what, where = change_words(change, cwd)
+        lines.append(f"**{what}** {where}")
         section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
         if section:
             lines += fenced(section, "diff")
@@ -526,6 +534,11 @@ def notice_line(severity: str, title: str, description: str | None) -> str:
     return f"*{text}*"
 
 
+def plan_name(number: int) -> str:
+    """A session's ``number``-th plan as its heading names it: numbered from the second."""
+    return "Plan" if number == 1 else f"Plan {number}"
+
+
 @overload
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp: ...
 @overload
@@ -536,7 +549,7 @@ def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> B
     (a location: ``<CR>`` opens it). None: the plan went, its block with it."""
     if entries is None:
         return drop_op([plan_block(plan_id)])
-    lines = ["### Plan" if number == 1 else f"### Plan {number}"]
+    lines = [f"### {plan_name(number)}"]
     locations: list[BlockLocation] = []
     for entry in entries:
         if entry.status == MARKDOWN_PLAN:
