@@ -557,6 +557,29 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
     anyio.run(run)
 
 
+def test_an_exported_turn_end_says_the_agents_own_count_of_the_turn(tmp_path: Path) -> None:
+    """The turn's end line showed the agent's own count of what its model read and
+    wrote (``35.0k in · 900 out``); the history kept only the usage report, so the
+    stored chat's export, rebuilt from it, left the count out."""
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, editor, group)
+            await chat.start_turn("count it")
+            chat.on_usage(1234, 200_000, None)
+            chat.on_turn_tokens({"input": 35_000, "output": 900, "total": 35_900})
+            chat.end_turn("end_turn")
+            await history.close()
+            group.cancel_scope.cancel()
+        store = store_at(tmp_path)
+        [hit] = store.search("count")
+        text = markdown(hit.chat, store.blocks(hit.chat.id))
+        assert "*Turn ended: end_turn · context 1234/200000 tokens · 35.0k in · 900 out*" in text
+
+    anyio.run(run)
+
+
 def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
     """An agent's edit of a README with code blocks: the diff's context line
     `` ```sh`` (a space, then the file's fence) closed the export's fence, and the
