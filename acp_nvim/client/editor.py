@@ -203,7 +203,7 @@ class StatusFields(TypedDict, total=False):
     session_id: str
     protocol_version: int
     stop_reason: str
-    error: str
+    error: str | None  # why the chat stopped (state error); cleared when ready again
     turn_state: str
     queued: int
     queue: list[str]  # the queued prompts' texts, oldest first

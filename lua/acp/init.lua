@@ -454,7 +454,7 @@ end
 ---@field state "starting"|"ready"|"running"|"error"|"closed"
 ---@field connected boolean an agent process runs for the chat: true once it takes the chat; false before (a reopened chat: until its first prompt) and after it exits
 ---@field stop_reason? string of the last turn
----@field error? string the last error message
+---@field error? string why the chat stopped (state error); nil once it is ready again
 ---@field unknown_update? string the kind of the last update this client could not show
 ---@field mode? string
 ---@field model? string

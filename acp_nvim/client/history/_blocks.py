@@ -473,6 +473,9 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
     cost = usage.get("cost")
     if isinstance(cost, dict) and "amount" in cost:
         line += f" · cost {view.money(cost['amount'])} {cost.get('currency', '')}".rstrip()
+    counted = data.get("turn_tokens") or {}
+    if isinstance(counted.get("input"), int) and isinstance(counted.get("output"), int):
+        line += f" · {view.counted_text(counted['input'], counted['output'])}"
     line += "*"
     if not data.get("review"):
         return line

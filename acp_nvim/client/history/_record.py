@@ -195,11 +195,13 @@ class ChatRecord:
                 self._between[key] = None
         kind = op["kind"] if op["op"] == "block" else None
         if op["op"] == "block" and kind in NOTICES and "start" not in op:
-            data = None
+            data: dict[str, Any] | None = None
             if kind == "turn":
                 session = self.chat.session
                 usage = self.chat.usage.summed(session.usage)
                 data = {"stop_reason": session.stop_reason, "usage": usage}
+                if self.chat.usage.turn_tokens is not None:  # the agent's own: the export's
+                    data["turn_tokens"] = self.chat.usage.turn_tokens
                 self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
         if key not in self._between:

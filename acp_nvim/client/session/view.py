@@ -25,6 +25,7 @@ __all__ = [
     "close_fence",
     "compaction_op",
     "config_fields",
+    "counted_text",
     "cut_op",
     "drop_op",
     "edit_op",
@@ -636,8 +637,13 @@ def turn_end_text(stop_reason: str, spent: Spent | None, counted: TurnTokens | N
     ``end_turn · 1.2k tokens · $0.04 · 35.0k in · 900 out``."""
     figures = [stop_reason, spent_text(spent)] if used(spent) else [stop_reason]
     if counted is not None:
-        figures.append(f"{_tokens(counted['input'])} in · {_tokens(counted['output'])} out")
+        figures.append(counted_text(counted["input"], counted["output"]))
     return " · ".join(figures)
+
+
+def counted_text(read: int, wrote: int) -> str:
+    """The agent's own count of a turn, for its end line: ``35.0k in · 900 out``."""
+    return f"{_tokens(read)} in · {_tokens(wrote)} out"
 
 
 def spent_text(spent: Spent) -> str:
