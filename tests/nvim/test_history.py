@@ -519,6 +519,31 @@ def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
         holder.close()
 
 
+def test_a_chat_deleted_while_another_neovim_writes_is_deleted_once_it_is_done(
+    editor: Editor,
+) -> None:
+    """The delete was dropped with the write attempt the other Neovim's lock failed:
+    `written again` was said, and the chat stayed in the history."""
+    entry = a_kept_chat(editor)
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    holder = sqlite3.connect(store, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # longer than the busy timeout
+        editor.lua("require('acp').forget(...)", entry["id"])
+        editor.wait(
+            "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('retrying') end)",
+            timeout=30,
+        )
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('written again') end)",
+        timeout=30,
+    )
+    assert editor.lua(HISTORY, {}) == []
+
+
 def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
     """Each turn is written at its end: killing the Python side and Neovim then
     leaves a file the next Neovim reads whole (WAL, not yet checkpointed)."""

@@ -132,16 +132,21 @@ class Writer:
             self._unavailable(str(err))
             return
         pending: dict[Target, _Batch] = {}
+        # The calls (delete, rename) not yet made: a failed write leaves them for the
+        # retry, as it leaves its batch; one made leaves at once (a delete made twice
+        # would say the chat was not there).
+        calls: list[Callable[[Store], Any]] = []
         retry = gathered = 0
         closing = False
         while not closing:
             wait = _RETRY[min(retry, len(_RETRY) - 1)] if retry else None
-            calls, closing, taken = self._gather(pending, wait)
+            closing, taken = self._gather(pending, calls, wait)
             gathered += taken
             try:
                 self._write(store, pending)
-                for fn in calls:
-                    fn(store)
+                while calls:
+                    calls[0](store)
+                    del calls[0]
             except StoreError as err:
                 if err.unavailable:
                     store.close()
@@ -162,11 +167,11 @@ class Writer:
         store.close()
 
     def _gather(
-        self, pending: dict[Target, _Batch], wait: float | None
-    ) -> tuple[list[Any], bool, int]:
+        self, pending: dict[Target, _Batch], calls: list[Callable[[Store], Any]], wait: float | None
+    ) -> tuple[bool, int]:
         """Everything queued by now (waiting up to ``wait`` for the first) folded into
-        ``pending``; the calls to make, whether a close came, and the items taken. Its
-        own frame: what was written is not kept alive while the thread waits for more."""
+        ``pending`` and ``calls``; whether a close came, and the items taken. Its own
+        frame: what was written is not kept alive while the thread waits for more."""
         closing = False
         try:
             items = [self._queue.get(timeout=wait)]
@@ -177,7 +182,6 @@ class Writer:
                 items.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        calls = []
         for item in items:
             if item[0] == "write":
                 _, target, blocks, facts, stamp, done, gone = item
@@ -194,7 +198,7 @@ class Writer:
                 calls.append(item[1])
             else:
                 closing = True
-        return calls, closing, len(items)
+        return closing, len(items)
 
     def _write(self, store: Store, pending: dict[Target, _Batch]) -> None:
         """Write each chat's batch; one written leaves ``pending`` at once."""
