@@ -831,6 +831,49 @@ def test_forget_and_rename(editor: Editor) -> None:
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
 
 
+def said(editor: Editor, words: str) -> bool:
+    """Whether a notice held ``words``."""
+    return any(words in n["msg"] for n in editor.lua("return _G.acp_notices"))
+
+
+def test_a_chat_deleted_in_another_neovim_while_shown_here_says_it_goes_on_unkept(
+    editor: Editor,
+) -> None:
+    """Its turns stopped being kept without a word, and `status().history` went on
+    naming the deleted chat."""
+    entry = a_kept_chat(editor)
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').forget(...)", entry["id"])
+        other.wait("#require('acp').history() == 0")
+    finally:
+        other.quit()
+    send(editor, "hello again okapi", 2)
+    editor.wait(f"{entry['id']} and nil == require('acp').status().history", what="unkept")
+    gone = f"history: stored chat {entry['id']} was deleted in another Neovim; chat #1 goes on"
+    assert said(editor, gone), editor.lua("return _G.acp_notices")
+    assert editor.lua(HISTORY, {}) == []
+
+
+def test_a_stored_chat_given_a_deleted_chats_number_opens_as_itself(editor: Editor) -> None:
+    """SQLite gives a deleted chat's number to the next chat stored: opening that one
+    from the history went to the open chat the deleted one had been."""
+    deleted = a_kept_chat(editor)
+    editor.lua("require('acp').forget(...)", deleted["id"])
+    editor.wait("#require('acp').history() == 0")
+    editor.lua("require('acp').open({agent = 'plain'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello okapi", 2)
+    [stored] = kept(editor, "okapi")
+    assert stored["id"] == deleted["id"]  # the number again, as the test means
+    editor.lua("require('acp').close()")
+    editor.lua("require('acp').open({history = ...})", stored["id"])
+    editor.wait("require('acp').status().state == 'ready'")
+    assert editor.lua("return require('acp').status().chat") == 3
+    assert "hello okapi" in editor.transcript_text()
+
+
 def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) -> None:
     """`history({limit = 0})` listed 50 chats, and a search of only an emoji (or
     punctuation) every chat, each with an empty snippet."""

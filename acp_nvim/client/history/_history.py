@@ -94,6 +94,9 @@ class History:
             target.on_id = lambda history_id: self.editor.render(
                 chat_id, [view.status_op(history=history_id)]
             )
+            target.on_gone = lambda history_id: self._unkept(
+                chat_id, f"history: stored chat {history_id} was deleted in another Neovim;"
+            )
         chat.record = record
         self._records[chat.id] = record
         return record
@@ -367,10 +370,10 @@ class History:
     def forget(self, history_id: int) -> None:
         """Delete a stored chat; a chat open here stops being kept, and says so."""
         for record in self._records.values():
-            if record.target is not None and record.target.id == history_id:
-                record.target.forgotten = True
-                said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
-                self.editor.notify(said, "info")
+            target = record.target
+            if target is not None and target.id == history_id and not target.forgotten:
+                target.forgotten = True
+                self._unkept(record.chat.id, "history: deleted;")
 
         busy = self._worktrees_open()
 
@@ -385,6 +388,16 @@ class History:
             writer.call(forget)
         else:
             self._on_reader(forget)
+
+    def _unkept(self, chat_id: int, why: str) -> None:
+        """Open chat ``chat_id``'s stored chat was deleted (``why``): say that the chat
+        goes on unkept, and it no longer claims the stored chat's number, which the
+        next chat stored may take (SQLite gives the highest id again): opening that
+        one from the history went to this chat."""
+        from acp_nvim.client.session import view
+
+        self.editor.notify(f"{why} chat #{chat_id} goes on, no longer kept", "info")
+        self.editor.render(chat_id, [view.status_op(history=None)])
 
     def rename(self, history_id: int, name: str | None) -> None:
         """Name stored chat ``history_id`` (empty: it goes by its title); a chat open
