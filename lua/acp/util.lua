@@ -168,10 +168,10 @@ function M.write_lines(path, lines)
     return nil
   end
   vim.uv.fs_unlink(temporary)
-  if not ok then
-    return (tostring(failed):match("E%d+: ([^\n]*)$") or tostring(failed))
-  end
-  return err or "write error"
+  local why = not ok and (tostring(failed):match("E%d+: ([^\n]*)$") or tostring(failed)) or err or "write error"
+  -- Vim and libuv name the file they failed on: the temporary, which the user never saw.
+  local named = vim.pesc(temporary)
+  return (why:gsub(": " .. named .. ".*$", ""):gsub(" " .. named, ""))
 end
 
 local later_writes = 0

@@ -820,6 +820,22 @@ def test_an_export_to_a_directory_says_it_is_one(editor: Editor) -> None:
     assert list(docs.iterdir()) == []
 
 
+def test_an_export_into_a_directory_not_there_says_so_of_the_path_given(editor: Editor) -> None:
+    """`require('acp').export('notes/chat.md')` said "cannot write .../notes/chat.md:
+    Can't open file .../notes/.chat.md.7838.acp~ for writing: ...", naming a file
+    the user never asked for."""
+    a_kept_chat(editor)
+    path = editor.tmp / "project" / "notes" / "chat.md"
+    with pytest.raises(Exception, match="cannot write") as failed:
+        editor.lua("return require('acp').export(...)", "notes/chat.md")
+    assert "acp~" not in str(failed.value) and str(path) in str(failed.value)
+    editor.nvim.command("AcpExport notes/chat.md")
+    editor.wait("_G.acp_notices[1] ~= nil")
+    [told] = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert told.startswith(f"acp: cannot write {path}: ") and "acp~" not in told
+    assert not path.parent.exists()
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])
