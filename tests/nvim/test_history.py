@@ -254,6 +254,41 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
 
 
+def test_a_hand_over_to_an_agent_that_cannot_start_is_no_second_copy(editor: Editor) -> None:
+    """`:AcpHandoff` to an agent not installed kept the conversation again, under
+    that agent, though it never answered: closed, it stayed in the history; and
+    once the agent is there, the chat goes on and is kept."""
+    setup = agents(editor)
+    missing = editor.tmp / "not-installed"
+    setup["later"] = {"cmd": [str(missing), *editor.fake_agent("blocks")["cmd"]]}
+    editor.setup(agents=setup, default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpHandoff later")
+    editor.wait("require('acp').status().state == 'error'")
+    assert "not found" in editor.lua("return require('acp').status().error")
+    editor.lua("require('acp').open({agent = 'kept', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "then okapi", 2)
+    kept(editor, "okapi")  # written after the hand-over would have been
+    assert [f["agent"] for f in editor.lua(HISTORY, {"query": "zebra"})] == ["kept"]
+    # Installed now: the hand-over, switched to (:AcpChats), goes on and is kept.
+    missing.write_text('#!/bin/sh\nexec "$@"\n')
+    missing.chmod(0o755)
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice)
+          choice(opts.prompt == 'Chats' and items[2] or 'switch')
+        end
+        vim.cmd('AcpChats')
+        """
+    )
+    assert editor.lua("return require('acp').status().agent") == "later"
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=3)
+    assert {f["agent"] for f in kept(editor, "zebra", 2)} == {"kept", "later"}
+
+
 @pytest.mark.parametrize("reopened", [False, True], ids=["live", "reopened"])
 def test_a_hand_over_handed_over_again_says_once_where_it_came_from(
     editor: Editor, reopened: bool
