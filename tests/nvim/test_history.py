@@ -356,6 +356,26 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
 
 
+def test_the_agents_thinking_is_exported_under_its_heading_not_in_the_prompt(
+    editor: Editor,
+) -> None:
+    """The export (and the conversation a hand-over carries, made the same way) put
+    the demo's thought, as a quote, straight under `## You` and the prompt: it read
+    as the user's words, where the transcript heads it `### Thinking`."""
+    editor.setup(agents={"demo": {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}})
+    editor.open_chat()
+    send(editor, "hello", 1)
+    shown = editor.transcript()
+    thought = shown[shown.index("### Thinking") + 1]
+    assert thought.startswith("> ")
+    buf = editor.lua("return require('acp').export()")
+    exported = editor.nvim.buffers[buf][:]
+    at = exported.index(thought)
+    assert exported[exported.index("## You") : at + 1] == [
+        "## You", "", "hello", "", "### Thinking", "", thought
+    ]
+
+
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
     """Handed over, or reopened and continued in a new session, a chat keeps the
     title it had: not the new session's, which the demo agent names after its first
