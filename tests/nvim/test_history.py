@@ -965,6 +965,18 @@ def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) 
     assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said]
 
 
+def test_the_chats_of_a_directory_are_found_however_it_is_written(editor: Editor) -> None:
+    """`history({cwd = ...})` matched the stored directory as a string: with a
+    trailing slash, `.`, or through a symlink to it, it listed nothing."""
+    a_kept_chat(editor)
+    link = editor.tmp / "link"
+    link.symlink_to(editor.tmp / "project")
+    for cwd in ["vim.fn.getcwd()", "vim.fn.getcwd() .. '/'", "'.'", f"'{link}'", f"'{link}/'"]:
+        found = editor.lua(f"return require('acp').history({{cwd = {cwd}}})")
+        assert [f["cwd"] for f in found] == [str(editor.tmp / "project")], cwd
+    assert editor.lua(HISTORY, {"cwd": str(editor.tmp)}) == []  # not its parent's
+
+
 def test_history_off_keeps_nothing(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept", history={"enabled": False})
     editor.open_chat()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["Reader"]
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -92,12 +93,15 @@ class Reader:
         cwd: str | None = None,
         limit: int = 50,
     ) -> list[dict[str, Any]]:
-        """``require("acp").history()``: stored chats newest first, as plain tables.
+        """``require("acp").history()``: stored chats newest first, as plain tables;
+        ``cwd`` (absolute) the directory as given or through its symlinks, as a chat
+        stores it (opened there, or in Neovim's resolved directory).
 
         Raises:
             StoreError: the file cannot be read.
         """
-        hits = self.store().search(query, agent=agent, cwd=cwd, limit=limit)
+        cwds = () if cwd is None else {cwd, os.path.realpath(cwd)}
+        hits = self.store().search(query, agent=agent, cwd=cwds, limit=limit)
         return [
             {
                 "id": hit.chat.id,
