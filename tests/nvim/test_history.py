@@ -977,6 +977,41 @@ def test_the_chats_of_a_directory_are_found_however_it_is_written(editor: Editor
     assert editor.lua(HISTORY, {"cwd": str(editor.tmp)}) == []  # not its parent's
 
 
+def test_an_old_chat_is_forgotten_before_it_is_listed_never_under_its_reopening(
+    editor: Editor,
+) -> None:
+    """With `history.max_age_days`, the picker listed a chat past that age; reopened,
+    it was deleted as the reopening started the history's writer, which forgets old
+    chats first: the chat went on unkept, and said another Neovim had deleted it."""
+    old = a_kept_chat(editor)
+    editor.lua("require('acp').close()")
+    editor.lua("require('acp').open({agent = 'plain'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "then okapi", 2)
+    [recent] = kept(editor, "okapi")
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86400, old["id"]))
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept", history={"max_age_days": 30})
+        # Reopened (by its number, as a picker opened before would): refused.
+        other.lua("require('acp').open({history = ...})", old["id"])
+        other.wait("#_G.acp_notices > 0")
+        said_first = other.lua("return _G.acp_notices")[0]["msg"]
+        assert said_first == f"acp: history: no chat {old['id']}"
+        assert [f["id"] for f in other.lua(HISTORY, {})] == [recent["id"]]
+        # A chat of the age asked for is reopened and kept as ever.
+        other.lua("require('acp').open({history = ...})", recent["id"])
+        other.wait("require('acp').status().history ~= nil")
+        send(other, "more giraffe", 1)
+        assert [f["id"] for f in kept(other, "giraffe")] == [recent["id"]]
+        assert not said(other, "deleted")
+    finally:
+        other.quit()
+
+
 def test_history_off_keeps_nothing(editor: Editor) -> None:
     editor.setup(agents=agents(editor), default_agent="kept", history={"enabled": False})
     editor.open_chat()

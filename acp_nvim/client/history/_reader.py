@@ -26,11 +26,18 @@ _READ_BUSY_MS = 250
 class Reader:
     """The history file as the calling thread reads it (``path``: where it is now,
     None before setup(); ``written``: returns once the writer has written what it was
-    handed by now)."""
+    handed by now; ``first``: run on the connection before a read, the history's
+    expiry)."""
 
-    def __init__(self, path: Callable[[], str | None], written: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        path: Callable[[], str | None],
+        written: Callable[[], object],
+        first: Callable[[Store], object],
+    ) -> None:
         self._path = path
         self._written = written
+        self._first = first
         self._stores = threading.local()
 
     def __repr__(self) -> str:
@@ -52,6 +59,7 @@ class Reader:
             if store is not None:
                 store.close()
             store = self._stores.store = Store(path, busy_ms=_READ_BUSY_MS)
+        self._first(store)
         return store
 
     def read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:

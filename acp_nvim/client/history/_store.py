@@ -329,9 +329,13 @@ class Store:
         empty when there is no such chat."""
         return self._forget_where("id = ?", (chat_id,))
 
-    def forget_older(self, days: float) -> list[str | None]:
-        """Delete the chats not updated for ``days``; returns their ``worktree`` columns."""
-        return self._forget_where("updated_at < ?", (time.time() - days * 86400,))
+    def forget_older(self, days: float, spared: Collection[int] = ()) -> list[str | None]:
+        """Delete the chats not updated for ``days`` but those ``spared``; returns
+        their ``worktree`` columns."""
+        marks = ", ".join("?" * len(spared))
+        return self._forget_where(
+            f"updated_at < ? AND id NOT IN ({marks})", (time.time() - days * 86400, *spared)
+        )
 
     def _forget_where(self, where: str, params: Sequence[Any]) -> list[str | None]:
         with self._transaction() as db:
