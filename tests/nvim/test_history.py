@@ -891,6 +891,21 @@ def test_an_export_into_a_directory_not_there_says_so_of_the_path_given(editor: 
     assert not path.parent.exists()
 
 
+def test_an_export_over_a_symlink_writes_its_target(editor: Editor) -> None:
+    """`:AcpExport! notes.md`, notes.md a symlink to a file kept elsewhere, put a
+    file in place of the link (the new file renamed over it), leaving its target as
+    it was; `:write!` writes through a symlink."""
+    a_kept_chat(editor)
+    elsewhere = editor.tmp / "elsewhere.md"
+    elsewhere.write_text("old\n")
+    link = editor.tmp / "project" / "notes.md"
+    link.symlink_to(elsewhere)
+    editor.lua("return require('acp').export(...)", "notes.md", {"force": True})
+    editor.nvim.command("AcpExport! notes.md")
+    editor.wait("#_G.acp_notices >= 2")
+    assert link.is_symlink() and elsewhere.read_text().startswith("# hello zebra\n")
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])
