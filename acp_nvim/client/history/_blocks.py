@@ -385,7 +385,7 @@ def block_id(prefix: str, block: StoredBlock) -> str:
 
 def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True) -> str:
     """The chat as Markdown: a header (agent, directory, dates), then every prompt
-    and reply, thoughts as quotes, tool calls (their diffs in fenced blocks with
+    and reply, thoughts as quotes under their heading, tool calls (their diffs in fenced blocks with
     ``diffs``), plans, and each turn's end with its usage."""
     title = chat.name or chat.title or f"Chat {chat.id}"
     lines = [f"# {title}", "", f"- Agent: {chat.agent}", f"- Directory: {chat.cwd}"]
@@ -404,13 +404,14 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
             text = _words(block, attachments)
-            lines += ["## You" if block.kind == "user" else "## Agent", ""]
+            lines += [view.HEADERS[block.kind], ""]
             lines += view.close_fence(text.split("\n"))  # the next block is no code
             lines += [""] if attachments else []
             for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
                 lines.append(f"- attached: {attachment['label']} ({attachment['uri']}{size})")
-        elif block.kind == "thought":
+        elif block.kind == "thought":  # headed as in the transcript: no words of the prompt
+            lines += [view.HEADERS["thought"], ""]
             lines += ["> " + line if line else ">" for line in block.text.split("\n")]
         elif block.kind == "tool":
             lines += _tool_markdown(_tool_call(block, terminals), terminals, worked_in, diffs)

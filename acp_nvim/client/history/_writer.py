@@ -48,8 +48,10 @@ class Target:
         self.id: int | None = None
         self.forgotten = False
         self.top = -1
-        # Told the chat's id once it has one (from the writer thread).
+        # Told the chat's id once it has one, and told when a write finds the stored
+        # chat deleted meanwhile (another Neovim deleted it); from the writer thread.
         self.on_id: Callable[[int], None] | None = None
+        self.on_gone: Callable[[int], None] | None = None
 
 
 class _Batch(msgspec.Struct):
@@ -216,6 +218,8 @@ class Writer:
                 written = self._branch_off(store, target, batch, blocks)
             if written == "forgotten":
                 target.forgotten = True
+                if target.on_gone is not None:
+                    target.on_gone(target.id)
             elif blocks:
                 target.top = max(target.top, blocks[-1].seq)
             del pending[target]

@@ -17,6 +17,7 @@ __all__ = [
     "ALL_PARTS",
     "CONTENT",
     "HEAD",
+    "HEADERS",
     "LOCATIONS",
     "MARK",
     "ToolCallDrawing",
@@ -93,7 +94,8 @@ from acp_nvim.review import PatchError, format_unified, parse_unified
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-_HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
+# Each message's heading, in the transcript and its export.
+HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -164,7 +166,7 @@ def message_op(message: Message, turn: int | None = None, shown: str | None = No
         "op": "block",
         "id": message_block(message.id),
         "kind": message.role,
-        "lines": [_HEADERS[message.role], *body],
+        "lines": [HEADERS[message.role], *body],
         "prefix": prefix,
     }
     if turn is not None:
