@@ -258,7 +258,8 @@ class HistoryOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     path: str | None = None
     """the history file (default: stdpath("state")/acp/history.sqlite3)"""
     max_age_days: Annotated[float, Meta(gt=0)] | None = None
-    """forget chats not changed for this many days, as |acp.forget()| does (nil: keep them)"""
+    """forget chats not changed for this many days, as |acp.forget()| does, at the
+    file's first read or write (nil: keep them)"""
 
     def __post_init__(self) -> None:
         if self.path is not None:

@@ -203,7 +203,7 @@ class StatusFields(TypedDict, total=False):
     session_id: str
     protocol_version: int
     stop_reason: str
-    error: str
+    error: str | None  # why the chat stopped (state error); cleared when ready again
     turn_state: str
     queued: int
     queue: list[str]  # the queued prompts' texts, oldest first
@@ -222,7 +222,8 @@ class StatusFields(TypedDict, total=False):
     # at its first prompt or :AcpRestart), cleared as it exits or lets the chat go.
     connected: bool
     unknown_update: str  # the last update the client could not show
-    history: int  # the chat's id in the chat history (``status().history``)
+    # The chat's id in the chat history (``status().history``); None once deleted from it.
+    history: int | None
     turns: list[str]  # the shown branch's prompts, a first line each (session.branches)
     # {id, current, turns, leaves_at, prompt, last_prompt, session_id} (Branches.listed)
     branches: list[dict[str, Any]]

@@ -145,7 +145,7 @@ local M = {}
 ---@class (exact) acp.HistoryOptions
 ---@field enabled? boolean keep chats (see |acp-chat-history|); false keeps none
 ---@field path? string the history file (default: stdpath("state")/acp/history.sqlite3)
----@field max_age_days? number forget chats not changed for this many days, as |acp.forget()| does (nil: keep them)
+---@field max_age_days? number forget chats not changed for this many days, as |acp.forget()| does, at the file's first read or write (nil: keep them)
 
 --- Every option of the plugin. Lua-only options (window layout) are checked here too.
 ---@class (exact) acp.Options

@@ -454,7 +454,7 @@ end
 ---@field state "starting"|"ready"|"running"|"error"|"closed"
 ---@field connected boolean an agent process runs for the chat: true once it takes the chat; false before (a reopened chat: until its first prompt) and after it exits
 ---@field stop_reason? string of the last turn
----@field error? string the last error message
+---@field error? string why the chat stopped (state error); nil once it is ready again
 ---@field unknown_update? string the kind of the last update this client could not show
 ---@field mode? string
 ---@field model? string
@@ -463,7 +463,7 @@ end
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}; past 10,000 choices in all, a select has current_name instead of choices
 ---@field title? string the session's title, as the agent names it
----@field history? integer the chat's id in the history (|acp-chat-history|)
+---@field history? integer the chat's id in the history (|acp-chat-history|); none once deleted from it
 ---@field cwd string the directory the agent works in (a worktree chat's: in its worktree)
 ---@field roots string[] the chat's more workspace roots (|acp-workspaces|)
 ---@field worktree? string a worktree chat's worktree (its path, as |acp.chats()| gives it)

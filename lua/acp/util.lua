@@ -153,11 +153,13 @@ end
 
 --- Write `lines` to the file `path` all or nothing (decision 0037): to a new file
 --- beside it, synced, then renamed over it; on failure (a full disk) `path` is as
---- it was. Returns nil, or why nothing was written.
+--- it was. A symlink is written through to its target, as :write does. Returns
+--- nil, or why nothing was written.
 ---@param path string
 ---@param lines string[]
 ---@return string?
 function M.write_lines(path, lines)
+  path = vim.uv.fs_realpath(path) or path -- renamed over, a link would become a file
   local temporary = ("%s/.%s.%d.acp~"):format(vim.fs.dirname(path), vim.fs.basename(path), vim.uv.os_getpid())
   local ok, failed = pcall(vim.fn.writefile, lines, temporary, "s")
   local renamed, err = false, nil
@@ -168,10 +170,10 @@ function M.write_lines(path, lines)
     return nil
   end
   vim.uv.fs_unlink(temporary)
-  if not ok then
-    return (tostring(failed):match("E%d+: ([^\n]*)$") or tostring(failed))
-  end
-  return err or "write error"
+  local why = not ok and (tostring(failed):match("E%d+: ([^\n]*)$") or tostring(failed)) or err or "write error"
+  -- Vim and libuv name the file they failed on: the temporary, which the user never saw.
+  local named = vim.pesc(temporary)
+  return (why:gsub(": " .. named .. ".*$", ""):gsub(" " .. named, ""))
 end
 
 local later_writes = 0
@@ -184,6 +186,7 @@ local later_writes = 0
 ---@param data string
 ---@param done fun(err: string?)
 function M.write_later(path, data, done)
+  path = vim.uv.fs_realpath(path) or path -- as M.write_lines
   later_writes = later_writes + 1
   local temporary = ("%s/.%s.%d.%d.acp~"):format(vim.fs.dirname(path), vim.fs.basename(path), vim.uv.os_getpid(), later_writes)
   local uv = vim.uv

@@ -9,8 +9,12 @@ asks which scenario runs.
 
 from __future__ import annotations
 
-__all__ = ["SESSION", "Agent", "Params", "Prompt", "Scenario", "config_options", "echo", "mode_option"]
+__all__ = [
+    "SESSION", "Agent", "Params", "Prompt", "Scenario", "config_options", "echo", "mode_option",
+    "v2_diff",
+]  # fmt: skip
 
+import difflib
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -284,6 +288,16 @@ def v2_login(method: Params) -> Params:
     if isinstance(method.get("env"), dict):
         v2["env"] = [{"name": name, "value": value} for name, value in method["env"].items()]
     return v2
+
+
+def v2_diff(path: str, old: str | None, new: str) -> Params:
+    """A v2 diff of ``path`` from ``old`` (None: a new file) to ``new``: the change
+    and its git patch."""
+    patch = difflib.unified_diff((old or "").splitlines(True), new.splitlines(True),
+                                 "/dev/null" if old is None else path, path)  # fmt: skip
+    operation = "add" if old is None else "modify"
+    return {"type": "diff", "changes": [{"operation": operation, "path": path}],
+            "patch": {"format": "git_patch", "text": f"diff --git {path} {path}\n" + "".join(patch)}}  # fmt: skip
 
 
 def session_page(cursor: str | None) -> Params:

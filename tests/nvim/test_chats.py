@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.nvim.conftest import Editor
 
 # vim.ui.select and vim.ui.input answer from _G.answers, in order (an index, or the
@@ -293,12 +295,14 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     assert [c["id"] for c in editor.lua("return require('acp').chats()")] == [first]
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_hidden_chats_permission_counts_in_the_picker_and_notifies_its_name(
-    editor: Editor,
+    editor: Editor, version: int
 ) -> None:
     editor.setup(
         agents={"asker": editor.fake_agent("permission"), "two": editor.fake_agent("echo")},
         default_agent="asker",
+        protocol_version=version,
     )
     first = editor.open_chat()["chat"]
     editor.lua(STUB_UI, 1, 3, "mine")

@@ -186,9 +186,10 @@ def test_an_image_the_agent_cannot_take_is_not_sent_and_said(editor: Editor, ver
     assert "*Attached: notes.md*" in text and "*Attached: shot.png" not in text
 
 
-def test_slash_commands_and_context_complete_in_the_input(editor: Editor) -> None:
+@VERSIONS
+def test_slash_commands_and_context_complete_in_the_input(editor: Editor, version: int) -> None:
     (editor.tmp / "project" / "notes.md").write_text("n\n")
-    editor.setup()
+    editor.setup(protocol_version=version)
     status = editor.open_chat()
     editor.wait("#(require('acp').status().commands or {}) > 0")
     words = editor.lua(

@@ -36,6 +36,22 @@ def test_a_turn_fires_its_start_tool_calls_and_recorded_changes(
     assert names.index("AcpChangesRecorded") < names.index("AcpTurnEnd")
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_file_the_agent_wrote_itself_fires_changes_recorded(editor: Editor, version: int) -> None:
+    """What a v2 agent writes (on disk: v2 has no editor writes) is recorded too."""
+    from tests.nvim.test_rewind import start
+
+    path = editor.tmp / "project" / "a.txt"
+    path.write_text("zero\n")
+    start(editor, "rewind", version)
+    chat = editor.lua("return require('acp').status().chat")
+    editor.lua("require('acp').send('write a.txt one')")
+    editor.wait_event("AcpTurnEnd")
+    assert editor.events("AcpChangesRecorded") == [{"chat": chat, "files": [str(path)]}]
+    names = [e["name"] for e in editor.lua("return _G.acp_events")]
+    assert names.index("AcpChangesRecorded") < names.index("AcpTurnEnd")
+
+
 def test_a_v2_tool_call_fires_on_create_and_each_status_not_on_content(editor: Editor) -> None:
     editor.setup(protocol_version=2)
     chat = editor.open_chat()["chat"]
@@ -49,11 +65,14 @@ def test_a_v2_tool_call_fires_on_create_and_each_status_not_on_content(editor: E
     ]
 
 
-def test_a_prompt_sent_during_a_turn_is_queued_then_counted_out(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_prompt_sent_during_a_turn_is_queued_then_counted_out(
+    editor: Editor, version: int
+) -> None:
     """The turn runs until its permission prompt is answered: the second prompt is
     sent during it. (Two sends at once raced the demo's quick first turn: on a busy
     machine it could end before the second send came, which then went at once.)"""
-    editor.setup()
+    editor.setup(protocol_version=version)
     chat = editor.open_chat()["chat"]
     editor.lua("require('acp').send('permission')")
     editor.wait_event("AcpPermissionRequest")
@@ -65,8 +84,9 @@ def test_a_prompt_sent_during_a_turn_is_queued_then_counted_out(editor: Editor) 
     assert editor.events("AcpQueued") == [{"chat": chat, "count": 1}, {"chat": chat, "count": 0}]
 
 
-def test_a_hidden_chat_says_its_turn_ended_by_name(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_hidden_chat_says_its_turn_ended_by_name(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     editor.open_chat()
     editor.lua("require('acp').send('hello')")
     editor.wait_event("AcpTurnEnd")

@@ -135,11 +135,13 @@ def test_session_new_never_answered_times_out(editor: Editor) -> None:
     assert wait_gone(fake_pids(editor, "silent_new")) == []
 
 
-def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor, version: int) -> None:
     editor.setup(
         agents={"deaf": editor.fake_agent("ignore_cancel")},
         default_agent="deaf",
         timeouts={"cancel": 0.5},
+        protocol_version=version,
     )
     editor.open_chat()
     editor.lua("require('acp').send('go')")
@@ -233,8 +235,11 @@ def send_input(editor: Editor, status: dict[str, Any]) -> None:
     )
 
 
-def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor) -> None:
-    editor.setup(agents={"hold": editor.fake_agent("hold")}, default_agent="hold")
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor, version: int) -> None:
+    editor.setup(
+        agents={"hold": editor.fake_agent("hold")}, default_agent="hold", protocol_version=version
+    )
     status = editor.open_chat()
     editor.lua("require('acp').send('hold')")
     editor.wait("require('acp').status().state == 'running'")
@@ -695,9 +700,10 @@ def test_an_agent_that_closes_its_output_but_lives_on_is_stopped(editor: Editor)
     assert "one chunk" in editor.transcript_text()
 
 
-def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_turn_the_agent_refuses_leaves_the_chat_usable(editor: Editor, version: int) -> None:
     # The demo agent answers "fail" with a JSON-RPC error, as rate limits do.
-    editor.setup()
+    editor.setup(protocol_version=version)
     editor.open_chat()
     editor.lua("require('acp').send('fail')")
     error = editor.wait_event("AcpError")
@@ -757,13 +763,14 @@ def test_an_agent_that_died_restarts_on_the_next_send(editor: Editor) -> None:
     assert "<conversation>\n## You\n\ngo\n\n## Agent\n\nabout to crash" in text
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_the_demo_agent_crashed_and_restarted_keeps_the_earlier_turn_as_it_was(
-    editor: Editor,
+    editor: Editor, version: int
 ) -> None:
     """The demo agent started again hands out its session's id and message ids
     again ("demo-1", "demo-1-m0"): the new session's prompt and reply are turns of
     their own, not written over the crashed turn's prompt and onto its reply."""
-    editor.setup()
+    editor.setup(protocol_version=version)
     editor.open_chat()
     editor.lua("require('acp').send('crash')")
     editor.wait_event("AcpError")
@@ -774,7 +781,8 @@ def test_the_demo_agent_crashed_and_restarted_keeps_the_earlier_turn_as_it_was(
     assert text.startswith(before)
     after = text[len(before) :]
     assert "## You\nhello\n" in after and "You said: *hello*" in after
-    assert "as asked…\n" in before and "as asked…You said" not in text
+    crashed = "as asked…" if version == 1 else "Crashing now…"  # what each demo says
+    assert f"{crashed}\n" in before and f"{crashed}You said" not in text
 
 
 def demo_pids(editor: Editor) -> list[int]:
@@ -785,8 +793,9 @@ def demo_pids(editor: Editor) -> list[int]:
     ]
 
 
-def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor) -> None:
-    editor.setup()
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_restart_takes_the_other_chats_of_its_process_along(editor: Editor, version: int) -> None:
+    editor.setup(protocol_version=version)
     first = editor.open_chat()["chat"]
     editor.nvim.command("AcpChat!")  # a second session on the same process
     editor.wait_event("AcpSessionReady", count=2)

@@ -29,13 +29,14 @@ def run(editor: Editor, steps: list[dict[str, Any]], turn: int = 1) -> list[Any]
     ]
 
 
-def start(editor: Editor, open_path: Path | None = None) -> int | None:
-    """Optionally :edit a file in the main window, then open a chat on the fake agent."""
+def start(editor: Editor, open_path: Path | None = None, version: int = 1) -> int | None:
+    """Optionally :edit a file in the main window, then open a chat on the fake agent
+    (over ACP ``version``)."""
     buf = None
     if open_path is not None:
         editor.nvim.command(f"edit {open_path}")
         buf = editor.lua("return vim.api.nvim_get_current_buf()")
-    editor.setup(agents={"files": editor.fake_agent("files")})
+    editor.setup(agents={"files": editor.fake_agent("files")}, protocol_version=version)
     editor.open_chat("files")
     return buf
 

@@ -254,6 +254,41 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
 
 
+def test_a_hand_over_to_an_agent_that_cannot_start_is_no_second_copy(editor: Editor) -> None:
+    """`:AcpHandoff` to an agent not installed kept the conversation again, under
+    that agent, though it never answered: closed, it stayed in the history; and
+    once the agent is there, the chat goes on and is kept."""
+    setup = agents(editor)
+    missing = editor.tmp / "not-installed"
+    setup["later"] = {"cmd": [str(missing), *editor.fake_agent("blocks")["cmd"]]}
+    editor.setup(agents=setup, default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.nvim.command("AcpHandoff later")
+    editor.wait("require('acp').status().state == 'error'")
+    assert "not found" in editor.lua("return require('acp').status().error")
+    editor.lua("require('acp').open({agent = 'kept', new = true})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "then okapi", 2)
+    kept(editor, "okapi")  # written after the hand-over would have been
+    assert [f["agent"] for f in editor.lua(HISTORY, {"query": "zebra"})] == ["kept"]
+    # Installed now: the hand-over, switched to (:AcpChats), goes on and is kept.
+    missing.write_text('#!/bin/sh\nexec "$@"\n')
+    missing.chmod(0o755)
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice)
+          choice(opts.prompt == 'Chats' and items[2] or 'switch')
+        end
+        vim.cmd('AcpChats')
+        """
+    )
+    assert editor.lua("return require('acp').status().agent") == "later"
+    editor.nvim.command("AcpRestart")
+    editor.wait_event("AcpSessionReady", count=3)
+    assert {f["agent"] for f in kept(editor, "zebra", 2)} == {"kept", "later"}
+
+
 @pytest.mark.parametrize("reopened", [False, True], ids=["live", "reopened"])
 def test_a_hand_over_handed_over_again_says_once_where_it_came_from(
     editor: Editor, reopened: bool
@@ -319,6 +354,80 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     text = editor.transcript_text()
     assert "Type `help`" in text.split("Handed over", 1)[0]
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
+
+
+def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor: Editor) -> None:
+    """A v2 tool call's changes, exported: a moved file lost where it came from
+    ("- move b.md"), a binary one its kind, and each its transcript's word."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    send(editor, "diff terminal", 1)
+    text = editor.transcript_text()
+    assert "**moved** a.md → b.md" in text and "**modified** logo.png (binary)" in text
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    for part in ("- modified src/config.json", "- added NEWS.md", "- deleted old.txt",
+                 "- moved a.md → b.md", "- modified logo.png (binary)", '+  "debug": true',
+                 "[terminal t1 · exit 0] make test", "passed: café ✓"):  # fmt: skip
+        assert part in markdown, part
+
+
+def test_a_v2_chat_handed_over_tells_the_next_agent_its_changed_files_as_shown(
+    editor: Editor,
+) -> None:
+    """The conversation a hand-over carries named a v2 move by its new path only
+    ("- move b.md"): the next agent could not know where b.md came from."""
+    wire = editor.tmp / "calls.jsonl"
+    scenario = [sys.executable, str(FAKE), "rewind+plain+embed"]
+    editor.setup(agents={"next": {"cmd": scenario, "env": {"FAKE_CALLS": str(wire)}}},
+                 protocol_version=2)  # fmt: skip
+    editor.open_chat()
+    send(editor, "diff", 1)
+    editor.nvim.command("AcpHandoff next")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    [prompt] = [params for method, params in map(json.loads, wire.read_text().splitlines())
+                if method == "session/prompt"]  # fmt: skip
+    carried = prompt["prompt"][1]["resource"]["text"]
+    assert "- moved a.md → b.md\n- modified logo.png (binary)" in carried
+
+
+def test_a_v2_chats_plans_keep_their_numbers_handed_over_and_exported(editor: Editor) -> None:
+    """A v2 agent's two plans of a turn were "Plan" and "Plan 2" in the chat, but
+    "Plan" twice in the chat it was handed over to, and "**Plan**" twice exported."""
+    editor.setup(agents=agents(editor), protocol_version=2)
+    editor.open_chat()
+    send(editor, "plan", 1)
+    assert "### Plan\n" in editor.transcript_text() and "### Plan 2\n" in editor.transcript_text()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=2)
+    text = editor.transcript_text()
+    assert text.count("### Plan\n") == 1 and text.count("### Plan 2\n") == 1
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    markdown = path.read_text()
+    assert markdown.count("**Plan**\n") == 1 and markdown.count("**Plan 2**\n") == 1
+
+
+def test_the_agents_thinking_is_exported_under_its_heading_not_in_the_prompt(
+    editor: Editor,
+) -> None:
+    """The export (and the conversation a hand-over carries, made the same way) put
+    the demo's thought, as a quote, straight under `## You` and the prompt: it read
+    as the user's words, where the transcript heads it `### Thinking`."""
+    editor.setup(agents={"demo": {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}})
+    editor.open_chat()
+    send(editor, "hello", 1)
+    shown = editor.transcript()
+    thought = shown[shown.index("### Thinking") + 1]
+    assert thought.startswith("> ")
+    buf = editor.lua("return require('acp').export()")
+    exported = editor.nvim.buffers[buf][:]
+    at = exported.index(thought)
+    assert exported[exported.index("## You") : at + 1] == [
+        "## You", "", "hello", "", "### Thinking", "", thought
+    ]
 
 
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
@@ -519,6 +628,31 @@ def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
         holder.close()
 
 
+def test_a_chat_deleted_while_another_neovim_writes_is_deleted_once_it_is_done(
+    editor: Editor,
+) -> None:
+    """The delete was dropped with the write attempt the other Neovim's lock failed:
+    `written again` was said, and the chat stayed in the history."""
+    entry = a_kept_chat(editor)
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    holder = sqlite3.connect(store, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # longer than the busy timeout
+        editor.lua("require('acp').forget(...)", entry["id"])
+        editor.wait(
+            "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('retrying') end)",
+            timeout=30,
+        )
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n) return n.msg:find('written again') end)",
+        timeout=30,
+    )
+    assert editor.lua(HISTORY, {}) == []
+
+
 def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
     """Each turn is written at its end: killing the Python side and Neovim then
     leaves a file the next Neovim reads whole (WAL, not yet checkpointed)."""
@@ -613,7 +747,7 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
 
 
 def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
-    entry = a_kept_chat(editor)
+    a_kept_chat(editor)
     path = editor.tmp / "picked.md"
     # vim.ui.select picks the first entry, then the action asked for; vim.ui.input answers.
     editor.lua(
@@ -635,7 +769,9 @@ def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
     editor.lua(picked, "delete")
     editor.wait("#require('acp').history() == 0")
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
-    assert editor.lua("return require('acp').status().history") == entry["id"]  # the chat goes on
+    # The chat goes on, no longer naming the stored chat it was.
+    editor.wait("require('acp').status().history == nil", what="the stored chat's number let go")
+    assert editor.lua("return require('acp').status().state") == "ready"
 
 
 def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
@@ -804,6 +940,37 @@ def test_an_export_to_a_directory_says_it_is_one(editor: Editor) -> None:
     assert list(docs.iterdir()) == []
 
 
+def test_an_export_into_a_directory_not_there_says_so_of_the_path_given(editor: Editor) -> None:
+    """`require('acp').export('notes/chat.md')` said "cannot write .../notes/chat.md:
+    Can't open file .../notes/.chat.md.7838.acp~ for writing: ...", naming a file
+    the user never asked for."""
+    a_kept_chat(editor)
+    path = editor.tmp / "project" / "notes" / "chat.md"
+    with pytest.raises(Exception, match="cannot write") as failed:
+        editor.lua("return require('acp').export(...)", "notes/chat.md")
+    assert "acp~" not in str(failed.value) and str(path) in str(failed.value)
+    editor.nvim.command("AcpExport notes/chat.md")
+    editor.wait("_G.acp_notices[1] ~= nil")
+    [told] = [n["msg"] for n in editor.lua("return _G.acp_notices")]
+    assert told.startswith(f"acp: cannot write {path}: ") and "acp~" not in told
+    assert not path.parent.exists()
+
+
+def test_an_export_over_a_symlink_writes_its_target(editor: Editor) -> None:
+    """`:AcpExport! notes.md`, notes.md a symlink to a file kept elsewhere, put a
+    file in place of the link (the new file renamed over it), leaving its target as
+    it was; `:write!` writes through a symlink."""
+    a_kept_chat(editor)
+    elsewhere = editor.tmp / "elsewhere.md"
+    elsewhere.write_text("old\n")
+    link = editor.tmp / "project" / "notes.md"
+    link.symlink_to(elsewhere)
+    editor.lua("return require('acp').export(...)", "notes.md", {"force": True})
+    editor.nvim.command("AcpExport! notes.md")
+    editor.wait("#_G.acp_notices >= 2")
+    assert link.is_symlink() and elsewhere.read_text().startswith("# hello zebra\n")
+
+
 def test_forget_and_rename(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.lua("require('acp.host').notify('history_rename', {id = ..., name = 'Zoo'})", entry["id"])
@@ -815,6 +982,49 @@ def test_forget_and_rename(editor: Editor) -> None:
     editor.wait(f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {said!r})")
     send(editor, "hello again zebra", 2)
     assert editor.lua(HISTORY, {"query": "zebra"}) == []
+
+
+def said(editor: Editor, words: str) -> bool:
+    """Whether a notice held ``words``."""
+    return any(words in n["msg"] for n in editor.lua("return _G.acp_notices"))
+
+
+def test_a_chat_deleted_in_another_neovim_while_shown_here_says_it_goes_on_unkept(
+    editor: Editor,
+) -> None:
+    """Its turns stopped being kept without a word, and `status().history` went on
+    naming the deleted chat."""
+    entry = a_kept_chat(editor)
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept")
+        other.lua("require('acp').forget(...)", entry["id"])
+        other.wait("#require('acp').history() == 0")
+    finally:
+        other.quit()
+    send(editor, "hello again okapi", 2)
+    editor.wait("require('acp').status().history == nil", what="the stored chat's number let go")
+    gone = f"history: stored chat {entry['id']} was deleted in another Neovim; chat #1 goes on"
+    assert said(editor, gone), editor.lua("return _G.acp_notices")
+    assert editor.lua(HISTORY, {}) == []
+
+
+def test_a_stored_chat_given_a_deleted_chats_number_opens_as_itself(editor: Editor) -> None:
+    """SQLite gives a deleted chat's number to the next chat stored: opening that one
+    from the history went to the open chat the deleted one had been."""
+    deleted = a_kept_chat(editor)
+    editor.lua("require('acp').forget(...)", deleted["id"])
+    editor.wait("#require('acp').history() == 0")
+    editor.lua("require('acp').open({agent = 'plain'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "hello okapi", 2)
+    [stored] = kept(editor, "okapi")
+    assert stored["id"] == deleted["id"]  # the number again, as the test means
+    editor.lua("require('acp').close()")
+    editor.lua("require('acp').open({history = ...})", stored["id"])
+    editor.wait("require('acp').status().state == 'ready'")
+    assert editor.lua("return require('acp').status().chat") == 3
+    assert "hello okapi" in editor.transcript_text()
 
 
 def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) -> None:
@@ -833,6 +1043,53 @@ def test_a_limit_of_0_lists_none_and_a_query_of_no_word_says_so(editor: Editor) 
     editor.lua("_G.acp_notices = {}; pcall(vim.cmd, 'AcpHistory ...')")
     said = "acp: history: '...' holds no word to look for (letters or digits)"
     assert [n["msg"] for n in editor.lua("return _G.acp_notices")] == [said]
+
+
+def test_the_chats_of_a_directory_are_found_however_it_is_written(editor: Editor) -> None:
+    """`history({cwd = ...})` matched the stored directory as a string: with a
+    trailing slash, `.`, or through a symlink to it, it listed nothing."""
+    a_kept_chat(editor)
+    link = editor.tmp / "link"
+    link.symlink_to(editor.tmp / "project")
+    for cwd in ["vim.fn.getcwd()", "vim.fn.getcwd() .. '/'", "'.'", f"'{link}'", f"'{link}/'"]:
+        found = editor.lua(f"return require('acp').history({{cwd = {cwd}}})")
+        assert [f["cwd"] for f in found] == [str(editor.tmp / "project")], cwd
+    assert editor.lua(HISTORY, {"cwd": str(editor.tmp)}) == []  # not its parent's
+
+
+def test_an_old_chat_is_forgotten_before_it_is_listed_never_under_its_reopening(
+    editor: Editor,
+) -> None:
+    """With `history.max_age_days`, the picker listed a chat past that age; reopened,
+    it was deleted as the reopening started the history's writer, which forgets old
+    chats first: the chat went on unkept, and said another Neovim had deleted it."""
+    old = a_kept_chat(editor)
+    editor.lua("require('acp').close()")
+    editor.lua("require('acp').open({agent = 'plain'})")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "then okapi", 2)
+    [recent] = kept(editor, "okapi")
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86400, old["id"]))
+    other = second_neovim(editor)
+    try:
+        other.setup(agents=agents(editor), default_agent="kept", history={"max_age_days": 30})
+        # Reopened (by its number, as a picker opened before would): refused.
+        other.lua("require('acp').open({history = ...})", old["id"])
+        other.wait("#_G.acp_notices > 0")
+        said_first = other.lua("return _G.acp_notices")[0]["msg"]
+        assert said_first == f"acp: history: no chat {old['id']}"
+        assert [f["id"] for f in other.lua(HISTORY, {})] == [recent["id"]]
+        # A chat of the age asked for is reopened and kept as ever.
+        other.lua("require('acp').open({history = ...})", recent["id"])
+        other.wait("require('acp').status().history ~= nil")
+        send(other, "more giraffe", 1)
+        assert [f["id"] for f in kept(other, "giraffe")] == [recent["id"]]
+        assert not said(other, "deleted")
+    finally:
+        other.quit()
 
 
 def test_history_off_keeps_nothing(editor: Editor) -> None:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_files import hunks, lines, modified, run, start
@@ -103,12 +105,13 @@ def focus(editor: Editor, buf: int, row: int = 1) -> None:
     )
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_permission_request_previews_the_edit_in_its_buffer_where_its_keys_edit_nothing(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("one\ntwo\nthree\nfour\n")
-    buf = start(editor, path)
+    buf = start(editor, path, version)
     assert buf is not None
     focus(editor, buf, 4)
     before = window_state(editor)
@@ -144,12 +147,13 @@ def test_a_permission_request_previews_the_edit_in_its_buffer_where_its_keys_edi
     assert editor.lua("return vim.fn.maparg(...)", DENY) == ""  # gone with the prompt
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_file_no_window_shows_is_previewed_in_a_window_that_does_not_take_the_cursor(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "b.txt"
     path.write_text("x = 1\n")
-    start(editor)
+    start(editor, version=version)
     before = window_state(editor)
     steps = [
         {"ask": {"path": str(path), "oldText": "x = 1\n", "newText": "x = 2\n", "write": "x = 2\n"}}
@@ -201,13 +205,16 @@ def test_a_preview_above_the_first_line_leaves_no_filler_rows_once_answered(
     assert [screen.text(row + i, col, 8).strip() for i in range(2)] == ["one", "two"]
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_split_preview_diffs_the_file_against_the_proposed_text(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "c.txt"
     path.write_text("a\nb\nc\n")
-    buf = start(editor, path)
-    editor.setup(agents={"files": editor.fake_agent("files")}, diff_preview="split")
+    buf = start(editor, path, version)
+    editor.setup(
+        agents={"files": editor.fake_agent("files")}, diff_preview="split", protocol_version=version
+    )
     ask(editor, [{"ask": {"path": str(path), "oldText": "b\n", "newText": "B\n"}}])
     editor.wait("vim.fn.bufnr('acp://proposed/*') ~= -1")
     proposed = editor.lua("return vim.fn.bufnr('acp://proposed/*')")
@@ -413,6 +420,31 @@ def test_acp_diff_without_a_turn_compares_the_turn_whose_hunks_still_wait(
     editor.nvim.input(REJECT)
     editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 1, 2, false)[1] == '1'", what="rejected")
     assert path.read_text() == "zero\n1\n2\nthree\n"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_acp_diff_of_a_file_the_agent_wrote_itself_decides_from_there(
+    editor: Editor, version: int
+) -> None:
+    """A v2 agent writes its files itself and names the change in its tool call as a
+    patch: :AcpDiff compares the file against it and a hunk is rejected from there."""
+    from tests.nvim.test_rewind import start as start_agent
+    from tests.nvim.test_rewind import turn
+
+    path = editor.tmp / "project" / "a.txt"
+    path.write_text("zero\n")
+    start_agent(editor, "rewind", version)
+    buf = editor.lua("local b = vim.fn.bufadd(...); vim.fn.bufload(b); return b", str(path))
+    turn(editor, "write a.txt one", 1)
+    editor.nvim.command(f"AcpDiff {path}")
+    editor.wait("vim.fn.bufnr('acp://baseline/*') ~= -1")
+    base = editor.lua("return vim.fn.bufnr('acp://baseline/*')")
+    assert lines(editor, base) == ["zero"] and lines(editor, buf) == ["one"]
+    focus(editor, base)
+    assert editor.lua("return require('acp').hunk_at_cursor().preview") == ["-zero", "+one"]
+    editor.nvim.input(REJECT)
+    editor.wait("require('acp').changes({all = true})[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "zero\n" and lines(editor, buf) == ["zero"]
 
 
 def test_hunk_command_preview_and_keys_are_configurable(editor: Editor, tmp_path: Path) -> None:

@@ -76,8 +76,9 @@ def groups_at(editor: Editor, row: int) -> list[str]:
     return Screen.of(editor).at(win, row)
 
 
-def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     lines = editor.transcript()
@@ -121,6 +122,23 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor) -> No
     assert "waiting for you" not in editor.lua(
         "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
     )
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_prompt_for_a_call_already_shown_sits_under_it_once(editor: Editor, version: int) -> None:
+    """Claude style: the call comes first, the request names it by its id; over v2
+    with a title of its own, the call's: it is not said a second time."""
+    start(editor, protocol_version=version)
+    editor.lua("require('acp').send('execute first')")
+    wait_text(editor, PROMPT)
+    lines = editor.transcript()
+    head = lines.index("#### Fake execute")
+    assert lines[head : head + 4] == ["#### Fake execute", "`execute` · pending", PROMPT, "- `a` Allow"]
+    assert lines.count("Fake execute") == 0 and lines.count("#### Fake execute") == 1
+    focus_transcript(editor)
+    editor.nvim.input("a")
+    editor.wait_event("AcpTurnEnd")
+    assert "permission: selected proceed_once" in editor.transcript_text()
 
 
 def test_options_without_kind_get_digit_keys(editor: Editor) -> None:
@@ -229,8 +247,9 @@ def test_keys_a_prompt_does_not_offer_do_not_fall_through(
     assert f"permission: {answered}" in editor.transcript_text()
 
 
-def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_picker_on_cr_and_always_is_remembered(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua(STUB_SELECT + "_G.pick = 2")
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
@@ -258,8 +277,9 @@ def test_picker_on_cr_and_always_is_remembered(editor: Editor) -> None:
     assert len(editor.lua("return _G.selects")) == 1
 
 
-def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_permission_command_and_notice_when_the_chat_is_hidden(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua(STUB_SELECT + "_G.pick = 1")
     editor.nvim.command("AcpPermission")
     assert (
@@ -290,8 +310,9 @@ def test_allow_reads_policy_answers_reads_only(editor: Editor) -> None:
     wait_text(editor, PROMPT)
 
 
-def test_cancel_while_pending_answers_cancelled(editor: Editor) -> None:
-    start(editor)
+@pytest.mark.parametrize("version", [1, 2])
+def test_cancel_while_pending_answers_cancelled(editor: Editor, version: int) -> None:
+    start(editor, protocol_version=version)
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
     editor.lua("require('acp').cancel()")
@@ -370,8 +391,9 @@ def write_file(editor: Editor, name: str = "notes.txt") -> str:
     return str(path)
 
 
-def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
-    start(editor, "tool_calls")
+@pytest.mark.parametrize("version", [1, 2])
+def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor, version: int) -> None:
+    start(editor, "tool_calls", protocol_version=version)
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
@@ -392,15 +414,18 @@ def test_cr_on_a_location_opens_the_file_at_the_line(editor: Editor) -> None:
     assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
-def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
-    start(editor, "tool_calls")
+@pytest.mark.parametrize("version", [1, 2])
+def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor, version: int) -> None:
+    start(editor, "tool_calls", protocol_version=version)
     path = write_file(editor)
     editor.lua("require('acp').send(...)", f"{path}:3")
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
-    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@.
-    assert lines.index("diff --git notes.txt notes.txt") < lines.index("+++ notes.txt")
-    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), ("+++ notes.txt", 1)):
+    # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@
+    # (over v2, the agent's git patch as it sent it: its paths whole).
+    named = "notes.txt" if version == 1 else path
+    assert lines.index(f"diff --git {named} {named}") < lines.index(f"+++ {named}")
+    for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {named}", 1)):
         focus_transcript(editor, lines.index(row))
         editor.nvim.input("<CR>")
         editor.wait(f"vim.api.nvim_buf_get_name(0) == {path!r}", what=f"<CR> on {row!r}")
@@ -408,8 +433,11 @@ def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor) -> None:
         assert editor.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3  # no new window
 
 
-def test_follow_agent_shows_the_location_without_taking_focus(editor: Editor) -> None:
-    start(editor, "tool_calls", follow_agent=True)
+@pytest.mark.parametrize("version", [1, 2])
+def test_follow_agent_shows_the_location_without_taking_focus(
+    editor: Editor, version: int
+) -> None:
+    start(editor, "tool_calls", follow_agent=True, protocol_version=version)
     path = write_file(editor)
     input_win = editor.lua("return vim.api.nvim_get_current_win()")
     editor.lua("require('acp').send(...)", f"{path}:5")

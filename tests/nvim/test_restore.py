@@ -7,9 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines
 from tests.nvim.test_permissions import wait_text
+from tests.nvim.test_rewind import start, three_turns
+from tests.nvim.test_turn_diff import shown
 
 
 def turn(editor: Editor, number: int, steps: list[dict[str, Any]]) -> None:
@@ -190,3 +194,23 @@ def test_restore_without_a_turn_takes_back_the_last_one(editor: Editor) -> None:
         ("new.txt", 2): ["pending"],
         ("b.txt", 1): ["pending"],
     }
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_turn_an_agent_wrote_on_disk_is_shown_and_restored(editor: Editor, version: int) -> None:
+    """A v2 agent has no editor to write through: what it writes itself (here, one
+    line of a.txt a turn) opens with :AcpTurnDiff and goes back with :AcpRestore."""
+    start(editor, "rewind", version)
+    a = three_turns(editor)
+    editor.nvim.command("AcpTurnDiff 2")
+    assert shown(editor) == [[str(a), "turn 2 · a.txt · +1 -1"]]
+    editor.nvim.command("tabclose")
+    editor.nvim.command("AcpRestore 2")
+    wait_text(editor, "Restored the files to before turn 2: `a.txt`.")
+    assert a.read_text() == "one\n"
+    assert lines(editor, editor.lua("return vim.fn.bufnr(...)", str(a))) == ["one"]
+    assert [f["open"] for f in editor.lua("return require('acp').changes({all = true})")] == [
+        False,  # turns 3 and 2 taken back
+        False,
+        True,
+    ]

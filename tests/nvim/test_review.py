@@ -65,18 +65,20 @@ def test_conflicting_user_edit_survives(editor: Editor, tmp_path: Path) -> None:
     assert any("your text was kept" in n["msg"] for n in editor.lua("return _G.acp_notices"))
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_direct_disk_edit_shows_in_acp_review_and_is_rejected_with_a_key(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "b.py"
     path.write_text("x = 1\ny = 2\n")
-    buf = start(editor, path)
+    buf = start(editor, path, version)
     run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 3\n"}}])
     assert lines(editor, buf) == ["x = 1", "y = 3"]  # the unmodified buffer was reloaded
     editor.nvim.command("AcpReview")
     review = editor.lua("return vim.api.nvim_get_current_buf()")
     text = lines(editor, review)
-    assert "M b.py  [disk]" in text
+    # Over v2 the text before comes from the agent's patch taken back (a `patch` change).
+    assert f"M b.py  [{'disk' if version == 1 else 'patch'}]" in text
     assert "  @@ -2 +2 @@ pending" in text
     assert text[editor.lua("return vim.fn.line('.')") - 1] == "  @@ -2 +2 @@ pending"  # on the hunk
     editor.nvim.input("r")
@@ -87,15 +89,16 @@ def test_direct_disk_edit_shows_in_acp_review_and_is_rejected_with_a_key(
     assert lines(editor, buf) == ["x = 1", "y = 2"]
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_a_disk_edit_behind_unsaved_text_lands_in_the_buffer_and_is_rejected_there(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     """Decision 0015, amended: the buffer gets the agent's lines beside the user's
     unsaved ones (no W12 question, nothing saved), marked as the agent's; rejecting
     takes them out of buffer and file, and the user's line stays unsaved."""
     path = tmp_path / "project" / "b.py"
     path.write_text("x = 1\ny = 2\n")
-    buf = start(editor, path)
+    buf = start(editor, path, version)
     editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'x = 100  # mine'})", buf)
     run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 2\nz = 3\n"}}])
     assert lines(editor, buf) == ["x = 100  # mine", "y = 2", "z = 3"]
@@ -115,12 +118,13 @@ def test_a_disk_edit_behind_unsaved_text_lands_in_the_buffer_and_is_rejected_the
     assert marks(editor, buf) == []
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_after_a_disk_edit_behind_unsaved_text_write_asks_nothing(
-    editor: Editor, tmp_path: Path
+    editor: Editor, tmp_path: Path, version: int
 ) -> None:
     path = tmp_path / "project" / "b.py"
     path.write_text("x = 1\ny = 2\n")
-    buf = start(editor, path)
+    buf = start(editor, path, version)
     editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'x = 100  # mine'})", buf)
     run(editor, [{"disk": {"path": str(path), "content": "x = 1\ny = 2\nz = 3\n"}}])
     assert not user_write(editor, buf)
@@ -191,6 +195,35 @@ def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:
     assert statuses(editor) == ["accepted", "accepted"]
     assert (project / "k.txt").read_text() == "K\n"
     assert len(editor.lua("return require('acp').changes({all = true})")) == 4
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_reject_all_and_accept_of_files_the_agent_wrote_itself(editor: Editor, version: int) -> None:
+    """A v2 agent writes its files itself and names each by its patch: the review's
+    `R` takes back a changed file and deletes a new one; `accept()` keeps the next."""
+    from tests.nvim.test_rewind import start as start_agent
+    from tests.nvim.test_rewind import turn
+
+    project = editor.tmp / "project"
+    k, n = project / "k.txt", project / "n.txt"
+    k.write_text("k\n")
+    start_agent(editor, "rewind", version)
+    turn(editor, "write k.txt K", 1)
+    turn(editor, "write n.txt n", 2)
+    editor.nvim.command("AcpReview")
+    editor.nvim.input("R")
+    editor.wait(
+        f"vim.fn.filereadable({str(n)!r}) == 0 and vim.fn.readfile({str(k)!r})[1] == 'k'",
+        what="both taken back",
+    )
+    editor.nvim.input("q")
+    turn(editor, "write k.txt K2", 3)
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').changes({all = true})[1].hunks[1].status == 'accepted'")
+    assert k.read_text() == "K2\n" and not n.exists()
+    assert [f["open"] for f in editor.lua("return require('acp').changes({all = true})")] == [
+        False
+    ] * 3
 
 
 def test_a_closed_chats_hunks_stay_reviewable_until_none_waits(

@@ -2003,7 +2003,8 @@ def test_a_reopened_chat_whose_agent_dies_on_the_resume_says_so_and_keeps_the_pr
     """The agent exiting on the resume of a chat reopened from the history was
     followed by a new session asked of the dead agent: the error said only "agent
     'fake' is not running". It names the exit and its code; the prompt is back in
-    the input."""
+    the input. Restarted, the chat is ready with no error left in status() (it kept
+    the exit's while the chat went on)."""
     wire = editor.tmp / "calls.jsonl"
     agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
                              "env": {"FAKE_CALLS": str(wire)}}  # fmt: skip
@@ -2021,6 +2022,11 @@ def test_a_reopened_chat_whose_agent_dies_on_the_resume_says_so_and_keeps_the_pr
     editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
                 " == 'again'")  # fmt: skip
     assert wait_gone(fake_pids(editor, "rewind+resume")) == []
+    del agent["env"]["FAKE_FAULT"]
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.nvim.command("AcpRestart")
+    editor.wait("require('acp').status().state == 'ready'", what="the restarted chat")
+    assert editor.lua("return require('acp').status().error") is None
 
 
 def test_a_new_session_named_as_the_one_before_a_restart_counts_its_own_use(

@@ -381,6 +381,36 @@ def test_demo_agent_runs_a_command_shown_live_in_the_chat(editor: Editor) -> Non
     )
 
 
+def test_a_v2_agents_own_terminal_shows_in_its_tool_call_and_opens(editor: Editor) -> None:
+    """ACP v2 has no client terminals: the demo agent runs ``make test`` itself and
+    streams it as a display terminal, split inside a character and an escape."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    editor.lua("require('acp').send('run the terminal')")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert "#### Run the tests\n`execute` · completed\n[terminal t1 · exit 0] make test" in text
+    assert "```text\nrunning 3 tests\npassed: café ✓\n```" in text
+    editor.wait("require('acp.editor.terminal').terminals.t1 ~= nil", what="t1's buffer")
+    assert editor.lua("return vim.fn.getcompletion('AcpTerminal ', 'cmdline')") == ["t1"]
+    editor.nvim.command("AcpTerminal")
+    assert editor.lua("return {vim.fn.bufname(), vim.bo.buftype}") == ["acp://terminal/t1", "terminal"]
+    editor.wait("vim.api.nvim_buf_get_lines(0, 1, 2, false)[1] == 'passed: café ✓'")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)") == ["running 3 tests"]
+    # <CR> on its line in the transcript goes to it too.
+    editor.nvim.command("close")
+    transcript = editor.lua("return require('acp').status().transcript_buf")
+    row = editor.transcript().index("[terminal t1 · exit 0] make test") + 1
+    editor.lua(
+        "local buf, row = ...; vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1]);"
+        " vim.api.nvim_win_set_cursor(0, {row, 0})",
+        transcript,
+        row,
+    )
+    editor.nvim.input("<CR>")
+    editor.wait("vim.fn.bufname() == 'acp://terminal/t1'", what="t1 open again")
+
+
 def test_claudes_own_command_shows_its_output_in_a_terminal_of_the_chat(editor: Editor) -> None:
     """claude-agent-acp runs Bash itself; told the client takes ``_meta.terminal_output``
     (Zed's convention), it names a terminal the client never created and sends the

@@ -181,3 +181,19 @@ def test_v1_plans_with_ids_are_drawn_as_v2s(editor: Editor) -> None:
     editor.wait_event("AcpTurnEnd", count=3)
     text = editor.transcript_text()
     assert "- [x] Read the code" not in text and "2. **Fix** it" in text
+
+
+def test_a_reopened_v2_chat_shows_what_the_chat_showed(editor: Editor) -> None:
+    """A message corrected in place, an agent's own terminal, two plans and an update
+    of a kind no client knows: reopened from the history, the transcript is the same."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    editor.lua("require('acp').send('fix unknown plan terminal')")
+    editor.wait_event("AcpTurnEnd")
+    assert editor.lua("return require('acp').status().unknown_update") == "_demo_sparkle"
+    live = editor.transcript_text()
+    assert "## Agent\nThe answer is 42. (corrected)\n" in live and "41" not in live
+    assert "### Plan 2\n" in live and "[terminal t1 · exit 0] make test\n```text\n" in live
+    editor.lua("require('acp').close()")
+    editor.reopen_last()
+    assert editor.transcript_text() == live

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 import threading
@@ -153,9 +154,11 @@ async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> Non
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
         app.setup({"history": {"path": str(tmp_path / "h.sqlite3")}})
+        project = tmp_path / "project"  # not the history's: its writes are no agent's change
+        project.mkdir()
         chats = []
         for chat_id in (1, 2):
-            await app.open(chat_id, None, str(tmp_path))
+            await app.open(chat_id, None, str(project))
             await app.send(chat_id, "hello")
             chats.append(weakref.ref(app.chats[chat_id]))
             await app.close(chat_id)
@@ -164,6 +167,31 @@ async def test_a_closed_chat_is_freed_with_the_history_on(tmp_path: Path) -> Non
         assert await anyio.to_thread.run_sync(written.wait, 10)
         # No collection here: closing collects the cycles a chat is held in.
         assert [chat() for chat in chats] == [None, None]
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_closed_chat_whose_hunks_wait_is_freed_with_its_review_kept(
+    tmp_path: Path,
+) -> None:
+    """Decision 0081 keeps a closed chat's review while its hunks wait in the user's
+    files; the review held the whole chat (its file access, its error line) until the
+    last hunk was decided, so each chat closed with hunks waiting stayed in memory."""
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "files"]}
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"files": agent}})
+        path = tmp_path / "a.txt"
+        path.write_text("1\n")
+        await app.open(1, "files", str(tmp_path))
+        await app.send(1, json.dumps([{"shell": {"path": str(path), "content": "one\n"}}]))
+        chat = weakref.ref(app.chats[1])
+        await app.close(1)
+        assert ("info", "1 hunk waits in your files from closed chat #1 (:AcpReview)") in editor.notices
+        assert chat() is None  # no collection here either: closing collects
+        await app.review(1, "reject")  # the kept review still takes the user's decision
+        assert path.read_text() == "1\n" and 1 not in app.reviews.by_chat
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

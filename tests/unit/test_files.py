@@ -743,7 +743,7 @@ async def test_a_turn_start_reads_the_tree_off_the_event_loop(
     editor = RecordingEditor()
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tasks:
-            changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+            changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
             tasks.start_soon(changes.begin_turn)
             await anyio.to_thread.run_sync(started.wait)
             release.set()  # from the event loop, while the turn start is under way

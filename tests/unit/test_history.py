@@ -246,6 +246,45 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     assert store.chat(target.id).turns == 1  # type: ignore[union-attr]
 
 
+def test_a_delete_and_renames_made_while_the_file_is_locked_are_kept_in_order(
+    tmp_path: Path,
+) -> None:
+    """The user deleted one stored chat and renamed another twice while another
+    program held the file: the write that failed was retried, the delete and the
+    renames gathered with it were dropped (the chat came back, under its old name)."""
+    path = str(tmp_path / "h.sqlite3")
+    store = Store(path)
+    renamed, deleted = chat_with(store, "hello"), chat_with(store, "bye")
+    target = Target("demo", "/p")
+    target.id = store.new_chat("demo", "/p")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another Neovim writing, longer than the busy timeout
+    original = Store.write
+
+    def impatient(self: Store, *args: Any, **kwargs: Any) -> str:
+        self._db.execute("PRAGMA busy_timeout = 50")
+        return original(self, *args, **kwargs)
+
+    warned, done = threading.Event(), threading.Event()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Store, "write", impatient)
+        writer = Writer(path, lambda message, level: warned.set())
+        writer.put(target, [StoredBlock(0, "k0", 1, "user", "kept")], {"turns": 1}, 5.0)
+        assert warned.wait(10)  # its write failed: retried
+        writer.call(lambda store: store.rename(renamed, "first"))
+        writer.call(lambda store: store.forget(deleted))
+        writer.call(lambda store: store.rename(renamed, "second"))
+        assert writer.written(10)  # tried with the write, which failed again
+        holder.execute("ROLLBACK")
+        writer.put(target, [], {}, 6.0, done)
+        assert done.wait(10)
+        writer.close()
+    holder.close()
+    assert store.chat(deleted) is None
+    assert store.chat(renamed).name == "second"  # type: ignore[union-attr]
+    assert [b.text for b in store.blocks(target.id)] == ["kept"]
+
+
 def test_a_read_does_not_wait_for_a_writer_that_cannot_write(tmp_path: Path) -> None:
     """A file the writer cannot use (damaged): what it was handed is never written,
     and a read goes on at once (it reads the file as it is, or says why not)."""
@@ -514,6 +553,29 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert "## You\n\nlook at this\n\n- attached: shot.png (file:///shot.png, 300 bytes)\n" in text
         assert "*Attached" not in text
         assert "*Turn ended: end_turn*" in text
+
+    anyio.run(run)
+
+
+def test_an_exported_turn_end_says_the_agents_own_count_of_the_turn(tmp_path: Path) -> None:
+    """The turn's end line showed the agent's own count of what its model read and
+    wrote (``35.0k in · 900 out``); the history kept only the usage report, so the
+    stored chat's export, rebuilt from it, left the count out."""
+
+    async def run() -> None:
+        editor = RecordingEditor()
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, editor, group)
+            await chat.start_turn("count it")
+            chat.on_usage(1234, 200_000, None)
+            chat.on_turn_tokens({"input": 35_000, "output": 900, "total": 35_900})
+            chat.end_turn("end_turn")
+            await history.close()
+            group.cancel_scope.cancel()
+        store = store_at(tmp_path)
+        [hit] = store.search("count")
+        text = markdown(hit.chat, store.blocks(hit.chat.id))
+        assert "*Turn ended: end_turn · context 1234/200000 tokens · 35.0k in · 900 out*" in text
 
     anyio.run(run)
 

@@ -37,6 +37,7 @@ from acp_nvim.client.services.permissions import Permissions
 from acp_nvim.client.services.terminals import Terminals
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.workspace import Workspace
+from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -54,7 +55,7 @@ class Host:
         self.log = ProtocolLog(1000)
         self.chat = Chat(1, "sdk", self.editor, Workspace(str(cwd)))
         self.chat.session.session_id = "s1"
-        self.review = SessionChanges(self.editor, 1, str(cwd), tasks)
+        self.review = SessionChanges(self.editor, 1, str(cwd), Tasks(tasks))
         self.terminals = Terminals({"s1": self.chat})
         self.terminals.start(tasks)
         self.permissions = Permissions("allow_all")
@@ -551,7 +552,7 @@ async def test_one_connections_garbage_costs_only_that_connection(host: Host, tm
     local process without the token, ended the listener: the socket and its directory
     went, and every chat's MCP server with them. The same after a good hello."""
     chat = Chat(2, "other", host.editor, Workspace(str(tmp_path)))
-    review = SessionChanges(host.editor, 2, str(tmp_path), host.tasks)
+    review = SessionChanges(host.editor, 2, str(tmp_path), Tasks(host.tasks))
     other = ToolSession(
         chat, {2: review}, host.terminals, host.permissions, ["list_buffers"], lambda: 1.0
     )

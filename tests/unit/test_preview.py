@@ -24,6 +24,7 @@ from acp_nvim.client.session.model import (
     ToolCallPatch,
 )
 from acp_nvim.client.session.workspace import Workspace
+from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 from tests.unit.conftest import wait_for
 
@@ -39,7 +40,7 @@ async def chat(tmp_path: Path) -> AsyncIterator[Chat]:
     chat = Chat(1, "fake", editor)
     chat.ready("s1", 1, None)
     async with anyio.create_task_group() as tasks:
-        chat.changes = SessionChanges(editor, 1, str(tmp_path), tasks)
+        chat.changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
         await chat.changes.begin_turn()
         yield chat
         chat.changes.close()

@@ -666,14 +666,19 @@ class SessionsV2:
         """The tool call the prompt is shown at, and the prompt's own wording.
 
         A ``tool_call`` subject is that call, applied as an upsert (the prompt's
-        title and description are shown with the prompt, not as the call's title).
-        Otherwise a call of the client's own carries the copy: a ``command``
-        subject with its cwd, an absent or unknown subject generically.
+        title and description are shown with the prompt, not as the call's title;
+        a title that only repeats the call's heading is not said twice). Otherwise
+        a call of the client's own carries the copy: a ``command`` subject with its
+        cwd, an absent or unknown subject generically.
         """
         subject = params.subject
         if isinstance(subject, v2.RequestPermissionSubjectToolCall):
-            question = "\n".join(t for t in (params.title, params.description) if t)
-            return tool_call_patch(subject.tool_call), question or None
+            call = tool_call_patch(subject.tool_call)
+            known = chat.session.tool_calls.get(call.id or "")
+            heading = call.title if isinstance(call.title, str) else known and known.title
+            title = None if params.title == heading else params.title
+            question = "\n".join(t for t in (title, params.description) if t)
+            return call, question or None
         lines = [params.description] if params.description else []
         patch = ToolCallPatch(None, title=params.title, kind="other")
         if isinstance(subject, v2.RequestPermissionSubjectCommand):

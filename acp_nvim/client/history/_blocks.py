@@ -351,6 +351,7 @@ def render_ops(
     edit key on it puts it back in the input)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
+    plans = 0  # numbered as the chat numbered them: in their order
     for block in blocks:
         op: RenderOp | None
         if block.kind in ("user", "agent", "thought"):
@@ -361,7 +362,8 @@ def render_ops(
             op = view.ToolCallDrawing(workspace.cwd).op(_tool_call(block, terminals), terminals)
         elif block.kind == "plan":
             entries = [PlanEntry(*entry) for entry in _data(block).get("entries") or []]
-            op = view.plan_op(block.key.removeprefix(_PLAN), entries)
+            plans += 1
+            op = view.plan_op(block.key.removeprefix(_PLAN), entries, plans)
         else:
             lines = block.text.split("\n")
             review = _data(block).get("review") if block.kind == "turn" else None
@@ -383,7 +385,7 @@ def block_id(prefix: str, block: StoredBlock) -> str:
 
 def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True) -> str:
     """The chat as Markdown: a header (agent, directory, dates), then every prompt
-    and reply, thoughts as quotes, tool calls (their diffs in fenced blocks with
+    and reply, thoughts as quotes under their heading, tool calls (their diffs in fenced blocks with
     ``diffs``), plans, and each turn's end with its usage."""
     title = chat.name or chat.title or f"Chat {chat.id}"
     lines = [f"# {title}", "", f"- Agent: {chat.agent}", f"- Directory: {chat.cwd}"]
@@ -395,24 +397,27 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
         lines.append(f"- Worktree: {kept.worktree.path} (branch {kept.worktree.branch})")
     lines += [f"- Started: {date(chat.created_at)}", f"- Last change: {date(chat.updated_at)}"]
     terminals: dict[str, TerminalView] = {}
+    plans = 0
     for block in blocks:
         lines.append("")
         if block.kind in ("user", "agent"):
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
             text = _words(block, attachments)
-            lines += ["## You" if block.kind == "user" else "## Agent", ""]
+            lines += [view.HEADERS[block.kind], ""]
             lines += view.close_fence(text.split("\n"))  # the next block is no code
             lines += [""] if attachments else []
             for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
                 lines.append(f"- attached: {attachment['label']} ({attachment['uri']}{size})")
-        elif block.kind == "thought":
+        elif block.kind == "thought":  # headed as in the transcript: no words of the prompt
+            lines += [view.HEADERS["thought"], ""]
             lines += ["> " + line if line else ">" for line in block.text.split("\n")]
         elif block.kind == "tool":
             lines += _tool_markdown(_tool_call(block, terminals), terminals, worked_in, diffs)
         elif block.kind == "plan":
-            lines += ["**Plan**", ""]
+            plans += 1
+            lines += [f"**{view.plan_name(plans)}**", ""]
             # A markdown plan's text as it is; a file's URI.
             lines += [c if s in (MARKDOWN_PLAN, FILE_PLAN)
                       else f"- [{'x' if s == 'completed' else ' '}] {c}"
@@ -438,7 +443,7 @@ def _tool_markdown(
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):
-            lines += [f"- {c.operation} {shown_path(c.path, cwd)}" for c in part.changes]
+            lines += ["- " + " ".join(view.change_words(c, cwd)) for c in part.changes]
             if diffs and part.patch:
                 lines += ["", *_fence(part.patch, "diff")]
         elif isinstance(part, TerminalPart):
@@ -469,6 +474,9 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
     cost = usage.get("cost")
     if isinstance(cost, dict) and "amount" in cost:
         line += f" · cost {view.money(cost['amount'])} {cost.get('currency', '')}".rstrip()
+    counted = data.get("turn_tokens") or {}
+    if isinstance(counted.get("input"), int) and isinstance(counted.get("output"), int):
+        line += f" · {view.counted_text(counted['input'], counted['output'])}"
     line += "*"
     if not data.get("review"):
         return line

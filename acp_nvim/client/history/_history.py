@@ -10,6 +10,8 @@ from __future__ import annotations
 __all__ = ["FLUSH_SECONDS", "History", "steered_into"]
 
 import os
+import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -59,8 +61,11 @@ class History:
         self._dirty = anyio.Event()
         self._urgent = anyio.Event()
         self._flushing = False
+        # Chats past ``max_age_days`` are yet to be forgotten (at the file's first use).
+        self._expiry_due = False
+        self._expiry = threading.Lock()
         # The file as the calling thread reads it: search, export, the session picker.
-        self.reader = Reader(lambda: self.path, self._written)
+        self.reader = Reader(lambda: self.path, self._written, self._expire)
 
     def __repr__(self) -> str:
         return f"<History {self.path} {len(self._records)} chats>"
@@ -69,6 +74,7 @@ class History:
         self.options = options
         if state_dir:
             self.state_dir = state_dir
+        self._expiry_due = options.enabled and options.max_age_days is not None
 
     @property
     def path(self) -> str | None:
@@ -94,6 +100,9 @@ class History:
             target.on_id = lambda history_id: self.editor.render(
                 chat_id, [view.status_op(history=history_id)]
             )
+            target.on_gone = lambda history_id: self._unkept(
+                chat_id, f"history: stored chat {history_id} was deleted in another Neovim;"
+            )
         chat.record = record
         self._records[chat.id] = record
         return record
@@ -109,11 +118,25 @@ class History:
                 self._flush()
                 writer.close()
             writer = self._writer = Writer(path, self.editor.notify)
-            if self.options.max_age_days is not None:
-                days, busy = self.options.max_age_days, self._worktrees_open()
-                writer.call(lambda store: _say_left(self.editor, store.forget_older(days), busy))
+            writer.call(self._expire)
             self.tasks.start_soon(self._flush_every, writer)
         return None if writer.failed else writer
+
+    def _expire(self, store: Store) -> None:
+        """Forget the chats past ``max_age_days``, once, at the file's first read or
+        write (on that thread): before a picker lists one, so a reopening cannot
+        start the writer whose expiry then deletes the chat it shows. A chat kept
+        here is spared (the option set again while it is open)."""
+        with self._expiry:
+            days = self.options.max_age_days
+            if not self._expiry_due or days is None:
+                return
+            # A snapshot: the loop's thread adds and removes records meanwhile.
+            records = tuple(self._records.values())
+            spared = {r.target.id for r in records if r.target is not None and r.target.id}
+            worktrees = store.forget_older(days, spared)
+            self._expiry_due = False
+        _say_left(self.editor, worktrees, self._worktrees_open(records))
 
     def _wake(self, urgent: bool) -> None:
         self._dirty.set()
@@ -231,11 +254,12 @@ class History:
 
         return kept_worktree(row.worktree)
 
-    def _worktrees_open(self) -> set[str]:
-        """The worktrees the chats open here work in: their close keeps or removes them."""
+    def _worktrees_open(self, records: Iterable[ChatRecord] | None = None) -> set[str]:
+        """The worktrees the chats open here (or of ``records``) work in: their close
+        keeps or removes them."""
         return {
             worktree.path
-            for record in self._records.values()
+            for record in (self._records.values() if records is None else records)
             if (worktree := record.chat.workspace.worktree) is not None
         }
 
@@ -367,10 +391,10 @@ class History:
     def forget(self, history_id: int) -> None:
         """Delete a stored chat; a chat open here stops being kept, and says so."""
         for record in self._records.values():
-            if record.target is not None and record.target.id == history_id:
-                record.target.forgotten = True
-                said = f"history: deleted; chat #{record.chat.id} goes on, no longer kept"
-                self.editor.notify(said, "info")
+            target = record.target
+            if target is not None and target.id == history_id and not target.forgotten:
+                target.forgotten = True
+                self._unkept(record.chat.id, "history: deleted;")
 
         busy = self._worktrees_open()
 
@@ -385,6 +409,16 @@ class History:
             writer.call(forget)
         else:
             self._on_reader(forget)
+
+    def _unkept(self, chat_id: int, why: str) -> None:
+        """Open chat ``chat_id``'s stored chat was deleted (``why``): say that the chat
+        goes on unkept, and it no longer claims the stored chat's number, which the
+        next chat stored may take (SQLite gives the highest id again): opening that
+        one from the history went to this chat."""
+        from acp_nvim.client.session import view
+
+        self.editor.notify(f"{why} chat #{chat_id} goes on, no longer kept", "info")
+        self.editor.render(chat_id, [view.status_op(history=None)])
 
     def rename(self, history_id: int, name: str | None) -> None:
         """Name stored chat ``history_id`` (empty: it goes by its title); a chat open

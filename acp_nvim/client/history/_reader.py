@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["Reader"]
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,11 +26,18 @@ _READ_BUSY_MS = 250
 class Reader:
     """The history file as the calling thread reads it (``path``: where it is now,
     None before setup(); ``written``: returns once the writer has written what it was
-    handed by now)."""
+    handed by now; ``first``: run on the connection before a read, the history's
+    expiry)."""
 
-    def __init__(self, path: Callable[[], str | None], written: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        path: Callable[[], str | None],
+        written: Callable[[], object],
+        first: Callable[[Store], object],
+    ) -> None:
         self._path = path
         self._written = written
+        self._first = first
         self._stores = threading.local()
 
     def __repr__(self) -> str:
@@ -51,6 +59,7 @@ class Reader:
             if store is not None:
                 store.close()
             store = self._stores.store = Store(path, busy_ms=_READ_BUSY_MS)
+        self._first(store)
         return store
 
     def read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
@@ -92,12 +101,15 @@ class Reader:
         cwd: str | None = None,
         limit: int = 50,
     ) -> list[dict[str, Any]]:
-        """``require("acp").history()``: stored chats newest first, as plain tables.
+        """``require("acp").history()``: stored chats newest first, as plain tables;
+        ``cwd`` (absolute) the directory as given or through its symlinks, as a chat
+        stores it (opened there, or in Neovim's resolved directory).
 
         Raises:
             StoreError: the file cannot be read.
         """
-        hits = self.store().search(query, agent=agent, cwd=cwd, limit=limit)
+        cwds = () if cwd is None else {cwd, os.path.realpath(cwd)}
+        hits = self.store().search(query, agent=agent, cwd=cwds, limit=limit)
         return [
             {
                 "id": hit.chat.id,

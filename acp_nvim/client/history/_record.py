@@ -195,11 +195,13 @@ class ChatRecord:
                 self._between[key] = None
         kind = op["kind"] if op["op"] == "block" else None
         if op["op"] == "block" and kind in NOTICES and "start" not in op:
-            data = None
+            data: dict[str, Any] | None = None
             if kind == "turn":
                 session = self.chat.session
                 usage = self.chat.usage.summed(session.usage)
                 data = {"stop_reason": session.stop_reason, "usage": usage}
+                if self.chat.usage.turn_tokens is not None:  # the agent's own: the export's
+                    data["turn_tokens"] = self.chat.usage.turn_tokens
                 self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
         if key not in self._between:
@@ -290,7 +292,12 @@ class ChatRecord:
     def changed(self) -> bool:
         """Whether there is something to write: never before the chat holds a turn (one
         sent, replayed or carried over), so a chat opened and never prompted is not kept;
-        what it drew (a notice, a name given) is written with its first turn."""
+        what it drew (a notice, a name given) is written with its first turn. Nor is a
+        conversation carried over (a hand-over, a fork) before its agent has a session
+        for it: one whose agent never started kept a second copy under an agent that
+        never answered (the status of the session's start writes it)."""
+        if not self.base_written and not self.chat.session.session_id:
+            return False
         begun = bool(self.base) or self.base_turns + self.chat.turn > 0
         return begun and (bool(self._dirty) or self._facts or bool(self._gone))
 

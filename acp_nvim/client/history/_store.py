@@ -46,7 +46,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -329,9 +329,13 @@ class Store:
         empty when there is no such chat."""
         return self._forget_where("id = ?", (chat_id,))
 
-    def forget_older(self, days: float) -> list[str | None]:
-        """Delete the chats not updated for ``days``; returns their ``worktree`` columns."""
-        return self._forget_where("updated_at < ?", (time.time() - days * 86400,))
+    def forget_older(self, days: float, spared: Collection[int] = ()) -> list[str | None]:
+        """Delete the chats not updated for ``days`` but those ``spared``; returns
+        their ``worktree`` columns."""
+        marks = ", ".join("?" * len(spared))
+        return self._forget_where(
+            f"updated_at < ? AND id NOT IN ({marks})", (time.time() - days * 86400, *spared)
+        )
 
     def _forget_where(self, where: str, params: Sequence[Any]) -> list[str | None]:
         with self._transaction() as db:
@@ -384,14 +388,14 @@ class Store:
         query: str | None = None,
         *,
         agent: str | None = None,
-        cwd: str | None = None,
+        cwd: Collection[str] = (),
         limit: int = 50,
     ) -> list[Hit]:
-        """Chats newest first (by their last change) whose prompts, replies or tool
-        calls hold every word of ``query`` (a word ending in ``*``: as a prefix; case
-        and the accents of Latin letters ignored (FTS5's unicode61 folds no others); a
-        word of a script written without spaces: anywhere in the text, as written);
-        every chat without one.
+        """Chats newest first (by their last change), in one of the directories
+        ``cwd`` if given, whose prompts, replies or tool calls hold every word of
+        ``query`` (a word ending in ``*``: as a prefix; case and the accents of Latin
+        letters ignored (FTS5's unicode61 folds no others); a word of a script written
+        without spaces: anywhere in the text, as written); every chat without one.
 
         Raises:
             ValueError: ``query`` holds no word (only an emoji, only punctuation):
@@ -404,9 +408,9 @@ class Store:
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)
-        if cwd is not None:
-            where.append("cwd = ?")
-            params.append(cwd)
+        if cwd:
+            where.append(f"cwd IN ({', '.join('?' * len(cwd))})")
+            params.extend(cwd)
         filters = " AND ".join(where)
         if not words:
             rows = self._run(

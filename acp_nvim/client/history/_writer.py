@@ -3,7 +3,8 @@
 The worker's loop hands it batches (:meth:`Writer.put`); it joins what piled up
 for one chat (a block written twice is written once, the later text), writes each
 chat's in one transaction, and keeps a batch that failed (another Neovim holding
-the file longer than the busy timeout) to retry it whole, telling the user once.
+the file longer than the busy timeout) to retry it whole, with the calls gathered
+with it (a delete, a rename) in their order, telling the user once.
 A file that cannot be used at all (damaged, newer, read-only) is reported once,
 and then nothing more is kept: the chats go on without history.
 """
@@ -47,8 +48,10 @@ class Target:
         self.id: int | None = None
         self.forgotten = False
         self.top = -1
-        # Told the chat's id once it has one (from the writer thread).
+        # Told the chat's id once it has one, and told when a write finds the stored
+        # chat deleted meanwhile (another Neovim deleted it); from the writer thread.
         self.on_id: Callable[[int], None] | None = None
+        self.on_gone: Callable[[int], None] | None = None
 
 
 class _Batch(msgspec.Struct):
@@ -132,16 +135,18 @@ class Writer:
             self._unavailable(str(err))
             return
         pending: dict[Target, _Batch] = {}
+        calls: list[Callable[[Store], Any]] = []  # after the writes; kept until made
         retry = gathered = 0
         closing = False
         while not closing:
             wait = _RETRY[min(retry, len(_RETRY) - 1)] if retry else None
-            calls, closing, taken = self._gather(pending, wait)
+            closing, taken = self._gather(pending, calls, wait)
             gathered += taken
             try:
                 self._write(store, pending)
-                for fn in calls:
-                    fn(store)
+                while calls:  # one that fails stays, with those after it
+                    calls[0](store)
+                    del calls[0]
             except StoreError as err:
                 if err.unavailable:
                     store.close()
@@ -162,11 +167,11 @@ class Writer:
         store.close()
 
     def _gather(
-        self, pending: dict[Target, _Batch], wait: float | None
-    ) -> tuple[list[Any], bool, int]:
+        self, pending: dict[Target, _Batch], calls: list[Callable[[Store], Any]], wait: float | None
+    ) -> tuple[bool, int]:
         """Everything queued by now (waiting up to ``wait`` for the first) folded into
-        ``pending``; the calls to make, whether a close came, and the items taken. Its
-        own frame: what was written is not kept alive while the thread waits for more."""
+        ``pending`` and ``calls``; whether a close came, and the items taken. Its own
+        frame: what was written is not kept alive while the thread waits for more."""
         closing = False
         try:
             items = [self._queue.get(timeout=wait)]
@@ -177,7 +182,6 @@ class Writer:
                 items.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        calls = []
         for item in items:
             if item[0] == "write":
                 _, target, blocks, facts, stamp, done, gone = item
@@ -194,7 +198,7 @@ class Writer:
                 calls.append(item[1])
             else:
                 closing = True
-        return calls, closing, len(items)
+        return closing, len(items)
 
     def _write(self, store: Store, pending: dict[Target, _Batch]) -> None:
         """Write each chat's batch; one written leaves ``pending`` at once."""
@@ -214,6 +218,8 @@ class Writer:
                 written = self._branch_off(store, target, batch, blocks)
             if written == "forgotten":
                 target.forgotten = True
+                if target.on_gone is not None:
+                    target.on_gone(target.id)
             elif blocks:
                 target.top = max(target.top, blocks[-1].seq)
             del pending[target]

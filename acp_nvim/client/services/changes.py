@@ -493,8 +493,12 @@ class SessionChanges:
             self._publish()
 
     def close(self) -> None:
-        """The chat is gone: let go of what watches its files."""
+        """The chat is gone: let go of what watches its files, and of the chat (its
+        file access and its error line hold it): a review kept while hunks wait
+        (decision 0081) would keep the whole chat; a failure is notified instead."""
         self.disk.close()
+        self.access = None
+        self._tasks = self._tasks.reporting_to(self.editor.notify)
 
     def prepare_soon(self) -> None:
         """The session is ready: read what the first turn will compare against now,

@@ -218,6 +218,7 @@ class Chat:
             session_id=session_id,
             protocol_version=version,
             usage=self.usage.status(self.session.usage),  # another session's meter, if it moved
+            error=None,  # what stopped it before (e.g. before an :AcpRestart) is over
         )
         data = {"chat": self.id, "agent": self.agent, "session_id": session_id}
         self.editor.emit("AcpSessionReady", {**data, "protocol_version": version})

@@ -17,6 +17,7 @@ __all__ = [
     "ALL_PARTS",
     "CONTENT",
     "HEAD",
+    "HEADERS",
     "LOCATIONS",
     "MARK",
     "ToolCallDrawing",
@@ -25,6 +26,7 @@ __all__ = [
     "close_fence",
     "compaction_op",
     "config_fields",
+    "counted_text",
     "cut_op",
     "drop_op",
     "edit_op",
@@ -74,6 +76,7 @@ from acp_nvim.client.session.model import (
     ConfigOption,
     ContentPart,
     DiffPart,
+    FileOp,
     FilePreview,
     Message,
     PermissionOption,
@@ -91,7 +94,8 @@ from acp_nvim.review import PatchError, format_unified, parse_unified
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-_HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
+# Each message's heading, in the transcript and its export.
+HEADERS = {"user": "## You", "agent": "## Agent", "thought": "### Thinking"}
 # Thoughts are a markdown quote: distinct even without our highlights, foldable.
 _PREFIXES = {"user": "", "agent": "", "thought": "> "}
 _PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]"}
@@ -162,7 +166,7 @@ def message_op(message: Message, turn: int | None = None, shown: str | None = No
         "op": "block",
         "id": message_block(message.id),
         "kind": message.role,
-        "lines": [_HEADERS[message.role], *body],
+        "lines": [HEADERS[message.role], *body],
         "prefix": prefix,
     }
     if turn is not None:
@@ -411,6 +415,16 @@ _OPERATIONS = {
 }
 
 
+def change_words(change: FileOp, cwd: str) -> tuple[str, str]:
+    """What became of a changed file ("moved") and which it is ("a.md → b.md",
+    "logo.png (binary)"), as the transcript and an export name it."""
+    what = _OPERATIONS.get(change.operation, change.operation)
+    path = shown_path(change.path, cwd)
+    where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
+    kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
+    return what, where + kind
+
+
 def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     """One header per changed file (named as :func:`shown_path` names it), each
     followed by its section of the patch, which is the agent's text as sent.
@@ -421,11 +435,8 @@ def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     sections = _patch_sections(part.patch) if part.patch_format == "git_patch" else {}
     lines: list[str] = []
     for change in part.changes:
-        what = _OPERATIONS.get(change.operation, change.operation)
-        path = shown_path(change.path, cwd)
-        where = f"{shown_path(change.old_path, cwd)} → {path}" if change.old_path else path
-        kind = f" ({change.file_type})" if change.file_type not in (None, "text") else ""
-        lines.append(f"**{what}** {where}{kind}")
+        what, where = change_words(change, cwd)
+        lines.append(f"**{what}** {where}")
         section = sections.pop(change.path, None) or sections.pop(change.old_path or "", None)
         if section:
             lines += fenced(section, "diff")
@@ -526,6 +537,11 @@ def notice_line(severity: str, title: str, description: str | None) -> str:
     return f"*{text}*"
 
 
+def plan_name(number: int) -> str:
+    """A session's ``number``-th plan as its heading names it: numbered from the second."""
+    return "Plan" if number == 1 else f"Plan {number}"
+
+
 @overload
 def plan_op(plan_id: str, entries: list[PlanEntry], number: int = 1) -> BlockOp: ...
 @overload
@@ -536,7 +552,7 @@ def plan_op(plan_id: str, entries: list[PlanEntry] | None, number: int = 1) -> B
     (a location: ``<CR>`` opens it). None: the plan went, its block with it."""
     if entries is None:
         return drop_op([plan_block(plan_id)])
-    lines = ["### Plan" if number == 1 else f"### Plan {number}"]
+    lines = [f"### {plan_name(number)}"]
     locations: list[BlockLocation] = []
     for entry in entries:
         if entry.status == MARKDOWN_PLAN:
@@ -623,8 +639,13 @@ def turn_end_text(stop_reason: str, spent: Spent | None, counted: TurnTokens | N
     ``end_turn · 1.2k tokens · $0.04 · 35.0k in · 900 out``."""
     figures = [stop_reason, spent_text(spent)] if used(spent) else [stop_reason]
     if counted is not None:
-        figures.append(f"{_tokens(counted['input'])} in · {_tokens(counted['output'])} out")
+        figures.append(counted_text(counted["input"], counted["output"]))
     return " · ".join(figures)
+
+
+def counted_text(read: int, wrote: int) -> str:
+    """The agent's own count of a turn, for its end line: ``35.0k in · 900 out``."""
+    return f"{_tokens(read)} in · {_tokens(wrote)} out"
 
 
 def spent_text(spent: Spent) -> str:

@@ -31,7 +31,10 @@ function M.search(opts)
   if type(opts.limit) == "number" and opts.limit < 0 then
     util.user_error(("history: opts.limit: expected 0 or more, got %d"):format(opts.limit))
   end
-  return ask("history", { query = opts.query, agent = opts.agent, cwd = opts.cwd, limit = opts.limit })
+  -- The directory as chats store it: absolute, no trailing slash (the Python side
+  -- adds its resolved form).
+  local cwd = opts.cwd and util.directory(opts.cwd)
+  return ask("history", { query = opts.query, agent = opts.agent, cwd = cwd, limit = opts.limit })
 end
 
 -- Lines a loop turn puts in the export's buffer: a long chat's Markdown (100k

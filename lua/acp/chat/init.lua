@@ -864,6 +864,10 @@ function M.render(item)
       -- Python's None arrives as vim.NIL: the field is cleared.
       chat.status[key] = value ~= vim.NIL and value or nil
     end
+    if status.history == vim.NIL and chat.opened then
+      -- Deleted from the history: a stored chat given its number later is not this one.
+      chat.opened.history = nil
+    end
     if type(status.cwd) == "string" and chat.opened and chat.opened.history then
       -- A stored chat was opened in the directory it worked in, known once read.
       chat.cwd = status.cwd

@@ -170,7 +170,7 @@ SCENARIOS = (
     Scenario("bad_version", protocol_version=7),
     Scenario("endless", endless),
     Scenario("ignore_cancel", ignore_cancel, v2={}),
-    Scenario("hold", hold),
+    Scenario("hold", hold, v2={}),
     Scenario("hold_then_crash", hold_then_crash),
     Scenario("stubborn", stubborn, stays=True),  # stays after stdin closes too
     Scenario("leave_child", leave_child),

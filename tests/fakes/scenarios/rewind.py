@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["SCENARIOS"]
 
-import difflib
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -21,7 +20,7 @@ import anyio.abc
 
 from acp_nvim.demo_agent._mcp import editor_server, mcp_session
 from acp_nvim.protocol import Connection, RequestError
-from tests.fakes.handshake import Params, Scenario
+from tests.fakes.handshake import Params, Scenario, v2_diff
 
 Handler = Callable[[Params], Awaitable[Params]]
 
@@ -318,13 +317,8 @@ class Rewind:
             f.write(content + "\n")
         diff: dict[str, Any] = {"type": "diff", "path": path, "oldText": old,
                                 "newText": content + "\n"}
-        if self.version == 2:  # a v2 diff: the change and its git patch
-            patch = difflib.unified_diff((old or "").splitlines(True), [content + "\n"],
-                                         "/dev/null" if old is None else path, path)
-            operation = "add" if old is None else "modify"
-            diff = {"type": "diff", "changes": [{"operation": operation, "path": path}],
-                    "patch": {"format": "git_patch",
-                              "text": f"diff --git {path} {path}\n" + "".join(patch)}}
+        if self.version == 2:
+            diff = v2_diff(path, old, content + "\n")
         await self.update(session, {"sessionUpdate": "tool_call_update", **call,
                                     "status": "completed", "content": [diff]})  # fmt: skip
         await self.say(session, f"wrote {name}")

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from acp_nvim.protocol import RequestError
-from tests.fakes.handshake import Agent, Params, Prompt, Scenario
+from tests.fakes.handshake import Agent, Params, Prompt, Scenario, v2_diff
 
 ALLOW_ONCE = {"optionId": "once", "name": "Allow once", "kind": "allow_once"}
 REJECT_ONCE = {"optionId": "reject", "name": "Reject", "kind": "reject_once"}
@@ -63,18 +63,21 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
 
 async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
     """An edit made on disk, reported only as a tool call (as Claude's and Codex's
-    adapters do)."""
+    adapters do, and every v2 agent: its diff the change and its git patch)."""
     old = None
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
     call = {"toolCallId": call_id, "title": f"Edit {path}", "kind": "edit"}
+    kind = "tool_call" if agent.version == 1 else "tool_call_update"
     await agent.update(
-        {"sessionUpdate": "tool_call", **call, "status": "pending", "locations": [{"path": path}]}
+        {"sessionUpdate": kind, **call, "status": "pending", "locations": [{"path": path}]}
     )
     with open(path, "w") as f:
         f.write(content)
     diff = {"type": "diff", "path": path, "oldText": old, "newText": content}
+    if agent.version == 2:
+        diff = v2_diff(path, old, content)
     await agent.update(
         {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
          "content": [diff]}
@@ -113,20 +116,30 @@ async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> No
 
 async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
     """A permission request for an edit with the diff ``oldText`` → ``newText``, its
-    outcome said as a RESULT; once allowed, ``write`` goes to fs/write_text_file."""
+    outcome said as a RESULT; once allowed, ``write`` goes to fs/write_text_file
+    (over v2, which has no such method, the agent writes it itself)."""
     path = args["path"]
-    diff = {"type": "diff", "path": path, "oldText": args["oldText"], "newText": args["newText"]}
     call = {"toolCallId": call_id, "title": f"Edit {os.path.basename(path)}", "kind": "edit"}
-    answer = await agent.c.request(
-        "session/request_permission",
-        {**sid(agent), "toolCall": {**call, "content": [diff]}, "options": [ALLOW_ONCE, REJECT_ONCE]},
-        dict,
-    )
+    options = [ALLOW_ONCE, REJECT_ONCE]
+    if agent.version == 1:
+        diff = {"type": "diff", "path": path, "oldText": args["oldText"], "newText": args["newText"]}
+        params = {**sid(agent), "toolCall": {**call, "content": [diff]}, "options": options}
+    else:  # the whole file's patch, the edit's place found in it
+        with open(path) as f:
+            old = f.read()
+        diff = v2_diff(path, old, old.replace(args["oldText"], args["newText"], 1))
+        subject = {"type": "tool_call", "toolCall": {**call, "content": [diff]}}
+        params = {**sid(agent), "title": call["title"], "subject": subject, "options": options}
+    answer = await agent.c.request("session/request_permission", params, dict)
     outcome = answer["outcome"]
     if outcome.get("optionId") == "once" and "write" in args:
-        await agent.c.request(
-            "fs/write_text_file", {**sid(agent), "path": path, "content": args["write"]}, dict
-        )
+        if agent.version == 1:
+            await agent.c.request(
+                "fs/write_text_file", {**sid(agent), "path": path, "content": args["write"]}, dict
+            )
+        else:
+            with open(path, "w") as f:
+                f.write(args["write"])
     await agent.result(outcome)
 
 
@@ -170,13 +183,19 @@ async def opencode_write(agent: Agent, call_id: str, path: str, content: str) ->
 
 
 async def ask_permission(agent: Agent, prompt: Prompt) -> str:
-    """Prompt ``KIND [nokind|nonever] [at PATH:LINE]``: ask like gemini (the tool call
-    exists only in the request), then say the outcome as a message."""
+    """Prompt ``KIND [nokind|nonever] [at PATH:LINE] [first]``: ask like gemini (the tool
+    call exists only in the request; with ``first``, like claude: the call is reported
+    first, the request names it by its id), then say the outcome as a message."""
     words = prompt.text.split()
     call: Params = {"toolCallId": f"call-{words[0]}", "title": f"Fake {words[0]}", "kind": words[0]}
     if "at" in words:
         path, line = words[words.index("at") + 1].rsplit(":", 1)
         call["locations"] = [{"path": path, "line": int(line)}]
+    title = call["title"]
+    if "first" in words:
+        kind = "tool_call" if agent.version == 1 else "tool_call_update"
+        await agent.update({"sessionUpdate": kind, **call, "status": "pending"})
+        call = {"toolCallId": call["toolCallId"]}
     if "nokind" in words:  # the older Claude adapter
         options = [{"optionId": "yes", "name": "Yes"}, {"optionId": "no", "name": "No"}]
     else:
@@ -188,9 +207,13 @@ async def ask_permission(agent: Agent, prompt: Prompt) -> str:
         ]
         if "nonever" in words:  # the demo agent's three
             options.pop()
-    answer = await agent.c.request(
-        "session/request_permission", {**sid(agent), "toolCall": call, "options": options}, dict
-    )
+    if agent.version == 1:
+        params: Params = {**sid(agent), "toolCall": call, "options": options}
+    else:  # v2: the prompt's own title; the call in its subject; the turn waits on us
+        params = {**sid(agent), "title": title, "options": options,
+                  "subject": {"type": "tool_call", "toolCall": call}}  # fmt: skip
+        await agent.update({"sessionUpdate": "state_update", "state": "requires_action"})
+    answer = await agent.c.request("session/request_permission", params, dict)
     outcome = answer["outcome"]
     await agent.say(f"permission: {outcome['outcome']} {outcome.get('optionId', '')}".strip())
     return "cancelled" if agent.cancelled.is_set() else "end_turn"
@@ -271,13 +294,18 @@ async def gemini_shell(agent: Agent, prompt: Prompt) -> str:
 
 
 async def tool_call_at(agent: Agent, prompt: Prompt) -> None:
-    """Prompt ``PATH:LINE``: a tool call at that location, then its diff."""
+    """Prompt ``PATH:LINE``: a tool call at that location, then its diff (over v2, the
+    change and its git patch)."""
     path, line = prompt.text.split()[0].rsplit(":", 1)
+    kind = "tool_call" if agent.version == 1 else "tool_call_update"
     await agent.update(
-        {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit file", "kind": "edit",
+        {"sessionUpdate": kind, "toolCallId": "t1", "title": "Edit file", "kind": "edit",
          "status": "in_progress", "locations": [{"path": path, "line": int(line)}]}
     )  # fmt: skip
-    diff = {"type": "diff", "path": path, "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+    old, new = "one\ntwo\n", "one\n2\n"
+    diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
+    if agent.version == 2:
+        diff = v2_diff(path, old, new)
     await agent.update(
         {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
          "content": [diff]}
@@ -392,11 +420,11 @@ async def elicit_steps(agent: Agent, prompt: Prompt) -> None:
 
 
 SCENARIOS = (
-    Scenario("files", file_steps),
-    Scenario("permission", ask_permission),
+    Scenario("files", file_steps, v2={}),  # over v2: its steps but the fs/* requests
+    Scenario("permission", ask_permission, v2={}),
     Scenario("codex_exec", codex_exec),
     Scenario("gemini_shell", gemini_shell),
-    Scenario("tool_calls", tool_call_at),
+    Scenario("tool_calls", tool_call_at, v2={}),
     Scenario("terminal", run_terminal),
     Scenario("claude_bash", claude_bash),
     Scenario("elicit", elicit_steps, v2={}),
