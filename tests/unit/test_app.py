@@ -326,6 +326,32 @@ async def test_a_chat_that_fails_unexpectedly_to_go_on_with_a_restarted_agent_en
         tasks.cancel_scope.cancel()
 
 
+async def test_a_chat_that_fails_unexpectedly_to_start_again_for_a_prompt_ends_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt sent to a failed chat starts its agent again: a defect of ours on the
+    way ends that start as :AcpRestart's does, said in the chat, the prompt back in
+    its input and no agent left, not a chat 'starting' for good."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        app.chats[1].fail("the agent went")
+
+        def broken(*args: object) -> None:
+            raise RuntimeError("a defect")
+
+        monkeypatch.setattr(app.reviews, "attach", broken)
+        await app.send(1, "hello")
+        assert app.chats[1].state == "error"
+        [error] = [data for name, data in editor.events if name == "AcpError"][1:]
+        assert "internal error while starting the chat: RuntimeError('a defect')" in error["message"]
+        assert [op["text"] for op in editor.ops[1] if op["op"] == "input"] == ["hello"]
+        assert app.agents == {} and app.pool.agent_of == {}
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("asked", [("x",), ("x", "y")])
 async def test_a_start_that_fails_unexpectedly_for_no_chat_and_no_opening_makes_none(
     tmp_path: Path, asked: tuple[str, ...]
