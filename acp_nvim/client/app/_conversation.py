@@ -461,5 +461,5 @@ def _held(connection: AgentConnection, turn: Turn) -> bool:
     """Whether ``connection``'s agent process holds ``turn``'s session still: it ran
     the turn there, or resumed that session (not a restarted one naming a session
     of its own alike)."""
-    ran = turn.agent == connection.serial or turn.session_id in connection.resumed
-    return ran and turn.session_id in connection.opened
+    ran = turn.agent == connection.serial or turn.session_id in connection.held.resumed
+    return ran and turn.session_id in connection.held.opened
