@@ -919,6 +919,9 @@ def _kinds(key: str) -> str:
     """What the option at dotted ``key`` takes, as setup() words it: "a non-empty
     string or false" for a key. Not nil: that is the option not given."""
     field = _field_type(key)
+    inner = typing.get_args(field)[0] if typing.get_origin(field) is Annotated else None
+    if typing.get_origin(inner) in (typing.Union, types.UnionType):
+        field = inner  # a key's union, annotated with where it is mapped (MappedIn)
     union = typing.get_origin(field) in (typing.Union, types.UnionType)
     kinds = [t for t in typing.get_args(field) if t is not type(None)] if union else [field]
     return " or ".join(_kind(t) for t in kinds)
