@@ -208,6 +208,39 @@ async def test_a_chat_closed_while_its_cancelled_turn_runs_on_is_freed(
         tasks.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_message_whose_steering_fails_is_shown_queued_before_the_chat_says_it_is(
+    tmp_path: Path, version: int
+) -> None:
+    """The agent failed the steering request of a message sent now: the chat said the
+    message waits in the queue before it showed it queued, and a batch sent to Neovim
+    in between (under load) showed a queue without it."""
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "rewind+steer+release+broken"],
+             "env": {"FAKE_CALLS": str(tmp_path / "calls.jsonl")}}  # fmt: skip
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"fake": agent}, "protocol_version": version})
+        project = tmp_path / "project"
+        project.mkdir()
+        os.mkfifo(project / "release")
+        await app.open(1, "fake", str(project))
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: "holding" in str(editor.transcript(1)))
+        try:
+            await app.send(1, "turn left", now=True)
+            ops = editor.ops[1]
+            said = next(i for i, op in enumerate(ops) if "waits in the queue" in str(op))
+            shown = [op["queued"] for op in ops[:said] if op["op"] == "status" and "queued" in op]
+            assert shown[-1:] == [1]  # the queue as shown when the chat says it waits there
+            with open(project / "release", "wb"):
+                pass
+            await wait_for(lambda: app.chats[1].state == "ready" and not app.queue.prompts[1])
+        finally:
+            await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_a_stored_chat_that_cannot_be_read_is_refused_in_one_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
