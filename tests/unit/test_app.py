@@ -241,6 +241,40 @@ async def test_a_message_whose_steering_fails_is_shown_queued_before_the_chat_sa
         tasks.cancel_scope.cancel()
 
 
+async def test_a_message_whose_steering_fails_once_its_chat_closed_waits_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chat closed while the agent was asked to take a message into its turn, and
+    the request then failed: nothing is queued for the chat that is gone."""
+    from acp_nvim.client.app import _conversation
+    from acp_nvim.client.errors import AgentFailed
+
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "rewind+steer+release+broken"],
+             "env": {"FAKE_CALLS": str(tmp_path / "calls.jsonl")}}  # fmt: skip
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"fake": agent}})
+        project = tmp_path / "project"
+        project.mkdir()
+        os.mkfifo(project / "release")
+        await app.open(1, "fake", str(project))
+
+        async def closed_then_failed(*args: object) -> None:
+            await app.close(1)
+            raise AgentFailed("steering broke")
+
+        monkeypatch.setattr(_conversation, "_steered_before_turn_end", closed_then_failed)
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: "holding" in str(editor.transcript(1)))
+        try:
+            await app.send(1, "turn left", now=True)
+            assert 1 not in app.chats and 1 not in app.queue.prompts
+        finally:
+            await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_a_stored_chat_that_cannot_be_read_is_refused_in_one_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -387,6 +387,8 @@ class Conversations:
         try:
             injected = await _steered_before_turn_end(connection, chat, prompt)
         except AgentFailed as err:
+            if self.ctx.chats.get(chat_id) is not chat:
+                return "failed"  # closed meanwhile: nothing waits in it
             # Queued before it says so: the two may reach Neovim in separate batches.
             self.queue.put(chat_id, prompt, first=True)
             self.queue.show(chat)
