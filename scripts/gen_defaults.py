@@ -8,7 +8,9 @@ built-in agent names, for the Lua that needs them before the Python host answers
 (window sizes, :AcpChat completion). ``scripts/gen_doc.py`` documents the options
 from the same rows (:func:`option_rows`, :func:`agent_rows`). It also copies the
 words of acp_nvim/client/errors.py that Lua says itself, refusing before it asks
-the Python side (``NO_AGENT``, ``STARTING``).
+the Python side (``NO_AGENT``, ``STARTING``), and writes which keys of the
+``keys`` option are mapped together in each kind of buffer, as each key's field
+says (``MappedIn``), for setup()'s clash warning (:func:`key_places`).
 
 ``--check`` writes nothing and exits 1 when lua/acp/defaults.lua is out of date.
 """
@@ -251,6 +253,28 @@ def _classes(cls: type[msgspec.Struct]) -> Iterator[type[msgspec.Struct]]:
     yield cls
 
 
+def key_places(keys: type[msgspec.Struct] | None = None) -> dict[str, list[str]]:
+    """Each kind of buffer keys are mapped in (``KEY_PLACES``) with the keys of the
+    ``keys`` option mapped there ("chat.hide"), in the order the tables define them.
+    A key that does not say where it is mapped (``MappedIn``) stops the generation:
+    left out, it would never be warned of sharing a lhs (``acp.keys.clashes``)."""
+    config = config_module()
+    places: dict[str, list[str]] = {place: [] for place in config.KEY_PLACES}
+    for table in msgspec.structs.fields(keys or config.Keys):
+        cls = _nested(table.type)
+        assert cls is not None, f"{SOURCE}: keys.{table.encode_name} is no table of keys"
+        for field in msgspec.structs.fields(cls[0]):
+            where = f"{cls[0].__name__}.{field.name}"
+            said = [m for m in typing.get_args(field.type)[1:] if isinstance(m, config.MappedIn)]
+            if typing.get_origin(field.type) is not Annotated or not said:
+                raise SystemExit(f"{SOURCE}: {where} does not say where it is mapped (MappedIn)")
+            for place in said[0].places:
+                if place not in places:
+                    raise SystemExit(f"{SOURCE}: {where} is mapped in {place!r}, not a KEY_PLACES")
+                places[place].append(f"{table.encode_name}.{field.encode_name}")
+    return places
+
+
 def render() -> str:
     config = config_module()
     out = [
@@ -304,6 +328,15 @@ def render() -> str:
         "--- The editor's own MCP server's name, and why no server of yours may take it.",
         f"M.editor_server = {lua_literal(config_module().EDITOR_SERVER)}",
         f"M.editor_server_taken = {lua_literal(config_module().EDITOR_SERVER_TAKEN)}",
+        "",
+        "--- The keys mapped together in each kind of buffer (keys.chat.hide is \"chat.hide\"):",
+        "--- two of them on one lhs there, only the one mapped last works (acp.keys.clashes).",
+        "M.key_places = {",
+        *(
+            f"  {{ name = {lua_literal(config.KEY_PLACES[place])}, keys = {lua_literal(keys)} }},"
+            for place, keys in key_places().items()
+        ),
+        "}",
         "",
         "--- A chat size above 1 is a whole count of cells, at least this many.",
         f"M.chat_sizes = {lua_literal(config_module().CHAT_SIZES)}",

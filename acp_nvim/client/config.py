@@ -20,6 +20,7 @@ __all__ = [
     "CHAT_SIZES",
     "EDITOR_SERVER",
     "EDITOR_TOOLS",
+    "KEY_PLACES",
     "AgentConfig",
     "ChatKeys",
     "ChatOptions",
@@ -32,6 +33,7 @@ __all__ = [
     "HunkKeys",
     "InputKeys",
     "Keys",
+    "MappedIn",
     "McpServerOptions",
     "PermissionKeys",
     "QueueKeys",
@@ -286,48 +288,79 @@ class HunkKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
 # A key: the left-hand side of a mapping (as for vim.keymap.set), or false: none.
 Key = Annotated[str, Meta(min_length=1)] | Literal[False]
 
+# The kinds of buffer keys are mapped in together: two keys on one lhs in one of
+# them, only the one mapped last works, and setup() says so (acp.keys.clashes,
+# decision 0039). lua/acp/defaults.lua has them with their keys (M.key_places).
+KEY_PLACES = {
+    "transcript": "the chat's transcript",
+    "input": "the chat's input",
+    "review": "the review",
+    "hunks": "a file with agent hunks",
+}
+
+
+class MappedIn:
+    """The kinds of buffer (``KEY_PLACES``) a key of the `keys` option is mapped in.
+    Every key says, else ``make doc`` stops: a new key cannot be left out of the
+    clash warning. A permission key says none: it takes its key over the others
+    only while a prompt waits, on purpose (decision 0019)."""
+
+    def __init__(self, *places: str) -> None:
+        self.places = places
+
+    def __repr__(self) -> str:
+        return f"MappedIn{self.places!r}"
+
+
+TranscriptKey = Annotated[Key, MappedIn("transcript")]
+WindowsKey = Annotated[Key, MappedIn("transcript", "input")]  # both of the chat's windows
+InputKey = Annotated[Key, MappedIn("input")]
+PromptKey = Annotated[Key, MappedIn()]
+ReviewKey = Annotated[Key, MappedIn("review")]
+FileHunkKey = Annotated[Key, MappedIn("hunks")]
+
 
 class ChatKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Keys of the chat in Normal mode: the transcript's, and the input's too where said."""
 
-    hide: Key = "q"
+    hide: WindowsKey = "q"
     """hide the chat (both windows)"""
-    cancel: Key = "<C-c>"
+    cancel: WindowsKey = "<C-c>"
     """cancel the turn (both windows, Insert mode too)"""
-    open: Key = "<CR>"
+    open: TranscriptKey = "<CR>"
     """on a permission prompt: pick an answer; on a location or a diff row: open the
     file there; on a terminal: open it"""
-    help: Key = "?"
+    help: TranscriptKey = "?"
     """show the chat's keys"""
-    next_turn: Key = "]]"
+    next_turn: TranscriptKey = "]]"
     """go to your next prompt"""
-    prev_turn: Key = "[["
+    prev_turn: TranscriptKey = "[["
     """go to your previous prompt"""
-    next_tool: Key = "]t"
+    next_tool: TranscriptKey = "]t"
     """go to the next tool call"""
-    prev_tool: Key = "[t"
+    prev_tool: TranscriptKey = "[t"
     """go to the previous tool call"""
-    review: Key = "<localleader>v"
+    review: TranscriptKey = "<localleader>v"
     """open the review of the agent's changes (|:AcpReview|)"""
-    accept_all: Key = "<localleader>A"
+    accept_all: TranscriptKey = "<localleader>A"
     """accept every open change of the chat"""
-    reject_all: Key = "<localleader>R"
+    reject_all: TranscriptKey = "<localleader>R"
     """reject every open change of the chat"""
 
 
 class InputKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Keys of the chat's input."""
 
-    send: Key = "<CR>"
+    send: InputKey = "<CR>"
     """send the input (Normal mode)"""
-    send_insert: Key = "<C-s>"
+    send_insert: InputKey = "<C-s>"
     """send the input from Insert mode (and Normal mode)"""
-    send_now: Key = "<M-CR>"
+    send_now: InputKey = "<M-CR>"
     """send the input now, in Insert and Normal mode: into the running turn where the
     agent steers, else the turn is cancelled and it goes first (see |acp-steer|)"""
-    prev_prompt: Key = "<Up>"
+    prev_prompt: InputKey = "<Up>"
     """on the first line: the previous prompt of the history (Normal and Insert mode)"""
-    next_prompt: Key = "<Down>"
+    next_prompt: InputKey = "<Down>"
     """on the last line: the next prompt of the history, then what you were typing"""
 
 
@@ -336,23 +369,23 @@ class PermissionKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     (`buffer_`) in the buffers you type in, the input and a file showing the edit's
     preview, where a bare key would edit; an option without a kind takes its digit."""
 
-    allow_once: Key = "a"
+    allow_once: PromptKey = "a"
     """allow once (transcript)"""
-    allow_always: Key = "A"
+    allow_always: PromptKey = "A"
     """allow always (transcript)"""
-    reject_once: Key = "r"
+    reject_once: PromptKey = "r"
     """reject once (transcript)"""
-    reject_always: Key = "R"
+    reject_always: PromptKey = "R"
     """reject always (transcript)"""
-    reject_why: Key = "s"
+    reject_why: PromptKey = "s"
     """reject, and the reason you type goes to the agent (transcript)"""
-    buffer_allow_once: Key = "<localleader>y"
+    buffer_allow_once: PromptKey = "<localleader>y"
     """allow once (input, previewed file)"""
-    buffer_allow_always: Key = False
+    buffer_allow_always: PromptKey = False
     """allow always (input, previewed file)"""
-    buffer_reject_once: Key = "<localleader>n"
+    buffer_reject_once: PromptKey = "<localleader>n"
     """reject once (input, previewed file)"""
-    buffer_reject_always: Key = False
+    buffer_reject_always: PromptKey = False
     """reject always (input, previewed file)"""
 
     def by_kind(self) -> dict[str, str | None]:
@@ -366,42 +399,42 @@ class ReviewKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     """Keys of the review: in the |:AcpReview| buffer, and (`hunk_`) in a file's
     buffer while it holds open agent hunks (also in the |:AcpDiff| baseline)."""
 
-    accept: Key = "a"
+    accept: ReviewKey = "a"
     """accept the hunk (or file) at the cursor"""
-    reject: Key = "r"
+    reject: ReviewKey = "r"
     """reject the hunk (or file) at the cursor"""
-    accept_all: Key = "A"
+    accept_all: ReviewKey = "A"
     """accept every open hunk"""
-    reject_all: Key = "R"
+    reject_all: ReviewKey = "R"
     """reject every open hunk"""
-    next: Key = "]c"
+    next: ReviewKey = "]c"
     """go to the next hunk"""
-    prev: Key = "[c"
+    prev: ReviewKey = "[c"
     """go to the previous hunk"""
-    open: Key = "<CR>"
+    open: ReviewKey = "<CR>"
     """open the file at the hunk"""
-    close: Key = "q"
+    close: ReviewKey = "q"
     """close the review (and the |:AcpDiff| baseline)"""
-    hunk_accept: Key = "<localleader>a"
+    hunk_accept: FileHunkKey = "<localleader>a"
     """accept the agent hunk under the cursor"""
-    hunk_reject: Key = "<localleader>r"
+    hunk_reject: FileHunkKey = "<localleader>r"
     """reject it: its text before the turn comes back (one undo step, saved)"""
-    hunk_reject_why: Key = "<localleader>R"
+    hunk_reject_why: FileHunkKey = "<localleader>R"
     """reject it and say why: the reason you type goes to the agent at once"""
-    hunk_preview: Key = "<localleader>p"
+    hunk_preview: FileHunkKey = "<localleader>p"
     """show the hunk's diff in a floating window"""
-    hunk_next: Key = "]h"
+    hunk_next: FileHunkKey = "]h"
     """go to the next agent hunk"""
-    hunk_prev: Key = "[h"
+    hunk_prev: FileHunkKey = "[h"
     """go to the previous agent hunk"""
 
 
 class QueueKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Keys for the prompts waiting to be sent (|acp-queue|), in both chat windows."""
 
-    pick: Key = "<localleader>q"
+    pick: WindowsKey = "<localleader>q"
     """pick a queued prompt to edit or remove (|:AcpQueue|)"""
-    edit_last: Key = "<localleader>e"
+    edit_last: WindowsKey = "<localleader>e"
     """the last queued prompt back into the input, no longer queued"""
 
 
@@ -887,6 +920,9 @@ def _kinds(key: str) -> str:
     """What the option at dotted ``key`` takes, as setup() words it: "a non-empty
     string or false" for a key. Not nil: that is the option not given."""
     field = _field_type(key)
+    inner = typing.get_args(field)[0] if typing.get_origin(field) is Annotated else None
+    if typing.get_origin(inner) in (typing.Union, types.UnionType):
+        field = inner  # a key's union, annotated with where it is mapped (MappedIn)
     union = typing.get_origin(field) in (typing.Union, types.UnionType)
     kinds = [t for t in typing.get_args(field) if t is not type(None)] if union else [field]
     return " or ".join(_kind(t) for t in kinds)

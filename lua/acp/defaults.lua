@@ -443,6 +443,15 @@ M.starting = "the chat's agent is still starting: try again once it is ready"
 M.editor_server = "nvim"
 M.editor_server_taken = "'nvim' names the editor's own MCP server (editor_mcp): give yours another name"
 
+--- The keys mapped together in each kind of buffer (keys.chat.hide is "chat.hide"):
+--- two of them on one lhs there, only the one mapped last works (acp.keys.clashes).
+M.key_places = {
+  { name = "the chat's transcript", keys = { "chat.hide", "chat.cancel", "chat.open", "chat.help", "chat.next_turn", "chat.prev_turn", "chat.next_tool", "chat.prev_tool", "chat.review", "chat.accept_all", "chat.reject_all", "queue.pick", "queue.edit_last" } },
+  { name = "the chat's input", keys = { "chat.hide", "chat.cancel", "input.send", "input.send_insert", "input.send_now", "input.prev_prompt", "input.next_prompt", "queue.pick", "queue.edit_last" } },
+  { name = "the review", keys = { "review.accept", "review.reject", "review.accept_all", "review.reject_all", "review.next", "review.prev", "review.open", "review.close" } },
+  { name = "a file with agent hunks", keys = { "review.hunk_accept", "review.hunk_reject", "review.hunk_reject_why", "review.hunk_preview", "review.hunk_next", "review.hunk_prev" } },
+}
+
 --- A chat size above 1 is a whole count of cells, at least this many.
 M.chat_sizes = {
   width = 20,

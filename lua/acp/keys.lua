@@ -106,43 +106,26 @@ function M.set(buf, owner, keys)
   owned[buf][owner] = mine
 end
 
--- The keys mapped together in one kind of buffer (acp.chat.keys, acp.review): two
--- of them on one lhs there, only the one mapped last works. The permission keys
--- are left out: they take their keys only while a prompt waits (decision 0019).
--- stylua: ignore
-local PLACES = {
-  { "the chat's transcript", chat = {
-    "cancel", "hide", "open", "help", "next_turn", "prev_turn", "next_tool", "prev_tool",
-    "review", "accept_all", "reject_all",
-  }, queue = { "pick", "edit_last" } },
-  { "the chat's input", chat = { "cancel", "hide" }, queue = { "pick", "edit_last" }, input = {
-    "send", "send_insert", "send_now", "prev_prompt", "next_prompt",
-  } },
-  { "the review", review = { "accept", "reject", "accept_all", "reject_all", "next", "prev", "open", "close" } },
-  { "a file with agent hunks", review = {
-    "hunk_accept", "hunk_reject", "hunk_reject_why", "hunk_preview", "hunk_next", "hunk_prev",
-  } },
-}
-
---- The keys of the `keys` option `options` that are one key in one kind of buffer,
---- each as "keys.chat.hide and keys.chat.cancel are both 'q' in the chat's input".
+--- The keys of the `keys` option `options` that are one key in one kind of buffer
+--- they are mapped in together (acp.defaults.key_places, from each key's option:
+--- the permission keys are left out, decision 0019), each as "keys.chat.hide and
+--- keys.chat.cancel are both 'q' in the chat's input".
 ---@param options table
 ---@return string[]
 function M.clashes(options)
   local found, said = {}, {}
-  for _, place in ipairs(PLACES) do
+  for _, place in ipairs(require("acp.defaults").key_places) do
     local seen = {} -- the key as typed -> the option that maps it first
-    for _, where in ipairs({ "chat", "input", "queue", "review" }) do
-      for _, name in ipairs(place[where] or {}) do
-        local lhs, path = options[where][name], ("keys.%s.%s"):format(where, name)
-        local typed = lhs and M.typed(lhs)
-        local first = typed and seen[typed]
-        if first and not said[first .. path] then
-          said[first .. path] = true
-          table.insert(found, ("%s and %s are both '%s' in %s"):format(first, path, lhs, place[1]))
-        elseif typed then
-          seen[typed] = path
-        end
+    for _, key in ipairs(place.keys) do
+      local where, name = key:match("^(%w+)%.(.+)$")
+      local lhs, path = options[where][name], "keys." .. key
+      local typed = lhs and M.typed(lhs)
+      local first = typed and seen[typed]
+      if first and not said[first .. path] then
+        said[first .. path] = true
+        table.insert(found, ("%s and %s are both '%s' in %s"):format(first, path, lhs, place.name))
+      elseif typed then
+        seen[typed] = path
       end
     end
   end

@@ -404,7 +404,7 @@ def test_two_keys_set_to_one_lhs_in_one_buffer_are_reported(editor: Editor) -> N
     [notice] = editor.lua("return _G.acp_notices")
     assert notice["level"] == editor.lua("return vim.log.levels.WARN")
     assert notice["msg"] == (
-        "acp: keys.chat.cancel and keys.chat.hide are both '<c-c>' in the chat's transcript;"
+        "acp: keys.chat.hide and keys.chat.cancel are both '<C-c>' in the chat's transcript;"
         " keys.review.accept_all and keys.review.close are both 'A' in the review:"
         " only one of each works"
     )

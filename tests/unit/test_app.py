@@ -236,6 +236,73 @@ async def test_a_chat_closed_while_its_cancelled_turn_runs_on_is_freed(
         tasks.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_message_whose_steering_fails_is_shown_queued_before_the_chat_says_it_is(
+    tmp_path: Path, version: int
+) -> None:
+    """The agent failed the steering request of a message sent now: the chat said the
+    message waits in the queue before it showed it queued, and a batch sent to Neovim
+    in between (under load) showed a queue without it."""
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "rewind+steer+release+broken"],
+             "env": {"FAKE_CALLS": str(tmp_path / "calls.jsonl")}}  # fmt: skip
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"fake": agent}, "protocol_version": version})
+        project = tmp_path / "project"
+        project.mkdir()
+        os.mkfifo(project / "release")
+        await app.open(1, "fake", str(project))
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: "holding" in str(editor.transcript(1)))
+        try:
+            await app.send(1, "turn left", now=True)
+            ops = editor.ops[1]
+            said = next(i for i, op in enumerate(ops) if "waits in the queue" in str(op))
+            shown = [op["queued"] for op in ops[:said] if op["op"] == "status" and "queued" in op]
+            assert shown[-1:] == [1]  # the queue as shown when the chat says it waits there
+            with open(project / "release", "wb"):
+                pass
+            await wait_for(lambda: app.chats[1].state == "ready" and not app.queue.prompts[1])
+        finally:
+            await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_message_whose_steering_fails_once_its_chat_closed_waits_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chat closed while the agent was asked to take a message into its turn, and
+    the request then failed: nothing is queued for the chat that is gone."""
+    from acp_nvim.client.app import _conversation
+    from acp_nvim.client.errors import AgentFailed
+
+    editor = RecordingEditor()
+    agent = {"cmd": [sys.executable, FAKE, "rewind+steer+release+broken"],
+             "env": {"FAKE_CALLS": str(tmp_path / "calls.jsonl")}}  # fmt: skip
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        app.setup({"agents": {"fake": agent}})
+        project = tmp_path / "project"
+        project.mkdir()
+        os.mkfifo(project / "release")
+        await app.open(1, "fake", str(project))
+
+        async def closed_then_failed(*args: object) -> None:
+            await app.close(1)
+            raise AgentFailed("steering broke")
+
+        monkeypatch.setattr(_conversation, "_steered_before_turn_end", closed_then_failed)
+        tasks.start_soon(app.send, 1, "hold")
+        await wait_for(lambda: "holding" in str(editor.transcript(1)))
+        try:
+            await app.send(1, "turn left", now=True)
+            assert 1 not in app.chats and 1 not in app.queue.prompts
+        finally:
+            await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
 async def test_a_stored_chat_that_cannot_be_read_is_refused_in_one_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -350,6 +417,32 @@ async def test_a_chat_that_fails_unexpectedly_to_go_on_with_a_restarted_agent_en
         await app.close(1)
         assert app.agents == {} and app.pool.agent_of == {}
         await wait_for(lambda: not _alive(new.process.pid))
+        await app.shutdown()
+        tasks.cancel_scope.cancel()
+
+
+async def test_a_chat_that_fails_unexpectedly_to_start_again_for_a_prompt_ends_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt sent to a failed chat starts its agent again: a defect of ours on the
+    way ends that start as :AcpRestart's does, said in the chat, the prompt back in
+    its input and no agent left, not a chat 'starting' for good."""
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        await app.open(1, None, str(tmp_path))
+        app.chats[1].fail("the agent went")
+
+        def broken(*args: object) -> None:
+            raise RuntimeError("a defect")
+
+        monkeypatch.setattr(app.reviews, "attach", broken)
+        await app.send(1, "hello")
+        assert app.chats[1].state == "error"
+        [error] = [data for name, data in editor.events if name == "AcpError"][1:]
+        assert "internal error while starting the chat: RuntimeError('a defect')" in error["message"]
+        assert [op["text"] for op in editor.ops[1] if op["op"] == "input"] == ["hello"]
+        assert app.agents == {} and app.pool.agent_of == {}
         await app.shutdown()
         tasks.cancel_scope.cancel()
 

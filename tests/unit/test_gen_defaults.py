@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import gen_defaults  # noqa: E402
 
+from acp_nvim.client.config import Key, MappedIn  # noqa: E402
+
 
 class Sample(msgspec.Struct, kw_only=True):
     name: str
@@ -55,6 +57,57 @@ def test_rows_carry_default_bounds_and_docstring_and_require_one() -> None:
     assert next(rows).lua_type == '"up"|"down"'
     with pytest.raises(SystemExit, match=r"Sample\.undocumented has no docstring"):
         next(rows)
+
+
+class SampleKeys(msgspec.Struct, kw_only=True):
+    hide: Annotated[Key, MappedIn("transcript", "input")] = "q"
+    answer: Annotated[Key, MappedIn()] = "a"
+
+
+class NewKeys(msgspec.Struct, kw_only=True):
+    jump: Key = "]j"  # added without saying where it is mapped
+
+
+class StrayKeys(msgspec.Struct, kw_only=True):
+    jump: Annotated[Key, MappedIn("sidebar")] = "]j"
+
+
+def tables(**keys: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    fields = [(where, cls, msgspec.field(default_factory=cls)) for where, cls in keys.items()]
+    return msgspec.defstruct("SampleTables", fields, kw_only=True)
+
+
+def test_each_key_is_checked_for_clashes_where_its_option_says_it_is_mapped() -> None:
+    places = gen_defaults.key_places(tables(chat=SampleKeys))
+    assert places == {"transcript": ["chat.hide"], "input": ["chat.hide"], "review": [], "hunks": []}
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        (NewKeys, r"NewKeys\.jump does not say where it is mapped"),
+        (StrayKeys, r"StrayKeys\.jump is mapped in 'sidebar', not a KEY_PLACES"),
+    ],
+)
+def test_a_key_option_added_without_its_place_stops_the_generation(
+    keys: type[msgspec.Struct], said: str
+) -> None:
+    """A new key the clash warning (acp.keys.clashes) would not know of: `make doc`
+    and the check stop, naming it."""
+    with pytest.raises(SystemExit, match=said):
+        gen_defaults.key_places(tables(chat=SampleKeys, new=keys))
+
+
+def test_every_key_but_a_permission_prompt_s_is_checked_for_clashes() -> None:
+    from acp_nvim.client.config import Keys
+
+    placed = {key for keys in gen_defaults.key_places().values() for key in keys}
+    every = {
+        f"{table.encode_name}.{field.encode_name}"
+        for table in msgspec.structs.fields(Keys)
+        for field in msgspec.structs.fields(table.type)
+    }
+    assert every - placed == {k for k in every if k.startswith("permission.")} != set()
 
 
 def test_generated_lua_is_up_to_date() -> None:

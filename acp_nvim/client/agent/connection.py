@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["AgentConnection", "AgentFailed"]
 
-import contextlib
+import functools
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ import anyio
 from acp_nvim.client import malloc
 from acp_nvim.client.agent import v1
 from acp_nvim.client.agent.ending import Ending
+from acp_nvim.client.agent.held import HeldSessions
 from acp_nvim.client.agent.negotiate import negotiate
 from acp_nvim.client.agent.process import AgentProcess, SpawnError, agent_process
 from acp_nvim.client.agent.sessions import (
@@ -94,16 +95,7 @@ class AgentConnection:
         self.chats: dict[str, Chat] = {}  # by session id
         # Chats whose prompt carrying their conversation the agent refused once.
         self._seed_refused: set[int] = set()
-        # Sessions begun or resumed on this process and not closed: a chat can go
-        # back to one without asking the agent (a branch picked again).
-        self.opened: set[str] = set()
-        # Of those, the ones it resumed or loaded: an earlier process's turns in them
-        # name messages it knows (a fork at one of them holds).
-        self.resumed: set[str] = set()
-        # Sessions of closed chats whose session/close the agent has not answered, by
-        # id: set once it has. Resumed before, such a session would be closed under
-        # the chat that resumed it.
-        self._closing: dict[str, anyio.Event] = {}
+        self.held = HeldSessions()
         # Commands (v1 terminal/*) and display terminals (v2), in editor buffers.
         self.terminals = Terminals(self.chats)
         self.permissions = Permissions()
@@ -297,14 +289,14 @@ class AgentConnection:
         where the user's messages ``kept`` as steered into a turn begin none of their
         own (``Branches.kept``). One a chat has just closed is resumed once the agent
         has answered that close."""
-        closing = self._closing.get(session_id)
+        closing = self.held.still_closing(session_id)
         if closing is not None:
             chat.info(f"*{self.name} is still closing this session: it goes on once that is done.*")
             await closing.wait()
         sessions = self._sessions()
         since, chat.branches.kept = len(chat.session.items), list(kept)
         await self._call(sessions.resume(chat, session_id, replay=replay), "resuming a session")
-        self.resumed.add(session_id)
+        self.held.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)
         if replay:  # its history as turns to go back to, and what it replays after
             replayed(chat, since, self.serial)
@@ -316,14 +308,14 @@ class AgentConnection:
     ) -> None:
         """The agent answered with ``chat``'s session ``session_id``, ``created`` (new,
         forked) or ``resumed``: the chat is ready in it, the MCP servers offered serve it."""
-        self.opened.add(session_id)
+        self.held.opened.add(session_id)
         if self.mcp is not None:
             self.mcp.bind(chat, session_id)
         version, title = sessions.version, sessions.agent_title
         chat.ready(session_id, version, title, resumed=resumed, created=created)
 
     def attach(self, chat: Chat, session_id: str) -> None:
-        """Go on in ``session_id``, one of :attr:`opened`: no request, the agent still
+        """Go on in ``session_id``, one of ``held.opened``: no request, the agent still
         holds it."""
         sessions = self._sessions()
         self.detach(chat)
@@ -464,8 +456,7 @@ class AgentConnection:
         session_id = chat.session.session_id
         # Before anything is awaited: from now on the session is not gone back to
         # unasked, and a resume of it waits for the close.
-        self.opened.discard(session_id)
-        closed = self._closing[session_id] = anyio.Event()
+        closed = self.held.closing(session_id)
         try:
             if self.mcp is not None:
                 # First: a tool call waiting on a prompt is told the chat went (closed, or
@@ -476,21 +467,15 @@ class AgentConnection:
             await self.terminals.end_session(chat)
         finally:
             assert self._tasks is not None  # only a started agent's chats are released
-            self._tasks.start_soon(self._close, session_id, closed)
+            ask = functools.partial(self._ask_close, session_id)
+            self._tasks.start_soon(self.held.close, session_id, closed, ask)
         with anyio.move_on_after(_CLOSE_TIMEOUT):
             await closed.wait()
 
-    async def _close(self, session_id: str, closed: anyio.Event) -> None:
-        """Close ``session_id`` where the agent offers that; ``closed`` is set once it
-        answered, refused or exited (a refusal or nonsense changes nothing)."""
-        try:
-            if self.sessions is not None and self.alive and session_id:
-                with contextlib.suppress(ConnectionClosed, RequestError, ProtocolError):
-                    await self.sessions.close(session_id)
-        finally:
-            if self._closing.get(session_id) is closed:
-                del self._closing[session_id]
-            closed.set()
+    async def _ask_close(self, session_id: str) -> None:
+        """Close ``session_id`` where the agent offers that, while it runs."""
+        if self.sessions is not None and self.alive and session_id:
+            await self.sessions.close(session_id)
 
     def detach(self, chat: Chat) -> None:
         self.chats.pop(chat.session.session_id, None)

@@ -14,7 +14,7 @@ it concerns, one module each (decision 0034):
 - ``_pool``: the agents (processes, connections, logins and their secrets)
 - ``_queue``: prompts waiting for a busy chat
 - ``_starts``: chats whose agent is starting, and the restarts asked meanwhile
-- ``_start_task``: a start that fails by a defect of ours ends, said in its chat
+- ``_start_task``: a start (an opening too) that fails by a defect of ours ends, said in its chat
 - ``_settings``: a session's mode, model and options
 - ``_reviews``: each chat's review of the agent's changes
 - ``_workspaces``: where each chat's agent works (directory, roots, worktree)
@@ -41,7 +41,7 @@ from acp_nvim.client.app._queue import PromptQueue
 from acp_nvim.client.app._reviews import Reviews
 from acp_nvim.client.app._sender import Sender
 from acp_nvim.client.app._settings import Settings
-from acp_nvim.client.app._start_task import start_task
+from acp_nvim.client.app._start_task import opening_task, start_task
 from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import Config, ConfigError, load_config
 from acp_nvim.client.editor import Editor
@@ -85,7 +85,7 @@ class App:
         )
         self.sender = Sender(self.lifecycle)
         # What the host calls, each answered by the part it concerns.
-        self.open = start_task(self.lifecycle.end_start, self.lifecycle.open)
+        self.open = opening_task(self.lifecycle.end_start, self.lifecycle.open)
         self.restart = start_task(self.lifecycle.end_start, self.lifecycle.restart)
         self.send = self.sender.send
         self.regenerate = self.sender.regenerate

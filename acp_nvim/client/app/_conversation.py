@@ -336,8 +336,9 @@ class Conversations:
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
         if steered in ("injected", "unanswered") or chat is None:
             return
-        self.queue.put(chat_id, prompt, first=True)
-        self.queue.show(chat)
+        if steered != "failed":  # queued by _steer then
+            self.queue.put(chat_id, prompt, first=True)
+            self.queue.show(chat)
         # A turn being cancelled already (the user's <C-c>) is not cancelled again: the
         # prompt goes once that cancel is answered.
         cancel = steered is None and chat.state == "running"
@@ -358,10 +359,14 @@ class Conversations:
         from acp_nvim.client.session.model import Prompt
 
         chat = self.ctx.chats.get(chat_id)
-        if chat is None or await self._steer(chat_id, Prompt(text)) in ("injected", "unanswered"):
+        if chat is None:
             return
-        self.queue.put(chat_id, Prompt(text), first=True)
-        self.queue.show(chat)
+        steered = await self._steer(chat_id, Prompt(text))
+        if steered in ("injected", "unanswered"):
+            return
+        if steered != "failed":  # queued by _steer then
+            self.queue.put(chat_id, Prompt(text), first=True)
+            self.queue.show(chat)
         await self.queue.drain(chat)
 
     async def _steer(
@@ -369,7 +374,7 @@ class Conversations:
     ) -> Literal["injected", "prompt", "failed", "unanswered"] | None:
         """Put ``prompt`` into the chat's running turn: ``injected``, or ``prompt``
         when the agent had no turn running any more (send it as a prompt), ``failed``
-        when the agent failed the request (the chat says the message is queued),
+        when the agent failed the request (queued to go first, and the chat says so),
         ``unanswered`` when the turn ended without an answer (the message is back in
         the input); None without a running turn or steering."""
         chat, connection = self.ctx.chats.get(chat_id), self.pool.agent_of.get(chat_id)
@@ -382,6 +387,11 @@ class Conversations:
         try:
             injected = await _steered_before_turn_end(connection, chat, prompt)
         except AgentFailed as err:
+            if self.ctx.chats.get(chat_id) is not chat:
+                return "failed"  # closed meanwhile: nothing waits in it
+            # Queued before it says so: the two may reach Neovim in separate batches.
+            self.queue.put(chat_id, prompt, first=True)
+            self.queue.show(chat)
             chat.show_error(f"{err}; the message waits in the queue and goes when the turn ends")
             return "failed"
         if injected is None:  # it may have reached the agent: the user decides
@@ -461,5 +471,5 @@ def _held(connection: AgentConnection, turn: Turn) -> bool:
     """Whether ``connection``'s agent process holds ``turn``'s session still: it ran
     the turn there, or resumed that session (not a restarted one naming a session
     of its own alike)."""
-    ran = turn.agent == connection.serial or turn.session_id in connection.resumed
-    return ran and turn.session_id in connection.opened
+    ran = turn.agent == connection.serial or turn.session_id in connection.held.resumed
+    return ran and turn.session_id in connection.held.opened

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 __all__ = ["Sender"]
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_nvim.client.app._chats import ChatLifecycle
+from acp_nvim.client.app._start_task import start_task
 
 if TYPE_CHECKING:
     from acp_nvim.client.session.chat import Chat
@@ -26,6 +28,11 @@ class Sender:
         self.pool = lifecycle.pool
         self.queue = lifecycle.queue
         self.conversations = lifecycle.conversations
+        # A failed chat started again for what is sent to it: a defect of ours on the
+        # way ends that start as :AcpRestart's does (not a chat 'starting' for good).
+        self._start_again = start_task(
+            lifecycle.end_start, functools.partial(lifecycle.restart, asked=False)
+        )
 
     def __repr__(self) -> str:
         return f"<Sender {sum(map(len, self.queue.prompts.values()))} prompts queued>"
@@ -82,7 +89,7 @@ class Sender:
     async def _started(self, chat_id: int) -> None:
         chat = self.ctx.chats.get(chat_id)
         if chat is not None and chat.state == "error":
-            await self.lifecycle.restart(chat_id, asked=False)
+            await self._start_again(chat_id)
 
     async def _send(
         self,
@@ -121,7 +128,7 @@ class Sender:
             await self.queue.drain(chat)
         elif chat.state in ("error", "ready"):  # ready without an agent: a reopened chat
             self.queue.show(chat)
-            await self.lifecycle.restart(chat_id, asked=False)
+            await self._start_again(chat_id)
         else:  # starting or running: it goes when the chat is ready
             self.queue.show(chat)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["start_task"]
+__all__ = ["opening_task", "start_task"]
 
 import functools
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,29 +19,40 @@ End = Callable[[int, str, str | None, str | None], Awaitable[None]]
 
 
 def start_task(end: End, start: Start) -> Start:
-    """``start`` (opening, restarting, logging in or going on with a restarted agent:
-    its first argument is the chat or its id) as the task the host runs: a defect of
-    ours met on the way ends the start as a failure does, said in the chat (one made
-    for it if it was not yet: an opening's agent and directory) and with no agent
-    left running for it, not only in the log."""
+    """``start`` (restarting, logging in or going on with a restarted agent: its first
+    argument is the chat or its id) as the task the host runs: a defect of ours met on
+    the way ends the start as a failure does, said in the chat and with no agent left
+    running for it, not only in the log."""
 
     @functools.wraps(start)
     async def task(chat: Chat | int, *args: Any, **kwargs: Any) -> None:
-        try:
-            await start(chat, *args, **kwargs)
-        except Exception as err:
-            why = internal_error("starting the chat", err) + "; :AcpRestart tries again"
-            agent, cwd = _opening(start, chat, *args, **kwargs)
-            await end(chat if isinstance(chat, int) else chat.id, why, agent, cwd)
+        chat_id = chat if isinstance(chat, int) else chat.id
+        await _ended(end, functools.partial(start, chat, *args, **kwargs), chat_id)
 
     return task
 
 
-def _opening(start: Start, *args: Any, **kwargs: Any) -> tuple[str | None, str | None]:
-    """The agent and directory this call of ``start`` asked a chat to open on, each
-    None where it asked none (not an opening)."""
+def opening_task(end: End, open_chat: Start) -> Start:
+    """``open_chat`` (``ChatLifecycle.open``: the chat's id, its agent and directory
+    first) as :func:`start_task` makes a start: a chat not made yet when the defect
+    came is made to say so, on that agent in that directory."""
+
+    @functools.wraps(open_chat)
+    async def task(chat_id: int, agent: str | None, cwd: str, *args: Any, **kwargs: Any) -> None:
+        opening = functools.partial(open_chat, chat_id, agent, cwd, *args, **kwargs)
+        await _ended(end, opening, chat_id, agent, cwd)
+
+    return task
+
+
+async def _ended(
+    end: End, start: Start, chat_id: int, agent: str | None = None, cwd: str | None = None
+) -> None:
+    """Run ``start``; a defect of ours in it (a call it does not take too) ends chat
+    ``chat_id``'s start: ``end`` makes the chat on ``agent`` in ``cwd`` where an
+    opening had not yet."""
     try:
-        asked = inspect.signature(start).bind(*args, **kwargs).arguments
-    except TypeError:  # not called as it takes: it asked nothing
-        return None, None
-    return asked.get("agent"), asked.get("cwd")
+        await start()
+    except Exception as err:
+        why = internal_error("starting the chat", err) + "; :AcpRestart tries again"
+        await end(chat_id, why, agent, cwd)
