@@ -28,6 +28,7 @@ __all__ = [
 
 import contextlib
 import os
+import shlex
 import shutil
 import uuid
 from typing import NamedTuple
@@ -162,6 +163,13 @@ class Unattended(NamedTuple):
     branch: str
     project: str
     left: bool
+
+    @property
+    def removal(self) -> str:
+        """The shell commands that remove it, and its branch where it is on one."""
+        git = f"git -C {shlex.quote(self.project)}"
+        remove = f"{git} worktree remove --force {shlex.quote(self.path)}"
+        return remove + (f"; {git} branch -D {shlex.quote(self.branch)}" if self.branch else "")
 
 
 def unattended(home: str) -> list[Unattended]:
