@@ -378,6 +378,23 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
 
 
+async def test_a_script_you_rejected_stays_unexecutable_when_you_accept_the_rest(
+    review: WorktreeChanges, project: Path
+) -> None:
+    """The agent changed a file of yours and made it executable; you rejected that
+    file, then accepted everything else: the rejected file became executable in your
+    project all the same."""
+    script = await agent_writes(review, "src/b.txt", "#!/bin/sh\necho b\n")
+    script.chmod(0o755)
+    await agent_writes(review, "doc.txt", "1\n2\n3\n4\n5\n6\n7\n8\n")
+    await review.end_turn()
+    await review.decide("reject", str(script))
+    await review.decide("accept")
+    assert (project / "doc.txt").read_text().endswith("8\n")
+    assert (project / "src" / "b.txt").read_text() == "b\n"
+    assert not os.access(project / "src" / "b.txt", os.X_OK)
+
+
 async def test_paths_through_symlinks_map_between_the_worktree_and_your_project(
     project: Path, tmp_path: Path
 ) -> None:

@@ -36,9 +36,14 @@ from acp_nvim.client.tasks import Tasks
 from acp_nvim.review import BinaryChange, ReviewError, ReviewStore
 
 
-def _paths(store: ReviewStore) -> set[str]:
-    """The paths ``store`` has changes of, in any turn."""
-    return {change.path for changeset in store.turns() for change in changeset.files()}
+def _paths(store: ReviewStore, *, binaries: bool = False) -> set[str]:
+    """The paths ``store`` has changes of with text (and with none: ``binaries``), in
+    any turn."""
+    return {
+        change.path
+        for changeset in store.turns()
+        for change in (*changeset.files(), *(changeset.binaries() if binaries else ()))
+    }
 
 
 def _take_execute_bit(worktree: Worktree, path: str) -> None:
@@ -60,17 +65,20 @@ def _take_execute_bit(worktree: Worktree, path: str) -> None:
             os.chmod(path, (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111))
 
 
-def _take_mode_changes(worktree: Worktree) -> None:
+def _take_mode_changes(worktree: Worktree, reviewed: set[str]) -> None:
     """The user's files take the execute bit the agent changed alone (`chmod +x`, no
     text changed) in ``worktree`` since its first commit, as :func:`_take_execute_bit`
-    says: the review lists text, so no hunk brings such a change in."""
+    says: the review lists text, so no hunk brings such a change in. The files it
+    lists (``reviewed``, the worktree's paths) take theirs with their accept, and a
+    rejected one keeps the user's."""
     with contextlib.suppress(GitError):
         listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
         fields = listed.split(b"\0")
         for head, name in zip(fields[::2], fields[1::2], strict=False):
             old, new = head.split(b" ")[:2]
-            if old.lstrip(b":") != new and new in (b"100644", b"100755"):
-                user = worktree.user_path(os.path.join(worktree.path, os.fsdecode(name)))
+            mine = os.path.join(worktree.path, os.fsdecode(name))
+            if old.lstrip(b":") != new and new in (b"100644", b"100755") and mine not in reviewed:
+                user = worktree.user_path(mine)
                 if user is not None and os.path.isfile(user):
                     _take_execute_bit(worktree, user)
 
@@ -194,7 +202,8 @@ class WorktreeChanges(SessionChanges):
             if decision == "reject":  # the clashes: the user's lines stay
                 await self.landed.decide(decision)
             elif turn is None:  # everything: modes changed alone have no hunk to accept
-                await anyio.to_thread.run_sync(_take_mode_changes, self.worktree)
+                reviewed = _paths(self.store, binaries=True)
+                await anyio.to_thread.run_sync(_take_mode_changes, self.worktree, reviewed)
             return
         path = os.path.normpath(path)
         mine = self.worktree.agent_path(path)
