@@ -133,10 +133,14 @@ def report(raw_options: Any, state_dir: str | None = None) -> dict[str, Any]:
 
 def _worktrees(state_dir: str) -> list[dict[str, Any]]:
     """The worktrees under ``state_dir`` no running Neovim's chat works in: ``left``
-    by a Neovim that ended without closing them, or kept by their chat's close."""
+    by a Neovim that ended without closing them, or kept by their chat's close; each
+    with the commands that remove it (``removal``)."""
     from acp_nvim.client.services.worktrees import unattended, worktrees_home
 
-    return [worktree._asdict() for worktree in unattended(worktrees_home(state_dir))]
+    return [
+        {**worktree._asdict(), "removal": worktree.removal}
+        for worktree in unattended(worktrees_home(state_dir))
+    ]
 
 
 def _missing(program: str) -> str:

@@ -149,12 +149,12 @@ function M.check()
     health.ok("no worktree of a worktree chat is left without its chat")
   end
   for _, worktree in ipairs(report.worktrees) do
-    local git = "git -C " .. worktree.project
     local advice = {
-      "Reopen its chat from the history (:AcpHistory) to go on there, or remove it: "
-        .. ("%s worktree remove --force %s; %s branch -D %s"):format(git, worktree.path, git, worktree.branch),
+      "Reopen its chat from the history (:AcpHistory) to go on there, or remove it: " .. worktree.removal,
     }
-    local what = ("%s (branch %s) of %s"):format(worktree.path, worktree.branch, worktree.project)
+    -- A branch "": the agent left it on none.
+    local branch = worktree.branch ~= "" and worktree.branch or "none"
+    local what = ("%s (branch %s) of %s"):format(worktree.path, branch, worktree.project)
     if worktree.left then
       health.warn(what .. ": left by a Neovim that ended without closing its chat", advice)
     else

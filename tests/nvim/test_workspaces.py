@@ -604,6 +604,30 @@ def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
     assert f"{left.path} (branch acp/1) of {project}: kept, no chat works in it" in health(editor)
 
 
+def test_a_left_worktree_on_no_branch_is_told_of_with_commands_that_run(
+    editor: Editor,
+) -> None:
+    """The agent of a killed Neovim's worktree chat had checked out a commit: the
+    worktree is on no branch. :checkhealth named "branch " and advised
+    ``git branch -D`` with no name, which git refuses."""
+    project = repository(editor)
+    home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
+    left, _ = make_worktree(str(project), "1", str(home))
+    git(Path(left.path), "checkout", "-q", "--detach")
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
+    (admin / f"acp-held-{dead.pid}").write_text("")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        history={"enabled": False},
+    )
+    said = health(editor)
+    assert f"WARNING {left.path} (branch none) of {project}: left by a Neovim" in said
+    assert f"remove it: git -C {project} worktree remove --force {left.path}\n" in said + "\n"
+
+
 def health(editor: Editor) -> str:
     """What :checkhealth acp says of worktrees."""
     editor.nvim.command("checkhealth acp")

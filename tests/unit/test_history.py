@@ -207,6 +207,15 @@ def test_a_full_disk_is_said_as_such_and_the_write_goes_once_there_is_room(
     assert [h.chat.id for h in store.search("zebra")] == [chat_id]
 
 
+_write = Store.write
+
+
+def _impatient(self: Store, *args: Any, **kwargs: Any) -> str:
+    """Store.write giving up on a locked file after 50 ms, not the busy timeout."""
+    self._db.execute("PRAGMA busy_timeout = 50")
+    return _write(self, *args, **kwargs)
+
+
 def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "h.sqlite3")
     store = Store(path)
@@ -215,12 +224,6 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
     told: list[tuple[str, str]] = []
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another Neovim writing, longer than the busy timeout
-    original = Store.write
-
-    def impatient(self: Store, *args: Any, **kwargs: Any) -> str:
-        self._db.execute("PRAGMA busy_timeout = 50")
-        return original(self, *args, **kwargs)
-
     done, warned = threading.Event(), threading.Event()
 
     def tell(message: str, level: str) -> None:
@@ -228,7 +231,7 @@ def test_the_writer_retries_a_locked_file_and_loses_nothing(tmp_path: Path) -> N
         warned.set()
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Store, "write", impatient)
+        patch.setattr(Store, "write", _impatient)
         writer = Writer(path, tell)
         writer.put(target, [StoredBlock(0, "k0", 1, "user", "kept zebra")], {"turns": 1}, 5.0)
         assert warned.wait(10)
@@ -259,15 +262,9 @@ def test_a_delete_and_renames_made_while_the_file_is_locked_are_kept_in_order(
     target.id = store.new_chat("demo", "/p")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another Neovim writing, longer than the busy timeout
-    original = Store.write
-
-    def impatient(self: Store, *args: Any, **kwargs: Any) -> str:
-        self._db.execute("PRAGMA busy_timeout = 50")
-        return original(self, *args, **kwargs)
-
     warned, done = threading.Event(), threading.Event()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Store, "write", impatient)
+        patch.setattr(Store, "write", _impatient)
         writer = Writer(path, lambda message, level: warned.set())
         writer.put(target, [StoredBlock(0, "k0", 1, "user", "kept")], {"turns": 1}, 5.0)
         assert warned.wait(10)  # its write failed: retried

@@ -14,12 +14,13 @@ import anyio
 import pytest
 
 from acp_nvim.client.app import App
-from acp_nvim.client.services import files
+from acp_nvim.client.services import files, worktrees
 from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
     hold,
     holds_commits,
+    left_unclosed,
     let_go,
     make_worktree,
     remove_worktree,
@@ -132,6 +133,33 @@ def test_a_worktree_held_by_a_neovim_that_died_is_not_kept_by_a_process_given_it
         finally:
             assert stranger.stdin is not None
             stranger.stdin.close()
+
+
+def test_a_worktree_reopened_while_another_neovim_looks_for_left_ones_stays_held(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Neovim looked for worktrees left by killed Neovims just as this one reopened
+    a chat in such a worktree: the look took away every held file, this Neovim's
+    too, so the next Neovim said the worktree was left while its chat worked there,
+    and closing that chat here no longer saw it held."""
+    home = tmp_path / "home"
+    worktree, _ = make_worktree(str(project), "1", str(home))
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()  # the killed Neovim: its file stays
+    admin = Path(git(Path(worktree.path), "rev-parse", "--absolute-git-dir").strip())
+    (admin / f"acp-held-{dead.pid}").write_text("")
+    listed = worktrees.unattended
+
+    def reopened_meanwhile(where: str) -> list[worktrees.Unattended]:
+        found = listed(where)
+        hold(worktree)  # the reopening, between the look's listing and its clean-up
+        return found
+
+    monkeypatch.setattr(worktrees, "unattended", reopened_meanwhile)
+    assert [left.path for left in left_unclosed(str(home))] == [worktree.path]
+    assert sorted(p.name for p in admin.glob("acp-held-*")) == [f"acp-held-{os.getpid()}"]
+    monkeypatch.undo()
+    assert left_unclosed(str(home)) == []  # held here: no other Neovim is told
 
 
 def test_a_worktree_opened_from_a_directory_git_does_not_track_has_it(

@@ -124,14 +124,10 @@ class Workspaces:
         for left in found:
             if left.path in ours:
                 continue
-            git = f"git -C {left.project}"
-            remove = f"{git} worktree remove --force {left.path}"
-            if left.branch:  # else the agent left it on no branch
-                remove += f"; {git} branch -D {left.branch}"
             self.ctx.editor.notify(
                 f"the worktree {left.path} (branch {left.branch or 'none'}) of {left.project}"
                 " was left by a Neovim that ended without closing its chat: reopen that chat"
-                f" from the history to go on there, or remove it ({remove})",
+                f" from the history to go on there, or remove it ({left.removal})",
                 "warn",
             )
 

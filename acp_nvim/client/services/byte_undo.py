@@ -14,7 +14,7 @@ from __future__ import annotations
 __all__ = ["ByteUndo"]
 
 import hashlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
 import anyio.to_thread
@@ -41,16 +41,18 @@ class ByteUndo:
         self.disk = disk
         self._kept: dict[str, _Kept] = {}
 
-    async def reject(self, change: BinaryChange, rejecting: Awaitable[None]) -> None:
+    async def reject(self, change: BinaryChange, rejecting: Callable[[], Awaitable[None]]) -> None:
         """Run ``rejecting`` (``change``'s reject), keeping what an undo in the file's
-        buffer needs: the agent's bytes, what the buffer showed before and after."""
+        buffer needs: the agent's bytes, what the buffer showed before and after. A
+        function, not its coroutine: one made before a look at the buffer that fails
+        would never run."""
         path = change.path
         self._kept.pop(path, None)
         agent = await self._shown(path)
         taken = None
         if agent is not None and change.before is not None and change.size is not None:
             taken = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
-        await rejecting
+        await rejecting()
         if taken is None or len(taken) > SNAPSHOT_MAX_BYTES or change.status != "rejected":
             return
         before = await self._shown(path)

@@ -749,7 +749,7 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await undo.reject(change, put_bytes(undo.editor, undo.disk, change.path, before))
+        await undo.reject(change, partial(put_bytes, undo.editor, undo.disk, change.path, before))
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise

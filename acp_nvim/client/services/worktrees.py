@@ -28,6 +28,7 @@ __all__ = [
 
 import contextlib
 import os
+import shlex
 import shutil
 import uuid
 from typing import NamedTuple
@@ -131,18 +132,22 @@ def let_go(worktree: Worktree) -> bool:
         return False
     with contextlib.suppress(OSError):
         os.remove(os.path.join(admin, f"{_HELD}{os.getpid()}"))
+    # A Neovim gone: its chat's reopening and close here decided for it.
+    return _drop_ended(admin)
+
+
+def _drop_ended(admin: str) -> bool:
+    """Remove from the worktree's git directory ``admin`` the files of Neovims that
+    ended; whether one of a Neovim still running is there."""
     try:
         names = os.listdir(admin)
     except OSError:
         return False
     alive = False
-    for name in names:
-        held = os.path.join(admin, name)
-        if not name.startswith(_HELD):
-            continue
+    for held in [os.path.join(admin, name) for name in names if name.startswith(_HELD)]:
         if _holds(held):
             alive = True
-        else:  # a Neovim gone: its chat's reopening and close here decided for it
+        else:
             with contextlib.suppress(OSError):
                 os.remove(held)
     return alive
@@ -158,6 +163,13 @@ class Unattended(NamedTuple):
     branch: str
     project: str
     left: bool
+
+    @property
+    def removal(self) -> str:
+        """The shell commands that remove it, and its branch where it is on one."""
+        git = f"git -C {shlex.quote(self.project)}"
+        remove = f"{git} worktree remove --force {shlex.quote(self.path)}"
+        return remove + (f"; {git} branch -D {shlex.quote(self.branch)}" if self.branch else "")
 
 
 def unattended(home: str) -> list[Unattended]:
@@ -187,15 +199,13 @@ def unattended(home: str) -> list[Unattended]:
 def left_unclosed(home: str) -> list[Unattended]:
     """The worktrees under ``home`` whose chats' Neovims all ended without closing them
     (killed outright: a chat closed takes its Neovim's file away, :func:`let_go`).
-    Each is found once: those files go. What they hold is unknown here (the review
-    went with the Neovim): the user decides."""
+    Each is found once: the dead Neovims' files go (not one a chat reopened there
+    meanwhile wrote). What they hold is unknown here (the review went with the
+    Neovim): the user decides."""
     found = [worktree for worktree in unattended(home) if worktree.left]
     for worktree in found:
-        admin = _admin_dir(worktree.path) or ""
-        with contextlib.suppress(OSError):
-            for name in os.listdir(admin):
-                if name.startswith(_HELD):
-                    os.remove(os.path.join(admin, name))
+        if (admin := _admin_dir(worktree.path)) is not None:
+            _drop_ended(admin)
     return found
 
 
