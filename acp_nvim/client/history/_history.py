@@ -84,6 +84,15 @@ class History:
             return None
         return os.path.join(self.state_dir, "acp", "history.sqlite3")
 
+    def own_files(self) -> frozenset[str]:
+        """The history's file and SQLite's files beside it, as real paths: what the
+        client writes, which a review never counts as the agent's (``history.path``
+        may lie in a project)."""
+        if self.path is None:
+            return frozenset()
+        path = os.path.realpath(self.path)
+        return frozenset(path + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+
     # -- live chats (worker loop) ------------------------------------------------------------
 
     def attach(self, chat: Chat, cwd: str, *, keep: bool) -> ChatRecord:
