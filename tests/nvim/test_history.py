@@ -5,12 +5,14 @@ never the chat; two Neovims writing at once keep both chats."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -577,11 +579,11 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
     assert store.read_bytes() == before
 
 
-def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
-    a_kept_chat(editor)
-    editor.quit()
+@contextlib.contextmanager
+def read_only_neovim(editor: Editor) -> Iterator[Editor]:
+    """Another Neovim, set up, that can read the history file (``editor``'s, which
+    has quit) but neither write it nor make files beside it."""
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
-    before = store.read_bytes()
     # Neither the file nor its directory writable; root writes there regardless
     # unless its Neovim (and the Python side it starts) lacks CAP_DAC_OVERRIDE.
     store.chmod(0o444)
@@ -590,6 +592,19 @@ def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> Non
     other = second_neovim(editor, wrapper if os.geteuid() == 0 else None)
     try:
         other.setup(agents=agents(editor), default_agent="kept")
+        yield other
+    finally:
+        other.quit()
+        store.parent.chmod(0o755)
+        store.chmod(0o644)
+
+
+def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+    a_kept_chat(editor)
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    before = store.read_bytes()
+    with read_only_neovim(editor) as other:
         other.open_chat()
         send(other, "hello", 1)
         assert "echo: hello" in other.transcript_text()
@@ -601,11 +616,22 @@ def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> Non
         [notice] = [n["msg"] for n in other.lua("return _G.acp_notices")]
         assert notice == f"acp: history off: {store} is read-only"
         assert other.lua("return require('acp').status().history") is None
-    finally:
-        other.quit()
-        store.parent.chmod(0o755)
-        store.chmod(0o644)
     assert store.read_bytes() == before
+
+
+def test_a_read_only_store_is_still_searched_and_exported_from(editor: Editor) -> None:
+    """A history file you may read but not write (another user's, a read-only
+    mount): its chats are found and exported; only keeping new ones is off."""
+    entry = a_kept_chat(editor)
+    editor.quit()
+    with read_only_neovim(editor) as other:
+        [found] = other.lua(HISTORY, {"query": "zebra"})
+        assert found["id"] == entry["id"]
+        path = editor.tmp / "project" / "chat.md"
+        other.lua("require('acp').export(...)", str(path), {"history": found["id"]})
+        assert "## You\n\nhello zebra" in path.read_text()
+        notices = [n["msg"] for n in other.lua("return _G.acp_notices")]
+        assert notices == [f"acp: exported to {path}"]
 
 
 def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
