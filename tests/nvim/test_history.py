@@ -256,6 +256,31 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
 
 
+def test_a_hand_over_carries_the_conversation_not_the_chats_notices(editor: Editor) -> None:
+    """The chat's notices (an error, a note of the client's) are its words to you,
+    not the conversation: the agent a chat is handed over to is not told them (the
+    line saying whose turns they were is); the export keeps them."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [source] = kept(editor, "zebra")
+    # The agent taken out of the options, a restart fails: the chat says why.
+    editor.setup(agents={"embeds": agents(editor)["embeds"]}, default_agent="embeds")
+    editor.nvim.command("AcpRestart")
+    editor.wait("require('acp').status().state == 'error'")
+    error = "**Error:** unknown agent 'kept'"
+    assert error in editor.transcript_text()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    carried = json.loads(editor.transcript()[-3])[1]["resource"]["text"]
+    assert "kept answers from here.*" in carried and "echo: hello zebra" in carried
+    assert "Handed over from kept's chat" in carried
+    assert error not in carried
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", source["id"])
+    assert error in "\n".join(editor.nvim.buffers[buf][:])
+
+
 def test_a_hand_over_to_an_agent_that_cannot_start_is_no_second_copy(editor: Editor) -> None:
     """`:AcpHandoff` to an agent not installed kept the conversation again, under
     that agent, though it never answered: closed, it stayed in the history; and
