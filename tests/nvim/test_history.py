@@ -953,6 +953,32 @@ def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == '# hello zebra'", what="the export")
 
 
+def test_an_export_from_the_chat_takes_percent_for_the_file_beside_it(editor: Editor) -> None:
+    """`:AcpExport %:p:h/chat.md` typed in the chat's input expanded `%` to the input's
+    buffer, acp://input/1, and failed with ENOENT. There `%` (and `#`) are the file
+    you work on, in the window beside the chat; where none is, it says so."""
+    docs = editor.tmp / "project" / "docs"
+    docs.mkdir()
+    editor.nvim.command(f"edit {docs / 'guide.md'}")
+    a_kept_chat(editor)
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").startswith("acp://input/")
+    editor.nvim.command("AcpExport %:p:h/chat.md")
+    editor.wait(f"vim.fn.filereadable({str(docs / 'chat.md')!r}) == 1", what="the export")
+    assert (docs / "chat.md").read_text().startswith("# hello zebra\n")
+    # The chat alone in its tab page: no file for `%` to name.
+    editor.lua(
+        """for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+             if not vim.b[vim.api.nvim_win_get_buf(win)].acp_chat then
+               vim.api.nvim_win_close(win, false)
+             end
+           end"""
+    )
+    editor.nvim.command("AcpExport %:r.md")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: %:r.md names no file beside the chat (acp://input/1.md): give a path"
+    )
+
+
 def test_an_export_to_a_directory_says_it_is_one(editor: Editor) -> None:
     """:AcpExport docs said "docs/ exists (add ! to write over it)", and with ! "cannot
     write docs/: ENOTDIR: not a directory: docs/..2106.1.acp~ -> docs/"; the picker
