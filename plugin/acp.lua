@@ -324,7 +324,11 @@ command("AcpExport", function(args)
 end, {
   nargs = "?",
   bang = true,
-  complete = "file",
+  -- Completed as a file, but not expanded by Neovim: export() expands `%` as the
+  -- chat means it (the file beside it, not acp://input/1).
+  complete = function()
+    return "file"
+  end,
   desc = "Export the chat to Markdown (a file, else a buffer; ! writes over a file)",
 })
 command("AcpHandoff", function(args)

@@ -5,12 +5,14 @@ never the chat; two Neovims writing at once keep both chats."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +254,31 @@ def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
     buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", own["id"])
     exported = "\n".join(editor.nvim.buffers[buf][:])
     assert exported.index(carried) < exported.index("echo: hello zebra") < exported.index(handed)
+
+
+def test_a_hand_over_carries_the_conversation_not_the_chats_notices(editor: Editor) -> None:
+    """The chat's notices (an error, a note of the client's) are its words to you,
+    not the conversation: the agent a chat is handed over to is not told them (the
+    line saying whose turns they were is); the export keeps them."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    [source] = kept(editor, "zebra")
+    # The agent taken out of the options, a restart fails: the chat says why.
+    editor.setup(agents={"embeds": agents(editor)["embeds"]}, default_agent="embeds")
+    editor.nvim.command("AcpRestart")
+    editor.wait("require('acp').status().state == 'error'")
+    error = "**Error:** unknown agent 'kept'"
+    assert error in editor.transcript_text()
+    editor.nvim.command("AcpHandoff embeds")
+    editor.wait_event("AcpSessionReady", count=2)
+    send(editor, "go on", 2)
+    carried = json.loads(editor.transcript()[-3])[1]["resource"]["text"]
+    assert "kept answers from here.*" in carried and "echo: hello zebra" in carried
+    assert "Handed over from kept's chat" in carried
+    assert error not in carried
+    buf = editor.lua("return require('acp.chat.history').export(nil, {history = ...})", source["id"])
+    assert error in "\n".join(editor.nvim.buffers[buf][:])
 
 
 def test_a_hand_over_to_an_agent_that_cannot_start_is_no_second_copy(editor: Editor) -> None:
@@ -577,11 +604,11 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
     assert store.read_bytes() == before
 
 
-def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
-    a_kept_chat(editor)
-    editor.quit()
+@contextlib.contextmanager
+def read_only_neovim(editor: Editor) -> Iterator[Editor]:
+    """Another Neovim, set up, that can read the history file (``editor``'s, which
+    has quit) but neither write it nor make files beside it."""
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
-    before = store.read_bytes()
     # Neither the file nor its directory writable; root writes there regardless
     # unless its Neovim (and the Python side it starts) lacks CAP_DAC_OVERRIDE.
     store.chmod(0o444)
@@ -590,6 +617,19 @@ def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> Non
     other = second_neovim(editor, wrapper if os.geteuid() == 0 else None)
     try:
         other.setup(agents=agents(editor), default_agent="kept")
+        yield other
+    finally:
+        other.quit()
+        store.parent.chmod(0o755)
+        store.chmod(0o644)
+
+
+def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> None:
+    a_kept_chat(editor)
+    editor.quit()
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    before = store.read_bytes()
+    with read_only_neovim(editor) as other:
         other.open_chat()
         send(other, "hello", 1)
         assert "echo: hello" in other.transcript_text()
@@ -601,11 +641,22 @@ def test_a_read_only_store_costs_the_history_not_the_chat(editor: Editor) -> Non
         [notice] = [n["msg"] for n in other.lua("return _G.acp_notices")]
         assert notice == f"acp: history off: {store} is read-only"
         assert other.lua("return require('acp').status().history") is None
-    finally:
-        other.quit()
-        store.parent.chmod(0o755)
-        store.chmod(0o644)
     assert store.read_bytes() == before
+
+
+def test_a_read_only_store_is_still_searched_and_exported_from(editor: Editor) -> None:
+    """A history file you may read but not write (another user's, a read-only
+    mount): its chats are found and exported; only keeping new ones is off."""
+    entry = a_kept_chat(editor)
+    editor.quit()
+    with read_only_neovim(editor) as other:
+        [found] = other.lua(HISTORY, {"query": "zebra"})
+        assert found["id"] == entry["id"]
+        path = editor.tmp / "project" / "chat.md"
+        other.lua("require('acp').export(...)", str(path), {"history": found["id"]})
+        assert "## You\n\nhello zebra" in path.read_text()
+        notices = [n["msg"] for n in other.lua("return _G.acp_notices")]
+        assert notices == [f"acp: exported to {path}"]
 
 
 def test_a_locked_store_costs_the_history_not_the_chat(editor: Editor) -> None:
@@ -911,6 +962,32 @@ def test_an_export_writes_over_a_file_only_when_told(editor: Editor) -> None:
     assert notes.read_text() == "mine\n"
     editor.lua("_G.answers = {...}; vim.cmd('AcpHistory')", "export", str(notes), "write over it")
     editor.wait(f"vim.fn.readfile({str(notes)!r})[1] == '# hello zebra'", what="the export")
+
+
+def test_an_export_from_the_chat_takes_percent_for_the_file_beside_it(editor: Editor) -> None:
+    """`:AcpExport %:p:h/chat.md` typed in the chat's input expanded `%` to the input's
+    buffer, acp://input/1, and failed with ENOENT. There `%` (and `#`) are the file
+    you work on, in the window beside the chat; where none is, it says so."""
+    docs = editor.tmp / "project" / "docs"
+    docs.mkdir()
+    editor.nvim.command(f"edit {docs / 'guide.md'}")
+    a_kept_chat(editor)
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)").startswith("acp://input/")
+    editor.nvim.command("AcpExport %:p:h/chat.md")
+    editor.wait(f"vim.fn.filereadable({str(docs / 'chat.md')!r}) == 1", what="the export")
+    assert (docs / "chat.md").read_text().startswith("# hello zebra\n")
+    # The chat alone in its tab page: no file for `%` to name.
+    editor.lua(
+        """for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+             if not vim.b[vim.api.nvim_win_get_buf(win)].acp_chat then
+               vim.api.nvim_win_close(win, false)
+             end
+           end"""
+    )
+    editor.nvim.command("AcpExport %:r.md")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
+        "acp: %:r.md names no file beside the chat (acp://input/1.md): give a path"
+    )
 
 
 def test_an_export_to_a_directory_says_it_is_one(editor: Editor) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,34 @@ def test_neovims_own_directories_in_the_project_stay_out_of_the_review(
     assert [(f["path"], f["hunks"][0]["preview"]) for f in changes] == [
         (str(notes), ["-old", "+new"])
     ]
+
+
+def test_the_historys_own_file_in_the_project_stays_out_of_the_review(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """``history.path`` inside the project: what the history writes during a turn
+    (the file and its journal) is the client's, not the agent's. Only the project's
+    file is reviewed."""
+    project = tmp_path / "project"
+    editor.nvim.command(f"cd {project}")
+    notes = project / "notes.txt"
+    notes.write_text("old\n")
+    history = project / "chats.sqlite3"
+    editor.setup(agents={"files": editor.fake_agent("files")}, history={"path": str(history)})
+    editor.open_chat("files")
+    steps = [
+        {"ask": {"path": str(notes), "oldText": "", "newText": ""}},
+        {"shell": {"path": str(notes), "content": "new\n"}},
+    ]
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpPermissionRequest")  # the turn waits here
+    editor.wait("#require('acp').history() > 0", what="the chat written mid-turn")
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.nvim.command("AcpPermission")
+    editor.wait_event("AcpTurnEnd")
+    assert history.exists()
+    changes = editor.lua("return require('acp').changes()")
+    assert [f["path"] for f in changes] == [str(notes)]
 
 
 def test_accept_all_and_reject_all(editor: Editor, tmp_path: Path) -> None:

@@ -927,3 +927,21 @@ def test_a_fence_a_message_leaves_open_ends_with_it_in_the_export(kind: str) -> 
     text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
     after = "You" if kind == "agent" else "Agent"
     assert text.endswith(f"\n\nlook:\n```py\nx = 1\n```\n\n## {after}\n\nnext\n")
+
+
+def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> None:
+    """A history file another Neovim writes, opened for reading only: it finds what
+    that one wrote since, and a write fails as the file's being read-only."""
+    store = store_at(tmp_path)
+    first = chat_with(store, "hello zebra", "echo")
+    reader = Store(store.path, read_only=True)
+    assert [h.chat.id for h in reader.search("zebra")] == [first]
+    second = chat_with(store, "zebra again", "echo")
+    assert [h.chat.id for h in reader.search("zebra")] == [second, first]
+    with pytest.raises(StoreError) as refused:
+        reader.forget(first)
+    assert refused.value.read_only and "is read-only" in str(refused.value)
+    older = tmp_path / "older.sqlite3"
+    sqlite3.connect(older).execute("PRAGMA user_version = 2").connection.close()
+    with pytest.raises(StoreError, match="read-only and of an older acp"):
+        Store(str(older), read_only=True)

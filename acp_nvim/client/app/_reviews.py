@@ -80,7 +80,7 @@ class Reviews:
             workspace.cwd,
             tasks,
             roots=workspace.roots,
-            skip_paths=self.ctx.nvim_dirs,
+            skip_paths=self.ctx.nvim_dirs | self.ctx.history.own_files(),
             auto_save=self.ctx.config.auto_save,
             missing_file_as_empty=missing_as_empty,
         )

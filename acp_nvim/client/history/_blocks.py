@@ -67,6 +67,8 @@ NOTICES = ("turn", "changes", "error", "info")
 _MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
 # The line before a conversation handed over (introduced).
 _INTRO = "#intro"
+# The note after a conversation handed over or forked (its block's name: Chat.info).
+CONTINUED = "continued"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -169,6 +171,20 @@ def introduced(source: str, agent: str, blocks: Sequence[StoredBlock]) -> list[S
     intro = notice_block(_INTRO, "info", [line], -1, 0, {"origin": origin, "agent": agent})
     intro.node = 0
     return [intro, *blocks]
+
+
+def conversation(blocks: Sequence[StoredBlock]) -> list[StoredBlock]:
+    """``blocks`` as a session that does not know them is told them: without the
+    chat's errors and notes, the client's words to the user (but those saying where
+    the turns came from and whose they are); how each turn ended and what it
+    changed stay."""
+    return [
+        block
+        for block in blocks
+        if block.kind not in ("error", "info")
+        or block.key == _INTRO
+        or block.key.startswith(f"#{CONTINUED}")
+    ]
 
 
 def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:

@@ -84,6 +84,15 @@ class History:
             return None
         return os.path.join(self.state_dir, "acp", "history.sqlite3")
 
+    def own_files(self) -> frozenset[str]:
+        """The history's file and SQLite's files beside it, as real paths: what the
+        client writes, which a review never counts as the agent's (``history.path``
+        may lie in a project)."""
+        if self.path is None:
+            return frozenset()
+        path = os.path.realpath(self.path)
+        return frozenset(path + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+
     # -- live chats (worker loop) ------------------------------------------------------------
 
     def attach(self, chat: Chat, cwd: str, *, keep: bool) -> ChatRecord:
@@ -321,7 +330,7 @@ class History:
         ``source``'s other branches are not.
         A hand-over's agent is told it with the first prompt (:meth:`seed`), a fork's
         has it."""
-        from acp_nvim.client.history._blocks import introduced
+        from acp_nvim.client.history._blocks import CONTINUED, introduced
         from acp_nvim.client.session.view import is_mark
 
         record, before = self._records[chat.id], self._records.get(source.id)
@@ -335,7 +344,7 @@ class History:
         prefix = f"#from{source.id}:"
         shown = record.start_with(blocks, None, turns, prefix, written=False)
         await self._draw(chat, shown, prefix)
-        chat.info(note)
+        chat.info(note, name=CONTINUED)
 
     def seed(self, chat: Chat, lost: str | None = None) -> None:
         """A new session begins for ``chat``: if it shows a conversation (stored, or
@@ -356,13 +365,13 @@ class History:
         """The conversation ``chat`` shows as Markdown, for a session that does not
         know it: the stored chat's where it shows stored turns (its model holds only
         its own), else its model's; None when nothing was said."""
-        from acp_nvim.client.history._blocks import markdown
+        from acp_nvim.client.history._blocks import conversation, markdown
         from acp_nvim.client.session import seed
 
         record = self._records.get(chat.id)
         if record is None or not any(turn.stored for turn in chat.branches.path):
             return seed.markdown(seed.conversation(chat.session))
-        return markdown(record.row(), record.blocks(), diffs=False)
+        return markdown(record.row(), conversation(record.blocks()), diffs=False)
 
     async def markdown(self, chat_id: int | None, history_id: int | None = None) -> str | None:
         """Stored chat ``history_id``, else live chat ``chat_id``, as Markdown (None:

@@ -47,6 +47,9 @@ class Reader:
         """This thread's connection to the file, once what the writer was handed by
         now is in it: a read through it sees every change made before it was asked.
 
+        A file this user cannot write is read all the same (the writer tells
+        that nothing is kept).
+
         Raises:
             StoreError: the history has no file yet, or it cannot be read.
         """
@@ -58,8 +61,12 @@ class Reader:
         if store is None or store.path != path:
             if store is not None:
                 store.close()
-            store = self._stores.store = Store(path, busy_ms=_READ_BUSY_MS)
-        self._first(store)
+            store = self._stores.store = _open(path)
+        try:
+            self._first(store)
+        except StoreError as err:  # the expiry deletes: not in a file read only
+            if not err.read_only:
+                raise
         return store
 
     def read(self, history_id: int) -> tuple[ChatRow, list[StoredBlock]] | None:
@@ -144,3 +151,13 @@ def _turns_shown(chat: ChatRow) -> int:
         return chat.turns
     _, shown = branches_of(chat.branches, [])
     return len(shown.nodes)
+
+
+def _open(path: str) -> Store:
+    """A connection to ``path`` that reads (and writes, where it can)."""
+    try:
+        return Store(path, busy_ms=_READ_BUSY_MS)
+    except StoreError as err:
+        if not err.read_only:
+            raise
+    return Store(path, busy_ms=_READ_BUSY_MS, read_only=True)

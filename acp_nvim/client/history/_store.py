@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 import os
+import pathlib
 import re
 import sqlite3
 import time
@@ -117,11 +118,14 @@ VERSION = len(_MIGRATIONS)
 
 
 class StoreError(Exception):
-    """The history file failed; ``unavailable``: it cannot be used at all."""
+    """The history file failed; ``unavailable``: it cannot be used at all;
+    ``read_only``: because it cannot be written (it may be read: ``Store``'s
+    ``read_only``)."""
 
-    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+    def __init__(self, message: str, *, unavailable: bool = False, read_only: bool = False) -> None:
         super().__init__(message)
         self.unavailable = unavailable
+        self.read_only = read_only
 
 
 class StoredBlock(msgspec.Struct):
@@ -174,7 +178,7 @@ def _describe(err: sqlite3.Error, path: str) -> StoreError:
     if isinstance(err, sqlite3.OperationalError) and "locked" in text:
         return StoreError(f"{path} is locked by another program ({text})")
     if "readonly" in text or "read-only" in text:
-        return StoreError(f"{path} is read-only", unavailable=True)
+        return StoreError(f"{path} is read-only", unavailable=True, read_only=True)
     if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError):
         return StoreError(f"{path} is damaged ({text}): move it away", unavailable=True)
     return StoreError(f"{path}: {text}")
@@ -182,17 +186,24 @@ def _describe(err: sqlite3.Error, path: str) -> StoreError:
 
 class Store:
     """One connection to the history file; use it from one thread only.
+    ``read_only``: opened for reading only, as a file one cannot write (its
+    directory neither, where SQLite keeps the -shm file readers share) still
+    reads; its writes fail.
 
     Raises:
         StoreError: on open (``unavailable`` for a damaged, newer, read-only or
             locked file) and from every method.
     """
 
-    def __init__(self, path: str, *, busy_ms: int = BUSY_MS) -> None:
+    def __init__(self, path: str, *, busy_ms: int = BUSY_MS, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         try:
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
+            if read_only:
+                self._db = _open_read_only(path, busy_ms)
+            else:
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
         try:
@@ -200,10 +211,12 @@ class Store:
         except sqlite3.Error as err:
             self._db.close()
             failure = _describe(err, path)
-            raise StoreError(str(failure), unavailable=True) from None
+            failure.unavailable = True
+            raise failure from None
         except StoreError as err:  # at open, any failure leaves the file unused
             self._db.close()
-            raise StoreError(str(err), unavailable=True) from None
+            err.unavailable = True
+            raise
 
     def __repr__(self) -> str:
         return f"<Store {self.path}>"
@@ -220,6 +233,13 @@ class Store:
                 f"reads {VERSION}): update acp.nvim",
                 unavailable=True,
             )
+        if self.read_only:
+            if version < VERSION:  # the queries name columns it lacks
+                raise StoreError(
+                    f"{self.path} is read-only and of an older acp.nvim (schema {version}): "
+                    "open it once where it can be written"
+                )
+            return
         if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
@@ -550,6 +570,22 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
     first, last = max(0, at - around), min(len(said), at + around + 1)
     cut = " ".join(said[first:last])
     return ("… " if first else "") + cut + (" …" if last < len(said) else "")
+
+
+def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
+    """``path`` opened for reading: sharing the readers' -shm file (a writer's
+    changes seen as they come), else, where that file cannot be made (the directory
+    is read-only too, so no writer is at work), as a file that does not change."""
+    uri = pathlib.Path(os.path.abspath(path)).as_uri()
+    shared = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_ms / 1000)
+    try:
+        shared.execute("PRAGMA user_version").fetchone()
+        return shared
+    except sqlite3.OperationalError as err:
+        shared.close()
+        if "readonly" not in str(err):
+            raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=busy_ms / 1000)
 
 
 def _statements(script: str) -> list[str]:

@@ -292,7 +292,7 @@ class SessionChanges:
     operation holds one lock, so checks, writes and decisions never interleave.
     ``access``, when set, decides which paths the agent may read and write.
     ``roots``: the chat's workspace roots (its live list), scanned after ``cwd``;
-    ``skip_paths``: directories below them never scanned (DiskChanges).
+    ``skip_paths``: directories and files below them never scanned (DiskChanges).
     """
 
     def __init__(

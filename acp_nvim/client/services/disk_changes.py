@@ -71,7 +71,8 @@ from acp_nvim.review import (
 )
 
 # Directories never scanned, by name: version control, dependencies, caches. (By
-# path, the scan skips Neovim's own directories too: DiskChanges' ``skip_paths``.)
+# path, the scan skips Neovim's own directories and the history's files too:
+# DiskChanges' ``skip_paths``.)
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
@@ -108,7 +109,7 @@ def scan_tree(
     skip_paths: Collection[str] = (),
 ) -> Scan:
     """Stat the files under ``roots``, first to last, skipping :data:`SKIP_DIRS`, the
-    directories ``skip_paths`` names below them, and symlinks; with ``watch``, watch
+    directories and files ``skip_paths`` names below them, and symlinks; with ``watch``, watch
     every directory entered before listing it.
 
     Stops at a file past ``max_files`` or after ``max_seconds`` in all (default
@@ -136,7 +137,7 @@ def scan_tree(
                     if entry.is_dir(follow_symlinks=False):
                         if entry.name not in SKIP_DIRS and entry.path not in skip_paths:
                             stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
+                    elif entry.is_file(follow_symlinks=False) and entry.path not in skip_paths:
                         if len(scan.stats) == max_files:  # a file past the cap: not all seen
                             scan.complete = False
                             return scan
@@ -342,7 +343,7 @@ def _named(news: News, watch: TreeWatch, skip_paths: Collection[str]) -> set[str
     """The files ``news`` names, and those of its new directories (but those the scan
     skips), scanned with ``watch`` (so watched from now on); None when such a scan
     was capped."""
-    named = set(news.paths)
+    named = set(news.paths).difference(skip_paths)
     for folder in news.new_dirs:
         if folder in skip_paths:
             continue
@@ -821,8 +822,10 @@ class DiskChanges:
         for top in self.dirs:
             rel = os.path.relpath(path, top)
             if not rel.startswith(".."):
-                scanned = not SKIP_DIRS.intersection(rel.split(os.sep)[:-1]) and not any(
-                    path.startswith(skipped + os.sep) for skipped in self.skip_paths
+                scanned = (
+                    not SKIP_DIRS.intersection(rel.split(os.sep)[:-1])
+                    and path not in self.skip_paths
+                    and not any(path.startswith(skipped + os.sep) for skipped in self.skip_paths)
                 )
                 return scanned and path not in self._start.stats
         return False

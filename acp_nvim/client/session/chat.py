@@ -339,8 +339,9 @@ class Chat:
         self.record.drawn(op)
         self.editor.render(self.id, [view.bounded(op)])
 
-    def info(self, text: str) -> None:
-        self._note("info", "info", text.split("\n"))
+    def info(self, text: str, *, name: str = "info") -> None:
+        """Draw a note of the client's (``name``: its block's, which says what it is)."""
+        self._note(name, "info", text.split("\n"))
 
     def _note(self, name: str, kind: str, lines: list[str]) -> None:
         """Draw a notice of ``kind``, its block named after ``name``: after a rewind or

@@ -3,6 +3,7 @@
 -- thread), the :AcpHistory picker, and export to Markdown. Not the prompt history
 -- of the input (acp.chat.prompt_history).
 if jit then jit.off(true, true) end -- decision 0068
+local api = vim.api
 local host = require("acp.host")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
@@ -94,6 +95,27 @@ local function is_a_directory(path)
   return ("%s is a directory"):format(vim.fn.fnamemodify(path, ":~:."))
 end
 
+--- `path` as typed, absolute: `%`, `#`, `~` and `$VAR` expanded, as `:write` takes
+--- them. In a chat's buffer (its input, its transcript) `%` and `#` are those of the
+--- window beside the chat, the file you work on: the chat's own name
+--- (acp://input/1) is no place to write to.
+---@param path string
+---@return string
+local function typed_path(path)
+  local win = vim.b.acp_chat and require("acp.editor.windows").target_window()
+  local ok, expanded = pcall(function()
+    return win and api.nvim_win_call(win, function()
+      return vim.fn.expandcmd(path)
+    end) or vim.fn.expandcmd(path)
+  end)
+  if not ok then
+    util.user_error(tostring(expanded):gsub("^Vim:", ""))
+  elseif expanded:match("^%a[%w+.-]*://") then -- a buffer's URL-like name (acp://log)
+    util.user_error(("%s names no file beside the chat (%s): give a path"):format(path, expanded))
+  end
+  return vim.fn.fnamemodify(expanded, ":p")
+end
+
 --- The chat's Markdown (the current chat's, else stored chat `opts.history`):
 --- written to `path` (a file there only with `opts.force`, as Vim's :write!),
 --- else shown in a new buffer. With `opts.on_done`, Neovim goes on while Python
@@ -114,7 +136,7 @@ function M.export(path, opts)
     params.chat = chat.id
   end
   local missing = ("no chat %s in the history"):format(opts.history or params.chat)
-  path = path and path ~= "" and vim.fn.fnamemodify(vim.fn.expand(path), ":p") or nil
+  path = path and path ~= "" and typed_path(path) or nil
   local found = path and vim.uv.fs_stat(path)
   if found and found.type == "directory" then
     util.user_error(is_a_directory(path)) -- no ! writes over it, as with :write
@@ -194,9 +216,9 @@ function M.pick(query, open)
           local function export(force)
             M.export(path, { history = entry.id, force = force, on_done = function() end })
           end
-          local found = path and path ~= "" and vim.uv.fs_stat(vim.fn.expand(path))
+          local found = path and path ~= "" and vim.uv.fs_stat(typed_path(path))
           if found and found.type == "directory" then
-            util.notify(is_a_directory(vim.fn.fnamemodify(vim.fn.expand(path), ":p")))
+            util.notify(is_a_directory(typed_path(path)))
           elseif found then
             vim.ui.select({ "write over it", "cancel" }, { prompt = path .. " exists" }, function(choice)
               if choice == "write over it" then
