@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from acp_nvim.client.services.worktrees import make_worktree
+from acp_nvim.client.session.workspace import Worktree
 from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_history import second_neovim
 
@@ -567,6 +568,26 @@ def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor
     ]
 
 
+def left_by_a_killed_neovim(editor: Editor, project: Path, *, detached: bool = False) -> Worktree:
+    """A worktree chat's worktree of ``project`` whose Neovim was killed (its
+    process gone, its held file left; ``detached``: its agent left it on no
+    branch), then the plugin set up with a worktree-capable agent."""
+    home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
+    left, _ = make_worktree(str(project), "1", str(home))
+    if detached:
+        git(Path(left.path), "checkout", "-q", "--detach")
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    admin = Path(git(Path(left.path), "rev-parse", "--absolute-git-dir").strip())
+    (admin / f"acp-held-{dead.pid}").write_text("")
+    editor.setup(
+        agents={"ws": editor.fake_agent("workspace")},
+        default_agent="ws",
+        history={"enabled": False},
+    )
+    return left
+
+
 def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
     editor: Editor,
 ) -> None:
@@ -574,17 +595,7 @@ def test_a_worktree_a_killed_neovim_left_is_told_of_once_by_the_first_chat(
     and branch: nothing ever removed them or said they were there, and only a new
     worktree chat of that project looked, so a user who opened none never heard."""
     project = repository(editor)
-    home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
-    left, _ = make_worktree(str(project), "1", str(home))
-    dead = subprocess.Popen([sys.executable, "-c", ""])
-    dead.wait()  # the killed Neovim: its process is gone, its file stays
-    admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
-    (admin / f"acp-held-{dead.pid}").write_text("")
-    editor.setup(
-        agents={"ws": editor.fake_agent("workspace")},
-        default_agent="ws",
-        history={"enabled": False},
-    )
+    left = left_by_a_killed_neovim(editor, project)
     assert f"WARNING {left.path} (branch acp/1) of {project}: left by a Neovim" in health(editor)
     editor.open_chat()  # no worktree chat
     found = f"function(n) return n.msg:find({left.path!r}, 1, true) end"
@@ -611,18 +622,7 @@ def test_a_left_worktree_on_no_branch_is_told_of_with_commands_that_run(
     worktree is on no branch. :checkhealth named "branch " and advised
     ``git branch -D`` with no name, which git refuses."""
     project = repository(editor)
-    home = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "worktrees"
-    left, _ = make_worktree(str(project), "1", str(home))
-    git(Path(left.path), "checkout", "-q", "--detach")
-    dead = subprocess.Popen([sys.executable, "-c", ""])
-    dead.wait()
-    admin = Path(git(left.path, "rev-parse", "--absolute-git-dir").strip())
-    (admin / f"acp-held-{dead.pid}").write_text("")
-    editor.setup(
-        agents={"ws": editor.fake_agent("workspace")},
-        default_agent="ws",
-        history={"enabled": False},
-    )
+    left = left_by_a_killed_neovim(editor, project, detached=True)
     said = health(editor)
     assert f"WARNING {left.path} (branch none) of {project}: left by a Neovim" in said
     assert f"remove it: git -C {project} worktree remove --force {left.path}\n" in said + "\n"
