@@ -9,12 +9,13 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from acp_nvim.client.app import App
-from acp_nvim.client.services import files, worktrees
+from acp_nvim.client.services import files, worktree_changes, worktrees
 from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 from acp_nvim.client.services.worktrees import (
     WorktreeError,
@@ -374,11 +375,38 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     await review.end_turn()
     assert review.waiting() == 0
     # Work all the same: closing the chat keeps the worktree for it.
-    assert mode_changes(review.worktree) == [str(project / "src" / "b.txt")]
+    assert list(mode_changes(review.worktree)) == [str(project / "src" / "b.txt")]
     await review.decide("accept")
-    assert mode_changes(review.worktree) == []
+    assert mode_changes(review.worktree) == {}
     assert os.access(project / "src" / "b.txt", os.X_OK)
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
+
+
+async def test_modes_changed_alone_are_found_and_taken_with_one_git_diff(
+    review: WorktreeChanges, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepting everything listed the files whose execute bit the agent changed
+    alone, then worked each out again to take it, and each file cost a `git ls-tree`
+    both times (as it did at every close looking for them): the `git diff` that
+    finds them already says each file's mode in the worktree's first commit."""
+    for name in ("src/b.txt", "doc.txt"):
+        (Path(review.worktree.path) / name).chmod(0o755)
+    (project / "a.txt").chmod(0o755)  # yours too: the agent's copy is not
+    await review.end_turn()
+    ran: list[tuple[str, ...]] = []
+    real = worktree_changes.git
+
+    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
+        ran.append(args)
+        return real(cwd, *args, **kwargs)
+
+    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    found = mode_changes(review.worktree)
+    assert sorted(found) == [str(project / "doc.txt"), str(project / "src" / "b.txt")]
+    await review.decide("accept")
+    assert [args[0] for args in ran] == ["diff", "diff"]  # one each, nothing per file
+    assert all(os.access(path, os.X_OK) for path in found)
+    assert os.access(project / "a.txt", os.X_OK)  # yours stays
 
 
 async def test_a_file_whose_change_you_rejected_keeps_your_mode_at_a_later_accept_all(
@@ -392,7 +420,7 @@ async def test_a_file_whose_change_you_rejected_keeps_your_mode_at_a_later_accep
     await agent_writes(review, "doc.txt", "1\n2\nthree\n4\n5\n6\n7\n")
     await review.end_turn()
     await review.decide("reject", str(project / "src" / "b.txt"))
-    assert mode_changes(review.worktree, review.rejected()) == []  # no work left in it
+    assert mode_changes(review.worktree, review.rejected()) == {}  # no work left in it
     await review.decide("accept")
     assert (project / "doc.txt").read_text() == "1\n2\nthree\n4\n5\n6\n7\n"
     assert (project / "src" / "b.txt").read_text() == "b\n"

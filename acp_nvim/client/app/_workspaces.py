@@ -321,4 +321,4 @@ async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> li
     from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 
     rejected = review.rejected() if isinstance(review, WorktreeChanges) else set()
-    return await anyio.to_thread.run_sync(mode_changes, worktree, rejected)
+    return list(await anyio.to_thread.run_sync(mode_changes, worktree, rejected))

@@ -52,10 +52,14 @@ def _take_execute_bit(worktree: Worktree, path: str) -> None:
             os.chmod(path, mode)
 
 
-def _execute_bit_to_take(worktree: Worktree, path: str) -> int | None:
+def _execute_bit_to_take(
+    worktree: Worktree, path: str, base_mode: bytes | None = None
+) -> int | None:
     """The mode the user's file ``path`` takes from its copy in ``worktree``, whose
     execute bit the agent changed (from the worktree's first commit, where a new file
-    has none) and the user did not; None: nothing to take."""
+    has none) and the user did not; None: nothing to take. ``base_mode``: the file's
+    mode in that commit as git lists it (``b"100755"``), asked of git where not
+    given (and only where the two files' execute bits differ)."""
     copy = worktree.agent_path(path)
     if copy is None:
         return None
@@ -64,41 +68,46 @@ def _execute_bit_to_take(worktree: Worktree, path: str) -> int | None:
         mode = stat.S_IMODE(os.stat(path).st_mode)
         if mode & stat.S_IXUSR == theirs:
             return None
-        listed = git(worktree.project, "--literal-pathspecs", "ls-tree", worktree.base, "--", path)
-        base = stat.S_IXUSR if listed.startswith(b"100755 ") else 0
+        if base_mode is None:
+            args = ("--literal-pathspecs", "ls-tree", worktree.base, "--", path)
+            base_mode = git(worktree.project, *args).split(b" ", 1)[0]
+        base = stat.S_IXUSR if base_mode == b"100755" else 0
         if mode & stat.S_IXUSR == base:  # the agent's change alone
             return (mode | (mode & 0o444) >> 2) if theirs else (mode & ~0o111)
     return None
 
 
-def mode_changes(worktree: Worktree, rejected: Collection[str] = ()) -> list[str]:
+def mode_changes(worktree: Worktree, rejected: Collection[str] = ()) -> dict[str, int]:
     """The user's files whose execute bit the agent changed in ``worktree`` since its
-    first commit (`chmod +x`) and the user's file has not taken yet, as
-    :func:`_execute_bit_to_take` says: a mode changed alone has no hunk in the review.
-    Not those whose copies' paths are in ``rejected``: the user rejected the agent's
-    change of them, and their mode stays the user's."""
-    found = []
+    first commit (`chmod +x`) and the user's file has not taken yet, each with the
+    mode it takes (:func:`_execute_bit_to_take`): a mode changed alone has no hunk in the
+    review. One ``git diff``, whose old modes are the first commit's. Not those
+    whose copies' paths are in ``rejected``: the user rejected the agent's change
+    of them, and their mode stays the user's."""
+    found = {}
     with contextlib.suppress(GitError):
         listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
         fields = listed.split(b"\0")
         for head, name in zip(fields[::2], fields[1::2], strict=False):
             old, new = head.split(b" ")[:2]
-            if old.lstrip(b":") == new or new not in (b"100644", b"100755"):
+            old = old.lstrip(b":")
+            if old == new or new not in (b"100644", b"100755"):
                 continue
             copy = os.path.join(worktree.path, os.fsdecode(name))
             user = worktree.user_path(copy)
             if user is None or copy in rejected or not os.path.isfile(user):
                 continue
-            if _execute_bit_to_take(worktree, user) is not None:
-                found.append(user)
+            if (mode := _execute_bit_to_take(worktree, user, old)) is not None:
+                found[user] = mode
     return found
 
 
 def _take_mode_changes(worktree: Worktree, rejected: Collection[str]) -> None:
     """The user's files take the execute bits of :func:`mode_changes`: the review
     lists text, so no hunk brings such a change in."""
-    for user in mode_changes(worktree, rejected):
-        _take_execute_bit(worktree, user)
+    for user, mode in mode_changes(worktree, rejected).items():
+        with contextlib.suppress(OSError):
+            os.chmod(user, mode)
 
 
 def _rejected(store: ReviewStore) -> set[str]:
