@@ -164,7 +164,8 @@ class Host:
                 # Handed to the history's writer before Neovim's next message is read:
                 # a search asked next, answered here, reads the chat's last changes.
                 self.worker.call(app.closing, params["chat"])
-                self.worker.submit(app.close, params["chat"], params.get("keep_worktree"))
+                keep, looked = params.get("keep_worktree"), bool(params.get("modes_looked"))
+                self.worker.submit(app.close, params["chat"], keep, looked)
             case "root":
                 self.worker.call(app.root, params["chat"], params["action"], params["path"])
             case "list_sessions":
@@ -244,6 +245,8 @@ class Host:
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "restorable":  # :AcpRestore's completion
                 return self.worker.call(app.restorable, params["chat"])
+            case "worktree_modes":  # closing a worktree chat asks about them first
+                return self.worker.wait(app.workspaces.modes_of, params["chat"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":  # acp.export() without on_done: Lua waits, the loop goes on

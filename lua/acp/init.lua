@@ -277,8 +277,8 @@ function M.edit_queue()
 end
 
 --- Close the current chat; its agent stops when no other chat uses it. A worktree
---- chat's worktree is removed with it; while hunks wait in it, you are asked first
---- (|acp-worktree|).
+--- chat's worktree is removed with it; while hunks (or an execute bit the agent
+--- changed) wait in it, you are asked first (|acp-worktree|).
 function M.close()
   chat_module().close(require_chat(), true)
 end

@@ -510,12 +510,14 @@ def test_worktree_chats_run_side_by_side_and_closing_one_asks_while_hunks_wait(
     ]
 
 
-def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_keeps_it(
-    editor: Editor,
+@pytest.mark.parametrize("answer", ["remove", "keep"])
+def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_asks(
+    editor: Editor, answer: str
 ) -> None:
     """The agent ran `chmod +x` on a file of yours in its worktree and changed no
-    text: no hunk waits, and closing the chat removed the worktree without a word,
-    the change with it."""
+    text: no hunk waits, so closing the chat asked nothing and kept the worktree with
+    a notice, where a hunk would have been asked about: the user's word was never
+    taken for work the review does not list. The close asks, naming the file."""
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     chat = editor.lua("return require('acp').open({ worktree = true })")
@@ -523,17 +525,22 @@ def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_keeps_i
     worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
     (worktree / "f.txt").chmod(0o755)  # as the agent's shell does, in its worktree
     send(editor, chat, "where")
+    editor.lua(STUB_SELECT, 1 if answer == "remove" else 2)
     editor.lua("require('acp').close()")
-    kept = (
-        f"acp: kept the worktree {worktree} (branch acp/{chat}): "
-        "the agent changed the execute bit of f.txt"
+    editor.wait("#require('acp').chats() == 0", what="the chat closed")
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == (
+        f"the agent changed the execute bit of f.txt in the worktree of ws #{chat}"
     )
-    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
-    editor.wait(
-        f"vim.tbl_contains({notices}, {kept!r}) or not vim.uv.fs_stat({str(worktree)!r})",
-        what="the worktree kept or removed",
-    )
-    assert (worktree / "f.txt").stat().st_mode & 0o100
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    if answer == "remove":
+        editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+        assert not worktree.exists()
+    else:
+        kept = f"acp: kept the worktree {worktree} (branch acp/{chat})"
+        notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+        editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept")
+        assert (worktree / "f.txt").stat().st_mode & 0o100
     assert not (project / "f.txt").stat().st_mode & 0o100
 
 

@@ -63,7 +63,7 @@ def test_a_search_right_after_a_close_finds_the_chats_last_turn(tmp_path: Path) 
             await chat.start_turn("said just before the close", [])
             chat.end_turn("end_turn")
 
-            async def close(chat_id: int, keep_worktree: bool | None = None) -> None:
+            async def close(chat_id: int, keep: bool | None = None, looked: bool = False) -> None:
                 history.detach(chat_id)
 
             app = SimpleNamespace(closing=history.detach, close=close, history=history)

@@ -401,10 +401,13 @@ class ChatLifecycle:
         self.ctx.history.detach(chat_id, keep=chat_id not in self._refused)
         self._refused.discard(chat_id)
 
-    async def close(self, chat_id: int, keep_worktree: bool | None = None) -> None:
+    async def close(
+        self, chat_id: int, keep_worktree: bool | None = None, modes_looked: bool = False
+    ) -> None:
         """Forget a chat (:meth:`closing`, where not done yet); its agent ends when no
         other chat uses it, its worktree when no other chat works in it
-        (``keep_worktree``: the user's word on that, see ``Workspaces.release``)."""
+        (``keep_worktree``: the user's word on that; ``modes_looked``: what it asked
+        the user about was looked at; see ``Workspaces.release``)."""
         self.closing(chat_id)
         chat, review = self._closing.pop(chat_id)
         if chat is None:
@@ -414,7 +417,7 @@ class ChatLifecycle:
             await self.queue.cancel(chat, connection)
         chat.state = "closed"
         await self.pool.release(chat)
-        await self.workspaces.release(chat, review, keep_worktree)
+        await self.workspaces.release(chat, review, keep_worktree, modes_looked=modes_looked)
         # A chat is held in reference cycles (its record, its changes, callbacks). With
         # the host's start-up objects frozen (gc.freeze), a closed 100k-chunk chat's
         # 18 MB were still held after a second one (measured; not without the freeze):

@@ -217,13 +217,30 @@ class Workspaces:
 
             untold_roots(chat)
 
+    async def modes_of(self, chat_id: int) -> list[str]:
+        """The files of chat ``chat_id``'s worktree, from its project's top, whose
+        execute bit the agent changed alone and the user's file has not taken (none
+        for another chat): closing the chat asks first about them, as about hunks."""
+        chat = self.ctx.chats.get(chat_id)
+        worktree = None if chat is None else chat.workspace.worktree
+        if worktree is None:
+            return []
+        return _names(worktree, await modes_waiting(worktree, self.reviews.get(chat_id)))
+
     async def release(
-        self, chat: Chat, review: SessionChanges | None, keep: bool | None = None
+        self,
+        chat: Chat,
+        review: SessionChanges | None,
+        keep: bool | None = None,
+        *,
+        modes_looked: bool = False,
     ) -> None:
         """``chat`` (whose review was ``review``) closed: the worktree it answers for
         goes unless another chat works in it (that one answers for it then) or
         ``keep``. Without the user's word (``keep`` None) a worktree that holds work
-        (hunks waiting, commits) stays, and the user is told where."""
+        (hunks waiting, execute bits changed, commits) stays, and the user is told
+        where; ``modes_looked``: the execute bits were looked at as the close asked
+        (:meth:`modes_of`, none found), not again."""
         worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
         if worktree is None:
             return
@@ -240,7 +257,7 @@ class Workspaces:
                 self._made[others[0].id] = answering
             return
         if answering is not None:
-            await self._remove(answering, review, keep)
+            await self._remove(answering, review, keep, modes_looked=modes_looked)
 
     async def _remove(
         self,
@@ -248,6 +265,7 @@ class Workspaces:
         review: SessionChanges | None,
         keep: bool | None,
         *,
+        modes_looked: bool = False,
         quiet: bool = False,
     ) -> None:
         """Remove ``worktree`` as :meth:`release` says; ``quiet``: tell the user nothing
@@ -273,8 +291,8 @@ class Workspaces:
             waiting = waiting_hunks(review) + left
             if waiting:
                 keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
-            elif modes := await modes_waiting(worktree, review):
-                names = ", ".join(os.path.relpath(path, worktree.project) for path in modes)
+            elif not modes_looked and (modes := await modes_waiting(worktree, review)):
+                names = ", ".join(_names(worktree, modes))
                 keep_why = f"the agent changed the execute bit of {names}"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
@@ -322,3 +340,8 @@ async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> li
 
     rejected = review.rejected() if isinstance(review, WorktreeChanges) else set()
     return list(await anyio.to_thread.run_sync(mode_changes, worktree, rejected))
+
+
+def _names(worktree: Worktree, paths: Sequence[str]) -> list[str]:
+    """The user's files ``paths`` as named from the top of ``worktree``'s project."""
+    return [os.path.relpath(path, worktree.project) for path in paths]

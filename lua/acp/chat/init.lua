@@ -678,11 +678,13 @@ end
 
 --- Close `chat` at once; `keep`: the user's word on its worktree (nil: none asked);
 --- `wiped`: its buffer Neovim is wiping out (deleting it again would fail with E937
---- and stop the wipe).
+--- and stop the wipe); `looked`: the execute bits in its worktree were looked at as
+--- it asked (acp.chat.workspace.confirm_close).
 ---@param chat acp.Chat
 ---@param keep? boolean
 ---@param wiped? integer
-function close_now(chat, keep, wiped)
+---@param looked? boolean
+function close_now(chat, keep, wiped, looked)
   if not registry.chats[chat.id] then
     return
   end
@@ -693,7 +695,7 @@ function close_now(chat, keep, wiped)
     registry.current = #left > 0 and left[#left].id or nil
   end
   if host.running() then
-    host.notify("close", { chat = chat.id, keep_worktree = keep })
+    host.notify("close", { chat = chat.id, keep_worktree = keep, modes_looked = looked })
   end
   keep_unsent(chat) -- a close never costs what was typed
   require("acp.editor.terminal").close_chat(chat.id)
@@ -707,7 +709,7 @@ function close_now(chat, keep, wiped)
   end)
 end
 
---- Close `chat`. `ask`: while hunks wait in its worktree, ask first whether to
+--- Close `chat`. `ask`: while work waits in its worktree, ask first whether to
 --- remove the worktree (else it stays while it holds work: acp.chat.workspace).
 ---@param chat acp.Chat
 ---@param ask? boolean
@@ -716,8 +718,8 @@ function M.close(chat, ask)
     return
   end
   if ask then
-    return workspace.confirm_close(chat, function(keep)
-      close_now(chat, keep)
+    return workspace.confirm_close(chat, function(keep, looked)
+      close_now(chat, keep, nil, looked)
     end)
   end
   close_now(chat)

@@ -1,7 +1,7 @@
 -- Where a chat's agent works (|acp-workspaces|): Python owns it and pushes it in
 -- the chat's status (cwd, roots, worktree). Here: what the winbar and the chat
 -- list show of it, :AcpRoot, and asking before closing a worktree chat removes a
--- worktree that holds hunks not yet brought into the user's files.
+-- worktree that holds changes not yet brought into the user's files.
 if jit then jit.off(true, true) end -- decision 0068
 local host = require("acp.host")
 local registry = require("acp.chat.registry")
@@ -143,25 +143,45 @@ local function shared(chat, worktree)
   return false
 end
 
---- Before `chat` closes: while hunks wait in its worktree and no other chat works
---- there, ask whether to remove the worktree (and its branch) or keep it;
---- `close(keep)` runs with the answer (nil without a question: Python removes a
---- worktree that holds no work, and keeps one another chat works in). Cancelling
---- keeps the chat open.
----@param chat acp.Chat
----@param close fun(keep?: boolean)
-function M.confirm_close(chat, close)
-  local worktree, waiting = M.worktree(chat), M.waiting(chat)
-  if not worktree or waiting == 0 or shared(chat, worktree) then
-    return close(nil)
-  end
+--- Ask whether to remove `worktree` (and its branch) or keep it, `prompt` saying
+--- what waits there; `close(keep)` runs with the answer, cancelling keeps the chat.
+---@param worktree {path: string}
+---@param prompt string
+---@param close fun(keep?: boolean, looked?: boolean)
+local function ask(worktree, prompt, close)
   local choices = { "remove the worktree and its branch", "keep the worktree (" .. worktree.path .. ")" }
-  local hunks = waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait")
-  local prompt = ("%s in the worktree of %s"):format(hunks, registry.title(chat))
   vim.ui.select(choices, { prompt = prompt }, function(_, index)
     if index then
       close(index == 2)
     end
+  end)
+end
+
+--- Before `chat` closes: while work waits in its worktree (hunks, or an execute bit
+--- the agent changed alone, which no hunk lists: Python looks, with git) and no
+--- other chat works there, ask whether to remove the worktree (and its branch) or
+--- keep it; `close(keep, looked)` runs with the answer (nil without a question:
+--- Python removes a worktree that holds no work, and keeps one another chat works
+--- in; `looked`: it need not look at the execute bits again). Cancelling keeps the
+--- chat open.
+---@param chat acp.Chat
+---@param close fun(keep?: boolean, looked?: boolean)
+function M.confirm_close(chat, close)
+  local worktree, waiting = M.worktree(chat), M.waiting(chat)
+  if not worktree or shared(chat, worktree) or not host.running() then
+    return close()
+  end
+  local title = registry.title(chat)
+  if waiting > 0 then
+    local hunks = waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait")
+    return ask(worktree, ("%s in the worktree of %s"):format(hunks, title), close)
+  end
+  host.ask("worktree_modes", { chat = chat.id }, function(modes, error)
+    if error or #modes == 0 then
+      return close(nil, not error)
+    end
+    local prompt = "the agent changed the execute bit of %s in the worktree of %s"
+    ask(worktree, prompt:format(table.concat(modes, ", "), title), close)
   end)
 end
 
