@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -1039,6 +1040,56 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     assert str(worktree) not in listed, listed
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert not [n for n in notices if "worktree" in n], notices
+
+
+def test_a_worktree_chat_stored_by_its_link_path_reopens_by_the_real_one(
+    editor: Editor,
+) -> None:
+    """A worktree chat kept before the worktrees' home was resolved (Neovim's state
+    directory behind a link) was stored with the link's paths: reopened, its hunk
+    was reviewed by a copy Neovim names by another path, and :AcpAdd in that copy
+    named it by its whole path. The stored paths are resolved as they are read."""
+    project = repository(editor)
+    state = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp"
+    state.mkdir(parents=True, exist_ok=True)
+    (editor.tmp / "elsewhere").mkdir()
+    (state / "worktrees").symlink_to(editor.tmp / "elsewhere")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    chat, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, chat, "write f.txt one\n2\n3\n4\n5")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, chat)
+    editor.quit()
+    linked = state / "worktrees" / worktree.name  # as an older acp.nvim kept it
+    store = state / "history.sqlite3"
+    with sqlite3.connect(store) as db:
+        [(column,)] = db.execute("SELECT worktree FROM chats WHERE worktree IS NOT NULL")
+        kept = json.loads(column)
+        kept["worktree"]["path"], kept["cwd"] = str(linked), str(linked)
+        db.execute("UPDATE chats SET worktree = ?", (json.dumps(kept),))
+    db.close()
+
+    other = second_neovim(editor)
+    try:
+        other.setup(agents={"ws": other.fake_agent("workspace")}, default_agent="ws")
+        reopened = other.reopen_last()
+        [again] = other.lua("return require('acp').chats()")
+        assert (again["worktree"], again["cwd"]) == (str(worktree), str(worktree))
+        [waited] = review(other, reopened)
+        copy = str(worktree / "f.txt")
+        assert (waited["path"], waited["source"]) == (str(project / "f.txt"), copy)
+        other.nvim.command(f"edit {linked / 'f.txt'}")
+        other.nvim.command("AcpAdd")
+        input_lines = other.lua(
+            "return vim.api.nvim_buf_get_lines(require('acp.chat.registry').chats[...].input, 0, -1, false)",
+            reopened,
+        )
+        assert input_lines == ["@f.txt "]
+    finally:
+        other.quit()
 
 
 def test_a_stored_worktree_chat_does_not_take_a_newer_worktree_of_its_name(

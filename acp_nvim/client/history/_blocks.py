@@ -28,6 +28,7 @@ __all__ = [
     "waiting_files",
 ]
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -500,13 +501,20 @@ def _turn_markdown(block: StoredBlock, cwd: str) -> str:
 
 
 def kept_worktree(text: str | None) -> KeptWorktree | None:
-    """A stored chat's ``worktree`` column read; None for none, or one that does not read."""
+    """A stored chat's ``worktree`` column read, its paths resolved; None for none,
+    or one that does not read."""
     if not text:
         return None
     try:
-        return msgspec.json.decode(text, type=KeptWorktree)
+        kept = msgspec.json.decode(text, type=KeptWorktree)
     except msgspec.MsgspecError:
         return None
+    # Kept before the worktrees' home was resolved (a stdpath("state") behind a
+    # link): its real paths are those git, Neovim and the agent name its files by.
+    worktree = kept.worktree
+    path, project = os.path.realpath(worktree.path), os.path.realpath(worktree.project)
+    resolved = msgspec.structs.replace(worktree, path=path, project=project)
+    return KeptWorktree(resolved, os.path.realpath(kept.cwd))
 
 
 def date(stamp: float) -> str:
