@@ -492,6 +492,38 @@ async def test_a_chats_workspace_is_the_given_cwd_else_the_agents_else_neovims(
         tasks.cancel_scope.cancel()
 
 
+async def test_a_close_after_its_question_looks_for_changed_modes_once(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a worktree chat with no hunk waiting first looks (with `git diff`)
+    for execute bits its agent changed alone, to ask about them; none found, the
+    close that follows need not look again: it removes the worktree."""
+    from acp_nvim.client.session.chat import Chat
+
+    ran: list[tuple[str, ...]] = []
+    real = worktree_changes.git
+
+    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
+        ran.append(args)
+        return real(cwd, *args, **kwargs)
+
+    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup({}, str(tmp_path / "state"))
+        _, demo = app.ctx.config.agent("demo")
+        workspace = await app.workspaces.choose(1, demo, str(project), worktree=True)
+        assert workspace.worktree is not None
+        chat = app.ctx.chats[1] = Chat(1, "demo", editor, workspace)
+        assert await app.workspaces.modes_of(1) == []  # nothing to ask about
+        del app.ctx.chats[1]
+        await app.workspaces.release(chat, None, None, modes_looked=True)
+        assert not os.path.exists(workspace.worktree.path)
+        assert [args[0] for args in ran] == ["diff"]
+        tasks.cancel_scope.cancel()
+
+
 async def test_each_turns_change_of_a_binary_file_brings_in_the_bytes_it_left(
     review: WorktreeChanges, project: Path
 ) -> None:
