@@ -406,8 +406,8 @@ class ChatLifecycle:
     ) -> None:
         """Forget a chat (:meth:`closing`, where not done yet); its agent ends when no
         other chat uses it, its worktree when no other chat works in it
-        (``keep_worktree``: the user's word on that; ``modes_looked``: what it asked
-        the user about was looked at; see ``Workspaces.release``)."""
+        (``keep_worktree``: the user's word on that; ``modes_looked``: its execute
+        bits were looked at as Lua asked, none found; see ``Workspaces.release``)."""
         self.closing(chat_id)
         chat, review = self._closing.pop(chat_id)
         if chat is None:
