@@ -632,7 +632,7 @@ class SessionsV2:
 
     async def _end_own_work(self, chat: Chat) -> None:
         try:
-            self.services.terminals.show_now(chat)
+            await self.services.terminals.show_now(chat)
             await chat.finish_turn(chat.session.stop_reason or "idle")
         finally:
             self._ending.discard(chat.session.session_id)
