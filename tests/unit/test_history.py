@@ -760,6 +760,38 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
     anyio.run(run)
 
 
+def test_a_long_reopened_chats_plans_keep_their_numbers(tmp_path: Path) -> None:
+    """A stored chat is drawn fifty blocks at a time, and each slice numbered its
+    plans from the first: a long chat's third plan, past the fiftieth block, came
+    back as "Plan" (the export, numbering them all in order, said "Plan 3")."""
+    store = store_at(tmp_path)
+    chat_id = store.new_chat("demo", "/p")
+    plan = json.dumps({"entries": [["Fix it", "pending", "medium"]]})
+    blocks = [StoredBlock(0, "k0", 1, "user", "plan it")]
+    blocks += [StoredBlock(i, f"#plan:p{i}", 1, "plan", "Fix it", plan) for i in (1, 2)]
+    blocks += [StoredBlock(i, f"k{i}", 1, "agent", f"step {i}") for i in range(3, 60)]
+    blocks.append(StoredBlock(60, "#plan:p60", 1, "plan", "Fix it", plan))
+    assert store.write(chat_id, blocks, {"turns": 1}) == "written"
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            history = History(RecordingEditor(), Tasks(group))
+            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+            found = await history.load(chat_id)
+            assert found is not None
+            chat = Chat(1, "demo", history.editor)
+            history.attach(chat, "/p", keep=True)
+            await history.reopen(chat, *found)
+            ops = history.editor.ops[1]  # type: ignore[attr-defined]
+            heads = [op["lines"][0] for op in ops if op.get("lines")]
+            titles = [head for head in heads if re.fullmatch(r"### Plan( \d+)?", head)]
+            assert titles == ["### Plan", "### Plan 2", "### Plan 3"]
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
 def test_a_reopened_chat_keeps_its_dates_until_it_changes(tmp_path: Path) -> None:
     """A chat reopened in another Neovim was exported (and seeded) as started when it
     was reopened, and every export's "Last change" was the export's own time; the

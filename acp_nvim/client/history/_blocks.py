@@ -358,16 +358,17 @@ def render_ops(
     prefix: str,
     workspace: Workspace,
     prompts: Mapping[int, int] | None = None,
+    plans: int = 0,
 ) -> list[RenderOp]:
     """The ops drawing ``blocks`` as the chat drew them, with the ids of
     :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them) and
     files named as the chat drawing them names them: the agent's relative to its
     session's directory, the review's (the user's files) to the user's.
     ``prompts``: the turn each prompt that begins one begins, by its block's seq (the
-    edit key on it puts it back in the input)."""
+    edit key on it puts it back in the input). ``plans``: how many plans the chat
+    showed before these blocks (numbered as the chat numbered them: in their order)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
-    plans = 0  # numbered as the chat numbered them: in their order
     for block in blocks:
         op: RenderOp | None
         if block.kind in ("user", "agent", "thought"):

@@ -166,6 +166,7 @@ class ChatRecord:
             turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", prompt)
             turn.first = block_id(prefix, own[0])
             turn.report = turn_report(own)
+            turn.plans = sum(block.kind == "plan" for block in own)
             if node not in shown.nodes:
                 turn.drawing = render_ops(own, prefix, self.chat.workspace, self.prompts)
             self._turn_nodes[turn.message] = node

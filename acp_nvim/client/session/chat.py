@@ -466,6 +466,8 @@ class Chat:
         # v1 sends one plan per turn, whole each time: one block per turn. None: it went.
         plan_id = self.session.key(plan_id) if plan_id is not None else f"#plan{self.turn}"
         number = self.session.apply_plan(plan_id, entries)  # two plans: told apart
+        if number:  # after the plans of the stored turns shown, as the export numbers them
+            number += sum(turn.plans for turn in self.branches.path if turn.stored)
         self._draw(view.plan_op(plan_id, entries, number))
 
     def on_info(self, **fields: Unpack[StatusFields]) -> None:

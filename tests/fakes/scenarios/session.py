@@ -253,8 +253,9 @@ async def plans(agent: Agent, prompt: Prompt) -> None:
     schema sends them: only to a client advertising ``clientCapabilities.plan``, else
     one v1 ``plan`` of the steps): prompt "steps" sends plan "s" as two steps,
     "markdown" plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID"
-    takes plan ID away."""
-    word, _, rest = prompt.text.partition(" ")
+    takes plan ID away. It reads the prompt's last block: a seeded prompt's words come
+    after the conversation it carries."""
+    word, _, rest = prompt.blocks[-1].get("text", "").partition(" ")
     steps = [
         {"content": "Read the code", "priority": "high", "status": "completed"},
         {"content": "Fix it", "priority": "medium", "status": "in_progress"},
