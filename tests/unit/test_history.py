@@ -577,6 +577,36 @@ def test_an_exported_turn_end_says_the_agents_own_count_of_the_turn(tmp_path: Pa
     anyio.run(run)
 
 
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        # kept before the agent's own count was (thirty-seventh session and before)
+        ({"stop_reason": "end_turn", "usage": {"used": 1234, "size": 200_000}},
+         "*Turn ended: end_turn · context 1234/200000 tokens*"),
+        ({"stop_reason": "cancelled", "usage": {}}, "*Turn ended: cancelled*"),
+        # damaged: what does not read is left out, the rest is said
+        ({"stop_reason": "end_turn", "usage": [], "turn_tokens": "35k"},
+         "*Turn ended: end_turn*"),
+        ({"stop_reason": "end_turn", "usage": {"size": "big", "cost": 5},
+          "turn_tokens": {"input": True, "output": 900}}, "*Turn ended: end_turn*"),
+        ({"stop_reason": "end_turn", "usage": {"used": 5, "size": 10, "cost": {"amount": "x"}},
+          "turn_tokens": [35_000, 900]}, "*Turn ended: end_turn · context 5/10 tokens*"),
+    ],
+)  # fmt: skip
+def test_an_old_or_damaged_turn_end_exports_what_it_kept(data: dict[str, Any], line: str) -> None:
+    """A stored turn's end exports (and seeds a new session with) what it kept: the
+    agent's own count only where it was kept with it, as its line in the transcript
+    shows it. A kept figure that does not read (a damaged row) ended the export, and
+    with it the seed a reopened chat's next prompt carries, in an AttributeError."""
+    blocks = [
+        StoredBlock(0, "k0", 1, "user", "hello"),
+        StoredBlock(1, "k1", 1, "agent", "hi"),
+        StoredBlock(2, "#turn1", 1, "turn", "*— end_turn —*", json.dumps(data)),
+    ]
+    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
+    assert text.endswith(f"## Agent\n\nhi\n\n{line}\n")
+
+
 def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
     """An agent's edit of a README with code blocks: the diff's context line
     `` ```sh`` (a space, then the file's fence) closed the export's fence, and the
