@@ -125,9 +125,11 @@ ADOPTED_UNSTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "mcp/connect": (("McpCapabilities", "acp"), ("McpServer", "acp")),
     "mcp/message": (),
     "mcp/disconnect": (),
-    # The agent's own token counts for a turn (decision 0042).
+    # The agent's own token counts for a turn (decision 0042): v1 in the prompt's
+    # answer, v2 on the idle state update that ends the turn.
     "session/prompt": (("PromptResponse", "usage", "v1"),),
     "session/update": (
+        ("IdleStateUpdate", "usage", "v2"),
         ("SessionUpdate", "notice"),
         ("SessionUpdate", "compaction_update"),
         ("SessionUpdate", "compaction_summary_chunk"),

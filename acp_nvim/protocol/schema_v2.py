@@ -1409,11 +1409,15 @@ class IdleStateUpdate(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False
     """The agent is ready to process a new prompt."""
 
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
+    # UNSTABLE: session/update (schema.unstable.json)
+    usage: Lenient[Usage | None] = None
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
 
     def _decode_raw(self) -> None:
         if isinstance(self.stop_reason, Raw):
             self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
+        if isinstance(self.usage, Raw):
+            self.usage = _OrDefault_Usage_None(self.usage, None)
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
 
@@ -2155,6 +2159,33 @@ class DisconnectMcpResponse(msgspec.Struct, kw_only=True, omit_defaults=True, gc
 
 
 # UNSTABLE: session/update (schema.unstable.json)
+class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """Token usage information for completed session work."""
+
+    total_tokens: UInt64 = msgspec.field(name="totalTokens")
+    input_tokens: UInt64 = msgspec.field(name="inputTokens")
+    output_tokens: UInt64 = msgspec.field(name="outputTokens")
+    thought_tokens: Lenient[UInt64 | None] = msgspec.field(default=None, name="thoughtTokens")
+    cached_read_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedReadTokens"
+    )
+    cached_write_tokens: Lenient[UInt64 | None] = msgspec.field(
+        default=None, name="cachedWriteTokens"
+    )
+    meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
+
+    def _decode_raw(self) -> None:
+        if isinstance(self.thought_tokens, Raw):
+            self.thought_tokens = _OrDefault_UInt64_None(self.thought_tokens, None)
+        if isinstance(self.cached_read_tokens, Raw):
+            self.cached_read_tokens = _OrDefault_UInt64_None(self.cached_read_tokens, None)
+        if isinstance(self.cached_write_tokens, Raw):
+            self.cached_write_tokens = _OrDefault_UInt64_None(self.cached_write_tokens, None)
+        if isinstance(self.meta, Raw):
+            self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
+
+
+# UNSTABLE: session/update (schema.unstable.json)
 class Notice(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Fire-and-forget advisory information for the user."""
 
@@ -2562,12 +2593,16 @@ class SessionUpdateStateUpdate(
     state: str
     meta: Lenient[dict[str, Any] | None] = msgspec.field(default=None, name="_meta")
     stop_reason: Lenient[StopReason | None] = msgspec.field(default=None, name="stopReason")
+    # UNSTABLE: session/update (schema.unstable.json)
+    usage: Lenient[Usage | None] = None
 
     def _decode_raw(self) -> None:
         if isinstance(self.meta, Raw):
             self.meta = _OrDefault_dict_str_Any_None(self.meta, None)
         if isinstance(self.stop_reason, Raw):
             self.stop_reason = _OrDefault_StopReason_None(self.stop_reason, None)
+        if isinstance(self.usage, Raw):
+            self.usage = _OrDefault_Usage_None(self.usage, None)
 
 
 class SessionUpdateToolCallContentChunk(
@@ -3113,6 +3148,8 @@ _OrDefault_ToolCallId_None = OrDefault(ToolCallId | None)
 _OrDefault_ToolCallStatus_None = OrDefault(ToolCallStatus | None)
 _OrDefault_ToolKind_None = OrDefault(ToolKind | None)
 _OrDefault_UInt32_None = OrDefault(UInt32 | None)
+_OrDefault_UInt64_None = OrDefault(UInt64 | None)
+_OrDefault_Usage_None = OrDefault(Usage | None)
 _OrDefault_bool_None = OrDefault(bool | None)
 _OrDefault_dict_str_Any_None = OrDefault(dict[str, Any] | None)
 _OrDefault_float_None = OrDefault(float | None)

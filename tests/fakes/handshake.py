@@ -144,7 +144,7 @@ class Agent:
         self.cancelled = anyio.Event()
         self.authenticated = False
         self.version = 1  # 2 where the client offers it and the scenario speaks it
-        self.turns = 0
+        self.turns = 0  # prompts taken
         self.prompted = SESSION  # what a turn says goes to the session prompted
         self.sessions = 0  # session/new answered
         self.calls: list[list[Any]] = []  # [method, params] of the RECORDED methods
@@ -248,6 +248,7 @@ class Agent:
     async def prompt(self, params: Params) -> Params:
         prompt = Prompt(params["prompt"][0]["text"], params["prompt"], params["sessionId"])
         self.prompted = prompt.session
+        self.turns += 1
         if self.version == 1:
             return {"stopReason": await self.scenario.turn(self, prompt) or "end_turn"}
         # v2: the prompt is only accepted; the turn reports itself and ends idle.
@@ -255,11 +256,12 @@ class Agent:
         return {}
 
     async def v2_turn(self, prompt: Prompt) -> None:
-        self.turns += 1
         stop = await self.scenario.turn(self, prompt) or "end_turn"
-        await self.update(
-            {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}, prompt.session
-        )
+        await self.update(self.idle(prompt, stop), prompt.session)
+
+    def idle(self, prompt: Prompt, stop: str) -> Params:
+        """The v2 ``state_update`` that ends the turn ``prompt`` began."""
+        return {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}
 
     async def update(self, update: Params, session: str | None = None) -> None:
         """A session update to ``session`` (default: the one prompted last)."""

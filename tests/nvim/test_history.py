@@ -437,6 +437,32 @@ def test_a_v2_chats_plans_keep_their_numbers_handed_over_and_exported(editor: Ed
     assert markdown.count("**Plan**\n") == 1 and markdown.count("**Plan 2**\n") == 1
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_reopened_chat_numbers_its_new_plans_on(editor: Editor, version: int) -> None:
+    """A chat with two plans ("Plan", "Plan 2") reopened and continued in a new
+    session (the agent cannot load it) titled its next plan "Plan" again: two plans
+    of one name in the transcript, where the export called it "Plan 3"."""
+    plans = {"fake": editor.fake_agent("plans")}
+    editor.setup(agents=plans, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    send(editor, "steps", 1)
+    send(editor, "markdown", 2)
+    [entry] = kept(editor, "markdown")
+    stored = f"require('acp.host').request('export', {{history = {entry['id']}}})"
+    editor.wait(f"select(2, {stored}:gsub('Plan', '')) == 2", what="both plans kept")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    plan = editor.tmp / "plan.md"
+    plan.write_text("1. Ship it\n")
+    send(editor, f"file {plan}", 3)
+    text = editor.transcript_text()
+    assert [text.count(f"### {name}\n") for name in ("Plan", "Plan 2", "Plan 3")] == [1, 1, 1]
+    assert text.index("### Plan 3\n") > text.index("done: markdown")
+    path = editor.tmp / "chat.md"
+    editor.lua("require('acp').export(...)", str(path))
+    assert "**Plan 3**\n" in path.read_text()
+
+
 def test_the_agents_thinking_is_exported_under_its_heading_not_in_the_prompt(
     editor: Editor,
 ) -> None:

@@ -2080,3 +2080,26 @@ def test_a_replay_the_agent_died_in_is_shown_whole_once_it_is_restarted(
     editor.reopen_last()
     text = editor.transcript_text()
     assert text.count("s9: one") == 1 and text.count("## You\none") == 1 and "s9: two" in text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_stored_branch_picked_back_numbers_its_plans_on(editor: Editor, version: int) -> None:
+    """A reopened chat's other branch is drawn from its stored turns when picked, each
+    turn on its own: its second plan ("Plan 2" when it was made) came back as "Plan"."""
+    start(editor, "plans", version)
+    turn(editor, "steps", 1)
+    turn(editor, "markdown", 2)
+    editor.nvim.command("AcpRewind 2")
+    session_changed(editor, 2)
+    plan = editor.tmp / "plan.md"
+    plan.write_text("1. Ship it\n")
+    turn(editor, f"file {plan}", 3)
+    assert "### Plan 2\n→ " in editor.transcript_text()
+    [entry] = kept(editor, "plan.md")
+    stored = f"require('acp.host').request('export', {{history = {entry['id']}}})"
+    editor.wait(f"select(2, {stored}:gsub('Turn ended', '')) == 2", what="the branch kept")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    text = show_branch(editor, 1)
+    assert [text.count(f"### {name}\n") for name in ("Plan", "Plan 2")] == [1, 1]
+    assert text.index("### Plan 2\n1. Read the code") > text.index("done: steps")

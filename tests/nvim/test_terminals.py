@@ -441,6 +441,32 @@ def test_claudes_own_command_shows_its_output_in_a_terminal_of_the_chat(editor: 
     editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, 1, false)[1] == 'hi from bash'")
 
 
+@pytest.mark.parametrize(
+    ("version", "prompt", "agents"),
+    [(2, "run the terminal", None), (1, "hi from bash", {"claude": "claude_bash"})],
+    ids=["v2", "v1-terminal-output-meta"],
+)
+def test_an_agents_own_terminal_opens_from_the_turns_end(
+    editor: Editor, version: int, prompt: str, agents: dict[str, str] | None
+) -> None:
+    """A script running :AcpTerminal when the turn ends (an AcpTurnEnd autocmd) was
+    told "no terminal yet": a display terminal's buffer was written on the next
+    throttled refresh, up to 50 ms after the turn had ended."""
+    fakes = {name: editor.fake_agent(scenario) for name, scenario in (agents or {}).items()}
+    editor.setup(agents=fakes, protocol_version=version)
+    editor.lua(
+        "vim.api.nvim_create_autocmd('User', {pattern = 'AcpTurnEnd', once = true, callback ="
+        " function() vim.cmd.AcpTerminal(); _G.opened = {vim.fn.bufname(), vim.bo.buftype} end})"
+    )
+    editor.open_chat(next(iter(agents or {}), None))
+    editor.lua("require('acp').send(...)", prompt)
+    editor.wait_event("AcpTurnEnd")
+    editor.wait("require('acp.editor.terminal').last ~= nil", what="the terminal's buffer")
+    key = editor.lua("return require('acp.editor.terminal').last")
+    assert editor.lua("return _G.opened") == [f"acp://terminal/{key}", "terminal"]
+    assert not [n for n in editor.lua("return _G.acp_notices") if "no terminal" in n["msg"]]
+
+
 def test_a_stopped_command_is_never_signalled_by_number_after_it_exited(editor: Editor) -> None:
     """Issue 27.4: M.stop scheduled SIGTERM and SIGKILL to the job's process group for
     2 and 4 s later, whether or not the job had exited by then; by then its pid may

@@ -57,12 +57,15 @@ def test_the_first_turn_in_a_new_process_shows_what_it_used(
     editor.wait(f"{winbar}:find('$0.15', 1, true) ~= nil", what="the session's cost in the winbar")
 
 
-def test_the_agents_own_count_of_a_turn_shows_at_its_end(editor: Editor) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_agents_own_count_of_a_turn_shows_at_its_end(editor: Editor, version: int) -> None:
     """opencode answers a prompt with ``usage`` (v1's unstable field: the tokens its
-    model read and wrote in the turn), which was never read. It shows on the turn's
-    end line beside the context's growth, and in ``status().usage.turn_tokens``; a
-    turn answered without it shows none of the turn before."""
-    editor.setup(agents={"fake": editor.fake_agent("counted")}, default_agent="fake")
+    model read and wrote in the turn), which was never read; v2 has it on the idle
+    ``state_update`` that ends the turn, read by neither. It shows on the turn's end
+    line beside the context's growth, and in ``status().usage.turn_tokens``; a turn
+    answered without it shows none of the turn before."""
+    agents = {"fake": editor.fake_agent("counted")}
+    editor.setup(agents=agents, default_agent="fake", protocol_version=version)
     editor.open_chat()
     editor.lua("require('acp').send('one')")
     editor.wait_event("AcpTurnEnd")

@@ -577,6 +577,36 @@ def test_an_exported_turn_end_says_the_agents_own_count_of_the_turn(tmp_path: Pa
     anyio.run(run)
 
 
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        # kept before the agent's own count was (thirty-seventh session and before)
+        ({"stop_reason": "end_turn", "usage": {"used": 1234, "size": 200_000}},
+         "*Turn ended: end_turn · context 1234/200000 tokens*"),
+        ({"stop_reason": "cancelled", "usage": {}}, "*Turn ended: cancelled*"),
+        # damaged: what does not read is left out, the rest is said
+        ({"stop_reason": "end_turn", "usage": [], "turn_tokens": "35k"},
+         "*Turn ended: end_turn*"),
+        ({"stop_reason": "end_turn", "usage": {"size": "big", "cost": 5},
+          "turn_tokens": {"input": True, "output": 900}}, "*Turn ended: end_turn*"),
+        ({"stop_reason": "end_turn", "usage": {"used": 5, "size": 10, "cost": {"amount": "x"}},
+          "turn_tokens": [35_000, 900]}, "*Turn ended: end_turn · context 5/10 tokens*"),
+    ],
+)  # fmt: skip
+def test_an_old_or_damaged_turn_end_exports_what_it_kept(data: dict[str, Any], line: str) -> None:
+    """A stored turn's end exports (and seeds a new session with) what it kept: the
+    agent's own count only where it was kept with it, as its line in the transcript
+    shows it. A kept figure that does not read (a damaged row) ended the export, and
+    with it the seed a reopened chat's next prompt carries, in an AttributeError."""
+    blocks = [
+        StoredBlock(0, "k0", 1, "user", "hello"),
+        StoredBlock(1, "k1", 1, "agent", "hi"),
+        StoredBlock(2, "#turn1", 1, "turn", "*— end_turn —*", json.dumps(data)),
+    ]
+    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
+    assert text.endswith(f"## Agent\n\nhi\n\n{line}\n")
+
+
 def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
     """An agent's edit of a README with code blocks: the diff's context line
     `` ```sh`` (a space, then the file's fence) closed the export's fence, and the
@@ -755,6 +785,38 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
                 assert text is not None and "## You\n\nexport me" in text and "a zebra" in text
                 assert made_on[-1] is not loop
             assert await history.markdown(2) is None and await history.markdown(None, 99) is None
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def test_a_long_reopened_chats_plans_keep_their_numbers(tmp_path: Path) -> None:
+    """A stored chat is drawn fifty blocks at a time, and each slice numbered its
+    plans from the first: a long chat's third plan, past the fiftieth block, came
+    back as "Plan" (the export, numbering them all in order, said "Plan 3")."""
+    store = store_at(tmp_path)
+    chat_id = store.new_chat("demo", "/p")
+    plan = json.dumps({"entries": [["Fix it", "pending", "medium"]]})
+    blocks = [StoredBlock(0, "k0", 1, "user", "plan it")]
+    blocks += [StoredBlock(i, f"#plan:p{i}", 1, "plan", "Fix it", plan) for i in (1, 2)]
+    blocks += [StoredBlock(i, f"k{i}", 1, "agent", f"step {i}") for i in range(3, 60)]
+    blocks.append(StoredBlock(60, "#plan:p60", 1, "plan", "Fix it", plan))
+    assert store.write(chat_id, blocks, {"turns": 1}) == "written"
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            history = History(RecordingEditor(), Tasks(group))
+            history.configure(HistoryOptions(path=str(tmp_path / "h.sqlite3")), None)
+            found = await history.load(chat_id)
+            assert found is not None
+            chat = Chat(1, "demo", history.editor)
+            history.attach(chat, "/p", keep=True)
+            await history.reopen(chat, *found)
+            ops = history.editor.ops[1]  # type: ignore[attr-defined]
+            heads = [op["lines"][0] for op in ops if op.get("lines")]
+            titles = [head for head in heads if re.fullmatch(r"### Plan( \d+)?", head)]
+            assert titles == ["### Plan", "### Plan 2", "### Plan 3"]
+            await history.close()
             group.cancel_scope.cancel()
 
     anyio.run(run)

@@ -382,7 +382,7 @@ class AgentConnection:
         else:
             self._seed_refused.discard(chat.id)
             malloc.give_back()  # the turn's freed memory, before AcpTurnEnd says it ended
-            self.terminals.show_now(chat)
+            await self.terminals.show_now(chat)
             await chat.finish_turn(stop_reason, settle=sessions.turn_ends_its_work)
         finally:
             drawn()  # the prompt never went: a failed write, an exit, a cancel

@@ -44,6 +44,7 @@ __all__ = [
     "session_runs",
     "steer",
     "steers",
+    "turn_tokens",
     "untold_roots",
 ]
 
@@ -59,6 +60,7 @@ from msgspec import UnsetType
 from acp_nvim.client.agent import big_settings
 from acp_nvim.client.agent.schema import V1, V2, Schema
 from acp_nvim.client.agent.turns import Turns
+from acp_nvim.client.editor import TurnTokens
 from acp_nvim.client.mcp import (
     AcpBridge,
     AcpServer,
@@ -478,6 +480,21 @@ def session_info(info: Any) -> dict[str, Any]:
         "title": info.title,
         "updated_at": info.updated_at,
     }
+
+
+def turn_tokens(usage: v1.Usage | v2.Usage) -> TurnTokens:
+    """The agent's count of a turn's tokens (unstable: v1's ``PromptResponse.usage``,
+    v2's idle ``state_update.usage``; both versions shape it alike)."""
+    tokens: TurnTokens = {
+        "input": usage.input_tokens, "output": usage.output_tokens, "total": usage.total_tokens
+    }
+    if usage.thought_tokens is not None:
+        tokens["thought"] = usage.thought_tokens
+    if usage.cached_read_tokens is not None:
+        tokens["cached_read"] = usage.cached_read_tokens
+    if usage.cached_write_tokens is not None:
+        tokens["cached_write"] = usage.cached_write_tokens
+    return tokens
 
 
 @overload

@@ -61,8 +61,8 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
+    turn_tokens,
 )
-from acp_nvim.client.editor import TurnTokens
 from acp_nvim.client.mcp import ServerSpec, SseServer
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.context import sendable
@@ -602,7 +602,7 @@ class SessionsV1:
             "session/prompt", params, v1.PromptResponse, on_sent=on_sent
         )
         if response.usage is not None:
-            chat.on_turn_tokens(_turn_tokens(response.usage))
+            chat.on_turn_tokens(turn_tokens(response.usage))
         return str(response.stop_reason)
 
     async def steer(self, chat: Chat, text: str, attachments: Sequence[Attachment]) -> bool:
@@ -838,17 +838,3 @@ class SessionsV1:
 
 def _not_offered(what: str) -> NoReturn:
     raise NotOffered(f"{what} is not offered by this agent")
-
-
-def _turn_tokens(usage: v1.Usage) -> TurnTokens:
-    """The agent's count of a turn's tokens (unstable ``PromptResponse.usage``)."""
-    tokens: TurnTokens = {
-        "input": usage.input_tokens, "output": usage.output_tokens, "total": usage.total_tokens
-    }
-    if usage.thought_tokens is not None:
-        tokens["thought"] = usage.thought_tokens
-    if usage.cached_read_tokens is not None:
-        tokens["cached_read"] = usage.cached_read_tokens
-    if usage.cached_write_tokens is not None:
-        tokens["cached_write"] = usage.cached_write_tokens
-    return tokens

@@ -61,6 +61,7 @@ from acp_nvim.client.agent.sessions import (
     session_runs,
     steer,
     steers,
+    turn_tokens,
 )
 from acp_nvim.client.services.context import sendable
 from acp_nvim.client.session.chat import Chat, muted, replayed_late
@@ -137,8 +138,8 @@ def _apply_other(chat: Chat, update: Any, terminals: TerminalSink) -> None:
             chat.on_message(_whole_message(update.message_id, role, update.content or [], chat))
         return
     match update:
-        case v2.SessionUpdateStateUpdate(state=state, stop_reason=stop_reason):
-            chat.on_state(state, stop_reason)
+        case v2.SessionUpdateStateUpdate(state=state, stop_reason=stop_reason, usage=usage):
+            chat.on_state(state, stop_reason, None if usage is None else turn_tokens(usage))
         case v2.SessionUpdateUserMessageChunk():  # not words (StreamedChunks)
             attach_chunk(chat, update, v2, content_text)
         case v2.SessionUpdateToolCallUpdate():
@@ -631,7 +632,7 @@ class SessionsV2:
 
     async def _end_own_work(self, chat: Chat) -> None:
         try:
-            self.services.terminals.show_now(chat)
+            await self.services.terminals.show_now(chat)
             await chat.finish_turn(chat.session.stop_reason or "idle")
         finally:
             self._ending.discard(chat.session.session_id)

@@ -322,6 +322,16 @@ def _data(block: StoredBlock) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """A kept object, or an empty one where what was kept is not one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int | None:
+    """A kept count of tokens; None where it is not one (``true`` is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCall:
     data = _data(block)
     call = ToolCall(block.key, block.text, str(data.get("kind", "other")))
@@ -359,16 +369,17 @@ def render_ops(
     prefix: str,
     workspace: Workspace,
     prompts: Mapping[int, int] | None = None,
+    plans: int = 0,
 ) -> list[RenderOp]:
     """The ops drawing ``blocks`` as the chat drew them, with the ids of
     :func:`block_id` (``prefix``: a reopened chat's own blocks never meet them) and
     files named as the chat drawing them names them: the agent's relative to its
     session's directory, the review's (the user's files) to the user's.
     ``prompts``: the turn each prompt that begins one begins, by its block's seq (the
-    edit key on it puts it back in the input)."""
+    edit key on it puts it back in the input). ``plans``: how many plans the chat
+    showed before these blocks (numbered as the chat numbered them: in their order)."""
     ops: list[RenderOp] = []
     terminals: dict[str, TerminalView] = {}
-    plans = 0  # numbered as the chat numbered them: in their order
     for block in blocks:
         op: RenderOp | None
         if block.kind in ("user", "agent", "thought"):
@@ -483,17 +494,21 @@ def _fence(text: str, info: str) -> list[str]:
 
 
 def _turn_markdown(block: StoredBlock, cwd: str) -> str:
+    """A stored turn's end as it kept it: a figure that does not read (a damaged row)
+    is left out, and the agent's own count is there only where it was kept (not in
+    chats kept before it was read)."""
     data = _data(block)
     line = f"*Turn ended: {data.get('stop_reason', '?')}"
-    usage = data.get("usage") or {}
-    if usage.get("size"):
-        line += f" · context {usage.get('used', 0)}/{usage['size']} tokens"
-    cost = usage.get("cost")
-    if isinstance(cost, dict) and "amount" in cost:
+    usage = _mapping(data.get("usage"))
+    if _count(usage.get("size")):
+        line += f" · context {_count(usage.get('used')) or 0}/{usage['size']} tokens"
+    cost = _mapping(usage.get("cost"))
+    if isinstance(cost.get("amount"), (int, float)) and not isinstance(cost["amount"], bool):
         line += f" · cost {view.money(cost['amount'])} {cost.get('currency', '')}".rstrip()
-    counted = data.get("turn_tokens") or {}
-    if isinstance(counted.get("input"), int) and isinstance(counted.get("output"), int):
-        line += f" · {view.counted_text(counted['input'], counted['output'])}"
+    counted = _mapping(data.get("turn_tokens"))
+    read, wrote = _count(counted.get("input")), _count(counted.get("output"))
+    if read is not None and wrote is not None:
+        line += f" · {view.counted_text(read, wrote)}"
     line += "*"
     if not data.get("review"):
         return line

@@ -285,8 +285,11 @@ class History:
         from acp_nvim.client.history._blocks import render_ops
 
         prompts = self._records[chat.id].prompts
+        plans = 0  # the slices before's: numbered on
         for start in range(0, len(blocks), _SLICE):
-            ops = render_ops(blocks[start : start + _SLICE], prefix, chat.workspace, prompts)
+            part = blocks[start : start + _SLICE]
+            ops = render_ops(part, prefix, chat.workspace, prompts, plans)
+            plans += sum(block.kind == "plan" for block in part)
             self.editor.render(chat.id, ops)
             await anyio.lowlevel.checkpoint()
 

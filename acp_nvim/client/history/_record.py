@@ -140,18 +140,25 @@ class ChatRecord:
     ) -> dict[int, Turn]:
         """A turn for each stored turn (by node), begun by its first block (a rewind's
         or a switch's notes may come before its prompt); one on no branch shown carries
-        the ops that draw it, for when one is picked. Numbers each stored turn's prompt
-        in ``prompts``."""
+        the ops that draw it, for when one is picked (its plans numbered after those of
+        the turns before it). Numbers each stored turn's prompt in ``prompts``."""
         blocks: dict[int, list[StoredBlock]] = {}
         for block in self.base:
             if block.node:
                 blocks.setdefault(block.node, []).append(block)
-        # A turn's number is its place on the branches holding it (they share its past).
+        # A turn's number is its place on the branches holding it (they share its past),
+        # and so are the plans before it.
         numbers = {
             node: number
             for b in kept
             for number, node in enumerate((n for n in b.nodes if n in blocks), 1)
         }
+        plans = {node: sum(block.kind == "plan" for block in own) for node, own in blocks.items()}
+        plans_before: dict[int, int] = {}
+        for b in kept:
+            count = 0
+            for node in (n for n in b.nodes if n in blocks):
+                plans_before[node], count = count, count + plans[node]
         prompts = {n: next((b for b in own if b.kind == "user"), None) for n, own in blocks.items()}
         self.prompts = {
             prompt.seq: numbers[node]
@@ -166,8 +173,11 @@ class ChatRecord:
             turn = Turn(f"{prefix}{node}", 0, last.get(node) or "", prompt)
             turn.first = block_id(prefix, own[0])
             turn.report = turn_report(own)
+            turn.plans = plans[node]
             if node not in shown.nodes:
-                turn.drawing = render_ops(own, prefix, self.chat.workspace, self.prompts)
+                turn.drawing = render_ops(
+                    own, prefix, self.chat.workspace, self.prompts, plans_before.get(node, 0)
+                )
             self._turn_nodes[turn.message] = node
             turns[node] = turn
         return turns

@@ -494,22 +494,27 @@ class Terminals:
             self._refresh_scheduled = True
             self._tasks.start_soon(self._refresh_later)
 
-    def show_now(self, chat: Chat) -> None:
-        """Show the output ``chat``'s terminals got since the last refresh in its
-        transcript now: its turn ends, and the end (``AcpTurnEnd``, the history's write
-        of the turn, an export or a close right after) must find it there. They stay
-        marked: the later refresh writes the display terminals' buffers."""
-        for term in self._dirty.values():
-            if term.chat is chat:
-                term.refresh()
+    async def show_now(self, chat: Chat) -> None:
+        """Show the output ``chat``'s terminals got since the last refresh now, in its
+        transcript and in the display terminals' buffers: its turn ends, and the end
+        (``AcpTurnEnd`` and a script's ``:AcpTerminal`` there, the history's write of
+        the turn, an export or a close right after) must find it there."""
+        shown = [term for term in self._dirty.values() if term.chat is chat]
+        for term in shown:
+            del self._dirty[id(term)]
+        await self._show(shown)
 
     async def _refresh_later(self) -> None:
         await anyio.sleep(REFRESH_INTERVAL)
         self._refresh_scheduled = False
         dirty, self._dirty = list(self._dirty.values()), {}
-        for term in dirty:
+        await self._show(dirty)
+
+    @staticmethod
+    async def _show(terms: list[_Shown]) -> None:
+        for term in terms:
             term.refresh()
-        for term in dirty:
+        for term in terms:
             if isinstance(term, _Display) and (term.pending or term.reset):
                 data, reset = "".join(term.pending), term.reset
                 term.pending, term.reset = [], False

@@ -60,7 +60,8 @@ class Turn(msgspec.Struct, eq=False):
     rewind or a branch switch drawn before it (they go with it), or a stored turn's
     first block. A turn of a stored chat (reopened, or handed over: ``review`` 0) has
     no items; ``drawing`` holds the ops that draw it while it was never drawn here (it
-    is on a branch not shown). A ``replayed`` turn is one the agent replayed as its
+    is on a branch not shown), ``plans`` how many plans it showed (the session
+    model's are numbered after them). A ``replayed`` turn is one the agent replayed as its
     session was resumed (:meth:`Branches.replayed`): in the model like a turn run
     here, but no review saw what it changed (``review`` 0).
     """
@@ -76,6 +77,7 @@ class Turn(msgspec.Struct, eq=False):
     drawing: list[RenderOp] | None = None
     report: dict[str, Any] | None = None
     replayed: bool = False
+    plans: int = 0
 
     @property
     def stored(self) -> bool:

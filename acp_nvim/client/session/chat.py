@@ -289,17 +289,22 @@ class Chat:
         self.set_state("ready", stop_reason=stop_reason, turn_state="idle", **fields)
         self.editor.emit("AcpTurnEnd", {"chat": self.id, "stop_reason": stop_reason})
 
-    def on_state(self, state: str, stop_reason: str | None = None) -> None:
+    def on_state(
+        self, state: str, stop_reason: str | None = None, tokens: TurnTokens | None = None
+    ) -> None:
         """The agent reports its foreground work (v2 ``state_update``).
 
-        ``idle`` marks a running turn over (``session.state``); whoever runs the
-        turn then ends it with :meth:`finish_turn`. ``running`` also covers work
-        the agent starts on its own; an unknown state is only shown.
+        ``idle`` marks a running turn over (``session.state``), with the agent's own
+        count of its tokens where it gives one; whoever runs the turn then ends it
+        with :meth:`finish_turn`. ``running`` also covers work the agent starts on
+        its own; an unknown state is only shown.
         """
         if state == "idle":
             if self.state == "running":
                 self.session.state = "idle"
                 self.session.stop_reason = stop_reason or "idle"
+                if tokens is not None:
+                    self.usage.counted(tokens)
         elif state in ("running", "requires_action"):
             self.session.state = "running" if state == "running" else "requires_action"
             if self.state in ("ready", "running") and not self.session.cancelling:
@@ -461,6 +466,8 @@ class Chat:
         # v1 sends one plan per turn, whole each time: one block per turn. None: it went.
         plan_id = self.session.key(plan_id) if plan_id is not None else f"#plan{self.turn}"
         number = self.session.apply_plan(plan_id, entries)  # two plans: told apart
+        if number:  # after the plans of the stored turns shown, as the export numbers them
+            number += sum(turn.plans for turn in self.branches.path if turn.stored)
         self._draw(view.plan_op(plan_id, entries, number))
 
     def on_info(self, **fields: Unpack[StatusFields]) -> None:
@@ -481,7 +488,7 @@ class Chat:
         self.on_info(title=title)
 
     def on_turn_tokens(self, tokens: TurnTokens) -> None:
-        """The agent's own count of the turn's tokens, in its answer to the prompt."""
+        """The agent's own count of the turn's tokens, in its answer to the prompt (v1)."""
         self.usage.counted(tokens)
 
     def on_usage(self, used: int, size: int, cost: tuple[float, str] | None) -> None:

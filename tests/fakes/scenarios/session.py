@@ -253,8 +253,9 @@ async def plans(agent: Agent, prompt: Prompt) -> None:
     schema sends them: only to a client advertising ``clientCapabilities.plan``, else
     one v1 ``plan`` of the steps): prompt "steps" sends plan "s" as two steps,
     "markdown" plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID"
-    takes plan ID away."""
-    word, _, rest = prompt.text.partition(" ")
+    takes plan ID away. It reads the prompt's last block: a seeded prompt's words come
+    after the conversation it carries."""
+    word, _, rest = prompt.blocks[-1].get("text", "").partition(" ")
     steps = [
         {"content": "Read the code", "priority": "high", "status": "completed"},
         {"content": "Fix it", "priority": "medium", "status": "in_progress"},
@@ -279,24 +280,32 @@ async def plans(agent: Agent, prompt: Prompt) -> None:
     await agent.say(f"done: {word}")
 
 
+# What CountingAgent says a turn read and wrote.
+TURN_TOKENS: Params = {
+    "totalTokens": 36_400, "inputTokens": 35_000, "outputTokens": 900,
+    "thoughtTokens": 500, "cachedReadTokens": 30_000, "cachedWriteTokens": 0,
+}  # fmt: skip
+
+
 class CountingAgent(Agent):
     """opencode's way with usage: each turn reports the context and the session's cost
     (``usage_update``), and its ``session/prompt`` answer carries ``usage`` (v1's
-    unstable field), its count of the tokens its model read and wrote. The prompt
-    "quiet" answers without it."""
+    unstable field), its count of the tokens its model read and wrote; over v2 the
+    idle ``state_update`` ending the turn carries it (v2's unstable field). The
+    prompt "quiet" ends without it."""
 
     async def prompt(self, params: Params) -> Params:
         answer = await super().prompt(params)
-        if params["prompt"][0]["text"] != "quiet":
-            answer["usage"] = {
-                "totalTokens": 36_400, "inputTokens": 35_000, "outputTokens": 900,
-                "thoughtTokens": 500, "cachedReadTokens": 30_000, "cachedWriteTokens": 0,
-            }  # fmt: skip
+        if self.version == 1 and params["prompt"][0]["text"] != "quiet":
+            answer["usage"] = TURN_TOKENS
         return answer
+
+    def idle(self, prompt: Prompt, stop: str) -> Params:
+        idle = super().idle(prompt, stop)
+        return idle if prompt.text == "quiet" else {**idle, "usage": TURN_TOKENS}
 
 
 async def reported_turn(agent: Agent, prompt: Prompt) -> None:
-    agent.turns += 1
     cost = {"amount": 0.05 * agent.turns, "currency": "USD"}
     usage = {"sessionUpdate": "usage_update", "used": 1234 * agent.turns, "size": 200_000}
     await agent.update({**usage, "cost": cost})
@@ -354,7 +363,7 @@ SCENARIOS = (
     Scenario("named_modes", session=named_modes, v2={}),
     Scenario("plans", plans, v2={}),
     Scenario("qwen", qwen_mode, session=qwen_settings),
-    Scenario("counted", reported_turn, agent=CountingAgent),
+    Scenario("counted", reported_turn, agent=CountingAgent, v2={}),
     Scenario("big", big_lists, v2={}),
     Scenario(
         "history",
