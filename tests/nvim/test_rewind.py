@@ -1788,6 +1788,40 @@ def test_a_message_steered_into_a_turn_is_of_that_turn_when_its_session_is_resum
     assert "s1: go" in text and "holding" not in text and "steered" not in text
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_steered_message_of_a_session_the_history_does_not_know_is_a_turn_to_go_back_to(
+    editor: Editor, version: int
+) -> None:
+    """Kept so on purpose (decision 0088): with nothing to read the replay against
+    (the agent's chats not kept), the message steered into turn 2 comes back as turn
+    3, with no answer of its own; going back to before it is a rewind as to any
+    turn: the conversation forks at turn 2's answer, and turns 1 and 2 stay."""
+    wire = editor.tmp / "calls.jsonl"
+    agent = {"cmd": [sys.executable, str(FAKE), "rewind+steer+resume+load"],
+             "env": {"FAKE_CALLS": str(wire)}, "history": False}  # fmt: skip
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "go", 1)
+    editor.lua("require('acp').send('hold')")
+    wait_text(editor, "holding")
+    editor.lua("require('acp').send('go', {now = true})")
+    editor.wait_event("AcpTurnEnd", count=2)
+    editor.nvim.command("AcpChat!")
+    session_changed(editor, 2)
+    editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[1], true)")
+    editor.wait("require('acp.chat.registry').chats[1] == nil", what="its chat closed")
+    editor.nvim.command("AcpResume s1")
+    session_changed(editor, 3)
+    wait_text(editor, "steered: go")
+    turns = "require('acp.chat.registry').get().status.turns"
+    assert editor.lua(f"return {turns}") == ["go", "hold", "go"]
+    editor.lua("require('acp').rewind(3)")
+    session_changed(editor, 4)
+    assert editor.lua(f"return {turns}") == ["go", "hold"]
+    assert calls(wire, "session/fork")[-1]["_meta"]["jetbrains"]["air"]["fork"]["messageId"] == "s1-m2"
+    assert "Rewound to before turn 3" in editor.transcript_text()
+
+
 def test_a_replayed_prompt_with_a_file_is_edited_as_its_words(editor: Editor) -> None:
     """A v2 agent replays a user message that carried a file: the transcript names it
     on its Attached line, and :AcpEdit of that turn put that line in the input, to be
@@ -2046,31 +2080,45 @@ def test_a_new_session_named_as_the_one_before_a_restart_counts_its_own_use(
     assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_a_replay_the_agent_died_in_is_shown_whole_once_it_is_restarted(
-    editor: Editor, version: int
-) -> None:
-    """The agent died one turn into the replay of :AcpResume: the restart resumed
-    the session without a replay (the transcript shows the history), so turn 2
-    never showed, and turn 1, drawn as blocks of no turn, was no turn to go back to
-    (:AcpEdit 1: "no prompt was sent in this chat"). The restart replays it again,
-    in place of what the replay had drawn."""
+REPLAYS = [("rewind+resume+load", 1), ("rewind+resume+load", 2), ("rewind+resume+load+after", 2)]
+
+
+def die_in_a_replay(editor: Editor, scenario: str, version: int) -> dict[str, Any]:
+    """:AcpResume s9 with an agent that dies one turn into the replay (``after``: one
+    that replays once it has answered the resume); returns its options."""
     wire = editor.tmp / "calls.jsonl"
-    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume+load"],
+    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), scenario],
                              "env": {"FAKE_CALLS": str(wire), "FAKE_FAULT": "crash:replay"}}  # fmt: skip
     editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
     editor.open_chat()
     editor.nvim.command("AcpResume s9")
     editor.wait_event("AcpError")
     wait_text(editor, "s9: one")
+    assert "**Error:** agent 'fake' exited" in editor.transcript_text()
+    return agent
+
+
+@pytest.mark.parametrize(("scenario", "version"), REPLAYS)
+def test_a_replay_the_agent_died_in_is_shown_whole_once_it_is_restarted(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """The agent died one turn into the replay of :AcpResume: the restart resumed
+    the session without a replay (the transcript shows the history), so turn 2
+    never showed, and turn 1, drawn as blocks of no turn, was no turn to go back to
+    (:AcpEdit 1: "no prompt was sent in this chat"). The restart replays it again,
+    in place of what the replay had drawn. So too where a v2 agent replays after
+    its answer (``after``): nothing ends such a replay, so one the agent died in
+    before the chat's first prompt was taken for whole."""
+    agent = die_in_a_replay(editor, scenario, version)
     del agent["env"]["FAKE_FAULT"]
     editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
     editor.nvim.command("AcpRestart")
-    session_changed(editor, 2)
+    # What the replay the agent died in drew goes once the new one is answered.
+    editor.wait("vim.deep_equal(require('acp.chat.registry').get().status.turns, {'one', 'two'})",
+                what="the replay's two turns")  # fmt: skip
     wait_text(editor, "s9: two")
     text = editor.transcript_text()
     assert text.count("s9: one") == 1 and text.count("## You\none") == 1
-    assert editor.lua("return require('acp.chat.registry').get().status.turns") == ["one", "two"]
     editor.nvim.command("AcpEdit 1")
     editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
                 " == 'one'")  # fmt: skip
@@ -2103,3 +2151,25 @@ def test_a_stored_branch_picked_back_numbers_its_plans_on(editor: Editor, versio
     text = show_branch(editor, 1)
     assert [text.count(f"### {name}\n") for name in ("Plan", "Plan 2")] == [1, 1]
     assert text.index("### Plan 2\n1. Read the code") > text.index("done: steps")
+
+
+@pytest.mark.parametrize(("scenario", "version"), REPLAYS)
+def test_a_replay_refused_after_the_agent_died_in_one_keeps_what_it_drew(
+    editor: Editor, scenario: str, version: int
+) -> None:
+    """The agent died in the replay of :AcpResume, and started again it refused the
+    replay asked again: what the first one drew had already left the transcript, and
+    the new session began with nothing to carry ("A new session begins"). It stays
+    until a replay is answered: the new session carries it, and the chat says so."""
+    agent = die_in_a_replay(editor, scenario, version)
+    method = "session/load" if version == 1 else "session/resume"
+    agent["env"]["FAKE_FAULT"] = f"refuse:{method}"
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.nvim.command("AcpRestart")
+    wait_text(editor, "the next prompt carries the conversation so far.")
+    text = editor.transcript_text()
+    assert "*fake starts a new session (agent 'fake' failed resuming a session: -32002 Resource not found)" in text
+    assert text.count("s9: one") == 1 and text.count("## You\none") == 1
+    turn(editor, "three", 1)
+    [seeded] = [p for p in calls(editor.tmp / "calls.jsonl", "session/prompt")]
+    assert "s9: one" in seed_of(seeded)

@@ -299,8 +299,11 @@ class AgentConnection:
         self.held.resumed.add(session_id)
         self._opened(chat, sessions, session_id, resumed=True)
         if replay:  # its history as turns to go back to, and what it replays after
+            since = chat.shown.unreplay(since)  # in place of one the agent died in
             replayed(chat, since, self.serial)
             chat.branches.replaying = (len(chat.session.items), self.serial)
+            if not sessions.replays_late:  # answered, the replay is over
+                chat.branches.unreplayed = None
 
     def _opened(
         self, chat: Chat, sessions: Sessions, session_id: str, *,

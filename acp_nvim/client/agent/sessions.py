@@ -170,6 +170,9 @@ class Sessions(Protocol):
     # unfinished then was dropped (a rejected permission: qwen, opencode); over v2
     # background work may go on while idle.
     turn_ends_its_work: bool
+    # Whether a resume's replay may go on after its answer: v1's ``session/load``
+    # streams the history before it answers; a v2 agent "should" (decision 0088).
+    replays_late: bool
 
     @property
     def auth_methods(self) -> list[LoginMethod]:

@@ -425,6 +425,7 @@ class SessionsV1:
 
     version = 1
     turn_ends_its_work = True
+    replays_late = False
 
     def __init__(self, connection: Connection, services: Services) -> None:
         self.connection = connection

@@ -455,7 +455,6 @@ async def _session(
     try:
         if chat.branches.unreplayed is not None:
             # A replay the agent died in is replayed again, in place of what it drew.
-            chat.shown.unreplay()
             await _replay(connection, chat, session_id, history)
         else:
             # The transcript already shows the history: resume without a replay.
@@ -470,18 +469,26 @@ async def _session(
 async def _replay(
     connection: AgentConnection, chat: Chat, session_id: str, history: History
 ) -> None:
-    """Resume ``chat``'s session with its history replayed. Until the agent answers,
-    ``Branches.unreplayed`` marks where the replay began: an agent that dies in it
-    (or hangs) leaves the mark, and the restart replays it again (decision 0088)."""
+    """Resume ``chat``'s session with its history replayed. ``Branches.unreplayed``
+    marks where the replay began while it may still run: an agent that dies in it
+    (or hangs) leaves the mark, and the restart replays it again, in place of what
+    it drew once the agent answers. A refusal keeps that shown (decision 0088)."""
     kept = await steered_into(history, chat.agent, session_id)
-    chat.branches.unreplayed = len(chat.session.items)
+    since = len(chat.session.items)
+    if chat.branches.unreplayed is None:
+        chat.branches.unreplayed = since
+    else:  # the replay the agent died in stays until this one is answered
+        chat.session.forget(session_id)
     try:
         await connection.resume(chat, session_id, kept=kept)
     except AgentFailed as err:
-        connection.raise_if_exited(err)  # an answer (a refusal): no replay came
+        connection.raise_if_exited(err)  # an answer (a refusal): no replay goes on
+        # What the refused one drew goes; what one before it drew stays, for the new
+        # session to carry.
+        chat.branches.unreplayed = since
+        chat.shown.unreplay(len(chat.session.items))
         chat.branches.unreplayed = None
         raise
-    chat.branches.unreplayed = None
 
 
 def _fork_refusal(pool: AgentPool, chat_id: int | None) -> str | None:

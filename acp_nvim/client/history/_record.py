@@ -281,6 +281,16 @@ class ChatRecord:
         self.base_turns = node
         self._wake(False)
 
+    def unreplayed(self, turns: Sequence[Turn]) -> None:
+        """``turns`` (the chat's last, :meth:`replayed`) are gone with their blocks: a
+        replay the agent died in, replayed again, numbers its turns from where they
+        began."""
+        for turn in turns:
+            self._extra.pop(message_block(turn.message), None)
+            if self._turn_nodes.pop(turn.message, None) is not None:
+                self.base_turns -= 1
+        self._wake(False)
+
     def named(self, name: str | None) -> None:
         """The user named the chat (None: it goes by its title): the chat shows it,
         and it is written with the chat's facts."""

@@ -143,9 +143,11 @@ class Branches:
         # order, each with whether it was steered into a turn: such a message replayed
         # begins no turn (0088).
         self.kept: list[tuple[str, bool]] = []
-        # While a resume's replay runs: the item it began at. Still set once the resume
-        # failed (the agent died in it): the restart replays the session again, in
-        # place of what it had drawn (``ShownBranch.unreplay``).
+        # While a resume's replay may still run: the item it began at, until it is
+        # answered, or (a v2 agent may replay after its answer, and nothing says when
+        # it is done) until a turn is sent or the view changes. Set when the agent
+        # died meanwhile: the restart replays the session again, in place of what it
+        # had drawn (``ShownBranch.unreplay``).
         self.unreplayed: int | None = None
 
     def __repr__(self) -> str:
@@ -228,6 +230,14 @@ class Branches:
                 self.begin(turns[-1])
         return turns
 
+    def unmake(self, since: int) -> list[Turn]:
+        """Take the replayed turns from item ``since`` on out of the shown branch for
+        good: a replay the agent died in, replayed again (no view change came since,
+        so no other branch holds them). Returns them."""
+        gone = [t for t in self.path if t.replayed and t.start >= since]
+        self.shown.turns = self.path[: len(self.path) - len(gone)]
+        return gone
+
     def _steered_in(self, words: str) -> bool:
         """Whether the replayed user message ``words`` was steered into a turn: the
         first of the history's messages left (``kept``) with those words is it, and
@@ -264,7 +274,7 @@ class Branches:
         kept = self.shown
         self.shown = Branch(next(self._ids), self.path[: number - 1])
         self._keep(kept)
-        self.replaying = None
+        self.replaying = self.unreplayed = None
         return left
 
     def pick(self, branch_id: int) -> tuple[list[Turn], list[Turn]]:
@@ -283,7 +293,7 @@ class Branches:
         self.others.remove(branch)
         kept, self.shown = self.shown, branch
         self._keep(kept)
-        self.replaying = None
+        self.replaying = self.unreplayed = None
         return out, into
 
     def _keep(self, branch: Branch) -> None:

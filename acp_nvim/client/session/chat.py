@@ -135,6 +135,9 @@ class Record(Protocol):
     def replayed(self, turns: Sequence[Turn]) -> None:
         """``turns``, drawn before as blocks of no turn, are the agent's replay."""
 
+    def unreplayed(self, turns: Sequence[Turn]) -> None:
+        """``turns``, replayed, are gone with their blocks (``ShownBranch.unreplay``)."""
+
 
 class _Unrecorded:
     """The record of a chat the history does not follow."""
@@ -146,6 +149,9 @@ class _Unrecorded:
         pass
 
     def replayed(self, turns: Sequence[Turn]) -> None:
+        pass
+
+    def unreplayed(self, turns: Sequence[Turn]) -> None:
         pass
 
 
@@ -622,28 +628,35 @@ class ShownBranch:
                 chat._drawings.pop(call_id, None)
         chat._draw(view.cut_op([(t.message, t.block) for t in turns], since))
 
-    def unreplay(self) -> None:
-        """Take what a replay the agent died in drew (``Branches.unreplayed``) out of
-        the model and the transcript for good: the restart replays the session whole
-        (decision 0088). Nothing of it began a turn: turns are made once it ends."""
+    def unreplay(self, until: int) -> int:
+        """A replay of the session is answered: what the one before it, which the agent
+        died in (``Branches.unreplayed``, to item ``until``), drew leaves the model,
+        the transcript and the history for good, with the turns made of it (an agent
+        that replays after its answer). Kept until then: a refusal leaves it shown
+        (decision 0088). Returns the item where the new replay's items now begin."""
         chat, since = self.chat, self.chat.branches.unreplayed
-        if since is None:
-            return
+        if since is None or since >= until:
+            return until
         gone = Turn("", 0, "", Prompt(""), start=since)
-        hide(chat.session, [gone])
-        if gone.hidden is None:
-            return
+        after = Turn("", 0, "", Prompt(""), start=until)
+        hide(chat.session, [gone, after])
+        show(chat.session, [after])  # the new replay's items, back in their place
+        turns = chat.branches.unmake(since)
+        chat.record.unreplayed(turns)
         hidden = gone.hidden
-        for call_id in hidden.tool_calls:
-            chat._drawings.pop(call_id, None)
-        blocks = [
-            *map(view.message_block, hidden.messages),
-            *hidden.tool_calls,
-            *(view.plan_block(key) for key in hidden.plans),
-            *(view.compaction_block(key) for key in hidden.compactions),
-        ]
-        if blocks:
+        if hidden is not None:
+            for call_id in hidden.tool_calls:
+                chat._drawings.pop(call_id, None)
+            blocks = [
+                *map(view.message_block, hidden.messages),
+                *hidden.tool_calls,
+                *(view.plan_block(key) for key in hidden.plans),
+                *(view.compaction_block(key) for key in hidden.compactions),
+            ]
             chat._draw(view.drop_op(blocks))
+        if turns:
+            self.list_branches()
+        return since
 
     def _mark(self, shared: int) -> None:
         """Mark the place after the first ``shared`` turns, where branches part."""
@@ -685,6 +698,8 @@ def replayed_late(chat: Chat, *, done: bool = False) -> None:
         until -= 1  # it may have chunks to come
     replayed(chat, since, agent, max(since, until))
     chat.branches.replaying = None if done else (max(since, until), agent)
+    if done:  # the replay is over: an exit from now on is no death in it
+        chat.branches.unreplayed = None
 
 
 def muted(chat: Chat) -> bool:

@@ -506,6 +506,12 @@ class Session(msgspec.Struct):
             self._taken += 1
         self.scopes[session_id] = self.scope = scope
 
+    def forget(self, session_id: str) -> None:
+        """The ids ``session_id`` gave so far are not those it gives next: a replay of
+        it asked again (the one the agent died in is still shown until it is answered,
+        decision 0088) keys its ids under a scope of their own."""
+        self.scopes.pop(session_id, None)
+
     def key(self, wire: str) -> str:
         """The key of the agent's id ``wire`` in the session shown; a key stays as it
         is (a patch whose id was keyed already, applied again)."""

@@ -426,10 +426,13 @@ class Rewind:
 
 async def fault(at: str) -> None:
     """$FAKE_FAULT ``crash:AT`` exits the agent at ``at`` (a method, before it is
-    answered, or ``replay``: one turn into a replay), ``hang:AT`` never goes on."""
+    answered, or ``replay``: one turn into a replay), ``hang:AT`` never goes on,
+    ``refuse:AT`` answers method ``at`` "Resource not found"."""
     match os.environ.get("FAKE_FAULT", "").split(":", 1):
         case ["crash", where] if where == at:
             os._exit(2)
+        case ["refuse", where] if where == at:
+            raise RequestError(-32002, "Resource not found")
         case ["hang", where] if where == at:
             await anyio.sleep_forever()
 
