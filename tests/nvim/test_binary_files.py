@@ -493,3 +493,44 @@ def test_undo_in_its_buffer_brings_a_rejected_binary_change_back_and_redo_reject
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected again")
     assert logo.read_bytes() == PNG
     assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+@pytest.mark.parametrize("how", ["restore", "rewind"])
+def test_undo_in_its_buffer_takes_back_a_restore_of_a_binary_file_two_turns_wrote(
+    editor: Editor, how: str
+) -> None:
+    """As |u| after :AcpRestore or :AcpRewind of a text file puts the agent's lines
+    back and offers them again: in the buffer of a file with no text, an undo of the
+    restore's reload puts the bytes the agent left back on disk, exactly, and every
+    change it took back waits again (the accepted one too, as an accepted hunk the
+    restore reverted); a redo takes them back again. The buffer stays saved."""
+    logo = editor.tmp / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    editor.nvim.command(f"edit {logo}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    rewind_start(editor, "rewind", 1)
+    last = PNG + b"\x00two"
+    for number, data in enumerate([PNG + b"\x00one", last], 1):
+        turn(editor, f"bytes logo.png {data.hex()}", number)
+    state = "require('acp.review.state')"
+    editor.lua(f"{state}.decide({state}.chat_id(), 'accept', ..., nil, 1)", str(logo))
+    every = "require('acp').changes({all = true})"
+    statuses = f"vim.iter({every}):map(function(f) return f.binary.status end):join(',')"
+    editor.wait(f"{statuses} == 'pending,accepted'", what="turn 1 accepted")
+    if how == "restore":
+        editor.nvim.command("AcpRestore 1")
+        wait_text(editor, "Restored the files to before turn 1: `logo.png`.")
+    else:
+        editor.lua("require('acp').rewind(1)")
+        session_changed(editor, 2)
+    editor.wait(f"{statuses} == 'rejected,rejected'", what="taken back")
+    assert logo.read_bytes() == PNG
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{statuses} == 'pending,pending'", what="waiting again")
+    assert logo.read_bytes() == last
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{statuses} == 'rejected,rejected'", what="taken back again")
+    assert logo.read_bytes() == PNG
+    assert editor.lua("return vim.bo[...].modified", buf) is False

@@ -638,7 +638,7 @@ class SessionChanges:
                     )
                 if outcome.text != doc.text or outcome.conflicts:
                     restored.append(path)
-            await _restore_binaries(self.editor, self.disk, self.store, turn, restored, refused)
+            await _restore_binaries(self.byte_undo, self.store, turn, restored, refused)
             self._publish()
         return Restored(_shown(restored, self.cwd), _shown(refused, self.cwd))
 
@@ -749,7 +749,8 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await undo.reject(change, partial(put_bytes, undo.editor, undo.disk, change.path, before))
+        putting = partial(put_bytes, undo.editor, undo.disk, change.path, before)
+        await undo.reject([change], before, putting)
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
@@ -806,11 +807,11 @@ def _applied_kinds(store: ReviewStore, turn: int) -> dict[str, set[FileKind]]:
 
 
 async def _restore_binaries(
-    editor: Editor, disk: DiskChanges, store: ReviewStore, turn: int,
-    restored: list[str], refused: list[str],
-) -> None:  # fmt: skip
+    undo: ByteUndo, store: ReviewStore, turn: int, restored: list[str], refused: list[str]
+) -> None:
     """Take the files with no text back to before ``turn``, adding each to
-    ``restored`` or, told why, to ``refused``."""
+    ``restored`` or, told why, to ``refused``; an undo in a file's buffer takes
+    its restore back (``undo``), as a text file's undo does."""
     since: dict[str, list[BinaryChange]] = {}  # by file, oldest turn first
     for changeset in store.turns():
         if changeset.turn >= turn:
@@ -818,14 +819,14 @@ async def _restore_binaries(
                 since.setdefault(change.path, []).append(change)
     for path, changes in since.items():
         try:
-            if await _restore_binary(editor, disk, changes):
+            if await _restore_binary(undo, changes):
                 restored.append(path)
         except (ReviewError, FileError) as err:
-            editor.notify(str(err), "warn")
+            undo.editor.notify(str(err), "warn")
             refused.append(path)
 
 
-async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[BinaryChange]) -> bool:
+async def _restore_binary(undo: ByteUndo, changes: list[BinaryChange]) -> bool:
     """Put the file of ``changes`` (one file's, oldest turn first) back as it was
     before the first, each rejected as a whole (decision 0099); whether it was
     written. Refused, the file left as it is, when its bytes then were not kept or
@@ -839,7 +840,8 @@ async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[Binar
     for change in changes:
         change.status = "rejected"
     try:
-        await put_bytes(editor, disk, changes[0].path, before)
+        putting = partial(put_bytes, undo.editor, undo.disk, changes[0].path, before)
+        await undo.reject(taken, before, putting)
     except FileError:
         for change, status in zip(changes, statuses, strict=True):
             change.status = status
