@@ -534,3 +534,43 @@ def test_undo_in_its_buffer_takes_back_a_restore_of_a_binary_file_two_turns_wrot
     editor.wait(f"{statuses} == 'rejected,rejected'", what="taken back again")
     assert logo.read_bytes() == PNG
     assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+def test_a_reopened_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib(
+    editor: Editor,
+) -> None:
+    """Reopened, the chat reviews again the change of your file over 2 MiB, whose
+    bytes are not kept (a reject cannot put them back), yet accepting it is what it
+    was: your file still holds what it did when the chat reopened (its digest was
+    kept), so the worktree's bytes come in; and refused, said, once you change it."""
+    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, review, send
+
+    project = repository(editor)
+    big, other = project / "big.bin", project / "other.bin"
+    data = b"\x00" * (2 * 1024 * 1024 + 1)  # past the 2 MiB a file's bytes are kept to
+    big.write_bytes(data)
+    other.write_bytes(data)
+    git(project, "add", "big.bin", "other.bin")
+    git(project, "commit", "-q", "-m", "big")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    for name in ("big.bin", "other.bin"):
+        send(editor, listed["id"], f"bytes {name} 00{name.encode().hex()}")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, listed["id"])
+
+    chat = editor.reopen_last()
+    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, chat)}
+    assert [waited[name]["restorable"] for name in ("big.bin", "other.bin")] == [False, False]
+    other.write_bytes(b"\x00yours")
+    editor.lua("require('acp').accept()")
+    told = "not brought in: other.bin has no text"
+    editor.wait(
+        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="told",
+    )
+    editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
+    assert big.read_bytes() == b"\x00big.bin"
+    assert other.read_bytes() == b"\x00yours"
