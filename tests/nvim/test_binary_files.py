@@ -574,3 +574,35 @@ def test_a_reopened_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib
     editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
     assert big.read_bytes() == b"\x00big.bin"
     assert other.read_bytes() == b"\x00yours"
+
+
+@pytest.mark.parametrize("how", ["reject", "restore"])
+def test_undo_in_its_buffer_brings_back_a_binary_file_the_agent_made_and_a_reject_removed(
+    editor: Editor, tmp_path: Path, how: str
+) -> None:
+    """A reject (or restore) removes the file the agent made; its buffer, which
+    showed it, is emptied as a reload of no file would leave it, saved: one undo
+    step, so |u| there shows the agent's bytes again, puts them back on disk,
+    exactly, and the change waits again; a redo removes the file again."""
+    made = tmp_path / "project" / "made.bin"
+    start(editor)
+    agents = b"\x00made\nby the agent"
+    run(editor, [shell_bytes(made, agents)])
+    editor.nvim.command(f"edit {made}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    shown = lines(editor, buf)
+    editor.lua("require('acp').reject()" if how == "reject" else "require('acp').restore(1)")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected")
+    assert not made.exists()
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, -1, false)[1] == ''", what="emptied")
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('made.bin')} == 'pending'", what="pending again")
+    assert made.read_bytes() == agents
+    assert lines(editor, buf) == shown
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected again")
+    assert not made.exists()
+    assert editor.lua("return vim.bo[...].modified", buf) is False

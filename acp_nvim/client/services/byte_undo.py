@@ -1,8 +1,9 @@
 """|u| after the reject of a change of a file with no text (decision 0099), as after
 a text hunk's, and after a restore (:AcpRestore, :AcpRewind) that took such a file
-back, as after a text file's: a reject reloads the file's buffer, and an undo of
-that reload (the buffer showing the agent's bytes again) puts those bytes back on
-disk, exactly, and the changes it took back wait again; a redo rejects them again.
+back, as after a text file's: a reject reloads the file's buffer (empties it, for a
+file the agent made: ``put_bytes``), and an undo of that (the buffer showing the
+agent's bytes again) puts those bytes back on disk, exactly, and the changes it
+took back wait again; a redo rejects them again.
 
 The buffer's text is no copy of the bytes (Neovim converts what it reads), so the
 agent's bytes are kept at the reject: at most ``SNAPSHOT_MAX_BYTES`` (2 MiB) a file,
@@ -28,7 +29,7 @@ from acp_nvim.review import BinaryChange, BinaryStatus
 
 class _Kept(NamedTuple):
     changes: tuple[BinaryChange, ...]  # what the reject took back, oldest turn first
-    put_back: bytes  # the bytes it wrote back
+    put_back: bytes | None  # the bytes it wrote back (None: it removed the file)
     taken: bytes  # the agent's bytes it took out
     agent: str  # the digest of the buffer's text while it showed them
     before: str  # the same, once the reject's reload showed the bytes from before
@@ -58,10 +59,10 @@ class ByteUndo:
         self._kept.pop(path, None)
         agent = await self._shown(path)
         taken = None
-        if agent is not None and put_back is not None and changes[-1].size is not None:
+        if agent is not None and changes[-1].size is not None:
             taken = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
         await rejecting()
-        if taken is None or put_back is None or len(taken) > SNAPSHOT_MAX_BYTES:
+        if taken is None or len(taken) > SNAPSHOT_MAX_BYTES:
             return
         if any(change.status != "rejected" for change in changes):
             return
@@ -79,7 +80,7 @@ class ByteUndo:
             return False
         shown = await self._shown(path, modified=True)
         statuses = {change.status for change in kept.changes}
-        data: bytes
+        data: bytes | None
         status: BinaryStatus
         if shown == kept.agent and statuses == {"rejected"}:
             data, then, status = kept.taken, kept.put_back, "pending"
@@ -91,7 +92,10 @@ class ByteUndo:
             self.editor.notify(f"{path}: changed since the reject; left as it is", "warn")
             return True
         try:
-            await anyio.to_thread.run_sync(files.replace_file, path, data)
+            if data is None:  # a file the agent made, removed again
+                await anyio.to_thread.run_sync(files.remove_disk, path)
+            else:
+                await anyio.to_thread.run_sync(files.replace_file, path, data)
         except files.FileError as err:
             self.editor.notify(str(err), "warn")
             return True
@@ -110,5 +114,5 @@ class ByteUndo:
         return _digest(buffer.text.encode("utf-8", "surrogatepass"))
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _digest(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
