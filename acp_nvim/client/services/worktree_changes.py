@@ -333,8 +333,10 @@ def _landing_bytes(
     if yours == _digest(data):
         return NOTHING
     since = [c for c in changes if c.turn <= change.turn]  # the states it went through
-    untouched = {known for c in since if c.existed and (known := _before(c)) is not None}
-    untouched |= {None for c in since if not c.existed}
+    untouched: set[str | None] = {None for c in since if not c.existed}
+    for c in since:
+        if c.existed and (known := _before(c)) is not None:
+            untouched.add(known)
     if yours not in untouched:
         raise ReviewError(
             f"{os.path.basename(user)} has no text and is not what the "
