@@ -606,3 +606,23 @@ def test_undo_in_its_buffer_brings_back_a_binary_file_the_agent_made_and_a_rejec
     editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected again")
     assert not made.exists()
     assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+def test_a_reject_removes_a_binary_file_whose_buffer_cannot_be_emptied_and_says_so(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A buffer set 'nomodifiable' keeps the bytes it showed: the file goes all the
+    same, the change is rejected, and a warning says why the buffer stayed."""
+    made = tmp_path / "project" / "made.bin"
+    start(editor)
+    run(editor, [shell_bytes(made, b"\x00made")])
+    editor.nvim.command(f"edit {made} | setlocal nomodifiable")
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected")
+    editor.wait(
+        "vim.iter(_G.acp_notices or {}):any(function(n)"
+        " return n.msg:find('removed; its buffer was left as it was', 1, true) end)",
+        what="told",
+    )
+    assert not made.exists()
+    assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == ["\x00made"]

@@ -32,7 +32,7 @@ class _Kept(NamedTuple):
     put_back: bytes | None  # the bytes it wrote back (None: it removed the file)
     taken: bytes  # the agent's bytes it took out
     agent: str  # the digest of the buffer's text while it showed them
-    before: str  # the same, once the reject's reload showed the bytes from before
+    before: str  # the same, once the reject's reload showed the bytes from before (or none)
 
 
 class ByteUndo:
