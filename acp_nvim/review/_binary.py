@@ -25,7 +25,9 @@ class BinaryChange(msgspec.Struct):
     None when not kept; ``before_size``: its size, None when unknown), ``size`` now
     (None: deleted); ``left``: the SHA-256 of the bytes the agent left (None: it
     deleted the file, or they could not be read), to tell a later write by the
-    user or another tool, which a reject must not undo unseen."""
+    user or another tool, which a reject must not undo unseen; ``before_digest``:
+    the SHA-256 of its bytes before where they were read but too large to keep
+    (None: not read, or kept), which tells the file still holds them."""
 
     path: str
     turn: int
@@ -36,6 +38,7 @@ class BinaryChange(msgspec.Struct):
     size: int | None
     left: str | None = None
     status: BinaryStatus = "pending"
+    before_digest: str | None = None
 
     @property
     def open(self) -> bool:

@@ -76,10 +76,12 @@ class Changeset:
     def record_binary(
         self, path: str, before: bytes | None, before_size: int | None, size: int | None,
         *, existed: bool, kind: FileKind, left: str | None = None,
+        before_digest: str | None = None,
     ) -> BinaryChange:  # fmt: skip
         """Record that ``path``, a file with no text, is now ``size`` bytes (None:
         deleted) of digest ``left``. Its first record fixes what it was before the
-        turn (``existed``, its ``before`` bytes if kept, their size); a later one
+        turn (``existed``, its ``before`` bytes if kept, their size, or their digest
+        where read but not kept); a later one
         only what it is now. A file this turn first changed as text (it turned
         binary since) is one change from what it was before the turn: its text
         change goes, its hunks stale against bytes."""
@@ -88,8 +90,9 @@ class Changeset:
         self._files.pop(key, None)
         if change is None:
             change = self._binaries[key] = BinaryChange(
-                key, self.turn, kind, existed, before, before_size, size, left
-            )
+                key, self.turn, kind, existed, before, before_size, size, left,
+                before_digest=before_digest,
+            )  # fmt: skip
         else:
             change.changed(size, left)
         return change
@@ -433,12 +436,14 @@ class ReviewStore:
     def record_binary(
         self, path: str, before: bytes | None, before_size: int | None, size: int | None,
         *, existed: bool, kind: FileKind, left: str | None = None,
+        before_digest: str | None = None,
     ) -> BinaryChange:  # fmt: skip
         """Record a change of a file with no text (see :meth:`Changeset.record_binary`)."""
         self._agent_view.pop(_norm(path), None)
         return self._now().record_binary(
-            path, before, before_size, size, existed=existed, kind=kind, left=left
-        )
+            path, before, before_size, size, existed=existed, kind=kind, left=left,
+            before_digest=before_digest,
+        )  # fmt: skip
 
     def baseline(self, path: str, turn: int | None = None) -> str | None:
         """What rejecting the open hunks of ``turn`` (default: the latest that changed

@@ -493,3 +493,136 @@ def test_undo_in_its_buffer_brings_a_rejected_binary_change_back_and_redo_reject
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected again")
     assert logo.read_bytes() == PNG
     assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+@pytest.mark.parametrize("how", ["restore", "rewind"])
+def test_undo_in_its_buffer_takes_back_a_restore_of_a_binary_file_two_turns_wrote(
+    editor: Editor, how: str
+) -> None:
+    """As |u| after :AcpRestore or :AcpRewind of a text file puts the agent's lines
+    back and offers them again: in the buffer of a file with no text, an undo of the
+    restore's reload puts the bytes the agent left back on disk, exactly, and every
+    change it took back waits again (the accepted one too, as an accepted hunk the
+    restore reverted); a redo takes them back again. The buffer stays saved."""
+    logo = editor.tmp / "project" / "logo.png"
+    logo.write_bytes(PNG)
+    editor.nvim.command(f"edit {logo}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    rewind_start(editor, "rewind", 1)
+    last = PNG + b"\x00two"
+    for number, data in enumerate([PNG + b"\x00one", last], 1):
+        turn(editor, f"bytes logo.png {data.hex()}", number)
+    state = "require('acp.review.state')"
+    editor.lua(f"{state}.decide({state}.chat_id(), 'accept', ..., nil, 1)", str(logo))
+    every = "require('acp').changes({all = true})"
+    statuses = f"vim.iter({every}):map(function(f) return f.binary.status end):join(',')"
+    editor.wait(f"{statuses} == 'pending,accepted'", what="turn 1 accepted")
+    if how == "restore":
+        editor.nvim.command("AcpRestore 1")
+        wait_text(editor, "Restored the files to before turn 1: `logo.png`.")
+    else:
+        editor.lua("require('acp').rewind(1)")
+        session_changed(editor, 2)
+    editor.wait(f"{statuses} == 'rejected,rejected'", what="taken back")
+    assert logo.read_bytes() == PNG
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{statuses} == 'pending,pending'", what="waiting again")
+    assert logo.read_bytes() == last
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{statuses} == 'rejected,rejected'", what="taken back again")
+    assert logo.read_bytes() == PNG
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+def test_a_reopened_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib(
+    editor: Editor,
+) -> None:
+    """Reopened, the chat reviews again the change of your file over 2 MiB, whose
+    bytes are not kept (a reject cannot put them back), yet accepting it is what it
+    was: your file still holds what it did when the chat reopened (its digest was
+    kept), so the worktree's bytes come in; and refused, said, once you change it."""
+    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, review, send
+
+    project = repository(editor)
+    big, other = project / "big.bin", project / "other.bin"
+    data = b"\x00" * (2 * 1024 * 1024 + 1)  # past the 2 MiB a file's bytes are kept to
+    big.write_bytes(data)
+    other.write_bytes(data)
+    git(project, "add", "big.bin", "other.bin")
+    git(project, "commit", "-q", "-m", "big")
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    for name in ("big.bin", "other.bin"):
+        send(editor, listed["id"], f"bytes {name} 00{name.encode().hex()}")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, listed["id"])
+
+    chat = editor.reopen_last()
+    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, chat)}
+    assert [waited[name]["restorable"] for name in ("big.bin", "other.bin")] == [False, False]
+    other.write_bytes(b"\x00yours")
+    editor.lua("require('acp').accept()")
+    told = "not brought in: other.bin has no text"
+    editor.wait(
+        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="told",
+    )
+    editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
+    assert big.read_bytes() == b"\x00big.bin"
+    assert other.read_bytes() == b"\x00yours"
+
+
+@pytest.mark.parametrize("how", ["reject", "restore"])
+def test_undo_in_its_buffer_brings_back_a_binary_file_the_agent_made_and_a_reject_removed(
+    editor: Editor, tmp_path: Path, how: str
+) -> None:
+    """A reject (or restore) removes the file the agent made; its buffer, which
+    showed it, is emptied as a reload of no file would leave it, saved: one undo
+    step, so |u| there shows the agent's bytes again, puts them back on disk,
+    exactly, and the change waits again; a redo removes the file again."""
+    made = tmp_path / "project" / "made.bin"
+    start(editor)
+    agents = b"\x00made\nby the agent"
+    run(editor, [shell_bytes(made, agents)])
+    editor.nvim.command(f"edit {made}")
+    buf = editor.lua("return vim.api.nvim_get_current_buf()")
+    shown = lines(editor, buf)
+    editor.lua("require('acp').reject()" if how == "reject" else "require('acp').restore(1)")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected")
+    assert not made.exists()
+    editor.wait(f"vim.api.nvim_buf_get_lines({buf}, 0, -1, false)[1] == ''", what="emptied")
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('made.bin')} == 'pending'", what="pending again")
+    assert made.read_bytes() == agents
+    assert lines(editor, buf) == shown
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected again")
+    assert not made.exists()
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+
+
+def test_a_reject_removes_a_binary_file_whose_buffer_cannot_be_emptied_and_says_so(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A buffer set 'nomodifiable' keeps the bytes it showed: the file goes all the
+    same, the change is rejected, and a warning says why the buffer stayed."""
+    made = tmp_path / "project" / "made.bin"
+    start(editor)
+    run(editor, [shell_bytes(made, b"\x00made")])
+    editor.nvim.command(f"edit {made} | setlocal nomodifiable")
+    editor.lua("require('acp').reject()")
+    editor.wait(f"{status_of('made.bin')} == 'rejected'", what="rejected")
+    editor.wait(
+        "vim.iter(_G.acp_notices or {}):any(function(n)"
+        " return n.msg:find('removed; its buffer was left as it was', 1, true) end)",
+        what="told",
+    )
+    assert not made.exists()
+    assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == ["\x00made"]

@@ -1,7 +1,9 @@
 """|u| after the reject of a change of a file with no text (decision 0099), as after
-a text hunk's: a reject reloads the file's buffer, and an undo of that reload (the
-buffer showing the agent's bytes again) puts those bytes back on disk, exactly, and
-the change waits again; a redo rejects it again.
+a text hunk's, and after a restore (:AcpRestore, :AcpRewind) that took such a file
+back, as after a text file's: a reject reloads the file's buffer (empties it, for a
+file the agent made: ``put_bytes``), and an undo of that (the buffer showing the
+agent's bytes again) puts those bytes back on disk, exactly, and the changes it
+took back wait again; a redo rejects them again.
 
 The buffer's text is no copy of the bytes (Neovim converts what it reads), so the
 agent's bytes are kept at the reject: at most ``SNAPSHOT_MAX_BYTES`` (2 MiB) a file,
@@ -14,7 +16,7 @@ from __future__ import annotations
 __all__ = ["ByteUndo"]
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
 import anyio.to_thread
@@ -26,10 +28,11 @@ from acp_nvim.review import BinaryChange, BinaryStatus
 
 
 class _Kept(NamedTuple):
-    change: BinaryChange
-    taken: bytes  # the agent's bytes the reject took out
+    changes: tuple[BinaryChange, ...]  # what the reject took back, oldest turn first
+    put_back: bytes | None  # the bytes it wrote back (None: it removed the file)
+    taken: bytes  # the agent's bytes it took out
     agent: str  # the digest of the buffer's text while it showed them
-    before: str  # the same, once the reject's reload showed the bytes from before
+    before: str  # the same, once the reject's reload showed the bytes from before (or none)
 
 
 class ByteUndo:
@@ -41,51 +44,64 @@ class ByteUndo:
         self.disk = disk
         self._kept: dict[str, _Kept] = {}
 
-    async def reject(self, change: BinaryChange, rejecting: Callable[[], Awaitable[None]]) -> None:
-        """Run ``rejecting`` (``change``'s reject), keeping what an undo in the file's
-        buffer needs: the agent's bytes, what the buffer showed before and after. A
-        function, not its coroutine: one made before a look at the buffer that fails
-        would never run."""
-        path = change.path
+    async def reject(
+        self,
+        changes: Sequence[BinaryChange],
+        put_back: bytes | None,
+        rejecting: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Run ``rejecting``, which takes ``changes`` (one file's, oldest turn first:
+        a reject's one, or a restore's) back to ``put_back`` (None: no file), keeping
+        what an undo in the file's buffer needs: the agent's bytes, what the buffer
+        showed before and after. A function, not its coroutine: one made before a
+        look at the buffer that fails would never run."""
+        path = changes[0].path
         self._kept.pop(path, None)
         agent = await self._shown(path)
         taken = None
-        if agent is not None and change.before is not None and change.size is not None:
+        if agent is not None and changes[-1].size is not None:
             taken = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
         await rejecting()
-        if taken is None or len(taken) > SNAPSHOT_MAX_BYTES or change.status != "rejected":
+        if taken is None or len(taken) > SNAPSHOT_MAX_BYTES:
+            return
+        if any(change.status != "rejected" for change in changes):
             return
         before = await self._shown(path)
         if agent is not None and before is not None and before != agent:
-            self._kept[path] = _Kept(change, taken, agent, before)
+            self._kept[path] = _Kept(tuple(changes), put_back, taken, agent, before)
 
     async def follow(self, path: str) -> bool:
         """The user changed ``path``'s buffer: where an undo shows the agent's bytes
-        of a rejected change again, they are written back and it waits again; where
-        a redo shows the bytes from before, they are, and it is rejected again.
+        of rejected changes again, they are written back and those wait again; where
+        a redo shows the bytes from before, they are, and those are rejected again.
         Whether it was either (else the change of the buffer is the text review's)."""
         kept = self._kept.get(path)
         if kept is None:
             return False
-        change, shown = kept.change, await self._shown(path, modified=True)
+        shown = await self._shown(path, modified=True)
+        statuses = {change.status for change in kept.changes}
         data: bytes | None
         status: BinaryStatus
-        if shown == kept.agent and change.status == "rejected":
-            data, then, status = kept.taken, change.before, "pending"
-        elif shown == kept.before and change.status == "pending":
-            data, then, status = change.before, kept.taken, "rejected"
+        if shown == kept.agent and statuses == {"rejected"}:
+            data, then, status = kept.taken, kept.put_back, "pending"
+        elif shown == kept.before and statuses == {"pending"}:
+            data, then, status = kept.put_back, kept.taken, "rejected"
         else:
             return False  # the user's own edit, or the state the review has already
-        if data is None or await anyio.to_thread.run_sync(files.digest_of, path) != _digest(then):
+        if await anyio.to_thread.run_sync(files.digest_of, path) != _digest(then):
             self.editor.notify(f"{path}: changed since the reject; left as it is", "warn")
             return True
         try:
-            await anyio.to_thread.run_sync(files.replace_file, path, data)
+            if data is None:  # a file the agent made, removed again
+                await anyio.to_thread.run_sync(files.remove_disk, path)
+            else:
+                await anyio.to_thread.run_sync(files.replace_file, path, data)
         except files.FileError as err:
             self.editor.notify(str(err), "warn")
             return True
         self.disk.seen(path)
-        change.status = status
+        for change in kept.changes:
+            change.status = status
         await self.editor.mark_saved(path, True)
         return True
 

@@ -70,6 +70,7 @@ from acp_nvim.review import (
     FileKind,
     FilePatch,
     Hunk,
+    LineEdit,
     MergeResult,
     PatchError,
     ReviewError,
@@ -638,7 +639,7 @@ class SessionChanges:
                     )
                 if outcome.text != doc.text or outcome.conflicts:
                     restored.append(path)
-            await _restore_binaries(self.editor, self.disk, self.store, turn, restored, refused)
+            await _restore_binaries(self.byte_undo, self.store, turn, restored, refused)
             self._publish()
         return Restored(_shown(restored, self.cwd), _shown(refused, self.cwd))
 
@@ -749,7 +750,8 @@ async def _decide_binary(
     if decision == "accept":
         return
     try:
-        await undo.reject(change, partial(put_bytes, undo.editor, undo.disk, change.path, before))
+        putting = partial(put_bytes, undo.editor, undo.disk, change.path, before)
+        await undo.reject([change], before, putting)
     except FileError:
         change.status = status  # the file is as it was: so is its review
         raise
@@ -806,11 +808,11 @@ def _applied_kinds(store: ReviewStore, turn: int) -> dict[str, set[FileKind]]:
 
 
 async def _restore_binaries(
-    editor: Editor, disk: DiskChanges, store: ReviewStore, turn: int,
-    restored: list[str], refused: list[str],
-) -> None:  # fmt: skip
+    undo: ByteUndo, store: ReviewStore, turn: int, restored: list[str], refused: list[str]
+) -> None:
     """Take the files with no text back to before ``turn``, adding each to
-    ``restored`` or, told why, to ``refused``."""
+    ``restored`` or, told why, to ``refused``; an undo in a file's buffer takes
+    its restore back (``undo``), as a text file's undo does."""
     since: dict[str, list[BinaryChange]] = {}  # by file, oldest turn first
     for changeset in store.turns():
         if changeset.turn >= turn:
@@ -818,14 +820,14 @@ async def _restore_binaries(
                 since.setdefault(change.path, []).append(change)
     for path, changes in since.items():
         try:
-            if await _restore_binary(editor, disk, changes):
+            if await _restore_binary(undo, changes):
                 restored.append(path)
         except (ReviewError, FileError) as err:
-            editor.notify(str(err), "warn")
+            undo.editor.notify(str(err), "warn")
             refused.append(path)
 
 
-async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[BinaryChange]) -> bool:
+async def _restore_binary(undo: ByteUndo, changes: list[BinaryChange]) -> bool:
     """Put the file of ``changes`` (one file's, oldest turn first) back as it was
     before the first, each rejected as a whole (decision 0099); whether it was
     written. Refused, the file left as it is, when its bytes then were not kept or
@@ -839,7 +841,8 @@ async def _restore_binary(editor: Editor, disk: DiskChanges, changes: list[Binar
     for change in changes:
         change.status = "rejected"
     try:
-        await put_bytes(editor, disk, changes[0].path, before)
+        putting = partial(put_bytes, undo.editor, undo.disk, changes[0].path, before)
+        await undo.reject(taken, before, putting)
     except FileError:
         for change, status in zip(changes, statuses, strict=True):
             change.status = status
@@ -859,13 +862,33 @@ async def _refuse_if_written(change: BinaryChange) -> None:
 
 
 async def put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
-    """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded."""
+    """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded (emptied,
+    for a file removed: :func:`_emptied`)."""
     if data is None:
         await anyio.to_thread.run_sync(files.remove_disk, path)
     else:
         await anyio.to_thread.run_sync(files.replace_file, path, data)
     disk.seen(path)
-    await editor.reload_buffers([path])
+    await (_emptied(editor, path) if data is None else editor.reload_buffers([path]))
+
+
+async def _emptied(editor: Editor, path: str) -> None:
+    """The buffer of ``path``, a file with no text just removed, holds nothing, saved,
+    as a reload of no file would leave it: one undo step, which |u| takes back
+    (:class:`ByteUndo`). Left showing the bytes, it stood for a file that is gone,
+    and no undo state told the two apart. Not one with unsaved edits: the user's."""
+    buffer = await editor.read_buffer(path)
+    if buffer is None or buffer.modified or not buffer.text:
+        return
+    try:
+        emptied = await editor.edit_buffer(
+            path, buffer.tick, [LineEdit(0, len(buffer.lines), [])], save=False
+        )
+    except EditorError as err:  # 'nomodifiable', say
+        editor.notify(f"{path}: removed; its buffer was left as it was ({err})", "warn")
+        return
+    if emptied is not None:
+        await editor.mark_saved(path, True)
 
 
 def _shown(paths: list[str], cwd: str) -> list[str]:

@@ -191,17 +191,20 @@ class WorktreeChanges(SessionChanges):
     async def _left_bytes(self, path: str, mine: str) -> None:
         """Review again the user's file ``path`` whose copy ``mine`` (or itself) has
         no text, as one change from the user's bytes (kept, as a turn start keeps a
-        file's, up to ``SNAPSHOT_MAX_BYTES``) to the worktree's (decision 0099)."""
+        file's, up to ``SNAPSHOT_MAX_BYTES``; of a larger file their digest, which
+        an accept needs, decision 0099) to the worktree's."""
         left = await anyio.to_thread.run_sync(files.digest_of, mine)
-        if await anyio.to_thread.run_sync(files.digest_of, path) == left:
+        was = await anyio.to_thread.run_sync(files.digest_of, path)
+        if was == left:
             return  # the same bytes (or neither is there)
         yours = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
         stats = await anyio.to_thread.run_sync(lambda: [files.stat_of(p) for p in (path, mine)])
         before = yours if yours is not None and len(yours) <= SNAPSHOT_MAX_BYTES else None
         sizes = [stat[0] if stat is not None else None for stat in stats]
         self.store.record_binary(
-            mine, before, sizes[0], sizes[1], existed=yours is not None, kind="write", left=left
-        )
+            mine, before, sizes[0], sizes[1], existed=yours is not None, kind="write",
+            left=left, before_digest=was if before is None else None,
+        )  # fmt: skip
 
     def rejected(self) -> set[str]:
         """The worktree's files whose latest change the user rejected whole: their
@@ -339,8 +342,10 @@ def _landing_bytes(
     if yours == _digest(data):
         return NOTHING
     since = [c for c in changes if c.turn <= change.turn]  # the states it went through
-    untouched = {_digest(c.before) for c in since if c.existed and c.before is not None}
-    untouched |= {None for c in since if not c.existed}
+    untouched: set[str | None] = {None for c in since if not c.existed}
+    for c in since:
+        if c.existed and (known := _before(c)) is not None:
+            untouched.add(known)
     if yours not in untouched:
         raise ReviewError(
             f"{os.path.basename(user)} has no text and is not what the "
@@ -355,6 +360,11 @@ _WHOLE = -1  # no limit (as ``read``'s): the file's bytes are brought in whole
 
 def _digest(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def _before(change: BinaryChange) -> str | None:
+    """The digest of ``change``'s file's bytes before it (None: not known)."""
+    return _digest(change.before) if change.before is not None else change.before_digest
 
 
 class Landed(SessionChanges):
