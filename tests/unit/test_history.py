@@ -931,7 +931,8 @@ def test_a_fence_a_message_leaves_open_ends_with_it_in_the_export(kind: str) -> 
 
 def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> None:
     """A history file another Neovim writes, opened for reading only: it finds what
-    that one wrote since, and a write fails as the file's being read-only."""
+    that one wrote since, even after a write of its own was refused (a rename from
+    the picker), and a write fails as the file's being read-only."""
     store = store_at(tmp_path)
     first = chat_with(store, "hello zebra", "echo")
     reader = Store(store.path, read_only=True)
@@ -941,6 +942,13 @@ def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> No
     with pytest.raises(StoreError) as refused:
         reader.forget(first)
     assert refused.value.read_only and "is read-only" in str(refused.value)
+    # A refused rename (the picker's, on this file) left the reads in the
+    # transaction sqlite3 had begun for it: they saw the file as it was then.
+    with pytest.raises(StoreError, match="is read-only"):
+        reader.rename(first, "named")
+    assert [h.chat.id for h in reader.search("zebra")] == [second, first]
+    third = chat_with(store, "zebra once more", "echo")
+    assert [h.chat.id for h in reader.search("zebra")] == [third, second, first]
     older = tmp_path / "older.sqlite3"
     sqlite3.connect(older).execute("PRAGMA user_version = 2").connection.close()
     with pytest.raises(StoreError, match="read-only and of an older acp"):

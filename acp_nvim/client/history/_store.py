@@ -575,9 +575,12 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
 def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
     """``path`` opened for reading: sharing the readers' -shm file (a writer's
     changes seen as they come), else, where that file cannot be made (the directory
-    is read-only too, so no writer is at work), as a file that does not change."""
+    is read-only too, so no writer is at work), as a file that does not change.
+    In autocommit, as the writer's: sqlite3 would begin a transaction for a write
+    (a rename) that then fails, and every later read would see the file as it was."""
     uri = pathlib.Path(os.path.abspath(path)).as_uri()
-    shared = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_ms / 1000)
+    timeout = busy_ms / 1000
+    shared = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout, isolation_level=None)
     try:
         shared.execute("PRAGMA user_version").fetchone()
         return shared
@@ -585,7 +588,7 @@ def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
         shared.close()
         if "readonly" not in str(err):
             raise
-    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=busy_ms / 1000)
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=timeout, isolation_level=None)
 
 
 def _statements(script: str) -> list[str]:
