@@ -953,3 +953,48 @@ def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> No
     sqlite3.connect(older).execute("PRAGMA user_version = 2").connection.close()
     with pytest.raises(StoreError, match="read-only and of an older acp"):
         Store(str(older), read_only=True)
+
+
+def test_a_hand_over_kept_before_its_note_was_named_still_tells_whose_turns(
+    tmp_path: Path,
+) -> None:
+    """A hand-over kept before the note after its turns was a block of its own name
+    (``#continued``) kept it as ``#info``: reopened and handed on (or continued in
+    a new session), the next agent was told the turns without the line saying
+    which agent answered from there on. Other notes stay out."""
+    store = store_at(tmp_path)
+    chat_id = store.new_chat("plain", "/p")
+    intro = "*From kept's chat “hello zebra”: kept answers from here.*"
+    handed = "*Handed over from kept's chat “hello zebra” to plain: plain answers from here.*"
+    forked = "*Forked from plain's chat “hello zebra”: from here on, this chat goes its own way.*"
+    restarted = "*plain starts a new session: the next prompt carries the conversation so far.*"
+    rows = [  # key, turn, kind, text
+        ("#intro", 0, "info", intro),
+        ("#message:m1", 1, "user", "hello zebra"),
+        ("#message:m2", 1, "agent", "echo: hello zebra"),
+        ("#info3", 1, "info", handed),
+        ("#info4", 1, "info", forked),
+        ("#info5", 1, "info", restarted),
+        ("#message:m6", 2, "user", "go on"),
+        ("#message:m7", 2, "agent", "echo: go on"),
+    ]
+    blocks = [StoredBlock(seq, key, turn, kind, text) for seq, (key, turn, kind, text) in enumerate(rows)]
+    assert store.write(chat_id, blocks, {"turns": 2}) == "written"
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            history = History(RecordingEditor(), Tasks(group))
+            history.configure(HistoryOptions(path=store.path), None)
+            found = await history.load(chat_id)
+            assert found is not None
+            chat = Chat(1, "plain", history.editor)
+            history.attach(chat, "/p", keep=False)
+            await history.reopen(chat, *found)
+            carried = history.carried(chat) or ""
+            said = [intro, "echo: hello zebra", handed, forked, "go on"]
+            assert [carried.index(words) for words in said] == sorted(carried.index(w) for w in said)
+            assert restarted not in carried
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)

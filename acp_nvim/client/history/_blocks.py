@@ -28,6 +28,7 @@ __all__ = [
     "waiting_files",
 ]
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,6 +70,8 @@ _MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
 _INTRO = "#intro"
 # The note after a conversation handed over or forked (its block's name: Chat.info).
 CONTINUED = "continued"
+# That note as kept before it had that name: a plain note (``#info<n>``) so worded.
+_CONTINUED_BEFORE = re.compile(r"#info\d+\Z"), re.compile(r"\*(Handed over|Forked) from .*\*\Z")
 _encode = msgspec.json.Encoder().encode
 
 
@@ -181,10 +184,17 @@ def conversation(blocks: Sequence[StoredBlock]) -> list[StoredBlock]:
     return [
         block
         for block in blocks
-        if block.kind not in ("error", "info")
-        or block.key == _INTRO
-        or block.key.startswith(f"#{CONTINUED}")
+        if block.kind not in ("error", "info") or block.key == _INTRO or _continued(block)
     ]
+
+
+def _continued(block: StoredBlock) -> bool:
+    """Whether ``block`` is the note after a conversation handed over or forked,
+    named so (since the thirty-eighth session) or kept before as a plain note."""
+    if block.key.startswith(f"#{CONTINUED}"):
+        return True
+    key, text = _CONTINUED_BEFORE
+    return key.match(block.key) is not None and text.match(block.text) is not None
 
 
 def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
