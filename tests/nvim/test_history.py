@@ -867,6 +867,45 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
         other.quit()
 
 
+def test_a_title_or_name_with_a_line_break_shows_on_one_line(editor: Editor) -> None:
+    """The v2 demo titles its session with its first prompt's first characters, a
+    line break with them: the winbar, :AcpChats, :AcpHistory, :AcpSessions and the
+    export's heading showed it raw (a name typed with one did the same)."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    send(editor, "fix the parser\nit fails on tabs", 1)
+    one = "fix the parser it fails on tabs"
+    assert editor.lua("return require('acp').status().title") == one
+    assert kept(editor, "parser")[0]["title"] == one
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, 1, false)[1]"
+    assert editor.lua(export) == f"# {one}"
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice)
+          _G.offered = vim.tbl_map(opts.format_item or tostring, items)
+        end
+        """
+    )
+    for command in ("AcpChats", "AcpHistory", "AcpSessions"):
+        editor.lua("_G.offered = nil")
+        editor.nvim.command(command)
+        editor.wait("_G.offered ~= nil", what=command)
+        [item] = editor.lua("return _G.offered")
+        assert one in item and "\n" not in item, command
+    # A name given with a line break (pasted) is one line too, open and stored.
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice) choice(opts.prompt == 'Chats' and items[1] or 'rename') end
+        local name = ...
+        vim.ui.input = function(opts, done) done(name) end
+        vim.cmd('AcpChats')
+        """,
+        "the\nparser ",
+    )
+    assert editor.lua("return require('acp').chats()[1].title") == "the parser"
+    editor.wait("require('acp').history()[1].title == 'the parser'", what="the name stored")
+
+
 def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
     """A refused :AcpResume and a refused :AcpWorktree closed the chat they opened,
     yet left it in the history: `chat 3 · demo · ~/project · just now`, 0 turns.

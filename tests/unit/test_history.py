@@ -30,6 +30,7 @@ from acp_nvim.client.history import (
     _store,
 )
 from acp_nvim.client.history._blocks import markdown, render_ops
+from acp_nvim.client.history._reader import Reader
 from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
@@ -998,3 +999,17 @@ def test_a_hand_over_kept_before_its_note_was_named_still_tells_whose_turns(
             group.cancel_scope.cancel()
 
     anyio.run(run)
+
+
+def test_a_title_or_name_kept_with_a_line_break_is_read_as_one_line(tmp_path: Path) -> None:
+    """A chat kept with an agent's title of two lines (or a name pasted with a line
+    break) was listed, and exported, with it: the picker's entry broke in two."""
+    store = store_at(tmp_path)
+    titled = chat_with(store, "hello zebra", "echo")
+    named = chat_with(store, "zebra again", "echo")
+    store._run("UPDATE chats SET title = ? WHERE id = ?", ("fix the parser\nit fails", titled))
+    store._run("UPDATE chats SET name = ? WHERE id = ?", (" the\r\nparser ", named))
+    reader = Reader(lambda: store.path, lambda: None, lambda _: None)
+    listed = {entry["id"]: entry["title"] for entry in reader.search("zebra")}
+    assert listed == {titled: "fix the parser it fails", named: "the parser"}
+    assert (reader.export(titled) or "").startswith("# fix the parser it fails\n")

@@ -53,6 +53,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from acp_nvim.client.text import one_line
+
 # A schema-1 row's ``branch``: in the transcript's view (else 1: on a branch a rewind left).
 SHOWN = 0
 # Blocks a chat holds at most: ``id`` is ``chat << SEQ_BITS | seq``.
@@ -157,6 +159,12 @@ class ChatRow(msgspec.Struct):
     parent: int | None = None
     branches: str | None = None
     worktree: str | None = None
+
+    def __post_init__(self) -> None:
+        # A title or name kept with a line break (an agent's title, kept before
+        # titles were made one line) is read as one line, as shown.
+        self.title = one_line(self.title) or None if self.title else None
+        self.name = one_line(self.name) or None if self.name else None
 
 
 class Hit(msgspec.Struct):
