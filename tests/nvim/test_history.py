@@ -453,8 +453,43 @@ def test_the_agents_thinking_is_exported_under_its_heading_not_in_the_prompt(
     exported = editor.nvim.buffers[buf][:]
     at = exported.index(thought)
     assert exported[exported.index("## You") : at + 1] == [
-        "## You", "", "hello", "", "### Thinking", "", thought
+        "## You", "", "hello", "", "## Agent", "", "### Thinking", "", thought
     ]
+
+
+def outline(markdown: list[str]) -> list[str]:
+    """The headings of ``markdown``, outside its code fences."""
+    headings, fence = [], None
+    for line in markdown:
+        ticks = line[: len(line) - len(line.lstrip("`"))]
+        if fence is None and len(ticks) >= 3:
+            fence = ticks
+        elif fence is not None and ticks.startswith(fence) and not line.strip("`"):
+            fence = None
+        elif fence is None and line.startswith("#"):
+            headings.append(line)
+    return headings
+
+
+def test_the_exports_headings_say_who_speaks_whatever_the_prompt_holds(editor: Editor) -> None:
+    """A prompt holding Markdown headings (`## Plan`, a line underlined `---`) made
+    sections of the export as its `## You` and `## Agent` are, and the agent's
+    thought and tool call before its reply were parts of `## You`. The export's own
+    headings are its title, who speaks and the agent's parts; a message's are below
+    them; code stays as it is."""
+    editor.setup(agents={"demo": {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}})
+    editor.open_chat()
+    prompt = "# Goal\nlook at this\n## You\nSteps to take\n---\n```\n## kept as code\n```\nrun terminal"
+    send(editor, prompt, 1)
+    buf = editor.lua("return require('acp').export()")
+    exported = editor.nvim.buffers[buf][:]
+    # The prompt's headings under `## You`; the agent's thought and tool call under
+    # `## Agent`, before its reply (a heading of its own, after the tool call's part).
+    assert outline(exported)[1:] == [
+        "## You", "#### Goal", "##### You", "##### Steps to take",
+        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent",
+    ]  # fmt: skip
+    assert exported.index("## kept as code") == exported.index("##### Steps to take") + 2
 
 
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
