@@ -1013,3 +1013,46 @@ def test_a_title_or_name_kept_with_a_line_break_is_read_as_one_line(tmp_path: Pa
     listed = {entry["id"]: entry["title"] for entry in reader.search("zebra")}
     assert listed == {titled: "fix the parser it fails", named: "the parser"}
     assert (reader.export(titled) or "").startswith("# fix the parser it fails\n")
+
+
+def test_search_ignores_case_and_accents_of_every_script(tmp_path: Path) -> None:
+    """FTS5's unicode61 drops the accents of Latin letters only: `елка` did not find
+    ёлка, `καφες` not καφές, and `strasse` not Straße (its ß is no accent)."""
+    store = store_at(tmp_path)
+    greek = chat_with(store, "Ένας καφές στην Αθήνα", "ok")
+    russian = chat_with(store, "Ёлка и Йошкар-Ола", "ok")
+    german = chat_with(store, "Die STRASSE und die Straße", "ok")
+    latin = chat_with(store, "un café ﬁn", "ok")
+    for query, found in [
+        ("καφες αθηνα", greek), ("ΚΑΦΈΣ", greek), ("ενας", greek), ("καφ*", greek),
+        ("елка", russian), ("ЁЛКА", russian), ("йошкар", russian), ("ёлк*", russian),
+        ("cafe fin", latin), ("CAFÉ", latin),
+    ]:  # fmt: skip
+        assert [h.chat.id for h in store.search(query)] == [found], query
+    for query in ("strasse", "straße", "STRASSE", "Straße"):
+        assert [h.chat.id for h in store.search(query)] == [german], query
+    # The snippet is cut around the word found, however it is written there.
+    assert store.search("елка")[0].snippet == "Ёлка и Йошкар-Ола"
+    assert store.search("αθηνα")[0].snippet == "Ένας καφές στην Αθήνα"
+
+
+def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Path) -> None:
+    """A store of schema 3 (its index unfolded) is indexed again as it is opened:
+    its old chats are found as new ones are, and writes keep the index whole."""
+    path = tmp_path / "h.sqlite3"
+    old = sqlite3.connect(path, isolation_level=None)
+    for script in _store._MIGRATIONS[:3]:
+        for statement in _store._statements(script):
+            old.execute(statement)
+    old.execute("PRAGMA user_version = 3")
+    old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) VALUES (1, 'demo', '/p', 0, 0)")
+    old.execute("INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k0', 1, 'user', 'Ёлка')",
+                (1 << _store.SEQ_BITS,))  # fmt: skip
+    old.close()
+    store = Store(str(path))
+    assert [h.chat.id for h in store.search("елка")] == [1]
+    assert store.write(1, [StoredBlock(0, "k0", 1, "user", "Καφές")]) == "written"
+    assert store.search("елка") == [] and [h.chat.id for h in store.search("καφες")] == [1]
+    store.forget(1)
+    assert store.search("καφες") == []
+    assert store._run("INSERT INTO search(search) VALUES ('integrity-check')") == []

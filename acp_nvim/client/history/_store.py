@@ -22,7 +22,8 @@ One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
 - ``chats.worktree`` (since schema 3): a worktree chat's worktree and its
   directory there, as JSON (``session.workspace.KeptWorktree``).
 - ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
-  with ``blocks`` as its external content (the text is stored once).
+  folded (:func:`fold`, since schema 4), with no content of its own (the text is
+  stored once, in ``blocks``).
 
 Every public method raises :class:`StoreError` only (sqlite3's errors are
 translated here); ``unavailable`` tells a store that cannot be used at all
@@ -40,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoredBlock",
     "Written",
+    "fold",
 ]
 
 import os
@@ -47,6 +49,7 @@ import pathlib
 import re
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -114,6 +117,27 @@ _MIGRATIONS: list[str] = [
     # 3: a worktree chat reopens in its worktree while that is kept
     """
     ALTER TABLE chats ADD COLUMN worktree TEXT;
+    """,
+    # 4: the index holds the words folded (fold: case, and the accents of Greek and
+    # Cyrillic letters too), with no content of its own (the text stays as written)
+    f"""
+    DROP TRIGGER blocks_added;
+    DROP TRIGGER blocks_removed;
+    DROP TRIGGER blocks_changed;
+    DROP TABLE search;
+    CREATE VIRTUAL TABLE search USING fts5(text, content='');
+    CREATE TRIGGER blocks_added AFTER INSERT ON blocks WHEN new.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+    END;
+    CREATE TRIGGER blocks_removed AFTER DELETE ON blocks WHEN old.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+    END;
+    CREATE TRIGGER blocks_changed AFTER UPDATE OF text ON blocks
+    WHEN new.kind IN {SEARCHED} AND new.text != old.text BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+    END;
+    INSERT INTO search(rowid, text) SELECT id, acp_fold(text) FROM blocks WHERE kind IN {SEARCHED};
     """,
 ]
 VERSION = len(_MIGRATIONS)
@@ -214,6 +238,8 @@ class Store:
                 self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
+        # The index's triggers fold the words they index (schema 4).
+        self._db.create_function("acp_fold", 1, fold, deterministic=True)
         try:
             self._migrate()
         except sqlite3.Error as err:
@@ -421,9 +447,9 @@ class Store:
     ) -> list[Hit]:
         """Chats newest first (by their last change), in one of the directories
         ``cwd`` if given, whose prompts, replies or tool calls hold every word of
-        ``query`` (a word ending in ``*``: as a prefix; case and the accents of Latin
-        letters ignored (FTS5's unicode61 folds no others); a word of a script written
-        without spaces: anywhere in the text, as written); every chat without one.
+        ``query`` (a word ending in ``*``: as a prefix; case and accents ignored, as
+        :func:`fold` folds them; a word of a script written without spaces: anywhere
+        in the text, as written); every chat without one.
 
         Raises:
             ValueError: ``query`` holds no word (only an emoji, only punctuation):
@@ -447,7 +473,7 @@ class Store:
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
-        indexed = [w for w in words if not _UNSPACED.search(w)]
+        indexed = [fold(w) for w in words if not _UNSPACED.search(w)]
         scanned = [w.rstrip("*") for w in words if _UNSPACED.search(w)]
         match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed)
         found = self._matching(_Hits(match, scanned), filters, params, limit)
@@ -522,6 +548,24 @@ class Store:
 
 
 _WORD = re.compile(r"\w+\*?")
+# The combining accents of Latin, Greek and Cyrillic letters (a script's own marks,
+# a Devanagari vowel sign say, are its letters: kept).
+_ACCENTS = re.compile("[\u0300-\u036f]+")
+
+
+def fold(text: str) -> str:
+    """``text`` as the search index holds it and a query's words are looked up:
+    case folded as Unicode folds it (``ß`` is ``ss``, a final sigma a sigma),
+    compatibility forms as their letters (the ligature ``ﬁ``, full-width ones),
+    accents dropped (``é``, ``ά``, ``ё``, ``й``); FTS5's unicode61 only drops Latin ones.
+
+    >>> fold("Straße ΚΑΦΈΣ Ёлка")
+    'strasse καφεσ елка'
+    """
+    if text.isascii():  # unicode61 lowercases it: nothing more to fold
+        return text
+    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    return unicodedata.normalize("NFC", plain)
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Japanese
 # kana, Chinese characters, Hangul): the index holds a run of them as one word, so
 # a word holding them is looked for in the text instead.
@@ -561,10 +605,10 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
     word ending in ``*`` matches a prefix), on one line; the start of ``text`` when
     none is found as written (the index also ignores accents)."""
     said = text.split()
-    wanted = [w.casefold() for w in words]
+    wanted = [fold(w) for w in words]
 
     def matches(token: str) -> bool:
-        token = token.casefold().strip("`*_.,;:!?()[]{}'\"<>")
+        token = fold(token).casefold().strip("`*_.,;:!?()[]{}'\"<>")
         return any(
             w.rstrip("*") in token
             if _UNSPACED.search(w)
