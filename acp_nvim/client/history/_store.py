@@ -562,10 +562,12 @@ def fold(text: str) -> str:
     >>> fold("Straße ΚΑΦΈΣ Ёлка")
     'strasse καφεσ елка'
     """
-    if text.isascii():  # unicode61 lowercases it: nothing more to fold
-        return text
+    if text.isascii():  # most text: nothing to decompose
+        return text.lower()
     plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
     return unicodedata.normalize("NFC", plain)
+
+
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Japanese
 # kana, Chinese characters, Hangul): the index holds a run of them as one word, so
 # a word holding them is looked for in the text instead.
@@ -602,13 +604,14 @@ class _Hits:
 
 def _cut(text: str, words: list[str], around: int = 6) -> str:
     """About ``around`` words either side of the first of ``words`` in ``text`` (a
-    word ending in ``*`` matches a prefix), on one line; the start of ``text`` when
-    none is found as written (the index also ignores accents)."""
+    word ending in ``*`` matches a prefix), on one line, both folded as the index
+    folds them; the start of ``text`` when none is found there (a word the index
+    cut out of punctuation this split keeps, ``a.b``)."""
     said = text.split()
     wanted = [fold(w) for w in words]
 
     def matches(token: str) -> bool:
-        token = fold(token).casefold().strip("`*_.,;:!?()[]{}'\"<>")
+        token = fold(token).strip("`*_.,;:!?()[]{}'\"<>")
         return any(
             w.rstrip("*") in token
             if _UNSPACED.search(w)

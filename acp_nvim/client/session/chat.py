@@ -468,11 +468,9 @@ class Chat:
         """Session-level facts for the header: title, mode, usage, commands."""
         if "title" in fields and self.kept_title is not None:
             fields["title"] = self.kept_title
-        # One line in the winbar, a tab's label, the pickers and the history.
+        # One line in the winbar, the pickers and the history (a name is, as typed).
         if title := fields.get("title"):
             fields["title"] = one_line(title) or None
-        if name := fields.get("name"):
-            fields["name"] = one_line(name) or None
         if "title" in fields:
             self.session.title = fields["title"]
         if "usage" in fields:
