@@ -5,6 +5,8 @@ slicing, binary sniffing and decoding. Terminals: escape-sequence stripping,
 byte-limited truncation (ACP ``outputByteLimit``) and an incremental decoder
 for v2 ``terminal_output_chunk`` data.
 
+Names: :func:`one_line`, a title or name as one line shows it.
+
 Not here: charset detection beyond UTF-8/latin-1, and terminal emulation (a
 lone carriage return is dropped, not replayed as "overwrite the line").
 """
@@ -21,6 +23,7 @@ __all__ = [
     "eol_of",
     "join_text",
     "looks_binary",
+    "one_line",
     "slice_lines",
     "split_as",
     "split_text",
@@ -40,6 +43,17 @@ import msgspec
 Eol = Literal["\n", "\r\n", "\r"]
 
 _SNIFF_BYTES = 8192
+
+
+def one_line(text: str) -> str:
+    """``text``'s words on one line, one space between them: a title or name holding
+    a line break (an agent's title made of a multi-line prompt) broke the line of
+    a picker, the winbar, a tab's label and the export's heading.
+
+    >>> one_line("fix the parser\\n  it fails on tabs ")
+    'fix the parser it fails on tabs'
+    """
+    return " ".join(text.split())
 
 
 def split_text(text: str) -> tuple[list[str], Eol, bool]:

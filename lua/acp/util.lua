@@ -42,6 +42,14 @@ function M.count(n, noun)
   return ("%d %s%s"):format(n, noun, n == 1 and "" or "s")
 end
 
+--- `text`'s words on one line, one space between them: a name or title shows on
+--- a line of its own (the winbar, a picker's entry), as the Python side makes them.
+---@param text string
+---@return string
+function M.one_line(text)
+  return vim.trim((text:gsub("%s+", " ")))
+end
+
 --- Raise a user error without file:line noise.
 ---@param message string
 function M.user_error(message)

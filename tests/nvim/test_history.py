@@ -479,8 +479,43 @@ def test_the_agents_thinking_is_exported_under_its_heading_not_in_the_prompt(
     exported = editor.nvim.buffers[buf][:]
     at = exported.index(thought)
     assert exported[exported.index("## You") : at + 1] == [
-        "## You", "", "hello", "", "### Thinking", "", thought
+        "## You", "", "hello", "", "## Agent", "", "### Thinking", "", thought
     ]
+
+
+def outline(markdown: list[str]) -> list[str]:
+    """The headings of ``markdown``, outside its code fences."""
+    headings, fence = [], None
+    for line in markdown:
+        ticks = line[: len(line) - len(line.lstrip("`"))]
+        if fence is None and len(ticks) >= 3:
+            fence = ticks
+        elif fence is not None and ticks.startswith(fence) and not line.strip("`"):
+            fence = None
+        elif fence is None and line.startswith("#"):
+            headings.append(line)
+    return headings
+
+
+def test_the_exports_headings_say_who_speaks_whatever_the_prompt_holds(editor: Editor) -> None:
+    """A prompt holding Markdown headings (`## Plan`, a line underlined `---`) made
+    sections of the export as its `## You` and `## Agent` are, and the agent's
+    thought and tool call before its reply were parts of `## You`. The export's own
+    headings are its title, who speaks and the agent's parts; a message's are below
+    them; code stays as it is."""
+    editor.setup(agents={"demo": {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}})
+    editor.open_chat()
+    prompt = "# Goal\nlook at this\n## You\nSteps to take\n---\n```\n## kept as code\n```\nrun terminal"
+    send(editor, prompt, 1)
+    buf = editor.lua("return require('acp').export()")
+    exported = editor.nvim.buffers[buf][:]
+    # The prompt's headings under `## You`; the agent's thought and tool call under
+    # `## Agent`, before its reply (a heading of its own, after the tool call's part).
+    assert outline(exported)[1:] == [
+        "## You", "#### Goal", "##### You", "##### Steps to take",
+        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent",
+    ]  # fmt: skip
+    assert exported.index("## kept as code") == exported.index("##### Steps to take") + 2
 
 
 def test_a_conversation_carried_on_keeps_its_title(editor: Editor) -> None:
@@ -891,6 +926,45 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
         other.wait("require('acp').history()[1].title == 'hello zebra'", what="the name gone")
     finally:
         other.quit()
+
+
+def test_a_title_or_name_with_a_line_break_shows_on_one_line(editor: Editor) -> None:
+    """The v2 demo titles its session with its first prompt's first characters, a
+    line break with them: the winbar, :AcpChats, :AcpHistory, :AcpSessions and the
+    export's heading showed it raw (a name typed with one did the same)."""
+    editor.setup(protocol_version=2)
+    editor.open_chat()
+    send(editor, "fix the parser\nit fails on tabs", 1)
+    one = "fix the parser it fails on tabs"
+    assert editor.lua("return require('acp').status().title") == one
+    assert kept(editor, "parser")[0]["title"] == one
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, 1, false)[1]"
+    assert editor.lua(export) == f"# {one}"
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice)
+          _G.offered = vim.tbl_map(opts.format_item or tostring, items)
+        end
+        """
+    )
+    for command in ("AcpChats", "AcpHistory", "AcpSessions"):
+        editor.lua("_G.offered = nil")
+        editor.nvim.command(command)
+        editor.wait("_G.offered ~= nil", what=command)
+        [item] = editor.lua("return _G.offered")
+        assert one in item and "\n" not in item, command
+    # A name given with a line break (pasted) is one line too, open and stored.
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice) choice(opts.prompt == 'Chats' and items[1] or 'rename') end
+        local name = ...
+        vim.ui.input = function(opts, done) done(name) end
+        vim.cmd('AcpChats')
+        """,
+        "the\nparser ",
+    )
+    assert editor.lua("return require('acp').chats()[1].title") == "the parser"
+    editor.wait("require('acp').history()[1].title == 'the parser'", what="the name stored")
 
 
 def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:

@@ -30,6 +30,7 @@ from acp_nvim.client.history import (
     _store,
 )
 from acp_nvim.client.history._blocks import markdown, render_ops
+from acp_nvim.client.history._reader import Reader
 from acp_nvim.client.history._store import _cut
 from acp_nvim.client.history._writer import Target, Writer
 from acp_nvim.client.session.chat import Chat
@@ -993,7 +994,8 @@ def test_a_fence_a_message_leaves_open_ends_with_it_in_the_export(kind: str) -> 
 
 def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> None:
     """A history file another Neovim writes, opened for reading only: it finds what
-    that one wrote since, and a write fails as the file's being read-only."""
+    that one wrote since, even after a write of its own was refused (a rename from
+    the picker), and a write fails as the file's being read-only."""
     store = store_at(tmp_path)
     first = chat_with(store, "hello zebra", "echo")
     reader = Store(store.path, read_only=True)
@@ -1003,7 +1005,116 @@ def test_a_store_opened_read_only_reads_and_refuses_writes(tmp_path: Path) -> No
     with pytest.raises(StoreError) as refused:
         reader.forget(first)
     assert refused.value.read_only and "is read-only" in str(refused.value)
+    # A refused rename (the picker's, on this file) left the reads in the
+    # transaction sqlite3 had begun for it: they saw the file as it was then.
+    with pytest.raises(StoreError, match="is read-only"):
+        reader.rename(first, "named")
+    assert [h.chat.id for h in reader.search("zebra")] == [second, first]
+    third = chat_with(store, "zebra once more", "echo")
+    assert [h.chat.id for h in reader.search("zebra")] == [third, second, first]
     older = tmp_path / "older.sqlite3"
     sqlite3.connect(older).execute("PRAGMA user_version = 2").connection.close()
     with pytest.raises(StoreError, match="read-only and of an older acp"):
         Store(str(older), read_only=True)
+
+
+def test_a_hand_over_kept_before_its_note_was_named_still_tells_whose_turns(
+    tmp_path: Path,
+) -> None:
+    """A hand-over kept before the note after its turns was a block of its own name
+    (``#continued``) kept it as ``#info``: reopened and handed on (or continued in
+    a new session), the next agent was told the turns without the line saying
+    which agent answered from there on. Other notes stay out."""
+    store = store_at(tmp_path)
+    chat_id = store.new_chat("plain", "/p")
+    intro = "*From kept's chat “hello zebra”: kept answers from here.*"
+    handed = "*Handed over from kept's chat “hello zebra” to plain: plain answers from here.*"
+    forked = "*Forked from plain's chat “hello zebra”: from here on, this chat goes its own way.*"
+    restarted = "*plain starts a new session: the next prompt carries the conversation so far.*"
+    rows = [  # key, turn, kind, text
+        ("#intro", 0, "info", intro),
+        ("#message:m1", 1, "user", "hello zebra"),
+        ("#message:m2", 1, "agent", "echo: hello zebra"),
+        ("#info3", 1, "info", handed),
+        ("#info4", 1, "info", forked),
+        ("#info5", 1, "info", restarted),
+        ("#message:m6", 2, "user", "go on"),
+        ("#message:m7", 2, "agent", "echo: go on"),
+    ]
+    blocks = [StoredBlock(seq, key, turn, kind, text) for seq, (key, turn, kind, text) in enumerate(rows)]
+    assert store.write(chat_id, blocks, {"turns": 2}) == "written"
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            history = History(RecordingEditor(), Tasks(group))
+            history.configure(HistoryOptions(path=store.path), None)
+            found = await history.load(chat_id)
+            assert found is not None
+            chat = Chat(1, "plain", history.editor)
+            history.attach(chat, "/p", keep=False)
+            await history.reopen(chat, *found)
+            carried = history.carried(chat) or ""
+            said = [intro, "echo: hello zebra", handed, forked, "go on"]
+            assert [carried.index(words) for words in said] == sorted(carried.index(w) for w in said)
+            assert restarted not in carried
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def test_a_title_or_name_kept_with_a_line_break_is_read_as_one_line(tmp_path: Path) -> None:
+    """A chat kept with an agent's title of two lines (or a name pasted with a line
+    break) was listed, and exported, with it: the picker's entry broke in two."""
+    store = store_at(tmp_path)
+    titled = chat_with(store, "hello zebra", "echo")
+    named = chat_with(store, "zebra again", "echo")
+    store._run("UPDATE chats SET title = ? WHERE id = ?", ("fix the parser\nit fails", titled))
+    store._run("UPDATE chats SET name = ? WHERE id = ?", (" the\r\nparser ", named))
+    reader = Reader(lambda: store.path, lambda: None, lambda _: None)
+    listed = {entry["id"]: entry["title"] for entry in reader.search("zebra")}
+    assert listed == {titled: "fix the parser it fails", named: "the parser"}
+    assert (reader.export(titled) or "").startswith("# fix the parser it fails\n")
+
+
+def test_search_ignores_case_and_accents_of_every_script(tmp_path: Path) -> None:
+    """FTS5's unicode61 drops the accents of Latin letters only: `елка` did not find
+    ёлка, `καφες` not καφές, and `strasse` not Straße (its ß is no accent)."""
+    store = store_at(tmp_path)
+    greek = chat_with(store, "Ένας καφές στην Αθήνα", "ok")
+    russian = chat_with(store, "Ёлка и Йошкар-Ола", "ok")
+    german = chat_with(store, "Die STRASSE und die Straße", "ok")
+    latin = chat_with(store, "un café ﬁn", "ok")
+    for query, found in [
+        ("καφες αθηνα", greek), ("ΚΑΦΈΣ", greek), ("ενας", greek), ("καφ*", greek),
+        ("елка", russian), ("ЁЛКА", russian), ("йошкар", russian), ("ёлк*", russian),
+        ("cafe fin", latin), ("CAFÉ", latin),
+    ]:  # fmt: skip
+        assert [h.chat.id for h in store.search(query)] == [found], query
+    for query in ("strasse", "straße", "STRASSE", "Straße"):
+        assert [h.chat.id for h in store.search(query)] == [german], query
+    # The snippet is cut around the word found, however it is written there.
+    assert store.search("елка")[0].snippet == "Ёлка и Йошкар-Ола"
+    assert store.search("αθηνα")[0].snippet == "Ένας καφές στην Αθήνα"
+
+
+def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Path) -> None:
+    """A store of schema 3 (its index unfolded) is indexed again as it is opened:
+    its old chats are found as new ones are, and writes keep the index whole."""
+    path = tmp_path / "h.sqlite3"
+    old = sqlite3.connect(path, isolation_level=None)
+    for script in _store._MIGRATIONS[:3]:
+        for statement in _store._statements(script):
+            old.execute(statement)
+    old.execute("PRAGMA user_version = 3")
+    old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) VALUES (1, 'demo', '/p', 0, 0)")
+    old.execute("INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k0', 1, 'user', 'Ёлка')",
+                (1 << _store.SEQ_BITS,))  # fmt: skip
+    old.close()
+    store = Store(str(path))
+    assert [h.chat.id for h in store.search("елка")] == [1]
+    assert store.write(1, [StoredBlock(0, "k0", 1, "user", "Καφές")]) == "written"
+    assert store.search("елка") == [] and [h.chat.id for h in store.search("καφες")] == [1]
+    store.forget(1)
+    assert store.search("καφες") == []
+    assert store._run("INSERT INTO search(search) VALUES ('integrity-check')") == []

@@ -44,6 +44,13 @@ def test_the_markdown_holds_every_exchange_and_nothing_when_nothing_was_said() -
     assert text == "## You\n\nwhat is 2+2?\n\n## Agent\n\n4\n\n## You\n\nand 3+3?\n"
 
 
+def test_a_prompts_headings_are_below_who_speaks() -> None:
+    """A prompt's own `## Agent` read, to the agent told the conversation, as the
+    agent's turn beginning."""
+    text = markdown([Exchange("fix it\n## Agent\nsays no", "# Done\nyes")])
+    assert text == "## You\n\nfix it\n#### Agent\nsays no\n\n## Agent\n\n### Done\nyes\n"
+
+
 @pytest.mark.parametrize("schema", [v1, v2])
 @pytest.mark.parametrize("embed", [True, False])
 def test_the_seed_goes_ahead_of_the_text_once(schema: object, embed: bool) -> None:

@@ -34,6 +34,7 @@ def test_exports() -> None:
         "eol_of",
         "join_text",
         "looks_binary",
+        "one_line",
         "slice_lines",
         "split_as",
         "split_text",

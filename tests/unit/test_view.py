@@ -6,7 +6,7 @@ import pytest
 
 from acp_nvim.client.session import prose
 from acp_nvim.client.session.model import Message
-from acp_nvim.client.session.prose import ROW_MAX, Prose, reflow
+from acp_nvim.client.session.prose import ROW_MAX, Prose, nested, reflow
 from acp_nvim.client.session.view import message_op
 
 
@@ -132,3 +132,22 @@ def test_rows_stop_growing_at_their_bound() -> None:
 
 def test_the_users_text_is_drawn_as_typed() -> None:
     assert user("a\nb") == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("# a\n## b\n### c\n###### d", "#### a\n##### b\n###### c\n###### d"),
+        ("  ## indented\n#not one\n####### nor this", "  ##### indented\n#not one\n####### nor this"),
+        ("two lines\nof a title\n===\nafter", "#### two lines of a title\nafter"),
+        ("text\n\n---\nrule, not a title", "text\n\n---\nrule, not a title"),
+        ("- an item\n---", "- an item\n---"),  # a rule after a list
+        ("> quoted\nlazy\n---", "> quoted\nlazy\n---"),
+        ("    code\n---", "    code\n---"),
+        ("~~~\n# code\ntext\n---\n~~~\n# after", "~~~\n# code\ntext\n---\n~~~\n#### after"),
+    ],
+)
+def test_a_messages_headings_go_below_the_documents(text: str, shown: str) -> None:
+    """The export's headings are levels 1-3: a message's (a `#` line, a paragraph
+    underlined) go three below them; lists, quotes and code keep their lines."""
+    assert "\n".join(nested(text.split("\n"), 3)) == shown

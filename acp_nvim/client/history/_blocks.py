@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -59,6 +60,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
     attached_line,
 )
+from acp_nvim.client.session.prose import nested
 from acp_nvim.client.session.workspace import KeptWorktree, Workspace, shown_path
 from acp_nvim.review import format_unified
 
@@ -66,10 +68,16 @@ from acp_nvim.review import format_unified
 # information).
 NOTICES = ("turn", "changes", "error", "info")
 _MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
+# The blocks of the agent's that the export puts under its heading (a message heads
+# itself), and the levels of the export's own headings (title, who speaks, a part).
+_AGENTS_PARTS = ("thought", "tool", "plan")
+_LEVELS = 3
 # The line before a conversation handed over (introduced).
 _INTRO = "#intro"
 # The note after a conversation handed over or forked (its block's name: Chat.info).
 CONTINUED = "continued"
+# That note as kept before it had that name: a plain note (``#info<n>``) so worded.
+_CONTINUED_BEFORE = re.compile(r"#info\d+\Z"), re.compile(r"\*(Handed over|Forked) from .*\*\Z")
 _encode = msgspec.json.Encoder().encode
 
 
@@ -182,10 +190,17 @@ def conversation(blocks: Sequence[StoredBlock]) -> list[StoredBlock]:
     return [
         block
         for block in blocks
-        if block.kind not in ("error", "info")
-        or block.key == _INTRO
-        or block.key.startswith(f"#{CONTINUED}")
+        if block.kind not in ("error", "info") or block.key == _INTRO or _continued(block)
     ]
+
+
+def _continued(block: StoredBlock) -> bool:
+    """Whether ``block`` is the note after a conversation handed over or forked,
+    named so (since the thirty-eighth session) or kept before as a plain note."""
+    if block.key.startswith(f"#{CONTINUED}"):
+        return True
+    key, text = _CONTINUED_BEFORE
+    return key.match(block.key) is not None and text.match(block.text) is not None
 
 
 def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
@@ -426,14 +441,22 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     lines += [f"- Started: {date(chat.created_at)}", f"- Last change: {date(chat.updated_at)}"]
     terminals: dict[str, TerminalView] = {}
     plans = 0
+    speaking = None  # whose section the lines go in: "user", "agent" (None: the header's)
     for block in blocks:
         lines.append("")
+        if block.kind in _AGENTS_PARTS and speaking != "agent":
+            # Under the agent's heading, not the prompt's (the transcript heads the
+            # first reply only): a thought or tool call before it was the user's part.
+            lines += [view.HEADERS["agent"], ""]
+            speaking = "agent"
         if block.kind in ("user", "agent"):
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
             text = _words(block, attachments)
             lines += [view.HEADERS[block.kind], ""]
-            lines += view.close_fence(text.split("\n"))  # the next block is no code
+            speaking = block.kind
+            # Its headings below the export's own, its code fence closed after it.
+            lines += view.close_fence(nested(text.split("\n"), _LEVELS))
             lines += [""] if attachments else []
             for attachment in attachments:
                 size = f", {attachment['size']} bytes" if "size" in attachment else ""
@@ -479,7 +502,7 @@ def _tool_markdown(
             if term is not None:  # its command line and end, as the transcript shows them
                 lines += ["", *view.terminal_lines(part.terminal_id, term, call.status)]
         elif part.text.strip():
-            lines += ["", part.text]
+            lines += ["", *view.close_fence(nested(part.text.split("\n"), _LEVELS))]
     for location in call.locations:
         where = shown_path(location.path, cwd)
         lines.append(f"- at {where}" + (f":{location.line}" if location.line else ""))

@@ -22,7 +22,8 @@ One file (WAL mode) shared by every Neovim of the user. Layout (decision 0043):
 - ``chats.worktree`` (since schema 3): a worktree chat's worktree and its
   directory there, as JSON (``session.workspace.KeptWorktree``).
 - ``search``: an FTS5 index over the ``text`` of prompts, replies and tool calls,
-  with ``blocks`` as its external content (the text is stored once).
+  folded (:func:`fold`, since schema 4), with no content of its own (the text is
+  stored once, in ``blocks``).
 
 Every public method raises :class:`StoreError` only (sqlite3's errors are
 translated here); ``unavailable`` tells a store that cannot be used at all
@@ -40,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoredBlock",
     "Written",
+    "fold",
 ]
 
 import os
@@ -47,11 +49,14 @@ import pathlib
 import re
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
 import msgspec
+
+from acp_nvim.client.text import one_line
 
 # A schema-1 row's ``branch``: in the transcript's view (else 1: on a branch a rewind left).
 SHOWN = 0
@@ -113,6 +118,27 @@ _MIGRATIONS: list[str] = [
     """
     ALTER TABLE chats ADD COLUMN worktree TEXT;
     """,
+    # 4: the index holds the words folded (fold: case, and the accents of Greek and
+    # Cyrillic letters too), with no content of its own (the text stays as written)
+    f"""
+    DROP TRIGGER blocks_added;
+    DROP TRIGGER blocks_removed;
+    DROP TRIGGER blocks_changed;
+    DROP TABLE search;
+    CREATE VIRTUAL TABLE search USING fts5(text, content='');
+    CREATE TRIGGER blocks_added AFTER INSERT ON blocks WHEN new.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+    END;
+    CREATE TRIGGER blocks_removed AFTER DELETE ON blocks WHEN old.kind IN {SEARCHED} BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+    END;
+    CREATE TRIGGER blocks_changed AFTER UPDATE OF text ON blocks
+    WHEN new.kind IN {SEARCHED} AND new.text != old.text BEGIN
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+    END;
+    INSERT INTO search(rowid, text) SELECT id, acp_fold(text) FROM blocks WHERE kind IN {SEARCHED};
+    """,
 ]
 VERSION = len(_MIGRATIONS)
 
@@ -157,6 +183,12 @@ class ChatRow(msgspec.Struct):
     parent: int | None = None
     branches: str | None = None
     worktree: str | None = None
+
+    def __post_init__(self) -> None:
+        # A title or name kept with a line break (an agent's title, kept before
+        # titles were made one line) is read as one line, as shown.
+        self.title = one_line(self.title) or None if self.title else None
+        self.name = one_line(self.name) or None if self.name else None
 
 
 class Hit(msgspec.Struct):
@@ -206,6 +238,8 @@ class Store:
                 self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
+        # The index's triggers fold the words they index (schema 4).
+        self._db.create_function("acp_fold", 1, fold, deterministic=True)
         try:
             self._migrate()
         except sqlite3.Error as err:
@@ -413,9 +447,9 @@ class Store:
     ) -> list[Hit]:
         """Chats newest first (by their last change), in one of the directories
         ``cwd`` if given, whose prompts, replies or tool calls hold every word of
-        ``query`` (a word ending in ``*``: as a prefix; case and the accents of Latin
-        letters ignored (FTS5's unicode61 folds no others); a word of a script written
-        without spaces: anywhere in the text, as written); every chat without one.
+        ``query`` (a word ending in ``*``: as a prefix; case and accents ignored, as
+        :func:`fold` folds them; a word of a script written without spaces: anywhere
+        in the text, as written); every chat without one.
 
         Raises:
             ValueError: ``query`` holds no word (only an emoji, only punctuation):
@@ -439,7 +473,7 @@ class Store:
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
-        indexed = [w for w in words if not _UNSPACED.search(w)]
+        indexed = [fold(w) for w in words if not _UNSPACED.search(w)]
         scanned = [w.rstrip("*") for w in words if _UNSPACED.search(w)]
         match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed)
         found = self._matching(_Hits(match, scanned), filters, params, limit)
@@ -514,6 +548,26 @@ class Store:
 
 
 _WORD = re.compile(r"\w+\*?")
+# The combining accents of Latin, Greek and Cyrillic letters (a script's own marks,
+# a Devanagari vowel sign say, are its letters: kept).
+_ACCENTS = re.compile("[\u0300-\u036f]+")
+
+
+def fold(text: str) -> str:
+    """``text`` as the search index holds it and a query's words are looked up:
+    case folded as Unicode folds it (``ß`` is ``ss``, a final sigma a sigma),
+    compatibility forms as their letters (the ligature ``ﬁ``, full-width ones),
+    accents dropped (``é``, ``ά``, ``ё``, ``й``); FTS5's unicode61 only drops Latin ones.
+
+    >>> fold("Straße ΚΑΦΈΣ Ёлка")
+    'strasse καφεσ елка'
+    """
+    if text.isascii():  # most text: nothing to decompose
+        return text.lower()
+    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    return unicodedata.normalize("NFC", plain)
+
+
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Japanese
 # kana, Chinese characters, Hangul): the index holds a run of them as one word, so
 # a word holding them is looked for in the text instead.
@@ -550,13 +604,14 @@ class _Hits:
 
 def _cut(text: str, words: list[str], around: int = 6) -> str:
     """About ``around`` words either side of the first of ``words`` in ``text`` (a
-    word ending in ``*`` matches a prefix), on one line; the start of ``text`` when
-    none is found as written (the index also ignores accents)."""
+    word ending in ``*`` matches a prefix), on one line, both folded as the index
+    folds them; the start of ``text`` when none is found there (a word the index
+    cut out of punctuation this split keeps, ``a.b``)."""
     said = text.split()
-    wanted = [w.casefold() for w in words]
+    wanted = [fold(w) for w in words]
 
     def matches(token: str) -> bool:
-        token = token.casefold().strip("`*_.,;:!?()[]{}'\"<>")
+        token = fold(token).strip("`*_.,;:!?()[]{}'\"<>")
         return any(
             w.rstrip("*") in token
             if _UNSPACED.search(w)
@@ -575,9 +630,12 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
 def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
     """``path`` opened for reading: sharing the readers' -shm file (a writer's
     changes seen as they come), else, where that file cannot be made (the directory
-    is read-only too, so no writer is at work), as a file that does not change."""
+    is read-only too, so no writer is at work), as a file that does not change.
+    In autocommit, as the writer's: sqlite3 would begin a transaction for a write
+    (a rename) that then fails, and every later read would see the file as it was."""
     uri = pathlib.Path(os.path.abspath(path)).as_uri()
-    shared = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_ms / 1000)
+    timeout = busy_ms / 1000
+    shared = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=timeout, isolation_level=None)
     try:
         shared.execute("PRAGMA user_version").fetchone()
         return shared
@@ -585,7 +643,7 @@ def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
         shared.close()
         if "readonly" not in str(err):
             raise
-    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=busy_ms / 1000)
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=timeout, isolation_level=None)
 
 
 def _statements(script: str) -> list[str]:

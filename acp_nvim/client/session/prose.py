@@ -11,16 +11,23 @@ first characters arrive; until then the newline and those characters are held.
 Line breaks at the end of what is drawn wait for text after them: a message that
 ends in one would show a blank row more above the next block.
 The model keeps the agent's text as sent (export, history, seeds).
+
+Also here: :func:`nested`, a message's headings put below those of the Markdown
+document that holds it (the export's, a seed's).
 """
 
 from __future__ import annotations
 
-__all__ = ["Prose", "Streams", "fence_after", "reflow"]
+__all__ = ["Prose", "Streams", "fence_after", "nested", "reflow"]
 
 import re
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_HEADING = re.compile(r"( {0,3})(#{1,6})(?=[ \t]|$)")
+# A setext heading's underline, under a paragraph: ``=`` a first level, ``-`` a second.
+_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+# A quote, list item or table row: a line after it continues it, not a paragraph.
+_OPENS_BLOCK = re.compile(r" {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|\|)")
 # A thematic break or a setext heading's underline.
 _RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
 _DIGITS = "0123456789"
@@ -186,6 +193,43 @@ class Prose:
         if _HEADING.match(line) or _RULE.match(line) or stripped[0] in "|<":
             return True, None, False
         return line.endswith(("  ", "\\")), None, True
+
+
+def nested(lines: list[str], levels: int) -> list[str]:
+    """``lines`` of Markdown with each heading moved ``levels`` down (at most to the
+    sixth), so that none reads as one of the headings of levels 1 to ``levels`` of
+    the document holding them: a prompt's ``## x`` was as much a section of the
+    export as its ``## Agent``. A heading underlined (``===``, ``---``) is written
+    as the others are; code in fences stays as it is.
+
+    >>> nested(["# Plan", "", "Steps", "---", "```", "# not one", "```"], 3)
+    ['#### Plan', '', '##### Steps', '```', '# not one', '```']
+    """
+    shown: list[str] = []
+    fence: str | None = None
+    paragraph: int | None = None  # where the paragraph the line would end began
+    inside = False  # in a quote, list item or code: no paragraph of its own
+    for line in lines:
+        if fence is not None or _FENCE.match(line):
+            fence, paragraph, inside = fence_after(fence, line), None, False
+        elif heading := _HEADING.match(line):
+            marks = "#" * min(6, len(heading[2]) + levels)
+            line, paragraph, inside = heading[1] + marks + line[heading.end() :], None, False
+        elif (underline := _UNDERLINE.match(line)) and paragraph is not None:
+            level = 1 if underline[1][0] == "=" else 2
+            words = " ".join(part.strip() for part in shown[paragraph:])
+            del shown[paragraph:]
+            line, paragraph = "#" * min(6, level + levels) + " " + words, None
+        elif not line.strip() or _RULE.match(line):
+            paragraph, inside = None, False
+        elif _OPENS_BLOCK.match(line) or (
+            paragraph is None and not inside and line.startswith(("    ", "\t"))
+        ):
+            paragraph, inside = None, True
+        elif paragraph is None and not inside:
+            paragraph = len(shown)
+        shown.append(line)
+    return shown
 
 
 def reflow(text: str) -> str:

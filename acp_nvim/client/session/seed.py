@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import msgspec
 
 from acp_nvim.client.session.model import Session
+from acp_nvim.client.session.prose import nested
 
 # The seed's embedded resource: no file, a conversation this client kept.
 SEED_URI = "acp://conversation.md"
@@ -67,8 +68,8 @@ def markdown(exchanges: Sequence[Exchange]) -> str | None:
     rewind to before the first turn begins afresh)."""
     parts = []
     for exchange in exchanges:
-        if exchange.prompt.strip():
-            parts += ["## You", exchange.prompt.strip()]
-        if exchange.reply.strip():
-            parts += ["## Agent", exchange.reply.strip()]
+        # Their headings below ours: a prompt's "## x" would read as who speaks.
+        for header, said in (("## You", exchange.prompt), ("## Agent", exchange.reply)):
+            if said.strip():
+                parts += [header, "\n".join(nested(said.strip().split("\n"), 2))]
     return "\n\n".join(parts) + "\n" if parts else None

@@ -232,7 +232,7 @@ function M.pick(query, open)
       elseif action == "rename" then
         vim.ui.input({ prompt = "Name: ", default = entry.title }, function(name)
           if name then
-            host.notify("history_rename", { id = entry.id, name = vim.trim(name) })
+            host.notify("history_rename", { id = entry.id, name = util.one_line(name) })
           end
         end)
       elseif action == "delete" then

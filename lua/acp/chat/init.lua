@@ -520,7 +520,7 @@ end
 ---@param chat acp.Chat
 ---@param name string
 local function rename(chat, name)
-  name = vim.trim(name)
+  name = util.one_line(name)
   chat.status.name = name ~= "" and name or nil
   winbar.update(chat)
   if host.running() then

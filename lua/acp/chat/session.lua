@@ -208,7 +208,7 @@ end
 
 ---@param s table a session of an AcpSessionList event
 local function title_of(s)
-  return s.title ~= vim.NIL and s.title or s.session_id
+  return s.title ~= vim.NIL and util.one_line(s.title) or s.session_id
 end
 
 --- Resume session `s` of `data`'s list (see M.resume).
