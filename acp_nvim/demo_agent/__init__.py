@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = ["DemoAgent", "main"]
 
-import itertools
 import os
 import sys
 from datetime import datetime, timezone
@@ -20,7 +19,7 @@ import anyio
 import anyio.abc
 
 from acp_nvim import __version__
-from acp_nvim.demo_agent._mcp import EDITOR_WORDS, ask_editor
+from acp_nvim.demo_agent._mcp import EDITOR_WORDS
 from acp_nvim.demo_agent._text import (
     COMMANDS,
     COMPACTED_NOTICE,
@@ -39,6 +38,7 @@ from acp_nvim.demo_agent._text import (
     until_steered,
     usage_update,
 )
+from acp_nvim.demo_agent._tool_calls import ToolCalls
 from acp_nvim.demo_agent.v2 import DemoAgentV2
 from acp_nvim.demo_agent.v2 import initialize_result as v2_initialize_result
 from acp_nvim.protocol import Connection, RequestError
@@ -47,27 +47,9 @@ from acp_nvim.protocol.stdio import stdio_streams
 Params = dict[str, Any]
 
 
-# Comment leaders for the line `edit` adds, by file extension.
-_COMMENT = {".lua": "--", ".sql": "--", ".hs": "--", ".vim": '"', ".c": "//", ".h": "//",
-            ".cpp": "//", ".go": "//", ".rs": "//", ".js": "//", ".ts": "//"}  # fmt: skip
-
-
-def _named(path: str, cwd: str) -> str:
-    """``path`` as a reply names it: relative to the session's directory ``cwd``, as
-    the agents people use name the files they changed."""
-    return os.path.relpath(path, cwd) if os.path.commonpath([path, cwd]) == cwd else path
-
-
-_CALL_IDS = itertools.count(1)
-_PERMISSION_OPTIONS = [
-    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-]
-
-
 class DemoAgent:
-    """The agent side of one connection."""
+    """The agent side of one connection: the protocol (sessions, turns, the stream and
+    its history); the tool calls a prompt's words ask for are its :class:`ToolCalls`."""
 
     def __init__(
         self,
@@ -95,8 +77,7 @@ class DemoAgent:
         self.updated: dict[str, str] = {}  # ISO 8601 time of each session's last prompt
         self.used = self.billed = 0  # context tokens, tokens so far: usage_update
         self.mcp_servers: dict[str, list[Params]] = {}  # offered with each session
-        self.client_fs: Params = {}
-        self.client_terminal = False
+        self.tool_calls = ToolCalls(connection, self._send_update, self._stream)
         connection.on_request("initialize", dict, self.initialize)
         connection.on_request("session/new", dict, self.new_session)
         connection.on_request("session/prompt", dict, self.prompt)
@@ -111,9 +92,10 @@ class DemoAgent:
         connection.on_request("_session/steering", dict, self.steer)
 
     async def initialize(self, params: Params) -> Params:
-        self.client_fs = (params.get("clientCapabilities") or {}).get("fs") or {}
-        self.client_terminal = bool((params.get("clientCapabilities") or {}).get("terminal"))
-        client_session = (params.get("clientCapabilities") or {}).get("session") or {}
+        offered = params.get("clientCapabilities") or {}
+        self.tool_calls.client_fs = offered.get("fs") or {}
+        self.tool_calls.client_terminal = bool(offered.get("terminal"))
+        client_session = offered.get("session") or {}
         self.client_compaction = "compaction" in client_session
         if params.get("protocolVersion") == 2 and self.offer_v2 and self.tasks is not None:
             DemoAgentV2(self.connection, self.delay, self.tasks)
@@ -288,61 +270,26 @@ class DemoAgent:
         if "compact" in words:
             await self._compact(session_id)
         if "permission" in words:
-            await self._pretend_command(session_id)
+            await self.tool_calls.pretend_command(session_id)
             return
         if "unknown" in words:  # an update of a kind no client knows: never an error
             await self._send_update(session_id, {"sessionUpdate": "_demo_sparkle"})
         if words & set(EDITOR_WORDS):
-            await self._ask_editor(session_id, words)
+            servers = self.mcp_servers.get(session_id, [])
+            await self.tool_calls.call_editor_tools(session_id, servers, words)
             return
         if "run" in words:
-            await self._run_command(session_id)
+            await self.tool_calls.run_command(session_id)
             return
         if "edit" in words or "disk" in words:
+            cwd = self.cwds[session_id]
             path = self._target(session_id, text)
             if "edit" in words:
-                await self._edit_through_editor(session_id, path)
+                await self.tool_calls.edit_through_editor(session_id, path, cwd)
             if "disk" in words:
-                await self._edit_on_disk(session_id, path)
+                await self.tool_calls.edit_on_disk(session_id, path, cwd)
             return
         await self._stream(session_id, "agent_message_chunk", reply(text, words))
-
-    async def _ask_permission(self, session_id: str, tool_call: Params) -> str | None:
-        """Ask before a tool call runs: the kind of the chosen option, None if cancelled.
-
-        ``tool_call`` is the request's ``toolCall`` (at least ``toolCallId``); the
-        option ids are Claude's, so the client has to go by kind.
-        """
-        params = {"sessionId": session_id, "toolCall": tool_call, "options": _PERMISSION_OPTIONS}
-        answer = await self.connection.request("session/request_permission", params, dict)
-        outcome = answer.get("outcome") or {}
-        if outcome.get("outcome") != "selected":
-            return None
-        kinds = {option["optionId"]: option["kind"] for option in _PERMISSION_OPTIONS}
-        return kinds.get(outcome.get("optionId", ""))  # an id we never offered: no approval
-
-    async def _pretend_command(self, session_id: str) -> None:
-        """A command that needs permission; like gemini, the call exists first in the request."""
-        call = {
-            "toolCallId": f"demo-run-{next(_CALL_IDS)}",
-            "title": "Run `make clean`",
-            "kind": "execute",
-            "rawInput": {"command": "make clean"},
-        }
-        kind = await self._ask_permission(session_id, call)
-        if kind is None:
-            return
-        allowed = kind.startswith("allow")
-        result = "removed build/ (pretend)" if allowed else "Rejected by the user."
-        update = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": call["toolCallId"],
-            "status": "completed" if allowed else "failed",
-            "content": [{"type": "content", "content": {"type": "text", "text": result}}],
-        }
-        await self._send_update(session_id, update)
-        reply = "Done: `make clean` ran." if allowed else "Understood, I left it alone."
-        await self._stream(session_id, "agent_message_chunk", reply)
 
     def _target(self, session_id: str, text: str) -> str:
         """The first word of the prompt naming an existing file, else demo.txt."""
@@ -352,128 +299,6 @@ class DemoAgent:
             if os.path.isfile(path):
                 return os.path.normpath(path)
         return os.path.join(cwd, "demo.txt")
-
-    async def _edit_through_editor(self, session_id: str, path: str) -> None:
-        """Read with fs/read_text_file, ask, add a comment line, fs/write_text_file."""
-        if not (self.client_fs.get("readTextFile") and self.client_fs.get("writeTextFile")):
-            await self._stream(session_id, "agent_message_chunk", "This client offers no fs/*.")
-            return
-        try:
-            read = await self.connection.request(
-                "fs/read_text_file", {"sessionId": session_id, "path": path}, dict
-            )
-            old: str | None = read["content"]
-        except RequestError as err:
-            if err.code != RequestError.RESOURCE_NOT_FOUND:
-                await self._stream(session_id, "agent_message_chunk", f"Cannot read it: {err}")
-                return
-            old = None  # a new file
-        leader = _COMMENT.get(os.path.splitext(path)[1], "#")
-        new = f"{leader} Edited by the acp.nvim demo agent (review: :AcpReview)\n" + (old or "")
-        call_id = f"demo-edit-{next(_CALL_IDS)}"
-        call = {
-            "toolCallId": call_id,
-            "title": f"Edit {os.path.basename(path)}",
-            "kind": "edit",
-            "locations": [{"path": path, "line": 1}],
-            "content": [{"type": "diff", "path": path, "oldText": old, "newText": new}],
-        }
-        await self._send_update(
-            session_id, {"sessionUpdate": "tool_call", **call, "status": "pending"}
-        )
-        kind = await self._ask_permission(session_id, call)
-        allowed = kind is not None and kind.startswith("allow")
-        if allowed:
-            params = {"sessionId": session_id, "path": path, "content": new}
-            await self.connection.request("fs/write_text_file", params)
-        status = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
-        await self._send_update(
-            session_id, {**status, "status": "completed" if allowed else "failed"}
-        )
-        name = _named(path, self.cwds[session_id])
-        reply = f"I added a comment line at the top of `{name}`." if allowed else "I left it alone."
-        await self._stream(session_id, "agent_message_chunk", reply)
-
-    async def _edit_on_disk(self, session_id: str, path: str) -> None:
-        """Write the file directly; the client learns of it only from the tool call."""
-        call_id = f"demo-disk-{next(_CALL_IDS)}"
-        locations = [{"path": path}]
-        await self._send_update(
-            session_id,
-            {"sessionUpdate": "tool_call", "toolCallId": call_id, "status": "pending",
-             "title": f"Write {os.path.basename(path)}", "kind": "edit", "locations": locations},
-        )  # fmt: skip
-        old = None
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                old = f.read()
-        new = (old or "") + "Written to disk directly by the acp.nvim demo agent.\n"
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-        diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
-        await self._send_update(
-            session_id,
-            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
-             "content": [diff], "locations": locations},
-        )  # fmt: skip
-        name = _named(path, self.cwds[session_id])
-        await self._stream(session_id, "agent_message_chunk", f"I appended a line to `{name}`.")
-
-    async def _run_command(self, session_id: str) -> None:
-        """Run a short shell line in a client terminal shown in a tool call, the way
-        Claude's older adapter does (whole line in ``command``, no args, no cwd)."""
-        if not self.client_terminal:
-            await self._stream(session_id, "agent_message_chunk", "This client has no terminals.")
-            return
-        command = (
-            "echo hi; printf 'counting:'; for i in 1 2 3; do printf ' %s' $i; sleep 0.3; done;"
-            " printf '\\n\\033[32mdone\\033[0m\\n'"
-        )
-        sid = {"sessionId": session_id}
-        params = {**sid, "command": command, "args": [], "outputByteLimit": 32000}
-        created = await self.connection.request("terminal/create", params, dict)
-        term = {**sid, "terminalId": created["terminalId"]}
-        call_id = f"run{next(_CALL_IDS)}"
-        content = [{"type": "terminal", "terminalId": created["terminalId"]}]
-        await self._send_update(
-            session_id,
-            {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "Run a command",
-             "kind": "execute", "status": "in_progress", "content": content,
-             "rawInput": {"command": command}},
-        )  # fmt: skip
-        try:
-            exit_status = await self.connection.request("terminal/wait_for_exit", term, dict)
-            output = await self.connection.request("terminal/output", term, dict)
-        finally:
-            with anyio.CancelScope(shield=True):  # a cancelled turn releases it too
-                await self.connection.request("terminal/release", term, dict)
-        code = exit_status.get("exitCode")
-        await self._send_update(
-            session_id,
-            {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
-             "status": "completed" if code == 0 else "failed"},
-        )  # fmt: skip
-        reply = f"The command exited with code {code} and printed:\n\n```\n{output['output']}```"
-        await self._stream(session_id, "agent_message_chunk", reply)
-
-    async def _ask_editor(self, session_id: str, words: set[str]) -> None:
-        """Call the editor's MCP tools the words name, each shown as a tool call."""
-        call_id = f"demo-mcp-{next(_CALL_IDS)}"
-        update = {"sessionUpdate": "tool_call", "toolCallId": call_id, "kind": "read",
-                  "title": "Ask the editor (MCP)", "status": "in_progress"}  # fmt: skip
-        await self._send_update(session_id, update)
-        try:
-            answers = await ask_editor(self.mcp_servers.get(session_id, []), words)
-        except (LookupError, OSError, RequestError) as err:
-            answers, failed = [], str(err)
-        else:
-            failed = ""
-        status = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
-        await self._send_update(
-            session_id, {**status, "status": "failed" if failed else "completed"}
-        )
-        reply = failed or "\n\n".join(text for _, text in answers)
-        await self._stream(session_id, "agent_message_chunk", reply)
 
     async def _compact(self, session_id: str) -> None:
         """Compact the context: a compaction (where the client advertised it) and a

@@ -1,5 +1,5 @@
 """The one contract between Python and Lua: every kind of batch item (``BatchItem`` of
-acp_nvim/nvim/editor.py) has its handler in acp.host's dispatch table, and every
+acp_nvim/nvim/batcher.py) has its handler in acp.host's dispatch table, and every
 render op (``RenderOp`` of acp_nvim/client/editor.py) its handler in acp.chat's
 table, and neither side knows a kind the other does not."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from acp_nvim.client.editor import RenderOp
 from acp_nvim.client.errors import NO_AGENT, STARTING
-from acp_nvim.nvim.editor import BatchItem
+from acp_nvim.nvim.batcher import BatchItem
 from tests.nvim.conftest import ROOT, Editor
 
 

@@ -1,4 +1,4 @@
-"""What ``nvim.editor._soon``, the one use of pynvim's privates, relies on.
+"""What ``nvim.batcher._soon``, the one use of pynvim's privates, relies on.
 
 ``Nvim.async_call`` formats the caller's stack on every call (~120 µs, one call per
 streamed read); ``_soon`` does the rest of what it does through
@@ -17,7 +17,7 @@ import pynvim
 import pytest
 from pynvim.msgpack_rpc.session import Session
 
-from acp_nvim.nvim.editor import _soon
+from acp_nvim.nvim.batcher import _soon
 
 
 class Loop:

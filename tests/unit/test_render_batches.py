@@ -14,7 +14,8 @@ import msgpack
 import pytest
 
 from acp_nvim.client.editor import EditorError
-from acp_nvim.nvim.editor import IN_FLIGHT, LINE_COST, OP_COST, NvimEditor
+from acp_nvim.nvim.batcher import IN_FLIGHT, LINE_COST, OP_COST
+from acp_nvim.nvim.editor import NvimEditor
 
 
 class FakeNvim:

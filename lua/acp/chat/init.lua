@@ -826,7 +826,7 @@ local function withdraw(chat, why)
   return true
 end
 
---- A render item from Python (acp_nvim/nvim/editor.py RenderItem): the ops for
+--- A render item from Python (acp_nvim/nvim/batcher.py RenderItem): the ops for
 --- chat `item.chat`, in order.
 ---@param item {chat: integer, ops: table[]}
 function M.render(item)

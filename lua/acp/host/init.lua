@@ -2,7 +2,7 @@
 -- No protocol knowledge here: Python owns state, Lua owns pixels.
 --
 -- What Python sends arrives in M.apply: a list of items, each a map whose `kind`
--- picks its handler in M.handlers (acp_nvim/nvim/editor.py types them, BatchItem).
+-- picks its handler in M.handlers (acp_nvim/nvim/batcher.py types them, BatchItem).
 -- The transport fires events and tells the user itself; the modules that draw
 -- register the other kinds (M.handle), so it requires none of them, and they hear
 -- of a failure or an exit through M.on_failure and M.on_exit.
@@ -399,7 +399,7 @@ function M.stop()
 end
 
 --- The handler of each kind of item Python sends, by `kind`: the kinds of
---- acp_nvim/nvim/editor.py's BatchItem, which documents each (tests/nvim/
+--- acp_nvim/nvim/batcher.py's BatchItem, which documents each (tests/nvim/
 --- test_contract.py holds the two lists together). `render` is acp.chat's,
 --- `review` acp.review's, `baseline` acp.review.diff's: acp.chat requires both,
 --- so once a chat exists every kind has its handler.
