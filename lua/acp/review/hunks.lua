@@ -483,7 +483,6 @@ function M.draw(states)
       chosen = chosen .. lhs .. "\0"
     end
     for buf in pairs(drawn) do
-      M.keep_sign_column(buf)
       if keyed[buf] ~= chosen then
         keys.set(buf, "hunks", map)
         keyed[buf] = chosen
