@@ -347,7 +347,7 @@ class ReviewStore:
         """
         return self._decide(path, turn, lambda c: c.reject(path, hunk_id))
 
-    def restore(self, path: str, turn: int) -> RestoreOutcome:
+    def restore(self, path: str, turn: int, editors: str = "you") -> RestoreOutcome:
         """Take ``path`` back to its text before ``turn``, as one change: every change
         of that turn and later is taken out (:meth:`FileChange.take_back`: open hunks
         rejected, accepted ones reverted), newest turn first.
@@ -359,7 +359,8 @@ class ReviewStore:
         conflict hunk. A file the turns created that holds such edits is left as it
         is (``clashes`` says so): removing it would take them too. A turn whose
         changes clash with later turns' is left as it is, and an accepted change the
-        user edited afterwards stays: ``clashes`` names both.
+        user edited afterwards stays: ``clashes`` names both, and who made such
+        edits as ``editors`` says (the subject of a sentence: "you").
         """
         latest = self._changeset_for(path, None).file(path)
         now, left = latest.current, latest.left
@@ -368,7 +369,7 @@ class ReviewStore:
         if first is None:
             return RestoreOutcome(now, [], [])
         if theirs and first.original is None:
-            return RestoreOutcome(now, [], [f"{path}: not removed, it holds your edits"])
+            return RestoreOutcome(now, [], [f"{path}: not removed, {editors} edited it since"])
         if theirs:
             latest.user_edit(left)
         clashes = []
@@ -384,8 +385,8 @@ class ReviewStore:
                 continue
             if any(h.status == "accepted" for h in changeset.hunks(path)):
                 clashes.append(
-                    f"{path}: you edited a change of turn {changeset.turn} after accepting "
-                    "it; your text stays"
+                    f"{path}: {editors} edited a change of turn {changeset.turn} after it "
+                    "was accepted; that text stays"
                 )
         restored = latest.current
         if not theirs or restored is None:

@@ -422,8 +422,8 @@ def test_cr_on_a_diff_row_opens_the_file_at_that_line(editor: Editor, version: i
     editor.wait_event("AcpTurnEnd")
     lines = editor.transcript()
     # The diff of "one\ntwo\n" -> "one\n2\n": rows " one", "-two", "+2" of @@ -1,2 +1,2 @@
-    # (over v2, the agent's git patch as it sent it: its paths whole).
-    named = "notes.txt" if version == 1 else path
+    # (over v2 the agent's git patch, its absolute paths named as over v1).
+    named = "notes.txt"
     assert lines.index(f"diff --git {named} {named}") < lines.index(f"+++ {named}")
     for row, line in ((" one", 1), ("-two", 2), ("+2", 2), (f"+++ {named}", 1)):
         focus_transcript(editor, lines.index(row))

@@ -94,7 +94,8 @@ def test_restore_turn_one_after_three_turns(editor: Editor) -> None:
     [file] = [f for f in editor.lua("return require('acp').changes({all = true})") if f["open"]]
     [conflict] = [h for h in file["hunks"] if h["status"] != "rejected"]
     assert (file["path"], conflict["status"], conflict["proposed"]) == (str(b), "conflict", ["b0"])
-    assert any("your text was kept" in n["msg"] for n in editor.lua("return _G.acp_notices"))
+    said = "b.txt: you changed lines the restore takes back; that text was kept"
+    assert any(said in n["msg"] for n in editor.lua("return _G.acp_notices"))
     # Each buffer written once (a.txt has none: written directly).
     assert editor.lua("return _G.writes") == {str(b): 1, str(c): 1}
     # One undo step per buffer: one `u` gives back the text before the restore.
@@ -185,7 +186,7 @@ def test_restore_without_a_turn_takes_back_the_last_one(editor: Editor) -> None:
     # Not removed: it holds the user's edits (a notice says so); its change stays open.
     assert new.read_text() == "created\nmine\n"
     assert any(
-        "new.txt: not removed, it holds your edits" in n["msg"]
+        "new.txt: not removed, you edited it since" in n["msg"]
         for n in editor.lua("return _G.acp_notices")
     )
     # Turn 1's change is still there, still open.
@@ -194,6 +195,30 @@ def test_restore_without_a_turn_takes_back_the_last_one(editor: Editor) -> None:
         ("new.txt", 2): ["pending"],
         ("b.txt", 1): ["pending"],
     }
+
+
+def test_a_restore_over_another_chats_agents_lines_does_not_call_them_yours(
+    editor: Editor,
+) -> None:
+    """Each chat's review counts any change since its own agent's as the user's:
+    chat #1's restore said "you changed lines" of lines chat #2's agent wrote. It
+    names that chat where one changed the file too."""
+    project = editor.tmp / "project"
+    a = project / "a.txt"
+    a.write_text("a0\n")
+    editor.setup(agents={"fake": editor.fake_agent("files")}, default_agent="fake")
+    editor.open_chat()
+    turn(editor, 1, [write(a, "chat 1\n")])
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    turn(editor, 2, [write(a, "chat 2\n")])  # the second AcpTurnEnd: chat #2's first turn
+    editor.lua("require('acp.host').notify('restore', {chat = 1, turn = 1})")
+    said = "a.txt: you or chat #2's agent changed lines the restore takes back"
+    editor.wait(
+        f"vim.iter(_G.acp_notices):find(function(n) return n.msg:find({said!r}, 1, true) end) ~= nil",
+        what=said,
+    )
+    assert a.read_text() == "chat 2\n"  # kept; chat #1's restore waits as a conflict
 
 
 @pytest.mark.parametrize("version", [1, 2])

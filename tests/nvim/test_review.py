@@ -411,6 +411,27 @@ def test_a_hunk_at_the_top_accepted_in_the_review_leaves_no_filler_rows_above_th
     assert [screen.text(row + i, col, 8).strip() for i in range(2)] == ["third", "~"]
 
 
+def test_the_lines_an_agent_hunk_removed_carry_their_minus_in_the_gutter(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A virtual line has no sign column: the lines the agent removed, drawn above
+    its own, were told from the file's only by their colour, and read as lines of
+    it where that was faint. They start at the window's edge with a "-", as the
+    preview's added lines do with their "+"."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\nthree\n")
+    buf = start(editor, path)
+    screen = Screen(editor, 100, 30)
+    win = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua(f"vim.wo[{win}].number = true")
+    run(editor, [{"disk": {"path": str(path), "content": "one\nTWO\nthree\n"}}])
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, require('acp.review.hunks').ns, 0, -1, {{}}) > 0")
+    top, left = editor.lua(f"local i = vim.fn.getwininfo({win})[1] return {{i.winrow, i.wincol}}")
+    screen.draw()
+    shown = [screen.text(top + row, left, 11).rstrip() for row in range(4)]
+    assert shown == ["    1 one", "-     two", "┃   2 TWO", "    3 three"]
+
+
 def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("".join(f"{i}\n" for i in range(20)))

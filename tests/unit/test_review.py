@@ -696,7 +696,7 @@ def test_restore_keeps_an_accepted_change_the_user_edited_since() -> None:
     outcome = store.restore(P, 1)
     assert outcome.text == changed((2, ["agent, mine"]))
     assert outcome.clashes == [
-        f"{P}: you edited a change of turn 1 after accepting it; your text stays"
+        f"{P}: you edited a change of turn 1 after it was accepted; that text stays"
     ]
     assert sorted(statuses(store, 1)) == ["accepted", "reverted"]
 
@@ -717,7 +717,7 @@ def test_restore_removes_a_created_file_unless_the_user_edited_it_since() -> Non
     outcome = store.restore(P, 1)
     assert (outcome.text, outcome.clashes) == (
         text("new", "mine"),
-        [f"{P}: not removed, it holds your edits"],
+        [f"{P}: not removed, you edited it since"],
     )
     assert store.turn(1).file(P).open
 

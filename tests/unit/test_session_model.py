@@ -199,6 +199,35 @@ def test_files_in_the_session_directory_are_named_relative_to_it() -> None:
     assert [where["path"] for where in op["locations"]] == ["/p/src/a.py", "/pp/c.py"]
 
 
+def test_a_v2_patchs_file_header_names_files_as_its_header_does() -> None:
+    """A v2 ``git_patch`` names each file by absolute path: shown as sent, its
+    header took the rows a v1 diff's no longer takes. Outside the session's
+    directory a path stays whole; the hunks are the agent's text."""
+    editor = RecordingEditor()
+    chat = Chat(1, "demo", editor, Workspace("/p"))
+    chat.ready("s", 1, "Demo")
+    patch = (
+        "diff --git /p/src/a.py /p/src/a.py\n--- /p/src/a.py\n+++ /p/src/a.py\n"
+        "@@ -1 +1 @@\n-a\n+b\n"
+        "diff --git /p/old.md /p/new.md\nsimilarity index 100%\n"
+        "rename from /p/old.md\nrename to /p/new.md\n"
+        "diff --git /etc/b.conf /etc/b.conf\nnew file mode 100644\n--- /dev/null\n"
+        "+++ /etc/b.conf\n@@ -0,0 +1 @@\n+--- /p/src/a.py\n"
+    )
+    ops = [FileOp("modify", "/p/src/a.py"), FileOp("move", "/p/new.md", old_path="/p/old.md"),
+           FileOp("add", "/etc/b.conf")]  # fmt: skip
+    part = ChangesPart(ops, patch=patch, patch_format="git_patch")
+    chat.on_tool_call(ToolCallPatch("t1", title="Edit", kind="edit", content=[part]))
+    lines = editor.transcript(1)["t1"]
+    body = [line for line in lines if not line.startswith(("#", "`", "**"))]
+    assert body == [
+        "diff --git src/a.py src/a.py", "--- src/a.py", "+++ src/a.py", "@@ -1 +1 @@", "-a", "+b",
+        "diff --git old.md new.md", "similarity index 100%", "rename from old.md", "rename to new.md",
+        "diff --git /etc/b.conf /etc/b.conf", "new file mode 100644", "--- /dev/null",
+        "+++ /etc/b.conf", "@@ -0,0 +1 @@", "+--- /p/src/a.py",  # a hunk's line, kept
+    ]  # fmt: skip
+
+
 def test_v1_diff_without_old_text_reads_as_a_new_file() -> None:
     chat, editor = make_chat()
     cases = {

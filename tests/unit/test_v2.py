@@ -423,9 +423,9 @@ async def test_structured_diff_rendered_per_file(raw_peer, serving) -> None:
     lines = client.blocks()["e1"]
     text = "\n".join(lines)
     # Named in the session's directory (/w); each file's patch as the agent sent it.
-    assert "**modified** a.txt\n```diff\ndiff --git /w/a.txt /w/a.txt" in text
+    assert "**modified** a.txt\n```diff\ndiff --git a.txt a.txt\n--- a.txt\n+++ a.txt" in text
     assert "-old\n+new\n```" in text
-    assert "**added** new.txt\n```diff\ndiff --git /w/new.txt /w/new.txt\nnew file mode" in text
+    assert "**added** new.txt\n```diff\ndiff --git new.txt new.txt\nnew file mode" in text
     assert "**deleted** gone.txt" in text
     assert "**moved** x.md → y.md" in text
     assert "**copied** c1 → c2" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["Reviews", "restored_files"]
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from acp_nvim.client.app._context import AppContext
@@ -59,6 +60,19 @@ class Reviews:
 
     def _new(self, chat: Chat, missing_as_empty: bool) -> SessionChanges:
         """The review of ``chat``'s directory; of its worktree for a worktree chat."""
+        review = self._made(chat, missing_as_empty)
+        review.changed_elsewhere = partial(self._changed_elsewhere, chat.id)
+        return review
+
+    def _changed_elsewhere(self, chat_id: int, path: str) -> list[int]:
+        """The other chats whose agents changed ``path`` (their reviews hold it)."""
+        return [
+            other
+            for other, review in self.by_chat.items()
+            if other != chat_id and any(path in turn for turn in review.store.turns())
+        ]
+
+    def _made(self, chat: Chat, missing_as_empty: bool) -> SessionChanges:
         from acp_nvim.client.services.changes import SessionChanges
         from acp_nvim.client.services.worktree_changes import WorktreeChanges
 

@@ -286,6 +286,13 @@ async def _decided(editor: Editor, path: str, current: str | None, disk: bool) -
     return doc
 
 
+def editors(others: Sequence[int]) -> str:
+    """Who may have changed a file since a chat's agent last did, as a restore's
+    notices name them: every chat's review counts any such change as the user's,
+    also one of ``others``, the chats whose agents changed the file too."""
+    return " or ".join(["you", *(f"chat #{chat}'s agent" for chat in others)])
+
+
 class SessionChanges:
     """Review state of one session, its fs/* answers and its turn hooks.
 
@@ -325,6 +332,7 @@ class SessionChanges:
         self._numbers: dict[int, int] | None = None  # see number()
         self._turns = 0  # turns begun
         self.left = LeftBehind(self.cwd)  # files a turn left to the agent names
+        self.changed_elsewhere: Callable[[str], list[int]] = lambda path: []  # set by Reviews
 
     def __repr__(self) -> str:
         return f"<SessionChanges {self.cwd} {self.store!r}>"
@@ -620,9 +628,10 @@ class SessionChanges:
             for path, kind in _applied_kinds(self.store, turn).items():
                 disk = not kind.isdisjoint(_ON_DISK)
                 rollback = self.store.checkpoint(path)
+                who = editors(self.changed_elsewhere(path))
                 try:
                     doc = await self._document(path, disk)
-                    outcome = self.store.restore(path, turn)
+                    outcome = self.store.restore(path, turn, who)
                     await self._put(doc, outcome.text, disk)
                 except (ReviewError, FileError) as err:
                     rollback()
@@ -632,11 +641,8 @@ class SessionChanges:
                 for clash in outcome.clashes:
                     self.editor.notify(clash, "warn")
                 if outcome.conflicts:
-                    self.editor.notify(
-                        f"{shown_path(path, self.cwd)}: you changed lines the restore takes back; "
-                        "your text was kept (:AcpReview)",
-                        "warn",
-                    )
+                    said = f"{who} changed lines the restore takes back; that text was kept"
+                    self.editor.notify(f"{shown_path(path, self.cwd)}: {said} (:AcpReview)", "warn")
                 if outcome.text != doc.text or outcome.conflicts:
                     restored.append(path)
             await _restore_binaries(self.byte_undo, self.store, turn, restored, refused)

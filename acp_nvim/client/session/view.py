@@ -89,7 +89,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.client.session.prose import fence_after, reflow
 from acp_nvim.client.session.workspace import shown_path, uri_path
-from acp_nvim.review import PatchError, format_unified, parse_unified
+from acp_nvim.review import FilePatch, PatchError, format_unified, parse_unified
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -427,12 +427,13 @@ def change_words(change: FileOp, cwd: str) -> tuple[str, str]:
 
 def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     """One header per changed file (named as :func:`shown_path` names it), each
-    followed by its section of the patch, which is the agent's text as sent.
+    followed by its section of the patch: the agent's text, its file header
+    naming the paths as the header does (:func:`_named_as_shown`).
 
     Changes with no text (binary, symlink, directory, or no patch at all) get
     the header only; a patch in a format we do not know is shown as is.
     """
-    sections = _patch_sections(part.patch) if part.patch_format == "git_patch" else {}
+    sections = _patch_sections(part.patch, cwd) if part.patch_format == "git_patch" else {}
     lines: list[str] = []
     for change in part.changes:
         what, where = change_words(change, cwd)
@@ -448,7 +449,7 @@ def _changes_lines(part: ChangesPart, cwd: str) -> list[str]:
     return lines
 
 
-def _patch_sections(text: str | None) -> dict[str, list[str]]:
+def _patch_sections(text: str | None, cwd: str) -> dict[str, list[str]]:
     """Split git patch text into its ``diff --git`` sections, keyed by file path."""
     sections: dict[str, list[str]] = {}
     current: list[str] = []
@@ -461,11 +462,37 @@ def _patch_sections(text: str | None) -> dict[str, list[str]]:
     keyed: dict[str, list[str]] = {}
     for key, section in sections.items():
         try:
-            paths = [p.path for p in parse_unified("\n".join(section) + "\n")]
+            patches = parse_unified("\n".join(section) + "\n")
         except PatchError:
-            paths = []
-        keyed[paths[0] if paths else key] = section
+            patches = []
+        if patches:
+            keyed[patches[0].path] = _named_as_shown(section, patches[0], cwd)
+        else:
+            keyed[key] = section
     return keyed
+
+
+def _named_as_shown(section: list[str], patch: FilePatch, cwd: str) -> list[str]:
+    """``section`` with the paths of its file header (the lines before its first
+    hunk) named as :func:`shown_path` names them: v2 patches name files by
+    absolute path, three times each, which took rows of a narrow chat. A line
+    naming them otherwise (quoted, with ``a/``) stays as sent."""
+    old = patch.old_path or patch.path
+    new = patch.new_path or patch.path
+    short_old, short_new = shown_path(old, cwd), shown_path(new, cwd)
+    renamed = {
+        f"diff --git {old} {new}": f"diff --git {short_old} {short_new}",
+        f"--- {old}": f"--- {short_old}",
+        f"+++ {new}": f"+++ {short_new}",
+        **{f"{verb} from {old}": f"{verb} from {short_old}" for verb in ("rename", "copy")},
+        **{f"{verb} to {new}": f"{verb} to {short_new}" for verb in ("rename", "copy")},
+    }
+    out = list(section)
+    for i, line in enumerate(out):
+        if line.startswith("@@"):
+            break
+        out[i] = renamed.get(line, line)
+    return out
 
 
 # Past this many choices in all (a 17 MB settings line has 500,000), a select's status

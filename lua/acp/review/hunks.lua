@@ -120,6 +120,31 @@ function M.keep_sign_column(buf)
   end
 end
 
+--- The chunk a virtual line of a diff starts with at the window's left edge
+--- (`virt_lines_leftcol`): `sign` padded to the width of `win`'s gutter (sign,
+--- number and fold columns), which a virtual line has none of; nil when `win`
+--- has no gutter. No window (a hidden buffer): a sign column's, which the hunks'
+--- signs open in a window with 'signcolumn' "auto".
+function M.gutter(win, sign, hl)
+  local width = win and vim.fn.getwininfo(win)[1].textoff or 2
+  return width > 0 and { sign .. string.rep(" ", width - 1), hl } or nil
+end
+
+--- The window whose gutter `buf`'s hunks are drawn for: the current one when it
+--- shows `buf`, else one on this tab page, else any; nil when none shows it.
+local function window_of(buf)
+  if api.nvim_get_current_buf() == buf then
+    return api.nvim_get_current_win()
+  end
+  local wins = vim.fn.win_findbuf(buf)
+  for _, win in ipairs(wins) do
+    if api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage() then
+      return win
+    end
+  end
+  return wins[1]
+end
+
 --- Draw the hunk of a file the agent deleted whose buffer still shows its text (as
 --- draw_hunk does, which it stands in for): that text, where it is, is what the
 --- deletion removes (drawn again as removed lines, it showed twice).
@@ -144,15 +169,17 @@ end
 
 --- Draw one hunk with its first row at `row`; returns its marks (the first holds
 --- its rows, light to read back: the virtual lines are marks of their own) and
---- whether the first sits on the row above it.
-local function draw_hunk(buf, hunk, row, with_removed)
+--- whether the first sits on the row above it. The lines the agent removed are
+--- drawn `with_removed`, each after `gutter` (M.gutter: a "-", as a diff reads).
+local function draw_hunk(buf, hunk, row, with_removed, gutter)
   local count = api.nvim_buf_line_count(buf)
   local conflict = hunk.status == "conflict"
   local removed = {}
   if with_removed and not conflict then
     for _, line in ipairs(hunk.preview) do
       if line:sub(1, 1) == "-" then
-        table.insert(removed, { { line:sub(2), "AcpReviewDelete" } })
+        local text = { line:sub(2), "AcpReviewDelete" }
+        table.insert(removed, gutter and { gutter, text } or { text })
       end
     end
   end
@@ -182,7 +209,12 @@ local function draw_hunk(buf, hunk, row, with_removed)
   if #removed > 0 then
     -- Where the lines were: above the hunk's rows, or below the last row.
     local at = below and last or row
-    local opts = { invalidate = true, virt_lines = removed, virt_lines_above = not below }
+    local opts = {
+      invalidate = true,
+      virt_lines = removed,
+      virt_lines_above = not below,
+      virt_lines_leftcol = gutter ~= nil,
+    }
     table.insert(marks, util.extmark(buf, M.ns, at, 0, opts))
     if at == 0 and not below then
       M.reveal_top(buf, #removed)
@@ -376,6 +408,7 @@ function M.draw(states)
   end
   drawn = {}
   watched = {}
+  local gutters = {} ---@type table<integer, table|false> by buffer: its removed lines' (M.gutter)
   for chat, review in pairs(states) do
     local shown = {} ---@type table<string, {buf: integer|false, turn: integer}> by path
     for _, file in ipairs(review.files) do -- newest turn first
@@ -392,11 +425,17 @@ function M.draw(states)
       if buf and file.open and file.turn == shown[path].turn then
         local list = drawn[buf] or {}
         local with_removed = not splits.active(buf) -- else the baseline window shows them
+        if gutters[buf] == nil then
+          M.keep_sign_column(buf) -- first: the gutter measured next has its sign column
+          gutters[buf] = M.gutter(window_of(buf), "-", "AcpReviewSignDelete") or false
+        end
+        local gutter = gutters[buf] or nil
         for _, hunk in ipairs(file.hunks) do
           if state.is_open(hunk) then
             local key = table.concat({ chat, file.turn, path, hunk.id }, ":")
             local deleted = file.deleted and hunk.new_count == 0
-            local sig = signature(hunk) .. (deleted and "\0deleted" or with_removed and "" or "\0bare")
+            local drawn_as = deleted and "deleted" or with_removed and (gutter and gutter[1] or "") or "bare"
+            local sig = signature(hunk) .. "\0" .. drawn_as
             local old = before[key]
             if old and old.buf == buf and old.drawn.sig == sig and rows_of(buf, old.drawn) then
               before[key] = nil
@@ -404,7 +443,7 @@ function M.draw(states)
               table.insert(list, old.drawn)
             else
               local draw = deleted and draw_deleted or draw_hunk
-              local ok, marks, below = pcall(draw, buf, hunk, hunk.new_start, with_removed)
+              local ok, marks, below = pcall(draw, buf, hunk, hunk.new_start, with_removed, gutter)
               if ok then
                 table.insert(list, {
                   key = key,
@@ -444,7 +483,6 @@ function M.draw(states)
       chosen = chosen .. lhs .. "\0"
     end
     for buf in pairs(drawn) do
-      M.keep_sign_column(buf)
       if keyed[buf] ~= chosen then
         keys.set(buf, "hunks", map)
         keyed[buf] = chosen

@@ -87,8 +87,7 @@ end
 --- a conflict, the agent's lines that will wait in the review below them.
 local function draw_inline(buf, win, file)
   hunks.keep_sign_column(buf) -- first: the gutter measured next has its sign column
-  local width = vim.fn.getwininfo(win)[1].textoff
-  local gutter = width > 0 and { "+" .. string.rep(" ", width - 1), "AcpReviewSignAdd" } or nil
+  local gutter = hunks.gutter(win, "+", "AcpReviewSignAdd")
   local leftcol = gutter ~= nil
   local marks = {}
   local count = api.nvim_buf_line_count(buf)
