@@ -632,6 +632,26 @@ def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None
 
 
 
+@pytest.mark.parametrize("title", ["# Goal look at this ##", "##", "C# notes #"])
+def test_an_exported_title_ending_in_hashes_keeps_them(title: str) -> None:
+    """The v1 demo's title "# Goal look at this ##" was exported as the heading
+    `# # Goal look at this ##`, whose last `##` Markdown reads as the heading's
+    closing sequence: the title lost it when rendered. A tool call's title too."""
+    data = {"kind": "read", "status": "completed", "content": []}
+    blocks = [StoredBlock(0, "t1", 1, "tool", title, json.dumps(data))]
+    lines = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0, title=title), blocks).split("\n")
+    headings = [line for line in lines if line.startswith(("# ", "### Tool: "))]
+    # Each heading's words as CommonMark renders them: its closing sequence (#s
+    # after a space, at the end) dropped, then an escaped # read as one.
+    shown = [
+        re.sub(r"(^|[ \t])#+[ \t]*$", "", line.split(" ", 1)[1].removeprefix("Tool: "))
+        .strip()
+        .replace("\\#", "#")
+        for line in headings
+    ]
+    assert shown == [title, title]
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: int) -> None:
     """Its diff's file is named from the chat's directory, as the transcript names
