@@ -1122,15 +1122,7 @@ def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Pat
     """A store of schema 3 (its index unfolded) is indexed again as it is opened:
     its old chats are found as new ones are, and writes keep the index whole."""
     path = tmp_path / "h.sqlite3"
-    old = sqlite3.connect(path, isolation_level=None)
-    for script in _store._MIGRATIONS[:3]:
-        for statement in _store._statements(script):
-            old.execute(statement)
-    old.execute("PRAGMA user_version = 3")
-    old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) VALUES (1, 'demo', '/p', 0, 0)")
-    old.execute("INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k0', 1, 'user', 'Ёлка')",
-                (1 << _store.SEQ_BITS,))  # fmt: skip
-    old.close()
+    schema_3(path, {1: ["Ёлка"]})
     store = Store(str(path))
     assert [h.chat.id for h in store.search("елка")] == [1]
     assert store.write(1, [StoredBlock(0, "k0", 1, "user", "Καφές")]) == "written"
@@ -1138,3 +1130,72 @@ def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Pat
     store.forget(1)
     assert store.search("καφες") == []
     assert store._run("INSERT INTO search(search) VALUES ('integrity-check')") == []
+
+
+def schema_3(path: Path, chats: dict[int, list[str]]) -> None:
+    """A store of schema 3 (its index unfolded) holding ``chats``: their prompts by id."""
+    old = sqlite3.connect(path, isolation_level=None)
+    for script in _store._MIGRATIONS[:3]:
+        for statement in _store._statements(script):
+            old.execute(statement)
+    old.execute("PRAGMA user_version = 3")
+    for chat_id, prompts in chats.items():
+        old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) "
+                    "VALUES (?, 'demo', '/p', 0, 0)", (chat_id,))  # fmt: skip
+        old.executemany(
+            "INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, ?, 1, 'user', ?)",
+            [(chat_id << _store.SEQ_BITS | seq, f"k{seq}", text) for seq, text in enumerate(prompts)],
+        )
+    old.close()
+
+
+def test_a_search_while_the_writer_migrates_the_file_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first open after an upgrade re-indexes the file (seconds for a large one).
+    A search made meanwhile (a chat opened, its writer migrating) waited its busy
+    timeout of 250 ms and said the file was locked "by another program"; it waits
+    for the migration, finds the old chats by their folded words, and the writer
+    keeps its chats."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["Ёлка"]})
+    # The writer's migration, once folding, held until the search waits for it (or failed).
+    folding, settled, unheld = threading.Event(), threading.Event(), _store.fold
+
+    def held(text: str) -> str:
+        folding.set()
+        settled.wait()
+        return unheld(text)
+
+    class Watched:
+        """The migration's lock, telling when a second thread waits for it."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            if not self.lock.acquire(blocking=False):
+                settled.set()
+                self.lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            self.lock.release()
+
+    monkeypatch.setattr(_store, "fold", held)
+    monkeypatch.setattr(_store, "_MIGRATING", Watched(), raising=False)
+    told: list[str] = []
+    writer = Writer(str(path), lambda message, level: told.append(message))
+    target = Target("demo", "/p")
+    writer.put(target, [StoredBlock(0, "k0", 1, "user", "Καφές")], {}, 1.0)
+    assert folding.wait(10)
+    reader = Reader(lambda: str(path), lambda: None, lambda store: None)
+    try:
+        found = reader.search("елка")
+    except StoreError as err:
+        found = [{"error": str(err)}]
+    finally:
+        settled.set()
+    assert [hit.get("id") for hit in found] == [1], found
+    assert writer.written(10) and told == []
+    assert [hit["id"] for hit in reader.search("καφες")] == [target.id]
+    writer.close()

@@ -48,6 +48,7 @@ import os
 import pathlib
 import re
 import sqlite3
+import threading
 import time
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -141,6 +142,11 @@ _MIGRATIONS: list[str] = [
     """,
 ]
 VERSION = len(_MIGRATIONS)
+# One thread of the host migrates the file; another opening it meanwhile waits for
+# that here, not its busy timeout: schema 4's re-index takes seconds on a large
+# file, after which a search (250 ms) said the file was locked "by another
+# program", and the writer (5 s) could turn the history off.
+_MIGRATING = threading.Lock()
 
 
 class StoreError(Exception):
@@ -279,7 +285,9 @@ class Store:
         db.execute("PRAGMA synchronous=NORMAL")
         if version == VERSION:
             return
-        with self._transaction():  # two Neovims opening a new file: one migrates
+        # Two Neovims opening a new file: one migrates; two threads of ours: one
+        # migrates and the other finds it done.
+        with _MIGRATING, self._transaction():
             version = db.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(_MIGRATIONS[version:], version + 1):
                 for statement in _statements(script):
