@@ -38,6 +38,7 @@ from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
 from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
+from tests.fakes.stores import schema_3
 
 
 def store_at(tmp_path: Path) -> Store:
@@ -1130,23 +1131,6 @@ def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Pat
     store.forget(1)
     assert store.search("καφες") == []
     assert store._run("INSERT INTO search(search) VALUES ('integrity-check')") == []
-
-
-def schema_3(path: Path, chats: dict[int, list[str]]) -> None:
-    """A store of schema 3 (its index unfolded) holding ``chats``: their prompts by id."""
-    old = sqlite3.connect(path, isolation_level=None)
-    for script in _store._MIGRATIONS[:3]:
-        for statement in _store._statements(script):
-            old.execute(statement)
-    old.execute("PRAGMA user_version = 3")
-    for chat_id, prompts in chats.items():
-        old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) "
-                    "VALUES (?, 'demo', '/p', 0, 0)", (chat_id,))  # fmt: skip
-        old.executemany(
-            "INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, ?, 1, 'user', ?)",
-            [(chat_id << _store.SEQ_BITS | seq, f"k{seq}", text) for seq, text in enumerate(prompts)],
-        )
-    old.close()
 
 
 def test_a_search_while_the_writer_migrates_the_file_waits_for_it(
