@@ -1183,3 +1183,28 @@ def test_a_search_while_the_writer_migrates_the_file_waits_for_it(
     assert writer.written(10) and told == []
     assert [hit["id"] for hit in reader.search("καφες")] == [target.id]
     writer.close()
+
+
+def test_an_older_acp_nvim_writing_the_upgraded_file_is_told_to_update(tmp_path: Path) -> None:
+    """An older acp.nvim still running with the file open when a newer one re-indexed
+    it has no fold function for the new index's triggers: its writes fail, retried,
+    and its user is told once (its writer's line, `history: cannot write, retrying:`
+    and the error). That said "no such function: acp_fold"; it says to update. The
+    newer one's chats lose nothing to its failing writes."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["kept before"]})
+    older = sqlite3.connect(path, isolation_level=None)  # opened before the upgrade
+    newer = Store(str(path))
+    chat = newer.new_chat("demo", "/p")
+    older.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError) as failed:
+        older.execute(
+            "INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k1', 1, 'agent', 'lost')",
+            (1 << _store.SEQ_BITS | 1,),
+        )
+    older.execute("ROLLBACK")
+    told = f"history: cannot write, retrying: {_store._describe(failed.value, str(path))}"
+    assert "newer acp.nvim" in told and "update" in told, told
+    assert newer.write(chat, [StoredBlock(0, "k0", 1, "user", "Kept after")]) == "written"
+    assert [h.chat.id for h in newer.search("kept")] == [chat, 1]
+    older.close()

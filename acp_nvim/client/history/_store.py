@@ -71,6 +71,11 @@ SEARCHED = ("user", "agent", "tool")
 # ``taken``, another Neovim wrote blocks after those this one knows of.
 Written = Literal["written", "forgotten", "taken"]
 
+# The SQL function the index's triggers fold words with (schema 4). An older
+# acp.nvim still running with the file open has none: each write of its fails with
+# "no such function: " and this name, the line its user is told (decision 0104).
+_FOLD = "acp_fold, of a newer acp.nvim: update this one (restart Neovim)"
+
 _MIGRATIONS: list[str] = [
     # 1: the first layout
     f"""
@@ -128,17 +133,17 @@ _MIGRATIONS: list[str] = [
     DROP TABLE search;
     CREATE VIRTUAL TABLE search USING fts5(text, content='');
     CREATE TRIGGER blocks_added AFTER INSERT ON blocks WHEN new.kind IN {SEARCHED} BEGIN
-        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, "{_FOLD}"(new.text));
     END;
     CREATE TRIGGER blocks_removed AFTER DELETE ON blocks WHEN old.kind IN {SEARCHED} BEGIN
-        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, "{_FOLD}"(old.text));
     END;
     CREATE TRIGGER blocks_changed AFTER UPDATE OF text ON blocks
     WHEN new.kind IN {SEARCHED} AND new.text != old.text BEGIN
-        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
-        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, "{_FOLD}"(old.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, "{_FOLD}"(new.text));
     END;
-    INSERT INTO search(rowid, text) SELECT id, acp_fold(text) FROM blocks WHERE kind IN {SEARCHED};
+    INSERT INTO search(rowid, text) SELECT id, "{_FOLD}"(text) FROM blocks WHERE kind IN {SEARCHED};
     """,
 ]
 VERSION = len(_MIGRATIONS)
@@ -245,7 +250,7 @@ class Store:
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
         # The index's triggers fold the words they index (schema 4).
-        self._db.create_function("acp_fold", 1, fold, deterministic=True)
+        self._db.create_function(_FOLD, 1, fold, deterministic=True)
         try:
             self._migrate()
         except sqlite3.Error as err:
