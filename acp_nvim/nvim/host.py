@@ -45,6 +45,8 @@ BUFFER_EVENTS = ("nvim_buf_lines_event", "nvim_buf_changedtick_event", "nvim_buf
 # An answer to acp.host.request: its reply handler only keeps it (never in a batch,
 # which the command-line window holds back).
 _REPLY = "require('acp.host').handlers.reply(...)"
+# Lua's requests that read the history file (Host._ask).
+_READS = ("history", "export")
 
 
 class Host:
@@ -57,7 +59,7 @@ class Host:
         self.worker = Worker(self._main)
         self.terminal_groups = TerminalGroups()
         self._started = False
-        # Lua's searches of the history, for the thread answering them (:meth:`_ask`).
+        # Lua's reads of the history, for the thread answering them (:meth:`_ask`).
         self._reads: queue.SimpleQueue[Callable[[], None]] | None = None
         atexit.register(kill_all)
 
@@ -218,11 +220,12 @@ class Host:
 
     def _ask(self, token: int, method: str, params: dict[str, Any]) -> None:
         """Answer Lua's request ``token`` (acp.host.request, waiting) now, not queued
-        behind the batches: an error is its message. A search of the history is
-        answered on a thread of its own: the file's first open after an upgrade
-        re-indexes it (seconds for a large one), which held every other message of
-        Neovim's, and every chat's stream to it, as long (decision 0104)."""
-        if method != "history":
+        behind the batches: an error is its message. A read of the history (a
+        search, an export) is answered on a thread of its own: the file's first open
+        after an upgrade re-indexes it (seconds for a large one), which held every
+        other message of Neovim's, and every chat's stream to it, as long (decision
+        0104)."""
+        if method not in _READS:
             self._reply(token, method, params)
             return
         if self._reads is None:
@@ -304,8 +307,8 @@ def _serve(calls: queue.SimpleQueue[Callable[[], None]]) -> None:
         call = calls.get()
         try:
             call()
-        except Exception:  # the next search is still answered
-            log.exception("answering a history search")
+        except Exception:  # the next read is still answered
+            log.exception("answering a read of the history")
 
 
 def _no_request(name: str, args: list[Any]) -> Any:
