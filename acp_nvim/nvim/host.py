@@ -17,8 +17,10 @@ import gc
 import importlib
 import logging
 import os
+import queue
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -43,6 +45,8 @@ BUFFER_EVENTS = ("nvim_buf_lines_event", "nvim_buf_changedtick_event", "nvim_buf
 # An answer to acp.host.request: its reply handler only keeps it (never in a batch,
 # which the command-line window holds back).
 _REPLY = "require('acp.host').handlers.reply(...)"
+# Lua's requests that read the history file (Host._ask).
+_READS = ("history", "export")
 
 
 class Host:
@@ -55,6 +59,8 @@ class Host:
         self.worker = Worker(self._main)
         self.terminal_groups = TerminalGroups()
         self._started = False
+        # Lua's reads of the history, for the thread answering them (:meth:`_ask`).
+        self._reads: queue.SimpleQueue[Callable[[], None]] | None = None
         atexit.register(kill_all)
 
     def __repr__(self) -> str:
@@ -214,7 +220,29 @@ class Host:
 
     def _ask(self, token: int, method: str, params: dict[str, Any]) -> None:
         """Answer Lua's request ``token`` (acp.host.request, waiting) now, not queued
-        behind the batches: an error is its message."""
+        behind the batches: an error is its message. A read of the history (a
+        search, an export) is answered on a thread of its own: the file's first open
+        after an upgrade re-indexes it (seconds for a large one), which held every
+        other message of Neovim's, and every chat's stream to it, as long (decision
+        0104)."""
+        if method not in _READS:
+            self._reply(token, method, params)
+            return
+        if self._reads is None:
+            self._reads = queue.SimpleQueue()
+            threading.Thread(
+                target=_serve, args=(self._reads,), name="acp-history-read", daemon=True
+            ).start()
+        self._reads.put(partial(self._reply, token, method, params, on_nvim=self.nvim.async_call))
+
+    def _reply(
+        self,
+        token: int,
+        method: str,
+        params: dict[str, Any],
+        on_nvim: Callable[..., None] | None = None,
+    ) -> None:
+        """:meth:`_ask`'s answer, sent through ``on_nvim`` from another thread."""
         result, error = None, None
         try:
             result = self._answer(method, params)
@@ -224,7 +252,10 @@ class Host:
             log.exception("answering %s", method)
             error = f"the Python side failed answering {method}: {err}"
         reply = {"kind": "reply", "token": token, "result": result, "error": error}
-        self.nvim.exec_lua(_REPLY, reply, async_=True)
+        if on_nvim is None:
+            self.nvim.exec_lua(_REPLY, reply, async_=True)
+        else:
+            on_nvim(self.nvim.exec_lua, _REPLY, reply, async_=True)
 
     def _answer(self, method: str, params: dict[str, Any]) -> Any:
         app = self._ensure_started()
@@ -236,7 +267,7 @@ class Host:
             case "mcp":
                 return self.worker.call(app.mcp_status)
             case "history":
-                # Read here, on the pynvim thread: a search never waits for the worker.
+                # Read on the thread answering searches (_ask): never waiting for the worker.
                 search = app.history.reader.search
                 query, agent, cwd = params.get("query"), params.get("agent"), params.get("cwd")
                 limit = params.get("limit")
@@ -268,6 +299,16 @@ class Host:
         if self._started and self.app is not None:
             self.worker.stop(self.app.shutdown)
         kill_all()
+
+
+def _serve(calls: queue.SimpleQueue[Callable[[], None]]) -> None:
+    """Make ``calls`` one after another, on this thread (one connection to the file)."""
+    while True:
+        call = calls.get()
+        try:
+            call()
+        except Exception:  # the next read is still answered
+            log.exception("answering a read of the history")
 
 
 def _no_request(name: str, args: list[Any]) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from acp_nvim.client.history import Store
+from tests.fakes.stores import schema_3
 from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
@@ -663,6 +664,50 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
     assert "echo: again" in editor.transcript_text()
     assert editor.lua("return require('acp').status().history") is None
     assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("read", "found"),
+    [
+        ("#require('acp').history({query = 'STRASSE'})", 1),  # ß folded: indexed again
+        (  # the buffer it shows the chat in
+            "table.concat(vim.api.nvim_buf_get_lines(require('acp').export(nil, {history = 1}),"
+            " 0, -1, false), '\\n'):find('Die Straße', 1, true) ~= nil",
+            True,
+        ),
+    ],
+)
+def test_the_first_read_after_an_upgrade_holds_up_nothing_else(
+    editor: Editor, read: str, found: object
+) -> None:
+    """The first open of an older file re-indexes it (schema 4: seconds for a large
+    one). A search or export as the first thing opened it on the host's thread
+    that takes Neovim's messages: until it was done, nothing else asked of the host
+    was answered, and no chat's stream reached Neovim. The host answers meanwhile
+    (Neovim's loop runs: it waits with vim.wait), and the search finds the old
+    chats by their folded words."""
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    store.parent.mkdir(parents=True)
+    # Some 10 MB to index again: far longer than a question to the host and back.
+    filler = ["Ёлка и Йошкар-Ола, καφές στην Αθήνα. " * 50] * 20
+    schema_3(store, {1: ["Die Straße"]} | {chat: filler for chat in range(2, 300)})
+    editor.setup(agents=agents(editor), default_agent="kept")
+    answered = editor.lua(
+        f"""
+        local host = require('acp.host')
+        local answered, reply = {{}}, host.handlers.reply
+        host.handlers.reply = function(item)
+          answered[#answered + 1] = item.result == 'pong' and 'ping' or 'read'
+          reply(item)
+        end
+        -- Asked from Neovim's loop while the read waits for its answer.
+        vim.defer_fn(function() host.ask('ping', {{}}, function() end) end, 0)
+        local found = {read}
+        host.handlers.reply = reply
+        return {{answered, found}}
+        """
+    )
+    assert answered == [["ping", "read"], found]
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from acp_nvim.client.session.model import Attachment, DiffPart, ToolCallPatch
 from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
+from tests.fakes.stores import schema_3
 
 
 def store_at(tmp_path: Path) -> Store:
@@ -632,6 +633,26 @@ def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None
 
 
 
+@pytest.mark.parametrize("title", ["# Goal look at this ##", "##", "C# notes #"])
+def test_an_exported_title_ending_in_hashes_keeps_them(title: str) -> None:
+    """The v1 demo's title "# Goal look at this ##" was exported as the heading
+    `# # Goal look at this ##`, whose last `##` Markdown reads as the heading's
+    closing sequence: the title lost it when rendered. A tool call's title too."""
+    data = {"kind": "read", "status": "completed", "content": []}
+    blocks = [StoredBlock(0, "t1", 1, "tool", title, json.dumps(data))]
+    lines = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0, title=title), blocks).split("\n")
+    headings = [line for line in lines if line.startswith(("# ", "### Tool: "))]
+    # Each heading's words as CommonMark renders them: its closing sequence (#s
+    # after a space, at the end) dropped, then an escaped # read as one.
+    shown = [
+        re.sub(r"(^|[ \t])#+[ \t]*$", "", line.split(" ", 1)[1].removeprefix("Tool: "))
+        .strip()
+        .replace("\\#", "#")
+        for line in headings
+    ]
+    assert shown == [title, title]
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: int) -> None:
     """Its diff's file is named from the chat's directory, as the transcript names
@@ -1102,15 +1123,7 @@ def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Pat
     """A store of schema 3 (its index unfolded) is indexed again as it is opened:
     its old chats are found as new ones are, and writes keep the index whole."""
     path = tmp_path / "h.sqlite3"
-    old = sqlite3.connect(path, isolation_level=None)
-    for script in _store._MIGRATIONS[:3]:
-        for statement in _store._statements(script):
-            old.execute(statement)
-    old.execute("PRAGMA user_version = 3")
-    old.execute("INSERT INTO chats(id, agent, cwd, created_at, updated_at) VALUES (1, 'demo', '/p', 0, 0)")
-    old.execute("INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k0', 1, 'user', 'Ёлка')",
-                (1 << _store.SEQ_BITS,))  # fmt: skip
-    old.close()
+    schema_3(path, {1: ["Ёлка"]})
     store = Store(str(path))
     assert [h.chat.id for h in store.search("елка")] == [1]
     assert store.write(1, [StoredBlock(0, "k0", 1, "user", "Καφές")]) == "written"
@@ -1118,3 +1131,80 @@ def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Pat
     store.forget(1)
     assert store.search("καφες") == []
     assert store._run("INSERT INTO search(search) VALUES ('integrity-check')") == []
+
+
+def test_a_search_while_the_writer_migrates_the_file_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first open after an upgrade re-indexes the file (seconds for a large one).
+    A search made meanwhile (a chat opened, its writer migrating) waited its busy
+    timeout of 250 ms and said the file was locked "by another program"; it waits
+    for the migration, finds the old chats by their folded words, and the writer
+    keeps its chats."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["Ёлка"]})
+    # The writer's migration, once folding, held until the search waits for it (or failed).
+    folding, settled, unheld = threading.Event(), threading.Event(), _store.fold
+
+    def held(text: str) -> str:
+        folding.set()
+        settled.wait()
+        return unheld(text)
+
+    class Watched:
+        """The migration's lock, telling when a second thread waits for it."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            if not self.lock.acquire(blocking=False):
+                settled.set()
+                self.lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            self.lock.release()
+
+    monkeypatch.setattr(_store, "fold", held)
+    monkeypatch.setattr(_store, "_MIGRATING", Watched(), raising=False)
+    told: list[str] = []
+    writer = Writer(str(path), lambda message, level: told.append(message))
+    target = Target("demo", "/p")
+    writer.put(target, [StoredBlock(0, "k0", 1, "user", "Καφές")], {}, 1.0)
+    assert folding.wait(10)
+    reader = Reader(lambda: str(path), lambda: None, lambda store: None)
+    try:
+        found = reader.search("елка")
+    except StoreError as err:
+        found = [{"error": str(err)}]
+    finally:
+        settled.set()
+    assert [hit.get("id") for hit in found] == [1], found
+    assert writer.written(10) and told == []
+    assert [hit["id"] for hit in reader.search("καφες")] == [target.id]
+    writer.close()
+
+
+def test_an_older_acp_nvim_writing_the_upgraded_file_is_told_to_update(tmp_path: Path) -> None:
+    """An older acp.nvim still running with the file open when a newer one re-indexed
+    it has no fold function for the new index's triggers: its writes fail, retried,
+    and its user is told once (its writer's line, `history: cannot write, retrying:`
+    and the error). That said "no such function: acp_fold"; it says to update. The
+    newer one's chats lose nothing to its failing writes."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["kept before"]})
+    older = sqlite3.connect(path, isolation_level=None)  # opened before the upgrade
+    newer = Store(str(path))
+    chat = newer.new_chat("demo", "/p")
+    older.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError) as failed:
+        older.execute(
+            "INSERT INTO blocks(id, key, turn, kind, text) VALUES (?, 'k1', 1, 'agent', 'lost')",
+            (1 << _store.SEQ_BITS | 1,),
+        )
+    older.execute("ROLLBACK")
+    told = f"history: cannot write, retrying: {_store._describe(failed.value, str(path))}"
+    assert "newer acp.nvim" in told and "update" in told, told
+    assert newer.write(chat, [StoredBlock(0, "k0", 1, "user", "Kept after")]) == "written"
+    assert [h.chat.id for h in newer.search("kept")] == [chat, 1]
+    older.close()

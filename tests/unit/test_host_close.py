@@ -3,6 +3,7 @@ pynvim thread (acp_nvim/nvim/host.py), without Neovim."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,14 +42,19 @@ class Replies:
 
     def __init__(self) -> None:
         self.replies: list[dict[str, Any]] = []
+        self.replied = threading.Event()
 
     def exec_lua(self, code: str, reply: dict[str, Any], async_: bool = False) -> None:
         self.replies.append(reply)
+        self.replied.set()
+
+    def async_call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        fn(*args, **kwargs)
 
 
 def test_a_search_right_after_a_close_finds_the_chats_last_turn(tmp_path: Path) -> None:
     """`:AcpClose` then at once `require("acp").history({query = ...})` from one
-    script: the search, answered on the pynvim thread, read the file before the
+    script: the search, answered at once, read the file before the
     worker's loop had run the close that hands the chat's last changes to the
     writer (reads wait only for what was handed over when asked), so the turn just
     ended was not found. The close now hands them over before the host reads
@@ -74,6 +80,7 @@ def test_a_search_right_after_a_close_finds_the_chats_last_turn(tmp_path: Path) 
             ask = {"token": 1, "method": "history", "params": {"query": "close"}}
             host.on_notification("acp", ["ask", ask])
             await loop.run()
+            await anyio.to_thread.run_sync(replies.replied.wait, 10)
             await history.close()
             group.cancel_scope.cancel()
         return replies.replies

@@ -389,7 +389,7 @@ class ChatLifecycle:
         """Close chat ``chat_id`` as far as a call on the loop goes: gone from the
         open chats, its last changes handed to the history's writer. Neovim's close
         does this before its next message is read, so a history search it asks next
-        (answered on the pynvim thread) reads them (decision 0043); :meth:`close`
+        (answered at once, off the loop) reads them (decision 0043); :meth:`close`
         does the rest."""
         if chat_id in self._closing:
             return

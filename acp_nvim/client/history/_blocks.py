@@ -60,7 +60,7 @@ from acp_nvim.client.session.model import (
     ToolCall,
     attached_line,
 )
-from acp_nvim.client.session.prose import nested
+from acp_nvim.client.session.prose import heading_words, nested
 from acp_nvim.client.session.workspace import KeptWorktree, Workspace, shown_path
 from acp_nvim.review import format_unified
 
@@ -431,7 +431,7 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     and reply, thoughts as quotes under their heading, tool calls (their diffs in fenced blocks with
     ``diffs``), plans, and each turn's end with its usage."""
     title = chat.name or chat.title or f"Chat {chat.id}"
-    lines = [f"# {title}", "", f"- Agent: {chat.agent}", f"- Directory: {chat.cwd}"]
+    lines = [f"# {heading_words(title)}", "", f"- Agent: {chat.agent}", f"- Directory: {chat.cwd}"]
     # A worktree chat's files are named from its directory there, as its transcript
     # names them; the review's are the user's, from ``chat.cwd``.
     kept = kept_worktree(chat.worktree)
@@ -485,7 +485,8 @@ def _tool_markdown(
 ) -> list[str]:
     """A tool call as Markdown: files named as the transcript names them (``cwd``:
     the chat's directory, which the export's header gives)."""
-    lines = [f"### Tool: {call.title or call.kind}", "", f"`{call.kind}` · {call.status}"]
+    title = heading_words(call.title or call.kind)
+    lines = [f"### Tool: {title}", "", f"`{call.kind}` · {call.status}"]
     for part in call.content:
         if isinstance(part, DiffPart):
             path = shown_path(part.path, cwd)

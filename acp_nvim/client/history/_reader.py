@@ -1,8 +1,9 @@
 """Reads of the history file on the calling thread: the search, the export, what the
 session picker and a resume ask of it.
 
-A search is Neovim's request, answered on the pynvim thread without waiting for the
-worker's loop: each thread reads through a connection of its own. Every read first
+A search is Neovim's request, answered on a thread of the host's own (not the one
+taking Neovim's messages) without waiting for the worker's loop: each thread reads
+through a connection of its own. Every read first
 waits for the writer to write what it was handed before (a chat closed just now: its
 last changes), a bounded wait on the reading thread.
 """

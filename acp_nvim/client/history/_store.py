@@ -48,6 +48,7 @@ import os
 import pathlib
 import re
 import sqlite3
+import threading
 import time
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -69,6 +70,11 @@ SEARCHED = ("user", "agent", "tool")
 # What became of a chat's write: ``forgotten``, the chat was deleted meanwhile;
 # ``taken``, another Neovim wrote blocks after those this one knows of.
 Written = Literal["written", "forgotten", "taken"]
+
+# The SQL function the index's triggers fold words with (schema 4). An older
+# acp.nvim still running with the file open has none: each write of its fails with
+# "no such function: " and this name, the line its user is told (decision 0104).
+_FOLD = "acp_fold, of a newer acp.nvim: update this one (restart Neovim)"
 
 _MIGRATIONS: list[str] = [
     # 1: the first layout
@@ -127,20 +133,25 @@ _MIGRATIONS: list[str] = [
     DROP TABLE search;
     CREATE VIRTUAL TABLE search USING fts5(text, content='');
     CREATE TRIGGER blocks_added AFTER INSERT ON blocks WHEN new.kind IN {SEARCHED} BEGIN
-        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, "{_FOLD}"(new.text));
     END;
     CREATE TRIGGER blocks_removed AFTER DELETE ON blocks WHEN old.kind IN {SEARCHED} BEGIN
-        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, "{_FOLD}"(old.text));
     END;
     CREATE TRIGGER blocks_changed AFTER UPDATE OF text ON blocks
     WHEN new.kind IN {SEARCHED} AND new.text != old.text BEGIN
-        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, acp_fold(old.text));
-        INSERT INTO search(rowid, text) VALUES (new.id, acp_fold(new.text));
+        INSERT INTO search(search, rowid, text) VALUES ('delete', old.id, "{_FOLD}"(old.text));
+        INSERT INTO search(rowid, text) VALUES (new.id, "{_FOLD}"(new.text));
     END;
-    INSERT INTO search(rowid, text) SELECT id, acp_fold(text) FROM blocks WHERE kind IN {SEARCHED};
+    INSERT INTO search(rowid, text) SELECT id, "{_FOLD}"(text) FROM blocks WHERE kind IN {SEARCHED};
     """,
 ]
 VERSION = len(_MIGRATIONS)
+# One thread of the host migrates the file; another opening it meanwhile waits for
+# that here, not its busy timeout: schema 4's re-index takes seconds on a large
+# file, after which a search (250 ms) said the file was locked "by another
+# program", and the writer (5 s) could turn the history off.
+_MIGRATING = threading.Lock()
 
 
 class StoreError(Exception):
@@ -239,7 +250,7 @@ class Store:
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
         # The index's triggers fold the words they index (schema 4).
-        self._db.create_function("acp_fold", 1, fold, deterministic=True)
+        self._db.create_function(_FOLD, 1, fold, deterministic=True)
         try:
             self._migrate()
         except sqlite3.Error as err:
@@ -279,7 +290,9 @@ class Store:
         db.execute("PRAGMA synchronous=NORMAL")
         if version == VERSION:
             return
-        with self._transaction():  # two Neovims opening a new file: one migrates
+        # Two Neovims opening a new file: one migrates; two threads of ours: one
+        # migrates and the other finds it done.
+        with _MIGRATING, self._transaction():
             version = db.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(_MIGRATIONS[version:], version + 1):
                 for statement in _statements(script):

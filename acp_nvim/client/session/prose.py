@@ -18,7 +18,7 @@ document that holds it (the export's, a seed's).
 
 from __future__ import annotations
 
-__all__ = ["Prose", "Streams", "fence_after", "nested", "reflow"]
+__all__ = ["Prose", "Streams", "fence_after", "heading_words", "nested", "reflow"]
 
 import re
 
@@ -29,6 +29,8 @@ _UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 # A quote, list item or table row: a line after it continues it, not a paragraph.
 _OPENS_BLOCK = re.compile(r" {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|\|)")
 # A thematic break or a setext heading's underline.
+# A heading's closing sequence: the #s ending it after a space (or alone).
+_CLOSING = re.compile(r"(^|[ \t])(#+[ \t]*)$")
 _RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
 _DIGITS = "0123456789"
 _INDENT = re.compile(r"[ \t]*")
@@ -193,6 +195,17 @@ class Prose:
         if _HEADING.match(line) or _RULE.match(line) or stripped[0] in "|<":
             return True, None, False
         return line.endswith(("  ", "\\")), None, True
+
+
+def heading_words(text: str) -> str:
+    """``text`` as the words of an ATX heading: a run of ``#`` ending it after a
+    space (a title "look at this ##") escaped, which Markdown reads as the
+    heading's closing sequence and drops.
+
+    >>> heading_words("look at this ##")
+    'look at this \\\\##'
+    """
+    return _CLOSING.sub(r"\1\\\2", text)
 
 
 def nested(lines: list[str], levels: int) -> list[str]:
