@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.disk import read_only, small_disk
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines, run, start
 from tests.nvim.test_permissions import wait_text
@@ -626,3 +627,38 @@ def test_a_reject_removes_a_binary_file_whose_buffer_cannot_be_emptied_and_says_
     )
     assert not made.exists()
     assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == ["\x00made"]
+
+
+def test_a_reject_restore_or_undo_in_a_read_only_directory_says_why_and_loses_nothing(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Writing a file with no text back can fail where a text's write would (a
+    read-only directory, a full disk): the reject, the restore and the undo of a
+    reject crashed on it, the review and the disk left to disagree. Each now says
+    why, the file and its change stay as they were, and all goes once it can."""
+    with small_disk(tmp_path / "project" / "locked") as locked:
+        logo = locked / "logo.png"
+        logo.write_bytes(PNG)
+        buf = start(editor, logo)
+        agents = PNG + b"\x00more"
+        run(editor, [shell_bytes(logo, agents)])
+        read_only(locked)
+        why = f"cannot write {logo}: Read-only file system"
+        told = f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({why!r}, 1, true) end)"
+        for decide in ("require('acp').reject()", "require('acp').restore(1)"):
+            editor.lua(decide)
+            editor.wait(told, what="told why")
+            editor.lua("_G.acp_notices = {}")
+            assert binaries(editor)["logo.png"]["binary"]["status"] == "pending"
+            assert logo.read_bytes() == agents
+        read_only(locked, False)
+        editor.lua("require('acp').reject()")
+        editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+        assert logo.read_bytes() == PNG
+        read_only(locked)
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+        editor.as_typed("undo")
+        editor.wait(told, what="the undo told why")
+        assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
+        assert logo.read_bytes() == PNG
+        read_only(locked, False)
