@@ -175,6 +175,35 @@ def test_clean_tracked_binary_files_come_back_from_git(editor: Editor, tmp_path:
     assert logo.read_bytes() == PNG and gone.read_bytes() == b"\x00gone"
 
 
+def test_a_clean_tracked_binary_file_over_2_mib_is_known_by_its_digest(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Git's index gave a clean tracked file's bytes whole, however large, and the
+    review held them: a 2 GB asset the agent changed was held in memory. Over the
+    2 MiB a file's bytes are kept to, as elsewhere, only their digest is: the change
+    says a reject cannot restore it, and a file written again with the same bytes
+    is still no change."""
+    project = tmp_path / "project"
+    data = b"\x00" * (2 * 1024 * 1024 + 1)  # past the 2 MiB a file's bytes are kept to
+    big, same = project / "big.bin", project / "same.bin"
+    big.write_bytes(data)
+    same.write_bytes(data + b"same")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                 "commit", "-qm", "x"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=project, check=True)
+    start(editor)
+    run(editor, [shell_bytes(big, b"\x00small"), {"rewrite": {"path": str(same)}}])
+    found = binaries(editor)
+    assert list(found) == ["big.bin"]
+    assert found["big.bin"]["binary"]["restorable"] is False
+    editor.lua("require('acp').reject()")
+    editor.wait(
+        "vim.iter(_G.acp_notices or {}):any(function(n) return n.msg:find('cannot be restored') end)",
+        what="told",
+    )
+    assert big.read_bytes() == b"\x00small"
+
+
 def test_restore_takes_binary_files_back_and_says_which_it_could_not(
     editor: Editor, tmp_path: Path
 ) -> None:
