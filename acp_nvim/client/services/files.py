@@ -305,12 +305,15 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
             said, e.g. "No space left on device"); the file is untouched then.
     """
     _make_parents(path)
-    write_bytes(os.path.realpath(path), encode_file(text, like), named=path)  # through a symlink
+    try:
+        replace_file(os.path.realpath(path), encode_file(text, like))  # through a symlink
+    except _OS_ERRORS as err:  # ValueError: text the encoding cannot hold
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
 
-def write_bytes(path: str, data: bytes, *, named: str | None = None) -> None:
+def write_bytes(path: str, data: bytes) -> None:
     """:func:`replace_file`, whose failure (a read-only directory, a full disk) is
-    told as the reason, ``path`` named ``named``.
+    told with its reason, as :func:`write_disk` tells it.
 
     Raises:
         FileError: a directory or special file, or the write failed; the file is
@@ -318,8 +321,8 @@ def write_bytes(path: str, data: bytes, *, named: str | None = None) -> None:
     """
     try:
         replace_file(path, data)
-    except _OS_ERRORS as err:
-        raise FileError("io", f"cannot write {named or path}: {_reason(err)}") from None
+    except OSError as err:
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
 
 def _make_parents(path: str) -> None:
