@@ -1,4 +1,5 @@
-"""A real full disk for the tests: a small tmpfs, mounted where root may mount one.
+"""A real full disk (or a read-only one) for the tests: a small tmpfs, mounted where
+root may mount one.
 
 Both suites use it (``tests/unit``, ``tests/nvim``): a test asks for a directory on
 a file system with a few kilobytes left, and skips, saying why, where none can be
@@ -41,3 +42,10 @@ def small_disk(directory: Path) -> Iterator[Path]:
         yield directory
     finally:
         subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def read_only(directory: Path, read_only: bool = True) -> None:
+    """Make the tmpfs :func:`small_disk` mounted on ``directory`` read-only (or
+    writable again): a directory even root cannot write in."""
+    mode = "remount,ro" if read_only else "remount,rw"
+    subprocess.run(["mount", "-o", mode, str(directory)], check=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.disk import read_only, small_disk
 from tests.nvim.conftest import Editor
 from tests.nvim.test_files import lines, run, start
 from tests.nvim.test_permissions import wait_text
@@ -172,6 +173,35 @@ def test_clean_tracked_binary_files_come_back_from_git(editor: Editor, tmp_path:
     editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
     editor.wait(f"{status_of('gone.bin')} == 'rejected'", what="rejected")
     assert logo.read_bytes() == PNG and gone.read_bytes() == b"\x00gone"
+
+
+def test_a_clean_tracked_binary_file_over_2_mib_is_known_by_its_digest(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Git's index gave a clean tracked file's bytes whole, however large, and the
+    review held them: a 2 GB asset the agent changed was held in memory. Over the
+    2 MiB a file's bytes are kept to, as elsewhere, only their digest is: the change
+    says a reject cannot restore it, and a file written again with the same bytes
+    is still no change."""
+    project = tmp_path / "project"
+    data = b"\x00" * (2 * 1024 * 1024 + 1)  # past the 2 MiB a file's bytes are kept to
+    big, same = project / "big.bin", project / "same.bin"
+    big.write_bytes(data)
+    same.write_bytes(data + b"same")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                 "commit", "-qm", "x"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=project, check=True)
+    start(editor)
+    run(editor, [shell_bytes(big, b"\x00small"), {"rewrite": {"path": str(same)}}])
+    found = binaries(editor)
+    assert list(found) == ["big.bin"]
+    assert found["big.bin"]["binary"]["restorable"] is False
+    editor.lua("require('acp').reject()")
+    editor.wait(
+        "vim.iter(_G.acp_notices or {}):any(function(n) return n.msg:find('cannot be restored') end)",
+        what="told",
+    )
+    assert big.read_bytes() == b"\x00small"
 
 
 def test_restore_takes_binary_files_back_and_says_which_it_could_not(
@@ -626,3 +656,38 @@ def test_a_reject_removes_a_binary_file_whose_buffer_cannot_be_emptied_and_says_
     )
     assert not made.exists()
     assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == ["\x00made"]
+
+
+def test_a_reject_restore_or_undo_in_a_read_only_directory_says_why_and_loses_nothing(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Writing a file with no text back can fail where a text's write would (a
+    read-only directory, a full disk): the reject, the restore and the undo of a
+    reject crashed on it, the review and the disk left to disagree. Each now says
+    why, the file and its change stay as they were, and all goes once it can."""
+    with small_disk(tmp_path / "project" / "locked") as locked:
+        logo = locked / "logo.png"
+        logo.write_bytes(PNG)
+        buf = start(editor, logo)
+        agents = PNG + b"\x00more"
+        run(editor, [shell_bytes(logo, agents)])
+        read_only(locked)
+        why = f"cannot write {logo}: Read-only file system"
+        told = f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({why!r}, 1, true) end)"
+        for decide in ("require('acp').reject()", "require('acp').restore(1)"):
+            editor.lua(decide)
+            editor.wait(told, what="told why")
+            editor.lua("_G.acp_notices = {}")
+            assert binaries(editor)["logo.png"]["binary"]["status"] == "pending"
+            assert logo.read_bytes() == agents
+        read_only(locked, False)
+        editor.lua("require('acp').reject()")
+        editor.wait(f"{status_of('logo.png')} == 'rejected'", what="rejected")
+        assert logo.read_bytes() == PNG
+        read_only(locked)
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+        editor.as_typed("undo")
+        editor.wait(told, what="the undo told why")
+        assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
+        assert logo.read_bytes() == PNG
+        read_only(locked, False)

@@ -80,3 +80,25 @@ def test_the_agents_own_count_of_a_turn_shows_at_its_end(editor: Editor, version
     editor.wait_event("AcpTurnEnd", count=2)
     assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 —*"
     assert "turn_tokens" not in editor.lua("return require('acp').status().usage")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_reopened_chat_says_what_its_last_turn_used(editor: Editor, version: int) -> None:
+    """Reopened, a chat's status said nothing of its usage (no ``turn``, no
+    ``turn_tokens``, not even the context) while its last turn's end line shows
+    the figures: a statusline built on ``status().usage`` went blank until the
+    next turn. It says what it said before the chat closed."""
+    agents = {"fake": editor.fake_agent("counted")}
+    editor.setup(agents=agents, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('one')")
+    editor.wait_event("AcpTurnEnd")
+    before = editor.lua("return require('acp').status().usage")
+    assert set(before) >= {"turn", "turn_tokens", "session", "used"}
+    [entry] = kept(editor, "one")
+    stored = f"require('acp.host').request('export', {{history = {entry['id']}}})"
+    editor.wait(f"{stored}:find('Turn ended', 1, true) ~= nil", what="its turn end kept")
+    editor.nvim.command("AcpClose")
+    editor.reopen_last()
+    assert editor.transcript()[-1] == "*— end_turn · 1.2k tokens · $0.05 · 35.0k in · 900 out —*"
+    assert editor.lua("return require('acp').status().usage") == before

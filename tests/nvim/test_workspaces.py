@@ -545,6 +545,30 @@ def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_asks(
     assert not (project / "f.txt").stat().st_mode & 0o100
 
 
+def test_closing_a_worktree_chat_names_both_hunks_and_execute_bits_that_wait(
+    editor: Editor,
+) -> None:
+    """A hunk waits and the agent made another file executable: the close asked
+    about the hunk alone, and the user kept or removed the worktree not told of the
+    execute bit. The question names both."""
+    repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    (worktree / "g.txt").chmod(0o755)  # as the agent's shell does, in its worktree
+    send(editor, chat, "write f.txt agent")
+    editor.wait("require('acp').chats()[1].waiting == 1", what="a hunk waiting")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').chats() == 0", what="the chat closed")
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == (
+        "1 hunk waits and the agent changed the execute bit of g.txt "
+        f"in the worktree of ws #{chat}"
+    )
+
+
 def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")

@@ -36,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from acp_nvim.client.editor import RenderOp
+from acp_nvim.client.editor import RenderOp, TurnTokens
 from acp_nvim.client.history._store import ChatRow, StoredBlock
 from acp_nvim.client.session import view
 from acp_nvim.client.session.model import (
@@ -245,16 +245,32 @@ class _Report(msgspec.Struct, frozen=True, omit_defaults=True):
     session: _Spent | None = None
 
 
+class _TurnUsed(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a turn's end kept beside the report: what the last turn used (the
+    status's ``turn``, where known), the agent's own count of it."""
+
+    turn: _Spent | None = None
+    turn_tokens: TurnTokens | None = None
+
+
 def turn_report(blocks: Sequence[StoredBlock]) -> dict[str, Any] | None:
     """The usage report the last turn end of ``blocks`` kept (a turn's blocks: when it
-    ended), with what its session's turns had used; None where none was kept or it
-    does not read (a damaged row)."""
+    ended), with what its session's turns had used and, where kept, what the turn
+    used (:class:`_TurnUsed`, left out where it does not read); None where no report
+    was kept or it does not read (a damaged row)."""
     ends = [block for block in blocks if block.kind == "turn"]
+    if not ends:
+        return None
+    data = _data(ends[-1])
     try:
-        report = msgspec.convert(_data(ends[-1]).get("usage"), _Report) if ends else None
+        report = msgspec.convert(data.get("usage"), _Report)
     except msgspec.ValidationError:
         return None
-    return msgspec.to_builtins(report)  # type: ignore[no-any-return]
+    try:
+        used = msgspec.convert(data, _TurnUsed)
+    except msgspec.ValidationError:
+        used = _TurnUsed()
+    return msgspec.to_builtins(report) | msgspec.to_builtins(used)  # type: ignore[no-any-return]
 
 
 def waiting_files(blocks: Sequence[StoredBlock]) -> list[str]:

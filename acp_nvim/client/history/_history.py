@@ -233,11 +233,16 @@ class History:
         prefix = f"#h{row.id}:"
         shown = record.start_with(blocks, row.branches, row.turns, prefix, written=True)
         chat.session.session_id = row.session_id or ""
-        # Each session goes on from its last turn's report (the shown branch's last).
+        # Each session goes on from its last turn's report (the shown branch's last);
+        # the status shows what the shown branch's last turn used, as its end line.
         for branch in reversed(chat.branches.all):
             last = branch.turns[-1] if branch.turns else None
             if last is not None and last.report is not None and last.session_id:
-                chat.usage.reopened(last.session_id, last.report)
+                on = branch is chat.branches.shown
+                report = chat.usage.reopened(last.session_id, last.report, shown=on)
+                if on:
+                    chat.session.usage = report
+        usage = chat.usage.status(chat.session.usage)
         if row.title is not None:
             chat.keep_title(row.title)
         await self._draw(chat, shown, prefix)
@@ -253,6 +258,7 @@ class History:
             name=row.name,
             session_id=row.session_id,
             protocol_version=row.protocol_version,
+            **({"usage": usage} if usage else {}),
         )
 
     @staticmethod

@@ -212,6 +212,8 @@ class ChatRecord:
                 data = {"stop_reason": session.stop_reason, "usage": usage}
                 if self.chat.usage.turn_tokens is not None:  # the agent's own: the export's
                     data["turn_tokens"] = self.chat.usage.turn_tokens
+                if self.chat.usage.turn is not None:  # the status's, once reopened
+                    data["turn"] = self.chat.usage.turn
                 self._turn_ends[key] = self.chat.turn
             self._notices[key] = (kind, op["lines"], data)
         if key not in self._between:

@@ -95,7 +95,7 @@ class ByteUndo:
             if data is None:  # a file the agent made, removed again
                 await anyio.to_thread.run_sync(files.remove_disk, path)
             else:
-                await anyio.to_thread.run_sync(files.replace_file, path, data)
+                await anyio.to_thread.run_sync(files.write_bytes, path, data)
         except files.FileError as err:
             self.editor.notify(str(err), "warn")
             return True

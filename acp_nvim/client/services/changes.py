@@ -873,7 +873,7 @@ async def put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | 
     if data is None:
         await anyio.to_thread.run_sync(files.remove_disk, path)
     else:
-        await anyio.to_thread.run_sync(files.replace_file, path, data)
+        await anyio.to_thread.run_sync(files.write_bytes, path, data)
     disk.seen(path)
     await (_emptied(editor, path) if data is None else editor.reload_buffers([path]))
 

@@ -55,7 +55,7 @@ import msgspec
 from acp_nvim.client.editor import BufferState, Editor
 from acp_nvim.client.services import files
 from acp_nvim.client.services.files import FileError, Stat, stat_of
-from acp_nvim.client.services.git import GitState
+from acp_nvim.client.services.git import GitState, IndexedBytes
 from acp_nvim.client.services.tree_watch import News, TreeWatch
 from acp_nvim.client.session.model import ChangesPart, ContentPart, DiffPart, Location, ToolCall
 from acp_nvim.client.session.workspace import shown_path
@@ -435,6 +435,25 @@ def _read_from(
     return found.text, files.encoding_of(decoded)
 
 
+async def _bytes_elsewhere(
+    snapshots: dict[str, files.Document], gits: list[GitState], path: str
+) -> IndexedBytes | None:
+    """The bytes of ``path`` before the turn where no snapshot of its own kept them:
+    its text then (``snapshots``), encoded as it was read; git's, were it clean, up
+    to :data:`SNAPSHOT_MAX_BYTES` (a larger file's digest: decision 0099)."""
+    snapshot = snapshots.get(path)
+    if snapshot is not None and snapshot.text is not None:
+        try:
+            return IndexedBytes(encode_file(snapshot.text, snapshot.encoding), True)
+        except ValueError:
+            return None
+    for state in gits:
+        found = await anyio.to_thread.run_sync(state.clean_bytes, path, SNAPSHOT_MAX_BYTES)
+        if found is not None:
+            return found
+    return None
+
+
 def call_paths(
     content: Sequence[ContentPart], locations: Sequence[Location], cwd: str
 ) -> list[tuple[str, Edit]]:
@@ -683,13 +702,13 @@ class DiskChanges:
             return True
         if path in self._snapshots or self._absent_at_start(path):
             return False
-        indexed = await self._bytes_elsewhere(path)
-        return indexed is not None and "\0" in decode_file(indexed[:8192]).text
+        indexed = await _bytes_elsewhere(self._snapshots, self._gits, path)
+        return indexed is not None and "\0" in decode_file(indexed.data[:8192]).text
 
     async def _record_binary(self, path: str, stat: Stat | None) -> bool:
         """Record a change of ``path``, a file with no text (or none now: ``stat``
         None), as a whole: what it held before the turn, if kept (decision 0099)."""
-        existed, before = await self._bytes_before(path)
+        existed, before, was = await self._bytes_before(path)
         start = self._start.stats.get(path)
         before_size = len(before) if before is not None else (start[0] if start else None)
         if existed and before is not None and stat is not None and before_size == stat[0]:
@@ -699,45 +718,38 @@ class DiskChanges:
         kind: FileKind = "patch" if path in self._patches else "disk"
         size = stat[0] if stat is not None else None
         left = await anyio.to_thread.run_sync(files.digest_of, path) if stat is not None else None
+        if was is not None and left == was:
+            return False  # the same: of bytes too large to keep, only the digest tells
         self.store.record_binary(
-            path, before, before_size, size, existed=existed, kind=kind, left=left
-        )
+            path, before, before_size, size, existed=existed, kind=kind, left=left,
+            before_digest=was,
+        )  # fmt: skip
         return True
 
-    async def _bytes_before(self, path: str) -> tuple[bool, bytes | None]:
-        """Whether ``path`` was there before this turn's change of it, and its bytes
-        then (None: not kept). A file the turn changed as text first (it turned
-        binary since) was what rejecting that text change would leave: the text
-        before the turn with the hunks accepted meanwhile and the user's edits in
-        it, as it was encoded (decision 0099)."""
+    async def _bytes_before(self, path: str) -> tuple[bool, bytes | None, str | None]:
+        """Whether ``path`` was there before this turn's change of it, its bytes then
+        (None: not kept) and, where too large to keep, their digest (git's clean
+        files). A file the turn changed as text first (it turned binary since) was
+        what rejecting that text change would leave: the text before the turn with
+        the hunks accepted meanwhile and the user's edits in it, as it was encoded
+        (decision 0099)."""
         changeset = self.store.current
         if changeset is not None and changeset.binary(path) is None and path in changeset:
             text = changeset.file(path).baseline
             if text is None:
-                return False, None
+                return False, None, None
             try:
-                return True, encode_file(text, self.encodings.get(path))
+                return True, encode_file(text, self.encodings.get(path)), None
             except ValueError:
-                return True, None
+                return True, None, None
         if self._absent_at_start(path):
-            return False, None
-        kept = self._bytes.get(path)
-        return True, kept if kept is not None else await self._bytes_elsewhere(path)
-
-    async def _bytes_elsewhere(self, path: str) -> bytes | None:
-        """The bytes of ``path`` before the turn where no snapshot of its own kept
-        them: its text then, encoded as it was read; git's, were it clean."""
-        snapshot = self._snapshots.get(path)
-        if snapshot is not None and snapshot.text is not None:
-            try:
-                return encode_file(snapshot.text, snapshot.encoding)
-            except ValueError:
-                return None
-        for state in self._gits:
-            found = await anyio.to_thread.run_sync(state.clean_bytes, path)
-            if found is not None:
-                return found
-        return None
+            return False, None, None
+        if (kept := self._bytes.get(path)) is not None:
+            return True, kept, None
+        found = await _bytes_elsewhere(self._snapshots, self._gits, path)
+        if found is None:
+            return True, None, None
+        return True, found.data if found.whole else None, found.digest
 
     def _tell_deleted(self, path: str, buffer: BufferState) -> None:
         """The agent deleted ``path`` while a buffer shows it: the buffer keeps its text

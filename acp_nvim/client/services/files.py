@@ -307,7 +307,21 @@ def write_disk(path: str, text: str, like: DecodedFile | None) -> None:
     _make_parents(path)
     try:
         replace_file(os.path.realpath(path), encode_file(text, like))  # through a symlink
-    except _OS_ERRORS as err:
+    except _OS_ERRORS as err:  # ValueError: text the encoding cannot hold
+        raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """:func:`replace_file`, whose failure (a read-only directory, a full disk) is
+    told with its reason, as :func:`write_disk` tells it.
+
+    Raises:
+        FileError: a directory or special file, or the write failed; the file is
+            untouched then.
+    """
+    try:
+        replace_file(path, data)
+    except OSError as err:
         raise FileError("io", f"cannot write {path}: {_reason(err)}") from None
 
 

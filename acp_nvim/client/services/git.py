@@ -12,17 +12,29 @@ files are not recorded (doc/decisions/0005-review-baselines.md).
 
 from __future__ import annotations
 
-__all__ = ["GitError", "GitState", "dirty_files", "git"]
+__all__ = ["GitError", "GitState", "IndexedBytes", "dirty_files", "git"]
 
+import hashlib
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
+from typing import NamedTuple
 
 from acp_nvim.client.text import DecodedFile, decode_file
 
 _TIMEOUT = 2.0
+_PIECE = 1 << 20  # how much of a blob is read at a time
 _NICE = shutil.which("nice")
+
+
+class IndexedBytes(NamedTuple):
+    """A file's bytes as git holds them: ``data`` whole (``whole``), else its first
+    bytes, one past the limit asked for, and ``digest`` the SHA-256 of them all."""
+
+    data: bytes
+    whole: bool
+    digest: str | None = None
 
 
 class GitError(Exception):
@@ -119,10 +131,14 @@ class GitState:
         """The file ``path`` was at turn start if git knows it (clean and tracked)."""
         return None if path in self.dirty else self.indexed_file(path)
 
-    def clean_bytes(self, path: str) -> bytes | None:
+    def clean_bytes(self, path: str, limit: int) -> IndexedBytes | None:
         """The bytes ``path`` held at turn start if git knows them (clean and tracked):
-        a file with no text, which :meth:`clean_file` does not give."""
-        return None if path in self.dirty else self._indexed_bytes(path)
+        a file with no text, which :meth:`clean_file` does not give. Over ``limit``
+        bytes, only their first and their digest: read a piece at a time, such a
+        file is never held whole (as a turn start keeps none over its limit)."""
+        if path in self.dirty or os.path.commonpath([self.root, path]) != self.root:
+            return None
+        return _read_blob(self.root, f":{os.path.relpath(path, self.root)}", limit)
 
     def indexed_file(self, path: str) -> DecodedFile | None:
         """The file ``path`` as git's index holds it, if tracked (dirty or not)."""
@@ -140,3 +156,24 @@ class GitState:
             return git(self.root, "show", f":{os.path.relpath(path, self.root)}")
         except GitError:
             return None
+
+
+def _read_blob(root: str, spec: str, limit: int) -> IndexedBytes | None:
+    """The blob ``spec`` of the repository at ``root`` (None: git has none), at most
+    ``limit`` bytes of it kept (see :class:`IndexedBytes`)."""
+    command = ["git", "-C", root, "cat-file", "blob", spec]
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except (OSError, ValueError):  # ValueError: a NUL in a path
+        return None
+    digest, head = hashlib.sha256(), bytearray()
+    with process:
+        assert process.stdout is not None
+        while piece := process.stdout.read(_PIECE):
+            digest.update(piece)
+            if len(head) <= limit:
+                head += piece[: limit + 1 - len(head)]
+    if process.returncode != 0:
+        return None
+    whole = len(head) <= limit
+    return IndexedBytes(bytes(head), whole, None if whole else digest.hexdigest())

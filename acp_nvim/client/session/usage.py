@@ -83,12 +83,24 @@ class Usage:
             self._count.carried = {k: report[k] for k in ("used", "cost") if k in report}
         return report
 
-    def reopened(self, session_id: str, stored: dict[str, Any]) -> None:
+    def reopened(
+        self, session_id: str, stored: dict[str, Any], *, shown: bool = False
+    ) -> dict[str, Any]:
         """A stored chat reopened goes on in ``session_id``, whose last turn ended with
         ``stored``: the report and what the session's turns used, as :meth:`summed`
-        kept them."""
-        report = {k: v for k, v in stored.items() if k != "session"}
-        self._kept[session_id] = (report, _Count(spent=stored.get("session")))
+        kept them, and what that turn used. ``shown``: the turn the chat shows last;
+        the chat is in its session, what it used is the last turn's (:meth:`status`,
+        as before the chat closed), and its report is returned (the session
+        model's; else nothing)."""
+        report = {k: v for k, v in stored.items() if k not in ("session", "turn", "turn_tokens")}
+        count = _Count(spent=stored.get("session"))
+        if not shown:
+            self._kept[session_id] = (report, count)
+            return {}
+        self._kept.pop(session_id, None)
+        self._session_id, self._count = session_id, count
+        self.turn, self.turn_tokens = stored.get("turn"), stored.get("turn_tokens")
+        return report
 
     def forked(self, parent: dict[str, Any] | None) -> None:
         """The session just begun is a fork at a message, ``parent`` the report of the

@@ -171,17 +171,20 @@ function M.confirm_close(chat, close)
   if not worktree or shared(chat, worktree) or not host.running() then
     return close()
   end
-  local title = registry.title(chat)
-  if waiting > 0 then
-    local hunks = waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait")
-    return ask(worktree, ("%s in the worktree of %s"):format(hunks, title), close)
-  end
+  -- Both named where both wait: a question naming only the hunks hid the bits.
   host.ask("worktree_modes", { chat = chat.id }, function(modes, error)
-    if error or #modes == 0 then
+    local what = {}
+    if waiting > 0 then
+      table.insert(what, waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait"))
+    end
+    if not error and #modes > 0 then
+      table.insert(what, "the agent changed the execute bit of " .. table.concat(modes, ", "))
+    end
+    if #what == 0 then
       return close(nil, not error)
     end
-    local prompt = "the agent changed the execute bit of %s in the worktree of %s"
-    ask(worktree, prompt:format(table.concat(modes, ", "), title), close)
+    local prompt = ("%s in the worktree of %s"):format(table.concat(what, " and "), registry.title(chat))
+    ask(worktree, prompt, close)
   end)
 end
 

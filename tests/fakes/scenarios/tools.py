@@ -32,7 +32,8 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     requests, answers said as RESULT lines), ``{"disk": {path, content}}`` (see
     `disk_edit`), ``{"shell": {path, content}}`` (a file written as a command the
     agent ran would: no tool call names it), ``{"bytes": {path, hex}}`` (the same, of
-    bytes), ``{"rm": {path}}`` (a file deleted the same way), ``{"opencode": {path, content}}`` (see `opencode_write`),
+    bytes), ``{"rm": {path}}`` (a file deleted the same way), ``{"rewrite": {path}}``
+    (a file written again with the bytes it holds, as a build may), ``{"opencode": {path, content}}`` (see `opencode_write`),
     ``{"claude": {path, content}}`` (see `claude_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
@@ -45,6 +46,11 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
                 f.write(bytes.fromhex(args["hex"]))
         elif kind == "rm":
             os.remove(args["path"])
+        elif kind == "rewrite":
+            with open(args["path"], "rb") as f:
+                data = f.read()
+            with open(args["path"], "wb") as f:
+                f.write(data)
         elif kind == "ask":
             await ask_edit(agent, f"ask{n}", args)
         elif kind == "opencode":
