@@ -1085,8 +1085,10 @@ def test_a_worktree_chat_stored_by_its_link_path_reopens_by_the_real_one(
     chat, worktree = listed["id"], Path(listed["worktree"])
     send(editor, chat, "write f.txt one\n2\n3\n4\n5")
     editor.lua(STUB_SELECT, 2)  # keep the worktree
+    pids = editor.agent_pids()
     close_chat(editor, chat)
     editor.quit()
+    assert not wait_gone(pids)  # its history written, before the row is changed here
     linked = state / "worktrees" / worktree.name  # as an older acp.nvim kept it
     store = state / "history.sqlite3"
     with sqlite3.connect(store) as db:
@@ -1209,3 +1211,31 @@ def test_a_worktree_chats_export_names_its_files_as_its_transcript_does(editor: 
         assert "diff --git f.txt f.txt\n--- f.txt\n+++ f.txt\n" in markdown
         assert f"- Directory: {project}\n- Worktree: {worktree} (branch {branch})\n" in markdown
         assert "- at f.txt\n" in markdown and "*Review:*\n- `f.txt`: `@@ -1,5 +1 @@` pending" in markdown
+
+
+def test_quitting_neovim_while_a_worktree_chat_closes_keeps_what_the_close_keeps(
+    editor: Editor,
+) -> None:
+    """Closed with "keep the worktree", then Neovim quit at once: the close lets the
+    agent go (up to its grace to end) before the worktree, and the shutdown meanwhile
+    found the worktree with no review left to it, so holding no work, and removed it
+    with the hunk the user had kept. The shutdown waits for the closes under way."""
+    project = repository(editor)
+    fake = editor.fake_agent("workspace")["cmd"]
+    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
+    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
+    editor.setup(agents={"ws": {"cmd": slow}}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    chat, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, chat, "write f.txt agent")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    pids = editor.agent_pids()
+    close_chat(editor, chat)
+    editor.quit()
+    assert not wait_gone(pids)  # the Python side ended, after its shutdown
+    assert (worktree / "f.txt").read_text() == "agent\n"
+    assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
+        f"acp/{chat}"
+    ]

@@ -184,9 +184,11 @@ class App:
 
     async def shutdown(self) -> None:
         """End every agent (Neovim is closing), and let go of what watches the
-        chats' files."""
-        self.reviews.close_all()
+        chats' files, once the closes under way are done (5 s at most: the agent's
+        grace to end is 2)."""
         with anyio.CancelScope(shield=True):
+            await self.lifecycle.closes_done(5)
+            self.reviews.close_all()
             await self.ctx.history.close()
             await self.pool.aclose()
             await self.workspaces.aclose()

@@ -66,6 +66,9 @@ class ChatLifecycle:
         self._unopened: dict[int, functools.partial[Any]] = {}
         # Chats Neovim closed whose agent and worktree are not let go yet (close()).
         self._closing: dict[int, tuple[Chat | None, SessionChanges | None]] = {}
+        # Closes under way, each set once its agent and worktree are let go: the
+        # shutdown waits for them (closes_done).
+        self._closes: dict[int, anyio.Event] = {}
 
     def __repr__(self) -> str:
         return f"<ChatLifecycle {len(self.ctx.chats)} chats, {len(self._starts)} opening>"
@@ -412,12 +415,17 @@ class ChatLifecycle:
         chat, review = self._closing.pop(chat_id)
         if chat is None:
             return
-        connection = self.pool.agent_of.get(chat_id)
-        if connection is not None and chat.state == "running":
-            await self.queue.cancel(chat, connection)
-        chat.state = "closed"
-        await self.pool.release(chat)
-        await self.workspaces.release(chat, review, keep_worktree, modes_looked=modes_looked)
+        done = self._closes[chat_id] = anyio.Event()
+        try:
+            connection = self.pool.agent_of.get(chat_id)
+            if connection is not None and chat.state == "running":
+                await self.queue.cancel(chat, connection)
+            chat.state = "closed"
+            await self.pool.release(chat)
+            await self.workspaces.release(chat, review, keep_worktree, modes_looked=modes_looked)
+        finally:
+            del self._closes[chat_id]
+            done.set()
         # A chat is held in reference cycles (its record, its changes, callbacks). With
         # the host's start-up objects frozen (gc.freeze), a closed 100k-chunk chat's
         # 18 MB were still held after a second one (measured; not without the freeze):
@@ -425,6 +433,15 @@ class ChatLifecycle:
         del chat, review
         gc.collect()
         malloc.give_back()
+
+    async def closes_done(self, timeout: float) -> None:
+        """Wait (``timeout`` at most) for the closes under way: Neovim quit right
+        after one, and its agent may take seconds to end (its grace, before a
+        SIGKILL). Meanwhile the shutdown found the chat's worktree with no review
+        left to it, so holding no work, and removed it, hunks the user kept too."""
+        with anyio.move_on_after(timeout):
+            for done in list(self._closes.values()):
+                await done.wait()
 
 
 async def _stored(
