@@ -530,6 +530,24 @@ def test_a_new_chat_in_another_tab_page_leaves_the_first_tab_pages_chat(
     assert second["transcript_buf"] not in editor.lua(shown, 1)
 
 
+def test_a_chat_in_another_tab_page_shows_the_end_of_what_it_wrote_meanwhile(
+    editor: Editor,
+) -> None:
+    """A chat that answered while its tab page was not shown: going back there, its
+    transcript showed the top of the reply, the cursor (and the end) far below."""
+    editor.setup()
+    editor.nvim.command("tabnew")
+    editor.open_chat()
+    editor.lua(
+        "require('acp').send(...); vim.cmd('tabprevious')",
+        "\n".join(f"line {i}" for i in range(100)),
+    )
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.command("tabnext")
+    cursor, bottom, count = editor.lua(TRANSCRIPT_VIEW)
+    assert (cursor, bottom) == (count, count)
+
+
 def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:
     editor.setup()
     editor.open_chat()

@@ -732,6 +732,24 @@ api.nvim_create_autocmd("VimResized", {
   end,
 })
 
+-- Neovim scrolls a window to the cursor render.done set only in the tab page shown:
+-- a chat that answered in another one showed the top of its reply there, the end
+-- (and the cursor) far below, until you went into its window.
+api.nvim_create_autocmd("TabEnter", {
+  group = api.nvim_create_augroup("acp.follow", { clear = true }),
+  callback = function()
+    local shown = {}
+    for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+      shown[api.nvim_win_get_buf(win)] = true
+    end
+    for _, chat in pairs(registry.chats) do
+      if shown[chat.transcript] then
+        render.keep_end(chat.transcript)
+      end
+    end
+  end,
+})
+
 ---@class acp.RenderBatch what the ops of one render item did to their chat
 ---@field chat acp.Chat
 ---@field status table the status fields they set
