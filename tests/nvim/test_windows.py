@@ -238,6 +238,29 @@ def test_a_chat_shown_again_follows_what_arrived_while_hidden(editor: Editor, wh
         assert cursor == 20
 
 
+@pytest.mark.parametrize("hide", ["q", "AcpToggle"])
+def test_a_chat_shown_again_shows_the_lines_you_were_reading(editor: Editor, hide: str) -> None:
+    """Hidden and shown again, a transcript window moved up from its end showed its
+    cursor line centred: the lines read at the top of the window jumped down."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "\n".join(f"line {i}" for i in range(100)))
+    editor.wait_event("AcpTurnEnd")
+    go(editor, "transcript")
+    editor.nvim.command("normal! 60Gzt")
+    view = "return vim.fn.getwininfo(vim.fn.win_findbuf(require('acp').status().transcript_buf)[1])[1].topline"
+    assert editor.lua(view) == 60
+    if hide == "q":
+        editor.nvim.feedkeys("q", "x")
+    else:
+        editor.nvim.command("AcpToggle")
+    editor.wait(HIDDEN, what="the chat hidden")
+    editor.nvim.command("AcpToggle")
+    assert_whole(editor)
+    assert editor.lua(view) == 60
+    assert editor.lua(TRANSCRIPT_VIEW)[0] == 60
+
+
 # Window options of the chat, and what a user's file window has.
 OPTIONS = [
     "number",

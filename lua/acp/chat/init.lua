@@ -250,6 +250,7 @@ local function follow_windows(chat, buf)
       local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
       if buf == chat.transcript then
         chat.closed_at_end = render.at_end(win, buf)
+        chat.closed_top = vim.fn.getwininfo(win)[1].topline
       end
       -- The layout cannot change inside WinClosed.
       vim.schedule(function()
