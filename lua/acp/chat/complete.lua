@@ -198,17 +198,27 @@ function M.items(chat, prefix)
   return items, #items > prefixed or next(listing) ~= nil
 end
 
+--- The `@` or `/` word that `before` (a line up to the cursor) ends with: its start
+--- (1-based) and text, or nil. An escaped space (`@my\ docs/`,
+--- acp.chat.context.escape) does not end it.
+---@param before string
+---@return integer?, string?
+function M.word_before(before)
+  local start = before:gsub("\\ ", "\\_"):match("()[@/][^%s]*$")
+  if start then
+    return start, before:sub(start)
+  end
+end
+
 --- The token being completed before the cursor: its start column (0-based) and
 --- text, or nil. `/` counts only at the start of the input.
 function M.token()
   local row, col = unpack(api.nvim_win_get_cursor(0))
   local before = api.nvim_get_current_line():sub(1, col)
-  -- An escaped space (`@my\ docs/`, acp.chat.context.escape) does not end the token.
-  local start = before:gsub("\\ ", "\\_"):match("()[@/][^%s]*$")
+  local start, word = M.word_before(before)
   if not start then
     return nil
   end
-  local word = before:sub(start)
   local at_start = row == 1 and start == 1
   local after_space = start == 1 or before:sub(start - 1, start - 1):match("%s")
   if (word:sub(1, 1) == "/" and not at_start) or not after_space then
