@@ -42,17 +42,23 @@ local function completion(candidates, nargs)
     if not ok then -- a line Neovim would refuse: no word makes it right
       return {}
     end
-    -- With -nargs=1 or ?, Neovim gives the rest of the line as one argument.
-    local args = vim.split(table.concat(parsed.args, " "), "%s+", { trimempty = true })
-    if arglead ~= "" then
-      table.remove(args)
-    end
-    if (nargs == 1 or nargs == "?") and #args > 0 then
-      return {}
+    local args = parsed.args
+    if nargs == 1 or nargs == "?" then
+      -- Neovim gives the rest of the line as one argument, its escapes kept: a
+      -- word before the one completed (`arglead`, a `my\ docs` whole) is one too many.
+      local rest = args[1] or ""
+      if vim.trim(rest:sub(1, #rest - #arglead)) ~= "" then
+        return {}
+      end
+      args = {}
+    elseif arglead ~= "" then
+      args = vim.list_slice(args, 1, #args - 1) -- split and unescaped by Neovim
     end
     local words = candidates(args)
     if type(words) == "string" then
-      return vim.fn.getcompletion(arglead, words)
+      -- Inserted as returned: escaped as Neovim's own file completion is, so that
+      -- a name with a space stays one argument.
+      return vim.tbl_map(vim.fn.fnameescape, vim.fn.getcompletion(arglead, words))
     end
     return vim
       .iter(words)

@@ -3,6 +3,7 @@ page, `q` that closes, completion, one-line errors, described mappings, help."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -98,6 +99,30 @@ def test_tab_offers_only_what_starts_with_the_text_typed(editor: Editor) -> None
     # The login methods the agent offers, the sessions :AcpResume offers too.
     assert complete(editor, "AcpLogin ") == ["demo-login"]
     assert complete(editor, "AcpDeleteSession ") == complete(editor, "AcpResume ") != []
+
+
+def test_tab_completes_names_with_a_space_as_one_argument(editor: Editor) -> None:
+    """`:AcpExport my\\ docs/<Tab>` and `:AcpRoot add my\\ docs/<Tab>` offered nothing (the
+    words before were counted at each space), `:AcpRoot add my<Tab>` offered `my
+    docs/` unescaped (two words then: E488), and `:AcpDiff` a changed file's name so."""
+    project = editor.tmp / "project"
+    (project / "my docs" / "sub").mkdir(parents=True)
+    (project / "my docs" / "a b.txt").write_text("one\n")
+    editor.setup(agents={"files": editor.fake_agent("files")})
+    editor.open_chat("files")
+    editor.lua("require('acp').send(...)", json.dumps([{"disk": {"path": str(project / "my docs" / "a b.txt"), "content": "two\n"}}]))
+    editor.wait_event("AcpTurnEnd")
+    assert complete(editor, "AcpExport my") == ["my\\ docs/"]
+    assert complete(editor, "AcpExport my\\ docs/") == ["my\\ docs/a\\ b.txt", "my\\ docs/sub/"]
+    assert complete(editor, "AcpExport my\\ docs/a\\ b.txt ") == []
+    assert complete(editor, "AcpRoot add my") == ["my\\ docs/"]
+    assert complete(editor, "AcpRoot add my\\ docs/") == ["my\\ docs/sub/"]
+    assert complete(editor, "AcpRoot add my\\ docs/sub ") == []
+    assert complete(editor, "AcpDiff my") == ["my\\ docs/a\\ b.txt"]
+    assert complete(editor, "AcpDiff my\\ docs/a\\ b.txt ") == ["1"]
+    editor.nvim.command("AcpRoot add " + complete(editor, "AcpRoot add my")[0])
+    editor.wait("#require('acp').status().roots == 1", what="the root added")
+    assert editor.lua("return require('acp').status().roots") == [str(project / "my docs")]
 
 
 def test_tab_on_acpresume_in_a_chat_without_its_agent_tells_nothing(editor: Editor) -> None:

@@ -88,6 +88,28 @@ def test_acpadd_with_a_range_sends_those_lines(editor: Editor, version: int) -> 
     assert resource["uri"].endswith("c.lua#L2-L3")
 
 
+def test_a_path_with_a_space_is_mentioned_escaped_and_attached(editor: Editor) -> None:
+    """`:AcpAdd my\\ notes/a b.txt` wrote `@my notes/a b.txt`, the `@` completion offered
+    it so, and the mention ended at the first space: the file was not attached, and
+    nothing said so. A space in a mentioned path is written `\\ ` now."""
+    (editor.tmp / "project" / "my notes").mkdir()
+    (editor.tmp / "project" / "my notes" / "a b.txt").write_text("spaced\n")
+    status = open_with(editor, "blocks", 1)
+    editor.nvim.command("AcpAdd my\\ notes/a\\ b.txt")
+    assert editor.nvim.buffers[status["input_buf"]][:] == ["@my\\ notes/a\\ b.txt "]
+    editor.nvim.command(f"call win_gotoid(bufwinid({status['input_buf']}))")
+    editor.nvim.input("A@my")
+    menu = "vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({'items'}).items)"
+    editor.wait(f"vim.tbl_contains({menu}, '@my\\\\ notes/a\\\\ b.txt')", what="the file offered escaped")
+    editor.nvim.input("\\ notes/a")  # typed on past the escaped space, the menu narrows
+    editor.wait(f"vim.deep_equal({menu}, {{'@my\\\\ notes/a\\\\ b.txt'}})", what="the menu narrowed")
+    editor.nvim.input("<C-e><Esc>")
+    editor.nvim.input("<CR>")
+    links = [block["name"] for block in blocks(editor)[1:]]
+    assert links == ["my notes/a b.txt"]
+    assert "*Attached: my notes/a b.txt*" in editor.transcript_text()
+
+
 @VERSIONS
 def test_a_mention_as_the_first_word_attaches_too(editor: Editor, version: int) -> None:
     (editor.tmp / "project" / "a.txt").write_text("a\n")

@@ -233,6 +233,19 @@ def test_a_turn_that_changed_files_ends_with_their_summary_and_the_review_keys(
     assert (project / "a.txt").read_text() == "A\n"
 
 
+def test_accept_all_and_reject_all_with_nothing_open_say_so(editor: Editor) -> None:
+    """`\\A` and `\\R` in a transcript with no change open did nothing at all, where
+    every other key with nothing to act on says so (`<C-c>`, `\\q`)."""
+    editor.setup()
+    status = editor.open_chat()
+    go(editor, status["transcript_buf"])
+    told = "#vim.tbl_filter(function(n) return n.msg == 'acp: no hunk waits for a decision (:AcpReview)' end, _G.acp_notices)"
+    editor.nvim.input("\\A")
+    editor.wait(f"{told} == 1", what="accept all saying nothing waits")
+    editor.nvim.input("\\R")
+    editor.wait(f"{told} == 2", what="reject all saying nothing waits")
+
+
 HINTS = (
     "vim.api.nvim_buf_get_extmarks(require('acp').status().transcript_buf,"
     " vim.api.nvim_get_namespaces()['acp.changes.hint'], 0, -1, {details = true})"

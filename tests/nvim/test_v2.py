@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import ROOT, Editor
 
 DEMO_V1_ONLY = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent", "--v1"]}
 
@@ -62,8 +62,15 @@ def test_a_prompt_with_a_file_keeps_its_attached_line_once_acknowledged(editor: 
 
 
 def test_v2_cancel_mid_stream(editor: Editor) -> None:
-    editor.setup(protocol_version=2)
-    editor.open_chat()
+    # Paced as by default: unpaced (the tests' ACP_DEMO_DELAY=0), the demo could
+    # stream its whole long reply before the cancel came on a loaded machine
+    # (end_turn, not cancelled).
+    paced = {
+        "cmd": [sys.executable, "-m", "acp_nvim.demo_agent"],
+        "env": {"ACP_DEMO_DELAY": "0.02", "PYTHONPATH": str(ROOT)},
+    }
+    editor.setup(agents={"paced": paced}, default_agent="paced", protocol_version=2)
+    assert editor.open_chat()["protocol_version"] == 2
     editor.lua("require('acp').send('long')")
     editor.wait(
         "vim.fn.join(vim.api.nvim_buf_get_lines(require('acp').status().transcript_buf, 0, -1, false)):find('word3') ~= nil"

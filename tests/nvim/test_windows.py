@@ -238,6 +238,29 @@ def test_a_chat_shown_again_follows_what_arrived_while_hidden(editor: Editor, wh
         assert cursor == 20
 
 
+@pytest.mark.parametrize("hide", ["q", "AcpToggle"])
+def test_a_chat_shown_again_shows_the_lines_you_were_reading(editor: Editor, hide: str) -> None:
+    """Hidden and shown again, a transcript window moved up from its end showed its
+    cursor line centred: the lines read at the top of the window jumped down."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "\n".join(f"line {i}" for i in range(100)))
+    editor.wait_event("AcpTurnEnd")
+    go(editor, "transcript")
+    editor.nvim.command("normal! 60Gzt")
+    view = "return vim.fn.getwininfo(vim.fn.win_findbuf(require('acp').status().transcript_buf)[1])[1].topline"
+    assert editor.lua(view) == 60
+    if hide == "q":
+        editor.nvim.feedkeys("q", "x")
+    else:
+        editor.nvim.command("AcpToggle")
+    editor.wait(HIDDEN, what="the chat hidden")
+    editor.nvim.command("AcpToggle")
+    assert_whole(editor)
+    assert editor.lua(view) == 60
+    assert editor.lua(TRANSCRIPT_VIEW)[0] == 60
+
+
 # Window options of the chat, and what a user's file window has.
 OPTIONS = [
     "number",
@@ -528,6 +551,24 @@ def test_a_new_chat_in_another_tab_page_leaves_the_first_tab_pages_chat(
     assert {first["transcript_buf"], first["input_buf"]} <= set(editor.lua(shown, 1))
     assert {second["transcript_buf"], second["input_buf"]} <= set(editor.lua(shown, 2))
     assert second["transcript_buf"] not in editor.lua(shown, 1)
+
+
+def test_a_chat_in_another_tab_page_shows_the_end_of_what_it_wrote_meanwhile(
+    editor: Editor,
+) -> None:
+    """A chat that answered while its tab page was not shown: going back there, its
+    transcript showed the top of the reply, the cursor (and the end) far below."""
+    editor.setup()
+    editor.nvim.command("tabnew")
+    editor.open_chat()
+    editor.lua(
+        "require('acp').send(...); vim.cmd('tabprevious')",
+        "\n".join(f"line {i}" for i in range(100)),
+    )
+    editor.wait_event("AcpTurnEnd")
+    editor.nvim.command("tabnext")
+    cursor, bottom, count = editor.lua(TRANSCRIPT_VIEW)
+    assert (cursor, bottom) == (count, count)
 
 
 def test_acpchat_in_another_tab_page_opens_the_chat_there(editor: Editor) -> None:

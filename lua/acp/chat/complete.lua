@@ -5,6 +5,7 @@
 -- lua/acp/completion/{blink,cmp}.lua serve the same items to blink.cmp and
 -- nvim-cmp. After a command, its input hint shows as virtual text.
 if jit then jit.off(true, true) end -- decision 0068
+local escape = require("acp.chat.context").escape
 local registry = require("acp.chat.registry")
 local workspace = require("acp.chat.workspace")
 
@@ -142,9 +143,9 @@ function M.items(chat, prefix)
       local mention = workspace.mention(chat, name)
       seen[mention] = true
       if workspace.absolute(chat, mention) ~= vim.fs.normalize(name) then
-        add("@" .. mention, "worktree's copy") -- not the buffer's unsaved text
+        add("@" .. escape(mention), "worktree's copy") -- not the buffer's unsaved text
       else
-        add("@" .. mention, vim.bo[buf].modified and "buffer [+]" or "buffer")
+        add("@" .. escape(mention), vim.bo[buf].modified and "buffer [+]" or "buffer")
       end
     end
   end
@@ -156,10 +157,10 @@ function M.items(chat, prefix)
   local function add_file(index, mention)
     seen[mention] = true
     local menu = index == 1 and "file" or ("file of " .. vim.fs.basename(dirs[index]))
-    table.insert(items, { word = "@" .. mention, menu = menu, info = "", icase = 1 })
+    table.insert(items, { word = "@" .. escape(mention), menu = menu, info = "", icase = 1 })
   end
   -- Compared in place: a copy of each path ("@" .. path) made 200k paths take 120 ms a key.
-  local query = prefix:sub(2)
+  local query = prefix:sub(2):gsub("\\ ", " ")
   local width = #query
   for index, dir in ipairs(dirs) do
     for _, file in ipairs(files_of(dir)) do
@@ -184,8 +185,9 @@ function M.items(chat, prefix)
       local room = MAX_ITEMS - #items
       for _, file in ipairs(room > 0 and vim.fn.matchfuzzy(looked, query, { limit = room }) or {}) do
         local mention = mention_of(index, file)
-        if not shown["@" .. mention] then
-          shown["@" .. mention] = true
+        local word = "@" .. escape(mention)
+        if not shown[word] then
+          shown[word] = true
           add_file(index, mention)
         end
       end
@@ -196,12 +198,24 @@ function M.items(chat, prefix)
   return items, #items > prefixed or next(listing) ~= nil
 end
 
+--- The `@` or `/` word that `before` (a line up to the cursor) ends with: its start
+--- (1-based) and text, or nil. An escaped space (`@my\ docs/`,
+--- acp.chat.context.escape) does not end it.
+---@param before string
+---@return integer?, string?
+function M.word_before(before)
+  local start = before:gsub("\\ ", "\\_"):match("()[@/][^%s]*$")
+  if start then
+    return start, before:sub(start)
+  end
+end
+
 --- The token being completed before the cursor: its start column (0-based) and
 --- text, or nil. `/` counts only at the start of the input.
 function M.token()
   local row, col = unpack(api.nvim_win_get_cursor(0))
   local before = api.nvim_get_current_line():sub(1, col)
-  local start, word = before:match("()([@/][^%s]*)$")
+  local start, word = M.word_before(before)
   if not start then
     return nil
   end

@@ -9,7 +9,8 @@
 --   @buffers       every file buffer; @quickfix the quickfix list; @diff the git
 --                  diff of the work tree (unsaved buffers included); @https://...
 -- :AcpAdd {file} and :'<,'>AcpAdd put such a mention into the input. A relative
--- path is the chat's directory's (acp.chat.workspace), not Neovim's.
+-- path is the chat's directory's (acp.chat.workspace), not Neovim's; a space in
+-- it is written `\ `.
 if jit then jit.off(true, true) end -- decision 0068
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
@@ -170,15 +171,24 @@ local function item(chat, mention)
   return { type = (ext and IMAGE[ext:lower()]) and "image" or "file", path = full }
 end
 
+--- `path` as a mention writes it (after its `@`): a space in it as `\ `, which
+--- does not end the mention.
+---@param path string
+---@return string
+function M.escape(path)
+  return (path:gsub(" ", "\\ "))
+end
+
 --- The context items of the `@` mentions in `text`; a mention that names nothing
 --- is left as text, one that cannot be read is reported.
 ---@return table[]
 function M.items(chat, text)
   local items, seen = {}, {}
   -- A mention starts the text or follows a space (the frontier %f[%S] never
-  -- matches at the first character: a leading mention was plain text).
-  for mention in (" " .. text):gmatch("%s@([^%s]+)") do
-    mention = mention:gsub("[,.;:!?)]+$", "")
+  -- matches at the first character: a leading mention was plain text). An
+  -- escaped space (M.escape) is a NUL while it is matched.
+  for mention in (" " .. text):gsub("\\ ", "\0"):gmatch("%s@([^%s]+)") do
+    mention = mention:gsub("[,.;:!?)]+$", ""):gsub("%z", " ")
     if not seen[mention] then
       seen[mention] = true
       local found, why = item(chat, mention)
@@ -234,13 +244,13 @@ function M.add(opts)
     if not vim.uv.fs_stat(path) and vim.fn.bufloaded(path) == 0 then
       util.user_error(("no file or buffer %s to mention"):format(opts.file))
     end
-    mention = "@" .. workspace.mention(chat, path)
+    mention = "@" .. M.escape(workspace.mention(chat, path))
   else
     local name = api.nvim_buf_get_name(0)
     if name == "" or api.nvim_get_current_buf() == chat.input then
       util.user_error(":AcpAdd needs a file, or a range of a file's buffer")
     end
-    mention = "@" .. workspace.mention(chat, name)
+    mention = "@" .. M.escape(workspace.mention(chat, name))
     if opts.range then
       local first, last = opts.range[1], opts.range[2]
       mention = mention .. (first == last and (":" .. first) or (":%d-%d"):format(first, last))

@@ -250,6 +250,7 @@ local function follow_windows(chat, buf)
       local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
       if buf == chat.transcript then
         chat.closed_at_end = render.at_end(win, buf)
+        chat.closed_top = vim.fn.getwininfo(win)[1].topline
       end
       -- The layout cannot change inside WinClosed.
       vim.schedule(function()
@@ -729,6 +730,24 @@ api.nvim_create_autocmd("VimResized", {
   group = api.nvim_create_augroup("acp.layout", { clear = true }),
   callback = function()
     layout.resize(registry.chats)
+  end,
+})
+
+-- Neovim scrolls a window to the cursor render.done set only in the tab page shown:
+-- a chat that answered in another one showed the top of its reply there, the end
+-- (and the cursor) far below, until you went into its window.
+api.nvim_create_autocmd("TabEnter", {
+  group = api.nvim_create_augroup("acp.follow", { clear = true }),
+  callback = function()
+    local shown = {}
+    for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+      shown[api.nvim_win_get_buf(win)] = true
+    end
+    for _, chat in pairs(registry.chats) do
+      if shown[chat.transcript] then
+        render.keep_end(chat.transcript)
+      end
+    end
   end,
 })
 

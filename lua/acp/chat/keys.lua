@@ -165,6 +165,10 @@ function M.map_transcript(chat, actions)
   keys.map(transcript, "n", "chat", "review", review.open, "review the agent's changes")
   for name, decision in pairs({ accept_all = "accept", reject_all = "reject" }) do
     keys.map(transcript, "n", "chat", name, function()
+      if review_state.open_hunks(chat.id) == 0 then -- as the hint under the summary
+        util.notify("no hunk waits for a decision (:AcpReview)", "info")
+      end
+      -- Still sent: a worktree chat's execute bits changed alone have no hunk.
       review_state.decide(chat.id, decision)
     end, decision .. " every open change")
   end

@@ -321,6 +321,11 @@ local function place(chat)
   if opened and chat.closed_at_end then
     -- It followed the transcript when it closed: what came since is what to see.
     api.nvim_win_set_cursor(transcript, { api.nvim_buf_line_count(chat.transcript), 0 })
+  elseif opened and chat.closed_top then
+    -- Else what was being read: Neovim brings the cursor back, but centred.
+    api.nvim_win_call(transcript, function()
+      vim.fn.winrestview({ topline = chat.closed_top })
+    end)
   end
   api.nvim_set_current_win(input)
 end

@@ -21,6 +21,7 @@ local api = vim.api
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field closed_at_end? boolean its last transcript window closed at the end: a new one opens there
+---@field closed_top? integer the top line of its last transcript window as it closed: a new one shows it there
 ---@field cwd string the directory the chat was opened in, a reopened one's the stored chat's (its session's is status.cwd)
 ---@field active_at integer when Python last drew in it (os.time(); the chat picker)
 ---@field history? table the input's prompt history (acp.chat.prompt_history)

@@ -23,7 +23,7 @@ end
 function source:get_completions(ctx, callback)
   local chat = registry.of_buffer(ctx.bufnr)
   local before = ctx.line:sub(1, ctx.cursor[2])
-  local start, word = before:match("()([@/][^%s]*)$")
+  local start, word = complete.word_before(before)
   if not chat or not start then
     callback({ items = {}, is_incomplete_forward = false, is_incomplete_backward = false })
     return

@@ -21,12 +21,12 @@ function source:get_trigger_characters()
 end
 
 function source:get_keyword_pattern()
-  return [[[@/]\S*]]
+  return [[[@/]\%(\\ \|\S\)*]] -- an escaped space (`@my\ docs/`) goes on
 end
 
 function source:complete(params, callback)
   local chat = registry.of_buffer(vim.api.nvim_get_current_buf())
-  local word = params.context.cursor_before_line:match("([@/][^%s]*)$")
+  local _, word = complete.word_before(params.context.cursor_before_line)
   if not chat or not word then
     callback({ items = {}, isIncomplete = false })
     return

@@ -75,8 +75,9 @@ function M.open(file, turn)
   util.user_error(("no agent changes to %s%s"):format(relative(path), turn and (" in turn " .. turn) or ""))
 end
 
---- Completion of :AcpDiff after `args`: the paths with agent changes, then the
---- turns that changed the path named, newest first.
+--- Completion of :AcpDiff after `args`: the paths with agent changes (escaped as
+--- Neovim escapes the file names it completes), then the turns that changed the
+--- path named, newest first.
 ---@param args string[]
 ---@return string[]
 function M.complete(args)
@@ -84,8 +85,9 @@ function M.complete(args)
     local found = {}
     for _, review in pairs(state.by_chat) do
       for _, file in ipairs(review.files) do
-        if not vim.tbl_contains(found, relative(file.path)) then
-          table.insert(found, relative(file.path))
+        local name = vim.fn.fnameescape(relative(file.path)) -- inserted as it is
+        if not vim.tbl_contains(found, name) then
+          table.insert(found, name)
         end
       end
     end
