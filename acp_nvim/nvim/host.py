@@ -214,7 +214,13 @@ class Host:
 
     def _ask(self, token: int, method: str, params: dict[str, Any]) -> None:
         """Answer Lua's request ``token`` (acp.host.request, waiting) now, not queued
-        behind the batches: an error is its message."""
+        behind the batches: an error is its message. Not the execute bits a worktree
+        chat's close asks about: git looks for them (up to its time limit), so the
+        worker's loop answers, with a reply item, and this thread goes on sending."""
+        if method == "worktree_modes":
+            workspaces = self._ensure_started().workspaces
+            self.worker.submit(workspaces.answer_modes, token, params["chat"])
+            return
         result, error = None, None
         try:
             result = self._answer(method, params)
@@ -245,8 +251,6 @@ class Host:
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "restorable":  # :AcpRestore's completion
                 return self.worker.call(app.restorable, params["chat"])
-            case "worktree_modes":  # closing a worktree chat asks about them first
-                return self.worker.wait(app.workspaces.modes_of, params["chat"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":  # acp.export() without on_done: Lua waits, the loop goes on

@@ -227,6 +227,11 @@ class Workspaces:
             return []
         return _names(worktree, await modes_waiting(worktree, self.reviews.get(chat_id)))
 
+    async def answer_modes(self, token: int, chat_id: int) -> None:
+        """Answer Lua's ask ``token`` with :meth:`modes_of` (a reply item), from the
+        loop: the pynvim thread, which sends what every chat draws, never waits for git."""
+        self.ctx.editor.reply(token, await self.modes_of(chat_id))
+
     async def release(
         self,
         chat: Chat,
