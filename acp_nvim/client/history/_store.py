@@ -564,7 +564,8 @@ def fold(text: str) -> str:
     """
     if text.isascii():  # most text: nothing to decompose
         return text.lower()
-    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    # Spelled out before the case is folded: ``㎒`` is ``MHz``, the lunate ``ϲ`` a final ς.
+    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text).casefold())
     return unicodedata.normalize("NFC", plain)
 
 
