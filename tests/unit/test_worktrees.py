@@ -382,6 +382,19 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
 
 
+def git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The arguments of each git call worktree_changes makes from now on."""
+    ran: list[tuple[str, ...]] = []
+    real = worktree_changes.git
+
+    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
+        ran.append(args)
+        return real(cwd, *args, **kwargs)
+
+    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    return ran
+
+
 async def test_modes_changed_alone_are_found_and_taken_with_one_git_diff(
     review: WorktreeChanges, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -393,14 +406,7 @@ async def test_modes_changed_alone_are_found_and_taken_with_one_git_diff(
         (Path(review.worktree.path) / name).chmod(0o755)
     (project / "a.txt").chmod(0o755)  # yours too: the agent's copy is not
     await review.end_turn()
-    ran: list[tuple[str, ...]] = []
-    real = worktree_changes.git
-
-    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
-        ran.append(args)
-        return real(cwd, *args, **kwargs)
-
-    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    ran = git_calls(monkeypatch)
     found = mode_changes(review.worktree)
     assert sorted(found) == [str(project / "doc.txt"), str(project / "src" / "b.txt")]
     await review.decide("accept")
@@ -500,14 +506,7 @@ async def test_a_close_after_its_question_looks_for_changed_modes_once(
     close that follows need not look again: it removes the worktree."""
     from acp_nvim.client.session.chat import Chat
 
-    ran: list[tuple[str, ...]] = []
-    real = worktree_changes.git
-
-    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
-        ran.append(args)
-        return real(cwd, *args, **kwargs)
-
-    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    ran = git_calls(monkeypatch)
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
