@@ -564,7 +564,7 @@ def fold(text: str) -> str:
     """
     if text.isascii():  # most text: nothing to decompose
         return text.lower()
-    # Spelled out before the case is folded: ``㎒`` is ``MHz``, the lunate ``ϲ`` a final ς.
+    # Spelled out before the case is folded: ``㎒`` is ``MHz``, a lunate sigma a final one.
     plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text).casefold())
     return unicodedata.normalize("NFC", plain)
 
