@@ -224,7 +224,13 @@ class Host:
         search, an export) is answered on a thread of its own: the file's first open
         after an upgrade re-indexes it (seconds for a large one), which held every
         other message of Neovim's, and every chat's stream to it, as long (decision
-        0104)."""
+        0104). Not the execute bits a worktree chat's close asks about: git looks
+        for them (up to its time limit), so the worker's loop answers, with a reply
+        item, and this thread goes on sending."""
+        if method == "worktree_modes":
+            workspaces = self._ensure_started().workspaces
+            self.worker.submit(workspaces.answer_modes, token, params["chat"])
+            return
         if method not in _READS:
             self._reply(token, method, params)
             return
@@ -276,8 +282,6 @@ class Host:
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "restorable":  # :AcpRestore's completion
                 return self.worker.call(app.restorable, params["chat"])
-            case "worktree_modes":  # closing a worktree chat asks about them first
-                return self.worker.wait(app.workspaces.modes_of, params["chat"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":  # acp.export() without on_done: Lua waits, the loop goes on

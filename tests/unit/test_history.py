@@ -1119,6 +1119,21 @@ def test_search_ignores_case_and_accents_of_every_script(tmp_path: Path) -> None
     assert store.search("αθηνα")[0].snippet == "Ένας καφές στην Αθήνα"
 
 
+def test_a_snippet_is_cut_around_a_word_written_in_a_compatibility_form(tmp_path: Path) -> None:
+    """`mhz` finds `㎒` (the index holds it as its letters), but the snippet showed
+    the start of the reply, far from it: the fold lowercased before it spelled the
+    sign out, so `㎒` folded to `MHz`, never `mhz`. Greek's lunate sigma too (it
+    folded to a final sigma, which the sigma of a query is not)."""
+    store = store_at(tmp_path)
+    words = "one two three four five six seven eight nine ten"
+    lunate, sigma = "\u03f2", "\u03c3"
+    chat_with(store, "clocks", f"{words} the bus runs at 5 ㎒ now; καφέ{lunate} {words}")
+    [hit] = store.search("mhz")
+    assert hit.snippet == f"… ten the bus runs at 5 ㎒ now; καφέ{lunate} one two three four …"
+    [hit] = store.search(f"καφε{sigma}")
+    assert hit.snippet == f"… bus runs at 5 ㎒ now; καφέ{lunate} one two three four five six …"
+
+
 def test_a_store_indexed_before_words_were_folded_is_indexed_again(tmp_path: Path) -> None:
     """A store of schema 3 (its index unfolded) is indexed again as it is opened:
     its old chats are found as new ones are, and writes keep the index whole."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from acp_nvim.client.app._workspaces import Workspaces
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.history import History
 from acp_nvim.client.session.chat import Chat
@@ -88,3 +89,28 @@ def test_a_search_right_after_a_close_finds_the_chats_last_turn(tmp_path: Path) 
     [reply] = anyio.run(run)
     assert reply["error"] is None
     assert [hit["snippet"] for hit in reply["result"]] == ["said just before the close"]
+
+
+def test_closing_a_worktree_chat_looks_for_execute_bits_off_the_pynvim_thread() -> None:
+    """Before closing a worktree chat, Lua asks which execute bits its agent changed
+    alone: git looks, for up to its 2 s limit in a large project. Answered on the
+    pynvim thread, which also sends what every chat draws, that thread waited for
+    it: chats stopped drawing, and other answers waited. The worker's loop answers
+    it now (a reply item, as :AcpExport's), the pynvim thread going on meanwhile."""
+
+    class BusyLoop(LaterLoop):
+        def wait(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+            raise AssertionError("the pynvim thread waited for the worker's loop")
+
+    editor = RecordingEditor()
+    chats: dict[int, Chat] = {}
+    ctx = SimpleNamespace(chats=chats, editor=editor)
+    app = SimpleNamespace(workspaces=Workspaces(ctx, {}, {}))  # type: ignore[arg-type]
+    replies, loop = Replies(), BusyLoop()
+    host = Host(replies)
+    host.app, host.worker, host._started = app, loop, True  # type: ignore[assignment]
+    ask = {"token": 7, "method": "worktree_modes", "params": {"chat": 1}}
+    host.on_notification("acp", ["ask", ask])
+    assert replies.replies == [] and editor.replies == {}  # not answered yet: git looks
+    anyio.run(loop.run)
+    assert editor.replies == {7: ([], None)}  # no such chat: nothing waits in it

@@ -382,6 +382,19 @@ async def test_a_file_the_agent_only_made_executable_comes_in_executable(
     assert not os.access(project / "doc.txt", os.X_OK)  # the others stay as they were
 
 
+def git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The arguments of each git call worktree_changes makes from now on."""
+    ran: list[tuple[str, ...]] = []
+    real = worktree_changes.git
+
+    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
+        ran.append(args)
+        return real(cwd, *args, **kwargs)
+
+    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    return ran
+
+
 async def test_modes_changed_alone_are_found_and_taken_with_one_git_diff(
     review: WorktreeChanges, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -393,14 +406,7 @@ async def test_modes_changed_alone_are_found_and_taken_with_one_git_diff(
         (Path(review.worktree.path) / name).chmod(0o755)
     (project / "a.txt").chmod(0o755)  # yours too: the agent's copy is not
     await review.end_turn()
-    ran: list[tuple[str, ...]] = []
-    real = worktree_changes.git
-
-    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
-        ran.append(args)
-        return real(cwd, *args, **kwargs)
-
-    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    ran = git_calls(monkeypatch)
     found = mode_changes(review.worktree)
     assert sorted(found) == [str(project / "doc.txt"), str(project / "src" / "b.txt")]
     await review.decide("accept")
@@ -500,14 +506,7 @@ async def test_a_close_after_its_question_looks_for_changed_modes_once(
     close that follows need not look again: it removes the worktree."""
     from acp_nvim.client.session.chat import Chat
 
-    ran: list[tuple[str, ...]] = []
-    real = worktree_changes.git
-
-    def counted(cwd: str, *args: str, **kwargs: Any) -> bytes:
-        ran.append(args)
-        return real(cwd, *args, **kwargs)
-
-    monkeypatch.setattr("acp_nvim.client.services.worktree_changes.git", counted)
+    ran = git_calls(monkeypatch)
     editor = RecordingEditor()
     async with anyio.create_task_group() as tasks:
         app = App(editor, tasks)
@@ -582,3 +581,32 @@ async def test_a_binary_files_earlier_change_accepted_after_its_later_one_keeps_
     assert sorted(statuses) == ["accepted", "accepted", "pending"]
     notices = review.editor.notices  # type: ignore[attr-defined]
     assert not [message for _, message in notices if "not brought in" in message]
+
+
+async def test_neovim_quitting_right_after_a_close_keeps_the_worktree_work_waits_in(
+    project: Path, tmp_path: Path
+) -> None:
+    """:AcpClose, "keep the worktree" (a hunk waits in it), then Neovim quits at
+    once: the close's first half had run (its review gone from the open ones), its
+    second, which keeps the worktree, had not. Quitting found no review for it, so
+    no work waiting, and removed the worktree and the agent's change with it."""
+    from acp_nvim.client.session.chat import Chat
+
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        app = App(editor, tasks)
+        assert app.setup({}, str(tmp_path / "state"))
+        _, demo = app.ctx.config.agent("demo")
+        workspace = await app.workspaces.choose(1, demo, str(project), worktree=True)
+        assert workspace.worktree is not None
+        chat = app.ctx.chats[1] = Chat(1, "demo", editor, workspace)
+        await app.reviews.reopened(chat, [], False)
+        review = app.reviews.by_chat[1]
+        await review.begin_turn()
+        await review.write(os.path.join(workspace.worktree.path, "a.txt"), "the agent's\n")
+        await review.end_turn()
+        assert review.waiting() == 1
+        app.lifecycle.closing(1)  # as the host takes Lua's close, at once
+        await app.shutdown()  # before the loop got to the rest of the close
+        assert os.path.isdir(workspace.worktree.path)
+        tasks.cancel_scope.cancel()

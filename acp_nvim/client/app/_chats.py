@@ -398,7 +398,9 @@ class ChatLifecycle:
             return
         self._starts.cancel(chat_id)
         chat = self.ctx.chats.pop(chat_id, None)
-        self._closing[chat_id] = (chat, self.reviews.closed(chat_id))
+        review = self.reviews.closed(chat_id)
+        self._closing[chat_id] = (chat, review)
+        self.workspaces.closing(chat_id, review)  # Neovim may quit before close() runs
         self.queue.forget(chat_id)
         self._unopened.pop(chat_id, None)
         self.ctx.history.detach(chat_id, keep=chat_id not in self._refused)

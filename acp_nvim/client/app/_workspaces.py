@@ -46,6 +46,8 @@ class Workspaces:
         self._made: dict[int, Worktree] = {}
         # Hunks that chats closed before the last one in a worktree left waiting there.
         self._left_waiting: dict[str, int] = {}
+        # The reviews of chats closing (gone from ``reviews``) until :meth:`release`.
+        self._closing: dict[int, SessionChanges | None] = {}
         # One look for worktrees left unclosed at a time: each is told of once.
         self._looking = anyio.Lock()
 
@@ -227,6 +229,18 @@ class Workspaces:
             return []
         return _names(worktree, await modes_waiting(worktree, self.reviews.get(chat_id)))
 
+    async def answer_modes(self, token: int, chat_id: int) -> None:
+        """Answer Lua's ask ``token`` with :meth:`modes_of` (a reply item), from the
+        loop: the pynvim thread, which sends what every chat draws, never waits for git."""
+        self.ctx.editor.reply(token, await self.modes_of(chat_id))
+
+    def closing(self, chat_id: int, review: SessionChanges | None) -> None:
+        """Chat ``chat_id`` is closing, its review ``review`` gone from ``reviews``:
+        until :meth:`release`, a quit (:meth:`aclose`) reads what waits in its
+        worktree there. It saw nothing waiting, and removed the worktree the user
+        had just said to keep, with the agent's work."""
+        self._closing[chat_id] = review
+
     async def release(
         self,
         chat: Chat,
@@ -241,6 +255,7 @@ class Workspaces:
         (hunks waiting, execute bits changed, commits) stays, and the user is told
         where; ``modes_looked``: the execute bits were looked at as the close asked
         (:meth:`modes_of`, none found), not again."""
+        self._closing.pop(chat.id, None)
         worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
         if worktree is None:
             return
@@ -322,7 +337,8 @@ class Workspaces:
         """Neovim is closing: the worktrees that hold no work go (the others stay)."""
         made, self._made = self._made, {}
         for chat_id, worktree in made.items():
-            await self._remove(worktree, self.reviews.get(chat_id), None, quiet=True)
+            review = self.reviews.get(chat_id, self._closing.get(chat_id))
+            await self._remove(worktree, review, None, quiet=True)
 
 
 def waiting_hunks(review: SessionChanges | None) -> int:

@@ -577,7 +577,8 @@ def fold(text: str) -> str:
     """
     if text.isascii():  # most text: nothing to decompose
         return text.lower()
-    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    # Spelled out before the case is folded: ``㎒`` is ``MHz``, a lunate sigma a final one.
+    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", text).casefold())
     return unicodedata.normalize("NFC", plain)
 
 
