@@ -276,8 +276,8 @@ class Host:
                 return self.worker.call(app.choices, params["chat"], params["id"])
             case "restorable":  # :AcpRestore's completion
                 return self.worker.call(app.restorable, params["chat"])
-            case "worktree_modes":  # closing a worktree chat asks about them first
-                return self.worker.wait(app.workspaces.modes_of, params["chat"])
+            case "worktree_work":  # closing a worktree chat asks about it first
+                return self.worker.wait(app.workspaces.work_of, params["chat"])
             case "permissions":  # :AcpPermission list|forget
                 return self.worker.call(app.grants.request, params.get("forget"))
             case "export":  # acp.export() without on_done: Lua waits, the loop goes on
