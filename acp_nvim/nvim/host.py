@@ -224,12 +224,12 @@ class Host:
         search, an export) is answered on a thread of its own: the file's first open
         after an upgrade re-indexes it (seconds for a large one), which held every
         other message of Neovim's, and every chat's stream to it, as long (decision
-        0104). Not the execute bits a worktree chat's close asks about: git looks
-        for them (up to its time limit), so the worker's loop answers, with a reply
-        item, and this thread goes on sending."""
-        if method == "worktree_modes":
+        0104). Not the work waiting in a worktree, which a chat's close asks about: git
+        looks for changed execute bits (up to its time limit), so the worker's loop
+        answers, with a reply item, and this thread goes on sending."""
+        if method == "worktree_work":  # closing a worktree chat asks about it first
             workspaces = self._ensure_started().workspaces
-            self.worker.submit(workspaces.answer_modes, token, params["chat"])
+            self.worker.submit(workspaces.answer_work, token, params["chat"])
             return
         if method not in _READS:
             self._reply(token, method, params)

@@ -149,6 +149,11 @@ def test_help_lists_the_chats_keys(editor: Editor) -> None:
     assert "Transcript:" in text and "Input:" in text
     assert "  g?       show the chat's keys" in text
     assert "  <C-S>    send (Insert mode)" in text
+    # The transcript is read-only: its keys are Normal mode's, <C-C> listed once, there;
+    # the input's Insert-mode one under the input.
+    transcript, input_keys = text.split("\nInput:\n")
+    assert "(Insert mode)" not in transcript
+    assert "  <C-C>    cancel the turn (Insert mode)" in input_keys
     # Whole, however small the chat's window, with the cursor in it: q closes it,
     # not the chat.
     float_win = editor.lua("return vim.api.nvim_get_current_win()")

@@ -58,6 +58,9 @@ def test_a_turns_files_open_in_one_tab_and_take_the_review_keys(editor: Editor) 
     assert editor.lua("return _G.acp_notices")[-1]["msg"] == (
         'acp: a turn is a whole number, not "one"'
     )
+    # A turn the chat never ran is named so, as :AcpRestore names it; not "changed no file".
+    editor.nvim.command("AcpTurnDiff 9")
+    assert editor.lua("return _G.acp_notices")[-1]["msg"] == "acp: no turn 9 (turns 1 to 2)"
 
 
 def test_an_earlier_turn_shows_its_own_hunks_where_a_later_turn_moved_them(

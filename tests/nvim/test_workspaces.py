@@ -569,6 +569,29 @@ def test_closing_a_worktree_chat_names_both_hunks_and_execute_bits_that_wait(
     )
 
 
+def test_a_worktree_kept_unasked_names_both_hunks_and_execute_bits_that_wait(
+    editor: Editor,
+) -> None:
+    """The chat's transcript wiped out (no question asked): the notice of the kept
+    worktree named the hunk alone, not the file the agent made executable."""
+    repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    (worktree / "g.txt").chmod(0o755)  # as the agent's shell does, in its worktree
+    send(editor, chat, "write f.txt agent")
+    editor.wait("require('acp').chats()[1].waiting == 1", what="a hunk waiting")
+    editor.lua("vim.cmd('bwipeout! ' .. require('acp').status().transcript_buf)")
+    kept = (
+        f"acp: kept the worktree {worktree} (branch acp/{chat}): 1 hunk waits and the agent"
+        " changed the execute bit of g.txt in it"
+    )
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept, both named")
+    assert (worktree / "g.txt").stat().st_mode & 0o100
+
+
 def test_quitting_neovim_removes_the_worktrees_that_hold_no_work(editor: Editor) -> None:
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")

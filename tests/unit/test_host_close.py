@@ -109,8 +109,8 @@ def test_closing_a_worktree_chat_looks_for_execute_bits_off_the_pynvim_thread() 
     replies, loop = Replies(), BusyLoop()
     host = Host(replies)
     host.app, host.worker, host._started = app, loop, True  # type: ignore[assignment]
-    ask = {"token": 7, "method": "worktree_modes", "params": {"chat": 1}}
+    ask = {"token": 7, "method": "worktree_work", "params": {"chat": 1}}
     host.on_notification("acp", ["ask", ask])
     assert replies.replies == [] and editor.replies == {}  # not answered yet: git looks
     anyio.run(loop.run)
-    assert editor.replies == {7: ([], None)}  # no such chat: nothing waits in it
+    assert editor.replies == {7: ("", None)}  # no such chat: nothing waits in it

@@ -515,7 +515,7 @@ async def test_a_close_after_its_question_looks_for_changed_modes_once(
         workspace = await app.workspaces.choose(1, demo, str(project), worktree=True)
         assert workspace.worktree is not None
         chat = app.ctx.chats[1] = Chat(1, "demo", editor, workspace)
-        assert await app.workspaces.modes_of(1) == []  # nothing to ask about
+        assert await app.workspaces.work_of(1) == ""  # nothing to ask about
         del app.ctx.chats[1]
         await app.workspaces.release(chat, None, None, modes_looked=True)
         assert not os.path.exists(workspace.worktree.path)

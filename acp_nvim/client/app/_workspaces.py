@@ -219,20 +219,21 @@ class Workspaces:
 
             untold_roots(chat)
 
-    async def modes_of(self, chat_id: int) -> list[str]:
-        """The files of chat ``chat_id``'s worktree, from its project's top, whose
-        execute bit the agent changed alone and the user's file has not taken (none
-        for another chat): closing the chat asks first about them, as about hunks."""
+    async def work_of(self, chat_id: int) -> str:
+        """The work waiting in chat ``chat_id``'s worktree as :func:`waiting_work` words
+        it ("" for none, or for another chat): closing the chat asks first about it."""
         chat = self.ctx.chats.get(chat_id)
         worktree = None if chat is None else chat.workspace.worktree
         if worktree is None:
-            return []
-        return _names(worktree, await modes_waiting(worktree, self.reviews.get(chat_id)))
+            return ""
+        review = self.reviews.get(chat_id)
+        modes = _names(worktree, await modes_waiting(worktree, review))
+        return waiting_work(waiting_hunks(review), modes)
 
-    async def answer_modes(self, token: int, chat_id: int) -> None:
-        """Answer Lua's ask ``token`` with :meth:`modes_of` (a reply item), from the
+    async def answer_work(self, token: int, chat_id: int) -> None:
+        """Answer Lua's ask ``token`` with :meth:`work_of` (a reply item), from the
         loop: the pynvim thread, which sends what every chat draws, never waits for git."""
-        self.ctx.editor.reply(token, await self.modes_of(chat_id))
+        self.ctx.editor.reply(token, await self.work_of(chat_id))
 
     def closing(self, chat_id: int, review: SessionChanges | None) -> None:
         """Chat ``chat_id`` is closing, its review ``review`` gone from ``reviews``:
@@ -254,7 +255,7 @@ class Workspaces:
         ``keep``. Without the user's word (``keep`` None) a worktree that holds work
         (hunks waiting, execute bits changed, commits) stays, and the user is told
         where; ``modes_looked``: the execute bits were looked at as the close asked
-        (:meth:`modes_of`, none found), not again."""
+        (:meth:`work_of`, none found), not again."""
         self._closing.pop(chat.id, None)
         worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
         if worktree is None:
@@ -303,12 +304,9 @@ class Workspaces:
             notify(f"kept {where}: a chat of another Neovim works in it", "info")
             return
         if keep is None:
-            waiting = waiting_hunks(review) + left
-            if waiting:
-                keep_why = "1 hunk waits in it" if waiting == 1 else f"{waiting} hunks wait in it"
-            elif not modes_looked and (modes := await modes_waiting(worktree, review)):
-                names = ", ".join(_names(worktree, modes))
-                keep_why = f"the agent changed the execute bit of {names}"
+            modes = [] if modes_looked else await modes_waiting(worktree, review)
+            if what := waiting_work(waiting_hunks(review) + left, _names(worktree, modes)):
+                keep_why = f"{what} in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
             else:
@@ -347,6 +345,16 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     from acp_nvim.client.services.worktree_changes import WorktreeChanges
 
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
+
+
+def waiting_work(hunks: int, modes: Sequence[str]) -> str:
+    """``hunks`` waiting in a worktree and the files ``modes`` whose execute bit the
+    agent changed alone, as closing its chat asks about them and a worktree kept
+    without asking is noticed: both named where both wait ("" where neither)."""
+    what = ["1 hunk waits" if hunks == 1 else f"{hunks} hunks wait"] if hunks else []
+    if modes:
+        what.append(f"the agent changed the execute bit of {', '.join(modes)}")
+    return " and ".join(what)
 
 
 async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> list[str]:

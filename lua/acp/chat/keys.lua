@@ -52,10 +52,12 @@ local function jump(chat, kind, step)
   end
 end
 
---- The keys of `buf` this plugin maps, as help lines (`  lhs  what it does`).
+--- The keys of `buf` this plugin maps, as help lines (`  lhs  what it does`). Its
+--- Insert-mode ones only where it can be edited: the transcript can not, unless
+--- made 'modifiable' (acp.chat.kept).
 local function described(buf)
   local lines = {}
-  for _, mode in ipairs({ "n", "i" }) do
+  for _, mode in ipairs(vim.bo[buf].modifiable and { "n", "i" } or { "n" }) do
     for _, map in ipairs(api.nvim_buf_get_keymap(buf, mode)) do
       local desc = map.desc and map.desc:match("^acp: (.*)")
       if desc then

@@ -167,24 +167,18 @@ end
 ---@param chat acp.Chat
 ---@param close fun(keep?: boolean, looked?: boolean)
 function M.confirm_close(chat, close)
-  local worktree, waiting = M.worktree(chat), M.waiting(chat)
+  local worktree = M.worktree(chat)
   if not worktree or shared(chat, worktree) or not host.running() then
     return close()
   end
-  -- Both named where both wait: a question naming only the hunks hid the bits.
-  host.ask("worktree_modes", { chat = chat.id }, function(modes, error)
-    local what = {}
-    if waiting > 0 then
-      table.insert(what, waiting == 1 and "1 hunk waits" or (waiting .. " hunks wait"))
-    end
-    if not error and #modes > 0 then
-      table.insert(what, "the agent changed the execute bit of " .. table.concat(modes, ", "))
-    end
-    if #what == 0 then
+  -- Python words the work (hunks and execute bits, both named where both wait), as
+  -- it does for a worktree kept without asking. Where it could not look, it looks
+  -- again as the chat closes: what waits keeps the worktree, named.
+  host.ask("worktree_work", { chat = chat.id }, function(what, error)
+    if error or what == "" then
       return close(nil, not error)
     end
-    local prompt = ("%s in the worktree of %s"):format(table.concat(what, " and "), registry.title(chat))
-    ask(worktree, prompt, close)
+    ask(worktree, ("%s in the worktree of %s"):format(what, registry.title(chat)), close)
   end)
 end
 

@@ -333,7 +333,7 @@ M.request_ms = 10000
 --- waiting: `on_answer(result, error)` runs with its answer, or with the error
 --- "the Python side does not answer" after M.request_ms (an answer after that is
 --- dropped). Python answers at once, outside the batches (a reply item), but
---- "worktree_modes" (git looks: its loop answers, in a batch). A user error when
+--- "worktree_work" (git looks: its loop answers, in a batch). A user error when
 --- the Python side is not running.
 ---@param method string
 ---@param params? table

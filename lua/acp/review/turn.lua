@@ -105,6 +105,12 @@ end
 function M.open(turn)
   turn = util.turn_number(turn)
   local files, shown = M.files(turn)
+  -- The review numbers every turn the chat ran (|:AcpReview|): it bounds [turn], not
+  -- the transcript; said as :AcpRestore says it of the transcript's turns.
+  local last = (state.by_chat[state.chat_id() or -1] or { turn = 0 }).turn
+  if turn and last > 0 and not (1 <= turn and turn <= last) then
+    util.user_error(("no turn %d (turns 1 to %d)"):format(turn, last))
+  end
   if #files == 0 then
     util.user_error(turn and ("turn %d changed no file"):format(turn) or "the agent changed no file")
   end
