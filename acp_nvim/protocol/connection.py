@@ -462,6 +462,66 @@ class _Incoming:
             await self._send(batch.responses)
 
 
+class _Outgoing:
+    """Our requests waiting for the peer's answers, by id (counted from ``id_start``).
+    Each ends once: with its response, with a malformed one (else it would wait
+    forever), or when the connection closes; an answer after that is late."""
+
+    __slots__ = ("_id_start", "_next_id", "_pending", "name")
+
+    def __init__(self, name: str, id_start: int) -> None:
+        self.name = name
+        self._id_start = id_start
+        self._next_id = id_start
+        self._pending: dict[int, _Pending] = {}
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __contains__(self, msg_id: object) -> bool:
+        return msg_id in self._pending
+
+    def open(self, method: str) -> tuple[int, _Pending]:
+        """A new request of ``method``: its id and the slot its answer arrives in."""
+        msg_id = self._next_id
+        self._next_id += 1
+        slot = self._pending[msg_id] = _Pending(method)
+        return msg_id, slot
+
+    def forget(self, msg_id: int) -> None:
+        """Stop waiting for ``msg_id``: a response after this is dropped as late."""
+        self._pending.pop(msg_id, None)
+
+    def answer(self, msg: _Envelope) -> None:
+        """Hand the peer's response ``msg`` to the request it answers."""
+        msg_id = msg.id
+        slot = self._pending.get(msg_id) if type(msg_id) is int else None
+        if slot is None:
+            _unknown_response(self.name, msg_id, range(self._id_start, self._next_id))
+            return
+        del self._pending[msg_id]  # type: ignore[arg-type]
+        if isinstance(msg.error, _ErrorObject):
+            err = msg.error
+            slot.error = RequestError(err.code, err.message, err.data)
+        else:
+            slot.result = msg.result
+        slot.event.set()
+
+    def fail_malformed(self, msg_id: Any, detail: str) -> None:
+        """Fail request ``msg_id`` (if ours and waiting) with a malformed response's ``detail``."""
+        slot = self._pending.pop(msg_id, None) if type(msg_id) is int else None
+        if slot is not None:
+            slot.error = ProtocolError(f"malformed response to {slot.method}: {detail}")
+            slot.event.set()
+
+    def close(self, reason: str) -> None:
+        """Fail every request still waiting: the connection is gone for ``reason``."""
+        pending, self._pending = self._pending, {}
+        for slot in pending.values():
+            slot.error = ConnectionClosed(reason)
+            slot.event.set()
+
+
 # --- the connection -------------------------------------------------------------------
 
 
@@ -479,6 +539,10 @@ class Connection:
       prompt on the wrong stream), before it is answered as a parse error.
     - At EOF `serve()` returns, pending `request()`s raise `ConnectionClosed`, and so
       does every later call.
+
+    It writes and owns the lifetime; what the peer sends is decoded and routed by
+    its `_Dispatch`, the peer's requests run in `_Incoming`, and ours wait for their
+    answers in `_Outgoing`.
     """
 
     def __init__(
@@ -501,16 +565,19 @@ class Connection:
         self._encoder = msgspec.json.Encoder(enc_hook=enc_hook)
         self._max_line = max_line
         self._on_traffic = on_traffic
-        self._on_not_json = on_not_json
         self.name = name
         self._send_cancel_requests = send_cancel_requests
-        self._id_start = id_start
-        self._next_id = id_start
         self._incoming = _Incoming(name, convert, self._encoder, self._send_quietly)
-        self._notifications: dict[str, _Route] = {}
-        self._ignored: set[str] = set()  # notification methods nobody routes, logged once
-        self._batched: _Batched | None = None  # every batched route's decoder, built on read
-        self._pending: dict[int, _Pending] = {}
+        self._outgoing = _Outgoing(name, id_start)
+        self._dispatch = _Dispatch(
+            name,
+            convert,
+            self._incoming,
+            self._outgoing,
+            self._send_quietly,
+            on_traffic,
+            on_not_json,
+        )
         self._write_lock = anyio.Lock(fast_acquire=True)  # free: no turn of the loop first
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -518,7 +585,7 @@ class Connection:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        text = f"<Connection {self.name} {state}, {len(self._pending)} pending"
+        text = f"<Connection {self.name} {state}, {len(self._outgoing)} pending"
         if self._incoming:
             text += f", {len(self._incoming)} handling"
         return text + ">"
@@ -542,7 +609,7 @@ class Connection:
         self, method: str, params_type: type[P], handler: Callable[[P], Awaitable[None]]
     ) -> None:
         """Route incoming `method` notifications to `handler` (run inline, in order)."""
-        self._notifications[method] = _Route(params_type, handler)
+        self._dispatch.route(method, _Route(params_type, handler))
 
     def on_notifications(
         self, method: str, params_type: type[P], handler: Callable[[list[P]], Awaitable[None]]
@@ -556,8 +623,7 @@ class Connection:
         are not what msgspec makes of ``params_type`` alone), as any message, with
         `convert`, which must give what msgspec gives whenever msgspec succeeds.
         """
-        self._notifications[method] = _Route(params_type, handler, batched=True)
-        self._batched = None
+        self._dispatch.route(method, _Route(params_type, handler, batched=True))
 
     # -- outgoing
 
@@ -580,10 +646,7 @@ class Connection:
         """
         if self._closed:
             raise ConnectionClosed(self._close_reason)
-        msg_id = self._next_id
-        self._next_id += 1
-        slot = _Pending(method)
-        self._pending[msg_id] = slot
+        msg_id, slot = self._outgoing.open(method)
         sent = False
         try:
             await self._write(_OutRequest("2.0", msg_id, method, _params(params)))
@@ -592,12 +655,11 @@ class Connection:
                 on_sent()
             await slot.event.wait()
         except anyio.get_cancelled_exc_class():
-            if self._send_cancel_requests and sent and msg_id in self._pending:
+            if self._send_cancel_requests and sent and msg_id in self._outgoing:
                 self._spawn_cancel_request(msg_id)
             raise
         finally:
-            # After this, a late response finds no slot and is dropped.
-            self._pending.pop(msg_id, None)
+            self._outgoing.forget(msg_id)
         if slot.error is not None:
             raise slot.error
         result = slot.result
@@ -643,9 +705,10 @@ class Connection:
         if self._tg is not None:
             raise RuntimeError(f"{self!r} is already being served")
         reader = LineReader(self._receive, self._max_line)
+        handle_read = self._dispatch.handle_read
         reason = "end of stream"
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self._tg = self._dispatch.tg = tg
             task_status.started()
             try:
                 while True:
@@ -654,12 +717,97 @@ class Connection:
                     except LineTooLong as exc:
                         logger.error("%s: dropped incoming message: %s", self.name, exc)
                         continue
-                    await self._handle_read(block)
+                    await handle_read(block)
             except ConnectionClosed as exc:
                 reason = exc.reason or reason
             finally:
                 self._mark_closed(reason)
                 tg.cancel_scope.cancel()
+
+    # -- writing
+
+    async def _write(self, message: Any) -> None:
+        if self._closed:
+            raise ConnectionClosed(self._close_reason)
+        payload = self._encoder.encode(message)
+        line = encode_line(payload)
+        # One writer at a time, so lines never interleave. Not shielded: on asyncio a
+        # stream send buffers the whole line before awaiting the drain, so being
+        # cancelled mid-send cannot leave half a line on the wire.
+        async with self._write_lock:
+            if self._on_traffic is not None:
+                self._on_traffic("out", payload, 1)
+            try:
+                await self._send.send(line)
+            except STREAM_GONE as exc:
+                reason = f"write failed: {exc!r}"
+                self._mark_closed(reason)
+                raise ConnectionClosed(reason) from exc
+
+    async def _send_quietly(self, message: Any) -> None:
+        """Send a reply whose failure only matters to the log (the peer is gone)."""
+        try:
+            await self._write(message)
+        except ConnectionClosed as exc:
+            logger.debug("%s: reply not sent: %s", self.name, exc)
+
+    def _spawn_cancel_request(self, msg_id: int) -> None:
+        # Sent from the serve task group: the cancelled caller returns at once and
+        # never blocks on a write while being cancelled.
+        if self._tg is None or self._closed:
+            return
+        message = _OutNotification("2.0", CANCEL_REQUEST_METHOD, {"requestId": msg_id})
+        self._tg.start_soon(self._send_quietly, message)
+
+    def _mark_closed(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason
+        self._outgoing.close(reason)
+
+
+# --- the read side --------------------------------------------------------------------
+
+
+class _Dispatch:
+    """Each read of the peer's stream, decoded and handed on in order: notifications
+    to their handlers, inline (a run of a batched route's in one call), requests to
+    `_Incoming`, responses to `_Outgoing`; a line that is no message is answered
+    with its error.
+
+    This is the decode path every streamed chunk takes, kept apart from the
+    connection's writing and lifetime; `Connection.serve` calls `handle_read` once per
+    read, so a message pays no call for the split.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        convert: Convert,
+        incoming: _Incoming,
+        outgoing: _Outgoing,
+        send: Callable[[Any], Awaitable[None]],
+        on_traffic: Callable[[Direction, bytes, int], None] | None,
+        on_not_json: Callable[[bytes], None] | None,
+    ) -> None:
+        self.name = name
+        self.tg: anyio.abc.TaskGroup | None = None  # serve()'s: the peer's requests run there
+        self._convert = convert
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._send = send  # a reply; its failure only matters to the log
+        self._on_traffic = on_traffic
+        self._on_not_json = on_not_json
+        self._notifications: dict[str, _Route] = {}
+        self._ignored: set[str] = set()  # notification methods nobody routes, logged once
+        self._batched: _Batched | None = None  # every batched route's decoder, built on read
+
+    def route(self, method: str, route: _Route) -> None:
+        """Hand ``method`` notifications to ``route`` (registering twice replaces)."""
+        self._notifications[method] = route
+        if route.batched:
+            self._batched = None
 
     def _batched_decoder(self) -> _Batched:
         if self._batched is None:
@@ -672,7 +820,7 @@ class Connection:
             self._batched = (msgspec.json.Decoder(types), routes)
         return self._batched
 
-    async def _handle_read(self, block: bytes) -> None:
+    async def handle_read(self, block: bytes) -> None:
         """One read's lines, in order; a run of a batched route's notifications in one call."""
         batched = self._batched_decoder()
         runs = _runs_of_read(block, batched)
@@ -760,7 +908,7 @@ class Connection:
         logger.warning("%s: invalid JSON from peer (%s): %r", self.name, exc, line[:200])
         if self._on_not_json is not None:
             self._on_not_json(line)
-        await self._send_quietly(_error_response(None, RequestError.parse_error(str(exc))))
+        await self._send(_error_response(None, RequestError.parse_error(str(exc))))
 
     async def _run_batch(self, route: _Route, values: list[Any]) -> None:
         if not values:
@@ -776,19 +924,17 @@ class Connection:
             if msg.id is UNSET:
                 await self._handle_notification(method, msg.params)
             else:
-                assert self._tg is not None
-                self._incoming.start(self._tg, msg.id, method, msg.params, batch)
+                assert self.tg is not None
+                self._incoming.start(self.tg, msg.id, method, msg.params, batch)
         elif msg.error is not UNSET or msg.result:
-            self._handle_response(msg)
+            self._outgoing.answer(msg)
         else:
             detail = "neither a request, a notification nor a response"
             await self._reject_invalid(raw, detail, batch)
 
     async def _handle_batch(self, entries: list[Raw]) -> None:
         if not entries:
-            await self._send_quietly(
-                _error_response(None, RequestError.invalid_request("empty batch"))
-            )
+            await self._send(_error_response(None, RequestError.invalid_request("empty batch")))
             return
         batch = _Batch()
         # Held at 1 while entries are dispatched, so a handler finishing early can't
@@ -827,20 +973,6 @@ class Connection:
             logger.warning("%s: invalid params for notification %s: %s", self.name, method, exc)
             return _INVALID
 
-    def _handle_response(self, msg: _Envelope) -> None:
-        msg_id = msg.id
-        slot = self._pending.get(msg_id) if type(msg_id) is int else None
-        if slot is None:
-            _unknown_response(self.name, msg_id, range(self._id_start, self._next_id))
-            return
-        del self._pending[msg_id]  # type: ignore[arg-type]
-        if isinstance(msg.error, _ErrorObject):
-            err = msg.error
-            slot.error = RequestError(err.code, err.message, err.data)
-        else:
-            slot.result = msg.result
-        slot.event.set()
-
     async def _reject_invalid(
         self, raw: bytes, detail: str, batch: _Batch | None, probe: _Probe | None = None
     ) -> None:
@@ -849,69 +981,21 @@ class Connection:
         if probe is None:
             probe = await _decoding(len(raw), _probe, raw)
         msg_id = probe.id if type(probe.id) in (int, str) else None
-        ours = type(msg_id) is int and msg_id in self._pending
+        ours = type(msg_id) is int and msg_id in self._outgoing
         if probe.method is UNSET and (
             probe.result is not UNSET or probe.error is not UNSET or ours
         ):
             # A malformed response (or a bare ``{"id": 2}`` naming a request of ours):
             # never answer a response; fail its request instead, or it waits forever.
             logger.warning("%s: malformed response from peer: %s", self.name, detail)
-            slot = self._pending.pop(msg_id, None) if type(msg_id) is int else None
-            if slot is not None:
-                slot.error = ProtocolError(f"malformed response to {slot.method}: {detail}")
-                slot.event.set()
+            self._outgoing.fail_malformed(msg_id, detail)
             return
         logger.warning("%s: invalid request from peer: %s", self.name, detail)
         response = _error_response(msg_id, RequestError.invalid_request(detail))
         if batch is None:
-            await self._send_quietly(response)
+            await self._send(response)
         else:
             batch.responses.append(response)
-
-    # -- writing
-
-    async def _write(self, message: Any) -> None:
-        if self._closed:
-            raise ConnectionClosed(self._close_reason)
-        payload = self._encoder.encode(message)
-        line = encode_line(payload)
-        # One writer at a time, so lines never interleave. Not shielded: on asyncio a
-        # stream send buffers the whole line before awaiting the drain, so being
-        # cancelled mid-send cannot leave half a line on the wire.
-        async with self._write_lock:
-            if self._on_traffic is not None:
-                self._on_traffic("out", payload, 1)
-            try:
-                await self._send.send(line)
-            except STREAM_GONE as exc:
-                reason = f"write failed: {exc!r}"
-                self._mark_closed(reason)
-                raise ConnectionClosed(reason) from exc
-
-    async def _send_quietly(self, message: Any) -> None:
-        """Send a reply whose failure only matters to the log (the peer is gone)."""
-        try:
-            await self._write(message)
-        except ConnectionClosed as exc:
-            logger.debug("%s: reply not sent: %s", self.name, exc)
-
-    def _spawn_cancel_request(self, msg_id: int) -> None:
-        # Sent from the serve task group: the cancelled caller returns at once and
-        # never blocks on a write while being cancelled.
-        if self._tg is None or self._closed:
-            return
-        message = _OutNotification("2.0", CANCEL_REQUEST_METHOD, {"requestId": msg_id})
-        self._tg.start_soon(self._send_quietly, message)
-
-    def _mark_closed(self, reason: str) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._close_reason = reason
-        pending, self._pending = self._pending, {}
-        for slot in pending.values():
-            slot.error = ConnectionClosed(reason)
-            slot.event.set()
 
 
 # How many unrouted notification methods are named in the log: an agent making up a
