@@ -12,7 +12,8 @@ Three ways a change arrives, all ending in the session's
   turn start.
 
 Disk checks run when a tool call completes (the files it names, plus the
-bounded scan) and when the turn ends (every file named during the turn);
+bounded scan) and when the turn ends (every file named during the turn), as
+:mod:`~acp_nvim.client.services.turn_checks` schedules them;
 :mod:`~acp_nvim.client.services.disk_changes` finds those changes and what
 each file held before. An ``fs/write_text_file`` first records such a change
 to its file (opencode writes the file itself too, racing its own request).
@@ -53,6 +54,7 @@ from acp_nvim.client.services.disk_changes import (
 )
 from acp_nvim.client.services.files import Document, FileError
 from acp_nvim.client.services.left_behind import LeftBehind
+from acp_nvim.client.services.turn_checks import TurnChecks
 from acp_nvim.client.session.model import (
     ChangesPart,
     DiffPart,
@@ -322,16 +324,13 @@ class SessionChanges:
         self.auto_save = auto_save
         self.missing_file_as_empty = missing_file_as_empty
         self.access: FileAccess | None = None
-        self._tasks = tasks
         # Free: no turn of the loop (a turn start's prompt waits for it; see Connection's).
         self._lock = anyio.Lock(fast_acquire=True)
         self.disk = DiskChanges(editor, self.cwd, self.store, roots, skip_paths)
         self.byte_undo = ByteUndo(editor, self.disk)
-        self._check_queued = False
-        self._turn_open = False
         self._numbers: dict[int, int] | None = None  # see number()
-        self._turns = 0  # turns begun
         self.left = LeftBehind(self.cwd)  # files a turn left to the agent names
+        self._checks = TurnChecks(self.disk, tasks, self._lock)
         self.changed_elsewhere: Callable[[str], list[int]] = lambda path: []  # set by Reviews
 
     def __repr__(self) -> str:
@@ -398,7 +397,7 @@ class SessionChanges:
         where the file changed on disk between the two reads of a write behind
         unsaved edits (something else wrote it; opencode, racing its own request):
         what was held back against the first would not fit the second."""
-        if self._turn_open:
+        if self._checks.open:
             # Some agents also write the file themselves (opencode, racing its own
             # request): record that first, against the usual baselines. Outside a
             # turn (an MCP tool, before the first prompt) a change on disk is the
@@ -480,7 +479,7 @@ class SessionChanges:
     def _abs(self, path: str) -> str:
         return under(self.cwd, path)
 
-    # -- turn hooks ------------------------------------------------------------------
+    # -- turn hooks: when the disk is checked (TurnChecks) -----------------------------
 
     async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
         """A turn starts: new changeset, and the scan later checks compare against;
@@ -493,12 +492,10 @@ class SessionChanges:
         """
         async with self._lock:
             self._numbers = numbers
-            await self.disk.begin_turn()
+            await self._checks.begin_turn()
             self.left.turn_begins()
-            self._turns += 1
-            if len(self.store.turns()) < self._turns:
+            if len(self.store.turns()) < self._checks.begun:
                 self.store.begin_turn()
-            self._turn_open = True
             self._publish()
 
     def close(self) -> None:
@@ -507,34 +504,19 @@ class SessionChanges:
         (decision 0081) would keep the whole chat; a failure is notified instead."""
         self.disk.close()
         self.access = None
-        self._tasks = self._tasks.reporting_to(self.editor.notify)
+        self._checks.tasks = self._checks.tasks.reporting_to(self.editor.notify)
 
     def prepare_soon(self) -> None:
-        """The session is ready: read what the first turn will compare against now,
-        so that its start only asks what changed since (decision 0060)."""
-        self._tasks.start_soon(self._prepare)
-
-    async def _prepare(self) -> None:
-        # Not under the lock: the agent's first fs/* calls do not wait for the reading
-        # (the first turn start does: DiskChanges.begin_turn).
-        if self._turns == 0:
-            await self.disk.prepare()
+        """:meth:`TurnChecks.prepare_soon`: the first turn's scan read ahead."""
+        self._checks.prepare_soon()
 
     def on_tool_call(self, call: ToolCall) -> None:
-        """Note the files a tool call names; check the disk once it completes.
-
-        Completions arriving while a check runs are merged into the next one, so a
-        burst of them costs a few checks, not one each. Outside a turn (an MCP call,
-        or a refusal of one, before the first prompt or between turns) what changed on
-        disk is the user's: nothing to check."""
-        if self.disk.on_tool_call(call, self._turn_open) and not self._check_queued:
-            self._check_queued = True
-            self._tasks.start_soon(self._check_due)
+        """:meth:`TurnChecks.on_tool_call`: the disk checked once ``call`` completes."""
+        self._checks.on_tool_call(call, self._check)
 
     def turn_ended(self) -> None:
         """The turn ended without :meth:`end_turn` awaited (e.g. a v2 state update)."""
-        if self._turn_open:
-            self._tasks.start_soon(self.end_turn)
+        self._checks.turn_ended(self._check)
 
     def turn_files(self) -> list[str]:
         """The files the latest turn changed, relative to the session's directory
@@ -543,20 +525,11 @@ class SessionChanges:
 
     async def end_turn(self) -> None:
         """Final disk check of the turn (idempotent)."""
-        if self._turn_open:
-            self._turn_open = False
-            await self.check()
-            self.disk.end_turn()
+        await self._checks.end_turn(self._check)
 
     async def check(self) -> None:
         """Record files changed on disk since they were last seen."""
-        async with self._lock:
-            await self._check(self.disk.named)
-
-    async def _check_due(self) -> None:
-        async with self._lock:
-            self._check_queued = False
-            await self._check(self.disk.take_due())
+        await self._checks.check(self._check)
 
     async def _check(self, named: dict[str, None]) -> None:
         """Check ``named`` and what the scan finds changed; call with the lock held."""

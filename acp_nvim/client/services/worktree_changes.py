@@ -377,7 +377,7 @@ class Landed(SessionChanges):
     def __init__(self, owner: WorktreeChanges) -> None:
         # Brought in by the user's own accept: saved to disk like any accepted edit.
         super().__init__(
-            owner.editor, owner.chat_id, owner.worktree.project, owner._tasks, auto_save=True
+            owner.editor, owner.chat_id, owner.worktree.project, owner._checks.tasks, auto_save=True
         )
         self._owner = owner
         self.origin: dict[str, int] = {}  # path -> the chat's turn it was last brought from
