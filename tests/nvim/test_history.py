@@ -1012,6 +1012,28 @@ def test_a_title_or_name_with_a_line_break_shows_on_one_line(editor: Editor) -> 
     editor.wait("require('acp').history()[1].title == 'the parser'", what="the name stored")
 
 
+def test_a_name_with_a_no_break_space_or_line_separator_shows_the_same_everywhere(
+    editor: Editor,
+) -> None:
+    """A name pasted with a no-break space and U+2028 (a line separator, drawn as
+    `<2028>`) kept them in the winbar and :AcpChats, where the history's picker,
+    made on the Python side, showed spaces: one chat, two names."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice) choice(opts.prompt == 'Chats' and items[1] or 'rename') end
+        local name = ...
+        vim.ui.input = function(opts, done) done(name) end
+        vim.cmd('AcpChats')
+        """,
+        "the\u00a0parser\u2028fix\u3000",
+    )
+    editor.wait("(require('acp').history()[1] or {}).title == 'the parser fix'", what="the name stored")
+    assert editor.lua("return require('acp').chats()[1].title") == "the parser fix"
+
+
 def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
     """A refused :AcpResume and a refused :AcpWorktree closed the chat they opened,
     yet left it in the history: `chat 3 · demo · ~/project · just now`, 0 turns.
