@@ -30,6 +30,7 @@ __all__ = [
     "cut_op",
     "drop_op",
     "edit_op",
+    "heading_line",
     "is_mark",
     "mark_op",
     "message_block",
@@ -137,6 +138,18 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
+def heading_line(title: str) -> str:
+    """A tool call's ``title`` on its heading's one line, its lines joined by ``⏎`` (as
+    :AcpBranches shows a prompt's): codex-acp names a call by its script, and a
+    buffer line holding a line break is refused (the block, and the permission it
+    asked for, were not drawn). Its lines stay apart: a script's are its commands.
+
+    >>> heading_line("make\\nrm -rf build\\n")
+    'make ⏎ rm -rf build'
+    """
+    return " ⏎ ".join(title.strip().splitlines())
+
+
 def message_block(key: str) -> str:
     """The block id of the message keyed ``key``."""
     return "#message:" + key
@@ -229,7 +242,7 @@ class ToolCallDrawing:
             redraw = ALL_PARTS
         title = call.title or call.kind
         if HEAD in redraw:
-            parts[HEAD] = [f"#### {title}", f"`{call.kind}` · {call.status}"]
+            parts[HEAD] = [f"#### {heading_line(title)}", f"`{call.kind}` · {call.status}"]
         if CONTENT in redraw:
             parts[CONTENT] = _tool_content_lines(call, terminals or {}, self._cwd)
         op: BlockOp = {"op": "block", "id": call.id, "kind": "tool", "lines": []}
