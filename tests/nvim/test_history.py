@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from acp_nvim.client.history import Store
+from acp_nvim.client.history import Store, StoredBlock
 from tests.fakes.stores import schema_3
 from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
@@ -1726,7 +1726,7 @@ def test_regenerate_in_a_reopened_chat_before_its_agent_starts(
 
 def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> None:
     """A chat without a turn has nothing to regenerate: started, or reopened before its
-    agent starts (one an earlier acp.nvim kept before its first prompt)."""
+    agent starts (one an earlier acp.nvim kept before its first prompt, with a note)."""
     said = (
         "vim.iter(_G.acp_notices):any(function(n)"
         " return n.msg == 'acp: no prompt to regenerate in this chat' end)"
@@ -1739,7 +1739,8 @@ def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> No
     path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     store = Store(str(path))
     try:
-        store.new_chat("fake", str(editor.tmp / "project"))
+        chat = store.new_chat("fake", str(editor.tmp / "project"))
+        store.write(chat, [StoredBlock(0, "n0", 0, "info", "a note")])
     finally:
         store.close()
     editor.wait("#require('acp').history({}) == 1", what="the chat kept")

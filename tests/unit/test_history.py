@@ -1223,3 +1223,21 @@ def test_an_older_acp_nvim_writing_the_upgraded_file_is_told_to_update(tmp_path:
     assert newer.write(chat, [StoredBlock(0, "k0", 1, "user", "Kept after")]) == "written"
     assert [h.chat.id for h in newer.search("kept")] == [chat, 1]
     older.close()
+
+
+def test_a_chat_an_older_acp_nvim_made_without_a_turn_is_not_listed(tmp_path: Path) -> None:
+    """An older acp.nvim running when a newer one re-indexed the file makes its new
+    chat's row, then fails to write a block (0104): the row stayed, empty, in the
+    newer one's :AcpHistory as "chat N · 0 turns", opening and exporting nothing.
+    A row this one made whose first write failed (a locked file, a full disk) is as empty."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["kept before"]})
+    older = sqlite3.connect(path, isolation_level=None)  # opened before the upgrade
+    newer = Store(str(path))
+    older.execute("INSERT INTO chats(agent, cwd, created_at, updated_at) VALUES ('demo', '/p', 0, 9e9)")
+    unwritten = newer.new_chat("demo", "/p")
+    assert [h.chat.id for h in newer.search()] == [1]
+    assert [h.chat.id for h in newer.search(agent="demo", cwd=["/p"])] == [1]
+    newer.write(unwritten, [StoredBlock(0, "k0", 1, "user", "written at last")])
+    assert [h.chat.id for h in newer.search()] == [unwritten, 1]
+    older.close()

@@ -480,9 +480,12 @@ class Store:
             params.extend(cwd)
         filters = " AND ".join(where)
         if not words:
+            # A row without a block (an older acp.nvim's new chat that cannot write
+            # into a newer file, a first write that failed) is no conversation to list.
             rows = self._run(
-                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} "
-                "ORDER BY updated_at DESC LIMIT ?",
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} AND EXISTS "
+                f"(SELECT 1 FROM blocks WHERE id >= chats.id << {SEQ_BITS} "
+                f"AND id < (chats.id + 1) << {SEQ_BITS}) ORDER BY updated_at DESC LIMIT ?",
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
