@@ -109,6 +109,21 @@ def test_a_snippet_is_the_words_around_the_first_found() -> None:
     assert _cut(text, ["absent"], around=1) == "one two …"
 
 
+@pytest.mark.parametrize("slice_chars", [1, 7, 65536])
+def test_a_snippet_of_a_huge_block_is_cut_around_a_word_found_by_its_fold(
+    slice_chars: int, monkeypatch: Any
+) -> None:
+    """A pasted log of a megabyte whose word is written `Café` (a search for `cafe`):
+    the block was folded word by word to find it, 0.19 s a MB on the thread that
+    answers searches. It is folded a slice at a time, and looked at word by word only
+    in a slice holding the word: the snippet is the same, whatever the slices."""
+    monkeypatch.setattr(_store, "_FOLDED_AT_ONCE", slice_chars)
+    log = "\n".join(f"line {i} of the build" for i in range(50_000 if slice_chars > 1 else 50))
+    assert _cut(f"{log}\tCafé\u00a0au lait", ["cafe"], around=2) == "… the build Café au lait"
+    assert _cut(f"Straße {log}", ["strasse*"], around=1) == "Straße line …"
+    assert _cut(log, ["absent"], around=1) == "line 0 …"
+
+
 def test_a_changed_block_is_searched_by_its_new_text(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     chat_id = chat_with(store, "hello", "first answer")
