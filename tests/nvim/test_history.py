@@ -384,6 +384,25 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
 
 
+def test_an_exports_notices_are_under_a_heading_of_their_own(editor: Editor) -> None:
+    """The export put acp.nvim's notices in the section before them: a turn the
+    agent refused had its error under `## You`, as if the user had written it, and
+    a turn's end (with what the user made of its review) under `## Agent`."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('fail')")  # the demo agent answers with an error
+    editor.wait_event("AcpTurnEnd")
+    send(editor, "hello", 2)
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, -1, false)"
+    lines = editor.lua(export)
+    headings = [(row, line) for row, line in enumerate(lines) if line.startswith("## ")]
+    error = next(row for row, line in enumerate(lines) if line.startswith("**Error:**"))
+    # The section an error, then a turn's end, sit in: the last heading above them.
+    assert [line for row, line in headings if row < error][-1] == "## acp.nvim"
+    assert lines[-1].startswith("*Turn ended: end_turn") and headings[-1][1] == "## acp.nvim"
+    assert [line for _, line in headings].count("## You") == 2
+
+
 def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor: Editor) -> None:
     """A v2 tool call's changes, exported: a moved file lost where it came from
     ("- move b.md"), a binary one its kind, and each its transcript's word."""

@@ -621,7 +621,7 @@ def test_an_old_or_damaged_turn_end_exports_what_it_kept(data: dict[str, Any], l
         StoredBlock(2, "#turn1", 1, "turn", "*— end_turn —*", json.dumps(data)),
     ]
     text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
-    assert text.endswith(f"## Agent\n\nhi\n\n{line}\n")
+    assert text.endswith(f"## Agent\n\nhi\n\n## acp.nvim\n\n{line}\n")
 
 
 def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
