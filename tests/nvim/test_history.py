@@ -685,6 +685,25 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
     assert store.read_bytes() == before
 
 
+def test_a_search_of_a_store_whose_index_is_damaged_says_so_in_a_line(editor: Editor) -> None:
+    """A store whose search index a disk fault damaged: listing the chats works, but
+    a search for a word said SQLite's words alone ("history: vtable constructor
+    failed: search"), not which file is damaged nor what to do, as other reads do."""
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    kept = Store(str(store))
+    try:
+        chat = kept.new_chat("kept", str(editor.tmp / "project"))
+        kept.write(chat, [StoredBlock(0, "k0", 1, "user", "hello zebra")], {"title": "hello zebra"})
+    finally:
+        kept.close()
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("UPDATE search_data SET block = x'ffffffffffff' WHERE id > 1")
+    editor.setup(agents=agents(editor), default_agent="kept")
+    assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra"]
+    failed = editor.lua("return select(2, pcall(require('acp').history, {query = 'zebra'}))")
+    assert failed == f"acp: history: {store} is damaged (vtable constructor failed: search): move it away"
+
+
 @pytest.mark.parametrize(
     ("read", "found"),
     [

@@ -507,9 +507,11 @@ class Store:
         """
         newest: dict[int, int] = {}  # chat id → its newest matching block
         found: dict[int, ChatRow] = {}
-        cursor = self._db.execute(*hits.newest_first())
         complete = True
+        cursor = None
         try:
+            # In the try: a damaged index fails here, said as the file's damage.
+            cursor = self._db.execute(*hits.newest_first())
             for (rowid,) in cursor:
                 chat_id = rowid >> SEQ_BITS
                 if chat_id in newest:
@@ -527,7 +529,8 @@ class Store:
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
         finally:
-            cursor.close()
+            if cursor is not None:
+                cursor.close()
         ranked = sorted(found.values(), key=lambda chat: chat.updated_at, reverse=True)
         if not complete:
             oldest = min(newest)
