@@ -530,10 +530,11 @@ def test_the_exports_headings_say_who_speaks_whatever_the_prompt_holds(editor: E
     buf = editor.lua("return require('acp').export()")
     exported = editor.nvim.buffers[buf][:]
     # The prompt's headings under `## You`; the agent's thought and tool call under
-    # `## Agent`, before its reply (a heading of its own, after the tool call's part).
+    # `## Agent`, before its reply (a heading of its own, after the tool call's part);
+    # the turn's end under acp.nvim's.
     assert outline(exported)[1:] == [
         "## You", "#### Goal", "##### You", "##### Steps to take",
-        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent",
+        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent", "## acp.nvim",
     ]  # fmt: skip
     assert exported.index("## kept as code") == exported.index("##### Steps to take") + 2
 
