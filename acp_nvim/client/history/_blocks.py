@@ -510,7 +510,7 @@ def _tool_markdown(
 ) -> list[str]:
     """A tool call as Markdown: files named as the transcript names them (``cwd``:
     the chat's directory, which the export's header gives)."""
-    title = heading_words(view.heading_line(call.title or call.kind))
+    title = heading_words(view.one_row(call.title or call.kind))
     lines = [f"### Tool: {title}", "", f"`{call.kind}` · {call.status}"]
     for part in call.content:
         if isinstance(part, DiffPart):

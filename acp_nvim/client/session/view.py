@@ -30,12 +30,12 @@ __all__ = [
     "cut_op",
     "drop_op",
     "edit_op",
-    "heading_line",
     "is_mark",
     "mark_op",
     "message_block",
     "message_op",
     "notice_op",
+    "one_row",
     "plan_op",
     "spent_text",
     "status_op",
@@ -113,12 +113,21 @@ LINE_CUT = f" … [line cut at {LINE_MAX:,} characters]"
 
 
 def bounded(op: RenderOp) -> RenderOp:
-    """``op`` with the lines of a block cut at :data:`LINE_MAX`."""
-    if op["op"] != "block" or all(len(line) <= LINE_MAX for line in op["lines"]):
+    """``op`` with the lines of a block cut at :data:`LINE_MAX`, each on one row
+    (:func:`one_row`): Neovim refuses a buffer line holding a line break, and with it
+    everything sent in the same batch (a plan's step of two lines took the reply
+    after it)."""
+    if op["op"] != "block" or all(
+        len(line) <= LINE_MAX and "\n" not in line for line in op["lines"]
+    ):
         return op
-    cut: BlockOp = {**op, "lines": [line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
-                                    for line in op["lines"]]}  # fmt: skip
+    cut: BlockOp = {**op, "lines": [_bounded_row(line) for line in op["lines"]]}
     return cut
+
+
+def _bounded_row(line: str) -> str:
+    line = one_row(line) if "\n" in line else line
+    return line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
 
 
 def visible_append(last_line: int, text: str) -> str:
@@ -138,16 +147,15 @@ def visible_append(last_line: int, text: str) -> str:
     return "\n".join(shown)
 
 
-def heading_line(title: str) -> str:
-    """A tool call's ``title`` on its heading's one line, its lines joined by ``⏎`` (as
-    :AcpBranches shows a prompt's): codex-acp names a call by its script, and a
-    buffer line holding a line break is refused (the block, and the permission it
-    asked for, were not drawn). Its lines stay apart: a script's are its commands.
+def one_row(text: str) -> str:
+    """``text`` on one row of the transcript, its lines joined by ``⏎`` (as
+    :AcpBranches shows a prompt's), so that they stay apart: codex-acp names a tool
+    call by its script, whose lines are its commands.
 
-    >>> heading_line("make\\nrm -rf build\\n")
+    >>> one_row("make\\nrm -rf build\\n")
     'make ⏎ rm -rf build'
     """
-    return " ⏎ ".join(title.strip().splitlines())
+    return " ⏎ ".join(text.strip().splitlines())
 
 
 def message_block(key: str) -> str:
@@ -242,7 +250,7 @@ class ToolCallDrawing:
             redraw = ALL_PARTS
         title = call.title or call.kind
         if HEAD in redraw:
-            parts[HEAD] = [f"#### {heading_line(title)}", f"`{call.kind}` · {call.status}"]
+            parts[HEAD] = [f"#### {one_row(title)}", f"`{call.kind}` · {call.status}"]
         if CONTENT in redraw:
             parts[CONTENT] = _tool_content_lines(call, terminals or {}, self._cwd)
         op: BlockOp = {"op": "block", "id": call.id, "kind": "tool", "lines": []}
