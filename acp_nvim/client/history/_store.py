@@ -249,6 +249,7 @@ class Store:
                 self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
+        self._file = _file_id(path)
         # The index's triggers fold the words they index (schema 4).
         self._db.create_function(_FOLD, 1, fold, deterministic=True)
         try:
@@ -268,6 +269,11 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def moved(self) -> bool:
+        """Whether the file at ``path`` is no longer the one open here (moved away or
+        deleted, as a damaged one is told to be)."""
+        return _file_id(self.path) != self._file
 
     def _migrate(self) -> None:
         db = self._db
@@ -673,6 +679,15 @@ def _first_word(text: str, wanted: list[str]) -> int | None:
                     return token.start()
         start = end + 1
     return None
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """Which file ``path`` is (None: none is there)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
