@@ -42,12 +42,30 @@ function M.count(n, noun)
   return ("%d %s%s"):format(n, noun, n == 1 and "" or "s")
 end
 
+-- White space beyond ASCII's, as Python's str.split() knows it (U+0085, the
+-- no-break, typographic and ideographic spaces, the line and paragraph
+-- separators): each UTF-8 sequence a space.
+local WIDE_SPACES = {}
+for _, space in ipairs({
+  "\194\133", "\194\160", "\225\154\128", "\226\128\128", "\226\128\129", "\226\128\130",
+  "\226\128\131", "\226\128\132", "\226\128\133", "\226\128\134", "\226\128\135", "\226\128\136",
+  "\226\128\137", "\226\128\138", "\226\128\168", "\226\128\169", "\226\128\175", "\226\129\159",
+  "\227\128\128",
+}) do
+  WIDE_SPACES[space] = " "
+end
+
 --- `text`'s words on one line, one space between them: a name or title shows on
---- a line of its own (the winbar, a picker's entry), as the Python side makes them.
+--- a line of its own (the winbar, a picker's entry). The same words and spaces as
+--- the Python side's `one_line`: a name typed with a no-break space or U+2028
+--- showed them in the winbar and a space in the history's picker.
 ---@param text string
 ---@return string
 function M.one_line(text)
-  return vim.trim((text:gsub("%s+", " ")))
+  -- The sequences start with the bytes C2, E1, E2 or E3; the file separators
+  -- (\28-\31) are white space to Python too.
+  local spaced = text:gsub("[\194\225\226\227][\128-\191][\128-\191]?", WIDE_SPACES)
+  return vim.trim((spaced:gsub("[%s\28-\31]+", " ")))
 end
 
 --- Raise a user error without file:line noise.

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from acp_nvim.client.history import Store
+from acp_nvim.client.history import Store, StoredBlock
 from tests.fakes.stores import schema_3
 from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
 
@@ -384,6 +384,25 @@ def test_the_demo_agent_handed_a_conversation_answers_what_was_typed(editor: Edi
     assert "You said: *go on please*" in text and "I am the offline demo agent" not in text
 
 
+def test_an_exports_notices_are_under_a_heading_of_their_own(editor: Editor) -> None:
+    """The export put acp.nvim's notices in the section before them: a turn the
+    agent refused had its error under `## You`, as if the user had written it, and
+    a turn's end (with what the user made of its review) under `## Agent`."""
+    editor.setup()
+    editor.open_chat()
+    editor.lua("require('acp').send('fail')")  # the demo agent answers with an error
+    editor.wait_event("AcpTurnEnd")
+    send(editor, "hello", 2)
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, -1, false)"
+    lines = editor.lua(export)
+    headings = [(row, line) for row, line in enumerate(lines) if line.startswith("## ")]
+    error = next(row for row, line in enumerate(lines) if line.startswith("**Error:**"))
+    # The section an error, then a turn's end, sit in: the last heading above them.
+    assert [line for row, line in headings if row < error][-1] == "## acp.nvim"
+    assert lines[-1].startswith("*Turn ended: end_turn") and headings[-1][1] == "## acp.nvim"
+    assert [line for _, line in headings].count("## You") == 2
+
+
 def test_a_v2_chats_export_names_its_changed_files_as_its_transcript_does(editor: Editor) -> None:
     """A v2 tool call's changes, exported: a moved file lost where it came from
     ("- move b.md"), a binary one its kind, and each its transcript's word."""
@@ -511,10 +530,11 @@ def test_the_exports_headings_say_who_speaks_whatever_the_prompt_holds(editor: E
     buf = editor.lua("return require('acp').export()")
     exported = editor.nvim.buffers[buf][:]
     # The prompt's headings under `## You`; the agent's thought and tool call under
-    # `## Agent`, before its reply (a heading of its own, after the tool call's part).
+    # `## Agent`, before its reply (a heading of its own, after the tool call's part);
+    # the turn's end under acp.nvim's.
     assert outline(exported)[1:] == [
         "## You", "#### Goal", "##### You", "##### Steps to take",
-        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent",
+        "## Agent", "### Thinking", "### Tool: Run a command", "## Agent", "## acp.nvim",
     ]  # fmt: skip
     assert exported.index("## kept as code") == exported.index("##### Steps to take") + 2
 
@@ -664,6 +684,30 @@ def test_a_damaged_or_newer_store_costs_the_history_not_the_chat(
     assert "echo: again" in editor.transcript_text()
     assert editor.lua("return require('acp').status().history") is None
     assert store.read_bytes() == before
+
+
+def test_a_search_of_a_store_whose_index_is_damaged_says_so_in_a_line(editor: Editor) -> None:
+    """A store whose search index a disk fault damaged: listing the chats works, but
+    a search for a word said SQLite's words alone ("history: vtable constructor
+    failed: search"), not which file is damaged nor what to do, as other reads do."""
+    store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
+    kept = Store(str(store))
+    try:
+        chat = kept.new_chat("kept", str(editor.tmp / "project"))
+        kept.write(chat, [StoredBlock(0, "k0", 1, "user", "hello zebra")], {"title": "hello zebra"})
+    finally:
+        kept.close()
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("UPDATE search_data SET block = x'ffffffffffff' WHERE id > 1")
+    editor.setup(agents=agents(editor), default_agent="kept")
+    assert [e["title"] for e in editor.lua(HISTORY)] == ["hello zebra"]
+    failed = editor.lua("return select(2, pcall(require('acp').history, {query = 'zebra'}))")
+    assert failed == f"acp: history: {store} is damaged (vtable constructor failed: search): move it away"
+    # Moved away as it says: the searches read the file there now (a new one), not
+    # the damaged one they had open, until Neovim restarted.
+    for kept_file in store.parent.glob("history.sqlite3*"):
+        kept_file.rename(kept_file.with_name(kept_file.name.replace("history", "damaged")))
+    assert editor.lua(HISTORY, {"query": "zebra"}) == [] and editor.lua(HISTORY) == []
 
 
 @pytest.mark.parametrize(
@@ -1010,6 +1054,28 @@ def test_a_title_or_name_with_a_line_break_shows_on_one_line(editor: Editor) -> 
     )
     assert editor.lua("return require('acp').chats()[1].title") == "the parser"
     editor.wait("require('acp').history()[1].title == 'the parser'", what="the name stored")
+
+
+def test_a_name_with_a_no_break_space_or_line_separator_shows_the_same_everywhere(
+    editor: Editor,
+) -> None:
+    """A name pasted with a no-break space and U+2028 (a line separator, drawn as
+    `<2028>`) kept them in the winbar and :AcpChats, where the history's picker,
+    made on the Python side, showed spaces: one chat, two names."""
+    editor.setup(agents=agents(editor), default_agent="kept")
+    editor.open_chat()
+    send(editor, "hello zebra", 1)
+    editor.lua(
+        """
+        vim.ui.select = function(items, opts, choice) choice(opts.prompt == 'Chats' and items[1] or 'rename') end
+        local name = ...
+        vim.ui.input = function(opts, done) done(name) end
+        vim.cmd('AcpChats')
+        """,
+        "the\u00a0parser\u2028fix\u3000",
+    )
+    editor.wait("(require('acp').history()[1] or {}).title == 'the parser fix'", what="the name stored")
+    assert editor.lua("return require('acp').chats()[1].title") == "the parser fix"
 
 
 def test_a_chat_whose_opening_was_refused_is_not_kept(editor: Editor) -> None:
@@ -1704,7 +1770,7 @@ def test_regenerate_in_a_reopened_chat_before_its_agent_starts(
 
 def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> None:
     """A chat without a turn has nothing to regenerate: started, or reopened before its
-    agent starts (one an earlier acp.nvim kept before its first prompt)."""
+    agent starts (one an earlier acp.nvim kept before its first prompt, with a note)."""
     said = (
         "vim.iter(_G.acp_notices):any(function(n)"
         " return n.msg == 'acp: no prompt to regenerate in this chat' end)"
@@ -1717,7 +1783,8 @@ def test_regenerate_without_a_turn_says_so_reopened_or_not(editor: Editor) -> No
     path = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     store = Store(str(path))
     try:
-        store.new_chat("fake", str(editor.tmp / "project"))
+        chat = store.new_chat("fake", str(editor.tmp / "project"))
+        store.write(chat, [StoredBlock(0, "n0", 0, "info", "a note")])
     finally:
         store.close()
     editor.wait("#require('acp').history({}) == 1", what="the chat kept")

@@ -175,6 +175,26 @@ def test_an_allow_listed_command_codex_runs_through_its_shell_is_not_asked(
     assert lines[lines.index("#### git status && rm -rf build") + 1] == "`execute` · cancelled"
 
 
+def test_a_multi_line_script_codex_asks_to_run_is_drawn_and_asked(editor: Editor) -> None:
+    """codex-acp names a call by its script: one of several lines made the tool
+    call's heading a line holding line breaks, which Neovim refuses; the block was
+    not drawn, and the permission it asks for never shown. Its heading shows the
+    lines joined by ⏎ (as :AcpBranches shows a prompt's), the export's too."""
+    start(editor, "codex_exec")
+    editor.lua("require('acp').send(...)", "make build\n## then\nrm -rf build ##\n")
+    heading = "make build ⏎ ## then ⏎ rm -rf build ##"
+    wait_text(editor, PROMPT)
+    lines = editor.transcript()
+    assert lines[lines.index(f"#### {heading}") + 1] == "`execute` · pending"
+    focus_transcript(editor)
+    editor.nvim.input("r")
+    assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, -1, false)"
+    exported = editor.lua(export)
+    assert f"### Tool: {heading[:-2]}\\##" in exported  # a closing ## is a title's own
+    assert "## then" not in exported
+
+
 def test_an_allow_listed_command_gemini_names_only_in_its_title_is_not_asked(
     editor: Editor,
 ) -> None:

@@ -190,6 +190,18 @@ def test_v1_plans_with_ids_are_drawn_as_v2s(editor: Editor) -> None:
     assert "- [x] Read the code" not in text and "2. **Fix** it" in text
 
 
+def test_a_plan_step_of_two_lines_is_drawn_with_what_came_with_it(editor: Editor) -> None:
+    """A plan step whose words hold a line break made a transcript row holding one,
+    which Neovim refuses: the plan was not drawn, nor anything sent to Neovim with
+    it (here the reply after it). Its lines show joined by ⏎, as a tool call's title."""
+    editor.setup(agents={"fake": editor.fake_agent("plans")}, default_agent="fake")
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", "steps Fix the parser\nthen run the tests")
+    editor.wait_event("AcpTurnEnd")
+    text = editor.transcript_text()
+    assert "- [~] Fix the parser ⏎ then run the tests\n" in text and "done: steps" in text
+
+
 def test_a_reopened_v2_chat_shows_what_the_chat_showed(editor: Editor) -> None:
     """A message corrected in place, an agent's own terminal, two plans and an update
     of a kind no client knows: reopened from the history, the transcript is the same."""

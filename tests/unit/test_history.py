@@ -109,6 +109,21 @@ def test_a_snippet_is_the_words_around_the_first_found() -> None:
     assert _cut(text, ["absent"], around=1) == "one two …"
 
 
+@pytest.mark.parametrize("slice_chars", [1, 7, 65536])
+def test_a_snippet_of_a_huge_block_is_cut_around_a_word_found_by_its_fold(
+    slice_chars: int, monkeypatch: Any
+) -> None:
+    """A pasted log of a megabyte whose word is written `Café` (a search for `cafe`):
+    the block was folded word by word to find it, 0.19 s a MB on the thread that
+    answers searches. It is folded a slice at a time, and looked at word by word only
+    in a slice holding the word: the snippet is the same, whatever the slices."""
+    monkeypatch.setattr(_store, "_FOLDED_AT_ONCE", slice_chars)
+    log = "\n".join(f"line {i} of the build" for i in range(50_000 if slice_chars > 1 else 50))
+    assert _cut(f"{log}\tCafé\u00a0au lait", ["cafe"], around=2) == "… the build Café au lait"
+    assert _cut(f"Straße {log}", ["strasse*"], around=1) == "Straße line …"
+    assert _cut(log, ["absent"], around=1) == "line 0 …"
+
+
 def test_a_changed_block_is_searched_by_its_new_text(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     chat_id = chat_with(store, "hello", "first answer")
@@ -606,7 +621,7 @@ def test_an_old_or_damaged_turn_end_exports_what_it_kept(data: dict[str, Any], l
         StoredBlock(2, "#turn1", 1, "turn", "*— end_turn —*", json.dumps(data)),
     ]
     text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
-    assert text.endswith(f"## Agent\n\nhi\n\n{line}\n")
+    assert text.endswith(f"## Agent\n\nhi\n\n## acp.nvim\n\n{line}\n")
 
 
 def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None:
@@ -1222,4 +1237,22 @@ def test_an_older_acp_nvim_writing_the_upgraded_file_is_told_to_update(tmp_path:
     assert "newer acp.nvim" in told and "update" in told, told
     assert newer.write(chat, [StoredBlock(0, "k0", 1, "user", "Kept after")]) == "written"
     assert [h.chat.id for h in newer.search("kept")] == [chat, 1]
+    older.close()
+
+
+def test_a_chat_an_older_acp_nvim_made_without_a_turn_is_not_listed(tmp_path: Path) -> None:
+    """An older acp.nvim running when a newer one re-indexed the file makes its new
+    chat's row, then fails to write a block (0104): the row stayed, empty, in the
+    newer one's :AcpHistory as "chat N · 0 turns", opening and exporting nothing.
+    A row this one made whose first write failed (a locked file, a full disk) is as empty."""
+    path = tmp_path / "h.sqlite3"
+    schema_3(path, {1: ["kept before"]})
+    older = sqlite3.connect(path, isolation_level=None)  # opened before the upgrade
+    newer = Store(str(path))
+    older.execute("INSERT INTO chats(agent, cwd, created_at, updated_at) VALUES ('demo', '/p', 0, 9e9)")
+    unwritten = newer.new_chat("demo", "/p")
+    assert [h.chat.id for h in newer.search()] == [1]
+    assert [h.chat.id for h in newer.search(agent="demo", cwd=["/p"])] == [1]
+    newer.write(unwritten, [StoredBlock(0, "k0", 1, "user", "written at last")])
+    assert [h.chat.id for h in newer.search()] == [unwritten, 1]
     older.close()

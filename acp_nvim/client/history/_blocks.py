@@ -72,6 +72,9 @@ _MESSAGE, _PLAN, _COMPACTION = "#message:", "#plan:", "#compaction:"
 # itself), and the levels of the export's own headings (title, who speaks, a part).
 _AGENTS_PARTS = ("thought", "tool", "plan")
 _LEVELS = 3
+# The heading the export puts over the client's notices: neither the user's words
+# nor the agent's (a turn's end says what the user made of its review).
+_NOTICES_HEADING = "## acp.nvim"
 # The line before a conversation handed over (introduced).
 _INTRO = "#intro"
 # The note after a conversation handed over or forked (its block's name: Chat.info).
@@ -457,7 +460,8 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
     lines += [f"- Started: {date(chat.created_at)}", f"- Last change: {date(chat.updated_at)}"]
     terminals: dict[str, TerminalView] = {}
     plans = 0
-    speaking = None  # whose section the lines go in: "user", "agent" (None: the header's)
+    # Whose section the lines go in: "user", "agent", "notices" (None: the header's).
+    speaking = None
     for block in blocks:
         lines.append("")
         if block.kind in _AGENTS_PARTS and speaking != "agent":
@@ -465,6 +469,11 @@ def markdown(chat: ChatRow, blocks: Sequence[StoredBlock], *, diffs: bool = True
             # first reply only): a thought or tool call before it was the user's part.
             lines += [view.HEADERS["agent"], ""]
             speaking = "agent"
+        elif block.kind in NOTICES and speaking != "notices":
+            # An error after a prompt read as the user's words, a turn's end (the
+            # user's review of it) as the agent's.
+            lines += [_NOTICES_HEADING, ""]
+            speaking = "notices"
         if block.kind in ("user", "agent"):
             attachments = _data(block).get("attachments") or []
             # The list below names each with its address: the transcript's line goes.
@@ -501,7 +510,7 @@ def _tool_markdown(
 ) -> list[str]:
     """A tool call as Markdown: files named as the transcript names them (``cwd``:
     the chat's directory, which the export's header gives)."""
-    title = heading_words(call.title or call.kind)
+    title = heading_words(view.one_row(call.title or call.kind))
     lines = [f"### Tool: {title}", "", f"`{call.kind}` · {call.status}"]
     for part in call.content:
         if isinstance(part, DiffPart):

@@ -59,7 +59,8 @@ class Reader:
         if path is None:
             raise StoreError("the history has no file yet (setup() was not called)")
         store: Store | None = getattr(self._stores, "store", None)
-        if store is None or store.path != path:
+        # A file moved away (a damaged one, as told) is read no more: the one there now.
+        if store is None or store.path != path or store.moved():
             if store is not None:
                 store.close()
             store = self._stores.store = _open(path)

@@ -249,6 +249,7 @@ class Store:
                 self._db = sqlite3.connect(path, timeout=busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open {path}: {err}", unavailable=True) from None
+        self._file = _file_id(path)
         # The index's triggers fold the words they index (schema 4).
         self._db.create_function(_FOLD, 1, fold, deterministic=True)
         try:
@@ -268,6 +269,11 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def moved(self) -> bool:
+        """Whether the file at ``path`` is no longer the one open here (moved away or
+        deleted, as a damaged one is told to be)."""
+        return _file_id(self.path) != self._file
 
     def _migrate(self) -> None:
         db = self._db
@@ -480,9 +486,12 @@ class Store:
             params.extend(cwd)
         filters = " AND ".join(where)
         if not words:
+            # A row without a block (an older acp.nvim's new chat that cannot write
+            # into a newer file, a first write that failed) is no conversation to list.
             rows = self._run(
-                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} "
-                "ORDER BY updated_at DESC LIMIT ?",
+                f"SELECT {_CHAT_COLUMNS} FROM chats WHERE {filters} AND EXISTS "
+                f"(SELECT 1 FROM blocks WHERE id >= chats.id << {SEQ_BITS} "
+                f"AND id < (chats.id + 1) << {SEQ_BITS}) ORDER BY updated_at DESC LIMIT ?",
                 (*params, limit),
             )
             return [Hit(ChatRow(*row), "") for row in rows]
@@ -504,9 +513,11 @@ class Store:
         """
         newest: dict[int, int] = {}  # chat id → its newest matching block
         found: dict[int, ChatRow] = {}
-        cursor = self._db.execute(*hits.newest_first())
         complete = True
+        cursor = None
         try:
+            # In the try: a damaged index fails here, said as the file's damage.
+            cursor = self._db.execute(*hits.newest_first())
             for (rowid,) in cursor:
                 chat_id = rowid >> SEQ_BITS
                 if chat_id in newest:
@@ -524,7 +535,8 @@ class Store:
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
         finally:
-            cursor.close()
+            if cursor is not None:
+                cursor.close()
         ranked = sorted(found.values(), key=lambda chat: chat.updated_at, reverse=True)
         if not complete:
             oldest = min(newest)
@@ -621,8 +633,29 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
     word ending in ``*`` matches a prefix), on one line, both folded as the index
     folds them; the start of ``text`` when none is found there (a word the index
     cut out of punctuation this split keeps, ``a.b``)."""
-    said = text.split()
-    wanted = [fold(w) for w in words]
+    at = _first_word(text, [fold(w) for w in words]) or 0
+    before = text[:at].rsplit(None, around)
+    shown = text[at:].split(None, around + 1)
+    earlier = len(before) > around and bool(before[0].strip())
+    later = len(shown) > around + 1
+    cut = " ".join(before[-around:] if earlier else before) if around else ""
+    cut = " ".join(filter(None, [cut, *shown[: around + 1]]))
+    return ("… " if earlier else "") + cut + (" …" if later else "")
+
+
+# Characters of a block folded at once while its word is looked for: a block of
+# megabytes (a pasted log) was folded word by word on the thread answering the
+# search (0.19 s a MB) where the word was not found as written.
+_FOLDED_AT_ONCE = 65536
+_SPACE = re.compile(r"\s")
+_TOKEN = re.compile(r"\S+")
+
+
+def _first_word(text: str, wanted: list[str]) -> int | None:
+    """Where the first word of ``text`` matching one of ``wanted`` (folded) starts.
+    The text is folded a slice at a time (cut at white space): only a slice whose
+    folded text holds one of them is looked at word by word."""
+    needles = [w.rstrip("*") for w in wanted]
 
     def matches(token: str) -> bool:
         token = fold(token).strip("`*_.,;:!?()[]{}'\"<>")
@@ -635,10 +668,26 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
             for w in wanted
         )
 
-    at = next((i for i, token in enumerate(said) if matches(token)), 0)
-    first, last = max(0, at - around), min(len(said), at + around + 1)
-    cut = " ".join(said[first:last])
-    return ("… " if first else "") + cut + (" …" if last < len(said) else "")
+    start = 0
+    while start < len(text):
+        space = _SPACE.search(text, start + _FOLDED_AT_ONCE)
+        end = space.start() if space is not None else len(text)
+        folded = fold(text[start:end])
+        if any(needle in folded for needle in needles):
+            for token in _TOKEN.finditer(text, start, end):
+                if matches(token[0]):
+                    return token.start()
+        start = end + 1
+    return None
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """Which file ``path`` is (None: none is there)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:

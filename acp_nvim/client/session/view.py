@@ -35,6 +35,7 @@ __all__ = [
     "message_block",
     "message_op",
     "notice_op",
+    "one_row",
     "plan_op",
     "spent_text",
     "status_op",
@@ -112,12 +113,21 @@ LINE_CUT = f" … [line cut at {LINE_MAX:,} characters]"
 
 
 def bounded(op: RenderOp) -> RenderOp:
-    """``op`` with the lines of a block cut at :data:`LINE_MAX`."""
-    if op["op"] != "block" or all(len(line) <= LINE_MAX for line in op["lines"]):
+    """``op`` with the lines of a block cut at :data:`LINE_MAX`, each on one row
+    (:func:`one_row`): Neovim refuses a buffer line holding a line break, and with it
+    everything sent in the same batch (a plan's step of two lines took the reply
+    after it)."""
+    if op["op"] != "block" or all(
+        len(line) <= LINE_MAX and "\n" not in line for line in op["lines"]
+    ):
         return op
-    cut: BlockOp = {**op, "lines": [line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
-                                    for line in op["lines"]]}  # fmt: skip
+    cut: BlockOp = {**op, "lines": [_bounded_row(line) for line in op["lines"]]}
     return cut
+
+
+def _bounded_row(line: str) -> str:
+    line = one_row(line) if "\n" in line else line
+    return line[:LINE_MAX] + LINE_CUT if len(line) > LINE_MAX else line
 
 
 def visible_append(last_line: int, text: str) -> str:
@@ -135,6 +145,17 @@ def visible_append(last_line: int, text: str) -> str:
         else:
             shown.append(piece[: LINE_MAX - before] + LINE_CUT)
     return "\n".join(shown)
+
+
+def one_row(text: str) -> str:
+    """``text`` on one row of the transcript, its lines joined by ``⏎`` (as
+    :AcpBranches shows a prompt's), so that they stay apart: codex-acp names a tool
+    call by its script, whose lines are its commands.
+
+    >>> one_row("make\\nrm -rf build\\n")
+    'make ⏎ rm -rf build'
+    """
+    return " ⏎ ".join(text.strip().splitlines())
 
 
 def message_block(key: str) -> str:
@@ -229,7 +250,7 @@ class ToolCallDrawing:
             redraw = ALL_PARTS
         title = call.title or call.kind
         if HEAD in redraw:
-            parts[HEAD] = [f"#### {title}", f"`{call.kind}` · {call.status}"]
+            parts[HEAD] = [f"#### {one_row(title)}", f"`{call.kind}` · {call.status}"]
         if CONTENT in redraw:
             parts[CONTENT] = _tool_content_lines(call, terminals or {}, self._cwd)
         op: BlockOp = {"op": "block", "id": call.id, "kind": "tool", "lines": []}

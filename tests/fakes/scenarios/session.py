@@ -251,14 +251,15 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
 async def plans(agent: Agent, prompt: Prompt) -> None:
     """Plans with ids (v2's; over v1 the unstable ones, sent as an agent following that
     schema sends them: only to a client advertising ``clientCapabilities.plan``, else
-    one v1 ``plan`` of the steps): prompt "steps" sends plan "s" as two steps,
+    one v1 ``plan`` of the steps): prompt "steps [SECOND]" sends plan "s" as two steps
+    (the second's words SECOND, default "Fix it"),
     "markdown" plan "m" as markdown, "file PATH" plan "f" as that file, "remove ID"
     takes plan ID away. It reads the prompt's last block: a seeded prompt's words come
     after the conversation it carries."""
     word, _, rest = prompt.blocks[-1].get("text", "").partition(" ")
     steps = [
         {"content": "Read the code", "priority": "high", "status": "completed"},
-        {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+        {"content": rest or "Fix it", "priority": "medium", "status": "in_progress"},
     ]
     update: Params
     if agent.version == 1 and "plan" not in agent.init_params["clientCapabilities"]:
