@@ -730,3 +730,44 @@ def test_a_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib_you_had_
     editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
     assert big.read_bytes() == b"\x00big.bin"
     assert other.read_bytes() == b"\x00yours"
+
+
+@pytest.mark.parametrize("how", ["reject", "restore"])
+def test_undo_in_its_buffer_deletes_again_a_binary_file_the_agent_deleted_and_a_reject_put_back(
+    editor: Editor, tmp_path: Path, how: str
+) -> None:
+    """The agent deletes a file with no text that a buffer shows; the buffer keeps
+    its text. A reject (or restore) writes the bytes back and its reload changed
+    nothing, so |u| there did nothing: no undo, unlike every other reject. The
+    reject empties the buffer first, as a reload of the deleted file would, then
+    reloads it with the bytes: |u| shows it empty, deletes the file again and the
+    change waits again; a redo writes the bytes back and rejects it again."""
+    old = tmp_path / "project" / "old.bin"
+    data = b"\x00old\nbytes of yours"
+    old.write_bytes(data)
+    buf = start(editor, old)
+    shown = lines(editor, buf)
+    run(editor, [{"rm": {"path": str(old)}}])
+    editor.lua("require('acp').reject()" if how == "reject" else "require('acp').restore(1)")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="rejected")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'pending'", what="pending again")
+    assert not old.exists()
+    assert lines(editor, buf) == [""]
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="rejected again")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    # Past the emptying, to the text the buffer kept through the deletion: what
+    # the buffer shows, the disk holds.
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'pending'", what="pending again")
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="its text shown again")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown
