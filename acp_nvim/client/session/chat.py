@@ -179,6 +179,9 @@ class Chat:
         # that the chat shows, or a turn ended here while the agent goes on with it
         # (it ignored a cancel; until it ends it, whichever branch is shown: agent.turns).
         self.unshown: set[str] = set()
+        # Sessions resumed without their history shown (an agent that does not replay
+        # it): what they held before is in no view of the chat (decision 0088).
+        self.unseen_history: set[str] = set()
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
         self._streams = Streams()  # the agent's messages as drawn rows
         # A turn the user prompted runs, or is still ending: an idle arriving now
