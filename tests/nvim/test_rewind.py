@@ -2210,3 +2210,26 @@ def test_a_resumed_session_never_shown_then_refused_after_a_restart_says_what_is
     assert "*The agent resumes this session without showing its history.*" in text
     assert note in text
     assert ("s9: three" in text) is said
+
+
+def test_a_rewind_to_the_first_turn_of_a_session_resumed_unseen_says_what_is_lost(
+    editor: Editor,
+) -> None:
+    """:AcpResume of a v1 agent without `loadSession` shows none of the session's
+    history. A rewind to before the chat's first turn there began a new, empty
+    session, said only "Rewound to before turn 1": the agent no longer knew what
+    the session held before, though nothing said so. The note says it (the branch
+    left keeps the resumed session)."""
+    wire = start(editor, "rewind+resume", 1)
+    editor.nvim.command("AcpResume s9")
+    editor.wait("require('acp').status().session_id == 's9'", what="resumed")
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 3)
+    wait_text(editor, "Continued in a new session: what the session held before it was resumed")
+    assert editor.transcript()[-1] == (
+        "*Continued in a new session: what the session held before it was resumed was"
+        " never shown here, and the new one does not know it.*"
+    )
+    assert [m for m, _ in calls(wire)][-1] == "session/new"

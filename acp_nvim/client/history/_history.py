@@ -361,20 +361,18 @@ class History:
         The transcript says so, with why the session it had could not go on
         (``lost``: the agent's error), in one line; ``unseen``: that session was
         resumed without its history shown, which the new one does not know."""
+        from acp_nvim.client.session.chat import UNSEEN_HISTORY
+
         chat.seed = self.carried(chat)
         why = f" ({lost})" if lost else ""
-        unknown = (
-            "what the session held before it was resumed was never shown here, and the"
-            " new one does not know it"
-        )
         if chat.seed is not None:
-            carried = f"shown here; {unknown}" if unseen else "so far"
+            carried = f"shown here; {UNSEEN_HISTORY}" if unseen else "so far"
             chat.info(
                 f"*{chat.agent} starts a new session{why}: the next prompt carries the"
                 f" conversation {carried}.*"
             )
         elif lost:
-            chat.info(f"*A new session begins{why}{f': {unknown}' if unseen else ''}.*")
+            chat.info(f"*A new session begins{why}{f': {UNSEEN_HISTORY}' if unseen else ''}.*")
 
     def carried(self, chat: Chat) -> str | None:
         """The conversation ``chat`` shows as Markdown, for a session that does not
