@@ -691,3 +691,83 @@ def test_a_reject_restore_or_undo_in_a_read_only_directory_says_why_and_loses_no
         assert binaries(editor)["logo.png"]["binary"]["status"] == "rejected"
         assert logo.read_bytes() == PNG
         read_only(locked, False)
+
+
+def test_a_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib_you_had_changed(
+    editor: Editor,
+) -> None:
+    """Your file over 2 MiB, changed and not committed when the worktree chat began,
+    is copied into its worktree; the agent rewrites the copy. Its bytes before are
+    not kept (over 2 MiB), and the accept was refused as if you had changed the
+    file since: you could not take the agent's change. Its digest was kept when it
+    was copied, so the accept brings the bytes in while your file is what it was,
+    and is refused, said, once you change it."""
+    from tests.nvim.test_workspaces import git, repository, review, send
+
+    project = repository(editor)
+    big, other = project / "big.bin", project / "other.bin"
+    big.write_bytes(b"\x00committed")
+    git(project, "add", "big.bin")
+    git(project, "commit", "-q", "-m", "big")
+    data = b"\x00" * (2 * 1024 * 1024 + 1)  # past the 2 MiB a file's bytes are kept to
+    big.write_bytes(data)  # changed, not committed
+    other.write_bytes(data + b"new")  # not in git at all
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    for name in ("big.bin", "other.bin"):
+        send(editor, listed["id"], f"bytes {name} 00{name.encode().hex()}")
+    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, listed["id"])}
+    assert [waited[name]["restorable"] for name in ("big.bin", "other.bin")] == [False, False]
+    other.write_bytes(b"\x00yours")
+    editor.lua("require('acp').accept()")
+    told = "not brought in: other.bin has no text"
+    editor.wait(
+        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
+        what="told",
+    )
+    editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
+    assert big.read_bytes() == b"\x00big.bin"
+    assert other.read_bytes() == b"\x00yours"
+
+
+@pytest.mark.parametrize("how", ["reject", "restore"])
+def test_undo_in_its_buffer_deletes_again_a_binary_file_the_agent_deleted_and_a_reject_put_back(
+    editor: Editor, tmp_path: Path, how: str
+) -> None:
+    """The agent deletes a file with no text that a buffer shows; the buffer keeps
+    its text. A reject (or restore) writes the bytes back and its reload changed
+    nothing, so |u| there did nothing: no undo, unlike every other reject. The
+    reject empties the buffer first, as a reload of the deleted file would, then
+    reloads it with the bytes: |u| shows it empty, deletes the file again and the
+    change waits again; a redo writes the bytes back and rejects it again."""
+    old = tmp_path / "project" / "old.bin"
+    data = b"\x00old\nbytes of yours"
+    old.write_bytes(data)
+    buf = start(editor, old)
+    shown = lines(editor, buf)
+    run(editor, [{"rm": {"path": str(old)}}])
+    editor.lua("require('acp').reject()" if how == "reject" else "require('acp').restore(1)")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="rejected")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", buf)
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'pending'", what="pending again")
+    assert not old.exists()
+    assert lines(editor, buf) == [""]
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    editor.as_typed("redo")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="rejected again")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown
+    assert editor.lua("return vim.bo[...].modified", buf) is False
+    # Past the emptying, to the text the buffer kept through the deletion: what
+    # the buffer shows, the disk holds.
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'pending'", what="pending again")
+    editor.as_typed("undo")
+    editor.wait(f"{status_of('old.bin')} == 'rejected'", what="its text shown again")
+    assert old.read_bytes() == data
+    assert lines(editor, buf) == shown

@@ -2173,3 +2173,63 @@ def test_a_replay_refused_after_the_agent_died_in_one_keeps_what_it_drew(
     turn(editor, "three", 1)
     [seeded] = [p for p in calls(editor.tmp / "calls.jsonl", "session/prompt")]
     assert "s9: one" in seed_of(seeded)
+
+
+@pytest.mark.parametrize("said", [False, True])
+def test_a_resumed_session_never_shown_then_refused_after_a_restart_says_what_is_lost(
+    editor: Editor, said: bool
+) -> None:
+    """:AcpResume of a v1 agent without `loadSession`: it resumes the session without
+    showing its history. Restarted, it refused the session: the new session began
+    with "A new session begins", or carried "the conversation so far", as if the
+    chat held all the session did. What was drawn stays and the new session carries
+    it; the note says what the session held before the resume was never shown
+    here, and the new session does not know it."""
+    wire = editor.tmp / "calls.jsonl"
+    agent: dict[str, Any] = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
+                             "env": {"FAKE_CALLS": str(wire)}}  # fmt: skip
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=1)
+    editor.open_chat()
+    editor.nvim.command("AcpResume s9")
+    editor.wait("require('acp').status().session_id == 's9'", what="resumed")
+    if said:
+        turn(editor, "three", 1)
+    agent["env"]["FAKE_FAULT"] = "refuse:session/resume"
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=1)
+    editor.nvim.command("AcpRestart")
+    wait_text(editor, "and the new one does not know it.*")
+    why = "(agent 'fake' failed resuming a session: -32002 Resource not found)"
+    lost = "what the session held before it was resumed was never shown here"
+    note = (
+        f"*fake starts a new session {why}: the next prompt carries the conversation shown"
+        f" here; {lost}, and the new one does not know it.*"
+        if said
+        else f"*A new session begins {why}: {lost}, and the new one does not know it.*"
+    )
+    text = editor.transcript_text()
+    assert "*The agent resumes this session without showing its history.*" in text
+    assert note in text
+    assert ("s9: three" in text) is said
+
+
+def test_a_rewind_to_the_first_turn_of_a_session_resumed_unseen_says_what_is_lost(
+    editor: Editor,
+) -> None:
+    """:AcpResume of a v1 agent without `loadSession` shows none of the session's
+    history. A rewind to before the chat's first turn there began a new, empty
+    session, said only "Rewound to before turn 1": the agent no longer knew what
+    the session held before, though nothing said so. The note says it (the branch
+    left keeps the resumed session)."""
+    wire = start(editor, "rewind+resume", 1)
+    editor.nvim.command("AcpResume s9")
+    editor.wait("require('acp').status().session_id == 's9'", what="resumed")
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 3)
+    wait_text(editor, "Continued in a new session: what the session held before it was resumed")
+    assert editor.transcript()[-1] == (
+        "*Continued in a new session: what the session held before it was resumed was"
+        " never shown here, and the new one does not know it.*"
+    )
+    assert [m for m, _ in calls(wire)][-1] == "session/new"

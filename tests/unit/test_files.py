@@ -1000,3 +1000,35 @@ async def test_a_rejected_change_leaves_a_latin1_file_whose_before_nothing_read_
         changes.close()
         tasks.cancel_scope.cancel()
     assert path.read_bytes() == mine
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_a_large_clean_tracked_binary_file_the_agent_made_text_is_never_read_whole(
+    tmp_path: Path,
+) -> None:
+    """A 500 MB asset committed in the repository, which the agent's command turned
+    into text: looking for its text before, git's index entry was read whole into
+    memory (twice over, and decoded), then found to be no text. It is read until its
+    first bytes show it has none, as the binary review's reads are bounded."""
+    import tracemalloc
+
+    asset = tmp_path / "asset.bin"
+    size = 40 * 1024 * 1024  # stands for the 500 MB one
+    asset.write_bytes(b"\x00" * size)
+    commit_all(tmp_path)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        await changes.begin_turn()
+        asset.write_text("replaced by text\n")  # the agent's own command
+        tracemalloc.start()
+        try:
+            await changes.end_turn()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        [listed] = changes.summary()["files"]
+        changes.close()
+        tasks.cancel_scope.cancel()
+    assert listed["binary"]["restorable"] is False  # over 2 MiB: its bytes not kept
+    assert peak < size // 2  # never held whole

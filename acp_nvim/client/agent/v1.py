@@ -664,6 +664,7 @@ class SessionsV1:
                 response = v1.decode(raw, v1.ResumeSessionResponse)
                 if replay:
                     chat.info("*The agent resumes this session without showing its history.*")
+                    chat.unseen_history.add(session_id)
         except BaseException as err:
             chats.pop(session_id, None)
             if isinstance(err, RequestError):  # refused: the agent holds no such session

@@ -308,7 +308,8 @@ class ChatLifecycle:
                             connection, chat, session_id, again=again, history=self.ctx.history
                         )
                         if not resumed:
-                            self.ctx.history.seed(chat, lost)
+                            unseen = session_id in chat.unseen_history
+                            self.ctx.history.seed(chat, lost, unseen=unseen)
                         wanted = kept if again and resumed else defaults(agent_config)
                         await self.settings.apply(connection, chat, wanted)
             except TimeoutError:

@@ -145,6 +145,7 @@ class Conversations:
 
     async def _rewind(self, chat: Chat, connection: AgentConnection, turn: int) -> None:
         path = chat.branches.path
+        unseen = path[0].session_id in chat.unseen_history  # what the branch began on
         # Forked only where the process holds turn ``turn`` - 1's session as it ran:
         # a restarted agent may give its own sessions the same ids (decision 0078).
         source = path[turn - 2] if turn >= 2 and _held(connection, path[turn - 2]) else None
@@ -175,7 +176,7 @@ class Conversations:
                     except AgentFailed as err:
                         connection.raise_if_exited(err)
                         chat.info(f"*The fork at turn {turn - 1} failed ({err}).*")
-                await self._seeded(chat, connection)
+                await self._seeded(chat, connection, unseen=unseen)
         except AgentFailed as err:
             chat.fail(str(err), err.details)
 
@@ -205,18 +206,25 @@ class Conversations:
             raise AgentFailed("the wait for the session going on from here was cancelled;"
                               " :AcpRestart tries again")  # fmt: skip
 
-    async def _seeded(self, chat: Chat, connection: AgentConnection) -> None:
+    async def _seeded(
+        self, chat: Chat, connection: AgentConnection, *, unseen: bool = False
+    ) -> None:
         """Go on in a new session whose first prompt carries the shown conversation,
-        with the chat's settings."""
+        with the chat's settings; ``unseen``: in place of one resumed without its
+        history shown, which the note says the new one does not know."""
+        from acp_nvim.client.session.chat import UNSEEN_HISTORY
+
         carried = self.ctx.history.carried(chat)
         kept = chosen(chat)
         await connection.new_session(chat)
         chat.seed = carried
         if carried is not None:
-            chat.info(
-                "*Continued in a new session; the agent is given the conversation so far"
-                " with the next prompt.*"
+            given = f"shown here with the next prompt; {UNSEEN_HISTORY}" if unseen else (
+                "so far with the next prompt"
             )
+            chat.info(f"*Continued in a new session; the agent is given the conversation {given}.*")
+        elif unseen:
+            chat.info(f"*Continued in a new session: {UNSEEN_HISTORY}.*")
         await self.settings.apply(connection, chat, kept)
 
     async def pick(self, chat_id: int, branch_id: int) -> None:
@@ -253,7 +261,8 @@ class Conversations:
                         await connection.resume(chat, session_id, replay=False)
                     except AgentFailed as err:
                         connection.raise_if_exited(err)
-                        await self._seeded(chat, connection)
+                        unseen = branch.turns[0].session_id in chat.unseen_history
+                        await self._seeded(chat, connection, unseen=unseen)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)
 

@@ -355,20 +355,24 @@ class History:
         await self._draw(chat, shown, prefix)
         chat.info(note, name=CONTINUED)
 
-    def seed(self, chat: Chat, lost: str | None = None) -> None:
+    def seed(self, chat: Chat, lost: str | None = None, *, unseen: bool = False) -> None:
         """A new session begins for ``chat``: if it shows a conversation (stored, or
         its own before a restart whose resume failed), its first prompt carries it.
         The transcript says so, with why the session it had could not go on
-        (``lost``: the agent's error), in one line."""
+        (``lost``: the agent's error), in one line; ``unseen``: that session was
+        resumed without its history shown, which the new one does not know."""
+        from acp_nvim.client.session.chat import UNSEEN_HISTORY
+
         chat.seed = self.carried(chat)
         why = f" ({lost})" if lost else ""
         if chat.seed is not None:
+            carried = f"shown here; {UNSEEN_HISTORY}" if unseen else "so far"
             chat.info(
                 f"*{chat.agent} starts a new session{why}: the next prompt carries the"
-                " conversation so far.*"
+                f" conversation {carried}.*"
             )
         elif lost:
-            chat.info(f"*A new session begins{why}.*")
+            chat.info(f"*A new session begins{why}{f': {UNSEEN_HISTORY}' if unseen else ''}.*")
 
     def carried(self, chat: Chat) -> str | None:
         """The conversation ``chat`` shows as Markdown, for a session that does not

@@ -3,7 +3,9 @@ a text hunk's, and after a restore (:AcpRestore, :AcpRewind) that took such a fi
 back, as after a text file's: a reject reloads the file's buffer (empties it, for a
 file the agent made: ``put_bytes``), and an undo of that (the buffer showing the
 agent's bytes again) puts those bytes back on disk, exactly, and the changes it
-took back wait again; a redo rejects them again.
+took back wait again; a redo rejects them again. A file the agent deleted kept its
+text in its buffer: the reject empties it first, as a reload of no file would, so
+that the undo has a state to come back to (:func:`emptied`).
 
 The buffer's text is no copy of the bytes (Neovim converts what it reads), so the
 agent's bytes are kept at the reject: at most ``SNAPSHOT_MAX_BYTES`` (2 MiB) a file,
@@ -13,7 +15,7 @@ buffer is at is told by a digest of its text at the reject, before and after.
 
 from __future__ import annotations
 
-__all__ = ["ByteUndo"]
+__all__ = ["ByteUndo", "emptied"]
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,16 +23,16 @@ from typing import NamedTuple
 
 import anyio.to_thread
 
-from acp_nvim.client.editor import Editor
+from acp_nvim.client.editor import Editor, EditorError
 from acp_nvim.client.services import files
-from acp_nvim.client.services.disk_changes import SNAPSHOT_MAX_BYTES, DiskChanges
-from acp_nvim.review import BinaryChange, BinaryStatus
+from acp_nvim.client.services.disk_changes import NOTHING, SNAPSHOT_MAX_BYTES, DiskChanges, Nothing
+from acp_nvim.review import BinaryChange, BinaryStatus, LineEdit
 
 
 class _Kept(NamedTuple):
     changes: tuple[BinaryChange, ...]  # what the reject took back, oldest turn first
     put_back: bytes | None  # the bytes it wrote back (None: it removed the file)
-    taken: bytes  # the agent's bytes it took out
+    taken: bytes | None  # the agent's bytes it took out (None: the agent deleted it)
     agent: str  # the digest of the buffer's text while it showed them
     before: str  # the same, once the reject's reload showed the bytes from before (or none)
 
@@ -57,14 +59,12 @@ class ByteUndo:
         look at the buffer that fails would never run."""
         path = changes[0].path
         self._kept.pop(path, None)
+        if changes[-1].size is None and put_back is not None:
+            await emptied(self.editor, path)  # the agent's state, shown: no file
         agent = await self._shown(path)
-        taken = None
-        if agent is not None and changes[-1].size is not None:
-            taken = await anyio.to_thread.run_sync(files.read_bytes, path, SNAPSHOT_MAX_BYTES + 1)
+        taken = await self._agents_bytes(changes[-1]) if agent is not None else NOTHING
         await rejecting()
-        if taken is None or len(taken) > SNAPSHOT_MAX_BYTES:
-            return
-        if any(change.status != "rejected" for change in changes):
+        if isinstance(taken, Nothing) or any(change.status != "rejected" for change in changes):
             return
         before = await self._shown(path)
         if agent is not None and before is not None and before != agent:
@@ -92,7 +92,7 @@ class ByteUndo:
             self.editor.notify(f"{path}: changed since the reject; left as it is", "warn")
             return True
         try:
-            if data is None:  # a file the agent made, removed again
+            if data is None:  # a file the agent made (or deleted), removed again
                 await anyio.to_thread.run_sync(files.remove_disk, path)
             else:
                 await anyio.to_thread.run_sync(files.write_bytes, path, data)
@@ -105,6 +105,15 @@ class ByteUndo:
         await self.editor.mark_saved(path, True)
         return True
 
+    async def _agents_bytes(self, change: BinaryChange) -> bytes | Nothing | None:
+        """The bytes ``change`` left in its file (None: it deleted it); NOTHING where
+        more than an undo keeps, or unreadable."""
+        if change.size is None:
+            return None
+        limit = SNAPSHOT_MAX_BYTES + 1
+        taken = await anyio.to_thread.run_sync(files.read_bytes, change.path, limit)
+        return NOTHING if taken is None or len(taken) > SNAPSHOT_MAX_BYTES else taken
+
     async def _shown(self, path: str, *, modified: bool = False) -> str | None:
         """The digest of the text of ``path``'s buffer (None: no buffer, or one with
         unsaved edits unless ``modified``)."""
@@ -116,3 +125,23 @@ class ByteUndo:
 
 def _digest(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+async def emptied(editor: Editor, path: str) -> EditorError | None:
+    """The buffer of ``path``, a file with no text gone from disk, holds nothing, saved,
+    as a reload of no file would leave it: one undo step, which |u| takes back
+    (:class:`ByteUndo`). Left showing the bytes, it stood for a file that is gone,
+    and no undo state told the two apart. Not one with unsaved edits: the user's.
+    Why the buffer would not take it ('nomodifiable', say), if it would not."""
+    buffer = await editor.read_buffer(path)
+    if buffer is None or buffer.modified or not buffer.text:
+        return None
+    try:
+        done = await editor.edit_buffer(
+            path, buffer.tick, [LineEdit(0, len(buffer.lines), [])], save=False
+        )
+    except EditorError as err:
+        return err
+    if done is not None:
+        await editor.mark_saved(path, True)
+    return None

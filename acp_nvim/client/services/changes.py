@@ -43,7 +43,7 @@ import anyio.to_thread
 from acp_nvim.client.editor import BufferState, Editor, EditorError
 from acp_nvim.client.services import files
 from acp_nvim.client.services.access import FileAccess
-from acp_nvim.client.services.byte_undo import ByteUndo
+from acp_nvim.client.services.byte_undo import ByteUndo, emptied
 from acp_nvim.client.services.disk_changes import (
     NOTHING,
     Baseline,
@@ -72,7 +72,6 @@ from acp_nvim.review import (
     FileKind,
     FilePatch,
     Hunk,
-    LineEdit,
     MergeResult,
     PatchError,
     ReviewError,
@@ -842,32 +841,16 @@ async def _refuse_if_written(change: BinaryChange) -> None:
 
 async def put_bytes(editor: Editor, disk: DiskChanges, path: str, data: bytes | None) -> None:
     """Make ``path`` hold ``data`` (None: remove it), its buffers reloaded (emptied,
-    for a file removed: :func:`_emptied`)."""
+    for a file removed: :func:`~acp_nvim.client.services.byte_undo.emptied`)."""
     if data is None:
         await anyio.to_thread.run_sync(files.remove_disk, path)
     else:
         await anyio.to_thread.run_sync(files.write_bytes, path, data)
     disk.seen(path)
-    await (_emptied(editor, path) if data is None else editor.reload_buffers([path]))
-
-
-async def _emptied(editor: Editor, path: str) -> None:
-    """The buffer of ``path``, a file with no text just removed, holds nothing, saved,
-    as a reload of no file would leave it: one undo step, which |u| takes back
-    (:class:`ByteUndo`). Left showing the bytes, it stood for a file that is gone,
-    and no undo state told the two apart. Not one with unsaved edits: the user's."""
-    buffer = await editor.read_buffer(path)
-    if buffer is None or buffer.modified or not buffer.text:
-        return
-    try:
-        emptied = await editor.edit_buffer(
-            path, buffer.tick, [LineEdit(0, len(buffer.lines), [])], save=False
-        )
-    except EditorError as err:  # 'nomodifiable', say
-        editor.notify(f"{path}: removed; its buffer was left as it was ({err})", "warn")
-        return
-    if emptied is not None:
-        await editor.mark_saved(path, True)
+    if data is not None:
+        await editor.reload_buffers([path])
+    elif (refused := await emptied(editor, path)) is not None:
+        editor.notify(f"{path}: removed; its buffer was left as it was ({refused})", "warn")
 
 
 def _shown(paths: list[str], cwd: str) -> list[str]:

@@ -43,7 +43,7 @@ __all__ = [
 import os
 import time
 from collections import ChainMap
-from collections.abc import Callable, Collection, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from functools import partial
 from stat import S_ISREG
 from typing import Any, TypeGuard, cast
@@ -524,6 +524,9 @@ class DiskChanges:
         # The text each change recorded this turn left on disk, until we write there.
         self._on_disk: dict[str, str] = {}
         self._told_deleted: set[str] = set()  # deleted files whose buffer we told of
+        # Digests of files' bytes known from elsewhere, with the (size, mtime_ns) they
+        # were taken at: a worktree's copies of the user's files (decision 0099).
+        self.digests: Mapping[str, tuple[Stat, str]] = {}
 
     def __repr__(self) -> str:
         return f"<DiskChanges {self.cwd} {len(self.named)} named, {len(self._due)} due>"
@@ -748,8 +751,14 @@ class DiskChanges:
             return True, kept, None
         found = await _bytes_elsewhere(self._snapshots, self._gits, path)
         if found is None:
-            return True, None, None
+            return True, None, self._digest_at_start(path)
         return True, found.data if found.whole else None, found.digest
+
+    def _digest_at_start(self, path: str) -> str | None:
+        """The SHA-256 of ``path``'s bytes at turn start, where :attr:`digests`
+        knows them for the (size, mtime_ns) the turn start found it with."""
+        known, start = self.digests.get(path), self._start.stats.get(path)
+        return known[1] if known is not None and known[0] == start else None
 
     def _tell_deleted(self, path: str, buffer: BufferState) -> None:
         """The agent deleted ``path`` while a buffer shows it: the buffer keeps its text

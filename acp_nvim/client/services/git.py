@@ -21,6 +21,7 @@ import subprocess
 from collections.abc import Callable
 from typing import NamedTuple
 
+from acp_nvim.client.services.files import MAX_BYTES
 from acp_nvim.client.text import DecodedFile, decode_file
 
 _TIMEOUT = 2.0
@@ -141,26 +142,21 @@ class GitState:
         return _read_blob(self.root, f":{os.path.relpath(path, self.root)}", limit)
 
     def indexed_file(self, path: str) -> DecodedFile | None:
-        """The file ``path`` as git's index holds it, if tracked (dirty or not)."""
-        data = self._indexed_bytes(path)
-        if data is None:
-            return None
-        decoded = decode_file(data)
-        # A NUL byte: binary (UTF-16's NUL bytes are not).
-        return None if "\0" in decoded.text[:8192] else decoded
-
-    def _indexed_bytes(self, path: str) -> bytes | None:
+        """The file ``path`` as git's index holds it, if tracked (dirty or not) and a
+        text a review can hold (at most ``files.MAX_BYTES``, as a file on disk is read).
+        Read a piece at a time and given up at the first bytes showing it is not: a
+        500 MB asset is never held whole to find it has no text."""
         if os.path.commonpath([self.root, path]) != self.root:
             return None
-        try:
-            return git(self.root, "show", f":{os.path.relpath(path, self.root)}")
-        except GitError:
-            return None
+        spec = f":{os.path.relpath(path, self.root)}"
+        found = _read_blob(self.root, spec, MAX_BYTES, text=True)
+        return None if found is None else decode_file(found.data)
 
 
-def _read_blob(root: str, spec: str, limit: int) -> IndexedBytes | None:
+def _read_blob(root: str, spec: str, limit: int, *, text: bool = False) -> IndexedBytes | None:
     """The blob ``spec`` of the repository at ``root`` (None: git has none), at most
-    ``limit`` bytes of it kept (see :class:`IndexedBytes`)."""
+    ``limit`` bytes of it kept (see :class:`IndexedBytes`); ``text``: None as soon
+    as it is shown no text of at most ``limit`` bytes, the rest left unread."""
     command = ["git", "-C", root, "cat-file", "blob", spec]
     try:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -173,7 +169,16 @@ def _read_blob(root: str, spec: str, limit: int) -> IndexedBytes | None:
             digest.update(piece)
             if len(head) <= limit:
                 head += piece[: limit + 1 - len(head)]
+            if text and (len(head) > limit or _has_no_text(head)):
+                process.kill()
+                return None
     if process.returncode != 0:
         return None
     whole = len(head) <= limit
     return IndexedBytes(bytes(head), whole, None if whole else digest.hexdigest())
+
+
+def _has_no_text(start: bytearray) -> bool:
+    """Whether a file beginning with ``start`` has no text: a NUL byte in its first
+    8 KiB (UTF-16's NUL bytes are not)."""
+    return "\0" in decode_file(bytes(start[:8192])).text

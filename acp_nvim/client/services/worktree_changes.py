@@ -31,6 +31,7 @@ from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import Decision, SessionChanges, put_bytes
 from acp_nvim.client.services.disk_changes import NOTHING, SNAPSHOT_MAX_BYTES, Nothing
 from acp_nvim.client.services.git import GitError, git
+from acp_nvim.client.services.worktrees import copied_digests
 from acp_nvim.client.session.workspace import Worktree, shown_path
 from acp_nvim.client.tasks import Tasks
 from acp_nvim.review import BinaryChange, ReviewError, ReviewStore
@@ -159,6 +160,9 @@ class WorktreeChanges(SessionChanges):
         )
         self.worktree = worktree
         self.landed = Landed(self)
+        # What the user's files copied in held: an accept of a change of one over
+        # 2 MiB checks your file against it (decision 0099).
+        self.disk.digests = copied_digests(worktree)
 
     def __repr__(self) -> str:
         return f"<WorktreeChanges {self.worktree.branch} {self.store!r}, {self.waiting()} waiting>"

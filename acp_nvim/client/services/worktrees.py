@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "Unattended",
     "WorktreeError",
+    "copied_digests",
     "hold",
     "holds_commits",
     "left_unclosed",
@@ -27,12 +28,14 @@ __all__ = [
 ]
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
 import uuid
 from typing import NamedTuple
 
+from acp_nvim.client.services import files
 from acp_nvim.client.services.git import GitError, dirty_files, git
 from acp_nvim.client.session.workspace import Worktree
 
@@ -305,9 +308,10 @@ def holds_commits(worktree: Worktree) -> bool:
 
 
 # The files in a worktree's own directory under the project's .git (git's, which
-# goes with the worktree): its mark, and one per Neovim (by its process id) whose
-# chats work in it.
+# goes with the worktree): its mark, what was copied into it, and one per Neovim (by
+# its process id) whose chats work in it.
 _MARK = "acp-chat"
+_COPIED = "acp-copied"
 _HELD = "acp-held-"
 
 
@@ -368,10 +372,28 @@ def _free_name(project: str, name: str, stem: str) -> tuple[str, str]:
     raise WorktreeError(f"cannot make a worktree: every branch {prefix}{name}-N is taken")
 
 
+def copied_digests(worktree: Worktree) -> dict[str, tuple[files.Stat, str]]:
+    """The files of ``worktree`` copied from the user's when it was made, with their
+    (size, mtime_ns) and SHA-256 then: what the user's file held, where a turn start
+    keeps no bytes (over 2 MiB, decision 0099). Empty when not written."""
+    admin = _admin_dir(worktree.path)
+    try:
+        with open(os.path.join(admin or "", _COPIED), encoding="utf-8") as file:
+            kept = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return {
+        os.path.join(worktree.path, rel): ((size, mtime), digest)
+        for rel, (size, mtime, digest) in kept.items()
+    }
+
+
 def _copy_changes(project: str, path: str) -> None:
     """Make the worktree's files that differ from HEAD what they are in ``project``:
-    changed and new files copied, deleted ones deleted."""
+    changed and new files copied, deleted ones deleted; what each copy holds is
+    written down (:func:`copied_digests`)."""
     status = git(project, "status", "--porcelain=v1", "-z", "--untracked-files=all", timeout=_SLOW)
+    copied: dict[str, tuple[int, int, str]] = {}
     for source in sorted(dirty_files(project, status)):
         target = os.path.join(path, os.path.relpath(source, project))
         if _is_folder(source):
@@ -385,8 +407,16 @@ def _copy_changes(project: str, path: str) -> None:
             if os.path.lexists(target):
                 os.remove(target)
             shutil.copy2(source, target, follow_symlinks=False)
+            stat, digest = files.stat_of(target), files.digest_of(target)
+            if stat is not None and digest is not None:  # a regular file
+                copied[os.path.relpath(target, path)] = (*stat, digest)
         elif os.path.lexists(target):
             os.remove(target)
+    admin = _admin_dir(path)
+    if admin is None:
+        raise OSError(f"git made no {path}/.git file")
+    with open(os.path.join(admin, _COPIED), "w", encoding="utf-8") as file:
+        json.dump(copied, file)
 
 
 def _is_folder(path: str) -> bool:

@@ -156,6 +156,13 @@ class _Unrecorded:
         pass
 
 
+# Said where a new session takes the place of one resumed without its history shown.
+UNSEEN_HISTORY = (
+    "what the session held before it was resumed was never shown here, and the new one"
+    " does not know it"
+)
+
+
 class Chat:
     """The client side of one session, bound to one chat window pair in the editor.
 
@@ -179,6 +186,10 @@ class Chat:
         # that the chat shows, or a turn ended here while the agent goes on with it
         # (it ignored a cancel; until it ends it, whichever branch is shown: agent.turns).
         self.unshown: set[str] = set()
+        # Sessions resumed without their history shown (an agent that does not replay
+        # it): what they held before is in no view of the chat, and a session that
+        # takes their place is told so (UNSEEN_HISTORY; decision 0088).
+        self.unseen_history: set[str] = set()
         self._drawings: dict[str, view.ToolCallDrawing] = {}  # by tool call id
         self._streams = Streams()  # the agent's messages as drawn rows
         # A turn the user prompted runs, or is still ending: an idle arriving now
