@@ -590,3 +590,20 @@ def test_claudes_own_edit_after_its_permission_is_one_hunk_and_rejectable(
     editor.lua("require('acp').reject(...)", str(path))
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert path.read_text() == "x = 1\ny = 2\n"
+
+
+@pytest.mark.parametrize("named", ["@my\\ notes.txt", "`my notes.txt`", '"my notes.txt"'])
+def test_demo_agent_edits_a_file_whose_name_has_a_space(editor: Editor, tmp_path: Path, named: str) -> None:
+    """`edit @my\\ notes.txt` (as `@` completion writes it) edited demo.txt: the demo
+    agent took the prompt's words one by one, so no path with a space was found."""
+    path = tmp_path / "project" / "my notes.txt"
+    path.write_text("mine\n")
+    editor.setup(permission_policy="allow_all")
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", f"edit {named}")
+    editor.wait_event("AcpTurnEnd")
+    assert path.read_text().startswith("# Edited by the acp.nvim demo agent")
+    editor.lua("require('acp').send(...)", f"disk {named}")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert path.read_text().endswith("Written to disk directly by the acp.nvim demo agent.\n")
+    assert not (tmp_path / "project" / "demo.txt").exists()
