@@ -307,13 +307,16 @@ def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
 def test_wrapped_list_items_continue_under_their_text(editor: Editor) -> None:
     """The transcript's own 'formatlistpat' (cheap to compile for every row measured)
     knows CommonMark's list markers: a wrapped item's next screen row starts under the
-    item's text; prose and a quote wrap from the window's edge."""
+    item's text; prose and a quote wrap from the window's edge. A diff's added or
+    removed line continues under its text as a context line does (the `+` one wrapped
+    from the edge, under its own marker)."""
     editor.setup()
     status = editor.open_chat()
     chat, buf = status["chat"], status["transcript_buf"]
     win = editor.lua("return vim.fn.win_findbuf(...)[1]", buf)
     words = " ".join(["wrapped"] * 40)
     items = {"- ": 2, "* ": 2, "+ ": 2, "1. ": 3, "12) ": 4, "  - ": 4, "": 0, "> ": 0}
+    items |= {"+": 1, "-": 1, " ": 1}  # a diff's lines
     lines = [f"{marker}{words}" for marker in items]
     editor.lua(RENDER, chat, [{"op": "block", "id": "m", "kind": "agent", "lines": lines}])
     first = editor.transcript().index(lines[0]) + 1

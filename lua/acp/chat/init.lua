@@ -117,8 +117,9 @@ local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 -- markers. Neovim compiles the pattern for each row it measures; markdown's own
 -- (with its footnote branch, on the automatic engine) costs ~13 µs a row, this
 -- one on the backtracking engine ~0.6 µs. Following the transcript's end measures
--- a window of rows at every turn start (decision 0061).
-local LIST_ITEM = [[\%#=1^\s*\%([-*+]\|\d\+[.)]\)\s\+]]
+-- a window of rows at every turn start (decision 0061). A diff's `+`/`-` line
+-- counts as one too: its wrapped rows go under its text, as a context line's do.
+local LIST_ITEM = [[\%#=1^\%(\s*\%([-*+]\|\d\+[.)]\)\s\+\|[-+]\)]]
 
 local function set_sync(chat)
   api.nvim_buf_call(chat.transcript, function()
