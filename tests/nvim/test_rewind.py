@@ -406,6 +406,14 @@ def test_rewind_to_the_first_turn_begins_afresh_and_out_of_range_is_an_error(
     session_changed(editor, 2)
     assert not (editor.tmp / "project" / "a.txt").exists()
     assert calls(wire, "session/fork") == []
+    # Back there again: a turn was sent, it is the branch shown that has none (it
+    # said "no turn was sent yet").
+    editor.lua("require('acp').rewind(1)")
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n)"
+        " return n.msg == 'acp: no turn 1 to rewind to (the branch shown has none:"
+        " :AcpBranches shows another)' end)"
+    )
     turn(editor, "hello", 2)
     # Nothing was said before turn 1: no conversation to carry.
     assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "hello"}]
