@@ -355,6 +355,20 @@ def test_a_narrow_winbar_keeps_state_agent_and_whole_fields(editor: Editor) -> N
         shown = fitted
 
 
+def test_a_winbar_narrower_than_state_and_agent_cuts_their_end(editor: Editor) -> None:
+    """A chat 20 columns wide waiting on a permission prompt showed "<ting for you ·
+    demo": Neovim cuts a winbar's start unless told where; the state is what a user
+    reads first."""
+    editor.setup(agents={"fake": editor.fake_agent("permission")})
+    editor.open_chat("fake")
+    # Drawn again as the state changes: no wait on Neovim's WinResized, which fires
+    # only back in its main loop.
+    editor.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 20)")
+    editor.lua("require('acp').send('execute')")
+    editor.wait("require('acp').status().turn_state == 'requires_action'")
+    assert editor.lua(WINBAR_SHOWN) == [20, " waiting for you · >"]
+
+
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()
