@@ -30,6 +30,7 @@ from acp_nvim.demo_agent._text import (
     STEERING,
     compaction_updates,
     fork_point,
+    named_file,
     prompt_words,
     reply,
     steered_reply,
@@ -283,22 +284,13 @@ class DemoAgent:
             return
         if "edit" in words or "disk" in words:
             cwd = self.cwds[session_id]
-            path = self._target(session_id, text)
+            path = named_file(text, cwd)
             if "edit" in words:
                 await self.tool_calls.edit_through_editor(session_id, path, cwd)
             if "disk" in words:
                 await self.tool_calls.edit_on_disk(session_id, path, cwd)
             return
         await self._stream(session_id, "agent_message_chunk", reply(text, words))
-
-    def _target(self, session_id: str, text: str) -> str:
-        """The first word of the prompt naming an existing file, else demo.txt."""
-        cwd = self.cwds[session_id]
-        for word in text.split():
-            path = os.path.join(cwd, os.path.expanduser(word.strip("`'\",;")))
-            if os.path.isfile(path):
-                return os.path.normpath(path)
-        return os.path.join(cwd, "demo.txt")
 
     async def _compact(self, session_id: str) -> None:
         """Compact the context: a compaction (where the client advertised it) and a

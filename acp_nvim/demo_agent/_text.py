@@ -13,6 +13,7 @@ __all__ = [
     "compaction_updates",
     "fork_point",
     "help_text",
+    "named_file",
     "prompt_words",
     "reply",
     "steered_reply",
@@ -22,6 +23,7 @@ __all__ = [
     "usage_update",
 ]
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -56,7 +58,8 @@ HELP = help_text("""- `permission`: the agent asks before it runs a (pretend) co
   with the key shown in the chat, `<CR>` on the prompt, or `:AcpPermission`
 - `edit [PATH]`: reads PATH (default: `demo.txt` in the session's directory) through
   the editor with fs/read_text_file, asks permission, and adds a comment line at its
-  top with fs/write_text_file; unsaved text in its buffer is kept (`:AcpReview`)
+  top with fs/write_text_file; unsaved text in its buffer is kept (`:AcpReview`);
+  a PATH with spaces: `@my\\ notes.txt` (as `@` completes it) or in quotes
 - `run`: runs a short shell command in a terminal the chat shows live (`<CR>` on
   its `[terminal …]` line or `:AcpTerminal` opens it), then reports its output
 - `disk [PATH]`: appends a line to PATH on disk by itself and reports it only in a
@@ -110,6 +113,23 @@ def typed(blocks: list[dict[str, Any]]) -> str:
     transcript said `help` is not asking for help)."""
     text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     return _CARRIED.sub("", text, count=1)
+
+
+# A prompt's words that may name a file: one quoted whole (`...`, "..."), or
+# one whose spaces are escaped as `@` completion writes them (@my\ notes.txt).
+_PATH_WORD = re.compile(r"`([^`]+)`|\"([^\"]+)\"|((?:\\ |\S)+)")
+
+
+def named_file(text: str, cwd: str) -> str:
+    """The first word of the prompt naming an existing file (an `@` mention's too),
+    else demo.txt in ``cwd``."""
+    for match in _PATH_WORD.finditer(text):
+        word = next(group for group in match.groups() if group is not None)
+        word = word.replace("\\ ", " ").strip("`'\",;").removeprefix("@")
+        path = os.path.join(cwd, os.path.expanduser(word))
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    return os.path.join(cwd, "demo.txt")
 
 
 def prompt_words(text: str) -> set[str]:

@@ -326,6 +326,21 @@ return {vim.api.nvim_win_get_width(win),
 """
 
 
+def resized(editor: Editor, width: int) -> None:
+    """Make the transcript's window ``width`` wide and wait for Neovim's WinResized,
+    which fires only back in its main loop: not inside a vim.wait, where waiting for
+    the winbar fitted timed out when this request came before the loop got there."""
+    editor.lua(
+        "local width, channel = ...; vim.api.nvim_create_autocmd('WinResized', {once = true,"
+        " callback = function() vim.rpcnotify(channel, 'acp_test_resized') end})"
+        "; vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), width)",
+        width,
+        editor.nvim.channel_id,
+    )
+    while editor.nvim.next_message()[1] != "acp_test_resized":
+        pass
+
+
 def test_a_narrow_winbar_keeps_state_agent_and_whole_fields(editor: Editor) -> None:
     """A chat 40 columns wide: the state and agent, then the fields a user needs most,
     each whole; a field is never cut through its middle (a 61-column chat showed
@@ -339,20 +354,29 @@ def test_a_narrow_winbar_keeps_state_agent_and_whole_fields(editor: Editor) -> N
     editor.wait_event("AcpTurnEnd")
     editor.wait("require('acp').status().usage ~= nil")
     head, meter = " ready · demo · mode Ask", "ctx 1k/200k 1% $0.0036"  # under a cent
-    width, shown = editor.lua(WINBAR_SHOWN)
-    assert (width, shown) == (40, head)
+    assert editor.lua(WINBAR_SHOWN) == [40, head]
     editor.lua("vim.o.columns = 200")
     for width, fitted in (
         (50, f"{head} · {meter}"),
         (68, f"{head} · {meter} · tell me about l…"),
         (140, f" ready · demo · ACP v1 · mode Ask · Demo small · {meter} · {title}"),
     ):
-        editor.lua(
-            "vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), ...)", width
-        )
-        editor.wait(f"select(2, unpack(loadstring({WINBAR_SHOWN!r})())) ~= {shown!r}", what="the winbar fitted")
+        resized(editor, width)
         assert editor.lua(WINBAR_SHOWN) == [width, fitted]
-        shown = fitted
+
+
+def test_a_winbar_narrower_than_state_and_agent_cuts_their_end(editor: Editor) -> None:
+    """A chat 20 columns wide waiting on a permission prompt showed "<ting for you ·
+    demo": Neovim cuts a winbar's start unless told where; the state is what a user
+    reads first."""
+    editor.setup(agents={"fake": editor.fake_agent("permission")})
+    editor.open_chat("fake")
+    # Drawn again as the state changes: no wait on Neovim's WinResized, which fires
+    # only back in its main loop.
+    editor.lua("vim.api.nvim_win_set_width(vim.fn.bufwinid(require('acp').status().transcript_buf), 20)")
+    editor.lua("require('acp').send('execute')")
+    editor.wait("require('acp').status().turn_state == 'requires_action'")
+    assert editor.lua(WINBAR_SHOWN) == [20, " waiting for you · >"]
 
 
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:

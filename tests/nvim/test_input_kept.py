@@ -14,7 +14,7 @@ import pytest
 from tests.nvim.conftest import Editor, wait_gone
 from tests.nvim.test_chats import input_lines, quit_with, wait_input
 from tests.nvim.test_history import second_neovim
-from tests.nvim.test_permissions import PROMPT, wait_text
+from tests.nvim.test_permissions import INPUT_HINT, PROMPT, wait_text
 
 KEPT = "acp: chat #1's unsent prompt is in the prompt history (<Up> in the input)"
 TYPED = ["a long prompt", "on two lines"]
@@ -134,11 +134,8 @@ def test_an_input_made_again_answers_a_waiting_permission_prompt(editor: Editor)
     wait_text(editor, PROMPT)
     editor.nvim.command("bdelete")
     editor.nvim.command("AcpChat")
-    hint = editor.lua(
-        "return vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_get_namespaces()"
-        "['acp.permission.hint'], 0, -1, {details = true})[1][4].virt_text[1][1]"
-    )
-    assert hint == "  permission: \\y Allow · \\n Reject"
+    hint = editor.lua(INPUT_HINT, editor.lua("return vim.api.nvim_get_current_buf()"))
+    assert hint == ["permission: \\y Allow · \\n Reject"]
     editor.nvim.input("\\y")
     editor.wait_event("AcpTurnEnd")
     assert "permission: selected proceed_once" in editor.transcript_text()

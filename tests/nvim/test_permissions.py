@@ -215,18 +215,26 @@ def test_an_allow_listed_command_gemini_names_only_in_its_title_is_not_asked(
     assert "permission: selected cancel" in editor.transcript_text()
 
 
+# The lines the input's permission hint shows under its last line.
+INPUT_HINT = (
+    "local mark = vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()"
+    "['acp.permission.hint'], 0, -1, {details = true})[1][4]"
+    "; return vim.tbl_map(function(line) return line[1][1] end, mark.virt_lines)"
+)
+
+
 def test_the_input_answers_a_prompt_with_keys_that_edit_nothing(editor: Editor) -> None:
     status = start(editor)
+    screen = Screen.of(editor)
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
+    editor.lua("vim.api.nvim_win_set_width(0, 20)")
     editor.lua("require('acp').send('edit')")
     wait_text(editor, PROMPT)
-    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", status["input_buf"])
-    # It says which keys answer there.
-    hint = editor.lua(
-        "return vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_get_namespaces()"
-        "['acp.permission.hint'], 0, -1, {details = true})[1][4].virt_text[1][1]",
-        status["input_buf"],
-    )
-    assert hint == "  permission: \\y Allow · \\n Reject"
+    # It says which keys answer there, under what is typed, wrapped to the window
+    # (after the text, on its row, a chat 20 columns wide cut it after "\\y Al").
+    assert editor.lua(INPUT_HINT, status["input_buf"]) == ["permission: \\y Allow", "  \\n Reject"]
+    win = editor.lua("return vim.api.nvim_get_current_win()")
+    assert screen.window(win)[1:3] == ["permission: \\y Allow", "  \\n Reject"]
     # `a` appends, as always: the prompt waits on.
     editor.nvim.input("anote<Esc>")
     editor.wait(f"vim.api.nvim_buf_get_lines({status['input_buf']}, 0, 1, false)[1] == 'note'")

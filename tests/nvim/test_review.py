@@ -590,3 +590,49 @@ def test_claudes_own_edit_after_its_permission_is_one_hunk_and_rejectable(
     editor.lua("require('acp').reject(...)", str(path))
     editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
     assert path.read_text() == "x = 1\ny = 2\n"
+
+
+@pytest.mark.parametrize("named", ["@my\\ notes.txt", "`my notes.txt`", '"my notes.txt"'])
+def test_demo_agent_edits_a_file_whose_name_has_a_space(editor: Editor, tmp_path: Path, named: str) -> None:
+    """`edit @my\\ notes.txt` (as `@` completion writes it) edited demo.txt: the demo
+    agent took the prompt's words one by one, so no path with a space was found."""
+    path = tmp_path / "project" / "my notes.txt"
+    path.write_text("mine\n")
+    editor.setup(permission_policy="allow_all")
+    editor.open_chat()
+    editor.lua("require('acp').send(...)", f"edit {named}")
+    editor.wait_event("AcpTurnEnd")
+    assert path.read_text().startswith("# Edited by the acp.nvim demo agent")
+    editor.lua("require('acp').send(...)", f"disk {named}")
+    editor.wait_event("AcpTurnEnd", count=2)
+    assert path.read_text().endswith("Written to disk directly by the acp.nvim demo agent.\n")
+    assert not (tmp_path / "project" / "demo.txt").exists()
+
+
+def test_an_earlier_turns_open_hunk_is_marked_with_its_keys_once_the_later_turns_are_decided(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Two turns changed one file; the later one's hunk accepted, the earlier one's
+    still open showed no mark and no key in the buffer: it waited, unseen, in
+    :AcpReview only."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("1\n2\n3\n4\n5\n6\n7\n8\n")
+    buf = start(editor, path)
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n5\n6\n7\n8\n"}}])
+    run(editor, [{"write": {"path": str(path), "content": "one\n2\n3\n4\n5\n6\n7\neight\n"}}], turn=2)
+    assert marks(editor, buf) == [7]  # the later turn's hunk
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...)); vim.api.nvim_win_set_cursor(0, {8, 0})", buf)
+    editor.nvim.input("\\a")  # <localleader>a on the later turn's hunk
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
+    assert marks(editor, buf) == [0]
+    editor.nvim.command("1")
+    hunk = editor.lua("return require('acp').hunk_at_cursor()")
+    assert (hunk["turn"], hunk["preview"]) == (1, ["-1", "+one"])
+    editor.nvim.input("\\r")  # <localleader>r, as the help lists it
+    editor.wait(
+        "require('acp').changes({all = true})[2].hunks[1].status == 'rejected'",
+        what="the earlier hunk rejected by its key",
+    )
+    assert lines(editor, buf)[0] == "1"
+    assert path.read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
+    assert marks(editor, buf) == []

@@ -406,6 +406,14 @@ def test_rewind_to_the_first_turn_begins_afresh_and_out_of_range_is_an_error(
     session_changed(editor, 2)
     assert not (editor.tmp / "project" / "a.txt").exists()
     assert calls(wire, "session/fork") == []
+    # Back there again: a turn was sent, it is the branch shown that has none (it
+    # said "no turn was sent yet").
+    editor.lua("require('acp').rewind(1)")
+    editor.wait(
+        "vim.iter(_G.acp_notices):any(function(n)"
+        " return n.msg == 'acp: no turn 1 to rewind to (the branch shown has none:"
+        " :AcpBranches shows another)' end)"
+    )
     turn(editor, "hello", 2)
     # Nothing was said before turn 1: no conversation to carry.
     assert calls(wire, "session/prompt")[-1]["prompt"] == [{"type": "text", "text": "hello"}]
@@ -725,11 +733,8 @@ def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
     input_win = editor.lua(f"return vim.fn.bufwinid({input_buf})")
 
     def input_row() -> str:
-        screen.draw()
-        row, col = editor.lua(
-            f"local p = vim.fn.screenpos({input_win}, 1, 1); return {{p.row, p.col}}"
-        )
-        return screen.text(row, col).rstrip()
+        """The input's text and the note under it, as the window shows them."""
+        return " ".join(row for row in screen.window(input_win) if row != "~")
 
     editor.nvim.command("AcpEdit 2")
     editor.wait("require('acp.chat.registry').get().editing == 2")
@@ -747,6 +752,29 @@ def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
     editor.nvim.input("<Down>")  # off the edited prompt, to what was typed before it
     editor.wait("require('acp.chat.registry').get().editing == nil", what="the edit ended")
     assert "editing" not in input_row()
+
+
+def test_a_narrow_input_shows_the_whole_edit_note_under_the_prompt(editor: Editor) -> None:
+    """The note that sending the input rewinds stood after the prompt's text, on its
+    row: in a chat 24 columns wide it was cut after "← editing turn 2:", and a prompt
+    as wide as the window hid it altogether. It wraps under the prompt's last line,
+    and follows it there as lines are typed."""
+    start(editor, "rewind", 1)
+    three_turns(editor)
+    screen = Screen(editor, 100, 40)
+    input_win = editor.lua("return vim.fn.bufwinid(require('acp').status().input_buf)")
+    editor.lua(f"vim.api.nvim_win_set_width({input_win}, 24)")
+    editor.nvim.command("AcpEdit 2")
+    editor.wait("require('acp.chat.registry').get().editing == 2")
+
+    def shown() -> str:
+        return " ".join(" ".join(screen.window(input_win)).split())
+
+    assert shown().startswith("write a.txt two ← editing turn 2: sent, it rewinds")
+    editor.lua(f"vim.api.nvim_set_current_win({input_win})")
+    editor.nvim.input("othen more<Esc>")
+    editor.wait("vim.api.nvim_buf_line_count(require('acp').status().input_buf) == 2")
+    assert shown().startswith("write a.txt two then more ← editing turn 2: sent, it rewinds")
 
 
 def test_an_edit_ends_when_its_turn_leaves_the_view(editor: Editor) -> None:

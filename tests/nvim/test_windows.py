@@ -307,13 +307,16 @@ def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
 def test_wrapped_list_items_continue_under_their_text(editor: Editor) -> None:
     """The transcript's own 'formatlistpat' (cheap to compile for every row measured)
     knows CommonMark's list markers: a wrapped item's next screen row starts under the
-    item's text; prose and a quote wrap from the window's edge."""
+    item's text; prose and a quote wrap from the window's edge. A diff's added or
+    removed line continues under its text as a context line does (the `+` one wrapped
+    from the edge, under its own marker)."""
     editor.setup()
     status = editor.open_chat()
     chat, buf = status["chat"], status["transcript_buf"]
     win = editor.lua("return vim.fn.win_findbuf(...)[1]", buf)
     words = " ".join(["wrapped"] * 40)
     items = {"- ": 2, "* ": 2, "+ ": 2, "1. ": 3, "12) ": 4, "  - ": 4, "": 0, "> ": 0}
+    items |= {"+": 1, "-": 1, " ": 1}  # a diff's lines
     lines = [f"{marker}{words}" for marker in items]
     editor.lua(RENDER, chat, [{"op": "block", "id": "m", "kind": "agent", "lines": lines}])
     first = editor.transcript().index(lines[0]) + 1
@@ -604,3 +607,31 @@ def test_ctrl_w_t_in_either_window_moves_the_pair_to_a_new_tab_page(
     editor.nvim.input("q")
     editor.wait(HIDDEN, what="q to hide the pair")
     assert settled_layout(editor)["tabs"] == [["notes.txt"]]
+
+
+def test_toggle_in_a_tab_page_shows_again_the_chat_it_hid_there(editor: Editor) -> None:
+    """Two chats in two tab pages, each hidden by :AcpToggle in its own: back in the
+    first, :AcpToggle brought the second chat (the one hidden last) there instead of
+    the first tab page's own."""
+    editor.setup()
+    first = editor.open_chat()["chat"]
+    editor.nvim.command("tabnew")
+    editor.nvim.command("AcpChat!")
+    editor.wait_event("AcpSessionReady", count=2)
+    second = editor.lua("return require('acp').status().chat")
+    shows = (
+        "local tab, id = ...; local chat = require('acp.chat.registry').chats[id]"
+        "; return #vim.tbl_filter(function(w) return vim.api.nvim_win_get_buf(w) == chat.transcript end,"
+        " vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[tab])) > 0"
+    )
+    editor.nvim.command("tabprevious | AcpToggle")
+    editor.wait(f"not (function(...) {shows} end)(1, {first})", what="the first chat hidden")
+    editor.nvim.command("tabnext | AcpToggle")
+    editor.wait(f"not (function(...) {shows} end)(2, {second})", what="the second chat hidden")
+    editor.nvim.command("tabprevious | AcpToggle")
+    assert editor.lua(shows, 1, first)
+    assert not editor.lua(shows, 1, second)
+    assert editor.lua("return require('acp').status().chat") == first
+    editor.nvim.command("tabnext | AcpToggle")
+    assert editor.lua(shows, 2, second)
+    assert not editor.lua(shows, 2, first)

@@ -139,7 +139,12 @@ class Conversations:
         at = len(path) if turn is None else turn
         if 1 <= at <= len(path):
             return at
-        span = f"turns 1 to {len(path)}" if path else "no turn was sent yet"
+        if path:
+            span = f"turns 1 to {len(path)}"
+        elif chat.branches.others:  # turns were sent: a rewind left them on a branch
+            span = "the branch shown has none: :AcpBranches shows another"
+        else:
+            span = "no turn was sent yet"
         self.ctx.editor.notify(f"no turn {at} to rewind to ({span})", "warn")
         return None
 

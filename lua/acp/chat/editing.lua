@@ -6,6 +6,7 @@ if jit then jit.off(true, true) end -- decision 0068
 local M = {}
 local api = vim.api
 local util = require("acp.util")
+local wrapped = require("acp.chat.wrapped")
 
 M.ns = api.nvim_create_namespace("acp.editing")
 
@@ -14,7 +15,7 @@ M.ns = api.nvim_create_namespace("acp.editing")
 function M.stop(chat)
   chat.editing = nil
   if api.nvim_buf_is_valid(chat.input) then
-    api.nvim_buf_clear_namespace(chat.input, M.ns, 0, -1)
+    wrapped.clear(chat.input, M.ns)
     pcall(api.nvim_del_augroup_by_name, "acp.editing." .. chat.input)
   end
 end
@@ -25,8 +26,13 @@ end
 function M.start(chat, turn)
   M.stop(chat)
   chat.editing = turn
-  local said = ("← editing turn %d: sent, it rewinds"):format(turn)
-  api.nvim_buf_set_extmark(chat.input, M.ns, 0, 0, { virt_text = { { said, "AcpHint" } }, virt_text_pos = "eol" })
+  -- Under the prompt's last line, wrapped: after its text, on its row, a narrow
+  -- input cut the note short, or hid it behind a prompt as wide as the window.
+  local said = wrapped.words(("← editing turn %d: sent, it rewinds"):format(turn))
+  local function note()
+    wrapped.set(chat.input, M.ns, api.nvim_buf_line_count(chat.input) - 1, { said }, "AcpHint")
+  end
+  note()
   api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = api.nvim_create_augroup("acp.editing." .. chat.input, { clear = true }),
     buffer = chat.input,
@@ -34,6 +40,8 @@ function M.start(chat, turn)
       local lines = api.nvim_buf_get_lines(chat.input, 0, -1, false)
       if #lines == 1 and lines[1] == "" then
         M.stop(chat)
+      else
+        note()
       end
     end,
   })

@@ -35,10 +35,12 @@ local api = vim.api
 
 local valid = registry.valid
 local next_id = 1
--- The chats the last :AcpToggle hid, oldest first, to show again, and the tab page
--- it left the user in. Forgotten when a chat window opens or closes another way:
--- the chat used since is the one to bring back, not those hidden before it.
-local toggled = { chats = {} } ---@type {chats: integer[], tab?: integer}
+-- Per tab page (the one it left the user in), the chats the last :AcpToggle there
+-- hid, oldest first, to show again. All forgotten when a chat window opens or
+-- closes another way (not while a toggle hides or shows): the chat used since is
+-- the one to bring back, not those hidden before it.
+local toggled = {} ---@type table<integer, integer[]>
+local toggling = false
 local close_now -- defined below; a transcript wiped out calls it
 
 --- A scratch buffer's options: Markdown with the chat's own syntax, the transcript
@@ -115,8 +117,9 @@ local FLOOD_ROWS, FLOOD_MS, SETTLE_MS = 20, 100, 250
 -- markers. Neovim compiles the pattern for each row it measures; markdown's own
 -- (with its footnote branch, on the automatic engine) costs ~13 µs a row, this
 -- one on the backtracking engine ~0.6 µs. Following the transcript's end measures
--- a window of rows at every turn start (decision 0061).
-local LIST_ITEM = [[\%#=1^\s*\%([-*+]\|\d\+[.)]\)\s\+]]
+-- a window of rows at every turn start (decision 0061). A diff's `+`/`-` line
+-- counts as one too: its wrapped rows go under its text, as a context line's do.
+local LIST_ITEM = [[\%#=1^\%(\s*\%([-*+]\|\d\+[.)]\)\s\+\|[-+]\)]]
 
 local function set_sync(chat)
   api.nvim_buf_call(chat.transcript, function()
@@ -233,7 +236,7 @@ local function follow_windows(chat, buf)
   api.nvim_create_autocmd("BufWinEnter", {
     buffer = buf,
     callback = function()
-      toggled = { chats = {} }
+      toggled = toggling and toggled or {}
       layout.decorate(api.nvim_get_current_win(), buf == chat.transcript)
       winbar.update(chat)
       -- An agent's question that waited for the chat to be shown (acp.chat.elicit).
@@ -246,7 +249,7 @@ local function follow_windows(chat, buf)
     buffer = buf,
     callback = function(ev)
       local win = tonumber(ev.match) --[[@as integer]]
-      toggled = { chats = {} }
+      toggled = toggling and toggled or {}
       local closed_current, tab = win == api.nvim_get_current_win(), api.nvim_win_get_tabpage(win)
       if buf == chat.transcript then
         chat.closed_at_end = render.at_end(win, buf)
@@ -571,41 +574,44 @@ function M.pick()
 end
 
 --- :AcpToggle: hide every chat the current tab page shows, or show again the
---- ones the last toggle hid, as they were, when no chat window opened or closed
---- since. A toggle undoes the one before: in the tab page that toggle left the user
---- in, it shows them again even where that tab page shows another chat (closing a
---- chat's own tab page lands in another chat's). False when neither was done.
+--- ones the last toggle in this tab page hid, as they were, when no chat window
+--- opened or closed another way since. A toggle undoes the one before: in the tab
+--- page that toggle left the user in, it shows them again even where that tab page
+--- shows another chat (closing a chat's own tab page lands in another chat's).
+--- False when neither was done.
 ---@return boolean
 function M.toggle()
+  local tab = api.nvim_get_current_tabpage()
   local hidden = vim.tbl_filter(function(id)
     return valid(registry.chats[id])
-  end, toggled.chats)
-  local undo = #hidden > 0 and toggled.tab == api.nvim_get_current_tabpage()
+  end, toggled[tab] or {})
+  toggled[tab] = nil
   local shown = {}
-  for _, item in ipairs(undo and {} or M.list()) do
+  for _, item in ipairs(#hidden > 0 and {} or M.list()) do
     if layout.shown(registry.chats[item.id]) then
       table.insert(shown, item.id)
     end
   end
-  if #shown > 0 then
-    for _, id in ipairs(shown) do
-      layout.hide(registry.chats[id])
-    end
-    -- After the windows closed, which forget what was toggled.
-    toggled = { chats = shown, tab = api.nvim_get_current_tabpage() }
-    return true
-  end
-  toggled = { chats = {} }
-  if #hidden == 0 then
+  if #shown == 0 and #hidden == 0 then
     return false
   end
-  local current = registry.current
-  for _, id in ipairs(hidden) do -- oldest first: each opens at the side, as before
-    layout.show(registry.chats[id])
+  toggling = true
+  local ok, err = pcall(function()
+    for _, id in ipairs(#shown > 0 and shown or hidden) do -- oldest first: each opens at the side, as before
+      (#shown > 0 and layout.hide or layout.show)(registry.chats[id])
+    end
+    if #shown == 0 then
+      local chat = registry.chats[registry.current]
+      registry.current = valid(chat) and vim.tbl_contains(hidden, registry.current) and registry.current
+        or hidden[#hidden]
+      layout.show(registry.chats[registry.current])
+    end
+  end)
+  toggling = false
+  assert(ok, err)
+  if #shown > 0 then
+    toggled[api.nvim_get_current_tabpage()] = shown
   end
-  local chat = registry.chats[current]
-  registry.current = valid(chat) and vim.tbl_contains(hidden, current) and current or hidden[#hidden]
-  layout.show(registry.chats[registry.current])
   return true
 end
 

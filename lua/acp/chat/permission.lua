@@ -11,6 +11,7 @@ local keys = require("acp.keys")
 local preview = require("acp.review.preview")
 local registry = require("acp.chat.registry")
 local util = require("acp.util")
+local wrapped = require("acp.chat.wrapped")
 
 local M = {}
 local api = vim.api
@@ -218,13 +219,14 @@ function M.map_keys(chat)
   end
   keys.set(chat.transcript, "permission", transcript)
   keys.set(chat.input, "permission", input)
-  api.nvim_buf_clear_namespace(chat.input, hint_ns, 0, -1)
-  if hint ~= "" then
-    local last = api.nvim_buf_line_count(chat.input) - 1
-    api.nvim_buf_set_extmark(chat.input, hint_ns, last, 0, {
-      virt_text = { { "  permission: " .. hint, "AcpPermissionKey" } },
-      virt_text_pos = "eol",
-    })
+  if hint == "" then
+    wrapped.clear(chat.input, hint_ns)
+  else
+    -- Under what is typed, wrapped between the keys: after the text, on its row, a
+    -- narrow input cut it short.
+    local pieces = vim.split("permission: " .. hint, " · ", { plain = true })
+    local paragraph = { pieces = pieces, separator = " · " }
+    wrapped.set(chat.input, hint_ns, api.nvim_buf_line_count(chat.input) - 1, { paragraph }, "AcpPermissionKey")
   end
 end
 

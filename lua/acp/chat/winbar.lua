@@ -135,7 +135,6 @@ function M.text(chat, width, cwd)
     return field.text
   end, shown)
   local text = table.concat({ head, unpack(texts) }, SEPARATOR)
-  -- Narrower than the state and agent: Neovim cuts their end.
   return (text:gsub("%%", "%%%%"))
 end
 
@@ -144,7 +143,9 @@ end
 function M.update(chat)
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
     local cwd = vim.fn.getcwd(win, api.nvim_tabpage_get_number(api.nvim_win_get_tabpage(win)))
-    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win), cwd) })
+    -- Narrower than the state and agent, their end is cut (`%<` last: by default
+    -- Neovim cuts a winbar's start, "<ting for you · demo").
+    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win), cwd) .. "%<" })
   end
 end
 

@@ -391,7 +391,7 @@ local function turn_shown(buf, chat)
 end
 
 --- Draw the marks of every open hunk from the review state (`states`: by chat,
---- {turn, files}); for each chat and file the newest turn that changed it, or the
+--- {turn, files}); for each chat and file the newest turn with open hunks in it, or the
 --- turn an :AcpDiff or :AcpTurnDiff shows it for (two chats' hunks in one buffer
 --- are both marked; Python places an earlier turn's in the file now). A hunk showing
 --- the same as before keeps its marks, where they moved with the user's edits
@@ -410,12 +410,20 @@ function M.draw(states)
   watched = {}
   local gutters = {} ---@type table<integer, table|false> by buffer: its removed lines' (M.gutter)
   for chat, review in pairs(states) do
+    -- By path, the newest turn with open hunks in it: once the newer turns' are
+    -- decided, an earlier turn's are marked (Python places them in the file now).
+    local open_turn = {} ---@type table<string, integer>
+    for _, file in ipairs(review.files) do
+      local path = file.source or file.path
+      open_turn[path] = open_turn[path] or file.open and file.turn or nil
+    end
     local shown = {} ---@type table<string, {buf: integer|false, turn: integer}> by path
     for _, file in ipairs(review.files) do -- newest turn first
       local path = file.source or file.path
       if not shown[path] then
         local found = buffers.find(path)
-        shown[path] = { buf = found or false, turn = found and turn_shown(found, chat) or file.turn }
+        local turn = found and turn_shown(found, chat) or open_turn[path] or file.turn
+        shown[path] = { buf = found or false, turn = turn }
         if found and may_return(file) then -- the newest turn follows your edits
           watched[found] = true
           follow(found, path)
