@@ -78,7 +78,14 @@ SKIP_DIRS = frozenset(
      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
 )  # fmt: skip
 SCAN_MAX_FILES = 20_000
+# The scan's time cap counts its own thread's time: it guards against a huge tree's
+# work. A machine busy with a build keeps the thread from a core while the wall clock
+# runs on, and a scan cut short there gave up the tree's watch, so that every turn
+# start and check scanned again and was cut short again (decision 0054, amended).
+# Waiting counts past this many times the cap in wall time (a slow file system: its
+# stat waits without working).
 SCAN_MAX_SECONDS = 0.25
+SCAN_MAX_WAIT = 4
 # The scan lets go of the GIL for a moment after every piece of this many entries.
 # Otherwise it lets go only for its system calls, each too short for a waiting thread
 # to wake and take it: the worker loop waited up to 16 ms to answer while a turn
@@ -112,14 +119,15 @@ def scan_tree(
     directories and files ``skip_paths`` names below them, and symlinks; with ``watch``, watch
     every directory entered before listing it.
 
-    Stops at a file past ``max_files`` or after ``max_seconds`` in all (default
-    :data:`SCAN_MAX_SECONDS`, read at the call) (then
+    Stops at a file past ``max_files`` or after ``max_seconds`` of its thread's time
+    (default :data:`SCAN_MAX_SECONDS`, read at the call), or :data:`SCAN_MAX_WAIT`
+    times as long in wall time (then
     ``complete`` is False: files not reached are only checked when a tool call
     names them); a tree of exactly ``max_files`` files is scanned complete. Pauses
     after every :data:`SCAN_PIECE` entries, so the thread it runs in never keeps the
     GIL from the worker loop for long.
     """
-    deadline = time.monotonic() + (SCAN_MAX_SECONDS if max_seconds is None else max_seconds)
+    budget = _Budget(SCAN_MAX_SECONDS if max_seconds is None else max_seconds)
     scan = Scan()
     stack = list(reversed(roots))
     seen = 0
@@ -148,10 +156,33 @@ def scan_tree(
                 seen += 1
                 if seen % SCAN_PIECE == 0:
                     _let_others_run()
-                if time.monotonic() > deadline:
+                if time.monotonic() > budget.deadline and budget.spent():
                     scan.complete = False
                     return scan
     return scan
+
+
+class _Budget:
+    """``seconds`` of the calling thread's time, within :data:`SCAN_MAX_WAIT` times as
+    much wall time. Its thread's time is read (a system call, ~2.5 us) only once the
+    wall clock passes ``deadline``; until then none of it can be spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._started = time.monotonic()
+        self._cpu = time.thread_time()
+        self.deadline = self._started + seconds
+
+    def spent(self) -> bool:
+        """Asked once the wall clock passed :attr:`deadline`: whether the budget is
+        spent; if not (the thread waited for a core meanwhile), the next deadline is
+        as far off as the thread's time left."""
+        now = time.monotonic()
+        left = self._seconds - (time.thread_time() - self._cpu)
+        if left <= 0 or now - self._started > self._seconds * SCAN_MAX_WAIT:
+            return True
+        self.deadline = now + left
+        return False
 
 
 def _let_others_run() -> None:
