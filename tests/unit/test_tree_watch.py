@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,54 @@ async def test_a_turn_start_with_nothing_changed_takes_no_thread(
     path.write_text("by the agent\n")
     await changes.end_turn()
     assert hunks(changes) == [("a.txt", "pending", ["-two", "+by the agent"])]
+
+
+class BusyMachine:
+    """The ``time`` module as a thread kept from a core by a build sees it: each look
+    at the wall clock finds it a tenth of a second later; its own time runs as ever."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        self.now += 0.1
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+async def test_a_busy_machine_keeps_the_watch_of_a_tree_scanned_slowly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
+) -> None:
+    """A build keeps the cores busy: the first reading's scan takes longer than its
+    cap in wall time, though its own work is a few files. It is still complete and
+    watched, so the turn starts after it take no thread, and the agent's change to
+    the file the scan reached last is reviewed. Cut short by the wall clock, the scan
+    gave up the watch, and every turn start scanned again, cut short again."""
+    names = [f"f{i}.txt" for i in range(5)]
+    for name in names:
+        (tmp_path / name).write_text("one\n")
+    monkeypatch.setattr(disk_changes, "SCAN_MAX_SECONDS", 0.25)
+    monkeypatch.setattr(disk_changes, "time", BusyMachine())
+    readings: list[Any] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        if func is disk_changes._turn_start:
+            readings.append(args)
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    for _ in range(3):
+        await changes.begin_turn()
+        await changes.end_turn()
+    assert len(readings) == 1
+    await changes.begin_turn()
+    for name in names:  # the agent's shell command
+        (tmp_path / name).write_text("by the agent\n")
+    await changes.end_turn()
+    assert sorted(hunks(changes)) == [(name, "pending", ["-one", "+by the agent"]) for name in names]
 
 
 @needs_git

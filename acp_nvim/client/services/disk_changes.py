@@ -78,7 +78,14 @@ SKIP_DIRS = frozenset(
      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
 )  # fmt: skip
 SCAN_MAX_FILES = 20_000
+# The scan's time cap counts its own thread's time: it guards against a huge tree's
+# work. A machine busy with a build keeps the thread from a core while the wall clock
+# runs on, and a scan cut short there gave up the tree's watch, so that every turn
+# start and check scanned again and was cut short again (decision 0054, amended).
+# Waiting counts past this many times the cap in wall time (a slow file system: its
+# stat waits without working).
 SCAN_MAX_SECONDS = 0.25
+SCAN_MAX_WAIT = 4
 # The scan lets go of the GIL for a moment after every piece of this many entries.
 # Otherwise it lets go only for its system calls, each too short for a waiting thread
 # to wake and take it: the worker loop waited up to 16 ms to answer while a turn
@@ -112,14 +119,15 @@ def scan_tree(
     directories and files ``skip_paths`` names below them, and symlinks; with ``watch``, watch
     every directory entered before listing it.
 
-    Stops at a file past ``max_files`` or after ``max_seconds`` in all (default
-    :data:`SCAN_MAX_SECONDS`, read at the call) (then
+    Stops at a file past ``max_files`` or after ``max_seconds`` of its thread's time
+    (default :data:`SCAN_MAX_SECONDS`, read at the call), or :data:`SCAN_MAX_WAIT`
+    times as long in wall time (then
     ``complete`` is False: files not reached are only checked when a tool call
     names them); a tree of exactly ``max_files`` files is scanned complete. Pauses
     after every :data:`SCAN_PIECE` entries, so the thread it runs in never keeps the
     GIL from the worker loop for long.
     """
-    deadline = time.monotonic() + (SCAN_MAX_SECONDS if max_seconds is None else max_seconds)
+    budget = _Budget(SCAN_MAX_SECONDS if max_seconds is None else max_seconds)
     scan = Scan()
     stack = list(reversed(roots))
     seen = 0
@@ -148,10 +156,33 @@ def scan_tree(
                 seen += 1
                 if seen % SCAN_PIECE == 0:
                     _let_others_run()
-                if time.monotonic() > deadline:
+                if time.monotonic() > budget.deadline and budget.spent():
                     scan.complete = False
                     return scan
     return scan
+
+
+class _Budget:
+    """``seconds`` of the calling thread's time, within :data:`SCAN_MAX_WAIT` times as
+    much wall time. Its thread's time is read (a system call, ~2.5 us) only once the
+    wall clock passes ``deadline``; until then none of it can be spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._started = time.monotonic()
+        self._cpu = time.thread_time()
+        self.deadline = self._started + seconds
+
+    def spent(self) -> bool:
+        """Asked once the wall clock passed :attr:`deadline`: whether the budget is
+        spent; if not (the thread waited for a core meanwhile), the next deadline is
+        as far off as the thread's time left."""
+        now = time.monotonic()
+        left = self._seconds - (time.thread_time() - self._cpu)
+        if left <= 0 or now - self._started > self._seconds * SCAN_MAX_WAIT:
+            return True
+        self.deadline = now + left
+        return False
 
 
 def _let_others_run() -> None:
@@ -245,6 +276,17 @@ class _TurnStart(msgspec.Struct):
     gits: list[GitState]
     kept: Kept
     watch: TreeWatch | None = None
+    # ``kept`` by kind, split once where it is read (a worker thread): each turn start
+    # it serves overlays them (DiskChanges.begin_turn) instead of copying them.
+    texts: dict[str, files.Document] = msgspec.field(default_factory=dict)
+    binaries: dict[str, bytes] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for path, (_, before) in self.kept.items():
+            if isinstance(before, bytes):
+                self.binaries[path] = before
+            else:
+                self.texts[path] = before
 
     def watching(self, dirs: tuple[str, ...]) -> TreeWatch | None:
         """The watch, when it covers ``dirs`` (the chat's directories are the same)."""
@@ -436,7 +478,7 @@ def _read_from(
 
 
 async def _bytes_elsewhere(
-    snapshots: dict[str, files.Document], gits: list[GitState], path: str
+    snapshots: Mapping[str, files.Document], gits: list[GitState], path: str
 ) -> IndexedBytes | None:
     """The bytes of ``path`` before the turn where no snapshot of its own kept them:
     its text then (``snapshots``), encoded as it was read; git's, were it clean, up
@@ -505,8 +547,9 @@ class DiskChanges:
         # Last (size, mtime) seen per file: what the turn saw over the turn start's scan.
         self._known: MutableMapping[str, Stat | None] = {}
         self.named: dict[str, None] = {}  # paths tool calls named this turn, in order
-        self._snapshots: dict[str, files.Document] = {}  # when a pending tool call named it
-        self._bytes: dict[str, bytes] = {}  # the same, of files with no text
+        # Texts before the turn: when a pending tool call named it, over the turn start's.
+        self._snapshots: MutableMapping[str, files.Document] = {}
+        self._bytes: MutableMapping[str, bytes] = {}  # the same, of files with no text
         # How each file was encoded when its text before a change was first known: a
         # decision writes it so where its text cannot tell (files.as_first_read).
         self.encodings: dict[str, DecodedFile] = {}
@@ -543,9 +586,11 @@ class DiskChanges:
         meanwhile."""
         last = await self._read_start()
         self._start, self._gits = last.scan, last.gits
-        self._snapshots = {p: d for p, (_, d) in last.kept.items() if not isinstance(d, bytes)}
-        self._bytes = {p: d for p, (_, d) in last.kept.items() if isinstance(d, bytes)}
-        # Not a copy: 20k files' stats took 0.4-1 ms of the send, the GIL held.
+        # Not copies, which are paid in the send before the prompt leaves: 20k files'
+        # stats took 0.4-1 ms, the GIL held; 200 dirty files' texts split by kind 0.08.
+        # What this turn snapshots goes in the overlays' first maps.
+        self._snapshots = ChainMap({}, last.texts)
+        self._bytes = ChainMap({}, last.binaries)
         self._known = ChainMap({}, cast(dict[str, Stat | None], last.scan.stats))
         self.named.clear()
         self._tried.clear()
