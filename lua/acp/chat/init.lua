@@ -769,6 +769,9 @@ M.ops = {
     local chat = batch.chat
     if render.block(chat.transcript, chat.blocks, op) then
       table.insert(batch.created, chat.blocks.by_id[op.id])
+      if op.kind == "user" then
+        sent.drawn(chat, op.id)
+      end
     end
     if op.kind == "tool" then
       table.insert(batch.tools, op)
