@@ -39,6 +39,7 @@ __all__ = [
     "spent_text",
     "status_op",
     "turn_end_text",
+    "turn_op",
     "uncut_op",
 ]
 
@@ -65,6 +66,7 @@ from acp_nvim.client.editor import (
     Spent,
     StatusFields,
     StatusOp,
+    TurnOp,
     TurnTokens,
     UncutOp,
 )
@@ -715,3 +717,9 @@ def is_mark(key: str) -> bool:
 
 def status_op(**fields: Unpack[StatusFields]) -> StatusOp:
     return {"op": "status", **fields}
+
+
+def turn_op(number: int, prompt: str, branch: dict[str, Any]) -> TurnOp:
+    """Turn ``number`` of the shown branch began (``prompt``: its line in the status's
+    ``turns``); ``branch``: the shown branch's entry in ``branches`` now."""
+    return {"op": "turn", "number": number, "prompt": prompt, "branch": branch}

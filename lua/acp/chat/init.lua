@@ -789,6 +789,19 @@ M.ops = {
       end
     end
   end,
+  turn = function(batch, op)
+    -- A turn began: the turns and branches the status holds are kept in step in
+    -- place, not sent whole again at each turn of a long chat (decision 0110).
+    local status = batch.status
+    local turns = status.turns or batch.chat.status.turns or {}
+    for number = #turns, op.number, -1 do
+      turns[number] = nil
+    end
+    turns[op.number] = op.prompt
+    local branches = status.branches or batch.chat.status.branches or {}
+    branches[1] = op.branch -- the shown branch comes first
+    status.turns, status.branches = turns, branches
+  end,
   more_commands = function(batch, op)
     -- A long list of commands comes in slices: each follows the ones before it.
     local commands = batch.status.commands or batch.chat.status.commands or {}
