@@ -36,6 +36,7 @@ __all__ = [
     "Spent",
     "StatusFields",
     "StatusOp",
+    "TurnOp",
     "TurnTokens",
     "UncutOp",
     "WriteError",
@@ -240,6 +241,19 @@ class StatusOp(StatusFields):
     op: Literal["status"]
 
 
+class TurnOp(TypedDict):
+    """Turn ``number`` of the shown branch began with prompt line ``prompt``: the status
+    fields ``turns`` (it replaces that turn and any after it) and ``branches`` (its
+    first entry, the shown branch, becomes ``branch``) are kept in step in place. A
+    turn start sends no more than this in a chat of any length (decision 0110); a
+    view change sends both fields whole (``StatusOp``)."""
+
+    op: Literal["turn"]
+    number: int
+    prompt: str
+    branch: dict[str, Any]
+
+
 class MoreCommandsOp(TypedDict):
     """More of the chat's slash commands, after those its ``commands`` status field
     holds: a long list is sent in slices (``NvimEditor``'s batch budget)."""
@@ -354,6 +368,7 @@ RenderOp = (
     BlockOp
     | AppendOp
     | StatusOp
+    | TurnOp
     | MoreCommandsOp
     | InputOp
     | ElicitOp

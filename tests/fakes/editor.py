@@ -321,6 +321,9 @@ class RecordingEditor:
         for op in self.ops.get(chat, []):
             if op["op"] == "status":
                 status.update({k: v for k, v in op.items() if k != "op"})
+            elif op["op"] == "turn":  # kept in step as lua/acp/chat/init.lua does
+                status["turns"] = [*status.get("turns", [])[: op["number"] - 1], op["prompt"]]
+                status["branches"] = [op["branch"], *status.get("branches", [])[1:]]
         return status
 
 

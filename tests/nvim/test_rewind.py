@@ -247,6 +247,56 @@ def test_a_rewinds_and_a_switchs_notes_show_on_their_branch_only(
 MARK = "Another branch leaves here"
 
 
+def rewind_picker(editor: Editor) -> list[str]:
+    """What :AcpRewind offers (nothing picked)."""
+    editor.lua(STUB_UI)
+    editor.nvim.command("AcpRewind")
+    return editor.lua("return _G.asked[1].items")  # type: ignore[no-any-return]
+
+
+def test_a_long_chat_lists_its_turns_and_branches_right_after_a_rewind_and_a_switch(
+    editor: Editor,
+) -> None:
+    """A turn start sends Lua only the new turn and the shown branch's entry (decision
+    0110): the turns :AcpRewind offers and acp.branches() stay whole through many
+    turns, a rewind and a switch back."""
+    start(editor, "rewind", 1)
+    count = 30
+    for number in range(1, count + 1):
+        turn(editor, f"prompt {number}\nits second line", number)
+    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)]
+
+    editor.lua(STUB_UI, 25)
+    editor.nvim.command("AcpRewind")
+    session_changed(editor, 2)
+    turn(editor, "after the rewind", count + 1)
+    turn(editor, "prompt 3", count + 2)  # an earlier prompt's text, sent again
+    shown = [f"{n} · prompt {n}" for n in range(1, 25)] + ["25 · after the rewind", "26 · prompt 3"]
+    assert rewind_picker(editor) == shown
+    assert editor.transcript_text().count("## You\nprompt 3\n") == 2
+    branches = editor.lua("return require('acp').branches()")
+    assert [(b["id"], b["current"], b["turns"], b["leaves_at"]) for b in branches] == [
+        (2, True, 26, None),
+        (1, False, count, 25),
+    ]
+    assert (branches[0]["prompt"], branches[0]["last_prompt"]) == ("prompt 3", "prompt 3")
+    assert branches[1]["prompt"].startswith("prompt 25\n")
+    assert branches[1]["last_prompt"].startswith(f"prompt {count}\n")
+
+    show_branch(editor, 1)
+    turn(editor, "on the first branch", count + 3)
+    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)] + [
+        f"{count + 1} · on the first branch"
+    ]
+    assert editor.lua("return require('acp.chat.branches').turns()")[0] == str(count + 1)
+    branches = editor.lua("return require('acp').branches()")
+    assert [(b["id"], b["current"], b["turns"], b["leaves_at"]) for b in branches] == [
+        (1, True, count + 1, None),
+        (2, False, 26, 25),
+    ]
+    assert branches[0]["prompt"] == "on the first branch"
+
+
 def show_branch(editor: Editor, branch: int) -> str:
     """Pick branch ``branch`` in :AcpBranches; the transcript then."""
     others = [b["id"] for b in editor.lua("return require('acp').branches()") if not b["current"]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from acp_nvim.client.session.branches import Branches, Turn
@@ -181,3 +183,37 @@ async def test_a_turns_usage_is_the_difference_of_the_reports_around_it() -> Non
     usage = editor.last_status(1)["usage"]
     assert usage["turn"] == {"tokens": 500, "cost": {"amount": pytest.approx(0.05), "currency": "USD"}}
     assert usage["session"] == {"tokens": 3000, "cost": {"amount": pytest.approx(0.55), "currency": "USD"}}
+
+
+@pytest.mark.anyio
+async def test_a_turn_start_sends_no_earlier_prompt_and_the_status_stays_whole() -> None:
+    """A send in a long chat cost Neovim more with every turn: each turn start sent
+    every earlier prompt (status ``turns``) and every branch again. Now it sends the
+    new turn and the shown branch's entry; the status Lua keeps from them (as the
+    fake keeps it) is whole, before and after a rewind."""
+    editor = RecordingEditor()
+    chat = Chat(1, "fake", editor)
+    chat.ready("s1", 2, None)
+
+    async def turn(text: str) -> str:
+        before = len(editor.ops[1])
+        await chat.start_turn(text)
+        said(chat, "agent", f"reply to {text}", f"m-{text}")
+        chat.end_turn("end_turn")
+        return json.dumps(editor.ops[1][before:])
+
+    prompts = [f"prompt {n:02}\nits second line" for n in range(1, 61)]
+    for text in prompts:
+        sent = await turn(text)
+    assert not any(text.split("\n")[0] in sent for text in prompts[:-1])
+    chat.shown.leave(41)  # turns 41 to 60 stay as a branch
+    sent = await turn("after the rewind")
+    assert not any(text.split("\n")[0] in sent for text in prompts)
+
+    status = editor.last_status(1)
+    assert status["turns"] == [text.split("\n")[0] for text in prompts[:40]] + ["after the rewind"]
+    assert status["branches"] == chat.branches.listed()
+    assert [(b["current"], b["turns"], b["leaves_at"]) for b in status["branches"]] == [
+        (True, 41, None),
+        (False, 60, 41),
+    ]

@@ -13,7 +13,7 @@ Lua keeps their blocks the same way, by the turn's key (``cut``/``uncut`` ops).
 
 from __future__ import annotations
 
-__all__ = ["Branch", "Branches", "Turn", "hide", "show"]
+__all__ = ["Branch", "Branches", "Turn", "hide", "prompt_line", "show"]
 
 import itertools
 from typing import Any
@@ -168,7 +168,7 @@ class Branches:
 
     def prompt_lines(self) -> list[str]:
         """The shown turns' prompts, a first line each (status field ``turns``)."""
-        return [t.prompt.text.split("\n", 1)[0][:_TURN_LINE] for t in self.path]
+        return [prompt_line(t) for t in self.path]
 
     def fork_point(self, session: Session, number: int, *, inclusive: bool) -> str | None:
         """The agent's id of the message that a fork of turn ``number``'s session (in
@@ -350,29 +350,33 @@ class Branches:
         return True
 
     def listed(self) -> list[dict[str, Any]]:
-        """Every branch for the user, the shown one first: ``id``, ``current``,
-        ``turns`` (count), ``leaves_at`` (the turn where it leaves the shown one),
-        ``prompt`` (its first prompt from there; the shown one's: its last),
-        ``last_prompt`` (its newest: two branches leaving at the same turn with the
-        same prompt, a regenerated one, differ there), ``session_id``."""
-        listed = []
-        for branch in self.all:
-            common = _common(self.path, branch.turns)
-            current = branch is self.shown
-            first = branch.turns[-1 if current else common] if branch.turns else None
-            listed.append(
-                {
-                    "id": branch.id,
-                    "current": current,
-                    "turns": len(branch.turns),
-                    "leaves_at": None if current else common + 1,
-                    "prompt": first.prompt.text if first is not None else "",
-                    "last_prompt": branch.turns[-1].prompt.text if branch.turns else "",
-                    "session_id": branch.session_id,
-                }
-            )
-        return listed
+        """Every branch for the user (:meth:`entry`), the shown one first."""
+        return [self.entry(branch) for branch in self.all]
 
+    def entry(self, branch: Branch) -> dict[str, Any]:
+        """``branch`` for the user: ``id``, ``current``, ``turns`` (count),
+        ``leaves_at`` (the turn where it leaves the shown one), ``prompt`` (its first
+        prompt from there; the shown one's: its last), ``last_prompt`` (its newest: two
+        branches leaving at the same turn with the same prompt, a regenerated one,
+        differ there), ``session_id``. The shown one's costs the same in a chat of
+        any length (a turn start sends it)."""
+        current = branch is self.shown
+        common = len(branch.turns) if current else _common(self.path, branch.turns)
+        first = branch.turns[-1 if current else common] if branch.turns else None
+        return {
+            "id": branch.id,
+            "current": current,
+            "turns": len(branch.turns),
+            "leaves_at": None if current else common + 1,
+            "prompt": first.prompt.text if first is not None else "",
+            "last_prompt": branch.turns[-1].prompt.text if branch.turns else "",
+            "session_id": branch.session_id,
+        }
+
+
+def prompt_line(turn: Turn) -> str:
+    """``turn``'s prompt as the turn list shows it: its first line, cut."""
+    return turn.prompt.text.split("\n", 1)[0][:_TURN_LINE]
 
 def hide(session: Session, turns: list[Turn]) -> None:
     """Take ``turns`` (the end of the shown path, in order) out of the session model:

@@ -25,7 +25,7 @@ from msgspec import UnsetType
 
 from acp_nvim.client.editor import Editor, RenderOp, StatusFields, TurnTokens
 from acp_nvim.client.session import view
-from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, show
+from acp_nvim.client.session.branches import Branch, Branches, Turn, hide, prompt_line, show
 from acp_nvim.client.session.model import (
     UNFINISHED,
     UNSET,
@@ -258,11 +258,16 @@ class Chat:
         self.record.prompted(patch.message_id, shown, attachments)
         prompt = Prompt(text, list(attachments))
         session_id = self.session.session_id
-        self.branches.begin(Turn(patch.message_id, self.turn, session_id, prompt, start))
+        begun = Turn(patch.message_id, self.turn, session_id, prompt, start)
+        self.branches.begin(begun)
         self.session.echoed(patch.message_id, labels)
         self.usage.begin_turn(self.session.usage)
+        self.set_state("running")
+        # Only what the turn changed: the status's turns and branches are not sent
+        # whole at each turn of a long chat (decision 0110).
         branches = self.branches
-        self.set_state("running", turns=branches.prompt_lines(), branches=branches.listed())
+        number, entry = len(branches.path), branches.entry(branches.shown)
+        self._draw(view.turn_op(number, prompt_line(begun), entry))
         if self.changes is not None:
             await self.changes.begin_turn(self.branches.numbers())
 
@@ -355,6 +360,7 @@ class Chat:
         if (
             held is not None
             and op["op"] != "status"
+            and op["op"] != "turn"
             and op.get("id") != view.message_block(held)
             and (released := self._streams.release())  # "": the message ended a line
         ):

@@ -40,6 +40,7 @@ __all__ = [
     "spent_text",
     "status_op",
     "turn_end_text",
+    "turn_op",
     "uncut_op",
 ]
 
@@ -66,6 +67,7 @@ from acp_nvim.client.editor import (
     Spent,
     StatusFields,
     StatusOp,
+    TurnOp,
     TurnTokens,
     UncutOp,
 )
@@ -736,3 +738,9 @@ def is_mark(key: str) -> bool:
 
 def status_op(**fields: Unpack[StatusFields]) -> StatusOp:
     return {"op": "status", **fields}
+
+
+def turn_op(number: int, prompt: str, branch: dict[str, Any]) -> TurnOp:
+    """Turn ``number`` of the shown branch began (``prompt``: its line in the status's
+    ``turns``); ``branch``: the shown branch's entry in ``branches`` now."""
+    return {"op": "turn", "number": number, "prompt": prompt, "branch": branch}

@@ -775,6 +775,9 @@ M.ops = {
     local chat = batch.chat
     if render.block(chat.transcript, chat.blocks, op) then
       table.insert(batch.created, chat.blocks.by_id[op.id])
+      if op.kind == "user" then
+        sent.drawn(chat, op.id)
+      end
     end
     if op.kind == "tool" then
       table.insert(batch.tools, op)
@@ -791,6 +794,19 @@ M.ops = {
         batch.status[key] = value
       end
     end
+  end,
+  turn = function(batch, op)
+    -- A turn began: the turns and branches the status holds are kept in step in
+    -- place, not sent whole again at each turn of a long chat (decision 0110).
+    local status = batch.status
+    local turns = status.turns or batch.chat.status.turns or {}
+    for number = #turns, op.number, -1 do
+      turns[number] = nil
+    end
+    turns[op.number] = op.prompt
+    local branches = status.branches or batch.chat.status.branches or {}
+    branches[1] = op.branch -- the shown branch comes first
+    status.turns, status.branches = turns, branches
   end,
   more_commands = function(batch, op)
     -- A long list of commands comes in slices: each follows the ones before it.

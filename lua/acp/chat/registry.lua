@@ -17,7 +17,8 @@ local api = vim.api
 ---@field host_failed? boolean the Python side failed under this chat (acp.chat.fail)
 ---@field sent_starting? boolean a prompt was sent to it while it started (acp.chat withdraw)
 ---@field unshown? string[] prompts sent that the Python side has not shown yet (acp.chat.sent)
----@field earlier_prompts? table<string, true> the user blocks drawn before the unshown prompts were sent (acp.chat.sent)
+---@field sends? integer the prompts sent so far (acp.chat.sent)
+---@field prompt_blocks? table<string, integer> the user blocks drawn, each by the sends before its first draw (acp.chat.sent)
 ---@field failures? integer failures shown in the transcript
 ---@field layout? string the `chat.position` its windows were opened with (acp.chat.layout)
 ---@field closed_at_end? boolean its last transcript window closed at the end: a new one opens there

@@ -12,15 +12,25 @@ local M = {}
 function M.add(chat, text)
   chat.unshown = chat.unshown or {}
   table.insert(chat.unshown, text)
-  -- The user blocks drawn so far are earlier prompts': drawn again (the whole
-  -- transcript again, a rewind, an acknowledgment) they show none sent now, even
-  -- with the same text. A prompt's own block is one never drawn before.
-  chat.earlier_prompts = chat.earlier_prompts or {}
-  for id, block in pairs(chat.blocks.by_id) do
-    if block.kind == "user" then
-      chat.earlier_prompts[id] = true
-    end
-  end
+  chat.sends = (chat.sends or 0) + 1
+end
+
+--- `chat` drew user block `id`, new in its transcript. The user blocks drawn
+--- before a send are earlier prompts': drawn again (the whole transcript again, a
+--- rewind, an acknowledgment) they show none sent then, even with the same text. A
+--- prompt's own block is one never drawn before. Each is known by the sends before
+--- its first draw, so a send looks at none of them (a long chat has hundreds).
+---@param chat acp.Chat
+---@param id string
+function M.drawn(chat, id)
+  chat.prompt_blocks = chat.prompt_blocks or {}
+  chat.prompt_blocks[id] = chat.prompt_blocks[id] or chat.sends or 0
+end
+
+-- Whether user block `id` was drawn before the last prompt `chat` sent.
+local function earlier(chat, id)
+  local sends = chat.prompt_blocks and chat.prompt_blocks[id]
+  return sends ~= nil and sends < chat.sends
 end
 
 -- Whether `shown` (a user block's text, attachments after it) shows prompt `text`.
@@ -45,7 +55,7 @@ function M.render(chat, ops)
     return
   end
   for _, op in ipairs(ops) do
-    if op.op == "block" and op.kind == "user" and not chat.earlier_prompts[op.id] then
+    if op.op == "block" and op.kind == "user" and not earlier(chat, op.id) then
       seen(chat, table.concat(op.lines, "\n", 2)) -- after the "## You" header
     elseif op.op == "input" then
       seen(chat, op.text)
@@ -55,9 +65,6 @@ function M.render(chat, ops)
       end
     end
   end
-  if not chat.unshown[1] then -- (not before: the batch's later ops still look them up)
-    chat.earlier_prompts = nil
-  end
 end
 
 --- The prompts `chat` sent that were never shown, oldest first; forgotten.
@@ -65,7 +72,7 @@ end
 ---@return string[]
 function M.take(chat)
   local unshown = chat.unshown or {}
-  chat.unshown, chat.earlier_prompts = nil, nil
+  chat.unshown = nil
   return unshown
 end
 
