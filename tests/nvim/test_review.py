@@ -11,6 +11,7 @@ from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_files import lines, run, start, user_write
 from tests.nvim.test_inline import marks as preview_marks
+from tests.nvim.test_mentions import git
 from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
@@ -587,6 +588,33 @@ def test_claudes_own_edit_after_its_permission_is_one_hunk_and_rejectable(
     assert outcome == {"outcome": "selected", "optionId": "allow"}
     if loaded:
         assert lines(editor, buf) == ["x = 1", "y = 3"]  # the unmodified buffer was reloaded
+    [file] = editor.lua("return require('acp').changes()")
+    assert [h["preview"] for h in file["hunks"]] == [["-y = 2", "+y = 3"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "x = 1\ny = 2\n"
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_claudes_edit_written_before_its_announcement_is_read_is_one_hunk_and_rejectable(
+    editor: Editor, tmp_path: Path, tracked: bool
+) -> None:
+    # claude-agent-acp 0.23.1 in mode acceptEdits: no request, the file on disk already
+    # changed when the client reads the call (its diff the whole file minus its final
+    # newline): the "before" comes from the diff (or git), the final newline kept.
+    project = tmp_path / "project"
+    path = project / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    if tracked:
+        git(project, "init", "-q")
+        git(project, "add", "b.py")
+        git(project, "-c", "user.email=you@example.com", "-c", "user.name=You",
+            "-c", "commit.gpgsign=false", "commit", "-qm", "b")  # fmt: skip
+    editor.setup(agents={"claude": editor.fake_agent("files")})
+    editor.open_chat("claude")
+    steps = [{"claude": {"path": str(path), "content": "x = 1\ny = 3\n", "accept": True}}]
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpTurnEnd")
     [file] = editor.lua("return require('acp').changes()")
     assert [h["preview"] for h in file["hunks"]] == [["-y = 2", "+y = 3"]]
     editor.lua("require('acp').reject(...)", str(path))

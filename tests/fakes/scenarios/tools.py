@@ -34,8 +34,9 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     agent ran would: no tool call names it), ``{"bytes": {path, hex}}`` (the same, of
     bytes), ``{"rm": {path}}`` (a file deleted the same way), ``{"rewrite": {path}}``
     (a file written again with the bytes it holds, as a build may), ``{"opencode": {path, content}}`` (see `opencode_write`),
-    ``{"claude": {path, content}}`` (see `claude_edit`), ``{"claude_legacy": {path,
-    content}}`` (see `claude_legacy_edit`) and
+    ``{"claude": {path, content}}`` (see `claude_edit`; with ``"accept": true`` in
+    mode acceptEdits), ``{"claude_legacy": {path, content}}`` (see
+    `claude_legacy_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
@@ -59,7 +60,7 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
         elif kind == "disk":
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
         elif kind == "claude":
-            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"])
+            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"], args.get("accept"))
         elif kind == "claude_legacy":
             if not await claude_legacy_edit(agent, f"toolu_{n}", args["path"], args["content"]):
                 return  # rejected: this adapter ends the turn
@@ -94,17 +95,27 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
     )  # fmt: skip
 
 
-async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
+async def claude_edit(
+    agent: Agent, call_id: str, path: str, content: str, accept: bool = False
+) -> None:
     """Edit a file as claude-agent-acp 0.23.1 does: the call pending with its diff (the
     whole file minus its final newline), a permission request carrying it, and once
     allowed the file written on disk by the agent itself (no fs/write_text_file), then
-    the call completed; the outcome said as a RESULT."""
+    the call completed; the outcome said as a RESULT. ``accept`` (its mode
+    acceptEdits): no request, the file written at once, before the client can have
+    read the call's announcement (a fast agent's worst case)."""
     with open(path) as f:
         old = f.read()
     diff = {"type": "diff", "path": path, "oldText": old.removesuffix("\n"),
             "newText": content.removesuffix("\n")}  # fmt: skip
     call = {"toolCallId": call_id, "title": f"Edit `{path}`", "kind": "edit"}
     edit = {**call, "status": "pending", "content": [diff], "locations": [{"path": path}]}
+    if accept:
+        with open(path, "w") as f:
+            f.write(content)
+        await agent.update({"sessionUpdate": "tool_call", **edit})
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+        return
     await agent.update({"sessionUpdate": "tool_call", **edit})
     options = [
         {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
