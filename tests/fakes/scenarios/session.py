@@ -237,10 +237,10 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
         commands = [{"name": f"c{i}", "description": f"command {i}"} for i in range(3000)]
         await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
     elif prompt.text == "skills":  # qwen's: one 564 KB line, each skill's body in _meta
-        commands = [{"name": f"skill{i}", "description": f"skill {i}", "input": None,
-                     "_meta": {"body": f"# Skill {i}\n" + "do this. " * 1560}}
-                    for i in range(40)]  # fmt: skip
-        await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
+        skills: list[Params] = [{"name": f"skill{i}", "description": f"skill {i}", "input": None,
+                                 "_meta": {"body": f"# Skill {i}\n" + "do this. " * 1560}}
+                                for i in range(40)]  # fmt: skip
+        await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": skills})
     elif prompt.text == "plan":
         entries = [{"content": f"step {i}", "priority": "medium", "status": "pending"} for i in range(3000)]
         plan: Params = {"sessionUpdate": "plan", "entries": entries}
