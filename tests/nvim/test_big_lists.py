@@ -106,6 +106,20 @@ def test_thousands_of_slash_commands_all_complete(editor: Editor, version: int) 
     assert found == 3000
 
 
+def test_qwens_skills_in_one_line_of_half_a_megabyte_all_complete(
+    editor: Editor, version: int
+) -> None:
+    """qwen sends its slash commands in one 564 KB line, each skill's body in the
+    command's ``_meta``: every one completes, and the turn goes on after it."""
+    status = big(editor, version, "skills")
+    assert [c["name"] for c in status["commands"]] == [f"skill{i}" for i in range(40)]
+    items = editor.lua(
+        "return require('acp.chat.complete').items(require('acp.chat.registry').get(), '/skill39')"
+    )
+    assert [(i["word"], i["menu"]) for i in items] == [("/skill39", "skill 39")]
+    assert editor.transcript().count("sent skills") == 1
+
+
 def test_a_plan_of_thousands_of_entries_shows_every_entry(editor: Editor, version: int) -> None:
     big(editor, version, "plan")
     lines = editor.transcript()

@@ -27,6 +27,23 @@ def open_needing_login(editor: Editor, version: int = 1) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("version", [1, 2])
+def test_an_agent_offering_logins_with_its_key_in_the_environment_is_never_logged_in(
+    editor: Editor, version: int
+) -> None:
+    """Released agents list login methods (codex three, gemini four) yet, with an API
+    key in the environment, need none: the chat starts with no login asked or sent."""
+    agent = {**editor.fake_agent("auth"), "env": {"FAKE_KEY": "sekret"}}
+    editor.setup(agents={"keyed": agent}, default_agent="keyed", protocol_version=version)
+    editor.open_chat()
+    editor.lua("require('acp').send('hello')")
+    editor.wait_event("AcpTurnEnd")
+    assert "echo: hello" in editor.transcript_text()
+    assert editor.events("AcpError") == []
+    log = editor.lua("return require('acp.host').request('log')")
+    assert not any(LOGIN[version] in line for line in log)
+
+
+@pytest.mark.parametrize("version", [1, 2])
 def test_the_agents_own_login_then_the_session_starts(editor: Editor, version: int) -> None:
     open_needing_login(editor, version)
     editor.nvim.command("AcpLogin browser")

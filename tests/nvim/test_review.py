@@ -10,6 +10,9 @@ import pytest
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_files import lines, run, start, user_write
+from tests.nvim.test_inline import marks as preview_marks
+from tests.nvim.test_mentions import git
+from tests.nvim.test_permissions import PROMPT, focus_transcript, wait_text
 
 
 def statuses(editor: Editor) -> list[str]:
@@ -636,3 +639,78 @@ def test_an_earlier_turns_open_hunk_is_marked_with_its_keys_once_the_later_turns
     assert lines(editor, buf)[0] == "1"
     assert path.read_text() == "1\n2\n3\n4\n5\n6\n7\neight\n"
     assert marks(editor, buf) == []
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_claudes_edit_written_before_its_announcement_is_read_is_one_hunk_and_rejectable(
+    editor: Editor, tmp_path: Path, tracked: bool
+) -> None:
+    # claude-agent-acp 0.23.1 in mode acceptEdits: no request, the file on disk already
+    # changed when the client reads the call (its diff the whole file minus its final
+    # newline): the "before" comes from the diff (or git), the final newline kept.
+    project = tmp_path / "project"
+    path = project / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    if tracked:
+        git(project, "init", "-q")
+        git(project, "add", "b.py")
+        git(project, "-c", "user.email=you@example.com", "-c", "user.name=You",
+            "-c", "commit.gpgsign=false", "commit", "-qm", "b")  # fmt: skip
+    editor.setup(agents={"claude": editor.fake_agent("files")})
+    editor.open_chat("claude")
+    steps = [{"claude": {"path": str(path), "content": "x = 1\ny = 3\n", "accept": True}}]
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    editor.wait_event("AcpTurnEnd")
+    [file] = editor.lua("return require('acp').changes()")
+    assert [h["preview"] for h in file["hunks"]] == [["-y = 2", "+y = 3"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "x = 1\ny = 2\n"
+
+
+def test_the_older_claude_adapters_edit_is_asked_once_with_its_diff_and_remembered_as_an_edit(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # claude-code-acp 0.16.2: `tool_call` twice for one id (its diff only in the
+    # second), a permission request whose tool call has no kind and no content, once
+    # allowed a read (line 1, limit 2000) and fs/write_text_file, completed.
+    path = tmp_path / "project" / "b.py"
+    path.write_text("x = 1\ny = 2\n")
+    buf = start(editor, path)
+    assert buf is not None
+    steps = [{"claude_legacy": {"path": str(path), "content": f"x = 1\ny = {y}\n"}} for y in (3, 4)]
+    editor.lua("require('acp').send(...)", json.dumps(steps))
+    wait_text(editor, PROMPT)
+    # One call, its kind and its diff kept from the calls before the request.
+    heading = f"#### Edit `{path}`"
+    transcript = editor.transcript()
+    assert transcript.count(heading) == 1 and not any(t == "#### Edit" for t in transcript)
+    at = transcript.index(heading)
+    # The diff as the file reads: no "No newline at end of file" where the agent
+    # only left out the final newline on both sides.
+    assert transcript[at + 1 : at + 9] == [
+        "`edit` · pending", "```diff", "diff --git b.py b.py", "--- b.py", "+++ b.py",
+        "@@ -1,2 +1,2 @@", " x = 1", "-y = 2",
+    ]  # fmt: skip
+    assert transcript[at + 9 : at + 13] == ["+y = 3", "```", "→ b.py", PROMPT]
+    editor.wait(
+        f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0"
+    )
+    assert [m["virt_lines"] for m in preview_marks(editor, buf, "acp.preview")] == [[], ["y = 3"]]
+    focus_transcript(editor)
+    editor.nvim.input("A")  # always: the second edit is not asked
+    editor.wait_event("AcpTurnEnd")
+    assert len(editor.events("AcpPermissionRequest")) == 1
+    results = [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in editor.transcript()
+        if line.startswith("RESULT ")
+    ]
+    always = {"outcome": "selected", "optionId": "allow_always"}
+    assert results == [always, {"content": "x = 1\ny = 2\n"}, always, {"content": "x = 1\ny = 3\n"}]
+    assert lines(editor, buf) == ["x = 1", "y = 4"]
+    [file] = editor.lua("return require('acp').changes()")
+    assert [h["preview"] for h in file["hunks"]] == [["-y = 2", "+y = 4"]]
+    editor.lua("require('acp').reject(...)", str(path))
+    editor.wait("require('acp').changes()[1].hunks[1].status == 'rejected'")
+    assert path.read_text() == "x = 1\ny = 2\n"

@@ -395,6 +395,10 @@ def _content_lines(part: ContentPart, cwd: str) -> list[str]:
 def _diff_lines(path: str, old: str | None, new: str) -> tuple[str, ...]:
     # A tool call's block is re-rendered on each of its updates (status, locations,
     # permission), mostly with the same diff: diff it once.
+    if old and new and not old.endswith("\n") and not new.endswith("\n"):
+        # Claude's adapters send the whole file minus its final newline, opencode a
+        # fragment: an end without one on both sides says nothing of the file's.
+        old, new = old + "\n", new + "\n"
     return tuple(fenced(format_unified(path, old, new).splitlines(), "diff"))
 
 

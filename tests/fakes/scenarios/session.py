@@ -222,7 +222,7 @@ async def say_by_character(agent: Agent, prompt: Prompt) -> None:
 async def big_lists(agent: Agent, prompt: Prompt) -> None:
     """Lists too long to send to Lua in one piece (issue 29.7): prompt "settings" sends
     30 selects of 500 choices (15,000 in all, the first two a mode and a model), prompt
-    "commands" 3,000 slash commands, prompt "plan" a plan of 3,000 entries; else as
+    "commands" 3,000 slash commands, prompt "skills" qwen's 40 in one line of 564 KB, prompt "plan" a plan of 3,000 entries; else as
     `calls`."""
     key = "configId" if agent.version == 2 else "id"
     if prompt.text == "settings":
@@ -236,6 +236,11 @@ async def big_lists(agent: Agent, prompt: Prompt) -> None:
     elif prompt.text == "commands":
         commands = [{"name": f"c{i}", "description": f"command {i}"} for i in range(3000)]
         await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
+    elif prompt.text == "skills":  # qwen's: one 564 KB line, each skill's body in _meta
+        skills: list[Params] = [{"name": f"skill{i}", "description": f"skill {i}", "input": None,
+                                 "_meta": {"body": f"# Skill {i}\n" + "do this. " * 1560}}
+                                for i in range(40)]  # fmt: skip
+        await agent.update({"sessionUpdate": "available_commands_update", "availableCommands": skills})
     elif prompt.text == "plan":
         entries = [{"content": f"step {i}", "priority": "medium", "status": "pending"} for i in range(3000)]
         plan: Params = {"sessionUpdate": "plan", "entries": entries}

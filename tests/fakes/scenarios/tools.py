@@ -34,7 +34,9 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     agent ran would: no tool call names it), ``{"bytes": {path, hex}}`` (the same, of
     bytes), ``{"rm": {path}}`` (a file deleted the same way), ``{"rewrite": {path}}``
     (a file written again with the bytes it holds, as a build may), ``{"opencode": {path, content}}`` (see `opencode_write`),
-    ``{"claude": {path, content}}`` (see `claude_edit`) and
+    ``{"claude": {path, content}}`` (see `claude_edit`; with ``"accept": true`` in
+    mode acceptEdits), ``{"claude_legacy": {path, content}}`` (see
+    `claude_legacy_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
@@ -58,7 +60,10 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
         elif kind == "disk":
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
         elif kind == "claude":
-            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"])
+            await claude_edit(agent, f"toolu_{n}", args["path"], args["content"], args.get("accept"))
+        elif kind == "claude_legacy":
+            if not await claude_legacy_edit(agent, f"toolu_{n}", args["path"], args["content"]):
+                return  # rejected: this adapter ends the turn
         else:
             try:
                 result: Any = await agent.c.request(f"fs/{kind}_text_file", {**sid(agent), **args}, dict)
@@ -90,17 +95,27 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
     )  # fmt: skip
 
 
-async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> None:
+async def claude_edit(
+    agent: Agent, call_id: str, path: str, content: str, accept: bool = False
+) -> None:
     """Edit a file as claude-agent-acp 0.23.1 does: the call pending with its diff (the
     whole file minus its final newline), a permission request carrying it, and once
     allowed the file written on disk by the agent itself (no fs/write_text_file), then
-    the call completed; the outcome said as a RESULT."""
+    the call completed; the outcome said as a RESULT. ``accept`` (its mode
+    acceptEdits): no request, the file written at once, before the client can have
+    read the call's announcement (a fast agent's worst case)."""
     with open(path) as f:
         old = f.read()
     diff = {"type": "diff", "path": path, "oldText": old.removesuffix("\n"),
             "newText": content.removesuffix("\n")}  # fmt: skip
     call = {"toolCallId": call_id, "title": f"Edit `{path}`", "kind": "edit"}
     edit = {**call, "status": "pending", "content": [diff], "locations": [{"path": path}]}
+    if accept:
+        with open(path, "w") as f:
+            f.write(content)
+        await agent.update({"sessionUpdate": "tool_call", **edit})
+        await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
+        return
     await agent.update({"sessionUpdate": "tool_call", **edit})
     options = [
         {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
@@ -118,6 +133,45 @@ async def claude_edit(agent: Agent, call_id: str, path: str, content: str) -> No
     else:  # Claude tells the model and goes on: the call failed
         await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "failed"})
     await agent.result(outcome)
+
+
+async def claude_legacy_edit(agent: Agent, call_id: str, path: str, content: str) -> bool:
+    """Edit a file as claude-code-acp 0.16.2 does: ``tool_call`` twice for one id (the
+    tool's start with an empty ``rawInput``, then the diff of the whole file minus its
+    final newline and its location), a permission request whose tool call carries only
+    title and ``rawInput`` (no kind, no content), once allowed a read of the file (line
+    1, limit 2000) and ``fs/write_text_file``, then completed. The outcome and the read
+    said as RESULTs; whether the edit was allowed."""
+    with open(path) as f:
+        old = f.read()
+    title = f"Edit `{path}`"
+    raw = {"file_path": path, "old_string": old, "new_string": content}
+    start = {"toolCallId": call_id, "title": "Edit", "kind": "edit", "status": "pending",
+             "rawInput": {}}  # fmt: skip
+    await agent.update({"sessionUpdate": "tool_call", **start})
+    diff = {"type": "diff", "path": path, "oldText": old.removesuffix("\n"),
+            "newText": content.removesuffix("\n")}  # fmt: skip
+    await agent.update({"sessionUpdate": "tool_call", **start, "title": title, "rawInput": raw,
+                        "content": [diff], "locations": [{"path": path}]})  # fmt: skip
+    options = [
+        {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+    call = {"toolCallId": call_id, "title": title, "rawInput": raw}
+    answer = await agent.c.request(
+        "session/request_permission", {**sid(agent), "toolCall": call, "options": options}, dict
+    )
+    outcome = answer["outcome"]
+    await agent.result(outcome)
+    if outcome.get("optionId") not in ("allow", "allow_always"):
+        return False
+    read = {**sid(agent), "path": path, "line": 1, "limit": 2000}
+    await agent.result(await agent.c.request("fs/read_text_file", read, dict))
+    await agent.c.request("fs/write_text_file", {**sid(agent), "path": path, "content": content}, dict)
+    await agent.update({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                        "status": "completed"})  # fmt: skip
+    return True
 
 
 async def ask_edit(agent: Agent, call_id: str, args: Params) -> None:
