@@ -5,6 +5,7 @@ tests/fakes/scenarios/workspace.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -1262,3 +1263,40 @@ def test_quitting_neovim_while_a_worktree_chat_closes_keeps_what_the_close_keeps
     assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
         f"acp/{chat}"
     ]
+
+
+def test_a_worktree_chat_stored_with_relative_paths_reopens_in_its_worktree(
+    editor: Editor,
+) -> None:
+    """An older acp.nvim, with a relative state directory, kept a worktree's paths as
+    it gave them to git, which ran in the project and so made the worktree there.
+    Reopened from another directory, the chat took them from the host's directory:
+    it said its worktree was gone (the hunk waiting there out of reach), and went
+    on in your own files. Relative stored paths are the project's."""
+    project, first, worktree = open_worktree_chat(editor, 1)
+    store = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "history.sqlite3"
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    pids = editor.agent_pids()
+    close_chat(editor, first)
+    editor.quit()
+    assert not wait_gone(pids)  # its history written, before the row is changed here
+    with sqlite3.connect(store) as db:
+        [(column,)] = db.execute("SELECT worktree FROM chats WHERE worktree IS NOT NULL")
+        kept = json.loads(column)
+        relative = os.path.relpath(worktree, project)  # as git took it, in the project
+        kept["worktree"]["path"], kept["cwd"] = relative, relative
+        db.execute("UPDATE chats SET worktree = ?", (json.dumps(kept),))
+    db.close()
+
+    other = second_neovim(editor)
+    try:
+        other.nvim.command(f"cd {editor.tmp}")  # the history is reopened from anywhere
+        other.setup(agents={"ws": other.fake_agent("workspace")}, default_agent="ws")
+        reopened = other.reopen_last()
+        [again] = other.lua("return require('acp').chats()")
+        assert (again["worktree"], again["cwd"]) == (str(worktree), str(worktree))
+        [waited] = review(other, reopened)
+        assert (waited["path"], waited["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+        assert not [line for line in transcript(other, reopened) if "is gone" in line]
+    finally:
+        other.quit()
