@@ -1300,3 +1300,37 @@ def test_a_worktree_chat_stored_with_relative_paths_reopens_in_its_worktree(
         assert not [line for line in transcript(other, reopened) if "is gone" in line]
     finally:
         other.quit()
+
+
+def test_closing_a_worktree_chat_whose_execute_bits_git_could_not_check_asks(
+    editor: Editor,
+) -> None:
+    """Git took longer than its limit looking for the execute bits the agent changed
+    (a slow disk, a busy machine): the close took that for "none changed", asked
+    nothing, and removed the worktree with the agent's `chmod +x` in it. Not knowing
+    is not nothing: the close asks, saying it could not check."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    (worktree / "f.txt").chmod(0o755)  # as the agent's shell does, in its worktree
+    send(editor, chat, "where")
+    # Git slower than its limit to list the worktree's changes: an index refresh
+    # that waits on a file-system monitor (as a busy one does).
+    slow = editor.tmp / "slow-monitor"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    git(project, "config", "core.fsmonitor", str(slow))
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').chats() == 0", what="the chat closed", timeout=30)
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == (
+        "the execute bits could not be checked (git diff took longer than 2 s)"
+        f" in the worktree of ws #{chat}"
+    )
+    kept = f"acp: kept the worktree {worktree} (branch acp/{chat})"
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept")
+    assert (worktree / "f.txt").stat().st_mode & 0o100

@@ -227,8 +227,7 @@ class Workspaces:
         if worktree is None:
             return ""
         review = self.reviews.get(chat_id)
-        modes = _names(worktree, await modes_waiting(worktree, review))
-        return waiting_work(waiting_hunks(review), modes)
+        return waiting_work(waiting_hunks(review), *await modes_waiting(worktree, review))
 
     async def answer_work(self, token: int, chat_id: int) -> None:
         """Answer Lua's ask ``token`` with :meth:`work_of` (a reply item), from the
@@ -304,8 +303,8 @@ class Workspaces:
             notify(f"kept {where}: a chat of another Neovim works in it", "info")
             return
         if keep is None:
-            modes = [] if modes_looked else await modes_waiting(worktree, review)
-            if what := waiting_work(waiting_hunks(review) + left, _names(worktree, modes)):
+            modes = ([], "") if modes_looked else await modes_waiting(worktree, review)
+            if what := waiting_work(waiting_hunks(review) + left, *modes):
                 keep_why = f"{what} in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
@@ -347,25 +346,32 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
 
 
-def waiting_work(hunks: int, modes: Sequence[str]) -> str:
+def waiting_work(hunks: int, modes: Sequence[str], unchecked: str = "") -> str:
     """``hunks`` waiting in a worktree and the files ``modes`` whose execute bit the
     agent changed alone, as closing its chat asks about them and a worktree kept
-    without asking is noticed: both named where both wait ("" where neither)."""
+    without asking is noticed: both named where both wait ("" where neither).
+    ``unchecked``: why git could not look for such bits, said as work (not knowing
+    is not "none changed")."""
     what = ["1 hunk waits" if hunks == 1 else f"{hunks} hunks wait"] if hunks else []
     if modes:
         what.append(f"the agent changed the execute bit of {', '.join(modes)}")
+    if unchecked:
+        what.append(f"the execute bits could not be checked ({unchecked})")
     return " and ".join(what)
 
 
-async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> list[str]:
-    """The user's files whose execute bit the agent changed alone in ``worktree``
-    (`chmod +x`, no text changed) and that have not taken it: work no hunk lists."""
+async def modes_waiting(
+    worktree: Worktree, review: SessionChanges | None
+) -> tuple[list[str], str]:
+    """The user's files (named from the project's top) whose execute bit the agent
+    changed alone in ``worktree`` (`chmod +x`, no text changed) and that have not
+    taken it: work no hunk lists. With why git could not tell ("" where it could)."""
+    from acp_nvim.client.services.git import GitError
     from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 
     rejected = review.rejected() if isinstance(review, WorktreeChanges) else set()
-    return list(await anyio.to_thread.run_sync(mode_changes, worktree, rejected))
-
-
-def _names(worktree: Worktree, paths: Sequence[str]) -> list[str]:
-    """The user's files ``paths`` as named from the top of ``worktree``'s project."""
-    return [os.path.relpath(path, worktree.project) for path in paths]
+    try:
+        found = await anyio.to_thread.run_sync(mode_changes, worktree, rejected)
+    except GitError as err:
+        return [], str(err)
+    return [os.path.relpath(path, worktree.project) for path in found], ""
