@@ -780,10 +780,17 @@ def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
     assert editor.lua("return _G.asked") == []
     assert worktree.is_dir()
     assert send(editor, second, "where")["cwd"] == str(worktree)
-    # The hunk the first chat left waiting is work: closing the last chat keeps the
-    # worktree and says why.
+    # The hunk the first chat left waiting is work: closing the last chat asks about
+    # it (it asked nothing: its own review lists none), as a close unasked keeps the
+    # worktree for it and says so.
+    registry = "require('acp.chat.registry')"
+    title = editor.lua(f"return {registry}.title({registry}.chats[...])", second)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
     close_chat(editor, second)
-    kept = f"acp: kept the worktree {worktree} (branch acp/{first}): 1 hunk waits in it"
+    assert [a["prompt"] for a in editor.lua("return _G.asked")] == [
+        f"1 hunk waits in the worktree of {title}"
+    ]
+    kept = f"acp: kept the worktree {worktree} (branch acp/{first})"
     editor.wait(
         f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"
     )

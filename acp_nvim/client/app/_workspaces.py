@@ -227,7 +227,9 @@ class Workspaces:
         if worktree is None:
             return ""
         review = self.reviews.get(chat_id)
-        return waiting_work(waiting_hunks(review), *await modes_waiting(worktree, review))
+        # With those an earlier chat in it left, as the close's notice counts them.
+        hunks = waiting_hunks(review) + self._left_waiting.get(worktree.path, 0)
+        return waiting_work(hunks, *await modes_waiting(worktree, review))
 
     async def answer_work(self, token: int, chat_id: int) -> None:
         """Answer Lua's ask ``token`` with :meth:`work_of` (a reply item), from the
