@@ -1073,12 +1073,15 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     """You removed the chat's worktree yourself (its directory, with git or without,
     its branch too): closing the chat says nothing of work kept there, and takes
     away what git still held of it (the branch with no commit of the agent's, the
-    worktree's registration)."""
+    worktree's registration). The hunk that waited there went with it: the close
+    asked about it, and said it kept a worktree that was no more."""
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     chat = editor.lua("return require('acp').open({ worktree = true })")
     editor.wait_event("AcpSessionReady")
     worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    send(editor, chat, "write f.txt agent")
+    editor.lua(STUB_SELECT)  # no answer: a question would keep the chat open
     if how == "rm -rf":
         shutil.rmtree(worktree)
     else:
@@ -1095,6 +1098,7 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     assert str(worktree) not in listed, listed
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert not [n for n in notices if "worktree" in n], notices
+    assert editor.lua("return _G.asked") == []
 
 
 def test_a_worktree_chat_stored_by_its_link_path_reopens_by_the_real_one(

@@ -228,7 +228,7 @@ class Workspaces:
             return ""
         review = self.reviews.get(chat_id)
         # With those an earlier chat in it left, as the close's notice counts them.
-        hunks = waiting_hunks(review) + self._left_waiting.get(worktree.path, 0)
+        hunks = hunks_in(worktree, review, self._left_waiting.get(worktree.path, 0))
         return waiting_work(hunks, *await modes_waiting(worktree, review))
 
     async def answer_work(self, token: int, chat_id: int) -> None:
@@ -306,7 +306,7 @@ class Workspaces:
             return
         if keep is None:
             modes = ([], "") if modes_looked else await modes_waiting(worktree, review)
-            if what := waiting_work(waiting_hunks(review) + left, *modes):
+            if what := waiting_work(hunks_in(worktree, review, left), *modes):
                 keep_why = f"{what} in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
@@ -346,6 +346,12 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     from acp_nvim.client.services.worktree_changes import WorktreeChanges
 
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
+
+
+def hunks_in(worktree: Worktree, review: SessionChanges | None, left: int) -> int:
+    """The hunks of ``review``, and ``left`` by chats closed before, that wait in
+    ``worktree``: none once its directory is gone (the user removed it, and them)."""
+    return waiting_hunks(review) + left if os.path.isdir(worktree.path) else 0
 
 
 def waiting_work(hunks: int, modes: Sequence[str], unchecked: str = "") -> str:
