@@ -1345,3 +1345,41 @@ def test_closing_a_worktree_chat_whose_execute_bits_git_could_not_check_asks(
     notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
     editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept")
     assert (worktree / "f.txt").stat().st_mode & 0o100
+
+
+@pytest.mark.parametrize("how", ["rm -rf", "git worktree remove"])
+def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
+    editor: Editor, how: str
+) -> None:
+    """You removed the worktree of a running chat outside Neovim: the next prompt
+    went to an agent working nowhere, whose write failed with "No such file or
+    directory" (or whose process could not start a command at all). The prompt
+    stays in the input, and a notice says why and how to go on."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    send(editor, chat, "where")
+    if how == "rm -rf":
+        shutil.rmtree(worktree)
+    else:
+        git(project, "worktree", "remove", "--force", str(worktree))
+    editor.lua(
+        "local chats = require('acp.chat.registry').chats; require('acp.chat').send(chats[...], 'write g.txt again')",
+        chat,
+    )
+    gone = (
+        f"acp: cannot send: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
+        " removed outside Neovim: close the chat, then reopen it from the history to go on"
+        " in your own directory"
+    )
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {gone!r})", what="the notice")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.wait(
+        f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write g.txt again'",
+        what="the prompt back in the input",
+    )
+    assert len(editor.events("AcpTurnStart")) == 1
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"
