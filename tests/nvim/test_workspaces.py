@@ -714,7 +714,10 @@ def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_noth
     (project / "a.txt").write_text("yours\n")
     editor.nvim.command("AcpWorktree")
     error = editor.wait_event("AcpError", count=2)
-    assert error["message"] == "cannot make a worktree: fatal: not a valid object name: 'HEAD'"
+    assert error["message"] == (  # not git's "fatal: not a valid object name: 'HEAD'"
+        f"cannot make a worktree: {project} has no commit yet, and a worktree starts"
+        " from one (git commit first)"
+    )
     assert git(project, "status", "--porcelain") == "?? a.txt\n"
     assert git(project, "branch", "--list") == ""
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
