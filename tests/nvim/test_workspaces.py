@@ -1386,3 +1386,42 @@ def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
     )
     assert len(editor.events("AcpTurnStart")) == 1
     assert (project / "g.txt").read_text() == "g, as you changed it\n"
+
+
+def test_closing_the_last_chat_of_a_worktree_while_the_first_closes_keeps_your_word(
+    editor: Editor,
+) -> None:
+    """A hand-over's chat closed right after the chat it took over from, whose agent
+    was still ending (its grace before a SIGKILL): the hand-over's close asked about
+    its hunk and the user said to keep the worktree, but it let the worktree go to
+    the first chat's close, still under way, which had no word and no hunk of its
+    own: it removed the worktree, with the hunk the user had just kept."""
+    project = repository(editor)
+    fake = editor.fake_agent("workspace")["cmd"]
+    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
+    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
+    editor.setup(
+        agents={"ws": {"cmd": slow}, "other": editor.fake_agent("workspace")}, default_agent="ws"
+    )
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    first, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, first, "where")
+    editor.nvim.command("AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    [_, second] = chat_ids(editor)
+    send(editor, second, "write g.txt second")
+    registry = "require('acp.chat.registry')"
+    title = editor.lua(f"return {registry}.title({registry}.chats[...])", second)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)  # asks nothing: the hand-over works there
+    close_chat(editor, second)  # at once: the first's agent is still ending
+    assert [a["prompt"] for a in editor.lua("return _G.asked")] == [
+        f"1 hunk waits in the worktree of {title}"
+    ]
+    kept = f"acp: kept the worktree {worktree} (branch acp/{first})"
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept", timeout=30)
+    assert (worktree / "g.txt").read_text() == "second\n"
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"

@@ -46,6 +46,9 @@ class Workspaces:
         self._made: dict[int, Worktree] = {}
         # Hunks that chats closed before the last one in a worktree left waiting there.
         self._left_waiting: dict[str, int] = {}
+        # The user's word on a worktree (keep it or not), by its path, given as a chat
+        # closed while another closing there had not let it go yet: the last decides.
+        self._word: dict[str, bool] = {}
         # The reviews of chats closing (gone from ``reviews``) until :meth:`release`.
         self._closing: dict[int, SessionChanges | None] = {}
         # One look for worktrees left unclosed at a time: each is told of once.
@@ -227,8 +230,12 @@ class Workspaces:
         if worktree is None:
             return ""
         review = self.reviews.get(chat_id)
-        # With those an earlier chat in it left, as the close's notice counts them.
-        hunks = hunks_in(worktree, review, self._left_waiting.get(worktree.path, 0))
+        # With those an earlier chat in it left (or leaves: its close under way), as
+        # the close's notice counts them.
+        left = self._left_waiting.get(worktree.path, 0) + sum(
+            waiting_hunks(r) for r in self._closing.values() if _worktree_of(r) is worktree
+        )
+        hunks = hunks_in(worktree, review, left)
         return waiting_work(hunks, *await modes_waiting(worktree, review))
 
     async def answer_work(self, token: int, chat_id: int) -> None:
@@ -262,17 +269,25 @@ class Workspaces:
         if worktree is None:
             return
         # Equal, not the same: a chat reopened from the history holds its own copy.
-        others = [c for c in self.ctx.chats.values() if c.workspace.worktree == worktree]
-        if others:
+        # And those closing there whose agent is still ending: the last to let it go
+        # decides (an earlier one's close went on after the later one's).
+        others = [c.workspace.worktree for c in self.ctx.chats.values()]
+        others += [_worktree_of(r) for r in self._closing.values()]
+        ids = [*self.ctx.chats, *self._closing]
+        there = [(i, w) for i, w in zip(ids, others, strict=True) if w == worktree]
+        if there:
             # The hunks it leaves waiting are work the last chat's review no longer
             # lists: a fork's or a hand-over's (the same worktree) lists none of them;
             # a reopened chat's lists those its stored turns left.
-            if any(c.workspace.worktree is worktree for c in others):
+            if any(w is worktree for _, w in there):
                 left = self._left_waiting
                 left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
+            if keep is not None:
+                self._word[worktree.path] = keep
             if answering is not None:
-                self._made[others[0].id] = answering
+                self._made[there[0][0]] = answering
             return
+        keep = self._word.pop(worktree.path, None) if keep is None else keep
         if answering is not None:
             await self._remove(answering, review, keep, modes_looked=modes_looked)
 
@@ -346,6 +361,13 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     from acp_nvim.client.services.worktree_changes import WorktreeChanges
 
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
+
+
+def _worktree_of(review: SessionChanges | None) -> Worktree | None:
+    """The worktree whose changes ``review`` lists; None for a chat in the user's files."""
+    from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+    return review.worktree if isinstance(review, WorktreeChanges) else None
 
 
 def hunks_in(worktree: Worktree, review: SessionChanges | None, left: int) -> int:
