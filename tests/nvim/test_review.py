@@ -435,6 +435,39 @@ def test_the_lines_an_agent_hunk_removed_carry_their_minus_in_the_gutter(
     assert shown == ["    1 one", "-     two", "┃   2 TWO", "    3 three"]
 
 
+def test_the_removed_lines_line_up_in_the_window_you_are_in_of_two_gutters(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The file in two windows, one with line numbers: the "-" gutter of the lines
+    the agent removed was measured once, in the window current at the draw, and in
+    the other the removed text stood columns off the file's own. It is measured
+    again for the window you go to, and as its gutter's options change."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\nthree\n")
+    buf = start(editor, path)
+    screen = Screen(editor, 100, 30)
+    numbered = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua(f"vim.wo[{numbered}].number = true")
+    split = "vim.cmd('vsplit') return vim.api.nvim_get_current_win()"
+    plain = editor.lua(f"return vim.api.nvim_win_call({numbered}, function() {split} end)")
+    editor.lua(f"vim.wo[{plain}].number = false")
+    editor.lua(f"vim.api.nvim_set_current_win({numbered})")
+    run(editor, [{"disk": {"path": str(path), "content": "one\nTWO\nthree\n"}}])
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, require('acp.review.hunks').ns, 0, -1, {{}}) > 0")
+
+    def rows(win: int) -> list[str]:
+        top, left = editor.lua(f"local i = vim.fn.getwininfo({win})[1] return {{i.winrow, i.wincol}}")
+        screen.draw()
+        return [screen.text(top + row, left, 11).rstrip() for row in range(4)]
+
+    editor.lua(f"vim.api.nvim_set_current_win({numbered})")
+    assert rows(numbered) == ["    1 one", "-     two", "┃   2 TWO", "    3 three"]
+    editor.lua(f"vim.api.nvim_set_current_win({plain})")
+    assert rows(plain) == ["  one", "- two", "┃ TWO", "  three"]
+    editor.lua(f"vim.wo[{plain}].number = true")  # :set number where you are
+    assert rows(plain) == ["    1 one", "-     two", "┃   2 TWO", "    3 three"]
+
+
 def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("".join(f"{i}\n" for i in range(20)))

@@ -5,6 +5,7 @@ tests/fakes/scenarios/workspace.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -713,7 +714,10 @@ def test_a_worktree_outside_git_or_that_git_refuses_is_an_error_and_changes_noth
     (project / "a.txt").write_text("yours\n")
     editor.nvim.command("AcpWorktree")
     error = editor.wait_event("AcpError", count=2)
-    assert error["message"] == "cannot make a worktree: fatal: not a valid object name: 'HEAD'"
+    assert error["message"] == (  # not git's "fatal: not a valid object name: 'HEAD'"
+        f"cannot make a worktree: {project} has no commit yet, and a worktree starts"
+        " from one (git commit first)"
+    )
     assert git(project, "status", "--porcelain") == "?? a.txt\n"
     assert git(project, "branch", "--list") == ""
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
@@ -779,10 +783,17 @@ def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
     assert editor.lua("return _G.asked") == []
     assert worktree.is_dir()
     assert send(editor, second, "where")["cwd"] == str(worktree)
-    # The hunk the first chat left waiting is work: closing the last chat keeps the
-    # worktree and says why.
+    # The hunk the first chat left waiting is work: closing the last chat asks about
+    # it (it asked nothing: its own review lists none), as a close unasked keeps the
+    # worktree for it and says so.
+    registry = "require('acp.chat.registry')"
+    title = editor.lua(f"return {registry}.title({registry}.chats[...])", second)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
     close_chat(editor, second)
-    kept = f"acp: kept the worktree {worktree} (branch acp/{first}): 1 hunk waits in it"
+    assert [a["prompt"] for a in editor.lua("return _G.asked")] == [
+        f"1 hunk waits in the worktree of {title}"
+    ]
+    kept = f"acp: kept the worktree {worktree} (branch acp/{first})"
     editor.wait(
         f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {kept!r})"
     )
@@ -1065,12 +1076,15 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     """You removed the chat's worktree yourself (its directory, with git or without,
     its branch too): closing the chat says nothing of work kept there, and takes
     away what git still held of it (the branch with no commit of the agent's, the
-    worktree's registration)."""
+    worktree's registration). The hunk that waited there went with it: the close
+    asked about it, and said it kept a worktree that was no more."""
     project = repository(editor)
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     chat = editor.lua("return require('acp').open({ worktree = true })")
     editor.wait_event("AcpSessionReady")
     worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    send(editor, chat, "write f.txt agent")
+    editor.lua(STUB_SELECT)  # no answer: a question would keep the chat open
     if how == "rm -rf":
         shutil.rmtree(worktree)
     else:
@@ -1087,6 +1101,7 @@ def test_a_worktree_chat_whose_worktree_you_removed_closes_without_a_false_word(
     assert str(worktree) not in listed, listed
     notices = [n["msg"] for n in editor.lua("return _G.acp_notices")]
     assert not [n for n in notices if "worktree" in n], notices
+    assert editor.lua("return _G.asked") == []
 
 
 def test_a_worktree_chat_stored_by_its_link_path_reopens_by_the_real_one(
@@ -1262,3 +1277,151 @@ def test_quitting_neovim_while_a_worktree_chat_closes_keeps_what_the_close_keeps
     assert git(project, "branch", "--list", "--format=%(refname:short)", "acp/*").split() == [
         f"acp/{chat}"
     ]
+
+
+def test_a_worktree_chat_stored_with_relative_paths_reopens_in_its_worktree(
+    editor: Editor,
+) -> None:
+    """An older acp.nvim, with a relative state directory, kept a worktree's paths as
+    it gave them to git, which ran in the project and so made the worktree there.
+    Reopened from another directory, the chat took them from the host's directory:
+    it said its worktree was gone (the hunk waiting there out of reach), and went
+    on in your own files. Relative stored paths are the project's."""
+    project, first, worktree = open_worktree_chat(editor, 1)
+    store = Path(editor.lua("return vim.fn.stdpath('state')")) / "acp" / "history.sqlite3"
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    pids = editor.agent_pids()
+    close_chat(editor, first)
+    editor.quit()
+    assert not wait_gone(pids)  # its history written, before the row is changed here
+    with sqlite3.connect(store) as db:
+        [(column,)] = db.execute("SELECT worktree FROM chats WHERE worktree IS NOT NULL")
+        kept = json.loads(column)
+        relative = os.path.relpath(worktree, project)  # as git took it, in the project
+        kept["worktree"]["path"], kept["cwd"] = relative, relative
+        db.execute("UPDATE chats SET worktree = ?", (json.dumps(kept),))
+    db.close()
+
+    other = second_neovim(editor)
+    try:
+        other.nvim.command(f"cd {editor.tmp}")  # the history is reopened from anywhere
+        other.setup(agents={"ws": other.fake_agent("workspace")}, default_agent="ws")
+        reopened = other.reopen_last()
+        [again] = other.lua("return require('acp').chats()")
+        assert (again["worktree"], again["cwd"]) == (str(worktree), str(worktree))
+        [waited] = review(other, reopened)
+        assert (waited["path"], waited["source"]) == (str(project / "f.txt"), str(worktree / "f.txt"))
+        assert not [line for line in transcript(other, reopened) if "is gone" in line]
+    finally:
+        other.quit()
+
+
+def test_closing_a_worktree_chat_whose_execute_bits_git_could_not_check_asks(
+    editor: Editor,
+) -> None:
+    """Git took longer than its limit looking for the execute bits the agent changed
+    (a slow disk, a busy machine): the close took that for "none changed", asked
+    nothing, and removed the worktree with the agent's `chmod +x` in it. Not knowing
+    is not nothing: the close asks, saying it could not check."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    (worktree / "f.txt").chmod(0o755)  # as the agent's shell does, in its worktree
+    send(editor, chat, "where")
+    # Git slower than its limit to list the worktree's changes: an index refresh
+    # that waits on a file-system monitor (as a busy one does).
+    slow = editor.tmp / "slow-monitor"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    git(project, "config", "core.fsmonitor", str(slow))
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    editor.lua("require('acp').close()")
+    editor.wait("#require('acp').chats() == 0", what="the chat closed", timeout=30)
+    [asked] = editor.lua("return _G.asked")
+    assert asked["prompt"] == (
+        "the execute bits could not be checked (git diff took longer than 2 s)"
+        f" in the worktree of ws #{chat}"
+    )
+    kept = f"acp: kept the worktree {worktree} (branch acp/{chat})"
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept")
+    assert (worktree / "f.txt").stat().st_mode & 0o100
+
+
+@pytest.mark.parametrize("how", ["rm -rf", "git worktree remove"])
+def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
+    editor: Editor, how: str
+) -> None:
+    """You removed the worktree of a running chat outside Neovim: the next prompt
+    went to an agent working nowhere, whose write failed with "No such file or
+    directory" (or whose process could not start a command at all). The prompt
+    stays in the input, and a notice says why and how to go on."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    send(editor, chat, "where")
+    if how == "rm -rf":
+        shutil.rmtree(worktree)
+    else:
+        git(project, "worktree", "remove", "--force", str(worktree))
+    editor.lua(
+        "local chats = require('acp.chat.registry').chats; require('acp.chat').send(chats[...], 'write g.txt again')",
+        chat,
+    )
+    gone = (
+        f"acp: cannot send: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
+        " removed outside Neovim: close the chat, then reopen it from the history to go on"
+        " in your own directory"
+    )
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {gone!r})", what="the notice")
+    input_buf = editor.lua("return require('acp').status().input_buf")
+    editor.wait(
+        f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write g.txt again'",
+        what="the prompt back in the input",
+    )
+    assert len(editor.events("AcpTurnStart")) == 1
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"
+
+
+def test_closing_the_last_chat_of_a_worktree_while_the_first_closes_keeps_your_word(
+    editor: Editor,
+) -> None:
+    """A hand-over's chat closed right after the chat it took over from, whose agent
+    was still ending (its grace before a SIGKILL): the hand-over's close asked about
+    its hunk and the user said to keep the worktree, but it let the worktree go to
+    the first chat's close, still under way, which had no word and no hunk of its
+    own: it removed the worktree, with the hunk the user had just kept."""
+    project = repository(editor)
+    fake = editor.fake_agent("workspace")["cmd"]
+    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
+    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
+    editor.setup(
+        agents={"ws": {"cmd": slow}, "other": editor.fake_agent("workspace")}, default_agent="ws"
+    )
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    first, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, first, "where")
+    editor.nvim.command("AcpHandoff other")
+    editor.wait_event("AcpSessionReady", count=2)
+    [_, second] = chat_ids(editor)
+    send(editor, second, "write g.txt second")
+    registry = "require('acp.chat.registry')"
+    title = editor.lua(f"return {registry}.title({registry}.chats[...])", second)
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)  # asks nothing: the hand-over works there
+    close_chat(editor, second)  # at once: the first's agent is still ending
+    assert [a["prompt"] for a in editor.lua("return _G.asked")] == [
+        f"1 hunk waits in the worktree of {title}"
+    ]
+    kept = f"acp: kept the worktree {worktree} (branch acp/{first})"
+    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
+    editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept", timeout=30)
+    assert (worktree / "g.txt").read_text() == "second\n"
+    assert (project / "g.txt").read_text() == "g, as you changed it\n"

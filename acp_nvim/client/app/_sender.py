@@ -106,6 +106,10 @@ class Sender:
             self.ctx.editor.notify("cannot send: the chat is closed", "warn")
             self.queue.return_input(chat_id, prompt.text)
             return
+        if chat is not None and (gone := _worktree_gone(chat)):
+            self.ctx.editor.notify(f"cannot send: {gone}", "warn")
+            self.queue.return_input(chat_id, prompt.text)
+            return
         if starting and chat is not None and chat.state == "error":
             # Sent to a start that failed before the prompt came: back to the input,
             # as what came before the failure went (ChatLifecycle._fail), not a restart unasked.
@@ -131,6 +135,22 @@ class Sender:
             await self._start_again(chat_id)
         else:  # starting or running: it goes when the chat is ready
             self.queue.show(chat)
+
+
+def _worktree_gone(chat: Chat) -> str:
+    """Why ``chat`` cannot work any more: its worktree removed outside Neovim (its
+    agent's session works there, and would fail on every file); "" while it is
+    there, or for a chat in the user's directory."""
+    from acp_nvim.client.services.worktrees import still_there
+
+    worktree = chat.workspace.worktree
+    if worktree is None or still_there(worktree):
+        return ""
+    return (
+        f"the worktree of this chat ({worktree.path}, branch {worktree.branch}) is gone,"
+        " removed outside Neovim: close the chat, then reopen it from the history to go"
+        " on in your own directory"
+    )
 
 
 def _carried(

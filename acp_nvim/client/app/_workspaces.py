@@ -46,6 +46,9 @@ class Workspaces:
         self._made: dict[int, Worktree] = {}
         # Hunks that chats closed before the last one in a worktree left waiting there.
         self._left_waiting: dict[str, int] = {}
+        # The user's word on a worktree (keep it or not), by its path, given as a chat
+        # closed while another closing there had not let it go yet: the last decides.
+        self._word: dict[str, bool] = {}
         # The reviews of chats closing (gone from ``reviews``) until :meth:`release`.
         self._closing: dict[int, SessionChanges | None] = {}
         # One look for worktrees left unclosed at a time: each is told of once.
@@ -227,8 +230,13 @@ class Workspaces:
         if worktree is None:
             return ""
         review = self.reviews.get(chat_id)
-        modes = _names(worktree, await modes_waiting(worktree, review))
-        return waiting_work(waiting_hunks(review), modes)
+        # With those an earlier chat in it left (or leaves: its close under way), as
+        # the close's notice counts them.
+        left = self._left_waiting.get(worktree.path, 0) + sum(
+            waiting_hunks(r) for r in self._closing.values() if _worktree_of(r) is worktree
+        )
+        hunks = hunks_in(worktree, review, left)
+        return waiting_work(hunks, *await modes_waiting(worktree, review))
 
     async def answer_work(self, token: int, chat_id: int) -> None:
         """Answer Lua's ask ``token`` with :meth:`work_of` (a reply item), from the
@@ -261,17 +269,25 @@ class Workspaces:
         if worktree is None:
             return
         # Equal, not the same: a chat reopened from the history holds its own copy.
-        others = [c for c in self.ctx.chats.values() if c.workspace.worktree == worktree]
-        if others:
+        # And those closing there whose agent is still ending: the last to let it go
+        # decides (an earlier one's close went on after the later one's).
+        others = [c.workspace.worktree for c in self.ctx.chats.values()]
+        others += [_worktree_of(r) for r in self._closing.values()]
+        ids = [*self.ctx.chats, *self._closing]
+        there = [(i, w) for i, w in zip(ids, others, strict=True) if w == worktree]
+        if there:
             # The hunks it leaves waiting are work the last chat's review no longer
             # lists: a fork's or a hand-over's (the same worktree) lists none of them;
             # a reopened chat's lists those its stored turns left.
-            if any(c.workspace.worktree is worktree for c in others):
+            if any(w is worktree for _, w in there):
                 left = self._left_waiting
                 left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
+            if keep is not None:
+                self._word[worktree.path] = keep
             if answering is not None:
-                self._made[others[0].id] = answering
+                self._made[there[0][0]] = answering
             return
+        keep = self._word.pop(worktree.path, None) if keep is None else keep
         if answering is not None:
             await self._remove(answering, review, keep, modes_looked=modes_looked)
 
@@ -304,8 +320,8 @@ class Workspaces:
             notify(f"kept {where}: a chat of another Neovim works in it", "info")
             return
         if keep is None:
-            modes = [] if modes_looked else await modes_waiting(worktree, review)
-            if what := waiting_work(waiting_hunks(review) + left, _names(worktree, modes)):
+            modes = ([], "") if modes_looked else await modes_waiting(worktree, review)
+            if what := waiting_work(hunks_in(worktree, review, left), *modes):
                 keep_why = f"{what} in it"
             elif await anyio.to_thread.run_sync(holds_commits, worktree):
                 keep_why = "the agent committed on its branch"
@@ -347,25 +363,45 @@ def waiting_hunks(review: SessionChanges | None) -> int:
     return review.waiting() if isinstance(review, WorktreeChanges) else 0
 
 
-def waiting_work(hunks: int, modes: Sequence[str]) -> str:
+def _worktree_of(review: SessionChanges | None) -> Worktree | None:
+    """The worktree whose changes ``review`` lists; None for a chat in the user's files."""
+    from acp_nvim.client.services.worktree_changes import WorktreeChanges
+
+    return review.worktree if isinstance(review, WorktreeChanges) else None
+
+
+def hunks_in(worktree: Worktree, review: SessionChanges | None, left: int) -> int:
+    """The hunks of ``review``, and ``left`` by chats closed before, that wait in
+    ``worktree``: none once its directory is gone (the user removed it, and them)."""
+    return waiting_hunks(review) + left if os.path.isdir(worktree.path) else 0
+
+
+def waiting_work(hunks: int, modes: Sequence[str], unchecked: str = "") -> str:
     """``hunks`` waiting in a worktree and the files ``modes`` whose execute bit the
     agent changed alone, as closing its chat asks about them and a worktree kept
-    without asking is noticed: both named where both wait ("" where neither)."""
+    without asking is noticed: both named where both wait ("" where neither).
+    ``unchecked``: why git could not look for such bits, said as work (not knowing
+    is not "none changed")."""
     what = ["1 hunk waits" if hunks == 1 else f"{hunks} hunks wait"] if hunks else []
     if modes:
         what.append(f"the agent changed the execute bit of {', '.join(modes)}")
+    if unchecked:
+        what.append(f"the execute bits could not be checked ({unchecked})")
     return " and ".join(what)
 
 
-async def modes_waiting(worktree: Worktree, review: SessionChanges | None) -> list[str]:
-    """The user's files whose execute bit the agent changed alone in ``worktree``
-    (`chmod +x`, no text changed) and that have not taken it: work no hunk lists."""
+async def modes_waiting(
+    worktree: Worktree, review: SessionChanges | None
+) -> tuple[list[str], str]:
+    """The user's files (named from the project's top) whose execute bit the agent
+    changed alone in ``worktree`` (`chmod +x`, no text changed) and that have not
+    taken it: work no hunk lists. With why git could not tell ("" where it could)."""
+    from acp_nvim.client.services.git import GitError
     from acp_nvim.client.services.worktree_changes import WorktreeChanges, mode_changes
 
     rejected = review.rejected() if isinstance(review, WorktreeChanges) else set()
-    return list(await anyio.to_thread.run_sync(mode_changes, worktree, rejected))
-
-
-def _names(worktree: Worktree, paths: Sequence[str]) -> list[str]:
-    """The user's files ``paths`` as named from the top of ``worktree``'s project."""
-    return [os.path.relpath(path, worktree.project) for path in paths]
+    try:
+        found = await anyio.to_thread.run_sync(mode_changes, worktree, rejected)
+    except GitError as err:
+        return [], str(err)
+    return [os.path.relpath(path, worktree.project) for path in found], ""

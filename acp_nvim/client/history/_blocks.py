@@ -575,10 +575,13 @@ def kept_worktree(text: str | None) -> KeptWorktree | None:
         return None
     # Kept before the worktrees' home was resolved (a stdpath("state") behind a
     # link): its real paths are those git, Neovim and the agent name its files by.
+    # A relative one (a relative state directory) is the project's: git, which ran
+    # there, made the worktree there, not in whichever directory reads it now.
     worktree = kept.worktree
-    path, project = os.path.realpath(worktree.path), os.path.realpath(worktree.project)
+    project = os.path.realpath(worktree.project)
+    path = os.path.realpath(os.path.join(project, worktree.path))
     resolved = msgspec.structs.replace(worktree, path=path, project=project)
-    return KeptWorktree(resolved, os.path.realpath(kept.cwd))
+    return KeptWorktree(resolved, os.path.realpath(os.path.join(project, kept.cwd)))
 
 
 def date(stamp: float) -> str:

@@ -84,31 +84,40 @@ def mode_changes(worktree: Worktree, rejected: Collection[str] = ()) -> dict[str
     mode it takes (:func:`_execute_bit_to_take`): a mode changed alone has no hunk in the
     review. One ``git diff``, whose old modes are the first commit's. Not those
     whose copies' paths are in ``rejected``: the user rejected the agent's change
-    of them, and their mode stays the user's."""
+    of them, and their mode stays the user's. None in a worktree whose directory
+    is gone (the user removed it).
+
+    Raises:
+        GitError: git could not tell (it took longer than its limit, or failed):
+            not knowing is not "none changed".
+    """
+    if not os.path.isdir(worktree.path):
+        return {}
     found = {}
-    with contextlib.suppress(GitError):
-        listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
-        fields = listed.split(b"\0")
-        for head, name in zip(fields[::2], fields[1::2], strict=False):
-            old, new = head.split(b" ")[:2]
-            old = old.lstrip(b":")
-            if old == new or new not in (b"100644", b"100755"):
-                continue
-            copy = os.path.join(worktree.path, os.fsdecode(name))
-            user = worktree.user_path(copy)
-            if user is None or copy in rejected or not os.path.isfile(user):
-                continue
-            if (mode := _execute_bit_to_take(worktree, user, old)) is not None:
-                found[user] = mode
+    listed = git(worktree.path, "diff", "--raw", "-z", "--no-renames", worktree.base)
+    fields = listed.split(b"\0")
+    for head, name in zip(fields[::2], fields[1::2], strict=False):
+        old, new = head.split(b" ")[:2]
+        old = old.lstrip(b":")
+        if old == new or new not in (b"100644", b"100755"):
+            continue
+        copy = os.path.join(worktree.path, os.fsdecode(name))
+        user = worktree.user_path(copy)
+        if user is None or copy in rejected or not os.path.isfile(user):
+            continue
+        if (mode := _execute_bit_to_take(worktree, user, old)) is not None:
+            found[user] = mode
     return found
 
 
 def _take_mode_changes(worktree: Worktree, rejected: Collection[str]) -> None:
     """The user's files take the execute bits of :func:`mode_changes`: the review
-    lists text, so no hunk brings such a change in."""
-    for user, mode in mode_changes(worktree, rejected).items():
-        with contextlib.suppress(OSError):
-            os.chmod(user, mode)
+    lists text, so no hunk brings such a change in. Where git cannot tell, none:
+    the user's modes stay theirs."""
+    with contextlib.suppress(GitError):
+        for user, mode in mode_changes(worktree, rejected).items():
+            with contextlib.suppress(OSError):
+                os.chmod(user, mode)
 
 
 def _rejected(store: ReviewStore) -> set[str]:

@@ -83,7 +83,10 @@ def make_worktree(cwd: str, name: str, home: str) -> tuple[Worktree, str]:
         git(project, "worktree", "add", "--quiet", "-b", branch, path, "HEAD", timeout=_SLOW)
     except GitError as err:
         _clean_up(project, branch, path)
-        raise WorktreeError(f"cannot make a worktree: {err}") from None
+        why = str(err)
+        if not _has_commit(project):  # git says "not a valid object name: 'HEAD'"
+            why = f"{project} has no commit yet, and a worktree starts from one (git commit first)"
+        raise WorktreeError(f"cannot make a worktree: {why}") from None
     where = os.path.normpath(os.path.join(path, prefix))
     try:
         _copy_changes(project, path)
@@ -341,6 +344,15 @@ def _marked(path: str) -> str:
 def _has_branch(project: str, branch: str) -> bool:
     try:
         git(project, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+    except GitError:
+        return False
+    return True
+
+
+def _has_commit(project: str) -> bool:
+    """Whether ``project``'s HEAD is a commit (not a repository made with no commit)."""
+    try:
+        git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except GitError:
         return False
     return True

@@ -37,6 +37,9 @@ local keyed = {}
 local followed = {}
 ---@type table<integer, boolean> buffers whose changes are reported now
 local watched = {}
+---@type table<integer, string> by buffer: the gutter its removed lines were drawn after ("": none)
+local measured = {}
+local drawing = false -- M.draw runs (its sign columns set fire OptionSet)
 
 --- Report the user's changes of a buffer holding agent hunks (undo and redo
 --- included) to the review, so it never offers a hunk the user took back, and
@@ -390,16 +393,8 @@ local function turn_shown(buf, chat)
   return found
 end
 
---- Draw the marks of every open hunk from the review state (`states`: by chat,
---- {turn, files}); for each chat and file the newest turn with open hunks in it, or the
---- turn an :AcpDiff or :AcpTurnDiff shows it for (two chats' hunks in one buffer
---- are both marked; Python places an earlier turn's in the file now). A hunk showing
---- the same as before keeps its marks, where they moved with the user's edits
---- (Python's rows are those of the text it last read); a new or changed one is
---- drawn at the row Python gives, and the marks of decided ones go. One pass.
---- A file of a worktree chat is drawn where its hunks are: in its `source`, the
---- worktree's copy (|acp-worktree|), not in your file that does not hold them yet.
-function M.draw(states)
+--- M.draw's pass.
+local function draw_all(states)
   local before = {} ---@type table<string, {buf: integer, drawn: acp.DrawnHunk}>
   for buf, list in pairs(drawn) do
     for _, h in ipairs(list) do
@@ -408,6 +403,7 @@ function M.draw(states)
   end
   drawn = {}
   watched = {}
+  measured = {}
   local gutters = {} ---@type table<integer, table|false> by buffer: its removed lines' (M.gutter)
   for chat, review in pairs(states) do
     -- By path, the newest turn with open hunks in it: once the newer turns' are
@@ -436,6 +432,9 @@ function M.draw(states)
         if gutters[buf] == nil then
           M.keep_sign_column(buf) -- first: the gutter measured next has its sign column
           gutters[buf] = M.gutter(window_of(buf), "-", "AcpReviewSignDelete") or false
+        end
+        if with_removed then
+          measured[buf] = gutters[buf] and gutters[buf][1] or ""
         end
         local gutter = gutters[buf] or nil
         for _, hunk in ipairs(file.hunks) do
@@ -504,5 +503,45 @@ function M.draw(states)
     end
   end
 end
+
+--- Draw the marks of every open hunk from the review state (`states`: by chat,
+--- {turn, files}); for each chat and file the newest turn with open hunks in it, or the
+--- turn an :AcpDiff or :AcpTurnDiff shows it for (two chats' hunks in one buffer
+--- are both marked; Python places an earlier turn's in the file now). A hunk showing
+--- the same as before keeps its marks, where they moved with the user's edits
+--- (Python's rows are those of the text it last read); a new or changed one is
+--- drawn at the row Python gives, and the marks of decided ones go. One pass.
+--- A file of a worktree chat is drawn where its hunks are: in its `source`, the
+--- worktree's copy (|acp-worktree|), not in your file that does not hold them yet.
+function M.draw(states)
+  drawing = true
+  local ok, err = pcall(draw_all, states)
+  drawing = false
+  if not ok then
+    error(err, 0)
+  end
+end
+
+--- The gutter is a window's and the marks the buffer's (decision 0017): the lines
+--- the agent removed line up in the window they were drawn for. Drawn again for
+--- the window the user goes to, or whose gutter changes, where it is another.
+local function measure_again()
+  local buf = api.nvim_get_current_buf()
+  if drawing or not measured[buf] then
+    return
+  end
+  local gutter = M.gutter(api.nvim_get_current_win(), "-", "AcpReviewSignDelete")
+  if (gutter and gutter[1] or "") ~= measured[buf] then
+    M.draw(state.by_chat)
+  end
+end
+
+local group = api.nvim_create_augroup("acp.review.hunks", { clear = true })
+api.nvim_create_autocmd({ "WinEnter", "BufWinEnter" }, { group = group, callback = measure_again })
+api.nvim_create_autocmd("OptionSet", {
+  group = group,
+  pattern = { "number", "relativenumber", "numberwidth", "signcolumn", "foldcolumn", "statuscolumn" },
+  callback = measure_again,
+})
 
 return M
