@@ -883,6 +883,7 @@ function M.render(item)
     if ok then
       break
     end
+    render.unmade(chat.blocks, ops[batch.at])
     host.failed(("the %s op"):format(ops[batch.at].op), err)
   end
   render.done(chat.transcript, following)
