@@ -15,7 +15,6 @@ lone carriage return is dropped, not replayed as "overwrite the line").
 from __future__ import annotations
 
 __all__ = [
-    "TITLE_MAX",
     "ChunkDecoder",
     "DecodedFile",
     "Eol",
@@ -69,8 +68,9 @@ def title(text: str | None) -> str | None:
     (a longer one cut, ``…`` at its end); None when it has no words.
 
     >>> title("  ")
-    >>> title("fix " * 30)[-6:]
-    'fix f…'
+    >>> cut = title("fix " * 30)
+    >>> len(cut), cut[-6:]
+    (80, 'x fix…')
     """
     line = one_line(text or "")
     if len(line) > TITLE_MAX:
