@@ -449,14 +449,14 @@ function M.failed(what, err)
   end
 end
 
---- Apply the items of `batch` after the `batch.at`-th (Python's batches come
---- without it: from the first), counting them in `batch.at`. An item whose handler
---- is not loaded concerns no chat Lua has: there is nothing to draw.
+--- Apply the items of `batch` after the `batch.at`-th, counting them in `batch.at`.
+--- An item whose handler is not loaded concerns no chat Lua has: there is nothing
+--- to draw.
 ---@param batch table[]
 local function apply_from(batch)
   local handlers = M.handlers
-  while (batch.at or 0) < #batch do
-    batch.at = (batch.at or 0) + 1
+  while batch.at < #batch do
+    batch.at = batch.at + 1
     local handler = handlers[batch[batch.at].kind]
     if handler then
       handler(batch[batch.at])
@@ -468,6 +468,7 @@ end
 --- only itself (M.failed), the items after it are applied.
 ---@param batch table[]
 local function apply_now(batch)
+  batch.at = 0
   while true do
     local ok, err = xpcall(apply_from, debug.traceback, batch)
     if ok then
