@@ -5,7 +5,8 @@ slicing, binary sniffing and decoding. Terminals: escape-sequence stripping,
 byte-limited truncation (ACP ``outputByteLimit``) and an incremental decoder
 for v2 ``terminal_output_chunk`` data.
 
-Names: :func:`one_line`, a title or name as one line shows it.
+Names: :func:`one_line`, a title or name as one line shows it; :func:`title`, a
+chat's title as every place shows it.
 
 Not here: charset detection beyond UTF-8/latin-1, and terminal emulation (a
 lone carriage return is dropped, not replayed as "overwrite the line").
@@ -28,6 +29,7 @@ __all__ = [
     "split_as",
     "split_text",
     "strip_ansi",
+    "title",
     "truncate_from_start",
     "utf8_tail",
 ]
@@ -54,6 +56,26 @@ def one_line(text: str) -> str:
     'fix the parser it fails on tabs'
     """
     return " ".join(text.split())
+
+
+# The most characters of a chat's title (the agent's, or its first prompt's): the
+# winbar, the pickers and the history show it as made here, one rule.
+TITLE_MAX = 80
+
+
+def title(text: str | None) -> str | None:
+    """``text`` as a chat's title: on one line, at most :data:`TITLE_MAX` characters
+    (a longer one cut, ``…`` at its end); None when it has no words.
+
+    >>> title("  ")
+    >>> cut = title("fix " * 30)
+    >>> len(cut), cut[-6:]
+    (80, 'x fix…')
+    """
+    line = one_line(text or "")
+    if len(line) > TITLE_MAX:
+        return line[: TITLE_MAX - 1] + "…"
+    return line or None
 
 
 def split_text(text: str) -> tuple[list[str], Eol, bool]:

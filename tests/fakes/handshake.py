@@ -303,8 +303,10 @@ def v2_diff(path: str, old: str | None, new: str) -> Params:
 
 
 def session_page(cursor: str | None) -> Params:
-    """session/list: two pages of one old session each."""
+    """session/list: two pages of one old session each; the second titled
+    $FAKE_SECOND_TITLE if set."""
     if cursor is None:
         return {"sessions": [{"sessionId": "old-1", "cwd": "/p", "title": "First"}],
                 "nextCursor": "page2"}  # fmt: skip
-    return {"sessions": [{"sessionId": "old-2", "cwd": "/p", "title": "Second"}]}
+    title = os.environ.get("FAKE_SECOND_TITLE", "Second")
+    return {"sessions": [{"sessionId": "old-2", "cwd": "/p", "title": title}]}

@@ -897,3 +897,24 @@ def test_a_python_side_that_answered_and_then_died_is_not_said_to_have_failed_to
     editor.wait("require('acp.host').failure ~= nil")
     message = editor.lua("return require('acp.host').failure.message")
     assert message.startswith("the Python side exited with code"), message
+
+
+def test_what_neovim_cannot_draw_costs_only_itself_and_is_told_once(editor: Editor) -> None:
+    """A session title holding a NUL byte raises in the winbar at every batch that
+    sets the chat's state: the rest of each batch was lost (only logged by the Python
+    side), so no turn ended (no AcpTurnEnd, the transcript left modifiable) and the
+    user was told nothing. Now the rest is drawn, and the user told once."""
+    editor.setup(agents={"odd": editor.fake_agent("nul_title")}, default_agent="odd")
+    status = editor.open_chat()
+    for count, prompt in enumerate(("first", "second"), 1):
+        editor.lua("require('acp').send(...)", prompt)
+        editor.wait_event("AcpTurnEnd", count)
+        assert f"The reply to {prompt}." in editor.transcript_text()
+    assert not editor.lua("return vim.bo[...].modifiable", status["transcript_buf"])
+    told = [n["msg"] for n in editor.lua("return _G.acp_notices") if "could not show" in n["msg"]]
+    assert told == [
+        "acp: could not show part of the chat (Vim:E976: Using a Blob as a String);"
+        " the rest is shown. Details: :AcpLog"
+    ]
+    logged = editor.lua("return require('acp.host').stderr_lines()")
+    assert any("lua !! a render item failed: Vim:E976" in line for line in logged)

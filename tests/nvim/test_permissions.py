@@ -179,16 +179,21 @@ def test_a_multi_line_script_codex_asks_to_run_is_drawn_and_asked(editor: Editor
     """codex-acp names a call by its script: one of several lines made the tool
     call's heading a line holding line breaks, which Neovim refuses; the block was
     not drawn, and the permission it asks for never shown. Its heading shows the
-    lines joined by ⏎ (as :AcpBranches shows a prompt's), the export's too."""
+    lines joined by ⏎ (as :AcpBranches shows a prompt's), the export's too, and the
+    menu's prompt (it had the lines as they came)."""
     start(editor, "codex_exec")
+    editor.lua(STUB_SELECT + "_G.pick = 2")
     editor.lua("require('acp').send(...)", "make build\n## then\nrm -rf build ##\n")
     heading = "make build ⏎ ## then ⏎ rm -rf build ##"
     wait_text(editor, PROMPT)
     lines = editor.transcript()
     assert lines[lines.index(f"#### {heading}") + 1] == "`execute` · pending"
-    focus_transcript(editor)
-    editor.nvim.input("r")
+    focus_transcript(editor, lines.index(PROMPT))
+    editor.nvim.input("<CR>")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
+    assert [select["prompt"] for select in editor.lua("return _G.selects")] == [
+        f"acp: allow {heading}?"
+    ]
     export = "return vim.api.nvim_buf_get_lines(require('acp').export(), 0, -1, false)"
     exported = editor.lua(export)
     assert f"### Tool: {heading[:-2]}\\##" in exported  # a closing ## is a title's own

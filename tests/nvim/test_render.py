@@ -418,3 +418,25 @@ def test_luajit_traces_none_of_our_functions(editor: Editor) -> None:
         pytest.skip("this Neovim's Lua is not LuaJIT")
     ours = [source for source in started if "/lua/acp/" in source]
     assert ours == [] and len(started) > 0, started
+
+
+def test_an_op_neovim_refuses_costs_only_itself(editor: Editor) -> None:
+    """A block whose line holds a line break (as codex's multi-line tool titles once
+    made) is refused by Neovim: the ops after it in its batch were lost, the
+    transcript left modifiable. Now they are drawn, and the user told once."""
+    editor.setup()
+    status = editor.open_chat()
+    chat, buf = status["chat"], status["transcript_buf"]
+    refused = {"op": "block", "id": "bad", "kind": "tool", "lines": ["#### make\nrm -rf build"]}
+    ops = [
+        {"op": "block", "id": "m", "kind": "agent", "lines": ["## Agent", "before"]},
+        refused,
+        {"op": "append", "id": "m", "text": " and after"},
+        {"op": "block", "id": "n", "kind": "agent", "lines": ["## Agent", "the next block"]},
+    ]
+    editor.lua(RENDER, chat, ops)
+    editor.lua(RENDER, chat, [refused])
+    assert editor.transcript() == ["## Agent", "before and after", "", "## Agent", "the next block"]
+    assert not editor.lua("return vim.bo[...].modifiable", buf)
+    told = [n["msg"] for n in editor.lua("return _G.acp_notices") if "could not show" in n["msg"]]
+    assert len(told) == 1 and "contains newlines" in told[0]

@@ -596,3 +596,36 @@ def test_a_prompt_sent_as_the_refusal_comes_back_too(editor: Editor, version: in
     editor.wait_event("AcpError")  # Python refused: the chat still starts, as Neovim shows it
     editor.lua("require('acp').send('keep me'); _G.release()")
     _kept_failed(editor, first)
+
+
+def test_a_listed_session_titled_only_white_space_goes_by_its_id(editor: Editor) -> None:
+    """Its entry in :AcpSessions was empty: nothing to tell it by."""
+    agent = {**editor.fake_agent("history"), "env": {"FAKE_SECOND_TITLE": " \u2028\t "}}
+    editor.setup(agents={"hist": agent}, default_agent="hist")
+    editor.open_chat()
+    offered = pick_first_session(editor)
+    assert [o.split(" · ")[:2] for o in offered] == [["First", "hist"], ["old-2", "hist"]]
+
+
+# A title of 200 characters, and as every place shows it: its first 79, then "…".
+LONG_TITLE = "word " * 40
+SHOWN_TITLE = LONG_TITLE[:79] + "…"
+
+
+def test_a_long_title_is_cut_alike_wherever_it_comes_from(editor: Editor) -> None:
+    """A first prompt's title was cut at 80 characters, an agent's not at all: the
+    winbar, the history and :AcpSessions showed a line of any length."""
+    listing = {**editor.fake_agent("history"), "env": {"FAKE_SECOND_TITLE": LONG_TITLE}}
+    agents = {"hist": listing, "titled": editor.fake_agent("titled"), "echo": editor.fake_agent("echo")}
+    editor.setup(agents=agents, default_agent="hist")
+    editor.open_chat()
+    assert pick_first_session(editor)[1].split(" · ")[0] == SHOWN_TITLE
+    # The agent's title, then the first prompt's.
+    for turns, agent in enumerate(("titled", "echo"), 1):
+        editor.open_chat(agent, ready=False)
+        editor.wait_event("AcpSessionReady", count=2 + turns)
+        editor.lua("require('acp').send(...)", LONG_TITLE)
+        editor.wait_event("AcpTurnEnd", count=turns)
+        editor.wait(f"(require('acp').history()[1] or {{}}).title == {SHOWN_TITLE!r}", what="the chat kept")
+        if agent == "titled":
+            assert editor.lua("return require('acp').status().title") == SHOWN_TITLE

@@ -39,6 +39,7 @@ def test_exports() -> None:
         "split_as",
         "split_text",
         "strip_ansi",
+        "title",
         "truncate_from_start",
         "utf8_tail",
     ]

@@ -90,6 +90,7 @@ from acp_nvim.client.session.model import (
 from acp_nvim.client.session.seed import SEED_URI
 from acp_nvim.client.session.workspace import file_label
 from acp_nvim.client.tasks import Tasks
+from acp_nvim.client.text import title as title_of
 from acp_nvim.protocol import Connection, OnSent, RequestError
 from acp_nvim.protocol.unknown import Unknown, struct_type
 
@@ -480,7 +481,7 @@ def session_info(info: Any) -> dict[str, Any]:
         "session_id": info.session_id,
         "cwd": info.cwd,
         "roots": list(info.additional_directories or []),
-        "title": info.title,
+        "title": title_of(info.title),
         "updated_at": info.updated_at,
     }
 

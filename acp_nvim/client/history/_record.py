@@ -36,6 +36,7 @@ from acp_nvim.client.session.branches import Branch, Turn
 from acp_nvim.client.session.chat import Chat
 from acp_nvim.client.session.model import Attachment, Prompt, Session
 from acp_nvim.client.session.view import is_mark, message_block
+from acp_nvim.client.text import title as title_of
 
 
 class ChatRecord:
@@ -345,7 +346,7 @@ class ChatRecord:
 
     def facts(self) -> dict[str, Any]:
         session = self.chat.session
-        first = (self._first_prompt or "").strip().split("\n", 1)[0][:80]
+        first = title_of((self._first_prompt or "").strip().split("\n", 1)[0])
         # Its directory once it went on here: a reopened chat whose own was gone
         # works in Neovim's, and is reopened there next (reopening alone changes none).
         moved = {"cwd": self.cwd} if self._seqs else {}

@@ -58,6 +58,7 @@ from typing import Any, Literal
 import msgspec
 
 from acp_nvim.client.text import one_line
+from acp_nvim.client.text import title as title_of
 
 # A schema-1 row's ``branch``: in the transcript's view (else 1: on a branch a rewind left).
 SHOWN = 0
@@ -197,8 +198,9 @@ class ChatRow(msgspec.Struct):
 
     def __post_init__(self) -> None:
         # A title or name kept with a line break (an agent's title, kept before
-        # titles were made one line) is read as one line, as shown.
-        self.title = one_line(self.title) or None if self.title else None
+        # titles were made one line), or a title kept longer than titles are now, is
+        # read as shown.
+        self.title = title_of(self.title)
         self.name = one_line(self.name) or None if self.name else None
 
 

@@ -49,7 +49,7 @@ from acp_nvim.client.session.prose import Streams
 from acp_nvim.client.session.usage import Usage
 from acp_nvim.client.session.workspace import Workspace
 from acp_nvim.client.tasks import internal_error
-from acp_nvim.client.text import one_line
+from acp_nvim.client.text import title as title_of
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -498,9 +498,9 @@ class Chat:
         """Session-level facts for the header: title, mode, usage, commands."""
         if "title" in fields and self.kept_title is not None:
             fields["title"] = self.kept_title
-        # One line in the winbar, the pickers and the history (a name is, as typed).
-        if title := fields.get("title"):
-            fields["title"] = one_line(title) or None
+        # The same title in the winbar, the pickers and the history (a name is, as typed).
+        if "title" in fields:
+            fields["title"] = title_of(fields["title"])
         if "title" in fields:
             self.session.title = fields["title"]
         if "usage" in fields:

@@ -266,7 +266,9 @@ class ToolCallDrawing:
         base = sum(len(part) for part in parts[:PROMPT])
         parts[PROMPT] = []
         if call.permission is not None:
-            op["permission"] = _permission(call.permission, title, parts[PROMPT], base, self._cwd)
+            op["permission"] = _permission(
+                call.permission, one_row(title), parts[PROMPT], base, self._cwd
+            )
         self._parts = parts
         changed = [i for i in range(len(parts)) if old is None or parts[i] != old[i]]
         if not changed:

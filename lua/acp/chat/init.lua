@@ -764,6 +764,7 @@ api.nvim_create_autocmd("TabEnter", {
 ---@field tools table[] their tool call block ops (prompts and locations)
 ---@field summaries? boolean they drew a change summary or took turns out of or into view
 ---@field refused? string why what the chat was opened for cannot be (RefusedOp)
+---@field at integer how many of its ops were drawn (or raised)
 
 --- Every render op Python sends, by its `op`: the kinds of RenderOp in
 --- acp_nvim/client/editor.py, which documents each (tests/nvim/test_contract.py
@@ -867,6 +868,21 @@ local function withdraw(chat, why)
   return true
 end
 
+--- Draw `ops` after the `batch.at`-th, counting them in `batch.at`.
+---@param batch acp.RenderBatch
+---@param ops table[]
+---@param handlers table<string, fun(batch: acp.RenderBatch, op: table)>
+local function draw_from(batch, ops, handlers)
+  while batch.at < #ops do
+    batch.at = batch.at + 1
+    local op = ops[batch.at]
+    local handle = handlers[op.op]
+    if handle then
+      handle(batch, op)
+    end
+  end
+end
+
 --- A render item from Python (acp_nvim/nvim/batcher.py RenderItem): the ops for
 --- chat `item.chat`, in order.
 ---@param item {chat: integer, ops: table[]}
@@ -880,13 +896,17 @@ function M.render(item)
   chat.active_at = os.time()
   flood(chat, rows_of(ops))
   sent.render(chat, ops)
-  local batch = { chat = chat, status = {}, created = {}, tools = {} }
+  local batch = { chat = chat, status = {}, created = {}, tools = {}, at = 0 }
   local following = render.begin(chat.transcript)
-  for _, op in ipairs(ops) do
-    local handle = handlers[op.op]
-    if handle then
-      handle(batch, op)
+  -- One protected call an item: an op that raises costs only itself (host.failed),
+  -- the ops after it are drawn, and the transcript is read-only again.
+  while true do
+    local ok, err = xpcall(draw_from, debug.traceback, batch, ops, handlers)
+    if ok then
+      break
     end
+    render.unmade(chat.blocks, ops[batch.at])
+    host.failed(("the %s op"):format(ops[batch.at].op), err)
   end
   render.done(chat.transcript, following)
   if #batch.created > 0 then

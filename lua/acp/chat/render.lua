@@ -157,6 +157,18 @@ function M.block(buf, blocks, op)
   return true
 end
 
+--- After op `op` raised: a block it was making, known before its lines were written
+--- (M.block), has no rows and is forgotten, so that the ops after it (and the op
+--- sent again) draw as if it never came.
+function M.unmade(blocks, op)
+  local block = op.op == "block" and blocks.by_id[op.id]
+  if block and not block.mark then
+    blocks.by_id[op.id] = nil
+    table.remove(blocks.order, block.index)
+    blocks_of.moved(blocks)
+  end
+end
+
 --- The lines of `text`, each after the first with `prefix` before it. Not
 --- vim.split: its options table and iterator closures cost ~0.9 KB of Lua heap
 --- an append, garbage that brings the collector sooner.

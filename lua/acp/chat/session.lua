@@ -206,9 +206,11 @@ function M.complete_ids()
   return ids
 end
 
+--- A listed session's title, else (none, or only white space) its id.
 ---@param s table a session of an AcpSessionList event
 local function title_of(s)
-  return s.title ~= vim.NIL and util.one_line(s.title) or s.session_id
+  local title = type(s.title) == "string" and util.one_line(s.title) or ""
+  return title ~= "" and title or s.session_id
 end
 
 --- Resume session `s` of `data`'s list (see M.resume).

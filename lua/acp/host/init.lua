@@ -127,8 +127,8 @@ local function named_python()
   return source == "option" and ("%s (setup option `python`)"):format(python) or python
 end
 
-local function log(line)
-  table.insert(stderr_log, os.date("%H:%M:%S") .. " host !! " .. line)
+local function log(line, source)
+  table.insert(stderr_log, os.date("%H:%M:%S") .. (source or " host !! ") .. line)
   if #stderr_log > LOG_LINES then
     table.remove(stderr_log, 1)
   end
@@ -430,16 +430,51 @@ function M.handle(kind, handler)
   M.handlers[kind] = handler
 end
 
---- Apply one batch, item by item. An item whose handler is not loaded concerns no
---- chat Lua has: there is nothing to draw.
+-- The first line of each error M.failed told the user of: the same error again (a
+-- title it cannot show, at every batch) goes to :AcpLog only.
+local told = {}
+
+--- Drawing `what` raised `err` (its traceback): the rest of its batch is drawn
+--- all the same. In :AcpLog always; the user is told once an error.
+---@param what string
+---@param err string
+function M.failed(what, err)
+  for line in (what .. " failed: " .. err):gmatch("[^\n]+") do
+    log(line, " lua !! ")
+  end
+  local first = tostring(err):match("^[^\n]*")
+  if not told[first] then
+    told[first] = true
+    util.notify(("could not show part of the chat (%s); the rest is shown. Details: :AcpLog"):format(first))
+  end
+end
+
+--- Apply the items of `batch` after the `batch.at`-th, counting them in `batch.at`.
+--- An item whose handler is not loaded concerns no chat Lua has: there is nothing
+--- to draw.
+---@param batch table[]
+local function apply_from(batch)
+  local handlers = M.handlers
+  while batch.at < #batch do
+    batch.at = batch.at + 1
+    local handler = handlers[batch[batch.at].kind]
+    if handler then
+      handler(batch[batch.at])
+    end
+  end
+end
+
+--- Apply one batch, item by item, in one protected call: an item that raises costs
+--- only itself (M.failed), the items after it are applied.
 ---@param batch table[]
 local function apply_now(batch)
-  local handlers = M.handlers
-  for _, item in ipairs(batch) do
-    local handler = handlers[item.kind]
-    if handler then
-      handler(item)
+  batch.at = 0
+  while true do
+    local ok, err = xpcall(apply_from, debug.traceback, batch)
+    if ok then
+      return
     end
+    M.failed(("a %s item"):format(batch[batch.at].kind), err)
   end
 end
 

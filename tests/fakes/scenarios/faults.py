@@ -162,6 +162,13 @@ async def garbage(agent: Agent, prompt: Prompt) -> None:
     await agent.say("after garbage")
 
 
+async def nul_title(agent: Agent, prompt: Prompt) -> None:
+    """A session title holding a NUL byte (which the winbar cannot show), then the
+    reply to the prompt."""
+    await agent.update({"sessionUpdate": "session_info_update", "title": "odd\u0000title"})
+    await agent.say(f"The reply to {prompt.text}.")
+
+
 SCENARIOS = (
     Scenario("silent_init", before={"initialize": hang}),
     Scenario("silent_new", before={"session/new": hang}),
@@ -181,4 +188,5 @@ SCENARIOS = (
     Scenario("close_output", close_output),
     Scenario("vendor", vendor),
     Scenario("garbage", garbage),
+    Scenario("nul_title", nul_title),
 )

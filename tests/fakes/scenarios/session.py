@@ -318,6 +318,12 @@ async def reported_turn(agent: Agent, prompt: Prompt) -> None:
     await agent.say(f"done: {prompt.text}")
 
 
+async def titled(agent: Agent, prompt: Prompt) -> None:
+    """Titles its session with the prompt."""
+    await agent.update({"sessionUpdate": "session_info_update", "title": prompt.text})
+    await agent.say("titled")
+
+
 async def unknown_session(agent: Agent, params: Params) -> None:
     """A new process knows no session to resume."""
     raise RequestError(-32002, f"Resource not found: {params['sessionId']}")
@@ -371,6 +377,7 @@ SCENARIOS = (
     Scenario("qwen", qwen_mode, session=qwen_settings),
     Scenario("counted", reported_turn, agent=CountingAgent, v2={}),
     Scenario("big", big_lists, v2={}),
+    Scenario("titled", titled),
     Scenario(
         "history",
         calls,
