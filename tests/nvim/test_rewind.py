@@ -2261,3 +2261,28 @@ def test_a_rewind_to_the_first_turn_of_a_session_resumed_unseen_says_what_is_los
         " never shown here, and the new one does not know it.*"
     )
     assert [m for m, _ in calls(wire)][-1] == "session/new"
+
+
+def test_a_hand_over_of_a_session_resumed_unseen_says_what_the_other_agent_lacks(
+    editor: Editor,
+) -> None:
+    """:AcpResume of a v1 agent without `loadSession` shows none of the session's
+    history. :AcpHandoff then gave the other agent the conversation shown and said
+    only "Handed over", as if that were all the session held: the note says what
+    came before the resume was never shown here, and the other agent does not know it."""
+    resumes = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
+               "env": {"FAKE_CALLS": str(editor.tmp / "calls.jsonl")}}  # fmt: skip
+    editor.setup(agents={"fake": resumes, "plain": editor.fake_agent("blocks")},
+                 default_agent="fake", protocol_version=1)  # fmt: skip
+    editor.open_chat()
+    editor.nvim.command("AcpResume s9")
+    editor.wait("require('acp').status().session_id == 's9'", what="resumed")
+    turn(editor, "one", 1)
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait("require('acp').status().agent == 'plain'", what="handed over")
+    wait_text(editor, "Handed over from")
+    assert editor.transcript()[-1] == (
+        "*Handed over from fake's chat “one” to plain: plain answers from here; what the"
+        " session held before it was resumed was never shown here, and the new one does"
+        " not know it.*"
+    )

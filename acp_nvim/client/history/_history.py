@@ -311,13 +311,19 @@ class History:
         """``chat`` continues ``source``'s conversation with another agent, as
         :meth:`continue_from` says, under ``source``'s title; the lines before and
         after the conversation say whose the turns are (and when that chat began, if known):
-        carried, then its own, the export and the seed say which agent answered."""
+        carried, then its own, the export and the seed say which agent answered. The
+        note after says so when the conversation goes on in a session resumed without
+        its history shown: the agent handed it does not know what that session held."""
         from acp_nvim.client.history._blocks import date
+        from acp_nvim.client.session.chat import UNSEEN_HISTORY
 
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
         began = f" (begun {date(before.began)})" if before is not None and before.began else ""
-        note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
+        sessions = {turn.session_id for turn in source.branches.path}
+        sessions.add(source.session.session_id)
+        lacks = f"; {UNSEEN_HISTORY}" if sessions & source.unseen_history else ""
+        note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here{lacks}.*"
         await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title
         if title:
