@@ -805,9 +805,10 @@ class _Dispatch:
 
     def route(self, method: str, route: _Route) -> None:
         """Hand ``method`` notifications to ``route`` (registering twice replaces)."""
+        replaced = self._notifications.get(method)
         self._notifications[method] = route
-        if route.batched:
-            self._batched = None
+        if route.batched or (replaced is not None and replaced.batched):
+            self._batched = None  # the batched routes changed: decode with the new set
 
     def _batched_decoder(self) -> _Batched:
         if self._batched is None:

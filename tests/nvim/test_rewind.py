@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -2311,3 +2312,52 @@ def test_a_rewind_to_the_first_turn_of_a_session_resumed_unseen_says_what_is_los
         " never shown here, and the new one does not know it.*"
     )
     assert [m for m, _ in calls(wire)][-1] == "session/new"
+
+
+def test_a_session_resumed_unseen_shows_what_the_history_kept_of_it(editor: Editor) -> None:
+    """A v1 agent without `loadSession` resumes a session without showing its
+    history. Resumed (`open({session_id})`, as :AcpResume does), a session run here
+    before drew an empty chat, though the history held its conversation: it is drawn
+    from there, said to be, and the agent goes on in the session it holds (not told
+    the conversation again)."""
+    wire = start(editor, "rewind+resume", 1)
+    turn(editor, "one", 1)
+    [entry] = kept(editor, "one")
+    editor.nvim.command("AcpClose")
+    editor.lua("require('acp').open({session_id = 's1'})")
+    editor.wait("require('acp').status().session_id == 's1'", what="resumed")
+    wait_text(editor, "not what ran in it elsewhere since.*")
+    text = editor.transcript_text()
+    began = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["created_at"]))
+    intro = f"*From the history: fake's chat “one” (begun {began}), as this Neovim kept it.*"
+    assert text.index(intro) < text.index("## You\none") < text.index("s1: one")
+    assert "without showing its history: shown above" in editor.transcript()[-1]
+    turn(editor, "two", 2)
+    assert "s1: two" in editor.transcript_text()
+    [_, prompt] = calls(wire, "session/prompt")
+    assert prompt["sessionId"] == "s1" and prompt["prompt"] == [{"type": "text", "text": "two"}]
+
+
+def test_a_hand_over_of_a_session_resumed_unseen_says_what_the_other_agent_lacks(
+    editor: Editor,
+) -> None:
+    """:AcpResume of a v1 agent without `loadSession` shows none of the session's
+    history. :AcpHandoff then gave the other agent the conversation shown and said
+    only "Handed over", as if that were all the session held: the note says what
+    came before the resume was never shown here, and the other agent does not know it."""
+    resumes = {"cmd": [sys.executable, str(FAKE), "rewind+resume"],
+               "env": {"FAKE_CALLS": str(editor.tmp / "calls.jsonl")}}  # fmt: skip
+    editor.setup(agents={"fake": resumes, "plain": editor.fake_agent("blocks")},
+                 default_agent="fake", protocol_version=1)  # fmt: skip
+    editor.open_chat()
+    editor.nvim.command("AcpResume s9")
+    editor.wait("require('acp').status().session_id == 's9'", what="resumed")
+    turn(editor, "one", 1)
+    editor.nvim.command("AcpHandoff plain")
+    editor.wait("require('acp').status().agent == 'plain'", what="handed over")
+    wait_text(editor, "Handed over from")
+    assert editor.transcript()[-1] == (
+        "*Handed over from fake's chat “one” to plain: plain answers from here; what the"
+        " session held before it was resumed was never shown here, and the new one does"
+        " not know it.*"
+    )

@@ -728,6 +728,39 @@ async def test_a_read_of_batched_notifications_alone_keeps_runs_and_order(
     assert seen == [[1, 2], 2, [3, 6]]
 
 
+async def test_a_plain_route_over_a_batched_one_takes_the_next_reads(raw_peer, serving) -> None:
+    """Registering twice replaces, also a batched route by a plain one: a read of
+    nothing but its notifications (decoded in one call) goes to the new handler."""
+    batched: list[int] = []
+    plain: list[int] = []
+    first = anyio.Event()
+    done = anyio.Event()
+
+    async def updates(batch: list[Update]) -> None:
+        batched.extend(u.n for u in batch)
+        first.set()
+        if batch[-1].n == 3:
+            done.set()  # the old handler got the last one: the replacement was missed
+
+    async def update(p: Update) -> None:
+        plain.append(p.n)
+        if p.n == 3:
+            done.set()
+
+    def note(n: int) -> str:
+        return msgspec.json.encode({"jsonrpc": "2.0", "method": "update", "params": {"n": n}}).decode()
+
+    conn, peer = raw_peer()
+    conn.on_notifications("update", Update, updates)
+    async with serving(conn):
+        await peer.send_line(note(1))
+        await first.wait()  # a read has been decoded with the batched routes
+        conn.on_notification("update", Update, update)
+        await peer.send_line("\n".join([note(2), note(3)]))
+        await done.wait()
+    assert (batched, plain) == ([1], [2, 3])
+
+
 async def test_a_request_named_like_a_batched_notification_is_a_request(raw_peer, serving) -> None:
     """Batched notifications are decoded with their envelope in one pass; a line with
     an id (or without the 2.0 marker) is never taken for one."""

@@ -260,6 +260,11 @@ class AgentConnection:
         """Whether it takes a message into a running turn (``Sessions.can_steer``)."""
         return self.sessions is not None and self.sessions.can_steer
 
+    @property
+    def replays(self) -> bool:
+        """Whether its resume shows the session's history (``Sessions.replays``)."""
+        return self.sessions is not None and self.sessions.replays
+
     async def fork(self, chat: Chat, session_id: str, at_message: str | None = None) -> None:
         """Create a session for ``chat`` continuing session ``session_id`` (up to the
         message ``at_message`` where given), and mark it ready.

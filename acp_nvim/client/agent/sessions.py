@@ -198,6 +198,11 @@ class Sessions(Protocol):
         """Whether the agent advertises ``_session/steering`` (``_meta.steering``)."""
 
     @property
+    def replays(self) -> bool:
+        """Whether a resume can show the session's history: v1 with ``session/load``
+        (its ``session/resume`` replays nothing), any v2 agent (``replayFrom``)."""
+
+    @property
     def takes_roots(self) -> bool:
         """Whether the agent advertises ``additionalDirectories`` (more workspace roots
         on session/new, load, resume and fork)."""

@@ -517,6 +517,10 @@ class SessionsV1:
         return self._capabilities.session_capabilities.delete is not None
 
     @property
+    def replays(self) -> bool:
+        return self._capabilities.load_session
+
+    @property
     def message_forks(self) -> MessageForks | None:
         return message_forks(self._capabilities.meta) if self.can_fork else None
 

@@ -358,6 +358,7 @@ class SessionsV2:
     version = 2
     turn_ends_its_work = False
     replays_late = True
+    replays = True
 
     def __init__(
         self, connection: Connection, init: v2.InitializeResponse, services: Services

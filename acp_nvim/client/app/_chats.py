@@ -24,7 +24,7 @@ from acp_nvim.client.app._start_task import start_task
 from acp_nvim.client.app._workspaces import WorkspaceRefused, Workspaces
 from acp_nvim.client.config import AgentConfig, ConfigError
 from acp_nvim.client.errors import AgentFailed, Refused
-from acp_nvim.client.history import StoreError, steered_into
+from acp_nvim.client.history import StoreError, show_kept_session, steered_into
 from acp_nvim.client.session.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -465,12 +465,19 @@ async def _session(
     """Begin or resume ``chat``'s session: whether an existing one goes on, and why
     not (the agent's error) when one was to go on and could not. Resumed with its
     history replayed, the messages the user steered into its turns (as the history
-    kept them) begin no turn of their own."""
+    kept them) begin no turn of their own; by an agent that shows no history, what
+    the history kept of the session is shown (decision 0088)."""
     if session_id is None:
         await connection.new_session(chat)
         return False, None
     if not again:
-        await _replay(connection, chat, session_id, history)
+        if not connection.replays and await show_kept_session(history, chat, session_id):
+            await connection.resume(chat, session_id, replay=False)
+            chat.info("*The agent resumes this session without showing its history: shown"
+                      " above is what this Neovim kept of it, not what ran in it elsewhere"
+                      " since.*")  # fmt: skip
+        else:
+            await _replay(connection, chat, session_id, history)
         return True, None
     try:
         if chat.branches.unreplayed is not None:

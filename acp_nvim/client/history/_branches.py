@@ -19,7 +19,7 @@ a chat reopens with one branch (the one it showed).
 
 from __future__ import annotations
 
-__all__ = ["StoredBranch", "branches_of", "encode", "in_view", "steered"]
+__all__ = ["StoredBranch", "branches_of", "encode", "in_view", "session_branch", "steered"]
 
 import contextlib
 from collections.abc import Sequence
@@ -73,19 +73,23 @@ def in_view(branch: StoredBranch, blocks: Sequence[StoredBlock]) -> list[StoredB
     return sorted(shown, key=lambda b: (place[b.node or 0], b.seq))
 
 
-def steered(
+def session_branch(
     kept: str | None, blocks: Sequence[StoredBlock], session_id: str
-) -> list[tuple[str, bool]] | None:
-    """The user's messages of the branch whose last turn ran in ``session_id``, in
-    order, each with whether it was steered into a turn (decision 0042: after its
-    turn's prompt). None when no branch of the chat ran there."""
+) -> list[StoredBlock] | None:
+    """The blocks of the branch whose last turn ran in ``session_id``, in the order
+    of the transcript; None when no branch of the chat ran there."""
     branches, _ = branches_of(kept, blocks)
     branch = next((b for b in branches if b.session_id == session_id), None)
-    if branch is None:
-        return None
+    return None if branch is None else in_view(branch, blocks)
+
+
+def steered(blocks: Sequence[StoredBlock]) -> list[tuple[str, bool]]:
+    """The user's messages of a branch's ``blocks`` (:func:`session_branch`), in order,
+    each with whether it was steered into a turn (decision 0042: after its turn's
+    prompt)."""
     messages: list[tuple[str, bool]] = []
     node: int | None = None
-    for block in in_view(branch, blocks):
+    for block in blocks:
         if block.kind == "user":
             messages.append((block.text, block.node == node))
             node = block.node

@@ -7,7 +7,7 @@ thread (_reader).
 
 from __future__ import annotations
 
-__all__ = ["FLUSH_SECONDS", "History", "steered_into"]
+__all__ = ["FLUSH_SECONDS", "History", "show_kept_session", "steered_into"]
 
 import os
 import threading
@@ -19,7 +19,7 @@ import anyio.lowlevel
 
 from acp_nvim.client.config import HistoryOptions
 from acp_nvim.client.editor import Editor
-from acp_nvim.client.history._branches import steered
+from acp_nvim.client.history._branches import session_branch, steered
 from acp_nvim.client.history._reader import Reader
 from acp_nvim.client.history._store import ChatRow, Store, StoredBlock, StoreError
 from acp_nvim.client.history._writer import Target, Writer
@@ -46,6 +46,8 @@ DRAWN_SECONDS = 5.0
 _WRITTEN_SECONDS = 2.0
 # Stored blocks drawn at a time (a screen's worth and more).
 _SLICE = 50
+# The line before a resumed session's conversation drawn from the history.
+_FROM_HISTORY = "#from-history"
 
 
 class History:
@@ -311,13 +313,19 @@ class History:
         """``chat`` continues ``source``'s conversation with another agent, as
         :meth:`continue_from` says, under ``source``'s title; the lines before and
         after the conversation say whose the turns are (and when that chat began, if known):
-        carried, then its own, the export and the seed say which agent answered."""
+        carried, then its own, the export and the seed say which agent answered. The
+        note after says so when the conversation goes on in a session resumed without
+        its history shown: the agent handed it does not know what that session held."""
         from acp_nvim.client.history._blocks import date
+        from acp_nvim.client.session.chat import UNSEEN_HISTORY
 
         before = self._records.get(source.id)  # none once it closed meanwhile
         named = self._named(source)
         began = f" (begun {date(before.began)})" if before is not None and before.began else ""
-        note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here.*"
+        sessions = {turn.session_id for turn in source.branches.path}
+        sessions.add(source.session.session_id)
+        lacks = f"; {UNSEEN_HISTORY}" if sessions & source.unseen_history else ""
+        note = f"*Handed over from {named} to {chat.agent}: {chat.agent} answers from here{lacks}.*"
         await self.continue_from(chat, source, note, f"{named}{began}")
         title = before.title if before is not None else source.session.title
         if title:
@@ -350,10 +358,15 @@ class History:
         if record.target is not None and before is not None and before.target is not None:
             record.target.parent = before.target.id
         turns = before.base_turns + source.turn if before is not None else source.turn
-        prefix = f"#from{source.id}:"
-        shown = record.start_with(blocks, None, turns, prefix, written=False)
-        await self._draw(chat, shown, prefix)
+        await self.carry(chat, blocks, turns, f"#from{source.id}:")
         chat.info(note, name=CONTINUED)
+
+    async def carry(self, chat: Chat, blocks: list[StoredBlock], turns: int, prefix: str) -> None:
+        """``chat`` goes on from ``blocks``, a conversation of ``turns`` turns kept
+        elsewhere: drawn with ids prefixed by ``prefix``, its turns ``chat``'s, kept
+        in ``chat``'s own stored chat."""
+        shown = self._records[chat.id].start_with(blocks, None, turns, prefix, written=False)
+        await self._draw(chat, shown, prefix)
 
     def seed(self, chat: Chat, lost: str | None = None, *, unseen: bool = False) -> None:
         """A new session begins for ``chat``: if it shows a conversation (stored, or
@@ -475,21 +488,58 @@ class History:
             await anyio.to_thread.run_sync(writer.close)
 
 
+async def _kept_session(
+    history: History, agent: str, session_id: str
+) -> tuple[ChatRow, list[StoredBlock]] | None:
+    """The chat kept last that went on in ``agent``'s session ``session_id``, and the
+    blocks of its branch that did; None when none did. Raises StoreError."""
+    went_on_in = history.reader.went_on_in
+    for history_id in await anyio.to_thread.run_sync(went_on_in, agent, session_id):
+        found = await history.load(history_id)
+        blocks = session_branch(found[0].branches, found[1], session_id) if found else None
+        if found is not None and blocks is not None:
+            return found[0], blocks
+    return None
+
+
 async def steered_into(history: History, agent: str, session_id: str) -> list[tuple[str, bool]]:
     """The user's messages of ``agent``'s session ``session_id`` as the chat kept last
     that went on in it shows them, each with whether it was steered into a turn: a
     replay of the session draws those as the user's messages, of no turn of their
     own (decision 0088). None known (nor any when the history cannot be read): empty."""
-    went_on_in = history.reader.went_on_in
     try:
-        for history_id in await anyio.to_thread.run_sync(went_on_in, agent, session_id):
-            found = await history.load(history_id)
-            texts = steered(found[0].branches, found[1], session_id) if found else None
-            if texts is not None:
-                return texts
+        found = await _kept_session(history, agent, session_id)
     except StoreError:
-        pass
-    return []
+        return []
+    return steered(found[1]) if found is not None else []
+
+
+async def show_kept_session(history: History, chat: Chat, session_id: str) -> bool:
+    """Draw in ``chat`` what the history kept of its agent's session ``session_id``
+    (as :func:`_kept_session` finds it), for a resume that shows none of it: its
+    turns become the chat's, as a hand-over's do, after a line saying they come from
+    the history. Whether it kept any (none, too, when the history cannot be read)."""
+    from acp_nvim.client.history._blocks import date, notice_block
+    from acp_nvim.client.session.view import is_mark
+
+    try:
+        found = await _kept_session(history, chat.agent, session_id)
+    except StoreError:
+        return False
+    if found is None:
+        return False
+    row, kept = found
+    title = f" “{row.name or row.title}”" if row.name or row.title else ""
+    began = f" (begun {date(row.created_at)})" if row.created_at else ""
+    line = f"*From the history: {row.agent}'s chat{title}{began}, as this Neovim kept it.*"
+    intro = notice_block(_FROM_HISTORY, "info", [line], -1, 0, None)
+    intro.node = 0
+    # Not the marks where the stored chat's other branches leave (they stay its own),
+    # nor its own such line (it was resumed so too): one says where all of it is from.
+    blocks = [intro, *(b for b in kept if not is_mark(b.key) and b.key != _FROM_HISTORY)]
+    turns = max([row.turns, *(b.node or 0 for b in blocks)])
+    await history.carry(chat, blocks, turns, f"#h{row.id}:")
+    return True
 
 
 def _say_left(editor: Editor, worktrees: list[str | None], busy: set[str]) -> None:
