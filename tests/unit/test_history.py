@@ -1256,3 +1256,50 @@ def test_a_chat_an_older_acp_nvim_made_without_a_turn_is_not_listed(tmp_path: Pa
     newer.write(unwritten, [StoredBlock(0, "k0", 1, "user", "written at last")])
     assert [h.chat.id for h in newer.search()] == [unwritten, 1]
     older.close()
+
+
+def test_a_replay_made_turns_of_before_the_one_it_replaces_is_kept_whole(
+    tmp_path: Path,
+) -> None:
+    """A v2 agent that replays after its answer died in the replay; restarted, its
+    replay came in before the answer was taken (a loaded machine), under the late
+    replay of the one it died in: its turns were made, then unmade with the dead
+    one's at the answer and made again. Their blocks kept the node numbers of the
+    first making (after the dead replay's turn): the stored chat's branch ended one
+    turn short, and the chat reopened from the history lacked its last turn."""
+    from acp_nvim.client.history._branches import branches_of, in_view
+    from acp_nvim.client.session.chat import replayed, replayed_late
+    from acp_nvim.client.session.model import MessagePatch
+
+    def say(chat: Chat, role: str, message_id: str, text: str) -> None:
+        chat.on_message(MessagePatch(message_id, role, text))  # type: ignore[arg-type]
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            history, chat = _keeping(tmp_path, RecordingEditor(), group)
+            chat.session.session_id = "s9"
+            chat.session.take("s9", created=False)
+            chat.branches.unreplayed = 0  # the replay begins (``_replay``)
+            replayed(chat, 0, 1)  # answered: it replays after its answer
+            chat.branches.replaying = (0, 1)
+            say(chat, "user", "u1", "one")
+            say(chat, "agent", "m1", "s9: one")
+            replayed_late(chat)  # then the agent died; restarted, it replays again
+            chat.session.forget("s9")
+            chat.session.take("s9", created=False)
+            since = len(chat.session.items)
+            for number, word in ((1, "one"), (2, "two")):
+                say(chat, "user", f"u{number}", word)
+                say(chat, "agent", f"m{number}", f"s9: {word}")
+            replayed_late(chat)  # the new replay came before the answer was taken
+            replayed(chat, chat.shown.unreplay(since), 2)  # the answer
+            assert [t.prompt.text for t in chat.branches.path] == ["one", "two"]
+            await history.close()
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+    store = store_at(tmp_path)
+    [row] = store.search("two")
+    blocks = store.blocks(row.chat.id)
+    _, shown = branches_of(row.chat.branches, blocks)
+    assert [b.text for b in in_view(shown, blocks)] == ["one", "s9: one", "two", "s9: two"]

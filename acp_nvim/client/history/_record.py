@@ -292,6 +292,13 @@ class ChatRecord:
             self._extra.pop(message_block(turn.message), None)
             if self._turn_nodes.pop(turn.message, None) is not None:
                 self.base_turns -= 1
+        # What stays of their turns (the agent's death, the new replay drawn or made
+        # turns before this) is of no turn again, for the new replay's turns to take
+        # (:meth:`replayed`): kept with a gone turn's node, the reopened chat hid it.
+        for key, node in self._nodes.items():
+            if (node or 0) > self.base_turns:
+                self._nodes[key] = self._turns[key] = self.base_turns
+                self._dirty[key] = None
         self._wake(False)
 
     def named(self, name: str | None) -> None:
