@@ -1039,6 +1039,37 @@ def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Edito
     assert not worktree.exists()
 
 
+def test_a_worktree_chat_reopened_as_its_close_ends_removes_the_worktree_it_closes_on(
+    editor: Editor,
+) -> None:
+    """Closed with "keep the worktree", then reopened from the history at once, while
+    that close still let its agent go (up to its grace to end): the release last to
+    come, the first close's, decided with its "keep" (or, had the reopened chat been
+    open still, left that word to it), and counted the hunk its stale review listed,
+    which the reopened chat had brought in. Closing the reopened chat with nothing
+    waiting kept the worktree and its branch. The last close decides, with its
+    review, whichever release ends last."""
+    project = repository(editor)
+    fake = editor.fake_agent("workspace")["cmd"]
+    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
+    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
+    editor.setup(agents={"ws": {"cmd": slow}}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    first, worktree = listed["id"], Path(listed["worktree"])
+    send(editor, first, "write f.txt agent")
+    editor.lua(STUB_SELECT, 2)  # keep the worktree
+    close_chat(editor, first)
+    chat = editor.reopen_last()
+    editor.lua("require('acp').accept()")
+    editor.wait("require('acp').chats()[1].waiting == 0", what="the hunk brought in")
+    close_chat(editor, chat)
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    assert not worktree.exists()
+
+
 def test_deleting_a_stored_worktree_chat_names_the_worktree_it_kept(editor: Editor) -> None:
     _, first, worktree = open_worktree_chat(editor, 1)
     editor.lua(STUB_SELECT, 2)  # keep the worktree

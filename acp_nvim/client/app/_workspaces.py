@@ -7,10 +7,11 @@ from __future__ import annotations
 
 __all__ = ["WorkspaceRefused", "Workspaces"]
 
+import itertools
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import anyio.to_thread
 
@@ -46,11 +47,15 @@ class Workspaces:
         self._made: dict[int, Worktree] = {}
         # Hunks that chats closed before the last one in a worktree left waiting there.
         self._left_waiting: dict[str, int] = {}
-        # The user's word on a worktree (keep it or not), by its path, given as a chat
-        # closed while another closing there had not let it go yet: the last decides.
-        self._word: dict[str, bool] = {}
-        # The reviews of chats closing (gone from ``reviews``) until :meth:`release`.
+        # The word on a worktree (keep it, not, or none asked), by its path, of a chat
+        # closed while another there had not let it go yet: the last close's decides,
+        # whichever release comes last. With the close's place in :attr:`_order`.
+        self._word: dict[str, _Word] = {}
+        # The reviews of chats closing (gone from ``reviews``) until :meth:`release`,
+        # and the order the chats closed in.
         self._closing: dict[int, SessionChanges | None] = {}
+        self._closed_at: dict[int, int] = {}
+        self._order = itertools.count()
         # One look for worktrees left unclosed at a time: each is told of once.
         self._looking = anyio.Lock()
 
@@ -249,6 +254,7 @@ class Workspaces:
         worktree there. It saw nothing waiting, and removed the worktree the user
         had just said to keep, with the agent's work."""
         self._closing[chat_id] = review
+        self._closed_at[chat_id] = next(self._order)
 
     async def release(
         self,
@@ -266,8 +272,10 @@ class Workspaces:
         (:meth:`work_of`, none found), not again."""
         self._closing.pop(chat.id, None)
         worktree, answering = chat.workspace.worktree, self._made.pop(chat.id, None)
+        at = self._closed_at.pop(chat.id, next(self._order))
         if worktree is None:
             return
+        word = _Word(at, keep, worktree, review, modes_looked)
         # Equal, not the same: a chat reopened from the history holds its own copy.
         # And those closing there whose agent is still ending: the last to let it go
         # decides (an earlier one's close went on after the later one's).
@@ -282,12 +290,20 @@ class Workspaces:
             if any(w is worktree for _, w in there):
                 left = self._left_waiting
                 left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
-            if keep is not None:
-                self._word[worktree.path] = keep
+            # A close after this one (of a chat reopened as this one's agent ended)
+            # keeps its word, none asked included: the user gave it later.
+            self._word[worktree.path] = max(self._word.get(worktree.path, word), word, key=_at)
             if answering is not None:
                 self._made[there[0][0]] = answering
             return
-        keep = self._word.pop(worktree.path, None) if keep is None else keep
+        decided = max(self._word.pop(worktree.path, word), word, key=_at)
+        if decided.worktree is not worktree:
+            # A chat reopened from the history (its own copy of the worktree) closed
+            # later: its review, not this stale one, lists what waits there.
+            review, modes_looked = decided.review, decided.modes_looked
+        elif decided is not word:
+            modes_looked = False  # a fork's close looked, with its review: not this one
+        keep = decided.keep
         if answering is not None:
             await self._remove(answering, review, keep, modes_looked=modes_looked)
 
@@ -353,6 +369,22 @@ class Workspaces:
         for chat_id, worktree in made.items():
             review = self.reviews.get(chat_id, self._closing.get(chat_id))
             await self._remove(worktree, review, None, quiet=True)
+
+
+class _Word(NamedTuple):
+    """What a close said of its chat's ``worktree``: ``at`` its place among the
+    closes; ``keep``, ``review``, ``modes_looked`` as :meth:`Workspaces.release` takes
+    them."""
+
+    at: int
+    keep: bool | None
+    worktree: Worktree
+    review: SessionChanges | None
+    modes_looked: bool
+
+
+def _at(word: _Word) -> int:
+    return word.at
 
 
 def waiting_hunks(review: SessionChanges | None) -> int:
