@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent import burst_text
-from bench.harness import AGENT, Nvim, Pinger, Ui, nonce, rss_kb
+from bench.harness import AGENT, ROOT, Nvim, Pinger, Ui, nonce, rss_kb
 
 Figures = dict[str, Any]
 MS = 1e6
@@ -343,8 +343,14 @@ def _answer(out: Any, request: int) -> None:
             return
 
 
+PYTHONPATH = os.environ.get("PYTHONPATH")
+
+
 def agent_own_start(cmd: list[str], cwd: str) -> float:
-    """Spawn → ``session/new`` answered, talking to the agent directly (ms)."""
+    """Spawn → ``session/new`` answered, talking to the agent directly (ms). With the
+    ``PYTHONPATH`` the host gives the agents it starts (the plugin's root first): the
+    demo agent measured is this checkout's, as ``:AcpChat`` starts it, not whichever
+    one an editable install of the package points at."""
     init = (
         '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
         '"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false},'
@@ -357,6 +363,7 @@ def agent_own_start(cmd: list[str], cwd: str) -> float:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), PYTHONPATH]))},
         text=True,
     )
     assert proc.stdin is not None and proc.stdout is not None
