@@ -739,6 +739,20 @@ def open_worktree_chat(editor: Editor, version: int) -> tuple[Path, int, Path]:
     return project, listed["id"], Path(listed["worktree"])
 
 
+def slow_worktree_chat(editor: Editor, **others: dict[str, Any]) -> tuple[Path, int, Path]:
+    """A worktree chat, in a git project, of a "ws" agent that takes its time to end
+    (SIGTERM ignored until the SIGKILL, 2 s after), ``others`` the other agents: the
+    project, the chat, its worktree. Its close is still under way when the test goes on."""
+    project = repository(editor)
+    fake = editor.fake_agent("workspace")["cmd"]
+    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
+    editor.setup(agents={"ws": {"cmd": slow}, **others}, default_agent="ws")
+    editor.nvim.command("AcpWorktree ws")
+    editor.wait_event("AcpSessionReady")
+    [listed] = editor.lua("return require('acp').chats()")
+    return project, listed["id"], Path(listed["worktree"])
+
+
 def close_chat(editor: Editor, chat: int) -> None:
     """Close chat ``chat`` as :AcpChats does (asking while hunks wait)."""
     left = len(editor.lua("return require('acp').chats()")) - 1
@@ -1049,15 +1063,7 @@ def test_a_worktree_chat_reopened_as_its_close_ends_removes_the_worktree_it_clos
     which the reopened chat had brought in. Closing the reopened chat with nothing
     waiting kept the worktree and its branch. The last close decides, with its
     review, whichever release ends last."""
-    project = repository(editor)
-    fake = editor.fake_agent("workspace")["cmd"]
-    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
-    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
-    editor.setup(agents={"ws": {"cmd": slow}}, default_agent="ws")
-    editor.nvim.command("AcpWorktree ws")
-    editor.wait_event("AcpSessionReady")
-    [listed] = editor.lua("return require('acp').chats()")
-    first, worktree = listed["id"], Path(listed["worktree"])
+    project, first, worktree = slow_worktree_chat(editor)
     send(editor, first, "write f.txt agent")
     editor.lua(STUB_SELECT, 2)  # keep the worktree
     close_chat(editor, first)
@@ -1289,15 +1295,7 @@ def test_quitting_neovim_while_a_worktree_chat_closes_keeps_what_the_close_keeps
     agent go (up to its grace to end) before the worktree, and the shutdown meanwhile
     found the worktree with no review left to it, so holding no work, and removed it
     with the hunk the user had kept. The shutdown waits for the closes under way."""
-    project = repository(editor)
-    fake = editor.fake_agent("workspace")["cmd"]
-    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
-    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
-    editor.setup(agents={"ws": {"cmd": slow}}, default_agent="ws")
-    editor.nvim.command("AcpWorktree ws")
-    editor.wait_event("AcpSessionReady")
-    [listed] = editor.lua("return require('acp').chats()")
-    chat, worktree = listed["id"], Path(listed["worktree"])
+    project, chat, worktree = slow_worktree_chat(editor)
     send(editor, chat, "write f.txt agent")
     editor.lua(STUB_SELECT, 2)  # keep the worktree
     pids = editor.agent_pids()
@@ -1427,17 +1425,7 @@ def test_closing_the_last_chat_of_a_worktree_while_the_first_closes_keeps_your_w
     its hunk and the user said to keep the worktree, but it let the worktree go to
     the first chat's close, still under way, which had no word and no hunk of its
     own: it removed the worktree, with the hunk the user had just kept."""
-    project = repository(editor)
-    fake = editor.fake_agent("workspace")["cmd"]
-    # An agent that takes its time to end: SIGTERM ignored until the SIGKILL (2 s).
-    slow = ["sh", "-c", 'trap "" TERM; "$0" "$@"; sleep 30', *fake]
-    editor.setup(
-        agents={"ws": {"cmd": slow}, "other": editor.fake_agent("workspace")}, default_agent="ws"
-    )
-    editor.nvim.command("AcpWorktree ws")
-    editor.wait_event("AcpSessionReady")
-    [listed] = editor.lua("return require('acp').chats()")
-    first, worktree = listed["id"], Path(listed["worktree"])
+    project, first, worktree = slow_worktree_chat(editor, other=editor.fake_agent("workspace"))
     send(editor, first, "where")
     editor.nvim.command("AcpHandoff other")
     editor.wait_event("AcpSessionReady", count=2)
