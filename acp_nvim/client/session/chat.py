@@ -245,6 +245,7 @@ class Chat:
         """Show the user's message (and what is attached), mark the turn running, and
         let the review take its start (the prompt goes to the agent after that)."""
         replayed_late(self, done=True)
+        self.branches.unreplayed = None  # the replay is over: an exit now is no death in it
         self.turn += 1
         self.prompted = True
         self.session.state = "running"
@@ -708,7 +709,8 @@ def replayed_late(chat: Chat, *, done: bool = False) -> None:
     """What the agent replayed after it answered the resume (``Branches.replaying``)
     begins turns as what came before (decision 0088): each user message once
     something follows it (its chunks are all in), or every one when ``done`` (the
-    chat's own turn begins: the replay is over)."""
+    chat's own turn begins, or the agent died in the replay and is asked again: the
+    replay is over)."""
     if chat.branches.replaying is None:
         return
     since, agent = chat.branches.replaying
@@ -719,8 +721,6 @@ def replayed_late(chat: Chat, *, done: bool = False) -> None:
         until -= 1  # it may have chunks to come
     replayed(chat, since, agent, max(since, until))
     chat.branches.replaying = None if done else (max(since, until), agent)
-    if done:  # the replay is over: an exit from now on is no death in it
-        chat.branches.unreplayed = None
 
 
 def muted(chat: Chat) -> bool:
