@@ -1121,6 +1121,8 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
         "## You\nturn left\n\n*Sent into the running turn.*"
     ) in text
     assert len(calls(wire, "session/prompt")) == 1
+    # One turn, as :AcpChats counts it: the steered message is of that turn.
+    assert [c["turns"] for c in editor.lua("return require('acp').chats()")] == [1]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -270,7 +270,9 @@ class Chat:
         number, entry = len(branches.path), branches.entry(branches.shown)
         self._draw(view.turn_op(number, prompt_line(begun), entry))
         if self.changes is not None:
-            await self.changes.begin_turn(self.branches.numbers())
+            # Where other branches number turns apart, the review is told this one's
+            # number: it holds the others' (``ShownBranch.list_branches``).
+            await self.changes.begin_turn((begun.review, number) if branches.others else None)
 
     async def finish_turn(
         self, stop_reason: str, error: str | None = None, details: list[str] | None = None,
