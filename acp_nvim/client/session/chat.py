@@ -92,9 +92,10 @@ class LeftFiles(Protocol):
 class TurnReview(Protocol):
     """What a chat tells the review of its agent's changes (services.changes)."""
 
-    async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
+    async def begin_turn(self, numbered: tuple[int, int] | None = None) -> None:
         """Take the state the turn's changes compare against (off the event loop);
-        ``numbers``: as :meth:`number` says, the new turn shown."""
+        ``numbered``: the turn's review number and its number on the branch shown,
+        where other branches number turns apart (:meth:`number` gave theirs)."""
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
