@@ -258,7 +258,8 @@ end
 --- turns, active_at, worktree, waiting}` with `title` the chat's name (|:AcpChats|
 --- or |:AcpHistory| rename, else the session's title, else the agent and id),
 --- `permissions` the count of pending permission requests, `cwd` the directory its agent works in,
---- `turns` the prompts shown, `active_at` its last change, and for a worktree chat
+--- `turns` its turns shown (a message sent into a running turn is of it), `active_at`
+--- its last change, and for a worktree chat
 --- `worktree` (the worktree's path) and `waiting` (its hunks not yet brought into
 --- your files).
 ---@return {id: integer, agent: string, title: string, state: string, permissions: integer, cwd: string, turns: integer, active_at: integer, worktree?: string, waiting: integer}[]

@@ -1121,6 +1121,8 @@ def test_send_now_steers_where_the_agent_steers(editor: Editor, version: int, ho
         "## You\nturn left\n\n*Sent into the running turn.*"
     ) in text
     assert len(calls(wire, "session/prompt")) == 1
+    # One turn, as :AcpChats counts it: the steered message is of that turn.
+    assert [c["turns"] for c in editor.lua("return require('acp').chats()")] == [1]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -2207,6 +2209,32 @@ def test_a_replay_the_agent_died_in_is_shown_whole_once_it_is_restarted(
     editor.reopen_last()
     text = editor.transcript_text()
     assert text.count("s9: one") == 1 and text.count("## You\none") == 1 and "s9: two" in text
+
+
+def test_a_replay_asked_again_is_numbered_right_before_its_answer(editor: Editor) -> None:
+    """A v2 agent that replays after its answer died one turn into the replay; the
+    one restarted replays before it answers. The dead replay's mark of a late replay
+    was still up, so the new replay's messages became turns as they came, numbered
+    after the dead one's (the rewind picker and :AcpBranches listed "one" twice),
+    then unmade and numbered again at the answer. They are turns once it is
+    answered, numbered once."""
+    agent = die_in_a_replay(editor, "rewind+resume+load+after", 2)
+    del agent["env"]["FAKE_FAULT"]
+    agent["cmd"][-1] = "rewind+resume+load"  # replays before it answers
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=2)
+    editor.lua("""_G.turns_at_ready = {}
+      vim.api.nvim_create_autocmd("User", {pattern = "AcpSessionReady", callback = function()
+        table.insert(_G.turns_at_ready, vim.deepcopy(require('acp.chat.registry').get().status.turns))
+      end})""")  # fmt: skip
+    editor.nvim.command("AcpRestart")
+    editor.wait("vim.deep_equal(require('acp.chat.registry').get().status.turns, {'one', 'two'})",
+                what="the replay's two turns")  # fmt: skip
+    # When the answer came, only the dead replay's turn was one: the new replay's
+    # messages were blocks of no turn until then.
+    readies = editor.lua("return _G.turns_at_ready")
+    assert readies and all(turns == ["one"] for turns in readies)
+    text = editor.transcript_text()
+    assert text.count("s9: one") == 1 and text.count("s9: two") == 1
 
 
 @pytest.mark.parametrize("version", VERSIONS)

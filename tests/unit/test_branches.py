@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +218,41 @@ async def test_a_turn_start_sends_no_earlier_prompt_and_the_status_stays_whole()
         (True, 41, None),
         (False, 60, 41),
     ]
+
+
+@pytest.mark.anyio
+async def test_the_review_numbers_each_turn_as_the_branch_shown_does(tmp_path: Path) -> None:
+    """Once a chat has another branch, the review numbers its turns as the shown
+    branch does (``summary()["shown"]``): a turn left by a rewind is numbered in no
+    view, the turns after it by their place there. A turn start adds its own number
+    to the ones the review holds, not all of them again."""
+    import anyio
+
+    from acp_nvim.client.services.changes import SessionChanges
+    from acp_nvim.client.tasks import Tasks
+
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        chat = Chat(1, "fake", editor)
+        chat.ready("s1", 2, None)
+        chat.changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+
+        async def turn(text: str) -> list[int | None] | None:
+            await chat.start_turn(text)
+            said(chat, "agent", f"reply to {text}", f"m-{text}")
+            chat.end_turn("end_turn")
+            shown: list[int | None] | None = editor.reviews[1]["shown"]
+            return shown
+
+        try:
+            for text in ("one", "two", "three"):
+                assert await turn(text) is None  # one branch: its numbers are the chat's
+            chat.shown.leave(2)  # "two" and "three" stay as a branch
+            assert await turn("two again") == [1, None, None, 2]
+            assert await turn("four") == [1, None, None, 2, 3]
+            [other] = chat.branches.others
+            chat.shown.pick(other.id)
+            assert await turn("after three") == [1, 2, 3, None, None, 4]
+        finally:
+            chat.changes.close()
+            tasks.cancel_scope.cancel()

@@ -1032,3 +1032,38 @@ async def test_a_large_clean_tracked_binary_file_the_agent_made_text_is_never_re
         tasks.cancel_scope.cancel()
     assert listed["binary"]["restorable"] is False  # over 2 MiB: its bytes not kept
     assert peak < size // 2  # never held whole
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_a_deleted_text_too_large_for_the_review_is_said_not_reviewed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean tracked text over the 16 MiB a review holds, which the agent deleted:
+    nothing kept its text (git's index entry is not read whole, decision 0099), so
+    the deletion was in no review, and nothing said so. It is not reviewed still,
+    but the user is told, with what git can do."""
+    from acp_nvim.client.services import git as git_module
+
+    monkeypatch.setattr(files, "MAX_BYTES", 1024)  # stands for 16 MiB
+    monkeypatch.setattr(git_module, "MAX_BYTES", 1024)
+    big = tmp_path / "big.log"
+    big.write_text("a line of the log\n" * 200)  # 3.5 KiB
+    commit_all(tmp_path)
+    editor = RecordingEditor()
+    async with anyio.create_task_group() as tasks:
+        changes = SessionChanges(editor, 1, str(tmp_path), Tasks(tasks))
+        try:
+            await changes.begin_turn()
+            big.unlink()  # the agent's own command
+            await changes.end_turn()
+            assert changes.summary()["files"] == []
+        finally:
+            changes.close()
+            tasks.cancel_scope.cancel()
+    assert editor.notices == [
+        (
+            "warn",
+            "the agent deleted big.log, too large a text for the review to keep: it is not"
+            " reviewed, and no reject brings it back (git restore big.log does)",
+        )
+    ]

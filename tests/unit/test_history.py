@@ -668,6 +668,30 @@ def test_an_exported_title_ending_in_hashes_keeps_them(title: str) -> None:
     assert shown == [title, title]
 
 
+@pytest.mark.parametrize(
+    ("title", "heading"),
+    [
+        ("*x*", "\\*x\\*"),
+        ("# foo", "# foo"),
+        ("Run `make` in read_file", "Run \\`make\\` in read_file"),
+        ("see [docs](u) <b> &amp; ~~old~~ _x_", "see \\[docs](u) \\<b> \\&amp; \\~\\~old\\~\\~ \\_x\\_"),
+        ("C:\\*.txt", "C:\\\\\\*.txt"),
+    ],
+)
+def test_an_exported_title_renders_as_the_transcript_shows_it(title: str, heading: str) -> None:
+    """A tool call titled `*x*` was exported as `### Tool: *x*`, rendered as an
+    emphasized x: the reader of the export saw other words than the transcript's
+    (which shows the title as the agent wrote it). What Markdown would read as
+    markup is escaped; a ``_`` inside a word is none and stays (decision 0105)."""
+    data = {"kind": "read", "status": "completed", "content": []}
+    blocks = [StoredBlock(0, "t1", 1, "tool", title, json.dumps(data))]
+    lines = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks).split("\n")
+    [line] = [line for line in lines if line.startswith("### Tool: ")]
+    assert line == f"### Tool: {heading}"
+    # Rendered, each escape gives the character after it: the title as written.
+    assert re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", heading) == title
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: int) -> None:
     """Its diff's file is named from the chat's directory, as the transcript names

@@ -500,11 +500,17 @@ async def _replay(
     marks where the replay began while it may still run: an agent that dies in it
     (or hangs) leaves the mark, and the restart replays it again, in place of what
     it drew once the agent answers. A refusal keeps that shown (decision 0088)."""
+    from acp_nvim.client.session.chat import replayed_late
+
     kept = await steered_into(history, chat.agent, session_id)
     since = len(chat.session.items)
     if chat.branches.unreplayed is None:
         chat.branches.unreplayed = since
     else:  # the replay the agent died in stays until this one is answered
+        # What it replayed after its answer is all it will: what comes now is the new
+        # replay's, turns once answered (made now, they were numbered after the dead
+        # one's, then unmade and numbered again).
+        replayed_late(chat, done=True)
         chat.session.forget(session_id)
     try:
         await connection.resume(chat, session_id, kept=kept)

@@ -47,6 +47,7 @@ class Reviews:
         # Asks through this connection's prompts (a restart brings new ones).
         review.access = FileAccess(chat, connection.permissions, self.ctx.config.fs_access)
         chat.changes = review
+        review.number(chat.branches.numbers())  # a reopened chat's branches, listed before
 
     async def reopened(self, chat: Chat, waiting: list[str], missing_as_empty: bool) -> None:
         """``chat`` was reopened in its kept worktree: the user's files ``waiting``

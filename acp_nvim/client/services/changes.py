@@ -480,9 +480,10 @@ class SessionChanges:
 
     # -- turn hooks: when the disk is checked (TurnChecks) -----------------------------
 
-    async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
+    async def begin_turn(self, numbered: tuple[int, int] | None = None) -> None:
         """A turn starts: new changeset, and the scan later checks compare against;
-        ``numbers``: the chat's branch shown, with the turn (see :meth:`number`).
+        ``numbered``: its review number and its number on the chat's branch shown,
+        which :meth:`number` gave the others' (None: one branch, the same numbers).
 
         Changes made before the first turn (an agent's fs call or MCP tool right after
         the session started) already opened a changeset: they count as the first
@@ -490,7 +491,10 @@ class SessionChanges:
         loop (:meth:`DiskChanges.begin_turn`).
         """
         async with self._lock:
-            self._numbers = numbers
+            if numbered is None:
+                self._numbers = None
+            elif self._numbers is not None:  # one entry: not a long chat's all again
+                self._numbers[numbered[0]] = numbered[1]
             await self._checks.begin_turn()
             self.left.turn_begins()
             if len(self.store.turns()) < self._checks.begun:
@@ -627,7 +631,8 @@ class SessionChanges:
 
     def number(self, shown: dict[int, int] | None) -> None:
         """The turns of the chat's branch shown, by review number: their numbers there
-        (None: one branch). Lua is told when a turn that changed files is renumbered."""
+        (None: one branch; each turn start adds its own). Lua is told when a turn
+        that changed files is renumbered."""
         before, self._numbers = self._numbers or {}, shown
         if any(before.get(t) != (shown or {}).get(t) for t in self.turns_changed()):
             self._publish()

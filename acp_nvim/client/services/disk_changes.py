@@ -496,6 +496,22 @@ async def _bytes_elsewhere(
     return None
 
 
+async def _tell_unreviewed(editor: Editor, cwd: str, gits: list[GitState], path: str) -> None:
+    """The agent deleted ``path``, a text nothing kept before (a clean tracked one
+    over :data:`files.MAX_BYTES`, a dirty one over the snapshots' limits): no review
+    can show or undo that, so the user is told, with git's way back where git holds
+    it. Not restored from git's blob by a reject: a review holds a file's text to
+    draw, merge and undo it, which such a file would cost whole (decision 0099)."""
+    name = shown_path(path, cwd)
+    tracked = await _bytes_elsewhere({}, gits, path) is not None
+    editor.notify(
+        f"the agent deleted {name}, too large a text for the review to keep: it is not"
+        " reviewed, and no reject brings it back"
+        + (f" (git restore {name} does)" if tracked else ""),
+        "warn",
+    )
+
+
 def call_paths(
     content: Sequence[ContentPart], locations: Sequence[Location], cwd: str
 ) -> list[tuple[str, Edit]]:
@@ -720,6 +736,8 @@ class DiskChanges:
             # Text now, bytes before the turn (or earlier in it): one change of the
             # whole file, whose reject puts the bytes back (decision 0099).
             return await self._record_binary(path, stat)
+        if isinstance(baseline, Nothing) and current is None and path in self._start.stats:
+            await _tell_unreviewed(self.editor, self.cwd, self._gits, path)
         if isinstance(baseline, Nothing) or baseline == current:
             return False
         kind: FileKind = "patch" if path in self._patches else "disk"

@@ -92,9 +92,10 @@ class LeftFiles(Protocol):
 class TurnReview(Protocol):
     """What a chat tells the review of its agent's changes (services.changes)."""
 
-    async def begin_turn(self, numbers: dict[int, int] | None = None) -> None:
+    async def begin_turn(self, numbered: tuple[int, int] | None = None) -> None:
         """Take the state the turn's changes compare against (off the event loop);
-        ``numbers``: as :meth:`number` says, the new turn shown."""
+        ``numbered``: the turn's review number and its number on the branch shown,
+        where other branches number turns apart (:meth:`number` gave theirs)."""
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
@@ -245,6 +246,7 @@ class Chat:
         """Show the user's message (and what is attached), mark the turn running, and
         let the review take its start (the prompt goes to the agent after that)."""
         replayed_late(self, done=True)
+        self.branches.unreplayed = None  # the replay is over: an exit now is no death in it
         self.turn += 1
         self.prompted = True
         self.session.state = "running"
@@ -269,7 +271,9 @@ class Chat:
         number, entry = len(branches.path), branches.entry(branches.shown)
         self._draw(view.turn_op(number, prompt_line(begun), entry))
         if self.changes is not None:
-            await self.changes.begin_turn(self.branches.numbers())
+            # Where other branches number turns apart, the review is told this one's
+            # number: it holds the others' (``ShownBranch.list_branches``).
+            await self.changes.begin_turn((begun.review, number) if branches.others else None)
 
     async def finish_turn(
         self, stop_reason: str, error: str | None = None, details: list[str] | None = None,
@@ -708,7 +712,8 @@ def replayed_late(chat: Chat, *, done: bool = False) -> None:
     """What the agent replayed after it answered the resume (``Branches.replaying``)
     begins turns as what came before (decision 0088): each user message once
     something follows it (its chunks are all in), or every one when ``done`` (the
-    chat's own turn begins: the replay is over)."""
+    chat's own turn begins, or the agent died in the replay and is asked again: the
+    replay is over)."""
     if chat.branches.replaying is None:
         return
     since, agent = chat.branches.replaying
@@ -719,8 +724,6 @@ def replayed_late(chat: Chat, *, done: bool = False) -> None:
         until -= 1  # it may have chunks to come
     replayed(chat, since, agent, max(since, until))
     chat.branches.replaying = None if done else (max(since, until), agent)
-    if done:  # the replay is over: an exit from now on is no death in it
-        chat.branches.unreplayed = None
 
 
 def muted(chat: Chat) -> bool:

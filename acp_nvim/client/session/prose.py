@@ -31,6 +31,10 @@ _OPENS_BLOCK = re.compile(r" {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|\
 # A thematic break or a setext heading's underline.
 # A heading's closing sequence: the #s ending it after a space (or alone).
 _CLOSING = re.compile(r"(^|[ \t])(#+[ \t]*)$")
+# What a heading's words would be read as markup by: emphasis (a ``_`` at a word's
+# edge only), a code span, a link or image, an HTML tag or autolink, strikethrough,
+# an entity, a backslash escaping ASCII punctuation.
+_INLINE = re.compile(r"[`*\[<~]|(?<![^\W_])_|_(?![^\W_])|&(?=#?\w+;)|\\(?=[!-/:-@\[-`{-~])")
 _RULE = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1)*[ \t]*$")
 _DIGITS = "0123456789"
 _INDENT = re.compile(r"[ \t]*")
@@ -198,14 +202,19 @@ class Prose:
 
 
 def heading_words(text: str) -> str:
-    """``text`` as the words of an ATX heading: a run of ``#`` ending it after a
-    space (a title "look at this ##") escaped, which Markdown reads as the
-    heading's closing sequence and drops.
+    """``text`` as the words of an ATX heading, rendered as written (decision
+    0105): what Markdown would read as markup escaped (emphasis, code, a link, an
+    HTML tag or entity, strikethrough, a backslash escaping the next character),
+    and a run of ``#`` ending it after a space (a title "look at this ##"), which
+    Markdown reads as the heading's closing sequence and drops. A ``_`` inside a
+    word (``read_file``) is no emphasis and stays as it is.
 
     >>> heading_words("look at this ##")
     'look at this \\\\##'
+    >>> heading_words("*x* in read_file")
+    '\\\\*x\\\\* in read_file'
     """
-    return _CLOSING.sub(r"\1\\\2", text)
+    return _CLOSING.sub(r"\1\\\2", _INLINE.sub(r"\\\g<0>", text))
 
 
 def nested(lines: list[str], levels: int) -> list[str]:

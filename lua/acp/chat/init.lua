@@ -471,17 +471,6 @@ function M.fork(chat)
   return M.open({ agent = s.agent, fork = chat })
 end
 
---- The turns a chat's transcript shows: your prompts in it.
-local function turns(chat)
-  local count = 0
-  for _, id in ipairs(chat.blocks.order) do
-    if chat.blocks.by_id[id].kind == "user" then
-      count = count + 1
-    end
-  end
-  return count
-end
-
 --- The open chats, oldest first, as plain tables (acp.chats()).
 function M.list()
   local list = {}
@@ -495,7 +484,9 @@ function M.list()
         state = chat.status.state or "starting",
         permissions = #(chat.prompts or {}),
         cwd = registry.cwd(chat),
-        turns = turns(chat),
+        -- The shown branch's prompts (a turn op keeps them): no walk over every
+        -- block, and a message steered into a turn is of that turn.
+        turns = #(chat.status.turns or {}),
         active_at = chat.active_at,
         worktree = worktree and worktree.path,
         waiting = worktree and workspace.waiting(chat) or 0,
