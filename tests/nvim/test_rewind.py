@@ -2092,6 +2092,42 @@ def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restar
     wait_text(editor, ": again")
 
 
+@pytest.mark.parametrize(("scenario", "version"), [("rewind+resume", 1), ("rewind", 2)])
+@pytest.mark.parametrize("fault", ["crash:session/fork", "hang:session/fork"])
+def test_after_a_rewind_whose_fork_failed_the_agent_is_told_only_the_turns_before(
+    editor: Editor, scenario: str, version: int, fault: str
+) -> None:
+    """The agent died on a rewind's fork (or hung, and :AcpRestart ended the wait):
+    the chat said "Rewound to before turn 2", yet the restarted agent resumed the
+    session left, turn 2 and all, and went on in it (the v2 fake reusing its ids
+    there drew the new turn into turn 1). The next prompt goes to a new session told
+    only turn 1."""
+    wire = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(wire), "FAKE_FAULT": fault}
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(wire)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    if fault.startswith("crash"):
+        editor.wait_event("AcpError")
+    else:
+        editor.nvim.command("AcpRestart")
+        session_changed(editor, 2)
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    assert calls(wire, "session/resume") == []
+    seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "again"}
+    assert "one" in seed["text"] and "two" not in seed["text"]
+    wait_text(editor, "s1: again")
+    transcript = editor.transcript()
+    assert "one" in transcript and "oneagain" not in transcript
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_turn_left_behind_whose_agent_restarts_is_not_said_to_have_ended(
     editor: Editor, version: int

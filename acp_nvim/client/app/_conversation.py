@@ -170,6 +170,9 @@ class Conversations:
             files = f"({files})"
         chat.info(f"*Rewound to before turn {turn}, the conversation and the files {files}.*")
         connection.detach(chat)
+        # The session left holds the turns left behind: should no session come to go
+        # on in (the agent dies, a restart ends the wait), the next start seeds one.
+        chat.session.session_id = ""
         try:
             async with self._answered(chat):
                 if source is not None and point is not None:
