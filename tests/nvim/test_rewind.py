@@ -21,7 +21,7 @@ from tests.nvim.screen import Screen
 from tests.nvim.test_chats import STUB_UI, input_lines
 from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import kept
-from tests.nvim.test_permissions import wait_text
+from tests.nvim.test_permissions import focus_transcript, wait_text
 from tests.proc import wait_gone
 
 VERSIONS = [1, 2]
@@ -769,6 +769,22 @@ def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
     editor.nvim.input("<CR>")
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt one'")
     assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
+def test_enter_on_the_mark_where_a_branch_leaves_picks_a_branch(editor: Editor) -> None:
+    """The mark names :AcpBranches, yet <CR> on it only moved the cursor down."""
+    start(editor, "rewind", 1)
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    row = next(i for i, line in enumerate(editor.transcript()) if "Another branch leaves" in line)
+    editor.lua(STUB_UI, 1)
+    focus_transcript(editor, row)
+    editor.nvim.input("<CR>")
+    wait_text(editor, "Switched to branch 1 (2 turns).")
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Branches"
+    assert "s1: two" in editor.transcript_text()
 
 
 def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
