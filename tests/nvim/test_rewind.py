@@ -2097,12 +2097,14 @@ def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restar
 ) -> None:
     """The agent exiting on the fork was told in passing, and the chat's error said
     only "agent 'fake' is not running" (a new session tried on the dead agent): the
-    exit and its code are the error now, and the next prompt starts the agent again."""
+    exit and its code are the error now, and the next prompt starts the agent again.
+    The status said the agent was still connected."""
     _, died = two_turns_then_fault(editor, "crash:session/fork", version)
     editor.lua("require('acp').rewind(2)")
     error = editor.wait_event("AcpError")
     assert error["message"] == "agent 'fake' exited while forking a session (exit code 2)"
     assert wait_gone([died]) == []
+    editor.wait("require('acp').status().connected == false", what="the agent told gone")
     editor.lua("require('acp').send('again')")
     editor.wait_event("AcpTurnEnd", count=3)
     wait_text(editor, ": again")
