@@ -2072,6 +2072,35 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_branch_picked_while_a_rewinds_fork_hangs_is_shown_once_the_wait_is_cancelled(
+    editor: Editor, version: int
+) -> None:
+    """A branch picked while the rewind's fork hung waited for it; the cancel failed
+    the chat, and the switch was then refused ("cannot switch branches: the chat has
+    no session"), the pick lost. It goes as in any chat whose agent failed: shown at
+    once, the next prompt going on in it."""
+    wire, _ = two_turns_then_fault(editor, "hang:session/fork", version)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(wire)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.wait("#require('acp').branches() == 2", what="the branch left listed")
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    editor.lua("require('acp').cancel()")
+    wait_text(editor, "Switched to branch 1 (2 turns).")
+    assert "s1: two" in editor.transcript_text()
+    assert not [n for n in editor.lua("return _G.acp_notices") if "cannot switch" in n["msg"]]
+    editor.lua("require('acp').send('go on')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    *seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "go on"}
+    if version == 1:  # the fake resumes nothing: a new session is told branch 1
+        assert "two" in seed[0]["text"]
+    else:  # branch 1's session, resumed
+        assert [c["sessionId"] for c in calls(wire, "session/resume")] == ["s1"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_restart_while_a_rewinds_fork_hangs_says_it_restarted(editor: Editor, version: int) -> None:
     """:AcpRestart while the agent never answered the rewind's fork first showed "the
     wait for the session going on from here was cancelled; :AcpRestart tries again"
