@@ -329,7 +329,8 @@ class ChatKeys(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     """cancel the turn (both windows, Insert mode too)"""
     open: TranscriptKey = "<CR>"
     """on a permission prompt: pick an answer; on a location or a diff row: open the
-    file there; on a terminal: open it"""
+    file there; on a terminal: open it; on the mark where another branch leaves: pick
+    a branch"""
     help: TranscriptKey = "?"
     """show the chat's keys"""
     next_turn: TranscriptKey = "]]"

@@ -53,7 +53,7 @@ local M = {}
 ---@class (exact) acp.ChatKeys
 ---@field hide? string|false hide the chat (both windows)
 ---@field cancel? string|false cancel the turn (both windows, Insert mode too)
----@field open? string|false on a permission prompt: pick an answer; on a location or a diff row: open the file there; on a terminal: open it
+---@field open? string|false on a permission prompt: pick an answer; on a location or a diff row: open the file there; on a terminal: open it; on the mark where another branch leaves: pick a branch
 ---@field help? string|false show the chat's keys
 ---@field next_turn? string|false go to your next prompt
 ---@field prev_turn? string|false go to your previous prompt

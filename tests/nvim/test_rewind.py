@@ -21,7 +21,7 @@ from tests.nvim.screen import Screen
 from tests.nvim.test_chats import STUB_UI, input_lines
 from tests.nvim.test_faults import fake_pids
 from tests.nvim.test_history import kept
-from tests.nvim.test_permissions import wait_text
+from tests.nvim.test_permissions import focus_transcript, wait_text
 from tests.proc import wait_gone
 
 VERSIONS = [1, 2]
@@ -769,6 +769,22 @@ def test_edit_an_earlier_prompt_then_send_is_a_rewind_and_a_send(
     editor.nvim.input("<CR>")
     editor.wait(f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write a.txt one'")
     assert editor.lua("return require('acp.chat.registry').get().editing") == 1
+
+
+def test_enter_on_the_mark_where_a_branch_leaves_picks_a_branch(editor: Editor) -> None:
+    """The mark names :AcpBranches, yet <CR> on it only moved the cursor down."""
+    start(editor, "rewind", 1)
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(2)")
+    session_changed(editor, 2)
+    row = next(i for i, line in enumerate(editor.transcript()) if "Another branch leaves" in line)
+    editor.lua(STUB_UI, 1)
+    focus_transcript(editor, row)
+    editor.nvim.input("<CR>")
+    wait_text(editor, "Switched to branch 1 (2 turns).")
+    assert editor.lua("return _G.asked")[0]["prompt"] == "Branches"
+    assert "s1: two" in editor.transcript_text()
 
 
 def test_an_edit_says_so_in_the_input_and_ends_when_the_input_is_emptied(
@@ -2058,6 +2074,35 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_branch_picked_while_a_rewinds_fork_hangs_is_shown_once_the_wait_is_cancelled(
+    editor: Editor, version: int
+) -> None:
+    """A branch picked while the rewind's fork hung waited for it; the cancel failed
+    the chat, and the switch was then refused ("cannot switch branches: the chat has
+    no session"), the pick lost. It goes as in any chat whose agent failed: shown at
+    once, the next prompt going on in it."""
+    wire, _ = two_turns_then_fault(editor, "hang:session/fork", version)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(wire)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    editor.wait("#require('acp').branches() == 2", what="the branch left listed")
+    editor.lua(STUB_UI, 1)
+    editor.nvim.command("AcpBranches")
+    editor.lua("require('acp').cancel()")
+    wait_text(editor, "Switched to branch 1 (2 turns).")
+    assert "s1: two" in editor.transcript_text()
+    assert not [n for n in editor.lua("return _G.acp_notices") if "cannot switch" in n["msg"]]
+    editor.lua("require('acp').send('go on')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    *seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "go on"}
+    if version == 1:  # the fake resumes nothing: a new session is told branch 1
+        assert "two" in seed[0]["text"]
+    else:  # branch 1's session, resumed
+        assert [c["sessionId"] for c in calls(wire, "session/resume")] == ["s1"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_restart_while_a_rewinds_fork_hangs_says_it_restarted(editor: Editor, version: int) -> None:
     """:AcpRestart while the agent never answered the rewind's fork first showed "the
     wait for the session going on from here was cancelled; :AcpRestart tries again"
@@ -2083,15 +2128,53 @@ def test_an_agent_that_dies_on_a_rewinds_fork_says_so_and_the_next_prompt_restar
 ) -> None:
     """The agent exiting on the fork was told in passing, and the chat's error said
     only "agent 'fake' is not running" (a new session tried on the dead agent): the
-    exit and its code are the error now, and the next prompt starts the agent again."""
+    exit and its code are the error now, and the next prompt starts the agent again.
+    The status said the agent was still connected."""
     _, died = two_turns_then_fault(editor, "crash:session/fork", version)
     editor.lua("require('acp').rewind(2)")
     error = editor.wait_event("AcpError")
     assert error["message"] == "agent 'fake' exited while forking a session (exit code 2)"
     assert wait_gone([died]) == []
+    editor.wait("require('acp').status().connected == false", what="the agent told gone")
     editor.lua("require('acp').send('again')")
     editor.wait_event("AcpTurnEnd", count=3)
     wait_text(editor, ": again")
+
+
+@pytest.mark.parametrize(("scenario", "version"), [("rewind+resume", 1), ("rewind", 2)])
+@pytest.mark.parametrize("fault", ["crash:session/fork", "hang:session/fork"])
+def test_after_a_rewind_whose_fork_failed_the_agent_is_told_only_the_turns_before(
+    editor: Editor, scenario: str, version: int, fault: str
+) -> None:
+    """The agent died on a rewind's fork (or hung, and :AcpRestart ended the wait):
+    the chat said "Rewound to before turn 2", yet the restarted agent resumed the
+    session left, turn 2 and all, and went on in it (the v2 fake reusing its ids
+    there drew the new turn into turn 1). The next prompt goes to a new session told
+    only turn 1."""
+    wire = editor.tmp / "calls.jsonl"
+    env = {"FAKE_CALLS": str(wire), "FAKE_FAULT": fault}
+    agent = {"cmd": [sys.executable, str(FAKE), scenario], "env": env}
+    editor.setup(agents={"fake": agent}, default_agent="fake", protocol_version=version)
+    editor.open_chat()
+    turn(editor, "one", 1)
+    turn(editor, "two", 2)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(wire)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    if fault.startswith("crash"):
+        editor.wait_event("AcpError")
+    else:
+        editor.nvim.command("AcpRestart")
+        session_changed(editor, 2)
+    editor.lua("require('acp').send('again')")
+    editor.wait_event("AcpTurnEnd", count=3)
+    assert calls(wire, "session/resume") == []
+    seed, text = calls(wire, "session/prompt")[-1]["prompt"]
+    assert text == {"type": "text", "text": "again"}
+    assert "one" in seed["text"] and "two" not in seed["text"]
+    wait_text(editor, "s1: again")
+    transcript = editor.transcript()
+    assert "one" in transcript and "oneagain" not in transcript
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -170,6 +170,9 @@ class Conversations:
             files = f"({files})"
         chat.info(f"*Rewound to before turn {turn}, the conversation and the files {files}.*")
         connection.detach(chat)
+        # The session left holds the turns left behind: should no session come to go
+        # on in (the agent dies, a restart ends the wait), the next start seeds one.
+        chat.session.session_id = ""
         try:
             async with self._answered(chat):
                 if source is not None and point is not None:
@@ -235,11 +238,8 @@ class Conversations:
     async def pick(self, chat_id: int, branch_id: int) -> None:
         """Show branch ``branch_id`` and go on in its session (see the module doc)."""
         waiting = self._agentless(chat_id)
-        if waiting is not None:  # its next prompt goes on in the branch's session
-            shown = self._show(waiting, branch_id)
-            if shown is not None:
-                waiting.session.session_id = shown.session_id or ""
-                waiting.seed = None
+        if waiting is not None:
+            self._show_for_next_prompt(waiting, branch_id)
             return
         live = self._live(chat_id)
         if live is None:
@@ -248,6 +248,9 @@ class Conversations:
         if not self._known(chat, branch_id):
             return  # before a running turn is cancelled for it
         async with self._holding(chat, connection) as (ready, cancelled):
+            if chat.state == "error":  # the change asked before failed it
+                self._show_for_next_prompt(chat, branch_id)
+                return
             if not ready:
                 self.ctx.editor.notify("cannot switch branches: the chat has no session", "warn")
                 return
@@ -270,6 +273,14 @@ class Conversations:
                         await self._seeded(chat, connection, unseen=unseen)
             except AgentFailed as err:
                 chat.fail(str(err), err.details)
+
+    def _show_for_next_prompt(self, chat: Chat, branch_id: int) -> None:
+        """Show branch ``branch_id`` in a chat without a running agent: its next
+        prompt, which starts the agent, goes on in the branch's session."""
+        shown = self._show(chat, branch_id)
+        if shown is not None:
+            chat.session.session_id = shown.session_id or ""
+            chat.seed = None
 
     def _unstarted(self, chat_id: int) -> Chat | None:
         """The chat when it is a reopened one whose agent has not started: a rewind or

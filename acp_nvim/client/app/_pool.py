@@ -190,8 +190,13 @@ class AgentPool:
             return  # the editor kills the commands, and no chat is left to tell
         # No orphans: its commands die with it.
         await connection.terminals.end_all()
-        for chat in list(connection.chats.values()):
+        told = {chat.id: chat for chat in connection.chats.values()}
+        # And those between two sessions (a rewind's, a branch switch's): detached.
+        told.update((c, self.ctx.chats[c]) for c, of in self.agent_of.items()
+                    if of is connection and c in self.ctx.chats)  # fmt: skip
+        for chat in told.values():
             chat.on_info(connected=False)
+        for chat in list(connection.chats.values()):
             if chat.state == "ready":
                 failure = connection.ending.failure()
                 chat.fail(str(failure), failure.details)

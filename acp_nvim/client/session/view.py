@@ -728,7 +728,8 @@ def notice_op(block_id: str, kind: str, lines: list[str]) -> BlockOp:
     return {"op": "block", "id": block_id, "kind": kind, "lines": lines}
 
 
-# The prefix of a mark's block id (``Session.new_id``), which the history knows it by.
+# The prefix of a mark's block id (``Session.new_id``), which the history knows it by,
+# and <CR> on it too (lua/acp/chat/tools.lua).
 MARK = "branch"
 
 

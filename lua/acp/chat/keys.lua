@@ -144,13 +144,13 @@ function M.map_transcript(chat, actions)
   map_either(chat, transcript, actions)
   -- One key for the transcript: one of your messages to edit, else
   -- (acp.chat.tools.enter) a permission prompt's picker, a location's file, a
-  -- terminal, else what the key does anyway.
+  -- terminal, a branch mark's picker, else what the key does anyway.
   local open = keys.lhs("chat", "open")
   keys.map(transcript, "n", "chat", "open", function()
     if not actions.edit_at_cursor() then
       tools.enter(chat, open)
     end
-  end, "edit your message, answer the prompt, open the location or terminal")
+  end, "edit your message, answer the prompt, open the location or terminal, pick a branch")
   keys.map(transcript, "n", "chat", "help", function()
     help(chat)
   end, "show the chat's keys")

@@ -3,6 +3,7 @@
 -- non-chat window without taking the cursor there).
 if jit then jit.off(true, true) end -- decision 0068
 local blocks = require("acp.chat.blocks")
+local branches = require("acp.chat.branches")
 local config = require("acp.config")
 local permission = require("acp.chat.permission")
 local registry = require("acp.chat.registry")
@@ -14,6 +15,8 @@ local M = {}
 local api = vim.api
 
 local diff_hl = { ["+"] = "AcpDiffAdd", ["-"] = "AcpDiffDelete" }
+-- How the id of a mark where another branch leaves begins (view.py `MARK`).
+local BRANCH_MARK = "#branch"
 
 --- Walk the rows of a tool block's diff fences (```diff, longer when the diff
 --- holds a fence of its own: acp_nvim/client/session/view.py `fenced`): `on(i,
@@ -119,11 +122,15 @@ end
 
 --- keys.chat.open (<CR>) in the transcript: a permission prompt's picker, a
 --- location's file, the file and line of a diff row, a terminal
---- (acp.editor.terminal), else what `lhs` does without the mapping.
+--- (acp.editor.terminal), the branches where another branch leaves (the mark names
+--- :AcpBranches), else what `lhs` does without the mapping.
 ---@param lhs? string the key pressed (default <CR>)
 function M.enter(chat, lhs)
   local row = api.nvim_win_get_cursor(0)[1] - 1
-  local _, block, first = blocks.block_at(chat.transcript, chat.blocks, row)
+  local id, block, first = blocks.block_at(chat.transcript, chat.blocks, row)
+  if id and vim.startswith(id, BRANCH_MARK) then
+    return branches.pick(chat)
+  end
   local offset = block and row - first
   if block and block.kind == "tool" and permission.enter(chat, block, offset) then
     return
