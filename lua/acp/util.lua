@@ -58,14 +58,16 @@ end
 --- `text`'s words on one line, one space between them: a name or title shows on
 --- a line of its own (the winbar, a picker's entry). The same words and spaces as
 --- the Python side's `one_line`: a name typed with a no-break space or U+2028
---- showed them in the winbar and a space in the history's picker.
+--- showed them in the winbar and a space in the history's picker. Control
+--- characters part words as spaces do: a NUL, which Vim's functions refuse
+--- ("Using a Blob as a String"), left the winbar undrawn.
 ---@param text string
 ---@return string
 function M.one_line(text)
-  -- The sequences start with the bytes C2, E1, E2 or E3; the file separators
-  -- (\28-\31) are white space to Python too.
+  -- The sequences start with the bytes C2, E1, E2 or E3; %c holds the file
+  -- separators (\28-\31), white space to Python too, and NUL.
   local spaced = text:gsub("[\194\225\226\227][\128-\191][\128-\191]?", WIDE_SPACES)
-  return vim.trim((spaced:gsub("[%s\28-\31]+", " ")))
+  return vim.trim((spaced:gsub("[%s%c]+", " ")))
 end
 
 --- Raise a user error without file:line noise.
