@@ -70,6 +70,34 @@ function M.one_line(text)
   return vim.trim((spaced:gsub("[%s%c]+", " ")))
 end
 
+--- `text` without Python's white space (util.one_line's) at either end.
+local function strip(text)
+  local wide = "[\194\225\226\227][\128-\191][\128-\191]?"
+  local before
+  repeat
+    before = text
+    text = text:gsub("^[%s\28-\31]+", ""):gsub("[%s\28-\31]+$", "")
+    local first, last = text:match("^" .. wide), text:match(wide .. "$")
+    text = WIDE_SPACES[first] and text:sub(#first + 1) or text
+    text = WIDE_SPACES[last] and text:sub(1, -#last - 1) or text
+  until text == before
+  return text
+end
+
+--- `text` on one row, its lines joined by ` ⏎ ` so that they stay apart: a queued
+--- or earlier prompt in a picker, as the transcript's titles show a tool call's
+--- script (the Python side's `one_row`, whose rule this is: the same lines, the same
+--- ends).
+---@param text string
+---@return string
+function M.one_row(text)
+  -- What ends a line to Python's str.splitlines(): "\n", "\r\n" (one), "\r", \v, \f,
+  -- the file, group and record separators, U+0085, U+2028 and U+2029.
+  local lines = strip(text):gsub("\r\n", "\n"):gsub("[\r\11\12\28-\30]", "\n")
+  lines = lines:gsub("\194\133", "\n"):gsub("\226\128[\168\169]", "\n")
+  return (lines:gsub("\n", " ⏎ "))
+end
+
 --- Raise a user error without file:line noise.
 ---@param message string
 function M.user_error(message)

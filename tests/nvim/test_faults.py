@@ -362,6 +362,35 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     assert "echo: second line two" in text and "echo: first" not in text  # a soft break
 
 
+def test_acpqueue_and_acprewind_show_a_prompts_lines_as_the_transcripts_titles(
+    editor: Editor,
+) -> None:
+    """A prompt of several lines on one row of a picker, as the transcript titles a
+    tool call's script (view.one_row): the pickers split at "\\n" only, so a prompt
+    typed with CRLF kept its "\\r", a trailing line break left a " ⏎ " hanging, and
+    a line separator (U+2028) stayed raw."""
+    from acp_nvim.client.session.view import one_row
+
+    prompts = ["second\r\nline two\n", "a\u2028b  "]
+    hold_and_queue(editor, *prompts)
+    offered = """
+    _G.offered = nil
+    vim.ui.select = function(items, opts) _G.offered = vim.tbl_map(opts.format_item, items) end
+    """
+    editor.lua(offered)
+    editor.nvim.command("AcpQueue")
+    assert editor.lua("return _G.offered") == [one_row(p) for p in prompts]
+    assert one_row(prompts[0]) == "second ⏎ line two"
+    # The prompts given back (the cancel), then sent: :AcpRewind offers them alike.
+    editor.lua("require('acp').cancel()")
+    editor.wait("require('acp').status().state == 'ready'")
+    editor.lua("require('acp').send(...)", prompts[0])
+    editor.wait_event("AcpTurnEnd", count=2)
+    editor.lua(offered)
+    editor.nvim.command("AcpRewind")
+    assert editor.lua("return _G.offered")[-1] == f"2 · {one_row(prompts[0])}"
+
+
 def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None:
     status = hold_and_queue(editor, "keep", "fix me")
     editor.lua(STUB_SELECT, 2, 1)  # the second prompt, "edit"
