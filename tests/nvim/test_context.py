@@ -392,7 +392,7 @@ def test_a_winbar_shows_names_with_a_nul_line_break_or_percent_on_one_line(
     editor.lua("require('acp').send(...)", "fix\x00the\nparser at 100%")
     editor.wait("require('acp').status().title == 'fix the parser at 100%'")
     editor.wait_event("AcpTurnEnd")
-    width, shown = editor.lua(WINBAR_SHOWN)
+    _, shown = editor.lua(WINBAR_SHOWN)
     assert shown == " ready · fake · ACP v1 · mode Ask first · Small 100% · fix the parser at 100%"
 
 
