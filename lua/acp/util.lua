@@ -87,13 +87,13 @@ end
 --- `text` on one row, its lines joined by ` ⏎ ` so that they stay apart: a queued
 --- or earlier prompt in a picker, as the transcript's titles show a tool call's
 --- script (the Python side's `one_row`, whose rule this is: the same lines, the same
---- ends).
+--- ends). A NUL is a space: vim.ui.select's inputlist() refuses it.
 ---@param text string
 ---@return string
 function M.one_row(text)
   -- What ends a line to Python's str.splitlines(): "\n", "\r\n" (one), "\r", \v, \f,
   -- the file, group and record separators, U+0085, U+2028 and U+2029.
-  local lines = strip(text):gsub("\r\n", "\n"):gsub("[\r\11\12\28-\30]", "\n")
+  local lines = strip((text:gsub("%z", " "))):gsub("\r\n", "\n"):gsub("[\r\11\12\28-\30]", "\n")
   lines = lines:gsub("\194\133", "\n"):gsub("\226\128[\168\169]", "\n")
   return (lines:gsub("\n", " ⏎ "))
 end

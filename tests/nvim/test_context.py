@@ -404,6 +404,7 @@ ODD_TEXTS = [
     "a\x80\x85b",
     "\u3000a\r\n\nb\rc\x0bd\x0ce\x1ef\u2029g\u00a0\n",
     "\u20ac\u00a0",
+    "\x00a\x00\nb\x00",
 ]
 
 
