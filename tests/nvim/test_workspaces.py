@@ -1401,8 +1401,17 @@ def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
         "local chats = require('acp.chat.registry').chats; require('acp.chat').send(chats[...], 'write g.txt again')",
         chat,
     )
+    told_gone(editor, project, worktree, chat, "cannot send", turns=1)
+
+
+def told_gone(
+    editor: Editor, project: Path, worktree: Path, chat: int, what: str, turns: int
+) -> None:
+    """The notice that ``chat``'s ``worktree`` is gone came (after ``what``), 'write g.txt
+    again' is back in its input, and no more than ``turns`` turns started (g.txt is
+    yours as it was)."""
     gone = (
-        f"acp: cannot send: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
+        f"acp: {what}: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
         " removed outside Neovim: close the chat, then reopen it from the history to go on"
         " in your own directory"
     )
@@ -1413,7 +1422,7 @@ def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
         f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write g.txt again'",
         what="the prompt back in the input",
     )
-    assert len(editor.events("AcpTurnStart")) == 1
+    assert len(editor.events("AcpTurnStart")) == turns
     assert (project / "g.txt").read_text() == "g, as you changed it\n"
 
 
@@ -1475,20 +1484,7 @@ def test_prompts_queued_before_you_removed_the_worktree_come_back_and_its_hunks_
     git(project, "worktree", "remove", "--force", str(worktree))
     with open(release, "wb"):
         pass  # the turn ends
-    gone = (
-        f"acp: cannot send the queued prompts: the worktree of this chat ({worktree}, branch"
-        f" acp/{chat}) is gone, removed outside Neovim: close the chat, then reopen it from"
-        " the history to go on in your own directory"
-    )
-    notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
-    editor.wait(f"vim.tbl_contains({notices}, {gone!r})", what="the notice")
-    input_buf = editor.lua("return require('acp').status().input_buf")
-    editor.wait(
-        f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write g.txt again'",
-        what="the prompt back in the input",
-    )
-    assert len(editor.events("AcpTurnStart")) == 2
-    assert (project / "g.txt").read_text() == "g, as you changed it\n"
+    told_gone(editor, project, worktree, chat, "cannot send the queued prompts", turns=2)
     assert editor.lua("return require('acp').chats()[1].waiting") == 0
     # The files gone with it are no deletions of the agent's, to accept into yours.
     assert len(editor.events("AcpChangesRecorded")) == 1
