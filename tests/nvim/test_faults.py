@@ -362,7 +362,7 @@ def test_queued_prompts_show_under_the_transcript_and_acpqueue_removes_one(
     assert "echo: second line two" in text and "echo: first" not in text  # a soft break
 
 
-def test_acpqueue_and_acprewind_show_a_prompts_lines_as_the_transcripts_titles(
+def test_acpqueue_shows_a_prompts_lines_as_the_transcripts_titles(
     editor: Editor,
 ) -> None:
     """A prompt of several lines on one row of a picker, as the transcript titles a
@@ -381,14 +381,6 @@ def test_acpqueue_and_acprewind_show_a_prompts_lines_as_the_transcripts_titles(
     editor.nvim.command("AcpQueue")
     assert editor.lua("return _G.offered") == [one_row(p) for p in prompts]
     assert one_row(prompts[0]) == "second ⏎ line two"
-    # The prompts given back (the cancel), then sent: :AcpRewind offers them alike.
-    editor.lua("require('acp').cancel()")
-    editor.wait("require('acp').status().state == 'ready'")
-    editor.lua("require('acp').send(...)", prompts[0])
-    editor.wait_event("AcpTurnEnd", count=2)
-    editor.lua(offered)
-    editor.nvim.command("AcpRewind")
-    assert editor.lua("return _G.offered")[-1] == f"2 · {one_row(prompts[0])}"
 
 
 def test_acpqueue_edit_puts_the_prompt_back_in_the_input(editor: Editor) -> None:

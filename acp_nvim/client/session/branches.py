@@ -29,7 +29,7 @@ from acp_nvim.client.session.model import (
     Session,
     ToolCall,
 )
-from acp_nvim.client.session.view import message_block, one_row
+from acp_nvim.client.session.view import message_block
 
 # Characters of a prompt's first line the turn list shows (status field ``turns``).
 _TURN_LINE = 80
@@ -167,7 +167,7 @@ class Branches:
         return f"turn {turn}" if last == turn else f"turns {turn} to {last}"
 
     def prompt_lines(self) -> list[str]:
-        """The shown turns' prompts, a row each (status field ``turns``)."""
+        """The shown turns' prompts, a first line each (status field ``turns``)."""
         return [prompt_line(t) for t in self.path]
 
     def fork_point(self, session: Session, number: int, *, inclusive: bool) -> str | None:
@@ -375,10 +375,8 @@ class Branches:
 
 
 def prompt_line(turn: Turn) -> str:
-    """``turn``'s prompt as the turn list shows it: on one row (:func:`one_row`, as
-    :AcpBranches and :AcpQueue show a prompt), cut. Its first line alone left a
-    prompt of several lines looking like another that starts alike."""
-    return one_row(turn.prompt.text)[:_TURN_LINE]
+    """``turn``'s prompt as the turn list shows it: its first line, cut."""
+    return turn.prompt.text.split("\n", 1)[0][:_TURN_LINE]
 
 def hide(session: Session, turns: list[Turn]) -> None:
     """Take ``turns`` (the end of the shown path, in order) out of the session model:
