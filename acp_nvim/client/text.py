@@ -47,15 +47,22 @@ Eol = Literal["\n", "\r\n", "\r"]
 _SNIFF_BYTES = 8192
 
 
+# The control characters str.split() does not take for white space (C0 but for
+# \t-\r and the file separators, and DEL): they part words as spaces do, as Lua's
+# util.one_line has them (a NUL in a title left Neovim's winbar undrawn).
+_CONTROLS_AS_SPACES = dict.fromkeys([*range(0x09), *range(0x0E, 0x1C), 0x7F], " ")
+
+
 def one_line(text: str) -> str:
     """``text``'s words on one line, one space between them: a title or name holding
     a line break (an agent's title made of a multi-line prompt) broke the line of
-    a picker, the winbar, a tab's label and the export's heading.
+    a picker, the winbar, a tab's label and the export's heading. Control
+    characters part words too.
 
     >>> one_line("fix the parser\\n  it fails on tabs ")
     'fix the parser it fails on tabs'
     """
-    return " ".join(text.split())
+    return " ".join(text.translate(_CONTROLS_AS_SPACES).split())
 
 
 # The most characters of a chat's title (the agent's, or its first prompt's): the

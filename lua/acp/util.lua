@@ -58,14 +58,44 @@ end
 --- `text`'s words on one line, one space between them: a name or title shows on
 --- a line of its own (the winbar, a picker's entry). The same words and spaces as
 --- the Python side's `one_line`: a name typed with a no-break space or U+2028
---- showed them in the winbar and a space in the history's picker.
+--- showed them in the winbar and a space in the history's picker. Control
+--- characters part words as spaces do: a NUL, which Vim's functions refuse
+--- ("Using a Blob as a String"), left the winbar undrawn.
 ---@param text string
 ---@return string
 function M.one_line(text)
-  -- The sequences start with the bytes C2, E1, E2 or E3; the file separators
-  -- (\28-\31) are white space to Python too.
+  -- The sequences start with the bytes C2, E1, E2 or E3; %c holds the file
+  -- separators (\28-\31), white space to Python too, and NUL.
   local spaced = text:gsub("[\194\225\226\227][\128-\191][\128-\191]?", WIDE_SPACES)
-  return vim.trim((spaced:gsub("[%s\28-\31]+", " ")))
+  return vim.trim((spaced:gsub("[%s%c]+", " ")))
+end
+
+--- `text` without Python's white space (util.one_line's) at either end.
+local function strip(text)
+  local wide = "[\194\225\226\227][\128-\191][\128-\191]?"
+  local before
+  repeat
+    before = text
+    text = text:gsub("^[%s\28-\31]+", ""):gsub("[%s\28-\31]+$", "")
+    local first, last = text:match("^" .. wide), text:match(wide .. "$")
+    text = WIDE_SPACES[first] and text:sub(#first + 1) or text
+    text = WIDE_SPACES[last] and text:sub(1, -#last - 1) or text
+  until text == before
+  return text
+end
+
+--- `text` on one row, its lines joined by ` ⏎ ` so that they stay apart: a queued
+--- or earlier prompt in a picker, as the transcript's titles show a tool call's
+--- script (the Python side's `one_row`, whose rule this is: the same lines, the same
+--- ends). A NUL is a space: vim.ui.select's inputlist() refuses it.
+---@param text string
+---@return string
+function M.one_row(text)
+  -- What ends a line to Python's str.splitlines(): "\n", "\r\n" (one), "\r", \v, \f,
+  -- the file, group and record separators, U+0085, U+2028 and U+2029.
+  local lines = strip((text:gsub("%z", " "))):gsub("\r\n", "\n"):gsub("[\r\11\12\28-\30]", "\n")
+  lines = lines:gsub("\194\133", "\n"):gsub("\226\128[\168\169]", "\n")
+  return (lines:gsub("\n", " ⏎ "))
 end
 
 --- Raise a user error without file:line noise.

@@ -379,6 +379,46 @@ def test_a_winbar_narrower_than_state_and_agent_cuts_their_end(editor: Editor) -
     assert editor.lua(WINBAR_SHOWN) == [20, " waiting for you · >"]
 
 
+def test_a_winbar_shows_names_with_a_nul_line_break_or_percent_on_one_line(
+    editor: Editor,
+) -> None:
+    """The agent names its mode, model and session: a NUL in one made Vim's functions
+    raise ("Using a Blob as a String") and the winbar went undrawn; a line break or
+    a tab showed raw. Each field is one line as a title is, control characters
+    spaces, and a `%` shows as it is."""
+    editor.setup(agents={"fake": editor.fake_agent("odd_names")})
+    editor.lua("vim.o.columns = 200")
+    editor.open_chat("fake")
+    editor.lua("require('acp').send(...)", "fix\x00the\nparser at 100%")
+    editor.wait("require('acp').status().title == 'fix the parser at 100%'")
+    editor.wait_event("AcpTurnEnd")
+    _, shown = editor.lua(WINBAR_SHOWN)
+    assert shown == " ready · fake · ACP v1 · mode Ask first · Small 100% · fix the parser at 100%"
+
+
+ODD_TEXTS = [
+    "a\x00b",
+    "a\x01\x7fb\x1b",
+    " \x1c\x1fa\tb\r\n",
+    "a\u00a0b\u2028c",
+    "a\x80\x85b",
+    "\u3000a\r\n\nb\rc\x0bd\x0ce\x1ef\u2029g\u00a0\n",
+    "\u20ac\u00a0",
+    "\x00a\x00\nb\x00",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
+def test_one_line_and_one_row_are_one_rule_in_lua_and_python(editor: Editor, text: str) -> None:
+    """The winbar and the pickers make a name one line and a prompt one row in Lua,
+    the history and the transcript in Python: the same text shows the same there."""
+    from acp_nvim.client.session.view import one_row
+    from acp_nvim.client.text import one_line
+
+    assert editor.lua("return require('acp.util').one_line(...)", text) == one_line(text)
+    assert editor.lua("return require('acp.util').one_row(...)", text) == one_row(text)
+
+
 def test_blink_and_cmp_sources_serve_the_same_items(editor: Editor) -> None:
     editor.setup()
     status = editor.open_chat()

@@ -695,3 +695,49 @@ def test_each_added_line_has_its_plus_in_the_gutter_and_the_sign_column_stays(
     editor.lua("require('acp').accept()")
     editor.wait("require('acp').changes()[1].hunks[1].status == 'accepted'")
     assert editor.lua(f"return vim.wo[{win}].signcolumn") == "yes"  # no shift when marks go
+
+
+ADDED_GUTTERS = """
+local buf = ...
+local ns = vim.api.nvim_get_namespaces()['acp.preview']
+local out = {}
+for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+  for _, line in ipairs(mark[4].virt_lines or {}) do
+    table.insert(out, line[1][1])
+  end
+end
+return { out, vim.fn.getwininfo(vim.api.nvim_get_current_win())[1].textoff }
+"""
+
+
+def test_the_added_lines_line_up_in_the_window_you_are_in_of_two_gutters(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The file in two windows, one with line numbers: the "+" gutter of the lines an
+    edit adds was measured once, where the preview was drawn, and in the other window
+    the added text stood columns off the file's own. It is measured again for the
+    window you go to, as its gutter's options change, and as Insert mode grows the
+    file past 999 lines."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\n" + "x\n" * 996)
+    buf = start(editor, path)
+    numbered = editor.lua("return vim.fn.bufwinid(...)", buf)
+    editor.lua(f"vim.wo[{numbered}].number = true")
+    split = "vim.cmd('vsplit') return vim.api.nvim_get_current_win()"
+    plain = editor.lua(f"return vim.api.nvim_win_call({numbered}, function() {split} end)")
+    editor.lua(f"vim.wo[{plain}].number = false vim.api.nvim_set_current_win({numbered})")
+    ask(editor, [{"ask": {"path": str(path), "oldText": "two\n", "newText": "2\n2b\n"}}])
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, vim.api.nvim_get_namespaces()['acp.preview'], 0, -1, {{}}) > 0")
+    assert editor.lua(ADDED_GUTTERS, buf) == [["+" + " " * 5] * 2, 6]
+    editor.lua(f"vim.api.nvim_set_current_win({plain})")
+    assert editor.lua(ADDED_GUTTERS, buf) == [["+ "] * 2, 2]
+    editor.lua(f"vim.wo[{plain}].number = true")  # :set number where you are
+    assert editor.lua(ADDED_GUTTERS, buf) == [["+" + " " * 5] * 2, 6]
+    editor.nvim.input("GO<CR>")  # 1,000 lines, still typing
+    editor.wait(f"vim.api.nvim_buf_line_count({buf}) == 1000")
+    assert editor.lua(ADDED_GUTTERS, buf) == [["+" + " " * 6] * 2, 7]
+    editor.nvim.input("<Esc>")
+    editor.lua(f"vim.wo[{plain}].number = false vim.wo[{plain}].signcolumn = 'no'")  # no gutter
+    assert editor.lua(ADDED_GUTTERS, buf) == [["2", "2b"], 0]
+    editor.lua(f"vim.api.nvim_set_current_win({numbered})")
+    assert editor.lua(ADDED_GUTTERS, buf) == [["+" + " " * 6] * 2, 7]

@@ -468,6 +468,44 @@ def test_the_removed_lines_line_up_in_the_window_you_are_in_of_two_gutters(
     assert rows(plain) == ["    1 one", "-     two", "┃   2 TWO", "    3 three"]
 
 
+REMOVED_GUTTER = """
+local buf, ns = ...
+for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+  if mark[4].virt_lines then
+    return { mark[4].virt_lines[1][1][1], mark[2] }
+  end
+end
+"""
+
+
+def test_the_removed_lines_follow_a_number_column_widened_by_typing(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """A file growing past 999 lines in Insert mode while its hunks show widens the
+    number column: the "-" gutter of the lines the agent removed stayed as wide as
+    before, their text a column off the file's, until the review changed or you went
+    to another window. Padded again where they stand (above the agent's line, which
+    the lines typed above it moved): the review's rows are those before the typing."""
+    path = tmp_path / "project" / "a.txt"
+    path.write_text("one\ntwo\n" + "".join(f"{i}\n" for i in range(995)))
+    buf = start(editor, path)
+    editor.lua(f"vim.api.nvim_set_current_win(vim.fn.bufwinid({buf})) vim.wo.number = true")
+    run(editor, [{"disk": {"path": str(path), "content": path.read_text().replace("two", "TWO")}}])
+    ns = editor.lua("return require('acp.review.hunks').ns")
+    editor.wait(f"#vim.api.nvim_buf_get_extmarks({buf}, {ns}, 0, -1, {{}}) > 0")
+    assert editor.lua(REMOVED_GUTTER, buf, ns) == ["-" + " " * 5, 1]  # 4 columns of numbers
+    editor.nvim.input("ggO" + "<CR>" * 4)  # typed above the hunk, still typing: 1,002 lines
+    editor.wait(f"vim.api.nvim_buf_line_count({buf}) == 1002")
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "i"
+    editor.wait(
+        f"(function(...) {REMOVED_GUTTER} end)({buf}, {ns})[1] == '-' .. string.rep(' ', 6)",
+        what="the gutter widened",
+    )
+    assert editor.lua(REMOVED_GUTTER, buf, ns)[1] == 6  # still above TWO
+    assert lines(editor, buf)[6] == "TWO"
+    editor.nvim.input("<Esc>")
+
+
 def test_review_navigation_keys(editor: Editor, tmp_path: Path) -> None:
     path = tmp_path / "project" / "a.txt"
     path.write_text("".join(f"{i}\n" for i in range(20)))

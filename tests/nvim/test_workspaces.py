@@ -1401,8 +1401,17 @@ def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
         "local chats = require('acp.chat.registry').chats; require('acp.chat').send(chats[...], 'write g.txt again')",
         chat,
     )
+    told_gone(editor, project, worktree, chat, "cannot send", turns=1)
+
+
+def told_gone(
+    editor: Editor, project: Path, worktree: Path, chat: int, what: str, turns: int
+) -> None:
+    """The notice that ``chat``'s ``worktree`` is gone came (after ``what``), 'write g.txt
+    again' is back in its input, and no more than ``turns`` turns started (g.txt is
+    yours as it was)."""
     gone = (
-        f"acp: cannot send: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
+        f"acp: {what}: the worktree of this chat ({worktree}, branch acp/{chat}) is gone,"
         " removed outside Neovim: close the chat, then reopen it from the history to go on"
         " in your own directory"
     )
@@ -1413,7 +1422,7 @@ def test_a_prompt_to_a_chat_whose_worktree_you_removed_says_so_and_stays_yours(
         f"vim.api.nvim_buf_get_lines({input_buf}, 0, -1, false)[1] == 'write g.txt again'",
         what="the prompt back in the input",
     )
-    assert len(editor.events("AcpTurnStart")) == 1
+    assert len(editor.events("AcpTurnStart")) == turns
     assert (project / "g.txt").read_text() == "g, as you changed it\n"
 
 
@@ -1444,3 +1453,48 @@ def test_closing_the_last_chat_of_a_worktree_while_the_first_closes_keeps_your_w
     editor.wait(f"vim.tbl_contains({notices}, {kept!r})", what="the worktree kept", timeout=30)
     assert (worktree / "g.txt").read_text() == "second\n"
     assert (project / "g.txt").read_text() == "g, as you changed it\n"
+
+
+def test_prompts_queued_before_you_removed_the_worktree_come_back_and_its_hunks_count_none(
+    editor: Editor,
+) -> None:
+    """You removed a worktree outside Neovim while its chat's turn ran, a prompt queued
+    behind it: at the turn's end the queue went to the agent working nowhere, and the
+    chat still counted the hunk that went with the worktree (:AcpChats, acp.chats()).
+    The queued prompts come back to the input with the notice a prompt sent then
+    gets; the chat names its worktree gone and counts no hunk waiting there. The
+    turn's end found the worktree's files gone, and listed each as the agent's
+    deletion, which accepting would have brought into your files."""
+    project = repository(editor)
+    editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
+    chat = editor.lua("return require('acp').open({ worktree = true })")
+    editor.wait_event("AcpSessionReady")
+    worktree = Path(editor.lua("return require('acp').chats()[1].worktree"))
+    send(editor, chat, "write h.txt new")
+    editor.wait("require('acp').chats()[1].waiting == 1", what="the hunk counted")
+    release = editor.tmp / "release"
+    os.mkfifo(release)
+    editor.lua(
+        "local chats = require('acp.chat.registry').chats; local chat = chats[...]"
+        "; require('acp.chat').send(chat, select(2, ...)); require('acp.chat').send(chat, 'write g.txt again')",
+        chat,
+        f"wait {release}",
+    )
+    editor.wait("require('acp').status().queued == 1")
+    git(project, "worktree", "remove", "--force", str(worktree))
+    with open(release, "wb"):
+        pass  # the turn ends
+    told_gone(editor, project, worktree, chat, "cannot send the queued prompts", turns=2)
+    assert editor.lua("return require('acp').chats()[1].waiting") == 0
+    # The files gone with it are no deletions of the agent's, to accept into yours.
+    assert len(editor.events("AcpChangesRecorded")) == 1
+    deleted = [f["path"] for f in editor.lua("return require('acp').changes()") if f.get("deleted")]
+    assert deleted == []
+    editor.lua(
+        "vim.ui.select = function(items, opts) _G.offered = vim.tbl_map(opts.format_item, items) end"
+    )
+    editor.nvim.command("AcpChats")
+    [entry] = editor.lua("return _G.offered")
+    assert f"worktree acp/{chat} gone" in entry and "waiting" not in entry
+    winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
+    assert f"worktree acp/{chat} gone" in winbar

@@ -3,7 +3,7 @@ be sent goes back to the chat's input, never lost in a queue the user may not se
 
 from __future__ import annotations
 
-__all__ = ["PromptQueue"]
+__all__ = ["PromptQueue", "worktree_gone"]
 
 import itertools
 from typing import TYPE_CHECKING
@@ -58,9 +58,15 @@ class PromptQueue:
         return self.prompts.pop(chat_id, [])
 
     async def drain(self, chat: Chat) -> None:
-        """Run the queued prompts of a ready chat, in order."""
+        """Run the queued prompts of a ready chat, in order; none where its worktree
+        is gone (:func:`worktree_gone`): they go back to the input, as a prompt sent
+        then would."""
         queue = self.prompts.get(chat.id)
         while queue and self._ready(chat):
+            if gone := worktree_gone(chat):  # removed during the turn before
+                self.ctx.editor.notify(f"cannot send the queued prompts: {gone}", "warn")
+                self.give_back(chat)
+                return
             prompt = queue.pop(0)
             self.show(chat)
             connection = self.pool.agent_of.get(chat.id)
@@ -153,3 +159,19 @@ class PromptQueue:
         if rank is not None:
             op["queued"] = rank
         self.ctx.editor.render(chat_id, [op])
+
+
+def worktree_gone(chat: Chat) -> str:
+    """Why ``chat`` cannot work any more: its worktree removed outside Neovim (its
+    agent's session works there, and would fail on every file); "" while it is
+    there, or for a chat in the user's directory."""
+    from acp_nvim.client.services.worktrees import still_there
+
+    worktree = chat.workspace.worktree
+    if worktree is None or still_there(worktree):
+        return ""
+    return (
+        f"the worktree of this chat ({worktree.path}, branch {worktree.branch}) is gone,"
+        " removed outside Neovim: close the chat, then reopen it from the history to go"
+        " on in your own directory"
+    )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_nvim.client.app._chats import ChatLifecycle
+from acp_nvim.client.app._queue import worktree_gone
 from acp_nvim.client.app._start_task import start_task
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class Sender:
             self.ctx.editor.notify("cannot send: the chat is closed", "warn")
             self.queue.return_input(chat_id, prompt.text)
             return
-        if chat is not None and (gone := _worktree_gone(chat)):
+        if chat is not None and (gone := worktree_gone(chat)):
             self.ctx.editor.notify(f"cannot send: {gone}", "warn")
             self.queue.return_input(chat_id, prompt.text)
             return
@@ -135,22 +136,6 @@ class Sender:
             await self._start_again(chat_id)
         else:  # starting or running: it goes when the chat is ready
             self.queue.show(chat)
-
-
-def _worktree_gone(chat: Chat) -> str:
-    """Why ``chat`` cannot work any more: its worktree removed outside Neovim (its
-    agent's session works there, and would fail on every file); "" while it is
-    there, or for a chat in the user's directory."""
-    from acp_nvim.client.services.worktrees import still_there
-
-    worktree = chat.workspace.worktree
-    if worktree is None or still_there(worktree):
-        return ""
-    return (
-        f"the worktree of this chat ({worktree.path}, branch {worktree.branch}) is gone,"
-        " removed outside Neovim: close the chat, then reopen it from the history to go"
-        " on in your own directory"
-    )
 
 
 def _carried(

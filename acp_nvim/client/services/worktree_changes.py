@@ -176,6 +176,13 @@ class WorktreeChanges(SessionChanges):
     def __repr__(self) -> str:
         return f"<WorktreeChanges {self.worktree.branch} {self.store!r}, {self.waiting()} waiting>"
 
+    async def _check(self, named: dict[str, None]) -> None:
+        """:meth:`SessionChanges._check`, but for a worktree removed outside Neovim: the
+        files it took with it are no deletions of the agent's (accepted, they deleted
+        your files)."""
+        if os.path.isdir(self.worktree.path):
+            await super()._check(named)
+
     def waiting(self) -> int:
         """How many hunks wait in the worktree (neither brought in nor dropped)."""
         return self.store.open_hunks(lambda path: self.worktree.user_path(path) is not None)

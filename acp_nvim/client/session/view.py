@@ -152,12 +152,13 @@ def visible_append(last_line: int, text: str) -> str:
 def one_row(text: str) -> str:
     """``text`` on one row of the transcript, its lines joined by ``⏎`` (as
     :AcpBranches shows a prompt's), so that they stay apart: codex-acp names a tool
-    call by its script, whose lines are its commands.
+    call by its script, whose lines are its commands. A NUL is a space (Lua's
+    util.one_row, whose rule this is, gives it to Vim's functions, which refuse it).
 
     >>> one_row("make\\nrm -rf build\\n")
     'make ⏎ rm -rf build'
     """
-    return " ⏎ ".join(text.strip().splitlines())
+    return " ⏎ ".join(text.replace("\0", " ").strip().splitlines())
 
 
 def message_block(key: str) -> str:

@@ -7,15 +7,11 @@ local util = require("acp.util")
 
 local M = {}
 
-local function one_line(text)
-  return (text:gsub("\n", " ⏎ "))
-end
-
 -- The most of a prompt a branch's entry shows: it may show two.
 local PROMPT_WIDTH = 40
 
 local function short(text)
-  local line = one_line(text)
+  local line = util.one_row(text)
   return vim.fn.strchars(line) > PROMPT_WIDTH and vim.fn.strcharpart(line, 0, PROMPT_WIDTH - 1) .. "…" or line
 end
 
@@ -55,7 +51,7 @@ function M.rewind(chat, turn)
   vim.ui.select(items, {
     prompt = "Rewind to before turn",
     format_item = function(item)
-      return ("%d · %s"):format(item.turn, one_line(item.prompt))
+      return ("%d · %s"):format(item.turn, util.one_row(item.prompt))
     end,
   }, function(item)
     if item then

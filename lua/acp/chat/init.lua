@@ -536,7 +536,7 @@ function M.pick()
       local asking = item.permissions > 0 and (" · %s pending"):format(util.count(item.permissions, "permission")) or ""
       -- A worktree chat works in its worktree, named by its branch as in the winbar.
       local worktree = workspace.worktree(registry.chats[item.id])
-      local where = worktree and ("worktree " .. worktree.branch) or vim.fn.fnamemodify(item.cwd, ":~")
+      local where = worktree and workspace.label(registry.chats[item.id])[1] or vim.fn.fnamemodify(item.cwd, ":~")
       if item.waiting > 0 then
         where = ("%s, %s waiting"):format(where, util.count(item.waiting, "hunk"))
       end

@@ -105,9 +105,7 @@ function M.pick(chat)
   end
   vim.ui.select(queue, {
     prompt = "Queued prompt",
-    format_item = function(text)
-      return (text:gsub("\n", " ⏎ "))
-    end,
+    format_item = util.one_row,
   }, function(text, index)
     if not index then
       return

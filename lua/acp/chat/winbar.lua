@@ -73,16 +73,19 @@ end
 local function fields(chat, cwd)
   local s = chat.status
   local shown = {}
+  -- Each field on one line, as a title is: the agent names its model, modes and
+  -- session, and a line break or a NUL there (which Vim's functions refuse) left
+  -- the winbar undrawn.
   local function add(text, rank, title)
     if text then
-      table.insert(shown, { text = text, rank = rank, title = title })
+      table.insert(shown, { text = util.one_line(text), rank = rank, title = title })
     end
   end
   -- The chat's own directory outlasts its roots (decision 0079).
   local directory = workspace.directory(chat, cwd)
   if directory then
     add("in " .. directory, 6)
-    shown[#shown].short = "in " .. vim.fn.pathshorten(directory)
+    shown[#shown].short = "in " .. vim.fn.pathshorten(util.one_line(directory))
   end
   for _, label in ipairs(workspace.label(chat)) do
     add(label, 5)
@@ -105,7 +108,7 @@ end
 ---@param cwd string
 ---@return string
 function M.text(chat, width, cwd)
-  local head = (" %s · %s"):format(state_of(chat.status), chat.status.agent or "?")
+  local head = (" %s · %s"):format(state_of(chat.status), util.one_line(chat.status.agent or "?"))
   local shown = fields(chat, cwd)
   local used = vim.fn.strdisplaywidth(head)
   for _, field in ipairs(shown) do
@@ -135,6 +138,7 @@ function M.text(chat, width, cwd)
     return field.text
   end, shown)
   local text = table.concat({ head, unpack(texts) }, SEPARATOR)
+  -- A field's `%` is text, not an item of 'winbar' ("100%" raised E539).
   return (text:gsub("%%", "%%%%"))
 end
 

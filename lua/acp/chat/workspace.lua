@@ -18,11 +18,24 @@ function M.worktree(chat)
   return type(worktree) == "table" and worktree or nil
 end
 
+--- Whether `chat`'s worktree was removed outside Neovim (its directory gone, as
+--- the close counts it): the chat can only be closed, and reopened from the history.
+---@param chat acp.Chat
+---@return boolean
+function M.gone(chat)
+  local worktree = M.worktree(chat)
+  return worktree ~= nil and vim.fn.isdirectory(worktree.path) == 0
+end
+
 --- How many hunks wait in `chat`'s worktree: neither brought into the user's files
---- nor dropped (the review's files that have a `source` in the worktree).
+--- nor dropped (the review's files that have a `source` in the worktree). None once
+--- it is gone: they went with it.
 ---@param chat acp.Chat
 ---@return integer
 function M.waiting(chat)
+  if M.gone(chat) then
+    return 0
+  end
   return state.open_hunks(chat.id, function(file)
     return file.source
   end)
@@ -87,7 +100,7 @@ function M.label(chat)
   local parts = {}
   local worktree = M.worktree(chat)
   if worktree then
-    table.insert(parts, "worktree " .. worktree.branch)
+    table.insert(parts, "worktree " .. worktree.branch .. (M.gone(chat) and " gone" or ""))
   end
   local roots = chat.status.roots or {}
   if #roots > 0 then

@@ -133,9 +133,41 @@ function M.gutter(win, sign, hl)
   return width > 0 and { sign .. string.rep(" ", width - 1), hl } or nil
 end
 
---- The window whose gutter `buf`'s hunks are drawn for: the current one when it
---- shows `buf`, else one on this tab page, else any; nil when none shows it.
-local function window_of(buf)
+--- The virtual lines of mark `id` (in `buf`, namespace `ns`), each drawn after a
+--- gutter chunk (M.gutter's), padded to `gutter` instead: each keeps its sign and
+--- highlight, where the mark stands now (no redraw at rows the user has typed away
+--- from). False where a gutter comes or goes (no sign to keep, or none to put).
+---@param gutter? table M.gutter's chunk for the window now
+---@return boolean
+function M.regutter(buf, ns, id, gutter)
+  local pos = api.nvim_buf_get_extmark_by_id(buf, ns, id, { details = true })
+  local details = pos[3]
+  if not (details and details.virt_lines) or details.invalid then
+    return true -- nothing drawn there any more
+  end
+  if not gutter or not details.virt_lines_leftcol then
+    return false
+  end
+  local width = #gutter[1]
+  local lines = {}
+  for i, line in ipairs(details.virt_lines) do
+    local sign = line[1]
+    lines[i] = { { sign[1]:sub(1, 1) .. string.rep(" ", width - 1), sign[2] }, unpack(line, 2) }
+  end
+  api.nvim_buf_set_extmark(buf, ns, pos[1], pos[2], {
+    id = id,
+    invalidate = details.invalidate,
+    virt_lines = lines,
+    virt_lines_above = details.virt_lines_above,
+    virt_lines_leftcol = true,
+  })
+  return true
+end
+
+--- The window whose gutter `buf`'s hunks (and previews) are drawn for: the current
+--- one when it shows `buf`, else one on this tab page, else any; nil when none
+--- shows it.
+function M.window_of(buf)
   if api.nvim_get_current_buf() == buf then
     return api.nvim_get_current_win()
   end
@@ -431,7 +463,7 @@ local function draw_all(states)
         local with_removed = not splits.active(buf) -- else the baseline window shows them
         if gutters[buf] == nil then
           M.keep_sign_column(buf) -- first: the gutter measured next has its sign column
-          gutters[buf] = M.gutter(window_of(buf), "-", "AcpReviewSignDelete") or false
+          gutters[buf] = M.gutter(M.window_of(buf), "-", "AcpReviewSignDelete") or false
         end
         if with_removed then
           measured[buf] = gutters[buf] and gutters[buf][1] or ""
@@ -531,17 +563,39 @@ local function measure_again()
     return
   end
   local gutter = M.gutter(api.nvim_get_current_win(), "-", "AcpReviewSignDelete")
-  if (gutter and gutter[1] or "") ~= measured[buf] then
-    M.draw(state.by_chat)
+  local now = gutter and gutter[1] or ""
+  if now == measured[buf] then
+    return
   end
+  -- Padded again where they are: typing in Insert mode (not yet reported) moved them
+  -- from the rows the review gives.
+  for _, h in ipairs(drawn[buf] or {}) do
+    if not vim.endswith(h.sig, "\0deleted") then
+      local removed = h.hunk.status ~= "conflict" and h.marks[2]
+      if removed and not M.regutter(buf, M.ns, removed, gutter) then
+        return M.draw(state.by_chat)
+      end
+      h.sig = signature(h.hunk) .. "\0" .. now
+    end
+  end
+  measured[buf] = now
 end
 
 local group = api.nvim_create_augroup("acp.review.hunks", { clear = true })
-api.nvim_create_autocmd({ "WinEnter", "BufWinEnter" }, { group = group, callback = measure_again })
-api.nvim_create_autocmd("OptionSet", {
-  group = group,
-  pattern = { "number", "relativenumber", "numberwidth", "signcolumn", "foldcolumn", "statuscolumn" },
-  callback = measure_again,
-})
+
+--- Run `fn` where the current window's gutter may have changed: a window entered,
+--- its gutter's options set, its buffer grown past 999 lines (or 9,999), which
+--- widens the number column (typed in Insert mode, not reported until you leave it).
+---@param fn fun()
+function M.on_gutter_change(fn)
+  api.nvim_create_autocmd({ "WinEnter", "BufWinEnter", "TextChanged", "TextChangedI" }, { group = group, callback = fn })
+  api.nvim_create_autocmd("OptionSet", {
+    group = group,
+    pattern = { "number", "relativenumber", "numberwidth", "signcolumn", "foldcolumn", "statuscolumn" },
+    callback = fn,
+  })
+end
+
+M.on_gutter_change(measure_again)
 
 return M

@@ -27,6 +27,9 @@ M.ns = api.nvim_create_namespace("acp.preview")
 ---@class acp.PreviewFile
 ---@field buf integer
 ---@field marks integer[]
+---@field file? table the preview drawn inline (Python's), drawn again for another gutter
+---@field gutter? string the gutter its added lines were drawn after ("": none)
+---@field inline? integer how many of `marks` (the first) draw it
 ---@field scratch_win? integer the proposed text, in split mode
 ---@field diff_win? integer the window diffed against it
 
@@ -81,13 +84,18 @@ local function held_lines(lines, gutter)
   return out
 end
 
---- Draw `file`'s hunks in `buf`, as window `win` (the one showing it, else the
---- current one) lays them out: the lines an edit replaces, the ones it adds below
---- them; a held hunk's rows (your unsaved lines, which the write keeps) marked as
---- a conflict, the agent's lines that will wait in the review below them.
-local function draw_inline(buf, win, file)
+--- The chunk the added lines of a preview in `buf` start with, for window `win`'s
+--- gutter (hunks.gutter); nil where it has none.
+local function gutter_of(buf, win)
   hunks.keep_sign_column(buf) -- first: the gutter measured next has its sign column
-  local gutter = hunks.gutter(win, "+", "AcpReviewSignAdd")
+  return hunks.gutter(win, "+", "AcpReviewSignAdd")
+end
+
+--- Draw `file`'s hunks in `buf`: the lines an edit replaces, the ones it adds below
+--- them, each after `gutter` (gutter_of's); a held hunk's rows (your unsaved lines,
+--- which the write keeps) marked as a conflict, the agent's lines that will wait in
+--- the review below them.
+local function draw_inline(buf, gutter, file)
   local leftcol = gutter ~= nil
   local marks = {}
   local count = api.nvim_buf_line_count(buf)
@@ -189,7 +197,9 @@ local function show(chat, permission, answer)
         entry.scratch_win = draw_split(buf, win, file, permission.id)
         entry.diff_win = win
       else
-        entry.marks = draw_inline(buf, win or api.nvim_get_current_win(), file)
+        local gutter = gutter_of(buf, hunks.window_of(buf) or api.nvim_get_current_win())
+        entry.marks, entry.file, entry.gutter = draw_inline(buf, gutter, file), file, gutter and gutter[1] or ""
+        entry.inline = #entry.marks
       end
       -- Which keys answer here: a file is no place for keys you cannot see.
       local _, hint = keys.prompt_keys(permission.options, function() end)
@@ -318,5 +328,35 @@ function M.sync(chat, entries, answer)
   end
   map_keys(before)
 end
+
+--- The gutter is a window's and the marks the buffer's (as the review's, decision
+--- 0017): the added lines are padded again for the window the user goes to, or
+--- whose gutter changes; drawn again where a gutter comes or goes.
+local function measure_again()
+  local buf, win = api.nvim_get_current_buf(), api.nvim_get_current_win()
+  for _, view in pairs(shown) do
+    for _, entry in ipairs(view.files) do
+      local gutter = entry.file and entry.buf == buf and gutter_of(buf, win)
+      local now = gutter and gutter[1] or ""
+      if entry.file and entry.buf == buf and now ~= entry.gutter then
+        entry.gutter = now
+        local inline = vim.list_slice(entry.marks, 1, entry.inline)
+        local padded = vim.iter(inline):all(function(mark)
+          return hunks.regutter(buf, M.ns, mark, gutter)
+        end)
+        if not padded then
+          for _, mark in ipairs(inline) do
+            api.nvim_buf_del_extmark(buf, M.ns, mark)
+          end
+          local drawn = draw_inline(buf, gutter, entry.file)
+          local count = #drawn
+          entry.marks, entry.inline = vim.list_extend(drawn, entry.marks, entry.inline + 1), count
+        end
+      end
+    end
+  end
+end
+
+hunks.on_gutter_change(measure_again)
 
 return M

@@ -47,6 +47,21 @@ def modes_and_models(agent: Agent) -> Params:
     }
 
 
+def odd_names(agent: Agent) -> Params:
+    """A mode and a model named with what Neovim's winbar takes otherwise: a NUL, a
+    line break, a tab, a ``%``."""
+    return {
+        "modes": {
+            "currentModeId": "ask",
+            "availableModes": [{"id": "ask", "name": "Ask\u0000first"}],
+        },
+        "models": {
+            "currentModelId": "small",
+            "availableModels": [{"modelId": "small", "name": "Small\n\t100%"}],
+        },
+    }
+
+
 def named_modes(agent: Agent) -> Params:
     """Claude Code's modes: names that are not their ids."""
     key = "configId" if agent.version == 2 else "id"
@@ -378,6 +393,7 @@ SCENARIOS = (
     Scenario("counted", reported_turn, agent=CountingAgent, v2={}),
     Scenario("big", big_lists, v2={}),
     Scenario("titled", titled),
+    Scenario("odd_names", titled, session=odd_names),
     Scenario(
         "history",
         calls,

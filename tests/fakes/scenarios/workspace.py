@@ -19,7 +19,9 @@ and v2 when the client offers it. ``workspace`` advertises
   naming it (the review finds it by its scan); ``bytes NAME HEX`` the same, of bytes;
 - ``read PATH``: reads PATH through the client (v1 ``fs/read_text_file``, PATH in
   the session's cwd; v2 the editor MCP server's ``read_buffer``, PATH as given) and
-  says ``RESULT`` with the answer.
+  says ``RESULT`` with the answer;
+- ``wait FIFO``: ends its turn once the test opens the named pipe FIFO for writing
+  and closes it.
 
 session/list lists the sessions of the ``cwd`` asked for, closed ones too (with their
 roots); a session/fork is a new session (``ws-N``) in the ``cwd`` it is given.
@@ -169,6 +171,9 @@ class Workspace:
             result = await self.read(session_id, rest)
         elif command == "pwd":
             result = await self.pwd(session_id)
+        elif command == "wait":
+            await anyio.to_thread.run_sync(lambda: open(rest, "rb").read())  # noqa: SIM115
+            result = {"waited": rest}
         else:
             result = {"error": f"unknown command {command!r}"}
         await self.say(session_id, "RESULT " + json.dumps(result) + "\n\n", turn)
