@@ -792,10 +792,21 @@ def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
     editor.wait(f"vim.fn.readfile({str(project / 'g.txt')!r})[1] == 'second'")
 
     # Closing the first chat asks nothing and keeps the worktree: the second works in it.
+    # Its review, gone, said "nothing of it waits any more": a notice says where its
+    # hunk stays, which no review lists now, and when it is asked about.
     editor.lua(STUB_SELECT)
     close_chat(editor, first)
     assert editor.lua("return _G.asked") == []
     assert worktree.is_dir()
+    told = (
+        f"acp: 1 hunk of closed chat #{first} stays unreviewed in the worktree {worktree}"
+        f" (branch acp/{first}), where chat #{second} works: the last chat there to close"
+        " asks about them"
+    )
+    editor.wait(
+        f"vim.tbl_contains(vim.tbl_map(function(n) return n.msg end, _G.acp_notices), {told!r})",
+        what="the hunk left told",
+    )
     assert send(editor, second, "where")["cwd"] == str(worktree)
     # The hunk the first chat left waiting is work: closing the last chat asks about
     # it (it asked nothing: its own review lists none), as a close unasked keeps the

@@ -290,6 +290,7 @@ class Workspaces:
             if any(w is worktree for _, w in there):
                 left = self._left_waiting
                 left[worktree.path] = left.get(worktree.path, 0) + waiting_hunks(review)
+                self._tell_left(chat.id, worktree, waiting_hunks(review), [i for i, _ in there])
             # A close after this one (of a chat reopened as this one's agent ended)
             # keeps its word, none asked included: the user gave it later.
             self._word[worktree.path] = max(self._word.get(worktree.path, word), word, key=_at)
@@ -306,6 +307,23 @@ class Workspaces:
         keep = decided.keep
         if answering is not None:
             await self._remove(answering, review, keep, modes_looked=modes_looked)
+
+    def _tell_left(self, chat_id: int, worktree: Worktree, hunks: int, others: list[int]) -> None:
+        """Closed chat ``chat_id`` left ``hunks`` waiting in ``worktree``, where chats
+        ``others`` work on: no review lists them now (each chat's lists its own
+        agent's), so its review's "nothing of it waits" would hide them. Say where
+        they are and when they are asked about."""
+        if not hunks or not os.path.isdir(worktree.path):
+            return
+        what = "1 hunk" if hunks == 1 else f"{hunks} hunks"
+        stay = "stays" if hunks == 1 else "stay"
+        chats = ", ".join(f"#{other}" for other in others)
+        self.ctx.editor.notify(
+            f"{what} of closed chat #{chat_id} {stay} unreviewed in the worktree "
+            f"{worktree.path} (branch {worktree.branch}), where chat {chats} works:"
+            " the last chat there to close asks about them",
+            "warn",
+        )
 
     async def _remove(
         self,
