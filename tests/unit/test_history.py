@@ -109,6 +109,15 @@ def test_a_snippet_is_the_words_around_the_first_found() -> None:
     assert _cut(text, ["absent"], around=1) == "one two …"
 
 
+def test_a_snippets_long_words_are_cut() -> None:
+    """A prompt of a 300-character word (a path, a pasted line of base64) made the
+    picker's line for its chat hundreds of columns wide: the whole block where it
+    held no space."""
+    long = "x" * 300
+    assert _cut(f"héllo café {long} zebra", ["cafe"], around=2) == f"héllo café {'x' * 39}… zebra"
+    assert _cut(long + "yz", ["xx*"], around=1) == "x" * 39 + "…"
+
+
 @pytest.mark.parametrize("slice_chars", [1, 7, 65536])
 def test_a_snippet_of_a_huge_block_is_cut_around_a_word_found_by_its_fold(
     slice_chars: int, monkeypatch: Any

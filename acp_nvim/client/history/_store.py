@@ -640,9 +640,18 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
     shown = text[at:].split(None, around + 1)
     earlier = len(before) > around and bool(before[0].strip())
     later = len(shown) > around + 1
-    cut = " ".join(before[-around:] if earlier else before) if around else ""
-    cut = " ".join(filter(None, [cut, *shown[: around + 1]]))
+    kept = [*(before[-around:] if earlier else before), *shown[: around + 1]] if around else shown[:1]
+    cut = " ".join(_shortened(word) for word in kept if word)
     return ("… " if earlier else "") + cut + (" …" if later else "")
+
+
+# The characters a snippet shows of one word: a long one (a path, a URL, a pasted
+# line of base64) made a picker line of hundreds of columns, or of a whole block.
+_WORD_SHOWN = 40
+
+
+def _shortened(word: str) -> str:
+    return word if len(word) <= _WORD_SHOWN else word[: _WORD_SHOWN - 1] + "…"
 
 
 # Characters of a block folded at once while its word is looked for: a block of
