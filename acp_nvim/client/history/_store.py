@@ -640,7 +640,9 @@ def _cut(text: str, words: list[str], around: int = 6) -> str:
     shown = text[at:].split(None, around + 1)
     earlier = len(before) > around and bool(before[0].strip())
     later = len(shown) > around + 1
-    kept = [*(before[-around:] if earlier else before), *shown[: around + 1]] if around else shown[:1]
+    kept = [*(before[-around:] if earlier else before), *shown[: around + 1]]
+    if not around:
+        kept = shown[:1]
     cut = " ".join(_shortened(word) for word in kept if word)
     return ("… " if earlier else "") + cut + (" …" if later else "")
 
