@@ -7,13 +7,16 @@ from __future__ import annotations
 from tests.nvim.conftest import Editor
 from tests.nvim.screen import Screen
 
-# After `...` (Lua, run first), Neovim's own redraw (no forced one): the winbar row
-# on screen of each window of the current tab page that shows the transcript, by
-# its width. Read in the same request, so no batch the Python side sends after
-# can draw it meanwhile.
+# After `...` (Lua, run first, then what it scheduled), Neovim's own redraw (no
+# forced one): the winbar row on screen of each window of the current tab page
+# that shows the transcript, with its width. Read in the same request, so no batch
+# the Python side sends after can draw it meanwhile.
 DRAWN = """
 local after = ...
-if after ~= vim.NIL then assert(loadstring(after))() end
+if after ~= vim.NIL then
+  assert(loadstring(after))()
+  vim.wait(0) -- what it scheduled (a winbar's redraw waits for Neovim's own first)
+end
 vim.cmd('redraw')
 local rows = {}
 for _, win in ipairs(vim.fn.win_findbuf(require('acp').status().transcript_buf)) do

@@ -178,20 +178,45 @@ function M.shown()
   return text
 end
 
+-- Windows whose new text waits for Neovim's next redraw, and whether a check of
+-- them is scheduled.
+---@type table<integer, true>
+local waiting, checking = {}, false
+
+--- Redraw the bars of the waiting windows Neovim's own redraw left as they were.
+--- A batch that moves a transcript window's cursor (it follows the stream) has
+--- Neovim draw that window's bar anyway; a bar drawn at once from `update` was
+--- drawn twice then, with a flush of the screen to the UI in the middle of the
+--- batch.
+local function redraw_waiting()
+  checking = false
+  local tab = api.nvim_get_current_tabpage()
+  for win in pairs(waiting) do
+    waiting[win] = nil
+    if api.nvim_win_is_valid(win) and drawn[win] ~= texts[win] and api.nvim_win_get_tabpage(win) == tab then
+      api.nvim__redraw({ win = win, winbar = true })
+    end
+  end
+end
+
 --- Draw `chat`'s winbar in every window that shows its transcript, where its text
---- changed. A window not drawn yet shows the text at its first draw: asked for
---- here, that draw would happen at once, inside the command that opens the window
---- (with a whole pass of its folds, decision 0074). One in another tab page is
---- drawn when that tab page is entered.
+--- changed: after Neovim's next redraw, where that did not draw it. A window not
+--- drawn yet shows the text at its first draw: asked for here, that draw would
+--- happen at once, inside the command that opens the window (with a whole pass of
+--- its folds, decision 0074). One in another tab page is drawn when that tab page
+--- is entered.
 ---@param chat acp.Chat
 function M.update(chat)
-  local tab = api.nvim_get_current_tabpage()
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
     util.set_local(win, { winbar = EXPRESSION })
     local text = fitted(chat, win)
     texts[win] = text
-    if drawn[win] and drawn[win] ~= text and api.nvim_win_get_tabpage(win) == tab then
-      api.nvim__redraw({ win = win, winbar = true })
+    if drawn[win] and drawn[win] ~= text then
+      waiting[win] = true
+      if not checking then
+        checking = true
+        vim.schedule(redraw_waiting)
+      end
     end
   end
 end
@@ -224,7 +249,7 @@ api.nvim_create_autocmd("WinClosed", {
   group = group,
   callback = function(ev)
     local win = tonumber(ev.match) --[[@as integer]]
-    texts[win], drawn[win] = nil, nil
+    texts[win], drawn[win], waiting[win] = nil, nil, nil
   end,
 })
 
