@@ -24,6 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fakes" / "agent.py"
 # Lua drawing render ops (the ... args: chat id, ops) as Python's batches do.
 RENDER = "local chat, ops = ...; require('acp.host').apply({ { kind = 'render', chat = chat, ops = ops } })"
+# A Lua function: the chat's winbar as window `win` draws it (the transcript's first
+# window without one); its 'winbar' is an expression (decision 0096).
+WINBAR = (
+    "(function(win) win = win ~= nil and win ~= vim.NIL and win"
+    " or vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]"
+    " return vim.api.nvim_eval_statusline(vim.wo[win].winbar, {winid = win, use_winbar = true}).str end)"
+)
 
 
 def nvim_binary() -> str:
@@ -151,6 +158,10 @@ class Editor:
             what=f"{count} x {name}",
         )
         return self.events(name)[count - 1]
+
+    def winbar(self, win: int | None = None) -> str:
+        """The chat's winbar as drawn in ``win``, else in the transcript's first window."""
+        return str(self.lua(f"return {WINBAR}(...)", win))
 
     def transcript(self) -> list[str]:
         buf = self.lua("return require('acp').status().transcript_buf")

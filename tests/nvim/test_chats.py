@@ -287,7 +287,7 @@ def test_two_agents_chats_side_by_side_and_the_picker(editor: Editor, tmp_path: 
     assert editor.lua("return vim.api.nvim_get_current_buf()") == (
         editor.lua("return require('acp').status().input_buf")
     )
-    assert "work" in editor.lua("return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar")
+    assert "work" in editor.winbar()
 
     # Close the second one from the picker.
     editor.lua(STUB_UI, 2, 2)
@@ -387,7 +387,7 @@ def test_a_chat_is_named_by_its_configured_agent(editor: Editor) -> None:
     assert status["agent_title"] == "Demo agent"  # the agent's own name for itself
     [chat] = editor.lua("return require('acp').chats()")
     assert chat["title"] == "demo2 #1"
-    winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
+    winbar = editor.winbar()
     assert "demo2" in winbar and "Demo agent" not in winbar
 
 

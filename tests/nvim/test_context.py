@@ -314,8 +314,8 @@ def test_usage_and_title_show_in_the_winbar_status_and_statusline(
     status = editor.lua("return require('acp').status()")
     assert status["title"] == "tell me about lua"
     assert status["usage"]["size"] == 200_000 and status["usage"]["used"] > 0
-    winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
-    assert "ctx 1k/200k 1%% $0.0032 " in winbar and "tell me about lua" in winbar
+    winbar = editor.winbar()
+    assert "ctx 1k/200k 1% $0.0032 " in winbar and "tell me about lua" in winbar
     assert editor.lua("return require('acp').statusline()").startswith("acp demo · ready")
 
 

@@ -149,9 +149,7 @@ def test_a_cancel_the_agent_ignores_ends_the_turn_here(editor: Editor, version: 
     editor.wait("vim.fn.getbufline(require('acp').status().transcript_buf, 1, '$')[4] ~= nil")
     editor.lua("require('acp').cancel()")
     editor.wait("require('acp').status().turn_state == 'cancelling'")
-    assert "cancelling…" in editor.lua(
-        "return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
-    )
+    assert "cancelling…" in editor.winbar()
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
     assert editor.lua("return require('acp').status().state") == "ready"
     shown = editor.transcript_text()
@@ -248,9 +246,7 @@ def test_a_prompt_sent_while_the_agent_works_is_queued_not_lost(editor: Editor, 
     send_input(editor, status)
     editor.wait("require('acp').status().queued == 1")
     assert editor.lua("return require('acp').queue()") == ["second prompt"]
-    assert "1 queued" in editor.lua(
-        "return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
-    )
+    assert "1 queued" in editor.winbar()
     assert "echo: second prompt" not in editor.transcript_text()
     editor.lua("require('acp').send('send me after it')")  # at the end of the queue
     editor.wait("require('acp').status().queued == 2")

@@ -997,9 +997,7 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
     editor.lua(renamed, "AcpHistory", "Yak")
     editor.wait("require('acp').history()[1].title == 'Yak'", what="the name stored")
     editor.wait(f"{named} == 'Yak'", what="the open chat renamed")
-    assert "Yak" in editor.lua(
-        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
-    )
+    assert "Yak" in editor.winbar()
     entry = editor.lua(HISTORY)[0]
     editor.quit()
 

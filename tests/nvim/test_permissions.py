@@ -103,10 +103,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor, versi
         "reject_once",
         "reject_always",
     ]
-    winbar = editor.lua(
-        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
-    )
-    assert winbar.startswith(" waiting for you · fake")
+    assert editor.winbar().startswith(" waiting for you · fake")
     assert groups_at(editor, head + 5) == ["AcpPermissionKey"]
     focus_transcript(editor)
     assert all(mapped(editor, key) for key in "aArR")
@@ -119,9 +116,7 @@ def test_prompt_appears_at_its_tool_call_and_a_key_answers(editor: Editor, versi
     assert "**Permission:** Reject" in text
     assert PROMPT not in text
     assert not any(mapped(editor, key) for key in "aArR")
-    assert "waiting for you" not in editor.lua(
-        "return vim.wo[vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]].winbar"
-    )
+    assert "waiting for you" not in editor.winbar()
 
 
 @pytest.mark.parametrize("version", [1, 2])

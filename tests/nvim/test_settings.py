@@ -58,12 +58,6 @@ def test_the_session_picker_opens_once_the_batch_that_brought_the_list_is_applie
     assert editor.lua("return _G.picked_in_batch") is False
 
 
-def winbar(editor: Editor) -> str:
-    return str(
-        editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
-    )
-
-
 def test_a_configured_mode_is_set_before_the_first_prompt(editor: Editor) -> None:
     # qwen starts in "auto", where nothing asks the user: the preset asks for "default".
     editor.setup(
@@ -82,7 +76,7 @@ def test_a_configured_mode_is_set_before_the_first_prompt(editor: Editor) -> Non
         ],
     }
     assert status["models"]["current"] == "small"
-    assert "mode Default" in winbar(editor) and "Small" in winbar(editor)
+    assert "mode Default" in editor.winbar() and "Small" in editor.winbar()
 
 
 def test_qwens_configured_mode_is_sent_the_one_way_qwen_switches(editor: Editor) -> None:
@@ -439,13 +433,13 @@ def test_a_restart_keeps_the_settings_the_user_chose(editor: Editor) -> None:
     assert "A new session begins" not in editor.transcript_text()
     status = editor.lua("return require('acp').status()")
     assert status["modes"]["current"] == "plan" and status["models"]["current"] == "large"
-    assert "mode Plan" in winbar(editor) and "Large" in winbar(editor)
+    assert "mode Plan" in editor.winbar() and "Large" in editor.winbar()
 
 
 def test_settings_the_agent_changes_over_v1_are_shown(editor: Editor) -> None:
     editor.setup(agents={"qwen": editor.fake_agent("settings")}, default_agent="qwen")
     editor.open_chat()
-    assert "mode Auto" in winbar(editor)
+    assert "mode Auto" in editor.winbar()
     # current_mode_update, then a config_option_update with a setting of its own.
     editor.lua("require('acp').send('switch')")
     editor.wait_event("AcpTurnEnd")
@@ -455,7 +449,7 @@ def test_settings_the_agent_changes_over_v1_are_shown(editor: Editor) -> None:
     # The modes and models, which no config option replaces, stay offered.
     assert [o["id"] for o in status["config_options"]] == ["thought", "mode", "model"]
     assert status["models"]["current"] == "small"
-    assert "mode Plan" in winbar(editor) and "Small" in winbar(editor)
+    assert "mode Plan" in editor.winbar() and "Small" in editor.winbar()
 
 
 def test_a_config_option_update_over_v1_moves_the_mode(editor: Editor) -> None:
@@ -466,7 +460,7 @@ def test_a_config_option_update_over_v1_moves_the_mode(editor: Editor) -> None:
     editor.wait_event("AcpTurnEnd")
     status = editor.lua("return require('acp').status()")
     assert status["modes"]["current"] == "ask" and status["mode"] == "Ask"
-    assert "mode Ask" in winbar(editor)
+    assert "mode Ask" in editor.winbar()
 
 
 @pytest.mark.parametrize("version", [1, 2])

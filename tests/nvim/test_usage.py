@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import WINBAR, Editor
 from tests.nvim.test_history import kept
 from tests.nvim.test_rewind import kill_the_agent, start, turn
 
@@ -53,8 +53,7 @@ def test_the_first_turn_in_a_new_process_shows_what_it_used(
     # The session's three turns, and its cost so far: the winbar's.
     assert usage["session"] == {"tokens": 3702, "cost": {"amount": pytest.approx(0.15), "currency": "USD"}}
     assert usage["cost"]["amount"] == pytest.approx(0.15)
-    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
-    editor.wait(f"{winbar}:find('$0.15', 1, true) ~= nil", what="the session's cost in the winbar")
+    editor.wait(f"{WINBAR}():find('$0.15', 1, true) ~= nil", what="the session's cost in the winbar")
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -14,7 +14,7 @@ def winbar(editor: Editor) -> str:
     """The transcript's winbar, its window wide enough for every field."""
     buf = editor.lua("return require('acp').status().transcript_buf")
     editor.lua("vim.o.columns = 250; vim.api.nvim_win_set_width(vim.fn.win_findbuf(...)[1], 200)", buf)
-    return str(editor.lua(f"return vim.wo[vim.fn.win_findbuf({buf})[1]].winbar"))
+    return editor.winbar()
 
 
 def test_v2_is_negotiated_and_shown(editor: Editor) -> None:

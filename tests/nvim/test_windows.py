@@ -292,7 +292,7 @@ def test_window_options_stay_in_the_chat_windows(editor: Editor) -> None:
     chat = window_options(editor, transcript)
     assert chat["linebreak"] and chat["breakindent"] and not chat["number"]
     assert chat["foldexpr"] != mine["foldexpr"] and chat["conceallevel"] == 2
-    assert chat["winbar"].startswith(" ready · demo")
+    assert editor.winbar(transcript).startswith(" ready · demo")
     # Word-boundary wrapping with wrapped list items indented under their text.
     assert editor.lua(f"return vim.wo[{transcript}].breakindentopt") == "list:-1"
     assert editor.lua(f"return vim.wo[{transcript}][0].showbreak") == "NONE"

@@ -143,11 +143,6 @@ def offered(editor: Editor, word: str) -> None:
     )
 
 
-def winbar(editor: Editor) -> str:
-    win = editor.lua("return vim.fn.win_findbuf(require('acp').status().transcript_buf)[1]")
-    return str(editor.lua("return vim.wo[...].winbar", win))
-
-
 @VERSIONS
 def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
     editor: Editor, version: int
@@ -171,7 +166,7 @@ def test_a_root_reaches_the_agent_and_is_read_without_asking_and_completed(
 
     offered(editor, f"@{lib / 'util.py'}")
     assert editor.lua("return require('acp').status().roots") == [str(lib)]
-    assert "+ lib" in winbar(editor)
+    assert "+ lib" in editor.winbar()
 
     # A command's change in the root, no tool call naming it: the review's scan finds it.
     send(editor, chat, f"run {lib / 'made.py'} made = True")
@@ -366,8 +361,8 @@ def test_a_worktree_chats_agent_writes_in_its_worktree_and_accept_brings_it_in(
     # The agent starts from what you have on disk.
     assert (worktree / "g.txt").read_text() == "g, as you changed it\n"
     assert (worktree / "new.txt").read_text() == "new\n"
-    assert "worktree acp/" in winbar(editor)
-    assert " · in " not in winbar(editor)  # the branch names where it works
+    assert "worktree acp/" in editor.winbar()
+    assert " · in " not in editor.winbar()  # the branch names where it works
     # status() names it as chats() does (it had no worktree field).
     assert editor.lua("return require('acp').status().worktree") == str(worktree)
 
@@ -618,7 +613,7 @@ def test_a_worktree_chat_works_beside_a_branch_of_yours_named_acp(editor: Editor
     [listed] = editor.lua("return require('acp').chats()")
     worktree = Path(listed["worktree"])
     assert git(worktree, "branch", "--show-current") == f"acp-{listed['id']}\n"
-    assert f"worktree acp-{listed['id']}" in winbar(editor)
+    assert f"worktree acp-{listed['id']}" in editor.winbar()
     assert git(project, "branch", "--list", "--format=%(refname:short)", "acp*").split() == [
         "acp", f"acp-{listed['id']}"
     ]
@@ -776,7 +771,7 @@ def test_a_fork_or_handoff_of_a_worktree_chat_works_in_the_same_worktree(
     assert two["agent"] == ("ws" if how == "fork" else "other")
     assert two["worktree"] == one["worktree"] == str(worktree) and two["cwd"] == str(worktree)
     assert send(editor, second, "where")["cwd"] == str(worktree)
-    assert "worktree acp/" in winbar(editor)
+    assert "worktree acp/" in editor.winbar()
 
     # It goes on from the first agent's work, whose hunk stays in the first chat's review.
     send(editor, second, "write g.txt second")
@@ -845,7 +840,7 @@ def test_a_session_resumed_from_a_worktree_chats_list_works_in_its_worktree(
     assert ready["session_id"] == forked["session_id"]
     resumed = next(c for c in editor.lua("return require('acp').chats()") if c["id"] == ready["chat"])
     assert resumed["worktree"] == str(worktree) and resumed["cwd"] == str(worktree)
-    assert "worktree acp/" in winbar(editor)
+    assert "worktree acp/" in editor.winbar()
     # It answers for the worktree with the chat it was listed from: closing that one keeps it.
     editor.lua(STUB_SELECT)
     close_chat(editor, first)
@@ -926,12 +921,12 @@ def test_the_winbar_names_a_chats_directory_where_it_is_not_neovims(editor: Edit
     (project / "sub").mkdir()
     editor.setup(agents={"ws": editor.fake_agent("workspace")}, default_agent="ws")
     editor.open_chat()
-    assert " · in " not in winbar(editor)
+    assert " · in " not in editor.winbar()
     chat = editor.lua("return require('acp').open({ cwd = ... })", str(project / "sub"))
     editor.wait_event("AcpSessionReady", count=2)
-    assert " · ws · in sub" in winbar(editor)
+    assert " · ws · in sub" in editor.winbar()
     editor.nvim.command("cd ..")  # shown as it differs from Neovim's directory now
-    assert " · ws · in project/sub" in winbar(editor)
+    assert " · ws · in project/sub" in editor.winbar()
 
     # A narrow window shortens it before it gives way.
     def directory(width: int) -> str | None:
@@ -947,7 +942,7 @@ def test_the_winbar_names_a_chats_directory_where_it_is_not_neovims(editor: Edit
     assert list(dict.fromkeys(seen)) == ["in project/sub", "in p/sub", None]
 
     editor.nvim.command("cd project/sub")
-    assert " · in " not in winbar(editor)
+    assert " · in " not in editor.winbar()
 
 
 @VERSIONS
@@ -1042,7 +1037,7 @@ def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Edito
     assert worktree.is_dir()
 
     chat = editor.reopen_last()
-    assert "worktree acp/" in winbar(editor)
+    assert "worktree acp/" in editor.winbar()
     [listed] = editor.lua("return require('acp').chats()")
     assert (listed["cwd"], listed["worktree"], listed["waiting"]) == (str(worktree), str(worktree), 1)
     # The hunk it left waiting is there to decide, before its agent starts.
@@ -1113,7 +1108,7 @@ def test_a_worktree_chat_reopened_once_its_worktree_is_gone_says_where_it_works(
     gone = f"is gone: it goes on in your directory `{project}`"
     # Said before anything is sent: the agent's changes will land in your files.
     assert any(gone in line for line in transcript(editor, chat))
-    assert "worktree acp/" not in winbar(editor)
+    assert "worktree acp/" not in editor.winbar()
     assert send(editor, chat, "where")["cwd"] == str(project)
 
 

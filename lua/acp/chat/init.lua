@@ -316,6 +316,7 @@ local function dress_transcript(chat)
   vim.b[buf].acp_foldexpr = function(lnum)
     return foldexpr(chat, lnum)
   end
+  vim.b[buf].acp_winbar = winbar.shown
   chat_keys.map_transcript(chat, actions(chat))
 end
 

@@ -142,14 +142,86 @@ function M.text(chat, width, cwd)
   return (text:gsub("%%", "%%%%"))
 end
 
---- Draw `chat`'s winbar in every window that shows its transcript.
+-- Every transcript window's 'winbar' is this expression, set once; it shows the
+-- text `update` fitted to that window. A new text redraws that window's winbar
+-- alone, where setting the option redrew every window and status line of the tab
+-- page, twice a turn (decision 0096). The transcript's b:acp_winbar is `shown`: a
+-- funcref call makes no Lua garbage, where `v:lua` compiles a chunk at each of
+-- Neovim's redraws of the bar; another buffer shown in the window later has none.
+local EXPRESSION = "%{%exists('b:acp_winbar')?b:acp_winbar():''%}"
+
+-- What each window's winbar is to show, by window, and what Neovim last drew there.
+---@type table<integer, string>
+local texts, drawn = {}, {}
+
+--- `chat`'s winbar text in window `win`. Narrower than the state and agent, their
+--- end is cut (`%<` last: by default Neovim cuts a winbar's start, "<ting for you ·
+--- demo").
+local function fitted(chat, win)
+  local cwd = vim.fn.getcwd(win, api.nvim_tabpage_get_number(api.nvim_win_get_tabpage(win)))
+  return M.text(chat, api.nvim_win_get_width(win), cwd) .. "%<"
+end
+
+--- The winbar of the window being drawn (current while Neovim evaluates the
+--- expression). A window that shows a transcript before `update` saw it (a
+--- `:split` copies the option) gets its text made here; one that cannot be made
+--- (the error is told where `update` meets it) shows nothing rather than have
+--- Neovim empty the option.
+---@return string
+function M.shown()
+  local win = api.nvim_get_current_win()
+  local text = texts[win]
+  if not text then
+    local buf = api.nvim_win_get_buf(win)
+    local chat = registry.of_buffer(buf)
+    local ok, made = pcall(fitted, chat, win)
+    text = chat and chat.transcript == buf and ok and made or ""
+    texts[win] = text
+  end
+  drawn[win] = text
+  return text
+end
+
+-- Windows whose new text waits for Neovim's next redraw, and whether a check of
+-- them is scheduled.
+---@type table<integer, true>
+local waiting, checking = {}, false
+
+--- Redraw the bars of the waiting windows Neovim's own redraw left as they were.
+--- A batch that moves a transcript window's cursor (it follows the stream) has
+--- Neovim draw that window's bar anyway; a bar drawn at once from `update` was
+--- drawn twice then, with a flush of the screen to the UI in the middle of the
+--- batch.
+local function redraw_waiting()
+  checking = false
+  local tab = api.nvim_get_current_tabpage()
+  for win in pairs(waiting) do
+    waiting[win] = nil
+    if api.nvim_win_is_valid(win) and drawn[win] ~= texts[win] and api.nvim_win_get_tabpage(win) == tab then
+      api.nvim__redraw({ win = win, winbar = true })
+    end
+  end
+end
+
+--- Draw `chat`'s winbar in every window that shows its transcript, where its text
+--- changed: after Neovim's next redraw, where that did not draw it. A window not
+--- drawn yet shows the text at its first draw: asked for here, that draw would
+--- happen at once, inside the command that opens the window (with a whole pass of
+--- its folds, decision 0074). One in another tab page is drawn when that tab page
+--- is entered.
 ---@param chat acp.Chat
 function M.update(chat)
   for _, win in ipairs(vim.fn.win_findbuf(chat.transcript)) do
-    local cwd = vim.fn.getcwd(win, api.nvim_tabpage_get_number(api.nvim_win_get_tabpage(win)))
-    -- Narrower than the state and agent, their end is cut (`%<` last: by default
-    -- Neovim cuts a winbar's start, "<ting for you · demo").
-    util.set_local(win, { winbar = M.text(chat, api.nvim_win_get_width(win), cwd) .. "%<" })
+    util.set_local(win, { winbar = EXPRESSION })
+    local text = fitted(chat, win)
+    texts[win] = text
+    if drawn[win] and drawn[win] ~= text then
+      waiting[win] = true
+      if not checking then
+        checking = true
+        vim.schedule(redraw_waiting)
+      end
+    end
   end
 end
 
@@ -175,6 +247,13 @@ api.nvim_create_autocmd("DirChanged", {
         M.update(chat)
       end
     end
+  end,
+})
+api.nvim_create_autocmd("WinClosed", {
+  group = group,
+  callback = function(ev)
+    local win = tonumber(ev.match) --[[@as integer]]
+    texts[win], drawn[win], waiting[win] = nil, nil, nil
   end,
 })
 
