@@ -39,6 +39,7 @@ from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 from tests.fakes.stores import schema_3
+from tests.unit.conftest import wait_for
 
 
 def store_at(tmp_path: Path) -> Store:
@@ -812,9 +813,11 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
             loop = threading.current_thread()
             for chat_id, history_id in ((1, None), (None, hit.chat.id)):
                 go_on.clear()
+                started = len(made_on)
 
                 async def meanwhile() -> None:
-                    await anyio.sleep(0.01)  # a turn of the loop while the thread works
+                    # The loop runs this while the Markdown is being made, or never.
+                    await wait_for(lambda: len(made_on) > started)
                     go_on.set()
 
                 group.start_soon(meanwhile)
