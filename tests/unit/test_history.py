@@ -813,14 +813,13 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
             loop = threading.current_thread()
             for chat_id, history_id in ((1, None), (None, hit.chat.id)):
                 go_on.clear()
-                started = len(made_on)
 
-                async def meanwhile() -> None:
+                async def meanwhile(made: int) -> None:
                     # The loop runs this while the Markdown is being made, or never.
-                    await wait_for(lambda: len(made_on) > started)
+                    await wait_for(lambda: len(made_on) > made)
                     go_on.set()
 
-                group.start_soon(meanwhile)
+                group.start_soon(meanwhile, len(made_on))
                 text = await history.markdown(chat_id, history_id)
                 assert text is not None and "## You\n\nexport me" in text and "a zebra" in text
                 assert made_on[-1] is not loop
