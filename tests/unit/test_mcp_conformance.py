@@ -470,8 +470,10 @@ async def test_list_changed_is_sent_when_buffers_come_and_go(host: Host) -> None
 
 async def test_cancellation_stops_a_running_command(host: Host) -> None:
     async with Client(host.server(), mode="legacy") as client:
-        with anyio.move_on_after(0.5):
-            await client.call_tool("run_command", {"command": "sleep 100"})
+        async with anyio.create_task_group() as calling:
+            calling.start_soon(client.call_tool, "run_command", {"command": "sleep 100"})
+            await wait_for(lambda: bool(host.editor.terminals))  # the command runs
+            calling.cancel_scope.cancel()
         # notifications/cancelled reached the host: the command was stopped and
         # released, and the connection serves on.
         await wait_for(lambda: any(t["stopped"] for t in host.editor.terminals.values()))
