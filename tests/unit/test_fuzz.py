@@ -657,17 +657,6 @@ hellos = st.one_of(
 )
 
 
-async def finish_commands(editor: RecordingEditor, terminals: Terminals) -> None:
-    """Each command a tool starts exits at once, as a fast one would in Neovim."""
-    done: set[str] = set()
-    while True:
-        for key in list(editor.terminals):
-            if key not in done:
-                done.add(key)
-                terminals.feed(key, b"out\r\n", 0)
-        await anyio.sleep(0.005)
-
-
 @asynccontextmanager
 async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
     """The editor MCP server of one chat on its socket, as the App makes it (files
@@ -688,7 +677,7 @@ async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
             chat, {1: review}, terminals, permissions, list(EDITOR_TOOLS), lambda: 0.05
         )
         await socket.start()
-        group.start_soon(finish_commands, editor, terminals)
+        group.start_soon(editor.finish_commands, terminals, b"out\r\n")
         try:
             yield socket, socket.add(session)
         finally:

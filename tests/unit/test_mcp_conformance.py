@@ -201,17 +201,6 @@ def _text(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def _play_commands(host: Host) -> None:
-    """Run each command the tools start, as Neovim's terminal would: output, exit 0."""
-    played: set[str] = set()
-    while True:
-        for key in list(host.editor.terminals):
-            if key not in played:
-                played.add(key)
-                host.terminals.feed(key, b"hello from the terminal\r\n", 0)
-        await anyio.sleep(0.01)
-
-
 # Every tool with good input: (name, arguments, text expected in the answer).
 def _good_calls(host: Host) -> list[tuple[str, dict[str, Any], str]]:
     code = str(host.cwd / "code.py")
@@ -263,7 +252,8 @@ async def _set_editor(host: Host) -> None:
 async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
     await _set_editor(host)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_play_commands, host)
+        output = b"hello from the terminal\r\n"
+        tasks.start_soon(host.editor.finish_commands, host.terminals, output)
         async with Client(host.server(), mode="legacy") as client:
             for name, arguments, expected in _good_calls(host):
                 result = await client.call_tool(name, arguments)
