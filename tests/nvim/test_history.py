@@ -636,13 +636,20 @@ def test_a_hand_over_whose_chat_closes_while_its_agent_starts_still_says_whose(
     """The chat handed over can close while the new agent starts: the lines naming
     it came from its stored record, gone by then (a KeyError, and no chat)."""
     demo = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}
-    late = f"sleep 1; exec {sys.executable} -m acp_nvim.demo_agent"
+    gate = editor.tmp / "gate"
+    os.mkfifo(gate)
+    late = f"read go < {gate}; exec {sys.executable} -m acp_nvim.demo_agent"
     editor.setup(agents={"demo": demo, "late": {"cmd": ["sh", "-c", late]}}, default_agent="demo")
     first = editor.open_chat()
     send(editor, "tell me about whales", 1)
     editor.nvim.command("AcpHandoff late")
     editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...], true)", first["chat"])
-    editor.wait_event("AcpSessionReady", count=2)
+    opened = os.open(gate, os.O_RDWR)  # unlike a writer's open, never waits for the reader
+    try:
+        os.write(opened, b"go\n")  # the late agent starts now, its chat handed over closed
+        editor.wait_event("AcpSessionReady", count=2)
+    finally:
+        os.close(opened)
     editor.wait("require('acp').status().state == 'ready'")
     text = editor.transcript_text()
     # "(begun ...)" too when the close came after the record was read.
