@@ -762,9 +762,11 @@ def read_only_neovim(editor: Editor) -> Iterator[Editor]:
     store.chmod(0o444)
     store.parent.chmod(0o555)
     wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
-    with second_neovim(editor, wrapper if os.geteuid() == 0 else None) as other:
-        other.setup(agents=agents(editor), default_agent="kept")
-        yield other
+    try:
+        with second_neovim(editor, wrapper if os.geteuid() == 0 else None) as other:
+            other.setup(agents=agents(editor), default_agent="kept")
+            yield other
+    finally:
         store.parent.chmod(0o755)
         store.chmod(0o644)
 
